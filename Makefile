@@ -1,0 +1,192 @@
+# kvsim — build, test, bench, fuzz, install.
+#
+#   make run     bootstrap dependencies, build, run the default experiment
+#   make test    bootstrap dependencies, build, run every test (cmocka)
+#   make SAN=1 test   the same under AddressSanitizer + UBSan (build-san/)
+#   make bench   benchmarks (ratios against baselines run in the same call)
+#   make fuzz    libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   make install PREFIX=/usr/local DESTDIR=
+#
+# Each source folder builds one static archive (libkvsim_<folder>.a); tests
+# link the archives and the linker takes only the objects they use.
+
+CC      := gcc
+SAN     ?=
+PREFIX  ?= /usr/local
+DESTDIR ?=
+FUZZ_SECONDS ?= 60
+
+ifeq ($(SAN),1)
+BUILD   ?= build-san
+OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=all -DKVSIM_CHECK=1
+LDSAN   := -fsanitize=address,undefined
+else
+BUILD   ?= build
+OPT     := -O2 -g
+LDSAN   :=
+endif
+ifeq ($(DEBUG),1)
+OPT     += -DKVSIM_CHECK=1
+endif
+
+# Debian packages the build and tests need (the bootstrap installs them).
+APT_PKGS := make gcc pkg-config libgsl-dev libhdf5-dev libsqlite3-dev \
+            libcmocka-dev libinih-dev libjansson-dev nettle-dev libopenmpi-dev openmpi-bin \
+            python3 python3-h5py python3-matplotlib python3-pandas python3-numpy \
+            python3-simpy3
+PC_PKGS  := gsl hdf5 sqlite3 inih jansson nettle
+
+VERSION  := 0.1.0
+GITREV   := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+
+# Recursive (=) so pkg-config runs after the bootstrap, not at parse time.
+PC_CFLAGS = $(shell pkg-config --cflags $(PC_PKGS) cmocka 2>/dev/null)
+PC_LIBS   = $(shell pkg-config --libs $(PC_PKGS) 2>/dev/null) -lhdf5_hl
+MPI_CFLAGS = $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   = $(shell pkg-config --libs ompi-c 2>/dev/null)
+HAVE_MPI   = $(if $(MPI_LIBS),-DKVSIM_HAVE_MPI=1,)
+
+CFLAGS  = -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(BUILD)/gen $(OPT) \
+          $(PC_CFLAGS) $(MPI_CFLAGS) $(HAVE_MPI) \
+          -DKVSIM_VERSION=\"$(VERSION)\" -DKVSIM_GITREV=\"$(GITREV)\"
+LDLIBS  = $(PC_LIBS) $(MPI_LIBS) -lm -ldl -lpthread
+
+FOLDERS := sim policies traces models gpu_validation
+# sim/main.c is the binary's entry point, not part of the archive.
+lib_srcs = $(filter-out sim/main.c,$(wildcard $(1)/*.c))
+LIB_SRCS := $(foreach f,$(FOLDERS),$(call lib_srcs,$(f)))
+LIBS     := $(foreach f,$(FOLDERS),$(BUILD)/libkvsim_$(f).a)
+GEN_SRCS := $(BUILD)/gen/mdl_embedded.c
+GEN_OBJS := $(GEN_SRCS:.c=.o)
+LINK_LIBS = -Wl,--start-group $(LIBS) -Wl,--end-group
+
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+KVSIM     := $(BUILD)/kvsim
+
+.PHONY: all run test bench fuzz install clean format deps build build-tests \
+        run-only test-only bench-only fuzz-only
+.DEFAULT_GOAL := all
+
+# ---- bootstrap: install missing Debian packages (root) or say how ----------
+deps:
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+	    || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "kvsim: installing missing Debian packages:$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing \
+	      || { echo "kvsim: apt-get failed" >&2; exit 1; }; \
+	  else \
+	    echo "kvsim: missing Debian packages. Run as root:" >&2; \
+	    echo "  apt-get install -y --no-install-recommends$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+all:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory run-only
+
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory test-only
+
+bench:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory bench-only
+
+fuzz:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory fuzz-only
+
+# ---- build ------------------------------------------------------------------
+build: $(KVSIM) $(BUILD)/kvreplay
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/mdl_embedded.c: $(wildcard models/hw/*.ini models/llm/*.ini) models/embed.sh
+	@mkdir -p $(dir $@)
+	sh models/embed.sh $(sort $(wildcard models/hw/*.ini models/llm/*.ini)) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+define archive_rule
+$(BUILD)/libkvsim_$(1).a: $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(if $(filter models,$(1)),$(GEN_OBJS))
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach f,$(FOLDERS),$(eval $(call archive_rule,$(f))))
+
+$(KVSIM): $(BUILD)/sim/main.o $(LIBS)
+	$(CC) $(OPT) $(LDSAN) -rdynamic $< $(LINK_LIBS) $(LDLIBS) -o $@
+
+# kvreplay: host backend always; CUDA backend when nvcc exists (see
+# gpu_validation/kvreplay.mk).
+-include gpu_validation/kvreplay.mk
+ifndef KVREPLAY_RULES
+$(BUILD)/kvreplay:
+	@true
+endif
+
+# ---- tests ------------------------------------------------------------------
+$(BUILD)/tests/%: tests/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP $< $(LINK_LIBS) $(LDSAN) -rdynamic $(LDLIBS) -lcmocka -o $@
+
+build-tests: $(TEST_BINS) $(KVSIM) $(BUILD)/kvreplay $(TEST_EXTRA)
+
+test-only: build-tests
+	@KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) SAN=$(SAN) \
+	  sh tests/run_tests.sh $(TEST_BINS)
+
+run-only: $(KVSIM)
+	$(KVSIM) run
+
+bench-only: build
+	@for s in $(sort $(wildcard tests/bench_*.sh)); do \
+	  KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) sh $$s || exit 1; done
+
+# ---- fuzzing (clang + libFuzzer; targets are tests/fuzz_*.c) ---------------
+FUZZ_SRCS := $(wildcard tests/fuzz_*.c)
+fuzz-only:
+	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz \
+	  OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  $(patsubst tests/%.c,build-fuzz/fuzz/%,$(FUZZ_SRCS))
+	@for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); \
+	  mkdir -p build-fuzz/corpus/$$n; \
+	  seeds=""; [ -d tests/fuzz_corpus/$$n ] && seeds=tests/fuzz_corpus/$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  build-fuzz/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus/$$n $$seeds \
+	    >build-fuzz/$$n.log 2>&1 || { tail -40 build-fuzz/$$n.log; exit 1; }; \
+	  tail -2 build-fuzz/$$n.log; done
+
+build-fuzz/fuzz/%: tests/%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined $< $(LINK_LIBS) $(LDLIBS) -o $@
+
+# ---- install / clean / format ----------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim
+	install -m 755 $(KVSIM) $(DESTDIR)$(PREFIX)/bin/kvsim
+	[ ! -x $(BUILD)/kvreplay ] || install -m 755 $(BUILD)/kvreplay $(DESTDIR)$(PREFIX)/bin/kvreplay
+	cp -r models analysis $(DESTDIR)$(PREFIX)/share/kvsim/
+
+clean:
+	rm -rf build build-san build-fuzz
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,81 @@
+/* cfg — experiment configuration: a schema of typed keys and resolved values.
+ *
+ * Every key an experiment may set has a cfg_key_t: section, name, type,
+ * default (as text), range or choices, unit and a one-line doc. Modules own
+ * their key arrays; cfg_schema_default() gathers them all. Values come from,
+ * in order: defaults, an INI file (libinih) or built-in text, then --set
+ * "section.key=value" overrides, each checked against the schema. Errors are
+ * KS_EINPUT with "file:line: [section] key: reason" (and the nearest valid
+ * key for unknown names). Policy parameters live in "policy.<family>"
+ * sections; a key whose owner is set is valid only while that section's
+ * "name" selects that owner. The cfg_t owns its strings; accessors on a key
+ * that is not in the schema abort (a programming error, not bad input).
+ */
+#ifndef KVSIM_CFG_H
+#define KVSIM_CFG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/err.h"
+
+typedef enum { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STR, CFG_ENUM } cfg_type_t;
+
+typedef struct cfg_key {
+	const char *section; /* "cluster", "policy.routing", ... */
+	const char *name;
+	cfg_type_t type;
+	const char *def;     /* default value as text ("" allowed for CFG_STR) */
+	double min, max;     /* inclusive numeric range; ignored when min >= max */
+	const char *choices; /* CFG_ENUM: comma-separated ("lru,lfu") */
+	const char *unit;    /* "ns", "bytes", "tokens", "s", "" ... */
+	const char *doc;
+	const char *owner;   /* policy sections: the policy this key belongs to */
+} cfg_key_t;
+
+typedef struct cfg_schema cfg_schema_t;
+typedef struct cfg cfg_t;
+
+cfg_schema_t *cfg_schema_new(void);
+void cfg_schema_free(cfg_schema_t *s);
+/* Adds n keys (copied by pointer: keys must outlive the schema). */
+int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n);
+/* Replaces the choices of an existing enum key (policy names grow with
+ * plugins); the string is copied. */
+int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
+			   const char *choices);
+size_t cfg_schema_count(const cfg_schema_t *s);
+const cfg_key_t *cfg_schema_key(const cfg_schema_t *s, size_t i);
+const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section,
+				 const char *name);
+/* The full built-in schema (every module's keys, built-in policies). */
+cfg_schema_t *cfg_schema_default(void);
+
+cfg_t *cfg_new(const cfg_schema_t *s);
+void cfg_free(cfg_t *c);
+cfg_t *cfg_clone(const cfg_t *c);
+const cfg_schema_t *cfg_schema(const cfg_t *c);
+int cfg_load_file(cfg_t *c, const char *path, err_t *e);
+int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e);
+/* "section.key=value"; the section may contain dots (split at the last). */
+int cfg_set(cfg_t *c, const char *assignment, err_t *e);
+/* Cross-key checks (policy-owned keys); call after all loads and sets. */
+int cfg_finalize(cfg_t *c, err_t *e);
+
+int64_t cfg_int(const cfg_t *c, const char *section, const char *name);
+double cfg_float(const cfg_t *c, const char *section, const char *name);
+int cfg_bool(const cfg_t *c, const char *section, const char *name);
+const char *cfg_str(const cfg_t *c, const char *section, const char *name);
+/* Where a value came from: "default", "FILE:LINE" or "--set". */
+const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
+
+/* Writes the resolved config as INI that cfg_load_file accepts back. */
+int cfg_write(const cfg_t *c, FILE *f);
+/* The same text in a malloc'd string (caller frees). */
+char *cfg_text(const cfg_t *c);
+/* Writes every key with type, default, range, unit and doc. */
+int cfg_write_doc(const cfg_schema_t *s, FILE *f);
+/* SHA-256 of cfg_text as 64 hex chars + NUL. */
+void cfg_digest(const cfg_t *c, char out[65]);
+
+#endif

@@ -1,0 +1,54 @@
+/* err — see err.h. */
+#include "sim/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int err_set(err_t *e, int code, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+		e->code = code;
+	}
+	return code;
+}
+
+int err_prefix(err_t *e, const char *fmt, ...)
+{
+	if (!e)
+		return KS_ERUNTIME;
+	char head[512], old[sizeof e->msg];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof head, fmt, ap);
+	va_end(ap);
+	char buf[sizeof head + sizeof old + 2];
+	memcpy(old, e->msg, sizeof old);
+	snprintf(buf, sizeof buf, "%s: %s", head, old);
+	memcpy(e->msg, buf, sizeof e->msg - 1);
+	e->msg[sizeof e->msg - 1] = '\0';
+	return e->code;
+}
+
+int err_exit_status(int code)
+{
+	if (code == KS_OK)
+		return 0;
+	return code == KS_EINPUT ? 2 : 1;
+}
+
+const char *err_name(int code)
+{
+	switch (code) {
+	case KS_OK: return "ok";
+	case KS_ERUNTIME: return "runtime error";
+	case KS_EINPUT: return "input error";
+	case KS_ENOMEM: return "out of memory";
+	case KS_EIO: return "I/O error";
+	default: return "unknown error";
+	}
+}

@@ -1,0 +1,36 @@
+/* err — status codes and error messages shared by every kvsim module.
+ *
+ * Functions that can fail return an int: 0 on success or a negative KS_E*
+ * code, and fill a caller-owned err_t with a message that carries context
+ * ("file:line: [section] key: reason"). Only main() turns a code into an exit
+ * status (err_exit_status); nothing below it exits the process.
+ */
+#ifndef KVSIM_ERR_H
+#define KVSIM_ERR_H
+
+#include <stddef.h>
+
+enum {
+	KS_OK = 0,
+	KS_ERUNTIME = -1, /* failure while running (exit 1) */
+	KS_EINPUT = -2,   /* bad usage, config or input file (exit 2) */
+	KS_ENOMEM = -3,   /* allocation failed (exit 1) */
+	KS_EIO = -4,      /* file system or library I/O error (exit 1) */
+};
+
+typedef struct err {
+	int code;
+	char msg[1024];
+} err_t;
+
+/* Sets e (may be NULL) to code and a printf-style message; returns code. */
+int err_set(err_t *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prepends "prefix: " to the message already in e; returns e->code. */
+int err_prefix(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0 for KS_OK, 2 for KS_EINPUT, 1 otherwise. */
+int err_exit_status(int code);
+/* A fixed English name for a code ("input error", ...). */
+const char *err_name(int code);
+
+#endif

@@ -1,0 +1,78 @@
+/* results — what one simulation run produces, handed to the outputs.
+ *
+ * sim_run fills a sim_results_t; the HDF5 writer, the catalog and the
+ * terminal summary read it. All arrays are malloc'd and owned by the struct
+ * (sim_results_free releases them). Times are int64 ns, sizes bytes.
+ * A field that a run cannot measure is -1 (times) or 0 (counts).
+ */
+#ifndef KVSIM_RESULTS_H
+#define KVSIM_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { REQ_COMPLETED = 0, REQ_REJECTED_TOO_LONG = 1, REQ_REJECTED_SLO = 2,
+       REQ_UNFINISHED = 3, REQ_FAILED_IN_TRACE = 4 };
+enum { XFER_FOREGROUND = 0, XFER_BACKGROUND = 1 };
+enum { PATH_NVLINK = 0, PATH_PCIE_H2D = 1, PATH_PCIE_D2H = 2, PATH_NET = 3 };
+enum { TL_INSTANCE = 0, TL_LINK = 1 };
+
+typedef struct res_request {
+	uint64_t id;
+	int64_t arrival_ns;
+	int32_t instance;
+	int32_t status;        /* REQ_* */
+	int64_t ttft_ns, tpot_ns, tbt_p90_ns, e2e_ns, queue_ns, fetch_wait_ns;
+	uint32_t input_tokens, output_tokens;
+	uint32_t tok_local, tok_peer, tok_host, tok_recomputed;
+	uint32_t tok_spec_hit; /* of tok_local: found warm thanks to a speculative copy */
+} res_request_t;
+
+typedef struct res_transfer {
+	uint64_t id;
+	int32_t src_instance, src_gpu, dst_instance, dst_gpu; /* -1: host tier */
+	uint64_t bytes;
+	uint32_t blocks;
+	int32_t klass;          /* XFER_* */
+	int32_t path_kind;      /* PATH_* */
+	int32_t granular;       /* 1: one copy per block, 0: contiguous */
+	int64_t start_ns, end_ns;
+	int32_t cancelled;
+} res_transfer_t;
+
+typedef struct res_sample {
+	int64_t t_ns;
+	int32_t kind;           /* TL_* */
+	int32_t index;          /* instance or link id */
+	double queue_len, batch_size;
+	double kv_used_bytes, spec_kv_bytes;
+	double util_fg, util_bg; /* link utilisation by class, 0..1 */
+} res_sample_t;
+
+typedef struct res_metric {
+	char name[48];
+	char unit[16];
+	double value;
+} res_metric_t;
+
+typedef struct sim_results {
+	res_request_t *req;   size_t n_req;
+	res_transfer_t *xfer; size_t n_xfer;
+	res_sample_t *tl;     size_t n_tl;
+	res_metric_t *metric; size_t n_metric;
+	char *config_text;    /* resolved config (cfg_text) */
+	uint64_t seed;
+	char trace_path[1024];
+	char trace_sha256[65];
+	int64_t start_unix;   /* wall-clock start, seconds since epoch */
+	double wall_s;
+	uint64_t events;      /* engine events dispatched */
+} sim_results_t;
+
+void sim_results_free(sim_results_t *r);
+/* Appends a metric (name truncated to 47 chars); 0 or KS_ENOMEM. */
+int sim_results_metric(sim_results_t *r, const char *name, const char *unit, double v);
+/* Value of a named metric, or NAN. */
+double sim_results_get(const sim_results_t *r, const char *name);
+
+#endif
