@@ -429,25 +429,19 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
 }
 
 /* Default column list: id, status, seed, then params and metrics. */
-static int default_columns(const out_catalog_t *c, int all, char ***names, size_t *n)
+static int default_columns(const out_catalog_t *c, char ***names, size_t *n)
 {
 	*names = calloc(c->ncols + 3, sizeof **names);
 	if (!*names)
 		return -1;
 	size_t k = 0;
-	if (all) {
+	(*names)[k++] = strdup("id");
+	(*names)[k++] = strdup("status");
+	(*names)[k++] = strdup("seed");
+	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < c->ncols; i++)
-			if (strcmp(c->cols[i].name, "config"))
+			if (!strcmp(c->cols[i].kind, pass ? "metric" : "param"))
 				(*names)[k++] = strdup(c->cols[i].name);
-	} else {
-		(*names)[k++] = strdup("id");
-		(*names)[k++] = strdup("status");
-		(*names)[k++] = strdup("seed");
-		for (int pass = 0; pass < 2; pass++)
-			for (size_t i = 0; i < c->ncols; i++)
-				if (!strcmp(c->cols[i].kind, pass ? "metric" : "param"))
-					(*names)[k++] = strdup(c->cols[i].name);
-	}
 	*n = k;
 	for (size_t i = 0; i < k; i++)
 		if (!(*names)[i])
@@ -455,11 +449,13 @@ static int default_columns(const out_catalog_t *c, int all, char ***names, size_
 	return 0;
 }
 
-static int split_columns(const char *csv, char ***names, size_t *n)
+/* Comma-separated names; "all" stands for every column but config. */
+static int split_columns(const out_catalog_t *c, const char *csv, char ***names, size_t *n)
 {
 	size_t cnt = 1;
 	for (const char *p = csv; *p; p++)
 		cnt += *p == ',';
+	cnt *= c->ncols + 1;
 	*names = calloc(cnt, sizeof **names);
 	if (!*names)
 		return -1;
@@ -472,7 +468,12 @@ static int split_columns(const char *csv, char ***names, size_t *n)
 			s++, len--;
 		while (len && isspace((unsigned char)s[len - 1]))
 			len--;
-		if (len) {
+		if (len == 3 && !strncmp(s, "all", 3)) {
+			for (size_t i = 0; i < c->ncols; i++)
+				if (strcmp(c->cols[i].name, "config") &&
+				    !((*names)[(*n)++] = strdup(c->cols[i].name)))
+					return -1;
+		} else if (len) {
 			char *nm = strndup(s, len);
 			if (!nm)
 				return -1;
@@ -492,9 +493,7 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 	char **names = NULL, *sql = NULL, *qw = NULL;
 	size_t n = 0, len = 0, cap = 0;
 	int rc = 0;
-	int all = columns && !strcmp(columns, "all");
-	if ((columns && !all) ? split_columns(columns, &names, &n)
-			      : default_columns(c, all, &names, &n)) {
+	if (columns ? split_columns(c, columns, &names, &n) : default_columns(c, &names, &n)) {
 		rc = err_set(e, KS_ENOMEM, "out of memory");
 		goto out;
 	}

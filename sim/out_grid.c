@@ -332,7 +332,15 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 	char sb[40];
 	snprintf(sb, sizeof sb, "\nseed=%llu\n", (unsigned long long)p->seed);
 	sha256_init(&h);
-	sha256_update(&h, strlen(text), (const uint8_t *)text);
+	/* Values only: comment lines carry key docs, which may change between
+	 * versions without changing what a point computes. */
+	for (const char *l = text; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
+		if (*l != '#')
+			sha256_update(&h, len, (const uint8_t *)l);
+		l += len;
+	}
 	sha256_update(&h, strlen(sb), (const uint8_t *)sb);
 	sha256_digest(&h, sizeof d, d);
 	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)

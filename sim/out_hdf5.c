@@ -364,6 +364,12 @@ static void quiet_hdf5(void)
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
+void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o)
+{
+	o->compression = (int)cfg_int(c, "output", "compression");
+	o->chunk_rows = (size_t)cfg_int(c, "output", "chunk_rows");
+}
+
 int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,
 		   err_t *e)
 {

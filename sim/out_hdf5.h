@@ -24,6 +24,7 @@
 #ifndef KVSIM_OUT_HDF5_H
 #define KVSIM_OUT_HDF5_H
 
+#include "sim/cfg.h"
 #include "sim/err.h"
 #include "sim/results.h"
 
@@ -31,6 +32,9 @@ typedef struct out_hdf5_opts {
 	int compression;   /* deflate level 0..9 (0: chunked, uncompressed) */
 	size_t chunk_rows; /* rows per chunk; 0 means 4096 */
 } out_hdf5_opts_t;
+
+/* Options from [output] compression and chunk_rows of a config. */
+void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o);
 
 /* Writes r to path (via path.tmp). opts may be NULL (level 4, 4096 rows). */
 int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,

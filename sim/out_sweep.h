@@ -7,7 +7,8 @@
  * and the seed fastest. Seed i of N comes from the base config's seed key:
  * seed 0 is the base seed itself, the others are splitmix64 mixes of it
  * (31-bit, distinct), so the same command always gives the same seeds.
- * A point's identity is the SHA-256 of its resolved config text and seed;
+ * A point's identity is the SHA-256 of its resolved config text (comment
+ * lines left out) and seed;
  * its file is DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id.
  *
  * out_sweep_run executes every point not yet 'done' in DIR's catalog: each
