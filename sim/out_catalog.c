@@ -9,13 +9,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* One transaction, so a killed first sweep leaves both tables or neither. */
 static const char schema_sql[] =
+	"BEGIN IMMEDIATE;"
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER, status TEXT NOT NULL,"
 	" error TEXT, attempts INTEGER NOT NULL DEFAULT 0, h5_path TEXT, started_at TEXT,"
 	" finished_at TEXT, wall_s REAL, config TEXT);"
 	"CREATE TABLE IF NOT EXISTS columns ("
-	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);";
+	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);"
+	"COMMIT;";
 
 typedef struct col_info {
 	char *name;
@@ -88,6 +91,14 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 static int load_columns(out_catalog_t *c, err_t *e)
 {
 	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE name = 'columns'", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "reading the schema");
+	int have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have)
+		return err_set(e, KS_EINPUT, "%s: no runs recorded yet (not a kvsim catalog)",
+			       c->path);
 	const char *sql = "SELECT p.name, p.type, c.kind FROM pragma_table_info('runs') p"
 			  " LEFT JOIN columns c ON c.name = p.name ORDER BY p.cid";
 	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -116,8 +127,17 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 		free(c);
 		return rc;
 	}
-	int fl = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	if (sqlite3_open_v2(c->path, &c->db, fl, NULL) != SQLITE_OK) {
+	/* Readers open read-write when they may (query_only keeps them reading):
+	 * after a killed sweep the first reader must recover the WAL index,
+	 * which a read-only connection cannot do. */
+	int fl = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int orc = sqlite3_open_v2(c->path, &c->db, fl, NULL);
+	if (orc != SQLITE_OK && readonly && c->db) {
+		sqlite3_close(c->db);
+		c->db = NULL;
+		orc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READONLY, NULL);
+	}
+	if (orc != SQLITE_OK) {
 		int rc = err_set(e, readonly ? KS_EINPUT : KS_EIO, "%s: cannot open catalog: %s",
 				 c->path, c->db ? sqlite3_errmsg(c->db) : "out of memory");
 		out_catalog_close(c);
@@ -135,8 +155,6 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 		return rc;
 	}
 	int rc = load_columns(c, e);
-	if (!rc && !c->ncols)
-		rc = err_set(e, KS_EINPUT, "%s: not a kvsim catalog (no runs table)", c->path);
 	if (rc) {
 		out_catalog_close(c);
 		return rc;

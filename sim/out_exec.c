@@ -170,7 +170,9 @@ typedef struct slot {
 	buf_t b;
 } slot_t;
 
-static int spawn(const out_point_t *p, const out_sweep_opts_t *o, slot_t *s, err_t *e)
+/* close_fd: a descriptor the child must not keep (the sweep lock). */
+static int spawn(const out_point_t *p, const out_sweep_opts_t *o, int close_fd, slot_t *s,
+		 err_t *e)
 {
 	int pfd[2];
 	if (pipe(pfd) < 0)
@@ -186,6 +188,8 @@ static int spawn(const out_point_t *p, const out_sweep_opts_t *o, slot_t *s, err
 	}
 	if (pid == 0) {
 		close(pfd[0]);
+		if (close_fd >= 0)
+			close(close_fd);
 		child_main(p, o, pfd[1], parent);
 	}
 	close(pfd[1]);
@@ -230,6 +234,7 @@ typedef struct sweep {
 	size_t *queue, qhead, qtail; /* todo indices; retries go to the back */
 	unsigned char *tries;
 	int progress;
+	int lock_fd;
 	double t0, last_draw;
 } sweep_t;
 
@@ -307,7 +312,7 @@ static int run_local(sweep_t *s, err_t *e)
 				continue;
 			size_t k = s->queue[s->qhead++];
 			sl[j].k = k;
-			if ((rc = start_point(s, k, e)) || (rc = spawn(&s->pts[k], s->o, &sl[j], e)))
+			if ((rc = start_point(s, k, e)) || (rc = spawn(&s->pts[k], s->o, s->lock_fd, &sl[j], e)))
 				break;
 			active++;
 		}
@@ -443,7 +448,7 @@ static void mpi_work(const out_grid_t *g, const cfg_t *base, const out_sweep_opt
 			snprintf(r.err, sizeof r.err, "%s", e.msg);
 		} else {
 			slot_t s = {0};
-			if (spawn(&p, o, &s, &e)) {
+			if (spawn(&p, o, -1, &s, &e)) {
 				r.kind = REP_CRASH;
 				snprintf(r.err, sizeof r.err, "%s", e.msg);
 			} else {
@@ -494,8 +499,7 @@ static void clean_stale_tmp(const char *runs)
 	closedir(d);
 }
 
-static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, int *lock_fd,
-		   err_t *e)
+static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, err_t *e)
 {
 	const out_sweep_opts_t *o = s->o;
 	char p[4096];
@@ -505,10 +509,10 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, int *lock
 	if (mkdir(p, 0777) < 0 && errno != EEXIST)
 		return err_set(e, KS_EIO, "%s: cannot create directory: %s", p, strerror(errno));
 	snprintf(p, sizeof p, "%s/.sweep.lock", o->dir);
-	*lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (*lock_fd < 0)
+	s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (s->lock_fd < 0)
 		return err_set(e, KS_EIO, "%s: %s", p, strerror(errno));
-	if (flock(*lock_fd, LOCK_EX | LOCK_NB) < 0)
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
 		return err_set(e, KS_EIO, "%s: another sweep is writing this results directory",
 			       o->dir);
 	snprintf(p, sizeof p, "%s/runs", o->dir);
@@ -553,8 +557,8 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 	st->ranks = 1;
 	if (!o->run || !o->dir)
 		return err_set(e, KS_EINPUT, "sweep: no run function or results directory");
-	sweep_t s = {.o = o, .st = st};
-	int rank = 0, size = 1, rc = 0, lock_fd = -1;
+	sweep_t s = {.o = o, .st = st, .lock_fd = -1};
+	int rank = 0, size = 1, rc = 0;
 #ifdef KVSIM_HAVE_MPI
 	int use_mpi = o->mpi != 0 && mpi_world_size() > 1;
 	if (use_mpi) {
@@ -574,7 +578,7 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 		}
 	}
 #endif
-	rc = prepare(&s, g, base, &lock_fd, e);
+	rc = prepare(&s, g, base, e);
 	s.progress = o->progress < 0 ? isatty(2) : o->progress;
 	s.t0 = now_s();
 	if (!rc) {
@@ -607,8 +611,8 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 	free(s.queue);
 	free(s.tries);
 	out_catalog_close(s.cat);
-	if (lock_fd >= 0)
-		close(lock_fd);
+	if (s.lock_fd >= 0)
+		close(s.lock_fd);
 	(void)rank;
 	return rc;
 }

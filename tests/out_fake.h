@@ -101,4 +101,72 @@ static int fake_fill(sim_results_t *r, uint64_t seed, double rate, size_t n_req)
 	return r->config_text ? 0 : -1;
 }
 
+#ifdef KVSIM_CFG_H
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* A schema of its own for the fake experiment: [experiment] seed and
+ * [fake] knobs that select a behaviour per point. */
+static const cfg_key_t fake_keys[] = {
+	{"experiment", "seed", CFG_INT, "1", 0, 9.2e18, NULL, "", "master seed", NULL},
+	{"fake", "rate", CFG_FLOAT, "1", 0.001, 1e6, NULL, "req/s", "arrival rate", NULL},
+	{"fake", "policy", CFG_ENUM, "a", 0, 0, "a,b,c", "", "policy", NULL},
+	{"fake", "n", CFG_INT, "50", 0, 1e7, NULL, "", "requests", NULL},
+	/* ok | error: return an error | crash: SIGKILL itself | crash_once: crash
+	 * unless marker/<seed>-<rate> exists (then create it... the first time) */
+	{"fake", "mode", CFG_ENUM, "ok", 0, 0, "ok,error,crash,crash_once", "", "behaviour",
+	 NULL},
+	{"fake", "marker", CFG_STR, "", 0, 0, NULL, "", "directory for crash_once markers", NULL},
+	/* points of policy a with rate == gate_rate wait until the file gate exists */
+	{"fake", "gate", CFG_STR, "", 0, 0, NULL, "", "gate file", NULL},
+	{"fake", "gate_rate", CFG_FLOAT, "0", 0, 1e6, NULL, "", "rate that waits", NULL},
+	{"fake", "sleep_ms", CFG_INT, "0", 0, 100000, NULL, "ms", "extra run time", NULL},
+};
+
+static cfg_schema_t *fake_schema(void)
+{
+	cfg_schema_t *s = cfg_schema_new();
+	if (s && cfg_schema_add(s, fake_keys, sizeof fake_keys / sizeof fake_keys[0])) {
+		cfg_schema_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int fake_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
+{
+	(void)ctx;
+	uint64_t seed = (uint64_t)cfg_int(c, "experiment", "seed");
+	double rate = cfg_float(c, "fake", "rate");
+	const char *mode = cfg_str(c, "fake", "mode"), *gate = cfg_str(c, "fake", "gate");
+	if (!strcmp(mode, "error"))
+		return err_set(e, KS_EINPUT, "fake: configured to fail at rate %g", rate);
+	if (!strcmp(mode, "crash"))
+		raise(SIGKILL);
+	if (!strcmp(mode, "crash_once")) {
+		char p[1024];
+		snprintf(p, sizeof p, "%s/%llu-%g", cfg_str(c, "fake", "marker"),
+			 (unsigned long long)seed, rate);
+		if (access(p, F_OK) != 0) {
+			FILE *f = fopen(p, "w");
+			if (f)
+				fclose(f);
+			raise(SIGKILL);
+		}
+	}
+	const char *pol = cfg_str(c, "fake", "policy");
+	if (*gate && rate == cfg_float(c, "fake", "gate_rate") && pol[0] == 'a')
+		for (int i = 0; i < 60000 && access(gate, F_OK) != 0; i++)
+			usleep(1000);
+	if (cfg_int(c, "fake", "sleep_ms"))
+		usleep((useconds_t)cfg_int(c, "fake", "sleep_ms") * 1000);
+	if (fake_fill(r, seed, rate, (size_t)cfg_int(c, "fake", "n")))
+		return err_set(e, KS_ENOMEM, "fake: out of memory");
+	free(r->config_text);
+	r->config_text = cfg_text(c);
+	return sim_results_metric(r, "policy_score", "", 1000.0 * (pol[0] - 'a') + rate);
+}
+#endif
+
 #endif
