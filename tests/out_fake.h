@@ -124,7 +124,7 @@ static const cfg_key_t fake_keys[] = {
 	{"fake", "sleep_ms", CFG_INT, "0", 0, 100000, NULL, "ms", "extra run time", NULL},
 };
 
-static cfg_schema_t *fake_schema(void)
+__attribute__((unused)) static cfg_schema_t *fake_schema(void)
 {
 	cfg_schema_t *s = cfg_schema_new();
 	if (s && cfg_schema_add(s, fake_keys, sizeof fake_keys / sizeof fake_keys[0])) {
@@ -134,7 +134,7 @@ static cfg_schema_t *fake_schema(void)
 	return s;
 }
 
-static int fake_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
+__attribute__((unused)) static int fake_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
 {
 	(void)ctx;
 	uint64_t seed = (uint64_t)cfg_int(c, "experiment", "seed");

@@ -122,7 +122,7 @@ static void test_where_sort_columns_over_params_and_metrics(void **st)
 	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	const char *rates[] = {"0.5", "4", "16", "2"};
 	for (int i = 0; i < 4; i++) {
-		char id[8];
+		char id[16];
 		snprintf(id, sizeof id, "r%d", i);
 		add_run(c, id, rates[i], i % 2 ? "speculative" : "none", (uint64_t)i);
 		res_metric_t m[] = {{"ttft_p99_ns", "ns", 100.0 * (4 - i)}, {"seed", "", 1}};
