@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sim/cfg.h"
 #include "sim/err.h"
@@ -78,8 +79,13 @@ int mdl_llm_load_file(const char *path, mdl_llm_t *llm, err_t *e);
  * when there is none. */
 int mdl_hw_builtin(const char *name, mdl_hw_t *hw, err_t *e);
 int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e);
-/* The i-th built-in name of a kind ("hw" or "llm"), NULL past the end. */
+/* The i-th built-in name of a kind ("hw" or "llm"), NULL past the end; the
+ * string lives in a per-thread buffer valid until the next call. */
 const char *mdl_builtin_name(const char *kind, size_t i);
+/* Writes a spec as INI text the parsers read back to the same struct
+ * (provenance: the resolved spec of a run). 0 or KS_EIO. */
+int mdl_hw_write(const mdl_hw_t *hw, FILE *f);
+int mdl_llm_write(const mdl_llm_t *llm, FILE *f);
 /* Cross-field checks (run by the parsers and again after overrides). */
 int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e);
 int mdl_llm_check(const mdl_llm_t *llm, const char *origin, err_t *e);

@@ -459,6 +459,40 @@ int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e)
 	return mdl_llm_parse(m->path, m->text, llm, e);
 }
 
+/* ---- writing ------------------------------------------------------------ */
+
+static int spec_write(const char *section, const mdl_field_t *fields, size_t n,
+		      const void *src, FILE *f)
+{
+	const char *p0 = src;
+	fprintf(f, "[%s]\n", section);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = p0 + fields[i].off;
+		fprintf(f, "%s = ", fields[i].key);
+		switch (fields[i].type) {
+		case MDL_F_NAME: fprintf(f, "%s\n", p); break;
+		case MDL_F_U32: fprintf(f, "%u\n", *(const uint32_t *)p); break;
+		case MDL_F_U64: fprintf(f, "%llu\n", (unsigned long long)*(const uint64_t *)p); break;
+		case MDL_F_I64: fprintf(f, "%lld\n", (long long)*(const int64_t *)p); break;
+		case MDL_F_DBL: fprintf(f, "%.17g\n", *(const double *)p); break;
+		case MDL_F_ATTN:
+			fprintf(f, "%s\n", *(const mdl_attn_t *)p == MDL_ATTN_MLA ? "mla" : "gqa");
+			break;
+		}
+	}
+	return ferror(f) ? KS_EIO : 0;
+}
+
+int mdl_hw_write(const mdl_hw_t *hw, FILE *f)
+{
+	return spec_write("gpu", mdl_hw_fields, mdl_hw_fields_n, hw, f);
+}
+
+int mdl_llm_write(const mdl_llm_t *llm, FILE *f)
+{
+	return spec_write("model", mdl_llm_fields, mdl_llm_fields_n, llm, f);
+}
+
 /* ---- checks --------------------------------------------------------------- */
 
 int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e)

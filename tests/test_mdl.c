@@ -329,6 +329,37 @@ static void test_user_spec_file_loads_and_missing_file_fails(void **st)
 	assert_msg(&e, "cannot open");
 }
 
+static void test_written_specs_parse_back_identical(void **st)
+{
+	(void)st;
+	for (size_t i = 0; mdl_builtin_name("llm", i); i++) {
+		mdl_llm_t a, b;
+		err_t e = {0};
+		assert_int_equal(mdl_llm_builtin(mdl_builtin_name("llm", i), &a, &e), 0);
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		assert_int_equal(mdl_llm_write(&a, f), 0);
+		fclose(f);
+		assert_int_equal(mdl_llm_parse("w", buf, &b, &e), 0);
+		free(buf);
+		assert_memory_equal(&a, &b, sizeof a);
+	}
+	for (size_t i = 0; mdl_builtin_name("hw", i); i++) {
+		mdl_hw_t a, b;
+		err_t e = {0};
+		assert_int_equal(mdl_hw_builtin(mdl_builtin_name("hw", i), &a, &e), 0);
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		assert_int_equal(mdl_hw_write(&a, f), 0);
+		fclose(f);
+		assert_int_equal(mdl_hw_parse("w", buf, &b, &e), 0);
+		free(buf);
+		assert_memory_equal(&a, &b, sizeof a);
+	}
+}
+
 /* ---- compute cost: hand-computed cases ------------------------------------------ */
 
 /* Toy GQA model on the toy GPU (1e12 FLOP/s, 2e11 B/s), tp 1, mfu = mbu = 1.
@@ -588,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_ini_attention_and_cross_field_errors),
 		cmocka_unit_test(test_ini_long_line_and_outside_section),
 		cmocka_unit_test(test_user_spec_file_loads_and_missing_file_fails),
+		cmocka_unit_test(test_written_specs_parse_back_identical),
 		cmocka_unit_test(test_iter_prefill_chunk_compute_bound_by_hand),
 		cmocka_unit_test(test_iter_decode_batch_memory_bound_by_hand),
 		cmocka_unit_test(test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand),
