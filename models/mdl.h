@@ -37,7 +37,6 @@ typedef struct mdl_hw {
 	double nic_bw;            /* the GPU's rail NIC, bytes/s per direction */
 	int64_t nic_lat_ns;
 	uint64_t host_dram_bytes; /* per node (optional key; default 0 = none) */
-	uint32_t gpus_per_node;   /* optional key; default 8 */
 } mdl_hw_t;
 
 typedef enum { MDL_ATTN_GQA = 0, MDL_ATTN_MLA = 1 } mdl_attn_t;
@@ -120,18 +119,16 @@ typedef struct mdl_compute {
 	double ar_bw;          /* all-reduce link rate, bytes/s */
 } mdl_compute_t;
 
-/* One sequence's share of an iteration: `tokens` computed now after `cached`
- * tokens already in its KV. A decode step is tokens = 1, cached = context. */
-typedef struct mdl_seq {
-	uint32_t tokens;
-	uint32_t cached;
-} mdl_seq_t;
-
+/* One iteration's work, as parallel arrays (the shape of the scheduler's
+ * batch, so an adapter copies pointers): prefill chunk i computes
+ * prefill_new[i] tokens after prefill_cached[i] tokens already in its KV;
+ * decode sequence j has decode_ctx[j] tokens in KV and computes one more. */
 typedef struct mdl_batch {
-	const mdl_seq_t *prefill; /* prefill chunks (prompt tokens) */
 	size_t n_prefill;
-	const uint32_t *decode_ctx; /* decode sequences: tokens in KV before */
+	const uint32_t *prefill_new;
+	const uint32_t *prefill_cached;
 	size_t n_decode;
+	const uint32_t *decode_ctx;
 } mdl_batch_t;
 
 /* Breakdown of one iteration (per GPU of the TP group). */

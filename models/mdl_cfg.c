@@ -41,7 +41,6 @@ const cfg_key_t mdl_cfg_keys[] = {
 	OVF("gpu", "nic_bw", "bytes/s", "NIC per GPU per direction"),
 	OVL("gpu", "nic_lat_ns", "ns", "NIC transfer latency"),
 	OVF("gpu", "host_dram_bytes", "bytes", "host DRAM per node"),
-	OVI("gpu", "gpus_per_node", "", "GPUs per node"),
 
 	{"model", "name", CFG_STR, "Llama-3-70B", 0, 0, NULL, "",
 	 "built-in LLM spec (Llama-3-8B, Llama-3-70B, Qwen2.5-72B, Mixtral-8x7B, DeepSeek-V3); "

@@ -188,7 +188,7 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
 {
 	sums_t s = {0};
 	for (size_t i = 0; i < b->n_prefill; i++) {
-		double n = b->prefill[i].tokens, p = b->prefill[i].cached;
+		double n = b->prefill_new[i], p = b->prefill_cached[i];
 		if (n <= 0)
 			continue; /* a chunk with no tokens contributes nothing */
 		s.tokens += n;
@@ -214,8 +214,7 @@ int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b)
 
 int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached)
 {
-	mdl_seq_t q = {.tokens = n, .cached = cached};
-	mdl_batch_t b = {.prefill = &q, .n_prefill = 1};
+	mdl_batch_t b = {.n_prefill = 1, .prefill_new = &n, .prefill_cached = &cached};
 	return mdl_iter_cost(c, &b, NULL);
 }
 

@@ -36,7 +36,6 @@ const mdl_field_t mdl_hw_fields[] = {
 	HW_F("nic_bw", MDL_F_DBL, 1, nic_bw),
 	HW_F("nic_lat_ns", MDL_F_I64, 1, nic_lat_ns),
 	HW_F("host_dram_bytes", MDL_F_U64, 0, host_dram_bytes),
-	HW_F("gpus_per_node", MDL_F_U32, 0, gpus_per_node),
 };
 const size_t mdl_hw_fields_n = sizeof mdl_hw_fields / sizeof mdl_hw_fields[0];
 
@@ -293,7 +292,6 @@ static int spec_parse(const char *origin, const char *text, const char *section,
 static void hw_defaults(mdl_hw_t *hw)
 {
 	memset(hw, 0, sizeof *hw);
-	hw->gpus_per_node = 8;
 }
 
 static void llm_defaults(mdl_llm_t *llm)
@@ -502,7 +500,7 @@ int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e)
 		double v;
 	} pos[] = {{"hbm_bytes", (double)hw->hbm_bytes}, {"hbm_bw", hw->hbm_bw},
 		   {"flops_bf16", hw->flops_bf16},       {"pcie_bw", hw->pcie_bw},
-		   {"nic_bw", hw->nic_bw},               {"gpus_per_node", hw->gpus_per_node}};
+		   {"nic_bw", hw->nic_bw}};
 	for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
 		if (!(pos[i].v > 0))
 			return err_set(e, KS_EINPUT, "%s: %s: must be greater than 0", origin,

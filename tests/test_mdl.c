@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "models/mdl.h"
+#include "sim/cfg.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -152,7 +153,6 @@ static void test_every_builtin_hw_spec_loads_and_is_sane(void **st)
 		/* per direction per GPU: NVLink beats PCIe beats nothing */
 		assert_true(hw.nvlink_bw > hw.pcie_bw && hw.pcie_bw >= hw.nic_bw / 2);
 		assert_true(hw.nic_bw >= 25e9 && hw.nic_bw <= 100e9);
-		assert_int_equal(hw.gpus_per_node, 8);
 		assert_true(hw.host_dram_bytes >= 1e12);
 	}
 	assert_int_equal(n, 4);
@@ -381,8 +381,8 @@ static void test_iter_prefill_chunk_compute_bound_by_hand(void **st)
 	 * FLOPs 19784960 -> 19784.96 ns at 1e12
 	 * bytes 1987200 + 256*10 (KV write) = 1989760 -> 9948.8 ns at 2e11
 	 * compute-bound: ceil(19784.96) = 19785 */
-	mdl_seq_t q = {.tokens = 10, .cached = 0};
-	mdl_batch_t b = {.prefill = &q, .n_prefill = 1};
+	uint32_t pn = 10, pc = 0;
+	mdl_batch_t b = {.n_prefill = 1, .prefill_new = &pn, .prefill_cached = &pc};
 	mdl_iter_cost_t r;
 	assert_int_equal(mdl_iter_cost(&c, &b, &r), 19785);
 	assert_true(r.flops == 19784960.0);
@@ -392,7 +392,7 @@ static void test_iter_prefill_chunk_compute_bound_by_hand(void **st)
 
 	/* with 20 cached tokens: pairs 10*20 + 55 = 255 -> 130560 attention FLOPs
 	 * FLOPs 19756800 + 130560 = 19887360 -> 19887.36 ns -> 19888 */
-	q.cached = 20;
+	pc = 20;
 	assert_int_equal(mdl_iter_cost(&c, &b, &r), 19888);
 	/* bytes 1987200 + 256*(20 read + 10 write) = 1994880 */
 	assert_true(r.bytes == 1994880.0);
@@ -446,9 +446,10 @@ static void test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand(void *
 	 *   1e10*0.5 = 5e9 B/s = 332.8 ns + 500 = 832.8 ns; 2 per layer * 2 layers
 	 *   = 3331.2 ns
 	 * total 26055.296 + 3331.2 + 1000 = 30386.496 -> 30387 */
-	mdl_seq_t q = {.tokens = 10, .cached = 0};
+	uint32_t pn = 10, pc = 0;
 	uint32_t ctx[] = {100, 200, 300};
-	mdl_batch_t b = {.prefill = &q, .n_prefill = 1, .decode_ctx = ctx, .n_decode = 3};
+	mdl_batch_t b = {.n_prefill = 1, .prefill_new = &pn, .prefill_cached = &pc,
+			 .decode_ctx = ctx, .n_decode = 3};
 	mdl_iter_cost_t r;
 	assert_int_equal(mdl_iter_cost(&c, &b, &r), 30387);
 	assert_true(r.bytes == 1072064.0);
@@ -484,8 +485,8 @@ static void test_iter_moe_reads_expected_touched_experts(void **st)
 	/* FLOPs use active parameters: 2*(4e5 - 12800)*2 + 2*6400*2 + 512*2 pairs */
 	assert_float_equal(r.flops, 1548800.0 + 25600.0 + 1024.0, 1e-6);
 	/* a large prefill touches every expert: weights = (1e6 - 6400)*2 */
-	mdl_seq_t q = {.tokens = 4096, .cached = 0};
-	mdl_batch_t big = {.prefill = &q, .n_prefill = 1};
+	uint32_t pn = 4096, pc = 0;
+	mdl_batch_t big = {.n_prefill = 1, .prefill_new = &pn, .prefill_cached = &pc};
 	mdl_iter_cost(&c, &big, &r);
 	assert_float_equal(r.bytes, 1987200.0 + 256.0 * 4096, 1e-3);
 }
@@ -510,8 +511,8 @@ static void test_iter_mla_absorbed_decode_and_naive_prefill_flops(void **st)
 	/* prefill 4 tokens after 6 cached: pairs 4*6 + 10 = 34
 	 * naive: 2*L*H*(2*head_dim + rope) = 2*2*4*40 = 640 per pair -> 21760
 	 * up-projection of 6 cached latents: 2 layers*6*2*32*4*2*16 = 98304 */
-	mdl_seq_t q = {.tokens = 4, .cached = 6};
-	mdl_batch_t pf = {.prefill = &q, .n_prefill = 1};
+	uint32_t pn = 4, pc = 6;
+	mdl_batch_t pf = {.n_prefill = 1, .prefill_new = &pn, .prefill_cached = &pc};
 	mdl_iter_cost(&c, &pf, &r);
 	assert_float_equal(r.flops - (2.0 * 987200 * 4 + 2.0 * 6400), 21760.0 + 98304.0, 1e-6);
 	/* decode with ctx 9: 10 pairs * 2*L*H*(2*latent + rope) = 10*16*72 = 11520 */
@@ -603,6 +604,182 @@ static void test_iter_time_grows_with_context_and_tokens(void **st)
 	}
 }
 
+/* ---- config: defaults and overrides ------------------------------------------ */
+
+extern const cfg_key_t mdl_cfg_keys[];
+extern const size_t mdl_cfg_keys_n;
+
+static cfg_t *new_cfg(void)
+{
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	cfg_t *c = cfg_new(s);
+	assert_non_null(c);
+	return c;
+}
+
+static void free_cfg(cfg_t *c)
+{
+	cfg_schema_t *s = (cfg_schema_t *)cfg_schema(c);
+	cfg_free(c);
+	cfg_schema_free(s);
+}
+
+static void set_ok(cfg_t *c, const char *a)
+{
+	err_t e = {0};
+	if (cfg_set(c, a, &e))
+		fail_msg("cfg_set %s: %s", a, e.msg);
+}
+
+static void test_cfg_defaults_give_h100_llama3_70b_and_default_params(void **st)
+{
+	(void)st;
+	cfg_t *c = new_cfg();
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	mdl_compute_params_t p;
+	err_t e = {0};
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), 0);
+	assert_string_equal(hw.name, "H100-SXM");
+	assert_string_equal(m.name, "Llama-3-70B");
+	assert_memory_equal(&p, &mdl_compute_params_default, sizeof p);
+	/* the key table's default texts agree with the struct */
+	const mdl_compute_params_t *d = &mdl_compute_params_default;
+	assert_true(cfg_float(c, "compute", "mfu") == d->mfu);
+	assert_true(cfg_float(c, "compute", "mbu") == d->mbu);
+	assert_true(cfg_float(c, "compute", "allreduce_bw_eff") == d->allreduce_bw_eff);
+	assert_int_equal(cfg_int(c, "compute", "allreduce_lat_ns"), d->allreduce_lat_ns);
+	assert_int_equal(cfg_int(c, "compute", "iter_overhead_ns"), d->iter_overhead_ns);
+	/* every override key names a spec field and defaults to "from the spec" */
+	for (size_t i = 0; i < mdl_cfg_keys_n; i++) {
+		const cfg_key_t *k = &mdl_cfg_keys[i];
+		if (strcmp(k->section, "compute") && strcmp(k->name, "name") &&
+		    strcmp(k->name, "file"))
+			assert_true(!strcmp(k->def, "-1") || !strcmp(k->def, "spec"));
+	}
+	free_cfg(c);
+}
+
+static void test_cfg_overrides_replace_spec_fields(void **st)
+{
+	(void)st;
+	cfg_t *c = new_cfg();
+	set_ok(c, "gpu.name=B200");
+	set_ok(c, "gpu.hbm_bw=1e12");
+	set_ok(c, "gpu.nic_lat_ns=42");
+	set_ok(c, "model.name=llama-3-8b");
+	set_ok(c, "model.layers=16");
+	set_ok(c, "model.dtype_bytes=1"); /* FP8 KV cache, weights stay BF16 */
+	set_ok(c, "compute.mfu=0.4");
+	set_ok(c, "compute.iter_overhead_ns=0");
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	mdl_compute_params_t p;
+	err_t e = {0};
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), 0);
+	assert_string_equal(hw.name, "B200");
+	assert_true(hw.hbm_bw == 1e12);
+	assert_true(hw.flops_bf16 == 2.25e15); /* not overridden: from the spec */
+	assert_int_equal(hw.nic_lat_ns, 42);
+	assert_int_equal(m.layers, 16);
+	/* 2 * 16 layers * 8 * 128 * 1 byte */
+	assert_int_equal(mdl_kv_bytes_per_token(&m), 32768);
+	assert_true(m.weight_bytes == 2);
+	assert_true(p.mfu == 0.4);
+	assert_int_equal(p.iter_overhead_ns, 0);
+	free_cfg(c);
+}
+
+static void test_cfg_override_turns_model_into_mla(void **st)
+{
+	(void)st;
+	cfg_t *c = new_cfg();
+	set_ok(c, "model.attention=mla");
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	err_t e = {0};
+	/* MLA needs a latent rank: the cross-field check runs after overrides */
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, NULL, &e), KS_EINPUT);
+	assert_msg(&e, "[model] after overrides: mla_latent: required");
+	set_ok(c, "model.mla_latent=512");
+	set_ok(c, "model.mla_rope=64");
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, NULL, &e), 0);
+	/* 80 layers * 576 * 2 bytes */
+	assert_int_equal(mdl_kv_bytes_per_token(&m), 92160);
+	free_cfg(c);
+}
+
+static void test_cfg_bad_overrides_and_names_are_input_errors(void **st)
+{
+	(void)st;
+	err_t e = {0};
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	mdl_compute_params_t p = {0};
+	cfg_t *c = new_cfg();
+	set_ok(c, "gpu.hbm_bw=-0.5"); /* -5 is already out of the key range */
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), KS_EINPUT);
+	assert_msg(&e, "--set: [gpu] hbm_bw: must be >= 0, or -1 for the spec's value");
+	assert_true(p.mfu == 0); /* outputs untouched on error */
+	free_cfg(c);
+
+	c = new_cfg();
+	set_ok(c, "model.params_total=1.5e11");
+	set_ok(c, "model.params_active=1.5");
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), KS_EINPUT);
+	assert_msg(&e, "--set: [model] params_active: must be an integer");
+	free_cfg(c);
+
+	c = new_cfg();
+	set_ok(c, "model.kv_heads=3");
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), KS_EINPUT);
+	assert_msg(&e, "kv_heads: 3 does not divide heads 64");
+	free_cfg(c);
+
+	c = new_cfg();
+	set_ok(c, "gpu.name=H800");
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), KS_EINPUT);
+	assert_msg(&e, "--set: [gpu] name: gpu 'H800': no built-in spec");
+	free_cfg(c);
+}
+
+static void test_cfg_spec_file_relative_to_config_file(void **st)
+{
+	(void)st;
+	char dir[] = "/tmp/kvsim_mdlcfg_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char spec[256], conf[256];
+	snprintf(spec, sizeof spec, "%s/mine.ini", dir);
+	snprintf(conf, sizeof conf, "%s/exp.ini", dir);
+	FILE *f = fopen(spec, "w");
+	assert_non_null(f);
+	fputs(TOY_LLM, f);
+	fclose(f);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fputs("[model]\nfile = mine.ini\n[gpu]\nfile = missing.ini\n", f);
+	fclose(f);
+	cfg_t *c = new_cfg();
+	err_t e = {0};
+	assert_int_equal(cfg_load_file(c, conf, &e), 0);
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	/* the GPU file does not exist: the error names the config line */
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, NULL, &e), KS_EINPUT);
+	char want[512];
+	snprintf(want, sizeof want, "%s:4: [gpu] file: missing.ini: cannot open", conf);
+	assert_msg(&e, want);
+	set_ok(c, "gpu.file=");
+	assert_int_equal(mdl_load_cfg(c, &hw, &m, NULL, &e), 0);
+	assert_string_equal(m.name, "toy");
+	assert_string_equal(hw.name, "H100-SXM");
+	free_cfg(c);
+	unlink(spec);
+	unlink(conf);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -628,6 +805,11 @@ int main(void)
 		cmocka_unit_test(test_iter_llama3_70b_h100_tp4_decode_by_hand),
 		cmocka_unit_test(test_compute_init_rejects_bad_tp_and_params),
 		cmocka_unit_test(test_iter_time_grows_with_context_and_tokens),
+		cmocka_unit_test(test_cfg_defaults_give_h100_llama3_70b_and_default_params),
+		cmocka_unit_test(test_cfg_overrides_replace_spec_fields),
+		cmocka_unit_test(test_cfg_override_turns_model_into_mla),
+		cmocka_unit_test(test_cfg_bad_overrides_and_names_are_input_errors),
+		cmocka_unit_test(test_cfg_spec_file_relative_to_config_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
