@@ -30,6 +30,7 @@ typedef struct mdl_hw {
 	uint64_t hbm_bytes;       /* HBM capacity */
 	double hbm_bw;            /* HBM bandwidth, bytes/s */
 	double flops_bf16;        /* dense BF16 tensor FLOP/s */
+	double flops_fp8;         /* dense FP8 tensor FLOP/s; 0 = no FP8 (optional) */
 	double nvlink_bw;         /* bytes/s per direction; 0 = no NVLink */
 	int64_t nvlink_lat_ns;
 	double pcie_bw;           /* GPU<->host, bytes/s per direction */
@@ -111,7 +112,8 @@ typedef struct mdl_compute {
 	uint32_t tp;
 	mdl_compute_params_t p;
 	/* derived once by mdl_compute_init */
-	double flops_rate;     /* tp * flops_bf16 * mfu, FLOP/s */
+	double flops_rate;     /* tp * flops_bf16 * mfu, FLOP/s (attention) */
+	double mat_rate;       /* the same for weight matmuls (FP8 when W8A8) */
 	double bytes_rate;     /* hbm_bw * mbu per GPU, bytes/s */
 	double shared_params;  /* MoE: parameters every token uses */
 	double expert_params;  /* MoE: parameters of one routed expert, all layers */

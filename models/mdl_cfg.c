@@ -34,6 +34,7 @@ const cfg_key_t mdl_cfg_keys[] = {
 	OVF("gpu", "hbm_bytes", "bytes", "HBM capacity per GPU"),
 	OVF("gpu", "hbm_bw", "bytes/s", "HBM bandwidth"),
 	OVF("gpu", "flops_bf16", "FLOP/s", "dense BF16 tensor throughput"),
+	OVF("gpu", "flops_fp8", "FLOP/s", "dense FP8 tensor throughput (0: no FP8)"),
 	OVF("gpu", "nvlink_bw", "bytes/s", "NVLink per GPU per direction (0: none)"),
 	OVL("gpu", "nvlink_lat_ns", "ns", "NVLink copy latency"),
 	OVF("gpu", "pcie_bw", "bytes/s", "PCIe GPU<->host per direction"),

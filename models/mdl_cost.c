@@ -36,7 +36,9 @@
  *   KV write  kv_gpu*T. Activations are ignored (they stay in L2/SRAM or are
  *             small next to weights and KV).
  * Time:
- *   max(FLOPs/(tp*flops_bf16*mfu), bytes/(hbm_bw*mbu))       roofline
+ *   max(FLOPs/(tp*flops*mfu), bytes/(hbm_bw*mbu))            roofline
+ *     (flops: BF16 rate; matmuls of <= 1-byte weights use flops_fp8 when
+ *     the GPU has it: W8A8)
  *   + (tp > 1) 2*layers*(allreduce_lat + 2(tp-1)/tp * T*hidden*dtype_bytes
  *                        / (nvlink_bw*allreduce_bw_eff))        Megatron TP:
  *     two all-reduces per layer (Shoeybi et al. 2019, §3); ring all-reduce
@@ -116,6 +118,12 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 	c->tp = tp;
 	c->p = *p;
 	c->flops_rate = tp * hw->flops_bf16 * p->mfu;
+	/* weights of 1 byte or less on a GPU with FP8 tensor cores: W8A8 GEMMs at
+	 * the FP8 rate (DeepSeek-V3's FP8 checkpoint is served this way);
+	 * attention stays BF16 (the KV cache is dtype_bytes wide). */
+	c->mat_rate = llm->weight_bytes <= 1 && hw->flops_fp8 > 0
+			      ? tp * hw->flops_fp8 * p->mfu
+			      : c->flops_rate;
 	c->bytes_rate = hw->hbm_bw * p->mbu;
 	if (llm->experts) {
 		c->expert_params = (double)(llm->params_total - llm->params_active) /
@@ -155,7 +163,8 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	double L = m->layers, H = m->heads;
 	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
 	double body = (double)m->params_active - emb;
-	double f = 2 * body * s->tokens + 2.0 * m->vocab * m->hidden * s->seqs;
+	double f_mat = 2 * body * s->tokens + 2.0 * m->vocab * m->hidden * s->seqs;
+	double f = 0; /* attention */
 	if (m->attention == MDL_ATTN_MLA) {
 		double lat = m->mla_latent, rope = m->mla_rope, d = m->head_dim;
 		f += 2 * L * H * (2 * d + rope) * s->pairs_pf;
@@ -164,9 +173,9 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	} else {
 		f += 4 * L * H * m->head_dim * (s->pairs_pf + s->pairs_dec);
 	}
-	r.flops = f;
+	r.flops = f_mat + f;
 	r.bytes = weights_read(c, s->tokens) + c->kv_gpu * (s->kv_read + s->tokens);
-	r.t_compute_ns = f / c->flops_rate * 1e9;
+	r.t_compute_ns = (f_mat / c->mat_rate + f / c->flops_rate) * 1e9;
 	r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
 	if (c->tp > 1) {
 		double p = c->tp;

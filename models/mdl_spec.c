@@ -29,6 +29,7 @@ const mdl_field_t mdl_hw_fields[] = {
 	HW_F("hbm_bytes", MDL_F_U64, 1, hbm_bytes),
 	HW_F("hbm_bw", MDL_F_DBL, 1, hbm_bw),
 	HW_F("flops_bf16", MDL_F_DBL, 1, flops_bf16),
+	HW_F("flops_fp8", MDL_F_DBL, 0, flops_fp8),
 	HW_F("nvlink_bw", MDL_F_DBL, 1, nvlink_bw),
 	HW_F("nvlink_lat_ns", MDL_F_I64, 1, nvlink_lat_ns),
 	HW_F("pcie_bw", MDL_F_DBL, 1, pcie_bw),
@@ -505,7 +506,7 @@ int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e)
 		if (!(pos[i].v > 0))
 			return err_set(e, KS_EINPUT, "%s: %s: must be greater than 0", origin,
 				       pos[i].key);
-	if (!(hw->nvlink_bw >= 0) || hw->nvlink_lat_ns < 0 || hw->pcie_lat_ns < 0 ||
+	if (!(hw->nvlink_bw >= 0) || !(hw->flops_fp8 >= 0) || hw->nvlink_lat_ns < 0 || hw->pcie_lat_ns < 0 ||
 	    hw->nic_lat_ns < 0)
 		return err_set(e, KS_EINPUT, "%s: link bandwidths and latencies must not be negative",
 			       origin);

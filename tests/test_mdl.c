@@ -163,6 +163,7 @@ static void test_every_builtin_hw_spec_loads_and_is_sane(void **st)
 	assert_int_equal(mdl_hw_builtin("h100-sxm", &h, &e), 0); /* case-insensitive */
 	/* datasheet numbers, dense BF16 */
 	assert_true(h.flops_bf16 == 989.5e12 && h.hbm_bw == 3.35e12 && h.nvlink_bw == 450e9);
+	assert_true(h.flops_fp8 == 2 * h.flops_bf16);
 	assert_int_equal(mdl_hw_builtin("H800", &h, &e), KS_EINPUT);
 	assert_msg(&e, "built-in: A100-80GB, B200, H100-SXM, H200");
 }
@@ -524,6 +525,32 @@ static void test_iter_mla_absorbed_decode_and_naive_prefill_flops(void **st)
 	assert_float_equal(r.bytes, 1987200.0 + 1600.0, 1e-6);
 }
 
+static void test_iter_fp8_weights_use_fp8_rate_for_matmuls_only(void **st)
+{
+	(void)st;
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	toy(&hw, &m);
+	m.weight_bytes = 1;
+	hw.flops_fp8 = 2e12;
+	mdl_compute_t c;
+	err_t e = {0};
+	assert_int_equal(mdl_compute_init(&c, &hw, &m, 1, &IDEAL, &e), 0);
+	/* prefill of 10: matmul 19756800 FLOPs at 2e12 = 9878.4 ns, attention
+	 * 28160 at the BF16 1e12 = 28.16 ns -> 9906.56 ns; bytes (1e6 - 6400)*1
+	 * + 2560 = 996160 at 2e11 = 4980.8 ns -> compute-bound, 9907 */
+	assert_int_equal(mdl_prefill_time_ns(&c, 10, 0), 9907);
+	/* without FP8 tensor cores the GEMMs run at the BF16 rate: 19785 */
+	hw.flops_fp8 = 0;
+	assert_int_equal(mdl_compute_init(&c, &hw, &m, 1, &IDEAL, &e), 0);
+	assert_int_equal(mdl_prefill_time_ns(&c, 10, 0), 19785);
+	/* BF16 weights ignore flops_fp8 */
+	hw.flops_fp8 = 2e12;
+	m.weight_bytes = 2;
+	assert_int_equal(mdl_compute_init(&c, &hw, &m, 1, &IDEAL, &e), 0);
+	assert_int_equal(mdl_prefill_time_ns(&c, 10, 0), 19785);
+}
+
 /* Llama-3-70B on H100-SXM at TP4, 64 decodes at context 1024, defaults
  * mfu 0.5, mbu 0.8, allreduce eff 0.8, 10 us per all-reduce, 0.5 ms overhead.
  *   weights/GPU = (70553706496 - 128256*8192)*2/4 = 69503033344*2/4
@@ -802,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand),
 		cmocka_unit_test(test_iter_moe_reads_expected_touched_experts),
 		cmocka_unit_test(test_iter_mla_absorbed_decode_and_naive_prefill_flops),
+		cmocka_unit_test(test_iter_fp8_weights_use_fp8_rate_for_matmuls_only),
 		cmocka_unit_test(test_iter_llama3_70b_h100_tp4_decode_by_hand),
 		cmocka_unit_test(test_compute_init_rejects_bad_tp_and_params),
 		cmocka_unit_test(test_iter_time_grows_with_context_and_tokens),
