@@ -52,6 +52,7 @@
  * profiled kernel tables, which a calibration may do here.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "models/mdl.h"
@@ -185,7 +186,8 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	}
 	r.t_overhead_ns = (double)c->p.iter_overhead_ns;
 	double t = fmax(r.t_compute_ns, r.t_memory_ns) + r.t_comm_ns + r.t_overhead_ns;
-	r.total_ns = (int64_t)ceil(t);
+	/* absurd inputs (billions of tokens at once) saturate rather than wrap */
+	r.total_ns = t < 9.2e18 ? (int64_t)ceil(t) : INT64_MAX;
 	if (r.total_ns < 1)
 		r.total_ns = 1; /* an iteration always advances time */
 	if (out)
