@@ -46,7 +46,7 @@ static const char TOY_LLM[] = "[model]\n"
 			      "attention = gqa\n";
 
 static const mdl_compute_params_t IDEAL = {
-	.mfu = 1, .mbu = 1, .allreduce_bw_eff = 1, .allreduce_lat_ns = 0, .iter_overhead_ns = 0};
+    .mfu = 1, .mbu = 1, .allreduce_bw_eff = 1, .allreduce_lat_ns = 0, .iter_overhead_ns = 0};
 
 static void toy(mdl_hw_t *hw, mdl_llm_t *llm)
 {
@@ -183,8 +183,7 @@ static void test_every_builtin_llm_spec_loads_and_is_sane(void **st)
 		uint64_t kv = mdl_kv_bytes_per_token(&m);
 		assert_true(kv >= 32 * 1024 && kv <= 512 * 1024);
 		/* parameters from the shapes: at least the attention+MLP of a layer */
-		assert_true((double)m.params_active >
-			    (double)m.layers * m.hidden * m.intermediate);
+		assert_true((double)m.params_active > (double)m.layers * m.hidden * m.intermediate);
 	}
 	assert_int_equal(n, 5);
 	mdl_llm_t m;
@@ -228,16 +227,16 @@ static void test_ini_bad_numbers_are_rejected(void **st)
 	const struct {
 		const char *line, *msg;
 	} bad[] = {
-		{"experts = abc\n", "v.ini:14: experts: not a number: 'abc'"},
-		{"experts = -3\n", "v.ini:14: experts: must not be negative"},
-		{"experts = 2.5\n", "v.ini:14: experts: must be an integer"},
-		{"experts = 1e10\n", "v.ini:14: experts: number out of range"},
-		{"experts = nan\n", "v.ini:14: experts: not a number"},
-		{"experts = 0x10\n", "v.ini:14: experts: not a number"},
-		{"experts =\n", "v.ini:14: experts: empty value"},
-		{"layers = 3\n", "v.ini:14: layers: duplicate key"},
-		{"[extra]\nx = 1\n", "v.ini:15: x: unknown section [extra]"},
-		{"just words\n", "v.ini:14: syntax error"},
+	    {"experts = abc\n", "v.ini:14: experts: not a number: 'abc'"},
+	    {"experts = -3\n", "v.ini:14: experts: must not be negative"},
+	    {"experts = 2.5\n", "v.ini:14: experts: must be an integer"},
+	    {"experts = 1e10\n", "v.ini:14: experts: number out of range"},
+	    {"experts = nan\n", "v.ini:14: experts: not a number"},
+	    {"experts = 0x10\n", "v.ini:14: experts: not a number"},
+	    {"experts =\n", "v.ini:14: experts: empty value"},
+	    {"layers = 3\n", "v.ini:14: layers: duplicate key"},
+	    {"[extra]\nx = 1\n", "v.ini:15: x: unknown section [extra]"},
+	    {"just words\n", "v.ini:14: syntax error"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char text[1024];
@@ -432,8 +431,11 @@ static void test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand(void *
 	mdl_hw_t hw;
 	mdl_llm_t m;
 	toy(&hw, &m);
-	mdl_compute_params_t p = {.mfu = 0.5, .mbu = 0.5, .allreduce_bw_eff = 0.5,
-				  .allreduce_lat_ns = 500, .iter_overhead_ns = 1000};
+	mdl_compute_params_t p = {.mfu = 0.5,
+	                          .mbu = 0.5,
+	                          .allreduce_bw_eff = 0.5,
+	                          .allreduce_lat_ns = 500,
+	                          .iter_overhead_ns = 1000};
 	mdl_compute_t c;
 	err_t e = {0};
 	assert_int_equal(mdl_compute_init(&c, &hw, &m, 2, &p, &e), 0);
@@ -449,8 +451,11 @@ static void test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand(void *
 	 * total 26055.296 + 3331.2 + 1000 = 30386.496 -> 30387 */
 	uint32_t pn = 10, pc = 0;
 	uint32_t ctx[] = {100, 200, 300};
-	mdl_batch_t b = {.n_prefill = 1, .prefill_new = &pn, .prefill_cached = &pc,
-			 .decode_ctx = ctx, .n_decode = 3};
+	mdl_batch_t b = {.n_prefill = 1,
+	                 .prefill_new = &pn,
+	                 .prefill_cached = &pc,
+	                 .decode_ctx = ctx,
+	                 .n_decode = 3};
 	mdl_iter_cost_t r;
 	assert_int_equal(mdl_iter_cost(&c, &b, &r), 30387);
 	assert_true(r.bytes == 1072064.0);
@@ -571,8 +576,11 @@ static void test_iter_llama3_70b_h100_tp4_decode_by_hand(void **st)
 	err_t e = {0};
 	assert_int_equal(mdl_hw_builtin("H100-SXM", &hw, &e), 0);
 	assert_int_equal(mdl_llm_builtin("Llama-3-70B", &m, &e), 0);
-	mdl_compute_params_t p = {.mfu = 0.5, .mbu = 0.8, .allreduce_bw_eff = 0.8,
-				  .allreduce_lat_ns = 10000, .iter_overhead_ns = 500000};
+	mdl_compute_params_t p = {.mfu = 0.5,
+	                          .mbu = 0.8,
+	                          .allreduce_bw_eff = 0.8,
+	                          .allreduce_lat_ns = 10000,
+	                          .iter_overhead_ns = 500000};
 	mdl_compute_t c;
 	assert_int_equal(mdl_compute_init(&c, &hw, &m, 4, &p, &e), 0);
 	assert_int_equal(mdl_decode_step_ns(&c, 64, 1024), 17771241);
@@ -615,11 +623,11 @@ static void test_iter_time_grows_with_context_and_tokens(void **st)
 	mdl_compute_t c;
 	assert_int_equal(mdl_hw_builtin("H200", &hw, &e), 0);
 	const char *models[] = {"Llama-3-8B", "Llama-3-70B", "Qwen2.5-72B", "Mixtral-8x7B",
-				"DeepSeek-V3"};
+	                        "DeepSeek-V3"};
 	for (size_t i = 0; i < 5; i++) {
 		assert_int_equal(mdl_llm_builtin(models[i], &m, &e), 0);
 		assert_int_equal(mdl_compute_init(&c, &hw, &m, 8, &mdl_compute_params_default, &e),
-				 0);
+		                 0);
 		int64_t prev = 0;
 		for (uint32_t ctx = 0; ctx <= 65536; ctx += 4096) {
 			int64_t t = mdl_decode_step_ns(&c, 32, ctx);
@@ -810,34 +818,34 @@ static void test_cfg_spec_file_relative_to_config_file(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kv_bytes_per_token_llama3_8b_is_128_kib),
-		cmocka_unit_test(test_kv_bytes_per_token_llama3_70b_is_320_kib),
-		cmocka_unit_test(test_kv_bytes_per_token_deepseek_v3_mla_latent_plus_rope),
-		cmocka_unit_test(test_kv_bytes_per_token_mixtral_and_qwen),
-		cmocka_unit_test(test_weights_llama3_70b_bf16_about_141_gb),
-		cmocka_unit_test(test_every_builtin_hw_spec_loads_and_is_sane),
-		cmocka_unit_test(test_every_builtin_llm_spec_loads_and_is_sane),
-		cmocka_unit_test(test_ini_unknown_key_names_file_line_key),
-		cmocka_unit_test(test_ini_missing_required_key_is_reported),
-		cmocka_unit_test(test_ini_bad_numbers_are_rejected),
-		cmocka_unit_test(test_ini_attention_and_cross_field_errors),
-		cmocka_unit_test(test_ini_long_line_and_outside_section),
-		cmocka_unit_test(test_user_spec_file_loads_and_missing_file_fails),
-		cmocka_unit_test(test_written_specs_parse_back_identical),
-		cmocka_unit_test(test_iter_prefill_chunk_compute_bound_by_hand),
-		cmocka_unit_test(test_iter_decode_batch_memory_bound_by_hand),
-		cmocka_unit_test(test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand),
-		cmocka_unit_test(test_iter_moe_reads_expected_touched_experts),
-		cmocka_unit_test(test_iter_mla_absorbed_decode_and_naive_prefill_flops),
-		cmocka_unit_test(test_iter_fp8_weights_use_fp8_rate_for_matmuls_only),
-		cmocka_unit_test(test_iter_llama3_70b_h100_tp4_decode_by_hand),
-		cmocka_unit_test(test_compute_init_rejects_bad_tp_and_params),
-		cmocka_unit_test(test_iter_time_grows_with_context_and_tokens),
-		cmocka_unit_test(test_cfg_defaults_give_h100_llama3_70b_and_default_params),
-		cmocka_unit_test(test_cfg_overrides_replace_spec_fields),
-		cmocka_unit_test(test_cfg_override_turns_model_into_mla),
-		cmocka_unit_test(test_cfg_bad_overrides_and_names_are_input_errors),
-		cmocka_unit_test(test_cfg_spec_file_relative_to_config_file),
+	    cmocka_unit_test(test_kv_bytes_per_token_llama3_8b_is_128_kib),
+	    cmocka_unit_test(test_kv_bytes_per_token_llama3_70b_is_320_kib),
+	    cmocka_unit_test(test_kv_bytes_per_token_deepseek_v3_mla_latent_plus_rope),
+	    cmocka_unit_test(test_kv_bytes_per_token_mixtral_and_qwen),
+	    cmocka_unit_test(test_weights_llama3_70b_bf16_about_141_gb),
+	    cmocka_unit_test(test_every_builtin_hw_spec_loads_and_is_sane),
+	    cmocka_unit_test(test_every_builtin_llm_spec_loads_and_is_sane),
+	    cmocka_unit_test(test_ini_unknown_key_names_file_line_key),
+	    cmocka_unit_test(test_ini_missing_required_key_is_reported),
+	    cmocka_unit_test(test_ini_bad_numbers_are_rejected),
+	    cmocka_unit_test(test_ini_attention_and_cross_field_errors),
+	    cmocka_unit_test(test_ini_long_line_and_outside_section),
+	    cmocka_unit_test(test_user_spec_file_loads_and_missing_file_fails),
+	    cmocka_unit_test(test_written_specs_parse_back_identical),
+	    cmocka_unit_test(test_iter_prefill_chunk_compute_bound_by_hand),
+	    cmocka_unit_test(test_iter_decode_batch_memory_bound_by_hand),
+	    cmocka_unit_test(test_iter_mixed_batch_tp2_with_allreduce_and_overhead_by_hand),
+	    cmocka_unit_test(test_iter_moe_reads_expected_touched_experts),
+	    cmocka_unit_test(test_iter_mla_absorbed_decode_and_naive_prefill_flops),
+	    cmocka_unit_test(test_iter_fp8_weights_use_fp8_rate_for_matmuls_only),
+	    cmocka_unit_test(test_iter_llama3_70b_h100_tp4_decode_by_hand),
+	    cmocka_unit_test(test_compute_init_rejects_bad_tp_and_params),
+	    cmocka_unit_test(test_iter_time_grows_with_context_and_tokens),
+	    cmocka_unit_test(test_cfg_defaults_give_h100_llama3_70b_and_default_params),
+	    cmocka_unit_test(test_cfg_overrides_replace_spec_fields),
+	    cmocka_unit_test(test_cfg_override_turns_model_into_mla),
+	    cmocka_unit_test(test_cfg_bad_overrides_and_names_are_input_errors),
+	    cmocka_unit_test(test_cfg_spec_file_relative_to_config_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
