@@ -100,6 +100,13 @@ uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *llm, uint32_t tp);
 /* Weight bytes on each GPU of a TP group: ceil(params_total*weight_bytes/tp). */
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *llm, uint32_t tp);
 
+/* Tokens of KV an instance of tp GPUs can hold: per GPU, HBM less the
+ * reserve fraction less the weights, divided by the per-GPU KV bytes of a
+ * token (every GPU holds its shard of every token). 0 when the weights do
+ * not fit. */
+uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
+                                    double reserve_fraction);
+
 /* Resolves [gpu], [model] and [compute] of a config: the named built-in or
  * the given file, then every override key that is set. */
 int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp,

@@ -644,6 +644,17 @@ uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *m, uint32_t tp)
 	return 2ull * m->layers * heads_gpu * m->head_dim * m->dtype_bytes;
 }
 
+uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *m, uint32_t tp,
+                                    double reserve_fraction)
+{
+	double free_b = (double)hw->hbm_bytes * (1 - reserve_fraction) -
+	                (double)mdl_weights_bytes_per_gpu(m, tp);
+	uint64_t kv = mdl_kv_bytes_per_token_gpu(m, tp);
+	if (!(free_b > 0) || kv == 0)
+		return 0;
+	return (uint64_t)floor(free_b / (double)kv);
+}
+
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *m, uint32_t tp)
 {
 	if (tp < 1)

@@ -129,7 +129,16 @@ static void test_weights_llama3_70b_bf16_about_141_gb(void **st)
 	/* 70,553,706,496 params * 2 bytes = 141,107,412,992 bytes */
 	assert_int_equal(mdl_weights_bytes_per_gpu(&m, 1), 141107412992ull);
 	assert_int_equal(mdl_weights_bytes_per_gpu(&m, 4), 35276853248ull);
+	/* H100 80e9 B * 0.9 = 72e9 - 35276853248 weights = 36723146752 B of KV
+	 * per GPU / 81920 B per token = 448280.6 -> 448280 tokens */
+	mdl_hw_t hw;
+	assert_int_equal(mdl_hw_builtin("H100-SXM", &hw, &e), 0);
+	assert_int_equal(mdl_kv_tokens_per_instance(&hw, &m, 4, 0.1), 448280);
+	/* one H100 cannot hold the 141 GB of weights */
+	assert_int_equal(mdl_kv_tokens_per_instance(&hw, &m, 1, 0.1), 0);
 	assert_int_equal(mdl_llm_builtin("DeepSeek-V3", &m, &e), 0);
+	/* 83.9 GB of FP8 weights per GPU do not fit an 80 GB H100 at TP8 */
+	assert_int_equal(mdl_kv_tokens_per_instance(&hw, &m, 8, 0.1), 0);
 	/* FP8 weights: 671,026,419,200 params * 1 byte, over 8 GPUs */
 	assert_int_equal(mdl_weights_bytes_per_gpu(&m, 8), 83878302400ull);
 }
