@@ -191,6 +191,7 @@ typedef struct {
 	int line;
 	int too_long; /* line number of an over-long line, 0 if none */
 	int stop;
+	int indented; /* the current line starts with blank space */
 } reader_t;
 
 static char *reader_line(char *buf, int num, void *stream)
@@ -206,6 +207,7 @@ static char *reader_line(char *buf, int num, void *stream)
 		r->stop = 1;
 		return NULL;
 	}
+	r->indented = *r->p == ' ' || *r->p == '\t';
 	memcpy(buf, r->p, len);
 	buf[len] = '\0';
 	r->p += len;
@@ -238,6 +240,12 @@ static int spec_handler(void *user, const char *section, const char *name, const
 	spec_parse_t *sp = user;
 	if (sp->failed)
 		return 0;
+	/* inih reads an indented line after a key as a continuation of its
+	 * value; a spec value is one line, so say what happened */
+	if (sp->rd->indented)
+		return spec_fail(sp, name,
+		                 "indented line continues the previous value "
+		                 "(spec values are one line; remove the indentation)");
 	if (!*section)
 		return spec_fail(sp, name, "key outside a section");
 	if (strcmp(section, sp->section)) {

@@ -14,6 +14,7 @@
 
 #include "models/mdl.h"
 #include "sim/cfg.h"
+#include "sim/cluster.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -246,6 +247,7 @@ static void test_ini_bad_numbers_are_rejected(void **st)
 	    {"layers = 3\n", "v.ini:14: layers: duplicate key"},
 	    {"[extra]\nx = 1\n", "v.ini:15: x: unknown section [extra]"},
 	    {"just words\n", "v.ini:14: syntax error"},
+	    {"  experts = 2\n", "v.ini:14: attention: indented line continues"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char text[1024];
@@ -603,6 +605,29 @@ static void test_iter_llama3_70b_h100_tp4_decode_by_hand(void **st)
 	assert_true(r.bytes == 40125468672.0);
 }
 
+static void test_sim_cost_adapter_matches_iter_time(void **st)
+{
+	(void)st;
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	toy(&hw, &m);
+	mdl_compute_t c;
+	err_t e = {0};
+	assert_int_equal(mdl_compute_init(&c, &hw, &m, 1, &IDEAL, &e), 0);
+	/* the prefill + decode batch of the hand-computed cases, at tp 1 */
+	uint32_t pn = 10, pc = 20, ctx[] = {100, 200, 300};
+	sim_batch_t sb = {.n_pre = 1, .n_dec = 3, .pre_new = &pn, .pre_ctx = &pc, .dec_ctx = ctx};
+	sim_cost_fn fn = mdl_sim_cost;
+	mdl_batch_t b = {.n_prefill = 1,
+	                 .prefill_new = &pn,
+	                 .prefill_cached = &pc,
+	                 .n_decode = 3,
+	                 .decode_ctx = ctx};
+	int64_t t = fn(&c, &sb);
+	assert_true(t > 0);
+	assert_int_equal(t, mdl_iter_time_ns(&c, &b));
+}
+
 static void test_compute_init_rejects_bad_tp_and_params(void **st)
 {
 	(void)st;
@@ -848,6 +873,7 @@ int main(void)
 	    cmocka_unit_test(test_iter_mla_absorbed_decode_and_naive_prefill_flops),
 	    cmocka_unit_test(test_iter_fp8_weights_use_fp8_rate_for_matmuls_only),
 	    cmocka_unit_test(test_iter_llama3_70b_h100_tp4_decode_by_hand),
+	    cmocka_unit_test(test_sim_cost_adapter_matches_iter_time),
 	    cmocka_unit_test(test_compute_init_rejects_bad_tp_and_params),
 	    cmocka_unit_test(test_iter_time_grows_with_context_and_tokens),
 	    cmocka_unit_test(test_cfg_defaults_give_h100_llama3_70b_and_default_params),
