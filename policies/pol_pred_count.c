@@ -231,7 +231,8 @@ static void ew_free(void *st)
 
 static double ew_decayed(const ew_state_t *s, const pol_group_t *g, int64_t now)
 {
-	return g->score * exp(-(double)(now - g->last_ns) / s->tau_ns);
+	int64_t dt = now > g->last_ns ? now - g->last_ns : 0;
+	return g->score * exp(-(double)dt / s->tau_ns);
 }
 
 static int ew_observe(void *st, const pol_arrival_t *a, err_t *e)
