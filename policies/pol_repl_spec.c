@@ -48,6 +48,8 @@ typedef struct sp_state {
 	pol_inst_t *snap;
 	uint32_t *order;
 	uint64_t *spec_plan; /* speculative blocks per instance incl. our in-flight */
+	unsigned char *hit;
+	size_t cap_hit;
 	uint32_t n_inst;
 } sp_state_t;
 
@@ -105,6 +107,7 @@ static void sp_free(void *st)
 	free(s->snap);
 	free(s->order);
 	free(s->spec_plan);
+	free(s->hit);
 	free(s);
 }
 
@@ -273,7 +276,16 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 			return err_set(e, KS_ENOMEM, "out of memory");
 	if (nc > 1)
 		qsort(s->c, nc, sizeof *s->c, cand_cmp);
-	const pol_fc_t *last_trig = NULL;
+	/* triggers: forecast entries that got at least one copy this tick */
+	if (fc && fc->n > s->cap_hit) {
+		unsigned char *x = realloc(s->hit, fc->n);
+		if (!x)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		s->hit = x;
+		s->cap_hit = fc->n;
+	}
+	if (fc && fc->n)
+		memset(s->hit, 0, fc->n);
 	for (size_t i = 0; i < nc; i++) {
 		const sp_cand_t *c = &s->c[i];
 		double cap = s->vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
@@ -293,9 +305,10 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		if (s->bw_Bps > 0)
 			s->tokens -= bytes;
 		s->spec_plan[c->dst] += c->miss;
-		if (a->stats && c->f != last_trig)
+		size_t k = (size_t)(c->f - fc->e);
+		if (a->stats && !s->hit[k])
 			a->stats->triggers++;
-		last_trig = c->f;
+		s->hit[k] = 1;
 		if (s->n_fl == s->cap_fl) {
 			size_t ncap = s->cap_fl ? 2 * s->cap_fl : 64;
 			sp_flight_t *x = realloc(s->fl, ncap * sizeof *x);
