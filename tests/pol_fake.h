@@ -36,17 +36,17 @@ typedef struct fake {
 	pol_actions_t a;
 } fake_t;
 
-static int64_t fk_now(void *c)
+static __attribute__((unused)) int64_t fk_now(void *c)
 {
 	return ((fake_t *)c)->now;
 }
 
-static void fk_inst(void *c, uint32_t i, pol_inst_t *out)
+static __attribute__((unused)) void fk_inst(void *c, uint32_t i, pol_inst_t *out)
 {
 	*out = ((fake_t *)c)->inst[i];
 }
 
-static uint32_t fk_match(void *c, uint32_t i, const uint64_t *b, uint32_t n)
+static __attribute__((unused)) uint32_t fk_match(void *c, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	fake_t *f = c;
 	uint32_t best = 0;
@@ -60,21 +60,21 @@ static uint32_t fk_match(void *c, uint32_t i, const uint64_t *b, uint32_t n)
 	return best;
 }
 
-static int64_t fk_prefill(void *c, uint32_t i, uint64_t nt, uint64_t ct)
+static __attribute__((unused)) int64_t fk_prefill(void *c, uint32_t i, uint64_t nt, uint64_t ct)
 {
 	(void)i;
 	(void)ct;
 	return (int64_t)nt * ((fake_t *)c)->ns_per_token;
 }
 
-static int64_t fk_xfer(void *c, uint32_t s, uint32_t d, uint32_t n)
+static __attribute__((unused)) int64_t fk_xfer(void *c, uint32_t s, uint32_t d, uint32_t n)
 {
 	(void)s;
 	(void)d;
 	return (int64_t)n * ((fake_t *)c)->ns_per_block;
 }
 
-static int fk_copy(void *c, const uint64_t *b, uint32_t n, uint32_t src, uint32_t dst,
+static __attribute__((unused)) int fk_copy(void *c, const uint64_t *b, uint32_t n, uint32_t src, uint32_t dst,
 		   pol_class_t cls, uint64_t *id)
 {
 	fake_t *f = c;
@@ -88,14 +88,14 @@ static int fk_copy(void *c, const uint64_t *b, uint32_t n, uint32_t src, uint32_
 	return POL_COPY_OK;
 }
 
-static int fk_cancel(void *c, uint64_t id)
+static __attribute__((unused)) int fk_cancel(void *c, uint64_t id)
 {
 	(void)id;
 	((fake_t *)c)->n_cancel++;
 	return 0;
 }
 
-static int fk_mark(void *c, uint32_t i, const uint64_t *b, uint32_t n)
+static __attribute__((unused)) int fk_mark(void *c, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	(void)i;
 	(void)b;
@@ -106,7 +106,7 @@ static int fk_mark(void *c, uint32_t i, const uint64_t *b, uint32_t n)
 
 /* n instances, block size B tokens, block_bytes bytes, 100 ns per token
  * prefill and 1000 ns per block copy unless changed. */
-static void fk_init(fake_t *f, uint32_t n, uint32_t B, uint64_t block_bytes)
+static __attribute__((unused)) void fk_init(fake_t *f, uint32_t n, uint32_t B, uint64_t block_bytes)
 {
 	memset(f, 0, sizeof *f);
 	f->ns_per_token = 100;
@@ -117,7 +117,7 @@ static void fk_init(fake_t *f, uint32_t n, uint32_t B, uint64_t block_bytes)
 		f->inst[i].kv_cap_blocks = 1000;
 }
 
-static void fk_hold(fake_t *f, uint32_t i, const uint64_t *b, uint32_t n)
+static __attribute__((unused)) void fk_hold(fake_t *f, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	f->held[i][f->n_held[i]] = b;
 	f->held_n[i][f->n_held[i]++] = n;
@@ -125,7 +125,7 @@ static void fk_hold(fake_t *f, uint32_t i, const uint64_t *b, uint32_t n)
 
 /* blocks[i] = base + i: a chained prefix family; two arrays share the
  * prefix up to where their ids diverge. */
-static void fk_chain(uint64_t *b, uint32_t n, uint64_t base)
+static __attribute__((unused)) void fk_chain(uint64_t *b, uint32_t n, uint64_t base)
 {
 	for (uint32_t i = 0; i < n; i++)
 		b[i] = base + i;
