@@ -123,7 +123,40 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Drops the older half (by last-seen time) and rebuilds the slots. */
+static void ptab_rehash(pol_ptab_t *t)
+{
+	memset(t->slot, 0xff, t->nslot * sizeof *t->slot);
+	for (size_t i = 0; i < t->n; i++)
+		t->slot[find_slot(t, t->id[i])] = (uint32_t)i;
+}
+
+/* Doubles the capacity (a single prompt longer than half the table). */
+static int ptab_grow(pol_ptab_t *t)
+{
+	size_t cap = 2 * t->cap, nslot = 2 * t->nslot;
+	uint64_t *id = realloc(t->id, cap * sizeof *id);
+	if (id)
+		t->id = id;
+	int64_t *last = realloc(t->last, cap * sizeof *last);
+	if (last)
+		t->last = last;
+	unsigned char *pay = t->payload ? realloc(t->pay, cap * t->payload) : NULL;
+	if (pay)
+		t->pay = pay;
+	uint32_t *slot = realloc(t->slot, nslot * sizeof *slot);
+	if (slot)
+		t->slot = slot;
+	if (!id || !last || !slot || (t->payload && !pay))
+		return KS_ENOMEM;
+	t->cap = cap;
+	t->nslot = nslot;
+	ptab_rehash(t);
+	return 0;
+}
+
+/* Drops the older half (by last-seen time) and rebuilds the slots. Nodes
+ * seen at the newest time are always kept, so the path being touched keeps
+ * its ancestors; when everything is equally recent the table grows. */
 static int ptab_gc(pol_ptab_t *t)
 {
 	int64_t *tmp = malloc(t->n * sizeof *tmp);
@@ -134,6 +167,11 @@ static int ptab_gc(pol_ptab_t *t)
 	int64_t cut = tmp[t->n / 2];
 	free(tmp);
 	size_t k = 0;
+	for (size_t i = 0; i < t->n; i++)
+		k += t->last[i] >= cut;
+	if (k == t->n)
+		return ptab_grow(t);
+	k = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->last[i] < cut)
 			continue;
@@ -143,12 +181,8 @@ static int ptab_gc(pol_ptab_t *t)
 			memmove(t->pay + k * t->payload, t->pay + i * t->payload, t->payload);
 		k++;
 	}
-	if (k == t->n) /* everything equally recent: start afresh */
-		k = 0;
 	t->n = k;
-	memset(t->slot, 0xff, t->nslot * sizeof *t->slot);
-	for (size_t i = 0; i < t->n; i++)
-		t->slot[find_slot(t, t->id[i])] = (uint32_t)i;
+	ptab_rehash(t);
 	return 0;
 }
 
