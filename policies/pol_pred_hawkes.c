@@ -14,6 +14,7 @@ typedef struct hk_group {
 	uint32_t n, since_fit;
 	int fitted;
 	double mu, alpha, beta;
+	double excess; /* sum alpha e^{-beta (t_last - t_i)} at the last arrival */
 } hk_group_t;
 
 typedef struct hk_state {
@@ -27,10 +28,10 @@ typedef struct hk_state {
 static const cfg_key_t hk_params[] = {
 	POL_KEY("predictor", "hawkes", "hawkes_window_s", CFG_FLOAT, "120", 1e-3, 1e6, NULL, "s",
 		"sliding window of arrivals the fit uses (own choice)"),
-	POL_KEY("predictor", "hawkes", "hawkes_max_events", CFG_INT, "1024", 8, 1e6, NULL, "",
-		"arrivals kept per group (oldest dropped)"),
-	POL_KEY("predictor", "hawkes", "hawkes_refit", CFG_INT, "16", 1, 1e6, NULL, "",
-		"arrivals between refits of a group"),
+	POL_KEY("predictor", "hawkes", "hawkes_max_events", CFG_INT, "256", 8, 1e6, NULL, "",
+		"arrivals kept per group for the fit (oldest dropped; own choice)"),
+	POL_KEY("predictor", "hawkes", "hawkes_refit", CFG_INT, "64", 1, 1e6, NULL, "",
+		"arrivals between refits of a group (own choice)"),
 	POL_KEY("predictor", "hawkes", "hawkes_min_events", CFG_INT, "8", 2, 1e6, NULL, "",
 		"arrivals before the first fit; until then the rate is count/window"),
 	POL_KEY("predictor", "hawkes", "hawkes_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
@@ -125,6 +126,9 @@ static int hk_observe(void *st, const pol_arrival_t *a, err_t *e)
 		memmove(h->t, h->t + 1, (h->n - 1) * sizeof *h->t);
 		h->n--;
 	}
+	if (h->fitted) /* events dropped above are a window apart: negligible */
+		h->excess = h->n ? h->excess * exp(-h->beta * (now - h->t[h->n - 1])) + h->alpha
+				 : h->alpha;
 	h->t[h->n++] = now;
 	g->score = h->n;
 	g->last_ns = a->t_ns;
@@ -136,6 +140,9 @@ static int hk_observe(void *st, const pol_arrival_t *a, err_t *e)
 			h->alpha = al;
 			h->beta = be;
 			h->fitted = 1;
+			h->excess = 0; /* Ozaki's recursion with the new parameters */
+			for (uint32_t j = 0; j < h->n; j++)
+				h->excess = (j ? h->excess * exp(-be * (h->t[j] - h->t[j - 1])) : 0) + al;
 		}
 		h->since_fit = 0;
 	}
@@ -155,8 +162,8 @@ static int hk_forecast(void *st, int64_t now_ns, int64_t horizon, pol_forecast_t
 		double ex;
 		if (h->fitted) {
 			double excess = 0;
-			for (uint32_t j = 0; j < h->n; j++)
-				excess += h->alpha * exp(-h->beta * (now - h->t[j]));
+			if (h->n && now >= h->t[h->n - 1])
+				excess = h->excess * exp(-h->beta * (now - h->t[h->n - 1]));
 			ex = pol_hawkes_expected(h->mu, h->alpha, h->beta, excess, H);
 		} else {
 			double span = now - hk_t0(s, g, now);

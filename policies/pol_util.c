@@ -381,16 +381,20 @@ void pol_fcbuf_free(pol_fcbuf_t *b)
 double pol_hawkes_loglik(const double *t, size_t n, double t0, double t1, double mu, double alpha,
 			 double beta)
 {
-	double ll = -mu * (t1 - t0), a = 0;
+	/* A_i = sum_{j<i} e^{-beta (t_i - t_j)} = e^{-beta (t_i - t_{i-1})} (1 + A_{i-1});
+	 * the compensator's sum_i e^{-beta (t1 - t_i)} is e^{-beta (t1 - t_n)} (1 + A_n),
+	 * so one exp and one log per event. */
+	double sum_log = 0, a = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			a = exp(-beta * (t[i] - t[i - 1])) * (1 + a);
 		double lam = mu + alpha * a;
 		if (lam <= 0)
 			return -INFINITY;
-		ll += log(lam) - (alpha / beta) * (1 - exp(-beta * (t1 - t[i])));
+		sum_log += log(lam);
 	}
-	return ll;
+	double tail = n ? exp(-beta * (t1 - t[n - 1])) * (1 + a) : 0;
+	return sum_log - mu * (t1 - t0) - (alpha / beta) * ((double)n - tail);
 }
 
 typedef struct hk_data {
@@ -399,12 +403,23 @@ typedef struct hk_data {
 	double t0, t1;
 } hk_data_t;
 
+/* x = (log mu, logit(alpha / beta), log beta): the branching ratio stays in
+ * (0, 1), so the fit cannot wander into non-stationary or degenerate
+ * (beta -> 0 with alpha / beta > 1) corners. */
+static void hk_params(const gsl_vector *x, double *mu, double *alpha, double *beta)
+{
+	double n = 1.0 / (1.0 + exp(-gsl_vector_get(x, 1)));
+	*mu = exp(gsl_vector_get(x, 0));
+	*beta = exp(gsl_vector_get(x, 2));
+	*alpha = n * *beta;
+}
+
 static double hk_negll(const gsl_vector *x, void *p)
 {
 	const hk_data_t *d = p;
-	double mu = exp(gsl_vector_get(x, 0)), alpha = exp(gsl_vector_get(x, 1)),
-	       beta = exp(gsl_vector_get(x, 2));
-	if (!isfinite(mu) || !isfinite(alpha) || !isfinite(beta) || beta > 1e6)
+	double mu, alpha, beta;
+	hk_params(x, &mu, &alpha, &beta);
+	if (!isfinite(mu) || !isfinite(beta) || beta > 1e6 || beta < 1e-9 || mu < 1e-12)
 		return 1e300;
 	double ll = pol_hawkes_loglik(d->t, d->n, d->t0, d->t1, mu, alpha, beta);
 	return isfinite(ll) ? -ll : 1e300;
@@ -416,9 +431,10 @@ int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, 
 	if (n < 2 || t1 <= t0)
 		return KS_ERUNTIME;
 	double rate = (double)n / (t1 - t0);
-	double m0 = *mu > 0 ? *mu : 0.5 * rate;
-	double b0 = *beta > 0 ? *beta : 2.0 * rate;
-	double a0 = *alpha > 0 ? *alpha : 0.5 * b0;
+	int warm = *mu > 0 && *beta > 0 && *alpha > 0 && *alpha < 0.999 * *beta;
+	double m0 = warm ? *mu : 0.5 * rate;
+	double b0 = warm ? *beta : 2.0 * rate;
+	double n0 = warm ? *alpha / *beta : 0.5;
 	hk_data_t d = {t, n, t0, t1};
 	gsl_multimin_function f = {hk_negll, 3, &d};
 	gsl_vector *x = gsl_vector_alloc(3), *step = gsl_vector_alloc(3);
@@ -428,23 +444,24 @@ int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, 
 	if (!x || !step || !s)
 		goto out;
 	gsl_vector_set(x, 0, log(m0));
-	gsl_vector_set(x, 1, log(a0));
+	gsl_vector_set(x, 1, log(n0 / (1 - n0)));
 	gsl_vector_set(x, 2, log(b0));
 	gsl_vector_set_all(step, 0.5);
 	gsl_multimin_fminimizer_set(s, &f, x, step);
-	for (int it = 0; it < 2000; it++) {
+	for (int it = 0; it < 200; it++) {
 		if (gsl_multimin_fminimizer_iterate(s))
-			break;
-		if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(s), 1e-5) == GSL_SUCCESS) {
+			break; /* no progress possible: keep the best point */
+		if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(s), 1e-2) == GSL_SUCCESS) {
 			rc = 0;
 			break;
 		}
 	}
-	if (!rc) {
-		*mu = exp(gsl_vector_get(s->x, 0));
-		*alpha = exp(gsl_vector_get(s->x, 1));
-		*beta = exp(gsl_vector_get(s->x, 2));
-	}
+	/* the iteration cap is a result too: in flat directions (no excitation
+	 * at all) the simplex never shrinks but the best point is good enough */
+	if (rc && gsl_multimin_fminimizer_minimum(s) < 1e299)
+		rc = 0;
+	if (!rc)
+		hk_params(s->x, mu, alpha, beta);
 out:
 	gsl_multimin_fminimizer_free(s);
 	gsl_vector_free(x);

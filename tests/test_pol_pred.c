@@ -253,7 +253,10 @@ static void test_hawkes_predictor_expects_more_right_after_a_burst(void **st)
 	double cold = fc.n ? fc.e[0].expected : 0;
 	print_message("hawkes: expected in 5 s right after an arrival %.2f, 60 s later %.2f\n", hot,
 		      cold);
-	assert_true(hot > cold);
+	/* a degenerate fit (no excitation) would make both equal */
+	assert_true(hot > 1.5 * cold);
+	/* long after a burst: near the stationary mu / (1 - alpha/beta) x 5 s = 4 */
+	assert_true(cold > 2 && cold < 6);
 	pol_close(&h);
 }
 
