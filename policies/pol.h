@@ -63,21 +63,21 @@ const char *pol_family_section(pol_family_t f);
 /* 0 and *f set, or KS_EINPUT. */
 int pol_family_parse(const char *s, pol_family_t *f, err_t *e);
 
-enum { POL_ACCEPT = 0, POL_REJECT = 1 };          /* route / admit */
-enum { POL_COPY_OK = 0, POL_COPY_REFUSED = 1 };   /* pol_actions_t.copy */
+enum { POL_ACCEPT = 0, POL_REJECT = 1 };        /* route / admit */
+enum { POL_COPY_OK = 0, POL_COPY_REFUSED = 1 }; /* pol_actions_t.copy */
 
 /* ---- the read-only view -------------------------------------------------- */
 
 /* One instance's state at view->now. */
 typedef struct pol_inst {
 	uint32_t node;
-	uint32_t waiting, running;  /* requests queued / in the running batch */
-	uint64_t prefill_tokens;    /* prompt tokens queued, not yet computed */
-	uint64_t decode_tokens;     /* context tokens of requests decoding */
-	uint64_t kv_cap_blocks;     /* KV pool capacity */
-	uint64_t kv_used_blocks;    /* resident (in use + cached + speculative) */
-	uint64_t kv_spec_blocks;    /* speculative replicas not yet used */
-	int64_t queue_delay_ns;     /* estimated wait before a new prefill starts */
+	uint32_t waiting, running; /* requests queued / in the running batch */
+	uint64_t prefill_tokens;   /* prompt tokens queued, not yet computed */
+	uint64_t decode_tokens;    /* context tokens of requests decoding */
+	uint64_t kv_cap_blocks;    /* KV pool capacity */
+	uint64_t kv_used_blocks;   /* resident (in use + cached + speculative) */
+	uint64_t kv_spec_blocks;   /* speculative replicas not yet used */
+	int64_t queue_delay_ns;    /* estimated wait before a new prefill starts */
 } pol_inst_t;
 
 /* Function pointers + ctx, so the simulator answers from its live state
@@ -85,8 +85,8 @@ typedef struct pol_inst {
 typedef struct pol_view {
 	void *ctx;
 	uint32_t n_inst;
-	uint32_t block_tokens;  /* tokens per KV block */
-	uint64_t block_bytes;   /* bytes per KV block, whole instance (all TP shards) */
+	uint32_t block_tokens; /* tokens per KV block */
+	uint64_t block_bytes;  /* bytes per KV block, whole instance (all TP shards) */
 	int64_t (*now)(void *ctx);
 	void (*inst)(void *ctx, uint32_t i, pol_inst_t *out);
 	/* Longest prefix of blocks[0..n) resident and computed on instance i. */
@@ -100,21 +100,21 @@ typedef struct pol_view {
 /* Best match over all instances: blocks matched, *inst = lowest index among
  * the best (UINT32_MAX when no instance matches a block). */
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
-			     uint32_t *inst);
+                             uint32_t *inst);
 /* Instances holding at least min_blocks of blocks[0..n) (min_blocks >= 1):
  * writes up to cap indices to out, returns how many hold it. */
 uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
-			  uint32_t min_blocks, uint32_t *out, uint32_t cap);
+                          uint32_t min_blocks, uint32_t *out, uint32_t cap);
 
 /* ---- requests and actions ------------------------------------------------ */
 
 typedef struct pol_req {
 	uint64_t id;
 	int64_t arrival_ns;
-	const uint64_t *blocks;  /* chained ids of the prompt's full blocks */
+	const uint64_t *blocks; /* chained ids of the prompt's full blocks */
 	uint32_t n_blocks;
 	uint32_t input_tokens, output_tokens;
-	int64_t slo_ttft_ns;     /* 0: none */
+	int64_t slo_ttft_ns; /* 0: none */
 } pol_req_t;
 
 typedef enum pol_class { POL_FG = 0, POL_BG = 1 } pol_class_t;
@@ -128,7 +128,7 @@ typedef struct pol_actions {
 	 * POL_COPY_OK with *copy_id set, POL_COPY_REFUSED when a block is absent
 	 * or not yet computed at src (retry later), or a negative KS_E*. */
 	int (*copy)(void *ctx, const uint64_t *blocks, uint32_t n, uint32_t src, uint32_t dst,
-		    pol_class_t cls, uint64_t *copy_id);
+	            pol_class_t cls, uint64_t *copy_id);
 	/* Cancels an accepted copy that has not landed; 0 or negative. */
 	int (*cancel)(void *ctx, uint64_t copy_id);
 	/* Marks blocks[0..n) at inst (resident or in flight) as speculative
@@ -141,20 +141,19 @@ typedef struct pol_actions {
 /* ---- parameters ---------------------------------------------------------- */
 
 typedef struct pol_params {
-	const cfg_key_t *keys;  /* the policy's schema (not owned) */
+	const cfg_key_t *keys; /* the policy's schema (not owned) */
 	size_t n;
-	double *num;            /* CFG_INT, CFG_FLOAT, CFG_BOOL (0/1) */
-	char **str;             /* CFG_STR, CFG_ENUM (owned copies); NULL otherwise */
+	double *num; /* CFG_INT, CFG_FLOAT, CFG_BOOL (0/1) */
+	char **str;  /* CFG_STR, CFG_ENUM (owned copies); NULL otherwise */
 } pol_params_t;
 
 /* Defaults, then "name=value,name=value" overrides (NULL or ""), each
  * checked for type, range and choices. KS_EINPUT names the bad key. */
 int pol_params_init(pol_params_t *p, const cfg_key_t *keys, size_t n, const char *overrides,
-		    err_t *e);
+                    err_t *e);
 int pol_params_set(pol_params_t *p, const char *name, const char *value, err_t *e);
 /* Values of keys owned by the policy, read from a finalized cfg_t. */
-int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c,
-			err_t *e);
+int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e);
 void pol_params_free(pol_params_t *p);
 /* Value by name; a name not in the schema is a programming error (assert). */
 double pol_param_num(const pol_params_t *p, const char *name);
@@ -163,11 +162,11 @@ const char *pol_param_str(const pol_params_t *p, const char *name);
 /* ---- the tables ---------------------------------------------------------- */
 
 typedef struct pol_base {
-	int version;            /* POL_ABI_VERSION the table was built against */
+	int version; /* POL_ABI_VERSION the table was built against */
 	pol_family_t family;
-	const char *name;       /* [a-z0-9_]+, unique within the family */
-	const char *doc;        /* one paragraph, with the source it follows */
-	const cfg_key_t *params;/* section "policy.<family>", owner = name */
+	const char *name;        /* [a-z0-9_]+, unique within the family */
+	const char *doc;         /* one paragraph, with the source it follows */
+	const cfg_key_t *params; /* section "policy.<family>", owner = name */
 	size_t n_params;
 	/* May be NULL (stateless). seed: this policy's own GSL stream seed. */
 	int (*init)(const pol_params_t *p, uint64_t seed, void **state, err_t *e);
@@ -180,7 +179,7 @@ typedef struct pol_arrival {
 	int64_t t_ns;
 	const uint64_t *blocks;
 	uint32_t n_blocks;
-	int32_t inst;  /* routed instance; -1 when unknown (peek) */
+	int32_t inst; /* routed instance; -1 when unknown (peek) */
 } pol_arrival_t;
 
 #define POL_LIKELY_MAX 4
@@ -189,16 +188,16 @@ typedef struct pol_arrival {
 typedef struct pol_fc {
 	const uint64_t *blocks;
 	uint32_t n_blocks;
-	double expected;         /* expected arrivals in (now, now + horizon] */
-	int64_t first_ns;        /* expected first arrival (now when unknown) */
-	uint32_t n_likely;       /* instances those requests will likely reach */
+	double expected;   /* expected arrivals in (now, now + horizon] */
+	int64_t first_ns;  /* expected first arrival (now when unknown) */
+	uint32_t n_likely; /* instances those requests will likely reach */
 	uint32_t likely[POL_LIKELY_MAX];
 } pol_fc_t;
 
 typedef struct pol_forecast {
-	const pol_fc_t *e;  /* sorted by expected, largest first */
+	const pol_fc_t *e; /* sorted by expected, largest first */
 	size_t n;
-	const double *inst_expected;  /* per instance arrivals in the horizon; may be NULL */
+	const double *inst_expected; /* per instance arrivals in the horizon; may be NULL */
 	uint32_t n_inst;
 } pol_forecast_t;
 
@@ -214,8 +213,8 @@ struct pol_predictor_ops {
 /* replication -------------------------------------------------------------- */
 
 typedef struct pol_repl_timing {
-	int64_t tick_ns;     /* on_tick period; 0: never */
-	int64_t horizon_ns;  /* forecast horizon asked of the predictor */
+	int64_t tick_ns;    /* on_tick period; 0: never */
+	int64_t horizon_ns; /* forecast horizon asked of the predictor */
 } pol_repl_timing_t;
 
 struct pol_replication_ops {
@@ -223,9 +222,9 @@ struct pol_replication_ops {
 	pol_repl_timing_t (*timing)(const void *st);
 	/* After routing: may issue copies (foreground for on-demand fetches). */
 	int (*on_route)(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
-			uint32_t inst, err_t *e);
+	                uint32_t inst, err_t *e);
 	int (*on_tick)(void *st, const pol_view_t *v, const pol_actions_t *a,
-		       const pol_forecast_t *fc, err_t *e);
+	               const pol_forecast_t *fc, err_t *e);
 	void (*on_copy_end)(void *st, uint64_t copy_id, int landed);
 	/* 1 and *inst when the policy wants this request on a warm copy it made;
 	 * 0 to let the routing policy decide. May be NULL. */
@@ -244,10 +243,10 @@ struct pol_routing_ops {
 
 typedef struct pol_block_meta {
 	int64_t last_access_ns;
-	uint32_t hits;            /* requests that reused the block */
-	uint32_t spec_unused;     /* 1: speculative replica no request has used */
-	int64_t recompute_ns;     /* cost to recompute the block's KV */
-	double predicted_reuse;   /* expected future uses; < 0 when unknown */
+	uint32_t hits;          /* requests that reused the block */
+	uint32_t spec_unused;   /* 1: speculative replica no request has used */
+	int64_t recompute_ns;   /* cost to recompute the block's KV */
+	double predicted_reuse; /* expected future uses; < 0 when unknown */
 } pol_block_meta_t;
 
 /* priority() depends only on the metadata (never on now), so a heap keyed
@@ -259,7 +258,7 @@ struct pol_eviction_ops {
 };
 /* < 0 when a should be evicted before b, > 0 after, 0 equal. */
 int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_block_meta_t *a,
-		  const pol_block_meta_t *b);
+                  const pol_block_meta_t *b);
 
 /* transfer scheduling -------------------------------------------------------- */
 
@@ -295,7 +294,7 @@ extern const pol_reg_entry_t pol_builtins[];
 
 typedef struct pol_registry pol_registry_t;
 
-pol_registry_t *pol_registry_new(void);  /* built-ins; NULL on ENOMEM */
+pol_registry_t *pol_registry_new(void); /* built-ins; NULL on ENOMEM */
 /* dlcloses plugins: free it after every cfg_schema and handle using them. */
 void pol_registry_free(pol_registry_t *r);
 /* Validates (version, family, name, params section/owner/unique names)
@@ -312,10 +311,10 @@ char *pol_names(const pol_registry_t *r, pol_family_t f);
 
 /* What a plugin's registration function receives. */
 typedef struct pol_host_api {
-	int version;  /* host POL_ABI_VERSION; a plugin needing more returns < 0 */
+	int version; /* host POL_ABI_VERSION; a plugin needing more returns < 0 */
 	pol_registry_t *reg;
 	int (*add)(pol_registry_t *reg, const pol_base_t *ops, err_t *e);
-	err_t *err;   /* where add and the plugin report */
+	err_t *err; /* where add and the plugin report */
 } pol_host_api_t;
 
 #define POL_PLUGIN_SYMBOL "kvsim_plugin_register"
@@ -325,17 +324,17 @@ typedef int (*pol_plugin_register_fn)(const pol_host_api_t *api);
 /* ---- an opened policy --------------------------------------------------------- */
 
 typedef struct pol_handle {
-	const pol_base_t *ops;  /* cast to the family's struct */
+	const pol_base_t *ops; /* cast to the family's struct */
 	void *state;
 	pol_params_t params;
 } pol_handle_t;
 
 /* Finds name in family, resolves parameters (defaults + overrides) and inits. */
 int pol_open(const pol_registry_t *r, pol_family_t f, const char *name, const char *overrides,
-	     uint64_t seed, pol_handle_t *h, err_t *e);
+             uint64_t seed, pol_handle_t *h, err_t *e);
 /* The same with name and parameters from cfg section "policy.<family>". */
 int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
-		 pol_handle_t *h, err_t *e);
+                 pol_handle_t *h, err_t *e);
 void pol_close(pol_handle_t *h);
 
 /* ---- config ------------------------------------------------------------------- */
@@ -351,7 +350,7 @@ int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
  * win). Keys not in the schema are skipped. KS_EINPUT for an unknown name. */
 int pol_preset_apply(cfg_t *c, const char *name, err_t *e);
 typedef struct pol_preset_kv {
-	const char *key;    /* "section.name" */
+	const char *key; /* "section.name" */
 	const char *value;
 	const char *source; /* where the setting comes from */
 } pol_preset_kv_t;
@@ -370,22 +369,22 @@ extern const size_t pol_presets_n;
  * cancel through pol_actions_t, so it counts those). A replica
  * is one speculative copy of one prefix to one instance. */
 struct pol_spec_stats {
-	uint64_t triggers;          /* forecast entries a replication policy acted on */
-	uint64_t replicas_created;  /* speculative copies that landed */
-	uint64_t replicas_used;     /* ... that a request used before eviction */
-	uint64_t replicas_wasted;   /* ... evicted (or left at the end) never used */
-	double unused_vram_byte_s;  /* bytes x seconds held by never-used replicas */
-	uint64_t bytes_fg, bytes_bg;/* copied bytes by class */
+	uint64_t triggers;           /* forecast entries a replication policy acted on */
+	uint64_t replicas_created;   /* speculative copies that landed */
+	uint64_t replicas_used;      /* ... that a request used before eviction */
+	uint64_t replicas_wasted;    /* ... evicted (or left at the end) never used */
+	double unused_vram_byte_s;   /* bytes x seconds held by never-used replicas */
+	uint64_t bytes_fg, bytes_bg; /* copied bytes by class */
 	uint64_t copies_cancelled;
-	uint64_t copies_refused;    /* refusals (source KV absent or not computed) */
-	uint64_t warm_hits;         /* requests whose prefix was warm thanks to a replica */
-	uint64_t fg_flows;          /* foreground flows that completed */
-	double fg_slowdown_s;       /* sum over them of (actual - alone-on-path) completion */
+	uint64_t copies_refused; /* refusals (source KV absent or not computed) */
+	uint64_t warm_hits;      /* requests whose prefix was warm thanks to a replica */
+	uint64_t fg_flows;       /* foreground flows that completed */
+	double fg_slowdown_s;    /* sum over them of (actual - alone-on-path) completion */
 };
 
 /* A replica leaves the store (evicted or end of run) at now. */
 void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
-			   int used);
+                           int used);
 
 #define POL_SPEC_N_METRICS 13
 /* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */

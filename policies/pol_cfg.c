@@ -14,21 +14,21 @@
 
 /* The built-in names; test_pol_cfg checks they match pol_builtins. */
 static const cfg_key_t name_keys[POL_NFAMILY] = {
-	{"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0,
-	 "oracle,repeat_count,ewma,holt,hawkes", "",
-	 "demand forecaster feeding the replication policy (kvsim policies lists them)", NULL},
-	{"policy.replication", "name", CFG_ENUM, "none", 0, 0,
-	 "none,reactive_hotspot,early_rdma,speculative,full", "",
-	 "how KV is copied between instances ahead of or on demand", NULL},
-	{"policy.routing", "name", CFG_ENUM, "least_load", 0, 0,
-	 "round_robin,random,least_load,cache_aware,kv_cost,weighted_score,preble,min_ttft", "",
-	 "which instance serves a request", NULL},
-	{"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, "lru,lfu,spec_first,cost_aware", "",
-	 "which evictable KV block goes first when the pool is full", NULL},
-	{"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, "immediate,idle_window,rate_cap",
-	 "", "when background (speculative) copies may use the links", NULL},
-	{"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, "accept_all,slo_reject", "",
-	 "whether a request is admitted at arrival", NULL},
+    {"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0,
+     "oracle,repeat_count,ewma,holt,hawkes", "",
+     "demand forecaster feeding the replication policy (kvsim policies lists them)", NULL},
+    {"policy.replication", "name", CFG_ENUM, "none", 0, 0,
+     "none,reactive_hotspot,early_rdma,speculative,full", "",
+     "how KV is copied between instances ahead of or on demand", NULL},
+    {"policy.routing", "name", CFG_ENUM, "least_load", 0, 0,
+     "round_robin,random,least_load,cache_aware,kv_cost,weighted_score,preble,min_ttft", "",
+     "which instance serves a request", NULL},
+    {"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, "lru,lfu,spec_first,cost_aware", "",
+     "which evictable KV block goes first when the pool is full", NULL},
+    {"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, "immediate,idle_window,rate_cap", "",
+     "when background (speculative) copies may use the links", NULL},
+    {"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, "accept_all,slo_reject", "",
+     "whether a request is admitted at arrival", NULL},
 };
 
 int pol_cfg_register(cfg_schema_t *s)
@@ -63,25 +63,24 @@ int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
 				continue; /* already added */
 			if (cfg_schema_add(s, ops->params, ops->n_params))
 				return err_set(e, KS_EINPUT,
-					       "plugin policy '%s': its parameters clash with the "
-					       "config schema",
-					       ops->name);
+				               "plugin policy '%s': its parameters clash with the "
+				               "config schema",
+				               ops->name);
 		}
 		char *names = pol_names(r, (pol_family_t)f);
 		if (!names)
 			return err_set(e, KS_ENOMEM, "out of memory");
-		int rc = cfg_schema_set_choices(s, pol_family_section((pol_family_t)f), "name",
-						names);
+		int rc =
+		    cfg_schema_set_choices(s, pol_family_section((pol_family_t)f), "name", names);
 		free(names);
 		if (rc)
 			return err_set(e, rc, "[%s] name: cannot widen its choices",
-				       pol_family_section((pol_family_t)f));
+			               pol_family_section((pol_family_t)f));
 	}
 	return 0;
 }
 
-int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c,
-			err_t *e)
+int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e)
 {
 	/* defaults first (allocates and validates), then the config's values */
 	int rc = pol_params_init(p, keys, n, NULL, e);
@@ -91,14 +90,21 @@ int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const 
 		const cfg_key_t *k = &keys[i];
 		if (!cfg_schema_find(cfg_schema(c), k->section, k->name)) {
 			pol_params_free(p);
-			return err_set(e, KS_EINPUT, "[%s] %s: not in the config schema (plugin "
-						     "keys need pol_cfg_register_plugins)",
-				       k->section, k->name);
+			return err_set(e, KS_EINPUT,
+			               "[%s] %s: not in the config schema (plugin "
+			               "keys need pol_cfg_register_plugins)",
+			               k->section, k->name);
 		}
 		switch (k->type) {
-		case CFG_INT: p->num[i] = (double)cfg_int(c, k->section, k->name); break;
-		case CFG_FLOAT: p->num[i] = cfg_float(c, k->section, k->name); break;
-		case CFG_BOOL: p->num[i] = cfg_bool(c, k->section, k->name); break;
+		case CFG_INT:
+			p->num[i] = (double)cfg_int(c, k->section, k->name);
+			break;
+		case CFG_FLOAT:
+			p->num[i] = cfg_float(c, k->section, k->name);
+			break;
+		case CFG_BOOL:
+			p->num[i] = cfg_bool(c, k->section, k->name);
+			break;
 		case CFG_STR:
 		case CFG_ENUM: {
 			char *s = strdup(cfg_str(c, k->section, k->name));
@@ -116,7 +122,7 @@ int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const 
 }
 
 int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
-		 pol_handle_t *h, err_t *e)
+                 pol_handle_t *h, err_t *e)
 {
 	memset(h, 0, sizeof *h);
 	const char *sec = pol_family_section(f);

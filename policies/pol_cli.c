@@ -9,15 +9,14 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: kvsim policies [--plugin FILE.so]... [--presets] [FAMILY [NAME]]\n\n"
-		"Lists the policy families (predictor, replication, routing, eviction,\n"
-		"transfer, admission), every policy with its documentation and its\n"
-		"parameters, set in a config as\n"
-		"  [policy.FAMILY]\n  name = POLICY\n  PARAM = VALUE\n"
-		"or with --set policy.FAMILY.PARAM=VALUE.\n\n"
-		"  --plugin FILE.so  load an external policy plugin first\n"
-		"  --presets         list the serving-framework presets and what they set\n");
+	fprintf(f, "usage: kvsim policies [--plugin FILE.so]... [--presets] [FAMILY [NAME]]\n\n"
+	           "Lists the policy families (predictor, replication, routing, eviction,\n"
+	           "transfer, admission), every policy with its documentation and its\n"
+	           "parameters, set in a config as\n"
+	           "  [policy.FAMILY]\n  name = POLICY\n  PARAM = VALUE\n"
+	           "or with --set policy.FAMILY.PARAM=VALUE.\n\n"
+	           "  --plugin FILE.so  load an external policy plugin first\n"
+	           "  --presets         list the serving-framework presets and what they set\n");
 }
 
 /* Prints text wrapped at 78 columns with the given indent. */
@@ -49,11 +48,16 @@ static void wrap(const char *text, int indent)
 static const char *type_name(cfg_type_t t)
 {
 	switch (t) {
-	case CFG_INT: return "int";
-	case CFG_FLOAT: return "float";
-	case CFG_BOOL: return "bool";
-	case CFG_STR: return "string";
-	case CFG_ENUM: return "enum";
+	case CFG_INT:
+		return "int";
+	case CFG_FLOAT:
+		return "float";
+	case CFG_BOOL:
+		return "bool";
+	case CFG_STR:
+		return "string";
+	case CFG_ENUM:
+		return "enum";
 	}
 	return "?";
 }
@@ -144,7 +148,7 @@ int pol_cli_main(int argc, char **argv)
 			const pol_base_t *o = pol_find(r, (pol_family_t)f, name);
 			if (!o) {
 				fprintf(stderr, "kvsim policies: no %s policy '%s'\n",
-					pol_family_name((pol_family_t)f), name);
+				        pol_family_name((pol_family_t)f), name);
 				rc = 2;
 				goto out;
 			}

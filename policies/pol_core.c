@@ -10,11 +10,11 @@
 #include <strings.h>
 
 static const char *const family_names[POL_NFAMILY] = {
-	"predictor", "replication", "routing", "eviction", "transfer", "admission",
+    "predictor", "replication", "routing", "eviction", "transfer", "admission",
 };
 static const char *const family_sections[POL_NFAMILY] = {
-	"policy.predictor", "policy.replication", "policy.routing",
-	"policy.eviction",  "policy.transfer",    "policy.admission",
+    "policy.predictor", "policy.replication", "policy.routing",
+    "policy.eviction",  "policy.transfer",    "policy.admission",
 };
 
 const char *pol_family_name(pol_family_t f)
@@ -35,9 +35,9 @@ int pol_family_parse(const char *s, pol_family_t *f, err_t *e)
 			return 0;
 		}
 	return err_set(e, KS_EINPUT,
-		       "unknown policy family '%s' (expected predictor, replication, routing, "
-		       "eviction, transfer or admission)",
-		       s ? s : "");
+	               "unknown policy family '%s' (expected predictor, replication, routing, "
+	               "eviction, transfer or admission)",
+	               s ? s : "");
 }
 
 /* ---- parameters ---------------------------------------------------------- */
@@ -75,13 +75,13 @@ static int set_index(pol_params_t *p, size_t i, const char *value, err_t *e)
 		double d = strtod(value, &end);
 		if (end == value || *end || errno || !isfinite(d))
 			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a number", sec, k->name,
-				       value);
+			               value);
 		if (k->type == CFG_INT && d != floor(d))
 			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not an integer", sec,
-				       k->name, value);
+			               k->name, value);
 		if (k->min < k->max && (d < k->min || d > k->max))
 			return err_set(e, KS_EINPUT, "[%s] %s: %s is outside [%g, %g]", sec,
-				       k->name, value, k->min, k->max);
+			               k->name, value, k->min, k->max);
 		p->num[i] = d;
 		return 0;
 	}
@@ -89,16 +89,16 @@ static int set_index(pol_params_t *p, size_t i, const char *value, err_t *e)
 		if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "yes"))
 			p->num[i] = 1;
 		else if (!strcasecmp(value, "false") || !strcmp(value, "0") ||
-			 !strcasecmp(value, "no"))
+		         !strcasecmp(value, "no"))
 			p->num[i] = 0;
 		else
-			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a boolean", sec,
-				       k->name, value);
+			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a boolean", sec, k->name,
+			               value);
 		return 0;
 	case CFG_ENUM:
 		if (!choice_ok(k->choices, value))
-			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not one of %s", sec,
-				       k->name, value, k->choices ? k->choices : "");
+			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not one of %s", sec, k->name,
+			               value, k->choices ? k->choices : "");
 		/* fall through */
 	case CFG_STR: {
 		char *s = strdup(value);
@@ -135,7 +135,7 @@ static int params_alloc(pol_params_t *p, const cfg_key_t *keys, size_t n, err_t 
 }
 
 int pol_params_init(pol_params_t *p, const cfg_key_t *keys, size_t n, const char *overrides,
-		    err_t *e)
+                    err_t *e)
 {
 	int rc = params_alloc(p, keys, n, e);
 	if (rc)
@@ -197,7 +197,7 @@ const char *pol_param_str(const pol_params_t *p, const char *name)
 /* ---- view helpers -------------------------------------------------------- */
 
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
-			     uint32_t *inst)
+                             uint32_t *inst)
 {
 	uint32_t best = 0, where = UINT32_MAX;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
@@ -213,7 +213,7 @@ uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32
 }
 
 uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
-			  uint32_t min_blocks, uint32_t *out, uint32_t cap)
+                          uint32_t min_blocks, uint32_t *out, uint32_t cap)
 {
 	uint32_t k = 0;
 	if (min_blocks < 1)
@@ -230,7 +230,7 @@ uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t 
 /* ---- eviction order ------------------------------------------------------ */
 
 int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_block_meta_t *a,
-		  const pol_block_meta_t *b)
+                  const pol_block_meta_t *b)
 {
 	double pa = ops->priority(st, a), pb = ops->priority(st, b);
 	if (pa != pb)
@@ -243,7 +243,7 @@ int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_
 /* ---- speculation accounting ---------------------------------------------- */
 
 void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
-			   int used)
+                           int used)
 {
 	if (used) {
 		s->replicas_used++;
@@ -255,11 +255,11 @@ void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_n
 }
 
 const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {
-	"spec.triggers",          "spec.replicas_created", "spec.replicas_used",
-	"spec.replicas_wasted",   "spec.waste_ratio",      "spec.unused_vram_gb_s",
-	"spec.bytes_fg",          "spec.bytes_bg",         "spec.copies_cancelled",
-	"spec.copies_refused",    "spec.warm_hits",        "spec.fg_flows",
-	"spec.fg_slowdown_mean_s",
+    "spec.triggers",           "spec.replicas_created", "spec.replicas_used",
+    "spec.replicas_wasted",    "spec.waste_ratio",      "spec.unused_vram_gb_s",
+    "spec.bytes_fg",           "spec.bytes_bg",         "spec.copies_cancelled",
+    "spec.copies_refused",     "spec.warm_hits",        "spec.fg_flows",
+    "spec.fg_slowdown_mean_s",
 };
 
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])

@@ -11,18 +11,20 @@
 #include "policies/pol.h"
 
 /* A parameter key of family section fam owned by policy own. */
-#define POL_KEY(fam, own, nm, ty, df, lo, hi, ch, un, dc)                                         \
-	{"policy." fam, nm, ty, df, lo, hi, ch, un, dc, own}
+#define POL_KEY(fam, own, nm, ty, df, lo, hi, ch, un, dc)                                          \
+	{                                                                                          \
+		"policy." fam, nm, ty, df, lo, hi, ch, un, dc, own                                 \
+	}
 
 extern const struct pol_predictor_ops pol_pred_oracle, pol_pred_repeat_count, pol_pred_ewma,
-	pol_pred_holt, pol_pred_hawkes;
+    pol_pred_holt, pol_pred_hawkes;
 extern const struct pol_replication_ops pol_repl_none, pol_repl_reactive_hotspot,
-	pol_repl_early_rdma, pol_repl_speculative, pol_repl_full;
+    pol_repl_early_rdma, pol_repl_speculative, pol_repl_full;
 extern const struct pol_routing_ops pol_route_round_robin, pol_route_random, pol_route_least_load,
-	pol_route_cache_aware, pol_route_kv_cost, pol_route_weighted_score, pol_route_preble,
-	pol_route_min_ttft;
+    pol_route_cache_aware, pol_route_kv_cost, pol_route_weighted_score, pol_route_preble,
+    pol_route_min_ttft;
 extern const struct pol_eviction_ops pol_evict_lru, pol_evict_lfu, pol_evict_spec_first,
-	pol_evict_cost_aware;
+    pol_evict_cost_aware;
 extern const struct pol_transfer_ops pol_xfer_immediate, pol_xfer_idle_window, pol_xfer_rate_cap;
 extern const struct pol_admission_ops pol_admit_accept_all, pol_admit_slo_reject;
 
@@ -51,7 +53,7 @@ int64_t pol_ptab_last(const pol_ptab_t *t, uint64_t id);
  * NULL) sees each node's payload (zeroed when new) with its depth (1-based).
  * 0 or KS_ENOMEM. */
 int pol_ptab_touch(pol_ptab_t *t, const uint64_t *blocks, uint32_t n, int64_t t_ns,
-		   void (*visit)(void *payload, uint32_t depth, void *arg), void *arg);
+                   void (*visit)(void *payload, uint32_t depth, void *arg), void *arg);
 void *pol_ptab_payload(pol_ptab_t *t, uint64_t id);
 size_t pol_ptab_size(const pol_ptab_t *t);
 
@@ -61,21 +63,21 @@ size_t pol_ptab_size(const pol_ptab_t *t);
  * (space-saving over POL_LIKELY_MAX slots) and an owner payload. When full,
  * adding evicts the lowest score (space-saving: the newcomer inherits it). */
 typedef struct pol_group {
-	uint64_t key;       /* blocks[n-1] */
+	uint64_t key; /* blocks[n-1] */
 	uint64_t *blocks;
 	uint32_t n;
-	double score, err;  /* err: score inherited from the evicted group */
+	double score, err; /* err: score inherited from the evicted group */
 	int64_t created_ns, last_ns;
 	uint32_t n_inst;
 	uint32_t inst[POL_LIKELY_MAX];
 	double inst_w[POL_LIKELY_MAX];
-	void *ext;          /* ext_bytes of owner payload, zeroed */
+	void *ext; /* ext_bytes of owner payload, zeroed */
 } pol_group_t;
 
 typedef struct pol_groups {
 	pol_group_t *g;
 	size_t n, cap, ext_bytes;
-	void (*ext_free)(void *ext);  /* releases what the owner hung in ext */
+	void (*ext_free)(void *ext); /* releases what the owner hung in ext */
 } pol_groups_t;
 
 int pol_groups_init(pol_groups_t *gs, size_t cap, size_t ext_bytes, void (*ext_free)(void *));
@@ -84,7 +86,7 @@ pol_group_t *pol_groups_find(pol_groups_t *gs, const uint64_t *blocks, uint32_t 
 /* Finds or adds blocks[0..n); NULL on ENOMEM. *evicted (may be NULL) says
  * whether another group was dropped to make room. */
 pol_group_t *pol_groups_get(pol_groups_t *gs, const uint64_t *blocks, uint32_t n, int64_t t_ns,
-			    int *evicted);
+                            int *evicted);
 void pol_groups_remove(pol_groups_t *gs, size_t i);
 /* Credits instance inst (ignored when < 0) with weight w. */
 void pol_group_note_inst(pol_group_t *g, int32_t inst, double w);
@@ -97,7 +99,7 @@ typedef struct pol_fcbuf {
 	size_t n, cap;
 } pol_fcbuf_t;
 pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b);
-void pol_fcbuf_sort(pol_fcbuf_t *b);  /* expected descending, then n_blocks descending */
+void pol_fcbuf_sort(pol_fcbuf_t *b); /* expected descending, then n_blocks descending */
 void pol_fcbuf_free(pol_fcbuf_t *b);
 
 /* ---- maths ------------------------------------------------------------------ */
@@ -106,12 +108,12 @@ void pol_fcbuf_free(pol_fcbuf_t *b);
  * (Hawkes 1971), times in seconds. Log-likelihood over [t0, t1] of sorted
  * events t[0..n) by Ozaki's (1979) recursion. */
 double pol_hawkes_loglik(const double *t, size_t n, double t0, double t1, double mu, double alpha,
-			 double beta);
+                         double beta);
 /* Maximum-likelihood fit with GSL Nelder-Mead (nmsimplex2) over log
  * parameters, started from *mu, *alpha, *beta when positive. 0, or
  * KS_ERUNTIME when it does not converge or n < 2. */
 int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, double *alpha,
-		   double *beta);
+                   double *beta);
 /* Expected events in (now, now+h] given intensity excess ex = lambda(now) -
  * mu: mu h + z* h + (ex - z*)(1 - e^{-k h})/k with k = beta - alpha,
  * z* = alpha mu / k (mean of the linear ODE for E[lambda]). alpha >= beta
@@ -121,7 +123,7 @@ double pol_hawkes_expected(double mu, double alpha, double beta, double ex, doub
 /* Holt's linear trend (Holt 1957): level/trend after observing x. */
 typedef struct pol_holt {
 	double level, trend;
-	int n;  /* observations so far */
+	int n; /* observations so far */
 } pol_holt_t;
 void pol_holt_update(pol_holt_t *h, double x, double alpha, double beta);
 /* Sum of max(0, level + j trend) over j = 1..steps (steps may be fractional:

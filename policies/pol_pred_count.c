@@ -31,16 +31,16 @@ typedef struct rc_state {
 } rc_state_t;
 
 static const cfg_key_t rc_params[] = {
-	POL_KEY("predictor", "repeat_count", "rc_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-		"Y: shortest prefix (in blocks) that may become hot (own choice)"),
-	POL_KEY("predictor", "repeat_count", "rc_repeats", CFG_INT, "3", 1, RC_MAX_X, NULL, "",
-		"X: arrivals containing the prefix needed inside the window (own choice)"),
-	POL_KEY("predictor", "repeat_count", "rc_window_s", CFG_FLOAT, "10", 1e-6, 1e6, NULL, "s",
-		"Z: window the X arrivals must fall in (own choice)"),
-	POL_KEY("predictor", "repeat_count", "rc_hot_s", CFG_FLOAT, "30", 1e-6, 1e6, NULL, "s",
-		"how long a fired prefix stays in the forecast after its last firing"),
-	POL_KEY("predictor", "repeat_count", "rc_capacity", CFG_INT, "262144", 64, 1e9, NULL,
-		"blocks", "prefix-table capacity (older half dropped when full)"),
+    POL_KEY("predictor", "repeat_count", "rc_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "Y: shortest prefix (in blocks) that may become hot (own choice)"),
+    POL_KEY("predictor", "repeat_count", "rc_repeats", CFG_INT, "3", 1, RC_MAX_X, NULL, "",
+            "X: arrivals containing the prefix needed inside the window (own choice)"),
+    POL_KEY("predictor", "repeat_count", "rc_window_s", CFG_FLOAT, "10", 1e-6, 1e6, NULL, "s",
+            "Z: window the X arrivals must fall in (own choice)"),
+    POL_KEY("predictor", "repeat_count", "rc_hot_s", CFG_FLOAT, "30", 1e-6, 1e6, NULL, "s",
+            "how long a fired prefix stays in the forecast after its last firing"),
+    POL_KEY("predictor", "repeat_count", "rc_capacity", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity (older half dropped when full)"),
 };
 
 static int rc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -54,7 +54,7 @@ static int rc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 	s->window_ns = (int64_t)(pol_param_num(p, "rc_window_s") * NS);
 	s->hot_ns = (int64_t)(pol_param_num(p, "rc_hot_s") * NS);
 	s->tab = pol_ptab_new((size_t)pol_param_num(p, "rc_capacity"),
-			      sizeof(rc_ring_t) + s->x * sizeof(int64_t));
+	                      sizeof(rc_ring_t) + s->x * sizeof(int64_t));
 	if (!s->tab || pol_groups_init(&s->hot, 1024, 0, NULL)) {
 		pol_ptab_free(s->tab);
 		free(s);
@@ -159,14 +159,14 @@ static int rc_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 }
 
 const struct pol_predictor_ops pol_pred_repeat_count = {
-	.base = {POL_ABI_VERSION, POL_PREDICTOR, "repeat_count",
-		 "A prefix of at least Y blocks contained in X arrivals within Z seconds is hot "
-		 "(the trigger rule of the original early-RDMA proposal). Forecasts each hot "
-		 "prefix, the deepest one that satisfies the rule, for rc_hot_s after it last "
-		 "fired; expected arrivals extrapolate the X arrivals' rate over the horizon.",
-		 rc_params, sizeof rc_params / sizeof rc_params[0], rc_init, rc_free},
-	.observe = rc_observe,
-	.forecast = rc_forecast,
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "repeat_count",
+             "A prefix of at least Y blocks contained in X arrivals within Z seconds is hot "
+             "(the trigger rule of the original early-RDMA proposal). Forecasts each hot "
+             "prefix, the deepest one that satisfies the rule, for rc_hot_s after it last "
+             "fired; expected arrivals extrapolate the X arrivals' rate over the horizon.",
+             rc_params, sizeof rc_params / sizeof rc_params[0], rc_init, rc_free},
+    .observe = rc_observe,
+    .forecast = rc_forecast,
 };
 
 /* ---- ewma -----------------------------------------------------------------
@@ -186,18 +186,18 @@ typedef struct ew_state {
 } ew_state_t;
 
 static const cfg_key_t ew_params[] = {
-	POL_KEY("predictor", "ewma", "ewma_tau_s", CFG_FLOAT, "30", 1e-3, 1e6, NULL, "s",
-		"decay time constant of the popularity count (own choice)"),
-	POL_KEY("predictor", "ewma", "ewma_top_k", CFG_INT, "16", 1, 4096, NULL, "",
-		"prefixes reported per forecast"),
-	POL_KEY("predictor", "ewma", "ewma_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
-		"heavy-hitter table size (space-saving)"),
-	POL_KEY("predictor", "ewma", "ewma_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-		"shortest shared prefix that forms a group (own choice)"),
-	POL_KEY("predictor", "ewma", "ewma_min_score", CFG_FLOAT, "2", 0, 1e9, NULL, "",
-		"decayed count a group needs to be reported (own choice)"),
-	POL_KEY("predictor", "ewma", "ewma_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-		"prefix-table capacity used to find shared prefixes"),
+    POL_KEY("predictor", "ewma", "ewma_tau_s", CFG_FLOAT, "30", 1e-3, 1e6, NULL, "s",
+            "decay time constant of the popularity count (own choice)"),
+    POL_KEY("predictor", "ewma", "ewma_top_k", CFG_INT, "16", 1, 4096, NULL, "",
+            "prefixes reported per forecast"),
+    POL_KEY("predictor", "ewma", "ewma_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
+            "heavy-hitter table size (space-saving)"),
+    POL_KEY("predictor", "ewma", "ewma_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "shortest shared prefix that forms a group (own choice)"),
+    POL_KEY("predictor", "ewma", "ewma_min_score", CFG_FLOAT, "2", 0, 1e9, NULL, "",
+            "decayed count a group needs to be reported (own choice)"),
+    POL_KEY("predictor", "ewma", "ewma_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity used to find shared prefixes"),
 };
 
 static int ew_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -211,7 +211,8 @@ static int ew_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 	s->min_blocks = (uint32_t)pol_param_num(p, "ewma_min_blocks");
 	s->min_score = pol_param_num(p, "ewma_min_score");
 	s->tab = pol_ptab_new((size_t)pol_param_num(p, "ewma_table"), 0);
-	if (!s->tab || pol_groups_init(&s->gs, (size_t)pol_param_num(p, "ewma_capacity"), 0, NULL)) {
+	if (!s->tab ||
+	    pol_groups_init(&s->gs, (size_t)pol_param_num(p, "ewma_capacity"), 0, NULL)) {
 		pol_ptab_free(s->tab);
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -287,11 +288,11 @@ static int ew_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 }
 
 const struct pol_predictor_ops pol_pred_ewma = {
-	.base = {POL_ABI_VERSION, POL_PREDICTOR, "ewma",
-		 "Exponentially decayed popularity per shared prefix over a bounded space-saving "
-		 "heavy-hitter table (Metwally et al. 2005); reports the top-k prefixes whose "
-		 "decayed count reaches ewma_min_score, expecting count/tau arrivals per second.",
-		 ew_params, sizeof ew_params / sizeof ew_params[0], ew_init, ew_free},
-	.observe = ew_observe,
-	.forecast = ew_forecast,
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "ewma",
+             "Exponentially decayed popularity per shared prefix over a bounded space-saving "
+             "heavy-hitter table (Metwally et al. 2005); reports the top-k prefixes whose "
+             "decayed count reaches ewma_min_score, expecting count/tau arrivals per second.",
+             ew_params, sizeof ew_params / sizeof ew_params[0], ew_init, ew_free},
+    .observe = ew_observe,
+    .forecast = ew_forecast,
 };

@@ -26,24 +26,24 @@ typedef struct hk_state {
 } hk_state_t;
 
 static const cfg_key_t hk_params[] = {
-	POL_KEY("predictor", "hawkes", "hawkes_window_s", CFG_FLOAT, "120", 1e-3, 1e6, NULL, "s",
-		"sliding window of arrivals the fit uses (own choice)"),
-	POL_KEY("predictor", "hawkes", "hawkes_max_events", CFG_INT, "256", 8, 1e6, NULL, "",
-		"arrivals kept per group for the fit (oldest dropped; own choice)"),
-	POL_KEY("predictor", "hawkes", "hawkes_refit", CFG_INT, "64", 1, 1e6, NULL, "",
-		"arrivals between refits of a group (own choice)"),
-	POL_KEY("predictor", "hawkes", "hawkes_min_events", CFG_INT, "8", 2, 1e6, NULL, "",
-		"arrivals before the first fit; until then the rate is count/window"),
-	POL_KEY("predictor", "hawkes", "hawkes_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-		"shortest shared prefix that forms a group (own choice)"),
-	POL_KEY("predictor", "hawkes", "hawkes_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-		"expected arrivals in the horizon a group needs to be reported"),
-	POL_KEY("predictor", "hawkes", "hawkes_top_k", CFG_INT, "16", 1, 4096, NULL, "",
-		"prefixes reported per forecast"),
-	POL_KEY("predictor", "hawkes", "hawkes_capacity", CFG_INT, "64", 1, 1e5, NULL, "",
-		"groups tracked (space-saving on arrivals in the window)"),
-	POL_KEY("predictor", "hawkes", "hawkes_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-		"prefix-table capacity used to find shared prefixes"),
+    POL_KEY("predictor", "hawkes", "hawkes_window_s", CFG_FLOAT, "120", 1e-3, 1e6, NULL, "s",
+            "sliding window of arrivals the fit uses (own choice)"),
+    POL_KEY("predictor", "hawkes", "hawkes_max_events", CFG_INT, "256", 8, 1e6, NULL, "",
+            "arrivals kept per group for the fit (oldest dropped; own choice)"),
+    POL_KEY("predictor", "hawkes", "hawkes_refit", CFG_INT, "64", 1, 1e6, NULL, "",
+            "arrivals between refits of a group (own choice)"),
+    POL_KEY("predictor", "hawkes", "hawkes_min_events", CFG_INT, "8", 2, 1e6, NULL, "",
+            "arrivals before the first fit; until then the rate is count/window"),
+    POL_KEY("predictor", "hawkes", "hawkes_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "shortest shared prefix that forms a group (own choice)"),
+    POL_KEY("predictor", "hawkes", "hawkes_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "expected arrivals in the horizon a group needs to be reported"),
+    POL_KEY("predictor", "hawkes", "hawkes_top_k", CFG_INT, "16", 1, 4096, NULL, "",
+            "prefixes reported per forecast"),
+    POL_KEY("predictor", "hawkes", "hawkes_capacity", CFG_INT, "64", 1, 1e5, NULL, "",
+            "groups tracked (space-saving on arrivals in the window)"),
+    POL_KEY("predictor", "hawkes", "hawkes_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity used to find shared prefixes"),
 };
 
 static void hk_ext_free(void *ext)
@@ -66,7 +66,7 @@ static int hk_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 	s->k = (uint32_t)pol_param_num(p, "hawkes_top_k");
 	s->tab = pol_ptab_new((size_t)pol_param_num(p, "hawkes_table"), 0);
 	if (!s->tab || pol_groups_init(&s->gs, (size_t)pol_param_num(p, "hawkes_capacity"),
-				       sizeof(hk_group_t), hk_ext_free)) {
+	                               sizeof(hk_group_t), hk_ext_free)) {
 		pol_ptab_free(s->tab);
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -127,8 +127,8 @@ static int hk_observe(void *st, const pol_arrival_t *a, err_t *e)
 		h->n--;
 	}
 	if (h->fitted) /* events dropped above are a window apart: negligible */
-		h->excess = h->n ? h->excess * exp(-h->beta * (now - h->t[h->n - 1])) + h->alpha
-				 : h->alpha;
+		h->excess =
+		    h->n ? h->excess * exp(-h->beta * (now - h->t[h->n - 1])) + h->alpha : h->alpha;
 	h->t[h->n++] = now;
 	g->score = h->n;
 	g->last_ns = a->t_ns;
@@ -142,7 +142,8 @@ static int hk_observe(void *st, const pol_arrival_t *a, err_t *e)
 			h->fitted = 1;
 			h->excess = 0; /* Ozaki's recursion with the new parameters */
 			for (uint32_t j = 0; j < h->n; j++)
-				h->excess = (j ? h->excess * exp(-be * (h->t[j] - h->t[j - 1])) : 0) + al;
+				h->excess =
+				    (j ? h->excess * exp(-be * (h->t[j] - h->t[j - 1])) : 0) + al;
 		}
 		h->since_fit = 0;
 	}
@@ -189,12 +190,12 @@ static int hk_forecast(void *st, int64_t now_ns, int64_t horizon, pol_forecast_t
 }
 
 const struct pol_predictor_ops pol_pred_hawkes = {
-	.base = {POL_ABI_VERSION, POL_PREDICTOR, "hawkes",
-		 "Self-exciting point process per shared-prefix group (Hawkes 1971, exponential "
-		 "kernel): mu, alpha, beta fitted by maximum likelihood (Ozaki 1979 recursion, "
-		 "GSL Nelder-Mead) over a sliding window; forecasts the expected arrivals in the "
-		 "horizon from the current intensity.",
-		 hk_params, sizeof hk_params / sizeof hk_params[0], hk_init, hk_free},
-	.observe = hk_observe,
-	.forecast = hk_forecast,
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "hawkes",
+             "Self-exciting point process per shared-prefix group (Hawkes 1971, exponential "
+             "kernel): mu, alpha, beta fitted by maximum likelihood (Ozaki 1979 recursion, "
+             "GSL Nelder-Mead) over a sliding window; forecasts the expected arrivals in the "
+             "horizon from the current intensity.",
+             hk_params, sizeof hk_params / sizeof hk_params[0], hk_init, hk_free},
+    .observe = hk_observe,
+    .forecast = hk_forecast,
 };

@@ -29,22 +29,22 @@ typedef struct holt_state {
 } holt_state_t;
 
 static const cfg_key_t holt_params[] = {
-	POL_KEY("predictor", "holt", "holt_step_s", CFG_FLOAT, "1", 1e-3, 1e5, NULL, "s",
-		"bucket width of the rate series (own choice)"),
-	POL_KEY("predictor", "holt", "holt_alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "",
-		"level smoothing (own choice)"),
-	POL_KEY("predictor", "holt", "holt_beta", CFG_FLOAT, "0.3", 0, 1, NULL, "",
-		"trend smoothing (own choice)"),
-	POL_KEY("predictor", "holt", "holt_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-		"shortest shared prefix that forms a group (own choice)"),
-	POL_KEY("predictor", "holt", "holt_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-		"expected arrivals in the horizon a group needs to be reported"),
-	POL_KEY("predictor", "holt", "holt_top_k", CFG_INT, "16", 1, 4096, NULL, "",
-		"prefixes reported per forecast"),
-	POL_KEY("predictor", "holt", "holt_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
-		"groups tracked (space-saving on level)"),
-	POL_KEY("predictor", "holt", "holt_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-		"prefix-table capacity used to find shared prefixes"),
+    POL_KEY("predictor", "holt", "holt_step_s", CFG_FLOAT, "1", 1e-3, 1e5, NULL, "s",
+            "bucket width of the rate series (own choice)"),
+    POL_KEY("predictor", "holt", "holt_alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "",
+            "level smoothing (own choice)"),
+    POL_KEY("predictor", "holt", "holt_beta", CFG_FLOAT, "0.3", 0, 1, NULL, "",
+            "trend smoothing (own choice)"),
+    POL_KEY("predictor", "holt", "holt_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "shortest shared prefix that forms a group (own choice)"),
+    POL_KEY("predictor", "holt", "holt_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "expected arrivals in the horizon a group needs to be reported"),
+    POL_KEY("predictor", "holt", "holt_top_k", CFG_INT, "16", 1, 4096, NULL, "",
+            "prefixes reported per forecast"),
+    POL_KEY("predictor", "holt", "holt_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
+            "groups tracked (space-saving on level)"),
+    POL_KEY("predictor", "holt", "holt_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity used to find shared prefixes"),
 };
 
 static int holt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -61,7 +61,7 @@ static int holt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *
 	s->k = (uint32_t)pol_param_num(p, "holt_top_k");
 	s->tab = pol_ptab_new((size_t)pol_param_num(p, "holt_table"), 0);
 	if (!s->tab || pol_groups_init(&s->gs, (size_t)pol_param_num(p, "holt_capacity"),
-				       sizeof(series_t), NULL)) {
+	                               sizeof(series_t), NULL)) {
 		pol_ptab_free(s->tab);
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -180,12 +180,12 @@ static int holt_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t 
 }
 
 const struct pol_predictor_ops pol_pred_holt = {
-	.base = {POL_ABI_VERSION, POL_PREDICTOR, "holt",
-		 "Holt linear-trend (double exponential smoothing) forecast of the arrival rate "
-		 "per shared-prefix group and per instance (Holt 1957), over buckets of "
-		 "holt_step_s; reports groups expecting at least holt_min_expected arrivals in "
-		 "the horizon and fills per-instance expected arrivals.",
-		 holt_params, sizeof holt_params / sizeof holt_params[0], holt_init, holt_free},
-	.observe = holt_observe,
-	.forecast = holt_forecast,
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "holt",
+             "Holt linear-trend (double exponential smoothing) forecast of the arrival rate "
+             "per shared-prefix group and per instance (Holt 1957), over buckets of "
+             "holt_step_s; reports groups expecting at least holt_min_expected arrivals in "
+             "the horizon and fills per-instance expected arrivals.",
+             holt_params, sizeof holt_params / sizeof holt_params[0], holt_init, holt_free},
+    .observe = holt_observe,
+    .forecast = holt_forecast,
 };

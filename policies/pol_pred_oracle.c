@@ -40,20 +40,20 @@ typedef struct or_state {
 } or_state_t;
 
 static const cfg_key_t or_params[] = {
-	POL_KEY("predictor", "oracle", "oracle_lead_s", CFG_FLOAT, "10", 0, 1e6, NULL, "s",
-		"how long before its arrival a request becomes visible"),
-	POL_KEY("predictor", "oracle", "oracle_recall", CFG_FLOAT, "1", 0, 1, NULL, "",
-		"share of true future prefix groups reported"),
-	POL_KEY("predictor", "oracle", "oracle_fp_rate", CFG_FLOAT, "0", 0, 100, NULL, "",
-		"false entries added per reported entry (expected)"),
-	POL_KEY("predictor", "oracle", "oracle_jitter_s", CFG_FLOAT, "0", 0, 1e6, NULL, "s",
-		"standard deviation of the lead time"),
-	POL_KEY("predictor", "oracle", "oracle_min_blocks", CFG_INT, "1", 1, 1e6, NULL, "blocks",
-		"shortest shared prefix reported"),
-	POL_KEY("predictor", "oracle", "oracle_capacity", CFG_INT, "4096", 1, 1e7, NULL, "",
-		"prefix groups tracked (the stalest is dropped)"),
-	POL_KEY("predictor", "oracle", "oracle_table", CFG_INT, "1048576", 64, 1e9, NULL, "blocks",
-		"prefix-table capacity used to find shared prefixes"),
+    POL_KEY("predictor", "oracle", "oracle_lead_s", CFG_FLOAT, "10", 0, 1e6, NULL, "s",
+            "how long before its arrival a request becomes visible"),
+    POL_KEY("predictor", "oracle", "oracle_recall", CFG_FLOAT, "1", 0, 1, NULL, "",
+            "share of true future prefix groups reported"),
+    POL_KEY("predictor", "oracle", "oracle_fp_rate", CFG_FLOAT, "0", 0, 100, NULL, "",
+            "false entries added per reported entry (expected)"),
+    POL_KEY("predictor", "oracle", "oracle_jitter_s", CFG_FLOAT, "0", 0, 1e6, NULL, "s",
+            "standard deviation of the lead time"),
+    POL_KEY("predictor", "oracle", "oracle_min_blocks", CFG_INT, "1", 1, 1e6, NULL, "blocks",
+            "shortest shared prefix reported"),
+    POL_KEY("predictor", "oracle", "oracle_capacity", CFG_INT, "4096", 1, 1e7, NULL, "",
+            "prefix groups tracked (the stalest is dropped)"),
+    POL_KEY("predictor", "oracle", "oracle_table", CFG_INT, "1048576", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity used to find shared prefixes"),
 };
 
 static void or_ext_free(void *ext)
@@ -86,8 +86,8 @@ static int or_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 	s->rng = pol_rng_new(seed);
 	s->tab = pol_ptab_new((size_t)pol_param_num(p, "oracle_table"), 0);
 	if (!s->rng || !s->tab ||
-	    pol_groups_init(&s->gs, (size_t)pol_param_num(p, "oracle_capacity"),
-			    sizeof(or_group_t), or_ext_free)) {
+	    pol_groups_init(&s->gs, (size_t)pol_param_num(p, "oracle_capacity"), sizeof(or_group_t),
+	                    or_ext_free)) {
 		or_free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
@@ -220,7 +220,8 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 	n_true = s->out.n;
 	if (s->fp_rate > 0 && n_true) {
 		double want = s->fp_rate * (double)n_true;
-		size_t n_fp = (size_t)want + (gsl_rng_uniform(s->rng) < want - (double)(size_t)want);
+		size_t n_fp =
+		    (size_t)want + (gsl_rng_uniform(s->rng) < want - (double)(size_t)want);
 		if (s->cap_fake < fake_need * (n_fp / n_true + 2)) {
 			size_t cap = fake_need * (n_fp / n_true + 2);
 			uint64_t *f = realloc(s->fake, cap * sizeof *f);
@@ -260,14 +261,14 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 }
 
 const struct pol_predictor_ops pol_pred_oracle = {
-	.base = {POL_ABI_VERSION, POL_PREDICTOR, "oracle",
-		 "Reads the trace ahead: reports each shared prefix with the exact number of its "
-		 "requests arriving in the horizon (an upper bound on forecasting), degraded by a "
-		 "recall knob, a false-positive rate and lead-time jitter so that the value of "
-		 "forecast accuracy can be measured. Seeded from the run seed.",
-		 or_params, sizeof or_params / sizeof or_params[0], or_init, or_free},
-	.observe = or_observe,
-	.peek_ahead_ns = or_ahead,
-	.peek = or_peek,
-	.forecast = or_forecast,
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "oracle",
+             "Reads the trace ahead: reports each shared prefix with the exact number of its "
+             "requests arriving in the horizon (an upper bound on forecasting), degraded by a "
+             "recall knob, a false-positive rate and lead-time jitter so that the value of "
+             "forecast accuracy can be measured. Seeded from the run seed.",
+             or_params, sizeof or_params / sizeof or_params[0], or_init, or_free},
+    .observe = or_observe,
+    .peek_ahead_ns = or_ahead,
+    .peek = or_peek,
+    .forecast = or_forecast,
 };

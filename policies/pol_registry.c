@@ -8,36 +8,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define E(fam, var) {fam, NULL, &var.base}
+#define E(fam, var)                                                                                \
+	{                                                                                          \
+		fam, NULL, &var.base                                                               \
+	}
 const pol_reg_entry_t pol_builtins[] = {
-	E(POL_PREDICTOR, pol_pred_oracle),
-	E(POL_PREDICTOR, pol_pred_repeat_count),
-	E(POL_PREDICTOR, pol_pred_ewma),
-	E(POL_PREDICTOR, pol_pred_holt),
-	E(POL_PREDICTOR, pol_pred_hawkes),
-	E(POL_REPLICATION, pol_repl_none),
-	E(POL_REPLICATION, pol_repl_reactive_hotspot),
-	E(POL_REPLICATION, pol_repl_early_rdma),
-	E(POL_REPLICATION, pol_repl_speculative),
-	E(POL_REPLICATION, pol_repl_full),
-	E(POL_ROUTING, pol_route_round_robin),
-	E(POL_ROUTING, pol_route_random),
-	E(POL_ROUTING, pol_route_least_load),
-	E(POL_ROUTING, pol_route_cache_aware),
-	E(POL_ROUTING, pol_route_kv_cost),
-	E(POL_ROUTING, pol_route_weighted_score),
-	E(POL_ROUTING, pol_route_preble),
-	E(POL_ROUTING, pol_route_min_ttft),
-	E(POL_EVICTION, pol_evict_lru),
-	E(POL_EVICTION, pol_evict_lfu),
-	E(POL_EVICTION, pol_evict_spec_first),
-	E(POL_EVICTION, pol_evict_cost_aware),
-	E(POL_TRANSFER, pol_xfer_immediate),
-	E(POL_TRANSFER, pol_xfer_idle_window),
-	E(POL_TRANSFER, pol_xfer_rate_cap),
-	E(POL_ADMISSION, pol_admit_accept_all),
-	E(POL_ADMISSION, pol_admit_slo_reject),
-	{POL_NFAMILY, NULL, NULL},
+    E(POL_PREDICTOR, pol_pred_oracle),
+    E(POL_PREDICTOR, pol_pred_repeat_count),
+    E(POL_PREDICTOR, pol_pred_ewma),
+    E(POL_PREDICTOR, pol_pred_holt),
+    E(POL_PREDICTOR, pol_pred_hawkes),
+    E(POL_REPLICATION, pol_repl_none),
+    E(POL_REPLICATION, pol_repl_reactive_hotspot),
+    E(POL_REPLICATION, pol_repl_early_rdma),
+    E(POL_REPLICATION, pol_repl_speculative),
+    E(POL_REPLICATION, pol_repl_full),
+    E(POL_ROUTING, pol_route_round_robin),
+    E(POL_ROUTING, pol_route_random),
+    E(POL_ROUTING, pol_route_least_load),
+    E(POL_ROUTING, pol_route_cache_aware),
+    E(POL_ROUTING, pol_route_kv_cost),
+    E(POL_ROUTING, pol_route_weighted_score),
+    E(POL_ROUTING, pol_route_preble),
+    E(POL_ROUTING, pol_route_min_ttft),
+    E(POL_EVICTION, pol_evict_lru),
+    E(POL_EVICTION, pol_evict_lfu),
+    E(POL_EVICTION, pol_evict_spec_first),
+    E(POL_EVICTION, pol_evict_cost_aware),
+    E(POL_TRANSFER, pol_xfer_immediate),
+    E(POL_TRANSFER, pol_xfer_idle_window),
+    E(POL_TRANSFER, pol_xfer_rate_cap),
+    E(POL_ADMISSION, pol_admit_accept_all),
+    E(POL_ADMISSION, pol_admit_slo_reject),
+    {POL_NFAMILY, NULL, NULL},
 };
 #undef E
 
@@ -65,25 +68,26 @@ static int ops_check(const pol_base_t *ops, err_t *e)
 		return err_set(e, KS_EINPUT, "policy table is NULL");
 	if (ops->version < 1 || ops->version > POL_ABI_VERSION)
 		return err_set(e, KS_EINPUT, "policy '%s': ABI version %d, host supports 1..%d",
-			       ops->name ? ops->name : "?", ops->version, POL_ABI_VERSION);
+		               ops->name ? ops->name : "?", ops->version, POL_ABI_VERSION);
 	if ((unsigned)ops->family >= POL_NFAMILY)
 		return err_set(e, KS_EINPUT, "policy '%s': bad family %d",
-			       ops->name ? ops->name : "?", (int)ops->family);
+		               ops->name ? ops->name : "?", (int)ops->family);
 	if (!name_ok(ops->name) || !strcmp(ops->name, "name"))
 		return err_set(e, KS_EINPUT, "policy name '%s': expected [a-z0-9_]+",
-			       ops->name ? ops->name : "");
+		               ops->name ? ops->name : "");
 	const char *sec = pol_family_section(ops->family);
 	for (size_t i = 0; i < ops->n_params; i++) {
 		const cfg_key_t *k = &ops->params[i];
 		if (!k->name || !k->section || strcmp(k->section, sec) || !k->owner ||
 		    strcmp(k->owner, ops->name) || !strcmp(k->name, "name"))
-			return err_set(e, KS_EINPUT,
-				       "policy '%s': parameter '%s' must be in [%s] with owner '%s'",
-				       ops->name, k->name ? k->name : "?", sec, ops->name);
+			return err_set(
+			    e, KS_EINPUT,
+			    "policy '%s': parameter '%s' must be in [%s] with owner '%s'",
+			    ops->name, k->name ? k->name : "?", sec, ops->name);
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(ops->params[j].name, k->name))
 				return err_set(e, KS_EINPUT, "policy '%s': parameter '%s' twice",
-					       ops->name, k->name);
+				               ops->name, k->name);
 	}
 	const void *hooks_ok = NULL;
 	switch (ops->family) {
@@ -101,21 +105,22 @@ static int ops_check(const pol_base_t *ops, err_t *e)
 		hooks_ok = ((const struct pol_routing_ops *)(const void *)ops)->route ? ops : NULL;
 		break;
 	case POL_EVICTION:
-		hooks_ok = ((const struct pol_eviction_ops *)(const void *)ops)->priority ? ops
-											      : NULL;
+		hooks_ok =
+		    ((const struct pol_eviction_ops *)(const void *)ops)->priority ? ops : NULL;
 		break;
 	case POL_TRANSFER:
 		hooks_ok = ((const struct pol_transfer_ops *)(const void *)ops)->mode ? ops : NULL;
 		break;
 	case POL_ADMISSION:
-		hooks_ok = ((const struct pol_admission_ops *)(const void *)ops)->admit ? ops : NULL;
+		hooks_ok =
+		    ((const struct pol_admission_ops *)(const void *)ops)->admit ? ops : NULL;
 		break;
 	default:
 		break;
 	}
 	if (!hooks_ok)
 		return err_set(e, KS_EINPUT, "policy '%s': a required %s hook is NULL", ops->name,
-			       pol_family_name(ops->family));
+		               pol_family_name(ops->family));
 	return 0;
 }
 
@@ -128,15 +133,16 @@ static int clash_check(const pol_registry_t *r, const pol_base_t *ops, err_t *e)
 		const pol_base_t *o = r->tab[f][j];
 		if (!strcmp(o->name, ops->name))
 			return err_set(e, KS_EINPUT, "%s policy '%s' is already registered",
-				       pol_family_name(f), ops->name);
+			               pol_family_name(f), ops->name);
 		for (size_t a = 0; a < ops->n_params; a++)
 			for (size_t b = 0; b < o->n_params; b++)
 				if (!strcmp(ops->params[a].name, o->params[b].name))
-					return err_set(e, KS_EINPUT,
-						       "policy '%s': parameter '%s' already used by "
-						       "%s policy '%s'",
-						       ops->name, ops->params[a].name,
-						       pol_family_name(f), o->name);
+					return err_set(
+					    e, KS_EINPUT,
+					    "policy '%s': parameter '%s' already used by "
+					    "%s policy '%s'",
+					    ops->name, ops->params[a].name, pol_family_name(f),
+					    o->name);
 	}
 	return 0;
 }
@@ -215,7 +221,7 @@ int pol_registry_load(pol_registry_t *r, const char *path, err_t *e)
 	int rc = fn(&api);
 	if (rc)
 		return err_set(e, rc < 0 ? rc : KS_EINPUT, "--plugin %s: registration failed: %s",
-			       path, pe.msg[0] ? pe.msg : "no reason given");
+		               path, pe.msg[0] ? pe.msg : "no reason given");
 	return 0;
 }
 
@@ -285,21 +291,21 @@ int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e
 		if (rc) {
 			pol_params_free(&h->params);
 			return err_prefix(e, "%s policy '%s'", pol_family_name(ops->family),
-					  ops->name);
+			                  ops->name);
 		}
 	}
 	return 0;
 }
 
 int pol_open(const pol_registry_t *r, pol_family_t f, const char *name, const char *overrides,
-	     uint64_t seed, pol_handle_t *h, err_t *e)
+             uint64_t seed, pol_handle_t *h, err_t *e)
 {
 	memset(h, 0, sizeof *h);
 	const pol_base_t *ops = pol_find(r, f, name);
 	if (!ops) {
 		char *names = pol_names(r, f);
 		int rc = err_set(e, KS_EINPUT, "[%s] name: unknown policy '%s' (one of %s)",
-				 pol_family_section(f), name ? name : "", names ? names : "?");
+		                 pol_family_section(f), name ? name : "", names ? names : "?");
 		free(names);
 		return rc;
 	}

@@ -50,7 +50,7 @@ static void pendq_free(pendq_t *q)
 }
 
 static int pendq_add(pendq_t *q, const uint64_t *blocks, uint32_t n, int64_t src, uint32_t dst,
-		     pol_class_t cls, int spec, int64_t deadline)
+                     pol_class_t cls, int spec, int64_t deadline)
 {
 	if (q->max && q->n >= q->max)
 		pend_drop(q, 0); /* bounded: the oldest request gives way */
@@ -134,11 +134,11 @@ static pol_repl_timing_t none_timing(const void *st)
 }
 
 const struct pol_replication_ops pol_repl_none = {
-	.base = {POL_ABI_VERSION, POL_REPLICATION, "none",
-		 "No replication: a request's missing prefix is fetched on demand or recomputed, "
-		 "as the simulator's per-request resolution decides by cost.",
-		 NULL, 0, NULL, NULL},
-	.timing = none_timing,
+    .base = {POL_ABI_VERSION, POL_REPLICATION, "none",
+             "No replication: a request's missing prefix is fetched on demand or recomputed, "
+             "as the simulator's per-request resolution decides by cost.",
+             NULL, 0, NULL, NULL},
+    .timing = none_timing,
 };
 
 /* ---- reactive_hotspot ---------------------------------------------------------
@@ -153,11 +153,11 @@ typedef struct rh_state {
 } rh_state_t;
 
 static const cfg_key_t rh_params[] = {
-	POL_KEY("replication", "reactive_hotspot", "hotspot_theta", CFG_FLOAT, "1.5", 1, 1e6, NULL,
-		"", "fetch when best remote match > theta x local match (Mooncake's "
-		    "kvcache_balancing_threshold; its value is not published: own choice)"),
-	POL_KEY("replication", "reactive_hotspot", "hotspot_min_blocks", CFG_INT, "1", 1, 1e6,
-		NULL, "blocks", "and the gain is at least this many blocks"),
+    POL_KEY("replication", "reactive_hotspot", "hotspot_theta", CFG_FLOAT, "1.5", 1, 1e6, NULL, "",
+            "fetch when best remote match > theta x local match (Mooncake's "
+            "kvcache_balancing_threshold; its value is not published: own choice)"),
+    POL_KEY("replication", "reactive_hotspot", "hotspot_min_blocks", CFG_INT, "1", 1, 1e6, NULL,
+            "blocks", "and the gain is at least this many blocks"),
 };
 
 static int rh_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -173,7 +173,7 @@ static int rh_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 }
 
 static int rh_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
-		       uint32_t inst, err_t *e)
+                       uint32_t inst, err_t *e)
 {
 	rh_state_t *s = st;
 	uint32_t local = v->match(v->ctx, inst, r->blocks, r->n_blocks), best = 0, src = 0;
@@ -196,13 +196,13 @@ static int rh_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 }
 
 const struct pol_replication_ops pol_repl_reactive_hotspot = {
-	.base = {POL_ABI_VERSION, POL_REPLICATION, "reactive_hotspot",
-		 "Mooncake conductor hot-spot rule: on routing, fetch the prefix from the "
-		 "instance with the best match when it exceeds hotspot_theta x the local match, "
-		 "as a foreground copy, and keep it (Qin et al., FAST '25).",
-		 rh_params, sizeof rh_params / sizeof rh_params[0], rh_init, free},
-	.timing = none_timing,
-	.on_route = rh_on_route,
+    .base = {POL_ABI_VERSION, POL_REPLICATION, "reactive_hotspot",
+             "Mooncake conductor hot-spot rule: on routing, fetch the prefix from the "
+             "instance with the best match when it exceeds hotspot_theta x the local match, "
+             "as a foreground copy, and keep it (Qin et al., FAST '25).",
+             rh_params, sizeof rh_params / sizeof rh_params[0], rh_init, free},
+    .timing = none_timing,
+    .on_route = rh_on_route,
 };
 
 /* ---- early_rdma ----------------------------------------------------------------
@@ -231,18 +231,18 @@ typedef struct er_state {
 } er_state_t;
 
 static const cfg_key_t er_params[] = {
-	POL_KEY("replication", "early_rdma", "early_replicas", CFG_INT, "2", 1, 1024, NULL, "",
-		"M: instances a fired prefix is copied to (own choice)"),
-	POL_KEY("replication", "early_rdma", "early_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL,
-		"ms", "how often forecasts are checked and refused copies retried"),
-	POL_KEY("replication", "early_rdma", "early_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL,
-		"s", "forecast horizon asked of the predictor"),
-	POL_KEY("replication", "early_rdma", "early_retry_s", CFG_FLOAT, "30", 0, 1e6, NULL, "s",
-		"how long a refused copy is retried (the source prefill may not be done)"),
-	POL_KEY("replication", "early_rdma", "early_min_expected", CFG_FLOAT, "0", 0, 1e9, NULL,
-		"", "forecast entries expecting fewer arrivals are ignored"),
-	POL_KEY("replication", "early_rdma", "early_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
-		"route requests of a replicated prefix to its least-busy warm instance"),
+    POL_KEY("replication", "early_rdma", "early_replicas", CFG_INT, "2", 1, 1024, NULL, "",
+            "M: instances a fired prefix is copied to (own choice)"),
+    POL_KEY("replication", "early_rdma", "early_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
+            "how often forecasts are checked and refused copies retried"),
+    POL_KEY("replication", "early_rdma", "early_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
+            "forecast horizon asked of the predictor"),
+    POL_KEY("replication", "early_rdma", "early_retry_s", CFG_FLOAT, "30", 0, 1e6, NULL, "s",
+            "how long a refused copy is retried (the source prefill may not be done)"),
+    POL_KEY("replication", "early_rdma", "early_min_expected", CFG_FLOAT, "0", 0, 1e9, NULL, "",
+            "forecast entries expecting fewer arrivals are ignored"),
+    POL_KEY("replication", "early_rdma", "early_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
+            "route requests of a replicated prefix to its least-busy warm instance"),
 };
 
 typedef struct er_full {
@@ -310,8 +310,8 @@ static int snapshot(er_state_t *s, const pol_view_t *v)
 	}
 	/* least busy first, stable on index (insertion sort: instance counts are small) */
 	for (uint32_t i = 1; i < v->n_inst; i++)
-		for (uint32_t j = i; j > 0 && busier(&s->snap[s->order[j - 1]], &s->snap[s->order[j]]);
-		     j--) {
+		for (uint32_t j = i;
+		     j > 0 && busier(&s->snap[s->order[j - 1]], &s->snap[s->order[j]]); j--) {
 			uint32_t x = s->order[j];
 			s->order[j] = s->order[j - 1];
 			s->order[j - 1] = x;
@@ -320,7 +320,7 @@ static int snapshot(er_state_t *s, const pol_view_t *v)
 }
 
 static int er_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
-		      const pol_forecast_t *fc, err_t *e)
+                      const pol_forecast_t *fc, err_t *e)
 {
 	er_state_t *s = &((er_full_t *)st)->s;
 	int64_t now = v->now(v->ctx);
@@ -348,7 +348,7 @@ static int er_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 			if (rc < 0)
 				return err_set(e, rc, "copy request failed");
 			if (!rc && pendq_add(&s->q, f->blocks, f->n_blocks, -1, dst, POL_BG, 1,
-					     now + s->retry_ns))
+			                     now + s->retry_ns))
 				return err_set(e, KS_ENOMEM, "out of memory");
 		}
 	}
@@ -385,16 +385,16 @@ static int er_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint
 }
 
 const struct pol_replication_ops pol_repl_early_rdma = {
-	.base = {POL_ABI_VERSION, POL_REPLICATION, "early_rdma",
-		 "The original proposal's rule: when the predictor fires for a prefix (pair it "
-		 "with repeat_count for the X-repeats-in-Z-seconds trigger), copy it from an "
-		 "instance that holds it to the early_replicas least-busy instances lacking it, "
-		 "as background speculative copies retried until the source KV exists, and route "
-		 "later requests of that prefix to the least-busy warm instance.",
-		 er_params, sizeof er_params / sizeof er_params[0], er_init, er_free},
-	.timing = er_timing,
-	.on_tick = er_on_tick,
-	.route_hint = er_route_hint,
+    .base = {POL_ABI_VERSION, POL_REPLICATION, "early_rdma",
+             "The original proposal's rule: when the predictor fires for a prefix (pair it "
+             "with repeat_count for the X-repeats-in-Z-seconds trigger), copy it from an "
+             "instance that holds it to the early_replicas least-busy instances lacking it, "
+             "as background speculative copies retried until the source KV exists, and route "
+             "later requests of that prefix to the least-busy warm instance.",
+             er_params, sizeof er_params / sizeof er_params[0], er_init, er_free},
+    .timing = er_timing,
+    .on_tick = er_on_tick,
+    .route_hint = er_route_hint,
 };
 
 /* ---- full ------------------------------------------------------------------------
@@ -407,12 +407,12 @@ typedef struct full_state {
 } full_state_t;
 
 static const cfg_key_t full_params[] = {
-	POL_KEY("replication", "full", "full_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
-		"how often refused copies are retried"),
-	POL_KEY("replication", "full", "full_retry_s", CFG_FLOAT, "60", 0, 1e6, NULL, "s",
-		"how long a refused copy is retried (covers the source prefill)"),
-	POL_KEY("replication", "full", "full_max_pending", CFG_INT, "65536", 1, 1e9, NULL, "",
-		"pending copies kept (oldest dropped)"),
+    POL_KEY("replication", "full", "full_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
+            "how often refused copies are retried"),
+    POL_KEY("replication", "full", "full_retry_s", CFG_FLOAT, "60", 0, 1e6, NULL, "s",
+            "how long a refused copy is retried (covers the source prefill)"),
+    POL_KEY("replication", "full", "full_max_pending", CFG_INT, "65536", 1, 1e9, NULL, "",
+            "pending copies kept (oldest dropped)"),
 };
 
 static int full_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -442,15 +442,15 @@ static pol_repl_timing_t full_timing(const void *st)
 }
 
 static int full_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
-			 uint32_t inst, err_t *e)
+                         uint32_t inst, err_t *e)
 {
 	full_state_t *s = st;
 	if (!r->n_blocks)
 		return 0;
 	int64_t now = v->now(v->ctx);
 	for (uint32_t d = 0; d < v->n_inst; d++)
-		if (d != inst && pendq_add(&s->q, r->blocks, r->n_blocks, inst, d, POL_BG, 1,
-					   now + s->retry_ns))
+		if (d != inst &&
+		    pendq_add(&s->q, r->blocks, r->n_blocks, inst, d, POL_BG, 1, now + s->retry_ns))
 			return err_set(e, KS_ENOMEM, "out of memory");
 	if (a->stats)
 		a->stats->triggers++;
@@ -458,7 +458,7 @@ static int full_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, 
 }
 
 static int full_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
-			const pol_forecast_t *fc, err_t *e)
+                        const pol_forecast_t *fc, err_t *e)
 {
 	(void)fc;
 	full_state_t *s = st;
@@ -466,12 +466,12 @@ static int full_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 }
 
 const struct pol_replication_ops pol_repl_full = {
-	.base = {POL_ABI_VERSION, POL_REPLICATION, "full",
-		 "Replicate everything everywhere: every routed request's prefix is copied from "
-		 "its instance to all others (background, speculative) once its KV exists. The "
-		 "upper bound on benefit and on waste.",
-		 full_params, sizeof full_params / sizeof full_params[0], full_init, full_free},
-	.timing = full_timing,
-	.on_route = full_on_route,
-	.on_tick = full_on_tick,
+    .base = {POL_ABI_VERSION, POL_REPLICATION, "full",
+             "Replicate everything everywhere: every routed request's prefix is copied from "
+             "its instance to all others (background, speculative) once its KV exists. The "
+             "upper bound on benefit and on waste.",
+             full_params, sizeof full_params / sizeof full_params[0], full_init, full_free},
+    .timing = full_timing,
+    .on_route = full_on_route,
+    .on_tick = full_on_tick,
 };

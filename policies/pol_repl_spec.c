@@ -54,27 +54,27 @@ typedef struct sp_state {
 } sp_state_t;
 
 static const cfg_key_t sp_params[] = {
-	POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL,
-		"ms", "planning period (own choice)"),
-	POL_KEY("replication", "speculative", "spec_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL,
-		"s", "forecast horizon asked of the predictor (own choice)"),
-	POL_KEY("replication", "speculative", "spec_vram_frac", CFG_FLOAT, "0.1", 0, 1, NULL, "",
-		"share of each instance's KV pool speculative replicas may hold (own choice)"),
-	POL_KEY("replication", "speculative", "spec_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
-		"bandwidth budget for speculative copies, 1e9 bytes/s; 0 = unlimited"),
-	POL_KEY("replication", "speculative", "spec_bw_burst_s", CFG_FLOAT, "1", 0.001, 1e6, NULL,
-		"s", "token-bucket depth of the bandwidth budget"),
-	POL_KEY("replication", "speculative", "spec_targets", CFG_INT, "2", 1, 1024, NULL, "",
-		"target instances per forecast prefix (own choice)"),
-	POL_KEY("replication", "speculative", "spec_payback", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-		"copy iff p_use x saved >= spec_payback x copy time; 0 accepts all"),
-	POL_KEY("replication", "speculative", "spec_saved_basis", CFG_ENUM, "recompute", 0, 0,
-		"recompute,min", "",
-		"time saved per use: recompute time, or min(recompute, on-demand fetch)"),
-	POL_KEY("replication", "speculative", "spec_min_expected", CFG_FLOAT, "0.5", 0, 1e9, NULL,
-		"", "forecast entries expecting fewer arrivals are ignored"),
-	POL_KEY("replication", "speculative", "spec_cancel_stale", CFG_BOOL, "true", 0, 0, NULL,
-		"", "cancel in-flight copies of prefixes that left the forecast"),
+    POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
+            "planning period (own choice)"),
+    POL_KEY("replication", "speculative", "spec_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
+            "forecast horizon asked of the predictor (own choice)"),
+    POL_KEY("replication", "speculative", "spec_vram_frac", CFG_FLOAT, "0.1", 0, 1, NULL, "",
+            "share of each instance's KV pool speculative replicas may hold (own choice)"),
+    POL_KEY("replication", "speculative", "spec_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
+            "bandwidth budget for speculative copies, 1e9 bytes/s; 0 = unlimited"),
+    POL_KEY("replication", "speculative", "spec_bw_burst_s", CFG_FLOAT, "1", 0.001, 1e6, NULL, "s",
+            "token-bucket depth of the bandwidth budget"),
+    POL_KEY("replication", "speculative", "spec_targets", CFG_INT, "2", 1, 1024, NULL, "",
+            "target instances per forecast prefix (own choice)"),
+    POL_KEY("replication", "speculative", "spec_payback", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "copy iff p_use x saved >= spec_payback x copy time; 0 accepts all"),
+    POL_KEY("replication", "speculative", "spec_saved_basis", CFG_ENUM, "recompute", 0, 0,
+            "recompute,min", "",
+            "time saved per use: recompute time, or min(recompute, on-demand fetch)"),
+    POL_KEY("replication", "speculative", "spec_min_expected", CFG_FLOAT, "0.5", 0, 1e9, NULL, "",
+            "forecast entries expecting fewer arrivals are ignored"),
+    POL_KEY("replication", "speculative", "spec_cancel_stale", CFG_BOOL, "true", 0, 0, NULL, "",
+            "cancel in-flight copies of prefixes that left the forecast"),
 };
 
 static int sp_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -223,7 +223,8 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, si
 				sbest = k;
 			}
 		}
-		double saved = (double)v->prefill_ns(v->ctx, d, (uint64_t)(c - m) * B, (uint64_t)m * B);
+		double saved =
+		    (double)v->prefill_ns(v->ctx, d, (uint64_t)(c - m) * B, (uint64_t)m * B);
 		if (s->basis_min && (double)cost < saved)
 			saved = (double)cost;
 		double p_use = 1 - exp(-f->expected / (double)nt);
@@ -246,7 +247,7 @@ static int sp_in_forecast(const sp_flight_t *fl, const pol_forecast_t *fc)
 }
 
 static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
-		      const pol_forecast_t *fc, err_t *e)
+                      const pol_forecast_t *fc, err_t *e)
 {
 	sp_state_t *s = st;
 	int64_t now = v->now(v->ctx);
@@ -318,7 +319,7 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 			s->cap_fl = ncap;
 		}
 		s->fl[s->n_fl++] = (sp_flight_t){id, c->f->blocks[c->f->n_blocks - 1],
-						 c->f->n_blocks, c->dst, c->miss};
+		                                 c->f->n_blocks, c->dst, c->miss};
 	}
 	return 0;
 }
@@ -335,14 +336,14 @@ static void sp_on_copy_end(void *st, uint64_t id, int landed)
 }
 
 const struct pol_replication_ops pol_repl_speculative = {
-	.base = {POL_ABI_VERSION, POL_REPLICATION, "speculative",
-		 "Forecast-driven speculative replication: top forecast prefixes x target "
-		 "instances, each accepted only if p_use x time saved >= spec_payback x copy "
-		 "time, issued best ratio first within a VRAM budget (spec_vram_frac of each KV "
-		 "pool) and a bandwidth budget (token bucket of spec_bw_gbps); stale in-flight "
-		 "copies are cancelled.",
-		 sp_params, sizeof sp_params / sizeof sp_params[0], sp_init, sp_free},
-	.timing = sp_timing,
-	.on_tick = sp_on_tick,
-	.on_copy_end = sp_on_copy_end,
+    .base = {POL_ABI_VERSION, POL_REPLICATION, "speculative",
+             "Forecast-driven speculative replication: top forecast prefixes x target "
+             "instances, each accepted only if p_use x time saved >= spec_payback x copy "
+             "time, issued best ratio first within a VRAM budget (spec_vram_frac of each KV "
+             "pool) and a bandwidth budget (token bucket of spec_bw_gbps); stale in-flight "
+             "copies are cancelled.",
+             sp_params, sizeof sp_params / sizeof sp_params[0], sp_init, sp_free},
+    .timing = sp_timing,
+    .on_tick = sp_on_tick,
+    .on_copy_end = sp_on_copy_end,
 };

@@ -42,9 +42,9 @@ static int rr_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_round_robin = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "round_robin",
-		 "Instances in turn, ignoring load and cache.", NULL, 0, rr_init, free},
-	.route = rr_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "round_robin",
+             "Instances in turn, ignoring load and cache.", NULL, 0, rr_init, free},
+    .route = rr_route,
 };
 
 /* ---- random ------------------------------------------------------------------ */
@@ -72,18 +72,18 @@ static int rnd_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 }
 
 const struct pol_routing_ops pol_route_random = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "random",
-		 "Uniformly random instance (seeded GSL stream).", NULL, 0, rnd_init, rnd_free},
-	.route = rnd_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "random",
+             "Uniformly random instance (seeded GSL stream).", NULL, 0, rnd_init, rnd_free},
+    .route = rnd_route,
 };
 
 /* ---- least_load ---------------------------------------------------------------- */
 
 static const cfg_key_t ll_params[] = {
-	POL_KEY("routing", "least_load", "load_metric", CFG_ENUM, "requests", 0, 0,
-		"requests,tokens,delay", "",
-		"requests: waiting + running (SGLang's shortest queue); tokens: queued prefill + "
-		"decoding tokens; delay: estimated queue delay"),
+    POL_KEY("routing", "least_load", "load_metric", CFG_ENUM, "requests", 0, 0,
+            "requests,tokens,delay", "",
+            "requests: waiting + running (SGLang's shortest queue); tokens: queued prefill + "
+            "decoding tokens; delay: estimated queue delay"),
 };
 
 static int ll_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -101,9 +101,12 @@ static int ll_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 static double ll_load(int metric, const pol_inst_t *x)
 {
 	switch (metric) {
-	case 0: return (double)req_count(x);
-	case 1: return (double)(x->prefill_tokens + x->decode_tokens);
-	default: return (double)x->queue_delay_ns;
+	case 0:
+		return (double)req_count(x);
+	case 1:
+		return (double)(x->prefill_tokens + x->decode_tokens);
+	default:
+		return (double)x->queue_delay_ns;
 	}
 }
 
@@ -126,10 +129,10 @@ static int ll_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_least_load = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "least_load",
-		 "The instance with the least load (load_metric), ignoring cache.", ll_params,
-		 sizeof ll_params / sizeof ll_params[0], ll_init, free},
-	.route = ll_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "least_load",
+             "The instance with the least load (load_metric), ignoring cache.", ll_params,
+             sizeof ll_params / sizeof ll_params[0], ll_init, free},
+    .route = ll_route,
 };
 
 /* ---- cache_aware (SGLang router) -----------------------------------------------
@@ -148,12 +151,12 @@ typedef struct ca_state {
 } ca_state_t;
 
 static const cfg_key_t ca_params[] = {
-	POL_KEY("routing", "cache_aware", "cache_threshold", CFG_FLOAT, "0.5", 0, 1, NULL, "",
-		"min prefix match ratio for cache routing (SGLang router default 0.5)"),
-	POL_KEY("routing", "cache_aware", "balance_abs_threshold", CFG_FLOAT, "32", 0, 1e9, NULL,
-		"requests", "imbalance needs max - min load above this (SGLang default 32)"),
-	POL_KEY("routing", "cache_aware", "balance_rel_threshold", CFG_FLOAT, "1.0001", 1, 1e9,
-		NULL, "", "and max load above this x min load (SGLang default 1.0001)"),
+    POL_KEY("routing", "cache_aware", "cache_threshold", CFG_FLOAT, "0.5", 0, 1, NULL, "",
+            "min prefix match ratio for cache routing (SGLang router default 0.5)"),
+    POL_KEY("routing", "cache_aware", "balance_abs_threshold", CFG_FLOAT, "32", 0, 1e9, NULL,
+            "requests", "imbalance needs max - min load above this (SGLang default 32)"),
+    POL_KEY("routing", "cache_aware", "balance_rel_threshold", CFG_FLOAT, "1.0001", 1, 1e9, NULL,
+            "", "and max load above this x min load (SGLang default 1.0001)"),
 };
 
 static int ca_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -205,12 +208,12 @@ static int ca_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_cache_aware = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "cache_aware",
-		 "SGLang router cache-aware policy: least load when max - min load > "
-		 "balance_abs_threshold and max > balance_rel_threshold x min; else the longest "
-		 "prefix match if its ratio > cache_threshold; else the smallest cache tree.",
-		 ca_params, sizeof ca_params / sizeof ca_params[0], ca_init, free},
-	.route = ca_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "cache_aware",
+             "SGLang router cache-aware policy: least load when max - min load > "
+             "balance_abs_threshold and max > balance_rel_threshold x min; else the longest "
+             "prefix match if its ratio > cache_threshold; else the smallest cache tree.",
+             ca_params, sizeof ca_params / sizeof ca_params[0], ca_init, free},
+    .route = ca_route,
 };
 
 /* ---- kv_cost (Dynamo KV router) ---------------------------------------------
@@ -221,8 +224,8 @@ const struct pol_routing_ops pol_route_cache_aware = {
  * instance's queued prefill and decoding tokens. */
 
 static const cfg_key_t kc_params[] = {
-	POL_KEY("routing", "kv_cost", "overlap_score_weight", CFG_FLOAT, "1", 0, 1e6, NULL, "",
-		"weight of prefill blocks against active blocks (Dynamo default 1.0)"),
+    POL_KEY("routing", "kv_cost", "overlap_score_weight", CFG_FLOAT, "1", 0, 1e6, NULL, "",
+            "weight of prefill blocks against active blocks (Dynamo default 1.0)"),
 };
 
 static int kc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -257,11 +260,11 @@ static int kc_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_kv_cost = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "kv_cost",
-		 "Dynamo KV router: minimise overlap_score_weight x blocks to prefill + blocks "
-		 "being processed (queued prefill + decoding) on the instance.",
-		 kc_params, sizeof kc_params / sizeof kc_params[0], kc_init, free},
-	.route = kc_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "kv_cost",
+             "Dynamo KV router: minimise overlap_score_weight x blocks to prefill + blocks "
+             "being processed (queued prefill + decoding) on the instance.",
+             kc_params, sizeof kc_params / sizeof kc_params[0], kc_init, free},
+    .route = kc_route,
 };
 
 /* ---- weighted_score (llm-d) ---------------------------------------------------
@@ -277,12 +280,12 @@ typedef struct ws_state {
 } ws_state_t;
 
 static const cfg_key_t ws_params[] = {
-	POL_KEY("routing", "weighted_score", "queue_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
-		"queue-scorer weight (llm-d default profile: 2)"),
-	POL_KEY("routing", "weighted_score", "kv_util_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
-		"kv-cache-utilization-scorer weight (llm-d samples: 2, unverified)"),
-	POL_KEY("routing", "weighted_score", "prefix_weight", CFG_FLOAT, "3", 0, 1e6, NULL, "",
-		"prefix-cache-scorer weight (llm-d default profile: 3)"),
+    POL_KEY("routing", "weighted_score", "queue_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
+            "queue-scorer weight (llm-d default profile: 2)"),
+    POL_KEY("routing", "weighted_score", "kv_util_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
+            "kv-cache-utilization-scorer weight (llm-d samples: 2, unverified)"),
+    POL_KEY("routing", "weighted_score", "prefix_weight", CFG_FLOAT, "3", 0, 1e6, NULL, "",
+            "prefix-cache-scorer weight (llm-d default profile: 3)"),
 };
 
 static int ws_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -314,8 +317,8 @@ static int ws_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		double q = qmax > qmin ? (qmax - x.waiting) / (qmax - qmin) : 1.0;
 		double k = x.kv_cap_blocks ? 1.0 - (double)x.kv_used_blocks / x.kv_cap_blocks : 0;
 		double p = r->n_blocks
-				   ? (double)v->match(v->ctx, i, r->blocks, r->n_blocks) / r->n_blocks
-				   : 0;
+		               ? (double)v->match(v->ctx, i, r->blocks, r->n_blocks) / r->n_blocks
+		               : 0;
 		double sc = s->wq * q + s->wk * k + s->wp * p;
 		if (sc > best) {
 			best = sc;
@@ -326,11 +329,11 @@ static int ws_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_weighted_score = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "weighted_score",
-		 "llm-d inference scheduler: maximise queue_weight x queue score + kv_util_weight "
-		 "x free-KV share + prefix_weight x prefix-match share, each score in [0, 1].",
-		 ws_params, sizeof ws_params / sizeof ws_params[0], ws_init, free},
-	.route = ws_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "weighted_score",
+             "llm-d inference scheduler: maximise queue_weight x queue score + kv_util_weight "
+             "x free-KV share + prefix_weight x prefix-match share, each score in [0, 1].",
+             ws_params, sizeof ws_params / sizeof ws_params[0], ws_init, free},
+    .route = ws_route,
 };
 
 /* ---- preble ---------------------------------------------------------------------
@@ -343,8 +346,8 @@ const struct pol_routing_ops pol_route_weighted_score = {
  * prefill time on the instance (a simplification: no eviction term). */
 
 static const cfg_key_t pb_params[] = {
-	POL_KEY("routing", "preble", "preble_exploit_ratio", CFG_FLOAT, "1", 0, 1e6, NULL, "",
-		"exploit when cached tokens > ratio x new tokens (Preble: 1)"),
+    POL_KEY("routing", "preble", "preble_exploit_ratio", CFG_FLOAT, "1", 0, 1e6, NULL, "",
+            "exploit when cached tokens > ratio x new tokens (Preble: 1)"),
 };
 
 static int pb_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -380,9 +383,9 @@ static int pb_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 			continue;
 		v->inst(v->ctx, i, &x);
 		double c = exploit ? (double)req_count(&x)
-				   : (double)x.queue_delay_ns +
-					     (double)v->prefill_ns(v->ctx, i, new_tokens(r, m, B),
-								   (uint64_t)m * B);
+		                   : (double)x.queue_delay_ns +
+		                         (double)v->prefill_ns(v->ctx, i, new_tokens(r, m, B),
+		                                               (uint64_t)m * B);
 		if (c < bestc) {
 			bestc = c;
 			*inst = i;
@@ -392,12 +395,12 @@ static int pb_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_preble = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "preble",
-		 "Preble E2: exploit the longest cached prefix when it covers more tokens than "
-		 "would be computed; else explore by the lowest load cost (queue delay + this "
-		 "prefill).",
-		 pb_params, sizeof pb_params / sizeof pb_params[0], pb_init, free},
-	.route = pb_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "preble",
+             "Preble E2: exploit the longest cached prefix when it covers more tokens than "
+             "would be computed; else explore by the lowest load cost (queue delay + this "
+             "prefill).",
+             pb_params, sizeof pb_params / sizeof pb_params[0], pb_init, free},
+    .route = pb_route,
 };
 
 /* ---- min_ttft (Mooncake conductor) ---------------------------------------------
@@ -414,10 +417,10 @@ typedef struct mt_state {
 } mt_state_t;
 
 static const cfg_key_t mt_params[] = {
-	POL_KEY("routing", "min_ttft", "ttft_early_reject", CFG_BOOL, "false", 0, 0, NULL, "",
-		"reject when the best estimated TTFT exceeds the SLO"),
-	POL_KEY("routing", "min_ttft", "ttft_slo_ms", CFG_FLOAT, "0", 0, 1e9, NULL, "ms",
-		"SLO for requests without one; 0 = none"),
+    POL_KEY("routing", "min_ttft", "ttft_early_reject", CFG_BOOL, "false", 0, 0, NULL, "",
+            "reject when the best estimated TTFT exceeds the SLO"),
+    POL_KEY("routing", "min_ttft", "ttft_slo_ms", CFG_FLOAT, "0", 0, 1e9, NULL, "ms",
+            "SLO for requests without one; 0 = none"),
 };
 
 static int mt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -445,9 +448,9 @@ static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
 		int64_t t = v->prefill_ns(v->ctx, i, new_tokens(r, m, B), (uint64_t)m * B);
 		if (rbest > m && src != i) {
-			int64_t tf = v->xfer_ns(v->ctx, src, i, rbest - m) +
-				     v->prefill_ns(v->ctx, i, new_tokens(r, rbest, B),
-						   (uint64_t)rbest * B);
+			int64_t tf =
+			    v->xfer_ns(v->ctx, src, i, rbest - m) +
+			    v->prefill_ns(v->ctx, i, new_tokens(r, rbest, B), (uint64_t)rbest * B);
 			if (tf < t)
 				t = tf;
 		}
@@ -464,10 +467,10 @@ static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 }
 
 const struct pol_routing_ops pol_route_min_ttft = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "min_ttft",
-		 "Mooncake conductor: minimise estimated queue time + min(local-prefix prefill, "
-		 "best remote prefix transfer + prefill); optional early rejection when the "
-		 "best estimate misses the TTFT SLO.",
-		 mt_params, sizeof mt_params / sizeof mt_params[0], mt_init, free},
-	.route = mt_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "min_ttft",
+             "Mooncake conductor: minimise estimated queue time + min(local-prefix prefill, "
+             "best remote prefix transfer + prefill); optional early rejection when the "
+             "best estimate misses the TTFT SLO.",
+             mt_params, sizeof mt_params / sizeof mt_params[0], mt_init, free},
+    .route = mt_route,
 };

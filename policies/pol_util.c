@@ -187,7 +187,7 @@ static int ptab_gc(pol_ptab_t *t)
 }
 
 int pol_ptab_touch(pol_ptab_t *t, const uint64_t *blocks, uint32_t n, int64_t t_ns,
-		   void (*visit)(void *payload, uint32_t depth, void *arg), void *arg)
+                   void (*visit)(void *payload, uint32_t depth, void *arg), void *arg)
 {
 	for (uint32_t d = 0; d < n; d++) {
 		size_t s = find_slot(t, blocks[d]);
@@ -263,7 +263,7 @@ void pol_groups_remove(pol_groups_t *gs, size_t i)
 }
 
 pol_group_t *pol_groups_get(pol_groups_t *gs, const uint64_t *blocks, uint32_t n, int64_t t_ns,
-			    int *evicted)
+                            int *evicted)
 {
 	if (evicted)
 		*evicted = 0;
@@ -379,7 +379,7 @@ void pol_fcbuf_free(pol_fcbuf_t *b)
 /* ---- Hawkes -------------------------------------------------------------- */
 
 double pol_hawkes_loglik(const double *t, size_t n, double t0, double t1, double mu, double alpha,
-			 double beta)
+                         double beta)
 {
 	/* A_i = sum_{j<i} e^{-beta (t_i - t_j)} = e^{-beta (t_i - t_{i-1})} (1 + A_{i-1});
 	 * the compensator's sum_i e^{-beta (t1 - t_i)} is e^{-beta (t1 - t_n)} (1 + A_n),
@@ -426,7 +426,7 @@ static double hk_negll(const gsl_vector *x, void *p)
 }
 
 int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, double *alpha,
-		   double *beta)
+                   double *beta)
 {
 	if (n < 2 || t1 <= t0)
 		return KS_ERUNTIME;
@@ -439,7 +439,7 @@ int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, 
 	gsl_multimin_function f = {hk_negll, 3, &d};
 	gsl_vector *x = gsl_vector_alloc(3), *step = gsl_vector_alloc(3);
 	gsl_multimin_fminimizer *s =
-		gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, 3);
+	    gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, 3);
 	int rc = KS_ERUNTIME;
 	if (!x || !step || !s)
 		goto out;

@@ -74,8 +74,8 @@ static __attribute__((unused)) int64_t fk_xfer(void *c, uint32_t s, uint32_t d, 
 	return (int64_t)n * ((fake_t *)c)->ns_per_block;
 }
 
-static __attribute__((unused)) int fk_copy(void *c, const uint64_t *b, uint32_t n, uint32_t src, uint32_t dst,
-		   pol_class_t cls, uint64_t *id)
+static __attribute__((unused)) int fk_copy(void *c, const uint64_t *b, uint32_t n, uint32_t src,
+                                           uint32_t dst, pol_class_t cls, uint64_t *id)
 {
 	fake_t *f = c;
 	if (f->refuse_all || fk_match(f, src, b, n) < n) {

@@ -30,7 +30,8 @@ static void test_sections_list_every_builtin_and_its_parameters(void **st)
 {
 	(void)st;
 	for (int f = 0; f < POL_NFAMILY; f++) {
-		const cfg_key_t *k = cfg_schema_find(S, pol_family_section((pol_family_t)f), "name");
+		const cfg_key_t *k =
+		    cfg_schema_find(S, pol_family_section((pol_family_t)f), "name");
 		assert_non_null(k);
 		char *names = pol_names(NULL, (pol_family_t)f);
 		assert_string_equal(k->choices, names);
@@ -38,8 +39,8 @@ static void test_sections_list_every_builtin_and_its_parameters(void **st)
 	}
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
 		for (size_t i = 0; i < b->ops->n_params; i++) {
-			const cfg_key_t *k = cfg_schema_find(S, b->ops->params[i].section,
-							     b->ops->params[i].name);
+			const cfg_key_t *k =
+			    cfg_schema_find(S, b->ops->params[i].section, b->ops->params[i].name);
 			assert_non_null(k);
 			assert_string_equal(k->owner, b->ops->name);
 		}
@@ -113,10 +114,10 @@ static void test_preset_sets_defaults_but_never_user_values(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sections_list_every_builtin_and_its_parameters),
-		cmocka_unit_test(test_parameter_of_unselected_policy_is_rejected),
-		cmocka_unit_test(test_open_from_config_uses_its_values),
-		cmocka_unit_test(test_preset_sets_defaults_but_never_user_values),
+	    cmocka_unit_test(test_sections_list_every_builtin_and_its_parameters),
+	    cmocka_unit_test(test_parameter_of_unselected_policy_is_rejected),
+	    cmocka_unit_test(test_open_from_config_uses_its_values),
+	    cmocka_unit_test(test_preset_sets_defaults_but_never_user_values),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

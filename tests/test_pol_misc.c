@@ -23,9 +23,9 @@ static pol_handle_t open_fam(pol_family_t fam, const char *name, const char *ove
 /* A: old-ish, 5 hits, cheap-ish. B: newest, 1 hit, unused speculative,
  * expensive, predicted no reuse. C: oldest, 3 hits, cheapest, reuse 10. */
 static const pol_block_meta_t BLK[3] = {
-	{100, 5, 0, 1000, -1},
-	{200, 1, 1, 5000, 0},
-	{50, 3, 0, 100, 10},
+    {100, 5, 0, 1000, -1},
+    {200, 1, 1, 5000, 0},
+    {50, 3, 0, 100, 10},
 };
 
 /* The eviction order of BLK as a string such as "CAB". */
@@ -35,8 +35,8 @@ static void order(const char *name, const char *over, char out[4])
 	const struct pol_eviction_ops *o = (const void *)h.ops;
 	int idx[3] = {0, 1, 2};
 	for (int i = 1; i < 3; i++)
-		for (int j = i; j > 0 && pol_evict_cmp(o, h.state, &BLK[idx[j]], &BLK[idx[j - 1]]) < 0;
-		     j--) {
+		for (int j = i;
+		     j > 0 && pol_evict_cmp(o, h.state, &BLK[idx[j]], &BLK[idx[j - 1]]) < 0; j--) {
 			int x = idx[j];
 			idx[j] = idx[j - 1];
 			idx[j - 1] = x;
@@ -114,9 +114,9 @@ static void test_slo_reject_admission(void **st)
 	assert_int_equal(o->admit(h.state, &f.v, &r, 0), POL_REJECT);
 	pol_close(&h);
 	h = open_fam(POL_ADMISSION, "accept_all", NULL);
-	assert_int_equal(((const struct pol_admission_ops *)(const void *)h.ops)
-				 ->admit(h.state, &f.v, &r, 0),
-			 POL_ACCEPT);
+	assert_int_equal(
+	    ((const struct pol_admission_ops *)(const void *)h.ops)->admit(h.state, &f.v, &r, 0),
+	    POL_ACCEPT);
 	pol_close(&h);
 }
 
@@ -143,10 +143,10 @@ static void test_replica_evicted_before_use_counts_as_waste(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_eviction_orders),
-		cmocka_unit_test(test_transfer_modes),
-		cmocka_unit_test(test_slo_reject_admission),
-		cmocka_unit_test(test_replica_evicted_before_use_counts_as_waste),
+	    cmocka_unit_test(test_eviction_orders),
+	    cmocka_unit_test(test_transfer_modes),
+	    cmocka_unit_test(test_slo_reject_admission),
+	    cmocka_unit_test(test_replica_evicted_before_use_counts_as_waste),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,7 +47,7 @@ static void test_plugin_loads_and_routes(void **st)
 	pol_close(&h);
 	/* its parameter goes through the same checks as built-ins' */
 	assert_int_equal(pol_open(r, POL_ROUTING, "most_free_kv", "free_kv_reserve=-1", 1, &h, &e),
-			 KS_EINPUT);
+	                 KS_EINPUT);
 
 	/* loading it twice is a duplicate name */
 	assert_int_equal(pol_registry_load(r, so_path, &e), KS_EINPUT);
@@ -90,13 +90,13 @@ int main(void)
 	FILE *f = fopen(so_path, "rb");
 	if (!f) {
 		fprintf(stderr, "test_pol_plugin: %s not built (make build-tests builds it)\n",
-			so_path);
+		        so_path);
 		return 1;
 	}
 	fclose(f);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plugin_loads_and_routes),
-		cmocka_unit_test(test_missing_plugin_is_an_input_error),
+	    cmocka_unit_test(test_plugin_loads_and_routes),
+	    cmocka_unit_test(test_missing_plugin_is_an_input_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,7 @@ static uint32_t prompt(uint64_t *b, uint64_t fam, uint32_t shared, uint64_t id, 
 }
 
 static void observe(pol_handle_t *h, int64_t t, uint64_t fam, uint32_t shared, uint64_t id,
-		    int32_t inst)
+                    int32_t inst)
 {
 	uint64_t b[64];
 	uint32_t n = prompt(b, fam, shared, id, 2);
@@ -182,7 +182,7 @@ static void test_holt_forecasts_linear_ramp(void **st)
 
 /* Ogata's thinning (Ogata 1981) for the exponential-kernel process. */
 static size_t simulate_hawkes(double mu, double al, double be, double T, double *t, size_t cap,
-			      unsigned long seed)
+                              unsigned long seed)
 {
 	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
 	gsl_rng_set(r, seed);
@@ -215,12 +215,13 @@ static void test_hawkes_fit_recovers_simulated_parameters(void **st)
 	double m = 0, a = 0, b = 0;
 	assert_int_equal(pol_hawkes_fit(t, n, 0, T, &m, &a, &b), 0);
 	print_message("hawkes fit: mu %.3f alpha %.3f beta %.3f (true 0.5 0.8 1.6), n %zu\n", m, a,
-		      b, n);
+	              b, n);
 	assert_true(fabs(m - mu) / mu < 0.25);
 	assert_true(fabs(a / b - al / be) < 0.1); /* branching ratio */
 	assert_true(fabs(b - be) / be < 0.4);
 	/* the fit's likelihood beats the truth's (it is the maximum) */
-	assert_true(pol_hawkes_loglik(t, n, 0, T, m, a, b) >= pol_hawkes_loglik(t, n, 0, T, mu, al, be));
+	assert_true(pol_hawkes_loglik(t, n, 0, T, m, a, b) >=
+	            pol_hawkes_loglik(t, n, 0, T, mu, al, be));
 }
 
 static void test_hawkes_expected_count_formula(void **st)
@@ -239,7 +240,8 @@ static void test_hawkes_expected_count_formula(void **st)
 static void test_hawkes_predictor_expects_more_right_after_a_burst(void **st)
 {
 	(void)st;
-	pol_handle_t h = open_pred("hawkes", "hawkes_refit=8,hawkes_min_events=8,hawkes_min_expected=0");
+	pol_handle_t h =
+	    open_pred("hawkes", "hawkes_refit=8,hawkes_min_events=8,hawkes_min_expected=0");
 	static double t[4000];
 	size_t n = simulate_hawkes(0.2, 1.5, 2.0, 600, t, 4000, 9);
 	assert_true(n > 100);
@@ -252,7 +254,7 @@ static void test_hawkes_predictor_expects_more_right_after_a_burst(void **st)
 	fc = forecast(&h, last + 60 * S, 5 * S);
 	double cold = fc.n ? fc.e[0].expected : 0;
 	print_message("hawkes: expected in 5 s right after an arrival %.2f, 60 s later %.2f\n", hot,
-		      cold);
+	              cold);
 	/* a degenerate fit (no excitation) would make both equal */
 	assert_true(hot > 1.5 * cold);
 	/* long after a burst: near the stationary mu / (1 - alpha/beta) x 5 s = 4 */
@@ -357,21 +359,21 @@ static void test_oracle_jitter_widens_peek_and_perturbs_visibility(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_repeat_count_fires_on_xth_repeat_not_before),
-		cmocka_unit_test(test_repeat_count_needs_the_repeats_inside_the_window),
-		cmocka_unit_test(test_repeat_count_ignores_prefixes_shorter_than_y),
-		cmocka_unit_test(test_ewma_ranks_by_decayed_popularity_and_forgets),
-		cmocka_unit_test(test_ewma_table_is_bounded),
-		cmocka_unit_test(test_holt_exact_on_linear_series),
-		cmocka_unit_test(test_holt_forecasts_linear_ramp),
-		cmocka_unit_test(test_hawkes_fit_recovers_simulated_parameters),
-		cmocka_unit_test(test_hawkes_expected_count_formula),
-		cmocka_unit_test(test_hawkes_predictor_expects_more_right_after_a_burst),
-		cmocka_unit_test(test_oracle_with_full_recall_forecasts_exactly_the_future),
-		cmocka_unit_test(test_oracle_with_zero_recall_forecasts_nothing),
-		cmocka_unit_test(test_oracle_lead_hides_what_is_too_far_ahead),
-		cmocka_unit_test(test_oracle_false_positives_name_prefixes_that_will_not_come),
-		cmocka_unit_test(test_oracle_jitter_widens_peek_and_perturbs_visibility),
+	    cmocka_unit_test(test_repeat_count_fires_on_xth_repeat_not_before),
+	    cmocka_unit_test(test_repeat_count_needs_the_repeats_inside_the_window),
+	    cmocka_unit_test(test_repeat_count_ignores_prefixes_shorter_than_y),
+	    cmocka_unit_test(test_ewma_ranks_by_decayed_popularity_and_forgets),
+	    cmocka_unit_test(test_ewma_table_is_bounded),
+	    cmocka_unit_test(test_holt_exact_on_linear_series),
+	    cmocka_unit_test(test_holt_forecasts_linear_ramp),
+	    cmocka_unit_test(test_hawkes_fit_recovers_simulated_parameters),
+	    cmocka_unit_test(test_hawkes_expected_count_formula),
+	    cmocka_unit_test(test_hawkes_predictor_expects_more_right_after_a_burst),
+	    cmocka_unit_test(test_oracle_with_full_recall_forecasts_exactly_the_future),
+	    cmocka_unit_test(test_oracle_with_zero_recall_forecasts_nothing),
+	    cmocka_unit_test(test_oracle_lead_hides_what_is_too_far_ahead),
+	    cmocka_unit_test(test_oracle_false_positives_name_prefixes_that_will_not_come),
+	    cmocka_unit_test(test_oracle_jitter_widens_peek_and_perturbs_visibility),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,12 +15,12 @@ static void test_every_family_has_its_builtins(void **st)
 {
 	(void)st;
 	const char *want[POL_NFAMILY] = {
-		"oracle,repeat_count,ewma,holt,hawkes",
-		"none,reactive_hotspot,early_rdma,speculative,full",
-		"round_robin,random,least_load,cache_aware,kv_cost,weighted_score,preble,min_ttft",
-		"lru,lfu,spec_first,cost_aware",
-		"immediate,idle_window,rate_cap",
-		"accept_all,slo_reject",
+	    "oracle,repeat_count,ewma,holt,hawkes",
+	    "none,reactive_hotspot,early_rdma,speculative,full",
+	    "round_robin,random,least_load,cache_aware,kv_cost,weighted_score,preble,min_ttft",
+	    "lru,lfu,spec_first,cost_aware",
+	    "immediate,idle_window,rate_cap",
+	    "accept_all,slo_reject",
 	};
 	pol_registry_t *r = pol_registry_new();
 	assert_non_null(r);
@@ -59,26 +59,24 @@ static void test_params_check_type_range_and_choices(void **st)
 	(void)st;
 	pol_handle_t h;
 	err_t e = {0};
-	assert_int_equal(pol_open(NULL, POL_ROUTING, "cache_aware", "cache_threshold=0.7", 1, &h,
-				  &e),
-			 0);
+	assert_int_equal(
+	    pol_open(NULL, POL_ROUTING, "cache_aware", "cache_threshold=0.7", 1, &h, &e), 0);
 	assert_true(pol_param_num(&h.params, "cache_threshold") == 0.7);
 	assert_true(pol_param_num(&h.params, "balance_abs_threshold") == 32);
 	pol_close(&h);
-	assert_int_equal(pol_open(NULL, POL_ROUTING, "cache_aware", "cache_threshold=1.5", 1, &h,
-				  &e),
-			 KS_EINPUT);
+	assert_int_equal(
+	    pol_open(NULL, POL_ROUTING, "cache_aware", "cache_threshold=1.5", 1, &h, &e),
+	    KS_EINPUT);
 	assert_non_null(strstr(e.msg, "cache_threshold"));
-	assert_int_equal(pol_open(NULL, POL_ROUTING, "cache_aware", "cache_threshold=abc", 1, &h,
-				  &e),
-			 KS_EINPUT);
+	assert_int_equal(
+	    pol_open(NULL, POL_ROUTING, "cache_aware", "cache_threshold=abc", 1, &h, &e),
+	    KS_EINPUT);
 	assert_int_equal(pol_open(NULL, POL_ROUTING, "cache_aware", "no_such=1", 1, &h, &e),
-			 KS_EINPUT);
+	                 KS_EINPUT);
 	assert_int_equal(pol_open(NULL, POL_ROUTING, "least_load", "load_metric=bogus", 1, &h, &e),
-			 KS_EINPUT);
-	assert_int_equal(pol_open(NULL, POL_PREDICTOR, "repeat_count", "rc_repeats=2.5", 1, &h,
-				  &e),
-			 KS_EINPUT);
+	                 KS_EINPUT);
+	assert_int_equal(pol_open(NULL, POL_PREDICTOR, "repeat_count", "rc_repeats=2.5", 1, &h, &e),
+	                 KS_EINPUT);
 	assert_int_equal(pol_open(NULL, POL_ROUTING, "nope", NULL, 1, &h, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "cache_aware")); /* lists the valid names */
 }
@@ -93,13 +91,13 @@ static int dummy_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32
 }
 
 static const cfg_key_t good_param[] = {
-	{"policy.routing", "dummy_x", CFG_INT, "1", 0, 9, NULL, "", "x", "dummy"},
+    {"policy.routing", "dummy_x", CFG_INT, "1", 0, 9, NULL, "", "x", "dummy"},
 };
 static const cfg_key_t clash_param[] = {
-	{"policy.routing", "cache_threshold", CFG_FLOAT, "1", 0, 9, NULL, "", "x", "dummy2"},
+    {"policy.routing", "cache_threshold", CFG_FLOAT, "1", 0, 9, NULL, "", "x", "dummy2"},
 };
 static const cfg_key_t wrong_owner[] = {
-	{"policy.routing", "dummy_y", CFG_INT, "1", 0, 9, NULL, "", "x", "someone"},
+    {"policy.routing", "dummy_y", CFG_INT, "1", 0, 9, NULL, "", "x", "someone"},
 };
 
 static void test_registry_rejects_bad_tables(void **st)
@@ -107,9 +105,8 @@ static void test_registry_rejects_bad_tables(void **st)
 	(void)st;
 	pol_registry_t *r = pol_registry_new();
 	err_t e = {0};
-	struct pol_routing_ops t = {{POL_ABI_VERSION, POL_ROUTING, "dummy", "doc", good_param, 1,
-				     NULL, NULL},
-				    dummy_route};
+	struct pol_routing_ops t = {
+	    {POL_ABI_VERSION, POL_ROUTING, "dummy", "doc", good_param, 1, NULL, NULL}, dummy_route};
 	assert_int_equal(pol_registry_add(r, &t.base, &e), 0);
 	assert_int_equal(pol_registry_add(r, &t.base, &e), KS_EINPUT); /* duplicate */
 	struct pol_routing_ops v = t;
@@ -153,11 +150,11 @@ static void test_family_names_parse(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_family_has_its_builtins),
-		cmocka_unit_test(test_every_builtin_opens_with_defaults_and_documents_itself),
-		cmocka_unit_test(test_params_check_type_range_and_choices),
-		cmocka_unit_test(test_registry_rejects_bad_tables),
-		cmocka_unit_test(test_family_names_parse),
+	    cmocka_unit_test(test_every_family_has_its_builtins),
+	    cmocka_unit_test(test_every_builtin_opens_with_defaults_and_documents_itself),
+	    cmocka_unit_test(test_params_check_type_range_and_choices),
+	    cmocka_unit_test(test_registry_rejects_bad_tables),
+	    cmocka_unit_test(test_family_names_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

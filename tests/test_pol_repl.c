@@ -163,7 +163,8 @@ static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
 	pol_fc_t e1 = {PFX, 8, 5, 0, 0, {0}};
 	pol_forecast_t fc = {&e1, 1, NULL, 0};
 	f.inst[0].waiting = 5; /* least busy: 1, 2, 0 */
-	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_retry_s=5");
+	pol_handle_t h =
+	    open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_retry_s=5");
 	tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.n_refused, 0); /* no source: nothing asked */
@@ -261,7 +262,7 @@ static void test_speculative_respects_bandwidth_budget(void **st)
 	spec_setup(&f, e, &fc);
 	/* 8 MB/s with a 1 s bucket: one 8-block (8 MB) copy per second */
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative",
-				  "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.008");
+	                          "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.008");
 	tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	f.now = S / 2;
@@ -314,7 +315,8 @@ static void test_speculative_cancels_copies_that_left_the_forecast(void **st)
 	pol_fc_t e[2];
 	pol_forecast_t fc;
 	spec_setup(&f, e, &fc);
-	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_vram_frac=1");
+	pol_handle_t h =
+	    open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_vram_frac=1");
 	tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1); /* landed: not cancellable */
@@ -392,16 +394,16 @@ static void test_full_replicates_everywhere_after_source_prefill(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_none_never_copies),
-		cmocka_unit_test(test_reactive_hotspot_fetches_past_theta),
-		cmocka_unit_test(test_early_rdma_fires_on_xth_repeat_to_m_least_busy),
-		cmocka_unit_test(test_early_rdma_waits_for_source_kv_and_retries_refusals),
-		cmocka_unit_test(test_speculative_respects_vram_budget),
-		cmocka_unit_test(test_speculative_respects_bandwidth_budget),
-		cmocka_unit_test(test_speculative_payback_test),
-		cmocka_unit_test(test_speculative_cancels_copies_that_left_the_forecast),
-		cmocka_unit_test(test_oracle_recall_zero_behaves_as_none),
-		cmocka_unit_test(test_full_replicates_everywhere_after_source_prefill),
+	    cmocka_unit_test(test_none_never_copies),
+	    cmocka_unit_test(test_reactive_hotspot_fetches_past_theta),
+	    cmocka_unit_test(test_early_rdma_fires_on_xth_repeat_to_m_least_busy),
+	    cmocka_unit_test(test_early_rdma_waits_for_source_kv_and_retries_refusals),
+	    cmocka_unit_test(test_speculative_respects_vram_budget),
+	    cmocka_unit_test(test_speculative_respects_bandwidth_budget),
+	    cmocka_unit_test(test_speculative_payback_test),
+	    cmocka_unit_test(test_speculative_cancels_copies_that_left_the_forecast),
+	    cmocka_unit_test(test_oracle_recall_zero_behaves_as_none),
+	    cmocka_unit_test(test_full_replicates_everywhere_after_source_prefill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,7 +116,8 @@ static void test_cache_aware_relative_threshold_must_also_hold(void **st)
 	fk_init(&f, 2, 16, 1);
 	pol_req_t r = req8();
 	fk_hold(&f, 1, R, 8);
-	pol_handle_t h = open_route("cache_aware", "balance_abs_threshold=0,balance_rel_threshold=2");
+	pol_handle_t h =
+	    open_route("cache_aware", "balance_abs_threshold=0,balance_rel_threshold=2");
 	f.inst[0].running = 10;
 	f.inst[1].running = 20; /* 20 > 2 x 10? no: balanced */
 	assert_int_equal(route(&h, &f, &r, NULL), 1);
@@ -228,16 +229,16 @@ static void test_min_ttft_prefers_fetch_and_rejects_past_slo(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_robin_cycles),
-		cmocka_unit_test(test_random_is_seeded_and_in_range),
-		cmocka_unit_test(test_least_load_metrics),
-		cmocka_unit_test(test_cache_aware_switches_to_least_load_exactly_past_abs_threshold),
-		cmocka_unit_test(test_cache_aware_relative_threshold_must_also_hold),
-		cmocka_unit_test(test_cache_aware_low_match_goes_to_smallest_tree),
-		cmocka_unit_test(test_kv_cost_weighs_prefill_against_active_blocks),
-		cmocka_unit_test(test_weighted_score_sums_llmd_scorers),
-		cmocka_unit_test(test_preble_exploits_only_when_cached_exceeds_new),
-		cmocka_unit_test(test_min_ttft_prefers_fetch_and_rejects_past_slo),
+	    cmocka_unit_test(test_round_robin_cycles),
+	    cmocka_unit_test(test_random_is_seeded_and_in_range),
+	    cmocka_unit_test(test_least_load_metrics),
+	    cmocka_unit_test(test_cache_aware_switches_to_least_load_exactly_past_abs_threshold),
+	    cmocka_unit_test(test_cache_aware_relative_threshold_must_also_hold),
+	    cmocka_unit_test(test_cache_aware_low_match_goes_to_smallest_tree),
+	    cmocka_unit_test(test_kv_cost_weighs_prefill_against_active_blocks),
+	    cmocka_unit_test(test_weighted_score_sums_llmd_scorers),
+	    cmocka_unit_test(test_preble_exploits_only_when_cached_exceeds_new),
+	    cmocka_unit_test(test_min_ttft_prefers_fetch_and_rejects_past_slo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,9 +84,9 @@ static void test_groups_space_saving_replaces_lowest_score(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ptab_match_is_longest_known_prefix),
-		cmocka_unit_test(test_ptab_drops_oldest_paths_and_keeps_ancestors),
-		cmocka_unit_test(test_groups_space_saving_replaces_lowest_score),
+	    cmocka_unit_test(test_ptab_match_is_longest_known_prefix),
+	    cmocka_unit_test(test_ptab_drops_oldest_paths_and_keeps_ancestors),
+	    cmocka_unit_test(test_groups_space_saving_replaces_lowest_score),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,9 +12,8 @@
 #include "policies/pol.h"
 
 static const cfg_key_t params[] = {
-	{"policy.routing", "free_kv_reserve", CFG_INT, "0", 0, 1e9, NULL, "blocks",
-	 "instances with fewer free blocks than this are skipped unless all are",
-	 "most_free_kv"},
+    {"policy.routing", "free_kv_reserve", CFG_INT, "0", 0, 1e9, NULL, "blocks",
+     "instances with fewer free blocks than this are skipped unless all are", "most_free_kv"},
 };
 
 static int mfk_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
@@ -39,7 +38,7 @@ static int mfk_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 		pol_inst_t x;
 		v->inst(v->ctx, i, &x);
 		uint64_t free_blocks =
-			x.kv_cap_blocks > x.kv_used_blocks ? x.kv_cap_blocks - x.kv_used_blocks : 0;
+		    x.kv_cap_blocks > x.kv_used_blocks ? x.kv_cap_blocks - x.kv_used_blocks : 0;
 		if (free_blocks < reserve)
 			continue;
 		if (!found || free_blocks > best) {
@@ -52,10 +51,10 @@ static int mfk_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 }
 
 static const struct pol_routing_ops most_free_kv = {
-	.base = {POL_ABI_VERSION, POL_ROUTING, "most_free_kv",
-		 "Example plugin: the instance with the most free KV blocks.", params,
-		 sizeof params / sizeof params[0], mfk_init, free},
-	.route = mfk_route,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "most_free_kv",
+             "Example plugin: the instance with the most free KV blocks.", params,
+             sizeof params / sizeof params[0], mfk_init, free},
+    .route = mfk_route,
 };
 
 int kvsim_plugin_register(const pol_host_api_t *api)
