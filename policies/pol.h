@@ -19,18 +19,29 @@
  * Errors: hooks that can fail return 0 or a negative KS_E* code and fill
  * err_t; POL_REJECT / POL_COPY_REFUSED are positive, non-error outcomes.
  *
- * How the simulator drives the families (one handle per family per run):
- *   arrival r:  pred.observe happens after routing; first
- *               inst = repl.route_hint(r) if it returns 1, else routing.route;
- *               admission.admit(r, inst); repl.on_route(r, inst);
- *               pred.observe({r.arrival, r.blocks, inst}).
- *   peek:       if pred.peek_ahead_ns() > 0, every trace request is passed to
- *               pred.peek that many ns before its arrival (the oracle).
- *   tick:       every repl.timing().tick_ns: fc = pred.forecast(now,
- *               timing.horizon_ns); repl.on_tick(fc).
- *   copy end:   repl.on_copy_end(id, landed) for every accepted copy.
+ * How the simulator drives the families (one pol_handle_t per family per
+ * run, each with its own seed derived from the master seed):
+ *   arrival r:  inst = repl.route_hint(r) when it returns 1, else
+ *               routing.route(r) (POL_REJECT: rejected at once);
+ *               admission.admit(r, inst) (POL_REJECT: rejected);
+ *               repl.on_route(r, inst); pred.observe({r.arrival, r.blocks,
+ *               inst}) (inst -1 for a rejected request: it is still demand).
+ *   Hooks documented "may be NULL" are skipped when NULL.
+ *   peek:       when pred.peek_ahead_ns() > 0, every trace request is passed
+ *               to pred.peek (inst -1) that many ns before it arrives (oracle).
+ *   tick:       every repl.timing().tick_ns > 0: fc = pred.forecast(now,
+ *               timing.horizon_ns); repl.on_tick(fc). A replication policy
+ *               whose timing has horizon_ns 0 ignores forecasts, so the
+ *               simulator may pass NULL and skip the predictor entirely.
+ *   copies:     repl hooks call pol_actions_t.copy; the simulator refuses
+ *               blocks that do not exist or are not computed at the source
+ *               (causality is the simulator's; policies retry later), and
+ *               calls repl.on_copy_end(id, landed) for every accepted copy.
  *   eviction:   the KV store orders evictable blocks by pol_evict_cmp.
  *   transfer:   background copies follow xfer.mode(&mode, &param).
+ *   accounting: the simulator fills a pol_spec_stats_t (replication policies
+ *               add triggers through pol_actions_t.stats) and reports
+ *               pol_spec_metric_names / pol_spec_metrics in the summary.
  */
 #ifndef KVSIM_POL_H
 #define KVSIM_POL_H
@@ -202,9 +213,10 @@ typedef struct pol_forecast {
 } pol_forecast_t;
 
 struct pol_predictor_ops {
-	pol_base_t base;
+	pol_base_t base; /* observe and forecast are required */
 	int (*observe)(void *st, const pol_arrival_t *a, err_t *e);
-	/* How far ahead the simulator must feed peek; NULL or <= 0: no peek. */
+	/* How far ahead the simulator must feed peek; NULL or <= 0: no peek
+	 * (peek may then be NULL). */
 	int64_t (*peek_ahead_ns)(const void *st);
 	int (*peek)(void *st, const pol_arrival_t *future, err_t *e);
 	int (*forecast)(void *st, int64_t now, int64_t horizon_ns, pol_forecast_t *out, err_t *e);
@@ -218,7 +230,7 @@ typedef struct pol_repl_timing {
 } pol_repl_timing_t;
 
 struct pol_replication_ops {
-	pol_base_t base;
+	pol_base_t base; /* timing is required; the other hooks may be NULL */
 	pol_repl_timing_t (*timing)(const void *st);
 	/* After routing: may issue copies (foreground for on-demand fetches). */
 	int (*on_route)(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
