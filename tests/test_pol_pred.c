@@ -348,12 +348,31 @@ static void test_oracle_false_positives_name_prefixes_that_will_not_come(void **
 	pol_close(&h);
 }
 
+/* 200 requests of one prefix every 0.1 s. Without jitter, at 5 s with a
+ * 2 s lead exactly those in (5, 7] s are visible: 20. With 1 s of jitter
+ * each becomes visible 2 s +- N(0, 1 s) ahead, so the count differs but
+ * stays in the same range. */
+static double visible_at_5s(const char *over)
+{
+	pol_handle_t h = open_pred("oracle", over);
+	for (uint64_t i = 0; i <= 200; i++)
+		peek(&h, (int64_t)i * S / 10, 1, i + 1);
+	pol_forecast_t fc = forecast(&h, 5 * S, 10 * S);
+	double n = fc.n ? fc.e[0].expected : 0;
+	pol_close(&h);
+	return n;
+}
+
 static void test_oracle_jitter_widens_peek_and_perturbs_visibility(void **st)
 {
 	(void)st;
 	pol_handle_t h = open_pred("oracle", "oracle_lead_s=2,oracle_jitter_s=1");
 	assert_int_equal(P(&h)->peek_ahead_ns(h.state), 6 * S);
 	pol_close(&h);
+	assert_true(visible_at_5s("oracle_lead_s=2") == 20);
+	double j = visible_at_5s("oracle_lead_s=2,oracle_jitter_s=1");
+	print_message("oracle: 20 visible without jitter, %.0f with 1 s jitter\n", j);
+	assert_true(j != 20 && j >= 10 && j <= 30);
 }
 
 int main(void)
