@@ -349,6 +349,21 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
                  pol_handle_t *h, err_t *e);
 void pol_close(pol_handle_t *h);
 
+/* One opened policy per family, as a run uses them. */
+typedef struct pol_set {
+	pol_handle_t h[POL_NFAMILY];
+} pol_set_t;
+
+/* The seed of family f's own GSL stream, derived from the master seed
+ * (splitmix64), so adding or changing one policy never shifts another's. */
+uint64_t pol_seed(uint64_t master, pol_family_t f);
+/* Opens all six families from cfg sections policy.<family>; on error
+ * nothing stays open. */
+int pol_set_open_cfg(const pol_registry_t *r, const cfg_t *c, uint64_t master_seed, pol_set_t *s,
+                     err_t *e);
+void pol_set_close(pol_set_t *s);
+#define POL_SET_OPS(s, fam, type) ((const struct type *)(const void *)(s)->h[fam].ops)
+
 /* ---- config ------------------------------------------------------------------- */
 
 /* Adds the six policy.<family> sections (key "name" + every built-in's params). */

@@ -137,3 +137,33 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
 		return err_prefix(e, "%s policy '%s'", pol_family_name(f), name);
 	return pol_open_ops(ops, seed, h, e);
 }
+
+uint64_t pol_seed(uint64_t master, pol_family_t f)
+{
+	/* splitmix64 (Steele et al. 2014) of master + a per-family odd offset */
+	uint64_t x = master + 0x9e3779b97f4a7c15ULL * ((uint64_t)f + 1);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+int pol_set_open_cfg(const pol_registry_t *r, const cfg_t *c, uint64_t master_seed, pol_set_t *s,
+                     err_t *e)
+{
+	memset(s, 0, sizeof *s);
+	for (int f = 0; f < POL_NFAMILY; f++) {
+		int rc = pol_open_cfg(r, (pol_family_t)f, c, pol_seed(master_seed, (pol_family_t)f),
+		                      &s->h[f], e);
+		if (rc) {
+			pol_set_close(s);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void pol_set_close(pol_set_t *s)
+{
+	for (int f = 0; f < POL_NFAMILY; f++)
+		pol_close(&s->h[f]);
+}

@@ -111,6 +111,31 @@ static void test_preset_sets_defaults_but_never_user_values(void **st)
 	}
 }
 
+static void test_set_opens_every_family_with_independent_seeds(void **st)
+{
+	(void)st;
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	assert_int_equal(cfg_set(c, "policy.routing.name=random", &e), 0);
+	assert_int_equal(cfg_set(c, "policy.replication.name=speculative", &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	pol_set_t set;
+	assert_int_equal(pol_set_open_cfg(NULL, c, 42, &set, &e), 0);
+	for (int f = 0; f < POL_NFAMILY; f++)
+		assert_non_null(set.h[f].ops);
+	assert_string_equal(POL_SET_OPS(&set, POL_ROUTING, pol_routing_ops)->base.name, "random");
+	pol_repl_timing_t t =
+	    POL_SET_OPS(&set, POL_REPLICATION, pol_replication_ops)->timing(set.h[1].state);
+	assert_int_equal(t.tick_ns, 100000000);
+	pol_set_close(&set);
+	for (int f = 0; f < POL_NFAMILY; f++)
+		for (int g = 0; g < f; g++)
+			assert_true(pol_seed(42, (pol_family_t)f) != pol_seed(42, (pol_family_t)g));
+	assert_true(pol_seed(42, POL_ROUTING) == pol_seed(42, POL_ROUTING));
+	assert_true(pol_seed(43, POL_ROUTING) != pol_seed(42, POL_ROUTING));
+	cfg_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -118,6 +143,7 @@ int main(void)
 	    cmocka_unit_test(test_parameter_of_unselected_policy_is_rejected),
 	    cmocka_unit_test(test_open_from_config_uses_its_values),
 	    cmocka_unit_test(test_preset_sets_defaults_but_never_user_values),
+	    cmocka_unit_test(test_set_opens_every_family_with_independent_seeds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
