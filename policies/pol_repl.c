@@ -19,9 +19,16 @@ static int busier(const pol_inst_t *a, const pol_inst_t *b)
 	return a->prefill_tokens > b->prefill_tokens;
 }
 
+/* A prefix shared by the pending copies made from one request or trigger. */
+typedef struct pblk {
+	uint32_t refs, n;
+	uint64_t b[];
+} pblk_t;
+
 typedef struct pend {
-	uint64_t *blocks;
+	const uint64_t *blocks;
 	uint32_t n;
+	pblk_t *own; /* reference held on blocks; NULL when borrowed */
 	int64_t src; /* -1: any instance holding the prefix */
 	uint32_t dst;
 	pol_class_t cls;
@@ -34,39 +41,56 @@ typedef struct pendq {
 	size_t n, cap, max;
 } pendq_t;
 
-static void pend_drop(pendq_t *q, size_t i)
+static pblk_t *pblk_new(const uint64_t *blocks, uint32_t n)
 {
-	free(q->p[i].blocks);
-	memmove(q->p + i, q->p + i + 1, (q->n - i - 1) * sizeof *q->p);
-	q->n--;
+	pblk_t *b = malloc(sizeof *b + n * sizeof *b->b);
+	if (!b)
+		return NULL;
+	b->refs = 0;
+	b->n = n;
+	memcpy(b->b, blocks, n * sizeof *blocks);
+	return b;
+}
+
+static void pend_release(pend_t *p)
+{
+	if (p->own && --p->own->refs == 0)
+		free(p->own);
+	p->own = NULL;
 }
 
 static void pendq_free(pendq_t *q)
 {
-	while (q->n)
-		pend_drop(q, q->n - 1);
+	for (size_t i = 0; i < q->n; i++)
+		pend_release(&q->p[i]);
 	free(q->p);
 	memset(q, 0, sizeof *q);
 }
 
-static int pendq_add(pendq_t *q, const uint64_t *blocks, uint32_t n, int64_t src, uint32_t dst,
-                     pol_class_t cls, int spec, int64_t deadline)
+/* Queues a copy of b's prefix (taking a reference). Bounded: when full, the
+ * oldest eighth gives way in one move. */
+static int pendq_add(pendq_t *q, pblk_t *b, int64_t src, uint32_t dst, pol_class_t cls, int spec,
+                     int64_t deadline)
 {
-	if (q->max && q->n >= q->max)
-		pend_drop(q, 0); /* bounded: the oldest request gives way */
+	b->refs++; /* first, so dropping old entries below can never free b */
+	if (q->max && q->n >= q->max) {
+		size_t drop = q->n / 8 ? q->n / 8 : 1;
+		for (size_t i = 0; i < drop; i++)
+			pend_release(&q->p[i]);
+		memmove(q->p, q->p + drop, (q->n - drop) * sizeof *q->p);
+		q->n -= drop;
+	}
 	if (q->n == q->cap) {
 		size_t cap = q->cap ? 2 * q->cap : 16;
 		pend_t *p = realloc(q->p, cap * sizeof *p);
-		if (!p)
+		if (!p) {
+			b->refs--;
 			return KS_ENOMEM;
+		}
 		q->p = p;
 		q->cap = cap;
 	}
-	uint64_t *b = malloc(n * sizeof *b);
-	if (!b)
-		return KS_ENOMEM;
-	memcpy(b, blocks, n * sizeof *b);
-	q->p[q->n++] = (pend_t){b, n, src, dst, cls, spec, deadline};
+	q->p[q->n++] = (pend_t){b->b, b->n, b, src, dst, cls, spec, deadline};
 	return 0;
 }
 
@@ -106,23 +130,28 @@ static int try_copy(const pol_view_t *v, const pol_actions_t *a, const pend_t *p
 	return 1;
 }
 
+/* Tries every pending copy once, in order; keeps the refused ones still
+ * within their deadline. O(pending) per call. */
 static int pendq_run(pendq_t *q, const pol_view_t *v, const pol_actions_t *a, err_t *e)
 {
 	int64_t now = v->now(v->ctx);
-	for (size_t i = 0; i < q->n;) {
-		if (now > q->p[i].deadline) {
-			pend_drop(q, i);
-			continue;
+	size_t k = 0;
+	int rc = 0;
+	for (size_t i = 0; i < q->n; i++) {
+		int done = now > q->p[i].deadline;
+		if (!done && !rc) {
+			int r = try_copy(v, a, &q->p[i]);
+			if (r < 0)
+				rc = err_set(e, r, "copy request failed");
+			done = r > 0;
 		}
-		int rc = try_copy(v, a, &q->p[i]);
-		if (rc < 0)
-			return err_set(e, rc, "copy request failed");
-		if (rc)
-			pend_drop(q, i);
+		if (done)
+			pend_release(&q->p[i]);
 		else
-			i++;
+			q->p[k++] = q->p[i];
 	}
-	return 0;
+	q->n = k;
+	return rc;
 }
 
 /* ---- none ----------------------------------------------------------------- */
@@ -338,18 +367,25 @@ static int er_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		if (a->stats)
 			a->stats->triggers++;
 		uint32_t placed = 0;
+		pblk_t *pb = NULL;
 		for (uint32_t j = 0; j < v->n_inst && placed < s->m; j++) {
 			uint32_t dst = s->order[j];
 			if (v->match(v->ctx, dst, f->blocks, f->n_blocks) >= f->n_blocks)
 				continue; /* already warm: not one of the M targets */
 			placed++;
-			pend_t p = {(uint64_t *)f->blocks, f->n_blocks, -1, dst, POL_BG, 1, 0};
+			pend_t p = {f->blocks, f->n_blocks, NULL, -1, dst, POL_BG, 1, 0};
 			int rc = try_copy(v, a, &p);
 			if (rc < 0)
 				return err_set(e, rc, "copy request failed");
-			if (!rc && pendq_add(&s->q, f->blocks, f->n_blocks, -1, dst, POL_BG, 1,
-			                     now + s->retry_ns))
+			if (rc)
+				continue;
+			if (!pb && !(pb = pblk_new(f->blocks, f->n_blocks)))
 				return err_set(e, KS_ENOMEM, "out of memory");
+			if (pendq_add(&s->q, pb, -1, dst, POL_BG, 1, now + s->retry_ns)) {
+				if (!pb->refs)
+					free(pb);
+				return err_set(e, KS_ENOMEM, "out of memory");
+			}
 		}
 	}
 	return pendq_run(&s->q, v, a, e);
@@ -448,10 +484,17 @@ static int full_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, 
 	if (!r->n_blocks)
 		return 0;
 	int64_t now = v->now(v->ctx);
+	pblk_t *pb = pblk_new(r->blocks, r->n_blocks);
+	if (!pb)
+		return err_set(e, KS_ENOMEM, "out of memory");
 	for (uint32_t d = 0; d < v->n_inst; d++)
-		if (d != inst &&
-		    pendq_add(&s->q, r->blocks, r->n_blocks, inst, d, POL_BG, 1, now + s->retry_ns))
+		if (d != inst && pendq_add(&s->q, pb, inst, d, POL_BG, 1, now + s->retry_ns)) {
+			if (!pb->refs)
+				free(pb);
 			return err_set(e, KS_ENOMEM, "out of memory");
+		}
+	if (!pb->refs) /* a single instance: nowhere to copy */
+		free(pb);
 	if (a->stats)
 		a->stats->triggers++;
 	return 0;

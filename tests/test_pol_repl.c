@@ -391,6 +391,26 @@ static void test_full_replicates_everywhere_after_source_prefill(void **st)
 	pol_close(&h);
 }
 
+/* The retry queue is bounded: with room for 2, the oldest of 3 copies of
+ * one request gives way (and the shared prefix stays alive for the rest). */
+static void test_full_pending_is_bounded(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	fk_chain(PFX, 8, 500);
+	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
+	pol_handle_t h = open_fam(POL_REPLICATION, "full", "full_max_pending=2");
+	err_t e;
+	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	fk_hold(&f, 0, PFX, 8);
+	tick(&h, &f, NULL);
+	assert_int_equal(f.n_copies, 2);
+	assert_int_equal(f.copies[0].dst, 2); /* dst 1 was dropped */
+	assert_int_equal(f.copies[1].dst, 3);
+	pol_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +424,7 @@ int main(void)
 	    cmocka_unit_test(test_speculative_cancels_copies_that_left_the_forecast),
 	    cmocka_unit_test(test_oracle_recall_zero_behaves_as_none),
 	    cmocka_unit_test(test_full_replicates_everywhere_after_source_prefill),
+	    cmocka_unit_test(test_full_pending_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
