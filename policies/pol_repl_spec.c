@@ -14,7 +14,8 @@
  *   accept  iff p_use x saved >= spec_payback x cost.
  * Accepted candidates are issued best ratio first while (a) d's speculative
  * blocks (resident + in flight) stay <= spec_vram_frac x its KV capacity and
- * (b) a token bucket of spec_bw_gbps (burst spec_bw_burst_s) has the bytes.
+ * (b) a token bucket of spec_bw_gbps (burst spec_bw_burst_s) has the bytes
+ * (or is full: a copy larger than the bucket then leaves a debt).
  * In-flight copies of prefixes that left the forecast are cancelled when
  * spec_cancel_stale is set. */
 #include "policies/pol_int.h"
@@ -293,7 +294,9 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		if ((double)(s->spec_plan[c->dst] + c->miss) > cap)
 			continue;
 		double bytes = (double)c->miss * (double)v->block_bytes;
-		if (s->bw_Bps > 0 && bytes > s->tokens)
+		/* a copy larger than the bucket goes when the bucket is full and
+		 * leaves a debt, so big prefixes are rate-limited, not starved */
+		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s)
 			continue;
 		uint64_t id;
 		int rc = a->copy(a->ctx, c->f->blocks, c->copy_n, c->src, c->dst, POL_BG, &id);

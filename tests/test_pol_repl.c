@@ -273,6 +273,21 @@ static void test_speculative_respects_bandwidth_budget(void **st)
 	assert_int_equal(f.n_copies, 2);
 	assert_int_not_equal(f.copies[0].last, f.copies[1].last);
 	pol_close(&h);
+
+	/* a 4 MB bucket: an 8 MB copy still goes when the bucket is full, and
+	 * the 4 MB debt holds the next one back for 2 s (1 s to repay, 1 to refill) */
+	spec_setup(&f, e, &fc);
+	h = open_fam(POL_REPLICATION, "speculative",
+	             "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.004");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	f.now = 3 * S / 2;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	f.now = 2 * S;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	pol_close(&h);
 }
 
 /* p_use = 1 - e^{-10} for one target, benefit = 12799.4 ns. A copy of
