@@ -123,6 +123,10 @@ int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t 
 	int64_t t0 = s->n ? by[0]->start_ns : 0, phase_t0 = t0, last_start = INT64_MIN;
 	for (size_t i = 0; i < s->n; i++) {
 		const res_transfer_t *t = by[i];
+		if ((o->limit && r->n_op >= o->limit) || (o->span_ns > 0 && t->start_ns - t0 > o->span_ns)) {
+			r->skipped_limit++;
+			continue;
+		}
 		if (t->cancelled) {
 			r->skipped_cancelled++;
 			continue;

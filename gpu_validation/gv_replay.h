@@ -10,7 +10,7 @@
  * of equal start_ns an isolated phase, timed alone. m_same / m_opp count the
  * copies whose planned intervals overlap on the same link in the same /
  * reverse direction. Cancelled and host-to-host transfers are skipped and
- * counted. Times ns, sizes bytes. gv_replay_t owns its arrays
+ * counted, as are those past opts.limit / opts.span_ns. Times ns, sizes bytes. gv_replay_t owns its arrays
  * (gv_replay_free); errors: KS_EINPUT (nothing to replay), KS_ENOMEM.
  */
 #ifndef KVSIM_GV_REPLAY_H
@@ -45,6 +45,8 @@ typedef struct gv_replay_opts {
 	int groups;         /* 1: phases by equal start_ns; 0: one phase; -1: plan decides */
 	int batch;          /* granular transfers as one batched call per pass */
 	uint64_t inner_bytes; /* group mode: repeat a transfer until it moves this much (max 64) */
+	size_t limit;       /* replay at most this many transfers, earliest first (0: all) */
+	int64_t span_ns;    /* only transfers starting within this of the first (0: all) */
 } gv_replay_opts_t;
 
 typedef struct gv_replay {
@@ -54,7 +56,7 @@ typedef struct gv_replay {
 	size_t n_phase;
 	int n_streams;      /* most streams any phase uses */
 	int n_dev;          /* devices referenced (max index + 1) */
-	size_t skipped_cancelled, skipped_host;
+	size_t skipped_cancelled, skipped_host, skipped_limit;
 	/* largest transfer read from / written to each place: buffer sizes */
 	uint64_t host_src, host_dst, dev_src[GV_MAX_DEV], dev_dst[GV_MAX_DEV];
 	int uses_p2p[GV_MAX_DEV][GV_MAX_DEV];

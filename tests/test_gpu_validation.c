@@ -252,6 +252,17 @@ static void test_overlapping_flows_get_their_own_streams_and_sequential_ones_sha
 	for (size_t i = 0; i < r.n_op; i++)
 		assert_int_equal(op[i].inner, 1); /* schedules are replayed as planned */
 	gv_replay_free(&r);
+	/* --limit and --span-s keep the earliest transfers */
+	o.limit = 3;
+	assert_int_equal(gv_replay_build(&r, &s, &o, &e), 0);
+	assert_int_equal(r.n_op, 3);
+	assert_int_equal(r.skipped_limit, 2);
+	gv_replay_free(&r);
+	o.limit = 0;
+	o.span_ns = 1000;
+	assert_int_equal(gv_replay_build(&r, &s, &o, &e), 0);
+	assert_int_equal(r.n_op, 4); /* starts 1000..2000; 9000 is out */
+	gv_replay_free(&r);
 }
 
 static void test_plan_groups_are_isolated_phases_with_batched_tiny_copies(void **state)

@@ -25,7 +25,8 @@
 typedef struct opts {
 	const char *schedule, *out, *backend, *cuda_so;
 	int n_dev, groups, batch, reps, warmup, compute, quiet;
-	uint64_t inner_bytes, read_bytes;
+	uint64_t inner_bytes, read_bytes, limit;
+	double span_s;
 	int64_t hidden, ffn, heads, kv_heads, head_dim;
 	int64_t tokens[16];
 	int n_tokens;
@@ -59,6 +60,8 @@ static void usage(FILE *f)
 		"  --read-bytes N      read kernel size (default cuda 1 GiB, host 64 MiB)\n"
 		"  --peak-tflops X     dense bf16 peak for MFU (default: known GPUs)\n"
 		"  --peak-gbs X        memory bandwidth peak for MBU (default: known GPUs)\n"
+		"  --limit N           replay only the first N transfers (by start time)\n"
+		"  --span-s S          replay only transfers starting within S seconds of the first\n"
 		"  -q, --quiet         no progress on stderr\n\n"
 		"Exit status: 0 ok, 1 failure, 2 usage error, 77 skipped (no usable GPU).\n");
 }
@@ -84,7 +87,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 {
 	enum { O_BACKEND = 256, O_SO, O_DEV, O_GROUPS, O_NOGROUPS, O_BATCH, O_REPS, O_WARM,
 	       O_INNER, O_COMPUTE, O_HIDDEN, O_FFN, O_HEADS, O_KVH, O_HD, O_TOK, O_READ,
-	       O_PF, O_PB };
+	       O_PF, O_PB, O_LIMIT, O_SPAN };
 	static const struct option lo[] = {
 		{"out", 1, 0, 'o'},	  {"backend", 1, 0, O_BACKEND}, {"cuda-so", 1, 0, O_SO},
 		{"devices", 1, 0, O_DEV}, {"groups", 0, 0, O_GROUPS},	{"no-groups", 0, 0, O_NOGROUPS},
@@ -93,7 +96,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 		{"hidden", 1, 0, O_HIDDEN}, {"ffn", 1, 0, O_FFN},	{"heads", 1, 0, O_HEADS},
 		{"kv-heads", 1, 0, O_KVH}, {"head-dim", 1, 0, O_HD},	{"tokens", 1, 0, O_TOK},
 		{"read-bytes", 1, 0, O_READ}, {"peak-tflops", 1, 0, O_PF},
-		{"peak-gbs", 1, 0, O_PB}, {"quiet", 0, 0, 'q'},	{"help", 0, 0, 'h'},
+		{"peak-gbs", 1, 0, O_PB}, {"limit", 1, 0, O_LIMIT}, {"span-s", 1, 0, O_SPAN},
+		{"quiet", 0, 0, 'q'},	{"help", 0, 0, 'h'},
 		{0, 0, 0, 0}};
 	*o = (opts_t){.out = "kvreplay.h5", .backend = "cuda", .groups = -1, .reps = 5,
 		      .warmup = 2, .inner_bytes = 1 << 20, .hidden = 4096, .ffn = 14336,
@@ -114,6 +118,13 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 		case O_COMPUTE: o->compute = 1; break;
 		case O_PF: o->peak_tflops = atof(optarg); break;
 		case O_PB: o->peak_gbs = atof(optarg); break;
+		case O_SPAN:
+			o->span_s = atof(optarg);
+			if (!(o->span_s > 0)) {
+				fprintf(stderr, "kvreplay: --span-s: a positive number of seconds\n");
+				return 2;
+			}
+			break;
 		case O_TOK: {
 			char buf[256];
 			snprintf(buf, sizeof buf, "%s", optarg);
@@ -135,8 +146,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 				usage(stderr);
 				return 2;
 			}
-			if (c == O_INNER || c == O_READ) {
-				*(c == O_INNER ? &o->inner_bytes : &o->read_bytes) = v;
+			if (c == O_INNER || c == O_READ || c == O_LIMIT) {
+				*(c == O_INNER ? &o->inner_bytes : c == O_READ ? &o->read_bytes : &o->limit) = v;
 				break;
 			}
 			if (v > INT_MAX || (c != O_WARM && !v)) {
@@ -409,7 +420,8 @@ int main(int argc, char **argv)
 		if ((rc = gv_sched_read(&s, o.schedule, &e)))
 			goto out;
 		gv_replay_opts_t ro = {.n_dev = n_dev, .groups = o.groups, .batch = o.batch,
-				       .inner_bytes = o.inner_bytes};
+				       .inner_bytes = o.inner_bytes, .limit = o.limit,
+				       .span_ns = (int64_t)(o.span_s * 1e9)};
 		if ((rc = gv_replay_build(&r, &s, &ro, &e))) {
 			err_prefix(&e, "%s", o.schedule);
 			goto out;
@@ -417,9 +429,9 @@ int main(int argc, char **argv)
 		if (!o.quiet)
 			fprintf(stderr,
 				"kvreplay: %zu copies in %zu %s, up to %d streams; skipped %zu "
-				"cancelled and %zu host-to-host\n",
+				"cancelled, %zu host-to-host and %zu past --limit/--span-s\n",
 				r.n_op, r.n_phase, r.n_phase > 1 ? "isolated groups" : "phase",
-				r.n_streams, r.skipped_cancelled, r.skipped_host);
+				r.n_streams, r.skipped_cancelled, r.skipped_host, r.skipped_limit);
 		if ((rc = be->open(&st, &r, &m, &e)))
 			goto out;
 		if (!o.quiet && m.peer[0])
