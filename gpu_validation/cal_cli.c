@@ -22,26 +22,25 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: kvsim calibrate plan -o PLAN.h5 [--min-bytes N] [--max-bytes N]\n"
-		"                  [--per-octave N] [--streams N] [--max-granular-bytes N]\n"
-		"       kvsim calibrate fit MEASURED.h5 -o models/calibration/NAME.ini\n"
-		"                  [--edges B1,B2,..] [--no-holdout] [--base INI]\n"
-		"       kvsim calibrate check RUN.h5 MEASURED.h5 [--calibration INI]\n"
-		"                  [--rows N]\n\n"
-		"plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
-		"       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
-		"       and block-granular, 2..N concurrent copies (default 8) in the same\n"
-		"       and in opposite directions. Sizes take K, M, G suffixes.\n"
-		"fit    fits per link kind alpha and bandwidth per size piece (edges, bytes\n"
-		"       per copy; default 65536,2097152), per-copy overheads and sharing\n"
-		"       factors by least squares on relative error; fits on one half of\n"
-		"       the copies and reports MAPE and p95 on the other half (the\n"
-		"       parameters written are those of the half fit; --no-holdout fits\n"
-		"       all). Compute rows give MFU and MBU when the device peaks are known.\n"
-		"check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
-		"       prints simulated, model-predicted and measured time per copy with\n"
-		"       the error summary (model: --calibration INI, else defaults).\n");
+	fprintf(f, "usage: kvsim calibrate plan -o PLAN.h5 [--min-bytes N] [--max-bytes N]\n"
+	           "                  [--per-octave N] [--streams N] [--max-granular-bytes N]\n"
+	           "       kvsim calibrate fit MEASURED.h5 -o models/calibration/NAME.ini\n"
+	           "                  [--edges B1,B2,..] [--no-holdout] [--base INI]\n"
+	           "       kvsim calibrate check RUN.h5 MEASURED.h5 [--calibration INI]\n"
+	           "                  [--rows N]\n\n"
+	           "plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
+	           "       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
+	           "       and block-granular, 2..N concurrent copies (default 8) in the same\n"
+	           "       and in opposite directions. Sizes take K, M, G suffixes.\n"
+	           "fit    fits per link kind alpha and bandwidth per size piece (edges, bytes\n"
+	           "       per copy; default 65536,2097152), per-copy overheads and sharing\n"
+	           "       factors by least squares on relative error; fits on one half of\n"
+	           "       the copies and reports MAPE and p95 on the other half (the\n"
+	           "       parameters written are those of the half fit; --no-holdout fits\n"
+	           "       all). Compute rows give MFU and MBU when the device peaks are known.\n"
+	           "check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
+	           "       prints simulated, model-predicted and measured time per copy with\n"
+	           "       the error summary (model: --calibration INI, else defaults).\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -70,10 +69,11 @@ static int bad_arg(const char *opt, const char *v)
 
 static int cmd_plan(int argc, char **argv)
 {
-	static const struct option lo[] = {{"out", 1, 0, 'o'},	     {"min-bytes", 1, 0, 'a'},
-					   {"max-bytes", 1, 0, 'b'},	     {"per-octave", 1, 0, 'p'},
-					   {"streams", 1, 0, 's'},	     {"max-granular-bytes", 1, 0, 'g'},
-					   {"help", 0, 0, 'h'},	     {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"out", 1, 0, 'o'},       {"min-bytes", 1, 0, 'a'},
+	    {"max-bytes", 1, 0, 'b'}, {"per-octave", 1, 0, 'p'},
+	    {"streams", 1, 0, 's'},   {"max-granular-bytes", 1, 0, 'g'},
+	    {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
 	gv_plan_opts_t o;
 	gv_plan_defaults(&o);
 	const char *out = NULL;
@@ -98,11 +98,21 @@ static int cmd_plan(int argc, char **argv)
 			return bad_arg(p->name ? p->name : "option", optarg);
 		}
 		switch (c) {
-		case 'a': o.min_bytes = v; break;
-		case 'b': o.max_bytes = v; break;
-		case 'p': o.per_octave = v > 16 ? 17 : (int)v; break;
-		case 's': o.max_streams = v > 64 ? 65 : (int)v; break;
-		case 'g': o.max_granular_bytes = v; break;
+		case 'a':
+			o.min_bytes = v;
+			break;
+		case 'b':
+			o.max_bytes = v;
+			break;
+		case 'p':
+			o.per_octave = v > 16 ? 17 : (int)v;
+			break;
+		case 's':
+			o.max_streams = v > 64 ? 65 : (int)v;
+			break;
+		case 'g':
+			o.max_granular_bytes = v;
+			break;
 		}
 	}
 	if (!out || optind != argc) {
@@ -139,15 +149,15 @@ static void print_summary(const char *label, const gv_err_summary_t *s)
 	if (!s->n)
 		printf("  %-9s n=0\n", label);
 	else
-		printf("  %-9s n=%-5zu MAPE %6.2f%%  p50 %6.2f%%  p95 %6.2f%%  max %7.2f%%\n", label,
-		       s->n, s->mape, s->p50, s->p95, s->max);
+		printf("  %-9s n=%-5zu MAPE %6.2f%%  p50 %6.2f%%  p95 %6.2f%%  max %7.2f%%\n",
+		       label, s->n, s->mape, s->p50, s->p95, s->max);
 }
 
 static int cmd_fit(int argc, char **argv)
 {
-	static const struct option lo[] = {{"out", 1, 0, 'o'},	  {"edges", 1, 0, 'e'},
-					   {"no-holdout", 0, 0, 'n'}, {"base", 1, 0, 'b'},
-					   {"help", 0, 0, 'h'},	  {0, 0, 0, 0}};
+	static const struct option lo[] = {{"out", 1, 0, 'o'},        {"edges", 1, 0, 'e'},
+	                                   {"no-holdout", 0, 0, 'n'}, {"base", 1, 0, 'b'},
+	                                   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
 	gv_fit_opts_t fo;
 	gv_fit_defaults(&fo);
 	const char *out = NULL, *base = NULL;
@@ -155,10 +165,18 @@ static int cmd_fit(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'b': base = optarg; break;
-		case 'n': fo.holdout = 0; break;
-		case 'h': usage(stdout); return 0;
+		case 'o':
+			out = optarg;
+			break;
+		case 'b':
+			base = optarg;
+			break;
+		case 'n':
+			fo.holdout = 0;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		case 'e': {
 			char buf[512];
 			snprintf(buf, sizeof buf, "%s", optarg);
@@ -172,7 +190,8 @@ static int cmd_fit(int argc, char **argv)
 			}
 			break;
 		}
-		default: return 2;
+		default:
+			return 2;
 		}
 	}
 	if (!out || optind + 1 != argc) {
@@ -243,14 +262,14 @@ static int cmd_fit(int argc, char **argv)
 	time_t now = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
 	snprintf(comment, sizeof comment,
-		 "kvsim transfer-model calibration, written by 'kvsim calibrate fit' %s\n"
-		 "device: %.127s; backend: %s; driver %s; runtime %s\n"
-		 "measurements: %.512s\n"
-		 "%s: %zu copies, MAPE %.2f%%, p95 %.2f%%\n"
-		 "link kinds not listed below were not measured: the model keeps its defaults",
-		 date, x.device, m.backend, m.driver, m.runtime, in,
-		 fo.holdout ? "held-out half" : "all copies (no hold-out)", rep.test.n,
-		 rep.test.mape, rep.test.p95);
+	         "kvsim transfer-model calibration, written by 'kvsim calibrate fit' %s\n"
+	         "device: %.127s; backend: %s; driver %s; runtime %s\n"
+	         "measurements: %.512s\n"
+	         "%s: %zu copies, MAPE %.2f%%, p95 %.2f%%\n"
+	         "link kinds not listed below were not measured: the model keeps its defaults",
+	         date, x.device, m.backend, m.driver, m.runtime, in,
+	         fo.holdout ? "held-out half" : "all copies (no hold-out)", rep.test.n,
+	         rep.test.mape, rep.test.p95);
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.tmp", out);
 	FILE *f = fopen(tmp, "w");
@@ -280,15 +299,17 @@ static const char *shape_name(int s)
 
 static int cmd_check(int argc, char **argv)
 {
-	static const struct option lo[] = {{"calibration", 1, 0, 'c'}, {"rows", 1, 0, 'r'},
-					   {"help", 0, 0, 'h'},	       {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"calibration", 1, 0, 'c'}, {"rows", 1, 0, 'r'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	const char *cal = NULL;
 	long max_rows = 20;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'c': cal = optarg; break;
+		case 'c':
+			cal = optarg;
+			break;
 		case 'r': {
 			char *end;
 			max_rows = strtol(optarg, &end, 10);
@@ -296,8 +317,11 @@ static int cmd_check(int argc, char **argv)
 				return bad_arg("--rows", optarg);
 			break;
 		}
-		case 'h': usage(stdout); return 0;
-		default: return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
 		}
 	}
 	if (optind + 2 != argc) {
@@ -332,8 +356,8 @@ static int cmd_check(int argc, char **argv)
 		const gv_check_row_t *r = &rows[i];
 		printf("%8llu %-8s %-8s %12llu %6u %2d/%d %12.2f %12.2f %12.2f %+7.1f%%\n",
 		       (unsigned long long)r->id, mdl_xfer_link_name(r->link), shape_name(r->shape),
-		       (unsigned long long)r->bytes, r->blocks, r->m_same, r->m_opp, r->sim_ns / 1e3,
-		       r->model_ns / 1e3, r->meas_ns / 1e3,
+		       (unsigned long long)r->bytes, r->blocks, r->m_same, r->m_opp,
+		       r->sim_ns / 1e3, r->model_ns / 1e3, r->meas_ns / 1e3,
 		       100 * (r->model_ns - r->meas_ns) / r->meas_ns);
 	}
 	if (sum.n_rows > (size_t)max_rows)

@@ -31,7 +31,7 @@ typedef struct gv_check_summary {
 	gv_err_summary_t model, sim; /* |rel err| against the measurement */
 } gv_check_summary_t;
 
-int gv_check(const gv_sched_t *run, const gv_meas_t *m, const mdl_xfer_t *x,
-	     gv_check_row_t **rows, gv_check_summary_t *s, err_t *e);
+int gv_check(const gv_sched_t *run, const gv_meas_t *m, const mdl_xfer_t *x, gv_check_row_t **rows,
+             gv_check_summary_t *s, err_t *e);
 
 #endif

@@ -106,7 +106,8 @@ static int residuals(const gsl_vector *p, void *data, gsl_vector *f)
 
 static int piece_of(const mdl_xfer_link_t *l, const gv_copy_t *c)
 {
-	uint64_t b = c->shape == MDL_SHAPE_CONTIG ? c->bytes : c->bytes / (c->blocks ? c->blocks : 1);
+	uint64_t b =
+	    c->shape == MDL_SHAPE_CONTIG ? c->bytes : c->bytes / (c->blocks ? c->blocks : 1);
 	int i = 0;
 	while (i + 1 < l->n_pieces && b > l->piece[i].max_bytes)
 		i++;
@@ -168,7 +169,8 @@ static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, er
 		size_t cnt = 0;
 		for (size_t j = 0; j < c->n; j++) {
 			const gv_copy_t *ob = c->obs[j];
-			uint64_t b = ob->shape == MDL_SHAPE_CONTIG ? ob->bytes : ob->bytes / ob->blocks;
+			uint64_t b =
+			    ob->shape == MDL_SHAPE_CONTIG ? ob->bytes : ob->bytes / ob->blocks;
 			if (b > lo && b <= hi)
 				cnt++;
 		}
@@ -200,7 +202,7 @@ static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, er
 	out->fit_share_opp = has_opp;
 	if (c->n < (size_t)np)
 		return err_set(e, KS_EINPUT, "fit: link %s: %zu copies for %d parameters",
-			       mdl_xfer_link_name(c->link), c->n, np);
+		               mdl_xfer_link_name(c->link), c->n, np);
 
 	double p0[2 * MDL_XFER_MAX_PIECES + 4];
 	initial_guess(c, p0);
@@ -209,11 +211,11 @@ static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, er
 	fp.scale = gsl_multifit_nlinear_scale_more;
 	fp.h_df = 1e-7;
 	gsl_multifit_nlinear_workspace *w =
-		gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, c->n, (size_t)np);
+	    gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, c->n, (size_t)np);
 	if (!w)
 		return err_set(e, KS_ENOMEM, "fit: out of memory");
-	gsl_multifit_nlinear_fdf fdf = {.f = residuals, .df = NULL, .fvv = NULL, .n = c->n,
-					.p = (size_t)np, .params = c};
+	gsl_multifit_nlinear_fdf fdf = {
+	    .f = residuals, .df = NULL, .fvv = NULL, .n = c->n, .p = (size_t)np, .params = c};
 	gsl_error_handler_t *old = gsl_set_error_handler_off();
 	int info = 0, rc = gsl_multifit_nlinear_init(&x0.vector, &fdf, w);
 	if (!rc)
@@ -223,7 +225,7 @@ static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, er
 	if (rc && rc != GSL_EMAXITER) {
 		gsl_multifit_nlinear_free(w);
 		return err_set(e, KS_ERUNTIME, "fit: link %s: solver failed: %s",
-			       mdl_xfer_link_name(c->link), gsl_strerror(rc));
+		               mdl_xfer_link_name(c->link), gsl_strerror(rc));
 	}
 	params_to_link(c, gsl_multifit_nlinear_position(w)->data);
 	out->iterations = (int)gsl_multifit_nlinear_niter(w);
@@ -231,9 +233,9 @@ static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, er
 	for (int i = 0; i < c->n_pieces; i++)
 		if (!(l->piece[i].bw_gbps > 0) || !isfinite(l->piece[i].alpha_ns))
 			return err_set(e, KS_ERUNTIME,
-				       "fit: link %s piece %d: non-physical bandwidth %g GB/s "
-				       "(too few sizes in this piece?)",
-				       mdl_xfer_link_name(c->link), i, l->piece[i].bw_gbps);
+			               "fit: link %s piece %d: non-physical bandwidth %g GB/s "
+			               "(too few sizes in this piece?)",
+			               mdl_xfer_link_name(c->link), i, l->piece[i].bw_gbps);
 	return 0;
 }
 
@@ -242,7 +244,9 @@ static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, er
 static int cmp_obs(const void *a, const void *b)
 {
 	const gv_copy_t *x = *(const gv_copy_t *const *)a, *y = *(const gv_copy_t *const *)b;
-#define C(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
+#define C(f)                                                                                       \
+	if (x->f != y->f)                                                                          \
+	return x->f < y->f ? -1 : 1
 	C(shape);
 	C(m_same);
 	C(m_opp);
@@ -254,7 +258,7 @@ static int cmp_obs(const void *a, const void *b)
 }
 
 static void summarize_set(const mdl_xfer_t *x, const gv_copy_t **obs, size_t n, double *buf,
-			  gv_err_summary_t *s)
+                          gv_err_summary_t *s)
 {
 	for (size_t i = 0; i < n; i++) {
 		double t = duration(obs[i]);
@@ -297,7 +301,7 @@ static void fit_compute(const gv_meas_t *m, mdl_xfer_t *x, gv_fit_report_t *rep)
 }
 
 int gv_fit(const gv_meas_t *m, const gv_fit_opts_t *o, mdl_xfer_t *x, gv_fit_report_t *rep,
-	   err_t *e)
+           err_t *e)
 {
 	memset(rep, 0, sizeof *rep);
 	if (o->n_edges < 0 || o->n_edges > MDL_XFER_MAX_PIECES - 1)

@@ -24,14 +24,14 @@
 
 typedef struct gv_err_summary {
 	size_t n;
-	double mape;    /* mean |rel err|, percent */
+	double mape;          /* mean |rel err|, percent */
 	double p50, p95, max; /* |rel err| percentiles, percent */
 } gv_err_summary_t;
 
 typedef struct gv_fit_opts {
 	uint64_t edges[MDL_XFER_MAX_PIECES - 1]; /* piece boundaries, bytes per copy */
 	int n_edges;
-	int holdout;    /* 1: fit on half, test on the other half; 0: fit on all */
+	int holdout; /* 1: fit on half, test on the other half; 0: fit on all */
 } gv_fit_opts_t;
 
 typedef struct gv_fit_link {
@@ -44,14 +44,14 @@ typedef struct gv_fit_link {
 
 typedef struct gv_fit_report {
 	gv_fit_link_t link[MDL_LINK_N];
-	gv_err_summary_t test;  /* all links together */
+	gv_err_summary_t test; /* all links together */
 	size_t n_gemm, n_read;
 } gv_fit_report_t;
 
 void gv_fit_defaults(gv_fit_opts_t *o);
 /* x: starting values and output (links without data keep their values). */
 int gv_fit(const gv_meas_t *m, const gv_fit_opts_t *o, mdl_xfer_t *x, gv_fit_report_t *rep,
-	   err_t *e);
+           err_t *e);
 /* The model's time for one measured copy. */
 double gv_fit_predict(const mdl_xfer_t *x, const gv_copy_t *c);
 /* Summary of |relative errors| (fractions in, percent out); rel is sorted. */

@@ -28,14 +28,15 @@ hid_t gv_h5_create(const char *tmp_path, err_t *e)
 }
 
 int gv_h5_write_table(hid_t file, const char *name, hid_t type, const void *rows, size_t n,
-		      const char *path, err_t *e)
+                      const char *path, err_t *e)
 {
 	hsize_t dims[1] = {n}, maxdims[1] = {H5S_UNLIMITED};
 	hsize_t chunk[1] = {n < 1 ? 1 : n > 4096 ? 4096 : n};
 	hid_t space = H5Screate_simple(1, dims, maxdims);
 	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	int rc = 0;
-	if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_deflate(dcpl, 4) < 0) {
+	if (space < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 ||
+	    H5Pset_deflate(dcpl, 4) < 0) {
 		rc = err_set(e, KS_EIO, "%s: %s: cannot set up dataset", path, name);
 		goto out;
 	}
@@ -56,7 +57,7 @@ out:
 }
 
 int gv_h5_read_table(hid_t file, const char *name, hid_t type, const char *const *required,
-		     size_t n_required, void **rows, size_t *n, const char *path, err_t *e)
+                     size_t n_required, void **rows, size_t *n, const char *path, err_t *e)
 {
 	*rows = NULL;
 	*n = 0;
@@ -74,7 +75,7 @@ int gv_h5_read_table(hid_t file, const char *name, hid_t type, const char *const
 	for (size_t i = 0; i < n_required; i++)
 		if (H5Tget_member_index(ftype, required[i]) < 0) {
 			rc = err_set(e, KS_EINPUT, "%s: %s: member '%s' missing", path, name,
-				     required[i]);
+			             required[i]);
 			goto out;
 		}
 	hsize_t dims[1];
@@ -83,15 +84,15 @@ int gv_h5_read_table(hid_t file, const char *name, hid_t type, const char *const
 		size_t sz = H5Tget_size(type);
 		*rows = calloc(dims[0], sz);
 		if (!*rows) {
-			rc = err_set(e, KS_ENOMEM, "%s: %s: out of memory for %llu rows", path, name,
-				     (unsigned long long)dims[0]);
+			rc = err_set(e, KS_ENOMEM, "%s: %s: out of memory for %llu rows", path,
+			             name, (unsigned long long)dims[0]);
 			goto out;
 		}
 		if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows) < 0) {
 			free(*rows);
 			*rows = NULL;
 			rc = err_set(e, KS_EINPUT, "%s: %s: read failed (member types?)", path,
-				     name);
+			             name);
 			goto out;
 		}
 	}

@@ -15,12 +15,12 @@ hid_t gv_h5_open(const char *path, err_t *e);
 hid_t gv_h5_create(const char *tmp_path, err_t *e);
 /* Writes a 1-D compound dataset of n records (n may be 0), chunked + deflate. */
 int gv_h5_write_table(hid_t file, const char *name, hid_t type, const void *rows, size_t n,
-		      const char *path, err_t *e);
+                      const char *path, err_t *e);
 /* Reads a 1-D compound dataset into a malloc'd array of rows of `type` (matched
  * by member name). Each name in `required` must be a member of the file's
  * type. *rows is NULL when n is 0. */
 int gv_h5_read_table(hid_t file, const char *name, hid_t type, const char *const *required,
-		     size_t n_required, void **rows, size_t *n, const char *path, err_t *e);
+                     size_t n_required, void **rows, size_t *n, const char *path, err_t *e);
 int gv_h5_attr_str(hid_t obj, const char *name, const char *value);
 int gv_h5_attr_i64(hid_t obj, const char *name, long long value);
 int gv_h5_attr_f64(hid_t obj, const char *name, double value);

@@ -61,9 +61,8 @@ static hid_t compute_type(void)
 	return t;
 }
 
-static const char *const copy_required[] = {"id",     "kind",	 "link",    "shape",
-					    "bytes",  "blocks",	 "m_same",  "m_opp",
-					    "start_ns", "end_ns"};
+static const char *const copy_required[] = {"id",     "kind",   "link",  "shape",    "bytes",
+                                            "blocks", "m_same", "m_opp", "start_ns", "end_ns"};
 static const char *const comp_required[] = {"op", "time_ns"};
 
 int gv_meas_write(const char *path, const gv_meas_t *m, err_t *e)
@@ -78,16 +77,16 @@ int gv_meas_write(const char *path, const gv_meas_t *m, err_t *e)
 	if (!rc)
 		rc = gv_h5_write_table(f, "/compute", pt, m->comp, m->n_comp, tmp, e);
 	if (!rc && (gv_h5_attr_str(f, "backend", m->backend) ||
-		    gv_h5_attr_str(f, "device_name", m->device) ||
-		    gv_h5_attr_str(f, "driver_version", m->driver) ||
-		    gv_h5_attr_str(f, "runtime_version", m->runtime) ||
-		    gv_h5_attr_i64(f, "clock_khz", m->clock_khz) ||
-		    gv_h5_attr_i64(f, "mem_clock_khz", m->mem_clock_khz) ||
-		    gv_h5_attr_str(f, "command_line", m->cmdline) ||
-		    gv_h5_attr_str(f, "schedule", m->schedule) ||
-		    gv_h5_attr_str(f, "peer_access", m->peer) ||
-		    gv_h5_attr_f64(f, "peak_flops", m->peak_flops) ||
-		    gv_h5_attr_f64(f, "peak_bytes_per_s", m->peak_bytes_per_s)))
+	            gv_h5_attr_str(f, "device_name", m->device) ||
+	            gv_h5_attr_str(f, "driver_version", m->driver) ||
+	            gv_h5_attr_str(f, "runtime_version", m->runtime) ||
+	            gv_h5_attr_i64(f, "clock_khz", m->clock_khz) ||
+	            gv_h5_attr_i64(f, "mem_clock_khz", m->mem_clock_khz) ||
+	            gv_h5_attr_str(f, "command_line", m->cmdline) ||
+	            gv_h5_attr_str(f, "schedule", m->schedule) ||
+	            gv_h5_attr_str(f, "peer_access", m->peer) ||
+	            gv_h5_attr_f64(f, "peak_flops", m->peak_flops) ||
+	            gv_h5_attr_f64(f, "peak_bytes_per_s", m->peak_bytes_per_s)))
 		rc = err_set(e, KS_EIO, "%s: cannot write attributes", tmp);
 	H5Tclose(ct);
 	H5Tclose(pt);
@@ -112,7 +111,7 @@ int gv_meas_read(gv_meas_t *m, const char *path, err_t *e)
 	m->copy = rows;
 	if (!rc && H5Lexists(f, "/compute", H5P_DEFAULT) > 0) {
 		rc = gv_h5_read_table(f, "/compute", pt, comp_required, 2, &rows, &m->n_comp, path,
-				      e);
+		                      e);
 		m->comp = rows;
 	}
 	if (!rc) {

@@ -22,16 +22,16 @@
 enum { GV_COPY_H2D = 0, GV_COPY_D2H = 1, GV_COPY_D2D = 2, GV_COPY_P2P = 3 };
 
 typedef struct gv_copy {
-	uint64_t id;        /* res_transfer_t id */
-	int32_t group;      /* replay phase: a plan group, or 0 for a schedule */
-	int32_t kind;       /* GV_COPY_* */
-	int32_t link;       /* MDL_LINK_* it exercised */
-	int32_t shape;      /* MDL_SHAPE_* */
+	uint64_t id;   /* res_transfer_t id */
+	int32_t group; /* replay phase: a plan group, or 0 for a schedule */
+	int32_t kind;  /* GV_COPY_* */
+	int32_t link;  /* MDL_LINK_* it exercised */
+	int32_t shape; /* MDL_SHAPE_* */
 	int32_t stream;
 	int32_t src_dev, dst_dev; /* -1: host memory */
 	uint64_t bytes;
 	uint32_t blocks;
-	uint32_t inner;     /* repeats between timestamps; time is per transfer */
+	uint32_t inner;        /* repeats between timestamps; time is per transfer */
 	int32_t m_same, m_opp; /* concurrent copies on its link: same / reverse direction */
 	int32_t reps;
 	int64_t planned_start_ns, start_ns, end_ns;
@@ -39,10 +39,10 @@ typedef struct gv_copy {
 } gv_copy_t;
 
 typedef struct gv_compute {
-	char op[32];        /* "gemm_qkv", "read", ... */
-	int64_t m, n, k;    /* GEMM shape (m = tokens); read: m = bytes */
+	char op[32];     /* "gemm_qkv", "read", ... */
+	int64_t m, n, k; /* GEMM shape (m = tokens); read: m = bytes */
 	double flops, bytes;
-	int64_t time_ns;    /* median */
+	int64_t time_ns; /* median */
 	double flops_per_s, bytes_per_s;
 } gv_compute_t;
 
@@ -57,7 +57,7 @@ typedef struct gv_meas {
 	int64_t clock_khz, mem_clock_khz;
 	char cmdline[2048];
 	char schedule[1024];
-	char peer[512];     /* how peer copies ran ("0->1 enabled", ...) */
+	char peer[512];                      /* how peer copies ran ("0->1 enabled", ...) */
 	double peak_flops, peak_bytes_per_s; /* 0: unknown */
 } gv_meas_t;
 

@@ -37,18 +37,24 @@ static int push(builder_t *b, int dir, uint64_t bytes, uint32_t blocks, int gran
 		b->cap = cap;
 	}
 	static const int32_t ends[N_DIR][4] = {
-		{-1, -1, 0, 0}, {0, 0, -1, -1}, {0, 0, 0, 1}, {0, 1, 0, 0}};
+	    {-1, -1, 0, 0}, {0, 0, -1, -1}, {0, 0, 0, 1}, {0, 1, 0, 0}};
 	static const int path[N_DIR] = {PATH_PCIE_H2D, PATH_PCIE_D2H, PATH_NVLINK, PATH_NVLINK};
 	double ns = mdl_xfer_predict_ns(&b->model, path[dir],
-					granular ? MDL_SHAPE_GRANULAR : MDL_SHAPE_CONTIG, bytes,
-					blocks, 1, 0);
+	                                granular ? MDL_SHAPE_GRANULAR : MDL_SHAPE_CONTIG, bytes,
+	                                blocks, 1, 0);
 	res_transfer_t *t = &b->t[b->n];
 	*t = (res_transfer_t){.id = b->n,
-			      .src_instance = ends[dir][0], .src_gpu = ends[dir][1],
-			      .dst_instance = ends[dir][2], .dst_gpu = ends[dir][3],
-			      .bytes = bytes, .blocks = blocks, .klass = XFER_FOREGROUND,
-			      .path_kind = path[dir], .granular = granular,
-			      .start_ns = b->clock, .end_ns = b->clock + (int64_t)ceil(ns)};
+	                      .src_instance = ends[dir][0],
+	                      .src_gpu = ends[dir][1],
+	                      .dst_instance = ends[dir][2],
+	                      .dst_gpu = ends[dir][3],
+	                      .bytes = bytes,
+	                      .blocks = blocks,
+	                      .klass = XFER_FOREGROUND,
+	                      .path_kind = path[dir],
+	                      .granular = granular,
+	                      .start_ns = b->clock,
+	                      .end_ns = b->clock + (int64_t)ceil(ns)};
 	if (t->end_ns - t->start_ns > b->longest)
 		b->longest = t->end_ns - t->start_ns;
 	b->n++;
@@ -75,8 +81,9 @@ int gv_plan_build(const gv_plan_opts_t *o, res_transfer_t **out, size_t *n, err_
 	*n = 0;
 	if (o->min_bytes < 256 || o->max_bytes < o->min_bytes || o->per_octave < 1 ||
 	    o->per_octave > 16 || o->max_streams < 1 || o->max_streams > 64)
-		return err_set(e, KS_EINPUT, "plan: need 256 <= min-bytes <= max-bytes, "
-					     "1 <= per-octave <= 16, 1 <= streams <= 64");
+		return err_set(e, KS_EINPUT,
+		               "plan: need 256 <= min-bytes <= max-bytes, "
+		               "1 <= per-octave <= 16, 1 <= streams <= 64");
 	builder_t b = {0};
 	mdl_xfer_default(&b.model);
 	int rc = 0;

@@ -85,7 +85,8 @@ static void count_sharing(gv_op_t *op, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		int same = 0, opp = 0;
-		int64_t a0 = op[i].offset_ns, a1 = a0 + (op[i].planned_ns > 0 ? op[i].planned_ns : 1);
+		int64_t a0 = op[i].offset_ns,
+			a1 = a0 + (op[i].planned_ns > 0 ? op[i].planned_ns : 1);
 		for (size_t j = 0; j < n; j++) {
 			int64_t b0 = op[j].offset_ns,
 				b1 = b0 + (op[j].planned_ns > 0 ? op[j].planned_ns : 1);
@@ -123,7 +124,8 @@ int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t 
 	int64_t t0 = s->n ? by[0]->start_ns : 0, phase_t0 = t0, last_start = INT64_MIN;
 	for (size_t i = 0; i < s->n; i++) {
 		const res_transfer_t *t = by[i];
-		if ((o->limit && r->n_op >= o->limit) || (o->span_ns > 0 && t->start_ns - t0 > o->span_ns)) {
+		if ((o->limit && r->n_op >= o->limit) ||
+		    (o->span_ns > 0 && t->start_ns - t0 > o->span_ns)) {
 			r->skipped_limit++;
 			continue;
 		}
@@ -146,16 +148,21 @@ int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t 
 		op->id = t->id;
 		op->src_dev = sd;
 		op->dst_dev = dd;
-		op->kind = sd < 0 ? GV_COPY_H2D : dd < 0 ? GV_COPY_D2H : sd == dd ? GV_COPY_D2D : GV_COPY_P2P;
-		op->link = sd < 0 ? MDL_LINK_PCIE_H2D : dd < 0 ? MDL_LINK_PCIE_D2H
-					: sd == dd ? MDL_LINK_LOCAL : MDL_LINK_NVLINK;
+		op->kind = sd < 0     ? GV_COPY_H2D
+		           : dd < 0   ? GV_COPY_D2H
+		           : sd == dd ? GV_COPY_D2D
+		                      : GV_COPY_P2P;
+		op->link = sd < 0     ? MDL_LINK_PCIE_H2D
+		           : dd < 0   ? MDL_LINK_PCIE_D2H
+		           : sd == dd ? MDL_LINK_LOCAL
+		                      : MDL_LINK_NVLINK;
 		op->bytes = t->bytes;
 		op->blocks = t->blocks ? t->blocks : 1;
 		if (op->blocks > op->bytes)
 			op->blocks = (uint32_t)op->bytes;
 		op->shape = t->granular && op->blocks > 1
-				    ? (o->batch ? MDL_SHAPE_BATCH : MDL_SHAPE_GRANULAR)
-				    : MDL_SHAPE_CONTIG;
+		                ? (o->batch ? MDL_SHAPE_BATCH : MDL_SHAPE_GRANULAR)
+		                : MDL_SHAPE_CONTIG;
 		op->phase = phase;
 		op->offset_ns = t->start_ns - phase_t0;
 		op->planned_start_ns = t->start_ns;

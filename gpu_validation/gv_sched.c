@@ -8,10 +8,9 @@
 
 /* Member names are the contract with the outputs module: exactly the field
  * names of res_transfer_t. */
-static const char *const members[] = {"id",	"src_instance", "src_gpu",   "dst_instance",
-				      "dst_gpu", "bytes",	"blocks",    "klass",
-				      "path_kind", "granular",	"start_ns",  "end_ns",
-				      "cancelled"};
+static const char *const members[] = {
+    "id",    "src_instance", "src_gpu",  "dst_instance", "dst_gpu", "bytes",    "blocks",
+    "klass", "path_kind",    "granular", "start_ns",     "end_ns",  "cancelled"};
 #define N_MEMBERS (sizeof members / sizeof members[0])
 
 hid_t gv_sched_h5type(void)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *const link_names[MDL_LINK_N] = {"nvlink", "pcie_h2d", "pcie_d2h", "net",
-						   "local"};
+                                                   "local"};
 
 const char *mdl_xfer_link_name(int kind)
 {
@@ -25,7 +25,7 @@ int mdl_xfer_link_parse(const char *name)
 }
 
 static void link_set(mdl_xfer_link_t *l, double alpha_ns, double bw_gbps, double overhead_ns,
-		     double share_same, double share_opp)
+                     double share_same, double share_opp)
 {
 	memset(l, 0, sizeof *l);
 	l->n_pieces = 1;
@@ -131,7 +131,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	int k = mdl_xfer_link_parse(section + 5);
 	if (k < 0) {
 		snprintf(c->msg, sizeof c->msg,
-			 "[%s]: unknown link kind (nvlink, pcie_h2d, pcie_d2h, net, local)", section);
+		         "[%s]: unknown link kind (nvlink, pcie_h2d, pcie_d2h, net, local)",
+		         section);
 		c->failed = 1;
 		return 0;
 	}
@@ -158,11 +159,11 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		}
 		*(isbw ? &c->n_bw[k] : &c->n_alpha[k]) = n;
 	} else {
-		double *dst = !strcmp(name, "overhead_ns")	 ? &l->overhead_ns
-			      : !strcmp(name, "batch_overhead_ns") ? &l->batch_overhead_ns
-			      : !strcmp(name, "share_same")	 ? &l->share_same
-			      : !strcmp(name, "share_opp")	 ? &l->share_opp
-								 : NULL;
+		double *dst = !strcmp(name, "overhead_ns")         ? &l->overhead_ns
+		              : !strcmp(name, "batch_overhead_ns") ? &l->batch_overhead_ns
+		              : !strcmp(name, "share_same")        ? &l->share_same
+		              : !strcmp(name, "share_opp")         ? &l->share_opp
+		                                                   : NULL;
 		if (!dst) {
 			snprintf(c->msg, sizeof c->msg, "[%s] %s: unknown key", section, name);
 			c->failed = 1;
@@ -187,15 +188,15 @@ static int finish_load(load_ctx_t *c)
 		int n = c->n_edges[k] + 1;
 		if (c->n_alpha[k] != n || c->n_bw[k] != n)
 			return err_set(c->e, KS_EINPUT,
-				       "%s: [link.%s]: edges has %d entries, so alpha_ns and "
-				       "bw_gbps need %d each (have %d and %d)",
-				       c->origin, link_names[k], n - 1, n, c->n_alpha[k],
-				       c->n_bw[k]);
+			               "%s: [link.%s]: edges has %d entries, so alpha_ns and "
+			               "bw_gbps need %d each (have %d and %d)",
+			               c->origin, link_names[k], n - 1, n, c->n_alpha[k],
+			               c->n_bw[k]);
 		mdl_xfer_link_t *l = &c->x->link[k];
 		l->n_pieces = n;
 		for (int i = 0; i < n; i++)
 			l->piece[i] = (mdl_xfer_piece_t){i < n - 1 ? c->edges[k][i] : UINT64_MAX,
-							 c->alpha[k][i], c->bw[k][i]};
+			                                 c->alpha[k][i], c->bw[k][i]};
 	}
 	return 0;
 }
@@ -261,6 +262,12 @@ int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e)
 	return rc;
 }
 
+int mdl_xfer_init(mdl_xfer_t *x, const char *path, err_t *e)
+{
+	mdl_xfer_default(x);
+	return path && *path ? mdl_xfer_load(x, path, e) : 0;
+}
+
 int mdl_xfer_write(const mdl_xfer_t *x, FILE *f, const char *comment, unsigned links)
 {
 	if (comment) {
@@ -279,7 +286,8 @@ int mdl_xfer_write(const mdl_xfer_t *x, FILE *f, const char *comment, unsigned l
 			continue;
 		fprintf(f, "\n[link.%s]\nedges = ", link_names[k]);
 		for (int i = 0; i + 1 < l->n_pieces; i++)
-			fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)l->piece[i].max_bytes);
+			fprintf(f, "%s%llu", i ? ", " : "",
+			        (unsigned long long)l->piece[i].max_bytes);
 		fprintf(f, "\nalpha_ns = ");
 		for (int i = 0; i < l->n_pieces; i++)
 			fprintf(f, "%s%.6g", i ? ", " : "", l->piece[i].alpha_ns);
@@ -287,7 +295,7 @@ int mdl_xfer_write(const mdl_xfer_t *x, FILE *f, const char *comment, unsigned l
 		for (int i = 0; i < l->n_pieces; i++)
 			fprintf(f, "%s%.6g", i ? ", " : "", l->piece[i].bw_gbps);
 		fprintf(f, "\noverhead_ns = %.6g\nbatch_overhead_ns = %.6g\n", l->overhead_ns,
-			l->batch_overhead_ns);
+		        l->batch_overhead_ns);
 		fprintf(f, "share_same = %.6g\nshare_opp = %.6g\n", l->share_same, l->share_opp);
 	}
 	if (isfinite(x->mfu) || isfinite(x->mbu)) {
@@ -329,7 +337,7 @@ int64_t mdl_xfer_time_ns(const mdl_xfer_t *x, int kind, uint64_t bytes)
 }
 
 int64_t mdl_xfer_copy_overhead_ns(const mdl_xfer_t *x, int kind, int shape, uint32_t nblocks,
-				  uint64_t block_bytes)
+                                  uint64_t block_bytes)
 {
 	(void)block_bytes; /* the overhead is per call, whatever the block size */
 	if (kind < 0 || kind >= MDL_LINK_N || shape == MDL_SHAPE_CONTIG)
@@ -340,7 +348,7 @@ int64_t mdl_xfer_copy_overhead_ns(const mdl_xfer_t *x, int kind, int shape, uint
 }
 
 double mdl_xfer_predict_ns(const mdl_xfer_t *x, int kind, int shape, uint64_t bytes,
-			   uint32_t nblocks, int m_same, int m_opp)
+                           uint32_t nblocks, int m_same, int m_opp)
 {
 	if (kind < 0 || kind >= MDL_LINK_N)
 		kind = MDL_LINK_NET;

@@ -52,14 +52,17 @@ typedef struct mdl_xfer_link {
 
 typedef struct mdl_xfer {
 	mdl_xfer_link_t link[MDL_LINK_N];
-	double mfu, mbu;          /* compute efficiency factors; NAN when unknown */
-	char device[128];         /* what the parameters describe */
-	char source[256];         /* file or "defaults" */
+	double mfu, mbu;  /* compute efficiency factors; NAN when unknown */
+	char device[128]; /* what the parameters describe */
+	char source[256]; /* file or "defaults" */
 } mdl_xfer_t;
 
 /* Fills x with round datasheet figures for an H100/H200-class node (see the
  * comments in mdl_xfer.c for the sources); used when no calibration exists. */
 void mdl_xfer_default(mdl_xfer_t *x);
+/* What a simulation should call: defaults, then the calibration file at
+ * path when path is non-NULL and non-empty (the config names one). */
+int mdl_xfer_init(mdl_xfer_t *x, const char *path, err_t *e);
 /* Loads a calibration file over the current contents of x (keys it lacks
  * keep their values). */
 int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e);
@@ -83,12 +86,12 @@ double mdl_xfer_bw(const mdl_xfer_t *x, int kind, uint64_t bytes);
 int64_t mdl_xfer_time_ns(const mdl_xfer_t *x, int kind, uint64_t bytes);
 /* Extra time a transfer of nblocks blocks pays for its shape: 0 when
  * contiguous, nblocks*overhead (granular) or nblocks*batch_overhead (batch). */
-int64_t mdl_xfer_copy_overhead_ns(const mdl_xfer_t *x, int kind, int shape,
-				  uint32_t nblocks, uint64_t block_bytes);
+int64_t mdl_xfer_copy_overhead_ns(const mdl_xfer_t *x, int kind, int shape, uint32_t nblocks,
+                                  uint64_t block_bytes);
 /* Full prediction for one transfer of `bytes` in `nblocks` blocks with the
  * given shape, m_same >= 1 concurrent copies on its link and direction and
  * m_opp on the reverse; the formula in the header comment. */
 double mdl_xfer_predict_ns(const mdl_xfer_t *x, int kind, int shape, uint64_t bytes,
-			   uint32_t nblocks, int m_same, int m_opp);
+                           uint32_t nblocks, int m_same, int m_opp);
 
 #endif

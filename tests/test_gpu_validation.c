@@ -48,12 +48,18 @@ static const char *tmp(const char *name)
 	return buf[i];
 }
 
-static res_transfer_t xf(uint64_t id, int si, int sg, int di, int dg, uint64_t bytes,
-			 int64_t start, int64_t end)
+static res_transfer_t xf(uint64_t id, int si, int sg, int di, int dg, uint64_t bytes, int64_t start,
+                         int64_t end)
 {
-	return (res_transfer_t){.id = id, .src_instance = si, .src_gpu = sg, .dst_instance = di,
-				.dst_gpu = dg, .bytes = bytes, .blocks = 1, .start_ns = start,
-				.end_ns = end};
+	return (res_transfer_t){.id = id,
+	                        .src_instance = si,
+	                        .src_gpu = sg,
+	                        .dst_instance = di,
+	                        .dst_gpu = dg,
+	                        .bytes = bytes,
+	                        .blocks = 1,
+	                        .start_ns = start,
+	                        .end_ns = end};
 }
 
 /* ---- schedule I/O -------------------------------------------------------------- */
@@ -71,12 +77,12 @@ typedef struct other_row {
 } other_row_t;
 
 static int write_other_layout(const char *path, const other_row_t *rows, size_t n,
-			      const char *skip_member)
+                              const char *skip_member)
 {
 	hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(other_row_t));
-#define M(name, type)                                                                     \
-	if (!skip_member || strcmp(skip_member, #name))                                   \
-		H5Tinsert(t, #name, HOFFSET(other_row_t, name), type)
+#define M(name, type)                                                                              \
+	if (!skip_member || strcmp(skip_member, #name))                                            \
+	H5Tinsert(t, #name, HOFFSET(other_row_t, name), type)
 	M(end_ns, H5T_NATIVE_INT64);
 	M(start_ns, H5T_NATIVE_INT64);
 	M(cancelled, H5T_NATIVE_INT32);
@@ -103,12 +109,30 @@ static int write_other_layout(const char *path, const other_row_t *rows, size_t 
 static void test_schedule_members_are_read_by_name_not_position(void **state)
 {
 	(void)state;
-	other_row_t rows[2] = {
-		{.end_ns = 900, .start_ns = 100, .cancelled = 0, .granular = 1, .path_kind = 1,
-		 .klass = 1, .extra = 3.5, .blocks = 4, .bytes = 65536, .dst_gpu = 1,
-		 .dst_instance = 2, .src_gpu = -1, .src_instance = -1, .id = 77},
-		{.end_ns = 50, .start_ns = 10, .cancelled = 1, .bytes = 8, .blocks = 1, .id = 78,
-		 .src_instance = 3, .src_gpu = 0, .dst_instance = 4, .dst_gpu = 1}};
+	other_row_t rows[2] = {{.end_ns = 900,
+	                        .start_ns = 100,
+	                        .cancelled = 0,
+	                        .granular = 1,
+	                        .path_kind = 1,
+	                        .klass = 1,
+	                        .extra = 3.5,
+	                        .blocks = 4,
+	                        .bytes = 65536,
+	                        .dst_gpu = 1,
+	                        .dst_instance = 2,
+	                        .src_gpu = -1,
+	                        .src_instance = -1,
+	                        .id = 77},
+	                       {.end_ns = 50,
+	                        .start_ns = 10,
+	                        .cancelled = 1,
+	                        .bytes = 8,
+	                        .blocks = 1,
+	                        .id = 78,
+	                        .src_instance = 3,
+	                        .src_gpu = 0,
+	                        .dst_instance = 4,
+	                        .dst_gpu = 1}};
 	const char *p = tmp("other.h5");
 	assert_int_equal(write_other_layout(p, rows, 2, NULL), 0);
 	gv_sched_t s;
@@ -149,7 +173,7 @@ static void test_schedule_written_then_read_is_identical_and_keeps_plan_mark(voi
 {
 	(void)state;
 	res_transfer_t t[3] = {xf(1, -1, -1, 0, 0, 4096, 0, 10), xf(2, 0, 0, -1, -1, 8192, 5, 20),
-			       xf(3, 0, 0, 1, 0, 1 << 20, 7, 99)};
+	                       xf(3, 0, 0, 1, 0, 1 << 20, 7, 99)};
 	t[2].granular = 1;
 	t[2].blocks = 16;
 	t[2].cancelled = 1;
@@ -170,12 +194,11 @@ static void test_schedule_written_then_read_is_identical_and_keeps_plan_mark(voi
 static void test_endpoints_map_to_devices_and_kinds(void **state)
 {
 	(void)state;
-	res_transfer_t t[5] = {
-		xf(1, -1, -1, 0, 0, 100, 0, 10),  /* host -> (0,0) */
-		xf(2, 0, 0, -1, -1, 100, 0, 10),  /* (0,0) -> host */
-		xf(3, 0, 0, 0, 1, 100, 0, 10),    /* (0,0) -> (0,1) */
-		xf(4, -1, -1, -1, -1, 100, 0, 10),/* host -> host: skipped */
-		xf(5, 1, 0, 0, 0, 100, 0, 10)};   /* (1,0) -> (0,0) */
+	res_transfer_t t[5] = {xf(1, -1, -1, 0, 0, 100, 0, 10),   /* host -> (0,0) */
+	                       xf(2, 0, 0, -1, -1, 100, 0, 10),   /* (0,0) -> host */
+	                       xf(3, 0, 0, 0, 1, 100, 0, 10),     /* (0,0) -> (0,1) */
+	                       xf(4, -1, -1, -1, -1, 100, 0, 10), /* host -> host: skipped */
+	                       xf(5, 1, 0, 0, 0, 100, 0, 10)};    /* (1,0) -> (0,0) */
 	t[4].cancelled = 1;
 	gv_sched_t s = {t, 5, 0};
 	gv_replay_t r;
@@ -224,9 +247,9 @@ static void test_overlapping_flows_get_their_own_streams_and_sequential_ones_sha
 {
 	(void)state;
 	res_transfer_t t[5] = {
-		xf(1, -1, -1, 0, 0, 100, 1000, 2000), xf(2, -1, -1, 0, 0, 100, 1500, 2500),
-		xf(3, 0, 0, -1, -1, 100, 1600, 1700), xf(4, -1, -1, 0, 0, 100, 2000, 3000),
-		xf(5, -1, -1, 0, 0, 100, 9000, 9100)};
+	    xf(1, -1, -1, 0, 0, 100, 1000, 2000), xf(2, -1, -1, 0, 0, 100, 1500, 2500),
+	    xf(3, 0, 0, -1, -1, 100, 1600, 1700), xf(4, -1, -1, 0, 0, 100, 2000, 3000),
+	    xf(5, -1, -1, 0, 0, 100, 9000, 9100)};
 	gv_sched_t s = {t, 5, 0};
 	gv_replay_t r;
 	err_t e = {0};
@@ -269,9 +292,9 @@ static void test_plan_groups_are_isolated_phases_with_batched_tiny_copies(void *
 {
 	(void)state;
 	res_transfer_t t[5] = {
-		xf(1, -1, -1, 0, 0, 4096, 0, 10),     xf(2, -1, -1, 0, 0, 4096, 100, 110),
-		xf(3, -1, -1, 0, 0, 4096, 100, 110),  xf(4, 0, 0, -1, -1, 4096, 100, 110),
-		xf(5, -1, -1, 0, 0, 1 << 21, 200, 300)};
+	    xf(1, -1, -1, 0, 0, 4096, 0, 10), xf(2, -1, -1, 0, 0, 4096, 100, 110),
+	    xf(3, -1, -1, 0, 0, 4096, 100, 110), xf(4, 0, 0, -1, -1, 4096, 100, 110),
+	    xf(5, -1, -1, 0, 0, 1 << 21, 200, 300)};
 	t[4].granular = 1;
 	t[4].blocks = 32;
 	gv_sched_t s = {t, 5, 1};
@@ -347,12 +370,12 @@ static void test_plan_covers_sizes_directions_shapes_and_concurrency(void **stat
 /* ---- fit ------------------------------------------------------------------------ */
 
 static const mdl_xfer_link_t truth = {
-	.n_pieces = 3,
-	.piece = {{65536, 4000, 8}, {2097152, 6000, 30}, {UINT64_MAX, 9000, 52}},
-	.overhead_ns = 1800,
-	.batch_overhead_ns = 400,
-	.share_same = 0.85,
-	.share_opp = 0.12};
+    .n_pieces = 3,
+    .piece = {{65536, 4000, 8}, {2097152, 6000, 30}, {UINT64_MAX, 9000, 52}},
+    .overhead_ns = 1800,
+    .batch_overhead_ns = 400,
+    .share_same = 0.85,
+    .share_opp = 0.12};
 
 /* Deterministic noise in [-amp, amp] (a fixed LCG, so the test never flakes). */
 static double noise(uint64_t *s, double amp)
@@ -368,16 +391,22 @@ static size_t synth(gv_copy_t *c, size_t cap, int link, double amp)
 	x.link[link] = truth;
 	size_t n = 0;
 	uint64_t rng = 42;
-#define ADD(shape_, bytes_, blocks_, ms_, mo_)                                              \
-	do {                                                                              \
-		assert_true(n < cap);                                                     \
-		gv_copy_t *k = &c[n];                                                     \
-		*k = (gv_copy_t){.id = n, .link = link, .shape = shape_, .bytes = bytes_,  \
-				 .blocks = blocks_, .m_same = ms_, .m_opp = mo_, .reps = 1};  \
-		double t = mdl_xfer_predict_ns(&x, link, shape_, bytes_, blocks_, ms_, mo_);  \
-		k->start_ns = 1000000 * (int64_t)n;                                        \
-		k->end_ns = k->start_ns + llround(t * (1 + noise(&rng, amp)));             \
-		n++;                                                                       \
+#define ADD(shape_, bytes_, blocks_, ms_, mo_)                                                     \
+	do {                                                                                       \
+		assert_true(n < cap);                                                              \
+		gv_copy_t *k = &c[n];                                                              \
+		*k = (gv_copy_t){.id = n,                                                          \
+		                 .link = link,                                                     \
+		                 .shape = shape_,                                                  \
+		                 .bytes = bytes_,                                                  \
+		                 .blocks = blocks_,                                                \
+		                 .m_same = ms_,                                                    \
+		                 .m_opp = mo_,                                                     \
+		                 .reps = 1};                                                       \
+		double t = mdl_xfer_predict_ns(&x, link, shape_, bytes_, blocks_, ms_, mo_);       \
+		k->start_ns = 1000000 * (int64_t)n;                                                \
+		k->end_ns = k->start_ns + llround(t * (1 + noise(&rng, amp)));                     \
+		n++;                                                                               \
 	} while (0)
 	for (int i = 0; i <= 4 * 14; i++) /* 4 KiB .. 64 MiB, 4 per octave */
 		ADD(MDL_SHAPE_CONTIG, (uint64_t)llround(4096 * pow(2, i / 4.0)), 1, 1, 0);
@@ -401,7 +430,7 @@ static void assert_close(double got, double want, double rel, const char *what)
 {
 	if (fabs(got - want) > rel * fabs(want))
 		fail_msg("%s: fitted %.6g, true %.6g (%.3f%% off)", what, got, want,
-			 100 * fabs(got - want) / fabs(want));
+		         100 * fabs(got - want) / fabs(want));
 }
 
 static void test_fit_recovers_known_parameters_within_one_percent(void **state)
@@ -449,7 +478,8 @@ static void test_fit_drops_a_piece_without_data_and_says_when_too_little(void **
 	size_t n = synth(c, 400, MDL_LINK_PCIE_D2H, 0);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) /* keep only copies of <= 64 KiB per call */
-		if ((c[i].shape == MDL_SHAPE_CONTIG ? c[i].bytes : c[i].bytes / c[i].blocks) <= 65536)
+		if ((c[i].shape == MDL_SHAPE_CONTIG ? c[i].bytes : c[i].bytes / c[i].blocks) <=
+		    65536)
 			c[k++] = c[i];
 	m.n_copy = k;
 	gv_fit_opts_t fo;
@@ -472,13 +502,12 @@ static void test_fit_turns_compute_rows_into_mfu_and_mbu(void **state)
 {
 	(void)state;
 	gv_copy_t c[400];
-	gv_compute_t comp[4] = {
-		{.op = "gemm_qkv", .m = 16, .flops_per_s = 100e12},
-		{.op = "gemm_o", .m = 512, .flops_per_s = 500e12},
-		{.op = "gemm_down", .m = 2048, .flops_per_s = 700e12},
-		{.op = "read", .m = 1 << 30, .bytes_per_s = 4e12}};
-	gv_meas_t m = {.copy = c, .comp = comp, .n_comp = 4, .peak_flops = 1000e12,
-		       .peak_bytes_per_s = 5e12};
+	gv_compute_t comp[4] = {{.op = "gemm_qkv", .m = 16, .flops_per_s = 100e12},
+	                        {.op = "gemm_o", .m = 512, .flops_per_s = 500e12},
+	                        {.op = "gemm_down", .m = 2048, .flops_per_s = 700e12},
+	                        {.op = "read", .m = 1 << 30, .bytes_per_s = 4e12}};
+	gv_meas_t m = {
+	    .copy = c, .comp = comp, .n_comp = 4, .peak_flops = 1000e12, .peak_bytes_per_s = 5e12};
 	m.n_copy = synth(c, 400, MDL_LINK_PCIE_H2D, 0);
 	gv_fit_opts_t fo;
 	gv_fit_defaults(&fo);
@@ -518,16 +547,44 @@ static void test_error_summary_uses_absolute_values_and_nearest_rank(void **stat
 static void test_measurements_round_trip_with_attributes(void **state)
 {
 	(void)state;
-	gv_copy_t c[2] = {{.id = 5, .kind = GV_COPY_P2P, .link = MDL_LINK_NVLINK, .bytes = 1 << 20,
-			   .blocks = 1, .inner = 1, .m_same = 1, .start_ns = 10, .end_ns = 30,
-			   .src_dev = 0, .dst_dev = 1, .reps = 5, .min_ns = 19, .max_ns = 25},
-			  {.id = 6, .kind = GV_COPY_H2D, .shape = MDL_SHAPE_GRANULAR, .bytes = 4096,
-			   .blocks = 4, .inner = 16, .m_same = 2, .m_opp = 1, .start_ns = 5,
-			   .end_ns = 9, .src_dev = -1}};
-	gv_compute_t k = {.op = "gemm_o", .m = 16, .n = 4096, .k = 4096, .flops = 5.4e8,
-			  .time_ns = 1234, .flops_per_s = 4.4e14};
-	gv_meas_t m = {.copy = c, .n_copy = 2, .comp = &k, .n_comp = 1, .clock_khz = 1980000,
-		       .peak_flops = 9.894e14};
+	gv_copy_t c[2] = {{.id = 5,
+	                   .kind = GV_COPY_P2P,
+	                   .link = MDL_LINK_NVLINK,
+	                   .bytes = 1 << 20,
+	                   .blocks = 1,
+	                   .inner = 1,
+	                   .m_same = 1,
+	                   .start_ns = 10,
+	                   .end_ns = 30,
+	                   .src_dev = 0,
+	                   .dst_dev = 1,
+	                   .reps = 5,
+	                   .min_ns = 19,
+	                   .max_ns = 25},
+	                  {.id = 6,
+	                   .kind = GV_COPY_H2D,
+	                   .shape = MDL_SHAPE_GRANULAR,
+	                   .bytes = 4096,
+	                   .blocks = 4,
+	                   .inner = 16,
+	                   .m_same = 2,
+	                   .m_opp = 1,
+	                   .start_ns = 5,
+	                   .end_ns = 9,
+	                   .src_dev = -1}};
+	gv_compute_t k = {.op = "gemm_o",
+	                  .m = 16,
+	                  .n = 4096,
+	                  .k = 4096,
+	                  .flops = 5.4e8,
+	                  .time_ns = 1234,
+	                  .flops_per_s = 4.4e14};
+	gv_meas_t m = {.copy = c,
+	               .n_copy = 2,
+	               .comp = &k,
+	               .n_comp = 1,
+	               .clock_khz = 1980000,
+	               .peak_flops = 9.894e14};
 	snprintf(m.backend, sizeof m.backend, "cuda");
 	snprintf(m.device, sizeof m.device, "NVIDIA H200");
 	snprintf(m.cmdline, sizeof m.cmdline, "kvreplay plan.h5");
@@ -562,15 +619,30 @@ static void test_check_joins_by_id_and_reports_model_and_simulator_error(void **
 	mdl_xfer_default(&x);
 	x.link[MDL_LINK_PCIE_H2D] = truth;
 	res_transfer_t t[2] = {xf(10, -1, -1, 0, 0, 8 << 20, 0, 200000),
-			       xf(11, -1, -1, 0, 0, 8 << 20, 0, 100000)};
-	double pred = mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_CONTIG, 8 << 20, 1, 1, 0);
-	gv_copy_t c[3] = {
-		{.id = 11, .link = MDL_LINK_PCIE_H2D, .bytes = 8 << 20, .blocks = 1, .m_same = 1,
-		 .start_ns = 0, .end_ns = llround(pred)},
-		{.id = 10, .link = MDL_LINK_PCIE_H2D, .bytes = 8 << 20, .blocks = 1, .m_same = 1,
-		 .start_ns = 0, .end_ns = llround(pred * 1.25)},
-		{.id = 99, .link = MDL_LINK_PCIE_H2D, .bytes = 1, .blocks = 1, .m_same = 1,
-		 .start_ns = 0, .end_ns = 5}};
+	                       xf(11, -1, -1, 0, 0, 8 << 20, 0, 100000)};
+	double pred =
+	    mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_CONTIG, 8 << 20, 1, 1, 0);
+	gv_copy_t c[3] = {{.id = 11,
+	                   .link = MDL_LINK_PCIE_H2D,
+	                   .bytes = 8 << 20,
+	                   .blocks = 1,
+	                   .m_same = 1,
+	                   .start_ns = 0,
+	                   .end_ns = llround(pred)},
+	                  {.id = 10,
+	                   .link = MDL_LINK_PCIE_H2D,
+	                   .bytes = 8 << 20,
+	                   .blocks = 1,
+	                   .m_same = 1,
+	                   .start_ns = 0,
+	                   .end_ns = llround(pred * 1.25)},
+	                  {.id = 99,
+	                   .link = MDL_LINK_PCIE_H2D,
+	                   .bytes = 1,
+	                   .blocks = 1,
+	                   .m_same = 1,
+	                   .start_ns = 0,
+	                   .end_ns = 5}};
 	gv_sched_t s = {t, 2, 0};
 	gv_meas_t m = {.copy = c, .n_copy = 3};
 	gv_check_row_t *rows;
@@ -592,19 +664,20 @@ static void test_check_joins_by_id_and_reports_model_and_simulator_error(void **
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_schedule_members_are_read_by_name_not_position),
-		cmocka_unit_test(test_schedule_without_a_member_is_rejected_naming_it),
-		cmocka_unit_test(test_schedule_written_then_read_is_identical_and_keeps_plan_mark),
-		cmocka_unit_test(test_endpoints_map_to_devices_and_kinds),
-		cmocka_unit_test(test_overlapping_flows_get_their_own_streams_and_sequential_ones_share),
-		cmocka_unit_test(test_plan_groups_are_isolated_phases_with_batched_tiny_copies),
-		cmocka_unit_test(test_plan_covers_sizes_directions_shapes_and_concurrency),
-		cmocka_unit_test(test_fit_recovers_known_parameters_within_one_percent),
-		cmocka_unit_test(test_fit_drops_a_piece_without_data_and_says_when_too_little),
-		cmocka_unit_test(test_fit_turns_compute_rows_into_mfu_and_mbu),
-		cmocka_unit_test(test_error_summary_uses_absolute_values_and_nearest_rank),
-		cmocka_unit_test(test_measurements_round_trip_with_attributes),
-		cmocka_unit_test(test_check_joins_by_id_and_reports_model_and_simulator_error),
+	    cmocka_unit_test(test_schedule_members_are_read_by_name_not_position),
+	    cmocka_unit_test(test_schedule_without_a_member_is_rejected_naming_it),
+	    cmocka_unit_test(test_schedule_written_then_read_is_identical_and_keeps_plan_mark),
+	    cmocka_unit_test(test_endpoints_map_to_devices_and_kinds),
+	    cmocka_unit_test(
+		test_overlapping_flows_get_their_own_streams_and_sequential_ones_share),
+	    cmocka_unit_test(test_plan_groups_are_isolated_phases_with_batched_tiny_copies),
+	    cmocka_unit_test(test_plan_covers_sizes_directions_shapes_and_concurrency),
+	    cmocka_unit_test(test_fit_recovers_known_parameters_within_one_percent),
+	    cmocka_unit_test(test_fit_drops_a_piece_without_data_and_says_when_too_little),
+	    cmocka_unit_test(test_fit_turns_compute_rows_into_mfu_and_mbu),
+	    cmocka_unit_test(test_error_summary_uses_absolute_values_and_nearest_rank),
+	    cmocka_unit_test(test_measurements_round_trip_with_attributes),
+	    cmocka_unit_test(test_check_joins_by_id_and_reports_model_and_simulator_error),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

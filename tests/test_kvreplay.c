@@ -72,10 +72,10 @@ static void test_host_backend_replays_a_plan_then_fit_and_check_work(void **stat
 {
 	(void)state;
 	expect_rc(run("%s calibrate plan -o %s/plan.h5 --max-bytes 256K --streams 4", kvsim, dir),
-		  0, "plan");
+	          0, "plan");
 	expect_rc(run("%s --backend host --reps 3 --warmup 1 -q %s/plan.h5 -o %s/meas.h5", kvreplay,
-		      dir, dir),
-		  0, "kvreplay host");
+	              dir, dir),
+	          0, "kvreplay host");
 	char path[256];
 	snprintf(path, sizeof path, "%s/plan.h5", dir);
 	gv_sched_t s;
@@ -95,7 +95,8 @@ static void test_host_backend_replays_a_plan_then_fit_and_check_work(void **stat
 		const gv_copy_t *c = &m.copy[i];
 		assert_true(c->end_ns > c->start_ns);
 		assert_int_equal(c->reps, 3);
-		assert_true(c->min_ns <= c->end_ns - c->start_ns && c->end_ns - c->start_ns <= c->max_ns);
+		assert_true(c->min_ns <= c->end_ns - c->start_ns &&
+		            c->end_ns - c->start_ns <= c->max_ns);
 		assert_true(c->inner >= 1 && c->inner <= 64);
 		shapes |= 1 << c->shape;
 		kinds |= 1 << c->kind;
@@ -122,8 +123,8 @@ static void test_host_backend_replays_a_plan_then_fit_and_check_work(void **stat
 			assert_true(x.link[k].piece[i].bw_gbps > 0);
 
 	expect_rc(run("%s calibrate check %s/plan.h5 %s/meas.h5 --calibration %s/host.ini", kvsim,
-		      dir, dir, dir),
-		  0, "check");
+	              dir, dir, dir),
+	          0, "check");
 	assert_non_null(strstr(out, "copies matched, 0 measured copies without"));
 	assert_non_null(strstr(out, "model     n="));
 }
@@ -133,30 +134,72 @@ static void test_host_backend_replays_a_run_schedule_at_its_offsets(void **state
 	(void)state;
 	/* what a kvsim run writes: flows that overlap, one cancelled, one between
 	 * two host tiers, a block-granular fetch */
-	res_transfer_t t[6] = {
-		{.id = 100, .src_instance = -1, .src_gpu = -1, .dst_instance = 0, .dst_gpu = 0,
-		 .bytes = 1 << 20, .blocks = 16, .granular = 1, .path_kind = PATH_PCIE_H2D,
-		 .start_ns = 5000000, .end_ns = 5400000},
-		{.id = 101, .src_instance = 0, .src_gpu = 0, .dst_instance = 1, .dst_gpu = 0,
-		 .bytes = 512 << 10, .blocks = 8, .path_kind = PATH_NVLINK, .start_ns = 5100000,
-		 .end_ns = 5300000},
-		{.id = 102, .src_instance = 1, .src_gpu = 0, .dst_instance = -1, .dst_gpu = -1,
-		 .bytes = 256 << 10, .blocks = 4, .path_kind = PATH_PCIE_D2H, .start_ns = 7000000,
-		 .end_ns = 7100000},
-		{.id = 103, .src_instance = 0, .src_gpu = 0, .dst_instance = 1, .dst_gpu = 0,
-		 .bytes = 1 << 20, .blocks = 16, .cancelled = 1, .start_ns = 5000000,
-		 .end_ns = 5050000},
-		{.id = 104, .src_instance = -1, .src_gpu = -1, .dst_instance = -1, .dst_gpu = -1,
-		 .bytes = 4096, .blocks = 1, .start_ns = 6000000, .end_ns = 6100000},
-		{.id = 105, .src_instance = -1, .src_gpu = -1, .dst_instance = 0, .dst_gpu = 0,
-		 .bytes = 64 << 10, .blocks = 1, .start_ns = 5200000, .end_ns = 5250000}};
+	res_transfer_t t[6] = {{.id = 100,
+	                        .src_instance = -1,
+	                        .src_gpu = -1,
+	                        .dst_instance = 0,
+	                        .dst_gpu = 0,
+	                        .bytes = 1 << 20,
+	                        .blocks = 16,
+	                        .granular = 1,
+	                        .path_kind = PATH_PCIE_H2D,
+	                        .start_ns = 5000000,
+	                        .end_ns = 5400000},
+	                       {.id = 101,
+	                        .src_instance = 0,
+	                        .src_gpu = 0,
+	                        .dst_instance = 1,
+	                        .dst_gpu = 0,
+	                        .bytes = 512 << 10,
+	                        .blocks = 8,
+	                        .path_kind = PATH_NVLINK,
+	                        .start_ns = 5100000,
+	                        .end_ns = 5300000},
+	                       {.id = 102,
+	                        .src_instance = 1,
+	                        .src_gpu = 0,
+	                        .dst_instance = -1,
+	                        .dst_gpu = -1,
+	                        .bytes = 256 << 10,
+	                        .blocks = 4,
+	                        .path_kind = PATH_PCIE_D2H,
+	                        .start_ns = 7000000,
+	                        .end_ns = 7100000},
+	                       {.id = 103,
+	                        .src_instance = 0,
+	                        .src_gpu = 0,
+	                        .dst_instance = 1,
+	                        .dst_gpu = 0,
+	                        .bytes = 1 << 20,
+	                        .blocks = 16,
+	                        .cancelled = 1,
+	                        .start_ns = 5000000,
+	                        .end_ns = 5050000},
+	                       {.id = 104,
+	                        .src_instance = -1,
+	                        .src_gpu = -1,
+	                        .dst_instance = -1,
+	                        .dst_gpu = -1,
+	                        .bytes = 4096,
+	                        .blocks = 1,
+	                        .start_ns = 6000000,
+	                        .end_ns = 6100000},
+	                       {.id = 105,
+	                        .src_instance = -1,
+	                        .src_gpu = -1,
+	                        .dst_instance = 0,
+	                        .dst_gpu = 0,
+	                        .bytes = 64 << 10,
+	                        .blocks = 1,
+	                        .start_ns = 5200000,
+	                        .end_ns = 5250000}};
 	char path[256];
 	err_t e = {0};
 	snprintf(path, sizeof path, "%s/run.h5", dir);
 	assert_int_equal(gv_sched_write(path, t, 6, 0, &e), 0);
 	expect_rc(run("%s --backend host --reps 2 --warmup 0 %s/run.h5 -o %s/runmeas.h5", kvreplay,
-		      dir, dir),
-		  0, "kvreplay host run");
+	              dir, dir),
+	          0, "kvreplay host run");
 	assert_non_null(strstr(out, "skipped 1 cancelled, 1 host-to-host and 0 past"));
 	gv_meas_t m;
 	snprintf(path, sizeof path, "%s/runmeas.h5", dir);
@@ -200,8 +243,14 @@ static void test_cuda_backend_is_built_with_nvcc_and_skips_without_a_gpu(void **
 	snprintf(so, sizeof so, "%s/kvreplay_cuda.so", build);
 	if (have_nvcc())
 		assert_int_equal(access(so, R_OK), 0);
-	res_transfer_t t = {.id = 1, .src_instance = -1, .src_gpu = -1, .dst_instance = 0,
-			    .bytes = 1 << 20, .blocks = 1, .start_ns = 0, .end_ns = 1000};
+	res_transfer_t t = {.id = 1,
+	                    .src_instance = -1,
+	                    .src_gpu = -1,
+	                    .dst_instance = 0,
+	                    .bytes = 1 << 20,
+	                    .blocks = 1,
+	                    .start_ns = 0,
+	                    .end_ns = 1000};
 	char path[256];
 	err_t e = {0};
 	snprintf(path, sizeof path, "%s/one.h5", dir);
@@ -228,10 +277,10 @@ static void test_host_compute_times_layer_gemms_and_a_read(void **state)
 {
 	(void)state;
 	expect_rc(run("%s --backend host --compute --hidden 64 --ffn 128 --heads 2 --kv-heads 1 "
-		      "--head-dim 32 --tokens 1,4 --read-bytes 1M --reps 3 --warmup 0 -q "
-		      "--peak-tflops 1 -o %s/comp.h5",
-		      kvreplay, dir),
-		  0, "compute");
+	              "--head-dim 32 --tokens 1,4 --read-bytes 1M --reps 3 --warmup 0 -q "
+	              "--peak-tflops 1 -o %s/comp.h5",
+	              kvreplay, dir),
+	          0, "compute");
 	gv_meas_t m;
 	err_t e = {0};
 	char path[256];
@@ -267,7 +316,7 @@ static void test_usage_errors_exit_2(void **state)
 	expect_rc(run("%s calibrate plan -o %s/p.h5 --max-bytes huge", kvsim, dir), 2, "bad size");
 	assert_non_null(strstr(out, "max-bytes"));
 	expect_rc(run("%s calibrate check %s/nothing.h5 %s/nothing.h5", kvsim, dir, dir), 1,
-		  "missing files");
+	          "missing files");
 	expect_rc(run("%s --backend host %s/nothing.h5", kvreplay, dir), 1, "missing schedule");
 }
 
@@ -281,11 +330,11 @@ int main(void)
 		return 77;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_host_backend_replays_a_plan_then_fit_and_check_work),
-		cmocka_unit_test(test_host_backend_replays_a_run_schedule_at_its_offsets),
-		cmocka_unit_test(test_cuda_backend_is_built_with_nvcc_and_skips_without_a_gpu),
-		cmocka_unit_test(test_host_compute_times_layer_gemms_and_a_read),
-		cmocka_unit_test(test_usage_errors_exit_2),
+	    cmocka_unit_test(test_host_backend_replays_a_plan_then_fit_and_check_work),
+	    cmocka_unit_test(test_host_backend_replays_a_run_schedule_at_its_offsets),
+	    cmocka_unit_test(test_cuda_backend_is_built_with_nvcc_and_skips_without_a_gpu),
+	    cmocka_unit_test(test_host_compute_times_layer_gemms_and_a_read),
+	    cmocka_unit_test(test_usage_errors_exit_2),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -14,18 +14,17 @@
 
 #include "models/mdl_xfer.h"
 
-static const char *three_pieces =
-	"# test calibration\n"
-	"[meta]\ndevice = test gpu\n"
-	"[link.pcie_h2d]\n"
-	"edges = 65536, 2097152\n"
-	"alpha_ns = 5000, 8000, 20000\n"
-	"bw_gbps = 10, 40, 50\n"
-	"overhead_ns = 1500\n"
-	"batch_overhead_ns = 200\n"
-	"share_same = 0.9\n"
-	"share_opp = 0.1\n"
-	"[compute]\nmfu = 0.6\nmbu = 0.8\n";
+static const char *three_pieces = "# test calibration\n"
+				  "[meta]\ndevice = test gpu\n"
+				  "[link.pcie_h2d]\n"
+				  "edges = 65536, 2097152\n"
+				  "alpha_ns = 5000, 8000, 20000\n"
+				  "bw_gbps = 10, 40, 50\n"
+				  "overhead_ns = 1500\n"
+				  "batch_overhead_ns = 200\n"
+				  "share_same = 0.9\n"
+				  "share_opp = 0.1\n"
+				  "[compute]\nmfu = 0.6\nmbu = 0.8\n";
 
 static void test_default_time_is_alpha_plus_bytes_over_bandwidth(void **state)
 {
@@ -58,8 +57,7 @@ static void test_piece_chosen_by_size_with_edges_inclusive(void **state)
 	/* links the file does not name keep their values */
 	mdl_xfer_t d;
 	mdl_xfer_default(&d);
-	assert_memory_equal(&x.link[MDL_LINK_NVLINK], &d.link[MDL_LINK_NVLINK],
-			    sizeof d.link[0]);
+	assert_memory_equal(&x.link[MDL_LINK_NVLINK], &d.link[MDL_LINK_NVLINK], sizeof d.link[0]);
 }
 
 static void test_granular_transfer_pays_overhead_per_block_at_block_size_rate(void **state)
@@ -70,18 +68,18 @@ static void test_granular_transfer_pays_overhead_per_block_at_block_size_rate(vo
 	mdl_xfer_default(&x);
 	assert_int_equal(mdl_xfer_load_string(&x, "t.ini", three_pieces, &e), 0);
 	/* 64 blocks of 16 KiB: each copy is in piece 0 (10 GB/s) */
-	double g = mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_GRANULAR, 1 << 20, 64, 1, 0);
+	double g =
+	    mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_GRANULAR, 1 << 20, 64, 1, 0);
 	assert_true(fabs(g - (5000 + 64 * 1500 + (1 << 20) / 10.0)) < 1e-6);
 	double b = mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_BATCH, 1 << 20, 64, 1, 0);
 	assert_true(fabs(b - (5000 + 64 * 200 + (1 << 20) / 10.0)) < 1e-6);
 	double c = mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_CONTIG, 1 << 20, 64, 1, 0);
 	assert_true(fabs(c - (8000 + (1 << 20) / 40.0)) < 1e-6);
-	assert_int_equal(mdl_xfer_copy_overhead_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_GRANULAR, 64,
-						   16384),
-			 64 * 1500);
-	assert_int_equal(mdl_xfer_copy_overhead_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_CONTIG, 64,
-						   16384),
-			 0);
+	assert_int_equal(
+	    mdl_xfer_copy_overhead_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_GRANULAR, 64, 16384),
+	    64 * 1500);
+	assert_int_equal(
+	    mdl_xfer_copy_overhead_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_CONTIG, 64, 16384), 0);
 }
 
 static void test_concurrent_copies_stretch_only_the_bandwidth_term(void **state)
@@ -121,9 +119,10 @@ static void test_written_file_loads_back_identically(void **state)
 		for (int i = 0; i < x.link[k].n_pieces; i++) {
 			assert_true(x.link[k].piece[i].max_bytes == y.link[k].piece[i].max_bytes);
 			assert_true(fabs(x.link[k].piece[i].bw_gbps - y.link[k].piece[i].bw_gbps) <=
-				    1e-5 * x.link[k].piece[i].bw_gbps);
-			assert_true(fabs(x.link[k].piece[i].alpha_ns - y.link[k].piece[i].alpha_ns) <=
-				    1e-5 * fabs(x.link[k].piece[i].alpha_ns));
+			            1e-5 * x.link[k].piece[i].bw_gbps);
+			assert_true(
+			    fabs(x.link[k].piece[i].alpha_ns - y.link[k].piece[i].alpha_ns) <=
+			    1e-5 * fabs(x.link[k].piece[i].alpha_ns));
 		}
 		assert_true(fabs(x.link[k].share_same - y.link[k].share_same) < 1e-9);
 	}
@@ -162,11 +161,12 @@ static void test_bad_calibration_files_are_rejected_with_file_and_line(void **st
 {
 	(void)state;
 	expect_load_error("[link.pcie_h2d]\nshare_same = 1\nfoo = 2\n", KS_EINPUT,
-			  "bad.ini:3: [link.pcie_h2d] foo: unknown key");
+	                  "bad.ini:3: [link.pcie_h2d] foo: unknown key");
 	expect_load_error("[link.warp]\nbw_gbps = 1\n", KS_EINPUT, "bad.ini:2: [link.warp]");
-	expect_load_error("[link.nvlink]\nbw_gbps = 0\nalpha_ns = 1\n", KS_EINPUT, "bw_gbps: bad value");
+	expect_load_error("[link.nvlink]\nbw_gbps = 0\nalpha_ns = 1\n", KS_EINPUT,
+	                  "bw_gbps: bad value");
 	expect_load_error("[link.nvlink]\nedges = 100\nbw_gbps = 1\nalpha_ns = 1\n", KS_EINPUT,
-			  "need 2 each");
+	                  "need 2 each");
 	expect_load_error("[link.nvlink]\nedges = 100, 50\n", KS_EINPUT, "edges: bad value");
 	expect_load_error("[link.nvlink]\noverhead_ns = fast\n", KS_EINPUT, "bad.ini:2:");
 	expect_load_error("[oops]\nx = 1\n", KS_EINPUT, "bad.ini:2: [oops]: unknown section");
@@ -175,6 +175,19 @@ static void test_bad_calibration_files_are_rejected_with_file_and_line(void **st
 	err_t e = {0};
 	mdl_xfer_default(&x);
 	assert_int_equal(mdl_xfer_load(&x, "/nonexistent/cal.ini", &e), KS_EIO);
+	assert_non_null(strstr(e.msg, "/nonexistent/cal.ini"));
+}
+
+static void test_init_uses_defaults_unless_a_file_is_named(void **state)
+{
+	(void)state;
+	mdl_xfer_t x, d;
+	err_t e = {0};
+	mdl_xfer_default(&d);
+	assert_int_equal(mdl_xfer_init(&x, "", &e), 0);
+	assert_memory_equal(&x.link, &d.link, sizeof d.link);
+	assert_int_equal(mdl_xfer_init(&x, NULL, &e), 0);
+	assert_int_equal(mdl_xfer_init(&x, "/nonexistent/cal.ini", &e), KS_EIO);
 }
 
 static void test_link_names_round_trip(void **state)
@@ -191,14 +204,15 @@ static void test_link_names_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_default_time_is_alpha_plus_bytes_over_bandwidth),
-		cmocka_unit_test(test_piece_chosen_by_size_with_edges_inclusive),
-		cmocka_unit_test(test_granular_transfer_pays_overhead_per_block_at_block_size_rate),
-		cmocka_unit_test(test_concurrent_copies_stretch_only_the_bandwidth_term),
-		cmocka_unit_test(test_written_file_loads_back_identically),
-		cmocka_unit_test(test_write_with_mask_names_only_those_links),
-		cmocka_unit_test(test_bad_calibration_files_are_rejected_with_file_and_line),
-		cmocka_unit_test(test_link_names_round_trip),
+	    cmocka_unit_test(test_default_time_is_alpha_plus_bytes_over_bandwidth),
+	    cmocka_unit_test(test_piece_chosen_by_size_with_edges_inclusive),
+	    cmocka_unit_test(test_granular_transfer_pays_overhead_per_block_at_block_size_rate),
+	    cmocka_unit_test(test_concurrent_copies_stretch_only_the_bandwidth_term),
+	    cmocka_unit_test(test_written_file_loads_back_identically),
+	    cmocka_unit_test(test_write_with_mask_names_only_those_links),
+	    cmocka_unit_test(test_bad_calibration_files_are_rejected_with_file_and_line),
+	    cmocka_unit_test(test_link_names_round_trip),
+	    cmocka_unit_test(test_init_uses_defaults_unless_a_file_is_named),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

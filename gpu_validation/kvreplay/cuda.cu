@@ -22,15 +22,15 @@ static int fail_cuda(err_t *e, int code, const char *what, cudaError_t err)
 {
 	e->code = code;
 	snprintf(e->msg, sizeof e->msg, "%s: %s (%s)", what, cudaGetErrorString(err),
-		 cudaGetErrorName(err));
+	         cudaGetErrorName(err));
 	return code;
 }
 
-#define CK(call)                                                                   \
-	do {                                                                       \
-		cudaError_t err_ = (call);                                         \
-		if (err_ != cudaSuccess)                                           \
-			return fail_cuda(e, KS_ERUNTIME, #call, err_);             \
+#define CK(call)                                                                                   \
+	do {                                                                                       \
+		cudaError_t err_ = (call);                                                         \
+		if (err_ != cudaSuccess)                                                           \
+			return fail_cuda(e, KS_ERUNTIME, #call, err_);                             \
 	} while (0)
 
 static int64_t now_ns(void)
@@ -137,18 +137,19 @@ static int cuda_open_inner(cuda_state_t *s, const gv_replay_t *r, gv_meas_t *met
 			s->peer_ok[d][p] = can && err == cudaSuccess;
 			if (err != cudaSuccess)
 				cudaGetLastError();
-			len += (size_t)snprintf(meta->peer + len,
-						len < sizeof meta->peer ? sizeof meta->peer - len : 0,
-						"%s%d->%d %s", len ? "; " : "", d, p,
-						s->peer_ok[d][p] ? "enabled"
-						: can ? "refused (staged through host)"
-						      : "not supported (staged through host)");
+			len += (size_t)snprintf(
+			    meta->peer + len, len < sizeof meta->peer ? sizeof meta->peer - len : 0,
+			    "%s%d->%d %s", len ? "; " : "", d, p,
+			    s->peer_ok[d][p] ? "enabled"
+			    : can            ? "refused (staged through host)"
+					     : "not supported (staged through host)");
 			if (!s->peer_ok[d][p])
 				fprintf(stderr,
-					"kvreplay: peer access %d->%d %s: %s; those copies are "
-					"staged through host memory\n",
-					d, p, can ? "refused" : "not supported",
-					can ? cudaGetErrorString(err) : "cudaDeviceCanAccessPeer = 0");
+				        "kvreplay: peer access %d->%d %s: %s; those copies are "
+				        "staged through host memory\n",
+				        d, p, can ? "refused" : "not supported",
+				        can ? cudaGetErrorString(err)
+				            : "cudaDeviceCanAccessPeer = 0");
 		}
 	}
 	for (int d = 0; d < s->n_dev; d++) {
@@ -196,8 +197,8 @@ typedef struct batch_args {
 	size_t *size;
 } batch_args_t;
 
-static int issue_copy(cuda_state_t *s, const gv_op_t *o, cudaStream_t st,
-		      const batch_args_t *ba, err_t *e)
+static int issue_copy(cuda_state_t *s, const gv_op_t *o, cudaStream_t st, const batch_args_t *ba,
+                      err_t *e)
 {
 	char *src = o->src_dev < 0 ? s->host_src : s->dev_src[o->src_dev];
 	char *dst = o->dst_dev < 0 ? s->host_dst : s->dev_dst[o->dst_dev];
@@ -213,7 +214,7 @@ static int issue_copy(cuda_state_t *s, const gv_op_t *o, cudaStream_t st,
 #else
 		size_t fail_idx = 0;
 		CK(cudaMemcpyBatchAsync(ba->dst, (void **)ba->src, ba->size, o->blocks, &attr, &idx,
-					1, &fail_idx, st));
+		                        1, &fail_idx, st));
 #endif
 		return 0;
 #else
@@ -225,7 +226,8 @@ static int issue_copy(cuda_state_t *s, const gv_op_t *o, cudaStream_t st,
 	for (uint64_t b = 0; b < n_copies; b++) {
 		uint64_t off = b * bb, len = b + 1 == n_copies ? o->bytes - off : bb;
 		if (staged)
-			CK(cudaMemcpyPeerAsync(dst + off, o->dst_dev, src + off, o->src_dev, len, st));
+			CK(cudaMemcpyPeerAsync(dst + off, o->dst_dev, src + off, o->src_dev, len,
+			                       st));
 		else
 			CK(cudaMemcpyAsync(dst + off, src + off, len, cudaMemcpyDefault, st));
 	}
@@ -233,8 +235,8 @@ static int issue_copy(cuda_state_t *s, const gv_op_t *o, cudaStream_t st,
 }
 
 static int run_phase_inner(cuda_state_t *s, const gv_op_t *op, size_t n, cudaEvent_t *ev,
-			   cudaEvent_t *t0, batch_args_t *ba, int64_t *start, int64_t *end,
-			   err_t *e)
+                           cudaEvent_t *t0, batch_args_t *ba, int64_t *start, int64_t *end,
+                           err_t *e)
 {
 	for (int d = 0; d < s->n_dev; d++) {
 		CK(cudaSetDevice(d));
@@ -299,7 +301,7 @@ static int run_phase_inner(cuda_state_t *s, const gv_op_t *op, size_t n, cudaEve
 }
 
 static int cuda_run_phase(void *state, const gv_replay_t *r, size_t phase, int64_t *start,
-			  int64_t *end, err_t *e)
+                          int64_t *end, err_t *e)
 {
 	cuda_state_t *s = (cuda_state_t *)state;
 	size_t first = r->phase_first[phase], n = r->phase_first[phase + 1] - first;
@@ -357,22 +359,22 @@ static const char *cublas_name(cublasStatus_t st)
 	return cublasGetStatusString(st);
 }
 
-#define CB(call)                                                                   \
-	do {                                                                       \
-		cublasStatus_t st_ = (call);                                       \
-		if (st_ != CUBLAS_STATUS_SUCCESS) {                                \
-			e->code = KS_ERUNTIME;                                     \
-			snprintf(e->msg, sizeof e->msg, "%s: %s", #call, cublas_name(st_)); \
-			goto out;                                                  \
-		}                                                                  \
+#define CB(call)                                                                                   \
+	do {                                                                                       \
+		cublasStatus_t st_ = (call);                                                       \
+		if (st_ != CUBLAS_STATUS_SUCCESS) {                                                \
+			e->code = KS_ERUNTIME;                                                     \
+			snprintf(e->msg, sizeof e->msg, "%s: %s", #call, cublas_name(st_));        \
+			goto out;                                                                  \
+		}                                                                                  \
 	} while (0)
-#define CKG(call)                                                                  \
-	do {                                                                       \
-		cudaError_t err_ = (call);                                         \
-		if (err_ != cudaSuccess) {                                         \
-			fail_cuda(e, KS_ERUNTIME, #call, err_);                    \
-			goto out;                                                  \
-		}                                                                  \
+#define CKG(call)                                                                                  \
+	do {                                                                                       \
+		cudaError_t err_ = (call);                                                         \
+		if (err_ != cudaSuccess) {                                                         \
+			fail_cuda(e, KS_ERUNTIME, #call, err_);                                    \
+			goto out;                                                                  \
+		}                                                                                  \
 	} while (0)
 
 static int cuda_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_t *e)
@@ -436,16 +438,16 @@ static int cuda_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_
 			CKG(cudaEventRecord(a, st));
 			for (int k = 0; k < iters; k++) {
 				if (is_read) {
-					read_kernel<<<blocks, 512, 0, st>>>((const uint4 *)R,
-									   (size_t)c->m / 16, sink);
+					read_kernel<<<blocks, 512, 0, st>>>(
+					    (const uint4 *)R, (size_t)c->m / 16, sink);
 				} else {
 					/* C(n x m) = W(n x k) X(k x m), column-major, bf16 in,
 					 * fp32 accumulate */
-					CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)c->n, (int)c->m,
-							(int)c->k, &alpha, W, CUDA_R_16BF, (int)c->n, X,
-							CUDA_R_16BF, (int)c->k, &beta, C, CUDA_R_16BF,
-							(int)c->n, CUBLAS_COMPUTE_32F,
-							CUBLAS_GEMM_DEFAULT));
+					CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)c->n,
+					                (int)c->m, (int)c->k, &alpha, W,
+					                CUDA_R_16BF, (int)c->n, X, CUDA_R_16BF,
+					                (int)c->k, &beta, C, CUDA_R_16BF, (int)c->n,
+					                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 				}
 			}
 			CKG(cudaGetLastError());
@@ -480,7 +482,6 @@ out:
 extern "C" {
 extern const kvr_backend_ops_t kvr_backend_cuda;
 const kvr_backend_ops_t kvr_backend_cuda = {
-	KVR_BACKEND_VERSION, "cuda", cuda_probe, cuda_open, cuda_run_phase, cuda_compute,
-	cuda_close,
+    KVR_BACKEND_VERSION, "cuda", cuda_probe, cuda_open, cuda_run_phase, cuda_compute, cuda_close,
 };
 }

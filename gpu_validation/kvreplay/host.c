@@ -26,7 +26,7 @@ static void sleep_until(int64_t t)
 	int64_t d = t - now_ns();
 	if (d > 200000) { /* sleep most of a long wait, spin the rest */
 		struct timespec ts = {.tv_sec = (t - 100000) / 1000000000,
-				      .tv_nsec = (t - 100000) % 1000000000};
+		                      .tv_nsec = (t - 100000) % 1000000000};
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
 	while (now_ns() < t)
@@ -52,7 +52,7 @@ static int host_probe(int *n_dev, gv_meas_t *meta, err_t *e)
 	*n_dev = 2; /* emulated; --devices overrides */
 	if (uname(&u) == 0)
 		snprintf(meta->device, sizeof meta->device, "host memcpy (%.20s %.60s)", u.machine,
-			 u.release);
+		         u.release);
 	snprintf(meta->driver, sizeof meta->driver, "none");
 	snprintf(meta->runtime, sizeof meta->runtime, "libc memcpy");
 	long mhz = 0;
@@ -101,7 +101,7 @@ static int host_open(void **state, const gv_replay_t *r, gv_meas_t *meta, err_t 
 	if (!s)
 		return fail(e, KS_ENOMEM, "host backend: out of memory");
 	int bad = (r->host_src && !(s->host_src = alloc_touched(r->host_src))) ||
-		  (r->host_dst && !(s->host_dst = alloc_touched(r->host_dst)));
+	          (r->host_dst && !(s->host_dst = alloc_touched(r->host_dst)));
 	for (int d = 0; d < r->n_dev && !bad; d++)
 		bad = (r->dev_src[d] && !(s->dev_src[d] = alloc_touched(r->dev_src[d]))) ||
 		      (r->dev_dst[d] && !(s->dev_dst[d] = alloc_touched(r->dev_dst[d])));
@@ -179,7 +179,7 @@ static void *worker_main(void *arg)
 }
 
 static int host_run_phase(void *state, const gv_replay_t *r, size_t phase, int64_t *start,
-			  int64_t *end, err_t *e)
+                          int64_t *end, err_t *e)
 {
 	host_state_t *s = state;
 	size_t first = r->phase_first[phase], n = r->phase_first[phase + 1] - first;
@@ -239,7 +239,8 @@ static int host_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_
 		gv_compute_t *c = &rows[i];
 		int is_read = !strcmp(c->op, "read");
 		size_t na = is_read ? (size_t)c->m / sizeof(float) : (size_t)(c->n * c->k);
-		size_t nb = is_read ? 1 : (size_t)(c->k * c->m), nc = is_read ? 1 : (size_t)(c->n * c->m);
+		size_t nb = is_read ? 1 : (size_t)(c->k * c->m),
+		       nc = is_read ? 1 : (size_t)(c->n * c->m);
 		float *a = malloc(na * sizeof(float) + 8), *b = malloc(nb * sizeof(float)),
 		      *cc = malloc(nc * sizeof(float));
 		if (!a || !b || !cc) {
@@ -258,10 +259,11 @@ static int host_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_
 						acc += p[j]; /* na floats = na/2 words */
 					sink += acc;
 				} else {
-					/* C(n x m) = A(n x k) * B(k x m), column-major like cuBLAS */
+					/* C(n x m) = A(n x k) * B(k x m), column-major like cuBLAS
+					 */
 					cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,
-						    (int)c->n, (int)c->m, (int)c->k, 1.0f, a,
-						    (int)c->n, b, (int)c->k, 0.0f, cc, (int)c->n);
+					            (int)c->n, (int)c->m, (int)c->k, 1.0f, a,
+					            (int)c->n, b, (int)c->k, 0.0f, cc, (int)c->n);
 				}
 				if (rep >= 0)
 					t[rep] = now_ns() - t0;
@@ -279,11 +281,11 @@ static int host_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_
 }
 
 const kvr_backend_ops_t kvr_backend_host = {
-	.version = KVR_BACKEND_VERSION,
-	.name = "host",
-	.probe = host_probe,
-	.open = host_open,
-	.run_phase = host_run_phase,
-	.compute = host_compute,
-	.close = host_close,
+    .version = KVR_BACKEND_VERSION,
+    .name = "host",
+    .probe = host_probe,
+    .open = host_open,
+    .run_phase = host_run_phase,
+    .compute = host_compute,
+    .close = host_close,
 };

@@ -37,7 +37,7 @@ typedef struct kvr_backend_ops {
 	/* Runs the ops of one phase once, each at its offset on its stream;
 	 * start/end[i] for op first+i, per transfer (divided by inner). */
 	int (*run_phase)(void *state, const gv_replay_t *r, size_t phase, int64_t *start,
-			 int64_t *end, err_t *e);
+	                 int64_t *end, err_t *e);
 	/* Times each row's op (rows come with op, m, n, k, flops, bytes set):
 	 * fills time_ns with the median of reps after warmup runs. */
 	int (*compute)(gv_compute_t *rows, size_t n, int warmup, int reps, err_t *e);

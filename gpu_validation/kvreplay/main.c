@@ -35,35 +35,36 @@ typedef struct opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: kvreplay [options] SCHEDULE.h5\n"
-		"       kvreplay --compute [options]\n\n"
-		"Replays the /transfers schedule of a kvsim run (or a calibration plan from\n"
-		"'kvsim calibrate plan') and writes the measured copy times as HDF5.\n\n"
-		"  -o, --out FILE      measurements file (default kvreplay.h5)\n"
-		"  --backend NAME      cuda (default) or host (threads + memcpy)\n"
-		"  --cuda-so FILE      CUDA backend object (default: kvreplay_cuda.so next\n"
-		"                      to this program, or $KVREPLAY_CUDA_SO)\n"
-		"  --devices N         devices to use (cuda: all visible; host: 2 emulated)\n"
-		"  --groups            time each set of equal start times alone (default for plans)\n"
-		"  --no-groups         replay at the schedule's start offsets (default for runs)\n"
-		"  --batch             block-granular copies as one cudaMemcpyBatchAsync per transfer\n"
-		"  --reps N            timed repetitions, median kept (default 5)\n"
-		"  --warmup N          untimed repetitions first (default 2)\n"
-		"  --inner-bytes N     group mode: repeat small copies up to N bytes between\n"
-		"                      timestamps, at most 64 times (default 1048576)\n"
-		"  --compute           time GEMMs at the model's layer shapes and a read kernel\n"
-		"  --hidden N --ffn N --heads N --kv-heads N --head-dim N\n"
-		"                      layer shape (default Llama-3-8B: 4096 14336 32 8 128)\n"
-		"  --tokens LIST       GEMM token counts (default cuda 1,16,128,512,2048,8192;\n"
-		"                      host 1,16)\n"
-		"  --read-bytes N      read kernel size (default cuda 1 GiB, host 64 MiB)\n"
-		"  --peak-tflops X     dense bf16 peak for MFU (default: known GPUs)\n"
-		"  --peak-gbs X        memory bandwidth peak for MBU (default: known GPUs)\n"
-		"  --limit N           replay only the first N transfers (by start time)\n"
-		"  --span-s S          replay only transfers starting within S seconds of the first\n"
-		"  -q, --quiet         no progress on stderr\n\n"
-		"Exit status: 0 ok, 1 failure, 2 usage error, 77 skipped (no usable GPU).\n");
+	fprintf(
+	    f,
+	    "usage: kvreplay [options] SCHEDULE.h5\n"
+	    "       kvreplay --compute [options]\n\n"
+	    "Replays the /transfers schedule of a kvsim run (or a calibration plan from\n"
+	    "'kvsim calibrate plan') and writes the measured copy times as HDF5.\n\n"
+	    "  -o, --out FILE      measurements file (default kvreplay.h5)\n"
+	    "  --backend NAME      cuda (default) or host (threads + memcpy)\n"
+	    "  --cuda-so FILE      CUDA backend object (default: kvreplay_cuda.so next\n"
+	    "                      to this program, or $KVREPLAY_CUDA_SO)\n"
+	    "  --devices N         devices to use (cuda: all visible; host: 2 emulated)\n"
+	    "  --groups            time each set of equal start times alone (default for plans)\n"
+	    "  --no-groups         replay at the schedule's start offsets (default for runs)\n"
+	    "  --batch             block-granular copies as one cudaMemcpyBatchAsync per transfer\n"
+	    "  --reps N            timed repetitions, median kept (default 5)\n"
+	    "  --warmup N          untimed repetitions first (default 2)\n"
+	    "  --inner-bytes N     group mode: repeat small copies up to N bytes between\n"
+	    "                      timestamps, at most 64 times (default 1048576)\n"
+	    "  --compute           time GEMMs at the model's layer shapes and a read kernel\n"
+	    "  --hidden N --ffn N --heads N --kv-heads N --head-dim N\n"
+	    "                      layer shape (default Llama-3-8B: 4096 14336 32 8 128)\n"
+	    "  --tokens LIST       GEMM token counts (default cuda 1,16,128,512,2048,8192;\n"
+	    "                      host 1,16)\n"
+	    "  --read-bytes N      read kernel size (default cuda 1 GiB, host 64 MiB)\n"
+	    "  --peak-tflops X     dense bf16 peak for MFU (default: known GPUs)\n"
+	    "  --peak-gbs X        memory bandwidth peak for MBU (default: known GPUs)\n"
+	    "  --limit N           replay only the first N transfers (by start time)\n"
+	    "  --span-s S          replay only transfers starting within S seconds of the first\n"
+	    "  -q, --quiet         no progress on stderr\n\n"
+	    "Exit status: 0 ok, 1 failure, 2 usage error, 77 skipped (no usable GPU).\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -85,43 +86,108 @@ static int parse_u64(const char *s, uint64_t *out)
 
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-	enum { O_BACKEND = 256, O_SO, O_DEV, O_GROUPS, O_NOGROUPS, O_BATCH, O_REPS, O_WARM,
-	       O_INNER, O_COMPUTE, O_HIDDEN, O_FFN, O_HEADS, O_KVH, O_HD, O_TOK, O_READ,
-	       O_PF, O_PB, O_LIMIT, O_SPAN };
-	static const struct option lo[] = {
-		{"out", 1, 0, 'o'},	  {"backend", 1, 0, O_BACKEND}, {"cuda-so", 1, 0, O_SO},
-		{"devices", 1, 0, O_DEV}, {"groups", 0, 0, O_GROUPS},	{"no-groups", 0, 0, O_NOGROUPS},
-		{"batch", 0, 0, O_BATCH}, {"reps", 1, 0, O_REPS},	{"warmup", 1, 0, O_WARM},
-		{"inner-bytes", 1, 0, O_INNER}, {"compute", 0, 0, O_COMPUTE},
-		{"hidden", 1, 0, O_HIDDEN}, {"ffn", 1, 0, O_FFN},	{"heads", 1, 0, O_HEADS},
-		{"kv-heads", 1, 0, O_KVH}, {"head-dim", 1, 0, O_HD},	{"tokens", 1, 0, O_TOK},
-		{"read-bytes", 1, 0, O_READ}, {"peak-tflops", 1, 0, O_PF},
-		{"peak-gbs", 1, 0, O_PB}, {"limit", 1, 0, O_LIMIT}, {"span-s", 1, 0, O_SPAN},
-		{"quiet", 0, 0, 'q'},	{"help", 0, 0, 'h'},
-		{0, 0, 0, 0}};
-	*o = (opts_t){.out = "kvreplay.h5", .backend = "cuda", .groups = -1, .reps = 5,
-		      .warmup = 2, .inner_bytes = 1 << 20, .hidden = 4096, .ffn = 14336,
-		      .heads = 32, .kv_heads = 8, .head_dim = 128};
+	enum {
+		O_BACKEND = 256,
+		O_SO,
+		O_DEV,
+		O_GROUPS,
+		O_NOGROUPS,
+		O_BATCH,
+		O_REPS,
+		O_WARM,
+		O_INNER,
+		O_COMPUTE,
+		O_HIDDEN,
+		O_FFN,
+		O_HEADS,
+		O_KVH,
+		O_HD,
+		O_TOK,
+		O_READ,
+		O_PF,
+		O_PB,
+		O_LIMIT,
+		O_SPAN
+	};
+	static const struct option lo[] = {{"out", 1, 0, 'o'},
+	                                   {"backend", 1, 0, O_BACKEND},
+	                                   {"cuda-so", 1, 0, O_SO},
+	                                   {"devices", 1, 0, O_DEV},
+	                                   {"groups", 0, 0, O_GROUPS},
+	                                   {"no-groups", 0, 0, O_NOGROUPS},
+	                                   {"batch", 0, 0, O_BATCH},
+	                                   {"reps", 1, 0, O_REPS},
+	                                   {"warmup", 1, 0, O_WARM},
+	                                   {"inner-bytes", 1, 0, O_INNER},
+	                                   {"compute", 0, 0, O_COMPUTE},
+	                                   {"hidden", 1, 0, O_HIDDEN},
+	                                   {"ffn", 1, 0, O_FFN},
+	                                   {"heads", 1, 0, O_HEADS},
+	                                   {"kv-heads", 1, 0, O_KVH},
+	                                   {"head-dim", 1, 0, O_HD},
+	                                   {"tokens", 1, 0, O_TOK},
+	                                   {"read-bytes", 1, 0, O_READ},
+	                                   {"peak-tflops", 1, 0, O_PF},
+	                                   {"peak-gbs", 1, 0, O_PB},
+	                                   {"limit", 1, 0, O_LIMIT},
+	                                   {"span-s", 1, 0, O_SPAN},
+	                                   {"quiet", 0, 0, 'q'},
+	                                   {"help", 0, 0, 'h'},
+	                                   {0, 0, 0, 0}};
+	*o = (opts_t){.out = "kvreplay.h5",
+	              .backend = "cuda",
+	              .groups = -1,
+	              .reps = 5,
+	              .warmup = 2,
+	              .inner_bytes = 1 << 20,
+	              .hidden = 4096,
+	              .ffn = 14336,
+	              .heads = 32,
+	              .kv_heads = 8,
+	              .head_dim = 128};
 	optind = 1;
 	int c;
 	uint64_t v;
 	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'o': o->out = optarg; break;
-		case 'q': o->quiet = 1; break;
-		case 'h': usage(stdout); return 1;
-		case O_BACKEND: o->backend = optarg; break;
-		case O_SO: o->cuda_so = optarg; break;
-		case O_GROUPS: o->groups = 1; break;
-		case O_NOGROUPS: o->groups = 0; break;
-		case O_BATCH: o->batch = 1; break;
-		case O_COMPUTE: o->compute = 1; break;
-		case O_PF: o->peak_tflops = atof(optarg); break;
-		case O_PB: o->peak_gbs = atof(optarg); break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case O_BACKEND:
+			o->backend = optarg;
+			break;
+		case O_SO:
+			o->cuda_so = optarg;
+			break;
+		case O_GROUPS:
+			o->groups = 1;
+			break;
+		case O_NOGROUPS:
+			o->groups = 0;
+			break;
+		case O_BATCH:
+			o->batch = 1;
+			break;
+		case O_COMPUTE:
+			o->compute = 1;
+			break;
+		case O_PF:
+			o->peak_tflops = atof(optarg);
+			break;
+		case O_PB:
+			o->peak_gbs = atof(optarg);
+			break;
 		case O_SPAN:
 			o->span_s = atof(optarg);
 			if (!(o->span_s > 0)) {
-				fprintf(stderr, "kvreplay: --span-s: a positive number of seconds\n");
+				fprintf(stderr,
+				        "kvreplay: --span-s: a positive number of seconds\n");
 				return 2;
 			}
 			break;
@@ -132,7 +198,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 			for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t;
 			     t = strtok_r(NULL, ",", &sv)) {
 				if (o->n_tokens == 16 || parse_u64(t, &v) || !v || v > 1 << 20) {
-					fprintf(stderr, "kvreplay: --tokens: 1..16 counts in 1..1048576\n");
+					fprintf(stderr,
+					        "kvreplay: --tokens: 1..16 counts in 1..1048576\n");
 					return 2;
 				}
 				o->tokens[o->n_tokens++] = (int64_t)v;
@@ -147,7 +214,9 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 				return 2;
 			}
 			if (c == O_INNER || c == O_READ || c == O_LIMIT) {
-				*(c == O_INNER ? &o->inner_bytes : c == O_READ ? &o->read_bytes : &o->limit) = v;
+				*(c == O_INNER  ? &o->inner_bytes
+				  : c == O_READ ? &o->read_bytes
+				                : &o->limit) = v;
 				break;
 			}
 			if (v > INT_MAX || (c != O_WARM && !v)) {
@@ -155,14 +224,30 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 				return 2;
 			}
 			switch (c) {
-			case O_DEV: o->n_dev = (int)v; break;
-			case O_REPS: o->reps = (int)v; break;
-			case O_WARM: o->warmup = (int)v; break;
-			case O_HIDDEN: o->hidden = (int64_t)v; break;
-			case O_FFN: o->ffn = (int64_t)v; break;
-			case O_HEADS: o->heads = (int64_t)v; break;
-			case O_KVH: o->kv_heads = (int64_t)v; break;
-			case O_HD: o->head_dim = (int64_t)v; break;
+			case O_DEV:
+				o->n_dev = (int)v;
+				break;
+			case O_REPS:
+				o->reps = (int)v;
+				break;
+			case O_WARM:
+				o->warmup = (int)v;
+				break;
+			case O_HIDDEN:
+				o->hidden = (int64_t)v;
+				break;
+			case O_FFN:
+				o->ffn = (int64_t)v;
+				break;
+			case O_HEADS:
+				o->heads = (int64_t)v;
+				break;
+			case O_KVH:
+				o->kv_heads = (int64_t)v;
+				break;
+			case O_HD:
+				o->head_dim = (int64_t)v;
+				break;
 			}
 		}
 	}
@@ -179,7 +264,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 	}
 	int host = !strcmp(o->backend, "host");
 	if (!o->n_tokens) {
-		static const int64_t gpu_tok[] = {1, 16, 128, 512, 2048, 8192}, host_tok[] = {1, 16};
+		static const int64_t gpu_tok[] = {1, 16, 128, 512, 2048, 8192},
+				     host_tok[] = {1, 16};
 		o->n_tokens = host ? 2 : 6;
 		memcpy(o->tokens, host ? host_tok : gpu_tok, (size_t)o->n_tokens * sizeof(int64_t));
 	}
@@ -190,7 +276,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 
 /* Loads the CUDA backend object; on failure the reason goes to e. */
 static const kvr_backend_ops_t *load_cuda(const opts_t *o, const char *argv0, void **handle,
-					  err_t *e)
+                                          err_t *e)
 {
 	char path[4096];
 	const char *env = getenv("KVREPLAY_CUDA_SO");
@@ -207,7 +293,7 @@ static const kvr_backend_ops_t *load_cuda(const opts_t *o, const char *argv0, vo
 			self[n] = 0;
 		char *slash = strrchr(self, '/');
 		snprintf(path, sizeof path, "%.*s/kvreplay_cuda.so",
-			 slash ? (int)(slash - self) : 1, slash ? self : ".");
+		         slash ? (int)(slash - self) : 1, slash ? self : ".");
 	}
 	*handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!*handle) {
@@ -217,7 +303,7 @@ static const kvr_backend_ops_t *load_cuda(const opts_t *o, const char *argv0, vo
 	const kvr_backend_ops_t *ops = dlsym(*handle, KVR_CUDA_SYMBOL);
 	if (!ops || ops->version != KVR_BACKEND_VERSION) {
 		err_set(e, KS_ERUNTIME, "%s: no %s table of version %d", path, KVR_CUDA_SYMBOL,
-			KVR_BACKEND_VERSION);
+		        KVR_BACKEND_VERSION);
 		dlclose(*handle);
 		*handle = NULL;
 		return NULL;
@@ -236,8 +322,7 @@ static void known_peaks(const char *device, double *flops, double *bw)
 		*flops = 989.4e12, *bw = 3.35e12;
 }
 
-static int add_row(gv_compute_t *rows, size_t *n, const char *op, int64_t m, int64_t nn,
-		   int64_t k)
+static int add_row(gv_compute_t *rows, size_t *n, const char *op, int64_t m, int64_t nn, int64_t k)
 {
 	gv_compute_t *r = &rows[(*n)++];
 	memset(r, 0, sizeof *r);
@@ -279,10 +364,12 @@ static int run_compute(const kvr_backend_ops_t *be, const opts_t *o, gv_meas_t *
 		rows[i].flops_per_s = rows[i].flops / s;
 		rows[i].bytes_per_s = rows[i].bytes / s;
 		if (!o->quiet)
-			fprintf(stderr, "kvreplay: %-13s m=%-6lld n=%-6lld k=%-6lld %10.1f us  %8.2f TFLOP/s  %8.1f GB/s\n",
-				rows[i].op, (long long)rows[i].m, (long long)rows[i].n,
-				(long long)rows[i].k, rows[i].time_ns / 1e3, rows[i].flops_per_s / 1e12,
-				rows[i].bytes_per_s / 1e9);
+			fprintf(stderr,
+			        "kvreplay: %-13s m=%-6lld n=%-6lld k=%-6lld %10.1f us  %8.2f "
+			        "TFLOP/s  %8.1f GB/s\n",
+			        rows[i].op, (long long)rows[i].m, (long long)rows[i].n,
+			        (long long)rows[i].k, rows[i].time_ns / 1e3,
+			        rows[i].flops_per_s / 1e12, rows[i].bytes_per_s / 1e9);
 	}
 	m->comp = rows;
 	m->n_comp = n;
@@ -290,15 +377,16 @@ static int run_compute(const kvr_backend_ops_t *be, const opts_t *o, gv_meas_t *
 }
 
 /* Runs every phase warmup + reps times; fills m->copy with medians. */
-static int run_replay(const kvr_backend_ops_t *be, void *st, const gv_replay_t *r,
-		      const opts_t *o, gv_meas_t *m, err_t *e)
+static int run_replay(const kvr_backend_ops_t *be, void *st, const gv_replay_t *r, const opts_t *o,
+                      gv_meas_t *m, err_t *e)
 {
 	size_t max_ops = 0;
 	for (size_t p = 0; p < r->n_phase; p++)
 		if (r->phase_first[p + 1] - r->phase_first[p] > max_ops)
 			max_ops = r->phase_first[p + 1] - r->phase_first[p];
 	size_t R = (size_t)o->reps;
-	int64_t *st_ns = malloc(max_ops * R * sizeof *st_ns), *en_ns = malloc(max_ops * R * sizeof *en_ns);
+	int64_t *st_ns = malloc(max_ops * R * sizeof *st_ns),
+		*en_ns = malloc(max_ops * R * sizeof *en_ns);
 	int64_t *dur = malloc(R * sizeof *dur);
 	m->copy = calloc(r->n_op, sizeof *m->copy);
 	if (!st_ns || !en_ns || !dur || !m->copy) {
@@ -312,7 +400,8 @@ static int run_replay(const kvr_backend_ops_t *be, void *st, const gv_replay_t *
 		size_t first = r->phase_first[p], n = r->phase_first[p + 1] - first;
 		for (int k = -o->warmup; k < o->reps && !rc; k++) {
 			size_t slot = k < 0 ? 0 : (size_t)k;
-			rc = be->run_phase(st, r, p, st_ns + slot * max_ops, en_ns + slot * max_ops, e);
+			rc = be->run_phase(st, r, p, st_ns + slot * max_ops, en_ns + slot * max_ops,
+			                   e);
 		}
 		for (size_t i = 0; i < n && !rc; i++) {
 			const gv_op_t *op = &r->op[first + i];
@@ -334,14 +423,24 @@ static int run_replay(const kvr_backend_ops_t *be, void *st, const gv_replay_t *
 					best = k;
 			int64_t base = op->planned_start_ns - op->offset_ns; /* phase origin */
 			gv_copy_t *c = &m->copy[m->n_copy++];
-			*c = (gv_copy_t){.id = op->id, .group = op->phase, .kind = op->kind,
-					 .link = op->link, .shape = op->shape, .stream = op->stream,
-					 .src_dev = op->src_dev, .dst_dev = op->dst_dev,
-					 .bytes = op->bytes, .blocks = op->blocks, .inner = op->inner,
-					 .m_same = op->m_same, .m_opp = op->m_opp, .reps = o->reps,
-					 .planned_start_ns = op->planned_start_ns,
-					 .start_ns = base + st_ns[best * max_ops + i],
-					 .min_ns = lo, .max_ns = hi};
+			*c = (gv_copy_t){.id = op->id,
+			                 .group = op->phase,
+			                 .kind = op->kind,
+			                 .link = op->link,
+			                 .shape = op->shape,
+			                 .stream = op->stream,
+			                 .src_dev = op->src_dev,
+			                 .dst_dev = op->dst_dev,
+			                 .bytes = op->bytes,
+			                 .blocks = op->blocks,
+			                 .inner = op->inner,
+			                 .m_same = op->m_same,
+			                 .m_opp = op->m_opp,
+			                 .reps = o->reps,
+			                 .planned_start_ns = op->planned_start_ns,
+			                 .start_ns = base + st_ns[best * max_ops + i],
+			                 .min_ns = lo,
+			                 .max_ns = hi};
 			c->end_ns = c->start_ns + med;
 		}
 		if (!o->quiet && isatty(2) && (p % 16 == 0 || p + 1 == r->n_phase))
@@ -363,15 +462,16 @@ static void print_peaks(const gv_meas_t *m)
 		uint64_t at = 0;
 		for (size_t i = 0; i < m->n_copy; i++) {
 			const gv_copy_t *c = &m->copy[i];
-			if (c->kind != k || c->m_same != 1 || c->m_opp || c->shape != MDL_SHAPE_CONTIG)
+			if (c->kind != k || c->m_same != 1 || c->m_opp ||
+			    c->shape != MDL_SHAPE_CONTIG)
 				continue;
 			double bw = (double)c->bytes / (double)(c->end_ns - c->start_ns);
 			if (bw > best)
 				best = bw, at = c->bytes;
 		}
 		if (best > 0)
-			printf("peak %s: %.2f GB/s (lone contiguous copy of %llu bytes)\n", names[k],
-			       best, (unsigned long long)at);
+			printf("peak %s: %.2f GB/s (lone contiguous copy of %llu bytes)\n",
+			       names[k], best, (unsigned long long)at);
 	}
 }
 
@@ -391,8 +491,9 @@ int main(int argc, char **argv)
 
 	size_t len = 0;
 	for (int i = 0; i < argc; i++)
-		len += (size_t)snprintf(m.cmdline + len, len < sizeof m.cmdline ? sizeof m.cmdline - len : 0,
-				"%s%s", i ? " " : "", argv[i]);
+		len += (size_t)snprintf(m.cmdline + len,
+		                        len < sizeof m.cmdline ? sizeof m.cmdline - len : 0, "%s%s",
+		                        i ? " " : "", argv[i]);
 	if (!strcmp(o.backend, "cuda") && !(be = load_cuda(&o, argv[0], &handle, &e))) {
 		rc = e.code;
 		goto out;
@@ -402,7 +503,8 @@ int main(int argc, char **argv)
 		goto out;
 	if (o.n_dev) {
 		if (o.n_dev > n_dev && strcmp(be->name, "host")) {
-			rc = err_set(&e, KS_EINPUT, "--devices %d: only %d visible", o.n_dev, n_dev);
+			rc =
+			    err_set(&e, KS_EINPUT, "--devices %d: only %d visible", o.n_dev, n_dev);
 			goto out;
 		}
 		n_dev = o.n_dev;
@@ -414,24 +516,27 @@ int main(int argc, char **argv)
 		m.peak_bytes_per_s = o.peak_gbs * 1e9;
 	if (!o.quiet)
 		fprintf(stderr, "kvreplay: backend %s, %d device(s), %s; driver %s, runtime %s\n",
-			be->name, n_dev, m.device, m.driver, m.runtime);
+		        be->name, n_dev, m.device, m.driver, m.runtime);
 	if (o.schedule) {
 		snprintf(m.schedule, sizeof m.schedule, "%s", o.schedule);
 		if ((rc = gv_sched_read(&s, o.schedule, &e)))
 			goto out;
-		gv_replay_opts_t ro = {.n_dev = n_dev, .groups = o.groups, .batch = o.batch,
-				       .inner_bytes = o.inner_bytes, .limit = o.limit,
-				       .span_ns = (int64_t)(o.span_s * 1e9)};
+		gv_replay_opts_t ro = {.n_dev = n_dev,
+		                       .groups = o.groups,
+		                       .batch = o.batch,
+		                       .inner_bytes = o.inner_bytes,
+		                       .limit = o.limit,
+		                       .span_ns = (int64_t)(o.span_s * 1e9)};
 		if ((rc = gv_replay_build(&r, &s, &ro, &e))) {
 			err_prefix(&e, "%s", o.schedule);
 			goto out;
 		}
 		if (!o.quiet)
 			fprintf(stderr,
-				"kvreplay: %zu copies in %zu %s, up to %d streams; skipped %zu "
-				"cancelled, %zu host-to-host and %zu past --limit/--span-s\n",
-				r.n_op, r.n_phase, r.n_phase > 1 ? "isolated groups" : "phase",
-				r.n_streams, r.skipped_cancelled, r.skipped_host, r.skipped_limit);
+			        "kvreplay: %zu copies in %zu %s, up to %d streams; skipped %zu "
+			        "cancelled, %zu host-to-host and %zu past --limit/--span-s\n",
+			        r.n_op, r.n_phase, r.n_phase > 1 ? "isolated groups" : "phase",
+			        r.n_streams, r.skipped_cancelled, r.skipped_host, r.skipped_limit);
 		if ((rc = be->open(&st, &r, &m, &e)))
 			goto out;
 		if (!o.quiet && m.peer[0])
