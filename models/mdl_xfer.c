@@ -1,6 +1,8 @@
 /* mdl_xfer — transfer cost model and its calibration file (see mdl_xfer.h). */
 #include "models/mdl_xfer.h"
 
+#include "models/mdl.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -262,9 +264,32 @@ int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e)
 	return rc;
 }
 
-int mdl_xfer_init(mdl_xfer_t *x, const char *path, err_t *e)
+static void link_from_spec(mdl_xfer_link_t *l, double bw_bytes_per_s, int64_t lat_ns)
+{
+	if (bw_bytes_per_s <= 0)
+		return; /* the spec has no such link: keep the default */
+	l->n_pieces = 1;
+	l->piece[0] = (mdl_xfer_piece_t){UINT64_MAX, (double)lat_ns, bw_bytes_per_s / 1e9};
+}
+
+void mdl_xfer_from_hw(mdl_xfer_t *x, const struct mdl_hw *hw)
+{
+	if (!hw)
+		return;
+	link_from_spec(&x->link[MDL_LINK_NVLINK], hw->nvlink_bw, hw->nvlink_lat_ns);
+	link_from_spec(&x->link[MDL_LINK_PCIE_H2D], hw->pcie_bw, hw->pcie_lat_ns);
+	link_from_spec(&x->link[MDL_LINK_PCIE_D2H], hw->pcie_bw, hw->pcie_lat_ns);
+	link_from_spec(&x->link[MDL_LINK_NET], hw->nic_bw, hw->nic_lat_ns);
+	link_from_spec(&x->link[MDL_LINK_LOCAL], hw->hbm_bw / 2,
+		       (int64_t)x->link[MDL_LINK_LOCAL].piece[0].alpha_ns);
+	snprintf(x->device, sizeof x->device, "%.80s (spec, uncalibrated)", hw->name);
+	snprintf(x->source, sizeof x->source, "spec");
+}
+
+int mdl_xfer_init(mdl_xfer_t *x, const struct mdl_hw *hw, const char *path, err_t *e)
 {
 	mdl_xfer_default(x);
+	mdl_xfer_from_hw(x, hw);
 	return path && *path ? mdl_xfer_load(x, path, e) : 0;
 }
 

@@ -60,9 +60,15 @@ typedef struct mdl_xfer {
 /* Fills x with round datasheet figures for an H100/H200-class node (see the
  * comments in mdl_xfer.c for the sources); used when no calibration exists. */
 void mdl_xfer_default(mdl_xfer_t *x);
-/* What a simulation should call: defaults, then the calibration file at
- * path when path is non-NULL and non-empty (the config names one). */
-int mdl_xfer_init(mdl_xfer_t *x, const char *path, err_t *e);
+struct mdl_hw;
+/* Seeds one-piece links from a hardware spec (models/mdl.h): NVLink, PCIe
+ * (both directions) and NIC bandwidth and latency; local copies at half the
+ * HBM bandwidth (a copy reads and writes). Overheads and sharing keep their
+ * values. hw may be NULL (no change). */
+void mdl_xfer_from_hw(mdl_xfer_t *x, const struct mdl_hw *hw);
+/* What a simulation should call: defaults (from hw when non-NULL), then the
+ * calibration file at path when path is non-NULL and non-empty. */
+int mdl_xfer_init(mdl_xfer_t *x, const struct mdl_hw *hw, const char *path, err_t *e);
 /* Loads a calibration file over the current contents of x (keys it lacks
  * keep their values). */
 int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e);

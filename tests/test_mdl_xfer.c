@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "models/mdl.h"
 #include "models/mdl_xfer.h"
 
 static const char *three_pieces = "# test calibration\n"
@@ -184,10 +185,34 @@ static void test_init_uses_defaults_unless_a_file_is_named(void **state)
 	mdl_xfer_t x, d;
 	err_t e = {0};
 	mdl_xfer_default(&d);
-	assert_int_equal(mdl_xfer_init(&x, "", &e), 0);
+	assert_int_equal(mdl_xfer_init(&x, NULL, "", &e), 0);
 	assert_memory_equal(&x.link, &d.link, sizeof d.link);
-	assert_int_equal(mdl_xfer_init(&x, NULL, &e), 0);
-	assert_int_equal(mdl_xfer_init(&x, "/nonexistent/cal.ini", &e), KS_EIO);
+	assert_int_equal(mdl_xfer_init(&x, NULL, NULL, &e), 0);
+	assert_int_equal(mdl_xfer_init(&x, NULL, "/nonexistent/cal.ini", &e), KS_EIO);
+}
+
+static void test_links_seeded_from_the_hardware_spec(void **state)
+{
+	(void)state;
+	mdl_hw_t hw;
+	mdl_xfer_t x;
+	err_t e = {0};
+	assert_int_equal(mdl_hw_builtin("H200", &hw, &e), 0);
+	assert_int_equal(mdl_xfer_init(&x, &hw, NULL, &e), 0);
+	assert_true(fabs(mdl_xfer_bw(&x, MDL_LINK_PCIE_H2D, 1 << 20) - hw.pcie_bw / 1e9) < 1e-9);
+	assert_true(fabs(mdl_xfer_bw(&x, MDL_LINK_NVLINK, 1 << 20) - hw.nvlink_bw / 1e9) < 1e-9);
+	assert_true(mdl_xfer_latency_ns(&x, MDL_LINK_NET, 1) == (double)hw.nic_lat_ns);
+	assert_true(fabs(mdl_xfer_bw(&x, MDL_LINK_LOCAL, 1) - hw.hbm_bw / 2e9) < 1e-9);
+	/* a calibration file still wins over the spec */
+	char path[] = "/tmp/test_mdl_xfer_hw_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_true(write(fd, three_pieces, strlen(three_pieces)) == (ssize_t)strlen(three_pieces));
+	close(fd);
+	assert_int_equal(mdl_xfer_init(&x, &hw, path, &e), 0);
+	unlink(path);
+	assert_true(mdl_xfer_bw(&x, MDL_LINK_PCIE_H2D, 8 << 20) == 50);
+	assert_true(fabs(mdl_xfer_bw(&x, MDL_LINK_NVLINK, 1 << 20) - hw.nvlink_bw / 1e9) < 1e-9);
 }
 
 static void test_link_names_round_trip(void **state)
@@ -213,6 +238,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_calibration_files_are_rejected_with_file_and_line),
 	    cmocka_unit_test(test_link_names_round_trip),
 	    cmocka_unit_test(test_init_uses_defaults_unless_a_file_is_named),
+	    cmocka_unit_test(test_links_seeded_from_the_hardware_spec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
