@@ -281,7 +281,7 @@ void mdl_xfer_from_hw(mdl_xfer_t *x, const struct mdl_hw *hw)
 	link_from_spec(&x->link[MDL_LINK_PCIE_D2H], hw->pcie_bw, hw->pcie_lat_ns);
 	link_from_spec(&x->link[MDL_LINK_NET], hw->nic_bw, hw->nic_lat_ns);
 	link_from_spec(&x->link[MDL_LINK_LOCAL], hw->hbm_bw / 2,
-		       (int64_t)x->link[MDL_LINK_LOCAL].piece[0].alpha_ns);
+	               (int64_t)x->link[MDL_LINK_LOCAL].piece[0].alpha_ns);
 	snprintf(x->device, sizeof x->device, "%.80s (spec, uncalibrated)", hw->name);
 	snprintf(x->source, sizeof x->source, "spec");
 }

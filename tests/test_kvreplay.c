@@ -18,6 +18,7 @@
 
 #include "gpu_validation/gv_meas.h"
 #include "gpu_validation/gv_sched.h"
+#include "models/mdl.h"
 #include "models/mdl_xfer.h"
 
 static char dir[64], build[1024], kvsim[1100], kvreplay[1100];
@@ -305,6 +306,55 @@ static void test_host_compute_times_layer_gemms_and_a_read(void **state)
 	gv_meas_free(&m);
 }
 
+static void test_compute_shapes_and_peaks_come_from_the_specs(void **state)
+{
+	(void)state;
+	/* a small model spec file (the CPU stand-in would be slow at 8B shapes) */
+	mdl_llm_t llm;
+	mdl_hw_t hw;
+	err_t e = {0};
+	char path[256];
+	assert_int_equal(mdl_llm_builtin("Llama-3-8B", &llm, &e), 0);
+	llm.hidden = 256;
+	llm.intermediate = 384;
+	llm.heads = 4;
+	llm.kv_heads = 2;
+	llm.head_dim = 64;
+	snprintf(path, sizeof path, "%s/tiny.ini", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(mdl_llm_write(&llm, f), 0);
+	fclose(f);
+	expect_rc(run("%s --backend host --compute --model %s --gpu H200 --tokens 1 "
+	              "--read-bytes 64K --reps 1 --warmup 0 -q -o %s/spec.h5",
+	              kvreplay, path, dir),
+	          0, "compute from specs");
+	assert_int_equal(mdl_hw_builtin("H200", &hw, &e), 0);
+	gv_meas_t m;
+	snprintf(path, sizeof path, "%s/spec.h5", dir);
+	assert_int_equal(gv_meas_read(&m, path, &e), 0);
+	assert_true(m.peak_flops == hw.flops_bf16);
+	assert_true(m.peak_bytes_per_s == hw.hbm_bw);
+	int seen = 0;
+	for (size_t i = 0; i < m.n_comp; i++) {
+		if (!strcmp(m.comp[i].op, "gemm_down")) {
+			assert_int_equal(m.comp[i].n, llm.hidden);
+			assert_int_equal(m.comp[i].k, llm.intermediate);
+			seen++;
+		}
+		if (!strcmp(m.comp[i].op, "gemm_qkv")) {
+			assert_int_equal(m.comp[i].n,
+			                 (llm.heads + 2 * llm.kv_heads) * llm.head_dim);
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 2);
+	gv_meas_free(&m);
+	expect_rc(run("%s --backend host --compute --model NoSuchModel -o %s/x.h5", kvreplay, dir),
+	          2, "unknown model");
+	assert_non_null(strstr(out, "Llama-3-8B")); /* the error lists the built-ins */
+}
+
 static void test_usage_errors_exit_2(void **state)
 {
 	(void)state;
@@ -334,6 +384,7 @@ int main(void)
 	    cmocka_unit_test(test_host_backend_replays_a_run_schedule_at_its_offsets),
 	    cmocka_unit_test(test_cuda_backend_is_built_with_nvcc_and_skips_without_a_gpu),
 	    cmocka_unit_test(test_host_compute_times_layer_gemms_and_a_read),
+	    cmocka_unit_test(test_compute_shapes_and_peaks_come_from_the_specs),
 	    cmocka_unit_test(test_usage_errors_exit_2),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

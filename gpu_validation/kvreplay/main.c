@@ -20,6 +20,7 @@
 #include "gpu_validation/gv_replay.h"
 #include "gpu_validation/gv_sched.h"
 #include "gpu_validation/kvreplay/kvr_backend.h"
+#include "models/mdl.h"
 #include "models/mdl_xfer.h"
 
 typedef struct opts {
@@ -27,7 +28,8 @@ typedef struct opts {
 	int n_dev, groups, batch, reps, warmup, compute, quiet;
 	uint64_t inner_bytes, read_bytes, limit;
 	double span_s;
-	int64_t hidden, ffn, heads, kv_heads, head_dim;
+	const char *model, *gpu;                        /* spec names or files (models/mdl.h) */
+	int64_t hidden, ffn, heads, kv_heads, head_dim; /* 0: from the model spec */
 	int64_t tokens[16];
 	int n_tokens;
 	double peak_tflops, peak_gbs;
@@ -54,8 +56,11 @@ static void usage(FILE *f)
 	    "  --inner-bytes N     group mode: repeat small copies up to N bytes between\n"
 	    "                      timestamps, at most 64 times (default 1048576)\n"
 	    "  --compute           time GEMMs at the model's layer shapes and a read kernel\n"
+	    "  --model NAME|FILE   LLM spec for the layer shapes (default Llama-3-8B)\n"
 	    "  --hidden N --ffn N --heads N --kv-heads N --head-dim N\n"
-	    "                      layer shape (default Llama-3-8B: 4096 14336 32 8 128)\n"
+	    "                      override the spec's layer shape\n"
+	    "  --gpu NAME|FILE     GPU spec for the peaks (default: the built-in spec whose\n"
+	    "                      name the device name contains, e.g. H200)\n"
 	    "  --tokens LIST       GEMM token counts (default cuda 1,16,128,512,2048,8192;\n"
 	    "                      host 1,16)\n"
 	    "  --read-bytes N      read kernel size (default cuda 1 GiB, host 64 MiB)\n"
@@ -107,7 +112,9 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 		O_PF,
 		O_PB,
 		O_LIMIT,
-		O_SPAN
+		O_SPAN,
+		O_MODEL,
+		O_GPU
 	};
 	static const struct option lo[] = {{"out", 1, 0, 'o'},
 	                                   {"backend", 1, 0, O_BACKEND},
@@ -131,6 +138,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 	                                   {"peak-gbs", 1, 0, O_PB},
 	                                   {"limit", 1, 0, O_LIMIT},
 	                                   {"span-s", 1, 0, O_SPAN},
+	                                   {"model", 1, 0, O_MODEL},
+	                                   {"gpu", 1, 0, O_GPU},
 	                                   {"quiet", 0, 0, 'q'},
 	                                   {"help", 0, 0, 'h'},
 	                                   {0, 0, 0, 0}};
@@ -140,11 +149,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 	              .reps = 5,
 	              .warmup = 2,
 	              .inner_bytes = 1 << 20,
-	              .hidden = 4096,
-	              .ffn = 14336,
-	              .heads = 32,
-	              .kv_heads = 8,
-	              .head_dim = 128};
+	              .model = "Llama-3-8B"};
 	optind = 1;
 	int c;
 	uint64_t v;
@@ -155,6 +160,12 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 			break;
 		case 'q':
 			o->quiet = 1;
+			break;
+		case O_MODEL:
+			o->model = optarg;
+			break;
+		case O_GPU:
+			o->gpu = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -311,15 +322,66 @@ static const kvr_backend_ops_t *load_cuda(const opts_t *o, const char *argv0, vo
 	return ops;
 }
 
-/* Datasheet peaks of GPUs we know (dense bf16 tensor FLOP/s, HBM bytes/s):
- * NVIDIA H100 SXM and H200 product briefs (989.4 TFLOPS dense bf16; 3.35 and
- * 4.8 TB/s). Other devices need --peak-tflops / --peak-gbs. */
-static void known_peaks(const char *device, double *flops, double *bw)
+/* A spec argument is a file when it names one (has a '/' or ends in .ini). */
+static int is_file(const char *arg)
 {
-	if (strstr(device, "H200"))
-		*flops = 989.4e12, *bw = 4.8e12;
-	else if (strstr(device, "H100") && (strstr(device, "SXM") || strstr(device, "HBM3")))
-		*flops = 989.4e12, *bw = 3.35e12;
+	size_t n = strlen(arg);
+	return strchr(arg, '/') || (n > 4 && !strcmp(arg + n - 4, ".ini"));
+}
+
+/* Layer shapes from the LLM spec; explicit options win. MLA models use
+ * heads x head_dim for the attention projections (an approximation). */
+static int resolve_model(opts_t *o, err_t *e)
+{
+	mdl_llm_t llm;
+	int rc = is_file(o->model) ? mdl_llm_load_file(o->model, &llm, e)
+	                           : mdl_llm_builtin(o->model, &llm, e);
+	if (rc)
+		return rc;
+	if (!o->hidden)
+		o->hidden = llm.hidden;
+	if (!o->ffn)
+		o->ffn = llm.intermediate;
+	if (!o->heads)
+		o->heads = llm.heads;
+	if (!o->kv_heads)
+		o->kv_heads = llm.kv_heads;
+	if (!o->head_dim)
+		o->head_dim = llm.head_dim;
+	return 0;
+}
+
+/* Peak dense bf16 FLOP/s and HBM bandwidth for MFU/MBU: from --gpu, else
+ * the built-in spec whose family name ("H200", "H100" of "H100-SXM") the
+ * device name contains; unknown (0) otherwise. */
+static int resolve_peaks(const opts_t *o, gv_meas_t *m, err_t *e)
+{
+	mdl_hw_t hw;
+	int found = 0;
+	if (o->gpu) {
+		int rc = is_file(o->gpu) ? mdl_hw_load_file(o->gpu, &hw, e)
+		                         : mdl_hw_builtin(o->gpu, &hw, e);
+		if (rc)
+			return rc;
+		found = 1;
+	} else {
+		const char *name;
+		for (size_t i = 0; !found && (name = mdl_builtin_name("hw", i)); i++) {
+			char family[MDL_NAME_MAX];
+			snprintf(family, sizeof family, "%s", name);
+			family[strcspn(family, "-")] = 0;
+			found = strstr(m->device, family) && !mdl_hw_builtin(name, &hw, e);
+		}
+	}
+	if (found) {
+		m->peak_flops = hw.flops_bf16;
+		m->peak_bytes_per_s = hw.hbm_bw;
+	}
+	if (o->peak_tflops > 0)
+		m->peak_flops = o->peak_tflops * 1e12;
+	if (o->peak_gbs > 0)
+		m->peak_bytes_per_s = o->peak_gbs * 1e9;
+	return 0;
 }
 
 static int add_row(gv_compute_t *rows, size_t *n, const char *op, int64_t m, int64_t nn, int64_t k)
@@ -488,6 +550,10 @@ int main(int argc, char **argv)
 	void *handle = NULL, *st = NULL;
 	int rc = 0, n_dev = 0;
 	const kvr_backend_ops_t *be = &kvr_backend_host;
+	if (o.compute && (rc = resolve_model(&o, &e))) {
+		fprintf(stderr, "kvreplay: --model: %s\n", e.msg);
+		return 2;
+	}
 
 	size_t len = 0;
 	for (int i = 0; i < argc; i++)
@@ -509,11 +575,8 @@ int main(int argc, char **argv)
 		}
 		n_dev = o.n_dev;
 	}
-	known_peaks(m.device, &m.peak_flops, &m.peak_bytes_per_s);
-	if (o.peak_tflops > 0)
-		m.peak_flops = o.peak_tflops * 1e12;
-	if (o.peak_gbs > 0)
-		m.peak_bytes_per_s = o.peak_gbs * 1e9;
+	if ((rc = resolve_peaks(&o, &m, &e)))
+		goto out;
 	if (!o.quiet)
 		fprintf(stderr, "kvreplay: backend %s, %d device(s), %s; driver %s, runtime %s\n",
 		        be->name, n_dev, m.device, m.driver, m.runtime);
