@@ -21,3 +21,11 @@ $(BUILD)/kvreplay_cuda.so: gpu_validation/kvreplay/cuda.cu gpu_validation/kvrepl
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -std=c++17 $(NVCC_ARCH) -I. -Xcompiler -fPIC,-Wall -shared \
 	  -cudart static $< -o $@ -L$(CUDA_HOME)/lib64 -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
+
+# `make install` also installs the CUDA backend where kvreplay looks for it
+# (PREFIX/lib/kvsim, next to PREFIX/bin).
+.PHONY: kvreplay-install-cuda
+install: kvreplay-install-cuda
+kvreplay-install-cuda: all
+	[ ! -f $(BUILD)/kvreplay_cuda.so ] || { install -d $(DESTDIR)$(PREFIX)/lib/kvsim && \
+	  install -m 755 $(BUILD)/kvreplay_cuda.so $(DESTDIR)$(PREFIX)/lib/kvsim/; }

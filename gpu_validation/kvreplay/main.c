@@ -45,8 +45,8 @@ static void usage(FILE *f)
 	    "'kvsim calibrate plan') and writes the measured copy times as HDF5.\n\n"
 	    "  -o, --out FILE      measurements file (default kvreplay.h5)\n"
 	    "  --backend NAME      cuda (default) or host (threads + memcpy)\n"
-	    "  --cuda-so FILE      CUDA backend object (default: kvreplay_cuda.so next\n"
-	    "                      to this program, or $KVREPLAY_CUDA_SO)\n"
+	    "  --cuda-so FILE      CUDA backend object (default: kvreplay_cuda.so next to\n"
+	    "                      this program or in ../lib/kvsim/, or $KVREPLAY_CUDA_SO)\n"
 	    "  --devices N         devices to use (cuda: all visible; host: 2 emulated)\n"
 	    "  --groups            time each set of equal start times alone (default for plans)\n"
 	    "  --no-groups         replay at the schedule's start offsets (default for runs)\n"
@@ -303,8 +303,12 @@ static const kvr_backend_ops_t *load_cuda(const opts_t *o, const char *argv0, vo
 		else
 			self[n] = 0;
 		char *slash = strrchr(self, '/');
-		snprintf(path, sizeof path, "%.*s/kvreplay_cuda.so",
-		         slash ? (int)(slash - self) : 1, slash ? self : ".");
+		int dn = slash ? (int)(slash - self) : 1;
+		const char *d = slash ? self : ".";
+		/* next to the program (build tree), else where `make install` puts it */
+		snprintf(path, sizeof path, "%.*s/kvreplay_cuda.so", dn, d);
+		if (access(path, F_OK))
+			snprintf(path, sizeof path, "%.*s/../lib/kvsim/kvreplay_cuda.so", dn, d);
 	}
 	*handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!*handle) {
