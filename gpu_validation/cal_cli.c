@@ -224,6 +224,11 @@ static int cmd_fit(int argc, char **argv)
 		if (!lr->n_fit)
 			continue;
 		const mdl_xfer_link_t *l = &x.link[k];
+		if (lr->status) {
+			printf("%s: NOT FITTED (%zu copies): %s; keeps its defaults\n",
+			       mdl_xfer_link_name(k), lr->n_fit, lr->error);
+			continue;
+		}
 		printf("%s: fit on %zu copies, %d iterations\n", mdl_xfer_link_name(k), lr->n_fit,
 		       lr->iterations);
 		for (int i = 0; i < l->n_pieces; i++) {
@@ -275,7 +280,7 @@ static int cmd_fit(int argc, char **argv)
 	FILE *f = fopen(tmp, "w");
 	unsigned fitted = 0;
 	for (int k = 0; k < MDL_LINK_N; k++)
-		fitted |= rep.link[k].n_fit ? 1u << k : 0;
+		fitted |= rep.link[k].n_fit && !rep.link[k].status ? 1u << k : 0;
 	rc = !f || mdl_xfer_write(&x, f, comment, fitted);
 	if (f && fclose(f))
 		rc = 1;

@@ -316,6 +316,7 @@ int gv_fit(const gv_meas_t *m, const gv_fit_opts_t *o, mdl_xfer_t *x, gv_fit_rep
 	double *test_all = malloc((m->n_copy + 1) * sizeof *test_all);
 	int rc = 0, fitted = 0;
 	size_t n_test_all = 0;
+	err_t first_err = {0};
 	if (!all || !train || !test || !buf || !test_all) {
 		rc = err_set(e, KS_ENOMEM, "fit: out of memory");
 		goto out;
@@ -338,9 +339,16 @@ int gv_fit(const gv_meas_t *m, const gv_fit_opts_t *o, mdl_xfer_t *x, gv_fit_rep
 		gv_fit_link_t *lr = &rep->link[k];
 		lr->n_fit = nt;
 		lr->n_test = nv;
-		rc = fit_link(&c, o, lr, e);
-		if (rc)
-			break;
+		mdl_xfer_link_t before = x->link[k];
+		err_t le = {0};
+		lr->status = fit_link(&c, o, lr, &le);
+		if (lr->status) {
+			x->link[k] = before;
+			snprintf(lr->error, sizeof lr->error, "%.255s", le.msg);
+			if (!first_err.code)
+				first_err = le;
+			continue;
+		}
 		fitted++;
 		summarize_set(x, train, nt, buf, &lr->train);
 		summarize_set(x, test, nv, buf, &lr->test);
@@ -349,8 +357,12 @@ int gv_fit(const gv_meas_t *m, const gv_fit_opts_t *o, mdl_xfer_t *x, gv_fit_rep
 			test_all[n_test_all++] = (gv_fit_predict(x, test[i]) - t) / t;
 		}
 	}
-	if (!rc && !fitted)
-		rc = err_set(e, KS_EINPUT, "fit: no timed copies in the measurements");
+	if (!rc && !fitted) {
+		if (first_err.code)
+			rc = err_set(e, first_err.code, "%s", first_err.msg);
+		else
+			rc = err_set(e, KS_EINPUT, "fit: no timed copies in the measurements");
+	}
 	if (!rc) {
 		gv_err_summarize(test_all, n_test_all, &rep->test);
 		fit_compute(m, x, rep);

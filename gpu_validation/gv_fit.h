@@ -10,7 +10,10 @@
  * are the held-out half on which MAPE and p95 relative error are reported.
  * Compute rows (if any) give MFU = median achieved/peak FLOP/s over GEMMs with
  * m >= 256 tokens (all GEMMs when none) and MBU = best read bandwidth / peak.
- * Errors: KS_EINPUT (too little data), KS_ERUNTIME (the solver failed).
+ * A link whose fit fails (too few copies, solver failure, non-physical
+ * result) keeps its starting values and reports why in its gv_fit_link_t;
+ * gv_fit fails (KS_EINPUT / KS_ERUNTIME, the first reason) only when no link
+ * could be fitted.
  */
 #ifndef KVSIM_GV_FIT_H
 #define KVSIM_GV_FIT_H
@@ -39,6 +42,8 @@ typedef struct gv_fit_link {
 	int n_pieces;
 	int fit_overhead, fit_batch, fit_share_same, fit_share_opp;
 	int iterations;
+	int status;      /* 0 fitted; else the KS_* code, link left as it was */
+	char error[256]; /* why, when status != 0 */
 	gv_err_summary_t train, test;
 } gv_fit_link_t;
 

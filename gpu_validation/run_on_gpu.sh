@@ -44,7 +44,7 @@ say "planning (sizes up to $MAX_BYTES)"
 $KVSIM calibrate plan -o "$OUT/plan.h5" --max-bytes "$MAX_BYTES" | tee "$OUT/plan.txt" >&2
 say "replaying the plan and timing GEMMs + read kernel"
 set +e
-timeout 360 $KVREPLAY --backend "$BACKEND" "$OUT/plan.h5" --compute ${COMPUTE_ARGS:-} -o "$OUT/plan_meas.h5" >"$OUT/replay.txt" 2>"$OUT/replay.err"
+timeout 300 $KVREPLAY --backend "$BACKEND" "$OUT/plan.h5" --compute ${COMPUTE_ARGS:-} -o "$OUT/plan_meas.h5" >"$OUT/replay.txt" 2>"$OUT/replay.err"
 rc=$?
 set -e
 if [ $rc -eq 77 ]; then
@@ -87,7 +87,7 @@ fi
 RUNCHECK="no kvsim run schedule was available (set RUN_H5)"
 if [ -n "$RUN" ] && [ -f "$RUN" ]; then
 	say "replaying $RUN (first $RUN_LIMIT transfers, at most ${RUN_SPAN_S}s)"
-	if timeout 150 $KVREPLAY --backend "$BACKEND" "$RUN" --limit "$RUN_LIMIT" --span-s "$RUN_SPAN_S" --reps 3 --warmup 1 \
+	if timeout 90 $KVREPLAY --backend "$BACKEND" "$RUN" --limit "$RUN_LIMIT" --span-s "$RUN_SPAN_S" --reps 3 --warmup 1 \
 		-o "$OUT/run_meas.h5" >"$OUT/run_replay.txt" 2>&1; then
 		$KVSIM calibrate check "$RUN" "$OUT/run_meas.h5" --calibration "$CAL" >"$OUT/check.txt" 2>&1 \
 			&& RUNCHECK=$(tail -3 "$OUT/check.txt") || RUNCHECK="check failed: $(tail -1 "$OUT/check.txt")"
@@ -99,10 +99,10 @@ fi
 # 5. the vendor's best-case copy test, when installed, as the bandwidth reference
 REF="no reference tool (nvbandwidth or bandwidthTest) found"
 if command -v nvbandwidth >/dev/null 2>&1; then
-	timeout 90 nvbandwidth -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce >"$OUT/nvbandwidth.txt" 2>&1 || true
+	timeout 60 nvbandwidth -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce >"$OUT/nvbandwidth.txt" 2>&1 || true
 	REF="nvbandwidth: $(grep -i -E 'SUM|memcpy_ce' "$OUT/nvbandwidth.txt" | tr '\n' ' ' | cut -c1-300)"
 elif command -v bandwidthTest >/dev/null 2>&1; then
-	timeout 90 bandwidthTest --memory=pinned >"$OUT/bandwidthTest.txt" 2>&1 || true
+	timeout 60 bandwidthTest --memory=pinned >"$OUT/bandwidthTest.txt" 2>&1 || true
 	REF="bandwidthTest: $(grep -E '^ *[0-9]+ +[0-9.]+' "$OUT/bandwidthTest.txt" | tr -s ' ' | tr '\n' ';')"
 fi
 

@@ -492,8 +492,23 @@ static void test_fit_drops_a_piece_without_data_and_says_when_too_little(void **
 	assert_int_equal(x.link[MDL_LINK_PCIE_D2H].n_pieces, 1);
 	assert_true(x.link[MDL_LINK_PCIE_D2H].piece[0].max_bytes == UINT64_MAX);
 	assert_close(x.link[MDL_LINK_PCIE_D2H].piece[0].bw_gbps, 8, 0.01, "bw");
+	/* a second link with two copies: it keeps its values, the first is fitted */
+	c[k] = c[0];
+	c[k].link = MDL_LINK_NET;
+	c[k + 1] = c[1];
+	c[k + 1].link = MDL_LINK_NET;
+	m.n_copy = k + 2;
+	mdl_xfer_t d;
+	mdl_xfer_default(&d);
+	mdl_xfer_default(&x);
+	assert_int_equal(gv_fit(&m, &fo, &x, &rep, &e), 0);
+	assert_int_equal(rep.link[MDL_LINK_NET].status, KS_EINPUT);
+	assert_non_null(strstr(rep.link[MDL_LINK_NET].error, "net: 1 copies"));
+	assert_memory_equal(&x.link[MDL_LINK_NET], &d.link[MDL_LINK_NET], sizeof d.link[0]);
+	assert_int_equal(rep.link[MDL_LINK_PCIE_D2H].status, 0);
 	m.n_copy = 2;
 	assert_int_equal(gv_fit(&m, &fo, &x, &rep, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "copies for"));
 	m.n_copy = 0;
 	assert_int_equal(gv_fit(&m, &fo, &x, &rep, &e), KS_EINPUT);
 }

@@ -291,11 +291,13 @@ static int run_phase_inner(cuda_state_t *s, const gv_op_t *op, size_t n, cudaEve
 	}
 	for (size_t i = 0; i < n; i++) {
 		int d = issuer(&op[i]);
-		float a = 0, b = 0;
+		float a = 0, dur = 0;
 		CK(cudaEventElapsedTime(&a, t0[d], ev[2 * i]));
-		CK(cudaEventElapsedTime(&b, t0[d], ev[2 * i + 1]));
-		start[i] = (int64_t)(a * 1e6);
-		end[i] = start[i] + (int64_t)((b - a) * 1e6) / op[i].inner;
+		/* the duration from its own pair: a float of ms since t0 loses
+		 * microseconds seconds into a long schedule */
+		CK(cudaEventElapsedTime(&dur, ev[2 * i], ev[2 * i + 1]));
+		start[i] = (int64_t)((double)a * 1e6);
+		end[i] = start[i] + (int64_t)((double)dur * 1e6) / op[i].inner;
 	}
 	return 0;
 }
