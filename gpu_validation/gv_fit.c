@@ -73,24 +73,32 @@ static double duration(const gv_copy_t *c)
 	return (double)(c->end_ns - c->start_ns);
 }
 
-/* Writes parameter vector p into the model's link. p = alpha_0, g_0, ...
- * (g = 1/bandwidth, ns per byte), then the optional extras. */
+/* Writes parameter vector p into the model's link. p = a_0, h_0, ... then
+ * the optional extras; every model parameter is the square of its entry
+ * (alpha = a^2, 1/beta = h^2, ...), which keeps latencies, overheads and
+ * sharing factors >= 0 and bandwidths > 0 without a bounded solver. */
 static void params_to_link(const fit_ctx_t *c, const double *p)
 {
 	mdl_xfer_link_t *l = &c->x->link[c->link];
 	for (int i = 0; i < c->n_pieces; i++) {
-		l->piece[i].alpha_ns = p[2 * i];
-		/* keep beta finite even while the solver wanders through g <= 0 */
-		l->piece[i].bw_gbps = 1.0 / (fabs(p[2 * i + 1]) > 1e-12 ? p[2 * i + 1] : 1e-12);
+		double g = p[2 * i + 1] * p[2 * i + 1];
+		l->piece[i].alpha_ns = p[2 * i] * p[2 * i];
+		l->piece[i].bw_gbps = 1.0 / (g > 1e-12 ? g : 1e-12);
 	}
 	if (c->i_over >= 0)
-		l->overhead_ns = p[c->i_over];
+		l->overhead_ns = p[c->i_over] * p[c->i_over];
 	if (c->i_batch >= 0)
-		l->batch_overhead_ns = p[c->i_batch];
+		l->batch_overhead_ns = p[c->i_batch] * p[c->i_batch];
 	if (c->i_same >= 0)
-		l->share_same = p[c->i_same];
+		l->share_same = p[c->i_same] * p[c->i_same];
 	if (c->i_opp >= 0)
-		l->share_opp = p[c->i_opp];
+		l->share_opp = p[c->i_opp] * p[c->i_opp];
+}
+
+/* The solver's entry for a starting value v (see params_to_link). */
+static double root(double v, double floor)
+{
+	return sqrt(v > floor ? v : floor);
 }
 
 static int residuals(const gsl_vector *p, void *data, gsl_vector *f)
@@ -145,34 +153,38 @@ static void initial_guess(const fit_ctx_t *c, double *p)
 		}
 		if (!(g > 0))
 			g = cnt ? gsum / cnt : 0.02;
-		p[2 * k] = a;
-		p[2 * k + 1] = g;
+		p[2 * k] = root(a, 1);
+		p[2 * k + 1] = root(g, 1e-6);
 	}
 	if (c->i_over >= 0)
-		p[c->i_over] = 1000;
+		p[c->i_over] = root(1000, 1);
 	if (c->i_batch >= 0)
-		p[c->i_batch] = 300;
+		p[c->i_batch] = root(300, 1);
 	if (c->i_same >= 0)
-		p[c->i_same] = 0.8;
+		p[c->i_same] = root(0.8, 1e-3);
 	if (c->i_opp >= 0)
-		p[c->i_opp] = 0.2;
+		p[c->i_opp] = root(0.2, 1e-3);
 }
 
 static int fit_link(fit_ctx_t *c, const gv_fit_opts_t *o, gv_fit_link_t *out, err_t *e)
 {
 	mdl_xfer_link_t *l = &c->x->link[c->link];
-	/* pieces from the edges, dropping those that would hold < 3 copies */
+	/* pieces from the edges, dropping those with copies of fewer than 3
+	 * distinct sizes: alpha and beta need a spread of sizes */
 	l->n_pieces = 0;
 	uint64_t lo = 0;
 	for (int i = 0; i <= o->n_edges; i++) {
-		uint64_t hi = i < o->n_edges ? o->edges[i] : UINT64_MAX;
+		uint64_t hi = i < o->n_edges ? o->edges[i] : UINT64_MAX, sizes[3];
 		size_t cnt = 0;
-		for (size_t j = 0; j < c->n; j++) {
+		for (size_t j = 0; j < c->n && cnt < 3; j++) {
 			const gv_copy_t *ob = c->obs[j];
 			uint64_t b =
 			    ob->shape == MDL_SHAPE_CONTIG ? ob->bytes : ob->bytes / ob->blocks;
-			if (b > lo && b <= hi)
-				cnt++;
+			size_t k = 0;
+			while (k < cnt && sizes[k] != b)
+				k++;
+			if (b > lo && b <= hi && k == cnt)
+				sizes[cnt++] = b;
 		}
 		if (cnt >= 3 || (i == o->n_edges && !l->n_pieces)) {
 			l->piece[l->n_pieces++].max_bytes = hi;
