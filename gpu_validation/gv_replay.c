@@ -160,6 +160,12 @@ int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t 
 		op->blocks = t->blocks ? t->blocks : 1;
 		if (op->blocks > op->bytes)
 			op->blocks = (uint32_t)op->bytes;
+		if (t->granular && o->slices > 1) {
+			uint64_t copies = (uint64_t)op->blocks * o->slices;
+			if (copies > op->bytes)
+				copies = op->bytes;
+			op->blocks = (uint32_t)(copies < UINT32_MAX ? copies : UINT32_MAX);
+		}
 		op->shape = t->granular && op->blocks > 1
 		                ? (o->batch ? MDL_SHAPE_BATCH : MDL_SHAPE_GRANULAR)
 		                : MDL_SHAPE_CONTIG;

@@ -313,6 +313,15 @@ static void test_plan_groups_are_isolated_phases_with_batched_tiny_copies(void *
 	assert_int_equal(r.n_streams, 3);
 	assert_int_equal(r.op[4].shape, MDL_SHAPE_BATCH);
 	assert_int_equal(r.op[4].inner, 1);
+	assert_int_equal(r.op[4].blocks, 32);
+	gv_replay_free(&r);
+	/* layer slices multiply the copies of granular transfers only */
+	o.batch = 0;
+	o.slices = 4;
+	assert_int_equal(gv_replay_build(&r, &s, &o, &e), 0);
+	assert_int_equal(r.op[4].shape, MDL_SHAPE_GRANULAR);
+	assert_int_equal(r.op[4].blocks, 128);
+	assert_int_equal(r.op[0].blocks, 1);
 	gv_replay_free(&r);
 	gv_sched_t none = {t, 0, 0};
 	assert_int_equal(gv_replay_build(&r, &none, &o, &e), KS_EINPUT);

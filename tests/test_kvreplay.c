@@ -198,8 +198,8 @@ static void test_host_backend_replays_a_run_schedule_at_its_offsets(void **state
 	err_t e = {0};
 	snprintf(path, sizeof path, "%s/run.h5", dir);
 	assert_int_equal(gv_sched_write(path, t, 6, 0, &e), 0);
-	expect_rc(run("%s --backend host --reps 2 --warmup 0 %s/run.h5 -o %s/runmeas.h5", kvreplay,
-	              dir, dir),
+	expect_rc(run("%s --backend host --reps 2 --warmup 0 --slices 2 %s/run.h5 -o %s/runmeas.h5",
+	              kvreplay, dir, dir),
 	          0, "kvreplay host run");
 	assert_non_null(strstr(out, "skipped 1 cancelled, 1 host-to-host and 0 past"));
 	gv_meas_t m;
@@ -215,7 +215,7 @@ static void test_host_backend_replays_a_run_schedule_at_its_offsets(void **state
 		streams |= 1 << c->stream;
 		if (c->id == 100) {
 			assert_int_equal(c->shape, MDL_SHAPE_GRANULAR);
-			assert_int_equal(c->blocks, 16);
+			assert_int_equal(c->blocks, 32); /* 16 blocks x 2 slices */
 			assert_int_equal(c->kind, GV_COPY_H2D);
 		}
 		if (c->id == 101)

@@ -25,7 +25,7 @@
 
 typedef struct opts {
 	const char *schedule, *out, *backend, *cuda_so;
-	int n_dev, groups, batch, reps, warmup, compute, quiet;
+	int n_dev, groups, batch, reps, warmup, compute, quiet, slices;
 	uint64_t inner_bytes, read_bytes, limit;
 	double span_s;
 	const char *model, *gpu;                        /* spec names or files (models/mdl.h) */
@@ -51,6 +51,8 @@ static void usage(FILE *f)
 	    "  --groups            time each set of equal start times alone (default for plans)\n"
 	    "  --no-groups         replay at the schedule's start offsets (default for runs)\n"
 	    "  --batch             block-granular copies as one cudaMemcpyBatchAsync per transfer\n"
+	    "  --slices N          block-granular transfers: N copies per block (a layer-major\n"
+	    "                      paged cache copies one slice per layer; default 1)\n"
 	    "  --reps N            timed repetitions, median kept (default 5)\n"
 	    "  --warmup N          untimed repetitions first (default 2)\n"
 	    "  --inner-bytes N     group mode: repeat small copies up to N bytes between\n"
@@ -114,35 +116,24 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 		O_LIMIT,
 		O_SPAN,
 		O_MODEL,
-		O_GPU
+		O_GPU,
+		O_SLICES
 	};
-	static const struct option lo[] = {{"out", 1, 0, 'o'},
-	                                   {"backend", 1, 0, O_BACKEND},
-	                                   {"cuda-so", 1, 0, O_SO},
-	                                   {"devices", 1, 0, O_DEV},
-	                                   {"groups", 0, 0, O_GROUPS},
-	                                   {"no-groups", 0, 0, O_NOGROUPS},
-	                                   {"batch", 0, 0, O_BATCH},
-	                                   {"reps", 1, 0, O_REPS},
-	                                   {"warmup", 1, 0, O_WARM},
-	                                   {"inner-bytes", 1, 0, O_INNER},
-	                                   {"compute", 0, 0, O_COMPUTE},
-	                                   {"hidden", 1, 0, O_HIDDEN},
-	                                   {"ffn", 1, 0, O_FFN},
-	                                   {"heads", 1, 0, O_HEADS},
-	                                   {"kv-heads", 1, 0, O_KVH},
-	                                   {"head-dim", 1, 0, O_HD},
-	                                   {"tokens", 1, 0, O_TOK},
-	                                   {"read-bytes", 1, 0, O_READ},
-	                                   {"peak-tflops", 1, 0, O_PF},
-	                                   {"peak-gbs", 1, 0, O_PB},
-	                                   {"limit", 1, 0, O_LIMIT},
-	                                   {"span-s", 1, 0, O_SPAN},
-	                                   {"model", 1, 0, O_MODEL},
-	                                   {"gpu", 1, 0, O_GPU},
-	                                   {"quiet", 0, 0, 'q'},
-	                                   {"help", 0, 0, 'h'},
-	                                   {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"out", 1, 0, 'o'},           {"backend", 1, 0, O_BACKEND},
+	    {"cuda-so", 1, 0, O_SO},      {"devices", 1, 0, O_DEV},
+	    {"groups", 0, 0, O_GROUPS},   {"no-groups", 0, 0, O_NOGROUPS},
+	    {"batch", 0, 0, O_BATCH},     {"reps", 1, 0, O_REPS},
+	    {"warmup", 1, 0, O_WARM},     {"inner-bytes", 1, 0, O_INNER},
+	    {"compute", 0, 0, O_COMPUTE}, {"hidden", 1, 0, O_HIDDEN},
+	    {"ffn", 1, 0, O_FFN},         {"heads", 1, 0, O_HEADS},
+	    {"kv-heads", 1, 0, O_KVH},    {"head-dim", 1, 0, O_HD},
+	    {"tokens", 1, 0, O_TOK},      {"read-bytes", 1, 0, O_READ},
+	    {"peak-tflops", 1, 0, O_PF},  {"peak-gbs", 1, 0, O_PB},
+	    {"limit", 1, 0, O_LIMIT},     {"span-s", 1, 0, O_SPAN},
+	    {"model", 1, 0, O_MODEL},     {"gpu", 1, 0, O_GPU},
+	    {"slices", 1, 0, O_SLICES},   {"quiet", 0, 0, 'q'},
+	    {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
 	*o = (opts_t){.out = "kvreplay.h5",
 	              .backend = "cuda",
 	              .groups = -1,
@@ -237,6 +228,9 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 			switch (c) {
 			case O_DEV:
 				o->n_dev = (int)v;
+				break;
+			case O_SLICES:
+				o->slices = (int)v;
 				break;
 			case O_REPS:
 				o->reps = (int)v;
@@ -592,6 +586,7 @@ int main(int argc, char **argv)
 		                       .groups = o.groups,
 		                       .batch = o.batch,
 		                       .inner_bytes = o.inner_bytes,
+		                       .slices = (uint32_t)o.slices,
 		                       .limit = o.limit,
 		                       .span_ns = (int64_t)(o.span_s * 1e9)};
 		if ((rc = gv_replay_build(&r, &s, &ro, &e))) {
