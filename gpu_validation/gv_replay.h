@@ -44,6 +44,7 @@ typedef struct gv_replay_opts {
 	int n_dev;            /* devices available (>= 1) */
 	int groups;           /* 1: phases by equal start_ns; 0: one phase; -1: plan decides */
 	int batch;            /* granular transfers as one batched call per pass */
+	uint32_t slices;      /* granular: copies per block, e.g. one per layer (0 = 1) */
 	uint64_t inner_bytes; /* group mode: repeat a transfer until it moves this much (max 64) */
 	size_t limit;         /* replay at most this many transfers, earliest first (0: all) */
 	int64_t span_ns;      /* only transfers starting within this of the first (0: all) */
