@@ -31,7 +31,7 @@ typedef struct gv_op {
 	int shape;            /* MDL_SHAPE_* */
 	int src_dev, dst_dev; /* -1: host */
 	uint64_t bytes;
-	uint32_t blocks; /* copies issued per pass for the granular shapes */
+	uint32_t blocks; /* copies per pass in the granular shapes: blocks x slices */
 	uint32_t inner;  /* passes between two timestamps */
 	int stream;
 	int phase;
