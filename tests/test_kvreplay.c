@@ -88,7 +88,8 @@ static void test_host_backend_replays_a_plan_then_fit_and_check_work(void **stat
 	assert_int_equal(gv_meas_read(&m, path, &e), 0);
 	assert_int_equal(m.n_copy, s.n); /* every planned transfer was timed */
 	assert_string_equal(m.backend, "host");
-	assert_non_null(strstr(m.cmdline, "--reps 3"));
+	assert_non_null(strstr(m.cmdline, "--reps 3 --warmup 1 -q ")); /* as typed */
+	assert_non_null(strstr(m.cmdline, "plan.h5 -o "));
 	assert_non_null(strstr(m.schedule, "plan.h5"));
 	assert_true(m.device[0] != 0);
 	int shapes = 0, kinds = 0, max_same = 0, opp = 0;

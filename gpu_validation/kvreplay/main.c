@@ -538,11 +538,16 @@ static void print_peaks(const gv_meas_t *m)
 int main(int argc, char **argv)
 {
 	opts_t o;
+	gv_meas_t m = {0};
+	size_t len = 0; /* the command line as typed (getopt reorders argv) */
+	for (int i = 0; i < argc; i++)
+		len += (size_t)snprintf(m.cmdline + len,
+		                        len < sizeof m.cmdline ? sizeof m.cmdline - len : 0, "%s%s",
+		                        i ? " " : "", argv[i]);
 	int prc = parse_opts(argc, argv, &o);
 	if (prc)
 		return prc == 1 ? 0 : 2;
 	err_t e = {0};
-	gv_meas_t m = {0};
 	gv_sched_t s = {0};
 	gv_replay_t r = {0};
 	void *handle = NULL, *st = NULL;
@@ -553,11 +558,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	size_t len = 0;
-	for (int i = 0; i < argc; i++)
-		len += (size_t)snprintf(m.cmdline + len,
-		                        len < sizeof m.cmdline ? sizeof m.cmdline - len : 0, "%s%s",
-		                        i ? " " : "", argv[i]);
 	if (!strcmp(o.backend, "cuda") && !(be = load_cuda(&o, argv[0], &handle, &e))) {
 		rc = e.code;
 		goto out;
