@@ -22,25 +22,27 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvsim calibrate plan -o PLAN.h5 [--min-bytes N] [--max-bytes N]\n"
-	           "                  [--per-octave N] [--streams N] [--max-granular-bytes N]\n"
-	           "       kvsim calibrate fit MEASURED.h5 -o models/calibration/NAME.ini\n"
-	           "                  [--edges B1,B2,..] [--no-holdout] [--base INI]\n"
-	           "       kvsim calibrate check RUN.h5 MEASURED.h5 [--calibration INI]\n"
-	           "                  [--rows N]\n\n"
-	           "plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
-	           "       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
-	           "       and block-granular, 2..N concurrent copies (default 8) in the same\n"
-	           "       and in opposite directions. Sizes take K, M, G suffixes.\n"
-	           "fit    fits per link kind alpha and bandwidth per size piece (edges, bytes\n"
-	           "       per copy; default 65536,2097152), per-copy overheads and sharing\n"
-	           "       factors by least squares on relative error; fits on one half of\n"
-	           "       the copies and reports MAPE and p95 on the other half (the\n"
-	           "       parameters written are those of the half fit; --no-holdout fits\n"
-	           "       all). Compute rows give MFU and MBU when the device peaks are known.\n"
-	           "check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
-	           "       prints simulated, model-predicted and measured time per copy with\n"
-	           "       the error summary (model: --calibration INI, else defaults).\n");
+	fprintf(
+	    f, "usage: kvsim calibrate plan -o PLAN.h5 [--min-bytes N] [--max-bytes N]\n"
+	       "                  [--per-octave N] [--streams N] [--max-granular-bytes N]\n"
+	       "       kvsim calibrate fit MEASURED.h5 [MORE.h5..] -o models/calibration/NAME.ini\n"
+	       "                  [--edges B1,B2,..] [--no-holdout] [--base INI]\n"
+	       "       kvsim calibrate check RUN.h5 MEASURED.h5 [--calibration INI]\n"
+	       "                  [--rows N]\n\n"
+	       "plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
+	       "       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
+	       "       and block-granular, 2..N concurrent copies (default 8) in the same\n"
+	       "       and in opposite directions. Sizes take K, M, G suffixes.\n"
+	       "fit    fits per link kind alpha and bandwidth per size piece (edges, bytes\n"
+	       "       per copy; default 65536,2097152), per-copy overheads and sharing\n"
+	       "       factors by least squares on relative error; fits on one half of\n"
+	       "       the copies and reports MAPE and p95 on the other half (the\n"
+	       "       parameters written are those of the half fit; --no-holdout fits\n"
+	       "       all). Several files are fitted together (e.g. replays with and\n"
+	       "       without --batch). Compute rows give MFU and MBU when peaks are known.\n"
+	       "check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
+	       "       prints simulated, model-predicted and measured time per copy with\n"
+	       "       the error summary (model: --calibration INI, else defaults).\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -194,21 +196,33 @@ static int cmd_fit(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!out || optind + 1 != argc) {
+	if (!out || optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	const char *in = argv[optind];
+	char in[1024] = "";
+	size_t in_len = 0;
+	for (int i = optind; i < argc; i++)
+		in_len += (size_t)snprintf(in + in_len, in_len < sizeof in ? sizeof in - in_len : 0,
+		                           "%s%s", i > optind ? ", " : "", argv[i]);
 	err_t e = {0};
-	gv_meas_t m;
+	gv_meas_t m = {0}, more;
 	mdl_xfer_t x;
 	gv_fit_report_t rep;
 	mdl_xfer_default(&x);
 	int rc = base ? mdl_xfer_load(&x, base, &e) : 0;
 	if (!rc)
-		rc = gv_meas_read(&m, in, &e);
+		rc = gv_meas_read(&m, argv[optind], &e);
+	for (int i = optind + 1; i < argc && !rc; i++) {
+		rc = gv_meas_read(&more, argv[i], &e);
+		if (!rc) {
+			rc = gv_meas_append(&m, &more, &e);
+			gv_meas_free(&more);
+		}
+	}
 	if (rc) {
 		fprintf(stderr, "kvsim calibrate fit: %s\n", e.msg);
+		gv_meas_free(&m);
 		return err_exit_status(rc);
 	}
 	rc = gv_fit(&m, &fo, &x, &rep, &e);

@@ -146,3 +146,26 @@ void gv_meas_free(gv_meas_t *m)
 	m->comp = NULL;
 	m->n_copy = m->n_comp = 0;
 }
+
+int gv_meas_append(gv_meas_t *dst, const gv_meas_t *src, err_t *e)
+{
+	gv_copy_t *c = realloc(dst->copy, (dst->n_copy + src->n_copy + 1) * sizeof *c);
+	if (!c)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	dst->copy = c;
+	gv_compute_t *k = realloc(dst->comp, (dst->n_comp + src->n_comp + 1) * sizeof *k);
+	if (!k)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	dst->comp = k;
+	if (src->n_copy)
+		memcpy(c + dst->n_copy, src->copy, src->n_copy * sizeof *c);
+	if (src->n_comp)
+		memcpy(k + dst->n_comp, src->comp, src->n_comp * sizeof *k);
+	dst->n_copy += src->n_copy;
+	dst->n_comp += src->n_comp;
+	if (!(dst->peak_flops > 0))
+		dst->peak_flops = src->peak_flops;
+	if (!(dst->peak_bytes_per_s > 0))
+		dst->peak_bytes_per_s = src->peak_bytes_per_s;
+	return 0;
+}

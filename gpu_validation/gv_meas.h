@@ -64,6 +64,9 @@ typedef struct gv_meas {
 int gv_meas_write(const char *path, const gv_meas_t *m, err_t *e);
 int gv_meas_read(gv_meas_t *m, const char *path, err_t *e);
 void gv_meas_free(gv_meas_t *m);
+/* Appends src's copies and compute rows to dst (dst keeps its attributes;
+ * peaks it lacks come from src). 0 or KS_ENOMEM (dst unchanged). */
+int gv_meas_append(gv_meas_t *dst, const gv_meas_t *src, err_t *e);
 const char *gv_copy_kind_name(int kind);
 
 #endif

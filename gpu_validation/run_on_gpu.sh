@@ -66,11 +66,10 @@ fi
 
 # 3. fit (on half the copies; held-out error on the other half)
 say "fitting -> $CAL"
-$KVSIM calibrate fit "$OUT/plan_meas.h5" -o "$CAL" >"$OUT/fit.txt" || die "fit"
+MEAS="$OUT/plan_meas.h5"
+[ "${BATCH:-0}" = 1 ] && MEAS="$MEAS $OUT/plan_meas_batch.h5"
+$KVSIM calibrate fit $MEAS -o "$CAL" >"$OUT/fit.txt" || die "fit"
 cat "$OUT/fit.txt" >&2
-if [ "${BATCH:-0}" = 1 ]; then
-	$KVSIM calibrate fit "$OUT/plan_meas_batch.h5" -o "$OUT/batch.ini" >"$OUT/fit_batch.txt" || true
-fi
 
 # 4. one schedule of the default experiment
 RUN=${RUN_H5:-}

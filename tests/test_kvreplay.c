@@ -113,7 +113,14 @@ static void test_host_backend_replays_a_plan_then_fit_and_check_work(void **stat
 	gv_meas_free(&m);
 	gv_sched_free(&s);
 
-	expect_rc(run("%s calibrate fit %s/meas.h5 -o %s/host.ini", kvsim, dir, dir), 0, "fit");
+	/* the same plan with batched granular copies, fitted together */
+	expect_rc(run("%s --backend host --batch --reps 1 --warmup 0 -q %s/plan.h5 -o %s/batch.h5",
+	              kvreplay, dir, dir),
+	          0, "kvreplay host --batch");
+	expect_rc(
+	    run("%s calibrate fit %s/meas.h5 %s/batch.h5 -o %s/host.ini", kvsim, dir, dir, dir), 0,
+	    "fit");
+	assert_non_null(strstr(out, "per-copy overhead (batch)"));
 	assert_non_null(strstr(out, "held-out"));
 	assert_non_null(strstr(out, "pcie_h2d: fit on"));
 	mdl_xfer_t x;
