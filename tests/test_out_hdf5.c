@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "gpu_validation/gv_sched.h"
 #include "sim/out_hdf5.h"
 #include "tests/out_fake.h"
 
@@ -164,6 +165,30 @@ static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
 	assert_non_null(strstr(e.msg, "not.h5"));
 }
 
+static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	assert_int_equal(fake_fill(&r, 9, 2.0, 64), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/replay.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	gv_sched_t s;
+	assert_int_equal(gv_sched_read(&s, path, &e), 0);
+	assert_int_equal(s.n, r.n_xfer);
+	for (size_t i = 0; i < s.n; i++) {
+		const res_transfer_t *a = &r.xfer[i], *b = &s.xfer[i];
+		assert_true(a->id == b->id && a->bytes == b->bytes && a->blocks == b->blocks);
+		assert_true(a->src_instance == b->src_instance && a->dst_gpu == b->dst_gpu);
+		assert_true(a->start_ns == b->start_ns && a->end_ns == b->end_ns);
+		assert_true(a->klass == b->klass && a->path_kind == b->path_kind);
+		assert_true(a->granular == b->granular && a->cancelled == b->cancelled);
+	}
+	gv_sched_free(&s);
+	sim_results_free(&r);
+}
+
 /* Expected values as CSV, one file per table, for the Python check. */
 static void write_expected(const sim_results_t *r, const char *dir)
 {
@@ -308,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_rewrite_replaces_file_atomically),
 		cmocka_unit_test(test_failed_write_leaves_nothing_and_says_where),
 		cmocka_unit_test(test_reading_a_non_hdf5_file_is_an_io_error),
+		cmocka_unit_test(test_gpu_replayer_reads_transfers_by_member_name),
 		cmocka_unit_test(test_h5py_and_pandas_read_every_column),
 		cmocka_unit_test(test_h5py_reads_empty_tables_with_columns),
 	};
