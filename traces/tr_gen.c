@@ -23,7 +23,7 @@
  *           fanout_decoys groups of fanout_decoy_size requests with their own
  *           shared prefix (near-misses for burst detectors)
  * Generation stops at duration_s or after `requests` rows, whichever comes
- * first. Stream 1 of the seed draws arrivals, stream 2 lengths.
+ * first (servegen: at the end of its windows file; duration_s is ignored). Stream 1 of the seed draws arrivals, stream 2 lengths.
  */
 #include <errno.h>
 #include <gsl/gsl_randist.h>
@@ -181,6 +181,11 @@ static int sg_next_time(gen_src_t *g, double *t, err_t *e)
 	}
 }
 
+static void b_bytes(gen_src_t *g)
+{
+	g->base.bytes = g->l.bytes;
+}
+
 /* Next arrival in seconds; 0 when the process has ended. */
 static int next_time(gen_src_t *g, double *t, err_t *e)
 {
@@ -221,10 +226,10 @@ static int next_time(gen_src_t *g, double *t, err_t *e)
 		break;
 	}
 	case TR_GEN_SERVEGEN: {
+		/* duration_s does not apply: the windows file sets the span (end_s cuts it) */
 		int rc = sg_next_time(g, t, e);
-		if (rc <= 0)
-			return rc;
-		return o->duration_s > 0 && *t > o->duration_s ? 0 : 1;
+		b_bytes(g);
+		return rc;
 	}
 	case TR_GEN_FANOUT: break; /* handled by gen_next */
 	}

@@ -63,7 +63,7 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 	if (!json_is_object(o))
 		return err_set(e, KS_EINPUT, "%s:%llu: line: not a JSON object", s->l.path,
 			       LINE(s));
-	double ts;
+	double ts = 0;
 	int rc;
 	if ((rc = get_num(s, o, "timestamp", &ts, e)))
 		return rc;
