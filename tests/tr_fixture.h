@@ -27,7 +27,7 @@ static void tf_cleanup(void)
 
 /* Writes text to a new file in the test's temporary directory; returns its
  * path (malloc'd; lives until exit). */
-static const char *tf_write(const char *ext, const char *text)
+__attribute__((unused)) static const char *tf_write(const char *ext, const char *text)
 {
 	if (!tf_dir[0]) {
 		snprintf(tf_dir, sizeof tf_dir, "/tmp/kvsim-trtest-XXXXXX");
@@ -50,7 +50,7 @@ static const char *tf_write(const char *ext, const char *text)
 }
 
 /* Reads a whole trace; returns the final tr_next status (0 = clean end). */
-static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, err_t *e)
+__attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, err_t *e)
 {
 	tr_reader_t *r;
 	*rows = 0;

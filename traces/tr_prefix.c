@@ -9,8 +9,10 @@
  *     probability session_prob a continuation of one of session_active open
  *     synthetic sessions) is session content at every position, so turn t
  *     shares min(len_t, len_{t-1}) tokens with turn t-1 and its context
- *     grows by the previous output. A turn shorter than the previous context
- *     (len_t < len_{t-1} + out_{t-1}: truncated history) starts a new epoch.
+ *     grows by the previous output. In a trace session a turn shorter than
+ *     the previous context (len_t < len_{t-1} + out_{t-1}: truncated
+ *     history) starts a new epoch; a synthetic later turn shares
+ *     min(len_t, context) tokens.
  *  3. shared prompts: with probability prefix_shared_prob a request (or a
  *     session's first turn, kept for the session) starts with system prompt
  *     g ~ Zipf(prefix_count, prefix_zipf_s) of length lognormal(mean
@@ -193,7 +195,10 @@ int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_le
 	/* 2. sessions */
 	sess_t *s = session_for(p, sid, L);
 	if (s) {
-		if (!s->key || L < s->ctx) {
+		/* Synthetic sessions draw lengths independently of the history, so
+		 * a later turn shares min(len, context); only trace sessions treat
+		 * a shorter turn as truncated history. */
+		if (!s->key || (p->o.session_mode == TR_SESS_TRACE && L < s->ctx)) {
 			/* first turn, or history was truncated: a new epoch */
 			if (!s->key)
 				pick_prompt(p, &s->p_key, &s->p_len);
