@@ -14,6 +14,7 @@
 
 static char tf_dir[64];
 static int tf_seq;
+static char tf_paths[512][96];
 
 static void tf_cleanup(void)
 {
@@ -26,7 +27,7 @@ static void tf_cleanup(void)
 }
 
 /* Writes text to a new file in the test's temporary directory; returns its
- * path (malloc'd; lives until exit). */
+ * path (static; lives until exit). */
 __attribute__((unused)) static const char *tf_write(const char *ext, const char *text)
 {
 	if (!tf_dir[0]) {
@@ -37,8 +38,13 @@ __attribute__((unused)) static const char *tf_write(const char *ext, const char 
 		}
 		atexit(tf_cleanup);
 	}
-	char *p = malloc(128);
-	snprintf(p, 128, "%s/f%d.%s", tf_dir, tf_seq++, ext);
+	if (tf_seq >= 512) {
+		fprintf(stderr, "tf_write: too many fixtures\n");
+		exit(1);
+	}
+	char *p = tf_paths[tf_seq];
+	snprintf(p, sizeof tf_paths[0], "%s/f%d.%s", tf_dir, tf_seq, ext);
+	tf_seq++;
 	FILE *f = fopen(p, "wb");
 	if (!f) {
 		perror(p);

@@ -229,7 +229,9 @@ int tr_parse_datetime(const char *s, int64_t *ns)
 	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' ||
 	    digits(&p, 2, &sec))
 		return -1;
-	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+	/* 1900..2200 keeps ns since the epoch inside int64 */
+	if (Y < 1900 || Y > 2200 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 ||
+	    sec > 60)
 		return -1;
 	int64_t frac = 0;
 	if (*p == '.') {

@@ -120,6 +120,9 @@ static int sg_read(gen_src_t *g, win_t *w, err_t *e)
 	if (v[0] < 0 || v[1] < 0)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative", g->l.path, SG_LINE(g),
 			       v[0] < 0 ? names[0] : names[1]);
+	if (v[0] >= 4e9)
+		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: out of range [0, 4e9)",
+			       g->l.path, SG_LINE(g));
 	memset(w, 0, sizeof *w);
 	w->start = v[0];
 	w->rate = v[1];
@@ -275,6 +278,8 @@ static int gen_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 		if (rc <= 0)
 			return rc;
 	}
+	if (!(t >= 0 && t < 4e9))
+		return 0; /* past the representable span (int64 ns): the process ends */
 	raw->t_ns = (int64_t)llround(t * 1e9);
 	raw->input_len = tr_dist_draw(g->din, g->len);
 	if (raw->segs)

@@ -186,7 +186,8 @@ int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_le
 		p->g_key = tr_mix(tr_mix(TR_ROOT_ID, p->seed), gsl_rng_get(p->rng) ^
 							       (uint64_t)gsl_rng_get(p->rng) << 32);
 		p->g_left = p->o.group_size - 1;
-		p->g_end = t_ns + (int64_t)llround(p->o.group_window_s * 1e9);
+		double w = p->o.group_window_s * 1e9;
+		p->g_end = w < (double)(INT64_MAX - t_ns) ? t_ns + (int64_t)w : INT64_MAX;
 		p->segs[k++] = (tr_seg_t){p->g_key, p->o.group_tokens, 0};
 		p->segs[k++] = (tr_seg_t){0, UINT32_MAX, 1};
 		*n = k;

@@ -121,8 +121,10 @@ static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 		return err_set(e, KS_EINPUT, "trace: simulated block size must be > 0");
 	if (!(o->rate_scale > 0) || !isfinite(o->rate_scale))
 		return err_set(e, KS_EINPUT, "[trace] rate_scale: must be > 0");
-	if (!(o->start_s >= 0))
-		return err_set(e, KS_EINPUT, "[trace] start_s: must be >= 0");
+	if (!(o->start_s >= 0 && o->start_s <= 4e9))
+		return err_set(e, KS_EINPUT, "[trace] start_s: must be in [0, 4e9]");
+	if (!(o->end_s <= 4e9))
+		return err_set(e, KS_EINPUT, "[trace] end_s: must be <= 4e9");
 	if (o->end_s > 0 && o->end_s <= o->start_s)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be > start_s (or 0 for none)");
 	return 0;
@@ -333,7 +335,15 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 		}
 		if (t < r->start_ns || (raw.status && r->o.drop_failed))
 			continue;
-		int64_t arrival = (int64_t)llround((double)(t - r->start_ns) / r->o.rate_scale);
+		double a = (double)(t - r->start_ns) / r->o.rate_scale;
+		if (!(a < 4e18)) { /* ~127 years: beyond it int64 ns would overflow */
+			r->done = 1;
+			return err_set(e, KS_EINPUT,
+				       "%s:%llu: timestamp: %.3g s after rate scaling is out of "
+				       "range",
+				       r->source, (unsigned long long)raw.line, a / 1e9);
+		}
+		int64_t arrival = (int64_t)llround(a);
 		uint32_t n;
 		if ((rc = make_blocks(r, &raw, arrival, &n, e))) {
 			r->done = 1;
