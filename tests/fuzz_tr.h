@@ -29,7 +29,12 @@ static void fuzz_read(tr_kind_t kind, const uint8_t *data, size_t size)
 		tr_opts_default(&o);
 		o.kind = kind;
 		o.path = path;
-		o.limit = 5000; /* generated kinds (servegen) could go on for days */
+		/* generated kinds (servegen) could go on for days, and huge lengths
+		 * at a 7-token block only slow the search down */
+		o.limit = 1000;
+		o.max_tokens = 1u << 16;
+		o.in.mean = 100;
+		o.out.mean = 10;
 		o.prefix_shared_prob = 0.5;
 		o.session_mode = k ? TR_SESS_SYNTH : TR_SESS_TRACE;
 		o.check_blocks = !k;
