@@ -632,6 +632,19 @@ static void test_cli_exit_codes(void **st)
 	snprintf(cmd, sizeof cmd, "%s trace gen gamma cv=2 requests=100 -o %s/g.tsv >/dev/null 2>&1 && "
 		 "%s trace stats %s/g.tsv >/dev/null 2>&1", k, tf_dir, k, tf_dir);
 	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+	/* convert keeps the rows and the reuse; validate counts them */
+	snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s/c.tsv >/dev/null 2>&1", k, good,
+		 tf_dir);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+	snprintf(cmd, sizeof cmd, "%s trace validate %s/c.tsv", k, tf_dir);
+	FILE *p = popen(cmd, "r");
+	char line[512] = "";
+	assert_non_null(fgets(line, sizeof line, p));
+	assert_int_equal(pclose(p), 0);
+	assert_non_null(strstr(line, ": 4 rows,"));
+	assert_non_null(strstr(line, "peak RSS"));
+	snprintf(cmd, sizeof cmd, "%s trace convert %s >/dev/null 2>&1", k, good);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 2); /* -o is required */
 }
 
 int main(void)
