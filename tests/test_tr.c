@@ -296,7 +296,7 @@ static void test_bailian_reads_sessions_and_16_token_blocks(void **st)
 	assert_int_equal(n, 2);
 	assert_int_equal(v[1].arrival_ns, 1250000000LL);
 	assert_int_equal(v[0].session_id, 1);
-	assert_int_equal(v[1].session_id, 2);
+	assert_int_equal(v[1].session_id, 1); /* chat 1's parent is chat 0, the root */
 	assert_int_equal(v[0].n_blocks, 2);
 	assert_int_equal(v[1].n_blocks, 3);
 	assert_true(v[0].blocks[1] == v[1].blocks[1]);

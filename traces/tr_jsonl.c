@@ -6,7 +6,9 @@
  * len(hash_ids) = ceil(input_length / 512).
  * Qwen-Bailian: {"chat_id", "parent_chat_id" (-1: none), "timestamp" (float
  * s), "input_length", "output_length", "type", "turn", "hash_ids"} with
- * 16-token blocks; session_id = chat_id + 1 (so 0 stays "none").
+ * 16-token blocks. session_id = 1 + the root chat of the conversation,
+ * followed through parent_chat_id in a direct-mapped table of 65536 recent
+ * chats (constant memory; a parent older than that counts as the root).
  */
 #include <jansson.h>
 #include <math.h>
@@ -23,7 +25,10 @@ typedef struct jsonl_src {
 	int check_blocks;
 	uint64_t *ids;
 	size_t cap;
+	struct chat { uint64_t id, root; } *chats; /* bailian: chat -> root chat */
 } jsonl_src_t;
+
+#define CHAT_SLOTS 65536u
 
 #define LINE(s) (unsigned long long)(s)->l.line
 
@@ -83,11 +88,20 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 			return err_set(e, KS_EINPUT,
 				       "%s:%llu: chat_id: not a non-negative integer", s->l.path,
 				       LINE(s));
-		raw->session_id = (uint64_t)json_integer_value(c) + 1;
+		uint64_t id = (uint64_t)json_integer_value(c), root = id;
 		json_t *p = json_object_get(o, "parent_chat_id");
 		if (p && !json_is_integer(p))
 			return err_set(e, KS_EINPUT, "%s:%llu: parent_chat_id: not an integer",
 				       s->l.path, LINE(s));
+		if (p && json_integer_value(p) >= 0) {
+			uint64_t par = (uint64_t)json_integer_value(p);
+			struct chat *pc = &s->chats[tr_mix(0, par) & (CHAT_SLOTS - 1)];
+			root = pc->id == par + 1 ? pc->root : par;
+		}
+		struct chat *cc = &s->chats[tr_mix(0, id) & (CHAT_SLOTS - 1)];
+		cc->id = id + 1; /* 0 marks an empty slot */
+		cc->root = root;
+		raw->session_id = root + 1;
 	}
 	json_t *h = json_object_get(o, "hash_ids");
 	if (!h)
@@ -158,6 +172,7 @@ static void jsonl_close(tr_src_t *b)
 	jsonl_src_t *s = (jsonl_src_t *)b;
 	tr_lines_close(&s->l);
 	free(s->ids);
+	free(s->chats);
 	free(s);
 }
 
@@ -172,6 +187,11 @@ int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **o
 		return rc;
 	}
 	s->bailian = bailian;
+	if (bailian && !(s->chats = calloc(CHAT_SLOTS, sizeof *s->chats))) {
+		tr_lines_close(&s->l);
+		free(s);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
 	s->max_tokens = o->max_tokens;
 	s->check_blocks = o->check_blocks;
 	s->base.next = jsonl_next;
