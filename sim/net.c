@@ -29,22 +29,21 @@ typedef struct link {
 } link_t;
 
 typedef struct agg {
-	uint32_t path[NET_PATH_MAX];
-	uint32_t pos[NET_PATH_MAX]; /* index in each link's aggs */
-	uint8_t len, cls, live, paused;
-	uint32_t gen;
-	double cap; /* per member, bytes/ns; INFINITY = none */
-	uint64_t hash;
-	uint32_t hnext;
-	uint32_t *heap; /* member flow indices, min target first */
-	uint32_t n, heap_cap;
+	/* hot in the solve first */
+	uint8_t len, cls, live, paused, frozen, sched; /* sched: members changed */
+	uint32_t n;      /* members */
+	uint64_t mark, pass;
+	double w, new_rate;
 	double served, rate; /* bytes per member; bytes/ns per member */
+	double cap;          /* per member, bytes/ns; INFINITY = none */
 	int64_t t_last;
+	uint32_t path[NET_PATH_MAX];
+	uint32_t *heap;      /* member flow indices, min target first */
 	ev_handle_t ev;
 	int64_t ev_time;
-	uint64_t mark, pass;
-	double new_rate, w;
-	uint8_t frozen, sched; /* sched: membership changed since last solve */
+	uint32_t pos[NET_PATH_MAX]; /* index in each link's aggs */
+	uint32_t gen, hnext, heap_cap;
+	uint64_t hash;
 } agg_t;
 
 typedef struct flow {
@@ -91,7 +90,7 @@ struct net {
 	uint64_t epoch, pass;
 	uint32_t *comp_aggs, *comp_links, *capped;
 	uint32_t n_comp_aggs, n_comp_links, cap_comp_aggs, cap_comp_links, cap_capped;
-	double *row_rem, *row_w, *row_cap;
+	double *row_rem, *row_w, *row_cap, *row_kv;
 	uint32_t *row_cnt, *heap, *hpos;
 	uint32_t n_heap, cap_rows;
 	/* completion scratch */
@@ -439,7 +438,9 @@ static void agg_destroy(net_t *net, uint32_t ai)
 /* ---- progressive filling --------------------------------------------------- */
 
 /* Rows: 2*local for a link's whole capacity, 2*local+1 for its background
- * share (rate-cap mode). Heap of rows keyed by fill level rem/w. */
+ * share (rate-cap mode). A min-heap of rows keyed by fill level rem/w, kept
+ * lazily: freezing flows at the current level never lowers another row's
+ * level, so keys are refreshed only when a row reaches the top. */
 static double row_key(const net_t *net, uint32_t r)
 {
 	double rem = net->row_rem[r];
@@ -459,7 +460,7 @@ static void rh_up(net_t *net, uint32_t i)
 {
 	while (i > 0) {
 		uint32_t p = (i - 1) / 2;
-		if (row_key(net, net->heap[p]) <= row_key(net, net->heap[i]))
+		if (net->row_kv[net->heap[p]] <= net->row_kv[net->heap[i]])
 			break;
 		rh_swap(net, i, p);
 		i = p;
@@ -472,10 +473,9 @@ static void rh_down(net_t *net, uint32_t i)
 		uint32_t c = 2 * i + 1;
 		if (c >= net->n_heap)
 			break;
-		if (c + 1 < net->n_heap &&
-		    row_key(net, net->heap[c + 1]) < row_key(net, net->heap[c]))
+		if (c + 1 < net->n_heap && net->row_kv[net->heap[c + 1]] < net->row_kv[net->heap[c]])
 			c++;
-		if (row_key(net, net->heap[c]) >= row_key(net, net->heap[i]))
+		if (net->row_kv[net->heap[c]] >= net->row_kv[net->heap[i]])
 			break;
 		rh_swap(net, i, c);
 		i = c;
@@ -514,12 +514,7 @@ static void freeze(net_t *net, agg_t *a, double rate)
 		for (uint32_t r = base; r <= base + (uint32_t)sub; r++) {
 			net->row_rem[r] -= load;
 			net->row_w[r] -= a->w;
-			if (--net->row_cnt[r] == 0) {
-				rh_remove(net, r);
-			} else if (net->hpos[r] != UINT32_MAX) {
-				rh_up(net, net->hpos[r]);
-				rh_down(net, net->hpos[r]);
-			}
+			net->row_cnt[r]--;
 		}
 	}
 }
@@ -569,6 +564,7 @@ static int fill(net_t *net, double wfg, double wbg)
 	for (uint32_t r = 0; r < nrows; r++) {
 		if (net->row_cnt[r] == 0)
 			continue;
+		net->row_kv[r] = row_key(net, r);
 		net->hpos[r] = net->n_heap;
 		net->heap[net->n_heap++] = r;
 		rh_up(net, net->n_heap - 1);
@@ -584,9 +580,25 @@ static int fill(net_t *net, double wfg, double wbg)
 			agg_t *a = &net->aggs[net->capped[ci]];
 			lcap = a->cap / (a->w / a->n);
 		}
+		/* settle the top row: drop empty rows, refresh stale keys */
+		double lrow = INFINITY;
+		while (net->n_heap) {
+			uint32_t r = net->heap[0];
+			if (net->row_cnt[r] == 0) {
+				rh_remove(net, r);
+				continue;
+			}
+			double k = row_key(net, r);
+			if (k > net->row_kv[r]) {
+				net->row_kv[r] = k;
+				rh_down(net, 0);
+				continue;
+			}
+			lrow = k;
+			break;
+		}
 		if (net->n_heap == 0 && ci >= n_capped)
 			break;
-		double lrow = net->n_heap ? row_key(net, net->heap[0]) : INFINITY;
 		if (lcap <= lrow) {
 			agg_t *a = &net->aggs[net->capped[ci++]];
 			freeze(net, a, a->cap);
@@ -627,6 +639,9 @@ static int grow_rows(net_t *net, uint32_t need)
 	if (!(p = realloc(net->row_rem, (size_t)c * sizeof(double))))
 		return KS_ENOMEM;
 	net->row_rem = p;
+	if (!(p = realloc(net->row_kv, (size_t)c * sizeof(double))))
+		return KS_ENOMEM;
+	net->row_kv = p;
 	if (!(p = realloc(net->row_w, (size_t)c * sizeof(double))))
 		return KS_ENOMEM;
 	net->row_w = p;
@@ -652,6 +667,7 @@ static int solve(net_t *net)
 	int64_t now = ev_engine_now(net->eng);
 	net->epoch++;
 	net->n_comp_aggs = net->n_comp_links = 0;
+	uint32_t n_bg = 0;
 	/* component: BFS from dirty links through aggregates */
 	for (uint32_t i = 0; i < net->n_dirty; i++) {
 		link_t *l = &net->links[net->dirty[i]];
@@ -676,6 +692,7 @@ static int solve(net_t *net)
 				 net->n_comp_aggs + 1, sizeof(uint32_t)))
 				return KS_ENOMEM;
 			net->comp_aggs[net->n_comp_aggs++] = l->aggs[j];
+			n_bg += a->cls == NET_BG;
 			for (uint32_t k = 0; k < a->len; k++) {
 				link_t *m = &net->links[a->path[k]];
 				if (m->mark == net->epoch)
@@ -707,7 +724,8 @@ static int solve(net_t *net)
 		a->new_rate = 0;
 	}
 	int bg_sub = net->bg_mode == NET_BG_RATE_CAP;
-	int need_fg_first = net->share == NET_SHARE_STRICT || net->bg_mode == NET_BG_IDLE_WINDOW;
+	int strict = net->share == NET_SHARE_STRICT;
+	int need_fg_first = strict || (net->bg_mode == NET_BG_IDLE_WINDOW && n_bg > 0);
 	/* pass 1: foreground alone (strict, or to measure fg load for idle window) */
 	double *fg_use = NULL;
 	if (need_fg_first) {
@@ -724,6 +742,8 @@ static int solve(net_t *net)
 		if (fill(net, 1.0, 1.0))
 			return KS_ENOMEM;
 		/* fg load per link into row_cap[2i+1] (free until pass 2 sets it) */
+		if (n_bg == 0)
+			goto apply; /* strict and nothing in the background */
 		fg_use = net->row_w; /* reuse: rebuilt by the next fill */
 		for (uint32_t i = 0; i < net->n_comp_links; i++)
 			fg_use[i] = 0;
@@ -736,7 +756,6 @@ static int solve(net_t *net)
 		}
 	}
 	/* pass 2: background on the residual (strict) or everything (weighted) */
-	int strict = net->share == NET_SHARE_STRICT;
 	for (uint32_t i = 0; i < net->n_comp_links; i++) {
 		double cap = net->links[net->comp_links[i]].cap;
 		net->row_cap[2 * i] = strict ? fmax(0.0, cap - fg_use[i]) : cap;
@@ -760,7 +779,7 @@ static int solve(net_t *net)
 	if (fill(net, 1.0, strict ? 1.0 : net->bg_weight))
 		return KS_ENOMEM;
 
-	/* apply: link usage, rates, completion events */
+apply:	/* link usage, rates, completion events */
 	for (uint32_t i = 0; i < net->n_comp_links; i++) {
 		link_t *l = &net->links[net->comp_links[i]];
 		l->use[0] = l->use[1] = 0;
@@ -986,6 +1005,7 @@ void net_free(net_t *net)
 	free(net->row_rem);
 	free(net->row_w);
 	free(net->row_cap);
+	free(net->row_kv);
 	free(net->row_cnt);
 	free(net->heap);
 	free(net->hpos);
