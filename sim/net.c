@@ -138,10 +138,10 @@ static int grow_sz(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static double now_wall(void)
+static double prof_clock(const net_t *net)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(net->prof == 2 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -941,7 +941,7 @@ static int on_event(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	net_t *net = ctx;
 	(void)eng;
 	uint32_t kind = (uint32_t)(ev->payload >> 32), gen = (uint32_t)ev->payload;
-	double t0 = net->prof ? now_wall() : 0;
+	double t0 = net->prof ? prof_clock(net) : 0;
 	int rc = 0;
 	switch (kind) {
 	case K_JOIN:
@@ -958,7 +958,7 @@ static int on_event(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		rc = KS_ERUNTIME;
 	}
 	if (net->prof)
-		prof_charge(net, now_wall() - t0, kind != K_SOLVE);
+		prof_charge(net, prof_clock(net) - t0, kind != K_SOLVE);
 	return rc;
 }
 
@@ -1279,9 +1279,9 @@ const net_flow_rec_t *net_records(const net_t *net, size_t *n)
 	return net->recs;
 }
 
-void net_set_profile(net_t *net, int on)
+void net_set_profile(net_t *net, int mode)
 {
-	net->prof = on;
+	net->prof = mode;
 	net->n_prof = 0;
 	net->prof_since_solve = 0;
 }

@@ -123,10 +123,11 @@ const net_flow_rec_t *net_records(const net_t *net, size_t *n);
 /* Runs the pending re-solve now (queries do it themselves). */
 void net_flush(net_t *net);
 
-/* Benchmark support: when on, the wall time of every handler call is kept
- * and charged to flow events (join = start, done = finish), each re-solve's
- * time split evenly over the flow events it batched. */
-void net_set_profile(net_t *net, int on);
+/* Benchmark support: mode 1 (wall clock) or 2 (thread CPU time) keeps the
+ * time of every handler call, charged to flow events (join = start, done =
+ * finish), each re-solve's time split evenly over the flow events it
+ * batched; 0 turns it off. Setting it clears what was kept. */
+void net_set_profile(net_t *net, int mode);
 const double *net_profile(const net_t *net, size_t *n); /* ns per flow event */
 
 #endif

@@ -365,7 +365,7 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim net run [--links] FILE\n"
-		   "       kvsim net bench [--quick]\n\n"
+		   "       kvsim net bench [--quick] [--cpu]\n\n"
 		   "run: simulates a scenario of links and flows with the flow model alone and\n"
 		   "prints each flow's start, join (latency paid), finish (ns), bytes and mean\n"
 		   "rate (bytes/s after the latency); --links adds per-link bytes and busy time.\n"
