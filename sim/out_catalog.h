@@ -45,7 +45,11 @@ typedef struct out_run_info {
 	const char *config_text;
 } out_run_info_t;
 
-/* Opens (creating dir and database unless readonly) DIR/catalog.sqlite. */
+/* Opens (creating dir and database unless readonly) DIR/catalog.sqlite.
+ * A readonly open still uses a read-write connection with query_only when
+ * the file allows it: after a killed sweep, the first reader must rebuild the
+ * WAL index. A database without the tables yet is KS_EINPUT ("no runs
+ * recorded yet"). */
 int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e);
 void out_catalog_close(out_catalog_t *c);
 

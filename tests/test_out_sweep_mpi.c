@@ -202,26 +202,35 @@ static void test_mpi_sweep_of_kvsim_matches_local_sweep(void **st)
 	char dl[300], dm[300], cmd[2000];
 	snprintf(dl, sizeof dl, "%s/kv_local", tmpdir);
 	snprintf(dm, sizeof dm, "%s/kv_mpi", tmpdir);
-	/* A cheap grid over keys every config has: SLO targets change metrics,
-	 * seeds change arrivals. */
-	const char *grid = "--grid slo.ttft_ms=500,2000 --seeds 3";
-	snprintf(cmd, sizeof cmd, "%s sweep %s -j 2 -o %s >/dev/null 2>&1", kvsim, grid, dl);
+	/* A cheap grid over keys every config has (SLO targets change metrics,
+	 * seeds change arrivals) on a short prefix of the default trace. */
+	const char *grid = "--set trace.limit=30 --grid slo.ttft_ms=500,2000 --seeds 2";
+	char log[400];
+	snprintf(log, sizeof log, "%s/kv_local.log", tmpdir);
+	snprintf(cmd, sizeof cmd, "%s sweep %s -j 2 -o %s >%s 2>&1", kvsim, grid, dl, log);
 	int rc = system(cmd);
 	size_t nl, dnl;
 	char err1[1024] = "";
 	char *a = catalog_dump(dl, &nl, &dnl, err1, sizeof err1);
-	if (dnl == 0) {
+	if (dnl == 0 && strstr(err1, "not implemented")) {
 		free(a);
-		print_message("kvsim sweep ran no point (%s): skipping until sim_run works\n", err1);
+		print_message("kvsim sweep: %s: skipping until sim_run works\n", err1);
 		skip();
 	}
+	if (rc || dnl != 4) {
+		snprintf(cmd, sizeof cmd, "tail -40 %s >&2", log);
+		if (system(cmd)) {
+		}
+		fail_msg("local kvsim sweep: status %d, %zu of 4 done, first error: %s", rc, dnl,
+			 err1);
+	}
 	assert_int_equal(rc, 0);
-	assert_int_equal(dnl, 6);
-	snprintf(cmd, sizeof cmd, MPIRUN " %s sweep %s -o %s >/dev/null", kvsim, grid, dm);
+	assert_int_equal(dnl, 4);
+	snprintf(cmd, sizeof cmd, MPIRUN " %s sweep %s -o %s >%s 2>&1", kvsim, grid, dm, log);
 	assert_int_equal(system(cmd), 0);
 	size_t nm, dnm;
 	char *b = catalog_dump(dm, &nm, &dnm, NULL, 0);
-	assert_int_equal(dnm, 6);
+	assert_int_equal(dnm, 4);
 	assert_string_equal(a, b);
 	free(a);
 	free(b);
