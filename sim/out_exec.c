@@ -136,7 +136,7 @@ static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, 
 	/* Die with the sweep: a SIGKILLed sweep must not leave runs behind. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
-		_exit(1);
+		_exit(4); /* the sweep is gone already */
 	double t0 = now_s();
 	sim_results_t r;
 	memset(&r, 0, sizeof r);
