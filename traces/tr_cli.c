@@ -154,7 +154,8 @@ static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
 	for (int i = 0; i < k; i++)
 		if (!sets[i])
 			return err_set(e, KS_ENOMEM, "out of memory");
-	return cli_load_config(a->config, (const char *const *)sets, k, cfg, e);
+	/* schema defaults, not the default experiment: FILE is the trace */
+	return cli_load_config_ex(a->config, (const char *const *)sets, k, 0, NULL, cfg, e);
 }
 
 static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e,
