@@ -55,7 +55,7 @@ static const struct {
 	{"spec.unused_vram_gb_s", "VRAM held by unused replicas (GB-s)"},
 	{"spec.warm_hits", "requests warm thanks to a replica"},
 	{"spec.copies_cancelled", "copies cancelled"},
-	{"spec.copies_refused", "copies refused (source KV absent)"},
+	{"spec.copies_refused", "copies refused (source not ready, no room)"},
 	{"fg_slowdown_mean", "foreground copy slowdown (mean)"},
 	{"instances", "instances"},
 	{"kv_blocks_per_instance", "KV blocks per instance"},

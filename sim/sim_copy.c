@@ -112,7 +112,6 @@ void sim_net_free(sim_ctx_t *s)
 	free(s->host);
 	free(s->replicas);
 	free(s->xfer);
-	free(s->scratch);
 	net_topo_free(s->topo);
 	net_free(s->net);
 }
@@ -206,13 +205,14 @@ static int copy_land(sim_ctx_t *s, kcopy_t *k)
 	s->live_events--;
 	if (k->req)
 		k->req->fetch_wait = now - k->req->arrival;
+	int32_t dst = k->dst; /* the policy's hook may start copies (and move k) */
 	if (k->from_policy) {
 		const struct pol_replication_ops *ro =
 			POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
 		if (ro->on_copy_end)
 			ro->on_copy_end(s->pol.h[POL_REPLICATION].state, k->id, 1);
 	}
-	return k->dst >= 0 ? cluster_kick(&s->cl, (uint32_t)k->dst) : 0;
+	return dst >= 0 ? cluster_kick(&s->cl, (uint32_t)dst) : 0;
 }
 
 static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
@@ -235,18 +235,6 @@ static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
 	return 0;
 }
 
-static int scratch_fit(sim_ctx_t *s, uint32_t n)
-{
-	if (n <= s->scratch_cap)
-		return 0;
-	uint64_t *b = realloc(s->scratch, n * sizeof *b);
-	if (!b)
-		return KS_ENOMEM;
-	s->scratch = b;
-	s->scratch_cap = n;
-	return 0;
-}
-
 /* Shared by copies (src pinned, dst an instance) and offloads (dst host). */
 static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
 		      int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
@@ -255,40 +243,48 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 	kv_store_t *from = store_of(s, src), *to = store_of(s, dst);
 	int offload = dst < 0;
 	int rc;
-	if ((rc = scratch_fit(s, n)))
-		return rc;
+	/* the blocks to move go into the copy's own array at once: making room
+	 * at dst evicts, and an eviction may start an offload copy itself */
+	uint64_t *mv = malloc((n ? n : 1) * sizeof *mv);
+	if (!mv)
+		return KS_ENOMEM;
 	uint32_t k = 0;
 	for (uint32_t j = 0; j < n; j++) {
 		if (kv_lookup(to, blocks[j]))
 			continue;
-		if (!offload && kv_lookup(from, blocks[j]) != KV_READY)
+		if (!offload && kv_lookup(from, blocks[j]) != KV_READY) {
+			free(mv);
 			return POL_COPY_REFUSED; /* its KV does not exist there (yet) */
-		s->scratch[k++] = blocks[j];
+		}
+		mv[k++] = blocks[j];
 	}
-	if (!k)
+	if (!k || kv_free_or_evictable(to) < k) {
+		free(mv);
 		return POL_COPY_REFUSED;
-	if (kv_free_or_evictable(to) < k)
-		return POL_COPY_REFUSED;
+	}
 	/* pin the sources first so making room at dst cannot evict them */
 	if (!offload)
 		for (uint32_t j = 0; j < k; j++)
-			kv_pin(from, s->scratch[j], now);
+			kv_pin(from, mv[j], now);
 	for (uint32_t j = 0; j < k; j++) {
-		const kv_block_info_t *bi = offload ? NULL : kv_info(from, s->scratch[j]);
-		if (kv_alloc(to, s->scratch[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now)) {
+		const kv_block_info_t *bi = offload ? NULL : kv_info(from, mv[j]);
+		if (kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now)) {
 			for (uint32_t i = 0; i < j; i++)
-				kv_drop(to, s->scratch[i]);
+				kv_drop(to, mv[i]);
 			if (!offload)
 				for (uint32_t i = 0; i < k; i++)
-					kv_unref(from, s->scratch[i], now);
+					kv_unref(from, mv[i], now);
+			free(mv);
 			return POL_COPY_REFUSED;
 		}
 	}
 	if (s->n_copies == s->cap_copies) {
 		size_t cap = s->cap_copies ? 2 * s->cap_copies : 256;
 		kcopy_t *nc = realloc(s->copies, cap * sizeof *nc);
-		if (!nc)
+		if (!nc) {
+			free(mv);
 			return KS_ENOMEM;
+		}
 		s->copies = nc;
 		s->cap_copies = cap;
 	}
@@ -303,10 +299,7 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 	c->from_policy = from_policy;
 	c->req = req;
 	c->live = 1;
-	c->blocks = malloc(k * sizeof *c->blocks);
-	if (!c->blocks)
-		return KS_ENOMEM;
-	memcpy(c->blocks, s->scratch, k * sizeof *c->blocks);
+	c->blocks = mv;
 	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
 	c->flows_left = c->n_flows = s->tp;
 	s->live_events++;

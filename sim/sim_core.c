@@ -117,22 +117,31 @@ static double evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
 
 /* ---- arrivals, with read-ahead for predictors that peek ------------------ */
 
-static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint32_t *slot)
+/* The read-ahead ring is indexed by read sequence number (seq % cap), so
+ * scheduled events that carry a seq stay valid when the ring grows. */
+static pend_t *pend_at(sim_ctx_t *s, uint64_t seq)
+{
+	return &s->pend[seq % s->pend_cap];
+}
+
+static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
 {
 	if (s->pend_n == s->pend_cap) {
 		uint32_t cap = s->pend_cap ? 2 * s->pend_cap : 16;
 		pend_t *n = calloc(cap, sizeof *n);
 		if (!n)
 			return KS_ENOMEM;
-		for (uint32_t i = 0; i < s->pend_n; i++)
-			n[i] = s->pend[(s->pend_head + i) % s->pend_cap];
+		for (uint32_t i = 0; i < s->pend_cap; i++) {
+			/* entries hold seqs [head_seq, head_seq + n): every slot is live */
+			uint64_t q = s->pend_head_seq + i;
+			n[q % cap] = s->pend[q % s->pend_cap];
+		}
 		free(s->pend);
 		s->pend = n;
 		s->pend_cap = cap;
-		s->pend_head = 0;
 	}
-	uint32_t k = (s->pend_head + s->pend_n) % s->pend_cap;
-	pend_t *p = &s->pend[k];
+	uint64_t q = s->pend_head_seq + s->pend_n;
+	pend_t *p = pend_at(s, q);
 	if (a->n_blocks > p->cap) {
 		uint64_t *b = realloc(p->blocks, a->n_blocks * sizeof *b);
 		if (!b)
@@ -144,7 +153,7 @@ static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint32_t *slot)
 	memcpy(p->blocks, a->blocks, a->n_blocks * sizeof *p->blocks);
 	p->a.blocks = p->blocks;
 	s->pend_n++;
-	*slot = k;
+	*seq = q;
 	return 0;
 }
 
@@ -166,15 +175,15 @@ static int read_one(sim_ctx_t *s)
 		return err_set(s->err, KS_EINPUT, "%s: request %" PRIu64 ": arrival goes back in time",
 			       s->src->name, a.id);
 	s->last_arrival = a.arrival_ns;
-	uint32_t slot;
-	if ((rc = pend_push(s, &a, &slot)))
+	uint64_t seq;
+	if ((rc = pend_push(s, &a, &seq)))
 		return rc;
-	if (ev_engine_at(s->eng, a.arrival_ns, EV_ARRIVAL, slot, 0) == EV_NONE)
+	if (ev_engine_at(s->eng, a.arrival_ns, EV_ARRIVAL, 0, seq) == EV_NONE)
 		return KS_ENOMEM;
 	if (s->peek_ahead > 0) {
 		int64_t t = a.arrival_ns - s->peek_ahead;
 		int64_t now = ev_engine_now(s->eng);
-		if (ev_engine_at(s->eng, t > now ? t : now, EV_PEEK, slot, 0) == EV_NONE)
+		if (ev_engine_at(s->eng, t > now ? t : now, EV_PEEK, 0, seq) == EV_NONE)
 			return KS_ENOMEM;
 	}
 	return 0;
@@ -184,7 +193,7 @@ static int on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	sim_ctx_t *s = ctx;
-	const pend_t *p = &s->pend[ev->target];
+	const pend_t *p = pend_at(s, ev->payload);
 	pol_arrival_t pa = {p->a.arrival_ns, p->blocks, p->a.n_blocks, -1};
 	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
 	int rc = po->peek(s->pol.h[POL_PREDICTOR].state, &pa, s->err);
@@ -215,7 +224,7 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	sim_ctx_t *s = ctx;
 	int64_t now = ev_engine_now(eng);
-	pend_t *p = &s->pend[ev->target];
+	pend_t *p = pend_at(s, ev->payload);
 	const sim_arrival_t *a = &p->a;
 	int rc = 0;
 	int32_t routed = -1;
@@ -261,7 +270,7 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			return rc;
 	}
 	/* the ring is FIFO and arrivals come in its order */
-	s->pend_head = (s->pend_head + 1) % s->pend_cap;
+	s->pend_head_seq++;
 	s->pend_n--;
 	return s->peek_ahead > 0 ? 0 : read_one(s);
 }

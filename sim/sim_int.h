@@ -66,7 +66,8 @@ typedef struct sim_ctx {
 	/* trace */
 	sim_source_t *src;
 	pend_t *pend;           /* ring of read-ahead requests */
-	uint32_t pend_cap, pend_head, pend_n;
+	uint32_t pend_cap, pend_n;
+	uint64_t pend_head_seq; /* read sequence number of the oldest entry */
 	int src_done;
 	int64_t last_arrival, peek_ahead;
 	/* policies */
@@ -84,8 +85,6 @@ typedef struct sim_ctx {
 	int fetch_rule;         /* 0 cost, 1 never, 2 always */
 	kcopy_t *copies;
 	size_t n_copies, cap_copies;
-	uint64_t *scratch;      /* blocks buffer */
-	uint32_t scratch_cap;
 	replica_t *replicas;
 	size_t n_replicas, cap_replicas;
 	kv_store_t **host;      /* per node host tier, NULL entries when off */
