@@ -514,7 +514,8 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 		free(r);
 		return KS_ENOMEM;
 	}
-	memcpy(r->blocks, blocks, n_blocks * sizeof *blocks);
+	if (n_blocks)
+		memcpy(r->blocks, blocks, n_blocks * sizeof *blocks);
 	r->id = id;
 	r->arrival = ev_engine_now(c->eng);
 	r->in_len = in_len ? in_len : 1;

@@ -150,7 +150,8 @@ static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
 		p->cap = a->n_blocks;
 	}
 	p->a = *a;
-	memcpy(p->blocks, a->blocks, a->n_blocks * sizeof *p->blocks);
+	if (a->n_blocks)
+		memcpy(p->blocks, a->blocks, a->n_blocks * sizeof *p->blocks);
 	p->a.blocks = p->blocks;
 	s->pend_n++;
 	*seq = q;
