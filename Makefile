@@ -65,7 +65,7 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 KVSIM     := $(BUILD)/kvsim
 
-.PHONY: all run test bench fuzz install clean format deps build build-tests \
+.PHONY: FORCE all run test bench fuzz install clean format deps build build-tests \
         run-only test-only bench-only fuzz-only
 .DEFAULT_GOAL := all
 
@@ -127,6 +127,14 @@ $(BUILD)/libkvsim_$(1).a: $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(i
 	ar rcs $$@ $$^
 endef
 $(foreach f,$(FOLDERS),$(eval $(call archive_rule,$(f))))
+
+# Objects that print or record KVSIM_GITREV rebuild when the revision changes
+# (the flag alone is invisible to make, so provenance would go stale).
+$(BUILD)/gen/gitrev.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GITREV)' | cmp -s - $@ || echo '$(GITREV)' > $@
+$(BUILD)/sim/main.o $(BUILD)/sim/out_hdf5.o: $(BUILD)/gen/gitrev.stamp
+FORCE:
 
 $(KVSIM): $(BUILD)/sim/main.o $(LIBS)
 	$(CC) $(OPT) $(LDSAN) -rdynamic $< $(LINK_LIBS) $(LDLIBS) -o $@

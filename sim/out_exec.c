@@ -594,13 +594,12 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 	}
 #ifdef KVSIM_HAVE_MPI
 	if (size > 1) {
-		if (rc && s.qtail == 0) { /* failed before handing anything out */
-			uint64_t z = 0;
-			for (int w = 1; w < size; w++) {
-				MPI_Recv(NULL, 0, MPI_BYTE, w, TAG_READY, MPI_COMM_WORLD,
-					 MPI_STATUS_IGNORE);
-				MPI_Send(&z, 1, MPI_UINT64_T, w, TAG_STOP, MPI_COMM_WORLD);
-			}
+		if (rc && s.st->done + s.st->failed == 0 && s.qhead == 0) {
+			/* Preparing failed: with nothing queued, coordinating just
+			 * tells every waiting rank to stop. */
+			err_t ignored;
+			s.qtail = 0;
+			mpi_coordinate(&s, size, &ignored);
 		}
 		MPI_Finalize();
 	}

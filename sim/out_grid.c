@@ -240,6 +240,28 @@ static int split_key(const char *key, char *sec, size_t cs, char *name, size_t c
 	return 0;
 }
 
+void out_point_id(const char *config_text, uint64_t seed, char id[65])
+{
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	char sb[40];
+	snprintf(sb, sizeof sb, "\nseed=%llu\n", (unsigned long long)seed);
+	sha256_init(&h);
+	/* Values only: comment lines carry key docs, which may change between
+	 * versions without changing what a point computes. */
+	for (const char *l = config_text; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
+		if (*l != '#')
+			sha256_update(&h, len, (const uint8_t *)l);
+		l += len;
+	}
+	sha256_update(&h, strlen(sb), (const uint8_t *)sb);
+	sha256_digest(&h, sizeof d, d);
+	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
+		snprintf(id + 2 * b, 3, "%02x", d[b]);
+}
+
 void out_point_free(out_point_t *p)
 {
 	if (!p)
@@ -327,24 +349,7 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 		return rc;
 	}
 	cfg_digest(p->cfg, p->digest);
-	struct sha256_ctx h;
-	uint8_t d[SHA256_DIGEST_SIZE];
-	char sb[40];
-	snprintf(sb, sizeof sb, "\nseed=%llu\n", (unsigned long long)p->seed);
-	sha256_init(&h);
-	/* Values only: comment lines carry key docs, which may change between
-	 * versions without changing what a point computes. */
-	for (const char *l = text; *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t len = nl ? (size_t)(nl - l + 1) : strlen(l);
-		if (*l != '#')
-			sha256_update(&h, len, (const uint8_t *)l);
-		l += len;
-	}
-	sha256_update(&h, strlen(sb), (const uint8_t *)sb);
-	sha256_digest(&h, sizeof d, d);
-	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
-		snprintf(p->id + 2 * b, 3, "%02x", d[b]);
+	out_point_id(text, p->seed, p->id);
 	snprintf(p->h5_rel, sizeof p->h5_rel, "runs/%.16s.h5", p->id);
 	free(text);
 	return 0;

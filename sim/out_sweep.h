@@ -69,6 +69,16 @@ typedef struct out_point {
 int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key, size_t i,
 		   out_point_t *p, err_t *e);
 void out_point_free(out_point_t *p);
+/* The identity of a run: SHA-256 hex of the config text without its comment
+ * lines, followed by "\nseed=SEED\n". */
+void out_point_id(const char *config_text, uint64_t seed, char id[65]);
+
+/* Records one finished run outside a sweep (kvsim run): writes
+ * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL)
+ * and every metric of r. id (may be NULL) receives the run's identity. */
+int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
+		   char id[65], err_t *e);
 
 typedef struct out_sweep_opts {
 	const char *dir;      /* results directory (created) */

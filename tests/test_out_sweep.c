@@ -518,6 +518,33 @@ static void test_second_sweep_on_same_directory_is_refused(void **st)
 	out_grid_free(g);
 }
 
+static void test_recorded_single_run_is_a_done_point_for_sweeps(void **st)
+{
+	(void)st;
+	static const char *const sets[] = {"fake.rate=2"};
+	static const char *const ax[] = {"fake.rate=1,2"};
+	cfg_t *one = mkbase(sets, 1), *base = mkbase(NULL, 0);
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	char d[300], id[65], f[700];
+	subdir(d, sizeof d, "recorded");
+	sim_results_t r;
+	err_t e = {0};
+	assert_int_equal(fake_run(one, &r, &e, NULL), 0);
+	r.seed = 1; /* what sim_run reports: the config's seed */
+	out_param_t p[] = {{"fake.rate", "2"}};
+	assert_int_equal(out_run_record(d, one, &r, p, 1, NULL, id, &e), 0);
+	snprintf(f, sizeof f, "%s/runs/%.16s.h5", d, id);
+	assert_int_equal(access(f, R_OK), 0);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 1, &s), 0);
+	assert_int_equal(s.skipped, 1);
+	assert_int_equal(s.done, 1);
+	sim_results_free(&r);
+	out_grid_free(g);
+	cfg_free(one);
+	cfg_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_errors_fail_at_once_and_crashes_are_retried_once),
 		cmocka_unit_test(test_sigkill_loses_only_points_in_flight),
 		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
+		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
