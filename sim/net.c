@@ -103,6 +103,8 @@ struct net {
 	net_stats_t st;
 	int prof;
 	double *prof_ns;
+	uint8_t *prof_kind;
+	size_t cap_prof_kind;
 	size_t n_prof, cap_prof, prof_since_solve;
 };
 
@@ -919,11 +921,13 @@ static int on_done(net_t *net, uint32_t ai, uint32_t gen)
 	return 0;
 }
 
-static void prof_charge(net_t *net, double ns, int flow_event)
+static void prof_charge(net_t *net, double ns, uint32_t kind)
 {
-	if (flow_event) {
-		if (grow_sz((void **)&net->prof_ns, &net->cap_prof, net->n_prof + 1, sizeof(double)))
+	if (kind != K_SOLVE) {
+		if (grow_sz((void **)&net->prof_ns, &net->cap_prof, net->n_prof + 1, sizeof(double)) ||
+		    grow_sz((void **)&net->prof_kind, &net->cap_prof_kind, net->n_prof + 1, 1))
 			return;
+		net->prof_kind[net->n_prof] = kind == K_DONE;
 		net->prof_ns[net->n_prof++] = ns;
 		net->prof_since_solve++;
 		return;
@@ -958,7 +962,7 @@ static int on_event(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		rc = KS_ERUNTIME;
 	}
 	if (net->prof)
-		prof_charge(net, prof_clock(net) - t0, kind != K_SOLVE);
+		prof_charge(net, prof_clock(net) - t0, kind);
 	return rc;
 }
 
@@ -1012,6 +1016,7 @@ void net_free(net_t *net)
 	free(net->done);
 	free(net->recs);
 	free(net->prof_ns);
+	free(net->prof_kind);
 	free(net);
 }
 
@@ -1286,8 +1291,10 @@ void net_set_profile(net_t *net, int mode)
 	net->prof_since_solve = 0;
 }
 
-const double *net_profile(const net_t *net, size_t *n)
+const double *net_profile(const net_t *net, const uint8_t **finish, size_t *n)
 {
 	*n = net->n_prof;
+	if (finish)
+		*finish = net->prof_kind;
 	return net->prof_ns;
 }
