@@ -30,7 +30,7 @@ typedef struct link {
 
 typedef struct agg {
 	/* hot in the solve first */
-	uint8_t len, cls, live, paused, frozen, sched; /* sched: members changed */
+	uint8_t len, cls, live, frozen, sched; /* sched: members changed */
 	uint32_t n;      /* members */
 	uint64_t mark, pass;
 	double w, new_rate;
@@ -384,7 +384,6 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 	a->n = 0;
 	a->served = 0;
 	a->rate = 0;
-	a->paused = 0;
 	a->t_last = ev_engine_now(net->eng);
 	a->ev = EV_NONE;
 	a->mark = 0;
@@ -713,7 +712,6 @@ static int solve(net_t *net)
 	if (nrows > net->cap_rows && grow_rows(net, nrows))
 		return KS_ENOMEM;
 
-
 	for (uint32_t i = 0; i < net->n_comp_links; i++) {
 		link_t *l = &net->links[net->comp_links[i]];
 		l->local = i;
@@ -722,7 +720,6 @@ static int solve(net_t *net)
 	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
 		agg_t *a = &net->aggs[net->comp_aggs[i]];
 		agg_advance(a, now);
-		a->paused = 0;
 		a->new_rate = 0;
 	}
 	int bg_sub = net->bg_mode == NET_BG_RATE_CAP;
@@ -743,10 +740,10 @@ static int solve(net_t *net)
 		}
 		if (fill(net, 1.0, 1.0))
 			return KS_ENOMEM;
-		/* fg load per link into row_cap[2i+1] (free until pass 2 sets it) */
 		if (n_bg == 0)
 			goto apply; /* strict and nothing in the background */
-		fg_use = net->row_w; /* reuse: rebuilt by the next fill */
+		/* foreground load per local link, in row_w (the next fill resets it) */
+		fg_use = net->row_w;
 		for (uint32_t i = 0; i < net->n_comp_links; i++)
 			fg_use[i] = 0;
 		for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
@@ -771,11 +768,8 @@ static int solve(net_t *net)
 				a->pass = net->pass;
 			continue;
 		}
-		if (net->bg_mode == NET_BG_IDLE_WINDOW && path_busy(net, a, fg_use)) {
-			a->paused = 1;
-			a->new_rate = 0;
-			continue;
-		}
+		if (net->bg_mode == NET_BG_IDLE_WINDOW && path_busy(net, a, fg_use))
+			continue; /* paused: rate 0 */
 		a->pass = net->pass;
 	}
 	if (fill(net, 1.0, strict ? 1.0 : net->bg_weight))
