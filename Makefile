@@ -167,7 +167,7 @@ bench-only: build
 FUZZ_SRCS := $(wildcard tests/fuzz_*.c)
 fuzz-only:
 	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz \
-	  OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  $(patsubst tests/%.c,build-fuzz/fuzz/%,$(FUZZ_SRCS))
 	@for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); \
 	  mkdir -p build-fuzz/corpus/$$n; \
