@@ -189,6 +189,7 @@ typedef struct tr_stats {
 	uint64_t distinct_blocks;
 	uint64_t prefixes_half_reuse;  /* fewest distinct ids carrying half the hits */
 	uint32_t block_tokens;
+	int reuse_counted;             /* 0 when computed without reuse */
 } tr_stats_t;
 
 /* Reads r to its end. With reuse == 0 the prefix counts are skipped and

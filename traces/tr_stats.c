@@ -249,6 +249,7 @@ int tr_stats_compute(tr_reader_t *r, int reuse, tr_stats_t *s, err_t *e)
 	s->reuse_block = s->blocks ? (double)s->reused_blocks / (double)s->blocks : 0;
 	s->reuse_token = s->tokens ? (double)s->reused_tokens / (double)s->tokens : 0;
 	s->distinct_blocks = m.n;
+	s->reuse_counted = reuse != 0;
 	if (reuse && half_reuse(&m, s->reused_blocks, &s->prefixes_half_reuse))
 		rc = err_set(e, KS_ENOMEM, "out of memory");
 done:
@@ -297,12 +298,13 @@ void tr_stats_print(const tr_stats_t *s, const char *source, int json, FILE *f)
 			"\"block_tokens\": %u, \"blocks\": %llu, \"reused_blocks\": %llu, "
 			"\"tokens\": %llu, \"reused_tokens\": %llu, \"reuse_block\": %.6f, "
 			"\"reuse_token\": %.6f, \"distinct_blocks\": %llu, "
-			"\"prefixes_half_reuse\": %llu}\n",
+			"\"prefixes_half_reuse\": %llu, \"reuse_counted\": %s}\n",
 			s->block_tokens, (unsigned long long)s->blocks,
 			(unsigned long long)s->reused_blocks, (unsigned long long)s->tokens,
 			(unsigned long long)s->reused_tokens, s->reuse_block, s->reuse_token,
 			(unsigned long long)s->distinct_blocks,
-			(unsigned long long)s->prefixes_half_reuse);
+			(unsigned long long)s->prefixes_half_reuse,
+			s->reuse_counted ? "true" : "false");
 		return;
 	}
 	fprintf(f, "source            %s\n", source);
@@ -318,6 +320,10 @@ void tr_stats_print(const tr_stats_t *s, const char *source, int json, FILE *f)
 		s->in.p99, s->in.max);
 	fprintf(f, "output tokens     mean %.1f  p50 %u  p99 %u  max %u\n", s->out.mean,
 		s->out.p50, s->out.p99, s->out.max);
+	if (!s->reuse_counted) {
+		fprintf(f, "prefix reuse      not counted (--no-reuse)\n");
+		return;
+	}
 	fprintf(f, "prefix reuse      %.4f of %llu blocks (%u tokens each), %.4f of %llu input "
 		   "tokens\n",
 		s->reuse_block, (unsigned long long)s->blocks, s->block_tokens, s->reuse_token,
