@@ -140,12 +140,11 @@ static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
 		if (p)
 			sprintf(p, "trace.path=%s", a->file);
 		sets[k++] = p;
-		if (a->kind) {
-			char *q = malloc(strlen(a->kind) + 16);
-			if (q)
-				sprintf(q, "trace.kind=%s", a->kind);
-			sets[k++] = q;
-		}
+		const char *kind = a->kind ? a->kind : "auto";
+		char *q = malloc(strlen(kind) + 16);
+		if (q)
+			sprintf(q, "trace.kind=%s", kind);
+		sets[k++] = q;
 	}
 	for (int i = 0; i < a->nsets; i++)
 		sets[k++] = qualify(a->sets[i]);
@@ -154,7 +153,28 @@ static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
 	for (int i = 0; i < k; i++)
 		if (!sets[i])
 			return err_set(e, KS_ENOMEM, "out of memory");
-	return cli_load_config(a->config, (const char *const *)sets, k, cfg, e);
+	/* Schema defaults (not the built-in default experiment), then the
+	 * --config file, then the sets. */
+	cfg_schema_t *sch = cfg_schema_default();
+	if (!sch)
+		return err_set(e, KS_ERUNTIME, "cannot build the config schema");
+	cfg_t *c = cfg_new(sch);
+	if (!c) {
+		cfg_schema_free(sch);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	int rc = a->config ? cfg_load_file(c, a->config, e) : 0;
+	for (int i = 0; !rc && i < k; i++)
+		rc = cfg_set(c, sets[i], e);
+	if (!rc)
+		rc = cfg_finalize(c, e);
+	if (rc) {
+		cfg_free(c);
+		cfg_schema_free(sch);
+		return rc;
+	}
+	*cfg = c;
+	return 0;
 }
 
 static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e,
@@ -239,8 +259,11 @@ static int run(args_t *a, err_t *e)
 out:
 	tr_writer_abort(w);
 	tr_close(r);
-	if (cfg)
-		cli_config_free(cfg);
+	if (cfg) {
+		cfg_schema_t *sch = (cfg_schema_t *)cfg_schema(cfg);
+		cfg_free(cfg);
+		cfg_schema_free(sch);
+	}
 	for (int i = 0; i < nowned; i++)
 		free(owned[i]);
 	free(owned);
