@@ -144,6 +144,12 @@ $(BUILD)/tests/%: tests/%.c $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP $< $(LINK_LIBS) $(LDSAN) -rdynamic $(LDLIBS) -lcmocka -o $@
 
+# Example policy plugin that tests/test_pol_plugin.c loads (not in any archive).
+$(BUILD)/plugins/%.so: policies/plugins/%.c policies/pol.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $< $(LDSAN) -o $@
+TEST_EXTRA += $(BUILD)/plugins/example_plugin.so
+
 build-tests: $(TEST_BINS) $(KVSIM) $(BUILD)/kvreplay $(TEST_EXTRA)
 
 test-only: build-tests

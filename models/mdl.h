@@ -27,17 +27,17 @@
 /* One GPU and the node it sits in. Link rates are per GPU, per direction. */
 typedef struct mdl_hw {
 	char name[MDL_NAME_MAX];
-	uint64_t hbm_bytes;       /* HBM capacity */
-	double hbm_bw;            /* HBM bandwidth, bytes/s */
-	double flops_bf16;        /* dense BF16 tensor FLOP/s */
-	double nvlink_bw;         /* bytes/s per direction; 0 = no NVLink */
+	uint64_t hbm_bytes; /* HBM capacity */
+	double hbm_bw;      /* HBM bandwidth, bytes/s */
+	double flops_bf16;  /* dense BF16 tensor FLOP/s */
+	double flops_fp8;   /* dense FP8 tensor FLOP/s; 0 = no FP8 (optional) */
+	double nvlink_bw;   /* bytes/s per direction; 0 = no NVLink */
 	int64_t nvlink_lat_ns;
-	double pcie_bw;           /* GPU<->host, bytes/s per direction */
+	double pcie_bw; /* GPU<->host, bytes/s per direction */
 	int64_t pcie_lat_ns;
-	double nic_bw;            /* the GPU's rail NIC, bytes/s per direction */
+	double nic_bw; /* the GPU's rail NIC, bytes/s per direction */
 	int64_t nic_lat_ns;
 	uint64_t host_dram_bytes; /* per node (optional key; default 0 = none) */
-	uint32_t gpus_per_node;   /* optional key; default 8 */
 } mdl_hw_t;
 
 typedef enum { MDL_ATTN_GQA = 0, MDL_ATTN_MLA = 1 } mdl_attn_t;
@@ -47,14 +47,14 @@ typedef enum { MDL_ATTN_GQA = 0, MDL_ATTN_MLA = 1 } mdl_attn_t;
 typedef struct mdl_llm {
 	char name[MDL_NAME_MAX];
 	uint32_t layers, hidden, heads, kv_heads, head_dim, intermediate, vocab;
-	uint32_t dtype_bytes;     /* KV cache and activation element size */
-	double weight_bytes;      /* bytes per weight, may be fractional (4-bit:
-				   * 0.5); optional key, default dtype_bytes */
+	uint32_t dtype_bytes; /* KV cache and activation element size */
+	double weight_bytes;  /* bytes per weight, may be fractional (4-bit:
+	                       * 0.5); optional key, default dtype_bytes */
 	uint64_t params_total, params_active;
 	mdl_attn_t attention;
-	uint32_t mla_latent, mla_rope; /* MLA only (kv_lora_rank, rope dims) */
+	uint32_t mla_latent, mla_rope;    /* MLA only (kv_lora_rank, rope dims) */
 	uint32_t experts, experts_active; /* routed experts; 0 = dense */
-	uint32_t tied_embeddings; /* 1: embedding and LM head share weights */
+	uint32_t tied_embeddings;         /* 1: embedding and LM head share weights */
 } mdl_llm_t;
 
 /* Efficiency factors and communication constants of the compute model. */
@@ -100,10 +100,17 @@ uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *llm, uint32_t tp);
 /* Weight bytes on each GPU of a TP group: ceil(params_total*weight_bytes/tp). */
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *llm, uint32_t tp);
 
+/* Tokens of KV an instance of tp GPUs can hold: per GPU, HBM less the
+ * reserve fraction less the weights, divided by the per-GPU KV bytes of a
+ * token (every GPU holds its shard of every token). 0 when the weights do
+ * not fit. */
+uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
+                                    double reserve_fraction);
+
 /* Resolves [gpu], [model] and [compute] of a config: the named built-in or
  * the given file, then every override key that is set. */
-int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm,
-		 mdl_compute_params_t *cp, err_t *e);
+int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp,
+                 err_t *e);
 
 /* ---- compute cost -------------------------------------------------------- */
 typedef struct mdl_compute {
@@ -112,45 +119,48 @@ typedef struct mdl_compute {
 	uint32_t tp;
 	mdl_compute_params_t p;
 	/* derived once by mdl_compute_init */
-	double flops_rate;     /* tp * flops_bf16 * mfu, FLOP/s */
-	double bytes_rate;     /* hbm_bw * mbu per GPU, bytes/s */
-	double shared_params;  /* MoE: parameters every token uses */
-	double expert_params;  /* MoE: parameters of one routed expert, all layers */
-	double kv_gpu;         /* mdl_kv_bytes_per_token_gpu */
-	double ar_bw;          /* all-reduce link rate, bytes/s */
+	double flops_rate;    /* tp * flops_bf16 * mfu, FLOP/s (attention) */
+	double mat_rate;      /* the same for weight matmuls (FP8 when W8A8) */
+	double bytes_rate;    /* hbm_bw * mbu per GPU, bytes/s */
+	double shared_params; /* MoE: parameters every token uses */
+	double expert_params; /* MoE: parameters of one routed expert, all layers */
+	double kv_gpu;        /* mdl_kv_bytes_per_token_gpu */
+	double ar_bw;         /* all-reduce link rate, bytes/s */
 } mdl_compute_t;
 
-/* One sequence's share of an iteration: `tokens` computed now after `cached`
- * tokens already in its KV. A decode step is tokens = 1, cached = context. */
-typedef struct mdl_seq {
-	uint32_t tokens;
-	uint32_t cached;
-} mdl_seq_t;
-
+/* One iteration's work, as parallel arrays (the shape of the scheduler's
+ * batch, so an adapter copies pointers): prefill chunk i computes
+ * prefill_new[i] tokens after prefill_cached[i] tokens already in its KV;
+ * decode sequence j has decode_ctx[j] tokens in KV and computes one more. */
 typedef struct mdl_batch {
-	const mdl_seq_t *prefill; /* prefill chunks (prompt tokens) */
 	size_t n_prefill;
-	const uint32_t *decode_ctx; /* decode sequences: tokens in KV before */
+	const uint32_t *prefill_new;
+	const uint32_t *prefill_cached;
 	size_t n_decode;
+	const uint32_t *decode_ctx;
 } mdl_batch_t;
 
 /* Breakdown of one iteration (per GPU of the TP group). */
 typedef struct mdl_iter_cost {
-	double flops;        /* whole group */
-	double bytes;        /* per GPU: weights + KV read + KV write */
+	double flops; /* whole group */
+	double bytes; /* per GPU: weights + KV read + KV write */
 	double t_compute_ns, t_memory_ns, t_comm_ns, t_overhead_ns;
 	int64_t total_ns;
 } mdl_iter_cost_t;
 
 /* Validates tp (>= 1, divides heads; kv_heads divides by or into tp) and the
  * parameters; copies hw, llm and p. */
-int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
-		     uint32_t tp, const mdl_compute_params_t *p, err_t *e);
+int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
+                     const mdl_compute_params_t *p, err_t *e);
 /* Duration of one continuous-batching iteration, >= 1 ns; 0 for an empty
  * batch (no sequence). mdl_iter_cost also fills out (may be NULL) with the
  * breakdown. Pure functions of their arguments. */
 int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b);
 int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cost_t *out);
+/* The cluster scheduler's cost callback (sim_cost_fn in sim/cluster.h):
+ * ctx is a const mdl_compute_t *, b a const sim_batch_t *. */
+struct sim_batch;
+int64_t mdl_sim_cost(void *ctx, const struct sim_batch *b);
 /* An iteration holding only one prefill of n new tokens after `cached`. */
 int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached);
 /* An iteration of n_seqs decode sequences, each with ctx tokens in KV. */

@@ -15,8 +15,8 @@
  *             "Chinchilla", App. F). Pairs: a chunk of c tokens after p cached
  *             ones has c*p + c*(c+1)/2 (exact causal count); a decode step
  *             with context L has L + 1.
- *             MLA (DeepSeek-V2, arXiv:2405.04434, §2.1): decode uses the absorbed form,
- *             scores over latent+rope and values over the latent,
+ *             MLA (DeepSeek-V2, arXiv:2405.04434, §2.1): decode uses the
+ *             absorbed form, scores over latent+rope and values over the latent,
  *             2*heads*(2*latent + rope) per pair; prefill uses the
  *             non-absorbed form, 2*heads*(2*head_dim + rope) per pair, plus
  *             up-projecting each cached latent to K_nope and V once per chunk:
@@ -36,7 +36,9 @@
  *   KV write  kv_gpu*T. Activations are ignored (they stay in L2/SRAM or are
  *             small next to weights and KV).
  * Time:
- *   max(FLOPs/(tp*flops_bf16*mfu), bytes/(hbm_bw*mbu))       roofline
+ *   max(FLOPs/(tp*flops*mfu), bytes/(hbm_bw*mbu))            roofline
+ *     (flops: BF16 rate; matmuls of <= 1-byte weights use flops_fp8 when
+ *     the GPU has it: W8A8)
  *   + (tp > 1) 2*layers*(allreduce_lat + 2(tp-1)/tp * T*hidden*dtype_bytes
  *                        / (nvlink_bw*allreduce_bw_eff))        Megatron TP:
  *     two all-reduces per layer (Shoeybi et al. 2019, §3); ring all-reduce
@@ -50,6 +52,7 @@
  * profiled kernel tables, which a calibration may do here.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "models/mdl.h"
@@ -57,8 +60,8 @@
 /* Defaults of [compute]. These are starting points, not measurements;
  * `kvsim calibrate` or --set replaces them.
  * - mfu 0.5: model FLOPs utilisation as defined by PaLM (Chowdhery et al.
- *   2022, App. B: 46% MFU training at scale); large prefill GEMMs reach about
- *   this on Hopper-class GPUs.
+ *   2022, App. B; PaLM 540B trained at 46.2% MFU); a round figure for large
+ *   prefill GEMMs, assumption until calibrated.
  * - mbu 0.8: model bandwidth utilisation as defined in Databricks/MosaicML,
  *   "LLM Inference Performance Engineering: Best Practices" (2023); tuned
  *   decode kernels reach roughly 60-85% of peak HBM bandwidth.
@@ -69,25 +72,25 @@
  * - iter_overhead_ns 0.5 ms: scheduling, input preparation, sampling and
  *   launch gaps per iteration of an engine using CUDA graphs; assumption. */
 const mdl_compute_params_t mdl_compute_params_default = {
-	.mfu = 0.5,
-	.mbu = 0.8,
-	.allreduce_bw_eff = 0.8,
-	.allreduce_lat_ns = 10000,
-	.iter_overhead_ns = 500000,
+    .mfu = 0.5,
+    .mbu = 0.8,
+    .allreduce_bw_eff = 0.8,
+    .allreduce_lat_ns = 10000,
+    .iter_overhead_ns = 500000,
 };
 
 /* Aggregates an iteration's cost depends on (all linear). */
 typedef struct {
-	double tokens;       /* T: tokens computed */
-	double seqs;         /* S: sequences in the batch */
-	double pairs_pf;     /* attention (query, key) pairs of prefill chunks */
-	double pairs_dec;    /* ... of decode steps */
-	double cached_pf;    /* cached tokens before prefill chunks */
-	double kv_read;      /* tokens of KV read (cached_pf + decode contexts) */
+	double tokens;    /* T: tokens computed */
+	double seqs;      /* S: sequences in the batch */
+	double pairs_pf;  /* attention (query, key) pairs of prefill chunks */
+	double pairs_dec; /* ... of decode steps */
+	double cached_pf; /* cached tokens before prefill chunks */
+	double kv_read;   /* tokens of KV read (cached_pf + decode contexts) */
 } sums_t;
 
-int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
-		     uint32_t tp, const mdl_compute_params_t *p, err_t *e)
+int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
+                     const mdl_compute_params_t *p, err_t *e)
 {
 	int rc = mdl_hw_check(hw, hw->name, e);
 	if (!rc)
@@ -98,17 +101,18 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 		return err_set(e, KS_EINPUT, "tp: must be at least 1");
 	if (llm->heads % tp)
 		return err_set(e, KS_EINPUT, "tp: %u does not divide %s's %u attention heads", tp,
-			       llm->name, llm->heads);
+		               llm->name, llm->heads);
 	if (llm->attention == MDL_ATTN_GQA && llm->kv_heads % tp && tp % llm->kv_heads)
 		return err_set(e, KS_EINPUT,
-			       "tp: %u and %s's %u KV heads: one must divide the other", tp,
-			       llm->name, llm->kv_heads);
+		               "tp: %u and %s's %u KV heads: one must divide the other", tp,
+		               llm->name, llm->kv_heads);
 	if (!(p->mfu > 0 && p->mfu <= 1) || !(p->mbu > 0 && p->mbu <= 1))
 		return err_set(e, KS_EINPUT, "mfu/mbu: must be in (0, 1]");
 	if (!(p->allreduce_bw_eff > 0 && p->allreduce_bw_eff <= 1))
 		return err_set(e, KS_EINPUT, "allreduce_bw_eff: must be in (0, 1]");
 	if (p->allreduce_lat_ns < 0 || p->iter_overhead_ns < 0)
-		return err_set(e, KS_EINPUT, "allreduce_lat_ns/iter_overhead_ns: must not be negative");
+		return err_set(e, KS_EINPUT,
+		               "allreduce_lat_ns/iter_overhead_ns: must not be negative");
 
 	memset(c, 0, sizeof *c);
 	c->hw = *hw;
@@ -116,11 +120,17 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 	c->tp = tp;
 	c->p = *p;
 	c->flops_rate = tp * hw->flops_bf16 * p->mfu;
+	/* weights of 1 byte or less on a GPU with FP8 tensor cores: W8A8 GEMMs at
+	 * the FP8 rate (DeepSeek-V3's FP8 checkpoint is served this way);
+	 * attention stays BF16 (the KV cache is dtype_bytes wide). */
+	c->mat_rate = llm->weight_bytes <= 1 && hw->flops_fp8 > 0 ? tp * hw->flops_fp8 * p->mfu
+	                                                          : c->flops_rate;
 	c->bytes_rate = hw->hbm_bw * p->mbu;
 	if (llm->experts) {
 		c->expert_params = (double)(llm->params_total - llm->params_active) /
-				   (llm->experts - llm->experts_active);
-		c->shared_params = (double)llm->params_active - llm->experts_active * c->expert_params;
+		                   (llm->experts - llm->experts_active);
+		c->shared_params =
+		    (double)llm->params_active - llm->experts_active * c->expert_params;
 	}
 	c->kv_gpu = (double)mdl_kv_bytes_per_token_gpu(llm, tp);
 	/* Without NVLink the TP all-reduce goes over PCIe. */
@@ -155,7 +165,8 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	double L = m->layers, H = m->heads;
 	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
 	double body = (double)m->params_active - emb;
-	double f = 2 * body * s->tokens + 2.0 * m->vocab * m->hidden * s->seqs;
+	double f_mat = 2 * body * s->tokens + 2.0 * m->vocab * m->hidden * s->seqs;
+	double f = 0; /* attention */
 	if (m->attention == MDL_ATTN_MLA) {
 		double lat = m->mla_latent, rope = m->mla_rope, d = m->head_dim;
 		f += 2 * L * H * (2 * d + rope) * s->pairs_pf;
@@ -164,9 +175,9 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	} else {
 		f += 4 * L * H * m->head_dim * (s->pairs_pf + s->pairs_dec);
 	}
-	r.flops = f;
+	r.flops = f_mat + f;
 	r.bytes = weights_read(c, s->tokens) + c->kv_gpu * (s->kv_read + s->tokens);
-	r.t_compute_ns = f / c->flops_rate * 1e9;
+	r.t_compute_ns = (f_mat / c->mat_rate + f / c->flops_rate) * 1e9;
 	r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
 	if (c->tp > 1) {
 		double p = c->tp;
@@ -176,7 +187,8 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	}
 	r.t_overhead_ns = (double)c->p.iter_overhead_ns;
 	double t = fmax(r.t_compute_ns, r.t_memory_ns) + r.t_comm_ns + r.t_overhead_ns;
-	r.total_ns = (int64_t)ceil(t);
+	/* absurd inputs (billions of tokens at once) saturate rather than wrap */
+	r.total_ns = t < 9.2e18 ? (int64_t)ceil(t) : INT64_MAX;
 	if (r.total_ns < 1)
 		r.total_ns = 1; /* an iteration always advances time */
 	if (out)
@@ -188,7 +200,7 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
 {
 	sums_t s = {0};
 	for (size_t i = 0; i < b->n_prefill; i++) {
-		double n = b->prefill[i].tokens, p = b->prefill[i].cached;
+		double n = b->prefill_new[i], p = b->prefill_cached[i];
 		if (n <= 0)
 			continue; /* a chunk with no tokens contributes nothing */
 		s.tokens += n;
@@ -214,15 +226,13 @@ int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b)
 
 int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached)
 {
-	mdl_seq_t q = {.tokens = n, .cached = cached};
-	mdl_batch_t b = {.prefill = &q, .n_prefill = 1};
+	mdl_batch_t b = {.n_prefill = 1, .prefill_new = &n, .prefill_cached = &cached};
 	return mdl_iter_cost(c, &b, NULL);
 }
 
 int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx)
 {
 	double n = n_seqs;
-	sums_t s = {.tokens = n, .seqs = n, .pairs_dec = n * ((double)ctx + 1),
-		    .kv_read = n * ctx};
+	sums_t s = {.tokens = n, .seqs = n, .pairs_dec = n * ((double)ctx + 1), .kv_read = n * ctx};
 	return cost_from_sums(c, &s, NULL);
 }

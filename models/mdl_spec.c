@@ -21,44 +21,50 @@ extern const mdl_embedded_t mdl_embedded[];
 
 #define SPEC_FILE_MAX (1u << 20) /* a spec is a few hundred bytes */
 
-#define HW_F(key, type, req, field) {key, type, req, offsetof(mdl_hw_t, field), sizeof(((mdl_hw_t *)0)->field)}
-#define LLM_F(key, type, req, field) {key, type, req, offsetof(mdl_llm_t, field), sizeof(((mdl_llm_t *)0)->field)}
+#define HW_F(key, type, req, field)                                                                \
+	{                                                                                          \
+		key, type, req, offsetof(mdl_hw_t, field), sizeof(((mdl_hw_t *)0)->field)          \
+	}
+#define LLM_F(key, type, req, field)                                                               \
+	{                                                                                          \
+		key, type, req, offsetof(mdl_llm_t, field), sizeof(((mdl_llm_t *)0)->field)        \
+	}
 
 const mdl_field_t mdl_hw_fields[] = {
-	HW_F("name", MDL_F_NAME, 1, name),
-	HW_F("hbm_bytes", MDL_F_U64, 1, hbm_bytes),
-	HW_F("hbm_bw", MDL_F_DBL, 1, hbm_bw),
-	HW_F("flops_bf16", MDL_F_DBL, 1, flops_bf16),
-	HW_F("nvlink_bw", MDL_F_DBL, 1, nvlink_bw),
-	HW_F("nvlink_lat_ns", MDL_F_I64, 1, nvlink_lat_ns),
-	HW_F("pcie_bw", MDL_F_DBL, 1, pcie_bw),
-	HW_F("pcie_lat_ns", MDL_F_I64, 1, pcie_lat_ns),
-	HW_F("nic_bw", MDL_F_DBL, 1, nic_bw),
-	HW_F("nic_lat_ns", MDL_F_I64, 1, nic_lat_ns),
-	HW_F("host_dram_bytes", MDL_F_U64, 0, host_dram_bytes),
-	HW_F("gpus_per_node", MDL_F_U32, 0, gpus_per_node),
+    HW_F("name", MDL_F_NAME, 1, name),
+    HW_F("hbm_bytes", MDL_F_U64, 1, hbm_bytes),
+    HW_F("hbm_bw", MDL_F_DBL, 1, hbm_bw),
+    HW_F("flops_bf16", MDL_F_DBL, 1, flops_bf16),
+    HW_F("flops_fp8", MDL_F_DBL, 0, flops_fp8),
+    HW_F("nvlink_bw", MDL_F_DBL, 1, nvlink_bw),
+    HW_F("nvlink_lat_ns", MDL_F_I64, 1, nvlink_lat_ns),
+    HW_F("pcie_bw", MDL_F_DBL, 1, pcie_bw),
+    HW_F("pcie_lat_ns", MDL_F_I64, 1, pcie_lat_ns),
+    HW_F("nic_bw", MDL_F_DBL, 1, nic_bw),
+    HW_F("nic_lat_ns", MDL_F_I64, 1, nic_lat_ns),
+    HW_F("host_dram_bytes", MDL_F_U64, 0, host_dram_bytes),
 };
 const size_t mdl_hw_fields_n = sizeof mdl_hw_fields / sizeof mdl_hw_fields[0];
 
 const mdl_field_t mdl_llm_fields[] = {
-	LLM_F("name", MDL_F_NAME, 1, name),
-	LLM_F("layers", MDL_F_U32, 1, layers),
-	LLM_F("hidden", MDL_F_U32, 1, hidden),
-	LLM_F("heads", MDL_F_U32, 1, heads),
-	LLM_F("kv_heads", MDL_F_U32, 1, kv_heads),
-	LLM_F("head_dim", MDL_F_U32, 1, head_dim),
-	LLM_F("intermediate", MDL_F_U32, 1, intermediate),
-	LLM_F("vocab", MDL_F_U32, 1, vocab),
-	LLM_F("dtype_bytes", MDL_F_U32, 1, dtype_bytes),
-	LLM_F("weight_bytes", MDL_F_DBL, 0, weight_bytes),
-	LLM_F("params_total", MDL_F_U64, 1, params_total),
-	LLM_F("params_active", MDL_F_U64, 1, params_active),
-	LLM_F("attention", MDL_F_ATTN, 1, attention),
-	LLM_F("mla_latent", MDL_F_U32, 0, mla_latent),
-	LLM_F("mla_rope", MDL_F_U32, 0, mla_rope),
-	LLM_F("experts", MDL_F_U32, 0, experts),
-	LLM_F("experts_active", MDL_F_U32, 0, experts_active),
-	LLM_F("tied_embeddings", MDL_F_U32, 0, tied_embeddings),
+    LLM_F("name", MDL_F_NAME, 1, name),
+    LLM_F("layers", MDL_F_U32, 1, layers),
+    LLM_F("hidden", MDL_F_U32, 1, hidden),
+    LLM_F("heads", MDL_F_U32, 1, heads),
+    LLM_F("kv_heads", MDL_F_U32, 1, kv_heads),
+    LLM_F("head_dim", MDL_F_U32, 1, head_dim),
+    LLM_F("intermediate", MDL_F_U32, 1, intermediate),
+    LLM_F("vocab", MDL_F_U32, 1, vocab),
+    LLM_F("dtype_bytes", MDL_F_U32, 1, dtype_bytes),
+    LLM_F("weight_bytes", MDL_F_DBL, 0, weight_bytes),
+    LLM_F("params_total", MDL_F_U64, 1, params_total),
+    LLM_F("params_active", MDL_F_U64, 1, params_active),
+    LLM_F("attention", MDL_F_ATTN, 1, attention),
+    LLM_F("mla_latent", MDL_F_U32, 0, mla_latent),
+    LLM_F("mla_rope", MDL_F_U32, 0, mla_rope),
+    LLM_F("experts", MDL_F_U32, 0, experts),
+    LLM_F("experts_active", MDL_F_U32, 0, experts_active),
+    LLM_F("tied_embeddings", MDL_F_U32, 0, tied_embeddings),
 };
 const size_t mdl_llm_fields_n = sizeof mdl_llm_fields / sizeof mdl_llm_fields[0];
 
@@ -185,6 +191,7 @@ typedef struct {
 	int line;
 	int too_long; /* line number of an over-long line, 0 if none */
 	int stop;
+	int indented; /* the current line starts with blank space */
 } reader_t;
 
 static char *reader_line(char *buf, int num, void *stream)
@@ -200,6 +207,7 @@ static char *reader_line(char *buf, int num, void *stream)
 		r->stop = 1;
 		return NULL;
 	}
+	r->indented = *r->p == ' ' || *r->p == '\t';
 	memcpy(buf, r->p, len);
 	buf[len] = '\0';
 	r->p += len;
@@ -232,12 +240,18 @@ static int spec_handler(void *user, const char *section, const char *name, const
 	spec_parse_t *sp = user;
 	if (sp->failed)
 		return 0;
+	/* inih reads an indented line after a key as a continuation of its
+	 * value; a spec value is one line, so say what happened */
+	if (sp->rd->indented)
+		return spec_fail(sp, name,
+		                 "indented line continues the previous value "
+		                 "(spec values are one line; remove the indentation)");
 	if (!*section)
 		return spec_fail(sp, name, "key outside a section");
 	if (strcmp(section, sp->section)) {
 		char why[128];
 		snprintf(why, sizeof why, "unknown section [%.40s] (a spec has one [%s] section)",
-			 section, sp->section);
+		         section, sp->section);
 		return spec_fail(sp, name, why);
 	}
 	if (!sp->section_line)
@@ -266,34 +280,39 @@ static int spec_handler(void *user, const char *section, const char *name, const
 }
 
 static int spec_parse(const char *origin, const char *text, const char *section,
-		      const mdl_field_t *fields, size_t n, void *dst, err_t *e)
+                      const mdl_field_t *fields, size_t n, void *dst, err_t *e)
 {
 	reader_t rd = {.p = text};
-	spec_parse_t sp = {.origin = origin, .section = section, .fields = fields,
-			   .n = n, .dst = dst, .rd = &rd, .e = e};
+	spec_parse_t sp = {.origin = origin,
+	                   .section = section,
+	                   .fields = fields,
+	                   .n = n,
+	                   .dst = dst,
+	                   .rd = &rd,
+	                   .e = e};
 	int rc = ini_parse_stream(reader_line, &rd, spec_handler, &sp);
 	if (sp.failed)
 		return KS_EINPUT;
 	if (rd.too_long)
 		return err_set(e, KS_EINPUT, "%s:%d: line too long (max %d characters)", origin,
-			       rd.too_long, INI_MAX_LINE - 2);
+		               rd.too_long, INI_MAX_LINE - 2);
 	if (rc > 0)
-		return err_set(e, KS_EINPUT, "%s:%d: syntax error (expected [section] or key = value)",
-			       origin, rc);
+		return err_set(e, KS_EINPUT,
+		               "%s:%d: syntax error (expected [section] or key = value)", origin,
+		               rc);
 	if (rc < 0)
 		return err_set(e, KS_ENOMEM, "%s: out of memory while parsing", origin);
 	for (size_t i = 0; i < n; i++)
 		if (fields[i].required && !sp.seen[i])
 			return err_set(e, KS_EINPUT, "%s:%d: %s: missing required key in [%s]",
-				       origin, sp.section_line ? sp.section_line : rd.line,
-				       fields[i].key, section);
+			               origin, sp.section_line ? sp.section_line : rd.line,
+			               fields[i].key, section);
 	return 0;
 }
 
 static void hw_defaults(mdl_hw_t *hw)
 {
 	memset(hw, 0, sizeof *hw);
-	hw->gpus_per_node = 8;
 }
 
 static void llm_defaults(mdl_llm_t *llm)
@@ -350,7 +369,7 @@ static int read_small_file(const char *path, char **out, err_t *e)
 	if (n > SPEC_FILE_MAX) {
 		free(buf);
 		return err_set(e, KS_EINPUT, "%s: larger than %u bytes, not a spec file", path,
-			       SPEC_FILE_MAX);
+		               SPEC_FILE_MAX);
 	}
 	if (memchr(buf, '\0', n)) {
 		free(buf);
@@ -439,8 +458,10 @@ static int builtin_missing(const char *kind, const char *what, const char *name,
 	const char *n;
 	for (size_t i = 0; (n = mdl_builtin_name(kind, i)) && k < sizeof list; i++)
 		k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", n);
-	return err_set(e, KS_EINPUT, "%s '%s': no built-in spec of that name (built-in: %s; "
-		       "or give a spec file)", what, name, list);
+	return err_set(e, KS_EINPUT,
+	               "%s '%s': no built-in spec of that name (built-in: %s; "
+	               "or give a spec file)",
+	               what, name, list);
 }
 
 int mdl_hw_builtin(const char *name, mdl_hw_t *hw, err_t *e)
@@ -461,8 +482,8 @@ int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e)
 
 /* ---- writing ------------------------------------------------------------ */
 
-static int spec_write(const char *section, const mdl_field_t *fields, size_t n,
-		      const void *src, FILE *f)
+static int spec_write(const char *section, const mdl_field_t *fields, size_t n, const void *src,
+                      FILE *f)
 {
 	const char *p0 = src;
 	fprintf(f, "[%s]\n", section);
@@ -470,11 +491,21 @@ static int spec_write(const char *section, const mdl_field_t *fields, size_t n,
 		const char *p = p0 + fields[i].off;
 		fprintf(f, "%s = ", fields[i].key);
 		switch (fields[i].type) {
-		case MDL_F_NAME: fprintf(f, "%s\n", p); break;
-		case MDL_F_U32: fprintf(f, "%u\n", *(const uint32_t *)p); break;
-		case MDL_F_U64: fprintf(f, "%llu\n", (unsigned long long)*(const uint64_t *)p); break;
-		case MDL_F_I64: fprintf(f, "%lld\n", (long long)*(const int64_t *)p); break;
-		case MDL_F_DBL: fprintf(f, "%.17g\n", *(const double *)p); break;
+		case MDL_F_NAME:
+			fprintf(f, "%s\n", p);
+			break;
+		case MDL_F_U32:
+			fprintf(f, "%u\n", *(const uint32_t *)p);
+			break;
+		case MDL_F_U64:
+			fprintf(f, "%llu\n", (unsigned long long)*(const uint64_t *)p);
+			break;
+		case MDL_F_I64:
+			fprintf(f, "%lld\n", (long long)*(const int64_t *)p);
+			break;
+		case MDL_F_DBL:
+			fprintf(f, "%.17g\n", *(const double *)p);
+			break;
 		case MDL_F_ATTN:
 			fprintf(f, "%s\n", *(const mdl_attn_t *)p == MDL_ATTN_MLA ? "mla" : "gqa");
 			break;
@@ -500,17 +531,19 @@ int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e)
 	struct {
 		const char *key;
 		double v;
-	} pos[] = {{"hbm_bytes", (double)hw->hbm_bytes}, {"hbm_bw", hw->hbm_bw},
-		   {"flops_bf16", hw->flops_bf16},       {"pcie_bw", hw->pcie_bw},
-		   {"nic_bw", hw->nic_bw},               {"gpus_per_node", hw->gpus_per_node}};
+	} pos[] = {{"hbm_bytes", (double)hw->hbm_bytes},
+	           {"hbm_bw", hw->hbm_bw},
+	           {"flops_bf16", hw->flops_bf16},
+	           {"pcie_bw", hw->pcie_bw},
+	           {"nic_bw", hw->nic_bw}};
 	for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
 		if (!(pos[i].v > 0))
 			return err_set(e, KS_EINPUT, "%s: %s: must be greater than 0", origin,
-				       pos[i].key);
-	if (!(hw->nvlink_bw >= 0) || hw->nvlink_lat_ns < 0 || hw->pcie_lat_ns < 0 ||
-	    hw->nic_lat_ns < 0)
-		return err_set(e, KS_EINPUT, "%s: link bandwidths and latencies must not be negative",
-			       origin);
+			               pos[i].key);
+	if (!(hw->nvlink_bw >= 0) || !(hw->flops_fp8 >= 0) || hw->nvlink_lat_ns < 0 ||
+	    hw->pcie_lat_ns < 0 || hw->nic_lat_ns < 0)
+		return err_set(e, KS_EINPUT,
+		               "%s: link bandwidths and latencies must not be negative", origin);
 	if (!hw->name[0])
 		return err_set(e, KS_EINPUT, "%s: name: empty", origin);
 	return 0;
@@ -521,71 +554,80 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 	struct {
 		const char *key;
 		double v;
-	} pos[] = {{"layers", m->layers},         {"hidden", m->hidden},
-		   {"heads", m->heads},           {"kv_heads", m->kv_heads},
-		   {"head_dim", m->head_dim},     {"intermediate", m->intermediate},
-		   {"vocab", m->vocab},           {"dtype_bytes", m->dtype_bytes},
-		   {"weight_bytes", m->weight_bytes}, {"params_total", (double)m->params_total},
-		   {"params_active", (double)m->params_active}};
+	} pos[] = {{"layers", m->layers},
+	           {"hidden", m->hidden},
+	           {"heads", m->heads},
+	           {"kv_heads", m->kv_heads},
+	           {"head_dim", m->head_dim},
+	           {"intermediate", m->intermediate},
+	           {"vocab", m->vocab},
+	           {"dtype_bytes", m->dtype_bytes},
+	           {"weight_bytes", m->weight_bytes},
+	           {"params_total", (double)m->params_total},
+	           {"params_active", (double)m->params_active}};
 	for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
 		if (!(pos[i].v > 0))
 			return err_set(e, KS_EINPUT, "%s: %s: must be greater than 0", origin,
-				       pos[i].key);
+			               pos[i].key);
 	if (!m->name[0])
 		return err_set(e, KS_EINPUT, "%s: name: empty", origin);
 	if (m->tied_embeddings > 1)
 		return err_set(e, KS_EINPUT, "%s: tied_embeddings: must be 0 or 1", origin);
 	if (m->params_active > m->params_total)
 		return err_set(e, KS_EINPUT, "%s: params_active: %llu exceeds params_total %llu",
-			       origin, (unsigned long long)m->params_active,
-			       (unsigned long long)m->params_total);
+		               origin, (unsigned long long)m->params_active,
+		               (unsigned long long)m->params_total);
 	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
 	if ((double)m->params_active <= emb)
 		return err_set(e, KS_EINPUT,
-			       "%s: params_active: must exceed the embedding and LM head "
-			       "parameters (vocab*hidden*%d = %.0f)",
-			       origin, m->tied_embeddings ? 1 : 2, emb);
+		               "%s: params_active: must exceed the embedding and LM head "
+		               "parameters (vocab*hidden*%d = %.0f)",
+		               origin, m->tied_embeddings ? 1 : 2, emb);
 	if (m->experts == 0) {
 		if (m->experts_active)
 			return err_set(e, KS_EINPUT, "%s: experts_active: set without experts",
-				       origin);
+			               origin);
 		if (m->params_active != m->params_total)
 			return err_set(e, KS_EINPUT,
-				       "%s: params_active: must equal params_total for a dense "
-				       "model (experts = 0)",
-				       origin);
+			               "%s: params_active: must equal params_total for a dense "
+			               "model (experts = 0)",
+			               origin);
 	} else {
 		if (m->experts_active < 1 || m->experts_active >= m->experts)
 			return err_set(e, KS_EINPUT,
-				       "%s: experts_active: must be in [1, experts - 1] for an MoE "
-				       "model",
-				       origin);
+			               "%s: experts_active: must be in [1, experts - 1] for an MoE "
+			               "model",
+			               origin);
 		if (m->params_active >= m->params_total)
 			return err_set(e, KS_EINPUT,
-				       "%s: params_active: must be below params_total for an MoE "
-				       "model",
-				       origin);
+			               "%s: params_active: must be below params_total for an MoE "
+			               "model",
+			               origin);
 		/* shared = active - k*X >= 0 with X = (total - active)/(E - k) */
-		double x = (double)(m->params_total - m->params_active) /
-			   (m->experts - m->experts_active);
+		double x =
+		    (double)(m->params_total - m->params_active) / (m->experts - m->experts_active);
 		if ((double)m->params_active < m->experts_active * x)
 			return err_set(e, KS_EINPUT,
-				       "%s: params_active: smaller than experts_active routed "
-				       "experts of size (params_total-params_active)/"
-				       "(experts-experts_active)",
-				       origin);
+			               "%s: params_active: smaller than experts_active routed "
+			               "experts of size (params_total-params_active)/"
+			               "(experts-experts_active)",
+			               origin);
 	}
 	if (m->attention == MDL_ATTN_MLA) {
 		if (!m->mla_latent)
-			return err_set(e, KS_EINPUT, "%s: mla_latent: required (> 0) with "
-				       "attention = mla", origin);
+			return err_set(e, KS_EINPUT,
+			               "%s: mla_latent: required (> 0) with "
+			               "attention = mla",
+			               origin);
 	} else {
 		if (m->mla_latent || m->mla_rope)
-			return err_set(e, KS_EINPUT, "%s: mla_latent/mla_rope: only valid with "
-				       "attention = mla", origin);
+			return err_set(e, KS_EINPUT,
+			               "%s: mla_latent/mla_rope: only valid with "
+			               "attention = mla",
+			               origin);
 		if (m->heads % m->kv_heads)
 			return err_set(e, KS_EINPUT, "%s: kv_heads: %u does not divide heads %u",
-				       origin, m->kv_heads, m->heads);
+			               origin, m->kv_heads, m->heads);
 	}
 	return 0;
 }
@@ -594,7 +636,8 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 
 uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *m)
 {
-	if (m->attention == MDL_ATTN_MLA) /* DeepSeek-V2 (arXiv:2405.04434) §2.1: cache c_KV and k_R */
+	if (m->attention ==
+	    MDL_ATTN_MLA) /* DeepSeek-V2 (arXiv:2405.04434) §2.1: cache c_KV and k_R */
 		return (uint64_t)m->layers * (m->mla_latent + m->mla_rope) * m->dtype_bytes;
 	return 2ull * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes; /* K and V */
 }
@@ -607,6 +650,17 @@ uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *m, uint32_t tp)
 	 * holds one (replicated) head. */
 	uint64_t heads_gpu = (m->kv_heads + tp - 1) / tp;
 	return 2ull * m->layers * heads_gpu * m->head_dim * m->dtype_bytes;
+}
+
+uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *m, uint32_t tp,
+                                    double reserve_fraction)
+{
+	double free_b = (double)hw->hbm_bytes * (1 - reserve_fraction) -
+	                (double)mdl_weights_bytes_per_gpu(m, tp);
+	uint64_t kv = mdl_kv_bytes_per_token_gpu(m, tp);
+	if (!(free_b > 0) || kv == 0)
+		return 0;
+	return (uint64_t)floor(free_b / (double)kv);
 }
 
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *m, uint32_t tp)

@@ -1,11 +1,51 @@
-/* placeholder until this subcommand lands; replaced by its module. */
+/* cli_bench — `kvsim bench KIND [options]`: a table of benchmark kinds.
+ *
+ * A module adds a benchmark by exposing `int <x>_bench_main(int argc,
+ * char **argv)` (argv[0] is the kind's name; it prints its own --help and
+ * returns an exit status as sim/cli.h describes) and adding one row below.
+ */
 #include <stdio.h>
+#include <string.h>
 
 #include "sim/cli.h"
+#include "sim/ev_bench.h"
+
+typedef struct bench_kind {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} bench_kind_t;
+
+static const bench_kind_t bench_kinds[] = {
+	{"phold", ev_bench_phold_main, "PHOLD on the event engine (committed events/s)"},
+	{"hold", ev_bench_hold_main, "classic hold model on the bare event queue (ops/s)"},
+};
+#define N_KINDS (sizeof bench_kinds / sizeof bench_kinds[0])
+
+static void bench_usage(FILE *f)
+{
+	fprintf(f, "usage: kvsim bench KIND [options]\n\n"
+		   "Micro-benchmarks; each prints a rate and, with --json, one JSON line.\n\n"
+		   "kinds:\n");
+	for (size_t i = 0; i < N_KINDS; i++)
+		fprintf(f, "  %-10s %s\n", bench_kinds[i].name, bench_kinds[i].help);
+	fprintf(f, "\nRun 'kvsim bench KIND --help' for a kind's options.\n");
+}
 
 int cli_bench_main(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "kvsim %s: not implemented yet\n", argv[0]);
-	return 1;
+	if (argc < 2) {
+		bench_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		bench_usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < N_KINDS; i++)
+		if (!strcmp(argv[1], bench_kinds[i].name))
+			return bench_kinds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "kvsim bench: unknown kind '%s'\n", argv[1]);
+	bench_usage(stderr);
+	return 2;
 }

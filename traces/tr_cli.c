@@ -155,28 +155,8 @@ static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
 	for (int i = 0; i < k; i++)
 		if (!sets[i])
 			return err_set(e, KS_ENOMEM, "out of memory");
-	/* Schema defaults (not the built-in default experiment), then the
-	 * --config file, then the sets. */
-	cfg_schema_t *sch = cfg_schema_default();
-	if (!sch)
-		return err_set(e, KS_ERUNTIME, "cannot build the config schema");
-	cfg_t *c = cfg_new(sch);
-	if (!c) {
-		cfg_schema_free(sch);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
-	int rc = a->config ? cfg_load_file(c, a->config, e) : 0;
-	for (int i = 0; !rc && i < k; i++)
-		rc = cfg_set(c, sets[i], e);
-	if (!rc)
-		rc = cfg_finalize(c, e);
-	if (rc) {
-		cfg_free(c);
-		cfg_schema_free(sch);
-		return rc;
-	}
-	*cfg = c;
-	return 0;
+	/* schema defaults, not the default experiment: FILE is the trace */
+	return cli_load_config_ex(a->config, (const char *const *)sets, k, 0, NULL, cfg, e);
 }
 
 static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e, int *rc)
@@ -261,11 +241,8 @@ static int run(args_t *a, err_t *e)
 out:
 	tr_writer_abort(w);
 	tr_close(r);
-	if (cfg) {
-		cfg_schema_t *sch = (cfg_schema_t *)cfg_schema(cfg);
-		cfg_free(cfg);
-		cfg_schema_free(sch);
-	}
+	if (cfg)
+		cli_config_free(cfg);
 	for (int i = 0; i < nowned; i++)
 		free(owned[i]);
 	free(owned);
