@@ -164,8 +164,16 @@ test-only: build-tests
 	@KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) SAN=$(SAN) \
 	  sh tests/run_tests.sh $(TEST_BINS)
 
+# The default experiment under the main replication policies, side by side:
+# HDF5 per run, the catalog and a TTFT CDF plot under results/.
+RUN_POLICIES ?= none,reactive_hotspot,early_rdma,speculative,full
 run-only: $(KVSIM)
-	$(KVSIM) run
+	$(KVSIM) sweep --grid policy.replication.name=$(RUN_POLICIES) -j 2 -o results
+	@$(KVSIM) runs results --where "status = 'done'" --columns \
+	  policy.replication.name,ttft_mean_ms,ttft_p95_ms,ttft_p99_ms,slo_attainment,hit_rate_tokens,bytes_fg,bytes_bg,spec.replicas_created,spec.replicas_wasted,spec.unused_vram_gb_s
+	@/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog results \
+	  --label policy.replication.name -o results/ttft_cdf.png \
+	  && echo "wrote results/ttft_cdf.png"
 
 bench-only: build
 	@for s in $(sort $(wildcard tests/bench_*.sh)); do \

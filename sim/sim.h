@@ -39,6 +39,10 @@ struct pol_registry;
 int sim_run_reg(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *src,
 		sim_results_t *res, err_t *e);
 
+/* sim_run with policies looked up in reg (plugins); NULL = built-ins. */
+int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
+		 err_t *e);
+
 /* Seed of random stream `stream` derived from the master seed (splitmix64). */
 uint64_t sim_seed_for(uint64_t master, uint64_t stream);
 /* Built-in default experiment, as INI text. */

@@ -9,6 +9,9 @@
 
 #include "sim/sim_int.h"
 
+/* copy_begin's answer when every block is already at the destination */
+#define COPY_NOTHING 2
+
 static kv_store_t *store_of(sim_ctx_t *s, int32_t where)
 {
 	return where >= 0 ? s->cl.inst[where].kv : s->host[-1 - where];
@@ -258,7 +261,11 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 		}
 		mv[k++] = blocks[j];
 	}
-	if (!k || kv_free_or_evictable(to) < k) {
+	if (!k) {
+		free(mv);
+		return COPY_NOTHING;
+	}
+	if (kv_free_or_evictable(to) < k) {
 		free(mv);
 		return POL_COPY_REFUSED;
 	}
@@ -339,7 +346,7 @@ int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *bloc
 	int rc = copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
 	if (rc == POL_COPY_REFUSED)
 		s->spec.copies_refused++;
-	return rc;
+	return rc == COPY_NOTHING ? POL_COPY_REFUSED : rc; /* already there: nothing to do */
 }
 
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
