@@ -106,6 +106,7 @@ typedef struct cluster {
 	uint64_t kv_block_allocs, kv_block_frees; /* private+shared block-events */
 	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */
 	int err;                   /* first error inside a handler */
+	uint64_t checks;           /* cluster_check calls */
 } cluster_t;
 
 /* Event type used for iteration completions. */
@@ -129,7 +130,8 @@ int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t
 int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len);
 /* Marks the requests still in the system as unfinished (end of run). */
 int cluster_finish(cluster_t *c);
-/* Checks every store and counter; 0 when consistent. */
+/* Checks capacities and counters (and, every 4096th call, every store in
+ * full); 0 when consistent. */
 int cluster_check(const cluster_t *c);
 /* Load of an instance for least-load routing: queued + running requests. */
 uint32_t cluster_load(const cluster_t *c, uint32_t inst);

@@ -461,6 +461,11 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	int rc;
 	if ((rc = cluster_finish(&s->cl)))
 		return rc;
+#ifdef KVSIM_CHECK
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
+		if (kv_check(s->cl.inst[i].kv) || kv_used_private(s->cl.inst[i].kv))
+			return err_set(s->err, KS_ERUNTIME, "instance %u: KV store inconsistent at the end", i);
+#endif
 	res->req = s->cl.res;
 	res->n_req = s->cl.n_res;
 	s->cl.res = NULL;
