@@ -103,7 +103,7 @@ bench:
 	@$(MAKE) --no-print-directory bench-only
 
 fuzz:
-	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(APT_PKGS) clang libclang-rt-dev"
 	@$(MAKE) --no-print-directory fuzz-only
 
 # ---- build ------------------------------------------------------------------
@@ -203,12 +203,18 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim
 	install -m 755 $(KVSIM) $(DESTDIR)$(PREFIX)/bin/kvsim
 	[ ! -x $(BUILD)/kvreplay ] || install -m 755 $(BUILD)/kvreplay $(DESTDIR)$(PREFIX)/bin/kvreplay
-	cp -r models analysis $(DESTDIR)$(PREFIX)/share/kvsim/
+	install -d $(DESTDIR)$(PREFIX)/share/kvsim/models/hw $(DESTDIR)$(PREFIX)/share/kvsim/models/llm \
+	  $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments
+	install -m 644 models/hw/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/models/hw/
+	install -m 644 models/llm/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/models/llm/
+	install -m 755 analysis/*.py analysis/experiments/*.sh $(DESTDIR)$(PREFIX)/share/kvsim/analysis/
+	install -m 644 analysis/experiments/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments/
 
 clean:
 	rm -rf build build-san build-fuzz
 
 format:
+	@$(MAKE) --no-print-directory deps APT_PKGS="clang-format"
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
