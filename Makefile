@@ -103,7 +103,7 @@ bench:
 	@$(MAKE) --no-print-directory bench-only
 
 fuzz:
-	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(APT_PKGS) clang libclang-rt-dev"
 	@$(MAKE) --no-print-directory fuzz-only
 
 # ---- build ------------------------------------------------------------------
@@ -164,8 +164,16 @@ test-only: build-tests
 	@KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) SAN=$(SAN) \
 	  sh tests/run_tests.sh $(TEST_BINS)
 
+# The default experiment under the main replication policies, side by side:
+# HDF5 per run, the catalog and a TTFT CDF plot under results/.
+RUN_POLICIES ?= none,reactive_hotspot,early_rdma,speculative,full
 run-only: $(KVSIM)
-	$(KVSIM) run
+	$(KVSIM) sweep --grid policy.replication.name=$(RUN_POLICIES) -j 2 -o results
+	@$(KVSIM) runs results --where "status = 'done'" --columns \
+	  policy.replication.name,ttft_mean_ms,ttft_p95_ms,ttft_p99_ms,slo_attainment,hit_rate_tokens,bytes_fg,bytes_bg,spec.replicas_created,spec.replicas_wasted,spec.unused_vram_gb_s
+	@/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog results \
+	  --label policy.replication.name -o results/ttft_cdf.png \
+	  && echo "wrote results/ttft_cdf.png"
 
 bench-only: build
 	@for s in $(sort $(wildcard tests/bench_*.sh)); do \
@@ -195,12 +203,18 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim
 	install -m 755 $(KVSIM) $(DESTDIR)$(PREFIX)/bin/kvsim
 	[ ! -x $(BUILD)/kvreplay ] || install -m 755 $(BUILD)/kvreplay $(DESTDIR)$(PREFIX)/bin/kvreplay
-	cp -r models analysis $(DESTDIR)$(PREFIX)/share/kvsim/
+	install -d $(DESTDIR)$(PREFIX)/share/kvsim/models/hw $(DESTDIR)$(PREFIX)/share/kvsim/models/llm \
+	  $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments
+	install -m 644 models/hw/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/models/hw/
+	install -m 644 models/llm/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/models/llm/
+	install -m 755 analysis/*.py analysis/experiments/*.sh $(DESTDIR)$(PREFIX)/share/kvsim/analysis/
+	install -m 644 analysis/experiments/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments/
 
 clean:
 	rm -rf build build-san build-fuzz
 
 format:
+	@$(MAKE) --no-print-directory deps APT_PKGS="clang-format"
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,5 +1,6 @@
 /* cli_common — see cli_common.h. */
 #include "sim/cli_common.h"
+#include "policies/pol.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,20 @@ int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e)
 int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out,
 		    err_t *e)
 {
+	return cli_load_config_ex(path, sets, nsets, CLI_DEFAULT_EXPERIMENT, NULL, out, e);
+}
+
+int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int flags,
+		       const pol_registry_t *reg, cfg_t **out, err_t *e)
+{
 	*out = NULL;
 	cfg_schema_t *s = cfg_schema_default();
 	if (!s)
 		return err_set(e, KS_ERUNTIME, "cannot build the config schema");
+	if (reg && pol_cfg_register_plugins(s, reg, e)) {
+		cfg_schema_free(s);
+		return e->code;
+	}
 	cfg_t *c = cfg_new(s);
 	if (!c) {
 		cfg_schema_free(s);
@@ -49,7 +60,7 @@ int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t 
 		rc = err_set(e, KS_EINPUT, "reading a config from standard input is not supported");
 	} else if (path) {
 		rc = cfg_load_file(c, path, e);
-	} else if (sim_default_experiment[0]) {
+	} else if ((flags & CLI_DEFAULT_EXPERIMENT) && sim_default_experiment[0]) {
 		rc = cfg_load_string(c, "<default experiment>", sim_default_experiment, e);
 	}
 	for (int k = 0; !rc && k < nsets; k++)

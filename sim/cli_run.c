@@ -7,16 +7,23 @@
 #include "sim/cfg.h"
 #include "sim/cli.h"
 #include "sim/cli_common.h"
+#include "policies/pol.h"
+#include "sim/out_hdf5.h"
+#include "sim/out_sweep.h"
 #include "sim/sim.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [--quiet]\n\n"
+	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
+		   "                 [--plugin FILE.so]... [--quiet]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
 		   "built-in default experiment (see 'kvsim config show').\n\n"
 		   "options:\n");
 	cli_cfg_help(f);
-	fprintf(f, "  -q, --quiet               print nothing but errors\n"
+	fprintf(f, "  -o, --out DIR             also write DIR/runs/<id>.h5 and a row in\n"
+		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
+		   "  --plugin FILE.so          load policies from a shared object (repeatable)\n"
+		   "  -q, --quiet               print nothing but errors\n"
 		   "  -h, --help                this help\n\n"
 		   "Exit status: 0 ok, 1 runtime failure, 2 usage or input error.\n");
 }
@@ -48,10 +55,14 @@ static const struct {
 	{"tok_fetched_host", "prompt tokens fetched from host"},
 	{"bytes_fg", "bytes copied, foreground"},
 	{"bytes_bg", "bytes copied, background"},
-	{"spec_replicas", "speculative replicas created"},
-	{"spec_used", "speculative replicas used"},
-	{"spec_wasted", "speculative replicas wasted"},
-	{"spec_vram_s_wasted", "wasted VRAM (GB-s, never used)"},
+	{"spec.triggers", "speculation triggers"},
+	{"spec.replicas_created", "speculative replicas created"},
+	{"spec.replicas_used", "speculative replicas used"},
+	{"spec.replicas_wasted", "speculative replicas wasted"},
+	{"spec.unused_vram_gb_s", "VRAM held by unused replicas (GB-s)"},
+	{"spec.warm_hits", "requests warm thanks to a replica"},
+	{"spec.copies_cancelled", "copies cancelled"},
+	{"spec.copies_refused", "copies refused (source not ready, no room)"},
 	{"fg_slowdown_mean", "foreground copy slowdown (mean)"},
 	{"instances", "instances"},
 	{"kv_blocks_per_instance", "KV blocks per instance"},
@@ -82,8 +93,34 @@ int cli_run_main(int argc, char **argv)
 	const char *sets[256];
 	a.sets = sets;
 	int quiet = 0;
+	const char *out_dir = NULL;
 	err_t e = {0};
+	pol_registry_t *reg = NULL;
+	int rc;
 	for (int i = 1; i < argc;) {
+		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
+		     !strcmp(argv[i], "--plugin")) && i + 1 >= argc) {
+			fprintf(stderr, "kvsim: run: %s needs a value\n", argv[i]);
+			pol_registry_free(reg);
+			return 2;
+		}
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
+			out_dir = argv[i + 1];
+			i += 2;
+			continue;
+		}
+		if (!strcmp(argv[i], "--plugin")) {
+			if (!reg && !(reg = pol_registry_new())) {
+				fprintf(stderr, "kvsim: out of memory\n");
+				return 1;
+			}
+			if (pol_registry_load(reg, argv[i + 1], &e)) {
+				pol_registry_free(reg);
+				return cli_fail(&e);
+			}
+			i += 2;
+			continue;
+		}
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
@@ -95,24 +132,37 @@ int cli_run_main(int argc, char **argv)
 		}
 		if (a.nsets >= 250) {
 			fprintf(stderr, "kvsim: run: too many --set options\n");
+			pol_registry_free(reg);
 			return 2;
 		}
-		int rc = cli_cfg_arg(&a, argc, argv, &i, &e);
-		if (rc < 0)
-			return cli_fail(&e);
-		if (rc == 0) {
+		rc = cli_cfg_arg(&a, argc, argv, &i, &e);
+		if (rc <= 0) {
+			pol_registry_free(reg);
+			if (rc < 0)
+				return cli_fail(&e);
 			fprintf(stderr, "kvsim: run: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
 		}
 	}
 	cfg_t *cfg = NULL;
-	if (cli_load_config(a.path, a.sets, a.nsets, &cfg, &e))
+	if (cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
+		pol_registry_free(reg);
 		return cli_fail(&e);
+	}
 	sim_results_t r;
-	int rc = sim_run(cfg, &r, &e);
+	rc = sim_run_with(cfg, reg, &r, &e);
+	char id[65] = "";
+	if (!rc && out_dir) {
+		out_hdf5_opts_t h5;
+		out_hdf5_opts_from_cfg(cfg, &h5);
+		rc = out_run_record(out_dir, cfg, &r, NULL, 0, &h5, id, &e);
+		if (rc)
+			sim_results_free(&r);
+	}
 	if (rc) {
 		cli_config_free(cfg);
+		pol_registry_free(reg);
 		return cli_fail(&e);
 	}
 	if (!quiet) {
@@ -120,7 +170,10 @@ int cli_run_main(int argc, char **argv)
 		       (unsigned long long)r.seed, r.trace_path);
 		print_summary(&r);
 	}
+	if (!quiet && out_dir)
+		printf("  %-36s %s/runs/%.16s.h5\n", "results", out_dir, id);
 	sim_results_free(&r);
 	cli_config_free(cfg);
+	pol_registry_free(reg);
 	return 0;
 }

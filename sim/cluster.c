@@ -137,6 +137,9 @@ static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 	r->input_tokens = q->in_len;
 	r->output_tokens = q->out_len;
 	r->tok_local = q->tok_local;
+	r->tok_peer = q->tok_peer;
+	r->tok_host = q->tok_host;
+	r->fetch_wait_ns = q->fetch_wait;
 	r->tok_recomputed = q->tok_recomputed;
 	r->tok_spec_hit = q->tok_spec_hit;
 	if (q->t_admit >= 0)
@@ -253,12 +256,23 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 		break;                     /* compute the rest privately */
 	}
 	/* references first, so the hits cannot be evicted to make room */
-	uint32_t spec_hits = 0;
+	uint32_t spec_hits = 0, run_tag = 0, run_n = 0;
 	for (uint32_t j = 0; j < m; j++) {
 		int was_spec = 0;
+		uint32_t tag = kv_info(in->kv, r->blocks[j])->tag;
 		kv_ref(in->kv, r->blocks[j], now, &was_spec);
 		spec_hits += (uint32_t)was_spec;
+		if (was_spec && c->p.on_spec_hit) {
+			if (run_n && tag != run_tag) {
+				c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+				run_n = 0;
+			}
+			run_tag = tag;
+			run_n++;
+		}
 	}
+	if (run_n)
+		c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
 	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
 	if (kv_free_or_evictable(in->kv) < (s_end - m) + n_priv) {
 		for (uint32_t j = 0; j < m; j++)
@@ -277,6 +291,16 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	r->done_tok = hit;
 	if (r->preemptions == 0) {
 		r->tok_local = hit < r->in_len ? hit : r->in_len;
+		if (r->fetch_src && m > r->fetch_lo) {
+			uint32_t hi = m < r->fetch_hi ? m : r->fetch_hi;
+			uint32_t f = (hi - r->fetch_lo) * B;
+			f = f < r->tok_local ? f : r->tok_local;
+			r->tok_local -= f;
+			if (r->fetch_src == 1)
+				r->tok_peer = f;
+			else
+				r->tok_host = f;
+		}
 		r->tok_spec_hit = spec_hits * B < r->tok_local ? spec_hits * B : r->tok_local;
 		r->t_admit = now;
 		c->blocks_total += r->n_blocks;
@@ -469,6 +493,19 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
 		   const uint64_t *blocks, uint32_t n_blocks)
 {
+	sim_req_t *r;
+	int rc = cluster_enqueue(c, inst, id, in_len, out_len, blocks, n_blocks, &r);
+	return rc ? rc : cluster_kick(c, inst);
+}
+
+int cluster_kick(cluster_t *c, uint32_t inst)
+{
+	return iter_start(c, &c->inst[inst]);
+}
+
+int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
+		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out)
+{
 	sim_req_t *r = calloc(1, sizeof *r);
 	if (!r)
 		return KS_ENOMEM;
@@ -477,7 +514,8 @@ int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, ui
 		free(r);
 		return KS_ENOMEM;
 	}
-	memcpy(r->blocks, blocks, n_blocks * sizeof *blocks);
+	if (n_blocks)
+		memcpy(r->blocks, blocks, n_blocks * sizeof *blocks);
 	r->id = id;
 	r->arrival = ev_engine_now(c->eng);
 	r->in_len = in_len ? in_len : 1;
@@ -491,7 +529,8 @@ int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, ui
 	wait_push_back(in, r, ev_engine_now(c->eng));
 	in->prefill_tokens_queued += r->in_len;
 	c->n_live++;
-	return iter_start(c, in);
+	*out = r;
+	return 0;
 }
 
 int cluster_finish(cluster_t *c)
@@ -523,9 +562,14 @@ int cluster_finish(cluster_t *c)
 
 int cluster_check(const cluster_t *c)
 {
+	/* counters every call; the full O(blocks) walk of every store every
+	 * 4096th call, so checked builds stay usable on large pools */
+	static const uint64_t full_every = 4096;
+	cluster_t *m = (cluster_t *)c;
+	int full = m->checks++ % full_every == 0;
 	for (uint32_t i = 0; i < c->p.n_instances; i++) {
 		const sim_inst_t *in = &c->inst[i];
-		if (kv_check(in->kv))
+		if (full && kv_check(in->kv))
 			return -1;
 		if (kv_used(in->kv) > kv_capacity(in->kv))
 			return -2;

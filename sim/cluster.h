@@ -43,6 +43,9 @@ typedef struct cluster_params {
 	sim_cost_fn cost;
 	void *cost_ctx;
 	int64_t ttft_slo_ns, tpot_slo_ns;
+	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
+	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+	void *hook_ctx;
 } cluster_params_t;
 
 enum { RQ_WAITING = 0, RQ_RUNNING = 1, RQ_DONE = 2 };
@@ -64,7 +67,10 @@ typedef struct sim_req {
 	uint32_t target;           /* context to prefill: in_len + generated at admission */
 	uint32_t chunk;            /* tokens in the current iteration */
 	uint32_t generated;
-	uint32_t tok_local, tok_recomputed, tok_spec_hit;
+	uint32_t tok_local, tok_recomputed, tok_spec_hit, tok_peer, tok_host;
+	uint32_t fetch_lo, fetch_hi;  /* prefix blocks [lo, hi) fetched for it */
+	uint8_t fetch_src;            /* 0 none, 1 peer HBM, 2 host memory */
+	int64_t fetch_wait;           /* arrival to the fetch landing, ns */
 	uint32_t preemptions;
 	int64_t t_admit, t_first, t_last;
 	int64_t *gaps;             /* inter-token gaps, ns */
@@ -100,6 +106,7 @@ typedef struct cluster {
 	uint64_t kv_block_allocs, kv_block_frees; /* private+shared block-events */
 	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */
 	int err;                   /* first error inside a handler */
+	uint64_t checks;           /* cluster_check calls */
 } cluster_t;
 
 /* Event type used for iteration completions. */
@@ -110,6 +117,12 @@ void cluster_free(cluster_t *c);
 /* Takes a request (copying blocks) arriving now on instance inst. */
 int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len,
 		   uint32_t out_len, const uint64_t *blocks, uint32_t n_blocks);
+/* The same, without starting an iteration, returning the request so the
+ * caller can attach a fetch before cluster_kick. */
+int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
+		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out);
+/* Starts an iteration on an idle instance (blocks landed, a request came). */
+int cluster_kick(cluster_t *c, uint32_t inst);
 /* Records a request that never reaches an instance (rejected, failed). */
 int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t in_len,
 			    uint32_t out_len, int32_t status);
@@ -117,7 +130,8 @@ int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t
 int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len);
 /* Marks the requests still in the system as unfinished (end of run). */
 int cluster_finish(cluster_t *c);
-/* Checks every store and counter; 0 when consistent. */
+/* Checks capacities and counters (and, every 4096th call, every store in
+ * full); 0 when consistent. */
 int cluster_check(const cluster_t *c);
 /* Load of an instance for least-load routing: queued + running requests. */
 uint32_t cluster_load(const cluster_t *c, uint32_t inst);

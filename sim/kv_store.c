@@ -293,6 +293,27 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 	return KV_OK;
 }
 
+int kv_pin(kv_store_t *s, uint64_t id, int64_t now)
+{
+	uint32_t i = map_find(s, id);
+	(void)now;
+	if (i == NIL || s->slot[i].b.state != KV_READY)
+		return -1;
+	if (s->slot[i].heap >= 0)
+		heap_remove(s, i);
+	s->slot[i].b.ref++;
+	return KV_OK;
+}
+
+int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL)
+		return -1;
+	s->slot[i].b.tag = tag;
+	return KV_OK;
+}
+
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
 	     int64_t now)
 {

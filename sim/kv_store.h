@@ -33,6 +33,7 @@ typedef struct kv_block_info {
 	uint8_t spec;      /* 1: arrived by speculative copy and not used yet */
 	int64_t last_use;  /* ns */
 	int64_t created;   /* ns (READY time) */
+	uint32_t tag;      /* caller's label (the replica a speculative block came with) */
 } kv_block_info_t;
 
 /* Eviction priority: lower is evicted first. */
@@ -68,6 +69,10 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec);
  * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. */
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
 	     int spec, int64_t now);
+/* Pins a READY block (a copy reads it) without counting a hit. */
+int kv_pin(kv_store_t *s, uint64_t id, int64_t now);
+/* Sets the caller's tag of a block. */
+int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag);
 /* COMPUTING/INFLIGHT -> READY. */
 int kv_ready(kv_store_t *s, uint64_t id, int64_t now);
 /* Drops one reference; at zero the block becomes evictable (if READY). */

@@ -30,7 +30,7 @@ typedef struct link {
 
 typedef struct agg {
 	/* hot in the solve first */
-	uint8_t len, cls, live, paused, frozen, sched; /* sched: members changed */
+	uint8_t len, cls, live, frozen, sched; /* sched: members changed */
 	uint32_t n;      /* members */
 	uint64_t mark, pass;
 	double w, new_rate;
@@ -103,6 +103,8 @@ struct net {
 	net_stats_t st;
 	int prof;
 	double *prof_ns;
+	uint8_t *prof_kind;
+	size_t cap_prof_kind;
 	size_t n_prof, cap_prof, prof_since_solve;
 };
 
@@ -382,7 +384,6 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 	a->n = 0;
 	a->served = 0;
 	a->rate = 0;
-	a->paused = 0;
 	a->t_last = ev_engine_now(net->eng);
 	a->ev = EV_NONE;
 	a->mark = 0;
@@ -711,7 +712,6 @@ static int solve(net_t *net)
 	if (nrows > net->cap_rows && grow_rows(net, nrows))
 		return KS_ENOMEM;
 
-
 	for (uint32_t i = 0; i < net->n_comp_links; i++) {
 		link_t *l = &net->links[net->comp_links[i]];
 		l->local = i;
@@ -720,7 +720,6 @@ static int solve(net_t *net)
 	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
 		agg_t *a = &net->aggs[net->comp_aggs[i]];
 		agg_advance(a, now);
-		a->paused = 0;
 		a->new_rate = 0;
 	}
 	int bg_sub = net->bg_mode == NET_BG_RATE_CAP;
@@ -741,10 +740,10 @@ static int solve(net_t *net)
 		}
 		if (fill(net, 1.0, 1.0))
 			return KS_ENOMEM;
-		/* fg load per link into row_cap[2i+1] (free until pass 2 sets it) */
 		if (n_bg == 0)
 			goto apply; /* strict and nothing in the background */
-		fg_use = net->row_w; /* reuse: rebuilt by the next fill */
+		/* foreground load per local link, in row_w (the next fill resets it) */
+		fg_use = net->row_w;
 		for (uint32_t i = 0; i < net->n_comp_links; i++)
 			fg_use[i] = 0;
 		for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
@@ -769,11 +768,8 @@ static int solve(net_t *net)
 				a->pass = net->pass;
 			continue;
 		}
-		if (net->bg_mode == NET_BG_IDLE_WINDOW && path_busy(net, a, fg_use)) {
-			a->paused = 1;
-			a->new_rate = 0;
-			continue;
-		}
+		if (net->bg_mode == NET_BG_IDLE_WINDOW && path_busy(net, a, fg_use))
+			continue; /* paused: rate 0 */
 		a->pass = net->pass;
 	}
 	if (fill(net, 1.0, strict ? 1.0 : net->bg_weight))
@@ -919,11 +915,13 @@ static int on_done(net_t *net, uint32_t ai, uint32_t gen)
 	return 0;
 }
 
-static void prof_charge(net_t *net, double ns, int flow_event)
+static void prof_charge(net_t *net, double ns, uint32_t kind)
 {
-	if (flow_event) {
-		if (grow_sz((void **)&net->prof_ns, &net->cap_prof, net->n_prof + 1, sizeof(double)))
+	if (kind != K_SOLVE) {
+		if (grow_sz((void **)&net->prof_ns, &net->cap_prof, net->n_prof + 1, sizeof(double)) ||
+		    grow_sz((void **)&net->prof_kind, &net->cap_prof_kind, net->n_prof + 1, 1))
 			return;
+		net->prof_kind[net->n_prof] = kind == K_DONE;
 		net->prof_ns[net->n_prof++] = ns;
 		net->prof_since_solve++;
 		return;
@@ -958,7 +956,7 @@ static int on_event(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		rc = KS_ERUNTIME;
 	}
 	if (net->prof)
-		prof_charge(net, prof_clock(net) - t0, kind != K_SOLVE);
+		prof_charge(net, prof_clock(net) - t0, kind);
 	return rc;
 }
 
@@ -1012,6 +1010,7 @@ void net_free(net_t *net)
 	free(net->done);
 	free(net->recs);
 	free(net->prof_ns);
+	free(net->prof_kind);
 	free(net);
 }
 
@@ -1286,8 +1285,10 @@ void net_set_profile(net_t *net, int mode)
 	net->prof_since_solve = 0;
 }
 
-const double *net_profile(const net_t *net, size_t *n)
+const double *net_profile(const net_t *net, const uint8_t **finish, size_t *n)
 {
 	*n = net->n_prof;
+	if (finish)
+		*finish = net->prof_kind;
 	return net->prof_ns;
 }

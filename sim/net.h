@@ -128,6 +128,7 @@ void net_flush(net_t *net);
  * finish), each re-solve's time split evenly over the flow events it
  * batched; 0 turns it off. Setting it clears what was kept. */
 void net_set_profile(net_t *net, int mode);
-const double *net_profile(const net_t *net, size_t *n); /* ns per flow event */
+/* ns per flow event; (*finish)[i] is 1 for a finish, 0 for a start. */
+const double *net_profile(const net_t *net, const uint8_t **finish, size_t *n);
 
 #endif

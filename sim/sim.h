@@ -33,6 +33,16 @@ typedef struct sim_source {
 
 /* sim_run with the requests taken from src instead of the [trace] section. */
 int sim_run_source(const cfg_t *cfg, sim_source_t *src, sim_results_t *res, err_t *e);
+struct pol_registry;
+/* sim_run_source with policies looked up in reg (built-ins when NULL),
+ * for runs that load plugins. */
+int sim_run_reg(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *src,
+		sim_results_t *res, err_t *e);
+
+/* sim_run with policies looked up in reg (plugins); NULL = built-ins. */
+int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
+		 err_t *e);
+
 /* Seed of random stream `stream` derived from the master seed (splitmix64). */
 uint64_t sim_seed_for(uint64_t master, uint64_t stream);
 /* Built-in default experiment, as INI text. */

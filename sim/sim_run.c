@@ -61,6 +61,12 @@ static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
 
 int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e)
 {
+	return sim_run_with(cfg, NULL, res, e);
+}
+
+int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
+		 err_t *e)
+{
 	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
 	uint32_t B = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
 	trace_src_t t = {0};
@@ -68,7 +74,7 @@ int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e)
 	if (rc)
 		return rc;
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};
-	rc = sim_run_source(cfg, &src, res, e);
+	rc = sim_run_reg(cfg, reg, &src, res, e);
 	if (!rc) {
 		const char *path = tr_source(t.r);
 		if (strncmp(path, "gen:", 4))

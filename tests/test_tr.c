@@ -12,7 +12,7 @@
 /* Opens `text` as a trace of kind k, reads it all, and expects an input
  * error whose message contains every fragment. */
 static void expect_err(tr_kind_t k, const char *ext, const char *text, const char *frag1,
-		       const char *frag2)
+                       const char *frag2)
 {
 	tr_opts_t o;
 	tr_opts_default(&o);
@@ -24,7 +24,7 @@ static void expect_err(tr_kind_t k, const char *ext, const char *text, const cha
 	if (rc != KS_EINPUT || !strstr(e.msg, frag1) || (frag2 && !strstr(e.msg, frag2)) ||
 	    !strstr(e.msg, o.path))
 		fail_msg("rc %d, message '%s'; wanted '%s' and '%s'", rc, e.msg, frag1,
-			 frag2 ? frag2 : "");
+		         frag2 ? frag2 : "");
 }
 
 static tr_request_t *read_vec(tr_opts_t *o, uint32_t S, size_t *n, uint64_t **blocks)
@@ -52,11 +52,12 @@ static tr_request_t *read_vec(tr_opts_t *o, uint32_t S, size_t *n, uint64_t **bl
 /* ---- Mooncake ----------------------------------------------------------- */
 
 static const char *MC =
-	"{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 10, \"hash_ids\": [1, 2, 3]}\n"
-	"{\"timestamp\": 1000, \"input_length\": 1024, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
-	"\n"
-	"{\"timestamp\": 2000, \"input_length\": 600, \"output_length\": 7, \"hash_ids\": [9, 4]}\n"
-	"{\"timestamp\": 3000, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 5, 6]}\n";
+    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 10, \"hash_ids\": [1, 2, 3]}\n"
+    "{\"timestamp\": 1000, \"input_length\": 1024, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
+    "\n"
+    "{\"timestamp\": 2000, \"input_length\": 600, \"output_length\": 7, \"hash_ids\": [9, 4]}\n"
+    "{\"timestamp\": 3000, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 5, "
+    "6]}\n";
 
 static void test_mooncake_reads_rows_lengths_and_full_blocks(void **st)
 {
@@ -98,9 +99,10 @@ static void test_remap_to_smaller_blocks_splits_trace_blocks(void **st)
 	(void)st;
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.path = tf_write("jsonl",
-			  "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [7, 8]}\n"
-			  "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [7, 9]}\n");
+	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                           "1, \"hash_ids\": [7, 8]}\n"
+	                           "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                           "1, \"hash_ids\": [7, 9]}\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 256, &n, &b);
@@ -125,9 +127,11 @@ static void test_remap_with_explicit_trace_block_tokens(void **st)
 	tr_opts_t o;
 	tr_opts_default(&o);
 	o.trace_block_tokens = 16;
-	o.path = tf_write("jsonl",
-			  "{\"timestamp\": 0, \"input_length\": 32, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
-			  "{\"timestamp\": 0, \"input_length\": 48, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n");
+	o.path = tf_write(
+	    "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 32, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+	    "{\"timestamp\": 0, \"input_length\": 48, \"output_length\": 1, \"hash_ids\": [1, 2, "
+	    "3]}\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 32, &n, &b);
@@ -170,59 +174,68 @@ static void test_mooncake_missing_field(void **st)
 {
 	(void)st;
 	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 10, \"hash_ids\": [1]}\n",
-		   ":1: output_length: missing", NULL);
+	           "{\"timestamp\": 0, \"input_length\": 10, \"hash_ids\": [1]}\n",
+	           ":1: output_length: missing", NULL);
 }
 
 static void test_mooncake_non_numeric(void **st)
 {
 	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 0, \"input_length\": \"ten\", \"output_length\": 1, \"hash_ids\": "
+	    "[1]}\n",
+	    ":2: input_length: not an integer", NULL);
 	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
-		   "{\"timestamp\": 0, \"input_length\": \"ten\", \"output_length\": 1, \"hash_ids\": [1]}\n",
-		   ":2: input_length: not an integer", NULL);
+	           "{\"timestamp\": \"x\", \"input_length\": 10, \"output_length\": 1, "
+	           "\"hash_ids\": [1]}\n",
+	           ":1: timestamp: not a number", NULL);
 	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": \"x\", \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n",
-		   ":1: timestamp: not a number", NULL);
-	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [\"a\"]}\n",
-		   ":1: hash_ids[0]: not a non-negative integer", NULL);
+	           "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": "
+	           "[\"a\"]}\n",
+	           ":1: hash_ids[0]: not a non-negative integer", NULL);
 }
 
 static void test_mooncake_negative_length(void **st)
 {
 	(void)st;
-	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": -4, \"hash_ids\": [1]}\n",
-		   ":1: output_length: negative length -4", NULL);
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": -4, \"hash_ids\": [1]}\n",
+	    ":1: output_length: negative length -4", NULL);
 }
 
 static void test_mooncake_timestamps_backwards(void **st)
 {
 	(void)st;
-	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 5000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
-		   "{\"timestamp\": 4000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n",
-		   ":2: timestamp: goes backwards", NULL);
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 5000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 4000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": "
+	    "[1]}\n",
+	    ":2: timestamp: goes backwards", NULL);
 }
 
 static void test_mooncake_truncated_line(void **st)
 {
 	(void)st;
-	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
-		   "{\"timestamp\": 10, \"input_len",
-		   ":2: line: truncated line (no newline at end of file)", NULL);
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 10, \"input_len",
+	    ":2: line: truncated line (no newline at end of file)", NULL);
 }
 
 static void test_mooncake_bad_json_mid_file(void **st)
 {
 	(void)st;
-	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
-		   "{\"timestamp\": 10,, }\n"
-		   "{\"timestamp\": 20, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n",
-		   ":2: json: ", NULL);
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 10,, }\n"
+	    "{\"timestamp\": 20, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n",
+	    ":2: json: ", NULL);
 }
 
 static void test_empty_files(void **st)
@@ -232,8 +245,8 @@ static void test_empty_files(void **st)
 	expect_err(TR_KIND_MOONCAKE, "jsonl", "\n\n", "empty trace (no requests)", NULL);
 	expect_err(TR_KIND_BURSTGPT, "csv", "", ":1: header: empty file", NULL);
 	expect_err(TR_KIND_BURSTGPT, "csv",
-		   "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n",
-		   "empty trace (no requests)", NULL);
+	           "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n",
+	           "empty trace (no requests)", NULL);
 	expect_err(TR_KIND_AZURE, "csv", "", ":1: header: empty file", NULL);
 	expect_err(TR_KIND_NATIVE, "tsv", "", ":1: header: empty file", NULL);
 	expect_err(TR_KIND_AUTO, "x", "", ":1: header: empty file", NULL);
@@ -243,30 +256,37 @@ static void test_mooncake_huge_values(void **st)
 {
 	(void)st;
 	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 99999999999, \"output_length\": 1, \"hash_ids\": []}\n",
-		   ":1: input_length: 99999999999 out of range [0, 16777216]", NULL);
+	           "{\"timestamp\": 0, \"input_length\": 99999999999, \"output_length\": 1, "
+	           "\"hash_ids\": []}\n",
+	           ":1: input_length: 99999999999 out of range [0, 16777216]", NULL);
 	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 1e300, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
-		   ":1: timestamp: ", "out of range");
-	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
-		   "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [123456789012345678901234567890]}\n",
-		   ":2: json: ", NULL);
+	           "{\"timestamp\": 1e300, \"input_length\": 1, \"output_length\": 1, "
+	           "\"hash_ids\": [1]}\n",
+	           ":1: timestamp: ", "out of range");
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": "
+	    "[123456789012345678901234567890]}\n",
+	    ":2: json: ", NULL);
 }
 
 static void test_mooncake_wrong_block_count(void **st)
 {
 	(void)st;
 	expect_err(TR_KIND_MOONCAKE, "jsonl",
-		   "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
-		   ":1: hash_ids: 2 ids for input_length 1100", "ceil(1100/512) = 3");
+	           "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": "
+	           "[1, 2]}\n",
+	           ":1: hash_ids: 2 ids for input_length 1100", "ceil(1100/512) = 3");
 	/* accepted when the check is off; missing ids make the tail unique */
 	tr_opts_t o;
 	tr_opts_default(&o);
 	o.check_blocks = 0;
-	o.path = tf_write("jsonl",
-			  "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1]}\n"
-			  "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1]}\n");
+	o.path = tf_write(
+	    "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": "
+	    "[1]}\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 512, &n, &b);
@@ -281,11 +301,13 @@ static void test_bailian_reads_sessions_and_16_token_blocks(void **st)
 	(void)st;
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.path = tf_write("jsonl",
-			  "{\"chat_id\": 0, \"parent_chat_id\": -1, \"timestamp\": 0.5, \"input_length\": 40, "
-			  "\"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [11, 12, 13]}\n"
-			  "{\"chat_id\": 1, \"parent_chat_id\": 0, \"timestamp\": 1.75, \"input_length\": 50, "
-			  "\"output_length\": 3, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [11, 12, 13, 14]}\n");
+	o.path = tf_write(
+	    "jsonl",
+	    "{\"chat_id\": 0, \"parent_chat_id\": -1, \"timestamp\": 0.5, \"input_length\": 40, "
+	    "\"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [11, 12, 13]}\n"
+	    "{\"chat_id\": 1, \"parent_chat_id\": 0, \"timestamp\": 1.75, \"input_length\": 50, "
+	    "\"output_length\": 3, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [11, 12, 13, "
+	    "14]}\n");
 	tr_kind_t k;
 	err_t e;
 	assert_int_equal(tr_detect(o.path, &k, &e), 0);
@@ -302,14 +324,16 @@ static void test_bailian_reads_sessions_and_16_token_blocks(void **st)
 	assert_true(v[0].blocks[1] == v[1].blocks[1]);
 	free(v);
 	free(b);
-	expect_err(TR_KIND_BAILIAN, "jsonl",
-		   "{\"timestamp\": 0.5, \"input_length\": 16, \"output_length\": 3, \"hash_ids\": [1]}\n",
-		   ":1: chat_id: missing", NULL);
+	expect_err(
+	    TR_KIND_BAILIAN, "jsonl",
+	    "{\"timestamp\": 0.5, \"input_length\": 16, \"output_length\": 3, \"hash_ids\": [1]}\n",
+	    ":1: chat_id: missing", NULL);
 }
 
 /* ---- BurstGPT ------------------------------------------------------------ */
 
-static const char *BG_HEAD = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+static const char *BG_HEAD =
+    "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
 
 static char *cat(const char *a, const char *b)
 {
@@ -323,8 +347,8 @@ static void test_burstgpt_reads_and_marks_failures(void **st)
 {
 	(void)st;
 	char *t = cat(BG_HEAD, "5,ChatGPT,472,18,490,Conversation log\n"
-			       "45,\"GPT-4\",1087,0,1087,\"API log, retried\"\n"
-			       "118,GPT-4,417,276,693,Conversation log\n");
+	                       "45,\"GPT-4\",1087,0,1087,\"API log, retried\"\n"
+	                       "118,GPT-4,417,276,693,Conversation log\n");
 	tr_opts_t o;
 	tr_opts_default(&o);
 	o.path = tf_write("csv", t);
@@ -359,11 +383,11 @@ static void test_burstgpt_release3_sessions_share_history(void **st)
 	(void)st;
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.path = tf_write("csv",
-			  "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID,Elapsed time\n"
-			  "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
-			  "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
-			  "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
+	o.path = tf_write("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+	                         "Type,Session ID,Elapsed time\n"
+	                         "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+	                         "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
+	                         "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 16, &n, &b);
@@ -387,11 +411,11 @@ static void test_burstgpt_missing_column(void **st)
 {
 	(void)st;
 	expect_err(TR_KIND_BURSTGPT, "csv",
-		   "Timestamp,Model,Request tokens,Total tokens,Log Type\n5,ChatGPT,1,2,x\n",
-		   ":1: header: missing column 'Response tokens'", NULL);
+	           "Timestamp,Model,Request tokens,Total tokens,Log Type\n5,ChatGPT,1,2,x\n",
+	           ":1: header: missing column 'Response tokens'", NULL);
 	char *t = cat(BG_HEAD, "5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT\n");
 	expect_err(TR_KIND_BURSTGPT, "csv", t, ":3: Request tokens: missing column",
-		   "row has 2 of 6 fields");
+	           "row has 2 of 6 fields");
 	free(t);
 }
 
@@ -406,7 +430,7 @@ static void test_burstgpt_non_numeric_and_negative(void **st)
 	free(t);
 	t = cat(BG_HEAD, "5,ChatGPT,12.5,3,490,Conversation log\n");
 	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Request tokens: '12.5' is not an integer",
-		   NULL);
+	           NULL);
 	free(t);
 	t = cat(BG_HEAD, "soon,ChatGPT,12,3,490,Conversation log\n");
 	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Timestamp: 'soon' is not a number", NULL);
@@ -424,11 +448,11 @@ static void test_burstgpt_backwards_truncated_huge(void **st)
 	free(t);
 	t = cat(BG_HEAD, "50,ChatGPT,1,1,2,x\n60,ChatGPT,1");
 	expect_err(TR_KIND_BURSTGPT, "csv", t, ":3: Response tokens: missing column",
-		   "truncated line at end of file");
+	           "truncated line at end of file");
 	free(t);
 	t = cat(BG_HEAD, "50,ChatGPT,4294967296000,1,2,x\n");
 	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Request tokens: 4294967296000 out of range",
-		   NULL);
+	           NULL);
 	free(t);
 	t = cat(BG_HEAD, "1e12,ChatGPT,1,1,2,x\n");
 	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Timestamp: ", "out of range");
@@ -443,9 +467,9 @@ static void test_azure_2023_and_2024_timestamps(void **st)
 	tr_opts_t o;
 	tr_opts_default(&o);
 	o.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-				 "2023-11-16 18:15:46.6805900,374,44\r\n"
-				 "2023-11-16 18:15:50.9951690,396,109\r\n"
-				 "2023-11-16 18:16:00.0000000,1,0\r\n");
+	                         "2023-11-16 18:15:46.6805900,374,44\r\n"
+	                         "2023-11-16 18:15:50.9951690,396,109\r\n"
+	                         "2023-11-16 18:16:00.0000000,1,0\r\n");
 	tr_kind_t k;
 	err_t e;
 	assert_int_equal(tr_detect(o.path, &k, &e), 0);
@@ -460,9 +484,9 @@ static void test_azure_2023_and_2024_timestamps(void **st)
 	free(v);
 	free(b);
 	o.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-				 "2024-05-12 00:00:00+00:00,1452,3\n"
-				 "2024-05-12 00:00:00.001163+00:00,584,3\n"
-				 "2024-05-12T01:00:00Z,862,38\n");
+	                         "2024-05-12 00:00:00+00:00,1452,3\n"
+	                         "2024-05-12 00:00:00.001163+00:00,584,3\n"
+	                         "2024-05-12T01:00:00Z,862,38\n");
 	v = read_vec(&o, 16, &n, &b);
 	assert_int_equal(n, 3);
 	assert_int_equal(v[1].arrival_ns, 1163000LL);
@@ -475,13 +499,13 @@ static void test_azure_bad_timestamp_and_missing_column(void **st)
 {
 	(void)st;
 	expect_err(TR_KIND_AZURE, "csv",
-		   "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,374,44\n",
-		   ":2: TIMESTAMP: '2023-13-16 18:15:46.68' is not a date-time", NULL);
+	           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,374,44\n",
+	           ":2: TIMESTAMP: '2023-13-16 18:15:46.68' is not a date-time", NULL);
 	expect_err(TR_KIND_AZURE, "csv", "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,374\n",
-		   ":1: header: missing column 'GeneratedTokens'", NULL);
+	           ":1: header: missing column 'GeneratedTokens'", NULL);
 	expect_err(TR_KIND_AZURE, "csv",
-		   "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3x,1\n",
-		   ":2: ContextTokens: '3x' is not a number", NULL);
+	           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3x,1\n",
+	           ":2: ContextTokens: '3x' is not a number", NULL);
 }
 
 /* ---- native -------------------------------------------------------------- */
@@ -529,11 +553,11 @@ static void test_native_errors(void **st)
 	const char *H = "#kvsim-trace 1 block_tokens=512 ids=prefix\n";
 	char *t = cat(H, "0\t1024\t1\t0\t0\t00000000000000aa\n");
 	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: blocks: 1 ids for input_len 1024",
-		   "floor(1024/512) = 2");
+	           "floor(1024/512) = 2");
 	free(t);
 	t = cat(H, "0\t100\t1\t0\t0\t00000000000000aa\n");
 	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: blocks: more than floor(input_len/512) = 0",
-		   NULL);
+	           NULL);
 	free(t);
 	t = cat(H, "0\t100\n");
 	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: output_len: missing column", NULL);
@@ -545,7 +569,7 @@ static void test_native_errors(void **st)
 	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: blocks[0]: not a 64-bit hex id", NULL);
 	free(t);
 	expect_err(TR_KIND_NATIVE, "tsv", "#kvsim-trace 2 block_tokens=16 ids=prefix\n",
-		   ":1: header: expected", NULL);
+	           ":1: header: expected", NULL);
 }
 
 /* ---- config -------------------------------------------------------------- */
@@ -609,7 +633,8 @@ static void test_sha256_of_file(void **st)
 	char hex[65];
 	err_t e;
 	assert_int_equal(tr_file_sha256(tf_write("txt", "abc"), hex, &e), 0);
-	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(hex,
+	                    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	assert_int_equal(tr_file_sha256("/nonexistent/x", hex, &e), KS_EINPUT);
 }
 
@@ -627,14 +652,16 @@ static void test_cli_exit_codes(void **st)
 	snprintf(cmd, sizeof cmd, "%s trace stats %s --json >/dev/null 2>&1", k, good);
 	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
 	snprintf(cmd, sizeof cmd, "%s trace gen poisson rate=-1 -o %s/x.tsv >/dev/null 2>&1", k,
-		 tf_dir);
+	         tf_dir);
 	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
-	snprintf(cmd, sizeof cmd, "%s trace gen gamma cv=2 requests=100 -o %s/g.tsv >/dev/null 2>&1 && "
-		 "%s trace stats %s/g.tsv >/dev/null 2>&1", k, tf_dir, k, tf_dir);
+	snprintf(cmd, sizeof cmd,
+	         "%s trace gen gamma cv=2 requests=100 -o %s/g.tsv >/dev/null 2>&1 && "
+	         "%s trace stats %s/g.tsv >/dev/null 2>&1",
+	         k, tf_dir, k, tf_dir);
 	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
 	/* convert keeps the rows and the reuse; validate counts them */
 	snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s/c.tsv >/dev/null 2>&1", k, good,
-		 tf_dir);
+	         tf_dir);
 	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
 	snprintf(cmd, sizeof cmd, "%s trace validate %s/c.tsv", k, tf_dir);
 	FILE *p = popen(cmd, "r");
@@ -650,34 +677,34 @@ static void test_cli_exit_codes(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mooncake_reads_rows_lengths_and_full_blocks),
-		cmocka_unit_test(test_mooncake_detected_automatically),
-		cmocka_unit_test(test_remap_to_smaller_blocks_splits_trace_blocks),
-		cmocka_unit_test(test_remap_with_explicit_trace_block_tokens),
-		cmocka_unit_test(test_window_rate_scale_and_limit),
-		cmocka_unit_test(test_mooncake_missing_field),
-		cmocka_unit_test(test_mooncake_non_numeric),
-		cmocka_unit_test(test_mooncake_negative_length),
-		cmocka_unit_test(test_mooncake_timestamps_backwards),
-		cmocka_unit_test(test_mooncake_truncated_line),
-		cmocka_unit_test(test_mooncake_bad_json_mid_file),
-		cmocka_unit_test(test_empty_files),
-		cmocka_unit_test(test_mooncake_huge_values),
-		cmocka_unit_test(test_mooncake_wrong_block_count),
-		cmocka_unit_test(test_bailian_reads_sessions_and_16_token_blocks),
-		cmocka_unit_test(test_burstgpt_reads_and_marks_failures),
-		cmocka_unit_test(test_burstgpt_release3_sessions_share_history),
-		cmocka_unit_test(test_burstgpt_missing_column),
-		cmocka_unit_test(test_burstgpt_non_numeric_and_negative),
-		cmocka_unit_test(test_burstgpt_backwards_truncated_huge),
-		cmocka_unit_test(test_azure_2023_and_2024_timestamps),
-		cmocka_unit_test(test_azure_bad_timestamp_and_missing_column),
-		cmocka_unit_test(test_native_round_trip_keeps_every_field),
-		cmocka_unit_test(test_native_errors),
-		cmocka_unit_test(test_cfg_keys_bind_to_options),
-		cmocka_unit_test(test_defaults_match_key_table),
-		cmocka_unit_test(test_sha256_of_file),
-		cmocka_unit_test(test_cli_exit_codes),
+	    cmocka_unit_test(test_mooncake_reads_rows_lengths_and_full_blocks),
+	    cmocka_unit_test(test_mooncake_detected_automatically),
+	    cmocka_unit_test(test_remap_to_smaller_blocks_splits_trace_blocks),
+	    cmocka_unit_test(test_remap_with_explicit_trace_block_tokens),
+	    cmocka_unit_test(test_window_rate_scale_and_limit),
+	    cmocka_unit_test(test_mooncake_missing_field),
+	    cmocka_unit_test(test_mooncake_non_numeric),
+	    cmocka_unit_test(test_mooncake_negative_length),
+	    cmocka_unit_test(test_mooncake_timestamps_backwards),
+	    cmocka_unit_test(test_mooncake_truncated_line),
+	    cmocka_unit_test(test_mooncake_bad_json_mid_file),
+	    cmocka_unit_test(test_empty_files),
+	    cmocka_unit_test(test_mooncake_huge_values),
+	    cmocka_unit_test(test_mooncake_wrong_block_count),
+	    cmocka_unit_test(test_bailian_reads_sessions_and_16_token_blocks),
+	    cmocka_unit_test(test_burstgpt_reads_and_marks_failures),
+	    cmocka_unit_test(test_burstgpt_release3_sessions_share_history),
+	    cmocka_unit_test(test_burstgpt_missing_column),
+	    cmocka_unit_test(test_burstgpt_non_numeric_and_negative),
+	    cmocka_unit_test(test_burstgpt_backwards_truncated_huge),
+	    cmocka_unit_test(test_azure_2023_and_2024_timestamps),
+	    cmocka_unit_test(test_azure_bad_timestamp_and_missing_column),
+	    cmocka_unit_test(test_native_round_trip_keeps_every_field),
+	    cmocka_unit_test(test_native_errors),
+	    cmocka_unit_test(test_cfg_keys_bind_to_options),
+	    cmocka_unit_test(test_defaults_match_key_table),
+	    cmocka_unit_test(test_sha256_of_file),
+	    cmocka_unit_test(test_cli_exit_codes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,9 +11,9 @@
 #include "tests/tr_fixture.h"
 
 typedef struct gen_out {
-	double *t;      /* arrival s */
+	double *t; /* arrival s */
 	uint32_t *in, *out;
-	uint64_t *b0;   /* first block id (0 if none) */
+	uint64_t *b0; /* first block id (0 if none) */
 	uint32_t *nb;
 	size_t n;
 } gen_out_t;
@@ -190,9 +190,9 @@ static void test_servegen_windows_rates(void **st)
 	(void)st;
 	tr_opts_t o = gen_opts(TR_GEN_SERVEGEN);
 	o.path = tf_write("csv", "0,0,0,,0,0\n"
-				 "600,10,2.0,Gamma,0.25,0.01\n"
-				 "1200,0,0,,0,0\n"
-				 "1800,4,3.0,Weibull,0.45,0.02\n");
+	                         "600,10,2.0,Gamma,0.25,0.01\n"
+	                         "1200,0,0,,0,0\n"
+	                         "1800,4,3.0,Weibull,0.45,0.02\n");
 	gen_out_t g = gen_run(&o, 512, 7);
 	size_t w[4] = {0};
 	for (size_t i = 0; i < g.n; i++) {
@@ -330,7 +330,7 @@ static void test_length_distributions(void **st)
 	/* empirical: only values from the source trace */
 	o.in.kind = TR_DIST_EMPIRICAL;
 	o.in.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-				    "2023-11-16 18:15:46,111,1\n2023-11-16 18:15:47,222,2\n");
+	                            "2023-11-16 18:15:46,111,1\n2023-11-16 18:15:47,222,2\n");
 	g = gen_run(&o, 512, 13);
 	size_t a = 0;
 	for (size_t i = 0; i < g.n; i++) {
@@ -418,11 +418,14 @@ static void test_stats_hand_computed(void **st)
 	/* arrivals 0, 1, 2, 10 s; gaps 1, 1, 8: mean 10/3, sd 4.0415 */
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.path = tf_write("jsonl",
-			  "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 10, \"hash_ids\": [1, 2]}\n"
-			  "{\"timestamp\": 1000, \"input_length\": 1024, \"output_length\": 20, \"hash_ids\": [1, 2]}\n"
-			  "{\"timestamp\": 2000, \"input_length\": 1000, \"output_length\": 30, \"hash_ids\": [1, 3]}\n"
-			  "{\"timestamp\": 10000, \"input_length\": 512, \"output_length\": 40, \"hash_ids\": [4]}\n");
+	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                           "10, \"hash_ids\": [1, 2]}\n"
+	                           "{\"timestamp\": 1000, \"input_length\": 1024, "
+	                           "\"output_length\": 20, \"hash_ids\": [1, 2]}\n"
+	                           "{\"timestamp\": 2000, \"input_length\": 1000, "
+	                           "\"output_length\": 30, \"hash_ids\": [1, 3]}\n"
+	                           "{\"timestamp\": 10000, \"input_length\": 512, "
+	                           "\"output_length\": 40, \"hash_ids\": [4]}\n");
 	tr_reader_t *r;
 	err_t e;
 	tr_stats_t s;
@@ -493,22 +496,22 @@ static void test_generator_parameter_errors(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_poisson_rate_and_cv),
-		cmocka_unit_test(test_gamma_cv),
-		cmocka_unit_test(test_weibull_cv),
-		cmocka_unit_test(test_mmpp_mean_rate),
-		cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
-		cmocka_unit_test(test_diurnal_follows_sine),
-		cmocka_unit_test(test_servegen_windows_rates),
-		cmocka_unit_test(test_servegen_bad_row),
-		cmocka_unit_test(test_generators_are_deterministic),
-		cmocka_unit_test(test_fanout_bursts_share_prefix),
-		cmocka_unit_test(test_length_distributions),
-		cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
-		cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
-		cmocka_unit_test(test_stats_hand_computed),
-		cmocka_unit_test(test_stats_quantiles_above_exact_range),
-		cmocka_unit_test(test_generator_parameter_errors),
+	    cmocka_unit_test(test_poisson_rate_and_cv),
+	    cmocka_unit_test(test_gamma_cv),
+	    cmocka_unit_test(test_weibull_cv),
+	    cmocka_unit_test(test_mmpp_mean_rate),
+	    cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
+	    cmocka_unit_test(test_diurnal_follows_sine),
+	    cmocka_unit_test(test_servegen_windows_rates),
+	    cmocka_unit_test(test_servegen_bad_row),
+	    cmocka_unit_test(test_generators_are_deterministic),
+	    cmocka_unit_test(test_fanout_bursts_share_prefix),
+	    cmocka_unit_test(test_length_distributions),
+	    cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
+	    cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
+	    cmocka_unit_test(test_stats_hand_computed),
+	    cmocka_unit_test(test_stats_quantiles_above_exact_range),
+	    cmocka_unit_test(test_generator_parameter_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

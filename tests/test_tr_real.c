@@ -34,11 +34,11 @@ static void stats_of(const char *path, uint64_t limit, int reuse, tr_stats_t *s)
 }
 
 static const char *const request_traces[] = {
-	ROOT "/mooncake/conversation_trace.jsonl",
-	ROOT "/mooncake/synthetic_trace.jsonl",
-	ROOT "/azure_llm_2023/AzureLLMInferenceTrace_code.csv",
-	ROOT "/azure_llm_2023/AzureLLMInferenceTrace_conv.csv",
-	ROOT "/burstgpt/BurstGPT_1_first33.csv",
+    ROOT "/mooncake/conversation_trace.jsonl",
+    ROOT "/mooncake/synthetic_trace.jsonl",
+    ROOT "/azure_llm_2023/AzureLLMInferenceTrace_code.csv",
+    ROOT "/azure_llm_2023/AzureLLMInferenceTrace_conv.csv",
+    ROOT "/burstgpt/BurstGPT_1_first33.csv",
 };
 static const uint64_t request_rows[] = {12031, 3993, 8819, 19366, 33};
 
@@ -114,7 +114,7 @@ static void test_cli_stats_on_every_request_trace(void **st)
 	for (size_t i = 0; i < sizeof request_traces / sizeof *request_traces; i++) {
 		char cmd[1024];
 		snprintf(cmd, sizeof cmd, "%s trace stats %s --json >/dev/null", k,
-			 request_traces[i]);
+		         request_traces[i]);
 		assert_int_equal(system(cmd), 0);
 	}
 }
@@ -175,11 +175,11 @@ static void test_mooncake_conversation_reuse_two_ways(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stats_on_every_request_trace),
-		cmocka_unit_test(test_burstgpt_sample_has_one_failure),
-		cmocka_unit_test(test_stats_on_every_servegen_windows_file),
-		cmocka_unit_test(test_cli_stats_on_every_request_trace),
-		cmocka_unit_test(test_mooncake_conversation_reuse_two_ways),
+	    cmocka_unit_test(test_stats_on_every_request_trace),
+	    cmocka_unit_test(test_burstgpt_sample_has_one_failure),
+	    cmocka_unit_test(test_stats_on_every_servegen_windows_file),
+	    cmocka_unit_test(test_cli_stats_on_every_request_trace),
+	    cmocka_unit_test(test_mooncake_conversation_reuse_two_ways),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,7 +97,7 @@ static void test_reuse_fraction_equals_infinite_cache_hit_rate(void **st)
 
 	/* one instance whose KV pool holds the whole trace */
 	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=1",
-			      "cluster.tp=1", "cluster.kv_blocks=4000000"};
+			      "cluster.tp=1", "cluster.kv_blocks=400000"};
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	int rc = cli_load_config("analysis/experiments/mooncake_conversation.ini", sets, 5, &cfg, &e);

@@ -56,7 +56,8 @@ __attribute__((unused)) static const char *tf_write(const char *ext, const char 
 }
 
 /* Reads a whole trace; returns the final tr_next status (0 = clean end). */
-__attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, err_t *e)
+__attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed,
+                                               uint64_t *rows, err_t *e)
 {
 	tr_reader_t *r;
 	*rows = 0;

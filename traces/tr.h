@@ -34,14 +34,16 @@
 #include "sim/err.h"
 
 typedef struct tr_request {
-	uint64_t id;          /* 0,1,2,... in trace order after filtering */
-	int64_t arrival_ns;   /* relative to the trace start, after window and rate scaling */
+	uint64_t id;        /* 0,1,2,... in trace order after filtering */
+	int64_t arrival_ns; /* relative to the trace start, after window and rate scaling */
 	uint32_t input_len, output_len; /* tokens */
-	uint32_t n_blocks;    /* = input_len / block_tokens full blocks (partial tail not hashed) */
-	const uint64_t *blocks; /* chained prefix ids at the SIMULATED block size; valid until the next tr_next */
+	uint32_t n_blocks; /* = input_len / block_tokens full blocks (partial tail not hashed) */
+	const uint64_t *blocks; /* chained prefix ids at the SIMULATED block size; valid until the
+	                           next tr_next */
 	uint32_t block_tokens;
-	int32_t status;       /* 0 ok, 1 failed in the source trace (e.g. BurstGPT zero response tokens) */
-	uint64_t session_id;  /* 0 when none */
+	int32_t
+	    status; /* 0 ok, 1 failed in the source trace (e.g. BurstGPT zero response tokens) */
+	uint64_t session_id; /* 0 when none */
 } tr_request_t;
 
 typedef struct tr_reader tr_reader_t;
@@ -49,17 +51,34 @@ typedef struct tr_reader tr_reader_t;
 /* ---- options (the [trace] config section; see traces/tr_cfg.c) ---------- */
 
 typedef enum {
-	TR_KIND_AUTO, TR_KIND_MOONCAKE, TR_KIND_BAILIAN, TR_KIND_BURSTGPT, TR_KIND_AZURE,
-	TR_KIND_NATIVE, TR_KIND_SERVEGEN, TR_KIND_GEN
+	TR_KIND_AUTO,
+	TR_KIND_MOONCAKE,
+	TR_KIND_BAILIAN,
+	TR_KIND_BURSTGPT,
+	TR_KIND_AZURE,
+	TR_KIND_NATIVE,
+	TR_KIND_SERVEGEN,
+	TR_KIND_GEN
 } tr_kind_t;
 
 typedef enum {
-	TR_GEN_POISSON, TR_GEN_GAMMA, TR_GEN_WEIBULL, TR_GEN_MMPP, TR_GEN_FLASH,
-	TR_GEN_DIURNAL, TR_GEN_SERVEGEN, TR_GEN_FANOUT
+	TR_GEN_POISSON,
+	TR_GEN_GAMMA,
+	TR_GEN_WEIBULL,
+	TR_GEN_MMPP,
+	TR_GEN_FLASH,
+	TR_GEN_DIURNAL,
+	TR_GEN_SERVEGEN,
+	TR_GEN_FANOUT
 } tr_gen_kind_t;
 
-typedef enum { TR_DIST_FIXED, TR_DIST_UNIFORM, TR_DIST_LOGNORMAL, TR_DIST_ZIPF,
-	       TR_DIST_EMPIRICAL } tr_dist_kind_t;
+typedef enum {
+	TR_DIST_FIXED,
+	TR_DIST_UNIFORM,
+	TR_DIST_LOGNORMAL,
+	TR_DIST_ZIPF,
+	TR_DIST_EMPIRICAL
+} tr_dist_kind_t;
 
 typedef struct tr_dist_opts {
 	tr_dist_kind_t kind;
@@ -74,21 +93,21 @@ typedef enum { TR_SESS_OFF, TR_SESS_TRACE, TR_SESS_SYNTH } tr_sess_mode_t;
 
 typedef struct tr_opts {
 	tr_kind_t kind;
-	const char *path;          /* trace file; servegen windows CSV for gen servegen */
-	double start_s, end_s;     /* window on trace time; end_s <= 0: no end */
-	double rate_scale;         /* > 1 compresses time */
-	uint64_t limit;            /* max requests after filtering; 0 = all */
+	const char *path;            /* trace file; servegen windows CSV for gen servegen */
+	double start_s, end_s;       /* window on trace time; end_s <= 0: no end */
+	double rate_scale;           /* > 1 compresses time */
+	uint64_t limit;              /* max requests after filtering; 0 = all */
 	uint32_t trace_block_tokens; /* 0: the format's own (mooncake 512, bailian 16) */
-	int drop_failed;           /* drop status=1 rows instead of passing them on */
-	int check_blocks;          /* hash id count must be ceil(input/trace_block) */
-	uint32_t max_tokens;       /* larger lengths are input errors */
+	int drop_failed;             /* drop status=1 rows instead of passing them on */
+	int check_blocks;            /* hash id count must be ceil(input/trace_block) */
+	uint32_t max_tokens;         /* larger lengths are input errors */
 	/* generator */
 	tr_gen_kind_t gen;
 	double rate, cv, duration_s;
-	uint64_t requests;         /* 0: until duration_s */
+	uint64_t requests; /* 0: until duration_s */
 	double mmpp_rate[2], mmpp_dwell_s[2];
 	double flash_start_s, flash_duration_s, flash_mult, flash_tau_s;
-	int flash_spike;           /* 0 step, 1 spike with exponential decay */
+	int flash_spike; /* 0 step, 1 spike with exponential decay */
 	double diurnal_period_s, diurnal_amp, diurnal_phase;
 	uint32_t fanout_bursts, fanout_size, fanout_prefix_tokens;
 	double fanout_window_s, fanout_bg_rate;
@@ -100,9 +119,9 @@ typedef struct tr_opts {
 	double prefix_zipf_s;
 	double prefix_tokens, prefix_sigma;
 	tr_sess_mode_t session_mode;
-	double session_prob;       /* synthetic: share of requests continuing a session */
-	uint32_t session_active;   /* synthetic: concurrently open sessions */
-	double group_prob;         /* a request starts a fan-out group */
+	double session_prob;     /* synthetic: share of requests continuing a session */
+	uint32_t session_active; /* synthetic: concurrently open sessions */
+	double group_prob;       /* a request starts a fan-out group */
 	uint32_t group_size;
 	double group_window_s;
 	uint32_t group_tokens;
@@ -123,10 +142,10 @@ int tr_gen_parse(const char *s, tr_gen_kind_t *g);
  * is the simulator's KV block size (the reader remaps when the trace's block
  * size differs). seed drives generators and prefix models. */
 int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
-		err_t *e);
+                err_t *e);
 /* The same from an options struct (o and its strings must outlive the reader). */
 int tr_open(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
-	    err_t *e);
+            err_t *e);
 /* 1 = got one, 0 = end, <0 = KS_E* with "file:line: field: reason". */
 int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e);
 void tr_close(tr_reader_t *r);
@@ -141,7 +160,7 @@ uint64_t tr_bytes_read(const tr_reader_t *r);
 int tr_detect(const char *path, tr_kind_t *k, err_t *e);
 /* Reads the whole trace once; *rows gets the count. The first error wins. */
 int tr_validate(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, uint64_t *rows,
-		err_t *e);
+                err_t *e);
 /* SHA-256 of a file as 64 hex chars + NUL (nettle). */
 int tr_file_sha256(const char *path, char out[65], err_t *e);
 
@@ -158,9 +177,9 @@ uint64_t tr_mix(uint64_t h, uint64_t x);
  *   #kvsim-trace 1 block_tokens=B ids=prefix
  *   #arrival_ns	input_len	output_len	status	session_id	blocks
  *   0	1500	200	0	0	9f2c...,03ab...
- * arrival_ns non-decreasing; status 0 ok, 1 failed; blocks = floor(input_len/B) ids as 16 hex digits
- * separated by commas, each the chained prefix id of its block, or "-" for
- * a request without ids (the prefix model then applies). Lines starting with
+ * arrival_ns non-decreasing; status 0 ok, 1 failed; blocks = floor(input_len/B) ids as 16 hex
+ * digits separated by commas, each the chained prefix id of its block, or "-" for a request without
+ * ids (the prefix model then applies). Lines starting with
  * '#' after the first are comments. */
 typedef struct tr_writer tr_writer_t;
 int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, err_t *e);
@@ -178,17 +197,18 @@ typedef struct tr_len_stats {
 
 typedef struct tr_stats {
 	uint64_t rows, failed;
-	double duration_s, mean_rate;  /* rows / duration */
-	double iat_cv;                 /* inter-arrival sd / mean */
-	double peak_to_mean[3];        /* counts in 1, 10, 60 s windows */
-	double vmr_60s;                /* variance-to-mean of 60 s counts */
+	double duration_s, mean_rate; /* rows / duration */
+	double iat_cv;                /* inter-arrival sd / mean */
+	double peak_to_mean[3];       /* counts in 1, 10, 60 s windows */
+	double vmr_60s;               /* variance-to-mean of 60 s counts */
 	tr_len_stats_t in, out;
-	uint64_t blocks, reused_blocks;   /* full blocks; those seen before */
-	uint64_t tokens, reused_tokens;   /* input tokens; in reused blocks */
-	double reuse_block, reuse_token;  /* reused / total */
+	uint64_t blocks, reused_blocks;  /* full blocks; those seen before */
+	uint64_t tokens, reused_tokens;  /* input tokens; in reused blocks */
+	double reuse_block, reuse_token; /* reused / total */
 	uint64_t distinct_blocks;
-	uint64_t prefixes_half_reuse;  /* fewest distinct ids carrying half the hits */
+	uint64_t prefixes_half_reuse; /* fewest distinct ids carrying half the hits */
 	uint32_t block_tokens;
+	int reuse_counted; /* 0 when computed without reuse */
 } tr_stats_t;
 
 /* Reads r to its end. With reuse == 0 the prefix counts are skipped and

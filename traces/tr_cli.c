@@ -13,36 +13,37 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: kvsim trace stats FILE [options]     describe a trace\n"
-		"       kvsim trace gen KIND -o OUT [options] write a synthetic trace (native format)\n"
-		"       kvsim trace convert FILE -o OUT [options]  rewrite any trace as native\n"
-		"       kvsim trace validate FILE [options]  read it fully; print speed and memory\n"
-		"\n"
-		"FILE formats: mooncake, bailian (JSONL), burstgpt, azure (CSV), native, servegen\n"
-		"(a ServeGen windows CSV, generated from); detected from the first line.\n"
-		"KIND: poisson gamma weibull mmpp flash diurnal servegen fanout.\n"
-		"\n"
-		"options:\n"
-		"  --kind K            force the format (trace.kind)\n"
-		"  --json              stats: one JSON object instead of a table\n"
-		"  --no-reuse          stats: skip prefix reuse (constant memory)\n"
-		"  --block-tokens N    simulated block size for block ids (default: the trace's\n"
-		"                      own, else kvcache.block_tokens)\n"
-		"  --seed N            seed for generators and prefix models (experiment.seed)\n"
-		"  -o, --output OUT    output file for gen/convert ('-' = stdout)\n"
-		"  --config FILE       read [trace] (and other) keys from an INI file\n"
-		"  --set trace.KEY=V   set any [trace] key; KEY=V alone means the same\n"
-		"\n"
-		"examples:\n"
-		"  kvsim trace stats conversation_trace.jsonl --json\n"
-		"  kvsim trace gen gamma rate=20 cv=3 duration_s=600 -o bursty.tsv\n"
-		"  kvsim trace gen fanout fanout_bursts=5 fanout_size=64 -o fan.tsv\n"
-		"  kvsim trace convert BurstGPT_1.csv prefix_shared_prob=0.5 -o burst.tsv\n"
-		"  kvsim trace stats AzureLLMInferenceTrace_conv.csv start_s=600 end_s=1200\n"
-		"\n"
-		"Every key: kvsim config doc (section [trace]). Exit status: 0 ok, 1 runtime\n"
-		"failure, 2 usage or input error.\n");
+	fprintf(
+	    f,
+	    "usage: kvsim trace stats FILE [options]     describe a trace\n"
+	    "       kvsim trace gen KIND -o OUT [options] write a synthetic trace (native format)\n"
+	    "       kvsim trace convert FILE -o OUT [options]  rewrite any trace as native\n"
+	    "       kvsim trace validate FILE [options]  read it fully; print speed and memory\n"
+	    "\n"
+	    "FILE formats: mooncake, bailian (JSONL), burstgpt, azure (CSV), native, servegen\n"
+	    "(a ServeGen windows CSV, generated from); detected from the first line.\n"
+	    "KIND: poisson gamma weibull mmpp flash diurnal servegen fanout.\n"
+	    "\n"
+	    "options:\n"
+	    "  --kind K            force the format (trace.kind)\n"
+	    "  --json              stats: one JSON object instead of a table\n"
+	    "  --no-reuse          stats: skip prefix reuse (constant memory)\n"
+	    "  --block-tokens N    simulated block size for block ids (default: the trace's\n"
+	    "                      own, else kvcache.block_tokens)\n"
+	    "  --seed N            seed for generators and prefix models (experiment.seed)\n"
+	    "  -o, --output OUT    output file for gen/convert ('-' = stdout)\n"
+	    "  --config FILE       read [trace] (and other) keys from an INI file\n"
+	    "  --set trace.KEY=V   set any [trace] key; KEY=V alone means the same\n"
+	    "\n"
+	    "examples:\n"
+	    "  kvsim trace stats conversation_trace.jsonl --json\n"
+	    "  kvsim trace gen gamma rate=20 cv=3 duration_s=600 -o bursty.tsv\n"
+	    "  kvsim trace gen fanout fanout_bursts=5 fanout_size=64 -o fan.tsv\n"
+	    "  kvsim trace convert BurstGPT_1.csv prefix_shared_prob=0.5 -o burst.tsv\n"
+	    "  kvsim trace stats AzureLLMInferenceTrace_conv.csv start_s=600 end_s=1200\n"
+	    "\n"
+	    "Every key: kvsim config doc (section [trace]). Exit status: 0 ok, 1 runtime\n"
+	    "failure, 2 usage or input error.\n");
 }
 
 typedef struct args {
@@ -63,11 +64,11 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED()                                                                                   \
-	do {                                                                                     \
-		if (!v)                                                                          \
-			return err_set(e, KS_EINPUT, "trace: %s needs a value", s);              \
-		i++;                                                                             \
+#define NEED()                                                                                     \
+	do {                                                                                       \
+		if (!v)                                                                            \
+			return err_set(e, KS_EINPUT, "trace: %s needs a value", s);                \
+		i++;                                                                               \
 	} while (0)
 		if (!strcmp(s, "--json")) {
 			a->json = 1;
@@ -87,8 +88,8 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 			char *end;
 			long long x = strtoll(v, &end, 10);
 			if (*end || end == v || x < (s[2] == 'b' ? 1 : 0))
-				return err_set(e, KS_EINPUT, "trace: %s: '%s' is not a valid number",
-					       s, v);
+				return err_set(e, KS_EINPUT,
+				               "trace: %s: '%s' is not a valid number", s, v);
 			*(s[2] == 'b' ? &a->block_tokens : &a->seed) = x;
 		} else if (!strcmp(s, "--set") || !strcmp(s, "-s")) {
 			NEED();
@@ -102,7 +103,8 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 		} else if (!a->file) {
 			a->file = s;
 		} else {
-			return err_set(e, KS_EINPUT, "trace %s: unexpected argument '%s'", a->cmd, s);
+			return err_set(e, KS_EINPUT, "trace %s: unexpected argument '%s'", a->cmd,
+			               s);
 		}
 #undef NEED
 	}
@@ -140,12 +142,11 @@ static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
 		if (p)
 			sprintf(p, "trace.path=%s", a->file);
 		sets[k++] = p;
-		if (a->kind) {
-			char *q = malloc(strlen(a->kind) + 16);
-			if (q)
-				sprintf(q, "trace.kind=%s", a->kind);
-			sets[k++] = q;
-		}
+		const char *kind = a->kind ? a->kind : "auto";
+		char *q = malloc(strlen(kind) + 16);
+		if (q)
+			sprintf(q, "trace.kind=%s", kind);
+		sets[k++] = q;
 	}
 	for (int i = 0; i < a->nsets; i++)
 		sets[k++] = qualify(a->sets[i]);
@@ -154,11 +155,11 @@ static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
 	for (int i = 0; i < k; i++)
 		if (!sets[i])
 			return err_set(e, KS_ENOMEM, "out of memory");
-	return cli_load_config(a->config, (const char *const *)sets, k, cfg, e);
+	/* schema defaults, not the default experiment: FILE is the trace */
+	return cli_load_config_ex(a->config, (const char *const *)sets, k, 0, NULL, cfg, e);
 }
 
-static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e,
-			   int *rc)
+static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e, int *rc)
 {
 	*rc = 0;
 	if (a->block_tokens > 0)
@@ -193,8 +194,8 @@ static int run(args_t *a, err_t *e)
 	tr_opts_t o;
 	if ((rc = tr_opts_from_cfg(cfg, &o, e)))
 		goto out;
-	uint64_t seed = a->seed >= 0 ? (uint64_t)a->seed
-				     : (uint64_t)cfg_int(cfg, "experiment", "seed");
+	uint64_t seed =
+	    a->seed >= 0 ? (uint64_t)a->seed : (uint64_t)cfg_int(cfg, "experiment", "seed");
 	uint32_t S = block_size(a, cfg, &o, e, &rc);
 	if (rc)
 		goto out;
@@ -217,9 +218,10 @@ static int run(args_t *a, err_t *e)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		double mb = (double)tr_bytes_read(r) / 1e6;
-		printf("%s: %llu rows, %.1f MB in %.3f s: %.0f rows/s, %.1f MB/s, peak RSS %ld KiB\n",
-		       tr_source(r), (unsigned long long)rows, mb, s, s > 0 ? rows / s : 0,
-		       s > 0 ? mb / s : 0, peak_rss_kb());
+		printf(
+		    "%s: %llu rows, %.1f MB in %.3f s: %.0f rows/s, %.1f MB/s, peak RSS %ld KiB\n",
+		    tr_source(r), (unsigned long long)rows, mb, s, s > 0 ? rows / s : 0,
+		    s > 0 ? mb / s : 0, peak_rss_kb());
 	} else {
 		if (!a->out) {
 			rc = err_set(e, KS_EINPUT, "trace %s: -o OUT is required", a->cmd);
@@ -269,7 +271,7 @@ int tr_cli_main(int argc, char **argv)
 	int rc = parse(argc - 1, argv + 1, &a, &e);
 	if (!rc && !a.file)
 		rc = err_set(&e, KS_EINPUT, "trace %s: missing %s (see kvsim trace --help)", a.cmd,
-			     strcmp(a.cmd, "gen") ? "FILE" : "KIND");
+		             strcmp(a.cmd, "gen") ? "FILE" : "KIND");
 	if (!rc)
 		rc = run(&a, &e);
 	free(a.sets);

@@ -37,7 +37,7 @@ int tr_lines_open(tr_lines_t *l, const char *path, err_t *e)
 	l->f = fopen(path, "rb");
 	if (!l->f)
 		return err_set(e, errno == ENOENT || errno == EISDIR ? KS_EINPUT : KS_EIO,
-			       "%s: cannot open: %s", path, strerror(errno));
+		               "%s: cannot open: %s", path, strerror(errno));
 	return 0;
 }
 
@@ -48,7 +48,7 @@ int tr_lines_next(tr_lines_t *l, err_t *e)
 	if (n < 0) {
 		if (ferror(l->f))
 			return err_set(e, KS_EIO, "%s:%llu: read error: %s", l->path,
-				       (unsigned long long)l->line + 1, strerror(errno));
+			               (unsigned long long)l->line + 1, strerror(errno));
 		if (errno == ENOMEM)
 			return err_set(e, KS_ENOMEM, "%s: out of memory", l->path);
 		return 0;
@@ -64,7 +64,7 @@ int tr_lines_next(tr_lines_t *l, err_t *e)
 	l->len = (size_t)n;
 	if (memchr(l->buf, '\0', (size_t)n))
 		return err_set(e, KS_EINPUT, "%s:%llu: line: contains a NUL byte (binary file?)",
-			       l->path, (unsigned long long)l->line);
+		               l->path, (unsigned long long)l->line);
 	return 1;
 }
 
@@ -90,8 +90,8 @@ int tr_csv_split(tr_lines_t *l, tr_field_t *f, int max, err_t *e)
 			for (;;) {
 				if (p >= end)
 					return err_set(e, KS_EINPUT,
-						       "%s:%llu: field %d: unterminated quote",
-						       l->path, (unsigned long long)l->line, n + 1);
+					               "%s:%llu: field %d: unterminated quote",
+					               l->path, (unsigned long long)l->line, n + 1);
 				if (*p == '"') {
 					if (p + 1 < end && p[1] == '"') {
 						*w++ = '"';
@@ -105,8 +105,8 @@ int tr_csv_split(tr_lines_t *l, tr_field_t *f, int max, err_t *e)
 			}
 			if (p < end && *p != ',')
 				return err_set(e, KS_EINPUT,
-					       "%s:%llu: field %d: text after closing quote",
-					       l->path, (unsigned long long)l->line, n + 1);
+				               "%s:%llu: field %d: text after closing quote",
+				               l->path, (unsigned long long)l->line, n + 1);
 		} else {
 			while (p < end && *p != ',')
 				p++;
@@ -138,31 +138,31 @@ static const char *trim(const char *s, char *buf, size_t cap)
 	return buf;
 }
 
-int tr_parse_u32(const tr_lines_t *l, const char *name, const char *s, uint32_t max,
-		 uint32_t *out, err_t *e)
+int tr_parse_u32(const tr_lines_t *l, const char *name, const char *s, uint32_t max, uint32_t *out,
+                 err_t *e)
 {
 	char buf[64];
 	const char *t = trim(s, buf, sizeof buf);
 	unsigned long long line = (unsigned long long)l->line;
 	if (!*t)
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: empty (expected a token count)",
-			       l->path, line, name);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: empty (expected a token count)", l->path,
+		               line, name);
 	/* Accept integral floats ("472.0") some exports write. */
 	char *end;
 	errno = 0;
 	double v = strtod(t, &end);
 	if (*end || end == t || isnan(v))
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: '%s' is not a number", l->path,
-			       line, name, t);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: '%s' is not a number", l->path, line,
+		               name, t);
 	if (v < 0)
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative length %s", l->path, line,
-			       name, t);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative length %s", l->path, line, name,
+		               t);
 	if (v != floor(v))
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: '%s' is not an integer", l->path,
-			       line, name, t);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: '%s' is not an integer", l->path, line,
+		               name, t);
 	if (v > (double)max || errno == ERANGE)
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: %s out of range [0, %u]", l->path,
-			       line, name, t, max);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: %s out of range [0, %u]", l->path, line,
+		               name, t, max);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -176,7 +176,7 @@ int tr_parse_f64(const tr_lines_t *l, const char *name, const char *s, double *o
 	double v = strtod(t, &end);
 	if (!*t || *end || end == t || !isfinite(v))
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: '%s' is not a number", l->path,
-			       (unsigned long long)l->line, name, t);
+		               (unsigned long long)l->line, name, t);
 	*out = v;
 	return 0;
 }
@@ -185,8 +185,8 @@ int tr_seconds_ns(const tr_lines_t *l, const char *name, double s, int64_t *ns, 
 {
 	/* < 4e9 s (epoch seconds up to 2096) keeps ns inside int64 and catches garbage. */
 	if (!(s >= 0 && s < 4e9))
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: %.17g s out of range [0, 4e9)",
-			       l->path, (unsigned long long)l->line, name, s);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: %.17g s out of range [0, 4e9)", l->path,
+		               (unsigned long long)l->line, name, s);
 	*ns = (int64_t)llround(s * 1e9);
 	return 0;
 }
@@ -267,8 +267,8 @@ int tr_parse_datetime(const char *s, int64_t *ns)
 		p++;
 	if (*p)
 		return -1;
-	int64_t secs = days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + m * 60 +
-		       sec - off;
+	int64_t secs =
+	    days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + m * 60 + sec - off;
 	*ns = secs * 1000000000LL + frac;
 	return 0;
 }

@@ -32,8 +32,8 @@ typedef struct csv_src {
 
 #define LINE(s) (unsigned long long)(s)->l.line
 
-static int find_col(csv_src_t *s, tr_field_t *h, int n, const char *name, int required,
-		    int *idx, err_t *e)
+static int find_col(csv_src_t *s, tr_field_t *h, int n, const char *name, int required, int *idx,
+                    err_t *e)
 {
 	for (int i = 0; i < n; i++) {
 		const char *p = h[i].s;
@@ -49,8 +49,7 @@ static int find_col(csv_src_t *s, tr_field_t *h, int n, const char *name, int re
 	}
 	*idx = -1;
 	if (required)
-		return err_set(e, KS_EINPUT, "%s:1: header: missing column '%s'", s->l.path,
-			       name);
+		return err_set(e, KS_EINPUT, "%s:1: header: missing column '%s'", s->l.path, name);
 	return 0;
 }
 
@@ -115,33 +114,33 @@ static int csv_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	for (int i = 0; i < 3; i++)
 		if (need[i] >= n)
 			return err_set(e, KS_EINPUT,
-				       "%s:%llu: %s: missing column (row has %d of %d fields)%s",
-				       s->l.path, LINE(s), names[i], n, s->ncols,
-				       s->l.no_newline ? "; truncated line at end of file" : "");
+			               "%s:%llu: %s: missing column (row has %d of %d fields)%s",
+			               s->l.path, LINE(s), names[i], n, s->ncols,
+			               s->l.no_newline ? "; truncated line at end of file" : "");
 	if (s->azure) {
 		if (tr_parse_datetime(s->f[s->c_ts].s, &raw->t_ns))
 			return err_set(e, KS_EINPUT,
-				       "%s:%llu: TIMESTAMP: '%s' is not a date-time "
-				       "(YYYY-MM-DD HH:MM:SS[.fffffff][+00:00])",
-				       s->l.path, LINE(s), s->f[s->c_ts].s);
+			               "%s:%llu: TIMESTAMP: '%s' is not a date-time "
+			               "(YYYY-MM-DD HH:MM:SS[.fffffff][+00:00])",
+			               s->l.path, LINE(s), s->f[s->c_ts].s);
 		if (raw->t_ns < 0)
-			return err_set(e, KS_EINPUT, "%s:%llu: TIMESTAMP: before 1970",
-				       s->l.path, LINE(s));
+			return err_set(e, KS_EINPUT, "%s:%llu: TIMESTAMP: before 1970", s->l.path,
+			               LINE(s));
 	} else {
 		double t;
 		if ((rc = tr_parse_f64(&s->l, "Timestamp", s->f[s->c_ts].s, &t, e)) ||
 		    (rc = tr_seconds_ns(&s->l, "Timestamp", t, &raw->t_ns, e)))
 			return rc;
 	}
-	if ((rc = tr_parse_u32(&s->l, names[1], s->f[s->c_in].s, s->max_tokens,
-			       &raw->input_len, e)) ||
-	    (rc = tr_parse_u32(&s->l, names[2], s->f[s->c_out].s, s->max_tokens,
-			       &raw->output_len, e)))
+	if ((rc = tr_parse_u32(&s->l, names[1], s->f[s->c_in].s, s->max_tokens, &raw->input_len,
+	                       e)) ||
+	    (rc = tr_parse_u32(&s->l, names[2], s->f[s->c_out].s, s->max_tokens, &raw->output_len,
+	                       e)))
 		return rc;
 	if (s->c_total >= 0 && s->c_total < n && s->f[s->c_total].len) {
 		uint32_t tot;
-		if ((rc = tr_parse_u32(&s->l, "Total tokens", s->f[s->c_total].s, UINT32_MAX,
-				       &tot, e)))
+		if ((rc = tr_parse_u32(&s->l, "Total tokens", s->f[s->c_total].s, UINT32_MAX, &tot,
+		                       e)))
 			return rc;
 	}
 	if (s->c_elapsed >= 0 && s->c_elapsed < n && s->f[s->c_elapsed].len) {
@@ -234,15 +233,15 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	} while (s->l.len == 0 || s->l.buf[0] == '#');
 	memset(raw, 0, sizeof *raw);
 	raw->line = s->l.line;
-	static const char *const names[] = {"arrival_ns", "input_len", "output_len",
-					    "status", "session_id", "blocks"};
+	static const char *const names[] = {"arrival_ns", "input_len",  "output_len",
+	                                    "status",     "session_id", "blocks"};
 	char *fld[6];
 	char *p = s->l.buf;
 	for (int i = 0; i < 6; i++) {
 		if (!p)
 			return err_set(e, KS_EINPUT, "%s:%llu: %s: missing column%s", s->l.path,
-				       LINE(s), names[i],
-				       s->l.no_newline ? "; truncated line at end of file" : "");
+			               LINE(s), names[i],
+			               s->l.no_newline ? "; truncated line at end of file" : "");
 		fld[i] = p;
 		p = strchr(p, '\t');
 		if (p)
@@ -253,15 +252,14 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	long long t = strtoll(fld[0], &end, 10);
 	if (*end || end == fld[0])
 		return err_set(e, KS_EINPUT, "%s:%llu: arrival_ns: '%s' is not an integer",
-			       s->l.path, LINE(s), fld[0]);
+		               s->l.path, LINE(s), fld[0]);
 	if (t < 0 || errno == ERANGE)
 		return err_set(e, KS_EINPUT, "%s:%llu: arrival_ns: %s out of range", s->l.path,
-			       LINE(s), fld[0]);
+		               LINE(s), fld[0]);
 	raw->t_ns = t;
 	uint32_t st;
 	if ((rc = tr_parse_u32(&s->l, "input_len", fld[1], s->max_tokens, &raw->input_len, e)) ||
-	    (rc = tr_parse_u32(&s->l, "output_len", fld[2], s->max_tokens, &raw->output_len,
-			       e)) ||
+	    (rc = tr_parse_u32(&s->l, "output_len", fld[2], s->max_tokens, &raw->output_len, e)) ||
 	    (rc = tr_parse_u32(&s->l, "status", fld[3], 1, &st, e)))
 		return rc;
 	raw->status = (int32_t)st;
@@ -269,7 +267,7 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	unsigned long long sid = strtoull(fld[4], &end, 10);
 	if (*end || end == fld[4] || fld[4][0] == '-' || errno == ERANGE)
 		return err_set(e, KS_EINPUT, "%s:%llu: session_id: '%s' is not an unsigned integer",
-			       s->l.path, LINE(s), fld[4]);
+		               s->l.path, LINE(s), fld[4]);
 	raw->session_id = sid;
 	if (!strcmp(fld[5], "-"))
 		return 1;
@@ -285,26 +283,26 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 			int h = hexval((unsigned char)*p);
 			if (h < 0 || nd >= 16)
 				return err_set(e, KS_EINPUT,
-					       "%s:%llu: blocks[%u]: not a 64-bit hex id",
-					       s->l.path, LINE(s), n);
+				               "%s:%llu: blocks[%u]: not a 64-bit hex id",
+				               s->l.path, LINE(s), n);
 			v = v << 4 | (uint64_t)h;
 		}
 		if (nd == 0)
 			return err_set(e, KS_EINPUT, "%s:%llu: blocks[%u]: empty id", s->l.path,
-				       LINE(s), n);
+			               LINE(s), n);
 		if (n >= want)
 			return err_set(e, KS_EINPUT,
-				       "%s:%llu: blocks: more than floor(input_len/%u) = %u ids",
-				       s->l.path, LINE(s), bt, want);
+			               "%s:%llu: blocks: more than floor(input_len/%u) = %u ids",
+			               s->l.path, LINE(s), bt, want);
 		s->ids[n++] = v;
 		if (*p == ',')
 			p++;
 	}
 	if (n != want)
 		return err_set(e, KS_EINPUT,
-			       "%s:%llu: blocks: %u ids for input_len %u (expected floor(%u/%u) "
-			       "= %u)",
-			       s->l.path, LINE(s), n, raw->input_len, raw->input_len, bt, want);
+		               "%s:%llu: blocks: %u ids for input_len %u (expected floor(%u/%u) "
+		               "= %u)",
+		               s->l.path, LINE(s), n, raw->input_len, raw->input_len, bt, want);
 	raw->ids = s->ids;
 	raw->n_ids = n;
 	raw->ids_prefix = 1;
@@ -337,12 +335,12 @@ int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e
 		rc = err_set(e, KS_EINPUT, "%s:1: header: empty file", path);
 	unsigned ver = 0, bt = 0;
 	char ids[16] = "";
-	if (rc > 0 && (sscanf(s->l.buf, "#kvsim-trace %u block_tokens=%u ids=%15s", &ver, &bt,
-			      ids) != 3 ||
-		       ver != 1 || bt == 0 || strcmp(ids, "prefix")))
+	if (rc > 0 &&
+	    (sscanf(s->l.buf, "#kvsim-trace %u block_tokens=%u ids=%15s", &ver, &bt, ids) != 3 ||
+	     ver != 1 || bt == 0 || strcmp(ids, "prefix")))
 		rc = err_set(e, KS_EINPUT,
-			     "%s:1: header: expected '#kvsim-trace 1 block_tokens=N ids=prefix'",
-			     path);
+		             "%s:1: header: expected '#kvsim-trace 1 block_tokens=N ids=prefix'",
+		             path);
 	if (rc < 0) {
 		native_close(&s->base);
 		return rc;

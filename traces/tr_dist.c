@@ -15,9 +15,9 @@
 struct tr_dist {
 	tr_dist_opts_t o;
 	uint32_t min, max;
-	double mu;          /* lognormal location */
-	double *cdf;        /* Zipf */
-	uint32_t *vals;     /* empirical */
+	double mu;      /* lognormal location */
+	double *cdf;    /* Zipf */
+	uint32_t *vals; /* empirical */
 	size_t n_vals, cap;
 };
 
@@ -28,7 +28,7 @@ static int load_empirical(tr_dist_t *d, const char *name, int output, err_t *e)
 	o.path = d->o.path;
 	if (!o.path || !*o.path)
 		return err_set(e, KS_EINPUT, "[trace] %s_path: empty (empirical needs a trace)",
-			       name);
+		               name);
 	tr_reader_t *r;
 	int rc = tr_open(&o, 1u << 20, 0, &r, e);
 	if (rc)
@@ -48,7 +48,7 @@ static int load_empirical(tr_dist_t *d, const char *name, int output, err_t *e)
 }
 
 int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t max_tokens,
-		tr_dist_t **out, err_t *e)
+                tr_dist_t **out, err_t *e)
 {
 	*out = NULL;
 	tr_dist_t *d = calloc(1, sizeof *d);
@@ -62,17 +62,18 @@ int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t 
 		d->max = max_tokens;
 	if (d->min > d->max) {
 		rc = err_set(e, KS_EINPUT, "[trace] %s_min: %u is above %s_max %u", name, d->min,
-			     name, d->max);
+		             name, d->max);
 		goto fail;
 	}
 	switch (o->kind) {
 	case TR_DIST_FIXED:
-	case TR_DIST_UNIFORM: break;
+	case TR_DIST_UNIFORM:
+		break;
 	case TR_DIST_LOGNORMAL:
 		if (!(o->mean > 0) || !(o->sigma >= 0)) {
 			rc = err_set(e, KS_EINPUT,
-				     "[trace] %s_mean: lognormal needs mean > 0 and sigma >= 0",
-				     name);
+			             "[trace] %s_mean: lognormal needs mean > 0 and sigma >= 0",
+			             name);
 			goto fail;
 		}
 		/* E[X] = exp(mu + sigma^2/2) */
@@ -82,8 +83,8 @@ int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t 
 		uint32_t lo = d->min ? d->min : 1;
 		if ((uint64_t)d->max - lo + 1 > MAX_ZIPF) {
 			rc = err_set(e, KS_EINPUT,
-				     "[trace] %s_max: Zipf range [%u, %u] wider than %u values",
-				     name, lo, d->max, MAX_ZIPF);
+			             "[trace] %s_max: Zipf range [%u, %u] wider than %u values",
+			             name, lo, d->max, MAX_ZIPF);
 			goto fail;
 		}
 		d->min = lo;
@@ -104,7 +105,7 @@ int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t 
 			goto fail;
 		if (d->n_vals == 0) {
 			rc = err_set(e, KS_EINPUT, "%s: no rows for an empirical distribution",
-				     o->path);
+			             o->path);
 			goto fail;
 		}
 		break;
@@ -128,10 +129,13 @@ static uint32_t clamp(const tr_dist_t *d, double v)
 uint32_t tr_dist_draw(tr_dist_t *d, gsl_rng *rng)
 {
 	switch (d->o.kind) {
-	case TR_DIST_FIXED: return clamp(d, d->o.mean);
+	case TR_DIST_FIXED:
+		return clamp(d, d->o.mean);
 	case TR_DIST_UNIFORM:
-		return d->min + (uint32_t)gsl_rng_uniform_int(rng, (unsigned long)d->max - d->min + 1);
-	case TR_DIST_LOGNORMAL: return clamp(d, gsl_ran_lognormal(rng, d->mu, d->o.sigma));
+		return d->min +
+		       (uint32_t)gsl_rng_uniform_int(rng, (unsigned long)d->max - d->min + 1);
+	case TR_DIST_LOGNORMAL:
+		return clamp(d, gsl_ran_lognormal(rng, d->mu, d->o.sigma));
 	case TR_DIST_ZIPF: {
 		double u = gsl_rng_uniform(rng);
 		size_t lo = 0, hi = d->max - d->min;

@@ -23,7 +23,8 @@
  *           fanout_decoys groups of fanout_decoy_size requests with their own
  *           shared prefix (near-misses for burst detectors)
  * Generation stops at duration_s or after `requests` rows, whichever comes
- * first (servegen: at the end of its windows file; duration_s is ignored). Stream 1 of the seed draws arrivals, stream 2 lengths.
+ * first (servegen: at the end of its windows file; duration_s is ignored). Stream 1 of the seed
+ * draws arrivals, stream 2 lengths.
  */
 #include <errno.h>
 #include <gsl/gsl_randist.h>
@@ -78,12 +79,13 @@ static double thin_rate(const gen_src_t *g, double t)
 {
 	const tr_opts_t *o = &g->o;
 	if (o->gen == TR_GEN_DIURNAL)
-		return o->rate * (1 + o->diurnal_amp *
-					      sin(2 * M_PI * t / o->diurnal_period_s + o->diurnal_phase));
+		return o->rate * (1 + o->diurnal_amp * sin(2 * M_PI * t / o->diurnal_period_s +
+		                                           o->diurnal_phase));
 	if (t < o->flash_start_s)
 		return o->rate;
 	if (o->flash_spike)
-		return o->rate * (1 + (o->flash_mult - 1) * exp(-(t - o->flash_start_s) / o->flash_tau_s));
+		return o->rate *
+		       (1 + (o->flash_mult - 1) * exp(-(t - o->flash_start_s) / o->flash_tau_s));
 	return t < o->flash_start_s + o->flash_duration_s ? o->rate * o->flash_mult : o->rate;
 }
 
@@ -101,11 +103,11 @@ static int sg_read(gen_src_t *g, win_t *w, err_t *e)
 	int n = tr_csv_split(&g->l, f, 8, e);
 	if (n < 0)
 		return n;
-	static const char *const names[] = {"window_start_s", "rate", "cv",
-					    "pattern",        "shape", "scale"};
+	static const char *const names[] = {"window_start_s", "rate",  "cv",
+	                                    "pattern",        "shape", "scale"};
 	if (n < 6)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing column (row has %d of 6)",
-			       g->l.path, SG_LINE(g), names[n], n);
+		               g->l.path, SG_LINE(g), names[n], n);
 	double v[6];
 	for (int i = 0; i < 6; i++) {
 		if (i == 3)
@@ -119,10 +121,10 @@ static int sg_read(gen_src_t *g, win_t *w, err_t *e)
 	}
 	if (v[0] < 0 || v[1] < 0)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative", g->l.path, SG_LINE(g),
-			       v[0] < 0 ? names[0] : names[1]);
+		               v[0] < 0 ? names[0] : names[1]);
 	if (v[0] >= 4e9)
 		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: out of range [0, 4e9)",
-			       g->l.path, SG_LINE(g));
+		               g->l.path, SG_LINE(g));
 	memset(w, 0, sizeof *w);
 	w->start = v[0];
 	w->rate = v[1];
@@ -133,14 +135,15 @@ static int sg_read(gen_src_t *g, win_t *w, err_t *e)
 	else if (!strcmp(f[3].s, "Weibull"))
 		w->pattern = 2;
 	else if (f[3].len)
-		return err_set(e, KS_EINPUT, "%s:%llu: pattern: '%s' is not Gamma, Weibull or empty",
-			       g->l.path, SG_LINE(g), f[3].s);
+		return err_set(e, KS_EINPUT,
+		               "%s:%llu: pattern: '%s' is not Gamma, Weibull or empty", g->l.path,
+		               SG_LINE(g), f[3].s);
 	if (w->pattern && w->rate > 0 && !(w->shape > 0 && w->scale > 0))
 		return err_set(e, KS_EINPUT, "%s:%llu: shape: shape and scale must be > 0",
-			       g->l.path, SG_LINE(g));
+		               g->l.path, SG_LINE(g));
 	double mean = w->pattern == 1   ? w->shape * w->scale
-		      : w->pattern == 2 ? w->scale * exp(gsl_sf_lngamma(1 + 1 / w->shape))
-					: 1;
+	              : w->pattern == 2 ? w->scale * exp(gsl_sf_lngamma(1 + 1 / w->shape))
+	                                : 1;
 	w->factor = w->rate > 0 ? (1 / w->rate) / mean : 0;
 	return 1;
 }
@@ -156,8 +159,8 @@ static int sg_advance(gen_src_t *g, err_t *e)
 		return rc;
 	g->have_next = rc;
 	if (rc && g->next_w.start < g->w.start)
-		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: goes backwards",
-			       g->l.path, SG_LINE(g));
+		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: goes backwards", g->l.path,
+		               SG_LINE(g));
 	/* The last window lasts as long as the one before it (600 s in ServeGen). */
 	g->w.end = rc ? g->next_w.start : g->w.start + 600;
 	g->t = g->w.start;
@@ -168,10 +171,10 @@ static int sg_next_time(gen_src_t *g, double *t, err_t *e)
 {
 	for (;;) {
 		if (g->w.rate > 0) {
-			double gap = g->w.pattern == 1 ? gsl_ran_gamma(g->arr, g->w.shape, g->w.scale)
-				     : g->w.pattern == 2
-					     ? gsl_ran_weibull(g->arr, g->w.scale, g->w.shape)
-					     : gsl_ran_exponential(g->arr, 1);
+			double gap =
+			    g->w.pattern == 1   ? gsl_ran_gamma(g->arr, g->w.shape, g->w.scale)
+			    : g->w.pattern == 2 ? gsl_ran_weibull(g->arr, g->w.scale, g->w.shape)
+						: gsl_ran_exponential(g->arr, 1);
 			double nt = g->t + gap * g->w.factor;
 			if (nt < g->w.end) {
 				g->t = *t = nt;
@@ -194,13 +197,17 @@ static int next_time(gen_src_t *g, double *t, err_t *e)
 {
 	const tr_opts_t *o = &g->o;
 	switch (o->gen) {
-	case TR_GEN_POISSON: g->t += gsl_ran_exponential(g->arr, 1 / o->rate); break;
+	case TR_GEN_POISSON:
+		g->t += gsl_ran_exponential(g->arr, 1 / o->rate);
+		break;
 	case TR_GEN_GAMMA: {
 		double k = 1 / (o->cv * o->cv);
 		g->t += gsl_ran_gamma(g->arr, k, 1 / (o->rate * k));
 		break;
 	}
-	case TR_GEN_WEIBULL: g->t += gsl_ran_weibull(g->arr, g->weib_scale, g->weib_k); break;
+	case TR_GEN_WEIBULL:
+		g->t += gsl_ran_weibull(g->arr, g->weib_scale, g->weib_k);
+		break;
 	case TR_GEN_MMPP:
 		for (;;) {
 			double lam = o->mmpp_rate[g->mm_state];
@@ -219,8 +226,9 @@ static int next_time(gen_src_t *g, double *t, err_t *e)
 		break;
 	case TR_GEN_FLASH:
 	case TR_GEN_DIURNAL: {
-		double lmax = o->gen == TR_GEN_DIURNAL ? o->rate * (1 + o->diurnal_amp)
-						       : o->rate * (o->flash_mult > 1 ? o->flash_mult : 1);
+		double lmax = o->gen == TR_GEN_DIURNAL
+		                  ? o->rate * (1 + o->diurnal_amp)
+		                  : o->rate * (o->flash_mult > 1 ? o->flash_mult : 1);
 		do {
 			g->t += gsl_ran_exponential(g->arr, 1 / lmax);
 			if (o->duration_s > 0 && g->t > o->duration_s)
@@ -234,7 +242,8 @@ static int next_time(gen_src_t *g, double *t, err_t *e)
 		b_bytes(g);
 		return rc;
 	}
-	case TR_GEN_FANOUT: break; /* handled by gen_next */
+	case TR_GEN_FANOUT:
+		break; /* handled by gen_next */
 	}
 	*t = g->t;
 	return o->duration_s > 0 && g->t > o->duration_s ? 0 : 1;
@@ -256,8 +265,8 @@ static int gen_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	double t;
 	if (o->gen == TR_GEN_FANOUT) {
 		/* merge the precomputed burst/decoy list with the background stream */
-		int from_bg = g->bg_next >= 0 &&
-			      (g->i_ev >= g->n_ev || g->bg_next < g->ev[g->i_ev].t);
+		int from_bg =
+		    g->bg_next >= 0 && (g->i_ev >= g->n_ev || g->bg_next < g->ev[g->i_ev].t);
 		if (from_bg) {
 			t = g->bg_next;
 			g->bg_next += gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate);
@@ -312,10 +321,11 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 {
 	const tr_opts_t *o = &g->o;
 	uint64_t n = (uint64_t)o->fanout_bursts * o->fanout_size +
-		     (uint64_t)o->fanout_decoys * o->fanout_decoy_size;
+	             (uint64_t)o->fanout_decoys * o->fanout_decoy_size;
 	if (n > 100u * 1000 * 1000)
-		return err_set(e, KS_EINPUT, "[trace] fanout_bursts: %llu burst requests is too many",
-			       (unsigned long long)n);
+		return err_set(e, KS_EINPUT,
+		               "[trace] fanout_bursts: %llu burst requests is too many",
+		               (unsigned long long)n);
 	if (o->fanout_window_s > o->duration_s)
 		return err_set(e, KS_EINPUT, "[trace] fanout_window_s: longer than duration_s");
 	if (n && !(g->ev = malloc(n * sizeof *g->ev)))
@@ -327,21 +337,21 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 		double t0 = b * slot + gsl_rng_uniform(g->arr) * room;
 		uint64_t key = tr_mix(base, b);
 		for (uint32_t k = 0; k < o->fanout_size; k++)
-			g->ev[g->n_ev++] = (fan_ev_t){
-				t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
-				o->fanout_prefix_tokens};
+			g->ev[g->n_ev++] =
+			    (fan_ev_t){t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
+			               o->fanout_prefix_tokens};
 	}
 	for (uint32_t d = 0; d < o->fanout_decoys; d++) {
 		double t0 = gsl_rng_uniform(g->arr) * (o->duration_s - o->fanout_window_s);
 		uint64_t key = tr_mix(base, (1ULL << 40) + d);
 		for (uint32_t k = 0; k < o->fanout_decoy_size; k++)
-			g->ev[g->n_ev++] = (fan_ev_t){
-				t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
-				o->fanout_prefix_tokens};
+			g->ev[g->n_ev++] =
+			    (fan_ev_t){t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
+			               o->fanout_prefix_tokens};
 	}
 	qsort(g->ev, g->n_ev, sizeof *g->ev, cmp_ev);
-	g->bg_next = o->fanout_bg_rate > 0 ? gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate)
-					   : -1;
+	g->bg_next =
+	    o->fanout_bg_rate > 0 ? gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate) : -1;
 	if (g->bg_next > o->duration_s)
 		g->bg_next = -1;
 	return 0;
@@ -350,40 +360,44 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 static int check(const tr_opts_t *o, err_t *e)
 {
 	const char *gn = tr_gen_name(o->gen);
-	int needs_rate = o->gen != TR_GEN_MMPP && o->gen != TR_GEN_SERVEGEN &&
-			 o->gen != TR_GEN_FANOUT;
+	int needs_rate =
+	    o->gen != TR_GEN_MMPP && o->gen != TR_GEN_SERVEGEN && o->gen != TR_GEN_FANOUT;
 	if (needs_rate && !(o->rate > 0))
 		return err_set(e, KS_EINPUT, "[trace] rate: must be > 0 for gen = %s", gn);
 	if ((o->gen == TR_GEN_GAMMA || o->gen == TR_GEN_WEIBULL) && !(o->cv > 0))
 		return err_set(e, KS_EINPUT, "[trace] cv: must be > 0 for gen = %s", gn);
 	if (o->gen == TR_GEN_WEIBULL && (o->cv < 0.05 || o->cv > 20))
 		return err_set(e, KS_EINPUT, "[trace] cv: %g outside the Weibull range [0.05, 20]",
-			       o->cv);
-	if (o->gen == TR_GEN_MMPP &&
-	    (!(o->mmpp_dwell_s[0] > 0) || !(o->mmpp_dwell_s[1] > 0) ||
-	     !(o->mmpp_rate[0] + o->mmpp_rate[1] > 0) || o->mmpp_rate[0] < 0 || o->mmpp_rate[1] < 0))
+		               o->cv);
+	if (o->gen == TR_GEN_MMPP && (!(o->mmpp_dwell_s[0] > 0) || !(o->mmpp_dwell_s[1] > 0) ||
+	                              !(o->mmpp_rate[0] + o->mmpp_rate[1] > 0) ||
+	                              o->mmpp_rate[0] < 0 || o->mmpp_rate[1] < 0))
 		return err_set(e, KS_EINPUT,
-			       "[trace] mmpp_dwell0_s: MMPP needs dwell times > 0 and rates >= 0 "
-			       "(not both 0)");
-	if (o->gen == TR_GEN_FLASH && (!(o->flash_mult >= 0) || (o->flash_spike && !(o->flash_tau_s > 0))))
-		return err_set(e, KS_EINPUT, "[trace] flash_mult: must be >= 0 (spike needs "
-					     "flash_tau_s > 0)");
-	if (o->gen == TR_GEN_DIURNAL && (!(o->diurnal_period_s > 0) || o->diurnal_amp < 0 ||
-					 o->diurnal_amp > 1))
+		               "[trace] mmpp_dwell0_s: MMPP needs dwell times > 0 and rates >= 0 "
+		               "(not both 0)");
+	if (o->gen == TR_GEN_FLASH &&
+	    (!(o->flash_mult >= 0) || (o->flash_spike && !(o->flash_tau_s > 0))))
 		return err_set(e, KS_EINPUT,
-			       "[trace] diurnal_amp: needs 0 <= amp <= 1 and period > 0");
+		               "[trace] flash_mult: must be >= 0 (spike needs "
+		               "flash_tau_s > 0)");
+	if (o->gen == TR_GEN_DIURNAL &&
+	    (!(o->diurnal_period_s > 0) || o->diurnal_amp < 0 || o->diurnal_amp > 1))
+		return err_set(e, KS_EINPUT,
+		               "[trace] diurnal_amp: needs 0 <= amp <= 1 and period > 0");
 	if (o->gen == TR_GEN_SERVEGEN && (!o->path || !*o->path))
 		return err_set(e, KS_EINPUT, "[trace] path: gen = servegen needs a windows CSV");
 	if (o->gen == TR_GEN_FANOUT) {
 		if (!(o->duration_s > 0))
-			return err_set(e, KS_EINPUT, "[trace] duration_s: gen = fanout needs it > 0");
+			return err_set(e, KS_EINPUT,
+			               "[trace] duration_s: gen = fanout needs it > 0");
 		if (o->fanout_bg_rate < 0)
 			return err_set(e, KS_EINPUT, "[trace] fanout_bg_rate: must be >= 0");
 	}
 	if (o->gen != TR_GEN_SERVEGEN && o->gen != TR_GEN_FANOUT && !(o->duration_s > 0) &&
 	    o->requests == 0)
-		return err_set(e, KS_EINPUT,
-			       "[trace] duration_s: a generator needs duration_s > 0 or requests > 0");
+		return err_set(
+		    e, KS_EINPUT,
+		    "[trace] duration_s: a generator needs duration_s > 0 or requests > 0");
 	return 0;
 }
 

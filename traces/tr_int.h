@@ -26,23 +26,23 @@ typedef struct tr_seg {
 } tr_seg_t;
 
 typedef struct tr_raw {
-	int64_t t_ns;          /* since the source's first row (or generator start) */
+	int64_t t_ns; /* since the source's first row (or generator start) */
 	uint32_t input_len, output_len;
 	int32_t status;
 	uint64_t session_id;
-	const uint64_t *ids;   /* trace-block ids, or NULL */
+	const uint64_t *ids; /* trace-block ids, or NULL */
 	uint32_t n_ids;
-	int ids_prefix;        /* ids already chained at trace_block (native) */
-	const tr_seg_t *segs;  /* token segments (generators), or NULL */
+	int ids_prefix;       /* ids already chained at trace_block (native) */
+	const tr_seg_t *segs; /* token segments (generators), or NULL */
 	uint32_t n_segs;
-	uint64_t line;         /* source line for messages; 0 for generators */
+	uint64_t line; /* source line for messages; 0 for generators */
 } tr_raw_t;
 
 typedef struct tr_src {
 	int (*next)(struct tr_src *s, tr_raw_t *raw, err_t *e); /* 1 row, 0 end, <0 error */
 	void (*close)(struct tr_src *s);
-	uint32_t block_tokens;  /* the trace's own block size, 0 when none */
-	uint64_t bytes;         /* consumed so far */
+	uint32_t block_tokens; /* the trace's own block size, 0 when none */
+	uint64_t bytes;        /* consumed so far */
 } tr_src_t;
 
 /* ---- growable arrays ---------------------------------------------------- */
@@ -54,10 +54,10 @@ typedef struct tr_lines {
 	const char *path;
 	char *buf;
 	size_t cap;
-	size_t len;            /* without the newline */
-	uint64_t line;         /* 1-based number of the current line */
+	size_t len;    /* without the newline */
+	uint64_t line; /* 1-based number of the current line */
 	uint64_t bytes;
-	int no_newline;        /* the current line ended at EOF without '\n' */
+	int no_newline; /* the current line ended at EOF without '\n' */
 } tr_lines_t;
 int tr_lines_open(tr_lines_t *l, const char *path, err_t *e);
 /* 1 line (NUL-terminated, '\r' stripped), 0 EOF, <0 I/O error. */
@@ -65,7 +65,7 @@ int tr_lines_next(tr_lines_t *l, err_t *e);
 void tr_lines_close(tr_lines_t *l);
 
 typedef struct tr_field {
-	char *s;               /* NUL-terminated, unquoted in place */
+	char *s; /* NUL-terminated, unquoted in place */
 	size_t len;
 } tr_field_t;
 /* Splits l->buf into at most max fields; quoted fields ("a,""b""") are
@@ -74,8 +74,8 @@ int tr_csv_split(tr_lines_t *l, tr_field_t *f, int max, err_t *e);
 
 /* Strict numbers: the whole field (spaces trimmed) must parse. 0 ok, <0 with
  * "path:line: name: reason". */
-int tr_parse_u32(const tr_lines_t *l, const char *name, const char *s, uint32_t max,
-		 uint32_t *out, err_t *e);
+int tr_parse_u32(const tr_lines_t *l, const char *name, const char *s, uint32_t max, uint32_t *out,
+                 err_t *e);
 int tr_parse_f64(const tr_lines_t *l, const char *name, const char *s, double *out, err_t *e);
 /* "YYYY-MM-DD[ T]HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM]" to ns since the epoch. */
 int tr_parse_datetime(const char *s, int64_t *ns);
@@ -92,7 +92,7 @@ int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
 /* ---- length distributions (tr_dist.c) ----------------------------------- */
 typedef struct tr_dist tr_dist_t;
 int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t max_tokens,
-		tr_dist_t **out, err_t *e);
+                tr_dist_t **out, err_t *e);
 uint32_t tr_dist_draw(tr_dist_t *d, gsl_rng *rng);
 void tr_dist_free(tr_dist_t *d);
 
@@ -103,7 +103,7 @@ int tr_prefix_new(const tr_opts_t *o, uint64_t seed, tr_prefix_t **out, err_t *e
  * *session_id: in, the trace's session (0 none); out, the session used
  * (synthetic sessions get ids here). t_ns is the simulated arrival. */
 int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t input_len, uint32_t output_len,
-		       uint64_t *session_id, const tr_seg_t **segs, uint32_t *n, err_t *e);
+                       uint64_t *session_id, const tr_seg_t **segs, uint32_t *n, err_t *e);
 void tr_prefix_free(tr_prefix_t *p);
 
 /* ---- rng ---------------------------------------------------------------- */

@@ -25,7 +25,9 @@ typedef struct jsonl_src {
 	int check_blocks;
 	uint64_t *ids;
 	size_t cap;
-	struct chat { uint64_t id, root; } *chats; /* bailian: chat -> root chat */
+	struct chat {
+		uint64_t id, root;
+	} * chats; /* bailian: chat -> root chat */
 } jsonl_src_t;
 
 #define CHAT_SLOTS 65536u
@@ -38,8 +40,7 @@ static int get_num(jsonl_src_t *s, json_t *o, const char *name, double *v, err_t
 	if (!x)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing", s->l.path, LINE(s), name);
 	if (!json_is_number(x))
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: not a number", s->l.path, LINE(s),
-			       name);
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: not a number", s->l.path, LINE(s), name);
 	*v = json_number_value(x);
 	return 0;
 }
@@ -51,14 +52,14 @@ static int get_len(jsonl_src_t *s, json_t *o, const char *name, uint32_t *out, e
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing", s->l.path, LINE(s), name);
 	if (!json_is_integer(x))
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: not an integer", s->l.path, LINE(s),
-			       name);
+		               name);
 	json_int_t v = json_integer_value(x);
 	if (v < 0)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative length %lld", s->l.path,
-			       LINE(s), name, (long long)v);
+		               LINE(s), name, (long long)v);
 	if (v > (json_int_t)s->max_tokens)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: %lld out of range [0, %u]", s->l.path,
-			       LINE(s), name, (long long)v, s->max_tokens);
+		               LINE(s), name, (long long)v, s->max_tokens);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -67,7 +68,7 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 {
 	if (!json_is_object(o))
 		return err_set(e, KS_EINPUT, "%s:%llu: line: not a JSON object", s->l.path,
-			       LINE(s));
+		               LINE(s));
 	double ts = 0;
 	int rc;
 	if ((rc = get_num(s, o, "timestamp", &ts, e)))
@@ -83,16 +84,15 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 		json_t *c = json_object_get(o, "chat_id");
 		if (!c)
 			return err_set(e, KS_EINPUT, "%s:%llu: chat_id: missing", s->l.path,
-				       LINE(s));
+			               LINE(s));
 		if (!json_is_integer(c) || json_integer_value(c) < 0)
-			return err_set(e, KS_EINPUT,
-				       "%s:%llu: chat_id: not a non-negative integer", s->l.path,
-				       LINE(s));
+			return err_set(e, KS_EINPUT, "%s:%llu: chat_id: not a non-negative integer",
+			               s->l.path, LINE(s));
 		uint64_t id = (uint64_t)json_integer_value(c), root = id;
 		json_t *p = json_object_get(o, "parent_chat_id");
 		if (p && !json_is_integer(p))
 			return err_set(e, KS_EINPUT, "%s:%llu: parent_chat_id: not an integer",
-				       s->l.path, LINE(s));
+			               s->l.path, LINE(s));
 		if (p && json_integer_value(p) >= 0) {
 			uint64_t par = (uint64_t)json_integer_value(p);
 			struct chat *pc = &s->chats[tr_mix(0, par) & (CHAT_SLOTS - 1)];
@@ -107,25 +107,24 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 	if (!h)
 		return err_set(e, KS_EINPUT, "%s:%llu: hash_ids: missing", s->l.path, LINE(s));
 	if (!json_is_array(h))
-		return err_set(e, KS_EINPUT, "%s:%llu: hash_ids: not an array", s->l.path,
-			       LINE(s));
+		return err_set(e, KS_EINPUT, "%s:%llu: hash_ids: not an array", s->l.path, LINE(s));
 	size_t n = json_array_size(h);
 	uint32_t bt = s->base.block_tokens;
 	uint64_t want = ((uint64_t)raw->input_len + bt - 1) / bt;
 	if (s->check_blocks && n != want)
 		return err_set(e, KS_EINPUT,
-			       "%s:%llu: hash_ids: %zu ids for input_length %u (expected "
-			       "ceil(%u/%u) = %llu; set trace.check_blocks=false to accept)",
-			       s->l.path, LINE(s), n, raw->input_len, raw->input_len, bt,
-			       (unsigned long long)want);
+		               "%s:%llu: hash_ids: %zu ids for input_length %u (expected "
+		               "ceil(%u/%u) = %llu; set trace.check_blocks=false to accept)",
+		               s->l.path, LINE(s), n, raw->input_len, raw->input_len, bt,
+		               (unsigned long long)want);
 	if (tr_grow((void **)&s->ids, &s->cap, n, sizeof *s->ids))
 		return err_set(e, KS_ENOMEM, "%s: out of memory", s->l.path);
 	for (size_t i = 0; i < n; i++) {
 		json_t *x = json_array_get(h, i);
 		if (!json_is_integer(x) || json_integer_value(x) < 0)
 			return err_set(e, KS_EINPUT,
-				       "%s:%llu: hash_ids[%zu]: not a non-negative integer",
-				       s->l.path, LINE(s), i);
+			               "%s:%llu: hash_ids[%zu]: not a non-negative integer",
+			               s->l.path, LINE(s), i);
 		s->ids[i] = (uint64_t)json_integer_value(x);
 	}
 	raw->ids = s->ids;
@@ -153,11 +152,11 @@ static int jsonl_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 		if (!o) {
 			if (s->l.no_newline)
 				return err_set(e, KS_EINPUT,
-					       "%s:%llu: line: truncated line (no newline at end "
-					       "of file): %s",
-					       s->l.path, LINE(s), je.text);
+				               "%s:%llu: line: truncated line (no newline at end "
+				               "of file): %s",
+				               s->l.path, LINE(s), je.text);
 			return err_set(e, KS_EINPUT, "%s:%llu: json: %s (column %d)", s->l.path,
-				       LINE(s), je.text, je.column);
+			               LINE(s), je.text, je.column);
 		}
 		memset(raw, 0, sizeof *raw);
 		raw->line = s->l.line;
@@ -196,8 +195,7 @@ int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **o
 	s->check_blocks = o->check_blocks;
 	s->base.next = jsonl_next;
 	s->base.close = jsonl_close;
-	s->base.block_tokens = o->trace_block_tokens ? o->trace_block_tokens
-						     : (bailian ? 16 : 512);
+	s->base.block_tokens = o->trace_block_tokens ? o->trace_block_tokens : (bailian ? 16 : 512);
 	*out = &s->base;
 	return 0;
 }

@@ -39,15 +39,16 @@ int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, e
 		memcpy(w->tmp + n, ".tmp", 5);
 		w->f = fopen(w->tmp, "w");
 		if (!w->f) {
-			int rc = err_set(e, KS_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+			int rc =
+			    err_set(e, KS_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
 			tr_writer_abort(w);
 			return rc;
 		}
 	}
 	fprintf(w->f,
-		"#kvsim-trace 1 block_tokens=%u ids=prefix\n"
-		"#arrival_ns\tinput_len\toutput_len\tstatus\tsession_id\tblocks\n",
-		block_tokens);
+	        "#kvsim-trace 1 block_tokens=%u ids=prefix\n"
+	        "#arrival_ns\tinput_len\toutput_len\tstatus\tsession_id\tblocks\n",
+	        block_tokens);
 	*out = w;
 	return 0;
 }
@@ -55,23 +56,24 @@ int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, e
 int tr_writer_put(tr_writer_t *w, const tr_request_t *r, err_t *e)
 {
 	if (r->block_tokens != w->block_tokens || r->n_blocks != r->input_len / w->block_tokens)
-		return err_set(e, KS_ERUNTIME, "native writer: request %" PRIu64
-				" has %u blocks of %u tokens (file uses %u)",
-			       r->id, r->n_blocks, r->block_tokens, w->block_tokens);
+		return err_set(e, KS_ERUNTIME,
+		               "native writer: request %" PRIu64
+		               " has %u blocks of %u tokens (file uses %u)",
+		               r->id, r->n_blocks, r->block_tokens, w->block_tokens);
 	if (w->rows && r->arrival_ns < w->last)
-		return err_set(e, KS_ERUNTIME, "native writer: request %" PRIu64 " goes back in time",
-			       r->id);
+		return err_set(e, KS_ERUNTIME,
+		               "native writer: request %" PRIu64 " goes back in time", r->id);
 	w->last = r->arrival_ns;
 	w->rows++;
 	fprintf(w->f, "%" PRId64 "\t%u\t%u\t%d\t%" PRIu64 "\t", r->arrival_ns, r->input_len,
-		r->output_len, r->status ? 1 : 0, r->session_id);
+	        r->output_len, r->status ? 1 : 0, r->session_id);
 	if (r->n_blocks == 0)
 		fputc('-', w->f);
 	for (uint32_t i = 0; i < r->n_blocks; i++)
 		fprintf(w->f, i ? ",%016" PRIx64 : "%016" PRIx64, r->blocks[i]);
 	if (fputc('\n', w->f) == EOF)
 		return err_set(e, KS_EIO, "%s: write error: %s", w->tmp ? w->tmp : "stdout",
-			       strerror(errno));
+		               strerror(errno));
 	return 0;
 }
 
@@ -89,7 +91,7 @@ int tr_writer_close(tr_writer_t *w, err_t *e)
 			rc = err_set(e, KS_EIO, "%s: write error", w->tmp);
 		else if (rename(w->tmp, w->path))
 			rc = err_set(e, KS_EIO, "%s: cannot rename to %s: %s", w->tmp, w->path,
-				     strerror(errno));
+			             strerror(errno));
 	}
 	if (rc)
 		tr_writer_abort(w);

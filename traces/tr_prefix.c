@@ -31,10 +31,10 @@
 #define MAX_PROMPTS (1u << 22)
 
 typedef struct sess {
-	uint64_t sid;       /* 0: empty slot */
-	uint64_t key;       /* content key of this epoch */
-	uint32_t ctx;       /* input + output of the last turn */
-	uint32_t p_len;     /* shared prompt kept for the session */
+	uint64_t sid;   /* 0: empty slot */
+	uint64_t key;   /* content key of this epoch */
+	uint32_t ctx;   /* input + output of the last turn */
+	uint32_t p_len; /* shared prompt kept for the session */
 	uint64_t p_key;
 } sess_t;
 
@@ -42,11 +42,11 @@ struct tr_prefix {
 	tr_opts_t o;
 	uint64_t seed;
 	gsl_rng *rng;
-	double *cdf;        /* Zipf CDF over prompts */
-	sess_t *table;      /* trace sessions */
-	sess_t *open;       /* synthetic sessions (ring) */
+	double *cdf;   /* Zipf CDF over prompts */
+	sess_t *table; /* trace sessions */
+	sess_t *open;  /* synthetic sessions (ring) */
 	uint64_t n_synth;
-	uint64_t g_key;     /* current fan-out group */
+	uint64_t g_key; /* current fan-out group */
 	uint32_t g_left;
 	int64_t g_end;
 	tr_seg_t segs[4];
@@ -57,7 +57,7 @@ int tr_prefix_new(const tr_opts_t *o, uint64_t seed, tr_prefix_t **out, err_t *e
 	*out = NULL;
 	if (o->prefix_shared_prob > 0 && (o->prefix_count == 0 || o->prefix_count > MAX_PROMPTS))
 		return err_set(e, KS_EINPUT, "[trace] prefix_count: must be in [1, %u]",
-			       MAX_PROMPTS);
+		               MAX_PROMPTS);
 	tr_prefix_t *p = calloc(1, sizeof *p);
 	if (!p)
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -132,7 +132,7 @@ static void pick_prompt(tr_prefix_t *p, uint64_t *key, uint32_t *len)
 		/* lognormal with the given mean: mu = ln(mean) - sigma^2/2 (Box-Muller) */
 		double s = p->o.prefix_sigma;
 		double z = sqrt(-2 * log(hash_unit(tr_mix(h, 1)))) *
-			   cos(2 * M_PI * hash_unit(tr_mix(h, 2)));
+		           cos(2 * M_PI * hash_unit(tr_mix(h, 2)));
 		L = exp(log(L) - s * s / 2 + s * z);
 	}
 	*len = L >= 4294967295.0 ? UINT32_MAX : (uint32_t)llround(L);
@@ -166,8 +166,8 @@ static sess_t *session_for(tr_prefix_t *p, uint64_t *sid, uint32_t input_len)
 	return NULL;
 }
 
-int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_len,
-		       uint64_t *sid, const tr_seg_t **segs, uint32_t *n, err_t *e)
+int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_len, uint64_t *sid,
+                       const tr_seg_t **segs, uint32_t *n, err_t *e)
 {
 	(void)e;
 	uint32_t k = 0;
@@ -183,8 +183,8 @@ int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_le
 	p->g_left = 0;
 	if (p->o.group_prob > 0 && p->o.group_size > 1 &&
 	    gsl_rng_uniform(p->rng) < p->o.group_prob) {
-		p->g_key = tr_mix(tr_mix(TR_ROOT_ID, p->seed), gsl_rng_get(p->rng) ^
-							       (uint64_t)gsl_rng_get(p->rng) << 32);
+		p->g_key = tr_mix(tr_mix(TR_ROOT_ID, p->seed),
+		                  gsl_rng_get(p->rng) ^ (uint64_t)gsl_rng_get(p->rng) << 32);
 		p->g_left = p->o.group_size - 1;
 		double w = p->o.group_window_s * 1e9;
 		p->g_end = w < (double)(INT64_MAX - t_ns) ? t_ns + (int64_t)w : INT64_MAX;
@@ -204,7 +204,7 @@ int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_le
 			if (!s->key)
 				pick_prompt(p, &s->p_key, &s->p_len);
 			s->key = tr_mix(tr_mix(TR_ROOT_ID, p->seed),
-					gsl_rng_get(p->rng) ^ (uint64_t)gsl_rng_get(p->rng) << 32);
+			                gsl_rng_get(p->rng) ^ (uint64_t)gsl_rng_get(p->rng) << 32);
 		}
 		uint64_t c = (uint64_t)L + out_len;
 		s->ctx = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;

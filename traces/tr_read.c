@@ -15,9 +15,9 @@ struct tr_reader {
 	tr_src_t *src;
 	tr_kind_t kind;
 	char source[512];
-	uint32_t S;            /* simulated block size */
-	uint32_t T;            /* trace block size (0 none) */
-	uint64_t salt;         /* unique-token salt */
+	uint32_t S;    /* simulated block size */
+	uint32_t T;    /* trace block size (0 none) */
+	uint64_t salt; /* unique-token salt */
 	tr_prefix_t *pm;
 	tr_seg_t *segs;
 	size_t seg_cap;
@@ -52,8 +52,8 @@ uint64_t tr_mix(uint64_t h, uint64_t x)
 
 const char *tr_kind_name(tr_kind_t k)
 {
-	static const char *const n[] = {"auto",   "mooncake", "bailian",  "burstgpt",
-					"azure",  "native",   "servegen", "gen"};
+	static const char *const n[] = {"auto",  "mooncake", "bailian",  "burstgpt",
+	                                "azure", "native",   "servegen", "gen"};
 	return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
 }
 
@@ -70,7 +70,7 @@ int tr_kind_parse(const char *s, tr_kind_t *k)
 const char *tr_gen_name(tr_gen_kind_t g)
 {
 	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
-					"flash",   "diurnal", "servegen", "fanout"};
+	                                "flash",   "diurnal", "servegen", "fanout"};
 	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
 }
 
@@ -110,7 +110,7 @@ int tr_detect(const char *path, tr_kind_t *k, err_t *e)
 		*k = TR_KIND_SERVEGEN; /* headerless numeric CSV: ServeGen windows */
 	else
 		rc = err_set(e, KS_EINPUT,
-			     "%s:1: header: cannot detect the trace format; set trace.kind", path);
+		             "%s:1: header: cannot detect the trace format; set trace.kind", path);
 	tr_lines_close(&l);
 	return rc;
 }
@@ -145,8 +145,9 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	const char *path = o->path ? o->path : "";
 	if (r->kind == TR_KIND_AUTO) {
 		if (!*path) {
-			rc = err_set(e, KS_EINPUT, "[trace] path: empty (set a trace file, or "
-						   "kind = gen)");
+			rc = err_set(e, KS_EINPUT,
+			             "[trace] path: empty (set a trace file, or "
+			             "kind = gen)");
 			goto fail;
 		}
 		if ((rc = tr_detect(path, &r->kind, e)))
@@ -154,20 +155,32 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	}
 	if (r->kind != TR_KIND_GEN && !*path) {
 		rc = err_set(e, KS_EINPUT, "[trace] path: empty (kind = %s needs a file)",
-			     tr_kind_name(r->kind));
+		             tr_kind_name(r->kind));
 		goto fail;
 	}
 	switch (r->kind) {
-	case TR_KIND_MOONCAKE: rc = tr_src_jsonl(o, path, 0, &r->src, e); break;
-	case TR_KIND_BAILIAN: rc = tr_src_jsonl(o, path, 1, &r->src, e); break;
-	case TR_KIND_BURSTGPT: rc = tr_src_burstgpt(o, path, &r->src, e); break;
-	case TR_KIND_AZURE: rc = tr_src_azure(o, path, &r->src, e); break;
-	case TR_KIND_NATIVE: rc = tr_src_native(o, path, &r->src, e); break;
+	case TR_KIND_MOONCAKE:
+		rc = tr_src_jsonl(o, path, 0, &r->src, e);
+		break;
+	case TR_KIND_BAILIAN:
+		rc = tr_src_jsonl(o, path, 1, &r->src, e);
+		break;
+	case TR_KIND_BURSTGPT:
+		rc = tr_src_burstgpt(o, path, &r->src, e);
+		break;
+	case TR_KIND_AZURE:
+		rc = tr_src_azure(o, path, &r->src, e);
+		break;
+	case TR_KIND_NATIVE:
+		rc = tr_src_native(o, path, &r->src, e);
+		break;
 	case TR_KIND_SERVEGEN:
 		r->o.gen = TR_GEN_SERVEGEN;
 		rc = tr_src_gen(&r->o, seed, &r->src, e);
 		break;
-	default: rc = tr_src_gen(&r->o, seed, &r->src, e); break;
+	default:
+		rc = tr_src_gen(&r->o, seed, &r->src, e);
+		break;
 	}
 	if (rc)
 		goto fail;
@@ -222,7 +235,7 @@ uint64_t tr_bytes_read(const tr_reader_t *r)
 
 /* Chains the content segments into ids of full S-token blocks. */
 static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32_t n,
-			 uint64_t serial)
+                         uint64_t serial)
 {
 	uint64_t h = TR_ROOT_ID;
 	uint32_t k = 0, off = 0;
@@ -237,8 +250,8 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 				/* Tokens of this request alone: the chain never meets another. */
 				h = tr_mix(tr_mix(h, r->salt), serial);
 				if (k < ns) {
-					uint32_t take = sg[k].tokens - off < left ? sg[k].tokens - off
-										  : left;
+					uint32_t take =
+					    sg[k].tokens - off < left ? sg[k].tokens - off : left;
 					off += take;
 					left -= take;
 				} else {
@@ -256,8 +269,7 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 	}
 }
 
-static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t *n_out,
-		       err_t *e)
+static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t *n_out, err_t *e)
 {
 	uint32_t n = raw->input_len / r->S;
 	*n_out = n;
@@ -271,7 +283,7 @@ static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t 
 			return 0;
 		}
 		if (tr_grow((void **)&r->segs, &r->seg_cap, raw->n_ids ? raw->n_ids : 1,
-			    sizeof *r->segs))
+		            sizeof *r->segs))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		for (uint32_t i = 0; i < raw->n_ids; i++)
 			r->segs[i] = (tr_seg_t){raw->ids[i], r->T, 0};
@@ -287,7 +299,7 @@ static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t 
 	const tr_seg_t *sg;
 	uint32_t ns;
 	int rc = tr_prefix_segments(r->pm, arrival, raw->input_len, raw->output_len,
-				    &raw->session_id, &sg, &ns, e);
+	                            &raw->session_id, &sg, &ns, e);
 	if (rc)
 		return rc;
 	chain_blocks(r, sg, ns, n, serial);
@@ -313,7 +325,7 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 			r->done = 1;
 			if (r->rows_src == 0)
 				return err_set(e, KS_EINPUT, "%s: empty trace (no requests)",
-					       r->source);
+				               r->source);
 			return 0;
 		}
 		if (r->rows_src == 0)
@@ -321,10 +333,11 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 		else if (raw.t_ns < r->t_prev) {
 			r->done = 1;
 			return err_set(e, KS_EINPUT,
-				       "%s:%llu: timestamp: goes backwards (%.9f s after the "
-				       "first row, previous row at %.9f s)",
-				       r->source, (unsigned long long)raw.line,
-				       (raw.t_ns - r->t_first) / 1e9, (r->t_prev - r->t_first) / 1e9);
+			               "%s:%llu: timestamp: goes backwards (%.9f s after the "
+			               "first row, previous row at %.9f s)",
+			               r->source, (unsigned long long)raw.line,
+			               (raw.t_ns - r->t_first) / 1e9,
+			               (r->t_prev - r->t_first) / 1e9);
 		}
 		r->t_prev = raw.t_ns;
 		r->rows_src++;
@@ -339,9 +352,9 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 		if (!(a < 4e18)) { /* ~127 years: beyond it int64 ns would overflow */
 			r->done = 1;
 			return err_set(e, KS_EINPUT,
-				       "%s:%llu: timestamp: %.3g s after rate scaling is out of "
-				       "range",
-				       r->source, (unsigned long long)raw.line, a / 1e9);
+			               "%s:%llu: timestamp: %.3g s after rate scaling is out of "
+			               "range",
+			               r->source, (unsigned long long)raw.line, a / 1e9);
 		}
 		int64_t arrival = (int64_t)llround(a);
 		uint32_t n;
@@ -350,15 +363,15 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 			return rc;
 		}
 		*out = (tr_request_t){
-			.id = r->next_id++,
-			.arrival_ns = arrival,
-			.input_len = raw.input_len,
-			.output_len = raw.output_len,
-			.n_blocks = n,
-			.blocks = r->blocks,
-			.block_tokens = r->S,
-			.status = raw.status,
-			.session_id = raw.session_id,
+		    .id = r->next_id++,
+		    .arrival_ns = arrival,
+		    .input_len = raw.input_len,
+		    .output_len = raw.output_len,
+		    .n_blocks = n,
+		    .blocks = r->blocks,
+		    .block_tokens = r->S,
+		    .status = raw.status,
+		    .session_id = raw.session_id,
 		};
 		return 1;
 	}
@@ -382,8 +395,8 @@ int tr_file_sha256(const char *path, char out[65], err_t *e)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return err_set(e, errno == ENOENT ? KS_EINPUT : KS_EIO, "%s: cannot open: %s",
-			       path, strerror(errno));
+		return err_set(e, errno == ENOENT ? KS_EINPUT : KS_EIO, "%s: cannot open: %s", path,
+		               strerror(errno));
 	struct sha256_ctx c;
 	sha256_init(&c);
 	unsigned char buf[1 << 16];

@@ -242,13 +242,14 @@ int tr_stats_compute(tr_reader_t *r, int reuse, tr_stats_t *s, err_t *e)
 		}
 	}
 	s->in = (tr_len_stats_t){hin.n ? hin.sum / (double)hin.n : 0, hist_q(&hin, 0.5),
-				 hist_q(&hin, 0.99), hin.max};
+	                         hist_q(&hin, 0.99), hin.max};
 	s->out = (tr_len_stats_t){hout.n ? hout.sum / (double)hout.n : 0, hist_q(&hout, 0.5),
-				  hist_q(&hout, 0.99), hout.max};
+	                          hist_q(&hout, 0.99), hout.max};
 	s->reused_tokens = s->reused_blocks * s->block_tokens;
 	s->reuse_block = s->blocks ? (double)s->reused_blocks / (double)s->blocks : 0;
 	s->reuse_token = s->tokens ? (double)s->reused_tokens / (double)s->tokens : 0;
 	s->distinct_blocks = m.n;
+	s->reuse_counted = reuse != 0;
 	if (reuse && half_reuse(&m, s->reused_blocks, &s->prefixes_half_reuse))
 		rc = err_set(e, KS_ENOMEM, "out of memory");
 done:
@@ -281,47 +282,53 @@ void tr_stats_print(const tr_stats_t *s, const char *source, int json, FILE *f)
 		fprintf(f, "{\"source\": ");
 		json_str(f, source);
 		fprintf(f,
-			", \"rows\": %llu, \"failed\": %llu, \"duration_s\": %.6f, "
-			"\"mean_rate\": %.6f, \"iat_cv\": %.6f, \"peak_to_mean_1s\": %.6f, "
-			"\"peak_to_mean_10s\": %.6f, \"peak_to_mean_60s\": %.6f, "
-			"\"vmr_60s\": %.6f, ",
-			(unsigned long long)s->rows, (unsigned long long)s->failed, s->duration_s,
-			s->mean_rate, s->iat_cv, s->peak_to_mean[0], s->peak_to_mean[1],
-			s->peak_to_mean[2], s->vmr_60s);
+		        ", \"rows\": %llu, \"failed\": %llu, \"duration_s\": %.6f, "
+		        "\"mean_rate\": %.6f, \"iat_cv\": %.6f, \"peak_to_mean_1s\": %.6f, "
+		        "\"peak_to_mean_10s\": %.6f, \"peak_to_mean_60s\": %.6f, "
+		        "\"vmr_60s\": %.6f, ",
+		        (unsigned long long)s->rows, (unsigned long long)s->failed, s->duration_s,
+		        s->mean_rate, s->iat_cv, s->peak_to_mean[0], s->peak_to_mean[1],
+		        s->peak_to_mean[2], s->vmr_60s);
 		fprintf(f,
-			"\"input\": {\"mean\": %.3f, \"p50\": %u, \"p99\": %u, \"max\": %u}, "
-			"\"output\": {\"mean\": %.3f, \"p50\": %u, \"p99\": %u, \"max\": %u}, ",
-			s->in.mean, s->in.p50, s->in.p99, s->in.max, s->out.mean, s->out.p50,
-			s->out.p99, s->out.max);
+		        "\"input\": {\"mean\": %.3f, \"p50\": %u, \"p99\": %u, \"max\": %u}, "
+		        "\"output\": {\"mean\": %.3f, \"p50\": %u, \"p99\": %u, \"max\": %u}, ",
+		        s->in.mean, s->in.p50, s->in.p99, s->in.max, s->out.mean, s->out.p50,
+		        s->out.p99, s->out.max);
 		fprintf(f,
-			"\"block_tokens\": %u, \"blocks\": %llu, \"reused_blocks\": %llu, "
-			"\"tokens\": %llu, \"reused_tokens\": %llu, \"reuse_block\": %.6f, "
-			"\"reuse_token\": %.6f, \"distinct_blocks\": %llu, "
-			"\"prefixes_half_reuse\": %llu}\n",
-			s->block_tokens, (unsigned long long)s->blocks,
-			(unsigned long long)s->reused_blocks, (unsigned long long)s->tokens,
-			(unsigned long long)s->reused_tokens, s->reuse_block, s->reuse_token,
-			(unsigned long long)s->distinct_blocks,
-			(unsigned long long)s->prefixes_half_reuse);
+		        "\"block_tokens\": %u, \"blocks\": %llu, \"reused_blocks\": %llu, "
+		        "\"tokens\": %llu, \"reused_tokens\": %llu, \"reuse_block\": %.6f, "
+		        "\"reuse_token\": %.6f, \"distinct_blocks\": %llu, "
+		        "\"prefixes_half_reuse\": %llu, \"reuse_counted\": %s}\n",
+		        s->block_tokens, (unsigned long long)s->blocks,
+		        (unsigned long long)s->reused_blocks, (unsigned long long)s->tokens,
+		        (unsigned long long)s->reused_tokens, s->reuse_block, s->reuse_token,
+		        (unsigned long long)s->distinct_blocks,
+		        (unsigned long long)s->prefixes_half_reuse,
+		        s->reuse_counted ? "true" : "false");
 		return;
 	}
 	fprintf(f, "source            %s\n", source);
 	fprintf(f, "rows              %llu (%llu failed in the source)\n",
-		(unsigned long long)s->rows, (unsigned long long)s->failed);
+	        (unsigned long long)s->rows, (unsigned long long)s->failed);
 	fprintf(f, "duration          %.3f s\n", s->duration_s);
 	fprintf(f, "mean rate         %.4f req/s\n", s->mean_rate);
 	fprintf(f, "inter-arrival CV  %.4f\n", s->iat_cv);
 	fprintf(f, "peak/mean counts  1 s %.2f   10 s %.2f   60 s %.2f\n", s->peak_to_mean[0],
-		s->peak_to_mean[1], s->peak_to_mean[2]);
+	        s->peak_to_mean[1], s->peak_to_mean[2]);
 	fprintf(f, "var/mean 60 s     %.3f\n", s->vmr_60s);
 	fprintf(f, "input tokens      mean %.1f  p50 %u  p99 %u  max %u\n", s->in.mean, s->in.p50,
-		s->in.p99, s->in.max);
-	fprintf(f, "output tokens     mean %.1f  p50 %u  p99 %u  max %u\n", s->out.mean,
-		s->out.p50, s->out.p99, s->out.max);
-	fprintf(f, "prefix reuse      %.4f of %llu blocks (%u tokens each), %.4f of %llu input "
-		   "tokens\n",
-		s->reuse_block, (unsigned long long)s->blocks, s->block_tokens, s->reuse_token,
-		(unsigned long long)s->tokens);
+	        s->in.p99, s->in.max);
+	fprintf(f, "output tokens     mean %.1f  p50 %u  p99 %u  max %u\n", s->out.mean, s->out.p50,
+	        s->out.p99, s->out.max);
+	if (!s->reuse_counted) {
+		fprintf(f, "prefix reuse      not counted (--no-reuse)\n");
+		return;
+	}
+	fprintf(f,
+	        "prefix reuse      %.4f of %llu blocks (%u tokens each), %.4f of %llu input "
+	        "tokens\n",
+	        s->reuse_block, (unsigned long long)s->blocks, s->block_tokens, s->reuse_token,
+	        (unsigned long long)s->tokens);
 	fprintf(f, "distinct blocks   %llu; %llu of them carry half the reuse\n",
-		(unsigned long long)s->distinct_blocks, (unsigned long long)s->prefixes_half_reuse);
+	        (unsigned long long)s->distinct_blocks, (unsigned long long)s->prefixes_half_reuse);
 }
