@@ -132,6 +132,7 @@ typedef struct result {
 } result_t;
 
 static int prof_mode = 1;
+static int64_t bench_quantum; /* net_set_quantum for the next case */
 
 static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 {
@@ -151,6 +152,8 @@ static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 	if (!b->net)
 		return KS_ENOMEM;
 	net_set_record(b->net, 0);
+	if (net_set_quantum(b->net, bench_quantum, NULL))
+		return KS_EINPUT;
 	if (pat == PAT_DISTINCT) {
 		b->n_access = n_distinct;
 		for (uint32_t i = 0; i < n_distinct; i++)
@@ -300,6 +303,14 @@ int net_bench_main(int argc, char **argv)
 	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
 		goto fail;
 	print_row("steady, random pairs, closed loop", 10000 / k, &r);
+	bench_quantum = 1000000;
+	if ((rc = run_case(PAT_RAIL, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
+		goto fail;
+	print_row("steady, rail-aligned, quantum 1ms", 10000 / k, &r);
+	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
+		goto fail;
+	print_row("steady, random pairs, quantum 1ms", 10000 / k, &r);
+	bench_quantum = 0;
 	printf("scaling: one bottleneck shared by all flows (closed loop)\n");
 	print_head();
 	static const uint64_t ns[] = {1000, 10000, 100000};
