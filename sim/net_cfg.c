@@ -33,9 +33,8 @@ const cfg_key_t net_cfg_keys[] = {
 	 "fixed cost per copy, modelled as added startup latency (links stay free "
 	 "meanwhile); 0 until a calibration supplies it", NULL},
 	{"network", "solve_quantum_ns", CFG_INT, "0", 0, 1e12, NULL, "ns",
-	 "0 = exact: re-solve rates at every event instant; > 0: flows join and rates "
-	 "are re-solved only at multiples of this (faster on big fabrics; a flow may "
-	 "wait up to one quantum, freed capacity idles until the tick)", NULL},
+	 "0 = exact; > 0: flows join and rates are re-solved only at multiples of "
+	 "this (faster; a join may wait one quantum)", NULL},
 	{"network", "record_flows", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "keep one record per transfer for the /transfers output", NULL},
 };
