@@ -83,6 +83,7 @@ struct net {
 	double bg_weight;
 	net_bg_mode_t bg_mode;
 	double bg_param;
+	int64_t quantum; /* ns; 0 = re-solve at every instant */
 	/* solve */
 	uint32_t *dirty;
 	uint32_t n_dirty, cap_dirty;
@@ -236,6 +237,14 @@ static void mh_remove(net_t *net, agg_t *a, uint32_t i)
 
 /* ---- dirty links and solve scheduling -------------------------------------- */
 
+/* The next re-solve tick at or after t (t itself when exact). */
+static int64_t tick_up(const net_t *net, int64_t t)
+{
+	if (net->quantum <= 0 || t % net->quantum == 0)
+		return t;
+	return (t / net->quantum + 1) * net->quantum;
+}
+
 static int mark_dirty(net_t *net, const uint32_t *path, uint32_t len)
 {
 	for (uint32_t k = 0; k < len; k++) {
@@ -248,8 +257,8 @@ static int mark_dirty(net_t *net, const uint32_t *path, uint32_t len)
 		net->dirty[net->n_dirty++] = path[k];
 	}
 	if (net->solve_ev == EV_NONE) {
-		net->solve_ev = ev_engine_at(net->eng, ev_engine_now(net->eng), net->type, 0,
-					     (uint64_t)K_SOLVE << 32);
+		net->solve_ev = ev_engine_at(net->eng, tick_up(net, ev_engine_now(net->eng)),
+					     net->type, 0, (uint64_t)K_SOLVE << 32);
 		if (net->solve_ev == EV_NONE)
 			return KS_ENOMEM;
 	}
@@ -902,6 +911,8 @@ static int on_done(net_t *net, uint32_t ai, uint32_t gen)
 		return KS_ENOMEM;
 	if (a->n == 0)
 		agg_destroy(net, ai);
+	else if (net->quantum > 0 && agg_schedule(net, ai, now)) /* old rate runs to the tick */
+		return KS_ENOMEM;
 	/* callbacks last: they may start or cancel flows (never re-enter on_done) */
 	uint32_t nd = net->n_done;
 	for (uint32_t i = 0; i < nd; i++) {
@@ -1068,6 +1079,14 @@ int net_set_bg_mode(net_t *net, net_bg_mode_t mode, double param, err_t *e)
 	return 0;
 }
 
+int net_set_quantum(net_t *net, int64_t ns, err_t *e)
+{
+	if (ns < 0)
+		return err_set(e, KS_EINPUT, "solve quantum must be >= 0 ns, got %lld", (long long)ns);
+	net->quantum = ns;
+	return 0;
+}
+
 void net_set_record(net_t *net, int on)
 {
 	net->record = on;
@@ -1122,7 +1141,9 @@ int net_flow_start(net_t *net, const net_flow_spec_t *s, uint64_t *id, err_t *e)
 	f->done = s->done;
 	f->ctx = s->ctx;
 	f->alone = lat + (s->bytes ? dur_ns((double)s->bytes, fmin(minc, f->cap)) : 0);
-	f->ev = ev_engine_at(net->eng, now + lat, net->type, fi, ((uint64_t)K_JOIN << 32) | f->gen);
+	/* with a quantum, joins wait for the next tick: rates only rise there */
+	f->ev = ev_engine_at(net->eng, tick_up(net, now + lat), net->type, fi,
+			     ((uint64_t)K_JOIN << 32) | f->gen);
 	if (f->ev == EV_NONE) {
 		flow_release(net, fi);
 		return err_set(e, KS_ENOMEM, "net: cannot schedule flow start");
@@ -1172,8 +1193,9 @@ int net_flow_cancel(net_t *net, uint64_t id, uint64_t *delivered, err_t *e)
 
 void net_flush(net_t *net)
 {
-	if (net->n_dirty == 0)
-		return;
+	int64_t now = ev_engine_now(net->eng);
+	if (net->n_dirty == 0 || tick_up(net, now) != now)
+		return; /* with a quantum, the rates in force hold until the tick */
 	if (net->solve_ev != EV_NONE) {
 		ev_engine_cancel(net->eng, net->solve_ev);
 		net->solve_ev = EV_NONE;

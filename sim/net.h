@@ -100,6 +100,12 @@ size_t net_link_count(const net_t *net);
 int net_set_share(net_t *net, net_share_t mode, double bg_weight, err_t *e);
 /* param: threshold in (0,1] for IDLE_WINDOW, share in (0,1] for RATE_CAP. */
 int net_set_bg_mode(net_t *net, net_bg_mode_t mode, double param, err_t *e);
+/* Speed/accuracy knob, default 0 (exact). With q > 0 ns, flows join and
+ * rates are re-solved only at multiples of q: a new flow waits up to q
+ * beyond its latency, and capacity freed by a finish or cancel goes unused
+ * until the next tick, so links are never over capacity. Queries answer
+ * the rates in force. Set it before starting flows. */
+int net_set_quantum(net_t *net, int64_t ns, err_t *e);
 /* Keep a record per finished/cancelled flow (default on). */
 void net_set_record(net_t *net, int on);
 

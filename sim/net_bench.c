@@ -21,7 +21,7 @@
 
 #define T_NET 1
 
-typedef enum { PAT_RAIL, PAT_RANDOM, PAT_SAME_PATH, PAT_INCAST, PAT_DISTINCT } pattern_t;
+typedef enum { PAT_RAIL, PAT_RANDOM, PAT_COPY, PAT_SAME_PATH, PAT_INCAST, PAT_DISTINCT } pattern_t;
 
 typedef struct bench {
 	ev_engine_t *eng;
@@ -35,6 +35,7 @@ typedef struct bench {
 	uint32_t n_access;    /* PAT_DISTINCT: private links, one per flow */
 	uint32_t next_access;
 	uint64_t block_bytes;
+	uint64_t finished;
 	int failed;
 } bench_t;
 
@@ -52,8 +53,9 @@ static int on_done(void *ctx, net_t *net, const net_flow_rec_t *r)
 	(void)net;
 	(void)r;
 	bench_t *b = ctx;
-	if (b->closed_left) {
-		b->closed_left--;
+	uint64_t per = b->pat == PAT_COPY ? b->gpn : 1; /* flows per copy */
+	if (++b->finished % per == 0 && b->closed_left >= per) {
+		b->closed_left -= per;
 		return start_one(b);
 	}
 	return 0;
@@ -74,6 +76,23 @@ static int start_one(bench_t *b)
 		dg = b->pat == PAT_RAIL ? sg : (uint32_t)gsl_rng_uniform_int(b->rng, b->gpn);
 		n = net_path_gpu_gpu(b->topo, sn, sg, dn, dg, path);
 		break;
+	case PAT_COPY: /* instance to instance, TP 8: shard g from GPU g to GPU g */
+		sn = (uint32_t)gsl_rng_uniform_int(b->rng, b->nodes);
+		dn = (uint32_t)gsl_rng_uniform_int(b->rng, b->nodes - 1);
+		dn += dn >= sn;
+		uint64_t sz = b->block_bytes * (1 + gsl_rng_uniform_int(b->rng, 32)) +
+			      gsl_rng_uniform_int(b->rng, b->block_bytes);
+		for (uint32_t g = 0; g < b->gpn; g++) {
+			n = net_path_gpu_gpu(b->topo, sn, g, dn, g, path);
+			if (n <= 0)
+				return KS_ERUNTIME;
+			net_flow_spec_t s = {.bytes = sz, .path = path, .path_len = (uint32_t)n,
+					     .cls = NET_FG, .done = on_done, .ctx = b};
+			int rc = net_flow_start(b->net, &s, NULL, NULL);
+			if (rc)
+				return rc;
+		}
+		return 0;
 	case PAT_SAME_PATH:
 		n = net_path_gpu_gpu(b->topo, 1, 0, 0, 0, path);
 		break;
@@ -113,6 +132,7 @@ typedef struct result {
 } result_t;
 
 static int prof_mode = 1;
+static int64_t bench_quantum; /* net_set_quantum for the next case */
 
 static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 {
@@ -132,6 +152,8 @@ static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 	if (!b->net)
 		return KS_ENOMEM;
 	net_set_record(b->net, 0);
+	if (net_set_quantum(b->net, bench_quantum, NULL))
+		return KS_EINPUT;
 	if (pat == PAT_DISTINCT) {
 		b->n_access = n_distinct;
 		for (uint32_t i = 0; i < n_distinct; i++)
@@ -168,7 +190,7 @@ static int run_case(pattern_t pat, uint32_t nodes, uint64_t concurrent, uint64_t
 	b.closed_left = extra;
 	double t0 = wall_s();
 	net_set_profile(b.net, prof_mode);
-	for (uint64_t i = 0; i < concurrent && !rc; i++)
+	for (uint64_t i = 0; i < concurrent && !rc; i += pat == PAT_COPY ? b.gpn : 1)
 		rc = start_one(&b);
 	/* closed loop: the initial burst of joins is warm-up, not measured */
 	int warm = extra > 0;
@@ -272,9 +294,23 @@ int net_bench_main(int argc, char **argv)
 	if ((rc = run_case(PAT_RAIL, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
 		goto fail;
 	print_row("steady, rail-aligned, closed loop", 10000 / k, &r);
+	if ((rc = run_case(PAT_COPY, 16, 10000 / k, 0, UINT64_MAX, &r)))
+		goto fail;
+	print_row("burst, whole TP8 copies (8 shards)", 10000 / k, &r);
+	if ((rc = run_case(PAT_COPY, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
+		goto fail;
+	print_row("steady, whole TP8 copies", 10000 / k, &r);
 	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
 		goto fail;
 	print_row("steady, random pairs, closed loop", 10000 / k, &r);
+	bench_quantum = 1000000;
+	if ((rc = run_case(PAT_RAIL, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
+		goto fail;
+	print_row("steady, rail-aligned, quantum 1ms", 10000 / k, &r);
+	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
+		goto fail;
+	print_row("steady, random pairs, quantum 1ms", 10000 / k, &r);
+	bench_quantum = 0;
 	printf("scaling: one bottleneck shared by all flows (closed loop)\n");
 	print_head();
 	static const uint64_t ns[] = {1000, 10000, 100000};

@@ -32,6 +32,9 @@ const cfg_key_t net_cfg_keys[] = {
 	{"network", "copy_overhead_ns", CFG_INT, "0", 0, 1e9, NULL, "ns",
 	 "fixed cost per copy, modelled as added startup latency (links stay free "
 	 "meanwhile); 0 until a calibration supplies it", NULL},
+	{"network", "solve_quantum_ns", CFG_INT, "0", 0, 1e12, NULL, "ns",
+	 "0 = exact; > 0: flows join and rates are re-solved only at multiples of "
+	 "this (faster; a join may wait one quantum)", NULL},
 	{"network", "record_flows", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "keep one record per transfer for the /transfers output", NULL},
 };

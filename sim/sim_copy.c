@@ -85,6 +85,8 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	if (mode != NET_BG_IMMEDIATE && (rc = net_set_bg_mode(s->net, mode, param, e)))
 		return rc;
 	net_set_record(s->net, 0);
+	if ((rc = net_set_quantum(s->net, cfg_int(c, "network", "solve_quantum_ns"), e)))
+		return rc;
 	s->block_granular = cfg_bool(c, "network", "block_granular");
 	s->copy_overhead_ns = cfg_int(c, "network", "copy_overhead_ns");
 	const char *fr = cfg_str(c, "kvcache", "fetch");
