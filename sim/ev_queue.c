@@ -9,12 +9,9 @@
  *   children 4i+1..4i+4 share a line): half the depth of a binary heap for
  *   the same lines touched per level.
  * - pos[slot] is the heap index, so cancel and reschedule are O(log n).
- * - ev_pop leaves a hole at the root; the push a handler usually makes next
- *   drops into it (one root-to-leaf pass for pop + push). Anything else fills
- *   the hole bottom-up (Wegener 1993): walk the smaller children to a leaf,
- *   then sift the last entry up from there.
- * - Below the levels that stay in cache, sifts prefetch the four lines the
- *   next level may use.
+ * - Pop refills the root bottom-up (Wegener 1993): walk the smaller children
+ *   to a leaf, then sift the last entry up from there.
+ * - Sifts prefetch the four lines the next level may use.
  * - Slots are reused LIFO, so a handler's push writes the body line its pop
  *   just read. The tie key is 32 bits and is renumbered (order kept) when it
  *   would wrap; the 64-bit seq reported in ev_event_t never wraps.
@@ -29,9 +26,6 @@
 #include <sys/mman.h>
 
 #define ARITY 4
-/* Children at index >= this lie past the first ~16 KB of the heap: prefetch
- * from there down, where lines start to miss L1/L2. */
-#define PREFETCH_FROM 1024
 
 /* Heap entry: one 128-bit key, compared with a single unsigned compare.
  * High half: time with the sign bit flipped (order-preserving as unsigned);
@@ -68,7 +62,6 @@ struct ev_queue {
 	ev_body_t *body;
 	size_t n;
 	size_t cap;
-	int hole; /* root popped, not yet refilled: entries sit at 1..n */
 	uint32_t free_head;
 	uint32_t next_key;
 	uint64_t next_seq;
@@ -111,7 +104,7 @@ static int queue_grow(ev_queue_t *q, size_t want)
 	}
 	hent_t *heap = (hent_t *)hm + (ARITY - 1);
 	if (q->cap) {
-		memcpy(heap, q->heap, (q->n + (size_t)q->hole) * sizeof *heap);
+		memcpy(heap, q->heap, q->n * sizeof *heap);
 		memcpy(pos, q->pos, q->cap * sizeof *pos);
 		memcpy(body, q->body, q->cap * sizeof *body);
 	}
@@ -174,19 +167,14 @@ static void sift_up(ev_queue_t *q, size_t i, hent_t e)
 	heap_set(q, i, e);
 }
 
-/* The smallest of the four children starting at c (all present): its index,
- * and its key in *key. Written as selects: which child is smallest is a coin
- * toss the branch predictor cannot learn, so conditional moves win. */
-static inline size_t min_child4(const hent_t *h, size_t c, hent_t *key)
+/* The smallest of the four children starting at c (all present). Written as
+ * selects on indices: which child is smallest is a coin toss the branch
+ * predictor cannot learn, so conditional moves win. */
+static inline size_t min_child4(const hent_t *h, size_t c)
 {
-	hent_t a = h[c], b = h[c + 1], x = h[c + 2], y = h[c + 3];
-	int ab = b < a, xy = y < x;
-	size_t ia = ab ? c + 1 : c, ix = xy ? c + 3 : c + 2;
-	a = ab ? b : a;
-	x = xy ? y : x;
-	int ax = x < a;
-	*key = ax ? x : a;
-	return ax ? ix : ia;
+	size_t a = h[c + 1] < h[c] ? c + 1 : c;
+	size_t b = h[c + 3] < h[c + 2] ? c + 3 : c + 2;
+	return h[b] < h[a] ? b : a;
 }
 
 /* The smallest child of i in a last, partly filled group c..n-1. */
@@ -199,17 +187,14 @@ static size_t min_child_part(const hent_t *h, size_t c, size_t n)
 	return m;
 }
 
-/* The next level lies in one of the four lines under children c..c+3. */
-static inline void prefetch_grandchildren(const hent_t *h, size_t c)
-{
-	if (c >= PREFETCH_FROM) {
-		const hent_t *g = &h[ARITY * c + 1];
-		__builtin_prefetch(g);
-		__builtin_prefetch(g + 4);
-		__builtin_prefetch(g + 8);
-		__builtin_prefetch(g + 12);
-	}
-}
+/* "prefetch": in both sift loops the next level lies in one of the four
+ * lines under children c..c+3, so all four are fetched while this level's
+ * comparisons run. Cheap when they hit; at 256K pending the lower levels live
+ * in L3 and this about halves the time per event. They are written in the
+ * loops, unconditionally: GCC 12 silently dropped them when they sat behind a
+ * depth test or in an inline helper (check: objdump -d | grep prefetch).
+ * Integer arithmetic: near the bottom the address lies past the array, which
+ * a prefetch may touch but C pointer arithmetic may not. */
 
 /* Places e at i or below, moving smaller children up. */
 static void sift_down(ev_queue_t *q, size_t i, hent_t e)
@@ -217,12 +202,13 @@ static void sift_down(ev_queue_t *q, size_t i, hent_t e)
 	hent_t *h = q->heap;
 	size_t n = q->n, c;
 	while ((c = ARITY * i + 1) + ARITY <= n) {
-		prefetch_grandchildren(h, c);
-		hent_t k;
-		size_t m = min_child4(h, c, &k);
-		if (!HENT_LESS(k, e))
+		for (size_t k = 0; k < ARITY; k++) /* see "prefetch" above */
+			__builtin_prefetch((const void *)((uintptr_t)h +
+							  (ARITY * (c + k) + 1) * sizeof *h));
+		size_t m = min_child4(h, c);
+		if (!HENT_LESS(h[m], e))
 			goto done;
-		heap_set(q, i, k);
+		heap_set(q, i, h[m]);
 		i = m;
 	}
 	if (c < n) {
@@ -245,10 +231,11 @@ static void refill_root(ev_queue_t *q, hent_t e)
 	hent_t *h = q->heap;
 	size_t n = q->n, i = 0, c;
 	while ((c = ARITY * i + 1) + ARITY <= n) {
-		prefetch_grandchildren(h, c);
-		hent_t k;
-		size_t m = min_child4(h, c, &k);
-		heap_set(q, i, k);
+		for (size_t k = 0; k < ARITY; k++) /* see "prefetch" above */
+			__builtin_prefetch((const void *)((uintptr_t)h +
+							  (ARITY * (c + k) + 1) * sizeof *h));
+		size_t m = min_child4(h, c);
+		heap_set(q, i, h[m]);
 		i = m;
 	}
 	if (c < n) {
@@ -257,26 +244,6 @@ static void refill_root(ev_queue_t *q, hent_t e)
 		i = m;
 	}
 	sift_up(q, i, e);
-}
-
-/* Pop leaves the root empty (a hole: entries sit at 1..n) instead of refilling
- * it at once; when the caller pushes next, as a handler usually does, the new
- * entry drops into the hole and sifts down, so one root-to-leaf pass serves
- * the pop and the push together. Any other operation refills the hole first. */
-static void hole_fill(ev_queue_t *q)
-{
-	if (!q->hole)
-		return;
-	q->hole = 0;
-	if (q->n)
-		refill_root(q, q->heap[q->n]);
-}
-
-/* Index of the earliest entry while the root is a hole (n >= 1). */
-static size_t hole_min(const ev_queue_t *q)
-{
-	hent_t k;
-	return q->n >= ARITY ? min_child4(q->heap, 1, &k) : min_child_part(q->heap, 1, q->n + 1);
 }
 
 static int cmp_hent(const void *a, const void *b)
@@ -289,7 +256,6 @@ static int cmp_hent(const void *a, const void *b)
  * (time, key) order. A sorted array is a valid heap, so order is kept. */
 static void renumber(ev_queue_t *q)
 {
-	hole_fill(q);
 	qsort(q->heap, q->n, sizeof *q->heap, cmp_hent);
 	for (size_t i = 0; i < q->n; i++) {
 		uint32_t s = HENT_SLOT(q->heap[i]);
@@ -319,14 +285,7 @@ ev_handle_t ev_push(ev_queue_t *q, int64_t time, uint32_t type, uint32_t target,
 	b->payload = payload;
 	b->type = type;
 	b->target = target;
-	hent_t e = make_entry(q, time, s); /* may refill the hole (renumber) */
-	if (q->hole) {
-		q->hole = 0;
-		q->n++;
-		sift_down(q, 0, e);
-	} else {
-		sift_up(q, q->n++, e);
-	}
+	sift_up(q, q->n++, make_entry(q, time, s));
 	return ((uint64_t)b->gen << 32) | s;
 }
 
@@ -339,7 +298,6 @@ static inline void slot_release(ev_queue_t *q, uint32_t s)
 
 int ev_pop(ev_queue_t *q, ev_event_t *out)
 {
-	hole_fill(q);
 	if (q->n == 0)
 		return 1;
 	hent_t top = q->heap[0];
@@ -352,21 +310,17 @@ int ev_pop(ev_queue_t *q, ev_event_t *out)
 	out->payload = b->payload;
 	slot_release(q, s);
 	if (--q->n) {
-		q->hole = 1;
-		/* The next pop most likely returns the root's smallest child: start
-		 * the miss on its body now, so it overlaps the caller's handler. */
-		__builtin_prefetch(&q->body[HENT_SLOT(q->heap[hole_min(q)])]);
+		refill_root(q, q->heap[q->n]);
+		/* The next pop most likely returns the new root: start the miss on
+		 * its body now, so it overlaps the caller's handler. */
+		__builtin_prefetch(&q->body[HENT_SLOT(q->heap[0])]);
 	}
 	return 0;
 }
 
 int64_t ev_peek_time(const ev_queue_t *q)
 {
-	if (q->n == 0)
-		return INT64_MAX;
-	if (!q->hole)
-		return HENT_TIME(q->heap[0]);
-	return HENT_TIME(q->heap[hole_min(q)]);
+	return q->n ? HENT_TIME(q->heap[0]) : INT64_MAX;
 }
 
 int ev_pop_until(ev_queue_t *q, int64_t until, ev_event_t *out)
@@ -404,7 +358,6 @@ int ev_cancel(ev_queue_t *q, ev_handle_t h)
 	uint32_t s = handle_slot(q, h);
 	if (s == NO_SLOT)
 		return -1;
-	hole_fill(q);
 	size_t i = q->pos[s];
 	hent_t old = q->heap[i];
 	slot_release(q, s);
@@ -419,7 +372,6 @@ int ev_reschedule(ev_queue_t *q, ev_handle_t h, int64_t new_time)
 	uint32_t s = handle_slot(q, h);
 	if (s == NO_SLOT)
 		return -1;
-	hole_fill(q);
 	hent_t e = make_entry(q, new_time, s);
 	size_t i = q->pos[s]; /* read after make_entry: renumber() moves entries */
 	heap_fix(q, i, q->heap[i], e);
