@@ -114,7 +114,7 @@ int ev_phold_run(const ev_phold_params_t *p, ev_phold_result_t *r, err_t *e)
 		      .exp_mean = (double)(p->mean_ns - p->lookahead_ns),
 		      .lps_over_remote = p->remote > 0 ? (double)p->lps / p->remote : 0};
 	ev_engine_t *eng = ev_engine_new(pending + 1);
-	ph.rng = gsl_rng_alloc(gsl_rng_mt19937);
+	ph.rng = gsl_rng_alloc(gsl_rng_taus2);
 	if (!eng || !ph.rng) {
 		rc = err_set(e, KS_ENOMEM, "phold: out of memory for %zu events", pending);
 		goto out;
@@ -182,7 +182,7 @@ int ev_hold_run(const ev_hold_params_t *p, ev_hold_result_t *r, err_t *e)
 		return err_set(e, KS_EINPUT, "hold: --mean must be > 0 ns");
 	int rc = KS_OK;
 	ev_queue_t *q = ev_queue_new(p->size + 1);
-	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
 	if (!q || !rng) {
 		rc = err_set(e, KS_ENOMEM, "hold: out of memory for %u events", p->size);
 		goto out;
