@@ -65,7 +65,7 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 KVSIM     := $(BUILD)/kvsim
 
-.PHONY: all run test bench fuzz install clean format deps build build-tests \
+.PHONY: FORCE all run test bench fuzz install clean format deps build build-tests \
         run-only test-only bench-only fuzz-only
 .DEFAULT_GOAL := all
 
@@ -128,6 +128,14 @@ $(BUILD)/libkvsim_$(1).a: $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(i
 endef
 $(foreach f,$(FOLDERS),$(eval $(call archive_rule,$(f))))
 
+# Objects that print or record KVSIM_GITREV rebuild when the revision changes
+# (the flag alone is invisible to make, so provenance would go stale).
+$(BUILD)/gen/gitrev.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GITREV)' | cmp -s - $@ || echo '$(GITREV)' > $@
+$(BUILD)/sim/main.o $(BUILD)/sim/out_hdf5.o: $(BUILD)/gen/gitrev.stamp
+FORCE:
+
 $(KVSIM): $(BUILD)/sim/main.o $(LIBS)
 	$(CC) $(OPT) $(LDSAN) -rdynamic $< $(LINK_LIBS) $(LDLIBS) -o $@
 
@@ -144,14 +152,28 @@ $(BUILD)/tests/%: tests/%.c $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP $< $(LINK_LIBS) $(LDSAN) -rdynamic $(LDLIBS) -lcmocka -o $@
 
+# Example policy plugin that tests/test_pol_plugin.c loads (not in any archive).
+$(BUILD)/plugins/%.so: policies/plugins/%.c policies/pol.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared $< $(LDSAN) -o $@
+TEST_EXTRA += $(BUILD)/plugins/example_plugin.so
+
 build-tests: $(TEST_BINS) $(KVSIM) $(BUILD)/kvreplay $(TEST_EXTRA)
 
 test-only: build-tests
 	@KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) SAN=$(SAN) \
 	  sh tests/run_tests.sh $(TEST_BINS)
 
+# The default experiment under the main replication policies, side by side:
+# HDF5 per run, the catalog and a TTFT CDF plot under results/.
+RUN_POLICIES ?= none,reactive_hotspot,early_rdma,speculative,full
 run-only: $(KVSIM)
-	$(KVSIM) run
+	$(KVSIM) sweep --grid policy.replication.name=$(RUN_POLICIES) -j 2 -o results
+	@$(KVSIM) runs results --where "status = 'done'" --columns \
+	  policy.replication.name,ttft_mean_ms,ttft_p95_ms,ttft_p99_ms,slo_attainment,hit_rate_tokens,bytes_fg,bytes_bg,spec.replicas_created,spec.replicas_wasted,spec.unused_vram_gb_s
+	@/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog results \
+	  --label policy.replication.name -o results/ttft_cdf.png \
+	  && echo "wrote results/ttft_cdf.png"
 
 bench-only: build
 	@for s in $(sort $(wildcard tests/bench_*.sh)); do \
@@ -161,7 +183,7 @@ bench-only: build
 FUZZ_SRCS := $(wildcard tests/fuzz_*.c)
 fuzz-only:
 	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz \
-	  OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  $(patsubst tests/%.c,build-fuzz/fuzz/%,$(FUZZ_SRCS))
 	@for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); \
 	  mkdir -p build-fuzz/corpus/$$n; \

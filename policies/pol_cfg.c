@@ -1,8 +1,169 @@
-/* Config keys of the policy families (see sim/cfg.h). */
-#include "sim/cfg.h"
+/* pol_cfg — config keys of the policy families and reading a policy's
+ * parameters from a resolved config (see pol.h).
+ *
+ * Sections policy.predictor, policy.replication, policy.routing,
+ * policy.eviction, policy.transfer, policy.admission each hold `name` (an
+ * enum of the registered policies) and every policy's own parameters,
+ * tagged with owner = policy name, so cfg_finalize rejects a parameter set
+ * for a policy the section does not select. */
+#include "policies/pol.h"
+#include "policies/pol_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The built-in names; test_pol_cfg checks they match pol_builtins. */
+static const cfg_key_t name_keys[POL_NFAMILY] = {
+    {"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0,
+     "oracle,repeat_count,ewma,holt,hawkes", "",
+     "demand forecaster feeding the replication policy (kvsim policies lists them)", NULL},
+    {"policy.replication", "name", CFG_ENUM, "none", 0, 0,
+     "none,reactive_hotspot,early_rdma,speculative,full", "",
+     "how KV is copied between instances ahead of or on demand", NULL},
+    {"policy.routing", "name", CFG_ENUM, "least_load", 0, 0,
+     "round_robin,random,least_load,cache_aware,kv_cost,weighted_score,preble,min_ttft", "",
+     "which instance serves a request", NULL},
+    {"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, "lru,lfu,spec_first,cost_aware", "",
+     "which evictable KV block goes first when the pool is full", NULL},
+    {"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, "immediate,idle_window,rate_cap", "",
+     "when background (speculative) copies may use the links", NULL},
+    {"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, "accept_all,slo_reject", "",
+     "whether a request is admitted at arrival", NULL},
+};
 
 int pol_cfg_register(cfg_schema_t *s)
 {
-	(void)s;
+	int rc;
+	for (int f = 0; f < POL_NFAMILY; f++)
+		if ((rc = cfg_schema_add(s, &name_keys[f], 1)))
+			return rc;
+	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
+		if ((rc = cfg_schema_add(s, b->ops->params, b->ops->n_params)))
+			return rc;
 	return 0;
+}
+
+static int is_builtin(const pol_base_t *ops)
+{
+	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
+		if (b->ops == ops)
+			return 1;
+	return 0;
+}
+
+int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
+{
+	for (int f = 0; f < POL_NFAMILY; f++) {
+		size_t n = pol_count(r, (pol_family_t)f);
+		for (size_t i = 0; i < n; i++) {
+			const pol_base_t *ops = pol_at(r, (pol_family_t)f, i);
+			if (is_builtin(ops) || !ops->n_params)
+				continue;
+			if (cfg_schema_find(s, ops->params[0].section, ops->params[0].name))
+				continue; /* already added */
+			if (cfg_schema_add(s, ops->params, ops->n_params))
+				return err_set(e, KS_EINPUT,
+				               "plugin policy '%s': its parameters clash with the "
+				               "config schema",
+				               ops->name);
+		}
+		char *names = pol_names(r, (pol_family_t)f);
+		if (!names)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		int rc =
+		    cfg_schema_set_choices(s, pol_family_section((pol_family_t)f), "name", names);
+		free(names);
+		if (rc)
+			return err_set(e, rc, "[%s] name: cannot widen its choices",
+			               pol_family_section((pol_family_t)f));
+	}
+	return 0;
+}
+
+int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e)
+{
+	/* defaults first (allocates and validates), then the config's values */
+	int rc = pol_params_init(p, keys, n, NULL, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const cfg_key_t *k = &keys[i];
+		if (!cfg_schema_find(cfg_schema(c), k->section, k->name)) {
+			pol_params_free(p);
+			return err_set(e, KS_EINPUT,
+			               "[%s] %s: not in the config schema (plugin "
+			               "keys need pol_cfg_register_plugins)",
+			               k->section, k->name);
+		}
+		switch (k->type) {
+		case CFG_INT:
+			p->num[i] = (double)cfg_int(c, k->section, k->name);
+			break;
+		case CFG_FLOAT:
+			p->num[i] = cfg_float(c, k->section, k->name);
+			break;
+		case CFG_BOOL:
+			p->num[i] = cfg_bool(c, k->section, k->name);
+			break;
+		case CFG_STR:
+		case CFG_ENUM: {
+			char *s = strdup(cfg_str(c, k->section, k->name));
+			if (!s) {
+				pol_params_free(p);
+				return err_set(e, KS_ENOMEM, "out of memory");
+			}
+			free(p->str[i]);
+			p->str[i] = s;
+			break;
+		}
+		}
+	}
+	return 0;
+}
+
+int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
+                 pol_handle_t *h, err_t *e)
+{
+	memset(h, 0, sizeof *h);
+	const char *sec = pol_family_section(f);
+	if (!sec)
+		return err_set(e, KS_EINPUT, "bad policy family %d", (int)f);
+	const char *name = cfg_str(c, sec, "name");
+	const pol_base_t *ops = pol_find(r, f, name);
+	if (!ops)
+		return err_set(e, KS_EINPUT, "[%s] name: unknown policy '%s'", sec, name);
+	int rc = pol_params_from_cfg(&h->params, ops->params, ops->n_params, c, e);
+	if (rc)
+		return err_prefix(e, "%s policy '%s'", pol_family_name(f), name);
+	return pol_open_ops(ops, seed, h, e);
+}
+
+uint64_t pol_seed(uint64_t master, pol_family_t f)
+{
+	/* splitmix64 (Steele et al. 2014) of master + a per-family odd offset */
+	uint64_t x = master + 0x9e3779b97f4a7c15ULL * ((uint64_t)f + 1);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+int pol_set_open_cfg(const pol_registry_t *r, const cfg_t *c, uint64_t master_seed, pol_set_t *s,
+                     err_t *e)
+{
+	memset(s, 0, sizeof *s);
+	for (int f = 0; f < POL_NFAMILY; f++) {
+		int rc = pol_open_cfg(r, (pol_family_t)f, c, pol_seed(master_seed, (pol_family_t)f),
+		                      &s->h[f], e);
+		if (rc) {
+			pol_set_close(s);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void pol_set_close(pol_set_t *s)
+{
+	for (int f = 0; f < POL_NFAMILY; f++)
+		pol_close(&s->h[f]);
 }

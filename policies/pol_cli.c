@@ -1,11 +1,168 @@
-/* placeholder until this subcommand lands; replaced by its module. */
+/* pol_cli — `kvsim policies`: lists every policy family, each policy's
+ * documentation and parameters (type, default, range, unit, doc), and the
+ * serving-framework presets. */
 #include <stdio.h>
+#include <string.h>
 
+#include "policies/pol.h"
 #include "sim/cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvsim policies [--plugin FILE.so]... [--presets] [FAMILY [NAME]]\n\n"
+	           "Lists the policy families (predictor, replication, routing, eviction,\n"
+	           "transfer, admission), every policy with its documentation and its\n"
+	           "parameters, set in a config as\n"
+	           "  [policy.FAMILY]\n  name = POLICY\n  PARAM = VALUE\n"
+	           "or with --set policy.FAMILY.PARAM=VALUE.\n\n"
+	           "  --plugin FILE.so  load an external policy plugin first\n"
+	           "  --presets         list the serving-framework presets and what they set\n");
+}
+
+/* Prints text wrapped at 78 columns with the given indent. */
+static void wrap(const char *text, int indent)
+{
+	int col = indent;
+	printf("%*s", indent, "");
+	const char *p = text;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		size_t w = strcspn(p, " ");
+		if (!w)
+			break;
+		if (col > indent && col + 1 + (int)w > 78) {
+			printf("\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			putchar(' ');
+			col++;
+		}
+		printf("%.*s", (int)w, p);
+		col += (int)w;
+		p += w;
+	}
+	putchar('\n');
+}
+
+static const char *type_name(cfg_type_t t)
+{
+	switch (t) {
+	case CFG_INT:
+		return "int";
+	case CFG_FLOAT:
+		return "float";
+	case CFG_BOOL:
+		return "bool";
+	case CFG_STR:
+		return "string";
+	case CFG_ENUM:
+		return "enum";
+	}
+	return "?";
+}
+
+static void print_policy(const pol_base_t *o)
+{
+	printf("  %s\n", o->name);
+	wrap(o->doc ? o->doc : "", 6);
+	for (size_t i = 0; i < o->n_params; i++) {
+		const cfg_key_t *k = &o->params[i];
+		printf("      %s (%s, default %s", k->name, type_name(k->type), k->def);
+		if (k->type == CFG_ENUM && k->choices)
+			printf(", one of %s", k->choices);
+		else if (k->min < k->max && k->type != CFG_BOOL)
+			printf(", %g..%g", k->min, k->max);
+		if (k->unit && *k->unit)
+			printf(", %s", k->unit);
+		printf(")\n");
+		wrap(k->doc ? k->doc : "", 10);
+	}
+}
+
+static void print_presets(void)
+{
+	printf("presets (config key 'preset'; a value you set yourself always wins):\n");
+	for (size_t i = 0; i < pol_presets_n; i++) {
+		const pol_preset_t *p = &pol_presets[i];
+		printf("  %s\n", p->name);
+		wrap(p->doc, 6);
+		for (size_t j = 0; j < p->n; j++) {
+			printf("      %s = %s\n", p->kv[j].key, p->kv[j].value);
+			wrap(p->kv[j].source, 10);
+		}
+	}
+}
 
 int pol_cli_main(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "kvsim %s: not implemented yet\n", argv[0]);
-	return 1;
+	const char *fam = NULL, *name = NULL;
+	int presets = 0, rc = 0;
+	err_t e = {0};
+	pol_registry_t *r = pol_registry_new();
+	if (!r) {
+		fprintf(stderr, "kvsim policies: out of memory\n");
+		return 1;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			goto out;
+		} else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+			if (pol_registry_load(r, argv[++i], &e)) {
+				fprintf(stderr, "kvsim policies: %s\n", e.msg);
+				rc = err_exit_status(e.code);
+				goto out;
+			}
+		} else if (!strcmp(argv[i], "--presets")) {
+			presets = 1;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "kvsim policies: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			rc = 2;
+			goto out;
+		} else if (!fam) {
+			fam = argv[i];
+		} else if (!name) {
+			name = argv[i];
+		} else {
+			usage(stderr);
+			rc = 2;
+			goto out;
+		}
+	}
+	if (presets) {
+		print_presets();
+		goto out;
+	}
+	pol_family_t only = POL_NFAMILY;
+	if (fam && pol_family_parse(fam, &only, &e)) {
+		fprintf(stderr, "kvsim policies: %s\n", e.msg);
+		rc = 2;
+		goto out;
+	}
+	for (int f = 0; f < POL_NFAMILY; f++) {
+		if (only != POL_NFAMILY && f != (int)only)
+			continue;
+		if (name) {
+			const pol_base_t *o = pol_find(r, (pol_family_t)f, name);
+			if (!o) {
+				fprintf(stderr, "kvsim policies: no %s policy '%s'\n",
+				        pol_family_name((pol_family_t)f), name);
+				rc = 2;
+				goto out;
+			}
+			printf("[%s]\n", pol_family_section((pol_family_t)f));
+			print_policy(o);
+			continue;
+		}
+		printf("[%s] name = ...\n", pol_family_section((pol_family_t)f));
+		size_t n = pol_count(r, (pol_family_t)f);
+		for (size_t i = 0; i < n; i++)
+			print_policy(pol_at(r, (pol_family_t)f, i));
+		printf("\n");
+	}
+out:
+	pol_registry_free(r);
+	return rc;
 }

@@ -1,11 +1,179 @@
-/* placeholder until this subcommand lands; replaced by its module. */
+/* cli_run — `kvsim run [CONFIG] [--set k=v]...`: one experiment, a summary
+ * table on stdout, and (with -o DIR) the run's HDF5 file. */
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "sim/cfg.h"
 #include "sim/cli.h"
+#include "sim/cli_common.h"
+#include "policies/pol.h"
+#include "sim/out_hdf5.h"
+#include "sim/out_sweep.h"
+#include "sim/sim.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
+		   "                 [--plugin FILE.so]... [--quiet]\n\n"
+		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
+		   "built-in default experiment (see 'kvsim config show').\n\n"
+		   "options:\n");
+	cli_cfg_help(f);
+	fprintf(f, "  -o, --out DIR             also write DIR/runs/<id>.h5 and a row in\n"
+		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
+		   "  --plugin FILE.so          load policies from a shared object (repeatable)\n"
+		   "  -q, --quiet               print nothing but errors\n"
+		   "  -h, --help                this help\n\n"
+		   "Exit status: 0 ok, 1 runtime failure, 2 usage or input error.\n");
+}
+
+/* Rows of the summary table: metric name, label, format scale. */
+static const struct {
+	const char *name, *label;
+} rows[] = {
+	{"requests", "requests"},
+	{"completed", "completed"},
+	{"rejected", "rejected"},
+	{"unfinished", "unfinished"},
+	{"ttft_mean_ms", "TTFT mean (ms)"},
+	{"ttft_p50_ms", "TTFT p50 (ms)"},
+	{"ttft_p95_ms", "TTFT p95 (ms)"},
+	{"ttft_p99_ms", "TTFT p99 (ms)"},
+	{"tpot_mean_ms", "TPOT mean (ms)"},
+	{"tpot_p99_ms", "TPOT p99 (ms)"},
+	{"tbt_p90_p99_ms", "TBT p90, p99 over requests (ms)"},
+	{"e2e_p50_ms", "end-to-end p50 (ms)"},
+	{"queue_mean_ms", "queueing delay mean (ms)"},
+	{"throughput_rps", "throughput (req/s)"},
+	{"output_tokens_per_s", "output tokens/s"},
+	{"slo_attainment", "SLO attainment (TTFT and TPOT)"},
+	{"goodput_rps", "goodput (req/s)"},
+	{"hit_rate_tokens", "cache hit rate, token-weighted"},
+	{"hit_rate_blocks", "cache hit rate, block-weighted"},
+	{"tok_fetched_peer", "prompt tokens fetched from peers"},
+	{"tok_fetched_host", "prompt tokens fetched from host"},
+	{"bytes_fg", "bytes copied, foreground"},
+	{"bytes_bg", "bytes copied, background"},
+	{"spec.triggers", "speculation triggers"},
+	{"spec.replicas_created", "speculative replicas created"},
+	{"spec.replicas_used", "speculative replicas used"},
+	{"spec.replicas_wasted", "speculative replicas wasted"},
+	{"spec.unused_vram_gb_s", "VRAM held by unused replicas (GB-s)"},
+	{"spec.warm_hits", "requests warm thanks to a replica"},
+	{"spec.copies_cancelled", "copies cancelled"},
+	{"spec.copies_refused", "copies refused (source not ready, no room)"},
+	{"fg_slowdown_mean", "foreground copy slowdown (mean)"},
+	{"instances", "instances"},
+	{"kv_blocks_per_instance", "KV blocks per instance"},
+	{"sim_time_s", "simulated time (s)"},
+	{"sim_events", "events"},
+};
+
+static void print_summary(const sim_results_t *r)
+{
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		double v = sim_results_get(r, rows[i].name);
+		if (isnan(v))
+			continue;
+		if (v == floor(v) && fabs(v) < 1e15)
+			printf("  %-36s %15.0f\n", rows[i].label, v);
+		else
+			printf("  %-36s %15.4f\n", rows[i].label, v);
+	}
+	printf("  %-36s %15.3f\n", "wall time (s)", r->wall_s);
+	if (r->wall_s > 0)
+		printf("  %-36s %15.0f\n", "simulated requests per wall-second",
+		       (double)r->n_req / r->wall_s);
+}
 
 int cli_run_main(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "kvsim %s: not implemented yet\n", argv[0]);
-	return 1;
+	cli_cfg_args_t a = {NULL, (const char **)(argv + argc), 0};
+	const char *sets[256];
+	a.sets = sets;
+	int quiet = 0;
+	const char *out_dir = NULL;
+	err_t e = {0};
+	pol_registry_t *reg = NULL;
+	int rc;
+	for (int i = 1; i < argc;) {
+		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
+		     !strcmp(argv[i], "--plugin")) && i + 1 >= argc) {
+			fprintf(stderr, "kvsim: run: %s needs a value\n", argv[i]);
+			pol_registry_free(reg);
+			return 2;
+		}
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
+			out_dir = argv[i + 1];
+			i += 2;
+			continue;
+		}
+		if (!strcmp(argv[i], "--plugin")) {
+			if (!reg && !(reg = pol_registry_new())) {
+				fprintf(stderr, "kvsim: out of memory\n");
+				return 1;
+			}
+			if (pol_registry_load(reg, argv[i + 1], &e)) {
+				pol_registry_free(reg);
+				return cli_fail(&e);
+			}
+			i += 2;
+			continue;
+		}
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			quiet = 1;
+			i++;
+			continue;
+		}
+		if (a.nsets >= 250) {
+			fprintf(stderr, "kvsim: run: too many --set options\n");
+			pol_registry_free(reg);
+			return 2;
+		}
+		rc = cli_cfg_arg(&a, argc, argv, &i, &e);
+		if (rc <= 0) {
+			pol_registry_free(reg);
+			if (rc < 0)
+				return cli_fail(&e);
+			fprintf(stderr, "kvsim: run: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	cfg_t *cfg = NULL;
+	if (cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
+		pol_registry_free(reg);
+		return cli_fail(&e);
+	}
+	sim_results_t r;
+	rc = sim_run_with(cfg, reg, &r, &e);
+	char id[65] = "";
+	if (!rc && out_dir) {
+		out_hdf5_opts_t h5;
+		out_hdf5_opts_from_cfg(cfg, &h5);
+		rc = out_run_record(out_dir, cfg, &r, NULL, 0, &h5, id, &e);
+		if (rc)
+			sim_results_free(&r);
+	}
+	if (rc) {
+		cli_config_free(cfg);
+		pol_registry_free(reg);
+		return cli_fail(&e);
+	}
+	if (!quiet) {
+		printf("kvsim run: %s (seed %llu, trace %s)\n", cfg_str(cfg, "experiment", "name"),
+		       (unsigned long long)r.seed, r.trace_path);
+		print_summary(&r);
+	}
+	if (!quiet && out_dir)
+		printf("  %-36s %s/runs/%.16s.h5\n", "results", out_dir, id);
+	sim_results_free(&r);
+	cli_config_free(cfg);
+	pol_registry_free(reg);
+	return 0;
 }

@@ -1,11 +1,192 @@
-/* placeholder until this subcommand lands; replaced by its module. */
+/* kvsim sweep — the command line over out_sweep.h (grid, seeds, workers). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sim/cli.h"
+#include "sim/cli_common.h"
+#include "sim/out_sweep.h"
+#include "sim/sim.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
+		"                   [--seeds N] [-j WORKERS] [-o DIR] [--dry-run]\n\n"
+		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
+		"DIR/catalog.sqlite. Rerunning the same command skips points already done.\n\n");
+	cli_cfg_help(f);
+	fprintf(f,
+		"  --grid S.K=V1,V2,...      an axis of the Cartesian product (repeatable)\n"
+		"  --grid S.K=START:STOP:STEP  the same, as a range with STOP included\n"
+		"  --zip S.K=V1,V2,...       paired axes: every --zip advances together\n"
+		"  --seeds N                 N seeds per point, derived from experiment.seed\n"
+		"  -j, --jobs N              worker processes (default 1)\n"
+		"  -o, --out DIR             results directory (default [output] dir)\n"
+		"  --dry-run                 list the points and whether each is done\n"
+		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
+		"  -h, --help                this help\n\n"
+		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
+		"catalog: mpirun -n 8 kvsim sweep ...  Exit status: 0 all points done, 1 some\n"
+		"point failed or a runtime error, 2 usage or input error.\n");
+}
+
+static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
+{
+	(void)ctx;
+	return sim_run(c, r, e);
+}
+
+static int bad_usage(const char *msg, const char *arg)
+{
+	fprintf(stderr, "kvsim sweep: %s%s%s\nRun 'kvsim sweep --help' for usage.\n", msg,
+		arg ? " " : "", arg ? arg : "");
+	return 2;
+}
+
+static int parse_uint(const char *s, unsigned max, unsigned *v)
+{
+	char *end;
+	unsigned long x = strtoul(s, &end, 10);
+	if (!*s || *end || x < 1 || x > max)
+		return -1;
+	*v = (unsigned)x;
+	return 0;
+}
+
+static int dry_run(const out_grid_t *g, const cfg_t *base, const char *dir, err_t *e)
+{
+	out_catalog_t *cat = NULL;
+	char p[4096];
+	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
+	FILE *f = fopen(p, "r");
+	if (f) {
+		fclose(f);
+		if (out_catalog_open(dir, 1, &cat, e))
+			return e->code;
+	}
+	size_t n = out_grid_points(g);
+	for (size_t i = 0; i < n; i++) {
+		out_point_t pt;
+		int rc = out_point_make(g, base, "experiment.seed", i, &pt, e), st = 0;
+		if (!rc && cat)
+			rc = out_catalog_status(cat, pt.id, &st, NULL, e);
+		if (rc) {
+			out_catalog_close(cat);
+			return rc;
+		}
+		printf("%4zu  %.16s  %-7s seed=%llu", i, pt.id,
+		       st == OUT_RUN_DONE ? "done" : st == OUT_RUN_FAILED ? "failed" : "todo",
+		       (unsigned long long)pt.seed);
+		for (size_t k = 0; k < pt.n_params; k++)
+			printf("  %s=%s", pt.params[k].key, pt.params[k].value);
+		putchar('\n');
+		out_point_free(&pt);
+	}
+	out_catalog_close(cat);
+	return 0;
+}
 
 int out_sweep_main(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "kvsim %s: not implemented yet\n", argv[0]);
-	return 1;
+	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	out_grid_t *g = out_grid_new();
+	cfg_t *base = NULL;
+	err_t e = {0};
+	int status = 0, dry = 0, progress = -1;
+	unsigned jobs = 1, seeds = 1;
+	const char *dir = NULL;
+	cli_cfg_args_t a = {.sets = sets};
+	if (!sets || !g) {
+		fprintf(stderr, "kvsim sweep: out of memory\n");
+		status = 1;
+		goto out;
+	}
+	for (int i = 1; i < argc;) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			usage(stdout);
+			goto out;
+		}
+		if (!strcmp(o, "--grid") || !strcmp(o, "--zip")) {
+			if (!v) {
+				status = bad_usage("missing value after", o);
+				goto out;
+			}
+			if (out_grid_add(g, v, o[2] == 'z', &e)) {
+				status = cli_fail(&e);
+				goto out;
+			}
+			i += 2;
+		} else if (!strcmp(o, "--seeds") || !strcmp(o, "-j") || !strcmp(o, "--jobs")) {
+			unsigned *dst = o[2] == 's' ? &seeds : &jobs;
+			if (!v || parse_uint(v, 100000, dst)) {
+				status = bad_usage("expected a positive integer after", o);
+				goto out;
+			}
+			i += 2;
+		} else if (!strcmp(o, "-o") || !strcmp(o, "--out")) {
+			if (!v) {
+				status = bad_usage("missing directory after", o);
+				goto out;
+			}
+			dir = v;
+			i += 2;
+		} else if (!strcmp(o, "--dry-run")) {
+			dry = 1;
+			i++;
+		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
+			progress = o[2] == 'p';
+			i++;
+		} else {
+			int r = cli_cfg_arg(&a, argc, argv, &i, &e);
+			if (r < 0) {
+				status = cli_fail(&e);
+				goto out;
+			}
+			if (r == 0) {
+				status = bad_usage("unknown option", o);
+				goto out;
+			}
+		}
+	}
+	if (out_grid_set_seeds(g, seeds, &e) ||
+	    cli_load_config(a.path, a.sets, a.nsets, &base, &e)) {
+		status = cli_fail(&e);
+		goto out;
+	}
+	if (!dir)
+		dir = cfg_str(base, "output", "dir");
+	if (dry) {
+		if (dry_run(g, base, dir, &e))
+			status = cli_fail(&e);
+		goto out;
+	}
+	out_sweep_opts_t so = {.dir = dir, .jobs = jobs, .progress = progress,
+			       .seed_key = "experiment.seed", .run = sweep_sim_run, .mpi = -1};
+	out_hdf5_opts_from_cfg(base, &so.h5);
+	out_sweep_stats_t st;
+	int rc = out_sweep_run(g, base, &so, &st, &e);
+	if (st.rank != 0)
+		goto out; /* MPI workers stay quiet; rank 0 reports */
+	if (rc) {
+		status = cli_fail(&e);
+		goto out;
+	}
+	printf("sweep: %zu points: %zu run, %zu already done, %zu failed, %zu retried after a "
+	       "crash%s; catalog %s/%s\n",
+	       st.total, st.done, st.skipped, st.failed, st.retried,
+	       st.ranks > 1 ? " (MPI)" : "", dir, OUT_CATALOG_FILE);
+	if (st.failed) {
+		fprintf(stderr, "kvsim sweep: %zu point(s) failed; see: kvsim runs %s --where "
+				"\"status = 'failed'\" --columns id,error\n",
+			st.failed, dir);
+		status = 1;
+	}
+out:
+	if (base)
+		cli_config_free(base);
+	out_grid_free(g);
+	free(sets);
+	return status;
 }

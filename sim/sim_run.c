@@ -1,11 +1,87 @@
-/* sim_run — placeholder until the cluster model lands. */
-#include "sim/sim.h"
+/* sim_run — runs the experiment a config describes, reading its [trace]. */
+#include <string.h>
 
-const char sim_default_experiment[] = "";
+#include "sim/sim.h"
+#include "traces/tr.h"
+
+/* The built-in experiment `kvsim run` runs without a config: 4 nodes x 8
+ * H100 serving Llama-3-70B at TP4 (8 instances), one simulated minute of
+ * bursty traffic: background requests with Zipf-popular system prompts plus
+ * fan-out bursts of requests sharing a long document prefix. */
+const char sim_default_experiment[] =
+	"[experiment]\n"
+	"name = default\n"
+	"seed = 1\n"
+	"[gpu]\n"
+	"name = H100-SXM\n"
+	"[model]\n"
+	"name = Llama-3-70B\n"
+	"[cluster]\n"
+	"nodes = 4\n"
+	"gpus_per_node = 8\n"
+	"tp = 4\n"
+	"[trace]\n"
+	"kind = gen\n"
+	"gen = fanout\n"
+	"duration_s = 60\n"
+	"fanout_bursts = 6\n"
+	"fanout_size = 48\n"
+	"fanout_prefix_tokens = 16384\n"
+	"fanout_window_s = 5\n"
+	"fanout_bg_rate = 4\n"
+	"in_mean = 2048\n"
+	"out_mean = 256\n"
+	"prefix_shared_prob = 0.5\n"
+	"prefix_count = 50\n"
+	"prefix_tokens = 2048\n";
+
+/* Random-stream id of the trace generator and prefix model. */
+#define STREAM_TRACE 0
+
+typedef struct trace_src {
+	tr_reader_t *r;
+} trace_src_t;
+
+static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	trace_src_t *t = ctx;
+	tr_request_t q;
+	int rc = tr_next(t->r, &q, e);
+	if (rc != 1)
+		return rc;
+	a->id = q.id;
+	a->arrival_ns = q.arrival_ns;
+	a->in_len = q.input_len;
+	a->out_len = q.output_len;
+	a->n_blocks = q.n_blocks;
+	a->blocks = q.blocks;
+	a->status = q.status;
+	return 1;
+}
 
 int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e)
 {
-	(void)cfg;
-	(void)res;
-	return err_set(e, KS_ERUNTIME, "sim_run: not implemented yet");
+	return sim_run_with(cfg, NULL, res, e);
+}
+
+int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
+		 err_t *e)
+{
+	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
+	uint32_t B = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
+	trace_src_t t = {0};
+	int rc = tr_open_cfg(cfg, B, sim_seed_for(seed, STREAM_TRACE), &t.r, e);
+	if (rc)
+		return rc;
+	sim_source_t src = {trace_next, &t, tr_source(t.r)};
+	rc = sim_run_reg(cfg, reg, &src, res, e);
+	if (!rc) {
+		const char *path = tr_source(t.r);
+		if (strncmp(path, "gen:", 4))
+			rc = tr_file_sha256(path, res->trace_sha256, e);
+	}
+	tr_close(t.r);
+	if (rc)
+		sim_results_free(res);
+	return rc;
 }

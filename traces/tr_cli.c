@@ -1,11 +1,279 @@
-/* placeholder until this subcommand lands; replaced by its module. */
+/* tr_cli — `kvsim trace`: stats, gen, convert, validate. Options are
+ * [trace] config keys given as --set trace.KEY=VALUE or, shorter, KEY=VALUE;
+ * a CONFIG file may be given with --config. Exit 0 ok, 1 runtime, 2 input. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "sim/cli.h"
+#include "sim/cli_common.h"
+#include "traces/tr.h"
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: kvsim trace stats FILE [options]     describe a trace\n"
+	    "       kvsim trace gen KIND -o OUT [options] write a synthetic trace (native format)\n"
+	    "       kvsim trace convert FILE -o OUT [options]  rewrite any trace as native\n"
+	    "       kvsim trace validate FILE [options]  read it fully; print speed and memory\n"
+	    "\n"
+	    "FILE formats: mooncake, bailian (JSONL), burstgpt, azure (CSV), native, servegen\n"
+	    "(a ServeGen windows CSV, generated from); detected from the first line.\n"
+	    "KIND: poisson gamma weibull mmpp flash diurnal servegen fanout.\n"
+	    "\n"
+	    "options:\n"
+	    "  --kind K            force the format (trace.kind)\n"
+	    "  --json              stats: one JSON object instead of a table\n"
+	    "  --no-reuse          stats: skip prefix reuse (constant memory)\n"
+	    "  --block-tokens N    simulated block size for block ids (default: the trace's\n"
+	    "                      own, else kvcache.block_tokens)\n"
+	    "  --seed N            seed for generators and prefix models (experiment.seed)\n"
+	    "  -o, --output OUT    output file for gen/convert ('-' = stdout)\n"
+	    "  --config FILE       read [trace] (and other) keys from an INI file\n"
+	    "  --set trace.KEY=V   set any [trace] key; KEY=V alone means the same\n"
+	    "\n"
+	    "examples:\n"
+	    "  kvsim trace stats conversation_trace.jsonl --json\n"
+	    "  kvsim trace gen gamma rate=20 cv=3 duration_s=600 -o bursty.tsv\n"
+	    "  kvsim trace gen fanout fanout_bursts=5 fanout_size=64 -o fan.tsv\n"
+	    "  kvsim trace convert BurstGPT_1.csv prefix_shared_prob=0.5 -o burst.tsv\n"
+	    "  kvsim trace stats AzureLLMInferenceTrace_conv.csv start_s=600 end_s=1200\n"
+	    "\n"
+	    "Every key: kvsim config doc (section [trace]). Exit status: 0 ok, 1 runtime\n"
+	    "failure, 2 usage or input error.\n");
+}
+
+typedef struct args {
+	const char *cmd, *file, *out, *config, *kind;
+	int json, no_reuse;
+	long long block_tokens, seed;
+	const char **sets;
+	int nsets;
+} args_t;
+
+static int parse(int argc, char **argv, args_t *a, err_t *e)
+{
+	a->block_tokens = -1;
+	a->seed = -1;
+	a->sets = calloc((size_t)argc + 4, sizeof *a->sets);
+	if (!a->sets)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED()                                                                                     \
+	do {                                                                                       \
+		if (!v)                                                                            \
+			return err_set(e, KS_EINPUT, "trace: %s needs a value", s);                \
+		i++;                                                                               \
+	} while (0)
+		if (!strcmp(s, "--json")) {
+			a->json = 1;
+		} else if (!strcmp(s, "--no-reuse") || !strcmp(s, "--quiet")) {
+			a->no_reuse = 1;
+		} else if (!strcmp(s, "--kind")) {
+			NEED();
+			a->kind = v;
+		} else if (!strcmp(s, "-o") || !strcmp(s, "--output")) {
+			NEED();
+			a->out = v;
+		} else if (!strcmp(s, "--config")) {
+			NEED();
+			a->config = v;
+		} else if (!strcmp(s, "--block-tokens") || !strcmp(s, "--seed")) {
+			NEED();
+			char *end;
+			long long x = strtoll(v, &end, 10);
+			if (*end || end == v || x < (s[2] == 'b' ? 1 : 0))
+				return err_set(e, KS_EINPUT,
+				               "trace: %s: '%s' is not a valid number", s, v);
+			*(s[2] == 'b' ? &a->block_tokens : &a->seed) = x;
+		} else if (!strcmp(s, "--set") || !strcmp(s, "-s")) {
+			NEED();
+			a->sets[a->nsets++] = v;
+		} else if (!strncmp(s, "--set=", 6)) {
+			a->sets[a->nsets++] = s + 6;
+		} else if (s[0] == '-' && s[1]) {
+			return err_set(e, KS_EINPUT, "trace %s: unknown option '%s'", a->cmd, s);
+		} else if (strchr(s, '=')) {
+			a->sets[a->nsets++] = s;
+		} else if (!a->file) {
+			a->file = s;
+		} else {
+			return err_set(e, KS_EINPUT, "trace %s: unexpected argument '%s'", a->cmd,
+			               s);
+		}
+#undef NEED
+	}
+	return 0;
+}
+
+/* "KEY=V" becomes "trace.KEY=V" (malloc'd; the caller frees). */
+static char *qualify(const char *s)
+{
+	const char *eq = strchr(s, '=');
+	const char *dot = strchr(s, '.');
+	if (dot && dot < eq)
+		return strdup(s);
+	char *q = malloc(strlen(s) + 7);
+	if (q)
+		sprintf(q, "trace.%s", s);
+	return q;
+}
+
+static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
+{
+	int n = a->nsets + 3;
+	char **sets = calloc((size_t)n, sizeof *sets);
+	if (!sets)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	int k = 0;
+	if (!strcmp(a->cmd, "gen")) {
+		sets[k++] = strdup("trace.kind=gen");
+		char *g = malloc(strlen(a->file) + 16);
+		if (g)
+			sprintf(g, "trace.gen=%s", a->file);
+		sets[k++] = g;
+	} else {
+		char *p = malloc(strlen(a->file) + 16);
+		if (p)
+			sprintf(p, "trace.path=%s", a->file);
+		sets[k++] = p;
+		const char *kind = a->kind ? a->kind : "auto";
+		char *q = malloc(strlen(kind) + 16);
+		if (q)
+			sprintf(q, "trace.kind=%s", kind);
+		sets[k++] = q;
+	}
+	for (int i = 0; i < a->nsets; i++)
+		sets[k++] = qualify(a->sets[i]);
+	*owned = sets;
+	*nowned = k;
+	for (int i = 0; i < k; i++)
+		if (!sets[i])
+			return err_set(e, KS_ENOMEM, "out of memory");
+	/* schema defaults, not the default experiment: FILE is the trace */
+	return cli_load_config_ex(a->config, (const char *const *)sets, k, 0, NULL, cfg, e);
+}
+
+static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e, int *rc)
+{
+	*rc = 0;
+	if (a->block_tokens > 0)
+		return (uint32_t)a->block_tokens;
+	uint32_t def = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
+	if (o->kind == TR_KIND_GEN)
+		return def;
+	tr_reader_t *r;
+	if ((*rc = tr_open(o, def, 0, &r, e)))
+		return 0;
+	uint32_t t = tr_trace_block_tokens(r);
+	tr_close(r);
+	return t ? t : def;
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+static int run(args_t *a, err_t *e)
+{
+	cfg_t *cfg = NULL;
+	char **owned = NULL;
+	int nowned = 0, rc;
+	tr_reader_t *r = NULL;
+	tr_writer_t *w = NULL;
+	if ((rc = load(a, &cfg, &owned, &nowned, e)))
+		goto out;
+	tr_opts_t o;
+	if ((rc = tr_opts_from_cfg(cfg, &o, e)))
+		goto out;
+	uint64_t seed =
+	    a->seed >= 0 ? (uint64_t)a->seed : (uint64_t)cfg_int(cfg, "experiment", "seed");
+	uint32_t S = block_size(a, cfg, &o, e, &rc);
+	if (rc)
+		goto out;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if ((rc = tr_open(&o, S, seed, &r, e)))
+		goto out;
+	if (!strcmp(a->cmd, "stats")) {
+		tr_stats_t st;
+		if ((rc = tr_stats_compute(r, !a->no_reuse, &st, e)))
+			goto out;
+		tr_stats_print(&st, tr_source(r), a->json, stdout);
+	} else if (!strcmp(a->cmd, "validate")) {
+		tr_request_t q;
+		uint64_t rows = 0;
+		while ((rc = tr_next(r, &q, e)) > 0)
+			rows++;
+		if (rc < 0)
+			goto out;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		double mb = (double)tr_bytes_read(r) / 1e6;
+		printf(
+		    "%s: %llu rows, %.1f MB in %.3f s: %.0f rows/s, %.1f MB/s, peak RSS %ld KiB\n",
+		    tr_source(r), (unsigned long long)rows, mb, s, s > 0 ? rows / s : 0,
+		    s > 0 ? mb / s : 0, peak_rss_kb());
+	} else {
+		if (!a->out) {
+			rc = err_set(e, KS_EINPUT, "trace %s: -o OUT is required", a->cmd);
+			goto out;
+		}
+		if ((rc = tr_writer_open(a->out, S, &w, e)))
+			goto out;
+		tr_request_t q;
+		while ((rc = tr_next(r, &q, e)) > 0)
+			if ((rc = tr_writer_put(w, &q, e)))
+				goto out;
+		if (rc < 0)
+			goto out;
+		rc = tr_writer_close(w, e);
+		w = NULL;
+	}
+out:
+	tr_writer_abort(w);
+	tr_close(r);
+	if (cfg)
+		cli_config_free(cfg);
+	for (int i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
+	return rc;
+}
 
 int tr_cli_main(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "kvsim %s: not implemented yet\n", argv[0]);
-	return 1;
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	args_t a = {.cmd = argv[1]};
+	err_t e = {0};
+	if (strcmp(a.cmd, "stats") && strcmp(a.cmd, "gen") && strcmp(a.cmd, "convert") &&
+	    strcmp(a.cmd, "validate")) {
+		fprintf(stderr, "kvsim trace: unknown command '%s'\n", a.cmd);
+		usage(stderr);
+		return 2;
+	}
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		}
+	int rc = parse(argc - 1, argv + 1, &a, &e);
+	if (!rc && !a.file)
+		rc = err_set(&e, KS_EINPUT, "trace %s: missing %s (see kvsim trace --help)", a.cmd,
+		             strcmp(a.cmd, "gen") ? "FILE" : "KIND");
+	if (!rc)
+		rc = run(&a, &e);
+	free(a.sets);
+	return rc ? cli_fail(&e) : 0;
 }

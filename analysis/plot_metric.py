@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""A summary metric against a swept parameter, from a kvsim catalog, as PNG.
+
+  plot_metric.py results --x fake.rate --y ttft_p99_ns --group policy.replication.name -o p99.png
+
+Seeds (and any other parameter not on the plot) are averaged: the line is the
+mean, the bars span min..max over the runs at that point."""
+import argparse
+import os
+import sys
+
+import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvsim_results as kr  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("catalog", metavar="DIR", help="results directory (or its catalog.sqlite)")
+    ap.add_argument("--x", required=True, help="swept parameter on the x axis")
+    ap.add_argument("--y", required=True, help="metric on the y axis")
+    ap.add_argument("--group", help="parameter that makes one line per value")
+    ap.add_argument("--where", help="SQL condition on the catalog")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply y by this (1e-6: ns to ms)")
+    ap.add_argument("--ylabel")
+    ap.add_argument("--logx", action="store_true")
+    ap.add_argument("--logy", action="store_true")
+    ap.add_argument("-o", "--output", default="metric.png")
+    a = ap.parse_args()
+
+    runs = kr.load_runs(a.catalog, a.where)
+    for c in [a.x, a.y] + ([a.group] if a.group else []):
+        if c not in runs.columns:
+            sys.exit(f"no column '{c}'; parameters: {runs.attrs['params']}, metrics: {runs.attrs['metrics']}")
+    if runs.empty:
+        sys.exit("no done runs match")
+    import matplotlib  # after the checks: a typo fails fast
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs["_y"] = pd.to_numeric(runs[a.y], errors="coerce") * a.scale
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, d in (runs.groupby(a.group, sort=True) if a.group else [(None, runs)]):
+        s = d.groupby(a.x)["_y"].agg(["mean", "min", "max", "count"]).sort_index()
+        ax.errorbar(s.index, s["mean"], yerr=[s["mean"] - s["min"], s["max"] - s["mean"]],
+                    marker="o", capsize=3, label=f"{a.group}={name}" if a.group else a.y)
+    ax.set_xlabel(a.x)
+    ax.set_ylabel(a.ylabel or a.y)
+    if a.logx:
+        ax.set_xscale("log")
+    if a.logy:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{a.y} vs {a.x} (mean, min..max over seeds)")
+    fig.tight_layout()
+    fig.savefig(a.output, dpi=120)
+    print(a.output)
+
+
+if __name__ == "__main__":
+    main()

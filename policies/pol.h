@@ -1,0 +1,421 @@
+/* pol — policy families, the read-only cluster view they decide on, the
+ * actions they may ask for, and the registry (built-ins + dlopen plugins).
+ *
+ * A policy is a `const struct pol_<family>_ops` table that starts with a
+ * pol_base_t (ABI version, family, name, doc, parameter schema, init/free)
+ * followed by the family's hooks, plus an opaque state made by init.
+ * Parameters are cfg_key_t (sim/cfg.h) in section "policy.<family>" with
+ * owner = policy name; values reach init as a pol_params_t (from a cfg_t with
+ * pol_params_from_cfg, or from defaults + "k=v,k=v" with pol_params_init).
+ *
+ * Units: time int64_t ns, sizes bytes, token counts uint64_t, block counts
+ * uint32_t. Prefixes are arrays of chained block ids: blocks[i] names the
+ * whole prefix up to and including block i, so blocks[0..n) is the prefix
+ * of n blocks and blocks[n-1] alone identifies it.
+ *
+ * Ownership: the simulator owns the view, the request and every array it
+ * passes; a policy copies what it keeps. Arrays a policy returns (forecast
+ * entries) are owned by its state and valid until its next call.
+ * Errors: hooks that can fail return 0 or a negative KS_E* code and fill
+ * err_t; POL_REJECT / POL_COPY_REFUSED are positive, non-error outcomes.
+ *
+ * How the simulator drives the families (one pol_handle_t per family per
+ * run, each with its own seed derived from the master seed):
+ *   arrival r:  inst = repl.route_hint(r) when it returns 1, else
+ *               routing.route(r) (POL_REJECT: rejected at once);
+ *               admission.admit(r, inst) (POL_REJECT: rejected);
+ *               repl.on_route(r, inst); pred.observe({r.arrival, r.blocks,
+ *               inst}) (inst -1 for a rejected request: it is still demand).
+ *   Hooks documented "may be NULL" are skipped when NULL.
+ *   peek:       when pred.peek_ahead_ns() > 0, every trace request is passed
+ *               to pred.peek (inst -1) that many ns before it arrives (oracle).
+ *   tick:       every repl.timing().tick_ns > 0: fc = pred.forecast(now,
+ *               timing.horizon_ns); repl.on_tick(fc). A replication policy
+ *               whose timing has horizon_ns 0 ignores forecasts, so the
+ *               simulator may pass NULL and skip the predictor entirely.
+ *   copies:     repl hooks call pol_actions_t.copy; the simulator refuses
+ *               blocks that do not exist or are not computed at the source
+ *               (causality is the simulator's; policies retry later), and
+ *               calls repl.on_copy_end(id, landed) for every accepted copy.
+ *   eviction:   the KV store orders evictable blocks by pol_evict_cmp.
+ *   transfer:   background copies follow xfer.mode(&mode, &param).
+ *   accounting: the simulator fills a pol_spec_stats_t (replication policies
+ *               add triggers through pol_actions_t.stats) and reports
+ *               pol_spec_metric_names / pol_spec_metrics in the summary.
+ */
+#ifndef KVSIM_POL_H
+#define KVSIM_POL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/cfg.h"
+#include "sim/err.h"
+
+/* Version 1: the tables below. A table whose base.version is greater than
+ * the host's is refused; later versions only append hooks (SQLite iVersion
+ * rule), so hooks of version N are read only when base.version >= N. */
+#define POL_ABI_VERSION 1
+
+typedef enum pol_family {
+	POL_PREDICTOR,
+	POL_REPLICATION,
+	POL_ROUTING,
+	POL_EVICTION,
+	POL_TRANSFER,
+	POL_ADMISSION,
+	POL_NFAMILY
+} pol_family_t;
+
+/* "predictor", "replication", ...; NULL when out of range. */
+const char *pol_family_name(pol_family_t f);
+/* The config section, "policy.<family>". */
+const char *pol_family_section(pol_family_t f);
+/* 0 and *f set, or KS_EINPUT. */
+int pol_family_parse(const char *s, pol_family_t *f, err_t *e);
+
+enum { POL_ACCEPT = 0, POL_REJECT = 1 };        /* route / admit */
+enum { POL_COPY_OK = 0, POL_COPY_REFUSED = 1 }; /* pol_actions_t.copy */
+
+/* ---- the read-only view -------------------------------------------------- */
+
+/* One instance's state at view->now. */
+typedef struct pol_inst {
+	uint32_t node;
+	uint32_t waiting, running; /* requests queued / in the running batch */
+	uint64_t prefill_tokens;   /* prompt tokens queued, not yet computed */
+	uint64_t decode_tokens;    /* context tokens of requests decoding */
+	uint64_t kv_cap_blocks;    /* KV pool capacity */
+	uint64_t kv_used_blocks;   /* resident (in use + cached + speculative) */
+	uint64_t kv_spec_blocks;   /* speculative replicas not yet used */
+	int64_t queue_delay_ns;    /* estimated wait before a new prefill starts */
+} pol_inst_t;
+
+/* Function pointers + ctx, so the simulator answers from its live state
+ * without refreshing arrays. Every function is required. */
+typedef struct pol_view {
+	void *ctx;
+	uint32_t n_inst;
+	uint32_t block_tokens; /* tokens per KV block */
+	uint64_t block_bytes;  /* bytes per KV block, whole instance (all TP shards) */
+	int64_t (*now)(void *ctx);
+	void (*inst)(void *ctx, uint32_t i, pol_inst_t *out);
+	/* Longest prefix of blocks[0..n) resident and computed on instance i. */
+	uint32_t (*match)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
+	/* Prefill time on i for new_tokens given cached_tokens already present. */
+	int64_t (*prefill_ns)(void *ctx, uint32_t i, uint64_t new_tokens, uint64_t cached_tokens);
+	/* Copy time of n_blocks from src to dst at current link rates. */
+	int64_t (*xfer_ns)(void *ctx, uint32_t src, uint32_t dst, uint32_t n_blocks);
+} pol_view_t;
+
+/* Best match over all instances: blocks matched, *inst = lowest index among
+ * the best (UINT32_MAX when no instance matches a block). */
+uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                             uint32_t *inst);
+/* Instances holding at least min_blocks of blocks[0..n) (min_blocks >= 1):
+ * writes up to cap indices to out, returns how many hold it. */
+uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                          uint32_t min_blocks, uint32_t *out, uint32_t cap);
+
+/* ---- requests and actions ------------------------------------------------ */
+
+typedef struct pol_req {
+	uint64_t id;
+	int64_t arrival_ns;
+	const uint64_t *blocks; /* chained ids of the prompt's full blocks */
+	uint32_t n_blocks;
+	uint32_t input_tokens, output_tokens;
+	int64_t slo_ttft_ns; /* 0: none */
+} pol_req_t;
+
+typedef enum pol_class { POL_FG = 0, POL_BG = 1 } pol_class_t;
+
+typedef struct pol_spec_stats pol_spec_stats_t;
+
+/* What the simulator does on a policy's behalf. */
+typedef struct pol_actions {
+	void *ctx;
+	/* Copy blocks[0..n) from src to dst (blocks already at dst are not moved).
+	 * POL_COPY_OK with *copy_id set, POL_COPY_REFUSED when a block is absent
+	 * or not yet computed at src (retry later), or a negative KS_E*. */
+	int (*copy)(void *ctx, const uint64_t *blocks, uint32_t n, uint32_t src, uint32_t dst,
+	            pol_class_t cls, uint64_t *copy_id);
+	/* Cancels an accepted copy that has not landed; 0 or negative. */
+	int (*cancel)(void *ctx, uint64_t copy_id);
+	/* Marks blocks[0..n) at inst (resident or in flight) as speculative
+	 * replicas: evictable first by spec_first, counted in pol_spec_stats. */
+	int (*mark_spec)(void *ctx, uint32_t inst, const uint64_t *blocks, uint32_t n);
+	/* Policies add their triggers here; may be NULL. */
+	pol_spec_stats_t *stats;
+} pol_actions_t;
+
+/* ---- parameters ---------------------------------------------------------- */
+
+typedef struct pol_params {
+	const cfg_key_t *keys; /* the policy's schema (not owned) */
+	size_t n;
+	double *num; /* CFG_INT, CFG_FLOAT, CFG_BOOL (0/1) */
+	char **str;  /* CFG_STR, CFG_ENUM (owned copies); NULL otherwise */
+} pol_params_t;
+
+/* Defaults, then "name=value,name=value" overrides (NULL or ""), each
+ * checked for type, range and choices. KS_EINPUT names the bad key. */
+int pol_params_init(pol_params_t *p, const cfg_key_t *keys, size_t n, const char *overrides,
+                    err_t *e);
+int pol_params_set(pol_params_t *p, const char *name, const char *value, err_t *e);
+/* Values of keys owned by the policy, read from a finalized cfg_t. */
+int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e);
+void pol_params_free(pol_params_t *p);
+/* Value by name; a name not in the schema is a programming error (assert). */
+double pol_param_num(const pol_params_t *p, const char *name);
+const char *pol_param_str(const pol_params_t *p, const char *name);
+
+/* ---- the tables ---------------------------------------------------------- */
+
+typedef struct pol_base {
+	int version; /* POL_ABI_VERSION the table was built against */
+	pol_family_t family;
+	const char *name;        /* [a-z0-9_]+, unique within the family */
+	const char *doc;         /* one paragraph, with the source it follows */
+	const cfg_key_t *params; /* section "policy.<family>", owner = name */
+	size_t n_params;
+	/* May be NULL (stateless). seed: this policy's own GSL stream seed. */
+	int (*init)(const pol_params_t *p, uint64_t seed, void **state, err_t *e);
+	void (*free)(void *state);
+} pol_base_t;
+
+/* predictor ---------------------------------------------------------------- */
+
+typedef struct pol_arrival {
+	int64_t t_ns;
+	const uint64_t *blocks;
+	uint32_t n_blocks;
+	int32_t inst; /* routed instance; -1 when unknown (peek) */
+} pol_arrival_t;
+
+#define POL_LIKELY_MAX 4
+
+/* One forecast prefix: requests whose prompt starts with blocks[0..n). */
+typedef struct pol_fc {
+	const uint64_t *blocks;
+	uint32_t n_blocks;
+	double expected;   /* expected arrivals in (now, now + horizon] */
+	int64_t first_ns;  /* expected first arrival (now when unknown) */
+	uint32_t n_likely; /* instances those requests will likely reach */
+	uint32_t likely[POL_LIKELY_MAX];
+} pol_fc_t;
+
+typedef struct pol_forecast {
+	const pol_fc_t *e; /* sorted by expected, largest first */
+	size_t n;
+	const double *inst_expected; /* per instance arrivals in the horizon; may be NULL */
+	uint32_t n_inst;
+} pol_forecast_t;
+
+struct pol_predictor_ops {
+	pol_base_t base; /* observe and forecast are required */
+	int (*observe)(void *st, const pol_arrival_t *a, err_t *e);
+	/* How far ahead the simulator must feed peek; NULL or <= 0: no peek
+	 * (peek may then be NULL). */
+	int64_t (*peek_ahead_ns)(const void *st);
+	int (*peek)(void *st, const pol_arrival_t *future, err_t *e);
+	int (*forecast)(void *st, int64_t now, int64_t horizon_ns, pol_forecast_t *out, err_t *e);
+};
+
+/* replication -------------------------------------------------------------- */
+
+typedef struct pol_repl_timing {
+	int64_t tick_ns;    /* on_tick period; 0: never */
+	int64_t horizon_ns; /* forecast horizon asked of the predictor */
+} pol_repl_timing_t;
+
+struct pol_replication_ops {
+	pol_base_t base; /* timing is required; the other hooks may be NULL */
+	pol_repl_timing_t (*timing)(const void *st);
+	/* After routing: may issue copies (foreground for on-demand fetches). */
+	int (*on_route)(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
+	                uint32_t inst, err_t *e);
+	int (*on_tick)(void *st, const pol_view_t *v, const pol_actions_t *a,
+	               const pol_forecast_t *fc, err_t *e);
+	void (*on_copy_end)(void *st, uint64_t copy_id, int landed);
+	/* 1 and *inst when the policy wants this request on a warm copy it made;
+	 * 0 to let the routing policy decide. May be NULL. */
+	int (*route_hint)(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst);
+};
+
+/* routing ------------------------------------------------------------------- */
+
+struct pol_routing_ops {
+	pol_base_t base;
+	/* POL_ACCEPT with *inst set, POL_REJECT (early rejection), or < 0. */
+	int (*route)(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst);
+};
+
+/* eviction ------------------------------------------------------------------ */
+
+typedef struct pol_block_meta {
+	int64_t last_access_ns;
+	uint32_t hits;          /* requests that reused the block */
+	uint32_t spec_unused;   /* 1: speculative replica no request has used */
+	int64_t recompute_ns;   /* cost to recompute the block's KV */
+	double predicted_reuse; /* expected future uses; < 0 when unknown */
+} pol_block_meta_t;
+
+/* priority() depends only on the metadata (never on now), so a heap keyed
+ * on it stays valid until the block's metadata changes. Lowest goes first;
+ * ties are broken by older last_access_ns (pol_evict_cmp). */
+struct pol_eviction_ops {
+	pol_base_t base;
+	double (*priority)(const void *st, const pol_block_meta_t *m);
+};
+/* < 0 when a should be evicted before b, > 0 after, 0 equal. */
+int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_block_meta_t *a,
+                  const pol_block_meta_t *b);
+
+/* transfer scheduling -------------------------------------------------------- */
+
+typedef enum pol_xfer_mode {
+	POL_XFER_IMMEDIATE,   /* background flows start at once, share max-min */
+	POL_XFER_IDLE_WINDOW, /* param: run only while link fg utilisation < param */
+	POL_XFER_RATE_CAP     /* param: background capped at param x link rate */
+} pol_xfer_mode_t;
+
+struct pol_transfer_ops {
+	pol_base_t base;
+	void (*mode)(const void *st, pol_xfer_mode_t *mode, double *param);
+};
+
+/* admission ------------------------------------------------------------------ */
+
+struct pol_admission_ops {
+	pol_base_t base;
+	/* POL_ACCEPT or POL_REJECT for r routed to inst. */
+	int (*admit)(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t inst);
+};
+
+/* ---- registry and plugins ---------------------------------------------------- */
+
+typedef struct pol_reg_entry {
+	pol_family_t family;
+	const char *name;
+	const pol_base_t *ops;
+} pol_reg_entry_t;
+
+/* The built-in table, terminated by {POL_NFAMILY, NULL, NULL}. */
+extern const pol_reg_entry_t pol_builtins[];
+
+typedef struct pol_registry pol_registry_t;
+
+pol_registry_t *pol_registry_new(void); /* built-ins; NULL on ENOMEM */
+/* dlcloses plugins: free it after every cfg_schema and handle using them. */
+void pol_registry_free(pol_registry_t *r);
+/* Validates (version, family, name, params section/owner/unique names)
+ * and adds a table; KS_EINPUT on a bad or duplicate table. */
+int pol_registry_add(pol_registry_t *r, const pol_base_t *ops, err_t *e);
+/* dlopen(path) and call its POL_PLUGIN_SYMBOL. */
+int pol_registry_load(pol_registry_t *r, const char *path, err_t *e);
+/* r == NULL searches the built-ins only. NULL when absent. */
+const pol_base_t *pol_find(const pol_registry_t *r, pol_family_t f, const char *name);
+size_t pol_count(const pol_registry_t *r, pol_family_t f);
+const pol_base_t *pol_at(const pol_registry_t *r, pol_family_t f, size_t i);
+/* "a,b,c" of a family's names (malloc'd; caller frees). */
+char *pol_names(const pol_registry_t *r, pol_family_t f);
+
+/* What a plugin's registration function receives. */
+typedef struct pol_host_api {
+	int version; /* host POL_ABI_VERSION; a plugin needing more returns < 0 */
+	pol_registry_t *reg;
+	int (*add)(pol_registry_t *reg, const pol_base_t *ops, err_t *e);
+	err_t *err; /* where add and the plugin report */
+} pol_host_api_t;
+
+#define POL_PLUGIN_SYMBOL "kvsim_plugin_register"
+/* int kvsim_plugin_register(const pol_host_api_t *api): 0 or < 0. */
+typedef int (*pol_plugin_register_fn)(const pol_host_api_t *api);
+
+/* ---- an opened policy --------------------------------------------------------- */
+
+typedef struct pol_handle {
+	const pol_base_t *ops; /* cast to the family's struct */
+	void *state;
+	pol_params_t params;
+} pol_handle_t;
+
+/* Finds name in family, resolves parameters (defaults + overrides) and inits. */
+int pol_open(const pol_registry_t *r, pol_family_t f, const char *name, const char *overrides,
+             uint64_t seed, pol_handle_t *h, err_t *e);
+/* The same with name and parameters from cfg section "policy.<family>". */
+int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
+                 pol_handle_t *h, err_t *e);
+void pol_close(pol_handle_t *h);
+
+/* One opened policy per family, as a run uses them. */
+typedef struct pol_set {
+	pol_handle_t h[POL_NFAMILY];
+} pol_set_t;
+
+/* The seed of family f's own GSL stream, derived from the master seed
+ * (splitmix64), so adding or changing one policy never shifts another's. */
+uint64_t pol_seed(uint64_t master, pol_family_t f);
+/* Opens all six families from cfg sections policy.<family>; on error
+ * nothing stays open. */
+int pol_set_open_cfg(const pol_registry_t *r, const cfg_t *c, uint64_t master_seed, pol_set_t *s,
+                     err_t *e);
+void pol_set_close(pol_set_t *s);
+#define POL_SET_OPS(s, fam, type) ((const struct type *)(const void *)(s)->h[fam].ops)
+
+/* ---- config ------------------------------------------------------------------- */
+
+/* Adds the six policy.<family> sections (key "name" + every built-in's params). */
+int pol_cfg_register(cfg_schema_t *s);
+/* After plugins load: adds their params and widens the "name" choices. Keys
+ * are added by pointer, so the registry must outlive the schema. */
+int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e);
+
+/* Serving-framework presets ("vllm", "sglang", "trtllm", "tgi"): set the
+ * keys of the preset whose cfg_origin is still "default" (the user's values
+ * win). Keys not in the schema are skipped. KS_EINPUT for an unknown name. */
+int pol_preset_apply(cfg_t *c, const char *name, err_t *e);
+typedef struct pol_preset_kv {
+	const char *key; /* "section.name" */
+	const char *value;
+	const char *source; /* where the setting comes from */
+} pol_preset_kv_t;
+typedef struct pol_preset {
+	const char *name, *doc;
+	const pol_preset_kv_t *kv;
+	size_t n;
+} pol_preset_t;
+extern const pol_preset_t pol_presets[];
+extern const size_t pol_presets_n;
+
+/* ---- speculation accounting ----------------------------------------------------- */
+
+/* Filled by the simulator, except triggers, which replication policies add
+ * through pol_actions_t.stats (the simulator sees every copy, refusal and
+ * cancel through pol_actions_t, so it counts those). A replica
+ * is one speculative copy of one prefix to one instance. */
+struct pol_spec_stats {
+	uint64_t triggers;           /* forecast entries a replication policy acted on */
+	uint64_t replicas_created;   /* speculative copies that landed */
+	uint64_t replicas_used;      /* ... that a request used before eviction */
+	uint64_t replicas_wasted;    /* ... evicted (or left at the end) never used */
+	double unused_vram_byte_s;   /* bytes x seconds held by never-used replicas */
+	uint64_t bytes_fg, bytes_bg; /* copied bytes by class */
+	uint64_t copies_cancelled;
+	uint64_t copies_refused; /* refusals (source KV absent or not computed) */
+	uint64_t warm_hits;      /* requests whose prefix was warm thanks to a replica */
+	uint64_t fg_flows;       /* foreground flows that completed */
+	double fg_slowdown_s;    /* sum over them of (actual - alone-on-path) completion */
+};
+
+/* A replica leaves the store (evicted or end of run) at now. */
+void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
+                           int used);
+
+#define POL_SPEC_N_METRICS 13
+/* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */
+extern const char *const pol_spec_metric_names[POL_SPEC_N_METRICS];
+void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS]);
+
+#endif

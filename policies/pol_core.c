@@ -1,0 +1,281 @@
+/* pol_core — family names, parameter values, view helpers, eviction order
+ * and speculation accounting (see pol.h). */
+#include "policies/pol.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const family_names[POL_NFAMILY] = {
+    "predictor", "replication", "routing", "eviction", "transfer", "admission",
+};
+static const char *const family_sections[POL_NFAMILY] = {
+    "policy.predictor", "policy.replication", "policy.routing",
+    "policy.eviction",  "policy.transfer",    "policy.admission",
+};
+
+const char *pol_family_name(pol_family_t f)
+{
+	return (unsigned)f < POL_NFAMILY ? family_names[f] : NULL;
+}
+
+const char *pol_family_section(pol_family_t f)
+{
+	return (unsigned)f < POL_NFAMILY ? family_sections[f] : NULL;
+}
+
+int pol_family_parse(const char *s, pol_family_t *f, err_t *e)
+{
+	for (int i = 0; i < POL_NFAMILY; i++)
+		if (s && !strcmp(s, family_names[i])) {
+			*f = (pol_family_t)i;
+			return 0;
+		}
+	return err_set(e, KS_EINPUT,
+	               "unknown policy family '%s' (expected predictor, replication, routing, "
+	               "eviction, transfer or admission)",
+	               s ? s : "");
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+static long key_index(const pol_params_t *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->keys[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+	size_t n = strlen(v);
+	for (const char *c = choices; c && *c;) {
+		const char *end = strchr(c, ',');
+		size_t len = end ? (size_t)(end - c) : strlen(c);
+		if (len == n && !strncmp(c, v, n))
+			return 1;
+		c = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+static int set_index(pol_params_t *p, size_t i, const char *value, err_t *e)
+{
+	const cfg_key_t *k = &p->keys[i];
+	const char *sec = k->section ? k->section : "policy";
+	switch (k->type) {
+	case CFG_INT:
+	case CFG_FLOAT: {
+		char *end;
+		errno = 0;
+		double d = strtod(value, &end);
+		if (end == value || *end || errno || !isfinite(d))
+			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a number", sec, k->name,
+			               value);
+		if (k->type == CFG_INT && d != floor(d))
+			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not an integer", sec,
+			               k->name, value);
+		if (k->min < k->max && (d < k->min || d > k->max))
+			return err_set(e, KS_EINPUT, "[%s] %s: %s is outside [%g, %g]", sec,
+			               k->name, value, k->min, k->max);
+		p->num[i] = d;
+		return 0;
+	}
+	case CFG_BOOL:
+		if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "yes"))
+			p->num[i] = 1;
+		else if (!strcasecmp(value, "false") || !strcmp(value, "0") ||
+		         !strcasecmp(value, "no"))
+			p->num[i] = 0;
+		else
+			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a boolean", sec, k->name,
+			               value);
+		return 0;
+	case CFG_ENUM:
+		if (!choice_ok(k->choices, value))
+			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not one of %s", sec, k->name,
+			               value, k->choices ? k->choices : "");
+		/* fall through */
+	case CFG_STR: {
+		char *s = strdup(value);
+		if (!s)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		free(p->str[i]);
+		p->str[i] = s;
+		return 0;
+	}
+	}
+	return err_set(e, KS_EINPUT, "[%s] %s: unknown type", sec, k->name);
+}
+
+int pol_params_set(pol_params_t *p, const char *name, const char *value, err_t *e)
+{
+	long i = key_index(p, name);
+	if (i < 0)
+		return err_set(e, KS_EINPUT, "unknown policy parameter '%s'", name);
+	return set_index(p, (size_t)i, value, e);
+}
+
+static int params_alloc(pol_params_t *p, const cfg_key_t *keys, size_t n, err_t *e)
+{
+	memset(p, 0, sizeof *p);
+	p->keys = keys;
+	p->n = n;
+	p->num = calloc(n ? n : 1, sizeof *p->num);
+	p->str = calloc(n ? n : 1, sizeof *p->str);
+	if (!p->num || !p->str) {
+		pol_params_free(p);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int pol_params_init(pol_params_t *p, const cfg_key_t *keys, size_t n, const char *overrides,
+                    err_t *e)
+{
+	int rc = params_alloc(p, keys, n, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = set_index(p, i, keys[i].def ? keys[i].def : "", e))) {
+			pol_params_free(p);
+			return err_prefix(e, "default");
+		}
+	if (!overrides || !*overrides)
+		return 0;
+	char *buf = strdup(overrides), *save = NULL;
+	if (!buf) {
+		pol_params_free(p);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq) {
+			rc = err_set(e, KS_EINPUT, "'%s': expected name=value", tok);
+			break;
+		}
+		*eq = '\0';
+		if ((rc = pol_params_set(p, tok, eq + 1, e)))
+			break;
+	}
+	free(buf);
+	if (rc)
+		pol_params_free(p);
+	return rc;
+}
+
+void pol_params_free(pol_params_t *p)
+{
+	if (!p)
+		return;
+	if (p->str)
+		for (size_t i = 0; i < p->n; i++)
+			free(p->str[i]);
+	free(p->str);
+	free(p->num);
+	memset(p, 0, sizeof *p);
+}
+
+double pol_param_num(const pol_params_t *p, const char *name)
+{
+	long i = key_index(p, name);
+	assert(i >= 0 && "policy parameter not in schema");
+	return p->num[i];
+}
+
+const char *pol_param_str(const pol_params_t *p, const char *name)
+{
+	long i = key_index(p, name);
+	assert(i >= 0 && "policy parameter not in schema");
+	return p->str[i] ? p->str[i] : "";
+}
+
+/* ---- view helpers -------------------------------------------------------- */
+
+uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                             uint32_t *inst)
+{
+	uint32_t best = 0, where = UINT32_MAX;
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		uint32_t m = v->match(v->ctx, i, blocks, n);
+		if (m > best) {
+			best = m;
+			where = i;
+		}
+	}
+	if (inst)
+		*inst = where;
+	return best;
+}
+
+uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                          uint32_t min_blocks, uint32_t *out, uint32_t cap)
+{
+	uint32_t k = 0;
+	if (min_blocks < 1)
+		min_blocks = 1;
+	for (uint32_t i = 0; i < v->n_inst; i++)
+		if (v->match(v->ctx, i, blocks, n) >= min_blocks) {
+			if (k < cap && out)
+				out[k] = i;
+			k++;
+		}
+	return k;
+}
+
+/* ---- eviction order ------------------------------------------------------ */
+
+int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_block_meta_t *a,
+                  const pol_block_meta_t *b)
+{
+	double pa = ops->priority(st, a), pb = ops->priority(st, b);
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	if (a->last_access_ns != b->last_access_ns)
+		return a->last_access_ns < b->last_access_ns ? -1 : 1;
+	return 0;
+}
+
+/* ---- speculation accounting ---------------------------------------------- */
+
+void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
+                           int used)
+{
+	if (used) {
+		s->replicas_used++;
+		return;
+	}
+	s->replicas_wasted++;
+	if (now_ns > landed_ns)
+		s->unused_vram_byte_s += (double)bytes * (double)(now_ns - landed_ns) * 1e-9;
+}
+
+const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {
+    "spec.triggers",           "spec.replicas_created", "spec.replicas_used",
+    "spec.replicas_wasted",    "spec.waste_ratio",      "spec.unused_vram_gb_s",
+    "spec.bytes_fg",           "spec.bytes_bg",         "spec.copies_cancelled",
+    "spec.copies_refused",     "spec.warm_hits",        "spec.fg_flows",
+    "spec.fg_slowdown_mean_s",
+};
+
+void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
+{
+	uint64_t ended = s->replicas_used + s->replicas_wasted;
+	out[0] = (double)s->triggers;
+	out[1] = (double)s->replicas_created;
+	out[2] = (double)s->replicas_used;
+	out[3] = (double)s->replicas_wasted;
+	out[4] = ended ? (double)s->replicas_wasted / (double)ended : 0.0;
+	out[5] = s->unused_vram_byte_s / 1e9;
+	out[6] = (double)s->bytes_fg;
+	out[7] = (double)s->bytes_bg;
+	out[8] = (double)s->copies_cancelled;
+	out[9] = (double)s->copies_refused;
+	out[10] = (double)s->warm_hits;
+	out[11] = (double)s->fg_flows;
+	out[12] = s->fg_flows ? s->fg_slowdown_s / (double)s->fg_flows : 0.0;
+}

@@ -1,0 +1,133 @@
+/* pol_int — helpers shared by the built-in policies (not part of the
+ * plugin ABI): the built-in tables, a bounded table of recently seen
+ * prefixes, a bounded table of prefix groups, and the Hawkes/Holt maths
+ * exposed for unit tests. Times in ns unless a name says _s.
+ */
+#ifndef KVSIM_POL_INT_H
+#define KVSIM_POL_INT_H
+
+#include <gsl/gsl_rng.h>
+
+#include "policies/pol.h"
+
+/* A parameter key of family section fam owned by policy own. */
+#define POL_KEY(fam, own, nm, ty, df, lo, hi, ch, un, dc)                                          \
+	{                                                                                          \
+		"policy." fam, nm, ty, df, lo, hi, ch, un, dc, own                                 \
+	}
+
+extern const struct pol_predictor_ops pol_pred_oracle, pol_pred_repeat_count, pol_pred_ewma,
+    pol_pred_holt, pol_pred_hawkes;
+extern const struct pol_replication_ops pol_repl_none, pol_repl_reactive_hotspot,
+    pol_repl_early_rdma, pol_repl_speculative, pol_repl_full;
+extern const struct pol_routing_ops pol_route_round_robin, pol_route_random, pol_route_least_load,
+    pol_route_cache_aware, pol_route_kv_cost, pol_route_weighted_score, pol_route_preble,
+    pol_route_min_ttft;
+extern const struct pol_eviction_ops pol_evict_lru, pol_evict_lfu, pol_evict_spec_first,
+    pol_evict_cost_aware;
+extern const struct pol_transfer_ops pol_xfer_immediate, pol_xfer_idle_window, pol_xfer_rate_cap;
+extern const struct pol_admission_ops pol_admit_accept_all, pol_admit_slo_reject;
+
+/* Inits h with ops and the params already in h->params (registry). */
+int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e);
+
+/* A GSL stream for a policy: mt19937 seeded with seed (0 maps to 1). */
+gsl_rng *pol_rng_new(uint64_t seed);
+
+/* ---- prefix table ---------------------------------------------------------
+ * Every block id of every observed prompt, with the time it was last seen
+ * and a fixed-size payload per node. A child is never seen more recently
+ * than its parent, so dropping nodes older than a cutoff keeps every kept
+ * node's ancestors, and "is blocks[i] present" stays monotone in i: the
+ * longest known prefix is found by binary search. Bounded: at cap nodes the
+ * older half is dropped. */
+typedef struct pol_ptab pol_ptab_t;
+
+pol_ptab_t *pol_ptab_new(size_t cap, size_t payload_bytes);
+void pol_ptab_free(pol_ptab_t *t);
+/* Longest prefix of blocks[0..n) present (in blocks). */
+uint32_t pol_ptab_match(const pol_ptab_t *t, const uint64_t *blocks, uint32_t n);
+/* Last-seen time of node id, or INT64_MIN when absent. */
+int64_t pol_ptab_last(const pol_ptab_t *t, uint64_t id);
+/* Inserts or refreshes every node of the path at time t_ns; visit (may be
+ * NULL) sees each node's payload (zeroed when new) with its depth (1-based).
+ * 0 or KS_ENOMEM. */
+int pol_ptab_touch(pol_ptab_t *t, const uint64_t *blocks, uint32_t n, int64_t t_ns,
+                   void (*visit)(void *payload, uint32_t depth, void *arg), void *arg);
+void *pol_ptab_payload(pol_ptab_t *t, uint64_t id);
+size_t pol_ptab_size(const pol_ptab_t *t);
+
+/* ---- prefix groups --------------------------------------------------------
+ * A bounded set of prefixes (a group = requests sharing blocks[0..n)), each
+ * with a score the owner keeps current, the instances its requests reached
+ * (space-saving over POL_LIKELY_MAX slots) and an owner payload. When full,
+ * adding evicts the lowest score (space-saving: the newcomer inherits it). */
+typedef struct pol_group {
+	uint64_t key; /* blocks[n-1] */
+	uint64_t *blocks;
+	uint32_t n;
+	double score, err; /* err: score inherited from the evicted group */
+	int64_t created_ns, last_ns;
+	uint32_t n_inst;
+	uint32_t inst[POL_LIKELY_MAX];
+	double inst_w[POL_LIKELY_MAX];
+	void *ext; /* ext_bytes of owner payload, zeroed */
+} pol_group_t;
+
+typedef struct pol_groups {
+	pol_group_t *g;
+	size_t n, cap, ext_bytes;
+	void (*ext_free)(void *ext); /* releases what the owner hung in ext */
+} pol_groups_t;
+
+int pol_groups_init(pol_groups_t *gs, size_t cap, size_t ext_bytes, void (*ext_free)(void *));
+void pol_groups_free(pol_groups_t *gs);
+pol_group_t *pol_groups_find(pol_groups_t *gs, const uint64_t *blocks, uint32_t n);
+/* Finds or adds blocks[0..n); NULL on ENOMEM. *evicted (may be NULL) says
+ * whether another group was dropped to make room. */
+pol_group_t *pol_groups_get(pol_groups_t *gs, const uint64_t *blocks, uint32_t n, int64_t t_ns,
+                            int *evicted);
+void pol_groups_remove(pol_groups_t *gs, size_t i);
+/* Credits instance inst (ignored when < 0) with weight w. */
+void pol_group_note_inst(pol_group_t *g, int32_t inst, double w);
+/* Fills out->likely from the group's instances, heaviest first. */
+void pol_group_likely(const pol_group_t *g, pol_fc_t *out);
+
+/* A growable forecast buffer owned by a predictor. */
+typedef struct pol_fcbuf {
+	pol_fc_t *e;
+	size_t n, cap;
+} pol_fcbuf_t;
+pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b);
+void pol_fcbuf_sort(pol_fcbuf_t *b); /* expected descending, then n_blocks descending */
+void pol_fcbuf_free(pol_fcbuf_t *b);
+
+/* ---- maths ------------------------------------------------------------------ */
+
+/* Exponential-kernel Hawkes process, intensity mu + sum alpha e^{-beta(t-ti)}
+ * (Hawkes 1971), times in seconds. Log-likelihood over [t0, t1] of sorted
+ * events t[0..n) by Ozaki's (1979) recursion. */
+double pol_hawkes_loglik(const double *t, size_t n, double t0, double t1, double mu, double alpha,
+                         double beta);
+/* Maximum-likelihood fit with GSL Nelder-Mead (nmsimplex2) over log
+ * parameters, started from *mu, *alpha, *beta when positive. 0, or
+ * KS_ERUNTIME when it does not converge or n < 2. */
+int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, double *alpha,
+                   double *beta);
+/* Expected events in (now, now+h] given intensity excess ex = lambda(now) -
+ * mu: mu h + z* h + (ex - z*)(1 - e^{-k h})/k with k = beta - alpha,
+ * z* = alpha mu / k (mean of the linear ODE for E[lambda]). alpha >= beta
+ * is clamped to a branching ratio of 0.99. */
+double pol_hawkes_expected(double mu, double alpha, double beta, double ex, double h);
+
+/* Holt's linear trend (Holt 1957): level/trend after observing x. */
+typedef struct pol_holt {
+	double level, trend;
+	int n; /* observations so far */
+} pol_holt_t;
+void pol_holt_update(pol_holt_t *h, double x, double alpha, double beta);
+/* Sum of max(0, level + j trend) over j = 1..steps (steps may be fractional:
+ * the last step is weighted by its fraction). */
+double pol_holt_sum(const pol_holt_t *h, double steps);
+
+#endif

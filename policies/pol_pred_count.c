@@ -1,0 +1,298 @@
+/* pol_pred_count — counting predictors: repeat_count (the X-repeats-in-Z-
+ * seconds rule) and ewma (decayed popularity over a bounded heavy-hitter
+ * table). */
+#include "policies/pol_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS 1e9
+
+/* ---- repeat_count ---------------------------------------------------------
+ * Every node of the prefix table keeps the times of the last X arrivals
+ * whose prompt contains it (a ring). A prefix is hot when its X-th most
+ * recent arrival is within Z seconds: the count can only fall with depth,
+ * so the deepest hot prefix is found by binary search. */
+
+#define RC_MAX_X 64
+
+typedef struct rc_ring {
+	uint32_t n, head;
+	int64_t t[]; /* X slots */
+} rc_ring_t;
+
+typedef struct rc_state {
+	uint32_t min_blocks, x;
+	int64_t window_ns, hot_ns;
+	pol_ptab_t *tab;
+	pol_groups_t hot; /* score = fire time, so the stalest is dropped */
+	pol_fcbuf_t out;
+} rc_state_t;
+
+static const cfg_key_t rc_params[] = {
+    POL_KEY("predictor", "repeat_count", "rc_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "Y: shortest prefix (in blocks) that may become hot (own choice)"),
+    POL_KEY("predictor", "repeat_count", "rc_repeats", CFG_INT, "3", 1, RC_MAX_X, NULL, "",
+            "X: arrivals containing the prefix needed inside the window (own choice)"),
+    POL_KEY("predictor", "repeat_count", "rc_window_s", CFG_FLOAT, "10", 1e-6, 1e6, NULL, "s",
+            "Z: window the X arrivals must fall in (own choice)"),
+    POL_KEY("predictor", "repeat_count", "rc_hot_s", CFG_FLOAT, "30", 1e-6, 1e6, NULL, "s",
+            "how long a fired prefix stays in the forecast after its last firing"),
+    POL_KEY("predictor", "repeat_count", "rc_capacity", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity (older half dropped when full)"),
+};
+
+static int rc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+{
+	(void)seed;
+	rc_state_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	s->min_blocks = (uint32_t)pol_param_num(p, "rc_min_blocks");
+	s->x = (uint32_t)pol_param_num(p, "rc_repeats");
+	s->window_ns = (int64_t)(pol_param_num(p, "rc_window_s") * NS);
+	s->hot_ns = (int64_t)(pol_param_num(p, "rc_hot_s") * NS);
+	s->tab = pol_ptab_new((size_t)pol_param_num(p, "rc_capacity"),
+	                      sizeof(rc_ring_t) + s->x * sizeof(int64_t));
+	if (!s->tab || pol_groups_init(&s->hot, 1024, 0, NULL)) {
+		pol_ptab_free(s->tab);
+		free(s);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	*state = s;
+	return 0;
+}
+
+static void rc_free(void *st)
+{
+	rc_state_t *s = st;
+	pol_ptab_free(s->tab);
+	pol_groups_free(&s->hot);
+	pol_fcbuf_free(&s->out);
+	free(s);
+}
+
+typedef struct rc_visit {
+	uint32_t x;
+	int64_t t;
+} rc_visit_t;
+
+static void rc_push(void *payload, uint32_t depth, void *arg)
+{
+	(void)depth;
+	rc_ring_t *r = payload;
+	const rc_visit_t *v = arg;
+	r->t[r->head] = v->t;
+	r->head = (r->head + 1) % v->x;
+	if (r->n < v->x)
+		r->n++;
+}
+
+/* The oldest of the last X arrival times of node id (INT64_MIN if < X). */
+static int64_t rc_xth(rc_state_t *s, uint64_t id)
+{
+	rc_ring_t *r = pol_ptab_payload(s->tab, id);
+	if (!r || r->n < s->x)
+		return INT64_MIN;
+	return r->t[r->head % s->x]; /* full ring: head is the oldest */
+}
+
+static int rc_observe(void *st, const pol_arrival_t *a, err_t *e)
+{
+	rc_state_t *s = st;
+	rc_visit_t v = {s->x, a->t_ns};
+	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, rc_push, &v))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (a->n_blocks < s->min_blocks)
+		return 0;
+	int64_t since = a->t_ns - s->window_ns;
+	/* deepest depth d in [min_blocks, n] whose X-th latest arrival >= since */
+	uint32_t lo = s->min_blocks - 1, hi = a->n_blocks; /* answer in [lo, hi]; lo = none */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		if (rc_xth(s, a->blocks[mid - 1]) >= since)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	if (lo < s->min_blocks)
+		return 0;
+	pol_group_t *g = pol_groups_get(&s->hot, a->blocks, lo, a->t_ns, NULL);
+	if (!g)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	g->score = (double)a->t_ns; /* last firing */
+	g->last_ns = a->t_ns;
+	g->err = (double)(a->t_ns - rc_xth(s, a->blocks[lo - 1])); /* span of the X */
+	pol_group_note_inst(g, a->inst, 1.0);
+	return 0;
+}
+
+static int rc_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *out, err_t *e)
+{
+	rc_state_t *s = st;
+	s->out.n = 0;
+	for (size_t i = 0; i < s->hot.n;) {
+		pol_group_t *g = &s->hot.g[i];
+		if (now - g->last_ns > s->hot_ns) {
+			pol_groups_remove(&s->hot, i);
+			continue;
+		}
+		pol_fc_t *f = pol_fcbuf_push(&s->out);
+		if (!f)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		f->blocks = g->blocks;
+		f->n_blocks = g->n;
+		/* X arrivals over their span, extrapolated over the horizon */
+		double span = g->err > 0 ? g->err : (double)s->window_ns;
+		f->expected = (double)(s->x > 1 ? s->x - 1 : 1) / span * (double)horizon;
+		f->first_ns = now;
+		pol_group_likely(g, f);
+		i++;
+	}
+	pol_fcbuf_sort(&s->out);
+	out->e = s->out.e;
+	out->n = s->out.n;
+	out->inst_expected = NULL;
+	out->n_inst = 0;
+	return 0;
+}
+
+const struct pol_predictor_ops pol_pred_repeat_count = {
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "repeat_count",
+             "A prefix of at least Y blocks contained in X arrivals within Z seconds is hot "
+             "(the trigger rule of the original early-RDMA proposal). Forecasts each hot "
+             "prefix, the deepest one that satisfies the rule, for rc_hot_s after it last "
+             "fired; expected arrivals extrapolate the X arrivals' rate over the horizon.",
+             rc_params, sizeof rc_params / sizeof rc_params[0], rc_init, rc_free},
+    .observe = rc_observe,
+    .forecast = rc_forecast,
+};
+
+/* ---- ewma -----------------------------------------------------------------
+ * Each arrival is credited to its group: the longest prefix (>= min blocks)
+ * that an earlier arrival shared. Popularity is an exponentially decayed
+ * count, s(t) = s(t0) e^{-(t-t0)/tau} + 1 per arrival, kept for at most
+ * `ewma_capacity` groups with space-saving replacement (Metwally et al.,
+ * ICDT 2005). For a steady rate lambda, s -> lambda tau, so the forecast is
+ * s/tau arrivals per second over the horizon. */
+
+typedef struct ew_state {
+	double tau_ns, min_score;
+	uint32_t min_blocks, k;
+	pol_ptab_t *tab;
+	pol_groups_t gs;
+	pol_fcbuf_t out;
+} ew_state_t;
+
+static const cfg_key_t ew_params[] = {
+    POL_KEY("predictor", "ewma", "ewma_tau_s", CFG_FLOAT, "30", 1e-3, 1e6, NULL, "s",
+            "decay time constant of the popularity count (own choice)"),
+    POL_KEY("predictor", "ewma", "ewma_top_k", CFG_INT, "16", 1, 4096, NULL, "",
+            "prefixes reported per forecast"),
+    POL_KEY("predictor", "ewma", "ewma_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
+            "heavy-hitter table size (space-saving)"),
+    POL_KEY("predictor", "ewma", "ewma_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "shortest shared prefix that forms a group (own choice)"),
+    POL_KEY("predictor", "ewma", "ewma_min_score", CFG_FLOAT, "2", 0, 1e9, NULL, "",
+            "decayed count a group needs to be reported (own choice)"),
+    POL_KEY("predictor", "ewma", "ewma_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity used to find shared prefixes"),
+};
+
+static int ew_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+{
+	(void)seed;
+	ew_state_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	s->tau_ns = pol_param_num(p, "ewma_tau_s") * NS;
+	s->k = (uint32_t)pol_param_num(p, "ewma_top_k");
+	s->min_blocks = (uint32_t)pol_param_num(p, "ewma_min_blocks");
+	s->min_score = pol_param_num(p, "ewma_min_score");
+	s->tab = pol_ptab_new((size_t)pol_param_num(p, "ewma_table"), 0);
+	if (!s->tab ||
+	    pol_groups_init(&s->gs, (size_t)pol_param_num(p, "ewma_capacity"), 0, NULL)) {
+		pol_ptab_free(s->tab);
+		free(s);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	*state = s;
+	return 0;
+}
+
+static void ew_free(void *st)
+{
+	ew_state_t *s = st;
+	pol_ptab_free(s->tab);
+	pol_groups_free(&s->gs);
+	pol_fcbuf_free(&s->out);
+	free(s);
+}
+
+static double ew_decayed(const ew_state_t *s, const pol_group_t *g, int64_t now)
+{
+	int64_t dt = now > g->last_ns ? now - g->last_ns : 0;
+	return g->score * exp(-(double)dt / s->tau_ns);
+}
+
+static int ew_observe(void *st, const pol_arrival_t *a, err_t *e)
+{
+	ew_state_t *s = st;
+	uint32_t m = pol_ptab_match(s->tab, a->blocks, a->n_blocks);
+	int64_t prev = m ? pol_ptab_last(s->tab, a->blocks[m - 1]) : 0;
+	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (m < s->min_blocks)
+		return 0;
+	/* decay every score to now so space-saving compares like with like */
+	for (size_t i = 0; i < s->gs.n; i++) {
+		s->gs.g[i].score = ew_decayed(s, &s->gs.g[i], a->t_ns);
+		s->gs.g[i].last_ns = a->t_ns;
+	}
+	int fresh = !pol_groups_find(&s->gs, a->blocks, m);
+	pol_group_t *g = pol_groups_get(&s->gs, a->blocks, m, a->t_ns, NULL);
+	if (!g)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (fresh) /* the earlier arrival that shared it counts too */
+		g->score += exp(-(double)(a->t_ns - prev) / s->tau_ns);
+	g->score += 1;
+	pol_group_note_inst(g, a->inst, 1.0);
+	return 0;
+}
+
+static int ew_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *out, err_t *e)
+{
+	ew_state_t *s = st;
+	s->out.n = 0;
+	for (size_t i = 0; i < s->gs.n; i++) {
+		const pol_group_t *g = &s->gs.g[i];
+		double sc = ew_decayed(s, g, now);
+		if (sc < s->min_score)
+			continue;
+		pol_fc_t *f = pol_fcbuf_push(&s->out);
+		if (!f)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		f->blocks = g->blocks;
+		f->n_blocks = g->n;
+		f->expected = sc / s->tau_ns * (double)horizon;
+		f->first_ns = now;
+		pol_group_likely(g, f);
+	}
+	pol_fcbuf_sort(&s->out);
+	out->e = s->out.e;
+	out->n = s->out.n < s->k ? s->out.n : s->k;
+	out->inst_expected = NULL;
+	out->n_inst = 0;
+	return 0;
+}
+
+const struct pol_predictor_ops pol_pred_ewma = {
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "ewma",
+             "Exponentially decayed popularity per shared prefix over a bounded space-saving "
+             "heavy-hitter table (Metwally et al. 2005); reports the top-k prefixes whose "
+             "decayed count reaches ewma_min_score, expecting count/tau arrivals per second.",
+             ew_params, sizeof ew_params / sizeof ew_params[0], ew_init, ew_free},
+    .observe = ew_observe,
+    .forecast = ew_forecast,
+};

@@ -1,0 +1,191 @@
+/* pol_pred_holt — Holt linear-trend forecast of the arrival rate per prefix
+ * group and per instance (Holt 1957; Hyndman et al., "Forecasting with
+ * exponential smoothing", 2008, ch. 2). Arrivals are counted in buckets of
+ * holt_step_s; each finished bucket updates level and trend; the forecast
+ * over a horizon of h buckets is sum_{j=1..h} max(0, level + j trend). */
+#include "policies/pol_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct series {
+	pol_holt_t h;
+	int64_t bucket; /* index of the bucket being counted */
+	double count;
+	int started;
+} series_t;
+
+typedef struct holt_state {
+	int64_t step_ns;
+	double alpha, beta, min_expected;
+	uint32_t min_blocks, k;
+	pol_ptab_t *tab;
+	pol_groups_t gs; /* ext = series_t */
+	series_t *inst;
+	uint32_t n_inst;
+	double *inst_out;
+	pol_fcbuf_t out;
+} holt_state_t;
+
+static const cfg_key_t holt_params[] = {
+    POL_KEY("predictor", "holt", "holt_step_s", CFG_FLOAT, "1", 1e-3, 1e5, NULL, "s",
+            "bucket width of the rate series (own choice)"),
+    POL_KEY("predictor", "holt", "holt_alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "",
+            "level smoothing (own choice)"),
+    POL_KEY("predictor", "holt", "holt_beta", CFG_FLOAT, "0.3", 0, 1, NULL, "",
+            "trend smoothing (own choice)"),
+    POL_KEY("predictor", "holt", "holt_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
+            "shortest shared prefix that forms a group (own choice)"),
+    POL_KEY("predictor", "holt", "holt_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "expected arrivals in the horizon a group needs to be reported"),
+    POL_KEY("predictor", "holt", "holt_top_k", CFG_INT, "16", 1, 4096, NULL, "",
+            "prefixes reported per forecast"),
+    POL_KEY("predictor", "holt", "holt_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
+            "groups tracked (space-saving on level)"),
+    POL_KEY("predictor", "holt", "holt_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
+            "prefix-table capacity used to find shared prefixes"),
+};
+
+static int holt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+{
+	(void)seed;
+	holt_state_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	s->step_ns = (int64_t)(pol_param_num(p, "holt_step_s") * 1e9);
+	s->alpha = pol_param_num(p, "holt_alpha");
+	s->beta = pol_param_num(p, "holt_beta");
+	s->min_blocks = (uint32_t)pol_param_num(p, "holt_min_blocks");
+	s->min_expected = pol_param_num(p, "holt_min_expected");
+	s->k = (uint32_t)pol_param_num(p, "holt_top_k");
+	s->tab = pol_ptab_new((size_t)pol_param_num(p, "holt_table"), 0);
+	if (!s->tab || pol_groups_init(&s->gs, (size_t)pol_param_num(p, "holt_capacity"),
+	                               sizeof(series_t), NULL)) {
+		pol_ptab_free(s->tab);
+		free(s);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	*state = s;
+	return 0;
+}
+
+static void holt_free(void *st)
+{
+	holt_state_t *s = st;
+	pol_ptab_free(s->tab);
+	pol_groups_free(&s->gs);
+	free(s->inst);
+	free(s->inst_out);
+	pol_fcbuf_free(&s->out);
+	free(s);
+}
+
+/* Closes every bucket before `bucket` (empty ones count as zero; after a
+ * long idle gap the series restarts rather than replaying thousands of
+ * zeros). */
+static void series_advance(const holt_state_t *s, series_t *x, int64_t bucket)
+{
+	if (!x->started) {
+		x->started = 1;
+		x->bucket = bucket;
+		return;
+	}
+	if (bucket - x->bucket > 10000) {
+		memset(&x->h, 0, sizeof x->h);
+		x->bucket = bucket;
+		x->count = 0;
+		return;
+	}
+	while (x->bucket < bucket) {
+		pol_holt_update(&x->h, x->count, s->alpha, s->beta);
+		x->count = 0;
+		x->bucket++;
+	}
+}
+
+static int holt_observe(void *st, const pol_arrival_t *a, err_t *e)
+{
+	holt_state_t *s = st;
+	int64_t b = a->t_ns / s->step_ns;
+	if (a->inst >= 0) {
+		if ((uint32_t)a->inst >= s->n_inst) {
+			uint32_t n = (uint32_t)a->inst + 1;
+			series_t *x = realloc(s->inst, n * sizeof *x);
+			double *o = realloc(s->inst_out, n * sizeof *o);
+			if (x)
+				s->inst = x;
+			if (o)
+				s->inst_out = o;
+			if (!x || !o)
+				return err_set(e, KS_ENOMEM, "out of memory");
+			memset(x + s->n_inst, 0, (n - s->n_inst) * sizeof *x);
+			s->n_inst = n;
+		}
+		series_advance(s, &s->inst[a->inst], b);
+		s->inst[a->inst].count += 1;
+	}
+	uint32_t m = pol_ptab_match(s->tab, a->blocks, a->n_blocks);
+	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (m < s->min_blocks)
+		return 0;
+	pol_group_t *g = pol_groups_get(&s->gs, a->blocks, m, a->t_ns, NULL);
+	if (!g)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	series_t *x = g->ext;
+	series_advance(s, x, b);
+	x->count += 1;
+	g->score = x->h.n ? x->h.level : x->count;
+	g->last_ns = a->t_ns;
+	pol_group_note_inst(g, a->inst, 1.0);
+	return 0;
+}
+
+static int holt_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *out, err_t *e)
+{
+	holt_state_t *s = st;
+	int64_t b = now / s->step_ns;
+	double steps = (double)horizon / (double)s->step_ns;
+	s->out.n = 0;
+	for (size_t i = 0; i < s->gs.n; i++) {
+		pol_group_t *g = &s->gs.g[i];
+		series_t *x = g->ext;
+		series_advance(s, x, b);
+		g->score = x->h.level;
+		if (x->h.n < 2)
+			continue;
+		double ex = pol_holt_sum(&x->h, steps);
+		if (ex < s->min_expected || ex <= 0)
+			continue;
+		pol_fc_t *f = pol_fcbuf_push(&s->out);
+		if (!f)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		f->blocks = g->blocks;
+		f->n_blocks = g->n;
+		f->expected = ex;
+		f->first_ns = now;
+		pol_group_likely(g, f);
+	}
+	pol_fcbuf_sort(&s->out);
+	for (uint32_t i = 0; i < s->n_inst; i++) {
+		series_advance(s, &s->inst[i], b);
+		s->inst_out[i] = s->inst[i].h.n ? pol_holt_sum(&s->inst[i].h, steps) : 0;
+	}
+	out->e = s->out.e;
+	out->n = s->out.n < s->k ? s->out.n : s->k;
+	out->inst_expected = s->n_inst ? s->inst_out : NULL;
+	out->n_inst = s->n_inst;
+	return 0;
+}
+
+const struct pol_predictor_ops pol_pred_holt = {
+    .base = {POL_ABI_VERSION, POL_PREDICTOR, "holt",
+             "Holt linear-trend (double exponential smoothing) forecast of the arrival rate "
+             "per shared-prefix group and per instance (Holt 1957), over buckets of "
+             "holt_step_s; reports groups expecting at least holt_min_expected arrivals in "
+             "the horizon and fills per-instance expected arrivals.",
+             holt_params, sizeof holt_params / sizeof holt_params[0], holt_init, holt_free},
+    .observe = holt_observe,
+    .forecast = holt_forecast,
+};

@@ -1,0 +1,352 @@
+/* pol_repl_spec — forecast-driven speculative replication under a VRAM and
+ * a bandwidth budget, with an explicit payback test.
+ *
+ * Every tick, for each forecast prefix p (expected E arrivals in the
+ * horizon) and each target instance d (p's likely instances first, then the
+ * least busy, spec_targets in all, skipping those already warm or being
+ * filled), with m = blocks of p resident at d and c = blocks resident at the
+ * best source s:
+ *   cost    = xfer_ns(s, d, c - m)                      (link time it takes)
+ *   saved   = prefill_ns(d, (c - m) B, m B)             (recompute avoided;
+ *             with spec_saved_basis = min, also capped by the on-demand fetch)
+ *   p_use   = 1 - exp(-E / targets)                     (Poisson: at least one
+ *             of the E arrivals, spread evenly, lands on d)
+ *   accept  iff p_use x saved >= spec_payback x cost.
+ * Accepted candidates are issued best ratio first while (a) d's speculative
+ * blocks (resident + in flight) stay <= spec_vram_frac x its KV capacity and
+ * (b) a token bucket of spec_bw_gbps (burst spec_bw_burst_s) has the bytes
+ * (or is full: a copy larger than the bucket then leaves a debt).
+ * In-flight copies of prefixes that left the forecast are cancelled when
+ * spec_cancel_stale is set. */
+#include "policies/pol_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sp_flight {
+	uint64_t id, key;
+	uint32_t n, dst, blocks; /* prefix length, target, blocks moved */
+} sp_flight_t;
+
+typedef struct sp_cand {
+	const pol_fc_t *f;
+	uint32_t src, dst, copy_n, miss;
+	double score; /* benefit / cost */
+} sp_cand_t;
+
+typedef struct sp_state {
+	int64_t tick_ns, horizon_ns;
+	double vram_frac, bw_Bps, burst_s, payback, min_expected;
+	uint32_t targets;
+	int cancel_stale, basis_min;
+	double tokens; /* bytes available in the bucket */
+	int64_t last_ns;
+	sp_flight_t *fl;
+	size_t n_fl, cap_fl;
+	sp_cand_t *c;
+	size_t cap_c;
+	pol_inst_t *snap;
+	uint32_t *order;
+	uint64_t *spec_plan; /* speculative blocks per instance incl. our in-flight */
+	unsigned char *hit;
+	size_t cap_hit;
+	uint32_t n_inst;
+} sp_state_t;
+
+static const cfg_key_t sp_params[] = {
+    POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
+            "planning period (own choice)"),
+    POL_KEY("replication", "speculative", "spec_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
+            "forecast horizon asked of the predictor (own choice)"),
+    POL_KEY("replication", "speculative", "spec_vram_frac", CFG_FLOAT, "0.1", 0, 1, NULL, "",
+            "share of each instance's KV pool speculative replicas may hold (own choice)"),
+    POL_KEY("replication", "speculative", "spec_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
+            "bandwidth budget for speculative copies, 1e9 bytes/s; 0 = unlimited"),
+    POL_KEY("replication", "speculative", "spec_bw_burst_s", CFG_FLOAT, "1", 0.001, 1e6, NULL, "s",
+            "token-bucket depth of the bandwidth budget"),
+    POL_KEY("replication", "speculative", "spec_targets", CFG_INT, "2", 1, 1024, NULL, "",
+            "target instances per forecast prefix (own choice)"),
+    POL_KEY("replication", "speculative", "spec_payback", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "copy iff p_use x saved >= spec_payback x copy time; 0 accepts all"),
+    POL_KEY("replication", "speculative", "spec_saved_basis", CFG_ENUM, "recompute", 0, 0,
+            "recompute,min", "",
+            "time saved per use: recompute time, or min(recompute, on-demand fetch)"),
+    POL_KEY("replication", "speculative", "spec_min_expected", CFG_FLOAT, "0.5", 0, 1e9, NULL, "",
+            "forecast entries expecting fewer arrivals are ignored"),
+    POL_KEY("replication", "speculative", "spec_cancel_stale", CFG_BOOL, "true", 0, 0, NULL, "",
+            "cancel in-flight copies of prefixes that left the forecast"),
+};
+
+static int sp_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+{
+	(void)seed;
+	sp_state_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	s->tick_ns = (int64_t)(pol_param_num(p, "spec_tick_ms") * 1e6);
+	s->horizon_ns = (int64_t)(pol_param_num(p, "spec_horizon_s") * 1e9);
+	s->vram_frac = pol_param_num(p, "spec_vram_frac");
+	s->bw_Bps = pol_param_num(p, "spec_bw_gbps") * 1e9;
+	s->burst_s = pol_param_num(p, "spec_bw_burst_s");
+	s->targets = (uint32_t)pol_param_num(p, "spec_targets");
+	s->payback = pol_param_num(p, "spec_payback");
+	s->basis_min = !strcmp(pol_param_str(p, "spec_saved_basis"), "min");
+	s->min_expected = pol_param_num(p, "spec_min_expected");
+	s->cancel_stale = pol_param_num(p, "spec_cancel_stale") != 0;
+	s->tokens = s->bw_Bps * s->burst_s;
+	s->last_ns = INT64_MIN;
+	*state = s;
+	return 0;
+}
+
+static void sp_free(void *st)
+{
+	sp_state_t *s = st;
+	free(s->fl);
+	free(s->c);
+	free(s->snap);
+	free(s->order);
+	free(s->spec_plan);
+	free(s->hit);
+	free(s);
+}
+
+static pol_repl_timing_t sp_timing(const void *st)
+{
+	const sp_state_t *s = st;
+	return (pol_repl_timing_t){s->tick_ns, s->horizon_ns};
+}
+
+static int sp_flying(const sp_state_t *s, const pol_fc_t *f, uint32_t dst)
+{
+	for (size_t i = 0; i < s->n_fl; i++)
+		if (s->fl[i].dst == dst && s->fl[i].n == f->n_blocks &&
+		    s->fl[i].key == f->blocks[f->n_blocks - 1])
+			return 1;
+	return 0;
+}
+
+static int sp_snapshot(sp_state_t *s, const pol_view_t *v)
+{
+	if (s->n_inst != v->n_inst) {
+		uint32_t n = v->n_inst;
+		pol_inst_t *sn = realloc(s->snap, n * sizeof *sn);
+		uint32_t *o = realloc(s->order, n * sizeof *o);
+		uint64_t *pl = realloc(s->spec_plan, n * sizeof *pl);
+		if (sn)
+			s->snap = sn;
+		if (o)
+			s->order = o;
+		if (pl)
+			s->spec_plan = pl;
+		if (!sn || !o || !pl)
+			return KS_ENOMEM;
+		s->n_inst = n;
+	}
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		v->inst(v->ctx, i, &s->snap[i]);
+		s->order[i] = i;
+		s->spec_plan[i] = s->snap[i].kv_spec_blocks;
+	}
+	for (size_t i = 0; i < s->n_fl; i++)
+		if (s->fl[i].dst < v->n_inst)
+			s->spec_plan[s->fl[i].dst] += s->fl[i].blocks;
+	for (uint32_t i = 1; i < v->n_inst; i++) /* least busy first */
+		for (uint32_t j = i; j > 0; j--) {
+			const pol_inst_t *a = &s->snap[s->order[j - 1]], *b = &s->snap[s->order[j]];
+			uint64_t la = (uint64_t)a->waiting + a->running,
+				 lb = (uint64_t)b->waiting + b->running;
+			if (la < lb || (la == lb && a->prefill_tokens <= b->prefill_tokens))
+				break;
+			uint32_t x = s->order[j];
+			s->order[j] = s->order[j - 1];
+			s->order[j - 1] = x;
+		}
+	return 0;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	const sp_cand_t *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	return 0;
+}
+
+static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
+{
+	if (*n == s->cap_c) {
+		size_t cap = s->cap_c ? 2 * s->cap_c : 64;
+		sp_cand_t *x = realloc(s->c, cap * sizeof *x);
+		if (!x)
+			return KS_ENOMEM;
+		s->c = x;
+		s->cap_c = cap;
+	}
+	s->c[(*n)++] = *c;
+	return 0;
+}
+
+/* Candidates (p, d) of one forecast entry that pass the payback test. */
+static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, size_t *n)
+{
+	uint32_t src, c = pol_view_best_match(v, f->blocks, f->n_blocks, &src);
+	if (!c)
+		return 0; /* nobody holds it yet: nothing to copy */
+	uint32_t tgt[1024], nt = 0;
+	for (uint32_t i = 0; i < f->n_likely && nt < s->targets; i++)
+		if (f->likely[i] < v->n_inst && f->likely[i] != src)
+			tgt[nt++] = f->likely[i];
+	for (uint32_t j = 0; j < v->n_inst && nt < s->targets; j++) {
+		uint32_t d = s->order[j], dup = (d == src);
+		for (uint32_t i = 0; i < nt && !dup; i++)
+			dup = tgt[i] == d;
+		if (!dup)
+			tgt[nt++] = d;
+	}
+	uint64_t B = v->block_tokens;
+	for (uint32_t i = 0; i < nt; i++) {
+		uint32_t d = tgt[i], m = v->match(v->ctx, d, f->blocks, c);
+		if (m >= c || sp_flying(s, f, d))
+			continue;
+		/* the best source for this target: a full holder with the fastest link */
+		uint32_t sbest = src;
+		int64_t cost = v->xfer_ns(v->ctx, src, d, c - m);
+		for (uint32_t k = 0; k < v->n_inst; k++) {
+			if (k == d || k == src || v->match(v->ctx, k, f->blocks, c) < c)
+				continue;
+			int64_t t = v->xfer_ns(v->ctx, k, d, c - m);
+			if (t < cost) {
+				cost = t;
+				sbest = k;
+			}
+		}
+		double saved =
+		    (double)v->prefill_ns(v->ctx, d, (uint64_t)(c - m) * B, (uint64_t)m * B);
+		if (s->basis_min && (double)cost < saved)
+			saved = (double)cost;
+		double p_use = 1 - exp(-f->expected / (double)nt);
+		double benefit = p_use * saved, price = s->payback * (double)cost;
+		if (benefit < price)
+			continue;
+		sp_cand_t cd = {f, sbest, d, c, c - m, cost > 0 ? benefit / (double)cost : 1e300};
+		if (sp_push_cand(s, n, &cd))
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+static int sp_in_forecast(const sp_flight_t *fl, const pol_forecast_t *fc)
+{
+	for (size_t k = 0; fc && k < fc->n; k++)
+		if (fc->e[k].n_blocks == fl->n && fc->e[k].blocks[fl->n - 1] == fl->key)
+			return 1;
+	return 0;
+}
+
+static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
+                      const pol_forecast_t *fc, err_t *e)
+{
+	sp_state_t *s = st;
+	int64_t now = v->now(v->ctx);
+	if (s->bw_Bps > 0) {
+		if (s->last_ns != INT64_MIN && now > s->last_ns)
+			s->tokens += s->bw_Bps * (double)(now - s->last_ns) * 1e-9;
+		if (s->tokens > s->bw_Bps * s->burst_s)
+			s->tokens = s->bw_Bps * s->burst_s;
+	}
+	s->last_ns = now;
+	if (s->cancel_stale)
+		for (size_t i = 0; i < s->n_fl;) {
+			if (sp_in_forecast(&s->fl[i], fc)) {
+				i++;
+				continue;
+			}
+			if (a->cancel)
+				a->cancel(a->ctx, s->fl[i].id);
+			s->fl[i] = s->fl[--s->n_fl];
+		}
+	if (sp_snapshot(s, v))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	size_t nc = 0;
+	for (size_t k = 0; fc && k < fc->n; k++)
+		if (fc->e[k].n_blocks && fc->e[k].expected >= s->min_expected &&
+		    sp_consider(s, v, &fc->e[k], &nc))
+			return err_set(e, KS_ENOMEM, "out of memory");
+	if (nc > 1)
+		qsort(s->c, nc, sizeof *s->c, cand_cmp);
+	/* triggers: forecast entries that got at least one copy this tick */
+	if (fc && fc->n > s->cap_hit) {
+		unsigned char *x = realloc(s->hit, fc->n);
+		if (!x)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		s->hit = x;
+		s->cap_hit = fc->n;
+	}
+	if (fc && fc->n)
+		memset(s->hit, 0, fc->n);
+	for (size_t i = 0; i < nc; i++) {
+		const sp_cand_t *c = &s->c[i];
+		double cap = s->vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
+		if ((double)(s->spec_plan[c->dst] + c->miss) > cap)
+			continue;
+		double bytes = (double)c->miss * (double)v->block_bytes;
+		/* a copy larger than the bucket goes when the bucket is full and
+		 * leaves a debt, so big prefixes are rate-limited, not starved */
+		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s)
+			continue;
+		uint64_t id;
+		int rc = a->copy(a->ctx, c->f->blocks, c->copy_n, c->src, c->dst, POL_BG, &id);
+		if (rc < 0)
+			return err_set(e, rc, "copy request failed");
+		if (rc == POL_COPY_REFUSED)
+			continue; /* retried next tick while still forecast */
+		if (a->mark_spec)
+			a->mark_spec(a->ctx, c->dst, c->f->blocks, c->copy_n);
+		if (s->bw_Bps > 0)
+			s->tokens -= bytes;
+		s->spec_plan[c->dst] += c->miss;
+		size_t k = (size_t)(c->f - fc->e);
+		if (a->stats && !s->hit[k])
+			a->stats->triggers++;
+		s->hit[k] = 1;
+		if (s->n_fl == s->cap_fl) {
+			size_t ncap = s->cap_fl ? 2 * s->cap_fl : 64;
+			sp_flight_t *x = realloc(s->fl, ncap * sizeof *x);
+			if (!x)
+				return err_set(e, KS_ENOMEM, "out of memory");
+			s->fl = x;
+			s->cap_fl = ncap;
+		}
+		s->fl[s->n_fl++] = (sp_flight_t){id, c->f->blocks[c->f->n_blocks - 1],
+		                                 c->f->n_blocks, c->dst, c->miss};
+	}
+	return 0;
+}
+
+static void sp_on_copy_end(void *st, uint64_t id, int landed)
+{
+	(void)landed;
+	sp_state_t *s = st;
+	for (size_t i = 0; i < s->n_fl; i++)
+		if (s->fl[i].id == id) {
+			s->fl[i] = s->fl[--s->n_fl];
+			return;
+		}
+}
+
+const struct pol_replication_ops pol_repl_speculative = {
+    .base = {POL_ABI_VERSION, POL_REPLICATION, "speculative",
+             "Forecast-driven speculative replication: top forecast prefixes x target "
+             "instances, each accepted only if p_use x time saved >= spec_payback x copy "
+             "time, issued best ratio first within a VRAM budget (spec_vram_frac of each KV "
+             "pool) and a bandwidth budget (token bucket of spec_bw_gbps); stale in-flight "
+             "copies are cancelled.",
+             sp_params, sizeof sp_params / sizeof sp_params[0], sp_init, sp_free},
+    .timing = sp_timing,
+    .on_tick = sp_on_tick,
+    .on_copy_end = sp_on_copy_end,
+};

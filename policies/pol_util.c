@@ -1,0 +1,508 @@
+/* pol_util — prefix table, prefix groups, forecast buffers, Hawkes and Holt
+ * maths shared by the built-in policies (see pol_int.h). */
+#include "policies/pol_int.h"
+
+#include <gsl/gsl_multimin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+gsl_rng *pol_rng_new(uint64_t seed)
+{
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	if (r)
+		gsl_rng_set(r, (unsigned long)(seed ? seed : 1));
+	return r;
+}
+
+/* ---- prefix table -------------------------------------------------------- */
+
+#define SLOT_EMPTY UINT32_MAX
+
+struct pol_ptab {
+	uint64_t *id;
+	int64_t *last;
+	unsigned char *pay;
+	size_t payload, n, cap; /* nodes */
+	uint32_t *slot;         /* open addressing, linear probing, -> node */
+	size_t nslot;           /* power of two >= 2 cap */
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	/* splitmix64 finaliser (Steele et al. 2014) */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static size_t find_slot(const pol_ptab_t *t, uint64_t id)
+{
+	size_t m = t->nslot - 1, s = mix64(id) & m;
+	while (t->slot[s] != SLOT_EMPTY && t->id[t->slot[s]] != id)
+		s = (s + 1) & m;
+	return s;
+}
+
+pol_ptab_t *pol_ptab_new(size_t cap, size_t payload_bytes)
+{
+	pol_ptab_t *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	if (cap < 16)
+		cap = 16;
+	t->cap = cap;
+	t->payload = payload_bytes;
+	t->nslot = 1;
+	while (t->nslot < 2 * cap)
+		t->nslot <<= 1;
+	t->id = malloc(cap * sizeof *t->id);
+	t->last = malloc(cap * sizeof *t->last);
+	t->pay = payload_bytes ? malloc(cap * payload_bytes) : NULL;
+	t->slot = malloc(t->nslot * sizeof *t->slot);
+	if (!t->id || !t->last || !t->slot || (payload_bytes && !t->pay)) {
+		pol_ptab_free(t);
+		return NULL;
+	}
+	memset(t->slot, 0xff, t->nslot * sizeof *t->slot);
+	return t;
+}
+
+void pol_ptab_free(pol_ptab_t *t)
+{
+	if (!t)
+		return;
+	free(t->id);
+	free(t->last);
+	free(t->pay);
+	free(t->slot);
+	free(t);
+}
+
+size_t pol_ptab_size(const pol_ptab_t *t)
+{
+	return t->n;
+}
+
+static long node_of(const pol_ptab_t *t, uint64_t id)
+{
+	uint32_t s = t->slot[find_slot(t, id)];
+	return s == SLOT_EMPTY ? -1 : (long)s;
+}
+
+uint32_t pol_ptab_match(const pol_ptab_t *t, const uint64_t *blocks, uint32_t n)
+{
+	uint32_t lo = 0, hi = n; /* answer in [lo, hi] */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		if (node_of(t, blocks[mid - 1]) >= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+int64_t pol_ptab_last(const pol_ptab_t *t, uint64_t id)
+{
+	long i = node_of(t, id);
+	return i < 0 ? INT64_MIN : t->last[i];
+}
+
+void *pol_ptab_payload(pol_ptab_t *t, uint64_t id)
+{
+	long i = node_of(t, id);
+	return i < 0 || !t->payload ? NULL : t->pay + (size_t)i * t->payload;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void ptab_rehash(pol_ptab_t *t)
+{
+	memset(t->slot, 0xff, t->nslot * sizeof *t->slot);
+	for (size_t i = 0; i < t->n; i++)
+		t->slot[find_slot(t, t->id[i])] = (uint32_t)i;
+}
+
+/* Doubles the capacity (a single prompt longer than half the table). */
+static int ptab_grow(pol_ptab_t *t)
+{
+	size_t cap = 2 * t->cap, nslot = 2 * t->nslot;
+	uint64_t *id = realloc(t->id, cap * sizeof *id);
+	if (id)
+		t->id = id;
+	int64_t *last = realloc(t->last, cap * sizeof *last);
+	if (last)
+		t->last = last;
+	unsigned char *pay = t->payload ? realloc(t->pay, cap * t->payload) : NULL;
+	if (pay)
+		t->pay = pay;
+	uint32_t *slot = realloc(t->slot, nslot * sizeof *slot);
+	if (slot)
+		t->slot = slot;
+	if (!id || !last || !slot || (t->payload && !pay))
+		return KS_ENOMEM;
+	t->cap = cap;
+	t->nslot = nslot;
+	ptab_rehash(t);
+	return 0;
+}
+
+/* Drops the older half (by last-seen time) and rebuilds the slots. Nodes
+ * seen at the newest time are always kept, so the path being touched keeps
+ * its ancestors; when everything is equally recent the table grows. */
+static int ptab_gc(pol_ptab_t *t)
+{
+	int64_t *tmp = malloc(t->n * sizeof *tmp);
+	if (!tmp)
+		return KS_ENOMEM;
+	memcpy(tmp, t->last, t->n * sizeof *tmp);
+	qsort(tmp, t->n, sizeof *tmp, cmp_i64);
+	int64_t cut = tmp[t->n / 2];
+	free(tmp);
+	size_t k = 0;
+	for (size_t i = 0; i < t->n; i++)
+		k += t->last[i] >= cut;
+	if (k == t->n)
+		return ptab_grow(t);
+	k = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->last[i] < cut)
+			continue;
+		t->id[k] = t->id[i];
+		t->last[k] = t->last[i];
+		if (t->payload)
+			memmove(t->pay + k * t->payload, t->pay + i * t->payload, t->payload);
+		k++;
+	}
+	t->n = k;
+	ptab_rehash(t);
+	return 0;
+}
+
+int pol_ptab_touch(pol_ptab_t *t, const uint64_t *blocks, uint32_t n, int64_t t_ns,
+                   void (*visit)(void *payload, uint32_t depth, void *arg), void *arg)
+{
+	for (uint32_t d = 0; d < n; d++) {
+		size_t s = find_slot(t, blocks[d]);
+		uint32_t i = t->slot[s];
+		if (i == SLOT_EMPTY) {
+			if (t->n == t->cap) {
+				if (ptab_gc(t))
+					return KS_ENOMEM;
+				/* ancestors of this path were refreshed at t_ns, so kept */
+				s = find_slot(t, blocks[d]);
+			}
+			i = (uint32_t)t->n++;
+			t->slot[s] = i;
+			t->id[i] = blocks[d];
+			t->last[i] = t_ns;
+			if (t->payload)
+				memset(t->pay + (size_t)i * t->payload, 0, t->payload);
+		} else if (t_ns > t->last[i]) {
+			t->last[i] = t_ns;
+		}
+		if (visit)
+			visit(t->payload ? t->pay + (size_t)i * t->payload : NULL, d + 1, arg);
+	}
+	return 0;
+}
+
+/* ---- prefix groups ------------------------------------------------------- */
+
+int pol_groups_init(pol_groups_t *gs, size_t cap, size_t ext_bytes, void (*ext_free)(void *))
+{
+	memset(gs, 0, sizeof *gs);
+	gs->cap = cap ? cap : 1;
+	gs->ext_bytes = ext_bytes;
+	gs->ext_free = ext_free;
+	gs->g = calloc(gs->cap, sizeof *gs->g);
+	return gs->g ? 0 : KS_ENOMEM;
+}
+
+static void group_clear(pol_groups_t *gs, pol_group_t *g)
+{
+	if (g->ext && gs->ext_free)
+		gs->ext_free(g->ext);
+	free(g->ext);
+	free(g->blocks);
+	memset(g, 0, sizeof *g);
+}
+
+void pol_groups_free(pol_groups_t *gs)
+{
+	if (!gs->g)
+		return;
+	for (size_t i = 0; i < gs->n; i++)
+		group_clear(gs, &gs->g[i]);
+	free(gs->g);
+	memset(gs, 0, sizeof *gs);
+}
+
+pol_group_t *pol_groups_find(pol_groups_t *gs, const uint64_t *blocks, uint32_t n)
+{
+	if (!n)
+		return NULL;
+	for (size_t i = 0; i < gs->n; i++)
+		if (gs->g[i].n == n && gs->g[i].key == blocks[n - 1])
+			return &gs->g[i];
+	return NULL;
+}
+
+void pol_groups_remove(pol_groups_t *gs, size_t i)
+{
+	group_clear(gs, &gs->g[i]);
+	gs->g[i] = gs->g[--gs->n];
+	memset(&gs->g[gs->n], 0, sizeof gs->g[gs->n]);
+}
+
+pol_group_t *pol_groups_get(pol_groups_t *gs, const uint64_t *blocks, uint32_t n, int64_t t_ns,
+                            int *evicted)
+{
+	if (evicted)
+		*evicted = 0;
+	pol_group_t *g = pol_groups_find(gs, blocks, n);
+	if (g || !n)
+		return g;
+	double inherit = 0;
+	if (gs->n == gs->cap) {
+		size_t lo = 0;
+		for (size_t i = 1; i < gs->n; i++)
+			if (gs->g[i].score < gs->g[lo].score)
+				lo = i;
+		inherit = gs->g[lo].score;
+		pol_groups_remove(gs, lo);
+		if (evicted)
+			*evicted = 1;
+	}
+	g = &gs->g[gs->n];
+	g->blocks = malloc(n * sizeof *g->blocks);
+	g->ext = gs->ext_bytes ? calloc(1, gs->ext_bytes) : NULL;
+	if (!g->blocks || (gs->ext_bytes && !g->ext)) {
+		free(g->blocks);
+		free(g->ext);
+		memset(g, 0, sizeof *g);
+		return NULL;
+	}
+	memcpy(g->blocks, blocks, n * sizeof *blocks);
+	g->n = n;
+	g->key = blocks[n - 1];
+	g->score = g->err = inherit;
+	g->created_ns = g->last_ns = t_ns;
+	gs->n++;
+	return g;
+}
+
+void pol_group_note_inst(pol_group_t *g, int32_t inst, double w)
+{
+	if (inst < 0)
+		return;
+	for (uint32_t i = 0; i < g->n_inst; i++)
+		if (g->inst[i] == (uint32_t)inst) {
+			g->inst_w[i] += w;
+			return;
+		}
+	if (g->n_inst < POL_LIKELY_MAX) {
+		g->inst[g->n_inst] = (uint32_t)inst;
+		g->inst_w[g->n_inst++] = w;
+		return;
+	}
+	uint32_t lo = 0; /* space-saving: replace the lightest, inherit its weight */
+	for (uint32_t i = 1; i < g->n_inst; i++)
+		if (g->inst_w[i] < g->inst_w[lo])
+			lo = i;
+	g->inst[lo] = (uint32_t)inst;
+	g->inst_w[lo] += w;
+}
+
+void pol_group_likely(const pol_group_t *g, pol_fc_t *out)
+{
+	uint32_t idx[POL_LIKELY_MAX];
+	for (uint32_t i = 0; i < g->n_inst; i++)
+		idx[i] = i;
+	for (uint32_t i = 1; i < g->n_inst; i++) /* insertion sort, heaviest first */
+		for (uint32_t j = i; j > 0 && g->inst_w[idx[j]] > g->inst_w[idx[j - 1]]; j--) {
+			uint32_t x = idx[j];
+			idx[j] = idx[j - 1];
+			idx[j - 1] = x;
+		}
+	out->n_likely = g->n_inst;
+	for (uint32_t i = 0; i < g->n_inst; i++)
+		out->likely[i] = g->inst[idx[i]];
+}
+
+/* ---- forecast buffer ----------------------------------------------------- */
+
+pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 16;
+		pol_fc_t *e = realloc(b->e, cap * sizeof *e);
+		if (!e)
+			return NULL;
+		b->e = e;
+		b->cap = cap;
+	}
+	pol_fc_t *f = &b->e[b->n++];
+	memset(f, 0, sizeof *f);
+	return f;
+}
+
+static int fc_cmp(const void *a, const void *b)
+{
+	const pol_fc_t *x = a, *y = b;
+	if (x->expected != y->expected)
+		return x->expected > y->expected ? -1 : 1;
+	if (x->n_blocks != y->n_blocks)
+		return x->n_blocks > y->n_blocks ? -1 : 1;
+	return 0;
+}
+
+void pol_fcbuf_sort(pol_fcbuf_t *b)
+{
+	if (b->n > 1)
+		qsort(b->e, b->n, sizeof *b->e, fc_cmp);
+}
+
+void pol_fcbuf_free(pol_fcbuf_t *b)
+{
+	free(b->e);
+	memset(b, 0, sizeof *b);
+}
+
+/* ---- Hawkes -------------------------------------------------------------- */
+
+double pol_hawkes_loglik(const double *t, size_t n, double t0, double t1, double mu, double alpha,
+                         double beta)
+{
+	/* A_i = sum_{j<i} e^{-beta (t_i - t_j)} = e^{-beta (t_i - t_{i-1})} (1 + A_{i-1});
+	 * the compensator's sum_i e^{-beta (t1 - t_i)} is e^{-beta (t1 - t_n)} (1 + A_n),
+	 * so one exp and one log per event. */
+	double sum_log = 0, a = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			a = exp(-beta * (t[i] - t[i - 1])) * (1 + a);
+		double lam = mu + alpha * a;
+		if (lam <= 0)
+			return -INFINITY;
+		sum_log += log(lam);
+	}
+	double tail = n ? exp(-beta * (t1 - t[n - 1])) * (1 + a) : 0;
+	return sum_log - mu * (t1 - t0) - (alpha / beta) * ((double)n - tail);
+}
+
+typedef struct hk_data {
+	const double *t;
+	size_t n;
+	double t0, t1;
+} hk_data_t;
+
+/* x = (log mu, logit(alpha / beta), log beta): the branching ratio stays in
+ * (0, 1), so the fit cannot wander into non-stationary or degenerate
+ * (beta -> 0 with alpha / beta > 1) corners. */
+static void hk_params(const gsl_vector *x, double *mu, double *alpha, double *beta)
+{
+	double n = 1.0 / (1.0 + exp(-gsl_vector_get(x, 1)));
+	*mu = exp(gsl_vector_get(x, 0));
+	*beta = exp(gsl_vector_get(x, 2));
+	*alpha = n * *beta;
+}
+
+static double hk_negll(const gsl_vector *x, void *p)
+{
+	const hk_data_t *d = p;
+	double mu, alpha, beta;
+	hk_params(x, &mu, &alpha, &beta);
+	if (!isfinite(mu) || !isfinite(beta) || beta > 1e6 || beta < 1e-9 || mu < 1e-12)
+		return 1e300;
+	double ll = pol_hawkes_loglik(d->t, d->n, d->t0, d->t1, mu, alpha, beta);
+	return isfinite(ll) ? -ll : 1e300;
+}
+
+int pol_hawkes_fit(const double *t, size_t n, double t0, double t1, double *mu, double *alpha,
+                   double *beta)
+{
+	if (n < 2 || t1 <= t0)
+		return KS_ERUNTIME;
+	double rate = (double)n / (t1 - t0);
+	int warm = *mu > 0 && *beta > 0 && *alpha > 0 && *alpha < 0.999 * *beta;
+	double m0 = warm ? *mu : 0.5 * rate;
+	double b0 = warm ? *beta : 2.0 * rate;
+	double n0 = warm ? *alpha / *beta : 0.5;
+	hk_data_t d = {t, n, t0, t1};
+	gsl_multimin_function f = {hk_negll, 3, &d};
+	gsl_vector *x = gsl_vector_alloc(3), *step = gsl_vector_alloc(3);
+	gsl_multimin_fminimizer *s =
+	    gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, 3);
+	int rc = KS_ERUNTIME;
+	if (!x || !step || !s)
+		goto out;
+	gsl_vector_set(x, 0, log(m0));
+	gsl_vector_set(x, 1, log(n0 / (1 - n0)));
+	gsl_vector_set(x, 2, log(b0));
+	gsl_vector_set_all(step, 0.5);
+	gsl_multimin_fminimizer_set(s, &f, x, step);
+	for (int it = 0; it < 200; it++) {
+		if (gsl_multimin_fminimizer_iterate(s))
+			break; /* no progress possible: keep the best point */
+		if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(s), 1e-2) == GSL_SUCCESS) {
+			rc = 0;
+			break;
+		}
+	}
+	/* the iteration cap is a result too: in flat directions (no excitation
+	 * at all) the simplex never shrinks but the best point is good enough */
+	if (rc && gsl_multimin_fminimizer_minimum(s) < 1e299)
+		rc = 0;
+	if (!rc)
+		hk_params(s->x, mu, alpha, beta);
+out:
+	gsl_multimin_fminimizer_free(s);
+	gsl_vector_free(x);
+	gsl_vector_free(step);
+	return rc;
+}
+
+double pol_hawkes_expected(double mu, double alpha, double beta, double ex, double h)
+{
+	if (alpha >= 0.99 * beta)
+		alpha = 0.99 * beta;
+	double k = beta - alpha, zs = alpha * mu / k;
+	return mu * h + zs * h + (ex - zs) * (1 - exp(-k * h)) / k;
+}
+
+/* ---- Holt ---------------------------------------------------------------- */
+
+void pol_holt_update(pol_holt_t *h, double x, double alpha, double beta)
+{
+	if (h->n == 0) {
+		h->level = x;
+		h->trend = 0;
+	} else if (h->n == 1) {
+		/* second point fixes the first trend estimate (Hyndman et al. 2008, 7.2) */
+		h->trend = x - h->level;
+		h->level = x;
+	} else {
+		double prev = h->level;
+		h->level = alpha * x + (1 - alpha) * (h->level + h->trend);
+		h->trend = beta * (h->level - prev) + (1 - beta) * h->trend;
+	}
+	h->n++;
+}
+
+double pol_holt_sum(const pol_holt_t *h, double steps)
+{
+	double s = 0;
+	for (int j = 1; j <= (int)ceil(steps); j++) {
+		double w = j <= steps ? 1.0 : steps - (j - 1);
+		double v = h->level + j * h->trend;
+		s += w * (v > 0 ? v : 0);
+	}
+	return s;
+}

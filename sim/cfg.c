@@ -1,0 +1,1011 @@
+/* cfg — see cfg.h.
+ *
+ * libinih does the INI tokenising; we feed it through ini_parse_stream with
+ * our own line reader so that every handler call knows its line number (the
+ * distribution's libinih is built without INI_HANDLER_LINENO) and so that
+ * section headers are checked even when the section holds no key. The reader
+ * also strips leading blanks, which turns off inih's indented-continuation
+ * lines: an indented "key = v" is an ordinary assignment, never part of the
+ * previous value. A load is all-or-nothing: values are staged and committed
+ * only when the whole text is valid.
+ */
+#include "sim/cfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <nettle/sha2.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* inih keeps section and key names in 50-byte buffers (MAX_SECTION,
+ * MAX_NAME in ini.c); longer schema names could never match. */
+#define CFG_NAME_MAX 49
+
+struct cfg_schema {
+	const cfg_key_t **keys;
+	char **choices; /* per key: replacement choices (owned) or NULL */
+	size_t n, cap;
+};
+
+typedef struct cfg_val {
+	char *text;   /* canonical text (owned) */
+	int64_t i;    /* CFG_INT, CFG_BOOL (0/1) */
+	double f;     /* CFG_FLOAT (and CFG_INT as double) */
+	char *origin; /* "FILE:LINE" or "--set" (owned); NULL = default */
+} cfg_val_t;
+
+struct cfg {
+	const cfg_schema_t *s;
+	size_t n; /* keys known when the cfg was made */
+	cfg_val_t *v;
+};
+
+/* ---- small helpers --------------------------------------------------- */
+
+static char *str_dup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+static const char *type_name(cfg_type_t t)
+{
+	switch (t) {
+	case CFG_INT: return "int";
+	case CFG_FLOAT: return "float";
+	case CFG_BOOL: return "bool";
+	case CFG_STR: return "string";
+	case CFG_ENUM: return "enum";
+	}
+	return "?";
+}
+
+/* Levenshtein distance, case-insensitive; long inputs are clipped since the
+ * answer only picks a suggestion. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	enum { L = 64 };
+	size_t na = strnlen(a, L), nb = strnlen(b, L);
+	size_t prev[L + 1], cur[L + 1];
+	for (size_t j = 0; j <= nb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= nb; j++) {
+			size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
+						    tolower((unsigned char)b[j - 1]));
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (nb + 1) * sizeof prev[0]);
+	}
+	return prev[nb];
+}
+
+/* A suggestion is worth showing when it changes one character or at most a
+ * third of the word; further away it is noise ('arc' is not a typo of 'lru'). */
+static bool close_enough(const char *typed, size_t d)
+{
+	return d <= 1 || 3 * d <= strlen(typed);
+}
+
+static bool name_ok(const char *s, bool allow_dot)
+{
+	if (!s || !*s || strlen(s) > CFG_NAME_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' ||
+		      (allow_dot && *p == '.')))
+			return false;
+	return s[0] != '.' && s[strlen(s) - 1] != '.';
+}
+
+/* ---- schema ---------------------------------------------------------- */
+
+cfg_schema_t *cfg_schema_new(void)
+{
+	return calloc(1, sizeof(cfg_schema_t));
+}
+
+void cfg_schema_free(cfg_schema_t *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		free(s->choices[i]);
+	free(s->choices);
+	free(s->keys);
+	free(s);
+}
+
+static ssize_t schema_index(const cfg_schema_t *s, const char *section, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->keys[i]->name, name) && !strcmp(s->keys[i]->section, section))
+			return (ssize_t)i;
+	return -1;
+}
+
+static bool section_known(const cfg_schema_t *s, const char *section)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->keys[i]->section, section))
+			return true;
+	return false;
+}
+
+static const char *key_choices(const cfg_schema_t *s, size_t i)
+{
+	if (s->choices[i])
+		return s->choices[i];
+	return s->keys[i]->choices ? s->keys[i]->choices : "";
+}
+
+/* Whether word is one of the comma-separated choices (blanks around commas
+ * ignored). */
+static bool choice_has(const char *choices, const char *word)
+{
+	size_t wl = strlen(word);
+	const char *p = choices;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		const char *e = q;
+		while (e > p && e[-1] == ' ')
+			e--;
+		if ((size_t)(e - p) == wl && wl && !strncmp(p, word, wl))
+			return true;
+		p = q;
+	}
+	return false;
+}
+
+/* The choice nearest to word, copied into out (empty if none). */
+static void choice_nearest(const char *choices, const char *word, char *out, size_t outlen)
+{
+	size_t best = (size_t)-1;
+	out[0] = '\0';
+	const char *p = choices;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		const char *e = q;
+		while (e > p && e[-1] == ' ')
+			e--;
+		char buf[128];
+		size_t l = (size_t)(e - p) < sizeof buf - 1 ? (size_t)(e - p) : sizeof buf - 1;
+		memcpy(buf, p, l);
+		buf[l] = '\0';
+		if (l) {
+			size_t d = edit_distance(word, buf);
+			if (d < best) {
+				best = d;
+				snprintf(out, outlen, "%s", buf);
+			}
+		}
+		p = q;
+	}
+	if (best == (size_t)-1 || !close_enough(word, best))
+		out[0] = '\0';
+}
+
+/* Parses text as a value of key k into *v (v->text left NULL) or writes the
+ * reason into why. check_choices is false for built-in defaults of enums whose
+ * choices are filled in later. */
+static int val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg_val_t *v,
+		     bool check_choices, char *why, size_t whylen)
+{
+	const char *unit = k->unit && *k->unit ? k->unit : "";
+	const char *sp = *unit ? " " : "";
+	bool ranged = k->min < k->max;
+	v->i = 0;
+	v->f = 0;
+	switch (k->type) {
+	case CFG_INT: {
+		char *end;
+		errno = 0;
+		long long x = strtoll(text, &end, 10);
+		if (!*text || *end || isspace((unsigned char)*text)) {
+			snprintf(why, whylen, "expected an integer, got '%s'", text);
+			return -1;
+		}
+		if (errno == ERANGE) {
+			snprintf(why, whylen, "integer '%s' does not fit in 64 bits", text);
+			return -1;
+		}
+		if (ranged && ((double)x < k->min || (double)x > k->max)) {
+			snprintf(why, whylen, "%lld%s%s is out of range [%.17g, %.17g]", x, sp, unit,
+				 k->min, k->max);
+			return -1;
+		}
+		v->i = x;
+		v->f = (double)x;
+		return 0;
+	}
+	case CFG_FLOAT: {
+		char *end;
+		double x = strtod(text, &end);
+		if (!*text || *end || isspace((unsigned char)*text)) {
+			snprintf(why, whylen, "expected a number, got '%s'", text);
+			return -1;
+		}
+		if (!isfinite(x)) {
+			snprintf(why, whylen, "expected a finite number, got '%s'", text);
+			return -1;
+		}
+		if (ranged && (x < k->min || x > k->max)) {
+			snprintf(why, whylen, "%s%s%s is out of range [%.17g, %.17g]", text, sp, unit,
+				 k->min, k->max);
+			return -1;
+		}
+		v->f = x;
+		return 0;
+	}
+	case CFG_BOOL: {
+		static const char *const yes[] = {"true", "yes", "on", "1"};
+		static const char *const no[] = {"false", "no", "off", "0"};
+		for (size_t j = 0; j < 4; j++) {
+			if (!strcasecmp(text, yes[j])) {
+				v->i = 1;
+				return 0;
+			}
+			if (!strcasecmp(text, no[j])) {
+				v->i = 0;
+				return 0;
+			}
+		}
+		snprintf(why, whylen, "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'",
+			 text);
+		return -1;
+	}
+	case CFG_STR: return 0;
+	case CFG_ENUM:
+		if (check_choices && !choice_has(choices, text)) {
+			char near[128];
+			choice_nearest(choices, text, near, sizeof near);
+			if (*near)
+				snprintf(why, whylen, "'%s' is not one of: %s (did you mean '%s'?)", text,
+					 choices, near);
+			else
+				snprintf(why, whylen, "'%s' is not one of: %s", text, choices);
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(why, whylen, "bad key type");
+	return -1;
+}
+
+/* Shortest %g text that reads back as exactly x. */
+static void float_text(double x, char *buf, size_t len)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+/* Canonical text of a parsed value: what cfg_write prints and cfg_str gives. */
+static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t *v)
+{
+	char buf[64];
+	switch (k->type) {
+	case CFG_INT: snprintf(buf, sizeof buf, "%lld", (long long)v->i); return str_dup(buf);
+	case CFG_FLOAT: float_text(v->f, buf, sizeof buf); return str_dup(buf);
+	case CFG_BOOL: return str_dup(v->i ? "true" : "false");
+	case CFG_STR:
+	case CFG_ENUM: break;
+	}
+	return str_dup(text);
+}
+
+static int schema_bad(const cfg_key_t *k, const char *why)
+{
+	/* A broken schema is a programming error in a module's key array; say
+	 * which key so the author finds it, and let the caller fail. */
+	fprintf(stderr, "kvsim: config schema: [%s] %s: %s\n", k->section ? k->section : "(null)",
+		k->name ? k->name : "(null)", why);
+	return KS_EINPUT;
+}
+
+int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (s->n + n > s->cap) {
+		size_t cap = s->cap ? s->cap : 64;
+		while (cap < s->n + n)
+			cap *= 2;
+		const cfg_key_t **k = realloc(s->keys, cap * sizeof *k);
+		if (!k)
+			return KS_ENOMEM;
+		s->keys = k;
+		char **c = realloc(s->choices, cap * sizeof *c);
+		if (!c)
+			return KS_ENOMEM;
+		s->choices = c;
+		s->cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const cfg_key_t *k = &keys[i];
+		char why[256];
+		cfg_val_t v;
+		if (!name_ok(k->section, true))
+			return schema_bad(k, "section must be 1-49 of [A-Za-z0-9_.-]");
+		if (!name_ok(k->name, false))
+			return schema_bad(k, "name must be 1-49 of [A-Za-z0-9_-]");
+		if (!k->def)
+			return schema_bad(k, "no default");
+		if (schema_index(s, k->section, k->name) >= 0)
+			return schema_bad(k, "defined twice");
+		if (k->type == CFG_ENUM && !k->choices)
+			return schema_bad(k, "enum without choices (use \"\" to fill later)");
+		bool check = k->type == CFG_ENUM && *k->choices;
+		if (val_parse(k, k->choices, k->def, &v, check, why, sizeof why))
+			return schema_bad(k, why);
+		s->keys[s->n] = k;
+		s->choices[s->n] = NULL;
+		s->n++;
+	}
+	return 0;
+}
+
+int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
+			   const char *choices)
+{
+	ssize_t i = schema_index(s, section, name);
+	if (i < 0 || s->keys[i]->type != CFG_ENUM)
+		return KS_EINPUT;
+	char *c = str_dup(choices);
+	if (!c)
+		return KS_ENOMEM;
+	free(s->choices[i]);
+	s->choices[i] = c;
+	return 0;
+}
+
+size_t cfg_schema_count(const cfg_schema_t *s)
+{
+	return s->n;
+}
+
+const cfg_key_t *cfg_schema_key(const cfg_schema_t *s, size_t i)
+{
+	return i < s->n ? s->keys[i] : NULL;
+}
+
+const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section, const char *name)
+{
+	ssize_t i = schema_index(s, section, name);
+	return i < 0 ? NULL : s->keys[i];
+}
+
+/* ---- values ---------------------------------------------------------- */
+
+static void val_clear(cfg_val_t *v)
+{
+	free(v->text);
+	free(v->origin);
+	v->text = v->origin = NULL;
+}
+
+cfg_t *cfg_new(const cfg_schema_t *s)
+{
+	cfg_t *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->s = s;
+	c->n = s->n;
+	c->v = calloc(s->n ? s->n : 1, sizeof *c->v);
+	if (!c->v) {
+		free(c);
+		return NULL;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		char why[256];
+		const cfg_key_t *k = s->keys[i];
+		/* Defaults were checked by cfg_schema_add. */
+		(void)val_parse(k, key_choices(s, i), k->def, &c->v[i], false, why, sizeof why);
+		c->v[i].text = val_canonical(k, k->def, &c->v[i]);
+		if (!c->v[i].text) {
+			cfg_free(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+void cfg_free(cfg_t *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		val_clear(&c->v[i]);
+	free(c->v);
+	free(c);
+}
+
+cfg_t *cfg_clone(const cfg_t *c)
+{
+	cfg_t *d = calloc(1, sizeof *d);
+	if (!d)
+		return NULL;
+	d->s = c->s;
+	d->n = c->n;
+	d->v = calloc(c->n ? c->n : 1, sizeof *d->v);
+	if (!d->v) {
+		free(d);
+		return NULL;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		d->v[i] = c->v[i];
+		d->v[i].text = str_dup(c->v[i].text);
+		d->v[i].origin = c->v[i].origin ? str_dup(c->v[i].origin) : NULL;
+		if (!d->v[i].text || (c->v[i].origin && !d->v[i].origin)) {
+			cfg_free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+const cfg_schema_t *cfg_schema(const cfg_t *c)
+{
+	return c->s;
+}
+
+/* Suggestion text for an unknown section ("" when nothing is close). */
+static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, size_t len)
+{
+	size_t best = (size_t)-1;
+	const char *bs = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t d = edit_distance(sec, s->keys[i]->section);
+		if (d < best) {
+			best = d;
+			bs = s->keys[i]->section;
+		}
+	}
+	if (bs && close_enough(sec, best))
+		snprintf(out, len, " (did you mean '%s'?)", bs);
+	else
+		out[0] = '\0';
+}
+
+/* Suggestion for an unknown key in a known section: the nearest key there,
+ * else the same name in another section. */
+static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name, char *out,
+			size_t len)
+{
+	size_t best = (size_t)-1;
+	const char *bn = NULL, *other = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_key_t *k = s->keys[i];
+		if (strcmp(k->section, sec)) {
+			if (!other && !strcmp(k->name, name))
+				other = k->section;
+			continue;
+		}
+		size_t d = edit_distance(name, k->name);
+		if (d < best) {
+			best = d;
+			bn = k->name;
+		}
+	}
+	if (bn && close_enough(name, best))
+		snprintf(out, len, " (did you mean '%s'?)", bn);
+	else if (other)
+		snprintf(out, len, " (did you mean '%s' in [%s]?)", name, other);
+	else
+		out[0] = '\0';
+}
+
+/* Whether a string value survives a write/load round trip through inih:
+ * no line breaks, no blanks at either end (inih strips them) and no blank
+ * followed by ';' (an inline comment). */
+static const char *str_unstorable(const char *v)
+{
+	size_t n = strlen(v);
+	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
+		return "value cannot begin or end with a blank";
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
+			return "value cannot contain control characters";
+		if (v[i] == ';' && i > 0 && isspace((unsigned char)v[i - 1]))
+			return "value cannot contain ' ;' (it starts a comment)";
+	}
+	return NULL;
+}
+
+/* ---- loading INI text ------------------------------------------------ */
+
+typedef struct staged {
+	size_t ki;
+	cfg_val_t v;
+} staged_t;
+
+typedef struct parse {
+	cfg_t *c;
+	const char *origin;
+	const char *p; /* next unread byte of the text */
+	int line;      /* line number of the line last handed to inih */
+	int *seen;     /* per key: line it was set on in this text, 0 if not */
+	staged_t *st;
+	size_t nst, capst;
+	err_t *e;
+	int err_line; /* line of the first error found by us, 0 if none */
+	int code;
+} parse_t;
+
+static int parse_fail(parse_t *p, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int parse_fail(parse_t *p, int code, const char *fmt, ...)
+{
+	if (p->err_line)
+		return 0;
+	char msg[sizeof p->e->msg];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	err_set(p->e, code, "%s:%d: %s", p->origin, p->line, msg);
+	p->err_line = p->line;
+	p->code = code;
+	return 0;
+}
+
+/* fgets-style reader for ini_parse_stream: one line per call, so p->line is
+ * the line number of whatever inih reports next. */
+static char *parse_reader(char *str, int num, void *stream)
+{
+	parse_t *p = stream;
+	if (!*p->p)
+		return NULL;
+	const char *nl = strchr(p->p, '\n');
+	size_t len = nl ? (size_t)(nl - p->p) + 1 : strlen(p->p);
+	const char *s = p->p;
+	p->p += len;
+	p->line++;
+	while (len && (*s == ' ' || *s == '\t')) {
+		s++;
+		len--;
+	}
+	if ((int)len > num - 2) {
+		parse_fail(p, KS_EINPUT, "line longer than %d characters", num - 3);
+		snprintf(str, (size_t)num, "\n");
+		return str;
+	}
+	memcpy(str, s, len);
+	str[len] = '\0';
+	if (*str == '[') {
+		/* Same section extent as inih: up to the first ']'. */
+		char *end = strchr(str + 1, ']');
+		if (end) {
+			char sec[256];
+			size_t l = (size_t)(end - str - 1);
+			if (l >= sizeof sec)
+				l = sizeof sec - 1;
+			memcpy(sec, str + 1, l);
+			sec[l] = '\0';
+			if (!section_known(p->c->s, sec)) {
+				char sug[160];
+				suggest_section(p->c->s, sec, sug, sizeof sug);
+				parse_fail(p, KS_EINPUT, "[%s]: unknown section%s", sec, sug);
+			}
+		}
+	}
+	return str;
+}
+
+static int parse_handler(void *user, const char *section, const char *name, const char *value)
+{
+	parse_t *p = user;
+	const cfg_schema_t *s = p->c->s;
+	if (p->err_line)
+		return 1; /* report only the first error */
+	if (!*section)
+		return parse_fail(p, KS_EINPUT, "%s: key outside any [section]", name);
+	if (!section_known(s, section))
+		return 1; /* the reader reported the header */
+	ssize_t ki = schema_index(s, section, name);
+	if (ki < 0 || (size_t)ki >= p->c->n) {
+		char sug[200];
+		suggest_key(s, section, name, sug, sizeof sug);
+		return parse_fail(p, KS_EINPUT, "[%s] %s: unknown key%s", section, name, sug);
+	}
+	if (p->seen[ki])
+		return parse_fail(p, KS_EINPUT, "[%s] %s: duplicate key (first set on line %d)",
+				  section, name, p->seen[ki]);
+	const cfg_key_t *k = s->keys[ki];
+	char why[512];
+	cfg_val_t v = {0};
+	if (val_parse(k, key_choices(s, (size_t)ki), value, &v, true, why, sizeof why))
+		return parse_fail(p, KS_EINPUT, "[%s] %s: %s", section, name, why);
+	char org[512];
+	snprintf(org, sizeof org, "%s:%d", p->origin, p->line);
+	v.text = val_canonical(k, value, &v);
+	v.origin = str_dup(org);
+	if (p->nst == p->capst) {
+		size_t cap = p->capst ? 2 * p->capst : 16;
+		staged_t *st = realloc(p->st, cap * sizeof *st);
+		if (!st) {
+			val_clear(&v);
+			return parse_fail(p, KS_ENOMEM, "out of memory");
+		}
+		p->st = st;
+		p->capst = cap;
+	}
+	if (!v.text || !v.origin) {
+		val_clear(&v);
+		return parse_fail(p, KS_ENOMEM, "out of memory");
+	}
+	p->seen[ki] = p->line;
+	p->st[p->nst].ki = (size_t)ki;
+	p->st[p->nst].v = v;
+	p->nst++;
+	return 1;
+}
+
+/* The text of line n (1-based) for describing a syntax error. */
+static void line_text(const char *text, int n, char *out, size_t len)
+{
+	for (int i = 1; i < n && text; i++) {
+		text = strchr(text, '\n');
+		if (text)
+			text++;
+	}
+	out[0] = '\0';
+	if (!text)
+		return;
+	while (*text == ' ' || *text == '\t')
+		text++;
+	size_t l = strcspn(text, "\r\n");
+	if (l >= len)
+		l = len - 1;
+	memcpy(out, text, l);
+	out[l] = '\0';
+}
+
+int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
+{
+	parse_t p = {.c = c, .origin = origin, .p = text, .e = e};
+	p.seen = calloc(c->n ? c->n : 1, sizeof *p.seen);
+	if (!p.seen)
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+	int r = ini_parse_stream(parse_reader, &p, parse_handler, &p);
+	int code = 0;
+	if (r == -2 || r == -1) {
+		code = err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+	} else if (r > 0 && (!p.err_line || r < p.err_line)) {
+		/* inih found a line it cannot tokenise before any error of ours. */
+		char l[128];
+		line_text(text, r, l, sizeof l);
+		if (l[0] == '[')
+			code = err_set(e, KS_EINPUT, "%s:%d: section header without ']': '%s'",
+				       origin, r, l);
+		else
+			code = err_set(e, KS_EINPUT,
+				       "%s:%d: malformed line (expected '[section]', 'key = value' "
+				       "or a comment): '%s'",
+				       origin, r, l);
+	} else if (p.err_line) {
+		code = p.code;
+	}
+	for (size_t i = 0; i < p.nst; i++) {
+		if (code) {
+			val_clear(&p.st[i].v);
+		} else {
+			val_clear(&c->v[p.st[i].ki]);
+			c->v[p.st[i].ki] = p.st[i].v;
+		}
+	}
+	free(p.st);
+	free(p.seen);
+	return code;
+}
+
+int cfg_load_file(cfg_t *c, const char *path, err_t *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_set(e, KS_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? 2 * cap : 8192;
+			char *b = realloc(buf, cap);
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return err_set(e, KS_ENOMEM, "%s: out of memory", path);
+			}
+			buf = b;
+		}
+		size_t got = fread(buf + len, 1, 4096, f);
+		len += got;
+		if (got < 4096)
+			break;
+	}
+	int rerr = ferror(f);
+	fclose(f);
+	if (rerr) {
+		free(buf);
+		return err_set(e, KS_EIO, "%s: read error", path);
+	}
+	buf[len] = '\0';
+	int rc;
+	if (memchr(buf, '\0', len)) {
+		int line = 1;
+		for (const char *q = buf; *q; q++)
+			line += *q == '\n';
+		rc = err_set(e, KS_EINPUT, "%s:%d: NUL byte in a text file", path, line);
+	} else {
+		rc = cfg_load_string(c, path, buf, e);
+	}
+	free(buf);
+	return rc;
+}
+
+static void trim(char *s)
+{
+	size_t n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	size_t i = 0;
+	while (isspace((unsigned char)s[i]))
+		i++;
+	memmove(s, s + i, n - i + 1);
+}
+
+int cfg_set(cfg_t *c, const char *assignment, err_t *e)
+{
+	const cfg_schema_t *s = c->s;
+	char *a = str_dup(assignment);
+	if (!a)
+		return err_set(e, KS_ENOMEM, "--set: out of memory");
+	int rc = 0;
+	char *eq = strchr(a, '=');
+	char *dot = NULL;
+	if (eq) {
+		*eq = '\0';
+		dot = strrchr(a, '.');
+	}
+	if (!eq || !dot) {
+		rc = err_set(e, KS_EINPUT, "--set: '%s': expected SECTION.KEY=VALUE", assignment);
+		goto out;
+	}
+	*dot = '\0';
+	char *sec = a, *name = dot + 1, *val = eq + 1;
+	trim(sec);
+	trim(name);
+	trim(val);
+	if (!*sec || !*name) {
+		rc = err_set(e, KS_EINPUT, "--set: '%s': expected SECTION.KEY=VALUE", assignment);
+		goto out;
+	}
+	char sug[200], why[512];
+	if (!section_known(s, sec)) {
+		suggest_section(s, sec, sug, sizeof sug);
+		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: unknown section%s", sec, name, sug);
+		goto out;
+	}
+	ssize_t ki = schema_index(s, sec, name);
+	if (ki < 0 || (size_t)ki >= c->n) {
+		suggest_key(s, sec, name, sug, sizeof sug);
+		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: unknown key%s", sec, name, sug);
+		goto out;
+	}
+	const cfg_key_t *k = s->keys[ki];
+	const char *bad = k->type == CFG_STR ? str_unstorable(val) : NULL;
+	if (bad) {
+		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: %s", sec, name, bad);
+		goto out;
+	}
+	cfg_val_t v = {0};
+	if (val_parse(k, key_choices(s, (size_t)ki), val, &v, true, why, sizeof why)) {
+		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: %s", sec, name, why);
+		goto out;
+	}
+	v.text = val_canonical(k, val, &v);
+	v.origin = str_dup("--set");
+	if (!v.text || !v.origin) {
+		val_clear(&v);
+		rc = err_set(e, KS_ENOMEM, "--set: out of memory");
+		goto out;
+	}
+	val_clear(&c->v[ki]);
+	c->v[ki] = v;
+out:
+	free(a);
+	return rc;
+}
+
+/* Index of a key the caller promises exists; a miss is a programming error. */
+static size_t must_index(const cfg_t *c, const char *section, const char *name, const char *fn)
+{
+	ssize_t i = schema_index(c->s, section, name);
+	if (i < 0 || (size_t)i >= c->n) {
+		fprintf(stderr, "kvsim: %s: [%s] %s is not in the config schema\n", fn, section,
+			name);
+		abort();
+	}
+	return (size_t)i;
+}
+
+/* Whether an owned key belongs to the policy its section currently names.
+ * *sel gets the selected name ("" when the section has no 'name' key). */
+static bool owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel)
+{
+	ssize_t ni = schema_index(c->s, k->section, "name");
+	*sel = ni >= 0 && (size_t)ni < c->n ? c->v[ni].text : "";
+	return !k->owner || !strcmp(*sel, k->owner);
+}
+
+int cfg_finalize(cfg_t *c, err_t *e)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const cfg_key_t *k = c->s->keys[i];
+		const char *sel;
+		if (!k->owner || !c->v[i].origin || owner_active(c, k, &sel))
+			continue;
+		if (schema_index(c->s, k->section, "name") < 0)
+			return err_set(e, KS_EINPUT,
+				       "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
+				       "'name' key",
+				       c->v[i].origin, k->section, k->name, k->owner, k->section);
+		return err_set(e, KS_EINPUT,
+			       "%s: [%s] %s: parameter of policy '%s', but [%s] name = %s",
+			       c->v[i].origin, k->section, k->name, k->owner, k->section, sel);
+	}
+	return 0;
+}
+
+/* ---- accessors ------------------------------------------------------- */
+
+static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *name,
+			      const char *fn, cfg_type_t t1, cfg_type_t t2)
+{
+	size_t i = must_index(c, section, name, fn);
+	cfg_type_t t = c->s->keys[i]->type;
+	if (t != t1 && t != t2) {
+		fprintf(stderr, "kvsim: %s: [%s] %s is of type %s\n", fn, section, name,
+			type_name(t));
+		abort();
+	}
+	return &c->v[i];
+}
+
+int64_t cfg_int(const cfg_t *c, const char *section, const char *name)
+{
+	return typed(c, section, name, "cfg_int", CFG_INT, CFG_INT)->i;
+}
+
+double cfg_float(const cfg_t *c, const char *section, const char *name)
+{
+	return typed(c, section, name, "cfg_float", CFG_FLOAT, CFG_INT)->f;
+}
+
+int cfg_bool(const cfg_t *c, const char *section, const char *name)
+{
+	return (int)typed(c, section, name, "cfg_bool", CFG_BOOL, CFG_BOOL)->i;
+}
+
+const char *cfg_str(const cfg_t *c, const char *section, const char *name)
+{
+	return c->v[must_index(c, section, name, "cfg_str")].text;
+}
+
+const char *cfg_origin(const cfg_t *c, const char *section, const char *name)
+{
+	const cfg_val_t *v = &c->v[must_index(c, section, name, "cfg_origin")];
+	return v->origin ? v->origin : "default";
+}
+
+/* ---- writing --------------------------------------------------------- */
+
+/* Whether key i is the first of its section in schema order. */
+static bool section_first(const cfg_schema_t *s, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(s->keys[j]->section, s->keys[i]->section))
+			return false;
+	return true;
+}
+
+static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
+{
+	if (k->type == CFG_ENUM)
+		fprintf(f, "one of: %s", *choices ? choices : "(none registered)");
+	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max)
+		fprintf(f, "range [%.17g, %.17g]", k->min, k->max);
+	else
+		fprintf(f, "any");
+}
+
+int cfg_write(const cfg_t *c, FILE *f)
+{
+	const cfg_schema_t *s = c->s;
+	bool first = true;
+	for (size_t i = 0; i < c->n; i++) {
+		if (!section_first(s, i))
+			continue;
+		const char *sec = s->keys[i]->section;
+		fprintf(f, "%s[%s]\n", first ? "" : "\n", sec);
+		first = false;
+		for (size_t j = i; j < c->n; j++) {
+			const cfg_key_t *k = s->keys[j];
+			const char *sel;
+			if (strcmp(k->section, sec) || !owner_active(c, k, &sel))
+				continue;
+			if (k->doc && *k->doc) {
+				fprintf(f, "# %s", k->doc);
+				if (k->unit && *k->unit)
+					fprintf(f, " [%s]", k->unit);
+				fputc('\n', f);
+			}
+			fprintf(f, "%s = %s\n", k->name, c->v[j].text);
+		}
+	}
+	return ferror(f) ? KS_EIO : 0;
+}
+
+char *cfg_text(const cfg_t *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	int rc = cfg_write(c, f);
+	if (fclose(f) || rc) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int cfg_write_doc(const cfg_schema_t *s, FILE *f)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_key_t *k = s->keys[i];
+		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
+			type_name(k->type), k->def);
+		write_range(k, key_choices(s, i), f);
+		if (k->unit && *k->unit)
+			fprintf(f, ", unit %s", k->unit);
+		if (k->owner)
+			fprintf(f, ", only with name = %s", k->owner);
+		fprintf(f, "\n    %s\n", k->doc && *k->doc ? k->doc : "(undocumented)");
+	}
+	return ferror(f) ? KS_EIO : 0;
+}
+
+void cfg_digest(const cfg_t *c, char out[65])
+{
+	uint8_t d[SHA256_DIGEST_SIZE];
+	struct sha256_ctx ctx;
+	char *t = cfg_text(c);
+	sha256_init(&ctx);
+	if (t)
+		sha256_update(&ctx, strlen(t), (const uint8_t *)t);
+	sha256_digest(&ctx, sizeof d, d);
+	free(t);
+	for (size_t i = 0; i < sizeof d; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}

@@ -1,0 +1,85 @@
+/* out_catalog — the SQLite catalog of a results directory.
+ *
+ * One database per results directory (DIR/catalog.sqlite, WAL journal) with
+ * one row per run in table "runs": id (the point identity: SHA-256 hex of
+ * config text + seed), config_digest, seed, status ('running', 'done',
+ * 'failed'), error, attempts, h5_path (relative to DIR), started_at,
+ * finished_at (UTC ISO-8601 text), wall_s, config (resolved config text),
+ * then one column per swept parameter (named by its "section.key", NUMERIC
+ * affinity) and one per summary metric (named as the metric, REAL; a metric
+ * whose name is already taken gets a "metric." prefix). Table "columns"
+ * records each added column's kind ('param' or 'metric') and unit. Column
+ * names are always quoted identifiers; --where text may use them bare (they
+ * are quoted for you). Only one process writes a catalog (the sweep parent or
+ * MPI rank 0); each update is a single transaction, so a killed writer loses
+ * at most the update in progress. Errors: KS_EIO (SQLite), KS_EINPUT (bad
+ * query or unknown run), with the database path or SQL message.
+ */
+#ifndef KVSIM_OUT_CATALOG_H
+#define KVSIM_OUT_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/err.h"
+#include "sim/results.h"
+
+#define OUT_CATALOG_FILE "catalog.sqlite"
+
+typedef struct out_catalog out_catalog_t;
+
+enum { OUT_RUN_ABSENT = 0, OUT_RUN_RUNNING = 1, OUT_RUN_DONE = 2, OUT_RUN_FAILED = 3 };
+
+typedef struct out_param {
+	const char *key;   /* "section.key" */
+	const char *value; /* as given on the command line */
+} out_param_t;
+
+typedef struct out_run_info {
+	const char *id;            /* point identity, 64 hex */
+	const char *config_digest; /* cfg_digest of the point's config */
+	uint64_t seed;
+	const out_param_t *params;
+	size_t n_params;
+	const char *h5_path;       /* relative to the results directory */
+	const char *config_text;
+} out_run_info_t;
+
+/* Opens (creating dir and database unless readonly) DIR/catalog.sqlite. */
+int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e);
+void out_catalog_close(out_catalog_t *c);
+
+/* OUT_RUN_* of run id, and its attempts so far (either pointer may be NULL). */
+int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attempts,
+		       err_t *e);
+/* Inserts or updates the row: status 'running', attempts + 1, started_at now,
+ * parameters, seed and paths; clears error and finished_at. */
+int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e);
+/* Status 'done' with every metric stored in its column, wall_s, finished_at. */
+int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+		     double wall_s, err_t *e);
+/* Status 'failed' with the error text. */
+int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e);
+
+/* A query result as text: cells[r * ncols + k] (NULL for SQL NULL);
+ * kinds[k] is "param", "metric" or "run" (the fixed columns); is_real[k]
+ * says the column holds floats. All malloc'd; out_table_free releases. */
+typedef struct out_table {
+	size_t ncols, nrows;
+	char **names;
+	const char **kinds;
+	int *is_real;
+	char **cells;
+} out_table_t;
+
+/* SELECT columns (comma-separated names, NULL: id, status, seed, params,
+ * metrics; "all": every column but config) FROM runs WHERE where (SQL, may be
+ * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). */
+int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
+		       const char *sort, out_table_t *t, err_t *e);
+void out_table_free(out_table_t *t);
+/* Full id of the one run whose id starts with prefix (KS_EINPUT when none or
+ * several match). */
+int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t *e);
+
+#endif

@@ -1,0 +1,526 @@
+/* sim_copy — KV movement over the flow network: copies between instances
+ * and from a node's host tier, one flow per tensor-parallel shard on its
+ * own path (NVLink inside a node; NIC, fabric, NIC across nodes; PCIe to and
+ * from host memory). Causality: only READY blocks leave a source (and stay
+ * pinned there until the copy ends); copied blocks are INFLIGHT at the
+ * destination and become usable only when every shard has landed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_int.h"
+
+/* copy_begin's answer when every block is already at the destination */
+#define COPY_NOTHING 2
+
+static kv_store_t *store_of(sim_ctx_t *s, int32_t where)
+{
+	return where >= 0 ? s->cl.inst[where].kv : s->host[-1 - where];
+}
+
+static uint32_t node_of(sim_ctx_t *s, int32_t where)
+{
+	return where >= 0 ? (uint32_t)where * s->tp / s->gpus_per_node : (uint32_t)(-1 - where);
+}
+
+/* First GPU (within its node) of an instance. */
+static uint32_t gpu0_of(sim_ctx_t *s, uint32_t inst)
+{
+	return inst * s->tp % s->gpus_per_node;
+}
+
+static uint64_t shard_block_bytes(sim_ctx_t *s)
+{
+	return mdl_kv_bytes_per_token_gpu(&s->comp.llm, s->tp) * s->cl.p.block_tokens;
+}
+
+int sim_net_init(sim_ctx_t *s, err_t *e)
+{
+	const cfg_t *c = s->cfg;
+	s->net = net_new(s->eng, EV_NET, e);
+	if (!s->net)
+		return e && e->code ? e->code : KS_ENOMEM;
+	net_topo_spec_t ts = {
+		.nodes = s->nodes,
+		.gpus_per_node = s->gpus_per_node,
+		.nvlink_bw = s->hw.nvlink_bw,
+		.nvlink_lat_ns = s->hw.nvlink_lat_ns,
+		.pcie_bw = s->hw.pcie_bw,
+		.pcie_lat_ns = s->hw.pcie_lat_ns,
+		.nic_bw = s->hw.nic_bw,
+		.nic_lat_ns = s->hw.nic_lat_ns,
+		.fabric = strcmp(cfg_str(c, "network", "fabric"), "single") ? NET_FABRIC_LEAF_SPINE
+									       : NET_FABRIC_SINGLE,
+		.oversubscription = cfg_float(c, "network", "oversubscription"),
+		.gpus_per_leaf = (uint32_t)cfg_int(c, "network", "gpus_per_leaf"),
+		.switch_lat_ns = cfg_int(c, "network", "switch_latency_ns"),
+	};
+	int rc = net_topo_build(s->net, &ts, &s->topo, e);
+	if (rc)
+		return rc;
+	int weighted = !strcmp(cfg_str(c, "network", "bg_share"), "weighted");
+	if ((rc = net_set_share(s->net, weighted ? NET_SHARE_WEIGHTED : NET_SHARE_STRICT,
+				cfg_float(c, "network", "bg_weight"), e)))
+		return rc;
+	/* background scheduling: the transfer policy when it is not immediate,
+	 * else the [network] default */
+	pol_xfer_mode_t pm = POL_XFER_IMMEDIATE;
+	double param = 0;
+	const struct pol_transfer_ops *xo = POL_SET_OPS(&s->pol, POL_TRANSFER, pol_transfer_ops);
+	xo->mode(s->pol.h[POL_TRANSFER].state, &pm, &param);
+	net_bg_mode_t mode = NET_BG_IMMEDIATE;
+	if (pm == POL_XFER_IDLE_WINDOW)
+		mode = NET_BG_IDLE_WINDOW;
+	else if (pm == POL_XFER_RATE_CAP)
+		mode = NET_BG_RATE_CAP;
+	else {
+		const char *bs = cfg_str(c, "network", "bg_schedule");
+		if (!strcmp(bs, "idle_window")) {
+			mode = NET_BG_IDLE_WINDOW;
+			param = cfg_float(c, "network", "idle_threshold");
+		} else if (!strcmp(bs, "rate_cap")) {
+			mode = NET_BG_RATE_CAP;
+			param = cfg_float(c, "network", "bg_rate_share");
+		}
+	}
+	if (mode != NET_BG_IMMEDIATE && (rc = net_set_bg_mode(s->net, mode, param, e)))
+		return rc;
+	net_set_record(s->net, 0);
+	s->block_granular = cfg_bool(c, "network", "block_granular");
+	s->copy_overhead_ns = cfg_int(c, "network", "copy_overhead_ns");
+	const char *fr = cfg_str(c, "kvcache", "fetch");
+	s->fetch_rule = !strcmp(fr, "never") ? 1 : !strcmp(fr, "always") ? 2 : 0;
+	/* host tier: per node, sized in blocks of the whole instance */
+	double host_gb = cfg_float(c, "kvcache", "host_kv_gb");
+	s->host_offload = cfg_bool(c, "kvcache", "host_offload") && host_gb > 0;
+	s->host = calloc(s->nodes, sizeof *s->host);
+	if (!s->host)
+		return KS_ENOMEM;
+	if (host_gb > 0) {
+		uint32_t cap = (uint32_t)(host_gb * 1e9 / (double)s->cl.p.block_bytes);
+		for (uint32_t i = 0; i < s->nodes; i++)
+			if (!(s->host[i] = kv_store_new(cap)))
+				return KS_ENOMEM;
+	}
+	return 0;
+}
+
+void sim_net_free(sim_ctx_t *s)
+{
+	for (size_t i = 0; i < s->n_copies; i++)
+		free(s->copies[i].blocks);
+	free(s->copies);
+	if (s->host)
+		for (uint32_t i = 0; i < s->nodes; i++)
+			kv_store_free(s->host[i]);
+	free(s->host);
+	free(s->replicas);
+	free(s->xfer);
+	net_topo_free(s->topo);
+	net_free(s->net);
+}
+
+/* Path of shard g of a copy; returns its length or < 0. */
+static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t *links,
+		      int *kind)
+{
+	uint32_t nd = node_of(s, dst), ns = node_of(s, src);
+	if (src < 0) {
+		*kind = PATH_PCIE_H2D;
+		return net_path_host_gpu(s->topo, nd, gpu0_of(s, (uint32_t)dst) + g, links);
+	}
+	if (dst < 0) {
+		*kind = PATH_PCIE_D2H;
+		return net_path_gpu_host(s->topo, ns, gpu0_of(s, (uint32_t)src) + g, links);
+	}
+	*kind = ns == nd ? PATH_NVLINK : PATH_NET;
+	return net_path_gpu_gpu(s->topo, ns, gpu0_of(s, (uint32_t)src) + g, nd,
+				gpu0_of(s, (uint32_t)dst) + g, links);
+}
+
+static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec, int kind)
+{
+	if (s->n_xfer == s->cap_xfer) {
+		size_t cap = s->cap_xfer ? 2 * s->cap_xfer : 256;
+		res_transfer_t *n = realloc(s->xfer, cap * sizeof *n);
+		if (!n)
+			return KS_ENOMEM;
+		s->xfer = n;
+		s->cap_xfer = cap;
+	}
+	res_transfer_t *t = &s->xfer[s->n_xfer++];
+	memset(t, 0, sizeof *t);
+	t->id = rec->id;
+	uint32_t g = (uint32_t)(rec->tag & 0xffff);
+	t->src_instance = k->src >= 0 ? k->src : -1;
+	t->dst_instance = k->dst >= 0 ? k->dst : -1;
+	t->src_gpu = k->src >= 0 ? (int32_t)(node_of(s, k->src) * s->gpus_per_node +
+					     gpu0_of(s, (uint32_t)k->src) + g)
+				 : -1;
+	t->dst_gpu = k->dst >= 0 ? (int32_t)(node_of(s, k->dst) * s->gpus_per_node +
+					     gpu0_of(s, (uint32_t)k->dst) + g)
+				 : -1;
+	t->bytes = rec->delivered;
+	t->blocks = k->n;
+	t->klass = k->cls == NET_BG ? XFER_BACKGROUND : XFER_FOREGROUND;
+	t->path_kind = kind;
+	t->granular = s->block_granular;
+	t->start_ns = rec->start_ns;
+	t->end_ns = rec->end_ns;
+	t->cancelled = rec->cancelled;
+	return 0;
+}
+
+static int replica_new(sim_ctx_t *s, uint32_t blocks, uint32_t *idx)
+{
+	if (s->n_replicas == s->cap_replicas) {
+		size_t cap = s->cap_replicas ? 2 * s->cap_replicas : 64;
+		replica_t *n = realloc(s->replicas, cap * sizeof *n);
+		if (!n)
+			return KS_ENOMEM;
+		s->replicas = n;
+		s->cap_replicas = cap;
+	}
+	*idx = (uint32_t)s->n_replicas;
+	s->replicas[s->n_replicas++] = (replica_t){ev_engine_now(s->eng), blocks, 0};
+	return 0;
+}
+
+/* Every shard of copy k has arrived: its blocks exist at the destination. */
+static int copy_land(sim_ctx_t *s, kcopy_t *k)
+{
+	int64_t now = ev_engine_now(s->eng);
+	kv_store_t *d = store_of(s, k->dst);
+	uint32_t tag = 0;
+	int rc;
+	if (k->spec) {
+		if ((rc = replica_new(s, k->n, &tag)))
+			return rc;
+		s->spec.replicas_created++;
+	}
+	for (uint32_t j = 0; j < k->n; j++) {
+		if (k->spec)
+			kv_set_tag(d, k->blocks[j], tag);
+		kv_ready(d, k->blocks[j], now);
+		if (k->dst >= 0) /* sources were pinned (offloads pin nothing) */
+			kv_unref(store_of(s, k->src), k->blocks[j], now);
+	}
+	k->live = 0;
+	s->live_events--;
+	if (k->req)
+		k->req->fetch_wait = now - k->req->arrival;
+	int32_t dst = k->dst; /* the policy's hook may start copies (and move k) */
+	if (k->from_policy) {
+		const struct pol_replication_ops *ro =
+			POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
+		if (ro->on_copy_end)
+			ro->on_copy_end(s->pol.h[POL_REPLICATION].state, k->id, 1);
+	}
+	return dst >= 0 ? cluster_kick(&s->cl, (uint32_t)dst) : 0;
+}
+
+static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
+{
+	(void)net;
+	sim_ctx_t *s = ctx;
+	kcopy_t *k = &s->copies[(rec->tag >> 16) - 1];
+	int kind;
+	uint32_t links[NET_PATH_MAX];
+	shard_path(s, k->src, k->dst, (uint32_t)(rec->tag & 0xffff), links, &kind);
+	int rc = xfer_append(s, k, rec, kind);
+	if (rc)
+		return rc;
+	if (k->cls == NET_BG)
+		s->spec.bytes_bg += rec->delivered;
+	else
+		s->spec.bytes_fg += rec->delivered;
+	if (--k->flows_left == 0)
+		return copy_land(s, k);
+	return 0;
+}
+
+/* Shared by copies (src pinned, dst an instance) and offloads (dst host). */
+static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
+		      int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
+{
+	int64_t now = ev_engine_now(s->eng);
+	kv_store_t *from = store_of(s, src), *to = store_of(s, dst);
+	int offload = dst < 0;
+	int rc;
+	/* the blocks to move go into the copy's own array at once: making room
+	 * at dst evicts, and an eviction may start an offload copy itself */
+	uint64_t *mv = malloc((n ? n : 1) * sizeof *mv);
+	if (!mv)
+		return KS_ENOMEM;
+	uint32_t k = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		if (kv_lookup(to, blocks[j]))
+			continue;
+		if (!offload && kv_lookup(from, blocks[j]) != KV_READY) {
+			free(mv);
+			return POL_COPY_REFUSED; /* its KV does not exist there (yet) */
+		}
+		mv[k++] = blocks[j];
+	}
+	if (!k) {
+		free(mv);
+		return COPY_NOTHING;
+	}
+	if (kv_free_or_evictable(to) < k) {
+		free(mv);
+		return POL_COPY_REFUSED;
+	}
+	/* pin the sources first so making room at dst cannot evict them */
+	if (!offload)
+		for (uint32_t j = 0; j < k; j++)
+			kv_pin(from, mv[j], now);
+	for (uint32_t j = 0; j < k; j++) {
+		const kv_block_info_t *bi = offload ? NULL : kv_info(from, mv[j]);
+		if (kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now)) {
+			for (uint32_t i = 0; i < j; i++)
+				kv_drop(to, mv[i]);
+			if (!offload)
+				for (uint32_t i = 0; i < k; i++)
+					kv_unref(from, mv[i], now);
+			free(mv);
+			return POL_COPY_REFUSED;
+		}
+	}
+	if (s->n_copies == s->cap_copies) {
+		size_t cap = s->cap_copies ? 2 * s->cap_copies : 256;
+		kcopy_t *nc = realloc(s->copies, cap * sizeof *nc);
+		if (!nc) {
+			free(mv);
+			return KS_ENOMEM;
+		}
+		s->copies = nc;
+		s->cap_copies = cap;
+	}
+	kcopy_t *c = &s->copies[s->n_copies++];
+	memset(c, 0, sizeof *c);
+	c->id = s->n_copies;
+	c->src = src;
+	c->dst = dst;
+	c->n = k;
+	c->cls = cls;
+	c->spec = spec;
+	c->from_policy = from_policy;
+	c->req = req;
+	c->live = 1;
+	c->blocks = mv;
+	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
+	c->flows_left = c->n_flows = s->tp;
+	s->live_events++;
+	for (uint32_t g = 0; g < s->tp; g++) {
+		uint32_t links[NET_PATH_MAX];
+		int kind;
+		int len = shard_path(s, src, dst, g, links, &kind);
+		if (len < 0)
+			return len;
+		net_flow_spec_t fs = {
+			.bytes = bytes,
+			.path = links,
+			.path_len = (uint32_t)len,
+			.cls = cls,
+			.n_copies = s->block_granular ? k : 1,
+			.copy_overhead_ns = s->copy_overhead_ns,
+			.src = (uint32_t)src,
+			.dst = (uint32_t)dst,
+			.tag = (c->id << 16) | g,
+			.done = flow_done,
+			.ctx = s,
+		};
+		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[g], s->err)))
+			return rc;
+	}
+	*id = c->id;
+	return POL_COPY_OK;
+}
+
+int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
+{
+	if (src == (int32_t)dst)
+		return POL_COPY_REFUSED;
+	if (src < 0 && !s->host[-1 - src])
+		return POL_COPY_REFUSED;
+	int rc = copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
+	if (rc == POL_COPY_REFUSED)
+		s->spec.copies_refused++;
+	return rc == COPY_NOTHING ? POL_COPY_REFUSED : rc; /* already there: nothing to do */
+}
+
+int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
+{
+	if (id == 0 || id > s->n_copies || !s->copies[id - 1].live)
+		return KS_EINPUT;
+	kcopy_t *k = &s->copies[id - 1];
+	int64_t now = ev_engine_now(s->eng);
+	for (uint32_t g = 0; g < k->n_flows; g++) {
+		uint64_t delivered;
+		if (net_flow_cancel(s->net, k->flow_ids[g], &delivered, NULL) == 0) {
+			net_flow_rec_t rec = {.id = k->flow_ids[g], .end_ns = now,
+					      .delivered = delivered, .cancelled = 1, .tag = g};
+			rec.start_ns = now;
+			uint32_t links[NET_PATH_MAX];
+			int kind;
+			shard_path(s, k->src, k->dst, g, links, &kind);
+			xfer_append(s, k, &rec, kind);
+		}
+	}
+	kv_store_t *d = store_of(s, k->dst);
+	for (uint32_t j = 0; j < k->n; j++) {
+		kv_drop(d, k->blocks[j]);
+		if (k->dst >= 0 && kv_lookup(store_of(s, k->src), k->blocks[j]))
+			kv_unref(store_of(s, k->src), k->blocks[j], now);
+	}
+	k->live = 0;
+	s->live_events--;
+	s->spec.copies_cancelled++;
+	if (k->from_policy) {
+		const struct pol_replication_ops *ro =
+			POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
+		if (ro->on_copy_end)
+			ro->on_copy_end(s->pol.h[POL_REPLICATION].state, k->id, 0);
+	}
+	return 0;
+}
+
+int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls)
+{
+	uint32_t links[NET_PATH_MAX];
+	int kind;
+	int len = shard_path(s, src, (int32_t)dst, 0, links, &kind);
+	if (len <= 0)
+		return INT64_MAX / 4;
+	/* net_path_estimate answers a finish time */
+	int64_t t = net_path_estimate(s->net, links, (uint32_t)len, cls,
+				      (uint64_t)n * shard_block_bytes(s));
+	if (t == INT64_MAX || t < 0)
+		return INT64_MAX / 4;
+	return t - ev_engine_now(s->eng) + (s->block_granular ? (int64_t)n : 1) * s->copy_overhead_ns;
+}
+
+int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
+{
+	if (s->fetch_rule == 1 || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
+		return 0;
+	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
+	uint32_t best = ml, dnode = node_of(s, (int32_t)dst);
+	int32_t from = 0;
+	int found = 0;
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
+		if (i == dst)
+			continue;
+		uint32_t m = kv_match(s->cl.inst[i].kv, r->blocks, r->n_blocks);
+		/* longest match; on a tie, a source on the same node (NVLink) */
+		if (m > best || (found && m == best && m > ml && node_of(s, (int32_t)i) == dnode &&
+				 node_of(s, from) != dnode)) {
+			best = m;
+			from = (int32_t)i;
+			found = 1;
+		}
+	}
+	if (s->host[dnode]) {
+		uint32_t m = kv_match(s->host[dnode], r->blocks, r->n_blocks);
+		if (m > best) {
+			best = m;
+			from = -1 - (int32_t)dnode;
+			found = 1;
+		}
+	}
+	if (!found)
+		return 0;
+	uint32_t k = best - ml, B = s->cl.p.block_tokens;
+	if (s->fetch_rule == 0) {
+		int64_t fetch = sim_copy_estimate(s, from, dst, k, NET_FG);
+		int64_t recompute = mdl_prefill_time_ns(&s->comp, k * B, ml * B);
+		if (fetch >= recompute)
+			return 0;
+	}
+	uint64_t id;
+	int rc = sim_copy_start(s, from, dst, r->blocks, best, NET_FG, 0, 0, r, &id);
+	if (rc < 0)
+		return rc;
+	if (rc == POL_COPY_OK) {
+		r->fetch_lo = ml;
+		r->fetch_hi = best;
+		r->fetch_src = from >= 0 ? 1 : 2;
+	}
+	return 0;
+}
+
+void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
+{
+	(void)inst;
+	(void)blocks;
+	sim_ctx_t *s = ctx;
+	if (tag >= s->n_replicas)
+		return;
+	s->spec.warm_hits++;
+	if (!s->replicas[tag].used) {
+		s->replicas[tag].used = 1;
+		s->spec.replicas_used++;
+	}
+}
+
+/* A speculative block leaves unused: its VRAM-time was wasted. */
+static void spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now)
+{
+	s->spec.unused_vram_byte_s +=
+		(double)s->cl.p.block_bytes * (double)(now - b->created) * 1e-9;
+	if (b->tag < s->n_replicas) {
+		replica_t *r = &s->replicas[b->tag];
+		if (r->blocks_left && --r->blocks_left == 0 && !r->used)
+			s->spec.replicas_wasted++;
+	}
+}
+
+void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	hook_t *h = ctx;
+	sim_ctx_t *s = h->s;
+	if (b->spec)
+		spec_block_gone(s, b, now);
+	uint32_t node = node_of(s, (int32_t)h->inst);
+	if (!s->host_offload || !s->host[node] || kv_lookup(s->host[node], b->id))
+		return;
+	/* write the evicted block back to host memory (a staging buffer holds
+	 * it while the background flow runs) */
+	uint64_t id;
+	copy_begin(s, (int32_t)h->inst, -1 - (int32_t)node, &b->id, 1, NET_BG, 0, 0, NULL, &id);
+}
+
+static int count_spec_left(void *ctx, const kv_block_info_t *b)
+{
+	void **a = ctx;
+	sim_ctx_t *s = a[0];
+	if (b->state == KV_READY && b->spec)
+		spec_block_gone(s, b, *(int64_t *)a[1]);
+	return 0;
+}
+
+int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
+{
+	int64_t now = ev_engine_now(s->eng);
+	void *a[2] = {s, &now};
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
+		kv_foreach(s->cl.inst[i].kv, count_spec_left, a);
+	net_stats_t ns;
+	net_get_stats(s->net, &ns);
+	s->spec.fg_flows = ns.fg_done;
+	s->spec.fg_slowdown_s = (ns.fg_actual_ns - ns.fg_alone_ns) / 1e9;
+	res->xfer = s->xfer;
+	res->n_xfer = s->n_xfer;
+	s->xfer = NULL;
+	s->n_xfer = s->cap_xfer = 0;
+	double m[POL_SPEC_N_METRICS];
+	pol_spec_metrics(&s->spec, m);
+	for (int i = 0; i < POL_SPEC_N_METRICS; i++)
+		if (sim_results_metric(res, pol_spec_metric_names[i], "", m[i]))
+			return KS_ENOMEM;
+	double fg_mean = ns.fg_done && ns.fg_alone_ns > 0 ? ns.fg_actual_ns / ns.fg_alone_ns : 1;
+	sim_results_metric(res, "fg_slowdown_mean", "", fg_mean);
+	sim_results_metric(res, "bytes_fg", "bytes", (double)s->spec.bytes_fg);
+	sim_results_metric(res, "bytes_bg", "bytes", (double)s->spec.bytes_bg);
+	return 0;
+}

@@ -1,0 +1,122 @@
+/* sim_int — the state of one run, shared by sim_core.c (requests, policies,
+ * sampling) and sim_copy.c (KV movement over the network). Internal to sim/.
+ * Times ns, sizes bytes. Everything here is owned by the sim_ctx_t and freed
+ * with it at the end of sim_run_source.
+ */
+#ifndef KVSIM_SIM_INT_H
+#define KVSIM_SIM_INT_H
+
+#include <gsl/gsl_rng.h>
+
+#include "models/mdl.h"
+#include "policies/pol.h"
+#include "sim/cluster.h"
+#include "sim/net.h"
+#include "sim/net_topo.h"
+#include "sim/sim.h"
+
+enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6 };
+/* Random-stream ids for sim_seed_for (policies use pol_seed). */
+enum { STREAM_TRACE = 0, STREAM_ROUTING = 1 };
+
+/* A request read from the trace and not yet arrived. */
+typedef struct pend {
+	sim_arrival_t a;
+	uint64_t *blocks;
+	uint32_t cap;
+} pend_t;
+
+/* One KV copy: a set of blocks between two instances (or from a node's
+ * host tier), moved as one flow per tensor-parallel shard. */
+typedef struct kcopy {
+	uint64_t id;
+	int32_t src, dst;       /* instance, or -1 - node for a host tier */
+	uint64_t *blocks;
+	uint32_t n;
+	int cls;                /* NET_FG / NET_BG */
+	int spec;               /* a speculative replica (policy-issued background) */
+	uint32_t flows_left;
+	uint64_t flow_ids[64];
+	uint32_t n_flows;
+	int from_policy;        /* tell the replication policy when it ends */
+	sim_req_t *req;         /* a request waiting on this fetch, or NULL */
+	int live;
+} kcopy_t;
+
+typedef struct replica {
+	int64_t landed;
+	uint32_t blocks_left;   /* speculative blocks still resident */
+	int used;
+} replica_t;
+
+/* Context of an instance store's eviction hooks. */
+typedef struct hook {
+	struct sim_ctx *s;
+	uint32_t inst;
+} hook_t;
+
+typedef struct sim_ctx {
+	cluster_t cl;
+	ev_engine_t *eng;
+	mdl_compute_t comp;
+	mdl_hw_t hw;
+	uint32_t tp, gpus_per_node, nodes;
+	const cfg_t *cfg;
+	err_t *err;
+	/* trace */
+	sim_source_t *src;
+	pend_t *pend;           /* ring of read-ahead requests */
+	uint32_t pend_cap, pend_n;
+	uint64_t pend_head_seq; /* read sequence number of the oldest entry */
+	int src_done;
+	int64_t last_arrival, peek_ahead;
+	/* policies */
+	pol_set_t pol;
+	int pol_open;
+	pol_view_t view;
+	pol_actions_t act;
+	pol_spec_stats_t spec;
+	int64_t tick_ns, horizon_ns;
+	/* network and copies */
+	net_t *net;
+	net_topo_t *topo;
+	int block_granular;
+	int64_t copy_overhead_ns;
+	int fetch_rule;         /* 0 cost, 1 never, 2 always */
+	kcopy_t *copies;
+	size_t n_copies, cap_copies;
+	replica_t *replicas;
+	size_t n_replicas, cap_replicas;
+	kv_store_t **host;      /* per node host tier, NULL entries when off */
+	int host_offload;
+	res_transfer_t *xfer;
+	size_t n_xfer, cap_xfer;
+	/* timeline */
+	int64_t sample_ns;
+	res_sample_t *tl;
+	size_t n_tl, cap_tl;
+	int live_events;        /* copies in flight */
+	hook_t *hooks;          /* one per instance */
+} sim_ctx_t;
+
+/* sim_copy.c */
+int sim_net_init(sim_ctx_t *s, err_t *e);
+void sim_net_free(sim_ctx_t *s);
+/* Starts a copy of blocks[0..n) (those missing at dst) from src (an
+ * instance, or -1-node for the host tier) to instance dst. Returns
+ * POL_COPY_OK with *id, POL_COPY_REFUSED when a block is not READY at the
+ * source or dst has no room, or < 0. */
+int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
+int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
+/* Copy time estimate of n blocks from src to dst at current link rates. */
+int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
+/* Fetch-or-recompute for a request just routed to dst (before enqueueing). */
+int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
+/* Eviction hook of instance stores (offload to host, replica accounting). */
+void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+/* End of run: replicas still resident count as unused; flows as records. */
+int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
+
+#endif

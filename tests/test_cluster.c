@@ -1,0 +1,311 @@
+/* Validation of the cluster model (sim/cluster.c through sim_run_source):
+ * queueing theory (M/G/1 against Pollaczek-Khinchine, Little's law),
+ * conservation of requests and KV blocks, determinism, causality of shared
+ * prefixes, preemption under KV pressure. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "models/mdl.h"
+#include "sim/cfg.h"
+#include "sim/sim.h"
+
+/* ---- a synthetic source: Poisson arrivals, exponential prompt lengths ---- */
+typedef struct gen {
+	gsl_rng *rng;
+	uint64_t n, max;
+	double rate;          /* requests per second */
+	double mean_len;      /* prompt tokens (exponential, ceil) */
+	uint32_t out_len;
+	uint32_t block_tokens;
+	uint32_t shared_prefix_blocks; /* leading blocks common to every request */
+	double t;
+	uint64_t ids[4096];
+} gen_t;
+
+static int gen_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	gen_t *g = ctx;
+	if (g->n == g->max)
+		return 0;
+	g->t += gsl_ran_exponential(g->rng, 1.0 / g->rate);
+	uint32_t len = (uint32_t)ceil(gsl_ran_exponential(g->rng, g->mean_len));
+	if (len > 4000 * g->block_tokens)
+		len = 4000 * g->block_tokens;
+	a->id = g->n;
+	a->arrival_ns = (int64_t)(g->t * 1e9);
+	a->in_len = len;
+	a->out_len = g->out_len;
+	a->n_blocks = len / g->block_tokens;
+	for (uint32_t i = 0; i < a->n_blocks; i++)
+		g->ids[i] = i < g->shared_prefix_blocks ? 0xabc0000 + i
+							: (g->n << 20) + i + 0x1000000000ULL;
+	a->blocks = g->ids;
+	a->status = 0;
+	g->n++;
+	return 1;
+}
+
+static cfg_t *make_cfg(const char **sets, size_t n)
+{
+	cfg_schema_t *s = cfg_schema_default();
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	for (size_t i = 0; i < n; i++)
+		if (cfg_set(c, sets[i], &e)) {
+			fprintf(stderr, "%s\n", e.msg);
+			fail();
+		}
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	return c;
+}
+
+static void free_cfg(cfg_t *c)
+{
+	const cfg_schema_t *s = cfg_schema(c);
+	cfg_free(c);
+	cfg_schema_free((cfg_schema_t *)s);
+}
+
+/* E[S] and E[S^2] of the prefill service time when L = ceil(Exp(mean)). */
+static void service_moments(double mean_len, double *m1, double *m2)
+{
+	mdl_hw_t hw;
+	mdl_llm_t llm;
+	mdl_compute_t c;
+	err_t e;
+	assert_int_equal(mdl_hw_builtin("H100-SXM", &hw, &e), 0);
+	assert_int_equal(mdl_llm_builtin("Llama-3-8B", &llm, &e), 0);
+	assert_int_equal(mdl_compute_init(&c, &hw, &llm, 1, &mdl_compute_params_default, &e), 0);
+	double q = exp(-1.0 / mean_len), p = 1, s1 = 0, s2 = 0;
+	for (uint32_t k = 1; k < (uint32_t)(40 * mean_len); k++) {
+		double pk = p * (1 - q); /* P(ceil(X) = k) */
+		double s = (double)mdl_prefill_time_ns(&c, k, 0) / 1e9;
+		s1 += pk * s;
+		s2 += pk * s * s;
+		p *= q;
+	}
+	*m1 = s1;
+	*m2 = s2;
+}
+
+static void check_mg1(double rho)
+{
+	const uint32_t c = 4;
+	const double mean_len = 2000;
+	double m1, m2;
+	service_moments(mean_len, &m1, &m2);
+	double lam_i = rho / m1, lam = c * lam_i;
+	const char *sets[] = {
+		"gpu.name=H100-SXM", "model.name=Llama-3-8B", "cluster.nodes=1",
+		"cluster.gpus_per_node=4", "cluster.tp=1", "policy.routing.name=random",
+		"scheduler.max_num_seqs=1", "scheduler.chunked_prefill=false",
+		"scheduler.max_batched_tokens=1048576", "kvcache.block_tokens=512",
+		"experiment.seed=42",
+	};
+	cfg_t *cfg = make_cfg(sets, sizeof sets / sizeof *sets);
+	gen_t g = {.rng = gsl_rng_alloc(gsl_rng_mt19937), .max = 400000, .rate = lam,
+		   .mean_len = mean_len, .out_len = 1, .block_tokens = 512};
+	gsl_rng_set(g.rng, 12345);
+	sim_source_t src = {gen_next, &g, "gen:mg1"};
+	sim_results_t r;
+	err_t e = {0};
+	int rc = sim_run_source(cfg, &src, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	double wsum = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < r.n_req; i++) {
+		assert_int_equal(r.req[i].status, REQ_COMPLETED);
+		wsum += (double)r.req[i].queue_ns / 1e9;
+		n++;
+	}
+	double w = wsum / n;
+	double w_pk = lam_i * m2 / (2 * (1 - rho)); /* Pollaczek-Khinchine */
+	printf("rho=%.2f: E[S]=%.4f s, W measured %.4f s, W_PK %.4f s, rel err %.4f\n", rho, m1,
+	       w, w_pk, fabs(w - w_pk) / w_pk);
+	assert_true(fabs(w - w_pk) / w_pk < 0.03);
+	/* Little's law: time-average queue length = arrival rate x mean wait */
+	double lq = sim_results_get(&r, "queue_len_mean");
+	double t_end = sim_results_get(&r, "sim_time_s");
+	double little = (double)n / t_end * w;
+	printf("Little: Lq %.4f, lambda*W %.4f\n", lq, little);
+	assert_true(fabs(lq - little) / little < 0.01);
+	sim_results_free(&r);
+	gsl_rng_free(g.rng);
+	free_cfg(cfg);
+}
+
+static void test_mg1_waiting_time_matches_pk_at_rho_05(void **st)
+{
+	(void)st;
+	check_mg1(0.5);
+}
+
+static void test_mg1_waiting_time_matches_pk_at_rho_08(void **st)
+{
+	(void)st;
+	check_mg1(0.8);
+}
+
+/* A busy cluster with shared prefixes and long outputs under KV pressure. */
+static sim_results_t run_pressure(uint64_t seed, const char *busy_rule)
+{
+	char seedset[64], rule[64];
+	snprintf(seedset, sizeof seedset, "experiment.seed=%llu", (unsigned long long)seed);
+	snprintf(rule, sizeof rule, "kvcache.busy_rule=%s", busy_rule);
+	const char *sets[] = {
+		"gpu.name=H100-SXM", "model.name=Llama-3-8B", "cluster.nodes=1",
+		"cluster.gpus_per_node=2", "cluster.tp=1", "policy.routing.name=least_load",
+		"cluster.kv_blocks=400", "kvcache.block_tokens=16", seedset, rule,
+	};
+	cfg_t *cfg = make_cfg(sets, sizeof sets / sizeof *sets);
+	gen_t g = {.rng = gsl_rng_alloc(gsl_rng_mt19937), .max = 3000, .rate = 40,
+		   .mean_len = 600, .out_len = 200, .block_tokens = 16, .shared_prefix_blocks = 20};
+	gsl_rng_set(g.rng, seed);
+	sim_source_t src = {gen_next, &g, "gen:pressure"};
+	sim_results_t r;
+	err_t e = {0};
+	int rc = sim_run_source(cfg, &src, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	gsl_rng_free(g.rng);
+	free_cfg(cfg);
+	return r;
+}
+
+static void test_every_request_ends_and_kv_is_conserved(void **st)
+{
+	(void)st;
+	const char *rules[] = {"wait", "recompute"};
+	for (int k = 0; k < 2; k++) {
+		sim_results_t r = run_pressure(3, rules[k]);
+		assert_int_equal(r.n_req, 3000);
+		size_t done = 0, rejected = 0;
+		for (size_t i = 0; i < r.n_req; i++) {
+			done += r.req[i].status == REQ_COMPLETED;
+			rejected += r.req[i].status == REQ_REJECTED_TOO_LONG;
+			if (r.req[i].status == REQ_COMPLETED) {
+				assert_true(r.req[i].ttft_ns > 0);
+				assert_true(r.req[i].e2e_ns >= r.req[i].ttft_ns);
+				const res_request_t *q = &r.req[i];
+				assert_true((uint64_t)q->tok_local + q->tok_peer + q->tok_host +
+						    q->tok_recomputed >=
+					    q->input_tokens);
+			}
+		}
+		assert_int_equal(done + rejected, 3000);
+		assert_true(rejected < 10);
+		assert_true(sim_results_get(&r, "kv_block_allocs") > 0);
+		assert_true(sim_results_get(&r, "kv_block_allocs") ==
+			    sim_results_get(&r, "kv_block_frees"));
+		/* the shared system prompt was reused */
+		assert_true(sim_results_get(&r, "hit_rate_tokens") > 0.01);
+		sim_results_free(&r);
+	}
+}
+
+static void test_same_seed_same_results(void **st)
+{
+	(void)st;
+	sim_results_t a = run_pressure(5, "wait"), b = run_pressure(5, "wait");
+	assert_int_equal(a.n_req, b.n_req);
+	assert_memory_equal(a.req, b.req, a.n_req * sizeof *a.req);
+	sim_results_t c = run_pressure(6, "wait");
+	assert_true(c.n_req != a.n_req || memcmp(a.req, c.req, a.n_req * sizeof *a.req));
+	sim_results_free(&a);
+	sim_results_free(&b);
+	sim_results_free(&c);
+}
+
+/* Two requests with the same 85-token prompt (5 full 16-token blocks) on one
+ * instance with a 64-token iteration budget. The first prefills blocks 0-3
+ * in iteration 1 and block 4 in iteration 2; the second, arriving during
+ * iteration 1, is considered in iteration 2 while block 4 is still being
+ * computed: it may not read it early. */
+typedef struct two {
+	int n;
+	uint64_t ids[8];
+	int64_t t2;
+} two_t;
+
+static int two_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	two_t *t = ctx;
+	if (t->n == 2)
+		return 0;
+	for (int i = 0; i < 8; i++)
+		t->ids[i] = 500 + i;
+	a->id = (uint64_t)t->n;
+	a->arrival_ns = t->n ? t->t2 : 0;
+	a->in_len = 5 * 16 + 5;
+	a->out_len = 3;
+	a->n_blocks = 5;
+	a->blocks = t->ids;
+	a->status = 0;
+	t->n++;
+	return 1;
+}
+
+static void test_second_request_waits_for_blocks_being_computed(void **st)
+{
+	(void)st;
+	const char *sets[] = {"gpu.name=H100-SXM", "model.name=Llama-3-8B", "cluster.nodes=1",
+			      "cluster.gpus_per_node=1", "cluster.tp=1", "kvcache.block_tokens=16",
+			      "scheduler.max_batched_tokens=64"};
+	cfg_t *cfg = make_cfg(sets, sizeof sets / sizeof *sets);
+	two_t t = {.t2 = 1000}; /* 1 us: the first is mid-prefill (5 chunks) */
+	sim_source_t src = {two_next, &t, "two"};
+	sim_results_t r;
+	err_t e = {0};
+	assert_int_equal(sim_run_source(cfg, &src, &r, &e), 0);
+	assert_int_equal(r.n_req, 2);
+	const res_request_t *a = r.req[0].id == 0 ? &r.req[0] : &r.req[1];
+	const res_request_t *b = r.req[0].id == 0 ? &r.req[1] : &r.req[0];
+	assert_int_equal(a->tok_local, 0);
+	/* wait rule: b is admitted in iteration 3, once block 4 exists, and hits
+	 * all five blocks */
+	assert_int_equal(b->tok_local, 80);
+	assert_true(b->queue_ns > 0);
+	assert_true(b->arrival_ns + b->queue_ns > a->arrival_ns + a->ttft_ns - 1);
+	sim_results_free(&r);
+	/* with the recompute rule, b computes them itself instead */
+	free_cfg(cfg);
+	const char *sets2[] = {"gpu.name=H100-SXM", "model.name=Llama-3-8B", "cluster.nodes=1",
+			       "cluster.gpus_per_node=1", "cluster.tp=1", "kvcache.block_tokens=16",
+			       "scheduler.max_batched_tokens=64", "kvcache.busy_rule=recompute"};
+	cfg = make_cfg(sets2, sizeof sets2 / sizeof *sets2);
+	t = (two_t){.t2 = 1000};
+	assert_int_equal(sim_run_source(cfg, &src, &r, &e), 0);
+	b = r.req[0].id == 0 ? &r.req[1] : &r.req[0];
+	/* recompute rule: b is admitted in iteration 2 with the four ready
+	 * blocks and computes block 4 and the tail itself */
+	assert_int_equal(b->tok_local, 64);
+	assert_int_equal(b->tok_recomputed, 21);
+	sim_results_free(&r);
+	free_cfg(cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_second_request_waits_for_blocks_being_computed),
+		cmocka_unit_test(test_every_request_ends_and_kv_is_conserved),
+		cmocka_unit_test(test_same_seed_same_results),
+		cmocka_unit_test(test_mg1_waiting_time_matches_pk_at_rho_05),
+		cmocka_unit_test(test_mg1_waiting_time_matches_pk_at_rho_08),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,213 @@
+/* Tests for sim/out_catalog: run rows, parameter and metric columns,
+ * queries, WAL mode, id prefixes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "sim/out_catalog.h"
+
+static char tmpdir[256], dir[300];
+
+static int setup(void **st)
+{
+	(void)st;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_cat_XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(dir, sizeof dir, "%s/results", tmpdir);
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void add_run(out_catalog_t *c, const char *id, const char *rate, const char *pol,
+		    uint64_t seed)
+{
+	out_param_t p[] = {{"fake.rate", rate}, {"policy.replication.name", pol}};
+	out_run_info_t ri = {id, "cafe", seed, p, 2, "x.h5", "[fake]\nrate = 1\n"};
+	err_t e = {0};
+	assert_int_equal(out_catalog_begin(c, &ri, &e), 0);
+}
+
+static const char *cell(const out_table_t *t, size_t r, const char *col)
+{
+	for (size_t k = 0; k < t->ncols; k++)
+		if (!strcmp(t->names[k], col))
+			return t->cells[r * t->ncols + k];
+	fail_msg("no column %s", col);
+	return NULL;
+}
+
+static void test_begin_done_fail_track_status_and_attempts(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	int s, a;
+	assert_int_equal(out_catalog_status(c, "aaaa", &s, &a, &e), 0);
+	assert_int_equal(s, OUT_RUN_ABSENT);
+	add_run(c, "aaaa", "1.5", "none", 7);
+	assert_int_equal(out_catalog_status(c, "aaaa", &s, &a, &e), 0);
+	assert_int_equal(s, OUT_RUN_RUNNING);
+	assert_int_equal(a, 1);
+	assert_int_equal(out_catalog_failed(c, "aaaa", "child killed by signal 9", &e), 0);
+	assert_int_equal(out_catalog_status(c, "aaaa", &s, &a, &e), 0);
+	assert_int_equal(s, OUT_RUN_FAILED);
+	add_run(c, "aaaa", "1.5", "none", 7);
+	res_metric_t m[] = {{"ttft_p99_ns", "ns", 1234.5}, {"throughput_rps", "req/s", 9.75}};
+	assert_int_equal(out_catalog_done(c, "aaaa", m, 2, 0.5, &e), 0);
+	assert_int_equal(out_catalog_status(c, "aaaa", &s, &a, &e), 0);
+	assert_int_equal(s, OUT_RUN_DONE);
+	assert_int_equal(a, 2);
+	out_table_t t;
+	assert_int_equal(out_catalog_select(c, "all", NULL, NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	assert_string_equal(cell(&t, 0, "status"), "done");
+	assert_null(cell(&t, 0, "error"));
+	assert_string_equal(cell(&t, 0, "ttft_p99_ns"), "1234.5");
+	assert_string_equal(cell(&t, 0, "fake.rate"), "1.5");
+	assert_string_equal(cell(&t, 0, "seed"), "7");
+	assert_non_null(cell(&t, 0, "finished_at"));
+	out_table_free(&t);
+	assert_int_equal(out_catalog_done(c, "nope", m, 2, 0.5, &e), KS_EINPUT);
+	assert_int_equal(out_catalog_failed(c, "nope", "x", &e), KS_EINPUT);
+	out_catalog_close(c);
+}
+
+static void test_catalog_uses_wal_and_survives_reopen(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	add_run(c, "bbbb", "2", "speculative", 1);
+	out_catalog_close(c);
+	char p[400];
+	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	int stt;
+	assert_int_equal(out_catalog_status(c, "bbbb", &stt, NULL, &e), 0);
+	assert_int_equal(stt, OUT_RUN_RUNNING);
+	out_catalog_close(c);
+}
+
+static void test_where_sort_columns_over_params_and_metrics(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	const char *rates[] = {"0.5", "4", "16", "2"};
+	for (int i = 0; i < 4; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "r%d", i);
+		add_run(c, id, rates[i], i % 2 ? "speculative" : "none", (uint64_t)i);
+		res_metric_t m[] = {{"ttft_p99_ns", "ns", 100.0 * (4 - i)}, {"seed", "", 1}};
+		assert_int_equal(out_catalog_done(c, id, m, 2, 0.1, &e), 0);
+	}
+	out_table_t t;
+	/* Bare dotted names are quoted for the user; numeric comparison, not text. */
+	assert_int_equal(out_catalog_select(c, "id,fake.rate,ttft_p99_ns",
+					    "fake.rate > 1 AND policy.replication.name = 'none'"
+					    " AND id LIKE 'r%'",
+					    "-fake.rate", &t, &e),
+			 0);
+	assert_int_equal(t.nrows, 1);
+	assert_string_equal(cell(&t, 0, "id"), "r2");
+	out_table_free(&t);
+	assert_int_equal(out_catalog_select(c, "id", "id LIKE 'r%'", "-fake.rate", &t, &e), 0);
+	assert_int_equal(t.nrows, 4);
+	assert_string_equal(t.cells[0], "r2");
+	assert_string_equal(t.cells[1], "r1");
+	assert_string_equal(t.cells[2], "r3");
+	assert_string_equal(t.cells[3], "r0");
+	out_table_free(&t);
+	/* Default columns: id, status, seed, params, metrics; a metric named like
+	 * a fixed column gets a prefix instead of overwriting it. */
+	assert_int_equal(out_catalog_select(c, NULL, "id = 'r3'", NULL, &t, &e), 0);
+	assert_string_equal(t.names[0], "id");
+	assert_string_equal(t.names[1], "status");
+	assert_string_equal(t.names[2], "seed");
+	assert_string_equal(t.kinds[3], "param");
+	assert_string_equal(cell(&t, 0, "seed"), "3");
+	assert_string_equal(cell(&t, 0, "metric.seed"), "1");
+	assert_string_equal(cell(&t, 0, "ttft_p99_ns"), "100");
+	assert_int_equal(t.is_real[t.ncols - 1], 1);
+	out_table_free(&t);
+	assert_int_equal(out_catalog_select(c, "nosuch", NULL, NULL, &t, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "nosuch"));
+	assert_int_equal(out_catalog_select(c, NULL, "((", NULL, &t, &e), KS_EINPUT);
+	assert_int_equal(out_catalog_select(c, NULL, NULL, "bogus", &t, &e), KS_EINPUT);
+	out_catalog_close(c);
+}
+
+static void test_resolve_needs_a_unique_prefix(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	add_run(c, "abc123", "1", "none", 1);
+	add_run(c, "abd456", "1", "none", 2);
+	char id[65];
+	assert_int_equal(out_catalog_resolve(c, "abc", id, &e), 0);
+	assert_string_equal(id, "abc123");
+	assert_int_equal(out_catalog_resolve(c, "ab", id, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "more than one"));
+	assert_int_equal(out_catalog_resolve(c, "zz", id, &e), KS_EINPUT);
+	assert_int_equal(out_catalog_resolve(c, "", id, &e), KS_EINPUT);
+	out_catalog_close(c);
+}
+
+static void test_readonly_open_of_missing_catalog_is_input_error(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	char p[400];
+	snprintf(p, sizeof p, "%s/none", tmpdir);
+	assert_int_equal(out_catalog_open(p, 1, &c, &e), KS_EINPUT);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, OUT_CATALOG_FILE));
+	assert_int_equal(access(p, F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_begin_done_fail_track_status_and_attempts,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_catalog_uses_wal_and_survives_reopen, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_where_sort_columns_over_params_and_metrics,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resolve_needs_a_unique_prefix, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_readonly_open_of_missing_catalog_is_input_error,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

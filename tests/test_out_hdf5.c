@@ -1,0 +1,341 @@
+/* Tests for sim/out_hdf5: layout, round trip, empty tables, atomic write,
+ * and reading with h5py + pandas (skipped when they are absent). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gpu_validation/gv_sched.h"
+#include "sim/out_hdf5.h"
+#include "tests/out_fake.h"
+
+static char tmpdir[256];
+
+static int setup(void **st)
+{
+	(void)st;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_h5_XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int exists(const char *p)
+{
+	struct stat sb;
+	return stat(p, &sb) == 0;
+}
+
+static void test_round_trip_preserves_every_field(void **st)
+{
+	(void)st;
+	sim_results_t r, b;
+	assert_int_equal(fake_fill(&r, 42, 3.5, 1000), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/run.h5", tmpdir);
+	err_t e = {0};
+	out_hdf5_opts_t o = {6, 128};
+	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
+	assert_true(exists(path));
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	assert_false(exists(tmp));
+	assert_int_equal(out_hdf5_read(path, &b, &e), 0);
+	assert_int_equal(b.n_req, r.n_req);
+	assert_int_equal(b.n_xfer, r.n_xfer);
+	assert_int_equal(b.n_tl, r.n_tl);
+	/* Structs are calloc'd on both sides, so padding compares equal too. */
+	assert_memory_equal(b.req, r.req, r.n_req * sizeof *r.req);
+	assert_memory_equal(b.xfer, r.xfer, r.n_xfer * sizeof *r.xfer);
+	assert_memory_equal(b.tl, r.tl, r.n_tl * sizeof *r.tl);
+	assert_int_equal(b.n_metric, r.n_metric);
+	for (size_t i = 0; i < r.n_metric; i++) {
+		assert_string_equal(b.metric[i].name, r.metric[i].name);
+		assert_string_equal(b.metric[i].unit, r.metric[i].unit);
+		assert_true(b.metric[i].value == r.metric[i].value);
+	}
+	assert_string_equal(b.config_text, r.config_text);
+	assert_true(b.seed == 42);
+	assert_string_equal(b.trace_path, r.trace_path);
+	assert_string_equal(b.trace_sha256, r.trace_sha256);
+	assert_true(b.start_unix == r.start_unix);
+	assert_true(b.wall_s == r.wall_s);
+	assert_true(b.events == r.events);
+	sim_results_free(&r);
+	sim_results_free(&b);
+}
+
+static void test_empty_tables_are_valid_zero_row_datasets(void **st)
+{
+	(void)st;
+	sim_results_t r, b;
+	assert_int_equal(fake_fill(&r, 7, 1.0, 0), 0);
+	free(r.tl);
+	r.tl = NULL;
+	r.n_tl = 0;
+	free(r.metric);
+	r.metric = NULL;
+	r.n_metric = 0;
+	free(r.config_text);
+	r.config_text = NULL;
+	char path[512];
+	snprintf(path, sizeof path, "%s/empty.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(out_hdf5_read(path, &b, &e), 0);
+	assert_int_equal(b.n_req, 0);
+	assert_int_equal(b.n_xfer, 0);
+	assert_int_equal(b.n_tl, 0);
+	assert_int_equal(b.n_metric, 0);
+	assert_string_equal(b.config_text, "");
+	sim_results_free(&r);
+	sim_results_free(&b);
+}
+
+static void test_rewrite_replaces_file_atomically(void **st)
+{
+	(void)st;
+	sim_results_t r, b;
+	char path[512];
+	snprintf(path, sizeof path, "%s/again.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	sim_results_free(&r);
+	/* A stale .tmp from a killed writer must not disturb the next write. */
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fputs("garbage from a killed run", f);
+	fclose(f);
+	assert_int_equal(fake_fill(&r, 2, 1.0, 20), 0);
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_false(exists(tmp));
+	assert_int_equal(out_hdf5_read(path, &b, &e), 0);
+	assert_int_equal(b.n_req, 20);
+	assert_true(b.seed == 2);
+	sim_results_free(&r);
+	sim_results_free(&b);
+}
+
+static void test_failed_write_leaves_nothing_and_says_where(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), KS_EIO);
+	assert_non_null(strstr(e.msg, "x.h5.tmp"));
+	assert_false(exists(path));
+	out_hdf5_opts_t bad = {12, 0};
+	snprintf(path, sizeof path, "%s/bad.h5", tmpdir);
+	assert_int_equal(out_hdf5_write(path, &r, &bad, &e), KS_EINPUT);
+	assert_false(exists(path));
+	sim_results_free(&r);
+}
+
+static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
+{
+	(void)st;
+	char path[512];
+	snprintf(path, sizeof path, "%s/not.h5", tmpdir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("not hdf5", f);
+	fclose(f);
+	sim_results_t b;
+	err_t e = {0};
+	assert_int_equal(out_hdf5_read(path, &b, &e), KS_EIO);
+	assert_non_null(strstr(e.msg, "not.h5"));
+}
+
+static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	assert_int_equal(fake_fill(&r, 9, 2.0, 64), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/replay.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	gv_sched_t s;
+	assert_int_equal(gv_sched_read(&s, path, &e), 0);
+	assert_int_equal(s.n, r.n_xfer);
+	for (size_t i = 0; i < s.n; i++) {
+		const res_transfer_t *a = &r.xfer[i], *b = &s.xfer[i];
+		assert_true(a->id == b->id && a->bytes == b->bytes && a->blocks == b->blocks);
+		assert_true(a->src_instance == b->src_instance && a->dst_gpu == b->dst_gpu);
+		assert_true(a->start_ns == b->start_ns && a->end_ns == b->end_ns);
+		assert_true(a->klass == b->klass && a->path_kind == b->path_kind);
+		assert_true(a->granular == b->granular && a->cancelled == b->cancelled);
+	}
+	gv_sched_free(&s);
+	sim_results_free(&r);
+}
+
+/* Expected values as CSV, one file per table, for the Python check. */
+static void write_expected(const sim_results_t *r, const char *dir)
+{
+	char p[600];
+	snprintf(p, sizeof p, "%s/requests.csv", dir);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("id,arrival_ns,instance,status,ttft_ns,tpot_ns,tbt_p90_ns,e2e_ns,queue_ns,"
+	      "fetch_wait_ns,input_tokens,output_tokens,tok_local,tok_peer,tok_host,"
+	      "tok_recomputed,tok_spec_hit\n",
+	      f);
+	for (size_t i = 0; i < r->n_req; i++) {
+		const res_request_t *q = &r->req[i];
+		fprintf(f, "%llu,%lld,%d,%d,%lld,%lld,%lld,%lld,%lld,%lld,%u,%u,%u,%u,%u,%u,%u\n",
+			(unsigned long long)q->id, (long long)q->arrival_ns, q->instance,
+			q->status, (long long)q->ttft_ns, (long long)q->tpot_ns,
+			(long long)q->tbt_p90_ns, (long long)q->e2e_ns, (long long)q->queue_ns,
+			(long long)q->fetch_wait_ns, q->input_tokens, q->output_tokens,
+			q->tok_local, q->tok_peer, q->tok_host, q->tok_recomputed,
+			q->tok_spec_hit);
+	}
+	fclose(f);
+	snprintf(p, sizeof p, "%s/transfers.csv", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("id,src_instance,src_gpu,dst_instance,dst_gpu,bytes,blocks,klass,path_kind,"
+	      "granular,start_ns,end_ns,cancelled\n",
+	      f);
+	for (size_t i = 0; i < r->n_xfer; i++) {
+		const res_transfer_t *x = &r->xfer[i];
+		fprintf(f, "%llu,%d,%d,%d,%d,%llu,%u,%d,%d,%d,%lld,%lld,%d\n",
+			(unsigned long long)x->id, x->src_instance, x->src_gpu, x->dst_instance,
+			x->dst_gpu, (unsigned long long)x->bytes, x->blocks, x->klass,
+			x->path_kind, x->granular, (long long)x->start_ns, (long long)x->end_ns,
+			x->cancelled);
+	}
+	fclose(f);
+	snprintf(p, sizeof p, "%s/timeline.csv", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("t_ns,kind,index,queue_len,batch_size,kv_used_bytes,spec_kv_bytes,util_fg,"
+	      "util_bg\n",
+	      f);
+	for (size_t i = 0; i < r->n_tl; i++) {
+		const res_sample_t *s = &r->tl[i];
+		fprintf(f, "%lld,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", (long long)s->t_ns,
+			s->kind, s->index, s->queue_len, s->batch_size, s->kv_used_bytes,
+			s->spec_kv_bytes, s->util_fg, s->util_bg);
+	}
+	fclose(f);
+}
+
+static const char py_check[] =
+	"import sys, numpy as np, pandas as pd, h5py\n"
+	"h5, d = sys.argv[1], sys.argv[2]\n"
+	"f = h5py.File(h5, 'r')\n"
+	"for t in ('requests', 'transfers', 'timeline'):\n"
+	"    exp = pd.read_csv(f'{d}/{t}.csv', float_precision='round_trip')\n"
+	"    df = pd.DataFrame(f[t][:])\n"
+	"    assert list(df.columns) == list(exp.columns), (t, list(df.columns))\n"
+	"    assert len(df) == len(exp), (t, len(df), len(exp))\n"
+	"    for c in exp.columns:\n"
+	"        assert np.array_equal(df[c].to_numpy(), exp[c].to_numpy()), (t, c)\n"
+	"        assert isinstance(f[t].attrs['unit.' + c], str), (t, c)\n"
+	"    assert f[t].chunks is not None, t\n"
+	"assert f['requests'].compression == 'gzip'\n"
+	"assert f['requests'].attrs['unit.ttft_ns'] == 'ns'\n"
+	"assert f['transfers'].attrs['unit.bytes'] == 'bytes'\n"
+	"assert 'completed' in f['requests'].attrs['values.status']\n"
+	"s = f['summary']\n"
+	"assert s.attrs['throughput_rps'] == 3.5 * 0.97, s.attrs['throughput_rps']\n"
+	"assert s.attrs['unit.throughput_rps'] == 'req/s'\n"
+	"m = pd.DataFrame(s['metrics'][:])\n"
+	"assert list(m.columns) == ['name', 'unit', 'value']\n"
+	"assert m['name'][0] == b'ttft_mean_ns', m['name'][0]\n"
+	"assert f['config'].asstr()[()] == '[fake]\\nrate = 1\\n'\n"
+	"a = f.attrs\n"
+	"assert a['seed'] == 42 and a['trace_path'] == 'synthetic:poisson'\n"
+	"assert a['trace_sha256'] == 'a' * 64 and a['start_time'] == '2023-11-14T22:13:20Z'\n"
+	"assert a['wall_s'] == 0.125 and a['events'] == 12345 + 42\n"
+	"for k in ('kvsim_version', 'kvsim_gitrev', 'config_sha256', 'format_version'):\n"
+	"    assert k in a, k\n"
+	"print('python-ok')\n";
+
+static void test_h5py_and_pandas_read_every_column(void **st)
+{
+	(void)st;
+	if (access("/usr/bin/python3", X_OK) != 0 ||
+	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0) {
+		skip();
+		return;
+	}
+	sim_results_t r;
+	assert_int_equal(fake_fill(&r, 42, 3.5, 300), 0);
+	char path[512], script[512], cmd[1600];
+	snprintf(path, sizeof path, "%s/py.h5", tmpdir);
+	err_t e = {0};
+	out_hdf5_opts_t o = {4, 64};
+	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
+	write_expected(&r, tmpdir);
+	snprintf(script, sizeof script, "%s/check.py", tmpdir);
+	FILE *f = fopen(script, "w");
+	assert_non_null(f);
+	fputs(py_check, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmpdir);
+	assert_int_equal(system(cmd), 0);
+	/* The same check on an empty file: zero rows, right columns. */
+	sim_results_free(&r);
+}
+
+static void test_h5py_reads_empty_tables_with_columns(void **st)
+{
+	(void)st;
+	if (access("/usr/bin/python3", X_OK) != 0 ||
+	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0) {
+		skip();
+		return;
+	}
+	sim_results_t r;
+	assert_int_equal(fake_fill(&r, 3, 1.0, 0), 0);
+	char path[512], cmd[1200];
+	snprintf(path, sizeof path, "%s/empty_py.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	snprintf(cmd, sizeof cmd,
+		 "/usr/bin/python3 -c \"import h5py, pandas as pd; f = h5py.File('%s', 'r'); "
+		 "d = pd.DataFrame(f['requests'][:]); "
+		 "assert len(d) == 0 and list(d.columns)[0] == 'id' and len(d.columns) == 17; "
+		 "t = pd.DataFrame(f['transfers'][:]); "
+		 "assert len(t) == 0 and 'src_gpu' in t.columns\"",
+		 path);
+	assert_int_equal(system(cmd), 0);
+	sim_results_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_preserves_every_field),
+		cmocka_unit_test(test_empty_tables_are_valid_zero_row_datasets),
+		cmocka_unit_test(test_rewrite_replaces_file_atomically),
+		cmocka_unit_test(test_failed_write_leaves_nothing_and_says_where),
+		cmocka_unit_test(test_reading_a_non_hdf5_file_is_an_io_error),
+		cmocka_unit_test(test_gpu_replayer_reads_transfers_by_member_name),
+		cmocka_unit_test(test_h5py_and_pandas_read_every_column),
+		cmocka_unit_test(test_h5py_reads_empty_tables_with_columns),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,563 @@
+/* Tests for the sweep engine (sim/out_sweep.h) with a fake run function:
+ * grid parsing and enumeration, point identity, -j independence, resume,
+ * failure and crash handling, and a SIGKILL of the sweep at any moment. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sim/cfg.h"
+#include "sim/out_sweep.h"
+#include "tests/out_fake.h"
+
+static char tmpdir[256];
+static cfg_schema_t *schema;
+
+static int setup(void **st)
+{
+	(void)st;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_sweep_XXXXXX");
+	schema = fake_schema();
+	return mkdtemp(tmpdir) && schema ? 0 : -1;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	cfg_schema_free(schema);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static cfg_t *mkbase(const char *const *sets, size_t n)
+{
+	cfg_t *c = cfg_new(schema);
+	err_t e = {0};
+	assert_non_null(c);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(cfg_set(c, sets[i], &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	return c;
+}
+
+static out_grid_t *mkgrid(const char *const *axes, size_t n, unsigned seeds)
+{
+	out_grid_t *g = out_grid_new();
+	err_t e = {0};
+	assert_non_null(g);
+	for (size_t i = 0; i < n; i++) {
+		int zip = !strncmp(axes[i], "zip:", 4);
+		assert_int_equal(out_grid_add(g, axes[i] + (zip ? 4 : 0), zip, &e), 0);
+	}
+	assert_int_equal(out_grid_set_seeds(g, seeds, &e), 0);
+	return g;
+}
+
+static void subdir(char *buf, size_t cap, const char *name)
+{
+	snprintf(buf, cap, "%s/%s", tmpdir, name);
+}
+
+static int sweep(const char *dir, const out_grid_t *g, const cfg_t *base, unsigned jobs,
+		 out_sweep_stats_t *st)
+{
+	out_sweep_opts_t o = {.dir = dir, .jobs = jobs, .progress = 0,
+			      .seed_key = "experiment.seed", .run = fake_run, .h5 = {1, 64},
+			      .mpi = 0};
+	err_t e = {0};
+	int rc = out_sweep_run(g, base, &o, st, &e);
+	if (rc)
+		print_error("sweep: %s\n", e.msg);
+	return rc;
+}
+
+static void test_grid_parses_lists_and_inclusive_ranges(void **st)
+{
+	(void)st;
+	out_grid_t *g = out_grid_new();
+	err_t e = {0};
+	assert_int_equal(out_grid_add(g, "fake.rate=0.5:1.5:0.25", 0, &e), 0);
+	assert_int_equal(out_grid_points(g), 5);
+	assert_int_equal(out_grid_add(g, "fake.n=10:30:10", 0, &e), 0);
+	assert_int_equal(out_grid_add(g, "fake.policy=a,b", 0, &e), 0);
+	assert_int_equal(out_grid_points(g), 30);
+	assert_int_equal(out_grid_set_seeds(g, 3, &e), 0);
+	assert_int_equal(out_grid_points(g), 90);
+	cfg_t *base = mkbase(NULL, 0);
+	out_point_t p;
+	/* last point: every axis at its last value, last seed */
+	assert_int_equal(out_point_make(g, base, "experiment.seed", 89, &p, &e), 0);
+	assert_int_equal(p.n_params, 3);
+	assert_string_equal(p.params[0].value, "1.5");
+	assert_string_equal(p.params[1].value, "30");
+	assert_string_equal(p.params[2].value, "b");
+	assert_true(cfg_float(p.cfg, "fake", "rate") == 1.5);
+	assert_true(p.seed == out_seed_derive(1, 2));
+	out_point_free(&p);
+	/* point 1 differs from point 0 only by its seed */
+	assert_int_equal(out_point_make(g, base, "experiment.seed", 1, &p, &e), 0);
+	assert_string_equal(p.params[0].value, "0.5");
+	assert_string_equal(p.params[2].value, "a");
+	assert_true(p.seed == out_seed_derive(1, 1));
+	out_point_free(&p);
+	assert_int_equal(out_point_make(g, base, "experiment.seed", 90, &p, &e), KS_EINPUT);
+	static const char *const bad[] = {"fake.rate",      "rate=1,2",      "fake.rate=",
+					  "fake.rate=1,,2", "fake.rate=1:0:1", "fake.rate=0:1:0",
+					  "fake.n=1,2"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(out_grid_add(g, bad[i], 0, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "already swept"));
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+static void test_zip_axes_advance_together(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.policy=a,b", "zip:fake.rate=1,2,4",
+					 "zip:fake.n=10,20,40"};
+	out_grid_t *g = mkgrid(ax, 3, 1);
+	err_t e = {0};
+	assert_int_equal(out_grid_points(g), 6);
+	assert_int_equal(out_grid_add(g, "fake.mode=ok,error", 1, &e), KS_EINPUT);
+	cfg_t *base = mkbase(NULL, 0);
+	for (size_t i = 0; i < 6; i++) {
+		out_point_t p;
+		assert_int_equal(out_point_make(g, base, "experiment.seed", i, &p, &e), 0);
+		assert_int_equal(p.n_params, 3);
+		assert_string_equal(p.params[0].key, "fake.policy");
+		assert_string_equal(p.params[0].value, i < 3 ? "a" : "b");
+		assert_int_equal(cfg_int(p.cfg, "fake", "n"), 10 * cfg_float(p.cfg, "fake", "rate"));
+		out_point_free(&p);
+	}
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+static void test_seeds_are_distinct_and_seed_zero_is_the_base(void **st)
+{
+	(void)st;
+	assert_true(out_seed_derive(12345, 0) == 12345);
+	for (unsigned i = 1; i < 300; i++) {
+		assert_true(out_seed_derive(12345, i) < (1ULL << 31));
+		for (unsigned j = 0; j < i; j++)
+			assert_true(out_seed_derive(12345, i) != out_seed_derive(12345, j));
+	}
+	assert_true(out_seed_derive(1, 1) != out_seed_derive(2, 1));
+}
+
+static void test_point_identity_is_config_plus_seed(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.rate=2"};
+	static const char *const sets[] = {"fake.rate=2"};
+	out_grid_t *g = mkgrid(ax, 1, 2), *g0 = mkgrid(NULL, 0, 1);
+	cfg_t *b1 = mkbase(NULL, 0), *b2 = mkbase(sets, 1);
+	out_point_t p, q, r;
+	err_t e = {0};
+	/* rate 2 from the grid or from the base config: the same point */
+	assert_int_equal(out_point_make(g, b1, "experiment.seed", 0, &p, &e), 0);
+	assert_int_equal(out_point_make(g0, b2, "experiment.seed", 0, &q, &e), 0);
+	assert_string_equal(p.id, q.id);
+	assert_string_equal(p.digest, q.digest);
+	assert_int_equal(out_point_make(g, b1, "experiment.seed", 1, &r, &e), 0);
+	assert_string_not_equal(p.id, r.id);
+	assert_int_equal(strlen(p.id), 64);
+	assert_non_null(strstr(p.h5_rel, "runs/"));
+	out_point_free(&p);
+	out_point_free(&q);
+	out_point_free(&r);
+	/* an unknown swept key is an input error naming the axis */
+	out_grid_t *gb = out_grid_new();
+	assert_int_equal(out_grid_add(gb, "fake.nope=1", 0, &e), 0);
+	assert_int_equal(out_point_make(gb, b1, "experiment.seed", 0, &p, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "fake.nope"));
+	/* several seeds need a seed key */
+	assert_int_equal(out_point_make(g, b1, "experiment.noseed", 0, &p, &e), KS_EINPUT);
+	out_grid_free(gb);
+	out_grid_free(g);
+	out_grid_free(g0);
+	cfg_free(b1);
+	cfg_free(b2);
+}
+
+/* id -> status, attempts, error and metrics, sorted by id, as one string
+ * per run, so two catalogs compare with strcmp. */
+static char *catalog_dump(const char *dir, size_t *nrows)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c,
+					    "id,status,seed,fake.rate,fake.policy,ttft_mean_ns,"
+					    "ttft_p99_ns,throughput_rps,requests,policy_score,h5_path",
+					    NULL, "id", &t, &e),
+			 0);
+	size_t cap = 1 << 16, len = 0;
+	char *out = calloc(1, cap);
+	for (size_t i = 0; i < t.nrows * t.ncols; i++) {
+		const char *v = t.cells[i] ? t.cells[i] : "NULL";
+		if (len + strlen(v) + 2 >= cap)
+			out = realloc(out, cap *= 2);
+		len += (size_t)sprintf(out + len, "%s%c", v, (i + 1) % t.ncols ? '|' : '\n');
+	}
+	*nrows = t.nrows;
+	out_table_free(&t);
+	out_catalog_close(c);
+	return out;
+}
+
+static void test_results_do_not_depend_on_worker_count(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.policy=a,b,c", "fake.rate=1:2:1"};
+	out_grid_t *g = mkgrid(ax, 2, 2);
+	cfg_t *base = mkbase(NULL, 0);
+	char d1[300], d3[300];
+	subdir(d1, sizeof d1, "j1");
+	subdir(d3, sizeof d3, "j3");
+	out_sweep_stats_t s1, s3;
+	assert_int_equal(sweep(d1, g, base, 1, &s1), 0);
+	assert_int_equal(sweep(d3, g, base, 3, &s3), 0);
+	assert_int_equal(s1.total, 12);
+	assert_int_equal(s1.done, 12);
+	assert_int_equal(s3.done, 12);
+	size_t n1, n3;
+	char *a = catalog_dump(d1, &n1), *b = catalog_dump(d3, &n3);
+	assert_int_equal(n1, 12);
+	assert_string_equal(a, b);
+	/* and the HDF5 tables are the same too */
+	out_point_t p;
+	err_t e = {0};
+	assert_int_equal(out_point_make(g, base, "experiment.seed", 9, &p, &e), 0);
+	char f1[700], f3[700];
+	snprintf(f1, sizeof f1, "%s/%s", d1, p.h5_rel);
+	snprintf(f3, sizeof f3, "%s/%s", d3, p.h5_rel);
+	sim_results_t r1, r3;
+	assert_int_equal(out_hdf5_read(f1, &r1, &e), 0);
+	assert_int_equal(out_hdf5_read(f3, &r3, &e), 0);
+	assert_int_equal(r1.n_req, 50);
+	assert_memory_equal(r1.req, r3.req, r1.n_req * sizeof *r1.req);
+	assert_true(r1.seed == p.seed);
+	assert_non_null(strstr(r1.config_text, "[fake]"));
+	sim_results_free(&r1);
+	sim_results_free(&r3);
+	out_point_free(&p);
+	free(a);
+	free(b);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+static void test_rerun_skips_done_points_and_runs_only_new_ones(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.rate=1,2"};
+	static const char *const ax2[] = {"fake.rate=1,2,3"};
+	out_grid_t *g = mkgrid(ax, 1, 2), *g2 = mkgrid(ax2, 1, 2);
+	cfg_t *base = mkbase(NULL, 0);
+	char d[300];
+	subdir(d, sizeof d, "resume");
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.done, 4);
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.done, 0);
+	assert_int_equal(s.skipped, 4);
+	assert_int_equal(sweep(d, g2, base, 2, &s), 0);
+	assert_int_equal(s.total, 6);
+	assert_int_equal(s.skipped, 4);
+	assert_int_equal(s.done, 2);
+	cfg_free(base);
+	out_grid_free(g);
+	out_grid_free(g2);
+}
+
+static const char *cell(const out_table_t *t, size_t r, const char *col)
+{
+	for (size_t k = 0; k < t->ncols; k++)
+		if (!strcmp(t->names[k], col))
+			return t->cells[r * t->ncols + k];
+	return NULL;
+}
+
+static void test_errors_fail_at_once_and_crashes_are_retried_once(void **st)
+{
+	(void)st;
+	char d[300], marker[300], setm[400];
+	subdir(d, sizeof d, "faults");
+	subdir(marker, sizeof marker, "markers");
+	assert_int_equal(mkdir(marker, 0777), 0);
+	snprintf(setm, sizeof setm, "fake.marker=%s", marker);
+	const char *sets[] = {setm};
+	static const char *const ax[] = {"fake.mode=ok,error,crash,crash_once"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(sets, 1);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.total, 4);
+	assert_int_equal(s.done, 2);   /* ok, crash_once */
+	assert_int_equal(s.failed, 2); /* error, crash */
+	assert_int_equal(s.retried, 2);
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(d, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "fake.mode,status,attempts,error", NULL,
+					    "fake.mode", &t, &e),
+			 0);
+	assert_int_equal(t.nrows, 4);
+	/* sorted: crash, crash_once, error, ok */
+	assert_string_equal(cell(&t, 0, "status"), "failed");
+	assert_string_equal(cell(&t, 0, "attempts"), "2");
+	assert_non_null(strstr(cell(&t, 0, "error"), "signal 9"));
+	assert_string_equal(cell(&t, 1, "status"), "done");
+	assert_string_equal(cell(&t, 1, "attempts"), "2");
+	assert_string_equal(cell(&t, 2, "status"), "failed");
+	assert_string_equal(cell(&t, 2, "attempts"), "1");
+	assert_non_null(strstr(cell(&t, 2, "error"), "configured to fail"));
+	assert_string_equal(cell(&t, 3, "status"), "done");
+	out_table_free(&t);
+	out_catalog_close(c);
+	/* a rerun tries the failed points again and keeps the done ones */
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 2);
+	assert_int_equal(s.failed, 2);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+/* After a kill: the catalog opens, every done row's HDF5 file is complete
+ * and holds the catalog's metrics, and every final-named file reads. */
+static size_t check_consistent(const char *dir)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	char p[4096];
+	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
+	if (access(p, F_OK) != 0)
+		return 0; /* killed before the catalog was created */
+	if (out_catalog_open(dir, 1, &c, &e)) {
+		/* killed while creating the catalog: no tables, no runs */
+		if (!strstr(e.msg, "no runs recorded yet"))
+			fail_msg("%s", e.msg);
+		return 0;
+	}
+	assert_int_equal(out_catalog_select(c, "all", NULL, NULL, &t, &e), 0);
+	size_t done = 0;
+	for (size_t r = 0; r < t.nrows; r++) {
+		if (strcmp(cell(&t, r, "status"), "done"))
+			continue;
+		done++;
+		snprintf(p, sizeof p, "%s/%s", dir, cell(&t, r, "h5_path"));
+		sim_results_t res;
+		assert_int_equal(out_hdf5_read(p, &res, &e), 0);
+		assert_true(sim_results_get(&res, "ttft_p99_ns") ==
+			    strtod(cell(&t, r, "ttft_p99_ns"), NULL));
+		assert_true(sim_results_get(&res, "policy_score") ==
+			    strtod(cell(&t, r, "policy_score"), NULL));
+		sim_results_free(&res);
+	}
+	out_table_free(&t);
+	out_catalog_close(c);
+	snprintf(p, sizeof p, "%s/runs", dir);
+	DIR *dd = opendir(p);
+	struct dirent *de;
+	while (dd && (de = readdir(dd))) {
+		size_t n = strlen(de->d_name);
+		if (n < 4 || strcmp(de->d_name + n - 3, ".h5"))
+			continue;
+		char f[4400];
+		snprintf(f, sizeof f, "%s/%s", p, de->d_name);
+		sim_results_t res;
+		assert_int_equal(out_hdf5_read(f, &res, &e), 0);
+		sim_results_free(&res);
+	}
+	if (dd)
+		closedir(dd);
+	return done;
+}
+
+static int count_status(const char *dir, const char *status)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	char w[64];
+	snprintf(w, sizeof w, "status = '%s'", status);
+	char p[4096];
+	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
+	if (access(p, F_OK) != 0 || out_catalog_open(dir, 1, &c, &e))
+		return -1;
+	int n = out_catalog_select(c, "id", w, NULL, &t, &e) ? -1 : (int)t.nrows;
+	if (n >= 0)
+		out_table_free(&t);
+	out_catalog_close(c);
+	return n;
+}
+
+static pid_t start_sweep(const char *dir, const out_grid_t *g, const cfg_t *base,
+			 unsigned jobs)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		out_sweep_stats_t s;
+		_exit(sweep(dir, g, base, jobs, &s) ? 1 : 0);
+	}
+	return pid;
+}
+
+static void kill_and_reap(pid_t pid)
+{
+	int status;
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+static void test_sigkill_loses_only_points_in_flight(void **st)
+{
+	(void)st;
+	char d[300], gate[300], setg[400], dref[300];
+	subdir(d, sizeof d, "killed");
+	subdir(dref, sizeof dref, "reference");
+	subdir(gate, sizeof gate, "gate");
+	snprintf(setg, sizeof setg, "fake.gate=%s", gate);
+	const char *sets[] = {setg, "fake.gate_rate=3", "fake.n=300"};
+	static const char *const ax[] = {"fake.policy=a,b", "fake.rate=1:4:1"};
+	out_grid_t *g = mkgrid(ax, 2, 2);
+	cfg_t *base = mkbase(sets, 3);
+	const size_t total = 16;
+	/* 1. Slow points (policy a, rate 3, both seeds wait on the gate): kill
+	 *    the sweep while they are in flight and the others are done. */
+	pid_t pid = start_sweep(d, g, base, 3);
+	for (int i = 0; i < 30000 && count_status(d, "done") < (int)total - 2; i++)
+		usleep(2000);
+	assert_int_equal(count_status(d, "done"), (int)total - 2);
+	kill_and_reap(pid);
+	assert_int_equal(check_consistent(d), total - 2);
+	assert_int_equal(count_status(d, "running"), 2); /* the two gated points */
+	/* 2. Kills at arbitrary moments of a rerun. */
+	FILE *f = fopen(gate, "w");
+	assert_non_null(f);
+	fclose(f);
+	unsigned delays[] = {0, 2, 8, 30};
+	for (size_t k = 0; k < sizeof delays / sizeof delays[0]; k++) {
+		char dk[300];
+		snprintf(dk, sizeof dk, "%s/any%zu", tmpdir, k);
+		pid = start_sweep(dk, g, base, 3);
+		usleep(delays[k] * 1000);
+		kill_and_reap(pid);
+		size_t before = check_consistent(dk);
+		out_sweep_stats_t s;
+		assert_int_equal(sweep(dk, g, base, 2, &s), 0);
+		assert_int_equal(s.skipped, before);
+		assert_int_equal(s.done + s.skipped, total);
+		assert_int_equal(check_consistent(dk), total);
+		/* no stale temporaries once a sweep has run to the end */
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "ls %s/runs | grep -q tmp", dk);
+		assert_int_not_equal(system(cmd), 0);
+	}
+	/* 3. The rerun of the gated sweep completes, equal to a clean sweep. */
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, total - 2);
+	assert_int_equal(s.done, 2);
+	assert_int_equal(sweep(dref, g, base, 4, &s), 0);
+	size_t n1, n2;
+	char *a = catalog_dump(d, &n1), *b = catalog_dump(dref, &n2);
+	assert_int_equal(n1, total);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+static void test_second_sweep_on_same_directory_is_refused(void **st)
+{
+	(void)st;
+	char d[300], gate[300], setg[400];
+	subdir(d, sizeof d, "locked");
+	subdir(gate, sizeof gate, "gate2");
+	snprintf(setg, sizeof setg, "fake.gate=%s", gate);
+	const char *sets[] = {setg, "fake.gate_rate=1"};
+	static const char *const ax[] = {"fake.rate=1"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(sets, 2);
+	pid_t pid = start_sweep(d, g, base, 1);
+	for (int i = 0; i < 30000 && count_status(d, "running") < 1; i++)
+		usleep(2000);
+	out_sweep_opts_t o = {.dir = d, .jobs = 1, .progress = 0, .seed_key = "experiment.seed",
+			      .run = fake_run, .mpi = 0};
+	out_sweep_stats_t s;
+	err_t e = {0};
+	assert_int_equal(out_sweep_run(g, base, &o, &s, &e), KS_EIO);
+	assert_non_null(strstr(e.msg, "another sweep"));
+	FILE *f = fopen(gate, "w");
+	assert_non_null(f);
+	fclose(f);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+static void test_recorded_single_run_is_a_done_point_for_sweeps(void **st)
+{
+	(void)st;
+	static const char *const sets[] = {"fake.rate=2"};
+	static const char *const ax[] = {"fake.rate=1,2"};
+	cfg_t *one = mkbase(sets, 1), *base = mkbase(NULL, 0);
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	char d[300], id[65], f[700];
+	subdir(d, sizeof d, "recorded");
+	sim_results_t r;
+	err_t e = {0};
+	assert_int_equal(fake_run(one, &r, &e, NULL), 0);
+	r.seed = 1; /* what sim_run reports: the config's seed */
+	out_param_t p[] = {{"fake.rate", "2"}};
+	assert_int_equal(out_run_record(d, one, &r, p, 1, NULL, id, &e), 0);
+	snprintf(f, sizeof f, "%s/runs/%.16s.h5", d, id);
+	assert_int_equal(access(f, R_OK), 0);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 1, &s), 0);
+	assert_int_equal(s.skipped, 1);
+	assert_int_equal(s.done, 1);
+	sim_results_free(&r);
+	out_grid_free(g);
+	cfg_free(one);
+	cfg_free(base);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_grid_parses_lists_and_inclusive_ranges),
+		cmocka_unit_test(test_zip_axes_advance_together),
+		cmocka_unit_test(test_seeds_are_distinct_and_seed_zero_is_the_base),
+		cmocka_unit_test(test_point_identity_is_config_plus_seed),
+		cmocka_unit_test(test_results_do_not_depend_on_worker_count),
+		cmocka_unit_test(test_rerun_skips_done_points_and_runs_only_new_ones),
+		cmocka_unit_test(test_errors_fail_at_once_and_crashes_are_retried_once),
+		cmocka_unit_test(test_sigkill_loses_only_points_in_flight),
+		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
+		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

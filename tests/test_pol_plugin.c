@@ -1,0 +1,102 @@
+/* Loads the example plugin ($BUILD/plugins/example_plugin.so), routes with
+ * it, and exposes it to the config. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/pol.h"
+#include "tests/pol_fake.h"
+
+static char so_path[4096];
+
+static void test_plugin_loads_and_routes(void **st)
+{
+	(void)st;
+	pol_registry_t *r = pol_registry_new();
+	assert_non_null(r);
+	assert_null(pol_find(r, POL_ROUTING, "most_free_kv"));
+	err_t e = {0};
+	if (pol_registry_load(r, so_path, &e))
+		fail_msg("%s", e.msg);
+	const pol_base_t *o = pol_find(r, POL_ROUTING, "most_free_kv");
+	assert_non_null(o);
+	assert_null(pol_find(NULL, POL_ROUTING, "most_free_kv")); /* built-ins unchanged */
+	char *names = pol_names(r, POL_ROUTING);
+	assert_non_null(strstr(names, ",most_free_kv"));
+	free(names);
+
+	fake_t f;
+	fk_init(&f, 3, 16, 1);
+	f.inst[0].kv_used_blocks = 500;
+	f.inst[1].kv_used_blocks = 100;
+	f.inst[2].kv_used_blocks = 300;
+	pol_handle_t h;
+	assert_int_equal(pol_open(r, POL_ROUTING, "most_free_kv", NULL, 1, &h, &e), 0);
+	uint64_t b[1] = {1};
+	pol_req_t q = {1, 0, b, 1, 16, 1, 0};
+	uint32_t inst;
+	const struct pol_routing_ops *ro = (const void *)h.ops;
+	assert_int_equal(ro->route(h.state, &f.v, &q, &inst), POL_ACCEPT);
+	assert_int_equal(inst, 1);
+	pol_close(&h);
+	/* its parameter goes through the same checks as built-ins' */
+	assert_int_equal(pol_open(r, POL_ROUTING, "most_free_kv", "free_kv_reserve=-1", 1, &h, &e),
+	                 KS_EINPUT);
+
+	/* loading it twice is a duplicate name */
+	assert_int_equal(pol_registry_load(r, so_path, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "already registered"));
+
+	/* the config learns its name and parameter */
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	assert_int_equal(pol_cfg_register_plugins(s, r, &e), 0);
+	cfg_t *c = cfg_new(s);
+	assert_non_null(c);
+	assert_int_equal(cfg_set(c, "policy.routing.name=most_free_kv", &e), 0);
+	assert_int_equal(cfg_set(c, "policy.routing.free_kv_reserve=450", &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	assert_int_equal(pol_open_cfg(r, POL_ROUTING, c, 1, &h, &e), 0);
+	ro = (const void *)h.ops;
+	f.inst[1].kv_used_blocks = 600; /* free: 500, 400, 700: reserve 450 leaves 0 and 2 */
+	assert_int_equal(ro->route(h.state, &f.v, &q, &inst), POL_ACCEPT);
+	assert_int_equal(inst, 2);
+	pol_close(&h);
+	cfg_free(c);
+	cfg_schema_free(s);
+	pol_registry_free(r);
+}
+
+static void test_missing_plugin_is_an_input_error(void **st)
+{
+	(void)st;
+	pol_registry_t *r = pol_registry_new();
+	err_t e = {0};
+	assert_int_equal(pol_registry_load(r, "/nonexistent/plugin.so", &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "/nonexistent/plugin.so"));
+	pol_registry_free(r);
+}
+
+int main(void)
+{
+	const char *build = getenv("BUILD");
+	snprintf(so_path, sizeof so_path, "%s/plugins/example_plugin.so", build ? build : "build");
+	FILE *f = fopen(so_path, "rb");
+	if (!f) {
+		fprintf(stderr, "test_pol_plugin: %s not built (make build-tests builds it)\n",
+		        so_path);
+		return 1;
+	}
+	fclose(f);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_plugin_loads_and_routes),
+	    cmocka_unit_test(test_missing_plugin_is_an_input_error),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,445 @@
+/* Replication policies on hand-built clusters: which copies they ask for,
+ * from where, under which budgets, and how they live with refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "policies/pol.h"
+#include "tests/pol_fake.h"
+
+#define S 1000000000LL
+
+static pol_handle_t open_fam(pol_family_t fam, const char *name, const char *over)
+{
+	pol_handle_t h;
+	err_t e = {0};
+	if (pol_open(NULL, fam, name, over, 3, &h, &e))
+		fail_msg("%s", e.msg);
+	return h;
+}
+
+static const struct pol_replication_ops *RO(const pol_handle_t *h)
+{
+	return (const void *)h->ops;
+}
+
+static void tick(pol_handle_t *h, fake_t *f, const pol_forecast_t *fc)
+{
+	err_t e;
+	assert_int_equal(RO(h)->on_tick(h->state, &f->v, &f->a, fc, &e), 0);
+}
+
+static uint64_t PFX[8], PFX2[8];
+
+static void test_none_never_copies(void **st)
+{
+	(void)st;
+	pol_handle_t h = open_fam(POL_REPLICATION, "none", NULL);
+	pol_repl_timing_t t = RO(&h)->timing(h.state);
+	assert_int_equal(t.tick_ns, 0);
+	assert_null(RO(&h)->on_route);
+	assert_null(RO(&h)->on_tick);
+	pol_close(&h);
+}
+
+/* Routed to inst 0 holding `local` blocks; inst 1 holds all 8. theta 1.5. */
+static void test_reactive_hotspot_fetches_past_theta(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 2, 16, 1);
+	fk_chain(PFX, 8, 500);
+	fk_hold(&f, 1, PFX, 8);
+	fk_hold(&f, 0, PFX, 2);
+	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
+	pol_handle_t h = open_fam(POL_REPLICATION, "reactive_hotspot", NULL);
+	err_t e;
+	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(f.n_copies, 1); /* 8 > 1.5 x 2 */
+	assert_int_equal(f.copies[0].src, 1);
+	assert_int_equal(f.copies[0].dst, 0);
+	assert_int_equal(f.copies[0].n, 8);
+	assert_int_equal(f.copies[0].cls, POL_FG);
+	f.held_n[0][0] = 6; /* 8 > 9? no */
+	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(f.n_copies, 1);
+	f.held_n[0][0] = 5; /* 8 > 7.5 */
+	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(f.n_copies, 2);
+	pol_close(&h);
+}
+
+/* repeat_count (X = 3 in 10 s) feeding early_rdma (M = 2) on 4 instances.
+ * Inst 0 holds the prefix; loads 1: 5, 2: 1, 3: 3 -> copies go to 2 and 3. */
+static void arrive(pol_handle_t *pred, int64_t t, uint64_t id)
+{
+	uint64_t b[10];
+	memcpy(b, PFX, sizeof PFX);
+	b[8] = id << 20;
+	b[9] = (id << 20) + 1;
+	pol_arrival_t a = {t, b, 10, 0};
+	err_t e;
+	const struct pol_predictor_ops *o = (const void *)pred->ops;
+	assert_int_equal(o->observe(pred->state, &a, &e), 0);
+}
+
+static pol_forecast_t fc_of(pol_handle_t *pred, int64_t now)
+{
+	pol_forecast_t fc;
+	err_t e;
+	const struct pol_predictor_ops *o = (const void *)pred->ops;
+	assert_int_equal(o->forecast(pred->state, now, 10 * S, &fc, &e), 0);
+	return fc;
+}
+
+static void test_early_rdma_fires_on_xth_repeat_to_m_least_busy(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	fk_chain(PFX, 8, 500);
+	fk_hold(&f, 0, PFX, 8);
+	f.inst[0].waiting = 10;
+	f.inst[1].waiting = 5;
+	f.inst[2].waiting = 1;
+	f.inst[3].waiting = 3;
+	pol_handle_t pred = open_fam(POL_PREDICTOR, "repeat_count", "rc_repeats=3,rc_window_s=10");
+	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2");
+	arrive(&pred, 0, 1);
+	f.now = 1 * S;
+	arrive(&pred, 1 * S, 2);
+	pol_forecast_t fc = fc_of(&pred, f.now);
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0); /* the (X-1)-th repeat does not fire */
+	assert_int_equal(f.stats.triggers, 0);
+	f.now = 2 * S;
+	arrive(&pred, 2 * S, 3);
+	fc = fc_of(&pred, f.now);
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	assert_int_equal(f.stats.triggers, 1);
+	assert_int_equal(f.copies[0].dst, 2);
+	assert_int_equal(f.copies[1].dst, 3);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(f.copies[i].src, 0);
+		assert_int_equal(f.copies[i].n, 8);
+		assert_int_equal(f.copies[i].cls, POL_BG);
+	}
+	assert_int_equal(f.n_spec, 2);
+	tick(&h, &f, &fc); /* fired once: no repeat copies */
+	assert_int_equal(f.n_copies, 2);
+	/* the copy to 2 landed: the prefix's requests go to the least busy warm one */
+	fk_hold(&f, 2, PFX, 8);
+	uint64_t rb[10];
+	memcpy(rb, PFX, sizeof PFX);
+	rb[8] = 99;
+	rb[9] = 100;
+	pol_req_t r = {9, 0, rb, 10, 160, 1, 0};
+	uint32_t inst = 77;
+	assert_int_equal(RO(&h)->route_hint(h.state, &f.v, &r, &inst), 1);
+	assert_int_equal(inst, 2);
+	r.blocks = PFX2; /* another prefix: no hint */
+	fk_chain(PFX2, 8, 900);
+	r.n_blocks = 8;
+	assert_int_equal(RO(&h)->route_hint(h.state, &f.v, &r, &inst), 0);
+	pol_close(&h);
+	pol_close(&pred);
+}
+
+/* Causality at the policy level: the predictor fires while the source
+ * prefill is still running (nobody holds the prefix): early_rdma asks for
+ * nothing it cannot get and copies once the source KV exists; a copy the
+ * simulator refuses is retried until early_retry_s. */
+static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 3, 16, 1);
+	fk_chain(PFX, 8, 500);
+	pol_fc_t e1 = {PFX, 8, 5, 0, 0, {0}};
+	pol_forecast_t fc = {&e1, 1, NULL, 0};
+	f.inst[0].waiting = 5; /* least busy: 1, 2, 0 */
+	pol_handle_t h =
+	    open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_retry_s=5");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	assert_int_equal(f.n_refused, 0); /* no source: nothing asked */
+	f.now = 1 * S;
+	fk_hold(&f, 0, PFX, 8); /* prefill done on inst 0 */
+	f.refuse_all = 1;       /* ... but the simulator still refuses */
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	assert_int_equal(f.n_refused, 1);
+	f.refuse_all = 0;
+	f.now = 2 * S;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(f.copies[0].src, 0);
+	assert_int_equal(f.copies[0].dst, 1);
+	tick(&h, &f, &fc); /* done: not asked again */
+	assert_int_equal(f.n_copies, 1);
+	pol_close(&h);
+
+	/* past the deadline the pending copy is dropped */
+	fk_init(&f, 3, 16, 1);
+	f.inst[0].waiting = 5;
+	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_retry_s=5");
+	tick(&h, &f, &fc);
+	f.now = 6 * S;
+	fk_hold(&f, 0, PFX, 8);
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	pol_close(&h);
+}
+
+/* speculative: 4 instances, 16-token blocks of 1 MB, 100 blocks of KV each.
+ * Two 8-block prefixes, both on inst 0, each expecting 10 arrivals.
+ * saved = 128 tokens x 100 ns = 12800 ns; copy = 8 x 1000 ns = 8000 ns. */
+static void spec_setup(fake_t *f, pol_fc_t e[2], pol_forecast_t *fc)
+{
+	fk_init(f, 4, 16, 1000000);
+	fk_chain(PFX, 8, 500);
+	fk_chain(PFX2, 8, 900);
+	fk_hold(f, 0, PFX, 8);
+	fk_hold(f, 0, PFX2, 8);
+	for (int i = 0; i < 4; i++)
+		f->inst[i].kv_cap_blocks = 100;
+	f->inst[0].waiting = 9; /* least busy order: 1, 2, 3, 0 */
+	f->inst[2].waiting = 1;
+	f->inst[3].waiting = 2;
+	e[0] = (pol_fc_t){PFX, 8, 10, 0, 0, {0}};
+	e[1] = (pol_fc_t){PFX2, 8, 10, 0, 0, {0}};
+	*fc = (pol_forecast_t){e, 2, NULL, 0};
+}
+
+static void test_speculative_respects_vram_budget(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e[2];
+	pol_forecast_t fc;
+	spec_setup(&f, e, &fc);
+	/* 10% of 100 blocks = 10 per instance: one 8-block replica each. The
+	 * first prefix expects more (p_use 1 - e^-10 vs 1 - e^-5 per target),
+	 * so it takes both targets 1 and 2 and the second gets none. */
+	e[0].expected = 20;
+	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=2");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	assert_int_not_equal(f.copies[0].dst, f.copies[1].dst);
+	for (int i = 0; i < 2; i++) {
+		assert_true(f.copies[i].dst == 1 || f.copies[i].dst == 2);
+		assert_int_equal(f.copies[i].cls, POL_BG);
+		assert_int_equal(f.copies[i].last, PFX[7]);
+	}
+	assert_int_equal(f.n_spec, 2);
+	assert_int_equal(f.stats.triggers, 1);
+	tick(&h, &f, &fc); /* in flight: nothing new, budget still taken */
+	assert_int_equal(f.n_copies, 2);
+	pol_close(&h);
+
+	/* replicas already resident count against the budget: inst 1 holds 5 */
+	spec_setup(&f, e, &fc);
+	f.inst[1].kv_spec_blocks = 5;
+	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
+	tick(&h, &f, &fc);
+	for (uint32_t i = 0; i < f.n_copies; i++)
+		assert_int_not_equal(f.copies[i].dst, 1);
+	assert_int_equal(f.n_copies, 0); /* the only target of each prefix is full */
+	pol_close(&h);
+}
+
+static void test_speculative_respects_bandwidth_budget(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e[2];
+	pol_forecast_t fc;
+	spec_setup(&f, e, &fc);
+	/* 8 MB/s with a 1 s bucket: one 8-block (8 MB) copy per second */
+	pol_handle_t h = open_fam(POL_REPLICATION, "speculative",
+	                          "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.008");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	f.now = S / 2;
+	tick(&h, &f, &fc); /* half refilled: 4 MB < 8 MB */
+	assert_int_equal(f.n_copies, 1);
+	f.now = S;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	assert_int_not_equal(f.copies[0].last, f.copies[1].last);
+	pol_close(&h);
+
+	/* a 4 MB bucket: an 8 MB copy still goes when the bucket is full, and
+	 * the 4 MB debt holds the next one back for 2 s (1 s to repay, 1 to refill) */
+	spec_setup(&f, e, &fc);
+	h = open_fam(POL_REPLICATION, "speculative",
+	             "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.004");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	f.now = 3 * S / 2;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	f.now = 2 * S;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	pol_close(&h);
+}
+
+/* p_use = 1 - e^{-10} for one target, benefit = 12799.4 ns. A copy of
+ * 1500 ns/block costs 12000: passes at payback 1, fails at 1.07 (12840). */
+static void test_speculative_payback_test(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e[2];
+	pol_forecast_t fc;
+	spec_setup(&f, e, &fc);
+	fc.n = 1;
+	f.ns_per_block = 1500;
+	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	pol_close(&h);
+	spec_setup(&f, e, &fc);
+	fc.n = 1;
+	f.ns_per_block = 1500;
+	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_payback=1.07");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	pol_close(&h);
+	/* rarely used: E = 0.5, p_use = 0.39, benefit 5036 < 12000 */
+	spec_setup(&f, e, &fc);
+	fc.n = 1;
+	e[0].expected = 0.5;
+	f.ns_per_block = 1500;
+	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	pol_close(&h);
+}
+
+static void test_speculative_cancels_copies_that_left_the_forecast(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e[2];
+	pol_forecast_t fc;
+	spec_setup(&f, e, &fc);
+	pol_handle_t h =
+	    open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_vram_frac=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1); /* landed: not cancellable */
+	pol_forecast_t empty = {NULL, 0, NULL, 0};
+	tick(&h, &f, &empty);
+	assert_int_equal(f.n_cancel, 1);
+	tick(&h, &f, &empty);
+	assert_int_equal(f.n_cancel, 1);
+	pol_close(&h);
+}
+
+/* oracle + speculative end to end on the fake: recall 0 behaves as none,
+ * recall 1 replicates. */
+static uint32_t oracle_then_spec(const char *over)
+{
+	fake_t f;
+	pol_fc_t e[2];
+	pol_forecast_t fc;
+	spec_setup(&f, e, &fc);
+	pol_handle_t pred = open_fam(POL_PREDICTOR, "oracle", over);
+	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=2");
+	const struct pol_predictor_ops *o = (const void *)pred.ops;
+	err_t er;
+	for (uint64_t i = 0; i < 6; i++) {
+		uint64_t b[10];
+		memcpy(b, PFX, sizeof PFX);
+		b[8] = (i + 1) << 20;
+		b[9] = ((i + 1) << 20) + 1;
+		pol_arrival_t a = {(int64_t)i * S, b, 10, -1};
+		assert_int_equal(o->peek(pred.state, &a, &er), 0);
+	}
+	f.now = S / 2;
+	assert_int_equal(o->forecast(pred.state, f.now, 10 * S, &fc, &er), 0);
+	tick(&h, &f, &fc);
+	pol_close(&h);
+	pol_close(&pred);
+	return f.n_copies;
+}
+
+static void test_oracle_recall_zero_behaves_as_none(void **st)
+{
+	(void)st;
+	assert_int_equal(oracle_then_spec("oracle_recall=0"), 0);
+	assert_int_equal(oracle_then_spec("oracle_recall=1"), 2);
+}
+
+/* full: every routed prompt goes everywhere once its source KV exists. */
+static void test_full_replicates_everywhere_after_source_prefill(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	fk_chain(PFX, 8, 500);
+	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
+	pol_handle_t h = open_fam(POL_REPLICATION, "full", NULL);
+	err_t e;
+	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 2, &e), 0);
+	tick(&h, &f, NULL); /* inst 2 has not computed it: refused, kept */
+	assert_int_equal(f.n_copies, 0);
+	assert_int_equal(f.n_refused, 3);
+	fk_hold(&f, 2, PFX, 8);
+	f.now = S;
+	tick(&h, &f, NULL);
+	assert_int_equal(f.n_copies, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(f.copies[i].src, 2);
+		assert_int_not_equal(f.copies[i].dst, 2);
+	}
+	assert_int_equal(f.n_spec, 3);
+	tick(&h, &f, NULL);
+	assert_int_equal(f.n_copies, 3);
+	pol_close(&h);
+}
+
+/* The retry queue is bounded: with room for 2, the oldest of 3 copies of
+ * one request gives way (and the shared prefix stays alive for the rest). */
+static void test_full_pending_is_bounded(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	fk_chain(PFX, 8, 500);
+	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
+	pol_handle_t h = open_fam(POL_REPLICATION, "full", "full_max_pending=2");
+	err_t e;
+	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	fk_hold(&f, 0, PFX, 8);
+	tick(&h, &f, NULL);
+	assert_int_equal(f.n_copies, 2);
+	assert_int_equal(f.copies[0].dst, 2); /* dst 1 was dropped */
+	assert_int_equal(f.copies[1].dst, 3);
+	pol_close(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_none_never_copies),
+	    cmocka_unit_test(test_reactive_hotspot_fetches_past_theta),
+	    cmocka_unit_test(test_early_rdma_fires_on_xth_repeat_to_m_least_busy),
+	    cmocka_unit_test(test_early_rdma_waits_for_source_kv_and_retries_refusals),
+	    cmocka_unit_test(test_speculative_respects_vram_budget),
+	    cmocka_unit_test(test_speculative_respects_bandwidth_budget),
+	    cmocka_unit_test(test_speculative_payback_test),
+	    cmocka_unit_test(test_speculative_cancels_copies_that_left_the_forecast),
+	    cmocka_unit_test(test_oracle_recall_zero_behaves_as_none),
+	    cmocka_unit_test(test_full_replicates_everywhere_after_source_prefill),
+	    cmocka_unit_test(test_full_pending_is_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

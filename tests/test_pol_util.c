@@ -1,0 +1,92 @@
+/* The prefix table and group table the built-in predictors share. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "policies/pol_int.h"
+
+static void path(uint64_t *b, uint32_t n, uint64_t fam)
+{
+	for (uint32_t i = 0; i < n; i++)
+		b[i] = fam * 100000 + i;
+}
+
+static void test_ptab_match_is_longest_known_prefix(void **st)
+{
+	(void)st;
+	pol_ptab_t *t = pol_ptab_new(1024, 0);
+	uint64_t a[10], b[10];
+	path(a, 10, 1);
+	path(b, 10, 1);
+	b[6] = 777; /* diverges at block 6 */
+	b[7] = 778;
+	assert_int_equal(pol_ptab_match(t, a, 10), 0);
+	assert_int_equal(pol_ptab_touch(t, a, 10, 5, NULL, NULL), 0);
+	assert_int_equal(pol_ptab_match(t, a, 10), 10);
+	assert_int_equal(pol_ptab_match(t, b, 10), 6);
+	assert_int_equal(pol_ptab_match(t, a, 3), 3);
+	assert_int_equal(pol_ptab_last(t, a[9]), 5);
+	assert_true(pol_ptab_last(t, 424242) == INT64_MIN);
+	pol_ptab_free(t);
+}
+
+static void test_ptab_drops_oldest_paths_and_keeps_ancestors(void **st)
+{
+	(void)st;
+	pol_ptab_t *t = pol_ptab_new(64, 0);
+	uint64_t b[8];
+	for (uint64_t fam = 1; fam <= 40; fam++) { /* 320 nodes through a 64 table */
+		path(b, 8, fam);
+		assert_int_equal(pol_ptab_touch(t, b, 8, (int64_t)fam, NULL, NULL), 0);
+		assert_int_equal(pol_ptab_match(t, b, 8), 8);
+		assert_true(pol_ptab_size(t) <= 64);
+	}
+	path(b, 8, 1);
+	assert_int_equal(pol_ptab_match(t, b, 8), 0); /* the oldest is gone */
+	/* a path longer than the whole table makes it grow instead */
+	uint64_t big[200];
+	path(big, 200, 99);
+	assert_int_equal(pol_ptab_touch(t, big, 200, 100, NULL, NULL), 0);
+	assert_int_equal(pol_ptab_match(t, big, 200), 200);
+	pol_ptab_free(t);
+}
+
+static void test_groups_space_saving_replaces_lowest_score(void **st)
+{
+	(void)st;
+	pol_groups_t gs;
+	assert_int_equal(pol_groups_init(&gs, 2, 0, NULL), 0);
+	uint64_t a[4], b[4], c[4];
+	path(a, 4, 1);
+	path(b, 4, 2);
+	path(c, 4, 3);
+	pol_group_t *g = pol_groups_get(&gs, a, 4, 0, NULL);
+	g->score = 5;
+	g = pol_groups_get(&gs, b, 4, 0, NULL);
+	g->score = 2;
+	int ev;
+	g = pol_groups_get(&gs, c, 4, 0, &ev);
+	assert_true(ev);
+	assert_true(g->score == 2 && g->err == 2); /* inherits the evicted count */
+	assert_null(pol_groups_find(&gs, b, 4));
+	assert_non_null(pol_groups_find(&gs, a, 4));
+	for (int i = 0; i < 6; i++)
+		pol_group_note_inst(g, i, (double)i);
+	pol_fc_t f;
+	pol_group_likely(g, &f);
+	assert_int_equal(f.n_likely, POL_LIKELY_MAX);
+	assert_int_equal(f.likely[0], 5); /* heaviest first */
+	pol_groups_free(&gs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ptab_match_is_longest_known_prefix),
+	    cmocka_unit_test(test_ptab_drops_oldest_paths_and_keeps_ancestors),
+	    cmocka_unit_test(test_groups_space_saving_replaces_lowest_score),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

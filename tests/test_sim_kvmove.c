@@ -1,0 +1,199 @@
+/* KV movement and policies inside whole runs (sim/sim_copy.c, sim_core.c):
+ * copies never leave before their source KV exists, transfer bytes are
+ * conserved, speculative replicas all end used or wasted, an oracle with
+ * recall 0 changes nothing, fetching from a peer beats recomputing a long
+ * prefix, and background copies yield to foreground ones. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sim/cli_common.h"
+#include "sim/sim.h"
+
+static sim_results_t run_default(const char **sets, int n)
+{
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	int rc = cli_load_config(NULL, sets, n, &cfg, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	sim_results_t r;
+	rc = sim_run(cfg, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	cli_config_free(cfg);
+	return r;
+}
+
+/* Requests sharing one 20-block prefix, 10 ms apart, round-robin over four
+ * single-GPU instances: the prefix is computed first on instance 0. */
+typedef struct fan {
+	int n, max;
+	uint64_t ids[64];
+} fan_t;
+
+static int fan_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	fan_t *f = ctx;
+	if (f->n == f->max)
+		return 0;
+	for (int i = 0; i < 21; i++)
+		f->ids[i] = i < 20 ? 7000 + (uint64_t)i : 90000 + (uint64_t)f->n;
+	a->id = (uint64_t)f->n;
+	a->arrival_ns = (int64_t)f->n * 10000000;
+	a->in_len = 21 * 16;
+	a->out_len = 50;
+	a->n_blocks = 21;
+	a->blocks = f->ids;
+	a->status = 0;
+	f->n++;
+	return 1;
+}
+
+static void test_copies_start_only_after_source_kv_exists(void **st)
+{
+	(void)st;
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=4",
+			      "cluster.tp=1", "kvcache.block_tokens=16",
+			      "policy.routing.name=round_robin", "policy.replication.name=early_rdma",
+			      "policy.predictor.name=oracle", "kvcache.fetch=always"};
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config(NULL, sets, 9, &cfg, &e), 0);
+	fan_t f = {.max = 40};
+	sim_source_t src = {fan_next, &f, "fan"};
+	sim_results_t r;
+	int rc = sim_run_source(cfg, &src, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	/* request 0 computes the prefix alone in its first iteration: its
+	 * blocks exist from its first token on, and not before */
+	const res_request_t *r0 = NULL;
+	for (size_t i = 0; i < r.n_req; i++)
+		if (r.req[i].id == 0)
+			r0 = &r.req[i];
+	assert_non_null(r0);
+	int64_t exists = r0->arrival_ns + r0->ttft_ns;
+	assert_true(r.n_xfer > 0);
+	for (size_t i = 0; i < r.n_xfer; i++) {
+		assert_true(r.xfer[i].start_ns >= exists);
+		assert_true(r.xfer[i].end_ns >= r.xfer[i].start_ns);
+	}
+	/* requests 1-3 arrived while instance 0 was still computing: they
+	 * could fetch nothing and computed the prefix themselves */
+	for (size_t i = 0; i < r.n_req; i++)
+		if (r.req[i].id >= 1 && r.req[i].id <= 3 && r.req[i].arrival_ns < exists)
+			assert_int_equal(r.req[i].tok_peer, 0);
+	sim_results_free(&r);
+	cli_config_free(cfg);
+}
+
+static void test_transfer_bytes_are_conserved(void **st)
+{
+	(void)st;
+	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle"};
+	sim_results_t r = run_default(sets, 2);
+	double fg = 0, bg = 0;
+	for (size_t i = 0; i < r.n_xfer; i++) {
+		if (r.xfer[i].klass == XFER_BACKGROUND)
+			bg += (double)r.xfer[i].bytes;
+		else
+			fg += (double)r.xfer[i].bytes;
+		assert_true(r.xfer[i].src_gpu != r.xfer[i].dst_gpu);
+	}
+	assert_true(bg > 0 && fg > 0);
+	assert_true(fg == sim_results_get(&r, "bytes_fg"));
+	assert_true(bg == sim_results_get(&r, "bytes_bg"));
+	assert_true(sim_results_get(&r, "kv_block_allocs") == sim_results_get(&r, "kv_block_frees"));
+	sim_results_free(&r);
+}
+
+static void test_every_replica_ends_used_or_wasted(void **st)
+{
+	(void)st;
+	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle",
+			      "policy.predictor.oracle_fp_rate=0.5"};
+	sim_results_t r = run_default(sets, 3);
+	double created = sim_results_get(&r, "spec.replicas_created");
+	double used = sim_results_get(&r, "spec.replicas_used");
+	double wasted = sim_results_get(&r, "spec.replicas_wasted");
+	printf("replicas: created %.0f used %.0f wasted %.0f, unused VRAM %.1f GB-s\n", created,
+	       used, wasted, sim_results_get(&r, "spec.unused_vram_gb_s"));
+	assert_true(created > 0);
+	assert_true(created == used + wasted);
+	if (wasted > 0)
+		assert_true(sim_results_get(&r, "spec.unused_vram_gb_s") > 0);
+	sim_results_free(&r);
+}
+
+static void test_oracle_with_recall_zero_behaves_as_none(void **st)
+{
+	(void)st;
+	const char *none[] = {"policy.replication.name=none"};
+	const char *zero[] = {"policy.replication.name=speculative", "policy.predictor.name=oracle",
+			      "policy.predictor.oracle_recall=0"};
+	sim_results_t a = run_default(none, 1), b = run_default(zero, 3);
+	assert_int_equal(a.n_req, b.n_req);
+	assert_memory_equal(a.req, b.req, a.n_req * sizeof *a.req);
+	assert_true(sim_results_get(&b, "spec.replicas_created") == 0);
+	sim_results_free(&a);
+	sim_results_free(&b);
+}
+
+static void test_fetching_a_long_prefix_beats_recomputing_it(void **st)
+{
+	(void)st;
+	const char *fetch[] = {"kvcache.fetch=cost"};
+	const char *never[] = {"kvcache.fetch=never"};
+	sim_results_t a = run_default(fetch, 1), b = run_default(never, 1);
+	double ta = sim_results_get(&a, "ttft_mean_ms"), tb = sim_results_get(&b, "ttft_mean_ms");
+	printf("TTFT mean: fetch %.1f ms, never fetch %.1f ms; peer tokens %.0f\n", ta, tb,
+	       sim_results_get(&a, "tok_fetched_peer"));
+	assert_true(sim_results_get(&a, "tok_fetched_peer") > 0);
+	assert_true(sim_results_get(&b, "tok_fetched_peer") == 0);
+	assert_true(ta < tb);
+	sim_results_free(&a);
+	sim_results_free(&b);
+}
+
+static void test_host_tier_offload_and_fetch_back(void **st)
+{
+	(void)st;
+	/* a small HBM pool forces evictions; the host tier keeps them */
+	const char *sets[] = {"cluster.kv_blocks=120", "kvcache.host_kv_gb=200",
+			      "kvcache.host_offload=true"};
+	sim_results_t r = run_default(sets, 3);
+	double host = sim_results_get(&r, "tok_fetched_host");
+	size_t d2h = 0, h2d = 0;
+	for (size_t i = 0; i < r.n_xfer; i++) {
+		d2h += r.xfer[i].path_kind == PATH_PCIE_D2H;
+		h2d += r.xfer[i].path_kind == PATH_PCIE_H2D;
+	}
+	printf("host tier: %zu offload flows, %zu fetch flows, %.0f tokens from host\n", d2h, h2d,
+	       host);
+	assert_true(d2h > 0);
+	assert_true(h2d > 0 && host > 0);
+	sim_results_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_copies_start_only_after_source_kv_exists),
+		cmocka_unit_test(test_transfer_bytes_are_conserved),
+		cmocka_unit_test(test_every_replica_ends_used_or_wasted),
+		cmocka_unit_test(test_oracle_with_recall_zero_behaves_as_none),
+		cmocka_unit_test(test_fetching_a_long_prefix_beats_recomputing_it),
+		cmocka_unit_test(test_host_tier_offload_and_fetch_back),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,710 @@
+/* Trace readers: every format on a small valid fixture, each malformed case
+ * with its specific message, window/scale/limit, block-id chaining and
+ * remapping, the native round trip, and the [trace] config binding. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "sim/cfg.h"
+#include "tests/tr_fixture.h"
+
+/* Opens `text` as a trace of kind k, reads it all, and expects an input
+ * error whose message contains every fragment. */
+static void expect_err(tr_kind_t k, const char *ext, const char *text, const char *frag1,
+                       const char *frag2)
+{
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.kind = k;
+	o.path = tf_write(ext, text);
+	err_t e = {0};
+	uint64_t rows;
+	int rc = tf_read_all(&o, 512, 1, &rows, &e);
+	if (rc != KS_EINPUT || !strstr(e.msg, frag1) || (frag2 && !strstr(e.msg, frag2)) ||
+	    !strstr(e.msg, o.path))
+		fail_msg("rc %d, message '%s'; wanted '%s' and '%s'", rc, e.msg, frag1,
+		         frag2 ? frag2 : "");
+}
+
+static tr_request_t *read_vec(tr_opts_t *o, uint32_t S, size_t *n, uint64_t **blocks)
+{
+	tr_reader_t *r;
+	err_t e = {0};
+	assert_int_equal(tr_open(o, S, 7, &r, &e), 0);
+	tr_request_t *v = calloc(64, sizeof *v);
+	*blocks = calloc(64 * 256, sizeof **blocks);
+	size_t i = 0;
+	int rc;
+	while ((rc = tr_next(r, &v[i], &e)) > 0) {
+		assert_true(i < 64 && v[i].n_blocks <= 256);
+		memcpy(*blocks + i * 256, v[i].blocks, v[i].n_blocks * sizeof **blocks);
+		v[i].blocks = *blocks + i * 256;
+		i++;
+	}
+	if (rc)
+		fail_msg("%s", e.msg);
+	tr_close(r);
+	*n = i;
+	return v;
+}
+
+/* ---- Mooncake ----------------------------------------------------------- */
+
+static const char *MC =
+    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 10, \"hash_ids\": [1, 2, 3]}\n"
+    "{\"timestamp\": 1000, \"input_length\": 1024, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
+    "\n"
+    "{\"timestamp\": 2000, \"input_length\": 600, \"output_length\": 7, \"hash_ids\": [9, 4]}\n"
+    "{\"timestamp\": 3000, \"input_length\": 1536, \"output_length\": 1, \"hash_ids\": [1, 5, "
+    "6]}\n";
+
+static void test_mooncake_reads_rows_lengths_and_full_blocks(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("jsonl", MC);
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 512, &n, &b);
+	assert_int_equal(n, 4);
+	assert_int_equal(v[0].input_len, 1100);
+	assert_int_equal(v[0].n_blocks, 2); /* 1100/512: the partial block is not hashed */
+	assert_int_equal(v[1].n_blocks, 2);
+	assert_int_equal(v[2].n_blocks, 1);
+	assert_int_equal(v[3].n_blocks, 3);
+	assert_int_equal(v[1].arrival_ns, 1000000000LL);
+	assert_int_equal(v[3].id, 3);
+	assert_int_equal(v[3].block_tokens, 512);
+	/* chained: equal prefixes give equal ids, a different block 0 changes all */
+	assert_true(v[0].blocks[0] == v[1].blocks[0] && v[0].blocks[1] == v[1].blocks[1]);
+	assert_true(v[3].blocks[0] == v[0].blocks[0] && v[3].blocks[1] != v[0].blocks[1]);
+	assert_true(v[2].blocks[0] != v[0].blocks[0]);
+	free(v);
+	free(b);
+}
+
+static void test_mooncake_detected_automatically(void **st)
+{
+	(void)st;
+	tr_kind_t k;
+	err_t e;
+	assert_int_equal(tr_detect(tf_write("jsonl", MC), &k, &e), 0);
+	assert_int_equal(k, TR_KIND_MOONCAKE);
+}
+
+static void test_remap_to_smaller_blocks_splits_trace_blocks(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                           "1, \"hash_ids\": [7, 8]}\n"
+	                           "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                           "1, \"hash_ids\": [7, 9]}\n");
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 256, &n, &b);
+	assert_int_equal(v[0].n_blocks, 4);
+	assert_int_equal(v[0].block_tokens, 256);
+	assert_true(v[0].blocks[0] == v[1].blocks[0] && v[0].blocks[1] == v[1].blocks[1]);
+	assert_true(v[0].blocks[2] != v[1].blocks[2] && v[0].blocks[3] != v[1].blocks[3]);
+	assert_true(v[0].blocks[0] != v[0].blocks[1]); /* two halves of block 7 differ */
+	free(v);
+	free(b);
+	/* larger blocks: one 1024-token block needs both trace ids to match */
+	v = read_vec(&o, 1024, &n, &b);
+	assert_int_equal(v[0].n_blocks, 1);
+	assert_true(v[0].blocks[0] != v[1].blocks[0]);
+	free(v);
+	free(b);
+}
+
+static void test_remap_with_explicit_trace_block_tokens(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.trace_block_tokens = 16;
+	o.path = tf_write(
+	    "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 32, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+	    "{\"timestamp\": 0, \"input_length\": 48, \"output_length\": 1, \"hash_ids\": [1, 2, "
+	    "3]}\n");
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 32, &n, &b);
+	assert_int_equal(v[0].n_blocks, 1);
+	assert_int_equal(v[1].n_blocks, 1);
+	assert_true(v[0].blocks[0] == v[1].blocks[0]);
+	free(v);
+	free(b);
+}
+
+static void test_window_rate_scale_and_limit(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("jsonl", MC);
+	o.start_s = 1;
+	o.end_s = 3;
+	o.rate_scale = 2;
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 512, &n, &b);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].arrival_ns, 0);
+	assert_int_equal(v[1].arrival_ns, 500000000LL);
+	assert_int_equal(v[0].id, 0);
+	assert_int_equal(v[0].input_len, 1024);
+	free(v);
+	free(b);
+	tr_opts_default(&o);
+	o.path = tf_write("jsonl", MC);
+	o.limit = 3;
+	v = read_vec(&o, 512, &n, &b);
+	assert_int_equal(n, 3);
+	free(v);
+	free(b);
+}
+
+static void test_mooncake_missing_field(void **st)
+{
+	(void)st;
+	expect_err(TR_KIND_MOONCAKE, "jsonl",
+	           "{\"timestamp\": 0, \"input_length\": 10, \"hash_ids\": [1]}\n",
+	           ":1: output_length: missing", NULL);
+}
+
+static void test_mooncake_non_numeric(void **st)
+{
+	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 0, \"input_length\": \"ten\", \"output_length\": 1, \"hash_ids\": "
+	    "[1]}\n",
+	    ":2: input_length: not an integer", NULL);
+	expect_err(TR_KIND_MOONCAKE, "jsonl",
+	           "{\"timestamp\": \"x\", \"input_length\": 10, \"output_length\": 1, "
+	           "\"hash_ids\": [1]}\n",
+	           ":1: timestamp: not a number", NULL);
+	expect_err(TR_KIND_MOONCAKE, "jsonl",
+	           "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": "
+	           "[\"a\"]}\n",
+	           ":1: hash_ids[0]: not a non-negative integer", NULL);
+}
+
+static void test_mooncake_negative_length(void **st)
+{
+	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": -4, \"hash_ids\": [1]}\n",
+	    ":1: output_length: negative length -4", NULL);
+}
+
+static void test_mooncake_timestamps_backwards(void **st)
+{
+	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 5000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 4000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": "
+	    "[1]}\n",
+	    ":2: timestamp: goes backwards", NULL);
+}
+
+static void test_mooncake_truncated_line(void **st)
+{
+	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 10, \"input_len",
+	    ":2: line: truncated line (no newline at end of file)", NULL);
+}
+
+static void test_mooncake_bad_json_mid_file(void **st)
+{
+	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 10,, }\n"
+	    "{\"timestamp\": 20, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n",
+	    ":2: json: ", NULL);
+}
+
+static void test_empty_files(void **st)
+{
+	(void)st;
+	expect_err(TR_KIND_MOONCAKE, "jsonl", "", "empty trace (no requests)", NULL);
+	expect_err(TR_KIND_MOONCAKE, "jsonl", "\n\n", "empty trace (no requests)", NULL);
+	expect_err(TR_KIND_BURSTGPT, "csv", "", ":1: header: empty file", NULL);
+	expect_err(TR_KIND_BURSTGPT, "csv",
+	           "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n",
+	           "empty trace (no requests)", NULL);
+	expect_err(TR_KIND_AZURE, "csv", "", ":1: header: empty file", NULL);
+	expect_err(TR_KIND_NATIVE, "tsv", "", ":1: header: empty file", NULL);
+	expect_err(TR_KIND_AUTO, "x", "", ":1: header: empty file", NULL);
+}
+
+static void test_mooncake_huge_values(void **st)
+{
+	(void)st;
+	expect_err(TR_KIND_MOONCAKE, "jsonl",
+	           "{\"timestamp\": 0, \"input_length\": 99999999999, \"output_length\": 1, "
+	           "\"hash_ids\": []}\n",
+	           ":1: input_length: 99999999999 out of range [0, 16777216]", NULL);
+	expect_err(TR_KIND_MOONCAKE, "jsonl",
+	           "{\"timestamp\": 1e300, \"input_length\": 1, \"output_length\": 1, "
+	           "\"hash_ids\": [1]}\n",
+	           ":1: timestamp: ", "out of range");
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": "
+	    "[123456789012345678901234567890]}\n",
+	    ":2: json: ", NULL);
+}
+
+static void test_mooncake_wrong_block_count(void **st)
+{
+	(void)st;
+	expect_err(TR_KIND_MOONCAKE, "jsonl",
+	           "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": "
+	           "[1, 2]}\n",
+	           ":1: hash_ids: 2 ids for input_length 1100", "ceil(1100/512) = 3");
+	/* accepted when the check is off; missing ids make the tail unique */
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.check_blocks = 0;
+	o.path = tf_write(
+	    "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": "
+	    "[1]}\n");
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 512, &n, &b);
+	assert_int_equal(v[0].n_blocks, 2);
+	assert_true(v[0].blocks[0] == v[1].blocks[0] && v[0].blocks[1] != v[1].blocks[1]);
+	free(v);
+	free(b);
+}
+
+static void test_bailian_reads_sessions_and_16_token_blocks(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write(
+	    "jsonl",
+	    "{\"chat_id\": 0, \"parent_chat_id\": -1, \"timestamp\": 0.5, \"input_length\": 40, "
+	    "\"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [11, 12, 13]}\n"
+	    "{\"chat_id\": 1, \"parent_chat_id\": 0, \"timestamp\": 1.75, \"input_length\": 50, "
+	    "\"output_length\": 3, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [11, 12, 13, "
+	    "14]}\n");
+	tr_kind_t k;
+	err_t e;
+	assert_int_equal(tr_detect(o.path, &k, &e), 0);
+	assert_int_equal(k, TR_KIND_BAILIAN);
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 16, &n, &b);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[1].arrival_ns, 1250000000LL);
+	assert_int_equal(v[0].session_id, 1);
+	assert_int_equal(v[1].session_id, 1); /* chat 1's parent is chat 0, the root */
+	assert_int_equal(v[0].n_blocks, 2);
+	assert_int_equal(v[1].n_blocks, 3);
+	assert_true(v[0].blocks[1] == v[1].blocks[1]);
+	free(v);
+	free(b);
+	expect_err(
+	    TR_KIND_BAILIAN, "jsonl",
+	    "{\"timestamp\": 0.5, \"input_length\": 16, \"output_length\": 3, \"hash_ids\": [1]}\n",
+	    ":1: chat_id: missing", NULL);
+}
+
+/* ---- BurstGPT ------------------------------------------------------------ */
+
+static const char *BG_HEAD =
+    "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+
+static char *cat(const char *a, const char *b)
+{
+	char *s = malloc(strlen(a) + strlen(b) + 1);
+	strcpy(s, a);
+	strcat(s, b);
+	return s;
+}
+
+static void test_burstgpt_reads_and_marks_failures(void **st)
+{
+	(void)st;
+	char *t = cat(BG_HEAD, "5,ChatGPT,472,18,490,Conversation log\n"
+	                       "45,\"GPT-4\",1087,0,1087,\"API log, retried\"\n"
+	                       "118,GPT-4,417,276,693,Conversation log\n");
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("csv", t);
+	tr_kind_t k;
+	err_t e;
+	assert_int_equal(tr_detect(o.path, &k, &e), 0);
+	assert_int_equal(k, TR_KIND_BURSTGPT);
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 16, &n, &b);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0].arrival_ns, 0); /* relative to the first row */
+	assert_int_equal(v[1].arrival_ns, 40000000000LL);
+	assert_int_equal(v[1].status, 1);
+	assert_int_equal(v[0].status, 0);
+	assert_int_equal(v[0].input_len, 472);
+	assert_int_equal(v[0].n_blocks, 472 / 16);
+	free(v);
+	free(b);
+	o.drop_failed = 1;
+	v = read_vec(&o, 16, &n, &b);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[1].input_len, 417);
+	assert_int_equal(v[1].id, 1);
+	free(v);
+	free(b);
+	free(t);
+}
+
+static void test_burstgpt_release3_sessions_share_history(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+	                         "Type,Session ID,Elapsed time\n"
+	                         "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+	                         "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
+	                         "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 16, &n, &b);
+	assert_int_equal(n, 3);
+	assert_true(v[0].session_id != 0 && v[0].session_id == v[2].session_id);
+	assert_true(v[1].session_id != v[0].session_id);
+	/* turn 2 of s1 extends turn 1: its first 100/16 = 6 blocks are turn 1's */
+	for (int i = 0; i < 6; i++)
+		assert_true(v[2].blocks[i] == v[0].blocks[i]);
+	assert_true(v[1].blocks[0] != v[0].blocks[0]);
+	free(v);
+	free(b);
+	o.session_mode = TR_SESS_OFF;
+	v = read_vec(&o, 16, &n, &b);
+	assert_true(v[2].blocks[0] != v[0].blocks[0]);
+	free(v);
+	free(b);
+}
+
+static void test_burstgpt_missing_column(void **st)
+{
+	(void)st;
+	expect_err(TR_KIND_BURSTGPT, "csv",
+	           "Timestamp,Model,Request tokens,Total tokens,Log Type\n5,ChatGPT,1,2,x\n",
+	           ":1: header: missing column 'Response tokens'", NULL);
+	char *t = cat(BG_HEAD, "5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":3: Request tokens: missing column",
+	           "row has 2 of 6 fields");
+	free(t);
+}
+
+static void test_burstgpt_non_numeric_and_negative(void **st)
+{
+	(void)st;
+	char *t = cat(BG_HEAD, "5,ChatGPT,abc,18,490,Conversation log\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Request tokens: 'abc' is not a number", NULL);
+	free(t);
+	t = cat(BG_HEAD, "5,ChatGPT,12,-3,490,Conversation log\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Response tokens: negative length -3", NULL);
+	free(t);
+	t = cat(BG_HEAD, "5,ChatGPT,12.5,3,490,Conversation log\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Request tokens: '12.5' is not an integer",
+	           NULL);
+	free(t);
+	t = cat(BG_HEAD, "soon,ChatGPT,12,3,490,Conversation log\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Timestamp: 'soon' is not a number", NULL);
+	free(t);
+	t = cat(BG_HEAD, "5,\"ChatGPT,12,3,490,Conversation log\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: field 2: unterminated quote", NULL);
+	free(t);
+}
+
+static void test_burstgpt_backwards_truncated_huge(void **st)
+{
+	(void)st;
+	char *t = cat(BG_HEAD, "50,ChatGPT,1,1,2,x\n40,ChatGPT,1,1,2,x\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":3: timestamp: goes backwards", NULL);
+	free(t);
+	t = cat(BG_HEAD, "50,ChatGPT,1,1,2,x\n60,ChatGPT,1");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":3: Response tokens: missing column",
+	           "truncated line at end of file");
+	free(t);
+	t = cat(BG_HEAD, "50,ChatGPT,4294967296000,1,2,x\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Request tokens: 4294967296000 out of range",
+	           NULL);
+	free(t);
+	t = cat(BG_HEAD, "1e12,ChatGPT,1,1,2,x\n");
+	expect_err(TR_KIND_BURSTGPT, "csv", t, ":2: Timestamp: ", "out of range");
+	free(t);
+}
+
+/* ---- Azure --------------------------------------------------------------- */
+
+static void test_azure_2023_and_2024_timestamps(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+	                         "2023-11-16 18:15:46.6805900,374,44\r\n"
+	                         "2023-11-16 18:15:50.9951690,396,109\r\n"
+	                         "2023-11-16 18:16:00.0000000,1,0\r\n");
+	tr_kind_t k;
+	err_t e;
+	assert_int_equal(tr_detect(o.path, &k, &e), 0);
+	assert_int_equal(k, TR_KIND_AZURE);
+	size_t n;
+	uint64_t *b;
+	tr_request_t *v = read_vec(&o, 16, &n, &b);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[1].arrival_ns, 4314579000LL);
+	assert_int_equal(v[2].status, 0); /* zero output is not a failure in Azure */
+	assert_int_equal(v[1].output_len, 109);
+	free(v);
+	free(b);
+	o.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+	                         "2024-05-12 00:00:00+00:00,1452,3\n"
+	                         "2024-05-12 00:00:00.001163+00:00,584,3\n"
+	                         "2024-05-12T01:00:00Z,862,38\n");
+	v = read_vec(&o, 16, &n, &b);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[1].arrival_ns, 1163000LL);
+	assert_int_equal(v[2].arrival_ns, 3600000000000LL);
+	free(v);
+	free(b);
+}
+
+static void test_azure_bad_timestamp_and_missing_column(void **st)
+{
+	(void)st;
+	expect_err(TR_KIND_AZURE, "csv",
+	           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,374,44\n",
+	           ":2: TIMESTAMP: '2023-13-16 18:15:46.68' is not a date-time", NULL);
+	expect_err(TR_KIND_AZURE, "csv", "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,374\n",
+	           ":1: header: missing column 'GeneratedTokens'", NULL);
+	expect_err(TR_KIND_AZURE, "csv",
+	           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,3x,1\n",
+	           ":2: ContextTokens: '3x' is not a number", NULL);
+}
+
+/* ---- native -------------------------------------------------------------- */
+
+static void test_native_round_trip_keeps_every_field(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("jsonl", MC);
+	size_t n, n2;
+	uint64_t *b, *b2;
+	tr_request_t *v = read_vec(&o, 512, &n, &b);
+	char out[160];
+	snprintf(out, sizeof out, "%s/rt.tsv", tf_dir);
+	tr_writer_t *w;
+	err_t e = {0};
+	assert_int_equal(tr_writer_open(out, 512, &w, &e), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(tr_writer_put(w, &v[i], &e), 0);
+	assert_int_equal(tr_writer_close(w, &e), 0);
+	tr_kind_t k;
+	assert_int_equal(tr_detect(out, &k, &e), 0);
+	assert_int_equal(k, TR_KIND_NATIVE);
+	tr_opts_default(&o);
+	o.path = out;
+	tr_request_t *u = read_vec(&o, 512, &n2, &b2);
+	assert_int_equal(n2, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(u[i].arrival_ns, v[i].arrival_ns);
+		assert_int_equal(u[i].input_len, v[i].input_len);
+		assert_int_equal(u[i].output_len, v[i].output_len);
+		assert_int_equal(u[i].n_blocks, v[i].n_blocks);
+		assert_memory_equal(u[i].blocks, v[i].blocks, v[i].n_blocks * sizeof(uint64_t));
+	}
+	free(v);
+	free(b);
+	free(u);
+	free(b2);
+}
+
+static void test_native_errors(void **st)
+{
+	(void)st;
+	const char *H = "#kvsim-trace 1 block_tokens=512 ids=prefix\n";
+	char *t = cat(H, "0\t1024\t1\t0\t0\t00000000000000aa\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: blocks: 1 ids for input_len 1024",
+	           "floor(1024/512) = 2");
+	free(t);
+	t = cat(H, "0\t100\t1\t0\t0\t00000000000000aa\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: blocks: more than floor(input_len/512) = 0",
+	           NULL);
+	free(t);
+	t = cat(H, "0\t100\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: output_len: missing column", NULL);
+	free(t);
+	t = cat(H, "10\t100\t1\t0\t0\t-\n5\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":3: timestamp: goes backwards", NULL);
+	free(t);
+	t = cat(H, "0\t600\t1\t0\t0\tzz\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":2: blocks[0]: not a 64-bit hex id", NULL);
+	free(t);
+	expect_err(TR_KIND_NATIVE, "tsv", "#kvsim-trace 2 block_tokens=16 ids=prefix\n",
+	           ":1: header: expected", NULL);
+}
+
+/* ---- config -------------------------------------------------------------- */
+
+static void test_cfg_keys_bind_to_options(void **st)
+{
+	(void)st;
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	const char *path = tf_write("jsonl", MC);
+	char set[256];
+	snprintf(set, sizeof set, "trace.path=%s", path);
+	assert_int_equal(cfg_set(c, set, &e), 0);
+	assert_int_equal(cfg_set(c, "trace.kind=mooncake", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.failed=drop", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.rate_scale=4", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.in_dist=zipf", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.session_mode=synthetic", &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	tr_opts_t o;
+	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
+	assert_int_equal(o.kind, TR_KIND_MOONCAKE);
+	assert_int_equal(o.drop_failed, 1);
+	assert_true(o.rate_scale == 4);
+	assert_int_equal(o.in.kind, TR_DIST_ZIPF);
+	assert_int_equal(o.session_mode, TR_SESS_SYNTH);
+	assert_int_equal(o.max_tokens, 16777216);
+	tr_reader_t *r;
+	assert_int_equal(tr_open_cfg(c, 512, 1, &r, &e), 0);
+	assert_string_equal(tr_source(r), path);
+	tr_request_t q;
+	assert_int_equal(tr_next(r, &q, &e), 1);
+	assert_int_equal(tr_next(r, &q, &e), 1);
+	assert_int_equal(q.arrival_ns, 250000000LL);
+	tr_close(r);
+	/* a bad value is the config's input error */
+	assert_int_equal(cfg_set(c, "trace.gen=lumpy", &e), KS_EINPUT);
+	cfg_free(c);
+	cfg_schema_free(s);
+}
+
+static void test_defaults_match_key_table(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	assert_int_equal(o.kind, TR_KIND_AUTO);
+	assert_int_equal(o.gen, TR_GEN_POISSON);
+	assert_true(o.rate == 10 && o.duration_s == 60 && o.rate_scale == 1);
+	assert_int_equal(o.check_blocks, 1);
+	assert_int_equal(o.in.kind, TR_DIST_LOGNORMAL);
+	assert_int_equal(o.session_mode, TR_SESS_TRACE);
+	assert_int_equal(o.out.max, 8192);
+}
+
+static void test_sha256_of_file(void **st)
+{
+	(void)st;
+	char hex[65];
+	err_t e;
+	assert_int_equal(tr_file_sha256(tf_write("txt", "abc"), hex, &e), 0);
+	assert_string_equal(hex,
+	                    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_int_equal(tr_file_sha256("/nonexistent/x", hex, &e), KS_EINPUT);
+}
+
+static void test_cli_exit_codes(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!k)
+		skip();
+	char cmd[512];
+	const char *bad = tf_write("jsonl", "{\"timestamp\": 0}\n");
+	snprintf(cmd, sizeof cmd, "%s trace stats %s >/dev/null 2>&1", k, bad);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
+	const char *good = tf_write("jsonl", MC);
+	snprintf(cmd, sizeof cmd, "%s trace stats %s --json >/dev/null 2>&1", k, good);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+	snprintf(cmd, sizeof cmd, "%s trace gen poisson rate=-1 -o %s/x.tsv >/dev/null 2>&1", k,
+	         tf_dir);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof cmd,
+	         "%s trace gen gamma cv=2 requests=100 -o %s/g.tsv >/dev/null 2>&1 && "
+	         "%s trace stats %s/g.tsv >/dev/null 2>&1",
+	         k, tf_dir, k, tf_dir);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+	/* convert keeps the rows and the reuse; validate counts them */
+	snprintf(cmd, sizeof cmd, "%s trace convert %s -o %s/c.tsv >/dev/null 2>&1", k, good,
+	         tf_dir);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+	snprintf(cmd, sizeof cmd, "%s trace validate %s/c.tsv", k, tf_dir);
+	FILE *p = popen(cmd, "r");
+	char line[512] = "";
+	assert_non_null(fgets(line, sizeof line, p));
+	assert_int_equal(pclose(p), 0);
+	assert_non_null(strstr(line, ": 4 rows,"));
+	assert_non_null(strstr(line, "peak RSS"));
+	snprintf(cmd, sizeof cmd, "%s trace convert %s >/dev/null 2>&1", k, good);
+	assert_int_equal(WEXITSTATUS(system(cmd)), 2); /* -o is required */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_mooncake_reads_rows_lengths_and_full_blocks),
+	    cmocka_unit_test(test_mooncake_detected_automatically),
+	    cmocka_unit_test(test_remap_to_smaller_blocks_splits_trace_blocks),
+	    cmocka_unit_test(test_remap_with_explicit_trace_block_tokens),
+	    cmocka_unit_test(test_window_rate_scale_and_limit),
+	    cmocka_unit_test(test_mooncake_missing_field),
+	    cmocka_unit_test(test_mooncake_non_numeric),
+	    cmocka_unit_test(test_mooncake_negative_length),
+	    cmocka_unit_test(test_mooncake_timestamps_backwards),
+	    cmocka_unit_test(test_mooncake_truncated_line),
+	    cmocka_unit_test(test_mooncake_bad_json_mid_file),
+	    cmocka_unit_test(test_empty_files),
+	    cmocka_unit_test(test_mooncake_huge_values),
+	    cmocka_unit_test(test_mooncake_wrong_block_count),
+	    cmocka_unit_test(test_bailian_reads_sessions_and_16_token_blocks),
+	    cmocka_unit_test(test_burstgpt_reads_and_marks_failures),
+	    cmocka_unit_test(test_burstgpt_release3_sessions_share_history),
+	    cmocka_unit_test(test_burstgpt_missing_column),
+	    cmocka_unit_test(test_burstgpt_non_numeric_and_negative),
+	    cmocka_unit_test(test_burstgpt_backwards_truncated_huge),
+	    cmocka_unit_test(test_azure_2023_and_2024_timestamps),
+	    cmocka_unit_test(test_azure_bad_timestamp_and_missing_column),
+	    cmocka_unit_test(test_native_round_trip_keeps_every_field),
+	    cmocka_unit_test(test_native_errors),
+	    cmocka_unit_test(test_cfg_keys_bind_to_options),
+	    cmocka_unit_test(test_defaults_match_key_table),
+	    cmocka_unit_test(test_sha256_of_file),
+	    cmocka_unit_test(test_cli_exit_codes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,517 @@
+/* Trace generators, length distributions, prefix model and stats: rates and
+ * CVs within tolerance for fixed seeds, determinism, fan-out structure,
+ * ServeGen windows, and stats against hand-computed values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+
+#include "tests/tr_fixture.h"
+
+typedef struct gen_out {
+	double *t; /* arrival s */
+	uint32_t *in, *out;
+	uint64_t *b0; /* first block id (0 if none) */
+	uint32_t *nb;
+	size_t n;
+} gen_out_t;
+
+static gen_out_t gen_run(const tr_opts_t *o, uint32_t S, uint64_t seed)
+{
+	tr_reader_t *r;
+	err_t e = {0};
+	if (tr_open(o, S, seed, &r, &e))
+		fail_msg("open: %s", e.msg);
+	gen_out_t g = {0};
+	size_t cap = 0;
+	tr_request_t q;
+	int rc;
+	while ((rc = tr_next(r, &q, &e)) > 0) {
+		if (g.n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			g.t = realloc(g.t, cap * sizeof *g.t);
+			g.in = realloc(g.in, cap * sizeof *g.in);
+			g.out = realloc(g.out, cap * sizeof *g.out);
+			g.b0 = realloc(g.b0, cap * sizeof *g.b0);
+			g.nb = realloc(g.nb, cap * sizeof *g.nb);
+		}
+		g.t[g.n] = q.arrival_ns / 1e9;
+		g.in[g.n] = q.input_len;
+		g.out[g.n] = q.output_len;
+		g.b0[g.n] = q.n_blocks ? q.blocks[0] : 0;
+		g.nb[g.n] = q.n_blocks;
+		g.n++;
+	}
+	if (rc)
+		fail_msg("next: %s", e.msg);
+	tr_close(r);
+	return g;
+}
+
+static void gen_free(gen_out_t *g)
+{
+	free(g->t);
+	free(g->in);
+	free(g->out);
+	free(g->b0);
+	free(g->nb);
+}
+
+/* CV of inter-arrival gaps. */
+static double gap_cv(const gen_out_t *g)
+{
+	double *d = malloc(g->n * sizeof *d);
+	for (size_t i = 1; i < g->n; i++)
+		d[i - 1] = g->t[i] - g->t[i - 1];
+	double m = gsl_stats_mean(d, 1, g->n - 1), sd = gsl_stats_sd(d, 1, g->n - 1);
+	free(d);
+	return sd / m;
+}
+
+static tr_opts_t gen_opts(tr_gen_kind_t k)
+{
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.kind = TR_KIND_GEN;
+	o.gen = k;
+	return o;
+}
+
+static void test_poisson_rate_and_cv(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_POISSON);
+	o.rate = 100;
+	o.duration_s = 300;
+	gen_out_t g = gen_run(&o, 512, 1);
+	double rate = g.n / 300.0;
+	assert_true(fabs(rate - 100) < 2); /* sd of the count is sqrt(30000)/300 = 0.58 */
+	assert_true(fabs(gap_cv(&g) - 1) < 0.03);
+	for (size_t i = 1; i < g.n; i++)
+		assert_true(g.t[i] >= g.t[i - 1]);
+	assert_true(g.t[g.n - 1] <= 300);
+	gen_free(&g);
+}
+
+static void test_gamma_cv(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_GAMMA);
+	o.rate = 50;
+	o.cv = 3;
+	o.duration_s = 0;
+	o.requests = 60000;
+	gen_out_t g = gen_run(&o, 512, 2);
+	assert_int_equal(g.n, 60000);
+	double rate = (g.n - 1) / (g.t[g.n - 1] - g.t[0]);
+	assert_true(fabs(rate / 50 - 1) < 0.05);
+	assert_true(fabs(gap_cv(&g) / 3 - 1) < 0.1);
+	gen_free(&g);
+	o.cv = 0.5;
+	g = gen_run(&o, 512, 2);
+	assert_true(fabs(gap_cv(&g) / 0.5 - 1) < 0.05);
+	gen_free(&g);
+}
+
+static void test_weibull_cv(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_WEIBULL);
+	o.rate = 20;
+	o.cv = 2;
+	o.duration_s = 0;
+	o.requests = 60000;
+	gen_out_t g = gen_run(&o, 512, 3);
+	double rate = (g.n - 1) / (g.t[g.n - 1] - g.t[0]);
+	assert_true(fabs(rate / 20 - 1) < 0.05);
+	assert_true(fabs(gap_cv(&g) / 2 - 1) < 0.1);
+	gen_free(&g);
+}
+
+static void test_mmpp_mean_rate(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_MMPP);
+	o.mmpp_rate[0] = 5;
+	o.mmpp_rate[1] = 50;
+	o.mmpp_dwell_s[0] = 30;
+	o.mmpp_dwell_s[1] = 5;
+	o.duration_s = 20000;
+	gen_out_t g = gen_run(&o, 512, 4);
+	/* stationary mean rate = (r0 d0 + r1 d1) / (d0 + d1) */
+	double want = (5 * 30 + 50 * 5) / 35.0, rate = g.n / 20000.0;
+	assert_true(fabs(rate / want - 1) < 0.05);
+	assert_true(gap_cv(&g) > 1.3); /* modulated: burstier than Poisson */
+	gen_free(&g);
+}
+
+static void test_flash_crowd_multiplies_rate_in_window(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_FLASH);
+	o.rate = 20;
+	o.flash_start_s = 100;
+	o.flash_duration_s = 50;
+	o.flash_mult = 8;
+	o.duration_s = 300;
+	gen_out_t g = gen_run(&o, 512, 5);
+	size_t in = 0, before = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		in += g.t[i] >= 100 && g.t[i] < 150;
+		before += g.t[i] < 100;
+	}
+	assert_true(fabs(in / 50.0 / 160 - 1) < 0.08);
+	assert_true(fabs(before / 100.0 / 20 - 1) < 0.15);
+	gen_free(&g);
+}
+
+static void test_diurnal_follows_sine(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_DIURNAL);
+	o.rate = 50;
+	o.diurnal_period_s = 200;
+	o.diurnal_amp = 0.8;
+	o.duration_s = 200;
+	gen_out_t g = gen_run(&o, 512, 6);
+	size_t hi = 0, lo = 0;
+	for (size_t i = 0; i < g.n; i++)
+		*(g.t[i] < 100 ? &hi : &lo) += 1;
+	/* integral over each half: 50*100*(1 +- 0.8*2/pi) */
+	assert_true(fabs(hi / (5000 * (1 + 1.6 / M_PI)) - 1) < 0.06);
+	assert_true(fabs(lo / (5000 * (1 - 1.6 / M_PI)) - 1) < 0.1);
+	gen_free(&g);
+}
+
+static void test_servegen_windows_rates(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_SERVEGEN);
+	o.path = tf_write("csv", "0,0,0,,0,0\n"
+	                         "600,10,2.0,Gamma,0.25,0.01\n"
+	                         "1200,0,0,,0,0\n"
+	                         "1800,4,3.0,Weibull,0.45,0.02\n");
+	gen_out_t g = gen_run(&o, 512, 7);
+	size_t w[4] = {0};
+	for (size_t i = 0; i < g.n; i++) {
+		/* arrivals are relative to the first one, which lands in window 1 */
+		double t = g.t[i] + 600;
+		int k = (int)(t / 600);
+		assert_true(k >= 1 && k <= 3 && k != 2);
+		w[k]++;
+	}
+	assert_true(fabs(w[1] / 6000.0 - 1) < 0.2);
+	assert_true(fabs(w[3] / 2400.0 - 1) < 0.3);
+	gen_free(&g);
+	/* the same file through kind = servegen */
+	tr_opts_t k;
+	tr_opts_default(&k);
+	k.path = o.path;
+	tr_kind_t kind;
+	err_t e;
+	assert_int_equal(tr_detect(k.path, &kind, &e), 0);
+	assert_int_equal(kind, TR_KIND_SERVEGEN);
+	gen_out_t h = gen_run(&k, 512, 7);
+	assert_int_equal(h.n, g.n);
+	gen_free(&h);
+}
+
+static void test_servegen_bad_row(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_SERVEGEN);
+	o.path = tf_write("csv", "0,1,1,Gamma,1,1\n600,1,1,Lumpy,1,1\n");
+	err_t e = {0};
+	uint64_t n;
+	assert_int_equal(tf_read_all(&o, 16, 1, &n, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, ":2: pattern: 'Lumpy' is not Gamma, Weibull or empty"));
+}
+
+static void test_generators_are_deterministic(void **st)
+{
+	(void)st;
+	for (int k = TR_GEN_POISSON; k <= TR_GEN_FANOUT; k++) {
+		if (k == TR_GEN_SERVEGEN)
+			continue;
+		tr_opts_t o = gen_opts((tr_gen_kind_t)k);
+		o.duration_s = 120;
+		o.prefix_shared_prob = 0.5;
+		gen_out_t a = gen_run(&o, 64, 11), b = gen_run(&o, 64, 11), c = gen_run(&o, 64, 12);
+		assert_int_equal(a.n, b.n);
+		assert_memory_equal(a.t, b.t, a.n * sizeof *a.t);
+		assert_memory_equal(a.in, b.in, a.n * sizeof *a.in);
+		assert_memory_equal(a.b0, b.b0, a.n * sizeof *a.b0);
+		assert_true(c.n != a.n || memcmp(a.t, c.t, a.n * sizeof *a.t));
+		gen_free(&a);
+		gen_free(&b);
+		gen_free(&c);
+	}
+}
+
+static void test_fanout_bursts_share_prefix(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_FANOUT);
+	o.duration_s = 100;
+	o.fanout_bursts = 4;
+	o.fanout_size = 20;
+	o.fanout_prefix_tokens = 2048;
+	o.fanout_window_s = 1;
+	o.fanout_bg_rate = 0;
+	o.fanout_decoys = 3;
+	o.fanout_decoy_size = 2;
+	gen_out_t g = gen_run(&o, 512, 9);
+	assert_int_equal(g.n, 4 * 20 + 3 * 2);
+	/* count requests per distinct first block: 4 groups of 20, 3 of 2 */
+	int groups20 = 0, groups2 = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		int first = 1, cnt = 0;
+		for (size_t j = 0; j < g.n; j++) {
+			if (g.b0[j] == g.b0[i]) {
+				cnt++;
+				if (j < i)
+					first = 0;
+			}
+		}
+		if (first) {
+			groups20 += cnt == 20;
+			groups2 += cnt == 2;
+		}
+		assert_true(g.in[i] >= 2048 && g.nb[i] >= 4);
+	}
+	assert_int_equal(groups20, 4);
+	assert_int_equal(groups2, 3);
+	gen_free(&g);
+	/* with background traffic */
+	o.fanout_bg_rate = 10;
+	g = gen_run(&o, 512, 9);
+	assert_true(g.n > 86 + 800 && g.n < 86 + 1200);
+	gen_free(&g);
+}
+
+static void test_length_distributions(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_POISSON);
+	o.duration_s = 0;
+	o.requests = 20000;
+	o.in.kind = TR_DIST_LOGNORMAL;
+	o.in.mean = 1000;
+	o.in.sigma = 0.5;
+	o.in.max = 1000000;
+	o.out.kind = TR_DIST_UNIFORM;
+	o.out.min = 10;
+	o.out.max = 20;
+	gen_out_t g = gen_run(&o, 512, 13);
+	double s = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		s += g.in[i];
+		assert_true(g.out[i] >= 10 && g.out[i] <= 20);
+	}
+	assert_true(fabs(s / g.n / 1000 - 1) < 0.03);
+	gen_free(&g);
+	o.in.kind = TR_DIST_FIXED;
+	o.in.mean = 777;
+	o.out.kind = TR_DIST_ZIPF;
+	o.out.min = 1;
+	o.out.max = 100;
+	o.out.zipf_s = 1.5;
+	g = gen_run(&o, 512, 13);
+	size_t ones = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		assert_int_equal(g.in[i], 777);
+		ones += g.out[i] == 1;
+	}
+	/* P(1) = 1 / H(100, 1.5) = 0.4144 */
+	assert_true(fabs((double)ones / g.n - 0.4144) < 0.02);
+	gen_free(&g);
+	/* empirical: only values from the source trace */
+	o.in.kind = TR_DIST_EMPIRICAL;
+	o.in.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+	                            "2023-11-16 18:15:46,111,1\n2023-11-16 18:15:47,222,2\n");
+	g = gen_run(&o, 512, 13);
+	size_t a = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		assert_true(g.in[i] == 111 || g.in[i] == 222);
+		a += g.in[i] == 111;
+	}
+	assert_true(a > 9000 && a < 11000);
+	gen_free(&g);
+}
+
+static void test_prefix_model_shared_prompts_zipf(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_POISSON);
+	o.duration_s = 0;
+	o.requests = 5000;
+	o.in.kind = TR_DIST_FIXED;
+	o.in.mean = 4096;
+	o.prefix_shared_prob = 1;
+	o.prefix_count = 10;
+	o.prefix_zipf_s = 1;
+	o.prefix_tokens = 1024;
+	o.session_mode = TR_SESS_OFF;
+	gen_out_t g = gen_run(&o, 256, 15);
+	/* every request starts with one of 10 prompts; the most popular takes
+	 * 1/H(10) = 34% */
+	uint64_t ids[16];
+	size_t cnt[16] = {0}, k = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		size_t j = 0;
+		while (j < k && ids[j] != g.b0[i])
+			j++;
+		if (j == k) {
+			assert_true(k < 16);
+			ids[k++] = g.b0[i];
+		}
+		cnt[j]++;
+	}
+	assert_int_equal(k, 10);
+	size_t top = 0;
+	for (size_t j = 0; j < k; j++)
+		top = cnt[j] > top ? cnt[j] : top;
+	assert_true(fabs((double)top / g.n - 0.3414) < 0.03);
+	gen_free(&g);
+}
+
+static void test_prefix_model_fanout_groups_and_synthetic_sessions(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_POISSON);
+	o.rate = 100;
+	o.duration_s = 0;
+	o.requests = 4000;
+	o.in.kind = TR_DIST_FIXED;
+	o.in.mean = 2048;
+	o.group_prob = 0.05;
+	o.group_size = 8;
+	o.group_window_s = 10;
+	o.group_tokens = 1024;
+	o.session_mode = TR_SESS_OFF;
+	tr_stats_t s;
+	tr_reader_t *r;
+	err_t e;
+	assert_int_equal(tr_open(&o, 512, 3, &r, &e), 0);
+	assert_int_equal(tr_stats_compute(r, 1, &s, &e), 0);
+	tr_close(r);
+	/* a group of 8 reuses 7 * 2 blocks of its 1024-token prefix; groups
+	 * start at 5% of non-member requests: 4000 / (1 + 0.05 * 7) / 20 ~ 148 */
+	double want = 148.0 * 7 * 2 / (4000.0 * 4);
+	assert_true(s.reuse_block > want * 0.8 && s.reuse_block < want * 1.2);
+	o.group_prob = 0;
+	o.session_mode = TR_SESS_SYNTH;
+	o.session_prob = 0.5;
+	o.session_active = 50;
+	assert_int_equal(tr_open(&o, 512, 3, &r, &e), 0);
+	assert_int_equal(tr_stats_compute(r, 1, &s, &e), 0);
+	tr_close(r);
+	/* later turns (half the requests) share min(len) = all 4 blocks */
+	assert_true(s.reuse_block > 0.4 && s.reuse_block < 0.6);
+}
+
+static void test_stats_hand_computed(void **st)
+{
+	(void)st;
+	/* arrivals 0, 1, 2, 10 s; gaps 1, 1, 8: mean 10/3, sd 4.0415 */
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                           "10, \"hash_ids\": [1, 2]}\n"
+	                           "{\"timestamp\": 1000, \"input_length\": 1024, "
+	                           "\"output_length\": 20, \"hash_ids\": [1, 2]}\n"
+	                           "{\"timestamp\": 2000, \"input_length\": 1000, "
+	                           "\"output_length\": 30, \"hash_ids\": [1, 3]}\n"
+	                           "{\"timestamp\": 10000, \"input_length\": 512, "
+	                           "\"output_length\": 40, \"hash_ids\": [4]}\n");
+	tr_reader_t *r;
+	err_t e;
+	tr_stats_t s;
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), 0);
+	assert_int_equal(tr_stats_compute(r, 1, &s, &e), 0);
+	tr_close(r);
+	assert_int_equal(s.rows, 4);
+	assert_true(fabs(s.duration_s - 10) < 1e-9);
+	assert_true(fabs(s.mean_rate - 0.4) < 1e-9);
+	assert_true(fabs(s.iat_cv - 4.041452 / (10 / 3.0)) < 1e-5);
+	/* 1 s windows: counts 1,1,1,0,...,0,1 over 11 windows: peak 1, mean 4/11 */
+	assert_true(fabs(s.peak_to_mean[0] - 11 / 4.0) < 1e-9);
+	/* 10 s windows: [0,10) has 3, [10,20) has 1: mean 2 */
+	assert_true(fabs(s.peak_to_mean[1] - 1.5) < 1e-9);
+	assert_true(fabs(s.peak_to_mean[2] - 1) < 1e-9);
+	assert_int_equal(s.blocks, 6);
+	assert_int_equal(s.reused_blocks, 3); /* [1], [1,2] in row 2; [1] in row 3 */
+	assert_int_equal(s.tokens, 3560);
+	assert_true(fabs(s.reuse_token - 3 * 512 / 3560.0) < 1e-9);
+	assert_int_equal(s.distinct_blocks, 3);
+	assert_int_equal(s.prefixes_half_reuse, 1); /* block [1] has 2 of the 3 hits */
+	assert_int_equal(s.in.p50, 1000);
+	assert_int_equal(s.in.p99, 1024);
+	assert_int_equal(s.out.p50, 20);
+	assert_true(fabs(s.out.mean - 25) < 1e-9);
+}
+
+static void test_stats_quantiles_above_exact_range(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_POISSON);
+	o.duration_s = 0;
+	o.requests = 1000;
+	o.in.kind = TR_DIST_UNIFORM;
+	o.in.min = 100000;
+	o.in.max = 200000;
+	tr_reader_t *r;
+	err_t e;
+	tr_stats_t s;
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), 0);
+	assert_int_equal(tr_stats_compute(r, 0, &s, &e), 0);
+	tr_close(r);
+	/* log buckets: 1/1024 relative resolution */
+	assert_true(fabs(s.in.p50 / 150000.0 - 1) < 0.03);
+	assert_true(s.in.p99 >= 195000 * (1 - 1 / 1024.0) && s.in.p99 <= 200000);
+}
+
+static void test_generator_parameter_errors(void **st)
+{
+	(void)st;
+	tr_opts_t o = gen_opts(TR_GEN_GAMMA);
+	o.cv = 0;
+	err_t e = {0};
+	tr_reader_t *r;
+	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "[trace] cv: must be > 0"));
+	o = gen_opts(TR_GEN_POISSON);
+	o.duration_s = 0;
+	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "duration_s"));
+	o = gen_opts(TR_GEN_POISSON);
+	o.in.min = 10;
+	o.in.max = 5;
+	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "[trace] in_min: 10 is above in_max 5"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_poisson_rate_and_cv),
+	    cmocka_unit_test(test_gamma_cv),
+	    cmocka_unit_test(test_weibull_cv),
+	    cmocka_unit_test(test_mmpp_mean_rate),
+	    cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
+	    cmocka_unit_test(test_diurnal_follows_sine),
+	    cmocka_unit_test(test_servegen_windows_rates),
+	    cmocka_unit_test(test_servegen_bad_row),
+	    cmocka_unit_test(test_generators_are_deterministic),
+	    cmocka_unit_test(test_fanout_bursts_share_prefix),
+	    cmocka_unit_test(test_length_distributions),
+	    cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
+	    cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
+	    cmocka_unit_test(test_stats_hand_computed),
+	    cmocka_unit_test(test_stats_quantiles_above_exact_range),
+	    cmocka_unit_test(test_generator_parameter_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,74 @@
+/* Helpers shared by the trace tests: fixtures written to a fresh temporary
+ * directory, and whole-trace reads. Header-only (static functions). */
+#ifndef KVSIM_TR_FIXTURE_H
+#define KVSIM_TR_FIXTURE_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "traces/tr.h"
+
+static char tf_dir[64];
+static int tf_seq;
+static char tf_paths[512][96];
+
+static void tf_cleanup(void)
+{
+	char cmd[128];
+	if (tf_dir[0]) {
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tf_dir);
+		if (system(cmd)) {
+		}
+	}
+}
+
+/* Writes text to a new file in the test's temporary directory; returns its
+ * path (static; lives until exit). */
+__attribute__((unused)) static const char *tf_write(const char *ext, const char *text)
+{
+	if (!tf_dir[0]) {
+		snprintf(tf_dir, sizeof tf_dir, "/tmp/kvsim-trtest-XXXXXX");
+		if (!mkdtemp(tf_dir)) {
+			perror("mkdtemp");
+			exit(1);
+		}
+		atexit(tf_cleanup);
+	}
+	if (tf_seq >= 512) {
+		fprintf(stderr, "tf_write: too many fixtures\n");
+		exit(1);
+	}
+	char *p = tf_paths[tf_seq];
+	snprintf(p, sizeof tf_paths[0], "%s/f%d.%s", tf_dir, tf_seq, ext);
+	tf_seq++;
+	FILE *f = fopen(p, "wb");
+	if (!f) {
+		perror(p);
+		exit(1);
+	}
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+/* Reads a whole trace; returns the final tr_next status (0 = clean end). */
+__attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed,
+                                               uint64_t *rows, err_t *e)
+{
+	tr_reader_t *r;
+	*rows = 0;
+	int rc = tr_open(o, S, seed, &r, e);
+	if (rc)
+		return rc;
+	tr_request_t q;
+	while ((rc = tr_next(r, &q, e)) > 0)
+		(*rows)++;
+	tr_close(r);
+	return rc;
+}
+
+#endif

@@ -1,0 +1,219 @@
+/* tr — request traces: readers for real formats, seeded generators, prefix
+ * models, block-id remapping, statistics and the native format writer.
+ *
+ * A reader streams requests one at a time with memory bounded by the longest
+ * request (never by the file): tr_next fills a tr_request_t whose blocks
+ * array stays valid until the next tr_next or tr_close. Times are int64
+ * nanoseconds relative to the trace start (after the [start_s, end_s) window
+ * and rate scaling: arrival = (t_trace - start_s) / rate_scale); token counts
+ * are uint32.
+ *
+ * Block ids: blocks[i] identifies the whole prefix of tokens
+ * [0, (i+1)*block_tokens) at the SIMULATED block size. Only full blocks are
+ * hashed (n_blocks = input_len / block_tokens, the partial tail is not, as in
+ * vLLM). Ids are chained: id_i = tr_mix(id_{i-1}, piece) for every piece of
+ * trace content inside block i, so equal ids mean equal prefixes (up to
+ * 64-bit collisions). A trace's own ids (Mooncake hash_ids, native blocks)
+ * are the content of its trace-sized blocks; when the trace block size
+ * differs from the simulated one each simulated block hashes the pieces
+ * (trace id, offset, length) it covers. Tokens no trace id covers, and every
+ * token of an id-less trace not claimed by the prefix model, are unique to
+ * their request.
+ *
+ * Errors: KS_EINPUT with "file:line: field: reason" for bad input (the first
+ * bad row makes tr_next fail; the caller aborts the run, so nothing is ever
+ * half-loaded), KS_ENOMEM, KS_EIO. Nothing here exits the process.
+ */
+#ifndef KVSIM_TR_H
+#define KVSIM_TR_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/cfg.h"
+#include "sim/err.h"
+
+typedef struct tr_request {
+	uint64_t id;        /* 0,1,2,... in trace order after filtering */
+	int64_t arrival_ns; /* relative to the trace start, after window and rate scaling */
+	uint32_t input_len, output_len; /* tokens */
+	uint32_t n_blocks; /* = input_len / block_tokens full blocks (partial tail not hashed) */
+	const uint64_t *blocks; /* chained prefix ids at the SIMULATED block size; valid until the
+	                           next tr_next */
+	uint32_t block_tokens;
+	int32_t
+	    status; /* 0 ok, 1 failed in the source trace (e.g. BurstGPT zero response tokens) */
+	uint64_t session_id; /* 0 when none */
+} tr_request_t;
+
+typedef struct tr_reader tr_reader_t;
+
+/* ---- options (the [trace] config section; see traces/tr_cfg.c) ---------- */
+
+typedef enum {
+	TR_KIND_AUTO,
+	TR_KIND_MOONCAKE,
+	TR_KIND_BAILIAN,
+	TR_KIND_BURSTGPT,
+	TR_KIND_AZURE,
+	TR_KIND_NATIVE,
+	TR_KIND_SERVEGEN,
+	TR_KIND_GEN
+} tr_kind_t;
+
+typedef enum {
+	TR_GEN_POISSON,
+	TR_GEN_GAMMA,
+	TR_GEN_WEIBULL,
+	TR_GEN_MMPP,
+	TR_GEN_FLASH,
+	TR_GEN_DIURNAL,
+	TR_GEN_SERVEGEN,
+	TR_GEN_FANOUT
+} tr_gen_kind_t;
+
+typedef enum {
+	TR_DIST_FIXED,
+	TR_DIST_UNIFORM,
+	TR_DIST_LOGNORMAL,
+	TR_DIST_ZIPF,
+	TR_DIST_EMPIRICAL
+} tr_dist_kind_t;
+
+typedef struct tr_dist_opts {
+	tr_dist_kind_t kind;
+	double mean;       /* fixed value; lognormal mean */
+	double sigma;      /* lognormal shape (sd of log) */
+	double zipf_s;     /* Zipf exponent over [min, max] */
+	uint32_t min, max; /* uniform/Zipf bounds; every kind is clamped to them */
+	const char *path;  /* empirical: a trace whose lengths are resampled */
+} tr_dist_opts_t;
+
+typedef enum { TR_SESS_OFF, TR_SESS_TRACE, TR_SESS_SYNTH } tr_sess_mode_t;
+
+typedef struct tr_opts {
+	tr_kind_t kind;
+	const char *path;            /* trace file; servegen windows CSV for gen servegen */
+	double start_s, end_s;       /* window on trace time; end_s <= 0: no end */
+	double rate_scale;           /* > 1 compresses time */
+	uint64_t limit;              /* max requests after filtering; 0 = all */
+	uint32_t trace_block_tokens; /* 0: the format's own (mooncake 512, bailian 16) */
+	int drop_failed;             /* drop status=1 rows instead of passing them on */
+	int check_blocks;            /* hash id count must be ceil(input/trace_block) */
+	uint32_t max_tokens;         /* larger lengths are input errors */
+	/* generator */
+	tr_gen_kind_t gen;
+	double rate, cv, duration_s;
+	uint64_t requests; /* 0: until duration_s */
+	double mmpp_rate[2], mmpp_dwell_s[2];
+	double flash_start_s, flash_duration_s, flash_mult, flash_tau_s;
+	int flash_spike; /* 0 step, 1 spike with exponential decay */
+	double diurnal_period_s, diurnal_amp, diurnal_phase;
+	uint32_t fanout_bursts, fanout_size, fanout_prefix_tokens;
+	double fanout_window_s, fanout_bg_rate;
+	uint32_t fanout_decoys, fanout_decoy_size;
+	tr_dist_opts_t in, out;
+	/* prefix model for id-less traces and generators */
+	double prefix_shared_prob;
+	uint32_t prefix_count;
+	double prefix_zipf_s;
+	double prefix_tokens, prefix_sigma;
+	tr_sess_mode_t session_mode;
+	double session_prob;     /* synthetic: share of requests continuing a session */
+	uint32_t session_active; /* synthetic: concurrently open sessions */
+	double group_prob;       /* a request starts a fan-out group */
+	uint32_t group_size;
+	double group_window_s;
+	uint32_t group_tokens;
+} tr_opts_t;
+
+/* Fills o with the defaults of every [trace] key. */
+void tr_opts_default(tr_opts_t *o);
+/* Reads the [trace] section (strings stay owned by cfg). */
+int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e);
+const char *tr_kind_name(tr_kind_t k);
+const char *tr_gen_name(tr_gen_kind_t g);
+int tr_kind_parse(const char *s, tr_kind_t *k);
+int tr_gen_parse(const char *s, tr_gen_kind_t *g);
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* Opens the trace described by the [trace] config section. sim_block_tokens
+ * is the simulator's KV block size (the reader remaps when the trace's block
+ * size differs). seed drives generators and prefix models. */
+int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
+                err_t *e);
+/* The same from an options struct (o and its strings must outlive the reader). */
+int tr_open(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
+            err_t *e);
+/* 1 = got one, 0 = end, <0 = KS_E* with "file:line: field: reason". */
+int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e);
+void tr_close(tr_reader_t *r);
+/* The path, or "gen:KIND". */
+const char *tr_source(const tr_reader_t *r);
+/* The detected or configured kind, and the trace's own block size (0: none). */
+tr_kind_t tr_kind(const tr_reader_t *r);
+uint32_t tr_trace_block_tokens(const tr_reader_t *r);
+/* Bytes consumed from the file so far (0 for generators). */
+uint64_t tr_bytes_read(const tr_reader_t *r);
+/* Detects the format of a file from its first line. */
+int tr_detect(const char *path, tr_kind_t *k, err_t *e);
+/* Reads the whole trace once; *rows gets the count. The first error wins. */
+int tr_validate(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, uint64_t *rows,
+                err_t *e);
+/* SHA-256 of a file as 64 hex chars + NUL (nettle). */
+int tr_file_sha256(const char *path, char out[65], err_t *e);
+
+/* ---- block ids ---------------------------------------------------------- */
+
+/* The 64-bit mixer that chains ids: a strong finaliser over (h, x). */
+uint64_t tr_mix(uint64_t h, uint64_t x);
+/* The id of the empty prefix (the chain's start). */
+#define TR_ROOT_ID 0x6b7673696d2d7472ULL
+
+/* ---- native format ------------------------------------------------------ */
+
+/* Native format, version 1 (text, one request per line, tab-separated):
+ *   #kvsim-trace 1 block_tokens=B ids=prefix
+ *   #arrival_ns	input_len	output_len	status	session_id	blocks
+ *   0	1500	200	0	0	9f2c...,03ab...
+ * arrival_ns non-decreasing; status 0 ok, 1 failed; blocks = floor(input_len/B) ids as 16 hex
+ * digits separated by commas, each the chained prefix id of its block, or "-" for a request without
+ * ids (the prefix model then applies). Lines starting with
+ * '#' after the first are comments. */
+typedef struct tr_writer tr_writer_t;
+int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, err_t *e);
+int tr_writer_put(tr_writer_t *w, const tr_request_t *r, err_t *e);
+/* Flushes and closes; the file appears under its name only when complete. */
+int tr_writer_close(tr_writer_t *w, err_t *e);
+void tr_writer_abort(tr_writer_t *w);
+
+/* ---- statistics (kvsim trace stats) ------------------------------------- */
+
+typedef struct tr_len_stats {
+	double mean;
+	uint32_t p50, p99, max;
+} tr_len_stats_t;
+
+typedef struct tr_stats {
+	uint64_t rows, failed;
+	double duration_s, mean_rate; /* rows / duration */
+	double iat_cv;                /* inter-arrival sd / mean */
+	double peak_to_mean[3];       /* counts in 1, 10, 60 s windows */
+	double vmr_60s;               /* variance-to-mean of 60 s counts */
+	tr_len_stats_t in, out;
+	uint64_t blocks, reused_blocks;  /* full blocks; those seen before */
+	uint64_t tokens, reused_tokens;  /* input tokens; in reused blocks */
+	double reuse_block, reuse_token; /* reused / total */
+	uint64_t distinct_blocks;
+	uint64_t prefixes_half_reuse; /* fewest distinct ids carrying half the hits */
+	uint32_t block_tokens;
+	int reuse_counted; /* 0 when computed without reuse */
+} tr_stats_t;
+
+/* Reads r to its end. With reuse == 0 the prefix counts are skipped and
+ * memory stays constant; with it, memory grows with distinct block ids. */
+int tr_stats_compute(tr_reader_t *r, int reuse, tr_stats_t *s, err_t *e);
+void tr_stats_print(const tr_stats_t *s, const char *source, int json, FILE *f);
+
+#endif

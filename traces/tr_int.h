@@ -1,0 +1,113 @@
+/* tr_int — internals shared by the trace module's files (not a public API).
+ *
+ * A source (a file reader or a generator) yields raw rows: the trace time in
+ * ns since the source's first row, lengths, status, session, and optionally
+ * content, either as trace-block ids or as token segments. tr_read.c turns
+ * raw rows into tr_request_t: ordering check, failed filter, window, rate
+ * scale, limit, prefix model for content-less rows, block-id remapping.
+ */
+#ifndef KVSIM_TR_INT_H
+#define KVSIM_TR_INT_H
+
+#include <gsl/gsl_rng.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "traces/tr.h"
+
+/* A run of tokens with one content key; piece (key, offset, length) hashing
+ * makes equal keys at equal offsets share blocks. unique: tokens belong to
+ * this request alone (key ignored). */
+typedef struct tr_seg {
+	uint64_t key;
+	uint32_t tokens;
+	uint32_t unique;
+} tr_seg_t;
+
+typedef struct tr_raw {
+	int64_t t_ns; /* since the source's first row (or generator start) */
+	uint32_t input_len, output_len;
+	int32_t status;
+	uint64_t session_id;
+	const uint64_t *ids; /* trace-block ids, or NULL */
+	uint32_t n_ids;
+	int ids_prefix;       /* ids already chained at trace_block (native) */
+	const tr_seg_t *segs; /* token segments (generators), or NULL */
+	uint32_t n_segs;
+	uint64_t line; /* source line for messages; 0 for generators */
+} tr_raw_t;
+
+typedef struct tr_src {
+	int (*next)(struct tr_src *s, tr_raw_t *raw, err_t *e); /* 1 row, 0 end, <0 error */
+	void (*close)(struct tr_src *s);
+	uint32_t block_tokens; /* the trace's own block size, 0 when none */
+	uint64_t bytes;        /* consumed so far */
+} tr_src_t;
+
+/* ---- growable arrays ---------------------------------------------------- */
+int tr_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* ---- line reader (tr_csv.c) --------------------------------------------- */
+typedef struct tr_lines {
+	FILE *f;
+	const char *path;
+	char *buf;
+	size_t cap;
+	size_t len;    /* without the newline */
+	uint64_t line; /* 1-based number of the current line */
+	uint64_t bytes;
+	int no_newline; /* the current line ended at EOF without '\n' */
+} tr_lines_t;
+int tr_lines_open(tr_lines_t *l, const char *path, err_t *e);
+/* 1 line (NUL-terminated, '\r' stripped), 0 EOF, <0 I/O error. */
+int tr_lines_next(tr_lines_t *l, err_t *e);
+void tr_lines_close(tr_lines_t *l);
+
+typedef struct tr_field {
+	char *s; /* NUL-terminated, unquoted in place */
+	size_t len;
+} tr_field_t;
+/* Splits l->buf into at most max fields; quoted fields ("a,""b""") are
+ * unescaped. Returns the field count or KS_EINPUT (unterminated quote). */
+int tr_csv_split(tr_lines_t *l, tr_field_t *f, int max, err_t *e);
+
+/* Strict numbers: the whole field (spaces trimmed) must parse. 0 ok, <0 with
+ * "path:line: name: reason". */
+int tr_parse_u32(const tr_lines_t *l, const char *name, const char *s, uint32_t max, uint32_t *out,
+                 err_t *e);
+int tr_parse_f64(const tr_lines_t *l, const char *name, const char *s, double *out, err_t *e);
+/* "YYYY-MM-DD[ T]HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM]" to ns since the epoch. */
+int tr_parse_datetime(const char *s, int64_t *ns);
+/* Seconds (finite, >= 0, < 4e9) to ns. */
+int tr_seconds_ns(const tr_lines_t *l, const char *name, double s, int64_t *ns, err_t *e);
+
+/* ---- sources ------------------------------------------------------------ */
+int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **out, err_t *e);
+int tr_src_burstgpt(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
+int tr_src_azure(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
+int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
+int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
+
+/* ---- length distributions (tr_dist.c) ----------------------------------- */
+typedef struct tr_dist tr_dist_t;
+int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t max_tokens,
+                tr_dist_t **out, err_t *e);
+uint32_t tr_dist_draw(tr_dist_t *d, gsl_rng *rng);
+void tr_dist_free(tr_dist_t *d);
+
+/* ---- prefix model (tr_prefix.c) ----------------------------------------- */
+typedef struct tr_prefix tr_prefix_t;
+int tr_prefix_new(const tr_opts_t *o, uint64_t seed, tr_prefix_t **out, err_t *e);
+/* Content segments for an id-less request; *segs valid until the next call.
+ * *session_id: in, the trace's session (0 none); out, the session used
+ * (synthetic sessions get ids here). t_ns is the simulated arrival. */
+int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t input_len, uint32_t output_len,
+                       uint64_t *session_id, const tr_seg_t **segs, uint32_t *n, err_t *e);
+void tr_prefix_free(tr_prefix_t *p);
+
+/* ---- rng ---------------------------------------------------------------- */
+/* A fresh mt19937 stream for component `stream` of the master seed. */
+gsl_rng *tr_rng_new(uint64_t seed, uint64_t stream);
+
+#endif

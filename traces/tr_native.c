@@ -1,0 +1,117 @@
+/* tr_native — writer of the native trace format (see tr.h). Writes to
+ * "PATH.tmp" and renames on close, so a failed conversion leaves no file
+ * that looks complete. PATH "-" writes to standard output. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "traces/tr_int.h"
+
+struct tr_writer {
+	FILE *f;
+	char *path, *tmp;
+	uint32_t block_tokens;
+	int64_t last;
+	uint64_t rows;
+};
+
+int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, err_t *e)
+{
+	*out = NULL;
+	if (!block_tokens)
+		return err_set(e, KS_EINPUT, "native writer: block_tokens must be > 0");
+	tr_writer_t *w = calloc(1, sizeof *w);
+	if (!w)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	w->block_tokens = block_tokens;
+	if (!strcmp(path, "-")) {
+		w->f = stdout;
+	} else {
+		size_t n = strlen(path);
+		w->path = strdup(path);
+		w->tmp = malloc(n + 5);
+		if (!w->path || !w->tmp) {
+			tr_writer_abort(w);
+			return err_set(e, KS_ENOMEM, "out of memory");
+		}
+		memcpy(w->tmp, path, n);
+		memcpy(w->tmp + n, ".tmp", 5);
+		w->f = fopen(w->tmp, "w");
+		if (!w->f) {
+			int rc =
+			    err_set(e, KS_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+			tr_writer_abort(w);
+			return rc;
+		}
+	}
+	fprintf(w->f,
+	        "#kvsim-trace 1 block_tokens=%u ids=prefix\n"
+	        "#arrival_ns\tinput_len\toutput_len\tstatus\tsession_id\tblocks\n",
+	        block_tokens);
+	*out = w;
+	return 0;
+}
+
+int tr_writer_put(tr_writer_t *w, const tr_request_t *r, err_t *e)
+{
+	if (r->block_tokens != w->block_tokens || r->n_blocks != r->input_len / w->block_tokens)
+		return err_set(e, KS_ERUNTIME,
+		               "native writer: request %" PRIu64
+		               " has %u blocks of %u tokens (file uses %u)",
+		               r->id, r->n_blocks, r->block_tokens, w->block_tokens);
+	if (w->rows && r->arrival_ns < w->last)
+		return err_set(e, KS_ERUNTIME,
+		               "native writer: request %" PRIu64 " goes back in time", r->id);
+	w->last = r->arrival_ns;
+	w->rows++;
+	fprintf(w->f, "%" PRId64 "\t%u\t%u\t%d\t%" PRIu64 "\t", r->arrival_ns, r->input_len,
+	        r->output_len, r->status ? 1 : 0, r->session_id);
+	if (r->n_blocks == 0)
+		fputc('-', w->f);
+	for (uint32_t i = 0; i < r->n_blocks; i++)
+		fprintf(w->f, i ? ",%016" PRIx64 : "%016" PRIx64, r->blocks[i]);
+	if (fputc('\n', w->f) == EOF)
+		return err_set(e, KS_EIO, "%s: write error: %s", w->tmp ? w->tmp : "stdout",
+		               strerror(errno));
+	return 0;
+}
+
+int tr_writer_close(tr_writer_t *w, err_t *e)
+{
+	int rc = 0;
+	if (w->f == stdout) {
+		if (fflush(stdout))
+			rc = err_set(e, KS_EIO, "stdout: write error: %s", strerror(errno));
+		w->f = NULL;
+	} else {
+		int bad = ferror(w->f) | fclose(w->f);
+		w->f = NULL;
+		if (bad)
+			rc = err_set(e, KS_EIO, "%s: write error", w->tmp);
+		else if (rename(w->tmp, w->path))
+			rc = err_set(e, KS_EIO, "%s: cannot rename to %s: %s", w->tmp, w->path,
+			             strerror(errno));
+	}
+	if (rc)
+		tr_writer_abort(w);
+	else {
+		free(w->path);
+		free(w->tmp);
+		free(w);
+	}
+	return rc;
+}
+
+void tr_writer_abort(tr_writer_t *w)
+{
+	if (!w)
+		return;
+	if (w->f && w->f != stdout)
+		fclose(w->f);
+	if (w->tmp)
+		remove(w->tmp);
+	free(w->path);
+	free(w->tmp);
+	free(w);
+}

@@ -1,0 +1,415 @@
+/* tr_read — the reader front end: opens a source, applies ordering checks,
+ * the failed-row filter, the time window, rate scaling and the limit, gives
+ * id-less rows content from the prefix model, and remaps content to chained
+ * block ids at the simulated block size. See tr.h for the contract. */
+#include <errno.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "traces/tr_int.h"
+
+struct tr_reader {
+	tr_opts_t o;
+	tr_src_t *src;
+	tr_kind_t kind;
+	char source[512];
+	uint32_t S;    /* simulated block size */
+	uint32_t T;    /* trace block size (0 none) */
+	uint64_t salt; /* unique-token salt */
+	tr_prefix_t *pm;
+	tr_seg_t *segs;
+	size_t seg_cap;
+	uint64_t *blocks;
+	size_t blk_cap;
+	uint64_t rows_src, next_id;
+	int64_t t_first, t_prev;
+	uint64_t line_prev;
+	int64_t start_ns, end_ns; /* end_ns < 0: none */
+	int done;
+};
+
+/* splitmix64's finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom
+ * number generators", OOPSLA 2014): a bijective 64-bit avalanche mix. */
+static inline uint64_t fmix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+/* Bijective in x for a fixed h and in h for a fixed x, so two different
+ * pieces after the same prefix never share an id, and order matters. */
+uint64_t tr_mix(uint64_t h, uint64_t x)
+{
+	uint64_t r = (h << 29 | h >> 35) * 0x9e3779b97f4a7c15ULL;
+	return fmix(r ^ fmix(x ^ 0xd6e8feb86659fd93ULL));
+}
+
+const char *tr_kind_name(tr_kind_t k)
+{
+	static const char *const n[] = {"auto",  "mooncake", "bailian",  "burstgpt",
+	                                "azure", "native",   "servegen", "gen"};
+	return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
+int tr_kind_parse(const char *s, tr_kind_t *k)
+{
+	for (int i = TR_KIND_AUTO; i <= TR_KIND_GEN; i++)
+		if (!strcmp(s, tr_kind_name((tr_kind_t)i))) {
+			*k = (tr_kind_t)i;
+			return 0;
+		}
+	return KS_EINPUT;
+}
+
+const char *tr_gen_name(tr_gen_kind_t g)
+{
+	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
+	                                "flash",   "diurnal", "servegen", "fanout"};
+	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
+}
+
+int tr_gen_parse(const char *s, tr_gen_kind_t *g)
+{
+	for (int i = TR_GEN_POISSON; i <= TR_GEN_FANOUT; i++)
+		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
+			*g = (tr_gen_kind_t)i;
+			return 0;
+		}
+	return KS_EINPUT;
+}
+
+int tr_detect(const char *path, tr_kind_t *k, err_t *e)
+{
+	tr_lines_t l;
+	int rc = tr_lines_open(&l, path, e);
+	if (rc)
+		return rc;
+	while ((rc = tr_lines_next(&l, e)) > 0 && strspn(l.buf, " \t") == l.len)
+		;
+	if (rc <= 0) {
+		tr_lines_close(&l);
+		return rc < 0 ? rc : err_set(e, KS_EINPUT, "%s:1: header: empty file", path);
+	}
+	const char *b = l.buf + strspn(l.buf, " \t\xef\xbb\xbf");
+	rc = 0;
+	if (!strncmp(b, "#kvsim-trace", 12))
+		*k = TR_KIND_NATIVE;
+	else if (*b == '{')
+		*k = strstr(b, "\"chat_id\"") ? TR_KIND_BAILIAN : TR_KIND_MOONCAKE;
+	else if (strstr(b, "Request tokens") || strstr(b, "Response tokens"))
+		*k = TR_KIND_BURSTGPT;
+	else if (strstr(b, "ContextTokens") || strstr(b, "TIMESTAMP"))
+		*k = TR_KIND_AZURE;
+	else if ((*b >= '0' && *b <= '9') && strchr(b, ','))
+		*k = TR_KIND_SERVEGEN; /* headerless numeric CSV: ServeGen windows */
+	else
+		rc = err_set(e, KS_EINPUT,
+		             "%s:1: header: cannot detect the trace format; set trace.kind", path);
+	tr_lines_close(&l);
+	return rc;
+}
+
+static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
+{
+	if (S == 0)
+		return err_set(e, KS_EINPUT, "trace: simulated block size must be > 0");
+	if (!(o->rate_scale > 0) || !isfinite(o->rate_scale))
+		return err_set(e, KS_EINPUT, "[trace] rate_scale: must be > 0");
+	if (!(o->start_s >= 0 && o->start_s <= 4e9))
+		return err_set(e, KS_EINPUT, "[trace] start_s: must be in [0, 4e9]");
+	if (!(o->end_s <= 4e9))
+		return err_set(e, KS_EINPUT, "[trace] end_s: must be <= 4e9");
+	if (o->end_s > 0 && o->end_s <= o->start_s)
+		return err_set(e, KS_EINPUT, "[trace] end_s: must be > start_s (or 0 for none)");
+	return 0;
+}
+
+int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, err_t *e)
+{
+	*out = NULL;
+	int rc = check_opts(o, S, e);
+	if (rc)
+		return rc;
+	tr_reader_t *r = calloc(1, sizeof *r);
+	if (!r)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	r->o = *o;
+	r->S = S;
+	r->kind = o->kind;
+	const char *path = o->path ? o->path : "";
+	if (r->kind == TR_KIND_AUTO) {
+		if (!*path) {
+			rc = err_set(e, KS_EINPUT,
+			             "[trace] path: empty (set a trace file, or "
+			             "kind = gen)");
+			goto fail;
+		}
+		if ((rc = tr_detect(path, &r->kind, e)))
+			goto fail;
+	}
+	if (r->kind != TR_KIND_GEN && !*path) {
+		rc = err_set(e, KS_EINPUT, "[trace] path: empty (kind = %s needs a file)",
+		             tr_kind_name(r->kind));
+		goto fail;
+	}
+	switch (r->kind) {
+	case TR_KIND_MOONCAKE:
+		rc = tr_src_jsonl(o, path, 0, &r->src, e);
+		break;
+	case TR_KIND_BAILIAN:
+		rc = tr_src_jsonl(o, path, 1, &r->src, e);
+		break;
+	case TR_KIND_BURSTGPT:
+		rc = tr_src_burstgpt(o, path, &r->src, e);
+		break;
+	case TR_KIND_AZURE:
+		rc = tr_src_azure(o, path, &r->src, e);
+		break;
+	case TR_KIND_NATIVE:
+		rc = tr_src_native(o, path, &r->src, e);
+		break;
+	case TR_KIND_SERVEGEN:
+		r->o.gen = TR_GEN_SERVEGEN;
+		rc = tr_src_gen(&r->o, seed, &r->src, e);
+		break;
+	default:
+		rc = tr_src_gen(&r->o, seed, &r->src, e);
+		break;
+	}
+	if (rc)
+		goto fail;
+	if (r->kind == TR_KIND_GEN)
+		snprintf(r->source, sizeof r->source, "gen:%s", tr_gen_name(o->gen));
+	else
+		snprintf(r->source, sizeof r->source, "%s", path);
+	r->T = r->src->block_tokens;
+	if ((rc = tr_prefix_new(&r->o, seed, &r->pm, e)))
+		goto fail;
+	r->salt = tr_mix(tr_mix(TR_ROOT_ID, seed), 0x756e69717565ULL);
+	r->start_ns = (int64_t)llround(o->start_s * 1e9);
+	r->end_ns = o->end_s > 0 ? (int64_t)llround(o->end_s * 1e9) : -1;
+	*out = r;
+	return 0;
+fail:
+	tr_close(r);
+	return rc;
+}
+
+void tr_close(tr_reader_t *r)
+{
+	if (!r)
+		return;
+	if (r->src)
+		r->src->close(r->src);
+	tr_prefix_free(r->pm);
+	free(r->segs);
+	free(r->blocks);
+	free(r);
+}
+
+const char *tr_source(const tr_reader_t *r)
+{
+	return r->source;
+}
+
+tr_kind_t tr_kind(const tr_reader_t *r)
+{
+	return r->kind;
+}
+
+uint32_t tr_trace_block_tokens(const tr_reader_t *r)
+{
+	return r->T;
+}
+
+uint64_t tr_bytes_read(const tr_reader_t *r)
+{
+	return r->src ? r->src->bytes : 0;
+}
+
+/* Chains the content segments into ids of full S-token blocks. */
+static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32_t n,
+                         uint64_t serial)
+{
+	uint64_t h = TR_ROOT_ID;
+	uint32_t k = 0, off = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t left = r->S;
+		while (left) {
+			while (k < ns && off >= sg[k].tokens) {
+				k++;
+				off = 0;
+			}
+			if (k >= ns || sg[k].unique) {
+				/* Tokens of this request alone: the chain never meets another. */
+				h = tr_mix(tr_mix(h, r->salt), serial);
+				if (k < ns) {
+					uint32_t take =
+					    sg[k].tokens - off < left ? sg[k].tokens - off : left;
+					off += take;
+					left -= take;
+				} else {
+					left = 0;
+				}
+				continue;
+			}
+			uint32_t take = sg[k].tokens - off < left ? sg[k].tokens - off : left;
+			h = tr_mix(h, sg[k].key);
+			h = tr_mix(h, (uint64_t)off << 32 | take);
+			off += take;
+			left -= take;
+		}
+		r->blocks[j] = h;
+	}
+}
+
+static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t *n_out, err_t *e)
+{
+	uint32_t n = raw->input_len / r->S;
+	*n_out = n;
+	if (tr_grow((void **)&r->blocks, &r->blk_cap, n ? n : 1, sizeof *r->blocks))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	uint64_t serial = r->rows_src;
+	if (raw->ids) {
+		if (raw->ids_prefix && r->T == r->S && raw->n_ids >= n) {
+			/* Native ids are already chained prefix ids at this size. */
+			memcpy(r->blocks, raw->ids, n * sizeof *r->blocks);
+			return 0;
+		}
+		if (tr_grow((void **)&r->segs, &r->seg_cap, raw->n_ids ? raw->n_ids : 1,
+		            sizeof *r->segs))
+			return err_set(e, KS_ENOMEM, "out of memory");
+		for (uint32_t i = 0; i < raw->n_ids; i++)
+			r->segs[i] = (tr_seg_t){raw->ids[i], r->T, 0};
+		chain_blocks(r, r->segs, raw->n_ids, n, serial);
+		return 0;
+	}
+	if (raw->segs) {
+		chain_blocks(r, raw->segs, raw->n_segs, n, serial);
+		return 0;
+	}
+	/* The prefix model sees every request, even those shorter than a block,
+	 * so session histories stay in step. */
+	const tr_seg_t *sg;
+	uint32_t ns;
+	int rc = tr_prefix_segments(r->pm, arrival, raw->input_len, raw->output_len,
+	                            &raw->session_id, &sg, &ns, e);
+	if (rc)
+		return rc;
+	chain_blocks(r, sg, ns, n, serial);
+	return 0;
+}
+
+int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
+{
+	if (r->done)
+		return 0;
+	if (r->o.limit && r->next_id >= r->o.limit) {
+		r->done = 1;
+		return 0;
+	}
+	for (;;) {
+		tr_raw_t raw;
+		int rc = r->src->next(r->src, &raw, e);
+		if (rc < 0) {
+			r->done = 1;
+			return rc;
+		}
+		if (rc == 0) {
+			r->done = 1;
+			if (r->rows_src == 0)
+				return err_set(e, KS_EINPUT, "%s: empty trace (no requests)",
+				               r->source);
+			return 0;
+		}
+		if (r->rows_src == 0)
+			r->t_first = raw.t_ns;
+		else if (raw.t_ns < r->t_prev) {
+			r->done = 1;
+			return err_set(e, KS_EINPUT,
+			               "%s:%llu: timestamp: goes backwards (%.9f s after the "
+			               "first row, previous row at %.9f s)",
+			               r->source, (unsigned long long)raw.line,
+			               (raw.t_ns - r->t_first) / 1e9,
+			               (r->t_prev - r->t_first) / 1e9);
+		}
+		r->t_prev = raw.t_ns;
+		r->rows_src++;
+		int64_t t = raw.t_ns - r->t_first;
+		if (r->end_ns >= 0 && t >= r->end_ns) {
+			r->done = 1; /* rows are in time order: nothing later can qualify */
+			return 0;
+		}
+		if (t < r->start_ns || (raw.status && r->o.drop_failed))
+			continue;
+		double a = (double)(t - r->start_ns) / r->o.rate_scale;
+		if (!(a < 4e18)) { /* ~127 years: beyond it int64 ns would overflow */
+			r->done = 1;
+			return err_set(e, KS_EINPUT,
+			               "%s:%llu: timestamp: %.3g s after rate scaling is out of "
+			               "range",
+			               r->source, (unsigned long long)raw.line, a / 1e9);
+		}
+		int64_t arrival = (int64_t)llround(a);
+		uint32_t n;
+		if ((rc = make_blocks(r, &raw, arrival, &n, e))) {
+			r->done = 1;
+			return rc;
+		}
+		*out = (tr_request_t){
+		    .id = r->next_id++,
+		    .arrival_ns = arrival,
+		    .input_len = raw.input_len,
+		    .output_len = raw.output_len,
+		    .n_blocks = n,
+		    .blocks = r->blocks,
+		    .block_tokens = r->S,
+		    .status = raw.status,
+		    .session_id = raw.session_id,
+		};
+		return 1;
+	}
+}
+
+int tr_validate(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, err_t *e)
+{
+	tr_reader_t *r;
+	*rows = 0;
+	int rc = tr_open(o, S, seed, &r, e);
+	if (rc)
+		return rc;
+	tr_request_t q;
+	while ((rc = tr_next(r, &q, e)) > 0)
+		(*rows)++;
+	tr_close(r);
+	return rc;
+}
+
+int tr_file_sha256(const char *path, char out[65], err_t *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_set(e, errno == ENOENT ? KS_EINPUT : KS_EIO, "%s: cannot open: %s", path,
+		               strerror(errno));
+	struct sha256_ctx c;
+	sha256_init(&c);
+	unsigned char buf[1 << 16];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		sha256_update(&c, n, buf);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad)
+		return err_set(e, KS_EIO, "%s: read error", path);
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_digest(&c, sizeof d, d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+	return 0;
+}
