@@ -33,6 +33,7 @@ typedef struct phold {
 	const ev_phold_params_t *p;
 	gsl_rng *rng;
 	double exp_mean;
+	double lps_over_remote;
 	uint64_t remote_sent;
 	uint64_t checksum;
 } phold_t;
@@ -56,8 +57,13 @@ static int phold_event(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	const ev_phold_params_t *p = ph->p;
 	ph->checksum = mix(ph->checksum, ((uint64_t)ev->time << 20) ^ ev->target);
 	uint32_t dst = ev->target;
-	if (p->remote > 0 && gsl_rng_uniform(ph->rng) < p->remote) {
-		dst = (uint32_t)gsl_rng_uniform_int(ph->rng, p->lps);
+	/* One uniform decides both: given u < remote, u / remote is U(0, 1) and
+	 * picks the LP, saving a draw and gsl_rng_uniform_int's division. */
+	double u = gsl_rng_uniform(ph->rng);
+	if (u < p->remote) {
+		dst = (uint32_t)(u * ph->lps_over_remote);
+		if (dst >= p->lps) /* rounding at the top end */
+			dst = p->lps - 1;
 		ph->remote_sent++;
 	}
 	if (ev_engine_after(eng, phold_delay(ph), 0, dst, 0) == EV_NONE)
@@ -104,9 +110,11 @@ int ev_phold_run(const ev_phold_params_t *p, ev_phold_result_t *r, err_t *e)
 	if (rc)
 		return rc;
 	size_t pending = (size_t)p->lps * p->events_per_lp;
-	phold_t ph = {.p = p, .exp_mean = (double)(p->mean_ns - p->lookahead_ns)};
+	phold_t ph = {.p = p,
+		      .exp_mean = (double)(p->mean_ns - p->lookahead_ns),
+		      .lps_over_remote = p->remote > 0 ? (double)p->lps / p->remote : 0};
 	ev_engine_t *eng = ev_engine_new(pending + 1);
-	ph.rng = gsl_rng_alloc(gsl_rng_mt19937);
+	ph.rng = gsl_rng_alloc(gsl_rng_taus2);
 	if (!eng || !ph.rng) {
 		rc = err_set(e, KS_ENOMEM, "phold: out of memory for %zu events", pending);
 		goto out;
@@ -174,7 +182,7 @@ int ev_hold_run(const ev_hold_params_t *p, ev_hold_result_t *r, err_t *e)
 		return err_set(e, KS_EINPUT, "hold: --mean must be > 0 ns");
 	int rc = KS_OK;
 	ev_queue_t *q = ev_queue_new(p->size + 1);
-	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
 	if (!q || !rng) {
 		rc = err_set(e, KS_ENOMEM, "hold: out of memory for %u events", p->size);
 		goto out;

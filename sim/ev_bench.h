@@ -4,7 +4,8 @@
  *
  * Times are int64 nanoseconds of simulated time; wall times are seconds of
  * CLOCK_MONOTONIC and cover only the measured loop, not setting up the
- * initial events. Randomness is one GSL mt19937 stream seeded by `seed`, so a
+ * initial events. Randomness is one GSL taus2 stream (L'Ecuyer 1996, among
+ * the fastest good generators GSL has) seeded by `seed`, so a
  * run's committed count and checksum are a pure function of the parameters.
  * Errors: KS_EINPUT for bad parameters, KS_ENOMEM when allocation fails, with
  * a message in the caller's err_t. The *_main functions follow sim/cli.h:

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "sim/err.h"
+#include "sim/ev_queue_internal.h"
 
 typedef struct ev_slot_handler {
 	ev_handler_fn fn;
@@ -112,12 +113,11 @@ int ev_engine_run(ev_engine_t *eng, int64_t until_ns)
 	for (;;) {
 		if (eng->stop)
 			break;
-		if (ev_size(q) == 0 || ev_peek_time(q) > until_ns) {
+		if (ev_pop_until(q, until_ns, &ev)) {
 			if (until_ns != INT64_MAX && until_ns > eng->now)
 				eng->now = until_ns;
 			break;
 		}
-		ev_pop(q, &ev);
 		eng->now = ev.time;
 		if (ev.type >= EV_MAX_TYPES || !eng->handlers[ev.type].fn) {
 			rc = KS_ERUNTIME;

@@ -1,29 +1,37 @@
 /* ev_queue — see ev_queue.h.
-
  *
- * EXPERIMENT BUILD: EVQ_ARITY (2 or 4), EVQ_BOTTOMUP select variants.
+ * Structure, chosen by measurement (hold model and PHOLD at 1K, 16K and 256K
+ * pending; README "Performance"): an indexed 4-ary min-heap of 16-byte keys
+ * over a slab of event bodies.
+ * - Keys are (time, tie key, slot) packed in one unsigned 128-bit integer, so
+ *   a comparison is one cmp/sbb pair and children are picked with conditional
+ *   moves. Four children fill one 64-byte line (the array is offset so that
+ *   children 4i+1..4i+4 share a line): half the depth of a binary heap for
+ *   the same lines touched per level.
+ * - pos[slot] is the heap index, so cancel and reschedule are O(log n).
+ * - Pop refills the root bottom-up (Wegener 1993): walk the smaller children
+ *   to a leaf, then sift the last entry up from there.
+ * - Sifts prefetch the four lines the next level may use.
+ * - Slots are reused LIFO, so a handler's push writes the body line its pop
+ *   just read. The tie key is 32 bits and is renumbered (order kept) when it
+ *   would wrap; the 64-bit seq reported in ev_event_t never wraps.
+ * No allocation after the slab has grown to the peak pending count; growth
+ * doubles all arrays. Big arrays ask for transparent huge pages.
  */
 #include "sim/ev_queue.h"
 #include "sim/ev_queue_internal.h"
 
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#ifndef EVQ_ARITY
-#define EVQ_ARITY 4
-#endif
-#ifndef EVQ_PREFETCH
-#define EVQ_PREFETCH 1
-#endif
-#ifndef EVQ_BOTTOMUP
-#define EVQ_BOTTOMUP 1
-#endif
+#define ARITY 4
 
 /* Heap entry: one 128-bit key, compared with a single unsigned compare.
  * High half: time with the sign bit flipped (order-preserving as unsigned);
  * low half: (tie key << 32) | slot, the tie key counting pushes. */
 typedef unsigned __int128 hent_t;
+#define HENT_LESS(a, b) ((a) < (b))
 #define SIGN64 ((uint64_t)1 << 63)
 #define HENT_SLOT(e) ((uint32_t)(e))
 #define HENT_TIME(e) ((int64_t)((uint64_t)((e) >> 64) ^ SIGN64))
@@ -31,7 +39,6 @@ static inline hent_t hent_make(int64_t time, uint32_t key, uint32_t slot)
 {
 	return ((hent_t)((uint64_t)time ^ SIGN64) << 64) | ((uint64_t)key << 32) | slot;
 }
-#define hent_less(a, b) ((a) < (b))
 
 /* Per-slot data other than the key: 32 bytes, so one line holds two slots
  * and a pop touches one line for the body and the generation together. The
@@ -62,8 +69,8 @@ struct ev_queue {
 
 
 /* Big arrays get 2 MiB alignment and transparent huge pages: at 256K pending
- * events the heap, positions and bodies span ~13 MB and TLB misses on 4 KiB pages
- * cost more than the heap's cache misses. */
+ * events the heap, positions and bodies span ~13 MB, and TLB misses on 4 KiB
+ * pages would add to the heap's cache misses. */
 static void *big_alloc(size_t bytes)
 {
 	size_t align = bytes >= (2u << 20) ? (2u << 20) : 128;
@@ -84,9 +91,9 @@ static int queue_grow(ev_queue_t *q, size_t want)
 		cap *= 2;
 	if (cap > NO_SLOT)
 		return -1;
-	/* EVQ_ARITY-1 spare entries in front align each group of children
-	 * (ARITY*i+1 .. ARITY*i+ARITY) to its own cache line(s). */
-	void *hm = big_alloc((cap + EVQ_ARITY) * sizeof(hent_t));
+	/* ARITY-1 spare entries in front put each group of children
+	 * (4i+1 .. 4i+4, 64 bytes) on its own cache line. */
+	void *hm = big_alloc((cap + ARITY) * sizeof(hent_t));
 	uint32_t *pos = big_alloc(cap * sizeof *pos);
 	ev_body_t *body = big_alloc(cap * sizeof *body);
 	if (!hm || !pos || !body) {
@@ -95,7 +102,7 @@ static int queue_grow(ev_queue_t *q, size_t want)
 		free(body);
 		return -1;
 	}
-	hent_t *heap = (hent_t *)hm + (EVQ_ARITY - 1);
+	hent_t *heap = (hent_t *)hm + (ARITY - 1);
 	if (q->cap) {
 		memcpy(heap, q->heap, q->n * sizeof *heap);
 		memcpy(pos, q->pos, q->cap * sizeof *pos);
@@ -151,8 +158,8 @@ static void sift_up(ev_queue_t *q, size_t i, hent_t e)
 {
 	hent_t *h = q->heap;
 	while (i > 0) {
-		size_t p = (i - 1) / EVQ_ARITY;
-		if (!hent_less(e, h[p]))
+		size_t p = (i - 1) / ARITY;
+		if (!HENT_LESS(e, h[p]))
 			break;
 		heap_set(q, i, h[p]);
 		i = p;
@@ -160,51 +167,53 @@ static void sift_up(ev_queue_t *q, size_t i, hent_t e)
 	heap_set(q, i, e);
 }
 
-/* Index of the smallest of the EVQ_ARITY children starting at c (all exist);
- * written as selects so the compiler emits conditional moves: which child is
- * smallest is a coin toss the branch predictor cannot learn. */
-static inline size_t min_child_full(const hent_t *h, size_t c)
+/* The smallest of the four children starting at c (all present). Written as
+ * selects on indices: which child is smallest is a coin toss the branch
+ * predictor cannot learn, so conditional moves win. */
+static inline size_t min_child4(const hent_t *h, size_t c)
 {
-#if EVQ_ARITY == 8
-	size_t a = h[c + 1] < h[c] ? c + 1 : c;
-	size_t b = h[c + 3] < h[c + 2] ? c + 3 : c + 2;
-	size_t d = h[c + 5] < h[c + 4] ? c + 5 : c + 4;
-	size_t f = h[c + 7] < h[c + 6] ? c + 7 : c + 6;
-	a = h[b] < h[a] ? b : a;
-	d = h[f] < h[d] ? f : d;
-	return h[d] < h[a] ? d : a;
-#elif EVQ_ARITY == 4
 	size_t a = h[c + 1] < h[c] ? c + 1 : c;
 	size_t b = h[c + 3] < h[c + 2] ? c + 3 : c + 2;
 	return h[b] < h[a] ? b : a;
-#else
-	return h[c + 1] < h[c] ? c + 1 : c;
-#endif
 }
 
-static inline size_t min_child_part(const hent_t *h, size_t c, size_t n)
+/* The smallest child of i in a last, partly filled group c..n-1. */
+static size_t min_child_part(const hent_t *h, size_t c, size_t n)
 {
 	size_t m = c;
 	for (size_t k = c + 1; k < n; k++)
-		if (h[k] < h[m])
+		if (HENT_LESS(h[k], h[m]))
 			m = k;
 	return m;
 }
 
+/* "prefetch": in both sift loops the next level lies in one of the four
+ * lines under children c..c+3, so all four are fetched while this level's
+ * comparisons run. Cheap when they hit; at 256K pending the lower levels live
+ * in L3 and this about halves the time per event. They are written in the
+ * loops, unconditionally: GCC 12 silently dropped them when they sat behind a
+ * depth test or in an inline helper (check: objdump -d | grep prefetch).
+ * Integer arithmetic: near the bottom the address lies past the array, which
+ * a prefetch may touch but C pointer arithmetic may not. */
+
+/* Places e at i or below, moving smaller children up. */
 static void sift_down(ev_queue_t *q, size_t i, hent_t e)
 {
 	hent_t *h = q->heap;
 	size_t n = q->n, c;
-	while ((c = EVQ_ARITY * i + 1) + EVQ_ARITY <= n) {
-		size_t m = min_child_full(h, c);
-		if (!hent_less(h[m], e))
+	while ((c = ARITY * i + 1) + ARITY <= n) {
+		for (size_t k = 0; k < ARITY; k++) /* see "prefetch" above */
+			__builtin_prefetch((const void *)((uintptr_t)h +
+							  (ARITY * (c + k) + 1) * sizeof *h));
+		size_t m = min_child4(h, c);
+		if (!HENT_LESS(h[m], e))
 			goto done;
 		heap_set(q, i, h[m]);
 		i = m;
 	}
 	if (c < n) {
 		size_t m = min_child_part(h, c, n);
-		if (hent_less(h[m], e)) {
+		if (HENT_LESS(h[m], e)) {
 			heap_set(q, i, h[m]);
 			i = m;
 		}
@@ -213,26 +222,21 @@ done:
 	heap_set(q, i, e);
 }
 
-#if EVQ_BOTTOMUP
-/* Pop's refill: the entry taken from the end is usually among the largest,
- * so walk the hole at the root down the path of smallest children to a leaf
- * without comparing against it, then sift it up from there (Wegener's
- * bottom-up heapsort, 1993): about one comparison per level fewer. */
-static void refill_root(ev_queue_t *q, hent_t e)
+/* Fills an empty root with e, an entry from the end of the array and so most
+ * likely among the latest: walk the hole down the smaller children to a leaf
+ * without comparing against e, then sift e up from there (Wegener's
+ * bottom-up heapsort, 1993): one comparison per level fewer than sift_down.
+ * `prefetch` is a constant at each call, so each caller gets its own loop. */
+static inline void refill_walk(ev_queue_t *q, hent_t e, const int prefetch)
 {
 	hent_t *h = q->heap;
 	size_t n = q->n, i = 0, c;
-	while ((c = EVQ_ARITY * i + 1) + EVQ_ARITY <= n) {
-#if EVQ_PREFETCH
-		/* The next level is one of these four lines: fetch all of them while
-		 * this level's comparisons run, as the lower levels live in L3. */
-		for (size_t k = 0; k < EVQ_ARITY; k++) {
-			__builtin_prefetch(&h[EVQ_ARITY * (c + k) + 1]);
-			if (EVQ_ARITY == 8)
-				__builtin_prefetch(&h[EVQ_ARITY * (c + k) + 5]);
-		}
-#endif
-		size_t m = min_child_full(h, c);
+	while ((c = ARITY * i + 1) + ARITY <= n) {
+		if (prefetch)
+			for (size_t k = 0; k < ARITY; k++) /* see "prefetch" above */
+				__builtin_prefetch((const void *)((uintptr_t)h +
+								  (ARITY * (c + k) + 1) * sizeof *h));
+		size_t m = min_child4(h, c);
 		heap_set(q, i, h[m]);
 		i = m;
 	}
@@ -243,9 +247,18 @@ static void refill_root(ev_queue_t *q, hent_t e)
 	}
 	sift_up(q, i, e);
 }
-#else
-#define refill_root(q, e) sift_down((q), 0, (e))
-#endif
+
+/* Heaps up to this many entries (256 KB) stay in L2: prefetching there only
+ * costs instructions (measured: ~5% at 1K pending). */
+#define PREFETCH_MIN_N 16384
+
+static void refill_root(ev_queue_t *q, hent_t e)
+{
+	if (q->n > PREFETCH_MIN_N)
+		refill_walk(q, e, 1);
+	else
+		refill_walk(q, e, 0);
+}
 
 static int cmp_hent(const void *a, const void *b)
 {
@@ -286,8 +299,7 @@ ev_handle_t ev_push(ev_queue_t *q, int64_t time, uint32_t type, uint32_t target,
 	b->payload = payload;
 	b->type = type;
 	b->target = target;
-	hent_t e = make_entry(q, time, s);
-	sift_up(q, q->n++, e);
+	sift_up(q, q->n++, make_entry(q, time, s));
 	return ((uint64_t)b->gen << 32) | s;
 }
 
@@ -311,14 +323,11 @@ int ev_pop(ev_queue_t *q, ev_event_t *out)
 	out->target = b->target;
 	out->payload = b->payload;
 	slot_release(q, s);
-	size_t n = --q->n;
-	if (n) {
-		refill_root(q, q->heap[n]);
-#if EVQ_PREFETCH
-		/* The next pop reads the new earliest event's body: start that miss now,
-		 * so it overlaps the caller's handler. */
+	if (--q->n) {
+		refill_root(q, q->heap[q->n]);
+		/* The next pop most likely returns the new root: start the miss on
+		 * its body now, so it overlaps the caller's handler. */
 		__builtin_prefetch(&q->body[HENT_SLOT(q->heap[0])]);
-#endif
 	}
 	return 0;
 }
@@ -326,6 +335,13 @@ int ev_pop(ev_queue_t *q, ev_event_t *out)
 int64_t ev_peek_time(const ev_queue_t *q)
 {
 	return q->n ? HENT_TIME(q->heap[0]) : INT64_MAX;
+}
+
+int ev_pop_until(ev_queue_t *q, int64_t until, ev_event_t *out)
+{
+	if (q->n == 0 || ev_peek_time(q) > until)
+		return 1;
+	return ev_pop(q, out);
 }
 
 /* Slot named by h when it is pending, else NO_SLOT. */
@@ -345,7 +361,7 @@ int ev_pending(const ev_queue_t *q, ev_handle_t h)
 /* Puts e at index i, where an entry old used to be, restoring heap order. */
 static void heap_fix(ev_queue_t *q, size_t i, hent_t old, hent_t e)
 {
-	if (hent_less(e, old))
+	if (HENT_LESS(e, old))
 		sift_up(q, i, e);
 	else
 		sift_down(q, i, e);
