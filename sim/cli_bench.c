@@ -9,6 +9,7 @@
 
 #include "sim/cli.h"
 #include "sim/ev_bench.h"
+#include "sim/net_cli.h"
 
 typedef struct bench_kind {
 	const char *name;
@@ -19,6 +20,7 @@ typedef struct bench_kind {
 static const bench_kind_t bench_kinds[] = {
 	{"phold", ev_bench_phold_main, "PHOLD on the event engine (committed events/s)"},
 	{"hold", ev_bench_hold_main, "classic hold model on the bare event queue (ops/s)"},
+	{"net", net_bench_main, "flow-level network: cost per flow start/finish (same as 'kvsim net bench')"},
 };
 #define N_KINDS (sizeof bench_kinds / sizeof bench_kinds[0])
 
