@@ -934,8 +934,10 @@ static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
 		fprintf(f, "one of: %s", *choices ? choices : "(none registered)");
 	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max)
 		fprintf(f, "range [%.17g, %.17g]", k->min, k->max);
+	else if (k->type == CFG_BOOL)
+		fprintf(f, "true or false");
 	else
-		fprintf(f, "any");
+		fprintf(f, "any %s", k->type == CFG_STR ? "text" : "value");
 }
 
 int cfg_write(const cfg_t *c, FILE *f)
