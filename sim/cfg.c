@@ -314,6 +314,23 @@ static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t
 	return str_dup(text);
 }
 
+/* Whether a string value survives a write/load round trip through inih:
+ * no line breaks, no blanks at either end (inih strips them) and no blank
+ * followed by ';' (an inline comment). */
+static const char *str_unstorable(const char *v)
+{
+	size_t n = strlen(v);
+	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
+		return "value cannot begin or end with a blank";
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
+			return "value cannot contain control characters";
+		if (v[i] == ';' && i > 0 && isspace((unsigned char)v[i - 1]))
+			return "value cannot contain ' ;' (it starts a comment)";
+	}
+	return NULL;
+}
+
 static int schema_bad(const cfg_key_t *k, const char *why)
 {
 	/* A broken schema is a programming error in a module's key array; say
@@ -355,6 +372,8 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 			return schema_bad(k, "defined twice");
 		if (k->type == CFG_ENUM && !k->choices)
 			return schema_bad(k, "enum without choices (use \"\" to fill later)");
+		if (k->type == CFG_STR && str_unstorable(k->def))
+			return schema_bad(k, str_unstorable(k->def));
 		bool check = k->type == CFG_ENUM && *k->choices;
 		if (val_parse(k, k->choices, k->def, &v, check, why, sizeof why))
 			return schema_bad(k, why);
@@ -515,23 +534,6 @@ static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name
 		out[0] = '\0';
 }
 
-/* Whether a string value survives a write/load round trip through inih:
- * no line breaks, no blanks at either end (inih strips them) and no blank
- * followed by ';' (an inline comment). */
-static const char *str_unstorable(const char *v)
-{
-	size_t n = strlen(v);
-	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
-		return "value cannot begin or end with a blank";
-	for (size_t i = 0; i < n; i++) {
-		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
-			return "value cannot contain control characters";
-		if (v[i] == ';' && i > 0 && isspace((unsigned char)v[i - 1]))
-			return "value cannot contain ' ;' (it starts a comment)";
-	}
-	return NULL;
-}
-
 /* ---- loading INI text ------------------------------------------------ */
 
 typedef struct staged {
@@ -581,6 +583,10 @@ static char *parse_reader(char *str, int num, void *stream)
 	const char *s = p->p;
 	p->p += len;
 	p->line++;
+	if (p->line == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) {
+		s += 3; /* UTF-8 byte-order mark */
+		len -= 3;
+	}
 	while (len && (*s == ' ' || *s == '\t')) {
 		s++;
 		len--;
@@ -620,8 +626,12 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 		return 1; /* report only the first error */
 	if (!*section)
 		return parse_fail(p, KS_EINPUT, "%s: key outside any [section]", name);
-	if (!section_known(s, section))
-		return 1; /* the reader reported the header */
+	if (!section_known(s, section)) {
+		/* Normally reported by the reader at the header already. */
+		char sug[160];
+		suggest_section(s, section, sug, sizeof sug);
+		return parse_fail(p, KS_EINPUT, "[%s] %s: unknown section%s", section, name, sug);
+	}
 	ssize_t ki = schema_index(s, section, name);
 	if (ki < 0 || (size_t)ki >= p->c->n) {
 		char sug[200];

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +252,16 @@ static void test_long_line_rejected(void **state)
 	assert_non_null(strstr(f->e.msg, "t.ini:2: line longer than"));
 }
 
+static void test_bom_is_skipped_and_checked(void **state)
+{
+	fx_t *f = *state;
+	assert_int_equal(cfg_load_string(f->c, "t.ini", "\xEF\xBB\xBF[cluster]\nnodes = 9\n", &f->e),
+			 0);
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 9);
+	expect_load_error(f, "\xEF\xBB\xBF[clustr]\nnodes = 9\n",
+			  "t.ini:1: [clustr]: unknown section (did you mean 'cluster'?)");
+}
+
 static void test_indented_line_is_not_a_continuation(void **state)
 {
 	fx_t *f = *state;
@@ -446,7 +457,7 @@ static void test_set_choices_extends_enum(void **state)
 static void test_schema_rejects_bad_keys(void **state)
 {
 	(void)state;
-	static const cfg_key_t dup[] = {
+	static const cfg_key_t twice[] = {
 		{"a", "k", CFG_INT, "1", 0, 0, NULL, "", "", NULL},
 		{"a", "k", CFG_INT, "2", 0, 0, NULL, "", "", NULL},
 	};
@@ -462,13 +473,27 @@ static void test_schema_rejects_bad_keys(void **state)
 	static const cfg_key_t bad_enum[] = {
 		{"a", "k", CFG_ENUM, "z", 0, 0, "x,y", "", "", NULL},
 	};
-	const cfg_key_t *sets[] = {dup, bad_def, bad_range, dotted_name, bad_enum};
-	size_t ns[] = {2, 1, 1, 1, 1};
-	for (size_t i = 0; i < 5; i++) {
+	static const cfg_key_t bad_str[] = {
+		{"a", "k", CFG_STR, " padded", 0, 0, NULL, "", "", NULL},
+	};
+	const cfg_key_t *sets[] = {twice, bad_def, bad_range, dotted_name, bad_enum, bad_str};
+	size_t ns[] = {2, 1, 1, 1, 1, 1};
+	/* The schema names the bad key on stderr; keep the test output clean. */
+	fflush(stderr);
+	int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+	dup2(devnull, 2);
+	int rcs[6];
+	for (size_t i = 0; i < 6; i++) {
 		cfg_schema_t *s = cfg_schema_new();
-		assert_int_equal(cfg_schema_add(s, sets[i], ns[i]), KS_EINPUT);
+		rcs[i] = cfg_schema_add(s, sets[i], ns[i]);
 		cfg_schema_free(s);
 	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(devnull);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(rcs[i], KS_EINPUT);
 }
 
 static void test_unknown_key_accessor_aborts(void **state)
@@ -562,6 +587,7 @@ int main(void)
 		T(test_malformed_lines),
 		T(test_first_error_wins),
 		T(test_long_line_rejected),
+		T(test_bom_is_skipped_and_checked),
 		T(test_indented_line_is_not_a_continuation),
 		T(test_failed_load_changes_nothing),
 		T(test_policy_owned_key_needs_its_policy),
