@@ -59,11 +59,16 @@ static char *str_dup(const char *s)
 static const char *type_name(cfg_type_t t)
 {
 	switch (t) {
-	case CFG_INT: return "int";
-	case CFG_FLOAT: return "float";
-	case CFG_BOOL: return "bool";
-	case CFG_STR: return "string";
-	case CFG_ENUM: return "enum";
+	case CFG_INT:
+		return "int";
+	case CFG_FLOAT:
+		return "float";
+	case CFG_BOOL:
+		return "bool";
+	case CFG_STR:
+		return "string";
+	case CFG_ENUM:
+		return "enum";
 	}
 	return "?";
 }
@@ -81,7 +86,7 @@ static size_t edit_distance(const char *a, const char *b)
 		cur[0] = i;
 		for (size_t j = 1; j <= nb; j++) {
 			size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
-						    tolower((unsigned char)b[j - 1]));
+			                            tolower((unsigned char)b[j - 1]));
 			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
 			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
 		}
@@ -207,7 +212,7 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
  * reason into why. check_choices is false for built-in defaults of enums whose
  * choices are filled in later. */
 static int val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg_val_t *v,
-		     bool check_choices, char *why, size_t whylen)
+                     bool check_choices, char *why, size_t whylen)
 {
 	const char *unit = k->unit && *k->unit ? k->unit : "";
 	const char *sp = *unit ? " " : "";
@@ -228,8 +233,8 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 			return -1;
 		}
 		if (ranged && ((double)x < k->min || (double)x > k->max)) {
-			snprintf(why, whylen, "%lld%s%s is out of range [%.17g, %.17g]", x, sp, unit,
-				 k->min, k->max);
+			snprintf(why, whylen, "%lld%s%s is out of range [%.17g, %.17g]", x, sp,
+			         unit, k->min, k->max);
 			return -1;
 		}
 		v->i = x;
@@ -248,8 +253,8 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 			return -1;
 		}
 		if (ranged && (x < k->min || x > k->max)) {
-			snprintf(why, whylen, "%s%s%s is out of range [%.17g, %.17g]", text, sp, unit,
-				 k->min, k->max);
+			snprintf(why, whylen, "%s%s%s is out of range [%.17g, %.17g]", text, sp,
+			         unit, k->min, k->max);
 			return -1;
 		}
 		v->f = x;
@@ -268,18 +273,19 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 				return 0;
 			}
 		}
-		snprintf(why, whylen, "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'",
-			 text);
+		snprintf(why, whylen,
+		         "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'", text);
 		return -1;
 	}
-	case CFG_STR: return 0;
+	case CFG_STR:
+		return 0;
 	case CFG_ENUM:
 		if (check_choices && !choice_has(choices, text)) {
 			char near[128];
 			choice_nearest(choices, text, near, sizeof near);
 			if (*near)
-				snprintf(why, whylen, "'%s' is not one of: %s (did you mean '%s'?)", text,
-					 choices, near);
+				snprintf(why, whylen, "'%s' is not one of: %s (did you mean '%s'?)",
+				         text, choices, near);
 			else
 				snprintf(why, whylen, "'%s' is not one of: %s", text, choices);
 			return -1;
@@ -305,11 +311,17 @@ static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t
 {
 	char buf[64];
 	switch (k->type) {
-	case CFG_INT: snprintf(buf, sizeof buf, "%lld", (long long)v->i); return str_dup(buf);
-	case CFG_FLOAT: float_text(v->f, buf, sizeof buf); return str_dup(buf);
-	case CFG_BOOL: return str_dup(v->i ? "true" : "false");
+	case CFG_INT:
+		snprintf(buf, sizeof buf, "%lld", (long long)v->i);
+		return str_dup(buf);
+	case CFG_FLOAT:
+		float_text(v->f, buf, sizeof buf);
+		return str_dup(buf);
+	case CFG_BOOL:
+		return str_dup(v->i ? "true" : "false");
 	case CFG_STR:
-	case CFG_ENUM: break;
+	case CFG_ENUM:
+		break;
 	}
 	return str_dup(text);
 }
@@ -336,7 +348,7 @@ static int schema_bad(const cfg_key_t *k, const char *why)
 	/* A broken schema is a programming error in a module's key array; say
 	 * which key so the author finds it, and let the caller fail. */
 	fprintf(stderr, "kvsim: config schema: [%s] %s: %s\n", k->section ? k->section : "(null)",
-		k->name ? k->name : "(null)", why);
+	        k->name ? k->name : "(null)", why);
 	return KS_EINPUT;
 }
 
@@ -385,7 +397,7 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 }
 
 int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
-			   const char *choices)
+                           const char *choices)
 {
 	ssize_t i = schema_index(s, section, name);
 	if (i < 0 || s->keys[i]->type != CFG_ENUM)
@@ -509,7 +521,7 @@ static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, s
 /* Suggestion for an unknown key in a known section: the nearest key there,
  * else the same name in another section. */
 static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name, char *out,
-			size_t len)
+                        size_t len)
 {
 	size_t best = (size_t)-1;
 	const char *bn = NULL, *other = NULL;
@@ -555,7 +567,7 @@ typedef struct parse {
 } parse_t;
 
 static int parse_fail(parse_t *p, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int parse_fail(parse_t *p, int code, const char *fmt, ...)
 {
 	if (p->err_line)
@@ -640,7 +652,7 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 	}
 	if (p->seen[ki])
 		return parse_fail(p, KS_EINPUT, "[%s] %s: duplicate key (first set on line %d)",
-				  section, name, p->seen[ki]);
+		                  section, name, p->seen[ki]);
 	const cfg_key_t *k = s->keys[ki];
 	char why[512];
 	cfg_val_t v = {0};
@@ -707,12 +719,12 @@ int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 		line_text(text, r, l, sizeof l);
 		if (l[0] == '[')
 			code = err_set(e, KS_EINPUT, "%s:%d: section header without ']': '%s'",
-				       origin, r, l);
+			               origin, r, l);
 		else
 			code = err_set(e, KS_EINPUT,
-				       "%s:%d: malformed line (expected '[section]', 'key = value' "
-				       "or a comment): '%s'",
-				       origin, r, l);
+			               "%s:%d: malformed line (expected '[section]', 'key = value' "
+			               "or a comment): '%s'",
+			               origin, r, l);
 	} else if (p.err_line) {
 		code = p.code;
 	}
@@ -852,7 +864,7 @@ static size_t must_index(const cfg_t *c, const char *section, const char *name, 
 	ssize_t i = schema_index(c->s, section, name);
 	if (i < 0 || (size_t)i >= c->n) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is not in the config schema\n", fn, section,
-			name);
+		        name);
 		abort();
 	}
 	return (size_t)i;
@@ -876,26 +888,26 @@ int cfg_finalize(cfg_t *c, err_t *e)
 			continue;
 		if (schema_index(c->s, k->section, "name") < 0)
 			return err_set(e, KS_EINPUT,
-				       "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
-				       "'name' key",
-				       c->v[i].origin, k->section, k->name, k->owner, k->section);
+			               "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
+			               "'name' key",
+			               c->v[i].origin, k->section, k->name, k->owner, k->section);
 		return err_set(e, KS_EINPUT,
-			       "%s: [%s] %s: parameter of policy '%s', but [%s] name = %s",
-			       c->v[i].origin, k->section, k->name, k->owner, k->section, sel);
+		               "%s: [%s] %s: parameter of policy '%s', but [%s] name = %s",
+		               c->v[i].origin, k->section, k->name, k->owner, k->section, sel);
 	}
 	return 0;
 }
 
 /* ---- accessors ------------------------------------------------------- */
 
-static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *name,
-			      const char *fn, cfg_type_t t1, cfg_type_t t2)
+static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *name, const char *fn,
+                              cfg_type_t t1, cfg_type_t t2)
 {
 	size_t i = must_index(c, section, name, fn);
 	cfg_type_t t = c->s->keys[i]->type;
 	if (t != t1 && t != t2) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is of type %s\n", fn, section, name,
-			type_name(t));
+		        type_name(t));
 		abort();
 	}
 	return &c->v[i];
@@ -997,7 +1009,7 @@ int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 	for (size_t i = 0; i < s->n; i++) {
 		const cfg_key_t *k = s->keys[i];
 		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
-			type_name(k->type), k->def);
+		        type_name(k->type), k->def);
 		write_range(k, key_choices(s, i), f);
 		if (k->unit && *k->unit)
 			fprintf(f, ", unit %s", k->unit);

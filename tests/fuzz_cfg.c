@@ -10,15 +10,15 @@
 #include "sim/cfg.h"
 
 static const cfg_key_t keys[] = {
-	{"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
-	{"cluster", "link_gbps", CFG_FLOAT, "100", 0.5, 1e6, NULL, "Gbit/s", "bandwidth", NULL},
-	{"cluster", "prefix_cache", CFG_BOOL, "true", 0, 0, NULL, "", "share prefixes", NULL},
-	{"cluster", "label", CFG_STR, "", 0, 0, NULL, "", "free text", NULL},
-	{"cache", "eviction", CFG_ENUM, "lru", 0, 0, "lru,lfu,fifo", "", "eviction", NULL},
-	{"sim", "seed", CFG_INT, "1", 0, 0, NULL, "", "seed", NULL},
-	{"sim", "scale", CFG_FLOAT, "1.5", 0, 0, NULL, "", "scale", NULL},
-	{"policy.routing", "name", CFG_ENUM, "rr", 0, 0, "rr,least_loaded", "", "routing", NULL},
-	{"policy.routing", "alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "", "weight", "least_loaded"},
+    {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
+    {"cluster", "link_gbps", CFG_FLOAT, "100", 0.5, 1e6, NULL, "Gbit/s", "bandwidth", NULL},
+    {"cluster", "prefix_cache", CFG_BOOL, "true", 0, 0, NULL, "", "share prefixes", NULL},
+    {"cluster", "label", CFG_STR, "", 0, 0, NULL, "", "free text", NULL},
+    {"cache", "eviction", CFG_ENUM, "lru", 0, 0, "lru,lfu,fifo", "", "eviction", NULL},
+    {"sim", "seed", CFG_INT, "1", 0, 0, NULL, "", "seed", NULL},
+    {"sim", "scale", CFG_FLOAT, "1.5", 0, 0, NULL, "", "scale", NULL},
+    {"policy.routing", "name", CFG_ENUM, "rr", 0, 0, "rr,least_loaded", "", "routing", NULL},
+    {"policy.routing", "alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "", "weight", "least_loaded"},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-static char dir[64];      /* temporary folder holding a copy of the Makefile */
-static const char *drop;  /* "runuser", "setpriv", or NULL when not root */
+static char dir[64];     /* temporary folder holding a copy of the Makefile */
+static const char *drop; /* "runuser", "setpriv", or NULL when not root */
 
 static int have_exe(const char *path)
 {
@@ -157,13 +157,13 @@ int main(void)
 		return 77;
 	}
 	if (geteuid() == 0 && (!getpwnam("nobody") ||
-			       (!have_exe("/usr/sbin/runuser") && !have_exe("/usr/bin/setpriv")))) {
+	                       (!have_exe("/usr/sbin/runuser") && !have_exe("/usr/bin/setpriv")))) {
 		fprintf(stderr, "test_bootstrap: no user 'nobody' or no runuser/setpriv\n");
 		return 77;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_deps_as_user_prints_apt_line_and_fails),
-		cmocka_unit_test(test_deps_as_root_with_everything_installed_is_silent),
+	    cmocka_unit_test(test_deps_as_user_prints_apt_line_and_fails),
+	    cmocka_unit_test(test_deps_as_root_with_everything_installed_is_silent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -67,7 +67,7 @@ static result_t run_kvsim(const char *arg0, ...)
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	result_t r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(outp),
-		      slurp(errp)};
+	              slurp(errp)};
 	return r;
 }
 
@@ -123,7 +123,7 @@ static void expect_bad_config_part(const char *text, const char *prefix_fmt, con
 	assert_string_equal(r.out, "");
 	if (strncmp(r.err, prefix, strlen(prefix)) || !strstr(r.err, reason))
 		fail_msg("stderr '%s' does not start with '%s' and contain '%s'", r.err, prefix,
-			 reason);
+		         reason);
 	result_free(&r);
 }
 
@@ -143,8 +143,7 @@ static void load_doc(void)
 	result_t r = run_kvsim("config", "doc", NULL);
 	assert_int_equal(r.status, 0);
 	char *save = NULL;
-	for (char *l = strtok_r(r.out, "\n", &save); l;
-	     l = strtok_r(NULL, "\n", &save)) {
+	for (char *l = strtok_r(r.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		if (l[0] == '[' && nkeys < 4096) {
 			doc_key_t *k = &keys[nkeys++];
 			memset(k, 0, sizeof *k);
@@ -279,7 +278,7 @@ static void test_set_changes_show_and_digest(void **state)
 		skip();
 	char set[256];
 	snprintf(set, sizeof set, "%s.%s=%lld", k->section, k->name,
-		 k->ranged ? (long long)k->min : 12345LL);
+	         k->ranged ? (long long)k->min : 12345LL);
 	result_t a = run_kvsim("config", "digest", NULL);
 	result_t b = run_kvsim("config", "digest", "--set", set, NULL);
 	result_t c = run_kvsim("config", "show", "--set", set, NULL);
@@ -287,7 +286,7 @@ static void test_set_changes_show_and_digest(void **state)
 	assert_int_equal(c.status, 0);
 	char line[256];
 	snprintf(line, sizeof line, "\n%s = %lld\n", k->name,
-		 k->ranged ? (long long)k->min : 12345LL);
+	         k->ranged ? (long long)k->min : 12345LL);
 	assert_non_null(strstr(c.out, line));
 	(void)a;
 	result_free(&a);
@@ -300,7 +299,7 @@ static void test_unknown_section(void **state)
 	(void)state;
 	need_kvsim();
 	expect_bad_config("\n[zzzz_no_such_section_zzzz]\nx = 1\n",
-			  "%s:2: [zzzz_no_such_section_zzzz]: unknown section");
+	                  "%s:2: [zzzz_no_such_section_zzzz]: unknown section");
 }
 
 static void test_malformed_line(void **state)
@@ -308,8 +307,8 @@ static void test_malformed_line(void **state)
 	(void)state;
 	need_kvsim();
 	expect_bad_config("; a comment\nthis is not ini\n",
-			  "%s:2: malformed line (expected '[section]', 'key = value' or a "
-			  "comment): 'this is not ini'");
+	                  "%s:2: malformed line (expected '[section]', 'key = value' or a "
+	                  "comment): 'this is not ini'");
 	expect_bad_config("[unterminated\n", "%s:1: section header without ']': '[unterminated'");
 	expect_bad_config("x = 1\n", "%s:1: x: key outside any [section]");
 }
@@ -321,7 +320,7 @@ static void test_missing_file(void **state)
 	result_t r = run_kvsim("config", "show", "/nonexistent/kvsim/exp.ini", NULL);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.err, "kvsim: /nonexistent/kvsim/exp.ini: cannot open: No such "
-				   "file or directory\n");
+	                           "file or directory\n");
 	result_free(&r);
 }
 
@@ -365,10 +364,10 @@ static void test_wrong_types(void **state)
 	need_kvsim();
 	int done = 0;
 	static const char *const cases[][3] = {
-		{"int", "notanint", "expected an integer, got 'notanint'"},
-		{"float", "fast", "expected a number, got 'fast'"},
-		{"bool", "maybe", "expected a boolean"},
-		{"enum", "zzzz_no_such_choice", "'zzzz_no_such_choice' is not one of: "},
+	    {"int", "notanint", "expected an integer, got 'notanint'"},
+	    {"float", "fast", "expected a number, got 'fast'"},
+	    {"bool", "maybe", "expected a boolean"},
+	    {"enum", "zzzz_no_such_choice", "'zzzz_no_such_choice' is not one of: "},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const doc_key_t *k = find_key(cases[i][0], 0);
@@ -397,9 +396,9 @@ static void test_out_of_range_and_duplicate(void **state)
 	snprintf(want, sizeof want, "kvsim: %%s:2: [%s] %s: ", k->section, k->name);
 	expect_bad_config_part(text, want, "is out of range");
 	snprintf(text, sizeof text, "[%s]\n%s = %lld\n%s = %lld\n", k->section, k->name, ok,
-		 k->name, ok);
+	         k->name, ok);
 	snprintf(want, sizeof want, "kvsim: %%s:3: [%s] %s: duplicate key (first set on line 2)",
-		 k->section, k->name);
+	         k->section, k->name);
 	expect_bad_config_part(text, want, "duplicate");
 }
 
@@ -442,8 +441,8 @@ static void test_policy_key_under_other_policy(void **state)
 	char set[256], want[512];
 	snprintf(set, sizeof set, "%s.%s=%s", k->section, k->name, k->def);
 	snprintf(want, sizeof want,
-		 "kvsim: --set: [%s] %s: parameter of policy '%s', but [%s] name = %s\n",
-		 k->section, k->name, k->owner, k->section, sel);
+	         "kvsim: --set: [%s] %s: parameter of policy '%s', but [%s] name = %s\n",
+	         k->section, k->name, k->owner, k->section, sel);
 	result_t r = run_kvsim("config", "show", "--set", set, NULL);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.out, "");
@@ -453,25 +452,25 @@ static void test_policy_key_under_other_policy(void **state)
 	char text[512];
 	snprintf(text, sizeof text, "[%s]\n%s = %s\n", k->section, k->name, k->def);
 	snprintf(want, sizeof want, "%%s:2: [%s] %s: parameter of policy '%s', but [%s] name = %s",
-		 k->section, k->name, k->owner, k->section, sel);
+	         k->section, k->name, k->owner, k->section, sel);
 	expect_bad_config(text, want);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help_exits_zero),
-		cmocka_unit_test(test_usage_errors_exit_two),
-		cmocka_unit_test(test_show_round_trips),
-		cmocka_unit_test(test_set_changes_show_and_digest),
-		cmocka_unit_test(test_unknown_section),
-		cmocka_unit_test(test_malformed_line),
-		cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_bad_set),
-		cmocka_unit_test(test_unknown_key),
-		cmocka_unit_test(test_wrong_types),
-		cmocka_unit_test(test_out_of_range_and_duplicate),
-		cmocka_unit_test(test_policy_key_under_other_policy),
+	    cmocka_unit_test(test_help_exits_zero),
+	    cmocka_unit_test(test_usage_errors_exit_two),
+	    cmocka_unit_test(test_show_round_trips),
+	    cmocka_unit_test(test_set_changes_show_and_digest),
+	    cmocka_unit_test(test_unknown_section),
+	    cmocka_unit_test(test_malformed_line),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_bad_set),
+	    cmocka_unit_test(test_unknown_key),
+	    cmocka_unit_test(test_wrong_types),
+	    cmocka_unit_test(test_out_of_range_and_duplicate),
+	    cmocka_unit_test(test_policy_key_under_other_policy),
 	};
 	if (!getenv("KVSIM")) {
 		fprintf(stderr, "test_cli_config: KVSIM not set, skipping\n");
