@@ -1,7 +1,207 @@
-/* Config keys of this module (see sim/cfg.h). */
+/* Config keys of models/ (see sim/cfg.h) and mdl_load_cfg (see mdl.h).
+ *
+ * [gpu] and [model] pick a spec by built-in name or by file, then any
+ * per-field override replaces the spec's value. Convention for overrides:
+ * a numeric key left at -1 means "from the spec" (any other negative value
+ * is an error); attention = spec means "from the spec".
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "models/mdl.h"
+#include "models/mdl_field.h"
 #include "sim/cfg.h"
 
+#define NOT_SET "-1"
+#define OVF(sec, key, unit, doc) \
+	{sec, key, CFG_FLOAT, NOT_SET, -1, 1e30, NULL, unit, doc " (-1: from the spec)", NULL}
+#define OVI(sec, key, unit, doc) \
+	{sec, key, CFG_INT, NOT_SET, -1, 4294967295.0, NULL, unit, doc " (-1: from the spec)", NULL}
+#define OVL(sec, key, unit, doc) \
+	{sec, key, CFG_INT, NOT_SET, -1, 9e15, NULL, unit, doc " (-1: from the spec)", NULL}
+
+/* The [compute] defaults mirror mdl_compute_params_default (mdl_cost.c,
+ * with their sources); tests check that they agree. */
 const cfg_key_t mdl_cfg_keys[] = {
-	{0},
+	{"gpu", "name", CFG_STR, "H100-SXM", 0, 0, NULL, "",
+	 "built-in GPU spec (A100-80GB, H100-SXM, H200, B200); ignored when file is set", NULL},
+	{"gpu", "file", CFG_STR, "", 0, 0, NULL, "path",
+	 "GPU spec INI file ([gpu] section); relative to the config file, else the working dir",
+	 NULL},
+	OVF("gpu", "hbm_bytes", "bytes", "HBM capacity per GPU"),
+	OVF("gpu", "hbm_bw", "bytes/s", "HBM bandwidth"),
+	OVF("gpu", "flops_bf16", "FLOP/s", "dense BF16 tensor throughput"),
+	OVF("gpu", "nvlink_bw", "bytes/s", "NVLink per GPU per direction (0: none)"),
+	OVL("gpu", "nvlink_lat_ns", "ns", "NVLink copy latency"),
+	OVF("gpu", "pcie_bw", "bytes/s", "PCIe GPU<->host per direction"),
+	OVL("gpu", "pcie_lat_ns", "ns", "PCIe copy latency"),
+	OVF("gpu", "nic_bw", "bytes/s", "NIC per GPU per direction"),
+	OVL("gpu", "nic_lat_ns", "ns", "NIC transfer latency"),
+	OVF("gpu", "host_dram_bytes", "bytes", "host DRAM per node"),
+	OVI("gpu", "gpus_per_node", "", "GPUs per node"),
+
+	{"model", "name", CFG_STR, "Llama-3-70B", 0, 0, NULL, "",
+	 "built-in LLM spec (Llama-3-8B, Llama-3-70B, Qwen2.5-72B, Mixtral-8x7B, DeepSeek-V3); "
+	 "ignored when file is set",
+	 NULL},
+	{"model", "file", CFG_STR, "", 0, 0, NULL, "path",
+	 "LLM spec INI file ([model] section); relative to the config file, else the working dir",
+	 NULL},
+	OVI("model", "layers", "", "transformer layers"),
+	OVI("model", "hidden", "", "hidden size"),
+	OVI("model", "heads", "", "attention (query) heads"),
+	OVI("model", "kv_heads", "", "KV heads (GQA)"),
+	OVI("model", "head_dim", "", "head dimension (MLA: v/qk_nope head dim)"),
+	OVI("model", "intermediate", "", "MLP intermediate size"),
+	OVI("model", "vocab", "tokens", "vocabulary size"),
+	OVI("model", "dtype_bytes", "bytes", "KV cache and activation element size"),
+	OVF("model", "weight_bytes", "bytes", "bytes per weight (0.5 for 4-bit)"),
+	OVF("model", "params_total", "", "parameters, all experts"),
+	OVF("model", "params_active", "", "parameters used per token"),
+	{"model", "attention", CFG_ENUM, "spec", 0, 0, "spec,gqa,mla", "",
+	 "attention kind (spec: from the spec)", NULL},
+	OVI("model", "mla_latent", "", "MLA KV latent rank (kv_lora_rank)"),
+	OVI("model", "mla_rope", "", "MLA decoupled rope key dims"),
+	OVI("model", "experts", "", "routed experts per MoE layer (0: dense)"),
+	OVI("model", "experts_active", "", "routed experts per token"),
+	OVI("model", "tied_embeddings", "", "1 if embedding and LM head share weights"),
+
+	{"compute", "mfu", CFG_FLOAT, "0.5", 0.01, 1, NULL, "",
+	 "achieved/peak FLOP/s (PaLM's MFU); see models/mdl_cost.c for the source", NULL},
+	{"compute", "mbu", CFG_FLOAT, "0.8", 0.01, 1, NULL, "",
+	 "achieved/peak HBM bandwidth (MBU); see models/mdl_cost.c for the source", NULL},
+	{"compute", "allreduce_bw_eff", CFG_FLOAT, "0.8", 0.01, 1, NULL, "",
+	 "TP all-reduce bus bandwidth / NVLink bandwidth", NULL},
+	{"compute", "allreduce_lat_ns", CFG_INT, "10000", 0, 1e12, NULL, "ns",
+	 "fixed cost of one TP all-reduce (2 per layer per iteration)", NULL},
+	{"compute", "iter_overhead_ns", CFG_INT, "500000", 0, 1e12, NULL, "ns",
+	 "scheduler/launch overhead per iteration", NULL},
 };
-const size_t mdl_cfg_keys_n = 0;
+const size_t mdl_cfg_keys_n = sizeof mdl_cfg_keys / sizeof mdl_cfg_keys[0];
+
+/* A relative spec path is tried beside the config file that set it first. */
+static void resolve_path(const cfg_t *cfg, const char *section, const char *path, char *out,
+			 size_t n)
+{
+	snprintf(out, n, "%s", path);
+	if (path[0] == '/')
+		return;
+	const char *origin = cfg_origin(cfg, section, "file");
+	const char *colon = origin ? strrchr(origin, ':') : NULL;
+	if (!colon || colon == origin)
+		return;
+	char cfgpath[4096];
+	snprintf(cfgpath, sizeof cfgpath, "%.*s", (int)(colon - origin), origin);
+	char cand[4096 + 256];
+	snprintf(cand, sizeof cand, "%s/%s", dirname(cfgpath), path);
+	size_t len = strlen(cand);
+	if (len < n && access(cand, R_OK) == 0)
+		memcpy(out, cand, len + 1);
+}
+
+/* "ORIGIN: [section] key" for messages about one config key. */
+static int key_error(const cfg_t *cfg, err_t *e, const char *sec, const char *key,
+		     const char *why)
+{
+	return err_set(e, KS_EINPUT, "%s: [%s] %s: %s", cfg_origin(cfg, sec, key), sec, key, why);
+}
+
+static int apply_overrides(const cfg_t *cfg, const char *sec, const mdl_field_t *fields,
+			   size_t n, void *dst, err_t *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		const mdl_field_t *f = &fields[i];
+		if (f->type == MDL_F_NAME)
+			continue;
+		if (f->type == MDL_F_ATTN) {
+			const char *v = cfg_str(cfg, sec, f->key);
+			const char *why;
+			if (strcmp(v, "spec") && mdl_field_set_text(f, dst, v, &why))
+				return key_error(cfg, e, sec, f->key, why);
+			continue;
+		}
+		double v = (f->type == MDL_F_DBL || f->type == MDL_F_U64)
+				   ? cfg_float(cfg, sec, f->key)
+				   : (double)cfg_int(cfg, sec, f->key);
+		if (v == -1)
+			continue;
+		const char *why;
+		if (v < 0)
+			return key_error(cfg, e, sec, f->key,
+					 "must be >= 0, or -1 for the spec's value");
+		if (mdl_field_set_number(f, dst, v, &why))
+			return key_error(cfg, e, sec, f->key, why);
+	}
+	return 0;
+}
+
+static int load_hw(const cfg_t *cfg, mdl_hw_t *hw, err_t *e)
+{
+	const char *file = cfg_str(cfg, "gpu", "file");
+	int rc;
+	if (file[0]) {
+		char path[4096];
+		resolve_path(cfg, "gpu", file, path, sizeof path);
+		rc = mdl_hw_load_file(path, hw, e);
+		if (rc)
+			return err_prefix(e, "%s: [gpu] file", cfg_origin(cfg, "gpu", "file"));
+	} else {
+		rc = mdl_hw_builtin(cfg_str(cfg, "gpu", "name"), hw, e);
+		if (rc)
+			return err_prefix(e, "%s: [gpu] name", cfg_origin(cfg, "gpu", "name"));
+	}
+	rc = apply_overrides(cfg, "gpu", mdl_hw_fields, mdl_hw_fields_n, hw, e);
+	if (!rc)
+		rc = mdl_hw_check(hw, "[gpu] after overrides", e);
+	return rc;
+}
+
+static int load_llm(const cfg_t *cfg, mdl_llm_t *llm, err_t *e)
+{
+	const char *file = cfg_str(cfg, "model", "file");
+	int rc;
+	if (file[0]) {
+		char path[4096];
+		resolve_path(cfg, "model", file, path, sizeof path);
+		rc = mdl_llm_load_file(path, llm, e);
+		if (rc)
+			return err_prefix(e, "%s: [model] file", cfg_origin(cfg, "model", "file"));
+	} else {
+		rc = mdl_llm_builtin(cfg_str(cfg, "model", "name"), llm, e);
+		if (rc)
+			return err_prefix(e, "%s: [model] name", cfg_origin(cfg, "model", "name"));
+	}
+	rc = apply_overrides(cfg, "model", mdl_llm_fields, mdl_llm_fields_n, llm, e);
+	if (!rc)
+		rc = mdl_llm_check(llm, "[model] after overrides", e);
+	return rc;
+}
+
+int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp,
+		 err_t *e)
+{
+	mdl_hw_t h;
+	mdl_llm_t m;
+	int rc = load_hw(cfg, &h, e);
+	if (!rc)
+		rc = load_llm(cfg, &m, e);
+	if (rc)
+		return rc;
+	mdl_compute_params_t p = {
+		.mfu = cfg_float(cfg, "compute", "mfu"),
+		.mbu = cfg_float(cfg, "compute", "mbu"),
+		.allreduce_bw_eff = cfg_float(cfg, "compute", "allreduce_bw_eff"),
+		.allreduce_lat_ns = cfg_int(cfg, "compute", "allreduce_lat_ns"),
+		.iter_overhead_ns = cfg_int(cfg, "compute", "iter_overhead_ns"),
+	};
+	if (hw)
+		*hw = h;
+	if (llm)
+		*llm = m;
+	if (cp)
+		*cp = p;
+	return 0;
+}

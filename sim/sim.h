@@ -13,6 +13,28 @@
 #include "sim/results.h"
 
 int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e);
+
+/* A stream of arriving requests in nondecreasing arrival order; blocks are
+ * chained prefix ids at the simulated block size, valid until the next call.
+ * next returns 1 (one request), 0 (end) or a negative KS_E* code. */
+typedef struct sim_arrival {
+	uint64_t id;
+	int64_t arrival_ns;
+	uint32_t in_len, out_len, n_blocks;
+	const uint64_t *blocks;
+	int32_t status; /* 0 ok, 1 failed in the source trace */
+} sim_arrival_t;
+
+typedef struct sim_source {
+	int (*next)(void *ctx, sim_arrival_t *out, err_t *e);
+	void *ctx;
+	const char *name;       /* trace path or "gen:KIND" */
+} sim_source_t;
+
+/* sim_run with the requests taken from src instead of the [trace] section. */
+int sim_run_source(const cfg_t *cfg, sim_source_t *src, sim_results_t *res, err_t *e);
+/* Seed of random stream `stream` derived from the master seed (splitmix64). */
+uint64_t sim_seed_for(uint64_t master, uint64_t stream);
 /* Built-in default experiment, as INI text. */
 extern const char sim_default_experiment[];
 

@@ -1,8 +1,40 @@
-/* Config keys of the simulator core (see sim/cfg.h). Filled in with the
- * cluster model. */
+/* Config keys of the simulator core: [experiment], [cluster], [kvcache],
+ * [scheduler], [slo] (see sim/cfg.h). Defaults follow vLLM's engine
+ * arguments where one exists (max_num_seqs 256, chunked prefill on with an
+ * 8192-token budget, as vLLM V1 does on data-centre GPUs). */
 #include "sim/cfg.h"
 
 const cfg_key_t sim_cfg_keys[] = {
-	{0},
+	{"experiment", "name", CFG_STR, "default", 0, 0, NULL, "", "label of the experiment", NULL},
+	{"experiment", "seed", CFG_INT, "1", 0, 9.2e18, NULL, "",
+	 "master seed; every random stream (arrivals, each policy) derives from it", NULL},
+	{"experiment", "until_s", CFG_FLOAT, "0", 0, 1e9, NULL, "s",
+	 "stop simulated time here (0 = when the trace ends and every request drains)", NULL},
+	{"cluster", "nodes", CFG_INT, "4", 1, 4096, NULL, "", "nodes in the cluster", NULL},
+	{"cluster", "gpus_per_node", CFG_INT, "8", 1, 64, NULL, "", "GPUs per node", NULL},
+	{"cluster", "tp", CFG_INT, "4", 1, 64, NULL, "",
+	 "tensor-parallel degree: GPUs per instance (divides gpus_per_node)", NULL},
+	{"cluster", "reserve_fraction", CFG_FLOAT, "0.1", 0, 0.9, NULL, "",
+	 "share of each GPU's HBM kept for activations and the runtime (vLLM's "
+	 "gpu_memory_utilization 0.9 leaves 0.1)", NULL},
+	{"cluster", "kv_blocks", CFG_INT, "0", 0, 1e9, NULL, "blocks",
+	 "KV pool per instance in blocks; 0 = what HBM leaves after weights and reserve", NULL},
+	{"cluster", "router", CFG_ENUM, "round_robin", 0, 0, "round_robin,random,least_load", "",
+	 "request routing across instances", NULL},
+	{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
+	 "tokens per KV block (the Mooncake traces hash 512-token blocks; vLLM uses 16)", NULL},
+	{"kvcache", "busy_rule", CFG_ENUM, "wait", 0, 0, "wait,recompute", "",
+	 "a needed block still being computed or copied here: wait for it, or recompute "
+	 "the rest of the prompt privately", NULL},
+	{"scheduler", "max_num_seqs", CFG_INT, "256", 1, 65536, NULL, "",
+	 "most sequences in one iteration (vLLM max_num_seqs)", NULL},
+	{"scheduler", "max_batched_tokens", CFG_INT, "8192", 1, 1048576, NULL, "tokens",
+	 "most tokens in one iteration (vLLM max_num_batched_tokens)", NULL},
+	{"scheduler", "chunked_prefill", CFG_BOOL, "true", 0, 0, NULL, "",
+	 "split long prefills over iterations; off: a prompt runs whole", NULL},
+	{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
+	 "time-to-first-token target for SLO attainment and goodput", NULL},
+	{"slo", "tpot_ms", CFG_FLOAT, "100", 0, 1e9, NULL, "ms",
+	 "time-per-output-token target for SLO attainment and goodput", NULL},
 };
-const size_t sim_cfg_keys_n = 0;
+const size_t sim_cfg_keys_n = sizeof sim_cfg_keys / sizeof sim_cfg_keys[0];

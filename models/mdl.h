@@ -1,0 +1,159 @@
+/* mdl — hardware and LLM specs, and the compute cost of one scheduler
+ * iteration.
+ *
+ * Specs are INI files (models/hw/<NAME>.ini with a [gpu] section,
+ * models/llm/<NAME>.ini with a [model] section); the built-in ones are
+ * embedded in the binary, users may load their own. Parsing is strict: an
+ * unknown key or section, a duplicate or missing required key, or a value
+ * that is not a number in range gives KS_EINPUT "file:line: key: reason".
+ *
+ * Units: bytes (uint64_t or double for rates: bytes/s), FLOP/s, nanoseconds
+ * (int64_t). Structs are plain values: the caller owns them, nothing to free.
+ * Functions that can fail return 0 or a negative KS_E* code and fill err_t.
+ * The cost formulas and their sources are written out in models/mdl_cost.c.
+ */
+#ifndef KVSIM_MDL_H
+#define KVSIM_MDL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/cfg.h"
+#include "sim/err.h"
+
+#define MDL_NAME_MAX 64
+
+/* One GPU and the node it sits in. Link rates are per GPU, per direction. */
+typedef struct mdl_hw {
+	char name[MDL_NAME_MAX];
+	uint64_t hbm_bytes;       /* HBM capacity */
+	double hbm_bw;            /* HBM bandwidth, bytes/s */
+	double flops_bf16;        /* dense BF16 tensor FLOP/s */
+	double nvlink_bw;         /* bytes/s per direction; 0 = no NVLink */
+	int64_t nvlink_lat_ns;
+	double pcie_bw;           /* GPU<->host, bytes/s per direction */
+	int64_t pcie_lat_ns;
+	double nic_bw;            /* the GPU's rail NIC, bytes/s per direction */
+	int64_t nic_lat_ns;
+	uint64_t host_dram_bytes; /* per node (optional key; default 0 = none) */
+	uint32_t gpus_per_node;   /* optional key; default 8 */
+} mdl_hw_t;
+
+typedef enum { MDL_ATTN_GQA = 0, MDL_ATTN_MLA = 1 } mdl_attn_t;
+
+/* One model. For MoE, experts/experts_active > 0 and params_active counts
+ * the shared parameters plus experts_active routed experts per layer. */
+typedef struct mdl_llm {
+	char name[MDL_NAME_MAX];
+	uint32_t layers, hidden, heads, kv_heads, head_dim, intermediate, vocab;
+	uint32_t dtype_bytes;     /* KV cache and activation element size */
+	double weight_bytes;      /* bytes per weight, may be fractional (4-bit:
+				   * 0.5); optional key, default dtype_bytes */
+	uint64_t params_total, params_active;
+	mdl_attn_t attention;
+	uint32_t mla_latent, mla_rope; /* MLA only (kv_lora_rank, rope dims) */
+	uint32_t experts, experts_active; /* routed experts; 0 = dense */
+	uint32_t tied_embeddings; /* 1: embedding and LM head share weights */
+} mdl_llm_t;
+
+/* Efficiency factors and communication constants of the compute model. */
+typedef struct mdl_compute_params {
+	double mfu;               /* achieved / peak FLOP/s, (0, 1] */
+	double mbu;               /* achieved / peak HBM bandwidth, (0, 1] */
+	double allreduce_bw_eff;  /* achieved ring bus bandwidth / nvlink_bw */
+	int64_t allreduce_lat_ns; /* fixed cost of one all-reduce */
+	int64_t iter_overhead_ns; /* scheduler + launch cost per iteration */
+} mdl_compute_params_t;
+
+/* Defaults of the [compute] config keys (sources in mdl_cost.c). */
+extern const mdl_compute_params_t mdl_compute_params_default;
+
+/* ---- specs ---------------------------------------------------------------
+ * origin names the text in error messages ("hw/H100-SXM.ini", a path). */
+int mdl_hw_parse(const char *origin, const char *text, mdl_hw_t *hw, err_t *e);
+int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e);
+int mdl_hw_load_file(const char *path, mdl_hw_t *hw, err_t *e);
+int mdl_llm_load_file(const char *path, mdl_llm_t *llm, err_t *e);
+/* Built-in spec by name (case-insensitive); KS_EINPUT listing the names
+ * when there is none. */
+int mdl_hw_builtin(const char *name, mdl_hw_t *hw, err_t *e);
+int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e);
+/* The i-th built-in name of a kind ("hw" or "llm"), NULL past the end; the
+ * string lives in a per-thread buffer valid until the next call. */
+const char *mdl_builtin_name(const char *kind, size_t i);
+/* Writes a spec as INI text the parsers read back to the same struct
+ * (provenance: the resolved spec of a run). 0 or KS_EIO. */
+int mdl_hw_write(const mdl_hw_t *hw, FILE *f);
+int mdl_llm_write(const mdl_llm_t *llm, FILE *f);
+/* Cross-field checks (run by the parsers and again after overrides). */
+int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e);
+int mdl_llm_check(const mdl_llm_t *llm, const char *origin, err_t *e);
+
+/* KV bytes one token occupies over the whole model:
+ * GQA 2*layers*kv_heads*head_dim*dtype_bytes; MLA layers*(latent+rope)*dtype. */
+uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *llm);
+/* The same on each GPU of a TP group: GQA KV heads are split over the group
+ * (replicated when tp > kv_heads); the MLA latent is replicated on every rank
+ * (as in vLLM and SGLang), so it does not shrink with tp. */
+uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *llm, uint32_t tp);
+/* Weight bytes on each GPU of a TP group: ceil(params_total*weight_bytes/tp). */
+uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *llm, uint32_t tp);
+
+/* Resolves [gpu], [model] and [compute] of a config: the named built-in or
+ * the given file, then every override key that is set. */
+int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm,
+		 mdl_compute_params_t *cp, err_t *e);
+
+/* ---- compute cost -------------------------------------------------------- */
+typedef struct mdl_compute {
+	mdl_hw_t hw;
+	mdl_llm_t llm;
+	uint32_t tp;
+	mdl_compute_params_t p;
+	/* derived once by mdl_compute_init */
+	double flops_rate;     /* tp * flops_bf16 * mfu, FLOP/s */
+	double bytes_rate;     /* hbm_bw * mbu per GPU, bytes/s */
+	double shared_params;  /* MoE: parameters every token uses */
+	double expert_params;  /* MoE: parameters of one routed expert, all layers */
+	double kv_gpu;         /* mdl_kv_bytes_per_token_gpu */
+	double ar_bw;          /* all-reduce link rate, bytes/s */
+} mdl_compute_t;
+
+/* One sequence's share of an iteration: `tokens` computed now after `cached`
+ * tokens already in its KV. A decode step is tokens = 1, cached = context. */
+typedef struct mdl_seq {
+	uint32_t tokens;
+	uint32_t cached;
+} mdl_seq_t;
+
+typedef struct mdl_batch {
+	const mdl_seq_t *prefill; /* prefill chunks (prompt tokens) */
+	size_t n_prefill;
+	const uint32_t *decode_ctx; /* decode sequences: tokens in KV before */
+	size_t n_decode;
+} mdl_batch_t;
+
+/* Breakdown of one iteration (per GPU of the TP group). */
+typedef struct mdl_iter_cost {
+	double flops;        /* whole group */
+	double bytes;        /* per GPU: weights + KV read + KV write */
+	double t_compute_ns, t_memory_ns, t_comm_ns, t_overhead_ns;
+	int64_t total_ns;
+} mdl_iter_cost_t;
+
+/* Validates tp (>= 1, divides heads; kv_heads divides by or into tp) and the
+ * parameters; copies hw, llm and p. */
+int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
+		     uint32_t tp, const mdl_compute_params_t *p, err_t *e);
+/* Duration of one continuous-batching iteration, >= 1 ns; 0 for an empty
+ * batch (no sequence). mdl_iter_cost also fills out (may be NULL) with the
+ * breakdown. Pure functions of their arguments. */
+int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b);
+int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cost_t *out);
+/* An iteration holding only one prefill of n new tokens after `cached`. */
+int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached);
+/* An iteration of n_seqs decode sequences, each with ctx tokens in KV. */
+int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx);
+
+#endif

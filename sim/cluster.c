@@ -1,0 +1,539 @@
+/* cluster — see cluster.h. The scheduler follows vLLM's continuous batching:
+ * running requests first (decodes take one token, unfinished prefills take
+ * a chunk), then waiting requests in arrival order while the batch has room
+ * (max_num_seqs sequences, max_batched_tokens tokens). A decode that needs a
+ * new block when the pool is full preempts the most recently admitted
+ * request, which frees its blocks and later recomputes its context. */
+#include "sim/cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/err.h"
+
+enum { ADMIT_OK = 0, ADMIT_SKIP = 1, ADMIT_FULL = 2 };
+
+static uint32_t ceil_div(uint64_t a, uint64_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+
+int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
+{
+	memset(c, 0, sizeof *c);
+	c->p = *p;
+	c->eng = eng;
+	c->inst = calloc(p->n_instances, sizeof *c->inst);
+	if (!c->inst)
+		return KS_ENOMEM;
+	for (uint32_t i = 0; i < p->n_instances; i++) {
+		sim_inst_t *in = &c->inst[i];
+		in->id = i;
+		in->kv = kv_store_new(p->kv_blocks);
+		in->batch_cap = p->max_num_seqs;
+		in->batch.pre_new = calloc(in->batch_cap, sizeof(uint32_t));
+		in->batch.pre_ctx = calloc(in->batch_cap, sizeof(uint32_t));
+		in->batch.dec_ctx = calloc(in->batch_cap, sizeof(uint32_t));
+		in->cap_run = p->max_num_seqs;
+		in->run = calloc(in->cap_run, sizeof *in->run);
+		if (!in->kv || !in->batch.pre_new || !in->batch.pre_ctx || !in->batch.dec_ctx ||
+		    !in->run)
+			return KS_ENOMEM;
+	}
+	return ev_engine_register(eng, CLUSTER_EV_ITER, iter_done, c);
+}
+
+static void req_free(sim_req_t *r)
+{
+	free(r->blocks);
+	free(r->gaps);
+	free(r);
+}
+
+void cluster_free(cluster_t *c)
+{
+	if (!c->inst)
+		return;
+	for (uint32_t i = 0; i < c->p.n_instances; i++) {
+		sim_inst_t *in = &c->inst[i];
+		for (sim_req_t *r = in->wait_head, *n; r; r = n) {
+			n = r->next;
+			req_free(r);
+		}
+		for (uint32_t k = 0; k < in->n_run; k++)
+			req_free(in->run[k]);
+		kv_store_free(in->kv);
+		free(in->batch.pre_new);
+		free(in->batch.pre_ctx);
+		free(in->batch.dec_ctx);
+		free(in->run);
+	}
+	free(c->inst);
+	free(c->res);
+	memset(c, 0, sizeof *c);
+}
+
+int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len)
+{
+	return ceil_div((uint64_t)in_len + out_len, c->p.block_tokens) <= c->p.kv_blocks;
+}
+
+uint32_t cluster_load(const cluster_t *c, uint32_t inst)
+{
+	return c->inst[inst].n_wait + c->inst[inst].n_run;
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+static res_request_t *res_append(cluster_t *c)
+{
+	if (c->n_res == c->cap_res) {
+		size_t cap = c->cap_res ? 2 * c->cap_res : 1024;
+		res_request_t *n = realloc(c->res, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		c->res = n;
+		c->cap_res = cap;
+	}
+	res_request_t *r = &c->res[c->n_res++];
+	memset(r, 0, sizeof *r);
+	r->ttft_ns = r->tpot_ns = r->tbt_p90_ns = r->e2e_ns = r->queue_ns = -1;
+	r->fetch_wait_ns = 0;
+	return r;
+}
+
+int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t in_len,
+			    uint32_t out_len, int32_t status)
+{
+	res_request_t *r = res_append(c);
+	if (!r)
+		return KS_ENOMEM;
+	r->id = id;
+	r->arrival_ns = arrival;
+	r->instance = -1;
+	r->status = status;
+	r->input_tokens = in_len;
+	r->output_tokens = out_len;
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int record(cluster_t *c, const sim_req_t *q, int32_t status)
+{
+	res_request_t *r = res_append(c);
+	if (!r)
+		return KS_ENOMEM;
+	r->id = q->id;
+	r->arrival_ns = q->arrival;
+	r->instance = q->inst;
+	r->status = status;
+	r->input_tokens = q->in_len;
+	r->output_tokens = q->out_len;
+	r->tok_local = q->tok_local;
+	r->tok_recomputed = q->tok_recomputed;
+	r->tok_spec_hit = q->tok_spec_hit;
+	if (q->t_admit >= 0)
+		r->queue_ns = q->t_admit - q->arrival;
+	if (q->generated > 0)
+		r->ttft_ns = q->t_first - q->arrival;
+	if (status == REQ_COMPLETED) {
+		r->e2e_ns = q->t_last - q->arrival;
+		r->tpot_ns = q->out_len > 1 ? (q->t_last - q->t_first) / (q->out_len - 1) : 0;
+		if (q->n_gaps) {
+			/* p90 by the nearest-rank rule */
+			qsort(q->gaps, q->n_gaps, sizeof *q->gaps, cmp_i64);
+			uint32_t k = ceil_div(9ull * q->n_gaps, 10);
+			r->tbt_p90_ns = q->gaps[k ? k - 1 : 0];
+		} else {
+			r->tbt_p90_ns = 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- waiting queue -------------------------------------------------------- */
+
+/* Integrates the waiting-queue length over time (for Little's law). */
+static void wait_account(sim_inst_t *in, int64_t now)
+{
+	in->wait_area += (double)in->n_wait * (double)(now - in->wait_since);
+	in->wait_since = now;
+}
+
+static void wait_push_back(sim_inst_t *in, sim_req_t *r, int64_t now)
+{
+	wait_account(in, now);
+	r->next = NULL;
+	if (in->wait_tail)
+		in->wait_tail->next = r;
+	else
+		in->wait_head = r;
+	in->wait_tail = r;
+	in->n_wait++;
+}
+
+static void wait_push_front(sim_inst_t *in, sim_req_t *r, int64_t now)
+{
+	wait_account(in, now);
+	r->next = in->wait_head;
+	in->wait_head = r;
+	if (!in->wait_tail)
+		in->wait_tail = r;
+	in->n_wait++;
+}
+
+static void wait_unlink(sim_inst_t *in, sim_req_t *prev, sim_req_t *r, int64_t now)
+{
+	wait_account(in, now);
+	if (prev)
+		prev->next = r->next;
+	else
+		in->wait_head = r->next;
+	if (in->wait_tail == r)
+		in->wait_tail = prev;
+	r->next = NULL;
+	in->n_wait--;
+}
+
+/* ---- block holding -------------------------------------------------------- */
+
+/* Gives back every block r holds on in. Blocks r was still computing are
+ * dropped: their KV never came to exist. */
+static void release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+{
+	int64_t now = ev_engine_now(c->eng);
+	for (uint32_t j = 0; j < r->shared_hold; j++) {
+		kv_unref(in->kv, r->blocks[j], now);
+		if (j >= r->ready)
+			kv_drop(in->kv, r->blocks[j]);
+	}
+	kv_free_private(in->kv, r->priv);
+	c->kv_block_frees += r->shared_hold + r->priv;
+	r->shared_hold = r->held = r->ready = r->own_from = r->priv = 0;
+}
+
+/* Makes r hold enough blocks for ctx tokens of context. */
+static int ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ctx)
+{
+	uint32_t need = ceil_div(ctx, c->p.block_tokens);
+	uint32_t have = r->shared_hold + r->priv;
+	if (need <= have)
+		return KV_OK;
+	if (kv_alloc_private(in->kv, need - have, ev_engine_now(c->eng)))
+		return KV_FULL;
+	c->kv_block_allocs += need - have;
+	r->priv += need - have;
+	return KV_OK;
+}
+
+/* Resolves r's prefix against the local cache and takes its blocks. */
+static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+{
+	int64_t now = ev_engine_now(c->eng);
+	uint32_t B = c->p.block_tokens;
+	uint32_t target = r->in_len + r->generated;
+	uint32_t m = kv_match(in->kv, r->blocks, r->n_blocks);
+	uint32_t s_end = m; /* blocks [m, s_end) become shared blocks we compute */
+	while (s_end < r->n_blocks) {
+		int st = kv_lookup(in->kv, r->blocks[s_end]);
+		if (st == 0) {
+			s_end++;
+			continue;
+		}
+		if ((st == KV_COMPUTING || st == KV_INFLIGHT) && s_end == m &&
+		    c->p.busy_rule == BUSY_WAIT)
+			return ADMIT_SKIP; /* its KV does not exist yet: wait for it */
+		break;                     /* compute the rest privately */
+	}
+	/* references first, so the hits cannot be evicted to make room */
+	uint32_t spec_hits = 0;
+	for (uint32_t j = 0; j < m; j++) {
+		int was_spec = 0;
+		kv_ref(in->kv, r->blocks[j], now, &was_spec);
+		spec_hits += (uint32_t)was_spec;
+	}
+	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
+	if (kv_free_or_evictable(in->kv) < (s_end - m) + n_priv) {
+		for (uint32_t j = 0; j < m; j++)
+			kv_unref(in->kv, r->blocks[j], now);
+		return ADMIT_FULL;
+	}
+	for (uint32_t j = m; j < s_end; j++)
+		kv_alloc(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now);
+	kv_alloc_private(in->kv, n_priv, now);
+	c->kv_block_allocs += s_end + n_priv;
+	r->held = r->shared_hold = s_end;
+	r->own_from = r->ready = m;
+	r->priv = n_priv;
+	r->target = target;
+	uint32_t hit = m * B < target ? m * B : target - 1;
+	r->done_tok = hit;
+	if (r->preemptions == 0) {
+		r->tok_local = hit < r->in_len ? hit : r->in_len;
+		r->tok_spec_hit = spec_hits * B < r->tok_local ? spec_hits * B : r->tok_local;
+		r->t_admit = now;
+		c->blocks_total += r->n_blocks;
+		c->blocks_hit += m;
+	}
+	r->tok_recomputed += target - hit;
+	in->prefill_tokens_queued -= r->in_len; /* counted at submit */
+	r->phase = RQ_RUNNING;
+	return ADMIT_OK;
+}
+
+static void run_remove(sim_inst_t *in, uint32_t k)
+{
+	memmove(&in->run[k], &in->run[k + 1], (in->n_run - k - 1) * sizeof *in->run);
+	in->n_run--;
+}
+
+/* Preempts the most recently admitted running request (recompute mode). */
+static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
+{
+	sim_req_t *v = in->run[in->n_run - 1];
+	release_blocks(c, in, v);
+	run_remove(in, in->n_run - 1);
+	v->phase = RQ_WAITING;
+	v->done_tok = 0;
+	v->in_batch = 0;
+	v->preemptions++;
+	in->prefill_tokens_queued += v->in_len;
+	wait_push_front(in, v, ev_engine_now(c->eng));
+	return v;
+}
+
+/* ---- iterations ------------------------------------------------------------ */
+
+static void batch_add_prefill(sim_inst_t *in, sim_req_t *r, uint32_t chunk)
+{
+	in->batch.pre_new[in->batch.n_pre] = chunk;
+	in->batch.pre_ctx[in->batch.n_pre] = r->done_tok;
+	in->batch.n_pre++;
+	r->chunk = chunk;
+	r->in_batch = 1;
+}
+
+/* Tokens of r's remaining prefill that fit in budget, 0 if none. */
+static uint32_t prefill_chunk(const cluster_t *c, const sim_req_t *r, uint32_t budget)
+{
+	uint32_t rem = r->target - r->done_tok;
+	if (c->p.chunked_prefill)
+		return rem < budget ? rem : budget;
+	/* without chunking a prompt runs whole; an over-long one runs alone */
+	if (rem <= budget || budget == c->p.max_batched_tokens)
+		return rem;
+	return 0;
+}
+
+static int iter_start(cluster_t *c, sim_inst_t *in)
+{
+	if (in->busy)
+		return 0;
+	in->batch.n_pre = in->batch.n_dec = 0;
+	uint32_t budget = c->p.max_batched_tokens;
+	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
+		sim_req_t *r = in->run[k];
+		if (r->done_tok < r->target) {
+			uint32_t ch = prefill_chunk(c, r, budget);
+			if (!ch)
+				continue;
+			batch_add_prefill(in, r, ch);
+			budget -= ch < budget ? ch : budget;
+			continue;
+		}
+		uint64_t ctx = (uint64_t)r->in_len + r->generated;
+		int preempted_self = 0;
+		while (ensure_blocks(c, in, r, ctx) != KV_OK) {
+			if (preempt_last(c, in) == r) {
+				preempted_self = 1;
+				break;
+			}
+		}
+		if (preempted_self)
+			break; /* r was the last running request */
+		in->batch.dec_ctx[in->batch.n_dec++] = (uint32_t)ctx;
+		r->chunk = 1;
+		r->in_batch = 1;
+		budget--;
+	}
+	/* admit waiting requests in arrival order */
+	sim_req_t *prev = NULL;
+	for (sim_req_t *r = in->wait_head; r && budget > 0 && in->n_run < c->p.max_num_seqs;) {
+		sim_req_t *next = r->next;
+		if (!c->p.chunked_prefill && budget < c->p.max_batched_tokens &&
+		    r->in_len + r->generated > budget + (uint64_t)r->n_blocks * c->p.block_tokens)
+			break; /* cannot fit whole even with a full hit: next iteration */
+		int a = admit(c, in, r);
+		if (a == ADMIT_FULL)
+			break;
+		if (a == ADMIT_SKIP) {
+			prev = r;
+			r = next;
+			continue;
+		}
+		wait_unlink(in, prev, r, ev_engine_now(c->eng));
+		in->run[in->n_run++] = r;
+		uint32_t ch = prefill_chunk(c, r, budget);
+		if (ch) {
+			batch_add_prefill(in, r, ch);
+			budget -= ch < budget ? ch : budget;
+		}
+		r = next;
+	}
+	if (in->batch.n_pre + in->batch.n_dec == 0)
+		return 0;
+	int64_t dur = c->p.cost(c->p.cost_ctx, &in->batch);
+	if (dur < 1)
+		dur = 1;
+	in->busy = 1;
+	in->iter_start = ev_engine_now(c->eng);
+	if (ev_engine_after(c->eng, dur, CLUSTER_EV_ITER, in->id, 0) == EV_NONE)
+		return KS_ENOMEM;
+	return 0;
+}
+
+static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
+{
+	if (r->generated == 0) {
+		r->t_first = now;
+	} else {
+		if (r->n_gaps == r->cap_gaps) {
+			uint32_t cap = r->cap_gaps ? 2 * r->cap_gaps : 16;
+			int64_t *g = realloc(r->gaps, cap * sizeof *g);
+			if (!g)
+				return KS_ENOMEM;
+			r->gaps = g;
+			r->cap_gaps = cap;
+		}
+		r->gaps[r->n_gaps++] = now - r->t_last;
+	}
+	r->t_last = now;
+	r->generated++;
+	(void)c;
+	return 0;
+}
+
+static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	cluster_t *c = ctx;
+	sim_inst_t *in = &c->inst[ev->target];
+	int64_t now = ev_engine_now(eng);
+	uint32_t B = c->p.block_tokens;
+	in->busy = 0;
+	in->busy_ns += now - in->iter_start;
+	in->iterations++;
+	for (uint32_t k = 0; k < in->n_run;) {
+		sim_req_t *r = in->run[k];
+		if (!r->in_batch) {
+			k++;
+			continue;
+		}
+		r->in_batch = 0;
+		int tok = 1;
+		if (r->done_tok < r->target) {
+			r->done_tok += r->chunk;
+			/* blocks whose every token is now computed become usable */
+			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok)
+				kv_ready(in->kv, r->blocks[r->ready++], now);
+			tok = r->done_tok == r->target;
+		}
+		if (tok) {
+			int rc = emit_token(c, r, now);
+			if (rc)
+				return rc;
+		}
+		if (r->generated >= r->out_len) {
+			release_blocks(c, in, r);
+			int rc = record(c, r, REQ_COMPLETED);
+			if (rc)
+				return rc;
+			run_remove(in, k);
+			req_free(r);
+			c->n_live--;
+			continue;
+		}
+		k++;
+	}
+	return iter_start(c, in);
+}
+
+/* ---- entry points ------------------------------------------------------------ */
+
+int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
+		   const uint64_t *blocks, uint32_t n_blocks)
+{
+	sim_req_t *r = calloc(1, sizeof *r);
+	if (!r)
+		return KS_ENOMEM;
+	r->blocks = malloc((n_blocks ? n_blocks : 1) * sizeof *r->blocks);
+	if (!r->blocks) {
+		free(r);
+		return KS_ENOMEM;
+	}
+	memcpy(r->blocks, blocks, n_blocks * sizeof *blocks);
+	r->id = id;
+	r->arrival = ev_engine_now(c->eng);
+	r->in_len = in_len ? in_len : 1;
+	r->out_len = out_len ? out_len : 1;
+	/* only full blocks of the prompt are shareable */
+	r->n_blocks = n_blocks < r->in_len / c->p.block_tokens ? n_blocks
+							       : r->in_len / c->p.block_tokens;
+	r->inst = (int32_t)inst;
+	r->t_admit = -1;
+	sim_inst_t *in = &c->inst[inst];
+	wait_push_back(in, r, ev_engine_now(c->eng));
+	in->prefill_tokens_queued += r->in_len;
+	c->n_live++;
+	return iter_start(c, in);
+}
+
+int cluster_finish(cluster_t *c)
+{
+	for (uint32_t i = 0; i < c->p.n_instances; i++) {
+		sim_inst_t *in = &c->inst[i];
+		while (in->n_run) {
+			sim_req_t *r = in->run[in->n_run - 1];
+			release_blocks(c, in, r);
+			int rc = record(c, r, REQ_UNFINISHED);
+			if (rc)
+				return rc;
+			in->n_run--;
+			req_free(r);
+			c->n_live--;
+		}
+		while (in->wait_head) {
+			sim_req_t *r = in->wait_head;
+			wait_unlink(in, NULL, r, ev_engine_now(c->eng));
+			int rc = record(c, r, REQ_UNFINISHED);
+			if (rc)
+				return rc;
+			req_free(r);
+			c->n_live--;
+		}
+	}
+	return 0;
+}
+
+int cluster_check(const cluster_t *c)
+{
+	for (uint32_t i = 0; i < c->p.n_instances; i++) {
+		const sim_inst_t *in = &c->inst[i];
+		if (kv_check(in->kv))
+			return -1;
+		if (kv_used(in->kv) > kv_capacity(in->kv))
+			return -2;
+		uint64_t priv = 0;
+		for (uint32_t k = 0; k < in->n_run; k++)
+			priv += in->run[k]->priv;
+		if (priv != kv_used_private(in->kv))
+			return -3;
+	}
+	return 0;
+}

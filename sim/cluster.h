@@ -1,0 +1,125 @@
+/* cluster — instances, requests and the continuous-batching scheduler.
+ *
+ * A cluster_t owns its instances (each a tensor-parallel group of GPUs on one
+ * node with its own kv_store and scheduler), the requests in the system and
+ * the per-request results. It runs on an ev_engine it does not own. Times are
+ * ns, sizes bytes or blocks as named. Requests enter with cluster_submit (at
+ * their arrival time, already routed); each instance runs one iteration event
+ * at a time whose duration comes from the cost callback. Every request ends
+ * completed or rejected (with a reason); none is dropped. Errors: KS_ENOMEM.
+ */
+#ifndef KVSIM_CLUSTER_H
+#define KVSIM_CLUSTER_H
+
+#include <stdint.h>
+
+#include "sim/ev_engine.h"
+#include "sim/kv_store.h"
+#include "sim/results.h"
+
+/* One scheduler iteration, handed to the cost model. */
+typedef struct sim_batch {
+	uint32_t n_pre, n_dec;
+	uint32_t *pre_new;  /* tokens computed this iteration, per prefill chunk */
+	uint32_t *pre_ctx;  /* tokens already in KV before the chunk */
+	uint32_t *dec_ctx;  /* context length of each decoding sequence */
+} sim_batch_t;
+
+typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
+
+/* What happens when a needed block is being computed (or copied) here for
+ * another request: wait until it is ready, or recompute it privately. */
+enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
+
+typedef struct cluster_params {
+	uint32_t n_instances;
+	uint32_t block_tokens;
+	uint32_t kv_blocks;          /* KV pool per instance, blocks */
+	uint64_t block_bytes;        /* bytes of one block over the whole TP group */
+	uint32_t max_num_seqs;
+	uint32_t max_batched_tokens;
+	int chunked_prefill;
+	int busy_rule;               /* BUSY_* */
+	sim_cost_fn cost;
+	void *cost_ctx;
+	int64_t ttft_slo_ns, tpot_slo_ns;
+} cluster_params_t;
+
+enum { RQ_WAITING = 0, RQ_RUNNING = 1, RQ_DONE = 2 };
+
+typedef struct sim_req {
+	uint64_t id;
+	int64_t arrival;
+	uint32_t in_len, out_len, n_blocks;
+	uint64_t *blocks;          /* chained prefix ids, owned */
+	int32_t inst;
+	uint8_t phase;
+	uint8_t in_batch;
+	uint32_t held;             /* prefix blocks held (refs or own COMPUTING) */
+	uint32_t own_from;         /* first held block this request computes */
+	uint32_t ready;            /* held blocks known READY */
+	uint32_t shared_hold;      /* prefix blocks held as shared (rest private) */
+	uint32_t priv;             /* private blocks held */
+	uint32_t done_tok;         /* context tokens whose KV exists */
+	uint32_t target;           /* context to prefill: in_len + generated at admission */
+	uint32_t chunk;            /* tokens in the current iteration */
+	uint32_t generated;
+	uint32_t tok_local, tok_recomputed, tok_spec_hit;
+	uint32_t preemptions;
+	int64_t t_admit, t_first, t_last;
+	int64_t *gaps;             /* inter-token gaps, ns */
+	uint32_t n_gaps, cap_gaps;
+	struct sim_req *next;      /* waiting queue link */
+} sim_req_t;
+
+typedef struct sim_inst {
+	uint32_t id;
+	kv_store_t *kv;
+	sim_req_t *wait_head, *wait_tail;
+	uint32_t n_wait;
+	sim_req_t **run;           /* running requests in admission order */
+	uint32_t n_run, cap_run;
+	int busy;
+	int64_t iter_start;
+	uint64_t prefill_tokens_queued; /* prompt tokens not yet computed */
+	int64_t wait_since;        /* last change of n_wait */
+	double wait_area;          /* integral of n_wait over time, request*ns */
+	int64_t busy_ns;
+	uint64_t iterations;
+	sim_batch_t batch;
+	uint32_t batch_cap;
+} sim_inst_t;
+
+typedef struct cluster {
+	cluster_params_t p;
+	ev_engine_t *eng;
+	sim_inst_t *inst;
+	res_request_t *res;
+	size_t n_res, cap_res;
+	uint64_t n_live;           /* requests submitted and not finished */
+	uint64_t kv_block_allocs, kv_block_frees; /* private+shared block-events */
+	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */
+	int err;                   /* first error inside a handler */
+} cluster_t;
+
+/* Event type used for iteration completions. */
+#define CLUSTER_EV_ITER 1
+
+int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng);
+void cluster_free(cluster_t *c);
+/* Takes a request (copying blocks) arriving now on instance inst. */
+int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len,
+		   uint32_t out_len, const uint64_t *blocks, uint32_t n_blocks);
+/* Records a request that never reaches an instance (rejected, failed). */
+int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t in_len,
+			    uint32_t out_len, int32_t status);
+/* Whether a request of this size can ever fit one instance. */
+int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len);
+/* Marks the requests still in the system as unfinished (end of run). */
+int cluster_finish(cluster_t *c);
+/* Checks every store and counter; 0 when consistent. */
+int cluster_check(const cluster_t *c);
+/* Load of an instance for least-load routing: queued + running requests. */
+uint32_t cluster_load(const cluster_t *c, uint32_t inst);
+
+#endif

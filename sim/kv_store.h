@@ -1,0 +1,96 @@
+/* kv_store — one instance's paged KV cache: fixed-size blocks of B tokens.
+ *
+ * Shared (prefix) blocks are named by chained prefix ids (block i's id covers
+ * every token before it), stored once however many requests use them, and
+ * reference-counted by the requests that hold them. Private blocks (a
+ * request's partial last prompt block and its generated tokens) are counted,
+ * not named. A shared block is COMPUTING while the prefill that produces it
+ * runs, INFLIGHT while a copy brings it, READY once its KV exists here; only
+ * READY blocks may be matched or copied out (causality). READY blocks with no
+ * reference are cached and evictable, lowest eviction priority first (LRU by
+ * default; deeper blocks of a prefix go before shallower ones on ties).
+ * Capacity (blocks, shared + private) is never exceeded: allocations that do
+ * not fit after evicting return KV_FULL and change nothing.
+ * Memory: the store owns its slab, map and heap; no allocation after
+ * kv_store_new. Errors: KV_FULL / KV_EXISTS / -1 for misuse (asserted in
+ * checked builds).
+ */
+#ifndef KVSIM_KV_STORE_H
+#define KVSIM_KV_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { KV_COMPUTING = 1, KV_INFLIGHT = 2, KV_READY = 3 };
+enum { KV_OK = 0, KV_FULL = 1, KV_EXISTS = 2 };
+
+typedef struct kv_block_info {
+	uint64_t id;
+	uint32_t depth;    /* position in its prefix (0 = first block) */
+	uint32_t ref;      /* running requests holding it */
+	uint32_t hits;     /* times matched by a request */
+	uint8_t state;     /* KV_* */
+	uint8_t spec;      /* 1: arrived by speculative copy and not used yet */
+	int64_t last_use;  /* ns */
+	int64_t created;   /* ns (READY time) */
+} kv_block_info_t;
+
+/* Eviction priority: lower is evicted first. */
+typedef double (*kv_prio_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
+/* Called for each block evicted (for offload to a host tier and accounting). */
+typedef void (*kv_evict_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
+
+typedef struct kv_store kv_store_t;
+
+kv_store_t *kv_store_new(uint32_t capacity_blocks);
+void kv_store_free(kv_store_t *s);
+void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx);
+
+uint32_t kv_capacity(const kv_store_t *s);
+uint32_t kv_used(const kv_store_t *s);          /* shared + private blocks */
+uint32_t kv_used_shared(const kv_store_t *s);
+uint32_t kv_used_private(const kv_store_t *s);
+uint32_t kv_evictable(const kv_store_t *s);     /* READY with ref 0 */
+uint32_t kv_spec_blocks(const kv_store_t *s);   /* READY, speculative, unused */
+/* Blocks that could be allocated now, evicting as needed. */
+uint32_t kv_free_or_evictable(const kv_store_t *s);
+
+/* State of a shared block, 0 when absent. */
+int kv_lookup(const kv_store_t *s, uint64_t id);
+const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id);
+/* Number of leading ids that are READY here. */
+uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n);
+
+/* Takes a reference on a READY block (a hit); counts a hit, clears spec
+ * (reporting in *was_spec whether it was speculative). */
+int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec);
+/* Allocates a new shared block in state (COMPUTING or INFLIGHT) with ref
+ * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. */
+int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
+	     int spec, int64_t now);
+/* COMPUTING/INFLIGHT -> READY. */
+int kv_ready(kv_store_t *s, uint64_t id, int64_t now);
+/* Drops one reference; at zero the block becomes evictable (if READY). */
+int kv_unref(kv_store_t *s, uint64_t id, int64_t now);
+/* Removes a non-READY block with ref 0 (a cancelled copy, an aborted
+ * prefill's block). */
+int kv_drop(kv_store_t *s, uint64_t id);
+/* Private blocks: n more / n fewer. */
+int kv_alloc_private(kv_store_t *s, uint32_t n, int64_t now);
+void kv_free_private(kv_store_t *s, uint32_t n);
+/* Evicts one block chosen by policy; KV_FULL if none is evictable. */
+int kv_evict_one(kv_store_t *s, int64_t now);
+
+/* Iterates over every shared block (any state); stop when fn returns != 0. */
+int kv_foreach(const kv_store_t *s, int (*fn)(void *ctx, const kv_block_info_t *b),
+	       void *ctx);
+/* Full consistency check (map, heap, counters); 0 when consistent. */
+int kv_check(const kv_store_t *s);
+
+/* Counters since creation. */
+typedef struct kv_stats {
+	uint64_t allocs, evictions, spec_evicted_unused, hits;
+} kv_stats_t;
+kv_stats_t kv_stats(const kv_store_t *s);
+
+#endif

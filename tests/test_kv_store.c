@@ -1,0 +1,166 @@
+/* Tests of sim/kv_store.c: sharing, reference counts, causality states,
+ * LRU eviction order, capacity, and a random-operation consistency check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "sim/kv_store.h"
+
+static void test_shared_block_stored_once(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(4);
+	assert_int_equal(kv_alloc(s, 11, 0, KV_COMPUTING, 1, 0, 0), KV_OK);
+	assert_int_equal(kv_alloc(s, 11, 0, KV_COMPUTING, 1, 0, 0), KV_EXISTS);
+	assert_int_equal(kv_ready(s, 11, 10), KV_OK);
+	assert_int_equal(kv_ref(s, 11, 20, NULL), KV_OK);
+	assert_int_equal(kv_used(s), 1);
+	assert_int_equal(kv_info(s, 11)->ref, 2);
+	assert_int_equal(kv_evictable(s), 0);
+	kv_unref(s, 11, 30);
+	kv_unref(s, 11, 30);
+	assert_int_equal(kv_evictable(s), 1);
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
+static void test_computing_block_not_matchable(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(4);
+	uint64_t ids[3] = {1, 2, 3};
+	kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0);
+	kv_ready(s, 1, 5);
+	kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 5);
+	assert_int_equal(kv_match(s, ids, 3), 1);
+	assert_int_not_equal(kv_ref(s, 2, 6, NULL), KV_OK); /* cannot read early */
+	kv_ready(s, 2, 7);
+	assert_int_equal(kv_match(s, ids, 3), 2);
+	kv_store_free(s);
+}
+
+static void test_lru_evicts_oldest_and_deepest_first(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(3);
+	for (uint64_t i = 0; i < 3; i++) {
+		kv_alloc(s, 100 + i, (uint32_t)i, KV_COMPUTING, 1, 0, 0);
+		kv_ready(s, 100 + i, 0);
+		kv_unref(s, 100 + i, 0); /* same time: deeper goes first */
+	}
+	kv_ref(s, 102, 50, NULL);
+	kv_unref(s, 102, 60); /* 102 now most recent */
+	assert_int_equal(kv_alloc(s, 200, 0, KV_COMPUTING, 1, 0, 70), KV_OK);
+	assert_int_equal(kv_lookup(s, 101), 0); /* depth 1 at t=0 */
+	assert_int_equal(kv_lookup(s, 100), KV_READY);
+	assert_int_equal(kv_alloc(s, 201, 0, KV_COMPUTING, 1, 0, 80), KV_OK);
+	assert_int_equal(kv_lookup(s, 100), 0);
+	assert_int_equal(kv_lookup(s, 102), KV_READY);
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
+static void test_capacity_never_exceeded(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(2);
+	assert_int_equal(kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0), KV_OK);
+	assert_int_equal(kv_alloc_private(s, 1, 0), KV_OK);
+	assert_int_equal(kv_alloc(s, 2, 0, KV_COMPUTING, 1, 0, 0), KV_FULL);
+	assert_int_equal(kv_alloc_private(s, 1, 0), KV_FULL);
+	assert_int_equal(kv_used(s), 2);
+	/* all-or-nothing: 2 private blocks do not fit even with 1 evictable */
+	kv_ready(s, 1, 1);
+	kv_unref(s, 1, 1);
+	assert_int_equal(kv_alloc_private(s, 2, 2), KV_FULL);
+	assert_int_equal(kv_lookup(s, 1), KV_READY);
+	assert_int_equal(kv_alloc_private(s, 1, 2), KV_OK);
+	assert_int_equal(kv_lookup(s, 1), 0);
+	kv_store_free(s);
+}
+
+static void test_speculative_flag_cleared_on_use(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(4);
+	kv_alloc(s, 5, 0, KV_INFLIGHT, 0, 1, 0);
+	assert_int_equal(kv_spec_blocks(s), 0); /* not counted until it lands */
+	kv_ready(s, 5, 10);
+	assert_int_equal(kv_spec_blocks(s), 1);
+	int was = 0;
+	kv_ref(s, 5, 20, &was);
+	assert_int_equal(was, 1);
+	assert_int_equal(kv_spec_blocks(s), 0);
+	kv_unref(s, 5, 30);
+	/* an unused speculative block evicted counts as waste */
+	kv_alloc(s, 6, 0, KV_INFLIGHT, 0, 1, 40);
+	kv_ready(s, 6, 50);
+	kv_evict_one(s, 60);
+	kv_evict_one(s, 60);
+	assert_int_equal(kv_stats(s).spec_evicted_unused, 1);
+	kv_store_free(s);
+}
+
+static void test_drop_inflight_block(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(2);
+	kv_alloc(s, 9, 0, KV_INFLIGHT, 0, 1, 0);
+	assert_int_equal(kv_drop(s, 9), KV_OK);
+	assert_int_equal(kv_used(s), 0);
+	kv_alloc(s, 9, 0, KV_COMPUTING, 1, 0, 0);
+	kv_ready(s, 9, 1);
+	assert_int_not_equal(kv_drop(s, 9), KV_OK); /* READY blocks are evicted, not dropped */
+	kv_store_free(s);
+}
+
+static void test_random_operations_stay_consistent(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(64);
+	uint32_t refs[256] = {0};
+	srand(7);
+	for (int step = 0; step < 200000; step++) {
+		uint64_t id = (uint64_t)(rand() % 256);
+		int op = rand() % 4;
+		int state = kv_lookup(s, id);
+		if (op == 0 && !state) {
+			if (kv_alloc(s, id, (uint32_t)(id % 8), KV_COMPUTING, 1, 0, step) == KV_OK)
+				refs[id] = 1;
+		} else if (op == 1 && state && state != KV_READY) {
+			kv_ready(s, id, step);
+		} else if (op == 2 && state == KV_READY) {
+			kv_ref(s, id, step, NULL);
+			refs[id]++;
+		} else if (op == 3 && state && refs[id]) {
+			kv_unref(s, id, step);
+			refs[id]--;
+			if (!refs[id] && state != KV_READY)
+				kv_drop(s, id);
+		}
+		if (!kv_lookup(s, id))
+			refs[id] = 0;
+		assert_true(kv_used(s) <= kv_capacity(s));
+		if (step % 997 == 0)
+			assert_int_equal(kv_check(s), 0);
+	}
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shared_block_stored_once),
+		cmocka_unit_test(test_computing_block_not_matchable),
+		cmocka_unit_test(test_lru_evicts_oldest_and_deepest_first),
+		cmocka_unit_test(test_capacity_never_exceeded),
+		cmocka_unit_test(test_speculative_flag_cleared_on_use),
+		cmocka_unit_test(test_drop_inflight_block),
+		cmocka_unit_test(test_random_operations_stay_consistent),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
