@@ -208,6 +208,16 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 		out[0] = '\0';
 }
 
+/* Shortest %g text that reads back as exactly x. */
+static void float_text(double x, char *buf, size_t len)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
 /* Parses text as a value of key k into *v (v->text left NULL) or writes the
  * reason into why. check_choices is false for built-in defaults of enums whose
  * choices are filled in later. */
@@ -217,6 +227,11 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 	const char *unit = k->unit && *k->unit ? k->unit : "";
 	const char *sp = *unit ? " " : "";
 	bool ranged = k->min < k->max;
+	char lo[32] = "", hi[32] = "";
+	if (ranged) {
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+	}
 	v->i = 0;
 	v->f = 0;
 	switch (k->type) {
@@ -233,8 +248,8 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 			return -1;
 		}
 		if (ranged && ((double)x < k->min || (double)x > k->max)) {
-			snprintf(why, whylen, "%lld%s%s is out of range [%.17g, %.17g]", x, sp,
-			         unit, k->min, k->max);
+			snprintf(why, whylen, "%lld%s%s is out of range [%s, %s]", x, sp, unit, lo,
+			         hi);
 			return -1;
 		}
 		v->i = x;
@@ -253,8 +268,8 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 			return -1;
 		}
 		if (ranged && (x < k->min || x > k->max)) {
-			snprintf(why, whylen, "%s%s%s is out of range [%.17g, %.17g]", text, sp,
-			         unit, k->min, k->max);
+			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
+			         hi);
 			return -1;
 		}
 		v->f = x;
@@ -294,16 +309,6 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 	}
 	snprintf(why, whylen, "bad key type");
 	return -1;
-}
-
-/* Shortest %g text that reads back as exactly x. */
-static void float_text(double x, char *buf, size_t len)
-{
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, len, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			return;
-	}
 }
 
 /* Canonical text of a parsed value: what cfg_write prints and cfg_str gives. */
@@ -564,6 +569,7 @@ typedef struct parse {
 	err_t *e;
 	int err_line; /* line of the first error found by us, 0 if none */
 	int code;
+	char section[CFG_NAME_MAX + 1]; /* current section, as inih keeps it */
 } parse_t;
 
 static int parse_fail(parse_t *p, int code, const char *fmt, ...)
@@ -581,6 +587,45 @@ static int parse_fail(parse_t *p, int code, const char *fmt, ...)
 	p->err_line = p->line;
 	p->code = code;
 	return 0;
+}
+
+static int parse_handler(void *user, const char *section, const char *name, const char *value);
+
+/* A "key = value" line too long for inih's buffer (long paths), split the
+ * way inih splits: at the first '=' or ':', blanks stripped, an inline
+ * comment starting at a ';' after a blank. */
+static void long_line(parse_t *p, const char *s, size_t len)
+{
+	char *l = malloc(len + 1);
+	if (!l) {
+		parse_fail(p, KS_ENOMEM, "out of memory");
+		return;
+	}
+	memcpy(l, s, len);
+	l[len] = '\0';
+	for (char *c = l + 1; *c; c++)
+		if (*c == ';' && isspace((unsigned char)c[-1])) {
+			*c = '\0';
+			break;
+		}
+	char *eq = l + strcspn(l, "=:");
+	if (*l == '[' || !*eq) {
+		parse_fail(p, KS_EINPUT,
+		           "malformed line (expected '[section]', 'key = value' or a "
+		           "comment)");
+		free(l);
+		return;
+	}
+	*eq = '\0';
+	char *v = eq + 1, *end;
+	while (isspace((unsigned char)*v))
+		v++;
+	for (end = v + strlen(v); end > v && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	for (end = eq; end > l && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	parse_handler(p, p->section, l, v);
+	free(l);
 }
 
 /* fgets-style reader for ini_parse_stream: one line per call, so p->line is
@@ -604,7 +649,10 @@ static char *parse_reader(char *str, int num, void *stream)
 		len--;
 	}
 	if ((int)len > num - 2) {
-		parse_fail(p, KS_EINPUT, "line longer than %d characters", num - 3);
+		/* Longer than inih's line buffer: tokenise it here, by inih's
+		 * rules, and hand inih an empty line instead. */
+		if (*s != ';' && *s != '#')
+			long_line(p, s, len);
 		snprintf(str, (size_t)num, "\n");
 		return str;
 	}
@@ -620,6 +668,9 @@ static char *parse_reader(char *str, int num, void *stream)
 				l = sizeof sec - 1;
 			memcpy(sec, str + 1, l);
 			sec[l] = '\0';
+			size_t sl = l < sizeof p->section - 1 ? l : sizeof p->section - 1;
+			memcpy(p->section, sec, sl);
+			p->section[sl] = '\0';
 			if (!section_known(p->c->s, sec)) {
 				char sug[160];
 				suggest_section(p->c->s, sec, sug, sizeof sug);
@@ -954,9 +1005,12 @@ static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
 {
 	if (k->type == CFG_ENUM)
 		fprintf(f, "one of: %s", *choices ? choices : "(none registered)");
-	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max)
-		fprintf(f, "range [%.17g, %.17g]", k->min, k->max);
-	else if (k->type == CFG_BOOL)
+	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max) {
+		char lo[32], hi[32];
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+		fprintf(f, "range [%s, %s]", lo, hi);
+	} else if (k->type == CFG_BOOL)
 		fprintf(f, "true or false");
 	else
 		fprintf(f, "any %s", k->type == CFG_STR ? "text" : "value");
@@ -983,7 +1037,7 @@ int cfg_write(const cfg_t *c, FILE *f)
 					fprintf(f, " [%s]", k->unit);
 				fputc('\n', f);
 			}
-			fprintf(f, "%s = %s\n", k->name, c->v[j].text);
+			fprintf(f, "%s =%s%s\n", k->name, *c->v[j].text ? " " : "", c->v[j].text);
 		}
 	}
 	return ferror(f) ? KS_EIO : 0;

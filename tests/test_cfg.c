@@ -238,14 +238,40 @@ static void test_first_error_wins(void **state)
 	                  "comment): 'bogus line'");
 }
 
-static void test_long_line_rejected(void **state)
+/* Lines longer than inih's buffer (long paths) are read by the same rules. */
+static void test_long_lines_are_read(void **state)
 {
 	fx_t *f = *state;
-	char text[1024] = "[cluster]\nlabel = ";
-	memset(text + strlen(text), 'x', 600);
-	strcat(text, "\n");
+	char text[2048], longv[601];
+	memset(longv, 'x', 600);
+	longv[600] = '\0';
+	snprintf(text, sizeof text, "# %s\n[cluster]\n  label : %s   ; comment\nnodes = 5\n", longv,
+	         longv);
+	assert_int_equal(cfg_load_string(f->c, "t.ini", text, &f->e), 0);
+	assert_string_equal(cfg_str(f->c, "cluster", "label"), longv);
+	assert_string_equal(cfg_origin(f->c, "cluster", "label"), "t.ini:3");
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 5);
+	/* Round trip through cfg_text. */
+	char *t = cfg_text(f->c);
+	cfg_t *d = cfg_new(f->s);
+	assert_int_equal(cfg_load_string(d, "out.ini", t, &f->e), 0);
+	assert_string_equal(cfg_str(d, "cluster", "label"), longv);
+	cfg_free(d);
+	free(t);
+	/* The same checks apply. */
+	snprintf(text, sizeof text, "[cluster]\n\nlabel%s = 1\n", longv);
 	assert_int_equal(cfg_load_string(f->c, "t.ini", text, &f->e), KS_EINPUT);
-	assert_non_null(strstr(f->e.msg, "t.ini:2: line longer than"));
+	assert_non_null(strstr(f->e.msg, "t.ini:3: [cluster] labelxxx"));
+	assert_non_null(strstr(f->e.msg, ": unknown key"));
+	snprintf(text, sizeof text, "[cluster]\nnodes = 4\nnodes = %s\n", longv);
+	expect_load_error(f, text, "t.ini:3: [cluster] nodes: duplicate key (first set on line 2)");
+	snprintf(text, sizeof text, "[cluster]\n%s\n", longv);
+	expect_load_error(f, text,
+	                  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
+	                  "comment)");
+	snprintf(text, sizeof text, "[sim]\nseed = 1\n[cluster]\nlabel = %s\n[sim]\nseed = 2\n",
+	         longv);
+	expect_load_error(f, text, "t.ini:6: [sim] seed: duplicate key (first set on line 2)");
 }
 
 static void test_bom_is_skipped_and_checked(void **state)
@@ -581,7 +607,7 @@ int main(void)
 	    T(test_duplicate_key),
 	    T(test_malformed_lines),
 	    T(test_first_error_wins),
-	    T(test_long_line_rejected),
+	    T(test_long_lines_are_read),
 	    T(test_bom_is_skipped_and_checked),
 	    T(test_indented_line_is_not_a_continuation),
 	    T(test_failed_load_changes_nothing),
