@@ -440,28 +440,47 @@ static void val_clear(cfg_val_t *v)
 	v->text = v->origin = NULL;
 }
 
+/* Gives keys added to the schema since the cfg was made (plugin parameters)
+ * their defaults. */
+static int cfg_grow(cfg_t *c)
+{
+	const cfg_schema_t *s = c->s;
+	if (c->n == s->n && c->v)
+		return 0;
+	cfg_val_t *v = realloc(c->v, (s->n ? s->n : 1) * sizeof *v);
+	if (!v)
+		return KS_ENOMEM;
+	c->v = v;
+	for (; c->n < s->n; c->n++) {
+		char why[256];
+		const cfg_key_t *k = s->keys[c->n];
+		cfg_val_t *x = &c->v[c->n];
+		memset(x, 0, sizeof *x);
+		/* Defaults were checked by cfg_schema_add. */
+		(void)val_parse(k, key_choices(s, c->n), k->def, x, false, why, sizeof why);
+		x->text = val_canonical(k, k->def, x);
+		if (!x->text)
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+/* cfg_grow for functions that take a const cfg_t: growing only fills in
+ * defaults, which does not change what the config means. */
+static int cfg_sync(const cfg_t *c)
+{
+	return cfg_grow((cfg_t *)c);
+}
+
 cfg_t *cfg_new(const cfg_schema_t *s)
 {
 	cfg_t *c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	c->s = s;
-	c->n = s->n;
-	c->v = calloc(s->n ? s->n : 1, sizeof *c->v);
-	if (!c->v) {
-		free(c);
+	if (cfg_grow(c)) {
+		cfg_free(c);
 		return NULL;
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		char why[256];
-		const cfg_key_t *k = s->keys[i];
-		/* Defaults were checked by cfg_schema_add. */
-		(void)val_parse(k, key_choices(s, i), k->def, &c->v[i], false, why, sizeof why);
-		c->v[i].text = val_canonical(k, k->def, &c->v[i]);
-		if (!c->v[i].text) {
-			cfg_free(c);
-			return NULL;
-		}
 	}
 	return c;
 }
@@ -478,6 +497,8 @@ void cfg_free(cfg_t *c)
 
 cfg_t *cfg_clone(const cfg_t *c)
 {
+	if (cfg_sync(c))
+		return NULL;
 	cfg_t *d = calloc(1, sizeof *d);
 	if (!d)
 		return NULL;
@@ -756,6 +777,8 @@ static void line_text(const char *text, int n, char *out, size_t len)
 
 int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 {
+	if (cfg_grow(c))
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
 	parse_t p = {.c = c, .origin = origin, .p = text, .e = e};
 	p.seen = calloc(c->n ? c->n : 1, sizeof *p.seen);
 	if (!p.seen)
@@ -849,7 +872,7 @@ static void trim(char *s)
 int cfg_set(cfg_t *c, const char *assignment, err_t *e)
 {
 	const cfg_schema_t *s = c->s;
-	char *a = str_dup(assignment);
+	char *a = cfg_grow(c) ? NULL : str_dup(assignment);
 	if (!a)
 		return err_set(e, KS_ENOMEM, "--set: out of memory");
 	int rc = 0;
@@ -913,9 +936,13 @@ out:
 static size_t must_index(const cfg_t *c, const char *section, const char *name, const char *fn)
 {
 	ssize_t i = schema_index(c->s, section, name);
-	if (i < 0 || (size_t)i >= c->n) {
+	if (i < 0) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is not in the config schema\n", fn, section,
 		        name);
+		abort();
+	}
+	if ((size_t)i >= c->n && cfg_sync(c)) {
+		fprintf(stderr, "kvsim: %s: out of memory\n", fn);
 		abort();
 	}
 	return (size_t)i;
@@ -932,6 +959,8 @@ static bool owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel)
 
 int cfg_finalize(cfg_t *c, err_t *e)
 {
+	if (cfg_grow(c))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->n; i++) {
 		const cfg_key_t *k = c->s->keys[i];
 		const char *sel;
@@ -981,12 +1010,14 @@ int cfg_bool(const cfg_t *c, const char *section, const char *name)
 
 const char *cfg_str(const cfg_t *c, const char *section, const char *name)
 {
-	return c->v[must_index(c, section, name, "cfg_str")].text;
+	size_t i = must_index(c, section, name, "cfg_str"); /* may grow c->v */
+	return c->v[i].text;
 }
 
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name)
 {
-	const cfg_val_t *v = &c->v[must_index(c, section, name, "cfg_origin")];
+	size_t i = must_index(c, section, name, "cfg_origin"); /* may grow c->v */
+	const cfg_val_t *v = &c->v[i];
 	return v->origin ? v->origin : "default";
 }
 
@@ -1018,6 +1049,8 @@ static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
 
 int cfg_write(const cfg_t *c, FILE *f)
 {
+	if (cfg_sync(c))
+		return KS_ENOMEM;
 	const cfg_schema_t *s = c->s;
 	bool first = true;
 	for (size_t i = 0; i < c->n; i++) {

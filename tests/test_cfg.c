@@ -517,6 +517,35 @@ static void test_schema_rejects_bad_keys(void **state)
 		assert_int_equal(rcs[i], KS_EINPUT);
 }
 
+/* Plugins add parameters after configs exist; those take their defaults. */
+static void test_keys_added_after_cfg_new_take_defaults(void **state)
+{
+	fx_t *f = *state;
+	static const cfg_key_t later[] = {
+	    {"policy.routing", "beta", CFG_INT, "7", 0, 10, NULL, "", "plugin knob", "plug"},
+	    {"plugin", "mode", CFG_ENUM, "fast", 0, 0, "fast,slow", "", "plugin mode", NULL},
+	};
+	cfg_t *old = cfg_clone(f->c);
+	assert_int_equal(cfg_schema_add(f->s, later, 2), 0);
+	assert_int_equal(cfg_int(f->c, "policy.routing", "beta"), 7);
+	assert_string_equal(cfg_origin(f->c, "policy.routing", "beta"), "default");
+	assert_string_equal(cfg_str(old, "plugin", "mode"), "fast");
+	assert_int_equal(cfg_load_string(old, "t.ini", "[plugin]\nmode = slow\n", &f->e), 0);
+	assert_string_equal(cfg_str(old, "plugin", "mode"), "slow");
+	assert_int_equal(cfg_set(f->c, "policy.routing.name=plug", &f->e), KS_EINPUT);
+	assert_int_equal(
+	    cfg_schema_set_choices(f->s, "policy.routing", "name", "round_robin,least_loaded,plug"),
+	    0);
+	assert_int_equal(cfg_set(f->c, "policy.routing.name=plug", &f->e), 0);
+	assert_int_equal(cfg_set(f->c, "policy.routing.beta=3", &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	char *t = cfg_text(f->c);
+	assert_non_null(strstr(t, "\nbeta = 3\n"));
+	assert_non_null(strstr(t, "[plugin]\n# plugin mode\nmode = fast\n"));
+	free(t);
+	cfg_free(old);
+}
+
 static void test_unknown_key_accessor_aborts(void **state)
 {
 	fx_t *f = *state;
@@ -621,6 +650,7 @@ int main(void)
 	    T(test_digest_stable_and_sensitive),
 	    T(test_set_choices_extends_enum),
 	    T(test_schema_rejects_bad_keys),
+	    T(test_keys_added_after_cfg_new_take_defaults),
 	    T(test_unknown_key_accessor_aborts),
 	    T(test_wrong_type_accessor_aborts),
 	    T(test_doc_lists_every_key),
