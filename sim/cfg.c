@@ -30,6 +30,10 @@ struct cfg_schema {
 	const cfg_key_t **keys;
 	char **choices; /* per key: replacement choices (owned) or NULL */
 	size_t n, cap;
+	/* Open-addressing index on (section, name): key index + 1, 0 = empty.
+	 * Accessors run once per lookup, and some are called per request. */
+	uint32_t *slot;
+	size_t nslot; /* power of two, at least 2n */
 };
 
 typedef struct cfg_val {
@@ -128,14 +132,59 @@ void cfg_schema_free(cfg_schema_t *s)
 		free(s->choices[i]);
 	free(s->choices);
 	free(s->keys);
+	free(s->slot);
 	free(s);
+}
+
+/* FNV-1a over section, a separator, and name. */
+static size_t key_hash(const char *section, const char *name)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (const char *p = section; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void slot_put(uint32_t *slot, size_t nslot, const cfg_key_t *k, size_t i)
+{
+	size_t h = key_hash(k->section, k->name) & (nslot - 1);
+	while (slot[h])
+		h = (h + 1) & (nslot - 1);
+	slot[h] = (uint32_t)(i + 1);
+}
+
+/* Makes room in the index for n keys in all. */
+static int slot_reserve(cfg_schema_t *s, size_t n)
+{
+	if (2 * n <= s->nslot)
+		return 0;
+	size_t ns = s->nslot ? s->nslot : 128;
+	while (ns < 2 * n)
+		ns *= 2;
+	uint32_t *slot = calloc(ns, sizeof *slot);
+	if (!slot)
+		return KS_ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		slot_put(slot, ns, s->keys[i], i);
+	free(s->slot);
+	s->slot = slot;
+	s->nslot = ns;
+	return 0;
 }
 
 static ssize_t schema_index(const cfg_schema_t *s, const char *section, const char *name)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->keys[i]->name, name) && !strcmp(s->keys[i]->section, section))
-			return (ssize_t)i;
+	if (!s->nslot)
+		return -1;
+	for (size_t h = key_hash(section, name) & (s->nslot - 1); s->slot[h];
+	     h = (h + 1) & (s->nslot - 1)) {
+		const cfg_key_t *k = s->keys[s->slot[h] - 1];
+		if (!strcmp(k->name, name) && !strcmp(k->section, section))
+			return (ssize_t)s->slot[h] - 1;
+	}
 	return -1;
 }
 
@@ -394,8 +443,11 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 		bool check = k->type == CFG_ENUM && *k->choices;
 		if (val_parse(k, k->choices, k->def, &v, check, why, sizeof why))
 			return schema_bad(k, why);
+		if (slot_reserve(s, s->n + 1))
+			return KS_ENOMEM;
 		s->keys[s->n] = k;
 		s->choices[s->n] = NULL;
+		slot_put(s->slot, s->nslot, k, s->n);
 		s->n++;
 	}
 	return 0;

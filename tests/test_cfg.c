@@ -517,6 +517,36 @@ static void test_schema_rejects_bad_keys(void **state)
 		assert_int_equal(rcs[i], KS_EINPUT);
 }
 
+/* Enough keys, added in several batches, to grow every internal table. */
+static void test_many_keys_all_found(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	static cfg_key_t many[N];
+	static char names[N][16], sections[N][16];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof names[i], "k%d", i);
+		snprintf(sections[i], sizeof sections[i], "s%d", i % 37);
+		many[i] =
+		    (cfg_key_t){sections[i], names[i], CFG_INT, "0", 0, 0, NULL, "", "", NULL};
+	}
+	cfg_schema_t *s = cfg_schema_new();
+	for (int i = 0; i < N; i += 100)
+		assert_int_equal(cfg_schema_add(s, many + i, 100), 0);
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	assert_int_equal(cfg_set(c, "s5.k5=42", &e), 0);
+	assert_int_equal(cfg_set(c, "s0.k999=-1", &e), 0);
+	for (int i = 0; i < N; i++)
+		assert_ptr_equal(cfg_schema_find(s, sections[i], names[i]), &many[i]);
+	assert_null(cfg_schema_find(s, "s1", "k0"));
+	assert_int_equal(cfg_int(c, "s5", "k5"), 42);
+	assert_int_equal(cfg_int(c, "s0", "k999"), -1);
+	assert_int_equal(cfg_int(c, "s0", "k0"), 0);
+	cfg_free(c);
+	cfg_schema_free(s);
+}
+
 /* Plugins add parameters after configs exist; those take their defaults. */
 static void test_keys_added_after_cfg_new_take_defaults(void **state)
 {
@@ -650,6 +680,7 @@ int main(void)
 	    T(test_digest_stable_and_sensitive),
 	    T(test_set_choices_extends_enum),
 	    T(test_schema_rejects_bad_keys),
+	    T(test_many_keys_all_found),
 	    T(test_keys_added_after_cfg_new_take_defaults),
 	    T(test_unknown_key_accessor_aborts),
 	    T(test_wrong_type_accessor_aborts),
