@@ -30,6 +30,10 @@ struct cfg_schema {
 	const cfg_key_t **keys;
 	char **choices; /* per key: replacement choices (owned) or NULL */
 	size_t n, cap;
+	/* Open-addressing index on (section, name): key index + 1, 0 = empty.
+	 * Accessors run once per lookup, and some are called per request. */
+	uint32_t *slot;
+	size_t nslot; /* power of two, at least 2n */
 };
 
 typedef struct cfg_val {
@@ -59,11 +63,16 @@ static char *str_dup(const char *s)
 static const char *type_name(cfg_type_t t)
 {
 	switch (t) {
-	case CFG_INT: return "int";
-	case CFG_FLOAT: return "float";
-	case CFG_BOOL: return "bool";
-	case CFG_STR: return "string";
-	case CFG_ENUM: return "enum";
+	case CFG_INT:
+		return "int";
+	case CFG_FLOAT:
+		return "float";
+	case CFG_BOOL:
+		return "bool";
+	case CFG_STR:
+		return "string";
+	case CFG_ENUM:
+		return "enum";
 	}
 	return "?";
 }
@@ -81,7 +90,7 @@ static size_t edit_distance(const char *a, const char *b)
 		cur[0] = i;
 		for (size_t j = 1; j <= nb; j++) {
 			size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
-						    tolower((unsigned char)b[j - 1]));
+			                            tolower((unsigned char)b[j - 1]));
 			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
 			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
 		}
@@ -123,14 +132,59 @@ void cfg_schema_free(cfg_schema_t *s)
 		free(s->choices[i]);
 	free(s->choices);
 	free(s->keys);
+	free(s->slot);
 	free(s);
+}
+
+/* FNV-1a over section, a separator, and name. */
+static size_t key_hash(const char *section, const char *name)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (const char *p = section; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void slot_put(uint32_t *slot, size_t nslot, const cfg_key_t *k, size_t i)
+{
+	size_t h = key_hash(k->section, k->name) & (nslot - 1);
+	while (slot[h])
+		h = (h + 1) & (nslot - 1);
+	slot[h] = (uint32_t)(i + 1);
+}
+
+/* Makes room in the index for n keys in all. */
+static int slot_reserve(cfg_schema_t *s, size_t n)
+{
+	if (2 * n <= s->nslot)
+		return 0;
+	size_t ns = s->nslot ? s->nslot : 128;
+	while (ns < 2 * n)
+		ns *= 2;
+	uint32_t *slot = calloc(ns, sizeof *slot);
+	if (!slot)
+		return KS_ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		slot_put(slot, ns, s->keys[i], i);
+	free(s->slot);
+	s->slot = slot;
+	s->nslot = ns;
+	return 0;
 }
 
 static ssize_t schema_index(const cfg_schema_t *s, const char *section, const char *name)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->keys[i]->name, name) && !strcmp(s->keys[i]->section, section))
-			return (ssize_t)i;
+	if (!s->nslot)
+		return -1;
+	for (size_t h = key_hash(section, name) & (s->nslot - 1); s->slot[h];
+	     h = (h + 1) & (s->nslot - 1)) {
+		const cfg_key_t *k = s->keys[s->slot[h] - 1];
+		if (!strcmp(k->name, name) && !strcmp(k->section, section))
+			return (ssize_t)s->slot[h] - 1;
+	}
 	return -1;
 }
 
@@ -203,15 +257,30 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 		out[0] = '\0';
 }
 
+/* Shortest %g text that reads back as exactly x. */
+static void float_text(double x, char *buf, size_t len)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
 /* Parses text as a value of key k into *v (v->text left NULL) or writes the
  * reason into why. check_choices is false for built-in defaults of enums whose
  * choices are filled in later. */
 static int val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg_val_t *v,
-		     bool check_choices, char *why, size_t whylen)
+                     bool check_choices, char *why, size_t whylen)
 {
 	const char *unit = k->unit && *k->unit ? k->unit : "";
 	const char *sp = *unit ? " " : "";
 	bool ranged = k->min < k->max;
+	char lo[32] = "", hi[32] = "";
+	if (ranged) {
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+	}
 	v->i = 0;
 	v->f = 0;
 	switch (k->type) {
@@ -228,8 +297,8 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 			return -1;
 		}
 		if (ranged && ((double)x < k->min || (double)x > k->max)) {
-			snprintf(why, whylen, "%lld%s%s is out of range [%.17g, %.17g]", x, sp, unit,
-				 k->min, k->max);
+			snprintf(why, whylen, "%lld%s%s is out of range [%s, %s]", x, sp, unit, lo,
+			         hi);
 			return -1;
 		}
 		v->i = x;
@@ -248,8 +317,8 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 			return -1;
 		}
 		if (ranged && (x < k->min || x > k->max)) {
-			snprintf(why, whylen, "%s%s%s is out of range [%.17g, %.17g]", text, sp, unit,
-				 k->min, k->max);
+			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
+			         hi);
 			return -1;
 		}
 		v->f = x;
@@ -268,18 +337,19 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 				return 0;
 			}
 		}
-		snprintf(why, whylen, "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'",
-			 text);
+		snprintf(why, whylen,
+		         "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'", text);
 		return -1;
 	}
-	case CFG_STR: return 0;
+	case CFG_STR:
+		return 0;
 	case CFG_ENUM:
 		if (check_choices && !choice_has(choices, text)) {
 			char near[128];
 			choice_nearest(choices, text, near, sizeof near);
 			if (*near)
-				snprintf(why, whylen, "'%s' is not one of: %s (did you mean '%s'?)", text,
-					 choices, near);
+				snprintf(why, whylen, "'%s' is not one of: %s (did you mean '%s'?)",
+				         text, choices, near);
 			else
 				snprintf(why, whylen, "'%s' is not one of: %s", text, choices);
 			return -1;
@@ -290,28 +360,41 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 	return -1;
 }
 
-/* Shortest %g text that reads back as exactly x. */
-static void float_text(double x, char *buf, size_t len)
-{
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, len, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			return;
-	}
-}
-
 /* Canonical text of a parsed value: what cfg_write prints and cfg_str gives. */
 static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t *v)
 {
 	char buf[64];
 	switch (k->type) {
-	case CFG_INT: snprintf(buf, sizeof buf, "%lld", (long long)v->i); return str_dup(buf);
-	case CFG_FLOAT: float_text(v->f, buf, sizeof buf); return str_dup(buf);
-	case CFG_BOOL: return str_dup(v->i ? "true" : "false");
+	case CFG_INT:
+		snprintf(buf, sizeof buf, "%lld", (long long)v->i);
+		return str_dup(buf);
+	case CFG_FLOAT:
+		float_text(v->f, buf, sizeof buf);
+		return str_dup(buf);
+	case CFG_BOOL:
+		return str_dup(v->i ? "true" : "false");
 	case CFG_STR:
-	case CFG_ENUM: break;
+	case CFG_ENUM:
+		break;
 	}
 	return str_dup(text);
+}
+
+/* Whether a string value survives a write/load round trip through inih:
+ * no line breaks, no blanks at either end (inih strips them) and no blank
+ * followed by ';' (an inline comment). */
+static const char *str_unstorable(const char *v)
+{
+	size_t n = strlen(v);
+	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
+		return "value cannot begin or end with a blank";
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
+			return "value cannot contain control characters";
+		if (v[i] == ';' && i > 0 && isspace((unsigned char)v[i - 1]))
+			return "value cannot contain ' ;' (it starts a comment)";
+	}
+	return NULL;
 }
 
 static int schema_bad(const cfg_key_t *k, const char *why)
@@ -319,7 +402,7 @@ static int schema_bad(const cfg_key_t *k, const char *why)
 	/* A broken schema is a programming error in a module's key array; say
 	 * which key so the author finds it, and let the caller fail. */
 	fprintf(stderr, "kvsim: config schema: [%s] %s: %s\n", k->section ? k->section : "(null)",
-		k->name ? k->name : "(null)", why);
+	        k->name ? k->name : "(null)", why);
 	return KS_EINPUT;
 }
 
@@ -355,18 +438,23 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 			return schema_bad(k, "defined twice");
 		if (k->type == CFG_ENUM && !k->choices)
 			return schema_bad(k, "enum without choices (use \"\" to fill later)");
+		if (k->type == CFG_STR && str_unstorable(k->def))
+			return schema_bad(k, str_unstorable(k->def));
 		bool check = k->type == CFG_ENUM && *k->choices;
 		if (val_parse(k, k->choices, k->def, &v, check, why, sizeof why))
 			return schema_bad(k, why);
+		if (slot_reserve(s, s->n + 1))
+			return KS_ENOMEM;
 		s->keys[s->n] = k;
 		s->choices[s->n] = NULL;
+		slot_put(s->slot, s->nslot, k, s->n);
 		s->n++;
 	}
 	return 0;
 }
 
 int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
-			   const char *choices)
+                           const char *choices)
 {
 	ssize_t i = schema_index(s, section, name);
 	if (i < 0 || s->keys[i]->type != CFG_ENUM)
@@ -404,28 +492,47 @@ static void val_clear(cfg_val_t *v)
 	v->text = v->origin = NULL;
 }
 
+/* Gives keys added to the schema since the cfg was made (plugin parameters)
+ * their defaults. */
+static int cfg_grow(cfg_t *c)
+{
+	const cfg_schema_t *s = c->s;
+	if (c->n == s->n && c->v)
+		return 0;
+	cfg_val_t *v = realloc(c->v, (s->n ? s->n : 1) * sizeof *v);
+	if (!v)
+		return KS_ENOMEM;
+	c->v = v;
+	for (; c->n < s->n; c->n++) {
+		char why[256];
+		const cfg_key_t *k = s->keys[c->n];
+		cfg_val_t *x = &c->v[c->n];
+		memset(x, 0, sizeof *x);
+		/* Defaults were checked by cfg_schema_add. */
+		(void)val_parse(k, key_choices(s, c->n), k->def, x, false, why, sizeof why);
+		x->text = val_canonical(k, k->def, x);
+		if (!x->text)
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+/* cfg_grow for functions that take a const cfg_t: growing only fills in
+ * defaults, which does not change what the config means. */
+static int cfg_sync(const cfg_t *c)
+{
+	return cfg_grow((cfg_t *)c);
+}
+
 cfg_t *cfg_new(const cfg_schema_t *s)
 {
 	cfg_t *c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	c->s = s;
-	c->n = s->n;
-	c->v = calloc(s->n ? s->n : 1, sizeof *c->v);
-	if (!c->v) {
-		free(c);
+	if (cfg_grow(c)) {
+		cfg_free(c);
 		return NULL;
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		char why[256];
-		const cfg_key_t *k = s->keys[i];
-		/* Defaults were checked by cfg_schema_add. */
-		(void)val_parse(k, key_choices(s, i), k->def, &c->v[i], false, why, sizeof why);
-		c->v[i].text = val_canonical(k, k->def, &c->v[i]);
-		if (!c->v[i].text) {
-			cfg_free(c);
-			return NULL;
-		}
 	}
 	return c;
 }
@@ -442,6 +549,8 @@ void cfg_free(cfg_t *c)
 
 cfg_t *cfg_clone(const cfg_t *c)
 {
+	if (cfg_sync(c))
+		return NULL;
 	cfg_t *d = calloc(1, sizeof *d);
 	if (!d)
 		return NULL;
@@ -490,7 +599,7 @@ static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, s
 /* Suggestion for an unknown key in a known section: the nearest key there,
  * else the same name in another section. */
 static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name, char *out,
-			size_t len)
+                        size_t len)
 {
 	size_t best = (size_t)-1;
 	const char *bn = NULL, *other = NULL;
@@ -515,23 +624,6 @@ static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name
 		out[0] = '\0';
 }
 
-/* Whether a string value survives a write/load round trip through inih:
- * no line breaks, no blanks at either end (inih strips them) and no blank
- * followed by ';' (an inline comment). */
-static const char *str_unstorable(const char *v)
-{
-	size_t n = strlen(v);
-	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
-		return "value cannot begin or end with a blank";
-	for (size_t i = 0; i < n; i++) {
-		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
-			return "value cannot contain control characters";
-		if (v[i] == ';' && i > 0 && isspace((unsigned char)v[i - 1]))
-			return "value cannot contain ' ;' (it starts a comment)";
-	}
-	return NULL;
-}
-
 /* ---- loading INI text ------------------------------------------------ */
 
 typedef struct staged {
@@ -550,10 +642,11 @@ typedef struct parse {
 	err_t *e;
 	int err_line; /* line of the first error found by us, 0 if none */
 	int code;
+	char section[CFG_NAME_MAX + 1]; /* current section, as inih keeps it */
 } parse_t;
 
 static int parse_fail(parse_t *p, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int parse_fail(parse_t *p, int code, const char *fmt, ...)
 {
 	if (p->err_line)
@@ -569,6 +662,45 @@ static int parse_fail(parse_t *p, int code, const char *fmt, ...)
 	return 0;
 }
 
+static int parse_handler(void *user, const char *section, const char *name, const char *value);
+
+/* A "key = value" line too long for inih's buffer (long paths), split the
+ * way inih splits: at the first '=' or ':', blanks stripped, an inline
+ * comment starting at a ';' after a blank. */
+static void long_line(parse_t *p, const char *s, size_t len)
+{
+	char *l = malloc(len + 1);
+	if (!l) {
+		parse_fail(p, KS_ENOMEM, "out of memory");
+		return;
+	}
+	memcpy(l, s, len);
+	l[len] = '\0';
+	for (char *c = l + 1; *c; c++)
+		if (*c == ';' && isspace((unsigned char)c[-1])) {
+			*c = '\0';
+			break;
+		}
+	char *eq = l + strcspn(l, "=:");
+	if (*l == '[' || !*eq) {
+		parse_fail(p, KS_EINPUT,
+		           "malformed line (expected '[section]', 'key = value' or a "
+		           "comment)");
+		free(l);
+		return;
+	}
+	*eq = '\0';
+	char *v = eq + 1, *end;
+	while (isspace((unsigned char)*v))
+		v++;
+	for (end = v + strlen(v); end > v && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	for (end = eq; end > l && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	parse_handler(p, p->section, l, v);
+	free(l);
+}
+
 /* fgets-style reader for ini_parse_stream: one line per call, so p->line is
  * the line number of whatever inih reports next. */
 static char *parse_reader(char *str, int num, void *stream)
@@ -581,12 +713,19 @@ static char *parse_reader(char *str, int num, void *stream)
 	const char *s = p->p;
 	p->p += len;
 	p->line++;
+	if (p->line == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) {
+		s += 3; /* UTF-8 byte-order mark */
+		len -= 3;
+	}
 	while (len && (*s == ' ' || *s == '\t')) {
 		s++;
 		len--;
 	}
 	if ((int)len > num - 2) {
-		parse_fail(p, KS_EINPUT, "line longer than %d characters", num - 3);
+		/* Longer than inih's line buffer: tokenise it here, by inih's
+		 * rules, and hand inih an empty line instead. */
+		if (*s != ';' && *s != '#')
+			long_line(p, s, len);
 		snprintf(str, (size_t)num, "\n");
 		return str;
 	}
@@ -602,6 +741,9 @@ static char *parse_reader(char *str, int num, void *stream)
 				l = sizeof sec - 1;
 			memcpy(sec, str + 1, l);
 			sec[l] = '\0';
+			size_t sl = l < sizeof p->section - 1 ? l : sizeof p->section - 1;
+			memcpy(p->section, sec, sl);
+			p->section[sl] = '\0';
 			if (!section_known(p->c->s, sec)) {
 				char sug[160];
 				suggest_section(p->c->s, sec, sug, sizeof sug);
@@ -620,8 +762,12 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 		return 1; /* report only the first error */
 	if (!*section)
 		return parse_fail(p, KS_EINPUT, "%s: key outside any [section]", name);
-	if (!section_known(s, section))
-		return 1; /* the reader reported the header */
+	if (!section_known(s, section)) {
+		/* Normally reported by the reader at the header already. */
+		char sug[160];
+		suggest_section(s, section, sug, sizeof sug);
+		return parse_fail(p, KS_EINPUT, "[%s] %s: unknown section%s", section, name, sug);
+	}
 	ssize_t ki = schema_index(s, section, name);
 	if (ki < 0 || (size_t)ki >= p->c->n) {
 		char sug[200];
@@ -630,7 +776,7 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 	}
 	if (p->seen[ki])
 		return parse_fail(p, KS_EINPUT, "[%s] %s: duplicate key (first set on line %d)",
-				  section, name, p->seen[ki]);
+		                  section, name, p->seen[ki]);
 	const cfg_key_t *k = s->keys[ki];
 	char why[512];
 	cfg_val_t v = {0};
@@ -683,6 +829,8 @@ static void line_text(const char *text, int n, char *out, size_t len)
 
 int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 {
+	if (cfg_grow(c))
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
 	parse_t p = {.c = c, .origin = origin, .p = text, .e = e};
 	p.seen = calloc(c->n ? c->n : 1, sizeof *p.seen);
 	if (!p.seen)
@@ -697,12 +845,12 @@ int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 		line_text(text, r, l, sizeof l);
 		if (l[0] == '[')
 			code = err_set(e, KS_EINPUT, "%s:%d: section header without ']': '%s'",
-				       origin, r, l);
+			               origin, r, l);
 		else
 			code = err_set(e, KS_EINPUT,
-				       "%s:%d: malformed line (expected '[section]', 'key = value' "
-				       "or a comment): '%s'",
-				       origin, r, l);
+			               "%s:%d: malformed line (expected '[section]', 'key = value' "
+			               "or a comment): '%s'",
+			               origin, r, l);
 	} else if (p.err_line) {
 		code = p.code;
 	}
@@ -776,7 +924,7 @@ static void trim(char *s)
 int cfg_set(cfg_t *c, const char *assignment, err_t *e)
 {
 	const cfg_schema_t *s = c->s;
-	char *a = str_dup(assignment);
+	char *a = cfg_grow(c) ? NULL : str_dup(assignment);
 	if (!a)
 		return err_set(e, KS_ENOMEM, "--set: out of memory");
 	int rc = 0;
@@ -840,9 +988,13 @@ out:
 static size_t must_index(const cfg_t *c, const char *section, const char *name, const char *fn)
 {
 	ssize_t i = schema_index(c->s, section, name);
-	if (i < 0 || (size_t)i >= c->n) {
+	if (i < 0) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is not in the config schema\n", fn, section,
-			name);
+		        name);
+		abort();
+	}
+	if ((size_t)i >= c->n && cfg_sync(c)) {
+		fprintf(stderr, "kvsim: %s: out of memory\n", fn);
 		abort();
 	}
 	return (size_t)i;
@@ -859,6 +1011,8 @@ static bool owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel)
 
 int cfg_finalize(cfg_t *c, err_t *e)
 {
+	if (cfg_grow(c))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->n; i++) {
 		const cfg_key_t *k = c->s->keys[i];
 		const char *sel;
@@ -866,26 +1020,26 @@ int cfg_finalize(cfg_t *c, err_t *e)
 			continue;
 		if (schema_index(c->s, k->section, "name") < 0)
 			return err_set(e, KS_EINPUT,
-				       "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
-				       "'name' key",
-				       c->v[i].origin, k->section, k->name, k->owner, k->section);
+			               "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
+			               "'name' key",
+			               c->v[i].origin, k->section, k->name, k->owner, k->section);
 		return err_set(e, KS_EINPUT,
-			       "%s: [%s] %s: parameter of policy '%s', but [%s] name = %s",
-			       c->v[i].origin, k->section, k->name, k->owner, k->section, sel);
+		               "%s: [%s] %s: parameter of policy '%s', but [%s] name = %s",
+		               c->v[i].origin, k->section, k->name, k->owner, k->section, sel);
 	}
 	return 0;
 }
 
 /* ---- accessors ------------------------------------------------------- */
 
-static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *name,
-			      const char *fn, cfg_type_t t1, cfg_type_t t2)
+static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *name, const char *fn,
+                              cfg_type_t t1, cfg_type_t t2)
 {
 	size_t i = must_index(c, section, name, fn);
 	cfg_type_t t = c->s->keys[i]->type;
 	if (t != t1 && t != t2) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is of type %s\n", fn, section, name,
-			type_name(t));
+		        type_name(t));
 		abort();
 	}
 	return &c->v[i];
@@ -908,12 +1062,14 @@ int cfg_bool(const cfg_t *c, const char *section, const char *name)
 
 const char *cfg_str(const cfg_t *c, const char *section, const char *name)
 {
-	return c->v[must_index(c, section, name, "cfg_str")].text;
+	size_t i = must_index(c, section, name, "cfg_str"); /* may grow c->v */
+	return c->v[i].text;
 }
 
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name)
 {
-	const cfg_val_t *v = &c->v[must_index(c, section, name, "cfg_origin")];
+	size_t i = must_index(c, section, name, "cfg_origin"); /* may grow c->v */
+	const cfg_val_t *v = &c->v[i];
 	return v->origin ? v->origin : "default";
 }
 
@@ -932,14 +1088,21 @@ static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
 {
 	if (k->type == CFG_ENUM)
 		fprintf(f, "one of: %s", *choices ? choices : "(none registered)");
-	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max)
-		fprintf(f, "range [%.17g, %.17g]", k->min, k->max);
+	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max) {
+		char lo[32], hi[32];
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+		fprintf(f, "range [%s, %s]", lo, hi);
+	} else if (k->type == CFG_BOOL)
+		fprintf(f, "true or false");
 	else
-		fprintf(f, "any");
+		fprintf(f, "any %s", k->type == CFG_STR ? "text" : "value");
 }
 
 int cfg_write(const cfg_t *c, FILE *f)
 {
+	if (cfg_sync(c))
+		return KS_ENOMEM;
 	const cfg_schema_t *s = c->s;
 	bool first = true;
 	for (size_t i = 0; i < c->n; i++) {
@@ -959,7 +1122,7 @@ int cfg_write(const cfg_t *c, FILE *f)
 					fprintf(f, " [%s]", k->unit);
 				fputc('\n', f);
 			}
-			fprintf(f, "%s = %s\n", k->name, c->v[j].text);
+			fprintf(f, "%s =%s%s\n", k->name, *c->v[j].text ? " " : "", c->v[j].text);
 		}
 	}
 	return ferror(f) ? KS_EIO : 0;
@@ -985,7 +1148,7 @@ int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 	for (size_t i = 0; i < s->n; i++) {
 		const cfg_key_t *k = s->keys[i];
 		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
-			type_name(k->type), k->def);
+		        type_name(k->type), k->def);
 		write_range(k, key_choices(s, i), f);
 		if (k->unit && *k->unit)
 			fprintf(f, ", unit %s", k->unit);

@@ -25,7 +25,7 @@ int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e)
 	if (arg[0] != '-' || !strcmp(arg, "-")) {
 		if (a->path)
 			return err_set(e, KS_EINPUT, "more than one CONFIG given ('%s', '%s')",
-				       a->path, arg);
+			               a->path, arg);
 		a->path = arg;
 		*i += 1;
 		return 1;
@@ -33,8 +33,7 @@ int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e)
 	return 0;
 }
 
-int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out,
-		    err_t *e)
+int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out, err_t *e)
 {
 	return cli_load_config_ex(path, sets, nsets, CLI_DEFAULT_EXPERIMENT, NULL, out, e);
 }
@@ -95,9 +94,9 @@ int cli_fail(const err_t *e)
 void cli_cfg_help(FILE *f)
 {
 	fprintf(f,
-		"  CONFIG                    experiment INI file (default: the built-in\n"
-		"                            default experiment)\n"
-		"  -s, --set SECTION.KEY=VALUE\n"
-		"                            override one key after CONFIG; repeatable,\n"
-		"                            applied in order ('kvsim config doc' lists keys)\n");
+	        "  CONFIG                    experiment INI file (default: the built-in\n"
+	        "                            default experiment)\n"
+	        "  -s, --set SECTION.KEY=VALUE\n"
+	        "                            override one key after CONFIG; repeatable,\n"
+	        "                            applied in order ('kvsim config doc' lists keys)\n");
 }

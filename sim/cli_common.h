@@ -34,8 +34,7 @@ int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e);
 
 /* Builds the resolved, finalized config (see the header comment). path may
  * be NULL; sets may be NULL when nsets is 0. On error *out is NULL. */
-int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out,
-		    err_t *e);
+int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out, err_t *e);
 
 /* The same with options: flags CLI_DEFAULT_EXPERIMENT loads the built-in
  * experiment when path is NULL (without it, schema defaults only); reg, when

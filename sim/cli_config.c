@@ -9,21 +9,21 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: kvsim config show [CONFIG] [--set SECTION.KEY=VALUE]...\n"
-		"       kvsim config digest [CONFIG] [--set SECTION.KEY=VALUE]...\n"
-		"       kvsim config doc\n\n"
-		"  show     print the fully resolved config (every key, defaults included)\n"
-		"           as an INI file that 'kvsim run' and 'config show' accept back\n"
-		"  digest   print the SHA-256 of the resolved config text (the digest\n"
-		"           recorded with each run)\n"
-		"  doc      print every key: section, name, type, default, range or\n"
-		"           choices, unit and a one-line description\n\n"
-		"options:\n");
+	fprintf(f, "usage: kvsim config show [CONFIG] [--set SECTION.KEY=VALUE]...\n"
+	           "       kvsim config digest [CONFIG] [--set SECTION.KEY=VALUE]...\n"
+	           "       kvsim config doc\n\n"
+	           "  show     print the fully resolved config (every key, defaults included)\n"
+	           "           as an INI file that 'kvsim run' and 'config show' accept back\n"
+	           "  digest   print the SHA-256 of the resolved config text (the digest\n"
+	           "           recorded with each run)\n"
+	           "  doc      print every key: section, name, type, default, range or\n"
+	           "           choices, unit and a one-line description\n\n"
+	           "options:\n");
 	cli_cfg_help(f);
 	fprintf(f, "  -h, --help                this help\n\n"
-		   "Exit status: 0 ok, 1 runtime failure, 2 usage or input error\n"
-		   "(unknown section or key, wrong type, out of range: FILE:LINE: [section] key: reason).\n");
+	           "Exit status: 0 ok, 1 runtime failure, 2 usage or input error\n"
+	           "(unknown section or key, wrong type, out of range: FILE:LINE: [section] key: "
+	           "reason).\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)

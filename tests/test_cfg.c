@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,19 +16,16 @@
 #include "sim/cfg.h"
 
 static const cfg_key_t test_keys[] = {
-	{"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
-	{"cluster", "link_gbps", CFG_FLOAT, "100", 0.5, 1e6, NULL, "Gbit/s", "link bandwidth",
-	 NULL},
-	{"cluster", "prefix_cache", CFG_BOOL, "true", 0, 0, NULL, "", "share prefixes", NULL},
-	{"cluster", "label", CFG_STR, "", 0, 0, NULL, "", "free text", NULL},
-	{"cache", "eviction", CFG_ENUM, "lru", 0, 0, "lru,lfu,fifo", "", "eviction policy",
-	 NULL},
-	{"sim", "seed", CFG_INT, "1", 0, 0, NULL, "", "master seed", NULL},
-	{"sim", "scale", CFG_FLOAT, "1.5", 0, 0, NULL, "", "unbounded float", NULL},
-	{"policy.routing", "name", CFG_ENUM, "round_robin", 0, 0, "round_robin,least_loaded",
-	 "", "routing policy", NULL},
-	{"policy.routing", "alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "", "load weight",
-	 "least_loaded"},
+    {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
+    {"cluster", "link_gbps", CFG_FLOAT, "100", 0.5, 1e6, NULL, "Gbit/s", "link bandwidth", NULL},
+    {"cluster", "prefix_cache", CFG_BOOL, "true", 0, 0, NULL, "", "share prefixes", NULL},
+    {"cluster", "label", CFG_STR, "", 0, 0, NULL, "", "free text", NULL},
+    {"cache", "eviction", CFG_ENUM, "lru", 0, 0, "lru,lfu,fifo", "", "eviction policy", NULL},
+    {"sim", "seed", CFG_INT, "1", 0, 0, NULL, "", "master seed", NULL},
+    {"sim", "scale", CFG_FLOAT, "1.5", 0, 0, NULL, "", "unbounded float", NULL},
+    {"policy.routing", "name", CFG_ENUM, "round_robin", 0, 0, "round_robin,least_loaded", "",
+     "routing policy", NULL},
+    {"policy.routing", "alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "", "load weight", "least_loaded"},
 };
 
 typedef struct fx {
@@ -41,7 +39,7 @@ static int setup(void **state)
 	fx_t *f = calloc(1, sizeof *f);
 	f->s = cfg_schema_new();
 	assert_int_equal(cfg_schema_add(f->s, test_keys, sizeof test_keys / sizeof test_keys[0]),
-			 0);
+	                 0);
 	f->c = cfg_new(f->s);
 	assert_non_null(f->c);
 	*state = f;
@@ -138,64 +136,63 @@ static void test_bool_spellings(void **state)
 static void test_unknown_section_suggests_nearest(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes = 2\n[clustr]\nnodes = 3\n",
-			  "t.ini:3: [clustr]: unknown section (did you mean 'cluster'?)");
+	                  "t.ini:3: [clustr]: unknown section (did you mean 'cluster'?)");
 }
 
 static void test_empty_unknown_section_is_an_error(void **state)
 {
-	expect_load_error(*state, "[zzzzzzzzzz]\n",
-			  "t.ini:1: [zzzzzzzzzz]: unknown section");
+	expect_load_error(*state, "[zzzzzzzzzz]\n", "t.ini:1: [zzzzzzzzzz]: unknown section");
 }
 
 static void test_unknown_key_suggests_nearest(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodez = 2\n",
-			  "t.ini:2: [cluster] nodez: unknown key (did you mean 'nodes'?)");
+	                  "t.ini:2: [cluster] nodez: unknown key (did you mean 'nodes'?)");
 }
 
 static void test_unknown_key_suggests_other_section(void **state)
 {
 	expect_load_error(*state, "[cluster]\nseed = 2\n",
-			  "t.ini:2: [cluster] seed: unknown key (did you mean 'seed' in [sim]?)");
+	                  "t.ini:2: [cluster] seed: unknown key (did you mean 'seed' in [sim]?)");
 }
 
 static void test_wrong_type_int(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes = 4x\n",
-			  "t.ini:2: [cluster] nodes: expected an integer, got '4x'");
+	                  "t.ini:2: [cluster] nodes: expected an integer, got '4x'");
 	expect_load_error(*state, "[cluster]\nnodes = 2.0\n",
-			  "t.ini:2: [cluster] nodes: expected an integer, got '2.0'");
+	                  "t.ini:2: [cluster] nodes: expected an integer, got '2.0'");
 	expect_load_error(*state, "[cluster]\nnodes =\n",
-			  "t.ini:2: [cluster] nodes: expected an integer, got ''");
+	                  "t.ini:2: [cluster] nodes: expected an integer, got ''");
 	expect_load_error(*state, "[sim]\nseed = 99999999999999999999\n",
-			  "t.ini:2: [sim] seed: integer '99999999999999999999' does not fit in "
-			  "64 bits");
+	                  "t.ini:2: [sim] seed: integer '99999999999999999999' does not fit in "
+	                  "64 bits");
 }
 
 static void test_wrong_type_float(void **state)
 {
 	expect_load_error(*state, "[cluster]\nlink_gbps = fast\n",
-			  "t.ini:2: [cluster] link_gbps: expected a number, got 'fast'");
+	                  "t.ini:2: [cluster] link_gbps: expected a number, got 'fast'");
 	expect_load_error(*state, "[sim]\nscale = inf\n",
-			  "t.ini:2: [sim] scale: expected a finite number, got 'inf'");
+	                  "t.ini:2: [sim] scale: expected a finite number, got 'inf'");
 	expect_load_error(*state, "[sim]\nscale = nan\n",
-			  "t.ini:2: [sim] scale: expected a finite number, got 'nan'");
+	                  "t.ini:2: [sim] scale: expected a finite number, got 'nan'");
 }
 
 static void test_wrong_type_bool(void **state)
 {
 	expect_load_error(*state, "[cluster]\nprefix_cache = maybe\n",
-			  "t.ini:2: [cluster] prefix_cache: expected a boolean (true/false, "
-			  "yes/no, on/off, 1/0), got 'maybe'");
+	                  "t.ini:2: [cluster] prefix_cache: expected a boolean (true/false, "
+	                  "yes/no, on/off, 1/0), got 'maybe'");
 }
 
 static void test_out_of_range(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes = 2000\n",
-			  "t.ini:2: [cluster] nodes: 2000 nodes is out of range [1, 1024]");
+	                  "t.ini:2: [cluster] nodes: 2000 nodes is out of range [1, 1024]");
 	expect_load_error(*state, "[cluster]\n\nlink_gbps = 0.25\n",
-			  "t.ini:3: [cluster] link_gbps: 0.25 Gbit/s is out of range [0.5, "
-			  "1000000]");
+	                  "t.ini:3: [cluster] link_gbps: 0.25 Gbit/s is out of range [0.5, "
+	                  "1000000]");
 	/* Bounds are inclusive. */
 	fx_t *f = *state;
 	assert_int_equal(cfg_load_string(f->c, "t.ini", "[cluster]\nnodes = 1024\n", &f->e), 0);
@@ -208,55 +205,90 @@ static void test_out_of_range(void **state)
 static void test_bad_enum_choice(void **state)
 {
 	expect_load_error(*state, "[cache]\neviction = lrv\n",
-			  "t.ini:2: [cache] eviction: 'lrv' is not one of: lru,lfu,fifo (did "
-			  "you mean 'lru'?)");
+	                  "t.ini:2: [cache] eviction: 'lrv' is not one of: lru,lfu,fifo (did "
+	                  "you mean 'lru'?)");
 	expect_load_error(*state, "[cache]\neviction = belady_optimal\n",
-			  "t.ini:2: [cache] eviction: 'belady_optimal' is not one of: "
-			  "lru,lfu,fifo");
+	                  "t.ini:2: [cache] eviction: 'belady_optimal' is not one of: "
+	                  "lru,lfu,fifo");
 }
 
 static void test_duplicate_key(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes = 2\n[sim]\nseed=1\n[cluster]\nnodes = 3\n",
-			  "t.ini:6: [cluster] nodes: duplicate key (first set on line 2)");
+	                  "t.ini:6: [cluster] nodes: duplicate key (first set on line 2)");
 }
 
 static void test_malformed_lines(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes 4\n",
-			  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
-			  "comment): 'nodes 4'");
+	                  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
+	                  "comment): 'nodes 4'");
 	expect_load_error(*state, "[cluster\nnodes = 4\n",
-			  "t.ini:1: section header without ']': '[cluster'");
+	                  "t.ini:1: section header without ']': '[cluster'");
 	expect_load_error(*state, "nodes = 4\n[cluster]\n",
-			  "t.ini:1: nodes: key outside any [section]");
+	                  "t.ini:1: nodes: key outside any [section]");
 }
 
 static void test_first_error_wins(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes = x\nbogus line\n",
-			  "t.ini:2: [cluster] nodes: expected an integer, got 'x'");
+	                  "t.ini:2: [cluster] nodes: expected an integer, got 'x'");
 	expect_load_error(*state, "[cluster]\nbogus line\nnodes = x\n",
-			  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
-			  "comment): 'bogus line'");
+	                  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
+	                  "comment): 'bogus line'");
 }
 
-static void test_long_line_rejected(void **state)
+/* Lines longer than inih's buffer (long paths) are read by the same rules. */
+static void test_long_lines_are_read(void **state)
 {
 	fx_t *f = *state;
-	char text[1024] = "[cluster]\nlabel = ";
-	memset(text + strlen(text), 'x', 600);
-	strcat(text, "\n");
+	char text[2048], longv[601];
+	memset(longv, 'x', 600);
+	longv[600] = '\0';
+	snprintf(text, sizeof text, "# %s\n[cluster]\n  label : %s   ; comment\nnodes = 5\n", longv,
+	         longv);
+	assert_int_equal(cfg_load_string(f->c, "t.ini", text, &f->e), 0);
+	assert_string_equal(cfg_str(f->c, "cluster", "label"), longv);
+	assert_string_equal(cfg_origin(f->c, "cluster", "label"), "t.ini:3");
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 5);
+	/* Round trip through cfg_text. */
+	char *t = cfg_text(f->c);
+	cfg_t *d = cfg_new(f->s);
+	assert_int_equal(cfg_load_string(d, "out.ini", t, &f->e), 0);
+	assert_string_equal(cfg_str(d, "cluster", "label"), longv);
+	cfg_free(d);
+	free(t);
+	/* The same checks apply. */
+	snprintf(text, sizeof text, "[cluster]\n\nlabel%s = 1\n", longv);
 	assert_int_equal(cfg_load_string(f->c, "t.ini", text, &f->e), KS_EINPUT);
-	assert_non_null(strstr(f->e.msg, "t.ini:2: line longer than"));
+	assert_non_null(strstr(f->e.msg, "t.ini:3: [cluster] labelxxx"));
+	assert_non_null(strstr(f->e.msg, ": unknown key"));
+	snprintf(text, sizeof text, "[cluster]\nnodes = 4\nnodes = %s\n", longv);
+	expect_load_error(f, text, "t.ini:3: [cluster] nodes: duplicate key (first set on line 2)");
+	snprintf(text, sizeof text, "[cluster]\n%s\n", longv);
+	expect_load_error(f, text,
+	                  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
+	                  "comment)");
+	snprintf(text, sizeof text, "[sim]\nseed = 1\n[cluster]\nlabel = %s\n[sim]\nseed = 2\n",
+	         longv);
+	expect_load_error(f, text, "t.ini:6: [sim] seed: duplicate key (first set on line 2)");
+}
+
+static void test_bom_is_skipped_and_checked(void **state)
+{
+	fx_t *f = *state;
+	assert_int_equal(
+	    cfg_load_string(f->c, "t.ini", "\xEF\xBB\xBF[cluster]\nnodes = 9\n", &f->e), 0);
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 9);
+	expect_load_error(f, "\xEF\xBB\xBF[clustr]\nnodes = 9\n",
+	                  "t.ini:1: [clustr]: unknown section (did you mean 'cluster'?)");
 }
 
 static void test_indented_line_is_not_a_continuation(void **state)
 {
 	fx_t *f = *state;
-	assert_int_equal(cfg_load_string(f->c, "t.ini", "[cluster]\nlabel = a\n   nodes = 8\n",
-					 &f->e),
-			 0);
+	assert_int_equal(
+	    cfg_load_string(f->c, "t.ini", "[cluster]\nlabel = a\n   nodes = 8\n", &f->e), 0);
 	assert_string_equal(cfg_str(f->c, "cluster", "label"), "a");
 	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 8);
 }
@@ -265,7 +297,7 @@ static void test_failed_load_changes_nothing(void **state)
 {
 	fx_t *f = *state;
 	expect_load_error(f, "[cluster]\nnodes = 8\nlink_gbps = x\n",
-			  "t.ini:3: [cluster] link_gbps: expected a number, got 'x'");
+	                  "t.ini:3: [cluster] link_gbps: expected a number, got 'x'");
 	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 4);
 	assert_string_equal(cfg_origin(f->c, "cluster", "nodes"), "default");
 }
@@ -273,12 +305,11 @@ static void test_failed_load_changes_nothing(void **state)
 static void test_policy_owned_key_needs_its_policy(void **state)
 {
 	fx_t *f = *state;
-	assert_int_equal(cfg_load_string(f->c, "t.ini", "[policy.routing]\nalpha = 0.25\n",
-					 &f->e),
-			 0);
+	assert_int_equal(cfg_load_string(f->c, "t.ini", "[policy.routing]\nalpha = 0.25\n", &f->e),
+	                 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), KS_EINPUT);
 	assert_string_equal(f->e.msg, "t.ini:2: [policy.routing] alpha: parameter of policy "
-				      "'least_loaded', but [policy.routing] name = round_robin");
+	                              "'least_loaded', but [policy.routing] name = round_robin");
 	/* Selecting the owner (section names with a dot, split at the last). */
 	assert_int_equal(cfg_set(f->c, "policy.routing.name=least_loaded", &f->e), 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
@@ -291,7 +322,7 @@ static void test_policy_owned_key_via_set(void **state)
 	assert_int_equal(cfg_set(f->c, "policy.routing.alpha=0.75", &f->e), 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), KS_EINPUT);
 	assert_string_equal(f->e.msg, "--set: [policy.routing] alpha: parameter of policy "
-				      "'least_loaded', but [policy.routing] name = round_robin");
+	                              "'least_loaded', but [policy.routing] name = round_robin");
 }
 
 static void test_bad_set_syntax(void **state)
@@ -302,18 +333,18 @@ static void test_bad_set_syntax(void **state)
 	expect_set_error(f, ".nodes=4", "--set: '.nodes=4': expected SECTION.KEY=VALUE");
 	expect_set_error(f, "cluster.=4", "--set: 'cluster.=4': expected SECTION.KEY=VALUE");
 	expect_set_error(f, "clustr.nodes=4",
-			 "--set: [clustr] nodes: unknown section (did you mean 'cluster'?)");
+	                 "--set: [clustr] nodes: unknown section (did you mean 'cluster'?)");
 	expect_set_error(f, "cluster.nodez=4",
-			 "--set: [cluster] nodez: unknown key (did you mean 'nodes'?)");
+	                 "--set: [cluster] nodez: unknown key (did you mean 'nodes'?)");
 	expect_set_error(f, "cluster.nodes=four",
-			 "--set: [cluster] nodes: expected an integer, got 'four'");
+	                 "--set: [cluster] nodes: expected an integer, got 'four'");
 	expect_set_error(f, "cluster.nodes=0",
-			 "--set: [cluster] nodes: 0 nodes is out of range [1, 1024]");
+	                 "--set: [cluster] nodes: 0 nodes is out of range [1, 1024]");
 	expect_set_error(f, "cluster.label=a ;b",
-			 "--set: [cluster] label: value cannot contain ' ;' (it starts a "
-			 "comment)");
+	                 "--set: [cluster] label: value cannot contain ' ;' (it starts a "
+	                 "comment)");
 	expect_set_error(f, "cluster.label=a\nb",
-			 "--set: [cluster] label: value cannot contain control characters");
+	                 "--set: [cluster] label: value cannot contain control characters");
 	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 4);
 }
 
@@ -347,8 +378,8 @@ static void test_load_file_reports_path_and_line(void **state)
 	fclose(fp);
 	assert_int_equal(cfg_load_file(f->c, path, &f->e), KS_EINPUT);
 	snprintf(want, sizeof want,
-		 "%s:4: [cache] eviction: 'mru' is not one of: lru,lfu,fifo (did you mean 'lru'?)",
-		 path);
+	         "%s:4: [cache] eviction: 'mru' is not one of: lru,lfu,fifo (did you mean 'lru'?)",
+	         path);
 	assert_string_equal(f->e.msg, want);
 	unlink(path);
 	assert_int_equal(cfg_load_file(f->c, path, &f->e), KS_EINPUT);
@@ -359,10 +390,11 @@ static void test_load_file_reports_path_and_line(void **state)
 static void test_write_load_round_trip(void **state)
 {
 	fx_t *f = *state;
-	const char *sets[] = {"cluster.nodes=17", "cluster.link_gbps=0.7",
-			      "cluster.prefix_cache=no", "cluster.label=a; b # c [d]",
-			      "cache.eviction=fifo", "sim.seed=-3", "sim.scale=1e-300",
-			      "policy.routing.name=least_loaded", "policy.routing.alpha=0.3"};
+	const char *sets[] = {"cluster.nodes=17",        "cluster.link_gbps=0.7",
+	                      "cluster.prefix_cache=no", "cluster.label=a; b # c [d]",
+	                      "cache.eviction=fifo",     "sim.seed=-3",
+	                      "sim.scale=1e-300",        "policy.routing.name=least_loaded",
+	                      "policy.routing.alpha=0.3"};
 	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
 		assert_int_equal(cfg_set(f->c, sets[i], &f->e), 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
@@ -376,7 +408,7 @@ static void test_write_load_round_trip(void **state)
 	for (size_t i = 0; i < cfg_schema_count(f->s); i++) {
 		const cfg_key_t *k = cfg_schema_key(f->s, i);
 		assert_string_equal(cfg_str(d, k->section, k->name),
-				    cfg_str(f->c, k->section, k->name));
+		                    cfg_str(f->c, k->section, k->name));
 	}
 	assert_true(cfg_float(d, "sim", "scale") == 1e-300);
 	assert_true(cfg_float(d, "cluster", "link_gbps") == 0.7);
@@ -436,7 +468,7 @@ static void test_set_choices_extends_enum(void **state)
 {
 	fx_t *f = *state;
 	expect_set_error(f, "cache.eviction=arc",
-			 "--set: [cache] eviction: 'arc' is not one of: lru,lfu,fifo");
+	                 "--set: [cache] eviction: 'arc' is not one of: lru,lfu,fifo");
 	assert_int_equal(cfg_schema_set_choices(f->s, "cache", "eviction", "lru,lfu,fifo,arc"), 0);
 	assert_int_equal(cfg_set(f->c, "cache.eviction=arc", &f->e), 0);
 	assert_int_equal(cfg_schema_set_choices(f->s, "cluster", "nodes", "a,b"), KS_EINPUT);
@@ -446,29 +478,102 @@ static void test_set_choices_extends_enum(void **state)
 static void test_schema_rejects_bad_keys(void **state)
 {
 	(void)state;
-	static const cfg_key_t dup[] = {
-		{"a", "k", CFG_INT, "1", 0, 0, NULL, "", "", NULL},
-		{"a", "k", CFG_INT, "2", 0, 0, NULL, "", "", NULL},
+	static const cfg_key_t twice[] = {
+	    {"a", "k", CFG_INT, "1", 0, 0, NULL, "", "", NULL},
+	    {"a", "k", CFG_INT, "2", 0, 0, NULL, "", "", NULL},
 	};
 	static const cfg_key_t bad_def[] = {
-		{"a", "k", CFG_INT, "x", 0, 0, NULL, "", "", NULL},
+	    {"a", "k", CFG_INT, "x", 0, 0, NULL, "", "", NULL},
 	};
 	static const cfg_key_t bad_range[] = {
-		{"a", "k", CFG_INT, "0", 1, 5, NULL, "", "", NULL},
+	    {"a", "k", CFG_INT, "0", 1, 5, NULL, "", "", NULL},
 	};
 	static const cfg_key_t dotted_name[] = {
-		{"a", "k.j", CFG_INT, "0", 0, 0, NULL, "", "", NULL},
+	    {"a", "k.j", CFG_INT, "0", 0, 0, NULL, "", "", NULL},
 	};
 	static const cfg_key_t bad_enum[] = {
-		{"a", "k", CFG_ENUM, "z", 0, 0, "x,y", "", "", NULL},
+	    {"a", "k", CFG_ENUM, "z", 0, 0, "x,y", "", "", NULL},
 	};
-	const cfg_key_t *sets[] = {dup, bad_def, bad_range, dotted_name, bad_enum};
-	size_t ns[] = {2, 1, 1, 1, 1};
-	for (size_t i = 0; i < 5; i++) {
+	static const cfg_key_t bad_str[] = {
+	    {"a", "k", CFG_STR, " padded", 0, 0, NULL, "", "", NULL},
+	};
+	const cfg_key_t *sets[] = {twice, bad_def, bad_range, dotted_name, bad_enum, bad_str};
+	size_t ns[] = {2, 1, 1, 1, 1, 1};
+	/* The schema names the bad key on stderr; keep the test output clean. */
+	fflush(stderr);
+	int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+	dup2(devnull, 2);
+	int rcs[6];
+	for (size_t i = 0; i < 6; i++) {
 		cfg_schema_t *s = cfg_schema_new();
-		assert_int_equal(cfg_schema_add(s, sets[i], ns[i]), KS_EINPUT);
+		rcs[i] = cfg_schema_add(s, sets[i], ns[i]);
 		cfg_schema_free(s);
 	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(devnull);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(rcs[i], KS_EINPUT);
+}
+
+/* Enough keys, added in several batches, to grow every internal table. */
+static void test_many_keys_all_found(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	static cfg_key_t many[N];
+	static char names[N][16], sections[N][16];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof names[i], "k%d", i);
+		snprintf(sections[i], sizeof sections[i], "s%d", i % 37);
+		many[i] =
+		    (cfg_key_t){sections[i], names[i], CFG_INT, "0", 0, 0, NULL, "", "", NULL};
+	}
+	cfg_schema_t *s = cfg_schema_new();
+	for (int i = 0; i < N; i += 100)
+		assert_int_equal(cfg_schema_add(s, many + i, 100), 0);
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	assert_int_equal(cfg_set(c, "s5.k5=42", &e), 0);
+	assert_int_equal(cfg_set(c, "s0.k999=-1", &e), 0);
+	for (int i = 0; i < N; i++)
+		assert_ptr_equal(cfg_schema_find(s, sections[i], names[i]), &many[i]);
+	assert_null(cfg_schema_find(s, "s1", "k0"));
+	assert_int_equal(cfg_int(c, "s5", "k5"), 42);
+	assert_int_equal(cfg_int(c, "s0", "k999"), -1);
+	assert_int_equal(cfg_int(c, "s0", "k0"), 0);
+	cfg_free(c);
+	cfg_schema_free(s);
+}
+
+/* Plugins add parameters after configs exist; those take their defaults. */
+static void test_keys_added_after_cfg_new_take_defaults(void **state)
+{
+	fx_t *f = *state;
+	static const cfg_key_t later[] = {
+	    {"policy.routing", "beta", CFG_INT, "7", 0, 10, NULL, "", "plugin knob", "plug"},
+	    {"plugin", "mode", CFG_ENUM, "fast", 0, 0, "fast,slow", "", "plugin mode", NULL},
+	};
+	cfg_t *old = cfg_clone(f->c);
+	assert_int_equal(cfg_schema_add(f->s, later, 2), 0);
+	assert_int_equal(cfg_int(f->c, "policy.routing", "beta"), 7);
+	assert_string_equal(cfg_origin(f->c, "policy.routing", "beta"), "default");
+	assert_string_equal(cfg_str(old, "plugin", "mode"), "fast");
+	assert_int_equal(cfg_load_string(old, "t.ini", "[plugin]\nmode = slow\n", &f->e), 0);
+	assert_string_equal(cfg_str(old, "plugin", "mode"), "slow");
+	assert_int_equal(cfg_set(f->c, "policy.routing.name=plug", &f->e), KS_EINPUT);
+	assert_int_equal(
+	    cfg_schema_set_choices(f->s, "policy.routing", "name", "round_robin,least_loaded,plug"),
+	    0);
+	assert_int_equal(cfg_set(f->c, "policy.routing.name=plug", &f->e), 0);
+	assert_int_equal(cfg_set(f->c, "policy.routing.beta=3", &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	char *t = cfg_text(f->c);
+	assert_non_null(strstr(t, "\nbeta = 3\n"));
+	assert_non_null(strstr(t, "[plugin]\n# plugin mode\nmode = fast\n"));
+	free(t);
+	cfg_free(old);
 }
 
 static void test_unknown_key_accessor_aborts(void **state)
@@ -511,9 +616,9 @@ static void test_doc_lists_every_key(void **state)
 	assert_int_equal(cfg_write_doc(f->s, fp), 0);
 	fclose(fp);
 	assert_non_null(strstr(buf, "[cluster] nodes\n    type int, default '4', range [1, 1024], "
-				    "unit nodes\n    number of nodes\n"));
+	                            "unit nodes\n    number of nodes\n"));
 	assert_non_null(strstr(buf, "[cache] eviction\n    type enum, default 'lru', one of: "
-				    "lru,lfu,fifo\n"));
+	                            "lru,lfu,fifo\n"));
 	assert_non_null(strstr(buf, "only with name = least_loaded"));
 	free(buf);
 }
@@ -546,38 +651,41 @@ static void test_default_schema_is_valid(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_defaults_come_from_schema),
-		T(test_load_sets_values_and_origins),
-		T(test_bool_spellings),
-		T(test_unknown_section_suggests_nearest),
-		T(test_empty_unknown_section_is_an_error),
-		T(test_unknown_key_suggests_nearest),
-		T(test_unknown_key_suggests_other_section),
-		T(test_wrong_type_int),
-		T(test_wrong_type_float),
-		T(test_wrong_type_bool),
-		T(test_out_of_range),
-		T(test_bad_enum_choice),
-		T(test_duplicate_key),
-		T(test_malformed_lines),
-		T(test_first_error_wins),
-		T(test_long_line_rejected),
-		T(test_indented_line_is_not_a_continuation),
-		T(test_failed_load_changes_nothing),
-		T(test_policy_owned_key_needs_its_policy),
-		T(test_policy_owned_key_via_set),
-		T(test_bad_set_syntax),
-		T(test_set_overrides_file),
-		T(test_load_file_reports_path_and_line),
-		T(test_write_load_round_trip),
-		T(test_write_skips_keys_of_unselected_policy),
-		T(test_digest_stable_and_sensitive),
-		T(test_set_choices_extends_enum),
-		T(test_schema_rejects_bad_keys),
-		T(test_unknown_key_accessor_aborts),
-		T(test_wrong_type_accessor_aborts),
-		T(test_doc_lists_every_key),
-		T(test_default_schema_is_valid),
+	    T(test_defaults_come_from_schema),
+	    T(test_load_sets_values_and_origins),
+	    T(test_bool_spellings),
+	    T(test_unknown_section_suggests_nearest),
+	    T(test_empty_unknown_section_is_an_error),
+	    T(test_unknown_key_suggests_nearest),
+	    T(test_unknown_key_suggests_other_section),
+	    T(test_wrong_type_int),
+	    T(test_wrong_type_float),
+	    T(test_wrong_type_bool),
+	    T(test_out_of_range),
+	    T(test_bad_enum_choice),
+	    T(test_duplicate_key),
+	    T(test_malformed_lines),
+	    T(test_first_error_wins),
+	    T(test_long_lines_are_read),
+	    T(test_bom_is_skipped_and_checked),
+	    T(test_indented_line_is_not_a_continuation),
+	    T(test_failed_load_changes_nothing),
+	    T(test_policy_owned_key_needs_its_policy),
+	    T(test_policy_owned_key_via_set),
+	    T(test_bad_set_syntax),
+	    T(test_set_overrides_file),
+	    T(test_load_file_reports_path_and_line),
+	    T(test_write_load_round_trip),
+	    T(test_write_skips_keys_of_unselected_policy),
+	    T(test_digest_stable_and_sensitive),
+	    T(test_set_choices_extends_enum),
+	    T(test_schema_rejects_bad_keys),
+	    T(test_many_keys_all_found),
+	    T(test_keys_added_after_cfg_new_take_defaults),
+	    T(test_unknown_key_accessor_aborts),
+	    T(test_wrong_type_accessor_aborts),
+	    T(test_doc_lists_every_key),
+	    T(test_default_schema_is_valid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
