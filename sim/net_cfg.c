@@ -35,6 +35,9 @@ const cfg_key_t net_cfg_keys[] = {
 	{"network", "solve_quantum_ns", CFG_INT, "0", 0, 1e12, NULL, "ns",
 	 "0 = exact; > 0: flows join and rates are re-solved only at multiples of "
 	 "this (faster; a join may wait one quantum)", NULL},
+	{"network", "calibration", CFG_STR, "", 0, 0, NULL, "",
+	 "transfer calibration INI written by 'kvsim calibrate fit' (models/calibration/); "
+	 "its link bandwidths, latencies and per-block copy overhead replace the spec's", NULL},
 	{"network", "record_flows", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "keep one record per transfer for the /transfers output", NULL},
 };

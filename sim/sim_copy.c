@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/mdl_xfer.h"
 #include "sim/sim_int.h"
 
 /* copy_begin's answer when every block is already at the destination */
@@ -54,6 +55,27 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 		.gpus_per_leaf = (uint32_t)cfg_int(c, "network", "gpus_per_leaf"),
 		.switch_lat_ns = cfg_int(c, "network", "switch_latency_ns"),
 	};
+	s->copy_overhead_ns = cfg_int(c, "network", "copy_overhead_ns");
+	const char *cal = cfg_str(c, "network", "calibration");
+	if (cal[0]) {
+		/* measured link figures (bandwidth of large copies, latency, and
+		 * per-block overhead) replace the datasheet ones */
+		mdl_xfer_t x;
+		int rc = mdl_xfer_init(&x, &s->hw, cal, e);
+		if (rc) {
+			err_prefix(e, "[network] calibration");
+			return e ? (e->code = KS_EINPUT) : KS_EINPUT; /* a bad input file */
+		}
+		const uint64_t big = 1ull << 30;
+		ts.nvlink_bw = mdl_xfer_bw(&x, MDL_LINK_NVLINK, big) * 1e9;
+		ts.nvlink_lat_ns = (int64_t)mdl_xfer_latency_ns(&x, MDL_LINK_NVLINK, big);
+		ts.pcie_bw = mdl_xfer_bw(&x, MDL_LINK_PCIE_H2D, big) * 1e9;
+		ts.pcie_lat_ns = (int64_t)mdl_xfer_latency_ns(&x, MDL_LINK_PCIE_H2D, big);
+		ts.nic_bw = mdl_xfer_bw(&x, MDL_LINK_NET, big) * 1e9;
+		ts.nic_lat_ns = (int64_t)mdl_xfer_latency_ns(&x, MDL_LINK_NET, big);
+		s->copy_overhead_ns = mdl_xfer_copy_overhead_ns(&x, MDL_LINK_NVLINK, MDL_SHAPE_GRANULAR,
+								1, shard_block_bytes(s));
+	}
 	int rc = net_topo_build(s->net, &ts, &s->topo, e);
 	if (rc)
 		return rc;
@@ -88,7 +110,6 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	if ((rc = net_set_quantum(s->net, cfg_int(c, "network", "solve_quantum_ns"), e)))
 		return rc;
 	s->block_granular = cfg_bool(c, "network", "block_granular");
-	s->copy_overhead_ns = cfg_int(c, "network", "copy_overhead_ns");
 	const char *fr = cfg_str(c, "kvcache", "fetch");
 	s->fetch_rule = !strcmp(fr, "never") ? 1 : !strcmp(fr, "always") ? 2 : 0;
 	/* host tier: per node, sized in blocks of the whole instance */

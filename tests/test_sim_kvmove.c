@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -185,6 +186,53 @@ static void test_host_tier_offload_and_fetch_back(void **st)
 	sim_results_free(&r);
 }
 
+/* Seconds per byte of the NVLink flows of a run. */
+static double nvlink_s_per_byte(const sim_results_t *r)
+{
+	double t = 0, b = 0;
+	for (size_t i = 0; i < r->n_xfer; i++)
+		if (r->xfer[i].path_kind == PATH_NVLINK && !r->xfer[i].cancelled) {
+			t += (double)(r->xfer[i].end_ns - r->xfer[i].start_ns) / 1e9;
+			b += (double)r->xfer[i].bytes;
+		}
+	return b > 0 ? t / b : 0;
+}
+
+static void test_calibration_file_sets_link_costs(void **st)
+{
+	(void)st;
+	char path[] = "/tmp/kvsim-cal-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	assert_non_null(f);
+	/* NVLink measured at 10 GB/s with 5 us latency: ~45x slower than the spec */
+	fputs("[meta]\ndevice = test\n[link.nvlink]\nedges =\nalpha_ns = 5000\nbw_gbps = 10\n"
+	      "overhead_ns = 2000\nbatch_overhead_ns = 0\nshare_same = 0\nshare_opp = 0\n",
+	      f);
+	fclose(f);
+	const char *fetch[] = {"kvcache.fetch=always"};
+	char set[128];
+	snprintf(set, sizeof set, "network.calibration=%s", path);
+	const char *cal[] = {"kvcache.fetch=always", set};
+	sim_results_t a = run_default(fetch, 1), b = run_default(cal, 2);
+	double sa = nvlink_s_per_byte(&a), sb = nvlink_s_per_byte(&b);
+	printf("NVLink: %.3g s/GB spec, %.3g s/GB calibrated\n", sa * 1e9, sb * 1e9);
+	assert_true(sa > 0 && sb > 10 * sa);
+	sim_results_free(&a);
+	sim_results_free(&b);
+	/* a missing file is an input error */
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	const char *bad[] = {"network.calibration=/nonexistent/cal.ini"};
+	assert_int_equal(cli_load_config(NULL, bad, 1, &cfg, &e), 0);
+	sim_results_t r;
+	assert_int_equal(sim_run(cfg, &r, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "calibration"));
+	cli_config_free(cfg);
+	remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_oracle_with_recall_zero_behaves_as_none),
 		cmocka_unit_test(test_fetching_a_long_prefix_beats_recomputing_it),
 		cmocka_unit_test(test_host_tier_offload_and_fetch_back),
+		cmocka_unit_test(test_calibration_file_sets_link_costs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
