@@ -4,6 +4,7 @@
  * from host memory). Causality: only READY blocks leave a source (and stay
  * pinned there until the copy ends); copied blocks are INFLIGHT at the
  * destination and become usable only when every shard has landed. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -541,6 +542,32 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 	for (int i = 0; i < POL_SPEC_N_METRICS; i++)
 		if (sim_results_metric(res, pol_spec_metric_names[i], "", m[i]))
 			return KS_ENOMEM;
+	/* per link kind: bytes moved and busy time, by class */
+	static const char *const kinds[] = {"nvlink", "pcie", "nic", "fabric"};
+	double kb[4][2] = {{0}}, kt[4][2] = {{0}};
+	size_t nl = net_link_count(s->net);
+	for (uint32_t l = 0; l < nl; l++) {
+		char name[64];
+		net_link_stats_t st;
+		if (net_link_stats(s->net, l, &st))
+			continue;
+		net_topo_link_name(s->topo, l, name, sizeof name);
+		int k = strstr(name, "nvlink") ? 0 : strstr(name, "pcie") ? 1
+						    : strstr(name, "nic")  ? 2 : 3;
+		for (int c = 0; c < 2; c++) {
+			kb[k][c] += st.bytes[c];
+			kt[k][c] += (double)st.busy_ns[c] / 1e9;
+		}
+	}
+	for (int k = 0; k < 4; k++)
+		for (int c = 0; c < 2; c++) {
+			char n1[48], n2[48];
+			snprintf(n1, sizeof n1, "link_bytes_%s.%s", c ? "bg" : "fg", kinds[k]);
+			snprintf(n2, sizeof n2, "link_busy_s_%s.%s", c ? "bg" : "fg", kinds[k]);
+			if (sim_results_metric(res, n1, "bytes", kb[k][c]) ||
+			    sim_results_metric(res, n2, "s", kt[k][c]))
+				return KS_ENOMEM;
+		}
 	double fg_mean = ns.fg_done && ns.fg_alone_ns > 0 ? ns.fg_actual_ns / ns.fg_alone_ns : 1;
 	sim_results_metric(res, "fg_slowdown_mean", "", fg_mean);
 	sim_results_metric(res, "bytes_fg", "bytes", (double)s->spec.bytes_fg);

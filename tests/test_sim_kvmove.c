@@ -114,6 +114,19 @@ static void test_transfer_bytes_are_conserved(void **st)
 	assert_true(bg > 0 && fg > 0);
 	assert_true(fg == sim_results_get(&r, "bytes_fg"));
 	assert_true(bg == sim_results_get(&r, "bytes_bg"));
+	/* every GPU-to-GPU flow crosses one sending and one receiving GPU link
+	 * (NVLink up+down, or NIC up+down): links carried exactly twice the bytes */
+	const char *cls[2] = {"fg", "bg"};
+	for (int c = 0; c < 2; c++) {
+		char a[48], b[48];
+		snprintf(a, sizeof a, "link_bytes_%s.nvlink", cls[c]);
+		snprintf(b, sizeof b, "link_bytes_%s.nic", cls[c]);
+		double links = sim_results_get(&r, a) + sim_results_get(&r, b);
+		double flows = c ? bg : fg;
+		printf("%s: links/2 %.6e, flows %.6e\n", cls[c], links / 2, flows);
+		/* finish times round up to whole ns: links may run <= 1 ns longer */
+		assert_true(fabs(links / 2 - flows) <= 1e-5 * flows);
+	}
 	assert_true(sim_results_get(&r, "kv_block_allocs") == sim_results_get(&r, "kv_block_frees"));
 	sim_results_free(&r);
 }
