@@ -114,6 +114,26 @@ static int load_columns(out_catalog_t *c, err_t *e)
 	return rc ? err_set(e, rc, "%s: out of memory", c->path) : 0;
 }
 
+int out_mkdir_p(const char *dir)
+{
+	char p[4096];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof p) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(p, dir, n + 1);
+	for (char *q = p + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(p, 0777) < 0 && errno != EEXIST)
+			return -1;
+		*q = '/';
+	}
+	return mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e)
 {
 	*out = NULL;
@@ -121,7 +141,7 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	if (!c)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	snprintf(c->path, sizeof c->path, "%s/%s", dir, OUT_CATALOG_FILE);
-	if (!readonly && mkdir(dir, 0777) < 0 && errno != EEXIST) {
+	if (!readonly && out_mkdir_p(dir) < 0) {
 		int rc = err_set(e, KS_EIO, "%s: cannot create directory: %s", dir,
 				 strerror(errno));
 		free(c);

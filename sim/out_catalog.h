@@ -50,6 +50,9 @@ typedef struct out_run_info {
  * the file allows it: after a killed sweep, the first reader must rebuild the
  * WAL index. A database without the tables yet is KS_EINPUT ("no runs
  * recorded yet"). */
+/* mkdir -p: creates dir and its missing parents; 0 or -1 with errno. */
+int out_mkdir_p(const char *dir);
+
 int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e);
 void out_catalog_close(out_catalog_t *c);
 

@@ -503,7 +503,7 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, err_t *e)
 {
 	const out_sweep_opts_t *o = s->o;
 	char p[4096];
-	if (mkdir(o->dir, 0777) < 0 && errno != EEXIST)
+	if (out_mkdir_p(o->dir) < 0)
 		return err_set(e, KS_EIO, "%s: cannot create directory: %s", o->dir, strerror(errno));
 	snprintf(p, sizeof p, "%s/runs", o->dir);
 	if (mkdir(p, 0777) < 0 && errno != EEXIST)

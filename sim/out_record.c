@@ -15,7 +15,7 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 {
 	char runs[4096], rel[64], path[4200], pid[65], digest[65];
 	snprintf(runs, sizeof runs, "%s/runs", dir);
-	if ((mkdir(dir, 0777) < 0 && errno != EEXIST) || (mkdir(runs, 0777) < 0 && errno != EEXIST))
+	if (out_mkdir_p(dir) < 0 || (mkdir(runs, 0777) < 0 && errno != EEXIST))
 		return err_set(e, KS_EIO, "%s: cannot create directory: %s", runs, strerror(errno));
 	char *text = cfg_text(cfg);
 	if (!text)

@@ -195,9 +195,29 @@ static void test_readonly_open_of_missing_catalog_is_input_error(void **st)
 	assert_int_equal(access(p, F_OK), -1);
 }
 
+static void test_catalog_creates_missing_parent_directories(void **st)
+{
+	(void)st;
+	char base[] = "/tmp/kvsim-mkdir-XXXXXX";
+	assert_non_null(mkdtemp(base));
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s/a/b/results", base);
+	out_catalog_t *c = NULL;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	out_catalog_close(c);
+	char db[300];
+	snprintf(db, sizeof db, "%s/catalog.sqlite", dir);
+	assert_int_equal(access(db, F_OK), 0);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_catalog_creates_missing_parent_directories),
 		cmocka_unit_test_setup_teardown(test_begin_done_fail_track_status_and_attempts,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_catalog_uses_wal_and_survives_reopen, setup,
