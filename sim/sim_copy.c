@@ -247,10 +247,7 @@ static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
 	(void)net;
 	sim_ctx_t *s = ctx;
 	kcopy_t *k = &s->copies[(rec->tag >> 16) - 1];
-	int kind;
-	uint32_t links[NET_PATH_MAX];
-	shard_path(s, k->src, k->dst, (uint32_t)(rec->tag & 0xffff), links, &kind);
-	int rc = xfer_append(s, k, rec, kind);
+	int rc = xfer_append(s, k, rec, k->kind);
 	if (rc)
 		return rc;
 	if (k->cls == NET_BG)
@@ -330,6 +327,7 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 	c->from_policy = from_policy;
 	c->req = req;
 	c->live = 1;
+	c->started = now;
 	c->blocks = mv;
 	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
 	c->flows_left = c->n_flows = s->tp;
@@ -340,6 +338,7 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 		int len = shard_path(s, src, dst, g, links, &kind);
 		if (len < 0)
 			return len;
+		c->kind = kind;
 		net_flow_spec_t fs = {
 			.bytes = bytes,
 			.path = links,
@@ -384,11 +383,8 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 		if (net_flow_cancel(s->net, k->flow_ids[g], &delivered, NULL) == 0) {
 			net_flow_rec_t rec = {.id = k->flow_ids[g], .end_ns = now,
 					      .delivered = delivered, .cancelled = 1, .tag = g};
-			rec.start_ns = now;
-			uint32_t links[NET_PATH_MAX];
-			int kind;
-			shard_path(s, k->src, k->dst, g, links, &kind);
-			xfer_append(s, k, &rec, kind);
+			rec.start_ns = k->started;
+			xfer_append(s, k, &rec, k->kind);
 		}
 	}
 	kv_store_t *d = store_of(s, k->dst);

@@ -34,6 +34,8 @@ typedef struct kcopy {
 	uint64_t *blocks;
 	uint32_t n;
 	int cls;                /* NET_FG / NET_BG */
+	int kind;               /* PATH_* (every shard takes the same kind of path) */
+	int64_t started;        /* ns */
 	int spec;               /* a speculative replica (policy-issued background) */
 	uint32_t flows_left;
 	uint64_t flow_ids[64];
