@@ -7,6 +7,7 @@
  * tagged with owner = policy name, so cfg_finalize rejects a parameter set
  * for a policy the section does not select. */
 #include "policies/pol.h"
+#include "sim/sim.h"
 #include "policies/pol_int.h"
 
 #include <stdlib.h>
@@ -140,11 +141,9 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
 
 uint64_t pol_seed(uint64_t master, pol_family_t f)
 {
-	/* splitmix64 (Steele et al. 2014) of master + a per-family odd offset */
-	uint64_t x = master + 0x9e3779b97f4a7c15ULL * ((uint64_t)f + 1);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	/* the simulator's derivation, in streams of their own: the trace's
+	 * stream must never coincide with a policy's */
+	return sim_seed_for(master, SIM_STREAM_POLICY + (uint64_t)f);
 }
 
 int pol_set_open_cfg(const pol_registry_t *r, const cfg_t *c, uint64_t master_seed, pol_set_t *s,

@@ -43,7 +43,10 @@ int sim_run_reg(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *
 int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
 		 err_t *e);
 
-/* Seed of random stream `stream` derived from the master seed (splitmix64). */
+/* Seed of random stream `stream` derived from the master seed (splitmix64).
+ * Stream ids: the trace generator and prefix model use SIM_STREAM_TRACE;
+ * policy family f uses SIM_STREAM_POLICY + f (pol_seed). */
+enum { SIM_STREAM_TRACE = 0, SIM_STREAM_POLICY = 16 };
 uint64_t sim_seed_for(uint64_t master, uint64_t stream);
 /* Built-in default experiment, as INI text. */
 extern const char sim_default_experiment[];

@@ -370,16 +370,15 @@ static int kv_pool_blocks(const cfg_t *cfg, const mdl_hw_t *hw, const mdl_llm_t 
 		*out = (uint32_t)fixed;
 		return 0;
 	}
-	double reserve = cfg_float(cfg, "cluster", "reserve_fraction") * (double)hw->hbm_bytes;
-	double weights = (double)mdl_weights_bytes_per_gpu(llm, tp);
-	double kv = (double)hw->hbm_bytes - reserve - weights;
-	double per_block = (double)mdl_kv_bytes_per_token_gpu(llm, tp) * B;
-	if (kv < per_block)
+	uint64_t tokens =
+		mdl_kv_tokens_per_instance(hw, llm, tp, cfg_float(cfg, "cluster", "reserve_fraction"));
+	if (tokens / B == 0)
 		return err_set(e, KS_EINPUT,
 			       "[cluster] tp: %s weights (%.1f GB per GPU at tp=%u) leave no room "
 			       "for KV in %.1f GB of HBM (%s)",
-			       llm->name, weights / 1e9, tp, (double)hw->hbm_bytes / 1e9, hw->name);
-	*out = (uint32_t)(kv / per_block);
+			       llm->name, (double)mdl_weights_bytes_per_gpu(llm, tp) / 1e9, tp,
+			       (double)hw->hbm_bytes / 1e9, hw->name);
+	*out = (uint32_t)(tokens / B);
 	return 0;
 }
 

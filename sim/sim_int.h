@@ -16,8 +16,6 @@
 #include "sim/sim.h"
 
 enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6 };
-/* Random-stream ids for sim_seed_for (policies use pol_seed). */
-enum { STREAM_TRACE = 0, STREAM_ROUTING = 1 };
 
 /* A request read from the trace and not yet arrived. */
 typedef struct pend {

@@ -35,8 +35,6 @@ const char sim_default_experiment[] =
 	"prefix_count = 50\n"
 	"prefix_tokens = 2048\n";
 
-/* Random-stream id of the trace generator and prefix model. */
-#define STREAM_TRACE 0
 
 typedef struct trace_src {
 	tr_reader_t *r;
@@ -70,7 +68,7 @@ int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t
 	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
 	uint32_t B = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
 	trace_src_t t = {0};
-	int rc = tr_open_cfg(cfg, B, sim_seed_for(seed, STREAM_TRACE), &t.r, e);
+	int rc = tr_open_cfg(cfg, B, sim_seed_for(seed, SIM_STREAM_TRACE), &t.r, e);
 	if (rc)
 		return rc;
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};
