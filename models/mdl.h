@@ -64,7 +64,15 @@ typedef struct mdl_compute_params {
 	double allreduce_bw_eff;  /* achieved ring bus bandwidth / nvlink_bw */
 	int64_t allreduce_lat_ns; /* fixed cost of one all-reduce */
 	int64_t iter_overhead_ns; /* scheduler + launch cost per iteration */
+	int model;                /* MDL_MODEL_* */
 } mdl_compute_params_t;
+
+/* Cost model kinds ([compute] model). ROOFLINE: the roofline below.
+ * LINEAR: the study's simulator (see mdl_cost.c): prefill
+ * 2*params_active*tokens/(tp*flops*mfu) with no attention, TP-communication
+ * or overhead term; decode (params_active*weight_bytes + kv_bytes*context)
+ * /(tp*hbm_bw*mbu); an iteration holding both pays the sum. */
+enum { MDL_MODEL_ROOFLINE = 0, MDL_MODEL_LINEAR = 1 };
 
 /* Defaults of the [compute] config keys (sources in mdl_cost.c). */
 extern const mdl_compute_params_t mdl_compute_params_default;

@@ -86,6 +86,10 @@ const cfg_key_t mdl_cfg_keys[] = {
      "fixed cost of one TP all-reduce (2 per layer per iteration)", NULL},
     {"compute", "iter_overhead_ns", CFG_INT, "500000", 0, 1e12, NULL, "ns",
      "scheduler/launch overhead per iteration", NULL},
+    {"compute", "model", CFG_ENUM, "roofline", 0, 0, "roofline,linear", "",
+     "roofline: FLOPs, bytes, TP all-reduce and overhead (models/mdl_cost.c); linear: the "
+     "original study's model (prefill 2*params*tokens/(tp*flops*mfu), no attention, TP "
+     "communication or overhead; decode memory-bound over weights + KV)", NULL},
 };
 const size_t mdl_cfg_keys_n = sizeof mdl_cfg_keys / sizeof mdl_cfg_keys[0];
 
@@ -195,13 +199,15 @@ int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_par
 		rc = load_llm(cfg, &m, e);
 	if (rc)
 		return rc;
-	mdl_compute_params_t p = {
-	    .mfu = cfg_float(cfg, "compute", "mfu"),
-	    .mbu = cfg_float(cfg, "compute", "mbu"),
-	    .allreduce_bw_eff = cfg_float(cfg, "compute", "allreduce_bw_eff"),
-	    .allreduce_lat_ns = cfg_int(cfg, "compute", "allreduce_lat_ns"),
-	    .iter_overhead_ns = cfg_int(cfg, "compute", "iter_overhead_ns"),
-	};
+	mdl_compute_params_t p;
+	memset(&p, 0, sizeof p); /* padding too: callers compare whole structs */
+	p.mfu = cfg_float(cfg, "compute", "mfu");
+	p.mbu = cfg_float(cfg, "compute", "mbu");
+	p.allreduce_bw_eff = cfg_float(cfg, "compute", "allreduce_bw_eff");
+	p.allreduce_lat_ns = cfg_int(cfg, "compute", "allreduce_lat_ns");
+	p.iter_overhead_ns = cfg_int(cfg, "compute", "iter_overhead_ns");
+	p.model = strcmp(cfg_str(cfg, "compute", "model"), "linear") ? MDL_MODEL_ROOFLINE
+	                                                              : MDL_MODEL_LINEAR;
 	if (hw)
 		*hw = h;
 	if (llm)

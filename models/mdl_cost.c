@@ -77,6 +77,7 @@ const mdl_compute_params_t mdl_compute_params_default = {
     .allreduce_bw_eff = 0.8,
     .allreduce_lat_ns = 10000,
     .iter_overhead_ns = 500000,
+    .model = MDL_MODEL_ROOFLINE,
 };
 
 /* Aggregates an iteration's cost depends on (all linear). */
@@ -87,6 +88,9 @@ typedef struct {
 	double pairs_dec; /* ... of decode steps */
 	double cached_pf; /* cached tokens before prefill chunks */
 	double kv_read;   /* tokens of KV read (cached_pf + decode contexts) */
+	double pf_tokens; /* tokens of prefill chunks */
+	double dec_seqs;  /* decode steps */
+	double dec_ctx;   /* context tokens of decode steps */
 } sums_t;
 
 int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
@@ -153,6 +157,33 @@ static double weights_read(const mdl_compute_t *c, double tokens)
 	return (params - untied_emb) * m->weight_bytes / c->tp;
 }
 
+static int64_t total_ns(double t)
+{
+	/* absurd inputs (billions of tokens at once) saturate rather than wrap */
+	int64_t n = t < 9.2e18 ? (int64_t)ceil(t) : INT64_MAX;
+	return n < 1 ? 1 : n; /* an iteration always advances time */
+}
+
+/* The study's linear model (Infer-Sim gpu.py, as read in the reference notes
+ * sec. 2.2): prefill is compute-bound and linear in tokens, decode is
+ * memory-bound over the active weights and the KV read; nothing else. */
+static int64_t cost_linear(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *out)
+{
+	mdl_iter_cost_t r = {0};
+	const mdl_llm_t *m = &c->llm;
+	double act = (double)m->params_active;
+	r.flops = 2 * act * s->pf_tokens;
+	r.t_compute_ns = r.flops / c->flops_rate * 1e9;
+	if (s->dec_seqs > 0) {
+		r.bytes = (act * m->weight_bytes + c->kv_gpu * c->tp * s->dec_ctx) / c->tp;
+		r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
+	}
+	r.total_ns = total_ns(r.t_compute_ns + r.t_memory_ns);
+	if (out)
+		*out = r;
+	return r.total_ns;
+}
+
 static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *out)
 {
 	mdl_iter_cost_t r = {0};
@@ -161,6 +192,8 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 			*out = r;
 		return 0;
 	}
+	if (c->p.model == MDL_MODEL_LINEAR)
+		return cost_linear(c, s, out);
 	const mdl_llm_t *m = &c->llm;
 	double L = m->layers, H = m->heads;
 	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
@@ -187,10 +220,7 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	}
 	r.t_overhead_ns = (double)c->p.iter_overhead_ns;
 	double t = fmax(r.t_compute_ns, r.t_memory_ns) + r.t_comm_ns + r.t_overhead_ns;
-	/* absurd inputs (billions of tokens at once) saturate rather than wrap */
-	r.total_ns = t < 9.2e18 ? (int64_t)ceil(t) : INT64_MAX;
-	if (r.total_ns < 1)
-		r.total_ns = 1; /* an iteration always advances time */
+	r.total_ns = total_ns(t);
 	if (out)
 		*out = r;
 	return r.total_ns;
@@ -208,6 +238,7 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
 		s.pairs_pf += n * p + n * (n + 1) / 2;
 		s.cached_pf += p;
 		s.kv_read += p;
+		s.pf_tokens += n;
 	}
 	for (size_t i = 0; i < b->n_decode; i++) {
 		double ctx = b->decode_ctx[i];
@@ -215,6 +246,8 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
 		s.seqs += 1;
 		s.pairs_dec += ctx + 1;
 		s.kv_read += ctx;
+		s.dec_seqs += 1;
+		s.dec_ctx += ctx;
 	}
 	return cost_from_sums(c, &s, out);
 }
@@ -233,6 +266,7 @@ int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached)
 int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx)
 {
 	double n = n_seqs;
-	sums_t s = {.tokens = n, .seqs = n, .pairs_dec = n * ((double)ctx + 1), .kv_read = n * ctx};
+	sums_t s = {.tokens = n, .seqs = n, .pairs_dec = n * ((double)ctx + 1), .kv_read = n * ctx,
+		    .dec_seqs = n, .dec_ctx = n * ctx};
 	return cost_from_sums(c, &s, NULL);
 }

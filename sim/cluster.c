@@ -25,6 +25,8 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 	memset(c, 0, sizeof *c);
 	c->p = *p;
 	c->eng = eng;
+	if (!c->p.resv_tokens_cap)
+		c->p.resv_tokens_cap = (uint64_t)p->kv_blocks * p->block_tokens;
 	c->inst = calloc(p->n_instances, sizeof *c->inst);
 	if (!c->inst)
 		return KS_ENOMEM;
@@ -69,6 +71,8 @@ void cluster_free(cluster_t *c)
 		free(in->batch.pre_ctx);
 		free(in->batch.dec_ctx);
 		free(in->run);
+		free(in->job_id);
+		free(in->job_ns);
 	}
 	free(c->inst);
 	free(c->res);
@@ -77,7 +81,10 @@ void cluster_free(cluster_t *c)
 
 int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len)
 {
-	return ceil_div((uint64_t)in_len + out_len, c->p.block_tokens) <= c->p.kv_blocks;
+	uint64_t tok = (uint64_t)in_len + out_len;
+	if (c->p.sched_mode == SCHED_BTB && tok > c->p.resv_tokens_cap)
+		return 0;
+	return ceil_div(tok, c->p.block_tokens) <= c->p.kv_blocks;
 }
 
 uint32_t cluster_load(const cluster_t *c, uint32_t inst)
@@ -144,7 +151,9 @@ static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 	r->tok_spec_hit = q->tok_spec_hit;
 	if (q->t_admit >= 0)
 		r->queue_ns = q->t_admit - q->arrival;
-	if (q->generated > 0)
+	if (c->p.ttft_prefill_end && q->t_prefilled >= 0)
+		r->ttft_ns = q->t_prefilled - q->arrival;
+	else if (q->generated > 0)
 		r->ttft_ns = q->t_first - q->arrival;
 	if (status == REQ_COMPLETED) {
 		r->e2e_ns = q->t_last - q->arrival;
@@ -236,6 +245,37 @@ static int ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ct
 	return KV_OK;
 }
 
+/* What an admission found: hit tokens, where they came from, the first
+ * admission's time and the cluster's block hit counters. */
+static void admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m,
+			  uint32_t spec_hits, uint32_t target, int64_t now)
+{
+	uint32_t B = c->p.block_tokens;
+	r->target = target;
+	uint32_t hit = m * B < target ? m * B : target - 1;
+	r->done_tok = hit;
+	if (r->preemptions == 0) {
+		r->tok_local = hit < r->in_len ? hit : r->in_len;
+		if (r->fetch_src && m > r->fetch_lo) {
+			uint32_t hi = m < r->fetch_hi ? m : r->fetch_hi;
+			uint32_t f = (hi - r->fetch_lo) * B;
+			f = f < r->tok_local ? f : r->tok_local;
+			r->tok_local -= f;
+			if (r->fetch_src == 1)
+				r->tok_peer = f;
+			else
+				r->tok_host = f;
+		}
+		r->tok_spec_hit = spec_hits * B < r->tok_local ? spec_hits * B : r->tok_local;
+		r->t_admit = now;
+		c->blocks_total += r->n_blocks;
+		c->blocks_hit += m;
+	}
+	r->tok_recomputed += target - hit;
+	in->prefill_tokens_queued -= r->in_len; /* counted at submit */
+	r->phase = RQ_RUNNING;
+}
+
 /* Resolves r's prefix against the local cache and takes its blocks. */
 static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
@@ -279,37 +319,98 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 			kv_unref(in->kv, r->blocks[j], now);
 		return ADMIT_FULL;
 	}
-	for (uint32_t j = m; j < s_end; j++)
+	for (uint32_t j = m; j < s_end; j++) {
 		kv_alloc(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now);
+		if (c->p.resident_at_admission)
+			kv_ready(in->kv, r->blocks[j], now); /* the study's assumption */
+	}
 	kv_alloc_private(in->kv, n_priv, now);
 	c->kv_block_allocs += s_end + n_priv;
 	r->held = r->shared_hold = s_end;
-	r->own_from = r->ready = m;
+	r->own_from = m;
+	r->ready = c->p.resident_at_admission ? s_end : m;
 	r->priv = n_priv;
-	r->target = target;
-	uint32_t hit = m * B < target ? m * B : target - 1;
-	r->done_tok = hit;
-	if (r->preemptions == 0) {
-		r->tok_local = hit < r->in_len ? hit : r->in_len;
-		if (r->fetch_src && m > r->fetch_lo) {
-			uint32_t hi = m < r->fetch_hi ? m : r->fetch_hi;
-			uint32_t f = (hi - r->fetch_lo) * B;
-			f = f < r->tok_local ? f : r->tok_local;
-			r->tok_local -= f;
-			if (r->fetch_src == 1)
-				r->tok_peer = f;
-			else
-				r->tok_host = f;
-		}
-		r->tok_spec_hit = spec_hits * B < r->tok_local ? spec_hits * B : r->tok_local;
-		r->t_admit = now;
-		c->blocks_total += r->n_blocks;
-		c->blocks_hit += m;
-	}
-	r->tok_recomputed += target - hit;
-	in->prefill_tokens_queued -= r->in_len; /* counted at submit */
-	r->phase = RQ_RUNNING;
+	admit_account(c, in, r, m, spec_hits, target, now);
 	return ADMIT_OK;
+}
+
+/* ---- the study's scheduler (SCHED_BTB) -------------------------------------- */
+
+/* Id of a request's k-th synthetic output block: outside the chained ids
+ * of any trace with overwhelming probability (splitmix64 finaliser). */
+static uint64_t synth_id(uint64_t req, uint32_t k)
+{
+	uint64_t x = req * 0x9e3779b97f4a7c15ULL + k + 1;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return (x ^ (x >> 31)) | (1ULL << 63);
+}
+
+/* Inserts one block into the prefix cache at admission: READY at once when
+ * KV counts as resident at admission, else COMPUTING and held by r until its
+ * prefill ends. 1 inserted, 0 no room. */
+static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth, int64_t now)
+{
+	int res = c->p.resident_at_admission;
+	if (kv_alloc(in->kv, id, depth, KV_COMPUTING, res ? 0 : 1, 0, now) != KV_OK)
+		return 0;
+	if (res)
+		kv_ready(in->kv, id, now);
+	return 1;
+}
+
+/* Admission under SCHED_BTB (the caller checked the reservation): prefix
+ * hits are touched (LRU), the prompt's missing blocks and synthetic blocks
+ * covering its output go into the cache, input + output tokens are
+ * reserved. With resident_at_admission r holds no block; otherwise it holds
+ * what it matched and inserted until its prefill ends (btb_prefilled). */
+static void admit_btb(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+{
+	int64_t now = ev_engine_now(c->eng);
+	uint32_t B = c->p.block_tokens, target = r->in_len + r->generated;
+	int hold = !c->p.resident_at_admission;
+	uint32_t m = kv_match(in->kv, r->blocks, r->n_blocks), spec_hits = 0;
+	for (uint32_t j = 0; j < m; j++) {
+		int was_spec = 0;
+		uint32_t tag = kv_info(in->kv, r->blocks[j])->tag;
+		kv_ref(in->kv, r->blocks[j], now, &was_spec);
+		if (was_spec && c->p.on_spec_hit)
+			c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
+		spec_hits += (uint32_t)was_spec;
+		if (!hold)
+			kv_unref(in->kv, r->blocks[j], now);
+	}
+	uint32_t s_end = m;
+	while (s_end < r->n_blocks && !kv_lookup(in->kv, r->blocks[s_end]) &&
+	       btb_insert(c, in, r->blocks[s_end], s_end, now))
+		s_end++;
+	uint32_t n_synth = 0, total = ceil_div((uint64_t)r->in_len + r->out_len, B);
+	if (s_end == r->n_blocks && r->preemptions == 0)
+		while (r->n_blocks + n_synth < total &&
+		       btb_insert(c, in, synth_id(r->id, n_synth), r->n_blocks + n_synth, now))
+			n_synth++;
+	r->n_synth = hold ? n_synth : 0;
+	r->held = r->shared_hold = hold ? s_end : 0;
+	r->own_from = m;
+	r->ready = hold ? m : s_end;
+	r->priv = 0;
+	in->resv_tokens += (uint64_t)r->in_len + r->out_len;
+	admit_account(c, in, r, m, spec_hits, target, now);
+}
+
+/* End of a SCHED_BTB prefill: what r held becomes plain cache. */
+static void btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now)
+{
+	for (uint32_t j = r->ready; j < r->shared_hold; j++)
+		kv_ready(in->kv, r->blocks[j], now);
+	for (uint32_t j = 0; j < r->shared_hold; j++)
+		kv_unref(in->kv, r->blocks[j], now);
+	for (uint32_t k = 0; k < r->n_synth; k++) {
+		kv_ready(in->kv, synth_id(r->id, k), now);
+		kv_unref(in->kv, synth_id(r->id, k), now);
+	}
+	r->held = r->shared_hold = r->n_synth = 0;
+	r->ready = 0;
 }
 
 static void run_remove(sim_inst_t *in, uint32_t k)
@@ -356,11 +457,70 @@ static uint32_t prefill_chunk(const cluster_t *c, const sim_req_t *r, uint32_t b
 	return 0;
 }
 
+/* Starts the first queued job, if any: 1 started, 0 none, < 0 error. */
+static int job_start(cluster_t *c, sim_inst_t *in)
+{
+	if (!in->n_job)
+		return 0;
+	in->cur_job = in->job_id[0];
+	int64_t dur = in->job_ns[0] < 1 ? 1 : in->job_ns[0];
+	in->n_job--;
+	memmove(in->job_id, in->job_id + 1, in->n_job * sizeof *in->job_id);
+	memmove(in->job_ns, in->job_ns + 1, in->n_job * sizeof *in->job_ns);
+	in->busy = 1;
+	in->iter_start = ev_engine_now(c->eng);
+	if (ev_engine_after(c->eng, dur, CLUSTER_EV_ITER, in->id, 0) == EV_NONE)
+		return KS_ENOMEM;
+	return 1;
+}
+
+static int iter_launch(cluster_t *c, sim_inst_t *in)
+{
+	if (in->batch.n_pre + in->batch.n_dec == 0)
+		return 0;
+	int64_t dur = c->p.cost(c->p.cost_ctx, &in->batch);
+	if (dur < 1)
+		dur = 1;
+	in->busy = 1;
+	in->iter_start = ev_engine_now(c->eng);
+	if (ev_engine_after(c->eng, dur, CLUSTER_EV_ITER, in->id, 0) == EV_NONE)
+		return KS_ENOMEM;
+	return 0;
+}
+
+/* SCHED_BTB: the queue head's whole prefill if its reservation fits (FIFO,
+ * head-of-line blocking, prefill before decode), else one decode step of
+ * every running sequence. */
+static int iter_start_btb(cluster_t *c, sim_inst_t *in)
+{
+	sim_req_t *r = in->wait_head;
+	if (r && in->n_run < c->p.max_num_seqs &&
+	    in->resv_tokens + r->in_len + r->out_len <= c->p.resv_tokens_cap) {
+		admit_btb(c, in, r);
+		wait_unlink(in, NULL, r, ev_engine_now(c->eng));
+		in->run[in->n_run++] = r;
+		batch_add_prefill(in, r, r->target - r->done_tok);
+		return iter_launch(c, in);
+	}
+	for (uint32_t k = 0; k < in->n_run; k++) {
+		sim_req_t *q = in->run[k];
+		in->batch.dec_ctx[in->batch.n_dec++] = q->in_len + q->generated;
+		q->chunk = 1;
+		q->in_batch = 1;
+	}
+	return iter_launch(c, in);
+}
+
 static int iter_start(cluster_t *c, sim_inst_t *in)
 {
 	if (in->busy)
 		return 0;
+	int rc = job_start(c, in);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	in->batch.n_pre = in->batch.n_dec = 0;
+	if (c->p.sched_mode == SCHED_BTB)
+		return iter_start_btb(c, in);
 	uint32_t budget = c->p.max_batched_tokens;
 	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
 		sim_req_t *r = in->run[k];
@@ -411,16 +571,7 @@ static int iter_start(cluster_t *c, sim_inst_t *in)
 		}
 		r = next;
 	}
-	if (in->batch.n_pre + in->batch.n_dec == 0)
-		return 0;
-	int64_t dur = c->p.cost(c->p.cost_ctx, &in->batch);
-	if (dur < 1)
-		dur = 1;
-	in->busy = 1;
-	in->iter_start = ev_engine_now(c->eng);
-	if (ev_engine_after(c->eng, dur, CLUSTER_EV_ITER, in->id, 0) == EV_NONE)
-		return KS_ENOMEM;
-	return 0;
+	return iter_launch(c, in);
 }
 
 static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
@@ -452,6 +603,12 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	uint32_t B = c->p.block_tokens;
 	in->busy = 0;
 	in->busy_ns += now - in->iter_start;
+	if (in->cur_job) {
+		uint64_t job = in->cur_job;
+		in->cur_job = 0;
+		int rc = c->p.on_job_done ? c->p.on_job_done(c->p.hook_ctx, in->id, job) : 0;
+		return rc ? rc : iter_start(c, in);
+	}
 	in->iterations++;
 	for (uint32_t k = 0; k < in->n_run;) {
 		sim_req_t *r = in->run[k];
@@ -467,6 +624,13 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok)
 				kv_ready(in->kv, r->blocks[r->ready++], now);
 			tok = r->done_tok == r->target;
+			if (tok) {
+				r->t_prefilled = now;
+				if (c->p.sched_mode == SCHED_BTB)
+					btb_prefilled(in, r, now);
+				if (c->p.ttft_prefill_end && r->generated == 0)
+					tok = 0; /* the first token comes from a decode step */
+			}
 		}
 		if (tok) {
 			int rc = emit_token(c, r, now);
@@ -475,6 +639,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		}
 		if (r->generated >= r->out_len) {
 			release_blocks(c, in, r);
+			if (c->p.sched_mode == SCHED_BTB)
+				in->resv_tokens -= (uint64_t)r->in_len + r->out_len;
 			int rc = record(c, r, REQ_COMPLETED);
 			if (rc)
 				return rc;
@@ -503,6 +669,39 @@ int cluster_kick(cluster_t *c, uint32_t inst)
 	return iter_start(c, &c->inst[inst]);
 }
 
+int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns)
+{
+	sim_inst_t *in = &c->inst[inst];
+	if (in->n_job == in->cap_job) {
+		uint32_t cap = in->cap_job ? 2 * in->cap_job : 8;
+		uint64_t *id = realloc(in->job_id, cap * sizeof *id);
+		if (id)
+			in->job_id = id;
+		int64_t *ns = realloc(in->job_ns, cap * sizeof *ns);
+		if (ns)
+			in->job_ns = ns;
+		if (!id || !ns)
+			return KS_ENOMEM;
+		in->cap_job = cap;
+	}
+	in->job_id[in->n_job] = job;
+	in->job_ns[in->n_job++] = dur_ns;
+	return iter_start(c, in);
+}
+
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job)
+{
+	sim_inst_t *in = &c->inst[inst];
+	for (uint32_t k = 0; k < in->n_job; k++)
+		if (in->job_id[k] == job) {
+			in->n_job--;
+			memmove(in->job_id + k, in->job_id + k + 1, (in->n_job - k) * sizeof *in->job_id);
+			memmove(in->job_ns + k, in->job_ns + k + 1, (in->n_job - k) * sizeof *in->job_ns);
+			return 0;
+		}
+	return 1;
+}
+
 int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
 		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out)
 {
@@ -525,6 +724,7 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 							       : r->in_len / c->p.block_tokens;
 	r->inst = (int32_t)inst;
 	r->t_admit = -1;
+	r->t_prefilled = -1;
 	sim_inst_t *in = &c->inst[inst];
 	wait_push_back(in, r, ev_engine_now(c->eng));
 	in->prefill_tokens_queued += r->in_len;

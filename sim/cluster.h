@@ -31,6 +31,18 @@ typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
  * another request: wait until it is ready, or recompute it privately. */
 enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
 
+/* Scheduler rules ([scheduler] mode).
+ * VLLM: vLLM's continuous batching (see cluster.c).
+ * BTB: the original study's simulator (reference notes sec. 2.1-2.4): one
+ *   prefill per iteration, whole, before any decode (prefill priority); the
+ *   waiting queue is FIFO with head-of-line blocking; a request reserves
+ *   input + output tokens against resv_tokens_cap when admitted, with no
+ *   prefix dedup; the prefix cache is a separate budget (the KV store, of
+ *   kv_blocks): a request inserts its prompt blocks plus synthetic blocks
+ *   covering its output when admitted and holds none of them while it
+ *   runs; decode steps take every running sequence. */
+enum { SCHED_VLLM = 0, SCHED_BTB = 1 };
+
 typedef struct cluster_params {
 	uint32_t n_instances;
 	uint32_t block_tokens;
@@ -40,11 +52,23 @@ typedef struct cluster_params {
 	uint32_t max_batched_tokens;
 	int chunked_prefill;
 	int busy_rule;               /* BUSY_* */
+	int sched_mode;              /* SCHED_* */
+	/* KV of an admitted request's prompt blocks counts as resident (READY:
+	 * matchable, copyable) at admission instead of when its prefill ends:
+	 * the study's assumption, off by default. */
+	int resident_at_admission;
+	/* Every output token comes from a decode step and TTFT is taken at the
+	 * end of the prefill, excluding the first decode step (the study's
+	 * metric); off: the prefill emits the first token (vLLM). */
+	int ttft_prefill_end;
+	uint64_t resv_tokens_cap;    /* SCHED_BTB reservation budget, tokens */
 	sim_cost_fn cost;
 	void *cost_ctx;
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+	/* A job queued with cluster_job_add finished on inst (may be NULL). */
+	int (*on_job_done)(void *ctx, uint32_t inst, uint64_t job);
 	void *hook_ctx;
 } cluster_params_t;
 
@@ -63,6 +87,7 @@ typedef struct sim_req {
 	uint32_t ready;            /* held blocks known READY */
 	uint32_t shared_hold;      /* prefix blocks held as shared (rest private) */
 	uint32_t priv;             /* private blocks held */
+	uint32_t n_synth;          /* SCHED_BTB: synthetic output blocks it inserted */
 	uint32_t done_tok;         /* context tokens whose KV exists */
 	uint32_t target;           /* context to prefill: in_len + generated at admission */
 	uint32_t chunk;            /* tokens in the current iteration */
@@ -73,6 +98,7 @@ typedef struct sim_req {
 	int64_t fetch_wait;           /* arrival to the fetch landing, ns */
 	uint32_t preemptions;
 	int64_t t_admit, t_first, t_last;
+	int64_t t_prefilled;       /* end of the prefill (-1 before) */
 	int64_t *gaps;             /* inter-token gaps, ns */
 	uint32_t n_gaps, cap_gaps;
 	struct sim_req *next;      /* waiting queue link */
@@ -94,6 +120,12 @@ typedef struct sim_inst {
 	uint64_t iterations;
 	sim_batch_t batch;
 	uint32_t batch_cap;
+	uint64_t resv_tokens;      /* SCHED_BTB: tokens reserved by running requests */
+	/* jobs that occupy the instance's compute (copies charged to it) */
+	uint64_t *job_id;
+	int64_t *job_ns;
+	uint32_t n_job, cap_job;
+	uint64_t cur_job;          /* running job, 0 = an iteration */
 } sim_inst_t;
 
 typedef struct cluster {
@@ -133,6 +165,12 @@ int cluster_finish(cluster_t *c);
 /* Checks capacities and counters (and, every 4096th call, every store in
  * full); 0 when consistent. */
 int cluster_check(const cluster_t *c);
+/* Queues a job of dur_ns (>= 1) on inst's compute: it runs before the next
+ * iteration, in arrival order, and ends with p.on_job_done(job). job != 0. */
+int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
+/* Removes a queued job that has not started; 0 when removed, 1 when it is
+ * running (it ends normally) or unknown. */
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
 /* Load of an instance for least-load routing: queued + running requests. */
 uint32_t cluster_load(const cluster_t *c, uint32_t inst);
 

@@ -297,7 +297,7 @@ int kv_pin(kv_store_t *s, uint64_t id, int64_t now)
 {
 	uint32_t i = map_find(s, id);
 	(void)now;
-	if (i == NIL || s->slot[i].b.state != KV_READY)
+	if (i == NIL || s->slot[i].b.state == KV_INFLIGHT)
 		return -1;
 	if (s->slot[i].heap >= 0)
 		heap_remove(s, i);

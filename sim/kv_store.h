@@ -69,7 +69,8 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec);
  * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. */
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
 	     int spec, int64_t now);
-/* Pins a READY block (a copy reads it) without counting a hit. */
+/* Pins a READY block (a copy reads it) without counting a hit; also a
+ * COMPUTING one, for copies that may read KV not yet computed. */
 int kv_pin(kv_store_t *s, uint64_t id, int64_t now);
 /* Sets the caller's tag of a block. */
 int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag);

@@ -1272,6 +1272,15 @@ int64_t net_path_estimate(net_t *net, const uint32_t *path, uint32_t len, net_cl
 	return ev_engine_now(net->eng) + lat + (bytes ? dur_ns((double)bytes, rate) : 0);
 }
 
+int net_link_info(const net_t *net, uint32_t link, double *capacity_Bps, int64_t *latency_ns)
+{
+	if (link >= net->n_links)
+		return KS_EINPUT;
+	*capacity_Bps = net->links[link].cap * 1e9;
+	*latency_ns = net->links[link].lat;
+	return 0;
+}
+
 int net_link_stats(net_t *net, uint32_t link, net_link_stats_t *out)
 {
 	if (link >= net->n_links)

@@ -124,6 +124,8 @@ int64_t net_flow_eta(net_t *net, uint64_t id);
 int64_t net_path_estimate(net_t *net, const uint32_t *path, uint32_t len, net_class_t cls,
 			  uint64_t bytes);
 int net_link_stats(net_t *net, uint32_t link, net_link_stats_t *out);
+/* A link's fixed figures, without re-solving anything. */
+int net_link_info(const net_t *net, uint32_t link, double *capacity_Bps, int64_t *latency_ns);
 void net_get_stats(net_t *net, net_stats_t *out);
 const net_flow_rec_t *net_records(const net_t *net, size_t *n);
 /* Runs the pending re-solve now (queries do it themselves). */

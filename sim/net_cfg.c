@@ -38,6 +38,13 @@ const cfg_key_t net_cfg_keys[] = {
 	{"network", "calibration", CFG_STR, "", 0, 0, NULL, "",
 	 "transfer calibration INI written by 'kvsim calibrate fit' (models/calibration/); "
 	 "its link bandwidths, latencies and per-block copy overhead replace the spec's", NULL},
+	{"network", "contention", CFG_ENUM, "maxmin", 0, 0, "maxmin,none", "",
+	 "maxmin: copies share links max-min fairly; none: every copy moves as if alone on its "
+	 "path (the original study's assumption; per-link accounting then sees no copy)", NULL},
+	{"network", "copy_charge", CFG_ENUM, "network", 0, 0, "network,target_compute", "",
+	 "network: a copy is flows on links; target_compute: its time (alone on its path) "
+	 "occupies the target instance's compute instead, before its next iteration (the "
+	 "original study's model)", NULL},
 	{"network", "record_flows", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "keep one record per transfer for the /transfers output", NULL},
 };

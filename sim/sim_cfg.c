@@ -24,10 +24,25 @@ const cfg_key_t sim_cfg_keys[] = {
 	{"kvcache", "busy_rule", CFG_ENUM, "wait", 0, 0, "wait,recompute", "",
 	 "a needed block still being computed or copied here: wait for it, or recompute "
 	 "the rest of the prompt privately", NULL},
-	{"kvcache", "fetch", CFG_ENUM, "cost", 0, 0, "cost,never,always", "",
-	 "a routed request missing blocks another instance (or the host tier) holds: "
-	 "fetch them when the estimated copy time beats recomputing (cost), never, or always",
+	{"kvcache", "fetch", CFG_ENUM, "never", 0, 0, "never,cost,always", "",
+	 "peer pull (a global KV store: Mooncake Store, LMCache, NIXL): a routed request "
+	 "missing blocks another instance holds fetches them when the estimated copy time "
+	 "beats recomputing (cost), always, or never (plain vLLM, SGLang, TensorRT-LLM and TGI "
+	 "recompute a miss)", NULL},
+	{"kvcache", "host_fetch", CFG_ENUM, "cost", 0, 0, "never,cost,always", "",
+	 "blocks in the node's host tier (host_kv_gb > 0): fetch back over PCIe when that "
+	 "beats recomputing (cost; vLLM's CPU offload and LMCache load them), always, or never",
 	 NULL},
+	{"kvcache", "transfer_engine", CFG_ENUM, "mooncake", 0, 0, "mooncake,nixl,lmcache,ideal",
+	 "", "costs every KV copy between instances pays over the NIC: per-copy and per-block "
+	 "overheads, NIC efficiency, and (lmcache) a source-side staging read that occupies the "
+	 "source's compute; ideal: none (sources in sim/sim_copy.c)", NULL},
+	{"kvcache", "resident_at", CFG_ENUM, "computed", 0, 0, "computed,admission", "",
+	 "when a prefill's prompt blocks count as resident (matchable, copyable): once computed, "
+	 "or at admission (the original study's assumption)", NULL},
+	{"kvcache", "copy_from", CFG_ENUM, "computed", 0, 0, "computed,uncomputed", "",
+	 "which source blocks a copy may read: computed ones only, or also blocks whose prefill "
+	 "has not produced them yet (the original study's assumption)", NULL},
 	{"kvcache", "host_kv_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
 	 "host-memory KV tier per node (0 = none); fetched back over PCIe", NULL},
 	{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",
@@ -38,6 +53,14 @@ const cfg_key_t sim_cfg_keys[] = {
 	 "most tokens in one iteration (vLLM max_num_batched_tokens)", NULL},
 	{"scheduler", "chunked_prefill", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "split long prefills over iterations; off: a prompt runs whole", NULL},
+	{"scheduler", "mode", CFG_ENUM, "vllm", 0, 0, "vllm,btb", "",
+	 "vllm: continuous batching as vLLM v1; btb: the original study's admission (FIFO with "
+	 "head-of-line blocking, input+output reserved up front without prefix dedup, a "
+	 "separate prefix-cache budget, one whole prefill at a time before any decode)", NULL},
+	{"scheduler", "ttft", CFG_ENUM, "first_token", 0, 0, "first_token,prefill_end", "",
+	 "first_token: the prefill emits the first token and TTFT ends there (vLLM); "
+	 "prefill_end: every token comes from a decode step and TTFT excludes the first one "
+	 "(the original study's metric)", NULL},
 	{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
 	 "time-to-first-token target for SLO attainment and goodput", NULL},
 	{"slo", "tpot_ms", CFG_FLOAT, "100", 0, 1e9, NULL, "ms",

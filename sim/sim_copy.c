@@ -3,7 +3,13 @@
  * own path (NVLink inside a node; NIC, fabric, NIC across nodes; PCIe to and
  * from host memory). Causality: only READY blocks leave a source (and stay
  * pinned there until the copy ends); copied blocks are INFLIGHT at the
- * destination and become usable only when every shard has landed. */
+ * destination and become usable only when every shard has landed.
+ * Compatibility switches (off by default) reproduce the original study:
+ * kvcache.copy_from = uncomputed lets a copy read blocks still COMPUTING;
+ * network.contention = none times each copy as if alone on its path;
+ * network.copy_charge = target_compute charges that time to the target's
+ * compute (a cluster job) instead of the links. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +40,34 @@ static uint64_t shard_block_bytes(sim_ctx_t *s)
 {
 	return mdl_kv_bytes_per_token_gpu(&s->comp.llm, s->tp) * s->cl.p.block_tokens;
 }
+
+/* Transfer engines ([kvcache] transfer_engine). Order-of-magnitude figures
+ * from each system's own description, to be replaced by a calibration file
+ * where one exists (as recalled, not verified against code):
+ * - mooncake: Mooncake Transfer Engine (Qin et al., FAST '25, sec. 5 and
+ *   8): 87 GB/s of 100 GB/s line rate on 4 x 200 Gb/s RoCE, so 0.87; one
+ *   batch transfer (descriptor build, submission, completion polling,
+ *   metadata lookup) of tens of us; one RDMA write per block slice.
+ * - nixl: NVIDIA NIXL over UCX (Dynamo): GPUDirect RDMA near line rate,
+ *   a descriptor list per transfer, ~20 us setup.
+ * - lmcache: LMCache peer sharing stages KV through host memory: the
+ *   source copies its chunks GPU -> CPU over PCIe (a copy that occupies the
+ *   source GPU, charged here as a job on its compute), then sends them over
+ *   TCP/RDMA at a lower efficiency, with a per-chunk cost.
+ * - ideal: datasheet line rate and no overheads (kvsim before 0.2). */
+static const xfer_engine_t xfer_engines[] = {
+	{"mooncake", 0.87, 50000, 1000, 0},
+	{"nixl", 0.9, 20000, 500, 0},
+	{"lmcache", 0.6, 200000, 5000, 1},
+	{"ideal", 1.0, 0, 0, 0},
+};
+
+static int rule_code(const char *v)
+{
+	return !strcmp(v, "never") ? 1 : !strcmp(v, "always") ? 2 : 0;
+}
+
+static int lone_copy_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 
 int sim_net_init(sim_ctx_t *s, err_t *e)
 {
@@ -111,8 +145,19 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	if ((rc = net_set_quantum(s->net, cfg_int(c, "network", "solve_quantum_ns"), e)))
 		return rc;
 	s->block_granular = cfg_bool(c, "network", "block_granular");
-	const char *fr = cfg_str(c, "kvcache", "fetch");
-	s->fetch_rule = !strcmp(fr, "never") ? 1 : !strcmp(fr, "always") ? 2 : 0;
+	s->fetch_rule = rule_code(cfg_str(c, "kvcache", "fetch"));
+	s->host_fetch_rule = rule_code(cfg_str(c, "kvcache", "host_fetch"));
+	s->copy_uncomputed = !strcmp(cfg_str(c, "kvcache", "copy_from"), "uncomputed");
+	s->contention_none = !strcmp(cfg_str(c, "network", "contention"), "none");
+	s->copy_mode = !strcmp(cfg_str(c, "network", "copy_charge"), "target_compute") ? COPY_JOB
+		       : s->contention_none ? COPY_TIMER : COPY_FLOWS;
+	const char *en = cfg_str(c, "kvcache", "transfer_engine");
+	s->engine = xfer_engines[sizeof xfer_engines / sizeof xfer_engines[0] - 1];
+	for (size_t i = 0; i < sizeof xfer_engines / sizeof xfer_engines[0]; i++)
+		if (!strcmp(xfer_engines[i].name, en))
+			s->engine = xfer_engines[i];
+	if ((rc = ev_engine_register(s->eng, EV_LONE_COPY, lone_copy_done, s)))
+		return err_set(e, rc, "cannot register the copy timer");
 	/* host tier: per node, sized in blocks of the whole instance */
 	double host_gb = cfg_float(c, "kvcache", "host_kv_gb");
 	s->host_offload = cfg_bool(c, "kvcache", "host_offload") && host_gb > 0;
@@ -225,8 +270,13 @@ static int copy_land(sim_ctx_t *s, kcopy_t *k)
 		if (k->spec)
 			kv_set_tag(d, k->blocks[j], tag);
 		kv_ready(d, k->blocks[j], now);
-		if (k->dst >= 0) /* sources were pinned (offloads pin nothing) */
-			kv_unref(store_of(s, k->src), k->blocks[j], now);
+		if (k->dst >= 0) { /* sources were pinned (offloads pin nothing) */
+			kv_store_t *from = store_of(s, k->src);
+			kv_unref(from, k->blocks[j], now);
+			/* read before it was computed, and its prefill gave up */
+			if (kv_lookup(from, k->blocks[j]) == KV_COMPUTING && !kv_info(from, k->blocks[j])->ref)
+				kv_drop(from, k->blocks[j]);
+		}
 	}
 	k->live = 0;
 	s->live_events--;
@@ -259,6 +309,109 @@ static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
 	return 0;
 }
 
+/* Job ids of source-side reads (their end needs no action). */
+#define SOURCE_JOB (1ULL << 63)
+
+typedef struct copy_costs {
+	int64_t overhead_ns;   /* startup added to the path latency */
+	double rate_cap;       /* bytes/s per shard, 0 = none */
+	int64_t source_job_ns; /* compute the source spends reading, 0 = none */
+	int64_t alone_ns;      /* one shard alone on its path, whole copy */
+} copy_costs_t;
+
+/* What a copy of k blocks on this path pays: the calibrated per-block
+ * overhead, and over the NIC the transfer engine's costs. */
+static copy_costs_t copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
+			       uint32_t k)
+{
+	copy_costs_t cc = {0};
+	cc.overhead_ns = (s->block_granular ? (int64_t)k : 1) * s->copy_overhead_ns;
+	double cap = 0;
+	int64_t lat = 0;
+	for (uint32_t i = 0; i < len; i++) {
+		double lc;
+		int64_t ll;
+		if (net_link_info(s->net, links[i], &lc, &ll))
+			continue;
+		lat += ll;
+		cap = i == 0 || lc < cap ? lc : cap;
+	}
+	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
+	if (kind == PATH_NET) {
+		const xfer_engine_t *x = &s->engine;
+		cc.overhead_ns += x->per_copy_ns + (int64_t)k * x->per_block_ns;
+		if (x->nic_efficiency < 1) {
+			cc.rate_cap = cap * x->nic_efficiency;
+			cap = cc.rate_cap;
+		}
+		if (x->source_read && s->hw.pcie_bw > 0)
+			cc.source_job_ns = (int64_t)ceil((double)bytes / s->hw.pcie_bw * 1e9);
+	}
+	cc.alone_ns = lat + cc.overhead_ns + (cap > 0 ? (int64_t)ceil((double)bytes / cap * 1e9) : 0);
+	return cc;
+}
+
+/* A copy that does not share links: done after alone_ns, by a timer or as a
+ * job on the target's compute. */
+static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc, uint64_t *id)
+{
+	c->alone_ns = cc->alone_ns < 1 ? 1 : cc->alone_ns;
+	if (c->mode == COPY_JOB) {
+		int rc = cluster_job_add(&s->cl, (uint32_t)c->dst, c->id, c->alone_ns);
+		if (rc)
+			return rc;
+	} else {
+		c->timer = ev_engine_after(s->eng, c->alone_ns, EV_LONE_COPY, 0, c->id);
+		if (c->timer == EV_NONE)
+			return KS_ENOMEM;
+	}
+	*id = c->id;
+	return POL_COPY_OK;
+}
+
+/* Records every shard of a lone copy (delivered bytes, start) and lands it. */
+static int lone_copy_end(sim_ctx_t *s, kcopy_t *k, int cancelled)
+{
+	int64_t now = ev_engine_now(s->eng);
+	int64_t start = k->mode == COPY_JOB ? now - k->alone_ns : k->started;
+	uint64_t got = k->shard_bytes;
+	if (cancelled) {
+		double f = (double)(now - start) / (double)k->alone_ns;
+		got = f <= 0 ? 0 : f >= 1 ? k->shard_bytes : (uint64_t)(f * (double)k->shard_bytes);
+	}
+	for (uint32_t g = 0; g < k->n_flows; g++) {
+		net_flow_rec_t rec = {.id = (k->id << 16) | g, .start_ns = start, .join_ns = start,
+				      .end_ns = now, .bytes = k->shard_bytes, .delivered = got,
+				      .cancelled = cancelled, .tag = g};
+		int rc = xfer_append(s, k, &rec, k->kind);
+		if (rc)
+			return rc;
+		if (k->cls == NET_BG)
+			s->spec.bytes_bg += got;
+		else
+			s->spec.bytes_fg += got;
+	}
+	return cancelled ? 0 : copy_land(s, k);
+}
+
+static int lone_copy_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	sim_ctx_t *s = ctx;
+	kcopy_t *k = &s->copies[ev->payload - 1];
+	return k->live ? lone_copy_end(s, k, 0) : 0;
+}
+
+int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job)
+{
+	(void)inst;
+	sim_ctx_t *s = ctx;
+	if (job & SOURCE_JOB || job == 0 || job > s->n_copies)
+		return 0;
+	kcopy_t *k = &s->copies[job - 1];
+	return k->live && k->mode == COPY_JOB ? lone_copy_end(s, k, 0) : 0;
+}
+
 /* Shared by copies (src pinned, dst an instance) and offloads (dst host). */
 static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
 		      int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
@@ -276,7 +429,8 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 	for (uint32_t j = 0; j < n; j++) {
 		if (kv_lookup(to, blocks[j]))
 			continue;
-		if (!offload && kv_lookup(from, blocks[j]) != KV_READY) {
+		int st = offload ? KV_READY : kv_lookup(from, blocks[j]);
+		if (st != KV_READY && !(st == KV_COMPUTING && s->copy_uncomputed)) {
 			free(mv);
 			return POL_COPY_REFUSED; /* its KV does not exist there (yet) */
 		}
@@ -331,21 +485,34 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 	c->blocks = mv;
 	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
 	c->flows_left = c->n_flows = s->tp;
+	c->shard_bytes = bytes;
 	s->live_events++;
+	uint32_t links[NET_PATH_MAX];
+	int kind;
+	int len = shard_path(s, src, dst, 0, links, &kind);
+	if (len < 0)
+		return len;
+	c->kind = kind;
+	copy_costs_t cc = copy_costs(s, links, (uint32_t)len, kind, k);
+	c->mode = s->copy_mode;
+	if (c->mode == COPY_JOB && dst < 0) /* an offload has no target compute */
+		c->mode = s->contention_none ? COPY_TIMER : COPY_FLOWS;
+	if (cc.source_job_ns > 0 &&
+	    (rc = cluster_job_add(&s->cl, (uint32_t)src, SOURCE_JOB | c->id, cc.source_job_ns)))
+		return rc;
+	if (c->mode != COPY_FLOWS)
+		return lone_copy_start(s, c, &cc, id);
 	for (uint32_t g = 0; g < s->tp; g++) {
-		uint32_t links[NET_PATH_MAX];
-		int kind;
-		int len = shard_path(s, src, dst, g, links, &kind);
-		if (len < 0)
+		if (g && (len = shard_path(s, src, dst, g, links, &kind)) < 0)
 			return len;
-		c->kind = kind;
 		net_flow_spec_t fs = {
 			.bytes = bytes,
 			.path = links,
 			.path_len = (uint32_t)len,
 			.cls = cls,
-			.n_copies = s->block_granular ? k : 1,
-			.copy_overhead_ns = s->copy_overhead_ns,
+			.rate_cap = cc.rate_cap,
+			.n_copies = 1,
+			.copy_overhead_ns = cc.overhead_ns,
 			.src = (uint32_t)src,
 			.dst = (uint32_t)dst,
 			.tag = (c->id << 16) | g,
@@ -378,7 +545,16 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 		return KS_EINPUT;
 	kcopy_t *k = &s->copies[id - 1];
 	int64_t now = ev_engine_now(s->eng);
-	for (uint32_t g = 0; g < k->n_flows; g++) {
+	if (k->mode == COPY_TIMER)
+		ev_engine_cancel(s->eng, k->timer);
+	else if (k->mode == COPY_JOB)
+		cluster_job_cancel(&s->cl, (uint32_t)k->dst, k->id);
+	if (k->mode != COPY_FLOWS) {
+		int rc = lone_copy_end(s, k, 1);
+		if (rc)
+			return rc;
+	}
+	for (uint32_t g = 0; k->mode == COPY_FLOWS && g < k->n_flows; g++) {
 		uint64_t delivered;
 		if (net_flow_cancel(s->net, k->flow_ids[g], &delivered, NULL) == 0) {
 			net_flow_rec_t rec = {.id = k->flow_ids[g], .end_ns = now,
@@ -412,23 +588,32 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 	int len = shard_path(s, src, (int32_t)dst, 0, links, &kind);
 	if (len <= 0)
 		return INT64_MAX / 4;
-	/* net_path_estimate answers a finish time */
-	int64_t t = net_path_estimate(s->net, links, (uint32_t)len, cls,
-				      (uint64_t)n * shard_block_bytes(s));
+	copy_costs_t cc = copy_costs(s, links, (uint32_t)len, kind, n);
+	if (s->copy_mode != COPY_FLOWS)
+		return cc.alone_ns;
+	/* net_path_estimate answers a finish time, at the fair share */
+	uint64_t bytes = (uint64_t)n * shard_block_bytes(s);
+	int64_t t = net_path_estimate(s->net, links, (uint32_t)len, cls, bytes);
 	if (t == INT64_MAX || t < 0)
 		return INT64_MAX / 4;
-	return t - ev_engine_now(s->eng) + (s->block_granular ? (int64_t)n : 1) * s->copy_overhead_ns;
+	t -= ev_engine_now(s->eng);
+	if (cc.rate_cap > 0) { /* the engine's efficiency caps the rate too */
+		int64_t capped = (int64_t)ceil((double)bytes / cc.rate_cap * 1e9);
+		t = capped > t ? capped : t;
+	}
+	return t + cc.overhead_ns;
 }
 
 int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 {
-	if (s->fetch_rule == 1 || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
+	int peers = s->fetch_rule != 1, host = s->host_fetch_rule != 1;
+	if ((!peers && !host) || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
 		return 0;
 	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
 	uint32_t best = ml, dnode = node_of(s, (int32_t)dst);
 	int32_t from = 0;
 	int found = 0;
-	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
+	for (uint32_t i = 0; peers && i < s->cl.p.n_instances; i++) {
 		if (i == dst)
 			continue;
 		uint32_t m = kv_match(s->cl.inst[i].kv, r->blocks, r->n_blocks);
@@ -440,7 +625,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 			found = 1;
 		}
 	}
-	if (s->host[dnode]) {
+	if (host && s->host[dnode]) {
 		uint32_t m = kv_match(s->host[dnode], r->blocks, r->n_blocks);
 		if (m > best) {
 			best = m;
@@ -451,7 +636,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	if (!found)
 		return 0;
 	uint32_t k = best - ml, B = s->cl.p.block_tokens;
-	if (s->fetch_rule == 0) {
+	if ((from >= 0 ? s->fetch_rule : s->host_fetch_rule) == 0) {
 		int64_t fetch = sim_copy_estimate(s, from, dst, k, NET_FG);
 		int64_t recompute = mdl_prefill_time_ns(&s->comp, k * B, ml * B);
 		if (fetch >= recompute)

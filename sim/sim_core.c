@@ -407,6 +407,14 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.max_num_seqs = (uint32_t)cfg_int(cfg, "scheduler", "max_num_seqs");
 	p.max_batched_tokens = (uint32_t)cfg_int(cfg, "scheduler", "max_batched_tokens");
 	p.chunked_prefill = cfg_bool(cfg, "scheduler", "chunked_prefill");
+	p.sched_mode = strcmp(cfg_str(cfg, "scheduler", "mode"), "btb") ? SCHED_VLLM : SCHED_BTB;
+	p.resident_at_admission = !strcmp(cfg_str(cfg, "kvcache", "resident_at"), "admission");
+	p.ttft_prefill_end = !strcmp(cfg_str(cfg, "scheduler", "ttft"), "prefill_end");
+	/* the study reserves tokens, not blocks, against the same pool */
+	p.resv_tokens_cap = cfg_int(cfg, "cluster", "kv_blocks") > 0
+				    ? (uint64_t)p.kv_blocks * p.block_tokens
+				    : mdl_kv_tokens_per_instance(&s->hw, &llm, s->tp,
+								 cfg_float(cfg, "cluster", "reserve_fraction"));
 	p.busy_rule = strcmp(cfg_str(cfg, "kvcache", "busy_rule"), "recompute") ? BUSY_WAIT
 										 : BUSY_RECOMPUTE;
 	p.cost = mdl_sim_cost;
@@ -414,6 +422,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.ttft_slo_ns = (int64_t)(cfg_float(cfg, "slo", "ttft_ms") * 1e6);
 	p.tpot_slo_ns = (int64_t)(cfg_float(cfg, "slo", "tpot_ms") * 1e6);
 	p.on_spec_hit = sim_on_spec_hit;
+	p.on_job_done = sim_on_job_done;
 	p.hook_ctx = s;
 	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
 	if ((rc = pol_set_open_cfg(reg, cfg, seed, &s->pol, e)))

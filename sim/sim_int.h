@@ -15,7 +15,22 @@
 #include "sim/net_topo.h"
 #include "sim/sim.h"
 
-enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6 };
+enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6, EV_LONE_COPY = 7 };
+
+/* How a copy's time is paid: flows on shared links (network.contention =
+ * maxmin), a timer as if alone on its path (contention = none), or a job on
+ * the target's compute (network.copy_charge = target_compute). */
+enum { COPY_FLOWS = 0, COPY_TIMER = 1, COPY_JOB = 2 };
+
+/* Costs a transfer engine adds to a copy between instances over the NIC
+ * ([kvcache] transfer_engine; figures and sources in sim_copy.c). */
+typedef struct xfer_engine {
+	const char *name;
+	double nic_efficiency;    /* achieved / line rate */
+	int64_t per_copy_ns;      /* setup of one transfer (RPC, metadata, submit) */
+	int64_t per_block_ns;     /* per block (one work request / chunk each) */
+	int source_read;          /* 1: staging read occupies the source's compute */
+} xfer_engine_t;
 
 /* A request read from the trace and not yet arrived. */
 typedef struct pend {
@@ -41,6 +56,10 @@ typedef struct kcopy {
 	int from_policy;        /* tell the replication policy when it ends */
 	sim_req_t *req;         /* a request waiting on this fetch, or NULL */
 	int live;
+	int mode;               /* COPY_* */
+	ev_handle_t timer;      /* COPY_TIMER: its completion event */
+	int64_t alone_ns;       /* COPY_TIMER / COPY_JOB: duration of each shard */
+	uint64_t shard_bytes;
 } kcopy_t;
 
 typedef struct replica {
@@ -82,7 +101,12 @@ typedef struct sim_ctx {
 	net_topo_t *topo;
 	int block_granular;
 	int64_t copy_overhead_ns;
-	int fetch_rule;         /* 0 cost, 1 never, 2 always */
+	int fetch_rule;         /* peers: 0 cost, 1 never, 2 always */
+	int host_fetch_rule;    /* the node's host tier: the same codes */
+	int copy_uncomputed;    /* kvcache.copy_from = uncomputed */
+	int copy_mode;          /* COPY_* for copies between instances */
+	int contention_none;    /* network.contention = none */
+	xfer_engine_t engine;
 	kcopy_t *copies;
 	size_t n_copies, cap_copies;
 	replica_t *replicas;
@@ -116,6 +140,8 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
 /* Eviction hook of instance stores (offload to host, replica accounting). */
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+/* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
+int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
 /* End of run: replicas still resident count as unused; flows as records. */
 int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
 

@@ -101,8 +101,9 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 static void test_transfer_bytes_are_conserved(void **st)
 {
 	(void)st;
-	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle"};
-	sim_results_t r = run_default(sets, 2);
+	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle",
+			      "kvcache.fetch=cost"};
+	sim_results_t r = run_default(sets, 3);
 	double fg = 0, bg = 0;
 	for (size_t i = 0; i < r.n_xfer; i++) {
 		if (r.xfer[i].klass == XFER_BACKGROUND)
