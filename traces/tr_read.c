@@ -143,6 +143,10 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	r->S = S;
 	r->kind = o->kind;
 	const char *path = o->path ? o->path : "";
+	/* A damaged .gz fails here, not after part of it has been simulated. */
+	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
+	    (rc = tr_lines_verify(path, e)))
+		goto fail;
 	if (r->kind == TR_KIND_AUTO) {
 		if (!*path) {
 			rc = err_set(e, KS_EINPUT,
