@@ -192,8 +192,8 @@ static void test_gz_malformed_row_names_its_decompressed_line(void **st)
 	expect_gz_err(TR_KIND_AUTO, gz, ":7: input_length: negative");
 	free(t);
 	const char *csv = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-	                  "5,ChatGPT,472,18,490,Conversation log\n"
-	                  "6,ChatGPT,abc,18,490,Conversation log\n";
+			  "5,ChatGPT,472,18,490,Conversation log\n"
+			  "6,ChatGPT,abc,18,490,Conversation log\n";
 	expect_gz_err(TR_KIND_BURSTGPT, gz_write("csv", csv, strlen(csv)),
 	              ":3: Request tokens: 'abc' is not a number");
 }

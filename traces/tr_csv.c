@@ -92,8 +92,8 @@ static int lines_fill(tr_lines_t *l, err_t *e)
 		               "before its trailer, after %llu complete lines)",
 		               l->path, at, (unsigned long long)l->line);
 	case Z_DATA_ERROR:
-		return err_set(e, KS_EINPUT, "%s:%llu: gzip: corrupt compressed data (%s)",
-		               l->path, at, why);
+		return err_set(e, KS_EINPUT, "%s:%llu: gzip: corrupt compressed data (%s)", l->path,
+		               at, why);
 	case Z_MEM_ERROR:
 		return err_set(e, KS_ENOMEM, "%s: out of memory", l->path);
 	default:

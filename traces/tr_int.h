@@ -58,8 +58,8 @@ typedef struct tr_lines {
 	const char *path;
 	char *buf;
 	size_t cap;
-	size_t len;    /* without the newline */
-	uint64_t line; /* 1-based number of the current line */
+	size_t len;     /* without the newline */
+	uint64_t line;  /* 1-based number of the current line */
 	uint64_t bytes; /* decompressed bytes consumed */
 	int no_newline; /* the current line ended at EOF without '\n' */
 	char *in;       /* decompressed input not yet split into lines */

@@ -127,6 +127,12 @@ static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be <= 4e9");
 	if (o->end_s > 0 && o->end_s <= o->start_s)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be > start_s (or 0 for none)");
+	/* A file that would be silently ignored is a mistake, not a choice. */
+	if (o->kind == TR_KIND_GEN && o->gen != TR_GEN_SERVEGEN && o->path && *o->path)
+		return err_set(e, KS_EINPUT,
+		               "[trace] path: '%s' is not read: kind = gen (gen = %s) makes its "
+		               "own requests; set trace.kind = auto to read the file",
+		               o->path, tr_gen_name(o->gen));
 	return 0;
 }
 
