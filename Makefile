@@ -32,10 +32,10 @@ endif
 
 # Debian packages the build and tests need (the bootstrap installs them).
 APT_PKGS := make gcc pkg-config libgsl-dev libhdf5-dev libsqlite3-dev \
-            libcmocka-dev libinih-dev libjansson-dev nettle-dev libopenmpi-dev openmpi-bin \
-            python3 python3-h5py python3-matplotlib python3-pandas python3-numpy \
-            python3-simpy3
-PC_PKGS  := gsl hdf5 sqlite3 inih jansson nettle
+            libcmocka-dev libinih-dev libjansson-dev nettle-dev zlib1g-dev \
+            libopenmpi-dev openmpi-bin python3 python3-h5py python3-matplotlib python3-pandas \
+            python3-numpy python3-simpy3
+PC_PKGS  := gsl hdf5 sqlite3 inih jansson nettle zlib
 
 VERSION  := 0.1.0
 GITREV   := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)

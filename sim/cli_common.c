@@ -33,6 +33,51 @@ int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e)
 	return 0;
 }
 
+/* Whether one of sets gives trace.path a non-empty value (spaces around the
+ * key and value ignored, as cfg_set does). */
+static int sets_trace_path(const char *const *sets, int nsets)
+{
+	for (int k = 0; k < nsets; k++) {
+		const char *a = sets[k] + strspn(sets[k], " \t");
+		if (strncmp(a, "trace.path", 10))
+			continue;
+		a += 10 + strspn(a + 10, " \t");
+		if (*a == '=' && a[1 + strspn(a + 1, " \t")])
+			return 1;
+	}
+	return 0;
+}
+
+/* The built-in experiment, or (own_trace) the same without its [trace]
+ * section: a trace file given with --set replaces the generated traffic,
+ * and none of the generator's or prefix model's keys apply to the file. */
+static int load_default_experiment(cfg_t *c, int own_trace, err_t *e)
+{
+	const char *origin = "<default experiment>";
+	if (!own_trace)
+		return cfg_load_string(c, origin, sim_default_experiment, e);
+	char *t = malloc(strlen(sim_default_experiment) + 1);
+	if (!t)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	size_t m = 0;
+	int skip = 0;
+	for (const char *p = sim_default_experiment; *p;) {
+		size_t len = strcspn(p, "\n");
+		len += p[len] == '\n';
+		if (*p == '[')
+			skip = !strncmp(p, "[trace]", 7);
+		if (!skip) {
+			memcpy(t + m, p, len);
+			m += len;
+		}
+		p += len;
+	}
+	t[m] = '\0';
+	int rc = cfg_load_string(c, origin, t, e);
+	free(t);
+	return rc;
+}
+
 int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out, err_t *e)
 {
 	return cli_load_config_ex(path, sets, nsets, CLI_DEFAULT_EXPERIMENT, NULL, out, e);
@@ -60,7 +105,7 @@ int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int
 	} else if (path) {
 		rc = cfg_load_file(c, path, e);
 	} else if ((flags & CLI_DEFAULT_EXPERIMENT) && sim_default_experiment[0]) {
-		rc = cfg_load_string(c, "<default experiment>", sim_default_experiment, e);
+		rc = load_default_experiment(c, sets_trace_path(sets, nsets), e);
 	}
 	for (int k = 0; !rc && k < nsets; k++)
 		rc = cfg_set(c, sets[k], e);
@@ -98,5 +143,8 @@ void cli_cfg_help(FILE *f)
 	        "                            default experiment)\n"
 	        "  -s, --set SECTION.KEY=VALUE\n"
 	        "                            override one key after CONFIG; repeatable,\n"
-	        "                            applied in order ('kvsim config doc' lists keys)\n");
+	        "                            applied in order ('kvsim config doc' lists keys);\n"
+	        "                            without CONFIG, --set trace.path=FILE runs the\n"
+	        "                            default experiment on FILE instead of its\n"
+	        "                            generated traffic\n");
 }

@@ -4,7 +4,8 @@
  * `[CONFIG] [--set SECTION.KEY=VALUE]...`. cli_cfg_arg recognises those
  * arguments one at a time inside a subcommand's own option loop;
  * cli_load_config then builds the resolved config: built-in schema defaults,
- * the built-in default experiment when no CONFIG is given, the file, the
+ * the built-in default experiment when no CONFIG is given (less its
+ * generated [trace] section when a --set names trace.path), the file, the
  * --set overrides in order, and cfg_finalize. Errors come back as KS_E* codes
  * with the message in e ("file:line: [section] key: reason"); cli_fail prints
  * it as "kvsim: ..." and maps it to an exit status (2 for input errors).

@@ -1,5 +1,6 @@
 /* Tests for sim/cli_common.c: recognising CONFIG and --set arguments, and
- * building the resolved config with its error paths. */
+ * building the resolved config with its error paths (and a trace file
+ * given with --set replacing the default experiment's traffic). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,16 +88,23 @@ static void test_load_config_errors_leave_no_config(void **state)
 	assert_string_equal(e.msg, "--set: 'nodot': expected SECTION.KEY=VALUE");
 }
 
+/* Makes the temporary directory dir (a mkdtemp template) and writes text
+ * to dir/e.ini, whose name goes to path (128 bytes). */
+static void write_ini(char *dir, char *path, const char *text)
+{
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, 128, "%s/e.ini", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 static void test_load_config_reads_file(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/test_cli_common.XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char path[128];
-	snprintf(path, sizeof path, "%s/e.ini", dir);
-	FILE *f = fopen(path, "w");
-	fputs("; only comments: every key keeps its default\n", f);
-	fclose(f);
+	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
+	write_ini(dir, path, "; only comments: every key keeps its default\n");
 	cfg_t *c = NULL, *d = NULL;
 	err_t e = {0};
 	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
@@ -116,6 +124,50 @@ static void test_load_config_reads_file(void **state)
 		assert_string_equal(dc, dd);
 	cli_config_free(c);
 	cli_config_free(d);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* --set trace.path on the default experiment reads that file: the
+ * experiment's generated [trace] section is left out (every trace key back
+ * at its schema default), the rest of the experiment stays, and an explicit
+ * trace key still applies. A CONFIG file keeps its own [trace]. */
+static void test_trace_path_replaces_default_traffic(void **state)
+{
+	(void)state;
+	cfg_t *c = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config(NULL, NULL, 0, &c, &e), 0);
+	assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
+	int64_t nodes = cfg_int(c, "cluster", "nodes");
+	cli_config_free(c);
+
+	const char *sets[] = {"trace.path = t.jsonl.gz", "trace.trace_block_tokens=256"};
+	assert_int_equal(cli_load_config(NULL, sets, 2, &c, &e), 0);
+	assert_string_equal(cfg_str(c, "trace", "path"), "t.jsonl.gz");
+	const cfg_schema_t *s = cfg_schema(c);
+	for (size_t i = 0; i < cfg_schema_count(s); i++) {
+		const cfg_key_t *k = cfg_schema_key(s, i);
+		if (!strcmp(k->section, "trace") && strcmp(k->name, "path") &&
+		    strcmp(k->name, "trace_block_tokens"))
+			assert_string_equal(cfg_origin(c, "trace", k->name), "default");
+	}
+	assert_string_equal(cfg_str(c, "trace", "kind"), "auto");
+	assert_int_equal(cfg_int(c, "trace", "trace_block_tokens"), 256);
+	assert_int_equal(cfg_int(c, "cluster", "nodes"), nodes);
+	assert_string_not_equal(cfg_origin(c, "cluster", "nodes"), "default");
+	cli_config_free(c);
+
+	const char *empty[] = {"trace.path="};
+	assert_int_equal(cli_load_config(NULL, empty, 1, &c, &e), 0);
+	assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
+	cli_config_free(c);
+
+	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
+	write_ini(dir, path, "[trace]\nkind = mooncake\n");
+	assert_int_equal(cli_load_config(path, sets, 2, &c, &e), 0);
+	assert_string_equal(cfg_str(c, "trace", "kind"), "mooncake");
+	cli_config_free(c);
 	unlink(path);
 	rmdir(dir);
 }
@@ -148,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(test_load_config_defaults_and_free),
 	    cmocka_unit_test(test_load_config_errors_leave_no_config),
 	    cmocka_unit_test(test_load_config_reads_file),
+	    cmocka_unit_test(test_trace_path_replaces_default_traffic),
 	    cmocka_unit_test(test_fail_maps_exit_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

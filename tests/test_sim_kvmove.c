@@ -15,22 +15,11 @@
 
 #include "sim/cli_common.h"
 #include "sim/sim.h"
+#include "tests/sim_fixture.h"
 
 static sim_results_t run_default(const char **sets, int n)
 {
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	int rc = cli_load_config(NULL, sets, n, &cfg, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	sim_results_t r;
-	rc = sim_run(cfg, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	cli_config_free(cfg);
-	return r;
+	return sf_run(NULL, sets, n);
 }
 
 /* Requests sharing one 20-block prefix, 10 ms apart, round-robin over four

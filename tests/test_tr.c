@@ -627,6 +627,25 @@ static void test_defaults_match_key_table(void **st)
 	assert_int_equal(o.out.max, 8192);
 }
 
+/* A path that kind = gen would ignore is refused; servegen reads its path. */
+static void test_gen_kind_refuses_a_trace_path(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.kind = TR_KIND_GEN;
+	o.gen = TR_GEN_FANOUT;
+	o.path = tf_write("jsonl", MC);
+	tr_reader_t *r;
+	err_t e = {0};
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "[trace] path: '"));
+	assert_non_null(strstr(e.msg, "kind = gen (gen = fanout)"));
+	o.path = "";
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), 0);
+	tr_close(r);
+}
+
 static void test_sha256_of_file(void **st)
 {
 	(void)st;
@@ -703,6 +722,7 @@ int main(void)
 	    cmocka_unit_test(test_native_errors),
 	    cmocka_unit_test(test_cfg_keys_bind_to_options),
 	    cmocka_unit_test(test_defaults_match_key_table),
+	    cmocka_unit_test(test_gen_kind_refuses_a_trace_path),
 	    cmocka_unit_test(test_sha256_of_file),
 	    cmocka_unit_test(test_cli_exit_codes),
 	};

@@ -1,7 +1,8 @@
 /* The real traces in ../shared/traces (skipped when the folder is absent):
- * stats run on every file, the CLI accepts them, and the Mooncake
+ * stats run on every file, the CLI accepts them, the Mooncake
  * conversation trace's block reuse from the reader equals a plain
- * independent count over the raw hash_ids. */
+ * independent count over the raw hash_ids, and a gzip-compressed
+ * Bursted-ART window reads with the reuse its generator built in. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,43 @@ static void test_mooncake_conversation_reuse_two_ways(void **st)
 	assert_true(s.reuse_block > 0.3 && s.reuse_block < 0.5);
 }
 
+/* Bursted-ART window 0 (SOURCE.txt there): 8 jobs of 500 requests, each
+ * request a job's 256-block prefix plus one block of its own, and 120
+ * decoys of 257 blocks of their own; 256-token blocks. Read from the .gz,
+ * every burst request after its job's first reuses exactly the 256 blocks
+ * of the shared prefix: 8 * 499 * 256 reused blocks. */
+static void test_bursted_art_window_reads_from_gzip(void **st)
+{
+	(void)st;
+	const char *p = ROOT "/bursted_art/test_00.jsonl.gz";
+	struct stat sb;
+	if (stat(ROOT "/bursted_art", &sb) || stat(p, &sb))
+		skip();
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = p;
+	o.trace_block_tokens = 256;
+	tr_reader_t *r;
+	err_t e = {0};
+	tr_stats_t s;
+	if (tr_open(&o, 256, 1, &r, &e) || tr_stats_compute(r, 1, &s, &e))
+		fail_msg("%s: %s", p, e.msg);
+	assert_int_equal(tr_kind(r), TR_KIND_MOONCAKE);
+	tr_close(r);
+	assert_int_equal(s.rows, 4120);
+	assert_int_equal(s.in.max, 65792);
+	assert_int_equal(s.blocks, 4120ull * 257);
+	assert_int_equal(s.reused_blocks, 8ull * 499 * 256);
+	assert_int_equal(s.distinct_blocks, 8ull * 256 + 8 * 500 + 120ull * 257);
+	const char *k = getenv("KVSIM");
+	if (k) {
+		char cmd[1024];
+		snprintf(cmd, sizeof cmd, "%s trace stats %s trace_block_tokens=256 >/dev/null", k,
+		         p);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +218,7 @@ int main(void)
 	    cmocka_unit_test(test_stats_on_every_servegen_windows_file),
 	    cmocka_unit_test(test_cli_stats_on_every_request_trace),
 	    cmocka_unit_test(test_mooncake_conversation_reuse_two_ways),
+	    cmocka_unit_test(test_bursted_art_window_reads_from_gzip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 
 #include "sim/cli_common.h"
 #include "sim/sim.h"
+#include "tests/sim_fixture.h"
 
 #define TRACE "../shared/traces/mooncake/conversation_trace.jsonl"
 
@@ -98,23 +99,12 @@ static void test_reuse_fraction_equals_infinite_cache_hit_rate(void **st)
 	/* one instance whose KV pool holds the whole trace */
 	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=1",
 			      "cluster.tp=1", "cluster.kv_blocks=400000"};
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	int rc = cli_load_config("analysis/experiments/mooncake_conversation.ini", sets, 5, &cfg, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	sim_results_t r;
-	rc = sim_run(cfg, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
+	sim_results_t r = sf_run("analysis/experiments/mooncake_conversation.ini", sets, 5);
 	double got = sim_results_get(&r, "hit_rate_blocks");
 	printf("blocks %llu, reused %llu: fraction %.6f; simulated hit rate %.6f\n",
 	       (unsigned long long)blocks, (unsigned long long)reused, expect, got);
 	assert_true(fabs(got - expect) < 1e-12);
 	sim_results_free(&r);
-	cli_config_free(cfg);
 	free(t.key_parent);
 	free(t.key_id);
 	free(t.node);
@@ -145,11 +135,41 @@ static void test_conversation_trace_completes_on_16_instances(void **st)
 	cli_config_free(cfg);
 }
 
+/* A gzip-compressed Bursted-ART window (256-token blocks) on the default
+ * experiment, named by --set trace.path alone plus its block size: on one
+ * instance whose cache holds the whole window, the block-weighted hit rate
+ * is the window's built-in reuse: every burst request after its job's first
+ * reuses the job's 256 prefix blocks (8 jobs of 500; 4,120 requests of 257
+ * blocks, SOURCE.txt beside the window). */
+static void test_bursted_art_gz_window_reuses_each_job_prefix(void **st)
+{
+	(void)st;
+	const char *w = "../shared/traces/bursted_art/test_00.jsonl.gz";
+	if (access(w, R_OK))
+		skip();
+	char path[256];
+	snprintf(path, sizeof path, "trace.path=%s", w);
+	const char *sets[] = {path,
+			      "trace.trace_block_tokens=256",
+			      "kvcache.block_tokens=256",
+			      "model.name=Llama-3-8B",
+			      "cluster.nodes=1",
+			      "cluster.gpus_per_node=1",
+			      "cluster.tp=1",
+			      "cluster.kv_blocks=40000"};
+	sim_results_t r = sf_run(NULL, sets, 8);
+	assert_true(sim_results_get(&r, "requests") == 4120);
+	double expect = 8.0 * 499 * 256 / (4120.0 * 257);
+	assert_true(fabs(sim_results_get(&r, "hit_rate_blocks") - expect) < 1e-12);
+	sim_results_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reuse_fraction_equals_infinite_cache_hit_rate),
 		cmocka_unit_test(test_conversation_trace_completes_on_16_instances),
+		cmocka_unit_test(test_bursted_art_gz_window_reuses_each_job_prefix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,10 @@
  * token of an id-less trace not claimed by the prefix model, are unique to
  * their request.
  *
+ * Files may be gzip-compressed (zlib's gz* API, told apart by content, not
+ * name); line numbers, byte counts and format detection then refer to the
+ * decompressed text, and a truncated or corrupt .gz fails at tr_open.
+ *
  * Errors: KS_EINPUT with "file:line: field: reason" for bad input (the first
  * bad row makes tr_next fail; the caller aborts the run, so nothing is ever
  * half-loaded), KS_ENOMEM, KS_EIO. Nothing here exits the process.
@@ -154,7 +158,7 @@ const char *tr_source(const tr_reader_t *r);
 /* The detected or configured kind, and the trace's own block size (0: none). */
 tr_kind_t tr_kind(const tr_reader_t *r);
 uint32_t tr_trace_block_tokens(const tr_reader_t *r);
-/* Bytes consumed from the file so far (0 for generators). */
+/* Bytes of trace text consumed so far, decompressed (0 for generators). */
 uint64_t tr_bytes_read(const tr_reader_t *r);
 /* Detects the format of a file from its first line. */
 int tr_detect(const char *path, tr_kind_t *k, err_t *e);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <zlib.h>
 
 #include "traces/tr.h"
 
@@ -49,20 +50,33 @@ typedef struct tr_src {
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* ---- line reader (tr_csv.c) --------------------------------------------- */
+/* Reads plain and gzip files alike through zlib's gz* API (a file without
+ * the gzip magic is passed through unchanged), so every reader accepts
+ * FILE.gz. Line numbers and bytes count the decompressed text. */
 typedef struct tr_lines {
-	FILE *f;
+	gzFile gz;
 	const char *path;
 	char *buf;
 	size_t cap;
-	size_t len;    /* without the newline */
-	uint64_t line; /* 1-based number of the current line */
-	uint64_t bytes;
+	size_t len;     /* without the newline */
+	uint64_t line;  /* 1-based number of the current line */
+	uint64_t bytes; /* decompressed bytes consumed */
 	int no_newline; /* the current line ended at EOF without '\n' */
+	char *in;       /* decompressed input not yet split into lines */
+	size_t in_pos, in_len;
+	int eof;
 } tr_lines_t;
 int tr_lines_open(tr_lines_t *l, const char *path, err_t *e);
-/* 1 line (NUL-terminated, '\r' stripped), 0 EOF, <0 I/O error. */
+/* 1 line (NUL-terminated, '\r' stripped), 0 EOF, <0 error: KS_EIO for read
+ * errors, KS_EINPUT "path:line: gzip: ..." for a truncated or corrupt gzip
+ * stream (line = the one being read when the stream failed). */
 int tr_lines_next(tr_lines_t *l, err_t *e);
 void tr_lines_close(tr_lines_t *l);
+/* Decompresses a gzip file once to its end (constant memory), so a truncated
+ * or corrupt one fails before any row is used, with the same message
+ * tr_lines_next would give. 0 for plain files and non-regular ones (a pipe
+ * cannot be read twice). */
+int tr_lines_verify(const char *path, err_t *e);
 
 typedef struct tr_field {
 	char *s; /* NUL-terminated, unquoted in place */

@@ -127,6 +127,12 @@ static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be <= 4e9");
 	if (o->end_s > 0 && o->end_s <= o->start_s)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be > start_s (or 0 for none)");
+	/* A file that would be silently ignored is a mistake, not a choice. */
+	if (o->kind == TR_KIND_GEN && o->gen != TR_GEN_SERVEGEN && o->path && *o->path)
+		return err_set(e, KS_EINPUT,
+		               "[trace] path: '%s' is not read: kind = gen (gen = %s) makes its "
+		               "own requests; set trace.kind = auto to read the file",
+		               o->path, tr_gen_name(o->gen));
 	return 0;
 }
 
@@ -143,6 +149,10 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	r->S = S;
 	r->kind = o->kind;
 	const char *path = o->path ? o->path : "";
+	/* A damaged .gz fails here, not after part of it has been simulated. */
+	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
+	    (rc = tr_lines_verify(path, e)))
+		goto fail;
 	if (r->kind == TR_KIND_AUTO) {
 		if (!*path) {
 			rc = err_set(e, KS_EINPUT,

@@ -1,0 +1,31 @@
+/* Helper shared by the whole-run tests: load a config and run it, failing
+ * the test with the error message otherwise. Header-only (static). */
+#ifndef KVSIM_SIM_FIXTURE_H
+#define KVSIM_SIM_FIXTURE_H
+
+#include <stdio.h>
+
+#include "sim/cli_common.h"
+#include "sim/sim.h"
+
+/* Runs CONFIG (NULL: the built-in default experiment) with n --set
+ * overrides; the caller frees the results with sim_results_free. */
+__attribute__((unused)) static sim_results_t sf_run(const char *config, const char *const *sets,
+                                                    int n)
+{
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	int rc = cli_load_config(config, sets, n, &cfg, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	sim_results_t r;
+	rc = sim_run(cfg, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	cli_config_free(cfg);
+	return r;
+}
+
+#endif
