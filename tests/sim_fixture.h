@@ -9,9 +9,11 @@
 #include "sim/sim.h"
 
 /* Runs CONFIG (NULL: the built-in default experiment) with n --set
- * overrides; the caller frees the results with sim_results_free. */
-__attribute__((unused)) static sim_results_t sf_run(const char *config, const char *const *sets,
-                                                    int n)
+ * overrides, on src's requests (NULL: the config's trace); the caller frees
+ * the results with sim_results_free. */
+__attribute__((unused)) static sim_results_t sf_run_source(const char *config,
+                                                           const char *const *sets, int n,
+                                                           sim_source_t *src)
 {
 	cfg_t *cfg = NULL;
 	err_t e = {0};
@@ -20,12 +22,18 @@ __attribute__((unused)) static sim_results_t sf_run(const char *config, const ch
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
 	sim_results_t r;
-	rc = sim_run(cfg, &r, &e);
+	rc = src ? sim_run_source(cfg, src, &r, &e) : sim_run(cfg, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
 	cli_config_free(cfg);
 	return r;
+}
+
+__attribute__((unused)) static sim_results_t sf_run(const char *config, const char *const *sets,
+                                                    int n)
+{
+	return sf_run_source(config, sets, n, NULL);
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include "sim/cli_common.h"
 #include "sim/cluster.h"
 #include "sim/sim.h"
+#include "tests/sim_fixture.h"
 
 /* ---- the linear compute model --------------------------------------------- */
 
@@ -219,19 +220,7 @@ static void test_compute_job_runs_before_the_next_iteration(void **st)
 
 static sim_results_t run_src(const char **sets, int n, sim_source_t *src)
 {
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	int rc = cli_load_config(NULL, sets, n, &cfg, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	sim_results_t r;
-	rc = src ? sim_run_source(cfg, src, &r, &e) : sim_run(cfg, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	cli_config_free(cfg);
-	return r;
+	return sf_run_source(NULL, sets, n, src);
 }
 
 static void test_default_deployment_recomputes_a_miss(void **st)
