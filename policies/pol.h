@@ -239,7 +239,10 @@ struct pol_replication_ops {
 	               const pol_forecast_t *fc, err_t *e);
 	void (*on_copy_end)(void *st, uint64_t copy_id, int landed);
 	/* 1 and *inst when the policy wants this request on a warm copy it made;
-	 * 0 to let the routing policy decide. May be NULL. */
+	 * 0 to let the routing policy decide. Called once per arrival, before
+	 * routing (it may update the policy's state); a hinted request still
+	 * goes through admission, and the admitted ones are counted
+	 * (spec.hint_routed). May be NULL. */
 	int (*route_hint)(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst);
 };
 
@@ -407,13 +410,14 @@ struct pol_spec_stats {
 	uint64_t warm_hits;      /* requests whose prefix was warm thanks to a replica */
 	uint64_t fg_flows;       /* foreground flows that completed */
 	double fg_slowdown_s;    /* sum over them of (actual - alone-on-path) completion */
+	uint64_t hint_routed;    /* requests placed by repl.route_hint and admitted */
 };
 
 /* A replica leaves the store (evicted or end of run) at now. */
 void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
                            int used);
 
-#define POL_SPEC_N_METRICS 13
+#define POL_SPEC_N_METRICS 14
 /* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */
 extern const char *const pol_spec_metric_names[POL_SPEC_N_METRICS];
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS]);

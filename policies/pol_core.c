@@ -259,7 +259,7 @@ const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {
     "spec.replicas_wasted",    "spec.waste_ratio",      "spec.unused_vram_gb_s",
     "spec.bytes_fg",           "spec.bytes_bg",         "spec.copies_cancelled",
     "spec.copies_refused",     "spec.warm_hits",        "spec.fg_flows",
-    "spec.fg_slowdown_mean_s",
+    "spec.fg_slowdown_mean_s", "spec.hint_routed",
 };
 
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
@@ -278,4 +278,5 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 	out[10] = (double)s->warm_hits;
 	out[11] = (double)s->fg_flows;
 	out[12] = s->fg_flows ? s->fg_slowdown_s / (double)s->fg_flows : 0.0;
+	out[13] = (double)s->hint_routed;
 }

@@ -1,7 +1,7 @@
 /* pol_int — helpers shared by the built-in policies (not part of the
  * plugin ABI): the built-in tables, a bounded table of recently seen
- * prefixes, a bounded table of prefix groups, and the Hawkes/Holt maths
- * exposed for unit tests. Times in ns unless a name says _s.
+ * prefixes, a bounded table of prefix groups, a map from ids, and the
+ * Hawkes/Holt maths exposed for unit tests. Times in ns unless a name says _s.
  */
 #ifndef KVSIM_POL_INT_H
 #define KVSIM_POL_INT_H
@@ -101,6 +101,26 @@ typedef struct pol_fcbuf {
 pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b);
 void pol_fcbuf_sort(pol_fcbuf_t *b); /* expected descending, then n_blocks descending */
 void pol_fcbuf_free(pol_fcbuf_t *b);
+
+/* ---- id map -----------------------------------------------------------------
+ * uint64 id -> uint32 value (any value but UINT32_MAX), open addressing with
+ * linear probing and backward-shift deletion (Knuth, TAOCP vol. 3, 6.4,
+ * Algorithm R), doubled at half load: O(1) expected per call. */
+typedef struct pol_idmap {
+	uint64_t *key;
+	uint32_t *val; /* UINT32_MAX: empty slot */
+	size_t n, nslot;
+} pol_idmap_t;
+
+/* 0 or KS_ENOMEM; room for cap ids before the first growth. */
+int pol_idmap_init(pol_idmap_t *m, size_t cap);
+void pol_idmap_free(pol_idmap_t *m);
+/* 1 and *val when id is present, else 0. */
+int pol_idmap_get(const pol_idmap_t *m, uint64_t id, uint32_t *val);
+/* Inserts or overwrites; 0 or KS_ENOMEM (the map is then unchanged). */
+int pol_idmap_put(pol_idmap_t *m, uint64_t id, uint32_t val);
+/* 1 when id was removed, 0 when absent. */
+int pol_idmap_del(pol_idmap_t *m, uint64_t id);
 
 /* ---- maths ------------------------------------------------------------------ */
 

@@ -10,13 +10,14 @@
 
 /* ---- shared: load order and the retry queue ------------------------------- */
 
-/* Busier = more queued + running requests, then more queued prefill tokens. */
-static int busier(const pol_inst_t *a, const pol_inst_t *b)
+/* Busier = more queued + running requests, then (when tokens is set) more
+ * queued prefill tokens. */
+static int busier(const pol_inst_t *a, const pol_inst_t *b, int tokens)
 {
 	uint64_t la = (uint64_t)a->waiting + a->running, lb = (uint64_t)b->waiting + b->running;
 	if (la != lb)
 		return la > lb;
-	return a->prefill_tokens > b->prefill_tokens;
+	return tokens && a->prefill_tokens > b->prefill_tokens;
 }
 
 /* A prefix shared by the pending copies made from one request or trigger. */
@@ -111,28 +112,36 @@ static int64_t pick_source(const pol_view_t *v, const uint64_t *b, uint32_t n, u
 	return best;
 }
 
-/* Tries one copy; 1 issued (or no longer needed), 0 refused, < 0 error. */
-static int try_copy(const pol_view_t *v, const pol_actions_t *a, const pend_t *p)
+/* Tries one copy; 1 issued (or no longer needed), 0 refused, < 0 error.
+ * *id: the accepted copy, 0 when none was asked for. */
+static int try_copy(const pol_view_t *v, const pol_actions_t *a, const pend_t *p, uint64_t *id)
 {
+	*id = 0;
 	if (v->match(v->ctx, p->dst, p->blocks, p->n) >= p->n)
 		return 1; /* already there */
 	int64_t src = p->src >= 0 ? p->src : pick_source(v, p->blocks, p->n, p->dst);
 	if (src < 0)
 		return 0;
-	uint64_t id;
-	int rc = a->copy(a->ctx, p->blocks, p->n, (uint32_t)src, p->dst, p->cls, &id);
+	int rc = a->copy(a->ctx, p->blocks, p->n, (uint32_t)src, p->dst, p->cls, id);
 	if (rc < 0)
 		return rc;
-	if (rc == POL_COPY_REFUSED)
+	if (rc == POL_COPY_REFUSED) {
+		*id = 0;
 		return 0;
+	}
 	if (p->spec && a->mark_spec)
 		a->mark_spec(a->ctx, p->dst, p->blocks, p->n);
 	return 1;
 }
 
+/* Told of each pending copy the simulator accepts; 0 or < 0. */
+typedef int (*pend_issued_fn)(void *arg, const pend_t *p, uint64_t id);
+
 /* Tries every pending copy once, in order; keeps the refused ones still
- * within their deadline. O(pending) per call. */
-static int pendq_run(pendq_t *q, const pol_view_t *v, const pol_actions_t *a, err_t *e)
+ * within their deadline. issued (may be NULL) hears of accepted copies.
+ * O(pending) per call. */
+static int pendq_run(pendq_t *q, const pol_view_t *v, const pol_actions_t *a, pend_issued_fn issued,
+                     void *arg, err_t *e)
 {
 	int64_t now = v->now(v->ctx);
 	size_t k = 0;
@@ -140,9 +149,12 @@ static int pendq_run(pendq_t *q, const pol_view_t *v, const pol_actions_t *a, er
 	for (size_t i = 0; i < q->n; i++) {
 		int done = now > q->p[i].deadline;
 		if (!done && !rc) {
-			int r = try_copy(v, a, &q->p[i]);
+			uint64_t id;
+			int r = try_copy(v, a, &q->p[i], &id), ri;
 			if (r < 0)
 				rc = err_set(e, r, "copy request failed");
+			else if (id && issued && (ri = issued(arg, &q->p[i], id)) < 0)
+				rc = err_set(e, ri, "out of memory");
 			done = r > 0;
 		}
 		if (done)
@@ -235,101 +247,273 @@ const struct pol_replication_ops pol_repl_reactive_hotspot = {
 };
 
 /* ---- early_rdma ----------------------------------------------------------------
- * The original proposal: when the predictor fires for a prefix (a forecast
- * entry not seen before), copy it from an instance holding it to the M
- * least-busy instances that lack it (background, speculative), and route
- * later requests of that prefix to the least-busy warm instance. */
+ * The original proposal ("Biting the bullet", bite_the_bullet.py): when a
+ * prefix becomes hot, copy it from an instance that holds it until M
+ * instances hold it (M counts the source: with 4 instances M = 4 is three
+ * copies), and send its later requests to the least-loaded instance holding
+ * it. Hot comes from one of two triggers:
+ *   forecast: a predictor's forecast entry; the prefix stays active for
+ *             early_expire_s after the last tick whose forecast named it,
+ *             and every such tick tops its replicas up to M again;
+ *   arrival:  the study's own rule, evaluated on every arrival: the key is
+ *             a request's first Y blocks, active while X of its arrivals fall
+ *             in the last Z seconds; every arrival of an active key re-plans
+ *             copies to M (targets by load, stable on index) and routes to
+ *             the least-loaded resident instance (random ties).
+ * Resident = holds the whole prefix (v->match: landed, computed blocks).
+ * Entries sit in an id map keyed by the prefix's last block id, so a
+ * request's hint costs one lookup per block (arrival: one), not one per
+ * entry; stale entries are dropped when the table has doubled. */
 
-#define ER_FIRED_MAX 4096
+typedef struct er_ent {
+	uint64_t key;      /* pb->b[pb->n - 1] */
+	pblk_t *pb;        /* the prefix (one reference held) */
+	int64_t last_ns;   /* forecast: last tick naming it; arrival: last arrival */
+	uint32_t nt, head; /* arrival: times in the ring, next slot */
+	int active;        /* arrival: X arrivals within Z at the last one */
+} er_ent_t;
 
-typedef struct er_fired {
-	uint64_t key;
-	uint32_t n;
-} er_fired_t;
+typedef struct er_flight {
+	uint64_t id, key;
+	uint32_t dst;
+} er_flight_t;
 
 typedef struct er_state {
-	uint32_t m;
-	int64_t tick_ns, horizon_ns, retry_ns;
+	uint32_t m, key_blocks, min_count;
+	int arrival, route_warm, nomem;
+	int64_t tick_ns, horizon_ns, retry_ns, expire_ns, window_ns;
 	double min_expected;
 	pendq_t q;
-	er_fired_t fired[ER_FIRED_MAX];
-	size_t n_fired, next_fired; /* ring */
+	pol_idmap_t map; /* key -> index in ent */
+	er_ent_t *ent;
+	int64_t *times; /* arrival: min_count slots per entry, parallel to ent */
+	size_t n_ent, cap_ent, gc_at;
+	er_flight_t *fl; /* accepted copies that have not ended */
+	size_t n_fl, cap_fl;
+	uint64_t trig; /* arrival triggers not yet added to the stats */
+	gsl_rng *rng;
 	pol_inst_t *snap;
 	uint32_t *order;
+	unsigned char *mark;
 	uint32_t n_snap;
+	int snap_ok;
 } er_state_t;
 
 static const cfg_key_t er_params[] = {
-    POL_KEY("replication", "early_rdma", "early_replicas", CFG_INT, "2", 1, 1024, NULL, "",
-            "M: instances a fired prefix is copied to (own choice)"),
+    POL_KEY("replication", "early_rdma", "early_replicas", CFG_INT, "4", 1, 1024, NULL, "",
+            "M: instances that should hold a hot prefix, its source included (the study's "
+            "M = 4, bite_the_bullet.py; there every one of its 4 nodes, here half of the "
+            "8-instance default experiment)"),
+    POL_KEY("replication", "early_rdma", "early_trigger", CFG_ENUM, "forecast", 0, 0,
+            "forecast,arrival", "",
+            "what makes a prefix hot: the predictor's forecast, or the study's own rule on "
+            "every arrival (early_min_count arrivals of the first early_key_blocks blocks "
+            "within early_window_s; bite_the_bullet.py)"),
     POL_KEY("replication", "early_rdma", "early_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
             "how often forecasts are checked and refused copies retried"),
     POL_KEY("replication", "early_rdma", "early_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
             "forecast horizon asked of the predictor"),
+    POL_KEY("replication", "early_rdma", "early_expire_s", CFG_FLOAT, "0", 0, 1e6, NULL, "s",
+            "forecast trigger: a prefix stays active (routing hint) this long after the "
+            "forecast last named it; 0 = early_horizon_s, the span the forecast spoke for "
+            "(own choice)"),
     POL_KEY("replication", "early_rdma", "early_retry_s", CFG_FLOAT, "30", 0, 1e6, NULL, "s",
             "how long a refused copy is retried (the source prefill may not be done)"),
     POL_KEY("replication", "early_rdma", "early_min_expected", CFG_FLOAT, "0", 0, 1e9, NULL, "",
             "forecast entries expecting fewer arrivals are ignored"),
     POL_KEY("replication", "early_rdma", "early_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
-            "route requests of a replicated prefix to its least-busy warm instance"),
+            "route an active prefix's requests to its least-loaded resident instance "
+            "(reported as spec.hint_routed)"),
+    POL_KEY("replication", "early_rdma", "early_key_blocks", CFG_INT, "256", 1, 1e6, NULL, "blocks",
+            "Y (arrival trigger): the key is a request's first Y blocks; shorter requests "
+            "never trigger (the study: 256 blocks of 256 tokens)"),
+    POL_KEY("replication", "early_rdma", "early_window_s", CFG_FLOAT, "1", 1e-6, 1e6, NULL, "s",
+            "Z (arrival trigger): arrivals of a key older than this are forgotten (the "
+            "study: 1 s)"),
+    POL_KEY("replication", "early_rdma", "early_min_count", CFG_INT, "2", 1, 1024, NULL, "",
+            "X (arrival trigger): arrivals within Z that make a key active (the study: 2)"),
 };
-
-typedef struct er_full {
-	er_state_t s;
-	int route_warm;
-} er_full_t;
-
-static int er_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
-{
-	(void)seed;
-	er_full_t *f = calloc(1, sizeof *f);
-	if (!f)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	er_state_t *s = &f->s;
-	s->m = (uint32_t)pol_param_num(p, "early_replicas");
-	s->tick_ns = (int64_t)(pol_param_num(p, "early_tick_ms") * 1e6);
-	s->horizon_ns = (int64_t)(pol_param_num(p, "early_horizon_s") * 1e9);
-	s->retry_ns = (int64_t)(pol_param_num(p, "early_retry_s") * 1e9);
-	s->min_expected = pol_param_num(p, "early_min_expected");
-	s->q.max = 65536;
-	f->route_warm = pol_param_num(p, "early_route_warm") != 0;
-	*state = f;
-	return 0;
-}
 
 static void er_free(void *st)
 {
-	er_full_t *f = st;
-	pendq_free(&f->s.q);
-	free(f->s.snap);
-	free(f->s.order);
-	free(f);
+	er_state_t *s = st;
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_ent; i++)
+		if (--s->ent[i].pb->refs == 0)
+			free(s->ent[i].pb);
+	pendq_free(&s->q);
+	pol_idmap_free(&s->map);
+	free(s->ent);
+	free(s->times);
+	free(s->fl);
+	if (s->rng)
+		gsl_rng_free(s->rng);
+	free(s->snap);
+	free(s->order);
+	free(s->mark);
+	free(s);
+}
+
+static int er_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+{
+	er_state_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	s->m = (uint32_t)pol_param_num(p, "early_replicas");
+	s->arrival = !strcmp(pol_param_str(p, "early_trigger"), "arrival");
+	s->tick_ns = (int64_t)(pol_param_num(p, "early_tick_ms") * 1e6);
+	s->horizon_ns = (int64_t)(pol_param_num(p, "early_horizon_s") * 1e9);
+	double exp_s = pol_param_num(p, "early_expire_s");
+	s->expire_ns = exp_s > 0 ? (int64_t)(exp_s * 1e9) : s->horizon_ns;
+	s->retry_ns = (int64_t)(pol_param_num(p, "early_retry_s") * 1e9);
+	s->min_expected = pol_param_num(p, "early_min_expected");
+	s->route_warm = pol_param_num(p, "early_route_warm") != 0;
+	s->key_blocks = (uint32_t)pol_param_num(p, "early_key_blocks");
+	s->window_ns = (int64_t)(pol_param_num(p, "early_window_s") * 1e9);
+	s->min_count = (uint32_t)pol_param_num(p, "early_min_count");
+	s->q.max = 65536;
+	s->gc_at = 64;
+	s->rng = pol_rng_new(seed);
+	if (!s->rng || pol_idmap_init(&s->map, s->gc_at)) {
+		er_free(s);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	*state = s;
+	return 0;
 }
 
 static pol_repl_timing_t er_timing(const void *st)
 {
-	const er_state_t *s = &((const er_full_t *)st)->s;
-	return (pol_repl_timing_t){s->tick_ns, s->horizon_ns};
+	const er_state_t *s = st;
+	/* the arrival trigger reads no forecast: ticks only retry refusals */
+	return (pol_repl_timing_t){s->tick_ns, s->arrival ? 0 : s->horizon_ns};
 }
 
-static int er_was_fired(const er_state_t *s, const uint64_t *b, uint32_t n)
+static er_ent_t *er_find(er_state_t *s, uint64_t key)
 {
-	for (size_t i = 0; i < s->n_fired; i++)
-		if (s->fired[i].n == n && s->fired[i].key == b[n - 1])
+	uint32_t i;
+	return pol_idmap_get(&s->map, key, &i) ? &s->ent[i] : NULL;
+}
+
+/* Whether an entry can no longer act: past its expiry, or (arrival) every
+ * arrival it counted is older than Z. */
+static int er_stale(const er_state_t *s, const er_ent_t *en, int64_t now)
+{
+	return now - en->last_ns > (s->arrival ? s->window_ns : s->expire_ns);
+}
+
+static void er_drop(er_state_t *s, size_t i)
+{
+	er_ent_t *en = &s->ent[i];
+	if (--en->pb->refs == 0) /* pending copies may still hold it */
+		free(en->pb);
+	pol_idmap_del(&s->map, en->key);
+	size_t last = --s->n_ent;
+	if (i == last)
+		return;
+	s->ent[i] = s->ent[last];
+	if (s->times)
+		memcpy(s->times + i * s->min_count, s->times + last * s->min_count,
+		       s->min_count * sizeof *s->times);
+	pol_idmap_put(&s->map, s->ent[i].key, (uint32_t)i); /* overwrites: cannot fail */
+}
+
+/* A new entry for blocks[0..n) at now; stale entries go first once the
+ * table has doubled since the last sweep (amortised O(1)). NULL on ENOMEM. */
+static er_ent_t *er_add(er_state_t *s, const uint64_t *blocks, uint32_t n, int64_t now)
+{
+	if (s->n_ent >= s->gc_at) {
+		for (size_t i = 0; i < s->n_ent;)
+			if (er_stale(s, &s->ent[i], now))
+				er_drop(s, i);
+			else
+				i++;
+		s->gc_at = 2 * s->n_ent > 64 ? 2 * s->n_ent : 64;
+	}
+	if (s->n_ent == s->cap_ent) {
+		size_t cap = s->cap_ent ? 2 * s->cap_ent : 16;
+		er_ent_t *en = realloc(s->ent, cap * sizeof *en);
+		if (!en)
+			return NULL;
+		s->ent = en;
+		if (s->arrival) {
+			int64_t *t = realloc(s->times, cap * s->min_count * sizeof *t);
+			if (!t)
+				return NULL;
+			s->times = t;
+		}
+		s->cap_ent = cap;
+	}
+	pblk_t *pb = pblk_new(blocks, n);
+	if (!pb || pol_idmap_put(&s->map, blocks[n - 1], (uint32_t)s->n_ent)) {
+		free(pb);
+		return NULL;
+	}
+	pb->refs = 1;
+	er_ent_t *en = &s->ent[s->n_ent++];
+	*en = (er_ent_t){blocks[n - 1], pb, now, 0, 0, 0};
+	return en;
+}
+
+static int er_flight_add(er_state_t *s, uint64_t id, uint64_t key, uint32_t dst)
+{
+	if (s->n_fl == s->cap_fl) {
+		size_t cap = s->cap_fl ? 2 * s->cap_fl : 16;
+		er_flight_t *f = realloc(s->fl, cap * sizeof *f);
+		if (!f)
+			return KS_ENOMEM;
+		s->fl = f;
+		s->cap_fl = cap;
+	}
+	s->fl[s->n_fl++] = (er_flight_t){id, key, dst};
+	return 0;
+}
+
+static int er_issued(void *arg, const pend_t *p, uint64_t id)
+{
+	return er_flight_add(arg, id, p->blocks[p->n - 1], p->dst);
+}
+
+static void er_on_copy_end(void *st, uint64_t id, int landed)
+{
+	(void)landed; /* landed: match() shows it; cancelled: the target is free again */
+	er_state_t *s = st;
+	for (size_t i = 0; i < s->n_fl; i++)
+		if (s->fl[i].id == id) {
+			s->fl[i] = s->fl[--s->n_fl];
+			return;
+		}
+}
+
+/* Whether a copy of key to dst is in flight or waiting for a retry. */
+static int er_covered(const er_state_t *s, uint64_t key, uint32_t dst)
+{
+	for (size_t i = 0; i < s->n_fl; i++)
+		if (s->fl[i].key == key && s->fl[i].dst == dst)
+			return 1;
+	for (size_t i = 0; i < s->q.n; i++)
+		if (s->q.p[i].dst == dst && s->q.p[i].blocks[s->q.p[i].n - 1] == key)
 			return 1;
 	return 0;
 }
 
-static int snapshot(er_state_t *s, const pol_view_t *v)
+/* Instances by load, least first, stable on index (insertion sort: instance
+ * counts are small). The arrival trigger orders by request count alone, as
+ * the study does; the forecast trigger then by queued prefill tokens. */
+static int er_snapshot(er_state_t *s, const pol_view_t *v)
 {
 	if (s->n_snap != v->n_inst) {
 		pol_inst_t *sn = realloc(s->snap, v->n_inst * sizeof *sn);
-		uint32_t *o = realloc(s->order, v->n_inst * sizeof *o);
 		if (sn)
 			s->snap = sn;
+		uint32_t *o = realloc(s->order, v->n_inst * sizeof *o);
 		if (o)
 			s->order = o;
-		if (!sn || !o)
+		unsigned char *mk = realloc(s->mark, v->n_inst);
+		if (mk)
+			s->mark = mk;
+		if (!sn || !o || !mk)
 			return KS_ENOMEM;
 		s->n_snap = v->n_inst;
 	}
@@ -337,99 +521,187 @@ static int snapshot(er_state_t *s, const pol_view_t *v)
 		v->inst(v->ctx, i, &s->snap[i]);
 		s->order[i] = i;
 	}
-	/* least busy first, stable on index (insertion sort: instance counts are small) */
 	for (uint32_t i = 1; i < v->n_inst; i++)
 		for (uint32_t j = i;
-		     j > 0 && busier(&s->snap[s->order[j - 1]], &s->snap[s->order[j]]); j--) {
+		     j > 0 && busier(&s->snap[s->order[j - 1]], &s->snap[s->order[j]], !s->arrival);
+		     j--) {
 			uint32_t x = s->order[j];
 			s->order[j] = s->order[j - 1];
 			s->order[j - 1] = x;
 		}
+	s->snap_ok = 1;
+	return 0;
+}
+
+/* Copies en's prefix to the least-loaded instances lacking it until the
+ * instances holding it, plus those it is in flight or pending to, reach M.
+ * Nothing while no instance holds it (there is no source yet). */
+static int er_plan(er_state_t *s, const pol_view_t *v, const pol_actions_t *a, er_ent_t *en,
+                   err_t *e)
+{
+	const uint64_t *b = en->pb->b;
+	uint32_t n = en->pb->n, have = 0;
+	if (!s->snap_ok && er_snapshot(s, v))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < v->n_inst; i++)
+		have += s->mark[i] = v->match(v->ctx, i, b, n) >= n;
+	if (!have)
+		return 0;
+	for (uint32_t i = 0; i < v->n_inst; i++)
+		if (!s->mark[i] && er_covered(s, en->key, i))
+			have += s->mark[i] = 1;
+	int64_t now = v->now(v->ctx);
+	for (uint32_t j = 0; j < v->n_inst && have < s->m; j++) {
+		uint32_t dst = s->order[j];
+		if (s->mark[dst])
+			continue;
+		have++;
+		pend_t p = {b, n, NULL, -1, dst, POL_BG, 1, 0};
+		uint64_t id;
+		int rc = try_copy(v, a, &p, &id);
+		if (rc < 0)
+			return err_set(e, rc, "copy request failed");
+		if (rc == 0) /* refused: retried from the queue */
+			rc = pendq_add(&s->q, en->pb, -1, dst, POL_BG, 1, now + s->retry_ns);
+		else
+			rc = id ? er_flight_add(s, id, en->key, dst) : 0;
+		if (rc)
+			return err_set(e, rc, "out of memory");
+	}
+	return 0;
+}
+
+/* Adds the arrival triggers counted in route_hint (which has no stats). */
+static int er_flush(er_state_t *s, const pol_actions_t *a, err_t *e)
+{
+	if (s->nomem)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (a->stats)
+		a->stats->triggers += s->trig;
+	s->trig = 0;
+	s->snap_ok = 0;
 	return 0;
 }
 
 static int er_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
                       const pol_forecast_t *fc, err_t *e)
 {
-	er_state_t *s = &((er_full_t *)st)->s;
+	er_state_t *s = st;
+	int rc = er_flush(s, a, e);
+	if (rc || (rc = pendq_run(&s->q, v, a, er_issued, s, e)))
+		return rc;
 	int64_t now = v->now(v->ctx);
-	if (snapshot(s, v))
-		return err_set(e, KS_ENOMEM, "out of memory");
-	for (size_t k = 0; fc && k < fc->n; k++) {
+	for (size_t k = 0; !s->arrival && fc && k < fc->n; k++) {
 		const pol_fc_t *f = &fc->e[k];
-		if (!f->n_blocks || f->expected < s->min_expected ||
-		    er_was_fired(s, f->blocks, f->n_blocks))
+		if (!f->n_blocks || f->expected < s->min_expected)
 			continue;
-		s->fired[s->next_fired] = (er_fired_t){f->blocks[f->n_blocks - 1], f->n_blocks};
-		s->next_fired = (s->next_fired + 1) % ER_FIRED_MAX;
-		if (s->n_fired < ER_FIRED_MAX)
-			s->n_fired++;
-		if (a->stats)
-			a->stats->triggers++;
-		uint32_t placed = 0;
-		pblk_t *pb = NULL;
-		for (uint32_t j = 0; j < v->n_inst && placed < s->m; j++) {
-			uint32_t dst = s->order[j];
-			if (v->match(v->ctx, dst, f->blocks, f->n_blocks) >= f->n_blocks)
-				continue; /* already warm: not one of the M targets */
-			placed++;
-			pend_t p = {f->blocks, f->n_blocks, NULL, -1, dst, POL_BG, 1, 0};
-			int rc = try_copy(v, a, &p);
-			if (rc < 0)
-				return err_set(e, rc, "copy request failed");
-			if (rc)
-				continue;
-			if (!pb && !(pb = pblk_new(f->blocks, f->n_blocks)))
+		er_ent_t *en = er_find(s, f->blocks[f->n_blocks - 1]);
+		if (!en || er_stale(s, en, now)) { /* (re)fires */
+			if (!en && !(en = er_add(s, f->blocks, f->n_blocks, now)))
 				return err_set(e, KS_ENOMEM, "out of memory");
-			if (pendq_add(&s->q, pb, -1, dst, POL_BG, 1, now + s->retry_ns)) {
-				if (!pb->refs)
-					free(pb);
-				return err_set(e, KS_ENOMEM, "out of memory");
-			}
+			if (a->stats)
+				a->stats->triggers++;
+		}
+		en->last_ns = now;
+		if ((rc = er_plan(s, v, a, en, e)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The least-loaded instance holding blocks[0..n), ties drawn from the
+ * policy's stream (reservoir sampling); 0 when none holds it. */
+static int er_least_loaded(er_state_t *s, const pol_view_t *v, const uint64_t *b, uint32_t n,
+                           uint32_t *inst)
+{
+	pol_inst_t best, cur;
+	unsigned long ties = 0;
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		if (v->match(v->ctx, i, b, n) < n)
+			continue;
+		v->inst(v->ctx, i, &cur);
+		if (!ties || busier(&best, &cur, !s->arrival)) {
+			best = cur;
+			*inst = i;
+			ties = 1;
+		} else if (!busier(&cur, &best, !s->arrival) &&
+		           gsl_rng_uniform_int(s->rng, ++ties) == 0) {
+			*inst = i;
 		}
 	}
-	return pendq_run(&s->q, v, a, e);
+	return ties > 0;
+}
+
+/* Arrival trigger: counts r's arrival for its key; the key's entry, NULL
+ * when r is too short to have one (or on ENOMEM, reported later). */
+static er_ent_t *er_arrive(er_state_t *s, const pol_req_t *r)
+{
+	if (r->n_blocks < s->key_blocks)
+		return NULL;
+	er_ent_t *en = er_find(s, r->blocks[s->key_blocks - 1]);
+	if (!en && !(en = er_add(s, r->blocks, s->key_blocks, r->arrival_ns))) {
+		s->nomem = 1;
+		return NULL;
+	}
+	int64_t *t = s->times + (size_t)(en - s->ent) * s->min_count;
+	t[en->head] = r->arrival_ns;
+	en->head = (en->head + 1) % s->min_count;
+	if (en->nt < s->min_count)
+		en->nt++;
+	en->last_ns = r->arrival_ns;
+	/* with the ring full, head is the oldest of the last X arrivals */
+	int active = en->nt == s->min_count && r->arrival_ns - t[en->head] <= s->window_ns;
+	s->trig += active && !en->active;
+	en->active = active;
+	return en;
 }
 
 static int er_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
-	er_full_t *f = st;
-	er_state_t *s = &f->s;
-	if (!f->route_warm)
-		return 0;
-	uint32_t len = 0;
-	for (size_t i = 0; i < s->n_fired; i++) {
-		uint32_t n = s->fired[i].n;
-		if (n > len && n <= r->n_blocks && r->blocks[n - 1] == s->fired[i].key)
-			len = n;
+	er_state_t *s = st;
+	if (s->arrival) {
+		const er_ent_t *en = er_arrive(s, r);
+		return en && en->active && s->route_warm &&
+		       er_least_loaded(s, v, en->pb->b, en->pb->n, inst);
 	}
-	if (!len)
+	if (!s->route_warm || !s->n_ent)
 		return 0;
-	int found = 0;
-	pol_inst_t best, cur;
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		if (v->match(v->ctx, i, r->blocks, len) < len)
-			continue;
-		v->inst(v->ctx, i, &cur);
-		if (!found || busier(&best, &cur)) {
-			best = cur;
-			*inst = i;
-			found = 1;
-		}
+	int64_t now = v->now(v->ctx);
+	for (uint32_t n = r->n_blocks; n > 0; n--) { /* the longest active prefix */
+		const er_ent_t *en = er_find(s, r->blocks[n - 1]);
+		if (en && en->pb->n == n && !er_stale(s, en, now))
+			return er_least_loaded(s, v, r->blocks, n, inst);
 	}
-	return found;
+	return 0;
+}
+
+/* Arrival trigger: every arrival of an active key re-plans its copies. */
+static int er_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
+                       uint32_t inst, err_t *e)
+{
+	(void)inst;
+	er_state_t *s = st;
+	int rc = er_flush(s, a, e);
+	if (rc || !s->arrival || r->n_blocks < s->key_blocks)
+		return rc;
+	er_ent_t *en = er_find(s, r->blocks[s->key_blocks - 1]);
+	return en && en->active ? er_plan(s, v, a, en, e) : 0;
 }
 
 const struct pol_replication_ops pol_repl_early_rdma = {
     .base = {POL_ABI_VERSION, POL_REPLICATION, "early_rdma",
-             "The original proposal's rule: when the predictor fires for a prefix (pair it "
-             "with repeat_count for the X-repeats-in-Z-seconds trigger), copy it from an "
-             "instance that holds it to the early_replicas least-busy instances lacking it, "
-             "as background speculative copies retried until the source KV exists, and route "
-             "later requests of that prefix to the least-busy warm instance.",
+             "The original proposal's rule (Biting the bullet, bite_the_bullet.py): when a "
+             "prefix turns hot (a forecast entry, or with early_trigger = arrival the study's "
+             "X arrivals of the first Y blocks within Z seconds), copy it from an instance "
+             "holding it to the least-loaded instances lacking it until early_replicas "
+             "instances hold it, source included (background speculative copies; refusals "
+             "retried for early_retry_s), top the replicas up while it stays hot, and route "
+             "its requests to the least-loaded resident instance while it is active.",
              er_params, sizeof er_params / sizeof er_params[0], er_init, er_free},
     .timing = er_timing,
+    .on_route = er_on_route,
     .on_tick = er_on_tick,
+    .on_copy_end = er_on_copy_end,
     .route_hint = er_route_hint,
 };
 
@@ -505,7 +777,7 @@ static int full_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 {
 	(void)fc;
 	full_state_t *s = st;
-	return pendq_run(&s->q, v, a, e);
+	return pendq_run(&s->q, v, a, NULL, NULL, e);
 }
 
 const struct pol_replication_ops pol_repl_full = {

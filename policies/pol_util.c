@@ -1,4 +1,4 @@
-/* pol_util — prefix table, prefix groups, forecast buffers, Hawkes and Holt
+/* pol_util — prefix table, prefix groups, forecast buffers, id map, Hawkes and Holt
  * maths shared by the built-in policies (see pol_int.h). */
 #include "policies/pol_int.h"
 
@@ -505,4 +505,118 @@ double pol_holt_sum(const pol_holt_t *h, double steps)
 		s += w * (v > 0 ? v : 0);
 	}
 	return s;
+}
+
+/* ---- id map ---------------------------------------------------------------- */
+
+#define IDMAP_EMPTY UINT32_MAX
+
+static int idmap_alloc(pol_idmap_t *m, size_t nslot)
+{
+	m->key = malloc(nslot * sizeof *m->key);
+	m->val = malloc(nslot * sizeof *m->val);
+	if (!m->key || !m->val) {
+		free(m->key);
+		free(m->val);
+		m->key = NULL;
+		m->val = NULL;
+		return KS_ENOMEM;
+	}
+	memset(m->val, 0xff, nslot * sizeof *m->val);
+	m->nslot = nslot;
+	m->n = 0;
+	return 0;
+}
+
+int pol_idmap_init(pol_idmap_t *m, size_t cap)
+{
+	size_t nslot = 16;
+	while (nslot < 2 * cap)
+		nslot <<= 1;
+	return idmap_alloc(m, nslot);
+}
+
+void pol_idmap_free(pol_idmap_t *m)
+{
+	free(m->key);
+	free(m->val);
+	memset(m, 0, sizeof *m);
+}
+
+/* The slot holding id, or the empty slot where it would go. */
+static size_t idmap_slot(const pol_idmap_t *m, uint64_t id)
+{
+	size_t mask = m->nslot - 1, i = mix64(id) & mask;
+	while (m->val[i] != IDMAP_EMPTY && m->key[i] != id)
+		i = (i + 1) & mask;
+	return i;
+}
+
+int pol_idmap_get(const pol_idmap_t *m, uint64_t id, uint32_t *val)
+{
+	if (!m->nslot)
+		return 0;
+	size_t i = idmap_slot(m, id);
+	if (m->val[i] == IDMAP_EMPTY)
+		return 0;
+	*val = m->val[i];
+	return 1;
+}
+
+int pol_idmap_put(pol_idmap_t *m, uint64_t id, uint32_t val)
+{
+	if (m->nslot) {
+		size_t i = idmap_slot(m, id);
+		if (m->val[i] != IDMAP_EMPTY) {
+			m->val[i] = val;
+			return 0;
+		}
+	}
+	if (2 * (m->n + 1) > m->nslot) {
+		pol_idmap_t g;
+		if (idmap_alloc(&g, m->nslot ? 2 * m->nslot : 16))
+			return KS_ENOMEM;
+		for (size_t i = 0; i < m->nslot; i++)
+			if (m->val[i] != IDMAP_EMPTY) {
+				size_t j = idmap_slot(&g, m->key[i]);
+				g.key[j] = m->key[i];
+				g.val[j] = m->val[i];
+			}
+		g.n = m->n;
+		pol_idmap_free(m);
+		*m = g;
+	}
+	size_t i = idmap_slot(m, id);
+	m->key[i] = id;
+	m->val[i] = val;
+	m->n++;
+	return 0;
+}
+
+int pol_idmap_del(pol_idmap_t *m, uint64_t id)
+{
+	if (!m->nslot)
+		return 0;
+	size_t mask = m->nslot - 1, i = idmap_slot(m, id);
+	if (m->val[i] == IDMAP_EMPTY)
+		return 0;
+	/* backward shift: pull later entries of the probe run into the hole
+	 * unless their home slot lies cyclically in (hole, j] */
+	for (size_t j = i;;) {
+		m->val[i] = IDMAP_EMPTY;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (m->val[j] == IDMAP_EMPTY) {
+				m->n--;
+				return 1;
+			}
+			size_t home = mix64(m->key[j]) & mask;
+			if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+				continue;
+			break;
+		}
+		m->key[i] = m->key[j];
+		m->val[i] = m->val[j];
+		i = j;
+	}
 }

@@ -61,6 +61,7 @@ static const struct {
 	{"spec.replicas_wasted", "speculative replicas wasted"},
 	{"spec.unused_vram_gb_s", "VRAM held by unused replicas (GB-s)"},
 	{"spec.warm_hits", "requests warm thanks to a replica"},
+	{"spec.hint_routed", "requests routed by replica hints"},
 	{"spec.copies_cancelled", "copies cancelled"},
 	{"spec.copies_refused", "copies refused (source not ready, no room)"},
 	{"fg_slowdown_mean", "foreground copy slowdown (mean)"},

@@ -205,20 +205,28 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 {
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
-	if (ro->route_hint && ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
-	    *inst < s->cl.p.n_instances)
-		return POL_ACCEPT;
-	const struct pol_routing_ops *rt = POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
-	int rc = rt->route(s->pol.h[POL_ROUTING].state, &s->view, q, inst);
-	if (rc < 0)
-		return rc;
-	if (rc == POL_ACCEPT && *inst >= s->cl.p.n_instances)
-		return err_set(s->err, KS_ERUNTIME, "routing policy returned instance %u of %u", *inst,
-			       s->cl.p.n_instances);
-	if (rc != POL_ACCEPT)
-		return rc;
+	/* a hint replaces the routing policy only: admission still decides */
+	int hinted = ro->route_hint &&
+		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
+		     *inst < s->cl.p.n_instances;
+	int rc;
+	if (!hinted) {
+		const struct pol_routing_ops *rt =
+			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
+		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->view, q, inst);
+		if (rc < 0)
+			return rc;
+		if (rc == POL_ACCEPT && *inst >= s->cl.p.n_instances)
+			return err_set(s->err, KS_ERUNTIME, "routing policy returned instance %u of %u",
+				       *inst, s->cl.p.n_instances);
+		if (rc != POL_ACCEPT)
+			return rc;
+	}
 	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
-	return ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
+	rc = ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
+	if (hinted && rc == POL_ACCEPT)
+		s->spec.hint_routed++; /* so copy gains and hint gains can be told apart */
+	return rc;
 }
 
 static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)

@@ -81,12 +81,50 @@ static void test_groups_space_saving_replaces_lowest_score(void **st)
 	pol_groups_free(&gs);
 }
 
+/* Inserts, overwrites and deletes against a plain array: every id stays
+ * findable through growth and backward-shift deletion, deleted ids are gone. */
+static void test_idmap_agrees_with_a_plain_array(void **st)
+{
+	(void)st;
+	enum { N = 3000 };
+	static uint32_t val[N];
+	static unsigned char in[N];
+	pol_idmap_t m;
+	assert_int_equal(pol_idmap_init(&m, 4), 0);
+	uint64_t x = 12345;
+	for (uint32_t k = 0; k < 20000; k++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+		uint32_t i = (uint32_t)(x >> 33) % N;
+		uint64_t id = (uint64_t)i << 40; /* ids alike in their low bits */
+		if (k < 4000 || (x >> 20) % 3) {
+			assert_int_equal(pol_idmap_put(&m, id, k), 0);
+			val[i] = k;
+			in[i] = 1;
+		} else {
+			assert_int_equal(pol_idmap_del(&m, id), in[i]);
+			in[i] = 0;
+		}
+	}
+	size_t n = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t v = 7;
+		assert_int_equal(pol_idmap_get(&m, (uint64_t)i << 40, &v), in[i]);
+		if (in[i])
+			assert_int_equal(v, val[i]);
+		n += in[i];
+	}
+	assert_true(n > 100 && n < N);
+	assert_int_equal(m.n, n);
+	pol_idmap_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ptab_match_is_longest_known_prefix),
 	    cmocka_unit_test(test_ptab_drops_oldest_paths_and_keeps_ancestors),
 	    cmocka_unit_test(test_groups_space_saving_replaces_lowest_score),
+	    cmocka_unit_test(test_idmap_agrees_with_a_plain_array),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "policies/pol.h"
 #include "sim/cli_common.h"
 #include "sim/sim.h"
 #include "tests/sim_fixture.h"
@@ -85,6 +86,99 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 			assert_int_equal(r.req[i].tok_peer, 0);
 	sim_results_free(&r);
 	cli_config_free(cfg);
+}
+
+/* The fan trace (40 requests) through early_rdma's arrival trigger with
+ * X = 1 and M = 1: every request is active, no copy is ever needed, and a
+ * request goes to the least-loaded instance holding the prefix once one
+ * does. extra: one more --set; reg: policies beyond the built-ins (NULL). */
+static sim_results_t run_fan_hinted(const char *extra, const pol_registry_t *reg)
+{
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=4",
+			      "cluster.tp=1", "kvcache.block_tokens=16",
+			      "policy.routing.name=round_robin", "policy.replication.name=early_rdma",
+			      "policy.replication.early_trigger=arrival",
+			      "policy.replication.early_key_blocks=20",
+			      "policy.replication.early_min_count=1",
+			      "policy.replication.early_replicas=1", extra};
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	int rc = cli_load_config_ex(NULL, sets, 12, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e);
+	fan_t f = {.max = 40};
+	sim_source_t src = {fan_next, &f, "fan"};
+	sim_results_t r = {0};
+	if (!rc)
+		rc = sim_run_reg(cfg, reg, &src, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	cli_config_free(cfg);
+	return r;
+}
+
+/* An admission policy for the test below: whatever reaches instance 0
+ * after request 0 is rejected. */
+static int no0_admit(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t inst)
+{
+	(void)st;
+	(void)v;
+	return inst == 0 && r->id != 0 ? POL_REJECT : POL_ACCEPT;
+}
+
+static const struct pol_admission_ops no0_ops = {
+	.base = {POL_ABI_VERSION, POL_ADMISSION, "test_no_inst0",
+		 "Rejects every request routed to instance 0 but the first.", NULL, 0, NULL, NULL},
+	.admit = no0_admit,
+};
+
+/* Instance 0 computes the prefix first and, its later requests rejected,
+ * stays least loaded: hints go there, and admission still rejects them
+ * (before, a hinted request skipped admission). */
+static void test_hinted_requests_still_pass_admission(void **st)
+{
+	(void)st;
+	err_t e = {0};
+	pol_registry_t *reg = pol_registry_new();
+	assert_non_null(reg);
+	assert_int_equal(pol_registry_add(reg, &no0_ops.base, &e), 0);
+	sim_results_t r = run_fan_hinted("policy.admission.name=test_no_inst0", reg);
+	size_t rejected = 0;
+	for (size_t i = 0; i < r.n_req; i++) {
+		if (r.req[i].status == REQ_REJECTED_SLO)
+			rejected++;
+		else if (r.req[i].id != 0)
+			assert_int_not_equal(r.req[i].instance, 0);
+	}
+	/* round robin alone sends 10 of the 40 to instance 0 */
+	assert_true(rejected > 10);
+	assert_true(sim_results_get(&r, "spec.hint_routed") > 0);
+	sim_results_free(&r);
+	pol_registry_free(reg);
+}
+
+/* spec.hint_routed counts exactly the requests the hint placed: those
+ * arriving after the prefix first exists on some instance (the earliest end
+ * of a prefill). early_route_warm = false turns the hint, and the count, off. */
+static void test_hint_routed_counts_the_requests_the_hint_placed(void **st)
+{
+	(void)st;
+	for (int warm = 1; warm >= 0; warm--) {
+		sim_results_t r = run_fan_hinted(warm ? "policy.replication.early_route_warm=true"
+						      : "policy.replication.early_route_warm=false",
+						 NULL);
+		int64_t exists = INT64_MAX;
+		for (size_t i = 0; i < r.n_req; i++)
+			if (r.req[i].arrival_ns + r.req[i].ttft_ns < exists)
+				exists = r.req[i].arrival_ns + r.req[i].ttft_ns;
+		double after = 0;
+		for (size_t i = 0; i < r.n_req; i++)
+			after += r.req[i].arrival_ns > exists;
+		printf("warm %d: %g requests after the prefix exists, hint_routed %g\n", warm, after,
+		       sim_results_get(&r, "spec.hint_routed"));
+		assert_true(after > 20);
+		assert_true(sim_results_get(&r, "spec.hint_routed") == (warm ? after : 0));
+		sim_results_free(&r);
+	}
 }
 
 static void test_transfer_bytes_are_conserved(void **st)
@@ -240,6 +334,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_copies_start_only_after_source_kv_exists),
+		cmocka_unit_test(test_hinted_requests_still_pass_admission),
+		cmocka_unit_test(test_hint_routed_counts_the_requests_the_hint_placed),
 		cmocka_unit_test(test_transfer_bytes_are_conserved),
 		cmocka_unit_test(test_every_replica_ends_used_or_wasted),
 		cmocka_unit_test(test_oracle_with_recall_zero_behaves_as_none),
