@@ -375,22 +375,17 @@ int pol_cfg_register(cfg_schema_t *s);
  * are added by pointer, so the registry must outlive the schema. */
 int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e);
 
-/* Serving-framework presets ("vllm", "sglang", "trtllm", "tgi"): set the
- * keys of the preset whose cfg_origin is still "default" (the user's values
- * win). Keys not in the schema are skipped. KS_EINPUT for an unknown name. */
-int pol_preset_apply(cfg_t *c, const char *name, err_t *e);
-typedef struct pol_preset_kv {
-	const char *key; /* "section.name" */
-	const char *value;
-	const char *source; /* where the setting comes from */
-} pol_preset_kv_t;
-typedef struct pol_preset {
-	const char *name, *doc;
-	const pol_preset_kv_t *kv;
-	size_t n;
-} pol_preset_t;
+/* Serving-framework presets ("vllm", "sglang", "trtllm", "tgi", "dynamo",
+ * "llm-d", "mooncake"), chosen by key `[policy] preset` (default "none"):
+ * cfg_finalize gives every key of the selected preset that the user did not
+ * set the preset's value (cfg.h). Each entry is {key, value, source}. */
+typedef cfg_preset_kv_t pol_preset_kv_t;
+typedef cfg_preset_t pol_preset_t;
 extern const pol_preset_t pol_presets[];
 extern const size_t pol_presets_n;
+/* Makes [policy] preset select pol_presets (call once every module's keys
+ * are in s; checks each preset entry against the schema). */
+int pol_preset_register(cfg_schema_t *s);
 
 /* ---- speculation accounting ----------------------------------------------------- */
 

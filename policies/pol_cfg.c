@@ -4,8 +4,9 @@
  * Sections policy.predictor, policy.replication, policy.routing,
  * policy.eviction, policy.transfer, policy.admission each hold `name` (an
  * enum of the registered policies) and every policy's own parameters,
- * tagged with owner = policy name, so cfg_finalize rejects a parameter set
- * for a policy the section does not select. */
+ * tagged with owner = policy name, so cfg_finalize ignores (with a warning)
+ * a parameter set for a policy the section does not select. Section policy
+ * holds `preset` (pol_preset.c). */
 #include "policies/pol.h"
 #include "sim/sim.h"
 #include "policies/pol_int.h"
@@ -32,9 +33,26 @@ static const cfg_key_t name_keys[POL_NFAMILY] = {
      "whether a request is admitted at arrival", NULL},
 };
 
+/* Its choices are filled in by pol_preset_register. */
+static const cfg_key_t preset_key = {
+    "policy",
+    "preset",
+    CFG_ENUM,
+    "none",
+    0,
+    0,
+    "none",
+    "",
+    "serving-framework preset: sets each of its keys that is not given explicitly (file "
+    "or --set, which always win); 'kvsim policies --presets' lists what each sets and "
+    "why (own design; the values cite each framework)",
+    NULL};
+
 int pol_cfg_register(cfg_schema_t *s)
 {
-	int rc;
+	int rc = cfg_schema_add(s, &preset_key, 1);
+	if (rc)
+		return rc;
 	for (int f = 0; f < POL_NFAMILY; f++)
 		if ((rc = cfg_schema_add(s, &name_keys[f], 1)))
 			return rc;

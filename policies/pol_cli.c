@@ -16,7 +16,8 @@ static void usage(FILE *f)
 	           "  [policy.FAMILY]\n  name = POLICY\n  PARAM = VALUE\n"
 	           "or with --set policy.FAMILY.PARAM=VALUE.\n\n"
 	           "  --plugin FILE.so  load an external policy plugin first\n"
-	           "  --presets         list the serving-framework presets and what they set\n");
+	           "  --presets         list only the serving-framework presets ([policy]\n"
+	           "                    preset = NAME), what each sets and the sources\n");
 }
 
 /* Prints text wrapped at 78 columns with the given indent. */
@@ -82,10 +83,13 @@ static void print_policy(const pol_base_t *o)
 
 static void print_presets(void)
 {
-	printf("presets (config key 'preset'; a value you set yourself always wins):\n");
+	printf("[policy] preset = ...  (or --set policy.preset=NAME; default none)\n");
+	wrap("A preset sets each key below that the config does not set itself: a key "
+	     "given in the file or with --set always wins, in any order.",
+	     2);
 	for (size_t i = 0; i < pol_presets_n; i++) {
 		const pol_preset_t *p = &pol_presets[i];
-		printf("  %s\n", p->name);
+		printf("\n  %s\n", p->name);
 		wrap(p->doc, 6);
 		for (size_t j = 0; j < p->n; j++) {
 			printf("      %s = %s\n", p->kv[j].key, p->kv[j].value);
@@ -162,6 +166,8 @@ int pol_cli_main(int argc, char **argv)
 			print_policy(pol_at(r, (pol_family_t)f, i));
 		printf("\n");
 	}
+	if (only == POL_NFAMILY)
+		print_presets();
 out:
 	pol_registry_free(r);
 	return rc;

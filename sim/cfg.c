@@ -28,8 +28,13 @@
 
 struct cfg_schema {
 	const cfg_key_t **keys;
-	char **choices; /* per key: replacement choices (owned) or NULL */
+	char **choices;        /* per key: replacement choices (owned) or NULL */
+	unsigned char *warned; /* per key: its "ignored" warning was written */
 	size_t n, cap;
+	FILE *warn; /* cfg_finalize's warnings; NULL = none */
+	const cfg_preset_t *presets;
+	size_t npresets;
+	size_t sel; /* index + 1 of the preset selector key, 0 = none */
 	/* Open-addressing index on (section, name): key index + 1, 0 = empty.
 	 * Accessors run once per lookup, and some are called per request. */
 	uint32_t *slot;
@@ -40,7 +45,8 @@ typedef struct cfg_val {
 	char *text;   /* canonical text (owned) */
 	int64_t i;    /* CFG_INT, CFG_BOOL (0/1) */
 	double f;     /* CFG_FLOAT (and CFG_INT as double) */
-	char *origin; /* "FILE:LINE" or "--set" (owned); NULL = default */
+	char *origin; /* "FILE:LINE", "--set" or "preset NAME" (owned); NULL = default */
+	const cfg_preset_t *preset; /* the preset that set it, NULL if none did */
 } cfg_val_t;
 
 struct cfg {
@@ -121,7 +127,15 @@ static bool name_ok(const char *s, bool allow_dot)
 
 cfg_schema_t *cfg_schema_new(void)
 {
-	return calloc(1, sizeof(cfg_schema_t));
+	cfg_schema_t *s = calloc(1, sizeof(cfg_schema_t));
+	if (s)
+		s->warn = stderr;
+	return s;
+}
+
+void cfg_schema_set_warnings(cfg_schema_t *s, FILE *f)
+{
+	s->warn = f;
 }
 
 void cfg_schema_free(cfg_schema_t *s)
@@ -131,6 +145,7 @@ void cfg_schema_free(cfg_schema_t *s)
 	for (size_t i = 0; i < s->n; i++)
 		free(s->choices[i]);
 	free(s->choices);
+	free(s->warned);
 	free(s->keys);
 	free(s->slot);
 	free(s);
@@ -422,6 +437,10 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 		if (!c)
 			return KS_ENOMEM;
 		s->choices = c;
+		unsigned char *w = realloc(s->warned, cap);
+		if (!w)
+			return KS_ENOMEM;
+		s->warned = w;
 		s->cap = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -447,6 +466,7 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 			return KS_ENOMEM;
 		s->keys[s->n] = k;
 		s->choices[s->n] = NULL;
+		s->warned[s->n] = 0;
 		slot_put(s->slot, s->nslot, k, s->n);
 		s->n++;
 	}
@@ -492,6 +512,17 @@ static void val_clear(cfg_val_t *v)
 	v->text = v->origin = NULL;
 }
 
+/* Sets *x (empty) to the default of key i. */
+static int val_default(const cfg_schema_t *s, size_t i, cfg_val_t *x)
+{
+	char why[256];
+	const cfg_key_t *k = s->keys[i];
+	/* Defaults were checked by cfg_schema_add. */
+	(void)val_parse(k, key_choices(s, i), k->def, x, false, why, sizeof why);
+	x->text = val_canonical(k, k->def, x);
+	return x->text ? 0 : KS_ENOMEM;
+}
+
 /* Gives keys added to the schema since the cfg was made (plugin parameters)
  * their defaults. */
 static int cfg_grow(cfg_t *c)
@@ -504,14 +535,8 @@ static int cfg_grow(cfg_t *c)
 		return KS_ENOMEM;
 	c->v = v;
 	for (; c->n < s->n; c->n++) {
-		char why[256];
-		const cfg_key_t *k = s->keys[c->n];
-		cfg_val_t *x = &c->v[c->n];
-		memset(x, 0, sizeof *x);
-		/* Defaults were checked by cfg_schema_add. */
-		(void)val_parse(k, key_choices(s, c->n), k->def, x, false, why, sizeof why);
-		x->text = val_canonical(k, k->def, x);
-		if (!x->text)
+		memset(&c->v[c->n], 0, sizeof c->v[c->n]);
+		if (val_default(s, c->n, &c->v[c->n]))
 			return KS_ENOMEM;
 	}
 	return 0;
@@ -1009,10 +1034,172 @@ static bool owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel)
 	return !k->owner || !strcmp(*sel, k->owner);
 }
 
+/* ---- presets --------------------------------------------------------- */
+
+/* The index of preset key "section.name" (split at the last dot), -1 if the
+ * schema has no such key. */
+static ssize_t preset_key_index(const cfg_schema_t *s, const char *key)
+{
+	const char *dot = strrchr(key, '.');
+	char sec[CFG_NAME_MAX + 1];
+	if (!dot || dot == key || (size_t)(dot - key) > CFG_NAME_MAX)
+		return -1;
+	memcpy(sec, key, (size_t)(dot - key));
+	sec[dot - key] = '\0';
+	return schema_index(s, sec, dot + 1);
+}
+
+static int preset_bad(const cfg_preset_t *p, const char *key, const char *why)
+{
+	/* Like schema_bad: a broken preset table is a programming error. */
+	fprintf(stderr, "kvsim: config schema: preset %s: %s: %s\n", p->name ? p->name : "(null)",
+	        key ? key : "(null)", why);
+	return KS_EINPUT;
+}
+
+/* Parses value for key ki into *v as preset p's (origin "preset NAME"):
+ * 0, 1 with why filled when the value does not fit the key, or KS_ENOMEM. */
+static int preset_value(const cfg_schema_t *s, size_t ki, const cfg_preset_t *p, const char *value,
+                        cfg_val_t *v, char *why, size_t whylen)
+{
+	const cfg_key_t *k = s->keys[ki];
+	const char *bad = k->type == CFG_STR ? str_unstorable(value) : NULL;
+	memset(v, 0, sizeof *v);
+	if (bad) {
+		snprintf(why, whylen, "%s", bad);
+		return 1;
+	}
+	if (val_parse(k, key_choices(s, ki), value, v, true, why, whylen))
+		return 1;
+	char org[128];
+	snprintf(org, sizeof org, "preset %s", p->name);
+	v->text = val_canonical(k, value, v);
+	v->origin = str_dup(org);
+	v->preset = p;
+	if (!v->text || !v->origin) {
+		val_clear(v);
+		return KS_ENOMEM;
+	}
+	return 0;
+}
+
+int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *name,
+                           const cfg_preset_t *p, size_t n)
+{
+	ssize_t si = schema_index(s, section, name);
+	if (si < 0 || s->keys[si]->type != CFG_ENUM || strcmp(s->keys[si]->def, "none")) {
+		fprintf(stderr,
+		        "kvsim: config schema: [%s] %s: a preset selector must be an enum "
+		        "key with default 'none'\n",
+		        section, name);
+		return KS_EINPUT;
+	}
+	size_t len = sizeof "none";
+	for (size_t i = 0; i < n; i++) {
+		if (!name_ok(p[i].name, false) || !strcmp(p[i].name, "none"))
+			return preset_bad(&p[i], "name",
+			                  "must be 1-49 of [A-Za-z0-9_-], not 'none'");
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(p[i].name, p[j].name))
+				return preset_bad(&p[i], "name", "defined twice");
+		len += strlen(p[i].name) + 1;
+		for (size_t j = 0; j < p[i].n; j++) {
+			const char *key = p[i].kv[j].key;
+			ssize_t ki = key ? preset_key_index(s, key) : -1;
+			char why[512];
+			cfg_val_t v;
+			if (ki < 0)
+				return preset_bad(&p[i], key, "not in the config schema");
+			if (ki == si)
+				return preset_bad(&p[i], key, "a preset cannot select a preset");
+			const char *src = p[i].kv[j].source;
+			if (!p[i].kv[j].value || !src || !*src || strchr(src, '\n'))
+				return preset_bad(&p[i], key,
+				                  "needs a value and a one-line source");
+			for (size_t m = 0; m < j; m++)
+				if (preset_key_index(s, p[i].kv[m].key) == ki)
+					return preset_bad(&p[i], key, "set twice");
+			int rc = preset_value(s, (size_t)ki, &p[i], p[i].kv[j].value, &v, why,
+			                      sizeof why);
+			if (rc == 1)
+				return preset_bad(&p[i], key, why);
+			if (rc)
+				return rc;
+			val_clear(&v);
+		}
+	}
+	char *choices = malloc(len);
+	if (!choices)
+		return KS_ENOMEM;
+	char *q = choices + sprintf(choices, "none");
+	for (size_t i = 0; i < n; i++)
+		q += sprintf(q, ",%s", p[i].name);
+	free(s->choices[si]);
+	s->choices[si] = choices;
+	s->presets = p;
+	s->npresets = n;
+	s->sel = (size_t)si + 1;
+	return 0;
+}
+
+const cfg_preset_t *cfg_preset(const cfg_t *c)
+{
+	const cfg_schema_t *s = c->s;
+	if (!s->sel || s->sel > c->n)
+		return NULL;
+	const char *name = c->v[s->sel - 1].text;
+	for (size_t i = 0; i < s->npresets; i++)
+		if (!strcmp(s->presets[i].name, name))
+			return &s->presets[i];
+	return NULL;
+}
+
+/* Sets every key of the selected preset that holds its default. Keys that
+ * belong to no policy go first, since they include the policy names that
+ * decide whether the owned ones apply: a preset's parameter of a policy the
+ * user replaced is left out. */
+static int preset_apply(cfg_t *c, err_t *e)
+{
+	const cfg_preset_t *p = cfg_preset(c);
+	for (int owned = 0; p && owned < 2; owned++) {
+		for (size_t j = 0; j < p->n; j++) {
+			size_t ki = (size_t)preset_key_index(c->s, p->kv[j].key);
+			const cfg_key_t *k = c->s->keys[ki];
+			const char *sel;
+			if (!k->owner != !owned || c->v[ki].origin || !owner_active(c, k, &sel))
+				continue;
+			cfg_val_t v;
+			char why[512];
+			int rc = preset_value(c->s, ki, p, p->kv[j].value, &v, why, sizeof why);
+			if (rc == 1) /* cfg_schema_set_presets checked it against these choices */
+				return err_set(e, KS_EINPUT, "preset %s: [%s] %s: %s", p->name,
+				               k->section, k->name, why);
+			if (rc)
+				return err_set(e, rc, "preset %s: out of memory", p->name);
+			val_clear(&c->v[ki]);
+			c->v[ki] = v;
+		}
+	}
+	return 0;
+}
+
 int cfg_finalize(cfg_t *c, err_t *e)
 {
 	if (cfg_grow(c))
 		return err_set(e, KS_ENOMEM, "out of memory");
+	/* What a preset set before (a sweep point cloned from its base) goes
+	 * back to its default, so the preset selected now decides. */
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->v[i].preset)
+			continue;
+		val_clear(&c->v[i]);
+		memset(&c->v[i], 0, sizeof c->v[i]);
+		if (val_default(c->s, i, &c->v[i]))
+			return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	int rc = preset_apply(c, e);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < c->n; i++) {
 		const cfg_key_t *k = c->s->keys[i];
 		const char *sel;
@@ -1023,9 +1210,16 @@ int cfg_finalize(cfg_t *c, err_t *e)
 			               "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
 			               "'name' key",
 			               c->v[i].origin, k->section, k->name, k->owner, k->section);
-		return err_set(e, KS_EINPUT,
-		               "%s: [%s] %s: parameter of policy '%s', but [%s] name = %s",
-		               c->v[i].origin, k->section, k->name, k->owner, k->section, sel);
+		/* Ignored, not an error, so that one file serves every point of a
+		 * sweep over policy names; said once per key per schema. */
+		if (c->s->warn && !c->s->warned[i]) {
+			c->s->warned[i] = 1;
+			fprintf(
+			    c->s->warn,
+			    "kvsim: warning: %s: [%s] %s: ignored: parameter of '%s', but name = "
+			    "%s\n",
+			    c->v[i].origin, k->section, k->name, k->owner, sel);
+		}
 	}
 	return 0;
 }
@@ -1101,6 +1295,21 @@ static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
 
 int cfg_write(const cfg_t *c, FILE *f)
 {
+	return cfg_write_ex(c, f, 0);
+}
+
+/* The source of the preset entry that set key i, "" if none. */
+static const char *preset_source(const cfg_t *c, size_t i)
+{
+	const cfg_preset_t *p = c->v[i].preset;
+	for (size_t j = 0; p && j < p->n; j++)
+		if (preset_key_index(c->s, p->kv[j].key) == (ssize_t)i)
+			return p->kv[j].source;
+	return "";
+}
+
+int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
+{
 	if (cfg_sync(c))
 		return KS_ENOMEM;
 	const cfg_schema_t *s = c->s;
@@ -1122,6 +1331,9 @@ int cfg_write(const cfg_t *c, FILE *f)
 					fprintf(f, " [%s]", k->unit);
 				fputc('\n', f);
 			}
+			if ((flags & CFG_WRITE_ORIGINS) && c->v[j].preset)
+				fprintf(f, "# from preset %s: %s\n", c->v[j].preset->name,
+				        preset_source(c, j));
 			fprintf(f, "%s =%s%s\n", k->name, *c->v[j].text ? " " : "", c->v[j].text);
 		}
 	}

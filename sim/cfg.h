@@ -7,9 +7,19 @@
  * "section.key=value" overrides, each checked against the schema. Errors are
  * KS_EINPUT with "file:line: [section] key: reason" (and the nearest valid
  * key for unknown names). Policy parameters live in "policy.<family>"
- * sections; a key whose owner is set is valid only while that section's
- * "name" selects that owner. The cfg_t owns its strings; accessors on a key
- * that is not in the schema abort (a programming error, not bad input).
+ * sections; a key whose owner is set is used only while that section's
+ * "name" selects that owner: set for another policy it is ignored, with one
+ * warning line (so one file can be swept over policy names). Warnings go to
+ * the schema's warning stream (stderr unless changed), at most once per key
+ * per schema: the points of a sweep share their base config's schema.
+ *
+ * A preset is a named set of values for other keys, chosen by one enum key
+ * ("[policy] preset = vllm"). cfg_finalize applies it: every key of the
+ * preset that was not given explicitly (file or --set, in any order) takes
+ * the preset's value, with origin "preset NAME". Finalizing again first puts
+ * back the defaults of what a preset set, so a clone may select another one.
+ * The cfg_t owns its strings; accessors on a key that is not in the schema
+ * abort (a programming error, not bad input).
  */
 #ifndef KVSIM_CFG_H
 #define KVSIM_CFG_H
@@ -45,6 +55,30 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n);
 int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
 			   const char *choices);
 size_t cfg_schema_count(const cfg_schema_t *s);
+/* Where cfg_finalize writes its warnings (stderr by default; NULL: nowhere). */
+void cfg_schema_set_warnings(cfg_schema_t *s, FILE *f);
+
+/* A preset: data only, so adding one is one array entry. */
+typedef struct cfg_preset_kv {
+	const char *key;    /* "section.name" (the section may contain dots) */
+	const char *value;  /* as written in an INI file */
+	const char *source; /* documentation, code or paper the value comes from */
+} cfg_preset_kv_t;
+typedef struct cfg_preset {
+	const char *name, *doc;
+	const cfg_preset_kv_t *kv;
+	size_t n;
+} cfg_preset_t;
+/* Makes enum key section.name select one of the n presets, or "none" (its
+ * choices become "none" and the preset names, in order). Every preset key
+ * must be in the schema, must not be the selector, and its value must pass
+ * the key's type, range and choices: keys are checked now, so call this once
+ * the schema holds them all. A bad table is a programming error: KS_EINPUT
+ * with the preset and key named on stderr. Presets are kept by pointer. */
+int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *name,
+			   const cfg_preset_t *p, size_t n);
+/* The preset a config selects (NULL for none or without a selector). */
+const cfg_preset_t *cfg_preset(const cfg_t *c);
 const cfg_key_t *cfg_schema_key(const cfg_schema_t *s, size_t i);
 const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section,
 				 const char *name);
@@ -59,18 +93,25 @@ int cfg_load_file(cfg_t *c, const char *path, err_t *e);
 int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e);
 /* "section.key=value"; the section may contain dots (split at the last). */
 int cfg_set(cfg_t *c, const char *assignment, err_t *e);
-/* Cross-key checks (policy-owned keys); call after all loads and sets. */
+/* Applies the selected preset and checks policy-owned keys (a parameter of
+ * a policy its section does not select is ignored with a warning); call
+ * after all loads and sets, and again after changing a clone. */
 int cfg_finalize(cfg_t *c, err_t *e);
 
 int64_t cfg_int(const cfg_t *c, const char *section, const char *name);
 double cfg_float(const cfg_t *c, const char *section, const char *name);
 int cfg_bool(const cfg_t *c, const char *section, const char *name);
 const char *cfg_str(const cfg_t *c, const char *section, const char *name);
-/* Where a value came from: "default", "FILE:LINE" or "--set". */
+/* Where a value came from: "default", "FILE:LINE", "--set" or "preset NAME". */
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
 
 /* Writes the resolved config as INI that cfg_load_file accepts back. */
 int cfg_write(const cfg_t *c, FILE *f);
+/* The same, with flags: CFG_WRITE_ORIGINS adds a comment before each value a
+ * preset set ("# from preset vllm: SOURCE"). Comments aside, the text is
+ * cfg_write's, which the digest covers. */
+#define CFG_WRITE_ORIGINS 1
+int cfg_write_ex(const cfg_t *c, FILE *f, int flags);
 /* The same text in a malloc'd string (caller frees). */
 char *cfg_text(const cfg_t *c);
 /* Writes every key with type, default, range, unit and doc. */

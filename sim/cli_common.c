@@ -94,6 +94,8 @@ int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int
 		cfg_schema_free(s);
 		return e->code;
 	}
+	if (flags & CLI_NO_WARNINGS)
+		cfg_schema_set_warnings(s, NULL);
 	cfg_t *c = cfg_new(s);
 	if (!c) {
 		cfg_schema_free(s);

@@ -38,9 +38,11 @@ int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e);
 int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out, err_t *e);
 
 /* The same with options: flags CLI_DEFAULT_EXPERIMENT loads the built-in
- * experiment when path is NULL (without it, schema defaults only); reg, when
- * not NULL, adds its plugins' policy parameters to the schema. */
+ * experiment when path is NULL (without it, schema defaults only);
+ * CLI_NO_WARNINGS keeps the config's warnings (ignored keys) off stderr;
+ * reg, when not NULL, adds its plugins' policy parameters to the schema. */
 #define CLI_DEFAULT_EXPERIMENT 1
+#define CLI_NO_WARNINGS 2
 struct pol_registry;
 int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int flags,
 		       const struct pol_registry *reg, cfg_t **out, err_t *e);

@@ -13,7 +13,8 @@ static void usage(FILE *f)
 	           "       kvsim config digest [CONFIG] [--set SECTION.KEY=VALUE]...\n"
 	           "       kvsim config doc\n\n"
 	           "  show     print the fully resolved config (every key, defaults included)\n"
-	           "           as an INI file that 'kvsim run' and 'config show' accept back\n"
+	           "           as an INI file that 'kvsim run' and 'config show' accept back;\n"
+	           "           a value set by [policy] preset has a '# from preset' comment\n"
 	           "  digest   print the SHA-256 of the resolved config text (the digest\n"
 	           "           recorded with each run)\n"
 	           "  doc      print every key: section, name, type, default, range or\n"
@@ -88,7 +89,7 @@ static int config_show(int argc, char **argv, int digest)
 		char d[65];
 		cfg_digest(c, d);
 		printf("%s\n", d);
-	} else if (cfg_write(c, stdout)) {
+	} else if (cfg_write_ex(c, stdout, CFG_WRITE_ORIGINS)) {
 		fprintf(stderr, "kvsim: config show: write error\n");
 		status = 1;
 	}

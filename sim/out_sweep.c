@@ -150,8 +150,11 @@ int out_sweep_main(int argc, char **argv)
 			}
 		}
 	}
+	/* Under mpirun every rank loads the config: only rank 0 warns. */
+	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+	int flags = CLI_DEFAULT_EXPERIMENT | (rank && atoi(rank) > 0 ? CLI_NO_WARNINGS : 0);
 	if (out_grid_set_seeds(g, seeds, &e) ||
-	    cli_load_config(a.path, a.sets, a.nsets, &base, &e)) {
+	    cli_load_config_ex(a.path, a.sets, a.nsets, flags, NULL, &base, &e)) {
 		status = cli_fail(&e);
 		goto out;
 	}

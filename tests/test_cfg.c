@@ -26,6 +26,21 @@ static const cfg_key_t test_keys[] = {
     {"policy.routing", "name", CFG_ENUM, "round_robin", 0, 0, "round_robin,least_loaded", "",
      "routing policy", NULL},
     {"policy.routing", "alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "", "load weight", "least_loaded"},
+    {"policy", "preset", CFG_ENUM, "none", 0, 0, "none", "", "preset", NULL},
+};
+
+/* Presets over the keys above, for the preset tests (cfg_schema_set_presets). */
+static const cfg_preset_kv_t small_kv[] = {
+    {"cluster.nodes", "8", "small source"},
+    {"policy.routing.name", "least_loaded", "small routing"},
+    {"policy.routing.alpha", "0.9", "small alpha"},
+};
+static const cfg_preset_kv_t big_kv[] = {
+    {"cluster.link_gbps", "400", "big links"},
+};
+static const cfg_preset_t test_presets[] = {
+    {"small", "a small cluster", small_kv, 3},
+    {"big", "fast links", big_kv, 1},
 };
 
 typedef struct fx {
@@ -302,27 +317,226 @@ static void test_failed_load_changes_nothing(void **state)
 	assert_string_equal(cfg_origin(f->c, "cluster", "nodes"), "default");
 }
 
-static void test_policy_owned_key_needs_its_policy(void **state)
+/* The schema's warnings, read from the tmpfile fx_warn gave it. */
+static char *warnings(FILE *w)
 {
-	fx_t *f = *state;
-	assert_int_equal(cfg_load_string(f->c, "t.ini", "[policy.routing]\nalpha = 0.25\n", &f->e),
-	                 0);
-	assert_int_equal(cfg_finalize(f->c, &f->e), KS_EINPUT);
-	assert_string_equal(f->e.msg, "t.ini:2: [policy.routing] alpha: parameter of policy "
-	                              "'least_loaded', but [policy.routing] name = round_robin");
-	/* Selecting the owner (section names with a dot, split at the last). */
-	assert_int_equal(cfg_set(f->c, "policy.routing.name=least_loaded", &f->e), 0);
-	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
-	assert_true(cfg_float(f->c, "policy.routing", "alpha") == 0.25);
+	static char buf[4096];
+	fflush(w);
+	long n = ftell(w);
+	rewind(w);
+	size_t got = fread(buf, 1, n > 0 && n < (long)sizeof buf ? (size_t)n : 0, w);
+	buf[got] = '\0';
+	fseek(w, 0, SEEK_END);
+	return buf;
 }
 
-static void test_policy_owned_key_via_set(void **state)
+static FILE *fx_warn(fx_t *f)
+{
+	FILE *w = tmpfile();
+	assert_non_null(w);
+	cfg_schema_set_warnings(f->s, w);
+	return w;
+}
+
+static void test_parameter_of_unselected_policy_is_ignored_with_one_warning(void **state)
 {
 	fx_t *f = *state;
+	FILE *w = fx_warn(f);
+	char *before = cfg_text(f->c);
+	assert_int_equal(cfg_load_string(f->c, "t.ini", "[policy.routing]\nalpha = 0.25\n", &f->e),
+	                 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	assert_string_equal(warnings(w),
+	                    "kvsim: warning: t.ini:2: [policy.routing] alpha: ignored: "
+	                    "parameter of 'least_loaded', but name = round_robin\n");
+	/* Ignored means absent from what a run sees, so the config (and its
+	 * digest) equals the one without the key. */
+	char *after = cfg_text(f->c);
+	assert_string_equal(before, after);
+	/* Once per key: a clone finalized again (a sweep point) says nothing. */
+	cfg_t *d = cfg_clone(f->c);
+	assert_int_equal(cfg_finalize(d, &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	assert_int_equal(strlen(warnings(w)), strlen("kvsim: warning: t.ini:2: [policy.routing] "
+	                                             "alpha: ignored: parameter of 'least_loaded', "
+	                                             "but name = round_robin\n"));
+	/* Selecting the owner makes it count (section names with a dot, split
+	 * at the last). */
+	assert_int_equal(cfg_set(d, "policy.routing.name=least_loaded", &f->e), 0);
+	assert_int_equal(cfg_finalize(d, &f->e), 0);
+	assert_true(cfg_float(d, "policy.routing", "alpha") == 0.25);
+	cfg_free(d);
+	free(before);
+	free(after);
+	fclose(w);
+}
+
+static void test_ignored_parameter_via_set_names_set(void **state)
+{
+	fx_t *f = *state;
+	FILE *w = fx_warn(f);
 	assert_int_equal(cfg_set(f->c, "policy.routing.alpha=0.75", &f->e), 0);
-	assert_int_equal(cfg_finalize(f->c, &f->e), KS_EINPUT);
-	assert_string_equal(f->e.msg, "--set: [policy.routing] alpha: parameter of policy "
-	                              "'least_loaded', but [policy.routing] name = round_robin");
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	assert_string_equal(warnings(w), "kvsim: warning: --set: [policy.routing] alpha: ignored: "
+	                                 "parameter of 'least_loaded', but name = round_robin\n");
+	fclose(w);
+	/* Without a warning stream, nothing is written and nothing fails. */
+	cfg_schema_set_warnings(f->s, NULL);
+	cfg_t *d = cfg_clone(f->c);
+	assert_int_equal(cfg_set(d, "policy.routing.alpha=0.5", &f->e), 0);
+	assert_int_equal(cfg_finalize(d, &f->e), 0);
+	cfg_free(d);
+}
+
+static void test_typo_in_policy_parameter_is_still_an_error(void **state)
+{
+	fx_t *f = *state;
+	expect_set_error(f, "policy.routing.alpa=0.3",
+	                 "--set: [policy.routing] alpa: unknown key (did you mean 'alpha'?)");
+	expect_load_error(f, "[policy.routing]\nname = least_loaded\nalph = 0.3\n",
+	                  "t.ini:3: [policy.routing] alph: unknown key (did you mean 'alpha'?)");
+}
+
+static void fx_presets(fx_t *f)
+{
+	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", test_presets, 2), 0);
+}
+
+static void test_preset_sets_keys_not_given_explicitly(void **state)
+{
+	fx_t *f = *state;
+	fx_presets(f);
+	/* The explicit key comes before the preset in one text, after it in
+	 * another, and from --set on either side: it wins every time. */
+	const char *texts[] = {"[cluster]\nnodes = 3\n[policy]\npreset = small\n",
+	                       "[policy]\npreset = small\n[cluster]\nnodes = 3\n"};
+	for (int i = 0; i < 4; i++) {
+		cfg_t *c = cfg_new(f->s);
+		if (i < 2) {
+			assert_int_equal(cfg_load_string(c, "t.ini", texts[i], &f->e), 0);
+		} else {
+			const char *a = i == 2 ? "cluster.nodes=3" : "policy.preset=small";
+			const char *b = i == 2 ? "policy.preset=small" : "cluster.nodes=3";
+			assert_int_equal(cfg_set(c, a, &f->e), 0);
+			assert_int_equal(cfg_set(c, b, &f->e), 0);
+		}
+		assert_int_equal(cfg_finalize(c, &f->e), 0);
+		assert_int_equal(cfg_int(c, "cluster", "nodes"), 3);
+		assert_string_equal(cfg_str(c, "policy.routing", "name"), "least_loaded");
+		assert_true(cfg_float(c, "policy.routing", "alpha") == 0.9);
+		assert_string_equal(cfg_origin(c, "policy.routing", "alpha"), "preset small");
+		assert_true(cfg_float(c, "cluster", "link_gbps") == 100);
+		assert_string_equal(cfg_preset(c)->name, "small");
+		cfg_free(c);
+	}
+	/* Without a selected preset nothing changes. */
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	assert_null(cfg_preset(f->c));
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 4);
+}
+
+static void test_preset_parameter_of_replaced_policy_is_left_out(void **state)
+{
+	fx_t *f = *state;
+	fx_presets(f);
+	FILE *w = fx_warn(f);
+	assert_int_equal(cfg_set(f->c, "policy.preset=small", &f->e), 0);
+	assert_int_equal(cfg_set(f->c, "policy.routing.name=round_robin", &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	assert_string_equal(cfg_origin(f->c, "policy.routing", "alpha"), "default");
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 8);
+	assert_string_equal(warnings(w), ""); /* the user said nothing to ignore */
+	fclose(w);
+}
+
+static void test_refinalizing_a_clone_switches_presets_cleanly(void **state)
+{
+	fx_t *f = *state;
+	fx_presets(f);
+	assert_int_equal(cfg_set(f->c, "policy.preset=small", &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	/* A sweep point: the base's preset values must not leak into it. */
+	cfg_t *d = cfg_clone(f->c);
+	assert_int_equal(cfg_set(d, "policy.preset=big", &f->e), 0);
+	assert_int_equal(cfg_finalize(d, &f->e), 0);
+	assert_int_equal(cfg_int(d, "cluster", "nodes"), 4);
+	assert_string_equal(cfg_str(d, "policy.routing", "name"), "round_robin");
+	assert_true(cfg_float(d, "cluster", "link_gbps") == 400);
+	assert_string_equal(cfg_origin(d, "cluster", "nodes"), "default");
+	assert_int_equal(cfg_set(d, "policy.preset=none", &f->e), 0);
+	assert_int_equal(cfg_finalize(d, &f->e), 0);
+	assert_true(cfg_float(d, "cluster", "link_gbps") == 100);
+	/* and the base is as it was */
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 8);
+	cfg_free(d);
+}
+
+static void test_unknown_preset_names_file_and_line(void **state)
+{
+	fx_t *f = *state;
+	fx_presets(f);
+	expect_load_error(f, "[cluster]\nnodes = 2\n[policy]\npreset = smal\n",
+	                  "t.ini:4: [policy] preset: 'smal' is not one of: none,small,big "
+	                  "(did you mean 'small'?)");
+}
+
+static void test_preset_write_marks_origins_and_loads_back(void **state)
+{
+	fx_t *f = *state;
+	fx_presets(f);
+	assert_int_equal(cfg_set(f->c, "policy.preset=small", &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	assert_int_equal(cfg_write_ex(f->c, m, CFG_WRITE_ORIGINS), 0);
+	fclose(m);
+	assert_non_null(strstr(buf, "# from preset small: small source\nnodes = 8\n"));
+	assert_non_null(strstr(buf, "[policy]\n# preset\npreset = small\n"));
+	/* The plain text (what the digest covers) has no origin comments. */
+	char *t = cfg_text(f->c);
+	assert_null(strstr(t, "from preset"));
+	/* Loaded back, every value is explicit and the same: same digest. */
+	cfg_t *d = cfg_new(f->s);
+	assert_int_equal(cfg_load_string(d, "show.ini", buf, &f->e), 0);
+	assert_int_equal(cfg_finalize(d, &f->e), 0);
+	char *t2 = cfg_text(d);
+	assert_string_equal(t, t2);
+	char da[65], db[65];
+	cfg_digest(f->c, da);
+	cfg_digest(d, db);
+	assert_string_equal(da, db);
+	assert_string_equal(cfg_origin(d, "cluster", "nodes"), "show.ini:4");
+	free(t);
+	free(t2);
+	free(buf);
+	cfg_free(d);
+}
+
+static void test_bad_preset_tables_are_refused(void **state)
+{
+	fx_t *f = *state;
+	static const cfg_preset_kv_t unknown[] = {{"cluster.nodez", "8", "s"}};
+	static const cfg_preset_kv_t range[] = {{"cluster.nodes", "0", "s"}};
+	static const cfg_preset_kv_t choice[] = {{"cache.eviction", "arc", "s"}};
+	static const cfg_preset_kv_t self[] = {{"policy.preset", "none", "s"}};
+	static const cfg_preset_kv_t twice[] = {{"cluster.nodes", "8", "s"},
+	                                        {"cluster.nodes", "9", "s"}};
+	static const cfg_preset_kv_t nosource[] = {{"cluster.nodes", "8", ""}};
+	static const cfg_preset_t bad[] = {
+	    {"p", "", unknown, 1}, {"p", "", range, 1},  {"p", "", choice, 1},
+	    {"p", "", self, 1},    {"p", "", twice, 2},  {"p", "", nosource, 1},
+	    {"none", "", NULL, 0}, {"a b", "", NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", &bad[i], 1),
+		                 KS_EINPUT);
+	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", test_presets, 0), 0);
+	static const cfg_preset_t dup[] = {{"x", "", NULL, 0}, {"x", "", NULL, 0}};
+	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", dup, 2), KS_EINPUT);
+	/* the selector must be an enum defaulting to none */
+	assert_int_equal(cfg_schema_set_presets(f->s, "cluster", "nodes", test_presets, 2),
+	                 KS_EINPUT);
 }
 
 static void test_bad_set_syntax(void **state)
@@ -670,8 +884,15 @@ int main(void)
 	    T(test_bom_is_skipped_and_checked),
 	    T(test_indented_line_is_not_a_continuation),
 	    T(test_failed_load_changes_nothing),
-	    T(test_policy_owned_key_needs_its_policy),
-	    T(test_policy_owned_key_via_set),
+	    T(test_parameter_of_unselected_policy_is_ignored_with_one_warning),
+	    T(test_ignored_parameter_via_set_names_set),
+	    T(test_typo_in_policy_parameter_is_still_an_error),
+	    T(test_preset_sets_keys_not_given_explicitly),
+	    T(test_preset_parameter_of_replaced_policy_is_left_out),
+	    T(test_refinalizing_a_clone_switches_presets_cleanly),
+	    T(test_unknown_preset_names_file_and_line),
+	    T(test_preset_write_marks_origins_and_loads_back),
+	    T(test_bad_preset_tables_are_refused),
 	    T(test_bad_set_syntax),
 	    T(test_set_overrides_file),
 	    T(test_load_file_reports_path_and_line),

@@ -1,6 +1,7 @@
 /* Tests for the sweep engine (sim/out_sweep.h) with a fake run function:
  * grid parsing and enumeration, point identity, -j independence, resume,
- * failure and crash handling, and a SIGKILL of the sweep at any moment. */
+ * failure and crash handling, a SIGKILL of the sweep at any moment, and one
+ * warning per ignored key for a whole sweep. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "sim/cfg.h"
+#include "sim/cli.h"
 #include "sim/out_sweep.h"
 #include "tests/out_fake.h"
 
@@ -545,6 +547,59 @@ static void test_recorded_single_run_is_a_done_point_for_sweeps(void **st)
 	cfg_free(base);
 }
 
+/* `kvsim sweep ARGS... --dry-run` in this process; returns its stderr. */
+static char *sweep_main_stderr(const char *rank)
+{
+	char d[300];
+	subdir(d, sizeof d, "cli");
+	char a0[] = "sweep", a1[] = "--set", a2[] = "policy.routing.cache_threshold=0.7",
+	     a3[] = "--grid", a4[] = "policy.routing.name=least_load,cache_aware", a5[] = "--seeds",
+	     a6[] = "2", a7[] = "--dry-run", a8[] = "-o";
+	char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, d, NULL};
+	char errp[320], outp[320];
+	snprintf(errp, sizeof errp, "%s/cli.err", tmpdir);
+	snprintf(outp, sizeof outp, "%s/cli.out", tmpdir);
+	if (rank)
+		setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+	fflush(stdout);
+	fflush(stderr);
+	int o = dup(1), e = dup(2);
+	FILE *fo = fopen(outp, "w"), *fe = fopen(errp, "w");
+	assert_non_null(fo);
+	assert_non_null(fe);
+	dup2(fileno(fo), 1);
+	dup2(fileno(fe), 2);
+	int rc = out_sweep_main(10, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(o, 1);
+	dup2(e, 2);
+	close(o);
+	close(e);
+	fclose(fo);
+	fclose(fe);
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	assert_int_equal(rc, 0);
+	FILE *f = fopen(errp, "r");
+	static char buf[4096];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* A parameter of one of the swept routers: one warning for the whole sweep
+ * (4 points), none from MPI ranks other than 0. */
+static void test_sweep_over_policy_names_warns_once(void **st)
+{
+	(void)st;
+	assert_string_equal(sweep_main_stderr(NULL),
+			    "kvsim: warning: --set: [policy.routing] cache_threshold: ignored: "
+			    "parameter of 'cache_aware', but name = least_load\n");
+	assert_string_equal(sweep_main_stderr("3"), "");
+	assert_true(strlen(sweep_main_stderr("0")) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_sigkill_loses_only_points_in_flight),
 		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
+		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

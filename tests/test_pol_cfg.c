@@ -1,14 +1,23 @@
-/* Policy config sections, opening policies from a config, presets. */
+/* Policy config sections, opening policies from a config, presets
+ * (policies/pol_cfg.c, pol_preset.c): parameters of a policy not selected
+ * are ignored with one warning, presets fill in what the user did not set,
+ * in runs and in every point of a sweep. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policies/pol.h"
+#include "sim/cli.h"
+#include "sim/cli_common.h"
+#include "sim/out_sweep.h"
+#include "sim/sim.h"
 
 static cfg_schema_t *S;
 
@@ -46,16 +55,356 @@ static void test_sections_list_every_builtin_and_its_parameters(void **st)
 		}
 }
 
-static void test_parameter_of_unselected_policy_is_rejected(void **st)
+/* ---- helpers ---------------------------------------------------------- */
+
+static int saved_fd = -1;
+static FILE *cap;
+
+/* Sends fd (1 or 2) to a temporary file until captured(fd). */
+static void capture(int fd)
+{
+	fflush(fd == 1 ? stdout : stderr);
+	cap = tmpfile();
+	assert_non_null(cap);
+	saved_fd = dup(fd);
+	assert_true(saved_fd >= 0);
+	assert_true(dup2(fileno(cap), fd) >= 0);
+}
+
+/* What was written to fd since capture(fd) (malloc'd). */
+static char *captured(int fd)
+{
+	fflush(fd == 1 ? stdout : stderr);
+	dup2(saved_fd, fd);
+	close(saved_fd);
+	long n = ftell(cap);
+	char *buf = calloc(1, n > 0 ? (size_t)n + 1 : 1);
+	rewind(cap);
+	if (n > 0 && fread(buf, 1, (size_t)n, cap) != (size_t)n)
+		buf[0] = '\0';
+	fclose(cap);
+	return buf;
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* The built-in default experiment with sets, optionally from file text. */
+static cfg_t *load(const char *text, const char **sets, int n, err_t *e, int *rc)
+{
+	char path[] = "/tmp/test_pol_cfg_XXXXXX";
+	if (text) {
+		int fd = mkstemp(path);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+		close(fd);
+	}
+	cfg_t *c = NULL;
+	*rc = cli_load_config(text ? path : NULL, sets, n, &c, e);
+	if (text)
+		unlink(path);
+	return c;
+}
+
+static cfg_t *load_ok(const char *text, const char **sets, int n)
+{
+	err_t e = {0};
+	int rc;
+	cfg_t *c = load(text, sets, n, &e, &rc);
+	if (rc)
+		fail_msg("%s", e.msg);
+	return c;
+}
+
+static sim_results_t run(const cfg_t *c)
+{
+	sim_results_t r;
+	err_t e = {0};
+	if (sim_run(c, &r, &e))
+		fail_msg("%s", e.msg);
+	return r;
+}
+
+static void assert_same_run(const sim_results_t *a, const sim_results_t *b)
+{
+	assert_string_equal(a->config_text, b->config_text);
+	assert_int_equal(a->n_req, b->n_req);
+	for (size_t i = 0; i < a->n_req; i++) {
+		assert_int_equal(a->req[i].instance, b->req[i].instance);
+		assert_int_equal(a->req[i].ttft_ns, b->req[i].ttft_ns);
+		assert_int_equal(a->req[i].e2e_ns, b->req[i].e2e_ns);
+	}
+	assert_true(sim_results_get(a, "sim_events") == sim_results_get(b, "sim_events"));
+}
+
+/* Section and name of a preset key ("a.b.c" splits into "a.b", "c"). */
+static void split(const char *key, char *sec, size_t n, const char **name)
+{
+	const char *dot = strrchr(key, '.');
+	assert_non_null(dot);
+	snprintf(sec, n, "%.*s", (int)(dot - key), key);
+	*name = dot + 1;
+}
+
+/* ---- sweepable configs -------------------------------------------------- */
+
+static void test_parameter_of_unselected_policy_warns_once_and_changes_nothing(void **st)
 {
 	(void)st;
-	cfg_t *c = cfg_new(S);
+	const char *with[] = {"policy.routing.cache_threshold=0.7"};
+	capture(2);
+	cfg_t *c = load_ok(NULL, with, 1);
+	sim_results_t a = run(c);
+	/* a sweep over the router with two seeds: one warning, in the parent */
+	out_grid_t *g = out_grid_new();
 	err_t e = {0};
-	assert_int_equal(cfg_set(c, "policy.routing.name=least_load", &e), 0);
-	assert_int_equal(cfg_set(c, "policy.routing.cache_threshold=0.7", &e), 0);
-	assert_int_equal(cfg_finalize(c, &e), KS_EINPUT);
-	assert_non_null(strstr(e.msg, "cache_aware"));
+	assert_int_equal(out_grid_add(g, "policy.routing.name=least_load,cache_aware", 0, &e), 0);
+	assert_int_equal(out_grid_set_seeds(g, 2, &e), 0);
+	for (size_t i = 0; i < out_grid_points(g); i++) {
+		out_point_t p;
+		assert_int_equal(out_point_make(g, c, "experiment.seed", i, &p, &e), 0);
+		int ca = !strcmp(cfg_str(p.cfg, "policy.routing", "name"), "cache_aware");
+		if (ca)
+			assert_true(cfg_float(p.cfg, "policy.routing", "cache_threshold") == 0.7);
+		out_point_free(&p);
+	}
+	char *err = captured(2);
+	assert_int_equal(count_lines(err), 1);
+	assert_string_equal(err, "kvsim: warning: --set: [policy.routing] cache_threshold: "
+	                         "ignored: parameter of 'cache_aware', but name = least_load\n");
+	free(err);
+	/* The run is the run without the key. */
+	cfg_t *d = load_ok(NULL, NULL, 0);
+	sim_results_t b = run(d);
+	assert_same_run(&a, &b);
+	sim_results_free(&a);
+	sim_results_free(&b);
+	out_grid_free(g);
+	cli_config_free(c);
+	cli_config_free(d);
+}
+
+static void test_typo_in_policy_parameter_is_an_error_with_suggestion(void **st)
+{
+	(void)st;
+	const char *typo[] = {"policy.routing.cache_treshold=0.5"};
+	err_t e = {0};
+	int rc;
+	assert_null(load(NULL, typo, 1, &e, &rc));
+	assert_int_equal(rc, KS_EINPUT);
+	assert_string_equal(e.msg, "--set: [policy.routing] cache_treshold: unknown key (did you "
+	                           "mean 'cache_threshold'?)");
+	assert_null(load("[policy.routing]\nname = cache_aware\ncache_threshhold = 0.5\n", NULL, 0,
+	                 &e, &rc));
+	assert_non_null(strstr(e.msg, ":3: [policy.routing] cache_threshhold: unknown key (did you "
+	                              "mean 'cache_threshold'?)"));
+}
+
+/* ---- presets ------------------------------------------------------------ */
+
+static void test_every_preset_key_exists_and_validates(void **st)
+{
+	(void)st;
+	err_t e = {0};
+	assert_true(pol_presets_n >= 7);
+	for (size_t i = 0; i < pol_presets_n; i++) {
+		const pol_preset_t *p = &pol_presets[i];
+		assert_true(p->n > 0);
+		assert_non_null(p->doc);
+		cfg_t *c = cfg_new(S);
+		char set[512];
+		snprintf(set, sizeof set, "policy.preset=%s", p->name);
+		assert_int_equal(cfg_set(c, set, &e), 0);
+		assert_int_equal(cfg_finalize(c, &e), 0);
+		for (size_t j = 0; j < p->n; j++) {
+			char sec[128];
+			const char *name;
+			split(p->kv[j].key, sec, sizeof sec, &name);
+			if (!cfg_schema_find(S, sec, name))
+				fail_msg("preset %s: %s is not in the schema", p->name,
+				         p->kv[j].key);
+			assert_true(strlen(p->kv[j].source) > 10);
+			/* the value passes the key's own type, range and choices */
+			cfg_t *one = cfg_new(S);
+			snprintf(set, sizeof set, "%s=%s", p->kv[j].key, p->kv[j].value);
+			if (cfg_set(one, set, &e))
+				fail_msg("preset %s: %s", p->name, e.msg);
+			/* and the preset gave it that value */
+			char org[64];
+			snprintf(org, sizeof org, "preset %s", p->name);
+			assert_string_equal(cfg_origin(c, sec, name), org);
+			assert_string_equal(cfg_str(c, sec, name), cfg_str(one, sec, name));
+			cfg_free(one);
+		}
+		cfg_free(c);
+	}
+	/* The selector offers none and every preset, and nothing else. */
+	char want[512] = "--set: [policy] preset: 'zzzzzz' is not one of: none";
+	for (size_t i = 0; i < pol_presets_n; i++)
+		snprintf(want + strlen(want), sizeof want - strlen(want), ",%s",
+		         pol_presets[i].name);
+	cfg_t *c = cfg_new(S);
+	assert_int_equal(cfg_set(c, "policy.preset=zzzzzz", &e), KS_EINPUT);
+	assert_string_equal(e.msg, want);
+	assert_string_equal(cfg_str(c, "policy", "preset"), "none");
 	cfg_free(c);
+}
+
+static void test_explicit_keys_override_a_preset_in_any_order(void **st)
+{
+	(void)st;
+	const char *after[] = {"policy.preset=vllm", "kvcache.block_tokens=64"};
+	const char *before[] = {"kvcache.block_tokens=64", "policy.preset=vllm"};
+	const char *set_only[] = {"kvcache.block_tokens=64"};
+	const char *set_preset[] = {"policy.preset=vllm"};
+	cfg_t *c[6] = {
+	    load_ok(NULL, after, 2),
+	    load_ok(NULL, before, 2),
+	    load_ok("[kvcache]\nblock_tokens = 64\n[policy]\npreset = vllm\n", NULL, 0),
+	    load_ok("[policy]\npreset = vllm\n[kvcache]\nblock_tokens = 64\n", NULL, 0),
+	    load_ok("[policy]\npreset = vllm\n", set_only, 1),
+	    load_ok("[kvcache]\nblock_tokens = 64\n", set_preset, 1),
+	};
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(cfg_int(c[i], "kvcache", "block_tokens"), 64);
+		assert_string_equal(cfg_str(c[i], "kvcache", "fetch"), "never");
+		assert_string_equal(cfg_origin(c[i], "kvcache", "fetch"), "preset vllm");
+		assert_string_equal(cfg_str(c[i], "policy.routing", "name"), "round_robin");
+		assert_int_equal(cfg_int(c[i], "scheduler", "max_num_seqs"), 1024);
+		cli_config_free(c[i]);
+	}
+}
+
+static void test_preset_reaches_the_run(void **st)
+{
+	(void)st;
+	const char *preset[] = {"policy.preset=vllm"};
+	cfg_t *c = load_ok(NULL, preset, 1);
+	sim_results_t a = run(c);
+	assert_non_null(strstr(a.config_text, "\npreset = vllm\n"));
+	assert_non_null(strstr(a.config_text, "\nblock_tokens = 16\n"));
+	assert_non_null(strstr(a.config_text, "\nfetch = never\n"));
+	assert_non_null(strstr(a.config_text, "\nmax_num_seqs = 1024\n"));
+	/* the same run as every preset key given by hand */
+	const pol_preset_t *p = cfg_preset(c);
+	assert_non_null(p);
+	assert_string_equal(p->name, "vllm");
+	char buf[64][256];
+	const char *sets[64];
+	for (size_t j = 0; j < p->n; j++) {
+		snprintf(buf[j], sizeof buf[j], "%s=%s", p->kv[j].key, p->kv[j].value);
+		sets[j] = buf[j];
+	}
+	cfg_t *d = load_ok(NULL, sets, (int)p->n);
+	sim_results_t b = run(d);
+	assert_int_equal(a.n_req, b.n_req);
+	for (size_t i = 0; i < a.n_req; i++)
+		assert_int_equal(a.req[i].ttft_ns, b.req[i].ttft_ns);
+	/* and not the run without it */
+	cfg_t *n = load_ok(NULL, NULL, 0);
+	sim_results_t z = run(n);
+	assert_true(sim_results_get(&z, "ttft_mean_ms") != sim_results_get(&a, "ttft_mean_ms"));
+	sim_results_free(&a);
+	sim_results_free(&b);
+	sim_results_free(&z);
+	cli_config_free(c);
+	cli_config_free(d);
+	cli_config_free(n);
+}
+
+static void test_grid_over_preset_gives_each_point_its_own(void **st)
+{
+	(void)st;
+	const char *sets[] = {"policy.preset=vllm", "scheduler.max_batched_tokens=4096"};
+	cfg_t *base = load_ok(NULL, sets, 2);
+	out_grid_t *g = out_grid_new();
+	err_t e = {0};
+	assert_int_equal(out_grid_add(g, "policy.preset=vllm,sglang,none", 0, &e), 0);
+	out_point_t p[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(out_point_make(g, base, "experiment.seed", (size_t)i, &p[i], &e),
+		                 0);
+	/* the explicit key holds everywhere */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(cfg_int(p[i].cfg, "scheduler", "max_batched_tokens"), 4096);
+	assert_int_equal(cfg_int(p[0].cfg, "kvcache", "block_tokens"), 16);
+	assert_string_equal(cfg_str(p[0].cfg, "policy.routing", "name"), "round_robin");
+	assert_int_equal(cfg_int(p[1].cfg, "kvcache", "block_tokens"), 1);
+	assert_string_equal(cfg_str(p[1].cfg, "policy.routing", "name"), "cache_aware");
+	assert_true(cfg_float(p[1].cfg, "policy.routing", "cache_threshold") == 0.3);
+	assert_string_equal(cfg_origin(p[1].cfg, "kvcache", "block_tokens"), "preset sglang");
+	/* nothing of the base's vllm leaks into the others */
+	const cfg_key_t *seqs = cfg_schema_find(cfg_schema(base), "scheduler", "max_num_seqs");
+	assert_int_equal(cfg_int(p[1].cfg, "scheduler", "max_num_seqs"), atoi(seqs->def));
+	const cfg_key_t *fetch = cfg_schema_find(cfg_schema(base), "kvcache", "fetch");
+	assert_string_equal(cfg_str(p[2].cfg, "kvcache", "fetch"), fetch->def);
+	assert_string_equal(cfg_origin(p[2].cfg, "kvcache", "block_tokens"), "default");
+	assert_string_equal(cfg_str(p[2].cfg, "policy.routing", "name"),
+	                    cfg_schema_find(cfg_schema(base), "policy.routing", "name")->def);
+	assert_string_not_equal(p[0].id, p[1].id);
+	assert_string_not_equal(p[1].id, p[2].id);
+	for (int i = 0; i < 3; i++)
+		out_point_free(&p[i]);
+	out_grid_free(g);
+	cli_config_free(base);
+}
+
+/* `kvsim policies` with and without --presets. */
+static char *policies_output(int presets_only)
+{
+	char a0[] = "policies", a1[] = "--presets";
+	char *argv[] = {a0, a1, NULL};
+	capture(1);
+	int rc = pol_cli_main(presets_only ? 2 : 1, argv);
+	char *out = captured(1);
+	assert_int_equal(rc, 0);
+	return out;
+}
+
+static void test_policies_lists_every_preset_its_values_and_sources(void **st)
+{
+	(void)st;
+	for (int only = 0; only < 2; only++) {
+		char *out = policies_output(only);
+		assert_non_null(strstr(out, "[policy] preset = ..."));
+		for (size_t i = 0; i < pol_presets_n; i++) {
+			const pol_preset_t *p = &pol_presets[i];
+			char line[512];
+			snprintf(line, sizeof line, "\n  %s\n", p->name);
+			const char *at = strstr(out, line);
+			if (!at)
+				fail_msg("no preset %s in: %s", p->name, out);
+			for (size_t j = 0; j < p->n; j++) {
+				/* each value, followed by the first word of its source */
+				snprintf(line, sizeof line, "\n      %s = %s\n          %.*s",
+				         p->kv[j].key, p->kv[j].value,
+				         (int)strcspn(p->kv[j].source, " "), p->kv[j].source);
+				at = strstr(at, line);
+				if (!at)
+					fail_msg("preset %s: no '%s'", p->name, line);
+			}
+		}
+		/* the overview lists the policies too, --presets only the presets */
+		assert_int_equal(strstr(out, "[policy.routing] name = ...") == NULL, only);
+		free(out);
+	}
+}
+
+static void test_unknown_preset_is_an_error_naming_file_and_line(void **st)
+{
+	(void)st;
+	err_t e = {0};
+	int rc;
+	assert_null(load("[cluster]\nnodes = 4\n\n[policy]\npreset = vlm\n", NULL, 0, &e, &rc));
+	assert_int_equal(rc, KS_EINPUT);
+	assert_non_null(strstr(e.msg, ":5: [policy] preset: 'vlm' is not one of: none,vllm,"));
+	assert_non_null(strstr(e.msg, "(did you mean 'vllm'?)"));
+	assert_int_equal(strncmp(e.msg, "/tmp/test_pol_cfg_", 18), 0);
 }
 
 static void test_open_from_config_uses_its_values(void **st)
@@ -82,33 +431,6 @@ static void test_open_from_config_uses_its_values(void **st)
 	assert_string_equal(h.ops->name, "lru");
 	pol_close(&h);
 	cfg_free(c);
-}
-
-static void test_preset_sets_defaults_but_never_user_values(void **st)
-{
-	(void)st;
-	cfg_t *c = cfg_new(S);
-	err_t e = {0};
-	assert_int_equal(pol_preset_apply(c, "vllm", &e), 0);
-	assert_int_equal(cfg_int(c, "kvcache", "block_tokens"), 16);
-	assert_non_null(strstr(cfg_origin(c, "kvcache", "block_tokens"), "preset vllm"));
-	cfg_free(c);
-
-	c = cfg_new(S);
-	assert_int_equal(cfg_set(c, "kvcache.block_tokens=64", &e), 0);
-	assert_int_equal(pol_preset_apply(c, "sglang", &e), 0);
-	assert_int_equal(cfg_int(c, "kvcache", "block_tokens"), 64);
-	assert_string_equal(cfg_str(c, "policy.eviction", "name"), "lru");
-	assert_int_equal(pol_preset_apply(c, "nope", &e), KS_EINPUT);
-	cfg_free(c);
-	/* every preset applies to the default schema */
-	for (size_t i = 0; i < pol_presets_n; i++) {
-		c = cfg_new(S);
-		if (pol_preset_apply(c, pol_presets[i].name, &e))
-			fail_msg("%s: %s", pol_presets[i].name, e.msg);
-		assert_int_equal(cfg_finalize(c, &e), 0);
-		cfg_free(c);
-	}
 }
 
 static void test_set_opens_every_family_with_independent_seeds(void **st)
@@ -140,9 +462,15 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sections_list_every_builtin_and_its_parameters),
-	    cmocka_unit_test(test_parameter_of_unselected_policy_is_rejected),
+	    cmocka_unit_test(test_parameter_of_unselected_policy_warns_once_and_changes_nothing),
+	    cmocka_unit_test(test_typo_in_policy_parameter_is_an_error_with_suggestion),
+	    cmocka_unit_test(test_every_preset_key_exists_and_validates),
+	    cmocka_unit_test(test_explicit_keys_override_a_preset_in_any_order),
+	    cmocka_unit_test(test_preset_reaches_the_run),
+	    cmocka_unit_test(test_grid_over_preset_gives_each_point_its_own),
+	    cmocka_unit_test(test_unknown_preset_is_an_error_naming_file_and_line),
+	    cmocka_unit_test(test_policies_lists_every_preset_its_values_and_sources),
 	    cmocka_unit_test(test_open_from_config_uses_its_values),
-	    cmocka_unit_test(test_preset_sets_defaults_but_never_user_values),
 	    cmocka_unit_test(test_set_opens_every_family_with_independent_seeds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
