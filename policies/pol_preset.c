@@ -122,7 +122,8 @@ static const pol_preset_kv_t dynamo_kv[] = {
      "Dynamo --kv-overlap-score-weight defaults to 1.0"},
     {"kvcache.fetch", "never",
      "aggregated Dynamo with the KV router routes to cached KV but does not pull it between "
-     "workers; KVBM/NIXL transfer is opt-in (global-store keys to come)"},
+     "workers; KVBM/NIXL transfer between workers is opt-in"},
+    {"kvcache.transfer_engine", "nixl", "Dynamo moves KV with NIXL (docs: architecture)"},
     VLLM_ENGINE_KV, /* Dynamo's vLLM workers; its router hashes their 16-token blocks */
 };
 
@@ -137,7 +138,9 @@ static const pol_preset_kv_t llmd_kv[] = {
      "llm-d default scheduling profile: prefix-cache-scorer 3"},
     {"kvcache.fetch", "never",
      "llm-d's inference-scheduling path routes to cached KV but does not move it; KV "
-     "offload/sharing is another, opt-in path (global-store keys to come)"},
+     "offload/sharing is another, opt-in path"},
+    {"kvcache.transfer_engine", "nixl",
+     "llm-d's KV transfer (prefill/decode disaggregation) uses vLLM's NIXL connector"},
     VLLM_ENGINE_KV,
 };
 
@@ -153,10 +156,67 @@ static const pol_preset_kv_t mooncake_kv[] = {
      "own page size as recalled, not verified"},
     {"kvcache.fetch", "cost",
      "Mooncake Store: an instance pulls reusable KV from the cluster-wide pool over RDMA "
-     "instead of recomputing it (Qin et al., FAST'25, KVCache-centric design); kvsim's cost rule, "
-     "without per-copy overheads until the global-store keys exist"},
+     "instead of recomputing it (Qin et al., FAST'25, KVCache-centric design); kvsim's "
+     "cost rule decides fetch or recompute"},
+    {"kvcache.transfer_engine", "mooncake",
+     "Mooncake Transfer Engine costs: per-copy and per-block overheads, 0.87 of the NIC "
+     "line rate (FAST'25 sec. 8; see sim/sim_copy.c)"},
     {"policy.eviction.name", "lru",
      "Mooncake evicts KV blocks LRU (FAST'25; as recalled, not verified)"},
+};
+
+/* The original study's simulator (Infer-Sim at 547d2d5 with the
+ * bite-the-bullet harness; the reference notes describe it): its 70b_h100x4
+ * setup and every compatibility switch. */
+static const char src_btb_cfg[] = "Infer-Sim config.py / bite_the_bullet.py 70b_h100x4";
+static const pol_preset_kv_t btb_kv[] = {
+    {"cluster.nodes", "4", "70b_h100x4: 4 replicas"},
+    {"cluster.gpus_per_node", "4", "70b_h100x4: 4 H100 per replica"},
+    {"cluster.tp", "4", "a replica is one tensor-parallel node (gpu.py Node)"},
+    {"cluster.reserve_fraction", "0",
+     "KV budget = (HBM - weights) / kv_per_token: nothing held back"},
+    {"cluster.kv_blocks", "0", "the KV pool follows from HBM and weights"},
+    {"gpu.name", "H100-SXM", src_btb_cfg},
+    {"gpu.flops_bf16", "989e12", "config.py H100: 989e12 dense BF16 FLOP/s"},
+    {"gpu.hbm_bw", "3.35e12", "config.py H100: 3.35e12 B/s"},
+    {"gpu.hbm_bytes", "80e9", "config.py H100: 80 GB"},
+    {"gpu.pcie_bw", "55e9", "config.py H100: ram_bw 55e9 B/s"},
+    {"gpu.nic_bw", "50e9", "config.py H100: rdma_bw 50e9 B/s (400G)"},
+    {"model.name", "Llama-3-70B", "bite_the_bullet.py MODEL_PRESETS 70b (Llama-3.3-70B shapes)"},
+    {"model.params_total", "70.6e9", "MODEL_PRESETS 70b: PARAMS 70.6e9"},
+    {"model.params_active", "70.6e9", "MODEL_PRESETS 70b: ACTIVE_PARAMS 70.6e9"},
+    {"compute.model", "linear", "gpu.py: prefill 2 P tokens / (flops mfu), decode memory-bound"},
+    {"compute.mfu", "0.5", "config.py MFU 0.5"},
+    {"compute.mbu", "0.8", "config.py MBU 0.8"},
+    {"kvcache.block_tokens", "256", "bite_the_bullet.py BLOCK 256"},
+    {"trace.trace_block_tokens", "256", "Bursted-ART hash_ids name 256-token blocks"},
+    {"kvcache.resident_at", "admission",
+     "simulate.py inserts a request's blocks into the cache when it is admitted"},
+    {"kvcache.copy_from", "uncomputed", "a warming copy reads an admitted source"},
+    {"kvcache.fetch", "never", "simulate.py at 133331b: a miss is recomputed"},
+    {"kvcache.host_fetch", "never", "no kvsim host tier (the study's RAM tier is not modelled)"},
+    {"kvcache.host_kv_gb", "0", "no kvsim host tier"},
+    {"kvcache.transfer_engine", "ideal", "a copy takes bytes / rdma_bw, nothing else"},
+    {"network.contention", "none", "no link, switch or source-NIC model (PAPER.md, BLOG.md)"},
+    {"network.copy_charge", "target_compute",
+     "bite_the_bullet.py: the warming push advances the target node's clock"},
+    {"scheduler.mode", "btb",
+     "simulate.py advance(): FIFO with head-of-line blocking, input + output reserved "
+     "without dedup, a separate prefix-cache budget, whole prefills before decode"},
+    {"scheduler.ttft", "prefill_end", "simulate.py: TTFT = start - arrival + reuse + prefill"},
+    {"scheduler.max_num_seqs", "256", "config.py MAX_BATCH 256"},
+    {"scheduler.chunked_prefill", "false", "no chunked prefill"},
+    {"policy.routing.name", "cache_aware", "bite_the_bullet.py: the baseline and the fallback"},
+    {"policy.routing.balance_abs_threshold", "64", "config.py IMBALANCE_ABS 64"},
+    {"policy.routing.balance_rel_threshold", "1.5", "config.py IMBALANCE_REL 1.5"},
+    {"policy.replication.early_trigger", "arrival",
+     "bite_the_bullet.py EarlyRdma: X repeats of the Y-block key within Z s, on arrival"},
+    {"policy.replication.early_replicas", "4", "bite_the_bullet.py M_WARM_COPIES 4"},
+    {"policy.replication.early_key_blocks", "256", "bite_the_bullet.py Y_PREFIX_BLOCKS 256"},
+    {"policy.replication.early_min_count", "2", "bite_the_bullet.py X_THRESHOLD 2"},
+    {"policy.replication.early_window_s", "1", "bite_the_bullet.py Z_WINDOW_S 1"},
+    {"policy.eviction.name", "lru", "gpu.py: HBM is an LRU ordered map"},
+    {"experiment.seed", "42", "bite_the_bullet.py SEED 42 (kvsim's streams differ)"},
 };
 
 #define N(a) (sizeof a / sizeof a[0])
@@ -197,6 +257,14 @@ const pol_preset_t pol_presets[] = {
      "Mooncake (Kimi): Conductor routes to the lowest estimated TTFT with early "
      "rejection, 512-token blocks, misses fetched from the cluster's KV pool",
      mooncake_kv, N(mooncake_kv)},
+    {"btb",
+     "The original early-replication study's simulator (Infer-Sim + bite-the-bullet, "
+     "70b_h100x4): 4 x 4 H100 TP4, Llama-3-70B, 256-token blocks, linear compute, its "
+     "scheduler, KV resident at admission, copies from uncomputed KV charged to the "
+     "target's compute, no contention, TTFT to the end of the prefill, its cache_aware "
+     "and early_rdma rules. Pick the policy with policy.routing.name or "
+     "policy.replication.name=early_rdma",
+     btb_kv, N(btb_kv)},
 };
 const size_t pol_presets_n = N(pol_presets);
 

@@ -47,6 +47,9 @@ typedef struct cfg_val {
 	double f;     /* CFG_FLOAT (and CFG_INT as double) */
 	char *origin; /* "FILE:LINE", "--set" or "preset NAME" (owned); NULL = default */
 	const cfg_preset_t *preset; /* the preset that set it, NULL if none did */
+	/* A preset replaced a value of the built-in default experiment: that
+	 * value's text and origin (owned), restored when the preset goes. */
+	char *under_text, *under_origin;
 } cfg_val_t;
 
 struct cfg {
@@ -509,7 +512,18 @@ static void val_clear(cfg_val_t *v)
 {
 	free(v->text);
 	free(v->origin);
-	v->text = v->origin = NULL;
+	free(v->under_text);
+	free(v->under_origin);
+	v->text = v->origin = v->under_text = v->under_origin = NULL;
+}
+
+/* Values that rank below a preset: the schema default and the built-in
+ * default experiment (a preset describes a whole deployment, so it wins over
+ * the built-in example, and only a user's file or --set wins over it). */
+static int below_preset(const cfg_val_t *v)
+{
+	return !v->origin || !strncmp(v->origin, CFG_ORIGIN_DEFAULT_EXPERIMENT,
+	                              strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT));
 }
 
 /* Sets *x (empty) to the default of key i. */
@@ -590,7 +604,11 @@ cfg_t *cfg_clone(const cfg_t *c)
 		d->v[i] = c->v[i];
 		d->v[i].text = str_dup(c->v[i].text);
 		d->v[i].origin = c->v[i].origin ? str_dup(c->v[i].origin) : NULL;
-		if (!d->v[i].text || (c->v[i].origin && !d->v[i].origin)) {
+		d->v[i].under_text = c->v[i].under_text ? str_dup(c->v[i].under_text) : NULL;
+		d->v[i].under_origin = c->v[i].under_origin ? str_dup(c->v[i].under_origin) : NULL;
+		if (!d->v[i].text || (c->v[i].origin && !d->v[i].origin) ||
+		    (c->v[i].under_text && !d->v[i].under_text) ||
+		    (c->v[i].under_origin && !d->v[i].under_origin)) {
 			cfg_free(d);
 			return NULL;
 		}
@@ -1166,7 +1184,8 @@ static int preset_apply(cfg_t *c, err_t *e)
 			size_t ki = (size_t)preset_key_index(c->s, p->kv[j].key);
 			const cfg_key_t *k = c->s->keys[ki];
 			const char *sel;
-			if (!k->owner != !owned || c->v[ki].origin || !owner_active(c, k, &sel))
+			if (!k->owner != !owned || !below_preset(&c->v[ki]) ||
+			    !owner_active(c, k, &sel))
 				continue;
 			cfg_val_t v;
 			char why[512];
@@ -1176,6 +1195,11 @@ static int preset_apply(cfg_t *c, err_t *e)
 				               k->section, k->name, why);
 			if (rc)
 				return err_set(e, rc, "preset %s: out of memory", p->name);
+			if (c->v[ki].origin) { /* keep the default experiment's value */
+				v.under_text = c->v[ki].text;
+				v.under_origin = c->v[ki].origin;
+				c->v[ki].text = c->v[ki].origin = NULL;
+			}
 			val_clear(&c->v[ki]);
 			c->v[ki] = v;
 		}
@@ -1192,10 +1216,23 @@ int cfg_finalize(cfg_t *c, err_t *e)
 	for (size_t i = 0; i < c->n; i++) {
 		if (!c->v[i].preset)
 			continue;
+		char *ut = c->v[i].under_text, *uo = c->v[i].under_origin;
+		c->v[i].under_text = c->v[i].under_origin = NULL;
 		val_clear(&c->v[i]);
 		memset(&c->v[i], 0, sizeof c->v[i]);
-		if (val_default(c->s, i, &c->v[i]))
+		if (val_default(c->s, i, &c->v[i])) {
+			free(ut);
+			free(uo);
 			return err_set(e, KS_ENOMEM, "out of memory");
+		}
+		if (ut) { /* back to the default experiment's value */
+			char why[256];
+			const cfg_key_t *k = c->s->keys[i];
+			val_clear(&c->v[i]);
+			(void)val_parse(k, key_choices(c->s, i), ut, &c->v[i], true, why, sizeof why);
+			c->v[i].text = ut;
+			c->v[i].origin = uo;
+		}
 	}
 	int rc = preset_apply(c, e);
 	if (rc)

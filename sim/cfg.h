@@ -27,6 +27,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Origin prefix of the values of the built-in default experiment: a preset
+ * ranks above them (cfg_finalize), a user's file or --set above a preset. */
+#define CFG_ORIGIN_DEFAULT_EXPERIMENT "<default experiment>"
+
+
 #include "sim/err.h"
 
 typedef enum { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STR, CFG_ENUM } cfg_type_t;

@@ -53,7 +53,7 @@ static int sets_trace_path(const char *const *sets, int nsets)
  * and none of the generator's or prefix model's keys apply to the file. */
 static int load_default_experiment(cfg_t *c, int own_trace, err_t *e)
 {
-	const char *origin = "<default experiment>";
+	const char *origin = CFG_ORIGIN_DEFAULT_EXPERIMENT;
 	if (!own_trace)
 		return cfg_load_string(c, origin, sim_default_experiment, e);
 	char *t = malloc(strlen(sim_default_experiment) + 1);
