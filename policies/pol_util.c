@@ -1,4 +1,4 @@
-/* pol_util — prefix table, prefix groups, forecast buffers, Hawkes and Holt
+/* pol_util — fair choice, prefix table, prefix groups, forecast buffers, Hawkes and Holt
  * maths shared by the built-in policies (see pol_int.h). */
 #include "policies/pol_int.h"
 
@@ -15,6 +15,30 @@ gsl_rng *pol_rng_new(uint64_t seed)
 	return r;
 }
 
+/* ---- fair choice --------------------------------------------------------- */
+
+void pol_pick_start(pol_pick_t *p, gsl_rng *rng)
+{
+	*p = (pol_pick_t){rng, UINT32_MAX, 0, 0, 0};
+}
+
+void pol_pick_offer(pol_pick_t *p, uint32_t inst, double score, uint64_t load)
+{
+	if (p->inst != UINT32_MAX && (score > p->score || (score == p->score && load > p->load)))
+		return;
+	if (p->inst != UINT32_MAX && score == p->score && load == p->load) {
+		if (gsl_rng_uniform_int(p->rng, ++p->ties) == 0)
+			p->inst = inst;
+		return;
+	}
+	*p = (pol_pick_t){p->rng, inst, 1, score, load};
+}
+
+uint64_t pol_inst_load(const pol_inst_t *x)
+{
+	return (uint64_t)x->waiting + x->running;
+}
+
 /* ---- prefix table -------------------------------------------------------- */
 
 #define SLOT_EMPTY UINT32_MAX
@@ -28,7 +52,7 @@ struct pol_ptab {
 	size_t nslot;           /* power of two >= 2 cap */
 };
 
-static uint64_t mix64(uint64_t x)
+uint64_t pol_mix64(uint64_t x)
 {
 	/* splitmix64 finaliser (Steele et al. 2014) */
 	x ^= x >> 30;
@@ -40,7 +64,7 @@ static uint64_t mix64(uint64_t x)
 
 static size_t find_slot(const pol_ptab_t *t, uint64_t id)
 {
-	size_t m = t->nslot - 1, s = mix64(id) & m;
+	size_t m = t->nslot - 1, s = pol_mix64(id) & m;
 	while (t->slot[s] != SLOT_EMPTY && t->id[t->slot[s]] != id)
 		s = (s + 1) & m;
 	return s;

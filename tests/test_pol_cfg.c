@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,44 @@ static void test_parameter_of_unselected_policy_is_rejected(void **st)
 	assert_int_equal(cfg_set(c, "policy.routing.cache_threshold=0.7", &e), 0);
 	assert_int_equal(cfg_finalize(c, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "cache_aware"));
+	cfg_free(c);
+}
+
+static int view_routed(const char *name, const char *view)
+{
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	char a[96];
+	snprintf(a, sizeof a, "policy.routing.name=%s", name);
+	assert_int_equal(cfg_set(c, a, &e), 0);
+	if (view) {
+		snprintf(a, sizeof a, "policy.routing.view=%s", view);
+		assert_int_equal(cfg_set(c, a, &e), 0);
+	}
+	assert_int_equal(cfg_finalize(c, &e), 0); /* family-wide: valid with any router */
+	int r = pol_routing_view_routed(c);
+	cfg_free(c);
+	return r;
+}
+
+/* auto is routed for cache_aware only (SGLang's router); explicit values
+ * hold for every router; view_blocks 0 means the pool size. */
+static void test_routing_view_auto_is_routed_for_cache_aware_only(void **st)
+{
+	(void)st;
+	assert_true(view_routed("cache_aware", NULL));
+	assert_true(view_routed("cache_aware", "auto"));
+	assert_false(view_routed("least_load", NULL));
+	assert_false(view_routed("kv_cost", "auto"));
+	assert_false(view_routed("cache_aware", "computed"));
+	assert_true(view_routed("least_load", "routed"));
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	assert_int_equal(pol_routing_view_blocks(c, 873), 873);
+	assert_int_equal(cfg_set(c, "policy.routing.view_blocks=100", &e), 0);
+	assert_int_equal(pol_routing_view_blocks(c, 873), 100);
+	assert_int_equal(cfg_set(c, "policy.routing.view=guess", &e), KS_EINPUT);
 	cfg_free(c);
 }
 
@@ -142,6 +181,7 @@ int main(void)
 	    cmocka_unit_test(test_sections_list_every_builtin_and_its_parameters),
 	    cmocka_unit_test(test_parameter_of_unselected_policy_is_rejected),
 	    cmocka_unit_test(test_open_from_config_uses_its_values),
+	    cmocka_unit_test(test_routing_view_auto_is_routed_for_cache_aware_only),
 	    cmocka_unit_test(test_preset_sets_defaults_but_never_user_values),
 	    cmocka_unit_test(test_set_opens_every_family_with_independent_seeds),
 	};
