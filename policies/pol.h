@@ -54,8 +54,12 @@
 
 /* Version 1: the tables below. A table whose base.version is greater than
  * the host's is refused; later versions only append hooks (SQLite iVersion
- * rule), so hooks of version N are read only when base.version >= N. */
-#define POL_ABI_VERSION 1
+ * rule), so hooks of version N are read only when base.version >= N.
+ * Version 2 appends pol_view_t.match_host and held_blocks; the tables are
+ * unchanged, so
+ * version 1 tables load as before (the host passes the view by pointer and
+ * a version 1 policy never reads past its old end). */
+#define POL_ABI_VERSION 2
 
 typedef enum pol_family {
 	POL_PREDICTOR,
@@ -92,7 +96,12 @@ typedef struct pol_inst {
 } pol_inst_t;
 
 /* Function pointers + ctx, so the simulator answers from its live state
- * without refreshing arrays. Every function is required. */
+ * without refreshing arrays. Every function up to xfer_ns is required.
+ * Routing policies get the routers' view (policy.routing.view): "computed"
+ * matches blocks whose KV exists or is arriving by a copy (a replica in
+ * flight counts; a prefill still running does not); "routed" matches the
+ * routers' own approximate prefix tree of what they sent where (pol_rview).
+ * The other families match KV that exists (copies need it at the source). */
 typedef struct pol_view {
 	void *ctx;
 	uint32_t n_inst;
@@ -106,14 +115,24 @@ typedef struct pol_view {
 	int64_t (*prefill_ns)(void *ctx, uint32_t i, uint64_t new_tokens, uint64_t cached_tokens);
 	/* Copy time of n_blocks from src to dst at current link rates. */
 	int64_t (*xfer_ns)(void *ctx, uint32_t src, uint32_t dst, uint32_t n_blocks);
+	/* ABI 2, appended; NULL in views made by code built against ABI 1.
+	 * match_host: longest leading run of blocks[0..n) each matched on
+	 * instance i (as match does) or held in its node's host tier (fall back
+	 * to match). held_blocks: the blocks match reads from on i, the size of
+	 * the routers' tree in the routed view, resident KV blocks otherwise
+	 * (fall back to pol_inst_t.kv_used_blocks). */
+	uint32_t (*match_host)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
+	uint64_t (*held_blocks)(void *ctx, uint32_t i);
 } pol_view_t;
 
 /* Best match over all instances: blocks matched, *inst = lowest index among
- * the best (UINT32_MAX when no instance matches a block). */
+ * the best (UINT32_MAX when no instance matches a block). The index is a
+ * copy source for replication; routers should not let it decide between
+ * instances (the built-in ones break ties by load, then at random). */
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                              uint32_t *inst);
 /* Instances holding at least min_blocks of blocks[0..n) (min_blocks >= 1):
- * writes up to cap indices to out, returns how many hold it. */
+ * writes up to cap indices to out, in index order, returns how many hold it. */
 uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                           uint32_t min_blocks, uint32_t *out, uint32_t cap);
 
@@ -367,10 +386,40 @@ int pol_set_open_cfg(const pol_registry_t *r, const cfg_t *c, uint64_t master_se
 void pol_set_close(pol_set_t *s);
 #define POL_SET_OPS(s, fam, type) ((const struct type *)(const void *)(s)->h[fam].ops)
 
+/* ---- the routers' approximate view (policy.routing.view = routed) ---------------
+ * sgl-router's cache_aware policy (sgl-router/src/policies/cache_aware.rs)
+ * keeps one radix tree per worker, inserts a request's text when it routes
+ * it, matches new requests against those trees instead of the workers'
+ * caches, and evicts least recently used leaves past max_tree_size every
+ * eviction_interval_secs (here at once, on insert). Over chained block ids
+ * a tree is a set of ids: one set per instance, at most cap_blocks ids,
+ * least recently routed out first. An insert refreshes the ids it holds,
+ * then touches the path deepest block first, so a block is always more
+ * recent than its descendants and eviction takes leaves (each set stays
+ * prefix-closed, like the radix tree). The simulator owns one, inserts every
+ * request it routes and answers the routers' match from it. Memory grows
+ * with use up to n_inst x cap_blocks ids. */
+typedef struct pol_rview pol_rview_t;
+
+pol_rview_t *pol_rview_new(uint32_t n_inst, uint32_t cap_blocks); /* NULL on ENOMEM */
+void pol_rview_free(pol_rview_t *rv);
+/* Inserts or refreshes blocks[0..n) on inst; 0 or KS_ENOMEM. */
+int pol_rview_insert(pol_rview_t *rv, uint32_t inst, const uint64_t *blocks, uint32_t n);
+/* Leading blocks of blocks[0..n) in inst's set (no refresh). */
+uint32_t pol_rview_match(const pol_rview_t *rv, uint32_t inst, const uint64_t *blocks, uint32_t n);
+int pol_rview_has(const pol_rview_t *rv, uint32_t inst, uint64_t id);
+uint32_t pol_rview_size(const pol_rview_t *rv, uint32_t inst); /* ids held */
+
 /* ---- config ------------------------------------------------------------------- */
 
-/* Adds the six policy.<family> sections (key "name" + every built-in's params). */
+/* Adds the six policy.<family> sections (key "name", the family-wide keys
+ * such as [policy.routing] view, and every built-in's params). */
 int pol_cfg_register(cfg_schema_t *s);
+/* Whether the routers read the routed view ([policy.routing] view, with
+ * auto = routed for cache_aware and computed for the others), and its
+ * per-instance size in blocks (view_blocks; 0 = pool_blocks). */
+int pol_routing_view_routed(const cfg_t *c);
+uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks);
 /* After plugins load: adds their params and widens the "name" choices. Keys
  * are added by pointer, so the registry must outlive the schema. */
 int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e);

@@ -5,8 +5,9 @@
  * policy.eviction, policy.transfer, policy.admission each hold `name` (an
  * enum of the registered policies) and every policy's own parameters,
  * tagged with owner = policy name, so cfg_finalize ignores (with a warning)
- * a parameter set for a policy the section does not select. Section policy
- * holds `preset` (pol_preset.c). */
+ * a parameter set for a policy the section does not select. Family-wide
+ * keys (no owner, e.g. [policy.routing] view) hold whichever policy is
+ * named. Section policy holds `preset` (pol_preset.c). */
 #include "policies/pol.h"
 #include "sim/sim.h"
 #include "policies/pol_int.h"
@@ -48,6 +49,36 @@ static const cfg_key_t preset_key = {
     "why (own design; the values cite each framework)",
     NULL};
 
+/* Keys of a whole family, read by the simulator whichever policy is named. */
+static const cfg_key_t family_keys[] = {
+    {"policy.routing", "view", CFG_ENUM, "auto", 0, 0, "auto,computed,routed", "",
+     "what prefix-aware routers match against: computed = KV that exists or is arriving by "
+     "a copy at each instance; routed = the routers' own approximate tree of what they sent "
+     "where, updated at routing time (sgl-router cache_aware); auto = routed for "
+     "cache_aware (as SGLang's router), computed for the others",
+     NULL},
+    {"policy.routing", "view_blocks", CFG_INT, "0", 0, 4294967295.0, NULL, "blocks",
+     "size limit per instance of the routed view, least recently routed evicted first "
+     "(sgl-router's max_tree_size with LRU leaf eviction; its default, 2^26 characters, "
+     "outgrows any KV pool); 0 = the instance's KV pool size (own choice: the tree forgets "
+     "about when the cache does)",
+     NULL},
+};
+
+int pol_routing_view_routed(const cfg_t *c)
+{
+	const char *v = cfg_str(c, "policy.routing", "view");
+	if (!strcmp(v, "auto"))
+		return !strcmp(cfg_str(c, "policy.routing", "name"), "cache_aware");
+	return !strcmp(v, "routed");
+}
+
+uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks)
+{
+	int64_t n = cfg_int(c, "policy.routing", "view_blocks");
+	return n > 0 ? (uint32_t)n : pool_blocks;
+}
+
 int pol_cfg_register(cfg_schema_t *s)
 {
 	int rc = cfg_schema_add(s, &preset_key, 1);
@@ -56,6 +87,8 @@ int pol_cfg_register(cfg_schema_t *s)
 	for (int f = 0; f < POL_NFAMILY; f++)
 		if ((rc = cfg_schema_add(s, &name_keys[f], 1)))
 			return rc;
+	if ((rc = cfg_schema_add(s, family_keys, sizeof family_keys / sizeof family_keys[0])))
+		return rc;
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
 		if ((rc = cfg_schema_add(s, b->ops->params, b->ops->n_params)))
 			return rc;

@@ -1,7 +1,8 @@
 /* pol_int — helpers shared by the built-in policies (not part of the
- * plugin ABI): the built-in tables, a bounded table of recently seen
- * prefixes, a bounded table of prefix groups, a map from ids, and the
- * Hawkes/Holt maths exposed for unit tests. Times in ns unless a name says _s.
+ * plugin ABI): the built-in tables, a fair choice among equal candidates,
+ * a bounded table of recently seen prefixes, a bounded table of prefix
+ * groups, a map from ids, and the Hawkes/Holt maths exposed for unit tests.
+ * Times in ns unless a name says _s.
  */
 #ifndef KVSIM_POL_INT_H
 #define KVSIM_POL_INT_H
@@ -33,6 +34,27 @@ int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e
 
 /* A GSL stream for a policy: mt19937 seeded with seed (0 maps to 1). */
 gsl_rng *pol_rng_new(uint64_t seed);
+/* The splitmix64 finaliser (Steele et al. 2014): hash of a block id. */
+uint64_t pol_mix64(uint64_t x);
+
+/* ---- fair choice among equals ----------------------------------------------
+ * Routers keep the best candidate by (score, load), lower first, and break
+ * the remaining ties uniformly at random from their own stream: the j-th
+ * candidate equal to the kept one replaces it with probability 1/j
+ * (reservoir sampling with a reservoir of one, Vitter 1985 algorithm R), so
+ * no index is favoured and a draw is taken only on a tie. */
+typedef struct pol_pick {
+	gsl_rng *rng;
+	uint32_t inst; /* UINT32_MAX until a candidate is offered */
+	uint32_t ties; /* candidates equal to the kept one so far */
+	double score;
+	uint64_t load;
+} pol_pick_t;
+
+void pol_pick_start(pol_pick_t *p, gsl_rng *rng);
+void pol_pick_offer(pol_pick_t *p, uint32_t inst, double score, uint64_t load);
+/* The load routers break ties on: waiting + running requests. */
+uint64_t pol_inst_load(const pol_inst_t *x);
 
 /* ---- prefix table ---------------------------------------------------------
  * Every block id of every observed prompt, with the time it was last seen

@@ -207,6 +207,12 @@ static const pol_preset_kv_t btb_kv[] = {
     {"scheduler.max_num_seqs", "256", "config.py MAX_BATCH 256"},
     {"scheduler.chunked_prefill", "false", "no chunked prefill"},
     {"policy.routing.name", "cache_aware", "bite_the_bullet.py: the baseline and the fallback"},
+    {"policy.routing.balance_rule", "btb",
+     "router.py CacheAware: imbalanced iff max load > ABS and > REL x min; else the most "
+     "matched blocks (HBM + RAM), then the lower load, then random"},
+    {"policy.routing.view", "computed",
+     "the study's routers read each node's cache (filled at admission), not a tree of "
+     "their own"},
     {"policy.routing.balance_abs_threshold", "64", "config.py IMBALANCE_ABS 64"},
     {"policy.routing.balance_rel_threshold", "1.5", "config.py IMBALANCE_REL 1.5"},
     {"policy.replication.early_trigger", "arrival",

@@ -1,16 +1,64 @@
 /* pol_route — routing policies. Each picks one instance for a request from
- * the view; ties go to the lowest instance index so runs are deterministic.
- * Defaults cite the framework they follow; "own choice" says where none is
- * published. */
+ * the view. Every router but round_robin breaks ties by load (waiting +
+ * running requests), then uniformly at random from its own GSL stream (the
+ * seed its init receives, pol_pick), so no instance index is favoured and
+ * runs stay deterministic per seed. Prefix matches come through the view the
+ * simulator passes (policy.routing.view: the computed KV or the routers' own
+ * approximate tree). Defaults cite the framework they follow; "own choice"
+ * says where none is published. */
 #include "policies/pol_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t req_count(const pol_inst_t *x)
+/* The state every tie-breaking router starts with: its own stream and a
+ * per-instance scratch array grown on first use (no allocation once warm). */
+typedef struct rt_base {
+	gsl_rng *rng;
+	uint32_t *m, cap;
+} rt_base_t;
+
+static void *rt_new(size_t size, uint64_t seed, err_t *e)
 {
-	return (uint64_t)x->waiting + x->running;
+	rt_base_t *b = calloc(1, size);
+	if (b && !(b->rng = pol_rng_new(seed))) {
+		free(b);
+		b = NULL;
+	}
+	if (!b)
+		err_set(e, KS_ENOMEM, "out of memory");
+	return b;
+}
+
+static void rt_free(void *st)
+{
+	rt_base_t *b = st;
+	if (!b)
+		return;
+	gsl_rng_free(b->rng);
+	free(b->m);
+	free(b);
+}
+
+/* Matched blocks of r on every instance through the view; NULL on ENOMEM. */
+static const uint32_t *rt_matches(rt_base_t *b, const pol_view_t *v, const pol_req_t *r,
+                                  uint32_t (*match)(void *, uint32_t, const uint64_t *, uint32_t),
+                                  uint32_t *best)
+{
+	if (v->n_inst > b->cap) {
+		uint32_t *m = realloc(b->m, v->n_inst * sizeof *m);
+		if (!m)
+			return NULL;
+		b->m = m;
+		b->cap = v->n_inst;
+	}
+	*best = 0;
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		b->m[i] = match(v->ctx, i, r->blocks, r->n_blocks);
+		*best = b->m[i] > *best ? b->m[i] : *best;
+	}
+	return b->m;
 }
 
 static uint64_t new_tokens(const pol_req_t *r, uint32_t cached_blocks, uint32_t B)
@@ -86,15 +134,19 @@ static const cfg_key_t ll_params[] = {
             "decoding tokens; delay: estimated queue delay"),
 };
 
+typedef struct ll_state {
+	rt_base_t b;
+	int metric;
+} ll_state_t;
+
 static int ll_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
-	int *m = malloc(sizeof *m);
-	if (!m)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	const char *s = pol_param_str(p, "load_metric");
-	*m = !strcmp(s, "requests") ? 0 : !strcmp(s, "tokens") ? 1 : 2;
-	*state = m;
+	ll_state_t *s = rt_new(sizeof *s, seed, e);
+	if (!s)
+		return KS_ENOMEM;
+	const char *m = pol_param_str(p, "load_metric");
+	s->metric = !strcmp(m, "requests") ? 0 : !strcmp(m, "tokens") ? 1 : 2;
+	*state = s;
 	return 0;
 }
 
@@ -102,7 +154,7 @@ static double ll_load(int metric, const pol_inst_t *x)
 {
 	switch (metric) {
 	case 0:
-		return (double)req_count(x);
+		return (double)pol_inst_load(x);
 	case 1:
 		return (double)(x->prefill_tokens + x->decode_tokens);
 	default:
@@ -113,97 +165,118 @@ static double ll_load(int metric, const pol_inst_t *x)
 static int ll_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	(void)r;
-	int metric = *(int *)st;
-	double best = INFINITY;
+	ll_state_t *s = st;
 	pol_inst_t x;
-	*inst = 0;
+	pol_pick_t pk;
+	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
-		double l = ll_load(metric, &x);
-		if (l < best) {
-			best = l;
-			*inst = i;
-		}
+		pol_pick_offer(&pk, i, ll_load(s->metric, &x), pol_inst_load(&x));
 	}
+	*inst = pk.inst;
 	return POL_ACCEPT;
 }
 
 const struct pol_routing_ops pol_route_least_load = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "least_load",
              "The instance with the least load (load_metric), ignoring cache.", ll_params,
-             sizeof ll_params / sizeof ll_params[0], ll_init, free},
+             sizeof ll_params / sizeof ll_params[0], ll_init, rt_free},
     .route = ll_route,
 };
 
 /* ---- cache_aware (SGLang router) -----------------------------------------------
- * sgl-router's cache_aware policy: the system is imbalanced when
- * max_load - min_load > balance_abs_threshold AND max_load >
+ * balance_rule = sglang, sgl-router's cache_aware policy: the system is
+ * imbalanced when max_load - min_load > balance_abs_threshold AND max_load >
  * balance_rel_threshold x min_load (load = pending requests); then the least
  * loaded worker wins. Otherwise the worker with the longest prefix match
  * wins if match/request length > cache_threshold, else the one with the
- * smallest tree (fewest resident blocks). Defaults are the router's:
+ * smallest tree (the view's held_blocks: the routers' tree when
+ * policy.routing.view = routed, the default here as there; resident blocks
+ * in the computed view). Defaults are the router's:
  * cache_threshold 0.5, balance_abs_threshold 32, balance_rel_threshold
  * 1.0001 (sglang router README / launch_router --help). Matching here is at
- * block granularity, the router's is on text characters. */
+ * block granularity, the router's is on text characters.
+ * balance_rule = btb, the rule of the simulator behind the early_rdma study
+ * (Infer-Sim router.py, see the btb reference notes, sec. 2.6): imbalanced
+ * when max_load > balance_abs_threshold AND max_load >
+ * balance_rel_threshold x min_load (the absolute max, not max - min); then
+ * least load. Otherwise the most matched prefix blocks counting HBM and the
+ * node's host tier, then lowest load, then random, so a request matching
+ * nothing goes to the least loaded node. No cache_threshold, no smallest
+ * tree. Its defaults there are ABS 64, REL 1.5 (SGLang's router defaults of
+ * that time); set them with the rule. */
 
 typedef struct ca_state {
+	rt_base_t b;
 	double cache_thr, abs_thr, rel_thr;
+	int btb;
 } ca_state_t;
 
 static const cfg_key_t ca_params[] = {
     POL_KEY("routing", "cache_aware", "cache_threshold", CFG_FLOAT, "0.5", 0, 1, NULL, "",
-            "min prefix match ratio for cache routing (SGLang router default 0.5)"),
+            "min prefix match ratio for cache routing (SGLang router default 0.5; unused "
+            "with balance_rule = btb)"),
     POL_KEY("routing", "cache_aware", "balance_abs_threshold", CFG_FLOAT, "32", 0, 1e9, NULL,
-            "requests", "imbalance needs max - min load above this (SGLang default 32)"),
+            "requests",
+            "imbalance needs max - min load (btb: max load) above this (SGLang default 32)"),
     POL_KEY("routing", "cache_aware", "balance_rel_threshold", CFG_FLOAT, "1.0001", 1, 1e9, NULL,
             "", "and max load above this x min load (SGLang default 1.0001)"),
+    POL_KEY("routing", "cache_aware", "balance_rule", CFG_ENUM, "sglang", 0, 0, "sglang,btb", "",
+            "sglang: sgl-router's rule; btb: the early_rdma study's (absolute max load, "
+            "HBM + host-tier match, no cache_threshold or smallest tree; own choice of "
+            "default: sglang)"),
 };
 
 static int ca_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
-	ca_state_t *s = malloc(sizeof *s);
+	ca_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
+		return KS_ENOMEM;
 	s->cache_thr = pol_param_num(p, "cache_threshold");
 	s->abs_thr = pol_param_num(p, "balance_abs_threshold");
 	s->rel_thr = pol_param_num(p, "balance_rel_threshold");
+	s->btb = !strcmp(pol_param_str(p, "balance_rule"), "btb");
 	*state = s;
 	return 0;
 }
 
 static int ca_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
-	const ca_state_t *s = st;
+	ca_state_t *s = st;
+	uint32_t best;
+	/* views from hosts before ABI 2 have no host-tier match */
+	const uint32_t *m =
+	    rt_matches(&s->b, v, r, s->btb && v->match_host ? v->match_host : v->match, &best);
+	if (!m)
+		return KS_ENOMEM;
 	pol_inst_t x;
 	double mx = -1, mn = INFINITY;
-	uint32_t imin = 0, itree = 0, imatch = 0, best = 0;
-	uint64_t tree = UINT64_MAX;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
-		double l = (double)req_count(&x);
-		if (l > mx)
-			mx = l;
-		if (l < mn) {
-			mn = l;
-			imin = i;
-		}
-		if (x.kv_used_blocks < tree) {
-			tree = x.kv_used_blocks;
-			itree = i;
-		}
-		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
-		if (m > best) {
-			best = m;
-			imatch = i;
-		}
+		double l = (double)pol_inst_load(&x);
+		mx = fmax(mx, l);
+		mn = fmin(mn, l);
 	}
-	if (mx - mn > s->abs_thr && mx > s->rel_thr * mn)
-		*inst = imin;
-	else if (r->n_blocks && (double)best / r->n_blocks > s->cache_thr)
-		*inst = imatch;
-	else
-		*inst = itree;
+	int imbalanced = s->btb ? mx > s->abs_thr && mx > s->rel_thr * mn
+	                        : mx - mn > s->abs_thr && mx > s->rel_thr * mn;
+	/* 0 least load, 1 longest match, 2 smallest tree */
+	int rule = imbalanced                                                 ? 0
+	           : s->btb                                                   ? 1
+	           : r->n_blocks && (double)best / r->n_blocks > s->cache_thr ? 1
+	                                                                      : 2;
+	pol_pick_t pk;
+	pol_pick_start(&pk, s->b.rng);
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		v->inst(v->ctx, i, &x);
+		uint64_t l = pol_inst_load(&x);
+		/* the smallest tree: sgl-router's get_smallest_tenant reads its
+		 * own tree, which the routed view's held_blocks is */
+		double tree =
+		    v->held_blocks ? (double)v->held_blocks(v->ctx, i) : (double)x.kv_used_blocks;
+		double sc = rule == 0 ? (double)l : rule == 1 ? -(double)m[i] : tree;
+		pol_pick_offer(&pk, i, sc, l);
+	}
+	*inst = pk.inst;
 	return POL_ACCEPT;
 }
 
@@ -211,8 +284,10 @@ const struct pol_routing_ops pol_route_cache_aware = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "cache_aware",
              "SGLang router cache-aware policy: least load when max - min load > "
              "balance_abs_threshold and max > balance_rel_threshold x min; else the longest "
-             "prefix match if its ratio > cache_threshold; else the smallest cache tree.",
-             ca_params, sizeof ca_params / sizeof ca_params[0], ca_init, free},
+             "prefix match if its ratio > cache_threshold; else the smallest cache tree. "
+             "balance_rule = btb: the early_rdma study's rule (max load > abs threshold and > "
+             "rel x min; else the most HBM + host-tier prefix blocks, then least load).",
+             ca_params, sizeof ca_params / sizeof ca_params[0], ca_init, rt_free},
     .route = ca_route,
 };
 
@@ -228,34 +303,43 @@ static const cfg_key_t kc_params[] = {
             "weight of prefill blocks against active blocks (Dynamo default 1.0)"),
 };
 
+/* A router whose only parameter is one number. */
+typedef struct rt_num {
+	rt_base_t b;
+	double x;
+} rt_num_t;
+
+static int rt_num_init(const pol_params_t *p, const char *name, uint64_t seed, void **state,
+                       err_t *e)
+{
+	rt_num_t *s = rt_new(sizeof *s, seed, e);
+	if (!s)
+		return KS_ENOMEM;
+	s->x = pol_param_num(p, name);
+	*state = s;
+	return 0;
+}
+
 static int kc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
-	double *w = malloc(sizeof *w);
-	if (!w)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	*w = pol_param_num(p, "overlap_score_weight");
-	*state = w;
-	return 0;
+	return rt_num_init(p, "overlap_score_weight", seed, state, e);
 }
 
 static int kc_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
-	double w = *(double *)st, best = INFINITY;
+	rt_num_t *s = st;
 	uint32_t B = v->block_tokens ? v->block_tokens : 1;
 	pol_inst_t x;
-	*inst = 0;
+	pol_pick_t pk;
+	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
 		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
 		double prefill = ceil((double)new_tokens(r, m, B) / B);
 		double active = ceil((double)(x.prefill_tokens + x.decode_tokens) / B);
-		double cost = w * prefill + active;
-		if (cost < best) {
-			best = cost;
-			*inst = i;
-		}
+		pol_pick_offer(&pk, i, s->x * prefill + active, pol_inst_load(&x));
 	}
+	*inst = pk.inst;
 	return POL_ACCEPT;
 }
 
@@ -263,7 +347,7 @@ const struct pol_routing_ops pol_route_kv_cost = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "kv_cost",
              "Dynamo KV router: minimise overlap_score_weight x blocks to prefill + blocks "
              "being processed (queued prefill + decoding) on the instance.",
-             kc_params, sizeof kc_params / sizeof kc_params[0], kc_init, free},
+             kc_params, sizeof kc_params / sizeof kc_params[0], kc_init, rt_free},
     .route = kc_route,
 };
 
@@ -276,6 +360,7 @@ const struct pol_routing_ops pol_route_kv_cost = {
  * kv utilisation 2 (llm-d sample configs as recalled, not verified). */
 
 typedef struct ws_state {
+	rt_base_t b;
 	double wq, wk, wp;
 } ws_state_t;
 
@@ -290,10 +375,9 @@ static const cfg_key_t ws_params[] = {
 
 static int ws_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
-	ws_state_t *s = malloc(sizeof *s);
+	ws_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
+		return KS_ENOMEM;
 	s->wq = pol_param_num(p, "queue_weight");
 	s->wk = pol_param_num(p, "kv_util_weight");
 	s->wp = pol_param_num(p, "prefix_weight");
@@ -303,15 +387,16 @@ static int ws_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 
 static int ws_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
-	const ws_state_t *s = st;
+	ws_state_t *s = st;
 	pol_inst_t x;
-	double qmin = INFINITY, qmax = -INFINITY, best = -INFINITY;
+	double qmin = INFINITY, qmax = -INFINITY;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
 		qmin = fmin(qmin, (double)x.waiting);
 		qmax = fmax(qmax, (double)x.waiting);
 	}
-	*inst = 0;
+	pol_pick_t pk;
+	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
 		double q = qmax > qmin ? (qmax - x.waiting) / (qmax - qmin) : 1.0;
@@ -319,12 +404,10 @@ static int ws_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		double p = r->n_blocks
 		               ? (double)v->match(v->ctx, i, r->blocks, r->n_blocks) / r->n_blocks
 		               : 0;
-		double sc = s->wq * q + s->wk * k + s->wp * p;
-		if (sc > best) {
-			best = sc;
-			*inst = i;
-		}
+		/* highest score first */
+		pol_pick_offer(&pk, i, -(s->wq * q + s->wk * k + s->wp * p), pol_inst_load(&x));
 	}
+	*inst = pk.inst;
 	return POL_ACCEPT;
 }
 
@@ -332,7 +415,7 @@ const struct pol_routing_ops pol_route_weighted_score = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "weighted_score",
              "llm-d inference scheduler: maximise queue_weight x queue score + kv_util_weight "
              "x free-KV share + prefix_weight x prefix-match share, each score in [0, 1].",
-             ws_params, sizeof ws_params / sizeof ws_params[0], ws_init, free},
+             ws_params, sizeof ws_params / sizeof ws_params[0], ws_init, rt_free},
     .route = ws_route,
 };
 
@@ -352,45 +435,35 @@ static const cfg_key_t pb_params[] = {
 
 static int pb_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
-	double *r = malloc(sizeof *r);
-	if (!r)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	*r = pol_param_num(p, "preble_exploit_ratio");
-	*state = r;
-	return 0;
+	return rt_num_init(p, "preble_exploit_ratio", seed, state, e);
 }
 
 static int pb_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
-	double ratio = *(double *)st;
-	uint32_t B = v->block_tokens;
+	rt_num_t *s = st;
+	uint32_t B = v->block_tokens, best;
+	const uint32_t *m = rt_matches(&s->b, v, r, v->match, &best);
+	if (!m)
+		return KS_ENOMEM;
 	pol_inst_t x;
-	uint32_t best = 0;
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
-		best = m > best ? m : best;
-	}
 	uint64_t cached = (uint64_t)best * B;
 	if (cached > r->input_tokens)
 		cached = r->input_tokens;
-	int exploit = best > 0 && (double)cached > ratio * (double)(r->input_tokens - cached);
-	double bestc = INFINITY;
-	*inst = 0;
+	int exploit = best > 0 && (double)cached > s->x * (double)(r->input_tokens - cached);
+	pol_pick_t pk;
+	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
-		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
-		if (exploit && m < best)
+		if (exploit && m[i] < best)
 			continue;
 		v->inst(v->ctx, i, &x);
-		double c = exploit ? (double)req_count(&x)
+		uint64_t l = pol_inst_load(&x);
+		double c = exploit ? (double)l
 		                   : (double)x.queue_delay_ns +
-		                         (double)v->prefill_ns(v->ctx, i, new_tokens(r, m, B),
-		                                               (uint64_t)m * B);
-		if (c < bestc) {
-			bestc = c;
-			*inst = i;
-		}
+		                         (double)v->prefill_ns(v->ctx, i, new_tokens(r, m[i], B),
+		                                               (uint64_t)m[i] * B);
+		pol_pick_offer(&pk, i, c, l);
 	}
+	*inst = pk.inst;
 	return POL_ACCEPT;
 }
 
@@ -399,7 +472,7 @@ const struct pol_routing_ops pol_route_preble = {
              "Preble E2: exploit the longest cached prefix when it covers more tokens than "
              "would be computed; else explore by the lowest load cost (queue delay + this "
              "prefill).",
-             pb_params, sizeof pb_params / sizeof pb_params[0], pb_init, free},
+             pb_params, sizeof pb_params / sizeof pb_params[0], pb_init, rt_free},
     .route = pb_route,
 };
 
@@ -412,6 +485,7 @@ const struct pol_routing_ops pol_route_preble = {
  * early rejection, sec. 7). */
 
 typedef struct mt_state {
+	rt_base_t b;
 	int reject;
 	int64_t slo_ns;
 } mt_state_t;
@@ -425,10 +499,9 @@ static const cfg_key_t mt_params[] = {
 
 static int mt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
-	mt_state_t *s = malloc(sizeof *s);
+	mt_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
+		return KS_ENOMEM;
 	s->reject = pol_param_num(p, "ttft_early_reject") != 0;
 	s->slo_ns = (int64_t)(pol_param_num(p, "ttft_slo_ms") * 1e6);
 	*state = s;
@@ -437,31 +510,37 @@ static int mt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 
 static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
-	const mt_state_t *s = st;
-	uint32_t B = v->block_tokens, src;
-	uint32_t rbest = pol_view_best_match(v, r->blocks, r->n_blocks, &src);
+	mt_state_t *s = st;
+	uint32_t B = v->block_tokens, rbest;
+	const uint32_t *m = rt_matches(&s->b, v, r, v->match, &rbest);
+	if (!m)
+		return KS_ENOMEM;
 	pol_inst_t x;
-	int64_t best = INT64_MAX;
-	*inst = 0;
+	pol_pick_t pk;
+	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
-		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
-		int64_t t = v->prefill_ns(v->ctx, i, new_tokens(r, m, B), (uint64_t)m * B);
-		if (rbest > m && src != i) {
-			int64_t tf =
-			    v->xfer_ns(v->ctx, src, i, rbest - m) +
-			    v->prefill_ns(v->ctx, i, new_tokens(r, rbest, B), (uint64_t)rbest * B);
+		int64_t t = v->prefill_ns(v->ctx, i, new_tokens(r, m[i], B), (uint64_t)m[i] * B);
+		if (rbest > m[i]) {
+			/* the best remote prefix from its nearest holder, so no
+			 * holder's index decides which instances look close */
+			int64_t tx = INT64_MAX;
+			for (uint32_t h = 0; h < v->n_inst; h++)
+				if (m[h] == rbest) {
+					int64_t th = v->xfer_ns(v->ctx, h, i, rbest - m[i]);
+					tx = th < tx ? th : tx;
+				}
+			int64_t tf = tx + v->prefill_ns(v->ctx, i, new_tokens(r, rbest, B),
+			                                (uint64_t)rbest * B);
 			if (tf < t)
 				t = tf;
 		}
 		t += x.queue_delay_ns;
-		if (t < best) {
-			best = t;
-			*inst = i;
-		}
+		pol_pick_offer(&pk, i, (double)t, pol_inst_load(&x));
 	}
+	*inst = pk.inst;
 	int64_t slo = r->slo_ttft_ns ? r->slo_ttft_ns : s->slo_ns;
-	if (s->reject && slo > 0 && best > slo)
+	if (s->reject && slo > 0 && pk.score > (double)slo)
 		return POL_REJECT;
 	return POL_ACCEPT;
 }
@@ -471,6 +550,6 @@ const struct pol_routing_ops pol_route_min_ttft = {
              "Mooncake conductor: minimise estimated queue time + min(local-prefix prefill, "
              "best remote prefix transfer + prefill); optional early rejection when the "
              "best estimate misses the TTFT SLO.",
-             mt_params, sizeof mt_params / sizeof mt_params[0], mt_init, free},
+             mt_params, sizeof mt_params / sizeof mt_params[0], mt_init, rt_free},
     .route = mt_route,
 };

@@ -1,4 +1,5 @@
-/* pol_util — prefix table, prefix groups, forecast buffers, id map, Hawkes and Holt
+/* pol_util — fair choice, prefix table, prefix groups, forecast buffers, id map, Hawkes and
+ * Holt
  * maths shared by the built-in policies (see pol_int.h). */
 #include "policies/pol_int.h"
 
@@ -15,6 +16,30 @@ gsl_rng *pol_rng_new(uint64_t seed)
 	return r;
 }
 
+/* ---- fair choice --------------------------------------------------------- */
+
+void pol_pick_start(pol_pick_t *p, gsl_rng *rng)
+{
+	*p = (pol_pick_t){rng, UINT32_MAX, 0, 0, 0};
+}
+
+void pol_pick_offer(pol_pick_t *p, uint32_t inst, double score, uint64_t load)
+{
+	if (p->inst != UINT32_MAX && (score > p->score || (score == p->score && load > p->load)))
+		return;
+	if (p->inst != UINT32_MAX && score == p->score && load == p->load) {
+		if (gsl_rng_uniform_int(p->rng, ++p->ties) == 0)
+			p->inst = inst;
+		return;
+	}
+	*p = (pol_pick_t){p->rng, inst, 1, score, load};
+}
+
+uint64_t pol_inst_load(const pol_inst_t *x)
+{
+	return (uint64_t)x->waiting + x->running;
+}
+
 /* ---- prefix table -------------------------------------------------------- */
 
 #define SLOT_EMPTY UINT32_MAX
@@ -28,7 +53,7 @@ struct pol_ptab {
 	size_t nslot;           /* power of two >= 2 cap */
 };
 
-static uint64_t mix64(uint64_t x)
+uint64_t pol_mix64(uint64_t x)
 {
 	/* splitmix64 finaliser (Steele et al. 2014) */
 	x ^= x >> 30;
@@ -40,7 +65,7 @@ static uint64_t mix64(uint64_t x)
 
 static size_t find_slot(const pol_ptab_t *t, uint64_t id)
 {
-	size_t m = t->nslot - 1, s = mix64(id) & m;
+	size_t m = t->nslot - 1, s = pol_mix64(id) & m;
 	while (t->slot[s] != SLOT_EMPTY && t->id[t->slot[s]] != id)
 		s = (s + 1) & m;
 	return s;
@@ -546,7 +571,7 @@ void pol_idmap_free(pol_idmap_t *m)
 /* The slot holding id, or the empty slot where it would go. */
 static size_t idmap_slot(const pol_idmap_t *m, uint64_t id)
 {
-	size_t mask = m->nslot - 1, i = mix64(id) & mask;
+	size_t mask = m->nslot - 1, i = pol_mix64(id) & mask;
 	while (m->val[i] != IDMAP_EMPTY && m->key[i] != id)
 		i = (i + 1) & mask;
 	return i;
@@ -610,7 +635,7 @@ int pol_idmap_del(pol_idmap_t *m, uint64_t id)
 				m->n--;
 				return 1;
 			}
-			size_t home = mix64(m->key[j]) & mask;
+			size_t home = pol_mix64(m->key[j]) & mask;
 			if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 				continue;
 			break;

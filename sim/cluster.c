@@ -92,6 +92,21 @@ uint32_t cluster_load(const cluster_t *c, uint32_t inst)
 	return c->inst[inst].n_wait + c->inst[inst].n_run;
 }
 
+/* What a running request adds to its instance's decode_tokens. */
+static uint64_t decode_share(const sim_req_t *r)
+{
+	return r->done_tok >= r->target ? (uint64_t)r->in_len + r->generated : 0;
+}
+
+uint64_t cluster_decode_tokens_recount(const cluster_t *c, uint32_t inst)
+{
+	const sim_inst_t *in = &c->inst[inst];
+	uint64_t n = 0;
+	for (uint32_t k = 0; k < in->n_run; k++)
+		n += decode_share(in->run[k]);
+	return n;
+}
+
 /* ---- results ------------------------------------------------------------ */
 
 static res_request_t *res_append(cluster_t *c)
@@ -423,6 +438,7 @@ static void run_remove(sim_inst_t *in, uint32_t k)
 static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
 {
 	sim_req_t *v = in->run[in->n_run - 1];
+	in->decode_tokens -= decode_share(v);
 	release_blocks(c, in, v);
 	run_remove(in, in->n_run - 1);
 	v->phase = RQ_WAITING;
@@ -564,6 +580,7 @@ static int iter_start(cluster_t *c, sim_inst_t *in)
 		}
 		wait_unlink(in, prev, r, ev_engine_now(c->eng));
 		in->run[in->n_run++] = r;
+		in->decode_tokens += decode_share(r);
 		uint32_t ch = prefill_chunk(c, r, budget);
 		if (ch) {
 			batch_add_prefill(in, r, ch);
@@ -617,6 +634,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			continue;
 		}
 		r->in_batch = 0;
+		uint64_t share = decode_share(r);
 		int tok = 1;
 		if (r->done_tok < r->target) {
 			r->done_tok += r->chunk;
@@ -637,6 +655,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (rc)
 				return rc;
 		}
+		in->decode_tokens -= share;
 		if (r->generated >= r->out_len) {
 			release_blocks(c, in, r);
 			if (c->p.sched_mode == SCHED_BTB)
@@ -649,6 +668,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			c->n_live--;
 			continue;
 		}
+		in->decode_tokens += decode_share(r);
 		k++;
 	}
 	return iter_start(c, in);
@@ -739,6 +759,7 @@ int cluster_finish(cluster_t *c)
 		sim_inst_t *in = &c->inst[i];
 		while (in->n_run) {
 			sim_req_t *r = in->run[in->n_run - 1];
+			in->decode_tokens -= decode_share(r);
 			release_blocks(c, in, r);
 			int rc = record(c, r, REQ_UNFINISHED);
 			if (rc)
@@ -778,6 +799,8 @@ int cluster_check(const cluster_t *c)
 			priv += in->run[k]->priv;
 		if (priv != kv_used_private(in->kv))
 			return -3;
+		if (in->decode_tokens != cluster_decode_tokens_recount(c, i))
+			return -4;
 	}
 	return 0;
 }

@@ -114,6 +114,8 @@ typedef struct sim_inst {
 	int busy;
 	int64_t iter_start;
 	uint64_t prefill_tokens_queued; /* prompt tokens not yet computed */
+	uint64_t decode_tokens;    /* context tokens of running requests past prefill,
+				      kept at every change so routers read it in O(1) */
 	int64_t wait_since;        /* last change of n_wait */
 	double wait_area;          /* integral of n_wait over time, request*ns */
 	int64_t busy_ns;
@@ -173,5 +175,7 @@ int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
 int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
 /* Load of an instance for least-load routing: queued + running requests. */
 uint32_t cluster_load(const cluster_t *c, uint32_t inst);
+/* decode_tokens of inst recounted from its running requests (for checks). */
+uint64_t cluster_decode_tokens_recount(const cluster_t *c, uint32_t inst);
 
 #endif

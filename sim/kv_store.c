@@ -238,6 +238,20 @@ uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 	return k;
 }
 
+int kv_visible(const kv_store_t *s, uint64_t id)
+{
+	int st = kv_lookup(s, id);
+	return st == KV_READY || st == KV_INFLIGHT;
+}
+
+uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n)
+{
+	uint32_t k = 0;
+	while (k < n && kv_visible(s, ids[k]))
+		k++;
+	return k;
+}
+
 /* ---- changes ----------------------------------------------------------- */
 
 int kv_evict_one(kv_store_t *s, int64_t now)

@@ -61,6 +61,12 @@ int kv_lookup(const kv_store_t *s, uint64_t id);
 const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id);
 /* Number of leading ids that are READY here. */
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n);
+/* Number of leading ids READY or INFLIGHT here: KV that exists or is on its
+ * way by a copy, what a router may count on (a COMPUTING block is not
+ * shown until its prefill ends). Not for use: use needs READY. */
+uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n);
+/* Whether id is READY or INFLIGHT here. */
+int kv_visible(const kv_store_t *s, uint64_t id);
 
 /* Takes a reference on a READY block (a hit); counts a hit, clears spec
  * (reporting in *was_spec whether it was speculative). */

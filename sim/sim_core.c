@@ -36,11 +36,7 @@ static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 	o->waiting = in->n_wait;
 	o->running = in->n_run;
 	o->prefill_tokens = in->prefill_tokens_queued;
-	uint64_t dec = 0;
-	for (uint32_t k = 0; k < in->n_run; k++)
-		if (in->run[k]->done_tok >= in->run[k]->target)
-			dec += in->run[k]->in_len + in->run[k]->generated;
-	o->decode_tokens = dec;
+	o->decode_tokens = in->decode_tokens;
 	o->kv_cap_blocks = kv_capacity(in->kv);
 	o->kv_used_blocks = kv_used(in->kv);
 	o->kv_spec_blocks = kv_spec_blocks(in->kv);
@@ -57,6 +53,72 @@ static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 static uint32_t v_match(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	return kv_match(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+}
+
+/* What a view counts as held: KV that exists (the policies' view), KV that
+ * exists or is arriving by a copy (the routers' computed view), or the
+ * routers' own tree (routed). */
+enum { HELD_READY, HELD_VISIBLE, HELD_ROUTED };
+
+static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
+{
+	const kv_store_t *kv = s->cl.inst[i].kv;
+	switch (mode) {
+	case HELD_READY:
+		return kv_lookup(kv, id) == KV_READY;
+	case HELD_VISIBLE:
+		return kv_visible(kv, id);
+	default:
+		return pol_rview_has(s->rview, i, id);
+	}
+}
+
+/* Leading blocks each held on instance i or in its node's host tier (the
+ * host tier as the policies' view counts it, or as visible to routers). */
+static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *h = s->host ? s->host[i * s->tp / s->gpus_per_node] : NULL;
+	uint32_t k = 0;
+	while (k < n && (held(s, mode, i, b[k]) ||
+			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
+						   : kv_visible(h, b[k])))))
+		k++;
+	return k;
+}
+
+static uint32_t v_match_host(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_READY, i, b, n);
+}
+
+static uint32_t rv_match_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return kv_match_visible(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+}
+
+static uint32_t rv_match_host_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_VISIBLE, i, b, n);
+}
+
+static uint64_t v_held(void *ctx, uint32_t i)
+{
+	return kv_used(((sim_ctx_t *)ctx)->cl.inst[i].kv);
+}
+
+static uint64_t rv_held_routed(void *ctx, uint32_t i)
+{
+	return pol_rview_size(((sim_ctx_t *)ctx)->rview, i);
+}
+
+static uint32_t rv_match_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return pol_rview_match(((sim_ctx_t *)ctx)->rview, i, b, n);
+}
+
+static uint32_t rv_match_host_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_ROUTED, i, b, n);
 }
 
 static int64_t v_prefill(void *ctx, uint32_t i, uint64_t n, uint64_t cached)
@@ -213,7 +275,7 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	if (!hinted) {
 		const struct pol_routing_ops *rt =
 			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
-		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->view, q, inst);
+		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst);
 		if (rc < 0)
 			return rc;
 		if (rc == POL_ACCEPT && *inst >= s->cl.p.n_instances)
@@ -256,8 +318,11 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		} else if (rc == POL_ACCEPT) {
 			sim_req_t *r;
 			routed = (int32_t)inst;
-			rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len, p->blocks, nb,
-					     &r);
+			/* the routers' tree learns what they sent where at once */
+			rc = s->rview ? pol_rview_insert(s->rview, inst, q.blocks, q.n_blocks) : 0;
+			if (!rc)
+				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
+						     p->blocks, nb, &r);
 			if (!rc)
 				rc = sim_fetch_decide(s, r, inst);
 			const struct pol_replication_ops *ro =
@@ -450,7 +515,18 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if ((rc = sim_net_init(s, e)))
 		return rc;
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
-			       v_now, v_inst, v_match, v_prefill, v_xfer};
+			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held};
+	s->route_view = s->view;
+	s->route_view.match = rv_match_computed;
+	s->route_view.match_host = rv_match_host_computed;
+	if (pol_routing_view_routed(cfg)) {
+		if (!(s->rview = pol_rview_new(p.n_instances,
+					       pol_routing_view_blocks(cfg, p.kv_blocks))))
+			return err_set(e, KS_ENOMEM, "out of memory");
+		s->route_view.match = rv_match_routed;
+		s->route_view.match_host = rv_match_host_routed;
+		s->route_view.held_blocks = rv_held_routed;
+	}
 	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
@@ -529,6 +605,7 @@ static void ctx_free(sim_ctx_t *s)
 	ev_engine_free(s->eng);
 	if (s->pol_open)
 		pol_set_close(&s->pol);
+	pol_rview_free(s->rview);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	free(s->pend);

@@ -92,7 +92,9 @@ typedef struct sim_ctx {
 	/* policies */
 	pol_set_t pol;
 	int pol_open;
-	pol_view_t view;
+	pol_view_t view;        /* KV that exists (replication, admission) */
+	pol_view_t route_view;  /* what routers match (policy.routing.view) */
+	pol_rview_t *rview;     /* the routers' own tree when view = routed */
 	pol_actions_t act;
 	pol_spec_stats_t spec;
 	int64_t tick_ns, horizon_ns;

@@ -1,6 +1,8 @@
 /* pol_fake — a hand-built cluster view and action recorder for policy tests.
  * Each instance holds a few prefixes (arrays of chained block ids); match()
- * is the longest common prefix with any of them. prefill costs
+ * is the longest common prefix with any of them; match_host() also counts
+ * prefixes held in the instance's host tier (a leading run of blocks each
+ * in some HBM or host prefix at its position). prefill costs
  * ns_per_token per new token; a copy costs ns_per_block per block. copy()
  * refuses blocks the source does not hold, or everything while refuse_all
  * is set, and records what it accepted. */
@@ -26,6 +28,8 @@ typedef struct fake {
 	pol_inst_t inst[FK_INST];
 	const uint64_t *held[FK_INST][FK_HELD];
 	uint32_t held_n[FK_INST][FK_HELD], n_held[FK_INST];
+	const uint64_t *host[FK_INST][FK_HELD];
+	uint32_t host_n[FK_INST][FK_HELD], n_host[FK_INST];
 	int64_t now, ns_per_token, ns_per_block;
 	int refuse_all;
 	fk_copy_t copies[FK_LOG];
@@ -58,6 +62,31 @@ static __attribute__((unused)) uint32_t fk_match(void *c, uint32_t i, const uint
 			best = k;
 	}
 	return best;
+}
+
+static __attribute__((unused)) int fk_in(const uint64_t *const *lists, const uint32_t *lens,
+                                         uint32_t n_lists, uint32_t k, uint64_t id)
+{
+	for (uint32_t h = 0; h < n_lists; h++)
+		if (lens[h] > k && lists[h][k] == id)
+			return 1;
+	return 0;
+}
+
+static __attribute__((unused)) uint32_t fk_match_host(void *c, uint32_t i, const uint64_t *b,
+                                                      uint32_t n)
+{
+	fake_t *f = c;
+	uint32_t k = 0;
+	while (k < n && (fk_in(f->held[i], f->held_n[i], f->n_held[i], k, b[k]) ||
+	                 fk_in(f->host[i], f->host_n[i], f->n_host[i], k, b[k])))
+		k++;
+	return k;
+}
+
+static __attribute__((unused)) uint64_t fk_held(void *c, uint32_t i)
+{
+	return ((fake_t *)c)->inst[i].kv_used_blocks;
 }
 
 static __attribute__((unused)) int64_t fk_prefill(void *c, uint32_t i, uint64_t nt, uint64_t ct)
@@ -111,7 +140,8 @@ static __attribute__((unused)) void fk_init(fake_t *f, uint32_t n, uint32_t B, u
 	memset(f, 0, sizeof *f);
 	f->ns_per_token = 100;
 	f->ns_per_block = 1000;
-	f->v = (pol_view_t){f, n, B, block_bytes, fk_now, fk_inst, fk_match, fk_prefill, fk_xfer};
+	f->v = (pol_view_t){f,        n,          B,       block_bytes,   fk_now, fk_inst,
+	                    fk_match, fk_prefill, fk_xfer, fk_match_host, fk_held};
 	f->a = (pol_actions_t){f, fk_copy, fk_cancel, fk_mark, &f->stats};
 	for (uint32_t i = 0; i < n; i++)
 		f->inst[i].kv_cap_blocks = 1000;
@@ -121,6 +151,13 @@ static __attribute__((unused)) void fk_hold(fake_t *f, uint32_t i, const uint64_
 {
 	f->held[i][f->n_held[i]] = b;
 	f->held_n[i][f->n_held[i]++] = n;
+}
+
+static __attribute__((unused)) void fk_hold_host(fake_t *f, uint32_t i, const uint64_t *b,
+                                                 uint32_t n)
+{
+	f->host[i][f->n_host[i]] = b;
+	f->host_n[i][f->n_host[i]++] = n;
 }
 
 /* blocks[i] = base + i: a chained prefix family; two arrays share the

@@ -42,6 +42,31 @@ static void test_computing_block_not_matchable(void **st)
 	kv_store_free(s);
 }
 
+/* Blocks 1 READY, 2 INFLIGHT (a copy bringing it), 3 COMPUTING: routers
+ * see the first two, use (kv_match) only the first; a dropped copy leaves
+ * nothing visible. */
+static void test_inflight_copy_visible_computing_not(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(8);
+	uint64_t ids[4] = {1, 2, 3, 4};
+	kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0);
+	kv_ready(s, 1, 5);
+	kv_alloc(s, 2, 1, KV_INFLIGHT, 0, 0, 5);
+	kv_alloc(s, 3, 2, KV_COMPUTING, 1, 0, 5);
+	assert_int_equal(kv_match(s, ids, 4), 1);
+	assert_int_equal(kv_match_visible(s, ids, 4), 2);
+	assert_true(kv_visible(s, 1) && kv_visible(s, 2));
+	assert_false(kv_visible(s, 3) || kv_visible(s, 4));
+	kv_ready(s, 3, 6); /* computed, but block 2 still travels */
+	assert_int_equal(kv_match(s, ids, 4), 1);
+	assert_int_equal(kv_match_visible(s, ids, 4), 3);
+	kv_drop(s, 2);
+	assert_int_equal(kv_match_visible(s, ids, 4), 1);
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
 static void test_lru_evicts_oldest_and_deepest_first(void **st)
 {
 	(void)st;
@@ -156,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shared_block_stored_once),
 		cmocka_unit_test(test_computing_block_not_matchable),
+		cmocka_unit_test(test_inflight_copy_visible_computing_not),
 		cmocka_unit_test(test_lru_evicts_oldest_and_deepest_first),
 		cmocka_unit_test(test_capacity_never_exceeded),
 		cmocka_unit_test(test_speculative_flag_cleared_on_use),

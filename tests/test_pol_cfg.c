@@ -234,7 +234,14 @@ static void test_every_preset_key_exists_and_validates(void **st)
 			snprintf(set, sizeof set, "%s=%s", p->kv[j].key, p->kv[j].value);
 			if (cfg_set(one, set, &e))
 				fail_msg("preset %s: %s", p->name, e.msg);
-			/* and the preset gave it that value */
+			/* and the preset gave it that value, unless it is a parameter
+			 * of a policy the preset does not select (btb's early_rdma
+			 * keys apply once a user picks early_rdma) */
+			const cfg_key_t *k = cfg_schema_find(S, sec, name);
+			if (k->owner && strcmp(cfg_str(c, sec, "name"), k->owner)) {
+				cfg_free(one);
+				continue;
+			}
 			char org[64];
 			snprintf(org, sizeof org, "preset %s", p->name);
 			assert_string_equal(cfg_origin(c, sec, name), org);
@@ -407,6 +414,44 @@ static void test_unknown_preset_is_an_error_naming_file_and_line(void **st)
 	assert_int_equal(strncmp(e.msg, "/tmp/test_pol_cfg_", 18), 0);
 }
 
+static int view_routed(const char *name, const char *view)
+{
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	char a[96];
+	snprintf(a, sizeof a, "policy.routing.name=%s", name);
+	assert_int_equal(cfg_set(c, a, &e), 0);
+	if (view) {
+		snprintf(a, sizeof a, "policy.routing.view=%s", view);
+		assert_int_equal(cfg_set(c, a, &e), 0);
+	}
+	assert_int_equal(cfg_finalize(c, &e), 0); /* family-wide: valid with any router */
+	int r = pol_routing_view_routed(c);
+	cfg_free(c);
+	return r;
+}
+
+/* auto is routed for cache_aware only (SGLang's router); explicit values
+ * hold for every router; view_blocks 0 means the pool size. */
+static void test_routing_view_auto_is_routed_for_cache_aware_only(void **st)
+{
+	(void)st;
+	assert_true(view_routed("cache_aware", NULL));
+	assert_true(view_routed("cache_aware", "auto"));
+	assert_false(view_routed("least_load", NULL));
+	assert_false(view_routed("kv_cost", "auto"));
+	assert_false(view_routed("cache_aware", "computed"));
+	assert_true(view_routed("least_load", "routed"));
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	assert_int_equal(pol_routing_view_blocks(c, 873), 873);
+	assert_int_equal(cfg_set(c, "policy.routing.view_blocks=100", &e), 0);
+	assert_int_equal(pol_routing_view_blocks(c, 873), 100);
+	assert_int_equal(cfg_set(c, "policy.routing.view=guess", &e), KS_EINPUT);
+	cfg_free(c);
+}
+
 static void test_open_from_config_uses_its_values(void **st)
 {
 	(void)st;
@@ -471,6 +516,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_preset_is_an_error_naming_file_and_line),
 	    cmocka_unit_test(test_policies_lists_every_preset_its_values_and_sources),
 	    cmocka_unit_test(test_open_from_config_uses_its_values),
+	    cmocka_unit_test(test_routing_view_auto_is_routed_for_cache_aware_only),
 	    cmocka_unit_test(test_set_opens_every_family_with_independent_seeds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

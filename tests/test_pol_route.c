@@ -4,19 +4,25 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "policies/pol.h"
 #include "tests/pol_fake.h"
 
-static pol_handle_t open_route(const char *name, const char *over)
+static pol_handle_t open_route_seed(const char *name, const char *over, uint64_t seed)
 {
 	pol_handle_t h;
 	err_t e = {0};
-	int rc = pol_open(NULL, POL_ROUTING, name, over, 7, &h, &e);
+	int rc = pol_open(NULL, POL_ROUTING, name, over, seed, &h, &e);
 	if (rc)
 		fail_msg("%s", e.msg);
 	return h;
+}
+
+static pol_handle_t open_route(const char *name, const char *over)
+{
+	return open_route_seed(name, over, 7);
 }
 
 static uint32_t route(pol_handle_t *h, fake_t *f, const pol_req_t *r, int *rc)
@@ -143,6 +149,32 @@ static void test_cache_aware_low_match_goes_to_smallest_tree(void **st)
 	pol_close(&h);
 }
 
+static uint64_t tree_sizes(void *c, uint32_t i)
+{
+	(void)c;
+	return 10 * (uint64_t)(i + 1); /* 10, 20, 30: the reverse of kv_used below */
+}
+
+/* The smallest tree is the view's held_blocks (the routers' own tree in the
+ * routed view, as sgl-router's get_smallest_tenant), not resident KV; a view
+ * without held_blocks (ABI 1) falls back to kv_used_blocks. */
+static void test_cache_aware_smallest_tree_reads_the_view(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 3, 16, 1);
+	pol_req_t r = req8();
+	f.inst[0].kv_used_blocks = 300;
+	f.inst[1].kv_used_blocks = 200;
+	f.inst[2].kv_used_blocks = 100;
+	f.v.held_blocks = tree_sizes;
+	pol_handle_t h = open_route("cache_aware", NULL);
+	assert_int_equal(route(&h, &f, &r, NULL), 0);
+	f.v.held_blocks = NULL;
+	assert_int_equal(route(&h, &f, &r, NULL), 2);
+	pol_close(&h);
+}
+
 /* 128-token prompt (8 blocks of 16). Instance 0: nothing cached, idle:
  * cost = 8 + 0. Instance 1: all cached, 160 active tokens = 10 blocks:
  * cost = 0 + 10. Weight 1 picks 0; weight 2 makes 0 cost 16 and picks 1. */
@@ -226,6 +258,177 @@ static void test_min_ttft_prefers_fetch_and_rejects_past_slo(void **st)
 	pol_close(&h);
 }
 
+/* Every router that breaks ties at random (all but round_robin). */
+static const char *const tie_routers[] = {"least_load", "cache_aware", "kv_cost", "weighted_score",
+                                          "preble",     "min_ttft",    "random"};
+#define N_TIE_ROUTERS (sizeof tie_routers / sizeof tie_routers[0])
+
+/* Four identical idle instances, nothing cached, 4000 requests: each
+ * router spreads them uniformly (chi-square with 3 degrees of freedom below
+ * 16.27, p = 0.001), instance 0 does not take them all (the old strict
+ * comparisons sent every one there), and the choices depend only on the
+ * seed: the same seed repeats them, another seed does not. */
+static void test_every_router_spreads_equal_instances_uniformly(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	pol_req_t r = req8();
+	const unsigned n = 4000;
+	for (size_t k = 0; k < N_TIE_ROUTERS; k++) {
+		pol_handle_t a = open_route_seed(tie_routers[k], NULL, 5);
+		pol_handle_t b = open_route_seed(tie_routers[k], NULL, 5);
+		pol_handle_t c = open_route_seed(tie_routers[k], NULL, 6);
+		unsigned cnt[4] = {0}, differ = 0;
+		for (unsigned j = 0; j < n; j++) {
+			uint32_t x = route(&a, &f, &r, NULL);
+			assert_true(x < 4);
+			assert_int_equal(route(&b, &f, &r, NULL), x);
+			differ += route(&c, &f, &r, NULL) != x;
+			cnt[x]++;
+		}
+		double e = n / 4.0, chi2 = 0;
+		for (int i = 0; i < 4; i++)
+			chi2 += (cnt[i] - e) * (cnt[i] - e) / e;
+		printf("%-15s %u %u %u %u chi2 %.2f\n", tie_routers[k], cnt[0], cnt[1], cnt[2],
+		       cnt[3], chi2);
+		assert_true(cnt[0] < n);
+		assert_true(chi2 < 16.27);
+		assert_true(differ > 0);
+		pol_close(&a);
+		pol_close(&b);
+		pol_close(&c);
+	}
+}
+
+/* Instances equal on every router's own score but for their request
+ * counts (3, 1, 3, 2 running, nothing waiting, no tokens): the one with the
+ * fewest requests wins, before any draw. */
+static void test_ties_go_to_the_lower_load_first(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	pol_req_t r = req8();
+	uint32_t running[4] = {3, 1, 3, 2};
+	for (int i = 0; i < 4; i++)
+		f.inst[i].running = running[i];
+	const char *const names[] = {"kv_cost", "weighted_score", "cache_aware", "preble",
+	                             "min_ttft"};
+	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+		pol_handle_t h = open_route(names[k], NULL);
+		for (int j = 0; j < 50; j++)
+			assert_int_equal(route(&h, &f, &r, NULL), 1);
+		pol_close(&h);
+	}
+	pol_handle_t h = open_route("least_load", "load_metric=tokens");
+	for (int j = 0; j < 50; j++)
+		assert_int_equal(route(&h, &f, &r, NULL), 1);
+	pol_close(&h);
+}
+
+/* Two instances holding the prompt equally: the less loaded one gets it,
+ * and with equal loads both get requests. */
+static void test_cache_aware_equal_matches_go_by_load_then_at_random(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 3, 16, 1);
+	pol_req_t r = req8();
+	fk_hold(&f, 1, R, 8);
+	fk_hold(&f, 2, R, 8);
+	f.inst[1].waiting = 4;
+	f.inst[2].waiting = 3;
+	pol_handle_t h = open_route("cache_aware", NULL);
+	assert_int_equal(route(&h, &f, &r, NULL), 2);
+	f.inst[1].waiting = 3;
+	unsigned c[3] = {0};
+	for (int j = 0; j < 200; j++)
+		c[route(&h, &f, &r, NULL)]++;
+	assert_int_equal(c[0], 0);
+	assert_true(c[1] > 50 && c[2] > 50);
+	pol_close(&h);
+}
+
+#define BTB "balance_rule=btb,balance_abs_threshold=64,balance_rel_threshold=1.5"
+
+/* Loads 65 (holding the prompt) and 40: max - min = 25 is not past 64, so
+ * sglang's rule stays balanced and follows the cache; btb's compares the
+ * absolute max: 65 > 64 and 65 > 1.5 x 40 = 60, imbalanced: least load.
+ * At 59 on instance 1, 65 < 88.5: balanced again, the cache wins. */
+static void test_cache_aware_btb_imbalance_uses_absolute_max(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 2, 16, 1);
+	pol_req_t r = req8();
+	fk_hold(&f, 0, R, 8);
+	f.inst[0].waiting = 65;
+	f.inst[1].waiting = 40;
+	pol_handle_t s = open_route(
+	    "cache_aware", "balance_abs_threshold=64,balance_rel_threshold=1.5,cache_threshold=0");
+	pol_handle_t b = open_route("cache_aware", BTB);
+	assert_int_equal(route(&s, &f, &r, NULL), 0);
+	assert_int_equal(route(&b, &f, &r, NULL), 1);
+	f.inst[1].waiting = 59;
+	assert_int_equal(route(&b, &f, &r, NULL), 0);
+	pol_close(&s);
+	pol_close(&b);
+}
+
+/* Nothing matches anywhere: btb goes to the least loaded instance (1),
+ * where sglang's rule picks the smallest tree (2). A one-block match of an
+ * eight-block prompt (ratio 1/8, below sglang's cache_threshold) still wins
+ * under btb, which has no threshold. */
+static void test_cache_aware_btb_unmatched_goes_to_least_loaded(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 3, 16, 1);
+	pol_req_t r = req8();
+	f.inst[0].running = 5;
+	f.inst[1].running = 2;
+	f.inst[2].running = 7;
+	f.inst[0].kv_used_blocks = 300;
+	f.inst[1].kv_used_blocks = 200;
+	f.inst[2].kv_used_blocks = 100;
+	pol_handle_t s = open_route("cache_aware", NULL);
+	pol_handle_t b = open_route("cache_aware", BTB);
+	assert_int_equal(route(&s, &f, &r, NULL), 2);
+	assert_int_equal(route(&b, &f, &r, NULL), 1);
+	fk_hold(&f, 0, R, 1);
+	assert_int_equal(route(&s, &f, &r, NULL), 2);
+	assert_int_equal(route(&b, &f, &r, NULL), 0);
+	pol_close(&s);
+	pol_close(&b);
+}
+
+/* Instance 0 holds 3 blocks in HBM; instance 1 holds 2 in HBM and blocks
+ * 2..5 in its node's host tier: a leading run of 6 present in either tier.
+ * btb counts both and picks 1; sglang's rule (HBM only) picks 0. Without
+ * match_host (a view built before ABI 2) btb falls back to HBM: 0. */
+static void test_cache_aware_btb_counts_host_tier_match(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 2, 16, 1);
+	pol_req_t r = req8();
+	fk_hold(&f, 0, R, 3);
+	fk_hold(&f, 1, R, 2);
+	static uint64_t H[6];
+	for (int i = 0; i < 6; i++)
+		H[i] = i >= 2 ? R[i] : 0; /* positions 0, 1 not in host */
+	fk_hold_host(&f, 1, H, 6);
+	pol_handle_t s = open_route("cache_aware", "cache_threshold=0");
+	pol_handle_t b = open_route("cache_aware", BTB);
+	assert_int_equal(route(&s, &f, &r, NULL), 0);
+	assert_int_equal(route(&b, &f, &r, NULL), 1);
+	f.v.match_host = NULL;
+	assert_int_equal(route(&b, &f, &r, NULL), 0);
+	pol_close(&s);
+	pol_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,10 +438,17 @@ int main(void)
 	    cmocka_unit_test(test_cache_aware_switches_to_least_load_exactly_past_abs_threshold),
 	    cmocka_unit_test(test_cache_aware_relative_threshold_must_also_hold),
 	    cmocka_unit_test(test_cache_aware_low_match_goes_to_smallest_tree),
+	    cmocka_unit_test(test_cache_aware_smallest_tree_reads_the_view),
 	    cmocka_unit_test(test_kv_cost_weighs_prefill_against_active_blocks),
 	    cmocka_unit_test(test_weighted_score_sums_llmd_scorers),
 	    cmocka_unit_test(test_preble_exploits_only_when_cached_exceeds_new),
 	    cmocka_unit_test(test_min_ttft_prefers_fetch_and_rejects_past_slo),
+	    cmocka_unit_test(test_every_router_spreads_equal_instances_uniformly),
+	    cmocka_unit_test(test_ties_go_to_the_lower_load_first),
+	    cmocka_unit_test(test_cache_aware_equal_matches_go_by_load_then_at_random),
+	    cmocka_unit_test(test_cache_aware_btb_imbalance_uses_absolute_max),
+	    cmocka_unit_test(test_cache_aware_btb_unmatched_goes_to_least_loaded),
+	    cmocka_unit_test(test_cache_aware_btb_counts_host_tier_match),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
