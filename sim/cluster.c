@@ -504,19 +504,33 @@ static int iter_launch(cluster_t *c, sim_inst_t *in)
 	return 0;
 }
 
-/* SCHED_BTB: the queue head's whole prefill if its reservation fits (FIFO,
- * head-of-line blocking, prefill before decode), else one decode step of
- * every running sequence. */
-static int iter_start_btb(cluster_t *c, sim_inst_t *in)
+/* SCHED_BTB admission: the study admits a queued request as soon as its
+ * reservation fits, whether or not the node is busy (simulate.py admits at
+ * every arrival and runs the node's clock ahead), so its blocks enter the
+ * cache and routers see them before its prefill starts. FIFO with
+ * head-of-line blocking. */
+static void btb_admit_ready(cluster_t *c, sim_inst_t *in)
 {
-	sim_req_t *r = in->wait_head;
-	if (r && in->n_run < c->p.max_num_seqs &&
-	    in->resv_tokens + r->in_len + r->out_len <= c->p.resv_tokens_cap) {
+	sim_req_t *r;
+	while ((r = in->wait_head) && in->n_run < c->p.max_num_seqs &&
+	       in->resv_tokens + r->in_len + r->out_len <= c->p.resv_tokens_cap) {
 		admit_btb(c, in, r);
 		wait_unlink(in, NULL, r, ev_engine_now(c->eng));
 		in->run[in->n_run++] = r;
-		batch_add_prefill(in, r, r->target - r->done_tok);
-		return iter_launch(c, in);
+	}
+}
+
+/* SCHED_BTB: the earliest admitted request's whole prefill (prefill before
+ * decode), else one decode step of every running sequence. */
+static int iter_start_btb(cluster_t *c, sim_inst_t *in)
+{
+	btb_admit_ready(c, in);
+	for (uint32_t k = 0; k < in->n_run; k++) {
+		sim_req_t *r = in->run[k];
+		if (r->done_tok < r->target) {
+			batch_add_prefill(in, r, r->target - r->done_tok);
+			return iter_launch(c, in);
+		}
 	}
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		sim_req_t *q = in->run[k];
@@ -529,8 +543,11 @@ static int iter_start_btb(cluster_t *c, sim_inst_t *in)
 
 static int iter_start(cluster_t *c, sim_inst_t *in)
 {
-	if (in->busy)
+	if (in->busy) {
+		if (c->p.sched_mode == SCHED_BTB)
+			btb_admit_ready(c, in);
 		return 0;
+	}
 	int rc = job_start(c, in);
 	if (rc)
 		return rc < 0 ? rc : 0;

@@ -33,14 +33,16 @@ enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
 
 /* Scheduler rules ([scheduler] mode).
  * VLLM: vLLM's continuous batching (see cluster.c).
- * BTB: the original study's simulator (reference notes sec. 2.1-2.4): one
- *   prefill per iteration, whole, before any decode (prefill priority); the
- *   waiting queue is FIFO with head-of-line blocking; a request reserves
- *   input + output tokens against resv_tokens_cap when admitted, with no
- *   prefix dedup; the prefix cache is a separate budget (the KV store, of
+ * BTB: the original study's simulator (reference notes sec. 2.1-2.4): a
+ *   queued request is admitted as soon as its reservation (input + output
+ *   tokens against resv_tokens_cap, no prefix dedup) fits, FIFO with
+ *   head-of-line blocking, even while the instance is busy; admitted
+ *   requests are prefilled one per iteration, whole, in admission order,
+ *   before any decode (prefill priority); decode steps take every running
+ *   sequence. The prefix cache is a separate budget (the KV store, of
  *   kv_blocks): a request inserts its prompt blocks plus synthetic blocks
- *   covering its output when admitted and holds none of them while it
- *   runs; decode steps take every running sequence. */
+ *   covering its output when admitted and holds none of them while it runs.
+ *   (The study's unbounded host-RAM tier is not modelled.) */
 enum { SCHED_VLLM = 0, SCHED_BTB = 1 };
 
 typedef struct cluster_params {

@@ -122,6 +122,12 @@ static void test_study_scheduler_serial_prefill_hol_and_reservation(void **st)
 	toy_t t;
 	toy_init(&t, SCHED_BTB, 1, 1, 40);
 	submit_abc(&t);
+	/* admission does not wait for the instance: A and B are admitted (and
+	 * their blocks cached) at once, C waits behind the reservation */
+	assert_int_equal(ev_engine_run(t.eng, 1), 0);
+	assert_int_equal(t.cl.inst[0].n_run, 2);
+	assert_int_equal(t.cl.inst[0].n_wait, 1);
+	assert_int_equal(kv_used_shared(t.cl.inst[0].kv), 4 + 1 + 1);
 	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
 	/* A: whole prefill 16 x 1000 = 16000. B (A's prefix resident at A's
 	 * admission): 1 new token, 17000. C does not fit the reservation (36 +
