@@ -29,6 +29,11 @@ typedef struct sp_flight {
 	uint32_t n, dst, blocks; /* prefix length, target, blocks moved */
 } sp_flight_t;
 
+typedef struct sp_key {
+	uint64_t key; /* blocks[n-1] */
+	uint32_t n;
+} sp_key_t;
+
 typedef struct sp_cand {
 	const pol_fc_t *f;
 	uint32_t src, dst, copy_n, miss;
@@ -52,6 +57,8 @@ typedef struct sp_state {
 	unsigned char *hit;
 	size_t cap_hit;
 	uint32_t n_inst;
+	sp_key_t *over; /* prefixes reported over budget, sorted */
+	size_t n_over, cap_over;
 } sp_state_t;
 
 static const cfg_key_t sp_params[] = {
@@ -109,6 +116,7 @@ static void sp_free(void *st)
 	free(s->order);
 	free(s->spec_plan);
 	free(s->hit);
+	free(s->over);
 	free(s);
 }
 
@@ -247,6 +255,46 @@ static int sp_in_forecast(const sp_flight_t *fl, const pol_forecast_t *fc)
 	return 0;
 }
 
+static int sp_key_cmp(const void *a, const void *b)
+{
+	const sp_key_t *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+/* A candidate whose missing blocks exceed the target's whole VRAM budget
+ * can never be copied; each such prefix is reported once. */
+static int sp_over_budget(sp_state_t *s, const pol_actions_t *a, const sp_cand_t *c, double cap)
+{
+	sp_key_t k = {c->f->blocks[c->f->n_blocks - 1], c->f->n_blocks};
+	size_t lo = 0, hi = s->n_over;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = sp_key_cmp(&s->over[mid], &k);
+		if (!r)
+			return 0;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (s->n_over == s->cap_over) {
+		size_t ncap = s->cap_over ? 2 * s->cap_over : 16;
+		sp_key_t *x = realloc(s->over, ncap * sizeof *x);
+		if (!x)
+			return KS_ENOMEM;
+		s->over = x;
+		s->cap_over = ncap;
+	}
+	memmove(&s->over[lo + 1], &s->over[lo], (s->n_over - lo) * sizeof *s->over);
+	s->over[lo] = k;
+	s->n_over++;
+	if (a->stats)
+		pol_spec_over_budget(a->stats, c->miss, (uint32_t)cap, "spec_vram_frac");
+	return 0;
+}
+
 static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
                       const pol_forecast_t *fc, err_t *e)
 {
@@ -265,9 +313,12 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 				i++;
 				continue;
 			}
-			if (a->cancel)
-				a->cancel(a->ctx, s->fl[i].id);
+			/* forget the entry before cancelling: the cancel calls
+			 * sp_on_copy_end, which would remove it a second time */
+			uint64_t id = s->fl[i].id;
 			s->fl[i] = s->fl[--s->n_fl];
+			if (a->cancel)
+				a->cancel(a->ctx, id);
 		}
 	if (sp_snapshot(s, v))
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -291,13 +342,21 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	for (size_t i = 0; i < nc; i++) {
 		const sp_cand_t *c = &s->c[i];
 		double cap = s->vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
-		if ((double)(s->spec_plan[c->dst] + c->miss) > cap)
+		if ((double)c->miss > cap && sp_over_budget(s, a, c, cap))
+			return err_set(e, KS_ENOMEM, "out of memory");
+		if ((double)(s->spec_plan[c->dst] + c->miss) > cap) {
+			if (a->stats)
+				pol_spec_refused(a->stats, POL_REFUSED_VRAM);
 			continue;
+		}
 		double bytes = (double)c->miss * (double)v->block_bytes;
 		/* a copy larger than the bucket goes when the bucket is full and
 		 * leaves a debt, so big prefixes are rate-limited, not starved */
-		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s)
+		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s) {
+			if (a->stats)
+				pol_spec_refused(a->stats, POL_REFUSED_BW);
 			continue;
+		}
 		uint64_t id;
 		int rc = a->copy(a->ctx, c->f->blocks, c->copy_n, c->src, c->dst, POL_BG, &id);
 		if (rc < 0)

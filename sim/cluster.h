@@ -31,6 +31,8 @@ typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
  * another request: wait until it is ready, or recompute it privately. */
 enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
 
+struct sim_req;
+
 typedef struct cluster_params {
 	uint32_t n_instances;
 	uint32_t block_tokens;
@@ -45,6 +47,10 @@ typedef struct cluster_params {
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+	/* Under BUSY_WAIT, r's first missing block (index first) is INFLIGHT
+	 * here: 1 waits for the copy to land, 0 computes the rest of the prompt
+	 * privately. NULL: always wait. */
+	int (*wait_inflight)(void *ctx, uint32_t inst, const struct sim_req *r, uint32_t first);
 	void *hook_ctx;
 } cluster_params_t;
 
