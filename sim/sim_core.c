@@ -216,8 +216,10 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
 	if (ro->route_hint && ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
-	    *inst < s->cl.p.n_instances)
+	    *inst < s->cl.p.n_instances) {
+		s->spec.hint_routed++;
 		return POL_ACCEPT;
+	}
 	const struct pol_routing_ops *rt = POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
 	int rc = rt->route(s->pol.h[POL_ROUTING].state, &s->view, q, inst);
 	if (rc < 0)
@@ -312,7 +314,7 @@ static void warn_over_budget(sim_ctx_t *s)
 	fprintf(stderr,
 		"kvsim: warning: t=%.3f s: [policy.replication] %s: a forecast prefix needs %u blocks "
 		"but the speculative VRAM budget is %u blocks per instance, so it can never be "
-		"replicated (spec.prefix_over_budget counts such prefixes)\n",
+		"replicated whole (spec.prefix_over_budget counts such prefixes)\n",
 		(double)ev_engine_now(s->eng) / 1e9, st->over_budget_key ? st->over_budget_key : "budget",
 		st->over_budget_blocks, st->over_budget_cap);
 }
