@@ -546,7 +546,9 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	c->deferred = 0;
 	s->spec.deferred_started++;
 	s->spec.deferral_s += (double)(ev_engine_now(eng) - c->requested) * 1e-9;
-	return copy_flows_start(s, c);
+	int rc = copy_flows_start(s, c);
+	/* requests waiting at dst decide again, now from the flows' real rates */
+	return rc ? rc : cluster_kick(&s->cl, (uint32_t)c->dst);
 }
 
 /* Estimated landing time of copy c at current rates (INT64_MAX: unknown or

@@ -322,6 +322,55 @@ static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 	sim_results_free(&r);
 }
 
+/* Across nodes the 640-token copy takes ~1.7 ms over the NICs, more than
+ * the source's 0.5 ms head start: request 1, arriving at 0.5 ms, computes
+ * the prompt itself rather than wait (with copy_deferred off it waits). */
+static void test_request_recomputes_when_waiting_is_slower(void **st)
+{
+	(void)st;
+	static const rq_t trace[] = {
+	    {0, 40, 7000, 41 * 16, 4},
+	    {MS / 2, 40, 7000, 41 * 16, 4},
+	};
+	const char *two[] = {"cluster.nodes=2", "cluster.gpus_per_node=1"};
+	const char *two_off[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
+	                         "kvcache.copy_deferred=false"};
+	for (int off = 0; off < 2; off++) {
+		script_reset();
+		g_tick_ns = MS / 4;
+		/* off: the same copy once the source is READY, before request 1 */
+		g_step[0] = (step_t){.op = off ? OP_COPY : OP_COPY_WHILE_COMPUTING,
+		                     .at_ns = off ? 19 * MS + MS / 4 : MS / 4,
+		                     .src = 0,
+		                     .dst = 1,
+		                     .n = 40,
+		                     .blocks = PFX};
+		g_n_step = 1;
+		static const rq_t late[] = {
+		    {0, 40, 7000, 41 * 16, 4},
+		    {19 * MS + MS / 2, 40, 7000, 41 * 16, 4},
+		};
+		sim_results_t r =
+		    run_script(off ? late : trace, 2, off ? two_off : two, off ? 3 : 2);
+		assert_int_equal(g_step[0].rc, POL_COPY_OK);
+		assert_int_equal(r.n_xfer, 1);
+		const res_request_t *r1 = req_of(&r, 1);
+		int64_t first = r1->arrival_ns + r1->ttft_ns;
+		printf(
+		    "copy_deferred=%s: copy lands at %lld ns, request 1's first token at %lld ns\n",
+		    off ? "false" : "true", (long long)r.xfer[0].end_ns, (long long)first);
+		assert_int_equal(r1->instance, 1);
+		if (!off) {
+			assert_int_equal(r1->tok_spec_hit, 0);
+			assert_true(first < r.xfer[0].end_ns);
+		} else {
+			assert_int_equal(r1->tok_spec_hit, 40 * 16); /* waited for it */
+			assert_true(first > r.xfer[0].end_ns);
+		}
+		sim_results_free(&r);
+	}
+}
+
 /* Without the view's computing match (copy_deferred off) a policy asking
  * anyway is refused for the source. */
 static void test_copy_from_computing_source_refused_when_not_deferred(void **st)
@@ -480,6 +529,7 @@ int main(void)
 	    cmocka_unit_test(test_stale_cancels_under_rate_cap_do_not_crash_and_keep_bytes),
 	    cmocka_unit_test(test_transfer_bytes_equal_summary_bytes_in_every_mode),
 	    cmocka_unit_test(test_deferred_copy_starts_the_ns_its_source_is_ready),
+	    cmocka_unit_test(test_request_recomputes_when_waiting_is_slower),
 	    cmocka_unit_test(test_copy_from_computing_source_refused_when_not_deferred),
 	    cmocka_unit_test(test_deferred_copy_cancelled_when_source_is_dropped),
 	    cmocka_unit_test(test_cancelled_copy_bytes_and_waiting_request),
