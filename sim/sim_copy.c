@@ -579,16 +579,16 @@ static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 		const sim_req_t *r = in->run[k];
 		if (d >= r->shared_hold || d < r->ready || r->blocks[d] != last)
 			continue;
-		uint32_t done = r->done_tok, left = (d + 1) * B > done ? (d + 1) * B - done : 0;
-		int64_t t = now;
+		uint32_t left = (d + 1) * B > r->done_tok ? (d + 1) * B - r->done_tok : 0;
+		int64_t t = now + mdl_prefill_time_ns(&s->comp, left, r->done_tok);
 		if (r->in_batch && r->chunk && in->busy) {
-			/* the chunk in the running iteration ends about when it alone would */
-			int64_t end = in->iter_start + mdl_prefill_time_ns(&s->comp, r->chunk, done);
-			t = end > now ? end : now;
-			left = left > r->chunk ? left - r->chunk : 0;
-			done += r->chunk;
+			/* the running iteration's batch is still in place: its end is
+			 * exact, and later chunks are taken to cost as much */
+			int64_t dur = s->cl.p.cost(s->cl.p.cost_ctx, &in->batch);
+			uint32_t more = left > r->chunk ? (left - r->chunk + r->chunk - 1) / r->chunk : 0;
+			t = in->iter_start + (int64_t)(1 + more) * (dur > 1 ? dur : 1);
 		}
-		return t + (left ? mdl_prefill_time_ns(&s->comp, left, done) : 0) +
+		return (t > now ? t : now) +
 		       sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
 	}
 	return INT64_MAX;
