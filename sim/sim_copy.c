@@ -553,7 +553,8 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 
 /* Estimated landing time of copy c at current rates (INT64_MAX: unknown or
  * paused). A deferred copy adds the source's remaining prefill up to its
- * last computing block, at the cost model's rate for that chunk alone. */
+ * last computing block: the running iteration's end, then as many more
+ * iterations of that length as the rest of the prefill needs chunks. */
 static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 {
 	int64_t now = ev_engine_now(s->eng), eta = now;
@@ -567,13 +568,13 @@ static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 	if (!c->deferred)
 		return eta;
 	const sim_inst_t *in = &s->cl.inst[c->src];
+	const kv_block_info_t *b = NULL;
 	uint64_t last = 0;
 	for (uint32_t j = 0; j < c->n; j++)
 		if (kv_lookup(in->kv, c->blocks[j]) == KV_COMPUTING)
-			last = c->blocks[j];
-	const kv_block_info_t *b = kv_info(in->kv, last);
-	if (!b)
-		return INT64_MAX;
+			b = kv_info(in->kv, last = c->blocks[j]);
+	if (!b) /* computed: its flows start at this instant */
+		return now + sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
 	uint32_t d = b->depth, B = s->cl.p.block_tokens;
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		const sim_req_t *r = in->run[k];
@@ -582,8 +583,8 @@ static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 		uint32_t left = (d + 1) * B > r->done_tok ? (d + 1) * B - r->done_tok : 0;
 		int64_t t = now + mdl_prefill_time_ns(&s->comp, left, r->done_tok);
 		if (r->in_batch && r->chunk && in->busy) {
-			/* the running iteration's batch is still in place: its end is
-			 * exact, and later chunks are taken to cost as much */
+			/* the running iteration's batch is still in place, so its end
+			 * is exact */
 			int64_t dur = s->cl.p.cost(s->cl.p.cost_ctx, &in->batch);
 			uint32_t more = left > r->chunk ? (left - r->chunk + r->chunk - 1) / r->chunk : 0;
 			t = in->iter_start + (int64_t)(1 + more) * (dur > 1 ? dur : 1);
