@@ -35,8 +35,11 @@
  *               simulator may pass NULL and skip the predictor entirely.
  *   copies:     repl hooks call pol_actions_t.copy; the simulator refuses
  *               blocks that do not exist or are not computed at the source
- *               (causality is the simulator's; policies retry later), and
- *               calls repl.on_copy_end(id, landed) for every accepted copy.
+ *               (causality is the simulator's; policies retry later) unless
+ *               it defers the copy until they are (view.match_computing set),
+ *               and calls repl.on_copy_end(id, landed) for every accepted copy
+ *               (landed 0: cancelled, also when a deferred copy's source is
+ *               dropped before it was computed).
  *   eviction:   the KV store orders evictable blocks by pol_evict_cmp.
  *   transfer:   background copies follow xfer.mode(&mode, &param).
  *   accounting: the simulator fills a pol_spec_stats_t (replication policies
@@ -123,6 +126,12 @@ typedef struct pol_view {
 	 * (fall back to pol_inst_t.kv_used_blocks). */
 	uint32_t (*match_host)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
 	uint64_t (*held_blocks)(void *ctx, uint32_t i);
+	/* Appended, may be NULL: longest prefix of blocks[0..n) on instance i
+	 * that is computed or still being computed there. The simulator sets
+	 * it only when it defers copies from such a source (kvcache.
+	 * copy_deferred): a copy asked for from it is then accepted and starts
+	 * when the source has computed it. */
+	uint32_t (*match_computing)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
 } pol_view_t;
 
 /* Best match over all instances: blocks matched, *inst = lowest index among
@@ -454,14 +463,44 @@ struct pol_spec_stats {
 	uint64_t warm_hits;      /* requests whose prefix was warm thanks to a replica */
 	uint64_t fg_flows;       /* foreground flows that completed */
 	double fg_slowdown_s;    /* sum over them of (actual - alone-on-path) completion */
-	uint64_t hint_routed;    /* requests placed by repl.route_hint and admitted */
+	/* Appended fields (readers go by metric name, never by position). */
+	uint64_t bytes_cancelled; /* of bytes_fg + bytes_bg: moved by copies later cancelled */
+	/* copies_refused by reason (they sum to it): the policy's own VRAM and
+	 * bandwidth budgets (counted by the policy through pol_spec_refused),
+	 * no room at the target and source KV absent or not computed (counted
+	 * by the simulator). A copy retried every tick counts every time. */
+	uint64_t refused_vram, refused_bw, refused_room, refused_source;
+	/* Distinct forecast prefixes larger than the policy's whole VRAM budget
+	 * (never replicable), with the first one's size, that budget and the
+	 * parameter that sets it (pol_spec_over_budget). */
+	uint64_t prefix_over_budget;
+	uint32_t over_budget_blocks, over_budget_cap;
+	const char *over_budget_key;
+	uint64_t hint_routed;        /* requests placed by repl.route_hint */
+	uint64_t copies_deferred;    /* accepted while source blocks were still computing */
+	uint64_t deferred_started;   /* ... whose flows started once the source was ready */
+	uint64_t deferred_cancelled; /* ... cancelled before they started */
+	double deferral_s;           /* sum over started ones of (flow start - request) */
 };
+
+typedef enum pol_refusal {
+	POL_REFUSED_VRAM,
+	POL_REFUSED_BW,
+	POL_REFUSED_ROOM,
+	POL_REFUSED_SOURCE
+} pol_refusal_t;
+
+/* Counts one refused copy under its reason and in copies_refused. */
+void pol_spec_refused(pol_spec_stats_t *s, pol_refusal_t why);
+/* Counts one more distinct prefix over budget; the first call also keeps
+ * its size, the budget (blocks) and the parameter's name (static string). */
+void pol_spec_over_budget(pol_spec_stats_t *s, uint32_t blocks, uint32_t cap, const char *key);
 
 /* A replica leaves the store (evicted or end of run) at now. */
 void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
                            int used);
 
-#define POL_SPEC_N_METRICS 14
+#define POL_SPEC_N_METRICS 23
 /* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */
 extern const char *const pol_spec_metric_names[POL_SPEC_N_METRICS];
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS]);

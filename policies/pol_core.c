@@ -259,8 +259,27 @@ const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {
     "spec.replicas_wasted",    "spec.waste_ratio",      "spec.unused_vram_gb_s",
     "spec.bytes_fg",           "spec.bytes_bg",         "spec.copies_cancelled",
     "spec.copies_refused",     "spec.warm_hits",        "spec.fg_flows",
-    "spec.fg_slowdown_mean_s", "spec.hint_routed",
+    "spec.fg_slowdown_mean_s", "spec.bytes_cancelled",  "spec.refused_vram",
+    "spec.refused_bw",         "spec.refused_room",     "spec.refused_source",
+    "spec.prefix_over_budget", "spec.hint_routed",      "spec.copies_deferred",
+    "spec.deferred_cancelled", "spec.deferral_mean_ms",
 };
+
+void pol_spec_refused(pol_spec_stats_t *s, pol_refusal_t why)
+{
+	uint64_t *by[] = {&s->refused_vram, &s->refused_bw, &s->refused_room, &s->refused_source};
+	(*by[why])++;
+	s->copies_refused++;
+}
+
+void pol_spec_over_budget(pol_spec_stats_t *s, uint32_t blocks, uint32_t cap, const char *key)
+{
+	if (!s->prefix_over_budget++) {
+		s->over_budget_blocks = blocks;
+		s->over_budget_cap = cap;
+		s->over_budget_key = key;
+	}
+}
 
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 {
@@ -278,5 +297,14 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 	out[10] = (double)s->warm_hits;
 	out[11] = (double)s->fg_flows;
 	out[12] = s->fg_flows ? s->fg_slowdown_s / (double)s->fg_flows : 0.0;
-	out[13] = (double)s->hint_routed;
+	out[13] = (double)s->bytes_cancelled;
+	out[14] = (double)s->refused_vram;
+	out[15] = (double)s->refused_bw;
+	out[16] = (double)s->refused_room;
+	out[17] = (double)s->refused_source;
+	out[18] = (double)s->prefix_over_budget;
+	out[19] = (double)s->hint_routed;
+	out[20] = (double)s->copies_deferred;
+	out[21] = (double)s->deferred_cancelled;
+	out[22] = s->deferred_started ? s->deferral_s * 1e3 / (double)s->deferred_started : 0.0;
 }

@@ -9,15 +9,31 @@
  *   cost    = xfer_ns(s, d, c - m)                      (link time it takes)
  *   saved   = prefill_ns(d, (c - m) B, m B)             (recompute avoided;
  *             with spec_saved_basis = min, also capped by the on-demand fetch)
- *   p_use   = 1 - exp(-E / targets)                     (Poisson: at least one
- *             of the E arrivals, spread evenly, lands on d)
+ *   p_use   = 1 - exp(-E_d)                             (Poisson: at least one
+ *             of the E_d arrivals expected at d lands there)
  *   accept  iff p_use x saved >= spec_payback x cost.
+ * E_d comes from where p's recent requests were actually routed (the last
+ * SP_HIST routings of requests whose prompt starts with p, seen in
+ * on_route): of those R, h were placed by this policy's routing hint (they
+ * go to the least busy warm holder, so a new holder d would take about
+ * 1/(H+1) of them, H = current warm holders plus targets in flight) and u_d
+ * were routed to d by the routing policy:
+ *   E_d = E x (h / R / (H + 1) + u_d / R);
+ * without history, E_d = E / targets (arrivals spread evenly over the
+ * targets). When the simulator defers copies (view.match_computing), a
+ * source still computing p counts as holding it: the copy is reserved now
+ * and moves once the source has computed it.
  * Accepted candidates are issued best ratio first while (a) d's speculative
  * blocks (resident + in flight) stay <= spec_vram_frac x its KV capacity and
  * (b) a token bucket of spec_bw_gbps (burst spec_bw_burst_s) has the bytes
- * (or is full: a copy larger than the bucket then leaves a debt).
+ * (or is full: a copy larger than the bucket then leaves a debt); refusals
+ * are counted by reason, and a prefix larger than the whole VRAM budget is
+ * reported (pol_spec_over_budget).
  * In-flight copies of prefixes that left the forecast are cancelled when
- * spec_cancel_stale is set. */
+ * spec_cancel_stale is set. With spec_route_warm, a request of a prefix one
+ * of our copies brought (while the prefix stays tracked: in the forecast
+ * within the last horizon) goes to the least busy instance holding it warm,
+ * ties drawn at random from the policy's own stream. */
 #include "policies/pol_int.h"
 
 #include <math.h>
@@ -28,6 +44,27 @@ typedef struct sp_flight {
 	uint64_t id, key;
 	uint32_t n, dst, blocks; /* prefix length, target, blocks moved */
 } sp_flight_t;
+
+typedef struct sp_key {
+	uint64_t key; /* blocks[n-1] */
+	uint32_t n;
+} sp_key_t;
+
+/* One forecast prefix followed over time: where its requests went, and
+ * whether one of our copies of it landed (the routing hint's trigger). */
+#define SP_HIST 32 /* recent routings kept per prefix (own choice) */
+/* Pseudo-requests spread evenly over the targets added to the history
+ * (additive smoothing, Laplace's rule): one or two routings must not decide
+ * alone that a prefix never reaches d (own choice). */
+#define SP_PRIOR 4.0
+typedef struct sp_track {
+	uint64_t key; /* blocks[n-1] */
+	uint32_t n;
+	int replicated;
+	int64_t seen_ns;          /* last tick it was in the forecast */
+	uint32_t hist_n, hist_at; /* routings kept, next slot */
+	uint32_t hist[SP_HIST];   /* instance << 1 | placed by our hint */
+} sp_track_t;
 
 typedef struct sp_cand {
 	const pol_fc_t *f;
@@ -52,6 +89,17 @@ typedef struct sp_state {
 	unsigned char *hit;
 	size_t cap_hit;
 	uint32_t n_inst;
+	sp_key_t *over; /* prefixes reported over budget, sorted */
+	size_t n_over, cap_over;
+	sp_track_t *tr;
+	size_t n_tr, cap_tr;
+	uint32_t *ix; /* open addressing on key: track index + 1, 0 empty */
+	size_t ix_cap;
+	int route_warm;
+	gsl_rng *rng;      /* ties of the routing hint */
+	uint64_t hint_req; /* the request the last hint placed, and where */
+	uint32_t hint_inst;
+	int hint_set;
 } sp_state_t;
 
 static const cfg_key_t sp_params[] = {
@@ -76,14 +124,19 @@ static const cfg_key_t sp_params[] = {
             "forecast entries expecting fewer arrivals are ignored"),
     POL_KEY("replication", "speculative", "spec_cancel_stale", CFG_BOOL, "true", 0, 0, NULL, "",
             "cancel in-flight copies of prefixes that left the forecast"),
+    POL_KEY("replication", "speculative", "spec_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
+            "route requests of a prefix we replicated to its least busy warm instance "
+            "(as early_rdma's early_route_warm, the original proposal's routing rule)"),
 };
 
 static int sp_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
 {
-	(void)seed;
 	sp_state_t *s = calloc(1, sizeof *s);
-	if (!s)
+	if (!s || !(s->rng = pol_rng_new(seed))) {
+		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	s->route_warm = pol_param_num(p, "spec_route_warm") != 0;
 	s->tick_ns = (int64_t)(pol_param_num(p, "spec_tick_ms") * 1e6);
 	s->horizon_ns = (int64_t)(pol_param_num(p, "spec_horizon_s") * 1e9);
 	s->vram_frac = pol_param_num(p, "spec_vram_frac");
@@ -109,6 +162,10 @@ static void sp_free(void *st)
 	free(s->order);
 	free(s->spec_plan);
 	free(s->hit);
+	free(s->over);
+	free(s->tr);
+	free(s->ix);
+	gsl_rng_free(s->rng);
 	free(s);
 }
 
@@ -116,6 +173,113 @@ static pol_repl_timing_t sp_timing(const void *st)
 {
 	const sp_state_t *s = st;
 	return (pol_repl_timing_t){s->tick_ns, s->horizon_ns};
+}
+
+/* ---- tracked prefixes ------------------------------------------------------ */
+
+static size_t sp_slot(const sp_state_t *s, uint64_t key)
+{
+	/* Fibonacci hashing (Knuth, TAOCP 3, 6.4): ids may be sequential */
+	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (s->ix_cap - 1);
+}
+
+static sp_track_t *sp_track_find(const sp_state_t *s, uint64_t key, uint32_t n)
+{
+	if (!s->n_tr)
+		return NULL;
+	for (size_t i = sp_slot(s, key);; i = (i + 1) & (s->ix_cap - 1)) {
+		uint32_t v = s->ix[i];
+		if (!v)
+			return NULL;
+		if (s->tr[v - 1].key == key)
+			return s->tr[v - 1].n == n ? &s->tr[v - 1] : NULL;
+	}
+}
+
+static void sp_ix_put(sp_state_t *s, size_t idx)
+{
+	size_t i = sp_slot(s, s->tr[idx].key);
+	while (s->ix[i])
+		i = (i + 1) & (s->ix_cap - 1);
+	s->ix[i] = (uint32_t)idx + 1;
+}
+
+/* Rebuilds the index for n_tr tracks at load <= 1/2. */
+static int sp_ix_build(sp_state_t *s)
+{
+	size_t cap = 64;
+	while (cap < 2 * s->n_tr + 2)
+		cap *= 2;
+	if (cap != s->ix_cap) {
+		uint32_t *x = realloc(s->ix, cap * sizeof *x);
+		if (!x)
+			return KS_ENOMEM;
+		s->ix = x;
+		s->ix_cap = cap;
+	}
+	memset(s->ix, 0, s->ix_cap * sizeof *s->ix);
+	for (size_t i = 0; i < s->n_tr; i++)
+		sp_ix_put(s, i);
+	return 0;
+}
+
+/* Finds or starts tracking f's prefix; NULL only on ENOMEM. */
+static sp_track_t *sp_track_get(sp_state_t *s, const uint64_t *blocks, uint32_t n, int64_t now)
+{
+	sp_track_t *t = sp_track_find(s, blocks[n - 1], n);
+	if (t)
+		return t;
+	if (s->n_tr == s->cap_tr) {
+		size_t cap = s->cap_tr ? 2 * s->cap_tr : 64;
+		sp_track_t *x = realloc(s->tr, cap * sizeof *x);
+		if (!x)
+			return NULL;
+		s->tr = x;
+		s->cap_tr = cap;
+	}
+	t = &s->tr[s->n_tr++];
+	memset(t, 0, sizeof *t);
+	t->key = blocks[n - 1];
+	t->n = n;
+	t->seen_ns = now;
+	if (2 * s->n_tr + 2 > s->ix_cap) {
+		if (sp_ix_build(s))
+			return NULL;
+	} else {
+		sp_ix_put(s, s->n_tr - 1);
+	}
+	return t;
+}
+
+/* Forgets prefixes absent from the forecast for longer than the horizon. */
+static int sp_track_prune(sp_state_t *s, int64_t now)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s->n_tr; i++)
+		if (now - s->tr[i].seen_ns <= s->horizon_ns)
+			s->tr[k++] = s->tr[i];
+	if (k == s->n_tr)
+		return 0;
+	s->n_tr = k;
+	return sp_ix_build(s);
+}
+
+/* E_d, the arrivals of the horizon expected at d (see the header). */
+static double sp_expected_at(const sp_track_t *t, const pol_fc_t *f, uint32_t d, uint32_t holders,
+                             uint32_t nt)
+{
+	if (!t || !t->hist_n)
+		return f->expected / (double)nt;
+	uint32_t hinted = 0, to_d = 0;
+	for (uint32_t i = 0; i < t->hist_n; i++) {
+		if (t->hist[i] & 1)
+			hinted++;
+		else if (t->hist[i] >> 1 == d)
+			to_d++;
+	}
+	double r = (double)t->hist_n + SP_PRIOR;
+	return f->expected *
+	       ((double)hinted / (holders + 1) + (double)to_d + SP_PRIOR / (double)nt) / r;
 }
 
 static int sp_flying(const sp_state_t *s, const pol_fc_t *f, uint32_t dst)
@@ -190,10 +354,35 @@ static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
 	return 0;
 }
 
+/* Instances that hold c blocks of f (computed, or being computed when the
+ * view says so) plus our copies of f in flight. */
+static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, uint32_t c)
+{
+	uint32_t h = 0;
+	for (uint32_t k = 0; k < v->n_inst; k++)
+		h += (v->match_computing ? v->match_computing(v->ctx, k, f->blocks, c)
+		                         : v->match(v->ctx, k, f->blocks, c)) >= c;
+	for (size_t i = 0; i < s->n_fl; i++)
+		h += s->fl[i].n == f->n_blocks && s->fl[i].key == f->blocks[f->n_blocks - 1];
+	return h;
+}
+
 /* Candidates (p, d) of one forecast entry that pass the payback test. */
-static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, size_t *n)
+static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, const sp_track_t *t,
+                       size_t *n)
 {
 	uint32_t src, c = pol_view_best_match(v, f->blocks, f->n_blocks, &src);
+	uint32_t src_ready = src, c_ready = c;
+	int pending = 0;
+	for (uint32_t k = 0; v->match_computing && k < v->n_inst; k++) {
+		/* a longer prefix still being computed: the copy waits for it */
+		uint32_t mc = v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
+		if (mc > c) {
+			c = mc;
+			src = k;
+			pending = 1;
+		}
+	}
 	if (!c)
 		return 0; /* nobody holds it yet: nothing to copy */
 	uint32_t tgt[1024], nt = 0;
@@ -208,31 +397,39 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, si
 			tgt[nt++] = d;
 	}
 	uint64_t B = v->block_tokens;
+	uint32_t holders = sp_holders(s, v, f, c);
 	for (uint32_t i = 0; i < nt; i++) {
-		uint32_t d = tgt[i], m = v->match(v->ctx, d, f->blocks, c);
+		uint32_t d = tgt[i], m = v->match(v->ctx, d, f->blocks, c), cc = c, sc = src;
 		if (m >= c || sp_flying(s, f, d))
 			continue;
+		if (pending && v->match_computing(v->ctx, d, f->blocks, c) > m)
+			continue; /* d computes it itself */
+		if (pending && (double)(c - m) > s->vram_frac * (double)s->snap[d].kv_cap_blocks &&
+		    c_ready > m) {
+			cc = c_ready; /* the whole prefix never fits d's budget: what is computed */
+			sc = src_ready;
+		}
 		/* the best source for this target: a full holder with the fastest link */
-		uint32_t sbest = src;
-		int64_t cost = v->xfer_ns(v->ctx, src, d, c - m);
+		uint32_t sbest = sc;
+		int64_t cost = v->xfer_ns(v->ctx, sc, d, cc - m);
 		for (uint32_t k = 0; k < v->n_inst; k++) {
-			if (k == d || k == src || v->match(v->ctx, k, f->blocks, c) < c)
+			if (k == d || k == sc || v->match(v->ctx, k, f->blocks, cc) < cc)
 				continue;
-			int64_t t = v->xfer_ns(v->ctx, k, d, c - m);
-			if (t < cost) {
-				cost = t;
+			int64_t tk = v->xfer_ns(v->ctx, k, d, cc - m);
+			if (tk < cost) {
+				cost = tk;
 				sbest = k;
 			}
 		}
 		double saved =
-		    (double)v->prefill_ns(v->ctx, d, (uint64_t)(c - m) * B, (uint64_t)m * B);
+		    (double)v->prefill_ns(v->ctx, d, (uint64_t)(cc - m) * B, (uint64_t)m * B);
 		if (s->basis_min && (double)cost < saved)
 			saved = (double)cost;
-		double p_use = 1 - exp(-f->expected / (double)nt);
+		double p_use = 1 - exp(-sp_expected_at(t, f, d, holders, nt));
 		double benefit = p_use * saved, price = s->payback * (double)cost;
 		if (benefit < price)
 			continue;
-		sp_cand_t cd = {f, sbest, d, c, c - m, cost > 0 ? benefit / (double)cost : 1e300};
+		sp_cand_t cd = {f, sbest, d, cc, cc - m, cost > 0 ? benefit / (double)cost : 1e300};
 		if (sp_push_cand(s, n, &cd))
 			return KS_ENOMEM;
 	}
@@ -244,6 +441,46 @@ static int sp_in_forecast(const sp_flight_t *fl, const pol_forecast_t *fc)
 	for (size_t k = 0; fc && k < fc->n; k++)
 		if (fc->e[k].n_blocks == fl->n && fc->e[k].blocks[fl->n - 1] == fl->key)
 			return 1;
+	return 0;
+}
+
+static int sp_key_cmp(const void *a, const void *b)
+{
+	const sp_key_t *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+/* A forecast prefix larger than every instance's whole VRAM budget can
+ * never be replicated whole; each such prefix is reported once. */
+static int sp_over_budget(sp_state_t *s, const pol_actions_t *a, const pol_fc_t *f, double cap)
+{
+	sp_key_t k = {f->blocks[f->n_blocks - 1], f->n_blocks};
+	size_t lo = 0, hi = s->n_over;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = sp_key_cmp(&s->over[mid], &k);
+		if (!r)
+			return 0;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (s->n_over == s->cap_over) {
+		size_t ncap = s->cap_over ? 2 * s->cap_over : 16;
+		sp_key_t *x = realloc(s->over, ncap * sizeof *x);
+		if (!x)
+			return KS_ENOMEM;
+		s->over = x;
+		s->cap_over = ncap;
+	}
+	memmove(&s->over[lo + 1], &s->over[lo], (s->n_over - lo) * sizeof *s->over);
+	s->over[lo] = k;
+	s->n_over++;
+	if (a->stats)
+		pol_spec_over_budget(a->stats, f->n_blocks, (uint32_t)cap, "spec_vram_frac");
 	return 0;
 }
 
@@ -265,17 +502,31 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 				i++;
 				continue;
 			}
-			if (a->cancel)
-				a->cancel(a->ctx, s->fl[i].id);
+			/* forget the entry before cancelling: the cancel calls
+			 * sp_on_copy_end, which would remove it a second time */
+			uint64_t id = s->fl[i].id;
 			s->fl[i] = s->fl[--s->n_fl];
+			if (a->cancel)
+				a->cancel(a->ctx, id);
 		}
-	if (sp_snapshot(s, v))
+	if (sp_snapshot(s, v) || sp_track_prune(s, now))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	size_t nc = 0;
-	for (size_t k = 0; fc && k < fc->n; k++)
-		if (fc->e[k].n_blocks && fc->e[k].expected >= s->min_expected &&
-		    sp_consider(s, v, &fc->e[k], &nc))
+	double max_cap = 0; /* the largest budget: a prefix above it fits nowhere */
+	for (uint32_t i = 0; i < s->n_inst; i++)
+		if (s->vram_frac * (double)s->snap[i].kv_cap_blocks > max_cap)
+			max_cap = s->vram_frac * (double)s->snap[i].kv_cap_blocks;
+	for (size_t k = 0; fc && k < fc->n; k++) {
+		const pol_fc_t *f = &fc->e[k];
+		if (!f->n_blocks || f->expected < s->min_expected)
+			continue;
+		sp_track_t *t = sp_track_get(s, f->blocks, f->n_blocks, now);
+		if (!t || ((double)f->n_blocks > max_cap && sp_over_budget(s, a, f, max_cap)))
 			return err_set(e, KS_ENOMEM, "out of memory");
+		t->seen_ns = now;
+		if (sp_consider(s, v, f, t, &nc))
+			return err_set(e, KS_ENOMEM, "out of memory");
+	}
 	if (nc > 1)
 		qsort(s->c, nc, sizeof *s->c, cand_cmp);
 	/* triggers: forecast entries that got at least one copy this tick */
@@ -291,13 +542,19 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	for (size_t i = 0; i < nc; i++) {
 		const sp_cand_t *c = &s->c[i];
 		double cap = s->vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
-		if ((double)(s->spec_plan[c->dst] + c->miss) > cap)
+		if ((double)(s->spec_plan[c->dst] + c->miss) > cap) {
+			if (a->stats)
+				pol_spec_refused(a->stats, POL_REFUSED_VRAM);
 			continue;
+		}
 		double bytes = (double)c->miss * (double)v->block_bytes;
 		/* a copy larger than the bucket goes when the bucket is full and
 		 * leaves a debt, so big prefixes are rate-limited, not starved */
-		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s)
+		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s) {
+			if (a->stats)
+				pol_spec_refused(a->stats, POL_REFUSED_BW);
 			continue;
+		}
 		uint64_t id;
 		int rc = a->copy(a->ctx, c->f->blocks, c->copy_n, c->src, c->dst, POL_BG, &id);
 		if (rc < 0)
@@ -329,13 +586,84 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 
 static void sp_on_copy_end(void *st, uint64_t id, int landed)
 {
-	(void)landed;
 	sp_state_t *s = st;
 	for (size_t i = 0; i < s->n_fl; i++)
 		if (s->fl[i].id == id) {
+			sp_track_t *t = landed ? sp_track_find(s, s->fl[i].key, s->fl[i].n) : NULL;
+			if (t)
+				t->replicated = 1;
 			s->fl[i] = s->fl[--s->n_fl];
 			return;
 		}
+}
+
+/* Where each request of a tracked prefix went, and whether our hint sent it. */
+static int sp_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
+                       uint32_t inst, err_t *e)
+{
+	(void)v;
+	(void)a;
+	(void)e;
+	sp_state_t *s = st;
+	uint32_t hinted = s->hint_set && s->hint_req == r->id && s->hint_inst == inst;
+	s->hint_set = 0;
+	for (uint32_t j = 0; s->n_tr && j < r->n_blocks; j++) {
+		sp_track_t *t = sp_track_find(s, r->blocks[j], j + 1);
+		if (!t)
+			continue;
+		t->hist[t->hist_at] = inst << 1 | hinted;
+		t->hist_at = (t->hist_at + 1) % SP_HIST;
+		if (t->hist_n < SP_HIST)
+			t->hist_n++;
+	}
+	return 0;
+}
+
+/* <0 when a is less busy than b: fewer queued + running, then fewer queued
+ * prefill tokens. */
+static int sp_load_cmp(const pol_inst_t *a, const pol_inst_t *b)
+{
+	uint64_t la = (uint64_t)a->waiting + a->running, lb = (uint64_t)b->waiting + b->running;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	if (a->prefill_tokens != b->prefill_tokens)
+		return a->prefill_tokens < b->prefill_tokens ? -1 : 1;
+	return 0;
+}
+
+static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
+{
+	sp_state_t *s = st;
+	if (!s->route_warm || !s->n_tr)
+		return 0;
+	uint32_t len = 0;
+	for (uint32_t j = r->n_blocks; j > 0 && !len; j--) {
+		const sp_track_t *t = sp_track_find(s, r->blocks[j - 1], j);
+		if (t && t->replicated)
+			len = j;
+	}
+	if (!len)
+		return 0;
+	uint32_t ties = 0;
+	pol_inst_t best, cur;
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		if (v->match(v->ctx, i, r->blocks, len) < len)
+			continue;
+		v->inst(v->ctx, i, &cur);
+		int c = ties ? sp_load_cmp(&cur, &best) : -1;
+		/* equal load: each of the k tied instances kept with probability 1/k */
+		if (c < 0 || (c == 0 && gsl_rng_uniform_int(s->rng, ties + 1) == 0)) {
+			best = cur;
+			*inst = i;
+		}
+		ties = c < 0 ? 1 : ties + (c == 0);
+	}
+	if (!ties)
+		return 0; /* no warm copy left */
+	s->hint_req = r->id;
+	s->hint_inst = *inst;
+	s->hint_set = 1;
+	return 1;
 }
 
 const struct pol_replication_ops pol_repl_speculative = {
@@ -343,10 +671,14 @@ const struct pol_replication_ops pol_repl_speculative = {
              "Forecast-driven speculative replication: top forecast prefixes x target "
              "instances, each accepted only if p_use x time saved >= spec_payback x copy "
              "time, issued best ratio first within a VRAM budget (spec_vram_frac of each KV "
-             "pool) and a bandwidth budget (token bucket of spec_bw_gbps); stale in-flight "
-             "copies are cancelled.",
+             "pool) and a bandwidth budget (token bucket of spec_bw_gbps); p_use comes from "
+             "where the prefix's recent requests were routed; stale in-flight copies are "
+             "cancelled, and requests of a replicated prefix go to its least busy warm "
+             "instance (spec_route_warm).",
              sp_params, sizeof sp_params / sizeof sp_params[0], sp_init, sp_free},
     .timing = sp_timing,
+    .on_route = sp_on_route,
     .on_tick = sp_on_tick,
     .on_copy_end = sp_on_copy_end,
+    .route_hint = sp_route_hint,
 };

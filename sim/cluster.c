@@ -306,7 +306,9 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 			continue;
 		}
 		if ((st == KV_COMPUTING || st == KV_INFLIGHT) && s_end == m &&
-		    c->p.busy_rule == BUSY_WAIT)
+		    c->p.busy_rule == BUSY_WAIT &&
+		    (st == KV_COMPUTING || !c->p.wait_inflight ||
+		     c->p.wait_inflight(c->p.hook_ctx, in->id, r, m)))
 			return ADMIT_SKIP; /* its KV does not exist yet: wait for it */
 		break;                     /* compute the rest privately */
 	}

@@ -45,6 +45,8 @@ enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
  *   (The study's unbounded host-RAM tier is not modelled.) */
 enum { SCHED_VLLM = 0, SCHED_BTB = 1 };
 
+struct sim_req;
+
 typedef struct cluster_params {
 	uint32_t n_instances;
 	uint32_t block_tokens;
@@ -71,6 +73,10 @@ typedef struct cluster_params {
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 	/* A job queued with cluster_job_add finished on inst (may be NULL). */
 	int (*on_job_done)(void *ctx, uint32_t inst, uint64_t job);
+	/* Under BUSY_WAIT, r's first missing block (index first) is INFLIGHT
+	 * here: 1 waits for the copy to land, 0 computes the rest of the prompt
+	 * privately. NULL: always wait. */
+	int (*wait_inflight)(void *ctx, uint32_t inst, const struct sim_req *r, uint32_t first);
 	void *hook_ctx;
 } cluster_params_t;
 

@@ -24,6 +24,8 @@ struct kv_store {
 	kv_prio_fn prio;
 	kv_evict_fn on_evict;
 	void *pctx;
+	kv_watch_fn watch;
+	void *wctx;
 	kv_stats_t st;
 };
 
@@ -85,6 +87,12 @@ void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, v
 	s->prio = prio ? prio : prio_lru;
 	s->on_evict = on_evict;
 	s->pctx = ctx;
+}
+
+void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx)
+{
+	s->watch = fn;
+	s->wctx = ctx;
 }
 
 /* ---- map -------------------------------------------------------------- */
@@ -307,15 +315,36 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 	return KV_OK;
 }
 
-int kv_pin(kv_store_t *s, uint64_t id, int64_t now)
+static int pin_state(kv_store_t *s, uint64_t id, int computing_too)
 {
 	uint32_t i = map_find(s, id);
-	(void)now;
-	if (i == NIL || s->slot[i].b.state == KV_INFLIGHT)
+	if (i == NIL || !(s->slot[i].b.state == KV_READY ||
+	                  (computing_too && s->slot[i].b.state == KV_COMPUTING)))
 		return -1;
 	if (s->slot[i].heap >= 0)
 		heap_remove(s, i);
 	s->slot[i].b.ref++;
+	return KV_OK;
+}
+
+int kv_pin(kv_store_t *s, uint64_t id, int64_t now)
+{
+	(void)now;
+	return pin_state(s, id, 0);
+}
+
+int kv_pin_any(kv_store_t *s, uint64_t id, int64_t now)
+{
+	(void)now;
+	return pin_state(s, id, 1);
+}
+
+int kv_watch(kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY)
+		return -1;
+	s->slot[i].b.watched = 1;
 	return KV_OK;
 }
 
@@ -365,6 +394,11 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 		s->n_spec++;
 	if (sl->b.ref == 0)
 		heap_push(s, i, now);
+	if (sl->b.watched) {
+		sl->b.watched = 0;
+		if (s->watch)
+			s->watch(s->wctx, &sl->b, KV_WATCH_READY);
+	}
 	return KV_OK;
 }
 
@@ -386,11 +420,16 @@ int kv_drop(kv_store_t *s, uint64_t id)
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
 		return -1;
+	kv_block_info_t last = s->slot[i].b;
 	map_erase(s, id);
 	s->slot[i].b.state = 0;
 	s->slot[i].next_free = s->free_head;
 	s->free_head = i;
 	s->used_shared--;
+	if (last.watched && s->watch) {
+		last.watched = 0;
+		s->watch(s->wctx, &last, KV_WATCH_DROP);
+	}
 	return KV_OK;
 }
 

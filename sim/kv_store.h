@@ -33,7 +33,9 @@ typedef struct kv_block_info {
 	uint8_t spec;      /* 1: arrived by speculative copy and not used yet */
 	int64_t last_use;  /* ns */
 	int64_t created;   /* ns (READY time) */
-	uint32_t tag;      /* caller's label (the replica a speculative block came with) */
+	uint32_t tag;      /* caller's label (the copy bringing an INFLIGHT block, the
+			    * replica a speculative block came with) */
+	uint8_t watched;   /* kv_watch: report when it becomes READY or is dropped */
 } kv_block_info_t;
 
 /* Eviction priority: lower is evicted first. */
@@ -41,11 +43,18 @@ typedef double (*kv_prio_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 /* Called for each block evicted (for offload to a host tier and accounting). */
 typedef void (*kv_evict_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 
+/* A watched block became READY (KV_WATCH_READY) or was dropped before it
+ * did (KV_WATCH_DROP; b is then a copy of its last state). Called once per
+ * kv_watch, after the store has changed; it may change the store itself. */
+enum { KV_WATCH_READY = 1, KV_WATCH_DROP = 2 };
+typedef void (*kv_watch_fn)(void *ctx, const kv_block_info_t *b, int event);
+
 typedef struct kv_store kv_store_t;
 
 kv_store_t *kv_store_new(uint32_t capacity_blocks);
 void kv_store_free(kv_store_t *s);
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx);
+void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx);
 
 uint32_t kv_capacity(const kv_store_t *s);
 uint32_t kv_used(const kv_store_t *s);          /* shared + private blocks */
@@ -75,9 +84,14 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec);
  * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. */
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
 	     int spec, int64_t now);
-/* Pins a READY block (a copy reads it) without counting a hit; also a
- * COMPUTING one, for copies that may read KV not yet computed. */
+/* Pins a READY block (a copy reads it) without counting a hit; -1 if it is
+ * not READY. kv_pin_any also pins a COMPUTING block (copies that may read
+ * KV not yet computed, kvcache.copy_from = uncomputed). */
 int kv_pin(kv_store_t *s, uint64_t id, int64_t now);
+int kv_pin_any(kv_store_t *s, uint64_t id, int64_t now);
+/* Watches a COMPUTING or INFLIGHT block (see kv_watch_fn); -1 when the
+ * block is absent or already READY. */
+int kv_watch(kv_store_t *s, uint64_t id);
 /* Sets the caller's tag of a block. */
 int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag);
 /* COMPUTING/INFLIGHT -> READY. */

@@ -63,6 +63,7 @@ static const col_t xfer_cols[] = {
 	XF(start_ns, C_I64, "ns", NULL),
 	XF(end_ns, C_I64, "ns", NULL),
 	XF(cancelled, C_I32, "", "0=no,1=yes"),
+	XF(requested_ns, C_I64, "ns", NULL),
 };
 #define TL(f, k, u, v) {#f, offsetof(res_sample_t, f), k, u, v}
 static const col_t tl_cols[] = {

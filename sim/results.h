@@ -38,6 +38,7 @@ typedef struct res_transfer {
 	int32_t granular;       /* 1: one copy per block, 0: contiguous */
 	int64_t start_ns, end_ns;
 	int32_t cancelled;
+	int64_t requested_ns;   /* when the copy was asked for (< start_ns: deferred) */
 } res_transfer_t;
 
 typedef struct res_sample {

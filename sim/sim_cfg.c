@@ -43,6 +43,12 @@ const cfg_key_t sim_cfg_keys[] = {
 	{"kvcache", "copy_from", CFG_ENUM, "computed", 0, 0, "computed,uncomputed", "",
 	 "which source blocks a copy may read: computed ones only, or also blocks whose prefill "
 	 "has not produced them yet (the original study's assumption)", NULL},
+	{"kvcache", "copy_deferred", CFG_BOOL, "true", 0, 0, NULL, "",
+	 "a replication copy whose source blocks are still being computed reserves its "
+	 "blocks at the target and starts when they are ready (and a request meeting blocks "
+	 "in flight waits only when their estimated landing beats recomputing them); false: "
+	 "such copies are refused and retried, and requests always wait (own choice: the "
+	 "causal form of copying at trigger time in the original proposal)", NULL},
 	{"kvcache", "host_kv_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
 	 "host-memory KV tier per node (0 = none); fetched back over PCIe", NULL},
 	{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",

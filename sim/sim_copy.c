@@ -158,6 +158,7 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 			s->engine = xfer_engines[i];
 	if ((rc = ev_engine_register(s->eng, EV_LONE_COPY, lone_copy_done, s)))
 		return err_set(e, rc, "cannot register the copy timer");
+	s->copy_deferred = cfg_bool(c, "kvcache", "copy_deferred");
 	/* host tier: per node, sized in blocks of the whole instance */
 	double host_gb = cfg_float(c, "kvcache", "host_kv_gb");
 	s->host_offload = cfg_bool(c, "kvcache", "host_offload") && host_gb > 0;
@@ -178,6 +179,7 @@ void sim_net_free(sim_ctx_t *s)
 	for (size_t i = 0; i < s->n_copies; i++)
 		free(s->copies[i].blocks);
 	free(s->copies);
+	free(s->deferred);
 	if (s->host)
 		for (uint32_t i = 0; i < s->nodes; i++)
 			kv_store_free(s->host[i]);
@@ -233,6 +235,7 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 	t->klass = k->cls == NET_BG ? XFER_BACKGROUND : XFER_FOREGROUND;
 	t->path_kind = kind;
 	t->granular = s->block_granular;
+	t->requested_ns = k->requested;
 	t->start_ns = rec->start_ns;
 	t->end_ns = rec->end_ns;
 	t->cancelled = rec->cancelled;
@@ -292,6 +295,26 @@ static int copy_land(sim_ctx_t *s, kcopy_t *k)
 	return dst >= 0 ? cluster_kick(&s->cl, (uint32_t)dst) : 0;
 }
 
+/* Bytes a flow moved, by class: every byte in /transfers is in the summary. */
+static void bytes_count(sim_ctx_t *s, const kcopy_t *k, uint64_t bytes, int cancelled)
+{
+	if (k->cls == NET_BG)
+		s->spec.bytes_bg += bytes;
+	else
+		s->spec.bytes_fg += bytes;
+	if (cancelled)
+		s->spec.bytes_cancelled += bytes;
+}
+
+/* Asks for an iteration at inst at the current instant, from an event of its
+ * own: callers may sit inside another instance's scheduler. */
+static int kick_later(sim_ctx_t *s, int32_t inst)
+{
+	if (inst < 0)
+		return 0;
+	return ev_engine_after(s->eng, 0, EV_KICK, (uint32_t)inst, 0) == EV_NONE ? KS_ENOMEM : 0;
+}
+
 static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
 {
 	(void)net;
@@ -300,10 +323,7 @@ static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
 	int rc = xfer_append(s, k, rec, k->kind);
 	if (rc)
 		return rc;
-	if (k->cls == NET_BG)
-		s->spec.bytes_bg += rec->delivered;
-	else
-		s->spec.bytes_fg += rec->delivered;
+	bytes_count(s, k, rec->delivered, 0);
 	if (--k->flows_left == 0)
 		return copy_land(s, k);
 	return 0;
@@ -353,7 +373,7 @@ static copy_costs_t copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len
 
 /* A copy that does not share links: done after alone_ns, by a timer or as a
  * job on the target's compute. */
-static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc, uint64_t *id)
+static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc)
 {
 	c->alone_ns = cc->alone_ns < 1 ? 1 : cc->alone_ns;
 	if (c->mode == COPY_JOB) {
@@ -365,8 +385,7 @@ static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc, uin
 		if (c->timer == EV_NONE)
 			return KS_ENOMEM;
 	}
-	*id = c->id;
-	return POL_COPY_OK;
+	return 0;
 }
 
 /* Records every shard of a lone copy (delivered bytes, start) and lands it. */
@@ -386,10 +405,7 @@ static int lone_copy_end(sim_ctx_t *s, kcopy_t *k, int cancelled)
 		int rc = xfer_append(s, k, &rec, k->kind);
 		if (rc)
 			return rc;
-		if (k->cls == NET_BG)
-			s->spec.bytes_bg += got;
-		else
-			s->spec.bytes_fg += got;
+		bytes_count(s, k, got, cancelled);
 	}
 	return cancelled ? 0 : copy_land(s, k);
 }
@@ -410,6 +426,84 @@ int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job)
 		return 0;
 	kcopy_t *k = &s->copies[job - 1];
 	return k->live && k->mode == COPY_JOB ? lone_copy_end(s, k, 0) : 0;
+}
+
+/* A live copy of blocks mv[0..k) (owned from here on), requested now and
+ * counted in live_events; its flows are not started. NULL on ENOMEM. */
+static kcopy_t *copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
+			 int spec, int from_policy, sim_req_t *req)
+{
+	if (s->n_copies == s->cap_copies) {
+		size_t cap = s->cap_copies ? 2 * s->cap_copies : 256;
+		kcopy_t *nc = realloc(s->copies, cap * sizeof *nc);
+		if (!nc)
+			return NULL;
+		s->copies = nc;
+		s->cap_copies = cap;
+	}
+	kcopy_t *c = &s->copies[s->n_copies++];
+	memset(c, 0, sizeof *c);
+	c->id = s->n_copies;
+	c->src = src;
+	c->dst = dst;
+	c->n = k;
+	c->cls = cls;
+	c->spec = spec;
+	c->from_policy = from_policy;
+	c->req = req;
+	c->live = 1;
+	c->requested = c->started = ev_engine_now(s->eng);
+	c->blocks = mv;
+	s->live_events++;
+	return c;
+}
+
+/* Starts copy c now: one flow per tensor-parallel shard on shared links,
+ * or (network.contention = none / copy_charge = target_compute) a lone
+ * copy, after the source-side read of a transfer engine that has one. */
+static int copy_flows_start(sim_ctx_t *s, kcopy_t *c)
+{
+	uint64_t bytes = (uint64_t)c->n * shard_block_bytes(s);
+	c->started = ev_engine_now(s->eng);
+	c->flows_left = c->n_flows = s->tp;
+	c->shard_bytes = bytes;
+	uint32_t links[NET_PATH_MAX];
+	int kind;
+	int len = shard_path(s, c->src, c->dst, 0, links, &kind);
+	if (len < 0)
+		return len;
+	c->kind = kind;
+	copy_costs_t cc = copy_costs(s, links, (uint32_t)len, kind, c->n);
+	c->mode = s->copy_mode;
+	if (c->mode == COPY_JOB && c->dst < 0) /* an offload has no target compute */
+		c->mode = s->contention_none ? COPY_TIMER : COPY_FLOWS;
+	int rc;
+	if (cc.source_job_ns > 0 && c->src >= 0 &&
+	    (rc = cluster_job_add(&s->cl, (uint32_t)c->src, SOURCE_JOB | c->id, cc.source_job_ns)))
+		return rc;
+	if (c->mode != COPY_FLOWS)
+		return lone_copy_start(s, c, &cc);
+	for (uint32_t g = 0; g < s->tp; g++) {
+		if (g && (len = shard_path(s, c->src, c->dst, g, links, &kind)) < 0)
+			return len;
+		net_flow_spec_t fs = {
+			.bytes = bytes,
+			.path = links,
+			.path_len = (uint32_t)len,
+			.cls = c->cls,
+			.rate_cap = cc.rate_cap,
+			.n_copies = 1,
+			.copy_overhead_ns = cc.overhead_ns,
+			.src = (uint32_t)c->src,
+			.dst = (uint32_t)c->dst,
+			.tag = (c->id << 16) | g,
+			.done = flow_done,
+			.ctx = s,
+		};
+		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[g], s->err)))
+			return rc;
+	}
+	return 0;
 }
 
 /* Shared by copies (src pinned, dst an instance) and offloads (dst host). */
@@ -447,7 +541,7 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 	/* pin the sources first so making room at dst cannot evict them */
 	if (!offload)
 		for (uint32_t j = 0; j < k; j++)
-			kv_pin(from, mv[j], now);
+			kv_pin_any(from, mv[j], now); /* READY, or COMPUTING (copy_from) */
 	for (uint32_t j = 0; j < k; j++) {
 		const kv_block_info_t *bi = offload ? NULL : kv_info(from, mv[j]);
 		if (kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now)) {
@@ -460,70 +554,251 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 			return POL_COPY_REFUSED;
 		}
 	}
-	if (s->n_copies == s->cap_copies) {
-		size_t cap = s->cap_copies ? 2 * s->cap_copies : 256;
-		kcopy_t *nc = realloc(s->copies, cap * sizeof *nc);
-		if (!nc) {
-			free(mv);
-			return KS_ENOMEM;
-		}
-		s->copies = nc;
-		s->cap_copies = cap;
+	kcopy_t *c = copy_new(s, src, dst, mv, k, cls, spec, from_policy, req);
+	if (!c) {
+		free(mv);
+		return KS_ENOMEM;
 	}
-	kcopy_t *c = &s->copies[s->n_copies++];
-	memset(c, 0, sizeof *c);
-	c->id = s->n_copies;
-	c->src = src;
-	c->dst = dst;
-	c->n = k;
-	c->cls = cls;
-	c->spec = spec;
-	c->from_policy = from_policy;
-	c->req = req;
-	c->live = 1;
-	c->started = now;
-	c->blocks = mv;
-	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
-	c->flows_left = c->n_flows = s->tp;
-	c->shard_bytes = bytes;
-	s->live_events++;
-	uint32_t links[NET_PATH_MAX];
-	int kind;
-	int len = shard_path(s, src, dst, 0, links, &kind);
-	if (len < 0)
-		return len;
-	c->kind = kind;
-	copy_costs_t cc = copy_costs(s, links, (uint32_t)len, kind, k);
-	c->mode = s->copy_mode;
-	if (c->mode == COPY_JOB && dst < 0) /* an offload has no target compute */
-		c->mode = s->contention_none ? COPY_TIMER : COPY_FLOWS;
-	if (cc.source_job_ns > 0 &&
-	    (rc = cluster_job_add(&s->cl, (uint32_t)src, SOURCE_JOB | c->id, cc.source_job_ns)))
+	if ((rc = copy_flows_start(s, c)))
 		return rc;
-	if (c->mode != COPY_FLOWS)
-		return lone_copy_start(s, c, &cc, id);
-	for (uint32_t g = 0; g < s->tp; g++) {
-		if (g && (len = shard_path(s, src, dst, g, links, &kind)) < 0)
-			return len;
-		net_flow_spec_t fs = {
-			.bytes = bytes,
-			.path = links,
-			.path_len = (uint32_t)len,
-			.cls = cls,
-			.rate_cap = cc.rate_cap,
-			.n_copies = 1,
-			.copy_overhead_ns = cc.overhead_ns,
-			.src = (uint32_t)src,
-			.dst = (uint32_t)dst,
-			.tag = (c->id << 16) | g,
-			.done = flow_done,
-			.ctx = s,
-		};
-		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[g], s->err)))
-			return rc;
-	}
 	*id = c->id;
 	return POL_COPY_OK;
+}
+
+/* Why copy_begin refused: a block to move not READY at the source, else no
+ * room at the destination. */
+static pol_refusal_t refusal_reason(sim_ctx_t *s, int32_t src, uint32_t dst,
+				    const uint64_t *blocks, uint32_t n)
+{
+	kv_store_t *from = store_of(s, src), *to = store_of(s, (int32_t)dst);
+	for (uint32_t j = 0; j < n; j++)
+		if (!kv_lookup(to, blocks[j]) && kv_lookup(from, blocks[j]) != KV_READY)
+			return POL_REFUSED_SOURCE;
+	return POL_REFUSED_ROOM;
+}
+
+/* ---- deferred copies ---------------------------------------------------
+ * The causal analogue of copying from a source that is still computing: a
+ * copy asked for while some of its source blocks are COMPUTING reserves its
+ * blocks INFLIGHT at the destination at once (room taken, as a real
+ * pre-allocated receive buffer would be) and starts its flows the instant
+ * the last source block becomes READY (kv_watch). READY source blocks are
+ * pinned meanwhile; a dropped source block (preemption, or a release before
+ * it was computed) cancels the copy. */
+
+static int deferred_push(sim_ctx_t *s, uint32_t idx)
+{
+	if (s->n_deferred == s->cap_deferred) {
+		size_t cap = s->cap_deferred ? 2 * s->cap_deferred : 16;
+		uint32_t *d = realloc(s->deferred, cap * sizeof *d);
+		if (!d)
+			return KS_ENOMEM;
+		s->deferred = d;
+		s->cap_deferred = cap;
+	}
+	s->deferred[s->n_deferred++] = idx;
+	return 0;
+}
+
+/* Forgets copy idx in the waiting list (order does not matter). */
+static void deferred_forget(sim_ctx_t *s, uint32_t idx)
+{
+	for (size_t i = 0; i < s->n_deferred; i++)
+		if (s->deferred[i] == idx) {
+			s->deferred[i] = s->deferred[--s->n_deferred];
+			return;
+		}
+}
+
+static int copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+		      int cls, int spec, sim_req_t *req, uint64_t *id)
+{
+	int64_t now = ev_engine_now(s->eng);
+	kv_store_t *from = s->cl.inst[src].kv, *to = s->cl.inst[dst].kv;
+	uint32_t k = 0, pending = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		if (kv_lookup(to, blocks[j]))
+			continue;
+		int st = kv_lookup(from, blocks[j]);
+		if (st != KV_READY && st != KV_COMPUTING)
+			return POL_COPY_REFUSED; /* absent, or itself still in flight */
+		pending += st == KV_COMPUTING;
+		k++;
+	}
+	if (!pending || kv_free_or_evictable(to) < k)
+		return POL_COPY_REFUSED;
+	uint64_t *mv = malloc(k * sizeof *mv);
+	if (!mv)
+		return KS_ENOMEM;
+	k = 0;
+	for (uint32_t j = 0; j < n; j++)
+		if (!kv_lookup(to, blocks[j]))
+			mv[k++] = blocks[j];
+	for (uint32_t j = 0; j < k; j++)
+		if (kv_pin(from, mv[j], now)) /* not READY: computing */
+			kv_watch(from, mv[j]);
+	for (uint32_t j = 0; j < k; j++)
+		if (kv_alloc(to, mv[j], kv_info(from, mv[j])->depth, KV_INFLIGHT, 0, spec, now)) {
+			for (uint32_t i = 0; i < k; i++) {
+				if (i < j)
+					kv_drop(to, mv[i]);
+				if (kv_lookup(from, mv[i]) == KV_READY)
+					kv_unref(from, mv[i], now);
+			}
+			free(mv);
+			return POL_COPY_REFUSED; /* watches left behind find no copy */
+		}
+	kcopy_t *c = copy_new(s, (int32_t)src, (int32_t)dst, mv, k, cls, spec, 1, req);
+	if (!c) {
+		free(mv);
+		return KS_ENOMEM;
+	}
+	c->deferred = 1;
+	c->pending = pending;
+	if (deferred_push(s, (uint32_t)(c->id - 1)))
+		return KS_ENOMEM;
+	s->spec.copies_deferred++;
+	*id = c->id;
+	return POL_COPY_OK;
+}
+
+static int copy_holds(const kcopy_t *c, uint64_t block)
+{
+	for (uint32_t j = 0; j < c->n; j++)
+		if (c->blocks[j] == block)
+			return 1;
+	return 0;
+}
+
+void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
+{
+	hook_t *h = ctx;
+	sim_ctx_t *s = h->s;
+	for (size_t i = 0; i < s->n_deferred;) {
+		kcopy_t *c = &s->copies[s->deferred[i]];
+		if (c->src != (int32_t)h->inst || !copy_holds(c, b->id)) {
+			i++;
+			continue;
+		}
+		if (event == KV_WATCH_DROP) {
+			/* its source will not exist: sim_copy_cancel forgets it at i */
+			int rc = sim_copy_cancel(s, c->id);
+			if (rc && !s->hook_err)
+				s->hook_err = rc;
+			continue;
+		}
+		kv_pin(s->cl.inst[h->inst].kv, b->id, ev_engine_now(s->eng));
+		if (--c->pending) {
+			i++;
+			continue;
+		}
+		/* the flows start from an event of their own at this same instant:
+		 * we are inside the source's scheduler */
+		deferred_forget(s, s->deferred[i]);
+		if (ev_engine_after(s->eng, 0, EV_DEFER, 0, c->id) == EV_NONE && !s->hook_err)
+			s->hook_err = KS_ENOMEM;
+	}
+}
+
+int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	sim_ctx_t *s = ctx;
+	if (s->hook_err)
+		return s->hook_err;
+	kcopy_t *c = &s->copies[ev->payload - 1];
+	if (!c->live || !c->deferred)
+		return 0; /* cancelled meanwhile */
+	c->deferred = 0;
+	s->spec.deferred_started++;
+	s->spec.deferral_s += (double)(ev_engine_now(eng) - c->requested) * 1e-9;
+	int rc = copy_flows_start(s, c);
+	/* requests waiting at dst decide again, now from the flows' real rates */
+	return rc ? rc : cluster_kick(&s->cl, (uint32_t)c->dst);
+}
+
+/* Estimated landing time of copy c at current rates (INT64_MAX: unknown or
+ * paused). A deferred copy adds the source's remaining prefill up to its
+ * last computing block: the running iteration's end, then as many more
+ * iterations of that length as the rest of the prefill needs chunks. */
+static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
+{
+	int64_t now = ev_engine_now(s->eng), eta = now;
+	for (uint32_t g = 0; g < c->n_flows; g++) {
+		int64_t t = net_flow_eta(s->net, c->flow_ids[g]);
+		if (t == INT64_MAX)
+			return INT64_MAX;
+		if (t > eta)
+			eta = t; /* -1: that shard has landed */
+	}
+	if (!c->deferred)
+		return eta;
+	const sim_inst_t *in = &s->cl.inst[c->src];
+	const kv_block_info_t *b = NULL;
+	uint64_t last = 0;
+	for (uint32_t j = 0; j < c->n; j++)
+		if (kv_lookup(in->kv, c->blocks[j]) == KV_COMPUTING)
+			b = kv_info(in->kv, last = c->blocks[j]);
+	if (!b) /* computed: its flows start at this instant */
+		return now + sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
+	uint32_t d = b->depth, B = s->cl.p.block_tokens;
+	for (uint32_t k = 0; k < in->n_run; k++) {
+		const sim_req_t *r = in->run[k];
+		if (d >= r->shared_hold || d < r->ready || r->blocks[d] != last)
+			continue;
+		uint32_t left = (d + 1) * B > r->done_tok ? (d + 1) * B - r->done_tok : 0;
+		int64_t t = now + mdl_prefill_time_ns(&s->comp, left, r->done_tok);
+		if (r->in_batch && r->chunk && in->busy) {
+			/* the running iteration's batch is still in place, so its end
+			 * is exact */
+			int64_t dur = s->cl.p.cost(s->cl.p.cost_ctx, &in->batch);
+			uint32_t more = left > r->chunk ? (left - r->chunk + r->chunk - 1) / r->chunk : 0;
+			t = in->iter_start + (int64_t)(1 + more) * (dur > 1 ? dur : 1);
+		}
+		return (t > now ? t : now) +
+		       sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
+	}
+	return INT64_MAX;
+}
+
+int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first)
+{
+	sim_ctx_t *s = ctx;
+	if (!s->copy_deferred)
+		return 1; /* kvcache.copy_deferred = false: always wait, as before */
+	kv_store_t *kv = s->cl.inst[inst].kv;
+	int64_t now = ev_engine_now(s->eng), land = now;
+	uint32_t k = first;
+	uint64_t seen = 0;
+	for (; k < r->n_blocks; k++) {
+		const kv_block_info_t *b = kv_info(kv, r->blocks[k]);
+		if (!b || b->state != KV_INFLIGHT)
+			break;
+		if (!b->tag || b->tag > s->n_copies)
+			return 1;
+		const kcopy_t *c = &s->copies[b->tag - 1];
+		if (!c->live || c->req == r)
+			return 1; /* not a copy we can time, or r's own fetch */
+		if (c->id != seen) {
+			int64_t t = copy_land_eta(s, c);
+			if (t > land)
+				land = t;
+			seen = c->id;
+		}
+	}
+	uint32_t B = s->cl.p.block_tokens;
+	int64_t recompute = mdl_prefill_time_ns(&s->comp, (k - first) * B, first * B);
+	return land != INT64_MAX && land - now <= recompute;
+}
+
+/* Tags the INFLIGHT blocks of copy id at its destination with the copy, so
+ * a request meeting one can time its landing (sim_wait_inflight). */
+static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)
+{
+	const kcopy_t *c = &s->copies[id - 1];
+	if (c->dst < 0)
+		return;
+	for (uint32_t j = 0; j < c->n; j++)
+		kv_set_tag(s->cl.inst[c->dst].kv, c->blocks[j], (uint32_t)id);
 }
 
 int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
@@ -534,8 +809,12 @@ int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *bloc
 	if (src < 0 && !s->host[-1 - src])
 		return POL_COPY_REFUSED;
 	int rc = copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
+	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && src >= 0)
+		rc = copy_defer(s, (uint32_t)src, dst, blocks, n, cls, spec, req, id);
 	if (rc == POL_COPY_REFUSED)
-		s->spec.copies_refused++;
+		pol_spec_refused(&s->spec, refusal_reason(s, src, dst, blocks, n));
+	if (rc == POL_COPY_OK)
+		copy_tag_inflight(s, *id);
 	return rc == COPY_NOTHING ? POL_COPY_REFUSED : rc; /* already there: nothing to do */
 }
 
@@ -560,18 +839,30 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 			net_flow_rec_t rec = {.id = k->flow_ids[g], .end_ns = now,
 					      .delivered = delivered, .cancelled = 1, .tag = g};
 			rec.start_ns = k->started;
-			xfer_append(s, k, &rec, k->kind);
+			int rc = xfer_append(s, k, &rec, k->kind);
+			if (rc)
+				return rc;
+			bytes_count(s, k, delivered, 1);
 		}
 	}
 	kv_store_t *d = store_of(s, k->dst);
 	for (uint32_t j = 0; j < k->n; j++) {
 		kv_drop(d, k->blocks[j]);
-		if (k->dst >= 0 && kv_lookup(store_of(s, k->src), k->blocks[j]))
+		/* sources were pinned once READY (a deferred copy's computing ones are not) */
+		if (k->dst >= 0 && kv_lookup(store_of(s, k->src), k->blocks[j]) == KV_READY)
 			kv_unref(store_of(s, k->src), k->blocks[j], now);
 	}
 	k->live = 0;
 	s->live_events--;
 	s->spec.copies_cancelled++;
+	if (k->deferred) {
+		deferred_forget(s, (uint32_t)(id - 1));
+		s->spec.deferred_cancelled++;
+	}
+	/* requests at dst waiting for these blocks now compute them */
+	int rc = kick_later(s, k->dst);
+	if (rc)
+		return rc;
 	if (k->from_policy) {
 		const struct pol_replication_ops *ro =
 			POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);

@@ -4,6 +4,7 @@
  * order in which the policy families are consulted is the one policies/pol.h
  * documents. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,6 +83,15 @@ static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint6
 	while (k < n && (held(s, mode, i, b[k]) ||
 			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
 						   : kv_visible(h, b[k])))))
+		k++;
+	return k;
+}
+
+static uint32_t v_match_computing(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *kv = ((sim_ctx_t *)ctx)->cl.inst[i].kv;
+	uint32_t k = 0;
+	for (int st; k < n && ((st = kv_lookup(kv, b[k])) == KV_READY || st == KV_COMPUTING);)
 		k++;
 	return k;
 }
@@ -349,10 +359,35 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return s->peek_ahead > 0 ? 0 : read_one(s);
 }
 
+/* An iteration asked for at an instance by code that could not start it in
+ * place (sim_copy.c kick_later). */
+static int on_kick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	sim_ctx_t *s = ctx;
+	return s->hook_err ? s->hook_err : cluster_kick(&s->cl, ev->target);
+}
+
 /* Whether anything is still to happen (periodic events stop then). */
 static int run_active(const sim_ctx_t *s)
 {
 	return !s->src_done || s->pend_n || s->cl.n_live || s->live_events > 0;
+}
+
+/* Says once per run that the replication policy was asked for a prefix its
+ * VRAM budget can never hold (the summary counts them all). */
+static void warn_over_budget(sim_ctx_t *s)
+{
+	const pol_spec_stats_t *st = &s->spec;
+	if (!st->prefix_over_budget || s->warned_over_budget)
+		return;
+	s->warned_over_budget = 1;
+	fprintf(stderr,
+		"kvsim: warning: t=%.3f s: [policy.replication] %s: a forecast prefix needs %u blocks "
+		"but the speculative VRAM budget is %u blocks per instance, so it can never be "
+		"replicated whole (spec.prefix_over_budget counts such prefixes)\n",
+		(double)ev_engine_now(s->eng) / 1e9, st->over_budget_key ? st->over_budget_key : "budget",
+		st->over_budget_blocks, st->over_budget_cap);
 }
 
 static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
@@ -375,6 +410,7 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	if (ro->on_tick &&
 	    (rc = ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, fcp, s->err)))
 		return rc;
+	warn_over_budget(s);
 	if (run_active(s) && ev_engine_after(eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
@@ -496,6 +532,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.tpot_slo_ns = (int64_t)(cfg_float(cfg, "slo", "tpot_ms") * 1e6);
 	p.on_spec_hit = sim_on_spec_hit;
 	p.on_job_done = sim_on_job_done;
+	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
 	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
 	if ((rc = pol_set_open_cfg(reg, cfg, seed, &s->pol, e)))
@@ -511,11 +548,13 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	for (uint32_t i = 0; i < p.n_instances; i++) {
 		s->hooks[i] = (hook_t){s, i};
 		kv_store_set_policy(s->cl.inst[i].kv, evict_prio, sim_on_evict, &s->hooks[i]);
+		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
 	}
 	if ((rc = sim_net_init(s, e)))
 		return rc;
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
-			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held};
+			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
+			       s->copy_deferred ? v_match_computing : NULL};
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
@@ -542,9 +581,34 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	ev_engine_register(s->eng, EV_PEEK, on_peek, s);
 	ev_engine_register(s->eng, EV_TICK, on_tick, s);
 	ev_engine_register(s->eng, EV_SAMPLE, on_sample, s);
+	ev_engine_register(s->eng, EV_KICK, on_kick, s);
+	ev_engine_register(s->eng, EV_DEFER, sim_copy_deferred_start, s);
 #ifdef KVSIM_CHECK
 	ev_engine_set_check(s->eng, check_hook, s);
 #endif
+	return 0;
+}
+
+static int count_held(void *ctx, const kv_block_info_t *b)
+{
+	*(uint32_t *)ctx += b->state != KV_READY || b->ref;
+	return 0;
+}
+
+/* Every run ends with consistent stores (one O(blocks) pass), and, once no
+ * copy is live, with no block held, computing or in flight: nothing leaked. */
+static int stores_check_end(sim_ctx_t *s)
+{
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
+		kv_store_t *kv = s->cl.inst[i].kv;
+		uint32_t held = 0;
+		if (kv_check(kv) || kv_used_private(kv))
+			return err_set(s->err, KS_ERUNTIME, "instance %u: KV store inconsistent at the end",
+				       i);
+		if (s->live_events == 0 && (kv_foreach(kv, count_held, &held), held))
+			return err_set(s->err, KS_ERUNTIME,
+				       "instance %u: %u KV blocks still held at the end", i, held);
+	}
 	return 0;
 }
 
@@ -553,11 +617,10 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	int rc;
 	if ((rc = cluster_finish(&s->cl)))
 		return rc;
-#ifdef KVSIM_CHECK
-	for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
-		if (kv_check(s->cl.inst[i].kv) || kv_used_private(s->cl.inst[i].kv))
-			return err_set(s->err, KS_ERUNTIME, "instance %u: KV store inconsistent at the end", i);
-#endif
+	if (s->hook_err)
+		return s->hook_err;
+	if ((rc = stores_check_end(s)))
+		return rc;
 	res->req = s->cl.res;
 	res->n_req = s->cl.n_res;
 	s->cl.res = NULL;

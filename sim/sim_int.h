@@ -15,7 +15,11 @@
 #include "sim/net_topo.h"
 #include "sim/sim.h"
 
-enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6, EV_LONE_COPY = 7 };
+enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6,
+       EV_KICK = 7,      /* cluster_kick(target) */
+       EV_DEFER = 8,     /* start the flows of deferred copy payload (sim_copy.c) */
+       EV_LONE_COPY = 9  /* a copy timed alone on its path lands (sim_copy.c) */
+};
 
 /* How a copy's time is paid: flows on shared links (network.contention =
  * maxmin), a timer as if alone on its path (contention = none), or a job on
@@ -48,7 +52,10 @@ typedef struct kcopy {
 	uint32_t n;
 	int cls;                /* NET_FG / NET_BG */
 	int kind;               /* PATH_* (every shard takes the same kind of path) */
-	int64_t started;        /* ns */
+	int64_t requested;      /* ns: asked for */
+	int64_t started;        /* ns: flows started (== requested unless deferred) */
+	int deferred;           /* reserved, flows wait for the source to compute */
+	uint32_t pending;       /* ... source blocks not READY yet */
 	int spec;               /* a speculative replica (policy-issued background) */
 	uint32_t flows_left;
 	uint64_t flow_ids[64];
@@ -98,6 +105,7 @@ typedef struct sim_ctx {
 	pol_actions_t act;
 	pol_spec_stats_t spec;
 	int64_t tick_ns, horizon_ns;
+	int warned_over_budget; /* the over-budget warning was printed */
 	/* network and copies */
 	net_t *net;
 	net_topo_t *topo;
@@ -109,6 +117,10 @@ typedef struct sim_ctx {
 	int copy_mode;          /* COPY_* for copies between instances */
 	int contention_none;    /* network.contention = none */
 	xfer_engine_t engine;
+	int copy_deferred;      /* kvcache.copy_deferred */
+	uint32_t *deferred;     /* indices of copies waiting for their source */
+	size_t n_deferred, cap_deferred;
+	int hook_err;           /* first error inside a void store hook */
 	kcopy_t *copies;
 	size_t n_copies, cap_copies;
 	replica_t *replicas;
@@ -131,10 +143,21 @@ void sim_net_free(sim_ctx_t *s);
 /* Starts a copy of blocks[0..n) (those missing at dst) from src (an
  * instance, or -1-node for the host tier) to instance dst. Returns
  * POL_COPY_OK with *id, POL_COPY_REFUSED when a block is not READY at the
- * source or dst has no room, or < 0. */
+ * source or dst has no room, or < 0. With kvcache.copy_deferred, a copy
+ * whose source blocks are READY or still COMPUTING is accepted as deferred:
+ * its blocks are reserved INFLIGHT at dst now and its flows start when the
+ * last source block becomes READY (cancelled if one is dropped first). */
 int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
+/* Store hook: a source block a deferred copy waits for became READY or was
+ * dropped (ctx: the instance's hook_t). */
+void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
+/* EV_DEFER handler: starts the flows of a deferred copy whose source is ready. */
+int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+/* cluster_params_t.wait_inflight: waiting for the copies bringing r's
+ * blocks [first, ...) beats recomputing them. */
+int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
 /* Copy time estimate of n blocks from src to dst at current link rates. */
 int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
 /* Fetch-or-recompute for a request just routed to dst (before enqueueing). */

@@ -1,5 +1,6 @@
 /* Tests of sim/kv_store.c: sharing, reference counts, causality states,
- * LRU eviction order, capacity, and a random-operation consistency check. */
+ * LRU eviction order, capacity, watches on blocks not yet READY, and a
+ * random-operation consistency check. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -176,6 +177,62 @@ static void test_random_operations_stay_consistent(void **st)
 	kv_store_free(s);
 }
 
+typedef struct seen {
+	uint64_t id[8];
+	int ev[8], n;
+	kv_store_t *s;
+	int state_then; /* the block's state as the watcher sees it */
+} seen_t;
+
+static void watcher(void *ctx, const kv_block_info_t *b, int event)
+{
+	seen_t *w = ctx;
+	w->id[w->n] = b->id;
+	w->ev[w->n++] = event;
+	w->state_then = kv_lookup(w->s, b->id);
+	if (event == KV_WATCH_READY)
+		kv_pin(w->s, b->id, 0); /* the hook may change the store */
+}
+
+static void test_watch_reports_ready_and_drop_once(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(4);
+	seen_t w = {.s = s};
+	kv_store_set_watch(s, watcher, &w);
+	kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0);
+	kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 0);
+	kv_alloc(s, 3, 2, KV_INFLIGHT, 0, 0, 0);
+	kv_alloc(s, 4, 3, KV_COMPUTING, 1, 0, 0);
+	assert_int_equal(kv_watch(s, 1), KV_OK);
+	assert_int_equal(kv_watch(s, 2), KV_OK);
+	assert_int_equal(kv_watch(s, 3), KV_OK);
+	kv_ready(s, 4, 5); /* not watched: silent */
+	assert_int_equal(w.n, 0);
+	assert_int_equal(kv_watch(s, 4), -1); /* READY: nothing to wait for */
+	assert_int_equal(kv_watch(s, 99), -1);
+	kv_ready(s, 1, 10);
+	assert_int_equal(w.n, 1);
+	assert_int_equal(w.id[0], 1);
+	assert_int_equal(w.ev[0], KV_WATCH_READY);
+	assert_int_equal(w.state_then, KV_READY); /* called after the change */
+	assert_int_equal(kv_info(s, 1)->ref, 2);  /* the watcher's pin held */
+	kv_unref(s, 2, 11);
+	kv_drop(s, 2);
+	assert_int_equal(w.n, 2);
+	assert_int_equal(w.id[1], 2);
+	assert_int_equal(w.ev[1], KV_WATCH_DROP);
+	assert_int_equal(w.state_then, 0); /* gone by then */
+	kv_drop(s, 3);
+	assert_int_equal(w.ev[2], KV_WATCH_DROP);
+	/* a new block under the same id starts unwatched */
+	kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 12);
+	kv_ready(s, 2, 13);
+	assert_int_equal(w.n, 3);
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +243,7 @@ int main(void)
 		cmocka_unit_test(test_capacity_never_exceeded),
 		cmocka_unit_test(test_speculative_flag_cleared_on_use),
 		cmocka_unit_test(test_drop_inflight_block),
+		cmocka_unit_test(test_watch_reports_ready_and_drop_once),
 		cmocka_unit_test(test_random_operations_stay_consistent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -215,15 +215,15 @@ static void write_expected(const sim_results_t *r, const char *dir)
 	f = fopen(p, "w");
 	assert_non_null(f);
 	fputs("id,src_instance,src_gpu,dst_instance,dst_gpu,bytes,blocks,klass,path_kind,"
-	      "granular,start_ns,end_ns,cancelled\n",
+	      "granular,start_ns,end_ns,cancelled,requested_ns\n",
 	      f);
 	for (size_t i = 0; i < r->n_xfer; i++) {
 		const res_transfer_t *x = &r->xfer[i];
-		fprintf(f, "%llu,%d,%d,%d,%d,%llu,%u,%d,%d,%d,%lld,%lld,%d\n",
+		fprintf(f, "%llu,%d,%d,%d,%d,%llu,%u,%d,%d,%d,%lld,%lld,%d,%lld\n",
 			(unsigned long long)x->id, x->src_instance, x->src_gpu, x->dst_instance,
 			x->dst_gpu, (unsigned long long)x->bytes, x->blocks, x->klass,
 			x->path_kind, x->granular, (long long)x->start_ns, (long long)x->end_ns,
-			x->cancelled);
+			x->cancelled, (long long)x->requested_ns);
 	}
 	fclose(f);
 	snprintf(p, sizeof p, "%s/timeline.csv", dir);

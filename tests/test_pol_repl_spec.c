@@ -1,0 +1,396 @@
+/* speculative (policies/pol_repl_spec.c) on hand-built clusters and in
+ * whole runs: budget refusals are counted by reason, a prefix larger than
+ * the VRAM budget is reported once, p_use follows where a prefix's requests
+ * were actually routed, the routing hint sends a replicated prefix to its
+ * least busy warm instance (ties drawn, expiring with the forecast), copies
+ * are asked from a source still computing the prefix when the simulator
+ * defers them, and on fanout_65k a budget that fits pays. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+
+#include "policies/pol.h"
+#include "sim/cli_common.h"
+#include "sim/sim.h"
+#include "tests/pol_fake.h"
+
+#define S 1000000000LL
+
+static pol_handle_t open_spec(const char *over)
+{
+	pol_handle_t h;
+	err_t e = {0};
+	if (pol_open(NULL, POL_REPLICATION, "speculative", over, 3, &h, &e))
+		fail_msg("%s", e.msg);
+	return h;
+}
+
+static const struct pol_replication_ops *RO(const pol_handle_t *h)
+{
+	return (const void *)h->ops;
+}
+
+static void tick(pol_handle_t *h, fake_t *f, const pol_forecast_t *fc)
+{
+	err_t e;
+	assert_int_equal(RO(h)->on_tick(h->state, &f->v, &f->a, fc, &e), 0);
+}
+
+static void routed(pol_handle_t *h, fake_t *f, const uint64_t *b, uint32_t n, uint64_t id,
+                   uint32_t inst)
+{
+	err_t e;
+	pol_req_t r = {id, f->now, b, n, n * 16, 10, 0};
+	assert_int_equal(RO(h)->on_route(h->state, &f->v, &f->a, &r, inst, &e), 0);
+}
+
+static int hint(pol_handle_t *h, fake_t *f, const uint64_t *b, uint32_t n, uint64_t id,
+                uint32_t *inst)
+{
+	pol_req_t r = {id, f->now, b, n, n * 16, 10, 0};
+	return RO(h)->route_hint(h->state, &f->v, &r, inst);
+}
+
+static uint64_t PFX[32], PFX2[32];
+
+/* 4 instances, 16-token blocks of 1 MB, 100 blocks of KV each; an 8-block
+ * prefix on instance 0 expecting E arrivals. saved = 128 tokens x 100 ns
+ * = 12800 ns, copy = 8 x 1000 ns: accepted iff p_use >= 0.625. Least busy
+ * order: 1, 2, 3, 0. */
+static void setup(fake_t *f, pol_fc_t *e, pol_forecast_t *fc, double expected)
+{
+	fk_init(f, 4, 16, 1000000);
+	fk_chain(PFX, 32, 500);
+	fk_chain(PFX2, 32, 900);
+	fk_hold(f, 0, PFX, 8);
+	for (int i = 0; i < 4; i++)
+		f->inst[i].kv_cap_blocks = 100;
+	f->inst[0].waiting = 9;
+	f->inst[2].waiting = 1;
+	f->inst[3].waiting = 2;
+	*e = (pol_fc_t){PFX, 8, expected, 0, 0, {0}};
+	*fc = (pol_forecast_t){e, 1, NULL, 0};
+}
+
+static int copied_to(const fake_t *f, uint32_t dst)
+{
+	for (uint32_t i = 0; i < f->n_copies; i++)
+		if (f->copies[i].dst == dst)
+			return 1;
+	return 0;
+}
+
+/* ---- budgets that speak --------------------------------------------------- */
+
+static void test_budget_refusals_are_counted_by_reason(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e;
+	pol_forecast_t fc;
+	/* VRAM: 10% of 100 blocks with 5 resident replicas leaves 5 < 8 */
+	setup(&f, &e, &fc, 10);
+	for (int i = 0; i < 4; i++)
+		f.inst[i].kv_spec_blocks = 5;
+	pol_handle_t h = open_spec("spec_targets=2");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	assert_int_equal(f.stats.refused_vram, 2);
+	assert_int_equal(f.stats.refused_bw, 0);
+	assert_int_equal(f.stats.copies_refused, 2);
+	assert_int_equal(f.stats.prefix_over_budget, 0); /* 8 blocks fit a 10-block budget */
+	pol_close(&h);
+
+	/* bandwidth: 8 MB/s, 1 s bucket: the first 8 MB copy empties it */
+	setup(&f, &e, &fc, 10);
+	h = open_spec("spec_vram_frac=1,spec_targets=2,spec_bw_gbps=0.008");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(f.stats.refused_bw, 1);
+	assert_int_equal(f.stats.refused_vram, 0);
+	assert_int_equal(f.stats.copies_refused, 1);
+	pol_close(&h);
+}
+
+static void test_prefix_larger_than_budget_is_reported_once(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e[2];
+	pol_forecast_t fc;
+	setup(&f, &e[0], &fc, 10);
+	fk_hold(&f, 0, PFX, 20);
+	fk_hold(&f, 0, PFX2, 12);
+	e[0] = (pol_fc_t){PFX, 20, 10, 0, 0, {0}};
+	e[1] = (pol_fc_t){PFX2, 12, 10, 0, 0, {0}};
+	fc = (pol_forecast_t){e, 1, NULL, 0};
+	pol_handle_t h = open_spec("spec_targets=2"); /* budget 10 blocks */
+	for (int k = 0; k < 3; k++) {
+		f.now = k * S / 10;
+		tick(&h, &f, &fc);
+	}
+	assert_int_equal(f.n_copies, 0);
+	assert_int_equal(f.stats.prefix_over_budget, 1);
+	assert_int_equal(f.stats.over_budget_blocks, 20);
+	assert_int_equal(f.stats.over_budget_cap, 10);
+	assert_string_equal(f.stats.over_budget_key, "spec_vram_frac");
+	assert_int_equal(f.stats.refused_vram, 6); /* two targets, three ticks */
+	fc.n = 2;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.stats.prefix_over_budget, 2);
+	assert_int_equal(f.stats.over_budget_blocks, 20); /* the first one is kept */
+	pol_close(&h);
+}
+
+/* ---- use probability from routing ------------------------------------------- */
+
+static void test_p_use_follows_where_requests_were_routed(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e;
+	pol_forecast_t fc;
+	/* E = 4 over targets 3 (likely) and 1: E/2 = 2 each, p_use 0.86 */
+	setup(&f, &e, &fc, 4);
+	e.n_likely = 1;
+	e.likely[0] = 3;
+	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 2);
+	assert_true(copied_to(&f, 3) && copied_to(&f, 1));
+	pol_close(&h);
+
+	/* the prefix's last 32 requests all went to 3: E_3 = 4 x (32 + 2)/36,
+	 * E_1 = 4 x 2/36 (p_use 0.2 < 0.625) */
+	setup(&f, &e, &fc, 4);
+	e.n_likely = 1;
+	e.likely[0] = 3;
+	h = open_spec("spec_targets=2,spec_vram_frac=1");
+	f.ns_per_block = 1000000000; /* the first tick only starts tracking the prefix */
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0);
+	for (uint64_t i = 0; i < 40; i++)
+		routed(&h, &f, PFX, 10, i, 3);
+	routed(&h, &f, PFX2, 10, 99, 1); /* another prefix: not counted */
+	f.ns_per_block = 1000;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(f.copies[0].dst, 3);
+	pol_close(&h);
+}
+
+/* Requests our hint placed split over the warm holders: with 3 holders a
+ * fourth would take a quarter of them. */
+static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e;
+	pol_forecast_t fc;
+	/* E = 2, one target (3), warm on 0, 1, 2: without history p_use 0.86 */
+	setup(&f, &e, &fc, 2);
+	fk_hold(&f, 1, PFX, 8);
+	fk_hold(&f, 2, PFX, 8);
+	e.n_likely = 1;
+	e.likely[0] = 3;
+	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(f.copies[0].dst, 3);
+	pol_close(&h);
+
+	/* our copy to 2 lands, then 32 requests are all placed by the hint on
+	 * a warm instance: a new holder would take a quarter of them, E_3 =
+	 * 2 x (32/4 + 4)/36 = 0.67, p_use 0.49 < 0.625 */
+	setup(&f, &e, &fc, 2);
+	fk_hold(&f, 1, PFX, 8);
+	e.n_likely = 1;
+	e.likely[0] = 2;
+	h = open_spec("spec_targets=1,spec_vram_frac=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(f.copies[0].dst, 2);
+	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1);
+	fk_hold(&f, 2, PFX, 8);
+	for (uint64_t i = 0; i < 32; i++) {
+		uint32_t inst = 99;
+		assert_int_equal(hint(&h, &f, PFX, 10, i, &inst), 1);
+		assert_true(inst <= 2);
+		routed(&h, &f, PFX, 10, i, inst);
+	}
+	e.likely[0] = 3;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	pol_close(&h);
+}
+
+/* ---- routing hint ------------------------------------------------------------ */
+
+static void test_route_hint_sends_replicated_prefix_to_least_busy_warm(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e;
+	pol_forecast_t fc;
+	setup(&f, &e, &fc, 10);
+	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
+	uint32_t inst = 99;
+	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* nothing replicated */
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* still in flight */
+	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1);
+	fk_hold(&f, f.copies[0].dst, PFX, 8);
+	assert_int_equal(f.copies[0].dst, 1);
+	assert_int_equal(hint(&h, &f, PFX, 10, 2, &inst), 1);
+	assert_int_equal(inst, 1); /* warm: 0 (9 waiting) and 1 (idle) */
+	assert_int_equal(hint(&h, &f, PFX2, 10, 3, &inst), 0); /* another prefix */
+	assert_int_equal(hint(&h, &f, PFX, 4, 4, &inst), 0);   /* a shorter prompt */
+	/* equal load on 0 and 1: drawn, both chosen */
+	f.inst[0].waiting = 0;
+	int n1 = 0;
+	for (uint64_t i = 0; i < 200; i++) {
+		assert_int_equal(hint(&h, &f, PFX, 10, 10 + i, &inst), 1);
+		assert_true(inst <= 1);
+		n1 += inst == 1;
+	}
+	printf("ties: instance 1 drawn %d of 200\n", n1);
+	assert_true(n1 > 60 && n1 < 140);
+	/* the prefix leaves the forecast: the hint lasts one horizon (10 s) */
+	pol_forecast_t none = {NULL, 0, NULL, 0};
+	f.now = 5 * S;
+	tick(&h, &f, &none);
+	assert_int_equal(hint(&h, &f, PFX, 10, 500, &inst), 1);
+	f.now = 11 * S;
+	tick(&h, &f, &none);
+	assert_int_equal(hint(&h, &f, PFX, 10, 501, &inst), 0);
+	pol_close(&h);
+
+	/* switched off */
+	setup(&f, &e, &fc, 10);
+	h = open_spec("spec_targets=1,spec_vram_frac=1,spec_route_warm=false");
+	tick(&h, &f, &fc);
+	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1);
+	fk_hold(&f, 1, PFX, 8);
+	assert_int_equal(hint(&h, &f, PFX, 10, 2, &inst), 0);
+	pol_close(&h);
+}
+
+/* ---- sources still computing -------------------------------------------------- */
+
+static uint32_t g_computing[FK_INST]; /* blocks of PFX being computed, after the READY ones */
+
+static uint32_t fk_match_computing(void *c, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	uint32_t m = fk_match(c, i, b, n), k = m;
+	while (k < n && k < g_computing[i] && b[k] == PFX[k])
+		k++;
+	return k;
+}
+
+static void test_copies_asked_from_a_source_still_computing(void **st)
+{
+	(void)st;
+	fake_t f;
+	pol_fc_t e;
+	pol_forecast_t fc;
+	setup(&f, &e, &fc, 10);
+	f.n_held[0] = 0; /* instance 0 computes the 8 blocks: none READY anywhere */
+	memset(g_computing, 0, sizeof g_computing);
+	g_computing[0] = 8;
+	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 0); /* no deferral offered: nothing to copy */
+	/* offered: both targets are asked from instance 0 (the fake, which
+	 * knows READY blocks only, refuses them) */
+	f.v.match_computing = fk_match_computing;
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_refused, 2);
+	pol_close(&h);
+
+	/* the whole prefix does not fit a 5-block budget, the 4 READY blocks
+	 * of it do: those are copied */
+	setup(&f, &e, &fc, 10);
+	f.n_held[0] = 0;
+	fk_hold(&f, 0, PFX, 4);
+	g_computing[0] = 8;
+	f.v.match_computing = fk_match_computing;
+	h = open_spec("spec_targets=1,spec_vram_frac=0.05");
+	tick(&h, &f, &fc);
+	assert_int_equal(f.n_copies, 1);
+	assert_int_equal(f.copies[0].n, 4);
+	assert_int_equal(f.copies[0].src, 0);
+	assert_int_equal(f.stats.prefix_over_budget, 1);
+	pol_close(&h);
+}
+
+/* ---- whole runs ------------------------------------------------------------------ */
+
+static sim_results_t run_fanout(const char **sets, int n)
+{
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	int rc = cli_load_config("analysis/experiments/fanout_65k.ini", sets, n, &cfg, &e);
+	if (rc)
+		fail_msg("%s", e.msg);
+	sim_results_t r;
+	if ((rc = sim_run(cfg, &r, &e)))
+		fail_msg("%s", e.msg);
+	cli_config_free(cfg);
+	return r;
+}
+
+/* fanout_65k is about a 128-block prefix; the default budget (87 blocks)
+ * says it cannot hold it, and one that fits cuts the mean TTFT. */
+static void test_fanout_budget_that_fits_pays_and_default_says_why(void **st)
+{
+	(void)st;
+	const char *none[] = {"kvcache.fetch=never"};
+	const char *dflt[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
+	                      "policy.predictor.name=oracle"};
+	const char *fits[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
+	                      "policy.predictor.name=oracle",
+	                      "policy.replication.spec_vram_frac=0.5"};
+	const char *nohint[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
+	                        "policy.predictor.name=oracle",
+	                        "policy.replication.spec_vram_frac=0.5",
+	                        "policy.replication.spec_route_warm=false"};
+	sim_results_t a = run_fanout(none, 1), b = run_fanout(dflt, 3), c = run_fanout(fits, 4),
+		      d = run_fanout(nohint, 5);
+	double ta = sim_results_get(&a, "ttft_mean_ms"), tb = sim_results_get(&b, "ttft_mean_ms"),
+	       tc = sim_results_get(&c, "ttft_mean_ms"), td = sim_results_get(&d, "ttft_mean_ms");
+	printf("fanout_65k TTFT mean: none %.1f, speculative default budget %.1f, budget 0.5 %.1f "
+	       "(%.1f%%), without the hint %.1f ms\n",
+	       ta, tb, tc, 100 * (tc / ta - 1), td);
+	assert_true(sim_results_get(&b, "spec.prefix_over_budget") > 0);
+	assert_true(sim_results_get(&b, "spec.refused_vram") > 0);
+	assert_true(sim_results_get(&c, "spec.prefix_over_budget") == 0);
+	assert_true(sim_results_get(&c, "spec.copies_deferred") > 0);
+	assert_true(sim_results_get(&c, "spec.hint_routed") > 0);
+	assert_true(sim_results_get(&d, "spec.hint_routed") == 0);
+	assert_true(tc < 0.7 * ta);
+	assert_true(tc < td);
+	sim_results_free(&a);
+	sim_results_free(&b);
+	sim_results_free(&c);
+	sim_results_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_budget_refusals_are_counted_by_reason),
+	    cmocka_unit_test(test_prefix_larger_than_budget_is_reported_once),
+	    cmocka_unit_test(test_p_use_follows_where_requests_were_routed),
+	    cmocka_unit_test(test_p_use_of_hinted_requests_splits_over_warm_holders),
+	    cmocka_unit_test(test_route_hint_sends_replicated_prefix_to_least_busy_warm),
+	    cmocka_unit_test(test_copies_asked_from_a_source_still_computing),
+	    cmocka_unit_test(test_fanout_budget_that_fits_pays_and_default_says_why),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
