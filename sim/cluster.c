@@ -376,12 +376,13 @@ static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth,
 	return 1;
 }
 
-/* Admission under SCHED_BTB (the caller checked the reservation): prefix
- * hits are touched (LRU), the prompt's missing blocks and synthetic blocks
- * covering its output go into the cache, input + output tokens are
- * reserved. With resident_at_admission r holds no block; otherwise it holds
- * what it matched and inserted until its prefill ends (btb_prefilled). */
-static void admit_btb(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+/* SCHED_BTB: r meets the prefix cache: hits are touched (LRU), the prompt's
+ * missing blocks and synthetic blocks covering its output go into the
+ * cache. With resident_at_admission this happens at admission and r holds
+ * no block; otherwise when its prefill starts (the KV that exists then), and
+ * r holds what it matched and inserted until its prefill ends
+ * (btb_prefilled). */
+static void btb_bind(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	int64_t now = ev_engine_now(c->eng);
 	uint32_t B = c->p.block_tokens, target = r->in_len + r->generated;
@@ -411,8 +412,12 @@ static void admit_btb(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	r->own_from = m;
 	r->ready = hold ? m : s_end;
 	r->priv = 0;
-	in->resv_tokens += (uint64_t)r->in_len + r->out_len;
 	admit_account(c, in, r, m, spec_hits, target, now);
+}
+
+static int btb_bound(const sim_req_t *r)
+{
+	return r->t_admit >= 0;
 }
 
 /* End of a SCHED_BTB prefill: what r held becomes plain cache. */
@@ -516,9 +521,11 @@ static void btb_admit_ready(cluster_t *c, sim_inst_t *in)
 	sim_req_t *r;
 	while ((r = in->wait_head) && in->n_run < c->p.max_num_seqs &&
 	       in->resv_tokens + r->in_len + r->out_len <= c->p.resv_tokens_cap) {
-		admit_btb(c, in, r);
 		wait_unlink(in, NULL, r, ev_engine_now(c->eng));
 		in->run[in->n_run++] = r;
+		in->resv_tokens += (uint64_t)r->in_len + r->out_len;
+		if (c->p.resident_at_admission)
+			btb_bind(c, in, r);
 	}
 }
 
@@ -529,6 +536,8 @@ static int iter_start_btb(cluster_t *c, sim_inst_t *in)
 	btb_admit_ready(c, in);
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		sim_req_t *r = in->run[k];
+		if (!btb_bound(r))
+			btb_bind(c, in, r);
 		if (r->done_tok < r->target) {
 			batch_add_prefill(in, r, r->target - r->done_tok);
 			return iter_launch(c, in);
