@@ -296,6 +296,24 @@ static const res_transfer_t *first_copy_to(const sim_results_t *r, int32_t dst)
 	return NULL;
 }
 
+static void test_copy_from_uncomputed_starts_before_the_source_prefill_ends(void **st)
+{
+	(void)st;
+	/* full asks for its copies on its first tick, 10 us in, while request
+	 * 0's prefill still runs: refused (then deferred to the prefill's end)
+	 * when copies read computed KV only, started at once otherwise */
+	const char *tick = "policy.replication.full_tick_ms=0.01";
+	sim_results_t a = run_three("kvcache.copy_from=computed", tick, 1);
+	sim_results_t b = run_three("kvcache.copy_from=uncomputed", tick, 1);
+	int64_t ttft = res_of(&a, 0)->ttft_ns;
+	assert_int_equal(res_of(&b, 0)->ttft_ns, ttft);
+	assert_true(first_copy_to(&a, 1)->start_ns >= ttft); /* causal */
+	assert_int_equal(first_copy_to(&b, 1)->start_ns, 10000); /* the study's assumption */
+	assert_true(ttft > 10000);
+	sim_results_free(&a);
+	sim_results_free(&b);
+}
+
 /* Alone on its path: NIC up, fabric, NIC down; 41 blocks x 16 tokens x
  * 131072 B per token (Llama-3-8B) at 50 GB/s, plus the path latency. */
 static int64_t alone_ns(const sim_results_t *r, const res_transfer_t *x)
@@ -371,6 +389,7 @@ int main(void)
 	    cmocka_unit_test(test_ttft_at_prefill_end_takes_every_token_from_decode),
 	    cmocka_unit_test(test_compute_job_runs_before_the_next_iteration),
 	    cmocka_unit_test(test_default_deployment_recomputes_a_miss),
+	    cmocka_unit_test(test_copy_from_uncomputed_starts_before_the_source_prefill_ends),
 	    cmocka_unit_test(test_no_contention_times_each_copy_alone),
 	    cmocka_unit_test(test_copy_charged_to_target_compute_delays_its_work),
 	    cmocka_unit_test(test_transfer_engine_costs_slow_a_copy),
