@@ -167,12 +167,13 @@ test-only: build-tests
 # The default experiment under the main replication policies, side by side:
 # HDF5 per run, the catalog and a TTFT CDF plot under results/.
 RUN_POLICIES ?= none,reactive_hotspot,early_rdma,speculative,full
+RUN_SEEDS ?= 5
 run-only: $(KVSIM)
-	$(KVSIM) sweep --grid policy.replication.name=$(RUN_POLICIES) -j 2 -o results
-	@$(KVSIM) runs results --where "status = 'done'" --columns \
-	  policy.replication.name,ttft_mean_ms,ttft_p95_ms,ttft_p99_ms,slo_attainment,hit_rate_tokens,bytes_fg,bytes_bg,spec.replicas_created,spec.replicas_wasted,spec.unused_vram_gb_s
+	$(KVSIM) sweep --grid policy.replication.name=$(RUN_POLICIES) --seeds $(RUN_SEEDS) -j 2 -o results
+	@/usr/bin/python3 analysis/policy_table.py results --by policy.replication.name --metrics \
+	  ttft_mean_ms,ttft_p95_ms,ttft_p99_ms,slo_attainment,bytes_fg,bytes_bg,spec.replicas_created,spec.replicas_wasted,spec.unused_vram_gb_s
 	@/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog results \
-	  --label policy.replication.name -o results/ttft_cdf.png \
+	  --label policy.replication.name --log -o results/ttft_cdf.png \
 	  && echo "wrote results/ttft_cdf.png"
 
 bench-only: build
