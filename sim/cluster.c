@@ -524,6 +524,8 @@ static void btb_admit_ready(cluster_t *c, sim_inst_t *in)
 		wait_unlink(in, NULL, r, ev_engine_now(c->eng));
 		in->run[in->n_run++] = r;
 		in->resv_tokens += (uint64_t)r->in_len + r->out_len;
+		r->target = r->in_len + r->generated; /* prefill pending: not decoding */
+		r->done_tok = 0;
 		if (c->p.resident_at_admission)
 			btb_bind(c, in, r);
 	}

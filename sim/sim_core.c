@@ -463,8 +463,9 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 static int check_hook(void *ctx, ev_engine_t *eng)
 {
 	sim_ctx_t *s = ctx;
-	if (cluster_check(&s->cl))
-		return err_set(s->err, KS_ERUNTIME, "invariant violated at t=%" PRId64 " ns",
+	int bad = cluster_check(&s->cl);
+	if (bad)
+		return err_set(s->err, KS_ERUNTIME, "invariant %d violated at t=%" PRId64 " ns", bad,
 			       ev_engine_now(eng));
 	return 0;
 }
