@@ -572,9 +572,10 @@ static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t
 	int rc = out_file_sha256(path, &got, hex, e);
 	if (rc)
 		return rc;
-	*verdict = got == size && sha && !strcmp(hex, sha) ? OUT_CHECK_DONE
-			   : got < size			    ? OUT_CHECK_TRUNCATED
-							    : OUT_CHECK_CORRUPT;
+	if (got == size && sha && !strcmp(hex, sha))
+		*verdict = OUT_CHECK_DONE;
+	else /* got < size: cut while being read */
+		*verdict = got < size ? OUT_CHECK_TRUNCATED : OUT_CHECK_CORRUPT;
 	return 0;
 }
 
