@@ -55,7 +55,7 @@ FOLDERS := sim policies traces models gpu_validation
 # The commit, with "-dirty.<digest>" when the sources differ from it
 # (sim/gitrev.sh); files and catalog rows record it, and a sweep re-runs the
 # points another revision made.
-GITREV  := $(shell sh sim/gitrev.sh $(FOLDERS) Makefile)
+GITREV  := $(shell [ -f sim/gitrev.sh ] && sh sim/gitrev.sh $(FOLDERS) Makefile || echo unknown)
 # sim/main.c is the binary's entry point, not part of the archive.
 lib_srcs = $(filter-out sim/main.c,$(wildcard $(1)/*.c))
 LIB_SRCS := $(foreach f,$(FOLDERS),$(call lib_srcs,$(f)))
