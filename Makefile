@@ -38,7 +38,6 @@ APT_PKGS := make gcc pkg-config libgsl-dev libhdf5-dev libsqlite3-dev \
 PC_PKGS  := gsl hdf5 sqlite3 inih jansson nettle zlib
 
 VERSION  := 0.1.0
-GITREV   := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 # Recursive (=) so pkg-config runs after the bootstrap, not at parse time.
 PC_CFLAGS = $(shell pkg-config --cflags $(PC_PKGS) cmocka 2>/dev/null)
@@ -53,6 +52,10 @@ CFLAGS  = -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(BUILD)/gen $(OPT)
 LDLIBS  = $(PC_LIBS) $(MPI_LIBS) -lm -ldl -lpthread
 
 FOLDERS := sim policies traces models gpu_validation
+# The commit, with "-dirty.<digest>" when the sources differ from it
+# (sim/gitrev.sh); files and catalog rows record it, and a sweep re-runs the
+# points another revision made.
+GITREV  := $(shell [ -f sim/gitrev.sh ] && sh sim/gitrev.sh $(FOLDERS) Makefile || echo unknown)
 # sim/main.c is the binary's entry point, not part of the archive.
 lib_srcs = $(filter-out sim/main.c,$(wildcard $(1)/*.c))
 LIB_SRCS := $(foreach f,$(FOLDERS),$(call lib_srcs,$(f)))
@@ -165,7 +168,8 @@ test-only: build-tests
 	  sh tests/run_tests.sh $(TEST_BINS)
 
 # The default experiment under the main replication policies, side by side:
-# HDF5 per run, the catalog and a TTFT CDF plot under results/.
+# HDF5 per run, the catalog and a TTFT CDF plot under results/. Points that
+# another revision made run again (a new commit rebuilds kvsim first).
 RUN_POLICIES ?= none,reactive_hotspot,early_rdma,speculative,full
 RUN_SEEDS ?= 5
 run-only: $(KVSIM)

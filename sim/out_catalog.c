@@ -3,11 +3,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <nettle/sha2.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/out_hdf5.h"
 
 /* One transaction, so a killed first sweep leaves both tables or neither. */
 static const char schema_sql[] =
@@ -15,10 +20,21 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER, status TEXT NOT NULL,"
 	" error TEXT, attempts INTEGER NOT NULL DEFAULT 0, h5_path TEXT, started_at TEXT,"
-	" finished_at TEXT, wall_s REAL, config TEXT);"
+	" finished_at TEXT, wall_s REAL, config TEXT, h5_size INTEGER, h5_sha256 TEXT,"
+	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0);"
 	"CREATE TABLE IF NOT EXISTS columns ("
 	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);"
 	"COMMIT;";
+
+/* The ledger columns, added to catalogs written before them (migrate). */
+static const struct {
+	const char *name, *decl;
+} ledger_cols[] = {
+	{"h5_size", "INTEGER"},   {"h5_sha256", "TEXT"},
+	{"git_rev", "TEXT"},      {"git_dirty", "INTEGER"},
+	{"stale", "INTEGER NOT NULL DEFAULT 0"}, /* last: migrate marks old rows */
+};
+#define N_LEDGER (sizeof ledger_cols / sizeof ledger_cols[0])
 
 typedef struct col_info {
 	char *name;
@@ -28,6 +44,7 @@ typedef struct col_info {
 
 struct out_catalog {
 	sqlite3 *db;
+	char dir[4096];
 	char path[4096];
 	col_info_t *cols;
 	size_t ncols, cap;
@@ -114,6 +131,67 @@ static int load_columns(out_catalog_t *c, err_t *e)
 	return rc ? err_set(e, rc, "%s: out of memory", c->path) : 0;
 }
 
+/* Ends the transaction in progress: COMMIT when rc is 0, else ROLLBACK and
+ * rc. */
+static int tx_end(out_catalog_t *c, int rc, err_t *e)
+{
+	if (rc) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	return sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ? db_err(c, e, "commit")
+									    : 0;
+}
+
+/* Which ledger columns table runs has; *missing counts the others (0 when
+ * there is no table runs yet: load_columns reports that). */
+static int ledger_have(out_catalog_t *c, int have[N_LEDGER], int *missing, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT name FROM pragma_table_info('runs')", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_err(c, e, "reading the schema");
+	int any = 0;
+	memset(have, 0, N_LEDGER * sizeof *have);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 0);
+		any = 1;
+		for (size_t k = 0; k < N_LEDGER; k++)
+			have[k] |= !strcmp(n, ledger_cols[k].name);
+	}
+	sqlite3_finalize(st);
+	*missing = 0;
+	for (size_t k = 0; any && k < N_LEDGER; k++)
+		*missing += !have[k];
+	return 0;
+}
+
+/* Adds the ledger columns a catalog lacks (ALTER TABLE, one transaction;
+ * looked at again under the lock, as another process may migrate first).
+ * The rows already done were made by a revision nobody recorded: they are
+ * marked stale, and a sweep treats them as made by another revision. */
+static int migrate(out_catalog_t *c, err_t *e)
+{
+	int have[N_LEDGER], missing, rc = ledger_have(c, have, &missing, e);
+	if (rc || !missing)
+		return rc;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "migrating");
+	rc = ledger_have(c, have, &missing, e);
+	for (size_t k = 0; !rc && k < N_LEDGER; k++) {
+		char sql[256];
+		snprintf(sql, sizeof sql, "ALTER TABLE runs ADD COLUMN %s %s", ledger_cols[k].name,
+			 ledger_cols[k].decl);
+		if (!have[k] && sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			rc = db_err(c, e, "migrating (adding the ledger columns)");
+	}
+	if (!rc && missing && !have[N_LEDGER - 1] &&
+	    sqlite3_exec(c->db, "UPDATE runs SET stale = 1 WHERE status = 'done'", NULL, NULL,
+			 NULL) != SQLITE_OK)
+		rc = db_err(c, e, "migrating");
+	return tx_end(c, rc, e);
+}
+
 int out_mkdir_p(const char *dir)
 {
 	char p[4096];
@@ -140,6 +218,7 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	out_catalog_t *c = calloc(1, sizeof *c);
 	if (!c)
 		return err_set(e, KS_ENOMEM, "out of memory");
+	snprintf(c->dir, sizeof c->dir, "%s", dir);
 	snprintf(c->path, sizeof c->path, "%s/%s", dir, OUT_CATALOG_FILE);
 	if (!readonly && out_mkdir_p(dir) < 0) {
 		int rc = err_set(e, KS_EIO, "%s: cannot create directory: %s", dir,
@@ -166,15 +245,26 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	sqlite3_busy_timeout(c->db, 10000);
 	/* WAL: readers (kvsim runs) never block the sweep; synchronous=NORMAL
 	 * keeps every committed row across a killed process. */
-	const char *init = readonly ? "PRAGMA query_only = 1;"
-				    : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
+	const char *init = readonly ? "" : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
 	if (sqlite3_exec(c->db, init, NULL, NULL, NULL) != SQLITE_OK ||
 	    (!readonly && sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)) {
 		int rc = db_err(c, e, "initialising");
 		out_catalog_close(c);
 		return rc;
 	}
-	int rc = load_columns(c, e);
+	/* A reader migrates too when it may, so `kvsim runs` can show the new
+	 * columns of an old catalog; one that cannot just goes without them. */
+	int rc = 0;
+	if (!readonly || !sqlite3_db_readonly(c->db, "main")) {
+		err_t ignored;
+		rc = migrate(c, readonly ? &ignored : e);
+		if (readonly)
+			rc = 0;
+	}
+	if (!rc && readonly && sqlite3_exec(c->db, "PRAGMA query_only = 1;", NULL, NULL, NULL))
+		rc = db_err(c, e, "initialising");
+	if (!rc)
+		rc = load_columns(c, e);
 	if (rc) {
 		out_catalog_close(c);
 		return rc;
@@ -284,6 +374,7 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 		    " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5)"
 		    " ON CONFLICT(id) DO UPDATE SET status = 'running', error = NULL,"
 		    " attempts = attempts + 1, finished_at = NULL, wall_s = NULL,"
+		    " h5_size = NULL, h5_sha256 = NULL, git_rev = NULL, git_dirty = NULL, stale = 0,"
 		    " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5,"
 		    " started_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
 		    -1, &st, NULL) != SQLITE_OK) {
@@ -334,7 +425,13 @@ fail:
 int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
 		     double wall_s, err_t *e)
 {
-	size_t cap = 256 + n * 120;
+	return out_catalog_done_file(c, id, m, n, wall_s, NULL, e);
+}
+
+int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+			  double wall_s, const out_run_file_t *f, err_t *e)
+{
+	size_t cap = 384 + n * 120;
 	char *sql = malloc(cap), used[128];
 	int rc = 0;
 	if (!sql)
@@ -345,6 +442,8 @@ int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, si
 	}
 	strcpy(sql, "UPDATE runs SET status = 'done', error = NULL, wall_s = ?,"
 		    " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')");
+	if (f)
+		strcat(sql, ", h5_size = ?, h5_sha256 = ?, git_rev = ?, git_dirty = ?, stale = 0");
 	for (size_t i = 0; i < n && !rc; i++) {
 		rc = ensure_column(c, m[i].name, "metric", m[i].unit, used, sizeof used, e);
 		strcat(sql, ", ");
@@ -356,22 +455,23 @@ int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, si
 	if (!rc && sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
 		rc = db_err(c, e, "recording metrics");
 	if (!rc) {
-		sqlite3_bind_double(st, 1, wall_s);
+		int k = 1;
+		sqlite3_bind_double(st, k++, wall_s);
+		if (f) {
+			sqlite3_bind_int64(st, k++, (sqlite3_int64)f->size);
+			sqlite3_bind_text(st, k++, f->sha256, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, k++, f->git_rev, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, k++, out_rev_dirty(f->git_rev));
+		}
 		for (size_t i = 0; i < n; i++)
-			sqlite3_bind_double(st, (int)i + 2, m[i].value);
-		sqlite3_bind_text(st, (int)n + 2, id, -1, SQLITE_STATIC);
+			sqlite3_bind_double(st, k++, m[i].value);
+		sqlite3_bind_text(st, k, id, -1, SQLITE_STATIC);
 		rc = exec_stmt(c, st, e, "recording metrics");
 	}
 	free(sql);
 	if (!rc && sqlite3_changes(c->db) != 1)
 		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark done", c->path, id);
-	if (rc) {
-		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		return rc;
-	}
-	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		return db_err(c, e, "commit");
-	return 0;
+	return tx_end(c, rc, e);
 }
 
 int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
@@ -388,6 +488,143 @@ int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_
 	if (!rc && sqlite3_changes(c->db) != 1)
 		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark failed", c->path, id);
 	return rc;
+}
+
+/* ---- the ledger: files and revisions ------------------------------------ */
+
+int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, KS_EIO, "%s: cannot read: %s", path, strerror(errno));
+	enum { CHUNK = 1 << 20 };
+	uint8_t *buf = malloc(CHUNK), d[SHA256_DIGEST_SIZE];
+	if (!buf) {
+		close(fd);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	struct sha256_ctx h;
+	sha256_init(&h);
+	uint64_t total = 0;
+	int rc = 0;
+	for (;;) {
+		ssize_t got = read(fd, buf, CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = err_set(e, KS_EIO, "%s: read failed: %s", path, strerror(errno));
+			break;
+		}
+		if (got == 0)
+			break;
+		sha256_update(&h, (size_t)got, buf);
+		total += (uint64_t)got;
+	}
+	free(buf);
+	close(fd);
+	if (rc)
+		return rc;
+	sha256_digest(&h, sizeof d, d);
+	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
+		snprintf(hex + 2 * b, 3, "%02x", d[b]);
+	if (size)
+		*size = total;
+	return 0;
+}
+
+const char *out_check_name(int verdict)
+{
+	static const char *const names[] = {"todo",  "failed",  "done",      "kept",
+					    "stale", "missing", "truncated", "corrupt"};
+	return verdict >= 0 && verdict < (int)(sizeof names / sizeof names[0]) ? names[verdict]
+									       : "?";
+}
+
+/* Whether the file of a done row is still the one recorded: OUT_CHECK_DONE,
+ * or MISSING, TRUNCATED or CORRUPT. A row without a size (written before
+ * the ledger, or by out_catalog_done) has only the file's opening to go by. */
+static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t size,
+		      const char *sha, int *verdict, err_t *e)
+{
+	char path[8300];
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/%s", c->dir, rel ? rel : "");
+	if (!rel || !*rel || stat(path, &sb) < 0) {
+		if (rel && *rel && errno != ENOENT && errno != ENOTDIR)
+			return err_set(e, KS_EIO, "%s: cannot check: %s", path, strerror(errno));
+		*verdict = OUT_CHECK_MISSING;
+		return 0;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		*verdict = OUT_CHECK_CORRUPT;
+		return 0;
+	}
+	if (!have_size) {
+		*verdict = out_hdf5_probe(path) ? OUT_CHECK_CORRUPT : OUT_CHECK_DONE;
+		return 0;
+	}
+	if ((uint64_t)sb.st_size != size) {
+		*verdict = (uint64_t)sb.st_size < size ? OUT_CHECK_TRUNCATED : OUT_CHECK_CORRUPT;
+		return 0;
+	}
+	char hex[65];
+	uint64_t got;
+	int rc = out_file_sha256(path, &got, hex, e);
+	if (rc)
+		return rc;
+	if (got == size && sha && !strcmp(hex, sha))
+		*verdict = OUT_CHECK_DONE;
+	else /* got < size: cut while being read */
+		*verdict = got < size ? OUT_CHECK_TRUNCATED : OUT_CHECK_CORRUPT;
+	return 0;
+}
+
+int out_catalog_check(out_catalog_t *c, const char *id, const char *rev, int keep_stale,
+		      int *verdict, err_t *e)
+{
+	sqlite3_stmt *st;
+	*verdict = OUT_CHECK_TODO;
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT status, h5_path, h5_size, h5_sha256, git_rev FROM runs"
+			       " WHERE id = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "reading a run");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int r = sqlite3_step(st), rc = 0;
+	if (r == SQLITE_ROW) {
+		const char *status = (const char *)sqlite3_column_text(st, 0);
+		const char *rel = (const char *)sqlite3_column_text(st, 1);
+		int have_size = sqlite3_column_type(st, 2) == SQLITE_INTEGER;
+		uint64_t size = (uint64_t)sqlite3_column_int64(st, 2);
+		const char *sha = (const char *)sqlite3_column_text(st, 3);
+		const char *made = (const char *)sqlite3_column_text(st, 4);
+		if (!strcmp(status, "failed")) {
+			*verdict = OUT_CHECK_FAILED;
+		} else if (!strcmp(status, "done")) {
+			/* A stale point runs again anyway: only a kept one is read. */
+			int same = made && rev && !strcmp(made, rev);
+			if (!same && !keep_stale)
+				*verdict = OUT_CHECK_STALE;
+			else if (!(rc = check_file(c, rel, have_size, size, sha, verdict, e)) &&
+				 *verdict == OUT_CHECK_DONE && !same)
+				*verdict = OUT_CHECK_KEPT;
+		}
+	} else if (r != SQLITE_DONE) {
+		rc = db_err(c, e, "reading a run");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int out_catalog_mark_stale(out_catalog_t *c, const char *id, int stale, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "UPDATE runs SET stale = ?1 WHERE id = ?2 AND stale IS NOT ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "marking a run");
+	sqlite3_bind_int(st, 1, stale ? 1 : 0);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	return exec_stmt(c, st, e, "marking a run");
 }
 
 /* ---- queries ------------------------------------------------------------ */
@@ -466,16 +703,18 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
 	return 0;
 }
 
-/* Default column list: id, status, seed, then params and metrics. */
+/* Default column list: id, status, seed, git_rev, then params and metrics. */
 static int default_columns(const out_catalog_t *c, char ***names, size_t *n)
 {
-	*names = calloc(c->ncols + 3, sizeof **names);
+	*names = calloc(c->ncols + 4, sizeof **names);
 	if (!*names)
 		return -1;
 	size_t k = 0;
 	(*names)[k++] = strdup("id");
 	(*names)[k++] = strdup("status");
 	(*names)[k++] = strdup("seed");
+	if (col_find(c, "git_rev")) /* absent from an old catalog read-only */
+		(*names)[k++] = strdup("git_rev");
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < c->ncols; i++)
 			if (!strcmp(c->cols[i].kind, pass ? "metric" : "param"))

@@ -5,6 +5,10 @@
  * config text + seed), config_digest, seed, status ('running', 'done',
  * 'failed'), error, attempts, h5_path (relative to DIR), started_at,
  * finished_at (UTC ISO-8601 text), wall_s, config (resolved config text),
+ * the ledger of what a done run left: h5_size (bytes), h5_sha256 (hex of the
+ * whole file), git_rev (the build that made it, as out_build_rev gives it),
+ * git_dirty (1: built from uncommitted changes), stale (1: kept by a sweep of
+ * another revision, --keep-stale, or made before revisions were recorded),
  * then one column per swept parameter (named by its "section.key", NUMERIC
  * affinity) and one per summary metric (named as the metric, REAL; a metric
  * whose name is already taken gets a "metric." prefix). Table "columns"
@@ -12,7 +16,9 @@
  * names are always quoted identifiers; --where text may use them bare (they
  * are quoted for you). Only one process writes a catalog (the sweep parent or
  * MPI rank 0); each update is a single transaction, so a killed writer loses
- * at most the update in progress. Errors: KS_EIO (SQLite), KS_EINPUT (bad
+ * at most the update in progress. A catalog written before the ledger
+ * columns gains them when opened (ALTER TABLE; a reader does it only when it
+ * may write the file): its done rows are marked stale, git_rev NULL. Errors: KS_EIO (SQLite), KS_EINPUT (bad
  * query or unknown run), with the database path or SQL message.
  */
 #ifndef KVSIM_OUT_CATALOG_H
@@ -60,13 +66,54 @@ void out_catalog_close(out_catalog_t *c);
 int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attempts,
 		       err_t *e);
 /* Inserts or updates the row: status 'running', attempts + 1, started_at now,
- * parameters, seed and paths; clears error and finished_at. */
+ * parameters, seed and paths; clears error, finished_at and the ledger. */
 int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e);
-/* Status 'done' with every metric stored in its column, wall_s, finished_at. */
+/* What a finished run left behind, for the ledger columns. */
+typedef struct out_run_file {
+	uint64_t size;       /* bytes of the HDF5 file */
+	char sha256[65];     /* hex SHA-256 of the whole file */
+	const char *git_rev; /* revision of the build that wrote it */
+} out_run_file_t;
+
+/* Status 'done' with every metric stored in its column, wall_s, finished_at,
+ * and the file's size, digest and revision (git_dirty from the revision,
+ * stale 0). out_catalog_done records no file (f NULL): such a row counts as
+ * made by an unknown revision. */
+int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+			  double wall_s, const out_run_file_t *f, err_t *e);
 int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
 		     double wall_s, err_t *e);
 /* Status 'failed' with the error text. */
 int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e);
+
+/* Size and hex SHA-256 of a whole file (size may be NULL); KS_EIO naming
+ * the path when it cannot be read. */
+int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e);
+
+/* What a sweep does with a point, by out_catalog_check. Every verdict but
+ * DONE and KEPT runs the point (again). */
+enum {
+	OUT_CHECK_TODO = 0,  /* no row, or one left 'running' by a killed sweep */
+	OUT_CHECK_FAILED,    /* failed last time */
+	OUT_CHECK_DONE,      /* done by this revision, its file intact: skipped */
+	OUT_CHECK_KEPT,      /* done by another revision, file intact, keep_stale */
+	OUT_CHECK_STALE,     /* done by another or an unknown revision */
+	OUT_CHECK_MISSING,   /* done, but its file is gone */
+	OUT_CHECK_TRUNCATED, /* done, but its file is shorter than recorded */
+	OUT_CHECK_CORRUPT,   /* done, but its file's size or digest changed, or
+			      * (no size recorded) it does not open as HDF5 */
+};
+/* "todo", "failed", "done", "kept", "stale", "missing", "truncated",
+ * "corrupt". */
+const char *out_check_name(int verdict);
+/* Sets *verdict for run id as a sweep by revision rev would see it. A done
+ * row of another revision is STALE unless keep_stale; a row about to be kept
+ * has its file checked against the recorded size and digest (the whole file
+ * is read). KS_EIO when the catalog or an existing file cannot be read. */
+int out_catalog_check(out_catalog_t *c, const char *id, const char *rev, int keep_stale,
+		      int *verdict, err_t *e);
+/* Sets the row's stale mark (a done row kept under --keep-stale is 1). */
+int out_catalog_mark_stale(out_catalog_t *c, const char *id, int stale, err_t *e);
 
 /* A query result as text: cells[r * ncols + k] (NULL for SQL NULL);
  * kinds[k] is "param", "metric" or "run" (the fixed columns); is_real[k]
@@ -79,8 +126,8 @@ typedef struct out_table {
 	char **cells;
 } out_table_t;
 
-/* SELECT columns (comma-separated names, NULL: id, status, seed, params,
- * metrics; "all": every column but config) FROM runs WHERE where (SQL, may be
+/* SELECT columns (comma-separated names, NULL: id, status, seed, git_rev,
+ * params, metrics; "all": every column but config) FROM runs WHERE where (SQL, may be
  * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). */
 int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 		       const char *sort, out_table_t *t, err_t *e);

@@ -34,6 +34,8 @@ typedef struct rep_hdr {
 	uint32_t err_len;
 	uint32_t pad;
 	double wall_s;
+	uint64_t h5_size;     /* the written file, for the ledger (REP_OK) */
+	char h5_sha256[64];
 } rep_hdr_t;
 
 typedef struct report {
@@ -41,6 +43,8 @@ typedef struct report {
 	double wall_s;
 	res_metric_t *metric;
 	size_t n_metric;
+	uint64_t h5_size;
+	char h5_sha256[65];
 	char err[1024];
 } report_t;
 
@@ -64,16 +68,17 @@ static int buf_put(buf_t *b, const void *d, size_t n)
 	return 0;
 }
 
-static int rep_encode(buf_t *b, int kind, int code, double wall_s, const char *err,
-		      const res_metric_t *m, size_t n)
+static int rep_encode(buf_t *b, const report_t *r)
 {
-	size_t el = err ? strlen(err) : 0;
+	size_t el = strlen(r->err), n = r->n_metric;
 	if (el > 1023)
 		el = 1023;
-	rep_hdr_t h = {REP_MAGIC, kind, code, (uint32_t)n, (uint32_t)el, 0, wall_s};
+	rep_hdr_t h = {REP_MAGIC, r->kind, r->code, (uint32_t)n, (uint32_t)el, 0, r->wall_s,
+		       r->h5_size, {0}};
+	memcpy(h.h5_sha256, r->h5_sha256, sizeof h.h5_sha256);
 	b->len = 0;
-	return buf_put(b, &h, sizeof h) || (el && buf_put(b, err, el)) ||
-			       (n && buf_put(b, m, n * sizeof *m))
+	return buf_put(b, &h, sizeof h) || (el && buf_put(b, r->err, el)) ||
+			       (n && buf_put(b, r->metric, n * sizeof *r->metric))
 		       ? -1
 		       : 0;
 }
@@ -92,6 +97,9 @@ static int rep_decode(const buf_t *b, report_t *r)
 	r->kind = h.kind;
 	r->code = h.code;
 	r->wall_s = h.wall_s;
+	r->h5_size = h.h5_size;
+	memcpy(r->h5_sha256, h.h5_sha256, sizeof h.h5_sha256);
+	r->h5_sha256[64] = '\0';
 	memcpy(r->err, b->p + sizeof h, h.err_len);
 	r->err[h.err_len] = '\0';
 	if (h.n_metric) {
@@ -129,8 +137,14 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* The child: run, write the HDF5 file, report, _exit (no atexit handlers,
- * no stdio flush: the parent's buffers and connections are not ours). */
+static const char *sweep_rev(const out_sweep_opts_t *o)
+{
+	return o->git_rev ? o->git_rev : out_build_rev();
+}
+
+/* The child: run, write the HDF5 file, digest it, report, _exit (no atexit
+ * handlers, no stdio flush: the parent's buffers and connections are not
+ * ours). */
 static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, pid_t parent)
 {
 	/* Die with the sweep: a SIGKILLed sweep must not leave runs behind. */
@@ -141,6 +155,7 @@ static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, 
 	sim_results_t r;
 	memset(&r, 0, sizeof r);
 	err_t e = {0};
+	report_t rep = {0};
 	int rc = o->run(p->cfg, &r, &e, o->run_ctx);
 	if (!rc) {
 		if (!r.config_text)
@@ -149,16 +164,23 @@ static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, 
 			r.seed = p->seed;
 		if (!r.start_unix)
 			r.start_unix = (int64_t)time(NULL);
+		snprintf(r.git_rev, sizeof r.git_rev, "%s", sweep_rev(o));
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", o->dir, p->h5_rel);
 		rc = out_hdf5_write(path, &r, &o->h5, &e);
+		if (!rc)
+			rc = out_file_sha256(path, &rep.h5_size, rep.h5_sha256, &e);
 	}
 	buf_t b = {0};
 	if (rc && !e.msg[0])
 		err_set(&e, rc, "run failed: %s", err_name(rc));
-	if (rep_encode(&b, rc ? REP_ERROR : REP_OK, rc, now_s() - t0, rc ? e.msg : NULL,
-		       r.metric, rc ? 0 : r.n_metric) ||
-	    write_all(fd, b.p, b.len))
+	rep.kind = rc ? REP_ERROR : REP_OK;
+	rep.code = rc;
+	rep.wall_s = now_s() - t0;
+	snprintf(rep.err, sizeof rep.err, "%s", rc ? e.msg : "");
+	rep.metric = r.metric;
+	rep.n_metric = rc ? 0 : r.n_metric;
+	if (rep_encode(&b, &rep) || write_all(fd, b.p, b.len))
 		_exit(3);
 	_exit(0);
 }
@@ -229,8 +251,8 @@ typedef struct sweep {
 	const out_sweep_opts_t *o;
 	out_sweep_stats_t *st;
 	out_catalog_t *cat;
-	out_point_t *pts; /* points still to run */
-	size_t npts;
+	out_point_t *pts; /* every distinct point; those skipped are freed */
+	size_t npts, todo; /* todo: points queued to run */
 	size_t *queue, qhead, qtail; /* todo indices; retries go to the back */
 	unsigned char *tries;
 	int progress;
@@ -246,7 +268,7 @@ static void progress_draw(sweep_t *s, int final)
 	if (!final && t - s->last_draw < 0.2)
 		return;
 	s->last_draw = t;
-	size_t fin = s->st->done + s->st->failed, all = s->npts;
+	size_t fin = s->st->done + s->st->failed, all = s->todo;
 	double el = t - s->t0, rate = el > 0 ? (double)fin / el : 0;
 	double eta = rate > 0 ? (double)(all - fin) / rate : 0;
 	fprintf(stderr, "\rsweep: %zu/%zu done, %zu failed, %zu skipped, %.2f points/s, ETA %d:%02d  ",
@@ -274,7 +296,9 @@ static int finish_point(sweep_t *s, size_t k, report_t *r, err_t *e)
 	int rc = 0;
 	const out_point_t *p = &s->pts[k];
 	if (r->kind == REP_OK) {
-		rc = out_catalog_done(s->cat, p->id, r->metric, r->n_metric, r->wall_s, e);
+		out_run_file_t f = {r->h5_size, "", sweep_rev(s->o)};
+		memcpy(f.sha256, r->h5_sha256, sizeof f.sha256);
+		rc = out_catalog_done_file(s->cat, p->id, r->metric, r->n_metric, r->wall_s, &f, e);
 		s->st->done++;
 	} else if (r->kind == REP_CRASH && s->tries[k] < MAX_TRIES) {
 		s->queue[s->qtail++] = k;
@@ -440,6 +464,10 @@ static void mpi_work(const out_grid_t *g, const cfg_t *base, const out_sweep_opt
 		MPI_Recv(&gi, 1, MPI_UINT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &ms);
 		if (ms.MPI_TAG == TAG_STOP)
 			break;
+		/* Only now: a sweep that rank 0 rejects must leave no directory. */
+		char runs[4096];
+		snprintf(runs, sizeof runs, "%s/runs", o->dir);
+		(void)out_mkdir_p(runs); /* a child that cannot write reports why */
 		out_point_t p;
 		err_t e = {0};
 		report_t r = {0};
@@ -465,9 +493,8 @@ static void mpi_work(const out_grid_t *g, const cfg_t *base, const out_sweep_opt
 			}
 			out_point_free(&p);
 		}
-		if (rep_encode(&b, r.kind, r.code, r.wall_s, r.err, r.metric, r.n_metric)) {
+		if (rep_encode(&b, &r))
 			b.len = 0; /* rank 0 reads an empty result as a bad report */
-		}
 		free(r.metric);
 		MPI_Send(b.p, (int)b.len, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
 	}
@@ -499,54 +526,136 @@ static void clean_stale_tmp(const char *runs)
 	closedir(d);
 }
 
-static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, err_t *e)
+/* What prepare created, so that a rejected sweep removes it again. */
+typedef struct made {
+	char top[4096]; /* shallowest directory created ("" when none) */
+	int runs, lock, catalog;
+} made_t;
+
+static int exists(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) == 0;
+}
+
+/* Notes in m->top the shallowest missing directory of dir (dir itself when
+ * only it is missing). */
+static void note_missing_dirs(const char *dir, made_t *m)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s", dir);
+	m->top[0] = '\0';
+	while (*p && !exists(p)) {
+		snprintf(m->top, sizeof m->top, "%s", p);
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+}
+
+/* Removes what prepare made, deepest first; rmdir leaves any directory that
+ * something else has filled meanwhile. The lock goes last but one, while
+ * still held, so no other sweep can open the catalog files being removed. */
+static void unmake(const char *dir, const made_t *m)
+{
+	char p[4200];
+	static const char *const cat_files[] = {"", "-wal", "-shm", "-journal"};
+	for (size_t i = 0; m->catalog && i < sizeof cat_files / sizeof cat_files[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s%s", dir, OUT_CATALOG_FILE, cat_files[i]);
+		unlink(p);
+	}
+	if (m->runs) {
+		snprintf(p, sizeof p, "%s/runs", dir);
+		rmdir(p);
+	}
+	if (m->lock) {
+		snprintf(p, sizeof p, "%s/.sweep.lock", dir);
+		unlink(p);
+	}
+	if (!m->top[0])
+		return;
+	snprintf(p, sizeof p, "%s", dir);
+	for (;;) {
+		rmdir(p);
+		char *slash = strrchr(p, '/');
+		if (!strcmp(p, m->top) || !slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+}
+
+/* Builds every point first (a bad axis value is an input error before
+ * anything exists on disk), then takes the directory, its lock and catalog,
+ * and queues each point the catalog and its file do not vouch for. */
+static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m, err_t *e)
 {
 	const out_sweep_opts_t *o = s->o;
-	char p[4096];
-	if (out_mkdir_p(o->dir) < 0)
-		return err_set(e, KS_EIO, "%s: cannot create directory: %s", o->dir, strerror(errno));
-	snprintf(p, sizeof p, "%s/runs", o->dir);
-	if (mkdir(p, 0777) < 0 && errno != EEXIST)
-		return err_set(e, KS_EIO, "%s: cannot create directory: %s", p, strerror(errno));
-	snprintf(p, sizeof p, "%s/.sweep.lock", o->dir);
-	s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-	if (s->lock_fd < 0)
-		return err_set(e, KS_EIO, "%s: %s", p, strerror(errno));
-	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return err_set(e, KS_EIO, "%s: another sweep is writing this results directory",
-			       o->dir);
-	snprintf(p, sizeof p, "%s/runs", o->dir);
-	clean_stale_tmp(p);
-	int rc = out_catalog_open(o->dir, 0, &s->cat, e);
-	if (rc)
-		return rc;
 	size_t n = out_grid_points(g);
 	s->pts = calloc(n ? n : 1, sizeof *s->pts);
 	s->queue = calloc(n ? MAX_TRIES * n : 1, sizeof *s->queue);
 	s->tries = calloc(n ? n : 1, 1);
 	if (!s->pts || !s->queue || !s->tries)
 		return err_set(e, KS_ENOMEM, "out of memory");
+	int rc;
 	for (size_t i = 0; i < n; i++) {
 		out_point_t *pt = &s->pts[s->npts];
 		if ((rc = out_point_make(g, base, o->seed_key, i, pt, e)))
 			return rc;
-		int dup = 0, status;
+		int dup = 0;
 		for (size_t j = 0; j < s->npts && !dup; j++)
 			dup = !strcmp(s->pts[j].id, pt->id);
-		if (dup) { /* two axis values that resolve to the same config */
+		if (dup) /* two axis values that resolve to the same config */
 			out_point_free(pt);
-			continue;
-		}
-		s->st->total++;
-		if ((rc = out_catalog_status(s->cat, pt->id, &status, NULL, e)))
-			return rc;
-		if (status == OUT_RUN_DONE) {
-			s->st->skipped++;
-			out_point_free(pt);
-			continue;
-		}
-		s->queue[s->qtail++] = s->npts++;
+		else
+			s->npts++;
 	}
+	char p[4200];
+	note_missing_dirs(o->dir, m);
+	if (out_mkdir_p(o->dir) < 0)
+		return err_set(e, KS_EIO, "%s: cannot create directory: %s", o->dir, strerror(errno));
+	snprintf(p, sizeof p, "%s/.sweep.lock", o->dir);
+	m->lock = !exists(p);
+	s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (s->lock_fd < 0)
+		return err_set(e, KS_EIO, "%s: %s", p, strerror(errno));
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		m->lock = 0; /* the other sweep's, even if it made it just now */
+		return err_set(e, KS_EIO, "%s: another sweep is writing this results directory",
+			       o->dir);
+	}
+	snprintf(p, sizeof p, "%s/runs", o->dir);
+	m->runs = !exists(p);
+	if (mkdir(p, 0777) < 0 && errno != EEXIST)
+		return err_set(e, KS_EIO, "%s: cannot create directory: %s", p, strerror(errno));
+	clean_stale_tmp(p);
+	snprintf(p, sizeof p, "%s/%s", o->dir, OUT_CATALOG_FILE);
+	m->catalog = !exists(p);
+	if ((rc = out_catalog_open(o->dir, 0, &s->cat, e)))
+		return rc;
+	const char *rev = sweep_rev(o);
+	size_t queued = 0;
+	for (size_t k = 0; k < s->npts; k++) {
+		out_point_t *pt = &s->pts[k];
+		int v;
+		s->st->total++;
+		if ((rc = out_catalog_check(s->cat, pt->id, rev, o->keep_stale, &v, e)))
+			return rc;
+		if (v == OUT_CHECK_DONE || v == OUT_CHECK_KEPT) {
+			if ((rc = out_catalog_mark_stale(s->cat, pt->id, v == OUT_CHECK_KEPT, e)))
+				return rc;
+			s->st->skipped++;
+			s->st->kept_stale += v == OUT_CHECK_KEPT;
+			out_point_free(pt);
+			continue;
+		}
+		s->st->rerun_stale += v == OUT_CHECK_STALE;
+		s->st->rerun_missing += v == OUT_CHECK_MISSING;
+		s->st->rerun_damaged += v == OUT_CHECK_TRUNCATED || v == OUT_CHECK_CORRUPT;
+		s->queue[s->qtail++] = k;
+		queued++;
+	}
+	s->todo = queued;
 	return 0;
 }
 
@@ -568,17 +677,14 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 		st->rank = rank;
 		st->ranks = size;
 		if (rank != 0) {
-			char p[4096];
-			snprintf(p, sizeof p, "%s/runs", o->dir);
-			mkdir(o->dir, 0777);
-			mkdir(p, 0777);
 			mpi_work(g, base, o);
 			MPI_Finalize();
 			return 0;
 		}
 	}
 #endif
-	rc = prepare(&s, g, base, e);
+	made_t made = {0};
+	int rejected = rc = prepare(&s, g, base, &made, e);
 	s.progress = o->progress < 0 ? isatty(2) : o->progress;
 	s.t0 = now_s();
 	if (!rc) {
@@ -610,6 +716,8 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 	free(s.queue);
 	free(s.tries);
 	out_catalog_close(s.cat);
+	if (rejected)
+		unmake(o->dir, &made);
 	if (s.lock_fd >= 0)
 		close(s.lock_fd);
 	(void)rank;

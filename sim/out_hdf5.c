@@ -335,6 +335,16 @@ static void sha256_hex(const char *s, char out[65])
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+const char *out_build_rev(void)
+{
+	return KVSIM_GITREV;
+}
+
+int out_rev_dirty(const char *rev)
+{
+	return rev && strstr(rev, "-dirty") != NULL;
+}
+
 static int write_provenance(hid_t f, const sim_results_t *r)
 {
 	char when[32] = "", cdig[65];
@@ -344,8 +354,11 @@ static int write_provenance(hid_t f, const sim_results_t *r)
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
 	sha256_hex(r->config_text ? r->config_text : "", cdig);
 	int fmt = OUT_HDF5_FORMAT;
+	const char *rev = r->git_rev[0] ? r->git_rev : out_build_rev();
+	int dirty = out_rev_dirty(rev);
 	if (attr_str(f, "kvsim_version", KVSIM_VERSION) < 0 ||
-	    attr_str(f, "kvsim_gitrev", KVSIM_GITREV) < 0 ||
+	    attr_str(f, "kvsim_gitrev", rev) < 0 ||
+	    attr_num(f, "kvsim_git_dirty", H5T_STD_I32LE, H5T_NATIVE_INT, &dirty) < 0 ||
 	    attr_num(f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &fmt) < 0 ||
 	    attr_num(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &r->seed) < 0 ||
 	    attr_str(f, "trace_path", r->trace_path) < 0 ||
@@ -523,6 +536,16 @@ static int read_attr_num(hid_t f, const char *name, hid_t mem_ty, void *v)
 	return rc;
 }
 
+int out_hdf5_probe(const char *path)
+{
+	quiet_hdf5();
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return -1;
+	H5Fclose(f);
+	return 0;
+}
+
 int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
 {
 	memset(r, 0, sizeof *r);
@@ -561,6 +584,9 @@ int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
 		      read_attr_num(f, "wall_s", H5T_NATIVE_DOUBLE, &r->wall_s) < 0 ||
 		      read_attr_num(f, "events", H5T_NATIVE_UINT64, &r->events) < 0))
 		step = "provenance attributes";
+	if (!step && H5Aexists(f, "kvsim_gitrev") > 0 &&
+	    read_attr_str(f, "kvsim_gitrev", r->git_rev, sizeof r->git_rev) < 0)
+		step = "kvsim_gitrev";
 	H5Fclose(f);
 	if (step) {
 		sim_results_free(r);

@@ -34,11 +34,14 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 	rc = out_catalog_begin(c, &ri, e);
 	if (!rc) {
 		rc = out_hdf5_write(path, r, h5, e);
+		out_run_file_t f = {0, "", r->git_rev[0] ? r->git_rev : out_build_rev()};
+		if (!rc)
+			rc = out_file_sha256(path, &f.size, f.sha256, e);
 		if (rc) {
 			err_t e2;
 			out_catalog_failed(c, pid, e->msg, &e2);
 		} else {
-			rc = out_catalog_done(c, pid, r->metric, r->n_metric, r->wall_s, e);
+			rc = out_catalog_done_file(c, pid, r->metric, r->n_metric, r->wall_s, &f, e);
 		}
 	}
 	out_catalog_close(c);

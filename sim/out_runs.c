@@ -15,12 +15,17 @@ static void usage(FILE *f)
 		"usage: kvsim runs [DIR] [--where SQL] [--sort [-]COL] [--columns A,B,...] [--csv]\n"
 		"       kvsim runs compare A B [DIR]\n\n"
 		"Lists the runs in DIR/catalog.sqlite (DIR defaults to '%s'): one row per run\n"
-		"with its status, seed, swept parameters and summary metrics.\n\n"
+		"with its status, seed, the kvsim revision that made it (git_rev), swept\n"
+		"parameters and summary metrics.\n\n"
 		"  --where SQL        SQLite condition, e.g. \"status = 'done' AND fake.rate > 2\"\n"
 		"                     (dotted column names may be written bare)\n"
 		"  --sort [-]COL      order by a column; a leading '-' sorts descending\n"
 		"  --columns A,B,...  columns to show; 'all' shows every column but config\n"
 		"                     (id, status, error, attempts, h5_path, started_at, ...)\n"
+		"                     and the ledger: h5_size, h5_sha256 (the run's file),\n"
+		"                     git_rev, git_dirty (1: uncommitted changes), stale (1:\n"
+		"                     kept by a sweep of another revision, --keep-stale),\n"
+		"                     e.g. --where \"git_dirty = 0 AND stale = 0\"\n"
 		"  --csv              comma-separated output with full ids and full precision\n"
 		"  compare A B        two runs (id prefixes) side by side: parameters, metrics\n"
 		"                     with B-A and B/A, and the config keys that differ\n"
@@ -42,7 +47,8 @@ static void cell_text(const out_table_t *t, size_t r, size_t k, char *buf, size_
 		snprintf(buf, cap, "-");
 	else if (t->is_real[k])
 		snprintf(buf, cap, "%.6g", strtod(v, NULL));
-	else if (!strcmp(t->names[k], "id") || !strcmp(t->names[k], "config_digest"))
+	else if (!strcmp(t->names[k], "id") || !strcmp(t->names[k], "config_digest") ||
+		 !strcmp(t->names[k], "h5_sha256"))
 		snprintf(buf, cap, "%.12s", v);
 	else
 		snprintf(buf, cap, "%s", v);

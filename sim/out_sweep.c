@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/cli.h"
 #include "sim/cli_common.h"
@@ -12,9 +13,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
-		"                   [--seeds N] [-j WORKERS] [-o DIR] [--dry-run]\n\n"
+		"                   [--seeds N] [-j WORKERS] [-o DIR] [--keep-stale] [--dry-run]\n\n"
 		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
-		"DIR/catalog.sqlite. Rerunning the same command skips points already done.\n\n");
+		"DIR/catalog.sqlite. Rerunning the same command skips points already done, unless\n"
+		"their file is missing, truncated or fails its SHA-256, or another revision of\n"
+		"kvsim made them (see `kvsim --version`).\n\n");
 	cli_cfg_help(f);
 	fprintf(f,
 		"  --grid S.K=V1,V2,...      an axis of the Cartesian product (repeatable)\n"
@@ -23,7 +26,11 @@ static void usage(FILE *f)
 		"  --seeds N                 N seeds per point, derived from experiment.seed\n"
 		"  -j, --jobs N              worker processes (default 1)\n"
 		"  -o, --out DIR             results directory (default [output] dir)\n"
-		"  --dry-run                 list the points and whether each is done\n"
+		"  --keep-stale              keep points another revision made (if their file is\n"
+		"                            intact), marked stale = 1 in the catalog\n"
+		"  --dry-run                 list the points and what the sweep would do with\n"
+		"                            each: done, kept, todo, failed, stale, missing,\n"
+		"                            truncated, corrupt (all but done and kept run)\n"
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
 		"  -h, --help                this help\n\n"
 		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
@@ -54,37 +61,59 @@ static int parse_uint(const char *s, unsigned max, unsigned *v)
 	return 0;
 }
 
-static int dry_run(const out_grid_t *g, const cfg_t *base, const char *dir, err_t *e)
+/* Lists the points with the verdict a sweep would reach; every point is
+ * built before the first line, so a bad grid prints nothing. */
+static int dry_run(const out_grid_t *g, const cfg_t *base, const char *dir, int keep_stale,
+		   err_t *e)
 {
 	out_catalog_t *cat = NULL;
 	char p[4096];
+	size_t n = out_grid_points(g), made = 0;
+	out_point_t *pts = calloc(n ? n : 1, sizeof *pts);
+	int *verdict = calloc(n ? n : 1, sizeof *verdict), rc = 0;
+	if (!pts || !verdict)
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+	for (; !rc && made < n; made++)
+		if ((rc = out_point_make(g, base, "experiment.seed", made, &pts[made], e)))
+			break;
 	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
-	FILE *f = fopen(p, "r");
-	if (f) {
-		fclose(f);
-		if (out_catalog_open(dir, 1, &cat, e))
-			return e->code;
-	}
-	size_t n = out_grid_points(g);
-	for (size_t i = 0; i < n; i++) {
-		out_point_t pt;
-		int rc = out_point_make(g, base, "experiment.seed", i, &pt, e), st = 0;
-		if (!rc && cat)
-			rc = out_catalog_status(cat, pt.id, &st, NULL, e);
-		if (rc) {
-			out_catalog_close(cat);
-			return rc;
-		}
-		printf("%4zu  %.16s  %-7s seed=%llu", i, pt.id,
-		       st == OUT_RUN_DONE ? "done" : st == OUT_RUN_FAILED ? "failed" : "todo",
-		       (unsigned long long)pt.seed);
-		for (size_t k = 0; k < pt.n_params; k++)
-			printf("  %s=%s", pt.params[k].key, pt.params[k].value);
+	if (!rc && access(p, F_OK) == 0)
+		rc = out_catalog_open(dir, 1, &cat, e);
+	for (size_t i = 0; !rc && cat && i < n; i++)
+		rc = out_catalog_check(cat, pts[i].id, out_build_rev(), keep_stale, &verdict[i], e);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const out_point_t *pt = &pts[i];
+		printf("%4zu  %.16s  %-9s seed=%llu", i, pt->id, out_check_name(verdict[i]),
+		       (unsigned long long)pt->seed);
+		for (size_t k = 0; k < pt->n_params; k++)
+			printf("  %s=%s", pt->params[k].key, pt->params[k].value);
 		putchar('\n');
-		out_point_free(&pt);
 	}
+	for (size_t i = 0; i < made; i++)
+		out_point_free(&pts[i]);
+	free(pts);
+	free(verdict);
 	out_catalog_close(cat);
-	return 0;
+	return rc;
+}
+
+/* Why points that were done ran again, or were kept; nothing when none. */
+static void print_ledger_note(const out_sweep_stats_t *st)
+{
+	const size_t n[] = {st->rerun_stale, st->rerun_missing, st->rerun_damaged, st->kept_stale};
+	const char *const what[] = {"made by another revision ran again",
+				    "with a missing file ran again",
+				    "with a truncated or corrupt file ran again",
+				    "made by another revision kept (--keep-stale)"};
+	const char *sep = "sweep: ";
+	for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
+		if (!n[i])
+			continue;
+		printf("%s%zu %s", sep, n[i], what[i]);
+		sep = "; ";
+	}
+	if (*sep == ';')
+		printf(" (this build: %s)\n", out_build_rev());
 }
 
 int out_sweep_main(int argc, char **argv)
@@ -93,7 +122,7 @@ int out_sweep_main(int argc, char **argv)
 	out_grid_t *g = out_grid_new();
 	cfg_t *base = NULL;
 	err_t e = {0};
-	int status = 0, dry = 0, progress = -1;
+	int status = 0, dry = 0, progress = -1, keep_stale = 0;
 	unsigned jobs = 1, seeds = 1;
 	const char *dir = NULL;
 	cli_cfg_args_t a = {.sets = sets};
@@ -135,6 +164,9 @@ int out_sweep_main(int argc, char **argv)
 		} else if (!strcmp(o, "--dry-run")) {
 			dry = 1;
 			i++;
+		} else if (!strcmp(o, "--keep-stale")) {
+			keep_stale = 1;
+			i++;
 		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
 			progress = o[2] == 'p';
 			i++;
@@ -161,12 +193,13 @@ int out_sweep_main(int argc, char **argv)
 	if (!dir)
 		dir = cfg_str(base, "output", "dir");
 	if (dry) {
-		if (dry_run(g, base, dir, &e))
+		if (dry_run(g, base, dir, keep_stale, &e))
 			status = cli_fail(&e);
 		goto out;
 	}
 	out_sweep_opts_t so = {.dir = dir, .jobs = jobs, .progress = progress,
-			       .seed_key = "experiment.seed", .run = sweep_sim_run, .mpi = -1};
+			       .seed_key = "experiment.seed", .run = sweep_sim_run, .mpi = -1,
+			       .keep_stale = keep_stale};
 	out_hdf5_opts_from_cfg(base, &so.h5);
 	out_sweep_stats_t st;
 	int rc = out_sweep_run(g, base, &so, &st, &e);
@@ -180,6 +213,7 @@ int out_sweep_main(int argc, char **argv)
 	       "crash%s; catalog %s/%s\n",
 	       st.total, st.done, st.skipped, st.failed, st.retried,
 	       st.ranks > 1 ? " (MPI)" : "", dir, OUT_CATALOG_FILE);
+	print_ledger_note(&st);
 	if (st.failed) {
 		fprintf(stderr, "kvsim sweep: %zu point(s) failed; see: kvsim runs %s --where "
 				"\"status = 'failed'\" --columns id,error\n",

@@ -11,10 +11,16 @@
  * lines left out) and seed;
  * its file is DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id.
  *
- * out_sweep_run executes every point not yet 'done' in DIR's catalog: each
- * point runs in a fork()ed child (run function, then HDF5 write), which
- * reports metrics to the parent over a pipe; only the parent writes the
- * catalog. A child that dies without a report is retried once in the same
+ * out_sweep_run executes every point that DIR's catalog and files do not
+ * vouch for (out_catalog_check): a point runs unless its row is 'done', its
+ * file has the size and SHA-256 the row recorded, and the row's revision is
+ * this build's (out_build_rev, or opts git_rev) — or, with keep_stale,
+ * another one, and then the row is marked stale. Each point runs in a
+ * fork()ed child (run function, HDF5 write, file digest), which reports
+ * metrics and digest to the parent over a pipe; only the parent writes the
+ * catalog. All points are built before anything is created on disk, and a
+ * sweep rejected before its first point (bad axis value, lock held, catalog
+ * unreadable) removes the directory, lock and catalog it created. A child that dies without a report is retried once in the same
  * sweep, then marked failed; a run function error fails the point at once.
  * Both are recorded with their error and the sweep carries on. Under
  * mpirun (built with KVSIM_HAVE_MPI, OMPI_COMM_WORLD_SIZE > 1), rank 0 hands
@@ -74,8 +80,9 @@ void out_point_free(out_point_t *p);
 void out_point_id(const char *config_text, uint64_t seed, char id[65]);
 
 /* Records one finished run outside a sweep (kvsim run): writes
- * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL)
- * and every metric of r. id (may be NULL) receives the run's identity. */
+ * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL),
+ * every metric of r and the file's ledger entry (size, SHA-256, revision:
+ * r->git_rev, or this build's). id (may be NULL) receives the identity. */
 int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
 		   char id[65], err_t *e);
@@ -89,12 +96,19 @@ typedef struct out_sweep_opts {
 	void *run_ctx;
 	out_hdf5_opts_t h5;
 	int mpi;              /* -1: use MPI when launched by mpirun, 0: never */
+	int keep_stale;       /* keep intact points of another revision */
+	const char *git_rev;  /* the revision to record and compare; NULL: this
+			       * build's (out_build_rev) */
 } out_sweep_opts_t;
 
 typedef struct out_sweep_stats {
 	size_t total;   /* points in the grid (distinct ids) */
-	size_t skipped; /* already done in the catalog */
+	size_t skipped; /* already done in the catalog (kept_stale included) */
 	size_t done, failed, retried;
+	size_t rerun_stale;   /* of the points run: done by another revision */
+	size_t rerun_missing; /* done, but the file was gone */
+	size_t rerun_damaged; /* done, but the file was truncated or corrupt */
+	size_t kept_stale;    /* skipped though of another revision (keep_stale) */
 	int rank;       /* MPI rank (0 when local); only rank 0 has counts */
 	int ranks;      /* 1 when local */
 } out_sweep_stats_t;

@@ -68,6 +68,8 @@ typedef struct sim_results {
 	int64_t start_unix;   /* wall-clock start, seconds since epoch */
 	double wall_s;
 	uint64_t events;      /* engine events dispatched */
+	char git_rev[64];     /* build revision that made it; "": this build's
+			       * (out_build_rev), which out_hdf5_write records */
 } sim_results_t;
 
 void sim_results_free(sim_results_t *r);

@@ -1,5 +1,6 @@
 /* Tests for sim/out_catalog: run rows, parameter and metric columns,
- * queries, WAL mode, id prefixes. */
+ * queries, WAL mode, id prefixes, the ledger (file size, digest, revision,
+ * verdicts) and the migration of catalogs written before it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,8 @@
 #include <sqlite3.h>
 
 #include "sim/out_catalog.h"
+#include "sim/out_hdf5.h"
+#include "tests/out_fake.h"
 
 static char tmpdir[256], dir[300];
 
@@ -145,13 +148,14 @@ static void test_where_sort_columns_over_params_and_metrics(void **st)
 	assert_string_equal(t.cells[2], "r3");
 	assert_string_equal(t.cells[3], "r0");
 	out_table_free(&t);
-	/* Default columns: id, status, seed, params, metrics; a metric named like
-	 * a fixed column gets a prefix instead of overwriting it. */
+	/* Default columns: id, status, seed, git_rev, params, metrics; a metric
+	 * named like a fixed column gets a prefix instead of overwriting it. */
 	assert_int_equal(out_catalog_select(c, NULL, "id = 'r3'", NULL, &t, &e), 0);
 	assert_string_equal(t.names[0], "id");
 	assert_string_equal(t.names[1], "status");
 	assert_string_equal(t.names[2], "seed");
-	assert_string_equal(t.kinds[3], "param");
+	assert_string_equal(t.names[3], "git_rev");
+	assert_string_equal(t.kinds[4], "param");
 	assert_string_equal(cell(&t, 0, "seed"), "3");
 	assert_string_equal(cell(&t, 0, "metric.seed"), "1");
 	assert_string_equal(cell(&t, 0, "ttft_p99_ns"), "100");
@@ -214,6 +218,195 @@ static void test_catalog_creates_missing_parent_directories(void **st)
 	assert_int_equal(system(cmd), 0);
 }
 
+static void write_bytes(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void done_with_file(out_catalog_t *c, const char *id, const char *rel,
+			   const char *rev)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
+	out_param_t p[] = {{"fake.rate", "1"}};
+	out_run_info_t ri = {id, "cafe", 1, p, 1, rel, "[fake]\n"};
+	res_metric_t m[] = {{"ttft_p99_ns", "ns", 5}};
+	out_run_file_t f = {0, "", rev};
+	err_t e = {0};
+	assert_int_equal(out_catalog_begin(c, &ri, &e), 0);
+	assert_int_equal(out_file_sha256(path, &f.size, f.sha256, &e), 0);
+	assert_int_equal(out_catalog_done_file(c, id, m, 1, 0.5, &f, &e), 0);
+}
+
+static int verdict(out_catalog_t *c, const char *id, const char *rev, int keep)
+{
+	int v = -1;
+	err_t e = {0};
+	assert_int_equal(out_catalog_check(c, id, rev, keep, &v, &e), 0);
+	return v;
+}
+
+/* done_file fills the ledger columns; a new attempt clears them. */
+static void test_done_file_records_size_digest_and_revision(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	char path[400];
+	snprintf(path, sizeof path, "%s/a.h5", dir);
+	write_bytes(path, "abc");
+	done_with_file(c, "aaaa", "a.h5", "0123456789ab-dirty.0badf00d");
+	out_table_t t;
+	assert_int_equal(out_catalog_select(c, "h5_size,h5_sha256,git_rev,git_dirty,stale",
+					    NULL, NULL, &t, &e),
+			 0);
+	assert_string_equal(cell(&t, 0, "h5_size"), "3");
+	/* SHA-256("abc"), FIPS 180-2 appendix B.1 */
+	assert_string_equal(cell(&t, 0, "h5_sha256"),
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(cell(&t, 0, "git_rev"), "0123456789ab-dirty.0badf00d");
+	assert_string_equal(cell(&t, 0, "git_dirty"), "1");
+	assert_string_equal(cell(&t, 0, "stale"), "0");
+	out_table_free(&t);
+	add_run(c, "aaaa", "1", "none", 1);
+	assert_int_equal(out_catalog_select(c, "status,h5_size,h5_sha256,git_rev,git_dirty",
+					    NULL, NULL, &t, &e),
+			 0);
+	assert_string_equal(cell(&t, 0, "status"), "running");
+	for (size_t k = 1; k < t.ncols; k++)
+		assert_null(t.cells[k]);
+	out_table_free(&t);
+	out_catalog_close(c);
+}
+
+/* Which verdict each kind of damage and each revision gets. */
+static void test_check_compares_file_and_revision_with_the_ledger(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	static const char *const ids[] = {"ok", "gone", "short", "flip", "long"};
+	char path[5][400];
+	for (int i = 0; i < 5; i++) {
+		char rel[32];
+		snprintf(rel, sizeof rel, "%s.h5", ids[i]);
+		snprintf(path[i], sizeof path[i], "%s/%s", dir, rel);
+		write_bytes(path[i], "0123456789");
+		done_with_file(c, ids[i], rel, "revA");
+	}
+	assert_int_equal(unlink(path[1]), 0);
+	write_bytes(path[2], "01234");
+	write_bytes(path[3], "0123X56789");
+	write_bytes(path[4], "0123456789+");
+	assert_int_equal(verdict(c, "ok", "revA", 0), OUT_CHECK_DONE);
+	assert_int_equal(verdict(c, "gone", "revA", 0), OUT_CHECK_MISSING);
+	assert_int_equal(verdict(c, "short", "revA", 0), OUT_CHECK_TRUNCATED);
+	assert_int_equal(verdict(c, "flip", "revA", 0), OUT_CHECK_CORRUPT);
+	assert_int_equal(verdict(c, "long", "revA", 0), OUT_CHECK_CORRUPT);
+	/* another revision: stale, or kept when intact under keep_stale */
+	assert_int_equal(verdict(c, "ok", "revB", 0), OUT_CHECK_STALE);
+	assert_int_equal(verdict(c, "gone", "revB", 0), OUT_CHECK_STALE);
+	assert_int_equal(verdict(c, "ok", "revB", 1), OUT_CHECK_KEPT);
+	assert_int_equal(verdict(c, "gone", "revB", 1), OUT_CHECK_MISSING);
+	assert_int_equal(verdict(c, "flip", "revB", 1), OUT_CHECK_CORRUPT);
+	assert_int_equal(verdict(c, "nobody", "revA", 0), OUT_CHECK_TODO);
+	add_run(c, "run", "1", "none", 1);
+	assert_int_equal(verdict(c, "run", "revA", 0), OUT_CHECK_TODO);
+	assert_int_equal(out_catalog_failed(c, "run", "x", &e), 0);
+	assert_int_equal(verdict(c, "run", "revA", 1), OUT_CHECK_FAILED);
+	assert_string_equal(out_check_name(OUT_CHECK_TRUNCATED), "truncated");
+	/* the mark a sweep sets on a kept row */
+	assert_int_equal(out_catalog_mark_stale(c, "ok", 1, &e), 0);
+	out_table_t t;
+	assert_int_equal(out_catalog_select(c, "id", "stale = 1", NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	assert_string_equal(t.cells[0], "ok");
+	out_table_free(&t);
+	out_catalog_close(c);
+}
+
+/* The catalog as it was before the ledger: the same tables without the
+ * ledger columns. */
+static void make_old_catalog(const char *d, const char *h5_rel)
+{
+	char p[400];
+	snprintf(p, sizeof p, "mkdir -p %s", d);
+	assert_int_equal(system(p), 0);
+	snprintf(p, sizeof p, "%s/%s", d, OUT_CATALOG_FILE);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	char sql[2048];
+	snprintf(sql, sizeof sql,
+		 "PRAGMA journal_mode = WAL;"
+		 "CREATE TABLE runs (id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER,"
+		 " status TEXT NOT NULL, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,"
+		 " h5_path TEXT, started_at TEXT, finished_at TEXT, wall_s REAL, config TEXT,"
+		 " \"fake.rate\" NUMERIC, ttft_p99_ns REAL);"
+		 "CREATE TABLE columns (name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT,"
+		 " ord INTEGER);"
+		 "INSERT INTO columns VALUES ('fake.rate', 'param', '', 0),"
+		 " ('ttft_p99_ns', 'metric', 'ns', 1);"
+		 "INSERT INTO runs (id, status, attempts, h5_path, \"fake.rate\", ttft_p99_ns)"
+		 " VALUES ('old1', 'done', 1, '%s', 2, 7.5), ('old2', 'failed', 1, NULL, 3, NULL);",
+		 h5_rel);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* An old catalog opens, gains the ledger columns, and its done rows count
+ * as stale (unknown revision): re-run, or kept under keep_stale while the
+ * file still opens as HDF5. A reader migrates it as well. */
+static void test_old_catalog_is_migrated_and_its_rows_are_stale(void **st)
+{
+	(void)st;
+	char ro[400];
+	snprintf(ro, sizeof ro, "%s/old_ro", tmpdir);
+	make_old_catalog(dir, "old1.h5");
+	make_old_catalog(ro, "old1.h5");
+	sim_results_t r;
+	err_t e = {0};
+	char path[500];
+	snprintf(path, sizeof path, "%s/old1.h5", dir);
+	assert_int_equal(fake_fill(&r, 1, 1.0, 20), 0);
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	sim_results_free(&r);
+	out_catalog_t *c;
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	out_table_t t;
+	assert_int_equal(out_catalog_select(c, "id,status,git_rev,git_dirty,h5_size,stale,fake.rate",
+					    NULL, "id", &t, &e),
+			 0);
+	assert_int_equal(t.nrows, 2);
+	assert_null(cell(&t, 0, "git_rev"));
+	assert_null(cell(&t, 0, "h5_size"));
+	assert_string_equal(cell(&t, 0, "stale"), "1");
+	assert_string_equal(cell(&t, 1, "stale"), "0"); /* failed: runs again anyway */
+	assert_string_equal(cell(&t, 0, "fake.rate"), "2");
+	out_table_free(&t);
+	assert_int_equal(verdict(c, "old1", out_build_rev(), 0), OUT_CHECK_STALE);
+	assert_int_equal(verdict(c, "old1", out_build_rev(), 1), OUT_CHECK_KEPT);
+	assert_int_equal(truncate(path, 100), 0);
+	assert_int_equal(verdict(c, "old1", out_build_rev(), 1), OUT_CHECK_CORRUPT);
+	out_catalog_close(c);
+	/* opened again: nothing left to migrate, nothing lost */
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, NULL, NULL, NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 2);
+	out_table_free(&t);
+	out_catalog_close(c);
+	assert_int_equal(out_catalog_open(ro, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "id,git_rev", "stale = 1", NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	assert_string_equal(t.cells[0], "old1");
+	out_table_free(&t);
+	out_catalog_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +420,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resolve_needs_a_unique_prefix, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_open_of_missing_catalog_is_input_error,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_done_file_records_size_digest_and_revision,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check_compares_file_and_revision_with_the_ledger,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_catalog_is_migrated_and_its_rows_are_stale,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

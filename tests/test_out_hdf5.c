@@ -1,5 +1,6 @@
 /* Tests for sim/out_hdf5: layout, round trip, empty tables, atomic write,
- * and reading with h5py + pandas (skipped when they are absent). */
+ * provenance (revision, dirty flag, the build's revision script), and
+ * reading with h5py + pandas (skipped when they are absent). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <hdf5.h>
 
 #include "gpu_validation/gv_sched.h"
 #include "sim/out_hdf5.h"
@@ -325,6 +327,108 @@ static void test_h5py_reads_empty_tables_with_columns(void **st)
 	sim_results_free(&r);
 }
 
+/* kvsim_gitrev is the revision the results carry (this build's when they
+ * carry none) and kvsim_git_dirty says whether it had uncommitted changes. */
+static void test_provenance_records_revision_and_dirty_flag(void **st)
+{
+	(void)st;
+	static const char *const revs[] = {"0123456789ab-dirty.cafe0123", "0123456789ab", ""};
+	for (size_t i = 0; i < sizeof revs / sizeof revs[0]; i++) {
+		sim_results_t r, b;
+		assert_int_equal(fake_fill(&r, 7, 1.0, 10), 0);
+		snprintf(r.git_rev, sizeof r.git_rev, "%s", revs[i]);
+		char path[512];
+		snprintf(path, sizeof path, "%s/rev%zu.h5", tmpdir, i);
+		err_t e = {0};
+		assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+		assert_int_equal(out_hdf5_read(path, &b, &e), 0);
+		const char *want = *revs[i] ? revs[i] : out_build_rev();
+		assert_string_equal(b.git_rev, want);
+		hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), a;
+		int dirty = -1;
+		assert_true(f >= 0);
+		assert_true((a = H5Aopen(f, "kvsim_git_dirty", H5P_DEFAULT)) >= 0);
+		assert_true(H5Aread(a, H5T_NATIVE_INT, &dirty) >= 0);
+		H5Aclose(a);
+		H5Fclose(f);
+		assert_int_equal(dirty, i == 0 ? 1 : i == 1 ? 0 : out_rev_dirty(out_build_rev()));
+		assert_int_equal(out_hdf5_probe(path), 0);
+		sim_results_free(&r);
+		sim_results_free(&b);
+	}
+}
+
+/* A file cut short no longer opens (what a resume relies on for rows that
+ * recorded no digest). */
+static void test_probe_refuses_a_truncated_file(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	assert_int_equal(fake_fill(&r, 9, 2.0, 500), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/cut.h5", tmpdir);
+	err_t e = {0};
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, sb.st_size / 2), 0);
+	assert_int_equal(out_hdf5_probe(path), -1);
+	snprintf(path, sizeof path, "%s/none.h5", tmpdir);
+	assert_int_equal(out_hdf5_probe(path), -1);
+	sim_results_free(&r);
+}
+
+/* sim/gitrev.sh (the Makefile's GITREV) in a scratch repository: the bare
+ * commit when the listed paths match it; "-dirty.<hex>" for tracked or
+ * untracked changes there, a different hex for a different change, and
+ * changes outside the listed paths do not count. */
+static void test_build_revision_marks_and_digests_uncommitted_sources(void **st)
+{
+	(void)st;
+	char script[4096], repo[512], cmd[9000];
+	if (system("command -v git >/dev/null 2>&1") != 0 || !getcwd(script, 4000)) {
+		skip();
+		return;
+	}
+	strcat(script, "/sim/gitrev.sh");
+	assert_int_equal(access(script, R_OK), 0);
+	snprintf(repo, sizeof repo, "%s/repo", tmpdir);
+	snprintf(cmd, sizeof cmd,
+		 "set -e; mkdir -p %s/src; cd %s; git init -q .; echo a > src/x.c; echo d > doc;"
+		 " git add .; git -c user.name=t -c user.email=t@t commit -qm one", repo, repo);
+	assert_int_equal(system(cmd), 0);
+	char revs[6][128];
+	/* 0 clean, 1 doc edited (not listed), 2 src edited, 3 another src edit,
+	 * 4 the first edit again, 5 the commit back plus an untracked source */
+	static const char *const steps[] = {
+		"true", "echo e >> doc", "echo b >> src/x.c", "echo c >> src/x.c",
+		"git checkout -q src/x.c && echo b >> src/x.c",
+		"git checkout -q src/x.c && echo n > src/new.c"};
+	for (int i = 0; i < 6; i++) {
+		snprintf(cmd, sizeof cmd, "cd %s && %s && sh %s src > rev.out", repo, steps[i],
+			 script);
+		assert_int_equal(system(cmd), 0);
+		snprintf(cmd, sizeof cmd, "%s/rev.out", repo);
+		FILE *f = fopen(cmd, "r");
+		assert_non_null(f);
+		assert_non_null(fgets(revs[i], sizeof revs[i], f));
+		fclose(f);
+		revs[i][strcspn(revs[i], "\n")] = '\0';
+	}
+	assert_int_equal(strlen(revs[0]), 12);
+	assert_int_equal(out_rev_dirty(revs[0]), 0);
+	assert_string_equal(revs[1], revs[0]);
+	for (int i = 2; i < 6; i++) {
+		assert_int_equal(strncmp(revs[i], revs[0], 12), 0);
+		assert_int_equal(strncmp(revs[i] + 12, "-dirty.", 7), 0);
+		assert_int_equal(strlen(revs[i]), 12 + 7 + 8);
+		assert_int_equal(out_rev_dirty(revs[i]), 1);
+	}
+	assert_string_not_equal(revs[2], revs[3]);
+	assert_string_equal(revs[2], revs[4]);
+	assert_string_not_equal(revs[5], revs[2]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +440,9 @@ int main(void)
 		cmocka_unit_test(test_gpu_replayer_reads_transfers_by_member_name),
 		cmocka_unit_test(test_h5py_and_pandas_read_every_column),
 		cmocka_unit_test(test_h5py_reads_empty_tables_with_columns),
+		cmocka_unit_test(test_provenance_records_revision_and_dirty_flag),
+		cmocka_unit_test(test_probe_refuses_a_truncated_file),
+		cmocka_unit_test(test_build_revision_marks_and_digests_uncommitted_sources),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

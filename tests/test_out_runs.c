@@ -28,6 +28,19 @@ static void add(out_catalog_t *c, const char *id, const char *rate, const char *
 	assert_int_equal(out_catalog_done(c, id, m, 2, 0.25, &e), 0);
 }
 
+/* A done row whose ledger names revision rev. */
+static void add_rev(out_catalog_t *c, const char *id, const char *rev)
+{
+	out_param_t p[] = {{"fake.rate", "0.25"}, {"policy.replication.name", "full"}};
+	out_run_info_t ri = {id, "d1g", 1, p, 2, "runs/y.h5", "[fake]\nrate = 0.25\n"};
+	res_metric_t m[] = {{"ttft_p99_ns", "ns", 1e6}};
+	out_run_file_t f = {4096, "", rev};
+	memset(f.sha256, 'f', 64);
+	err_t e = {0};
+	assert_int_equal(out_catalog_begin(c, &ri, &e), 0);
+	assert_int_equal(out_catalog_done_file(c, id, m, 1, 0.25, &f, &e), 0);
+}
+
 static int setup(void **st)
 {
 	(void)st;
@@ -44,6 +57,8 @@ static int setup(void **st)
 	add(c, "bbbb2222", "4", "speculative", 2e6,
 	    "[fake]\n# doc\nrate = 4\n[policy.replication]\nname = speculative\n");
 	add(c, "bbbb3333", "2", "none", 9e6, "[fake]\nrate = 2\n");
+	add_rev(c, "cccc4444", "0123456789ab");
+	add_rev(c, "cccc5555", "0123456789ab-dirty.1234abcd");
 	out_catalog_close(c);
 	return 0;
 }
@@ -91,7 +106,9 @@ static void test_lists_every_run_with_params_and_metrics(void **st)
 	assert_non_null(strstr(t, "policy.replication.name"));
 	assert_non_null(strstr(t, "ttft_p99_ns"));
 	assert_non_null(strstr(t, "speculative"));
-	assert_non_null(strstr(t, "(3 runs)"));
+	assert_non_null(strstr(t, "(5 runs)"));
+	assert_non_null(strstr(t, "git_rev"));
+	assert_non_null(strstr(t, "0123456789ab-dirty.1234abcd"));
 	free(t);
 }
 
@@ -105,6 +122,30 @@ static void test_where_sort_and_columns_shape_the_csv(void **st)
 	assert_string_equal(t, "id,fake.rate,ttft_p99_ns\n"
 			       "bbbb3333,2,9000000\n"
 			       "bbbb2222,4,2000000\n");
+	free(t);
+}
+
+/* The revision is a column like any other: shown, filtered, sorted. */
+static void test_revision_columns_show_and_filter(void **st)
+{
+	(void)st;
+	char *t;
+	assert_int_equal(runs(&t, 9, dir, "--where", "git_dirty = 1", "--columns",
+			      "id,git_rev,git_dirty,stale,h5_size", "--csv", "--sort", "-id"),
+			 0);
+	assert_string_equal(t, "id,git_rev,git_dirty,stale,h5_size\n"
+			       "cccc5555,0123456789ab-dirty.1234abcd,1,0,4096\n");
+	free(t);
+	assert_int_equal(runs(&t, 7, dir, "--where", "git_rev LIKE '0123456789ab%'", "--columns",
+			      "id", "--csv"),
+			 0);
+	assert_string_equal(t, "id\ncccc4444\ncccc5555\n");
+	free(t);
+	/* rows recorded without a file have no revision */
+	assert_int_equal(runs(&t, 7, dir, "--where", "git_rev IS NULL", "--columns", "id",
+			      "--csv"),
+			 0);
+	assert_string_equal(t, "id\naaaa1111\nbbbb2222\nbbbb3333\n");
 	free(t);
 }
 
@@ -146,6 +187,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lists_every_run_with_params_and_metrics),
 		cmocka_unit_test(test_where_sort_and_columns_shape_the_csv),
+		cmocka_unit_test(test_revision_columns_show_and_filter),
 		cmocka_unit_test(test_compare_shows_params_metric_deltas_and_config_diff),
 		cmocka_unit_test(test_bad_input_is_a_usage_error),
 	};

@@ -1,7 +1,8 @@
 /* Tests for the sweep engine (sim/out_sweep.h) with a fake run function:
  * grid parsing and enumeration, point identity, -j independence, resume,
- * failure and crash handling, a SIGKILL of the sweep at any moment, and one
- * warning per ignored key for a whole sweep. */
+ * failure and crash handling, a SIGKILL of the sweep at any moment, one
+ * warning per ignored key for a whole sweep, and the ledger: damaged files
+ * and other revisions are re-run, rejected sweeps leave nothing. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -16,9 +17,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "sim/cfg.h"
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 #include "sim/out_sweep.h"
 #include "tests/out_fake.h"
 
@@ -71,17 +74,24 @@ static void subdir(char *buf, size_t cap, const char *name)
 	snprintf(buf, cap, "%s/%s", tmpdir, name);
 }
 
-static int sweep(const char *dir, const out_grid_t *g, const cfg_t *base, unsigned jobs,
-		 out_sweep_stats_t *st)
+/* A sweep as the build of revision rev (NULL: this build) would run it. */
+static int sweep_as(const char *dir, const out_grid_t *g, const cfg_t *base, unsigned jobs,
+		    const char *rev, int keep_stale, out_sweep_stats_t *st)
 {
 	out_sweep_opts_t o = {.dir = dir, .jobs = jobs, .progress = 0,
 			      .seed_key = "experiment.seed", .run = fake_run, .h5 = {1, 64},
-			      .mpi = 0};
+			      .mpi = 0, .keep_stale = keep_stale, .git_rev = rev};
 	err_t e = {0};
 	int rc = out_sweep_run(g, base, &o, st, &e);
 	if (rc)
 		print_error("sweep: %s\n", e.msg);
 	return rc;
+}
+
+static int sweep(const char *dir, const out_grid_t *g, const cfg_t *base, unsigned jobs,
+		 out_sweep_stats_t *st)
+{
+	return sweep_as(dir, g, base, jobs, NULL, 0, st);
 }
 
 static void test_grid_parses_lists_and_inclusive_ranges(void **st)
@@ -600,6 +610,369 @@ static void test_sweep_over_policy_names_warns_once(void **st)
 	assert_true(strlen(sweep_main_stderr("0")) > 0);
 }
 
+/* ---- the ledger: files and revisions decide what a resume re-runs ------ */
+
+/* DIR/runs/ID.h5 of point i. */
+static void point_file(const out_grid_t *g, const cfg_t *base, const char *dir, size_t i,
+		       char *buf, size_t cap, char id[65])
+{
+	out_point_t p;
+	err_t e = {0};
+	assert_int_equal(out_point_make(g, base, "experiment.seed", i, &p, &e), 0);
+	snprintf(buf, cap, "%s/%s", dir, p.h5_rel);
+	if (id)
+		memcpy(id, p.id, 65);
+	out_point_free(&p);
+}
+
+static void truncate_half(const char *path)
+{
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, sb.st_size / 2), 0);
+}
+
+/* Flips one byte in the middle: same size, another digest. */
+static void corrupt_byte(const char *path)
+{
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	long mid = ftell(f) / 2;
+	assert_int_equal(fseek(f, mid, SEEK_SET), 0);
+	int ch = fgetc(f);
+	assert_int_equal(fseek(f, mid, SEEK_SET), 0);
+	fputc(ch ^ 0x5a, f);
+	fclose(f);
+}
+
+static void sql(const char *dir, const char *stmt)
+{
+	char p[400];
+	sqlite3 *db;
+	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	char *msg = NULL;
+	if (sqlite3_exec(db, stmt, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", stmt, msg);
+	sqlite3_close(db);
+}
+
+/* One character per point, in point order, from column col of its row. */
+static void column_by_point(const out_grid_t *g, const cfg_t *base, const char *dir,
+			    const char *col, char *out)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	size_t n = out_grid_points(g);
+	char cols[64];
+	snprintf(cols, sizeof cols, "id,%s", col);
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, cols, NULL, NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, n);
+	for (size_t i = 0; i < n; i++) {
+		char path[700], id[65];
+		point_file(g, base, dir, i, path, sizeof path, id);
+		out[i] = '?';
+		for (size_t r = 0; r < t.nrows; r++)
+			if (!strcmp(t.cells[r * 2], id))
+				out[i] = t.cells[r * 2 + 1] ? t.cells[r * 2 + 1][0] : '-';
+	}
+	out[n] = '\0';
+	out_table_free(&t);
+	out_catalog_close(c);
+}
+
+/* Every done row's file still has the size and digest the row records. */
+static void check_ledger(const char *dir)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "h5_path,h5_size,h5_sha256", "status = 'done'",
+					    NULL, &t, &e),
+			 0);
+	for (size_t r = 0; r < t.nrows; r++) {
+		char p[700], hex[65];
+		uint64_t size;
+		snprintf(p, sizeof p, "%s/%s", dir, t.cells[r * 3]);
+		assert_int_equal(out_file_sha256(p, &size, hex, &e), 0);
+		assert_true(size == strtoull(t.cells[r * 3 + 1], NULL, 10));
+		assert_string_equal(hex, t.cells[r * 3 + 2]);
+	}
+	out_table_free(&t);
+	out_catalog_close(c);
+}
+
+/* Delete, truncate and corrupt run files and change a recorded revision:
+ * the resume re-runs exactly those points (attempts go up by one), under
+ * -j 2; a build of another revision re-runs everything unless keep_stale,
+ * which keeps the intact points, marks them stale and still re-runs a
+ * damaged one. */
+static void test_resume_reruns_exactly_the_points_whose_file_or_revision_changed(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.rate=1:6:1"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(NULL, 0);
+	char d[300], f[6][700], id3[65], stmt[300], col[16];
+	subdir(d, sizeof d, "ledger");
+	for (size_t i = 0; i < 6; i++)
+		point_file(g, base, d, i, f[i], sizeof f[i], i == 3 ? id3 : NULL);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep_as(d, g, base, 2, "revA", 0, &s), 0);
+	assert_int_equal(s.done, 6);
+	assert_int_equal(sweep_as(d, g, base, 2, "revA", 0, &s), 0);
+	assert_int_equal(s.skipped, 6);
+	assert_int_equal(s.done, 0);
+	check_ledger(d);
+	column_by_point(g, base, d, "git_rev", col);
+	assert_string_equal(col, "rrrrrr");
+
+	/* 0 deleted, 1 truncated, 2 one byte changed, 3 recorded by revB */
+	assert_int_equal(unlink(f[0]), 0);
+	truncate_half(f[1]);
+	corrupt_byte(f[2]);
+	snprintf(stmt, sizeof stmt, "UPDATE runs SET git_rev = 'revB' WHERE id = '%s'", id3);
+	sql(d, stmt);
+	assert_int_equal(sweep_as(d, g, base, 2, "revA", 0, &s), 0);
+	assert_int_equal(s.total, 6);
+	assert_int_equal(s.done, 4);
+	assert_int_equal(s.skipped, 2);
+	assert_int_equal(s.rerun_missing, 1);
+	assert_int_equal(s.rerun_damaged, 2);
+	assert_int_equal(s.rerun_stale, 1);
+	assert_int_equal(s.kept_stale, 0);
+	column_by_point(g, base, d, "attempts", col);
+	assert_string_equal(col, "222211");
+	check_ledger(d);
+	assert_int_equal(check_consistent(d), 6);
+
+	/* revB with keep_stale: the intact five are kept and marked, the one
+	 * truncated meanwhile runs again */
+	truncate_half(f[4]);
+	assert_int_equal(sweep_as(d, g, base, 2, "revB", 1, &s), 0);
+	assert_int_equal(s.done, 1);
+	assert_int_equal(s.skipped, 5);
+	assert_int_equal(s.kept_stale, 5);
+	assert_int_equal(s.rerun_damaged, 1);
+	column_by_point(g, base, d, "attempts", col);
+	assert_string_equal(col, "222221");
+	column_by_point(g, base, d, "stale", col);
+	assert_string_equal(col, "111101");
+	/* revB without keep_stale: what revA made runs again */
+	assert_int_equal(sweep_as(d, g, base, 2, "revB", 0, &s), 0);
+	assert_int_equal(s.done, 5);
+	assert_int_equal(s.rerun_stale, 5);
+	assert_int_equal(s.skipped, 1);
+	column_by_point(g, base, d, "attempts", col);
+	assert_string_equal(col, "333322");
+	column_by_point(g, base, d, "stale", col);
+	assert_string_equal(col, "000000");
+	/* and then it is all revB's: nothing to do */
+	assert_int_equal(sweep_as(d, g, base, 1, "revB", 0, &s), 0);
+	assert_int_equal(s.skipped, 6);
+	check_ledger(d);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+/* Rows of a catalog from before the ledger: re-run by default (their
+ * revision is unknown), kept and marked stale under keep_stale. */
+static void test_rows_without_a_revision_count_as_another_revision(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.rate=1,2"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(NULL, 0);
+	char d[300], col[8];
+	subdir(d, sizeof d, "oldcat");
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 1, &s), 0);
+	/* what the catalog looked like before: no ledger columns */
+	sql(d, "ALTER TABLE runs DROP COLUMN h5_size; ALTER TABLE runs DROP COLUMN h5_sha256;"
+	       "ALTER TABLE runs DROP COLUMN git_rev; ALTER TABLE runs DROP COLUMN git_dirty;"
+	       "ALTER TABLE runs DROP COLUMN stale;");
+	assert_int_equal(sweep_as(d, g, base, 2, NULL, 1, &s), 0);
+	assert_int_equal(s.kept_stale, 2);
+	assert_int_equal(s.done, 0);
+	column_by_point(g, base, d, "stale", col);
+	assert_string_equal(col, "11");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.rerun_stale, 2);
+	assert_int_equal(s.done, 2);
+	column_by_point(g, base, d, "stale", col);
+	assert_string_equal(col, "00");
+	column_by_point(g, base, d, "git_rev", col);
+	assert_int_equal(col[0], out_build_rev()[0]);
+	check_ledger(d);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+/* A sweep rejected before its first point leaves nothing it created: not
+ * the directory (nor its missing parents), the lock, runs/ or the catalog;
+ * in a directory that existed it removes only what it added. */
+static void test_rejected_sweep_leaves_nothing_it_created(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.n=10,-5"}; /* -5: out of range */
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(NULL, 0);
+	char d[320], top[300], p[400];
+	out_sweep_stats_t s;
+	out_sweep_opts_t o = {.jobs = 2, .seed_key = "experiment.seed", .run = fake_run,
+			      .mpi = 0};
+	err_t e = {0};
+	subdir(top, sizeof top, "new");
+	snprintf(d, sizeof d, "%s/a/b", top);
+	o.dir = d;
+	assert_int_equal(out_sweep_run(g, base, &o, &s, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "fake.n"));
+	assert_int_equal(access(top, F_OK), -1);
+	/* an existing empty directory stays, and stays empty */
+	assert_int_equal(mkdir(top, 0777), 0);
+	o.dir = top;
+	assert_int_equal(out_sweep_run(g, base, &o, &s, &e), KS_EINPUT);
+	snprintf(p, sizeof p, "test -z \"$(ls -A %s)\"", top);
+	assert_int_equal(system(p), 0);
+	/* a directory holding a sweep keeps all of it */
+	static const char *const ok[] = {"fake.n=10"};
+	out_grid_t *g1 = mkgrid(ok, 1, 1);
+	assert_int_equal(sweep(top, g1, base, 1, &s), 0);
+	assert_int_equal(out_sweep_run(g, base, &o, &s, &e), KS_EINPUT);
+	assert_int_equal(sweep(top, g1, base, 1, &s), 0);
+	assert_int_equal(s.skipped, 1);
+	snprintf(p, sizeof p, "%s/.sweep.lock", top);
+	assert_int_equal(access(p, F_OK), 0);
+	cfg_free(base);
+	out_grid_free(g);
+	out_grid_free(g1);
+}
+
+/* `kvsim sweep ARGS...` in this process: its exit status, stdout and
+ * stderr. */
+static int sweep_main_capture(char **out, char **err, int argc, char **argv)
+{
+	static char ob[1 << 15], eb[8192];
+	char errp[320], outp[320];
+	snprintf(errp, sizeof errp, "%s/main.err", tmpdir);
+	snprintf(outp, sizeof outp, "%s/main.out", tmpdir);
+	fflush(stdout);
+	fflush(stderr);
+	int o = dup(1), e = dup(2);
+	FILE *fo = fopen(outp, "w"), *fe = fopen(errp, "w");
+	assert_non_null(fo);
+	assert_non_null(fe);
+	dup2(fileno(fo), 1);
+	dup2(fileno(fe), 2);
+	int rc = out_sweep_main(argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(o, 1);
+	dup2(e, 2);
+	close(o);
+	close(e);
+	fclose(fo);
+	fclose(fe);
+	char *bufs[2] = {ob, eb};
+	const char *paths[2] = {outp, errp};
+	size_t caps[2] = {sizeof ob, sizeof eb};
+	for (int k = 0; k < 2; k++) {
+		FILE *f = fopen(paths[k], "r");
+		size_t n = fread(bufs[k], 1, caps[k] - 1, f);
+		bufs[k][n] = '\0';
+		fclose(f);
+	}
+	*out = ob;
+	*err = eb;
+	return rc;
+}
+
+/* The verdict word of point i in a --dry-run listing. */
+static void dry_word(const char *listing, size_t i, char *word, size_t cap)
+{
+	char key[16];
+	snprintf(key, sizeof key, "%4zu  ", i);
+	const char *l = strstr(listing, key);
+	assert_non_null(l);
+	assert_int_equal(sscanf(l + strlen(key) + 16, " %15s", word), 1);
+	(void)cap;
+}
+
+/* The real command line: --dry-run tells done files from missing,
+ * truncated, corrupt and stale ones (the points a sweep would run), and
+ * --keep-stale turns stale into kept; a rejected grid prints no point and
+ * creates nothing. */
+static void test_dry_run_reports_what_the_resume_would_do(void **st)
+{
+	(void)st;
+	char d[300], grid[] = "policy.routing.name=least_load,cache_aware", *out, *err;
+	subdir(d, sizeof d, "cli_ledger");
+	char a0[] = "sweep", a1[] = "--grid", a3[] = "--seeds", a4[] = "2", a5[] = "-o",
+	     a7[] = "--dry-run", a8[] = "--keep-stale";
+	char *argv[] = {a0, a1, grid, a3, a4, a5, d, a7, a8, NULL};
+	/* the points the command would make, each recorded as done */
+	cfg_t *base = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config_ex(NULL, NULL, 0, CLI_DEFAULT_EXPERIMENT, NULL, &base, &e),
+			 0);
+	out_grid_t *g = out_grid_new();
+	assert_int_equal(out_grid_add(g, grid, 0, &e), 0);
+	assert_int_equal(out_grid_set_seeds(g, 2, &e), 0);
+	char f[4][700], id[4][65];
+	for (size_t i = 0; i < 4; i++) {
+		out_point_t p;
+		sim_results_t r;
+		assert_int_equal(out_point_make(g, base, "experiment.seed", i, &p, &e), 0);
+		assert_int_equal(fake_fill(&r, p.seed, 1.0, 20), 0);
+		assert_int_equal(out_run_record(d, p.cfg, &r, p.params, p.n_params, NULL, id[i], &e),
+				 0);
+		assert_string_equal(id[i], p.id);
+		snprintf(f[i], sizeof f[i], "%s/%s", d, p.h5_rel);
+		sim_results_free(&r);
+		out_point_free(&p);
+	}
+	char w[16];
+	assert_int_equal(sweep_main_capture(&out, &err, 8, argv), 0);
+	for (size_t i = 0; i < 4; i++) {
+		dry_word(out, i, w, sizeof w);
+		assert_string_equal(w, "done");
+	}
+	assert_int_equal(unlink(f[0]), 0);
+	truncate_half(f[1]);
+	corrupt_byte(f[2]);
+	char stmt[300];
+	snprintf(stmt, sizeof stmt, "UPDATE runs SET git_rev = 'other' WHERE id = '%s'", id[3]);
+	sql(d, stmt);
+	static const char *const want[] = {"missing", "truncated", "corrupt", "stale"};
+	assert_int_equal(sweep_main_capture(&out, &err, 8, argv), 0);
+	for (size_t i = 0; i < 4; i++) {
+		dry_word(out, i, w, sizeof w);
+		assert_string_equal(w, want[i]);
+	}
+	assert_int_equal(sweep_main_capture(&out, &err, 9, argv), 0);
+	dry_word(out, 3, w, sizeof w);
+	assert_string_equal(w, "kept");
+	/* defect: a value the schema refuses left NEW/.sweep.lock and an empty
+	 * catalog behind; now nothing, and no half listing either */
+	char bad[] = "cluster.nodes=1,0", newd[320];
+	snprintf(newd, sizeof newd, "%s/NEW", tmpdir);
+	char *argv2[] = {a0, a1, bad, a5, newd, NULL};
+	assert_int_equal(sweep_main_capture(&out, &err, 5, argv2), 2);
+	assert_non_null(strstr(err, "nodes"));
+	assert_int_equal(access(newd, F_OK), -1);
+	char *argv3[] = {a0, a1, bad, a5, newd, a7, NULL};
+	assert_int_equal(sweep_main_capture(&out, &err, 6, argv3), 2);
+	assert_string_equal(out, "");
+	assert_int_equal(access(newd, F_OK), -1);
+	cli_config_free(base);
+	out_grid_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -614,6 +987,10 @@ int main(void)
 		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
+		cmocka_unit_test(test_resume_reruns_exactly_the_points_whose_file_or_revision_changed),
+		cmocka_unit_test(test_rows_without_a_revision_count_as_another_revision),
+		cmocka_unit_test(test_rejected_sweep_leaves_nothing_it_created),
+		cmocka_unit_test(test_dry_run_reports_what_the_resume_would_do),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

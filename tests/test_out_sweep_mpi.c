@@ -171,12 +171,16 @@ static void test_mpi_sweep_of_fake_runs_matches_local_sweep(void **st)
 	out_catalog_t *c;
 	out_table_t t;
 	assert_int_equal(out_catalog_open(dm, 1, &c, &e), 0);
-	assert_int_equal(out_catalog_select(c, "h5_path", NULL, NULL, &t, &e), 0);
+	assert_int_equal(out_catalog_select(c, "h5_path,h5_sha256,git_rev", NULL, NULL, &t, &e), 0);
 	for (size_t r = 0; r < t.nrows; r++) {
-		char f1[700], f2[700];
+		char f1[700], f2[700], hex[65];
 		sim_results_t r1, r2;
-		snprintf(f1, sizeof f1, "%s/%s", dl, t.cells[r]);
-		snprintf(f2, sizeof f2, "%s/%s", dm, t.cells[r]);
+		snprintf(f1, sizeof f1, "%s/%s", dl, t.cells[r * 3]);
+		snprintf(f2, sizeof f2, "%s/%s", dm, t.cells[r * 3]);
+		/* rank 0 recorded the digest the worker's child reported */
+		assert_int_equal(out_file_sha256(f2, NULL, hex, &e), 0);
+		assert_string_equal(hex, t.cells[r * 3 + 1]);
+		assert_string_equal(t.cells[r * 3 + 2], out_build_rev());
 		assert_int_equal(out_hdf5_read(f1, &r1, &e), 0);
 		assert_int_equal(out_hdf5_read(f2, &r2, &e), 0);
 		assert_int_equal(r1.n_req, r2.n_req);
