@@ -519,7 +519,7 @@ static int after_event(void *ctx, ev_engine_t *eng)
 				       " requests so far, %" PRIu64 " waiting); nothing was written. "
 				       "Raise max_rss_gb, lower max_pending, or shorten the trace",
 				       (double)rss / 1e9, (double)s->rss_limit / 1e9,
-				       s->rss_auto ? " (half of physical memory)" : "",
+				       s->rss_auto ? " (half of the memory available)" : "",
 				       (double)ev_engine_now(eng) / 1e9, (uint64_t)s->cl.n_res + s->cl.n_live,
 				       waiting);
 		}
@@ -532,15 +532,25 @@ static int after_event(void *ctx, ev_engine_t *eng)
 	return 0;
 }
 
-/* [experiment] max_rss_gb in bytes; 0 asks for half of physical memory. */
+/* [experiment] max_rss_gb in bytes; 0 asks for half of the memory this
+ * process may use: physical memory, or a cgroup v2 memory.max below it (a
+ * container's limit, cgroup-v2.rst "memory.max"). */
 static void rss_limit_set(sim_ctx_t *s, double gb)
 {
-	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
 	s->rss_auto = !(gb > 0);
-	if (!s->rss_auto)
+	if (!s->rss_auto) {
 		s->rss_limit = (uint64_t)(gb * 1e9);
-	else if (pages > 0 && size > 0)
-		s->rss_limit = (uint64_t)pages * (uint64_t)size / 2;
+		return;
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+	unsigned long long cg;
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r"); /* "max" when unlimited */
+	if (f && fscanf(f, "%llu", &cg) == 1 && cg > 0 && (!mem || cg < mem))
+		mem = cg;
+	if (f)
+		fclose(f);
+	s->rss_limit = mem / 2;
 }
 
 /* Splits VRAM into weights, reserve and KV pool; returns blocks per instance. */
