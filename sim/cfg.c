@@ -285,6 +285,48 @@ static void float_text(double x, char *buf, size_t len)
 	}
 }
 
+int cfg_parse_whole(const char *text, int flags, int64_t lo, int64_t hi, int64_t *out)
+{
+	const char *p = text + (*text == '+' || *text == '-');
+	size_t digits = strspn(p, "0123456789");
+	if (digits && !p[digits]) {
+		char *end;
+		errno = 0;
+		long long x = strtoll(text, &end, 10);
+		if (errno == ERANGE || x < lo || x > hi)
+			return CFG_OUT_OF_RANGE;
+		*out = x;
+		return 0;
+	}
+	/* e-notation: only digits, point, exponent and signs (no hex, inf, nan, blanks) */
+	if (!(flags & CFG_WHOLE_ENOTATION) || !*text || text[strspn(text, "0123456789.eE+-")])
+		return CFG_NOT_WHOLE;
+	char *end;
+	errno = 0;
+	double d = strtod(text, &end);
+	if (end == text || *end)
+		return CFG_NOT_WHOLE;
+	if (isinf(d))
+		return CFG_OUT_OF_RANGE; /* whole, past any double */
+	if (errno == ERANGE || floor(d) != d)
+		return CFG_NOT_WHOLE; /* a fraction (underflow: a tiny one) */
+	/* 2^63 is the first double past INT64_MAX */
+	if (d < (double)lo || d >= 9223372036854775808.0 || (int64_t)d > hi || (int64_t)d < lo)
+		return CFG_OUT_OF_RANGE;
+	*out = (int64_t)d;
+	return 0;
+}
+
+/* An inclusive schema bound of an integer key as int64 (saturating). */
+static int64_t int_bound(double b)
+{
+	if (b >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (b <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)b;
+}
+
 /* Parses text as a value of key k into *v (v->text left NULL) or writes the
  * reason into why. check_choices is false for built-in defaults of enums whose
  * choices are filled in later. */
@@ -303,19 +345,19 @@ static int val_parse(const cfg_key_t *k, const char *choices, const char *text, 
 	v->f = 0;
 	switch (k->type) {
 	case CFG_INT: {
-		char *end;
-		errno = 0;
-		long long x = strtoll(text, &end, 10);
-		if (!*text || *end || isspace((unsigned char)*text)) {
+		int64_t x, ilo = ranged ? int_bound(ceil(k->min)) : INT64_MIN,
+			   ihi = ranged ? int_bound(floor(k->max)) : INT64_MAX;
+		int r = cfg_parse_whole(text, 0, ilo, ihi, &x);
+		if (r == CFG_NOT_WHOLE) {
 			snprintf(why, whylen, "expected an integer, got '%s'", text);
 			return -1;
 		}
-		if (errno == ERANGE) {
-			snprintf(why, whylen, "integer '%s' does not fit in 64 bits", text);
-			return -1;
-		}
-		if (ranged && ((double)x < k->min || (double)x > k->max)) {
-			snprintf(why, whylen, "%lld%s%s is out of range [%s, %s]", x, sp, unit, lo,
+		if (r == CFG_OUT_OF_RANGE) {
+			if (!ranged) { /* the range of a 64-bit integer */
+				snprintf(lo, sizeof lo, "%lld", (long long)ilo);
+				snprintf(hi, sizeof hi, "%lld", (long long)ihi);
+			}
+			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
 			         hi);
 			return -1;
 		}

@@ -110,6 +110,17 @@ const char *cfg_str(const cfg_t *c, const char *section, const char *name);
 /* Where a value came from: "default", "FILE:LINE", "--set" or "preset NAME". */
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
 
+/* Whole numbers as every reader of kvsim input parses them (config values,
+ * scenario files, command-line counts): decimal digits with an optional sign;
+ * with CFG_WHOLE_ENOTATION also e-notation or a point whose value is whole
+ * ("1e9", "2.5e3"). Returns 0 with *out set, CFG_NOT_WHOLE when text is no
+ * whole number (empty, blanks, other characters, a fraction), or
+ * CFG_OUT_OF_RANGE when it is one but lies outside [lo, hi] (beyond 64 bits
+ * included), so callers can tell the two apart. */
+enum { CFG_NOT_WHOLE = 1, CFG_OUT_OF_RANGE = 2 };
+#define CFG_WHOLE_ENOTATION 1
+int cfg_parse_whole(const char *text, int flags, int64_t lo, int64_t hi, int64_t *out);
+
 /* Writes the resolved config as INI that cfg_load_file accepts back. */
 int cfg_write(const cfg_t *c, FILE *f);
 /* The same, with flags: CFG_WRITE_ORIGINS adds a comment before each value a

@@ -35,6 +35,7 @@ static const struct {
 	{"requests", "requests"},
 	{"completed", "completed"},
 	{"rejected", "rejected"},
+	{"rejected_overload", "  rejected: queue full (max_pending)"},
 	{"unfinished", "unfinished"},
 	{"ttft_mean_ms", "TTFT mean (ms)"},
 	{"ttft_p50_ms", "TTFT p50 (ms)"},

@@ -46,12 +46,12 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 	double *buf = malloc((res->n_req ? res->n_req : 1) * sizeof *buf);
 	if (!buf)
 		return KS_ENOMEM;
-	uint64_t by_status[5] = {0}, out_tok = 0, in_tok = 0, hit_tok = 0, spec_tok = 0;
+	uint64_t by_status[REQ_STATUS_N] = {0}, out_tok = 0, in_tok = 0, hit_tok = 0, spec_tok = 0;
 	uint64_t ok_ttft = 0, ok_tpot = 0, ok_both = 0;
 	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
 	for (size_t i = 0; i < res->n_req; i++) {
 		const res_request_t *r = &res->req[i];
-		if (r->status >= 0 && r->status < 5)
+		if (r->status >= 0 && r->status < REQ_STATUS_N)
 			by_status[r->status]++;
 		if (r->arrival_ns < t0)
 			t0 = r->arrival_ns;
@@ -73,7 +73,9 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 	struct { const char *name, *unit; double v; } m[] = {
 		{"requests", "", (double)res->n_req},
 		{"completed", "", (double)done},
-		{"rejected", "", (double)(by_status[REQ_REJECTED_TOO_LONG] + by_status[REQ_REJECTED_SLO])},
+		{"rejected", "", (double)(by_status[REQ_REJECTED_TOO_LONG] + by_status[REQ_REJECTED_SLO] +
+					  by_status[REQ_REJECTED_OVERLOAD])},
+		{"rejected_overload", "", (double)by_status[REQ_REJECTED_OVERLOAD]},
 		{"unfinished", "", (double)by_status[REQ_UNFINISHED]},
 		{"failed_in_trace", "", (double)by_status[REQ_FAILED_IN_TRACE]},
 		{"span_s", "s", span_s},

@@ -155,16 +155,23 @@ static double done_eps(double bytes, double target)
 	return REL_EPS * bytes + 1e-13 * fabs(target);
 }
 
-/* ns to move r bytes at p bytes/ns under the documented rounding rule. */
+/* ns to move r bytes at p bytes/ns under the documented rounding rule;
+ * INT64_MAX (never) when that does not fit in int64 ns. */
 static int64_t dur_ns(double r, double p)
 {
 	double d = r / p;
 	d -= d * REL_EPS;
 	if (d <= 0)
 		return 0;
-	if (d > 9e18)
-		return INT64_MAX / 4;
-	return (int64_t)ceil(d);
+	d = ceil(d);
+	return d < 9223372036854775808.0 ? (int64_t)d : INT64_MAX; /* 2^63 */
+}
+
+/* a + b for times >= 0, saturating at INT64_MAX (never; net.h). */
+static int64_t t_add(int64_t a, int64_t b)
+{
+	int64_t t;
+	return __builtin_add_overflow(a, b, &t) ? INT64_MAX : t;
 }
 
 static uint64_t flow_id(const net_t *net, uint32_t i)
@@ -242,7 +249,7 @@ static int64_t tick_up(const net_t *net, int64_t t)
 {
 	if (net->quantum <= 0 || t % net->quantum == 0)
 		return t;
-	return (t / net->quantum + 1) * net->quantum;
+	return t_add((t / net->quantum) * net->quantum, net->quantum);
 }
 
 static int mark_dirty(net_t *net, const uint32_t *path, uint32_t len)
@@ -298,7 +305,7 @@ static int agg_schedule(net_t *net, uint32_t ai, int64_t now)
 		if (r <= done_eps((double)f->bytes, f->target))
 			t = now;
 		else if (a->rate > 0)
-			t = now + dur_ns(r, a->rate);
+			t = t_add(now, dur_ns(r, a->rate)); /* past INT64_MAX: never */
 	}
 	if (t == INT64_MAX) {
 		if (a->ev != EV_NONE)
@@ -629,12 +636,15 @@ static int fill(net_t *net, double wfg, double wbg)
 	return 0;
 }
 
-/* Foreground utilisation test for the idle window, rows holding fg load. */
+/* The idle-window test (net.h): fg_use is the foreground-only fill per
+ * local link; a link is busy from threshold * capacity less a relative
+ * REL_EPS, so one that foreground fills is busy at threshold 1 whatever the
+ * rounding of the rates that fill it. */
 static int path_busy(net_t *net, const agg_t *a, const double *fg_use)
 {
 	for (uint32_t k = 0; k < a->len; k++) {
 		const link_t *l = &net->links[a->path[k]];
-		if (fg_use[l->local] >= net->bg_param * l->cap)
+		if (fg_use[l->local] >= net->bg_param * l->cap * (1 - REL_EPS))
 			return 1;
 	}
 	return 0;
@@ -1101,8 +1111,9 @@ int net_flow_start(net_t *net, const net_flow_spec_t *s, uint64_t *id, err_t *e)
 		return err_set(e, KS_EINPUT, "unknown flow class %d", (int)s->cls);
 	if (!(s->rate_cap >= 0) || s->copy_overhead_ns < 0)
 		return err_set(e, KS_EINPUT, "flow rate cap and copy overhead must be >= 0");
-	int64_t lat = 0;
+	int64_t lat = 0, ovh;
 	double minc = INFINITY;
+	int over = 0;
 	for (uint32_t k = 0; k < s->path_len; k++) {
 		if (s->path[k] >= net->n_links)
 			return err_set(e, KS_EINPUT, "flow path: no link %u", s->path[k]);
@@ -1110,10 +1121,17 @@ int net_flow_start(net_t *net, const net_flow_spec_t *s, uint64_t *id, err_t *e)
 			if (s->path[j] == s->path[k])
 				return err_set(e, KS_EINPUT, "flow path crosses link %u twice",
 					       s->path[k]);
-		lat += net->links[s->path[k]].lat;
+		over |= __builtin_add_overflow(lat, net->links[s->path[k]].lat, &lat);
 		minc = fmin(minc, net->links[s->path[k]].cap);
 	}
-	lat += (int64_t)(s->n_copies ? s->n_copies : 1) * s->copy_overhead_ns;
+	over |= __builtin_mul_overflow((int64_t)(s->n_copies ? s->n_copies : 1),
+				       s->copy_overhead_ns, &ovh);
+	over |= __builtin_add_overflow(lat, ovh, &lat);
+	int64_t now = ev_engine_now(net->eng), join;
+	over |= __builtin_add_overflow(now, lat, &join);
+	if (over)
+		return err_set(e, KS_EINPUT,
+			       "flow start + path latency + copy overhead passes INT64_MAX ns");
 	uint32_t fi;
 	if (net->free_flow != UINT32_MAX) {
 		fi = net->free_flow;
@@ -1126,7 +1144,6 @@ int net_flow_start(net_t *net, const net_flow_spec_t *s, uint64_t *id, err_t *e)
 		net->flows[fi].gen = 1;
 	}
 	flow_t *f = &net->flows[fi];
-	int64_t now = ev_engine_now(net->eng);
 	f->state = F_PENDING;
 	f->cls = (uint8_t)s->cls;
 	f->len = (uint8_t)s->path_len;
@@ -1140,9 +1157,9 @@ int net_flow_start(net_t *net, const net_flow_spec_t *s, uint64_t *id, err_t *e)
 	f->tag = s->tag;
 	f->done = s->done;
 	f->ctx = s->ctx;
-	f->alone = lat + (s->bytes ? dur_ns((double)s->bytes, fmin(minc, f->cap)) : 0);
+	f->alone = t_add(lat, s->bytes ? dur_ns((double)s->bytes, fmin(minc, f->cap)) : 0);
 	/* with a quantum, joins wait for the next tick: rates only rise there */
-	f->ev = ev_engine_at(net->eng, tick_up(net, now + lat), net->type, fi,
+	f->ev = ev_engine_at(net->eng, tick_up(net, join), net->type, fi,
 			     ((uint64_t)K_JOIN << 32) | f->gen);
 	if (f->ev == EV_NONE) {
 		flow_release(net, fi);
@@ -1234,7 +1251,7 @@ int64_t net_flow_eta(net_t *net, uint64_t id)
 	int64_t now = ev_engine_now(net->eng);
 	if (f->state == F_PENDING) {
 		/* joins at its event; rate unknown until then: estimate alone */
-		return f->alone - (now - f->t_start) + now;
+		return t_add(f->t_start, f->alone);
 	}
 	agg_t *a = &net->aggs[f->agg];
 	double r = net_flow_remaining(net, id);
@@ -1242,7 +1259,7 @@ int64_t net_flow_eta(net_t *net, uint64_t id)
 		return now;
 	if (a->rate <= 0)
 		return INT64_MAX;
-	return now + dur_ns(r, a->rate);
+	return t_add(now, dur_ns(r, a->rate));
 }
 
 int64_t net_path_estimate(net_t *net, const uint32_t *path, uint32_t len, net_class_t cls,
@@ -1255,7 +1272,7 @@ int64_t net_path_estimate(net_t *net, const uint32_t *path, uint32_t len, net_cl
 		if (path[k] >= net->n_links)
 			return -1;
 		const link_t *l = &net->links[path[k]];
-		lat += l->lat;
+		lat = t_add(lat, l->lat);
 		uint64_t n = 1;
 		for (uint32_t j = 0; j < l->n_aggs; j++) {
 			const agg_t *a = &net->aggs[l->aggs[j]];
@@ -1269,7 +1286,7 @@ int64_t net_path_estimate(net_t *net, const uint32_t *path, uint32_t len, net_cl
 	}
 	if (!(rate > 0))
 		return INT64_MAX;
-	return ev_engine_now(net->eng) + lat + (bytes ? dur_ns((double)bytes, rate) : 0);
+	return t_add(t_add(ev_engine_now(net->eng), lat), bytes ? dur_ns((double)bytes, rate) : 0);
 }
 
 int net_link_info(const net_t *net, uint32_t link, double *capacity_Bps, int64_t *latency_ns)

@@ -18,9 +18,26 @@
  * rate and one "served" counter (bytes per member since the aggregate formed),
  * so an event costs O(distinct active paths in the component), not O(flows).
  *
+ * Idle-window rule (any share mode): the test reads the foreground-only
+ * fill, the rates foreground would get with every background flow paused
+ * (its demand), never the weighted allocation. A link is busy when that
+ * load is >= threshold * capacity, less a relative 1e-9, so a link that
+ * foreground fills is busy at threshold 1 whatever the float rounding. A
+ * background flow runs only while no link on its path is busy; those that
+ * run then share with foreground as the share mode says. Why: the weighted
+ * allocation depends on which background flows run (a running one lowers
+ * foreground's rate, so it would pass its own test, and pausing it would
+ * fail it: no fixed point in general), and the rates in force before a
+ * re-solve depend on event order. Under strict sharing the two readings
+ * agree, as background never changes foreground's rates.
+ *
  * Time rule (exact, tests rely on it): a flow with r > 0 bytes left at rate
  * p bytes/ns finishes at now + ceil(r/p - 1e-9*r/p) ns; a remainder at most
  * 1e-9 of the flow size counts as delivered. Rates are kept as doubles.
+ * Times saturate: a finish past INT64_MAX ns (292 years) is never reached
+ * (no completion event; net_flow_eta and net_path_estimate answer
+ * INT64_MAX), and net_flow_start refuses (KS_EINPUT) a flow whose start +
+ * path latency + copy overhead passes INT64_MAX.
  *
  * Ownership: net_t owns everything it allocates; records returned by
  * net_records stay valid until the next call that may add one. Errors: int
@@ -117,7 +134,8 @@ int net_flow_cancel(net_t *net, uint64_t id, uint64_t *delivered, err_t *e);
 double net_flow_rate(net_t *net, uint64_t id);
 /* Bytes still to move (the size while pending); -1 if unknown. */
 double net_flow_remaining(net_t *net, uint64_t id);
-/* Completion time at current rates (INT64_MAX when paused), -1 if unknown. */
+/* Completion time at current rates (INT64_MAX when paused or past the int64
+ * horizon), -1 if unknown. */
 int64_t net_flow_eta(net_t *net, uint64_t id);
 /* A new flow's finish estimate from current rates: latency + overhead +
  * bytes / min over the path of capacity/(flows of its class or above + 1). */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/cfg.h"
 #include "sim/cli.h"
 #include "sim/net.h"
 
@@ -34,6 +35,7 @@ typedef struct sc_flow {
 	net_flow_spec_t spec;
 	uint32_t path[NET_PATH_MAX];
 	int64_t start;
+	int line;
 	net_flow_rec_t rec;
 	int done;
 } sc_flow_t;
@@ -51,6 +53,7 @@ typedef struct scen {
 	net_bg_mode_t mode;
 	double param;
 	net_t *net;
+	err_t *e;
 } scen_t;
 
 static int perr(scen_t *s, int line, err_t *e, const char *fmt, const char *arg)
@@ -68,13 +71,19 @@ static int num(const char *t, double *v)
 	return end != t && *end == '\0' && errno == 0 && isfinite(*v);
 }
 
-static int whole(const char *t, double max, int64_t *v)
+/* A whole-number field in [lo, hi]: text that is no whole number and a whole
+ * number out of range get different messages. */
+static int whole(scen_t *s, int line, err_t *e, const char *what, const char *t, int64_t lo,
+		 int64_t hi, const char *unit, int64_t *v)
 {
-	double d;
-	if (!num(t, &d) || d < 0 || d > max || floor(d) != d)
-		return 0;
-	*v = (int64_t)d;
-	return 1;
+	int r = cfg_parse_whole(t, CFG_WHOLE_ENOTATION, lo, hi, v);
+	if (r == CFG_NOT_WHOLE)
+		return err_set(e, KS_EINPUT, "%s:%d: %s '%.80s' is not a whole number of %s",
+			       s->file, line, what, t, unit);
+	if (r == CFG_OUT_OF_RANGE)
+		return err_set(e, KS_EINPUT, "%s:%d: %s '%.80s' is out of range [%lld, %lld] %s",
+			       s->file, line, what, t, (long long)lo, (long long)hi, unit);
+	return 0;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -105,6 +114,28 @@ static int name_ok(scen_t *s, int line, const char *name, err_t *e)
 	return 0;
 }
 
+/* Simulated time is int64 ns: a flow that cannot finish by INT64_MAX even
+ * alone on its path (start + latency + overhead + bytes at the path's
+ * narrowest capacity or its cap) is an input error on its line, not an
+ * overflow during the run. */
+static int horizon_check(scen_t *s, const sc_flow_t *f, err_t *e)
+{
+	double t = (double)f->start, bw = f->spec.rate_cap > 0 ? f->spec.rate_cap : INFINITY;
+	for (uint32_t k = 0; k < f->spec.path_len; k++) {
+		t += (double)s->link_lat[f->path[k]];
+		bw = fmin(bw, s->link_cap[f->path[k]]);
+	}
+	t += (double)(f->spec.n_copies ? f->spec.n_copies : 1) * (double)f->spec.copy_overhead_ns;
+	if (f->spec.bytes)
+		t += ceil((double)f->spec.bytes / bw * 1e9);
+	if (t < 9223372036854775808.0) /* 2^63 */
+		return 0;
+	return err_set(e, KS_EINPUT,
+		       "%s:%d: flow '%s' cannot finish within simulated time (int64 ns, "
+		       "9.22e18 ns): alone on its path it would end at %.3g ns",
+		       s->file, f->line, f->name, t);
+}
+
 static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 {
 	const char *d = tok[0];
@@ -120,9 +151,8 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 		if (!num(tok[2], &cap) || !(cap > 0))
 			return perr(s, line, e, "link capacity '%s' is not a positive number "
 						"of bytes/s", tok[2]);
-		if (!whole(tok[3], 9e18, &lat))
-			return perr(s, line, e, "link latency '%s' is not a whole number of ns",
-				    tok[3]);
+		if (whole(s, line, e, "link latency", tok[3], 0, INT64_MAX, "ns", &lat))
+			return KS_EINPUT;
 		if (grow((void **)&s->links, &s->cap_links, s->n_links + 1, sizeof(sc_link_t)))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		size_t c = s->cap_links;
@@ -155,13 +185,12 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 		memset(f, 0, sizeof *f);
 		snprintf(f->name, NAME_MAX_LEN, "%s", tok[1]);
 		int64_t v;
-		if (!whole(tok[2], 9e18, &v))
-			return perr(s, line, e, "flow size '%s' is not a whole number of bytes",
-				    tok[2]);
+		if (whole(s, line, e, "flow size", tok[2], 0, INT64_MAX, "bytes", &v))
+			return KS_EINPUT;
 		f->spec.bytes = (uint64_t)v;
-		if (!whole(tok[3], 9e18, &f->start))
-			return perr(s, line, e, "flow start '%s' is not a whole number of ns",
-				    tok[3]);
+		if (whole(s, line, e, "flow start", tok[3], 0, INT64_MAX, "ns", &f->start))
+			return KS_EINPUT;
+		f->line = line;
 		if (!strcmp(tok[4], "fg"))
 			f->spec.cls = NET_FG;
 		else if (!strcmp(tok[4], "bg"))
@@ -180,14 +209,12 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 								"number of bytes/s", val);
 				f->spec.rate_cap = dv;
 			} else if (!strcmp(k, "copies")) {
-				if (!whole(val, 4e9, &v) || v == 0)
-					return perr(s, line, e, "copies '%s' is not a whole "
-								"number >= 1", val);
+				if (whole(s, line, e, "copies", val, 1, UINT32_MAX, "copies", &v))
+					return KS_EINPUT;
 				f->spec.n_copies = (uint32_t)v;
 			} else if (!strcmp(k, "overhead")) {
-				if (!whole(val, 9e15, &v))
-					return perr(s, line, e, "overhead '%s' is not a whole "
-								"number of ns", val);
+				if (whole(s, line, e, "overhead", val, 0, INT64_MAX, "ns", &v))
+					return KS_EINPUT;
 				f->spec.copy_overhead_ns = v;
 			} else {
 				return perr(s, line, e, "unknown flow option '%s' (cap, copies, "
@@ -210,6 +237,8 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 			f->path[j - i] = (uint32_t)l;
 		}
 		f->spec.path_len = (uint32_t)(nt - i);
+		if (horizon_check(s, f, e))
+			return KS_EINPUT;
 		s->n_flows++;
 		return 0;
 	}
@@ -297,12 +326,15 @@ static int on_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	f->spec.tag = ev->target;
 	f->spec.done = on_flow_done;
 	f->spec.ctx = s;
-	return net_flow_start(s->net, &f->spec, NULL, NULL);
+	int rc = net_flow_start(s->net, &f->spec, NULL, s->e);
+	if (rc)
+		err_prefix(s->e, "%s:%d: flow '%s'", s->file, f->line, f->name);
+	return rc;
 }
 
 int net_scenario_run(const char *path, FILE *out, int show_links, err_t *e)
 {
-	scen_t s = {.file = path, .share = NET_SHARE_STRICT, .mode = NET_BG_IMMEDIATE};
+	scen_t s = {.file = path, .share = NET_SHARE_STRICT, .mode = NET_BG_IMMEDIATE, .e = e};
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return err_set(e, KS_EINPUT, "%s: cannot open: %s", path, strerror(errno));
@@ -329,16 +361,22 @@ int net_scenario_run(const char *path, FILE *out, int show_links, err_t *e)
 			goto out;
 		}
 	if ((rc = ev_engine_run(eng, INT64_MAX))) {
-		err_set(e, rc, "%s: simulation failed (%s)", path, err_name(rc));
+		if (!e || e->code != rc || !e->msg[0])
+			err_set(e, rc, "%s: simulation failed (%s)", path, err_name(rc));
 		goto out;
 	}
+	/* the run ends when no event is left: a flow not done then had a finish
+	 * past INT64_MAX ns (net.h: such times saturate to never) */
+	for (size_t i = 0; i < s.n_flows; i++)
+		if (!s.flows[i].done) {
+			rc = err_set(e, KS_EINPUT,
+				     "%s:%d: flow '%s' cannot finish within simulated time (int64 "
+				     "ns, 9.22e18 ns) at the bandwidth its links leave it",
+				     path, s.flows[i].line, s.flows[i].name);
+			goto out;
+		}
 	for (size_t i = 0; i < s.n_flows; i++) {
 		const net_flow_rec_t *r = &s.flows[i].rec;
-		if (!s.flows[i].done) {
-			fprintf(out, "flow %s start=%lld unfinished\n", s.flows[i].name,
-				(long long)s.flows[i].start);
-			continue;
-		}
 		int64_t dt = r->end_ns - r->join_ns;
 		double rate = dt > 0 ? (double)r->bytes * 1e9 / (double)dt : 0;
 		fprintf(out, "flow %s start=%lld join=%lld finish=%lld bytes=%llu mean_rate=%.6g\n",

@@ -23,7 +23,8 @@ typedef struct col {
 } col_t;
 
 static const char st_values[] =
-	"0=completed,1=rejected_too_long,2=rejected_slo,3=unfinished,4=failed_in_trace";
+	"0=completed,1=rejected_too_long,2=rejected_slo,3=unfinished,4=failed_in_trace,"
+	"5=rejected_overload";
 static const char kl_values[] = "0=foreground,1=background";
 static const char pk_values[] = "0=nvlink,1=pcie_h2d,2=pcie_d2h,3=net";
 static const char tk_values[] = "0=instance,1=link";

@@ -11,8 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* REQ_REJECTED_OVERLOAD: routed to an instance whose waiting queue held
+ * experiment.max_pending requests already. */
 enum { REQ_COMPLETED = 0, REQ_REJECTED_TOO_LONG = 1, REQ_REJECTED_SLO = 2,
-       REQ_UNFINISHED = 3, REQ_FAILED_IN_TRACE = 4 };
+       REQ_UNFINISHED = 3, REQ_FAILED_IN_TRACE = 4, REQ_REJECTED_OVERLOAD = 5,
+       REQ_STATUS_N = 6 };
 enum { XFER_FOREGROUND = 0, XFER_BACKGROUND = 1 };
 enum { PATH_NVLINK = 0, PATH_PCIE_H2D = 1, PATH_PCIE_D2H = 2, PATH_NET = 3 };
 enum { TL_INSTANCE = 0, TL_LINK = 1 };

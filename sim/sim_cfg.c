@@ -10,6 +10,18 @@ const cfg_key_t sim_cfg_keys[] = {
 	 "master seed; every random stream (arrivals, each policy) derives from it", NULL},
 	{"experiment", "until_s", CFG_FLOAT, "0", 0, 1e9, NULL, "s",
 	 "stop simulated time here (0 = when the trace ends and every request drains)", NULL},
+	{"experiment", "max_pending", CFG_INT, "10000", 0, 1e9, NULL, "requests",
+	 "most requests waiting (queued, not yet admitted) per instance; an arrival routed to "
+	 "a full queue is rejected with status overload (counted in rejected_overload); 0 = no "
+	 "cap. Default: own choice; at the few to tens of admissions per second an instance "
+	 "sustains, 10,000 waiting requests are minutes of queueing, past any TTFT SLO, and "
+	 "they bound the queues' memory (a request and its block ids) under overload", NULL},
+	{"experiment", "max_rss_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
+	 "stop the run with an error, writing nothing, once this process's resident memory "
+	 "passes this (read from /proc/self/statm every 65,536 events); 0 = half of physical "
+	 "memory, or of a lower cgroup memory.max (own choice: a run needing more is almost "
+	 "surely runaway, and the rest leaves room for writing outputs and for other "
+	 "processes)", NULL},
 	{"cluster", "nodes", CFG_INT, "4", 1, 4096, NULL, "", "nodes in the cluster", NULL},
 	{"cluster", "gpus_per_node", CFG_INT, "8", 1, 64, NULL, "", "GPUs per node", NULL},
 	{"cluster", "tp", CFG_INT, "4", 1, 64, NULL, "",

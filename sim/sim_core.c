@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sim/metrics.h"
 #include "sim/sim_int.h"
@@ -301,6 +303,23 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	return rc;
 }
 
+/* Bounded memory: an arrival routed to an instance whose waiting queue is
+ * full is rejected (status overload) and never reaches it, as a server
+ * answers 429/503 when its queue is full; the first one is said once. */
+static int overload_reject(sim_ctx_t *s, const sim_arrival_t *a, uint32_t inst, int64_t now)
+{
+	if (!s->warned_overload) {
+		s->warned_overload = 1;
+		fprintf(stderr,
+			"kvsim: warning: t=%.3f s: instance %u has %u requests waiting "
+			"([experiment] max_pending): arrivals routed to a full queue are rejected as "
+			"overload (rejected_overload counts them)\n",
+			(double)now / 1e9, inst, s->max_pending);
+	}
+	return cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
+				       REQ_REJECTED_OVERLOAD);
+}
+
 static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	sim_ctx_t *s = ctx;
@@ -325,6 +344,9 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		if (rc == POL_REJECT) {
 			rc = cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
 						     REQ_REJECTED_SLO);
+		} else if (rc == POL_ACCEPT && s->max_pending &&
+			   s->cl.inst[inst].n_wait >= s->max_pending) {
+			rc = overload_reject(s, a, inst, now);
 		} else if (rc == POL_ACCEPT) {
 			sim_req_t *r;
 			routed = (int32_t)inst;
@@ -459,17 +481,78 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return 0;
 }
 
-#ifdef KVSIM_CHECK
-static int check_hook(void *ctx, ev_engine_t *eng)
+/* Resident memory of this process in bytes (0 when unknown): the second
+ * field of /proc/self/statm, in pages (proc(5)); peak RSS where there is
+ * no /proc. */
+static uint64_t rss_bytes(void)
+{
+	unsigned long long pages[2];
+	FILE *f = fopen("/proc/self/statm", "r");
+	int n = f ? fscanf(f, "%llu %llu", &pages[0], &pages[1]) : 0;
+	if (f)
+		fclose(f);
+	if (n == 2)
+		return pages[1] * (uint64_t)sysconf(_SC_PAGESIZE);
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_maxrss * 1024;
+}
+
+/* One read of statm costs a few microseconds; every 65,536 events that is
+ * ~1e-5 of a run at ~200 K events/s, and RSS can then grow by at most what
+ * 65,536 events allocate (a few MB) between two reads. */
+#define RSS_EVERY 65536
+
+/* After every event: the memory limit (from the first event on, then every
+ * RSS_EVERY), and the invariant checker in KVSIM_CHECK builds. */
+static int after_event(void *ctx, ev_engine_t *eng)
 {
 	sim_ctx_t *s = ctx;
+	if (s->events_seen++ % RSS_EVERY == 0 && s->rss_limit) {
+		uint64_t rss = rss_bytes();
+		if (rss > s->rss_limit) {
+			uint64_t waiting = 0;
+			for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
+				waiting += s->cl.inst[i].n_wait;
+			return err_set(s->err, KS_ERUNTIME,
+				       "[experiment] max_rss_gb: resident memory %.3g GB passed the "
+				       "limit of %.3g GB%s at t=%.3f s simulated (%" PRIu64
+				       " requests so far, %" PRIu64 " waiting); nothing was written. "
+				       "Raise max_rss_gb, lower max_pending, or shorten the trace",
+				       (double)rss / 1e9, (double)s->rss_limit / 1e9,
+				       s->rss_auto ? " (half of the memory available)" : "",
+				       (double)ev_engine_now(eng) / 1e9, (uint64_t)s->cl.n_res + s->cl.n_live,
+				       waiting);
+		}
+	}
+#ifdef KVSIM_CHECK
 	int bad = cluster_check(&s->cl);
 	if (bad)
 		return err_set(s->err, KS_ERUNTIME, "invariant %d violated at t=%" PRId64 " ns", bad,
 			       ev_engine_now(eng));
+#endif
 	return 0;
 }
-#endif
+
+/* [experiment] max_rss_gb in bytes; 0 asks for half of the memory this
+ * process may use: physical memory, or a cgroup v2 memory.max below it (a
+ * container's limit, cgroup-v2.rst "memory.max"). */
+static void rss_limit_set(sim_ctx_t *s, double gb)
+{
+	s->rss_auto = !(gb > 0);
+	if (!s->rss_auto) {
+		s->rss_limit = (uint64_t)(gb * 1e9);
+		return;
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+	unsigned long long cg;
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r"); /* "max" when unlimited */
+	if (f && fscanf(f, "%llu", &cg) == 1 && cg > 0 && (!mem || cg < mem))
+		mem = cg;
+	if (f)
+		fclose(f);
+	s->rss_limit = mem / 2;
+}
 
 /* Splits VRAM into weights, reserve and KV pool; returns blocks per instance. */
 static int kv_pool_blocks(const cfg_t *cfg, const mdl_hw_t *hw, const mdl_llm_t *llm,
@@ -584,9 +667,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	ev_engine_register(s->eng, EV_SAMPLE, on_sample, s);
 	ev_engine_register(s->eng, EV_KICK, on_kick, s);
 	ev_engine_register(s->eng, EV_DEFER, sim_copy_deferred_start, s);
-#ifdef KVSIM_CHECK
-	ev_engine_set_check(s->eng, check_hook, s);
-#endif
+	s->max_pending = (uint32_t)cfg_int(cfg, "experiment", "max_pending");
+	rss_limit_set(s, cfg_float(cfg, "experiment", "max_rss_gb"));
+	ev_engine_set_check(s->eng, after_event, s);
 	return 0;
 }
 

@@ -106,6 +106,12 @@ typedef struct sim_ctx {
 	pol_spec_stats_t spec;
 	int64_t tick_ns, horizon_ns;
 	int warned_over_budget; /* the over-budget warning was printed */
+	/* bounded memory ([experiment] max_pending, max_rss_gb) */
+	uint32_t max_pending;   /* waiting requests per instance; 0 = no cap */
+	int warned_overload;    /* the first overload rejection was said */
+	uint64_t rss_limit;     /* bytes */
+	int rss_auto;           /* the limit is half of physical memory */
+	uint64_t events_seen;   /* by the after-event hook */
 	/* network and copies */
 	net_t *net;
 	net_topo_t *topo;

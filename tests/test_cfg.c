@@ -179,9 +179,57 @@ static void test_wrong_type_int(void **state)
 	                  "t.ini:2: [cluster] nodes: expected an integer, got '2.0'");
 	expect_load_error(*state, "[cluster]\nnodes =\n",
 	                  "t.ini:2: [cluster] nodes: expected an integer, got ''");
+	/* whole but past 64 bits: out of range, not a type error */
 	expect_load_error(*state, "[sim]\nseed = 99999999999999999999\n",
-	                  "t.ini:2: [sim] seed: integer '99999999999999999999' does not fit in "
-	                  "64 bits");
+	                  "t.ini:2: [sim] seed: 99999999999999999999 is out of range "
+	                  "[-9223372036854775808, 9223372036854775807]");
+}
+
+static void test_huge_integer_is_out_of_range_not_a_type_error(void **state)
+{
+	/* past 64 bits, on a key with a range: the key's range is named */
+	expect_load_error(*state, "[cluster]\nnodes = 99999999999999999999\n",
+	                  "t.ini:2: [cluster] nodes: 99999999999999999999 nodes is out of range "
+	                  "[1, 1024]");
+	expect_load_error(*state, "[cluster]\nnodes = -99999999999999999999\n",
+	                  "t.ini:2: [cluster] nodes: -99999999999999999999 nodes is out of range "
+	                  "[1, 1024]");
+	expect_load_error(*state, "[cluster]\nnodes = 1e3\n",
+	                  "t.ini:2: [cluster] nodes: expected an integer, got '1e3'");
+}
+
+static void test_parse_whole_tells_not_whole_from_out_of_range(void **state)
+{
+	(void)state;
+	int64_t v = 7;
+	const int E = CFG_WHOLE_ENOTATION;
+	assert_int_equal(cfg_parse_whole("42", 0, 0, 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(cfg_parse_whole("-3", 0, -5, 5, &v), 0);
+	assert_int_equal(v, -3);
+	assert_int_equal(cfg_parse_whole("9223372036854775807", 0, 0, INT64_MAX, &v), 0);
+	assert_true(v == INT64_MAX);
+	assert_int_equal(cfg_parse_whole("9223372036854775808", 0, 0, INT64_MAX, &v),
+	                 CFG_OUT_OF_RANGE);
+	assert_int_equal(cfg_parse_whole("101", 0, 0, 100, &v), CFG_OUT_OF_RANGE);
+	assert_int_equal(cfg_parse_whole("-1", 0, 0, 100, &v), CFG_OUT_OF_RANGE);
+	/* e-notation only when asked for, and only whole values */
+	assert_int_equal(cfg_parse_whole("1e9", 0, 0, INT64_MAX, &v), CFG_NOT_WHOLE);
+	assert_int_equal(cfg_parse_whole("1e9", E, 0, INT64_MAX, &v), 0);
+	assert_true(v == 1000000000);
+	assert_int_equal(cfg_parse_whole("2.5e3", E, 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, 2500);
+	assert_int_equal(cfg_parse_whole("1.5", E, 0, INT64_MAX, &v), CFG_NOT_WHOLE);
+	assert_int_equal(cfg_parse_whole("1e-400", E, 0, INT64_MAX, &v), CFG_NOT_WHOLE);
+	assert_int_equal(cfg_parse_whole("1e19", E, 0, INT64_MAX, &v), CFG_OUT_OF_RANGE);
+	assert_int_equal(cfg_parse_whole("9.3e18", E, 0, INT64_MAX, &v), CFG_OUT_OF_RANGE);
+	assert_int_equal(cfg_parse_whole("1e400", E, 0, INT64_MAX, &v), CFG_OUT_OF_RANGE);
+	assert_int_equal(cfg_parse_whole("-1e3", E, 0, INT64_MAX, &v), CFG_OUT_OF_RANGE);
+	/* no hex, inf, nan, blanks or empty text */
+	static const char *const bad[] = {"", " 1", "1 ", "0x10", "inf", "nan", "+", "1e", "4x"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(cfg_parse_whole(bad[i], E, INT64_MIN, INT64_MAX, &v),
+		                 CFG_NOT_WHOLE);
 }
 
 static void test_wrong_type_float(void **state)
@@ -876,6 +924,8 @@ int main(void)
 	    T(test_wrong_type_float),
 	    T(test_wrong_type_bool),
 	    T(test_out_of_range),
+	    T(test_huge_integer_is_out_of_range_not_a_type_error),
+	    T(test_parse_whole_tells_not_whole_from_out_of_range),
 	    T(test_bad_enum_choice),
 	    T(test_duplicate_key),
 	    T(test_malformed_lines),

@@ -322,6 +322,82 @@ static void test_idle_window_lets_background_run_under_threshold(void **st)
 	fx_free(&f);
 }
 
+/* Weighted share with an idle window (the rule in net.h): the test reads the
+ * foreground-only fill. L = 0.9 B/ns, X = 0.2 B/ns; fg a crosses X and L,
+ * fg b crosses L, bg c crosses L, threshold 1. Foreground alone: a = 0.2 (X),
+ * b = 0.7, so foreground fills L (0.2 + 0.7 = 0.9, which in doubles sums to
+ * just under 0.9) and c is paused: a ends at 200000 / 0.2 = 1,000,000,
+ * b at 700000 / 0.7 = 1,000,000, then c alone at 0.9: 90000 / 0.9 = 100,000
+ * more, 1,100,000. (Read without the 1e-9 tolerance, c took 1/3 of the
+ * 0.7 left on L, b ended at 1,100,001 and c at 385,715.) */
+static void test_idle_window_weighted_reads_foreground_only_fill(void **st)
+{
+	(void)st;
+	fx_t f;
+	fx_init(&f);
+	assert_int_equal(net_set_share(f.net, NET_SHARE_WEIGHTED, 0.5, NULL), 0);
+	assert_int_equal(net_set_bg_mode(f.net, NET_BG_IDLE_WINDOW, 1, NULL), 0);
+	uint32_t L = link(&f, 9e8, 0), X = link(&f, 2e8, 0);
+	int a = flow(&f, 200000, NET_FG, 0, 2, X, L);
+	int b = flow(&f, 700000, NET_FG, 0, 1, L);
+	int c = flow(&f, 90000, NET_BG, 0, 1, L);
+	run_until(&f, 0);
+	assert_float_equal(net_flow_rate(f.net, f.id[c]), 0, 1e-9);
+	run_until(&f, INT64_MAX);
+	assert_int_equal(f.end[a], 1000000);
+	assert_int_equal(f.end[b], 1000000);
+	assert_int_equal(f.end[c], 1100000);
+	fx_free(&f);
+
+	/* Not the weighted allocation: with c running, fg would get 1.6 of 2 B/ns
+	 * (0.8 < 0.9), but alone it fills the link, so c waits: fg ends at
+	 * 2000 / 2 = 1000, c at 1000 + 1000 / 2 = 1500 (weighted: 1250, 2000). */
+	fx_init(&f);
+	assert_int_equal(net_set_share(f.net, NET_SHARE_WEIGHTED, 0.25, NULL), 0);
+	assert_int_equal(net_set_bg_mode(f.net, NET_BG_IDLE_WINDOW, 0.9, NULL), 0);
+	uint32_t l = link(&f, 2e9, 0);
+	int fg = flow(&f, 2000, NET_FG, 0, 1, l);
+	int bg = flow(&f, 1000, NET_BG, 0, 1, l);
+	run_until(&f, INT64_MAX);
+	assert_int_equal(f.end[fg], 1000);
+	assert_int_equal(f.end[bg], 1500);
+	fx_free(&f);
+}
+
+/* Times past INT64_MAX ns saturate to never (net.h): 100 bytes at 1e-8 B/s
+ * take 1e19 ns, so the flow gets no completion event (the run ends with it
+ * active, where the engine used to overflow), and a flow whose latency would
+ * pass INT64_MAX is refused. */
+static void test_finish_past_int64_saturates_to_never(void **st)
+{
+	(void)st;
+	fx_t f;
+	fx_init(&f);
+	uint32_t l = link(&f, 1e-8, 0);
+	int a = flow(&f, 100, NET_FG, 0, 1, l);
+	run_until(&f, 0);
+	assert_true(net_flow_eta(f.net, f.id[a]) == INT64_MAX);
+	assert_true(net_path_estimate(f.net, &l, 1, NET_FG, 100) == INT64_MAX);
+	run_until(&f, INT64_MAX);
+	assert_int_equal(f.end[a], -1);
+	assert_float_equal(net_flow_rate(f.net, f.id[a]), 1e-8, 1e-12);
+	net_stats_t ns;
+	net_get_stats(f.net, &ns);
+	assert_int_equal(ns.active, 1);
+	fx_free(&f);
+
+	fx_init(&f);
+	uint32_t p[2] = {link(&f, 1e9, INT64_MAX / 2 + 1), link(&f, 1e9, INT64_MAX / 2 + 1)};
+	net_flow_spec_t s = {.bytes = 1, .path = p, .path_len = 2, .cls = NET_FG};
+	err_t e = {0};
+	assert_int_equal(net_flow_start(f.net, &s, NULL, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "passes INT64_MAX"));
+	net_flow_spec_t o = {.bytes = 1, .path = p, .path_len = 1, .cls = NET_FG,
+			     .n_copies = 4000000000u, .copy_overhead_ns = 4000000000};
+	assert_int_equal(net_flow_start(f.net, &o, NULL, &e), KS_EINPUT);
+	fx_free(&f);
+}
+
 static uint64_t cancel_got;
 static int on_cancel(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
@@ -717,6 +793,8 @@ int main(void)
 		cmocka_unit_test(test_rate_cap_mode_limits_background_share_of_link),
 		cmocka_unit_test(test_idle_window_pauses_background_while_foreground_busy),
 		cmocka_unit_test(test_idle_window_lets_background_run_under_threshold),
+		cmocka_unit_test(test_idle_window_weighted_reads_foreground_only_fill),
+		cmocka_unit_test(test_finish_past_int64_saturates_to_never),
 		cmocka_unit_test(test_cancel_returns_delivered_bytes_and_frees_capacity),
 		cmocka_unit_test(test_block_copies_pay_per_copy_overhead_as_startup),
 		cmocka_unit_test(test_bad_flow_specs_are_rejected),

@@ -85,6 +85,7 @@ static void expect_error(const char *text, int line, const char *needle)
 	char *out;
 	err_t e = {0};
 	int rc = run(text, &out, &e);
+	assert_string_equal(out ? out : "", ""); /* nothing printed for a bad scenario */
 	free(out);
 	assert_int_equal(rc, KS_EINPUT);
 	char want[128];
@@ -115,6 +116,56 @@ static void test_scenario_errors_name_file_and_line(void **st)
 	expect_error("# ok\nroute a b\n", 2, "unknown directive 'route'");
 }
 
+/* Simulated time is int64 ns: a flow that cannot finish by then is an input
+ * error on its line, never an overflow reported as out of memory. */
+static void test_scenario_time_overflow_names_the_flow_line(void **st)
+{
+	(void)st;
+	/* 100 bytes at 1e-8 B/s: 1e19 ns even alone */
+	expect_error("link slow 1e-8 0\nflow f 100 0 fg slow\n", 2,
+		     "flow 'f' cannot finish within simulated time");
+	/* a start or a latency that alone passes 2^63 ns */
+	expect_error("link l 1e9 0\n\nflow f 10 9.3e18 fg l\n", 3, "flow start '9.3e18' is out of range");
+	expect_error("link a 1e9 5e18\nlink b 1e9 5e18\nflow f 1 0 fg a b\n", 3,
+		     "cannot finish within simulated time");
+	expect_error("link a 1e9 0\nflow f 1 0 fg copies=4000000000 overhead=4e9 a\n", 2,
+		     "cannot finish within simulated time");
+	/* alone each would end at 5e18 ns; sharing the link they would at 1e19 */
+	expect_error("link l 2e-8 0\nflow f 100 0 fg l\nflow g 100 0 fg l\n", 2,
+		     "flow 'f' cannot finish within simulated time");
+	/* no output at all for a failed scenario */
+	char *out;
+	err_t e = {0};
+	assert_int_equal(run("link l 1 0\nflow ok 1 0 fg l\nlink s 1e-8 0\nflow f 100 0 fg s\n",
+			     &out, &e),
+			 KS_EINPUT);
+	assert_string_equal(out, "");
+	free(out);
+}
+
+/* A whole number too large for its field is "out of range", text that is no
+ * whole number is "not a whole number". */
+static void test_scenario_numbers_out_of_range_are_not_malformed(void **st)
+{
+	(void)st;
+	expect_error("link a 1e9 0\nflow f 99999999999999999999 0 fg a\n", 2,
+		     "flow size '99999999999999999999' is out of range [0, 9223372036854775807]");
+	expect_error("link a 1e9 0\nflow f 1e30 0 fg a\n", 2, "flow size '1e30' is out of range");
+	expect_error("link a 1e9 1e400\n", 1, "link latency '1e400' is out of range");
+	expect_error("link a 1e9 0\nflow f 10 0 fg copies=5e9 a\n", 2,
+		     "copies '5e9' is out of range [1, 4294967295]");
+	expect_error("link a 1e9 0\nflow f 10 0 fg copies=0 a\n", 2, "copies '0' is out of range");
+	expect_error("link a 1e9 0\nflow f 1.5 0 fg a\n", 2,
+		     "flow size '1.5' is not a whole number of bytes");
+	expect_error("link a 1e9 0x10\n", 1, "link latency '0x10' is not a whole number of ns");
+	/* e-notation that is whole is a number like any other */
+	char *out;
+	err_t e = {0};
+	assert_int_equal(run("link a 1e9 1e2\nflow f 2e3 0 fg a\n", &out, &e), 0);
+	assert_non_null(strstr(out, "flow f start=0 join=100 finish=2100 bytes=2000 "));
+	free(out);
+}
+
 static void test_net_run_exit_status_is_2_on_bad_input(void **st)
 {
 	(void)st;
@@ -141,6 +192,8 @@ int main(void)
 		cmocka_unit_test(test_scenario_dumbbell_prints_exact_times_and_rates),
 		cmocka_unit_test(test_scenario_options_cap_background_and_share),
 		cmocka_unit_test(test_scenario_errors_name_file_and_line),
+		cmocka_unit_test(test_scenario_time_overflow_names_the_flow_line),
+		cmocka_unit_test(test_scenario_numbers_out_of_range_are_not_malformed),
 		cmocka_unit_test(test_net_run_exit_status_is_2_on_bad_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,6 +260,7 @@ static const char py_check[] =
 	"assert f['requests'].attrs['unit.ttft_ns'] == 'ns'\n"
 	"assert f['transfers'].attrs['unit.bytes'] == 'bytes'\n"
 	"assert 'completed' in f['requests'].attrs['values.status']\n"
+	"assert '5=rejected_overload' in f['requests'].attrs['values.status']\n"
 	"s = f['summary']\n"
 	"assert s.attrs['throughput_rps'] == 3.5 * 0.97, s.attrs['throughput_rps']\n"
 	"assert s.attrs['unit.throughput_rps'] == 'req/s'\n"

@@ -8,6 +8,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 
+#include "sim/cli.h"
 #include "tests/tr_fixture.h"
 
 typedef struct gen_out {
@@ -481,7 +482,7 @@ static void test_generator_parameter_errors(void **st)
 	err_t e = {0};
 	tr_reader_t *r;
 	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
-	assert_non_null(strstr(e.msg, "[trace] cv: must be > 0"));
+	assert_string_equal(e.msg, "[trace] cv: 0 is out of range [0.05, 20]");
 	o = gen_opts(TR_GEN_POISSON);
 	o.duration_s = 0;
 	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
@@ -491,6 +492,114 @@ static void test_generator_parameter_errors(void **st)
 	o.in.max = 5;
 	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "[trace] in_min: 10 is above in_max 5"));
+}
+
+/* The documented ranges hold for every generator parameter, for options
+ * built by hand as for a config: gamma cv = 100 used to write every row at
+ * t = 0 (weibull alone checked [0.05, 20]). */
+static void test_generator_options_outside_their_key_range_are_rejected(void **st)
+{
+	(void)st;
+	static const struct {
+		tr_gen_kind_t gen;
+		const char *msg;
+	} cases[] = {
+	    {TR_GEN_GAMMA, "[trace] cv: 100 is out of range [0.05, 20]"},
+	    {TR_GEN_WEIBULL, "[trace] cv: 100 is out of range [0.05, 20]"},
+	    {TR_GEN_GAMMA, "[trace] cv: 0.01 is out of range [0.05, 20]"},
+	    {TR_GEN_DIURNAL, "[trace] diurnal_amp: 1.5 is out of range [0, 1]"},
+	    {TR_GEN_FLASH, "[trace] flash_mult: -1 is out of range [0, 1000000]"},
+	    {TR_GEN_MMPP, "[trace] mmpp_rate1: -5 req/s is out of range [0, 1000000000]"},
+	    {TR_GEN_FANOUT, "[trace] fanout_bg_rate: -1 req/s is out of range [0, 1000000000]"},
+	    {TR_GEN_POISSON, "[trace] in_sigma: 11 is out of range [0, 10]"},
+	    {TR_GEN_POISSON, "[trace] rate: nan req/s is out of range [0, 1000000000]"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tr_opts_t o = gen_opts(cases[i].gen);
+		switch (i) {
+		case 0:
+		case 1: o.cv = 100; break;
+		case 2: o.cv = 0.01; break;
+		case 3: o.diurnal_amp = 1.5; break;
+		case 4: o.flash_mult = -1; break;
+		case 5: o.mmpp_rate[1] = -5; break;
+		case 6: o.fanout_bg_rate = -1; break;
+		case 7: o.in.sigma = 11; break;
+		default: o.rate = NAN;
+		}
+		err_t e = {0};
+		tr_reader_t *r;
+		assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+		assert_string_equal(e.msg, cases[i].msg);
+	}
+	/* the bounds themselves are accepted */
+	tr_opts_t o = gen_opts(TR_GEN_GAMMA);
+	o.cv = 20;
+	o.requests = 10;
+	gen_out_t g = gen_run(&o, 16, 1);
+	assert_int_equal(g.n, 10);
+	gen_free(&g);
+	/* the dwell named is the one at fault */
+	o = gen_opts(TR_GEN_MMPP);
+	o.mmpp_dwell_s[1] = 0;
+	err_t e = {0};
+	tr_reader_t *r;
+	assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+	assert_string_equal(e.msg, "[trace] mmpp_dwell1_s: must be > 0 for gen = mmpp");
+}
+
+/* Runs `kvsim trace gen` in process with stderr in a file; returns its exit
+ * status and the first stderr line in msg. */
+static int trace_gen(const char *const *args, int n, char *msg, size_t len)
+{
+	char *argv[16] = {"trace", "gen"};
+	for (int i = 0; i < n; i++)
+		argv[2 + i] = (char *)args[i];
+	const char *errf = tf_write("err", "");
+	fflush(stderr);
+	int saved = dup(2);
+	FILE *f = freopen(errf, "w", stderr);
+	assert_non_null(f);
+	int rc = tr_cli_main(2 + n, argv);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	FILE *in = fopen(errf, "r");
+	msg[0] = '\0';
+	if (in && !fgets(msg, (int)len, in))
+		msg[0] = '\0';
+	if (in)
+		fclose(in);
+	return rc;
+}
+
+/* trace gen KEY=V arguments meet the same ranges, with the schema's
+ * message and exit 2, and write no output file. */
+static void test_trace_gen_arguments_enforce_documented_ranges(void **st)
+{
+	(void)st;
+	char msg[512], out[128];
+	snprintf(out, sizeof out, "%s/never.tsv", (tf_write("x", ""), tf_dir));
+	const char *cv[] = {"gamma", "cv=100", "-o", out};
+	assert_int_equal(trace_gen(cv, 4, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "[trace] cv: 100 is out of range [0.05, 20]"));
+	assert_int_equal(access(out, F_OK), -1);
+	const char *big[] = {"poisson", "requests=99999999999999999999", "-o", out};
+	assert_int_equal(trace_gen(big, 4, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "[trace] requests: 99999999999999999999 requests is out of range"));
+	const char *notint[] = {"poisson", "requests=1.5", "-o", out};
+	assert_int_equal(trace_gen(notint, 4, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "[trace] requests: expected an integer, got '1.5'"));
+	const char *seed[] = {"poisson", "--seed", "99999999999999999999", "-o", out};
+	assert_int_equal(trace_gen(seed, 5, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "--seed: '99999999999999999999' is out of range"));
+	const char *seed2[] = {"poisson", "--seed", "12x", "-o", out};
+	assert_int_equal(trace_gen(seed2, 5, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "--seed: '12x' is not a whole number"));
+	assert_int_equal(access(out, F_OK), -1);
+	const char *ok[] = {"gamma", "cv=20", "requests=5", "-o", out};
+	assert_int_equal(trace_gen(ok, 5, msg, sizeof msg), 0);
+	assert_int_equal(access(out, F_OK), 0);
 }
 
 int main(void)
@@ -512,6 +621,8 @@ int main(void)
 	    cmocka_unit_test(test_stats_hand_computed),
 	    cmocka_unit_test(test_stats_quantiles_above_exact_range),
 	    cmocka_unit_test(test_generator_parameter_errors),
+	    cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
+	    cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,6 +133,10 @@ typedef struct tr_opts {
 
 /* Fills o with the defaults of every [trace] key. */
 void tr_opts_default(tr_opts_t *o);
+/* Checks every numeric field against its [trace] key's range, so options
+ * built by hand meet the bounds a config would: KS_EINPUT with "[trace] KEY:
+ * VALUE is out of range [LO, HI]". Generators call it (tr_open). */
+int tr_opts_check(const tr_opts_t *o, err_t *e);
 /* Reads the [trace] section (strings stay owned by cfg). */
 int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e);
 const char *tr_kind_name(tr_kind_t k);

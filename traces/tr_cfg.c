@@ -42,8 +42,11 @@ const cfg_key_t tr_cfg_keys[] = {
      "arrival process when kind = gen", NULL},
     {S, "rate", CFG_FLOAT, "10", 0, 1e9, NULL, "req/s",
      "mean (poisson, gamma, weibull) or base (flash, diurnal) request rate", NULL},
-    {S, "cv", CFG_FLOAT, "1", 0, 100, NULL, "",
-     "inter-arrival coefficient of variation (gamma, weibull in [0.05, 20])", NULL},
+    {S, "cv", CFG_FLOAT, "1", 0.05, 20, NULL, "",
+     "inter-arrival coefficient of variation of gamma and weibull gaps (range: own "
+     "choice; Weibull shapes 0.19 to 25, and at 20 about 94% of Gamma gaps at 20 req/s "
+     "are already under 1 ns)",
+     NULL},
     {S, "duration_s", CFG_FLOAT, "60", 0, 4e9, NULL, "s",
      "generate arrivals in [0, duration_s); 0 = until `requests`", NULL},
     {S, "requests", CFG_INT, "0", 0, 1e15, NULL, "requests",
@@ -271,6 +274,35 @@ void tr_opts_default(tr_opts_t *o)
 		double num = binds[i].type == B_BOOL ? !strcmp(d, "true") : strtod(d, NULL);
 		store(o, &binds[i], k, d, num);
 	}
+}
+
+int tr_opts_check(const tr_opts_t *o, err_t *e)
+{
+	for (size_t i = 0; i < N_BINDS; i++) {
+		const cfg_key_t *k = key_named(binds[i].name);
+		const char *p = (const char *)o + binds[i].off;
+		double v;
+		switch (binds[i].type) {
+		case B_U32:
+			v = *(const uint32_t *)p;
+			break;
+		case B_U64:
+			v = (double)*(const uint64_t *)p;
+			break;
+		case B_F64:
+			v = *(const double *)p;
+			break;
+		default:
+			continue;
+		}
+		if (k->min < k->max && !(v >= k->min && v <= k->max)) {
+			const char *u = k->unit && *k->unit ? k->unit : "";
+			/* the schema's wording (sim/cfg.c), without the origin it lacks */
+			return err_set(e, KS_EINPUT, "[trace] %s: %.15g%s%s is out of range [%.15g, %.15g]",
+			               k->name, v, *u ? " " : "", u, k->min, k->max);
+		}
+	}
+	return 0;
 }
 
 int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e)

@@ -87,12 +87,18 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 			a->config = v;
 		} else if (!strcmp(s, "--block-tokens") || !strcmp(s, "--seed")) {
 			NEED();
-			char *end;
-			long long x = strtoll(v, &end, 10);
-			if (*end || end == v || x < (s[2] == 'b' ? 1 : 0))
+			/* the ranges of kvcache.block_tokens and experiment.seed */
+			int blk = s[2] == 'b';
+			int64_t x, lo = blk ? 1 : 0, hi = blk ? 65536 : 9200000000000000000LL;
+			int r = cfg_parse_whole(v, 0, lo, hi, &x);
+			if (r == CFG_NOT_WHOLE)
+				return err_set(e, KS_EINPUT, "trace: %s: '%s' is not a whole number",
+				               s, v);
+			if (r == CFG_OUT_OF_RANGE)
 				return err_set(e, KS_EINPUT,
-				               "trace: %s: '%s' is not a valid number", s, v);
-			*(s[2] == 'b' ? &a->block_tokens : &a->seed) = x;
+				               "trace: %s: '%s' is out of range [%lld, %lld]", s, v,
+				               (long long)lo, (long long)hi);
+			*(blk ? &a->block_tokens : &a->seed) = x;
 		} else if (!strcmp(s, "--set") || !strcmp(s, "-s")) {
 			NEED();
 			a->sets[a->nsets++] = v;

@@ -360,39 +360,31 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 static int check(const tr_opts_t *o, err_t *e)
 {
 	const char *gn = tr_gen_name(o->gen);
+	int rc = tr_opts_check(o, e); /* the schema's ranges (cv in [0.05, 20], ...) */
+	if (rc)
+		return rc;
 	int needs_rate =
 	    o->gen != TR_GEN_MMPP && o->gen != TR_GEN_SERVEGEN && o->gen != TR_GEN_FANOUT;
 	if (needs_rate && !(o->rate > 0))
 		return err_set(e, KS_EINPUT, "[trace] rate: must be > 0 for gen = %s", gn);
-	if ((o->gen == TR_GEN_GAMMA || o->gen == TR_GEN_WEIBULL) && !(o->cv > 0))
-		return err_set(e, KS_EINPUT, "[trace] cv: must be > 0 for gen = %s", gn);
-	if (o->gen == TR_GEN_WEIBULL && (o->cv < 0.05 || o->cv > 20))
-		return err_set(e, KS_EINPUT, "[trace] cv: %g outside the Weibull range [0.05, 20]",
-		               o->cv);
-	if (o->gen == TR_GEN_MMPP && (!(o->mmpp_dwell_s[0] > 0) || !(o->mmpp_dwell_s[1] > 0) ||
-	                              !(o->mmpp_rate[0] + o->mmpp_rate[1] > 0) ||
-	                              o->mmpp_rate[0] < 0 || o->mmpp_rate[1] < 0))
+	/* lower bounds the schema cannot say (> 0), named by the key at fault */
+	for (int i = 0; o->gen == TR_GEN_MMPP && i < 2; i++)
+		if (!(o->mmpp_dwell_s[i] > 0))
+			return err_set(e, KS_EINPUT, "[trace] mmpp_dwell%d_s: must be > 0 for gen = %s",
+			               i, gn);
+	if (o->gen == TR_GEN_MMPP && !(o->mmpp_rate[0] + o->mmpp_rate[1] > 0))
 		return err_set(e, KS_EINPUT,
-		               "[trace] mmpp_dwell0_s: MMPP needs dwell times > 0 and rates >= 0 "
-		               "(not both 0)");
-	if (o->gen == TR_GEN_FLASH &&
-	    (!(o->flash_mult >= 0) || (o->flash_spike && !(o->flash_tau_s > 0))))
+		               "[trace] mmpp_rate0: mmpp_rate0 and mmpp_rate1 are both 0");
+	if (o->gen == TR_GEN_FLASH && o->flash_spike && !(o->flash_tau_s > 0))
 		return err_set(e, KS_EINPUT,
-		               "[trace] flash_mult: must be >= 0 (spike needs "
-		               "flash_tau_s > 0)");
-	if (o->gen == TR_GEN_DIURNAL &&
-	    (!(o->diurnal_period_s > 0) || o->diurnal_amp < 0 || o->diurnal_amp > 1))
-		return err_set(e, KS_EINPUT,
-		               "[trace] diurnal_amp: needs 0 <= amp <= 1 and period > 0");
+		               "[trace] flash_tau_s: must be > 0 for flash_shape = spike");
+	if (o->gen == TR_GEN_DIURNAL && !(o->diurnal_period_s > 0))
+		return err_set(e, KS_EINPUT, "[trace] diurnal_period_s: must be > 0 for gen = %s",
+		               gn);
 	if (o->gen == TR_GEN_SERVEGEN && (!o->path || !*o->path))
 		return err_set(e, KS_EINPUT, "[trace] path: gen = servegen needs a windows CSV");
-	if (o->gen == TR_GEN_FANOUT) {
-		if (!(o->duration_s > 0))
-			return err_set(e, KS_EINPUT,
-			               "[trace] duration_s: gen = fanout needs it > 0");
-		if (o->fanout_bg_rate < 0)
-			return err_set(e, KS_EINPUT, "[trace] fanout_bg_rate: must be >= 0");
-	}
+	if (o->gen == TR_GEN_FANOUT && !(o->duration_s > 0))
+		return err_set(e, KS_EINPUT, "[trace] duration_s: gen = fanout needs it > 0");
 	if (o->gen != TR_GEN_SERVEGEN && o->gen != TR_GEN_FANOUT && !(o->duration_s > 0) &&
 	    o->requests == 0)
 		return err_set(

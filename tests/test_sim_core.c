@@ -1,0 +1,145 @@
+/* Tests of sim/sim_core.c's bounded memory: experiment.max_pending rejects
+ * arrivals routed to a full waiting queue with status overload (counted in
+ * the summary), and experiment.max_rss_gb stops a run with a clear error and
+ * no results, nor any output file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sim/cli.h"
+#include "sim/cli_common.h"
+#include "sim/sim.h"
+
+/* n requests of 64 tokens, all arriving at t = 0, none sharing a block. */
+typedef struct flood {
+	int n, max;
+	uint64_t id;
+} flood_t;
+
+static int flood_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	flood_t *f = ctx;
+	if (f->n == f->max)
+		return 0;
+	f->id = 1000 + (uint64_t)f->n;
+	*a = (sim_arrival_t){(uint64_t)f->n, 0, 64, 4, 1, &f->id, 0};
+	f->n++;
+	return 1;
+}
+
+/* One single-GPU instance running one sequence at a time. */
+static const char *base_sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1",
+                                  "cluster.gpus_per_node=1", "cluster.tp=1",
+                                  "kvcache.block_tokens=16", "scheduler.max_num_seqs=1"};
+#define N_BASE 6
+
+static int run_flood(const char *extra, int n, sim_results_t *r, err_t *e)
+{
+	const char *sets[N_BASE + 1];
+	memcpy(sets, base_sets, sizeof base_sets);
+	sets[N_BASE] = extra;
+	cfg_t *cfg = NULL;
+	int rc = cli_load_config_ex(NULL, sets, N_BASE + 1, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, e);
+	if (rc)
+		fail_msg("%s", e->msg);
+	flood_t f = {.max = n};
+	sim_source_t src = {flood_next, &f, "flood"};
+	FILE *saved = stderr; /* the once-per-run overload warning */
+	stderr = fopen("/dev/null", "w");
+	rc = sim_run_source(cfg, &src, r, e);
+	fclose(stderr);
+	stderr = saved;
+	cli_config_free(cfg);
+	return rc;
+}
+
+/* 20 arrivals at t = 0: the first is admitted at once (one sequence runs),
+ * the next 5 wait, and with max_pending = 5 the other 14 find the queue
+ * full: rejected as overload, never reaching the instance. */
+static void test_max_pending_rejects_arrivals_to_a_full_queue_as_overload(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	err_t e = {0};
+	assert_int_equal(run_flood("experiment.max_pending=5", 20, &r, &e), 0);
+	assert_int_equal(r.n_req, 20);
+	int overload = 0;
+	for (size_t i = 0; i < r.n_req; i++) {
+		const res_request_t *q = &r.req[i];
+		if (q->status == REQ_REJECTED_OVERLOAD) {
+			overload++;
+			assert_true(q->id >= 6);
+			assert_int_equal(q->instance, -1);
+			assert_true(q->ttft_ns == -1);
+		} else {
+			assert_int_equal(q->status, REQ_COMPLETED);
+			assert_true(q->id < 6);
+		}
+	}
+	assert_int_equal(overload, 14);
+	assert_true(sim_results_get(&r, "rejected_overload") == 14);
+	assert_true(sim_results_get(&r, "rejected") == 14);
+	assert_true(sim_results_get(&r, "completed") == 6);
+	sim_results_free(&r);
+
+	/* 0 = no cap: every request waits its turn */
+	assert_int_equal(run_flood("experiment.max_pending=0", 20, &r, &e), 0);
+	assert_true(sim_results_get(&r, "completed") == 20);
+	assert_true(sim_results_get(&r, "rejected_overload") == 0);
+	sim_results_free(&r);
+}
+
+/* Any test process holds more than 1 MB, so a 0.001 GB limit stops the run
+ * at its first check, with the key named and no results kept; a limit far
+ * above lets the same run finish. */
+static void test_max_rss_stops_the_run_with_an_error_and_no_results(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	err_t e = {0};
+	assert_int_equal(run_flood("experiment.max_rss_gb=0.001", 20, &r, &e), KS_ERUNTIME);
+	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: resident memory "));
+	assert_non_null(strstr(e.msg, "passed the limit of 0.001 GB"));
+	assert_int_equal(r.n_req, 0);
+	assert_null(r.req);
+	assert_int_equal(run_flood("experiment.max_rss_gb=1e6", 20, &r, &e), 0);
+	assert_int_equal(r.n_req, 20);
+	sim_results_free(&r);
+}
+
+/* kvsim run -o DIR under the limit: exit 1, and no DIR, catalog or run file. */
+static void test_run_over_rss_limit_writes_no_output(void **st)
+{
+	(void)st;
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/kvsim-simcore-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	char out[96];
+	snprintf(out, sizeof out, "%s/out", dir);
+	char *argv[] = {"run", "--set", "experiment.max_rss_gb=0.001", "-o", out, "-q", NULL};
+	FILE *saved = stderr;
+	stderr = fopen("/dev/null", "w");
+	int rc = cli_run_main(6, argv);
+	fclose(stderr);
+	stderr = saved;
+	assert_int_equal(rc, 1);
+	assert_int_equal(access(out, F_OK), -1);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
+		cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
+		cmocka_unit_test(test_run_over_rss_limit_writes_no_output),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
