@@ -24,8 +24,8 @@ static void usage(FILE *f)
 		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
 		   "  --plugin FILE.so          load policies from a shared object (repeatable)\n"
 		   "  -q, --quiet               print nothing but errors\n"
-		   "  -h, --help                this help\n\n"
-		   "Exit status: 0 ok, 1 runtime failure, 2 usage or input error.\n");
+		   "  -h, --help                this help\n");
+	cli_help_end(f);
 }
 
 /* Rows of the summary table: metric name, label, format scale. */
@@ -111,9 +111,8 @@ int cli_run_main(int argc, char **argv)
 	for (int i = 1; i < argc;) {
 		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
 		     !strcmp(argv[i], "--plugin")) && i + 1 >= argc) {
-			fprintf(stderr, "kvsim: run: %s needs a value\n", argv[i]);
 			pol_registry_free(reg);
-			return 2;
+			return cli_usage_error("%s needs a value", argv[i]);
 		}
 		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
 			out_dir = argv[i + 1];
@@ -121,10 +120,8 @@ int cli_run_main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(argv[i], "--plugin")) {
-			if (!reg && !(reg = pol_registry_new())) {
-				fprintf(stderr, "kvsim: out of memory\n");
-				return 1;
-			}
+			if (!reg && !(reg = pol_registry_new()))
+				return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 			if (pol_registry_load(reg, argv[i + 1], &e)) {
 				pol_registry_free(reg);
 				return cli_fail(&e);
@@ -132,7 +129,8 @@ int cli_run_main(int argc, char **argv)
 			i += 2;
 			continue;
 		}
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		if (cli_is_help(argv[i])) {
+			pol_registry_free(reg);
 			usage(stdout);
 			return 0;
 		}
@@ -142,18 +140,15 @@ int cli_run_main(int argc, char **argv)
 			continue;
 		}
 		if (a.nsets >= 250) {
-			fprintf(stderr, "kvsim: run: too many --set options\n");
 			pol_registry_free(reg);
-			return 2;
+			return cli_usage_error("too many --set options (at most 250)");
 		}
 		rc = cli_cfg_arg(&a, argc, argv, &i, &e);
 		if (rc <= 0) {
 			pol_registry_free(reg);
 			if (rc < 0)
 				return cli_fail(&e);
-			fprintf(stderr, "kvsim: run: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
+			return cli_usage_error("unknown option '%s'", argv[i]);
 		}
 	}
 	cfg_t *cfg = NULL;

@@ -27,8 +27,11 @@ static void usage(FILE *f)
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
 		"  -h, --help                this help\n\n"
 		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
-		"catalog: mpirun -n 8 kvsim sweep ...  Exit status: 0 all points done, 1 some\n"
-		"point failed or a runtime error, 2 usage or input error.\n");
+		"catalog: mpirun -n 8 kvsim sweep ...\n\n"
+		"A point that fails is recorded (kvsim runs DIR --columns id,error) and the\n"
+		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
+		"input (config or trace).\n");
+	cli_help_end(f);
 }
 
 static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
@@ -39,9 +42,7 @@ static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
 
 static int bad_usage(const char *msg, const char *arg)
 {
-	fprintf(stderr, "kvsim sweep: %s%s%s\nRun 'kvsim sweep --help' for usage.\n", msg,
-		arg ? " " : "", arg ? arg : "");
-	return 2;
+	return cli_usage_error("%s%s%s%s", msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
 static int parse_uint(const char *s, unsigned max, unsigned *v)
@@ -98,13 +99,12 @@ int out_sweep_main(int argc, char **argv)
 	const char *dir = NULL;
 	cli_cfg_args_t a = {.sets = sets};
 	if (!sets || !g) {
-		fprintf(stderr, "kvsim sweep: out of memory\n");
-		status = 1;
+		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 		goto out;
 	}
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+		if (cli_is_help(o)) {
 			usage(stdout);
 			goto out;
 		}
@@ -184,7 +184,8 @@ int out_sweep_main(int argc, char **argv)
 		fprintf(stderr, "kvsim sweep: %zu point(s) failed; see: kvsim runs %s --where "
 				"\"status = 'failed'\" --columns id,error\n",
 			st.failed, dir);
-		status = 1;
+		/* bad input everywhere it failed is the user's to fix: exit 2 */
+		status = st.failed_input == st.failed ? 2 : 1;
 	}
 out:
 	if (base)

@@ -95,6 +95,7 @@ typedef struct out_sweep_stats {
 	size_t total;   /* points in the grid (distinct ids) */
 	size_t skipped; /* already done in the catalog */
 	size_t done, failed, retried;
+	size_t failed_input; /* of failed: by an input error (bad config or trace) */
 	int rank;       /* MPI rank (0 when local); only rank 0 has counts */
 	int ranks;      /* 1 when local */
 } out_sweep_stats_t;

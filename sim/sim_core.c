@@ -482,11 +482,13 @@ static int kv_pool_blocks(const cfg_t *cfg, const mdl_hw_t *hw, const mdl_llm_t 
 	uint64_t tokens =
 		mdl_kv_tokens_per_instance(hw, llm, tp, cfg_float(cfg, "cluster", "reserve_fraction"));
 	if (tokens / B == 0)
-		return err_set(e, KS_EINPUT,
-			       "[cluster] tp: %s weights (%.1f GB per GPU at tp=%u) leave no room "
-			       "for KV in %.1f GB of HBM (%s)",
-			       llm->name, (double)mdl_weights_bytes_per_gpu(llm, tp) / 1e9, tp,
-			       (double)hw->hbm_bytes / 1e9, hw->name);
+		return cfg_err_keys(cfg, e,
+				    "cluster.tp,model.name,model.file,gpu.name,gpu.file,"
+				    "cluster.reserve_fraction",
+				    "%s weights (%.1f GB per GPU at tp=%u) leave no room for KV "
+				    "in %.1f GB of HBM (%s)",
+				    llm->name, (double)mdl_weights_bytes_per_gpu(llm, tp) / 1e9, tp,
+				    (double)hw->hbm_bytes / 1e9, hw->name);
 	*out = (uint32_t)(tokens / B);
 	return 0;
 }
@@ -501,9 +503,21 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->tp = (uint32_t)cfg_int(cfg, "cluster", "tp");
 	s->gpus_per_node = (uint32_t)cfg_int(cfg, "cluster", "gpus_per_node");
 	s->nodes = (uint32_t)cfg_int(cfg, "cluster", "nodes");
+	/* Rules between keys name the one set last (cfg_err_keys), so the
+	 * message points at the line to change; mdl_compute_init checks the
+	 * same head rules, without the config's places. */
 	if (s->gpus_per_node % s->tp)
-		return err_set(e, KS_EINPUT, "[cluster] tp: %u does not divide gpus_per_node %u",
-			       s->tp, s->gpus_per_node);
+		return cfg_err_keys(cfg, e, "cluster.tp,cluster.gpus_per_node",
+				    "tp = %u does not divide gpus_per_node = %u", s->tp,
+				    s->gpus_per_node);
+	if (llm.heads % s->tp)
+		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.heads",
+				    "tp = %u does not divide %s's %u attention heads", s->tp,
+				    llm.name, llm.heads);
+	if (llm.attention == MDL_ATTN_GQA && llm.kv_heads % s->tp && s->tp % llm.kv_heads)
+		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.kv_heads",
+				    "tp = %u and %s's %u KV heads: one must divide the other",
+				    s->tp, llm.name, llm.kv_heads);
 	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)))
 		return rc;
 	cluster_params_t p = {0};

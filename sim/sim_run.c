@@ -79,7 +79,9 @@ int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t
 			rc = tr_file_sha256(path, res->trace_sha256, e);
 	}
 	tr_close(t.r);
-	if (rc)
+	if (rc) {
 		sim_results_free(res);
+		cfg_err_locate(cfg, e); /* a check on one key names its place */
+	}
 	return rc;
 }

@@ -135,6 +135,13 @@ typedef struct tr_opts {
 void tr_opts_default(tr_opts_t *o);
 /* Reads the [trace] section (strings stay owned by cfg). */
 int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e);
+/* The file paths of [trace] (path, in_path, out_path) resolved as cfg_path
+ * does: relative to the config file that set them, else to the working
+ * directory. o's path fields then point into p; keep p while o is used. */
+typedef struct tr_paths {
+	char path[4096], in[4096], out[4096];
+} tr_paths_t;
+int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e);
 const char *tr_kind_name(tr_kind_t k);
 const char *tr_gen_name(tr_gen_kind_t g);
 int tr_kind_parse(const char *s, tr_kind_t *k);
@@ -147,7 +154,7 @@ int tr_gen_parse(const char *s, tr_gen_kind_t *g);
  * size differs). seed drives generators and prefix models. */
 int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
                 err_t *e);
-/* The same from an options struct (o and its strings must outlive the reader). */
+/* The same from an options struct (copied, strings included). */
 int tr_open(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
             err_t *e);
 /* 1 = got one, 0 = end, <0 = KS_E* with "file:line: field: reason". */

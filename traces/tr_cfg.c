@@ -301,12 +301,33 @@ int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e)
 	return 0;
 }
 
+int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e)
+{
+	int rc = cfg_path(cfg, "trace", "path", p->path, sizeof p->path, e);
+	if (!rc)
+		rc = cfg_path(cfg, "trace", "in_path", p->in, sizeof p->in, e);
+	if (!rc)
+		rc = cfg_path(cfg, "trace", "out_path", p->out, sizeof p->out, e);
+	if (rc)
+		return rc;
+	o->path = p->path;
+	o->in.path = p->in;
+	o->out.path = p->out;
+	return 0;
+}
+
 int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
                 err_t *e)
 {
 	*out = NULL;
-	/* The reader keeps a copy of the options; strings stay owned by cfg. */
 	tr_opts_t o;
+	tr_paths_t p;
 	int rc = tr_opts_from_cfg(cfg, &o, e);
-	return rc ? rc : tr_open(&o, sim_block_tokens, seed, out, e);
+	if (!rc)
+		rc = tr_opts_paths(cfg, &o, &p, e);
+	if (!rc)
+		rc = tr_open(&o, sim_block_tokens, seed, out, e); /* copies o */
+	if (rc)
+		cfg_err_locate(cfg, e); /* "[trace] key: ..." gets the key's place */
+	return rc;
 }

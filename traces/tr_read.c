@@ -28,7 +28,21 @@ struct tr_reader {
 	uint64_t line_prev;
 	int64_t start_ns, end_ns; /* end_ns < 0: none */
 	int done;
+	/* Copies of the option strings o's path fields point to. */
+	char path[4096], in_path[4096], out_path[4096];
 };
+
+/* Copies *s into buf and points *s at it; KS_EINPUT when it does not fit. */
+static int own_path(const char **s, char *buf, size_t n, const char *key, err_t *e)
+{
+	const char *v = *s ? *s : "";
+	size_t len = strlen(v);
+	if (len >= n)
+		return err_set(e, KS_EINPUT, "[trace] %s: path longer than %zu bytes", key, n - 1);
+	memcpy(buf, v, len + 1);
+	*s = buf;
+	return 0;
+}
 
 /* splitmix64's finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom
  * number generators", OOPSLA 2014): a bijective 64-bit avalanche mix. */
@@ -148,7 +162,12 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	r->o = *o;
 	r->S = S;
 	r->kind = o->kind;
-	const char *path = o->path ? o->path : "";
+	if ((rc = own_path(&r->o.path, r->path, sizeof r->path, "path", e)) ||
+	    (rc = own_path(&r->o.in.path, r->in_path, sizeof r->in_path, "in_path", e)) ||
+	    (rc = own_path(&r->o.out.path, r->out_path, sizeof r->out_path, "out_path", e)))
+		goto fail;
+	o = &r->o; /* from here on, the reader's own copy */
+	const char *path = o->path;
 	/* A damaged .gz fails here, not after part of it has been simulated. */
 	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
 	    (rc = tr_lines_verify(path, e)))
@@ -403,10 +422,9 @@ int tr_validate(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, e
 
 int tr_file_sha256(const char *path, char out[65], err_t *e)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = err_fopen_in(path, e);
 	if (!f)
-		return err_set(e, errno == ENOENT ? KS_EINPUT : KS_EIO, "%s: cannot open: %s", path,
-		               strerror(errno));
+		return e->code;
 	struct sha256_ctx c;
 	sha256_init(&c);
 	unsigned char buf[1 << 16];
