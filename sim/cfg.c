@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -1345,7 +1346,8 @@ static int origin_file(const char *origin, char *out, size_t n)
 	    !strncmp(origin, CFG_ORIGIN_DEFAULT_EXPERIMENT, strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT)))
 		return 0;
 	int len = snprintf(out, n, "%.*s", (int)(colon - origin), origin);
-	return len > 0 && (size_t)len < n;
+	struct stat sb; /* a label such as "x=a:1" is no file */
+	return len > 0 && (size_t)len < n && !stat(out, &sb) && S_ISREG(sb.st_mode);
 }
 
 int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)

@@ -17,65 +17,16 @@
 
 #include <cmocka.h>
 
+#include "tests/cli_fixture.h"
+
 static const char *kvsim;
 static char tmpdir[64];
 
-typedef struct result {
-	int status; /* exit status, or 128 + signal */
-	char *out, *err;
-} result_t;
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(m);
-	fclose(f);
-	return buf;
-}
+typedef cli_result_t result_t;
 
 /* Runs kvsim with the given arguments (NULL-terminated). */
-static result_t run_kvsim(const char *arg0, ...)
-{
-	const char *argv[32] = {kvsim};
-	int n = 1;
-	va_list ap;
-	va_start(ap, arg0);
-	for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	char outp[128], errp[128];
-	snprintf(outp, sizeof outp, "%s/stdout", tmpdir);
-	snprintf(errp, sizeof errp, "%s/stderr", tmpdir);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
-			_exit(126);
-		execv(kvsim, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	result_t r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(outp),
-	              slurp(errp)};
-	return r;
-}
-
-static void result_free(result_t *r)
-{
-	free(r->out);
-	free(r->err);
-}
+#define run_kvsim(...) cli_run(kvsim, tmpdir, __VA_ARGS__)
+#define result_free cli_result_free
 
 static void write_file(const char *path, const char *text)
 {

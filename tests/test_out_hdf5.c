@@ -1,5 +1,6 @@
 /* Tests for sim/out_hdf5: layout, round trip, empty tables, atomic write,
  * and reading with h5py + pandas (skipped when they are absent). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -141,13 +145,60 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmpdir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), KS_EIO);
-	assert_non_null(strstr(e.msg, "x.h5.tmp"));
+	/* the name asked for, not the temporary file, and why */
+	assert_non_null(strstr(e.msg, "/no/such/dir/x.h5: cannot create HDF5 file: No such file"));
+	assert_null(strstr(e.msg, ".tmp"));
 	assert_false(exists(path));
 	out_hdf5_opts_t bad = {12, 0};
 	snprintf(path, sizeof path, "%s/bad.h5", tmpdir);
 	assert_int_equal(out_hdf5_write(path, &r, &bad, &e), KS_EINPUT);
 	assert_false(exists(path));
 	sim_results_free(&r);
+}
+
+/* A write that the file system refuses (here RLIMIT_FSIZE: EFBIG, as a full
+ * disk gives ENOSPC) says why, names the file asked for, leaves nothing,
+ * and the process still exits cleanly afterwards (HDF5's exit-time cleanup
+ * used to crash on the file whose close had failed). */
+static void test_refused_write_reports_the_errno_text(void **st)
+{
+	(void)st;
+	char path[512], tmp[600];
+	snprintf(path, sizeof path, "%s/big.h5", tmpdir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		signal(SIGXFSZ, SIG_IGN);
+		signal(SIGSEGV, SIG_DFL); /* a crash is the child's, not cmocka's to catch */
+		sim_results_t r;
+		if (fake_fill(&r, 1, 1.0, 20000))
+			_exit(3);
+		struct rlimit rl = {16384, 16384};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		err_t e = {0};
+		out_hdf5_opts_t o = {0, 4096}; /* uncompressed: well past the limit */
+		int rc = out_hdf5_write(path, &r, &o, &e);
+		if (write(pfd[1], e.msg, strlen(e.msg) + 1) < 0)
+			_exit(4);
+		exit(rc == KS_EIO ? 0 : 5); /* exit(), not _exit(): run the atexit handlers */
+	}
+	close(pfd[1]);
+	char msg[1100] = "";
+	ssize_t n = read(pfd[0], msg, sizeof msg - 1);
+	close(pfd[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(n > 0);
+	if (!strstr(msg, strerror(EFBIG)) || strncmp(msg, path, strlen(path)))
+		fail_msg("message '%s' does not name %s and say '%s'", msg, path, strerror(EFBIG));
+	assert_false(exists(path));
+	assert_false(exists(tmp));
 }
 
 static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
@@ -332,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_empty_tables_are_valid_zero_row_datasets),
 		cmocka_unit_test(test_rewrite_replaces_file_atomically),
 		cmocka_unit_test(test_failed_write_leaves_nothing_and_says_where),
+		cmocka_unit_test(test_refused_write_reports_the_errno_text),
 		cmocka_unit_test(test_reading_a_non_hdf5_file_is_an_io_error),
 		cmocka_unit_test(test_gpu_replayer_reads_transfers_by_member_name),
 		cmocka_unit_test(test_h5py_and_pandas_read_every_column),

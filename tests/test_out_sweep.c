@@ -600,6 +600,31 @@ static void test_sweep_over_policy_names_warns_once(void **st)
 	assert_true(strlen(sweep_main_stderr("0")) > 0);
 }
 
+/* Failed points count those that failed on bad input, so that the command
+ * can exit 2 when bad input is all that failed (a crash is not input). */
+static void test_failed_points_count_input_errors(void **st)
+{
+	(void)st;
+	char d[300];
+	subdir(d, sizeof d, "input_errors");
+	static const char *const ax[] = {"fake.mode=ok,error"};
+	out_grid_t *g = mkgrid(ax, 1, 2);
+	cfg_t *base = mkbase(NULL, 0);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.failed, 2);
+	assert_int_equal(s.failed_input, 2);
+	out_grid_free(g);
+	static const char *const ax2[] = {"fake.mode=error,crash"};
+	g = mkgrid(ax2, 1, 1);
+	subdir(d, sizeof d, "input_and_crash");
+	assert_int_equal(sweep(d, g, base, 1, &s), 0);
+	assert_int_equal(s.failed, 2);
+	assert_int_equal(s.failed_input, 1);
+	out_grid_free(g);
+	cfg_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -614,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
+		cmocka_unit_test(test_failed_points_count_input_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
