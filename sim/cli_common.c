@@ -2,9 +2,11 @@
 #include "sim/cli_common.h"
 #include "policies/pol.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/sim.h"
 
@@ -188,6 +190,31 @@ int cli_usage_error(const char *fmt, ...)
 void cli_help_end(FILE *f)
 {
 	fprintf(f, "\n" CLI_EXIT_STATUS);
+}
+
+void cli_progress_line(char *buf, size_t n, const sim_progress_t *p, double elapsed_s)
+{
+	int len = snprintf(buf, n, "kvsim%s%s: %.1f s simulated, %llu requests done (%llu arrived)",
+	                   *command ? " " : "", command, (double)p->now_ns / 1e9,
+	                   (unsigned long long)p->finished, (unsigned long long)p->arrived);
+	if (len < 0 || (size_t)len >= n || !(p->fraction >= 0))
+		return;
+	double f = p->fraction > 1 ? 1 : p->fraction;
+	len += snprintf(buf + len, n - (size_t)len, ", %.0f%%", 100 * f);
+	if ((size_t)len >= n || !(f > 0.001) || !(elapsed_s >= 0))
+		return;
+	/* the rest at the rate so far */
+	long eta = lround(elapsed_s * (1 - f) / f);
+	if (eta >= 3600)
+		snprintf(buf + len, n - (size_t)len, ", ETA %ld:%02ld:%02ld", eta / 3600,
+		         eta / 60 % 60, eta % 60);
+	else
+		snprintf(buf + len, n - (size_t)len, ", ETA %ld:%02ld", eta / 60, eta % 60);
+}
+
+int cli_progress_wanted(int asked, int quiet)
+{
+	return asked >= 0 ? asked : !quiet && isatty(STDERR_FILENO);
 }
 
 void cli_cfg_help(FILE *f)

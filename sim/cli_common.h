@@ -78,4 +78,14 @@ void cli_help_end(FILE *f);
 /* The lines describing CONFIG and --set for a subcommand's --help. */
 void cli_cfg_help(FILE *f);
 
+/* The progress line of one long run, without "\r" or newline: "kvsim CMD:
+ * 12.5 s simulated, 4321 requests done (4400 arrived), 37%, ETA 0:21"; the
+ * share and ETA only when p->fraction is known. elapsed_s: wall seconds
+ * since the run started. */
+struct sim_progress;
+void cli_progress_line(char *buf, size_t n, const struct sim_progress *p, double elapsed_s);
+/* Whether a progress line goes to stderr: asked (1) or refused (0) on the
+ * command line, else (-1) when stderr is a terminal and not quiet. */
+int cli_progress_wanted(int asked, int quiet);
+
 #endif

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim/cfg.h"
 #include "sim/cli.h"
@@ -15,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
-		   "                 [--plugin FILE.so]... [--quiet]\n\n"
+		   "                 [--plugin FILE.so]... [--strict] [--progress] [--quiet]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
 		   "built-in default experiment (see 'kvsim config show').\n\n"
 		   "options:\n");
@@ -23,7 +24,13 @@ static void usage(FILE *f)
 	fprintf(f, "  -o, --out DIR             also write DIR/runs/<id>.h5 and a row in\n"
 		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
 		   "  --plugin FILE.so          load policies from a shared object (repeatable)\n"
-		   "  -q, --quiet               print nothing but errors\n"
+		   "  --strict                  a run that is likely not what was meant (no\n"
+		   "                            request passed the trace window) is an input\n"
+		   "                            error, not a warning, and writes nothing\n"
+		   "  --progress, --no-progress a line on stderr with the simulated time,\n"
+		   "                            requests done and an ETA, redrawn twice a second\n"
+		   "                            (default: when stderr is a terminal, not with -q)\n"
+		   "  -q, --quiet               print nothing but errors and warnings\n"
 		   "  -h, --help                this help\n");
 	cli_help_end(f);
 }
@@ -81,6 +88,35 @@ static const struct {
 	{"sim_events", "events"},
 };
 
+/* The progress line: at most twice a second, the first after half a
+ * second (a short run shows none), erased when the run ends. */
+typedef struct progress {
+	double t0, last;
+	int shown;
+} progress_t;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int on_progress(void *ctx, const sim_progress_t *p)
+{
+	progress_t *g = ctx;
+	double t = now_s();
+	if (t - g->last < 0.5)
+		return 0;
+	g->last = t;
+	char line[256];
+	cli_progress_line(line, sizeof line, p, t - g->t0);
+	fprintf(stderr, "\r%s\033[K", line); /* ECMA-48 EL: erase to the end of the line */
+	fflush(stderr);
+	g->shown = 1;
+	return 0;
+}
+
 static void print_summary(const sim_results_t *r)
 {
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -103,7 +139,7 @@ int cli_run_main(int argc, char **argv)
 	cli_cfg_args_t a = {NULL, (const char **)(argv + argc), 0};
 	const char *sets[256];
 	a.sets = sets;
-	int quiet = 0;
+	int quiet = 0, strict = 0, progress = -1;
 	const char *out_dir = NULL;
 	err_t e = {0};
 	pol_registry_t *reg = NULL;
@@ -139,6 +175,16 @@ int cli_run_main(int argc, char **argv)
 			i++;
 			continue;
 		}
+		if (!strcmp(argv[i], "--strict")) {
+			strict = 1;
+			i++;
+			continue;
+		}
+		if (!strcmp(argv[i], "--progress") || !strcmp(argv[i], "--no-progress")) {
+			progress = argv[i][2] == 'p';
+			i++;
+			continue;
+		}
 		if (a.nsets >= 250) {
 			pol_registry_free(reg);
 			return cli_usage_error("too many --set options (at most 250)");
@@ -157,7 +203,23 @@ int cli_run_main(int argc, char **argv)
 		return cli_fail(&e);
 	}
 	sim_results_t r;
-	rc = sim_run_with(cfg, reg, &r, &e);
+	progress_t pg = {now_s(), now_s(), 0};
+	sim_run_opts_t ro = {0};
+	if (cli_progress_wanted(progress, quiet)) {
+		ro.progress = on_progress;
+		ro.progress_ctx = &pg;
+	}
+	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
+	if (pg.shown)
+		fputs("\r\033[K", stderr);
+	if (!rc && r.warning[0]) {
+		if (strict) {
+			rc = err_set(&e, KS_EINPUT, "%s (--strict)", r.warning);
+			sim_results_free(&r);
+		} else {
+			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
+		}
+	}
 	char id[65] = "";
 	if (!rc && out_dir) {
 		out_hdf5_opts_t h5;

@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
-		"                   [--seeds N] [-j WORKERS] [-o DIR] [--dry-run]\n\n"
+		"                   [--seeds N] [-j WORKERS] [-o DIR] [--dry-run] [--strict]\n\n"
 		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
 		"DIR/catalog.sqlite. Rerunning the same command skips points already done.\n\n");
 	cli_cfg_help(f);
@@ -24,6 +24,8 @@ static void usage(FILE *f)
 		"  -j, --jobs N              worker processes (default 1)\n"
 		"  -o, --out DIR             results directory (default [output] dir)\n"
 		"  --dry-run                 list the points and whether each is done\n"
+		"  --strict                  a point whose run has no request (trace window\n"
+		"                            past its end) fails as bad input, not a warning\n"
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
 		"  -h, --help                this help\n\n"
 		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
@@ -34,10 +36,20 @@ static void usage(FILE *f)
 	cli_help_end(f);
 }
 
+/* ctx: the --strict flag. A point whose run warns (no request passed the
+ * trace window) says so on stderr, or under --strict fails as bad input. */
 static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
 {
-	(void)ctx;
-	return sim_run(c, r, e);
+	int rc = sim_run(c, r, e);
+	if (rc || !r->warning[0])
+		return rc;
+	if (*(const int *)ctx) {
+		rc = err_set(e, KS_EINPUT, "%s (--strict)", r->warning);
+		sim_results_free(r);
+		return rc;
+	}
+	fprintf(stderr, "kvsim sweep: warning: %s\n", r->warning);
+	return 0;
 }
 
 static int bad_usage(const char *msg, const char *arg)
@@ -94,7 +106,7 @@ int out_sweep_main(int argc, char **argv)
 	out_grid_t *g = out_grid_new();
 	cfg_t *base = NULL;
 	err_t e = {0};
-	int status = 0, dry = 0, progress = -1;
+	int status = 0, dry = 0, progress = -1, strict = 0;
 	unsigned jobs = 1, seeds = 1;
 	const char *dir = NULL;
 	cli_cfg_args_t a = {.sets = sets};
@@ -135,6 +147,9 @@ int out_sweep_main(int argc, char **argv)
 		} else if (!strcmp(o, "--dry-run")) {
 			dry = 1;
 			i++;
+		} else if (!strcmp(o, "--strict")) {
+			strict = 1;
+			i++;
 		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
 			progress = o[2] == 'p';
 			i++;
@@ -166,7 +181,8 @@ int out_sweep_main(int argc, char **argv)
 		goto out;
 	}
 	out_sweep_opts_t so = {.dir = dir, .jobs = jobs, .progress = progress,
-			       .seed_key = "experiment.seed", .run = sweep_sim_run, .mpi = -1};
+			       .seed_key = "experiment.seed", .run = sweep_sim_run,
+			       .run_ctx = &strict, .mpi = -1};
 	out_hdf5_opts_from_cfg(base, &so.h5);
 	out_sweep_stats_t st;
 	int rc = out_sweep_run(g, base, &so, &st, &e);

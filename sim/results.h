@@ -68,6 +68,11 @@ typedef struct sim_results {
 	int64_t start_unix;   /* wall-clock start, seconds since epoch */
 	double wall_s;
 	uint64_t events;      /* engine events dispatched */
+	/* What the caller should say about a run that succeeded but is likely
+	 * not what was meant (no request passed the trace window), in the
+	 * "PLACE: [section] key: reason" form; "" when nothing. Callers print
+	 * it as a warning, or refuse the run when asked to be strict. */
+	char warning[1024];
 } sim_results_t;
 
 void sim_results_free(sim_results_t *r);

@@ -691,8 +691,24 @@ static void ctx_free(sim_ctx_t *s)
 	free(s);
 }
 
+/* The engine's tick: a progress report, nothing the run can see. */
+static int progress_tick(void *ctx, ev_engine_t *eng)
+{
+	sim_ctx_t *s = ctx;
+	const sim_run_opts_t *o = s->opts;
+	sim_progress_t p = {ev_engine_now(eng), s->pend_head_seq, s->cl.n_res,
+			    o->fraction ? o->fraction(o->fraction_ctx) : -1};
+	return s->opts->progress(s->opts->progress_ctx, &p);
+}
+
 int sim_run_reg(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
 		sim_results_t *res, err_t *e)
+{
+	return sim_run_source_opts(cfg, reg, src, NULL, res, e);
+}
+
+int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
+			const sim_run_opts_t *o, sim_results_t *res, err_t *e)
 {
 	struct timespec w0, w1;
 	clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -704,7 +720,10 @@ int sim_run_reg(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
 	s->src = src;
 	s->err = e;
 	s->cfg = cfg;
+	s->opts = o && o->progress ? o : NULL;
 	int rc = setup(s, cfg, reg, e);
+	if (!rc && s->opts)
+		ev_engine_set_tick(s->eng, 8192, progress_tick, s);
 	if (!rc)
 		rc = read_one(s);
 	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "tests/cli_fixture.h"
+
 #include "sim/cfg.h"
 #include "sim/cli.h"
 #include "sim/out_sweep.h"
@@ -625,6 +627,38 @@ static void test_failed_points_count_input_errors(void **st)
 	cfg_free(base);
 }
 
+/* `kvsim sweep --strict`: a point whose run has no request (trace window
+ * past its end) fails as bad input, so the sweep exits 2; without it, the
+ * point is done and the warning said. */
+static void test_strict_sweep_fails_points_without_requests(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!k || !*k)
+		skip();
+	char d[300], trace[340], set[360];
+	subdir(d, sizeof d, "strict");
+	assert_int_equal(mkdir(d, 0777), 0);
+	snprintf(trace, sizeof trace, "%s/t.tsv", d);
+	snprintf(set, sizeof set, "trace.path=%s", trace);
+	cli_result_t r = cli_run(k, d, "trace", "gen", "poisson", "rate=5", "duration_s=10", "-o",
+	                         trace, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char out[340];
+	snprintf(out, sizeof out, "%s/a", d);
+	r = cli_run(k, d, "sweep", "--set", set, "--grid", "trace.start_s=5,60", "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "kvsim sweep: warning: --grid: [trace] start_s: 60 s is past"));
+	cli_result_free(&r);
+	snprintf(out, sizeof out, "%s/b", d);
+	r = cli_run(k, d, "sweep", "--strict", "--set", set, "--grid", "trace.start_s=5,60", "-o",
+	            out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out, "1 run, 0 already done, 1 failed"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -640,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
 		cmocka_unit_test(test_failed_points_count_input_errors),
+		cmocka_unit_test(test_strict_sweep_fails_points_without_requests),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

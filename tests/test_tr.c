@@ -574,6 +574,11 @@ static void test_native_errors(void **st)
 	free(t);
 	expect_err(TR_KIND_NATIVE, "tsv", "#kvsim-trace 2 block_tokens=16 ids=prefix\n",
 	           ":1: header: expected", NULL);
+	/* '-' is for rows without a full block: one that has some must list them */
+	t = cat(H, "0\t511\t1\t0\t0\t-\n5\t512\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t,
+	           ":3: blocks: '-' but input_len 512 holds floor(512/512) = 1 full blocks", NULL);
+	free(t);
 }
 
 /* ---- config -------------------------------------------------------------- */
@@ -833,6 +838,54 @@ static void test_cli_errors_name_the_argument_given(void **st)
 	assert_int_equal(access(out, F_OK), -1);
 }
 
+/* Reading to the end and getting no request while the source had rows is
+ * said, with the key to blame: a start past the end, a window in a gap,
+ * every row dropped. A trace that yields requests says nothing. */
+static void test_reader_says_when_no_row_came_out(void **st)
+{
+	(void)st;
+	static const struct {
+		double start, end;
+		int drop;
+		const char *text, *want;
+	} cases[] = {
+	    {0, 0, 0, NULL, NULL},
+	    {3.5, 0, 0, NULL,
+	     "[trace] start_s: 3.5 s is past the end of the trace (%s: 4 rows from 0 to 3 s): no "
+	     "request to simulate"},
+	    {1.5, 1.6, 0, NULL,
+	     "[trace] end_s: the window [1.5 s, 1.6 s) holds no row of %s: no request to "
+	     "simulate"},
+	    {0, 0, 1,
+	     "#kvsim-trace 1 block_tokens=512 ids=prefix\n0\t10\t1\t1\t0\t-\n5\t10\t1\t1\t0\t-\n",
+	     "[trace] failed: drop left none of the 2 rows of %s: no request to simulate"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tr_opts_t o;
+		tr_opts_default(&o);
+		o.path = tf_write(cases[i].text ? "tsv" : "jsonl", cases[i].text ? cases[i].text : MC);
+		o.start_s = cases[i].start;
+		o.end_s = cases[i].end;
+		o.drop_failed = cases[i].drop;
+		tr_reader_t *r;
+		err_t e = {0};
+		assert_int_equal(tr_open(&o, 512, 1, &r, &e), 0);
+		tr_request_t q;
+		assert_int_equal(tr_check_nonempty(r, &e), 0); /* not before the end */
+		while (tr_next(r, &q, &e) > 0)
+			;
+		if (!cases[i].want) {
+			assert_int_equal(tr_check_nonempty(r, &e), 0);
+		} else {
+			char want[512];
+			snprintf(want, sizeof want, cases[i].want, o.path);
+			assert_int_equal(tr_check_nonempty(r, &e), KS_EINPUT);
+			assert_string_equal(e.msg, want);
+		}
+		tr_close(r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -869,6 +922,7 @@ int main(void)
 	    cmocka_unit_test(test_reader_keeps_its_own_copy_of_the_options),
 	    cmocka_unit_test(test_writer_errors_name_the_file_and_the_reason),
 	    cmocka_unit_test(test_cli_errors_name_the_argument_given),
+	    cmocka_unit_test(test_reader_says_when_no_row_came_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,14 @@ uint32_t tr_trace_block_tokens(const tr_reader_t *r);
 uint64_t tr_bytes_read(const tr_reader_t *r);
 /* Detects the format of a file from its first line. */
 int tr_detect(const char *path, tr_kind_t *k, err_t *e);
+/* How far the reader is, 0..1, estimated from what bounds the trace (limit,
+ * end_s, a generator's duration or count, the file's size); -1 when
+ * nothing tells. For progress lines, never for results. */
+double tr_progress(const tr_reader_t *r);
+/* After the reader has ended: KS_EINPUT with "[trace] KEY: reason" when the
+ * source had rows but none of them came out (a window past the end of the
+ * trace, every row dropped as failed), else 0. */
+int tr_check_nonempty(const tr_reader_t *r, err_t *e);
 /* Reads the whole trace once; *rows gets the count. The first error wins. */
 int tr_validate(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, uint64_t *rows,
                 err_t *e);
@@ -189,8 +197,8 @@ uint64_t tr_mix(uint64_t h, uint64_t x);
  *   #arrival_ns	input_len	output_len	status	session_id	blocks
  *   0	1500	200	0	0	9f2c...,03ab...
  * arrival_ns non-decreasing; status 0 ok, 1 failed; blocks = floor(input_len/B) ids as 16 hex
- * digits separated by commas, each the chained prefix id of its block, or "-" for a request without
- * ids (the prefix model then applies). Lines starting with
+ * digits separated by commas, each the chained prefix id of its block, or "-" when there is no
+ * full block (input_len < B; "-" for a longer prompt is an error). Lines starting with
  * '#' after the first are comments. */
 typedef struct tr_writer tr_writer_t;
 int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, err_t *e);
