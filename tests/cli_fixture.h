@@ -16,7 +16,17 @@ typedef struct cli_result {
 	char *out, *err;
 } cli_result_t;
 
-static char *cli_slurp(const char *path)
+/* The binary under test: $KVSIM, else build/kvsim from the repository
+ * root; NULL when neither is there (the caller skips). */
+__attribute__((unused)) static const char *cli_kvsim(void)
+{
+	const char *k = getenv("KVSIM");
+	if (k && *k)
+		return k;
+	return access("build/kvsim", X_OK) == 0 ? "build/kvsim" : NULL;
+}
+
+__attribute__((unused)) static char *cli_slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -35,8 +45,9 @@ static char *cli_slurp(const char *path)
 
 /* Runs prog with argv (argv[0] included, NULL-terminated) in the working
  * directory cwd (NULL: this one); scratch holds the captured output. */
-static cli_result_t cli_run_argv(const char *prog, const char *cwd, const char *scratch,
-                                 const char *const *argv)
+__attribute__((unused)) static cli_result_t cli_run_argv(const char *prog, const char *cwd,
+                                                         const char *scratch,
+                                                         const char *const *argv)
 {
 	char outp[512], errp[512];
 	snprintf(outp, sizeof outp, "%s/stdout", scratch);
@@ -59,7 +70,8 @@ static cli_result_t cli_run_argv(const char *prog, const char *cwd, const char *
 }
 
 /* The same with the arguments after prog as a NULL-terminated list. */
-static cli_result_t cli_run(const char *prog, const char *scratch, const char *arg0, ...)
+__attribute__((unused)) static cli_result_t cli_run(const char *prog, const char *scratch,
+                                                    const char *arg0, ...)
 {
 	const char *argv[64] = {prog};
 	int n = 1;
@@ -72,7 +84,7 @@ static cli_result_t cli_run(const char *prog, const char *scratch, const char *a
 	return cli_run_argv(prog, NULL, scratch, argv);
 }
 
-static void cli_result_free(cli_result_t *r)
+__attribute__((unused)) static void cli_result_free(cli_result_t *r)
 {
 	free(r->out);
 	free(r->err);

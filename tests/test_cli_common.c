@@ -279,14 +279,6 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 
 /* ---- the binary: every command in one voice ------------------------------ */
 
-static const char *kvsim_bin(void)
-{
-	const char *k = getenv("KVSIM");
-	if (k && *k)
-		return k;
-	return access("build/kvsim", X_OK) == 0 ? "build/kvsim" : NULL;
-}
-
 /* Words that follow "kvsim PATH " in the usage lines of help text, and the
  * names listed under a "kinds:" or "commands:" heading: the subcommands. */
 static size_t subcommands_of(const char *help, const char *path, char out[][32], size_t cap)
@@ -371,7 +363,7 @@ static void check_command_shape(const char *kvsim, const char *scratch, const ch
 static void test_every_command_has_one_help_and_error_shape(void **state)
 {
 	(void)state;
-	const char *kvsim = kvsim_bin();
+	const char *kvsim = cli_kvsim();
 	if (!kvsim)
 		skip();
 	char scratch[] = "/tmp/test_cli_voice.XXXXXX";
@@ -413,7 +405,7 @@ static void test_every_command_has_one_help_and_error_shape(void **state)
 static void test_directories_given_as_files_exit_two(void **state)
 {
 	(void)state;
-	const char *kvsim = kvsim_bin();
+	const char *kvsim = cli_kvsim();
 	if (!kvsim)
 		skip();
 	char d[] = "/tmp/test_cli_voice.XXXXXX";

@@ -40,14 +40,6 @@ static int teardown(void **st)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static const char *kvsim_bin(void)
-{
-	const char *k = getenv("KVSIM");
-	if (k && *k)
-		return k;
-	return access("build/kvsim", X_OK) == 0 ? "build/kvsim" : NULL;
-}
-
 static void test_progress_line_says_time_requests_share_and_eta(void **st)
 {
 	(void)st;
@@ -134,7 +126,7 @@ static char *run_on_pty(const char *kvsim, const char *const *args, int *status)
 static void test_long_run_draws_progress_on_a_terminal(void **st)
 {
 	(void)st;
-	const char *kvsim = kvsim_bin();
+	const char *kvsim = cli_kvsim();
 	if (!kvsim)
 		skip();
 	const char *args[] = {"run", "--set", "trace.duration_s=20000", NULL};
@@ -167,7 +159,7 @@ static void test_long_run_draws_progress_on_a_terminal(void **st)
 static void test_strict_refuses_a_run_without_requests(void **st)
 {
 	(void)st;
-	const char *kvsim = kvsim_bin();
+	const char *kvsim = cli_kvsim();
 	if (!kvsim)
 		skip();
 	char trace[128], out[128], set[160];
