@@ -1004,8 +1004,8 @@ int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e)
 	char sug[200], why[512];
 	if (!section_known(s, sec)) {
 		suggest_section(s, sec, sug, sizeof sug);
-		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: unknown section%s", origin, sec, name,
-		             sug);
+		rc =
+		    err_set(e, KS_EINPUT, "%s: [%s] %s: unknown section%s", origin, sec, name, sug);
 		goto out;
 	}
 	ssize_t ki = schema_index(s, sec, name);
@@ -1381,8 +1381,7 @@ int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ..
 	return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, why);
 }
 
-int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n,
-             err_t *e)
+int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e)
 {
 	const char *path = cfg_str(c, section, name);
 	size_t len = strlen(path);
@@ -1393,7 +1392,8 @@ int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, s
 	}
 	memcpy(out, path, len + 1);
 	char file[4096];
-	if (!*path || path[0] == '/' || !origin_file(cfg_origin(c, section, name), file, sizeof file))
+	if (!*path || path[0] == '/' ||
+	    !origin_file(cfg_origin(c, section, name), file, sizeof file))
 		return 0;
 	const char *slash = strrchr(file, '/');
 	if (!slash)

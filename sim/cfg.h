@@ -122,7 +122,7 @@ const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
  * all of them hold their defaults. A key not in the schema aborts (a
  * programming error). Returns KS_EINPUT. */
 int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* Gives an error about one key its place: when e->msg is "[section] key:
  * ..." for a key of c that was set (not a default), prepends its origin, so
  * checks made after loading read like the loader's own errors. */
@@ -134,8 +134,7 @@ void cfg_err_locate(const cfg_t *c, err_t *e);
  * directory); an absolute path, or one from --set, a preset or the built-in
  * experiment, is taken as given. Writes the path to out (n bytes); KS_EINPUT
  * naming the key's place when it does not fit. */
-int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n,
-             err_t *e);
+int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e);
 
 /* Writes the resolved config as INI that cfg_load_file accepts back. */
 int cfg_write(const cfg_t *c, FILE *f);

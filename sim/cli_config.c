@@ -95,7 +95,10 @@ int cli_config_main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	int which = !strcmp(sub, "show") ? 0 : !strcmp(sub, "digest") ? 1 : !strcmp(sub, "doc") ? 2 : -1;
+	int which = !strcmp(sub, "show")     ? 0
+	            : !strcmp(sub, "digest") ? 1
+	            : !strcmp(sub, "doc")    ? 2
+	                                     : -1;
 	if (which < 0)
 		return cli_usage_error("unknown subcommand '%s' (show, digest, doc)", sub);
 	char cmd[64];

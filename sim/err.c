@@ -58,8 +58,14 @@ const char *err_name(int code)
 int err_path_code(int errnum)
 {
 	switch (errnum) {
-	case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case EPERM: case ELOOP:
-	case ENAMETOOLONG: case EROFS:
+	case ENOENT:
+	case ENOTDIR:
+	case EISDIR:
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+	case ENAMETOOLONG:
+	case EROFS:
 		return KS_EINPUT;
 	default:
 		return KS_EIO;

@@ -45,9 +45,8 @@ __attribute__((unused)) static char *cli_slurp(const char *path)
 
 /* Runs prog with argv (argv[0] included, NULL-terminated) in the working
  * directory cwd (NULL: this one); scratch holds the captured output. */
-__attribute__((unused)) static cli_result_t cli_run_argv(const char *prog, const char *cwd,
-                                                         const char *scratch,
-                                                         const char *const *argv)
+__attribute__((unused)) static cli_result_t
+cli_run_argv(const char *prog, const char *cwd, const char *scratch, const char *const *argv)
 {
 	char outp[512], errp[512];
 	snprintf(outp, sizeof outp, "%s/stdout", scratch);

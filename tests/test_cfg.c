@@ -865,9 +865,9 @@ static void test_default_schema_is_valid(void **state)
 static void test_cross_field_error_names_the_key_set_last(void **state)
 {
 	fx_t *f = *state;
-	assert_int_equal(cfg_err_keys(f->c, &f->e, "cluster.nodes,cluster.link_gbps", "%d vs %d",
-	                              1, 2),
-	                 KS_EINPUT);
+	assert_int_equal(
+	    cfg_err_keys(f->c, &f->e, "cluster.nodes,cluster.link_gbps", "%d vs %d", 1, 2),
+	    KS_EINPUT);
 	assert_string_equal(f->e.msg, "[cluster] nodes: 1 vs 2");
 	assert_int_equal(
 	    cfg_load_string(f->c, "t.ini", "[cluster]\nlink_gbps = 200\nnodes = 8\n", &f->e), 0);
@@ -892,10 +892,10 @@ static void test_cross_field_error_names_the_preset_selector_line(void **state)
 {
 	fx_t *f = *state;
 	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", test_presets, 2), 0);
-	assert_int_equal(
-	    cfg_load_string(f->c, "t.ini", "[cluster]\nlink_gbps = 200\n[policy]\npreset = small\n",
-	                    &f->e),
-	    0);
+	assert_int_equal(cfg_load_string(f->c, "t.ini",
+	                                 "[cluster]\nlink_gbps = 200\n[policy]\npreset = small\n",
+	                                 &f->e),
+	                 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
 	cfg_err_keys(f->c, &f->e, "cluster.link_gbps,cluster.nodes", "z");
 	assert_string_equal(f->e.msg, "preset small: [cluster] nodes: z");
@@ -904,9 +904,8 @@ static void test_cross_field_error_names_the_preset_selector_line(void **state)
 static void test_error_about_one_key_gets_its_place(void **state)
 {
 	fx_t *f = *state;
-	assert_int_equal(cfg_load_string(f->c, "t.ini", "[policy.routing]\nname = least_loaded\n",
-	                                 &f->e),
-	                 0);
+	assert_int_equal(
+	    cfg_load_string(f->c, "t.ini", "[policy.routing]\nname = least_loaded\n", &f->e), 0);
 	err_set(&f->e, KS_EINPUT, "[policy.routing] name: no such thing");
 	cfg_err_locate(f->c, &f->e);
 	assert_string_equal(f->e.msg, "t.ini:2: [policy.routing] name: no such thing");

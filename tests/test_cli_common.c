@@ -254,8 +254,10 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
 	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
 	char want[256];
-	snprintf(want, sizeof want, "%s:3: [cluster] gpus_per_node: tp = 4 does not divide "
-	                            "gpus_per_node = 6", path);
+	snprintf(want, sizeof want,
+	         "%s:3: [cluster] gpus_per_node: tp = 4 does not divide "
+	         "gpus_per_node = 6",
+	         path);
 	assert_string_equal(e.msg, want);
 	cli_config_free(c);
 	const char *sets[] = {"cluster.tp=5"};

@@ -189,7 +189,8 @@ static void test_usage_errors_exit_two(void **state)
 	result_free(&r);
 	r = run_kvsim("config", "show", "a.ini", "b.ini", NULL);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "kvsim config show: more than one CONFIG given ('a.ini', 'b.ini')\n");
+	assert_string_equal(r.err,
+	                    "kvsim config show: more than one CONFIG given ('a.ini', 'b.ini')\n");
 	result_free(&r);
 	r = run_kvsim("config", "show", "--set", NULL);
 	assert_int_equal(r.status, 2);
@@ -270,8 +271,9 @@ static void test_missing_file(void **state)
 	need_kvsim();
 	result_t r = run_kvsim("config", "show", "/nonexistent/kvsim/exp.ini", NULL);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "kvsim config show: /nonexistent/kvsim/exp.ini: cannot open: No such "
-	                           "file or directory\n");
+	assert_string_equal(r.err,
+	                    "kvsim config show: /nonexistent/kvsim/exp.ini: cannot open: No such "
+	                    "file or directory\n");
 	result_free(&r);
 }
 
@@ -282,7 +284,8 @@ static void test_bad_set(void **state)
 	result_t r = run_kvsim("config", "show", "--set", "nodot=1", NULL);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.out, "");
-	assert_string_equal(r.err, "kvsim config show: --set: 'nodot=1': expected SECTION.KEY=VALUE\n");
+	assert_string_equal(r.err,
+	                    "kvsim config show: --set: 'nodot=1': expected SECTION.KEY=VALUE\n");
 	result_free(&r);
 	r = run_kvsim("config", "show", "--set=zzzz_nope.key=1", NULL);
 	assert_int_equal(r.status, 2);
@@ -299,7 +302,8 @@ static void test_unknown_key(void **state)
 		skip();
 	char text[256], want[512];
 	snprintf(text, sizeof text, "[%s]\nzzzz_no_such_key_zzzz = 1\n", k->section);
-	snprintf(want, sizeof want, "kvsim config show: %%s:2: [%s] zzzz_no_such_key_zzzz: ", k->section);
+	snprintf(want, sizeof want,
+	         "kvsim config show: %%s:2: [%s] zzzz_no_such_key_zzzz: ", k->section);
 	expect_bad_config_part(text, want, "unknown key");
 	/* A one-letter typo gets a suggestion. */
 	snprintf(text, sizeof text, "[%s]\n%sx = 1\n", k->section, k->name);
@@ -326,7 +330,8 @@ static void test_wrong_types(void **state)
 			continue;
 		char text[256], want[512];
 		snprintf(text, sizeof text, "[%s]\n\n%s = %s\n", k->section, k->name, cases[i][1]);
-		snprintf(want, sizeof want, "kvsim config show: %%s:3: [%s] %s: ", k->section, k->name);
+		snprintf(want, sizeof want, "kvsim config show: %%s:3: [%s] %s: ", k->section,
+		         k->name);
 		expect_bad_config_part(text, want, cases[i][2]);
 		done++;
 	}
@@ -352,7 +357,8 @@ static void test_out_of_range_and_duplicate(void **state)
 	expect_bad_config_part(text, want, "is out of range");
 	snprintf(text, sizeof text, "[%s]\n%s = %lld\n%s = %lld\n", k->section, k->name, ok,
 	         k->name, ok);
-	snprintf(want, sizeof want, "kvsim config show: %%s:3: [%s] %s: duplicate key (first set on line 2)",
+	snprintf(want, sizeof want,
+	         "kvsim config show: %%s:3: [%s] %s: duplicate key (first set on line 2)",
 	         k->section, k->name);
 	expect_bad_config_part(text, want, "duplicate");
 }

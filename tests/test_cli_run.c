@@ -173,8 +173,10 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	r = cli_run(kvsim, tmpdir, "run", "-q", "--set", set, "--set", "trace.start_s=60", NULL);
 	assert_int_equal(r.status, 0);
 	char want[400];
-	snprintf(want, sizeof want, "kvsim run: warning: --set: [trace] start_s: 60 s is past the "
-	                            "end of the trace (%s: ", trace);
+	snprintf(want, sizeof want,
+	         "kvsim run: warning: --set: [trace] start_s: 60 s is past the "
+	         "end of the trace (%s: ",
+	         trace);
 	assert_memory_equal(r.err, want, strlen(want));
 	cli_result_free(&r);
 	r = cli_run(kvsim, tmpdir, "run", "--strict", "-o", out, "--set", set, "--set",

@@ -778,7 +778,10 @@ static void test_writer_errors_name_the_file_and_the_reason(void **st)
 		err_t ce = {0};
 		int rc = tr_writer_open(p, 16, &w, &ce);
 		uint64_t blk[4] = {1, 2, 3, 4};
-		tr_request_t q = {.input_len = 64, .output_len = 1, .n_blocks = 4, .blocks = blk,
+		tr_request_t q = {.input_len = 64,
+		                  .output_len = 1,
+		                  .n_blocks = 4,
+		                  .blocks = blk,
 		                  .block_tokens = 16};
 		for (int i = 0; !rc && i < 10000; i++)
 			rc = tr_writer_put(w, &q, &ce);
@@ -832,8 +835,8 @@ static void test_cli_errors_name_the_argument_given(void **st)
 	r = cli_run(k, tf_dir, "trace", "gen", "fanout", "duration_s=1", "fanout_window_s=5", "-o",
 	            out, NULL);
 	assert_int_equal(r.status, 2);
-	assert_memory_equal(r.err, "kvsim trace gen: fanout_window_s=5: [trace] fanout_window_s: ",
-	                    61);
+	assert_memory_equal(r.err,
+	                    "kvsim trace gen: fanout_window_s=5: [trace] fanout_window_s: ", 61);
 	cli_result_free(&r);
 	assert_int_equal(access(out, F_OK), -1);
 }
@@ -863,7 +866,8 @@ static void test_reader_says_when_no_row_came_out(void **st)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		tr_opts_t o;
 		tr_opts_default(&o);
-		o.path = tf_write(cases[i].text ? "tsv" : "jsonl", cases[i].text ? cases[i].text : MC);
+		o.path =
+		    tf_write(cases[i].text ? "tsv" : "jsonl", cases[i].text ? cases[i].text : MC);
 		o.start_s = cases[i].start;
 		o.end_s = cases[i].end;
 		o.drop_failed = cases[i].drop;

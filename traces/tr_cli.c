@@ -100,7 +100,8 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 			long long x = strtoll(v, &end, 10);
 			if (*end || end == v || errno || x < (s[2] == 'b' ? 1 : 0) ||
 			    (s[2] == 'b' && x > UINT32_MAX))
-				return err_set(e, KS_EINPUT, "%s: '%s' is not a valid number", s, v);
+				return err_set(e, KS_EINPUT, "%s: '%s' is not a valid number", s,
+				               v);
 			*(s[2] == 'b' ? &a->block_tokens : &a->seed) = x;
 		} else if (!strcmp(s, "--set") || !strcmp(s, "-s")) {
 			NEED();
@@ -263,7 +264,8 @@ int tr_cli_main(int argc, char **argv)
 	err_t e = {0};
 	if (strcmp(a.cmd, "stats") && strcmp(a.cmd, "gen") && strcmp(a.cmd, "convert") &&
 	    strcmp(a.cmd, "validate"))
-		return cli_usage_error("unknown command '%s' (stats, gen, convert, validate)", a.cmd);
+		return cli_usage_error("unknown command '%s' (stats, gen, convert, validate)",
+		                       a.cmd);
 	char cmd[64];
 	snprintf(cmd, sizeof cmd, "trace %s", a.cmd);
 	cli_set_command(cmd);

@@ -277,7 +277,8 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 			return err_set(e, KS_EINPUT,
 			               "%s:%llu: blocks: '-' but input_len %u holds floor(%u/%u) = "
 			               "%u full blocks (list their ids)",
-			               s->l.path, LINE(s), raw->input_len, raw->input_len, bt, want);
+			               s->l.path, LINE(s), raw->input_len, raw->input_len, bt,
+			               want);
 		return 1;
 	}
 	if (tr_grow((void **)&s->ids, &s->cap, want ? want : 1, sizeof *s->ids))

@@ -35,7 +35,8 @@ int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, e
 		struct stat sb;
 		if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
 			free(w);
-			return err_set(e, KS_EINPUT, "%s: cannot write: %s", path, strerror(EISDIR));
+			return err_set(e, KS_EINPUT, "%s: cannot write: %s", path,
+			               strerror(EISDIR));
 		}
 		size_t n = strlen(path);
 		w->path = strdup(path);

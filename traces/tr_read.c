@@ -461,10 +461,11 @@ int tr_check_nonempty(const tr_reader_t *r, err_t *e)
 		return 0;
 	double last = (double)(r->t_prev - r->t_first) / 1e9;
 	if (r->start_ns > 0 && r->t_prev - r->t_first < r->start_ns)
-		return err_set(e, KS_EINPUT,
-		               "[trace] start_s: %.9g s is past the end of the trace (%s: %llu rows "
-		               "from 0 to %.9g s): no request to simulate",
-		               r->start_ns / 1e9, r->source, (unsigned long long)r->rows_src, last);
+		return err_set(
+		    e, KS_EINPUT,
+		    "[trace] start_s: %.9g s is past the end of the trace (%s: %llu rows "
+		    "from 0 to %.9g s): no request to simulate",
+		    r->start_ns / 1e9, r->source, (unsigned long long)r->rows_src, last);
 	if (r->o.drop_failed)
 		return err_set(e, KS_EINPUT,
 		               "[trace] failed: drop left none of the %llu rows of %s: no request "
