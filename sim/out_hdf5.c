@@ -313,7 +313,8 @@ static int write_config(hid_t f, const char *text)
 	d = H5Dcreate2(f, "config", ty, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	const char *v = text ? text : "";
 	if (d >= 0 && H5Dwrite(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) >= 0 &&
-	    attr_str(d, "doc", "resolved config (INI), loadable with kvsim run -c") >= 0)
+	    attr_str(d, "doc", "resolved config (INI); saved as FILE it runs the same "
+			       "experiment: kvsim run FILE") >= 0)
 		rc = 0;
 out:
 	if (d >= 0)

@@ -667,7 +667,7 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 		{"kv_block_frees", "blocks", (double)s->cl.kv_block_frees},
 		{"sim_events", "", (double)res->events},
 		{"sim_time_s", "s", end_s},
-		{"queue_len_mean", "", end_s > 0 ? area / end_s : 0},
+		{"queue_len_mean", "requests", end_s > 0 ? area / end_s : 0},
 	};
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (sim_results_metric(res, m[i].n, m[i].u, m[i].v))

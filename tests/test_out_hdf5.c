@@ -17,7 +17,11 @@
 #include <cmocka.h>
 
 #include "gpu_validation/gv_sched.h"
+#include <hdf5.h>
+
+#include "sim/cli_common.h"
 #include "sim/out_hdf5.h"
+#include "sim/sim.h"
 #include "tests/out_fake.h"
 
 static char tmpdir[256];
@@ -199,6 +203,122 @@ static void test_refused_write_reports_the_errno_text(void **st)
 		fail_msg("message '%s' does not name %s and say '%s'", msg, path, strerror(EFBIG));
 	assert_false(exists(path));
 	assert_false(exists(tmp));
+}
+
+/* The unit a metric's name announces (a suffix or prefix), or NULL. */
+static const char *unit_in_name(const char *m)
+{
+	static const struct {
+		const char *end, *unit;
+	} ends[] = {{"_gb_s", "GB-s"},   {"_per_s", "1/s"},   {"_ms", "ms"}, {"_s", "s"},
+	            {"_tokens", "tokens"}, {"_bytes", "bytes"}, {"_rps", "1/s"}};
+	const char *base = strrchr(m, '.') ? strrchr(m, '.') + 1 : m;
+	if (!strncmp(base, "hit_rate", 8))
+		return NULL; /* a ratio, weighted by tokens or blocks */
+	if (!strncmp(base, "bytes", 5))
+		return "bytes";
+	if (!strncmp(base, "tok_", 4))
+		return "tokens";
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+		size_t l = strlen(m), n = strlen(ends[i].end);
+		if (l > n && !strcmp(m + l - n, ends[i].end))
+			return ends[i].unit;
+	}
+	return NULL;
+}
+
+static herr_t check_root_attr(hid_t loc, const char *name, const H5A_info_t *info, void *ctx)
+{
+	(void)info;
+	int *n = ctx;
+	hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = H5Aget_type(a);
+	if (H5Tget_class(t) == H5T_STRING && !strstr(name, "sha256") && !strstr(name, "gitrev")) {
+		hid_t mt = H5Tcopy(H5T_C_S1);
+		H5Tset_size(mt, H5T_VARIABLE);
+		char *v = NULL;
+		assert_true(H5Aread(a, mt, &v) >= 0);
+		char *end;
+		strtod(v, &end);
+		if (*v && !*end)
+			fail_msg("root attribute %s = '%s' is a number stored as a string", name, v);
+		H5free_memory(v);
+		H5Tclose(mt);
+	}
+	(*n)++;
+	H5Tclose(t);
+	H5Aclose(a);
+	return 0;
+}
+
+/* A real run's file: every metric whose name carries a unit has it in its
+ * unit.<metric> attribute, and no root attribute holds a number as text. */
+static void test_metric_units_and_numeric_root_attributes(void **st)
+{
+	(void)st;
+	cfg_t *c = NULL;
+	err_t e = {0};
+	const char *sets[] = {"trace.duration_s=20", "policy.replication.name=speculative"};
+	assert_int_equal(cli_load_config(NULL, sets, 2, &c, &e), 0);
+	sim_results_t r;
+	assert_int_equal(sim_run(c, &r, &e), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/units.h5", tmpdir);
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	hid_t g = H5Gopen2(f, "summary", H5P_DEFAULT);
+	size_t checked = 0;
+	for (size_t i = 0; i < r.n_metric; i++) {
+		const char *want = unit_in_name(r.metric[i].name);
+		if (!want)
+			continue;
+		char an[80];
+		snprintf(an, sizeof an, "unit.%s", r.metric[i].name);
+		hid_t a = H5Aopen(g, an, H5P_DEFAULT);
+		assert_true(a >= 0);
+		hid_t mt = H5Tcopy(H5T_C_S1);
+		H5Tset_size(mt, H5T_VARIABLE);
+		char *v = NULL;
+		assert_true(H5Aread(a, mt, &v) >= 0);
+		if (strcmp(v, want))
+			fail_msg("%s is in '%s', its name says '%s'", r.metric[i].name, v, want);
+		H5free_memory(v);
+		H5Tclose(mt);
+		H5Aclose(a);
+		checked++;
+	}
+	assert_true(checked >= 20); /* ttft_*_ms, bytes_*, spec.unused_vram_gb_s, ... */
+	int n = 0;
+	assert_true(H5Aiterate2(f, H5_INDEX_NAME, H5_ITER_INC, NULL, check_root_attr, &n) >= 0);
+	assert_true(n >= 10);
+	/* the doc of /config says how to run it again, and that is true */
+	hid_t d = H5Dopen2(f, "config", H5P_DEFAULT);
+	hid_t a = H5Aopen(d, "doc", H5P_DEFAULT), mt = H5Tcopy(H5T_C_S1);
+	H5Tset_size(mt, H5T_VARIABLE);
+	char *doc = NULL;
+	assert_true(H5Aread(a, mt, &doc) >= 0);
+	assert_non_null(strstr(doc, "kvsim run FILE"));
+	H5free_memory(doc);
+	H5Tclose(mt);
+	H5Aclose(a);
+	H5Dclose(d);
+	H5Gclose(g);
+	H5Fclose(f);
+	cfg_t *back = NULL;
+	char ini[600];
+	snprintf(ini, sizeof ini, "%s/config.ini", tmpdir);
+	FILE *fp = fopen(ini, "w");
+	assert_non_null(fp);
+	fputs(r.config_text, fp);
+	fclose(fp);
+	assert_int_equal(cli_load_config(ini, NULL, 0, &back, &e), 0);
+	char d1[65], d2[65];
+	cfg_digest(c, d1);
+	cfg_digest(back, d2);
+	assert_string_equal(d1, d2);
+	cli_config_free(back);
+	cli_config_free(c);
+	sim_results_free(&r);
 }
 
 static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
@@ -384,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_rewrite_replaces_file_atomically),
 		cmocka_unit_test(test_failed_write_leaves_nothing_and_says_where),
 		cmocka_unit_test(test_refused_write_reports_the_errno_text),
+		cmocka_unit_test(test_metric_units_and_numeric_root_attributes),
 		cmocka_unit_test(test_reading_a_non_hdf5_file_is_an_io_error),
 		cmocka_unit_test(test_gpu_replayer_reads_transfers_by_member_name),
 		cmocka_unit_test(test_h5py_and_pandas_read_every_column),
