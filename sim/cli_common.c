@@ -220,8 +220,10 @@ int cli_progress_wanted(int asked, int quiet)
 void cli_cfg_help(FILE *f)
 {
 	fprintf(f,
-	        "  CONFIG                    experiment INI file (default: the built-in\n"
-	        "                            default experiment)\n"
+	        "  CONFIG                    experiment INI file (default, and for a file\n"
+	        "                            that sets no key: the built-in default\n"
+	        "                            experiment); relative paths in it name files\n"
+	        "                            beside it when they are there\n"
 	        "  -s, --set SECTION.KEY=VALUE\n"
 	        "                            override one key after CONFIG; repeatable,\n"
 	        "                            applied in order ('kvsim config doc' lists keys);\n"

@@ -15,7 +15,10 @@ const cfg_key_t tr_cfg_keys[] = {
      "trace format (auto: detect from the first line; gen: a synthetic generator; "
      "servegen: generate from a ServeGen windows CSV)",
      NULL},
-    {S, "path", CFG_STR, "", 0, 0, NULL, "", "trace file (gen = servegen: the windows CSV)", NULL},
+    {S, "path", CFG_STR, "", 0, 0, NULL, "path",
+     "trace file (gen = servegen: the windows CSV); relative to the config file, else the "
+     "working dir",
+     NULL},
     {S, "start_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
      "skip requests before this trace time (seconds after the first row)", NULL},
     {S, "end_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
@@ -89,8 +92,8 @@ const cfg_key_t tr_cfg_keys[] = {
     {S, "in_min", CFG_INT, "1", 0, 4294967295.0, NULL, "tokens", "lower clamp", NULL},
     {S, "in_max", CFG_INT, "131072", 0, 4294967295.0, NULL, "tokens",
      "upper clamp (0 = max_tokens)", NULL},
-    {S, "in_path", CFG_STR, "", 0, 0, NULL, "",
-     "empirical: a trace file whose input lengths are resampled", NULL},
+    {S, "in_path", CFG_STR, "", 0, 0, NULL, "path",
+     "empirical: a trace file whose input lengths are resampled (relative as path)", NULL},
     {S, "out_dist", CFG_ENUM, "lognormal", 0, 0, "fixed,uniform,lognormal,zipf,empirical", "",
      "generated output lengths", NULL},
     {S, "out_mean", CFG_FLOAT, "256", 0, 1e9, NULL, "tokens", "fixed value or lognormal mean",
@@ -101,8 +104,8 @@ const cfg_key_t tr_cfg_keys[] = {
     {S, "out_min", CFG_INT, "1", 0, 4294967295.0, NULL, "tokens", "lower clamp", NULL},
     {S, "out_max", CFG_INT, "8192", 0, 4294967295.0, NULL, "tokens", "upper clamp (0 = max_tokens)",
      NULL},
-    {S, "out_path", CFG_STR, "", 0, 0, NULL, "",
-     "empirical: a trace file whose output lengths are resampled", NULL},
+    {S, "out_path", CFG_STR, "", 0, 0, NULL, "path",
+     "empirical: a trace file whose output lengths are resampled (relative as path)", NULL},
     /* prefix model (traces without hash ids, generators) */
     {S, "prefix_shared_prob", CFG_FLOAT, "0", 0, 1, NULL, "",
      "share of requests (session first turns) that start with a shared system prompt", NULL},
