@@ -30,6 +30,12 @@ ifeq ($(DEBUG),1)
 OPT     += -DKVSIM_CHECK=1
 endif
 
+# How long the bootstrap waits for another apt-get or dpkg to release its
+# lock, and how often it looks (seconds; own choice: an unattended upgrade
+# on a fresh machine takes minutes).
+APT_LOCK_TIMEOUT ?= 600
+APT_LOCK_RETRY_S ?= 5
+
 # Debian packages the build and tests need (the bootstrap installs them).
 APT_PKGS := make gcc pkg-config libgsl-dev libhdf5-dev libsqlite3-dev \
             libcmocka-dev libinih-dev libjansson-dev nettle-dev zlib1g-dev \
@@ -69,7 +75,7 @@ TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 KVSIM     := $(BUILD)/kvsim
 
 .PHONY: FORCE all run test bench fuzz install clean format deps build build-tests \
-        run-only test-only bench-only fuzz-only
+        run-only test-only bench-only fuzz-only install-only
 .DEFAULT_GOAL := all
 
 # ---- bootstrap: install missing Debian packages (root) or say how ----------
@@ -81,7 +87,19 @@ deps:
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "kvsim: installing missing Debian packages:$$missing"; \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing \
+	    apt_get() { end=$$(( $$(date +%s) + $(APT_LOCK_TIMEOUT) )); said=; \
+	      while :; do \
+	        out=$$(apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT) "$$@" 2>&1) \
+	          && { [ -z "$$out" ] || printf '%s\n' "$$out"; return 0; }; \
+	        case "$$out" in *"Could not get lock"*|*"Unable to lock"*|*"Unable to acquire"*) ;; \
+	          *) printf '%s\n' "$$out" >&2; return 1;; esac; \
+	        if [ "$$(date +%s)" -ge "$$end" ]; then printf '%s\n' "$$out" >&2; \
+	          echo "kvsim: gave up after $(APT_LOCK_TIMEOUT) s waiting for the apt/dpkg lock" >&2; \
+	          return 1; fi; \
+	        [ -n "$$said" ] || echo "kvsim: another apt-get or dpkg holds its lock; waiting up to $(APT_LOCK_TIMEOUT) s" >&2; \
+	        said=1; sleep $(APT_LOCK_RETRY_S); \
+	      done; }; \
+	    apt_get update -qq && apt_get install -y -qq --no-install-recommends $$missing \
 	      || { echo "kvsim: apt-get failed" >&2; exit 1; }; \
 	  else \
 	    echo "kvsim: missing Debian packages. Run as root:" >&2; \
@@ -205,6 +223,12 @@ build-fuzz/fuzz/%: tests/%.c $(LIBS)
 
 # ---- install / clean / format ----------------------------------------------
 install: all
+	@$(MAKE) --no-print-directory install-only
+
+# The analysis scripts go to share/kvsim/analysis, the experiment configs and
+# the script that runs them to share/kvsim/analysis/experiments (as in the
+# repository, so the README's commands work from share/kvsim).
+install-only:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/kvsim
 	install -m 755 $(KVSIM) $(DESTDIR)$(PREFIX)/bin/kvsim
 	[ ! -x $(BUILD)/kvreplay ] || install -m 755 $(BUILD)/kvreplay $(DESTDIR)$(PREFIX)/bin/kvreplay
@@ -212,7 +236,8 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments
 	install -m 644 models/hw/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/models/hw/
 	install -m 644 models/llm/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/models/llm/
-	install -m 755 analysis/*.py analysis/experiments/*.sh $(DESTDIR)$(PREFIX)/share/kvsim/analysis/
+	install -m 755 analysis/*.py $(DESTDIR)$(PREFIX)/share/kvsim/analysis/
+	install -m 755 analysis/experiments/*.sh $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments/
 	install -m 644 analysis/experiments/*.ini $(DESTDIR)$(PREFIX)/share/kvsim/analysis/experiments/
 
 clean:

@@ -13,7 +13,7 @@ def catalog_path(d):
 
 
 def _quote_where(where, columns):
-    """Quote bare dotted column names (fake.rate > 2), as kvsim runs does."""
+    """Quote bare dotted column names (trace.rate > 2), as kvsim runs does."""
     out, i = [], 0
     for m in re.finditer(r"'[^']*'|\"[^\"]*\"|[A-Za-z0-9_.]+", where):
         out.append(where[i:m.start()])

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A summary metric against a swept parameter, from a kvsim catalog, as PNG.
 
-  plot_metric.py results --x fake.rate --y ttft_p99_ns --group policy.replication.name -o p99.png
+  kvsim sweep --grid policy.replication.name=none,early_rdma --grid trace.fanout_size=24,48 -o results
+  plot_metric.py results --x trace.fanout_size --y ttft_p99_ms --group policy.replication.name -o p99.png
 
 Seeds (and any other parameter not on the plot) are averaged: the line is the
 mean, the bars span min..max over the runs at that point."""
@@ -22,7 +23,7 @@ def main():
     ap.add_argument("--y", required=True, help="metric on the y axis")
     ap.add_argument("--group", help="parameter that makes one line per value")
     ap.add_argument("--where", help="SQL condition on the catalog")
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply y by this (1e-6: ns to ms)")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply y by this (1e-3: ms to s)")
     ap.add_argument("--ylabel")
     ap.add_argument("--logx", action="store_true")
     ap.add_argument("--logy", action="store_true")

@@ -2,7 +2,7 @@
 """TTFT CDFs of several kvsim runs in one PNG.
 
   plot_ttft_cdf.py RUN.h5 [RUN.h5 ...] -o ttft.png
-  plot_ttft_cdf.py --catalog results --where "fake.rate = 2" --label policy.replication.name -o ttft.png
+  plot_ttft_cdf.py --catalog results --where "trace.fanout_size = 48" --label policy.replication.name -o ttft.png
 
 Only completed requests count (status 0). With --catalog, runs that share the
 --label value (for example the seeds of one configuration) are pooled."""

@@ -5,6 +5,7 @@
  *          writes a calibration INI (models/mdl_xfer.h)
  *   check  predicted vs measured time per copy of a replayed run (gv_check.h)
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "gpu_validation/gv_sched.h"
 #include "models/mdl_xfer.h"
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 
 static void usage(FILE *f)
 {
@@ -42,7 +44,9 @@ static void usage(FILE *f)
 	       "       without --batch). Compute rows give MFU and MBU when peaks are known.\n"
 	       "check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
 	       "       prints simulated, model-predicted and measured time per copy with\n"
-	       "       the error summary (model: --calibration INI, else defaults).\n");
+	       "       the error summary (model: --calibration INI, else defaults).\n\n"
+	       "options: as above, and -h, --help for this help.\n");
+	cli_help_end(f);
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -63,8 +67,13 @@ static int parse_size(const char *s, uint64_t *out)
 
 static int bad_arg(const char *opt, const char *v)
 {
-	fprintf(stderr, "kvsim calibrate: %s: bad value '%s'\n", opt, v);
-	return 2;
+	return cli_usage_error("%s: bad value '%s'", opt, v);
+}
+
+/* getopt_long (opterr = 0) returned '?': the option it stopped at. */
+static int bad_option(char **argv)
+{
+	return cli_usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
 }
 
 /* ---- plan ------------------------------------------------------------------ */
@@ -82,6 +91,7 @@ static int cmd_plan(int argc, char **argv)
 	int c;
 	uint64_t v;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
@@ -92,7 +102,7 @@ static int cmd_plan(int argc, char **argv)
 			continue;
 		}
 		if (c == '?')
-			return 2;
+			return bad_option(argv);
 		if (parse_size(optarg, &v)) {
 			const struct option *p = lo;
 			while (p->name && p->val != c)
@@ -117,10 +127,10 @@ static int cmd_plan(int argc, char **argv)
 			break;
 		}
 	}
-	if (!out || optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (!out)
+		return cli_usage_error("missing -o PLAN.h5");
+	if (optind != argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
 	err_t e = {0};
 	res_transfer_t *t = NULL;
 	size_t n = 0;
@@ -128,9 +138,8 @@ static int cmd_plan(int argc, char **argv)
 	if (!rc)
 		rc = gv_sched_write(out, t, n, 1, &e);
 	if (rc) {
-		fprintf(stderr, "kvsim calibrate plan: %s\n", e.msg);
 		free(t);
-		return err_exit_status(rc);
+		return cli_fail(&e);
 	}
 	size_t groups = 0;
 	uint64_t total = 0;
@@ -165,6 +174,7 @@ static int cmd_fit(int argc, char **argv)
 	const char *out = NULL, *base = NULL;
 	int c;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -193,13 +203,13 @@ static int cmd_fit(int argc, char **argv)
 			break;
 		}
 		default:
-			return 2;
+			return bad_option(argv);
 		}
 	}
-	if (!out || optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (!out)
+		return cli_usage_error("missing -o NAME.ini");
+	if (optind >= argc)
+		return cli_usage_error("missing MEASURED.h5");
 	char in[1024] = "";
 	size_t in_len = 0;
 	for (int i = optind; i < argc; i++)
@@ -221,15 +231,14 @@ static int cmd_fit(int argc, char **argv)
 		}
 	}
 	if (rc) {
-		fprintf(stderr, "kvsim calibrate fit: %s\n", e.msg);
 		gv_meas_free(&m);
-		return err_exit_status(rc);
+		return cli_fail(&e);
 	}
 	rc = gv_fit(&m, &fo, &x, &rep, &e);
 	if (rc) {
-		fprintf(stderr, "kvsim calibrate fit: %s: %s\n", in, e.msg);
 		gv_meas_free(&m);
-		return err_exit_status(rc);
+		err_prefix(&e, "%s", in);
+		return cli_fail(&e);
 	}
 	snprintf(x.device, sizeof x.device, "%s", m.device[0] ? m.device : "unknown");
 	printf("calibration of %s (%s backend) from %s\n", x.device, m.backend, in);
@@ -292,17 +301,24 @@ static int cmd_fit(int argc, char **argv)
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.tmp", out);
 	FILE *f = fopen(tmp, "w");
+	int en = f ? 0 : errno;
 	unsigned fitted = 0;
 	for (int k = 0; k < MDL_LINK_N; k++)
 		fitted |= rep.link[k].n_fit && !rep.link[k].status ? 1u << k : 0;
-	rc = !f || mdl_xfer_write(&x, f, comment, fitted);
-	if (f && fclose(f))
-		rc = 1;
-	if (rc || rename(tmp, out)) {
-		fprintf(stderr, "kvsim calibrate fit: %s: cannot write\n", out);
+	errno = 0;
+	if (f && mdl_xfer_write(&x, f, comment, fitted))
+		en = errno ? errno : EIO;
+	if (f && fclose(f) && !en)
+		en = errno ? errno : EIO;
+	if (!en && rename(tmp, out))
+		en = errno;
+	if (en) {
+		/* the name the user gave, and why (a full disk says so) */
+		err_set(&e, f ? KS_EIO : err_path_code(en), "%s: cannot write: %s", out,
+		        strerror(en));
 		remove(tmp);
 		gv_meas_free(&m);
-		return 1;
+		return cli_fail(&e);
 	}
 	printf("wrote %s\n", out);
 	gv_meas_free(&m);
@@ -324,6 +340,7 @@ static int cmd_check(int argc, char **argv)
 	long max_rows = 20;
 	int c;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -340,13 +357,11 @@ static int cmd_check(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return 2;
+			return bad_option(argv);
 		}
 	}
-	if (optind + 2 != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind + 2 != argc)
+		return cli_usage_error("expected RUN.h5 and MEASURED.h5");
 	err_t e = {0};
 	mdl_xfer_t x;
 	gv_sched_t s = {0};
@@ -362,10 +377,9 @@ static int cmd_check(int argc, char **argv)
 	if (!rc)
 		rc = gv_check(&s, &m, &x, &rows, &sum, &e);
 	if (rc) {
-		fprintf(stderr, "kvsim calibrate check: %s\n", e.msg);
 		gv_sched_free(&s);
 		gv_meas_free(&m);
-		return err_exit_status(rc);
+		return cli_fail(&e);
 	}
 	printf("model: %s (%s); measured on %s (%s backend)\n", x.source, x.device, m.device,
 	       m.backend);
@@ -394,16 +408,20 @@ static int cmd_check(int argc, char **argv)
 
 int cal_cli_main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argc < 2)
+		return cli_usage_error("missing command (plan, fit, check)");
+	if (cli_is_help(argv[1])) {
+		usage(stdout);
+		return 0;
 	}
-	if (!strcmp(argv[1], "plan"))
-		return cmd_plan(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "fit"))
-		return cmd_fit(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc - 1, argv + 1);
-	fprintf(stderr, "kvsim calibrate: unknown command '%s' (plan, fit, check)\n", argv[1]);
-	return 2;
+	int (*fn)(int, char **) = !strcmp(argv[1], "plan")    ? cmd_plan
+	                          : !strcmp(argv[1], "fit")   ? cmd_fit
+	                          : !strcmp(argv[1], "check") ? cmd_check
+	                                                      : NULL;
+	if (!fn)
+		return cli_usage_error("unknown command '%s' (plan, fit, check)", argv[1]);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "calibrate %s", argv[1]);
+	cli_set_command(cmd);
+	return fn(argc - 1, argv + 1);
 }

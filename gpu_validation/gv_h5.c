@@ -11,7 +11,17 @@ void gv_h5_quiet(void)
 
 hid_t gv_h5_open(const char *path, err_t *e)
 {
+	/* A path that names nothing readable, or not an HDF5 file, is the
+	 * user's input; an HDF5 file that fails to open is an I/O error. */
+	FILE *in = err_fopen_in(path, e);
+	if (!in)
+		return -1;
+	fclose(in);
 	gv_h5_quiet();
+	if (H5Fis_hdf5(path) <= 0) {
+		err_set(e, KS_EINPUT, "%s: not an HDF5 file", path);
+		return -1;
+	}
 	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	if (f < 0)
 		err_set(e, KS_EIO, "%s: cannot open as HDF5", path);

@@ -104,7 +104,7 @@ int gv_meas_read(gv_meas_t *m, const char *path, err_t *e)
 	memset(m, 0, sizeof *m);
 	hid_t f = gv_h5_open(path, e);
 	if (f < 0)
-		return KS_EIO;
+		return e->code; /* KS_EINPUT for a path that is not an HDF5 file */
 	hid_t ct = copy_type(), pt = compute_type();
 	void *rows = NULL;
 	int rc = gv_h5_read_table(f, "/copies", ct, copy_required, 10, &rows, &m->n_copy, path, e);

@@ -43,7 +43,7 @@ int gv_sched_read(gv_sched_t *s, const char *path, err_t *e)
 	s->is_plan = 0;
 	hid_t f = gv_h5_open(path, e);
 	if (f < 0)
-		return KS_EIO;
+		return e->code; /* KS_EINPUT for a path that is not an HDF5 file */
 	hid_t t = gv_sched_h5type();
 	void *rows = NULL;
 	int rc = gv_h5_read_table(f, "/transfers", t, members, N_MEMBERS, &rows, &s->n, path, e);

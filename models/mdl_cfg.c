@@ -5,11 +5,9 @@
  * a numeric key left at -1 means "from the spec" (any other negative value
  * is an error); attention = spec means "from the spec".
  */
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "models/mdl.h"
 #include "models/mdl_field.h"
@@ -93,26 +91,6 @@ const cfg_key_t mdl_cfg_keys[] = {
 };
 const size_t mdl_cfg_keys_n = sizeof mdl_cfg_keys / sizeof mdl_cfg_keys[0];
 
-/* A relative spec path is tried beside the config file that set it first. */
-static void resolve_path(const cfg_t *cfg, const char *section, const char *path, char *out,
-                         size_t n)
-{
-	snprintf(out, n, "%s", path);
-	if (path[0] == '/')
-		return;
-	const char *origin = cfg_origin(cfg, section, "file");
-	const char *colon = origin ? strrchr(origin, ':') : NULL;
-	if (!colon || colon == origin)
-		return;
-	char cfgpath[4096];
-	snprintf(cfgpath, sizeof cfgpath, "%.*s", (int)(colon - origin), origin);
-	char cand[4096 + 256];
-	snprintf(cand, sizeof cand, "%s/%s", dirname(cfgpath), path);
-	size_t len = strlen(cand);
-	if (len < n && access(cand, R_OK) == 0)
-		memcpy(out, cand, len + 1);
-}
-
 /* "ORIGIN: [section] key" for messages about one config key. */
 static int key_error(const cfg_t *cfg, err_t *e, const char *sec, const char *key, const char *why)
 {
@@ -154,7 +132,9 @@ static int load_hw(const cfg_t *cfg, mdl_hw_t *hw, err_t *e)
 	int rc;
 	if (file[0]) {
 		char path[4096];
-		resolve_path(cfg, "gpu", file, path, sizeof path);
+		/* relative to the config file that set it (cfg_path) */
+		if ((rc = cfg_path(cfg, "gpu", "file", path, sizeof path, e)))
+			return rc;
 		rc = mdl_hw_load_file(path, hw, e);
 		if (rc)
 			return err_prefix(e, "%s: [gpu] file", cfg_origin(cfg, "gpu", "file"));
@@ -175,7 +155,9 @@ static int load_llm(const cfg_t *cfg, mdl_llm_t *llm, err_t *e)
 	int rc;
 	if (file[0]) {
 		char path[4096];
-		resolve_path(cfg, "model", file, path, sizeof path);
+		/* relative to the config file that set it (cfg_path) */
+		if ((rc = cfg_path(cfg, "model", "file", path, sizeof path, e)))
+			return rc;
 		rc = mdl_llm_load_file(path, llm, e);
 		if (rc)
 			return err_prefix(e, "%s: [model] file", cfg_origin(cfg, "model", "file"));

@@ -351,9 +351,9 @@ int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e
 /* Reads a whole (small) file into a malloc'd NUL-terminated string. */
 static int read_small_file(const char *path, char **out, err_t *e)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = err_fopen_in(path, e);
 	if (!f)
-		return err_set(e, KS_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+		return e->code;
 	char *buf = malloc(SPEC_FILE_MAX + 1);
 	if (!buf) {
 		fclose(f);

@@ -231,9 +231,9 @@ int mdl_xfer_load_string(mdl_xfer_t *x, const char *origin, const char *text, er
 
 int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = err_fopen_in(path, e);
 	if (!f)
-		return err_set(e, KS_EIO, "%s: %s", path, strerror(errno));
+		return e->code;
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	for (;;) {

@@ -503,6 +503,8 @@ void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_n
 #define POL_SPEC_N_METRICS 23
 /* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */
 extern const char *const pol_spec_metric_names[POL_SPEC_N_METRICS];
+/* The unit of each ("" for counts and ratios), in the same order. */
+extern const char *const pol_spec_metric_units[POL_SPEC_N_METRICS];
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS]);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "policies/pol.h"
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 
 static void usage(FILE *f)
 {
@@ -15,9 +16,12 @@ static void usage(FILE *f)
 	           "parameters, set in a config as\n"
 	           "  [policy.FAMILY]\n  name = POLICY\n  PARAM = VALUE\n"
 	           "or with --set policy.FAMILY.PARAM=VALUE.\n\n"
-	           "  --plugin FILE.so  load an external policy plugin first\n"
+	           "options:\n"
+	           "  --plugin FILE.so  load an external policy plugin first (repeatable)\n"
 	           "  --presets         list only the serving-framework presets ([policy]\n"
-	           "                    preset = NAME), what each sets and the sources\n");
+	           "                    preset = NAME), what each sets and the sources\n"
+	           "  -h, --help        this help\n");
+	cli_help_end(f);
 }
 
 /* Prints text wrapped at 78 columns with the given indent. */
@@ -104,34 +108,32 @@ int pol_cli_main(int argc, char **argv)
 	int presets = 0, rc = 0;
 	err_t e = {0};
 	pol_registry_t *r = pol_registry_new();
-	if (!r) {
-		fprintf(stderr, "kvsim policies: out of memory\n");
-		return 1;
-	}
+	if (!r)
+		return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (cli_is_help(argv[i])) {
 			usage(stdout);
 			goto out;
-		} else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+		} else if (!strcmp(argv[i], "--plugin")) {
+			if (i + 1 >= argc) {
+				rc = cli_usage_error("--plugin needs a FILE.so");
+				goto out;
+			}
 			if (pol_registry_load(r, argv[++i], &e)) {
-				fprintf(stderr, "kvsim policies: %s\n", e.msg);
-				rc = err_exit_status(e.code);
+				rc = cli_fail(&e);
 				goto out;
 			}
 		} else if (!strcmp(argv[i], "--presets")) {
 			presets = 1;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "kvsim policies: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			rc = 2;
+			rc = cli_usage_error("unknown option '%s'", argv[i]);
 			goto out;
 		} else if (!fam) {
 			fam = argv[i];
 		} else if (!name) {
 			name = argv[i];
 		} else {
-			usage(stderr);
-			rc = 2;
+			rc = cli_usage_error("unexpected argument '%s'", argv[i]);
 			goto out;
 		}
 	}
@@ -141,8 +143,7 @@ int pol_cli_main(int argc, char **argv)
 	}
 	pol_family_t only = POL_NFAMILY;
 	if (fam && pol_family_parse(fam, &only, &e)) {
-		fprintf(stderr, "kvsim policies: %s\n", e.msg);
-		rc = 2;
+		rc = cli_usage_error("%s", e.msg);
 		goto out;
 	}
 	for (int f = 0; f < POL_NFAMILY; f++) {
@@ -151,9 +152,8 @@ int pol_cli_main(int argc, char **argv)
 		if (name) {
 			const pol_base_t *o = pol_find(r, (pol_family_t)f, name);
 			if (!o) {
-				fprintf(stderr, "kvsim policies: no %s policy '%s'\n",
-				        pol_family_name((pol_family_t)f), name);
-				rc = 2;
+				rc = cli_usage_error("no %s policy '%s'",
+				                     pol_family_name((pol_family_t)f), name);
 				goto out;
 			}
 			printf("[%s]\n", pol_family_section((pol_family_t)f));

@@ -265,6 +265,11 @@ const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {
     "spec.deferred_cancelled", "spec.deferral_mean_ms",
 };
 
+const char *const pol_spec_metric_units[POL_SPEC_N_METRICS] = {
+    "",      "",      "", "", "", "GB-s", "bytes", "bytes", "", "", "", "", "s", "bytes",
+    "",      "",      "", "", "", "",     "",      "",      "ms",
+};
+
 void pol_spec_refused(pol_spec_stats_t *s, pol_refusal_t why)
 {
 	uint64_t *by[] = {&s->refused_vram, &s->refused_bw, &s->refused_room, &s->refused_source};

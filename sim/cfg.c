@@ -20,7 +20,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* inih keeps section and key names in 50-byte buffers (MAX_SECTION,
  * MAX_NAME in ini.c); longer schema names could never match. */
@@ -50,12 +52,17 @@ typedef struct cfg_val {
 	/* A preset replaced a value of the built-in default experiment: that
 	 * value's text and origin (owned), restored when the preset goes. */
 	char *under_text, *under_origin;
+	/* Order in which values were set (cfg_err_keys names the latest): 0 for
+	 * a default, else the cfg's counter when the value was committed; a
+	 * preset's value takes its selector's. */
+	uint64_t seq, under_seq;
 } cfg_val_t;
 
 struct cfg {
 	const cfg_schema_t *s;
 	size_t n; /* keys known when the cfg was made */
 	cfg_val_t *v;
+	uint64_t seq; /* the last value's seq */
 };
 
 /* ---- small helpers --------------------------------------------------- */
@@ -637,6 +644,7 @@ cfg_t *cfg_clone(const cfg_t *c)
 		return NULL;
 	d->s = c->s;
 	d->n = c->n;
+	d->seq = c->seq;
 	d->v = calloc(c->n ? c->n : 1, sizeof *d->v);
 	if (!d->v) {
 		free(d);
@@ -945,6 +953,7 @@ int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 		} else {
 			val_clear(&c->v[p.st[i].ki]);
 			c->v[p.st[i].ki] = p.st[i].v;
+			c->v[p.st[i].ki].seq = ++c->seq; /* staged in line order */
 		}
 	}
 	free(p.st);
@@ -954,9 +963,9 @@ int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 
 int cfg_load_file(cfg_t *c, const char *path, err_t *e)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = err_fopen_in(path, e);
 	if (!f)
-		return err_set(e, KS_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+		return e->code;
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	for (;;) {
@@ -1006,12 +1015,12 @@ static void trim(char *s)
 	memmove(s, s + i, n - i + 1);
 }
 
-int cfg_set(cfg_t *c, const char *assignment, err_t *e)
+int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e)
 {
 	const cfg_schema_t *s = c->s;
 	char *a = cfg_grow(c) ? NULL : str_dup(assignment);
 	if (!a)
-		return err_set(e, KS_ENOMEM, "--set: out of memory");
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
 	int rc = 0;
 	char *eq = strchr(a, '=');
 	char *dot = NULL;
@@ -1020,7 +1029,8 @@ int cfg_set(cfg_t *c, const char *assignment, err_t *e)
 		dot = strrchr(a, '.');
 	}
 	if (!eq || !dot) {
-		rc = err_set(e, KS_EINPUT, "--set: '%s': expected SECTION.KEY=VALUE", assignment);
+		rc = err_set(e, KS_EINPUT, "%s: '%s': expected SECTION.KEY=VALUE", origin,
+		             assignment);
 		goto out;
 	}
 	*dot = '\0';
@@ -1029,44 +1039,52 @@ int cfg_set(cfg_t *c, const char *assignment, err_t *e)
 	trim(name);
 	trim(val);
 	if (!*sec || !*name) {
-		rc = err_set(e, KS_EINPUT, "--set: '%s': expected SECTION.KEY=VALUE", assignment);
+		rc = err_set(e, KS_EINPUT, "%s: '%s': expected SECTION.KEY=VALUE", origin,
+		             assignment);
 		goto out;
 	}
 	char sug[200], why[512];
 	if (!section_known(s, sec)) {
 		suggest_section(s, sec, sug, sizeof sug);
-		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: unknown section%s", sec, name, sug);
+		rc =
+		    err_set(e, KS_EINPUT, "%s: [%s] %s: unknown section%s", origin, sec, name, sug);
 		goto out;
 	}
 	ssize_t ki = schema_index(s, sec, name);
 	if (ki < 0 || (size_t)ki >= c->n) {
 		suggest_key(s, sec, name, sug, sizeof sug);
-		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: unknown key%s", sec, name, sug);
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: unknown key%s", origin, sec, name, sug);
 		goto out;
 	}
 	const cfg_key_t *k = s->keys[ki];
 	const char *bad = k->type == CFG_STR ? str_unstorable(val) : NULL;
 	if (bad) {
-		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: %s", sec, name, bad);
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: %s", origin, sec, name, bad);
 		goto out;
 	}
 	cfg_val_t v = {0};
 	if (val_parse(k, key_choices(s, (size_t)ki), val, &v, true, why, sizeof why)) {
-		rc = err_set(e, KS_EINPUT, "--set: [%s] %s: %s", sec, name, why);
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: %s", origin, sec, name, why);
 		goto out;
 	}
 	v.text = val_canonical(k, val, &v);
-	v.origin = str_dup("--set");
+	v.origin = str_dup(origin);
 	if (!v.text || !v.origin) {
 		val_clear(&v);
-		rc = err_set(e, KS_ENOMEM, "--set: out of memory");
+		rc = err_set(e, KS_ENOMEM, "%s: out of memory", origin);
 		goto out;
 	}
+	v.seq = ++c->seq;
 	val_clear(&c->v[ki]);
 	c->v[ki] = v;
 out:
 	free(a);
 	return rc;
+}
+
+int cfg_set(cfg_t *c, const char *assignment, err_t *e)
+{
+	return cfg_set_as(c, assignment, "--set", e);
 }
 
 /* Index of a key the caller promises exists; a miss is a programming error. */
@@ -1240,8 +1258,10 @@ static int preset_apply(cfg_t *c, err_t *e)
 			if (c->v[ki].origin) { /* keep the default experiment's value */
 				v.under_text = c->v[ki].text;
 				v.under_origin = c->v[ki].origin;
+				v.under_seq = c->v[ki].seq;
 				c->v[ki].text = c->v[ki].origin = NULL;
 			}
+			v.seq = c->v[c->s->sel - 1].seq;
 			val_clear(&c->v[ki]);
 			c->v[ki] = v;
 		}
@@ -1259,6 +1279,7 @@ int cfg_finalize(cfg_t *c, err_t *e)
 		if (!c->v[i].preset)
 			continue;
 		char *ut = c->v[i].under_text, *uo = c->v[i].under_origin;
+		uint64_t us = c->v[i].under_seq;
 		c->v[i].under_text = c->v[i].under_origin = NULL;
 		val_clear(&c->v[i]);
 		memset(&c->v[i], 0, sizeof c->v[i]);
@@ -1274,6 +1295,7 @@ int cfg_finalize(cfg_t *c, err_t *e)
 			(void)val_parse(k, key_choices(c->s, i), ut, &c->v[i], true, why, sizeof why);
 			c->v[i].text = ut;
 			c->v[i].origin = uo;
+			c->v[i].seq = us;
 		}
 	}
 	int rc = preset_apply(c, e);
@@ -1344,6 +1366,104 @@ const char *cfg_origin(const cfg_t *c, const char *section, const char *name)
 	size_t i = must_index(c, section, name, "cfg_origin"); /* may grow c->v */
 	const cfg_val_t *v = &c->v[i];
 	return v->origin ? v->origin : "default";
+}
+
+/* The index of "section.name" (split at the last dot) in c, -1 if none. */
+static ssize_t dotted_index(const cfg_t *c, const char *key, size_t len)
+{
+	char k[2 * CFG_NAME_MAX + 2];
+	if (len >= sizeof k)
+		return -1;
+	memcpy(k, key, len);
+	k[len] = '\0';
+	ssize_t i = preset_key_index(c->s, k);
+	return i >= 0 && (size_t)i < c->n ? i : -1;
+}
+
+/* The config file of origin "FILE:LINE" into out; 0 when origin is none. */
+static int origin_file(const char *origin, char *out, size_t n)
+{
+	const char *colon = origin ? strrchr(origin, ':') : NULL;
+	if (!colon || colon == origin || !colon[1] || colon[1 + strspn(colon + 1, "0123456789")] ||
+	    !strncmp(origin, CFG_ORIGIN_DEFAULT_EXPERIMENT, strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT)))
+		return 0;
+	int len = snprintf(out, n, "%.*s", (int)(colon - origin), origin);
+	struct stat sb; /* a label such as "x=a:1" is no file */
+	return len > 0 && (size_t)len < n && !stat(out, &sb) && S_ISREG(sb.st_mode);
+}
+
+int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
+{
+	char why[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	ssize_t best = -1;
+	for (const char *k = keys; *k;) {
+		size_t len = strcspn(k, ",");
+		ssize_t i = dotted_index(c, k, len);
+		if (i < 0) {
+			fprintf(stderr, "kvsim: cfg_err_keys: '%.*s' is not in the config schema\n",
+			        (int)len, k);
+			abort(); /* a programming error, as in the accessors */
+		}
+		if (best < 0 || c->v[i].seq > c->v[best].seq)
+			best = i;
+		k += len + (k[len] == ',');
+	}
+	if (best < 0) {
+		fprintf(stderr, "kvsim: cfg_err_keys: no key given\n");
+		abort();
+	}
+	const cfg_key_t *k = c->s->keys[best];
+	const char *org = c->v[best].origin;
+	if (org)
+		return err_set(e, KS_EINPUT, "%s: [%s] %s: %s", org, k->section, k->name, why);
+	return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, why);
+}
+
+int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e)
+{
+	const char *path = cfg_str(c, section, name);
+	size_t len = strlen(path);
+	if (len >= n) {
+		char key[2 * CFG_NAME_MAX + 2];
+		snprintf(key, sizeof key, "%s.%s", section, name);
+		return cfg_err_keys(c, e, key, "path longer than %zu bytes", n - 1);
+	}
+	memcpy(out, path, len + 1);
+	char file[4096];
+	if (!*path || path[0] == '/' ||
+	    !origin_file(cfg_origin(c, section, name), file, sizeof file))
+		return 0;
+	const char *slash = strrchr(file, '/');
+	if (!slash)
+		return 0; /* the config file is in the working directory */
+	char cand[8192];
+	int m = snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - file), file, path);
+	if (m > 0 && (size_t)m < n && (size_t)m < sizeof cand && access(cand, R_OK) == 0)
+		memcpy(out, cand, (size_t)m + 1);
+	return 0;
+}
+
+void cfg_err_locate(const cfg_t *c, err_t *e)
+{
+	/* "[section] key: reason": the section may hold dots, the key none */
+	const char *m = e->msg, *close = m[0] == '[' ? strchr(m, ']') : NULL;
+	if (!close || close[1] != ' ')
+		return;
+	const char *name = close + 2, *colon = name + strcspn(name, ": ");
+	if (*colon != ':' || colon == name)
+		return;
+	char key[2 * CFG_NAME_MAX + 2];
+	int n = snprintf(key, sizeof key, "%.*s.%.*s", (int)(close - m - 1), m + 1,
+	                 (int)(colon - name), name);
+	if (n < 0 || (size_t)n >= sizeof key)
+		return;
+	ssize_t i = dotted_index(c, key, (size_t)n);
+	if (i >= 0 && c->v[i].origin)
+		err_prefix(e, "%s", c->v[i].origin);
 }
 
 /* ---- writing --------------------------------------------------------- */

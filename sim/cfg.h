@@ -98,6 +98,10 @@ int cfg_load_file(cfg_t *c, const char *path, err_t *e);
 int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e);
 /* "section.key=value"; the section may contain dots (split at the last). */
 int cfg_set(cfg_t *c, const char *assignment, err_t *e);
+/* The same with another origin than "--set" (the argument as the user gave
+ * it, for commands with their own syntax): it labels errors ("ORIGIN:
+ * [section] key: reason") and becomes the value's cfg_origin. */
+int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e);
 /* Applies the selected preset and checks policy-owned keys (a parameter of
  * a policy its section does not select is ignored with a warning); call
  * after all loads and sets, and again after changing a clone. */
@@ -120,6 +124,28 @@ const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
 enum { CFG_NOT_WHOLE = 1, CFG_OUT_OF_RANGE = 2 };
 #define CFG_WHOLE_ENOTATION 1
 int cfg_parse_whole(const char *text, int flags, int64_t lo, int64_t hi, int64_t *out);
+
+/* An error found by checking keys together (a cross-field rule): sets e to
+ * KS_EINPUT with "PLACE: [section] key: REASON" (REASON printf-style), where
+ * key is whichever of keys ("section.name", comma-separated) was set last —
+ * the later line of a file, the later --set, a preset's value when its
+ * selector was — and PLACE is that key's cfg_origin; without a PLACE while
+ * all of them hold their defaults. A key not in the schema aborts (a
+ * programming error). Returns KS_EINPUT. */
+int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Gives an error about one key its place: when e->msg is "[section] key:
+ * ..." for a key of c that was set (not a default), prepends its origin, so
+ * checks made after loading read like the loader's own errors. */
+void cfg_err_locate(const cfg_t *c, err_t *e);
+
+/* String key section.name as a file path. A relative path set in a config
+ * file ("FILE:LINE" origin) names a file beside that config file when one is
+ * readable there, else it is taken as given (relative to the working
+ * directory); an absolute path, or one from --set, a preset or the built-in
+ * experiment, is taken as given. Writes the path to out (n bytes); KS_EINPUT
+ * naming the key's place when it does not fit. */
+int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e);
 
 /* Writes the resolved config as INI that cfg_load_file accepts back. */
 int cfg_write(const cfg_t *c, FILE *f);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 #include "sim/ev_bench.h"
 #include "sim/net_cli.h"
 
@@ -32,22 +33,23 @@ static void bench_usage(FILE *f)
 	for (size_t i = 0; i < N_KINDS; i++)
 		fprintf(f, "  %-10s %s\n", bench_kinds[i].name, bench_kinds[i].help);
 	fprintf(f, "\nRun 'kvsim bench KIND --help' for a kind's options.\n");
+	cli_help_end(f);
 }
 
 int cli_bench_main(int argc, char **argv)
 {
-	if (argc < 2) {
-		bench_usage(stderr);
-		return 2;
-	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (argc < 2)
+		return cli_usage_error("missing KIND");
+	if (cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
 		bench_usage(stdout);
 		return 0;
 	}
 	for (size_t i = 0; i < N_KINDS; i++)
-		if (!strcmp(argv[1], bench_kinds[i].name))
+		if (!strcmp(argv[1], bench_kinds[i].name)) {
+			char cmd[64];
+			snprintf(cmd, sizeof cmd, "bench %s", argv[1]);
+			cli_set_command(cmd);
 			return bench_kinds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "kvsim bench: unknown kind '%s'\n", argv[1]);
-	bench_usage(stderr);
-	return 2;
+		}
+	return cli_usage_error("unknown kind '%s'", argv[1]);
 }

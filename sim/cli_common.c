@@ -2,8 +2,11 @@
 #include "sim/cli_common.h"
 #include "policies/pol.h"
 
+#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/sim.h"
 
@@ -43,6 +46,18 @@ static int sets_trace_path(const char *const *sets, int nsets)
 			continue;
 		a += 10 + strspn(a + 10, " \t");
 		if (*a == '=' && a[1 + strspn(a + 1, " \t")])
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether any key of c holds a value that was set (not its default). */
+static int sets_any_key(const cfg_t *c)
+{
+	const cfg_schema_t *s = cfg_schema(c);
+	for (size_t i = 0; i < cfg_schema_count(s); i++) {
+		const cfg_key_t *k = cfg_schema_key(s, i);
+		if (strcmp(cfg_origin(c, k->section, k->name), "default"))
 			return 1;
 	}
 	return 0;
@@ -106,9 +121,12 @@ int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int
 		rc = err_set(e, KS_EINPUT, "reading a config from standard input is not supported");
 	} else if (path) {
 		rc = cfg_load_file(c, path, e);
-	} else if ((flags & CLI_DEFAULT_EXPERIMENT) && sim_default_experiment[0]) {
-		rc = load_default_experiment(c, sets_trace_path(sets, nsets), e);
 	}
+	/* A file that sets no key (empty, or only comments and headers) is no
+	 * experiment of its own: it means what no file means. */
+	if (!rc && (flags & CLI_DEFAULT_EXPERIMENT) && sim_default_experiment[0] &&
+	    (!path || !sets_any_key(c)))
+		rc = load_default_experiment(c, sets_trace_path(sets, nsets), e);
 	for (int k = 0; !rc && k < nsets; k++)
 		rc = cfg_set(c, sets[k], e);
 	if (!rc)
@@ -132,17 +150,80 @@ void cli_config_free(cfg_t *c)
 	cfg_schema_free(s);
 }
 
+/* The command the process runs: one per process, set by the dispatchers
+ * in main's thread before anything is printed. */
+static char command[64];
+
+void cli_set_command(const char *cmd)
+{
+	snprintf(command, sizeof command, "%s", cmd ? cmd : "");
+}
+
+const char *cli_command(void)
+{
+	return command;
+}
+
+int cli_is_help(const char *arg)
+{
+	return arg && (!strcmp(arg, "-h") || !strcmp(arg, "--help"));
+}
+
 int cli_fail(const err_t *e)
 {
-	fprintf(stderr, "kvsim: %s\n", e->msg);
+	fprintf(stderr, "kvsim%s%s: %s\n", *command ? " " : "", command, e->msg);
 	return err_exit_status(e->code);
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "kvsim%s%s: %s\nRun 'kvsim%s%s --help' for usage.\n", *command ? " " : "",
+	        command, msg, *command ? " " : "", command);
+	return 2;
+}
+
+void cli_help_end(FILE *f)
+{
+	fprintf(f, "\n" CLI_EXIT_STATUS);
+}
+
+void cli_progress_line(char *buf, size_t n, const sim_progress_t *p, double elapsed_s)
+{
+	int len = snprintf(buf, n, "kvsim%s%s: %.1f s simulated, %llu requests done (%llu arrived)",
+	                   *command ? " " : "", command, (double)p->now_ns / 1e9,
+	                   (unsigned long long)p->finished, (unsigned long long)p->arrived);
+	if (len < 0 || (size_t)len >= n || !(p->fraction >= 0))
+		return;
+	double f = p->fraction > 1 ? 1 : p->fraction;
+	len += snprintf(buf + len, n - (size_t)len, ", %.0f%%", 100 * f);
+	if ((size_t)len >= n || !(f > 0.001) || !(elapsed_s >= 0))
+		return;
+	/* the rest at the rate so far */
+	long eta = lround(elapsed_s * (1 - f) / f);
+	if (eta >= 3600)
+		snprintf(buf + len, n - (size_t)len, ", ETA %ld:%02ld:%02ld", eta / 3600,
+		         eta / 60 % 60, eta % 60);
+	else
+		snprintf(buf + len, n - (size_t)len, ", ETA %ld:%02ld", eta / 60, eta % 60);
+}
+
+int cli_progress_wanted(int asked, int quiet)
+{
+	return asked >= 0 ? asked : !quiet && isatty(STDERR_FILENO);
 }
 
 void cli_cfg_help(FILE *f)
 {
 	fprintf(f,
-	        "  CONFIG                    experiment INI file (default: the built-in\n"
-	        "                            default experiment)\n"
+	        "  CONFIG                    experiment INI file (default, and for a file\n"
+	        "                            that sets no key: the built-in default\n"
+	        "                            experiment); relative paths in it name files\n"
+	        "                            beside it when they are there\n"
 	        "  -s, --set SECTION.KEY=VALUE\n"
 	        "                            override one key after CONFIG; repeatable,\n"
 	        "                            applied in order ('kvsim config doc' lists keys);\n"

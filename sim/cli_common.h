@@ -4,9 +4,10 @@
  * `[CONFIG] [--set SECTION.KEY=VALUE]...`. cli_cfg_arg recognises those
  * arguments one at a time inside a subcommand's own option loop;
  * cli_load_config then builds the resolved config: built-in schema defaults,
- * the built-in default experiment when no CONFIG is given (less its
- * generated [trace] section when a --set names trace.path), the file, the
- * --set overrides in order, and cfg_finalize. Errors come back as KS_E* codes
+ * the file, the built-in default experiment when no CONFIG is given or the
+ * file sets no key (empty, comments only: a file means what no file means;
+ * less the experiment's generated [trace] section when a --set names
+ * trace.path), the --set overrides in order, and cfg_finalize. Errors come back as KS_E* codes
  * with the message in e ("file:line: [section] key: reason"); cli_fail prints
  * it as "kvsim: ..." and maps it to an exit status (2 for input errors).
  *
@@ -50,10 +51,41 @@ int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int
 /* Frees a config made by cli_load_config together with its schema. */
 void cli_config_free(cfg_t *c);
 
-/* Prints "kvsim: MESSAGE" to stderr; returns err_exit_status(e->code). */
+/* ---- one voice for every subcommand ----------------------------------
+ * Errors go to stderr as "kvsim CMD: MESSAGE", where CMD is the command as
+ * typed ("run", "trace gen") and MESSAGE names its place whenever there is
+ * one ("FILE:LINE: [section] key: reason"). A usage error adds the line
+ * "Run 'kvsim CMD --help' for usage." and exits 2. "-h" and "--help" print
+ * the command's help on stdout and exit 0; every help ends with
+ * CLI_EXIT_STATUS. main() and each dispatcher set CMD with cli_set_command
+ * before handing over, so helpers deep in a subcommand need not know it. */
+#define CLI_EXIT_STATUS "Exit status: 0 ok, 1 runtime failure, 2 usage or input error.\n"
+
+/* Sets CMD (copied; at most 63 bytes are kept). NULL or "" goes back to
+ * plain "kvsim: ". */
+void cli_set_command(const char *cmd);
+const char *cli_command(void);
+/* Whether arg asks for help: "-h" or "--help". */
+int cli_is_help(const char *arg);
+/* Prints "kvsim CMD: MESSAGE" to stderr; returns err_exit_status(e->code). */
 int cli_fail(const err_t *e);
+/* Prints "kvsim CMD: " and the printf-style message, then the --help hint;
+ * returns 2. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The last lines of every --help: a blank line and CLI_EXIT_STATUS. */
+void cli_help_end(FILE *f);
 
 /* The lines describing CONFIG and --set for a subcommand's --help. */
 void cli_cfg_help(FILE *f);
+
+/* The progress line of one long run, without "\r" or newline: "kvsim CMD:
+ * 12.5 s simulated, 4321 requests done (4400 arrived), 37%, ETA 0:21"; the
+ * share and ETA only when p->fraction is known. elapsed_s: wall seconds
+ * since the run started. */
+struct sim_progress;
+void cli_progress_line(char *buf, size_t n, const struct sim_progress *p, double elapsed_s);
+/* Whether a progress line goes to stderr: asked (1) or refused (0) on the
+ * command line, else (-1) when stderr is a terminal and not quiet. */
+int cli_progress_wanted(int asked, int quiet);
 
 #endif

@@ -22,33 +22,23 @@ static void usage(FILE *f)
 	           "options:\n");
 	cli_cfg_help(f);
 	fprintf(f, "  -h, --help                this help\n\n"
-	           "Exit status: 0 ok, 1 runtime failure, 2 usage or input error\n"
-	           "(unknown section or key, wrong type, out of range: FILE:LINE: [section] key: "
-	           "reason).\n");
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "kvsim: config: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nRun 'kvsim config --help' for usage.\n");
-	return 2;
+	           "Bad input (unknown section or key, wrong type, out of range) is reported\n"
+	           "as FILE:LINE: [section] key: reason.\n");
+	cli_help_end(f);
 }
 
 static int config_doc(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (cli_is_help(argv[i])) {
 			usage(stdout);
 			return 0;
 		}
-		return usage_error("doc: unexpected argument '%s'", argv[i]);
+		return cli_usage_error("unexpected argument '%s'", argv[i]);
 	}
 	cfg_schema_t *s = cfg_schema_default();
-	if (!s) {
-		fprintf(stderr, "kvsim: config doc: cannot build the config schema\n");
-		return 1;
-	}
+	if (!s)
+		return cli_fail(&(err_t){KS_ERUNTIME, "cannot build the config schema"});
 	int rc = cfg_write_doc(s, stdout);
 	cfg_schema_free(s);
 	return rc ? 1 : 0;
@@ -57,15 +47,13 @@ static int config_doc(int argc, char **argv)
 static int config_show(int argc, char **argv, int digest)
 {
 	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-	if (!sets) {
-		fprintf(stderr, "kvsim: out of memory\n");
-		return 1;
-	}
+	if (!sets)
+		return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 	cli_cfg_args_t a = {.sets = sets};
 	err_t e = {0};
 	int status = 0;
 	for (int i = 1; i < argc;) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (cli_is_help(argv[i])) {
 			usage(stdout);
 			goto out;
 		}
@@ -75,7 +63,7 @@ static int config_show(int argc, char **argv, int digest)
 			goto out;
 		}
 		if (r == 0) {
-			status = usage_error("unknown option '%s'", argv[i]);
+			status = cli_usage_error("unknown option '%s'", argv[i]);
 			goto out;
 		}
 	}
@@ -90,8 +78,7 @@ static int config_show(int argc, char **argv, int digest)
 		cfg_digest(c, d);
 		printf("%s\n", d);
 	} else if (cfg_write_ex(c, stdout, CFG_WRITE_ORIGINS)) {
-		fprintf(stderr, "kvsim: config show: write error\n");
-		status = 1;
+		status = cli_fail(&(err_t){KS_EIO, "write error on standard output"});
 	}
 	cli_config_free(c);
 out:
@@ -101,20 +88,21 @@ out:
 
 int cli_config_main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
+	if (argc < 2)
+		return cli_usage_error("missing subcommand (show, digest, doc)");
 	const char *sub = argv[1];
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+	if (cli_is_help(sub) || !strcmp(sub, "help")) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(sub, "show"))
-		return config_show(argc - 1, argv + 1, 0);
-	if (!strcmp(sub, "digest"))
-		return config_show(argc - 1, argv + 1, 1);
-	if (!strcmp(sub, "doc"))
-		return config_doc(argc - 1, argv + 1);
-	return usage_error("unknown subcommand '%s' (show, digest, doc)", sub);
+	int which = !strcmp(sub, "show")     ? 0
+	            : !strcmp(sub, "digest") ? 1
+	            : !strcmp(sub, "doc")    ? 2
+	                                     : -1;
+	if (which < 0)
+		return cli_usage_error("unknown subcommand '%s' (show, digest, doc)", sub);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "config %s", sub);
+	cli_set_command(cmd);
+	return which == 2 ? config_doc(argc - 1, argv + 1) : config_show(argc - 1, argv + 1, which);
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim/cfg.h"
 #include "sim/cli.h"
@@ -15,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
-		   "                 [--plugin FILE.so]... [--quiet]\n\n"
+		   "                 [--plugin FILE.so]... [--strict] [--progress] [--quiet]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
 		   "built-in default experiment (see 'kvsim config show').\n\n"
 		   "options:\n");
@@ -23,9 +24,15 @@ static void usage(FILE *f)
 	fprintf(f, "  -o, --out DIR             also write DIR/runs/<id>.h5 and a row in\n"
 		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
 		   "  --plugin FILE.so          load policies from a shared object (repeatable)\n"
-		   "  -q, --quiet               print nothing but errors\n"
-		   "  -h, --help                this help\n\n"
-		   "Exit status: 0 ok, 1 runtime failure, 2 usage or input error.\n");
+		   "  --strict                  a run that is likely not what was meant (no\n"
+		   "                            request passed the trace window) is an input\n"
+		   "                            error, not a warning, and writes nothing\n"
+		   "  --progress, --no-progress a line on stderr with the simulated time,\n"
+		   "                            requests done and an ETA, redrawn twice a second\n"
+		   "                            (default: when stderr is a terminal, not with -q)\n"
+		   "  -q, --quiet               print nothing but errors and warnings\n"
+		   "  -h, --help                this help\n");
+	cli_help_end(f);
 }
 
 /* Rows of the summary table: metric name, label, format scale. */
@@ -82,6 +89,35 @@ static const struct {
 	{"sim_events", "events"},
 };
 
+/* The progress line: at most twice a second, the first after half a
+ * second (a short run shows none), erased when the run ends. */
+typedef struct progress {
+	double t0, last;
+	int shown;
+} progress_t;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int on_progress(void *ctx, const sim_progress_t *p)
+{
+	progress_t *g = ctx;
+	double t = now_s();
+	if (t - g->last < 0.5)
+		return 0;
+	g->last = t;
+	char line[256];
+	cli_progress_line(line, sizeof line, p, t - g->t0);
+	fprintf(stderr, "\r%s\033[K", line); /* ECMA-48 EL: erase to the end of the line */
+	fflush(stderr);
+	g->shown = 1;
+	return 0;
+}
+
 static void print_summary(const sim_results_t *r)
 {
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -104,7 +140,7 @@ int cli_run_main(int argc, char **argv)
 	cli_cfg_args_t a = {NULL, (const char **)(argv + argc), 0};
 	const char *sets[256];
 	a.sets = sets;
-	int quiet = 0;
+	int quiet = 0, strict = 0, progress = -1;
 	const char *out_dir = NULL;
 	err_t e = {0};
 	pol_registry_t *reg = NULL;
@@ -112,9 +148,8 @@ int cli_run_main(int argc, char **argv)
 	for (int i = 1; i < argc;) {
 		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
 		     !strcmp(argv[i], "--plugin")) && i + 1 >= argc) {
-			fprintf(stderr, "kvsim: run: %s needs a value\n", argv[i]);
 			pol_registry_free(reg);
-			return 2;
+			return cli_usage_error("%s needs a value", argv[i]);
 		}
 		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
 			out_dir = argv[i + 1];
@@ -122,10 +157,8 @@ int cli_run_main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(argv[i], "--plugin")) {
-			if (!reg && !(reg = pol_registry_new())) {
-				fprintf(stderr, "kvsim: out of memory\n");
-				return 1;
-			}
+			if (!reg && !(reg = pol_registry_new()))
+				return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 			if (pol_registry_load(reg, argv[i + 1], &e)) {
 				pol_registry_free(reg);
 				return cli_fail(&e);
@@ -133,7 +166,8 @@ int cli_run_main(int argc, char **argv)
 			i += 2;
 			continue;
 		}
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		if (cli_is_help(argv[i])) {
+			pol_registry_free(reg);
 			usage(stdout);
 			return 0;
 		}
@@ -142,19 +176,26 @@ int cli_run_main(int argc, char **argv)
 			i++;
 			continue;
 		}
+		if (!strcmp(argv[i], "--strict")) {
+			strict = 1;
+			i++;
+			continue;
+		}
+		if (!strcmp(argv[i], "--progress") || !strcmp(argv[i], "--no-progress")) {
+			progress = argv[i][2] == 'p';
+			i++;
+			continue;
+		}
 		if (a.nsets >= 250) {
-			fprintf(stderr, "kvsim: run: too many --set options\n");
 			pol_registry_free(reg);
-			return 2;
+			return cli_usage_error("too many --set options (at most 250)");
 		}
 		rc = cli_cfg_arg(&a, argc, argv, &i, &e);
 		if (rc <= 0) {
 			pol_registry_free(reg);
 			if (rc < 0)
 				return cli_fail(&e);
-			fprintf(stderr, "kvsim: run: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
+			return cli_usage_error("unknown option '%s'", argv[i]);
 		}
 	}
 	cfg_t *cfg = NULL;
@@ -163,7 +204,23 @@ int cli_run_main(int argc, char **argv)
 		return cli_fail(&e);
 	}
 	sim_results_t r;
-	rc = sim_run_with(cfg, reg, &r, &e);
+	progress_t pg = {now_s(), now_s(), 0};
+	sim_run_opts_t ro = {0};
+	if (cli_progress_wanted(progress, quiet)) {
+		ro.progress = on_progress;
+		ro.progress_ctx = &pg;
+	}
+	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
+	if (pg.shown)
+		fputs("\r\033[K", stderr);
+	if (!rc && r.warning[0]) {
+		if (strict) {
+			rc = err_set(&e, KS_EINPUT, "%s (--strict)", r.warning);
+			sim_results_free(&r);
+		} else {
+			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
+		}
+	}
 	char id[65] = "";
 	if (!rc && out_dir) {
 		out_hdf5_opts_t h5;

@@ -1,9 +1,11 @@
 /* err — see err.h. */
 #include "sim/err.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int err_set(err_t *e, int code, const char *fmt, ...)
 {
@@ -51,4 +53,36 @@ const char *err_name(int code)
 	case KS_EIO: return "I/O error";
 	default: return "unknown error";
 	}
+}
+
+int err_path_code(int errnum)
+{
+	switch (errnum) {
+	case ENOENT:
+	case ENOTDIR:
+	case EISDIR:
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+	case ENAMETOOLONG:
+	case EROFS:
+		return KS_EINPUT;
+	default:
+		return KS_EIO;
+	}
+}
+
+FILE *err_fopen_in(const char *path, err_t *e)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	int en = f ? 0 : errno;
+	if (f && !fstat(fileno(f), &sb) && S_ISDIR(sb.st_mode))
+		en = EISDIR;
+	if (!en)
+		return f;
+	if (f)
+		fclose(f);
+	err_set(e, err_path_code(en), "%s: cannot open: %s", path, strerror(en));
+	return NULL;
 }

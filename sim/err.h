@@ -9,6 +9,7 @@
 #define KVSIM_ERR_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum {
 	KS_OK = 0,
@@ -32,5 +33,14 @@ int err_prefix(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 
 int err_exit_status(int code);
 /* A fixed English name for a code ("input error", ...). */
 const char *err_name(int code);
+
+/* The code for a failed open or create of a path the user named: KS_EINPUT
+ * when the path itself is wrong (ENOENT, ENOTDIR, EISDIR, EACCES, EPERM,
+ * ELOOP, ENAMETOOLONG, EROFS), KS_EIO otherwise (a full disk, an I/O error). */
+int err_path_code(int errnum);
+/* Opens an input file for reading (binary): a directory is refused here,
+ * where fopen would accept it and the first read fail. NULL with e set to
+ * "PATH: cannot open: REASON" and err_path_code's code. */
+FILE *err_fopen_in(const char *path, err_t *e);
 
 #endif

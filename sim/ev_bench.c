@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/cli_common.h"
 #include "sim/ev_engine.h"
 
 static double clock_s(clockid_t id)
@@ -264,9 +265,10 @@ static void phold_usage(FILE *f)
 		"                     when --end is not given)\n"
 		"  --seed S           RNG seed (default %lu)\n"
 		"  --json             print one JSON object instead of text\n"
-		"  --help             this text\n",
+		"  -h, --help         this help\n",
 		d.lps, d.events_per_lp, d.remote, (long long)d.lookahead_ns, (long long)d.mean_ns,
 		d.seed);
+	cli_help_end(f);
 }
 
 int ev_bench_phold_main(int argc, char **argv)
@@ -287,7 +289,7 @@ int ev_bench_phold_main(int argc, char **argv)
 	err_t e = {0};
 	optind = 0; /* glibc: full re-initialisation for a second getopt pass */
 	opterr = 0;
-	while (rc == KS_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while (rc == KS_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			if (!(rc = parse_int("--lps", optarg, 1, 1e9, &v, &e)))
@@ -321,18 +323,14 @@ int ev_bench_phold_main(int argc, char **argv)
 	}
 	if (rc == KS_OK && optind < argc)
 		rc = err_set(&e, KS_EINPUT, "unexpected argument '%s'", argv[optind]);
-	if (rc) {
-		fprintf(stderr, "kvsim bench phold: %s\n(try 'kvsim bench phold --help')\n", e.msg);
-		return 2;
-	}
+	if (rc)
+		return cli_usage_error("%s", e.msg);
 	if (p.end_ns == INT64_MAX && p.max_events == 0)
 		p.max_events = 10000000;
 	ev_phold_result_t r;
 	rc = ev_phold_run(&p, &r, &e);
-	if (rc) {
-		fprintf(stderr, "kvsim bench %s\n", e.msg);
-		return err_exit_status(rc);
-	}
+	if (rc)
+		return cli_fail(&e);
 	uint64_t pending = (uint64_t)p.lps * p.events_per_lp;
 	double rate = r.wall_s > 0 ? (double)r.committed / r.wall_s : 0;
 	if (json)
@@ -378,8 +376,9 @@ static void hold_usage(FILE *f)
 		"  --mean NS       mean increment, ns (default %lld)\n"
 		"  --seed S        RNG seed (default %lu)\n"
 		"  --json          print one JSON object instead of text\n"
-		"  --help          this text\n",
+		"  -h, --help      this help\n",
 		d.size, (unsigned long long)d.ops, (long long)d.mean_ns, d.seed);
+	cli_help_end(f);
 }
 
 static const char *const hold_dist_names[] = {"exp", "uniform", "bimodal"};
@@ -399,7 +398,7 @@ int ev_bench_hold_main(int argc, char **argv)
 	err_t e = {0};
 	optind = 0;
 	opterr = 0;
-	while (rc == KS_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while (rc == KS_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (!(rc = parse_int("--size", optarg, 1, 1e9, &v, &e)))
@@ -432,16 +431,12 @@ int ev_bench_hold_main(int argc, char **argv)
 	}
 	if (rc == KS_OK && optind < argc)
 		rc = err_set(&e, KS_EINPUT, "unexpected argument '%s'", argv[optind]);
-	if (rc) {
-		fprintf(stderr, "kvsim bench hold: %s\n(try 'kvsim bench hold --help')\n", e.msg);
-		return 2;
-	}
+	if (rc)
+		return cli_usage_error("%s", e.msg);
 	ev_hold_result_t r;
 	rc = ev_hold_run(&p, &r, &e);
-	if (rc) {
-		fprintf(stderr, "kvsim bench %s\n", e.msg);
-		return err_exit_status(rc);
-	}
+	if (rc)
+		return cli_fail(&e);
 	double rate = r.wall_s > 0 ? (double)r.ops / r.wall_s : 0;
 	if (json)
 		printf("{\"bench\":\"hold\",\"size\":%u,\"dist\":\"%s\",\"mean_ns\":%lld,"

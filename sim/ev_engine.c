@@ -28,6 +28,9 @@ struct ev_engine {
 	int stop;
 	ev_check_fn check;
 	void *check_ctx;
+	ev_check_fn tick; /* every tick_every events (progress reports) */
+	void *tick_ctx;
+	uint64_t tick_every, tick_left;
 	ev_slot_handler_t handlers[EV_MAX_TYPES];
 };
 
@@ -130,9 +133,21 @@ int ev_engine_run(ev_engine_t *eng, int64_t until_ns)
 			break;
 		if (eng->check && (rc = eng->check(eng->check_ctx, eng)))
 			break;
+		if (eng->tick && !--eng->tick_left) {
+			eng->tick_left = eng->tick_every;
+			if ((rc = eng->tick(eng->tick_ctx, eng)))
+				break;
+		}
 	}
 	eng->stop = 0;
 	return rc > 0 ? KS_ERUNTIME : rc;
+}
+
+void ev_engine_set_tick(ev_engine_t *eng, uint64_t every, ev_check_fn fn, void *ctx)
+{
+	eng->tick = every ? fn : NULL;
+	eng->tick_ctx = ctx;
+	eng->tick_every = eng->tick_left = every;
 }
 
 void ev_engine_stop(ev_engine_t *eng)

@@ -22,6 +22,10 @@ ev_engine_t *ev_engine_new(size_t capacity_hint);
 void ev_engine_free(ev_engine_t *eng);
 int ev_engine_register(ev_engine_t *eng, uint32_t type, ev_handler_fn fn, void *ctx);
 void ev_engine_set_check(ev_engine_t *eng, ev_check_fn fn, void *ctx);
+/* Calls fn after every `every` dispatched events (0 or NULL: never), for
+ * reports that must not change the run: no event is added, so results stay
+ * the same. A nonzero return stops the run, as from a handler. */
+void ev_engine_set_tick(ev_engine_t *eng, uint64_t every, ev_check_fn fn, void *ctx);
 int64_t ev_engine_now(const ev_engine_t *eng);
 /* Schedules at absolute time t (>= now); EV_NONE on failure. */
 ev_handle_t ev_engine_at(ev_engine_t *eng, int64_t t, uint32_t type, uint32_t target,

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 
 typedef struct subcommand {
 	const char *name;
@@ -31,8 +32,8 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (size_t i = 0; i < N_SUB; i++)
 		fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
-	fprintf(f, "\nRun 'kvsim COMMAND --help' for a command's options.\n"
-		   "Exit status: 0 ok, 1 runtime failure, 2 usage or input error.\n");
+	fprintf(f, "\nRun 'kvsim COMMAND --help' for a command's options.\n");
+	cli_help_end(f);
 }
 
 int main(int argc, char **argv)
@@ -41,7 +42,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
 	}
@@ -50,9 +51,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < N_SUB; i++)
-		if (!strcmp(argv[1], subcommands[i].name))
+		if (!strcmp(argv[1], subcommands[i].name)) {
+			cli_set_command(argv[1]);
 			return subcommands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+		}
+	return cli_usage_error("unknown command '%s'", argv[1]);
 }

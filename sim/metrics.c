@@ -87,7 +87,7 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 		{"goodput_rps", "1/s", done ? ok_both / span_s : 0},
 		{"hit_rate_tokens", "", in_tok ? (double)hit_tok / in_tok : NAN},
 		{"hit_rate_blocks", "", o->blocks_total ? (double)o->blocks_hit / o->blocks_total : NAN},
-		{"spec_hit_tokens", "", (double)spec_tok},
+		{"spec_hit_tokens", "tokens", (double)spec_tok},
 	};
 	int rc = 0;
 	for (size_t i = 0; i < sizeof m / sizeof m[0] && !rc; i++)

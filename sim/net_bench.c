@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/cli_common.h"
 #include "sim/net_cli.h"
 #include "sim/net_topo.h"
 
@@ -265,18 +266,22 @@ int net_bench_main(int argc, char **argv)
 			quick = 1;
 		} else if (!strcmp(argv[i], "--cpu")) {
 			prof_mode = 2;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: kvsim net bench [--quick] [--cpu]\n"
+		} else if (cli_is_help(argv[i])) {
+			printf("usage: kvsim %s [--quick] [--cpu]\n\n"
 			       "Flow-event cost (median, p99 in microseconds: the event's handler\n"
 			       "plus its share of the re-solve at that instant), wall time, and mean\n"
-			       "aggregates (distinct active paths) per re-solve.\n"
-			       "--quick: 10x fewer flows and events (smoke test).\n"
-			       "--cpu: time events with the thread CPU clock instead of the wall\n"
-			       "clock (robust on a loaded machine; the clock read costs more).\n");
+			       "aggregates (distinct active paths) per re-solve.\n\n"
+			       "options:\n"
+			       "  --quick      10x fewer flows and events (smoke test)\n"
+			       "  --cpu        time events with the thread CPU clock instead of the\n"
+			       "               wall clock (robust on a loaded machine; the clock read\n"
+			       "               costs more)\n"
+			       "  -h, --help   this help\n",
+			       *cli_command() ? cli_command() : "net bench");
+			cli_help_end(stdout);
 			return 0;
 		} else {
-			fprintf(stderr, "kvsim net bench: unknown option '%s'\n", argv[i]);
-			return 2;
+			return cli_usage_error("unknown option '%s'", argv[i]);
 		}
 	}
 	uint64_t k = quick ? 10 : 1;
@@ -335,6 +340,7 @@ int net_bench_main(int argc, char **argv)
 	}
 	return 0;
 fail:
-	fprintf(stderr, "kvsim net bench: failed (%s)\n", err_name(rc));
-	return 1;
+	err_t e;
+	err_set(&e, rc, "failed (%s)", err_name(rc));
+	return cli_fail(&e);
 }

@@ -20,6 +20,7 @@
 
 #include "sim/cfg.h"
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 #include "sim/net.h"
 
 #define NAME_MAX_LEN 64
@@ -335,9 +336,9 @@ static int on_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 int net_scenario_run(const char *path, FILE *out, int show_links, err_t *e)
 {
 	scen_t s = {.file = path, .share = NET_SHARE_STRICT, .mode = NET_BG_IMMEDIATE, .e = e};
-	FILE *f = fopen(path, "r");
+	FILE *f = err_fopen_in(path, e);
 	if (!f)
-		return err_set(e, KS_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+		return e->code;
 	int rc = parse(&s, f, e);
 	fclose(f);
 	ev_engine_t *eng = NULL;
@@ -412,41 +413,47 @@ static void usage(FILE *f)
 		   "  flow NAME BYTES START_NS fg|bg [cap=B/S] [copies=N overhead=NS] LINK...\n"
 		   "  share strict | share weighted W\n"
 		   "  background immediate | idle_window T | rate_cap S\n"
-		   "bench: flow-event cost on a leaf/spine cluster and the scaling table.\n");
+		   "bench: flow-event cost on a leaf/spine cluster and the scaling table\n"
+		   "('kvsim net bench --help').\n\n"
+		   "options:\n"
+		   "  --links      run: also print per-link bytes and busy time\n"
+		   "  -h, --help   this help\n");
+	cli_help_end(f);
 }
 
 int net_cli_main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argc < 2)
+		return cli_usage_error("missing command (run, bench)");
+	if (cli_is_help(argv[1])) {
+		usage(stdout);
+		return 0;
 	}
+	if (strcmp(argv[1], "bench") && strcmp(argv[1], "run"))
+		return cli_usage_error("unknown command '%s' (run, bench)", argv[1]);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "net %s", argv[1]);
+	cli_set_command(cmd);
 	if (!strcmp(argv[1], "bench"))
 		return net_bench_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "run")) {
-		fprintf(stderr, "kvsim net: unknown command '%s'\n", argv[1]);
-		usage(stderr);
-		return 2;
-	}
-	int links = 0, i = 2;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--links")) {
+	int links = 0;
+	const char *file = NULL;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--links"))
 			links = 1;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		else if (cli_is_help(argv[i])) {
 			usage(stdout);
 			return 0;
-		} else {
-			fprintf(stderr, "kvsim net run: unknown option '%s'\n", argv[i]);
-			return 2;
-		}
+		} else if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage_error("unknown option '%s'", argv[i]);
+		else if (file)
+			return cli_usage_error("unexpected argument '%s' (one FILE)", argv[i]);
+		else
+			file = argv[i];
 	}
-	if (i + 1 != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (!file)
+		return cli_usage_error("missing FILE");
 	err_t e = {0};
-	int rc = net_scenario_run(argv[i], stdout, links, &e);
-	if (rc)
-		fprintf(stderr, "kvsim net: %s\n", e.msg);
-	return err_exit_status(rc);
+	int rc = net_scenario_run(file, stdout, links, &e);
+	return rc ? cli_fail(&e) : 0;
 }

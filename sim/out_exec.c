@@ -309,6 +309,7 @@ static int finish_point(sweep_t *s, size_t k, report_t *r, err_t *e)
 			 r->kind == REP_CRASH ? "crashed on every attempt; last: " : "", r->err);
 		rc = out_catalog_failed(s->cat, p->id, msg, e);
 		s->st->failed++;
+		s->st->failed_input += r->kind == REP_ERROR && r->code == KS_EINPUT;
 	}
 	free(r->metric);
 	r->metric = NULL;

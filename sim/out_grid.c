@@ -271,14 +271,15 @@ void out_point_free(out_point_t *p)
 	memset(p, 0, sizeof *p);
 }
 
-static int set_value(cfg_t *c, const char *key, const char *val, err_t *e)
+/* origin labels the value ("--grid", "--seeds"): errors and cfg_origin name it */
+static int set_value(cfg_t *c, const char *key, const char *val, const char *origin, err_t *e)
 {
 	size_t n = strlen(key) + strlen(val) + 2;
 	char *a = malloc(n);
 	if (!a)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	snprintf(a, n, "%s=%s", key, val);
-	int rc = cfg_set(c, a, e);
+	int rc = cfg_set_as(c, a, origin, e);
 	free(a);
 	return rc;
 }
@@ -320,7 +321,7 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 	}
 	int rc = 0;
 	for (size_t j = 0; j < p->n_params && !rc; j++)
-		if ((rc = set_value(p->cfg, p->params[j].key, p->params[j].value, e)))
+		if ((rc = set_value(p->cfg, p->params[j].key, p->params[j].value, "--grid", e)))
 			err_prefix(e, "sweep axis %s", p->params[j].key);
 	char sec[128], name[128];
 	const cfg_key_t *sk = NULL;
@@ -335,7 +336,7 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 		if (seed_i) {
 			char v[32];
 			snprintf(v, sizeof v, "%llu", (unsigned long long)p->seed);
-			rc = set_value(p->cfg, seed_key, v, e);
+			rc = set_value(p->cfg, seed_key, v, "--seeds", e);
 		}
 	}
 	if (!rc)

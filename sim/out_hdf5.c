@@ -1,6 +1,7 @@
 /* out_hdf5 — see out_hdf5.h. */
 #include "sim/out_hdf5.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <nettle/sha2.h>
@@ -313,7 +314,8 @@ static int write_config(hid_t f, const char *text)
 	d = H5Dcreate2(f, "config", ty, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	const char *v = text ? text : "";
 	if (d >= 0 && H5Dwrite(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) >= 0 &&
-	    attr_str(d, "doc", "resolved config (INI), loadable with kvsim run -c") >= 0)
+	    attr_str(d, "doc", "resolved config (INI); saved as FILE it runs the same "
+			       "experiment: kvsim run FILE") >= 0)
 		rc = 0;
 out:
 	if (d >= 0)
@@ -373,10 +375,40 @@ static int write_provenance(hid_t f, const sim_results_t *r)
 	return 0;
 }
 
-/* HDF5 prints its error stack by default; callers get err_t instead. */
+/* HDF5 prints its error stack by default; callers get err_t instead.
+ * Its exit-time cleanup is turned off (when this is the first HDF5 call):
+ * after an H5Fclose that failed (a full disk), HDF 1.10's cleanup closes
+ * that file again and crashes; every file here is closed explicitly. */
 static void quiet_hdf5(void)
 {
+	H5dont_atexit();
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static herr_t find_errno(unsigned n, const H5E_error2_t *err, void *ctx)
+{
+	(void)n;
+	const char *p = err->desc ? strstr(err->desc, "errno = ") : NULL;
+	if (p && !*(int *)ctx)
+		*(int *)ctx = atoi(p + 8);
+	return 0;
+}
+
+/* Why the last HDF5 call failed at the system level: HDF5's file drivers
+ * record "errno = N" in the error stack (H5FDsec2.c), which the next API
+ * call clears, so ask right after the failure; else errno as it was left.
+ * " (REASON)" for messages, "" when nothing says. */
+static const char *io_reason(char *buf, size_t n)
+{
+	int en = 0;
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_errno, &en);
+	if (!en)
+		en = errno;
+	if (en)
+		snprintf(buf, n, ": %s", strerror(en));
+	else
+		buf[0] = '\0';
+	return buf;
 }
 
 void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o)
@@ -401,40 +433,54 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 		return err_set(e, KS_EINPUT, "%s: path too long", path);
 	quiet_hdf5();
 	unlink(tmp);
+	char why[160];
+	errno = 0;
 	hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
 	if (f < 0)
-		return err_set(e, KS_EIO, "%s: cannot create HDF5 file", tmp);
+		return err_set(e, KS_EIO, "%s: cannot create HDF5 file%s", path,
+			       io_reason(why, sizeof why));
 	const char *step = NULL;
-	if (write_table(f, &t_req, r->req, r->n_req, &o) < 0)
+	/* errno is cleared before each step so that io_reason's fallback is
+	 * that step's */
+	if ((errno = 0, write_table(f, &t_req, r->req, r->n_req, &o) < 0))
 		step = "/requests";
-	else if (write_table(f, &t_xfer, r->xfer, r->n_xfer, &o) < 0)
+	else if ((errno = 0, write_table(f, &t_xfer, r->xfer, r->n_xfer, &o) < 0))
 		step = "/transfers";
-	else if (write_table(f, &t_tl, r->tl, r->n_tl, &o) < 0)
+	else if ((errno = 0, write_table(f, &t_tl, r->tl, r->n_tl, &o) < 0))
 		step = "/timeline";
-	else if (write_summary(f, r, &o) < 0)
+	else if ((errno = 0, write_summary(f, r, &o) < 0))
 		step = "/summary";
-	else if (write_config(f, r->config_text) < 0)
+	else if ((errno = 0, write_config(f, r->config_text) < 0))
 		step = "/config";
-	else if (write_provenance(f, r) < 0)
+	else if ((errno = 0, write_provenance(f, r) < 0))
 		step = "provenance attributes";
-	if (H5Fclose(f) < 0 && !step)
+	else
+		errno = 0;
+	/* the reason is read before anything else runs: a full disk must say so */
+	if (step)
+		io_reason(why, sizeof why);
+	if (H5Fclose(f) < 0 && !step) {
 		step = "close";
+		io_reason(why, sizeof why);
+	}
 	if (step) {
 		unlink(tmp);
-		return err_set(e, KS_EIO, "%s: writing %s failed", path, step);
+		return err_set(e, KS_EIO, "%s: writing %s failed%s", path, step, why);
 	}
 	/* Data must be on disk before the name says "complete". */
 	int fd = open(tmp, O_RDONLY);
 	if (fd < 0 || fsync(fd) < 0) {
+		int en = errno;
 		if (fd >= 0)
 			close(fd);
 		unlink(tmp);
-		return err_set(e, KS_EIO, "%s: fsync failed", tmp);
+		return err_set(e, KS_EIO, "%s: fsync failed: %s", path, strerror(en));
 	}
 	close(fd);
 	if (rename(tmp, path) < 0) {
+		int en = errno;
 		unlink(tmp);
-		return err_set(e, KS_EIO, "%s: rename from %s failed", path, tmp);
+		return err_set(e, KS_EIO, "%s: rename into place failed: %s", path, strerror(en));
 	}
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/cli.h"
+#include "sim/cli_common.h"
 #include "sim/out_catalog.h"
 
 #define DEFAULT_DIR "results"
@@ -17,8 +18,8 @@ static void usage(FILE *f)
 		"Lists the runs in DIR/catalog.sqlite (DIR defaults to '%s'): one row per run\n"
 		"with its status, seed, the kvsim revision that made it (git_rev), swept\n"
 		"parameters and summary metrics.\n\n"
-		"  --where SQL        SQLite condition, e.g. \"status = 'done' AND fake.rate > 2\"\n"
-		"                     (dotted column names may be written bare)\n"
+		"  --where SQL        SQLite condition on the columns (dotted parameter names\n"
+		"                     may be written bare: trace.fanout_size > 24)\n"
 		"  --sort [-]COL      order by a column; a leading '-' sorts descending\n"
 		"  --columns A,B,...  columns to show; 'all' shows every column but config\n"
 		"                     (id, status, error, attempts, h5_path, started_at, ...)\n"
@@ -29,14 +30,21 @@ static void usage(FILE *f)
 		"  --csv              comma-separated output with full ids and full precision\n"
 		"  compare A B        two runs (id prefixes) side by side: parameters, metrics\n"
 		"                     with B-A and B/A, and the config keys that differ\n"
-		"  -h, --help         this help\n",
+		"  -h, --help         this help\n\n"
+		"examples (the sweep makes the catalog the others read; ID_A and ID_B stand\n"
+		"for ids, or prefixes of them, from the id column):\n"
+		"  kvsim sweep --grid policy.replication.name=none,early_rdma --grid trace.fanout_size=24,48 -o results\n"
+		"  kvsim runs results --where \"status = 'done' AND trace.fanout_size > 24\" --sort -ttft_p99_ms\n"
+		"  kvsim runs results --columns id,policy.replication.name,trace.fanout_size,ttft_p99_ms,hit_rate_tokens\n"
+		"  kvsim runs results --columns all --csv\n"
+		"  kvsim runs compare ID_A ID_B results\n",
 		DEFAULT_DIR);
+	cli_help_end(f);
 }
 
 static int fail(const err_t *e)
 {
-	fprintf(stderr, "kvsim runs: %s\n", e->msg);
-	return err_exit_status(e->code);
+	return cli_fail(e);
 }
 
 /* Table cells: floats with 6 significant digits, ids shortened. */
@@ -259,15 +267,17 @@ int out_runs_main(int argc, char **argv)
 	const char *dir = NULL, *where = NULL, *sort = NULL, *cols = NULL;
 	int csv = 0;
 	if (argc >= 2 && !strcmp(argv[1], "compare")) {
-		if (argc == 2 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
-			usage(argc == 2 ? stderr : stdout);
-			return argc == 2 ? 2 : 0;
-		}
-		if (argc != 4 && argc != 5) {
-			fprintf(stderr, "kvsim runs compare: expected two run ids and an optional "
-					"DIR\n");
-			return 2;
-		}
+		cli_set_command("runs compare");
+		for (int i = 2; i < argc; i++)
+			if (cli_is_help(argv[i])) {
+				usage(stdout);
+				return 0;
+			}
+		for (int i = 2; i < argc; i++)
+			if (argv[i][0] == '-' && argv[i][1])
+				return cli_usage_error("unknown option '%s'", argv[i]);
+		if (argc != 4 && argc != 5)
+			return cli_usage_error("expected two run ids and an optional DIR");
 		return compare(argc == 5 ? argv[4] : DEFAULT_DIR, argv[2], argv[3]);
 	}
 	for (int i = 1; i < argc; i++) {
@@ -275,23 +285,21 @@ int out_runs_main(int argc, char **argv)
 		const char **dst = !strcmp(o, "--where") ? &where
 				   : !strcmp(o, "--sort") ? &sort
 				   : !strcmp(o, "--columns") ? &cols : NULL;
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+		if (cli_is_help(o)) {
 			usage(stdout);
 			return 0;
 		} else if (dst) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "kvsim runs: %s needs a value\n", o);
-				return 2;
-			}
+			if (i + 1 >= argc)
+				return cli_usage_error("%s needs a value", o);
 			*dst = argv[++i];
 		} else if (!strcmp(o, "--csv")) {
 			csv = 1;
 		} else if (o[0] != '-' && !dir) {
 			dir = o;
+		} else if (o[0] == '-') {
+			return cli_usage_error("unknown option '%s'", o);
 		} else {
-			fprintf(stderr, "kvsim runs: unexpected argument '%s'\n"
-					"Run 'kvsim runs --help' for usage.\n", o);
-			return 2;
+			return cli_usage_error("unexpected argument '%s'", o);
 		}
 	}
 	out_catalog_t *c;

@@ -13,7 +13,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
-		"                   [--seeds N] [-j WORKERS] [-o DIR] [--keep-stale] [--dry-run]\n\n"
+		"                   [--seeds N] [-j WORKERS] [-o DIR] [--keep-stale] [--dry-run]\n"
+		"                   [--strict]\n\n"
 		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
 		"DIR/catalog.sqlite. Rerunning the same command skips points already done, unless\n"
 		"their file is missing, truncated or fails its SHA-256, or another revision of\n"
@@ -31,24 +32,37 @@ static void usage(FILE *f)
 		"  --dry-run                 list the points and what the sweep would do with\n"
 		"                            each: done, kept, todo, failed, stale, missing,\n"
 		"                            truncated, corrupt (all but done and kept run)\n"
+		"  --strict                  a point whose run has no request (trace window\n"
+		"                            past its end) fails as bad input, not a warning\n"
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
 		"  -h, --help                this help\n\n"
 		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
-		"catalog: mpirun -n 8 kvsim sweep ...  Exit status: 0 all points done, 1 some\n"
-		"point failed or a runtime error, 2 usage or input error.\n");
+		"catalog: mpirun -n 8 kvsim sweep ...\n\n"
+		"A point that fails is recorded (kvsim runs DIR --columns id,error) and the\n"
+		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
+		"input (config or trace).\n");
+	cli_help_end(f);
 }
 
+/* ctx: the --strict flag. A point whose run warns (no request passed the
+ * trace window) says so on stderr, or under --strict fails as bad input. */
 static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
 {
-	(void)ctx;
-	return sim_run(c, r, e);
+	int rc = sim_run(c, r, e);
+	if (rc || !r->warning[0])
+		return rc;
+	if (*(const int *)ctx) {
+		rc = err_set(e, KS_EINPUT, "%s (--strict)", r->warning);
+		sim_results_free(r);
+		return rc;
+	}
+	fprintf(stderr, "kvsim sweep: warning: %s\n", r->warning);
+	return 0;
 }
 
 static int bad_usage(const char *msg, const char *arg)
 {
-	fprintf(stderr, "kvsim sweep: %s%s%s\nRun 'kvsim sweep --help' for usage.\n", msg,
-		arg ? " " : "", arg ? arg : "");
-	return 2;
+	return cli_usage_error("%s%s%s%s", msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
 static int parse_uint(const char *s, unsigned max, unsigned *v)
@@ -122,18 +136,17 @@ int out_sweep_main(int argc, char **argv)
 	out_grid_t *g = out_grid_new();
 	cfg_t *base = NULL;
 	err_t e = {0};
-	int status = 0, dry = 0, progress = -1, keep_stale = 0;
+	int status = 0, dry = 0, progress = -1, keep_stale = 0, strict = 0;
 	unsigned jobs = 1, seeds = 1;
 	const char *dir = NULL;
 	cli_cfg_args_t a = {.sets = sets};
 	if (!sets || !g) {
-		fprintf(stderr, "kvsim sweep: out of memory\n");
-		status = 1;
+		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 		goto out;
 	}
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+		if (cli_is_help(o)) {
 			usage(stdout);
 			goto out;
 		}
@@ -167,6 +180,9 @@ int out_sweep_main(int argc, char **argv)
 		} else if (!strcmp(o, "--keep-stale")) {
 			keep_stale = 1;
 			i++;
+		} else if (!strcmp(o, "--strict")) {
+			strict = 1;
+			i++;
 		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
 			progress = o[2] == 'p';
 			i++;
@@ -198,8 +214,8 @@ int out_sweep_main(int argc, char **argv)
 		goto out;
 	}
 	out_sweep_opts_t so = {.dir = dir, .jobs = jobs, .progress = progress,
-			       .seed_key = "experiment.seed", .run = sweep_sim_run, .mpi = -1,
-			       .keep_stale = keep_stale};
+			       .seed_key = "experiment.seed", .run = sweep_sim_run,
+			       .run_ctx = &strict, .mpi = -1, .keep_stale = keep_stale};
 	out_hdf5_opts_from_cfg(base, &so.h5);
 	out_sweep_stats_t st;
 	int rc = out_sweep_run(g, base, &so, &st, &e);
@@ -218,7 +234,8 @@ int out_sweep_main(int argc, char **argv)
 		fprintf(stderr, "kvsim sweep: %zu point(s) failed; see: kvsim runs %s --where "
 				"\"status = 'failed'\" --columns id,error\n",
 			st.failed, dir);
-		status = 1;
+		/* bad input everywhere it failed is the user's to fix: exit 2 */
+		status = st.failed_input == st.failed ? 2 : 1;
 	}
 out:
 	if (base)

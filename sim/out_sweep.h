@@ -109,6 +109,7 @@ typedef struct out_sweep_stats {
 	size_t rerun_missing; /* done, but the file was gone */
 	size_t rerun_damaged; /* done, but the file was truncated or corrupt */
 	size_t kept_stale;    /* skipped though of another revision (keep_stale) */
+	size_t failed_input; /* of failed: by an input error (bad config or trace) */
 	int rank;       /* MPI rank (0 when local); only rank 0 has counts */
 	int ranks;      /* 1 when local */
 } out_sweep_stats_t;

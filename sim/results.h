@@ -73,6 +73,11 @@ typedef struct sim_results {
 	uint64_t events;      /* engine events dispatched */
 	char git_rev[64];     /* build revision that made it; "": this build's
 			       * (out_build_rev), which out_hdf5_write records */
+	/* What the caller should say about a run that succeeded but is likely
+	 * not what was meant (no request passed the trace window), in the
+	 * "PLACE: [section] key: reason" form; "" when nothing. Callers print
+	 * it as a warning, or refuse the run when asked to be strict. */
+	char warning[1024];
 } sim_results_t;
 
 void sim_results_free(sim_results_t *r);

@@ -31,6 +31,26 @@ typedef struct sim_source {
 	const char *name;       /* trace path or "gen:KIND" */
 } sim_source_t;
 
+/* Where a running simulation stands, for a progress line. */
+typedef struct sim_progress {
+	int64_t now_ns;    /* simulated time */
+	uint64_t arrived;  /* requests that have arrived */
+	uint64_t finished; /* requests that have completed or been rejected */
+	double fraction;   /* share of the trace read, 0..1; < 0 when unknown */
+} sim_progress_t;
+/* Called from inside the run every few thousand events; it must not touch
+ * the simulation (results are the same with or without it). A nonzero
+ * return (a KS_E* code) stops the run with that code. */
+typedef int (*sim_progress_fn)(void *ctx, const sim_progress_t *p);
+typedef struct sim_run_opts {
+	sim_progress_fn progress; /* NULL: none */
+	void *progress_ctx;
+	/* Share of the source read so far (sim_progress_t.fraction); NULL:
+	 * unknown. sim_run_opts fills it from the trace reader. */
+	double (*fraction)(void *ctx);
+	void *fraction_ctx;
+} sim_run_opts_t;
+
 /* sim_run with the requests taken from src instead of the [trace] section. */
 int sim_run_source(const cfg_t *cfg, sim_source_t *src, sim_results_t *res, err_t *e);
 struct pol_registry;
@@ -42,6 +62,11 @@ int sim_run_reg(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *
 /* sim_run with policies looked up in reg (plugins); NULL = built-ins. */
 int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
 		 err_t *e);
+/* sim_run_with and sim_run_reg with options (o may be NULL). */
+int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
+		 sim_results_t *res, err_t *e);
+int sim_run_source_opts(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *src,
+			const sim_run_opts_t *o, sim_results_t *res, err_t *e);
 
 /* Seed of random stream `stream` derived from the master seed (splitmix64).
  * Stream ids: the trace generator and prefix model use SIM_STREAM_TRACE;

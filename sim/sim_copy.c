@@ -1012,7 +1012,8 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 	double m[POL_SPEC_N_METRICS];
 	pol_spec_metrics(&s->spec, m);
 	for (int i = 0; i < POL_SPEC_N_METRICS; i++)
-		if (sim_results_metric(res, pol_spec_metric_names[i], "", m[i]))
+		if (sim_results_metric(res, pol_spec_metric_names[i], pol_spec_metric_units[i],
+				       m[i]))
 			return KS_ENOMEM;
 	/* per link kind: bytes moved and busy time, by class */
 	static const char *const kinds[] = {"nvlink", "pcie", "nic", "fabric"};

@@ -566,11 +566,13 @@ static int kv_pool_blocks(const cfg_t *cfg, const mdl_hw_t *hw, const mdl_llm_t 
 	uint64_t tokens =
 		mdl_kv_tokens_per_instance(hw, llm, tp, cfg_float(cfg, "cluster", "reserve_fraction"));
 	if (tokens / B == 0)
-		return err_set(e, KS_EINPUT,
-			       "[cluster] tp: %s weights (%.1f GB per GPU at tp=%u) leave no room "
-			       "for KV in %.1f GB of HBM (%s)",
-			       llm->name, (double)mdl_weights_bytes_per_gpu(llm, tp) / 1e9, tp,
-			       (double)hw->hbm_bytes / 1e9, hw->name);
+		return cfg_err_keys(cfg, e,
+				    "cluster.tp,model.name,model.file,gpu.name,gpu.file,"
+				    "cluster.reserve_fraction",
+				    "%s weights (%.1f GB per GPU at tp=%u) leave no room for KV "
+				    "in %.1f GB of HBM (%s)",
+				    llm->name, (double)mdl_weights_bytes_per_gpu(llm, tp) / 1e9, tp,
+				    (double)hw->hbm_bytes / 1e9, hw->name);
 	*out = (uint32_t)(tokens / B);
 	return 0;
 }
@@ -585,9 +587,21 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->tp = (uint32_t)cfg_int(cfg, "cluster", "tp");
 	s->gpus_per_node = (uint32_t)cfg_int(cfg, "cluster", "gpus_per_node");
 	s->nodes = (uint32_t)cfg_int(cfg, "cluster", "nodes");
+	/* Rules between keys name the one set last (cfg_err_keys), so the
+	 * message points at the line to change; mdl_compute_init checks the
+	 * same head rules, without the config's places. */
 	if (s->gpus_per_node % s->tp)
-		return err_set(e, KS_EINPUT, "[cluster] tp: %u does not divide gpus_per_node %u",
-			       s->tp, s->gpus_per_node);
+		return cfg_err_keys(cfg, e, "cluster.tp,cluster.gpus_per_node",
+				    "tp = %u does not divide gpus_per_node = %u", s->tp,
+				    s->gpus_per_node);
+	if (llm.heads % s->tp)
+		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.heads",
+				    "tp = %u does not divide %s's %u attention heads", s->tp,
+				    llm.name, llm.heads);
+	if (llm.attention == MDL_ATTN_GQA && llm.kv_heads % s->tp && s->tp % llm.kv_heads)
+		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.kv_heads",
+				    "tp = %u and %s's %u KV heads: one must divide the other",
+				    s->tp, llm.name, llm.kv_heads);
 	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)))
 		return rc;
 	cluster_params_t p = {0};
@@ -737,7 +751,7 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 		{"kv_block_frees", "blocks", (double)s->cl.kv_block_frees},
 		{"sim_events", "", (double)res->events},
 		{"sim_time_s", "s", end_s},
-		{"queue_len_mean", "", end_s > 0 ? area / end_s : 0},
+		{"queue_len_mean", "requests", end_s > 0 ? area / end_s : 0},
 	};
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (sim_results_metric(res, m[i].n, m[i].u, m[i].v))
@@ -761,8 +775,24 @@ static void ctx_free(sim_ctx_t *s)
 	free(s);
 }
 
+/* The engine's tick: a progress report, nothing the run can see. */
+static int progress_tick(void *ctx, ev_engine_t *eng)
+{
+	sim_ctx_t *s = ctx;
+	const sim_run_opts_t *o = s->opts;
+	sim_progress_t p = {ev_engine_now(eng), s->pend_head_seq, s->cl.n_res,
+			    o->fraction ? o->fraction(o->fraction_ctx) : -1};
+	return s->opts->progress(s->opts->progress_ctx, &p);
+}
+
 int sim_run_reg(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
 		sim_results_t *res, err_t *e)
+{
+	return sim_run_source_opts(cfg, reg, src, NULL, res, e);
+}
+
+int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
+			const sim_run_opts_t *o, sim_results_t *res, err_t *e)
 {
 	struct timespec w0, w1;
 	clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -774,7 +804,10 @@ int sim_run_reg(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
 	s->src = src;
 	s->err = e;
 	s->cfg = cfg;
+	s->opts = o && o->progress ? o : NULL;
 	int rc = setup(s, cfg, reg, e);
+	if (!rc && s->opts)
+		ev_engine_set_tick(s->eng, 8192, progress_tick, s);
 	if (!rc)
 		rc = read_one(s);
 	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)

@@ -141,6 +141,7 @@ typedef struct sim_ctx {
 	size_t n_tl, cap_tl;
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
+	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
 
 /* sim_copy.c */

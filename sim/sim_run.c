@@ -62,8 +62,19 @@ int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e)
 	return sim_run_with(cfg, NULL, res, e);
 }
 
+static double trace_fraction(void *ctx)
+{
+	return tr_progress(((trace_src_t *)ctx)->r);
+}
+
 int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
 		 err_t *e)
+{
+	return sim_run_opts(cfg, reg, NULL, res, e);
+}
+
+int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
+		 sim_results_t *res, err_t *e)
 {
 	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
 	uint32_t B = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
@@ -72,14 +83,27 @@ int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t
 	if (rc)
 		return rc;
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};
-	rc = sim_run_reg(cfg, reg, &src, res, e);
+	sim_run_opts_t ro = {0};
+	if (o) {
+		ro = *o;
+		ro.fraction = trace_fraction;
+		ro.fraction_ctx = &t;
+	}
+	rc = sim_run_source_opts(cfg, reg, &src, o ? &ro : NULL, res, e);
 	if (!rc) {
 		const char *path = tr_source(t.r);
 		if (strncmp(path, "gen:", 4))
 			rc = tr_file_sha256(path, res->trace_sha256, e);
 	}
+	err_t w = {0};
+	if (!rc && tr_check_nonempty(t.r, &w)) {
+		cfg_err_locate(cfg, &w);
+		snprintf(res->warning, sizeof res->warning, "%s", w.msg);
+	}
 	tr_close(t.r);
-	if (rc)
+	if (rc) {
 		sim_results_free(res);
+		cfg_err_locate(cfg, e); /* a check on one key names its place */
+	}
 	return rc;
 }

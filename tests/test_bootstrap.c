@@ -113,11 +113,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char p[128];
-	snprintf(p, sizeof p, "%s/Makefile", dir);
-	unlink(p);
-	rmdir(dir);
-	return 0;
+	char p[300];
+	snprintf(p, sizeof p, "rm -rf %s", dir);
+	return system(p) == 0 ? 0 : -1;
 }
 
 static void test_deps_as_user_prints_apt_line_and_fails(void **state)
@@ -150,6 +148,172 @@ static void test_deps_as_root_with_everything_installed_is_silent(void **state)
 	assert_string_equal(out, "");
 }
 
+/* ---- waiting for the apt lock; make install ------------------------------ */
+
+/* Writes an executable fake apt-get into dir/bin that logs its arguments to
+ * dir/apt.log and, for its first `locked` calls, fails the way apt-get does
+ * when another apt or dpkg holds the lock (`other`: another error). */
+static void fake_apt_get(int locked, const char *other)
+{
+	char bin[128], p[160];
+	snprintf(bin, sizeof bin, "%s/bin", dir);
+	mkdir(bin, 0755);
+	snprintf(p, sizeof p, "%s/apt-get", bin);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f,
+	        "#!/bin/sh\n"
+	        "echo \"$*\" >> %s/apt.log\n"
+	        "n=$(wc -l < %s/apt.log)\n"
+	        "%s"
+	        "if [ $n -le %d ]; then\n"
+	        "  echo 'E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by "
+	        "process 1 (apt-get)' >&2; exit 100; fi\n"
+	        "exit 0\n",
+	        dir, dir, other ? other : "", locked);
+	fclose(f);
+	chmod(p, 0755);
+	snprintf(p, sizeof p, "%s/apt.log", dir);
+	unlink(p);
+}
+
+/* Runs `make -s -C dir deps` as root with the fake apt-get first on PATH. */
+static int run_deps_fake(const char *const *vars, char **out)
+{
+	char logp[128], path[4200];
+	const char *sys = getenv("PATH");
+	snprintf(logp, sizeof logp, "%s/log", dir);
+	snprintf(path, sizeof path, "%s/bin:%s", dir, sys ? sys : "/usr/bin:/bin");
+	const char *argv[16] = {"make",
+	                        "-s",
+	                        "--no-print-directory",
+	                        "-C",
+	                        dir,
+	                        "deps",
+	                        "APT_PKGS=kvsim-no-such-package-xyz"};
+	int n = 7;
+	for (int i = 0; vars[i] && n < 15; i++)
+		argv[n++] = vars[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setenv("PATH", path, 1);
+		if (!freopen(logp, "w", stdout) || dup2(fileno(stdout), 2) < 0)
+			_exit(126);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	FILE *f = fopen(logp, "r");
+	assert_non_null(f);
+	static char buf[65536];
+	size_t len = fread(buf, 1, sizeof buf - 1, f);
+	buf[len] = '\0';
+	fclose(f);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *apt_log(void)
+{
+	char p[160];
+	snprintf(p, sizeof p, "%s/apt.log", dir);
+	FILE *f = fopen(p, "r");
+	static char buf[8192];
+	size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	buf[len] = '\0';
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* Another apt-get holding the lock: the bootstrap says so once, waits, and
+ * goes on when it is free; apt-get itself is told to wait for the dpkg
+ * lock too. */
+static void test_deps_waits_while_another_apt_holds_the_lock(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* only root installs */
+	fake_apt_get(2, NULL);
+	const char *vars[] = {"APT_LOCK_TIMEOUT=60", "APT_LOCK_RETRY_S=0", NULL};
+	char *out;
+	int st = run_deps_fake(vars, &out);
+	const char *msg = "another apt-get or dpkg holds its lock; waiting up to 60 s";
+	const char *said = strstr(out, msg);
+	if (st != 0 || !said)
+		fail_msg("exit %d:\n%s", st, out);
+	assert_null(strstr(said + strlen(msg), "waiting")); /* said once */
+	assert_string_equal(apt_log(), "-o DPkg::Lock::Timeout=60 update -qq\n"
+	                               "-o DPkg::Lock::Timeout=60 update -qq\n"
+	                               "-o DPkg::Lock::Timeout=60 update -qq\n"
+	                               "-o DPkg::Lock::Timeout=60 install -y -qq "
+	                               "--no-install-recommends kvsim-no-such-package-xyz\n");
+}
+
+/* It gives up after the timeout; any other apt-get error fails at once. */
+static void test_deps_gives_up_after_the_lock_timeout(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	fake_apt_get(1000, NULL);
+	const char *vars[] = {"APT_LOCK_TIMEOUT=1", "APT_LOCK_RETRY_S=1", NULL};
+	char *out;
+	int st = run_deps_fake(vars, &out);
+	assert_int_not_equal(st, 0);
+	if (!strstr(out, "kvsim: gave up after 1 s waiting for the apt/dpkg lock") ||
+	    !strstr(out, "E: Could not get lock"))
+		fail_msg("exit %d:\n%s", st, out);
+	fake_apt_get(0, "echo 'E: Unable to locate package kvsim-no-such-package-xyz' >&2; "
+	                "exit 100\n");
+	st = run_deps_fake(vars, &out);
+	assert_int_not_equal(st, 0);
+	assert_non_null(strstr(out, "E: Unable to locate package"));
+	assert_null(strstr(out, "waiting"));
+	assert_string_equal(apt_log(), "-o DPkg::Lock::Timeout=1 update -qq\n");
+}
+
+/* make install puts each file where the repository has it under
+ * share/kvsim: the scripts of analysis/experiments beside their configs. */
+static void test_install_puts_files_in_their_folders(void **state)
+{
+	(void)state;
+	const char *b = getenv("BUILD");
+	char kvsim[1100];
+	snprintf(kvsim, sizeof kvsim, "%s/kvsim", b && *b ? b : "build");
+	if (access(kvsim, X_OK))
+		skip();
+	char dest[128], cmd[600];
+	snprintf(dest, sizeof dest, "%s/dest", dir);
+	snprintf(cmd, sizeof cmd,
+	         "make -s --no-print-directory install-only DESTDIR=%s PREFIX=/usr >%s/log 2>&1",
+	         dest, dir);
+	assert_int_equal(system(cmd), 0);
+	static const char *const want[] = {
+	    "bin/kvsim",
+	    "share/kvsim/analysis/plot_metric.py",
+	    "share/kvsim/analysis/kvsim_results.py",
+	    "share/kvsim/analysis/experiments/compare_policies.sh",
+	    "share/kvsim/analysis/experiments/mooncake_conversation.ini",
+	    "share/kvsim/models/hw/H100-SXM.ini"};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char p[300];
+		snprintf(p, sizeof p, "%s/usr/%s", dest, want[i]);
+		if (access(p, R_OK))
+			fail_msg("%s was not installed", p);
+	}
+	char p[300];
+	snprintf(p, sizeof p, "%s/usr/share/kvsim/analysis/experiments/compare_policies.sh", dest);
+	assert_int_equal(access(p, X_OK), 0);
+	snprintf(p, sizeof p, "%s/usr/share/kvsim/analysis/compare_policies.sh", dest);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dest);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	if (access("Makefile", R_OK)) {
@@ -164,6 +328,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_deps_as_user_prints_apt_line_and_fails),
 	    cmocka_unit_test(test_deps_as_root_with_everything_installed_is_silent),
+	    cmocka_unit_test(test_deps_waits_while_another_apt_holds_the_lock),
+	    cmocka_unit_test(test_deps_gives_up_after_the_lock_timeout),
+	    cmocka_unit_test(test_install_puts_files_in_their_folders),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

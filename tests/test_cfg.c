@@ -908,6 +908,108 @@ static void test_default_schema_is_valid(void **state)
 	cfg_schema_free(s);
 }
 
+/* A rule between keys names the one set last: the later line of a file,
+ * the later --set, and no place while every key holds its default. */
+static void test_cross_field_error_names_the_key_set_last(void **state)
+{
+	fx_t *f = *state;
+	assert_int_equal(
+	    cfg_err_keys(f->c, &f->e, "cluster.nodes,cluster.link_gbps", "%d vs %d", 1, 2),
+	    KS_EINPUT);
+	assert_string_equal(f->e.msg, "[cluster] nodes: 1 vs 2");
+	assert_int_equal(
+	    cfg_load_string(f->c, "t.ini", "[cluster]\nlink_gbps = 200\nnodes = 8\n", &f->e), 0);
+	cfg_err_keys(f->c, &f->e, "cluster.link_gbps,cluster.nodes", "bad pair");
+	assert_string_equal(f->e.msg, "t.ini:3: [cluster] nodes: bad pair");
+	assert_int_equal(cfg_set(f->c, "cluster.link_gbps=300", &f->e), 0);
+	cfg_err_keys(f->c, &f->e, "cluster.nodes,cluster.link_gbps", "bad pair");
+	assert_string_equal(f->e.msg, "--set: [cluster] link_gbps: bad pair");
+	/* a key never set loses to one that was, whatever the order given */
+	cfg_err_keys(f->c, &f->e, "sim.seed,cluster.nodes", "x");
+	assert_string_equal(f->e.msg, "t.ini:3: [cluster] nodes: x");
+	/* a clone keeps the order */
+	cfg_t *d = cfg_clone(f->c);
+	assert_int_equal(cfg_set(d, "cluster.nodes=2", &f->e), 0);
+	cfg_err_keys(d, &f->e, "cluster.nodes,cluster.link_gbps", "y");
+	assert_string_equal(f->e.msg, "--set: [cluster] nodes: y");
+	cfg_free(d);
+}
+
+/* A value a preset set counts as set when its selector was. */
+static void test_cross_field_error_names_the_preset_selector_line(void **state)
+{
+	fx_t *f = *state;
+	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", test_presets, 2), 0);
+	assert_int_equal(cfg_load_string(f->c, "t.ini",
+	                                 "[cluster]\nlink_gbps = 200\n[policy]\npreset = small\n",
+	                                 &f->e),
+	                 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	cfg_err_keys(f->c, &f->e, "cluster.link_gbps,cluster.nodes", "z");
+	assert_string_equal(f->e.msg, "preset small: [cluster] nodes: z");
+}
+
+static void test_error_about_one_key_gets_its_place(void **state)
+{
+	fx_t *f = *state;
+	assert_int_equal(
+	    cfg_load_string(f->c, "t.ini", "[policy.routing]\nname = least_loaded\n", &f->e), 0);
+	err_set(&f->e, KS_EINPUT, "[policy.routing] name: no such thing");
+	cfg_err_locate(f->c, &f->e);
+	assert_string_equal(f->e.msg, "t.ini:2: [policy.routing] name: no such thing");
+	/* a default has no place; other messages are left alone */
+	err_set(&f->e, KS_EINPUT, "[cluster] nodes: too many");
+	cfg_err_locate(f->c, &f->e);
+	assert_string_equal(f->e.msg, "[cluster] nodes: too many");
+	err_set(&f->e, KS_EINPUT, "[cluster] nodez: unknown");
+	cfg_err_locate(f->c, &f->e);
+	assert_string_equal(f->e.msg, "[cluster] nodez: unknown");
+	err_set(&f->e, KS_EINPUT, "trace.jsonl:3: input_length: negative");
+	cfg_err_locate(f->c, &f->e);
+	assert_string_equal(f->e.msg, "trace.jsonl:3: input_length: negative");
+}
+
+/* A value given with its own label (a command's KEY=V argument). */
+static void test_set_as_labels_errors_and_origin(void **state)
+{
+	fx_t *f = *state;
+	assert_int_equal(cfg_set_as(f->c, "cluster.nodes=x", "nodes=x", &f->e), KS_EINPUT);
+	assert_string_equal(f->e.msg, "nodes=x: [cluster] nodes: expected an integer, got 'x'");
+	assert_int_equal(cfg_set_as(f->c, "cluster.nodes=5", "nodes=5", &f->e), 0);
+	assert_string_equal(cfg_origin(f->c, "cluster", "nodes"), "nodes=5");
+}
+
+/* A relative path set in a config file names a file beside that file when
+ * there is one, else it is as given; --set and absolute paths are as given. */
+static void test_path_resolves_beside_the_config_file_that_set_it(void **state)
+{
+	fx_t *f = *state;
+	char dir[] = "/tmp/test_cfg_path.XXXXXX", ini[128], data[128], out[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(ini, sizeof ini, "%s/exp.ini", dir);
+	snprintf(data, sizeof data, "%s/data.txt", dir);
+	FILE *fp = fopen(ini, "w");
+	assert_non_null(fp);
+	fputs("[cluster]\nlabel = data.txt\n", fp);
+	fclose(fp);
+	assert_int_equal(cfg_load_file(f->c, ini, &f->e), 0);
+	assert_int_equal(cfg_path(f->c, "cluster", "label", out, sizeof out, &f->e), 0);
+	assert_string_equal(out, "data.txt"); /* nothing beside the file yet */
+	fp = fopen(data, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(cfg_path(f->c, "cluster", "label", out, sizeof out, &f->e), 0);
+	assert_string_equal(out, data);
+	assert_int_equal(cfg_path(f->c, "cluster", "label", out, 8, &f->e), KS_EINPUT);
+	assert_non_null(strstr(f->e.msg, ":2: [cluster] label: path longer than 7 bytes"));
+	assert_int_equal(cfg_set(f->c, "cluster.label=data.txt", &f->e), 0);
+	assert_int_equal(cfg_path(f->c, "cluster", "label", out, sizeof out, &f->e), 0);
+	assert_string_equal(out, "data.txt");
+	unlink(data);
+	unlink(ini);
+	rmdir(dir);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -957,6 +1059,11 @@ int main(void)
 	    T(test_wrong_type_accessor_aborts),
 	    T(test_doc_lists_every_key),
 	    T(test_default_schema_is_valid),
+	    T(test_cross_field_error_names_the_key_set_last),
+	    T(test_cross_field_error_names_the_preset_selector_line),
+	    T(test_error_about_one_key_gets_its_place),
+	    T(test_set_as_labels_errors_and_origin),
+	    T(test_path_resolves_beside_the_config_file_that_set_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

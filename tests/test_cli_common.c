@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "sim/cli_common.h"
+#include "sim/sim.h"
+#include "tests/cli_fixture.h"
 
 static void test_cfg_arg_takes_set_forms_and_one_config(void **state)
 {
@@ -100,28 +103,43 @@ static void write_ini(char *dir, char *path, const char *text)
 	fclose(f);
 }
 
-static void test_load_config_reads_file(void **state)
+/* A file that sets no key (empty, blank, comments, bare section headers)
+ * means what no file means: the built-in default experiment, whose values
+ * keep their default-experiment origins. */
+static void test_file_setting_no_key_runs_the_default_experiment(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
-	write_ini(dir, path, "; only comments: every key keeps its default\n");
-	cfg_t *c = NULL, *d = NULL;
+	static const char *const texts[] = {"", "\n\n", "; only comments\n# and more\n",
+	                                    "[cluster]\n[trace]\n"};
+	cfg_t *d = NULL;
 	err_t e = {0};
-	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
 	assert_int_equal(cli_load_config(NULL, NULL, 0, &d, &e), 0);
-	char dc[65], dd[65];
-	cfg_digest(c, dc);
+	char dd[65];
 	cfg_digest(d, dd);
-	/* Equal unless the built-in default experiment changes something. */
-	const cfg_schema_t *s = cfg_schema(d);
-	int same = 1;
-	for (size_t i = 0; i < cfg_schema_count(s); i++) {
-		const cfg_key_t *k = cfg_schema_key(s, i);
-		if (strcmp(cfg_origin(d, k->section, k->name), "default"))
-			same = 0;
-	}
-	if (same)
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
+		write_ini(dir, path, texts[i]);
+		cfg_t *c = NULL;
+		assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
+		char dc[65];
+		cfg_digest(c, dc);
 		assert_string_equal(dc, dd);
+		assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
+		/* --set still applies on top, and trace.path replaces the traffic */
+		cli_config_free(c);
+		const char *sets[] = {"trace.path=t.jsonl"};
+		assert_int_equal(cli_load_config(path, sets, 1, &c, &e), 0);
+		assert_string_equal(cfg_str(c, "trace", "kind"), "auto");
+		cli_config_free(c);
+		unlink(path);
+		rmdir(dir);
+	}
+	/* one key set: that file is the experiment (schema defaults elsewhere) */
+	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
+	write_ini(dir, path, "[experiment]\nseed = 7\n");
+	cfg_t *c = NULL;
+	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
+	assert_string_equal(cfg_origin(c, "trace", "kind"), "default");
 	cli_config_free(c);
 	cli_config_free(d);
 	unlink(path);
@@ -192,6 +210,247 @@ static void test_fail_maps_exit_status(void **state)
 	free(buf);
 }
 
+/* cli_fail and cli_usage_error speak as "kvsim CMD: ...", the usage error
+ * with the --help hint, and map codes to exit statuses. */
+static void test_errors_speak_as_the_command(void **state)
+{
+	(void)state;
+	FILE *saved = stderr;
+	char *buf = NULL;
+	size_t len = 0;
+	stderr = open_memstream(&buf, &len);
+	cli_set_command("trace gen");
+	err_t e;
+	err_set(&e, KS_EIO, "x.tsv: write error: No space left on device");
+	int st1 = cli_fail(&e);
+	int st2 = cli_usage_error("unknown option '%s'", "--frob");
+	cli_set_command(NULL);
+	int st3 = cli_usage_error("unknown command '%s'", "frob");
+	fclose(stderr);
+	stderr = saved;
+	assert_int_equal(st1, 1);
+	assert_int_equal(st2, 2);
+	assert_int_equal(st3, 2);
+	assert_string_equal(buf, "kvsim trace gen: x.tsv: write error: No space left on device\n"
+	                         "kvsim trace gen: unknown option '--frob'\n"
+	                         "Run 'kvsim trace gen --help' for usage.\n"
+	                         "kvsim: unknown command 'frob'\n"
+	                         "Run 'kvsim --help' for usage.\n");
+	free(buf);
+	assert_true(cli_is_help("-h") && cli_is_help("--help"));
+	assert_false(cli_is_help("-help") || cli_is_help("help") || cli_is_help(NULL));
+}
+
+/* A rule between keys checked when the run is set up names the file and
+ * line of whichever of its keys was set last. */
+static void test_run_setup_errors_name_the_line_set_last(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
+	write_ini(dir, path, "[cluster]\ntp = 4\ngpus_per_node = 6\n[trace]\nkind = gen\n");
+	cfg_t *c = NULL;
+	err_t e = {0};
+	sim_results_t r;
+	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
+	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
+	char want[256];
+	snprintf(want, sizeof want,
+	         "%s:3: [cluster] gpus_per_node: tp = 4 does not divide "
+	         "gpus_per_node = 6",
+	         path);
+	assert_string_equal(e.msg, want);
+	cli_config_free(c);
+	const char *sets[] = {"cluster.tp=5"};
+	assert_int_equal(cli_load_config(path, sets, 1, &c, &e), 0);
+	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
+	assert_string_equal(e.msg, "--set: [cluster] tp: tp = 5 does not divide gpus_per_node = 6");
+	cli_config_free(c);
+	/* a check on one key in the trace reader gets that key's place */
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("[trace]\nkind = gen\nstart_s = 10\nend_s = 5\n", f);
+	fclose(f);
+	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
+	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
+	snprintf(want, sizeof want, "%s:4: [trace] end_s: ", path);
+	assert_memory_equal(e.msg, want, strlen(want));
+	cli_config_free(c);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* ---- the binary: every command in one voice ------------------------------ */
+
+/* Words that follow "kvsim PATH " in the usage lines of help text, and the
+ * names listed under a "kinds:" or "commands:" heading: the subcommands. */
+static size_t subcommands_of(const char *help, const char *path, char out[][32], size_t cap)
+{
+	size_t n = 0;
+	char pre[96];
+	snprintf(pre, sizeof pre, "kvsim %s ", path);
+	int in_list = 0;
+	for (const char *l = help; *l && n < cap;) {
+		size_t len = strcspn(l, "\n");
+		const char *u = strstr(l, pre);
+		if (u && u < l + len && (!strncmp(l, "usage: ", 7) || !strncmp(l, "       ", 7))) {
+			const char *w = u + strlen(pre);
+			size_t wl = strspn(w, "abcdefghijklmnopqrstuvwxyz");
+			if (wl && wl < 32 && (w[wl] == ' ' || w[wl] == '\n')) {
+				memcpy(out[n], w, wl);
+				out[n][wl] = '\0';
+				int dup = 0;
+				for (size_t i = 0; i < n; i++)
+					dup |= !strcmp(out[i], out[n]);
+				n += !dup;
+			}
+		}
+		if (!strncmp(l, "kinds:", 6) || !strncmp(l, "commands:", 9))
+			in_list = 1;
+		else if (!len)
+			in_list = 0;
+		else if (in_list && l[0] == ' ' && l[1] == ' ') {
+			const char *w = l + 2;
+			size_t wl = strspn(w, "abcdefghijklmnopqrstuvwxyz");
+			if (wl && wl < 32) {
+				memcpy(out[n], w, wl);
+				out[n][wl] = '\0';
+				n++;
+			}
+		}
+		l += len + (l[len] == '\n');
+	}
+	return n;
+}
+
+/* PATH --help and -h print the same help on stdout (usage first, the exit
+ * status line last) and exit 0; an unknown option exits 2 with "kvsim PATH:
+ * ..." naming it and the hint to --help, nothing on stdout. */
+static void check_command_shape(const char *kvsim, const char *scratch, const char *path)
+{
+	const char *argv[8] = {kvsim};
+	int n = 1;
+	char words[96];
+	snprintf(words, sizeof words, "%s", path);
+	for (char *sv = NULL, *w = strtok_r(words, " ", &sv); w; w = strtok_r(NULL, " ", &sv))
+		argv[n++] = w;
+	argv[n + 1] = NULL;
+	argv[n] = "--help";
+	cli_result_t h = cli_run_argv(kvsim, NULL, scratch, argv);
+	argv[n] = "-h";
+	cli_result_t h2 = cli_run_argv(kvsim, NULL, scratch, argv);
+	argv[n] = "--no-such-option";
+	cli_result_t bad = cli_run_argv(kvsim, NULL, scratch, argv);
+	const char *end = "\n\n" CLI_EXIT_STATUS;
+	size_t lo = strlen(h.out), le = strlen(end);
+	if (h.status || strncmp(h.out, "usage: kvsim ", 13) || lo < le ||
+	    strcmp(h.out + lo - le, end) || *h.err)
+		fail_msg("'kvsim %s --help': exit %d, stdout:\n%s\nstderr:\n%s", path, h.status,
+		         h.out, h.err);
+	if (h2.status || strcmp(h.out, h2.out))
+		fail_msg("'kvsim %s -h' differs from --help", path);
+	char head[160], hint[160];
+	snprintf(head, sizeof head, "kvsim %s: ", path);
+	snprintf(hint, sizeof hint, "\nRun 'kvsim %s --help' for usage.\n", path);
+	size_t lb = strlen(bad.err), lh = strlen(hint);
+	if (bad.status != 2 || *bad.out || strncmp(bad.err, head, strlen(head)) ||
+	    !strstr(bad.err, "'--no-such-option'") || lb < lh || strcmp(bad.err + lb - lh, hint) ||
+	    memchr(bad.err, '\n', lb - lh))
+		fail_msg("'kvsim %s --no-such-option': exit %d, stderr:\n%s", path, bad.status,
+		         bad.err);
+	cli_result_free(&h);
+	cli_result_free(&h2);
+	cli_result_free(&bad);
+}
+
+static void test_every_command_has_one_help_and_error_shape(void **state)
+{
+	(void)state;
+	const char *kvsim = cli_kvsim();
+	if (!kvsim)
+		skip();
+	char scratch[] = "/tmp/test_cli_voice.XXXXXX";
+	assert_non_null(mkdtemp(scratch));
+	cli_result_t top = cli_run(kvsim, scratch, "--help", NULL);
+	assert_int_equal(top.status, 0);
+	char cmds[32][32];
+	size_t nc = subcommands_of(top.out, "", cmds, 32), checked = 0;
+	assert_true(nc >= 9); /* run config trace net policies sweep runs calibrate bench */
+	cli_result_t none = cli_run(kvsim, scratch, "--no-such-option", NULL);
+	assert_int_equal(none.status, 2);
+	assert_string_equal(none.err, "kvsim: unknown command '--no-such-option'\n"
+	                              "Run 'kvsim --help' for usage.\n");
+	for (size_t i = 0; i < nc; i++) {
+		check_command_shape(kvsim, scratch, cmds[i]);
+		checked++;
+		cli_result_t h = cli_run(kvsim, scratch, cmds[i], "--help", NULL);
+		char subs[32][32];
+		size_t ns = subcommands_of(h.out, cmds[i], subs, 32);
+		for (size_t j = 0; j < ns; j++) {
+			char path[96];
+			snprintf(path, sizeof path, "%s %s", cmds[i], subs[j]);
+			check_command_shape(kvsim, scratch, path);
+			checked++;
+		}
+		cli_result_free(&h);
+	}
+	assert_true(checked >= 9 + 16); /* the subcommands of config, trace, net, ... */
+	cli_result_free(&top);
+	cli_result_free(&none);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", scratch);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A directory where a file is expected is bad input (exit 2) naming it,
+ * wherever a file is read; so is a sweep whose points all fail on bad
+ * input. */
+static void test_directories_given_as_files_exit_two(void **state)
+{
+	(void)state;
+	const char *kvsim = cli_kvsim();
+	if (!kvsim)
+		skip();
+	char d[] = "/tmp/test_cli_voice.XXXXXX";
+	assert_non_null(mkdtemp(d));
+	char set_gpu[160], set_model[160], set_trace[160], out[160];
+	snprintf(set_gpu, sizeof set_gpu, "gpu.file=%s", d);
+	snprintf(set_model, sizeof set_model, "model.file=%s", d);
+	snprintf(set_trace, sizeof set_trace, "trace.path=%s", d);
+	const char *cases[][6] = {
+	    {"run", d, NULL},
+	    {"config", "show", d, NULL},
+	    {"run", "--set", set_gpu, NULL},
+	    {"run", "--set", set_model, NULL},
+	    {"run", "--set", set_trace, NULL},
+	    {"trace", "stats", d, NULL},
+	    {"net", "run", d, NULL},
+	    {"calibrate", "check", d, d, NULL},
+	};
+	char want[200];
+	snprintf(want, sizeof want, "%s: cannot open: Is a directory", d);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *argv[8] = {kvsim};
+		for (int k = 0; cases[i][k]; k++)
+			argv[k + 1] = cases[i][k];
+		cli_result_t r = cli_run_argv(kvsim, NULL, d, argv);
+		if (r.status != 2 || !strstr(r.err, want))
+			fail_msg("'kvsim %s %s': exit %d, stderr: %s", cases[i][0], cases[i][1],
+			         r.status, r.err);
+		cli_result_free(&r);
+	}
+	snprintf(out, sizeof out, "%s/results", d);
+	cli_result_t r = cli_run(kvsim, d, "sweep", "--grid", "cluster.tp=3,5", "-o", out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "kvsim sweep: 2 point(s) failed"));
+	cli_result_free(&r);
+	r = cli_run(kvsim, d, "runs", out, "--columns", "error", NULL);
+	assert_non_null(strstr(r.out, "--grid: [cluster] tp: tp = 3 does not divide"));
+	cli_result_free(&r);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,9 +458,13 @@ int main(void)
 	    cmocka_unit_test(test_cfg_arg_errors),
 	    cmocka_unit_test(test_load_config_defaults_and_free),
 	    cmocka_unit_test(test_load_config_errors_leave_no_config),
-	    cmocka_unit_test(test_load_config_reads_file),
+	    cmocka_unit_test(test_file_setting_no_key_runs_the_default_experiment),
 	    cmocka_unit_test(test_trace_path_replaces_default_traffic),
 	    cmocka_unit_test(test_fail_maps_exit_status),
+	    cmocka_unit_test(test_errors_speak_as_the_command),
+	    cmocka_unit_test(test_run_setup_errors_name_the_line_set_last),
+	    cmocka_unit_test(test_every_command_has_one_help_and_error_shape),
+	    cmocka_unit_test(test_directories_given_as_files_exit_two),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* Tests for `kvsim config` (sim/cli_config.c, sim/cli_common.c) through the
  * built binary named by $KVSIM (skipped when unset): bad config input of
- * every kind exits 2 with "kvsim: FILE:LINE: ..." on stderr and nothing on
+ * every kind exits 2 with "kvsim config show: FILE:LINE: ..." on stderr and nothing on
  * stdout, and `config show` output loads back to the same text. Keys used
  * for type and range errors are taken from `kvsim config doc`, so the cases
  * follow whatever schema the modules define; those without a fitting key
@@ -17,65 +17,16 @@
 
 #include <cmocka.h>
 
+#include "tests/cli_fixture.h"
+
 static const char *kvsim;
 static char tmpdir[64];
 
-typedef struct result {
-	int status; /* exit status, or 128 + signal */
-	char *out, *err;
-} result_t;
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(m);
-	fclose(f);
-	return buf;
-}
+typedef cli_result_t result_t;
 
 /* Runs kvsim with the given arguments (NULL-terminated). */
-static result_t run_kvsim(const char *arg0, ...)
-{
-	const char *argv[32] = {kvsim};
-	int n = 1;
-	va_list ap;
-	va_start(ap, arg0);
-	for (const char *a = arg0; a && n < 31; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	char outp[128], errp[128];
-	snprintf(outp, sizeof outp, "%s/stdout", tmpdir);
-	snprintf(errp, sizeof errp, "%s/stderr", tmpdir);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (!freopen(outp, "w", stdout) || !freopen(errp, "w", stderr))
-			_exit(126);
-		execv(kvsim, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	result_t r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(outp),
-	              slurp(errp)};
-	return r;
-}
-
-static void result_free(result_t *r)
-{
-	free(r->out);
-	free(r->err);
-}
+#define run_kvsim(...) cli_run(kvsim, tmpdir, __VA_ARGS__)
+#define result_free cli_result_free
 
 static void write_file(const char *path, const char *text)
 {
@@ -95,7 +46,7 @@ static const char *config_file(const char *name, const char *text)
 }
 
 /* `config show FILE` must exit 2, print nothing on stdout and exactly
- * "kvsim: " + want + "\n" on stderr (want may contain one %s for the path). */
+ * "kvsim config show: " + want + "\n" on stderr (want may contain one %s for the path). */
 static void expect_bad_config(const char *text, const char *want_fmt)
 {
 	const char *path = config_file("bad.ini", text);
@@ -103,7 +54,7 @@ static void expect_bad_config(const char *text, const char *want_fmt)
 	char want[1024];
 	snprintf(want, sizeof want, want_fmt, path);
 	char full[1100];
-	snprintf(full, sizeof full, "kvsim: %s\n", want);
+	snprintf(full, sizeof full, "kvsim config show: %s\n", want);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.out, "");
 	assert_string_equal(r.err, full);
@@ -111,7 +62,7 @@ static void expect_bad_config(const char *text, const char *want_fmt)
 }
 
 /* Like expect_bad_config, but checks only that stderr starts with
- * "kvsim: PATH:LINE: [S] K: " (prefix built by the caller) and contains
+ * "kvsim config show: PATH:LINE: [S] K: " (prefix built by the caller) and contains
  * reason. */
 static void expect_bad_config_part(const char *text, const char *prefix_fmt, const char *reason)
 {
@@ -238,11 +189,12 @@ static void test_usage_errors_exit_two(void **state)
 	result_free(&r);
 	r = run_kvsim("config", "show", "a.ini", "b.ini", NULL);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "kvsim: more than one CONFIG given ('a.ini', 'b.ini')\n");
+	assert_string_equal(r.err,
+	                    "kvsim config show: more than one CONFIG given ('a.ini', 'b.ini')\n");
 	result_free(&r);
 	r = run_kvsim("config", "show", "--set", NULL);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "kvsim: --set needs SECTION.KEY=VALUE\n");
+	assert_string_equal(r.err, "kvsim config show: --set needs SECTION.KEY=VALUE\n");
 	result_free(&r);
 }
 
@@ -319,8 +271,9 @@ static void test_missing_file(void **state)
 	need_kvsim();
 	result_t r = run_kvsim("config", "show", "/nonexistent/kvsim/exp.ini", NULL);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "kvsim: /nonexistent/kvsim/exp.ini: cannot open: No such "
-	                           "file or directory\n");
+	assert_string_equal(r.err,
+	                    "kvsim config show: /nonexistent/kvsim/exp.ini: cannot open: No such "
+	                    "file or directory\n");
 	result_free(&r);
 }
 
@@ -331,11 +284,12 @@ static void test_bad_set(void **state)
 	result_t r = run_kvsim("config", "show", "--set", "nodot=1", NULL);
 	assert_int_equal(r.status, 2);
 	assert_string_equal(r.out, "");
-	assert_string_equal(r.err, "kvsim: --set: 'nodot=1': expected SECTION.KEY=VALUE\n");
+	assert_string_equal(r.err,
+	                    "kvsim config show: --set: 'nodot=1': expected SECTION.KEY=VALUE\n");
 	result_free(&r);
 	r = run_kvsim("config", "show", "--set=zzzz_nope.key=1", NULL);
 	assert_int_equal(r.status, 2);
-	assert_string_equal(r.err, "kvsim: --set: [zzzz_nope] key: unknown section\n");
+	assert_string_equal(r.err, "kvsim config show: --set: [zzzz_nope] key: unknown section\n");
 	result_free(&r);
 }
 
@@ -348,11 +302,12 @@ static void test_unknown_key(void **state)
 		skip();
 	char text[256], want[512];
 	snprintf(text, sizeof text, "[%s]\nzzzz_no_such_key_zzzz = 1\n", k->section);
-	snprintf(want, sizeof want, "kvsim: %%s:2: [%s] zzzz_no_such_key_zzzz: ", k->section);
+	snprintf(want, sizeof want,
+	         "kvsim config show: %%s:2: [%s] zzzz_no_such_key_zzzz: ", k->section);
 	expect_bad_config_part(text, want, "unknown key");
 	/* A one-letter typo gets a suggestion. */
 	snprintf(text, sizeof text, "[%s]\n%sx = 1\n", k->section, k->name);
-	snprintf(want, sizeof want, "kvsim: %%s:2: [%s] %sx: ", k->section, k->name);
+	snprintf(want, sizeof want, "kvsim config show: %%s:2: [%s] %sx: ", k->section, k->name);
 	char sug[128];
 	snprintf(sug, sizeof sug, "(did you mean '");
 	expect_bad_config_part(text, want, sug);
@@ -375,7 +330,8 @@ static void test_wrong_types(void **state)
 			continue;
 		char text[256], want[512];
 		snprintf(text, sizeof text, "[%s]\n\n%s = %s\n", k->section, k->name, cases[i][1]);
-		snprintf(want, sizeof want, "kvsim: %%s:3: [%s] %s: ", k->section, k->name);
+		snprintf(want, sizeof want, "kvsim config show: %%s:3: [%s] %s: ", k->section,
+		         k->name);
 		expect_bad_config_part(text, want, cases[i][2]);
 		done++;
 	}
@@ -397,11 +353,12 @@ static void test_out_of_range_and_duplicate(void **state)
 	long long ok = (long long)k->min, bad = (long long)k->max + 1;
 	char text[256], want[512];
 	snprintf(text, sizeof text, "[%s]\n%s = %lld\n", k->section, k->name, bad);
-	snprintf(want, sizeof want, "kvsim: %%s:2: [%s] %s: ", k->section, k->name);
+	snprintf(want, sizeof want, "kvsim config show: %%s:2: [%s] %s: ", k->section, k->name);
 	expect_bad_config_part(text, want, "is out of range");
 	snprintf(text, sizeof text, "[%s]\n%s = %lld\n%s = %lld\n", k->section, k->name, ok,
 	         k->name, ok);
-	snprintf(want, sizeof want, "kvsim: %%s:3: [%s] %s: duplicate key (first set on line 2)",
+	snprintf(want, sizeof want,
+	         "kvsim config show: %%s:3: [%s] %s: duplicate key (first set on line 2)",
 	         k->section, k->name);
 	expect_bad_config_part(text, want, "duplicate");
 }

@@ -373,9 +373,22 @@ static void test_usage_errors_exit_2(void **state)
 	expect_rc(run("%s calibrate fit x.h5", kvsim), 2, "fit without -o");
 	expect_rc(run("%s calibrate plan -o %s/p.h5 --max-bytes huge", kvsim, dir), 2, "bad size");
 	assert_non_null(strstr(out, "max-bytes"));
-	expect_rc(run("%s calibrate check %s/nothing.h5 %s/nothing.h5", kvsim, dir, dir), 1,
+	/* a file the user named that is missing, or not HDF5, is bad input */
+	expect_rc(run("%s calibrate check %s/nothing.h5 %s/nothing.h5", kvsim, dir, dir), 2,
 	          "missing files");
-	expect_rc(run("%s --backend host %s/nothing.h5", kvreplay, dir), 1, "missing schedule");
+	assert_non_null(strstr(out, "kvsim calibrate check: "));
+	assert_non_null(strstr(out, "nothing.h5: cannot open: No such file or directory"));
+	expect_rc(run("%s --backend host %s/nothing.h5", kvreplay, dir), 2, "missing schedule");
+	expect_rc(run("%s calibrate check %s %s", kvsim, dir, dir), 2, "a directory");
+	assert_non_null(strstr(out, ": cannot open: Is a directory"));
+	char noth5[300];
+	snprintf(noth5, sizeof noth5, "%s/not.h5", dir);
+	FILE *f = fopen(noth5, "w");
+	assert_non_null(f);
+	fputs("plain text\n", f);
+	fclose(f);
+	expect_rc(run("%s calibrate check %s %s", kvsim, noth5, noth5), 2, "not HDF5");
+	assert_non_null(strstr(out, "not.h5: not an HDF5 file"));
 }
 
 int main(void)

@@ -175,7 +175,7 @@ static void test_bad_calibration_files_are_rejected_with_file_and_line(void **st
 	mdl_xfer_t x;
 	err_t e = {0};
 	mdl_xfer_default(&x);
-	assert_int_equal(mdl_xfer_load(&x, "/nonexistent/cal.ini", &e), KS_EIO);
+	assert_int_equal(mdl_xfer_load(&x, "/nonexistent/cal.ini", &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "/nonexistent/cal.ini"));
 }
 
@@ -188,7 +188,7 @@ static void test_init_uses_defaults_unless_a_file_is_named(void **state)
 	assert_int_equal(mdl_xfer_init(&x, NULL, "", &e), 0);
 	assert_memory_equal(&x.link, &d.link, sizeof d.link);
 	assert_int_equal(mdl_xfer_init(&x, NULL, NULL, &e), 0);
-	assert_int_equal(mdl_xfer_init(&x, NULL, "/nonexistent/cal.ini", &e), KS_EIO);
+	assert_int_equal(mdl_xfer_init(&x, NULL, "/nonexistent/cal.ini", &e), KS_EINPUT);
 }
 
 static void test_links_seeded_from_the_hardware_spec(void **state)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -100,11 +101,119 @@ static void test_metric_against_parameter_with_groups(void **st)
 	assert_int_not_equal(system(cmd), 0);
 }
 
+/* Replaces every `from` in s (at most cap bytes) by `to`. */
+static void replace_all(char *s, size_t cap, const char *from, const char *to)
+{
+	char out[4096], *o = out;
+	size_t lf = strlen(from), lt = strlen(to);
+	for (const char *p = s; *p;) {
+		if (!strncmp(p, from, lf) && (size_t)(o - out) + lt < sizeof out - 1) {
+			memcpy(o, to, lt);
+			o += lt;
+			p += lf;
+		} else if ((size_t)(o - out) < sizeof out - 1) {
+			*o++ = *p++;
+		} else {
+			break;
+		}
+	}
+	*o = '\0';
+	size_t l = (size_t)(o - out) < cap ? (size_t)(o - out) : cap - 1;
+	memcpy(s, out, l);
+	s[l] = '\0';
+}
+
+/* Runs, in dir, every example line of `help` (a command whose output holds
+ * lines "  PROG ..." for each prog), with PROG made runnable (prefix[i]),
+ * the placeholders filled in; each must exit 0, and a `kvsim runs` example
+ * must list runs. Returns how many ran. */
+static int run_examples(const char *dir, const char *help, const char *const *prog,
+                        const char *const *prefix, const char *ida, const char *idb)
+{
+	char cmd[8192];
+	snprintf(cmd, sizeof cmd, "cd %s && %s", dir, help);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char line[2048], lines[16][2048];
+	int n = 0;
+	while (fgets(line, sizeof line, p) && n < 16)
+		for (int k = 0; prog[k]; k++)
+			if (!strncmp(line, "  ", 2) && !strncmp(line + 2, prog[k], strlen(prog[k]))) {
+				line[strcspn(line, "\n")] = '\0';
+				snprintf(lines[n], sizeof lines[n], "%s%s", prefix[k],
+				         line + 2 + strlen(prog[k]));
+				n++;
+			}
+	assert_int_equal(pclose(p), 0);
+	for (int i = 0; i < n; i++) {
+		replace_all(lines[i], sizeof lines[i], "ID_A", ida);
+		replace_all(lines[i], sizeof lines[i], "ID_B", idb);
+		replace_all(lines[i], sizeof lines[i], "RUN.h5 [RUN.h5 ...]", "results/runs/*.h5");
+		if (snprintf(cmd, sizeof cmd, "cd %s && %s > ex.out 2>&1", dir, lines[i]) >=
+		    (int)sizeof cmd)
+			fail_msg("example too long: %s", lines[i]);
+		int rc = system(cmd);
+		snprintf(cmd, sizeof cmd, "%s/ex.out", dir);
+		FILE *f = fopen(cmd, "r");
+		char out[8192] = "";
+		size_t len = f ? fread(out, 1, sizeof out - 1, f) : 0;
+		out[len] = '\0';
+		if (f)
+			fclose(f);
+		if (rc || strstr(out, "(0 runs)"))
+			fail_msg("example '%s' failed (%d):\n%s", lines[i], rc, out);
+	}
+	return n;
+}
+
+/* The examples in `kvsim runs --help` and in the plotting scripts' help
+ * use columns that exist: a sweep made as the help says, then every other
+ * example on it. */
+static void test_documented_examples_run(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!*tmpdir || !k || !*k)
+		skip();
+	char dir[320], cwd[1024], kv[1100], pm[1200], pc[1200];
+	snprintf(dir, sizeof dir, "%s/examples", tmpdir);
+	assert_int_equal(mkdir(dir, 0777), 0);
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(kv, sizeof kv, "%s%s%s ", k[0] == '/' ? "" : cwd, k[0] == '/' ? "" : "/", k);
+	const char *kprog[] = {"kvsim ", NULL}, *kpre[] = {kv};
+	char help[4096];
+	snprintf(help, sizeof help, "%s runs --help | grep '^  kvsim sweep '", kv);
+	assert_int_equal(run_examples(dir, help, kprog, kpre, "", ""), 1);
+	char ids[2][80] = {"", ""}, cmd[4096];
+	snprintf(cmd, sizeof cmd, "cd %s && %s runs results --csv --columns id", dir, kv);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char line[256];
+	for (int i = -1; i < 2 && fgets(line, sizeof line, p); i++)
+		if (i >= 0)
+			snprintf(ids[i], sizeof ids[i], "%.12s", line);
+	pclose(p);
+	assert_true(ids[1][0]);
+	snprintf(help, sizeof help, "%s runs --help | grep -v '^  kvsim sweep '", kv);
+	assert_true(run_examples(dir, help, kprog, kpre, ids[0], ids[1]) >= 4);
+	snprintf(pm, sizeof pm, "/usr/bin/python3 %s/analysis/plot_metric.py", cwd);
+	snprintf(pc, sizeof pc, "/usr/bin/python3 %s/analysis/plot_ttft_cdf.py", cwd);
+	const char *pprog[] = {"plot_metric.py", "plot_ttft_cdf.py", NULL}, *ppre[] = {pm, pc};
+	snprintf(help, sizeof help, "%s --help; %s --help", pm, pc);
+	assert_int_equal(run_examples(dir, help, pprog, ppre, "", ""), 3);
+	char png[400];
+	snprintf(png, sizeof png, "%s/p99.png", dir);
+	assert_png(png);
+	snprintf(png, sizeof png, "%s/ttft.png", dir);
+	assert_png(png);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ttft_cdf_of_files_and_catalog_runs),
 		cmocka_unit_test(test_metric_against_parameter_with_groups),
+		cmocka_unit_test(test_documented_examples_run),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

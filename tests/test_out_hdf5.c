@@ -1,6 +1,7 @@
 /* Tests for sim/out_hdf5: layout, round trip, empty tables, atomic write,
  * provenance (revision, dirty flag, the build's revision script), and
  * reading with h5py + pandas (skipped when they are absent). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,14 +9,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <hdf5.h>
 
 #include "gpu_validation/gv_sched.h"
+#include <hdf5.h>
+
+#include "sim/cli_common.h"
 #include "sim/out_hdf5.h"
+#include "sim/sim.h"
 #include "tests/out_fake.h"
 
 static char tmpdir[256];
@@ -143,12 +151,175 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmpdir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), KS_EIO);
-	assert_non_null(strstr(e.msg, "x.h5.tmp"));
+	/* the name asked for, not the temporary file, and why */
+	assert_non_null(strstr(e.msg, "/no/such/dir/x.h5: cannot create HDF5 file: No such file"));
+	assert_null(strstr(e.msg, ".tmp"));
 	assert_false(exists(path));
 	out_hdf5_opts_t bad = {12, 0};
 	snprintf(path, sizeof path, "%s/bad.h5", tmpdir);
 	assert_int_equal(out_hdf5_write(path, &r, &bad, &e), KS_EINPUT);
 	assert_false(exists(path));
+	sim_results_free(&r);
+}
+
+/* A write that the file system refuses (here RLIMIT_FSIZE: EFBIG, as a full
+ * disk gives ENOSPC) says why, names the file asked for, leaves nothing,
+ * and the process still exits cleanly afterwards (HDF5's exit-time cleanup
+ * used to crash on the file whose close had failed). */
+static void test_refused_write_reports_the_errno_text(void **st)
+{
+	(void)st;
+	char path[512], tmp[600];
+	snprintf(path, sizeof path, "%s/big.h5", tmpdir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		signal(SIGXFSZ, SIG_IGN);
+		signal(SIGSEGV, SIG_DFL); /* a crash is the child's, not cmocka's to catch */
+		sim_results_t r;
+		if (fake_fill(&r, 1, 1.0, 20000))
+			_exit(3);
+		struct rlimit rl = {16384, 16384};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		err_t e = {0};
+		out_hdf5_opts_t o = {0, 4096}; /* uncompressed: well past the limit */
+		int rc = out_hdf5_write(path, &r, &o, &e);
+		if (write(pfd[1], e.msg, strlen(e.msg) + 1) < 0)
+			_exit(4);
+		exit(rc == KS_EIO ? 0 : 5); /* exit(), not _exit(): run the atexit handlers */
+	}
+	close(pfd[1]);
+	char msg[1100] = "";
+	ssize_t n = read(pfd[0], msg, sizeof msg - 1);
+	close(pfd[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(n > 0);
+	if (!strstr(msg, strerror(EFBIG)) || strncmp(msg, path, strlen(path)))
+		fail_msg("message '%s' does not name %s and say '%s'", msg, path, strerror(EFBIG));
+	assert_false(exists(path));
+	assert_false(exists(tmp));
+}
+
+/* The unit a metric's name announces (a suffix or prefix), or NULL. */
+static const char *unit_in_name(const char *m)
+{
+	static const struct {
+		const char *end, *unit;
+	} ends[] = {{"_gb_s", "GB-s"},   {"_per_s", "1/s"},   {"_ms", "ms"}, {"_s", "s"},
+	            {"_tokens", "tokens"}, {"_bytes", "bytes"}, {"_rps", "1/s"}};
+	const char *base = strrchr(m, '.') ? strrchr(m, '.') + 1 : m;
+	if (!strncmp(base, "hit_rate", 8))
+		return NULL; /* a ratio, weighted by tokens or blocks */
+	if (!strncmp(base, "bytes", 5))
+		return "bytes";
+	if (!strncmp(base, "tok_", 4))
+		return "tokens";
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+		size_t l = strlen(m), n = strlen(ends[i].end);
+		if (l > n && !strcmp(m + l - n, ends[i].end))
+			return ends[i].unit;
+	}
+	return NULL;
+}
+
+static herr_t check_root_attr(hid_t loc, const char *name, const H5A_info_t *info, void *ctx)
+{
+	(void)info;
+	int *n = ctx;
+	hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = H5Aget_type(a);
+	if (H5Tget_class(t) == H5T_STRING && !strstr(name, "sha256") && !strstr(name, "gitrev")) {
+		hid_t mt = H5Tcopy(H5T_C_S1);
+		H5Tset_size(mt, H5T_VARIABLE);
+		char *v = NULL;
+		assert_true(H5Aread(a, mt, &v) >= 0);
+		char *end;
+		strtod(v, &end);
+		if (*v && !*end)
+			fail_msg("root attribute %s = '%s' is a number stored as a string", name, v);
+		H5free_memory(v);
+		H5Tclose(mt);
+	}
+	(*n)++;
+	H5Tclose(t);
+	H5Aclose(a);
+	return 0;
+}
+
+/* A real run's file: every metric whose name carries a unit has it in its
+ * unit.<metric> attribute, and no root attribute holds a number as text. */
+static void test_metric_units_and_numeric_root_attributes(void **st)
+{
+	(void)st;
+	cfg_t *c = NULL;
+	err_t e = {0};
+	const char *sets[] = {"trace.duration_s=20", "policy.replication.name=speculative"};
+	assert_int_equal(cli_load_config(NULL, sets, 2, &c, &e), 0);
+	sim_results_t r;
+	assert_int_equal(sim_run(c, &r, &e), 0);
+	char path[512];
+	snprintf(path, sizeof path, "%s/units.h5", tmpdir);
+	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	assert_true(f >= 0);
+	hid_t g = H5Gopen2(f, "summary", H5P_DEFAULT);
+	size_t checked = 0;
+	for (size_t i = 0; i < r.n_metric; i++) {
+		const char *want = unit_in_name(r.metric[i].name);
+		if (!want)
+			continue;
+		char an[80];
+		snprintf(an, sizeof an, "unit.%s", r.metric[i].name);
+		hid_t a = H5Aopen(g, an, H5P_DEFAULT);
+		assert_true(a >= 0);
+		hid_t mt = H5Tcopy(H5T_C_S1);
+		H5Tset_size(mt, H5T_VARIABLE);
+		char *v = NULL;
+		assert_true(H5Aread(a, mt, &v) >= 0);
+		if (strcmp(v, want))
+			fail_msg("%s is in '%s', its name says '%s'", r.metric[i].name, v, want);
+		H5free_memory(v);
+		H5Tclose(mt);
+		H5Aclose(a);
+		checked++;
+	}
+	assert_true(checked >= 20); /* ttft_*_ms, bytes_*, spec.unused_vram_gb_s, ... */
+	int n = 0;
+	assert_true(H5Aiterate2(f, H5_INDEX_NAME, H5_ITER_INC, NULL, check_root_attr, &n) >= 0);
+	assert_true(n >= 10);
+	/* the doc of /config says how to run it again, and that is true */
+	hid_t d = H5Dopen2(f, "config", H5P_DEFAULT);
+	hid_t a = H5Aopen(d, "doc", H5P_DEFAULT), mt = H5Tcopy(H5T_C_S1);
+	H5Tset_size(mt, H5T_VARIABLE);
+	char *doc = NULL;
+	assert_true(H5Aread(a, mt, &doc) >= 0);
+	assert_non_null(strstr(doc, "kvsim run FILE"));
+	H5free_memory(doc);
+	H5Tclose(mt);
+	H5Aclose(a);
+	H5Dclose(d);
+	H5Gclose(g);
+	H5Fclose(f);
+	cfg_t *back = NULL;
+	char ini[600];
+	snprintf(ini, sizeof ini, "%s/config.ini", tmpdir);
+	FILE *fp = fopen(ini, "w");
+	assert_non_null(fp);
+	fputs(r.config_text, fp);
+	fclose(fp);
+	assert_int_equal(cli_load_config(ini, NULL, 0, &back, &e), 0);
+	char d1[65], d2[65];
+	cfg_digest(c, d1);
+	cfg_digest(back, d2);
+	assert_string_equal(d1, d2);
+	cli_config_free(back);
+	cli_config_free(c);
 	sim_results_free(&r);
 }
 
@@ -437,6 +608,8 @@ int main(void)
 		cmocka_unit_test(test_empty_tables_are_valid_zero_row_datasets),
 		cmocka_unit_test(test_rewrite_replaces_file_atomically),
 		cmocka_unit_test(test_failed_write_leaves_nothing_and_says_where),
+		cmocka_unit_test(test_refused_write_reports_the_errno_text),
+		cmocka_unit_test(test_metric_units_and_numeric_root_attributes),
 		cmocka_unit_test(test_reading_a_non_hdf5_file_is_an_io_error),
 		cmocka_unit_test(test_gpu_replayer_reads_transfers_by_member_name),
 		cmocka_unit_test(test_h5py_and_pandas_read_every_column),

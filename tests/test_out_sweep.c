@@ -19,6 +19,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "tests/cli_fixture.h"
+
 #include "sim/cfg.h"
 #include "sim/cli.h"
 #include "sim/cli_common.h"
@@ -973,6 +975,63 @@ static void test_dry_run_reports_what_the_resume_would_do(void **st)
 	out_grid_free(g);
 }
 
+/* Failed points count those that failed on bad input, so that the command
+ * can exit 2 when bad input is all that failed (a crash is not input). */
+static void test_failed_points_count_input_errors(void **st)
+{
+	(void)st;
+	char d[300];
+	subdir(d, sizeof d, "input_errors");
+	static const char *const ax[] = {"fake.mode=ok,error"};
+	out_grid_t *g = mkgrid(ax, 1, 2);
+	cfg_t *base = mkbase(NULL, 0);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.failed, 2);
+	assert_int_equal(s.failed_input, 2);
+	out_grid_free(g);
+	static const char *const ax2[] = {"fake.mode=error,crash"};
+	g = mkgrid(ax2, 1, 1);
+	subdir(d, sizeof d, "input_and_crash");
+	assert_int_equal(sweep(d, g, base, 1, &s), 0);
+	assert_int_equal(s.failed, 2);
+	assert_int_equal(s.failed_input, 1);
+	out_grid_free(g);
+	cfg_free(base);
+}
+
+/* `kvsim sweep --strict`: a point whose run has no request (trace window
+ * past its end) fails as bad input, so the sweep exits 2; without it, the
+ * point is done and the warning said. */
+static void test_strict_sweep_fails_points_without_requests(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!k || !*k)
+		skip();
+	char d[300], trace[340], set[360];
+	subdir(d, sizeof d, "strict");
+	assert_int_equal(mkdir(d, 0777), 0);
+	snprintf(trace, sizeof trace, "%s/t.tsv", d);
+	snprintf(set, sizeof set, "trace.path=%s", trace);
+	cli_result_t r = cli_run(k, d, "trace", "gen", "poisson", "rate=5", "duration_s=10", "-o",
+	                         trace, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char out[340];
+	snprintf(out, sizeof out, "%s/a", d);
+	r = cli_run(k, d, "sweep", "--set", set, "--grid", "trace.start_s=5,60", "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "kvsim sweep: warning: --grid: [trace] start_s: 60 s is past"));
+	cli_result_free(&r);
+	snprintf(out, sizeof out, "%s/b", d);
+	r = cli_run(k, d, "sweep", "--strict", "--set", set, "--grid", "trace.start_s=5,60", "-o",
+	            out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.out, "1 run, 0 already done, 1 failed"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1050,8 @@ int main(void)
 		cmocka_unit_test(test_rows_without_a_revision_count_as_another_revision),
 		cmocka_unit_test(test_rejected_sweep_leaves_nothing_it_created),
 		cmocka_unit_test(test_dry_run_reports_what_the_resume_would_do),
+		cmocka_unit_test(test_failed_points_count_input_errors),
+		cmocka_unit_test(test_strict_sweep_fails_points_without_requests),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

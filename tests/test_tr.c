@@ -4,9 +4,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "sim/cfg.h"
+#include "tests/cli_fixture.h"
 #include "tests/tr_fixture.h"
 
 /* Opens `text` as a trace of kind k, reads it all, and expects an input
@@ -570,6 +574,11 @@ static void test_native_errors(void **st)
 	free(t);
 	expect_err(TR_KIND_NATIVE, "tsv", "#kvsim-trace 2 block_tokens=16 ids=prefix\n",
 	           ":1: header: expected", NULL);
+	/* '-' is for rows without a full block: one that has some must list them */
+	t = cat(H, "0\t511\t1\t0\t0\t-\n5\t512\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t,
+	           ":3: blocks: '-' but input_len 512 holds floor(512/512) = 1 full blocks", NULL);
+	free(t);
 }
 
 /* ---- config -------------------------------------------------------------- */
@@ -693,6 +702,194 @@ static void test_cli_exit_codes(void **st)
 	assert_int_equal(WEXITSTATUS(system(cmd)), 2); /* -o is required */
 }
 
+/* [trace] path set in a config file names a file beside that file (here
+ * not in the working directory), as [gpu] file does. */
+static void test_trace_path_resolves_beside_its_config_file(void **st)
+{
+	(void)st;
+	const char *trace = tf_write("jsonl", MC);
+	const char *slash = strrchr(trace, '/');
+	char ini[256];
+	snprintf(ini, sizeof ini, "[trace]\nkind = mooncake\npath = %s\n", slash + 1);
+	const char *path = tf_write("ini", ini);
+	cfg_schema_t *s = cfg_schema_default();
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	assert_int_equal(cfg_load_file(c, path, &e), 0);
+	tr_reader_t *r;
+	if (tr_open_cfg(c, 512, 1, &r, &e))
+		fail_msg("%s", e.msg);
+	assert_string_equal(tr_source(r), trace);
+	tr_close(r);
+	cfg_free(c);
+	cfg_schema_free(s);
+}
+
+/* tr_open copies the options, strings included: the caller's may go. */
+static void test_reader_keeps_its_own_copy_of_the_options(void **st)
+{
+	(void)st;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", tf_write("jsonl", MC));
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = buf;
+	tr_reader_t *r;
+	err_t e = {0};
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), 0);
+	memset(buf, 'x', sizeof buf - 1);
+	tr_request_t q;
+	int rc, n = 0;
+	while ((rc = tr_next(r, &q, &e)) > 0)
+		n++;
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 4);
+	assert_non_null(strstr(tr_source(r), "/f"));
+	tr_close(r);
+}
+
+/* The writer names the file it was asked for, never its temporary file,
+ * says why, and a path that cannot be written is bad input. */
+static void test_writer_errors_name_the_file_and_the_reason(void **st)
+{
+	(void)st;
+	tf_write("txt", ""); /* makes tf_dir */
+	tr_writer_t *w;
+	err_t e = {0};
+	assert_int_equal(tr_writer_open(tf_dir, 16, &w, &e), KS_EINPUT);
+	char want[400];
+	snprintf(want, sizeof want, "%s: cannot write: Is a directory", tf_dir);
+	assert_string_equal(e.msg, want);
+	char p[160];
+	snprintf(p, sizeof p, "%s/no/such/x.tsv", tf_dir);
+	assert_int_equal(tr_writer_open(p, 16, &w, &e), KS_EINPUT);
+	snprintf(want, sizeof want, "%s: cannot create: No such file or directory", p);
+	assert_string_equal(e.msg, want);
+	/* a refused write (RLIMIT_FSIZE: EFBIG, like ENOSPC on a full disk) */
+	snprintf(p, sizeof p, "%s/big.tsv", tf_dir);
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		struct rlimit rl = {4096, 4096};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		err_t ce = {0};
+		int rc = tr_writer_open(p, 16, &w, &ce);
+		uint64_t blk[4] = {1, 2, 3, 4};
+		tr_request_t q = {.input_len = 64,
+		                  .output_len = 1,
+		                  .n_blocks = 4,
+		                  .blocks = blk,
+		                  .block_tokens = 16};
+		for (int i = 0; !rc && i < 10000; i++)
+			rc = tr_writer_put(w, &q, &ce);
+		if (!rc)
+			rc = tr_writer_close(w, &ce);
+		else
+			tr_writer_abort(w);
+		if (write(pfd[1], ce.msg, strlen(ce.msg) + 1) < 0)
+			_exit(4);
+		_exit(rc == KS_EIO ? 0 : 5);
+	}
+	close(pfd[1]);
+	char msg[1100] = "";
+	assert_true(read(pfd[0], msg, sizeof msg - 1) > 0);
+	close(pfd[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(want, sizeof want, "%s: write error: %s", p, strerror(EFBIG));
+	assert_string_equal(msg, want);
+	assert_int_equal(access(p, F_OK), -1);
+	char tmp[200];
+	snprintf(tmp, sizeof tmp, "%s.tmp", p);
+	assert_int_equal(access(tmp, F_OK), -1);
+}
+
+/* trace's KEY=V arguments and KIND are named as typed, not as "--set". */
+static void test_cli_errors_name_the_argument_given(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!k)
+		skip();
+	tf_write("txt", "");
+	char out[160];
+	snprintf(out, sizeof out, "%s/never.tsv", tf_dir);
+	cli_result_t r = cli_run(k, tf_dir, "trace", "gen", "gamma", "cv=abc", "-o", out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, "kvsim trace gen: cv=abc: [trace] cv: expected a number, got "
+	                           "'abc'\n");
+	cli_result_free(&r);
+	r = cli_run(k, tf_dir, "trace", "gen", "gama", "-o", out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_memory_equal(r.err, "kvsim trace gen: gama: [trace] gen: 'gama' is not one of", 56);
+	cli_result_free(&r);
+	r = cli_run(k, tf_dir, "trace", "gen", "gamma", "--set", "trace.cv=x", "-o", out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_memory_equal(r.err, "kvsim trace gen: --set: [trace] cv: ", 36);
+	cli_result_free(&r);
+	/* a rule checked when the generator starts names the argument too */
+	r = cli_run(k, tf_dir, "trace", "gen", "fanout", "duration_s=1", "fanout_window_s=5", "-o",
+	            out, NULL);
+	assert_int_equal(r.status, 2);
+	assert_memory_equal(r.err,
+	                    "kvsim trace gen: fanout_window_s=5: [trace] fanout_window_s: ", 61);
+	cli_result_free(&r);
+	assert_int_equal(access(out, F_OK), -1);
+}
+
+/* Reading to the end and getting no request while the source had rows is
+ * said, with the key to blame: a start past the end, a window in a gap,
+ * every row dropped. A trace that yields requests says nothing. */
+static void test_reader_says_when_no_row_came_out(void **st)
+{
+	(void)st;
+	static const struct {
+		double start, end;
+		int drop;
+		const char *text, *want;
+	} cases[] = {
+	    {0, 0, 0, NULL, NULL},
+	    {3.5, 0, 0, NULL,
+	     "[trace] start_s: 3.5 s is past the end of the trace (%s: 4 rows from 0 to 3 s): no "
+	     "request to simulate"},
+	    {1.5, 1.6, 0, NULL,
+	     "[trace] end_s: the window [1.5 s, 1.6 s) holds no row of %s: no request to "
+	     "simulate"},
+	    {0, 0, 1,
+	     "#kvsim-trace 1 block_tokens=512 ids=prefix\n0\t10\t1\t1\t0\t-\n5\t10\t1\t1\t0\t-\n",
+	     "[trace] failed: drop left none of the 2 rows of %s: no request to simulate"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tr_opts_t o;
+		tr_opts_default(&o);
+		o.path =
+		    tf_write(cases[i].text ? "tsv" : "jsonl", cases[i].text ? cases[i].text : MC);
+		o.start_s = cases[i].start;
+		o.end_s = cases[i].end;
+		o.drop_failed = cases[i].drop;
+		tr_reader_t *r;
+		err_t e = {0};
+		assert_int_equal(tr_open(&o, 512, 1, &r, &e), 0);
+		tr_request_t q;
+		assert_int_equal(tr_check_nonempty(r, &e), 0); /* not before the end */
+		while (tr_next(r, &q, &e) > 0)
+			;
+		if (!cases[i].want) {
+			assert_int_equal(tr_check_nonempty(r, &e), 0);
+		} else {
+			char want[512];
+			snprintf(want, sizeof want, cases[i].want, o.path);
+			assert_int_equal(tr_check_nonempty(r, &e), KS_EINPUT);
+			assert_string_equal(e.msg, want);
+		}
+		tr_close(r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -725,6 +922,11 @@ int main(void)
 	    cmocka_unit_test(test_gen_kind_refuses_a_trace_path),
 	    cmocka_unit_test(test_sha256_of_file),
 	    cmocka_unit_test(test_cli_exit_codes),
+	    cmocka_unit_test(test_trace_path_resolves_beside_its_config_file),
+	    cmocka_unit_test(test_reader_keeps_its_own_copy_of_the_options),
+	    cmocka_unit_test(test_writer_errors_name_the_file_and_the_reason),
+	    cmocka_unit_test(test_cli_errors_name_the_argument_given),
+	    cmocka_unit_test(test_reader_says_when_no_row_came_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,30 @@ static void test_servegen_bad_row(void **st)
 	assert_non_null(strstr(e.msg, ":2: pattern: 'Lumpy' is not Gamma, Weibull or empty"));
 }
 
+/* Window starts must increase: a repeated one (an empty window) and one
+ * that goes back are errors at their line, even where the window before
+ * has no requests to draw. */
+static void test_servegen_window_starts_must_increase(void **st)
+{
+	(void)st;
+	static const char *const files[][2] = {
+	    {"0,1,1,Gamma,1,1\n0,2,1,Gamma,1,1\n600,1,1,Gamma,1,1\n",
+	     ":2: window_start_s: repeats the previous window's start (0 s; the previous window "
+	     "starts at 0 s)"},
+	    {"0,1,1,Gamma,1,1\n600,0,0,,0,0\n300,1,1,Gamma,1,1\n",
+	     ":3: window_start_s: goes backwards (300 s; the previous window starts at 600 s)"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		tr_opts_t o = gen_opts(TR_GEN_SERVEGEN);
+		o.path = tf_write("csv", files[i][0]);
+		err_t e = {0};
+		uint64_t n;
+		assert_int_equal(tf_read_all(&o, 16, 1, &n, &e), KS_EINPUT);
+		if (!strstr(e.msg, files[i][1]) || strncmp(e.msg, o.path, strlen(o.path)))
+			fail_msg("'%s' lacks '%s'", e.msg, files[i][1]);
+	}
+}
+
 static void test_generators_are_deterministic(void **st)
 {
 	(void)st;
@@ -613,6 +637,7 @@ int main(void)
 	    cmocka_unit_test(test_diurnal_follows_sine),
 	    cmocka_unit_test(test_servegen_windows_rates),
 	    cmocka_unit_test(test_servegen_bad_row),
+	    cmocka_unit_test(test_servegen_window_starts_must_increase),
 	    cmocka_unit_test(test_generators_are_deterministic),
 	    cmocka_unit_test(test_fanout_bursts_share_prefix),
 	    cmocka_unit_test(test_length_distributions),

@@ -139,6 +139,13 @@ void tr_opts_default(tr_opts_t *o);
 int tr_opts_check(const tr_opts_t *o, err_t *e);
 /* Reads the [trace] section (strings stay owned by cfg). */
 int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e);
+/* The file paths of [trace] (path, in_path, out_path) resolved as cfg_path
+ * does: relative to the config file that set them, else to the working
+ * directory. o's path fields then point into p; keep p while o is used. */
+typedef struct tr_paths {
+	char path[4096], in[4096], out[4096];
+} tr_paths_t;
+int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e);
 const char *tr_kind_name(tr_kind_t k);
 const char *tr_gen_name(tr_gen_kind_t g);
 int tr_kind_parse(const char *s, tr_kind_t *k);
@@ -151,7 +158,7 @@ int tr_gen_parse(const char *s, tr_gen_kind_t *g);
  * size differs). seed drives generators and prefix models. */
 int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
                 err_t *e);
-/* The same from an options struct (o and its strings must outlive the reader). */
+/* The same from an options struct (copied, strings included). */
 int tr_open(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
             err_t *e);
 /* 1 = got one, 0 = end, <0 = KS_E* with "file:line: field: reason". */
@@ -166,6 +173,14 @@ uint32_t tr_trace_block_tokens(const tr_reader_t *r);
 uint64_t tr_bytes_read(const tr_reader_t *r);
 /* Detects the format of a file from its first line. */
 int tr_detect(const char *path, tr_kind_t *k, err_t *e);
+/* How far the reader is, 0..1, estimated from what bounds the trace (limit,
+ * end_s, a generator's duration or count, the file's size); -1 when
+ * nothing tells. For progress lines, never for results. */
+double tr_progress(const tr_reader_t *r);
+/* After the reader has ended: KS_EINPUT with "[trace] KEY: reason" when the
+ * source had rows but none of them came out (a window past the end of the
+ * trace, every row dropped as failed), else 0. */
+int tr_check_nonempty(const tr_reader_t *r, err_t *e);
 /* Reads the whole trace once; *rows gets the count. The first error wins. */
 int tr_validate(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, uint64_t *rows,
                 err_t *e);
@@ -186,8 +201,8 @@ uint64_t tr_mix(uint64_t h, uint64_t x);
  *   #arrival_ns	input_len	output_len	status	session_id	blocks
  *   0	1500	200	0	0	9f2c...,03ab...
  * arrival_ns non-decreasing; status 0 ok, 1 failed; blocks = floor(input_len/B) ids as 16 hex
- * digits separated by commas, each the chained prefix id of its block, or "-" for a request without
- * ids (the prefix model then applies). Lines starting with
+ * digits separated by commas, each the chained prefix id of its block, or "-" when there is no
+ * full block (input_len < B; "-" for a longer prompt is an error). Lines starting with
  * '#' after the first are comments. */
 typedef struct tr_writer tr_writer_t;
 int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, err_t *e);

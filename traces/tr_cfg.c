@@ -15,7 +15,10 @@ const cfg_key_t tr_cfg_keys[] = {
      "trace format (auto: detect from the first line; gen: a synthetic generator; "
      "servegen: generate from a ServeGen windows CSV)",
      NULL},
-    {S, "path", CFG_STR, "", 0, 0, NULL, "", "trace file (gen = servegen: the windows CSV)", NULL},
+    {S, "path", CFG_STR, "", 0, 0, NULL, "path",
+     "trace file (gen = servegen: the windows CSV); relative to the config file, else the "
+     "working dir",
+     NULL},
     {S, "start_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
      "skip requests before this trace time (seconds after the first row)", NULL},
     {S, "end_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
@@ -92,8 +95,8 @@ const cfg_key_t tr_cfg_keys[] = {
     {S, "in_min", CFG_INT, "1", 0, 4294967295.0, NULL, "tokens", "lower clamp", NULL},
     {S, "in_max", CFG_INT, "131072", 0, 4294967295.0, NULL, "tokens",
      "upper clamp (0 = max_tokens)", NULL},
-    {S, "in_path", CFG_STR, "", 0, 0, NULL, "",
-     "empirical: a trace file whose input lengths are resampled", NULL},
+    {S, "in_path", CFG_STR, "", 0, 0, NULL, "path",
+     "empirical: a trace file whose input lengths are resampled (relative as path)", NULL},
     {S, "out_dist", CFG_ENUM, "lognormal", 0, 0, "fixed,uniform,lognormal,zipf,empirical", "",
      "generated output lengths", NULL},
     {S, "out_mean", CFG_FLOAT, "256", 0, 1e9, NULL, "tokens", "fixed value or lognormal mean",
@@ -104,8 +107,8 @@ const cfg_key_t tr_cfg_keys[] = {
     {S, "out_min", CFG_INT, "1", 0, 4294967295.0, NULL, "tokens", "lower clamp", NULL},
     {S, "out_max", CFG_INT, "8192", 0, 4294967295.0, NULL, "tokens", "upper clamp (0 = max_tokens)",
      NULL},
-    {S, "out_path", CFG_STR, "", 0, 0, NULL, "",
-     "empirical: a trace file whose output lengths are resampled", NULL},
+    {S, "out_path", CFG_STR, "", 0, 0, NULL, "path",
+     "empirical: a trace file whose output lengths are resampled (relative as path)", NULL},
     /* prefix model (traces without hash ids, generators) */
     {S, "prefix_shared_prob", CFG_FLOAT, "0", 0, 1, NULL, "",
      "share of requests (session first turns) that start with a shared system prompt", NULL},
@@ -333,12 +336,33 @@ int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e)
 	return 0;
 }
 
+int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e)
+{
+	int rc = cfg_path(cfg, "trace", "path", p->path, sizeof p->path, e);
+	if (!rc)
+		rc = cfg_path(cfg, "trace", "in_path", p->in, sizeof p->in, e);
+	if (!rc)
+		rc = cfg_path(cfg, "trace", "out_path", p->out, sizeof p->out, e);
+	if (rc)
+		return rc;
+	o->path = p->path;
+	o->in.path = p->in;
+	o->out.path = p->out;
+	return 0;
+}
+
 int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
                 err_t *e)
 {
 	*out = NULL;
-	/* The reader keeps a copy of the options; strings stay owned by cfg. */
 	tr_opts_t o;
+	tr_paths_t p;
 	int rc = tr_opts_from_cfg(cfg, &o, e);
-	return rc ? rc : tr_open(&o, sim_block_tokens, seed, out, e);
+	if (!rc)
+		rc = tr_opts_paths(cfg, &o, &p, e);
+	if (!rc)
+		rc = tr_open(&o, sim_block_tokens, seed, out, e); /* copies o */
+	if (rc)
+		cfg_err_locate(cfg, e); /* "[trace] key: ..." gets the key's place */
+	return rc;
 }

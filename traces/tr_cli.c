@@ -1,6 +1,8 @@
 /* tr_cli — `kvsim trace`: stats, gen, convert, validate. Options are
  * [trace] config keys given as --set trace.KEY=VALUE or, shorter, KEY=VALUE;
  * a CONFIG file may be given with --config. Exit 0 ok, 1 runtime, 2 input. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +46,21 @@ static void usage(FILE *f)
 	    "  kvsim trace convert BurstGPT_1.csv prefix_shared_prob=0.5 -o burst.tsv\n"
 	    "  kvsim trace stats AzureLLMInferenceTrace_conv.csv start_s=600 end_s=1200\n"
 	    "\n"
-	    "Every key: kvsim config doc (section [trace]). Exit status: 0 ok, 1 runtime\n"
-	    "failure, 2 usage or input error.\n");
+	    "Every key: kvsim config doc (section [trace]).\n");
+	cli_help_end(f);
 }
+
+/* A [trace] assignment and the argument it came from, which labels its
+ * errors and becomes its origin: "--set", or "KEY=V" as typed. */
+typedef struct targ {
+	const char *set, *label;
+} targ_t;
 
 typedef struct args {
 	const char *cmd, *file, *out, *config, *kind;
 	int json, no_reuse;
 	long long block_tokens, seed;
-	const char **sets;
+	targ_t *sets;
 	int nsets;
 } args_t;
 
@@ -69,7 +77,7 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 #define NEED()                                                                                     \
 	do {                                                                                       \
 		if (!v)                                                                            \
-			return err_set(e, KS_EINPUT, "trace: %s needs a value", s);                \
+			return err_set(e, KS_EINPUT, "%s needs a value", s);                       \
 		i++;                                                                               \
 	} while (0)
 		if (!strcmp(s, "--json")) {
@@ -92,79 +100,71 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 			int64_t x, lo = blk ? 1 : 0, hi = blk ? 65536 : 9200000000000000000LL;
 			int r = cfg_parse_whole(v, 0, lo, hi, &x);
 			if (r == CFG_NOT_WHOLE)
-				return err_set(e, KS_EINPUT, "trace: %s: '%s' is not a whole number",
+				return err_set(e, KS_EINPUT, "%s: '%s' is not a whole number",
 				               s, v);
 			if (r == CFG_OUT_OF_RANGE)
 				return err_set(e, KS_EINPUT,
-				               "trace: %s: '%s' is out of range [%lld, %lld]", s, v,
+				               "%s: '%s' is out of range [%lld, %lld]", s, v,
 				               (long long)lo, (long long)hi);
 			*(blk ? &a->block_tokens : &a->seed) = x;
 		} else if (!strcmp(s, "--set") || !strcmp(s, "-s")) {
 			NEED();
-			a->sets[a->nsets++] = v;
+			a->sets[a->nsets++] = (targ_t){v, "--set"};
 		} else if (!strncmp(s, "--set=", 6)) {
-			a->sets[a->nsets++] = s + 6;
+			a->sets[a->nsets++] = (targ_t){s + 6, "--set"};
 		} else if (s[0] == '-' && s[1]) {
-			return err_set(e, KS_EINPUT, "trace %s: unknown option '%s'", a->cmd, s);
+			return err_set(e, KS_EINPUT, "unknown option '%s'", s);
 		} else if (strchr(s, '=')) {
-			a->sets[a->nsets++] = s;
+			a->sets[a->nsets++] = (targ_t){s, s};
 		} else if (!a->file) {
 			a->file = s;
 		} else {
-			return err_set(e, KS_EINPUT, "trace %s: unexpected argument '%s'", a->cmd,
-			               s);
+			return err_set(e, KS_EINPUT, "unexpected argument '%s'", s);
 		}
 #undef NEED
 	}
 	return 0;
 }
 
-/* "KEY=V" becomes "trace.KEY=V" (malloc'd; the caller frees). */
-static char *qualify(const char *s)
+/* cfg_set_as on "trace.KEY=V" for "KEY=V" (a dotted key is taken whole). */
+static int set_arg(cfg_t *c, const char *key, const char *val, const char *label, err_t *e)
 {
-	const char *eq = strchr(s, '=');
-	const char *dot = strchr(s, '.');
-	if (dot && dot < eq)
-		return strdup(s);
-	char *q = malloc(strlen(s) + 7);
-	if (q)
-		sprintf(q, "trace.%s", s);
-	return q;
+	const char *eq = strchr(key, '=');
+	const char *dot = strchr(key, '.');
+	int qualified = val == NULL && dot && eq && dot < eq;
+	size_t n = strlen(key) + (val ? strlen(val) : 0) + 8;
+	char *q = malloc(n);
+	if (!q)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (val)
+		snprintf(q, n, "trace.%s=%s", key, val);
+	else
+		snprintf(q, n, "%s%s", qualified ? "" : "trace.", key);
+	int rc = cfg_set_as(c, q, label, e);
+	free(q);
+	return rc;
 }
 
-static int load(args_t *a, cfg_t **cfg, char ***owned, int *nowned, err_t *e)
+/* Schema defaults, not the default experiment (FILE is the trace), then
+ * --config, the command's own keys and the arguments in order. */
+static int load(args_t *a, cfg_t **cfg, err_t *e)
 {
-	int n = a->nsets + 3;
-	char **sets = calloc((size_t)n, sizeof *sets);
-	if (!sets)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	int k = 0;
+	int rc = cli_load_config_ex(a->config, NULL, 0, 0, NULL, cfg, e);
+	if (rc)
+		return rc;
+	cfg_t *c = *cfg;
 	if (!strcmp(a->cmd, "gen")) {
-		sets[k++] = strdup("trace.kind=gen");
-		char *g = malloc(strlen(a->file) + 16);
-		if (g)
-			sprintf(g, "trace.gen=%s", a->file);
-		sets[k++] = g;
+		rc = set_arg(c, "kind", "gen", a->file, e);
+		if (!rc)
+			rc = set_arg(c, "gen", a->file, a->file, e);
 	} else {
-		char *p = malloc(strlen(a->file) + 16);
-		if (p)
-			sprintf(p, "trace.path=%s", a->file);
-		sets[k++] = p;
-		const char *kind = a->kind ? a->kind : "auto";
-		char *q = malloc(strlen(kind) + 16);
-		if (q)
-			sprintf(q, "trace.kind=%s", kind);
-		sets[k++] = q;
+		rc = set_arg(c, "path", a->file, a->file, e);
+		if (!rc)
+			rc = set_arg(c, "kind", a->kind ? a->kind : "auto", "--kind", e);
 	}
-	for (int i = 0; i < a->nsets; i++)
-		sets[k++] = qualify(a->sets[i]);
-	*owned = sets;
-	*nowned = k;
-	for (int i = 0; i < k; i++)
-		if (!sets[i])
-			return err_set(e, KS_ENOMEM, "out of memory");
-	/* schema defaults, not the default experiment: FILE is the trace */
-	return cli_load_config_ex(a->config, (const char *const *)sets, k, 0, NULL, cfg, e);
+	for (int i = 0; !rc && i < a->nsets; i++)
+		rc = set_arg(c, a->sets[i].set, NULL, a->sets[i].label, e);
+	return rc ? rc : cfg_finalize(c, e);
 }
 
 static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e, int *rc)
@@ -193,14 +193,14 @@ static long peak_rss_kb(void)
 static int run(args_t *a, err_t *e)
 {
 	cfg_t *cfg = NULL;
-	char **owned = NULL;
-	int nowned = 0, rc;
+	int rc;
 	tr_reader_t *r = NULL;
 	tr_writer_t *w = NULL;
-	if ((rc = load(a, &cfg, &owned, &nowned, e)))
+	if ((rc = load(a, &cfg, e)))
 		goto out;
 	tr_opts_t o;
-	if ((rc = tr_opts_from_cfg(cfg, &o, e)))
+	tr_paths_t paths;
+	if ((rc = tr_opts_from_cfg(cfg, &o, e)) || (rc = tr_opts_paths(cfg, &o, &paths, e)))
 		goto out;
 	uint64_t seed =
 	    a->seed >= 0 ? (uint64_t)a->seed : (uint64_t)cfg_int(cfg, "experiment", "seed");
@@ -232,7 +232,7 @@ static int run(args_t *a, err_t *e)
 		    s > 0 ? mb / s : 0, peak_rss_kb());
 	} else {
 		if (!a->out) {
-			rc = err_set(e, KS_EINPUT, "trace %s: -o OUT is required", a->cmd);
+			rc = err_set(e, KS_EINPUT, "-o OUT is required");
 			goto out;
 		}
 		if ((rc = tr_writer_open(a->out, S, &w, e)))
@@ -247,41 +247,45 @@ static int run(args_t *a, err_t *e)
 		w = NULL;
 	}
 out:
+	if (rc && cfg)
+		cfg_err_locate(cfg, e); /* "[trace] key: ..." names the argument */
 	tr_writer_abort(w);
 	tr_close(r);
 	if (cfg)
 		cli_config_free(cfg);
-	for (int i = 0; i < nowned; i++)
-		free(owned[i]);
-	free(owned);
 	return rc;
 }
 
 int tr_cli_main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argc < 2)
+		return cli_usage_error("missing command (stats, gen, convert, validate)");
+	if (cli_is_help(argv[1])) {
+		usage(stdout);
+		return 0;
 	}
 	args_t a = {.cmd = argv[1]};
 	err_t e = {0};
 	if (strcmp(a.cmd, "stats") && strcmp(a.cmd, "gen") && strcmp(a.cmd, "convert") &&
-	    strcmp(a.cmd, "validate")) {
-		fprintf(stderr, "kvsim trace: unknown command '%s'\n", a.cmd);
-		usage(stderr);
-		return 2;
-	}
+	    strcmp(a.cmd, "validate"))
+		return cli_usage_error("unknown command '%s' (stats, gen, convert, validate)",
+		                       a.cmd);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "trace %s", a.cmd);
+	cli_set_command(cmd);
 	for (int i = 2; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (cli_is_help(argv[i])) {
 			usage(stdout);
 			return 0;
 		}
 	int rc = parse(argc - 1, argv + 1, &a, &e);
 	if (!rc && !a.file)
-		rc = err_set(&e, KS_EINPUT, "trace %s: missing %s (see kvsim trace --help)", a.cmd,
-		             strcmp(a.cmd, "gen") ? "FILE" : "KIND");
-	if (!rc)
-		rc = run(&a, &e);
+		rc = err_set(&e, KS_EINPUT, "missing %s", strcmp(a.cmd, "gen") ? "FILE" : "KIND");
+	if (rc) {
+		free(a.sets);
+		return rc == KS_EINPUT ? cli_usage_error("%s", e.msg) : cli_fail(&e);
+	}
+	rc = run(&a, &e);
 	free(a.sets);
 	return rc ? cli_fail(&e) : 0;
 }

@@ -45,8 +45,8 @@ int tr_lines_open(tr_lines_t *l, const char *path, err_t *e)
 	l->path = path;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, errno == ENOENT || errno == EISDIR ? KS_EINPUT : KS_EIO,
-		               "%s: cannot open: %s", path, strerror(errno));
+		return err_set(e, err_path_code(errno), "%s: cannot open: %s", path,
+		               strerror(errno));
 	struct stat sb;
 	if (!fstat(fd, &sb) && S_ISDIR(sb.st_mode)) {
 		close(fd);

@@ -269,9 +269,18 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 		return err_set(e, KS_EINPUT, "%s:%llu: session_id: '%s' is not an unsigned integer",
 		               s->l.path, LINE(s), fld[4]);
 	raw->session_id = sid;
-	if (!strcmp(fld[5], "-"))
-		return 1;
 	uint32_t bt = b->block_tokens, want = raw->input_len / bt;
+	if (!strcmp(fld[5], "-")) {
+		/* '-' says "no full block"; a prompt that has some must list them, or
+		 * its prefix sharing would silently come from the prefix model */
+		if (want)
+			return err_set(e, KS_EINPUT,
+			               "%s:%llu: blocks: '-' but input_len %u holds floor(%u/%u) = "
+			               "%u full blocks (list their ids)",
+			               s->l.path, LINE(s), raw->input_len, raw->input_len, bt,
+			               want);
+		return 1;
+	}
 	if (tr_grow((void **)&s->ids, &s->cap, want ? want : 1, sizeof *s->ids))
 		return err_set(e, KS_ENOMEM, "%s: out of memory", s->l.path);
 	uint32_t n = 0;

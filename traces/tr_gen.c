@@ -158,9 +158,15 @@ static int sg_advance(gen_src_t *g, err_t *e)
 	if (rc < 0)
 		return rc;
 	g->have_next = rc;
-	if (rc && g->next_w.start < g->w.start)
-		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: goes backwards", g->l.path,
-		               SG_LINE(g));
+	/* A repeated start would make an empty window that swallows its rate. */
+	if (rc && g->next_w.start <= g->w.start)
+		return err_set(e, KS_EINPUT,
+		               "%s:%llu: window_start_s: %s (%.17g s; the previous window starts "
+		               "at %.17g s)",
+		               g->l.path, SG_LINE(g),
+		               g->next_w.start < g->w.start ? "goes backwards"
+		                                            : "repeats the previous window's start",
+		               g->next_w.start, g->w.start);
 	/* The last window lasts as long as the one before it (600 s in ServeGen). */
 	g->w.end = rc ? g->next_w.start : g->w.start + 600;
 	g->t = g->w.start;

@@ -1,10 +1,14 @@
 /* tr_native — writer of the native trace format (see tr.h). Writes to
  * "PATH.tmp" and renames on close, so a failed conversion leaves no file
- * that looks complete. PATH "-" writes to standard output. */
+ * that looks complete. PATH "-" writes to standard output. Errors name PATH,
+ * the name the user gave (the temporary file is ours), with the errno text;
+ * a PATH that cannot be written (a directory, a missing folder, no
+ * permission) is KS_EINPUT. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "traces/tr_int.h"
 
@@ -28,6 +32,12 @@ int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, e
 	if (!strcmp(path, "-")) {
 		w->f = stdout;
 	} else {
+		struct stat sb;
+		if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+			free(w);
+			return err_set(e, KS_EINPUT, "%s: cannot write: %s", path,
+			               strerror(EISDIR));
+		}
 		size_t n = strlen(path);
 		w->path = strdup(path);
 		w->tmp = malloc(n + 5);
@@ -39,8 +49,8 @@ int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, e
 		memcpy(w->tmp + n, ".tmp", 5);
 		w->f = fopen(w->tmp, "w");
 		if (!w->f) {
-			int rc =
-			    err_set(e, KS_EIO, "%s: cannot create: %s", w->tmp, strerror(errno));
+			int rc = err_set(e, err_path_code(errno), "%s: cannot create: %s", path,
+			                 strerror(errno));
 			tr_writer_abort(w);
 			return rc;
 		}
@@ -71,8 +81,8 @@ int tr_writer_put(tr_writer_t *w, const tr_request_t *r, err_t *e)
 		fputc('-', w->f);
 	for (uint32_t i = 0; i < r->n_blocks; i++)
 		fprintf(w->f, i ? ",%016" PRIx64 : "%016" PRIx64, r->blocks[i]);
-	if (fputc('\n', w->f) == EOF)
-		return err_set(e, KS_EIO, "%s: write error: %s", w->tmp ? w->tmp : "stdout",
+	if (fputc('\n', w->f) == EOF || ferror(w->f))
+		return err_set(e, KS_EIO, "%s: write error: %s", w->path ? w->path : "stdout",
 		               strerror(errno));
 	return 0;
 }
@@ -85,12 +95,18 @@ int tr_writer_close(tr_writer_t *w, err_t *e)
 			rc = err_set(e, KS_EIO, "stdout: write error: %s", strerror(errno));
 		w->f = NULL;
 	} else {
-		int bad = ferror(w->f) | fclose(w->f);
+		/* keep the first errno: a full disk must say so */
+		int en = 0;
+		errno = 0;
+		if (fflush(w->f) || ferror(w->f))
+			en = errno ? errno : EIO;
+		if (fclose(w->f) && !en)
+			en = errno ? errno : EIO;
 		w->f = NULL;
-		if (bad)
-			rc = err_set(e, KS_EIO, "%s: write error", w->tmp);
+		if (en)
+			rc = err_set(e, KS_EIO, "%s: write error: %s", w->path, strerror(en));
 		else if (rename(w->tmp, w->path))
-			rc = err_set(e, KS_EIO, "%s: cannot rename to %s: %s", w->tmp, w->path,
+			rc = err_set(e, err_path_code(errno), "%s: cannot replace: %s", w->path,
 			             strerror(errno));
 	}
 	if (rc)

@@ -7,6 +7,7 @@
 #include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "traces/tr_int.h"
 
@@ -28,7 +29,45 @@ struct tr_reader {
 	uint64_t line_prev;
 	int64_t start_ns, end_ns; /* end_ns < 0: none */
 	int done;
+	/* Copies of the option strings o's path fields point to. */
+	char path[4096], in_path[4096], out_path[4096];
+	uint64_t text_bytes; /* the file's (decompressed) size, 0 unknown */
 };
+
+/* The size of a trace file's text: its size, or for gzip the ISIZE of its
+ * trailer (RFC 1952 sec. 2.3.1: input size mod 2^32, exact for one member
+ * under 4 GiB); 0 when unknown. For progress estimates only. */
+static uint64_t text_size(const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+		return 0;
+	if (sb.st_size < 18) /* shorter than any gzip member */
+		return (uint64_t)sb.st_size;
+	FILE *f = fopen(path, "rb");
+	unsigned char m[2], t[4];
+	uint64_t n = (uint64_t)sb.st_size;
+	if (f && fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b)
+		n = fseek(f, -4, SEEK_END) == 0 && fread(t, 1, 4, f) == 4
+		        ? (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 |
+		              (uint64_t)t[3] << 24
+		        : 0;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Copies *s into buf and points *s at it; KS_EINPUT when it does not fit. */
+static int own_path(const char **s, char *buf, size_t n, const char *key, err_t *e)
+{
+	const char *v = *s ? *s : "";
+	size_t len = strlen(v);
+	if (len >= n)
+		return err_set(e, KS_EINPUT, "[trace] %s: path longer than %zu bytes", key, n - 1);
+	memcpy(buf, v, len + 1);
+	*s = buf;
+	return 0;
+}
 
 /* splitmix64's finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom
  * number generators", OOPSLA 2014): a bijective 64-bit avalanche mix. */
@@ -148,7 +187,12 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	r->o = *o;
 	r->S = S;
 	r->kind = o->kind;
-	const char *path = o->path ? o->path : "";
+	if ((rc = own_path(&r->o.path, r->path, sizeof r->path, "path", e)) ||
+	    (rc = own_path(&r->o.in.path, r->in_path, sizeof r->in_path, "in_path", e)) ||
+	    (rc = own_path(&r->o.out.path, r->out_path, sizeof r->out_path, "out_path", e)))
+		goto fail;
+	o = &r->o; /* from here on, the reader's own copy */
+	const char *path = o->path;
 	/* A damaged .gz fails here, not after part of it has been simulated. */
 	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
 	    (rc = tr_lines_verify(path, e)))
@@ -199,6 +243,8 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	else
 		snprintf(r->source, sizeof r->source, "%s", path);
 	r->T = r->src->block_tokens;
+	if (*path)
+		r->text_bytes = text_size(path);
 	if ((rc = tr_prefix_new(&r->o, seed, &r->pm, e)))
 		goto fail;
 	r->salt = tr_mix(tr_mix(TR_ROOT_ID, seed), 0x756e69717565ULL);
@@ -387,6 +433,53 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 	}
 }
 
+double tr_progress(const tr_reader_t *r)
+{
+	if (r->done)
+		return 1;
+	/* the run ends at the first limit reached: the largest share is the
+	 * best estimate */
+	double f = -1, t = (double)(r->t_prev - r->t_first);
+	if (r->o.limit)
+		f = fmax(f, (double)r->next_id / (double)r->o.limit);
+	if (r->end_ns > 0)
+		f = fmax(f, t / (double)r->end_ns);
+	if (r->kind == TR_KIND_GEN && r->o.gen != TR_GEN_SERVEGEN) {
+		if (r->o.requests)
+			f = fmax(f, (double)r->rows_src / (double)r->o.requests);
+		if (r->o.duration_s > 0)
+			f = fmax(f, t / (r->o.duration_s * 1e9));
+	} else if (r->text_bytes && r->src) {
+		f = fmax(f, (double)r->src->bytes / (double)r->text_bytes);
+	}
+	return f < 0 ? -1 : fmin(f, 1);
+}
+
+int tr_check_nonempty(const tr_reader_t *r, err_t *e)
+{
+	if (!r->done || r->next_id || !r->rows_src)
+		return 0;
+	double last = (double)(r->t_prev - r->t_first) / 1e9;
+	if (r->start_ns > 0 && r->t_prev - r->t_first < r->start_ns)
+		return err_set(
+		    e, KS_EINPUT,
+		    "[trace] start_s: %.9g s is past the end of the trace (%s: %llu rows "
+		    "from 0 to %.9g s): no request to simulate",
+		    r->start_ns / 1e9, r->source, (unsigned long long)r->rows_src, last);
+	if (r->o.drop_failed)
+		return err_set(e, KS_EINPUT,
+		               "[trace] failed: drop left none of the %llu rows of %s: no request "
+		               "to simulate",
+		               (unsigned long long)r->rows_src, r->source);
+	if (r->end_ns >= 0)
+		return err_set(e, KS_EINPUT,
+		               "[trace] end_s: the window [%.9g s, %.9g s) holds no row of %s: no "
+		               "request to simulate",
+		               r->start_ns / 1e9, r->end_ns / 1e9, r->source);
+	return err_set(e, KS_EINPUT, "[trace] start_s: none of the %llu rows of %s came out",
+	               (unsigned long long)r->rows_src, r->source);
+}
+
 int tr_validate(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, err_t *e)
 {
 	tr_reader_t *r;
@@ -403,10 +496,9 @@ int tr_validate(const tr_opts_t *o, uint32_t S, uint64_t seed, uint64_t *rows, e
 
 int tr_file_sha256(const char *path, char out[65], err_t *e)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = err_fopen_in(path, e);
 	if (!f)
-		return err_set(e, errno == ENOENT ? KS_EINPUT : KS_EIO, "%s: cannot open: %s", path,
-		               strerror(errno));
+		return e->code;
 	struct sha256_ctx c;
 	sha256_init(&c);
 	unsigned char buf[1 << 16];

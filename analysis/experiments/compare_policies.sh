@@ -8,7 +8,8 @@ set -e
 cfg=${1:?usage: compare_policies.sh CONFIG [RESULTS_DIR] [sweep options]}
 dir=${2:-results/$(basename "$cfg" .ini)}
 [ $# -ge 2 ] && shift 2 || shift $#
-KVSIM=${KVSIM:-build/kvsim}
+# the repository's build, else an installed kvsim on PATH
+[ -n "$KVSIM" ] || { [ -x build/kvsim ] && KVSIM=build/kvsim || KVSIM=kvsim; }
 "$KVSIM" sweep "$cfg" -j 2 -o "$dir" "$@" \
 	--zip policy.routing.name=least_load,cache_aware,least_load,least_load,least_load,least_load,least_load,least_load \
 	--zip policy.replication.name=none,none,early_rdma,speculative,speculative,speculative,speculative,speculative \

@@ -1,0 +1,245 @@
+/* Tests for `kvsim run` (sim/cli_run.c): the progress line of a long run
+ * (its format, and that it shows on a terminal only, never with -q or when
+ * stderr is a file), and --strict for a run with no request. The binary is
+ * $KVSIM (or build/kvsim); tests that need it skip without it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sim/cli_common.h"
+#include "sim/sim.h"
+#include "tests/cli_fixture.h"
+
+static char tmpdir[64];
+
+static int setup(void **st)
+{
+	(void)st;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_cli_run.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_progress_line_says_time_requests_share_and_eta(void **st)
+{
+	(void)st;
+	char buf[256];
+	cli_set_command("run");
+	sim_progress_t p = {12500000000LL, 4400, 4321, 0.37};
+	cli_progress_line(buf, sizeof buf, &p, 12.3); /* 12.3 * 0.63 / 0.37 = 20.9 s left */
+	assert_string_equal(buf, "kvsim run: 12.5 s simulated, 4321 requests done (4400 arrived), "
+	                         "37%, ETA 0:21");
+	p.fraction = 0.002; /* 10 * 0.998 / 0.002 = 4990 s */
+	cli_progress_line(buf, sizeof buf, &p, 10);
+	assert_string_equal(buf, "kvsim run: 12.5 s simulated, 4321 requests done (4400 arrived), "
+	                         "0%, ETA 1:23:10");
+	p.fraction = -1; /* nothing tells how far: no share, no ETA */
+	cli_progress_line(buf, sizeof buf, &p, 10);
+	assert_string_equal(buf, "kvsim run: 12.5 s simulated, 4321 requests done (4400 arrived)");
+	char small[24];
+	cli_progress_line(small, sizeof small, &p, 10);
+	assert_int_equal(strlen(small), sizeof small - 1);
+	cli_set_command(NULL);
+}
+
+/* The gate: the command line decides when it says; else a terminal on
+ * stderr, and not -q. */
+static void test_progress_shows_only_on_a_terminal_unless_asked(void **st)
+{
+	(void)st;
+	assert_int_equal(cli_progress_wanted(1, 1), 1);
+	assert_int_equal(cli_progress_wanted(0, 0), 0);
+	int saved = dup(2);
+	char path[128];
+	snprintf(path, sizeof path, "%s/err", tmpdir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	dup2(fd, 2);
+	int file = cli_progress_wanted(-1, 0);
+	int master, slave;
+	assert_int_equal(openpty(&master, &slave, NULL, NULL, NULL), 0);
+	dup2(slave, 2);
+	int tty = cli_progress_wanted(-1, 0), tty_quiet = cli_progress_wanted(-1, 1);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	close(slave);
+	close(master);
+	assert_int_equal(file, 0);
+	assert_int_equal(tty, 1);
+	assert_int_equal(tty_quiet, 0);
+}
+
+/* Runs kvsim ARGS on a pseudo-terminal (stdout and stderr both) and
+ * returns what it wrote (malloc'd) and its exit status. */
+static char *run_on_pty(const char *kvsim, const char *const *args, int *status)
+{
+	int master;
+	pid_t pid = forkpty(&master, NULL, NULL, NULL);
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const char *argv[16] = {kvsim};
+		for (int i = 0; args[i] && i < 14; i++)
+			argv[i + 1] = args[i];
+		execv(kvsim, (char *const *)argv);
+		_exit(127);
+	}
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	for (;;) {
+		if (len + 4096 > cap)
+			assert_non_null(buf = realloc(buf, cap *= 2));
+		ssize_t n = read(master, buf + len, 4096);
+		if (n <= 0)
+			break; /* EIO once the child has closed the terminal */
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(master);
+	assert_int_equal(waitpid(pid, status, 0), pid);
+	return buf;
+}
+
+/* A run long enough to be redrawn (about a second here: 20000 simulated
+ * seconds of the default traffic). */
+static void test_long_run_draws_progress_on_a_terminal(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim();
+	if (!kvsim)
+		skip();
+	const char *args[] = {"run", "--set", "trace.duration_s=20000", NULL};
+	int status;
+	char *out = run_on_pty(kvsim, args, &status);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	const char *line = strstr(out, "\rkvsim run: ");
+	if (!line || !strstr(line, " s simulated, ") || !strstr(line, " requests done (") ||
+	    !strstr(line, "%, ETA "))
+		fail_msg("no progress line in:\n%s", out);
+	/* erased before the summary, which is untouched */
+	assert_non_null(strstr(out, "\r\033[K"));
+	assert_non_null(strstr(out, "kvsim run: default (seed 1"));
+	free(out);
+	/* -q: nothing but errors, on a terminal too */
+	const char *quiet[] = {"run", "-q", "--set", "trace.duration_s=20000", NULL};
+	out = run_on_pty(kvsim, quiet, &status);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_string_equal(out, "");
+	free(out);
+	/* stderr not a terminal: silent */
+	cli_result_t r = cli_run(kvsim, tmpdir, "run", "--set", "trace.duration_s=20000", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.err, "");
+	cli_result_free(&r);
+}
+
+/* No request passed the trace window: a warning, or with --strict an input
+ * error that writes nothing. */
+static void test_strict_refuses_a_run_without_requests(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim();
+	if (!kvsim)
+		skip();
+	char trace[128], out[128], set[160];
+	snprintf(trace, sizeof trace, "%s/t.tsv", tmpdir);
+	snprintf(out, sizeof out, "%s/results", tmpdir);
+	snprintf(set, sizeof set, "trace.path=%s", trace);
+	cli_result_t r = cli_run(kvsim, tmpdir, "trace", "gen", "poisson", "rate=5",
+	                         "duration_s=10", "-o", trace, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run(kvsim, tmpdir, "run", "-q", "--set", set, "--set", "trace.start_s=60", NULL);
+	assert_int_equal(r.status, 0);
+	char want[400];
+	snprintf(want, sizeof want,
+	         "kvsim run: warning: --set: [trace] start_s: 60 s is past the "
+	         "end of the trace (%s: ",
+	         trace);
+	assert_memory_equal(r.err, want, strlen(want));
+	cli_result_free(&r);
+	r = cli_run(kvsim, tmpdir, "run", "--strict", "-o", out, "--set", set, "--set",
+	            "trace.start_s=60", NULL);
+	assert_int_equal(r.status, 2);
+	const char *head = "kvsim run: --set: [trace] start_s: 60 s is past the end";
+	assert_memory_equal(r.err, head, strlen(head));
+	assert_non_null(strstr(r.err, "(--strict)\n"));
+	assert_string_equal(r.out, "");
+	struct stat sb;
+	assert_int_equal(stat(out, &sb), -1); /* nothing written */
+	cli_result_free(&r);
+	/* a window that holds requests is no warning, strict or not */
+	r = cli_run(kvsim, tmpdir, "run", "-q", "--strict", "--set", set, "--set",
+	            "trace.start_s=5", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.err, "");
+	cli_result_free(&r);
+}
+
+static int count_reports(void *ctx, const sim_progress_t *p)
+{
+	int *n = ctx;
+	assert_true(p->finished <= p->arrived);
+	assert_true(p->fraction >= 0 && p->fraction <= 1); /* a generator knows its span */
+	(*n)++;
+	return 0;
+}
+
+/* Progress reports are called during the run and change nothing in it. */
+static void test_progress_reports_leave_results_unchanged(void **st)
+{
+	(void)st;
+	cfg_t *c = NULL;
+	err_t e = {0};
+	const char *sets[] = {"trace.duration_s=120"};
+	assert_int_equal(cli_load_config(NULL, sets, 1, &c, &e), 0);
+	sim_results_t a, b;
+	int n = 0;
+	sim_run_opts_t o = {.progress = count_reports, .progress_ctx = &n};
+	assert_int_equal(sim_run(c, &a, &e), 0);
+	assert_int_equal(sim_run_opts(c, NULL, &o, &b, &e), 0);
+	assert_true(n > 0);
+	assert_int_equal(a.n_req, b.n_req);
+	assert_int_equal(a.events, b.events);
+	assert_memory_equal(a.req, b.req, a.n_req * sizeof *a.req);
+	assert_int_equal(a.n_metric, b.n_metric);
+	for (size_t i = 0; i < a.n_metric; i++)
+		if (!(isnan(a.metric[i].value) && isnan(b.metric[i].value)))
+			assert_true(a.metric[i].value == b.metric[i].value);
+	sim_results_free(&a);
+	sim_results_free(&b);
+	cli_config_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_progress_line_says_time_requests_share_and_eta),
+	    cmocka_unit_test(test_progress_shows_only_on_a_terminal_unless_asked),
+	    cmocka_unit_test(test_progress_reports_leave_results_unchanged),
+	    cmocka_unit_test(test_long_run_draws_progress_on_a_terminal),
+	    cmocka_unit_test(test_strict_refuses_a_run_without_requests),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
