@@ -7,8 +7,11 @@
 #   make fuzz    libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make install PREFIX=/usr/local DESTDIR=
 #
-# Each source folder builds one static archive (libkvsim_<folder>.a); tests
-# link the archives and the linker takes only the objects they use.
+# Each layer folder builds one static archive (libkvsim_<folder>.a, '/' as
+# '_'); the layers, lowest first, are listed in LAYERS and a folder uses only
+# those below it (tests/check_house.py checks the includes and that no files
+# call each other in a loop). Binaries and tests link the archives top layer
+# first, so no archive group is needed.
 
 CC      := gcc
 SAN     ?=
@@ -57,18 +60,24 @@ CFLAGS  = -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(BUILD)/gen $(OPT)
           -DKVSIM_VERSION=\"$(VERSION)\" -DKVSIM_GITREV=\"$(GITREV)\"
 LDLIBS  = $(PC_LIBS) $(MPI_LIBS) -lm -ldl -lpthread
 
-FOLDERS := sim policies traces models gpu_validation
+# Layers, lowest first (see tests/check_house.py).
+LAYERS  := sim/base models traces policies sim/engine sim/cluster sim/net sim/run \
+           sim/out gpu_validation sim/cli
+FOLDERS := $(LAYERS)
 # The commit, with "-dirty.<digest>" when the sources differ from it
 # (sim/gitrev.sh); files and catalog rows record it, and a sweep re-runs the
 # points another revision made.
-GITREV  := $(shell [ -f sim/gitrev.sh ] && sh sim/gitrev.sh $(FOLDERS) Makefile || echo unknown)
-# sim/main.c is the binary's entry point, not part of the archive.
-lib_srcs = $(filter-out sim/main.c,$(wildcard $(1)/*.c))
+GITREV  := $(shell [ -f sim/gitrev.sh ] && sh sim/gitrev.sh sim models traces policies gpu_validation Makefile || echo unknown)
+# sim/cli/main.c is the binary's entry point, not part of the archive.
+lib_srcs = $(filter-out sim/cli/main.c,$(wildcard $(1)/*.c))
 LIB_SRCS := $(foreach f,$(FOLDERS),$(call lib_srcs,$(f)))
-LIBS     := $(foreach f,$(FOLDERS),$(BUILD)/libkvsim_$(f).a)
+lib_of   = $(BUILD)/libkvsim_$(subst /,_,$(1)).a
+LIBS     := $(foreach f,$(FOLDERS),$(call lib_of,$(f)))
+# link order: the top layer first
+reverse  = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+LINK_LIBS = $(foreach f,$(call reverse,$(FOLDERS)),$(call lib_of,$(f)))
 GEN_SRCS := $(BUILD)/gen/mdl_embedded.c
 GEN_OBJS := $(GEN_SRCS:.c=.o)
-LINK_LIBS = -Wl,--start-group $(LIBS) -Wl,--end-group
 
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
@@ -142,7 +151,7 @@ $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 define archive_rule
-$(BUILD)/libkvsim_$(1).a: $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(if $(filter models,$(1)),$(GEN_OBJS))
+$(call lib_of,$(1)): $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(if $(filter models,$(1)),$(GEN_OBJS))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	ar rcs $$@ $$^
@@ -154,10 +163,10 @@ $(foreach f,$(FOLDERS),$(eval $(call archive_rule,$(f))))
 $(BUILD)/gen/gitrev.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(GITREV)' | cmp -s - $@ || echo '$(GITREV)' > $@
-$(BUILD)/sim/main.o $(BUILD)/sim/out_hdf5.o: $(BUILD)/gen/gitrev.stamp
+$(BUILD)/sim/cli/main.o $(BUILD)/sim/out/out_hdf5.o: $(BUILD)/gen/gitrev.stamp
 FORCE:
 
-$(KVSIM): $(BUILD)/sim/main.o $(LIBS)
+$(KVSIM): $(BUILD)/sim/cli/main.o $(LIBS)
 	$(CC) $(OPT) $(LDSAN) -rdynamic $< $(LINK_LIBS) $(LDLIBS) -o $@
 
 # kvreplay: host backend always; CUDA backend when nvcc exists (see

@@ -23,7 +23,7 @@
 
 #include "gpu_validation/gv_meas.h"
 #include "models/mdl_xfer.h"
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 typedef struct gv_err_summary {
 	size_t n;

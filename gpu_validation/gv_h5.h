@@ -5,7 +5,7 @@
 #include <hdf5.h>
 #include <stddef.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 /* Turns off HDF5's automatic error stack printing (we report our own). */
 void gv_h5_quiet(void);
@@ -29,7 +29,7 @@ int gv_h5_get_str(hid_t obj, const char *name, char *out, size_t cap);
 int gv_h5_get_i64(hid_t obj, const char *name, long long *out);
 int gv_h5_get_f64(hid_t obj, const char *name, double *out);
 
-/* The compound type of res_transfer_t (sim/results.h) in native layout, the
+/* The compound type of res_transfer_t (sim/base/results.h) in native layout, the
  * /transfers row type (caller H5Tclose's); negative on failure. */
 hid_t gv_sched_h5type(void);
 

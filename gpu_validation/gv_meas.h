@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 enum { GV_COPY_H2D = 0, GV_COPY_D2H = 1, GV_COPY_D2D = 2, GV_COPY_P2P = 3 };
 

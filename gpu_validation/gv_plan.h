@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/err.h"
-#include "sim/results.h"
+#include "sim/base/err.h"
+#include "sim/base/results.h"
 
 typedef struct gv_plan_opts {
 	uint64_t min_bytes, max_bytes;

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "gpu_validation/gv_sched.h"
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 #define GV_MAX_DEV 16
 

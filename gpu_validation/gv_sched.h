@@ -1,7 +1,7 @@
 /* gv_sched — the transfer schedules that kvreplay replays, in HDF5.
  *
  * A schedule is the `/transfers` dataset of a kvsim run file: a 1-D compound
- * table whose members carry the names of res_transfer_t (sim/results.h).
+ * table whose members carry the names of res_transfer_t (sim/base/results.h).
  * gv_sched_read matches members by name, so their order in the file does not
  * matter, and reports a missing member by name. A calibration plan is the same
  * table plus the root attribute `kvsim_plan` = 1, which tells kvreplay to time
@@ -15,8 +15,8 @@
 
 #include <stddef.h>
 
-#include "sim/err.h"
-#include "sim/results.h"
+#include "sim/base/err.h"
+#include "sim/base/results.h"
 
 typedef struct gv_sched {
 	res_transfer_t *xfer;

@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sim/cfg.h"
-#include "sim/err.h"
+#include "sim/base/cfg.h"
+#include "sim/base/err.h"
 
 #define MDL_NAME_MAX 64
 
@@ -165,7 +165,7 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
  * breakdown. Pure functions of their arguments. */
 int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b);
 int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cost_t *out);
-/* The cluster scheduler's cost callback (sim_cost_fn in sim/cluster.h):
+/* The cluster scheduler's cost callback (sim_cost_fn in sim/cluster/cluster.h):
  * ctx is a const mdl_compute_t *, b a const sim_batch_t *. */
 struct sim_batch;
 int64_t mdl_sim_cost(void *ctx, const struct sim_batch *b);

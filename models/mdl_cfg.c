@@ -1,4 +1,4 @@
-/* Config keys of models/ (see sim/cfg.h) and mdl_load_cfg (see mdl.h).
+/* Config keys of models/ (see sim/base/cfg.h) and mdl_load_cfg (see mdl.h).
  *
  * [gpu] and [model] pick a spec by built-in name or by file, then any
  * per-field override replaces the spec's value. Convention for overrides:
@@ -11,7 +11,7 @@
 
 #include "models/mdl.h"
 #include "models/mdl_field.h"
-#include "sim/cfg.h"
+#include "sim/base/cfg.h"
 
 #define NOT_SET "-1"
 #define OVF(sec, key, unit, doc)                                                                   \

@@ -1,6 +1,6 @@
 /* mdl_xfer — the transfer cost model: how long one KV copy takes on a link.
  *
- * Per link kind (MDL_LINK_*, equal to sim/results.h PATH_* for the first four)
+ * Per link kind (MDL_LINK_*, equal to sim/base/results.h PATH_* for the first four)
  * the model holds a Hockney latency/bandwidth pair per message-size piece,
  *     t(n) = alpha_p + n / beta_p          (Hockney 1994, "The communication
  *                                            challenge for MPP", Parallel Comput.)
@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 enum {
 	MDL_LINK_NVLINK = 0,   /* GPU-GPU over NVLink/NVSwitch (PATH_NVLINK) */

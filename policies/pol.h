@@ -4,7 +4,7 @@
  * A policy is a `const struct pol_<family>_ops` table that starts with a
  * pol_base_t (ABI version, family, name, doc, parameter schema, init/free)
  * followed by the family's hooks, plus an opaque state made by init.
- * Parameters are cfg_key_t (sim/cfg.h) in section "policy.<family>" with
+ * Parameters are cfg_key_t (sim/base/cfg.h) in section "policy.<family>" with
  * owner = policy name; values reach init as a pol_params_t (from a cfg_t with
  * pol_params_from_cfg, or from defaults + "k=v,k=v" with pol_params_init).
  *
@@ -52,8 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/cfg.h"
-#include "sim/err.h"
+#include "sim/base/cfg.h"
+#include "sim/base/err.h"
 
 /* Version 1: the tables below. A table whose base.version is greater than
  * the host's is refused; later versions only append hooks (SQLite iVersion

@@ -9,7 +9,7 @@
  * keys (no owner, e.g. [policy.routing] view) hold whichever policy is
  * named. Section policy holds `preset` (pol_preset.c). */
 #include "policies/pol.h"
-#include "sim/sim.h"
+#include "sim/base/rng.h"
 #include "policies/pol_int.h"
 
 #include <stdlib.h>

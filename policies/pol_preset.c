@@ -160,7 +160,7 @@ static const pol_preset_kv_t mooncake_kv[] = {
      "cost rule decides fetch or recompute"},
     {"kvcache.transfer_engine", "mooncake",
      "Mooncake Transfer Engine costs: per-copy and per-block overheads, 0.87 of the NIC "
-     "line rate (FAST'25 sec. 8; see sim/sim_copy.c)"},
+     "line rate (FAST'25 sec. 8; see sim/run/sim_copy.c)"},
     {"policy.eviction.name", "lru",
      "Mooncake evicts KV blocks LRU (FAST'25; as recalled, not verified)"},
 };

@@ -1,6 +1,7 @@
 /* pol_util — fair choice, prefix table, prefix groups, forecast buffers, id map, Hawkes and
  * Holt
  * maths shared by the built-in policies (see pol_int.h). */
+#include "sim/base/rng.h"
 #include "policies/pol_int.h"
 
 #include <gsl/gsl_multimin.h>
@@ -55,12 +56,7 @@ struct pol_ptab {
 
 uint64_t pol_mix64(uint64_t x)
 {
-	/* splitmix64 finaliser (Steele et al. 2014) */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	return rng_fmix64(x);
 }
 
 static size_t find_slot(const pol_ptab_t *t, uint64_t id)

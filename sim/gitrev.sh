@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prints the revision a build records (KVSIM_GITREV, see sim/out_hdf5.h):
+# Prints the revision a build records (KVSIM_GITREV, see sim/out/out_hdf5.h):
 # the commit's 12-hex abbreviation, plus "-dirty.<8 hex>" when the paths
 # given (the folders the build compiles, the Makefile) differ from that
 # commit: tracked changes, staged or not, and untracked files git does not

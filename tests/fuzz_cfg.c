@@ -1,4 +1,4 @@
-/* libFuzzer target for sim/cfg.c: any input either loads or fails with
+/* libFuzzer target for sim/base/cfg.c: any input either loads or fails with
  * KS_EINPUT and a "name:line: " message; whatever loads must write out text
  * that loads back to the same text; the same bytes as a --set assignment
  * must not crash. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/cfg.h"
+#include "sim/base/cfg.h"
 
 static const cfg_key_t keys[] = {
     {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/results.h"
+#include "sim/base/results.h"
 
 static uint64_t fake_mix(uint64_t x)
 {

@@ -5,8 +5,8 @@
 
 #include <stdio.h>
 
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 
 /* Runs CONFIG (NULL: the built-in default experiment) with n --set
  * overrides, on src's requests (NULL: the config's trace); the caller frees

@@ -1,4 +1,4 @@
-/* Tests for sim/cfg.c: schema, INI loading, --set, checks and their exact
+/* Tests for sim/base/cfg.c: schema, INI loading, --set, checks and their exact
  * messages, policy-owned keys, write/load round trip and digest. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "sim/cfg.h"
+#include "sim/base/cfg.h"
 
 static const cfg_key_t test_keys[] = {
     {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},

@@ -1,4 +1,4 @@
-/* Tests for sim/cli_common.c: recognising CONFIG and --set arguments, and
+/* Tests for sim/run/cli_common.c: recognising CONFIG and --set arguments, and
  * building the resolved config with its error paths (and a trace file
  * given with --set replacing the default experiment's traffic). */
 #include <setjmp.h>
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
 
 static void test_cfg_arg_takes_set_forms_and_one_config(void **state)

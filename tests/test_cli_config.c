@@ -1,4 +1,4 @@
-/* Tests for `kvsim config` (sim/cli_config.c, sim/cli_common.c) through the
+/* Tests for `kvsim config` (sim/cli/cli_config.c, sim/run/cli_common.c) through the
  * built binary named by $KVSIM (skipped when unset): bad config input of
  * every kind exits 2 with "kvsim config show: FILE:LINE: ..." on stderr and nothing on
  * stdout, and `config show` output loads back to the same text. Keys used

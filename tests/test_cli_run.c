@@ -1,4 +1,4 @@
-/* Tests for `kvsim run` (sim/cli_run.c): the progress line of a long run
+/* Tests for `kvsim run` (sim/cli/cli_run.c): the progress line of a long run
  * (its format, and that it shows on a terminal only, never with -q or when
  * stderr is a file), and --strict for a run with no request. The binary is
  * $KVSIM (or build/kvsim); tests that need it skip without it. */
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
 
 static char tmpdir[64];

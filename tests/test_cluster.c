@@ -1,4 +1,4 @@
-/* Validation of the cluster model (sim/cluster.c through sim_run_source):
+/* Validation of the cluster model (sim/cluster/cluster.c through sim_run_source):
  * queueing theory (M/G/1 against Pollaczek-Khinchine, Little's law),
  * conservation of requests and KV blocks, determinism, causality of shared
  * prefixes, preemption under KV pressure. */
@@ -15,9 +15,9 @@
 #include <cmocka.h>
 
 #include "models/mdl.h"
-#include "sim/cfg.h"
-#include "sim/cluster.h"
-#include "sim/sim.h"
+#include "sim/base/cfg.h"
+#include "sim/cluster/cluster.h"
+#include "sim/run/sim.h"
 
 /* ---- a synthetic source: Poisson arrivals, exponential prompt lengths ---- */
 typedef struct gen {

@@ -16,9 +16,9 @@
 #include <cmocka.h>
 
 #include "models/mdl.h"
-#include "sim/cli_common.h"
-#include "sim/cluster.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/cluster/cluster.h"
+#include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
 
 /* ---- the linear compute model --------------------------------------------- */

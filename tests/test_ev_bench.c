@@ -1,4 +1,4 @@
-/* Tests for sim/ev_bench.c and sim/cli_bench.c: PHOLD and hold runs are
+/* Tests for sim/engine/ev_bench.c and sim/cli/cli_bench.c: PHOLD and hold runs are
  * deterministic, honour their stop rules and parameters, and the command line
  * refuses bad input with exit status 2. */
 #include <setjmp.h>
@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "sim/cli.h"
-#include "sim/err.h"
-#include "sim/ev_bench.h"
+#include "sim/cli/cli.h"
+#include "sim/base/err.h"
+#include "sim/engine/ev_bench.h"
 
 static ev_phold_params_t small_phold(void)
 {

@@ -1,4 +1,4 @@
-/* Tests for sim/ev_engine.c: dispatch by type, clock, until bound, stop,
+/* Tests for sim/engine/ev_engine.c: dispatch by type, clock, until bound, stop,
  * handler errors and the check hook. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "sim/err.h"
-#include "sim/ev_engine.h"
+#include "sim/base/err.h"
+#include "sim/engine/ev_engine.h"
 
 #define LOG_MAX 64
 

@@ -1,4 +1,4 @@
-/* Tests for sim/ev_queue.c: order, ties, handles, cancel, reschedule, and a
+/* Tests for sim/engine/ev_queue.c: order, ties, handles, cancel, reschedule, and a
  * long random run checked against a linear-scan reference. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "sim/ev_queue.h"
-#include "sim/ev_queue_internal.h"
+#include "sim/engine/ev_queue.h"
+#include "sim/engine/ev_queue_internal.h"
 
 static void pop_expect(ev_queue_t *q, int64_t time, uint64_t payload)
 {

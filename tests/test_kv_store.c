@@ -1,4 +1,4 @@
-/* Tests of sim/kv_store.c: sharing, reference counts, causality states,
+/* Tests of sim/cluster/kv_store.c: sharing, reference counts, causality states,
  * LRU eviction order, capacity, watches on blocks not yet READY, and a
  * random-operation consistency check. */
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "sim/kv_store.h"
+#include "sim/cluster/kv_store.h"
 
 static void test_shared_block_stored_once(void **st)
 {

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "models/mdl.h"
-#include "sim/cfg.h"
-#include "sim/cluster.h"
+#include "sim/base/cfg.h"
+#include "sim/cluster/cluster.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

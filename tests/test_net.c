@@ -1,4 +1,4 @@
-/* Tests of sim/net.c: hand-computed max-min cases exact to the documented
+/* Tests of sim/net/net.c: hand-computed max-min cases exact to the documented
  * rounding rule, class priority and background scheduling, and a property
  * test of the incremental solver against an independent from-scratch one. */
 #include <math.h>
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
 
-#include "sim/net.h"
+#include "sim/net/net.h"
 
 #define T_NET 1
 #define T_ACT 2

@@ -1,4 +1,4 @@
-/* Tests of sim/net_cli.c: the `kvsim net run` scenario format. */
+/* Tests of sim/cli/net_cli.c: the `kvsim net run` scenario format. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "sim/cli.h"
-#include "sim/net_cli.h"
+#include "sim/cli/cli.h"
+#include "sim/cli/net_cli.h"
 
 static char path[64];
 

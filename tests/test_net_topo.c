@@ -1,4 +1,4 @@
-/* Tests of sim/net_topo.c: link layout, paths, leaf/spine oversubscription. */
+/* Tests of sim/net/net_topo.c: link layout, paths, leaf/spine oversubscription. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "sim/net_topo.h"
+#include "sim/net/net_topo.h"
 
 #define T_NET 1
 

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "sim/cfg.h"
-#include "sim/out_sweep.h"
+#include "sim/base/cfg.h"
+#include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
 
 static char tmpdir[256], results[300];

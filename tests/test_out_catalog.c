@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "sim/out_catalog.h"
-#include "sim/out_hdf5.h"
+#include "sim/out/out_catalog.h"
+#include "sim/out/out_hdf5.h"
 #include "tests/out_fake.h"
 
 static char tmpdir[256], dir[300];

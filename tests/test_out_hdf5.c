@@ -21,9 +21,9 @@
 #include "gpu_validation/gv_sched.h"
 #include <hdf5.h>
 
-#include "sim/cli_common.h"
-#include "sim/out_hdf5.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/out/out_hdf5.h"
+#include "sim/run/sim.h"
 #include "tests/out_fake.h"
 
 static char tmpdir[256];

@@ -1,4 +1,4 @@
-/* Tests for `kvsim runs` (sim/out_runs.c): listing, filters, sorting,
+/* Tests for `kvsim runs` (sim/cli/cli_runs.c): listing, filters, sorting,
  * column choice, CSV, compare, and usage errors. */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "sim/cli.h"
-#include "sim/out_catalog.h"
+#include "sim/cli/cli.h"
+#include "sim/out/out_catalog.h"
 
 static char tmpdir[256], dir[300], outf[300];
 

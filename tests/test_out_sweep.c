@@ -1,4 +1,4 @@
-/* Tests for the sweep engine (sim/out_sweep.h) with a fake run function:
+/* Tests for the sweep engine (sim/out/out_sweep.h) with a fake run function:
  * grid parsing and enumeration, point identity, -j independence, resume,
  * failure and crash handling, a SIGKILL of the sweep at any moment, one
  * warning per ignored key for a whole sweep, and the ledger: damaged files
@@ -21,10 +21,10 @@
 
 #include "tests/cli_fixture.h"
 
-#include "sim/cfg.h"
-#include "sim/cli.h"
-#include "sim/cli_common.h"
-#include "sim/out_sweep.h"
+#include "sim/base/cfg.h"
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+#include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
 
 static char tmpdir[256];

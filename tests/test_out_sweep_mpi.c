@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "sim/cfg.h"
-#include "sim/out_sweep.h"
+#include "sim/base/cfg.h"
+#include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
 
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe -n 3 -x ASAN_OPTIONS=detect_leaks=0"

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "policies/pol.h"
-#include "sim/cli.h"
-#include "sim/cli_common.h"
-#include "sim/out_sweep.h"
-#include "sim/sim.h"
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+#include "sim/out/out_sweep.h"
+#include "sim/run/sim.h"
 
 static cfg_schema_t *S;
 

@@ -15,8 +15,8 @@
 #include <stdio.h>
 
 #include "policies/pol.h"
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 #include "tests/pol_fake.h"
 
 #define S 1000000000LL

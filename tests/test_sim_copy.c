@@ -1,4 +1,4 @@
-/* KV copies inside whole runs (sim/sim_copy.c): cancelling a copy (stale
+/* KV copies inside whole runs (sim/run/sim_copy.c): cancelling a copy (stale
  * forecast under a rate cap, a policy's cancel mid-flight, a deferred copy
  * whose source is dropped) crashes nothing, leaks nothing and keeps every
  * byte of /transfers in the summary; refusals are counted by reason; a copy
@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #include "policies/pol.h"
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 
 #define MS 1000000LL
 

@@ -1,4 +1,4 @@
-/* Tests of sim/sim_core.c's bounded memory: experiment.max_pending rejects
+/* Tests of sim/run/sim_core.c's bounded memory: experiment.max_pending rejects
  * arrivals routed to a full waiting queue with status overload (counted in
  * the summary), and experiment.max_rss_gb stops a run with a clear error and
  * no results, nor any output file. */
@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "sim/cli.h"
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 
 /* n requests of 64 tokens, all arriving at t = 0, none sharing a block. */
 typedef struct flood {

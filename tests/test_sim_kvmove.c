@@ -1,4 +1,4 @@
-/* KV movement and policies inside whole runs (sim/sim_copy.c, sim_core.c):
+/* KV movement and policies inside whole runs (sim/run/sim_copy.c, sim_core.c):
  * copies never leave before their source KV exists, transfer bytes are
  * conserved, speculative replicas all end used or wasted, an oracle with
  * recall 0 changes nothing, fetching from a peer beats recomputing a long
@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "policies/pol.h"
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
 
 static sim_results_t run_default(const char **sets, int n)

@@ -1,4 +1,4 @@
-/* What routers see inside whole runs (sim/sim_core.c with policy.routing.view):
+/* What routers see inside whole runs (sim/run/sim_core.c with policy.routing.view):
  * the computed view shows a replica while its copy is still in flight but
  * not a prefix still being prefilled; the routed view shows what was routed
  * at once, so a burst sharing a prefix stays on one instance under
@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "policies/pol.h"
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 
 /* Requests sharing a prefix of `shared` blocks plus one block of their
  * own, arriving at the given times. */

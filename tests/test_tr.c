@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 #include <cmocka.h>
 
-#include "sim/cfg.h"
+#include "sim/base/cfg.h"
 #include "tests/cli_fixture.h"
 #include "tests/tr_fixture.h"
 

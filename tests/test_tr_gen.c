@@ -8,7 +8,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 
-#include "sim/cli.h"
+#include "sim/cli/cli.h"
 #include "tests/tr_fixture.h"
 
 typedef struct gen_out {

@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "sim/cli_common.h"
-#include "sim/sim.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
 
 #define TRACE "../shared/traces/mooncake/conversation_trace.jsonl"

@@ -34,8 +34,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sim/cfg.h"
-#include "sim/err.h"
+#include "sim/base/cfg.h"
+#include "sim/base/err.h"
 
 typedef struct tr_request {
 	uint64_t id;        /* 0,1,2,... in trace order after filtering */
@@ -91,6 +91,11 @@ typedef struct tr_dist_opts {
 	double zipf_s;     /* Zipf exponent over [min, max] */
 	uint32_t min, max; /* uniform/Zipf bounds; every kind is clamped to them */
 	const char *path;  /* empirical: a trace whose lengths are resampled */
+	/* empirical: reads up to max lengths (outputs when output) of the trace
+	 * at path into *vals (malloc'd, *n of them); tr_open sets it, so the
+	 * distributions need not call the readers that call them. */
+	int (*load)(const char *path, int output, size_t max, uint32_t **vals, size_t *n,
+		    err_t *e);
 } tr_dist_opts_t;
 
 typedef enum { TR_SESS_OFF, TR_SESS_TRACE, TR_SESS_SYNTH } tr_sess_mode_t;

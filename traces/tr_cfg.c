@@ -1,4 +1,4 @@
-/* tr_cfg — the [trace] config keys (see sim/cfg.h) and their binding to
+/* tr_cfg — the [trace] config keys (see sim/base/cfg.h) and their binding to
  * tr_opts_t. The key table is the single source of defaults: tr_opts_default
  * parses each key's default text, tr_opts_from_cfg reads resolved values. */
 #include <stddef.h>
@@ -300,7 +300,7 @@ int tr_opts_check(const tr_opts_t *o, err_t *e)
 		}
 		if (k->min < k->max && !(v >= k->min && v <= k->max)) {
 			const char *u = k->unit && *k->unit ? k->unit : "";
-			/* the schema's wording (sim/cfg.c), without the origin it lacks */
+			/* the schema's wording (sim/base/cfg.c), without the origin it lacks */
 			return err_set(e, KS_EINPUT, "[trace] %s: %.15g%s%s is out of range [%.15g, %.15g]",
 			               k->name, v, *u ? " " : "", u, k->min, k->max);
 		}
@@ -351,18 +351,3 @@ int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e)
 	return 0;
 }
 
-int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
-                err_t *e)
-{
-	*out = NULL;
-	tr_opts_t o;
-	tr_paths_t p;
-	int rc = tr_opts_from_cfg(cfg, &o, e);
-	if (!rc)
-		rc = tr_opts_paths(cfg, &o, &p, e);
-	if (!rc)
-		rc = tr_open(&o, sim_block_tokens, seed, out, e); /* copies o */
-	if (rc)
-		cfg_err_locate(cfg, e); /* "[trace] key: ..." gets the key's place */
-	return rc;
-}

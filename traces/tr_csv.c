@@ -11,29 +11,6 @@
 
 #include "traces/tr_int.h"
 
-int tr_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return KS_ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-gsl_rng *tr_rng_new(uint64_t seed, uint64_t stream)
-{
-	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-	if (r)
-		gsl_rng_set(r, (unsigned long)(tr_mix(tr_mix(TR_ROOT_ID, seed), stream) >> 32));
-	return r;
-}
-
 /* Decompressed bytes per gzread, and zlib's own input buffer: large enough
  * that a plain file is read in few syscalls (gzread copies big requests
  * straight from the file when it is not compressed). Own choice. */

@@ -23,27 +23,14 @@ struct tr_dist {
 
 static int load_empirical(tr_dist_t *d, const char *name, int output, err_t *e)
 {
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = d->o.path;
-	if (!o.path || !*o.path)
+	if (!d->o.path || !*d->o.path)
 		return err_set(e, KS_EINPUT, "[trace] %s_path: empty (empirical needs a trace)",
 		               name);
-	tr_reader_t *r;
-	int rc = tr_open(&o, 1u << 20, 0, &r, e);
-	if (rc)
-		return rc;
-	tr_request_t q;
-	while ((rc = tr_next(r, &q, e)) > 0) {
-		if (d->n_vals >= MAX_EMPIRICAL)
-			break;
-		if (tr_grow((void **)&d->vals, &d->cap, d->n_vals + 1, sizeof *d->vals)) {
-			rc = err_set(e, KS_ENOMEM, "out of memory");
-			break;
-		}
-		d->vals[d->n_vals++] = output ? q.output_len : q.input_len;
-	}
-	tr_close(r);
+	if (!d->o.load)
+		return err_set(e, KS_EINPUT, "[trace] %s_dist: empirical lengths need a trace reader",
+		               name);
+	int rc = d->o.load(d->o.path, output, MAX_EMPIRICAL, &d->vals, &d->n_vals, e);
+	d->cap = d->n_vals;
 	return rc;
 }
 

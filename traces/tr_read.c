@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sim/base/rng.h"
 #include "traces/tr_int.h"
 
 struct tr_reader {
@@ -69,58 +70,32 @@ static int own_path(const char **s, char *buf, size_t n, const char *key, err_t 
 	return 0;
 }
 
-/* splitmix64's finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom
- * number generators", OOPSLA 2014): a bijective 64-bit avalanche mix. */
-static inline uint64_t fmix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
 
-/* Bijective in x for a fixed h and in h for a fixed x, so two different
- * pieces after the same prefix never share an id, and order matters. */
-uint64_t tr_mix(uint64_t h, uint64_t x)
+/* tr_dist_opts_t.load: the input or output lengths of a trace file, read
+ * with the trace's own defaults (for empirical length distributions). */
+static int load_lengths(const char *path, int output, size_t max, uint32_t **vals, size_t *n,
+			err_t *e)
 {
-	uint64_t r = (h << 29 | h >> 35) * 0x9e3779b97f4a7c15ULL;
-	return fmix(r ^ fmix(x ^ 0xd6e8feb86659fd93ULL));
-}
-
-const char *tr_kind_name(tr_kind_t k)
-{
-	static const char *const n[] = {"auto",  "mooncake", "bailian",  "burstgpt",
-	                                "azure", "native",   "servegen", "gen"};
-	return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
-}
-
-int tr_kind_parse(const char *s, tr_kind_t *k)
-{
-	for (int i = TR_KIND_AUTO; i <= TR_KIND_GEN; i++)
-		if (!strcmp(s, tr_kind_name((tr_kind_t)i))) {
-			*k = (tr_kind_t)i;
-			return 0;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = path;
+	tr_reader_t *r;
+	*vals = NULL;
+	*n = 0;
+	size_t cap = 0;
+	int rc = tr_open(&o, 1u << 20, 0, &r, e);
+	if (rc)
+		return rc;
+	tr_request_t q;
+	while (*n < max && (rc = tr_next(r, &q, e)) > 0) {
+		if (tr_grow((void **)vals, &cap, *n + 1, sizeof **vals)) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			break;
 		}
-	return KS_EINPUT;
-}
-
-const char *tr_gen_name(tr_gen_kind_t g)
-{
-	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
-	                                "flash",   "diurnal", "servegen", "fanout"};
-	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
-}
-
-int tr_gen_parse(const char *s, tr_gen_kind_t *g)
-{
-	for (int i = TR_GEN_POISSON; i <= TR_GEN_FANOUT; i++)
-		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
-			*g = (tr_gen_kind_t)i;
-			return 0;
-		}
-	return KS_EINPUT;
+		(*vals)[(*n)++] = output ? q.output_len : q.input_len;
+	}
+	tr_close(r);
+	return rc < 0 ? rc : 0;
 }
 
 int tr_detect(const char *path, tr_kind_t *k, err_t *e)
@@ -212,6 +187,7 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 		             tr_kind_name(r->kind));
 		goto fail;
 	}
+	r->o.in.load = r->o.out.load = load_lengths; /* empirical length models */
 	switch (r->kind) {
 	case TR_KIND_MOONCAKE:
 		rc = tr_src_jsonl(o, path, 0, &r->src, e);
@@ -514,4 +490,20 @@ int tr_file_sha256(const char *path, char out[65], err_t *e)
 	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
 	return 0;
+}
+
+int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_reader_t **out,
+                err_t *e)
+{
+	*out = NULL;
+	tr_opts_t o;
+	tr_paths_t p;
+	int rc = tr_opts_from_cfg(cfg, &o, e);
+	if (!rc)
+		rc = tr_opts_paths(cfg, &o, &p, e);
+	if (!rc)
+		rc = tr_open(&o, sim_block_tokens, seed, out, e); /* copies o */
+	if (rc)
+		cfg_err_locate(cfg, e); /* "[trace] key: ..." gets the key's place */
+	return rc;
 }

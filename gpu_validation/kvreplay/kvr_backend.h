@@ -21,7 +21,7 @@ extern "C" {
 #include "gpu_validation/gv_meas.h"
 #include "gpu_validation/gv_replay.h"
 #include "models/mdl_xfer.h"
-#include "sim/err.h"
+#include "sim/base/err.h"
 
 #define KVR_BACKEND_VERSION 1
 #define KVR_SKIP 77

@@ -1,0 +1,1585 @@
+/* cfg — see cfg.h.
+ *
+ * libinih does the INI tokenising; we feed it through ini_parse_stream with
+ * our own line reader so that every handler call knows its line number (the
+ * distribution's libinih is built without INI_HANDLER_LINENO) and so that
+ * section headers are checked even when the section holds no key. The reader
+ * also strips leading blanks, which turns off inih's indented-continuation
+ * lines: an indented "key = v" is an ordinary assignment, never part of the
+ * previous value. A load is all-or-nothing: values are staged and committed
+ * only when the whole text is valid.
+ */
+#include "sim/base/cfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <nettle/sha2.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* inih keeps section and key names in 50-byte buffers (MAX_SECTION,
+ * MAX_NAME in ini.c); longer schema names could never match. */
+#define CFG_NAME_MAX 49
+
+struct cfg_schema {
+	const cfg_key_t **keys;
+	char **choices;        /* per key: replacement choices (owned) or NULL */
+	unsigned char *warned; /* per key: its "ignored" warning was written */
+	size_t n, cap;
+	FILE *warn; /* cfg_finalize's warnings; NULL = none */
+	const cfg_preset_t *presets;
+	size_t npresets;
+	size_t sel; /* index + 1 of the preset selector key, 0 = none */
+	/* Open-addressing index on (section, name): key index + 1, 0 = empty.
+	 * Accessors run once per lookup, and some are called per request. */
+	uint32_t *slot;
+	size_t nslot; /* power of two, at least 2n */
+};
+
+typedef struct cfg_val {
+	char *text;   /* canonical text (owned) */
+	int64_t i;    /* CFG_INT, CFG_BOOL (0/1) */
+	double f;     /* CFG_FLOAT (and CFG_INT as double) */
+	char *origin; /* "FILE:LINE", "--set" or "preset NAME" (owned); NULL = default */
+	const cfg_preset_t *preset; /* the preset that set it, NULL if none did */
+	/* A preset replaced a value of the built-in default experiment: that
+	 * value's text and origin (owned), restored when the preset goes. */
+	char *under_text, *under_origin;
+	/* Order in which values were set (cfg_err_keys names the latest): 0 for
+	 * a default, else the cfg's counter when the value was committed; a
+	 * preset's value takes its selector's. */
+	uint64_t seq, under_seq;
+} cfg_val_t;
+
+struct cfg {
+	const cfg_schema_t *s;
+	size_t n; /* keys known when the cfg was made */
+	cfg_val_t *v;
+	uint64_t seq; /* the last value's seq */
+};
+
+/* ---- small helpers --------------------------------------------------- */
+
+static char *str_dup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+static const char *type_name(cfg_type_t t)
+{
+	switch (t) {
+	case CFG_INT:
+		return "int";
+	case CFG_FLOAT:
+		return "float";
+	case CFG_BOOL:
+		return "bool";
+	case CFG_STR:
+		return "string";
+	case CFG_ENUM:
+		return "enum";
+	}
+	return "?";
+}
+
+/* Levenshtein distance, case-insensitive; long inputs are clipped since the
+ * answer only picks a suggestion. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	enum { L = 64 };
+	size_t na = strnlen(a, L), nb = strnlen(b, L);
+	size_t prev[L + 1], cur[L + 1];
+	for (size_t j = 0; j <= nb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= nb; j++) {
+			size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
+			                            tolower((unsigned char)b[j - 1]));
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (nb + 1) * sizeof prev[0]);
+	}
+	return prev[nb];
+}
+
+/* A suggestion is worth showing when it changes one character or at most a
+ * third of the word; further away it is noise ('arc' is not a typo of 'lru'). */
+static bool close_enough(const char *typed, size_t d)
+{
+	return d <= 1 || 3 * d <= strlen(typed);
+}
+
+static bool name_ok(const char *s, bool allow_dot)
+{
+	if (!s || !*s || strlen(s) > CFG_NAME_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' ||
+		      (allow_dot && *p == '.')))
+			return false;
+	return s[0] != '.' && s[strlen(s) - 1] != '.';
+}
+
+/* ---- schema ---------------------------------------------------------- */
+
+cfg_schema_t *cfg_schema_new(void)
+{
+	cfg_schema_t *s = calloc(1, sizeof(cfg_schema_t));
+	if (s)
+		s->warn = stderr;
+	return s;
+}
+
+void cfg_schema_set_warnings(cfg_schema_t *s, FILE *f)
+{
+	s->warn = f;
+}
+
+void cfg_schema_free(cfg_schema_t *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		free(s->choices[i]);
+	free(s->choices);
+	free(s->warned);
+	free(s->keys);
+	free(s->slot);
+	free(s);
+}
+
+/* FNV-1a over section, a separator, and name. */
+static size_t key_hash(const char *section, const char *name)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (const char *p = section; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void slot_put(uint32_t *slot, size_t nslot, const cfg_key_t *k, size_t i)
+{
+	size_t h = key_hash(k->section, k->name) & (nslot - 1);
+	while (slot[h])
+		h = (h + 1) & (nslot - 1);
+	slot[h] = (uint32_t)(i + 1);
+}
+
+/* Makes room in the index for n keys in all. */
+static int slot_reserve(cfg_schema_t *s, size_t n)
+{
+	if (2 * n <= s->nslot)
+		return 0;
+	size_t ns = s->nslot ? s->nslot : 128;
+	while (ns < 2 * n)
+		ns *= 2;
+	uint32_t *slot = calloc(ns, sizeof *slot);
+	if (!slot)
+		return KS_ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		slot_put(slot, ns, s->keys[i], i);
+	free(s->slot);
+	s->slot = slot;
+	s->nslot = ns;
+	return 0;
+}
+
+static ssize_t schema_index(const cfg_schema_t *s, const char *section, const char *name)
+{
+	if (!s->nslot)
+		return -1;
+	for (size_t h = key_hash(section, name) & (s->nslot - 1); s->slot[h];
+	     h = (h + 1) & (s->nslot - 1)) {
+		const cfg_key_t *k = s->keys[s->slot[h] - 1];
+		if (!strcmp(k->name, name) && !strcmp(k->section, section))
+			return (ssize_t)s->slot[h] - 1;
+	}
+	return -1;
+}
+
+static bool section_known(const cfg_schema_t *s, const char *section)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->keys[i]->section, section))
+			return true;
+	return false;
+}
+
+static const char *key_choices(const cfg_schema_t *s, size_t i)
+{
+	if (s->choices[i])
+		return s->choices[i];
+	return s->keys[i]->choices ? s->keys[i]->choices : "";
+}
+
+/* Whether word is one of the comma-separated choices (blanks around commas
+ * ignored). */
+static bool choice_has(const char *choices, const char *word)
+{
+	size_t wl = strlen(word);
+	const char *p = choices;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		const char *e = q;
+		while (e > p && e[-1] == ' ')
+			e--;
+		if ((size_t)(e - p) == wl && wl && !strncmp(p, word, wl))
+			return true;
+		p = q;
+	}
+	return false;
+}
+
+/* The choice nearest to word, copied into out (empty if none). */
+static void choice_nearest(const char *choices, const char *word, char *out, size_t outlen)
+{
+	size_t best = (size_t)-1;
+	out[0] = '\0';
+	const char *p = choices;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		const char *e = q;
+		while (e > p && e[-1] == ' ')
+			e--;
+		char buf[128];
+		size_t l = (size_t)(e - p) < sizeof buf - 1 ? (size_t)(e - p) : sizeof buf - 1;
+		memcpy(buf, p, l);
+		buf[l] = '\0';
+		if (l) {
+			size_t d = edit_distance(word, buf);
+			if (d < best) {
+				best = d;
+				snprintf(out, outlen, "%s", buf);
+			}
+		}
+		p = q;
+	}
+	if (best == (size_t)-1 || !close_enough(word, best))
+		out[0] = '\0';
+}
+
+/* Shortest %g text that reads back as exactly x. */
+static void float_text(double x, char *buf, size_t len)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+int cfg_parse_whole(const char *text, int flags, int64_t lo, int64_t hi, int64_t *out)
+{
+	const char *p = text + (*text == '+' || *text == '-');
+	size_t digits = strspn(p, "0123456789");
+	if (digits && !p[digits]) {
+		char *end;
+		errno = 0;
+		long long x = strtoll(text, &end, 10);
+		if (errno == ERANGE || x < lo || x > hi)
+			return CFG_OUT_OF_RANGE;
+		*out = x;
+		return 0;
+	}
+	/* e-notation: only digits, point, exponent and signs (no hex, inf, nan, blanks) */
+	if (!(flags & CFG_WHOLE_ENOTATION) || !*text || text[strspn(text, "0123456789.eE+-")])
+		return CFG_NOT_WHOLE;
+	char *end;
+	errno = 0;
+	double d = strtod(text, &end);
+	if (end == text || *end)
+		return CFG_NOT_WHOLE;
+	if (isinf(d))
+		return CFG_OUT_OF_RANGE; /* whole, past any double */
+	if (errno == ERANGE || floor(d) != d)
+		return CFG_NOT_WHOLE; /* a fraction (underflow: a tiny one) */
+	/* 2^63 is the first double past INT64_MAX */
+	if (d < (double)lo || d >= 9223372036854775808.0 || (int64_t)d > hi || (int64_t)d < lo)
+		return CFG_OUT_OF_RANGE;
+	*out = (int64_t)d;
+	return 0;
+}
+
+/* An inclusive schema bound of an integer key as int64 (saturating). */
+static int64_t int_bound(double b)
+{
+	if (b >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (b <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)b;
+}
+
+/* Parses text as a value of key k into *v (v->text left NULL) or writes the
+ * reason into why. check_choices is false for built-in defaults of enums whose
+ * choices are filled in later. */
+static int val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg_val_t *v,
+                     bool check_choices, char *why, size_t whylen)
+{
+	const char *unit = k->unit && *k->unit ? k->unit : "";
+	const char *sp = *unit ? " " : "";
+	bool ranged = k->min < k->max;
+	char lo[32] = "", hi[32] = "";
+	if (ranged) {
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+	}
+	v->i = 0;
+	v->f = 0;
+	switch (k->type) {
+	case CFG_INT: {
+		int64_t x, ilo = ranged ? int_bound(ceil(k->min)) : INT64_MIN,
+			   ihi = ranged ? int_bound(floor(k->max)) : INT64_MAX;
+		int r = cfg_parse_whole(text, 0, ilo, ihi, &x);
+		if (r == CFG_NOT_WHOLE) {
+			snprintf(why, whylen, "expected an integer, got '%s'", text);
+			return -1;
+		}
+		if (r == CFG_OUT_OF_RANGE) {
+			if (!ranged) { /* the range of a 64-bit integer */
+				snprintf(lo, sizeof lo, "%lld", (long long)ilo);
+				snprintf(hi, sizeof hi, "%lld", (long long)ihi);
+			}
+			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
+			         hi);
+			return -1;
+		}
+		v->i = x;
+		v->f = (double)x;
+		return 0;
+	}
+	case CFG_FLOAT: {
+		char *end;
+		double x = strtod(text, &end);
+		if (!*text || *end || isspace((unsigned char)*text)) {
+			snprintf(why, whylen, "expected a number, got '%s'", text);
+			return -1;
+		}
+		if (!isfinite(x)) {
+			snprintf(why, whylen, "expected a finite number, got '%s'", text);
+			return -1;
+		}
+		if (ranged && (x < k->min || x > k->max)) {
+			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
+			         hi);
+			return -1;
+		}
+		v->f = x;
+		return 0;
+	}
+	case CFG_BOOL: {
+		static const char *const yes[] = {"true", "yes", "on", "1"};
+		static const char *const no[] = {"false", "no", "off", "0"};
+		for (size_t j = 0; j < 4; j++) {
+			if (!strcasecmp(text, yes[j])) {
+				v->i = 1;
+				return 0;
+			}
+			if (!strcasecmp(text, no[j])) {
+				v->i = 0;
+				return 0;
+			}
+		}
+		snprintf(why, whylen,
+		         "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'", text);
+		return -1;
+	}
+	case CFG_STR:
+		return 0;
+	case CFG_ENUM:
+		if (check_choices && !choice_has(choices, text)) {
+			char near[128];
+			choice_nearest(choices, text, near, sizeof near);
+			if (*near)
+				snprintf(why, whylen, "'%s' is not one of: %s (did you mean '%s'?)",
+				         text, choices, near);
+			else
+				snprintf(why, whylen, "'%s' is not one of: %s", text, choices);
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(why, whylen, "bad key type");
+	return -1;
+}
+
+/* Canonical text of a parsed value: what cfg_write prints and cfg_str gives. */
+static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t *v)
+{
+	char buf[64];
+	switch (k->type) {
+	case CFG_INT:
+		snprintf(buf, sizeof buf, "%lld", (long long)v->i);
+		return str_dup(buf);
+	case CFG_FLOAT:
+		float_text(v->f, buf, sizeof buf);
+		return str_dup(buf);
+	case CFG_BOOL:
+		return str_dup(v->i ? "true" : "false");
+	case CFG_STR:
+	case CFG_ENUM:
+		break;
+	}
+	return str_dup(text);
+}
+
+/* Whether a string value survives a write/load round trip through inih:
+ * no line breaks, no blanks at either end (inih strips them) and no blank
+ * followed by ';' (an inline comment). */
+static const char *str_unstorable(const char *v)
+{
+	size_t n = strlen(v);
+	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
+		return "value cannot begin or end with a blank";
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
+			return "value cannot contain control characters";
+		if (v[i] == ';' && i > 0 && isspace((unsigned char)v[i - 1]))
+			return "value cannot contain ' ;' (it starts a comment)";
+	}
+	return NULL;
+}
+
+static int schema_bad(const cfg_key_t *k, const char *why)
+{
+	/* A broken schema is a programming error in a module's key array; say
+	 * which key so the author finds it, and let the caller fail. */
+	fprintf(stderr, "kvsim: config schema: [%s] %s: %s\n", k->section ? k->section : "(null)",
+	        k->name ? k->name : "(null)", why);
+	return KS_EINPUT;
+}
+
+int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (s->n + n > s->cap) {
+		size_t cap = s->cap ? s->cap : 64;
+		while (cap < s->n + n)
+			cap *= 2;
+		const cfg_key_t **k = realloc(s->keys, cap * sizeof *k);
+		if (!k)
+			return KS_ENOMEM;
+		s->keys = k;
+		char **c = realloc(s->choices, cap * sizeof *c);
+		if (!c)
+			return KS_ENOMEM;
+		s->choices = c;
+		unsigned char *w = realloc(s->warned, cap);
+		if (!w)
+			return KS_ENOMEM;
+		s->warned = w;
+		s->cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const cfg_key_t *k = &keys[i];
+		char why[256];
+		cfg_val_t v;
+		if (!name_ok(k->section, true))
+			return schema_bad(k, "section must be 1-49 of [A-Za-z0-9_.-]");
+		if (!name_ok(k->name, false))
+			return schema_bad(k, "name must be 1-49 of [A-Za-z0-9_-]");
+		if (!k->def)
+			return schema_bad(k, "no default");
+		if (schema_index(s, k->section, k->name) >= 0)
+			return schema_bad(k, "defined twice");
+		if (k->type == CFG_ENUM && !k->choices)
+			return schema_bad(k, "enum without choices (use \"\" to fill later)");
+		if (k->type == CFG_STR && str_unstorable(k->def))
+			return schema_bad(k, str_unstorable(k->def));
+		bool check = k->type == CFG_ENUM && *k->choices;
+		if (val_parse(k, k->choices, k->def, &v, check, why, sizeof why))
+			return schema_bad(k, why);
+		if (slot_reserve(s, s->n + 1))
+			return KS_ENOMEM;
+		s->keys[s->n] = k;
+		s->choices[s->n] = NULL;
+		s->warned[s->n] = 0;
+		slot_put(s->slot, s->nslot, k, s->n);
+		s->n++;
+	}
+	return 0;
+}
+
+int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
+                           const char *choices)
+{
+	ssize_t i = schema_index(s, section, name);
+	if (i < 0 || s->keys[i]->type != CFG_ENUM)
+		return KS_EINPUT;
+	char *c = str_dup(choices);
+	if (!c)
+		return KS_ENOMEM;
+	free(s->choices[i]);
+	s->choices[i] = c;
+	return 0;
+}
+
+size_t cfg_schema_count(const cfg_schema_t *s)
+{
+	return s->n;
+}
+
+const cfg_key_t *cfg_schema_key(const cfg_schema_t *s, size_t i)
+{
+	return i < s->n ? s->keys[i] : NULL;
+}
+
+const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section, const char *name)
+{
+	ssize_t i = schema_index(s, section, name);
+	return i < 0 ? NULL : s->keys[i];
+}
+
+/* ---- values ---------------------------------------------------------- */
+
+static void val_clear(cfg_val_t *v)
+{
+	free(v->text);
+	free(v->origin);
+	free(v->under_text);
+	free(v->under_origin);
+	v->text = v->origin = v->under_text = v->under_origin = NULL;
+}
+
+/* Values that rank below a preset: the schema default and the built-in
+ * default experiment (a preset describes a whole deployment, so it wins over
+ * the built-in example, and only a user's file or --set wins over it). */
+static int below_preset(const cfg_val_t *v)
+{
+	return !v->origin || !strncmp(v->origin, CFG_ORIGIN_DEFAULT_EXPERIMENT,
+	                              strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT));
+}
+
+/* Sets *x (empty) to the default of key i. */
+static int val_default(const cfg_schema_t *s, size_t i, cfg_val_t *x)
+{
+	char why[256];
+	const cfg_key_t *k = s->keys[i];
+	/* Defaults were checked by cfg_schema_add. */
+	(void)val_parse(k, key_choices(s, i), k->def, x, false, why, sizeof why);
+	x->text = val_canonical(k, k->def, x);
+	return x->text ? 0 : KS_ENOMEM;
+}
+
+/* Gives keys added to the schema since the cfg was made (plugin parameters)
+ * their defaults. */
+static int cfg_grow(cfg_t *c)
+{
+	const cfg_schema_t *s = c->s;
+	if (c->n == s->n && c->v)
+		return 0;
+	cfg_val_t *v = realloc(c->v, (s->n ? s->n : 1) * sizeof *v);
+	if (!v)
+		return KS_ENOMEM;
+	c->v = v;
+	for (; c->n < s->n; c->n++) {
+		memset(&c->v[c->n], 0, sizeof c->v[c->n]);
+		if (val_default(s, c->n, &c->v[c->n]))
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+/* cfg_grow for functions that take a const cfg_t: growing only fills in
+ * defaults, which does not change what the config means. */
+static int cfg_sync(const cfg_t *c)
+{
+	return cfg_grow((cfg_t *)c);
+}
+
+cfg_t *cfg_new(const cfg_schema_t *s)
+{
+	cfg_t *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->s = s;
+	if (cfg_grow(c)) {
+		cfg_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void cfg_free(cfg_t *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		val_clear(&c->v[i]);
+	free(c->v);
+	free(c);
+}
+
+cfg_t *cfg_clone(const cfg_t *c)
+{
+	if (cfg_sync(c))
+		return NULL;
+	cfg_t *d = calloc(1, sizeof *d);
+	if (!d)
+		return NULL;
+	d->s = c->s;
+	d->n = c->n;
+	d->seq = c->seq;
+	d->v = calloc(c->n ? c->n : 1, sizeof *d->v);
+	if (!d->v) {
+		free(d);
+		return NULL;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		d->v[i] = c->v[i];
+		d->v[i].text = str_dup(c->v[i].text);
+		d->v[i].origin = c->v[i].origin ? str_dup(c->v[i].origin) : NULL;
+		d->v[i].under_text = c->v[i].under_text ? str_dup(c->v[i].under_text) : NULL;
+		d->v[i].under_origin = c->v[i].under_origin ? str_dup(c->v[i].under_origin) : NULL;
+		if (!d->v[i].text || (c->v[i].origin && !d->v[i].origin) ||
+		    (c->v[i].under_text && !d->v[i].under_text) ||
+		    (c->v[i].under_origin && !d->v[i].under_origin)) {
+			cfg_free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+const cfg_schema_t *cfg_schema(const cfg_t *c)
+{
+	return c->s;
+}
+
+/* Suggestion text for an unknown section ("" when nothing is close). */
+static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, size_t len)
+{
+	size_t best = (size_t)-1;
+	const char *bs = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t d = edit_distance(sec, s->keys[i]->section);
+		if (d < best) {
+			best = d;
+			bs = s->keys[i]->section;
+		}
+	}
+	if (bs && close_enough(sec, best))
+		snprintf(out, len, " (did you mean '%s'?)", bs);
+	else
+		out[0] = '\0';
+}
+
+/* Suggestion for an unknown key in a known section: the nearest key there,
+ * else the same name in another section. */
+static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name, char *out,
+                        size_t len)
+{
+	size_t best = (size_t)-1;
+	const char *bn = NULL, *other = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_key_t *k = s->keys[i];
+		if (strcmp(k->section, sec)) {
+			if (!other && !strcmp(k->name, name))
+				other = k->section;
+			continue;
+		}
+		size_t d = edit_distance(name, k->name);
+		if (d < best) {
+			best = d;
+			bn = k->name;
+		}
+	}
+	if (bn && close_enough(name, best))
+		snprintf(out, len, " (did you mean '%s'?)", bn);
+	else if (other)
+		snprintf(out, len, " (did you mean '%s' in [%s]?)", name, other);
+	else
+		out[0] = '\0';
+}
+
+/* ---- loading INI text ------------------------------------------------ */
+
+typedef struct staged {
+	size_t ki;
+	cfg_val_t v;
+} staged_t;
+
+typedef struct parse {
+	cfg_t *c;
+	const char *origin;
+	const char *p; /* next unread byte of the text */
+	int line;      /* line number of the line last handed to inih */
+	int *seen;     /* per key: line it was set on in this text, 0 if not */
+	staged_t *st;
+	size_t nst, capst;
+	err_t *e;
+	int err_line; /* line of the first error found by us, 0 if none */
+	int code;
+	char section[CFG_NAME_MAX + 1]; /* current section, as inih keeps it */
+} parse_t;
+
+static int parse_fail(parse_t *p, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int parse_fail(parse_t *p, int code, const char *fmt, ...)
+{
+	if (p->err_line)
+		return 0;
+	char msg[sizeof p->e->msg];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	err_set(p->e, code, "%s:%d: %s", p->origin, p->line, msg);
+	p->err_line = p->line;
+	p->code = code;
+	return 0;
+}
+
+static int parse_handler(void *user, const char *section, const char *name, const char *value);
+
+/* A "key = value" line too long for inih's buffer (long paths), split the
+ * way inih splits: at the first '=' or ':', blanks stripped, an inline
+ * comment starting at a ';' after a blank. */
+static void long_line(parse_t *p, const char *s, size_t len)
+{
+	char *l = malloc(len + 1);
+	if (!l) {
+		parse_fail(p, KS_ENOMEM, "out of memory");
+		return;
+	}
+	memcpy(l, s, len);
+	l[len] = '\0';
+	for (char *c = l + 1; *c; c++)
+		if (*c == ';' && isspace((unsigned char)c[-1])) {
+			*c = '\0';
+			break;
+		}
+	char *eq = l + strcspn(l, "=:");
+	if (*l == '[' || !*eq) {
+		parse_fail(p, KS_EINPUT,
+		           "malformed line (expected '[section]', 'key = value' or a "
+		           "comment)");
+		free(l);
+		return;
+	}
+	*eq = '\0';
+	char *v = eq + 1, *end;
+	while (isspace((unsigned char)*v))
+		v++;
+	for (end = v + strlen(v); end > v && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	for (end = eq; end > l && isspace((unsigned char)end[-1]);)
+		*--end = '\0';
+	parse_handler(p, p->section, l, v);
+	free(l);
+}
+
+/* fgets-style reader for ini_parse_stream: one line per call, so p->line is
+ * the line number of whatever inih reports next. */
+static char *parse_reader(char *str, int num, void *stream)
+{
+	parse_t *p = stream;
+	if (!*p->p)
+		return NULL;
+	const char *nl = strchr(p->p, '\n');
+	size_t len = nl ? (size_t)(nl - p->p) + 1 : strlen(p->p);
+	const char *s = p->p;
+	p->p += len;
+	p->line++;
+	if (p->line == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) {
+		s += 3; /* UTF-8 byte-order mark */
+		len -= 3;
+	}
+	while (len && (*s == ' ' || *s == '\t')) {
+		s++;
+		len--;
+	}
+	if ((int)len > num - 2) {
+		/* Longer than inih's line buffer: tokenise it here, by inih's
+		 * rules, and hand inih an empty line instead. */
+		if (*s != ';' && *s != '#')
+			long_line(p, s, len);
+		snprintf(str, (size_t)num, "\n");
+		return str;
+	}
+	memcpy(str, s, len);
+	str[len] = '\0';
+	if (*str == '[') {
+		/* Same section extent as inih: up to the first ']'. */
+		char *end = strchr(str + 1, ']');
+		if (end) {
+			char sec[256];
+			size_t l = (size_t)(end - str - 1);
+			if (l >= sizeof sec)
+				l = sizeof sec - 1;
+			memcpy(sec, str + 1, l);
+			sec[l] = '\0';
+			size_t sl = l < sizeof p->section - 1 ? l : sizeof p->section - 1;
+			memcpy(p->section, sec, sl);
+			p->section[sl] = '\0';
+			if (!section_known(p->c->s, sec)) {
+				char sug[160];
+				suggest_section(p->c->s, sec, sug, sizeof sug);
+				parse_fail(p, KS_EINPUT, "[%s]: unknown section%s", sec, sug);
+			}
+		}
+	}
+	return str;
+}
+
+static int parse_handler(void *user, const char *section, const char *name, const char *value)
+{
+	parse_t *p = user;
+	const cfg_schema_t *s = p->c->s;
+	if (p->err_line)
+		return 1; /* report only the first error */
+	if (!*section)
+		return parse_fail(p, KS_EINPUT, "%s: key outside any [section]", name);
+	if (!section_known(s, section)) {
+		/* Normally reported by the reader at the header already. */
+		char sug[160];
+		suggest_section(s, section, sug, sizeof sug);
+		return parse_fail(p, KS_EINPUT, "[%s] %s: unknown section%s", section, name, sug);
+	}
+	ssize_t ki = schema_index(s, section, name);
+	if (ki < 0 || (size_t)ki >= p->c->n) {
+		char sug[200];
+		suggest_key(s, section, name, sug, sizeof sug);
+		return parse_fail(p, KS_EINPUT, "[%s] %s: unknown key%s", section, name, sug);
+	}
+	if (p->seen[ki])
+		return parse_fail(p, KS_EINPUT, "[%s] %s: duplicate key (first set on line %d)",
+		                  section, name, p->seen[ki]);
+	const cfg_key_t *k = s->keys[ki];
+	char why[512];
+	cfg_val_t v = {0};
+	if (val_parse(k, key_choices(s, (size_t)ki), value, &v, true, why, sizeof why))
+		return parse_fail(p, KS_EINPUT, "[%s] %s: %s", section, name, why);
+	char org[512];
+	snprintf(org, sizeof org, "%s:%d", p->origin, p->line);
+	v.text = val_canonical(k, value, &v);
+	v.origin = str_dup(org);
+	if (p->nst == p->capst) {
+		size_t cap = p->capst ? 2 * p->capst : 16;
+		staged_t *st = realloc(p->st, cap * sizeof *st);
+		if (!st) {
+			val_clear(&v);
+			return parse_fail(p, KS_ENOMEM, "out of memory");
+		}
+		p->st = st;
+		p->capst = cap;
+	}
+	if (!v.text || !v.origin) {
+		val_clear(&v);
+		return parse_fail(p, KS_ENOMEM, "out of memory");
+	}
+	p->seen[ki] = p->line;
+	p->st[p->nst].ki = (size_t)ki;
+	p->st[p->nst].v = v;
+	p->nst++;
+	return 1;
+}
+
+/* The text of line n (1-based) for describing a syntax error. */
+static void line_text(const char *text, int n, char *out, size_t len)
+{
+	for (int i = 1; i < n && text; i++) {
+		text = strchr(text, '\n');
+		if (text)
+			text++;
+	}
+	out[0] = '\0';
+	if (!text)
+		return;
+	while (*text == ' ' || *text == '\t')
+		text++;
+	size_t l = strcspn(text, "\r\n");
+	if (l >= len)
+		l = len - 1;
+	memcpy(out, text, l);
+	out[l] = '\0';
+}
+
+int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
+{
+	if (cfg_grow(c))
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+	parse_t p = {.c = c, .origin = origin, .p = text, .e = e};
+	p.seen = calloc(c->n ? c->n : 1, sizeof *p.seen);
+	if (!p.seen)
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+	int r = ini_parse_stream(parse_reader, &p, parse_handler, &p);
+	int code = 0;
+	if (r == -2 || r == -1) {
+		code = err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+	} else if (r > 0 && (!p.err_line || r < p.err_line)) {
+		/* inih found a line it cannot tokenise before any error of ours. */
+		char l[128];
+		line_text(text, r, l, sizeof l);
+		if (l[0] == '[')
+			code = err_set(e, KS_EINPUT, "%s:%d: section header without ']': '%s'",
+			               origin, r, l);
+		else
+			code = err_set(e, KS_EINPUT,
+			               "%s:%d: malformed line (expected '[section]', 'key = value' "
+			               "or a comment): '%s'",
+			               origin, r, l);
+	} else if (p.err_line) {
+		code = p.code;
+	}
+	for (size_t i = 0; i < p.nst; i++) {
+		if (code) {
+			val_clear(&p.st[i].v);
+		} else {
+			val_clear(&c->v[p.st[i].ki]);
+			c->v[p.st[i].ki] = p.st[i].v;
+			c->v[p.st[i].ki].seq = ++c->seq; /* staged in line order */
+		}
+	}
+	free(p.st);
+	free(p.seen);
+	return code;
+}
+
+int cfg_load_file(cfg_t *c, const char *path, err_t *e)
+{
+	FILE *f = err_fopen_in(path, e);
+	if (!f)
+		return e->code;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? 2 * cap : 8192;
+			char *b = realloc(buf, cap);
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return err_set(e, KS_ENOMEM, "%s: out of memory", path);
+			}
+			buf = b;
+		}
+		size_t got = fread(buf + len, 1, 4096, f);
+		len += got;
+		if (got < 4096)
+			break;
+	}
+	int rerr = ferror(f);
+	fclose(f);
+	if (rerr) {
+		free(buf);
+		return err_set(e, KS_EIO, "%s: read error", path);
+	}
+	buf[len] = '\0';
+	int rc;
+	if (memchr(buf, '\0', len)) {
+		int line = 1;
+		for (const char *q = buf; *q; q++)
+			line += *q == '\n';
+		rc = err_set(e, KS_EINPUT, "%s:%d: NUL byte in a text file", path, line);
+	} else {
+		rc = cfg_load_string(c, path, buf, e);
+	}
+	free(buf);
+	return rc;
+}
+
+static void trim(char *s)
+{
+	size_t n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	size_t i = 0;
+	while (isspace((unsigned char)s[i]))
+		i++;
+	memmove(s, s + i, n - i + 1);
+}
+
+int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e)
+{
+	const cfg_schema_t *s = c->s;
+	char *a = cfg_grow(c) ? NULL : str_dup(assignment);
+	if (!a)
+		return err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+	int rc = 0;
+	char *eq = strchr(a, '=');
+	char *dot = NULL;
+	if (eq) {
+		*eq = '\0';
+		dot = strrchr(a, '.');
+	}
+	if (!eq || !dot) {
+		rc = err_set(e, KS_EINPUT, "%s: '%s': expected SECTION.KEY=VALUE", origin,
+		             assignment);
+		goto out;
+	}
+	*dot = '\0';
+	char *sec = a, *name = dot + 1, *val = eq + 1;
+	trim(sec);
+	trim(name);
+	trim(val);
+	if (!*sec || !*name) {
+		rc = err_set(e, KS_EINPUT, "%s: '%s': expected SECTION.KEY=VALUE", origin,
+		             assignment);
+		goto out;
+	}
+	char sug[200], why[512];
+	if (!section_known(s, sec)) {
+		suggest_section(s, sec, sug, sizeof sug);
+		rc =
+		    err_set(e, KS_EINPUT, "%s: [%s] %s: unknown section%s", origin, sec, name, sug);
+		goto out;
+	}
+	ssize_t ki = schema_index(s, sec, name);
+	if (ki < 0 || (size_t)ki >= c->n) {
+		suggest_key(s, sec, name, sug, sizeof sug);
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: unknown key%s", origin, sec, name, sug);
+		goto out;
+	}
+	const cfg_key_t *k = s->keys[ki];
+	const char *bad = k->type == CFG_STR ? str_unstorable(val) : NULL;
+	if (bad) {
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: %s", origin, sec, name, bad);
+		goto out;
+	}
+	cfg_val_t v = {0};
+	if (val_parse(k, key_choices(s, (size_t)ki), val, &v, true, why, sizeof why)) {
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: %s", origin, sec, name, why);
+		goto out;
+	}
+	v.text = val_canonical(k, val, &v);
+	v.origin = str_dup(origin);
+	if (!v.text || !v.origin) {
+		val_clear(&v);
+		rc = err_set(e, KS_ENOMEM, "%s: out of memory", origin);
+		goto out;
+	}
+	v.seq = ++c->seq;
+	val_clear(&c->v[ki]);
+	c->v[ki] = v;
+out:
+	free(a);
+	return rc;
+}
+
+int cfg_set(cfg_t *c, const char *assignment, err_t *e)
+{
+	return cfg_set_as(c, assignment, "--set", e);
+}
+
+/* Index of a key the caller promises exists; a miss is a programming error. */
+static size_t must_index(const cfg_t *c, const char *section, const char *name, const char *fn)
+{
+	ssize_t i = schema_index(c->s, section, name);
+	if (i < 0) {
+		fprintf(stderr, "kvsim: %s: [%s] %s is not in the config schema\n", fn, section,
+		        name);
+		abort();
+	}
+	if ((size_t)i >= c->n && cfg_sync(c)) {
+		fprintf(stderr, "kvsim: %s: out of memory\n", fn);
+		abort();
+	}
+	return (size_t)i;
+}
+
+/* Whether an owned key belongs to the policy its section currently names.
+ * *sel gets the selected name ("" when the section has no 'name' key). */
+static bool owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel)
+{
+	ssize_t ni = schema_index(c->s, k->section, "name");
+	*sel = ni >= 0 && (size_t)ni < c->n ? c->v[ni].text : "";
+	return !k->owner || !strcmp(*sel, k->owner);
+}
+
+/* ---- presets --------------------------------------------------------- */
+
+/* The index of preset key "section.name" (split at the last dot), -1 if the
+ * schema has no such key. */
+static ssize_t preset_key_index(const cfg_schema_t *s, const char *key)
+{
+	const char *dot = strrchr(key, '.');
+	char sec[CFG_NAME_MAX + 1];
+	if (!dot || dot == key || (size_t)(dot - key) > CFG_NAME_MAX)
+		return -1;
+	memcpy(sec, key, (size_t)(dot - key));
+	sec[dot - key] = '\0';
+	return schema_index(s, sec, dot + 1);
+}
+
+static int preset_bad(const cfg_preset_t *p, const char *key, const char *why)
+{
+	/* Like schema_bad: a broken preset table is a programming error. */
+	fprintf(stderr, "kvsim: config schema: preset %s: %s: %s\n", p->name ? p->name : "(null)",
+	        key ? key : "(null)", why);
+	return KS_EINPUT;
+}
+
+/* Parses value for key ki into *v as preset p's (origin "preset NAME"):
+ * 0, 1 with why filled when the value does not fit the key, or KS_ENOMEM. */
+static int preset_value(const cfg_schema_t *s, size_t ki, const cfg_preset_t *p, const char *value,
+                        cfg_val_t *v, char *why, size_t whylen)
+{
+	const cfg_key_t *k = s->keys[ki];
+	const char *bad = k->type == CFG_STR ? str_unstorable(value) : NULL;
+	memset(v, 0, sizeof *v);
+	if (bad) {
+		snprintf(why, whylen, "%s", bad);
+		return 1;
+	}
+	if (val_parse(k, key_choices(s, ki), value, v, true, why, whylen))
+		return 1;
+	char org[128];
+	snprintf(org, sizeof org, "preset %s", p->name);
+	v->text = val_canonical(k, value, v);
+	v->origin = str_dup(org);
+	v->preset = p;
+	if (!v->text || !v->origin) {
+		val_clear(v);
+		return KS_ENOMEM;
+	}
+	return 0;
+}
+
+int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *name,
+                           const cfg_preset_t *p, size_t n)
+{
+	ssize_t si = schema_index(s, section, name);
+	if (si < 0 || s->keys[si]->type != CFG_ENUM || strcmp(s->keys[si]->def, "none")) {
+		fprintf(stderr,
+		        "kvsim: config schema: [%s] %s: a preset selector must be an enum "
+		        "key with default 'none'\n",
+		        section, name);
+		return KS_EINPUT;
+	}
+	size_t len = sizeof "none";
+	for (size_t i = 0; i < n; i++) {
+		if (!name_ok(p[i].name, false) || !strcmp(p[i].name, "none"))
+			return preset_bad(&p[i], "name",
+			                  "must be 1-49 of [A-Za-z0-9_-], not 'none'");
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(p[i].name, p[j].name))
+				return preset_bad(&p[i], "name", "defined twice");
+		len += strlen(p[i].name) + 1;
+		for (size_t j = 0; j < p[i].n; j++) {
+			const char *key = p[i].kv[j].key;
+			ssize_t ki = key ? preset_key_index(s, key) : -1;
+			char why[512];
+			cfg_val_t v;
+			if (ki < 0)
+				return preset_bad(&p[i], key, "not in the config schema");
+			if (ki == si)
+				return preset_bad(&p[i], key, "a preset cannot select a preset");
+			const char *src = p[i].kv[j].source;
+			if (!p[i].kv[j].value || !src || !*src || strchr(src, '\n'))
+				return preset_bad(&p[i], key,
+				                  "needs a value and a one-line source");
+			for (size_t m = 0; m < j; m++)
+				if (preset_key_index(s, p[i].kv[m].key) == ki)
+					return preset_bad(&p[i], key, "set twice");
+			int rc = preset_value(s, (size_t)ki, &p[i], p[i].kv[j].value, &v, why,
+			                      sizeof why);
+			if (rc == 1)
+				return preset_bad(&p[i], key, why);
+			if (rc)
+				return rc;
+			val_clear(&v);
+		}
+	}
+	char *choices = malloc(len);
+	if (!choices)
+		return KS_ENOMEM;
+	char *q = choices + sprintf(choices, "none");
+	for (size_t i = 0; i < n; i++)
+		q += sprintf(q, ",%s", p[i].name);
+	free(s->choices[si]);
+	s->choices[si] = choices;
+	s->presets = p;
+	s->npresets = n;
+	s->sel = (size_t)si + 1;
+	return 0;
+}
+
+const cfg_preset_t *cfg_preset(const cfg_t *c)
+{
+	const cfg_schema_t *s = c->s;
+	if (!s->sel || s->sel > c->n)
+		return NULL;
+	const char *name = c->v[s->sel - 1].text;
+	for (size_t i = 0; i < s->npresets; i++)
+		if (!strcmp(s->presets[i].name, name))
+			return &s->presets[i];
+	return NULL;
+}
+
+/* Sets every key of the selected preset that holds its default. Keys that
+ * belong to no policy go first, since they include the policy names that
+ * decide whether the owned ones apply: a preset's parameter of a policy the
+ * user replaced is left out. */
+static int preset_apply(cfg_t *c, err_t *e)
+{
+	const cfg_preset_t *p = cfg_preset(c);
+	for (int owned = 0; p && owned < 2; owned++) {
+		for (size_t j = 0; j < p->n; j++) {
+			size_t ki = (size_t)preset_key_index(c->s, p->kv[j].key);
+			const cfg_key_t *k = c->s->keys[ki];
+			const char *sel;
+			if (!k->owner != !owned || !below_preset(&c->v[ki]) ||
+			    !owner_active(c, k, &sel))
+				continue;
+			cfg_val_t v;
+			char why[512];
+			int rc = preset_value(c->s, ki, p, p->kv[j].value, &v, why, sizeof why);
+			if (rc == 1) /* cfg_schema_set_presets checked it against these choices */
+				return err_set(e, KS_EINPUT, "preset %s: [%s] %s: %s", p->name,
+				               k->section, k->name, why);
+			if (rc)
+				return err_set(e, rc, "preset %s: out of memory", p->name);
+			if (c->v[ki].origin) { /* keep the default experiment's value */
+				v.under_text = c->v[ki].text;
+				v.under_origin = c->v[ki].origin;
+				v.under_seq = c->v[ki].seq;
+				c->v[ki].text = c->v[ki].origin = NULL;
+			}
+			v.seq = c->v[c->s->sel - 1].seq;
+			val_clear(&c->v[ki]);
+			c->v[ki] = v;
+		}
+	}
+	return 0;
+}
+
+int cfg_finalize(cfg_t *c, err_t *e)
+{
+	if (cfg_grow(c))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	/* What a preset set before (a sweep point cloned from its base) goes
+	 * back to its default, so the preset selected now decides. */
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->v[i].preset)
+			continue;
+		char *ut = c->v[i].under_text, *uo = c->v[i].under_origin;
+		uint64_t us = c->v[i].under_seq;
+		c->v[i].under_text = c->v[i].under_origin = NULL;
+		val_clear(&c->v[i]);
+		memset(&c->v[i], 0, sizeof c->v[i]);
+		if (val_default(c->s, i, &c->v[i])) {
+			free(ut);
+			free(uo);
+			return err_set(e, KS_ENOMEM, "out of memory");
+		}
+		if (ut) { /* back to the default experiment's value */
+			char why[256];
+			const cfg_key_t *k = c->s->keys[i];
+			val_clear(&c->v[i]);
+			(void)val_parse(k, key_choices(c->s, i), ut, &c->v[i], true, why, sizeof why);
+			c->v[i].text = ut;
+			c->v[i].origin = uo;
+			c->v[i].seq = us;
+		}
+	}
+	int rc = preset_apply(c, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < c->n; i++) {
+		const cfg_key_t *k = c->s->keys[i];
+		const char *sel;
+		if (!k->owner || !c->v[i].origin || owner_active(c, k, &sel))
+			continue;
+		if (schema_index(c->s, k->section, "name") < 0)
+			return err_set(e, KS_EINPUT,
+			               "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
+			               "'name' key",
+			               c->v[i].origin, k->section, k->name, k->owner, k->section);
+		/* Ignored, not an error, so that one file serves every point of a
+		 * sweep over policy names; said once per key per schema. */
+		if (c->s->warn && !c->s->warned[i]) {
+			c->s->warned[i] = 1;
+			fprintf(
+			    c->s->warn,
+			    "kvsim: warning: %s: [%s] %s: ignored: parameter of '%s', but name = "
+			    "%s\n",
+			    c->v[i].origin, k->section, k->name, k->owner, sel);
+		}
+	}
+	return 0;
+}
+
+/* ---- accessors ------------------------------------------------------- */
+
+static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *name, const char *fn,
+                              cfg_type_t t1, cfg_type_t t2)
+{
+	size_t i = must_index(c, section, name, fn);
+	cfg_type_t t = c->s->keys[i]->type;
+	if (t != t1 && t != t2) {
+		fprintf(stderr, "kvsim: %s: [%s] %s is of type %s\n", fn, section, name,
+		        type_name(t));
+		abort();
+	}
+	return &c->v[i];
+}
+
+int64_t cfg_int(const cfg_t *c, const char *section, const char *name)
+{
+	return typed(c, section, name, "cfg_int", CFG_INT, CFG_INT)->i;
+}
+
+double cfg_float(const cfg_t *c, const char *section, const char *name)
+{
+	return typed(c, section, name, "cfg_float", CFG_FLOAT, CFG_INT)->f;
+}
+
+int cfg_bool(const cfg_t *c, const char *section, const char *name)
+{
+	return (int)typed(c, section, name, "cfg_bool", CFG_BOOL, CFG_BOOL)->i;
+}
+
+const char *cfg_str(const cfg_t *c, const char *section, const char *name)
+{
+	size_t i = must_index(c, section, name, "cfg_str"); /* may grow c->v */
+	return c->v[i].text;
+}
+
+const char *cfg_origin(const cfg_t *c, const char *section, const char *name)
+{
+	size_t i = must_index(c, section, name, "cfg_origin"); /* may grow c->v */
+	const cfg_val_t *v = &c->v[i];
+	return v->origin ? v->origin : "default";
+}
+
+/* The index of "section.name" (split at the last dot) in c, -1 if none. */
+static ssize_t dotted_index(const cfg_t *c, const char *key, size_t len)
+{
+	char k[2 * CFG_NAME_MAX + 2];
+	if (len >= sizeof k)
+		return -1;
+	memcpy(k, key, len);
+	k[len] = '\0';
+	ssize_t i = preset_key_index(c->s, k);
+	return i >= 0 && (size_t)i < c->n ? i : -1;
+}
+
+/* The config file of origin "FILE:LINE" into out; 0 when origin is none. */
+static int origin_file(const char *origin, char *out, size_t n)
+{
+	const char *colon = origin ? strrchr(origin, ':') : NULL;
+	if (!colon || colon == origin || !colon[1] || colon[1 + strspn(colon + 1, "0123456789")] ||
+	    !strncmp(origin, CFG_ORIGIN_DEFAULT_EXPERIMENT, strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT)))
+		return 0;
+	int len = snprintf(out, n, "%.*s", (int)(colon - origin), origin);
+	struct stat sb; /* a label such as "x=a:1" is no file */
+	return len > 0 && (size_t)len < n && !stat(out, &sb) && S_ISREG(sb.st_mode);
+}
+
+int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
+{
+	char why[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	ssize_t best = -1;
+	for (const char *k = keys; *k;) {
+		size_t len = strcspn(k, ",");
+		ssize_t i = dotted_index(c, k, len);
+		if (i < 0) {
+			fprintf(stderr, "kvsim: cfg_err_keys: '%.*s' is not in the config schema\n",
+			        (int)len, k);
+			abort(); /* a programming error, as in the accessors */
+		}
+		if (best < 0 || c->v[i].seq > c->v[best].seq)
+			best = i;
+		k += len + (k[len] == ',');
+	}
+	if (best < 0) {
+		fprintf(stderr, "kvsim: cfg_err_keys: no key given\n");
+		abort();
+	}
+	const cfg_key_t *k = c->s->keys[best];
+	const char *org = c->v[best].origin;
+	if (org)
+		return err_set(e, KS_EINPUT, "%s: [%s] %s: %s", org, k->section, k->name, why);
+	return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, why);
+}
+
+int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e)
+{
+	const char *path = cfg_str(c, section, name);
+	size_t len = strlen(path);
+	if (len >= n) {
+		char key[2 * CFG_NAME_MAX + 2];
+		snprintf(key, sizeof key, "%s.%s", section, name);
+		return cfg_err_keys(c, e, key, "path longer than %zu bytes", n - 1);
+	}
+	memcpy(out, path, len + 1);
+	char file[4096];
+	if (!*path || path[0] == '/' ||
+	    !origin_file(cfg_origin(c, section, name), file, sizeof file))
+		return 0;
+	const char *slash = strrchr(file, '/');
+	if (!slash)
+		return 0; /* the config file is in the working directory */
+	char cand[8192];
+	int m = snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - file), file, path);
+	if (m > 0 && (size_t)m < n && (size_t)m < sizeof cand && access(cand, R_OK) == 0)
+		memcpy(out, cand, (size_t)m + 1);
+	return 0;
+}
+
+void cfg_err_locate(const cfg_t *c, err_t *e)
+{
+	/* "[section] key: reason": the section may hold dots, the key none */
+	const char *m = e->msg, *close = m[0] == '[' ? strchr(m, ']') : NULL;
+	if (!close || close[1] != ' ')
+		return;
+	const char *name = close + 2, *colon = name + strcspn(name, ": ");
+	if (*colon != ':' || colon == name)
+		return;
+	char key[2 * CFG_NAME_MAX + 2];
+	int n = snprintf(key, sizeof key, "%.*s.%.*s", (int)(close - m - 1), m + 1,
+	                 (int)(colon - name), name);
+	if (n < 0 || (size_t)n >= sizeof key)
+		return;
+	ssize_t i = dotted_index(c, key, (size_t)n);
+	if (i >= 0 && c->v[i].origin)
+		err_prefix(e, "%s", c->v[i].origin);
+}
+
+/* ---- writing --------------------------------------------------------- */
+
+/* Whether key i is the first of its section in schema order. */
+static bool section_first(const cfg_schema_t *s, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(s->keys[j]->section, s->keys[i]->section))
+			return false;
+	return true;
+}
+
+static void write_range(const cfg_key_t *k, const char *choices, FILE *f)
+{
+	if (k->type == CFG_ENUM)
+		fprintf(f, "one of: %s", *choices ? choices : "(none registered)");
+	else if ((k->type == CFG_INT || k->type == CFG_FLOAT) && k->min < k->max) {
+		char lo[32], hi[32];
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+		fprintf(f, "range [%s, %s]", lo, hi);
+	} else if (k->type == CFG_BOOL)
+		fprintf(f, "true or false");
+	else
+		fprintf(f, "any %s", k->type == CFG_STR ? "text" : "value");
+}
+
+int cfg_write(const cfg_t *c, FILE *f)
+{
+	return cfg_write_ex(c, f, 0);
+}
+
+/* The source of the preset entry that set key i, "" if none. */
+static const char *preset_source(const cfg_t *c, size_t i)
+{
+	const cfg_preset_t *p = c->v[i].preset;
+	for (size_t j = 0; p && j < p->n; j++)
+		if (preset_key_index(c->s, p->kv[j].key) == (ssize_t)i)
+			return p->kv[j].source;
+	return "";
+}
+
+int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
+{
+	if (cfg_sync(c))
+		return KS_ENOMEM;
+	const cfg_schema_t *s = c->s;
+	bool first = true;
+	for (size_t i = 0; i < c->n; i++) {
+		if (!section_first(s, i))
+			continue;
+		const char *sec = s->keys[i]->section;
+		fprintf(f, "%s[%s]\n", first ? "" : "\n", sec);
+		first = false;
+		for (size_t j = i; j < c->n; j++) {
+			const cfg_key_t *k = s->keys[j];
+			const char *sel;
+			if (strcmp(k->section, sec) || !owner_active(c, k, &sel))
+				continue;
+			if (k->doc && *k->doc) {
+				fprintf(f, "# %s", k->doc);
+				if (k->unit && *k->unit)
+					fprintf(f, " [%s]", k->unit);
+				fputc('\n', f);
+			}
+			if ((flags & CFG_WRITE_ORIGINS) && c->v[j].preset)
+				fprintf(f, "# from preset %s: %s\n", c->v[j].preset->name,
+				        preset_source(c, j));
+			fprintf(f, "%s =%s%s\n", k->name, *c->v[j].text ? " " : "", c->v[j].text);
+		}
+	}
+	return ferror(f) ? KS_EIO : 0;
+}
+
+char *cfg_text(const cfg_t *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	int rc = cfg_write(c, f);
+	if (fclose(f) || rc) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int cfg_write_doc(const cfg_schema_t *s, FILE *f)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_key_t *k = s->keys[i];
+		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
+		        type_name(k->type), k->def);
+		write_range(k, key_choices(s, i), f);
+		if (k->unit && *k->unit)
+			fprintf(f, ", unit %s", k->unit);
+		if (k->owner)
+			fprintf(f, ", only with name = %s", k->owner);
+		fprintf(f, "\n    %s\n", k->doc && *k->doc ? k->doc : "(undocumented)");
+	}
+	return ferror(f) ? KS_EIO : 0;
+}
+
+void cfg_digest(const cfg_t *c, char out[65])
+{
+	uint8_t d[SHA256_DIGEST_SIZE];
+	struct sha256_ctx ctx;
+	char *t = cfg_text(c);
+	sha256_init(&ctx);
+	if (t)
+		sha256_update(&ctx, strlen(t), (const uint8_t *)t);
+	sha256_digest(&ctx, sizeof d, d);
+	free(t);
+	for (size_t i = 0; i < sizeof d; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}

@@ -1,0 +1,164 @@
+/* cfg — experiment configuration: a schema of typed keys and resolved values.
+ *
+ * Every key an experiment may set has a cfg_key_t: section, name, type,
+ * default (as text), range or choices, unit and a one-line doc. Modules own
+ * their key arrays; cfg_schema_default() gathers them all. Values come from,
+ * in order: defaults, an INI file (libinih) or built-in text, then --set
+ * "section.key=value" overrides, each checked against the schema. Errors are
+ * KS_EINPUT with "file:line: [section] key: reason" (and the nearest valid
+ * key for unknown names). Policy parameters live in "policy.<family>"
+ * sections; a key whose owner is set is used only while that section's
+ * "name" selects that owner: set for another policy it is ignored, with one
+ * warning line (so one file can be swept over policy names). Warnings go to
+ * the schema's warning stream (stderr unless changed), at most once per key
+ * per schema: the points of a sweep share their base config's schema.
+ *
+ * A preset is a named set of values for other keys, chosen by one enum key
+ * ("[policy] preset = vllm"). cfg_finalize applies it: every key of the
+ * preset that was not given explicitly (file or --set, in any order) takes
+ * the preset's value, with origin "preset NAME". Finalizing again first puts
+ * back the defaults of what a preset set, so a clone may select another one.
+ * The cfg_t owns its strings; accessors on a key that is not in the schema
+ * abort (a programming error, not bad input).
+ */
+#ifndef KVSIM_CFG_H
+#define KVSIM_CFG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Origin prefix of the values of the built-in default experiment: a preset
+ * ranks above them (cfg_finalize), a user's file or --set above a preset. */
+#define CFG_ORIGIN_DEFAULT_EXPERIMENT "<default experiment>"
+
+
+#include "sim/base/err.h"
+
+typedef enum { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STR, CFG_ENUM } cfg_type_t;
+
+typedef struct cfg_key {
+	const char *section; /* "cluster", "policy.routing", ... */
+	const char *name;
+	cfg_type_t type;
+	const char *def;     /* default value as text ("" allowed for CFG_STR) */
+	double min, max;     /* inclusive numeric range; ignored when min >= max */
+	const char *choices; /* CFG_ENUM: comma-separated ("lru,lfu") */
+	const char *unit;    /* "ns", "bytes", "tokens", "s", "" ... */
+	const char *doc;
+	const char *owner;   /* policy sections: the policy this key belongs to */
+} cfg_key_t;
+
+typedef struct cfg_schema cfg_schema_t;
+typedef struct cfg cfg_t;
+
+cfg_schema_t *cfg_schema_new(void);
+void cfg_schema_free(cfg_schema_t *s);
+/* Adds n keys (copied by pointer: keys must outlive the schema). */
+int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n);
+/* Replaces the choices of an existing enum key (policy names grow with
+ * plugins); the string is copied. */
+int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
+			   const char *choices);
+size_t cfg_schema_count(const cfg_schema_t *s);
+/* Where cfg_finalize writes its warnings (stderr by default; NULL: nowhere). */
+void cfg_schema_set_warnings(cfg_schema_t *s, FILE *f);
+
+/* A preset: data only, so adding one is one array entry. */
+typedef struct cfg_preset_kv {
+	const char *key;    /* "section.name" (the section may contain dots) */
+	const char *value;  /* as written in an INI file */
+	const char *source; /* documentation, code or paper the value comes from */
+} cfg_preset_kv_t;
+typedef struct cfg_preset {
+	const char *name, *doc;
+	const cfg_preset_kv_t *kv;
+	size_t n;
+} cfg_preset_t;
+/* Makes enum key section.name select one of the n presets, or "none" (its
+ * choices become "none" and the preset names, in order). Every preset key
+ * must be in the schema, must not be the selector, and its value must pass
+ * the key's type, range and choices: keys are checked now, so call this once
+ * the schema holds them all. A bad table is a programming error: KS_EINPUT
+ * with the preset and key named on stderr. Presets are kept by pointer. */
+int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *name,
+			   const cfg_preset_t *p, size_t n);
+/* The preset a config selects (NULL for none or without a selector). */
+const cfg_preset_t *cfg_preset(const cfg_t *c);
+const cfg_key_t *cfg_schema_key(const cfg_schema_t *s, size_t i);
+const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section,
+				 const char *name);
+/* The full built-in schema (every module's keys, built-in policies). */
+cfg_schema_t *cfg_schema_default(void);
+
+cfg_t *cfg_new(const cfg_schema_t *s);
+void cfg_free(cfg_t *c);
+cfg_t *cfg_clone(const cfg_t *c);
+const cfg_schema_t *cfg_schema(const cfg_t *c);
+int cfg_load_file(cfg_t *c, const char *path, err_t *e);
+int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e);
+/* "section.key=value"; the section may contain dots (split at the last). */
+int cfg_set(cfg_t *c, const char *assignment, err_t *e);
+/* The same with another origin than "--set" (the argument as the user gave
+ * it, for commands with their own syntax): it labels errors ("ORIGIN:
+ * [section] key: reason") and becomes the value's cfg_origin. */
+int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e);
+/* Applies the selected preset and checks policy-owned keys (a parameter of
+ * a policy its section does not select is ignored with a warning); call
+ * after all loads and sets, and again after changing a clone. */
+int cfg_finalize(cfg_t *c, err_t *e);
+
+int64_t cfg_int(const cfg_t *c, const char *section, const char *name);
+double cfg_float(const cfg_t *c, const char *section, const char *name);
+int cfg_bool(const cfg_t *c, const char *section, const char *name);
+const char *cfg_str(const cfg_t *c, const char *section, const char *name);
+/* Where a value came from: "default", "FILE:LINE", "--set" or "preset NAME". */
+const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
+
+/* Whole numbers as every reader of kvsim input parses them (config values,
+ * scenario files, command-line counts): decimal digits with an optional sign;
+ * with CFG_WHOLE_ENOTATION also e-notation or a point whose value is whole
+ * ("1e9", "2.5e3"). Returns 0 with *out set, CFG_NOT_WHOLE when text is no
+ * whole number (empty, blanks, other characters, a fraction), or
+ * CFG_OUT_OF_RANGE when it is one but lies outside [lo, hi] (beyond 64 bits
+ * included), so callers can tell the two apart. */
+enum { CFG_NOT_WHOLE = 1, CFG_OUT_OF_RANGE = 2 };
+#define CFG_WHOLE_ENOTATION 1
+int cfg_parse_whole(const char *text, int flags, int64_t lo, int64_t hi, int64_t *out);
+
+/* An error found by checking keys together (a cross-field rule): sets e to
+ * KS_EINPUT with "PLACE: [section] key: REASON" (REASON printf-style), where
+ * key is whichever of keys ("section.name", comma-separated) was set last —
+ * the later line of a file, the later --set, a preset's value when its
+ * selector was — and PLACE is that key's cfg_origin; without a PLACE while
+ * all of them hold their defaults. A key not in the schema aborts (a
+ * programming error). Returns KS_EINPUT. */
+int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Gives an error about one key its place: when e->msg is "[section] key:
+ * ..." for a key of c that was set (not a default), prepends its origin, so
+ * checks made after loading read like the loader's own errors. */
+void cfg_err_locate(const cfg_t *c, err_t *e);
+
+/* String key section.name as a file path. A relative path set in a config
+ * file ("FILE:LINE" origin) names a file beside that config file when one is
+ * readable there, else it is taken as given (relative to the working
+ * directory); an absolute path, or one from --set, a preset or the built-in
+ * experiment, is taken as given. Writes the path to out (n bytes); KS_EINPUT
+ * naming the key's place when it does not fit. */
+int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e);
+
+/* Writes the resolved config as INI that cfg_load_file accepts back. */
+int cfg_write(const cfg_t *c, FILE *f);
+/* The same, with flags: CFG_WRITE_ORIGINS adds a comment before each value a
+ * preset set ("# from preset vllm: SOURCE"). Comments aside, the text is
+ * cfg_write's, which the digest covers. */
+#define CFG_WRITE_ORIGINS 1
+int cfg_write_ex(const cfg_t *c, FILE *f, int flags);
+/* The same text in a malloc'd string (caller frees). */
+char *cfg_text(const cfg_t *c);
+/* Writes every key with type, default, range, unit and doc. */
+int cfg_write_doc(const cfg_schema_t *s, FILE *f);
+/* SHA-256 of cfg_text as 64 hex chars + NUL. */
+void cfg_digest(const cfg_t *c, char out[65]);
+
+#endif

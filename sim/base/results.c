@@ -1,0 +1,45 @@
+/* results — see results.h. */
+#include "sim/base/results.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/base/err.h"
+
+void sim_results_free(sim_results_t *r)
+{
+	if (!r)
+		return;
+	free(r->req);
+	free(r->xfer);
+	free(r->tl);
+	free(r->metric);
+	free(r->config_text);
+	memset(r, 0, sizeof *r);
+}
+
+int sim_results_metric(sim_results_t *r, const char *name, const char *unit, double v)
+{
+	if ((r->n_metric & (r->n_metric + 1)) == 0 || r->n_metric == 0) {
+		size_t cap = r->n_metric ? 2 * (r->n_metric + 1) : 16;
+		res_metric_t *m = realloc(r->metric, cap * sizeof *m);
+		if (!m)
+			return KS_ENOMEM;
+		r->metric = m;
+	}
+	res_metric_t *m = &r->metric[r->n_metric++];
+	memset(m, 0, sizeof *m);
+	strncpy(m->name, name, sizeof m->name - 1);
+	strncpy(m->unit, unit ? unit : "", sizeof m->unit - 1);
+	m->value = v;
+	return 0;
+}
+
+double sim_results_get(const sim_results_t *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_metric; i++)
+		if (!strcmp(r->metric[i].name, name))
+			return r->metric[i].value;
+	return NAN;
+}

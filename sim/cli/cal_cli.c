@@ -1,0 +1,427 @@
+/* cal_cli — `kvsim calibrate plan|fit|check` (see sim/cli/cli.h).
+ *
+ *   plan   writes the designed calibration schedule (gv_plan.h) for kvreplay
+ *   fit    fits the transfer model to kvreplay measurements (gv_fit.h) and
+ *          writes a calibration INI (models/mdl_xfer.h)
+ *   check  predicted vs measured time per copy of a replayed run (gv_check.h)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu_validation/gv_check.h"
+#include "gpu_validation/gv_fit.h"
+#include "gpu_validation/gv_meas.h"
+#include "gpu_validation/gv_plan.h"
+#include "gpu_validation/gv_sched.h"
+#include "models/mdl_xfer.h"
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f, "usage: kvsim calibrate plan -o PLAN.h5 [--min-bytes N] [--max-bytes N]\n"
+	       "                  [--per-octave N] [--streams N] [--max-granular-bytes N]\n"
+	       "       kvsim calibrate fit MEASURED.h5 [MORE.h5..] -o models/calibration/NAME.ini\n"
+	       "                  [--edges B1,B2,..] [--no-holdout] [--base INI]\n"
+	       "       kvsim calibrate check RUN.h5 MEASURED.h5 [--calibration INI]\n"
+	       "                  [--rows N]\n\n"
+	       "plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
+	       "       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
+	       "       and block-granular, 2..N concurrent copies (default 8) in the same\n"
+	       "       and in opposite directions. Sizes take K, M, G suffixes.\n"
+	       "fit    fits per link kind alpha and bandwidth per size piece (edges, bytes\n"
+	       "       per copy; default 65536,2097152), per-copy overheads and sharing\n"
+	       "       factors by least squares on relative error; fits on one half of\n"
+	       "       the copies and reports MAPE and p95 on the other half (the\n"
+	       "       parameters written are those of the half fit; --no-holdout fits\n"
+	       "       all). Several files are fitted together (e.g. replays with and\n"
+	       "       without --batch). Compute rows give MFU and MBU when peaks are known.\n"
+	       "check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
+	       "       prints simulated, model-predicted and measured time per copy with\n"
+	       "       the error summary (model: --calibration INI, else defaults).\n\n"
+	       "options: as above, and -h, --help for this help.\n");
+	cli_help_end(f);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end), mul = 1;
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M')
+		mul = 1048576, end++;
+	else if (*end == 'G')
+		mul = 1073741824.0, end++;
+	if (end == s || *end || !(v > 0) || v * mul > 1e18)
+		return -1;
+	*out = (uint64_t)llround(v * mul);
+	return 0;
+}
+
+static int bad_arg(const char *opt, const char *v)
+{
+	return cli_usage_error("%s: bad value '%s'", opt, v);
+}
+
+/* getopt_long (opterr = 0) returned '?': the option it stopped at. */
+static int bad_option(char **argv)
+{
+	return cli_usage_error("unknown option or missing value: '%s'", argv[optind - 1]);
+}
+
+/* ---- plan ------------------------------------------------------------------ */
+
+static int cmd_plan(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"out", 1, 0, 'o'},       {"min-bytes", 1, 0, 'a'},
+	    {"max-bytes", 1, 0, 'b'}, {"per-octave", 1, 0, 'p'},
+	    {"streams", 1, 0, 's'},   {"max-granular-bytes", 1, 0, 'g'},
+	    {"help", 0, 0, 'h'},      {0, 0, 0, 0}};
+	gv_plan_opts_t o;
+	gv_plan_defaults(&o);
+	const char *out = NULL;
+	int c;
+	uint64_t v;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (c == 'o') {
+			out = optarg;
+			continue;
+		}
+		if (c == '?')
+			return bad_option(argv);
+		if (parse_size(optarg, &v)) {
+			const struct option *p = lo;
+			while (p->name && p->val != c)
+				p++;
+			return bad_arg(p->name ? p->name : "option", optarg);
+		}
+		switch (c) {
+		case 'a':
+			o.min_bytes = v;
+			break;
+		case 'b':
+			o.max_bytes = v;
+			break;
+		case 'p':
+			o.per_octave = v > 16 ? 17 : (int)v;
+			break;
+		case 's':
+			o.max_streams = v > 64 ? 65 : (int)v;
+			break;
+		case 'g':
+			o.max_granular_bytes = v;
+			break;
+		}
+	}
+	if (!out)
+		return cli_usage_error("missing -o PLAN.h5");
+	if (optind != argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	err_t e = {0};
+	res_transfer_t *t = NULL;
+	size_t n = 0;
+	int rc = gv_plan_build(&o, &t, &n, &e);
+	if (!rc)
+		rc = gv_sched_write(out, t, n, 1, &e);
+	if (rc) {
+		free(t);
+		return cli_fail(&e);
+	}
+	size_t groups = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		groups += !i || t[i].start_ns != t[i - 1].start_ns;
+		total += t[i].bytes;
+	}
+	printf("wrote %s: %zu transfers in %zu groups, %.1f MiB per pass\n", out, n, groups,
+	       (double)total / 1048576.0);
+	free(t);
+	return 0;
+}
+
+/* ---- fit ------------------------------------------------------------------- */
+
+static void print_summary(const char *label, const gv_err_summary_t *s)
+{
+	if (!s->n)
+		printf("  %-9s n=0\n", label);
+	else
+		printf("  %-9s n=%-5zu MAPE %6.2f%%  p50 %6.2f%%  p95 %6.2f%%  max %7.2f%%\n",
+		       label, s->n, s->mape, s->p50, s->p95, s->max);
+}
+
+static int cmd_fit(int argc, char **argv)
+{
+	static const struct option lo[] = {{"out", 1, 0, 'o'},        {"edges", 1, 0, 'e'},
+	                                   {"no-holdout", 0, 0, 'n'}, {"base", 1, 0, 'b'},
+	                                   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+	gv_fit_opts_t fo;
+	gv_fit_defaults(&fo);
+	const char *out = NULL, *base = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'b':
+			base = optarg;
+			break;
+		case 'n':
+			fo.holdout = 0;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'e': {
+			char buf[512];
+			snprintf(buf, sizeof buf, "%s", optarg);
+			fo.n_edges = 0;
+			for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t;
+			     t = strtok_r(NULL, ",", &sv)) {
+				uint64_t v;
+				if (fo.n_edges == MDL_XFER_MAX_PIECES - 1 || parse_size(t, &v))
+					return bad_arg("--edges", optarg);
+				fo.edges[fo.n_edges++] = v;
+			}
+			break;
+		}
+		default:
+			return bad_option(argv);
+		}
+	}
+	if (!out)
+		return cli_usage_error("missing -o NAME.ini");
+	if (optind >= argc)
+		return cli_usage_error("missing MEASURED.h5");
+	char in[1024] = "";
+	size_t in_len = 0;
+	for (int i = optind; i < argc; i++)
+		in_len += (size_t)snprintf(in + in_len, in_len < sizeof in ? sizeof in - in_len : 0,
+		                           "%s%s", i > optind ? ", " : "", argv[i]);
+	err_t e = {0};
+	gv_meas_t m = {0}, more;
+	mdl_xfer_t x;
+	gv_fit_report_t rep;
+	mdl_xfer_default(&x);
+	int rc = base ? mdl_xfer_load(&x, base, &e) : 0;
+	if (!rc)
+		rc = gv_meas_read(&m, argv[optind], &e);
+	for (int i = optind + 1; i < argc && !rc; i++) {
+		rc = gv_meas_read(&more, argv[i], &e);
+		if (!rc) {
+			rc = gv_meas_append(&m, &more, &e);
+			gv_meas_free(&more);
+		}
+	}
+	if (rc) {
+		gv_meas_free(&m);
+		return cli_fail(&e);
+	}
+	rc = gv_fit(&m, &fo, &x, &rep, &e);
+	if (rc) {
+		gv_meas_free(&m);
+		err_prefix(&e, "%s", in);
+		return cli_fail(&e);
+	}
+	snprintf(x.device, sizeof x.device, "%s", m.device[0] ? m.device : "unknown");
+	printf("calibration of %s (%s backend) from %s\n", x.device, m.backend, in);
+	for (int k = 0; k < MDL_LINK_N; k++) {
+		const gv_fit_link_t *lr = &rep.link[k];
+		if (!lr->n_fit)
+			continue;
+		const mdl_xfer_link_t *l = &x.link[k];
+		if (lr->status) {
+			printf("%s: NOT FITTED (%zu copies): %s; keeps its defaults\n",
+			       mdl_xfer_link_name(k), lr->n_fit, lr->error);
+			continue;
+		}
+		printf("%s: fit on %zu copies, %d iterations\n", mdl_xfer_link_name(k), lr->n_fit,
+		       lr->iterations);
+		for (int i = 0; i < l->n_pieces; i++) {
+			if (l->piece[i].max_bytes == UINT64_MAX)
+				printf("  piece %d (copies > previous): ", i);
+			else
+				printf("  piece %d (copies <= %llu B): ", i,
+				       (unsigned long long)l->piece[i].max_bytes);
+			printf("alpha %.0f ns, bandwidth %.2f GB/s\n", l->piece[i].alpha_ns,
+			       l->piece[i].bw_gbps);
+		}
+		if (lr->fit_overhead)
+			printf("  per-copy overhead (granular) %.0f ns\n", l->overhead_ns);
+		if (lr->fit_batch)
+			printf("  per-copy overhead (batch) %.0f ns\n", l->batch_overhead_ns);
+		if (lr->fit_share_same || lr->fit_share_opp)
+			printf("  sharing: same direction %.3f, opposite %.3f\n", l->share_same,
+			       l->share_opp);
+		print_summary("train", &lr->train);
+		print_summary(fo.holdout ? "held-out" : "all", &lr->test);
+	}
+	print_summary(fo.holdout ? "held-out" : "all", &rep.test);
+	if (rep.n_gemm || rep.n_read) {
+		printf("compute: %zu GEMMs, %zu reads\n", rep.n_gemm, rep.n_read);
+		if (isfinite(x.mfu))
+			printf("  MFU %.3f (median over GEMMs with >= 256 tokens)\n", x.mfu);
+		else
+			printf("  MFU unknown (no peak FLOP/s: kvreplay --peak-tflops)\n");
+		if (isfinite(x.mbu))
+			printf("  MBU %.3f (best read kernel)\n", x.mbu);
+		else
+			printf("  MBU unknown (no peak bandwidth: kvreplay --peak-gbs)\n");
+	}
+
+	char comment[2048], date[32];
+	time_t now = time(NULL);
+	strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+	snprintf(comment, sizeof comment,
+	         "kvsim transfer-model calibration, written by 'kvsim calibrate fit' %s\n"
+	         "device: %.127s; backend: %s; driver %s; runtime %s\n"
+	         "measurements: %.512s\n"
+	         "%s: %zu copies, MAPE %.2f%%, p95 %.2f%%\n"
+	         "link kinds not listed below were not measured: the model keeps its defaults",
+	         date, x.device, m.backend, m.driver, m.runtime, in,
+	         fo.holdout ? "held-out half" : "all copies (no hold-out)", rep.test.n,
+	         rep.test.mape, rep.test.p95);
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	FILE *f = fopen(tmp, "w");
+	int en = f ? 0 : errno;
+	unsigned fitted = 0;
+	for (int k = 0; k < MDL_LINK_N; k++)
+		fitted |= rep.link[k].n_fit && !rep.link[k].status ? 1u << k : 0;
+	errno = 0;
+	if (f && mdl_xfer_write(&x, f, comment, fitted))
+		en = errno ? errno : EIO;
+	if (f && fclose(f) && !en)
+		en = errno ? errno : EIO;
+	if (!en && rename(tmp, out))
+		en = errno;
+	if (en) {
+		/* the name the user gave, and why (a full disk says so) */
+		err_set(&e, f ? KS_EIO : err_path_code(en), "%s: cannot write: %s", out,
+		        strerror(en));
+		remove(tmp);
+		gv_meas_free(&m);
+		return cli_fail(&e);
+	}
+	printf("wrote %s\n", out);
+	gv_meas_free(&m);
+	return 0;
+}
+
+/* ---- check ----------------------------------------------------------------- */
+
+static const char *shape_name(int s)
+{
+	return s == MDL_SHAPE_GRANULAR ? "granular" : s == MDL_SHAPE_BATCH ? "batch" : "contig";
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"calibration", 1, 0, 'c'}, {"rows", 1, 0, 'r'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	const char *cal = NULL;
+	long max_rows = 20;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			cal = optarg;
+			break;
+		case 'r': {
+			char *end;
+			max_rows = strtol(optarg, &end, 10);
+			if (*end || max_rows < 0)
+				return bad_arg("--rows", optarg);
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return bad_option(argv);
+		}
+	}
+	if (optind + 2 != argc)
+		return cli_usage_error("expected RUN.h5 and MEASURED.h5");
+	err_t e = {0};
+	mdl_xfer_t x;
+	gv_sched_t s = {0};
+	gv_meas_t m = {0};
+	gv_check_row_t *rows = NULL;
+	gv_check_summary_t sum;
+	mdl_xfer_default(&x);
+	int rc = cal ? mdl_xfer_load(&x, cal, &e) : 0;
+	if (!rc)
+		rc = gv_sched_read(&s, argv[optind], &e);
+	if (!rc)
+		rc = gv_meas_read(&m, argv[optind + 1], &e);
+	if (!rc)
+		rc = gv_check(&s, &m, &x, &rows, &sum, &e);
+	if (rc) {
+		gv_sched_free(&s);
+		gv_meas_free(&m);
+		return cli_fail(&e);
+	}
+	printf("model: %s (%s); measured on %s (%s backend)\n", x.source, x.device, m.device,
+	       m.backend);
+	printf("%8s %-8s %-8s %12s %6s %4s %12s %12s %12s %8s\n", "id", "link", "shape", "bytes",
+	       "blocks", "conc", "sim_us", "model_us", "meas_us", "model_err");
+	for (size_t i = 0; i < sum.n_rows && (long)i < max_rows; i++) {
+		const gv_check_row_t *r = &rows[i];
+		printf("%8llu %-8s %-8s %12llu %6u %2d/%d %12.2f %12.2f %12.2f %+7.1f%%\n",
+		       (unsigned long long)r->id, mdl_xfer_link_name(r->link), shape_name(r->shape),
+		       (unsigned long long)r->bytes, r->blocks, r->m_same, r->m_opp,
+		       r->sim_ns / 1e3, r->model_ns / 1e3, r->meas_ns / 1e3,
+		       100 * (r->model_ns - r->meas_ns) / r->meas_ns);
+	}
+	if (sum.n_rows > (size_t)max_rows)
+		printf("... %zu more rows (--rows N)\n", sum.n_rows - (size_t)max_rows);
+	printf("%zu copies matched, %zu measured copies without a transfer in the run\n",
+	       sum.n_rows, sum.n_unmatched);
+	printf("error against the measurement (|predicted - measured| / measured):\n");
+	print_summary("model", &sum.model);
+	print_summary("simulator", &sum.sim);
+	free(rows);
+	gv_sched_free(&s);
+	gv_meas_free(&m);
+	return 0;
+}
+
+int cal_cli_main(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("missing command (plan, fit, check)");
+	if (cli_is_help(argv[1])) {
+		usage(stdout);
+		return 0;
+	}
+	int (*fn)(int, char **) = !strcmp(argv[1], "plan")    ? cmd_plan
+	                          : !strcmp(argv[1], "fit")   ? cmd_fit
+	                          : !strcmp(argv[1], "check") ? cmd_check
+	                                                      : NULL;
+	if (!fn)
+		return cli_usage_error("unknown command '%s' (plan, fit, check)", argv[1]);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "calibrate %s", argv[1]);
+	cli_set_command(cmd);
+	return fn(argc - 1, argv + 1);
+}

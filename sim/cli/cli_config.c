@@ -1,0 +1,108 @@
+/* cli_config — `kvsim config show|doc|digest`: the resolved config as
+ * loadable INI, the documentation of every key, or the config digest. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/base/cfg.h"
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvsim config show [CONFIG] [--set SECTION.KEY=VALUE]...\n"
+	           "       kvsim config digest [CONFIG] [--set SECTION.KEY=VALUE]...\n"
+	           "       kvsim config doc\n\n"
+	           "  show     print the fully resolved config (every key, defaults included)\n"
+	           "           as an INI file that 'kvsim run' and 'config show' accept back;\n"
+	           "           a value set by [policy] preset has a '# from preset' comment\n"
+	           "  digest   print the SHA-256 of the resolved config text (the digest\n"
+	           "           recorded with each run)\n"
+	           "  doc      print every key: section, name, type, default, range or\n"
+	           "           choices, unit and a one-line description\n\n"
+	           "options:\n");
+	cli_cfg_help(f);
+	fprintf(f, "  -h, --help                this help\n\n"
+	           "Bad input (unknown section or key, wrong type, out of range) is reported\n"
+	           "as FILE:LINE: [section] key: reason.\n");
+	cli_help_end(f);
+}
+
+static int config_doc(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			return 0;
+		}
+		return cli_usage_error("unexpected argument '%s'", argv[i]);
+	}
+	cfg_schema_t *s = cfg_schema_default();
+	if (!s)
+		return cli_fail(&(err_t){KS_ERUNTIME, "cannot build the config schema"});
+	int rc = cfg_write_doc(s, stdout);
+	cfg_schema_free(s);
+	return rc ? 1 : 0;
+}
+
+static int config_show(int argc, char **argv, int digest)
+{
+	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	if (!sets)
+		return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
+	cli_cfg_args_t a = {.sets = sets};
+	err_t e = {0};
+	int status = 0;
+	for (int i = 1; i < argc;) {
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			goto out;
+		}
+		int r = cli_cfg_arg(&a, argc, argv, &i, &e);
+		if (r < 0) {
+			status = cli_fail(&e);
+			goto out;
+		}
+		if (r == 0) {
+			status = cli_usage_error("unknown option '%s'", argv[i]);
+			goto out;
+		}
+	}
+	cfg_t *c;
+	int rc = cli_load_config(a.path, a.sets, a.nsets, &c, &e);
+	if (rc) {
+		status = cli_fail(&e);
+		goto out;
+	}
+	if (digest) {
+		char d[65];
+		cfg_digest(c, d);
+		printf("%s\n", d);
+	} else if (cfg_write_ex(c, stdout, CFG_WRITE_ORIGINS)) {
+		status = cli_fail(&(err_t){KS_EIO, "write error on standard output"});
+	}
+	cli_config_free(c);
+out:
+	free(sets);
+	return status;
+}
+
+int cli_config_main(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("missing subcommand (show, digest, doc)");
+	const char *sub = argv[1];
+	if (cli_is_help(sub) || !strcmp(sub, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	int which = !strcmp(sub, "show")     ? 0
+	            : !strcmp(sub, "digest") ? 1
+	            : !strcmp(sub, "doc")    ? 2
+	                                     : -1;
+	if (which < 0)
+		return cli_usage_error("unknown subcommand '%s' (show, digest, doc)", sub);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "config %s", sub);
+	cli_set_command(cmd);
+	return which == 2 ? config_doc(argc - 1, argv + 1) : config_show(argc - 1, argv + 1, which);
+}

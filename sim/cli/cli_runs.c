@@ -1,0 +1,321 @@
+/* kvsim runs — list, filter and compare the runs of a results catalog. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+#include "sim/out/out_catalog.h"
+
+#define DEFAULT_DIR "results"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim runs [DIR] [--where SQL] [--sort [-]COL] [--columns A,B,...] [--csv]\n"
+		"       kvsim runs compare A B [DIR]\n\n"
+		"Lists the runs in DIR/catalog.sqlite (DIR defaults to '%s'): one row per run\n"
+		"with its status, seed, the kvsim revision that made it (git_rev), swept\n"
+		"parameters and summary metrics.\n\n"
+		"  --where SQL        SQLite condition on the columns (dotted parameter names\n"
+		"                     may be written bare: trace.fanout_size > 24)\n"
+		"  --sort [-]COL      order by a column; a leading '-' sorts descending\n"
+		"  --columns A,B,...  columns to show; 'all' shows every column but config\n"
+		"                     (id, status, error, attempts, h5_path, started_at, ...)\n"
+		"                     and the ledger: h5_size, h5_sha256 (the run's file),\n"
+		"                     git_rev, git_dirty (1: uncommitted changes), stale (1:\n"
+		"                     kept by a sweep of another revision, --keep-stale),\n"
+		"                     e.g. --where \"git_dirty = 0 AND stale = 0\"\n"
+		"  --csv              comma-separated output with full ids and full precision\n"
+		"  compare A B        two runs (id prefixes) side by side: parameters, metrics\n"
+		"                     with B-A and B/A, and the config keys that differ\n"
+		"  -h, --help         this help\n\n"
+		"examples (the sweep makes the catalog the others read; ID_A and ID_B stand\n"
+		"for ids, or prefixes of them, from the id column):\n"
+		"  kvsim sweep --grid policy.replication.name=none,early_rdma --grid trace.fanout_size=24,48 -o results\n"
+		"  kvsim runs results --where \"status = 'done' AND trace.fanout_size > 24\" --sort -ttft_p99_ms\n"
+		"  kvsim runs results --columns id,policy.replication.name,trace.fanout_size,ttft_p99_ms,hit_rate_tokens\n"
+		"  kvsim runs results --columns all --csv\n"
+		"  kvsim runs compare ID_A ID_B results\n",
+		DEFAULT_DIR);
+	cli_help_end(f);
+}
+
+static int fail(const err_t *e)
+{
+	return cli_fail(e);
+}
+
+/* Table cells: floats with 6 significant digits, ids shortened. */
+static void cell_text(const out_table_t *t, size_t r, size_t k, char *buf, size_t cap)
+{
+	const char *v = t->cells[r * t->ncols + k];
+	if (!v)
+		snprintf(buf, cap, "-");
+	else if (t->is_real[k])
+		snprintf(buf, cap, "%.6g", strtod(v, NULL));
+	else if (!strcmp(t->names[k], "id") || !strcmp(t->names[k], "config_digest") ||
+		 !strcmp(t->names[k], "h5_sha256"))
+		snprintf(buf, cap, "%.12s", v);
+	else
+		snprintf(buf, cap, "%s", v);
+	for (char *p = buf; *p; p++)
+		if (*p == '\n' || *p == '\t')
+			*p = ' ';
+}
+
+static void print_table(const out_table_t *t)
+{
+	size_t *w = calloc(t->ncols, sizeof *w);
+	char buf[256];
+	if (!w)
+		return;
+	for (size_t k = 0; k < t->ncols; k++) {
+		w[k] = strlen(t->names[k]);
+		for (size_t r = 0; r < t->nrows; r++) {
+			cell_text(t, r, k, buf, sizeof buf);
+			if (strlen(buf) > w[k])
+				w[k] = strlen(buf);
+		}
+	}
+	for (size_t k = 0; k < t->ncols; k++)
+		printf("%s%-*s", k ? "  " : "", (int)w[k], t->names[k]);
+	putchar('\n');
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (size_t k = 0; k < t->ncols; k++) {
+			cell_text(t, r, k, buf, sizeof buf);
+			/* numbers right-aligned, text left-aligned */
+			int right = t->is_real[k] || !strcmp(t->names[k], "seed") ||
+				    !strcmp(t->kinds[k], "param");
+			printf("%s%*s", k ? "  " : "", right ? (int)w[k] : -(int)w[k], buf);
+		}
+		putchar('\n');
+	}
+	printf("(%zu run%s)\n", t->nrows, t->nrows == 1 ? "" : "s");
+	free(w);
+}
+
+static void csv_field(const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void print_csv(const out_table_t *t)
+{
+	for (size_t k = 0; k < t->ncols; k++) {
+		if (k)
+			putchar(',');
+		csv_field(t->names[k]);
+	}
+	putchar('\n');
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (size_t k = 0; k < t->ncols; k++) {
+			if (k)
+				putchar(',');
+			csv_field(t->cells[r * t->ncols + k]);
+		}
+		putchar('\n');
+	}
+}
+
+static const char *col(const out_table_t *t, const char *name)
+{
+	for (size_t k = 0; k < t->ncols; k++)
+		if (!strcmp(t->names[k], name))
+			return t->cells[k];
+	return NULL;
+}
+
+/* "section.key = value" lines of a config text, for a key-wise diff. */
+typedef struct kv {
+	char key[160];
+	const char *val;
+	size_t vlen;
+} kv_t;
+
+static size_t config_pairs(const char *text, kv_t *out, size_t cap)
+{
+	char sec[96] = "";
+	size_t n = 0;
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		if (*l == '[' && len > 2 && len < sizeof sec)
+			snprintf(sec, sizeof sec, "%.*s", (int)(len - 2), l + 1);
+		else if (*l != '#' && n < cap) {
+			const char *eq = memchr(l, '=', len);
+			if (eq && eq > l) {
+				const char *ke = eq;
+				while (ke > l && ke[-1] == ' ')
+					ke--;
+				snprintf(out[n].key, sizeof out[n].key, "%s.%.*s", sec, (int)(ke - l), l);
+				const char *v = eq + 1;
+				while (*v == ' ' && v < l + len)
+					v++;
+				out[n].val = v;
+				out[n].vlen = (size_t)(l + len - v);
+				n++;
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+static void config_diff(const char *a, const char *b)
+{
+	enum { CAP = 4096 };
+	kv_t *ka = calloc(CAP, sizeof *ka), *kb = calloc(CAP, sizeof *kb);
+	if (!ka || !kb) {
+		free(ka);
+		free(kb);
+		return;
+	}
+	size_t na = config_pairs(a, ka, CAP), nb = config_pairs(b, kb, CAP), shown = 0;
+	printf("\nconfig keys that differ:\n");
+	for (size_t i = 0; i < na; i++) {
+		const kv_t *m = NULL;
+		for (size_t j = 0; j < nb && !m; j++)
+			if (!strcmp(ka[i].key, kb[j].key))
+				m = &kb[j];
+		if (m && m->vlen == ka[i].vlen && !memcmp(m->val, ka[i].val, m->vlen))
+			continue;
+		printf("  %-40s %.*s  |  %.*s\n", ka[i].key, (int)ka[i].vlen, ka[i].val,
+		       m ? (int)m->vlen : 9, m ? m->val : "(absent)");
+		shown++;
+	}
+	for (size_t j = 0; j < nb; j++) {
+		int found = 0;
+		for (size_t i = 0; i < na && !found; i++)
+			found = !strcmp(ka[i].key, kb[j].key);
+		if (!found) {
+			printf("  %-40s (absent)  |  %.*s\n", kb[j].key, (int)kb[j].vlen, kb[j].val);
+			shown++;
+		}
+	}
+	if (!shown)
+		printf("  (none)\n");
+	free(ka);
+	free(kb);
+}
+
+static int compare(const char *dir, const char *pa, const char *pb)
+{
+	out_catalog_t *c;
+	err_t e = {0};
+	if (out_catalog_open(dir, 1, &c, &e))
+		return fail(&e);
+	char ida[65], idb[65], wa[100], wb[100];
+	out_table_t ta = {0}, tb = {0};
+	int rc = out_catalog_resolve(c, pa, ida, &e) || out_catalog_resolve(c, pb, idb, &e);
+	if (!rc) {
+		snprintf(wa, sizeof wa, "id = '%s'", ida);
+		snprintf(wb, sizeof wb, "id = '%s'", idb);
+		rc = out_catalog_select(c, "all,config", wa, NULL, &ta, &e) ||
+		     out_catalog_select(c, "all,config", wb, NULL, &tb, &e);
+	}
+	if (rc) {
+		out_table_free(&ta);
+		out_table_free(&tb);
+		out_catalog_close(c);
+		return fail(&e);
+	}
+	static const char *const sections[] = {"run", "param", "metric"};
+	static const char *const titles[] = {"run", "parameters", "metrics"};
+	for (int s = 0; s < 3; s++) {
+		printf("%s%-40s %-20s %-20s%s\n", s ? "\n" : "", titles[s], "A", "B",
+		       s == 2 ? " B-A                  B/A" : "");
+		for (size_t k = 0; k < ta.ncols; k++) {
+			if (strcmp(ta.kinds[k], sections[s]) || !strcmp(ta.names[k], "config"))
+				continue;
+			char a[256], b[256];
+			cell_text(&ta, 0, k, a, sizeof a);
+			cell_text(&tb, 0, k, b, sizeof b);
+			printf("  %-38s %-20s %-20s", ta.names[k], a, b);
+			const char *va = ta.cells[k], *vb = tb.cells[k];
+			if (s == 2 && va && vb) {
+				double x = strtod(va, NULL), y = strtod(vb, NULL);
+				printf(" %-20.6g", y - x);
+				if (x != 0)
+					printf(" %.4f", y / x);
+			}
+			putchar('\n');
+		}
+	}
+	config_diff(col(&ta, "config"), col(&tb, "config"));
+	out_table_free(&ta);
+	out_table_free(&tb);
+	out_catalog_close(c);
+	return 0;
+}
+
+int out_runs_main(int argc, char **argv)
+{
+	const char *dir = NULL, *where = NULL, *sort = NULL, *cols = NULL;
+	int csv = 0;
+	if (argc >= 2 && !strcmp(argv[1], "compare")) {
+		cli_set_command("runs compare");
+		for (int i = 2; i < argc; i++)
+			if (cli_is_help(argv[i])) {
+				usage(stdout);
+				return 0;
+			}
+		for (int i = 2; i < argc; i++)
+			if (argv[i][0] == '-' && argv[i][1])
+				return cli_usage_error("unknown option '%s'", argv[i]);
+		if (argc != 4 && argc != 5)
+			return cli_usage_error("expected two run ids and an optional DIR");
+		return compare(argc == 5 ? argv[4] : DEFAULT_DIR, argv[2], argv[3]);
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		const char **dst = !strcmp(o, "--where") ? &where
+				   : !strcmp(o, "--sort") ? &sort
+				   : !strcmp(o, "--columns") ? &cols : NULL;
+		if (cli_is_help(o)) {
+			usage(stdout);
+			return 0;
+		} else if (dst) {
+			if (i + 1 >= argc)
+				return cli_usage_error("%s needs a value", o);
+			*dst = argv[++i];
+		} else if (!strcmp(o, "--csv")) {
+			csv = 1;
+		} else if (o[0] != '-' && !dir) {
+			dir = o;
+		} else if (o[0] == '-') {
+			return cli_usage_error("unknown option '%s'", o);
+		} else {
+			return cli_usage_error("unexpected argument '%s'", o);
+		}
+	}
+	out_catalog_t *c;
+	err_t e = {0};
+	out_table_t t;
+	if (out_catalog_open(dir ? dir : DEFAULT_DIR, 1, &c, &e))
+		return fail(&e);
+	if (out_catalog_select(c, cols, where, sort, &t, &e)) {
+		out_catalog_close(c);
+		return fail(&e);
+	}
+	if (csv)
+		print_csv(&t);
+	else
+		print_table(&t);
+	out_table_free(&t);
+	out_catalog_close(c);
+	return 0;
+}

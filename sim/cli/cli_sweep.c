@@ -1,0 +1,246 @@
+/* kvsim sweep — the command line over out_sweep.h (grid, seeds, workers). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+#include "sim/out/out_sweep.h"
+#include "sim/run/sim.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
+		"                   [--seeds N] [-j WORKERS] [-o DIR] [--keep-stale] [--dry-run]\n"
+		"                   [--strict]\n\n"
+		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
+		"DIR/catalog.sqlite. Rerunning the same command skips points already done, unless\n"
+		"their file is missing, truncated or fails its SHA-256, or another revision of\n"
+		"kvsim made them (see `kvsim --version`).\n\n");
+	cli_cfg_help(f);
+	fprintf(f,
+		"  --grid S.K=V1,V2,...      an axis of the Cartesian product (repeatable)\n"
+		"  --grid S.K=START:STOP:STEP  the same, as a range with STOP included\n"
+		"  --zip S.K=V1,V2,...       paired axes: every --zip advances together\n"
+		"  --seeds N                 N seeds per point, derived from experiment.seed\n"
+		"  -j, --jobs N              worker processes (default 1)\n"
+		"  -o, --out DIR             results directory (default [output] dir)\n"
+		"  --keep-stale              keep points another revision made (if their file is\n"
+		"                            intact), marked stale = 1 in the catalog\n"
+		"  --dry-run                 list the points and what the sweep would do with\n"
+		"                            each: done, kept, todo, failed, stale, missing,\n"
+		"                            truncated, corrupt (all but done and kept run)\n"
+		"  --strict                  a point whose run has no request (trace window\n"
+		"                            past its end) fails as bad input, not a warning\n"
+		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
+		"  -h, --help                this help\n\n"
+		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
+		"catalog: mpirun -n 8 kvsim sweep ...\n\n"
+		"A point that fails is recorded (kvsim runs DIR --columns id,error) and the\n"
+		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
+		"input (config or trace).\n");
+	cli_help_end(f);
+}
+
+/* ctx: the --strict flag. A point whose run warns (no request passed the
+ * trace window) says so on stderr, or under --strict fails as bad input. */
+static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
+{
+	int rc = sim_run(c, r, e);
+	if (rc || !r->warning[0])
+		return rc;
+	if (*(const int *)ctx) {
+		rc = err_set(e, KS_EINPUT, "%s (--strict)", r->warning);
+		sim_results_free(r);
+		return rc;
+	}
+	fprintf(stderr, "kvsim sweep: warning: %s\n", r->warning);
+	return 0;
+}
+
+static int bad_usage(const char *msg, const char *arg)
+{
+	return cli_usage_error("%s%s%s%s", msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
+}
+
+static int parse_uint(const char *s, unsigned max, unsigned *v)
+{
+	char *end;
+	unsigned long x = strtoul(s, &end, 10);
+	if (!*s || *end || x < 1 || x > max)
+		return -1;
+	*v = (unsigned)x;
+	return 0;
+}
+
+/* Lists the points with the verdict a sweep would reach; every point is
+ * built before the first line, so a bad grid prints nothing. */
+static int dry_run(const out_grid_t *g, const cfg_t *base, const char *dir, int keep_stale,
+		   err_t *e)
+{
+	out_catalog_t *cat = NULL;
+	char p[4096];
+	size_t n = out_grid_points(g), made = 0;
+	out_point_t *pts = calloc(n ? n : 1, sizeof *pts);
+	int *verdict = calloc(n ? n : 1, sizeof *verdict), rc = 0;
+	if (!pts || !verdict)
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+	for (; !rc && made < n; made++)
+		if ((rc = out_point_make(g, base, "experiment.seed", made, &pts[made], e)))
+			break;
+	snprintf(p, sizeof p, "%s/%s", dir, OUT_CATALOG_FILE);
+	if (!rc && access(p, F_OK) == 0)
+		rc = out_catalog_open(dir, 1, &cat, e);
+	for (size_t i = 0; !rc && cat && i < n; i++)
+		rc = out_catalog_check(cat, pts[i].id, out_build_rev(), keep_stale, &verdict[i], e);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const out_point_t *pt = &pts[i];
+		printf("%4zu  %.16s  %-9s seed=%llu", i, pt->id, out_check_name(verdict[i]),
+		       (unsigned long long)pt->seed);
+		for (size_t k = 0; k < pt->n_params; k++)
+			printf("  %s=%s", pt->params[k].key, pt->params[k].value);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < made; i++)
+		out_point_free(&pts[i]);
+	free(pts);
+	free(verdict);
+	out_catalog_close(cat);
+	return rc;
+}
+
+/* Why points that were done ran again, or were kept; nothing when none. */
+static void print_ledger_note(const out_sweep_stats_t *st)
+{
+	const size_t n[] = {st->rerun_stale, st->rerun_missing, st->rerun_damaged, st->kept_stale};
+	const char *const what[] = {"made by another revision ran again",
+				    "with a missing file ran again",
+				    "with a truncated or corrupt file ran again",
+				    "made by another revision kept (--keep-stale)"};
+	const char *sep = "sweep: ";
+	for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
+		if (!n[i])
+			continue;
+		printf("%s%zu %s", sep, n[i], what[i]);
+		sep = "; ";
+	}
+	if (*sep == ';')
+		printf(" (this build: %s)\n", out_build_rev());
+}
+
+int out_sweep_main(int argc, char **argv)
+{
+	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	out_grid_t *g = out_grid_new();
+	cfg_t *base = NULL;
+	err_t e = {0};
+	int status = 0, dry = 0, progress = -1, keep_stale = 0, strict = 0;
+	unsigned jobs = 1, seeds = 1;
+	const char *dir = NULL;
+	cli_cfg_args_t a = {.sets = sets};
+	if (!sets || !g) {
+		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
+		goto out;
+	}
+	for (int i = 1; i < argc;) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (cli_is_help(o)) {
+			usage(stdout);
+			goto out;
+		}
+		if (!strcmp(o, "--grid") || !strcmp(o, "--zip")) {
+			if (!v) {
+				status = bad_usage("missing value after", o);
+				goto out;
+			}
+			if (out_grid_add(g, v, o[2] == 'z', &e)) {
+				status = cli_fail(&e);
+				goto out;
+			}
+			i += 2;
+		} else if (!strcmp(o, "--seeds") || !strcmp(o, "-j") || !strcmp(o, "--jobs")) {
+			unsigned *dst = o[2] == 's' ? &seeds : &jobs;
+			if (!v || parse_uint(v, 100000, dst)) {
+				status = bad_usage("expected a positive integer after", o);
+				goto out;
+			}
+			i += 2;
+		} else if (!strcmp(o, "-o") || !strcmp(o, "--out")) {
+			if (!v) {
+				status = bad_usage("missing directory after", o);
+				goto out;
+			}
+			dir = v;
+			i += 2;
+		} else if (!strcmp(o, "--dry-run")) {
+			dry = 1;
+			i++;
+		} else if (!strcmp(o, "--keep-stale")) {
+			keep_stale = 1;
+			i++;
+		} else if (!strcmp(o, "--strict")) {
+			strict = 1;
+			i++;
+		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
+			progress = o[2] == 'p';
+			i++;
+		} else {
+			int r = cli_cfg_arg(&a, argc, argv, &i, &e);
+			if (r < 0) {
+				status = cli_fail(&e);
+				goto out;
+			}
+			if (r == 0) {
+				status = bad_usage("unknown option", o);
+				goto out;
+			}
+		}
+	}
+	/* Under mpirun every rank loads the config: only rank 0 warns. */
+	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+	int flags = CLI_DEFAULT_EXPERIMENT | (rank && atoi(rank) > 0 ? CLI_NO_WARNINGS : 0);
+	if (out_grid_set_seeds(g, seeds, &e) ||
+	    cli_load_config_ex(a.path, a.sets, a.nsets, flags, NULL, &base, &e)) {
+		status = cli_fail(&e);
+		goto out;
+	}
+	if (!dir)
+		dir = cfg_str(base, "output", "dir");
+	if (dry) {
+		if (dry_run(g, base, dir, keep_stale, &e))
+			status = cli_fail(&e);
+		goto out;
+	}
+	out_sweep_opts_t so = {.dir = dir, .jobs = jobs, .progress = progress,
+			       .seed_key = "experiment.seed", .run = sweep_sim_run,
+			       .run_ctx = &strict, .mpi = -1, .keep_stale = keep_stale};
+	out_hdf5_opts_from_cfg(base, &so.h5);
+	out_sweep_stats_t st;
+	int rc = out_sweep_run(g, base, &so, &st, &e);
+	if (st.rank != 0)
+		goto out; /* MPI workers stay quiet; rank 0 reports */
+	if (rc) {
+		status = cli_fail(&e);
+		goto out;
+	}
+	printf("sweep: %zu points: %zu run, %zu already done, %zu failed, %zu retried after a "
+	       "crash%s; catalog %s/%s\n",
+	       st.total, st.done, st.skipped, st.failed, st.retried,
+	       st.ranks > 1 ? " (MPI)" : "", dir, OUT_CATALOG_FILE);
+	print_ledger_note(&st);
+	if (st.failed) {
+		fprintf(stderr, "kvsim sweep: %zu point(s) failed; see: kvsim runs %s --where "
+				"\"status = 'failed'\" --columns id,error\n",
+			st.failed, dir);
+		/* bad input everywhere it failed is the user's to fix: exit 2 */
+		status = st.failed_input == st.failed ? 2 : 1;
+	}
+out:
+	if (base)
+		cli_config_free(base);
+	out_grid_free(g);
+	free(sets);
+	return status;
+}

@@ -1,0 +1,59 @@
+/* kvsim — command-line entry point: dispatches to subcommands (sim/cli/cli.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/cli/cli.h"
+#include "sim/run/cli_common.h"
+
+typedef struct subcommand {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} subcommand_t;
+
+static const subcommand_t subcommands[] = {
+	{"run", cli_run_main, "run one experiment and print its summary"},
+	{"config", cli_config_main, "show the resolved config or document every key"},
+	{"trace", tr_cli_main, "read, generate, convert and describe traces"},
+	{"net", net_cli_main, "simulate a network scenario file in isolation"},
+	{"policies", pol_cli_main, "list policy families, policies and parameters"},
+	{"sweep", out_sweep_main, "run a parameter grid into a results directory"},
+	{"runs", out_runs_main, "query and compare runs in a results catalog"},
+	{"calibrate", cal_cli_main, "plan, fit and check transfer-cost calibration"},
+	{"bench", cli_bench_main, "engine and model micro-benchmarks (phold, ...)"},
+};
+#define N_SUB (sizeof subcommands / sizeof subcommands[0])
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvsim [--version] [--help] COMMAND [ARGS]\n\n"
+		   "kvsim is a discrete-event simulator of LLM serving clusters for\n"
+		   "comparing KV-cache replication, placement and routing policies.\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < N_SUB; i++)
+		fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
+	fprintf(f, "\nRun 'kvsim COMMAND --help' for a command's options.\n");
+	cli_help_end(f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("kvsim %s (git %s)\n", KVSIM_VERSION, KVSIM_GITREV);
+		return 0;
+	}
+	for (size_t i = 0; i < N_SUB; i++)
+		if (!strcmp(argv[1], subcommands[i].name)) {
+			cli_set_command(argv[1]);
+			return subcommands[i].fn(argc - 1, argv + 1);
+		}
+	return cli_usage_error("unknown command '%s'", argv[1]);
+}

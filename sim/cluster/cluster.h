@@ -1,0 +1,189 @@
+/* cluster — instances, requests and the continuous-batching scheduler.
+ *
+ * A cluster_t owns its instances (each a tensor-parallel group of GPUs on one
+ * node with its own kv_store and scheduler), the requests in the system and
+ * the per-request results. It runs on an ev_engine it does not own. Times are
+ * ns, sizes bytes or blocks as named. Requests enter with cluster_submit (at
+ * their arrival time, already routed); each instance runs one iteration event
+ * at a time whose duration comes from the cost callback. Every request ends
+ * completed or rejected (with a reason); none is dropped. Errors: KS_ENOMEM.
+ */
+#ifndef KVSIM_CLUSTER_H
+#define KVSIM_CLUSTER_H
+
+#include <stdint.h>
+
+#include "sim/engine/ev_engine.h"
+#include "sim/cluster/kv_store.h"
+#include "sim/base/results.h"
+
+/* One scheduler iteration, handed to the cost model. */
+typedef struct sim_batch {
+	uint32_t n_pre, n_dec;
+	uint32_t *pre_new;  /* tokens computed this iteration, per prefill chunk */
+	uint32_t *pre_ctx;  /* tokens already in KV before the chunk */
+	uint32_t *dec_ctx;  /* context length of each decoding sequence */
+} sim_batch_t;
+
+typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
+
+/* What happens when a needed block is being computed (or copied) here for
+ * another request: wait until it is ready, or recompute it privately. */
+enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
+
+/* Scheduler rules ([scheduler] mode).
+ * VLLM: vLLM's continuous batching (see cluster.c).
+ * BTB: the original study's simulator (reference notes sec. 2.1-2.4): a
+ *   queued request is admitted as soon as its reservation (input + output
+ *   tokens against resv_tokens_cap, no prefix dedup) fits, FIFO with
+ *   head-of-line blocking, even while the instance is busy; admitted
+ *   requests are prefilled one per iteration, whole, in admission order,
+ *   before any decode (prefill priority); decode steps take every running
+ *   sequence. The prefix cache is a separate budget (the KV store, of
+ *   kv_blocks): a request inserts its prompt blocks plus synthetic blocks
+ *   covering its output when admitted and holds none of them while it runs.
+ *   (The study's unbounded host-RAM tier is not modelled.) */
+enum { SCHED_VLLM = 0, SCHED_BTB = 1 };
+
+struct sim_req;
+
+typedef struct cluster_params {
+	uint32_t n_instances;
+	uint32_t block_tokens;
+	uint32_t kv_blocks;          /* KV pool per instance, blocks */
+	uint64_t block_bytes;        /* bytes of one block over the whole TP group */
+	uint32_t max_num_seqs;
+	uint32_t max_batched_tokens;
+	int chunked_prefill;
+	int busy_rule;               /* BUSY_* */
+	int sched_mode;              /* SCHED_* */
+	/* KV of an admitted request's prompt blocks counts as resident (READY:
+	 * matchable, copyable) at admission instead of when its prefill ends:
+	 * the study's assumption, off by default. */
+	int resident_at_admission;
+	/* Every output token comes from a decode step and TTFT is taken at the
+	 * end of the prefill, excluding the first decode step (the study's
+	 * metric); off: the prefill emits the first token (vLLM). */
+	int ttft_prefill_end;
+	uint64_t resv_tokens_cap;    /* SCHED_BTB reservation budget, tokens */
+	sim_cost_fn cost;
+	void *cost_ctx;
+	int64_t ttft_slo_ns, tpot_slo_ns;
+	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
+	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+	/* A job queued with cluster_job_add finished on inst (may be NULL). */
+	int (*on_job_done)(void *ctx, uint32_t inst, uint64_t job);
+	/* Under BUSY_WAIT, r's first missing block (index first) is INFLIGHT
+	 * here: 1 waits for the copy to land, 0 computes the rest of the prompt
+	 * privately. NULL: always wait. */
+	int (*wait_inflight)(void *ctx, uint32_t inst, const struct sim_req *r, uint32_t first);
+	void *hook_ctx;
+} cluster_params_t;
+
+enum { RQ_WAITING = 0, RQ_RUNNING = 1, RQ_DONE = 2 };
+
+typedef struct sim_req {
+	uint64_t id;
+	int64_t arrival;
+	uint32_t in_len, out_len, n_blocks;
+	uint64_t *blocks;          /* chained prefix ids, owned */
+	int32_t inst;
+	uint8_t phase;
+	uint8_t in_batch;
+	uint32_t held;             /* prefix blocks held (refs or own COMPUTING) */
+	uint32_t own_from;         /* first held block this request computes */
+	uint32_t ready;            /* held blocks known READY */
+	uint32_t shared_hold;      /* prefix blocks held as shared (rest private) */
+	uint32_t priv;             /* private blocks held */
+	uint32_t n_synth;          /* SCHED_BTB: synthetic output blocks it inserted */
+	uint32_t done_tok;         /* context tokens whose KV exists */
+	uint32_t target;           /* context to prefill: in_len + generated at admission */
+	uint32_t chunk;            /* tokens in the current iteration */
+	uint32_t generated;
+	uint32_t tok_local, tok_recomputed, tok_spec_hit, tok_peer, tok_host;
+	uint32_t fetch_lo, fetch_hi;  /* prefix blocks [lo, hi) fetched for it */
+	uint8_t fetch_src;            /* 0 none, 1 peer HBM, 2 host memory */
+	int64_t fetch_wait;           /* arrival to the fetch landing, ns */
+	uint32_t preemptions;
+	int64_t t_admit, t_first, t_last;
+	int64_t t_prefilled;       /* end of the prefill (-1 before) */
+	int64_t *gaps;             /* inter-token gaps, ns */
+	uint32_t n_gaps, cap_gaps;
+	struct sim_req *next;      /* waiting queue link */
+} sim_req_t;
+
+typedef struct sim_inst {
+	uint32_t id;
+	kv_store_t *kv;
+	sim_req_t *wait_head, *wait_tail;
+	uint32_t n_wait;
+	sim_req_t **run;           /* running requests in admission order */
+	uint32_t n_run, cap_run;
+	int busy;
+	int64_t iter_start;
+	uint64_t prefill_tokens_queued; /* prompt tokens not yet computed */
+	uint64_t decode_tokens;    /* context tokens of running requests past prefill,
+				      kept at every change so routers read it in O(1) */
+	int64_t wait_since;        /* last change of n_wait */
+	double wait_area;          /* integral of n_wait over time, request*ns */
+	int64_t busy_ns;
+	uint64_t iterations;
+	sim_batch_t batch;
+	uint32_t batch_cap;
+	uint64_t resv_tokens;      /* SCHED_BTB: tokens reserved by running requests */
+	/* jobs that occupy the instance's compute (copies charged to it) */
+	uint64_t *job_id;
+	int64_t *job_ns;
+	uint32_t n_job, cap_job;
+	uint64_t cur_job;          /* running job, 0 = an iteration */
+} sim_inst_t;
+
+typedef struct cluster {
+	cluster_params_t p;
+	ev_engine_t *eng;
+	sim_inst_t *inst;
+	res_request_t *res;
+	size_t n_res, cap_res;
+	uint64_t n_live;           /* requests submitted and not finished */
+	uint64_t kv_block_allocs, kv_block_frees; /* private+shared block-events */
+	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */
+	int err;                   /* first error inside a handler */
+	uint64_t checks;           /* cluster_check calls */
+} cluster_t;
+
+/* Event type used for iteration completions. */
+#define CLUSTER_EV_ITER 1
+
+int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng);
+void cluster_free(cluster_t *c);
+/* Takes a request (copying blocks) arriving now on instance inst. */
+int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len,
+		   uint32_t out_len, const uint64_t *blocks, uint32_t n_blocks);
+/* The same, without starting an iteration, returning the request so the
+ * caller can attach a fetch before cluster_kick. */
+int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
+		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out);
+/* Starts an iteration on an idle instance (blocks landed, a request came). */
+int cluster_kick(cluster_t *c, uint32_t inst);
+/* Records a request that never reaches an instance (rejected, failed). */
+int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t in_len,
+			    uint32_t out_len, int32_t status);
+/* Whether a request of this size can ever fit one instance. */
+int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len);
+/* Marks the requests still in the system as unfinished (end of run). */
+int cluster_finish(cluster_t *c);
+/* Checks capacities and counters (and, every 4096th call, every store in
+ * full); 0 when consistent. */
+int cluster_check(const cluster_t *c);
+/* Queues a job of dur_ns (>= 1) on inst's compute: it runs before the next
+ * iteration, in arrival order, and ends with p.on_job_done(job). job != 0. */
+int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
+/* Removes a queued job that has not started; 0 when removed, 1 when it is
+ * running (it ends normally) or unknown. */
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
+/* Load of an instance for least-load routing: queued + running requests. */
+uint32_t cluster_load(const cluster_t *c, uint32_t inst);
+/* decode_tokens of inst recounted from its running requests (for checks). */
+uint64_t cluster_decode_tokens_recount(const cluster_t *c, uint32_t inst);
+
+#endif

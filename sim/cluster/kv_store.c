@@ -1,0 +1,477 @@
+/* kv_store — see kv_store.h. Open-addressing map (linear probing, backward
+ * shift deletion) from block id to slab slot; a binary min-heap of evictable
+ * slots keyed by (priority, -depth, id). */
+#include "sim/base/rng.h"
+#include "sim/cluster/kv_store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct slot {
+	kv_block_info_t b;
+	double prio;
+	int32_t heap;  /* index in heap, -1 when not evictable */
+	uint32_t next_free;
+} slot_t;
+
+struct kv_store {
+	uint32_t cap, used_shared, used_private, n_spec;
+	slot_t *slot;
+	uint32_t free_head;
+	uint32_t *map; /* slot index + 1; 0 empty */
+	uint32_t mask;
+	uint32_t *heap;
+	uint32_t heap_n;
+	kv_prio_fn prio;
+	kv_evict_fn on_evict;
+	void *pctx;
+	kv_watch_fn watch;
+	void *wctx;
+	kv_stats_t st;
+};
+
+#define NIL UINT32_MAX
+
+
+static double prio_lru(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	(void)ctx;
+	(void)now;
+	return (double)b->last_use;
+}
+
+kv_store_t *kv_store_new(uint32_t cap)
+{
+	kv_store_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	uint32_t msize = 16;
+	while (msize < 2 * (uint64_t)cap + 2)
+		msize <<= 1;
+	s->cap = cap;
+	s->slot = calloc(cap ? cap : 1, sizeof *s->slot);
+	s->map = calloc(msize, sizeof *s->map);
+	s->heap = calloc(cap ? cap : 1, sizeof *s->heap);
+	if (!s->slot || !s->map || !s->heap) {
+		kv_store_free(s);
+		return NULL;
+	}
+	s->mask = msize - 1;
+	for (uint32_t i = 0; i < cap; i++)
+		s->slot[i].next_free = i + 1 < cap ? i + 1 : NIL;
+	s->free_head = cap ? 0 : NIL;
+	s->prio = prio_lru;
+	return s;
+}
+
+void kv_store_free(kv_store_t *s)
+{
+	if (!s)
+		return;
+	free(s->slot);
+	free(s->map);
+	free(s->heap);
+	free(s);
+}
+
+void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx)
+{
+	s->prio = prio ? prio : prio_lru;
+	s->on_evict = on_evict;
+	s->pctx = ctx;
+}
+
+void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx)
+{
+	s->watch = fn;
+	s->wctx = ctx;
+}
+
+/* ---- map -------------------------------------------------------------- */
+
+static uint32_t map_find(const kv_store_t *s, uint64_t id)
+{
+	uint32_t i = (uint32_t)rng_fmix64(id) & s->mask;
+	for (;;) {
+		uint32_t v = s->map[i];
+		if (!v)
+			return NIL;
+		if (s->slot[v - 1].b.id == id)
+			return v - 1;
+		i = (i + 1) & s->mask;
+	}
+}
+
+static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
+{
+	uint32_t i = (uint32_t)rng_fmix64(id) & s->mask;
+	while (s->map[i])
+		i = (i + 1) & s->mask;
+	s->map[i] = slot + 1;
+}
+
+static void map_erase(kv_store_t *s, uint64_t id)
+{
+	uint32_t i = (uint32_t)rng_fmix64(id) & s->mask;
+	while (s->slot[s->map[i] - 1].b.id != id)
+		i = (i + 1) & s->mask;
+	/* backward-shift deletion keeps probe chains intact without tombstones */
+	uint32_t j = i;
+	for (;;) {
+		s->map[i] = 0;
+		for (;;) {
+			j = (j + 1) & s->mask;
+			if (!s->map[j])
+				return;
+			uint32_t home = (uint32_t)rng_fmix64(s->slot[s->map[j] - 1].b.id) & s->mask;
+			/* move j back to i unless its home lies cyclically in (i, j] */
+			if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+				continue;
+			break;
+		}
+		s->map[i] = s->map[j];
+		i = j;
+	}
+}
+
+/* ---- heap of evictable slots ------------------------------------------ */
+
+static int heap_less(const kv_store_t *s, uint32_t a, uint32_t b)
+{
+	const slot_t *x = &s->slot[a], *y = &s->slot[b];
+	if (x->prio != y->prio)
+		return x->prio < y->prio;
+	if (x->b.depth != y->b.depth)
+		return x->b.depth > y->b.depth; /* deeper blocks leave first */
+	return x->b.id < y->b.id;
+}
+
+static void heap_set(kv_store_t *s, uint32_t i, uint32_t v)
+{
+	s->heap[i] = v;
+	s->slot[v].heap = (int32_t)i;
+}
+
+static void heap_up(kv_store_t *s, uint32_t i)
+{
+	uint32_t v = s->heap[i];
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!heap_less(s, v, s->heap[p]))
+			break;
+		heap_set(s, i, s->heap[p]);
+		i = p;
+	}
+	heap_set(s, i, v);
+}
+
+static void heap_down(kv_store_t *s, uint32_t i)
+{
+	uint32_t v = s->heap[i];
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= s->heap_n)
+			break;
+		if (c + 1 < s->heap_n && heap_less(s, s->heap[c + 1], s->heap[c]))
+			c++;
+		if (!heap_less(s, s->heap[c], v))
+			break;
+		heap_set(s, i, s->heap[c]);
+		i = c;
+	}
+	heap_set(s, i, v);
+}
+
+static void heap_push(kv_store_t *s, uint32_t slot, int64_t now)
+{
+	s->slot[slot].prio = s->prio(s->pctx, &s->slot[slot].b, now);
+	s->heap[s->heap_n] = slot;
+	s->slot[slot].heap = (int32_t)s->heap_n;
+	s->heap_n++;
+	heap_up(s, s->heap_n - 1);
+}
+
+static void heap_remove(kv_store_t *s, uint32_t slot)
+{
+	uint32_t i = (uint32_t)s->slot[slot].heap;
+	s->slot[slot].heap = -1;
+	s->heap_n--;
+	if (i == s->heap_n)
+		return;
+	heap_set(s, i, s->heap[s->heap_n]);
+	heap_up(s, i);
+	heap_down(s, (uint32_t)s->slot[s->heap[i]].heap);
+}
+
+/* ---- queries ----------------------------------------------------------- */
+
+uint32_t kv_capacity(const kv_store_t *s) { return s->cap; }
+uint32_t kv_used(const kv_store_t *s) { return s->used_shared + s->used_private; }
+uint32_t kv_used_shared(const kv_store_t *s) { return s->used_shared; }
+uint32_t kv_used_private(const kv_store_t *s) { return s->used_private; }
+uint32_t kv_evictable(const kv_store_t *s) { return s->heap_n; }
+uint32_t kv_spec_blocks(const kv_store_t *s) { return s->n_spec; }
+kv_stats_t kv_stats(const kv_store_t *s) { return s->st; }
+
+uint32_t kv_free_or_evictable(const kv_store_t *s)
+{
+	return s->cap - kv_used(s) + s->heap_n;
+}
+
+int kv_lookup(const kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	return i == NIL ? 0 : s->slot[i].b.state;
+}
+
+const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	return i == NIL ? NULL : &s->slot[i].b;
+}
+
+uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)
+{
+	uint32_t k = 0;
+	while (k < n && kv_lookup(s, ids[k]) == KV_READY)
+		k++;
+	return k;
+}
+
+int kv_visible(const kv_store_t *s, uint64_t id)
+{
+	int st = kv_lookup(s, id);
+	return st == KV_READY || st == KV_INFLIGHT;
+}
+
+uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n)
+{
+	uint32_t k = 0;
+	while (k < n && kv_visible(s, ids[k]))
+		k++;
+	return k;
+}
+
+/* ---- changes ----------------------------------------------------------- */
+
+int kv_evict_one(kv_store_t *s, int64_t now)
+{
+	if (!s->heap_n)
+		return KV_FULL;
+	uint32_t v = s->heap[0];
+	heap_remove(s, v);
+	slot_t *sl = &s->slot[v];
+	if (sl->b.spec) {
+		s->n_spec--;
+		s->st.spec_evicted_unused++;
+	}
+	if (s->on_evict)
+		s->on_evict(s->pctx, &sl->b, now);
+	map_erase(s, sl->b.id);
+	sl->b.state = 0;
+	sl->next_free = s->free_head;
+	s->free_head = v;
+	s->used_shared--;
+	s->st.evictions++;
+	return KV_OK;
+}
+
+/* Makes room for n blocks; all-or-nothing. */
+static int make_room(kv_store_t *s, uint32_t n, int64_t now)
+{
+	if (kv_free_or_evictable(s) < n)
+		return KV_FULL;
+	while (s->cap - kv_used(s) < n)
+		kv_evict_one(s, now);
+	return KV_OK;
+}
+
+int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state != KV_READY)
+		return -1;
+	slot_t *sl = &s->slot[i];
+	if (sl->heap >= 0)
+		heap_remove(s, i);
+	if (was_spec)
+		*was_spec = sl->b.spec;
+	if (sl->b.spec) {
+		sl->b.spec = 0;
+		s->n_spec--;
+	}
+	sl->b.ref++;
+	sl->b.hits++;
+	sl->b.last_use = now;
+	s->st.hits++;
+	return KV_OK;
+}
+
+static int pin_state(kv_store_t *s, uint64_t id, int computing_too)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || !(s->slot[i].b.state == KV_READY ||
+	                  (computing_too && s->slot[i].b.state == KV_COMPUTING)))
+		return -1;
+	if (s->slot[i].heap >= 0)
+		heap_remove(s, i);
+	s->slot[i].b.ref++;
+	return KV_OK;
+}
+
+int kv_pin(kv_store_t *s, uint64_t id, int64_t now)
+{
+	(void)now;
+	return pin_state(s, id, 0);
+}
+
+int kv_pin_any(kv_store_t *s, uint64_t id, int64_t now)
+{
+	(void)now;
+	return pin_state(s, id, 1);
+}
+
+int kv_watch(kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY)
+		return -1;
+	s->slot[i].b.watched = 1;
+	return KV_OK;
+}
+
+int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL)
+		return -1;
+	s->slot[i].b.tag = tag;
+	return KV_OK;
+}
+
+int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
+	     int64_t now)
+{
+	if (map_find(s, id) != NIL)
+		return KV_EXISTS;
+	if (make_room(s, 1, now))
+		return KV_FULL;
+	uint32_t v = s->free_head;
+	slot_t *sl = &s->slot[v];
+	s->free_head = sl->next_free;
+	memset(&sl->b, 0, sizeof sl->b);
+	sl->b.id = id;
+	sl->b.depth = depth;
+	sl->b.state = (uint8_t)state;
+	sl->b.ref = ref;
+	sl->b.spec = (uint8_t)(spec != 0);
+	sl->b.last_use = now;
+	sl->heap = -1;
+	map_insert(s, id, v);
+	s->used_shared++;
+	s->st.allocs++;
+	return KV_OK;
+}
+
+int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY)
+		return -1;
+	slot_t *sl = &s->slot[i];
+	sl->b.state = KV_READY;
+	sl->b.created = now;
+	sl->b.last_use = now;
+	if (sl->b.spec)
+		s->n_spec++;
+	if (sl->b.ref == 0)
+		heap_push(s, i, now);
+	if (sl->b.watched) {
+		sl->b.watched = 0;
+		if (s->watch)
+			s->watch(s->wctx, &sl->b, KV_WATCH_READY);
+	}
+	return KV_OK;
+}
+
+int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.ref == 0)
+		return -1;
+	slot_t *sl = &s->slot[i];
+	sl->b.ref--;
+	sl->b.last_use = now;
+	if (sl->b.ref == 0 && sl->b.state == KV_READY)
+		heap_push(s, i, now);
+	return KV_OK;
+}
+
+int kv_drop(kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
+		return -1;
+	kv_block_info_t last = s->slot[i].b;
+	map_erase(s, id);
+	s->slot[i].b.state = 0;
+	s->slot[i].next_free = s->free_head;
+	s->free_head = i;
+	s->used_shared--;
+	if (last.watched && s->watch) {
+		last.watched = 0;
+		s->watch(s->wctx, &last, KV_WATCH_DROP);
+	}
+	return KV_OK;
+}
+
+int kv_alloc_private(kv_store_t *s, uint32_t n, int64_t now)
+{
+	if (make_room(s, n, now))
+		return KV_FULL;
+	s->used_private += n;
+	return KV_OK;
+}
+
+void kv_free_private(kv_store_t *s, uint32_t n)
+{
+	s->used_private -= n < s->used_private ? n : s->used_private;
+}
+
+int kv_foreach(const kv_store_t *s, int (*fn)(void *ctx, const kv_block_info_t *b), void *ctx)
+{
+	for (uint32_t i = 0; i <= s->mask; i++)
+		if (s->map[i]) {
+			int r = fn(ctx, &s->slot[s->map[i] - 1].b);
+			if (r)
+				return r;
+		}
+	return 0;
+}
+
+int kv_check(const kv_store_t *s)
+{
+	if (kv_used(s) > s->cap)
+		return -1;
+	uint32_t n = 0, nspec = 0, nevict = 0;
+	for (uint32_t i = 0; i <= s->mask; i++) {
+		if (!s->map[i])
+			continue;
+		uint32_t v = s->map[i] - 1;
+		const slot_t *sl = &s->slot[v];
+		if (map_find(s, sl->b.id) != v)
+			return -2;
+		n++;
+		int evictable = sl->b.state == KV_READY && sl->b.ref == 0;
+		if (evictable != (sl->heap >= 0))
+			return -3;
+		nevict += evictable;
+		nspec += sl->b.state == KV_READY && sl->b.spec;
+	}
+	if (n != s->used_shared || nevict != s->heap_n || nspec != s->n_spec)
+		return -4;
+	for (uint32_t i = 1; i < s->heap_n; i++)
+		if (heap_less(s, s->heap[i], s->heap[(i - 1) / 2]))
+			return -5;
+	return 0;
+}

@@ -1,0 +1,905 @@
+/* out_catalog — see out_catalog.h. */
+#include "sim/out/out_catalog.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <nettle/sha2.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/out/out_hdf5.h"
+
+/* One transaction, so a killed first sweep leaves both tables or neither. */
+static const char schema_sql[] =
+	"BEGIN IMMEDIATE;"
+	"CREATE TABLE IF NOT EXISTS runs ("
+	" id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER, status TEXT NOT NULL,"
+	" error TEXT, attempts INTEGER NOT NULL DEFAULT 0, h5_path TEXT, started_at TEXT,"
+	" finished_at TEXT, wall_s REAL, config TEXT, h5_size INTEGER, h5_sha256 TEXT,"
+	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE IF NOT EXISTS columns ("
+	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);"
+	"COMMIT;";
+
+/* The ledger columns, added to catalogs written before them (migrate). */
+static const struct {
+	const char *name, *decl;
+} ledger_cols[] = {
+	{"h5_size", "INTEGER"},   {"h5_sha256", "TEXT"},
+	{"git_rev", "TEXT"},      {"git_dirty", "INTEGER"},
+	{"stale", "INTEGER NOT NULL DEFAULT 0"}, /* last: migrate marks old rows */
+};
+#define N_LEDGER (sizeof ledger_cols / sizeof ledger_cols[0])
+
+typedef struct col_info {
+	char *name;
+	const char *kind; /* static string: "run", "param", "metric" */
+	int is_real;
+} col_info_t;
+
+struct out_catalog {
+	sqlite3 *db;
+	char dir[4096];
+	char path[4096];
+	col_info_t *cols;
+	size_t ncols, cap;
+};
+
+static const char *kind_static(const char *k)
+{
+	if (k && !strcmp(k, "param"))
+		return "param";
+	if (k && !strcmp(k, "metric"))
+		return "metric";
+	return "run";
+}
+
+static int db_err(out_catalog_t *c, err_t *e, const char *what)
+{
+	return err_set(e, KS_EIO, "%s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+}
+
+static int col_add_mem(out_catalog_t *c, const char *name, const char *kind, int is_real)
+{
+	if (c->ncols == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 32;
+		col_info_t *n = realloc(c->cols, cap * sizeof *n);
+		if (!n)
+			return KS_ENOMEM;
+		c->cols = n;
+		c->cap = cap;
+	}
+	char *s = strdup(name);
+	if (!s)
+		return KS_ENOMEM;
+	c->cols[c->ncols++] = (col_info_t){s, kind_static(kind), is_real};
+	return 0;
+}
+
+static const col_info_t *col_find(const out_catalog_t *c, const char *name)
+{
+	for (size_t i = 0; i < c->ncols; i++)
+		if (!strcmp(c->cols[i].name, name))
+			return &c->cols[i];
+	return NULL;
+}
+
+/* Appends name as a quoted SQL identifier. */
+static void quote_ident(char *buf, size_t cap, const char *name)
+{
+	size_t j = strlen(buf);
+	if (j + 1 < cap)
+		buf[j++] = '"';
+	for (const char *p = name; *p && j + 3 < cap; p++) {
+		if (*p == '"')
+			buf[j++] = '"';
+		buf[j++] = *p;
+	}
+	if (j + 1 < cap)
+		buf[j++] = '"';
+	buf[j] = '\0';
+}
+
+static int load_columns(out_catalog_t *c, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE name = 'columns'", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "reading the schema");
+	int have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have)
+		return err_set(e, KS_EINPUT, "%s: no runs recorded yet (not a kvsim catalog)",
+			       c->path);
+	const char *sql = "SELECT p.name, p.type, c.kind FROM pragma_table_info('runs') p"
+			  " LEFT JOIN columns c ON c.name = p.name ORDER BY p.cid";
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "reading columns");
+	int rc = 0;
+	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 0);
+		const char *ty = (const char *)sqlite3_column_text(st, 1);
+		const char *k = (const char *)sqlite3_column_text(st, 2);
+		rc = col_add_mem(c, n, k, ty && !strcmp(ty, "REAL"));
+	}
+	sqlite3_finalize(st);
+	return rc ? err_set(e, rc, "%s: out of memory", c->path) : 0;
+}
+
+/* Ends the transaction in progress: COMMIT when rc is 0, else ROLLBACK and
+ * rc. */
+static int tx_end(out_catalog_t *c, int rc, err_t *e)
+{
+	if (rc) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	return sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK ? db_err(c, e, "commit")
+									    : 0;
+}
+
+/* Which ledger columns table runs has; *missing counts the others (0 when
+ * there is no table runs yet: load_columns reports that). */
+static int ledger_have(out_catalog_t *c, int have[N_LEDGER], int *missing, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT name FROM pragma_table_info('runs')", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_err(c, e, "reading the schema");
+	int any = 0;
+	memset(have, 0, N_LEDGER * sizeof *have);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 0);
+		any = 1;
+		for (size_t k = 0; k < N_LEDGER; k++)
+			have[k] |= !strcmp(n, ledger_cols[k].name);
+	}
+	sqlite3_finalize(st);
+	*missing = 0;
+	for (size_t k = 0; any && k < N_LEDGER; k++)
+		*missing += !have[k];
+	return 0;
+}
+
+/* Adds the ledger columns a catalog lacks (ALTER TABLE, one transaction;
+ * looked at again under the lock, as another process may migrate first).
+ * The rows already done were made by a revision nobody recorded: they are
+ * marked stale, and a sweep treats them as made by another revision. */
+static int migrate(out_catalog_t *c, err_t *e)
+{
+	int have[N_LEDGER], missing, rc = ledger_have(c, have, &missing, e);
+	if (rc || !missing)
+		return rc;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "migrating");
+	rc = ledger_have(c, have, &missing, e);
+	for (size_t k = 0; !rc && k < N_LEDGER; k++) {
+		char sql[256];
+		snprintf(sql, sizeof sql, "ALTER TABLE runs ADD COLUMN %s %s", ledger_cols[k].name,
+			 ledger_cols[k].decl);
+		if (!have[k] && sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			rc = db_err(c, e, "migrating (adding the ledger columns)");
+	}
+	if (!rc && missing && !have[N_LEDGER - 1] &&
+	    sqlite3_exec(c->db, "UPDATE runs SET stale = 1 WHERE status = 'done'", NULL, NULL,
+			 NULL) != SQLITE_OK)
+		rc = db_err(c, e, "migrating");
+	return tx_end(c, rc, e);
+}
+
+int out_mkdir_p(const char *dir)
+{
+	char p[4096];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof p) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(p, dir, n + 1);
+	for (char *q = p + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(p, 0777) < 0 && errno != EEXIST)
+			return -1;
+		*q = '/';
+	}
+	return mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e)
+{
+	*out = NULL;
+	out_catalog_t *c = calloc(1, sizeof *c);
+	if (!c)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	snprintf(c->dir, sizeof c->dir, "%s", dir);
+	snprintf(c->path, sizeof c->path, "%s/%s", dir, OUT_CATALOG_FILE);
+	if (!readonly && out_mkdir_p(dir) < 0) {
+		int rc = err_set(e, KS_EIO, "%s: cannot create directory: %s", dir,
+				 strerror(errno));
+		free(c);
+		return rc;
+	}
+	/* Readers open read-write when they may (query_only keeps them reading):
+	 * after a killed sweep the first reader must recover the WAL index,
+	 * which a read-only connection cannot do. */
+	int fl = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	int orc = sqlite3_open_v2(c->path, &c->db, fl, NULL);
+	if (orc != SQLITE_OK && readonly && c->db) {
+		sqlite3_close(c->db);
+		c->db = NULL;
+		orc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READONLY, NULL);
+	}
+	if (orc != SQLITE_OK) {
+		int rc = err_set(e, readonly ? KS_EINPUT : KS_EIO, "%s: cannot open catalog: %s",
+				 c->path, c->db ? sqlite3_errmsg(c->db) : "out of memory");
+		out_catalog_close(c);
+		return rc;
+	}
+	sqlite3_busy_timeout(c->db, 10000);
+	/* WAL: readers (kvsim runs) never block the sweep; synchronous=NORMAL
+	 * keeps every committed row across a killed process. */
+	const char *init = readonly ? "" : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
+	if (sqlite3_exec(c->db, init, NULL, NULL, NULL) != SQLITE_OK ||
+	    (!readonly && sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)) {
+		int rc = db_err(c, e, "initialising");
+		out_catalog_close(c);
+		return rc;
+	}
+	/* A reader migrates too when it may, so `kvsim runs` can show the new
+	 * columns of an old catalog; one that cannot just goes without them. */
+	int rc = 0;
+	if (!readonly || !sqlite3_db_readonly(c->db, "main")) {
+		err_t ignored;
+		rc = migrate(c, readonly ? &ignored : e);
+		if (readonly)
+			rc = 0;
+	}
+	if (!rc && readonly && sqlite3_exec(c->db, "PRAGMA query_only = 1;", NULL, NULL, NULL))
+		rc = db_err(c, e, "initialising");
+	if (!rc)
+		rc = load_columns(c, e);
+	if (rc) {
+		out_catalog_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void out_catalog_close(out_catalog_t *c)
+{
+	if (!c)
+		return;
+	sqlite3_close(c->db);
+	for (size_t i = 0; i < c->ncols; i++)
+		free(c->cols[i].name);
+	free(c->cols);
+	free(c);
+}
+
+static int exec_stmt(out_catalog_t *c, sqlite3_stmt *st, err_t *e, const char *what)
+{
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return (r == SQLITE_DONE || r == SQLITE_ROW) ? 0 : db_err(c, e, what);
+}
+
+/* Adds a parameter or metric column unless present; returns the name used
+ * (metrics whose name is taken by another kind get a "metric." prefix). */
+static int ensure_column(out_catalog_t *c, const char *name, const char *kind,
+			 const char *unit, char *used, size_t cap, err_t *e)
+{
+	snprintf(used, cap, "%s", name);
+	const col_info_t *ci = col_find(c, used);
+	if (ci && ci->kind == kind_static(kind))
+		return 0;
+	if (ci && !strcmp(kind, "metric")) {
+		snprintf(used, cap, "metric.%s", name);
+		ci = col_find(c, used);
+		if (ci)
+			return 0;
+	} else if (ci) {
+		return err_set(e, KS_EINPUT, "%s: parameter '%s' clashes with a %s column", c->path,
+			       name, ci->kind);
+	}
+	char sql[512] = "ALTER TABLE runs ADD COLUMN ";
+	quote_ident(sql, sizeof sql, used);
+	strncat(sql, !strcmp(kind, "metric") ? " REAL" : " NUMERIC", sizeof sql - strlen(sql) - 1);
+	if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "adding a column");
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db,
+			       "INSERT OR REPLACE INTO columns(name, kind, unit, ord)"
+			       " VALUES (?, ?, ?, (SELECT count(*) FROM columns))",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "recording a column");
+	sqlite3_bind_text(st, 1, used, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, unit ? unit : "", -1, SQLITE_TRANSIENT);
+	int rc = exec_stmt(c, st, e, "recording a column");
+	if (!rc && col_add_mem(c, used, kind, !strcmp(kind, "metric")))
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+	return rc;
+}
+
+int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attempts,
+		       err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT status, attempts FROM runs WHERE id = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return db_err(c, e, "reading a run");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int s = OUT_RUN_ABSENT, a = 0, r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+		s = !strcmp(t, "done") ? OUT_RUN_DONE
+		    : !strcmp(t, "failed") ? OUT_RUN_FAILED : OUT_RUN_RUNNING;
+		a = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return db_err(c, e, "reading a run");
+	if (status)
+		*status = s;
+	if (attempts)
+		*attempts = a;
+	return 0;
+}
+
+int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
+{
+	char used[256];
+	char *sql = NULL;
+	size_t cap = 1024 + ri->n_params * 300;
+	int rc = 0;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "begin");
+	for (size_t i = 0; i < ri->n_params && !rc; i++)
+		rc = ensure_column(c, ri->params[i].key, "param", NULL, used, sizeof used, e);
+	if (rc)
+		goto fail;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(
+		    c->db,
+		    "INSERT INTO runs(id, config_digest, seed, status, attempts, h5_path,"
+		    " started_at, config) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
+		    " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5)"
+		    " ON CONFLICT(id) DO UPDATE SET status = 'running', error = NULL,"
+		    " attempts = attempts + 1, finished_at = NULL, wall_s = NULL,"
+		    " h5_size = NULL, h5_sha256 = NULL, git_rev = NULL, git_dirty = NULL, stale = 0,"
+		    " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5,"
+		    " started_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+		    -1, &st, NULL) != SQLITE_OK) {
+		rc = db_err(c, e, "recording a run");
+		goto fail;
+	}
+	sqlite3_bind_text(st, 1, ri->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ri->config_digest, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ri->seed);
+	sqlite3_bind_text(st, 4, ri->h5_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, ri->config_text ? ri->config_text : "", -1, SQLITE_STATIC);
+	if ((rc = exec_stmt(c, st, e, "recording a run")))
+		goto fail;
+	if (ri->n_params) {
+		sql = malloc(cap);
+		if (!sql) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			goto fail;
+		}
+		strcpy(sql, "UPDATE runs SET ");
+		for (size_t i = 0; i < ri->n_params; i++) {
+			if (i)
+				strcat(sql, ", ");
+			quote_ident(sql, cap, ri->params[i].key);
+			strcat(sql, " = ?");
+		}
+		strcat(sql, " WHERE id = ?");
+		if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+			rc = db_err(c, e, "recording parameters");
+			goto fail;
+		}
+		for (size_t i = 0; i < ri->n_params; i++)
+			sqlite3_bind_text(st, (int)i + 1, ri->params[i].value, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, (int)ri->n_params + 1, ri->id, -1, SQLITE_STATIC);
+		if ((rc = exec_stmt(c, st, e, "recording parameters")))
+			goto fail;
+	}
+	free(sql);
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "commit");
+	return 0;
+fail:
+	free(sql);
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+		     double wall_s, err_t *e)
+{
+	return out_catalog_done_file(c, id, m, n, wall_s, NULL, e);
+}
+
+int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+			  double wall_s, const out_run_file_t *f, err_t *e)
+{
+	size_t cap = 384 + n * 120;
+	char *sql = malloc(cap), used[128];
+	int rc = 0;
+	if (!sql)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		free(sql);
+		return db_err(c, e, "begin");
+	}
+	strcpy(sql, "UPDATE runs SET status = 'done', error = NULL, wall_s = ?,"
+		    " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')");
+	if (f)
+		strcat(sql, ", h5_size = ?, h5_sha256 = ?, git_rev = ?, git_dirty = ?, stale = 0");
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = ensure_column(c, m[i].name, "metric", m[i].unit, used, sizeof used, e);
+		strcat(sql, ", ");
+		quote_ident(sql, cap, used);
+		strcat(sql, " = ?");
+	}
+	strcat(sql, " WHERE id = ?");
+	sqlite3_stmt *st = NULL;
+	if (!rc && sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+		rc = db_err(c, e, "recording metrics");
+	if (!rc) {
+		int k = 1;
+		sqlite3_bind_double(st, k++, wall_s);
+		if (f) {
+			sqlite3_bind_int64(st, k++, (sqlite3_int64)f->size);
+			sqlite3_bind_text(st, k++, f->sha256, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, k++, f->git_rev, -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, k++, out_rev_dirty(f->git_rev));
+		}
+		for (size_t i = 0; i < n; i++)
+			sqlite3_bind_double(st, k++, m[i].value);
+		sqlite3_bind_text(st, k, id, -1, SQLITE_STATIC);
+		rc = exec_stmt(c, st, e, "recording metrics");
+	}
+	free(sql);
+	if (!rc && sqlite3_changes(c->db) != 1)
+		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark done", c->path, id);
+	return tx_end(c, rc, e);
+}
+
+int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db,
+			       "UPDATE runs SET status = 'failed', error = ?,"
+			       " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "recording a failure");
+	sqlite3_bind_text(st, 1, error ? error : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	int rc = exec_stmt(c, st, e, "recording a failure");
+	if (!rc && sqlite3_changes(c->db) != 1)
+		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark failed", c->path, id);
+	return rc;
+}
+
+/* ---- the ledger: files and revisions ------------------------------------ */
+
+int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, KS_EIO, "%s: cannot read: %s", path, strerror(errno));
+	enum { CHUNK = 1 << 20 };
+	uint8_t *buf = malloc(CHUNK), d[SHA256_DIGEST_SIZE];
+	if (!buf) {
+		close(fd);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	struct sha256_ctx h;
+	sha256_init(&h);
+	uint64_t total = 0;
+	int rc = 0;
+	for (;;) {
+		ssize_t got = read(fd, buf, CHUNK);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = err_set(e, KS_EIO, "%s: read failed: %s", path, strerror(errno));
+			break;
+		}
+		if (got == 0)
+			break;
+		sha256_update(&h, (size_t)got, buf);
+		total += (uint64_t)got;
+	}
+	free(buf);
+	close(fd);
+	if (rc)
+		return rc;
+	sha256_digest(&h, sizeof d, d);
+	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
+		snprintf(hex + 2 * b, 3, "%02x", d[b]);
+	if (size)
+		*size = total;
+	return 0;
+}
+
+const char *out_check_name(int verdict)
+{
+	static const char *const names[] = {"todo",  "failed",  "done",      "kept",
+					    "stale", "missing", "truncated", "corrupt"};
+	return verdict >= 0 && verdict < (int)(sizeof names / sizeof names[0]) ? names[verdict]
+									       : "?";
+}
+
+/* Whether the file of a done row is still the one recorded: OUT_CHECK_DONE,
+ * or MISSING, TRUNCATED or CORRUPT. A row without a size (written before
+ * the ledger, or by out_catalog_done) has only the file's opening to go by. */
+static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t size,
+		      const char *sha, int *verdict, err_t *e)
+{
+	char path[8300];
+	struct stat sb;
+	snprintf(path, sizeof path, "%s/%s", c->dir, rel ? rel : "");
+	if (!rel || !*rel || stat(path, &sb) < 0) {
+		if (rel && *rel && errno != ENOENT && errno != ENOTDIR)
+			return err_set(e, KS_EIO, "%s: cannot check: %s", path, strerror(errno));
+		*verdict = OUT_CHECK_MISSING;
+		return 0;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		*verdict = OUT_CHECK_CORRUPT;
+		return 0;
+	}
+	if (!have_size) {
+		*verdict = out_hdf5_probe(path) ? OUT_CHECK_CORRUPT : OUT_CHECK_DONE;
+		return 0;
+	}
+	if ((uint64_t)sb.st_size != size) {
+		*verdict = (uint64_t)sb.st_size < size ? OUT_CHECK_TRUNCATED : OUT_CHECK_CORRUPT;
+		return 0;
+	}
+	char hex[65];
+	uint64_t got;
+	int rc = out_file_sha256(path, &got, hex, e);
+	if (rc)
+		return rc;
+	if (got == size && sha && !strcmp(hex, sha))
+		*verdict = OUT_CHECK_DONE;
+	else /* got < size: cut while being read */
+		*verdict = got < size ? OUT_CHECK_TRUNCATED : OUT_CHECK_CORRUPT;
+	return 0;
+}
+
+int out_catalog_check(out_catalog_t *c, const char *id, const char *rev, int keep_stale,
+		      int *verdict, err_t *e)
+{
+	sqlite3_stmt *st;
+	*verdict = OUT_CHECK_TODO;
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT status, h5_path, h5_size, h5_sha256, git_rev FROM runs"
+			       " WHERE id = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "reading a run");
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int r = sqlite3_step(st), rc = 0;
+	if (r == SQLITE_ROW) {
+		const char *status = (const char *)sqlite3_column_text(st, 0);
+		const char *rel = (const char *)sqlite3_column_text(st, 1);
+		int have_size = sqlite3_column_type(st, 2) == SQLITE_INTEGER;
+		uint64_t size = (uint64_t)sqlite3_column_int64(st, 2);
+		const char *sha = (const char *)sqlite3_column_text(st, 3);
+		const char *made = (const char *)sqlite3_column_text(st, 4);
+		if (!strcmp(status, "failed")) {
+			*verdict = OUT_CHECK_FAILED;
+		} else if (!strcmp(status, "done")) {
+			/* A stale point runs again anyway: only a kept one is read. */
+			int same = made && rev && !strcmp(made, rev);
+			if (!same && !keep_stale)
+				*verdict = OUT_CHECK_STALE;
+			else if (!(rc = check_file(c, rel, have_size, size, sha, verdict, e)) &&
+				 *verdict == OUT_CHECK_DONE && !same)
+				*verdict = OUT_CHECK_KEPT;
+		}
+	} else if (r != SQLITE_DONE) {
+		rc = db_err(c, e, "reading a run");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int out_catalog_mark_stale(out_catalog_t *c, const char *id, int stale, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "UPDATE runs SET stale = ?1 WHERE id = ?2 AND stale IS NOT ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "marking a run");
+	sqlite3_bind_int(st, 1, stale ? 1 : 0);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	return exec_stmt(c, st, e, "marking a run");
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+void out_table_free(out_table_t *t)
+{
+	if (!t)
+		return;
+	for (size_t k = 0; k < t->ncols; k++)
+		free(t->names ? t->names[k] : NULL);
+	for (size_t i = 0; t->cells && i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->names);
+	free(t->kinds);
+	free(t->is_real);
+	free(t->cells);
+	memset(t, 0, sizeof *t);
+}
+
+/* Quotes bare mentions of known dotted column names ("fake.rate" > 2) so a
+ * user's --where text does not parse them as table.column. */
+static char *quote_where(const out_catalog_t *c, const char *w)
+{
+	size_t n = strlen(w), cap = 2 * n + 16, j = 0;
+	char *o = malloc(cap);
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		char ch = w[i];
+		if (ch == '\'' || ch == '"') { /* copy a quoted string or identifier as is */
+			size_t k = i + 1;
+			while (k < n && w[k] != ch)
+				k++;
+			k = k < n ? k + 1 : n;
+			memcpy(o + j, w + i, k - i);
+			j += k - i;
+			i = k;
+		} else if (isalnum((unsigned char)ch) || ch == '_') {
+			size_t k = i;
+			while (k < n && (isalnum((unsigned char)w[k]) || w[k] == '_' || w[k] == '.'))
+				k++;
+			char tok[256];
+			size_t len = k - i < sizeof tok - 1 ? k - i : sizeof tok - 1;
+			memcpy(tok, w + i, len);
+			tok[len] = '\0';
+			int q = strchr(tok, '.') && col_find(c, tok);
+			if (q)
+				o[j++] = '"';
+			memcpy(o + j, w + i, k - i);
+			j += k - i;
+			if (q)
+				o[j++] = '"';
+			i = k;
+		} else {
+			o[j++] = ch;
+			i++;
+		}
+	}
+	o[j] = '\0';
+	return o;
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (*len + n + 1 > *cap) {
+		size_t nc = (*cap + n + 1) * 2;
+		char *b = realloc(*buf, nc);
+		if (!b)
+			return -1;
+		*buf = b;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, s, n + 1);
+	*len += n;
+	return 0;
+}
+
+/* Default column list: id, status, seed, git_rev, then params and metrics. */
+static int default_columns(const out_catalog_t *c, char ***names, size_t *n)
+{
+	*names = calloc(c->ncols + 4, sizeof **names);
+	if (!*names)
+		return -1;
+	size_t k = 0;
+	(*names)[k++] = strdup("id");
+	(*names)[k++] = strdup("status");
+	(*names)[k++] = strdup("seed");
+	if (col_find(c, "git_rev")) /* absent from an old catalog read-only */
+		(*names)[k++] = strdup("git_rev");
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < c->ncols; i++)
+			if (!strcmp(c->cols[i].kind, pass ? "metric" : "param"))
+				(*names)[k++] = strdup(c->cols[i].name);
+	*n = k;
+	for (size_t i = 0; i < k; i++)
+		if (!(*names)[i])
+			return -1;
+	return 0;
+}
+
+/* Comma-separated names; "all" stands for every column but config. */
+static int split_columns(const out_catalog_t *c, const char *csv, char ***names, size_t *n)
+{
+	size_t cnt = 1;
+	for (const char *p = csv; *p; p++)
+		cnt += *p == ',';
+	cnt *= c->ncols + 1;
+	*names = calloc(cnt, sizeof **names);
+	if (!*names)
+		return -1;
+	*n = 0;
+	const char *s = csv;
+	for (;;) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		while (len && isspace((unsigned char)*s))
+			s++, len--;
+		while (len && isspace((unsigned char)s[len - 1]))
+			len--;
+		if (len == 3 && !strncmp(s, "all", 3)) {
+			for (size_t i = 0; i < c->ncols; i++)
+				if (strcmp(c->cols[i].name, "config") &&
+				    !((*names)[(*n)++] = strdup(c->cols[i].name)))
+					return -1;
+		} else if (len) {
+			char *nm = strndup(s, len);
+			if (!nm)
+				return -1;
+			(*names)[(*n)++] = nm;
+		}
+		if (!end)
+			break;
+		s = end + 1;
+	}
+	return 0;
+}
+
+int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
+		       const char *sort, out_table_t *t, err_t *e)
+{
+	memset(t, 0, sizeof *t);
+	char **names = NULL, *sql = NULL, *qw = NULL;
+	size_t n = 0, len = 0, cap = 0;
+	int rc = 0;
+	if (columns ? split_columns(c, columns, &names, &n) : default_columns(c, &names, &n)) {
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!n) {
+		rc = err_set(e, KS_EINPUT, "no columns selected");
+		goto out;
+	}
+	append(&sql, &len, &cap, "SELECT ");
+	for (size_t k = 0; k < n; k++) {
+		if (!col_find(c, names[k])) {
+			rc = err_set(e, KS_EINPUT, "%s: no column '%s'", c->path, names[k]);
+			goto out;
+		}
+		char q[300] = "";
+		quote_ident(q, sizeof q, names[k]);
+		if ((k && append(&sql, &len, &cap, ", ")) || append(&sql, &len, &cap, q)) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	append(&sql, &len, &cap, " FROM runs");
+	if (where && *where) {
+		if (!(qw = quote_where(c, where))) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			goto out;
+		}
+		append(&sql, &len, &cap, " WHERE ");
+		append(&sql, &len, &cap, qw);
+	}
+	append(&sql, &len, &cap, " ORDER BY ");
+	if (sort && *sort) {
+		int desc = *sort == '-';
+		const char *sc = sort + desc;
+		if (!col_find(c, sc)) {
+			rc = err_set(e, KS_EINPUT, "%s: cannot sort by unknown column '%s'", c->path,
+				     sc);
+			goto out;
+		}
+		char q[300] = "";
+		quote_ident(q, sizeof q, sc);
+		append(&sql, &len, &cap, q);
+		append(&sql, &len, &cap, desc ? " DESC, rowid" : ", rowid");
+	} else {
+		append(&sql, &len, &cap, "rowid");
+	}
+	if (!sql) {
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		rc = err_set(e, KS_EINPUT, "%s: bad query: %s", c->path, sqlite3_errmsg(c->db));
+		goto out;
+	}
+	t->ncols = n;
+	t->names = names;
+	names = NULL;
+	t->kinds = calloc(n, sizeof *t->kinds);
+	t->is_real = calloc(n, sizeof *t->is_real);
+	if (!t->kinds || !t->is_real) {
+		sqlite3_finalize(st);
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const col_info_t *ci = col_find(c, t->names[k]);
+		t->kinds[k] = ci->kind;
+		t->is_real[k] = ci->is_real;
+	}
+	size_t rcap = 0;
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		if (t->nrows == rcap) {
+			rcap = rcap ? 2 * rcap : 64;
+			char **cl = realloc(t->cells, rcap * n * sizeof *cl);
+			if (!cl) {
+				rc = err_set(e, KS_ENOMEM, "out of memory");
+				break;
+			}
+			t->cells = cl;
+		}
+		char **row = t->cells + t->nrows * n;
+		for (size_t k = 0; k < n; k++) {
+			char buf[64];
+			switch (sqlite3_column_type(st, (int)k)) {
+			case SQLITE_NULL:
+				row[k] = NULL;
+				continue;
+			case SQLITE_FLOAT:
+				snprintf(buf, sizeof buf, "%.17g", sqlite3_column_double(st, (int)k));
+				row[k] = strdup(buf);
+				break;
+			default:
+				row[k] = strdup((const char *)sqlite3_column_text(st, (int)k));
+			}
+		}
+		t->nrows++;
+	}
+	if (!rc && r != SQLITE_DONE)
+		rc = err_set(e, KS_EINPUT, "%s: query failed: %s", c->path, sqlite3_errmsg(c->db));
+	sqlite3_finalize(st);
+out:
+	for (size_t k = 0; names && k < n; k++)
+		free(names[k]);
+	free(names);
+	free(sql);
+	free(qw);
+	if (rc)
+		out_table_free(t);
+	return rc;
+}
+
+int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1"
+				      " LIMIT 2",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(c, e, "finding a run");
+	sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+	int found = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (!found)
+			snprintf(id, 65, "%s", (const char *)sqlite3_column_text(st, 0));
+		found++;
+	}
+	sqlite3_finalize(st);
+	if (found == 1 && *prefix)
+		return 0;
+	return err_set(e, KS_EINPUT, "%s: %s run id starts with '%s'", c->path,
+		       found ? "more than one" : "no", prefix);
+}

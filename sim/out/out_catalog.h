@@ -1,0 +1,139 @@
+/* out_catalog — the SQLite catalog of a results directory.
+ *
+ * One database per results directory (DIR/catalog.sqlite, WAL journal) with
+ * one row per run in table "runs": id (the point identity: SHA-256 hex of
+ * config text + seed), config_digest, seed, status ('running', 'done',
+ * 'failed'), error, attempts, h5_path (relative to DIR), started_at,
+ * finished_at (UTC ISO-8601 text), wall_s, config (resolved config text),
+ * the ledger of what a done run left: h5_size (bytes), h5_sha256 (hex of the
+ * whole file), git_rev (the build that made it, as out_build_rev gives it),
+ * git_dirty (1: built from uncommitted changes), stale (1: kept by a sweep of
+ * another revision, --keep-stale, or made before revisions were recorded),
+ * then one column per swept parameter (named by its "section.key", NUMERIC
+ * affinity) and one per summary metric (named as the metric, REAL; a metric
+ * whose name is already taken gets a "metric." prefix). Table "columns"
+ * records each added column's kind ('param' or 'metric') and unit. Column
+ * names are always quoted identifiers; --where text may use them bare (they
+ * are quoted for you). Only one process writes a catalog (the sweep parent or
+ * MPI rank 0); each update is a single transaction, so a killed writer loses
+ * at most the update in progress. A catalog written before the ledger
+ * columns gains them when opened (ALTER TABLE; a reader does it only when it
+ * may write the file): its done rows are marked stale, git_rev NULL. Errors: KS_EIO (SQLite), KS_EINPUT (bad
+ * query or unknown run), with the database path or SQL message.
+ */
+#ifndef KVSIM_OUT_CATALOG_H
+#define KVSIM_OUT_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/base/err.h"
+#include "sim/base/results.h"
+
+#define OUT_CATALOG_FILE "catalog.sqlite"
+
+typedef struct out_catalog out_catalog_t;
+
+enum { OUT_RUN_ABSENT = 0, OUT_RUN_RUNNING = 1, OUT_RUN_DONE = 2, OUT_RUN_FAILED = 3 };
+
+typedef struct out_param {
+	const char *key;   /* "section.key" */
+	const char *value; /* as given on the command line */
+} out_param_t;
+
+typedef struct out_run_info {
+	const char *id;            /* point identity, 64 hex */
+	const char *config_digest; /* cfg_digest of the point's config */
+	uint64_t seed;
+	const out_param_t *params;
+	size_t n_params;
+	const char *h5_path;       /* relative to the results directory */
+	const char *config_text;
+} out_run_info_t;
+
+/* Opens (creating dir and database unless readonly) DIR/catalog.sqlite.
+ * A readonly open still uses a read-write connection with query_only when
+ * the file allows it: after a killed sweep, the first reader must rebuild the
+ * WAL index. A database without the tables yet is KS_EINPUT ("no runs
+ * recorded yet"). */
+/* mkdir -p: creates dir and its missing parents; 0 or -1 with errno. */
+int out_mkdir_p(const char *dir);
+
+int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e);
+void out_catalog_close(out_catalog_t *c);
+
+/* OUT_RUN_* of run id, and its attempts so far (either pointer may be NULL). */
+int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attempts,
+		       err_t *e);
+/* Inserts or updates the row: status 'running', attempts + 1, started_at now,
+ * parameters, seed and paths; clears error, finished_at and the ledger. */
+int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e);
+/* What a finished run left behind, for the ledger columns. */
+typedef struct out_run_file {
+	uint64_t size;       /* bytes of the HDF5 file */
+	char sha256[65];     /* hex SHA-256 of the whole file */
+	const char *git_rev; /* revision of the build that wrote it */
+} out_run_file_t;
+
+/* Status 'done' with every metric stored in its column, wall_s, finished_at,
+ * and the file's size, digest and revision (git_dirty from the revision,
+ * stale 0). out_catalog_done records no file (f NULL): such a row counts as
+ * made by an unknown revision. */
+int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+			  double wall_s, const out_run_file_t *f, err_t *e);
+int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n,
+		     double wall_s, err_t *e);
+/* Status 'failed' with the error text. */
+int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e);
+
+/* Size and hex SHA-256 of a whole file (size may be NULL); KS_EIO naming
+ * the path when it cannot be read. */
+int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e);
+
+/* What a sweep does with a point, by out_catalog_check. Every verdict but
+ * DONE and KEPT runs the point (again). */
+enum {
+	OUT_CHECK_TODO = 0,  /* no row, or one left 'running' by a killed sweep */
+	OUT_CHECK_FAILED,    /* failed last time */
+	OUT_CHECK_DONE,      /* done by this revision, its file intact: skipped */
+	OUT_CHECK_KEPT,      /* done by another revision, file intact, keep_stale */
+	OUT_CHECK_STALE,     /* done by another or an unknown revision */
+	OUT_CHECK_MISSING,   /* done, but its file is gone */
+	OUT_CHECK_TRUNCATED, /* done, but its file is shorter than recorded */
+	OUT_CHECK_CORRUPT,   /* done, but its file's size or digest changed, or
+			      * (no size recorded) it does not open as HDF5 */
+};
+/* "todo", "failed", "done", "kept", "stale", "missing", "truncated",
+ * "corrupt". */
+const char *out_check_name(int verdict);
+/* Sets *verdict for run id as a sweep by revision rev would see it. A done
+ * row of another revision is STALE unless keep_stale; a row about to be kept
+ * has its file checked against the recorded size and digest (the whole file
+ * is read). KS_EIO when the catalog or an existing file cannot be read. */
+int out_catalog_check(out_catalog_t *c, const char *id, const char *rev, int keep_stale,
+		      int *verdict, err_t *e);
+/* Sets the row's stale mark (a done row kept under --keep-stale is 1). */
+int out_catalog_mark_stale(out_catalog_t *c, const char *id, int stale, err_t *e);
+
+/* A query result as text: cells[r * ncols + k] (NULL for SQL NULL);
+ * kinds[k] is "param", "metric" or "run" (the fixed columns); is_real[k]
+ * says the column holds floats. All malloc'd; out_table_free releases. */
+typedef struct out_table {
+	size_t ncols, nrows;
+	char **names;
+	const char **kinds;
+	int *is_real;
+	char **cells;
+} out_table_t;
+
+/* SELECT columns (comma-separated names, NULL: id, status, seed, git_rev,
+ * params, metrics; "all": every column but config) FROM runs WHERE where (SQL, may be
+ * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). */
+int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
+		       const char *sort, out_table_t *t, err_t *e);
+void out_table_free(out_table_t *t);
+/* Full id of the one run whose id starts with prefix (KS_EINPUT when none or
+ * several match). */
+int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t *e);
+
+#endif

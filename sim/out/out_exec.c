@@ -1,0 +1,726 @@
+/* out_exec — runs a sweep's points (see out_sweep.h): forked children write
+ * HDF5 and report metrics over a pipe; the parent (or MPI rank 0) owns the
+ * catalog, retries crashed points once and shows progress. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef KVSIM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "sim/out/out_sweep.h"
+
+#define REP_MAGIC 0x6b767270u /* "kvrp" */
+enum { REP_OK = 0, REP_ERROR = 1, REP_CRASH = 2 };
+#define MAX_TRIES 2 /* a crashed point is retried once */
+
+typedef struct rep_hdr {
+	uint32_t magic;
+	int32_t kind; /* REP_* */
+	int32_t code; /* KS_E* for REP_ERROR */
+	uint32_t n_metric;
+	uint32_t err_len;
+	uint32_t pad;
+	double wall_s;
+	uint64_t h5_size;     /* the written file, for the ledger (REP_OK) */
+	char h5_sha256[64];
+} rep_hdr_t;
+
+typedef struct report {
+	int kind, code;
+	double wall_s;
+	res_metric_t *metric;
+	size_t n_metric;
+	uint64_t h5_size;
+	char h5_sha256[65];
+	char err[1024];
+} report_t;
+
+typedef struct buf {
+	char *p;
+	size_t len, cap;
+} buf_t;
+
+static int buf_put(buf_t *b, const void *d, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = (b->cap + n) * 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return -1;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+	return 0;
+}
+
+static int rep_encode(buf_t *b, const report_t *r)
+{
+	size_t el = strlen(r->err), n = r->n_metric;
+	if (el > 1023)
+		el = 1023;
+	rep_hdr_t h = {REP_MAGIC, r->kind, r->code, (uint32_t)n, (uint32_t)el, 0, r->wall_s,
+		       r->h5_size, {0}};
+	memcpy(h.h5_sha256, r->h5_sha256, sizeof h.h5_sha256);
+	b->len = 0;
+	return buf_put(b, &h, sizeof h) || (el && buf_put(b, r->err, el)) ||
+			       (n && buf_put(b, r->metric, n * sizeof *r->metric))
+		       ? -1
+		       : 0;
+}
+
+/* 0 when b holds exactly one complete report. */
+static int rep_decode(const buf_t *b, report_t *r)
+{
+	memset(r, 0, sizeof *r);
+	rep_hdr_t h;
+	if (b->len < sizeof h)
+		return -1;
+	memcpy(&h, b->p, sizeof h);
+	if (h.magic != REP_MAGIC || h.err_len > 1023 || h.kind < REP_OK || h.kind > REP_CRASH ||
+	    b->len != sizeof h + h.err_len + (size_t)h.n_metric * sizeof(res_metric_t))
+		return -1;
+	r->kind = h.kind;
+	r->code = h.code;
+	r->wall_s = h.wall_s;
+	r->h5_size = h.h5_size;
+	memcpy(r->h5_sha256, h.h5_sha256, sizeof h.h5_sha256);
+	r->h5_sha256[64] = '\0';
+	memcpy(r->err, b->p + sizeof h, h.err_len);
+	r->err[h.err_len] = '\0';
+	if (h.n_metric) {
+		r->metric = malloc(h.n_metric * sizeof *r->metric);
+		if (!r->metric)
+			return -1;
+		memcpy(r->metric, b->p + sizeof h + h.err_len, h.n_metric * sizeof *r->metric);
+		for (size_t i = 0; i < h.n_metric; i++) {
+			r->metric[i].name[sizeof r->metric[i].name - 1] = '\0';
+			r->metric[i].unit[sizeof r->metric[i].unit - 1] = '\0';
+		}
+		r->n_metric = h.n_metric;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static const char *sweep_rev(const out_sweep_opts_t *o)
+{
+	return o->git_rev ? o->git_rev : out_build_rev();
+}
+
+/* The child: run, write the HDF5 file, digest it, report, _exit (no atexit
+ * handlers, no stdio flush: the parent's buffers and connections are not
+ * ours). */
+static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, pid_t parent)
+{
+	/* Die with the sweep: a SIGKILLed sweep must not leave runs behind. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(4); /* the sweep is gone already */
+	double t0 = now_s();
+	sim_results_t r;
+	memset(&r, 0, sizeof r);
+	err_t e = {0};
+	report_t rep = {0};
+	int rc = o->run(p->cfg, &r, &e, o->run_ctx);
+	if (!rc) {
+		if (!r.config_text)
+			r.config_text = cfg_text(p->cfg);
+		if (!r.seed)
+			r.seed = p->seed;
+		if (!r.start_unix)
+			r.start_unix = (int64_t)time(NULL);
+		snprintf(r.git_rev, sizeof r.git_rev, "%s", sweep_rev(o));
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", o->dir, p->h5_rel);
+		rc = out_hdf5_write(path, &r, &o->h5, &e);
+		if (!rc)
+			rc = out_file_sha256(path, &rep.h5_size, rep.h5_sha256, &e);
+	}
+	buf_t b = {0};
+	if (rc && !e.msg[0])
+		err_set(&e, rc, "run failed: %s", err_name(rc));
+	rep.kind = rc ? REP_ERROR : REP_OK;
+	rep.code = rc;
+	rep.wall_s = now_s() - t0;
+	snprintf(rep.err, sizeof rep.err, "%s", rc ? e.msg : "");
+	rep.metric = r.metric;
+	rep.n_metric = rc ? 0 : r.n_metric;
+	if (rep_encode(&b, &rep) || write_all(fd, b.p, b.len))
+		_exit(3);
+	_exit(0);
+}
+
+typedef struct slot {
+	pid_t pid;
+	int fd;
+	size_t k; /* index into the todo list */
+	buf_t b;
+} slot_t;
+
+/* close_fd: a descriptor the child must not keep (the sweep lock). */
+static int spawn(const out_point_t *p, const out_sweep_opts_t *o, int close_fd, slot_t *s,
+		 err_t *e)
+{
+	int pfd[2];
+	if (pipe(pfd) < 0)
+		return err_set(e, KS_EIO, "pipe: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return err_set(e, KS_EIO, "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		if (close_fd >= 0)
+			close(close_fd);
+		child_main(p, o, pfd[1], parent);
+	}
+	close(pfd[1]);
+	s->pid = pid;
+	s->fd = pfd[0];
+	s->b.len = 0;
+	return 0;
+}
+
+/* Reaps the child and turns what it sent into a report; a child that died
+ * without a complete report is a crash. */
+static void reap(slot_t *s, report_t *r)
+{
+	int status = 0;
+	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	close(s->fd);
+	s->fd = -1;
+	s->pid = 0;
+	if (rep_decode(&s->b, r) == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	free(r->metric);
+	memset(r, 0, sizeof *r);
+	r->kind = REP_CRASH;
+	r->code = KS_ERUNTIME;
+	if (WIFSIGNALED(status))
+		snprintf(r->err, sizeof r->err, "worker killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(r->err, sizeof r->err, "worker exited with status %d without a report",
+			 WEXITSTATUS(status));
+}
+
+/* ---- coordinator state (local parent or MPI rank 0) --------------------- */
+
+typedef struct sweep {
+	const out_sweep_opts_t *o;
+	out_sweep_stats_t *st;
+	out_catalog_t *cat;
+	out_point_t *pts; /* every distinct point; those skipped are freed */
+	size_t npts, todo; /* todo: points queued to run */
+	size_t *queue, qhead, qtail; /* todo indices; retries go to the back */
+	unsigned char *tries;
+	int progress;
+	int lock_fd;
+	double t0, last_draw;
+} sweep_t;
+
+static void progress_draw(sweep_t *s, int final)
+{
+	if (!s->progress)
+		return;
+	double t = now_s();
+	if (!final && t - s->last_draw < 0.2)
+		return;
+	s->last_draw = t;
+	size_t fin = s->st->done + s->st->failed, all = s->todo;
+	double el = t - s->t0, rate = el > 0 ? (double)fin / el : 0;
+	double eta = rate > 0 ? (double)(all - fin) / rate : 0;
+	fprintf(stderr, "\rsweep: %zu/%zu done, %zu failed, %zu skipped, %.2f points/s, ETA %d:%02d  ",
+		s->st->done, all, s->st->failed, s->st->skipped, rate, (int)eta / 60,
+		(int)eta % 60);
+	if (final)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static int start_point(sweep_t *s, size_t k, err_t *e)
+{
+	const out_point_t *p = &s->pts[k];
+	out_run_info_t ri = {p->id, p->digest, p->seed, p->params, p->n_params, p->h5_rel, NULL};
+	char *text = cfg_text(p->cfg);
+	ri.config_text = text;
+	int rc = out_catalog_begin(s->cat, &ri, e);
+	free(text);
+	s->tries[k]++;
+	return rc;
+}
+
+static int finish_point(sweep_t *s, size_t k, report_t *r, err_t *e)
+{
+	int rc = 0;
+	const out_point_t *p = &s->pts[k];
+	if (r->kind == REP_OK) {
+		out_run_file_t f = {r->h5_size, "", sweep_rev(s->o)};
+		memcpy(f.sha256, r->h5_sha256, sizeof f.sha256);
+		rc = out_catalog_done_file(s->cat, p->id, r->metric, r->n_metric, r->wall_s, &f, e);
+		s->st->done++;
+	} else if (r->kind == REP_CRASH && s->tries[k] < MAX_TRIES) {
+		s->queue[s->qtail++] = k;
+		s->st->retried++;
+	} else {
+		char msg[1200];
+		snprintf(msg, sizeof msg, "%s%s",
+			 r->kind == REP_CRASH ? "crashed on every attempt; last: " : "", r->err);
+		rc = out_catalog_failed(s->cat, p->id, msg, e);
+		s->st->failed++;
+		s->st->failed_input += r->kind == REP_ERROR && r->code == KS_EINPUT;
+	}
+	free(r->metric);
+	r->metric = NULL;
+	progress_draw(s, 0);
+	return rc;
+}
+
+static int run_local(sweep_t *s, err_t *e)
+{
+	unsigned jobs = s->o->jobs ? s->o->jobs : 1;
+	slot_t *sl = calloc(jobs, sizeof *sl);
+	struct pollfd *pf = calloc(jobs, sizeof *pf);
+	int rc = 0;
+	if (!sl || !pf) {
+		free(sl);
+		free(pf);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	unsigned active = 0;
+	for (unsigned j = 0; j < jobs; j++)
+		sl[j].fd = -1;
+	while (!rc || active) {
+		for (unsigned j = 0; !rc && j < jobs && s->qhead < s->qtail; j++) {
+			if (sl[j].fd >= 0)
+				continue;
+			size_t k = s->queue[s->qhead++];
+			sl[j].k = k;
+			if ((rc = start_point(s, k, e)) || (rc = spawn(&s->pts[k], s->o, s->lock_fd, &sl[j], e)))
+				break;
+			active++;
+		}
+		if (!active)
+			break;
+		nfds_t n = 0;
+		for (unsigned j = 0; j < jobs; j++)
+			pf[j] = (struct pollfd){sl[j].fd, POLLIN, 0};
+		n = jobs;
+		if (poll(pf, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = err_set(e, KS_EIO, "poll: %s", strerror(errno));
+			continue;
+		}
+		for (unsigned j = 0; j < jobs; j++) {
+			if (sl[j].fd < 0 || !(pf[j].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char tmp[8192];
+			ssize_t got = read(sl[j].fd, tmp, sizeof tmp);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got > 0) {
+				if (buf_put(&sl[j].b, tmp, (size_t)got) && !rc)
+					rc = err_set(e, KS_ENOMEM, "out of memory");
+				continue;
+			}
+			report_t r;
+			reap(&sl[j], &r);
+			active--;
+			int frc = finish_point(s, sl[j].k, &r, e);
+			if (!rc)
+				rc = frc;
+		}
+	}
+	for (unsigned j = 0; j < jobs; j++)
+		free(sl[j].b.p);
+	free(sl);
+	free(pf);
+	return rc;
+}
+
+/* ---- MPI ---------------------------------------------------------------- */
+
+#ifdef KVSIM_HAVE_MPI
+enum { TAG_READY = 1, TAG_RESULT = 2, TAG_WORK = 3, TAG_STOP = 4 };
+
+/* Rank 0: hand points out one at a time as ranks ask; own the catalog. */
+static int mpi_coordinate(sweep_t *s, int size, err_t *e)
+{
+	int *idle = calloc((size_t)size, sizeof *idle), n_idle = 0, stopped = 0;
+	size_t *holding = calloc((size_t)size, sizeof *holding), in_flight = 0;
+	buf_t b = {0};
+	int rc = 0;
+	if (!idle || !holding) {
+		free(idle);
+		free(holding);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	while (stopped < size - 1) {
+		while (!rc && n_idle && s->qhead < s->qtail) {
+			size_t k = s->queue[s->qhead++];
+			int w = idle[--n_idle];
+			if ((rc = start_point(s, k, e)))
+				break;
+			uint64_t gi = s->pts[k].index;
+			holding[w] = k;
+			in_flight++;
+			MPI_Send(&gi, 1, MPI_UINT64_T, w, TAG_WORK, MPI_COMM_WORLD);
+		}
+		if ((rc || s->qhead == s->qtail) && !in_flight) {
+			uint64_t z = 0;
+			for (int i = 0; i < n_idle; i++)
+				MPI_Send(&z, 1, MPI_UINT64_T, idle[i], TAG_STOP, MPI_COMM_WORLD);
+			stopped += n_idle;
+			n_idle = 0;
+			if (stopped == size - 1)
+				break;
+		}
+		MPI_Status ms;
+		int cnt;
+		MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &ms);
+		MPI_Get_count(&ms, MPI_BYTE, &cnt);
+		b.len = 0;
+		if (cnt > 0 && (size_t)cnt > b.cap) {
+			char *p = realloc(b.p, (size_t)cnt);
+			if (!p) {
+				rc = err_set(e, KS_ENOMEM, "out of memory");
+				break; /* cannot receive: nothing sane is left */
+			}
+			b.p = p;
+			b.cap = (size_t)cnt;
+		}
+		MPI_Recv(b.p, cnt, MPI_BYTE, ms.MPI_SOURCE, ms.MPI_TAG, MPI_COMM_WORLD,
+			 MPI_STATUS_IGNORE);
+		b.len = (size_t)cnt;
+		if (ms.MPI_TAG == TAG_RESULT) {
+			report_t r;
+			if (rep_decode(&b, &r)) {
+				memset(&r, 0, sizeof r);
+				r.kind = REP_CRASH;
+				snprintf(r.err, sizeof r.err, "rank %d sent a bad report", ms.MPI_SOURCE);
+			}
+			in_flight--;
+			if (!rc)
+				rc = finish_point(s, holding[ms.MPI_SOURCE], &r, e);
+			free(r.metric);
+		}
+		idle[n_idle++] = ms.MPI_SOURCE;
+	}
+	free(b.p);
+	free(idle);
+	free(holding);
+	return rc;
+}
+
+/* Other ranks: ask, run the point in a forked child, send the report. */
+static void mpi_work(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t *o)
+{
+	buf_t b = {0};
+	MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+	for (;;) {
+		uint64_t gi;
+		MPI_Status ms;
+		MPI_Recv(&gi, 1, MPI_UINT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &ms);
+		if (ms.MPI_TAG == TAG_STOP)
+			break;
+		/* Only now: a sweep that rank 0 rejects must leave no directory. */
+		char runs[4096];
+		snprintf(runs, sizeof runs, "%s/runs", o->dir);
+		(void)out_mkdir_p(runs); /* a child that cannot write reports why */
+		out_point_t p;
+		err_t e = {0};
+		report_t r = {0};
+		if (out_point_make(g, base, o->seed_key, (size_t)gi, &p, &e)) {
+			r.kind = REP_ERROR;
+			snprintf(r.err, sizeof r.err, "%s", e.msg);
+		} else {
+			slot_t s = {0};
+			if (spawn(&p, o, -1, &s, &e)) {
+				r.kind = REP_CRASH;
+				snprintf(r.err, sizeof r.err, "%s", e.msg);
+			} else {
+				char tmp[8192];
+				ssize_t got;
+				while ((got = read(s.fd, tmp, sizeof tmp)) != 0) {
+					if (got < 0 && errno == EINTR)
+						continue;
+					if (got < 0 || buf_put(&s.b, tmp, (size_t)got))
+						break;
+				}
+				reap(&s, &r);
+				free(s.b.p);
+			}
+			out_point_free(&p);
+		}
+		if (rep_encode(&b, &r))
+			b.len = 0; /* rank 0 reads an empty result as a bad report */
+		free(r.metric);
+		MPI_Send(b.p, (int)b.len, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
+	}
+	free(b.p);
+}
+
+static int mpi_world_size(void)
+{
+	const char *s = getenv("OMPI_COMM_WORLD_SIZE");
+	return s ? atoi(s) : 0;
+}
+#endif
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+/* Removes *.h5.tmp left by children of a killed sweep (we hold the lock). */
+static void clean_stale_tmp(const char *runs)
+{
+	DIR *d = opendir(runs);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > 7 && !strcmp(de->d_name + n - 7, ".h5.tmp")) {
+			unlinkat(dirfd(d), de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+/* What prepare created, so that a rejected sweep removes it again. */
+typedef struct made {
+	char top[4096]; /* shallowest directory created ("" when none) */
+	int runs, lock, catalog;
+} made_t;
+
+static int exists(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) == 0;
+}
+
+/* Notes in m->top the shallowest missing directory of dir (dir itself when
+ * only it is missing). */
+static void note_missing_dirs(const char *dir, made_t *m)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s", dir);
+	m->top[0] = '\0';
+	while (*p && !exists(p)) {
+		snprintf(m->top, sizeof m->top, "%s", p);
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+}
+
+/* Removes what prepare made, deepest first; rmdir leaves any directory that
+ * something else has filled meanwhile. The lock goes last but one, while
+ * still held, so no other sweep can open the catalog files being removed. */
+static void unmake(const char *dir, const made_t *m)
+{
+	char p[4200];
+	static const char *const cat_files[] = {"", "-wal", "-shm", "-journal"};
+	for (size_t i = 0; m->catalog && i < sizeof cat_files / sizeof cat_files[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s%s", dir, OUT_CATALOG_FILE, cat_files[i]);
+		unlink(p);
+	}
+	if (m->runs) {
+		snprintf(p, sizeof p, "%s/runs", dir);
+		rmdir(p);
+	}
+	if (m->lock) {
+		snprintf(p, sizeof p, "%s/.sweep.lock", dir);
+		unlink(p);
+	}
+	if (!m->top[0])
+		return;
+	snprintf(p, sizeof p, "%s", dir);
+	for (;;) {
+		rmdir(p);
+		char *slash = strrchr(p, '/');
+		if (!strcmp(p, m->top) || !slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+}
+
+/* Builds every point first (a bad axis value is an input error before
+ * anything exists on disk), then takes the directory, its lock and catalog,
+ * and queues each point the catalog and its file do not vouch for. */
+static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m, err_t *e)
+{
+	const out_sweep_opts_t *o = s->o;
+	size_t n = out_grid_points(g);
+	s->pts = calloc(n ? n : 1, sizeof *s->pts);
+	s->queue = calloc(n ? MAX_TRIES * n : 1, sizeof *s->queue);
+	s->tries = calloc(n ? n : 1, 1);
+	if (!s->pts || !s->queue || !s->tries)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		out_point_t *pt = &s->pts[s->npts];
+		if ((rc = out_point_make(g, base, o->seed_key, i, pt, e)))
+			return rc;
+		int dup = 0;
+		for (size_t j = 0; j < s->npts && !dup; j++)
+			dup = !strcmp(s->pts[j].id, pt->id);
+		if (dup) /* two axis values that resolve to the same config */
+			out_point_free(pt);
+		else
+			s->npts++;
+	}
+	char p[4200];
+	note_missing_dirs(o->dir, m);
+	if (out_mkdir_p(o->dir) < 0)
+		return err_set(e, KS_EIO, "%s: cannot create directory: %s", o->dir, strerror(errno));
+	snprintf(p, sizeof p, "%s/.sweep.lock", o->dir);
+	m->lock = !exists(p);
+	s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (s->lock_fd < 0)
+		return err_set(e, KS_EIO, "%s: %s", p, strerror(errno));
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		m->lock = 0; /* the other sweep's, even if it made it just now */
+		return err_set(e, KS_EIO, "%s: another sweep is writing this results directory",
+			       o->dir);
+	}
+	snprintf(p, sizeof p, "%s/runs", o->dir);
+	m->runs = !exists(p);
+	if (mkdir(p, 0777) < 0 && errno != EEXIST)
+		return err_set(e, KS_EIO, "%s: cannot create directory: %s", p, strerror(errno));
+	clean_stale_tmp(p);
+	snprintf(p, sizeof p, "%s/%s", o->dir, OUT_CATALOG_FILE);
+	m->catalog = !exists(p);
+	if ((rc = out_catalog_open(o->dir, 0, &s->cat, e)))
+		return rc;
+	const char *rev = sweep_rev(o);
+	size_t queued = 0;
+	for (size_t k = 0; k < s->npts; k++) {
+		out_point_t *pt = &s->pts[k];
+		int v;
+		s->st->total++;
+		if ((rc = out_catalog_check(s->cat, pt->id, rev, o->keep_stale, &v, e)))
+			return rc;
+		if (v == OUT_CHECK_DONE || v == OUT_CHECK_KEPT) {
+			if ((rc = out_catalog_mark_stale(s->cat, pt->id, v == OUT_CHECK_KEPT, e)))
+				return rc;
+			s->st->skipped++;
+			s->st->kept_stale += v == OUT_CHECK_KEPT;
+			out_point_free(pt);
+			continue;
+		}
+		s->st->rerun_stale += v == OUT_CHECK_STALE;
+		s->st->rerun_missing += v == OUT_CHECK_MISSING;
+		s->st->rerun_damaged += v == OUT_CHECK_TRUNCATED || v == OUT_CHECK_CORRUPT;
+		s->queue[s->qtail++] = k;
+		queued++;
+	}
+	s->todo = queued;
+	return 0;
+}
+
+int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t *o,
+		  out_sweep_stats_t *st, err_t *e)
+{
+	memset(st, 0, sizeof *st);
+	st->ranks = 1;
+	if (!o->run || !o->dir)
+		return err_set(e, KS_EINPUT, "sweep: no run function or results directory");
+	sweep_t s = {.o = o, .st = st, .lock_fd = -1};
+	int rank = 0, size = 1, rc = 0;
+#ifdef KVSIM_HAVE_MPI
+	int use_mpi = o->mpi != 0 && mpi_world_size() > 1;
+	if (use_mpi) {
+		MPI_Init(NULL, NULL);
+		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+		MPI_Comm_size(MPI_COMM_WORLD, &size);
+		st->rank = rank;
+		st->ranks = size;
+		if (rank != 0) {
+			mpi_work(g, base, o);
+			MPI_Finalize();
+			return 0;
+		}
+	}
+#endif
+	made_t made = {0};
+	int rejected = rc = prepare(&s, g, base, &made, e);
+	s.progress = o->progress < 0 ? isatty(2) : o->progress;
+	s.t0 = now_s();
+	if (!rc) {
+		progress_draw(&s, 0);
+		if (size > 1) {
+#ifdef KVSIM_HAVE_MPI
+			rc = mpi_coordinate(&s, size, e);
+#endif
+		} else {
+			rc = run_local(&s, e);
+		}
+		progress_draw(&s, 1);
+	}
+#ifdef KVSIM_HAVE_MPI
+	if (size > 1) {
+		if (rc && s.st->done + s.st->failed == 0 && s.qhead == 0) {
+			/* Preparing failed: with nothing queued, coordinating just
+			 * tells every waiting rank to stop. */
+			err_t ignored;
+			s.qtail = 0;
+			mpi_coordinate(&s, size, &ignored);
+		}
+		MPI_Finalize();
+	}
+#endif
+	for (size_t i = 0; i < s.npts; i++)
+		out_point_free(&s.pts[i]);
+	free(s.pts);
+	free(s.queue);
+	free(s.tries);
+	out_catalog_close(s.cat);
+	if (rejected)
+		unmake(o->dir, &made);
+	if (s.lock_fd >= 0)
+		close(s.lock_fd);
+	(void)rank;
+	return rc;
+}

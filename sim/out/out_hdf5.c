@@ -1,0 +1,643 @@
+/* out_hdf5 — see out_hdf5.h. */
+#include "sim/out/out_hdf5.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OUT_HDF5_FORMAT 1
+
+enum { C_U64, C_I64, C_U32, C_I32, C_F64 };
+
+typedef struct col {
+	const char *name;
+	size_t off;
+	int kind;
+	const char *unit;
+	const char *values; /* enum codes, or NULL */
+} col_t;
+
+static const char st_values[] =
+	"0=completed,1=rejected_too_long,2=rejected_slo,3=unfinished,4=failed_in_trace,"
+	"5=rejected_overload";
+static const char kl_values[] = "0=foreground,1=background";
+static const char pk_values[] = "0=nvlink,1=pcie_h2d,2=pcie_d2h,3=net";
+static const char tk_values[] = "0=instance,1=link";
+
+#define RQ(f, k, u, v) {#f, offsetof(res_request_t, f), k, u, v}
+static const col_t req_cols[] = {
+	RQ(id, C_U64, "", NULL),
+	RQ(arrival_ns, C_I64, "ns", NULL),
+	RQ(instance, C_I32, "", NULL),
+	RQ(status, C_I32, "", st_values),
+	RQ(ttft_ns, C_I64, "ns", NULL),
+	RQ(tpot_ns, C_I64, "ns", NULL),
+	RQ(tbt_p90_ns, C_I64, "ns", NULL),
+	RQ(e2e_ns, C_I64, "ns", NULL),
+	RQ(queue_ns, C_I64, "ns", NULL),
+	RQ(fetch_wait_ns, C_I64, "ns", NULL),
+	RQ(input_tokens, C_U32, "tokens", NULL),
+	RQ(output_tokens, C_U32, "tokens", NULL),
+	RQ(tok_local, C_U32, "tokens", NULL),
+	RQ(tok_peer, C_U32, "tokens", NULL),
+	RQ(tok_host, C_U32, "tokens", NULL),
+	RQ(tok_recomputed, C_U32, "tokens", NULL),
+	RQ(tok_spec_hit, C_U32, "tokens", NULL),
+};
+#define XF(f, k, u, v) {#f, offsetof(res_transfer_t, f), k, u, v}
+static const col_t xfer_cols[] = {
+	XF(id, C_U64, "", NULL),
+	XF(src_instance, C_I32, "", "-1=host tier"),
+	XF(src_gpu, C_I32, "", "-1=host tier"),
+	XF(dst_instance, C_I32, "", "-1=host tier"),
+	XF(dst_gpu, C_I32, "", "-1=host tier"),
+	XF(bytes, C_U64, "bytes", NULL),
+	XF(blocks, C_U32, "blocks", NULL),
+	XF(klass, C_I32, "", kl_values),
+	XF(path_kind, C_I32, "", pk_values),
+	XF(granular, C_I32, "", "1=one copy per block,0=contiguous"),
+	XF(start_ns, C_I64, "ns", NULL),
+	XF(end_ns, C_I64, "ns", NULL),
+	XF(cancelled, C_I32, "", "0=no,1=yes"),
+	XF(requested_ns, C_I64, "ns", NULL),
+};
+#define TL(f, k, u, v) {#f, offsetof(res_sample_t, f), k, u, v}
+static const col_t tl_cols[] = {
+	TL(t_ns, C_I64, "ns", NULL),
+	TL(kind, C_I32, "", tk_values),
+	TL(index, C_I32, "", NULL),
+	TL(queue_len, C_F64, "requests", NULL),
+	TL(batch_size, C_F64, "requests", NULL),
+	TL(kv_used_bytes, C_F64, "bytes", NULL),
+	TL(spec_kv_bytes, C_F64, "bytes", NULL),
+	TL(util_fg, C_F64, "fraction", NULL),
+	TL(util_bg, C_F64, "fraction", NULL),
+};
+#define NCOLS(a) (sizeof a / sizeof a[0])
+
+typedef struct table {
+	const char *name;
+	const col_t *cols;
+	size_t ncols, rowsize;
+	const char *doc;
+} table_t;
+
+static const table_t t_req = {"requests", req_cols, NCOLS(req_cols), sizeof(res_request_t),
+			      "one row per request"};
+static const table_t t_xfer = {"transfers", xfer_cols, NCOLS(xfer_cols),
+			       sizeof(res_transfer_t), "one row per KV copy"};
+static const table_t t_tl = {"timeline", tl_cols, NCOLS(tl_cols), sizeof(res_sample_t),
+			     "per instance and per link, sampled"};
+
+static hid_t kind_mem(int k)
+{
+	switch (k) {
+	case C_U64: return H5T_NATIVE_UINT64;
+	case C_I64: return H5T_NATIVE_INT64;
+	case C_U32: return H5T_NATIVE_UINT32;
+	case C_I32: return H5T_NATIVE_INT32;
+	default: return H5T_NATIVE_DOUBLE;
+	}
+}
+
+static hid_t kind_file(int k, size_t *size)
+{
+	switch (k) {
+	case C_U64: *size = 8; return H5T_STD_U64LE;
+	case C_I64: *size = 8; return H5T_STD_I64LE;
+	case C_U32: *size = 4; return H5T_STD_U32LE;
+	case C_I32: *size = 4; return H5T_STD_I32LE;
+	default: *size = 8; return H5T_IEEE_F64LE;
+	}
+}
+
+/* In-memory compound type matching the C struct (padding included). */
+static hid_t type_mem(const table_t *t)
+{
+	hid_t ty = H5Tcreate(H5T_COMPOUND, t->rowsize);
+	if (ty < 0)
+		return -1;
+	for (size_t i = 0; i < t->ncols; i++)
+		if (H5Tinsert(ty, t->cols[i].name, t->cols[i].off, kind_mem(t->cols[i].kind)) < 0) {
+			H5Tclose(ty);
+			return -1;
+		}
+	return ty;
+}
+
+/* On-disk type: packed, little-endian, same member names and order. */
+static hid_t type_file(const table_t *t)
+{
+	size_t total = 0, sz;
+	for (size_t i = 0; i < t->ncols; i++) {
+		kind_file(t->cols[i].kind, &sz);
+		total += sz;
+	}
+	hid_t ty = H5Tcreate(H5T_COMPOUND, total);
+	if (ty < 0)
+		return -1;
+	size_t off = 0;
+	for (size_t i = 0; i < t->ncols; i++) {
+		hid_t ft = kind_file(t->cols[i].kind, &sz);
+		if (H5Tinsert(ty, t->cols[i].name, off, ft) < 0) {
+			H5Tclose(ty);
+			return -1;
+		}
+		off += sz;
+	}
+	return ty;
+}
+
+static int attr_str(hid_t obj, const char *name, const char *val)
+{
+	hid_t ty = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
+	int rc = -1;
+	if (ty < 0 || sp < 0 || H5Tset_size(ty, H5T_VARIABLE) < 0 ||
+	    H5Tset_cset(ty, H5T_CSET_UTF8) < 0)
+		goto out;
+	a = H5Acreate2(obj, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0)
+		goto out;
+	const char *v = val ? val : "";
+	rc = H5Awrite(a, ty, &v) < 0 ? -1 : 0;
+out:
+	if (a >= 0)
+		H5Aclose(a);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ty >= 0)
+		H5Tclose(ty);
+	return rc;
+}
+
+static int attr_num(hid_t obj, const char *name, hid_t file_ty, hid_t mem_ty, const void *v)
+{
+	hid_t sp = H5Screate(H5S_SCALAR);
+	if (sp < 0)
+		return -1;
+	hid_t a = H5Acreate2(obj, name, file_ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+	int rc = (a < 0 || H5Awrite(a, mem_ty, v) < 0) ? -1 : 0;
+	if (a >= 0)
+		H5Aclose(a);
+	H5Sclose(sp);
+	return rc;
+}
+
+static hid_t chunked_dcpl(hsize_t chunk, int level)
+{
+	hid_t p = H5Pcreate(H5P_DATASET_CREATE);
+	if (p < 0)
+		return -1;
+	if (H5Pset_chunk(p, 1, &chunk) < 0 || (level > 0 && H5Pset_shuffle(p) < 0) ||
+	    (level > 0 && H5Pset_deflate(p, (unsigned)level) < 0)) {
+		H5Pclose(p);
+		return -1;
+	}
+	return p;
+}
+
+static int write_table(hid_t f, const table_t *t, const void *rows, size_t n,
+		       const out_hdf5_opts_t *o)
+{
+	hsize_t dims = n, maxd = H5S_UNLIMITED;
+	hsize_t chunk = o->chunk_rows < n ? o->chunk_rows : (n ? n : 1);
+	hid_t mt = type_mem(t), ft = type_file(t), sp = H5Screate_simple(1, &dims, &maxd);
+	hid_t dcpl = chunked_dcpl(chunk, o->compression), d = -1;
+	int rc = -1;
+	if (mt < 0 || ft < 0 || sp < 0 || dcpl < 0)
+		goto out;
+	d = H5Dcreate2(f, t->name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (d < 0)
+		goto out;
+	if (n && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
+		goto out;
+	if (attr_str(d, "doc", t->doc) < 0)
+		goto out;
+	for (size_t i = 0; i < t->ncols; i++) {
+		char an[96];
+		snprintf(an, sizeof an, "unit.%s", t->cols[i].name);
+		if (attr_str(d, an, t->cols[i].unit) < 0)
+			goto out;
+		if (t->cols[i].values) {
+			snprintf(an, sizeof an, "values.%s", t->cols[i].name);
+			if (attr_str(d, an, t->cols[i].values) < 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (mt >= 0)
+		H5Tclose(mt);
+	return rc;
+}
+
+/* Metric table type; mem and file layouts coincide (fixed strings + f64). */
+static hid_t metric_type(int file)
+{
+	hid_t s48 = H5Tcopy(H5T_C_S1), s16 = H5Tcopy(H5T_C_S1);
+	H5Tset_size(s48, sizeof((res_metric_t *)0)->name);
+	H5Tset_size(s16, sizeof((res_metric_t *)0)->unit);
+	H5Tset_strpad(s48, H5T_STR_NULLTERM);
+	H5Tset_strpad(s16, H5T_STR_NULLTERM);
+	hid_t ty = H5Tcreate(H5T_COMPOUND, sizeof(res_metric_t));
+	H5Tinsert(ty, "name", offsetof(res_metric_t, name), s48);
+	H5Tinsert(ty, "unit", offsetof(res_metric_t, unit), s16);
+	H5Tinsert(ty, "value", offsetof(res_metric_t, value),
+		  file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
+	H5Tclose(s48);
+	H5Tclose(s16);
+	return ty;
+}
+
+static int write_summary(hid_t f, const sim_results_t *r, const out_hdf5_opts_t *o)
+{
+	hid_t g = H5Gcreate2(f, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (g < 0)
+		return -1;
+	int rc = -1;
+	for (size_t i = 0; i < r->n_metric; i++) {
+		const res_metric_t *m = &r->metric[i];
+		char an[80];
+		snprintf(an, sizeof an, "unit.%s", m->name);
+		/* A repeated name keeps its first value (attributes are unique). */
+		if (H5Aexists(g, m->name) > 0)
+			continue;
+		if (attr_num(g, m->name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &m->value) < 0 ||
+		    attr_str(g, an, m->unit) < 0)
+			goto out;
+	}
+	hsize_t dims = r->n_metric, maxd = H5S_UNLIMITED;
+	hsize_t chunk = r->n_metric ? r->n_metric : 1;
+	hid_t mt = metric_type(0), ft = metric_type(1), sp = H5Screate_simple(1, &dims, &maxd);
+	hid_t dcpl = chunked_dcpl(chunk, o->compression), d = -1;
+	if (mt >= 0 && ft >= 0 && sp >= 0 && dcpl >= 0)
+		d = H5Dcreate2(g, "metrics", ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (d >= 0 && (!r->n_metric || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+					       r->metric) >= 0))
+		rc = 0;
+	if (d >= 0)
+		H5Dclose(d);
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	if (mt >= 0)
+		H5Tclose(mt);
+out:
+	H5Gclose(g);
+	return rc;
+}
+
+static int write_config(hid_t f, const char *text)
+{
+	hid_t ty = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), d = -1;
+	int rc = -1;
+	if (ty < 0 || sp < 0 || H5Tset_size(ty, H5T_VARIABLE) < 0 ||
+	    H5Tset_cset(ty, H5T_CSET_UTF8) < 0)
+		goto out;
+	d = H5Dcreate2(f, "config", ty, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	const char *v = text ? text : "";
+	if (d >= 0 && H5Dwrite(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) >= 0 &&
+	    attr_str(d, "doc", "resolved config (INI); saved as FILE it runs the same "
+			       "experiment: kvsim run FILE") >= 0)
+		rc = 0;
+out:
+	if (d >= 0)
+		H5Dclose(d);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ty >= 0)
+		H5Tclose(ty);
+	return rc;
+}
+
+static void sha256_hex(const char *s, char out[65])
+{
+	struct sha256_ctx c;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_init(&c);
+	sha256_update(&c, strlen(s), (const uint8_t *)s);
+	sha256_digest(&c, sizeof d, d);
+	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+const char *out_build_rev(void)
+{
+	return KVSIM_GITREV;
+}
+
+int out_rev_dirty(const char *rev)
+{
+	return rev && strstr(rev, "-dirty") != NULL;
+}
+
+static int write_provenance(hid_t f, const sim_results_t *r)
+{
+	char when[32] = "", cdig[65];
+	time_t t = (time_t)r->start_unix;
+	struct tm tmv;
+	if (gmtime_r(&t, &tmv))
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+	sha256_hex(r->config_text ? r->config_text : "", cdig);
+	int fmt = OUT_HDF5_FORMAT;
+	const char *rev = r->git_rev[0] ? r->git_rev : out_build_rev();
+	int dirty = out_rev_dirty(rev);
+	if (attr_str(f, "kvsim_version", KVSIM_VERSION) < 0 ||
+	    attr_str(f, "kvsim_gitrev", rev) < 0 ||
+	    attr_num(f, "kvsim_git_dirty", H5T_STD_I32LE, H5T_NATIVE_INT, &dirty) < 0 ||
+	    attr_num(f, "format_version", H5T_STD_I32LE, H5T_NATIVE_INT, &fmt) < 0 ||
+	    attr_num(f, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &r->seed) < 0 ||
+	    attr_str(f, "trace_path", r->trace_path) < 0 ||
+	    attr_str(f, "trace_sha256", r->trace_sha256) < 0 ||
+	    attr_str(f, "config_sha256", cdig) < 0 ||
+	    attr_num(f, "start_unix", H5T_STD_I64LE, H5T_NATIVE_INT64, &r->start_unix) < 0 ||
+	    attr_str(f, "start_time", when) < 0 ||
+	    attr_num(f, "wall_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &r->wall_s) < 0 ||
+	    attr_num(f, "events", H5T_STD_U64LE, H5T_NATIVE_UINT64, &r->events) < 0)
+		return -1;
+	return 0;
+}
+
+/* HDF5 prints its error stack by default; callers get err_t instead.
+ * Its exit-time cleanup is turned off (when this is the first HDF5 call):
+ * after an H5Fclose that failed (a full disk), HDF 1.10's cleanup closes
+ * that file again and crashes; every file here is closed explicitly. */
+static void quiet_hdf5(void)
+{
+	H5dont_atexit();
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static herr_t find_errno(unsigned n, const H5E_error2_t *err, void *ctx)
+{
+	(void)n;
+	const char *p = err->desc ? strstr(err->desc, "errno = ") : NULL;
+	if (p && !*(int *)ctx)
+		*(int *)ctx = atoi(p + 8);
+	return 0;
+}
+
+/* Why the last HDF5 call failed at the system level: HDF5's file drivers
+ * record "errno = N" in the error stack (H5FDsec2.c), which the next API
+ * call clears, so ask right after the failure; else errno as it was left.
+ * " (REASON)" for messages, "" when nothing says. */
+static const char *io_reason(char *buf, size_t n)
+{
+	int en = 0;
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_errno, &en);
+	if (!en)
+		en = errno;
+	if (en)
+		snprintf(buf, n, ": %s", strerror(en));
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
+void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o)
+{
+	o->compression = (int)cfg_int(c, "output", "compression");
+	o->chunk_rows = (size_t)cfg_int(c, "output", "chunk_rows");
+}
+
+int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,
+		   err_t *e)
+{
+	out_hdf5_opts_t o = {4, 4096};
+	if (opts)
+		o = *opts;
+	if (!o.chunk_rows)
+		o.chunk_rows = 4096;
+	if (o.compression < 0 || o.compression > 9)
+		return err_set(e, KS_EINPUT, "%s: compression level %d not in 0..9", path,
+			       o.compression);
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+		return err_set(e, KS_EINPUT, "%s: path too long", path);
+	quiet_hdf5();
+	unlink(tmp);
+	char why[160];
+	errno = 0;
+	hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	if (f < 0)
+		return err_set(e, KS_EIO, "%s: cannot create HDF5 file%s", path,
+			       io_reason(why, sizeof why));
+	const char *step = NULL;
+	/* errno is cleared before each step so that io_reason's fallback is
+	 * that step's */
+	if ((errno = 0, write_table(f, &t_req, r->req, r->n_req, &o) < 0))
+		step = "/requests";
+	else if ((errno = 0, write_table(f, &t_xfer, r->xfer, r->n_xfer, &o) < 0))
+		step = "/transfers";
+	else if ((errno = 0, write_table(f, &t_tl, r->tl, r->n_tl, &o) < 0))
+		step = "/timeline";
+	else if ((errno = 0, write_summary(f, r, &o) < 0))
+		step = "/summary";
+	else if ((errno = 0, write_config(f, r->config_text) < 0))
+		step = "/config";
+	else if ((errno = 0, write_provenance(f, r) < 0))
+		step = "provenance attributes";
+	else
+		errno = 0;
+	/* the reason is read before anything else runs: a full disk must say so */
+	if (step)
+		io_reason(why, sizeof why);
+	if (H5Fclose(f) < 0 && !step) {
+		step = "close";
+		io_reason(why, sizeof why);
+	}
+	if (step) {
+		unlink(tmp);
+		return err_set(e, KS_EIO, "%s: writing %s failed%s", path, step, why);
+	}
+	/* Data must be on disk before the name says "complete". */
+	int fd = open(tmp, O_RDONLY);
+	if (fd < 0 || fsync(fd) < 0) {
+		int en = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp);
+		return err_set(e, KS_EIO, "%s: fsync failed: %s", path, strerror(en));
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		int en = errno;
+		unlink(tmp);
+		return err_set(e, KS_EIO, "%s: rename into place failed: %s", path, strerror(en));
+	}
+	return 0;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static int read_table(hid_t f, const table_t *t, void **rows, size_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	hid_t d = H5Dopen2(f, t->name, H5P_DEFAULT);
+	if (d < 0)
+		return -1;
+	hid_t sp = H5Dget_space(d), mt = type_mem(t);
+	hsize_t dims = 0;
+	int rc = -1;
+	if (sp < 0 || mt < 0 || H5Sget_simple_extent_ndims(sp) != 1)
+		goto out;
+	H5Sget_simple_extent_dims(sp, &dims, NULL);
+	if (dims) {
+		*rows = calloc(dims, t->rowsize);
+		if (!*rows || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows) < 0) {
+			free(*rows);
+			*rows = NULL;
+			goto out;
+		}
+	}
+	*n = dims;
+	rc = 0;
+out:
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	H5Dclose(d);
+	return rc;
+}
+
+static int read_metrics(hid_t f, sim_results_t *r)
+{
+	hid_t d = H5Dopen2(f, "summary/metrics", H5P_DEFAULT);
+	if (d < 0)
+		return -1;
+	hid_t sp = H5Dget_space(d), mt = metric_type(0);
+	hsize_t dims = 0;
+	int rc = -1;
+	H5Sget_simple_extent_dims(sp, &dims, NULL);
+	if (dims) {
+		r->metric = calloc(dims, sizeof *r->metric);
+		if (!r->metric || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->metric) < 0)
+			goto out;
+	}
+	r->n_metric = dims;
+	rc = 0;
+out:
+	H5Tclose(mt);
+	H5Sclose(sp);
+	H5Dclose(d);
+	return rc;
+}
+
+/* Reads a scalar variable-length string from an attribute or dataset. */
+static char *read_vlen(hid_t obj, int is_attr)
+{
+	hid_t ty = H5Tcopy(H5T_C_S1);
+	H5Tset_size(ty, H5T_VARIABLE);
+	H5Tset_cset(ty, H5T_CSET_UTF8);
+	char *v = NULL, *out = NULL;
+	herr_t st = is_attr ? H5Aread(obj, ty, &v)
+			    : H5Dread(obj, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v);
+	if (st >= 0) {
+		out = strdup(v ? v : "");
+		H5free_memory(v);
+	}
+	H5Tclose(ty);
+	return out;
+}
+
+static int read_attr_str(hid_t f, const char *name, char *buf, size_t cap)
+{
+	hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+	if (a < 0)
+		return -1;
+	char *v = read_vlen(a, 1);
+	H5Aclose(a);
+	if (!v)
+		return -1;
+	snprintf(buf, cap, "%s", v);
+	free(v);
+	return 0;
+}
+
+static int read_attr_num(hid_t f, const char *name, hid_t mem_ty, void *v)
+{
+	hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+	if (a < 0)
+		return -1;
+	int rc = H5Aread(a, mem_ty, v) < 0 ? -1 : 0;
+	H5Aclose(a);
+	return rc;
+}
+
+int out_hdf5_probe(const char *path)
+{
+	quiet_hdf5();
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return -1;
+	H5Fclose(f);
+	return 0;
+}
+
+int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
+{
+	memset(r, 0, sizeof *r);
+	quiet_hdf5();
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return err_set(e, KS_EIO, "%s: cannot open as HDF5", path);
+	const char *step = NULL;
+	void *rows;
+	if (read_table(f, &t_req, &rows, &r->n_req) < 0)
+		step = "/requests";
+	r->req = rows;
+	if (!step && read_table(f, &t_xfer, &rows, &r->n_xfer) < 0)
+		step = "/transfers";
+	if (!step)
+		r->xfer = rows;
+	if (!step && read_table(f, &t_tl, &rows, &r->n_tl) < 0)
+		step = "/timeline";
+	if (!step)
+		r->tl = rows;
+	if (!step && read_metrics(f, r) < 0)
+		step = "/summary/metrics";
+	if (!step) {
+		hid_t d = H5Dopen2(f, "config", H5P_DEFAULT);
+		r->config_text = d >= 0 ? read_vlen(d, 0) : NULL;
+		if (d >= 0)
+			H5Dclose(d);
+		if (!r->config_text)
+			step = "/config";
+	}
+	if (!step && (read_attr_num(f, "seed", H5T_NATIVE_UINT64, &r->seed) < 0 ||
+		      read_attr_str(f, "trace_path", r->trace_path, sizeof r->trace_path) < 0 ||
+		      read_attr_str(f, "trace_sha256", r->trace_sha256,
+				    sizeof r->trace_sha256) < 0 ||
+		      read_attr_num(f, "start_unix", H5T_NATIVE_INT64, &r->start_unix) < 0 ||
+		      read_attr_num(f, "wall_s", H5T_NATIVE_DOUBLE, &r->wall_s) < 0 ||
+		      read_attr_num(f, "events", H5T_NATIVE_UINT64, &r->events) < 0))
+		step = "provenance attributes";
+	if (!step && H5Aexists(f, "kvsim_gitrev") > 0 &&
+	    read_attr_str(f, "kvsim_gitrev", r->git_rev, sizeof r->git_rev) < 0)
+		step = "kvsim_gitrev";
+	H5Fclose(f);
+	if (step) {
+		sim_results_free(r);
+		return err_set(e, KS_EIO, "%s: reading %s failed", path, step);
+	}
+	return 0;
+}

@@ -1,0 +1,120 @@
+/* out_sweep — parameter sweeps: a grid of points, each one run into its own
+ * HDF5 file and catalog row, resumable, on local worker processes or MPI.
+ *
+ * A grid is the Cartesian product of its --grid axes and of one paired axis
+ * made of every --zip axis (all zip axes have the same length and advance
+ * together), times N seeds. Points are numbered with the first axis slowest
+ * and the seed fastest. Seed i of N comes from the base config's seed key:
+ * seed 0 is the base seed itself, the others are splitmix64 mixes of it
+ * (31-bit, distinct), so the same command always gives the same seeds.
+ * A point's identity is the SHA-256 of its resolved config text (comment
+ * lines left out) and seed;
+ * its file is DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id.
+ *
+ * out_sweep_run executes every point that DIR's catalog and files do not
+ * vouch for (out_catalog_check): a point runs unless its row is 'done', its
+ * file has the size and SHA-256 the row recorded, and the row's revision is
+ * this build's (out_build_rev, or opts git_rev) — or, with keep_stale,
+ * another one, and then the row is marked stale. Each point runs in a
+ * fork()ed child (run function, HDF5 write, file digest), which reports
+ * metrics and digest to the parent over a pipe; only the parent writes the
+ * catalog. All points are built before anything is created on disk, and a
+ * sweep rejected before its first point (bad axis value, lock held, catalog
+ * unreadable) removes the directory, lock and catalog it created. A child that dies without a report is retried once in the same
+ * sweep, then marked failed; a run function error fails the point at once.
+ * Both are recorded with their error and the sweep carries on. Under
+ * mpirun (built with KVSIM_HAVE_MPI, OMPI_COMM_WORLD_SIZE > 1), rank 0 hands
+ * points out one at a time and owns the catalog; other ranks run points the
+ * same way. Results depend only on the point, never on -j or the rank count.
+ * Errors: KS_EINPUT (bad axis, unknown key, bad value), KS_EIO (catalog,
+ * lock, results directory), KS_ENOMEM; failed points are not errors.
+ */
+#ifndef KVSIM_OUT_SWEEP_H
+#define KVSIM_OUT_SWEEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/base/cfg.h"
+#include "sim/base/err.h"
+#include "sim/out/out_catalog.h"
+#include "sim/out/out_hdf5.h"
+#include "sim/base/results.h"
+
+/* Runs one experiment: fills *res (later released with sim_results_free),
+ * returns 0 or a KS_E* code with e set. sim_run fits through a wrapper. */
+typedef int (*out_run_fn)(const cfg_t *cfg, sim_results_t *res, err_t *e, void *ctx);
+
+typedef struct out_grid out_grid_t;
+
+out_grid_t *out_grid_new(void);
+void out_grid_free(out_grid_t *g);
+/* Adds an axis: "section.key=v1,v2,..." or "section.key=start:stop:step"
+ * (stop inclusive). zip != 0 adds it to the paired axis. */
+int out_grid_add(out_grid_t *g, const char *spec, int zip, err_t *e);
+/* Number of seeds per grid point (default 1). */
+int out_grid_set_seeds(out_grid_t *g, unsigned n, err_t *e);
+/* Number of points (axes product x seeds). */
+size_t out_grid_points(const out_grid_t *g);
+
+uint64_t out_seed_derive(uint64_t base, unsigned i);
+
+typedef struct out_point {
+	size_t index;
+	cfg_t *cfg;           /* owned: base + axis values + seed, finalized */
+	uint64_t seed;
+	out_param_t *params;  /* owned array; strings point into the grid */
+	size_t n_params;
+	char id[65];          /* SHA-256 hex of config text + seed */
+	char digest[65];      /* cfg_digest */
+	char h5_rel[64];      /* "runs/<id16>.h5" */
+} out_point_t;
+
+/* Builds point i over base (finalized). seed_key ("section.key") may be NULL
+ * or absent from the schema only when there is one seed. */
+int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key, size_t i,
+		   out_point_t *p, err_t *e);
+void out_point_free(out_point_t *p);
+/* The identity of a run: SHA-256 hex of the config text without its comment
+ * lines, followed by "\nseed=SEED\n". */
+void out_point_id(const char *config_text, uint64_t seed, char id[65]);
+
+/* Records one finished run outside a sweep (kvsim run): writes
+ * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL),
+ * every metric of r and the file's ledger entry (size, SHA-256, revision:
+ * r->git_rev, or this build's). id (may be NULL) receives the identity. */
+int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
+		   char id[65], err_t *e);
+
+typedef struct out_sweep_opts {
+	const char *dir;      /* results directory (created) */
+	unsigned jobs;        /* local worker processes, >= 1 */
+	int progress;         /* -1: when stderr is a terminal, 0 off, 1 on */
+	const char *seed_key; /* "experiment.seed" */
+	out_run_fn run;
+	void *run_ctx;
+	out_hdf5_opts_t h5;
+	int mpi;              /* -1: use MPI when launched by mpirun, 0: never */
+	int keep_stale;       /* keep intact points of another revision */
+	const char *git_rev;  /* the revision to record and compare; NULL: this
+			       * build's (out_build_rev) */
+} out_sweep_opts_t;
+
+typedef struct out_sweep_stats {
+	size_t total;   /* points in the grid (distinct ids) */
+	size_t skipped; /* already done in the catalog (kept_stale included) */
+	size_t done, failed, retried;
+	size_t rerun_stale;   /* of the points run: done by another revision */
+	size_t rerun_missing; /* done, but the file was gone */
+	size_t rerun_damaged; /* done, but the file was truncated or corrupt */
+	size_t kept_stale;    /* skipped though of another revision (keep_stale) */
+	size_t failed_input; /* of failed: by an input error (bad config or trace) */
+	int rank;       /* MPI rank (0 when local); only rank 0 has counts */
+	int ranks;      /* 1 when local */
+} out_sweep_stats_t;
+
+int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t *o,
+		  out_sweep_stats_t *st, err_t *e);
+
+#endif

@@ -1,0 +1,831 @@
+/* sim_core — builds a run from a config (cluster, network, policies) and
+ * streams requests through it (sim_run_source). Random streams derive from
+ * the master seed by component so adding one never perturbs another. The
+ * order in which the policy families are consulted is the one policies/pol.h
+ * documents. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/run/metrics.h"
+#include "sim/run/sim_int.h"
+
+
+/* ---- the policies' view of the cluster ----------------------------------- */
+
+static int64_t v_now(void *ctx)
+{
+	return ev_engine_now(((sim_ctx_t *)ctx)->eng);
+}
+
+static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
+{
+	sim_ctx_t *s = ctx;
+	const sim_inst_t *in = &s->cl.inst[i];
+	memset(o, 0, sizeof *o);
+	o->node = i * s->tp / s->gpus_per_node;
+	o->waiting = in->n_wait;
+	o->running = in->n_run;
+	o->prefill_tokens = in->prefill_tokens_queued;
+	o->decode_tokens = in->decode_tokens;
+	o->kv_cap_blocks = kv_capacity(in->kv);
+	o->kv_used_blocks = kv_used(in->kv);
+	o->kv_spec_blocks = kv_spec_blocks(in->kv);
+	/* queued prompt tokens at the instance's prefill rate */
+	o->queue_delay_ns = in->prefill_tokens_queued
+				    ? mdl_prefill_time_ns(&s->comp, (uint32_t)(in->prefill_tokens_queued <
+									      UINT32_MAX
+									  ? in->prefill_tokens_queued
+									  : UINT32_MAX),
+							  0)
+				    : 0;
+}
+
+static uint32_t v_match(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return kv_match(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+}
+
+/* What a view counts as held: KV that exists (the policies' view), KV that
+ * exists or is arriving by a copy (the routers' computed view), or the
+ * routers' own tree (routed). */
+enum { HELD_READY, HELD_VISIBLE, HELD_ROUTED };
+
+static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
+{
+	const kv_store_t *kv = s->cl.inst[i].kv;
+	switch (mode) {
+	case HELD_READY:
+		return kv_lookup(kv, id) == KV_READY;
+	case HELD_VISIBLE:
+		return kv_visible(kv, id);
+	default:
+		return pol_rview_has(s->rview, i, id);
+	}
+}
+
+/* Leading blocks each held on instance i or in its node's host tier (the
+ * host tier as the policies' view counts it, or as visible to routers). */
+static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *h = s->host ? s->host[i * s->tp / s->gpus_per_node] : NULL;
+	uint32_t k = 0;
+	while (k < n && (held(s, mode, i, b[k]) ||
+			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
+						   : kv_visible(h, b[k])))))
+		k++;
+	return k;
+}
+
+static uint32_t v_match_computing(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *kv = ((sim_ctx_t *)ctx)->cl.inst[i].kv;
+	uint32_t k = 0;
+	for (int st; k < n && ((st = kv_lookup(kv, b[k])) == KV_READY || st == KV_COMPUTING);)
+		k++;
+	return k;
+}
+
+static uint32_t v_match_host(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_READY, i, b, n);
+}
+
+static uint32_t rv_match_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return kv_match_visible(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+}
+
+static uint32_t rv_match_host_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_VISIBLE, i, b, n);
+}
+
+static uint64_t v_held(void *ctx, uint32_t i)
+{
+	return kv_used(((sim_ctx_t *)ctx)->cl.inst[i].kv);
+}
+
+static uint64_t rv_held_routed(void *ctx, uint32_t i)
+{
+	return pol_rview_size(((sim_ctx_t *)ctx)->rview, i);
+}
+
+static uint32_t rv_match_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return pol_rview_match(((sim_ctx_t *)ctx)->rview, i, b, n);
+}
+
+static uint32_t rv_match_host_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_ROUTED, i, b, n);
+}
+
+static int64_t v_prefill(void *ctx, uint32_t i, uint64_t n, uint64_t cached)
+{
+	(void)i;
+	return mdl_prefill_time_ns(&((sim_ctx_t *)ctx)->comp, (uint32_t)n, (uint32_t)cached);
+}
+
+static int64_t v_xfer(void *ctx, uint32_t src, uint32_t dst, uint32_t n)
+{
+	return sim_copy_estimate(ctx, (int32_t)src, dst, n, NET_BG);
+}
+
+static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32_t dst,
+		  pol_class_t cls, uint64_t *id)
+{
+	sim_ctx_t *s = ctx;
+	if (src >= s->cl.p.n_instances || dst >= s->cl.p.n_instances)
+		return POL_COPY_REFUSED;
+	/* background copies are speculative replicas; foreground ones are
+	 * fetches a policy makes for a request (kept, not speculative) */
+	return sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
+			      cls == POL_BG, 1, NULL, id);
+}
+
+static int a_cancel(void *ctx, uint64_t id)
+{
+	return sim_copy_cancel(ctx, id);
+}
+
+static int a_mark_spec(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
+{
+	(void)ctx;
+	(void)inst;
+	(void)b;
+	(void)n;
+	return 0; /* every background copy already lands as a speculative replica */
+}
+
+/* ---- eviction order from the eviction policy ----------------------------- */
+
+static double evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	(void)now;
+	hook_t *h = ctx;
+	sim_ctx_t *s = h->s;
+	uint32_t B = s->cl.p.block_tokens;
+	pol_block_meta_t m = {
+		.last_access_ns = b->last_use,
+		.hits = b->hits,
+		.spec_unused = b->spec,
+		.recompute_ns = mdl_prefill_time_ns(&s->comp, B, b->depth * B),
+		.predicted_reuse = -1,
+	};
+	const struct pol_eviction_ops *eo = POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops);
+	return eo->priority(s->pol.h[POL_EVICTION].state, &m);
+}
+
+/* ---- arrivals, with read-ahead for predictors that peek ------------------ */
+
+/* The read-ahead ring is indexed by read sequence number (seq % cap), so
+ * scheduled events that carry a seq stay valid when the ring grows. */
+static pend_t *pend_at(sim_ctx_t *s, uint64_t seq)
+{
+	return &s->pend[seq % s->pend_cap];
+}
+
+static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
+{
+	if (s->pend_n == s->pend_cap) {
+		uint32_t cap = s->pend_cap ? 2 * s->pend_cap : 16;
+		pend_t *n = calloc(cap, sizeof *n);
+		if (!n)
+			return KS_ENOMEM;
+		for (uint32_t i = 0; i < s->pend_cap; i++) {
+			/* entries hold seqs [head_seq, head_seq + n): every slot is live */
+			uint64_t q = s->pend_head_seq + i;
+			n[q % cap] = s->pend[q % s->pend_cap];
+		}
+		free(s->pend);
+		s->pend = n;
+		s->pend_cap = cap;
+	}
+	uint64_t q = s->pend_head_seq + s->pend_n;
+	pend_t *p = pend_at(s, q);
+	if (a->n_blocks > p->cap) {
+		uint64_t *b = realloc(p->blocks, a->n_blocks * sizeof *b);
+		if (!b)
+			return KS_ENOMEM;
+		p->blocks = b;
+		p->cap = a->n_blocks;
+	}
+	p->a = *a;
+	if (a->n_blocks)
+		memcpy(p->blocks, a->blocks, a->n_blocks * sizeof *p->blocks);
+	p->a.blocks = p->blocks;
+	s->pend_n++;
+	*seq = q;
+	return 0;
+}
+
+/* Reads one request into the read-ahead ring and schedules its arrival (and
+ * its peek, when the predictor reads ahead). */
+static int read_one(sim_ctx_t *s)
+{
+	if (s->src_done)
+		return 0;
+	sim_arrival_t a;
+	int rc = s->src->next(s->src->ctx, &a, s->err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		s->src_done = 1;
+		return 0;
+	}
+	if (a.arrival_ns < s->last_arrival)
+		return err_set(s->err, KS_EINPUT, "%s: request %" PRIu64 ": arrival goes back in time",
+			       s->src->name, a.id);
+	s->last_arrival = a.arrival_ns;
+	uint64_t seq;
+	if ((rc = pend_push(s, &a, &seq)))
+		return rc;
+	if (ev_engine_at(s->eng, a.arrival_ns, EV_ARRIVAL, 0, seq) == EV_NONE)
+		return KS_ENOMEM;
+	if (s->peek_ahead > 0) {
+		int64_t t = a.arrival_ns - s->peek_ahead;
+		int64_t now = ev_engine_now(s->eng);
+		if (ev_engine_at(s->eng, t > now ? t : now, EV_PEEK, 0, seq) == EV_NONE)
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+static int on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	sim_ctx_t *s = ctx;
+	const pend_t *p = pend_at(s, ev->payload);
+	pol_arrival_t pa = {p->a.arrival_ns, p->blocks, p->a.n_blocks, -1};
+	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
+	int rc = po->peek(s->pol.h[POL_PREDICTOR].state, &pa, s->err);
+	return rc ? rc : read_one(s);
+}
+
+static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
+{
+	const struct pol_replication_ops *ro =
+		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
+	/* a hint replaces the routing policy only: admission still decides */
+	int hinted = ro->route_hint &&
+		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
+		     *inst < s->cl.p.n_instances;
+	int rc;
+	if (!hinted) {
+		const struct pol_routing_ops *rt =
+			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
+		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst);
+		if (rc < 0)
+			return rc;
+		if (rc == POL_ACCEPT && *inst >= s->cl.p.n_instances)
+			return err_set(s->err, KS_ERUNTIME, "routing policy returned instance %u of %u",
+				       *inst, s->cl.p.n_instances);
+		if (rc != POL_ACCEPT)
+			return rc;
+	}
+	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
+	rc = ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
+	if (hinted && rc == POL_ACCEPT)
+		s->spec.hint_routed++; /* so copy gains and hint gains can be told apart */
+	return rc;
+}
+
+/* Bounded memory: an arrival routed to an instance whose waiting queue is
+ * full is rejected (status overload) and never reaches it, as a server
+ * answers 429/503 when its queue is full; the first one is said once. */
+static int overload_reject(sim_ctx_t *s, const sim_arrival_t *a, uint32_t inst, int64_t now)
+{
+	if (!s->warned_overload) {
+		s->warned_overload = 1;
+		fprintf(stderr,
+			"kvsim: warning: t=%.3f s: instance %u has %u requests waiting "
+			"([experiment] max_pending): arrivals routed to a full queue are rejected as "
+			"overload (rejected_overload counts them)\n",
+			(double)now / 1e9, inst, s->max_pending);
+	}
+	return cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
+				       REQ_REJECTED_OVERLOAD);
+}
+
+static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	sim_ctx_t *s = ctx;
+	int64_t now = ev_engine_now(eng);
+	pend_t *p = pend_at(s, ev->payload);
+	const sim_arrival_t *a = &p->a;
+	int rc = 0;
+	int32_t routed = -1;
+	if (a->status != 0) {
+		rc = cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
+					     REQ_FAILED_IN_TRACE);
+	} else if (!cluster_fits(&s->cl, a->in_len, a->out_len)) {
+		rc = cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
+					     REQ_REJECTED_TOO_LONG);
+	} else {
+		uint32_t nb = a->n_blocks < a->in_len / s->cl.p.block_tokens
+				      ? a->n_blocks
+				      : a->in_len / s->cl.p.block_tokens;
+		pol_req_t q = {a->id, now, p->blocks, nb, a->in_len, a->out_len, s->cl.p.ttft_slo_ns};
+		uint32_t inst = 0;
+		rc = route_request(s, &q, &inst);
+		if (rc == POL_REJECT) {
+			rc = cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
+						     REQ_REJECTED_SLO);
+		} else if (rc == POL_ACCEPT && s->max_pending &&
+			   s->cl.inst[inst].n_wait >= s->max_pending) {
+			rc = overload_reject(s, a, inst, now);
+		} else if (rc == POL_ACCEPT) {
+			sim_req_t *r;
+			routed = (int32_t)inst;
+			/* the routers' tree learns what they sent where at once */
+			rc = s->rview ? pol_rview_insert(s->rview, inst, q.blocks, q.n_blocks) : 0;
+			if (!rc)
+				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
+						     p->blocks, nb, &r);
+			if (!rc)
+				rc = sim_fetch_decide(s, r, inst);
+			const struct pol_replication_ops *ro =
+				POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
+			if (!rc && ro->on_route)
+				rc = ro->on_route(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, &q,
+						  inst, s->err);
+			if (!rc)
+				rc = cluster_kick(&s->cl, inst);
+		}
+	}
+	if (rc)
+		return rc;
+	if (s->pol.h[POL_PREDICTOR].ops) {
+		pol_arrival_t pa = {now, p->blocks, a->n_blocks, routed};
+		const struct pol_predictor_ops *po =
+			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
+		if ((rc = po->observe(s->pol.h[POL_PREDICTOR].state, &pa, s->err)))
+			return rc;
+	}
+	/* the ring is FIFO and arrivals come in its order */
+	s->pend_head_seq++;
+	s->pend_n--;
+	return s->peek_ahead > 0 ? 0 : read_one(s);
+}
+
+/* An iteration asked for at an instance by code that could not start it in
+ * place (sim_copy.c kick_later). */
+static int on_kick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	sim_ctx_t *s = ctx;
+	return s->hook_err ? s->hook_err : cluster_kick(&s->cl, ev->target);
+}
+
+/* Whether anything is still to happen (periodic events stop then). */
+static int run_active(const sim_ctx_t *s)
+{
+	return !s->src_done || s->pend_n || s->cl.n_live || s->live_events > 0;
+}
+
+/* Says once per run that the replication policy was asked for a prefix its
+ * VRAM budget can never hold (the summary counts them all). */
+static void warn_over_budget(sim_ctx_t *s)
+{
+	const pol_spec_stats_t *st = &s->spec;
+	if (!st->prefix_over_budget || s->warned_over_budget)
+		return;
+	s->warned_over_budget = 1;
+	fprintf(stderr,
+		"kvsim: warning: t=%.3f s: [policy.replication] %s: a forecast prefix needs %u blocks "
+		"but the speculative VRAM budget is %u blocks per instance, so it can never be "
+		"replicated whole (spec.prefix_over_budget counts such prefixes)\n",
+		(double)ev_engine_now(s->eng) / 1e9, st->over_budget_key ? st->over_budget_key : "budget",
+		st->over_budget_blocks, st->over_budget_cap);
+}
+
+static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)ev;
+	sim_ctx_t *s = ctx;
+	const struct pol_replication_ops *ro =
+		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
+	pol_forecast_t fc = {0};
+	const pol_forecast_t *fcp = NULL;
+	int rc;
+	if (s->horizon_ns > 0) {
+		const struct pol_predictor_ops *po =
+			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
+		if ((rc = po->forecast(s->pol.h[POL_PREDICTOR].state, ev_engine_now(eng), s->horizon_ns,
+				       &fc, s->err)))
+			return rc;
+		fcp = &fc;
+	}
+	if (ro->on_tick &&
+	    (rc = ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, fcp, s->err)))
+		return rc;
+	warn_over_budget(s);
+	if (run_active(s) && ev_engine_after(eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)
+		return KS_ENOMEM;
+	return 0;
+}
+
+static int tl_push(sim_ctx_t *s, const res_sample_t *x)
+{
+	if (s->n_tl == s->cap_tl) {
+		size_t cap = s->cap_tl ? 2 * s->cap_tl : 1024;
+		res_sample_t *n = realloc(s->tl, cap * sizeof *n);
+		if (!n)
+			return KS_ENOMEM;
+		s->tl = n;
+		s->cap_tl = cap;
+	}
+	s->tl[s->n_tl++] = *x;
+	return 0;
+}
+
+/* Samples every instance, and every link that is carrying bytes. */
+static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)ev;
+	sim_ctx_t *s = ctx;
+	int64_t now = ev_engine_now(eng);
+	double bb = (double)s->cl.p.block_bytes;
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
+		const sim_inst_t *in = &s->cl.inst[i];
+		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, in->n_wait, in->n_run,
+				  kv_used(in->kv) * bb, kv_spec_blocks(in->kv) * bb, 0, 0};
+		if (tl_push(s, &x))
+			return KS_ENOMEM;
+	}
+	size_t nl = net_link_count(s->net);
+	for (uint32_t l = 0; l < nl; l++) {
+		net_link_stats_t st;
+		if (net_link_stats(s->net, l, &st) || (st.rate[0] <= 0 && st.rate[1] <= 0))
+			continue;
+		res_sample_t x = {now, TL_LINK, (int32_t)l, 0, 0, 0, 0,
+				  st.rate[0] / st.capacity, st.rate[1] / st.capacity};
+		if (tl_push(s, &x))
+			return KS_ENOMEM;
+	}
+	if (run_active(s) && ev_engine_after(eng, s->sample_ns, EV_SAMPLE, 0, 0) == EV_NONE)
+		return KS_ENOMEM;
+	return 0;
+}
+
+/* Resident memory of this process in bytes (0 when unknown): the second
+ * field of /proc/self/statm, in pages (proc(5)); peak RSS where there is
+ * no /proc. */
+static uint64_t rss_bytes(void)
+{
+	unsigned long long pages[2];
+	FILE *f = fopen("/proc/self/statm", "r");
+	int n = f ? fscanf(f, "%llu %llu", &pages[0], &pages[1]) : 0;
+	if (f)
+		fclose(f);
+	if (n == 2)
+		return pages[1] * (uint64_t)sysconf(_SC_PAGESIZE);
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_maxrss * 1024;
+}
+
+/* One read of statm costs a few microseconds; every 65,536 events that is
+ * ~1e-5 of a run at ~200 K events/s, and RSS can then grow by at most what
+ * 65,536 events allocate (a few MB) between two reads. */
+#define RSS_EVERY 65536
+
+/* After every event: the memory limit (from the first event on, then every
+ * RSS_EVERY), and the invariant checker in KVSIM_CHECK builds. */
+static int after_event(void *ctx, ev_engine_t *eng)
+{
+	sim_ctx_t *s = ctx;
+	if (s->events_seen++ % RSS_EVERY == 0 && s->rss_limit) {
+		uint64_t rss = rss_bytes();
+		if (rss > s->rss_limit) {
+			uint64_t waiting = 0;
+			for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
+				waiting += s->cl.inst[i].n_wait;
+			return err_set(s->err, KS_ERUNTIME,
+				       "[experiment] max_rss_gb: resident memory %.3g GB passed the "
+				       "limit of %.3g GB%s at t=%.3f s simulated (%" PRIu64
+				       " requests so far, %" PRIu64 " waiting); nothing was written. "
+				       "Raise max_rss_gb, lower max_pending, or shorten the trace",
+				       (double)rss / 1e9, (double)s->rss_limit / 1e9,
+				       s->rss_auto ? " (half of the memory available)" : "",
+				       (double)ev_engine_now(eng) / 1e9, (uint64_t)s->cl.n_res + s->cl.n_live,
+				       waiting);
+		}
+	}
+#ifdef KVSIM_CHECK
+	int bad = cluster_check(&s->cl);
+	if (bad)
+		return err_set(s->err, KS_ERUNTIME, "invariant %d violated at t=%" PRId64 " ns", bad,
+			       ev_engine_now(eng));
+#endif
+	return 0;
+}
+
+/* [experiment] max_rss_gb in bytes; 0 asks for half of the memory this
+ * process may use: physical memory, or a cgroup v2 memory.max below it (a
+ * container's limit, cgroup-v2.rst "memory.max"). */
+static void rss_limit_set(sim_ctx_t *s, double gb)
+{
+	s->rss_auto = !(gb > 0);
+	if (!s->rss_auto) {
+		s->rss_limit = (uint64_t)(gb * 1e9);
+		return;
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+	unsigned long long cg;
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r"); /* "max" when unlimited */
+	if (f && fscanf(f, "%llu", &cg) == 1 && cg > 0 && (!mem || cg < mem))
+		mem = cg;
+	if (f)
+		fclose(f);
+	s->rss_limit = mem / 2;
+}
+
+/* Splits VRAM into weights, reserve and KV pool; returns blocks per instance. */
+static int kv_pool_blocks(const cfg_t *cfg, const mdl_hw_t *hw, const mdl_llm_t *llm,
+			  uint32_t tp, uint32_t B, uint32_t *out, err_t *e)
+{
+	int64_t fixed = cfg_int(cfg, "cluster", "kv_blocks");
+	if (fixed > 0) {
+		*out = (uint32_t)fixed;
+		return 0;
+	}
+	uint64_t tokens =
+		mdl_kv_tokens_per_instance(hw, llm, tp, cfg_float(cfg, "cluster", "reserve_fraction"));
+	if (tokens / B == 0)
+		return cfg_err_keys(cfg, e,
+				    "cluster.tp,model.name,model.file,gpu.name,gpu.file,"
+				    "cluster.reserve_fraction",
+				    "%s weights (%.1f GB per GPU at tp=%u) leave no room for KV "
+				    "in %.1f GB of HBM (%s)",
+				    llm->name, (double)mdl_weights_bytes_per_gpu(llm, tp) / 1e9, tp,
+				    (double)hw->hbm_bytes / 1e9, hw->name);
+	*out = (uint32_t)(tokens / B);
+	return 0;
+}
+
+static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_t *e)
+{
+	int rc;
+	mdl_llm_t llm;
+	mdl_compute_params_t cp;
+	if ((rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
+		return rc;
+	s->tp = (uint32_t)cfg_int(cfg, "cluster", "tp");
+	s->gpus_per_node = (uint32_t)cfg_int(cfg, "cluster", "gpus_per_node");
+	s->nodes = (uint32_t)cfg_int(cfg, "cluster", "nodes");
+	/* Rules between keys name the one set last (cfg_err_keys), so the
+	 * message points at the line to change; mdl_compute_init checks the
+	 * same head rules, without the config's places. */
+	if (s->gpus_per_node % s->tp)
+		return cfg_err_keys(cfg, e, "cluster.tp,cluster.gpus_per_node",
+				    "tp = %u does not divide gpus_per_node = %u", s->tp,
+				    s->gpus_per_node);
+	if (llm.heads % s->tp)
+		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.heads",
+				    "tp = %u does not divide %s's %u attention heads", s->tp,
+				    llm.name, llm.heads);
+	if (llm.attention == MDL_ATTN_GQA && llm.kv_heads % s->tp && s->tp % llm.kv_heads)
+		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.kv_heads",
+				    "tp = %u and %s's %u KV heads: one must divide the other",
+				    s->tp, llm.name, llm.kv_heads);
+	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)))
+		return rc;
+	cluster_params_t p = {0};
+	p.n_instances = s->nodes * (s->gpus_per_node / s->tp);
+	p.block_tokens = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
+	if ((rc = kv_pool_blocks(cfg, &s->hw, &llm, s->tp, p.block_tokens, &p.kv_blocks, e)))
+		return rc;
+	/* bytes of one block over the whole group (MLA latents sit on every GPU) */
+	p.block_bytes = mdl_kv_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
+	p.max_num_seqs = (uint32_t)cfg_int(cfg, "scheduler", "max_num_seqs");
+	p.max_batched_tokens = (uint32_t)cfg_int(cfg, "scheduler", "max_batched_tokens");
+	p.chunked_prefill = cfg_bool(cfg, "scheduler", "chunked_prefill");
+	p.sched_mode = strcmp(cfg_str(cfg, "scheduler", "mode"), "btb") ? SCHED_VLLM : SCHED_BTB;
+	p.resident_at_admission = !strcmp(cfg_str(cfg, "kvcache", "resident_at"), "admission");
+	p.ttft_prefill_end = !strcmp(cfg_str(cfg, "scheduler", "ttft"), "prefill_end");
+	/* the study reserves tokens, not blocks, against the same pool */
+	p.resv_tokens_cap = cfg_int(cfg, "cluster", "kv_blocks") > 0
+				    ? (uint64_t)p.kv_blocks * p.block_tokens
+				    : mdl_kv_tokens_per_instance(&s->hw, &llm, s->tp,
+								 cfg_float(cfg, "cluster", "reserve_fraction"));
+	p.busy_rule = strcmp(cfg_str(cfg, "kvcache", "busy_rule"), "recompute") ? BUSY_WAIT
+										 : BUSY_RECOMPUTE;
+	p.cost = mdl_sim_cost;
+	p.cost_ctx = &s->comp;
+	p.ttft_slo_ns = (int64_t)(cfg_float(cfg, "slo", "ttft_ms") * 1e6);
+	p.tpot_slo_ns = (int64_t)(cfg_float(cfg, "slo", "tpot_ms") * 1e6);
+	p.on_spec_hit = sim_on_spec_hit;
+	p.on_job_done = sim_on_job_done;
+	p.wait_inflight = sim_wait_inflight;
+	p.hook_ctx = s;
+	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
+	if ((rc = pol_set_open_cfg(reg, cfg, seed, &s->pol, e)))
+		return rc;
+	s->pol_open = 1;
+	if (!(s->eng = ev_engine_new(1024)))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if ((rc = cluster_init(&s->cl, &p, s->eng)))
+		return err_set(e, rc, "out of memory building the cluster");
+	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
+	if (!s->hooks)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < p.n_instances; i++) {
+		s->hooks[i] = (hook_t){s, i};
+		kv_store_set_policy(s->cl.inst[i].kv, evict_prio, sim_on_evict, &s->hooks[i]);
+		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
+	}
+	if ((rc = sim_net_init(s, e)))
+		return rc;
+	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
+			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
+			       s->copy_deferred ? v_match_computing : NULL};
+	s->route_view = s->view;
+	s->route_view.match = rv_match_computed;
+	s->route_view.match_host = rv_match_host_computed;
+	if (pol_routing_view_routed(cfg)) {
+		if (!(s->rview = pol_rview_new(p.n_instances,
+					       pol_routing_view_blocks(cfg, p.kv_blocks))))
+			return err_set(e, KS_ENOMEM, "out of memory");
+		s->route_view.match = rv_match_routed;
+		s->route_view.match_host = rv_match_host_routed;
+		s->route_view.held_blocks = rv_held_routed;
+	}
+	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
+	const struct pol_replication_ops *ro =
+		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
+	pol_repl_timing_t tm = ro->timing(s->pol.h[POL_REPLICATION].state);
+	s->tick_ns = tm.tick_ns;
+	s->horizon_ns = tm.horizon_ns;
+	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
+	/* the predictor reads ahead only if a replication policy asks it */
+	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
+		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
+	s->sample_ns = (int64_t)(cfg_float(cfg, "output", "timeline_interval_ms") * 1e6);
+	ev_engine_register(s->eng, EV_ARRIVAL, on_arrival, s);
+	ev_engine_register(s->eng, EV_PEEK, on_peek, s);
+	ev_engine_register(s->eng, EV_TICK, on_tick, s);
+	ev_engine_register(s->eng, EV_SAMPLE, on_sample, s);
+	ev_engine_register(s->eng, EV_KICK, on_kick, s);
+	ev_engine_register(s->eng, EV_DEFER, sim_copy_deferred_start, s);
+	s->max_pending = (uint32_t)cfg_int(cfg, "experiment", "max_pending");
+	rss_limit_set(s, cfg_float(cfg, "experiment", "max_rss_gb"));
+	ev_engine_set_check(s->eng, after_event, s);
+	return 0;
+}
+
+static int count_held(void *ctx, const kv_block_info_t *b)
+{
+	*(uint32_t *)ctx += b->state != KV_READY || b->ref;
+	return 0;
+}
+
+/* Every run ends with consistent stores (one O(blocks) pass), and, once no
+ * copy is live, with no block held, computing or in flight: nothing leaked. */
+static int stores_check_end(sim_ctx_t *s)
+{
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
+		kv_store_t *kv = s->cl.inst[i].kv;
+		uint32_t held = 0;
+		if (kv_check(kv) || kv_used_private(kv))
+			return err_set(s->err, KS_ERUNTIME, "instance %u: KV store inconsistent at the end",
+				       i);
+		if (s->live_events == 0 && (kv_foreach(kv, count_held, &held), held))
+			return err_set(s->err, KS_ERUNTIME,
+				       "instance %u: %u KV blocks still held at the end", i, held);
+	}
+	return 0;
+}
+
+static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
+{
+	int rc;
+	if ((rc = cluster_finish(&s->cl)))
+		return rc;
+	if (s->hook_err)
+		return s->hook_err;
+	if ((rc = stores_check_end(s)))
+		return rc;
+	res->req = s->cl.res;
+	res->n_req = s->cl.n_res;
+	s->cl.res = NULL;
+	res->tl = s->tl;
+	res->n_tl = s->n_tl;
+	s->tl = NULL;
+	res->seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
+	snprintf(res->trace_path, sizeof res->trace_path, "%s", s->src->name ? s->src->name : "");
+	res->events = ev_engine_events(s->eng);
+	if (!(res->config_text = cfg_text(cfg)))
+		return KS_ENOMEM;
+	metrics_opts_t mo = {s->cl.p.ttft_slo_ns, s->cl.p.tpot_slo_ns, s->cl.blocks_total,
+			     s->cl.blocks_hit};
+	if ((rc = metrics_summarize(res, &mo)))
+		return rc;
+	uint64_t peer = 0, host = 0;
+	for (size_t i = 0; i < res->n_req; i++) {
+		peer += res->req[i].tok_peer;
+		host += res->req[i].tok_host;
+	}
+	double area = 0, end_s = (double)ev_engine_now(s->eng) / 1e9;
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
+		area += s->cl.inst[i].wait_area / 1e9;
+	struct { const char *n, *u; double v; } m[] = {
+		{"tok_fetched_peer", "tokens", (double)peer},
+		{"tok_fetched_host", "tokens", (double)host},
+		{"instances", "", s->cl.p.n_instances},
+		{"kv_blocks_per_instance", "blocks", s->cl.p.kv_blocks},
+		{"kv_block_allocs", "blocks", (double)s->cl.kv_block_allocs},
+		{"kv_block_frees", "blocks", (double)s->cl.kv_block_frees},
+		{"sim_events", "", (double)res->events},
+		{"sim_time_s", "s", end_s},
+		{"queue_len_mean", "requests", end_s > 0 ? area / end_s : 0},
+	};
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+		if (sim_results_metric(res, m[i].n, m[i].u, m[i].v))
+			return KS_ENOMEM;
+	return sim_copy_finish(s, res);
+}
+
+static void ctx_free(sim_ctx_t *s)
+{
+	sim_net_free(s);
+	cluster_free(&s->cl);
+	ev_engine_free(s->eng);
+	if (s->pol_open)
+		pol_set_close(&s->pol);
+	pol_rview_free(s->rview);
+	for (uint32_t i = 0; i < s->pend_cap; i++)
+		free(s->pend[i].blocks);
+	free(s->pend);
+	free(s->hooks);
+	free(s->tl);
+	free(s);
+}
+
+/* The engine's tick: a progress report, nothing the run can see. */
+static int progress_tick(void *ctx, ev_engine_t *eng)
+{
+	sim_ctx_t *s = ctx;
+	const sim_run_opts_t *o = s->opts;
+	sim_progress_t p = {ev_engine_now(eng), s->pend_head_seq, s->cl.n_res,
+			    o->fraction ? o->fraction(o->fraction_ctx) : -1};
+	return s->opts->progress(s->opts->progress_ctx, &p);
+}
+
+int sim_run_reg(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
+		sim_results_t *res, err_t *e)
+{
+	return sim_run_source_opts(cfg, reg, src, NULL, res, e);
+}
+
+int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
+			const sim_run_opts_t *o, sim_results_t *res, err_t *e)
+{
+	struct timespec w0, w1;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	memset(res, 0, sizeof *res);
+	int64_t start_unix = (int64_t)time(NULL);
+	sim_ctx_t *s = calloc(1, sizeof *s);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	s->src = src;
+	s->err = e;
+	s->cfg = cfg;
+	s->opts = o && o->progress ? o : NULL;
+	int rc = setup(s, cfg, reg, e);
+	if (!rc && s->opts)
+		ev_engine_set_tick(s->eng, 8192, progress_tick, s);
+	if (!rc)
+		rc = read_one(s);
+	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)
+		rc = KS_ENOMEM;
+	if (!rc && s->sample_ns > 0 && ev_engine_at(s->eng, 0, EV_SAMPLE, 0, 0) == EV_NONE)
+		rc = KS_ENOMEM;
+	if (!rc) {
+		double until_s = cfg_float(cfg, "experiment", "until_s");
+		rc = ev_engine_run(s->eng, until_s > 0 ? (int64_t)(until_s * 1e9) : INT64_MAX);
+		if (rc && (!e || e->code != rc || !e->msg[0]))
+			err_set(e, rc, "simulation failed at t=%" PRId64 " ns", ev_engine_now(s->eng));
+	}
+	if (!rc)
+		rc = collect(s, cfg, res);
+	if (rc == KS_ENOMEM && e && !e->msg[0])
+		err_set(e, rc, "out of memory");
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	res->start_unix = start_unix;
+	res->wall_s = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+	if (rc)
+		sim_results_free(res);
+	ctx_free(s);
+	return rc;
+}
+
+int sim_run_source(const cfg_t *cfg, sim_source_t *src, sim_results_t *res, err_t *e)
+{
+	return sim_run_reg(cfg, NULL, src, res, e);
+}

@@ -1,0 +1,180 @@
+/* sim_int — the state of one run, shared by sim_core.c (requests, policies,
+ * sampling) and sim_copy.c (KV movement over the network). Internal to sim/.
+ * Times ns, sizes bytes. Everything here is owned by the sim_ctx_t and freed
+ * with it at the end of sim_run_source.
+ */
+#ifndef KVSIM_SIM_INT_H
+#define KVSIM_SIM_INT_H
+
+#include <gsl/gsl_rng.h>
+
+#include "models/mdl.h"
+#include "policies/pol.h"
+#include "sim/cluster/cluster.h"
+#include "sim/net/net.h"
+#include "sim/net/net_topo.h"
+#include "sim/run/sim.h"
+
+enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6,
+       EV_KICK = 7,      /* cluster_kick(target) */
+       EV_DEFER = 8,     /* start the flows of deferred copy payload (sim_copy.c) */
+       EV_LONE_COPY = 9  /* a copy timed alone on its path lands (sim_copy.c) */
+};
+
+/* How a copy's time is paid: flows on shared links (network.contention =
+ * maxmin), a timer as if alone on its path (contention = none), or a job on
+ * the target's compute (network.copy_charge = target_compute). */
+enum { COPY_FLOWS = 0, COPY_TIMER = 1, COPY_JOB = 2 };
+
+/* Costs a transfer engine adds to a copy between instances over the NIC
+ * ([kvcache] transfer_engine; figures and sources in sim_copy.c). */
+typedef struct xfer_engine {
+	const char *name;
+	double nic_efficiency;    /* achieved / line rate */
+	int64_t per_copy_ns;      /* setup of one transfer (RPC, metadata, submit) */
+	int64_t per_block_ns;     /* per block (one work request / chunk each) */
+	int source_read;          /* 1: staging read occupies the source's compute */
+} xfer_engine_t;
+
+/* A request read from the trace and not yet arrived. */
+typedef struct pend {
+	sim_arrival_t a;
+	uint64_t *blocks;
+	uint32_t cap;
+} pend_t;
+
+/* One KV copy: a set of blocks between two instances (or from a node's
+ * host tier), moved as one flow per tensor-parallel shard. */
+typedef struct kcopy {
+	uint64_t id;
+	int32_t src, dst;       /* instance, or -1 - node for a host tier */
+	uint64_t *blocks;
+	uint32_t n;
+	int cls;                /* NET_FG / NET_BG */
+	int kind;               /* PATH_* (every shard takes the same kind of path) */
+	int64_t requested;      /* ns: asked for */
+	int64_t started;        /* ns: flows started (== requested unless deferred) */
+	int deferred;           /* reserved, flows wait for the source to compute */
+	uint32_t pending;       /* ... source blocks not READY yet */
+	int spec;               /* a speculative replica (policy-issued background) */
+	uint32_t flows_left;
+	uint64_t flow_ids[64];
+	uint32_t n_flows;
+	int from_policy;        /* tell the replication policy when it ends */
+	sim_req_t *req;         /* a request waiting on this fetch, or NULL */
+	int live;
+	int mode;               /* COPY_* */
+	ev_handle_t timer;      /* COPY_TIMER: its completion event */
+	int64_t alone_ns;       /* COPY_TIMER / COPY_JOB: duration of each shard */
+	uint64_t shard_bytes;
+} kcopy_t;
+
+typedef struct replica {
+	int64_t landed;
+	uint32_t blocks_left;   /* speculative blocks still resident */
+	int used;
+} replica_t;
+
+/* Context of an instance store's eviction hooks. */
+typedef struct hook {
+	struct sim_ctx *s;
+	uint32_t inst;
+} hook_t;
+
+typedef struct sim_ctx {
+	cluster_t cl;
+	ev_engine_t *eng;
+	mdl_compute_t comp;
+	mdl_hw_t hw;
+	uint32_t tp, gpus_per_node, nodes;
+	const cfg_t *cfg;
+	err_t *err;
+	/* trace */
+	sim_source_t *src;
+	pend_t *pend;           /* ring of read-ahead requests */
+	uint32_t pend_cap, pend_n;
+	uint64_t pend_head_seq; /* read sequence number of the oldest entry */
+	int src_done;
+	int64_t last_arrival, peek_ahead;
+	/* policies */
+	pol_set_t pol;
+	int pol_open;
+	pol_view_t view;        /* KV that exists (replication, admission) */
+	pol_view_t route_view;  /* what routers match (policy.routing.view) */
+	pol_rview_t *rview;     /* the routers' own tree when view = routed */
+	pol_actions_t act;
+	pol_spec_stats_t spec;
+	int64_t tick_ns, horizon_ns;
+	int warned_over_budget; /* the over-budget warning was printed */
+	/* bounded memory ([experiment] max_pending, max_rss_gb) */
+	uint32_t max_pending;   /* waiting requests per instance; 0 = no cap */
+	int warned_overload;    /* the first overload rejection was said */
+	uint64_t rss_limit;     /* bytes */
+	int rss_auto;           /* the limit is half of physical memory */
+	uint64_t events_seen;   /* by the after-event hook */
+	/* network and copies */
+	net_t *net;
+	net_topo_t *topo;
+	int block_granular;
+	int64_t copy_overhead_ns;
+	int fetch_rule;         /* peers: 0 cost, 1 never, 2 always */
+	int host_fetch_rule;    /* the node's host tier: the same codes */
+	int copy_uncomputed;    /* kvcache.copy_from = uncomputed */
+	int copy_mode;          /* COPY_* for copies between instances */
+	int contention_none;    /* network.contention = none */
+	xfer_engine_t engine;
+	int copy_deferred;      /* kvcache.copy_deferred */
+	uint32_t *deferred;     /* indices of copies waiting for their source */
+	size_t n_deferred, cap_deferred;
+	int hook_err;           /* first error inside a void store hook */
+	kcopy_t *copies;
+	size_t n_copies, cap_copies;
+	replica_t *replicas;
+	size_t n_replicas, cap_replicas;
+	kv_store_t **host;      /* per node host tier, NULL entries when off */
+	int host_offload;
+	res_transfer_t *xfer;
+	size_t n_xfer, cap_xfer;
+	/* timeline */
+	int64_t sample_ns;
+	res_sample_t *tl;
+	size_t n_tl, cap_tl;
+	int live_events;        /* copies in flight */
+	hook_t *hooks;          /* one per instance */
+	const sim_run_opts_t *opts; /* NULL: none */
+} sim_ctx_t;
+
+/* sim_copy.c */
+int sim_net_init(sim_ctx_t *s, err_t *e);
+void sim_net_free(sim_ctx_t *s);
+/* Starts a copy of blocks[0..n) (those missing at dst) from src (an
+ * instance, or -1-node for the host tier) to instance dst. Returns
+ * POL_COPY_OK with *id, POL_COPY_REFUSED when a block is not READY at the
+ * source or dst has no room, or < 0. With kvcache.copy_deferred, a copy
+ * whose source blocks are READY or still COMPUTING is accepted as deferred:
+ * its blocks are reserved INFLIGHT at dst now and its flows start when the
+ * last source block becomes READY (cancelled if one is dropped first). */
+int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
+int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
+/* Store hook: a source block a deferred copy waits for became READY or was
+ * dropped (ctx: the instance's hook_t). */
+void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
+/* EV_DEFER handler: starts the flows of a deferred copy whose source is ready. */
+int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+/* cluster_params_t.wait_inflight: waiting for the copies bringing r's
+ * blocks [first, ...) beats recomputing them. */
+int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
+/* Copy time estimate of n blocks from src to dst at current link rates. */
+int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
+/* Fetch-or-recompute for a request just routed to dst (before enqueueing). */
+int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
+/* Eviction hook of instance stores (offload to host, replica accounting). */
+void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+/* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
+int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
+/* End of run: replicas still resident count as unused; flows as records. */
+int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
+
+#endif

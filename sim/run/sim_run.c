@@ -1,0 +1,109 @@
+/* sim_run — runs the experiment a config describes, reading its [trace]. */
+#include <string.h>
+
+#include "sim/run/sim.h"
+#include "traces/tr.h"
+
+/* The built-in experiment `kvsim run` runs without a config: 4 nodes x 8
+ * H100 serving Llama-3-70B at TP4 (8 instances), one simulated minute of
+ * bursty traffic: background requests with Zipf-popular system prompts plus
+ * fan-out bursts of requests sharing a long document prefix. */
+const char sim_default_experiment[] =
+	"[experiment]\n"
+	"name = default\n"
+	"seed = 1\n"
+	"[gpu]\n"
+	"name = H100-SXM\n"
+	"[model]\n"
+	"name = Llama-3-70B\n"
+	"[cluster]\n"
+	"nodes = 4\n"
+	"gpus_per_node = 8\n"
+	"tp = 4\n"
+	"[trace]\n"
+	"kind = gen\n"
+	"gen = fanout\n"
+	"duration_s = 60\n"
+	"fanout_bursts = 6\n"
+	"fanout_size = 48\n"
+	"fanout_prefix_tokens = 16384\n"
+	"fanout_window_s = 5\n"
+	"fanout_bg_rate = 4\n"
+	"in_mean = 2048\n"
+	"out_mean = 256\n"
+	"prefix_shared_prob = 0.5\n"
+	"prefix_count = 50\n"
+	"prefix_tokens = 2048\n";
+
+
+typedef struct trace_src {
+	tr_reader_t *r;
+} trace_src_t;
+
+static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	trace_src_t *t = ctx;
+	tr_request_t q;
+	int rc = tr_next(t->r, &q, e);
+	if (rc != 1)
+		return rc;
+	a->id = q.id;
+	a->arrival_ns = q.arrival_ns;
+	a->in_len = q.input_len;
+	a->out_len = q.output_len;
+	a->n_blocks = q.n_blocks;
+	a->blocks = q.blocks;
+	a->status = q.status;
+	return 1;
+}
+
+int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e)
+{
+	return sim_run_with(cfg, NULL, res, e);
+}
+
+static double trace_fraction(void *ctx)
+{
+	return tr_progress(((trace_src_t *)ctx)->r);
+}
+
+int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
+		 err_t *e)
+{
+	return sim_run_opts(cfg, reg, NULL, res, e);
+}
+
+int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
+		 sim_results_t *res, err_t *e)
+{
+	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
+	uint32_t B = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
+	trace_src_t t = {0};
+	int rc = tr_open_cfg(cfg, B, sim_seed_for(seed, SIM_STREAM_TRACE), &t.r, e);
+	if (rc)
+		return rc;
+	sim_source_t src = {trace_next, &t, tr_source(t.r)};
+	sim_run_opts_t ro = {0};
+	if (o) {
+		ro = *o;
+		ro.fraction = trace_fraction;
+		ro.fraction_ctx = &t;
+	}
+	rc = sim_run_source_opts(cfg, reg, &src, o ? &ro : NULL, res, e);
+	if (!rc) {
+		const char *path = tr_source(t.r);
+		if (strncmp(path, "gen:", 4))
+			rc = tr_file_sha256(path, res->trace_sha256, e);
+	}
+	err_t w = {0};
+	if (!rc && tr_check_nonempty(t.r, &w)) {
+		cfg_err_locate(cfg, &w);
+		snprintf(res->warning, sizeof res->warning, "%s", w.msg);
+	}
+	tr_close(t.r);
+	if (rc) {
+		sim_results_free(res);
+		cfg_err_locate(cfg, e); /* a check on one key names its place */
+	}
+	return rc;
+}

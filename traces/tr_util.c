@@ -1,0 +1,74 @@
+/* tr_util — the helpers every trace module shares, defined once below all
+ * of them: the block-id mix, format and generator names, array growth and
+ * seeded streams. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/base/rng.h"
+#include "traces/tr_int.h"
+
+/* Bijective in x for a fixed h and in h for a fixed x, so two different
+ * pieces after the same prefix never share an id, and order matters. */
+uint64_t tr_mix(uint64_t h, uint64_t x)
+{
+	uint64_t r = (h << 29 | h >> 35) * RNG_GOLDEN;
+	return rng_fmix64(r ^ rng_fmix64(x ^ 0xd6e8feb86659fd93ULL));
+}
+
+const char *tr_kind_name(tr_kind_t k)
+{
+	static const char *const n[] = {"auto",  "mooncake", "bailian",  "burstgpt",
+	                                "azure", "native",   "servegen", "gen"};
+	return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
+}
+
+int tr_kind_parse(const char *s, tr_kind_t *k)
+{
+	for (int i = TR_KIND_AUTO; i <= TR_KIND_GEN; i++)
+		if (!strcmp(s, tr_kind_name((tr_kind_t)i))) {
+			*k = (tr_kind_t)i;
+			return 0;
+		}
+	return KS_EINPUT;
+}
+
+const char *tr_gen_name(tr_gen_kind_t g)
+{
+	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
+	                                "flash",   "diurnal", "servegen", "fanout"};
+	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
+}
+
+int tr_gen_parse(const char *s, tr_gen_kind_t *g)
+{
+	for (int i = TR_GEN_POISSON; i <= TR_GEN_FANOUT; i++)
+		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
+			*g = (tr_gen_kind_t)i;
+			return 0;
+		}
+	return KS_EINPUT;
+}
+
+int tr_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return KS_ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+gsl_rng *tr_rng_new(uint64_t seed, uint64_t stream)
+{
+	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+	if (r)
+		gsl_rng_set(r, (unsigned long)(tr_mix(tr_mix(TR_ROOT_ID, seed), stream) >> 32));
+	return r;
+}
+
