@@ -141,6 +141,18 @@ int mdl_field_set_number(const mdl_field_t *f, void *dst, double v, const char *
 	return -1;
 }
 
+/* A name the writer cannot give back: spec_write prints "name = VALUE", and
+ * inih reads a ';' after a blank as the start of an inline comment, so
+ * "name =;X" (accepted: no blank before the ';') would read back empty.
+ * Refused at input rather than quoted, as in sim/cfg.c: spec files stay
+ * plain INI that any reader splits the same way. */
+static const char *name_unstorable(const char *v)
+{
+	return *v == ';' ? "name cannot begin with ';' (written back as 'name = ;...', "
+	                   "INI reads a comment)"
+	                 : NULL;
+}
+
 int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const char **why)
 {
 	char *p = (char *)dst + f->off;
@@ -150,6 +162,8 @@ int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const
 			*why = "empty name";
 			return -1;
 		}
+		if ((*why = name_unstorable(value)))
+			return -1;
 		if (n >= f->size) {
 			*why = "name too long (max 63 characters)";
 			return -1;
@@ -486,6 +500,9 @@ static int spec_write(const char *section, const mdl_field_t *fields, size_t n, 
                       FILE *f)
 {
 	const char *p0 = src;
+	for (size_t i = 0; i < n; i++)
+		if (fields[i].type == MDL_F_NAME && name_unstorable(p0 + fields[i].off))
+			return KS_EINPUT;
 	fprintf(f, "[%s]\n", section);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = p0 + fields[i].off;

@@ -399,13 +399,21 @@ static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t
 }
 
 /* Whether a string value survives a write/load round trip through inih:
- * no line breaks, no blanks at either end (inih strips them) and no blank
- * followed by ';' (an inline comment). */
+ * no line breaks, no blanks at either end (inih strips them) and no ';'
+ * that the written line "key = VALUE" puts after a blank (an inline
+ * comment): not after a blank inside, and not first, since "key =;x" keeps
+ * the ';' but the writer's "key = ;x" loses the value. Such values are
+ * refused wherever they come from (file, --set, preset, schema default)
+ * rather than quoted, so the written config stays plain INI that reads the
+ * same in any INI reader, and /config in HDF5 files loads back unchanged. */
 static const char *str_unstorable(const char *v)
 {
 	size_t n = strlen(v);
 	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
 		return "value cannot begin or end with a blank";
+	if (*v == ';')
+		return "value cannot begin with ';' (written back as 'key = ;...', it reads "
+		       "as a comment)";
 	for (size_t i = 0; i < n; i++) {
 		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
 			return "value cannot contain control characters";
@@ -823,6 +831,9 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 	const cfg_key_t *k = s->keys[ki];
 	char why[512];
 	cfg_val_t v = {0};
+	const char *bad = k->type == CFG_STR ? str_unstorable(value) : NULL;
+	if (bad)
+		return parse_fail(p, KS_EINPUT, "[%s] %s: %s", section, name, bad);
 	if (val_parse(k, key_choices(s, (size_t)ki), value, &v, true, why, sizeof why))
 		return parse_fail(p, KS_EINPUT, "[%s] %s: %s", section, name, why);
 	char org[512];
