@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sim/cfg.h"
+#include "tests/fuzz_util.h"
 
 static const cfg_key_t keys[] = {
     {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
@@ -47,9 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (cfg_schema_add(s, keys, sizeof keys / sizeof keys[0]))
 			abort();
 	}
-	char *text = malloc(size + 1);
-	memcpy(text, data, size);
-	text[size] = '\0';
+	char *text = fuzz_text(data, size);
+	if (!text)
+		return 0;
 	cfg_t *c = cfg_new(s);
 	err_t e = {0};
 	int rc = cfg_load_string(c, "f", text, &e);
