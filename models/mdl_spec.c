@@ -646,6 +646,23 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 			return err_set(e, KS_EINPUT, "%s: kv_heads: %u does not divide heads %u",
 			               origin, m->kv_heads, m->heads);
 	}
+	/* The sizes derived from a spec are 64-bit byte counts: refuse a spec
+	 * whose weights or KV bytes per token would not fit (1e308 bytes per
+	 * weight is a number, not a model). */
+	double wb = (double)m->params_total * m->weight_bytes;
+	if (!(wb < 9.2e18))
+		return err_set(e, KS_EINPUT,
+		               "%s: weight_bytes: params_total * weight_bytes = %.3g bytes is out of "
+		               "range (at most 9.2e18)",
+		               origin, wb);
+	double kv = m->attention == MDL_ATTN_MLA
+	                ? (double)m->layers * ((double)m->mla_latent + m->mla_rope) * m->dtype_bytes
+	                : 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
+	if (!(kv < 9.2e18))
+		return err_set(e, KS_EINPUT,
+		               "%s: dtype_bytes: KV cache bytes per token = %.3g is out of range (at "
+		               "most 9.2e18)",
+		               origin, kv);
 	return 0;
 }
 
@@ -655,7 +672,7 @@ uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *m)
 {
 	if (m->attention ==
 	    MDL_ATTN_MLA) /* DeepSeek-V2 (arXiv:2405.04434) §2.1: cache c_KV and k_R */
-		return (uint64_t)m->layers * (m->mla_latent + m->mla_rope) * m->dtype_bytes;
+		return (uint64_t)m->layers * ((uint64_t)m->mla_latent + m->mla_rope) * m->dtype_bytes;
 	return 2ull * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes; /* K and V */
 }
 
