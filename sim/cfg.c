@@ -4,9 +4,9 @@
  * our own line reader so that every handler call knows its line number (the
  * distribution's libinih is built without INI_HANDLER_LINENO) and so that
  * section headers are checked even when the section holds no key. The reader
- * also strips leading blanks, which turns off inih's indented-continuation
- * lines: an indented "key = v" is an ordinary assignment, never part of the
- * previous value. A load is all-or-nothing: values are staged and committed
+ * also strips leading blanks (any isspace() byte, as inih's lskip), which
+ * turns off inih's indented-continuation lines: an indented "key = v" is an
+ * ordinary assignment, never part of the previous value. A load is all-or-nothing: values are staged and committed
  * only when the whole text is valid.
  */
 #include "sim/cfg.h"
@@ -768,7 +768,9 @@ static char *parse_reader(char *str, int num, void *stream)
 		s += 3; /* UTF-8 byte-order mark */
 		len -= 3;
 	}
-	while (len && (*s == ' ' || *s == '\t')) {
+	/* inih's lskip: any isspace() byte, not only blanks (so a long line and
+	 * a short one start at the same place) */
+	while (len && *s != '\n' && isspace((unsigned char)*s)) {
 		s++;
 		len--;
 	}

@@ -289,6 +289,25 @@ static void test_long_lines_are_read(void **state)
 	expect_load_error(f, text, "t.ini:6: [sim] seed: duplicate key (first set on line 2)");
 }
 
+/* A line is split the same whether inih's buffer holds it or long_line
+ * does: leading \v, \f or \r are blanks to both (inih's lskip uses
+ * isspace), so "\v nodes = 3" is the key nodes and a line of "\f" and a
+ * comment is blank, short or long (found by fuzz_cfg_diff). */
+static void test_long_and_short_lines_strip_the_same_blanks(void **state)
+{
+	fx_t *f = *state;
+	char pad[301], text[1024];
+	memset(pad, 'x', 300);
+	pad[300] = '\0';
+	for (int lng = 0; lng < 2; lng++) {
+		const char *c = lng ? pad : "c";
+		snprintf(text, sizeof text, "[cluster]\n\v\f\r nodes = 3 ;%s\n\f ;%s\n", c, c);
+		assert_int_equal(cfg_load_string(f->c, "t.ini", text, &f->e), 0);
+		assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 3);
+		assert_string_equal(cfg_origin(f->c, "cluster", "nodes"), "t.ini:2");
+	}
+}
+
 static void test_bom_is_skipped_and_checked(void **state)
 {
 	fx_t *f = *state;
@@ -917,6 +936,7 @@ int main(void)
 	    T(test_malformed_lines),
 	    T(test_first_error_wins),
 	    T(test_long_lines_are_read),
+	    T(test_long_and_short_lines_strip_the_same_blanks),
 	    T(test_bom_is_skipped_and_checked),
 	    T(test_indented_line_is_not_a_continuation),
 	    T(test_failed_load_changes_nothing),
