@@ -6,8 +6,9 @@
  * section headers are checked even when the section holds no key. The reader
  * also strips leading blanks (any isspace() byte, as inih's lskip), which
  * turns off inih's indented-continuation lines: an indented "key = v" is an
- * ordinary assignment, never part of the previous value. A load is all-or-nothing: values are staged and committed
- * only when the whole text is valid.
+ * ordinary assignment, never part of the previous value. A load is
+ * all-or-nothing: values are staged and committed only when the whole text
+ * is valid.
  */
 #include "sim/cfg.h"
 
