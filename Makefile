@@ -4,7 +4,7 @@
 #   make test    bootstrap dependencies, build, run every test (cmocka)
 #   make SAN=1 test   the same under AddressSanitizer + UBSan (build-san/)
 #   make bench   benchmarks (ratios against baselines run in the same call)
-#   make fuzz    libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   make fuzz    libFuzzer targets, FUZZ_SECONDS each (default 60), and a table
 #   make install PREFIX=/usr/local DESTDIR=
 #
 # Each layer folder builds one static archive (libkvsim_<folder>.a, '/' as
@@ -212,23 +212,23 @@ bench-only: build
 	  KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) sh $$s || exit 1; done
 
 # ---- fuzzing (clang + libFuzzer; targets are tests/fuzz_*.c) ---------------
+# Every target runs FUZZ_SECONDS on its seeds (tests/fuzz/NAME/) with its
+# dictionary (tests/fuzz/NAME.dict), even after one fails; the table at the
+# end says how each did (tests/fuzz_run.sh). FUZZ_TARGETS picks some.
 FUZZ_SRCS := $(wildcard tests/fuzz_*.c)
+FUZZ_TARGETS ?= $(patsubst tests/%.c,%,$(FUZZ_SRCS))
+FUZZ_OPT := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer
 fuzz-only:
-	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz \
-	  OPT="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  $(patsubst tests/%.c,build-fuzz/fuzz/%,$(FUZZ_SRCS))
-	@for f in $(FUZZ_SRCS); do n=$$(basename $$f .c); \
-	  mkdir -p build-fuzz/corpus/$$n; \
-	  seeds=""; [ -d tests/fuzz_corpus/$$n ] && seeds=tests/fuzz_corpus/$$n; \
-	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
-	  build-fuzz/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus/$$n $$seeds \
-	    >build-fuzz/$$n.log 2>&1 || { tail -40 build-fuzz/$$n.log; exit 1; }; \
-	  tail -2 build-fuzz/$$n.log; done
+	@$(MAKE) --no-print-directory -k CC=clang BUILD=build-fuzz OPT="$(FUZZ_OPT)" \
+	  $(patsubst %,build-fuzz/fuzz/%,$(FUZZ_TARGETS)) || true
+	@sh tests/fuzz_run.sh $(FUZZ_SECONDS) build-fuzz $(FUZZ_TARGETS)
 
+# (a target that no longer builds leaves no old binary behind to be run)
 build-fuzz/fuzz/%: tests/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined $< $(LINK_LIBS) $(LDLIBS) -o $@
+	@rm -f $@
+	$(CC) $(CFLAGS) -MMD -MP -fsanitize=fuzzer,address,undefined $< $(LINK_LIBS) $(LDLIBS) -o $@
 
 # ---- install / clean / format ----------------------------------------------
 install: all

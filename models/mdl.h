@@ -91,7 +91,8 @@ int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e);
  * string lives in a per-thread buffer valid until the next call. */
 const char *mdl_builtin_name(const char *kind, size_t i);
 /* Writes a spec as INI text the parsers read back to the same struct
- * (provenance: the resolved spec of a run). 0 or KS_EIO. */
+ * (provenance: the resolved spec of a run). 0, KS_EIO, or KS_EINPUT (nothing
+ * written) for a name the parsers refuse, such as one starting with ';'. */
 int mdl_hw_write(const mdl_hw_t *hw, FILE *f);
 int mdl_llm_write(const mdl_llm_t *llm, FILE *f);
 /* Cross-field checks (run by the parsers and again after overrides). */

@@ -141,6 +141,18 @@ int mdl_field_set_number(const mdl_field_t *f, void *dst, double v, const char *
 	return -1;
 }
 
+/* A name the writer cannot give back: spec_write prints "name = VALUE", and
+ * inih reads a ';' after a blank as the start of an inline comment, so
+ * "name =;X" (accepted: no blank before the ';') would read back empty.
+ * Refused at input rather than quoted, as in sim/base/cfg.c: spec files stay
+ * plain INI that any reader splits the same way. */
+static const char *name_unstorable(const char *v)
+{
+	return *v == ';' ? "name cannot begin with ';' (written back as 'name = ;...', "
+	                   "INI reads a comment)"
+	                 : NULL;
+}
+
 int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const char **why)
 {
 	char *p = (char *)dst + f->off;
@@ -150,6 +162,8 @@ int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const
 			*why = "empty name";
 			return -1;
 		}
+		if ((*why = name_unstorable(value)))
+			return -1;
 		if (n >= f->size) {
 			*why = "name too long (max 63 characters)";
 			return -1;
@@ -486,6 +500,9 @@ static int spec_write(const char *section, const mdl_field_t *fields, size_t n, 
                       FILE *f)
 {
 	const char *p0 = src;
+	for (size_t i = 0; i < n; i++)
+		if (fields[i].type == MDL_F_NAME && name_unstorable(p0 + fields[i].off))
+			return KS_EINPUT;
 	fprintf(f, "[%s]\n", section);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = p0 + fields[i].off;
@@ -629,6 +646,23 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 			return err_set(e, KS_EINPUT, "%s: kv_heads: %u does not divide heads %u",
 			               origin, m->kv_heads, m->heads);
 	}
+	/* The sizes derived from a spec are 64-bit byte counts: refuse a spec
+	 * whose weights or KV bytes per token would not fit (1e308 bytes per
+	 * weight is a number, not a model). */
+	double wb = (double)m->params_total * m->weight_bytes;
+	if (!(wb < 9.2e18))
+		return err_set(e, KS_EINPUT,
+		               "%s: weight_bytes: params_total * weight_bytes = %.3g bytes is out of "
+		               "range (at most 9.2e18)",
+		               origin, wb);
+	double kv = m->attention == MDL_ATTN_MLA
+	                ? (double)m->layers * ((double)m->mla_latent + m->mla_rope) * m->dtype_bytes
+	                : 2.0 * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
+	if (!(kv < 9.2e18))
+		return err_set(e, KS_EINPUT,
+		               "%s: dtype_bytes: KV cache bytes per token = %.3g is out of range (at "
+		               "most 9.2e18)",
+		               origin, kv);
 	return 0;
 }
 
@@ -638,7 +672,7 @@ uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *m)
 {
 	if (m->attention ==
 	    MDL_ATTN_MLA) /* DeepSeek-V2 (arXiv:2405.04434) §2.1: cache c_KV and k_R */
-		return (uint64_t)m->layers * (m->mla_latent + m->mla_rope) * m->dtype_bytes;
+		return (uint64_t)m->layers * ((uint64_t)m->mla_latent + m->mla_rope) * m->dtype_bytes;
 	return 2ull * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes; /* K and V */
 }
 

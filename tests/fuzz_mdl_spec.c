@@ -7,14 +7,13 @@
 #include <string.h>
 
 #include "models/mdl.h"
+#include "tests/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
+	char *text = fuzz_text(data, size);
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	err_t e;
 	mdl_hw_t hw;
 	mdl_llm_t m;

@@ -337,6 +337,25 @@ static void test_long_lines_are_read(void **state)
 	expect_load_error(f, text, "t.ini:6: [sim] seed: duplicate key (first set on line 2)");
 }
 
+/* A line is split the same whether inih's buffer holds it or long_line
+ * does: leading \v, \f or \r are blanks to both (inih's lskip uses
+ * isspace), so "\v nodes = 3" is the key nodes and a line of "\f" and a
+ * comment is blank, short or long (found by fuzz_cfg_diff). */
+static void test_long_and_short_lines_strip_the_same_blanks(void **state)
+{
+	fx_t *f = *state;
+	char pad[301], text[1024];
+	memset(pad, 'x', 300);
+	pad[300] = '\0';
+	for (int lng = 0; lng < 2; lng++) {
+		const char *c = lng ? pad : "c";
+		snprintf(text, sizeof text, "[cluster]\n\v\f\r nodes = 3 ;%s\n\f ;%s\n", c, c);
+		assert_int_equal(cfg_load_string(f->c, "t.ini", text, &f->e), 0);
+		assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 3);
+		assert_string_equal(cfg_origin(f->c, "cluster", "nodes"), "t.ini:2");
+	}
+}
+
 static void test_bom_is_skipped_and_checked(void **state)
 {
 	fx_t *f = *state;
@@ -682,6 +701,42 @@ static void test_write_load_round_trip(void **state)
 	}
 	free(t1);
 	free(t2);
+	cfg_free(d);
+}
+
+/* "label =;x" keeps the ';' (no blank before it), but cfg_write's
+ * "label = ;x" reads back as an empty value: such a value is refused from a
+ * file, from --set and as a schema default, with the place named, and the
+ * config keeps its old value. A ';' after a non-blank stays allowed. */
+static void test_value_starting_with_comment_char_is_refused(void **state)
+{
+	fx_t *f = *state;
+	expect_load_error(f, "[cluster]\nnodes = 8\nlabel =;x\n",
+	                  "t.ini:3: [cluster] label: value cannot begin with ';' (written back "
+	                  "as 'key = ;...', it reads as a comment)");
+	expect_load_error(f, "[cluster]\nlabel = a\001b\n",
+	                  "t.ini:2: [cluster] label: value cannot contain control characters");
+	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 4);
+	expect_set_error(f, "cluster.label=;x",
+	                 "--set: [cluster] label: value cannot begin with ';' (written back as "
+	                 "'key = ;...', it reads as a comment)");
+	expect_set_error(f, "cluster.label= ;x",
+	                 "--set: [cluster] label: value cannot begin with ';' (written back as "
+	                 "'key = ;...', it reads as a comment)");
+	assert_string_equal(cfg_str(f->c, "cluster", "label"), "");
+	static const cfg_key_t bad_def[] = {
+	    {"x", "label", CFG_STR, ";x", 0, 0, NULL, "", "free text", NULL}};
+	cfg_schema_t *s = cfg_schema_new();
+	assert_int_equal(cfg_schema_add(s, bad_def, 1), KS_EINPUT);
+	cfg_schema_free(s);
+
+	assert_int_equal(cfg_load_string(f->c, "t.ini", "[cluster]\nlabel =x;y\n", &f->e), 0);
+	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
+	char *t1 = cfg_text(f->c);
+	cfg_t *d = cfg_new(f->s);
+	assert_int_equal(cfg_load_string(d, "out.ini", t1, &f->e), 0);
+	assert_string_equal(cfg_str(d, "cluster", "label"), "x;y");
+	free(t1);
 	cfg_free(d);
 }
 
@@ -1033,6 +1088,7 @@ int main(void)
 	    T(test_malformed_lines),
 	    T(test_first_error_wins),
 	    T(test_long_lines_are_read),
+	    T(test_long_and_short_lines_strip_the_same_blanks),
 	    T(test_bom_is_skipped_and_checked),
 	    T(test_indented_line_is_not_a_continuation),
 	    T(test_failed_load_changes_nothing),
@@ -1049,6 +1105,7 @@ int main(void)
 	    T(test_set_overrides_file),
 	    T(test_load_file_reports_path_and_line),
 	    T(test_write_load_round_trip),
+	    T(test_value_starting_with_comment_char_is_refused),
 	    T(test_write_skips_keys_of_unselected_policy),
 	    T(test_digest_stable_and_sensitive),
 	    T(test_set_choices_extends_enum),

@@ -293,6 +293,28 @@ static void test_bad_set(void **state)
 	result_free(&r);
 }
 
+/* A string value starting with ';' would be written as "key = ;..." and
+ * read back empty (the digest would change): refused from a file and from
+ * --set, exit 2, nothing on stdout. */
+static void test_string_value_starting_with_semicolon_exits_two(void **state)
+{
+	(void)state;
+	need_kvsim();
+	const doc_key_t *k = find_key("string", 0);
+	if (!k)
+		skip();
+	char text[256], prefix[256], set[256];
+	snprintf(text, sizeof text, "[%s]\n%s =;x\n", k->section, k->name);
+	snprintf(prefix, sizeof prefix, "kvsim config show: %%s:2: [%s] %s: ", k->section, k->name);
+	expect_bad_config_part(text, prefix, "value cannot begin with ';'");
+	snprintf(set, sizeof set, "%s.%s=;x", k->section, k->name);
+	result_t r = run_kvsim("config", "show", "--set", set, NULL);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "value cannot begin with ';'"));
+	result_free(&r);
+}
+
 static void test_unknown_key(void **state)
 {
 	(void)state;
@@ -492,6 +514,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed_line),
 	    cmocka_unit_test(test_missing_file),
 	    cmocka_unit_test(test_bad_set),
+	    cmocka_unit_test(test_string_value_starting_with_semicolon_exits_two),
 	    cmocka_unit_test(test_unknown_key),
 	    cmocka_unit_test(test_wrong_types),
 	    cmocka_unit_test(test_out_of_range_and_duplicate),

@@ -471,6 +471,9 @@ static void test_bad_flow_specs_are_rejected(void **st)
 	assert_int_equal(net_flow_start(f.net, &s, NULL, &e), KS_EINPUT);
 	assert_int_equal(net_link_add(f.net, 0, 0, NULL, &e), KS_EINPUT);
 	assert_int_equal(net_set_share(f.net, NET_SHARE_WEIGHTED, 1.5, &e), KS_EINPUT);
+	/* below the floor capacity / weight overflows in the solver */
+	assert_int_equal(net_set_share(f.net, NET_SHARE_WEIGHTED, 1e-300, &e), KS_EINPUT);
+	assert_int_equal(net_set_share(f.net, NET_SHARE_WEIGHTED, NET_BG_WEIGHT_MIN, &e), 0);
 	assert_int_equal(net_set_bg_mode(f.net, NET_BG_IDLE_WINDOW, 0, &e), KS_EINPUT);
 	fx_free(&f);
 }

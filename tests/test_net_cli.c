@@ -166,6 +166,30 @@ static void test_scenario_numbers_out_of_range_are_not_malformed(void **st)
 	free(out);
 }
 
+/* A background weight of 1e-300 made capacity / weight infinite in the
+ * solver, which then froze a capped flow past the end of its list (a crash
+ * found by fuzz_net): weights below NET_BG_WEIGHT_MIN, the floor of the
+ * network.bg_weight key, are refused on their line; the floor itself runs. */
+static void test_tiny_background_weight_is_refused(void **st)
+{
+	(void)st;
+	const char *flows = "link l 2e9 0\nflow b 400 0 bg l\n"
+	                    "flow c 5 0 fg cap=0.5e9 copies=2 overhead=10 l\n";
+	char text[256];
+	snprintf(text, sizeof text, "share weighted 0.251e-300\n%s", flows);
+	expect_error(text, 1, "share needs: share strict | share weighted W (0.001<=W<=1)");
+	snprintf(text, sizeof text, "share weighted 0.0009\n%s", flows);
+	expect_error(text, 1, "share needs");
+	snprintf(text, sizeof text, "share weighted 0.001\n%s", flows);
+	char *out;
+	err_t e = {0};
+	assert_int_equal(run(text, &out, &e), 0);
+	/* c joins at 20 (2 copies x 10 ns) and moves at its cap: 5 B in 10 ns */
+	assert_non_null(strstr(out, "flow c start=0 join=20 finish=30 bytes=5 "));
+	assert_non_null(strstr(out, "flow b start=0 join=0 finish="));
+	free(out);
+}
+
 static void test_net_run_exit_status_is_2_on_bad_input(void **st)
 {
 	(void)st;
@@ -194,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_scenario_errors_name_file_and_line),
 		cmocka_unit_test(test_scenario_time_overflow_names_the_flow_line),
 		cmocka_unit_test(test_scenario_numbers_out_of_range_are_not_malformed),
+		cmocka_unit_test(test_tiny_background_weight_is_refused),
 		cmocka_unit_test(test_net_run_exit_status_is_2_on_bad_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -168,6 +168,49 @@ static void test_where_sort_columns_over_params_and_metrics(void **st)
 	out_catalog_close(c);
 }
 
+/* SQLite prepares only the first statement of a text: a --where with SQL
+ * after a ';', or a ')' that closes the WHERE clause early, is refused
+ * before anything runs; ';' inside strings and comments is fine, and a
+ * trailing "-- comment" does not swallow the ORDER BY. */
+static void test_where_with_trailing_sql_is_refused(void **st)
+{
+	(void)st;
+	out_catalog_t *c;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	for (int i = 0; i < 3; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "r%d", i);
+		add_run(c, id, i == 1 ? "7" : "1", "none", (uint64_t)i);
+	}
+	out_table_t t;
+	static const char *const bad[] = {
+	    "id = 'r1'; DELETE FROM runs", "id = 'r1';", "id = 'r1' -- x\n; DELETE FROM runs",
+	    "1) OR (1", "(id = 'r1')) UNION SELECT name FROM sqlite_master WHERE ((1"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(out_catalog_select(c, "id", bad[i], NULL, &t, &e), KS_EINPUT);
+		assert_non_null(strstr(e.msg, "--where: "));
+		assert_non_null(strstr(e.msg, "no further SQL"));
+	}
+	assert_int_equal(out_catalog_select(c, "id", NULL, NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 3);
+	out_table_free(&t);
+	static const char *const good[] = {"policy.replication.name != 'a;b)' AND fake.rate > 5",
+	                                   "fake.rate > 5 /* ; ) */", "[fake.rate] > 5",
+	                                   "(fake.rate > 5) -- ; )"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		assert_int_equal(out_catalog_select(c, "id", good[i], NULL, &t, &e), 0);
+		assert_int_equal(t.nrows, 1);
+		assert_string_equal(t.cells[0], "r1");
+		out_table_free(&t);
+	}
+	assert_int_equal(out_catalog_select(c, "id", "1 -- all", "-id", &t, &e), 0);
+	assert_int_equal(t.nrows, 3);
+	assert_string_equal(t.cells[0], "r2");
+	out_table_free(&t);
+	out_catalog_close(c);
+}
+
 static void test_resolve_needs_a_unique_prefix(void **st)
 {
 	(void)st;
@@ -417,6 +460,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_where_sort_columns_over_params_and_metrics,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_where_with_trailing_sql_is_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_needs_a_unique_prefix, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_open_of_missing_catalog_is_input_error,

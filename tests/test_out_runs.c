@@ -174,6 +174,10 @@ static void test_bad_input_is_a_usage_error(void **st)
 	free(t);
 	assert_int_equal(runs(&t, 4, dir, "--where", "(("), 2);
 	free(t);
+	/* SQL after a ';' is refused (exit 2, nothing listed), not dropped */
+	assert_int_equal(runs(&t, 4, dir, "--where", "fake.rate >= 2; SELECT 1"), 2);
+	assert_string_equal(t, "");
+	free(t);
 	char missing[400];
 	snprintf(missing, sizeof missing, "%s/none", tmpdir);
 	assert_int_equal(runs(&t, 2, missing), 2);

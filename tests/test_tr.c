@@ -221,6 +221,24 @@ static void test_mooncake_timestamps_backwards(void **st)
 	    ":2: timestamp: goes backwards", NULL);
 }
 
+/* jansson keeps the last of two equal keys; a trace row that names a field
+ * twice is an error naming the line and the key, nested objects included. */
+static void test_jsonl_duplicate_key_is_an_error(void **st)
+{
+	(void)st;
+	expect_err(
+	    TR_KIND_MOONCAKE, "jsonl",
+	    "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+	    "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1], "
+	    "\"input_length\": 900}\n",
+	    ":2: input_length: duplicate key", NULL);
+	expect_err(TR_KIND_BAILIAN, "jsonl",
+	           "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.5, "
+	           "\"input_length\": 16, \"output_length\": 1, \"type\": \"text\", \"turn\": 1, "
+	           "\"hash_ids\": [1], \"meta\": {\"k\": 1, \"k\": 2}}\n",
+	           ":1: k: duplicate key", NULL);
+}
+
 static void test_mooncake_truncated_line(void **st)
 {
 	(void)st;
@@ -903,6 +921,7 @@ int main(void)
 	    cmocka_unit_test(test_mooncake_negative_length),
 	    cmocka_unit_test(test_mooncake_timestamps_backwards),
 	    cmocka_unit_test(test_mooncake_truncated_line),
+	    cmocka_unit_test(test_jsonl_duplicate_key_is_an_error),
 	    cmocka_unit_test(test_mooncake_bad_json_mid_file),
 	    cmocka_unit_test(test_empty_files),
 	    cmocka_unit_test(test_mooncake_huge_values),

@@ -124,6 +124,15 @@ int tr_lines_verify(const char *path, err_t *e)
 	struct stat sb;
 	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
 		return 0; /* a pipe read twice would lose its data; open reports the rest */
+	/* zlib tells gzip from plain text by the magic bytes 1f 8b (RFC 1952
+	 * 2.3.1); a plain file needs no zlib stream and its buffers */
+	unsigned char magic[2] = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, magic, 2);
+	if (fd >= 0)
+		close(fd);
+	if (got == 2 && (magic[0] != 0x1f || magic[1] != 0x8b))
+		return 0;
 	tr_lines_t l;
 	int rc = tr_lines_open(&l, path, e);
 	if (rc)

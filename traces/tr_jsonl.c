@@ -134,6 +134,20 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 	return 0;
 }
 
+/* A row naming a key twice is refused: jansson would keep the last value,
+ * and which one a trace meant is unknowable. The key is the raw token that
+ * jansson quotes in its message ("duplicate object key near '"KEY"'"). */
+static int duplicate_key(const jsonl_src_t *s, const json_error_t *je, err_t *e)
+{
+	const char *k = strstr(je->text, "near '\"");
+	size_t n = k ? strlen(k += 7) : 0;
+	if (n < 2 || strcmp(k + n - 2, "\"'"))
+		return err_set(e, KS_EINPUT, "%s:%llu: json: duplicate key (column %d)", s->l.path,
+		               LINE(s), je->column);
+	return err_set(e, KS_EINPUT, "%s:%llu: %.*s: duplicate key (a row gives each field once)",
+	               s->l.path, LINE(s), (int)(n - 2), k);
+}
+
 static int jsonl_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 {
 	jsonl_src_t *s = (jsonl_src_t *)b;
@@ -148,8 +162,10 @@ static int jsonl_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 		if (!*p)
 			continue; /* blank lines are allowed */
 		json_error_t je;
-		json_t *o = json_loadb(s->l.buf, s->l.len, 0, &je);
+		json_t *o = json_loadb(s->l.buf, s->l.len, JSON_REJECT_DUPLICATES, &je);
 		if (!o) {
+			if (json_error_code(&je) == json_error_duplicate_key)
+				return duplicate_key(s, &je, e);
 			if (s->l.no_newline)
 				return err_set(e, KS_EINPUT,
 				               "%s:%llu: line: truncated line (no newline at end "

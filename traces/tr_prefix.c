@@ -76,8 +76,6 @@ int tr_prefix_new(const tr_opts_t *o, uint64_t seed, tr_prefix_t **out, err_t *e
 		for (uint32_t g = 0; g < o->prefix_count; g++)
 			p->cdf[g] /= s;
 	}
-	if (o->session_mode == TR_SESS_TRACE && !(p->table = calloc(SESS_SLOTS, sizeof *p->table)))
-		goto nomem;
 	if (o->session_mode == TR_SESS_SYNTH) {
 		if (o->session_active == 0) {
 			tr_prefix_free(p);
@@ -169,7 +167,6 @@ static sess_t *session_for(tr_prefix_t *p, uint64_t *sid, uint32_t input_len)
 int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_len, uint64_t *sid,
                        const tr_seg_t **segs, uint32_t *n, err_t *e)
 {
-	(void)e;
 	uint32_t k = 0;
 	*segs = p->segs;
 	/* 1. fan-out groups */
@@ -193,7 +190,10 @@ int tr_prefix_segments(tr_prefix_t *p, int64_t t_ns, uint32_t L, uint32_t out_le
 		*n = k;
 		return 0;
 	}
-	/* 2. sessions */
+	/* 2. sessions; the table (2 MiB) is made when a trace first names one */
+	if (p->o.session_mode == TR_SESS_TRACE && *sid && !p->table &&
+	    !(p->table = calloc(SESS_SLOTS, sizeof *p->table)))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	sess_t *s = session_for(p, sid, L);
 	if (s) {
 		/* Synthetic sessions draw lengths independently of the history, so

@@ -4,10 +4,11 @@
  * our own line reader so that every handler call knows its line number (the
  * distribution's libinih is built without INI_HANDLER_LINENO) and so that
  * section headers are checked even when the section holds no key. The reader
- * also strips leading blanks, which turns off inih's indented-continuation
- * lines: an indented "key = v" is an ordinary assignment, never part of the
- * previous value. A load is all-or-nothing: values are staged and committed
- * only when the whole text is valid.
+ * also strips leading blanks (any isspace() byte, as inih's lskip), which
+ * turns off inih's indented-continuation lines: an indented "key = v" is an
+ * ordinary assignment, never part of the previous value. A load is
+ * all-or-nothing: values are staged and committed only when the whole text
+ * is valid.
  */
 #include "sim/base/cfg.h"
 
@@ -448,13 +449,21 @@ static char *val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t
 }
 
 /* Whether a string value survives a write/load round trip through inih:
- * no line breaks, no blanks at either end (inih strips them) and no blank
- * followed by ';' (an inline comment). */
+ * no line breaks, no blanks at either end (inih strips them) and no ';'
+ * that the written line "key = VALUE" puts after a blank (an inline
+ * comment): not after a blank inside, and not first, since "key =;x" keeps
+ * the ';' but the writer's "key = ;x" loses the value. Such values are
+ * refused wherever they come from (file, --set, preset, schema default)
+ * rather than quoted, so the written config stays plain INI that reads the
+ * same in any INI reader, and /config in HDF5 files loads back unchanged. */
 static const char *str_unstorable(const char *v)
 {
 	size_t n = strlen(v);
 	if (n && (isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])))
 		return "value cannot begin or end with a blank";
+	if (*v == ';')
+		return "value cannot begin with ';' (written back as 'key = ;...', it reads "
+		       "as a comment)";
 	for (size_t i = 0; i < n; i++) {
 		if ((unsigned char)v[i] < 0x20 && v[i] != '\t')
 			return "value cannot contain control characters";
@@ -810,7 +819,9 @@ static char *parse_reader(char *str, int num, void *stream)
 		s += 3; /* UTF-8 byte-order mark */
 		len -= 3;
 	}
-	while (len && (*s == ' ' || *s == '\t')) {
+	/* inih's lskip: any isspace() byte, not only blanks (so a long line and
+	 * a short one start at the same place) */
+	while (len && *s != '\n' && isspace((unsigned char)*s)) {
 		s++;
 		len--;
 	}
@@ -873,6 +884,9 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 	const cfg_key_t *k = s->keys[ki];
 	char why[512];
 	cfg_val_t v = {0};
+	const char *bad = k->type == CFG_STR ? str_unstorable(value) : NULL;
+	if (bad)
+		return parse_fail(p, KS_EINPUT, "[%s] %s: %s", section, name, bad);
 	if (val_parse(k, key_choices(s, (size_t)ki), value, &v, true, why, sizeof why))
 		return parse_fail(p, KS_EINPUT, "[%s] %s: %s", section, name, why);
 	char org[512];

@@ -249,12 +249,14 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 			return 0;
 		}
 		double w;
-		if (nt == 3 && !strcmp(tok[1], "weighted") && num(tok[2], &w) && w > 0 && w <= 1) {
+		if (nt == 3 && !strcmp(tok[1], "weighted") && num(tok[2], &w) &&
+		    w >= NET_BG_WEIGHT_MIN && w <= 1) {
 			s->share = NET_SHARE_WEIGHTED;
 			s->weight = w;
 			return 0;
 		}
-		return perr(s, line, e, "%s", "share needs: share strict | share weighted W (0<W<=1)");
+		return perr(s, line, e, "%s",
+			    "share needs: share strict | share weighted W (0.001<=W<=1)");
 	}
 	if (!strcmp(d, "background")) {
 		double p;

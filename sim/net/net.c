@@ -616,7 +616,7 @@ static int fill(net_t *net, double wfg, double wbg)
 		}
 		if (net->n_heap == 0 && ci >= n_capped)
 			break;
-		if (lcap <= lrow) {
+		if (ci < n_capped && lcap <= lrow) { /* lrow may be infinite too */
 			agg_t *a = &net->aggs[net->capped[ci++]];
 			freeze(net, a, a->cap);
 			continue;
@@ -1063,9 +1063,9 @@ int net_set_share(net_t *net, net_share_t mode, double bg_weight, err_t *e)
 {
 	if (mode != NET_SHARE_STRICT && mode != NET_SHARE_WEIGHTED)
 		return err_set(e, KS_EINPUT, "unknown share mode %d", (int)mode);
-	if (mode == NET_SHARE_WEIGHTED && !(bg_weight > 0 && bg_weight <= 1))
-		return err_set(e, KS_EINPUT, "background weight must be in (0, 1], got %g",
-			       bg_weight);
+	if (mode == NET_SHARE_WEIGHTED && !(bg_weight >= NET_BG_WEIGHT_MIN && bg_weight <= 1))
+		return err_set(e, KS_EINPUT, "background weight must be in [%g, 1], got %g",
+			       NET_BG_WEIGHT_MIN, bg_weight);
 	net->share = mode;
 	net->bg_weight = mode == NET_SHARE_WEIGHTED ? bg_weight : 1.0;
 	for (uint32_t i = 0; i < net->n_links; i++)

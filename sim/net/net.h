@@ -114,6 +114,11 @@ net_t *net_new(ev_engine_t *eng, uint32_t ev_type, err_t *e);
 void net_free(net_t *net);
 int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *id, err_t *e);
 size_t net_link_count(const net_t *net);
+/* Weighted mode: a background flow's weight against a foreground flow's 1,
+ * in [NET_BG_WEIGHT_MIN, 1]. The floor keeps capacity / weight finite in the
+ * solver (a weight of 1e-300 made it infinite) and is the range of the
+ * network.bg_weight key. */
+#define NET_BG_WEIGHT_MIN 0.001
 int net_set_share(net_t *net, net_share_t mode, double bg_weight, err_t *e);
 /* param: threshold in (0,1] for IDLE_WINDOW, share in (0,1] for RATE_CAP. */
 int net_set_bg_mode(net_t *net, net_bg_mode_t mode, double param, err_t *e);

@@ -2,6 +2,7 @@
  * Link bandwidths and latencies come from the hardware spec (models/), not
  * from here; these keys shape the fabric and how the classes share links. */
 #include "sim/base/cfg.h"
+#include "sim/net/net.h"
 
 const cfg_key_t net_cfg_keys[] = {
 	{"network", "fabric", CFG_ENUM, "leaf_spine", 0, 0, "single,leaf_spine", "",
@@ -15,7 +16,7 @@ const cfg_key_t net_cfg_keys[] = {
 	{"network", "bg_share", CFG_ENUM, "strict", 0, 0, "strict,weighted", "",
 	 "background vs foreground: strict priority (background gets what foreground "
 	 "leaves) or weighted max-min with bg_weight", NULL},
-	{"network", "bg_weight", CFG_FLOAT, "0.1", 0.001, 1, NULL, "",
+	{"network", "bg_weight", CFG_FLOAT, "0.1", NET_BG_WEIGHT_MIN, 1, NULL, "",
 	 "weighted mode: a background flow's weight against a foreground flow's 1", NULL},
 	{"network", "bg_schedule", CFG_ENUM, "immediate", 0, 0, "immediate,idle_window,rate_cap", "",
 	 "default background mechanism (a transfer-scheduling policy may set its own): run "

@@ -654,9 +654,11 @@ static char *quote_where(const out_catalog_t *c, const char *w)
 		return NULL;
 	for (size_t i = 0; i < n;) {
 		char ch = w[i];
-		if (ch == '\'' || ch == '"') { /* copy a quoted string or identifier as is */
+		if (ch == '\'' || ch == '"' || ch == '`' || ch == '[') {
+			/* copy a quoted string or identifier as is */
+			char close = ch == '[' ? ']' : ch;
 			size_t k = i + 1;
-			while (k < n && w[k] != ch)
+			while (k < n && w[k] != close)
 				k++;
 			k = k < n ? k + 1 : n;
 			memcpy(o + j, w + i, k - i);
@@ -685,6 +687,39 @@ static char *quote_where(const out_catalog_t *c, const char *w)
 	}
 	o[j] = '\0';
 	return o;
+}
+
+/* Why a --where text is not one condition, or NULL. SQLite compiles only
+ * the first statement of a text and hands back the rest, so "a = 1; DROP
+ * ..." would silently run as "a = 1"; a ')' closing a parenthesis the text
+ * did not open would let it append clauses of its own. Quoted strings and
+ * identifiers ('', "", ``, []) and comments are skipped, as SQLite's
+ * tokenizer skips them (a doubled quote is two adjacent strings here, which
+ * splits the text the same way). */
+static const char *where_refused(const char *w)
+{
+	int depth = 0;
+	for (const char *p = w; *p;) {
+		const char *close = *p == '[' ? "]" : *p == '\'' ? "'" : *p == '"' ? "\""
+		                    : *p == '`' ? "`" : NULL;
+		if (close) {
+			const char *q = strstr(p + 1, close);
+			p = q ? q + 1 : p + strlen(p);
+		} else if (p[0] == '-' && p[1] == '-') {
+			p += strcspn(p, "\n");
+		} else if (p[0] == '/' && p[1] == '*') {
+			const char *q = strstr(p + 2, "*/");
+			p = q ? q + 2 : p + strlen(p);
+		} else if (*p == ';') {
+			return "';' ends the statement: give one condition, no further SQL";
+		} else {
+			depth += (*p == '(') - (*p == ')');
+			if (depth < 0)
+				return "unbalanced ')': give one condition, no further SQL";
+			p++;
+		}
+	}
+	return NULL;
 }
 
 static int append(char **buf, size_t *len, size_t *cap, const char *s)
@@ -793,12 +828,20 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 	}
 	append(&sql, &len, &cap, " FROM runs");
 	if (where && *where) {
+		const char *why = where_refused(where);
+		if (why) {
+			rc = err_set(e, KS_EINPUT, "--where: %s", why);
+			goto out;
+		}
 		if (!(qw = quote_where(c, where))) {
 			rc = err_set(e, KS_ENOMEM, "out of memory");
 			goto out;
 		}
-		append(&sql, &len, &cap, " WHERE ");
+		/* in parentheses, and the ')' on a line of its own so that a
+		 * trailing "-- comment" cannot swallow the ORDER BY */
+		append(&sql, &len, &cap, " WHERE (");
 		append(&sql, &len, &cap, qw);
+		append(&sql, &len, &cap, "\n)");
 	}
 	append(&sql, &len, &cap, " ORDER BY ");
 	if (sort && *sort) {
@@ -821,8 +864,15 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 		goto out;
 	}
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+	const char *tail = NULL;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, &tail) != SQLITE_OK) {
 		rc = err_set(e, KS_EINPUT, "%s: bad query: %s", c->path, sqlite3_errmsg(c->db));
+		goto out;
+	}
+	if (!st || (tail && tail[strspn(tail, " \t\r\n")])) {
+		/* not expected after where_refused; never run part of a query */
+		sqlite3_finalize(st);
+		rc = err_set(e, KS_EINPUT, "%s: bad query: more than one statement", c->path);
 		goto out;
 	}
 	t->ncols = n;

@@ -128,7 +128,9 @@ typedef struct out_table {
 
 /* SELECT columns (comma-separated names, NULL: id, status, seed, git_rev,
  * params, metrics; "all": every column but config) FROM runs WHERE where (SQL, may be
- * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). */
+ * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). where
+ * is one condition: a ';' or an unmatched ')' outside strings and comments
+ * is KS_EINPUT ("--where: ..."), so no further SQL is ever dropped or run. */
 int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 		       const char *sort, out_table_t *t, err_t *e);
 void out_table_free(out_table_t *t);
