@@ -22,6 +22,10 @@ int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e
 
 /* A GSL stream for a policy: mt19937 seeded with seed (0 maps to 1). */
 gsl_rng *pol_rng_new(uint64_t seed);
+/* init and free hooks of a policy whose whole state is its stream (a
+ * gsl_rng * from pol_rng_new): for ops tables of parameterless policies. */
+int pol_rng_state_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e);
+void pol_rng_state_free(void *st);
 /* The splitmix64 finaliser (Steele et al. 2014): hash of a block id. */
 uint64_t pol_mix64(uint64_t x);
 
