@@ -31,6 +31,7 @@
 	X(POL_ROUTING, pol_routing_ops, pol_route_weighted_score)                                  \
 	X(POL_ROUTING, pol_routing_ops, pol_route_preble)                                          \
 	X(POL_ROUTING, pol_routing_ops, pol_route_min_ttft)                                        \
+	X(POL_ROUTING, pol_routing_ops, pol_route_power_of_two)                                    \
 	X(POL_EVICTION, pol_eviction_ops, pol_evict_lru)                                           \
 	X(POL_EVICTION, pol_eviction_ops, pol_evict_lfu)                                           \
 	X(POL_EVICTION, pol_eviction_ops, pol_evict_spec_first)                                    \
