@@ -15,24 +15,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The built-in names; test_pol_cfg checks they match pol_builtins. */
-static const cfg_key_t name_keys[POL_NFAMILY] = {
-    {"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0,
-     "oracle,repeat_count,ewma,holt,hawkes", "",
+/* Each family's `name` key; its choices are the built-ins of the family in
+ * pol_builtins order, filled in by name_choices at registration (plugins
+ * widen them later, pol_cfg_register_plugins). */
+static cfg_key_t name_keys[POL_NFAMILY] = {
+    {"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0, NULL, "",
      "demand forecaster feeding the replication policy (kvsim policies lists them)", NULL},
-    {"policy.replication", "name", CFG_ENUM, "none", 0, 0,
-     "none,reactive_hotspot,early_rdma,speculative,full", "",
+    {"policy.replication", "name", CFG_ENUM, "none", 0, 0, NULL, "",
      "how KV is copied between instances ahead of or on demand", NULL},
-    {"policy.routing", "name", CFG_ENUM, "least_load", 0, 0,
-     "round_robin,random,least_load,cache_aware,kv_cost,weighted_score,preble,min_ttft", "",
+    {"policy.routing", "name", CFG_ENUM, "least_load", 0, 0, NULL, "",
      "which instance serves a request", NULL},
-    {"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, "lru,lfu,spec_first,cost_aware", "",
+    {"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, NULL, "",
      "which evictable KV block goes first when the pool is full", NULL},
-    {"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, "immediate,idle_window,rate_cap", "",
+    {"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, NULL, "",
      "when background (speculative) copies may use the links", NULL},
-    {"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, "accept_all,slo_reject", "",
+    {"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, NULL, "",
      "whether a request is admitted at arrival", NULL},
 };
+
+/* Room for one family's built-in names; pol_builtins is constant, so they
+ * are joined once and the schema may keep pointing at them. */
+#define POL_NAMES_MAX 1024
+static char name_choices[POL_NFAMILY][POL_NAMES_MAX];
+
+static int name_choices_fill(void)
+{
+	for (int f = 0; f < POL_NFAMILY; f++) {
+		if (name_keys[f].choices)
+			continue;
+		char *names = pol_names(NULL, (pol_family_t)f);
+		if (!names)
+			return KS_ENOMEM;
+		size_t n = strlen(names);
+		if (n >= POL_NAMES_MAX) {
+			free(names);
+			return KS_EINPUT; /* raise POL_NAMES_MAX */
+		}
+		memcpy(name_choices[f], names, n + 1);
+		free(names);
+		name_keys[f].choices = name_choices[f];
+	}
+	return 0;
+}
 
 /* Its choices are filled in by pol_preset_register. */
 static const cfg_key_t preset_key = {
@@ -81,8 +105,8 @@ uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks)
 
 int pol_cfg_register(cfg_schema_t *s)
 {
-	int rc = cfg_schema_add(s, &preset_key, 1);
-	if (rc)
+	int rc = name_choices_fill();
+	if (rc || (rc = cfg_schema_add(s, &preset_key, 1)))
 		return rc;
 	for (int f = 0; f < POL_NFAMILY; f++)
 		if ((rc = cfg_schema_add(s, &name_keys[f], 1)))

@@ -1,5 +1,5 @@
 /* pol_int — helpers shared by the built-in policies (not part of the
- * plugin ABI): the built-in tables, a fair choice among equal candidates,
+ * plugin ABI): a fair choice among equal candidates,
  * a bounded table of recently seen prefixes, a bounded table of prefix
  * groups, a map from ids, and the Hawkes/Holt maths exposed for unit tests.
  * Times in ns unless a name says _s.
@@ -17,23 +17,15 @@
 		"policy." fam, nm, ty, df, lo, hi, ch, un, dc, own                                 \
 	}
 
-extern const struct pol_predictor_ops pol_pred_oracle, pol_pred_repeat_count, pol_pred_ewma,
-    pol_pred_holt, pol_pred_hawkes;
-extern const struct pol_replication_ops pol_repl_none, pol_repl_reactive_hotspot,
-    pol_repl_early_rdma, pol_repl_speculative, pol_repl_full;
-extern const struct pol_routing_ops pol_route_round_robin, pol_route_random, pol_route_least_load,
-    pol_route_cache_aware, pol_route_kv_cost, pol_route_weighted_score, pol_route_preble,
-    pol_route_min_ttft;
-extern const struct pol_eviction_ops pol_evict_lru, pol_evict_lfu, pol_evict_spec_first,
-    pol_evict_cost_aware;
-extern const struct pol_transfer_ops pol_xfer_immediate, pol_xfer_idle_window, pol_xfer_rate_cap;
-extern const struct pol_admission_ops pol_admit_accept_all, pol_admit_slo_reject;
-
 /* Inits h with ops and the params already in h->params (registry). */
 int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e);
 
 /* A GSL stream for a policy: mt19937 seeded with seed (0 maps to 1). */
 gsl_rng *pol_rng_new(uint64_t seed);
+/* init and free hooks of a policy whose whole state is its stream (a
+ * gsl_rng * from pol_rng_new): for ops tables of parameterless policies. */
+int pol_rng_state_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e);
+void pol_rng_state_free(void *st);
 /* The splitmix64 finaliser (Steele et al. 2014): hash of a block id. */
 uint64_t pol_mix64(uint64_t x);
 

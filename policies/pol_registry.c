@@ -8,41 +8,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define E(fam, var)                                                                                \
-	{                                                                                          \
-		fam, NULL, &var.base                                                               \
-	}
+/* The built-in policies, one line each: family, ops type, the table its
+ * file defines. The externs, pol_builtins[] and so each family's `name`
+ * choices (pol_cfg.c) and `kvsim policies` all come from this list, in its
+ * order; adding a policy is its file plus one line here (CONTRIBUTING.md). */
+#define POL_BUILTIN_LIST(X)                                                                        \
+	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_oracle)                                       \
+	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_repeat_count)                                 \
+	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_ewma)                                         \
+	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_holt)                                         \
+	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_hawkes)                                       \
+	X(POL_REPLICATION, pol_replication_ops, pol_repl_none)                                     \
+	X(POL_REPLICATION, pol_replication_ops, pol_repl_reactive_hotspot)                         \
+	X(POL_REPLICATION, pol_replication_ops, pol_repl_early_rdma)                               \
+	X(POL_REPLICATION, pol_replication_ops, pol_repl_speculative)                              \
+	X(POL_REPLICATION, pol_replication_ops, pol_repl_full)                                     \
+	X(POL_ROUTING, pol_routing_ops, pol_route_round_robin)                                     \
+	X(POL_ROUTING, pol_routing_ops, pol_route_random)                                          \
+	X(POL_ROUTING, pol_routing_ops, pol_route_least_load)                                      \
+	X(POL_ROUTING, pol_routing_ops, pol_route_cache_aware)                                     \
+	X(POL_ROUTING, pol_routing_ops, pol_route_kv_cost)                                         \
+	X(POL_ROUTING, pol_routing_ops, pol_route_weighted_score)                                  \
+	X(POL_ROUTING, pol_routing_ops, pol_route_preble)                                          \
+	X(POL_ROUTING, pol_routing_ops, pol_route_min_ttft)                                        \
+	X(POL_ROUTING, pol_routing_ops, pol_route_power_of_two)                                    \
+	X(POL_EVICTION, pol_eviction_ops, pol_evict_lru)                                           \
+	X(POL_EVICTION, pol_eviction_ops, pol_evict_lfu)                                           \
+	X(POL_EVICTION, pol_eviction_ops, pol_evict_spec_first)                                    \
+	X(POL_EVICTION, pol_eviction_ops, pol_evict_cost_aware)                                    \
+	X(POL_TRANSFER, pol_transfer_ops, pol_xfer_immediate)                                      \
+	X(POL_TRANSFER, pol_transfer_ops, pol_xfer_idle_window)                                    \
+	X(POL_TRANSFER, pol_transfer_ops, pol_xfer_rate_cap)                                       \
+	X(POL_ADMISSION, pol_admission_ops, pol_admit_accept_all)                                  \
+	X(POL_ADMISSION, pol_admission_ops, pol_admit_slo_reject)
+
+#define POL_BUILTIN_EXTERN(fam, type, var) extern const struct type var;
+POL_BUILTIN_LIST(POL_BUILTIN_EXTERN)
+#undef POL_BUILTIN_EXTERN
+
+#define POL_BUILTIN_ENTRY(fam, type, var) {fam, NULL, &var.base},
 const pol_reg_entry_t pol_builtins[] = {
-    E(POL_PREDICTOR, pol_pred_oracle),
-    E(POL_PREDICTOR, pol_pred_repeat_count),
-    E(POL_PREDICTOR, pol_pred_ewma),
-    E(POL_PREDICTOR, pol_pred_holt),
-    E(POL_PREDICTOR, pol_pred_hawkes),
-    E(POL_REPLICATION, pol_repl_none),
-    E(POL_REPLICATION, pol_repl_reactive_hotspot),
-    E(POL_REPLICATION, pol_repl_early_rdma),
-    E(POL_REPLICATION, pol_repl_speculative),
-    E(POL_REPLICATION, pol_repl_full),
-    E(POL_ROUTING, pol_route_round_robin),
-    E(POL_ROUTING, pol_route_random),
-    E(POL_ROUTING, pol_route_least_load),
-    E(POL_ROUTING, pol_route_cache_aware),
-    E(POL_ROUTING, pol_route_kv_cost),
-    E(POL_ROUTING, pol_route_weighted_score),
-    E(POL_ROUTING, pol_route_preble),
-    E(POL_ROUTING, pol_route_min_ttft),
-    E(POL_EVICTION, pol_evict_lru),
-    E(POL_EVICTION, pol_evict_lfu),
-    E(POL_EVICTION, pol_evict_spec_first),
-    E(POL_EVICTION, pol_evict_cost_aware),
-    E(POL_TRANSFER, pol_xfer_immediate),
-    E(POL_TRANSFER, pol_xfer_idle_window),
-    E(POL_TRANSFER, pol_xfer_rate_cap),
-    E(POL_ADMISSION, pol_admit_accept_all),
-    E(POL_ADMISSION, pol_admit_slo_reject),
-    {POL_NFAMILY, NULL, NULL},
+    POL_BUILTIN_LIST(POL_BUILTIN_ENTRY){POL_NFAMILY, NULL, NULL},
 };
-#undef E
+#undef POL_BUILTIN_ENTRY
 
 struct pol_registry {
 	const pol_base_t **tab[POL_NFAMILY];

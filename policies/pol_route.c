@@ -97,21 +97,6 @@ const struct pol_routing_ops pol_route_round_robin = {
 
 /* ---- random ------------------------------------------------------------------ */
 
-static int rnd_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
-{
-	(void)p;
-	gsl_rng *r = pol_rng_new(seed);
-	if (!r)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	*state = r;
-	return 0;
-}
-
-static void rnd_free(void *st)
-{
-	gsl_rng_free(st);
-}
-
 static int rnd_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	(void)r;
@@ -121,7 +106,8 @@ static int rnd_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 
 const struct pol_routing_ops pol_route_random = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "random",
-             "Uniformly random instance (seeded GSL stream).", NULL, 0, rnd_init, rnd_free},
+             "Uniformly random instance (seeded GSL stream).", NULL, 0, pol_rng_state_init,
+             pol_rng_state_free},
     .route = rnd_route,
 };
 

@@ -17,6 +17,21 @@ gsl_rng *pol_rng_new(uint64_t seed)
 	return r;
 }
 
+int pol_rng_state_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+{
+	(void)p;
+	gsl_rng *r = pol_rng_new(seed);
+	if (!r)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	*state = r;
+	return 0;
+}
+
+void pol_rng_state_free(void *st)
+{
+	gsl_rng_free(st);
+}
+
 /* ---- fair choice --------------------------------------------------------- */
 
 void pol_pick_start(pol_pick_t *p, gsl_rng *rng)

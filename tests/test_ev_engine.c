@@ -170,6 +170,37 @@ static void test_register_rejects_out_of_range_type_and_null(void **state)
 	ev_engine_free(eng);
 }
 
+/* Types handed out skip the bound ones, are all different, dispatch to their
+ * own handlers, and run out only when the table is full; a bound type
+ * cannot be bound again, so two modules never share one. */
+static void test_type_new_hands_out_each_free_type_once(void **state)
+{
+	(void)state;
+	log_t lg = {0};
+	ev_engine_t *eng = ev_engine_new(0);
+	assert_non_null(eng);
+	assert_int_equal(ev_engine_register(eng, 0, record, &lg), 0);
+	uint32_t a, b, t;
+	assert_int_equal(ev_engine_type_new(eng, record, &lg, &a), 0);
+	assert_int_equal(ev_engine_type_new(eng, record_b, &lg, &b), 0);
+	assert_int_equal(a, 1);
+	assert_int_equal(b, 2);
+	assert_int_equal(ev_engine_register(eng, a, record_b, &lg), KS_EINPUT);
+	assert_int_equal(ev_engine_type_new(eng, NULL, &lg, &t), KS_EINPUT);
+	ev_engine_at(eng, 10, b, 0, 1);
+	ev_engine_at(eng, 20, a, 0, 2);
+	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
+	assert_int_equal(lg.n, 2);
+	assert_int_equal(lg.payload[0], 1001); /* b's handler */
+	assert_int_equal(lg.payload[1], 2);    /* a's, not rebound */
+	for (uint32_t i = 3; i < EV_MAX_TYPES; i++) {
+		assert_int_equal(ev_engine_type_new(eng, record, &lg, &t), 0);
+		assert_int_equal(t, i);
+	}
+	assert_int_equal(ev_engine_type_new(eng, record, &lg, &t), KS_ENOMEM);
+	ev_engine_free(eng);
+}
+
 static void test_run_until_stops_at_bound_and_advances_clock(void **state)
 {
 	(void)state;
@@ -297,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_check_hook_runs_after_every_event_and_its_error_stops),
 		cmocka_unit_test(test_cancel_and_reschedule_through_engine),
 		cmocka_unit_test(test_after_rejects_negative_and_overflowing_delays),
+		cmocka_unit_test(test_type_new_hands_out_each_free_type_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

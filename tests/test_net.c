@@ -14,7 +14,6 @@
 
 #include "sim/net/net.h"
 
-#define T_NET 1
 #define T_ACT 2
 #define MAXF 64
 
@@ -39,7 +38,7 @@ static void fx_init(fx_t *f)
 	memset(f, 0, sizeof *f);
 	f->eng = ev_engine_new(64);
 	assert_non_null(f->eng);
-	f->net = net_new(f->eng, T_NET, NULL);
+	f->net = net_new(f->eng, NULL);
 	assert_non_null(f->net);
 	for (int i = 0; i < MAXF; i++)
 		f->end[i] = -1;
@@ -690,7 +689,7 @@ static void prop_run(gsl_rng *rng, int64_t quantum, int *checks)
 	memset(&p, 0, sizeof p);
 	p.quantum = quantum;
 	p.eng = ev_engine_new(64);
-	p.net = net_new(p.eng, T_NET, NULL);
+	p.net = net_new(p.eng, NULL);
 	assert_int_equal(ev_engine_register(p.eng, T_ACT, prop_act, &p), 0);
 	ev_engine_set_check(p.eng, prop_check, &p);
 	int nl = 2 + (int)gsl_rng_uniform_int(rng, PL - 1);

@@ -9,7 +9,6 @@
 
 #include "sim/net/net_topo.h"
 
-#define T_NET 1
 
 static net_topo_spec_t spec(net_fabric_t fab, double ratio, uint32_t per_leaf)
 {
@@ -43,7 +42,7 @@ static void setup(ctx_t *x, net_topo_spec_t s)
 {
 	memset(x, 0, sizeof *x);
 	x->eng = ev_engine_new(64);
-	x->net = net_new(x->eng, T_NET, NULL);
+	x->net = net_new(x->eng, NULL);
 	assert_int_equal(net_topo_build(x->net, &s, &x->t, NULL), 0);
 }
 
@@ -164,7 +163,7 @@ static void test_bad_topology_specs_are_rejected(void **st)
 {
 	(void)st;
 	ev_engine_t *eng = ev_engine_new(16);
-	net_t *net = net_new(eng, T_NET, NULL);
+	net_t *net = net_new(eng, NULL);
 	net_topo_t *t;
 	err_t e;
 	net_topo_spec_t s = spec(NET_FABRIC_LEAF_SPINE, 0.5, 16);

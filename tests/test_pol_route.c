@@ -260,7 +260,7 @@ static void test_min_ttft_prefers_fetch_and_rejects_past_slo(void **st)
 
 /* Every router that breaks ties at random (all but round_robin). */
 static const char *const tie_routers[] = {"least_load", "cache_aware", "kv_cost", "weighted_score",
-                                          "preble",     "min_ttft",    "random"};
+                                          "preble",     "min_ttft",    "random",  "power_of_two"};
 #define N_TIE_ROUTERS (sizeof tie_routers / sizeof tie_routers[0])
 
 /* Four identical idle instances, nothing cached, 4000 requests: each
@@ -299,6 +299,59 @@ static void test_every_router_spreads_equal_instances_uniformly(void **st)
 		pol_close(&b);
 		pol_close(&c);
 	}
+}
+
+/* power_of_two on loads 0 < 1 < 2 < 3 (running requests), 6000 requests.
+ * Of the 6 equally likely pairs of distinct instances, 0 wins the 3 it is
+ * in, 1 wins {1,2} and {1,3}, 2 wins {2,3}: shares 1/2, 1/3, 1/6, 0 (chi-square,
+ * 2 degrees of freedom, below 13.82 at p = 0.001). The most loaded never
+ * wins, as it would if both samples could be the same instance. With equal
+ * loads it is among tie_routers above. One instance: that one. */
+static void test_power_of_two_takes_the_less_loaded_of_two_distinct_samples(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	for (uint32_t i = 0; i < 4; i++)
+		f.inst[i].running = i;
+	pol_req_t r = req8();
+	pol_handle_t h = open_route("power_of_two", NULL);
+	const unsigned n = 6000;
+	unsigned cnt[4] = {0};
+	for (unsigned j = 0; j < n; j++)
+		cnt[route(&h, &f, &r, NULL)]++;
+	pol_close(&h);
+	const double p[3] = {3 / 6.0, 2 / 6.0, 1 / 6.0};
+	double chi2 = 0;
+	for (int i = 0; i < 3; i++)
+		chi2 += (cnt[i] - n * p[i]) * (cnt[i] - n * p[i]) / (n * p[i]);
+	printf("power_of_two %u %u %u %u chi2 %.2f\n", cnt[0], cnt[1], cnt[2], cnt[3], chi2);
+	assert_int_equal(cnt[3], 0);
+	assert_true(chi2 < 13.82);
+	fk_init(&f, 1, 16, 1);
+	h = open_route("power_of_two", NULL);
+	for (int j = 0; j < 10; j++)
+		assert_int_equal(route(&h, &f, &r, NULL), 0);
+	pol_close(&h);
+}
+
+/* A built-in router's name reaches [policy.routing] name's choices from the
+ * built-in list alone, and a config naming it opens it. */
+static void test_power_of_two_is_selectable_from_a_config(void **st)
+{
+	(void)st;
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	assert_int_equal(cfg_set(c, "policy.routing.name=power_of_two", &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	pol_handle_t h;
+	assert_int_equal(pol_open_cfg(NULL, POL_ROUTING, c, 9, &h, &e), 0);
+	assert_string_equal(h.ops->name, "power_of_two");
+	pol_close(&h);
+	cfg_free(c);
+	cfg_schema_free(s);
 }
 
 /* Instances equal on every router's own score but for their request
@@ -449,6 +502,8 @@ int main(void)
 	    cmocka_unit_test(test_cache_aware_btb_imbalance_uses_absolute_max),
 	    cmocka_unit_test(test_cache_aware_btb_unmatched_goes_to_least_loaded),
 	    cmocka_unit_test(test_cache_aware_btb_counts_host_tier_match),
+	    cmocka_unit_test(test_power_of_two_takes_the_less_loaded_of_two_distinct_samples),
+	    cmocka_unit_test(test_power_of_two_is_selectable_from_a_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

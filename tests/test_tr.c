@@ -640,6 +640,50 @@ static void test_cfg_keys_bind_to_options(void **st)
 	cfg_schema_free(s);
 }
 
+/* Every kind's trace.kind name reads back as that kind through the config
+ * (the enum and the choices come from one list, so their orders agree) and
+ * through tr_kind_parse. */
+static void test_every_kind_name_reads_back_as_its_kind(void **st)
+{
+	(void)st;
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	for (int k = TR_KIND_AUTO; k <= TR_KIND_GEN; k++) {
+		const char *name = tr_kind_name((tr_kind_t)k);
+		tr_kind_t back;
+		assert_int_equal(tr_kind_parse(name, &back), 0);
+		assert_int_equal(back, k);
+		cfg_t *c = cfg_new(s);
+		err_t e = {0};
+		char set[64];
+		snprintf(set, sizeof set, "trace.kind=%s", name);
+		assert_int_equal(cfg_set(c, set, &e), 0);
+		assert_int_equal(cfg_finalize(c, &e), 0);
+		tr_opts_t o;
+		assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
+		assert_int_equal(o.kind, k);
+		cfg_free(c);
+	}
+	tr_kind_t back;
+	assert_int_equal(tr_kind_parse("parquet", &back), KS_EINPUT);
+	assert_string_equal(tr_kind_name((tr_kind_t)(TR_KIND_GEN + 1)), "?");
+	cfg_schema_free(s);
+}
+
+/* A kind outside the list is refused, not read as a generator. */
+static void test_a_kind_outside_the_list_is_an_input_error(void **st)
+{
+	(void)st;
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.kind = (tr_kind_t)(TR_KIND_GEN + 1);
+	tr_reader_t *r;
+	err_t e = {0};
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);
+	assert_null(r);
+	assert_non_null(strstr(e.msg, "[trace] kind"));
+}
+
 static void test_defaults_match_key_table(void **st)
 {
 	(void)st;
@@ -946,6 +990,8 @@ int main(void)
 	    cmocka_unit_test(test_writer_errors_name_the_file_and_the_reason),
 	    cmocka_unit_test(test_cli_errors_name_the_argument_given),
 	    cmocka_unit_test(test_reader_says_when_no_row_came_out),
+	    cmocka_unit_test(test_every_kind_name_reads_back_as_its_kind),
+	    cmocka_unit_test(test_a_kind_outside_the_list_is_an_input_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

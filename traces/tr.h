@@ -54,16 +54,27 @@ typedef struct tr_reader tr_reader_t;
 
 /* ---- options (the [trace] config section; see traces/tr_cfg.c) ---------- */
 
-typedef enum {
-	TR_KIND_AUTO,
-	TR_KIND_MOONCAKE,
-	TR_KIND_BAILIAN,
-	TR_KIND_BURSTGPT,
-	TR_KIND_AZURE,
-	TR_KIND_NATIVE,
-	TR_KIND_SERVEGEN,
-	TR_KIND_GEN
-} tr_kind_t;
+/* The trace file formats, one line each: the suffix of its kind constant,
+ * its trace.kind name, and the tr_format_t (tr_int.h) its file defines.
+ * The kind enum, the trace.kind choices, tr_kind_name and tr_kind_parse,
+ * detection (the first format whose detect accepts the first line, in this
+ * order) and dispatch in tr_open all come from this list; adding a format is
+ * its file plus one line here (CONTRIBUTING.md). */
+#define TR_FORMAT_LIST(X)                                                                          \
+	X(MOONCAKE, "mooncake", tr_fmt_mooncake)                                                   \
+	X(BAILIAN, "bailian", tr_fmt_bailian)                                                      \
+	X(BURSTGPT, "burstgpt", tr_fmt_burstgpt)                                                   \
+	X(AZURE, "azure", tr_fmt_azure)                                                            \
+	X(NATIVE, "native", tr_fmt_native)                                                         \
+	X(SERVEGEN, "servegen", tr_fmt_servegen)
+
+/* AUTO: detect from the file; GEN: a synthetic generator, no file format. */
+#define TR_KIND_ENUM(K, name, fmt) TR_KIND_##K,
+typedef enum { TR_KIND_AUTO, TR_FORMAT_LIST(TR_KIND_ENUM) TR_KIND_GEN } tr_kind_t;
+#undef TR_KIND_ENUM
+/* "auto,mooncake,...,gen": the trace.kind choices, in enum order. */
+#define TR_KIND_CHOICE(K, name, fmt) name ","
+#define TR_KIND_CHOICES "auto," TR_FORMAT_LIST(TR_KIND_CHOICE) "gen"
 
 typedef enum {
 	TR_GEN_POISSON,

@@ -10,8 +10,7 @@
 #define S "trace"
 const cfg_key_t tr_cfg_keys[] = {
     /* what to read */
-    {S, "kind", CFG_ENUM, "auto", 0, 0, "auto,mooncake,bailian,burstgpt,azure,native,servegen,gen",
-     "",
+    {S, "kind", CFG_ENUM, "auto", 0, 0, TR_KIND_CHOICES, "",
      "trace format (auto: detect from the first line; gen: a synthetic generator; "
      "servegen: generate from a ServeGen windows CSV)",
      NULL},

@@ -103,6 +103,17 @@ int tr_src_azure(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e)
 int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
 int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
 
+/* A trace file format (one line of TR_FORMAT_LIST in tr.h): detect says
+ * whether the file's first non-blank line (BOM and leading blanks skipped)
+ * is this format's; open makes its source from o, the reader's own copy of
+ * the options, which it may adjust (servegen sets o->gen). */
+typedef struct tr_format {
+	int (*detect)(const char *first_line);
+	int (*open)(tr_opts_t *o, const char *path, uint64_t seed, tr_src_t **out, err_t *e);
+} tr_format_t;
+/* Indexed by tr_kind_t: [TR_KIND_AUTO] and [TR_KIND_GEN] are all NULL. */
+extern const tr_format_t *const tr_formats[TR_KIND_GEN + 1];
+
 /* ---- length distributions (tr_dist.c) ----------------------------------- */
 typedef struct tr_dist tr_dist_t;
 int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t max_tokens,

@@ -111,26 +111,21 @@ int tr_detect(const char *path, tr_kind_t *k, err_t *e)
 		return rc < 0 ? rc : err_set(e, KS_EINPUT, "%s:1: header: empty file", path);
 	}
 	const char *b = l.buf + strspn(l.buf, " \t\xef\xbb\xbf");
-	rc = 0;
-	if (!strncmp(b, "#kvsim-trace", 12))
-		*k = TR_KIND_NATIVE;
-	else if (*b == '{')
-		*k = strstr(b, "\"chat_id\"") ? TR_KIND_BAILIAN : TR_KIND_MOONCAKE;
-	else if (strstr(b, "Request tokens") || strstr(b, "Response tokens"))
-		*k = TR_KIND_BURSTGPT;
-	else if (strstr(b, "ContextTokens") || strstr(b, "TIMESTAMP"))
-		*k = TR_KIND_AZURE;
-	else if ((*b >= '0' && *b <= '9') && strchr(b, ','))
-		*k = TR_KIND_SERVEGEN; /* headerless numeric CSV: ServeGen windows */
-	else
-		rc = err_set(e, KS_EINPUT,
-		             "%s:1: header: cannot detect the trace format; set trace.kind", path);
+	int i = TR_KIND_AUTO + 1;
+	while (i < TR_KIND_GEN && !tr_formats[i]->detect(b))
+		i++;
 	tr_lines_close(&l);
-	return rc;
+	if (i == TR_KIND_GEN)
+		return err_set(e, KS_EINPUT,
+		               "%s:1: header: cannot detect the trace format; set trace.kind", path);
+	*k = (tr_kind_t)i;
+	return 0;
 }
 
 static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 {
+	if ((unsigned)o->kind > TR_KIND_GEN)
+		return err_set(e, KS_EINPUT, "[trace] kind: %d is not a trace kind", (int)o->kind);
 	if (S == 0)
 		return err_set(e, KS_EINPUT, "trace: simulated block size must be > 0");
 	if (!(o->rate_scale > 0) || !isfinite(o->rate_scale))
@@ -188,30 +183,10 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 		goto fail;
 	}
 	r->o.in.load = r->o.out.load = load_lengths; /* empirical length models */
-	switch (r->kind) {
-	case TR_KIND_MOONCAKE:
-		rc = tr_src_jsonl(o, path, 0, &r->src, e);
-		break;
-	case TR_KIND_BAILIAN:
-		rc = tr_src_jsonl(o, path, 1, &r->src, e);
-		break;
-	case TR_KIND_BURSTGPT:
-		rc = tr_src_burstgpt(o, path, &r->src, e);
-		break;
-	case TR_KIND_AZURE:
-		rc = tr_src_azure(o, path, &r->src, e);
-		break;
-	case TR_KIND_NATIVE:
-		rc = tr_src_native(o, path, &r->src, e);
-		break;
-	case TR_KIND_SERVEGEN:
-		r->o.gen = TR_GEN_SERVEGEN;
+	if (r->kind == TR_KIND_GEN)
 		rc = tr_src_gen(&r->o, seed, &r->src, e);
-		break;
-	default:
-		rc = tr_src_gen(&r->o, seed, &r->src, e);
-		break;
-	}
+	else
+		rc = tr_formats[r->kind]->open(&r->o, path, seed, &r->src, e);
 	if (rc)
 		goto fail;
 	if (r->kind == TR_KIND_GEN)

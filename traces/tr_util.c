@@ -1,5 +1,5 @@
 /* tr_util — the helpers every trace module shares, defined once below all
- * of them: the block-id mix, format and generator names, array growth and
+ * of them: the block-id mix, generator names, array growth and
  * seeded streams. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,23 +13,6 @@ uint64_t tr_mix(uint64_t h, uint64_t x)
 {
 	uint64_t r = (h << 29 | h >> 35) * RNG_GOLDEN;
 	return rng_fmix64(r ^ rng_fmix64(x ^ 0xd6e8feb86659fd93ULL));
-}
-
-const char *tr_kind_name(tr_kind_t k)
-{
-	static const char *const n[] = {"auto",  "mooncake", "bailian",  "burstgpt",
-	                                "azure", "native",   "servegen", "gen"};
-	return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
-}
-
-int tr_kind_parse(const char *s, tr_kind_t *k)
-{
-	for (int i = TR_KIND_AUTO; i <= TR_KIND_GEN; i++)
-		if (!strcmp(s, tr_kind_name((tr_kind_t)i))) {
-			*k = (tr_kind_t)i;
-			return 0;
-		}
-	return KS_EINPUT;
 }
 
 const char *tr_gen_name(tr_gen_kind_t g)

@@ -24,7 +24,6 @@
 #include "sim/net/net.h"
 
 #define NAME_MAX_LEN 64
-#define T_NET 1
 #define T_START 2
 
 typedef struct sc_link {
@@ -347,7 +346,7 @@ int net_scenario_run(const char *path, FILE *out, int show_links, err_t *e)
 	if (rc)
 		goto out;
 	eng = ev_engine_new(2 * s.n_flows + 16);
-	if (!eng || !(s.net = net_new(eng, T_NET, e)) ||
+	if (!eng || !(s.net = net_new(eng, e)) ||
 	    ev_engine_register(eng, T_START, on_start, &s)) {
 		rc = err_set(e, KS_ENOMEM, "cannot set up the engine");
 		goto out;

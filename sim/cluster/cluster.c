@@ -45,7 +45,7 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 		    !in->run)
 			return KS_ENOMEM;
 	}
-	return ev_engine_register(eng, CLUSTER_EV_ITER, iter_done, c);
+	return ev_engine_type_new(eng, iter_done, c, &c->ev_iter);
 }
 
 static void req_free(sim_req_t *r)
@@ -490,7 +490,7 @@ static int job_start(cluster_t *c, sim_inst_t *in)
 	memmove(in->job_ns, in->job_ns + 1, in->n_job * sizeof *in->job_ns);
 	in->busy = 1;
 	in->iter_start = ev_engine_now(c->eng);
-	if (ev_engine_after(c->eng, dur, CLUSTER_EV_ITER, in->id, 0) == EV_NONE)
+	if (ev_engine_after(c->eng, dur, c->ev_iter, in->id, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 1;
 }
@@ -504,7 +504,7 @@ static int iter_launch(cluster_t *c, sim_inst_t *in)
 		dur = 1;
 	in->busy = 1;
 	in->iter_start = ev_engine_now(c->eng);
-	if (ev_engine_after(c->eng, dur, CLUSTER_EV_ITER, in->id, 0) == EV_NONE)
+	if (ev_engine_after(c->eng, dur, c->ev_iter, in->id, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
 }

@@ -141,6 +141,7 @@ typedef struct sim_inst {
 typedef struct cluster {
 	cluster_params_t p;
 	ev_engine_t *eng;
+	uint32_t ev_iter;          /* event type of iteration completions (from eng) */
 	sim_inst_t *inst;
 	res_request_t *res;
 	size_t n_res, cap_res;
@@ -150,9 +151,6 @@ typedef struct cluster {
 	int err;                   /* first error inside a handler */
 	uint64_t checks;           /* cluster_check calls */
 } cluster_t;
-
-/* Event type used for iteration completions. */
-#define CLUSTER_EV_ITER 1
 
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng);
 void cluster_free(cluster_t *c);

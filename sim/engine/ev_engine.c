@@ -57,11 +57,23 @@ void ev_engine_free(ev_engine_t *eng)
 
 int ev_engine_register(ev_engine_t *eng, uint32_t type, ev_handler_fn fn, void *ctx)
 {
-	if (type >= EV_MAX_TYPES || !fn)
+	if (type >= EV_MAX_TYPES || !fn || eng->handlers[type].fn)
 		return KS_EINPUT;
 	eng->handlers[type].fn = fn;
 	eng->handlers[type].ctx = ctx;
 	return KS_OK;
+}
+
+int ev_engine_type_new(ev_engine_t *eng, ev_handler_fn fn, void *ctx, uint32_t *type)
+{
+	if (!fn)
+		return KS_EINPUT;
+	for (uint32_t t = 0; t < EV_MAX_TYPES; t++)
+		if (!eng->handlers[t].fn) {
+			*type = t;
+			return ev_engine_register(eng, t, fn, ctx);
+		}
+	return KS_ENOMEM;
 }
 
 void ev_engine_set_check(ev_engine_t *eng, ev_check_fn fn, void *ctx)

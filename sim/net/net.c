@@ -983,7 +983,7 @@ static int on_event(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 
 /* ---- public API ------------------------------------------------------------ */
 
-net_t *net_new(ev_engine_t *eng, uint32_t ev_type, err_t *e)
+net_t *net_new(ev_engine_t *eng, err_t *e)
 {
 	net_t *net = calloc(1, sizeof *net);
 	if (!net) {
@@ -991,14 +991,13 @@ net_t *net_new(ev_engine_t *eng, uint32_t ev_type, err_t *e)
 		return NULL;
 	}
 	net->eng = eng;
-	net->type = ev_type;
 	net->free_flow = UINT32_MAX;
 	net->free_agg = UINT32_MAX;
 	net->share = NET_SHARE_STRICT;
 	net->bg_weight = 1.0;
 	net->record = 1;
-	if (ev_engine_register(eng, ev_type, on_event, net)) {
-		err_set(e, KS_ERUNTIME, "net: cannot register event type %u", ev_type);
+	if (ev_engine_type_new(eng, on_event, net, &net->type)) {
+		err_set(e, KS_ERUNTIME, "net: no event type left (EV_MAX_TYPES)");
 		free(net);
 		return NULL;
 	}

@@ -109,8 +109,8 @@ typedef struct net_stats {
 	double fg_actual_ns, fg_alone_ns;
 } net_stats_t;
 
-/* Registers ev_type's handler on eng (the net owns that type). */
-net_t *net_new(ev_engine_t *eng, uint32_t ev_type, err_t *e);
+/* Takes an event type of its own from eng (ev_engine_type_new). */
+net_t *net_new(ev_engine_t *eng, err_t *e);
 void net_free(net_t *net);
 int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *id, err_t *e);
 size_t net_link_count(const net_t *net);

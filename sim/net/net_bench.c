@@ -20,7 +20,6 @@
 #include "sim/net/net_bench.h"
 #include "sim/net/net_topo.h"
 
-#define T_NET 1
 
 typedef enum { PAT_RAIL, PAT_RANDOM, PAT_COPY, PAT_SAME_PATH, PAT_INCAST, PAT_DISTINCT } pattern_t;
 
@@ -149,7 +148,7 @@ static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 	if (!b->eng || !b->rng)
 		return KS_ENOMEM;
 	gsl_rng_set(b->rng, 7);
-	b->net = net_new(b->eng, T_NET, NULL);
+	b->net = net_new(b->eng, NULL);
 	if (!b->net)
 		return KS_ENOMEM;
 	net_set_record(b->net, 0);

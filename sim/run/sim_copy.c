@@ -72,7 +72,7 @@ static int lone_copy_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_net_init(sim_ctx_t *s, err_t *e)
 {
 	const cfg_t *c = s->cfg;
-	s->net = net_new(s->eng, EV_NET, e);
+	s->net = net_new(s->eng, e);
 	if (!s->net)
 		return e && e->code ? e->code : KS_ENOMEM;
 	net_topo_spec_t ts = {
@@ -156,7 +156,7 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	for (size_t i = 0; i < sizeof xfer_engines / sizeof xfer_engines[0]; i++)
 		if (!strcmp(xfer_engines[i].name, en))
 			s->engine = xfer_engines[i];
-	if ((rc = ev_engine_register(s->eng, EV_LONE_COPY, lone_copy_done, s)))
+	if ((rc = ev_engine_type_new(s->eng, lone_copy_done, s, &s->ev.lone_copy)))
 		return err_set(e, rc, "cannot register the copy timer");
 	s->copy_deferred = cfg_bool(c, "kvcache", "copy_deferred");
 	/* host tier: per node, sized in blocks of the whole instance */
@@ -312,7 +312,7 @@ static int kick_later(sim_ctx_t *s, int32_t inst)
 {
 	if (inst < 0)
 		return 0;
-	return ev_engine_after(s->eng, 0, EV_KICK, (uint32_t)inst, 0) == EV_NONE ? KS_ENOMEM : 0;
+	return ev_engine_after(s->eng, 0, s->ev.kick, (uint32_t)inst, 0) == EV_NONE ? KS_ENOMEM : 0;
 }
 
 static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
@@ -381,7 +381,7 @@ static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc)
 		if (rc)
 			return rc;
 	} else {
-		c->timer = ev_engine_after(s->eng, c->alone_ns, EV_LONE_COPY, 0, c->id);
+		c->timer = ev_engine_after(s->eng, c->alone_ns, s->ev.lone_copy, 0, c->id);
 		if (c->timer == EV_NONE)
 			return KS_ENOMEM;
 	}
@@ -695,7 +695,7 @@ void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 		/* the flows start from an event of their own at this same instant:
 		 * we are inside the source's scheduler */
 		deferred_forget(s, s->deferred[i]);
-		if (ev_engine_after(s->eng, 0, EV_DEFER, 0, c->id) == EV_NONE && !s->hook_err)
+		if (ev_engine_after(s->eng, 0, s->ev.defer, 0, c->id) == EV_NONE && !s->hook_err)
 			s->hook_err = KS_ENOMEM;
 	}
 }

@@ -245,12 +245,12 @@ static int read_one(sim_ctx_t *s)
 	uint64_t seq;
 	if ((rc = pend_push(s, &a, &seq)))
 		return rc;
-	if (ev_engine_at(s->eng, a.arrival_ns, EV_ARRIVAL, 0, seq) == EV_NONE)
+	if (ev_engine_at(s->eng, a.arrival_ns, s->ev.arrival, 0, seq) == EV_NONE)
 		return KS_ENOMEM;
 	if (s->peek_ahead > 0) {
 		int64_t t = a.arrival_ns - s->peek_ahead;
 		int64_t now = ev_engine_now(s->eng);
-		if (ev_engine_at(s->eng, t > now ? t : now, EV_PEEK, 0, seq) == EV_NONE)
+		if (ev_engine_at(s->eng, t > now ? t : now, s->ev.peek, 0, seq) == EV_NONE)
 			return KS_ENOMEM;
 	}
 	return 0;
@@ -425,7 +425,7 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	    (rc = ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, fcp, s->err)))
 		return rc;
 	warn_over_budget(s);
-	if (run_active(s) && ev_engine_after(eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)
+	if (run_active(s) && ev_engine_after(eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
 }
@@ -468,7 +468,7 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		if (tl_push(s, &x))
 			return KS_ENOMEM;
 	}
-	if (run_active(s) && ev_engine_after(eng, s->sample_ns, EV_SAMPLE, 0, 0) == EV_NONE)
+	if (run_active(s) && ev_engine_after(eng, s->sample_ns, s->ev.sample, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
 }
@@ -667,12 +667,14 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
 		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
 	s->sample_ns = (int64_t)(cfg_float(cfg, "output", "timeline_interval_ms") * 1e6);
-	ev_engine_register(s->eng, EV_ARRIVAL, on_arrival, s);
-	ev_engine_register(s->eng, EV_PEEK, on_peek, s);
-	ev_engine_register(s->eng, EV_TICK, on_tick, s);
-	ev_engine_register(s->eng, EV_SAMPLE, on_sample, s);
-	ev_engine_register(s->eng, EV_KICK, on_kick, s);
-	ev_engine_register(s->eng, EV_DEFER, sim_copy_deferred_start, s);
+	sim_ev_types_t *t = &s->ev;
+	if (ev_engine_type_new(s->eng, on_arrival, s, &t->arrival) ||
+	    ev_engine_type_new(s->eng, on_peek, s, &t->peek) ||
+	    ev_engine_type_new(s->eng, on_tick, s, &t->tick) ||
+	    ev_engine_type_new(s->eng, on_sample, s, &t->sample) ||
+	    ev_engine_type_new(s->eng, on_kick, s, &t->kick) ||
+	    ev_engine_type_new(s->eng, sim_copy_deferred_start, s, &t->defer))
+		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
 	s->max_pending = (uint32_t)cfg_int(cfg, "experiment", "max_pending");
 	rss_limit_set(s, cfg_float(cfg, "experiment", "max_rss_gb"));
 	ev_engine_set_check(s->eng, after_event, s);
@@ -802,9 +804,9 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 		ev_engine_set_tick(s->eng, 8192, progress_tick, s);
 	if (!rc)
 		rc = read_one(s);
-	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, EV_TICK, 0, 0) == EV_NONE)
+	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
-	if (!rc && s->sample_ns > 0 && ev_engine_at(s->eng, 0, EV_SAMPLE, 0, 0) == EV_NONE)
+	if (!rc && s->sample_ns > 0 && ev_engine_at(s->eng, 0, s->ev.sample, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
 	if (!rc) {
 		double until_s = cfg_float(cfg, "experiment", "until_s");

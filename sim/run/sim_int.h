@@ -15,11 +15,14 @@
 #include "sim/net/net_topo.h"
 #include "sim/run/sim.h"
 
-enum { EV_ARRIVAL = 2, EV_PEEK = 3, EV_TICK = 4, EV_SAMPLE = 5, EV_NET = 6,
-       EV_KICK = 7,      /* cluster_kick(target) */
-       EV_DEFER = 8,     /* start the flows of deferred copy payload (sim_copy.c) */
-       EV_LONE_COPY = 9  /* a copy timed alone on its path lands (sim_copy.c) */
-};
+/* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
+ * register them; the cluster and the network take theirs). */
+typedef struct sim_ev_types {
+	uint32_t arrival, peek, tick, sample;
+	uint32_t kick;      /* cluster_kick(target) */
+	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy.c) */
+	uint32_t lone_copy; /* a copy timed alone on its path lands (sim_copy.c) */
+} sim_ev_types_t;
 
 /* How a copy's time is paid: flows on shared links (network.contention =
  * maxmin), a timer as if alone on its path (contention = none), or a job on
@@ -84,6 +87,7 @@ typedef struct hook {
 typedef struct sim_ctx {
 	cluster_t cl;
 	ev_engine_t *eng;
+	sim_ev_types_t ev;
 	mdl_compute_t comp;
 	mdl_hw_t hw;
 	uint32_t tp, gpus_per_node, nodes;
@@ -160,7 +164,7 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
 /* Store hook: a source block a deferred copy waits for became READY or was
  * dropped (ctx: the instance's hook_t). */
 void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
-/* EV_DEFER handler: starts the flows of a deferred copy whose source is ready. */
+/* The defer event's handler: starts the flows of a deferred copy whose source is ready. */
 int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 /* cluster_params_t.wait_inflight: waiting for the copies bringing r's
  * blocks [first, ...) beats recomputing them. */
