@@ -10,6 +10,7 @@
  * only when the whole text is valid.
  */
 #include "sim/base/cfg.h"
+#include "sim/base/vec.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -478,21 +479,10 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 	if (n == 0)
 		return 0;
 	if (s->n + n > s->cap) {
-		size_t cap = s->cap ? s->cap : 64;
-		while (cap < s->n + n)
-			cap *= 2;
-		const cfg_key_t **k = realloc(s->keys, cap * sizeof *k);
-		if (!k)
+		size_t cap = vec_next_cap(s->cap, s->n + n, 64);
+		if (!cap || VEC_RESIZE(s->keys, cap) || VEC_RESIZE(s->choices, cap) ||
+		    VEC_RESIZE(s->warned, cap))
 			return KS_ENOMEM;
-		s->keys = k;
-		char **c = realloc(s->choices, cap * sizeof *c);
-		if (!c)
-			return KS_ENOMEM;
-		s->choices = c;
-		unsigned char *w = realloc(s->warned, cap);
-		if (!w)
-			return KS_ENOMEM;
-		s->warned = w;
 		s->cap = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -879,15 +869,9 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 	snprintf(org, sizeof org, "%s:%d", p->origin, p->line);
 	v.text = val_canonical(k, value, &v);
 	v.origin = str_dup(org);
-	if (p->nst == p->capst) {
-		size_t cap = p->capst ? 2 * p->capst : 16;
-		staged_t *st = realloc(p->st, cap * sizeof *st);
-		if (!st) {
-			val_clear(&v);
-			return parse_fail(p, KS_ENOMEM, "out of memory");
-		}
-		p->st = st;
-		p->capst = cap;
+	if (VEC_GROW(p->st, p->capst, p->nst + 1, 16)) {
+		val_clear(&v);
+		return parse_fail(p, KS_ENOMEM, "out of memory");
 	}
 	if (!v.text || !v.origin) {
 		val_clear(&v);
