@@ -10,6 +10,7 @@
  * only when the whole text is valid.
  */
 #include "sim/base/cfg.h"
+#include "sim/base/file.h"
 #include "sim/base/vec.h"
 
 #include <ctype.h>
@@ -947,34 +948,10 @@ int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 
 int cfg_load_file(cfg_t *c, const char *path, err_t *e)
 {
-	FILE *f = err_fopen_in(path, e);
-	if (!f)
+	char *buf;
+	size_t len;
+	if (file_read_all(path, &buf, &len, e))
 		return e->code;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? 2 * cap : 8192;
-			char *b = realloc(buf, cap);
-			if (!b) {
-				free(buf);
-				fclose(f);
-				return err_set(e, KS_ENOMEM, "%s: out of memory", path);
-			}
-			buf = b;
-		}
-		size_t got = fread(buf + len, 1, 4096, f);
-		len += got;
-		if (got < 4096)
-			break;
-	}
-	int rerr = ferror(f);
-	fclose(f);
-	if (rerr) {
-		free(buf);
-		return err_set(e, KS_EIO, "%s: read error", path);
-	}
-	buf[len] = '\0';
 	int rc;
 	if (memchr(buf, '\0', len)) {
 		int line = 1;
