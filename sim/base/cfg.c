@@ -78,7 +78,7 @@ static char *str_dup(const char *s)
 	return d;
 }
 
-static const char *type_name(cfg_type_t t)
+const char *cfg_type_name(cfg_type_t t)
 {
 	switch (t) {
 	case CFG_INT:
@@ -1295,7 +1295,7 @@ static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *n
 	cfg_type_t t = c->s->keys[i]->type;
 	if (t != t1 && t != t2) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is of type %s\n", fn, section, name,
-		        type_name(t));
+		        cfg_type_name(t));
 		abort();
 	}
 	return &c->v[i];
@@ -1520,7 +1520,7 @@ int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 	for (size_t i = 0; i < s->n; i++) {
 		const cfg_key_t *k = s->keys[i];
 		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
-		        type_name(k->type), k->def);
+		        cfg_type_name(k->type), k->def);
 		write_range(k, key_choices(s, i), f);
 		if (k->unit && *k->unit)
 			fprintf(f, ", unit %s", k->unit);
