@@ -248,12 +248,12 @@ static int ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ct
 	uint32_t need = ceil_div(ctx, c->p.block_tokens);
 	uint32_t have = r->shared_hold + r->priv;
 	if (need <= have)
-		return KV_OK;
+		return KS_OK;
 	if (kv_alloc_private(in->kv, need - have, ev_engine_now(c->eng)))
-		return KV_FULL;
+		return KS_EFULL;
 	c->kv_block_allocs += need - have;
 	r->priv += need - have;
-	return KV_OK;
+	return KS_OK;
 }
 
 /* What an admission found: hit tokens, where they came from, the first
@@ -362,7 +362,7 @@ static uint64_t synth_id(uint64_t req, uint32_t k)
 static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth, int64_t now)
 {
 	int res = c->p.resident_at_admission;
-	if (kv_alloc(in->kv, id, depth, KV_COMPUTING, res ? 0 : 1, 0, now) != KV_OK)
+	if (kv_alloc(in->kv, id, depth, KV_COMPUTING, res ? 0 : 1, 0, now) != KS_OK)
 		return 0;
 	if (res)
 		kv_ready(in->kv, id, now);
@@ -573,7 +573,7 @@ static int iter_start(cluster_t *c, sim_inst_t *in)
 		}
 		uint64_t ctx = (uint64_t)r->in_len + r->generated;
 		int preempted_self = 0;
-		while (ensure_blocks(c, in, r, ctx) != KV_OK) {
+		while (ensure_blocks(c, in, r, ctx) != KS_OK) {
 			if (preempt_last(c, in) == r) {
 				preempted_self = 1;
 				break;
