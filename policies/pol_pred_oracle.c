@@ -10,6 +10,7 @@
  *    happens (clipped to [0, lead + 4 jitter]), so forecasts come late or
  *    early. */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <gsl/gsl_randist.h>
 #include <stdlib.h>
@@ -116,14 +117,8 @@ static int or_peek(void *st, const pol_arrival_t *a, err_t *e)
 	or_group_t *o = g->ext;
 	if (fresh)
 		o->reported = gsl_rng_uniform(s->rng) < s->recall;
-	if (o->n == o->cap) {
-		uint32_t cap = o->cap ? 2 * o->cap : 8;
-		or_arr_t *x = realloc(o->a, cap * sizeof *x);
-		if (!x)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		o->a = x;
-		o->cap = cap;
-	}
+	if (VEC_GROW(o->a, o->cap, o->n + 1, 8))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	int64_t lead = s->lead_ns;
 	if (s->jitter_ns > 0) {
 		lead += (int64_t)gsl_ran_gaussian(s->rng, (double)s->jitter_ns);

@@ -3,6 +3,7 @@
  * maths shared by the built-in policies (see pol_int.h). */
 #include "sim/base/rng.h"
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <gsl/gsl_multimin.h>
 #include <math.h>
@@ -362,14 +363,8 @@ void pol_group_likely(const pol_group_t *g, pol_fc_t *out)
 
 pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 16;
-		pol_fc_t *e = realloc(b->e, cap * sizeof *e);
-		if (!e)
-			return NULL;
-		b->e = e;
-		b->cap = cap;
-	}
+	if (VEC_GROW(b->e, b->cap, b->n + 1, 16))
+		return NULL;
 	pol_fc_t *f = &b->e[b->n++];
 	memset(f, 0, sizeof *f);
 	return f;
