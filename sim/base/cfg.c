@@ -232,23 +232,33 @@ static const char *key_choices(const cfg_schema_t *s, size_t i)
 
 /* Whether word is one of the comma-separated choices (blanks around commas
  * ignored). */
+/* Steps *p over one comma-separated choice: its text starts at *word and is
+ * *len bytes long without the blanks around it. false at the end. */
+static bool choice_next(const char **p, const char **word, size_t *len)
+{
+	while (**p == ' ' || **p == ',')
+		(*p)++;
+	if (!**p)
+		return false;
+	const char *q = *p;
+	while (*q && *q != ',')
+		q++;
+	const char *e = q;
+	while (e > *p && e[-1] == ' ')
+		e--;
+	*word = *p;
+	*len = (size_t)(e - *p);
+	*p = q;
+	return true;
+}
+
 static bool choice_has(const char *choices, const char *word)
 {
-	size_t wl = strlen(word);
-	const char *p = choices;
-	while (*p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		const char *q = p;
-		while (*q && *q != ',')
-			q++;
-		const char *e = q;
-		while (e > p && e[-1] == ' ')
-			e--;
-		if ((size_t)(e - p) == wl && wl && !strncmp(p, word, wl))
+	size_t wl = strlen(word), l;
+	const char *p = choices, *c;
+	while (choice_next(&p, &c, &l))
+		if (l == wl && wl && !strncmp(c, word, wl))
 			return true;
-		p = q;
-	}
 	return false;
 }
 
@@ -257,19 +267,12 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 {
 	size_t best = (size_t)-1;
 	out[0] = '\0';
-	const char *p = choices;
-	while (*p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		const char *q = p;
-		while (*q && *q != ',')
-			q++;
-		const char *e = q;
-		while (e > p && e[-1] == ' ')
-			e--;
+	const char *p = choices, *c;
+	size_t l;
+	while (choice_next(&p, &c, &l)) {
 		char buf[128];
-		size_t l = (size_t)(e - p) < sizeof buf - 1 ? (size_t)(e - p) : sizeof buf - 1;
-		memcpy(buf, p, l);
+		l = l < sizeof buf - 1 ? l : sizeof buf - 1;
+		memcpy(buf, c, l);
 		buf[l] = '\0';
 		if (l) {
 			size_t d = edit_distance(word, buf);
@@ -278,7 +281,6 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 				snprintf(out, outlen, "%s", buf);
 			}
 		}
-		p = q;
 	}
 	if (best == (size_t)-1 || !close_enough(word, best))
 		out[0] = '\0';
