@@ -202,14 +202,8 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		}
 		if (!o->reported)
 			continue;
-		pol_fc_t *f = pol_fcbuf_push(&s->out);
-		if (!f)
+		if (!pol_fcbuf_push_group(&s->out, g, cnt, first))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		f->blocks = g->blocks;
-		f->n_blocks = g->n;
-		f->expected = cnt;
-		f->first_ns = first;
-		pol_group_likely(g, f);
 		fake_need += g->n;
 	}
 	n_true = s->out.n;
@@ -230,14 +224,8 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 				size_t j = gsl_rng_uniform_int(s->rng, n_pool);
 				const pol_group_t *g = &s->gs.g[s->pool[j]];
 				s->pool[j] = s->pool[--n_pool];
-				pol_fc_t *f = pol_fcbuf_push(&s->out);
-				if (!f)
+				if (!pol_fcbuf_push_group(&s->out, g, 1, now))
 					return err_set(e, KS_ENOMEM, "out of memory");
-				f->blocks = g->blocks;
-				f->n_blocks = g->n;
-				f->expected = 1;
-				f->first_ns = now;
-				pol_group_likely(g, f);
 			} else {
 				pol_fc_t like = s->out.e[gsl_rng_uniform_int(s->rng, n_true)];
 				if (s->n_fake + like.n_blocks > s->cap_fake)
@@ -247,11 +235,7 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 			}
 		}
 	}
-	pol_fcbuf_sort(&s->out);
-	out->e = s->out.e;
-	out->n = s->out.n;
-	out->inst_expected = NULL;
-	out->n_inst = 0;
+	pol_fcbuf_publish(&s->out, 0, out);
 	return 0;
 }
 

@@ -370,6 +370,20 @@ pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b)
 	return f;
 }
 
+pol_fc_t *pol_fcbuf_push_group(pol_fcbuf_t *b, const pol_group_t *g, double expected,
+                               int64_t first_ns)
+{
+	pol_fc_t *f = pol_fcbuf_push(b);
+	if (!f)
+		return NULL;
+	f->blocks = g->blocks;
+	f->n_blocks = g->n;
+	f->expected = expected;
+	f->first_ns = first_ns;
+	pol_group_likely(g, f);
+	return f;
+}
+
 static int fc_cmp(const void *a, const void *b)
 {
 	const pol_fc_t *x = a, *y = b;
@@ -384,6 +398,15 @@ void pol_fcbuf_sort(pol_fcbuf_t *b)
 {
 	if (b->n > 1)
 		qsort(b->e, b->n, sizeof *b->e, fc_cmp);
+}
+
+void pol_fcbuf_publish(pol_fcbuf_t *b, size_t most, pol_forecast_t *out)
+{
+	pol_fcbuf_sort(b);
+	out->e = b->e;
+	out->n = most && b->n > most ? most : b->n;
+	out->inst_expected = NULL;
+	out->n_inst = 0;
 }
 
 void pol_fcbuf_free(pol_fcbuf_t *b)
