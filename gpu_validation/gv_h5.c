@@ -1,6 +1,7 @@
 /* gv_h5 — HDF5 helpers for the gpu_validation files (see gv_h5.h). */
 #include "gpu_validation/gv_h5.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,17 @@ hid_t gv_h5_create(const char *tmp_path, err_t *e)
 	if (f < 0)
 		err_set(e, KS_EIO, "%s: cannot create HDF5 file", tmp_path);
 	return f;
+}
+
+int gv_h5_finish(hid_t f, const char *tmp_path, const char *path, int rc, err_t *e)
+{
+	if (H5Fclose(f) < 0 && !rc)
+		rc = err_set(e, KS_EIO, "%s: close failed", tmp_path);
+	if (!rc && rename(tmp_path, path))
+		rc = err_set(e, KS_EIO, "%s: cannot rename into place", path);
+	if (rc)
+		remove(tmp_path);
+	return rc;
 }
 
 int gv_h5_write_table(hid_t file, const char *name, hid_t type, const void *rows, size_t n,

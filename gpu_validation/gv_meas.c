@@ -90,13 +90,7 @@ int gv_meas_write(const char *path, const gv_meas_t *m, err_t *e)
 		rc = err_set(e, KS_EIO, "%s: cannot write attributes", tmp);
 	H5Tclose(ct);
 	H5Tclose(pt);
-	if (H5Fclose(f) < 0 && !rc)
-		rc = err_set(e, KS_EIO, "%s: close failed", tmp);
-	if (!rc && rename(tmp, path))
-		rc = err_set(e, KS_EIO, "%s: cannot rename into place", path);
-	if (rc)
-		remove(tmp);
-	return rc;
+	return gv_h5_finish(f, tmp, path, rc, e);
 }
 
 int gv_meas_read(gv_meas_t *m, const char *path, err_t *e)

@@ -76,11 +76,5 @@ int gv_sched_write(const char *path, const res_transfer_t *t, size_t n, int is_p
 	if (!rc && is_plan && gv_h5_attr_i64(f, "kvsim_plan", 1))
 		rc = err_set(e, KS_EIO, "%s: cannot write attribute", tmp);
 	H5Tclose(ty);
-	if (H5Fclose(f) < 0 && !rc)
-		rc = err_set(e, KS_EIO, "%s: close failed", tmp);
-	if (!rc && rename(tmp, path))
-		rc = err_set(e, KS_EIO, "%s: cannot rename into place", path);
-	if (rc)
-		remove(tmp);
-	return rc;
+	return gv_h5_finish(f, tmp, path, rc, e);
 }

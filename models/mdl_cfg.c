@@ -126,59 +126,42 @@ static int apply_overrides(const cfg_t *cfg, const char *sec, const mdl_field_t 
 	return 0;
 }
 
-static int load_hw(const cfg_t *cfg, mdl_hw_t *hw, err_t *e)
+/* Loads the spec [gpu] (into a mdl_hw_t) or [model] (into a mdl_llm_t) picks
+ * at dst: from its file, else by built-in name; then its overrides. */
+static int load_spec(const cfg_t *cfg, const char *sec, void *dst, err_t *e)
 {
-	const char *file = cfg_str(cfg, "gpu", "file");
+	int hw = !strcmp(sec, "gpu");
+	const char *file = cfg_str(cfg, sec, "file");
+	const char *key = file[0] ? "file" : "name";
 	int rc;
 	if (file[0]) {
 		char path[4096];
 		/* relative to the config file that set it (cfg_path) */
-		if ((rc = cfg_path(cfg, "gpu", "file", path, sizeof path, e)))
+		if ((rc = cfg_path(cfg, sec, "file", path, sizeof path, e)))
 			return rc;
-		rc = mdl_hw_load_file(path, hw, e);
-		if (rc)
-			return err_prefix(e, "%s: [gpu] file", cfg_origin(cfg, "gpu", "file"));
+		rc = hw ? mdl_hw_load_file(path, dst, e) : mdl_llm_load_file(path, dst, e);
 	} else {
-		rc = mdl_hw_builtin(cfg_str(cfg, "gpu", "name"), hw, e);
-		if (rc)
-			return err_prefix(e, "%s: [gpu] name", cfg_origin(cfg, "gpu", "name"));
+		const char *name = cfg_str(cfg, sec, "name");
+		rc = hw ? mdl_hw_builtin(name, dst, e) : mdl_llm_builtin(name, dst, e);
 	}
-	rc = apply_overrides(cfg, "gpu", mdl_hw_fields, mdl_hw_fields_n, hw, e);
-	if (!rc)
-		rc = mdl_hw_check(hw, "[gpu] after overrides", e);
-	return rc;
-}
-
-static int load_llm(const cfg_t *cfg, mdl_llm_t *llm, err_t *e)
-{
-	const char *file = cfg_str(cfg, "model", "file");
-	int rc;
-	if (file[0]) {
-		char path[4096];
-		/* relative to the config file that set it (cfg_path) */
-		if ((rc = cfg_path(cfg, "model", "file", path, sizeof path, e)))
-			return rc;
-		rc = mdl_llm_load_file(path, llm, e);
-		if (rc)
-			return err_prefix(e, "%s: [model] file", cfg_origin(cfg, "model", "file"));
-	} else {
-		rc = mdl_llm_builtin(cfg_str(cfg, "model", "name"), llm, e);
-		if (rc)
-			return err_prefix(e, "%s: [model] name", cfg_origin(cfg, "model", "name"));
-	}
-	rc = apply_overrides(cfg, "model", mdl_llm_fields, mdl_llm_fields_n, llm, e);
-	if (!rc)
-		rc = mdl_llm_check(llm, "[model] after overrides", e);
-	return rc;
+	if (rc)
+		return err_prefix(e, "%s: [%s] %s", cfg_origin(cfg, sec, key), sec, key);
+	rc = hw ? apply_overrides(cfg, sec, mdl_hw_fields, mdl_hw_fields_n, dst, e)
+	        : apply_overrides(cfg, sec, mdl_llm_fields, mdl_llm_fields_n, dst, e);
+	if (rc)
+		return rc;
+	char what[64];
+	snprintf(what, sizeof what, "[%s] after overrides", sec);
+	return hw ? mdl_hw_check(dst, what, e) : mdl_llm_check(dst, what, e);
 }
 
 int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp, err_t *e)
 {
 	mdl_hw_t h;
 	mdl_llm_t m;
-	int rc = load_hw(cfg, &h, e);
+	int rc = load_spec(cfg, "gpu", &h, e);
 	if (!rc)
-		rc = load_llm(cfg, &m, e);
+		rc = load_spec(cfg, "model", &m, e);
 	if (rc)
 		return rc;
 	mdl_compute_params_t p;

@@ -394,26 +394,26 @@ static int read_small_file(const char *path, char **out, err_t *e)
 	return 0;
 }
 
-int mdl_hw_load_file(const char *path, mdl_hw_t *hw, err_t *e)
+/* Parses the spec file at path into hw when hw is given, else into llm. */
+static int spec_load_file(const char *path, mdl_hw_t *hw, mdl_llm_t *llm, err_t *e)
 {
 	char *text;
 	int rc = read_small_file(path, &text, e);
 	if (rc)
 		return rc;
-	rc = mdl_hw_parse(path, text, hw, e);
+	rc = hw ? mdl_hw_parse(path, text, hw, e) : mdl_llm_parse(path, text, llm, e);
 	free(text);
 	return rc;
 }
 
+int mdl_hw_load_file(const char *path, mdl_hw_t *hw, err_t *e)
+{
+	return spec_load_file(path, hw, NULL, e);
+}
+
 int mdl_llm_load_file(const char *path, mdl_llm_t *llm, err_t *e)
 {
-	char *text;
-	int rc = read_small_file(path, &text, e);
-	if (rc)
-		return rc;
-	rc = mdl_llm_parse(path, text, llm, e);
-	free(text);
-	return rc;
+	return spec_load_file(path, NULL, llm, e);
 }
 
 /* ---- built-ins ------------------------------------------------------------ */

@@ -2,6 +2,7 @@
 #include "models/mdl_xfer.h"
 
 #include "models/mdl.h"
+#include "sim/base/file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -231,34 +232,10 @@ int mdl_xfer_load_string(mdl_xfer_t *x, const char *origin, const char *text, er
 
 int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e)
 {
-	FILE *f = err_fopen_in(path, e);
-	if (!f)
+	char *buf;
+	size_t len;
+	if (file_read_all(path, &buf, &len, e))
 		return e->code;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return err_set(e, KS_ENOMEM, "%s: out of memory", path);
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + len, 1, 4096, f);
-		len += got;
-		if (got < 4096)
-			break;
-	}
-	int ioerr = ferror(f);
-	fclose(f);
-	if (ioerr) {
-		free(buf);
-		return err_set(e, KS_EIO, "%s: read error", path);
-	}
-	buf[len] = 0;
 	int rc = mdl_xfer_load_string(x, path, buf, e);
 	free(buf);
 	return rc;

@@ -113,7 +113,14 @@ typedef struct pol_fcbuf {
 	size_t n, cap;
 } pol_fcbuf_t;
 pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b);
+/* Pushes group g's forecast: its blocks (borrowed from g), expected
+ * arrivals, first arrival and likely instances. NULL on ENOMEM. */
+pol_fc_t *pol_fcbuf_push_group(pol_fcbuf_t *b, const pol_group_t *g, double expected,
+                               int64_t first_ns);
 void pol_fcbuf_sort(pol_fcbuf_t *b); /* expected descending, then n_blocks descending */
+/* Sorts b and shows its first `most` entries (all when most is 0) in out,
+ * without per-instance arrivals; out borrows b's array. */
+void pol_fcbuf_publish(pol_fcbuf_t *b, size_t most, pol_forecast_t *out);
 void pol_fcbuf_free(pol_fcbuf_t *b);
 
 /* ---- id map -----------------------------------------------------------------

@@ -138,23 +138,14 @@ static int rc_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 			pol_groups_remove(&s->hot, i);
 			continue;
 		}
-		pol_fc_t *f = pol_fcbuf_push(&s->out);
-		if (!f)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		f->blocks = g->blocks;
-		f->n_blocks = g->n;
 		/* X arrivals over their span, extrapolated over the horizon */
 		double span = g->err > 0 ? g->err : (double)s->window_ns;
-		f->expected = (double)(s->x > 1 ? s->x - 1 : 1) / span * (double)horizon;
-		f->first_ns = now;
-		pol_group_likely(g, f);
+		double ex = (double)(s->x > 1 ? s->x - 1 : 1) / span * (double)horizon;
+		if (!pol_fcbuf_push_group(&s->out, g, ex, now))
+			return err_set(e, KS_ENOMEM, "out of memory");
 		i++;
 	}
-	pol_fcbuf_sort(&s->out);
-	out->e = s->out.e;
-	out->n = s->out.n;
-	out->inst_expected = NULL;
-	out->n_inst = 0;
+	pol_fcbuf_publish(&s->out, 0, out);
 	return 0;
 }
 
@@ -270,20 +261,10 @@ static int ew_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		double sc = ew_decayed(s, g, now);
 		if (sc < s->min_score)
 			continue;
-		pol_fc_t *f = pol_fcbuf_push(&s->out);
-		if (!f)
+		if (!pol_fcbuf_push_group(&s->out, g, sc / s->tau_ns * (double)horizon, now))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		f->blocks = g->blocks;
-		f->n_blocks = g->n;
-		f->expected = sc / s->tau_ns * (double)horizon;
-		f->first_ns = now;
-		pol_group_likely(g, f);
 	}
-	pol_fcbuf_sort(&s->out);
-	out->e = s->out.e;
-	out->n = s->out.n < s->k ? s->out.n : s->k;
-	out->inst_expected = NULL;
-	out->n_inst = 0;
+	pol_fcbuf_publish(&s->out, s->k, out);
 	return 0;
 }
 

@@ -172,20 +172,10 @@ static int hk_forecast(void *st, int64_t now_ns, int64_t horizon, pol_forecast_t
 		}
 		if (!(ex >= s->min_expected) || ex <= 0)
 			continue;
-		pol_fc_t *f = pol_fcbuf_push(&s->out);
-		if (!f)
+		if (!pol_fcbuf_push_group(&s->out, g, ex, now_ns))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		f->blocks = g->blocks;
-		f->n_blocks = g->n;
-		f->expected = ex;
-		f->first_ns = now_ns;
-		pol_group_likely(g, f);
 	}
-	pol_fcbuf_sort(&s->out);
-	out->e = s->out.e;
-	out->n = s->out.n < s->k ? s->out.n : s->k;
-	out->inst_expected = NULL;
-	out->n_inst = 0;
+	pol_fcbuf_publish(&s->out, s->k, out);
 	return 0;
 }
 

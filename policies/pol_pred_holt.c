@@ -158,22 +158,14 @@ static int holt_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t 
 		double ex = pol_holt_sum(&x->h, steps);
 		if (ex < s->min_expected || ex <= 0)
 			continue;
-		pol_fc_t *f = pol_fcbuf_push(&s->out);
-		if (!f)
+		if (!pol_fcbuf_push_group(&s->out, g, ex, now))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		f->blocks = g->blocks;
-		f->n_blocks = g->n;
-		f->expected = ex;
-		f->first_ns = now;
-		pol_group_likely(g, f);
 	}
-	pol_fcbuf_sort(&s->out);
 	for (uint32_t i = 0; i < s->n_inst; i++) {
 		series_advance(s, &s->inst[i], b);
 		s->inst_out[i] = s->inst[i].h.n ? pol_holt_sum(&s->inst[i].h, steps) : 0;
 	}
-	out->e = s->out.e;
-	out->n = s->out.n < s->k ? s->out.n : s->k;
+	pol_fcbuf_publish(&s->out, s->k, out);
 	out->inst_expected = s->n_inst ? s->inst_out : NULL;
 	out->n_inst = s->n_inst;
 	return 0;

@@ -10,6 +10,7 @@
  *    happens (clipped to [0, lead + 4 jitter]), so forecasts come late or
  *    early. */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <gsl/gsl_randist.h>
 #include <stdlib.h>
@@ -116,14 +117,8 @@ static int or_peek(void *st, const pol_arrival_t *a, err_t *e)
 	or_group_t *o = g->ext;
 	if (fresh)
 		o->reported = gsl_rng_uniform(s->rng) < s->recall;
-	if (o->n == o->cap) {
-		uint32_t cap = o->cap ? 2 * o->cap : 8;
-		or_arr_t *x = realloc(o->a, cap * sizeof *x);
-		if (!x)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		o->a = x;
-		o->cap = cap;
-	}
+	if (VEC_GROW(o->a, o->cap, o->n + 1, 8))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	int64_t lead = s->lead_ns;
 	if (s->jitter_ns > 0) {
 		lead += (int64_t)gsl_ran_gaussian(s->rng, (double)s->jitter_ns);
@@ -207,14 +202,8 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		}
 		if (!o->reported)
 			continue;
-		pol_fc_t *f = pol_fcbuf_push(&s->out);
-		if (!f)
+		if (!pol_fcbuf_push_group(&s->out, g, cnt, first))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		f->blocks = g->blocks;
-		f->n_blocks = g->n;
-		f->expected = cnt;
-		f->first_ns = first;
-		pol_group_likely(g, f);
 		fake_need += g->n;
 	}
 	n_true = s->out.n;
@@ -235,14 +224,8 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 				size_t j = gsl_rng_uniform_int(s->rng, n_pool);
 				const pol_group_t *g = &s->gs.g[s->pool[j]];
 				s->pool[j] = s->pool[--n_pool];
-				pol_fc_t *f = pol_fcbuf_push(&s->out);
-				if (!f)
+				if (!pol_fcbuf_push_group(&s->out, g, 1, now))
 					return err_set(e, KS_ENOMEM, "out of memory");
-				f->blocks = g->blocks;
-				f->n_blocks = g->n;
-				f->expected = 1;
-				f->first_ns = now;
-				pol_group_likely(g, f);
 			} else {
 				pol_fc_t like = s->out.e[gsl_rng_uniform_int(s->rng, n_true)];
 				if (s->n_fake + like.n_blocks > s->cap_fake)
@@ -252,11 +235,7 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 			}
 		}
 	}
-	pol_fcbuf_sort(&s->out);
-	out->e = s->out.e;
-	out->n = s->out.n;
-	out->inst_expected = NULL;
-	out->n_inst = 0;
+	pol_fcbuf_publish(&s->out, 0, out);
 	return 0;
 }
 

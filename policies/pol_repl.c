@@ -4,6 +4,7 @@
  * or not yet computed) wait in a retry queue until they are accepted or
  * their deadline passes; causality itself is the simulator's. */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,15 +82,9 @@ static int pendq_add(pendq_t *q, pblk_t *b, int64_t src, uint32_t dst, pol_class
 		memmove(q->p, q->p + drop, (q->n - drop) * sizeof *q->p);
 		q->n -= drop;
 	}
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 16;
-		pend_t *p = realloc(q->p, cap * sizeof *p);
-		if (!p) {
-			b->refs--;
-			return KS_ENOMEM;
-		}
-		q->p = p;
-		q->cap = cap;
+	if (VEC_GROW(q->p, q->cap, q->n + 1, 16)) {
+		b->refs--;
+		return KS_ENOMEM;
 	}
 	q->p[q->n++] = (pend_t){b->b, b->n, b, src, dst, cls, spec, deadline};
 	return 0;
@@ -432,17 +427,11 @@ static er_ent_t *er_add(er_state_t *s, const uint64_t *blocks, uint32_t n, int64
 		s->gc_at = 2 * s->n_ent > 64 ? 2 * s->n_ent : 64;
 	}
 	if (s->n_ent == s->cap_ent) {
-		size_t cap = s->cap_ent ? 2 * s->cap_ent : 16;
-		er_ent_t *en = realloc(s->ent, cap * sizeof *en);
-		if (!en)
+		/* times holds min_count arrival times per entry */
+		size_t cap = vec_next_cap(s->cap_ent, s->n_ent + 1, 16);
+		if (!cap || VEC_RESIZE(s->ent, cap) ||
+		    (s->arrival && VEC_RESIZE(s->times, cap * s->min_count)))
 			return NULL;
-		s->ent = en;
-		if (s->arrival) {
-			int64_t *t = realloc(s->times, cap * s->min_count * sizeof *t);
-			if (!t)
-				return NULL;
-			s->times = t;
-		}
 		s->cap_ent = cap;
 	}
 	pblk_t *pb = pblk_new(blocks, n);
@@ -458,14 +447,8 @@ static er_ent_t *er_add(er_state_t *s, const uint64_t *blocks, uint32_t n, int64
 
 static int er_flight_add(er_state_t *s, uint64_t id, uint64_t key, uint32_t dst)
 {
-	if (s->n_fl == s->cap_fl) {
-		size_t cap = s->cap_fl ? 2 * s->cap_fl : 16;
-		er_flight_t *f = realloc(s->fl, cap * sizeof *f);
-		if (!f)
-			return KS_ENOMEM;
-		s->fl = f;
-		s->cap_fl = cap;
-	}
+	if (VEC_GROW(s->fl, s->cap_fl, s->n_fl + 1, 16))
+		return KS_ENOMEM;
 	s->fl[s->n_fl++] = (er_flight_t){id, key, dst};
 	return 0;
 }

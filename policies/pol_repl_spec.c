@@ -35,6 +35,7 @@
  * within the last horizon) goes to the least busy instance holding it warm,
  * ties drawn at random from the policy's own stream. */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -229,14 +230,8 @@ static sp_track_t *sp_track_get(sp_state_t *s, const uint64_t *blocks, uint32_t 
 	sp_track_t *t = sp_track_find(s, blocks[n - 1], n);
 	if (t)
 		return t;
-	if (s->n_tr == s->cap_tr) {
-		size_t cap = s->cap_tr ? 2 * s->cap_tr : 64;
-		sp_track_t *x = realloc(s->tr, cap * sizeof *x);
-		if (!x)
-			return NULL;
-		s->tr = x;
-		s->cap_tr = cap;
-	}
+	if (VEC_GROW(s->tr, s->cap_tr, s->n_tr + 1, 64))
+		return NULL;
 	t = &s->tr[s->n_tr++];
 	memset(t, 0, sizeof *t);
 	t->key = blocks[n - 1];
@@ -468,14 +463,8 @@ static int sp_over_budget(sp_state_t *s, const pol_actions_t *a, const pol_fc_t 
 		else
 			hi = mid;
 	}
-	if (s->n_over == s->cap_over) {
-		size_t ncap = s->cap_over ? 2 * s->cap_over : 16;
-		sp_key_t *x = realloc(s->over, ncap * sizeof *x);
-		if (!x)
-			return KS_ENOMEM;
-		s->over = x;
-		s->cap_over = ncap;
-	}
+	if (VEC_GROW(s->over, s->cap_over, s->n_over + 1, 16))
+		return KS_ENOMEM;
 	memmove(&s->over[lo + 1], &s->over[lo], (s->n_over - lo) * sizeof *s->over);
 	s->over[lo] = k;
 	s->n_over++;
@@ -570,14 +559,8 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		if (a->stats && !s->hit[k])
 			a->stats->triggers++;
 		s->hit[k] = 1;
-		if (s->n_fl == s->cap_fl) {
-			size_t ncap = s->cap_fl ? 2 * s->cap_fl : 64;
-			sp_flight_t *x = realloc(s->fl, ncap * sizeof *x);
-			if (!x)
-				return err_set(e, KS_ENOMEM, "out of memory");
-			s->fl = x;
-			s->cap_fl = ncap;
-		}
+		if (VEC_GROW(s->fl, s->cap_fl, s->n_fl + 1, 64))
+			return err_set(e, KS_ENOMEM, "out of memory");
 		s->fl[s->n_fl++] = (sp_flight_t){id, c->f->blocks[c->f->n_blocks - 1],
 		                                 c->f->n_blocks, c->dst, c->miss};
 	}

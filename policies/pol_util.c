@@ -3,6 +3,7 @@
  * maths shared by the built-in policies (see pol_int.h). */
 #include "sim/base/rng.h"
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <gsl/gsl_multimin.h>
 #include <math.h>
@@ -377,16 +378,24 @@ void pol_group_likely(const pol_group_t *g, pol_fc_t *out)
 
 pol_fc_t *pol_fcbuf_push(pol_fcbuf_t *b)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 16;
-		pol_fc_t *e = realloc(b->e, cap * sizeof *e);
-		if (!e)
-			return NULL;
-		b->e = e;
-		b->cap = cap;
-	}
+	if (VEC_GROW(b->e, b->cap, b->n + 1, 16))
+		return NULL;
 	pol_fc_t *f = &b->e[b->n++];
 	memset(f, 0, sizeof *f);
+	return f;
+}
+
+pol_fc_t *pol_fcbuf_push_group(pol_fcbuf_t *b, const pol_group_t *g, double expected,
+                               int64_t first_ns)
+{
+	pol_fc_t *f = pol_fcbuf_push(b);
+	if (!f)
+		return NULL;
+	f->blocks = g->blocks;
+	f->n_blocks = g->n;
+	f->expected = expected;
+	f->first_ns = first_ns;
+	pol_group_likely(g, f);
 	return f;
 }
 
@@ -404,6 +413,15 @@ void pol_fcbuf_sort(pol_fcbuf_t *b)
 {
 	if (b->n > 1)
 		qsort(b->e, b->n, sizeof *b->e, fc_cmp);
+}
+
+void pol_fcbuf_publish(pol_fcbuf_t *b, size_t most, pol_forecast_t *out)
+{
+	pol_fcbuf_sort(b);
+	out->e = b->e;
+	out->n = most && b->n > most ? most : b->n;
+	out->inst_expected = NULL;
+	out->n_inst = 0;
 }
 
 void pol_fcbuf_free(pol_fcbuf_t *b)

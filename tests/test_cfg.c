@@ -1065,12 +1065,25 @@ static void test_path_resolves_beside_the_config_file_that_set_it(void **state)
 	rmdir(dir);
 }
 
+/* One name per type, shared by the store's messages and kvsim policy list. */
+static void test_type_names_for_messages_and_listings(void **state)
+{
+	(void)state;
+	assert_string_equal(cfg_type_name(CFG_INT), "int");
+	assert_string_equal(cfg_type_name(CFG_FLOAT), "float");
+	assert_string_equal(cfg_type_name(CFG_BOOL), "bool");
+	assert_string_equal(cfg_type_name(CFG_STR), "string");
+	assert_string_equal(cfg_type_name(CFG_ENUM), "enum");
+	assert_string_equal(cfg_type_name((cfg_type_t)99), "?");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_defaults_come_from_schema),
+	    cmocka_unit_test(test_type_names_for_messages_and_listings),
 	    T(test_load_sets_values_and_origins),
 	    T(test_bool_spellings),
 	    T(test_unknown_section_suggests_nearest),

@@ -685,9 +685,31 @@ static void test_check_joins_by_id_and_reports_model_and_simulator_error(void **
 	assert_int_equal(gv_check(&s, &m, &x, &rows, &sum, &e), KS_EINPUT);
 }
 
+/* A finished write lands at its path; a failed one leaves neither file. */
+static void test_h5_finish_renames_on_success_and_removes_on_failure(void **st)
+{
+	(void)st;
+	char t[256], p[256];
+	snprintf(t, sizeof t, "%s", tmp("ok.h5.tmp"));
+	snprintf(p, sizeof p, "%s", tmp("ok.h5"));
+	err_t e = {0};
+	hid_t f = gv_h5_create(t, &e);
+	assert_true(f >= 0);
+	assert_int_equal(gv_h5_finish(f, t, p, 0, &e), 0);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_not_equal(access(t, F_OK), 0);
+	snprintf(t, sizeof t, "%s", tmp("bad.h5.tmp"));
+	snprintf(p, sizeof p, "%s", tmp("bad.h5"));
+	assert_true((f = gv_h5_create(t, &e)) >= 0);
+	assert_int_equal(gv_h5_finish(f, t, p, KS_EIO, &e), KS_EIO);
+	assert_int_not_equal(access(p, F_OK), 0);
+	assert_int_not_equal(access(t, F_OK), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_h5_finish_renames_on_success_and_removes_on_failure),
 	    cmocka_unit_test(test_schedule_members_are_read_by_name_not_position),
 	    cmocka_unit_test(test_schedule_without_a_member_is_rejected_naming_it),
 	    cmocka_unit_test(test_schedule_written_then_read_is_identical_and_keeps_plan_mark),

@@ -10,14 +10,40 @@
 
 #include "sim/cluster/kv_store.h"
 
+/* Every refusal is one of the shared negative codes of sim/base/err.h, so a
+ * caller can pass it up unchanged. */
+static void test_refusals_are_shared_negative_codes(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(1);
+	assert_int_equal(kv_ref(s, 5, 0, NULL), KS_ESTATE); /* absent */
+	assert_int_equal(kv_alloc(s, 5, 0, KV_COMPUTING, 1, 0, 0), KS_OK);
+	assert_int_equal(kv_alloc(s, 5, 0, KV_COMPUTING, 1, 0, 0), KS_EEXIST);
+	assert_int_equal(kv_alloc(s, 6, 0, KV_COMPUTING, 1, 0, 0), KS_EFULL);
+	assert_int_equal(kv_alloc_private(s, 1, 0), KS_EFULL);
+	assert_int_equal(kv_evict_one(s, 0), KS_EFULL); /* referenced: not evictable */
+	assert_int_equal(kv_pin(s, 5, 0), KS_ESTATE); /* still computing */
+	assert_int_equal(kv_drop(s, 5), KS_ESTATE); /* still referenced */
+	assert_int_equal(kv_ready(s, 5, 1), KS_OK);
+	assert_int_equal(kv_ready(s, 5, 1), KS_ESTATE); /* already READY */
+	assert_int_equal(kv_watch(s, 5), KS_ESTATE);
+	assert_int_equal(kv_set_tag(s, 7, 1), KS_ESTATE);
+	assert_int_equal(kv_check(s), 0);
+	assert_string_equal(err_name(KS_EFULL), "no room");
+	assert_string_equal(err_name(KS_EEXIST), "already exists");
+	assert_string_equal(err_name(KS_ESTATE), "wrong state");
+	assert_int_equal(err_exit_status(KS_EFULL), 1);
+	kv_store_free(s);
+}
+
 static void test_shared_block_stored_once(void **st)
 {
 	(void)st;
 	kv_store_t *s = kv_store_new(4);
-	assert_int_equal(kv_alloc(s, 11, 0, KV_COMPUTING, 1, 0, 0), KV_OK);
-	assert_int_equal(kv_alloc(s, 11, 0, KV_COMPUTING, 1, 0, 0), KV_EXISTS);
-	assert_int_equal(kv_ready(s, 11, 10), KV_OK);
-	assert_int_equal(kv_ref(s, 11, 20, NULL), KV_OK);
+	assert_int_equal(kv_alloc(s, 11, 0, KV_COMPUTING, 1, 0, 0), KS_OK);
+	assert_int_equal(kv_alloc(s, 11, 0, KV_COMPUTING, 1, 0, 0), KS_EEXIST);
+	assert_int_equal(kv_ready(s, 11, 10), KS_OK);
+	assert_int_equal(kv_ref(s, 11, 20, NULL), KS_OK);
 	assert_int_equal(kv_used(s), 1);
 	assert_int_equal(kv_info(s, 11)->ref, 2);
 	assert_int_equal(kv_evictable(s), 0);
@@ -37,7 +63,7 @@ static void test_computing_block_not_matchable(void **st)
 	kv_ready(s, 1, 5);
 	kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 5);
 	assert_int_equal(kv_match(s, ids, 3), 1);
-	assert_int_not_equal(kv_ref(s, 2, 6, NULL), KV_OK); /* cannot read early */
+	assert_int_not_equal(kv_ref(s, 2, 6, NULL), KS_OK); /* cannot read early */
 	kv_ready(s, 2, 7);
 	assert_int_equal(kv_match(s, ids, 3), 2);
 	kv_store_free(s);
@@ -79,10 +105,10 @@ static void test_lru_evicts_oldest_and_deepest_first(void **st)
 	}
 	kv_ref(s, 102, 50, NULL);
 	kv_unref(s, 102, 60); /* 102 now most recent */
-	assert_int_equal(kv_alloc(s, 200, 0, KV_COMPUTING, 1, 0, 70), KV_OK);
+	assert_int_equal(kv_alloc(s, 200, 0, KV_COMPUTING, 1, 0, 70), KS_OK);
 	assert_int_equal(kv_lookup(s, 101), 0); /* depth 1 at t=0 */
 	assert_int_equal(kv_lookup(s, 100), KV_READY);
-	assert_int_equal(kv_alloc(s, 201, 0, KV_COMPUTING, 1, 0, 80), KV_OK);
+	assert_int_equal(kv_alloc(s, 201, 0, KV_COMPUTING, 1, 0, 80), KS_OK);
 	assert_int_equal(kv_lookup(s, 100), 0);
 	assert_int_equal(kv_lookup(s, 102), KV_READY);
 	assert_int_equal(kv_check(s), 0);
@@ -93,17 +119,17 @@ static void test_capacity_never_exceeded(void **st)
 {
 	(void)st;
 	kv_store_t *s = kv_store_new(2);
-	assert_int_equal(kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0), KV_OK);
-	assert_int_equal(kv_alloc_private(s, 1, 0), KV_OK);
-	assert_int_equal(kv_alloc(s, 2, 0, KV_COMPUTING, 1, 0, 0), KV_FULL);
-	assert_int_equal(kv_alloc_private(s, 1, 0), KV_FULL);
+	assert_int_equal(kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0), KS_OK);
+	assert_int_equal(kv_alloc_private(s, 1, 0), KS_OK);
+	assert_int_equal(kv_alloc(s, 2, 0, KV_COMPUTING, 1, 0, 0), KS_EFULL);
+	assert_int_equal(kv_alloc_private(s, 1, 0), KS_EFULL);
 	assert_int_equal(kv_used(s), 2);
 	/* all-or-nothing: 2 private blocks do not fit even with 1 evictable */
 	kv_ready(s, 1, 1);
 	kv_unref(s, 1, 1);
-	assert_int_equal(kv_alloc_private(s, 2, 2), KV_FULL);
+	assert_int_equal(kv_alloc_private(s, 2, 2), KS_EFULL);
 	assert_int_equal(kv_lookup(s, 1), KV_READY);
-	assert_int_equal(kv_alloc_private(s, 1, 2), KV_OK);
+	assert_int_equal(kv_alloc_private(s, 1, 2), KS_OK);
 	assert_int_equal(kv_lookup(s, 1), 0);
 	kv_store_free(s);
 }
@@ -135,11 +161,11 @@ static void test_drop_inflight_block(void **st)
 	(void)st;
 	kv_store_t *s = kv_store_new(2);
 	kv_alloc(s, 9, 0, KV_INFLIGHT, 0, 1, 0);
-	assert_int_equal(kv_drop(s, 9), KV_OK);
+	assert_int_equal(kv_drop(s, 9), KS_OK);
 	assert_int_equal(kv_used(s), 0);
 	kv_alloc(s, 9, 0, KV_COMPUTING, 1, 0, 0);
 	kv_ready(s, 9, 1);
-	assert_int_not_equal(kv_drop(s, 9), KV_OK); /* READY blocks are evicted, not dropped */
+	assert_int_not_equal(kv_drop(s, 9), KS_OK); /* READY blocks are evicted, not dropped */
 	kv_store_free(s);
 }
 
@@ -154,7 +180,7 @@ static void test_random_operations_stay_consistent(void **st)
 		int op = rand() % 4;
 		int state = kv_lookup(s, id);
 		if (op == 0 && !state) {
-			if (kv_alloc(s, id, (uint32_t)(id % 8), KV_COMPUTING, 1, 0, step) == KV_OK)
+			if (kv_alloc(s, id, (uint32_t)(id % 8), KV_COMPUTING, 1, 0, step) == KS_OK)
 				refs[id] = 1;
 		} else if (op == 1 && state && state != KV_READY) {
 			kv_ready(s, id, step);
@@ -204,13 +230,13 @@ static void test_watch_reports_ready_and_drop_once(void **st)
 	kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 0);
 	kv_alloc(s, 3, 2, KV_INFLIGHT, 0, 0, 0);
 	kv_alloc(s, 4, 3, KV_COMPUTING, 1, 0, 0);
-	assert_int_equal(kv_watch(s, 1), KV_OK);
-	assert_int_equal(kv_watch(s, 2), KV_OK);
-	assert_int_equal(kv_watch(s, 3), KV_OK);
+	assert_int_equal(kv_watch(s, 1), KS_OK);
+	assert_int_equal(kv_watch(s, 2), KS_OK);
+	assert_int_equal(kv_watch(s, 3), KS_OK);
 	kv_ready(s, 4, 5); /* not watched: silent */
 	assert_int_equal(w.n, 0);
-	assert_int_equal(kv_watch(s, 4), -1); /* READY: nothing to wait for */
-	assert_int_equal(kv_watch(s, 99), -1);
+	assert_int_equal(kv_watch(s, 4), KS_ESTATE); /* READY: nothing to wait for */
+	assert_int_equal(kv_watch(s, 99), KS_ESTATE);
 	kv_ready(s, 1, 10);
 	assert_int_equal(w.n, 1);
 	assert_int_equal(w.id[0], 1);
@@ -236,6 +262,7 @@ static void test_watch_reports_ready_and_drop_once(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_refusals_are_shared_negative_codes),
 		cmocka_unit_test(test_shared_block_stored_once),
 		cmocka_unit_test(test_computing_block_not_matchable),
 		cmocka_unit_test(test_inflight_copy_visible_computing_not),

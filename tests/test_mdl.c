@@ -892,6 +892,32 @@ static void test_cfg_bad_overrides_and_names_are_input_errors(void **st)
 	free_cfg(c);
 }
 
+/* [gpu] and [model] go through one loader: each names its own section in
+ * every message (built-in name, spec file, check after overrides). */
+static void test_cfg_gpu_and_model_errors_name_their_section(void **st)
+{
+	(void)st;
+	static const struct {
+		const char *set, *msg;
+	} cases[] = {
+	    {"model.name=Llama-9", "--set: [model] name: model 'Llama-9': no built-in spec"},
+	    {"model.file=/nonexistent/m.ini", "--set: [model] file: /nonexistent/m.ini: cannot open"},
+	    {"gpu.file=/nonexistent/g.ini", "--set: [gpu] file: /nonexistent/g.ini: cannot open"},
+	    {"gpu.hbm_bytes=0", "[gpu] after overrides: hbm_bytes: must be greater than 0"},
+	    {"model.layers=0", "[model] after overrides: layers"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cfg_t *c = new_cfg();
+		set_ok(c, cases[i].set);
+		mdl_hw_t hw;
+		mdl_llm_t m;
+		err_t e = {0};
+		assert_int_equal(mdl_load_cfg(c, &hw, &m, NULL, &e), KS_EINPUT);
+		assert_msg(&e, cases[i].msg);
+		free_cfg(c);
+	}
+}
+
 static void test_cfg_spec_file_relative_to_config_file(void **st)
 {
 	(void)st;
@@ -961,6 +987,7 @@ int main(void)
 	    cmocka_unit_test(test_cfg_overrides_replace_spec_fields),
 	    cmocka_unit_test(test_cfg_override_turns_model_into_mla),
 	    cmocka_unit_test(test_cfg_bad_overrides_and_names_are_input_errors),
+	    cmocka_unit_test(test_cfg_gpu_and_model_errors_name_their_section),
 	    cmocka_unit_test(test_cfg_spec_file_relative_to_config_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

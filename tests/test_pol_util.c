@@ -143,6 +143,41 @@ static void test_groups_space_saving_replaces_lowest_score(void **st)
 	pol_groups_free(&gs);
 }
 
+/* A group's forecast carries its blocks and likely instances; publishing
+ * sorts by expected arrivals and shows at most `most` entries. */
+static void test_fcbuf_push_group_and_publish_top_entries(void **st)
+{
+	(void)st;
+	pol_groups_t gs;
+	assert_int_equal(pol_groups_init(&gs, 4, 0, NULL), 0);
+	uint64_t a[3], b[5];
+	path(a, 3, 1);
+	path(b, 5, 2);
+	pol_group_t *ga = pol_groups_get(&gs, a, 3, 0, NULL);
+	pol_group_note_inst(ga, 7, 1.0);
+	pol_group_t *gb = pol_groups_get(&gs, b, 5, 0, NULL);
+	pol_fcbuf_t buf = {0};
+	pol_fc_t *f = pol_fcbuf_push_group(&buf, ga, 1.5, 40);
+	assert_non_null(f);
+	assert_ptr_equal(f->blocks, ga->blocks);
+	assert_int_equal(f->n_blocks, 3);
+	assert_int_equal(f->first_ns, 40);
+	assert_int_equal(f->n_likely, 1);
+	assert_int_equal(f->likely[0], 7);
+	assert_non_null(pol_fcbuf_push_group(&buf, gb, 4.0, 50));
+	pol_forecast_t out = {.inst_expected = (const double *)&buf, .n_inst = 9};
+	pol_fcbuf_publish(&buf, 1, &out);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.e[0].n_blocks, 5); /* the larger expectation first */
+	assert_null(out.inst_expected);
+	assert_int_equal(out.n_inst, 0);
+	pol_fcbuf_publish(&buf, 0, &out);
+	assert_int_equal(out.n, 2);
+	assert_true(out.e[1].expected == 1.5);
+	pol_fcbuf_free(&buf);
+	pol_groups_free(&gs);
+}
+
 /* Inserts, overwrites and deletes against a plain array: every id stays
  * findable through growth and backward-shift deletion, deleted ids are gone. */
 static void test_idmap_agrees_with_a_plain_array(void **st)
@@ -188,6 +223,7 @@ int main(void)
 	    cmocka_unit_test(test_ptab_match_is_longest_known_prefix),
 	    cmocka_unit_test(test_ptab_drops_oldest_paths_and_keeps_ancestors),
 	    cmocka_unit_test(test_groups_space_saving_replaces_lowest_score),
+	    cmocka_unit_test(test_fcbuf_push_group_and_publish_top_entries),
 	    cmocka_unit_test(test_idmap_agrees_with_a_plain_array),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,7 +95,7 @@ int tr_lines_next(tr_lines_t *l, err_t *e)
 		size_t avail = l->in_len - l->in_pos;
 		const char *q = memchr(p, '\n', avail);
 		size_t take = q ? (size_t)(q - p) + 1 : avail;
-		if (tr_grow((void **)&l->buf, &l->cap, n + take + 1, 1))
+		if (VEC_GROW(l->buf, l->cap, n + take + 1, 16))
 			return err_set(e, KS_ENOMEM, "%s: out of memory", l->path);
 		memcpy(l->buf + n, p, take);
 		n += take;

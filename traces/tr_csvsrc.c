@@ -281,7 +281,7 @@ static int native_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 			               want);
 		return 1;
 	}
-	if (tr_grow((void **)&s->ids, &s->cap, want ? want : 1, sizeof *s->ids))
+	if (VEC_GROW(s->ids, s->cap, want ? want : 1, 16))
 		return err_set(e, KS_ENOMEM, "%s: out of memory", s->l.path);
 	uint32_t n = 0;
 	p = fld[5];

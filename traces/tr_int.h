@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <zlib.h>
 
+#include "sim/base/vec.h"
 #include "traces/tr.h"
 
 /* A run of tokens with one content key; piece (key, offset, length) hashing
@@ -47,6 +48,7 @@ typedef struct tr_src {
 } tr_src_t;
 
 /* ---- growable arrays ---------------------------------------------------- */
+/* Kept for callers that pass a void **; new code uses VEC_GROW (sim/base/vec.h). */
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* ---- line reader (tr_csv.c) --------------------------------------------- */

@@ -117,7 +117,7 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 		               "ceil(%u/%u) = %llu; set trace.check_blocks=false to accept)",
 		               s->l.path, LINE(s), n, raw->input_len, raw->input_len, bt,
 		               (unsigned long long)want);
-	if (tr_grow((void **)&s->ids, &s->cap, n, sizeof *s->ids))
+	if (VEC_GROW(s->ids, s->cap, n, 16))
 		return err_set(e, KS_ENOMEM, "%s: out of memory", s->l.path);
 	for (size_t i = 0; i < n; i++) {
 		json_t *x = json_array_get(h, i);

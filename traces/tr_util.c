@@ -34,17 +34,7 @@ int tr_gen_parse(const char *s, tr_gen_kind_t *g)
 
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return KS_ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
+	return vec_grow_z_(p, cap, need, elem, 16);
 }
 
 gsl_rng *tr_rng_new(uint64_t seed, uint64_t stream)

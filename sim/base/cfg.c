@@ -11,6 +11,8 @@
  * is valid.
  */
 #include "sim/base/cfg.h"
+#include "sim/base/file.h"
+#include "sim/base/vec.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -77,7 +79,7 @@ static char *str_dup(const char *s)
 	return d;
 }
 
-static const char *type_name(cfg_type_t t)
+const char *cfg_type_name(cfg_type_t t)
 {
 	switch (t) {
 	case CFG_INT:
@@ -231,23 +233,33 @@ static const char *key_choices(const cfg_schema_t *s, size_t i)
 
 /* Whether word is one of the comma-separated choices (blanks around commas
  * ignored). */
+/* Steps *p over one comma-separated choice: its text starts at *word and is
+ * *len bytes long without the blanks around it. false at the end. */
+static bool choice_next(const char **p, const char **word, size_t *len)
+{
+	while (**p == ' ' || **p == ',')
+		(*p)++;
+	if (!**p)
+		return false;
+	const char *q = *p;
+	while (*q && *q != ',')
+		q++;
+	const char *e = q;
+	while (e > *p && e[-1] == ' ')
+		e--;
+	*word = *p;
+	*len = (size_t)(e - *p);
+	*p = q;
+	return true;
+}
+
 static bool choice_has(const char *choices, const char *word)
 {
-	size_t wl = strlen(word);
-	const char *p = choices;
-	while (*p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		const char *q = p;
-		while (*q && *q != ',')
-			q++;
-		const char *e = q;
-		while (e > p && e[-1] == ' ')
-			e--;
-		if ((size_t)(e - p) == wl && wl && !strncmp(p, word, wl))
+	size_t wl = strlen(word), l;
+	const char *p = choices, *c;
+	while (choice_next(&p, &c, &l))
+		if (l == wl && wl && !strncmp(c, word, wl))
 			return true;
-		p = q;
-	}
 	return false;
 }
 
@@ -256,19 +268,12 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 {
 	size_t best = (size_t)-1;
 	out[0] = '\0';
-	const char *p = choices;
-	while (*p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		const char *q = p;
-		while (*q && *q != ',')
-			q++;
-		const char *e = q;
-		while (e > p && e[-1] == ' ')
-			e--;
+	const char *p = choices, *c;
+	size_t l;
+	while (choice_next(&p, &c, &l)) {
 		char buf[128];
-		size_t l = (size_t)(e - p) < sizeof buf - 1 ? (size_t)(e - p) : sizeof buf - 1;
-		memcpy(buf, p, l);
+		l = l < sizeof buf - 1 ? l : sizeof buf - 1;
+		memcpy(buf, c, l);
 		buf[l] = '\0';
 		if (l) {
 			size_t d = edit_distance(word, buf);
@@ -277,7 +282,6 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 				snprintf(out, outlen, "%s", buf);
 			}
 		}
-		p = q;
 	}
 	if (best == (size_t)-1 || !close_enough(word, best))
 		out[0] = '\0';
@@ -487,21 +491,10 @@ int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
 	if (n == 0)
 		return 0;
 	if (s->n + n > s->cap) {
-		size_t cap = s->cap ? s->cap : 64;
-		while (cap < s->n + n)
-			cap *= 2;
-		const cfg_key_t **k = realloc(s->keys, cap * sizeof *k);
-		if (!k)
+		size_t cap = vec_next_cap(s->cap, s->n + n, 64);
+		if (!cap || VEC_RESIZE(s->keys, cap) || VEC_RESIZE(s->choices, cap) ||
+		    VEC_RESIZE(s->warned, cap))
 			return KS_ENOMEM;
-		s->keys = k;
-		char **c = realloc(s->choices, cap * sizeof *c);
-		if (!c)
-			return KS_ENOMEM;
-		s->choices = c;
-		unsigned char *w = realloc(s->warned, cap);
-		if (!w)
-			return KS_ENOMEM;
-		s->warned = w;
 		s->cap = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -893,15 +886,9 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 	snprintf(org, sizeof org, "%s:%d", p->origin, p->line);
 	v.text = val_canonical(k, value, &v);
 	v.origin = str_dup(org);
-	if (p->nst == p->capst) {
-		size_t cap = p->capst ? 2 * p->capst : 16;
-		staged_t *st = realloc(p->st, cap * sizeof *st);
-		if (!st) {
-			val_clear(&v);
-			return parse_fail(p, KS_ENOMEM, "out of memory");
-		}
-		p->st = st;
-		p->capst = cap;
+	if (VEC_GROW(p->st, p->capst, p->nst + 1, 16)) {
+		val_clear(&v);
+		return parse_fail(p, KS_ENOMEM, "out of memory");
 	}
 	if (!v.text || !v.origin) {
 		val_clear(&v);
@@ -977,34 +964,10 @@ int cfg_load_string(cfg_t *c, const char *origin, const char *text, err_t *e)
 
 int cfg_load_file(cfg_t *c, const char *path, err_t *e)
 {
-	FILE *f = err_fopen_in(path, e);
-	if (!f)
+	char *buf;
+	size_t len;
+	if (file_read_all(path, &buf, &len, e))
 		return e->code;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? 2 * cap : 8192;
-			char *b = realloc(buf, cap);
-			if (!b) {
-				free(buf);
-				fclose(f);
-				return err_set(e, KS_ENOMEM, "%s: out of memory", path);
-			}
-			buf = b;
-		}
-		size_t got = fread(buf + len, 1, 4096, f);
-		len += got;
-		if (got < 4096)
-			break;
-	}
-	int rerr = ferror(f);
-	fclose(f);
-	if (rerr) {
-		free(buf);
-		return err_set(e, KS_EIO, "%s: read error", path);
-	}
-	buf[len] = '\0';
 	int rc;
 	if (memchr(buf, '\0', len)) {
 		int line = 1;
@@ -1348,7 +1311,7 @@ static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *n
 	cfg_type_t t = c->s->keys[i]->type;
 	if (t != t1 && t != t2) {
 		fprintf(stderr, "kvsim: %s: [%s] %s is of type %s\n", fn, section, name,
-		        type_name(t));
+		        cfg_type_name(t));
 		abort();
 	}
 	return &c->v[i];
@@ -1573,7 +1536,7 @@ int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 	for (size_t i = 0; i < s->n; i++) {
 		const cfg_key_t *k = s->keys[i];
 		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
-		        type_name(k->type), k->def);
+		        cfg_type_name(k->type), k->def);
 		write_range(k, key_choices(s, i), f);
 		if (k->unit && *k->unit)
 			fprintf(f, ", unit %s", k->unit);

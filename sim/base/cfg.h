@@ -35,6 +35,9 @@
 #include "sim/base/err.h"
 
 typedef enum { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STR, CFG_ENUM } cfg_type_t;
+/* The type's name in messages and key listings: "int", "float", "bool",
+ * "string", "enum"; "?" for a value outside the enum. Static storage. */
+const char *cfg_type_name(cfg_type_t t);
 
 typedef struct cfg_key {
 	const char *section; /* "cluster", "policy.routing", ... */

@@ -51,6 +51,9 @@ const char *err_name(int code)
 	case KS_EINPUT: return "input error";
 	case KS_ENOMEM: return "out of memory";
 	case KS_EIO: return "I/O error";
+	case KS_EFULL: return "no room";
+	case KS_EEXIST: return "already exists";
+	case KS_ESTATE: return "wrong state";
 	default: return "unknown error";
 	}
 }

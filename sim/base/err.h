@@ -17,6 +17,12 @@ enum {
 	KS_EINPUT = -2,   /* bad usage, config or input file (exit 2) */
 	KS_ENOMEM = -3,   /* allocation failed (exit 1) */
 	KS_EIO = -4,      /* file system or library I/O error (exit 1) */
+	/* Answers of fixed-capacity stores (sim/cluster/kv_store.h): the caller
+	 * decides what to do (evict, preempt, recompute); they reach main only
+	 * as a bug (exit 1). */
+	KS_EFULL = -5,  /* no room, even after evicting what may be evicted */
+	KS_EEXIST = -6, /* the named object is already there */
+	KS_ESTATE = -7, /* absent, or not in the state the call needs */
 };
 
 typedef struct err {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "sim/base/cfg.h"
+#include "sim/base/vec.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 #include "sim/net/net.h"
@@ -86,19 +87,6 @@ static int whole(scen_t *s, int line, err_t *e, const char *what, const char *t,
 	return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
-	void *q = realloc(*p, nc * elem);
-	if (!q)
-		return KS_ENOMEM;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
-
 static long find_link(const scen_t *s, const char *name)
 {
 	for (size_t i = 0; i < s->n_links; i++)
@@ -153,17 +141,14 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 						"of bytes/s", tok[2]);
 		if (whole(s, line, e, "link latency", tok[3], 0, INT64_MAX, "ns", &lat))
 			return KS_EINPUT;
-		if (grow((void **)&s->links, &s->cap_links, s->n_links + 1, sizeof(sc_link_t)))
-			return err_set(e, KS_ENOMEM, "out of memory");
-		size_t c = s->cap_links;
-		double *lc = realloc(s->link_cap, c * sizeof(double));
-		if (lc)
-			s->link_cap = lc;
-		int64_t *ll = realloc(s->link_lat, c * sizeof(int64_t));
-		if (ll)
-			s->link_lat = ll;
-		if (!lc || !ll)
-			return err_set(e, KS_ENOMEM, "out of memory");
+		if (s->n_links == s->cap_links) {
+			/* links, link_cap and link_lat share one capacity */
+			size_t c = vec_next_cap(s->cap_links, s->n_links + 1, 16);
+			if (!c || VEC_RESIZE(s->links, c) || VEC_RESIZE(s->link_cap, c) ||
+			    VEC_RESIZE(s->link_lat, c))
+				return err_set(e, KS_ENOMEM, "out of memory");
+			s->cap_links = c;
+		}
 		snprintf(s->links[s->n_links].name, NAME_MAX_LEN, "%s", tok[1]);
 		s->link_cap[s->n_links] = cap;
 		s->link_lat[s->n_links] = lat;
@@ -179,7 +164,7 @@ static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 		for (size_t i = 0; i < s->n_flows; i++)
 			if (!strcmp(s->flows[i].name, tok[1]))
 				return perr(s, line, e, "flow '%s' defined twice", tok[1]);
-		if (grow((void **)&s->flows, &s->cap_flows, s->n_flows + 1, sizeof(sc_flow_t)))
+		if (VEC_GROW(s->flows, s->cap_flows, s->n_flows + 1, 16))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		sc_flow_t *f = &s->flows[s->n_flows];
 		memset(f, 0, sizeof *f);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "policies/pol.h"
+#include "sim/base/cfg.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 
@@ -50,30 +51,13 @@ static void wrap(const char *text, int indent)
 	putchar('\n');
 }
 
-static const char *type_name(cfg_type_t t)
-{
-	switch (t) {
-	case CFG_INT:
-		return "int";
-	case CFG_FLOAT:
-		return "float";
-	case CFG_BOOL:
-		return "bool";
-	case CFG_STR:
-		return "string";
-	case CFG_ENUM:
-		return "enum";
-	}
-	return "?";
-}
-
 static void print_policy(const pol_base_t *o)
 {
 	printf("  %s\n", o->name);
 	wrap(o->doc ? o->doc : "", 6);
 	for (size_t i = 0; i < o->n_params; i++) {
 		const cfg_key_t *k = &o->params[i];
-		printf("      %s (%s, default %s", k->name, type_name(k->type), k->def);
+		printf("      %s (%s, default %s", k->name, cfg_type_name(k->type), k->def);
 		if (k->type == CFG_ENUM && k->choices)
 			printf(", one of %s", k->choices);
 		else if (k->min < k->max && k->type != CFG_BOOL)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim/base/err.h"
+#include "sim/base/vec.h"
 
 enum { ADMIT_OK = 0, ADMIT_SKIP = 1, ADMIT_FULL = 2 };
 
@@ -112,14 +113,8 @@ uint64_t cluster_decode_tokens_recount(const cluster_t *c, uint32_t inst)
 
 static res_request_t *res_append(cluster_t *c)
 {
-	if (c->n_res == c->cap_res) {
-		size_t cap = c->cap_res ? 2 * c->cap_res : 1024;
-		res_request_t *n = realloc(c->res, cap * sizeof *n);
-		if (!n)
-			return NULL;
-		c->res = n;
-		c->cap_res = cap;
-	}
+	if (VEC_GROW(c->res, c->cap_res, c->n_res + 1, 1024))
+		return NULL;
 	res_request_t *r = &c->res[c->n_res++];
 	memset(r, 0, sizeof *r);
 	r->ttft_ns = r->tpot_ns = r->tbt_p90_ns = r->e2e_ns = r->queue_ns = -1;
@@ -253,12 +248,12 @@ static int ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ct
 	uint32_t need = ceil_div(ctx, c->p.block_tokens);
 	uint32_t have = r->shared_hold + r->priv;
 	if (need <= have)
-		return KV_OK;
+		return KS_OK;
 	if (kv_alloc_private(in->kv, need - have, ev_engine_now(c->eng)))
-		return KV_FULL;
+		return KS_EFULL;
 	c->kv_block_allocs += need - have;
 	r->priv += need - have;
-	return KV_OK;
+	return KS_OK;
 }
 
 /* What an admission found: hit tokens, where they came from, the first
@@ -367,7 +362,7 @@ static uint64_t synth_id(uint64_t req, uint32_t k)
 static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth, int64_t now)
 {
 	int res = c->p.resident_at_admission;
-	if (kv_alloc(in->kv, id, depth, KV_COMPUTING, res ? 0 : 1, 0, now) != KV_OK)
+	if (kv_alloc(in->kv, id, depth, KV_COMPUTING, res ? 0 : 1, 0, now) != KS_OK)
 		return 0;
 	if (res)
 		kv_ready(in->kv, id, now);
@@ -578,7 +573,7 @@ static int iter_start(cluster_t *c, sim_inst_t *in)
 		}
 		uint64_t ctx = (uint64_t)r->in_len + r->generated;
 		int preempted_self = 0;
-		while (ensure_blocks(c, in, r, ctx) != KV_OK) {
+		while (ensure_blocks(c, in, r, ctx) != KS_OK) {
 			if (preempt_last(c, in) == r) {
 				preempted_self = 1;
 				break;
@@ -624,14 +619,8 @@ static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
 	if (r->generated == 0) {
 		r->t_first = now;
 	} else {
-		if (r->n_gaps == r->cap_gaps) {
-			uint32_t cap = r->cap_gaps ? 2 * r->cap_gaps : 16;
-			int64_t *g = realloc(r->gaps, cap * sizeof *g);
-			if (!g)
-				return KS_ENOMEM;
-			r->gaps = g;
-			r->cap_gaps = cap;
-		}
+		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + 1, 16))
+			return KS_ENOMEM;
 		r->gaps[r->n_gaps++] = now - r->t_last;
 	}
 	r->t_last = now;
@@ -721,16 +710,10 @@ int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns)
 {
 	sim_inst_t *in = &c->inst[inst];
 	if (in->n_job == in->cap_job) {
-		uint32_t cap = in->cap_job ? 2 * in->cap_job : 8;
-		uint64_t *id = realloc(in->job_id, cap * sizeof *id);
-		if (id)
-			in->job_id = id;
-		int64_t *ns = realloc(in->job_ns, cap * sizeof *ns);
-		if (ns)
-			in->job_ns = ns;
-		if (!id || !ns)
+		size_t cap = vec_next_cap(in->cap_job, in->n_job + 1, 8);
+		if (cap > UINT32_MAX || VEC_RESIZE(in->job_id, cap) || VEC_RESIZE(in->job_ns, cap))
 			return KS_ENOMEM;
-		in->cap_job = cap;
+		in->cap_job = (uint32_t)cap;
 	}
 	in->job_id[in->n_job] = job;
 	in->job_ns[in->n_job++] = dur_ns;

@@ -257,7 +257,7 @@ uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 int kv_evict_one(kv_store_t *s, int64_t now)
 {
 	if (!s->heap_n)
-		return KV_FULL;
+		return KS_EFULL;
 	uint32_t v = s->heap[0];
 	heap_remove(s, v);
 	slot_t *sl = &s->slot[v];
@@ -273,24 +273,24 @@ int kv_evict_one(kv_store_t *s, int64_t now)
 	s->free_head = v;
 	s->used_shared--;
 	s->st.evictions++;
-	return KV_OK;
+	return KS_OK;
 }
 
 /* Makes room for n blocks; all-or-nothing. */
 static int make_room(kv_store_t *s, uint32_t n, int64_t now)
 {
 	if (kv_free_or_evictable(s) < n)
-		return KV_FULL;
+		return KS_EFULL;
 	while (s->cap - kv_used(s) < n)
 		kv_evict_one(s, now);
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 {
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.state != KV_READY)
-		return -1;
+		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	if (sl->heap >= 0)
 		heap_remove(s, i);
@@ -304,7 +304,7 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 	sl->b.hits++;
 	sl->b.last_use = now;
 	s->st.hits++;
-	return KV_OK;
+	return KS_OK;
 }
 
 static int pin_state(kv_store_t *s, uint64_t id, int computing_too)
@@ -312,11 +312,11 @@ static int pin_state(kv_store_t *s, uint64_t id, int computing_too)
 	uint32_t i = map_find(s, id);
 	if (i == NIL || !(s->slot[i].b.state == KV_READY ||
 	                  (computing_too && s->slot[i].b.state == KV_COMPUTING)))
-		return -1;
+		return KS_ESTATE;
 	if (s->slot[i].heap >= 0)
 		heap_remove(s, i);
 	s->slot[i].b.ref++;
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_pin(kv_store_t *s, uint64_t id, int64_t now)
@@ -335,27 +335,27 @@ int kv_watch(kv_store_t *s, uint64_t id)
 {
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.state == KV_READY)
-		return -1;
+		return KS_ESTATE;
 	s->slot[i].b.watched = 1;
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
 {
 	uint32_t i = map_find(s, id);
 	if (i == NIL)
-		return -1;
+		return KS_ESTATE;
 	s->slot[i].b.tag = tag;
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
 	     int64_t now)
 {
 	if (map_find(s, id) != NIL)
-		return KV_EXISTS;
+		return KS_EEXIST;
 	if (make_room(s, 1, now))
-		return KV_FULL;
+		return KS_EFULL;
 	uint32_t v = s->free_head;
 	slot_t *sl = &s->slot[v];
 	s->free_head = sl->next_free;
@@ -370,14 +370,14 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	map_insert(s, id, v);
 	s->used_shared++;
 	s->st.allocs++;
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 {
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.state == KV_READY)
-		return -1;
+		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	sl->b.state = KV_READY;
 	sl->b.created = now;
@@ -391,27 +391,27 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 		if (s->watch)
 			s->watch(s->wctx, &sl->b, KV_WATCH_READY);
 	}
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 {
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.ref == 0)
-		return -1;
+		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	sl->b.ref--;
 	sl->b.last_use = now;
 	if (sl->b.ref == 0 && sl->b.state == KV_READY)
 		heap_push(s, i, now);
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_drop(kv_store_t *s, uint64_t id)
 {
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
-		return -1;
+		return KS_ESTATE;
 	kv_block_info_t last = s->slot[i].b;
 	map_erase(s, id);
 	s->slot[i].b.state = 0;
@@ -422,15 +422,15 @@ int kv_drop(kv_store_t *s, uint64_t id)
 		last.watched = 0;
 		s->watch(s->wctx, &last, KV_WATCH_DROP);
 	}
-	return KV_OK;
+	return KS_OK;
 }
 
 int kv_alloc_private(kv_store_t *s, uint32_t n, int64_t now)
 {
 	if (make_room(s, n, now))
-		return KV_FULL;
+		return KS_EFULL;
 	s->used_private += n;
-	return KV_OK;
+	return KS_OK;
 }
 
 void kv_free_private(kv_store_t *s, uint32_t n)
@@ -452,7 +452,7 @@ int kv_foreach(const kv_store_t *s, int (*fn)(void *ctx, const kv_block_info_t *
 int kv_check(const kv_store_t *s)
 {
 	if (kv_used(s) > s->cap)
-		return -1;
+		return KS_ERUNTIME;
 	uint32_t n = 0, nspec = 0, nevict = 0;
 	for (uint32_t i = 0; i <= s->mask; i++) {
 		if (!s->map[i])
@@ -460,18 +460,18 @@ int kv_check(const kv_store_t *s)
 		uint32_t v = s->map[i] - 1;
 		const slot_t *sl = &s->slot[v];
 		if (map_find(s, sl->b.id) != v)
-			return -2;
+			return KS_ERUNTIME;
 		n++;
 		int evictable = sl->b.state == KV_READY && sl->b.ref == 0;
 		if (evictable != (sl->heap >= 0))
-			return -3;
+			return KS_ERUNTIME;
 		nevict += evictable;
 		nspec += sl->b.state == KV_READY && sl->b.spec;
 	}
 	if (n != s->used_shared || nevict != s->heap_n || nspec != s->n_spec)
-		return -4;
+		return KS_ERUNTIME;
 	for (uint32_t i = 1; i < s->heap_n; i++)
 		if (heap_less(s, s->heap[i], s->heap[(i - 1) / 2]))
-			return -5;
+			return KS_ERUNTIME;
 	return 0;
 }

@@ -10,10 +10,13 @@
  * reference are cached and evictable, lowest eviction priority first (LRU by
  * default; deeper blocks of a prefix go before shallower ones on ties).
  * Capacity (blocks, shared + private) is never exceeded: allocations that do
- * not fit after evicting return KV_FULL and change nothing.
+ * not fit after evicting return KS_EFULL and change nothing.
  * Memory: the store owns its slab, map and heap; no allocation after
- * kv_store_new. Errors: KV_FULL / KV_EXISTS / -1 for misuse (asserted in
- * checked builds).
+ * kv_store_new. Errors: the shared negative codes of sim/base/err.h, named
+ * at each declaration: KS_EFULL (no room), KS_EEXIST (already stored),
+ * KS_ESTATE (absent, or not in the state the call needs; a call that fails
+ * changes nothing). They are answers for the caller, never messages: no
+ * err_t is filled.
  */
 #ifndef KVSIM_KV_STORE_H
 #define KVSIM_KV_STORE_H
@@ -21,8 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/base/err.h"
+
 enum { KV_COMPUTING = 1, KV_INFLIGHT = 2, KV_READY = 3 };
-enum { KV_OK = 0, KV_FULL = 1, KV_EXISTS = 2 };
 
 typedef struct kv_block_info {
 	uint64_t id;
@@ -78,39 +82,45 @@ uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n);
 int kv_visible(const kv_store_t *s, uint64_t id);
 
 /* Takes a reference on a READY block (a hit); counts a hit, clears spec
- * (reporting in *was_spec whether it was speculative). */
+ * (reporting in *was_spec whether it was speculative). 0, or KS_ESTATE
+ * when id is absent or not READY. */
 int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec);
 /* Allocates a new shared block in state (COMPUTING or INFLIGHT) with ref
- * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. */
+ * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. 0,
+ * KS_EEXIST when id is already stored, KS_EFULL when no room can be made. */
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
 	     int spec, int64_t now);
-/* Pins a READY block (a copy reads it) without counting a hit; -1 if it is
- * not READY. kv_pin_any also pins a COMPUTING block (copies that may read
- * KV not yet computed, kvcache.copy_from = uncomputed). */
+/* Pins a READY block (a copy reads it) without counting a hit; 0, or
+ * KS_ESTATE if it is absent or not READY. kv_pin_any also pins a COMPUTING
+ * block (copies that may read KV not yet computed, kvcache.copy_from =
+ * uncomputed); KS_ESTATE for an absent or INFLIGHT block. */
 int kv_pin(kv_store_t *s, uint64_t id, int64_t now);
 int kv_pin_any(kv_store_t *s, uint64_t id, int64_t now);
-/* Watches a COMPUTING or INFLIGHT block (see kv_watch_fn); -1 when the
- * block is absent or already READY. */
+/* Watches a COMPUTING or INFLIGHT block (see kv_watch_fn); 0, or
+ * KS_ESTATE when the block is absent or already READY. */
 int kv_watch(kv_store_t *s, uint64_t id);
-/* Sets the caller's tag of a block. */
+/* Sets the caller's tag of a block; 0, or KS_ESTATE when it is absent. */
 int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag);
-/* COMPUTING/INFLIGHT -> READY. */
+/* COMPUTING/INFLIGHT -> READY; 0, or KS_ESTATE when absent or READY. */
 int kv_ready(kv_store_t *s, uint64_t id, int64_t now);
-/* Drops one reference; at zero the block becomes evictable (if READY). */
+/* Drops one reference; at zero the block becomes evictable (if READY).
+ * 0, or KS_ESTATE when absent or holding no reference. */
 int kv_unref(kv_store_t *s, uint64_t id, int64_t now);
 /* Removes a non-READY block with ref 0 (a cancelled copy, an aborted
- * prefill's block). */
+ * prefill's block); 0, or KS_ESTATE for any other block or an absent one. */
 int kv_drop(kv_store_t *s, uint64_t id);
-/* Private blocks: n more / n fewer. */
+/* Private blocks: n more (0, or KS_EFULL when no room can be made) / n
+ * fewer. */
 int kv_alloc_private(kv_store_t *s, uint32_t n, int64_t now);
 void kv_free_private(kv_store_t *s, uint32_t n);
-/* Evicts one block chosen by policy; KV_FULL if none is evictable. */
+/* Evicts one block chosen by policy; 0, or KS_EFULL if none is evictable. */
 int kv_evict_one(kv_store_t *s, int64_t now);
 
 /* Iterates over every shared block (any state); stop when fn returns != 0. */
 int kv_foreach(const kv_store_t *s, int (*fn)(void *ctx, const kv_block_info_t *b),
 	       void *ctx);
-/* Full consistency check (map, heap, counters); 0 when consistent. */
+/* Full consistency check (map, heap, counters); 0 when consistent,
+ * KS_ERUNTIME when not (a bug in the store). */
 int kv_check(const kv_store_t *s);
 
 /* Counters since creation. */

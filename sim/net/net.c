@@ -4,6 +4,7 @@
  * links that changed since the last solve.
  */
 #include "sim/net/net.h"
+#include "sim/base/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -110,36 +111,6 @@ struct net {
 };
 
 /* ---- small helpers --------------------------------------------------------- */
-
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	uint32_t nc = *cap ? *cap : 16;
-	while (nc < need)
-		nc *= 2;
-	void *q = realloc(*p, (size_t)nc * elem);
-	if (!q)
-		return KS_ENOMEM;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
-
-static int grow_sz(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 64;
-	while (nc < need)
-		nc *= 2;
-	void *q = realloc(*p, nc * elem);
-	if (!q)
-		return KS_ENOMEM;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
 
 static double prof_clock(const net_t *net)
 {
@@ -258,7 +229,7 @@ static int mark_dirty(net_t *net, const uint32_t *path, uint32_t len)
 		link_t *l = &net->links[path[k]];
 		if (l->dirty)
 			continue;
-		if (grow((void **)&net->dirty, &net->cap_dirty, net->n_dirty + 1, sizeof(uint32_t)))
+		if (VEC_GROW(net->dirty, net->cap_dirty, net->n_dirty + 1, 16))
 			return KS_ENOMEM;
 		l->dirty = 1;
 		net->dirty[net->n_dirty++] = path[k];
@@ -379,7 +350,7 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 		ai = net->free_agg;
 		net->free_agg = net->aggs[ai].hnext;
 	} else {
-		if (grow((void **)&net->aggs, &net->cap_aggs, net->n_aggs + 1, sizeof(agg_t)))
+		if (VEC_GROW(net->aggs, net->cap_aggs, net->n_aggs + 1, 16))
 			return KS_ENOMEM;
 		ai = net->n_aggs++;
 		memset(&net->aggs[ai], 0, sizeof(agg_t));
@@ -387,7 +358,7 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 	agg_t *a = &net->aggs[ai];
 	for (uint32_t k = 0; k < f->len; k++) {
 		link_t *l = &net->links[f->path[k]];
-		if (grow((void **)&l->aggs, &l->cap_aggs, l->n_aggs + 1, sizeof(uint32_t)))
+		if (VEC_GROW(l->aggs, l->cap_aggs, l->n_aggs + 1, 16))
 			return KS_ENOMEM; /* (links before k keep a slot; harmless) */
 	}
 	memcpy(a->path, f->path, f->len * sizeof(uint32_t));
@@ -571,8 +542,7 @@ static int fill(net_t *net, double wfg, double wbg)
 			}
 		}
 		if (a->cap < INFINITY) {
-			if (grow((void **)&net->capped, &net->cap_capped, n_capped + 1,
-				 sizeof(uint32_t)))
+			if (VEC_GROW(net->capped, net->cap_capped, n_capped + 1, 16))
 				return KS_ENOMEM;
 			net->capped[n_capped++] = net->comp_aggs[i];
 		}
@@ -652,33 +622,12 @@ static int path_busy(net_t *net, const agg_t *a, const double *fg_use)
 
 static int grow_rows(net_t *net, uint32_t need)
 {
-	uint32_t c = net->cap_rows ? net->cap_rows : 64;
-	while (c < need)
-		c *= 2;
-	double *p;
-	if (!(p = realloc(net->row_rem, (size_t)c * sizeof(double))))
+	size_t c = vec_next_cap(net->cap_rows, need, 64);
+	if (!c || c > UINT32_MAX || VEC_RESIZE(net->row_rem, c) || VEC_RESIZE(net->row_kv, c) ||
+	    VEC_RESIZE(net->row_w, c) || VEC_RESIZE(net->row_cap, c) ||
+	    VEC_RESIZE(net->row_cnt, c) || VEC_RESIZE(net->heap, c) || VEC_RESIZE(net->hpos, c))
 		return KS_ENOMEM;
-	net->row_rem = p;
-	if (!(p = realloc(net->row_kv, (size_t)c * sizeof(double))))
-		return KS_ENOMEM;
-	net->row_kv = p;
-	if (!(p = realloc(net->row_w, (size_t)c * sizeof(double))))
-		return KS_ENOMEM;
-	net->row_w = p;
-	if (!(p = realloc(net->row_cap, (size_t)c * sizeof(double))))
-		return KS_ENOMEM;
-	net->row_cap = p;
-	uint32_t *u;
-	if (!(u = realloc(net->row_cnt, (size_t)c * sizeof(uint32_t))))
-		return KS_ENOMEM;
-	net->row_cnt = u;
-	if (!(u = realloc(net->heap, (size_t)c * sizeof(uint32_t))))
-		return KS_ENOMEM;
-	net->heap = u;
-	if (!(u = realloc(net->hpos, (size_t)c * sizeof(uint32_t))))
-		return KS_ENOMEM;
-	net->hpos = u;
-	net->cap_rows = c;
+	net->cap_rows = (uint32_t)c;
 	return 0;
 }
 
@@ -695,8 +644,7 @@ static int solve(net_t *net)
 		if (l->mark == net->epoch)
 			continue;
 		l->mark = net->epoch;
-		if (grow((void **)&net->comp_links, &net->cap_comp_links, net->n_comp_links + 1,
-			 sizeof(uint32_t)))
+		if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
 			return KS_ENOMEM;
 		net->comp_links[net->n_comp_links++] = net->dirty[i];
 	}
@@ -708,8 +656,7 @@ static int solve(net_t *net)
 			if (a->mark == net->epoch)
 				continue;
 			a->mark = net->epoch;
-			if (grow((void **)&net->comp_aggs, &net->cap_comp_aggs,
-				 net->n_comp_aggs + 1, sizeof(uint32_t)))
+			if (VEC_GROW(net->comp_aggs, net->cap_comp_aggs, net->n_comp_aggs + 1, 16))
 				return KS_ENOMEM;
 			net->comp_aggs[net->n_comp_aggs++] = l->aggs[j];
 			n_bg += a->cls == NET_BG;
@@ -718,8 +665,7 @@ static int solve(net_t *net)
 				if (m->mark == net->epoch)
 					continue;
 				m->mark = net->epoch;
-				if (grow((void **)&net->comp_links, &net->cap_comp_links,
-					 net->n_comp_links + 1, sizeof(uint32_t)))
+				if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
 					return KS_ENOMEM;
 				net->comp_links[net->n_comp_links++] = a->path[k];
 			}
@@ -819,7 +765,7 @@ static int record(net_t *net, const net_flow_rec_t *r)
 {
 	if (!net->record)
 		return 0;
-	if (grow_sz((void **)&net->recs, &net->cap_recs, net->n_recs + 1, sizeof *r))
+	if (VEC_GROW(net->recs, net->cap_recs, net->n_recs + 1, 64))
 		return KS_ENOMEM;
 	net->recs[net->n_recs++] = *r;
 	return 0;
@@ -866,7 +812,7 @@ static int on_join(net_t *net, uint32_t fi, uint32_t gen)
 	if (agg_find_or_make(net, f, &ai))
 		return KS_ENOMEM;
 	agg_t *a = &net->aggs[ai];
-	if (grow((void **)&a->heap, &a->heap_cap, a->n + 1, sizeof(uint32_t)))
+	if (VEC_GROW(a->heap, a->heap_cap, a->n + 1, 16))
 		return KS_ENOMEM;
 	agg_advance(a, now);
 	f->state = F_ACTIVE;
@@ -895,8 +841,7 @@ static int on_done(net_t *net, uint32_t ai, uint32_t gen)
 		if (r > done_eps((double)f->bytes, f->target))
 			break;
 		mh_remove(net, a, 0);
-		if (grow((void **)&net->done, &net->cap_done, net->n_done + 1,
-			 sizeof(struct done_item)))
+		if (VEC_GROW(net->done, net->cap_done, net->n_done + 1, 16))
 			return KS_ENOMEM;
 		struct done_item *d = &net->done[net->n_done++];
 		net_flow_rec_t *rec = &d->rec;
@@ -939,8 +884,8 @@ static int on_done(net_t *net, uint32_t ai, uint32_t gen)
 static void prof_charge(net_t *net, double ns, uint32_t kind)
 {
 	if (kind != K_SOLVE) {
-		if (grow_sz((void **)&net->prof_ns, &net->cap_prof, net->n_prof + 1, sizeof(double)) ||
-		    grow_sz((void **)&net->prof_kind, &net->cap_prof_kind, net->n_prof + 1, 1))
+		if (VEC_GROW(net->prof_ns, net->cap_prof, net->n_prof + 1, 64) ||
+		    VEC_GROW(net->prof_kind, net->cap_prof_kind, net->n_prof + 1, 64))
 			return;
 		net->prof_kind[net->n_prof] = kind == K_DONE;
 		net->prof_ns[net->n_prof++] = ns;
@@ -1040,7 +985,7 @@ int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *
 		return err_set(e, KS_EINPUT, "link capacity must be a positive number of bytes/s");
 	if (latency_ns < 0)
 		return err_set(e, KS_EINPUT, "link latency must be >= 0 ns");
-	if (grow((void **)&net->links, &net->cap_links, net->n_links + 1, sizeof(link_t)))
+	if (VEC_GROW(net->links, net->cap_links, net->n_links + 1, 16))
 		return err_set(e, KS_ENOMEM, "net: out of memory");
 	link_t *l = &net->links[net->n_links];
 	memset(l, 0, sizeof *l);
@@ -1137,7 +1082,7 @@ int net_flow_start(net_t *net, const net_flow_spec_t *s, uint64_t *id, err_t *e)
 		net->free_flow = net->flows[fi].next_free;
 	} else {
 		if (net->n_flows == UINT32_MAX - 1 ||
-		    grow((void **)&net->flows, &net->cap_flows, net->n_flows + 1, sizeof(flow_t)))
+		    VEC_GROW(net->flows, net->cap_flows, net->n_flows + 1, 16))
 			return err_set(e, KS_ENOMEM, "net: out of memory");
 		fi = net->n_flows++;
 		net->flows[fi].gen = 1;

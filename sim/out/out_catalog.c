@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sim/out/out_hdf5.h"
+#include "sim/base/vec.h"
 
 /* One transaction, so a killed first sweep leaves both tables or neither. */
 static const char schema_sql[] =
@@ -66,14 +67,8 @@ static int db_err(out_catalog_t *c, err_t *e, const char *what)
 
 static int col_add_mem(out_catalog_t *c, const char *name, const char *kind, int is_real)
 {
-	if (c->ncols == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 32;
-		col_info_t *n = realloc(c->cols, cap * sizeof *n);
-		if (!n)
-			return KS_ENOMEM;
-		c->cols = n;
-		c->cap = cap;
-	}
+	if (VEC_GROW(c->cols, c->cap, c->ncols + 1, 32))
+		return KS_ENOMEM;
 	char *s = strdup(name);
 	if (!s)
 		return KS_ENOMEM;
@@ -725,14 +720,8 @@ static const char *where_refused(const char *w)
 static int append(char **buf, size_t *len, size_t *cap, const char *s)
 {
 	size_t n = strlen(s);
-	if (*len + n + 1 > *cap) {
-		size_t nc = (*cap + n + 1) * 2;
-		char *b = realloc(*buf, nc);
-		if (!b)
-			return -1;
-		*buf = b;
-		*cap = nc;
-	}
+	if (VEC_GROW(*buf, *cap, *len + n + 1, 256))
+		return -1;
 	memcpy(*buf + *len, s, n + 1);
 	*len += n;
 	return 0;
@@ -890,17 +879,12 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 		t->kinds[k] = ci->kind;
 		t->is_real[k] = ci->is_real;
 	}
-	size_t rcap = 0;
+	size_t ccap = 0; /* cells, n per row */
 	int r;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		if (t->nrows == rcap) {
-			rcap = rcap ? 2 * rcap : 64;
-			char **cl = realloc(t->cells, rcap * n * sizeof *cl);
-			if (!cl) {
-				rc = err_set(e, KS_ENOMEM, "out of memory");
-				break;
-			}
-			t->cells = cl;
+		if (VEC_GROW(t->cells, ccap, (t->nrows + 1) * n, 64 * n)) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			break;
 		}
 		char **row = t->cells + t->nrows * n;
 		for (size_t k = 0; k < n; k++) {

@@ -20,6 +20,7 @@
 #include <mpi.h>
 #endif
 
+#include "sim/base/vec.h"
 #include "sim/out/out_sweep.h"
 
 #define REP_MAGIC 0x6b767270u /* "kvrp" */
@@ -55,14 +56,8 @@ typedef struct buf {
 
 static int buf_put(buf_t *b, const void *d, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t cap = (b->cap + n) * 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return -1;
-		b->p = p;
-		b->cap = cap;
-	}
+	if (VEC_GROW(b->p, b->cap, b->len + n, 256))
+		return -1;
 	memcpy(b->p + b->len, d, n);
 	b->len += n;
 	return 0;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "models/mdl_xfer.h"
+#include "sim/base/vec.h"
 #include "sim/run/sim_int.h"
 
 /* copy_begin's answer when every block is already at the destination */
@@ -210,14 +211,8 @@ static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32
 
 static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec, int kind)
 {
-	if (s->n_xfer == s->cap_xfer) {
-		size_t cap = s->cap_xfer ? 2 * s->cap_xfer : 256;
-		res_transfer_t *n = realloc(s->xfer, cap * sizeof *n);
-		if (!n)
-			return KS_ENOMEM;
-		s->xfer = n;
-		s->cap_xfer = cap;
-	}
+	if (VEC_GROW(s->xfer, s->cap_xfer, s->n_xfer + 1, 256))
+		return KS_ENOMEM;
 	res_transfer_t *t = &s->xfer[s->n_xfer++];
 	memset(t, 0, sizeof *t);
 	t->id = rec->id;
@@ -244,14 +239,8 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 
 static int replica_new(sim_ctx_t *s, uint32_t blocks, uint32_t *idx)
 {
-	if (s->n_replicas == s->cap_replicas) {
-		size_t cap = s->cap_replicas ? 2 * s->cap_replicas : 64;
-		replica_t *n = realloc(s->replicas, cap * sizeof *n);
-		if (!n)
-			return KS_ENOMEM;
-		s->replicas = n;
-		s->cap_replicas = cap;
-	}
+	if (VEC_GROW(s->replicas, s->cap_replicas, s->n_replicas + 1, 64))
+		return KS_ENOMEM;
 	*idx = (uint32_t)s->n_replicas;
 	s->replicas[s->n_replicas++] = (replica_t){ev_engine_now(s->eng), blocks, 0};
 	return 0;
@@ -433,14 +422,8 @@ int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job)
 static kcopy_t *copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
 			 int spec, int from_policy, sim_req_t *req)
 {
-	if (s->n_copies == s->cap_copies) {
-		size_t cap = s->cap_copies ? 2 * s->cap_copies : 256;
-		kcopy_t *nc = realloc(s->copies, cap * sizeof *nc);
-		if (!nc)
-			return NULL;
-		s->copies = nc;
-		s->cap_copies = cap;
-	}
+	if (VEC_GROW(s->copies, s->cap_copies, s->n_copies + 1, 256))
+		return NULL;
 	kcopy_t *c = &s->copies[s->n_copies++];
 	memset(c, 0, sizeof *c);
 	c->id = s->n_copies;
@@ -588,14 +571,8 @@ static pol_refusal_t refusal_reason(sim_ctx_t *s, int32_t src, uint32_t dst,
 
 static int deferred_push(sim_ctx_t *s, uint32_t idx)
 {
-	if (s->n_deferred == s->cap_deferred) {
-		size_t cap = s->cap_deferred ? 2 * s->cap_deferred : 16;
-		uint32_t *d = realloc(s->deferred, cap * sizeof *d);
-		if (!d)
-			return KS_ENOMEM;
-		s->deferred = d;
-		s->cap_deferred = cap;
-	}
+	if (VEC_GROW(s->deferred, s->cap_deferred, s->n_deferred + 1, 16))
+		return KS_ENOMEM;
 	s->deferred[s->n_deferred++] = idx;
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sim/run/metrics.h"
+#include "sim/base/vec.h"
 #include "sim/run/sim_int.h"
 
 
@@ -432,14 +433,8 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 
 static int tl_push(sim_ctx_t *s, const res_sample_t *x)
 {
-	if (s->n_tl == s->cap_tl) {
-		size_t cap = s->cap_tl ? 2 * s->cap_tl : 1024;
-		res_sample_t *n = realloc(s->tl, cap * sizeof *n);
-		if (!n)
-			return KS_ENOMEM;
-		s->tl = n;
-		s->cap_tl = cap;
-	}
+	if (VEC_GROW(s->tl, s->cap_tl, s->n_tl + 1, 1024))
+		return KS_ENOMEM;
 	s->tl[s->n_tl++] = *x;
 	return 0;
 }

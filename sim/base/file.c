@@ -1,0 +1,41 @@
+/* file — see file.h. */
+#include "sim/base/file.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sim/base/vec.h"
+
+enum { FILE_CHUNK = 4096 };
+
+int file_read_all(const char *path, char **buf, size_t *len, err_t *e)
+{
+	*buf = NULL;
+	*len = 0;
+	FILE *f = err_fopen_in(path, e);
+	if (!f)
+		return e->code;
+	char *b = NULL;
+	size_t n = 0, cap = 0;
+	for (;;) {
+		if (VEC_GROW(b, cap, n + FILE_CHUNK + 1, 2 * FILE_CHUNK)) {
+			free(b);
+			fclose(f);
+			return err_set(e, KS_ENOMEM, "%s: out of memory", path);
+		}
+		size_t got = fread(b + n, 1, FILE_CHUNK, f);
+		n += got;
+		if (got < FILE_CHUNK)
+			break;
+	}
+	int ioerr = ferror(f);
+	fclose(f);
+	if (ioerr) {
+		free(b);
+		return err_set(e, KS_EIO, "%s: read error", path);
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}

@@ -1,0 +1,20 @@
+/* file — whole-file reads for the small text inputs kvsim loads at start
+ * (configs, calibration tables).
+ *
+ * file_read_all reads a file the user named into one malloc'd buffer with
+ * a '\0' after its last byte (the file may itself hold NUL bytes: *len
+ * counts them). The caller owns *buf and frees it with free(). Errors: 0,
+ * or a negative KS_E* code with *buf NULL and e set: err_fopen_in's
+ * message and code when the file cannot be opened, "PATH: out of memory"
+ * (KS_ENOMEM), "PATH: read error" (KS_EIO).
+ */
+#ifndef KVSIM_FILE_H
+#define KVSIM_FILE_H
+
+#include <stddef.h>
+
+#include "sim/base/err.h"
+
+int file_read_all(const char *path, char **buf, size_t *len, err_t *e);
+
+#endif
