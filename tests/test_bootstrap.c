@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "tests/tmp_fixture.h"
+
 static char dir[64];     /* temporary folder holding a copy of the Makefile */
 static const char *drop; /* "runuser", "setpriv", or NULL when not root */
 
@@ -85,8 +87,7 @@ static int run_deps(int as_root, const char *extra, char **out)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/test_bootstrap.XXXXXX");
-	if (!mkdtemp(dir))
+	if (tmp_dir_make(dir, sizeof dir, "/tmp/test_bootstrap.XXXXXX"))
 		return -1;
 	chmod(dir, 0755); /* 'nobody' must read the Makefile and write the log */
 	char src[4096], dst[128];
@@ -113,9 +114,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char p[300];
-	snprintf(p, sizeof p, "rm -rf %s", dir);
-	return system(p) == 0 ? 0 : -1;
+	return tmp_dir_remove(dir);
 }
 
 static void test_deps_as_user_prints_apt_line_and_fails(void **state)
@@ -310,8 +309,7 @@ static void test_install_puts_files_in_their_folders(void **state)
 	assert_int_equal(access(p, X_OK), 0);
 	snprintf(p, sizeof p, "%s/usr/share/kvsim/analysis/compare_policies.sh", dest);
 	assert_int_equal(access(p, F_OK), -1);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dest);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(dest), 0);
 }
 
 int main(void)

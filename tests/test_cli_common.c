@@ -16,6 +16,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
+#include "tests/tmp_fixture.h"
 
 static void test_cfg_arg_takes_set_forms_and_one_config(void **state)
 {
@@ -396,9 +397,7 @@ static void test_every_command_has_one_help_and_error_shape(void **state)
 	assert_true(checked >= 9 + 16); /* the subcommands of config, trace, net, ... */
 	cli_result_free(&top);
 	cli_result_free(&none);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", scratch);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(scratch), 0);
 }
 
 /* A directory where a file is expected is bad input (exit 2) naming it,
@@ -446,9 +445,7 @@ static void test_directories_given_as_files_exit_two(void **state)
 	r = cli_run(kvsim, d, "runs", out, "--columns", "error", NULL);
 	assert_non_null(strstr(r.out, "--grid: [cluster] tp: tp = 3 does not divide"));
 	cli_result_free(&r);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", d);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(d), 0);
 }
 
 int main(void)

@@ -22,22 +22,20 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[64];
 
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_cli_run.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/test_cli_run.XXXXXX");
 }
 
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static void test_progress_line_says_time_requests_share_and_eta(void **st)

@@ -21,22 +21,20 @@
 #include "gpu_validation/gv_plan.h"
 #include "gpu_validation/gv_replay.h"
 #include "gpu_validation/gv_sched.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[64];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_gv_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/test_gv_XXXXXX");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static const char *tmp(const char *name)

@@ -15,6 +15,7 @@
 #include "sim/base/cfg.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256], results[300];
 
@@ -24,8 +25,7 @@ static int setup(void **st)
 	if (access("/usr/bin/python3", X_OK) != 0 ||
 	    system("/usr/bin/python3 -c 'import h5py, pandas, matplotlib' >/dev/null 2>&1") != 0)
 		return 0; /* tests skip */
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_plot_XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_plot_XXXXXX"))
 		return -1;
 	snprintf(results, sizeof results, "%s/results", tmpdir);
 	cfg_schema_t *s = fake_schema();
@@ -47,11 +47,9 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
 	if (!*tmpdir)
 		return 0;
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static void assert_png(const char *path)

@@ -16,14 +16,14 @@
 #include "sim/out/out_catalog.h"
 #include "sim/out/out_hdf5.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256], dir[300];
 
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_cat_XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_cat_XXXXXX"))
 		return -1;
 	snprintf(dir, sizeof dir, "%s/results", tmpdir);
 	return 0;
@@ -32,9 +32,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static void add_run(out_catalog_t *c, const char *id, const char *rate, const char *pol,
@@ -213,9 +211,7 @@ static void test_catalog_creates_missing_parent_directories(void **st)
 	char db[300];
 	snprintf(db, sizeof db, "%s/catalog.sqlite", dir);
 	assert_int_equal(access(db, F_OK), 0);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(base), 0);
 }
 
 static void write_bytes(const char *path, const char *text)

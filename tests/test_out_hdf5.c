@@ -25,22 +25,20 @@
 #include "sim/out/out_hdf5.h"
 #include "sim/run/sim.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256];
 
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_h5_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_h5_XXXXXX");
 }
 
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static int exists(const char *p)

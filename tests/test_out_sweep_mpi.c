@@ -17,6 +17,7 @@
 #include "sim/base/cfg.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe -n 3 -x ASAN_OPTIONS=detect_leaks=0"
 
@@ -81,16 +82,13 @@ static int rank_main(const char *dir)
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_mpi_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_mpi_XXXXXX");
 }
 
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 /* id, status, seed, parameters and metrics of every run, sorted by id;

@@ -1,0 +1,27 @@
+/* tmp_fixture — a scratch directory per test group: made from a mkdtemp
+ * template in setup, removed with everything in it in teardown. Both return
+ * 0 or -1, which is what cmocka's group setup/teardown expect. Header-only
+ * (static). */
+#ifndef KVSIM_TESTS_TMP_FIXTURE_H
+#define KVSIM_TESTS_TMP_FIXTURE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Copies the template tmpl ("/tmp/name_XXXXXX") into dir (size bytes) and
+ * creates it there. */
+__attribute__((unused)) static int tmp_dir_make(char *dir, size_t size, const char *tmpl)
+{
+	snprintf(dir, size, "%s", tmpl);
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Removes dir and everything below it. */
+__attribute__((unused)) static int tmp_dir_remove(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+#endif
