@@ -241,30 +241,6 @@ static void test_default_deployment_recomputes_a_miss(void **st)
 /* One request of a 40-block prefix (16-token blocks) at t = 0 on instance 0,
  * then one more per 250 ms on the others (after the 100 ms retry tick): replication full copies the prefix
  * of each routed request to every other instance. */
-typedef struct one {
-	int n, max;
-	uint64_t ids[64];
-} one_t;
-
-static int one_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	one_t *f = ctx;
-	if (f->n == f->max)
-		return 0;
-	for (int i = 0; i < 41; i++)
-		f->ids[i] = i < 40 ? 5000 + (uint64_t)i : 80000 + (uint64_t)f->n;
-	a->id = (uint64_t)f->n;
-	a->arrival_ns = (int64_t)f->n * 250000000;
-	a->in_len = 41 * 16;
-	a->out_len = 4;
-	a->n_blocks = 41;
-	a->blocks = f->ids;
-	a->status = 0;
-	f->n++;
-	return 1;
-}
-
 #define THREE_NODES                                                                                \
 	"model.name=Llama-3-8B", "cluster.nodes=3", "cluster.gpus_per_node=1", "cluster.tp=1",     \
 	    "kvcache.block_tokens=16", "policy.routing.name=round_robin",                          \
@@ -273,8 +249,9 @@ static int one_next(void *ctx, sim_arrival_t *a, err_t *e)
 static sim_results_t run_three(const char *extra1, const char *extra2, int max)
 {
 	const char *sets[] = {THREE_NODES, extra1, extra2};
-	one_t f = {.max = max};
-	sim_source_t src = {one_next, &f, "one"};
+	sf_prefix_t f = {.max = max, .shared = 40, .base = 5000, .own = 80000,
+	                 .gap_ns = 250000000, .block_tokens = 16, .out_len = 4};
+	sim_source_t src = {sf_prefix_next, &f, "one"};
 	return run_src(sets, 9, &src);
 }
 
