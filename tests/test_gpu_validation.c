@@ -23,26 +23,12 @@
 #include "gpu_validation/gv_sched.h"
 #include "tests/tmp_fixture.h"
 
-static char tmpdir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/test_gv_XXXXXX");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return tmp_dir_remove(tmpdir);
-}
-
 static const char *tmp(const char *name)
 {
 	static char buf[4][256];
 	static int i;
 	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof buf[i], "%s/%s", tmpdir, name);
+	snprintf(buf[i], sizeof buf[i], "%s/%s", tmp_dir, name);
 	return buf[i];
 }
 
@@ -701,5 +687,5 @@ int main(void)
 	    cmocka_unit_test(test_measurements_round_trip_with_attributes),
 	    cmocka_unit_test(test_check_joins_by_id_and_reports_model_and_simulator_error),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

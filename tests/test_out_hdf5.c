@@ -27,20 +27,6 @@
 #include "tests/out_fake.h"
 #include "tests/tmp_fixture.h"
 
-static char tmpdir[256];
-
-static int setup(void **st)
-{
-	(void)st;
-	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_h5_XXXXXX");
-}
-
-static int teardown(void **st)
-{
-	(void)st;
-	return tmp_dir_remove(tmpdir);
-}
-
 static int exists(const char *p)
 {
 	struct stat sb;
@@ -53,7 +39,7 @@ static void test_round_trip_preserves_every_field(void **st)
 	sim_results_t r, b;
 	assert_int_equal(fake_fill(&r, 42, 3.5, 1000), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/run.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/run.h5", tmp_dir);
 	err_t e = {0};
 	out_hdf5_opts_t o = {6, 128};
 	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
@@ -100,7 +86,7 @@ static void test_empty_tables_are_valid_zero_row_datasets(void **st)
 	free(r.config_text);
 	r.config_text = NULL;
 	char path[512];
-	snprintf(path, sizeof path, "%s/empty.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/empty.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	assert_int_equal(out_hdf5_read(path, &b, &e), 0);
@@ -118,7 +104,7 @@ static void test_rewrite_replaces_file_atomically(void **st)
 	(void)st;
 	sim_results_t r, b;
 	char path[512];
-	snprintf(path, sizeof path, "%s/again.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/again.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
@@ -146,7 +132,7 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 	sim_results_t r;
 	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), KS_EIO);
 	/* the name asked for, not the temporary file, and why */
@@ -154,7 +140,7 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 	assert_null(strstr(e.msg, ".tmp"));
 	assert_false(exists(path));
 	out_hdf5_opts_t bad = {12, 0};
-	snprintf(path, sizeof path, "%s/bad.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/bad.h5", tmp_dir);
 	assert_int_equal(out_hdf5_write(path, &r, &bad, &e), KS_EINPUT);
 	assert_false(exists(path));
 	sim_results_free(&r);
@@ -168,7 +154,7 @@ static void test_refused_write_reports_the_errno_text(void **st)
 {
 	(void)st;
 	char path[512], tmp[600];
-	snprintf(path, sizeof path, "%s/big.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/big.h5", tmp_dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	int pfd[2];
 	assert_int_equal(pipe(pfd), 0);
@@ -262,7 +248,7 @@ static void test_metric_units_and_numeric_root_attributes(void **st)
 	sim_results_t r;
 	assert_int_equal(sim_run(c, &r, &e), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/units.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/units.h5", tmp_dir);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	assert_true(f >= 0);
@@ -306,7 +292,7 @@ static void test_metric_units_and_numeric_root_attributes(void **st)
 	H5Fclose(f);
 	cfg_t *back = NULL;
 	char ini[600];
-	snprintf(ini, sizeof ini, "%s/config.ini", tmpdir);
+	snprintf(ini, sizeof ini, "%s/config.ini", tmp_dir);
 	FILE *fp = fopen(ini, "w");
 	assert_non_null(fp);
 	fputs(r.config_text, fp);
@@ -325,7 +311,7 @@ static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
 {
 	(void)st;
 	char path[512];
-	snprintf(path, sizeof path, "%s/not.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/not.h5", tmp_dir);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("not hdf5", f);
@@ -342,7 +328,7 @@ static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
 	sim_results_t r;
 	assert_int_equal(fake_fill(&r, 9, 2.0, 64), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/replay.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/replay.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	gv_sched_t s;
@@ -456,17 +442,17 @@ static void test_h5py_and_pandas_read_every_column(void **st)
 	sim_results_t r;
 	assert_int_equal(fake_fill(&r, 42, 3.5, 300), 0);
 	char path[512], script[512], cmd[1600];
-	snprintf(path, sizeof path, "%s/py.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/py.h5", tmp_dir);
 	err_t e = {0};
 	out_hdf5_opts_t o = {4, 64};
 	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
-	write_expected(&r, tmpdir);
-	snprintf(script, sizeof script, "%s/check.py", tmpdir);
+	write_expected(&r, tmp_dir);
+	snprintf(script, sizeof script, "%s/check.py", tmp_dir);
 	FILE *f = fopen(script, "w");
 	assert_non_null(f);
 	fputs(py_check, f);
 	fclose(f);
-	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmpdir);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmp_dir);
 	assert_int_equal(system(cmd), 0);
 	/* The same check on an empty file: zero rows, right columns. */
 	sim_results_free(&r);
@@ -483,7 +469,7 @@ static void test_h5py_reads_empty_tables_with_columns(void **st)
 	sim_results_t r;
 	assert_int_equal(fake_fill(&r, 3, 1.0, 0), 0);
 	char path[512], cmd[1200];
-	snprintf(path, sizeof path, "%s/empty_py.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/empty_py.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	snprintf(cmd, sizeof cmd,
@@ -508,7 +494,7 @@ static void test_provenance_records_revision_and_dirty_flag(void **st)
 		assert_int_equal(fake_fill(&r, 7, 1.0, 10), 0);
 		snprintf(r.git_rev, sizeof r.git_rev, "%s", revs[i]);
 		char path[512];
-		snprintf(path, sizeof path, "%s/rev%zu.h5", tmpdir, i);
+		snprintf(path, sizeof path, "%s/rev%zu.h5", tmp_dir, i);
 		err_t e = {0};
 		assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 		assert_int_equal(out_hdf5_read(path, &b, &e), 0);
@@ -536,14 +522,14 @@ static void test_probe_refuses_a_truncated_file(void **st)
 	sim_results_t r;
 	assert_int_equal(fake_fill(&r, 9, 2.0, 500), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/cut.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/cut.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(truncate(path, sb.st_size / 2), 0);
 	assert_int_equal(out_hdf5_probe(path), -1);
-	snprintf(path, sizeof path, "%s/none.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/none.h5", tmp_dir);
 	assert_int_equal(out_hdf5_probe(path), -1);
 	sim_results_free(&r);
 }
@@ -562,7 +548,7 @@ static void test_build_revision_marks_and_digests_uncommitted_sources(void **st)
 	}
 	strcat(script, "/sim/gitrev.sh");
 	assert_int_equal(access(script, R_OK), 0);
-	snprintf(repo, sizeof repo, "%s/repo", tmpdir);
+	snprintf(repo, sizeof repo, "%s/repo", tmp_dir);
 	snprintf(cmd, sizeof cmd,
 		 "set -e; mkdir -p %s/src; cd %s; git init -q .; echo a > src/x.c; echo d > doc;"
 		 " git add .; git -c user.name=t -c user.email=t@t commit -qm one", repo, repo);
@@ -616,5 +602,5 @@ int main(void)
 		cmocka_unit_test(test_probe_refuses_a_truncated_file),
 		cmocka_unit_test(test_build_revision_marks_and_digests_uncommitted_sources),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }
