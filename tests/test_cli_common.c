@@ -98,10 +98,7 @@ static void write_ini(char *dir, char *path, const char *text)
 {
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, 128, "%s/e.ini", dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tmp_write(path, text);
 }
 
 /* A file that sets no key (empty, blank, comments, bare section headers)
@@ -267,10 +264,7 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	assert_string_equal(e.msg, "--set: [cluster] tp: tp = 5 does not divide gpus_per_node = 6");
 	cli_config_free(c);
 	/* a check on one key in the trace reader gets that key's place */
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("[trace]\nkind = gen\nstart_s = 10\nend_s = 5\n", f);
-	fclose(f);
+	tmp_write(path, "[trace]\nkind = gen\nstart_s = 10\nend_s = 5\n");
 	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
 	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
 	snprintf(want, sizeof want, "%s:4: [trace] end_s: ", path);

@@ -381,10 +381,7 @@ static void test_usage_errors_exit_2(void **state)
 	assert_non_null(strstr(out, ": cannot open: Is a directory"));
 	char noth5[300];
 	snprintf(noth5, sizeof noth5, "%s/not.h5", dir);
-	FILE *f = fopen(noth5, "w");
-	assert_non_null(f);
-	fputs("plain text\n", f);
-	fclose(f);
+	tmp_write(noth5, "plain text\n");
 	expect_rc(run("%s calibrate check %s %s", kvsim, noth5, noth5), 2, "not HDF5");
 	assert_non_null(strstr(out, "not.h5: not an HDF5 file"));
 }

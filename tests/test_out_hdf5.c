@@ -112,10 +112,7 @@ static void test_rewrite_replaces_file_atomically(void **st)
 	/* A stale .tmp from a killed writer must not disturb the next write. */
 	char tmp[600];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	assert_non_null(f);
-	fputs("garbage from a killed run", f);
-	fclose(f);
+	tmp_write(tmp, "garbage from a killed run");
 	assert_int_equal(fake_fill(&r, 2, 1.0, 20), 0);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	assert_false(exists(tmp));
@@ -293,10 +290,7 @@ static void test_metric_units_and_numeric_root_attributes(void **st)
 	cfg_t *back = NULL;
 	char ini[600];
 	snprintf(ini, sizeof ini, "%s/config.ini", tmp_dir);
-	FILE *fp = fopen(ini, "w");
-	assert_non_null(fp);
-	fputs(r.config_text, fp);
-	fclose(fp);
+	tmp_write(ini, r.config_text);
 	assert_int_equal(cli_load_config(ini, NULL, 0, &back, &e), 0);
 	char d1[65], d2[65];
 	cfg_digest(c, d1);
@@ -312,10 +306,7 @@ static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
 	(void)st;
 	char path[512];
 	snprintf(path, sizeof path, "%s/not.h5", tmp_dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("not hdf5", f);
-	fclose(f);
+	tmp_write(path, "not hdf5");
 	sim_results_t b;
 	err_t e = {0};
 	assert_int_equal(out_hdf5_read(path, &b, &e), KS_EIO);
@@ -448,10 +439,7 @@ static void test_h5py_and_pandas_read_every_column(void **st)
 	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
 	write_expected(&r, tmp_dir);
 	snprintf(script, sizeof script, "%s/check.py", tmp_dir);
-	FILE *f = fopen(script, "w");
-	assert_non_null(f);
-	fputs(py_check, f);
-	fclose(f);
+	tmp_write(script, py_check);
 	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmp_dir);
 	assert_int_equal(system(cmd), 0);
 	/* The same check on an empty file: zero rows, right columns. */

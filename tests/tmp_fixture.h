@@ -25,6 +25,16 @@ __attribute__((unused)) static int tmp_dir_remove(const char *dir)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Writes text to path (created or truncated); the test fails when it
+ * cannot. */
+__attribute__((unused)) static void tmp_write(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* The group's scratch directory when the group runs under tmp_group_setup
  * and tmp_group_teardown: /tmp/<test program>_XXXXXX. */
 __attribute__((unused)) static char tmp_dir[64];
