@@ -33,16 +33,25 @@ static int exists(const char *p)
 	return stat(p, &sb) == 0;
 }
 
+/* Fills r with fake_fill(seed, rate, n_req) and writes it with o (NULL:
+ * defaults) to tmp_dir/name, whose path goes to path (512 bytes); returns
+ * out_hdf5_write's status, its message in e. */
+static int write_fake(sim_results_t *r, uint64_t seed, double rate, size_t n_req,
+                      const char *name, const out_hdf5_opts_t *o, char *path, err_t *e)
+{
+	assert_int_equal(fake_fill(r, seed, rate, n_req), 0);
+	snprintf(path, 512, "%s/%s", tmp_dir, name);
+	return out_hdf5_write(path, r, o, e);
+}
+
 static void test_round_trip_preserves_every_field(void **st)
 {
 	(void)st;
 	sim_results_t r, b;
-	assert_int_equal(fake_fill(&r, 42, 3.5, 1000), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/run.h5", tmp_dir);
 	err_t e = {0};
 	out_hdf5_opts_t o = {6, 128};
-	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
+	assert_int_equal(write_fake(&r, 42, 3.5, 1000, "run.h5", &o, path, &e), 0);
 	assert_true(exists(path));
 	char tmp[600];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -127,11 +136,9 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 {
 	(void)st;
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmp_dir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), KS_EIO);
+	assert_int_equal(write_fake(&r, 1, 1.0, 10, "no/such/dir/x.h5", NULL, path, &e), KS_EIO);
 	/* the name asked for, not the temporary file, and why */
 	assert_non_null(strstr(e.msg, "/no/such/dir/x.h5: cannot create HDF5 file: No such file"));
 	assert_null(strstr(e.msg, ".tmp"));
@@ -317,11 +324,9 @@ static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
 {
 	(void)st;
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 9, 2.0, 64), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/replay.h5", tmp_dir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(write_fake(&r, 9, 2.0, 64, "replay.h5", NULL, path, &e), 0);
 	gv_sched_t s;
 	assert_int_equal(gv_sched_read(&s, path, &e), 0);
 	assert_int_equal(s.n, r.n_xfer);
@@ -431,12 +436,10 @@ static void test_h5py_and_pandas_read_every_column(void **st)
 		return;
 	}
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 42, 3.5, 300), 0);
 	char path[512], script[512], cmd[1600];
-	snprintf(path, sizeof path, "%s/py.h5", tmp_dir);
 	err_t e = {0};
 	out_hdf5_opts_t o = {4, 64};
-	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
+	assert_int_equal(write_fake(&r, 42, 3.5, 300, "py.h5", &o, path, &e), 0);
 	write_expected(&r, tmp_dir);
 	snprintf(script, sizeof script, "%s/check.py", tmp_dir);
 	tmp_write(script, py_check);
@@ -455,11 +458,9 @@ static void test_h5py_reads_empty_tables_with_columns(void **st)
 		return;
 	}
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 3, 1.0, 0), 0);
 	char path[512], cmd[1200];
-	snprintf(path, sizeof path, "%s/empty_py.h5", tmp_dir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(write_fake(&r, 3, 1.0, 0, "empty_py.h5", NULL, path, &e), 0);
 	snprintf(cmd, sizeof cmd,
 		 "/usr/bin/python3 -c \"import h5py, pandas as pd; f = h5py.File('%s', 'r'); "
 		 "d = pd.DataFrame(f['requests'][:]); "
@@ -508,11 +509,9 @@ static void test_probe_refuses_a_truncated_file(void **st)
 {
 	(void)st;
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 9, 2.0, 500), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/cut.h5", tmp_dir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(write_fake(&r, 9, 2.0, 500, "cut.h5", NULL, path, &e), 0);
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(truncate(path, sb.st_size / 2), 0);
