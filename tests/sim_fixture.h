@@ -66,4 +66,16 @@ __attribute__((unused)) static int sf_prefix_next(void *ctx, sim_arrival_t *a, e
 	return 1;
 }
 
+/* The row of request id among n result rows; the test fails when there is
+ * none. */
+__attribute__((unused)) static const res_request_t *sf_request(const res_request_t *rows,
+                                                               size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].id == id)
+			return &rows[i];
+	fail_msg("request %llu has no result", (unsigned long long)id);
+	return NULL;
+}
+
 #endif

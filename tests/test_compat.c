@@ -97,11 +97,7 @@ static void toy_free(toy_t *t)
 
 static const res_request_t *by_id(const cluster_t *c, uint64_t id)
 {
-	for (size_t i = 0; i < c->n_res; i++)
-		if (c->res[i].id == id)
-			return &c->res[i];
-	fail_msg("request %llu has no result", (unsigned long long)id);
-	return NULL;
+	return sf_request(c->res, c->n_res, id);
 }
 
 /* A and B share a 4-block prefix; C has its own; 16-token prompts, 2 output
@@ -257,11 +253,7 @@ static sim_results_t run_three(const char *extra1, const char *extra2, int max)
 
 static const res_request_t *res_of(const sim_results_t *r, uint64_t id)
 {
-	for (size_t i = 0; i < r->n_req; i++)
-		if (r->req[i].id == id)
-			return &r->req[i];
-	fail_msg("request %llu has no result", (unsigned long long)id);
-	return NULL;
+	return sf_request(r->req, r->n_req, id);
 }
 
 static const res_transfer_t *first_copy_to(const sim_results_t *r, int32_t dst)

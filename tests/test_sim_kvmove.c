@@ -47,11 +47,7 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 	assert_int_equal(rc, 0);
 	/* request 0 computes the prefix alone in its first iteration: its
 	 * blocks exist from its first token on, and not before */
-	const res_request_t *r0 = NULL;
-	for (size_t i = 0; i < r.n_req; i++)
-		if (r.req[i].id == 0)
-			r0 = &r.req[i];
-	assert_non_null(r0);
+	const res_request_t *r0 = sf_request(r.req, r.n_req, 0);
 	int64_t exists = r0->arrival_ns + r0->ttft_ns;
 	assert_true(r.n_xfer > 0);
 	for (size_t i = 0; i < r.n_xfer; i++) {
