@@ -360,9 +360,7 @@ static void check_command_shape(const char *kvsim, const char *scratch, const ch
 static void test_every_command_has_one_help_and_error_shape(void **state)
 {
 	(void)state;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	char scratch[] = "/tmp/test_cli_voice.XXXXXX";
 	assert_non_null(mkdtemp(scratch));
 	cli_result_t top = cli_run(kvsim, scratch, "--help", NULL);
@@ -400,9 +398,7 @@ static void test_every_command_has_one_help_and_error_shape(void **state)
 static void test_directories_given_as_files_exit_two(void **state)
 {
 	(void)state;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	char d[] = "/tmp/test_cli_voice.XXXXXX";
 	assert_non_null(mkdtemp(d));
 	char set_gpu[160], set_model[160], set_trace[160], out[160];

@@ -110,9 +110,7 @@ static char *run_on_pty(const char *kvsim, const char *const *args, int *status)
 static void test_long_run_draws_progress_on_a_terminal(void **st)
 {
 	(void)st;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	const char *args[] = {"run", "--set", "trace.duration_s=20000", NULL};
 	int status;
 	char *out = run_on_pty(kvsim, args, &status);
@@ -143,9 +141,7 @@ static void test_long_run_draws_progress_on_a_terminal(void **st)
 static void test_strict_refuses_a_run_without_requests(void **st)
 {
 	(void)st;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	char trace[128], out[128], set[160];
 	snprintf(trace, sizeof trace, "%s/t.tsv", tmp_dir);
 	snprintf(out, sizeof out, "%s/results", tmp_dir);
