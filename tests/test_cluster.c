@@ -79,8 +79,7 @@ static void free_cfg(cfg_t *c)
 
 /* Runs g's requests (its stream seeded with seed) on a config of sets over
  * the schema defaults; the test fails when the run does. */
-static sim_results_t run_gen(const char **sets, size_t n, gen_t *g, uint64_t seed,
-                             const char *name)
+static sim_results_t run_gen(const char **sets, size_t n, gen_t *g, uint64_t seed, const char *name)
 {
 	cfg_t *cfg = make_cfg(sets, n);
 	g->rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -133,8 +132,8 @@ static void check_mg1(double rho)
 		"scheduler.max_batched_tokens=1048576", "kvcache.block_tokens=512",
 		"experiment.seed=42",
 	};
-	gen_t g = {.max = 400000, .rate = lam, .mean_len = mean_len, .out_len = 1,
-		   .block_tokens = 512};
+	gen_t g = {
+	    .max = 400000, .rate = lam, .mean_len = mean_len, .out_len = 1, .block_tokens = 512};
 	sim_results_t r = run_gen(sets, sizeof sets / sizeof *sets, &g, 12345, "gen:mg1");
 	double wsum = 0;
 	size_t n = 0;
@@ -180,8 +179,12 @@ static sim_results_t run_pressure(uint64_t seed, const char *busy_rule)
 		"cluster.gpus_per_node=2", "cluster.tp=1", "policy.routing.name=least_load",
 		"cluster.kv_blocks=400", "kvcache.block_tokens=16", seedset, rule,
 	};
-	gen_t g = {.max = 3000, .rate = 40, .mean_len = 600, .out_len = 200, .block_tokens = 16,
-		   .shared_prefix_blocks = 20};
+	gen_t g = {.max = 3000,
+	           .rate = 40,
+	           .mean_len = 600,
+	           .out_len = 200,
+	           .block_tokens = 16,
+	           .shared_prefix_blocks = 20};
 	return run_gen(sets, sizeof sets / sizeof *sets, &g, seed, "gen:pressure");
 }
 

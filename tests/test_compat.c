@@ -235,8 +235,8 @@ static void test_default_deployment_recomputes_a_miss(void **st)
 }
 
 /* One request of a 40-block prefix (16-token blocks) at t = 0 on instance 0,
- * then one more per 250 ms on the others (after the 100 ms retry tick): replication full copies the prefix
- * of each routed request to every other instance. */
+ * then one more per 250 ms on the others (after the 100 ms retry tick): replication full copies the
+ * prefix of each routed request to every other instance. */
 #define THREE_NODES                                                                                \
 	"model.name=Llama-3-8B", "cluster.nodes=3", "cluster.gpus_per_node=1", "cluster.tp=1",     \
 	    "kvcache.block_tokens=16", "policy.routing.name=round_robin",                          \
@@ -245,8 +245,8 @@ static void test_default_deployment_recomputes_a_miss(void **st)
 static sim_results_t run_three(const char *extra1, const char *extra2, int max)
 {
 	const char *sets[] = {THREE_NODES, extra1, extra2};
-	sf_prefix_t f = {.max = max, .shared = 40, .base = 5000, .own = 80000,
-	                 .gap_ns = 250000000, .block_tokens = 16, .out_len = 4};
+	sf_prefix_t f = sf_prefix(max, 40, 5000, 80000, 4);
+	f.gap_ns = 250000000;
 	sim_source_t src = {sf_prefix_next, &f, "one"};
 	return run_src(sets, 9, &src);
 }

@@ -36,8 +36,8 @@ static int exists(const char *p)
 /* Fills r with fake_fill(seed, rate, n_req) and writes it with o (NULL:
  * defaults) to tmp_dir/name, whose path goes to path (512 bytes); returns
  * out_hdf5_write's status, its message in e. */
-static int write_fake(sim_results_t *r, uint64_t seed, double rate, size_t n_req,
-                      const char *name, const out_hdf5_opts_t *o, char *path, err_t *e)
+static int write_fake(sim_results_t *r, uint64_t seed, double rate, size_t n_req, const char *name,
+                      const out_hdf5_opts_t *o, char *path, err_t *e)
 {
 	assert_int_equal(fake_fill(r, seed, rate, n_req), 0);
 	snprintf(path, 512, "%s/%s", tmp_dir, name);

@@ -384,7 +384,8 @@ static uint32_t er_arrive_at(pol_handle_t *h, fake_t *f, int64_t t, uint64_t id,
 	uint32_t inst = 77;
 	int hinted = fk_repl(h)->route_hint(h->state, &f->v, &r, &inst);
 	err_t e;
-	assert_int_equal(fk_repl(h)->on_route(h->state, &f->v, &f->a, &r, hinted ? inst : 0, &e), 0);
+	assert_int_equal(fk_repl(h)->on_route(h->state, &f->v, &f->a, &r, hinted ? inst : 0, &e),
+	                 0);
 	return hinted ? inst : 99;
 }
 

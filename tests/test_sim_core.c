@@ -33,7 +33,8 @@ static int run_flood(const char *extra, int n, sim_results_t *r, err_t *e)
 	if (rc)
 		fail_msg("%s", e->msg);
 	/* n requests of 64 tokens, all arriving at t = 0, none sharing a block. */
-	sf_prefix_t f = {.max = n, .own = 1000, .block_tokens = 64, .out_len = 4};
+	sf_prefix_t f = sf_prefix(n, 0, 0, 1000, 4);
+	f.block_tokens = 64;
 	sim_source_t src = {sf_prefix_next, &f, "flood"};
 	FILE *saved = stderr; /* the once-per-run overload warning */
 	stderr = fopen("/dev/null", "w");

@@ -25,8 +25,12 @@ static sim_results_t run_default(const char **sets, int n)
 
 /* Requests sharing one 20-block prefix, 10 ms apart, round-robin over four
  * single-GPU instances: the prefix is computed first on instance 0. */
-static const sf_prefix_t fan40 = {.max = 40, .shared = 20, .base = 7000, .own = 90000,
-                                   .gap_ns = 10000000, .block_tokens = 16, .out_len = 50};
+static sf_prefix_t fan40(void)
+{
+	sf_prefix_t f = sf_prefix(40, 20, 7000, 90000, 50);
+	f.gap_ns = 10000000;
+	return f;
+}
 
 static void test_copies_start_only_after_source_kv_exists(void **st)
 {
@@ -38,7 +42,7 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	assert_int_equal(cli_load_config(NULL, sets, 9, &cfg, &e), 0);
-	sf_prefix_t f = fan40;
+	sf_prefix_t f = fan40();
 	sim_source_t src = {sf_prefix_next, &f, "fan"};
 	sim_results_t r;
 	int rc = sim_run_source(cfg, &src, &r, &e);
@@ -79,7 +83,7 @@ static sim_results_t run_fan_hinted(const char *extra, const pol_registry_t *reg
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	int rc = cli_load_config_ex(NULL, sets, 12, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e);
-	sf_prefix_t f = fan40;
+	sf_prefix_t f = fan40();
 	sim_source_t src = {sf_prefix_next, &f, "fan"};
 	sim_results_t r = {0};
 	if (!rc)

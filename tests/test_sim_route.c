@@ -75,8 +75,8 @@ static void run_probe(const char *view)
 		fail_msg("%s", e.msg);
 	probe_plan = plan;
 	memset(probe_seen, 0xff, sizeof probe_seen);
-	sf_prefix_t b = {.max = 4, .shared = 20, .base = 7000, .own = 90000, .t = t,
-	                 .block_tokens = 16, .out_len = 20};
+	sf_prefix_t b = sf_prefix(4, 20, 7000, 90000, 20);
+	b.t = t;
 	sim_results_t r = run_burst(sets, 8, reg, &b);
 	for (size_t i = 0; i < r.n_req; i++)
 		assert_int_equal(r.req[i].status, REQ_COMPLETED);
@@ -125,8 +125,8 @@ static sim_results_t run_ca_burst(const char *view, const char *seed)
 	                      "policy.routing.name=cache_aware",
 	                      vset,
 	                      sset};
-	sf_prefix_t b = {.max = 8, .shared = 40, .base = 7000, .own = 90000, .t = t,
-	                 .block_tokens = 16, .out_len = 20};
+	sf_prefix_t b = sf_prefix(8, 40, 7000, 90000, 20);
+	b.t = t;
 	return run_burst(sets, 8, NULL, &b);
 }
 
