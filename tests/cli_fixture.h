@@ -26,6 +26,15 @@ __attribute__((unused)) static const char *cli_kvsim(void)
 	return access("build/kvsim", X_OK) == 0 ? "build/kvsim" : NULL;
 }
 
+/* The same, skipping the test when there is none. */
+__attribute__((unused)) static const char *cli_kvsim_or_skip(void)
+{
+	const char *k = cli_kvsim();
+	if (!k)
+		skip();
+	return k;
+}
+
 __attribute__((unused)) static char *cli_slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");

@@ -169,4 +169,28 @@ static __attribute__((unused)) void fk_chain(uint64_t *b, uint32_t n, uint64_t b
 		b[i] = base + i;
 }
 
+/* Opens a built-in policy with its parameter overrides (NULL: defaults),
+ * failing the test with the message when it does not open. */
+static __attribute__((unused)) pol_handle_t fk_open(pol_family_t fam, const char *name,
+                                                    const char *over, uint64_t seed)
+{
+	pol_handle_t h;
+	err_t e = {0};
+	if (pol_open(NULL, fam, name, over, seed, &h, &e))
+		fail_msg("%s", e.msg);
+	return h;
+}
+
+static __attribute__((unused)) const struct pol_replication_ops *fk_repl(const pol_handle_t *h)
+{
+	return (const void *)h->ops;
+}
+
+/* One replication tick on the fake cluster; it must succeed. */
+static __attribute__((unused)) void fk_tick(pol_handle_t *h, fake_t *f, const pol_forecast_t *fc)
+{
+	err_t e;
+	assert_int_equal(fk_repl(h)->on_tick(h->state, &f->v, &f->a, fc, &e), 0);
+}
+
 #endif

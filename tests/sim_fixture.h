@@ -36,4 +36,61 @@ __attribute__((unused)) static sim_results_t sf_run(const char *config, const ch
 	return sf_run_source(config, sets, n, NULL);
 }
 
+/* A synthetic source: max requests, each a prefix of `shared` blocks common
+ * to all (ids base + i) and one block of its own (id own + n), of
+ * (shared + 1) * block_tokens prompt tokens and out_len output tokens.
+ * Request n arrives at t[n] when t is set, else at n * gap_ns. */
+typedef struct sf_prefix {
+	int n, max;
+	uint32_t shared;
+	uint64_t base, own;
+	int64_t gap_ns;
+	const int64_t *t; /* ns, max entries; NULL: evenly spaced */
+	uint32_t block_tokens, out_len;
+	uint64_t ids[256];
+} sf_prefix_t;
+
+/* max requests of 16-token blocks sharing `shared` blocks from id base,
+ * each with its own block own + n and out_len output tokens, all arriving
+ * at t = 0 until the caller sets gap_ns or t. */
+__attribute__((unused)) static sf_prefix_t sf_prefix(int max, uint32_t shared, uint64_t base,
+                                                     uint64_t own, uint32_t out_len)
+{
+	return (sf_prefix_t){.max = max,
+	                     .shared = shared,
+	                     .base = base,
+	                     .own = own,
+	                     .block_tokens = 16,
+	                     .out_len = out_len};
+}
+
+__attribute__((unused)) static int sf_prefix_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	sf_prefix_t *p = ctx;
+	if (p->n == p->max)
+		return 0;
+	assert_true(p->shared < sizeof p->ids / sizeof p->ids[0]);
+	for (uint32_t i = 0; i <= p->shared; i++)
+		p->ids[i] = i < p->shared ? p->base + i : p->own + (uint64_t)p->n;
+	int64_t at = p->t ? p->t[p->n] : (int64_t)p->n * p->gap_ns;
+	*a = (sim_arrival_t){
+	    (uint64_t)p->n, at, (p->shared + 1) * p->block_tokens, p->out_len, p->shared + 1,
+	    p->ids,         0};
+	p->n++;
+	return 1;
+}
+
+/* The row of request id among n result rows; the test fails when there is
+ * none. */
+__attribute__((unused)) static const res_request_t *sf_request(const res_request_t *rows, size_t n,
+                                                               uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].id == id)
+			return &rows[i];
+	fail_msg("request %llu has no result", (unsigned long long)id);
+	return NULL;
+}
+
 #endif

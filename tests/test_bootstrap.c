@@ -20,12 +20,43 @@
 
 #include <cmocka.h>
 
+#include "tests/tmp_fixture.h"
+
 static char dir[64];     /* temporary folder holding a copy of the Makefile */
 static const char *drop; /* "runuser", "setpriv", or NULL when not root */
 
 static int have_exe(const char *path)
 {
 	return access(path, X_OK) == 0;
+}
+
+/* Runs argv (PATH set to path unless NULL) with stdout and stderr in
+ * dir/log; *out gets the log (static buffer), the return the exit status,
+ * or 128 + signal. */
+static int run_logged(const char *const *argv, const char *path, char **out)
+{
+	char logp[128];
+	snprintf(logp, sizeof logp, "%s/log", dir);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (path)
+			setenv("PATH", path, 1);
+		if (!freopen(logp, "w", stdout) || dup2(fileno(stdout), 2) < 0)
+			_exit(126);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	FILE *f = fopen(logp, "r");
+	assert_non_null(f);
+	static char buf[65536];
+	size_t len = fread(buf, 1, sizeof buf - 1, f);
+	buf[len] = '\0';
+	fclose(f);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* Runs `make -s --no-print-directory -C dir deps [extra]` as root (as_root)
@@ -61,32 +92,15 @@ static int run_deps(int as_root, const char *extra, char **out)
 	if (extra)
 		argv[n++] = extra;
 	argv[n] = NULL;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (!freopen(logp, "w", stdout) || dup2(fileno(stdout), 2) < 0)
-			_exit(126);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	FILE *f = fopen(logp, "r");
-	assert_non_null(f);
-	static char buf[65536];
-	size_t len = fread(buf, 1, sizeof buf - 1, f);
-	buf[len] = '\0';
-	fclose(f);
+	int st = run_logged(argv, NULL, out);
 	unlink(logp);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return st;
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof dir, "/tmp/test_bootstrap.XXXXXX");
-	if (!mkdtemp(dir))
+	if (tmp_dir_make(dir, sizeof dir, "/tmp/test_bootstrap.XXXXXX"))
 		return -1;
 	chmod(dir, 0755); /* 'nobody' must read the Makefile and write the log */
 	char src[4096], dst[128];
@@ -113,9 +127,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char p[300];
-	snprintf(p, sizeof p, "rm -rf %s", dir);
-	return system(p) == 0 ? 0 : -1;
+	return tmp_dir_remove(dir);
 }
 
 static void test_deps_as_user_prints_apt_line_and_fails(void **state)
@@ -180,9 +192,8 @@ static void fake_apt_get(int locked, const char *other)
 /* Runs `make -s -C dir deps` as root with the fake apt-get first on PATH. */
 static int run_deps_fake(const char *const *vars, char **out)
 {
-	char logp[128], path[4200];
+	char path[4200];
 	const char *sys = getenv("PATH");
-	snprintf(logp, sizeof logp, "%s/log", dir);
 	snprintf(path, sizeof path, "%s/bin:%s", dir, sys ? sys : "/usr/bin:/bin");
 	const char *argv[16] = {"make",
 	                        "-s",
@@ -195,25 +206,7 @@ static int run_deps_fake(const char *const *vars, char **out)
 	for (int i = 0; vars[i] && n < 15; i++)
 		argv[n++] = vars[i];
 	argv[n] = NULL;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		setenv("PATH", path, 1);
-		if (!freopen(logp, "w", stdout) || dup2(fileno(stdout), 2) < 0)
-			_exit(126);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	FILE *f = fopen(logp, "r");
-	assert_non_null(f);
-	static char buf[65536];
-	size_t len = fread(buf, 1, sizeof buf - 1, f);
-	buf[len] = '\0';
-	fclose(f);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return run_logged(argv, path, out);
 }
 
 static char *apt_log(void)
@@ -310,8 +303,7 @@ static void test_install_puts_files_in_their_folders(void **state)
 	assert_int_equal(access(p, X_OK), 0);
 	snprintf(p, sizeof p, "%s/usr/share/kvsim/analysis/compare_policies.sh", dest);
 	assert_int_equal(access(p, F_OK), -1);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dest);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(dest), 0);
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
+#include "tests/tmp_fixture.h"
 
 static const cfg_key_t test_keys[] = {
     {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
@@ -1043,16 +1044,11 @@ static void test_path_resolves_beside_the_config_file_that_set_it(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(ini, sizeof ini, "%s/exp.ini", dir);
 	snprintf(data, sizeof data, "%s/data.txt", dir);
-	FILE *fp = fopen(ini, "w");
-	assert_non_null(fp);
-	fputs("[cluster]\nlabel = data.txt\n", fp);
-	fclose(fp);
+	tmp_write(ini, "[cluster]\nlabel = data.txt\n");
 	assert_int_equal(cfg_load_file(f->c, ini, &f->e), 0);
 	assert_int_equal(cfg_path(f->c, "cluster", "label", out, sizeof out, &f->e), 0);
 	assert_string_equal(out, "data.txt"); /* nothing beside the file yet */
-	fp = fopen(data, "w");
-	assert_non_null(fp);
-	fclose(fp);
+	tmp_write(data, "");
 	assert_int_equal(cfg_path(f->c, "cluster", "label", out, sizeof out, &f->e), 0);
 	assert_string_equal(out, data);
 	assert_int_equal(cfg_path(f->c, "cluster", "label", out, 8, &f->e), KS_EINPUT);

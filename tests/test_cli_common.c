@@ -16,6 +16,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
+#include "tests/tmp_fixture.h"
 
 static void test_cfg_arg_takes_set_forms_and_one_config(void **state)
 {
@@ -97,10 +98,7 @@ static void write_ini(char *dir, char *path, const char *text)
 {
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, 128, "%s/e.ini", dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tmp_write(path, text);
 }
 
 /* A file that sets no key (empty, blank, comments, bare section headers)
@@ -266,10 +264,7 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	assert_string_equal(e.msg, "--set: [cluster] tp: tp = 5 does not divide gpus_per_node = 6");
 	cli_config_free(c);
 	/* a check on one key in the trace reader gets that key's place */
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("[trace]\nkind = gen\nstart_s = 10\nend_s = 5\n", f);
-	fclose(f);
+	tmp_write(path, "[trace]\nkind = gen\nstart_s = 10\nend_s = 5\n");
 	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
 	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
 	snprintf(want, sizeof want, "%s:4: [trace] end_s: ", path);
@@ -365,9 +360,7 @@ static void check_command_shape(const char *kvsim, const char *scratch, const ch
 static void test_every_command_has_one_help_and_error_shape(void **state)
 {
 	(void)state;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	char scratch[] = "/tmp/test_cli_voice.XXXXXX";
 	assert_non_null(mkdtemp(scratch));
 	cli_result_t top = cli_run(kvsim, scratch, "--help", NULL);
@@ -396,9 +389,7 @@ static void test_every_command_has_one_help_and_error_shape(void **state)
 	assert_true(checked >= 9 + 16); /* the subcommands of config, trace, net, ... */
 	cli_result_free(&top);
 	cli_result_free(&none);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", scratch);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(scratch), 0);
 }
 
 /* A directory where a file is expected is bad input (exit 2) naming it,
@@ -407,9 +398,7 @@ static void test_every_command_has_one_help_and_error_shape(void **state)
 static void test_directories_given_as_files_exit_two(void **state)
 {
 	(void)state;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	char d[] = "/tmp/test_cli_voice.XXXXXX";
 	assert_non_null(mkdtemp(d));
 	char set_gpu[160], set_model[160], set_trace[160], out[160];
@@ -446,9 +435,7 @@ static void test_directories_given_as_files_exit_two(void **state)
 	r = cli_run(kvsim, d, "runs", out, "--columns", "error", NULL);
 	assert_non_null(strstr(r.out, "--grid: [cluster] tp: tp = 3 does not divide"));
 	cli_result_free(&r);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", d);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tmp_dir_remove(d), 0);
 }
 
 int main(void)

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "tests/cli_fixture.h"
+#include "tests/tmp_fixture.h"
 
 static const char *kvsim;
 static char tmpdir[64];
@@ -28,20 +29,12 @@ typedef cli_result_t result_t;
 #define run_kvsim(...) cli_run(kvsim, tmpdir, __VA_ARGS__)
 #define result_free cli_result_free
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* Writes text to DIR/name and returns the path (static buffer). */
 static const char *config_file(const char *name, const char *text)
 {
 	static char path[256];
 	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-	write_file(path, text);
+	tmp_write(path, text);
 	return path;
 }
 

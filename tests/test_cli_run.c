@@ -22,23 +22,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
-
-static char tmpdir[64];
-
-static int setup(void **st)
-{
-	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_cli_run.XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **st)
-{
-	(void)st;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "tests/tmp_fixture.h"
 
 static void test_progress_line_says_time_requests_share_and_eta(void **st)
 {
@@ -71,7 +55,7 @@ static void test_progress_shows_only_on_a_terminal_unless_asked(void **st)
 	assert_int_equal(cli_progress_wanted(0, 0), 0);
 	int saved = dup(2);
 	char path[128];
-	snprintf(path, sizeof path, "%s/err", tmpdir);
+	snprintf(path, sizeof path, "%s/err", tmp_dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
 	dup2(fd, 2);
@@ -126,9 +110,7 @@ static char *run_on_pty(const char *kvsim, const char *const *args, int *status)
 static void test_long_run_draws_progress_on_a_terminal(void **st)
 {
 	(void)st;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	const char *args[] = {"run", "--set", "trace.duration_s=20000", NULL};
 	int status;
 	char *out = run_on_pty(kvsim, args, &status);
@@ -148,7 +130,7 @@ static void test_long_run_draws_progress_on_a_terminal(void **st)
 	assert_string_equal(out, "");
 	free(out);
 	/* stderr not a terminal: silent */
-	cli_result_t r = cli_run(kvsim, tmpdir, "run", "--set", "trace.duration_s=20000", NULL);
+	cli_result_t r = cli_run(kvsim, tmp_dir, "run", "--set", "trace.duration_s=20000", NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.err, "");
 	cli_result_free(&r);
@@ -159,18 +141,16 @@ static void test_long_run_draws_progress_on_a_terminal(void **st)
 static void test_strict_refuses_a_run_without_requests(void **st)
 {
 	(void)st;
-	const char *kvsim = cli_kvsim();
-	if (!kvsim)
-		skip();
+	const char *kvsim = cli_kvsim_or_skip();
 	char trace[128], out[128], set[160];
-	snprintf(trace, sizeof trace, "%s/t.tsv", tmpdir);
-	snprintf(out, sizeof out, "%s/results", tmpdir);
+	snprintf(trace, sizeof trace, "%s/t.tsv", tmp_dir);
+	snprintf(out, sizeof out, "%s/results", tmp_dir);
 	snprintf(set, sizeof set, "trace.path=%s", trace);
-	cli_result_t r = cli_run(kvsim, tmpdir, "trace", "gen", "poisson", "rate=5",
+	cli_result_t r = cli_run(kvsim, tmp_dir, "trace", "gen", "poisson", "rate=5",
 	                         "duration_s=10", "-o", trace, NULL);
 	assert_int_equal(r.status, 0);
 	cli_result_free(&r);
-	r = cli_run(kvsim, tmpdir, "run", "-q", "--set", set, "--set", "trace.start_s=60", NULL);
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "--set", set, "--set", "trace.start_s=60", NULL);
 	assert_int_equal(r.status, 0);
 	char want[400];
 	snprintf(want, sizeof want,
@@ -179,7 +159,7 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	         trace);
 	assert_memory_equal(r.err, want, strlen(want));
 	cli_result_free(&r);
-	r = cli_run(kvsim, tmpdir, "run", "--strict", "-o", out, "--set", set, "--set",
+	r = cli_run(kvsim, tmp_dir, "run", "--strict", "-o", out, "--set", set, "--set",
 	            "trace.start_s=60", NULL);
 	assert_int_equal(r.status, 2);
 	const char *head = "kvsim run: --set: [trace] start_s: 60 s is past the end";
@@ -190,7 +170,7 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	assert_int_equal(stat(out, &sb), -1); /* nothing written */
 	cli_result_free(&r);
 	/* a window that holds requests is no warning, strict or not */
-	r = cli_run(kvsim, tmpdir, "run", "-q", "--strict", "--set", set, "--set",
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "--strict", "--set", set, "--set",
 	            "trace.start_s=5", NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.err, "");
@@ -241,5 +221,5 @@ int main(void)
 	    cmocka_unit_test(test_long_run_draws_progress_on_a_terminal),
 	    cmocka_unit_test(test_strict_refuses_a_run_without_requests),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

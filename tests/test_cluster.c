@@ -77,6 +77,25 @@ static void free_cfg(cfg_t *c)
 	cfg_schema_free((cfg_schema_t *)s);
 }
 
+/* Runs g's requests (its stream seeded with seed) on a config of sets over
+ * the schema defaults; the test fails when the run does. */
+static sim_results_t run_gen(const char **sets, size_t n, gen_t *g, uint64_t seed, const char *name)
+{
+	cfg_t *cfg = make_cfg(sets, n);
+	g->rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(g->rng, seed);
+	sim_source_t src = {gen_next, g, name};
+	sim_results_t r;
+	err_t e = {0};
+	int rc = sim_run_source(cfg, &src, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	gsl_rng_free(g->rng);
+	free_cfg(cfg);
+	return r;
+}
+
 /* E[S] and E[S^2] of the prefill service time when L = ceil(Exp(mean)). */
 static void service_moments(double mean_len, double *m1, double *m2)
 {
@@ -113,17 +132,9 @@ static void check_mg1(double rho)
 		"scheduler.max_batched_tokens=1048576", "kvcache.block_tokens=512",
 		"experiment.seed=42",
 	};
-	cfg_t *cfg = make_cfg(sets, sizeof sets / sizeof *sets);
-	gen_t g = {.rng = gsl_rng_alloc(gsl_rng_mt19937), .max = 400000, .rate = lam,
-		   .mean_len = mean_len, .out_len = 1, .block_tokens = 512};
-	gsl_rng_set(g.rng, 12345);
-	sim_source_t src = {gen_next, &g, "gen:mg1"};
-	sim_results_t r;
-	err_t e = {0};
-	int rc = sim_run_source(cfg, &src, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
+	gen_t g = {
+	    .max = 400000, .rate = lam, .mean_len = mean_len, .out_len = 1, .block_tokens = 512};
+	sim_results_t r = run_gen(sets, sizeof sets / sizeof *sets, &g, 12345, "gen:mg1");
 	double wsum = 0;
 	size_t n = 0;
 	for (size_t i = 0; i < r.n_req; i++) {
@@ -143,8 +154,6 @@ static void check_mg1(double rho)
 	printf("Little: Lq %.4f, lambda*W %.4f\n", lq, little);
 	assert_true(fabs(lq - little) / little < 0.01);
 	sim_results_free(&r);
-	gsl_rng_free(g.rng);
-	free_cfg(cfg);
 }
 
 static void test_mg1_waiting_time_matches_pk_at_rho_05(void **st)
@@ -170,20 +179,13 @@ static sim_results_t run_pressure(uint64_t seed, const char *busy_rule)
 		"cluster.gpus_per_node=2", "cluster.tp=1", "policy.routing.name=least_load",
 		"cluster.kv_blocks=400", "kvcache.block_tokens=16", seedset, rule,
 	};
-	cfg_t *cfg = make_cfg(sets, sizeof sets / sizeof *sets);
-	gen_t g = {.rng = gsl_rng_alloc(gsl_rng_mt19937), .max = 3000, .rate = 40,
-		   .mean_len = 600, .out_len = 200, .block_tokens = 16, .shared_prefix_blocks = 20};
-	gsl_rng_set(g.rng, seed);
-	sim_source_t src = {gen_next, &g, "gen:pressure"};
-	sim_results_t r;
-	err_t e = {0};
-	int rc = sim_run_source(cfg, &src, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	gsl_rng_free(g.rng);
-	free_cfg(cfg);
-	return r;
+	gen_t g = {.max = 3000,
+	           .rate = 40,
+	           .mean_len = 600,
+	           .out_len = 200,
+	           .block_tokens = 16,
+	           .shared_prefix_blocks = 20};
+	return run_gen(sets, sizeof sets / sizeof *sets, &g, seed, "gen:pressure");
 }
 
 static void test_every_request_ends_and_kv_is_conserved(void **st)

@@ -97,11 +97,7 @@ static void toy_free(toy_t *t)
 
 static const res_request_t *by_id(const cluster_t *c, uint64_t id)
 {
-	for (size_t i = 0; i < c->n_res; i++)
-		if (c->res[i].id == id)
-			return &c->res[i];
-	fail_msg("request %llu has no result", (unsigned long long)id);
-	return NULL;
+	return sf_request(c->res, c->n_res, id);
 }
 
 /* A and B share a 4-block prefix; C has its own; 16-token prompts, 2 output
@@ -239,32 +235,8 @@ static void test_default_deployment_recomputes_a_miss(void **st)
 }
 
 /* One request of a 40-block prefix (16-token blocks) at t = 0 on instance 0,
- * then one more per 250 ms on the others (after the 100 ms retry tick): replication full copies the prefix
- * of each routed request to every other instance. */
-typedef struct one {
-	int n, max;
-	uint64_t ids[64];
-} one_t;
-
-static int one_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	one_t *f = ctx;
-	if (f->n == f->max)
-		return 0;
-	for (int i = 0; i < 41; i++)
-		f->ids[i] = i < 40 ? 5000 + (uint64_t)i : 80000 + (uint64_t)f->n;
-	a->id = (uint64_t)f->n;
-	a->arrival_ns = (int64_t)f->n * 250000000;
-	a->in_len = 41 * 16;
-	a->out_len = 4;
-	a->n_blocks = 41;
-	a->blocks = f->ids;
-	a->status = 0;
-	f->n++;
-	return 1;
-}
-
+ * then one more per 250 ms on the others (after the 100 ms retry tick): replication full copies the
+ * prefix of each routed request to every other instance. */
 #define THREE_NODES                                                                                \
 	"model.name=Llama-3-8B", "cluster.nodes=3", "cluster.gpus_per_node=1", "cluster.tp=1",     \
 	    "kvcache.block_tokens=16", "policy.routing.name=round_robin",                          \
@@ -273,18 +245,15 @@ static int one_next(void *ctx, sim_arrival_t *a, err_t *e)
 static sim_results_t run_three(const char *extra1, const char *extra2, int max)
 {
 	const char *sets[] = {THREE_NODES, extra1, extra2};
-	one_t f = {.max = max};
-	sim_source_t src = {one_next, &f, "one"};
+	sf_prefix_t f = sf_prefix(max, 40, 5000, 80000, 4);
+	f.gap_ns = 250000000;
+	sim_source_t src = {sf_prefix_next, &f, "one"};
 	return run_src(sets, 9, &src);
 }
 
 static const res_request_t *res_of(const sim_results_t *r, uint64_t id)
 {
-	for (size_t i = 0; i < r->n_req; i++)
-		if (r->req[i].id == id)
-			return &r->req[i];
-	fail_msg("request %llu has no result", (unsigned long long)id);
-	return NULL;
+	return sf_request(r->req, r->n_req, id);
 }
 
 static const res_transfer_t *first_copy_to(const sim_results_t *r, int32_t dst)

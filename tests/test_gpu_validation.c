@@ -21,30 +21,14 @@
 #include "gpu_validation/gv_plan.h"
 #include "gpu_validation/gv_replay.h"
 #include "gpu_validation/gv_sched.h"
-
-static char tmpdir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_gv_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "tests/tmp_fixture.h"
 
 static const char *tmp(const char *name)
 {
 	static char buf[4][256];
 	static int i;
 	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof buf[i], "%s/%s", tmpdir, name);
+	snprintf(buf[i], sizeof buf[i], "%s/%s", tmp_dir, name);
 	return buf[i];
 }
 
@@ -725,5 +709,5 @@ int main(void)
 	    cmocka_unit_test(test_measurements_round_trip_with_attributes),
 	    cmocka_unit_test(test_check_joins_by_id_and_reports_model_and_simulator_error),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

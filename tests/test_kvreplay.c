@@ -20,6 +20,7 @@
 #include "gpu_validation/gv_sched.h"
 #include "models/mdl.h"
 #include "models/mdl_xfer.h"
+#include "tests/tmp_fixture.h"
 
 static char dir[64], build[1024], kvsim[1100], kvreplay[1100];
 static char out[65536];
@@ -31,16 +32,13 @@ static int setup(void **state)
 	snprintf(build, sizeof build, "%s", b && *b ? b : "build");
 	snprintf(kvsim, sizeof kvsim, "%s", k && *k ? k : "build/kvsim");
 	snprintf(kvreplay, sizeof kvreplay, "%s/kvreplay", build);
-	snprintf(dir, sizeof dir, "/tmp/test_kvreplay_XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return tmp_dir_make(dir, sizeof dir, "/tmp/test_kvreplay_XXXXXX");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(dir);
 }
 
 /* Runs a shell command, keeps its stdout+stderr in out, returns the exit code. */
@@ -383,10 +381,7 @@ static void test_usage_errors_exit_2(void **state)
 	assert_non_null(strstr(out, ": cannot open: Is a directory"));
 	char noth5[300];
 	snprintf(noth5, sizeof noth5, "%s/not.h5", dir);
-	FILE *f = fopen(noth5, "w");
-	assert_non_null(f);
-	fputs("plain text\n", f);
-	fclose(f);
+	tmp_write(noth5, "plain text\n");
 	expect_rc(run("%s calibrate check %s %s", kvsim, noth5, noth5), 2, "not HDF5");
 	assert_non_null(strstr(out, "not.h5: not an HDF5 file"));
 }

@@ -15,6 +15,7 @@
 #include "models/mdl.h"
 #include "sim/base/cfg.h"
 #include "sim/cluster/cluster.h"
+#include "tests/tmp_fixture.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -926,14 +927,8 @@ static void test_cfg_spec_file_relative_to_config_file(void **st)
 	char spec[256], conf[256];
 	snprintf(spec, sizeof spec, "%s/mine.ini", dir);
 	snprintf(conf, sizeof conf, "%s/exp.ini", dir);
-	FILE *f = fopen(spec, "w");
-	assert_non_null(f);
-	fputs(TOY_LLM, f);
-	fclose(f);
-	f = fopen(conf, "w");
-	assert_non_null(f);
-	fputs("[model]\nfile = mine.ini\n[gpu]\nfile = missing.ini\n", f);
-	fclose(f);
+	tmp_write(spec, TOY_LLM);
+	tmp_write(conf, "[model]\nfile = mine.ini\n[gpu]\nfile = missing.ini\n");
 	cfg_t *c = new_cfg();
 	err_t e = {0};
 	assert_int_equal(cfg_load_file(c, conf, &e), 0);

@@ -40,13 +40,19 @@ static void test_default_time_is_alpha_plus_bytes_over_bandwidth(void **state)
 	assert_string_equal(x.source, "defaults");
 }
 
+/* x = the defaults with three_pieces loaded over them. */
+static void load_three(mdl_xfer_t *x)
+{
+	err_t e = {0};
+	mdl_xfer_default(x);
+	assert_int_equal(mdl_xfer_load_string(x, "t.ini", three_pieces, &e), 0);
+}
+
 static void test_piece_chosen_by_size_with_edges_inclusive(void **state)
 {
 	(void)state;
 	mdl_xfer_t x;
-	err_t e = {0};
-	mdl_xfer_default(&x);
-	assert_int_equal(mdl_xfer_load_string(&x, "t.ini", three_pieces, &e), 0);
+	load_three(&x);
 	assert_int_equal(x.link[MDL_LINK_PCIE_H2D].n_pieces, 3);
 	assert_true(mdl_xfer_latency_ns(&x, MDL_LINK_PCIE_H2D, 65536) == 5000);
 	assert_true(mdl_xfer_latency_ns(&x, MDL_LINK_PCIE_H2D, 65537) == 8000);
@@ -65,9 +71,7 @@ static void test_granular_transfer_pays_overhead_per_block_at_block_size_rate(vo
 {
 	(void)state;
 	mdl_xfer_t x;
-	err_t e = {0};
-	mdl_xfer_default(&x);
-	assert_int_equal(mdl_xfer_load_string(&x, "t.ini", three_pieces, &e), 0);
+	load_three(&x);
 	/* 64 blocks of 16 KiB: each copy is in piece 0 (10 GB/s) */
 	double g =
 	    mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_GRANULAR, 1 << 20, 64, 1, 0);
@@ -87,9 +91,7 @@ static void test_concurrent_copies_stretch_only_the_bandwidth_term(void **state)
 {
 	(void)state;
 	mdl_xfer_t x;
-	err_t e = {0};
-	mdl_xfer_default(&x);
-	assert_int_equal(mdl_xfer_load_string(&x, "t.ini", three_pieces, &e), 0);
+	load_three(&x);
 	double n = 8 << 20, bwt = n / 50;
 	double t4 = mdl_xfer_predict_ns(&x, MDL_LINK_PCIE_H2D, MDL_SHAPE_CONTIG, 8 << 20, 1, 4, 2);
 	assert_true(fabs(t4 - (20000 + bwt * (1 + 0.9 * 3 + 0.1 * 2))) < 1e-6);
@@ -103,8 +105,7 @@ static void test_written_file_loads_back_identically(void **state)
 	(void)state;
 	mdl_xfer_t x, y;
 	err_t e = {0};
-	mdl_xfer_default(&x);
-	assert_int_equal(mdl_xfer_load_string(&x, "t.ini", three_pieces, &e), 0);
+	load_three(&x);
 	char path[] = "/tmp/test_mdl_xfer_XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);

@@ -42,18 +42,24 @@ static int run(const char *text, char **out, err_t *e)
 	return rc;
 }
 
+/* Runs text, which must succeed; returns its output (malloc'd). */
+static char *run_ok(const char *text)
+{
+	char *out;
+	err_t e = {0};
+	if (run(text, &out, &e))
+		fail_msg("%s", e.msg);
+	return out;
+}
+
 static void test_scenario_dumbbell_prints_exact_times_and_rates(void **st)
 {
 	(void)st;
-	char *out;
-	err_t e = {0};
-	int rc = run("# dumbbell: three flows through one 3 GB/s bottleneck\n"
-		     "link a 10e9 0\nlink b 3e9 100   # bottleneck\n"
-		     "flow f1 3000 0 fg a b\n"
-		     "flow f2 6000 0 fg b\n"
-		     "flow f3 9000 0 fg b\n",
-		     &out, &e);
-	assert_int_equal(rc, 0);
+	char *out = run_ok("# dumbbell: three flows through one 3 GB/s bottleneck\n"
+	                   "link a 10e9 0\nlink b 3e9 100   # bottleneck\n"
+	                   "flow f1 3000 0 fg a b\n"
+	                   "flow f2 6000 0 fg b\n"
+	                   "flow f3 9000 0 fg b\n");
 	assert_string_equal(out,
 			    "flow f1 start=0 join=100 finish=3100 bytes=3000 mean_rate=1e+09\n"
 			    "flow f2 start=0 join=100 finish=5100 bytes=6000 mean_rate=1.2e+09\n"
@@ -66,13 +72,9 @@ static void test_scenario_dumbbell_prints_exact_times_and_rates(void **st)
 static void test_scenario_options_cap_background_and_share(void **st)
 {
 	(void)st;
-	char *out;
-	err_t e = {0};
-	int rc = run("share weighted 0.25\nbackground immediate\nlink l 2e9 0\n"
-		     "flow fg1 1600 0 fg l\nflow bg1 400 0 bg l\n"
-		     "flow c 500 5000 fg cap=0.5e9 copies=2 overhead=10 l\n",
-		     &out, &e);
-	assert_int_equal(rc, 0);
+	char *out = run_ok("share weighted 0.25\nbackground immediate\nlink l 2e9 0\n"
+	                   "flow fg1 1600 0 fg l\nflow bg1 400 0 bg l\n"
+	                   "flow c 500 5000 fg cap=0.5e9 copies=2 overhead=10 l\n");
 	/* fg 1.6 B/ns and bg 0.4 B/ns: both end at 1000; c joins at 5020 */
 	assert_non_null(strstr(out, "flow fg1 start=0 join=0 finish=1000 "));
 	assert_non_null(strstr(out, "flow bg1 start=0 join=0 finish=1000 "));

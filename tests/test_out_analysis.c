@@ -15,6 +15,7 @@
 #include "sim/base/cfg.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256], results[300];
 
@@ -24,8 +25,7 @@ static int setup(void **st)
 	if (access("/usr/bin/python3", X_OK) != 0 ||
 	    system("/usr/bin/python3 -c 'import h5py, pandas, matplotlib' >/dev/null 2>&1") != 0)
 		return 0; /* tests skip */
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_plot_XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_plot_XXXXXX"))
 		return -1;
 	snprintf(results, sizeof results, "%s/results", tmpdir);
 	cfg_schema_t *s = fake_schema();
@@ -47,11 +47,9 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
 	if (!*tmpdir)
 		return 0;
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static void assert_png(const char *path)
@@ -64,20 +62,32 @@ static void assert_png(const char *path)
 	assert_memory_equal(m, "\x89PNG\r\n\x1a\n", 8);
 }
 
+/* Runs `python3 analysis/SCRIPT ARGS -o tmpdir/png` (ARGS from fmt), which
+ * must succeed and write a PNG there; png gets the path (400 bytes). */
+static void plot_ok(char *png, const char *name, const char *fmt, ...)
+{
+	char args[800], cmd[1300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(png, 400, "%s/%s", tmpdir, name);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 analysis/%s -o %s >/dev/null", args, png);
+	assert_int_equal(system(cmd), 0);
+	assert_png(png);
+}
+
 static void test_ttft_cdf_of_files_and_catalog_runs(void **st)
 {
 	(void)st;
 	if (!*tmpdir)
 		skip();
-	char cmd[1200], png[400];
+	char png[400];
 	/* files and catalog selections in one plot (one interpreter start) */
-	snprintf(png, sizeof png, "%s/cdf.png", tmpdir);
-	snprintf(cmd, sizeof cmd,
-		 "/usr/bin/python3 analysis/plot_ttft_cdf.py $(ls %s/runs/*.h5 | head -2) "
-		 "--catalog %s --where 'fake.rate = 2' --label fake.policy -o %s >/dev/null",
-		 results, results, png);
-	assert_int_equal(system(cmd), 0);
-	assert_png(png);
+	plot_ok(png, "cdf.png",
+	        "plot_ttft_cdf.py $(ls %s/runs/*.h5 | head -2) --catalog %s "
+	        "--where 'fake.rate = 2' --label fake.policy",
+	        results, results);
 }
 
 static void test_metric_against_parameter_with_groups(void **st)
@@ -86,13 +96,9 @@ static void test_metric_against_parameter_with_groups(void **st)
 	if (!*tmpdir)
 		skip();
 	char cmd[1200], png[400];
-	snprintf(png, sizeof png, "%s/metric.png", tmpdir);
-	snprintf(cmd, sizeof cmd,
-		 "/usr/bin/python3 analysis/plot_metric.py %s --x fake.rate --y ttft_p99_ns "
-		 "--group fake.policy --scale 1e-6 -o %s >/dev/null",
-		 results, png);
-	assert_int_equal(system(cmd), 0);
-	assert_png(png);
+	plot_ok(png, "metric.png",
+	        "plot_metric.py %s --x fake.rate --y ttft_p99_ns --group fake.policy --scale 1e-6",
+	        results);
 	/* an unknown metric is an error naming what exists */
 	snprintf(cmd, sizeof cmd,
 		 "/usr/bin/python3 analysis/plot_metric.py %s --x fake.rate --y nope -o %s "

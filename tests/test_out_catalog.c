@@ -16,14 +16,14 @@
 #include "sim/out/out_catalog.h"
 #include "sim/out/out_hdf5.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256], dir[300];
 
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_cat_XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_cat_XXXXXX"))
 		return -1;
 	snprintf(dir, sizeof dir, "%s/results", tmpdir);
 	return 0;
@@ -32,9 +32,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static void add_run(out_catalog_t *c, const char *id, const char *rate, const char *pol,
@@ -256,17 +254,7 @@ static void test_catalog_creates_missing_parent_directories(void **st)
 	char db[300];
 	snprintf(db, sizeof db, "%s/catalog.sqlite", dir);
 	assert_int_equal(access(db, F_OK), 0);
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-	assert_int_equal(system(cmd), 0);
-}
-
-static void write_bytes(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	assert_int_equal(tmp_dir_remove(base), 0);
 }
 
 static void done_with_file(out_catalog_t *c, const char *id, const char *rel,
@@ -301,7 +289,7 @@ static void test_done_file_records_size_digest_and_revision(void **st)
 	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	char path[400];
 	snprintf(path, sizeof path, "%s/a.h5", dir);
-	write_bytes(path, "abc");
+	tmp_write(path, "abc");
 	done_with_file(c, "aaaa", "a.h5", "0123456789ab-dirty.0badf00d");
 	out_table_t t;
 	assert_int_equal(out_catalog_select(c, "h5_size,h5_sha256,git_rev,git_dirty,stale",
@@ -339,13 +327,13 @@ static void test_check_compares_file_and_revision_with_the_ledger(void **st)
 		char rel[32];
 		snprintf(rel, sizeof rel, "%s.h5", ids[i]);
 		snprintf(path[i], sizeof path[i], "%s/%s", dir, rel);
-		write_bytes(path[i], "0123456789");
+		tmp_write(path[i], "0123456789");
 		done_with_file(c, ids[i], rel, "revA");
 	}
 	assert_int_equal(unlink(path[1]), 0);
-	write_bytes(path[2], "01234");
-	write_bytes(path[3], "0123X56789");
-	write_bytes(path[4], "0123456789+");
+	tmp_write(path[2], "01234");
+	tmp_write(path[3], "0123X56789");
+	tmp_write(path[4], "0123456789+");
 	assert_int_equal(verdict(c, "ok", "revA", 0), OUT_CHECK_DONE);
 	assert_int_equal(verdict(c, "gone", "revA", 0), OUT_CHECK_MISSING);
 	assert_int_equal(verdict(c, "short", "revA", 0), OUT_CHECK_TRUNCATED);

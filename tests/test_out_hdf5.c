@@ -25,23 +25,7 @@
 #include "sim/out/out_hdf5.h"
 #include "sim/run/sim.h"
 #include "tests/out_fake.h"
-
-static char tmpdir[256];
-
-static int setup(void **st)
-{
-	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_h5_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **st)
-{
-	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "tests/tmp_fixture.h"
 
 static int exists(const char *p)
 {
@@ -49,16 +33,25 @@ static int exists(const char *p)
 	return stat(p, &sb) == 0;
 }
 
+/* Fills r with fake_fill(seed, rate, n_req) and writes it with o (NULL:
+ * defaults) to tmp_dir/name, whose path goes to path (512 bytes); returns
+ * out_hdf5_write's status, its message in e. */
+static int write_fake(sim_results_t *r, uint64_t seed, double rate, size_t n_req, const char *name,
+                      const out_hdf5_opts_t *o, char *path, err_t *e)
+{
+	assert_int_equal(fake_fill(r, seed, rate, n_req), 0);
+	snprintf(path, 512, "%s/%s", tmp_dir, name);
+	return out_hdf5_write(path, r, o, e);
+}
+
 static void test_round_trip_preserves_every_field(void **st)
 {
 	(void)st;
 	sim_results_t r, b;
-	assert_int_equal(fake_fill(&r, 42, 3.5, 1000), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/run.h5", tmpdir);
 	err_t e = {0};
 	out_hdf5_opts_t o = {6, 128};
-	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
+	assert_int_equal(write_fake(&r, 42, 3.5, 1000, "run.h5", &o, path, &e), 0);
 	assert_true(exists(path));
 	char tmp[600];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -102,7 +95,7 @@ static void test_empty_tables_are_valid_zero_row_datasets(void **st)
 	free(r.config_text);
 	r.config_text = NULL;
 	char path[512];
-	snprintf(path, sizeof path, "%s/empty.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/empty.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	assert_int_equal(out_hdf5_read(path, &b, &e), 0);
@@ -120,7 +113,7 @@ static void test_rewrite_replaces_file_atomically(void **st)
 	(void)st;
 	sim_results_t r, b;
 	char path[512];
-	snprintf(path, sizeof path, "%s/again.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/again.h5", tmp_dir);
 	err_t e = {0};
 	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
@@ -128,10 +121,7 @@ static void test_rewrite_replaces_file_atomically(void **st)
 	/* A stale .tmp from a killed writer must not disturb the next write. */
 	char tmp[600];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	assert_non_null(f);
-	fputs("garbage from a killed run", f);
-	fclose(f);
+	tmp_write(tmp, "garbage from a killed run");
 	assert_int_equal(fake_fill(&r, 2, 1.0, 20), 0);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	assert_false(exists(tmp));
@@ -146,17 +136,15 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 {
 	(void)st;
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 1, 1.0, 10), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmpdir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), KS_EIO);
+	assert_int_equal(write_fake(&r, 1, 1.0, 10, "no/such/dir/x.h5", NULL, path, &e), KS_EIO);
 	/* the name asked for, not the temporary file, and why */
 	assert_non_null(strstr(e.msg, "/no/such/dir/x.h5: cannot create HDF5 file: No such file"));
 	assert_null(strstr(e.msg, ".tmp"));
 	assert_false(exists(path));
 	out_hdf5_opts_t bad = {12, 0};
-	snprintf(path, sizeof path, "%s/bad.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/bad.h5", tmp_dir);
 	assert_int_equal(out_hdf5_write(path, &r, &bad, &e), KS_EINPUT);
 	assert_false(exists(path));
 	sim_results_free(&r);
@@ -170,7 +158,7 @@ static void test_refused_write_reports_the_errno_text(void **st)
 {
 	(void)st;
 	char path[512], tmp[600];
-	snprintf(path, sizeof path, "%s/big.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/big.h5", tmp_dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	int pfd[2];
 	assert_int_equal(pipe(pfd), 0);
@@ -264,7 +252,7 @@ static void test_metric_units_and_numeric_root_attributes(void **st)
 	sim_results_t r;
 	assert_int_equal(sim_run(c, &r, &e), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/units.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/units.h5", tmp_dir);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	assert_true(f >= 0);
@@ -308,11 +296,8 @@ static void test_metric_units_and_numeric_root_attributes(void **st)
 	H5Fclose(f);
 	cfg_t *back = NULL;
 	char ini[600];
-	snprintf(ini, sizeof ini, "%s/config.ini", tmpdir);
-	FILE *fp = fopen(ini, "w");
-	assert_non_null(fp);
-	fputs(r.config_text, fp);
-	fclose(fp);
+	snprintf(ini, sizeof ini, "%s/config.ini", tmp_dir);
+	tmp_write(ini, r.config_text);
 	assert_int_equal(cli_load_config(ini, NULL, 0, &back, &e), 0);
 	char d1[65], d2[65];
 	cfg_digest(c, d1);
@@ -327,11 +312,8 @@ static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
 {
 	(void)st;
 	char path[512];
-	snprintf(path, sizeof path, "%s/not.h5", tmpdir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("not hdf5", f);
-	fclose(f);
+	snprintf(path, sizeof path, "%s/not.h5", tmp_dir);
+	tmp_write(path, "not hdf5");
 	sim_results_t b;
 	err_t e = {0};
 	assert_int_equal(out_hdf5_read(path, &b, &e), KS_EIO);
@@ -342,11 +324,9 @@ static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
 {
 	(void)st;
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 9, 2.0, 64), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/replay.h5", tmpdir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(write_fake(&r, 9, 2.0, 64, "replay.h5", NULL, path, &e), 0);
 	gv_sched_t s;
 	assert_int_equal(gv_sched_read(&s, path, &e), 0);
 	assert_int_equal(s.n, r.n_xfer);
@@ -456,19 +436,14 @@ static void test_h5py_and_pandas_read_every_column(void **st)
 		return;
 	}
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 42, 3.5, 300), 0);
 	char path[512], script[512], cmd[1600];
-	snprintf(path, sizeof path, "%s/py.h5", tmpdir);
 	err_t e = {0};
 	out_hdf5_opts_t o = {4, 64};
-	assert_int_equal(out_hdf5_write(path, &r, &o, &e), 0);
-	write_expected(&r, tmpdir);
-	snprintf(script, sizeof script, "%s/check.py", tmpdir);
-	FILE *f = fopen(script, "w");
-	assert_non_null(f);
-	fputs(py_check, f);
-	fclose(f);
-	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmpdir);
+	assert_int_equal(write_fake(&r, 42, 3.5, 300, "py.h5", &o, path, &e), 0);
+	write_expected(&r, tmp_dir);
+	snprintf(script, sizeof script, "%s/check.py", tmp_dir);
+	tmp_write(script, py_check);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmp_dir);
 	assert_int_equal(system(cmd), 0);
 	/* The same check on an empty file: zero rows, right columns. */
 	sim_results_free(&r);
@@ -483,11 +458,9 @@ static void test_h5py_reads_empty_tables_with_columns(void **st)
 		return;
 	}
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 3, 1.0, 0), 0);
 	char path[512], cmd[1200];
-	snprintf(path, sizeof path, "%s/empty_py.h5", tmpdir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(write_fake(&r, 3, 1.0, 0, "empty_py.h5", NULL, path, &e), 0);
 	snprintf(cmd, sizeof cmd,
 		 "/usr/bin/python3 -c \"import h5py, pandas as pd; f = h5py.File('%s', 'r'); "
 		 "d = pd.DataFrame(f['requests'][:]); "
@@ -510,7 +483,7 @@ static void test_provenance_records_revision_and_dirty_flag(void **st)
 		assert_int_equal(fake_fill(&r, 7, 1.0, 10), 0);
 		snprintf(r.git_rev, sizeof r.git_rev, "%s", revs[i]);
 		char path[512];
-		snprintf(path, sizeof path, "%s/rev%zu.h5", tmpdir, i);
+		snprintf(path, sizeof path, "%s/rev%zu.h5", tmp_dir, i);
 		err_t e = {0};
 		assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
 		assert_int_equal(out_hdf5_read(path, &b, &e), 0);
@@ -536,16 +509,14 @@ static void test_probe_refuses_a_truncated_file(void **st)
 {
 	(void)st;
 	sim_results_t r;
-	assert_int_equal(fake_fill(&r, 9, 2.0, 500), 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/cut.h5", tmpdir);
 	err_t e = {0};
-	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);
+	assert_int_equal(write_fake(&r, 9, 2.0, 500, "cut.h5", NULL, path, &e), 0);
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(truncate(path, sb.st_size / 2), 0);
 	assert_int_equal(out_hdf5_probe(path), -1);
-	snprintf(path, sizeof path, "%s/none.h5", tmpdir);
+	snprintf(path, sizeof path, "%s/none.h5", tmp_dir);
 	assert_int_equal(out_hdf5_probe(path), -1);
 	sim_results_free(&r);
 }
@@ -564,7 +535,7 @@ static void test_build_revision_marks_and_digests_uncommitted_sources(void **st)
 	}
 	strcat(script, "/sim/gitrev.sh");
 	assert_int_equal(access(script, R_OK), 0);
-	snprintf(repo, sizeof repo, "%s/repo", tmpdir);
+	snprintf(repo, sizeof repo, "%s/repo", tmp_dir);
 	snprintf(cmd, sizeof cmd,
 		 "set -e; mkdir -p %s/src; cd %s; git init -q .; echo a > src/x.c; echo d > doc;"
 		 " git add .; git -c user.name=t -c user.email=t@t commit -qm one", repo, repo);
@@ -618,5 +589,5 @@ int main(void)
 		cmocka_unit_test(test_probe_refuses_a_truncated_file),
 		cmocka_unit_test(test_build_revision_marks_and_digests_uncommitted_sources),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

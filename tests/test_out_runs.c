@@ -14,6 +14,7 @@
 
 #include "sim/cli/cli.h"
 #include "sim/out/out_catalog.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256], dir[300], outf[300];
 
@@ -44,8 +45,7 @@ static void add_rev(out_catalog_t *c, const char *id, const char *rev)
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_runs_XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_runs_XXXXXX"))
 		return -1;
 	snprintf(dir, sizeof dir, "%s/res", tmpdir);
 	snprintf(outf, sizeof outf, "%s/out.txt", tmpdir);
@@ -66,9 +66,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 /* Runs `kvsim runs ARGS` with stdout captured; returns its exit status. */

@@ -26,6 +26,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 static char tmpdir[256];
 static cfg_schema_t *schema;
@@ -33,18 +34,15 @@ static cfg_schema_t *schema;
 static int setup(void **st)
 {
 	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_sweep_XXXXXX");
 	schema = fake_schema();
-	return mkdtemp(tmpdir) && schema ? 0 : -1;
+	return tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_sweep_XXXXXX") || !schema ? -1 : 0;
 }
 
 static int teardown(void **st)
 {
 	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
 	cfg_schema_free(schema);
-	return system(cmd) == 0 ? 0 : -1;
+	return tmp_dir_remove(tmpdir);
 }
 
 static cfg_t *mkbase(const char *const *sets, size_t n)

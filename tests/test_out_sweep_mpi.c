@@ -17,10 +17,10 @@
 #include "sim/base/cfg.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
+#include "tests/tmp_fixture.h"
 
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe -n 3 -x ASAN_OPTIONS=detect_leaks=0"
 
-static char tmpdir[256];
 static const char *const axes[] = {"fake.policy=a,b", "fake.rate=1:3:1"};
 static const unsigned n_seeds = 3;
 
@@ -78,21 +78,6 @@ static int rank_main(const char *dir)
 	return 0;
 }
 
-static int setup(void **st)
-{
-	(void)st;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvsim_mpi_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **st)
-{
-	(void)st;
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 /* id, status, seed, parameters and metrics of every run, sorted by id;
  * metrics that measure the host (wall time) are left out. */
 static char *catalog_dump(const char *dir, size_t *nrows, size_t *ndone, char *err1,
@@ -141,8 +126,8 @@ static void test_mpi_sweep_of_fake_runs_matches_local_sweep(void **st)
 		skip();
 	}
 	char dl[300], dm[300], self[512], cmd[1400];
-	snprintf(dl, sizeof dl, "%s/local", tmpdir);
-	snprintf(dm, sizeof dm, "%s/mpi", tmpdir);
+	snprintf(dl, sizeof dl, "%s/local", tmp_dir);
+	snprintf(dm, sizeof dm, "%s/mpi", tmp_dir);
 	out_sweep_stats_t s;
 	err_t e = {0};
 	assert_int_equal(fake_sweep(dl, 0, 2, &s, &e), 0);
@@ -204,13 +189,13 @@ static void test_mpi_sweep_of_kvsim_matches_local_sweep(void **st)
 		skip();
 	}
 	char dl[300], dm[300], cmd[2000];
-	snprintf(dl, sizeof dl, "%s/kv_local", tmpdir);
-	snprintf(dm, sizeof dm, "%s/kv_mpi", tmpdir);
+	snprintf(dl, sizeof dl, "%s/kv_local", tmp_dir);
+	snprintf(dm, sizeof dm, "%s/kv_mpi", tmp_dir);
 	/* A cheap grid over keys every config has (SLO targets change metrics,
 	 * seeds change arrivals) on a short prefix of the default trace. */
 	const char *grid = "--set trace.limit=30 --grid slo.ttft_ms=500,2000 --seeds 2";
 	char log[400];
-	snprintf(log, sizeof log, "%s/kv_local.log", tmpdir);
+	snprintf(log, sizeof log, "%s/kv_local.log", tmp_dir);
 	snprintf(cmd, sizeof cmd, "%s sweep %s -j 2 -o %s >%s 2>&1", kvsim, grid, dl, log);
 	int rc = system(cmd);
 	size_t nl, dnl;
@@ -248,5 +233,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_mpi_sweep_of_fake_runs_matches_local_sweep),
 		cmocka_unit_test(test_mpi_sweep_of_kvsim_matches_local_sweep),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

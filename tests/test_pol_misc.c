@@ -13,11 +13,7 @@
 
 static pol_handle_t open_fam(pol_family_t fam, const char *name, const char *over)
 {
-	pol_handle_t h;
-	err_t e = {0};
-	if (pol_open(NULL, fam, name, over, 1, &h, &e))
-		fail_msg("%s", e.msg);
-	return h;
+	return fk_open(fam, name, over, 1);
 }
 
 /* A: old-ish, 5 hits, cheap-ish. B: newest, 1 hit, unused speculative,

@@ -10,16 +10,13 @@
 
 #include "policies/pol.h"
 #include "policies/pol_int.h"
+#include "tests/pol_fake.h"
 
 #define S 1000000000LL
 
 static pol_handle_t open_pred(const char *name, const char *over)
 {
-	pol_handle_t h;
-	err_t e = {0};
-	if (pol_open(NULL, POL_PREDICTOR, name, over, 11, &h, &e))
-		fail_msg("%s", e.msg);
-	return h;
+	return fk_open(POL_PREDICTOR, name, over, 11);
 }
 
 static const struct pol_predictor_ops *P(const pol_handle_t *h)

@@ -15,22 +15,7 @@
 
 static pol_handle_t open_fam(pol_family_t fam, const char *name, const char *over)
 {
-	pol_handle_t h;
-	err_t e = {0};
-	if (pol_open(NULL, fam, name, over, 3, &h, &e))
-		fail_msg("%s", e.msg);
-	return h;
-}
-
-static const struct pol_replication_ops *RO(const pol_handle_t *h)
-{
-	return (const void *)h->ops;
-}
-
-static void tick(pol_handle_t *h, fake_t *f, const pol_forecast_t *fc)
-{
-	err_t e;
-	assert_int_equal(RO(h)->on_tick(h->state, &f->v, &f->a, fc, &e), 0);
+	return fk_open(fam, name, over, 3);
 }
 
 static uint64_t PFX[8], PFX2[8];
@@ -39,10 +24,10 @@ static void test_none_never_copies(void **st)
 {
 	(void)st;
 	pol_handle_t h = open_fam(POL_REPLICATION, "none", NULL);
-	pol_repl_timing_t t = RO(&h)->timing(h.state);
+	pol_repl_timing_t t = fk_repl(&h)->timing(h.state);
 	assert_int_equal(t.tick_ns, 0);
-	assert_null(RO(&h)->on_route);
-	assert_null(RO(&h)->on_tick);
+	assert_null(fk_repl(&h)->on_route);
+	assert_null(fk_repl(&h)->on_tick);
 	pol_close(&h);
 }
 
@@ -58,17 +43,17 @@ static void test_reactive_hotspot_fetches_past_theta(void **st)
 	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
 	pol_handle_t h = open_fam(POL_REPLICATION, "reactive_hotspot", NULL);
 	err_t e;
-	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(fk_repl(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
 	assert_int_equal(f.n_copies, 1); /* 8 > 1.5 x 2 */
 	assert_int_equal(f.copies[0].src, 1);
 	assert_int_equal(f.copies[0].dst, 0);
 	assert_int_equal(f.copies[0].n, 8);
 	assert_int_equal(f.copies[0].cls, POL_FG);
 	f.held_n[0][0] = 6; /* 8 > 9? no */
-	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(fk_repl(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
 	assert_int_equal(f.n_copies, 1);
 	f.held_n[0][0] = 5; /* 8 > 7.5 */
-	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(fk_repl(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
 	assert_int_equal(f.n_copies, 2);
 	pol_close(&h);
 }
@@ -114,13 +99,13 @@ static void test_early_rdma_fires_on_xth_repeat_to_m_least_busy(void **st)
 	f.now = 1 * S;
 	arrive(&pred, 1 * S, 2);
 	pol_forecast_t fc = fc_of(&pred, f.now);
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0); /* the (X-1)-th repeat does not fire */
 	assert_int_equal(f.stats.triggers, 0);
 	f.now = 2 * S;
 	arrive(&pred, 2 * S, 3);
 	fc = fc_of(&pred, f.now);
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	assert_int_equal(f.stats.triggers, 1);
 	assert_int_equal(f.copies[0].dst, 2);
@@ -131,7 +116,7 @@ static void test_early_rdma_fires_on_xth_repeat_to_m_least_busy(void **st)
 		assert_int_equal(f.copies[i].cls, POL_BG);
 	}
 	assert_int_equal(f.n_spec, 2);
-	tick(&h, &f, &fc); /* both copies in flight: none asked twice */
+	fk_tick(&h, &f, &fc); /* both copies in flight: none asked twice */
 	assert_int_equal(f.n_copies, 2);
 	assert_int_equal(f.stats.triggers, 1);
 	/* the copy to 2 landed: the prefix's requests go to the least busy warm one */
@@ -142,12 +127,12 @@ static void test_early_rdma_fires_on_xth_repeat_to_m_least_busy(void **st)
 	rb[9] = 100;
 	pol_req_t r = {9, 0, rb, 10, 160, 1, 0};
 	uint32_t inst = 77;
-	assert_int_equal(RO(&h)->route_hint(h.state, &f.v, &r, &inst), 1);
+	assert_int_equal(fk_repl(&h)->route_hint(h.state, &f.v, &r, &inst), 1);
 	assert_int_equal(inst, 2);
 	r.blocks = PFX2; /* another prefix: no hint */
 	fk_chain(PFX2, 8, 900);
 	r.n_blocks = 8;
-	assert_int_equal(RO(&h)->route_hint(h.state, &f.v, &r, &inst), 0);
+	assert_int_equal(fk_repl(&h)->route_hint(h.state, &f.v, &r, &inst), 0);
 	pol_close(&h);
 	pol_close(&pred);
 }
@@ -168,22 +153,22 @@ static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
 	f.inst[0].waiting = 5; /* least busy: 1, 2, 0 */
 	pol_handle_t h =
 	    open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2,early_retry_s=5");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.n_refused, 0); /* no source: nothing asked */
 	f.now = 1 * S;
 	fk_hold(&f, 0, PFX, 8); /* prefill done on inst 0 */
 	f.refuse_all = 1;       /* ... but the simulator still refuses */
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.n_refused, 1);
 	f.refuse_all = 0;
 	f.now = 2 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.copies[0].src, 0);
 	assert_int_equal(f.copies[0].dst, 1);
-	tick(&h, &f, &fc); /* done: not asked again */
+	fk_tick(&h, &f, &fc); /* done: not asked again */
 	assert_int_equal(f.n_copies, 1);
 	pol_close(&h);
 
@@ -194,15 +179,15 @@ static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
 	fk_hold(&f, 0, PFX, 8);
 	f.refuse_all = 1;
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2,early_retry_s=5");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_refused, 1);
 	f.refuse_all = 0;
 	f.now = 6 * S;
-	tick(&h, &f, NULL);
+	fk_tick(&h, &f, NULL);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.n_refused, 1);
 	f.now = 7 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.copies[0].dst, 1);
 	pol_close(&h);
@@ -214,7 +199,7 @@ static uint32_t hint(pol_handle_t *h, fake_t *f, uint32_t n_blocks)
 {
 	pol_req_t r = {1, f->now, PFX, n_blocks, n_blocks * 16, 1, 0};
 	uint32_t inst = 77;
-	return RO(h)->route_hint(h->state, &f->v, &r, &inst) ? inst : 99;
+	return fk_repl(h)->route_hint(h->state, &f->v, &r, &inst) ? inst : 99;
 }
 
 /* The k-th recorded copy lands: its target holds PFX from now on. */
@@ -222,7 +207,7 @@ static void land(pol_handle_t *h, fake_t *f, uint32_t k, int landed)
 {
 	if (landed)
 		fk_hold(f, f->copies[k].dst, PFX, 8);
-	RO(h)->on_copy_end(h->state, f->copies[k].id, landed);
+	fk_repl(h)->on_copy_end(h->state, f->copies[k].id, landed);
 }
 
 static pol_forecast_t fc_pfx(pol_fc_t *e1)
@@ -253,7 +238,7 @@ static void test_early_rdma_m_counts_the_source(void **st)
 	pol_fc_t e1;
 	pol_forecast_t fc = fc_pfx(&e1);
 	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=4");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 3);
 	for (uint32_t k = 0; k < 3; k++) {
 		assert_int_equal(f.copies[k].src, 0);
@@ -264,7 +249,7 @@ static void test_early_rdma_m_counts_the_source(void **st)
 	er_cluster(&f, 4, NULL);
 	fk_hold(&f, 3, PFX, 8);
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.stats.triggers, 1);
 	pol_close(&h);
@@ -280,24 +265,24 @@ static void test_early_rdma_tops_up_an_evicted_replica_while_hot(void **st)
 	pol_fc_t e1;
 	pol_forecast_t fc = fc_pfx(&e1);
 	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=3");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	land(&h, &f, 0, 1);
 	land(&h, &f, 1, 1);
 	f.now = 1 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2); /* three hold it */
 	f.held_n[1][0] = 0;              /* the replica on 1 is evicted */
 	f.now = 2 * S;
-	tick(&h, &f, NULL);
+	fk_tick(&h, &f, NULL);
 	assert_int_equal(f.n_copies, 2);
 	f.now = 3 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 3);
 	assert_int_equal(f.copies[2].dst, 1);
 	land(&h, &f, 2, 0); /* that copy is cancelled: the next tick asks again */
 	f.now = 4 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 4);
 	assert_int_equal(f.copies[3].dst, 1);
 	assert_int_equal(f.stats.triggers, 1); /* one firing, topped up */
@@ -318,16 +303,16 @@ static void test_early_rdma_entries_expire_after_their_window(void **st)
 	pol_handle_t h =
 	    open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_expire_s=5");
 	assert_int_equal(hint(&h, &f, 8), 99); /* nothing fired yet */
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(hint(&h, &f, 8), 1);
 	f.now = 5 * S;
-	tick(&h, &f, NULL);
+	fk_tick(&h, &f, NULL);
 	assert_int_equal(hint(&h, &f, 8), 1);
 	f.now = 5 * S + 1;
 	assert_int_equal(hint(&h, &f, 8), 99);
 	assert_int_equal(f.stats.triggers, 1);
 	f.now = 6 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(hint(&h, &f, 8), 1);
 	assert_int_equal(f.stats.triggers, 2);
 	pol_close(&h);
@@ -335,7 +320,7 @@ static void test_early_rdma_entries_expire_after_their_window(void **st)
 	f.now = 0;
 	memset(&f.stats, 0, sizeof f.stats);
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_horizon_s=2");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	f.now = 2 * S + 1;
 	assert_int_equal(hint(&h, &f, 8), 99);
 	pol_close(&h);
@@ -343,7 +328,7 @@ static void test_early_rdma_entries_expire_after_their_window(void **st)
 	f.now = 0;
 	memset(&f.stats, 0, sizeof f.stats);
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1,early_route_warm=false");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.stats.triggers, 1);
 	assert_int_equal(hint(&h, &f, 8), 99);
 	pol_close(&h);
@@ -362,8 +347,8 @@ static void test_early_rdma_hint_breaks_load_ties_at_random(void **st)
 	pol_forecast_t fc = fc_pfx(&e1);
 	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1");
 	pol_handle_t g = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=1");
-	tick(&h, &f, &fc);
-	tick(&g, &f, &fc);
+	fk_tick(&h, &f, &fc);
+	fk_tick(&g, &f, &fc);
 	uint32_t count[3] = {0};
 	for (int k = 0; k < 300; k++) {
 		uint32_t i = hint(&h, &f, 8);
@@ -397,9 +382,10 @@ static uint32_t er_arrive_at(pol_handle_t *h, fake_t *f, int64_t t, uint64_t id,
 	f->now = t;
 	pol_req_t r = {id, t, b, n, n * 16, 1, 0};
 	uint32_t inst = 77;
-	int hinted = RO(h)->route_hint(h->state, &f->v, &r, &inst);
+	int hinted = fk_repl(h)->route_hint(h->state, &f->v, &r, &inst);
 	err_t e;
-	assert_int_equal(RO(h)->on_route(h->state, &f->v, &f->a, &r, hinted ? inst : 0, &e), 0);
+	assert_int_equal(fk_repl(h)->on_route(h->state, &f->v, &f->a, &r, hinted ? inst : 0, &e),
+	                 0);
 	return hinted ? inst : 99;
 }
 
@@ -412,7 +398,7 @@ static void test_early_rdma_arrival_fires_on_xth_arrival_within_window(void **st
 	fake_t f;
 	er_cluster(&f, 4, LOAD4);
 	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", ER_ARRIVAL ",early_replicas=4");
-	assert_int_equal(RO(&h)->timing(h.state).horizon_ns, 0); /* no forecast needed */
+	assert_int_equal(fk_repl(&h)->timing(h.state).horizon_ns, 0); /* no forecast needed */
 	assert_int_equal(er_arrive_at(&h, &f, 0, 1, 10), 99);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.stats.triggers, 0);
@@ -492,7 +478,7 @@ static void test_early_rdma_targets_by_load_stable_on_index(void **st)
 	pol_fc_t e1;
 	pol_forecast_t fc = fc_pfx(&e1);
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=3");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	assert_int_equal(f.copies[0].dst, 4);
 	assert_int_equal(f.copies[1].dst, 3);
@@ -531,7 +517,7 @@ static void test_speculative_respects_vram_budget(void **st)
 	 * so it takes both targets 1 and 2 and the second gets none. */
 	e[0].expected = 20;
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=2");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	assert_int_not_equal(f.copies[0].dst, f.copies[1].dst);
 	for (int i = 0; i < 2; i++) {
@@ -541,7 +527,7 @@ static void test_speculative_respects_vram_budget(void **st)
 	}
 	assert_int_equal(f.n_spec, 2);
 	assert_int_equal(f.stats.triggers, 1);
-	tick(&h, &f, &fc); /* in flight: nothing new, budget still taken */
+	fk_tick(&h, &f, &fc); /* in flight: nothing new, budget still taken */
 	assert_int_equal(f.n_copies, 2);
 	pol_close(&h);
 
@@ -549,7 +535,7 @@ static void test_speculative_respects_vram_budget(void **st)
 	spec_setup(&f, e, &fc);
 	f.inst[1].kv_spec_blocks = 5;
 	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	for (uint32_t i = 0; i < f.n_copies; i++)
 		assert_int_not_equal(f.copies[i].dst, 1);
 	assert_int_equal(f.n_copies, 0); /* the only target of each prefix is full */
@@ -566,13 +552,13 @@ static void test_speculative_respects_bandwidth_budget(void **st)
 	/* 8 MB/s with a 1 s bucket: one 8-block (8 MB) copy per second */
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative",
 	                          "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.008");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	f.now = S / 2;
-	tick(&h, &f, &fc); /* half refilled: 4 MB < 8 MB */
+	fk_tick(&h, &f, &fc); /* half refilled: 4 MB < 8 MB */
 	assert_int_equal(f.n_copies, 1);
 	f.now = S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	assert_int_not_equal(f.copies[0].last, f.copies[1].last);
 	pol_close(&h);
@@ -582,13 +568,13 @@ static void test_speculative_respects_bandwidth_budget(void **st)
 	spec_setup(&f, e, &fc);
 	h = open_fam(POL_REPLICATION, "speculative",
 	             "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.004");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	f.now = 3 * S / 2;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	f.now = 2 * S;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	pol_close(&h);
 }
@@ -605,14 +591,14 @@ static void test_speculative_payback_test(void **st)
 	fc.n = 1;
 	f.ns_per_block = 1500;
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	pol_close(&h);
 	spec_setup(&f, e, &fc);
 	fc.n = 1;
 	f.ns_per_block = 1500;
 	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_payback=1.07");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	pol_close(&h);
 	/* rarely used: E = 0.5, p_use = 0.39, benefit 5036 < 12000 */
@@ -621,7 +607,7 @@ static void test_speculative_payback_test(void **st)
 	e[0].expected = 0.5;
 	f.ns_per_block = 1500;
 	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	pol_close(&h);
 }
@@ -635,13 +621,13 @@ static void test_speculative_cancels_copies_that_left_the_forecast(void **st)
 	spec_setup(&f, e, &fc);
 	pol_handle_t h =
 	    open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_vram_frac=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
-	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1); /* landed: not cancellable */
+	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1); /* landed: not cancellable */
 	pol_forecast_t empty = {NULL, 0, NULL, 0};
-	tick(&h, &f, &empty);
+	fk_tick(&h, &f, &empty);
 	assert_int_equal(f.n_cancel, 1);
-	tick(&h, &f, &empty);
+	fk_tick(&h, &f, &empty);
 	assert_int_equal(f.n_cancel, 1);
 	pol_close(&h);
 }
@@ -668,7 +654,7 @@ static uint32_t oracle_then_spec(const char *over)
 	}
 	f.now = S / 2;
 	assert_int_equal(o->forecast(pred.state, f.now, 10 * S, &fc, &er), 0);
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	pol_close(&h);
 	pol_close(&pred);
 	return f.n_copies;
@@ -691,20 +677,20 @@ static void test_full_replicates_everywhere_after_source_prefill(void **st)
 	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
 	pol_handle_t h = open_fam(POL_REPLICATION, "full", NULL);
 	err_t e;
-	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 2, &e), 0);
-	tick(&h, &f, NULL); /* inst 2 has not computed it: refused, kept */
+	assert_int_equal(fk_repl(&h)->on_route(h.state, &f.v, &f.a, &r, 2, &e), 0);
+	fk_tick(&h, &f, NULL); /* inst 2 has not computed it: refused, kept */
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.n_refused, 3);
 	fk_hold(&f, 2, PFX, 8);
 	f.now = S;
-	tick(&h, &f, NULL);
+	fk_tick(&h, &f, NULL);
 	assert_int_equal(f.n_copies, 3);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(f.copies[i].src, 2);
 		assert_int_not_equal(f.copies[i].dst, 2);
 	}
 	assert_int_equal(f.n_spec, 3);
-	tick(&h, &f, NULL);
+	fk_tick(&h, &f, NULL);
 	assert_int_equal(f.n_copies, 3);
 	pol_close(&h);
 }
@@ -720,9 +706,9 @@ static void test_full_pending_is_bounded(void **st)
 	pol_req_t r = {1, 0, PFX, 8, 128, 1, 0};
 	pol_handle_t h = open_fam(POL_REPLICATION, "full", "full_max_pending=2");
 	err_t e;
-	assert_int_equal(RO(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
+	assert_int_equal(fk_repl(&h)->on_route(h.state, &f.v, &f.a, &r, 0, &e), 0);
 	fk_hold(&f, 0, PFX, 8);
-	tick(&h, &f, NULL);
+	fk_tick(&h, &f, NULL);
 	assert_int_equal(f.n_copies, 2);
 	assert_int_equal(f.copies[0].dst, 2); /* dst 1 was dropped */
 	assert_int_equal(f.copies[1].dst, 3);

@@ -23,22 +23,7 @@
 
 static pol_handle_t open_spec(const char *over)
 {
-	pol_handle_t h;
-	err_t e = {0};
-	if (pol_open(NULL, POL_REPLICATION, "speculative", over, 3, &h, &e))
-		fail_msg("%s", e.msg);
-	return h;
-}
-
-static const struct pol_replication_ops *RO(const pol_handle_t *h)
-{
-	return (const void *)h->ops;
-}
-
-static void tick(pol_handle_t *h, fake_t *f, const pol_forecast_t *fc)
-{
-	err_t e;
-	assert_int_equal(RO(h)->on_tick(h->state, &f->v, &f->a, fc, &e), 0);
+	return fk_open(POL_REPLICATION, "speculative", over, 3);
 }
 
 static void routed(pol_handle_t *h, fake_t *f, const uint64_t *b, uint32_t n, uint64_t id,
@@ -46,14 +31,14 @@ static void routed(pol_handle_t *h, fake_t *f, const uint64_t *b, uint32_t n, ui
 {
 	err_t e;
 	pol_req_t r = {id, f->now, b, n, n * 16, 10, 0};
-	assert_int_equal(RO(h)->on_route(h->state, &f->v, &f->a, &r, inst, &e), 0);
+	assert_int_equal(fk_repl(h)->on_route(h->state, &f->v, &f->a, &r, inst, &e), 0);
 }
 
 static int hint(pol_handle_t *h, fake_t *f, const uint64_t *b, uint32_t n, uint64_t id,
                 uint32_t *inst)
 {
 	pol_req_t r = {id, f->now, b, n, n * 16, 10, 0};
-	return RO(h)->route_hint(h->state, &f->v, &r, inst);
+	return fk_repl(h)->route_hint(h->state, &f->v, &r, inst);
 }
 
 static uint64_t PFX[32], PFX2[32];
@@ -98,7 +83,7 @@ static void test_budget_refusals_are_counted_by_reason(void **st)
 	for (int i = 0; i < 4; i++)
 		f.inst[i].kv_spec_blocks = 5;
 	pol_handle_t h = open_spec("spec_targets=2");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.stats.refused_vram, 2);
 	assert_int_equal(f.stats.refused_bw, 0);
@@ -109,7 +94,7 @@ static void test_budget_refusals_are_counted_by_reason(void **st)
 	/* bandwidth: 8 MB/s, 1 s bucket: the first 8 MB copy empties it */
 	setup(&f, &e, &fc, 10);
 	h = open_spec("spec_vram_frac=1,spec_targets=2,spec_bw_gbps=0.008");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.stats.refused_bw, 1);
 	assert_int_equal(f.stats.refused_vram, 0);
@@ -132,7 +117,7 @@ static void test_prefix_larger_than_budget_is_reported_once(void **st)
 	pol_handle_t h = open_spec("spec_targets=2"); /* budget 10 blocks */
 	for (int k = 0; k < 3; k++) {
 		f.now = k * S / 10;
-		tick(&h, &f, &fc);
+		fk_tick(&h, &f, &fc);
 	}
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.stats.prefix_over_budget, 1);
@@ -141,7 +126,7 @@ static void test_prefix_larger_than_budget_is_reported_once(void **st)
 	assert_string_equal(f.stats.over_budget_key, "spec_vram_frac");
 	assert_int_equal(f.stats.refused_vram, 6); /* two targets, three ticks */
 	fc.n = 2;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.stats.prefix_over_budget, 2);
 	assert_int_equal(f.stats.over_budget_blocks, 20); /* the first one is kept */
 	pol_close(&h);
@@ -160,7 +145,7 @@ static void test_p_use_follows_where_requests_were_routed(void **st)
 	e.n_likely = 1;
 	e.likely[0] = 3;
 	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 2);
 	assert_true(copied_to(&f, 3) && copied_to(&f, 1));
 	pol_close(&h);
@@ -172,13 +157,13 @@ static void test_p_use_follows_where_requests_were_routed(void **st)
 	e.likely[0] = 3;
 	h = open_spec("spec_targets=2,spec_vram_frac=1");
 	f.ns_per_block = 1000000000; /* the first tick only starts tracking the prefix */
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0);
 	for (uint64_t i = 0; i < 40; i++)
 		routed(&h, &f, PFX, 10, i, 3);
 	routed(&h, &f, PFX2, 10, 99, 1); /* another prefix: not counted */
 	f.ns_per_block = 1000;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.copies[0].dst, 3);
 	pol_close(&h);
@@ -199,7 +184,7 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 	e.n_likely = 1;
 	e.likely[0] = 3;
 	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.copies[0].dst, 3);
 	pol_close(&h);
@@ -212,10 +197,10 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 	e.n_likely = 1;
 	e.likely[0] = 2;
 	h = open_spec("spec_targets=1,spec_vram_frac=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.copies[0].dst, 2);
-	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1);
+	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
 	fk_hold(&f, 2, PFX, 8);
 	for (uint64_t i = 0; i < 32; i++) {
 		uint32_t inst = 99;
@@ -224,7 +209,7 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 		routed(&h, &f, PFX, 10, i, inst);
 	}
 	e.likely[0] = 3;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	pol_close(&h);
 }
@@ -241,10 +226,10 @@ static void test_route_hint_sends_replicated_prefix_to_least_busy_warm(void **st
 	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
 	uint32_t inst = 99;
 	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* nothing replicated */
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* still in flight */
-	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1);
+	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
 	fk_hold(&f, f.copies[0].dst, PFX, 8);
 	assert_int_equal(f.copies[0].dst, 1);
 	assert_int_equal(hint(&h, &f, PFX, 10, 2, &inst), 1);
@@ -264,18 +249,18 @@ static void test_route_hint_sends_replicated_prefix_to_least_busy_warm(void **st
 	/* the prefix leaves the forecast: the hint lasts one horizon (10 s) */
 	pol_forecast_t none = {NULL, 0, NULL, 0};
 	f.now = 5 * S;
-	tick(&h, &f, &none);
+	fk_tick(&h, &f, &none);
 	assert_int_equal(hint(&h, &f, PFX, 10, 500, &inst), 1);
 	f.now = 11 * S;
-	tick(&h, &f, &none);
+	fk_tick(&h, &f, &none);
 	assert_int_equal(hint(&h, &f, PFX, 10, 501, &inst), 0);
 	pol_close(&h);
 
 	/* switched off */
 	setup(&f, &e, &fc, 10);
 	h = open_spec("spec_targets=1,spec_vram_frac=1,spec_route_warm=false");
-	tick(&h, &f, &fc);
-	RO(&h)->on_copy_end(h.state, f.copies[0].id, 1);
+	fk_tick(&h, &f, &fc);
+	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
 	fk_hold(&f, 1, PFX, 8);
 	assert_int_equal(hint(&h, &f, PFX, 10, 2, &inst), 0);
 	pol_close(&h);
@@ -304,12 +289,12 @@ static void test_copies_asked_from_a_source_still_computing(void **st)
 	memset(g_computing, 0, sizeof g_computing);
 	g_computing[0] = 8;
 	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 0); /* no deferral offered: nothing to copy */
 	/* offered: both targets are asked from instance 0 (the fake, which
 	 * knows READY blocks only, refuses them) */
 	f.v.match_computing = fk_match_computing;
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_refused, 2);
 	pol_close(&h);
 
@@ -321,7 +306,7 @@ static void test_copies_asked_from_a_source_still_computing(void **st)
 	g_computing[0] = 8;
 	f.v.match_computing = fk_match_computing;
 	h = open_spec("spec_targets=1,spec_vram_frac=0.05");
-	tick(&h, &f, &fc);
+	fk_tick(&h, &f, &fc);
 	assert_int_equal(f.n_copies, 1);
 	assert_int_equal(f.copies[0].n, 4);
 	assert_int_equal(f.copies[0].src, 0);

@@ -12,12 +12,7 @@
 
 static pol_handle_t open_route_seed(const char *name, const char *over, uint64_t seed)
 {
-	pol_handle_t h;
-	err_t e = {0};
-	int rc = pol_open(NULL, POL_ROUTING, name, over, seed, &h, &e);
-	if (rc)
-		fail_msg("%s", e.msg);
-	return h;
+	return fk_open(POL_ROUTING, name, over, seed);
 }
 
 static pol_handle_t open_route(const char *name, const char *over)

@@ -20,6 +20,7 @@
 #include "policies/pol.h"
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
+#include "tests/sim_fixture.h"
 
 #define MS 1000000LL
 
@@ -168,11 +169,7 @@ static sim_results_t run_script(const rq_t *r, int n, const char **extra, int n_
 
 static const res_request_t *req_of(const sim_results_t *r, uint64_t id)
 {
-	for (size_t i = 0; i < r->n_req; i++)
-		if (r->req[i].id == id)
-			return &r->req[i];
-	fail_msg("request %llu missing", (unsigned long long)id);
-	return NULL;
+	return sf_request(r->req, r->n_req, id);
 }
 
 /* Every byte a flow moved is in the summary, by class, and cancelled ones

@@ -15,24 +15,7 @@
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
-
-/* n requests of 64 tokens, all arriving at t = 0, none sharing a block. */
-typedef struct flood {
-	int n, max;
-	uint64_t id;
-} flood_t;
-
-static int flood_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	flood_t *f = ctx;
-	if (f->n == f->max)
-		return 0;
-	f->id = 1000 + (uint64_t)f->n;
-	*a = (sim_arrival_t){(uint64_t)f->n, 0, 64, 4, 1, &f->id, 0};
-	f->n++;
-	return 1;
-}
+#include "tests/sim_fixture.h"
 
 /* One single-GPU instance running one sequence at a time. */
 static const char *base_sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1",
@@ -49,8 +32,10 @@ static int run_flood(const char *extra, int n, sim_results_t *r, err_t *e)
 	int rc = cli_load_config_ex(NULL, sets, N_BASE + 1, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, e);
 	if (rc)
 		fail_msg("%s", e->msg);
-	flood_t f = {.max = n};
-	sim_source_t src = {flood_next, &f, "flood"};
+	/* n requests of 64 tokens, all arriving at t = 0, none sharing a block. */
+	sf_prefix_t f = sf_prefix(n, 0, 0, 1000, 4);
+	f.block_tokens = 64;
+	sim_source_t src = {sf_prefix_next, &f, "flood"};
 	FILE *saved = stderr; /* the once-per-run overload warning */
 	stderr = fopen("/dev/null", "w");
 	rc = sim_run_source(cfg, &src, r, e);

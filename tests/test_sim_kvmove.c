@@ -25,28 +25,11 @@ static sim_results_t run_default(const char **sets, int n)
 
 /* Requests sharing one 20-block prefix, 10 ms apart, round-robin over four
  * single-GPU instances: the prefix is computed first on instance 0. */
-typedef struct fan {
-	int n, max;
-	uint64_t ids[64];
-} fan_t;
-
-static int fan_next(void *ctx, sim_arrival_t *a, err_t *e)
+static sf_prefix_t fan40(void)
 {
-	(void)e;
-	fan_t *f = ctx;
-	if (f->n == f->max)
-		return 0;
-	for (int i = 0; i < 21; i++)
-		f->ids[i] = i < 20 ? 7000 + (uint64_t)i : 90000 + (uint64_t)f->n;
-	a->id = (uint64_t)f->n;
-	a->arrival_ns = (int64_t)f->n * 10000000;
-	a->in_len = 21 * 16;
-	a->out_len = 50;
-	a->n_blocks = 21;
-	a->blocks = f->ids;
-	a->status = 0;
-	f->n++;
-	return 1;
+	sf_prefix_t f = sf_prefix(40, 20, 7000, 90000, 50);
+	f.gap_ns = 10000000;
+	return f;
 }
 
 static void test_copies_start_only_after_source_kv_exists(void **st)
@@ -59,8 +42,8 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	assert_int_equal(cli_load_config(NULL, sets, 9, &cfg, &e), 0);
-	fan_t f = {.max = 40};
-	sim_source_t src = {fan_next, &f, "fan"};
+	sf_prefix_t f = fan40();
+	sim_source_t src = {sf_prefix_next, &f, "fan"};
 	sim_results_t r;
 	int rc = sim_run_source(cfg, &src, &r, &e);
 	if (rc)
@@ -68,11 +51,7 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 	assert_int_equal(rc, 0);
 	/* request 0 computes the prefix alone in its first iteration: its
 	 * blocks exist from its first token on, and not before */
-	const res_request_t *r0 = NULL;
-	for (size_t i = 0; i < r.n_req; i++)
-		if (r.req[i].id == 0)
-			r0 = &r.req[i];
-	assert_non_null(r0);
+	const res_request_t *r0 = sf_request(r.req, r.n_req, 0);
 	int64_t exists = r0->arrival_ns + r0->ttft_ns;
 	assert_true(r.n_xfer > 0);
 	for (size_t i = 0; i < r.n_xfer; i++) {
@@ -104,8 +83,8 @@ static sim_results_t run_fan_hinted(const char *extra, const pol_registry_t *reg
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	int rc = cli_load_config_ex(NULL, sets, 12, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e);
-	fan_t f = {.max = 40};
-	sim_source_t src = {fan_next, &f, "fan"};
+	sf_prefix_t f = fan40();
+	sim_source_t src = {sf_prefix_next, &f, "fan"};
 	sim_results_t r = {0};
 	if (!rc)
 		rc = sim_run_reg(cfg, reg, &src, &r, &e);

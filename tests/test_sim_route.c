@@ -15,38 +15,19 @@
 #include "policies/pol.h"
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
+#include "tests/sim_fixture.h"
 
-/* Requests sharing a prefix of `shared` blocks plus one block of their
- * own, arriving at the given times. */
-typedef struct burst {
-	int n, max;
-	uint32_t shared;
-	const int64_t *t;
-	uint64_t ids[64];
-} burst_t;
-
-static int burst_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	burst_t *b = ctx;
-	if (b->n == b->max)
-		return 0;
-	for (uint32_t i = 0; i <= b->shared; i++)
-		b->ids[i] = i < b->shared ? 7000 + (uint64_t)i : 90000 + (uint64_t)b->n;
-	*a = (sim_arrival_t){(uint64_t)b->n, b->t[b->n], (b->shared + 1) * 16, 20, b->shared + 1,
-	                     b->ids,         0};
-	b->n++;
-	return 1;
-}
-
-static sim_results_t run_burst(const char **sets, int n_sets, const pol_registry_t *reg, burst_t *b)
+/* Runs b's requests (a prefix of b->shared blocks plus one block of their
+ * own, arriving at b->t) under sets. */
+static sim_results_t run_burst(const char **sets, int n_sets, const pol_registry_t *reg,
+                               sf_prefix_t *b)
 {
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	int rc = cli_load_config_ex(NULL, sets, n_sets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e);
 	if (rc)
 		fail_msg("%s", e.msg);
-	sim_source_t src = {burst_next, b, "burst"};
+	sim_source_t src = {sf_prefix_next, b, "burst"};
 	sim_results_t r;
 	if ((rc = sim_run_reg(cfg, reg, &src, &r, &e)))
 		fail_msg("%s", e.msg);
@@ -94,7 +75,8 @@ static void run_probe(const char *view)
 		fail_msg("%s", e.msg);
 	probe_plan = plan;
 	memset(probe_seen, 0xff, sizeof probe_seen);
-	burst_t b = {.max = 4, .shared = 20, .t = t};
+	sf_prefix_t b = sf_prefix(4, 20, 7000, 90000, 20);
+	b.t = t;
 	sim_results_t r = run_burst(sets, 8, reg, &b);
 	for (size_t i = 0; i < r.n_req; i++)
 		assert_int_equal(r.req[i].status, REQ_COMPLETED);
@@ -143,7 +125,8 @@ static sim_results_t run_ca_burst(const char *view, const char *seed)
 	                      "policy.routing.name=cache_aware",
 	                      vset,
 	                      sset};
-	burst_t b = {.max = 8, .shared = 40, .t = t};
+	sf_prefix_t b = sf_prefix(8, 40, 7000, 90000, 20);
+	b.t = t;
 	return run_burst(sets, 8, NULL, &b);
 }
 

@@ -1,0 +1,56 @@
+/* tmp_fixture — a scratch directory per test group: made from a mkdtemp
+ * template in setup, removed with everything in it in teardown. Both return
+ * 0 or -1, which is what cmocka's group setup/teardown expect. Header-only
+ * (static); for tests that include cmocka.h first. */
+#ifndef KVSIM_TESTS_TMP_FIXTURE_H
+#define KVSIM_TESTS_TMP_FIXTURE_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Copies the template tmpl ("/tmp/name_XXXXXX") into dir (size bytes) and
+ * creates it there. */
+__attribute__((unused)) static int tmp_dir_make(char *dir, size_t size, const char *tmpl)
+{
+	snprintf(dir, size, "%s", tmpl);
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Removes dir and everything below it. */
+__attribute__((unused)) static int tmp_dir_remove(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Writes text to path (created or truncated); the test fails when it
+ * cannot. */
+__attribute__((unused)) static void tmp_write(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The group's scratch directory when the group runs under tmp_group_setup
+ * and tmp_group_teardown: /tmp/<test program>_XXXXXX. */
+__attribute__((unused)) static char tmp_dir[64];
+
+__attribute__((unused)) static int tmp_group_setup(void **state)
+{
+	(void)state;
+	char tmpl[64];
+	snprintf(tmpl, sizeof tmpl, "/tmp/%s_XXXXXX", program_invocation_short_name);
+	return tmp_dir_make(tmp_dir, sizeof tmp_dir, tmpl);
+}
+
+__attribute__((unused)) static int tmp_group_teardown(void **state)
+{
+	(void)state;
+	return tmp_dir_remove(tmp_dir);
+}
+
+#endif
