@@ -338,7 +338,7 @@ int net_bench_main(int argc, char **argv)
 		print_row("a distinct path per flow", n, &r);
 	}
 	return 0;
-fail:
+fail:;
 	err_t e;
 	err_set(&e, rc, "failed (%s)", err_name(rc));
 	return cli_fail(&e);
