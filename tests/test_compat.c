@@ -283,11 +283,10 @@ static void test_copy_from_uncomputed_starts_before_the_source_prefill_ends(void
 	sim_results_free(&b);
 }
 
-/* Alone on its path: NIC up, fabric, NIC down; 41 blocks x 16 tokens x
- * 131072 B per token (Llama-3-8B) at 50 GB/s, plus the path latency. */
-static int64_t alone_ns(const sim_results_t *r, const res_transfer_t *x)
+/* A copy's duration; alone on its path (NIC up, fabric, NIC down) 41 blocks
+ * x 16 tokens x 131072 B per token (Llama-3-8B) at 50 GB/s, plus latency. */
+static int64_t dur_ns(const res_transfer_t *x)
 {
-	(void)r;
 	return x->end_ns - x->start_ns;
 }
 
@@ -301,10 +300,10 @@ static void test_no_contention_times_each_copy_alone(void **st)
 	const res_transfer_t *b2 = first_copy_to(&b, 2);
 	assert_int_equal(a1->bytes, 41ull * 16 * 131072);
 	double bytes_time = (double)a1->bytes / 50e9 * 1e9;
-	assert_true(alone_ns(&b, b1) >= (int64_t)bytes_time);
-	assert_true(alone_ns(&b, b1) <= (int64_t)bytes_time + 100000); /* + latency */
-	assert_int_equal(alone_ns(&b, b1), alone_ns(&b, b2));
-	assert_true(alone_ns(&a, a1) > alone_ns(&b, b1) + (int64_t)(0.9 * bytes_time));
+	assert_true(dur_ns(b1) >= (int64_t)bytes_time);
+	assert_true(dur_ns(b1) <= (int64_t)bytes_time + 100000); /* + latency */
+	assert_int_equal(dur_ns(b1), dur_ns(b2));
+	assert_true(dur_ns(a1) > dur_ns(b1) + (int64_t)(0.9 * bytes_time));
 	/* bytes are counted; links carried none of them */
 	assert_true(sim_results_get(&b, "bytes_bg") == 2.0 * (double)b1->bytes);
 	assert_true(sim_results_get(&b, "link_bytes_bg.nic") == 0);
@@ -340,12 +339,35 @@ static void test_transfer_engine_costs_slow_a_copy(void **st)
 	const res_transfer_t *a1 = first_copy_to(&a, 1), *b1 = first_copy_to(&b, 1);
 	const res_transfer_t *c1 = first_copy_to(&c, 1);
 	/* mooncake: 50 us + 1 us per block more, and at most 0.87 of the line */
-	assert_true(alone_ns(&b, b1) >= alone_ns(&a, a1) + 50000 + 40 * 1000);
-	assert_true((double)b1->bytes / (double)(alone_ns(&b, b1) - 90000) <= 0.87 * 50e9 / 1e9);
-	assert_true(alone_ns(&c, c1) > alone_ns(&b, b1));
+	assert_true(dur_ns(b1) >= dur_ns(a1) + 50000 + 40 * 1000);
+	assert_true((double)b1->bytes / (double)(dur_ns(b1) - 90000) <= 0.87 * 50e9 / 1e9);
+	assert_true(dur_ns(c1) > dur_ns(b1));
 	sim_results_free(&a);
 	sim_results_free(&b);
 	sim_results_free(&c);
+}
+
+/* Every engine the key offers has a cost table (a name without one fails
+ * the run instead of falling back to another engine's costs). */
+static void test_every_transfer_engine_choice_has_costs(void **st)
+{
+	(void)st;
+	cfg_schema_t *sc = cfg_schema_default();
+	assert_non_null(sc);
+	const cfg_key_t *k = cfg_schema_find(sc, "kvcache", "transfer_engine");
+	assert_non_null(k);
+	char list[256], set[300];
+	snprintf(list, sizeof list, "%s", k->choices);
+	int n = 0;
+	for (char *save, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		snprintf(set, sizeof set, "kvcache.transfer_engine=%s", name);
+		sim_results_t r = run_three(set, "experiment.seed=1", 1);
+		assert_true(dur_ns(first_copy_to(&r, 1)) > 0);
+		sim_results_free(&r);
+		n++;
+	}
+	assert_int_equal(n, 4);
+	cfg_schema_free(sc);
 }
 
 int main(void)
@@ -362,6 +384,7 @@ int main(void)
 	    cmocka_unit_test(test_no_contention_times_each_copy_alone),
 	    cmocka_unit_test(test_copy_charged_to_target_compute_delays_its_work),
 	    cmocka_unit_test(test_transfer_engine_costs_slow_a_copy),
+	    cmocka_unit_test(test_every_transfer_engine_choice_has_costs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

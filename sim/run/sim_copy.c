@@ -153,10 +153,12 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	s->copy_mode = !strcmp(cfg_str(c, "network", "copy_charge"), "target_compute") ? COPY_JOB
 		       : s->contention_none ? COPY_TIMER : COPY_FLOWS;
 	const char *en = cfg_str(c, "kvcache", "transfer_engine");
-	s->engine = xfer_engines[sizeof xfer_engines / sizeof xfer_engines[0] - 1];
-	for (size_t i = 0; i < sizeof xfer_engines / sizeof xfer_engines[0]; i++)
-		if (!strcmp(xfer_engines[i].name, en))
-			s->engine = xfer_engines[i];
+	size_t ei = 0, ne = sizeof xfer_engines / sizeof xfer_engines[0];
+	while (ei < ne && strcmp(xfer_engines[ei].name, en))
+		ei++;
+	if (ei == ne) /* the key's choices and this table disagree: a build error */
+		return err_set(e, KS_ERUNTIME, "[kvcache] transfer_engine: no costs for '%s'", en);
+	s->engine = xfer_engines[ei];
 	if ((rc = ev_engine_type_new(s->eng, lone_copy_done, s, &s->ev.lone_copy)))
 		return err_set(e, rc, "cannot register the copy timer");
 	s->copy_deferred = cfg_bool(c, "kvcache", "copy_deferred");
@@ -874,11 +876,14 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 
 int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 {
-	int peers = s->fetch_rule != 1, host = s->host_fetch_rule != 1;
+	uint32_t dnode = node_of(s, (int32_t)dst);
+	/* the host tier counts only where the node has one: with the defaults
+	 * (no peer pull, no host tier) an arrival costs nothing here */
+	int peers = s->fetch_rule != 1, host = s->host_fetch_rule != 1 && s->host[dnode];
 	if ((!peers && !host) || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
 		return 0;
 	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
-	uint32_t best = ml, dnode = node_of(s, (int32_t)dst);
+	uint32_t best = ml;
 	int32_t from = 0;
 	int found = 0;
 	for (uint32_t i = 0; peers && i < s->cl.p.n_instances; i++) {
@@ -893,7 +898,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 			found = 1;
 		}
 	}
-	if (host && s->host[dnode]) {
+	if (host) {
 		uint32_t m = kv_match(s->host[dnode], r->blocks, r->n_blocks);
 		if (m > best) {
 			best = m;
