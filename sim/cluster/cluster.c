@@ -49,11 +49,47 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 	return ev_engine_type_new(eng, iter_done, c, &c->ev_iter);
 }
 
-static void req_free(sim_req_t *r)
+static void req_destroy(sim_req_t *r)
 {
 	free(r->blocks);
 	free(r->gaps);
 	free(r);
+}
+
+/* A finished request goes to the cluster's free list with its buffers, so
+ * the steady state allocates nothing per request (cluster.h: n_req_alloc). */
+static void req_free(cluster_t *c, sim_req_t *r)
+{
+	r->next = c->req_pool;
+	c->req_pool = r;
+}
+
+/* A request from the free list (its block and gap buffers kept, every other
+ * field zeroed), or a new one. NULL when out of memory. */
+static sim_req_t *req_get(cluster_t *c, uint32_t n_blocks)
+{
+	sim_req_t *r = c->req_pool;
+	if (r) {
+		c->req_pool = r->next;
+		uint64_t *blocks = r->blocks;
+		int64_t *gaps = r->gaps;
+		uint32_t cap_blocks = r->cap_blocks, cap_gaps = r->cap_gaps;
+		memset(r, 0, sizeof *r);
+		r->blocks = blocks;
+		r->gaps = gaps;
+		r->cap_blocks = cap_blocks;
+		r->cap_gaps = cap_gaps;
+	} else {
+		r = calloc(1, sizeof *r);
+		if (!r)
+			return NULL;
+		c->n_req_alloc++;
+	}
+	if (VEC_GROW(r->blocks, r->cap_blocks, n_blocks ? n_blocks : 1, 1)) {
+		req_free(c, r);
+		return NULL;
+	}
+	return r;
 }
 
 void cluster_free(cluster_t *c)
@@ -64,10 +100,10 @@ void cluster_free(cluster_t *c)
 		sim_inst_t *in = &c->inst[i];
 		for (sim_req_t *r = in->wait_head, *n; r; r = n) {
 			n = r->next;
-			req_free(r);
+			req_destroy(r);
 		}
 		for (uint32_t k = 0; k < in->n_run; k++)
-			req_free(in->run[k]);
+			req_destroy(in->run[k]);
 		kv_store_free(in->kv);
 		free(in->batch.pre_new);
 		free(in->batch.pre_ctx);
@@ -76,6 +112,11 @@ void cluster_free(cluster_t *c)
 		free(in->job_id);
 		free(in->job_ns);
 	}
+	for (sim_req_t *r = c->req_pool, *n; r; r = n) {
+		n = r->next;
+		req_destroy(r);
+	}
+	c->req_pool = NULL;
 	free(c->inst);
 	free(c->res);
 	memset(c, 0, sizeof *c);
@@ -619,7 +660,9 @@ static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
 	if (r->generated == 0) {
 		r->t_first = now;
 	} else {
-		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + 1, 16))
+		/* room for every gap the request can have at once: out_len - 1
+		 * (more only after a preemption recomputes it) */
+		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + 1, r->out_len > 1 ? r->out_len - 1 : 1))
 			return KS_ENOMEM;
 		r->gaps[r->n_gaps++] = now - r->t_last;
 	}
@@ -681,7 +724,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (rc)
 				return rc;
 			run_remove(in, k);
-			req_free(r);
+			req_free(c, r);
 			c->n_live--;
 			continue;
 		}
@@ -736,14 +779,9 @@ int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job)
 int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
 		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out)
 {
-	sim_req_t *r = calloc(1, sizeof *r);
+	sim_req_t *r = req_get(c, n_blocks);
 	if (!r)
 		return KS_ENOMEM;
-	r->blocks = malloc((n_blocks ? n_blocks : 1) * sizeof *r->blocks);
-	if (!r->blocks) {
-		free(r);
-		return KS_ENOMEM;
-	}
 	if (n_blocks)
 		memcpy(r->blocks, blocks, n_blocks * sizeof *blocks);
 	r->id = id;
@@ -776,7 +814,7 @@ int cluster_finish(cluster_t *c)
 			if (rc)
 				return rc;
 			in->n_run--;
-			req_free(r);
+			req_free(c, r);
 			c->n_live--;
 		}
 		while (in->wait_head) {
@@ -785,7 +823,7 @@ int cluster_finish(cluster_t *c)
 			int rc = record(c, r, REQ_UNFINISHED);
 			if (rc)
 				return rc;
-			req_free(r);
+			req_free(c, r);
 			c->n_live--;
 		}
 	}

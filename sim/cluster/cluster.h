@@ -87,6 +87,7 @@ typedef struct sim_req {
 	int64_t arrival;
 	uint32_t in_len, out_len, n_blocks;
 	uint64_t *blocks;          /* chained prefix ids, owned */
+	uint32_t cap_blocks;       /* capacity of blocks (kept across reuse) */
 	int32_t inst;
 	uint8_t phase;
 	uint8_t in_batch;
@@ -150,6 +151,12 @@ typedef struct cluster {
 	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */
 	int err;                   /* first error inside a handler */
 	uint64_t checks;           /* cluster_check calls */
+	/* Requests are reused: a finished one goes to req_pool (linked by next)
+	 * with its block and gap buffers, and cluster_enqueue takes from there
+	 * first, so n_req_alloc (requests ever allocated) stays at the peak
+	 * number in the system, not the number submitted. */
+	struct sim_req *req_pool;
+	uint64_t n_req_alloc;
 } cluster_t;
 
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng);
