@@ -9,40 +9,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sim/cluster/cluster.h"
-#include "sim/engine/ev_engine.h"
-
-/* 1000 ns per prefill token plus 100 ns per decode sequence. */
-static int64_t toy_cost(void *ctx, const sim_batch_t *b)
-{
-	(void)ctx;
-	int64_t t = 0;
-	for (uint32_t i = 0; i < b->n_pre; i++)
-		t += 1000 * (int64_t)b->pre_new[i];
-	return t + 100 * (int64_t)b->n_dec;
-}
-
-typedef struct toy {
-	ev_engine_t *eng;
-	cluster_t cl;
-} toy_t;
+#include "tests/toy_cluster.h"
 
 static void toy_init(toy_t *t)
 {
-	cluster_params_t p = {0};
-	p.n_instances = 1;
-	p.block_tokens = 4;
+	cluster_params_t p = toy_params(SCHED_VLLM);
 	p.kv_blocks = 1000;
-	p.block_bytes = 4096;
-	p.max_num_seqs = 8;
-	p.max_batched_tokens = 4096;
-	p.chunked_prefill = 1;
-	p.busy_rule = BUSY_WAIT;
-	p.sched_mode = SCHED_VLLM;
-	p.cost = toy_cost;
-	t->eng = ev_engine_new(64);
-	assert_non_null(t->eng);
-	assert_int_equal(cluster_init(&t->cl, &p, t->eng), 0);
+	toy_start(t, &p);
 }
 
 /* Submits request id (16-token prompt of 4 private blocks, out tokens) now
@@ -65,8 +38,7 @@ static void test_sequential_requests_reuse_one_allocation(void **st)
 	assert_int_equal(t.cl.n_res, 200);
 	/* one request in the system at a time: one allocation in all */
 	assert_int_equal(t.cl.n_req_alloc, 1);
-	cluster_free(&t.cl);
-	ev_engine_free(t.eng);
+	toy_free(&t);
 }
 
 static void test_concurrent_requests_allocate_their_peak(void **st)
@@ -84,8 +56,7 @@ static void test_concurrent_requests_allocate_their_peak(void **st)
 	}
 	assert_int_equal(t.cl.n_res, 50);
 	assert_int_equal(t.cl.n_req_alloc, 5);
-	cluster_free(&t.cl);
-	ev_engine_free(t.eng);
+	toy_free(&t);
 }
 
 /* A reused request (long output first, then a short one) records what a
@@ -108,10 +79,8 @@ static void test_reused_request_starts_clean(void **st)
 	assert_true(ra.tbt_p90_ns > 0);
 	ra.arrival_ns = rb.arrival_ns = 0;
 	assert_memory_equal(&ra, &rb, sizeof ra);
-	cluster_free(&a.cl);
-	ev_engine_free(a.eng);
-	cluster_free(&b.cl);
-	ev_engine_free(b.eng);
+	toy_free(&a);
+	toy_free(&b);
 }
 
 int main(void)

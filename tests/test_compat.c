@@ -20,6 +20,7 @@
 #include "sim/cluster/cluster.h"
 #include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
+#include "tests/toy_cluster.h"
 
 /* ---- the linear compute model --------------------------------------------- */
 
@@ -53,46 +54,13 @@ static void test_linear_model_is_the_study_formula(void **st)
 
 /* ---- the scheduler, driven directly ---------------------------------------- */
 
-/* 1000 ns per prefill token plus 100 ns per decode sequence. */
-static int64_t toy_cost(void *ctx, const sim_batch_t *b)
-{
-	(void)ctx;
-	int64_t t = 0;
-	for (uint32_t i = 0; i < b->n_pre; i++)
-		t += 1000 * (int64_t)b->pre_new[i];
-	return t + 100 * (int64_t)b->n_dec;
-}
-
-typedef struct toy {
-	ev_engine_t *eng;
-	cluster_t cl;
-} toy_t;
-
 static void toy_init(toy_t *t, int mode, int resident, int ttft_end, uint64_t resv)
 {
-	cluster_params_t p = {0};
-	p.n_instances = 1;
-	p.block_tokens = 4;
-	p.kv_blocks = 100;
-	p.block_bytes = 4096;
-	p.max_num_seqs = 8;
-	p.max_batched_tokens = 4096;
-	p.chunked_prefill = mode == SCHED_VLLM;
-	p.busy_rule = BUSY_WAIT;
-	p.sched_mode = mode;
+	cluster_params_t p = toy_params(mode);
 	p.resident_at_admission = resident;
 	p.ttft_prefill_end = ttft_end;
 	p.resv_tokens_cap = resv;
-	p.cost = toy_cost;
-	t->eng = ev_engine_new(64);
-	assert_non_null(t->eng);
-	assert_int_equal(cluster_init(&t->cl, &p, t->eng), 0);
-}
-
-static void toy_free(toy_t *t)
-{
-	cluster_free(&t->cl);
-	ev_engine_free(t->eng);
+	toy_start(t, &p);
 }
 
 static const res_request_t *by_id(const cluster_t *c, uint64_t id)

@@ -1,0 +1,56 @@
+/* A one-instance cluster driven directly, for scheduler tests: 4-token
+ * blocks, 100 blocks of 4096 bytes, 8 sequences, a 4096-token budget, and a
+ * cost of 1000 ns per prefill token plus 100 ns per decode sequence, so every
+ * time in a test can be worked out by hand. The cmocka headers come first. */
+#ifndef KVSIM_TESTS_TOY_CLUSTER_H
+#define KVSIM_TESTS_TOY_CLUSTER_H
+
+#include "sim/cluster/cluster.h"
+#include "sim/engine/ev_engine.h"
+
+static inline int64_t toy_cost(void *ctx, const sim_batch_t *b)
+{
+	(void)ctx;
+	int64_t t = 0;
+	for (uint32_t i = 0; i < b->n_pre; i++)
+		t += 1000 * (int64_t)b->pre_new[i];
+	return t + 100 * (int64_t)b->n_dec;
+}
+
+typedef struct toy {
+	ev_engine_t *eng;
+	cluster_t cl;
+} toy_t;
+
+/* The toy's parameters under scheduler mode (SCHED_*), for a test to change
+ * before toy_start. */
+static inline cluster_params_t toy_params(int mode)
+{
+	cluster_params_t p = {0};
+	p.n_instances = 1;
+	p.block_tokens = 4;
+	p.kv_blocks = 100;
+	p.block_bytes = 4096;
+	p.max_num_seqs = 8;
+	p.max_batched_tokens = 4096;
+	p.chunked_prefill = mode == SCHED_VLLM;
+	p.busy_rule = BUSY_WAIT;
+	p.sched_mode = mode;
+	p.cost = toy_cost;
+	return p;
+}
+
+static inline void toy_start(toy_t *t, const cluster_params_t *p)
+{
+	t->eng = ev_engine_new(64);
+	assert_non_null(t->eng);
+	assert_int_equal(cluster_init(&t->cl, p, t->eng), 0);
+}
+
+static inline void toy_free(toy_t *t)
+{
+	cluster_free(&t->cl);
+	ev_engine_free(t->eng);
+}
+
+#endif
