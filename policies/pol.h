@@ -496,9 +496,14 @@ void pol_spec_refused(pol_spec_stats_t *s, pol_refusal_t why);
  * its size, the budget (blocks) and the parameter's name (static string). */
 void pol_spec_over_budget(pol_spec_stats_t *s, uint32_t blocks, uint32_t cap, const char *key);
 
-/* A replica leaves the store (evicted or end of run) at now. */
-void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
-                           int used);
+/* One block of a speculative copy (bytes, landed at landed_ns) leaves the
+ * store unused (evicted, or still there at the end of the run) at now_ns:
+ * its VRAM-time counts as wasted. replica_wasted: it was the last block of
+ * a replica none of whose blocks any request used, so the replica counts as
+ * wasted too. The one place replica waste is accounted (the run calls it
+ * from its eviction hook and at the end). */
+void pol_spec_block_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
+                         int replica_wasted);
 
 #define POL_SPEC_N_METRICS 23
 /* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */

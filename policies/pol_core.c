@@ -242,16 +242,13 @@ int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_
 
 /* ---- speculation accounting ---------------------------------------------- */
 
-void pol_spec_replica_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
-                           int used)
+void pol_spec_block_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns, int64_t now_ns,
+                         int replica_wasted)
 {
-	if (used) {
-		s->replicas_used++;
-		return;
-	}
-	s->replicas_wasted++;
 	if (now_ns > landed_ns)
 		s->unused_vram_byte_s += (double)bytes * (double)(now_ns - landed_ns) * 1e-9;
+	if (replica_wasted)
+		s->replicas_wasted++;
 }
 
 const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {

@@ -122,8 +122,11 @@ static void test_replica_evicted_before_use_counts_as_waste(void **st)
 	pol_spec_stats_t s;
 	memset(&s, 0, sizeof s);
 	s.replicas_created = 2;
-	pol_spec_replica_gone(&s, 1000000000ULL, 1000000000LL, 3000000000LL, 0);
-	pol_spec_replica_gone(&s, 1000000000ULL, 1000000000LL, 9000000000LL, 1);
+	s.replicas_used = 1;
+	/* a two-block replica nobody used: 0.5 GB blocks gone after 1 s and 3 s */
+	pol_spec_block_gone(&s, 500000000ULL, 1000000000LL, 2000000000LL, 0);
+	assert_int_equal(s.replicas_wasted, 0);
+	pol_spec_block_gone(&s, 500000000ULL, 1000000000LL, 4000000000LL, 1);
 	assert_int_equal(s.replicas_wasted, 1);
 	assert_int_equal(s.replicas_used, 1);
 	double m[POL_SPEC_N_METRICS];

@@ -944,13 +944,12 @@ void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
 /* A speculative block leaves unused: its VRAM-time was wasted. */
 static void spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now)
 {
-	s->spec.unused_vram_byte_s +=
-		(double)s->cl.p.block_bytes * (double)(now - b->created) * 1e-9;
+	int wasted = 0;
 	if (b->tag < s->n_replicas) {
 		replica_t *r = &s->replicas[b->tag];
-		if (r->blocks_left && --r->blocks_left == 0 && !r->used)
-			s->spec.replicas_wasted++;
+		wasted = r->blocks_left && --r->blocks_left == 0 && !r->used;
 	}
+	pol_spec_block_gone(&s->spec, s->cl.p.block_bytes, b->created, now, wasted);
 }
 
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
