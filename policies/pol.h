@@ -302,6 +302,9 @@ struct pol_eviction_ops {
 /* < 0 when a should be evicted before b, > 0 after, 0 equal. */
 int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_block_meta_t *a,
                   const pol_block_meta_t *b);
+/* Whether ops is the built-in lru policy, whose order (last access first)
+ * the KV store keeps in O(1) without calling priority. */
+int pol_eviction_is_lru(const struct pol_eviction_ops *ops);
 
 /* transfer scheduling -------------------------------------------------------- */
 

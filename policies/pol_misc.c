@@ -20,6 +20,11 @@ const struct pol_eviction_ops pol_evict_lru = {
     .priority = lru_prio,
 };
 
+int pol_eviction_is_lru(const struct pol_eviction_ops *ops)
+{
+	return ops == &pol_evict_lru;
+}
+
 static double lfu_prio(const void *st, const pol_block_meta_t *m)
 {
 	(void)st;

@@ -1,6 +1,11 @@
 /* kv_store — see kv_store.h. Open-addressing map (linear probing, backward
- * shift deletion) from block id to slab slot; a binary min-heap of evictable
- * slots keyed by (priority, -depth, id). */
+ * shift deletion) from block id to slab slot, each entry tagged with the
+ * id's 32-bit hash so that probing and deletion touch the slab only on a
+ * tag match. Evictable slots are ordered by (priority, last use, -depth,
+ * id): in a
+ * binary min-heap under a priority function, or, in LRU mode (no function:
+ * the priority is the last use), in a doubly linked list kept in that same
+ * order, where every change is O(1) in the usual case (see lru_insert). */
 #include "sim/base/rng.h"
 #include "sim/cluster/kv_store.h"
 
@@ -10,18 +15,27 @@
 typedef struct slot {
 	kv_block_info_t b;
 	double prio;
-	int32_t heap;  /* index in heap, -1 when not evictable */
+	int32_t heap;  /* index in heap (LRU mode: 0), -1 when not evictable */
 	uint32_t next_free;
+	uint32_t prev, next; /* LRU mode: neighbours in eviction order (NIL at ends) */
 } slot_t;
+
+/* A map entry: the id's hash (its home is tag & mask) and slot index + 1
+ * (0: empty). */
+typedef struct map_ent {
+	uint32_t tag, slot1;
+} map_ent_t;
 
 struct kv_store {
 	uint32_t cap, used_shared, used_private, n_spec;
 	slot_t *slot;
 	uint32_t free_head;
-	uint32_t *map; /* slot index + 1; 0 empty */
+	map_ent_t *map;
 	uint32_t mask;
 	uint32_t *heap;
-	uint32_t heap_n;
+	uint32_t heap_n;     /* evictable slots (heap or list) */
+	uint32_t lru_head, lru_tail, lru_grp; /* LRU mode; grp: first of the tail's
+	                                       * run of equal last use */
 	kv_prio_fn prio;
 	kv_evict_fn on_evict;
 	void *pctx;
@@ -32,13 +46,6 @@ struct kv_store {
 
 #define NIL UINT32_MAX
 
-
-static double prio_lru(void *ctx, const kv_block_info_t *b, int64_t now)
-{
-	(void)ctx;
-	(void)now;
-	return (double)b->last_use;
-}
 
 kv_store_t *kv_store_new(uint32_t cap)
 {
@@ -60,7 +67,7 @@ kv_store_t *kv_store_new(uint32_t cap)
 	for (uint32_t i = 0; i < cap; i++)
 		s->slot[i].next_free = i + 1 < cap ? i + 1 : NIL;
 	s->free_head = cap ? 0 : NIL;
-	s->prio = prio_lru;
+	s->lru_head = s->lru_tail = s->lru_grp = NIL;
 	return s;
 }
 
@@ -76,7 +83,7 @@ void kv_store_free(kv_store_t *s)
 
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx)
 {
-	s->prio = prio ? prio : prio_lru;
+	s->prio = prio;
 	s->on_evict = on_evict;
 	s->pctx = ctx;
 }
@@ -89,41 +96,45 @@ void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx)
 
 /* ---- map -------------------------------------------------------------- */
 
+static inline uint32_t map_hash(uint64_t id)
+{
+	return (uint32_t)rng_fmix64(id);
+}
+
 static uint32_t map_find(const kv_store_t *s, uint64_t id)
 {
-	uint32_t i = (uint32_t)rng_fmix64(id) & s->mask;
-	for (;;) {
-		uint32_t v = s->map[i];
-		if (!v)
+	uint32_t h = map_hash(id);
+	for (uint32_t i = h & s->mask;; i = (i + 1) & s->mask) {
+		const map_ent_t *m = &s->map[i];
+		if (!m->slot1)
 			return NIL;
-		if (s->slot[v - 1].b.id == id)
-			return v - 1;
-		i = (i + 1) & s->mask;
+		if (m->tag == h && s->slot[m->slot1 - 1].b.id == id)
+			return m->slot1 - 1;
 	}
 }
 
 static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
 {
-	uint32_t i = (uint32_t)rng_fmix64(id) & s->mask;
-	while (s->map[i])
+	uint32_t h = map_hash(id), i = h & s->mask;
+	while (s->map[i].slot1)
 		i = (i + 1) & s->mask;
-	s->map[i] = slot + 1;
+	s->map[i] = (map_ent_t){h, slot + 1};
 }
 
 static void map_erase(kv_store_t *s, uint64_t id)
 {
-	uint32_t i = (uint32_t)rng_fmix64(id) & s->mask;
-	while (s->slot[s->map[i] - 1].b.id != id)
+	uint32_t h = map_hash(id), i = h & s->mask;
+	while (s->map[i].tag != h || s->slot[s->map[i].slot1 - 1].b.id != id)
 		i = (i + 1) & s->mask;
 	/* backward-shift deletion keeps probe chains intact without tombstones */
 	uint32_t j = i;
 	for (;;) {
-		s->map[i] = 0;
+		s->map[i].slot1 = 0;
 		for (;;) {
 			j = (j + 1) & s->mask;
-			if (!s->map[j])
+			if (!s->map[j].slot1)
 				return;
-			uint32_t home = (uint32_t)rng_fmix64(s->slot[s->map[j] - 1].b.id) & s->mask;
+			uint32_t home = s->map[j].tag & s->mask;
 			/* move j back to i unless its home lies cyclically in (i, j] */
 			if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 				continue;
@@ -141,9 +152,69 @@ static int heap_less(const kv_store_t *s, uint32_t a, uint32_t b)
 	const slot_t *x = &s->slot[a], *y = &s->slot[b];
 	if (x->prio != y->prio)
 		return x->prio < y->prio;
+	/* equal priority (equal hits under lfu, one class under spec_first):
+	 * least recently used first, as the policies document */
+	if (x->b.last_use != y->b.last_use)
+		return x->b.last_use < y->b.last_use;
 	if (x->b.depth != y->b.depth)
 		return x->b.depth > y->b.depth; /* deeper blocks leave first */
 	return x->b.id < y->b.id;
+}
+
+/* ---- LRU mode: the evictable slots in a list, in heap_less order --------- */
+
+static void lru_link_after(kv_store_t *s, uint32_t v, uint32_t after)
+{
+	slot_t *sl = &s->slot[v];
+	sl->prev = after;
+	sl->next = after == NIL ? s->lru_head : s->slot[after].next;
+	if (sl->next == NIL)
+		s->lru_tail = v;
+	else
+		s->slot[sl->next].prev = v;
+	if (after == NIL)
+		s->lru_head = v;
+	else
+		s->slot[after].next = v;
+}
+
+/* Inserts v (its prio already its last use) at its place. A newly
+ * evictable block was used now, so it belongs at the tail's run of equal
+ * last use: before the run when it precedes the run's first (a request
+ * releasing its prefix shallow to deep), else walked from the tail. */
+static void lru_insert(kv_store_t *s, uint32_t v)
+{
+	uint32_t g = s->lru_grp;
+	if (g != NIL && s->slot[g].prio == s->slot[v].prio && heap_less(s, v, g)) {
+		lru_link_after(s, v, s->slot[g].prev);
+		s->lru_grp = v;
+		return;
+	}
+	uint32_t at = s->lru_tail;
+	while (at != NIL && heap_less(s, v, at))
+		at = s->slot[at].prev;
+	lru_link_after(s, v, at);
+	if (s->slot[v].next == NIL &&
+	    (at == NIL || s->slot[at].prio != s->slot[v].prio))
+		s->lru_grp = v;
+}
+
+/* Unlinks v. Removing the first of the tail's run hands the mark to the
+ * next one; when the run empties the mark is unknown (NIL) and lru_insert
+ * walks until a new run starts. */
+static void lru_unlink(kv_store_t *s, uint32_t v)
+{
+	slot_t *sl = &s->slot[v];
+	if (s->lru_grp == v)
+		s->lru_grp = sl->next;
+	if (sl->prev == NIL)
+		s->lru_head = sl->next;
+	else
+		s->slot[sl->prev].next = sl->next;
+	if (sl->next == NIL)
+		s->lru_tail = sl->prev;
+	else
+		s->slot[sl->next].prev = sl->prev;
 }
 
 static void heap_set(kv_store_t *s, uint32_t i, uint32_t v)
@@ -182,12 +253,20 @@ static void heap_down(kv_store_t *s, uint32_t i)
 	heap_set(s, i, v);
 }
 
+/* Makes slot evictable (heap or list). */
 static void heap_push(kv_store_t *s, uint32_t slot, int64_t now)
 {
-	s->slot[slot].prio = s->prio(s->pctx, &s->slot[slot].b, now);
-	s->heap[s->heap_n] = slot;
-	s->slot[slot].heap = (int32_t)s->heap_n;
+	slot_t *sl = &s->slot[slot];
 	s->heap_n++;
+	if (!s->prio) {
+		sl->prio = (double)sl->b.last_use;
+		sl->heap = 0;
+		lru_insert(s, slot);
+		return;
+	}
+	sl->prio = s->prio(s->pctx, &sl->b, now);
+	s->heap[s->heap_n - 1] = slot;
+	sl->heap = (int32_t)(s->heap_n - 1);
 	heap_up(s, s->heap_n - 1);
 }
 
@@ -196,11 +275,21 @@ static void heap_remove(kv_store_t *s, uint32_t slot)
 	uint32_t i = (uint32_t)s->slot[slot].heap;
 	s->slot[slot].heap = -1;
 	s->heap_n--;
+	if (!s->prio) {
+		lru_unlink(s, slot);
+		return;
+	}
 	if (i == s->heap_n)
 		return;
 	heap_set(s, i, s->heap[s->heap_n]);
 	heap_up(s, i);
 	heap_down(s, (uint32_t)s->slot[s->heap[i]].heap);
+}
+
+/* The evictable slot that goes first. */
+static uint32_t heap_top(const kv_store_t *s)
+{
+	return s->prio ? s->heap[0] : s->lru_head;
 }
 
 /* ---- queries ----------------------------------------------------------- */
@@ -258,7 +347,7 @@ int kv_evict_one(kv_store_t *s, int64_t now)
 {
 	if (!s->heap_n)
 		return KS_EFULL;
-	uint32_t v = s->heap[0];
+	uint32_t v = heap_top(s);
 	heap_remove(s, v);
 	slot_t *sl = &s->slot[v];
 	if (sl->b.spec) {
@@ -441,8 +530,8 @@ void kv_free_private(kv_store_t *s, uint32_t n)
 int kv_foreach(const kv_store_t *s, int (*fn)(void *ctx, const kv_block_info_t *b), void *ctx)
 {
 	for (uint32_t i = 0; i <= s->mask; i++)
-		if (s->map[i]) {
-			int r = fn(ctx, &s->slot[s->map[i] - 1].b);
+		if (s->map[i].slot1) {
+			int r = fn(ctx, &s->slot[s->map[i].slot1 - 1].b);
 			if (r)
 				return r;
 		}
@@ -455,11 +544,11 @@ int kv_check(const kv_store_t *s)
 		return KS_ERUNTIME;
 	uint32_t n = 0, nspec = 0, nevict = 0;
 	for (uint32_t i = 0; i <= s->mask; i++) {
-		if (!s->map[i])
+		if (!s->map[i].slot1)
 			continue;
-		uint32_t v = s->map[i] - 1;
+		uint32_t v = s->map[i].slot1 - 1;
 		const slot_t *sl = &s->slot[v];
-		if (map_find(s, sl->b.id) != v)
+		if (s->map[i].tag != map_hash(sl->b.id) || map_find(s, sl->b.id) != v)
 			return KS_ERUNTIME;
 		n++;
 		int evictable = sl->b.state == KV_READY && sl->b.ref == 0;
@@ -470,8 +559,26 @@ int kv_check(const kv_store_t *s)
 	}
 	if (n != s->used_shared || nevict != s->heap_n || nspec != s->n_spec)
 		return KS_ERUNTIME;
-	for (uint32_t i = 1; i < s->heap_n; i++)
-		if (heap_less(s, s->heap[i], s->heap[(i - 1) / 2]))
+	if (s->prio) {
+		for (uint32_t i = 1; i < s->heap_n; i++)
+			if (heap_less(s, s->heap[i], s->heap[(i - 1) / 2]))
+				return KS_ERUNTIME;
+		return 0;
+	}
+	/* the list: every evictable slot once, in order, linked both ways, and
+	 * the mark (when known) on the first of the tail's run */
+	uint32_t k = 0, prev = NIL;
+	for (uint32_t v = s->lru_head; v != NIL; prev = v, v = s->slot[v].next) {
+		if (++k > s->heap_n || s->slot[v].heap < 0 || s->slot[v].prev != prev ||
+		    (prev != NIL && heap_less(s, v, prev)))
 			return KS_ERUNTIME;
+	}
+	if (k != s->heap_n || s->lru_tail != prev)
+		return KS_ERUNTIME;
+	uint32_t g = s->lru_grp;
+	if (g != NIL && (s->slot[g].heap < 0 || s->slot[g].prio != s->slot[s->lru_tail].prio ||
+	                 (s->slot[g].prev != NIL &&
+	                  s->slot[s->slot[g].prev].prio == s->slot[g].prio)))
+		return KS_ERUNTIME;
 	return 0;
 }

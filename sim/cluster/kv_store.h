@@ -8,7 +8,8 @@
  * runs, INFLIGHT while a copy brings it, READY once its KV exists here; only
  * READY blocks may be matched or copied out (causality). READY blocks with no
  * reference are cached and evictable, lowest eviction priority first (LRU by
- * default; deeper blocks of a prefix go before shallower ones on ties).
+ * default); equal priorities go least recently used first, then deeper
+ * blocks of a prefix before shallower ones, then by id.
  * Capacity (blocks, shared + private) is never exceeded: allocations that do
  * not fit after evicting return KS_EFULL and change nothing.
  * Memory: the store owns its slab, map and heap; no allocation after
@@ -57,6 +58,8 @@ typedef struct kv_store kv_store_t;
 
 kv_store_t *kv_store_new(uint32_t capacity_blocks);
 void kv_store_free(kv_store_t *s);
+/* prio NULL (the default): LRU, the last use as priority, kept in a list
+ * in O(1) per change. Set it before any block is evictable. */
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx);
 void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx);
 

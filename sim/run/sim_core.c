@@ -630,9 +630,12 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
 	if (!s->hooks)
 		return err_set(e, KS_ENOMEM, "out of memory");
+	/* LRU eviction needs no priority call: the store keeps its order */
+	kv_prio_fn prio = pol_eviction_is_lru(POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops))
+	                      ? NULL : evict_prio;
 	for (uint32_t i = 0; i < p.n_instances; i++) {
 		s->hooks[i] = (hook_t){s, i};
-		kv_store_set_policy(s->cl.inst[i].kv, evict_prio, sim_on_evict, &s->hooks[i]);
+		kv_store_set_policy(s->cl.inst[i].kv, prio, sim_on_evict, &s->hooks[i]);
 		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
 	}
 	if ((rc = sim_net_init(s, e)))
