@@ -120,6 +120,8 @@ typedef struct tr_opts {
 	uint32_t trace_block_tokens; /* 0: the format's own (mooncake 512, bailian 16) */
 	int drop_failed;             /* drop status=1 rows instead of passing them on */
 	int check_blocks;            /* hash id count must be ceil(input/trace_block) */
+	int json_slow;               /* 1: every JSONL row through jansson, none through
+	                              * the scanner (for differential testing; 0 default) */
 	uint32_t max_tokens;         /* larger lengths are input errors */
 	/* generator */
 	tr_gen_kind_t gen;

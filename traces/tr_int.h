@@ -80,6 +80,29 @@ void tr_lines_close(tr_lines_t *l);
  * cannot be read twice). */
 int tr_lines_verify(const char *path, err_t *e);
 
+/* tr_jscan: one JSONL row scanned without building a document, for the
+ * common shape of the Mooncake and Bailian traces: a flat object whose keys
+ * are among `keys`, each at most once, with values that are numbers,
+ * strings without escapes, true/false/null, or (for keys[ids_key] only) an
+ * array of non-negative integers. vals[k] gets keys[k]'s value (type
+ * TR_JV_MISSING when absent; strings and literals are TR_JV_OTHER); the
+ * array goes to *ids (grown with VEC_GROW, capacity *cap). Returns
+ * TR_JSCAN_OK, or TR_JSCAN_FALLBACK for anything else (another key, a
+ * repeated key, an escape, non-ASCII text, nesting, an integer beyond 18
+ * digits, malformed JSON, no memory): the caller then parses the line with
+ * jansson, which gives the same values or the error. */
+typedef enum { TR_JV_MISSING = 0, TR_JV_INT, TR_JV_REAL, TR_JV_ARRAY, TR_JV_OTHER } tr_jv_type_t;
+typedef struct tr_jv {
+	tr_jv_type_t type;
+	int64_t i;     /* TR_JV_INT */
+	double d;      /* TR_JV_INT and TR_JV_REAL: the number */
+	size_t n, bad; /* TR_JV_ARRAY: elements, and the first that is no
+	                * non-negative integer (n: none) */
+} tr_jv_t;
+enum { TR_JSCAN_OK = 0, TR_JSCAN_FALLBACK = 1 };
+int tr_jscan_row(const char *line, size_t len, const char *const *keys, size_t n_keys,
+		 size_t ids_key, tr_jv_t *vals, uint64_t **ids, size_t *cap);
+
 typedef struct tr_field {
 	char *s; /* NUL-terminated, unquoted in place */
 	size_t len;

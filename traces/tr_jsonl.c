@@ -1,5 +1,8 @@
-/* tr_jsonl — Mooncake and Qwen-Bailian JSONL readers (jansson, one line at a
- * time).
+/* tr_jsonl — Mooncake and Qwen-Bailian JSONL readers, one line at a time:
+ * rows of the usual shape through the scanner (tr_jscan_row), every other
+ * line through jansson, which then also words the error. Both fill the same
+ * field values, checked by one function (jsonl_row), so a row reads the
+ * same either way (tests/fuzz_jscan_diff.c compares them).
  *
  * Mooncake (FAST'25 release): {"timestamp": ms, "input_length": n,
  * "output_length": n, "hash_ids": [...]} with 512-token blocks and
@@ -23,6 +26,7 @@ typedef struct jsonl_src {
 	int bailian;
 	uint32_t max_tokens;
 	int check_blocks;
+	int slow; /* tr_opts_t json_slow */
 	uint64_t *ids;
 	size_t cap;
 	struct chat {
@@ -34,81 +38,121 @@ typedef struct jsonl_src {
 
 #define LINE(s) (unsigned long long)(s)->l.line
 
-static int get_num(jsonl_src_t *s, json_t *o, const char *name, double *v, err_t *e)
+/* The fields a row may have, in the order of the values below. */
+enum { F_TS, F_IN, F_OUT, F_IDS, F_CHAT, F_PARENT, F_TYPE, F_TURN, N_FIELDS };
+static const char *const field_name[N_FIELDS] = {
+    "timestamp", "input_length", "output_length", "hash_ids",
+    "chat_id",   "parent_chat_id", "type",       "turn",
+};
+
+/* A jansson value as the scanner would have given it; hash_ids go to ids. */
+static int from_json(jsonl_src_t *s, json_t *x, int is_ids, tr_jv_t *v)
 {
-	json_t *x = json_object_get(o, name);
+	memset(v, 0, sizeof *v);
 	if (!x)
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing", s->l.path, LINE(s), name);
-	if (!json_is_number(x))
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: not a number", s->l.path, LINE(s), name);
-	*v = json_number_value(x);
+		return 0;
+	if (json_is_integer(x)) {
+		v->type = TR_JV_INT;
+		v->i = json_integer_value(x);
+		v->d = json_number_value(x);
+	} else if (json_is_real(x)) {
+		v->type = TR_JV_REAL;
+		v->d = json_real_value(x);
+	} else if (json_is_array(x)) {
+		v->type = TR_JV_ARRAY;
+		v->n = json_array_size(x);
+		v->bad = v->n;
+		if (is_ids && VEC_GROW(s->ids, s->cap, v->n, 16))
+			return KS_ENOMEM;
+		for (size_t i = 0; is_ids && i < v->n; i++) {
+			json_t *e = json_array_get(x, i);
+			if (!json_is_integer(e) || json_integer_value(e) < 0) {
+				v->bad = i;
+				break;
+			}
+			s->ids[i] = (uint64_t)json_integer_value(e);
+		}
+	} else {
+		v->type = TR_JV_OTHER;
+	}
 	return 0;
 }
 
-static int get_len(jsonl_src_t *s, json_t *o, const char *name, uint32_t *out, err_t *e)
+static int get_num(jsonl_src_t *s, const tr_jv_t *x, const char *name, double *v, err_t *e)
 {
-	json_t *x = json_object_get(o, name);
-	if (!x)
+	if (x->type == TR_JV_MISSING)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing", s->l.path, LINE(s), name);
-	if (!json_is_integer(x))
+	if (x->type != TR_JV_INT && x->type != TR_JV_REAL)
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: not a number", s->l.path, LINE(s), name);
+	*v = x->d;
+	return 0;
+}
+
+static int get_len(jsonl_src_t *s, const tr_jv_t *x, const char *name, uint32_t *out, err_t *e)
+{
+	if (x->type == TR_JV_MISSING)
+		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing", s->l.path, LINE(s), name);
+	if (x->type != TR_JV_INT)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: not an integer", s->l.path, LINE(s),
 		               name);
-	json_int_t v = json_integer_value(x);
-	if (v < 0)
+	if (x->i < 0)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative length %lld", s->l.path,
-		               LINE(s), name, (long long)v);
-	if (v > (json_int_t)s->max_tokens)
+		               LINE(s), name, (long long)x->i);
+	if (x->i > (int64_t)s->max_tokens)
 		return err_set(e, KS_EINPUT, "%s:%llu: %s: %lld out of range [0, %u]", s->l.path,
-		               LINE(s), name, (long long)v, s->max_tokens);
-	*out = (uint32_t)v;
+		               LINE(s), name, (long long)x->i, s->max_tokens);
+	*out = (uint32_t)x->i;
 	return 0;
 }
 
-static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
+/* Bailian: the conversation a chat belongs to (its root chat). */
+static int session_of(jsonl_src_t *s, const tr_jv_t *f, tr_raw_t *raw, err_t *e)
 {
-	if (!json_is_object(o))
-		return err_set(e, KS_EINPUT, "%s:%llu: line: not a JSON object", s->l.path,
+	const tr_jv_t *c = &f[F_CHAT], *p = &f[F_PARENT];
+	if (c->type == TR_JV_MISSING)
+		return err_set(e, KS_EINPUT, "%s:%llu: chat_id: missing", s->l.path, LINE(s));
+	if (c->type != TR_JV_INT || c->i < 0)
+		return err_set(e, KS_EINPUT, "%s:%llu: chat_id: not a non-negative integer",
+		               s->l.path, LINE(s));
+	uint64_t id = (uint64_t)c->i, root = id;
+	if (p->type != TR_JV_MISSING && p->type != TR_JV_INT)
+		return err_set(e, KS_EINPUT, "%s:%llu: parent_chat_id: not an integer", s->l.path,
 		               LINE(s));
+	if (p->type == TR_JV_INT && p->i >= 0) {
+		uint64_t par = (uint64_t)p->i;
+		struct chat *pc = &s->chats[tr_mix(0, par) & (CHAT_SLOTS - 1)];
+		root = pc->id == par + 1 ? pc->root : par;
+	}
+	struct chat *cc = &s->chats[tr_mix(0, id) & (CHAT_SLOTS - 1)];
+	cc->id = id + 1; /* 0 marks an empty slot */
+	cc->root = root;
+	raw->session_id = root + 1;
+	return 0;
+}
+
+/* One row from its fields (hash ids already in s->ids), whichever parser
+ * read them: the checks and messages are the same for both. */
+static int jsonl_row(jsonl_src_t *s, const tr_jv_t *f, tr_raw_t *raw, err_t *e)
+{
 	double ts = 0;
 	int rc;
-	if ((rc = get_num(s, o, "timestamp", &ts, e)))
+	if ((rc = get_num(s, &f[F_TS], "timestamp", &ts, e)))
 		return rc;
 	double sec = s->bailian ? ts : ts / 1000.0;
 	if ((rc = tr_seconds_ns(&s->l, "timestamp", sec, &raw->t_ns, e)))
 		return rc;
-	if ((rc = get_len(s, o, "input_length", &raw->input_len, e)) ||
-	    (rc = get_len(s, o, "output_length", &raw->output_len, e)))
+	if ((rc = get_len(s, &f[F_IN], "input_length", &raw->input_len, e)) ||
+	    (rc = get_len(s, &f[F_OUT], "output_length", &raw->output_len, e)))
 		return rc;
 	raw->session_id = 0;
-	if (s->bailian) {
-		json_t *c = json_object_get(o, "chat_id");
-		if (!c)
-			return err_set(e, KS_EINPUT, "%s:%llu: chat_id: missing", s->l.path,
-			               LINE(s));
-		if (!json_is_integer(c) || json_integer_value(c) < 0)
-			return err_set(e, KS_EINPUT, "%s:%llu: chat_id: not a non-negative integer",
-			               s->l.path, LINE(s));
-		uint64_t id = (uint64_t)json_integer_value(c), root = id;
-		json_t *p = json_object_get(o, "parent_chat_id");
-		if (p && !json_is_integer(p))
-			return err_set(e, KS_EINPUT, "%s:%llu: parent_chat_id: not an integer",
-			               s->l.path, LINE(s));
-		if (p && json_integer_value(p) >= 0) {
-			uint64_t par = (uint64_t)json_integer_value(p);
-			struct chat *pc = &s->chats[tr_mix(0, par) & (CHAT_SLOTS - 1)];
-			root = pc->id == par + 1 ? pc->root : par;
-		}
-		struct chat *cc = &s->chats[tr_mix(0, id) & (CHAT_SLOTS - 1)];
-		cc->id = id + 1; /* 0 marks an empty slot */
-		cc->root = root;
-		raw->session_id = root + 1;
-	}
-	json_t *h = json_object_get(o, "hash_ids");
-	if (!h)
+	if (s->bailian && (rc = session_of(s, f, raw, e)))
+		return rc;
+	const tr_jv_t *h = &f[F_IDS];
+	if (h->type == TR_JV_MISSING)
 		return err_set(e, KS_EINPUT, "%s:%llu: hash_ids: missing", s->l.path, LINE(s));
-	if (!json_is_array(h))
+	if (h->type != TR_JV_ARRAY)
 		return err_set(e, KS_EINPUT, "%s:%llu: hash_ids: not an array", s->l.path, LINE(s));
-	size_t n = json_array_size(h);
+	size_t n = h->n;
 	uint32_t bt = s->base.block_tokens;
 	uint64_t want = ((uint64_t)raw->input_len + bt - 1) / bt;
 	if (s->check_blocks && n != want)
@@ -117,16 +161,9 @@ static int jsonl_row(jsonl_src_t *s, json_t *o, tr_raw_t *raw, err_t *e)
 		               "ceil(%u/%u) = %llu; set trace.check_blocks=false to accept)",
 		               s->l.path, LINE(s), n, raw->input_len, raw->input_len, bt,
 		               (unsigned long long)want);
-	if (VEC_GROW(s->ids, s->cap, n, 16))
-		return err_set(e, KS_ENOMEM, "%s: out of memory", s->l.path);
-	for (size_t i = 0; i < n; i++) {
-		json_t *x = json_array_get(h, i);
-		if (!json_is_integer(x) || json_integer_value(x) < 0)
-			return err_set(e, KS_EINPUT,
-			               "%s:%llu: hash_ids[%zu]: not a non-negative integer",
-			               s->l.path, LINE(s), i);
-		s->ids[i] = (uint64_t)json_integer_value(x);
-	}
+	if (h->bad < n)
+		return err_set(e, KS_EINPUT, "%s:%llu: hash_ids[%zu]: not a non-negative integer",
+		               s->l.path, LINE(s), h->bad);
 	raw->ids = s->ids;
 	raw->n_ids = (uint32_t)n;
 	raw->ids_prefix = 0;
@@ -161,6 +198,12 @@ static int jsonl_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 			p++;
 		if (!*p)
 			continue; /* blank lines are allowed */
+		tr_jv_t f[N_FIELDS];
+		memset(raw, 0, sizeof *raw);
+		raw->line = s->l.line;
+		if (!s->slow && tr_jscan_row(s->l.buf, s->l.len, field_name, N_FIELDS, F_IDS, f,
+		                             &s->ids, &s->cap) == TR_JSCAN_OK)
+			return (rc = jsonl_row(s, f, raw, e)) ? rc : 1;
 		json_error_t je;
 		json_t *o = json_loadb(s->l.buf, s->l.len, JSON_REJECT_DUPLICATES, &je);
 		if (!o) {
@@ -174,9 +217,15 @@ static int jsonl_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 			return err_set(e, KS_EINPUT, "%s:%llu: json: %s (column %d)", s->l.path,
 			               LINE(s), je.text, je.column);
 		}
-		memset(raw, 0, sizeof *raw);
-		raw->line = s->l.line;
-		rc = jsonl_row(s, o, raw, e);
+		rc = 0;
+		if (!json_is_object(o))
+			rc = err_set(e, KS_EINPUT, "%s:%llu: line: not a JSON object", s->l.path,
+			             LINE(s));
+		for (int k = 0; !rc && k < N_FIELDS; k++)
+			if (from_json(s, json_object_get(o, field_name[k]), k == F_IDS, &f[k]))
+				rc = err_set(e, KS_ENOMEM, "%s: out of memory", s->l.path);
+		if (!rc)
+			rc = jsonl_row(s, f, raw, e);
 		json_decref(o);
 		return rc ? rc : 1;
 	}
@@ -209,6 +258,7 @@ int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **o
 	}
 	s->max_tokens = o->max_tokens;
 	s->check_blocks = o->check_blocks;
+	s->slow = o->json_slow;
 	s->base.next = jsonl_next;
 	s->base.close = jsonl_close;
 	s->base.block_tokens = o->trace_block_tokens ? o->trace_block_tokens : (bailian ? 16 : 512);

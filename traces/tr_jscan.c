@@ -1,0 +1,211 @@
+/* tr_jscan — see tr_int.h. A strict subset of JSON (RFC 8259) scanned in
+ * one pass: anything outside it is not an error here but a fallback, so
+ * jansson (the reference) decides and words the error. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/base/vec.h"
+#include "traces/tr_int.h"
+
+typedef struct scan {
+	const char *p, *end;
+} scan_t;
+
+static void ws(scan_t *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static int digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* A string without escapes, control characters or non-ASCII bytes (which
+ * jansson would have to check as UTF-8): its body in [*b, *b + *n). */
+static int string(scan_t *s, const char **b, size_t *n)
+{
+	if (s->p >= s->end || *s->p != '"')
+		return -1;
+	const char *q = ++s->p;
+	while (q < s->end && *q != '"') {
+		unsigned char c = (unsigned char)*q;
+		if (c == '\\' || c < 0x20 || c >= 0x80)
+			return -1;
+		q++;
+	}
+	if (q >= s->end)
+		return -1;
+	*b = s->p;
+	*n = (size_t)(q - s->p);
+	s->p = q + 1;
+	return 0;
+}
+
+/* A JSON number: an integer of at most 18 digits (jansson's json_int_t
+ * holds it exactly), or a real that strtod reads to a finite value (jansson
+ * refuses an overflow). */
+static int number(scan_t *s, tr_jv_t *v)
+{
+	const char *b = s->p, *q = s->p;
+	if (q < s->end && *q == '-')
+		q++;
+	if (q >= s->end || !digit(*q))
+		return -1;
+	if (*q == '0')
+		q++;
+	else
+		while (q < s->end && digit(*q))
+			q++;
+	size_t int_digits = (size_t)(q - b) - (*b == '-');
+	int real = 0;
+	if (q < s->end && *q == '.') {
+		real = 1;
+		if (++q >= s->end || !digit(*q))
+			return -1;
+		while (q < s->end && digit(*q))
+			q++;
+	}
+	if (q < s->end && (*q == 'e' || *q == 'E')) {
+		real = 1;
+		if (++q < s->end && (*q == '+' || *q == '-'))
+			q++;
+		if (q >= s->end || !digit(*q))
+			return -1;
+		while (q < s->end && digit(*q))
+			q++;
+	}
+	size_t len = (size_t)(q - b);
+	char buf[64];
+	if (len >= sizeof buf || (!real && int_digits > 18))
+		return -1;
+	memcpy(buf, b, len);
+	buf[len] = 0;
+	if (real) {
+		v->type = TR_JV_REAL;
+		v->d = strtod(buf, NULL);
+		if (!isfinite(v->d))
+			return -1;
+	} else {
+		v->type = TR_JV_INT;
+		v->i = strtoll(buf, NULL, 10);
+		v->d = (double)v->i;
+	}
+	s->p = q;
+	return 0;
+}
+
+static int literal(scan_t *s, const char *word)
+{
+	size_t n = strlen(word);
+	if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n))
+		return -1;
+	s->p += n;
+	return 0;
+}
+
+/* An array of non-negative integers into *ids. */
+static int id_array(scan_t *s, tr_jv_t *v, uint64_t **ids, size_t *cap)
+{
+	s->p++; /* '[' */
+	size_t n = 0;
+	ws(s);
+	if (s->p < s->end && *s->p == ']') {
+		s->p++;
+	} else {
+		for (;;) {
+			tr_jv_t x;
+			if (number(s, &x) || x.type != TR_JV_INT || x.i < 0)
+				return -1;
+			if (VEC_GROW(*ids, *cap, n + 1, 16))
+				return -1;
+			(*ids)[n++] = (uint64_t)x.i;
+			ws(s);
+			if (s->p < s->end && *s->p == ',') {
+				s->p++;
+				ws(s);
+				continue;
+			}
+			if (s->p < s->end && *s->p == ']') {
+				s->p++;
+				break;
+			}
+			return -1;
+		}
+	}
+	v->type = TR_JV_ARRAY;
+	v->n = n;
+	v->bad = n;
+	return 0;
+}
+
+static int value(scan_t *s, tr_jv_t *v, int want_ids, uint64_t **ids, size_t *cap)
+{
+	if (s->p >= s->end)
+		return -1;
+	char c = *s->p;
+	if (c == '[')
+		return want_ids ? id_array(s, v, ids, cap) : -1;
+	if (c == '"') {
+		const char *b;
+		size_t n;
+		v->type = TR_JV_OTHER;
+		return string(s, &b, &n);
+	}
+	if (c == 't' || c == 'f' || c == 'n') {
+		v->type = TR_JV_OTHER;
+		return literal(s, c == 't' ? "true" : c == 'f' ? "false" : "null");
+	}
+	return number(s, v);
+}
+
+int tr_jscan_row(const char *line, size_t len, const char *const *keys, size_t n_keys,
+		 size_t ids_key, tr_jv_t *vals, uint64_t **ids, size_t *cap)
+{
+	scan_t s = {line, line + len};
+	for (size_t k = 0; k < n_keys; k++)
+		vals[k].type = TR_JV_MISSING;
+	ws(&s);
+	if (s.p >= s.end || *s.p != '{')
+		return TR_JSCAN_FALLBACK;
+	s.p++;
+	ws(&s);
+	if (s.p < s.end && *s.p == '}') {
+		s.p++;
+	} else {
+		for (;;) {
+			const char *kb;
+			size_t kn, k;
+			if (string(&s, &kb, &kn))
+				return TR_JSCAN_FALLBACK;
+			for (k = 0; k < n_keys; k++)
+				if (strlen(keys[k]) == kn && !memcmp(keys[k], kb, kn))
+					break;
+			/* an unknown key or a repeated one: jansson decides */
+			if (k == n_keys || vals[k].type != TR_JV_MISSING)
+				return TR_JSCAN_FALLBACK;
+			ws(&s);
+			if (s.p >= s.end || *s.p != ':')
+				return TR_JSCAN_FALLBACK;
+			s.p++;
+			ws(&s);
+			if (value(&s, &vals[k], k == ids_key, ids, cap))
+				return TR_JSCAN_FALLBACK;
+			ws(&s);
+			if (s.p < s.end && *s.p == ',') {
+				s.p++;
+				ws(&s);
+				continue;
+			}
+			if (s.p < s.end && *s.p == '}') {
+				s.p++;
+				break;
+			}
+			return TR_JSCAN_FALLBACK;
+		}
+	}
+	ws(&s);
+	return s.p == s.end ? TR_JSCAN_OK : TR_JSCAN_FALLBACK;
+}
