@@ -487,16 +487,8 @@ static int er_covered(const er_state_t *s, uint64_t key, uint32_t dst)
 static int er_snapshot(er_state_t *s, const pol_view_t *v)
 {
 	if (s->n_snap != v->n_inst) {
-		pol_inst_t *sn = realloc(s->snap, v->n_inst * sizeof *sn);
-		if (sn)
-			s->snap = sn;
-		uint32_t *o = realloc(s->order, v->n_inst * sizeof *o);
-		if (o)
-			s->order = o;
-		unsigned char *mk = realloc(s->mark, v->n_inst);
-		if (mk)
-			s->mark = mk;
-		if (!sn || !o || !mk)
+		if (VEC_RESIZE(s->snap, v->n_inst) || VEC_RESIZE(s->order, v->n_inst) ||
+		    VEC_RESIZE(s->mark, v->n_inst))
 			return KS_ENOMEM;
 		s->n_snap = v->n_inst;
 	}

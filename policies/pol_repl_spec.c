@@ -211,11 +211,9 @@ static int sp_ix_build(sp_state_t *s)
 	size_t cap = 64;
 	while (cap < 2 * s->n_tr + 2)
 		cap *= 2;
-	if (cap != s->ix_cap) {
-		uint32_t *x = realloc(s->ix, cap * sizeof *x);
-		if (!x)
+	if (cap != s->ix_cap) { /* exactly cap: the slot mask is ix_cap - 1 */
+		if (VEC_RESIZE(s->ix, cap))
 			return KS_ENOMEM;
-		s->ix = x;
 		s->ix_cap = cap;
 	}
 	memset(s->ix, 0, s->ix_cap * sizeof *s->ix);
@@ -290,16 +288,8 @@ static int sp_snapshot(sp_state_t *s, const pol_view_t *v)
 {
 	if (s->n_inst != v->n_inst) {
 		uint32_t n = v->n_inst;
-		pol_inst_t *sn = realloc(s->snap, n * sizeof *sn);
-		uint32_t *o = realloc(s->order, n * sizeof *o);
-		uint64_t *pl = realloc(s->spec_plan, n * sizeof *pl);
-		if (sn)
-			s->snap = sn;
-		if (o)
-			s->order = o;
-		if (pl)
-			s->spec_plan = pl;
-		if (!sn || !o || !pl)
+		if (VEC_RESIZE(s->snap, n) || VEC_RESIZE(s->order, n) ||
+		    VEC_RESIZE(s->spec_plan, n))
 			return KS_ENOMEM;
 		s->n_inst = n;
 	}
@@ -337,14 +327,8 @@ static int cand_cmp(const void *a, const void *b)
 
 static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
 {
-	if (*n == s->cap_c) {
-		size_t cap = s->cap_c ? 2 * s->cap_c : 64;
-		sp_cand_t *x = realloc(s->c, cap * sizeof *x);
-		if (!x)
-			return KS_ENOMEM;
-		s->c = x;
-		s->cap_c = cap;
-	}
+	if (VEC_GROW(s->c, s->cap_c, *n + 1, 64))
+		return KS_ENOMEM;
 	s->c[(*n)++] = *c;
 	return 0;
 }
@@ -519,13 +503,8 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	if (nc > 1)
 		qsort(s->c, nc, sizeof *s->c, cand_cmp);
 	/* triggers: forecast entries that got at least one copy this tick */
-	if (fc && fc->n > s->cap_hit) {
-		unsigned char *x = realloc(s->hit, fc->n);
-		if (!x)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		s->hit = x;
-		s->cap_hit = fc->n;
-	}
+	if (fc && VEC_GROW(s->hit, s->cap_hit, fc->n, fc->n))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	if (fc && fc->n)
 		memset(s->hit, 0, fc->n);
 	for (size_t i = 0; i < nc; i++) {

@@ -171,19 +171,8 @@ static void ptab_rehash(pol_ptab_t *t)
 static int ptab_grow(pol_ptab_t *t)
 {
 	size_t cap = 2 * t->cap, nslot = 2 * t->nslot;
-	uint64_t *id = realloc(t->id, cap * sizeof *id);
-	if (id)
-		t->id = id;
-	int64_t *last = realloc(t->last, cap * sizeof *last);
-	if (last)
-		t->last = last;
-	unsigned char *pay = t->payload ? realloc(t->pay, cap * t->payload) : NULL;
-	if (pay)
-		t->pay = pay;
-	uint32_t *slot = realloc(t->slot, nslot * sizeof *slot);
-	if (slot)
-		t->slot = slot;
-	if (!id || !last || !slot || (t->payload && !pay))
+	if (VEC_RESIZE(t->id, cap) || VEC_RESIZE(t->last, cap) ||
+	    (t->payload && VEC_RESIZE(t->pay, cap * t->payload)) || VEC_RESIZE(t->slot, nslot))
 		return KS_ENOMEM;
 	t->cap = cap;
 	t->nslot = nslot;
