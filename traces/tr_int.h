@@ -51,6 +51,10 @@ typedef struct tr_src {
 /* Kept for callers that pass a void **; new code uses VEC_GROW (sim/base/vec.h). */
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
+/* Inverse-CDF draw: the first index i < n - 1 with cdf[i] >= u, else n - 1
+ * (cdf non-decreasing, n >= 1). Binary search, O(log n). */
+size_t tr_cdf_index(const double *cdf, size_t n, double u);
+
 /* ---- line reader (tr_csv.c) --------------------------------------------- */
 /* Reads plain and gzip files alike through zlib's gz* API (a file without
  * the gzip magic is passed through unchanged), so every reader accepts
