@@ -293,25 +293,12 @@ static int sp_snapshot(sp_state_t *s, const pol_view_t *v)
 			return KS_ENOMEM;
 		s->n_inst = n;
 	}
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		v->inst(v->ctx, i, &s->snap[i]);
-		s->order[i] = i;
+	pol_snapshot_by_load(v, s->snap, s->order, 1);
+	for (uint32_t i = 0; i < v->n_inst; i++)
 		s->spec_plan[i] = s->snap[i].kv_spec_blocks;
-	}
 	for (size_t i = 0; i < s->n_fl; i++)
 		if (s->fl[i].dst < v->n_inst)
 			s->spec_plan[s->fl[i].dst] += s->fl[i].blocks;
-	for (uint32_t i = 1; i < v->n_inst; i++) /* least busy first */
-		for (uint32_t j = i; j > 0; j--) {
-			const pol_inst_t *a = &s->snap[s->order[j - 1]], *b = &s->snap[s->order[j]];
-			uint64_t la = (uint64_t)a->waiting + a->running,
-				 lb = (uint64_t)b->waiting + b->running;
-			if (la < lb || (la == lb && a->prefill_tokens <= b->prefill_tokens))
-				break;
-			uint32_t x = s->order[j];
-			s->order[j] = s->order[j - 1];
-			s->order[j - 1] = x;
-		}
 	return 0;
 }
 
@@ -581,18 +568,6 @@ static int sp_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 	return 0;
 }
 
-/* <0 when a is less busy than b: fewer queued + running, then fewer queued
- * prefill tokens. */
-static int sp_load_cmp(const pol_inst_t *a, const pol_inst_t *b)
-{
-	uint64_t la = (uint64_t)a->waiting + a->running, lb = (uint64_t)b->waiting + b->running;
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	if (a->prefill_tokens != b->prefill_tokens)
-		return a->prefill_tokens < b->prefill_tokens ? -1 : 1;
-	return 0;
-}
-
 static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	sp_state_t *s = st;
@@ -612,7 +587,8 @@ static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint
 		if (v->match(v->ctx, i, r->blocks, len) < len)
 			continue;
 		v->inst(v->ctx, i, &cur);
-		int c = ties ? sp_load_cmp(&cur, &best) : -1;
+		/* -1: cur less busy than best (load, then queued prefill); 0: as busy */
+		int c = !ties || pol_inst_busier(&best, &cur, 1) ? -1 : pol_inst_busier(&cur, &best, 1);
 		/* equal load: each of the k tied instances kept with probability 1/k */
 		if (c < 0 || (c == 0 && gsl_rng_uniform_int(s->rng, ties + 1) == 0)) {
 			best = cur;

@@ -57,6 +57,29 @@ uint64_t pol_inst_load(const pol_inst_t *x)
 	return (uint64_t)x->waiting + x->running;
 }
 
+int pol_inst_busier(const pol_inst_t *a, const pol_inst_t *b, int tokens)
+{
+	uint64_t la = pol_inst_load(a), lb = pol_inst_load(b);
+	if (la != lb)
+		return la > lb;
+	return tokens && a->prefill_tokens > b->prefill_tokens;
+}
+
+void pol_snapshot_by_load(const pol_view_t *v, pol_inst_t *snap, uint32_t *order, int tokens)
+{
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		v->inst(v->ctx, i, &snap[i]);
+		order[i] = i;
+	}
+	for (uint32_t i = 1; i < v->n_inst; i++)
+		for (uint32_t j = i;
+		     j > 0 && pol_inst_busier(&snap[order[j - 1]], &snap[order[j]], tokens); j--) {
+			uint32_t x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+}
+
 /* ---- prefix table -------------------------------------------------------- */
 
 #define SLOT_EMPTY UINT32_MAX
