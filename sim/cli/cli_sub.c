@@ -46,11 +46,12 @@ static const char *sub_names(const cli_sub_t *subs, size_t n, char *buf, size_t 
 }
 
 int cli_sub_main(const char *parent, const cli_sub_t *subs, size_t n, void (*usage)(FILE *),
-		 int argc, char **argv)
+                 int argc, char **argv)
 {
 	char names[256];
 	if (argc < 2)
-		return cli_usage_error("missing command (%s)", sub_names(subs, n, names, sizeof names));
+		return cli_usage_error("missing command (%s)",
+		                       sub_names(subs, n, names, sizeof names));
 	if (cli_is_help(argv[1])) {
 		usage(stdout);
 		return 0;
@@ -58,6 +59,6 @@ int cli_sub_main(const char *parent, const cli_sub_t *subs, size_t n, void (*usa
 	const cli_sub_t *s = cli_sub_find(subs, n, argv[1]);
 	if (!s)
 		return cli_usage_error("unknown command '%s' (%s)", argv[1],
-				       sub_names(subs, n, names, sizeof names));
+		                       sub_names(subs, n, names, sizeof names));
 	return cli_sub_run(s, parent, argc, argv);
 }

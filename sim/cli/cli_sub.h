@@ -30,6 +30,6 @@ int cli_sub_run(const cli_sub_t *s, const char *parent, int argc, char **argv);
  * or an unknown one is a usage error naming the rows ("missing command
  * (run, bench)"), -h/--help prints usage on stdout and returns 0. */
 int cli_sub_main(const char *parent, const cli_sub_t *subs, size_t n, void (*usage)(FILE *),
-		 int argc, char **argv);
+                 int argc, char **argv);
 
 #endif
