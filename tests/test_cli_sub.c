@@ -36,6 +36,16 @@ static void usage(FILE *f)
 	usage_calls++;
 }
 
+/* Each test starts with nothing recorded and leaves the CLI voice plain. */
+static int reset(void **state)
+{
+	(void)state;
+	seen_argc = usage_calls = 0;
+	seen_argv0 = seen_cmd = NULL;
+	cli_set_command(NULL);
+	return 0;
+}
+
 static const cli_sub_t subs[] = {
 	{"alpha", sub_ok, "first row"},
 	{"beta", sub_fails, "second row"},
@@ -56,7 +66,6 @@ static void test_known_row_runs_with_argv_shifted_and_command_named(void **st)
 	assert_null(cli_sub_find(subs, N_SUBS, "gamma"));
 	assert_int_equal(cli_sub_run(&subs[0], NULL, 2, argv), 0);
 	assert_string_equal(seen_cmd, "alpha");
-	cli_set_command(NULL);
 }
 
 static void test_missing_or_unknown_row_is_a_usage_error_and_help_prints_usage(void **st)
@@ -66,7 +75,6 @@ static void test_missing_or_unknown_row_is_a_usage_error_and_help_prints_usage(v
 	assert_int_equal(cli_sub_main("tool", subs, N_SUBS, usage, 1, none), 2);
 	char *unknown[] = {"tool", "gamma"};
 	assert_int_equal(cli_sub_main("tool", subs, N_SUBS, usage, 2, unknown), 2);
-	usage_calls = 0;
 	char *help[] = {"tool", "--help"};
 	assert_int_equal(cli_sub_main("tool", subs, N_SUBS, usage, 2, help), 0);
 	assert_int_equal(usage_calls, 1);
@@ -91,9 +99,12 @@ static void test_usage_lists_every_row_between_head_and_tail(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_known_row_runs_with_argv_shifted_and_command_named),
-		cmocka_unit_test(test_missing_or_unknown_row_is_a_usage_error_and_help_prints_usage),
-		cmocka_unit_test(test_usage_lists_every_row_between_head_and_tail),
+		cmocka_unit_test_setup_teardown(
+		    test_known_row_runs_with_argv_shifted_and_command_named, reset, reset),
+		cmocka_unit_test_setup_teardown(
+		    test_missing_or_unknown_row_is_a_usage_error_and_help_prints_usage, reset, reset),
+		cmocka_unit_test_setup_teardown(test_usage_lists_every_row_between_head_and_tail, reset,
+						reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
