@@ -192,22 +192,23 @@ int gv_h5_get_str(hid_t obj, const char *name, char *out, size_t cap)
 	return rc;
 }
 
-int gv_h5_get_i64(hid_t obj, const char *name, long long *out)
+/* A numeric attribute read as the native type mt: 1, 0 absent, -1 unreadable. */
+static int get_num(hid_t obj, const char *name, hid_t mt, void *out)
 {
 	hid_t a = attr_open(obj, name);
 	if (a < 0)
 		return 0;
-	int rc = H5Aread(a, H5T_NATIVE_LLONG, out) < 0 ? -1 : 1;
+	int rc = H5Aread(a, mt, out) < 0 ? -1 : 1;
 	H5Aclose(a);
 	return rc;
 }
 
+int gv_h5_get_i64(hid_t obj, const char *name, long long *out)
+{
+	return get_num(obj, name, H5T_NATIVE_LLONG, out);
+}
+
 int gv_h5_get_f64(hid_t obj, const char *name, double *out)
 {
-	hid_t a = attr_open(obj, name);
-	if (a < 0)
-		return 0;
-	int rc = H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0 ? -1 : 1;
-	H5Aclose(a);
-	return rc;
+	return get_num(obj, name, H5T_NATIVE_DOUBLE, out);
 }

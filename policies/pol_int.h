@@ -47,6 +47,13 @@ void pol_pick_start(pol_pick_t *p, gsl_rng *rng);
 void pol_pick_offer(pol_pick_t *p, uint32_t inst, double score, uint64_t load);
 /* The load routers break ties on: waiting + running requests. */
 uint64_t pol_inst_load(const pol_inst_t *x);
+/* Whether a carries more load than b: pol_inst_load, then (when tokens)
+ * queued prefill tokens. */
+int pol_inst_busier(const pol_inst_t *a, const pol_inst_t *b, int tokens);
+/* Fills snap[0..n_inst) from the view and order[0..n_inst) with the
+ * instances least busy first (pol_inst_busier), ties kept in index order:
+ * an insertion sort, as instance counts are small. */
+void pol_snapshot_by_load(const pol_view_t *v, pol_inst_t *snap, uint32_t *order, int tokens);
 
 /* ---- prefix table ---------------------------------------------------------
  * Every block id of every observed prompt, with the time it was last seen

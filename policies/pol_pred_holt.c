@@ -4,6 +4,7 @@
  * holt_step_s; each finished bucket updates level and trend; the forecast
  * over a horizon of h buckets is sum_{j=1..h} max(0, level + j trend). */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -111,15 +112,9 @@ static int holt_observe(void *st, const pol_arrival_t *a, err_t *e)
 	if (a->inst >= 0) {
 		if ((uint32_t)a->inst >= s->n_inst) {
 			uint32_t n = (uint32_t)a->inst + 1;
-			series_t *x = realloc(s->inst, n * sizeof *x);
-			double *o = realloc(s->inst_out, n * sizeof *o);
-			if (x)
-				s->inst = x;
-			if (o)
-				s->inst_out = o;
-			if (!x || !o)
+			if (VEC_RESIZE(s->inst, n) || VEC_RESIZE(s->inst_out, n))
 				return err_set(e, KS_ENOMEM, "out of memory");
-			memset(x + s->n_inst, 0, (n - s->n_inst) * sizeof *x);
+			memset(s->inst + s->n_inst, 0, (n - s->n_inst) * sizeof *s->inst);
 			s->n_inst = n;
 		}
 		series_advance(s, &s->inst[a->inst], b);

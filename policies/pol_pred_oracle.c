@@ -169,13 +169,8 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 	or_state_t *s = st;
 	s->out.n = 0;
 	s->n_fake = 0;
-	if (s->cap_pool < s->gs.n) {
-		size_t *p = realloc(s->pool, s->gs.n * sizeof *p);
-		if (!p)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		s->pool = p;
-		s->cap_pool = s->gs.n;
-	}
+	if (VEC_GROW(s->pool, s->cap_pool, s->gs.n, s->gs.n))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	size_t n_pool = 0, n_true;
 	uint64_t fake_need = 0;
 	for (size_t i = 0; i < s->gs.n; i++) {
@@ -211,14 +206,9 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		double want = s->fp_rate * (double)n_true;
 		size_t n_fp =
 		    (size_t)want + (gsl_rng_uniform(s->rng) < want - (double)(size_t)want);
-		if (s->cap_fake < fake_need * (n_fp / n_true + 2)) {
-			size_t cap = fake_need * (n_fp / n_true + 2);
-			uint64_t *f = realloc(s->fake, cap * sizeof *f);
-			if (!f)
-				return err_set(e, KS_ENOMEM, "out of memory");
-			s->fake = f;
-			s->cap_fake = cap;
-		}
+		size_t need = fake_need * (n_fp / n_true + 2);
+		if (VEC_GROW(s->fake, s->cap_fake, need, need))
+			return err_set(e, KS_ENOMEM, "out of memory");
 		for (size_t k = 0; k < n_fp; k++) {
 			if (n_pool) { /* a real prefix that will not come in the horizon */
 				size_t j = gsl_rng_uniform_int(s->rng, n_pool);

@@ -1,6 +1,7 @@
 /* pol_registry — the built-in table, plugin loading (dlopen) and opening a
  * policy by name (see pol.h). */
 #include "policies/pol.h"
+#include "sim/base/vec.h"
 #include "policies/pol_int.h"
 
 #include <ctype.h>
@@ -161,14 +162,8 @@ int pol_registry_add(pol_registry_t *r, const pol_base_t *ops, err_t *e)
 	if (rc || (rc = clash_check(r, ops, e)))
 		return rc;
 	pol_family_t f = ops->family;
-	if (r->n[f] == r->cap[f]) {
-		size_t cap = r->cap[f] ? 2 * r->cap[f] : 16;
-		const pol_base_t **t = realloc(r->tab[f], cap * sizeof *t);
-		if (!t)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		r->tab[f] = t;
-		r->cap[f] = cap;
-	}
+	if (VEC_GROW(r->tab[f], r->cap[f], r->n[f] + 1, 16))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	r->tab[f][r->n[f]++] = ops;
 	return 0;
 }
@@ -215,12 +210,10 @@ int pol_registry_load(pol_registry_t *r, const char *path, err_t *e)
 		dlclose(h);
 		return err_set(e, KS_EINPUT, "--plugin %s: no symbol %s", path, POL_PLUGIN_SYMBOL);
 	}
-	void **dl = realloc(r->dl, (r->n_dl + 1) * sizeof *dl);
-	if (!dl) {
+	if (VEC_RESIZE(r->dl, r->n_dl + 1)) {
 		dlclose(h);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	r->dl = dl;
 	/* Kept open even when registration fails halfway: tables it added
 	 * point into it. */
 	r->dl[r->n_dl++] = h;

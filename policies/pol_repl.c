@@ -13,14 +13,6 @@
 
 /* Busier = more queued + running requests, then (when tokens is set) more
  * queued prefill tokens. */
-static int busier(const pol_inst_t *a, const pol_inst_t *b, int tokens)
-{
-	uint64_t la = (uint64_t)a->waiting + a->running, lb = (uint64_t)b->waiting + b->running;
-	if (la != lb)
-		return la > lb;
-	return tokens && a->prefill_tokens > b->prefill_tokens;
-}
-
 /* A prefix shared by the pending copies made from one request or trigger. */
 typedef struct pblk {
 	uint32_t refs, n;
@@ -487,31 +479,12 @@ static int er_covered(const er_state_t *s, uint64_t key, uint32_t dst)
 static int er_snapshot(er_state_t *s, const pol_view_t *v)
 {
 	if (s->n_snap != v->n_inst) {
-		pol_inst_t *sn = realloc(s->snap, v->n_inst * sizeof *sn);
-		if (sn)
-			s->snap = sn;
-		uint32_t *o = realloc(s->order, v->n_inst * sizeof *o);
-		if (o)
-			s->order = o;
-		unsigned char *mk = realloc(s->mark, v->n_inst);
-		if (mk)
-			s->mark = mk;
-		if (!sn || !o || !mk)
+		if (VEC_RESIZE(s->snap, v->n_inst) || VEC_RESIZE(s->order, v->n_inst) ||
+		    VEC_RESIZE(s->mark, v->n_inst))
 			return KS_ENOMEM;
 		s->n_snap = v->n_inst;
 	}
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		v->inst(v->ctx, i, &s->snap[i]);
-		s->order[i] = i;
-	}
-	for (uint32_t i = 1; i < v->n_inst; i++)
-		for (uint32_t j = i;
-		     j > 0 && busier(&s->snap[s->order[j - 1]], &s->snap[s->order[j]], !s->arrival);
-		     j--) {
-			uint32_t x = s->order[j];
-			s->order[j] = s->order[j - 1];
-			s->order[j - 1] = x;
-		}
+	pol_snapshot_by_load(v, s->snap, s->order, !s->arrival);
 	s->snap_ok = 1;
 	return 0;
 }
@@ -603,11 +576,11 @@ static int er_least_loaded(er_state_t *s, const pol_view_t *v, const uint64_t *b
 		if (v->match(v->ctx, i, b, n) < n)
 			continue;
 		v->inst(v->ctx, i, &cur);
-		if (!ties || busier(&best, &cur, !s->arrival)) {
+		if (!ties || pol_inst_busier(&best, &cur, !s->arrival)) {
 			best = cur;
 			*inst = i;
 			ties = 1;
-		} else if (!busier(&cur, &best, !s->arrival) &&
+		} else if (!pol_inst_busier(&cur, &best, !s->arrival) &&
 		           gsl_rng_uniform_int(s->rng, ++ties) == 0) {
 			*inst = i;
 		}

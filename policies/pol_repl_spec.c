@@ -211,11 +211,9 @@ static int sp_ix_build(sp_state_t *s)
 	size_t cap = 64;
 	while (cap < 2 * s->n_tr + 2)
 		cap *= 2;
-	if (cap != s->ix_cap) {
-		uint32_t *x = realloc(s->ix, cap * sizeof *x);
-		if (!x)
+	if (cap != s->ix_cap) { /* exactly cap: the slot mask is ix_cap - 1 */
+		if (VEC_RESIZE(s->ix, cap))
 			return KS_ENOMEM;
-		s->ix = x;
 		s->ix_cap = cap;
 	}
 	memset(s->ix, 0, s->ix_cap * sizeof *s->ix);
@@ -290,38 +288,17 @@ static int sp_snapshot(sp_state_t *s, const pol_view_t *v)
 {
 	if (s->n_inst != v->n_inst) {
 		uint32_t n = v->n_inst;
-		pol_inst_t *sn = realloc(s->snap, n * sizeof *sn);
-		uint32_t *o = realloc(s->order, n * sizeof *o);
-		uint64_t *pl = realloc(s->spec_plan, n * sizeof *pl);
-		if (sn)
-			s->snap = sn;
-		if (o)
-			s->order = o;
-		if (pl)
-			s->spec_plan = pl;
-		if (!sn || !o || !pl)
+		if (VEC_RESIZE(s->snap, n) || VEC_RESIZE(s->order, n) ||
+		    VEC_RESIZE(s->spec_plan, n))
 			return KS_ENOMEM;
 		s->n_inst = n;
 	}
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		v->inst(v->ctx, i, &s->snap[i]);
-		s->order[i] = i;
+	pol_snapshot_by_load(v, s->snap, s->order, 1);
+	for (uint32_t i = 0; i < v->n_inst; i++)
 		s->spec_plan[i] = s->snap[i].kv_spec_blocks;
-	}
 	for (size_t i = 0; i < s->n_fl; i++)
 		if (s->fl[i].dst < v->n_inst)
 			s->spec_plan[s->fl[i].dst] += s->fl[i].blocks;
-	for (uint32_t i = 1; i < v->n_inst; i++) /* least busy first */
-		for (uint32_t j = i; j > 0; j--) {
-			const pol_inst_t *a = &s->snap[s->order[j - 1]], *b = &s->snap[s->order[j]];
-			uint64_t la = (uint64_t)a->waiting + a->running,
-				 lb = (uint64_t)b->waiting + b->running;
-			if (la < lb || (la == lb && a->prefill_tokens <= b->prefill_tokens))
-				break;
-			uint32_t x = s->order[j];
-			s->order[j] = s->order[j - 1];
-			s->order[j - 1] = x;
-		}
 	return 0;
 }
 
@@ -337,14 +314,8 @@ static int cand_cmp(const void *a, const void *b)
 
 static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
 {
-	if (*n == s->cap_c) {
-		size_t cap = s->cap_c ? 2 * s->cap_c : 64;
-		sp_cand_t *x = realloc(s->c, cap * sizeof *x);
-		if (!x)
-			return KS_ENOMEM;
-		s->c = x;
-		s->cap_c = cap;
-	}
+	if (VEC_GROW(s->c, s->cap_c, *n + 1, 64))
+		return KS_ENOMEM;
 	s->c[(*n)++] = *c;
 	return 0;
 }
@@ -519,13 +490,8 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	if (nc > 1)
 		qsort(s->c, nc, sizeof *s->c, cand_cmp);
 	/* triggers: forecast entries that got at least one copy this tick */
-	if (fc && fc->n > s->cap_hit) {
-		unsigned char *x = realloc(s->hit, fc->n);
-		if (!x)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		s->hit = x;
-		s->cap_hit = fc->n;
-	}
+	if (fc && VEC_GROW(s->hit, s->cap_hit, fc->n, fc->n))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	if (fc && fc->n)
 		memset(s->hit, 0, fc->n);
 	for (size_t i = 0; i < nc; i++) {
@@ -602,18 +568,6 @@ static int sp_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 	return 0;
 }
 
-/* <0 when a is less busy than b: fewer queued + running, then fewer queued
- * prefill tokens. */
-static int sp_load_cmp(const pol_inst_t *a, const pol_inst_t *b)
-{
-	uint64_t la = (uint64_t)a->waiting + a->running, lb = (uint64_t)b->waiting + b->running;
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	if (a->prefill_tokens != b->prefill_tokens)
-		return a->prefill_tokens < b->prefill_tokens ? -1 : 1;
-	return 0;
-}
-
 static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	sp_state_t *s = st;
@@ -633,7 +587,8 @@ static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint
 		if (v->match(v->ctx, i, r->blocks, len) < len)
 			continue;
 		v->inst(v->ctx, i, &cur);
-		int c = ties ? sp_load_cmp(&cur, &best) : -1;
+		/* -1: cur less busy than best (load, then queued prefill); 0: as busy */
+		int c = !ties || pol_inst_busier(&best, &cur, 1) ? -1 : pol_inst_busier(&cur, &best, 1);
 		/* equal load: each of the k tied instances kept with probability 1/k */
 		if (c < 0 || (c == 0 && gsl_rng_uniform_int(s->rng, ties + 1) == 0)) {
 			best = cur;

@@ -7,6 +7,7 @@
  * approximate tree). Defaults cite the framework they follow; "own choice"
  * says where none is published. */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -46,13 +47,8 @@ static const uint32_t *rt_matches(rt_base_t *b, const pol_view_t *v, const pol_r
                                   uint32_t (*match)(void *, uint32_t, const uint64_t *, uint32_t),
                                   uint32_t *best)
 {
-	if (v->n_inst > b->cap) {
-		uint32_t *m = realloc(b->m, v->n_inst * sizeof *m);
-		if (!m)
-			return NULL;
-		b->m = m;
-		b->cap = v->n_inst;
-	}
+	if (VEC_GROW(b->m, b->cap, v->n_inst, v->n_inst))
+		return NULL;
 	*best = 0;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		b->m[i] = match(v->ctx, i, r->blocks, r->n_blocks);

@@ -5,6 +5,7 @@
  * id -> node (linear probing, backward-shift deletion, load <= 1/2), both
  * grown by doubling up to the set's cap, then reused in place. */
 #include "policies/pol_int.h"
+#include "sim/base/vec.h"
 
 #include <stdlib.h>
 
@@ -113,17 +114,8 @@ static int grow(rv_set_t *t, uint32_t cap)
 {
 	uint32_t alloc = t->alloc ? 2 * t->alloc : 64;
 	alloc = alloc < cap ? alloc : cap;
-	uint64_t *id = realloc(t->id, alloc * sizeof *id);
-	if (!id)
+	if (VEC_RESIZE(t->id, alloc) || VEC_RESIZE(t->prev, alloc) || VEC_RESIZE(t->next, alloc))
 		return KS_ENOMEM;
-	t->id = id;
-	uint32_t *p = realloc(t->prev, alloc * sizeof *p);
-	if (!p)
-		return KS_ENOMEM;
-	t->prev = p;
-	if (!(p = realloc(t->next, alloc * sizeof *p)))
-		return KS_ENOMEM;
-	t->next = p;
 	uint32_t nslot = 1;
 	while (nslot < 2 * alloc)
 		nslot <<= 1;

@@ -57,6 +57,29 @@ uint64_t pol_inst_load(const pol_inst_t *x)
 	return (uint64_t)x->waiting + x->running;
 }
 
+int pol_inst_busier(const pol_inst_t *a, const pol_inst_t *b, int tokens)
+{
+	uint64_t la = pol_inst_load(a), lb = pol_inst_load(b);
+	if (la != lb)
+		return la > lb;
+	return tokens && a->prefill_tokens > b->prefill_tokens;
+}
+
+void pol_snapshot_by_load(const pol_view_t *v, pol_inst_t *snap, uint32_t *order, int tokens)
+{
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		v->inst(v->ctx, i, &snap[i]);
+		order[i] = i;
+	}
+	for (uint32_t i = 1; i < v->n_inst; i++)
+		for (uint32_t j = i;
+		     j > 0 && pol_inst_busier(&snap[order[j - 1]], &snap[order[j]], tokens); j--) {
+			uint32_t x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+}
+
 /* ---- prefix table -------------------------------------------------------- */
 
 #define SLOT_EMPTY UINT32_MAX
@@ -171,19 +194,8 @@ static void ptab_rehash(pol_ptab_t *t)
 static int ptab_grow(pol_ptab_t *t)
 {
 	size_t cap = 2 * t->cap, nslot = 2 * t->nslot;
-	uint64_t *id = realloc(t->id, cap * sizeof *id);
-	if (id)
-		t->id = id;
-	int64_t *last = realloc(t->last, cap * sizeof *last);
-	if (last)
-		t->last = last;
-	unsigned char *pay = t->payload ? realloc(t->pay, cap * t->payload) : NULL;
-	if (pay)
-		t->pay = pay;
-	uint32_t *slot = realloc(t->slot, nslot * sizeof *slot);
-	if (slot)
-		t->slot = slot;
-	if (!id || !last || !slot || (t->payload && !pay))
+	if (VEC_RESIZE(t->id, cap) || VEC_RESIZE(t->last, cap) ||
+	    (t->payload && VEC_RESIZE(t->pay, cap * t->payload)) || VEC_RESIZE(t->slot, nslot))
 		return KS_ENOMEM;
 	t->cap = cap;
 	t->nslot = nslot;

@@ -158,6 +158,20 @@ void tr_lines_close(tr_lines_t *l)
 	memset(l, 0, sizeof *l);
 }
 
+void *tr_lines_src_new(size_t size, size_t lines_off, const char *path, int *rc, err_t *e)
+{
+	char *s = calloc(1, size);
+	if (!s) {
+		*rc = err_set(e, KS_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if ((*rc = tr_lines_open((tr_lines_t *)(void *)(s + lines_off), path, e))) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 int tr_csv_split(tr_lines_t *l, tr_field_t *f, int max, err_t *e)
 {
 	char *p = l->buf, *end = l->buf + l->len;

@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -168,14 +169,10 @@ static void csv_close(tr_src_t *b)
 
 static int csv_open(const tr_opts_t *o, const char *path, int azure, tr_src_t **out, err_t *e)
 {
-	csv_src_t *s = calloc(1, sizeof *s);
+	int rc;
+	csv_src_t *s = tr_lines_src_new(sizeof *s, offsetof(csv_src_t, l), path, &rc, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	int rc = tr_lines_open(&s->l, path, e);
-	if (rc) {
-		free(s);
 		return rc;
-	}
 	s->azure = azure;
 	s->max_tokens = o->max_tokens;
 	s->base.next = csv_next;
@@ -328,14 +325,10 @@ static void native_close(tr_src_t *b)
 
 int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e)
 {
-	native_src_t *s = calloc(1, sizeof *s);
+	int rc;
+	native_src_t *s = tr_lines_src_new(sizeof *s, offsetof(native_src_t, l), path, &rc, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	int rc = tr_lines_open(&s->l, path, e);
-	if (rc) {
-		free(s);
 		return rc;
-	}
 	s->max_tokens = o->max_tokens;
 	s->base.next = native_next;
 	s->base.close = native_close;

@@ -125,15 +125,7 @@ uint32_t tr_dist_draw(tr_dist_t *d, gsl_rng *rng)
 		return clamp(d, gsl_ran_lognormal(rng, d->mu, d->o.sigma));
 	case TR_DIST_ZIPF: {
 		double u = gsl_rng_uniform(rng);
-		size_t lo = 0, hi = d->max - d->min;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (d->cdf[mid] < u)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return d->min + (uint32_t)lo;
+		return d->min + (uint32_t)tr_cdf_index(d->cdf, (size_t)(d->max - d->min) + 1, u);
 	}
 	case TR_DIST_EMPIRICAL:
 		return clamp(d, d->vals[gsl_rng_uniform_int(rng, d->n_vals)]);

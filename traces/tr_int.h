@@ -51,6 +51,10 @@ typedef struct tr_src {
 /* Kept for callers that pass a void **; new code uses VEC_GROW (sim/base/vec.h). */
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
+/* Inverse-CDF draw: the first index i < n - 1 with cdf[i] >= u, else n - 1
+ * (cdf non-decreasing, n >= 1). Binary search, O(log n). */
+size_t tr_cdf_index(const double *cdf, size_t n, double u);
+
 /* ---- line reader (tr_csv.c) --------------------------------------------- */
 /* Reads plain and gzip files alike through zlib's gz* API (a file without
  * the gzip magic is passed through unchanged), so every reader accepts
@@ -74,6 +78,11 @@ int tr_lines_open(tr_lines_t *l, const char *path, err_t *e);
  * stream (line = the one being read when the stream failed). */
 int tr_lines_next(tr_lines_t *l, err_t *e);
 void tr_lines_close(tr_lines_t *l);
+/* A file source's first step: a zeroed struct of size bytes whose
+ * tr_lines_t at lines_off has path open. NULL with *rc set (KS_ENOMEM, or
+ * tr_lines_open's error) on failure; the caller frees it after
+ * tr_lines_close. */
+void *tr_lines_src_new(size_t size, size_t lines_off, const char *path, int *rc, err_t *e);
 /* Decompresses a gzip file once to its end (constant memory), so a truncated
  * or corrupt one fails before any row is used, with the same message
  * tr_lines_next would give. 0 for plain files and non-regular ones (a pipe

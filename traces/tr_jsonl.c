@@ -15,6 +15,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,14 +243,10 @@ static void jsonl_close(tr_src_t *b)
 
 int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **out, err_t *e)
 {
-	jsonl_src_t *s = calloc(1, sizeof *s);
+	int rc;
+	jsonl_src_t *s = tr_lines_src_new(sizeof *s, offsetof(jsonl_src_t, l), path, &rc, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	int rc = tr_lines_open(&s->l, path, e);
-	if (rc) {
-		free(s);
 		return rc;
-	}
 	s->bailian = bailian;
 	if (bailian && !(s->chats = calloc(CHAT_SLOTS, sizeof *s->chats))) {
 		tr_lines_close(&s->l);

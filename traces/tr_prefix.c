@@ -115,14 +115,7 @@ static void pick_prompt(tr_prefix_t *p, uint64_t *key, uint32_t *len)
 	if (!(p->o.prefix_shared_prob > 0) || gsl_rng_uniform(p->rng) >= p->o.prefix_shared_prob)
 		return;
 	double u = gsl_rng_uniform(p->rng);
-	uint32_t lo = 0, hi = p->o.prefix_count - 1;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (p->cdf[mid] < u)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = (uint32_t)tr_cdf_index(p->cdf, p->o.prefix_count, u);
 	uint64_t h = tr_mix(tr_mix(TR_ROOT_ID, p->seed), 0x70726f6d7074ULL + lo);
 	*key = h;
 	double L = p->o.prefix_tokens;

@@ -15,6 +15,19 @@ uint64_t tr_mix(uint64_t h, uint64_t x)
 	return rng_fmix64(r ^ rng_fmix64(x ^ 0xd6e8feb86659fd93ULL));
 }
 
+size_t tr_cdf_index(const double *cdf, size_t n, double u)
+{
+	size_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 const char *tr_gen_name(tr_gen_kind_t g)
 {
 	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,50 +142,51 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 	              .warmup = 2,
 	              .inner_bytes = 1 << 20,
 	              .model = "Llama-3-8B"};
+	/* Where each plain option lands: a string, a flag set to val, a number
+	 * (atof), or a whole number (parsed below, range-checked unless u64). */
+	enum { K_STR, K_SET, K_F64, K_U64, K_INT, K_I64 };
+	static const struct {
+		int c, kind, val;
+		size_t off;
+	} dst[] = {
+	    {'o', K_STR, 0, offsetof(opts_t, out)},
+	    {O_MODEL, K_STR, 0, offsetof(opts_t, model)},
+	    {O_GPU, K_STR, 0, offsetof(opts_t, gpu)},
+	    {O_BACKEND, K_STR, 0, offsetof(opts_t, backend)},
+	    {O_SO, K_STR, 0, offsetof(opts_t, cuda_so)},
+	    {'q', K_SET, 1, offsetof(opts_t, quiet)},
+	    {O_GROUPS, K_SET, 1, offsetof(opts_t, groups)},
+	    {O_NOGROUPS, K_SET, 0, offsetof(opts_t, groups)},
+	    {O_BATCH, K_SET, 1, offsetof(opts_t, batch)},
+	    {O_COMPUTE, K_SET, 1, offsetof(opts_t, compute)},
+	    {O_PF, K_F64, 0, offsetof(opts_t, peak_tflops)},
+	    {O_PB, K_F64, 0, offsetof(opts_t, peak_gbs)},
+	    {O_INNER, K_U64, 0, offsetof(opts_t, inner_bytes)},
+	    {O_READ, K_U64, 0, offsetof(opts_t, read_bytes)},
+	    {O_LIMIT, K_U64, 0, offsetof(opts_t, limit)},
+	    {O_DEV, K_INT, 0, offsetof(opts_t, n_dev)},
+	    {O_SLICES, K_INT, 0, offsetof(opts_t, slices)},
+	    {O_REPS, K_INT, 0, offsetof(opts_t, reps)},
+	    {O_WARM, K_INT, 0, offsetof(opts_t, warmup)},
+	    {O_HIDDEN, K_I64, 0, offsetof(opts_t, hidden)},
+	    {O_FFN, K_I64, 0, offsetof(opts_t, ffn)},
+	    {O_HEADS, K_I64, 0, offsetof(opts_t, heads)},
+	    {O_KVH, K_I64, 0, offsetof(opts_t, kv_heads)},
+	    {O_HD, K_I64, 0, offsetof(opts_t, head_dim)},
+	};
 	optind = 1;
 	int c;
 	uint64_t v;
 	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
+		size_t i = 0, nd = sizeof dst / sizeof dst[0];
+		while (i < nd && dst[i].c != c)
+			i++;
+		char *p = i < nd ? (char *)o + dst[i].off : NULL;
+		int kind = i < nd ? dst[i].kind : -1;
 		switch (c) {
-		case 'o':
-			o->out = optarg;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case O_MODEL:
-			o->model = optarg;
-			break;
-		case O_GPU:
-			o->gpu = optarg;
-			break;
 		case 'h':
 			usage(stdout);
 			return 1;
-		case O_BACKEND:
-			o->backend = optarg;
-			break;
-		case O_SO:
-			o->cuda_so = optarg;
-			break;
-		case O_GROUPS:
-			o->groups = 1;
-			break;
-		case O_NOGROUPS:
-			o->groups = 0;
-			break;
-		case O_BATCH:
-			o->batch = 1;
-			break;
-		case O_COMPUTE:
-			o->compute = 1;
-			break;
-		case O_PF:
-			o->peak_tflops = atof(optarg);
-			break;
-		case O_PB:
-			o->peak_gbs = atof(optarg);
-			break;
 		case O_SPAN:
 			o->span_s = atof(optarg);
 			if (!(o->span_s > 0)) {
@@ -209,51 +211,36 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 			break;
 		}
 		default:
-			if (c == '?' || !optarg || parse_u64(optarg, &v)) {
+			if (kind == K_STR) {
+				*(const char **)(void *)p = optarg;
+				break;
+			}
+			if (kind == K_SET) {
+				*(int *)(void *)p = dst[i].val;
+				break;
+			}
+			if (kind == K_F64) {
+				*(double *)(void *)p = atof(optarg);
+				break;
+			}
+			if (kind < 0 || !optarg || parse_u64(optarg, &v)) {
 				if (c != '?')
 					fprintf(stderr, "kvreplay: bad number '%s'\n", optarg);
 				usage(stderr);
 				return 2;
 			}
-			if (c == O_INNER || c == O_READ || c == O_LIMIT) {
-				*(c == O_INNER  ? &o->inner_bytes
-				  : c == O_READ ? &o->read_bytes
-				                : &o->limit) = v;
+			if (kind == K_U64) {
+				*(uint64_t *)(void *)p = v;
 				break;
 			}
 			if (v > INT_MAX || (c != O_WARM && !v)) {
 				fprintf(stderr, "kvreplay: '%s' out of range\n", optarg);
 				return 2;
 			}
-			switch (c) {
-			case O_DEV:
-				o->n_dev = (int)v;
-				break;
-			case O_SLICES:
-				o->slices = (int)v;
-				break;
-			case O_REPS:
-				o->reps = (int)v;
-				break;
-			case O_WARM:
-				o->warmup = (int)v;
-				break;
-			case O_HIDDEN:
-				o->hidden = (int64_t)v;
-				break;
-			case O_FFN:
-				o->ffn = (int64_t)v;
-				break;
-			case O_HEADS:
-				o->heads = (int64_t)v;
-				break;
-			case O_KVH:
-				o->kv_heads = (int64_t)v;
-				break;
-			case O_HD:
-				o->head_dim = (int64_t)v;
-				break;
-			}
+			if (kind == K_INT)
+				*(int *)(void *)p = (int)v;
+			else
+				*(int64_t *)(void *)p = (int64_t)v;
 		}
 	}
 	if (o->reps > 64) {

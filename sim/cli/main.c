@@ -3,15 +3,10 @@
 #include <string.h>
 
 #include "sim/cli/cli.h"
+#include "sim/cli/cli_sub.h"
 #include "sim/run/cli_common.h"
 
-typedef struct subcommand {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *help;
-} subcommand_t;
-
-static const subcommand_t subcommands[] = {
+static const cli_sub_t subcommands[] = {
 	{"run", cli_run_main, "run one experiment and print its summary"},
 	{"config", cli_config_main, "show the resolved config or document every key"},
 	{"trace", tr_cli_main, "read, generate, convert and describe traces"},
@@ -26,14 +21,12 @@ static const subcommand_t subcommands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvsim [--version] [--help] COMMAND [ARGS]\n\n"
-		   "kvsim is a discrete-event simulator of LLM serving clusters for\n"
-		   "comparing KV-cache replication, placement and routing policies.\n\n"
-		   "commands:\n");
-	for (size_t i = 0; i < N_SUB; i++)
-		fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
-	fprintf(f, "\nRun 'kvsim COMMAND --help' for a command's options.\n");
-	cli_help_end(f);
+	cli_sub_usage(f,
+		      "usage: kvsim [--version] [--help] COMMAND [ARGS]\n\n"
+		      "kvsim is a discrete-event simulator of LLM serving clusters for\n"
+		      "comparing KV-cache replication, placement and routing policies.\n\n"
+		      "commands:\n",
+		      subcommands, N_SUB, "\nRun 'kvsim COMMAND --help' for a command's options.\n");
 }
 
 int main(int argc, char **argv)
@@ -50,10 +43,8 @@ int main(int argc, char **argv)
 		printf("kvsim %s (git %s)\n", KVSIM_VERSION, KVSIM_GITREV);
 		return 0;
 	}
-	for (size_t i = 0; i < N_SUB; i++)
-		if (!strcmp(argv[1], subcommands[i].name)) {
-			cli_set_command(argv[1]);
-			return subcommands[i].fn(argc - 1, argv + 1);
-		}
+	const cli_sub_t *s = cli_sub_find(subcommands, N_SUB, argv[1]);
+	if (s)
+		return cli_sub_run(s, NULL, argc, argv);
 	return cli_usage_error("unknown command '%s'", argv[1]);
 }

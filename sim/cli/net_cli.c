@@ -21,6 +21,7 @@
 #include "sim/base/cfg.h"
 #include "sim/base/vec.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/cli_sub.h"
 #include "sim/run/cli_common.h"
 #include "sim/net/net.h"
 
@@ -407,24 +408,12 @@ static void usage(FILE *f)
 	cli_help_end(f);
 }
 
-int net_cli_main(int argc, char **argv)
+/* kvsim net run [--links] FILE (argv[0] is "run"). */
+static int net_run_main(int argc, char **argv)
 {
-	if (argc < 2)
-		return cli_usage_error("missing command (run, bench)");
-	if (cli_is_help(argv[1])) {
-		usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "bench") && strcmp(argv[1], "run"))
-		return cli_usage_error("unknown command '%s' (run, bench)", argv[1]);
-	char cmd[64];
-	snprintf(cmd, sizeof cmd, "net %s", argv[1]);
-	cli_set_command(cmd);
-	if (!strcmp(argv[1], "bench"))
-		return net_bench_main(argc - 1, argv + 1);
 	int links = 0;
 	const char *file = NULL;
-	for (int i = 2; i < argc; i++) {
+	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--links"))
 			links = 1;
 		else if (cli_is_help(argv[i])) {
@@ -442,4 +431,15 @@ int net_cli_main(int argc, char **argv)
 	err_t e = {0};
 	int rc = net_scenario_run(file, stdout, links, &e);
 	return rc ? cli_fail(&e) : 0;
+}
+
+static const cli_sub_t net_cmds[] = {
+	{"run", net_run_main, "simulate a scenario file"},
+	{"bench", net_bench_main, "flow-event cost and the scaling table"},
+};
+
+int net_cli_main(int argc, char **argv)
+{
+	return cli_sub_main("net", net_cmds, sizeof net_cmds / sizeof net_cmds[0], usage, argc,
+			    argv);
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "sim/cli/cli.h"
+#include "sim/cli/cli_sub.h"
 #include "sim/run/cli_common.h"
 #include "traces/tr.h"
 
@@ -256,29 +257,17 @@ out:
 	return rc;
 }
 
-int tr_cli_main(int argc, char **argv)
+/* Every trace command: argv[0] is its name (stats, gen, convert, validate). */
+static int tr_cmd_main(int argc, char **argv)
 {
-	if (argc < 2)
-		return cli_usage_error("missing command (stats, gen, convert, validate)");
-	if (cli_is_help(argv[1])) {
-		usage(stdout);
-		return 0;
-	}
-	args_t a = {.cmd = argv[1]};
+	args_t a = {.cmd = argv[0]};
 	err_t e = {0};
-	if (strcmp(a.cmd, "stats") && strcmp(a.cmd, "gen") && strcmp(a.cmd, "convert") &&
-	    strcmp(a.cmd, "validate"))
-		return cli_usage_error("unknown command '%s' (stats, gen, convert, validate)",
-		                       a.cmd);
-	char cmd[64];
-	snprintf(cmd, sizeof cmd, "trace %s", a.cmd);
-	cli_set_command(cmd);
-	for (int i = 2; i < argc; i++)
+	for (int i = 1; i < argc; i++)
 		if (cli_is_help(argv[i])) {
 			usage(stdout);
 			return 0;
 		}
-	int rc = parse(argc - 1, argv + 1, &a, &e);
+	int rc = parse(argc, argv, &a, &e);
 	if (!rc && !a.file)
 		rc = err_set(&e, KS_EINPUT, "missing %s", strcmp(a.cmd, "gen") ? "FILE" : "KIND");
 	if (rc) {
@@ -288,4 +277,17 @@ int tr_cli_main(int argc, char **argv)
 	rc = run(&a, &e);
 	free(a.sets);
 	return rc ? cli_fail(&e) : 0;
+}
+
+static const cli_sub_t tr_cmds[] = {
+	{"stats", tr_cmd_main, "describe a trace"},
+	{"gen", tr_cmd_main, "write a synthetic trace"},
+	{"convert", tr_cmd_main, "rewrite any trace as native"},
+	{"validate", tr_cmd_main, "read a trace fully; print speed and memory"},
+};
+
+int tr_cli_main(int argc, char **argv)
+{
+	return cli_sub_main("trace", tr_cmds, sizeof tr_cmds / sizeof tr_cmds[0], usage, argc,
+			    argv);
 }

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +270,92 @@ static void phold_usage(FILE *f)
 	cli_help_end(f);
 }
 
+/* A numeric option of a bench: its getopt character, its flag (for messages),
+ * its range, and where and as what it lands in the bench's params. */
+typedef enum { BN_U32, BN_U64, BN_I64, BN_ULONG, BN_DBL } bench_num_t;
+typedef struct bench_num_opt {
+	int c;
+	const char *flag;
+	double lo, hi;
+	bench_num_t type;
+	size_t off;
+} bench_num_opt_t;
+
+static int bench_num_set(const bench_num_opt_t *o, const char *arg, void *params, err_t *e)
+{
+	char *dst = (char *)params + o->off;
+	if (o->type == BN_DBL)
+		return parse_num(o->flag, arg, o->lo, o->hi, (double *)(void *)dst, e);
+	int64_t v = 0;
+	int rc = parse_int(o->flag, arg, o->lo, o->hi, &v, e);
+	if (rc)
+		return rc;
+	switch (o->type) {
+	case BN_U32: *(uint32_t *)(void *)dst = (uint32_t)v; break;
+	case BN_U64: *(uint64_t *)(void *)dst = (uint64_t)v; break;
+	case BN_ULONG: *(unsigned long *)(void *)dst = (unsigned long)v; break;
+	default: *(int64_t *)(void *)dst = v; break;
+	}
+	return KS_OK;
+}
+
+/* An option that is not a number (hold's --dist): KS_OK or an error in e. */
+typedef int (*bench_opt_fn)(void *params, int c, const char *arg, err_t *e);
+
+/* The getopt pass both benches share: --json and --help here, the numbers
+ * of nums[n] into params, any other option of opts through other (may be
+ * NULL). 0 to run the bench; 1 when it is not to run, with *status what its
+ * main returns (0 after --help, else the usage error's exit status). */
+static int bench_parse(int argc, char **argv, const struct option *opts,
+		       const bench_num_opt_t *nums, size_t n, bench_opt_fn other, void *params,
+		       void (*usage)(FILE *), int *json, int *status)
+{
+	int c, rc = KS_OK;
+	err_t e = {0};
+	*json = 0;
+	optind = 0; /* glibc: full re-initialisation for a second getopt pass */
+	opterr = 0;
+	while (rc == KS_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		size_t i = 0;
+		while (i < n && nums[i].c != c)
+			i++;
+		if (c == 'j') {
+			*json = 1;
+		} else if (c == 'h') {
+			usage(stdout);
+			*status = 0;
+			return 1;
+		} else if (i < n) {
+			rc = bench_num_set(&nums[i], optarg, params, &e);
+		} else if (c != '?' && other) {
+			rc = other(params, c, optarg, &e);
+		} else {
+			rc = err_set(&e, KS_EINPUT, "unknown or incomplete option '%s'",
+				     argv[optind - 1]);
+		}
+	}
+	if (rc == KS_OK && optind < argc)
+		rc = err_set(&e, KS_EINPUT, "unexpected argument '%s'", argv[optind]);
+	if (rc) {
+		*status = cli_usage_error("%s", e.msg);
+		return 1;
+	}
+	return 0;
+}
+
+#define PH(c, flag, lo, hi, type, field) {c, flag, lo, hi, type, offsetof(ev_phold_params_t, field)}
+static const bench_num_opt_t phold_nums[] = {
+    PH('l', "--lps", 1, 1e9, BN_U32, lps),
+    PH('k', "--events-per-lp", 1, 1e9, BN_U32, events_per_lp),
+    PH('r', "--remote", 0, 1, BN_DBL, remote),
+    PH('a', "--lookahead", 0, 1e15, BN_I64, lookahead_ns),
+    PH('m', "--mean", 1, 1e15, BN_I64, mean_ns),
+    PH('e', "--end", 0, 9e18, BN_I64, end_ns),
+    PH('n', "--events", 1, 1e18, BN_U64, max_events),
+    PH('s', "--seed", 0, 4e9, BN_ULONG, seed),
+};
+#undef PH
+
 int ev_bench_phold_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -281,48 +368,11 @@ int ev_bench_phold_main(int argc, char **argv)
 	};
 	ev_phold_params_t p;
 	ev_phold_defaults(&p);
-	int json = 0, c, rc = KS_OK;
-	int64_t v;
-	double d;
+	int json, rc;
 	err_t e = {0};
-	optind = 0; /* glibc: full re-initialisation for a second getopt pass */
-	opterr = 0;
-	while (rc == KS_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'l':
-			if (!(rc = parse_int("--lps", optarg, 1, 1e9, &v, &e)))
-				p.lps = (uint32_t)v;
-			break;
-		case 'k':
-			if (!(rc = parse_int("--events-per-lp", optarg, 1, 1e9, &v, &e)))
-				p.events_per_lp = (uint32_t)v;
-			break;
-		case 'r':
-			if (!(rc = parse_num("--remote", optarg, 0, 1, &d, &e)))
-				p.remote = d;
-			break;
-		case 'a': rc = parse_int("--lookahead", optarg, 0, 1e15, &p.lookahead_ns, &e); break;
-		case 'm': rc = parse_int("--mean", optarg, 1, 1e15, &p.mean_ns, &e); break;
-		case 'e': rc = parse_int("--end", optarg, 0, 9e18, &p.end_ns, &e); break;
-		case 'n':
-			if (!(rc = parse_int("--events", optarg, 1, 1e18, &v, &e)))
-				p.max_events = (uint64_t)v;
-			break;
-		case 's':
-			if (!(rc = parse_int("--seed", optarg, 0, 4e9, &v, &e)))
-				p.seed = (unsigned long)v;
-			break;
-		case 'j': json = 1; break;
-		case 'h': phold_usage(stdout); return 0;
-		default:
-			rc = err_set(&e, KS_EINPUT, "unknown or incomplete option '%s'",
-				     argv[optind - 1]);
-		}
-	}
-	if (rc == KS_OK && optind < argc)
-		rc = err_set(&e, KS_EINPUT, "unexpected argument '%s'", argv[optind]);
-	if (rc)
-		return cli_usage_error("%s", e.msg);
+	if (bench_parse(argc, argv, opts, phold_nums, sizeof phold_nums / sizeof phold_nums[0], NULL,
+			&p, phold_usage, &json, &rc))
+		return rc;
 	if (p.end_ns == INT64_MAX && p.max_events == 0)
 		p.max_events = 10000000;
 	ev_phold_result_t r;
@@ -381,6 +431,27 @@ static void hold_usage(FILE *f)
 
 static const char *const hold_dist_names[] = {"exp", "uniform", "bimodal"};
 
+#define HO(c, flag, lo, hi, type, field) {c, flag, lo, hi, type, offsetof(ev_hold_params_t, field)}
+static const bench_num_opt_t hold_nums[] = {
+    HO('n', "--size", 1, 1e9, BN_U32, size),
+    HO('o', "--ops", 0, 1e18, BN_U64, ops),
+    HO('m', "--mean", 1, 1e15, BN_I64, mean_ns),
+    HO('s', "--seed", 0, 4e9, BN_ULONG, seed),
+};
+#undef HO
+
+static int hold_dist_opt(void *params, int c, const char *arg, err_t *e)
+{
+	(void)c; /* only --dist is not a number */
+	ev_hold_params_t *p = params;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(arg, hold_dist_names[i])) {
+			p->dist = (ev_hold_dist_t)i;
+			return KS_OK;
+		}
+	return err_set(e, KS_EINPUT, "--dist: expected exp, uniform or bimodal, got '%s'", arg);
+}
+
 int ev_bench_hold_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -391,46 +462,11 @@ int ev_bench_hold_main(int argc, char **argv)
 	};
 	ev_hold_params_t p;
 	ev_hold_defaults(&p);
-	int json = 0, c, rc = KS_OK;
-	int64_t v;
+	int json, rc;
 	err_t e = {0};
-	optind = 0;
-	opterr = 0;
-	while (rc == KS_OK && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (!(rc = parse_int("--size", optarg, 1, 1e9, &v, &e)))
-				p.size = (uint32_t)v;
-			break;
-		case 'o':
-			if (!(rc = parse_int("--ops", optarg, 0, 1e18, &v, &e)))
-				p.ops = (uint64_t)v;
-			break;
-		case 'd':
-			rc = err_set(&e, KS_EINPUT, "--dist: expected exp, uniform or bimodal, got '%s'",
-				     optarg);
-			for (int i = 0; i < 3; i++)
-				if (!strcmp(optarg, hold_dist_names[i])) {
-					p.dist = (ev_hold_dist_t)i;
-					rc = KS_OK;
-				}
-			break;
-		case 'm': rc = parse_int("--mean", optarg, 1, 1e15, &p.mean_ns, &e); break;
-		case 's':
-			if (!(rc = parse_int("--seed", optarg, 0, 4e9, &v, &e)))
-				p.seed = (unsigned long)v;
-			break;
-		case 'j': json = 1; break;
-		case 'h': hold_usage(stdout); return 0;
-		default:
-			rc = err_set(&e, KS_EINPUT, "unknown or incomplete option '%s'",
-				     argv[optind - 1]);
-		}
-	}
-	if (rc == KS_OK && optind < argc)
-		rc = err_set(&e, KS_EINPUT, "unexpected argument '%s'", argv[optind]);
-	if (rc)
-		return cli_usage_error("%s", e.msg);
+	if (bench_parse(argc, argv, opts, hold_nums, sizeof hold_nums / sizeof hold_nums[0],
+			hold_dist_opt, &p, hold_usage, &json, &rc))
+		return rc;
 	ev_hold_result_t r;
 	rc = ev_hold_run(&p, &r, &e);
 	if (rc)

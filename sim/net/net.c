@@ -631,6 +631,20 @@ static int grow_rows(net_t *net, uint32_t need)
 	return 0;
 }
 
+/* Adds link id to the component being solved unless this solve has already
+ * marked it. 0 or KS_ENOMEM. */
+static inline int comp_add_link(net_t *net, uint32_t id)
+{
+	link_t *l = &net->links[id];
+	if (l->mark == net->epoch)
+		return 0;
+	l->mark = net->epoch;
+	if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
+		return KS_ENOMEM;
+	net->comp_links[net->n_comp_links++] = id;
+	return 0;
+}
+
 static int solve(net_t *net)
 {
 	int64_t now = ev_engine_now(net->eng);
@@ -639,14 +653,9 @@ static int solve(net_t *net)
 	uint32_t n_bg = 0;
 	/* component: BFS from dirty links through aggregates */
 	for (uint32_t i = 0; i < net->n_dirty; i++) {
-		link_t *l = &net->links[net->dirty[i]];
-		l->dirty = 0;
-		if (l->mark == net->epoch)
-			continue;
-		l->mark = net->epoch;
-		if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
+		net->links[net->dirty[i]].dirty = 0;
+		if (comp_add_link(net, net->dirty[i]))
 			return KS_ENOMEM;
-		net->comp_links[net->n_comp_links++] = net->dirty[i];
 	}
 	net->n_dirty = 0;
 	for (uint32_t q = 0; q < net->n_comp_links; q++) {
@@ -660,15 +669,9 @@ static int solve(net_t *net)
 				return KS_ENOMEM;
 			net->comp_aggs[net->n_comp_aggs++] = l->aggs[j];
 			n_bg += a->cls == NET_BG;
-			for (uint32_t k = 0; k < a->len; k++) {
-				link_t *m = &net->links[a->path[k]];
-				if (m->mark == net->epoch)
-					continue;
-				m->mark = net->epoch;
-				if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
+			for (uint32_t k = 0; k < a->len; k++)
+				if (comp_add_link(net, a->path[k]))
 					return KS_ENOMEM;
-				net->comp_links[net->n_comp_links++] = a->path[k];
-			}
 		}
 	}
 	net->st.solves++;

@@ -289,31 +289,32 @@ int net_bench_main(int argc, char **argv)
 	printf("net bench (%s clock): 128 GPUs (16 nodes x 8), leaf/spine 4 leaves, 2:1 oversubscribed\n",
 	       prof_mode == 2 ? "thread CPU" : "wall");
 	print_head();
-	if ((rc = run_case(PAT_RAIL, 16, 10000 / k, 0, UINT64_MAX, &r)))
-		goto fail;
-	print_row("burst, rail-aligned shards", 10000 / k, &r);
-	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 0, UINT64_MAX, &r)))
-		goto fail;
-	print_row("burst, random GPU pairs", 10000 / k, &r);
-	if ((rc = run_case(PAT_RAIL, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
-		goto fail;
-	print_row("steady, rail-aligned, closed loop", 10000 / k, &r);
-	if ((rc = run_case(PAT_COPY, 16, 10000 / k, 0, UINT64_MAX, &r)))
-		goto fail;
-	print_row("burst, whole TP8 copies (8 shards)", 10000 / k, &r);
-	if ((rc = run_case(PAT_COPY, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
-		goto fail;
-	print_row("steady, whole TP8 copies", 10000 / k, &r);
-	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
-		goto fail;
-	print_row("steady, random pairs, closed loop", 10000 / k, &r);
-	bench_quantum = 1000000;
-	if ((rc = run_case(PAT_RAIL, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
-		goto fail;
-	print_row("steady, rail-aligned, quantum 1ms", 10000 / k, &r);
-	if ((rc = run_case(PAT_RANDOM, 16, 10000 / k, 5000 / k, 5000 / k, &r)))
-		goto fail;
-	print_row("steady, random pairs, quantum 1ms", 10000 / k, &r);
+	/* The cluster table: burst = 10000 flows at t = 0; steady = 5000 more
+	 * started one per finish (closed loop), 5000 flow events timed;
+	 * quantum_ns goes to net_set_quantum. */
+	static const struct {
+		const char *label;
+		pattern_t pat;
+		int steady;
+		int64_t quantum_ns;
+	} cases[] = {
+	    {"burst, rail-aligned shards", PAT_RAIL, 0, 0},
+	    {"burst, random GPU pairs", PAT_RANDOM, 0, 0},
+	    {"steady, rail-aligned, closed loop", PAT_RAIL, 1, 0},
+	    {"burst, whole TP8 copies (8 shards)", PAT_COPY, 0, 0},
+	    {"steady, whole TP8 copies", PAT_COPY, 1, 0},
+	    {"steady, random pairs, closed loop", PAT_RANDOM, 1, 0},
+	    {"steady, rail-aligned, quantum 1ms", PAT_RAIL, 1, 1000000},
+	    {"steady, random pairs, quantum 1ms", PAT_RANDOM, 1, 1000000},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		bench_quantum = cases[i].quantum_ns;
+		rc = cases[i].steady ? run_case(cases[i].pat, 16, 10000 / k, 5000 / k, 5000 / k, &r)
+				     : run_case(cases[i].pat, 16, 10000 / k, 0, UINT64_MAX, &r);
+		if (rc)
+			goto fail;
+		print_row(cases[i].label, 10000 / k, &r);
+	}
 	bench_quantum = 0;
 	printf("scaling: one bottleneck shared by all flows (closed loop)\n");
 	print_head();

@@ -12,11 +12,24 @@ struct net_topo {
 	uint32_t n_gpus, n_leaves;
 	uint32_t first;      /* id of GPU 0's first link; all ids are consecutive */
 	uint32_t leaf_first; /* id of leaf 0's up link */
+	uint32_t n_links;    /* links made here: ids first .. first + n_links - 1 */
+	uint8_t *kind;       /* [n_links] net_link_kind_t of each, set by add_link */
 };
 
 static int bad(err_t *e, const char *what)
 {
 	return err_set(e, KS_EINPUT, "network topology: %s", what);
+}
+
+/* Adds one link and records the kind it is made as, so that accounting never
+ * has to guess a link's medium from its name. */
+static int add_link(net_t *net, net_topo_t *t, double bw, int64_t lat_ns, net_link_kind_t k,
+		    err_t *e)
+{
+	int rc = net_link_add(net, bw, lat_ns, NULL, e);
+	if (!rc)
+		t->kind[t->n_links++] = (uint8_t)k;
+	return rc;
 }
 
 int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t *e)
@@ -45,14 +58,19 @@ int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t
 	t->n_gpus = (uint32_t)n_gpus;
 	t->n_leaves = ls ? (uint32_t)((n_gpus + s->gpus_per_leaf - 1) / s->gpus_per_leaf) : 1;
 	t->first = (uint32_t)net_link_count(net);
+	t->kind = malloc((size_t)t->n_gpus * GPU_LINKS + 2 * (size_t)t->n_leaves);
+	if (!t->kind) {
+		free(t);
+		return err_set(e, KS_ENOMEM, "network topology: out of memory");
+	}
 	int rc = 0;
 	for (uint32_t i = 0; i < t->n_gpus && !rc; i++) {
-		rc = net_link_add(net, s->nvlink_bw, s->nvlink_lat_ns, NULL, e) ||
-		     net_link_add(net, s->nvlink_bw, 0, NULL, e) ||
-		     net_link_add(net, s->pcie_bw, s->pcie_lat_ns, NULL, e) ||
-		     net_link_add(net, s->pcie_bw, s->pcie_lat_ns, NULL, e) ||
-		     net_link_add(net, s->nic_bw, s->nic_lat_ns, NULL, e) ||
-		     net_link_add(net, s->nic_bw, 0, NULL, e);
+		rc = add_link(net, t, s->nvlink_bw, s->nvlink_lat_ns, NET_LK_NVLINK_UP, e) ||
+		     add_link(net, t, s->nvlink_bw, 0, NET_LK_NVLINK_DOWN, e) ||
+		     add_link(net, t, s->pcie_bw, s->pcie_lat_ns, NET_LK_PCIE_D2H, e) ||
+		     add_link(net, t, s->pcie_bw, s->pcie_lat_ns, NET_LK_PCIE_H2D, e) ||
+		     add_link(net, t, s->nic_bw, s->nic_lat_ns, NET_LK_NIC_UP, e) ||
+		     add_link(net, t, s->nic_bw, 0, NET_LK_NIC_DOWN, e);
 	}
 	t->leaf_first = (uint32_t)net_link_count(net);
 	for (uint32_t l = 0; ls && l < t->n_leaves && !rc; l++) {
@@ -60,11 +78,11 @@ int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t
 		if (hi > t->n_gpus)
 			hi = t->n_gpus;
 		double up = (double)(hi - lo) * s->nic_bw / s->oversubscription;
-		rc = net_link_add(net, up, s->switch_lat_ns, NULL, e) ||
-		     net_link_add(net, up, s->switch_lat_ns, NULL, e);
+		rc = add_link(net, t, up, s->switch_lat_ns, NET_LK_LEAF_UP, e) ||
+		     add_link(net, t, up, s->switch_lat_ns, NET_LK_SPINE_DOWN, e);
 	}
 	if (rc) {
-		free(t);
+		net_topo_free(t);
 		return e ? e->code : KS_ENOMEM;
 	}
 	*out = t;
@@ -73,6 +91,8 @@ int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t
 
 void net_topo_free(net_topo_t *t)
 {
+	if (t)
+		free(t->kind);
 	free(t);
 }
 
@@ -116,6 +136,34 @@ int net_topo_link(const net_topo_t *t, net_link_kind_t kind, uint32_t node, uint
 		return KS_EINPUT;
 	*link = glink(t, node, gpu_or_leaf, kind);
 	return 0;
+}
+
+int net_topo_link_kind(const net_topo_t *t, uint32_t link, net_link_kind_t *kind)
+{
+	if (link < t->first || link - t->first >= t->n_links)
+		return KS_EINPUT;
+	*kind = (net_link_kind_t)t->kind[link - t->first];
+	return 0;
+}
+
+net_medium_t net_topo_link_medium(const net_topo_t *t, uint32_t link)
+{
+	net_link_kind_t k;
+	if (net_topo_link_kind(t, link, &k))
+		return NET_MEDIUM_FABRIC;
+	switch (k) {
+	case NET_LK_NVLINK_UP:
+	case NET_LK_NVLINK_DOWN:
+		return NET_MEDIUM_NVLINK;
+	case NET_LK_PCIE_D2H:
+	case NET_LK_PCIE_H2D:
+		return NET_MEDIUM_PCIE;
+	case NET_LK_NIC_UP:
+	case NET_LK_NIC_DOWN:
+		return NET_MEDIUM_NIC;
+	default:
+		return NET_MEDIUM_FABRIC;
+	}
 }
 
 const char *net_topo_link_name(const net_topo_t *t, uint32_t link, char *buf, size_t n)

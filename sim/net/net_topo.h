@@ -11,6 +11,8 @@
  * cross-leaf path adds switch_lat_ns (on leaf-up and spine-down). Capacities
  * are bytes/s per direction, latencies ns; numbers come from the caller (the
  * hardware spec), nothing here reads models/. The topo does not own the net.
+ * Each link's kind is recorded where the link is made (net_topo_link_kind),
+ * so callers never parse link names to tell NVLink from PCIe or NIC.
  * Path functions fill links_out[NET_PATH_MAX] and return the link count, or
  * KS_EINPUT for an index out of range or a GPU to itself.
  */
@@ -43,6 +45,11 @@ typedef enum {
 	NET_LK_NIC_UP, NET_LK_NIC_DOWN, NET_LK_LEAF_UP, NET_LK_SPINE_DOWN
 } net_link_kind_t;
 
+/* What a link is made of, for per-medium accounting: leaf-up and spine-down
+ * links are the fabric, and so is any link the topology did not make. */
+typedef enum { NET_MEDIUM_NVLINK, NET_MEDIUM_PCIE, NET_MEDIUM_NIC, NET_MEDIUM_FABRIC } net_medium_t;
+#define NET_MEDIUM_N 4
+
 typedef struct net_topo net_topo_t;
 
 int net_topo_build(net_t *net, const net_topo_spec_t *spec, net_topo_t **out, err_t *e);
@@ -52,6 +59,11 @@ uint32_t net_topo_leaf_of(const net_topo_t *t, uint32_t node, uint32_t gpu);
 /* Link id of a GPU's link (kind < NET_LK_LEAF_UP) or a leaf's (index = leaf). */
 int net_topo_link(const net_topo_t *t, net_link_kind_t kind, uint32_t node, uint32_t gpu_or_leaf,
 		  uint32_t *link);
+/* The kind a link was made with into *kind; KS_EINPUT for a link this
+ * topology did not make (added to the net before it or by someone else). */
+int net_topo_link_kind(const net_topo_t *t, uint32_t link, net_link_kind_t *kind);
+/* The medium of a link (NET_MEDIUM_FABRIC for one the topology did not make). */
+net_medium_t net_topo_link_medium(const net_topo_t *t, uint32_t link);
 /* "n3g2.nvlink_up", "leaf1.up", ... into buf; returns buf. */
 const char *net_topo_link_name(const net_topo_t *t, uint32_t link, char *buf, size_t n);
 

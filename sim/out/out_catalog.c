@@ -65,6 +65,15 @@ static int db_err(out_catalog_t *c, err_t *e, const char *what)
 	return err_set(e, KS_EIO, "%s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
 }
 
+/* Prepares sql on the catalog: 0, or db_err naming what was being done. */
+static int db_prepare(out_catalog_t *c, const char *sql, sqlite3_stmt **st, err_t *e,
+		      const char *what)
+{
+	if (sqlite3_prepare_v2(c->db, sql, -1, st, NULL) != SQLITE_OK)
+		return db_err(c, e, what);
+	return 0;
+}
+
 static int col_add_mem(out_catalog_t *c, const char *name, const char *kind, int is_real)
 {
 	if (VEC_GROW(c->cols, c->cap, c->ncols + 1, 32))
@@ -103,9 +112,9 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 static int load_columns(out_catalog_t *c, err_t *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE name = 'columns'", -1,
-			       &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "reading the schema");
+	if (db_prepare(c, "SELECT 1 FROM sqlite_master WHERE name = 'columns'", &st, e,
+	               "reading the schema"))
+		return KS_EIO;
 	int have = sqlite3_step(st) == SQLITE_ROW;
 	sqlite3_finalize(st);
 	if (!have)
@@ -113,8 +122,8 @@ static int load_columns(out_catalog_t *c, err_t *e)
 			       c->path);
 	const char *sql = "SELECT p.name, p.type, c.kind FROM pragma_table_info('runs') p"
 			  " LEFT JOIN columns c ON c.name = p.name ORDER BY p.cid";
-	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "reading columns");
+	if (db_prepare(c, sql, &st, e, "reading columns"))
+		return KS_EIO;
 	int rc = 0;
 	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
 		const char *n = (const char *)sqlite3_column_text(st, 0);
@@ -143,9 +152,9 @@ static int tx_end(out_catalog_t *c, int rc, err_t *e)
 static int ledger_have(out_catalog_t *c, int have[N_LEDGER], int *missing, err_t *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, "SELECT name FROM pragma_table_info('runs')", -1, &st,
-			       NULL) != SQLITE_OK)
-		return db_err(c, e, "reading the schema");
+	if (db_prepare(c, "SELECT name FROM pragma_table_info('runs')", &st, e,
+	               "reading the schema"))
+		return KS_EIO;
 	int any = 0;
 	memset(have, 0, N_LEDGER * sizeof *have);
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -310,11 +319,11 @@ static int ensure_column(out_catalog_t *c, const char *name, const char *kind,
 	if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		return db_err(c, e, "adding a column");
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db,
-			       "INSERT OR REPLACE INTO columns(name, kind, unit, ord)"
-			       " VALUES (?, ?, ?, (SELECT count(*) FROM columns))",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "recording a column");
+	if (db_prepare(c,
+	               "INSERT OR REPLACE INTO columns(name, kind, unit, ord)"
+	               " VALUES (?, ?, ?, (SELECT count(*) FROM columns))",
+	               &st, e, "recording a column"))
+		return KS_EIO;
 	sqlite3_bind_text(st, 1, used, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, unit ? unit : "", -1, SQLITE_TRANSIENT);
@@ -328,9 +337,9 @@ int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attem
 		       err_t *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, "SELECT status, attempts FROM runs WHERE id = ?", -1, &st,
-			       NULL) != SQLITE_OK)
-		return db_err(c, e, "reading a run");
+	if (db_prepare(c, "SELECT status, attempts FROM runs WHERE id = ?", &st, e,
+	               "reading a run"))
+		return KS_EIO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	int s = OUT_RUN_ABSENT, a = 0, r = sqlite3_step(st);
 	if (r == SQLITE_ROW) {
@@ -362,20 +371,18 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 	if (rc)
 		goto fail;
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(
-		    c->db,
-		    "INSERT INTO runs(id, config_digest, seed, status, attempts, h5_path,"
-		    " started_at, config) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
-		    " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5)"
-		    " ON CONFLICT(id) DO UPDATE SET status = 'running', error = NULL,"
-		    " attempts = attempts + 1, finished_at = NULL, wall_s = NULL,"
-		    " h5_size = NULL, h5_sha256 = NULL, git_rev = NULL, git_dirty = NULL, stale = 0,"
-		    " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5,"
-		    " started_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
-		    -1, &st, NULL) != SQLITE_OK) {
-		rc = db_err(c, e, "recording a run");
+	if ((rc = db_prepare(
+		 c,
+		 "INSERT INTO runs(id, config_digest, seed, status, attempts, h5_path,"
+		 " started_at, config) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
+		 " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5)"
+		 " ON CONFLICT(id) DO UPDATE SET status = 'running', error = NULL,"
+		 " attempts = attempts + 1, finished_at = NULL, wall_s = NULL,"
+		 " h5_size = NULL, h5_sha256 = NULL, git_rev = NULL, git_dirty = NULL, stale = 0,"
+		 " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5,"
+		 " started_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+		 &st, e, "recording a run")))
 		goto fail;
-	}
 	sqlite3_bind_text(st, 1, ri->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, ri->config_digest, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)ri->seed);
@@ -397,10 +404,8 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 			strcat(sql, " = ?");
 		}
 		strcat(sql, " WHERE id = ?");
-		if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
-			rc = db_err(c, e, "recording parameters");
+		if ((rc = db_prepare(c, sql, &st, e, "recording parameters")))
 			goto fail;
-		}
 		for (size_t i = 0; i < ri->n_params; i++)
 			sqlite3_bind_text(st, (int)i + 1, ri->params[i].value, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, (int)ri->n_params + 1, ri->id, -1, SQLITE_STATIC);
@@ -447,8 +452,8 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 	}
 	strcat(sql, " WHERE id = ?");
 	sqlite3_stmt *st = NULL;
-	if (!rc && sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
-		rc = db_err(c, e, "recording metrics");
+	if (!rc)
+		rc = db_prepare(c, sql, &st, e, "recording metrics");
 	if (!rc) {
 		int k = 1;
 		sqlite3_bind_double(st, k++, wall_s);
@@ -472,11 +477,11 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db,
-			       "UPDATE runs SET status = 'failed', error = ?,"
-			       " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "recording a failure");
+	if (db_prepare(c,
+	               "UPDATE runs SET status = 'failed', error = ?,"
+	               " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
+	               &st, e, "recording a failure"))
+		return KS_EIO;
 	sqlite3_bind_text(st, 1, error ? error : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
 	int rc = exec_stmt(c, st, e, "recording a failure");
@@ -579,11 +584,11 @@ int out_catalog_check(out_catalog_t *c, const char *id, const char *rev, int kee
 {
 	sqlite3_stmt *st;
 	*verdict = OUT_CHECK_TODO;
-	if (sqlite3_prepare_v2(c->db,
-			       "SELECT status, h5_path, h5_size, h5_sha256, git_rev FROM runs"
-			       " WHERE id = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "reading a run");
+	if (db_prepare(c,
+	               "SELECT status, h5_path, h5_size, h5_sha256, git_rev FROM runs"
+	               " WHERE id = ?",
+	               &st, e, "reading a run"))
+		return KS_EIO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	int r = sqlite3_step(st), rc = 0;
 	if (r == SQLITE_ROW) {
@@ -614,9 +619,9 @@ int out_catalog_check(out_catalog_t *c, const char *id, const char *rev, int kee
 int out_catalog_mark_stale(out_catalog_t *c, const char *id, int stale, err_t *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, "UPDATE runs SET stale = ?1 WHERE id = ?2 AND stale IS NOT ?1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "marking a run");
+	if (db_prepare(c, "UPDATE runs SET stale = ?1 WHERE id = ?2 AND stale IS NOT ?1", &st, e,
+	               "marking a run"))
+		return KS_EIO;
 	sqlite3_bind_int(st, 1, stale ? 1 : 0);
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
 	return exec_stmt(c, st, e, "marking a run");
@@ -920,10 +925,11 @@ out:
 int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t *e)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1"
-				      " LIMIT 2",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_err(c, e, "finding a run");
+	if (db_prepare(c,
+	               "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1"
+	               " LIMIT 2",
+	               &st, e, "finding a run"))
+		return KS_EIO;
 	sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
 	int found = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {

@@ -117,6 +117,23 @@ static hid_t kind_file(int k, size_t *size)
 	}
 }
 
+/* Closes an object this file created or opened, by its kind; -1 (a failed
+ * create) is skipped, so cleanup paths need no test per handle. */
+static void h5_close(hid_t id)
+{
+	if (id < 0)
+		return;
+	switch (H5Iget_type(id)) {
+	case H5I_DATASET: H5Dclose(id); break;
+	case H5I_DATATYPE: H5Tclose(id); break;
+	case H5I_DATASPACE: H5Sclose(id); break;
+	case H5I_ATTR: H5Aclose(id); break;
+	case H5I_GROUP: H5Gclose(id); break;
+	case H5I_GENPROP_LST: H5Pclose(id); break;
+	default: H5Idec_ref(id); break;
+	}
+}
+
 /* In-memory compound type matching the C struct (padding included). */
 static hid_t type_mem(const table_t *t)
 {
@@ -154,12 +171,22 @@ static hid_t type_file(const table_t *t)
 	return ty;
 }
 
+/* The type of every string here: variable length, UTF-8. -1 on failure. */
+static hid_t vlen_str_type(void)
+{
+	hid_t ty = H5Tcopy(H5T_C_S1);
+	if (ty >= 0 && (H5Tset_size(ty, H5T_VARIABLE) < 0 || H5Tset_cset(ty, H5T_CSET_UTF8) < 0)) {
+		H5Tclose(ty);
+		return -1;
+	}
+	return ty;
+}
+
 static int attr_str(hid_t obj, const char *name, const char *val)
 {
-	hid_t ty = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
+	hid_t ty = vlen_str_type(), sp = H5Screate(H5S_SCALAR), a = -1;
 	int rc = -1;
-	if (ty < 0 || sp < 0 || H5Tset_size(ty, H5T_VARIABLE) < 0 ||
-	    H5Tset_cset(ty, H5T_CSET_UTF8) < 0)
+	if (ty < 0 || sp < 0)
 		goto out;
 	a = H5Acreate2(obj, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
 	if (a < 0)
@@ -167,12 +194,9 @@ static int attr_str(hid_t obj, const char *name, const char *val)
 	const char *v = val ? val : "";
 	rc = H5Awrite(a, ty, &v) < 0 ? -1 : 0;
 out:
-	if (a >= 0)
-		H5Aclose(a);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ty >= 0)
-		H5Tclose(ty);
+	h5_close(a);
+	h5_close(sp);
+	h5_close(ty);
 	return rc;
 }
 
@@ -183,8 +207,7 @@ static int attr_num(hid_t obj, const char *name, hid_t file_ty, hid_t mem_ty, co
 		return -1;
 	hid_t a = H5Acreate2(obj, name, file_ty, sp, H5P_DEFAULT, H5P_DEFAULT);
 	int rc = (a < 0 || H5Awrite(a, mem_ty, v) < 0) ? -1 : 0;
-	if (a >= 0)
-		H5Aclose(a);
+	h5_close(a);
 	H5Sclose(sp);
 	return rc;
 }
@@ -202,20 +225,33 @@ static hid_t chunked_dcpl(hsize_t chunk, int level)
 	return p;
 }
 
+/* Creates the extendible 1-D dataset loc/name of n rows (file type ft,
+ * memory type mt; -1 for either fails) in chunks of chunk rows and writes
+ * rows into it. The open dataset, or -1. */
+static hid_t rows_create(hid_t loc, const char *name, hid_t mt, hid_t ft, const void *rows,
+			 size_t n, hsize_t chunk, int level)
+{
+	hsize_t dims = n, maxd = H5S_UNLIMITED;
+	hid_t sp = H5Screate_simple(1, &dims, &maxd), dcpl = chunked_dcpl(chunk, level), d = -1;
+	if (mt >= 0 && ft >= 0 && sp >= 0 && dcpl >= 0)
+		d = H5Dcreate2(loc, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	if (d >= 0 && n && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+		H5Dclose(d);
+		d = -1;
+	}
+	h5_close(dcpl);
+	h5_close(sp);
+	return d;
+}
+
 static int write_table(hid_t f, const table_t *t, const void *rows, size_t n,
 		       const out_hdf5_opts_t *o)
 {
-	hsize_t dims = n, maxd = H5S_UNLIMITED;
 	hsize_t chunk = o->chunk_rows < n ? o->chunk_rows : (n ? n : 1);
-	hid_t mt = type_mem(t), ft = type_file(t), sp = H5Screate_simple(1, &dims, &maxd);
-	hid_t dcpl = chunked_dcpl(chunk, o->compression), d = -1;
+	hid_t mt = type_mem(t), ft = type_file(t);
+	hid_t d = rows_create(f, t->name, mt, ft, rows, n, chunk, o->compression);
 	int rc = -1;
-	if (mt < 0 || ft < 0 || sp < 0 || dcpl < 0)
-		goto out;
-	d = H5Dcreate2(f, t->name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	if (d < 0)
-		goto out;
-	if (n && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)
 		goto out;
 	if (attr_str(d, "doc", t->doc) < 0)
 		goto out;
@@ -232,16 +268,9 @@ static int write_table(hid_t f, const table_t *t, const void *rows, size_t n,
 	}
 	rc = 0;
 out:
-	if (d >= 0)
-		H5Dclose(d);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ft >= 0)
-		H5Tclose(ft);
-	if (mt >= 0)
-		H5Tclose(mt);
+	h5_close(d);
+	h5_close(ft);
+	h5_close(mt);
 	return rc;
 }
 
@@ -280,25 +309,15 @@ static int write_summary(hid_t f, const sim_results_t *r, const out_hdf5_opts_t 
 		    attr_str(g, an, m->unit) < 0)
 			goto out;
 	}
-	hsize_t dims = r->n_metric, maxd = H5S_UNLIMITED;
-	hsize_t chunk = r->n_metric ? r->n_metric : 1;
-	hid_t mt = metric_type(0), ft = metric_type(1), sp = H5Screate_simple(1, &dims, &maxd);
-	hid_t dcpl = chunked_dcpl(chunk, o->compression), d = -1;
-	if (mt >= 0 && ft >= 0 && sp >= 0 && dcpl >= 0)
-		d = H5Dcreate2(g, "metrics", ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	if (d >= 0 && (!r->n_metric || H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-					       r->metric) >= 0))
-		rc = 0;
-	if (d >= 0)
+	hid_t mt = metric_type(0), ft = metric_type(1);
+	hid_t d = rows_create(g, "metrics", mt, ft, r->metric, r->n_metric,
+			      r->n_metric ? r->n_metric : 1, o->compression);
+	if (d >= 0) {
 		H5Dclose(d);
-	if (dcpl >= 0)
-		H5Pclose(dcpl);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ft >= 0)
-		H5Tclose(ft);
-	if (mt >= 0)
-		H5Tclose(mt);
+		rc = 0;
+	}
+	h5_close(ft);
+	h5_close(mt);
 out:
 	H5Gclose(g);
 	return rc;
@@ -306,10 +325,9 @@ out:
 
 static int write_config(hid_t f, const char *text)
 {
-	hid_t ty = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), d = -1;
+	hid_t ty = vlen_str_type(), sp = H5Screate(H5S_SCALAR), d = -1;
 	int rc = -1;
-	if (ty < 0 || sp < 0 || H5Tset_size(ty, H5T_VARIABLE) < 0 ||
-	    H5Tset_cset(ty, H5T_CSET_UTF8) < 0)
+	if (ty < 0 || sp < 0)
 		goto out;
 	d = H5Dcreate2(f, "config", ty, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	const char *v = text ? text : "";
@@ -318,12 +336,9 @@ static int write_config(hid_t f, const char *text)
 			       "experiment: kvsim run FILE") >= 0)
 		rc = 0;
 out:
-	if (d >= 0)
-		H5Dclose(d);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ty >= 0)
-		H5Tclose(ty);
+	h5_close(d);
+	h5_close(sp);
+	h5_close(ty);
 	return rc;
 }
 
@@ -487,21 +502,22 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 
 /* ---- reading ------------------------------------------------------------ */
 
-static int read_table(hid_t f, const table_t *t, void **rows, size_t *n)
+/* Reads the 1-D dataset f/name as memory type mt (closed here; -1 fails)
+ * into a new array of rowsize-byte rows: 0 with *rows (NULL when empty) and
+ * *n, or -1 with nothing allocated. */
+static int rows_read(hid_t f, const char *name, hid_t mt, size_t rowsize, void **rows, size_t *n)
 {
 	*rows = NULL;
 	*n = 0;
-	hid_t d = H5Dopen2(f, t->name, H5P_DEFAULT);
-	if (d < 0)
-		return -1;
-	hid_t sp = H5Dget_space(d), mt = type_mem(t);
+	hid_t d = mt < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+	hid_t sp = d < 0 ? -1 : H5Dget_space(d);
 	hsize_t dims = 0;
 	int rc = -1;
-	if (sp < 0 || mt < 0 || H5Sget_simple_extent_ndims(sp) != 1)
+	if (sp < 0 || H5Sget_simple_extent_ndims(sp) != 1)
 		goto out;
 	H5Sget_simple_extent_dims(sp, &dims, NULL);
 	if (dims) {
-		*rows = calloc(dims, t->rowsize);
+		*rows = calloc(dims, rowsize);
 		if (!*rows || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, *rows) < 0) {
 			free(*rows);
 			*rows = NULL;
@@ -511,51 +527,38 @@ static int read_table(hid_t f, const table_t *t, void **rows, size_t *n)
 	*n = dims;
 	rc = 0;
 out:
-	if (mt >= 0)
-		H5Tclose(mt);
-	if (sp >= 0)
-		H5Sclose(sp);
-	H5Dclose(d);
+	h5_close(mt);
+	h5_close(sp);
+	h5_close(d);
 	return rc;
+}
+
+static int read_table(hid_t f, const table_t *t, void **rows, size_t *n)
+{
+	return rows_read(f, t->name, type_mem(t), t->rowsize, rows, n);
 }
 
 static int read_metrics(hid_t f, sim_results_t *r)
 {
-	hid_t d = H5Dopen2(f, "summary/metrics", H5P_DEFAULT);
-	if (d < 0)
-		return -1;
-	hid_t sp = H5Dget_space(d), mt = metric_type(0);
-	hsize_t dims = 0;
-	int rc = -1;
-	H5Sget_simple_extent_dims(sp, &dims, NULL);
-	if (dims) {
-		r->metric = calloc(dims, sizeof *r->metric);
-		if (!r->metric || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->metric) < 0)
-			goto out;
-	}
-	r->n_metric = dims;
-	rc = 0;
-out:
-	H5Tclose(mt);
-	H5Sclose(sp);
-	H5Dclose(d);
+	void *rows;
+	int rc = rows_read(f, "summary/metrics", metric_type(0), sizeof *r->metric, &rows,
+			   &r->n_metric);
+	r->metric = rows;
 	return rc;
 }
 
 /* Reads a scalar variable-length string from an attribute or dataset. */
 static char *read_vlen(hid_t obj, int is_attr)
 {
-	hid_t ty = H5Tcopy(H5T_C_S1);
-	H5Tset_size(ty, H5T_VARIABLE);
-	H5Tset_cset(ty, H5T_CSET_UTF8);
+	hid_t ty = vlen_str_type();
 	char *v = NULL, *out = NULL;
-	herr_t st = is_attr ? H5Aread(obj, ty, &v)
+	herr_t st = ty < 0 ? -1 : is_attr ? H5Aread(obj, ty, &v)
 			    : H5Dread(obj, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v);
 	if (st >= 0) {
 		out = strdup(v ? v : "");
 		H5free_memory(v);
 	}
-	H5Tclose(ty);
+	h5_close(ty);
 	return out;
 }
 

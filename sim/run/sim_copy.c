@@ -1001,13 +1001,10 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 	double kb[4][2] = {{0}}, kt[4][2] = {{0}};
 	size_t nl = net_link_count(s->net);
 	for (uint32_t l = 0; l < nl; l++) {
-		char name[64];
 		net_link_stats_t st;
 		if (net_link_stats(s->net, l, &st))
 			continue;
-		net_topo_link_name(s->topo, l, name, sizeof name);
-		int k = strstr(name, "nvlink") ? 0 : strstr(name, "pcie") ? 1
-						    : strstr(name, "nic")  ? 2 : 3;
+		int k = (int)net_topo_link_medium(s->topo, l); /* kinds[] in net_medium_t order */
 		for (int c = 0; c < 2; c++) {
 			kb[k][c] += st.bytes[c];
 			kt[k][c] += (double)st.busy_ns[c] / 1e9;
