@@ -17,6 +17,7 @@
 #include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
 #include "tests/tmp_fixture.h"
+#include "tests/test_main.h"
 
 static void test_cfg_arg_takes_set_forms_and_one_config(void **state)
 {
@@ -438,20 +439,14 @@ static void test_directories_given_as_files_exit_two(void **state)
 	assert_int_equal(tmp_dir_remove(d), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_cfg_arg_takes_set_forms_and_one_config),
-	    cmocka_unit_test(test_cfg_arg_errors),
-	    cmocka_unit_test(test_load_config_defaults_and_free),
-	    cmocka_unit_test(test_load_config_errors_leave_no_config),
-	    cmocka_unit_test(test_file_setting_no_key_runs_the_default_experiment),
-	    cmocka_unit_test(test_trace_path_replaces_default_traffic),
-	    cmocka_unit_test(test_fail_maps_exit_status),
-	    cmocka_unit_test(test_errors_speak_as_the_command),
-	    cmocka_unit_test(test_run_setup_errors_name_the_line_set_last),
-	    cmocka_unit_test(test_every_command_has_one_help_and_error_shape),
-	    cmocka_unit_test(test_directories_given_as_files_exit_two),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_cfg_arg_takes_set_forms_and_one_config),
+          cmocka_unit_test(test_cfg_arg_errors),
+          cmocka_unit_test(test_load_config_defaults_and_free),
+          cmocka_unit_test(test_load_config_errors_leave_no_config),
+          cmocka_unit_test(test_file_setting_no_key_runs_the_default_experiment),
+          cmocka_unit_test(test_trace_path_replaces_default_traffic),
+          cmocka_unit_test(test_fail_maps_exit_status),
+          cmocka_unit_test(test_errors_speak_as_the_command),
+          cmocka_unit_test(test_run_setup_errors_name_the_line_set_last),
+          cmocka_unit_test(test_every_command_has_one_help_and_error_shape),
+          cmocka_unit_test(test_directories_given_as_files_exit_two))

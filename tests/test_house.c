@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include "tests/test_main.h"
 
 /* Runs a shell command; its exit status, its output in out. */
 static int run(const char *cmd, char *out, size_t n)
@@ -85,13 +86,7 @@ static void test_planted_call_loop_is_caught(void **st)
 	assert_int_equal(system(cmd), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_this_tree_keeps_its_layers),
-	    cmocka_unit_test(test_this_build_has_no_call_loops),
-	    cmocka_unit_test(test_planted_upward_include_is_caught),
-	    cmocka_unit_test(test_planted_call_loop_is_caught),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_this_tree_keeps_its_layers),
+          cmocka_unit_test(test_this_build_has_no_call_loops),
+          cmocka_unit_test(test_planted_upward_include_is_caught),
+          cmocka_unit_test(test_planted_call_loop_is_caught))

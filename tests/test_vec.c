@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "sim/base/vec.h"
+#include "tests/test_main.h"
 
 static void test_vec_grow_doubles_from_first_and_keeps_items(void **state)
 {
@@ -90,13 +91,7 @@ static void test_vec_next_cap_and_resize_keep_parallel_arrays_in_step(void **sta
 	free(y);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_vec_grow_doubles_from_first_and_keeps_items),
-	    cmocka_unit_test(test_vec_grow_takes_a_uint32_capacity),
-	    cmocka_unit_test(test_vec_grow_refuses_an_overflowing_size_and_keeps_the_array),
-	    cmocka_unit_test(test_vec_next_cap_and_resize_keep_parallel_arrays_in_step),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_vec_grow_doubles_from_first_and_keeps_items),
+          cmocka_unit_test(test_vec_grow_takes_a_uint32_capacity),
+          cmocka_unit_test(test_vec_grow_refuses_an_overflowing_size_and_keeps_the_array),
+          cmocka_unit_test(test_vec_next_cap_and_resize_keep_parallel_arrays_in_step))
