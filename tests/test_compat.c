@@ -19,6 +19,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/cluster/cluster.h"
 #include "sim/run/sim.h"
+#include "tests/mdl_fixture.h"
 #include "tests/sim_fixture.h"
 
 /* ---- the linear compute model --------------------------------------------- */
@@ -28,9 +29,8 @@ static void test_linear_model_is_the_study_formula(void **st)
 	(void)st;
 	mdl_hw_t hw;
 	mdl_llm_t m;
+	mf_builtin("H100-SXM", &hw, "Llama-3-70B", &m);
 	err_t e = {0};
-	assert_int_equal(mdl_hw_builtin("H100-SXM", &hw, &e), 0);
-	assert_int_equal(mdl_llm_builtin("Llama-3-70B", &m, &e), 0);
 	mdl_compute_params_t p = mdl_compute_params_default;
 	p.model = MDL_MODEL_LINEAR;
 	mdl_compute_t c;
@@ -70,20 +70,19 @@ typedef struct toy {
 
 static void toy_init(toy_t *t, int mode, int resident, int ttft_end, uint64_t resv)
 {
-	cluster_params_t p = {0};
-	p.n_instances = 1;
-	p.block_tokens = 4;
-	p.kv_blocks = 100;
-	p.block_bytes = 4096;
-	p.max_num_seqs = 8;
-	p.max_batched_tokens = 4096;
-	p.chunked_prefill = mode == SCHED_VLLM;
-	p.busy_rule = BUSY_WAIT;
-	p.sched_mode = mode;
-	p.resident_at_admission = resident;
-	p.ttft_prefill_end = ttft_end;
-	p.resv_tokens_cap = resv;
-	p.cost = toy_cost;
+	cluster_params_t p = {.n_instances = 1,
+	                      .block_tokens = 4,
+	                      .kv_blocks = 100,
+	                      .block_bytes = 4096,
+	                      .max_num_seqs = 8,
+	                      .max_batched_tokens = 4096,
+	                      .chunked_prefill = mode == SCHED_VLLM,
+	                      .busy_rule = BUSY_WAIT,
+	                      .sched_mode = mode,
+	                      .resident_at_admission = resident,
+	                      .ttft_prefill_end = ttft_end,
+	                      .resv_tokens_cap = resv,
+	                      .cost = toy_cost};
 	t->eng = ev_engine_new(64);
 	assert_non_null(t->eng);
 	assert_int_equal(cluster_init(&t->cl, &p, t->eng), 0);
