@@ -41,17 +41,18 @@ static void test_pop_copies_type_target_payload_and_seq(void **state)
 	ev_queue_t *q = ev_queue_new(0);
 	ev_push(q, 7, 3, 99, 0xdeadbeefcafeULL);
 	ev_push(q, 5, 4, 98, 12);
-	ev_event_t a, b;
-	assert_int_equal(ev_pop(q, &a), 0);
-	assert_int_equal(ev_pop(q, &b), 0);
-	assert_int_equal(a.time, 5);
-	assert_int_equal(a.type, 4);
-	assert_int_equal(a.target, 98);
-	assert_int_equal(a.payload, 12);
-	assert_int_equal(b.type, 3);
-	assert_int_equal(b.target, 99);
-	assert_int_equal(b.payload, 0xdeadbeefcafeULL);
-	assert_true(a.seq > b.seq); /* pushed later */
+	/* everything but seq comes back as pushed, earliest first */
+	const ev_event_t want[2] = {{.time = 5, .type = 4, .target = 98, .payload = 12},
+	                            {.time = 7, .type = 3, .target = 99, .payload = 0xdeadbeefcafeULL}};
+	ev_event_t got[2];
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ev_pop(q, &got[i]), 0);
+		assert_int_equal(got[i].time, want[i].time);
+		assert_int_equal(got[i].type, want[i].type);
+		assert_int_equal(got[i].target, want[i].target);
+		assert_int_equal(got[i].payload, want[i].payload);
+	}
+	assert_true(got[0].seq > got[1].seq); /* pushed later */
 	ev_queue_free(q);
 }
 
