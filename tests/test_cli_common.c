@@ -102,6 +102,17 @@ static void write_ini(char *dir, char *path, const char *text)
 	tmp_write(path, text);
 }
 
+/* Loads path (NULL: the default experiment) with n --set lines and checks
+ * the trace kind it ends with. */
+static void expect_trace_kind(const char *path, const char *const *sets, int n, const char *kind)
+{
+	cfg_t *c = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config(path, sets, n, &c, &e), 0);
+	assert_string_equal(cfg_str(c, "trace", "kind"), kind);
+	cli_config_free(c);
+}
+
 /* A file that sets no key (empty, blank, comments, bare section headers)
  * means what no file means: the built-in default experiment, whose values
  * keep their default-experiment origins. */
@@ -124,12 +135,10 @@ static void test_file_setting_no_key_runs_the_default_experiment(void **state)
 		cfg_digest(c, dc);
 		assert_string_equal(dc, dd);
 		assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
+		cli_config_free(c);
 		/* --set still applies on top, and trace.path replaces the traffic */
-		cli_config_free(c);
 		const char *sets[] = {"trace.path=t.jsonl"};
-		assert_int_equal(cli_load_config(path, sets, 1, &c, &e), 0);
-		assert_string_equal(cfg_str(c, "trace", "kind"), "auto");
-		cli_config_free(c);
+		expect_trace_kind(path, sets, 1, "auto");
 		unlink(path);
 		rmdir(dir);
 	}
@@ -176,15 +185,11 @@ static void test_trace_path_replaces_default_traffic(void **state)
 	cli_config_free(c);
 
 	const char *empty[] = {"trace.path="};
-	assert_int_equal(cli_load_config(NULL, empty, 1, &c, &e), 0);
-	assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
-	cli_config_free(c);
+	expect_trace_kind(NULL, empty, 1, "gen");
 
 	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
 	write_ini(dir, path, "[trace]\nkind = mooncake\n");
-	assert_int_equal(cli_load_config(path, sets, 2, &c, &e), 0);
-	assert_string_equal(cfg_str(c, "trace", "kind"), "mooncake");
-	cli_config_free(c);
+	expect_trace_kind(path, sets, 2, "mooncake");
 	unlink(path);
 	rmdir(dir);
 }
