@@ -139,8 +139,7 @@ static void test_file_setting_no_key_runs_the_default_experiment(void **state)
 		/* --set still applies on top, and trace.path replaces the traffic */
 		const char *sets[] = {"trace.path=t.jsonl"};
 		expect_trace_kind(path, sets, 1, "auto");
-		unlink(path);
-		rmdir(dir);
+		assert_int_equal(tmp_dir_remove(dir), 0);
 	}
 	/* one key set: that file is the experiment (schema defaults elsewhere) */
 	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
@@ -150,8 +149,7 @@ static void test_file_setting_no_key_runs_the_default_experiment(void **state)
 	assert_string_equal(cfg_origin(c, "trace", "kind"), "default");
 	cli_config_free(c);
 	cli_config_free(d);
-	unlink(path);
-	rmdir(dir);
+	assert_int_equal(tmp_dir_remove(dir), 0);
 }
 
 /* --set trace.path on the default experiment reads that file: the
@@ -190,8 +188,7 @@ static void test_trace_path_replaces_default_traffic(void **state)
 	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
 	write_ini(dir, path, "[trace]\nkind = mooncake\n");
 	expect_trace_kind(path, sets, 2, "mooncake");
-	unlink(path);
-	rmdir(dir);
+	assert_int_equal(tmp_dir_remove(dir), 0);
 }
 
 static void test_fail_maps_exit_status(void **state)
@@ -276,8 +273,7 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	snprintf(want, sizeof want, "%s:4: [trace] end_s: ", path);
 	assert_memory_equal(e.msg, want, strlen(want));
 	cli_config_free(c);
-	unlink(path);
-	rmdir(dir);
+	assert_int_equal(tmp_dir_remove(dir), 0);
 }
 
 /* ---- the binary: every command in one voice ------------------------------ */
