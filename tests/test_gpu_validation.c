@@ -22,6 +22,7 @@
 #include "gpu_validation/gv_replay.h"
 #include "gpu_validation/gv_sched.h"
 #include "tests/tmp_fixture.h"
+#include "tests/test_main.h"
 
 static const char *tmp(const char *name)
 {
@@ -690,24 +691,19 @@ static void test_h5_finish_renames_on_success_and_removes_on_failure(void **st)
 	assert_int_not_equal(access(t, F_OK), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_h5_finish_renames_on_success_and_removes_on_failure),
-	    cmocka_unit_test(test_schedule_members_are_read_by_name_not_position),
-	    cmocka_unit_test(test_schedule_without_a_member_is_rejected_naming_it),
-	    cmocka_unit_test(test_schedule_written_then_read_is_identical_and_keeps_plan_mark),
-	    cmocka_unit_test(test_endpoints_map_to_devices_and_kinds),
-	    cmocka_unit_test(
-		test_overlapping_flows_get_their_own_streams_and_sequential_ones_share),
-	    cmocka_unit_test(test_plan_groups_are_isolated_phases_with_batched_tiny_copies),
-	    cmocka_unit_test(test_plan_covers_sizes_directions_shapes_and_concurrency),
-	    cmocka_unit_test(test_fit_recovers_known_parameters_within_one_percent),
-	    cmocka_unit_test(test_fit_drops_a_piece_without_data_and_says_when_too_little),
-	    cmocka_unit_test(test_fit_turns_compute_rows_into_mfu_and_mbu),
-	    cmocka_unit_test(test_error_summary_uses_absolute_values_and_nearest_rank),
-	    cmocka_unit_test(test_measurements_round_trip_with_attributes),
-	    cmocka_unit_test(test_check_joins_by_id_and_reports_model_and_simulator_error),
-	};
-	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
-}
+TEST_MAIN_FIXTURE(
+    tmp_group_setup, tmp_group_teardown,
+    cmocka_unit_test(test_h5_finish_renames_on_success_and_removes_on_failure),
+    cmocka_unit_test(test_schedule_members_are_read_by_name_not_position),
+    cmocka_unit_test(test_schedule_without_a_member_is_rejected_naming_it),
+    cmocka_unit_test(test_schedule_written_then_read_is_identical_and_keeps_plan_mark),
+    cmocka_unit_test(test_endpoints_map_to_devices_and_kinds),
+    cmocka_unit_test(test_overlapping_flows_get_their_own_streams_and_sequential_ones_share),
+    cmocka_unit_test(test_plan_groups_are_isolated_phases_with_batched_tiny_copies),
+    cmocka_unit_test(test_plan_covers_sizes_directions_shapes_and_concurrency),
+    cmocka_unit_test(test_fit_recovers_known_parameters_within_one_percent),
+    cmocka_unit_test(test_fit_drops_a_piece_without_data_and_says_when_too_little),
+    cmocka_unit_test(test_fit_turns_compute_rows_into_mfu_and_mbu),
+    cmocka_unit_test(test_error_summary_uses_absolute_values_and_nearest_rank),
+    cmocka_unit_test(test_measurements_round_trip_with_attributes),
+    cmocka_unit_test(test_check_joins_by_id_and_reports_model_and_simulator_error))

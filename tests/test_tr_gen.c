@@ -10,6 +10,7 @@
 
 #include "sim/cli/cli.h"
 #include "tests/tr_fixture.h"
+#include "tests/test_main.h"
 
 typedef struct gen_out {
 	double *t; /* arrival s */
@@ -626,28 +627,19 @@ static void test_trace_gen_arguments_enforce_documented_ranges(void **st)
 	assert_int_equal(access(out, F_OK), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_poisson_rate_and_cv),
-	    cmocka_unit_test(test_gamma_cv),
-	    cmocka_unit_test(test_weibull_cv),
-	    cmocka_unit_test(test_mmpp_mean_rate),
-	    cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
-	    cmocka_unit_test(test_diurnal_follows_sine),
-	    cmocka_unit_test(test_servegen_windows_rates),
-	    cmocka_unit_test(test_servegen_bad_row),
-	    cmocka_unit_test(test_servegen_window_starts_must_increase),
-	    cmocka_unit_test(test_generators_are_deterministic),
-	    cmocka_unit_test(test_fanout_bursts_share_prefix),
-	    cmocka_unit_test(test_length_distributions),
-	    cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
-	    cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
-	    cmocka_unit_test(test_stats_hand_computed),
-	    cmocka_unit_test(test_stats_quantiles_above_exact_range),
-	    cmocka_unit_test(test_generator_parameter_errors),
-	    cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
-	    cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamma_cv),
+          cmocka_unit_test(test_weibull_cv), cmocka_unit_test(test_mmpp_mean_rate),
+          cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
+          cmocka_unit_test(test_diurnal_follows_sine),
+          cmocka_unit_test(test_servegen_windows_rates), cmocka_unit_test(test_servegen_bad_row),
+          cmocka_unit_test(test_servegen_window_starts_must_increase),
+          cmocka_unit_test(test_generators_are_deterministic),
+          cmocka_unit_test(test_fanout_bursts_share_prefix),
+          cmocka_unit_test(test_length_distributions),
+          cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
+          cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
+          cmocka_unit_test(test_stats_hand_computed),
+          cmocka_unit_test(test_stats_quantiles_above_exact_range),
+          cmocka_unit_test(test_generator_parameter_errors),
+          cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
+          cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges))
