@@ -339,13 +339,6 @@ static void test_usage_errors_exit_2(void **state)
 
 int main(void)
 {
-	const char *b = getenv("BUILD"), *k = getenv("KVSIM");
-	char r[1100];
-	snprintf(r, sizeof r, "%s/kvreplay", b && *b ? b : "build");
-	if (access(r, X_OK) || access(k && *k ? k : "build/kvsim", X_OK)) {
-		printf("SKIP: kvreplay or kvsim not built (run from the repository root)\n");
-		return 77;
-	}
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_host_backend_replays_a_plan_then_fit_and_check_work),
 	    cmocka_unit_test(test_host_backend_replays_a_run_schedule_at_its_offsets),
@@ -354,5 +347,12 @@ int main(void)
 	    cmocka_unit_test(test_compute_shapes_and_peaks_come_from_the_specs),
 	    cmocka_unit_test(test_usage_errors_exit_2),
 	};
+	const char *b = getenv("BUILD"), *k = getenv("KVSIM");
+	char r[1100];
+	snprintf(r, sizeof r, "%s/kvreplay", b && *b ? b : "build");
+	if (access(r, X_OK) || access(k && *k ? k : "build/kvsim", X_OK)) {
+		printf("SKIP: kvreplay or kvsim not built (run from the repository root)\n");
+		return 77;
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
