@@ -5,12 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
 #include "tests/cli_fixture.h"
+#include "tests/fsize_fixture.h"
 #include "tests/tr_fixture.h"
 
 /* Opens `text` as a trace of kind k, reads it all, and expects an input
@@ -812,6 +811,24 @@ static void test_reader_keeps_its_own_copy_of_the_options(void **st)
 
 /* The writer names the file it was asked for, never its temporary file,
  * says why, and a path that cannot be written is bad input. */
+/* Writes 10000 requests of four blocks to the trace file ctx names: far
+ * past the child's limit. */
+static int write_big_tsv(void *ctx, err_t *e)
+{
+	tr_writer_t *w;
+	int rc = tr_writer_open(ctx, 16, &w, e);
+	uint64_t blk[4] = {1, 2, 3, 4};
+	tr_request_t q = {
+	    .input_len = 64, .output_len = 1, .n_blocks = 4, .blocks = blk, .block_tokens = 16};
+	for (int i = 0; !rc && i < 10000; i++)
+		rc = tr_writer_put(w, &q, e);
+	if (!rc)
+		rc = tr_writer_close(w, e);
+	else
+		tr_writer_abort(w);
+	return rc;
+}
+
 static void test_writer_errors_name_the_file_and_the_reason(void **st)
 {
 	(void)st;
@@ -829,39 +846,8 @@ static void test_writer_errors_name_the_file_and_the_reason(void **st)
 	assert_string_equal(e.msg, want);
 	/* a refused write (RLIMIT_FSIZE: EFBIG, like ENOSPC on a full disk) */
 	snprintf(p, sizeof p, "%s/big.tsv", tf_dir);
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGXFSZ, SIG_IGN);
-		struct rlimit rl = {4096, 4096};
-		setrlimit(RLIMIT_FSIZE, &rl);
-		err_t ce = {0};
-		int rc = tr_writer_open(p, 16, &w, &ce);
-		uint64_t blk[4] = {1, 2, 3, 4};
-		tr_request_t q = {.input_len = 64,
-		                  .output_len = 1,
-		                  .n_blocks = 4,
-		                  .blocks = blk,
-		                  .block_tokens = 16};
-		for (int i = 0; !rc && i < 10000; i++)
-			rc = tr_writer_put(w, &q, &ce);
-		if (!rc)
-			rc = tr_writer_close(w, &ce);
-		else
-			tr_writer_abort(w);
-		if (write(pfd[1], ce.msg, strlen(ce.msg) + 1) < 0)
-			_exit(4);
-		_exit(rc == KS_EIO ? 0 : 5);
-	}
-	close(pfd[1]);
-	char msg[1100] = "";
-	assert_true(read(pfd[0], msg, sizeof msg - 1) > 0);
-	close(pfd[0]);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char msg[1100];
+	fsize_refused_write(4096, write_big_tsv, p, 0, msg, sizeof msg);
 	snprintf(want, sizeof want, "%s: write error: %s", p, strerror(EFBIG));
 	assert_string_equal(msg, want);
 	assert_int_equal(access(p, F_OK), -1);
