@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "policies/pol.h"
+#include "tests/cfg_fixture.h"
 #include "tests/pol_fake.h"
 
 static pol_handle_t open_route_seed(const char *name, const char *over, uint64_t seed)
@@ -335,12 +336,10 @@ static void test_power_of_two_takes_the_less_loaded_of_two_distinct_samples(void
 static void test_power_of_two_is_selectable_from_a_config(void **st)
 {
 	(void)st;
-	cfg_schema_t *s = cfg_schema_default();
-	assert_non_null(s);
-	cfg_t *c = cfg_new(s);
+	const char *sets[] = {"policy.routing.name=power_of_two"};
+	cfg_schema_t *s;
+	cfg_t *c = cf_default_with(&s, sets, 1);
 	err_t e = {0};
-	assert_int_equal(cfg_set(c, "policy.routing.name=power_of_two", &e), 0);
-	assert_int_equal(cfg_finalize(c, &e), 0);
 	pol_handle_t h;
 	assert_int_equal(pol_open_cfg(NULL, POL_ROUTING, c, 9, &h, &e), 0);
 	assert_string_equal(h.ops->name, "power_of_two");

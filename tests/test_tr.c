@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
+#include "tests/cfg_fixture.h"
 #include "tests/cli_fixture.h"
 #include "tests/fsize_fixture.h"
 #include "tests/tr_fixture.h"
@@ -603,20 +604,14 @@ static void test_native_errors(void **st)
 static void test_cfg_keys_bind_to_options(void **st)
 {
 	(void)st;
-	cfg_schema_t *s = cfg_schema_default();
-	assert_non_null(s);
-	cfg_t *c = cfg_new(s);
-	err_t e = {0};
 	const char *path = tf_write("jsonl", MC);
 	char set[256];
 	snprintf(set, sizeof set, "trace.path=%s", path);
-	assert_int_equal(cfg_set(c, set, &e), 0);
-	assert_int_equal(cfg_set(c, "trace.kind=mooncake", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.failed=drop", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.rate_scale=4", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.in_dist=zipf", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.session_mode=synthetic", &e), 0);
-	assert_int_equal(cfg_finalize(c, &e), 0);
+	const char *sets[] = {set, "trace.kind=mooncake", "trace.failed=drop", "trace.rate_scale=4",
+	                      "trace.in_dist=zipf", "trace.session_mode=synthetic"};
+	cfg_schema_t *s;
+	cfg_t *c = cf_default_with(&s, sets, sizeof sets / sizeof sets[0]);
+	err_t e = {0};
 	tr_opts_t o;
 	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
 	assert_int_equal(o.kind, TR_KIND_MOONCAKE);
