@@ -66,9 +66,7 @@ static const char *MC =
 static void test_mooncake_reads_rows_lengths_and_full_blocks(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", MC);
+	tr_opts_t o = tf_opts("jsonl", MC);
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 512, &n, &b);
@@ -101,12 +99,11 @@ static void test_mooncake_detected_automatically(void **st)
 static void test_remap_to_smaller_blocks_splits_trace_blocks(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                           "1, \"hash_ids\": [7, 8]}\n"
-	                           "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                           "1, \"hash_ids\": [7, 9]}\n");
+	tr_opts_t o =
+	    tf_opts("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                     "1, \"hash_ids\": [7, 8]}\n"
+	                     "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                     "1, \"hash_ids\": [7, 9]}\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 256, &n, &b);
@@ -149,9 +146,7 @@ static void test_remap_with_explicit_trace_block_tokens(void **st)
 static void test_window_rate_scale_and_limit(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", MC);
+	tr_opts_t o = tf_opts("jsonl", MC);
 	o.start_s = 1;
 	o.end_s = 3;
 	o.rate_scale = 2;
@@ -321,9 +316,7 @@ static void test_mooncake_wrong_block_count(void **st)
 static void test_bailian_reads_sessions_and_16_token_blocks(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write(
+	tr_opts_t o = tf_opts(
 	    "jsonl",
 	    "{\"chat_id\": 0, \"parent_chat_id\": -1, \"timestamp\": 0.5, \"input_length\": 40, "
 	    "\"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [11, 12, 13]}\n"
@@ -371,9 +364,7 @@ static void test_burstgpt_reads_and_marks_failures(void **st)
 	char *t = cat(BG_HEAD, "5,ChatGPT,472,18,490,Conversation log\n"
 	                       "45,\"GPT-4\",1087,0,1087,\"API log, retried\"\n"
 	                       "118,GPT-4,417,276,693,Conversation log\n");
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("csv", t);
+	tr_opts_t o = tf_opts("csv", t);
 	tr_kind_t k;
 	err_t e;
 	assert_int_equal(tr_detect(o.path, &k, &e), 0);
@@ -403,13 +394,12 @@ static void test_burstgpt_reads_and_marks_failures(void **st)
 static void test_burstgpt_release3_sessions_share_history(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
-	                         "Type,Session ID,Elapsed time\n"
-	                         "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
-	                         "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
-	                         "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
+	tr_opts_t o =
+	    tf_opts("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+	                   "Type,Session ID,Elapsed time\n"
+	                   "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+	                   "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
+	                   "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 16, &n, &b);
@@ -486,12 +476,10 @@ static void test_burstgpt_backwards_truncated_huge(void **st)
 static void test_azure_2023_and_2024_timestamps(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-	                         "2023-11-16 18:15:46.6805900,374,44\r\n"
-	                         "2023-11-16 18:15:50.9951690,396,109\r\n"
-	                         "2023-11-16 18:16:00.0000000,1,0\r\n");
+	tr_opts_t o = tf_opts("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+	                             "2023-11-16 18:15:46.6805900,374,44\r\n"
+	                             "2023-11-16 18:15:50.9951690,396,109\r\n"
+	                             "2023-11-16 18:16:00.0000000,1,0\r\n");
 	tr_kind_t k;
 	err_t e;
 	assert_int_equal(tr_detect(o.path, &k, &e), 0);
@@ -535,9 +523,7 @@ static void test_azure_bad_timestamp_and_missing_column(void **st)
 static void test_native_round_trip_keeps_every_field(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", MC);
+	tr_opts_t o = tf_opts("jsonl", MC);
 	size_t n, n2;
 	uint64_t *b, *b2;
 	tr_request_t *v = read_vec(&o, 512, &n, &b);

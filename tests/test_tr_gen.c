@@ -442,16 +442,15 @@ static void test_stats_hand_computed(void **st)
 {
 	(void)st;
 	/* arrivals 0, 1, 2, 10 s; gaps 1, 1, 8: mean 10/3, sd 4.0415 */
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                           "10, \"hash_ids\": [1, 2]}\n"
-	                           "{\"timestamp\": 1000, \"input_length\": 1024, "
-	                           "\"output_length\": 20, \"hash_ids\": [1, 2]}\n"
-	                           "{\"timestamp\": 2000, \"input_length\": 1000, "
-	                           "\"output_length\": 30, \"hash_ids\": [1, 3]}\n"
-	                           "{\"timestamp\": 10000, \"input_length\": 512, "
-	                           "\"output_length\": 40, \"hash_ids\": [4]}\n");
+	tr_opts_t o =
+	    tf_opts("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                     "10, \"hash_ids\": [1, 2]}\n"
+	                     "{\"timestamp\": 1000, \"input_length\": 1024, "
+	                     "\"output_length\": 20, \"hash_ids\": [1, 2]}\n"
+	                     "{\"timestamp\": 2000, \"input_length\": 1000, "
+	                     "\"output_length\": 30, \"hash_ids\": [1, 3]}\n"
+	                     "{\"timestamp\": 10000, \"input_length\": 512, "
+	                     "\"output_length\": 40, \"hash_ids\": [4]}\n");
 	tr_reader_t *r;
 	err_t e;
 	tr_stats_t s;

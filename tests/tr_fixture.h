@@ -55,6 +55,16 @@ __attribute__((unused)) static const char *tf_write(const char *ext, const char 
 	return p;
 }
 
+/* Default reader options for a trace written from text to a new fixture
+ * file ending in ext. */
+__attribute__((unused)) static tr_opts_t tf_opts(const char *ext, const char *text)
+{
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write(ext, text);
+	return o;
+}
+
 /* Reads a whole trace; returns the final tr_next status (0 = clean end). */
 __attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed,
                                                uint64_t *rows, err_t *e)
