@@ -243,9 +243,8 @@ static void test_readonly_open_of_missing_catalog_is_input_error(void **st)
 static void test_catalog_creates_missing_parent_directories(void **st)
 {
 	(void)st;
-	char base[] = "/tmp/kvsim-mkdir-XXXXXX";
-	assert_non_null(mkdtemp(base));
-	char dir[256];
+	char base[64], dir[256];
+	assert_int_equal(tmp_dir_make(base, sizeof base, "/tmp/kvsim-mkdir-XXXXXX"), 0);
 	snprintf(dir, sizeof dir, "%s/a/b/results", base);
 	out_catalog_t *c = NULL;
 	err_t e = {0};
