@@ -442,15 +442,13 @@ static void test_stats_hand_computed(void **st)
 {
 	(void)st;
 	/* arrivals 0, 1, 2, 10 s; gaps 1, 1, 8: mean 10/3, sd 4.0415 */
-	tr_opts_t o =
-	    tf_opts("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                     "10, \"hash_ids\": [1, 2]}\n"
-	                     "{\"timestamp\": 1000, \"input_length\": 1024, "
-	                     "\"output_length\": 20, \"hash_ids\": [1, 2]}\n"
-	                     "{\"timestamp\": 2000, \"input_length\": 1000, "
-	                     "\"output_length\": 30, \"hash_ids\": [1, 3]}\n"
-	                     "{\"timestamp\": 10000, \"input_length\": 512, "
-	                     "\"output_length\": 40, \"hash_ids\": [4]}\n");
+	static const tf_mc_row_t rows[] = {{0, 1024, 10, "1, 2"},
+	                                   {1000, 1024, 20, "1, 2"},
+	                                   {2000, 1000, 30, "1, 3"},
+	                                   {10000, 512, 40, "4"}};
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_mooncake(rows, 4);
 	tr_reader_t *r;
 	err_t e;
 	tr_stats_t s;

@@ -55,6 +55,33 @@ __attribute__((unused)) static const char *tf_write(const char *ext, const char 
 	return p;
 }
 
+/* One Mooncake trace row: arrival (ms), prompt and output tokens, and the
+ * block ids as the JSON array's inside ("1, 2"). */
+typedef struct tf_mc_row {
+	int64_t t_ms;
+	uint32_t in, out;
+	const char *ids;
+} tf_mc_row_t;
+
+/* Writes n rows as a Mooncake JSONL fixture; returns its path (as
+ * tf_write). */
+__attribute__((unused)) static const char *tf_mooncake(const tf_mc_row_t *rows, size_t n)
+{
+	char text[8192];
+	size_t len = 0;
+	for (size_t i = 0; i < n && len < sizeof text; i++)
+		len +=
+		    (size_t)snprintf(text + len, sizeof text - len,
+		                     "{\"timestamp\": %lld, \"input_length\": %u, "
+		                     "\"output_length\": %u, \"hash_ids\": [%s]}\n",
+		                     (long long)rows[i].t_ms, rows[i].in, rows[i].out, rows[i].ids);
+	if (len >= sizeof text) {
+		fprintf(stderr, "tf_mooncake: fixture too long\n");
+		exit(1);
+	}
+	return tf_write("jsonl", text);
+}
+
 /* Default reader options for a trace written from text to a new fixture
  * file ending in ext. */
 __attribute__((unused)) static tr_opts_t tf_opts(const char *ext, const char *text)
