@@ -24,7 +24,7 @@ static void expect_err(tr_kind_t k, const char *ext, const char *text, const cha
 	o.path = tf_write(ext, text);
 	err_t e = {0};
 	uint64_t rows;
-	int rc = tf_read_all(&o, 512, 1, &rows, &e);
+	int rc = tr_validate(&o, 512, 1, &rows, &e);
 	if (rc != KS_EINPUT || !strstr(e.msg, frag1) || (frag2 && !strstr(e.msg, frag2)) ||
 	    !strstr(e.msg, o.path))
 		fail_msg("rc %d, message '%s'; wanted '%s' and '%s'", rc, e.msg, frag1,

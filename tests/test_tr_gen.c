@@ -227,7 +227,7 @@ static void test_servegen_bad_row(void **st)
 	o.path = tf_write("csv", "0,1,1,Gamma,1,1\n600,1,1,Lumpy,1,1\n");
 	err_t e = {0};
 	uint64_t n;
-	assert_int_equal(tf_read_all(&o, 16, 1, &n, &e), KS_EINPUT);
+	assert_int_equal(tr_validate(&o, 16, 1, &n, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, ":2: pattern: 'Lumpy' is not Gamma, Weibull or empty"));
 }
 
@@ -249,7 +249,7 @@ static void test_servegen_window_starts_must_increase(void **st)
 		o.path = tf_write("csv", files[i][0]);
 		err_t e = {0};
 		uint64_t n;
-		assert_int_equal(tf_read_all(&o, 16, 1, &n, &e), KS_EINPUT);
+		assert_int_equal(tr_validate(&o, 16, 1, &n, &e), KS_EINPUT);
 		if (!strstr(e.msg, files[i][1]) || strncmp(e.msg, o.path, strlen(o.path)))
 			fail_msg("'%s' lacks '%s'", e.msg, files[i][1]);
 	}

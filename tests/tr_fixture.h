@@ -1,5 +1,6 @@
 /* Helpers shared by the trace tests: fixtures written to a fresh temporary
- * directory, and whole-trace reads. Header-only (static functions). */
+ * directory, and reader options on them (a whole trace is read with
+ * tr_validate). Header-only (static functions). */
 #ifndef KVSIM_TR_FIXTURE_H
 #define KVSIM_TR_FIXTURE_H
 
@@ -90,22 +91,6 @@ __attribute__((unused)) static tr_opts_t tf_opts(const char *ext, const char *te
 	tr_opts_default(&o);
 	o.path = tf_write(ext, text);
 	return o;
-}
-
-/* Reads a whole trace; returns the final tr_next status (0 = clean end). */
-__attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed,
-                                               uint64_t *rows, err_t *e)
-{
-	tr_reader_t *r;
-	*rows = 0;
-	int rc = tr_open(o, S, seed, &r, e);
-	if (rc)
-		return rc;
-	tr_request_t q;
-	while ((rc = tr_next(r, &q, e)) > 0)
-		(*rows)++;
-	tr_close(r);
-	return rc;
 }
 
 #endif
