@@ -410,11 +410,17 @@ static const char py_check[] =
 	"    assert k in a, k\n"
 	"print('python-ok')\n";
 
+/* Whether python3 with h5py and pandas is there to read the files back. */
+static int have_h5py(void)
+{
+	return access("/usr/bin/python3", X_OK) == 0 &&
+	       system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") == 0;
+}
+
 static void test_h5py_and_pandas_read_every_column(void **st)
 {
 	(void)st;
-	if (access("/usr/bin/python3", X_OK) != 0 ||
-	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0) {
+	if (!have_h5py()) {
 		skip();
 		return;
 	}
@@ -435,8 +441,7 @@ static void test_h5py_and_pandas_read_every_column(void **st)
 static void test_h5py_reads_empty_tables_with_columns(void **st)
 {
 	(void)st;
-	if (access("/usr/bin/python3", X_OK) != 0 ||
-	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0) {
+	if (!have_h5py()) {
 		skip();
 		return;
 	}
