@@ -8,19 +8,8 @@
 #include <string.h>
 
 #include "sim/base/cfg.h"
+#include "tests/cfg_keys.h"
 #include "tests/fuzz_util.h"
-
-static const cfg_key_t keys[] = {
-    {"cluster", "nodes", CFG_INT, "4", 1, 1024, NULL, "nodes", "number of nodes", NULL},
-    {"cluster", "link_gbps", CFG_FLOAT, "100", 0.5, 1e6, NULL, "Gbit/s", "bandwidth", NULL},
-    {"cluster", "prefix_cache", CFG_BOOL, "true", 0, 0, NULL, "", "share prefixes", NULL},
-    {"cluster", "label", CFG_STR, "", 0, 0, NULL, "", "free text", NULL},
-    {"cache", "eviction", CFG_ENUM, "lru", 0, 0, "lru,lfu,fifo", "", "eviction", NULL},
-    {"sim", "seed", CFG_INT, "1", 0, 0, NULL, "", "seed", NULL},
-    {"sim", "scale", CFG_FLOAT, "1.5", 0, 0, NULL, "", "scale", NULL},
-    {"policy.routing", "name", CFG_ENUM, "rr", 0, 0, "rr,least_loaded", "", "routing", NULL},
-    {"policy.routing", "alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "", "weight", "least_loaded"},
-};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static cfg_schema_t *s;
 	if (!s) {
 		s = cfg_schema_new();
-		if (cfg_schema_add(s, keys, sizeof keys / sizeof keys[0]))
+		if (cfg_schema_add(s, test_keys, sizeof test_keys / sizeof test_keys[0]))
 			abort();
 	}
 	char *text = fuzz_text(data, size);

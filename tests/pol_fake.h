@@ -193,4 +193,14 @@ static __attribute__((unused)) void fk_tick(pol_handle_t *h, fake_t *f, const po
 	assert_int_equal(fk_repl(h)->on_tick(h->state, &f->v, &f->a, fc, &e), 0);
 }
 
+/* The same, after which the policy has asked for n copies in all. */
+static __attribute__((unused)) void fk_tick_copies(pol_handle_t *h, fake_t *f,
+                                                   const pol_forecast_t *fc, uint32_t n)
+{
+	fk_tick(h, f, fc);
+	if (f->n_copies != n)
+		fail_msg("after the tick: %u copies asked for, want %u", (unsigned)f->n_copies,
+		         (unsigned)n);
+}
+
 #endif

@@ -17,6 +17,7 @@
 #include "sim/run/sim.h"
 #include "tests/cli_fixture.h"
 #include "tests/tmp_fixture.h"
+#include "tests/test_main.h"
 
 static void test_cfg_arg_takes_set_forms_and_one_config(void **state)
 {
@@ -101,6 +102,17 @@ static void write_ini(char *dir, char *path, const char *text)
 	tmp_write(path, text);
 }
 
+/* Loads path (NULL: the default experiment) with n --set lines and checks
+ * the trace kind it ends with. */
+static void expect_trace_kind(const char *path, const char *const *sets, int n, const char *kind)
+{
+	cfg_t *c = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config(path, sets, n, &c, &e), 0);
+	assert_string_equal(cfg_str(c, "trace", "kind"), kind);
+	cli_config_free(c);
+}
+
 /* A file that sets no key (empty, blank, comments, bare section headers)
  * means what no file means: the built-in default experiment, whose values
  * keep their default-experiment origins. */
@@ -123,14 +135,11 @@ static void test_file_setting_no_key_runs_the_default_experiment(void **state)
 		cfg_digest(c, dc);
 		assert_string_equal(dc, dd);
 		assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
+		cli_config_free(c);
 		/* --set still applies on top, and trace.path replaces the traffic */
-		cli_config_free(c);
 		const char *sets[] = {"trace.path=t.jsonl"};
-		assert_int_equal(cli_load_config(path, sets, 1, &c, &e), 0);
-		assert_string_equal(cfg_str(c, "trace", "kind"), "auto");
-		cli_config_free(c);
-		unlink(path);
-		rmdir(dir);
+		expect_trace_kind(path, sets, 1, "auto");
+		assert_int_equal(tmp_dir_remove(dir), 0);
 	}
 	/* one key set: that file is the experiment (schema defaults elsewhere) */
 	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
@@ -140,8 +149,7 @@ static void test_file_setting_no_key_runs_the_default_experiment(void **state)
 	assert_string_equal(cfg_origin(c, "trace", "kind"), "default");
 	cli_config_free(c);
 	cli_config_free(d);
-	unlink(path);
-	rmdir(dir);
+	assert_int_equal(tmp_dir_remove(dir), 0);
 }
 
 /* --set trace.path on the default experiment reads that file: the
@@ -175,17 +183,12 @@ static void test_trace_path_replaces_default_traffic(void **state)
 	cli_config_free(c);
 
 	const char *empty[] = {"trace.path="};
-	assert_int_equal(cli_load_config(NULL, empty, 1, &c, &e), 0);
-	assert_string_equal(cfg_str(c, "trace", "kind"), "gen");
-	cli_config_free(c);
+	expect_trace_kind(NULL, empty, 1, "gen");
 
 	char dir[] = "/tmp/test_cli_common.XXXXXX", path[128];
 	write_ini(dir, path, "[trace]\nkind = mooncake\n");
-	assert_int_equal(cli_load_config(path, sets, 2, &c, &e), 0);
-	assert_string_equal(cfg_str(c, "trace", "kind"), "mooncake");
-	cli_config_free(c);
-	unlink(path);
-	rmdir(dir);
+	expect_trace_kind(path, sets, 2, "mooncake");
+	assert_int_equal(tmp_dir_remove(dir), 0);
 }
 
 static void test_fail_maps_exit_status(void **state)
@@ -270,8 +273,7 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	snprintf(want, sizeof want, "%s:4: [trace] end_s: ", path);
 	assert_memory_equal(e.msg, want, strlen(want));
 	cli_config_free(c);
-	unlink(path);
-	rmdir(dir);
+	assert_int_equal(tmp_dir_remove(dir), 0);
 }
 
 /* ---- the binary: every command in one voice ------------------------------ */
@@ -438,20 +440,14 @@ static void test_directories_given_as_files_exit_two(void **state)
 	assert_int_equal(tmp_dir_remove(d), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_cfg_arg_takes_set_forms_and_one_config),
-	    cmocka_unit_test(test_cfg_arg_errors),
-	    cmocka_unit_test(test_load_config_defaults_and_free),
-	    cmocka_unit_test(test_load_config_errors_leave_no_config),
-	    cmocka_unit_test(test_file_setting_no_key_runs_the_default_experiment),
-	    cmocka_unit_test(test_trace_path_replaces_default_traffic),
-	    cmocka_unit_test(test_fail_maps_exit_status),
-	    cmocka_unit_test(test_errors_speak_as_the_command),
-	    cmocka_unit_test(test_run_setup_errors_name_the_line_set_last),
-	    cmocka_unit_test(test_every_command_has_one_help_and_error_shape),
-	    cmocka_unit_test(test_directories_given_as_files_exit_two),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_cfg_arg_takes_set_forms_and_one_config),
+          cmocka_unit_test(test_cfg_arg_errors),
+          cmocka_unit_test(test_load_config_defaults_and_free),
+          cmocka_unit_test(test_load_config_errors_leave_no_config),
+          cmocka_unit_test(test_file_setting_no_key_runs_the_default_experiment),
+          cmocka_unit_test(test_trace_path_replaces_default_traffic),
+          cmocka_unit_test(test_fail_maps_exit_status),
+          cmocka_unit_test(test_errors_speak_as_the_command),
+          cmocka_unit_test(test_run_setup_errors_name_the_line_set_last),
+          cmocka_unit_test(test_every_command_has_one_help_and_error_shape),
+          cmocka_unit_test(test_directories_given_as_files_exit_two))

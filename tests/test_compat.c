@@ -19,6 +19,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/cluster/cluster.h"
 #include "sim/run/sim.h"
+#include "tests/mdl_fixture.h"
 #include "tests/sim_fixture.h"
 #include "tests/toy_cluster.h"
 
@@ -29,9 +30,8 @@ static void test_linear_model_is_the_study_formula(void **st)
 	(void)st;
 	mdl_hw_t hw;
 	mdl_llm_t m;
+	mf_builtin("H100-SXM", &hw, "Llama-3-70B", &m);
 	err_t e = {0};
-	assert_int_equal(mdl_hw_builtin("H100-SXM", &hw, &e), 0);
-	assert_int_equal(mdl_llm_builtin("Llama-3-70B", &m, &e), 0);
 	mdl_compute_params_t p = mdl_compute_params_default;
 	p.model = MDL_MODEL_LINEAR;
 	mdl_compute_t c;
@@ -124,19 +124,26 @@ static void test_vllm_scheduler_batches_the_same_requests(void **st)
 	toy_free(&t);
 }
 
+/* A fresh vLLM-mode toy cluster given request 1 at t = 0: a 16-token
+ * prompt of the four blocks ONE and out_len output tokens. */
+static const uint64_t ONE[4] = {11, 12, 13, 14};
+static void toy_submit_one(toy_t *t, int resident, int ttft_end, uint32_t out_len)
+{
+	toy_init(t, SCHED_VLLM, resident, ttft_end, 0);
+	assert_int_equal(cluster_submit(&t->cl, 0, 1, 16, out_len, ONE, 4), 0);
+}
+
 static void test_resident_at_admission_makes_blocks_matchable_before_compute(void **st)
 {
 	(void)st;
-	uint64_t ab[4] = {11, 12, 13, 14};
 	for (int res = 0; res < 2; res++) {
 		toy_t t;
-		toy_init(&t, SCHED_VLLM, res, 0, 0);
-		assert_int_equal(cluster_submit(&t.cl, 0, 1, 16, 2, ab, 4), 0);
+		toy_submit_one(&t, res, 0, 2);
 		assert_int_equal(ev_engine_run(t.eng, 1), 0); /* mid-prefill */
-		assert_int_equal(kv_match(t.cl.inst[0].kv, ab, 4), res ? 4 : 0);
-		assert_int_equal(kv_lookup(t.cl.inst[0].kv, ab[0]), res ? KV_READY : KV_COMPUTING);
+		assert_int_equal(kv_match(t.cl.inst[0].kv, ONE, 4), res ? 4 : 0);
+		assert_int_equal(kv_lookup(t.cl.inst[0].kv, ONE[0]), res ? KV_READY : KV_COMPUTING);
 		assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
-		assert_int_equal(kv_match(t.cl.inst[0].kv, ab, 4), 4);
+		assert_int_equal(kv_match(t.cl.inst[0].kv, ONE, 4), 4);
 		toy_free(&t);
 	}
 }
@@ -144,11 +151,9 @@ static void test_resident_at_admission_makes_blocks_matchable_before_compute(voi
 static void test_ttft_at_prefill_end_takes_every_token_from_decode(void **st)
 {
 	(void)st;
-	uint64_t ab[4] = {11, 12, 13, 14};
 	for (int end = 0; end < 2; end++) {
 		toy_t t;
-		toy_init(&t, SCHED_VLLM, 0, end, 0);
-		assert_int_equal(cluster_submit(&t.cl, 0, 1, 16, 3, ab, 4), 0);
+		toy_submit_one(&t, 0, end, 3);
 		assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
 		const res_request_t *r = by_id(&t.cl, 1);
 		/* prefill 16000; then 3 decode steps (TTFT excludes the first) or 2

@@ -14,13 +14,21 @@
 #include "sim/base/err.h"
 #include "sim/engine/ev_bench.h"
 
-static ev_phold_params_t small_phold(void)
+/* The default PHOLD but for its size: lps LPs of events_per_lp events
+ * each, stopping after max_events. */
+static ev_phold_params_t phold_of(uint32_t lps, uint32_t events_per_lp, uint64_t max_events)
 {
 	ev_phold_params_t p;
 	ev_phold_defaults(&p);
-	p.lps = 64;
-	p.events_per_lp = 4;
-	p.max_events = 20000;
+	p.lps = lps;
+	p.events_per_lp = events_per_lp;
+	p.max_events = max_events;
+	return p;
+}
+
+static ev_phold_params_t small_phold(void)
+{
+	ev_phold_params_t p = phold_of(64, 4, 20000);
 	p.seed = 42;
 	return p;
 }
@@ -91,13 +99,9 @@ static void test_phold_mean_delay_is_lookahead_plus_exponential(void **state)
 {
 	(void)state;
 	/* One LP, one event: a single chain, so sim time / events = mean delay. */
-	ev_phold_params_t p;
-	ev_phold_defaults(&p);
-	p.lps = 1;
-	p.events_per_lp = 1;
+	ev_phold_params_t p = phold_of(1, 1, 200000);
 	p.lookahead_ns = 400;
 	p.mean_ns = 1000;
-	p.max_events = 200000;
 	ev_phold_result_t r;
 	assert_int_equal(ev_phold_run(&p, &r, NULL), 0);
 	double mean = (double)r.sim_end_ns / (double)r.committed;
@@ -145,47 +149,54 @@ static void test_hold_runs_requested_ops_deterministically(void **state)
 	assert_int_equal(ev_hold_run(&p, &r, NULL), KS_EINPUT);
 }
 
-static int run_cli(int argc, const char **argv)
+/* Arguments of `kvsim bench` (NULL-terminated) and the exit status they
+ * must give. */
+typedef struct cli_case {
+	int status;
+	const char *argv[10];
+} cli_case_t;
+
+/* Runs every case; the first wrong status fails the test, naming it. */
+static void expect_cli(const cli_case_t *cases, size_t n)
 {
-	return cli_bench_main(argc, (char **)argv);
+	for (size_t i = 0; i < n; i++) {
+		int argc = 0;
+		while (cases[i].argv[argc])
+			argc++;
+		if (cli_bench_main(argc, (char **)cases[i].argv) != cases[i].status)
+			fail_msg("case %zu (%s %s ...): exit status is not %d", i, cases[i].argv[0],
+			         argc > 1 ? cases[i].argv[1] : "", cases[i].status);
+	}
 }
 
 static void test_bench_cli_refuses_bad_input_with_status_2(void **state)
 {
 	(void)state;
-	const char *no_kind[] = {"bench"};
-	assert_int_equal(run_cli(1, no_kind), 2);
-	const char *unknown[] = {"bench", "nosuch"};
-	assert_int_equal(run_cli(2, unknown), 2);
-	const char *bad_opt[] = {"bench", "phold", "--bogus"};
-	assert_int_equal(run_cli(3, bad_opt), 2);
-	const char *bad_num[] = {"bench", "phold", "--lps", "12x"};
-	assert_int_equal(run_cli(4, bad_num), 2);
-	const char *bad_remote[] = {"bench", "phold", "--remote", "2"};
-	assert_int_equal(run_cli(4, bad_remote), 2);
-	const char *bad_mean[] = {"bench", "phold", "--mean", "50", "--lookahead", "100"};
-	assert_int_equal(run_cli(6, bad_mean), 2);
-	const char *missing[] = {"bench", "phold", "--lps"};
-	assert_int_equal(run_cli(3, missing), 2);
-	const char *bad_dist[] = {"bench", "hold", "--dist", "pareto"};
-	assert_int_equal(run_cli(4, bad_dist), 2);
-	const char *extra[] = {"bench", "hold", "stray"};
-	assert_int_equal(run_cli(3, extra), 2);
+	static const cli_case_t cases[] = {
+	    {2, {"bench"}},                                                /* no kind */
+	    {2, {"bench", "nosuch"}},                                      /* unknown kind */
+	    {2, {"bench", "phold", "--bogus"}},                            /* unknown option */
+	    {2, {"bench", "phold", "--lps", "12x"}},                       /* not a number */
+	    {2, {"bench", "phold", "--remote", "2"}},                      /* out of range */
+	    {2, {"bench", "phold", "--mean", "50", "--lookahead", "100"}}, /* mean <= lookahead */
+	    {2, {"bench", "phold", "--lps"}},                              /* value missing */
+	    {2, {"bench", "hold", "--dist", "pareto"}},                    /* unknown choice */
+	    {2, {"bench", "hold", "stray"}},                               /* extra argument */
+	};
+	expect_cli(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_bench_cli_runs_small_phold_and_hold(void **state)
 {
 	(void)state;
-	const char *ph[] = {"bench", "phold", "--lps", "16", "--events", "1000", "--json"};
-	assert_int_equal(run_cli(7, ph), 0);
-	const char *ph_end[] = {"bench", "phold", "--lps=16", "--end=20000", "--seed=3"};
-	assert_int_equal(run_cli(5, ph_end), 0);
-	const char *ho[] = {"bench", "hold", "--size", "100", "--ops", "1000", "--dist", "bimodal"};
-	assert_int_equal(run_cli(8, ho), 0);
-	const char *help[] = {"bench", "--help"};
-	assert_int_equal(run_cli(2, help), 0);
-	const char *khelp[] = {"bench", "phold", "--help"};
-	assert_int_equal(run_cli(3, khelp), 0);
+	static const cli_case_t cases[] = {
+	    {0, {"bench", "phold", "--lps", "16", "--events", "1000", "--json"}},
+	    {0, {"bench", "phold", "--lps=16", "--end=20000", "--seed=3"}},
+	    {0, {"bench", "hold", "--size", "100", "--ops", "1000", "--dist", "bimodal"}},
+	    {0, {"bench", "--help"}},
+	    {0, {"bench", "phold", "--help"}},
+	};
+	expect_cli(cases, sizeof cases / sizeof cases[0]);
 	fflush(stdout);
 }
 

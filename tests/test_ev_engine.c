@@ -46,6 +46,22 @@ static int record_b(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return rc;
 }
 
+/* A new engine whose events of type 0 go to record, logging into lg. */
+static ev_engine_t *recording_engine(log_t *lg)
+{
+	ev_engine_t *eng = ev_engine_new(0);
+	assert_non_null(eng);
+	assert_int_equal(ev_engine_register(eng, 0, record, lg), 0);
+	return eng;
+}
+
+/* n events of type 0 at 10, 20, ..., 10 n ns with payloads 1 .. n. */
+static void every_10_ns(ev_engine_t *eng, int n)
+{
+	for (int i = 1; i <= n; i++)
+		assert_int_not_equal(ev_engine_at(eng, i * 10, 0, 0, (uint64_t)i), EV_NONE);
+}
+
 static int check(void *ctx, ev_engine_t *eng)
 {
 	log_t *lg = ctx;
@@ -111,10 +127,8 @@ static void test_handler_error_stops_run_and_is_returned(void **state)
 {
 	(void)state;
 	log_t lg = {.fail_at = 2};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
-	for (int i = 1; i <= 4; i++)
-		ev_engine_at(eng, i * 10, 0, 0, (uint64_t)i);
+	ev_engine_t *eng = recording_engine(&lg);
+	every_10_ns(eng, 4);
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), KS_EIO);
 	assert_int_equal(lg.n, 2);
 	assert_int_equal(ev_engine_now(eng), 20);
@@ -148,8 +162,7 @@ static void test_event_without_handler_is_runtime_error(void **state)
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
+	ev_engine_t *eng = recording_engine(&lg);
 	ev_engine_at(eng, 1, 0, 0, 0);
 	ev_engine_at(eng, 2, 5, 0, 0); /* type 5 has no handler */
 	ev_engine_at(eng, 3, EV_MAX_TYPES + 1, 0, 0);
@@ -177,9 +190,7 @@ static void test_type_new_hands_out_each_free_type_once(void **state)
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = ev_engine_new(0);
-	assert_non_null(eng);
-	assert_int_equal(ev_engine_register(eng, 0, record, &lg), 0);
+	ev_engine_t *eng = recording_engine(&lg);
 	uint32_t a, b, t;
 	assert_int_equal(ev_engine_type_new(eng, record, &lg, &a), 0);
 	assert_int_equal(ev_engine_type_new(eng, record_b, &lg, &b), 0);
@@ -205,10 +216,8 @@ static void test_run_until_stops_at_bound_and_advances_clock(void **state)
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
-	for (int i = 1; i <= 5; i++)
-		ev_engine_at(eng, i * 10, 0, 0, (uint64_t)i);
+	ev_engine_t *eng = recording_engine(&lg);
+	every_10_ns(eng, 5);
 	assert_int_equal(ev_engine_run(eng, 30), 0); /* inclusive bound */
 	assert_int_equal(lg.n, 3);
 	assert_int_equal(ev_engine_now(eng), 30);
@@ -230,10 +239,8 @@ static void test_stop_from_handler_ends_run_after_that_event(void **state)
 {
 	(void)state;
 	log_t lg = {.stop_at = 2};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
-	for (int i = 1; i <= 4; i++)
-		ev_engine_at(eng, i * 10, 0, 0, (uint64_t)i);
+	ev_engine_t *eng = recording_engine(&lg);
+	every_10_ns(eng, 4);
 	assert_int_equal(ev_engine_run(eng, 1000), 0);
 	assert_int_equal(lg.n, 2);
 	assert_int_equal(ev_engine_now(eng), 20); /* not moved to the bound */
@@ -252,8 +259,7 @@ static void test_check_hook_runs_after_every_event_and_its_error_stops(void **st
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
+	ev_engine_t *eng = recording_engine(&lg);
 	for (int i = 1; i <= 3; i++)
 		ev_engine_at(eng, i, 0, 0, 0);
 	ev_engine_set_check(eng, check, &lg);
@@ -276,8 +282,7 @@ static void test_cancel_and_reschedule_through_engine(void **state)
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
+	ev_engine_t *eng = recording_engine(&lg);
 	ev_handle_t a = ev_engine_at(eng, 10, 0, 0, 1);
 	ev_handle_t b = ev_engine_at(eng, 20, 0, 0, 2);
 	ev_handle_t c = ev_engine_at(eng, 30, 0, 0, 3);
@@ -300,8 +305,7 @@ static void test_after_rejects_negative_and_overflowing_delays(void **state)
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = ev_engine_new(0);
-	ev_engine_register(eng, 0, record, &lg);
+	ev_engine_t *eng = recording_engine(&lg);
 	assert_int_equal(ev_engine_after(eng, -1, 0, 0, 0), EV_NONE);
 	assert_int_not_equal(ev_engine_after(eng, 10, 0, 0, 0), EV_NONE);
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);

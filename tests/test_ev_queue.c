@@ -19,6 +19,25 @@ static void pop_expect(ev_queue_t *q, int64_t time, uint64_t payload)
 	assert_int_equal(ev.payload, payload);
 }
 
+/* Pops n events with want's times and payloads, in that order; the queue
+ * is then empty and is freed. */
+static void pop_all_expect(ev_queue_t *q, const ev_event_t *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pop_expect(q, want[i].time, want[i].payload);
+	assert_int_equal(ev_size(q), 0);
+	ev_queue_free(q);
+}
+
+/* The same for events whose payload is their time. */
+static void pop_times_expect(ev_queue_t *q, const int64_t *times, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pop_expect(q, times[i], (uint64_t)times[i]);
+	assert_int_equal(ev_size(q), 0);
+	ev_queue_free(q);
+}
+
 static void test_pop_returns_events_in_time_order(void **state)
 {
 	(void)state;
@@ -29,10 +48,7 @@ static void test_pop_returns_events_in_time_order(void **state)
 		assert_int_not_equal(ev_push(q, times[i], 1, 2, (uint64_t)times[i]), EV_NONE);
 	assert_int_equal(ev_size(q), 8);
 	int64_t sorted[] = {-5, 0, 10, 20, 30, 40, 50, 1000000000000LL};
-	for (size_t i = 0; i < 8; i++)
-		pop_expect(q, sorted[i], (uint64_t)sorted[i]);
-	assert_int_equal(ev_size(q), 0);
-	ev_queue_free(q);
+	pop_times_expect(q, sorted, 8);
 }
 
 static void test_pop_copies_type_target_payload_and_seq(void **state)
@@ -41,17 +57,18 @@ static void test_pop_copies_type_target_payload_and_seq(void **state)
 	ev_queue_t *q = ev_queue_new(0);
 	ev_push(q, 7, 3, 99, 0xdeadbeefcafeULL);
 	ev_push(q, 5, 4, 98, 12);
-	ev_event_t a, b;
-	assert_int_equal(ev_pop(q, &a), 0);
-	assert_int_equal(ev_pop(q, &b), 0);
-	assert_int_equal(a.time, 5);
-	assert_int_equal(a.type, 4);
-	assert_int_equal(a.target, 98);
-	assert_int_equal(a.payload, 12);
-	assert_int_equal(b.type, 3);
-	assert_int_equal(b.target, 99);
-	assert_int_equal(b.payload, 0xdeadbeefcafeULL);
-	assert_true(a.seq > b.seq); /* pushed later */
+	/* everything but seq comes back as pushed, earliest first */
+	const ev_event_t want[2] = {{.time = 5, .type = 4, .target = 98, .payload = 12},
+	                            {.time = 7, .type = 3, .target = 99, .payload = 0xdeadbeefcafeULL}};
+	ev_event_t got[2];
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ev_pop(q, &got[i]), 0);
+		assert_int_equal(got[i].time, want[i].time);
+		assert_int_equal(got[i].type, want[i].type);
+		assert_int_equal(got[i].target, want[i].target);
+		assert_int_equal(got[i].payload, want[i].payload);
+	}
+	assert_true(got[0].seq > got[1].seq); /* pushed later */
 	ev_queue_free(q);
 }
 
@@ -133,10 +150,9 @@ static void test_cancel_removes_event_and_rejects_stale_handle(void **state)
 	assert_int_equal(ev_cancel(q, EV_NONE), -1);
 	assert_int_equal(ev_cancel(q, (c & 0xffffffff00000000ULL) | 0xfffffff0u), -1);
 	assert_int_equal(ev_cancel(q, c + (2ULL << 32)), -1);
-	pop_expect(q, 15, 4);
-	pop_expect(q, 16, 5);
-	pop_expect(q, 30, 3);
-	ev_queue_free(q);
+	const ev_event_t rest[] = {
+	    {.time = 15, .payload = 4}, {.time = 16, .payload = 5}, {.time = 30, .payload = 3}};
+	pop_all_expect(q, rest, 3);
 }
 
 static void test_cancel_of_root_and_last_keeps_order(void **state)
@@ -150,10 +166,7 @@ static void test_cancel_of_root_and_last_keeps_order(void **state)
 	assert_int_equal(ev_cancel(q, h[9]), 0); /* last pushed, latest */
 	assert_int_equal(ev_cancel(q, h[5]), 0);
 	int64_t want[] = {1, 2, 3, 4, 6, 7, 8};
-	for (int i = 0; i < 7; i++)
-		pop_expect(q, want[i], (uint64_t)want[i]);
-	assert_int_equal(ev_size(q), 0);
-	ev_queue_free(q);
+	pop_times_expect(q, want, 7);
 }
 
 static void test_reschedule_earlier_and_later_moves_event(void **state)
@@ -168,13 +181,10 @@ static void test_reschedule_earlier_and_later_moves_event(void **state)
 	assert_true(ev_pending(q, h[4]));
 	assert_true(ev_pending(q, h[0]));
 	assert_int_equal(ev_peek_time(q), 5);
-	pop_expect(q, 5, 4);
-	pop_expect(q, 20, 1);
-	pop_expect(q, 30, 2);
-	pop_expect(q, 40, 3);
-	pop_expect(q, 45, 0);
-	pop_expect(q, 60, 5);
-	ev_queue_free(q);
+	const ev_event_t order[] = {{.time = 5, .payload = 4},  {.time = 20, .payload = 1},
+	                            {.time = 30, .payload = 2}, {.time = 40, .payload = 3},
+	                            {.time = 45, .payload = 0}, {.time = 60, .payload = 5}};
+	pop_all_expect(q, order, 6);
 }
 
 static void test_reschedule_gets_fresh_seq_behind_equal_times(void **state)
@@ -186,10 +196,9 @@ static void test_reschedule_gets_fresh_seq_behind_equal_times(void **state)
 	ev_push(q, 100, 0, 0, 3);
 	/* Same time, but rescheduled: it now counts as inserted last. */
 	assert_int_equal(ev_reschedule(q, a, 100), 0);
-	pop_expect(q, 100, 2);
-	pop_expect(q, 100, 3);
-	pop_expect(q, 100, 1);
-	ev_queue_free(q);
+	const ev_event_t order[] = {
+	    {.time = 100, .payload = 2}, {.time = 100, .payload = 3}, {.time = 100, .payload = 1}};
+	pop_all_expect(q, order, 3);
 }
 
 static void test_queue_grows_far_past_capacity_hint(void **state)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "sim/base/file.h"
+#include "tests/test_main.h"
 
 /* Writes n bytes to a fresh temporary file; its path goes to path. */
 static void write_tmp(char *path, const char *bytes, size_t n)
@@ -75,12 +76,6 @@ static void test_file_read_all_reports_a_missing_file_or_a_directory(void **stat
 	assert_non_null(strstr(e.msg, "/tmp: cannot open"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_file_read_all_reads_past_several_chunks_exactly),
-	    cmocka_unit_test(test_file_read_all_reads_an_empty_file_as_an_empty_string),
-	    cmocka_unit_test(test_file_read_all_reports_a_missing_file_or_a_directory),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_file_read_all_reads_past_several_chunks_exactly),
+          cmocka_unit_test(test_file_read_all_reads_an_empty_file_as_an_empty_string),
+          cmocka_unit_test(test_file_read_all_reports_a_missing_file_or_a_directory))

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include "tests/test_main.h"
 
 /* Runs a shell command; its exit status, its output in out. */
 static int run(const char *cmd, char *out, size_t n)
@@ -50,48 +51,48 @@ static void test_this_build_has_no_call_loops(void **st)
 	assert_int_equal(rc, 0);
 }
 
+/* Runs script with $D set to a fresh scratch directory, removed after;
+ * returns the script's exit status, its output in out. */
+static int run_planted(const char *script, char *out, size_t n)
+{
+	char dir[] = "/tmp/kvsim_house_XXXXXX", cmd[2048];
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd, "D='%s'; %s", dir, script);
+	int rc = run(cmd, out, n);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	return rc;
+}
+
 static void test_planted_upward_include_is_caught(void **st)
 {
 	(void)st;
-	char dir[] = "/tmp/kvsim_house_XXXXXX", cmd[1024], out[8192];
-	assert_non_null(mkdtemp(dir));
-	snprintf(cmd, sizeof cmd,
-	         "mkdir -p %s/sim/base %s/sim/run && "
-	         "printf '#include \"sim/run/sim.h\"\\n' > %s/sim/base/x.c && "
-	         "printf '#include \"sim/base/err.h\"\\n' > %s/sim/run/y.c && "
-	         "/usr/bin/python3 tests/check_house.py layers %s 2>&1",
-	         dir, dir, dir, dir, dir);
-	assert_int_equal(run(cmd, out, sizeof out), 1);
+	char out[8192];
+	assert_int_equal(run_planted("mkdir -p $D/sim/base $D/sim/run && "
+	                             "printf '#include \"sim/run/sim.h\"\\n' > $D/sim/base/x.c && "
+	                             "printf '#include \"sim/base/err.h\"\\n' > $D/sim/run/y.c && "
+	                             "/usr/bin/python3 tests/check_house.py layers $D 2>&1",
+	                             out, sizeof out),
+	                 1);
 	assert_non_null(strstr(out, "sim/base/x.c:1: includes sim/run/sim.h"));
 	assert_null(strstr(out, "y.c")); /* downward is fine */
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
 }
 
 static void test_planted_call_loop_is_caught(void **st)
 {
 	(void)st;
-	char dir[] = "/tmp/kvsim_loop_XXXXXX", cmd[2048], out[8192];
-	assert_non_null(mkdtemp(dir));
-	snprintf(cmd, sizeof cmd,
-	         "cd %s && printf 'int b(void);\\nint a(void){return b();}\\n' > a.c && "
-	         "printf 'int a(void);\\nint b(void){return 0;}\\nint c(void){return a();}\\n' > b.c "
-	         "&& gcc -c a.c b.c && cd - >/dev/null && "
-	         "/usr/bin/python3 tests/check_house.py cycles %s 2>&1",
-	         dir, dir);
-	assert_int_equal(run(cmd, out, sizeof out), 1);
+	char out[8192];
+	assert_int_equal(
+	    run_planted("cd $D && printf 'int b(void);\\nint a(void){return b();}\\n' > a.c && "
+	                "printf 'int a(void);\\nint b(void){return 0;}\\nint c(void){return a();}\\n' "
+	                "> b.c && gcc -c a.c b.c && cd - >/dev/null && "
+	                "/usr/bin/python3 tests/check_house.py cycles $D 2>&1",
+	                out, sizeof out),
+	    1);
 	assert_non_null(strstr(out, "call loop: a <-> b"));
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_this_tree_keeps_its_layers),
-	    cmocka_unit_test(test_this_build_has_no_call_loops),
-	    cmocka_unit_test(test_planted_upward_include_is_caught),
-	    cmocka_unit_test(test_planted_call_loop_is_caught),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_this_tree_keeps_its_layers),
+          cmocka_unit_test(test_this_build_has_no_call_loops),
+          cmocka_unit_test(test_planted_upward_include_is_caught),
+          cmocka_unit_test(test_planted_call_loop_is_caught))

@@ -140,66 +140,17 @@ static void test_host_backend_replays_a_run_schedule_at_its_offsets(void **state
 {
 	(void)state;
 	/* what a kvsim run writes: flows that overlap, one cancelled, one between
-	 * two host tiers, a block-granular fetch */
-	res_transfer_t t[6] = {{.id = 100,
-	                        .src_instance = -1,
-	                        .src_gpu = -1,
-	                        .dst_instance = 0,
-	                        .dst_gpu = 0,
-	                        .bytes = 1 << 20,
-	                        .blocks = 16,
-	                        .granular = 1,
-	                        .path_kind = PATH_PCIE_H2D,
-	                        .start_ns = 5000000,
-	                        .end_ns = 5400000},
-	                       {.id = 101,
-	                        .src_instance = 0,
-	                        .src_gpu = 0,
-	                        .dst_instance = 1,
-	                        .dst_gpu = 0,
-	                        .bytes = 512 << 10,
-	                        .blocks = 8,
-	                        .path_kind = PATH_NVLINK,
-	                        .start_ns = 5100000,
-	                        .end_ns = 5300000},
-	                       {.id = 102,
-	                        .src_instance = 1,
-	                        .src_gpu = 0,
-	                        .dst_instance = -1,
-	                        .dst_gpu = -1,
-	                        .bytes = 256 << 10,
-	                        .blocks = 4,
-	                        .path_kind = PATH_PCIE_D2H,
-	                        .start_ns = 7000000,
-	                        .end_ns = 7100000},
-	                       {.id = 103,
-	                        .src_instance = 0,
-	                        .src_gpu = 0,
-	                        .dst_instance = 1,
-	                        .dst_gpu = 0,
-	                        .bytes = 1 << 20,
-	                        .blocks = 16,
-	                        .cancelled = 1,
-	                        .start_ns = 5000000,
-	                        .end_ns = 5050000},
-	                       {.id = 104,
-	                        .src_instance = -1,
-	                        .src_gpu = -1,
-	                        .dst_instance = -1,
-	                        .dst_gpu = -1,
-	                        .bytes = 4096,
-	                        .blocks = 1,
-	                        .start_ns = 6000000,
-	                        .end_ns = 6100000},
-	                       {.id = 105,
-	                        .src_instance = -1,
-	                        .src_gpu = -1,
-	                        .dst_instance = 0,
-	                        .dst_gpu = 0,
-	                        .bytes = 64 << 10,
-	                        .blocks = 1,
-	                        .start_ns = 5200000,
-	                        .end_ns = 5250000}};
+	 * two host tiers, a block-granular fetch. Columns in res_transfer_t order:
+	 * id, src instance and GPU, dst instance and GPU, bytes, blocks, class,
+	 * path, granular, start, end, cancelled, requested. */
+	res_transfer_t t[6] = {
+	    {100, -1, -1, 0, 0, 1 << 20, 16, 0, PATH_PCIE_H2D, 1, 5000000, 5400000, 0, 0},
+	    {101, 0, 0, 1, 0, 512 << 10, 8, 0, PATH_NVLINK, 0, 5100000, 5300000, 0, 0},
+	    {102, 1, 0, -1, -1, 256 << 10, 4, 0, PATH_PCIE_D2H, 0, 7000000, 7100000, 0, 0},
+	    {103, 0, 0, 1, 0, 1 << 20, 16, 0, 0, 0, 5000000, 5050000, 1, 0},
+	    {104, -1, -1, -1, -1, 4096, 1, 0, 0, 0, 6000000, 6100000, 0, 0},
+	    {105, -1, -1, 0, 0, 64 << 10, 1, 0, 0, 0, 5200000, 5250000, 0, 0},
+	};
 	char path[256];
 	err_t e = {0};
 	snprintf(path, sizeof path, "%s/run.h5", dir);
@@ -388,13 +339,6 @@ static void test_usage_errors_exit_2(void **state)
 
 int main(void)
 {
-	const char *b = getenv("BUILD"), *k = getenv("KVSIM");
-	char r[1100];
-	snprintf(r, sizeof r, "%s/kvreplay", b && *b ? b : "build");
-	if (access(r, X_OK) || access(k && *k ? k : "build/kvsim", X_OK)) {
-		printf("SKIP: kvreplay or kvsim not built (run from the repository root)\n");
-		return 77;
-	}
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_host_backend_replays_a_plan_then_fit_and_check_work),
 	    cmocka_unit_test(test_host_backend_replays_a_run_schedule_at_its_offsets),
@@ -403,5 +347,12 @@ int main(void)
 	    cmocka_unit_test(test_compute_shapes_and_peaks_come_from_the_specs),
 	    cmocka_unit_test(test_usage_errors_exit_2),
 	};
+	const char *b = getenv("BUILD"), *k = getenv("KVSIM");
+	char r[1100];
+	snprintf(r, sizeof r, "%s/kvreplay", b && *b ? b : "build");
+	if (access(r, X_OK) || access(k && *k ? k : "build/kvsim", X_OK)) {
+		printf("SKIP: kvreplay or kvsim not built (run from the repository root)\n");
+		return 77;
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

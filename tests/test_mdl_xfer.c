@@ -14,6 +14,7 @@
 
 #include "models/mdl.h"
 #include "models/mdl_xfer.h"
+#include "tests/mdl_fixture.h"
 
 static const char *three_pieces = "# test calibration\n"
 				  "[meta]\ndevice = test gpu\n"
@@ -196,9 +197,9 @@ static void test_links_seeded_from_the_hardware_spec(void **state)
 {
 	(void)state;
 	mdl_hw_t hw;
+	mf_builtin("H200", &hw, NULL, NULL);
 	mdl_xfer_t x;
 	err_t e = {0};
-	assert_int_equal(mdl_hw_builtin("H200", &hw, &e), 0);
 	assert_int_equal(mdl_xfer_init(&x, &hw, NULL, &e), 0);
 	assert_true(fabs(mdl_xfer_bw(&x, MDL_LINK_PCIE_H2D, 1 << 20) - hw.pcie_bw / 1e9) < 1e-9);
 	assert_true(fabs(mdl_xfer_bw(&x, MDL_LINK_NVLINK, 1 << 20) - hw.nvlink_bw / 1e9) < 1e-9);

@@ -35,6 +35,16 @@ static int teardown(void **st)
 	return tmp_dir_remove(tmpdir);
 }
 
+/* The test catalog under dir, opened for writing. */
+static out_catalog_t *open_catalog(void)
+{
+	out_catalog_t *c = NULL;
+	err_t e = {0};
+	if (out_catalog_open(dir, 0, &c, &e))
+		fail_msg("%s", e.msg);
+	return c;
+}
+
 static void add_run(out_catalog_t *c, const char *id, const char *rate, const char *pol,
 		    uint64_t seed)
 {
@@ -56,9 +66,8 @@ static const char *cell(const out_table_t *t, size_t r, const char *col)
 static void test_begin_done_fail_track_status_and_attempts(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	int s, a;
 	assert_int_equal(out_catalog_status(c, "aaaa", &s, &a, &e), 0);
 	assert_int_equal(s, OUT_RUN_ABSENT);
@@ -93,9 +102,8 @@ static void test_begin_done_fail_track_status_and_attempts(void **st)
 static void test_catalog_uses_wal_and_survives_reopen(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	add_run(c, "bbbb", "2", "speculative", 1);
 	out_catalog_close(c);
 	char p[400];
@@ -118,9 +126,8 @@ static void test_catalog_uses_wal_and_survives_reopen(void **st)
 static void test_where_sort_columns_over_params_and_metrics(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	const char *rates[] = {"0.5", "4", "16", "2"};
 	for (int i = 0; i < 4; i++) {
 		char id[16];
@@ -173,9 +180,8 @@ static void test_where_sort_columns_over_params_and_metrics(void **st)
 static void test_where_with_trailing_sql_is_refused(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	for (int i = 0; i < 3; i++) {
 		char id[16];
 		snprintf(id, sizeof id, "r%d", i);
@@ -212,9 +218,8 @@ static void test_where_with_trailing_sql_is_refused(void **st)
 static void test_resolve_needs_a_unique_prefix(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	add_run(c, "abc123", "1", "none", 1);
 	add_run(c, "abd456", "1", "none", 2);
 	char id[65];
@@ -243,9 +248,8 @@ static void test_readonly_open_of_missing_catalog_is_input_error(void **st)
 static void test_catalog_creates_missing_parent_directories(void **st)
 {
 	(void)st;
-	char base[] = "/tmp/kvsim-mkdir-XXXXXX";
-	assert_non_null(mkdtemp(base));
-	char dir[256];
+	char base[64], dir[256];
+	assert_int_equal(tmp_dir_make(base, sizeof base, "/tmp/kvsim-mkdir-XXXXXX"), 0);
 	snprintf(dir, sizeof dir, "%s/a/b/results", base);
 	out_catalog_t *c = NULL;
 	err_t e = {0};
@@ -284,9 +288,8 @@ static int verdict(out_catalog_t *c, const char *id, const char *rev, int keep)
 static void test_done_file_records_size_digest_and_revision(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	char path[400];
 	snprintf(path, sizeof path, "%s/a.h5", dir);
 	tmp_write(path, "abc");
@@ -318,9 +321,8 @@ static void test_done_file_records_size_digest_and_revision(void **st)
 static void test_check_compares_file_and_revision_with_the_ledger(void **st)
 {
 	(void)st;
-	out_catalog_t *c;
+	out_catalog_t *c = open_catalog();
 	err_t e = {0};
-	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
 	static const char *const ids[] = {"ok", "gone", "short", "flip", "long"};
 	char path[5][400];
 	for (int i = 0; i < 5; i++) {

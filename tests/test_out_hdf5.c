@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/out/out_hdf5.h"
 #include "sim/run/sim.h"
+#include "tests/fsize_fixture.h"
 #include "tests/out_fake.h"
 #include "tests/tmp_fixture.h"
 
@@ -150,6 +149,17 @@ static void test_failed_write_leaves_nothing_and_says_where(void **st)
 	sim_results_free(&r);
 }
 
+/* Writes 20000 fake requests uncompressed to the file ctx names: well past
+ * the child's limit. */
+static int write_big_h5(void *ctx, err_t *e)
+{
+	sim_results_t r;
+	if (fake_fill(&r, 1, 1.0, 20000))
+		return KS_ENOMEM;
+	out_hdf5_opts_t o = {0, 4096};
+	return out_hdf5_write(ctx, &r, &o, e);
+}
+
 /* A write that the file system refuses (here RLIMIT_FSIZE: EFBIG, as a full
  * disk gives ENOSPC) says why, names the file asked for, leaves nothing,
  * and the process still exits cleanly afterwards (HDF5's exit-time cleanup
@@ -160,35 +170,8 @@ static void test_refused_write_reports_the_errno_text(void **st)
 	char path[512], tmp[600];
 	snprintf(path, sizeof path, "%s/big.h5", tmp_dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		signal(SIGXFSZ, SIG_IGN);
-		signal(SIGSEGV, SIG_DFL); /* a crash is the child's, not cmocka's to catch */
-		sim_results_t r;
-		if (fake_fill(&r, 1, 1.0, 20000))
-			_exit(3);
-		struct rlimit rl = {16384, 16384};
-		setrlimit(RLIMIT_FSIZE, &rl);
-		err_t e = {0};
-		out_hdf5_opts_t o = {0, 4096}; /* uncompressed: well past the limit */
-		int rc = out_hdf5_write(path, &r, &o, &e);
-		if (write(pfd[1], e.msg, strlen(e.msg) + 1) < 0)
-			_exit(4);
-		exit(rc == KS_EIO ? 0 : 5); /* exit(), not _exit(): run the atexit handlers */
-	}
-	close(pfd[1]);
-	char msg[1100] = "";
-	ssize_t n = read(pfd[0], msg, sizeof msg - 1);
-	close(pfd[0]);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_true(n > 0);
+	char msg[1100];
+	fsize_refused_write(16384, write_big_h5, path, 1, msg, sizeof msg);
 	if (!strstr(msg, strerror(EFBIG)) || strncmp(msg, path, strlen(path)))
 		fail_msg("message '%s' does not name %s and say '%s'", msg, path, strerror(EFBIG));
 	assert_false(exists(path));
@@ -427,11 +410,17 @@ static const char py_check[] =
 	"    assert k in a, k\n"
 	"print('python-ok')\n";
 
+/* Whether python3 with h5py and pandas is there to read the files back. */
+static int have_h5py(void)
+{
+	return access("/usr/bin/python3", X_OK) == 0 &&
+	       system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") == 0;
+}
+
 static void test_h5py_and_pandas_read_every_column(void **st)
 {
 	(void)st;
-	if (access("/usr/bin/python3", X_OK) != 0 ||
-	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0) {
+	if (!have_h5py()) {
 		skip();
 		return;
 	}
@@ -452,8 +441,7 @@ static void test_h5py_and_pandas_read_every_column(void **st)
 static void test_h5py_reads_empty_tables_with_columns(void **st)
 {
 	(void)st;
-	if (access("/usr/bin/python3", X_OK) != 0 ||
-	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0) {
+	if (!have_h5py()) {
 		skip();
 		return;
 	}

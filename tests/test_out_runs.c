@@ -96,17 +96,22 @@ static int runs(char **text, int argc, ...)
 	return rc;
 }
 
+/* Every string of want appears in text (the first missing one is named). */
+static void expect_all(const char *text, const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strstr(text, want[i]))
+			fail_msg("\"%s\" missing from:\n%s", want[i], text);
+}
+
 static void test_lists_every_run_with_params_and_metrics(void **st)
 {
 	(void)st;
 	char *t;
 	assert_int_equal(runs(&t, 2, dir), 0);
-	assert_non_null(strstr(t, "policy.replication.name"));
-	assert_non_null(strstr(t, "ttft_p99_ns"));
-	assert_non_null(strstr(t, "speculative"));
-	assert_non_null(strstr(t, "(5 runs)"));
-	assert_non_null(strstr(t, "git_rev"));
-	assert_non_null(strstr(t, "0123456789ab-dirty.1234abcd"));
+	const char *want[] = {"policy.replication.name", "ttft_p99_ns", "speculative",
+	                      "(5 runs)", "git_rev", "0123456789ab-dirty.1234abcd"};
+	expect_all(t, want, sizeof want / sizeof want[0]);
 	free(t);
 }
 
@@ -152,12 +157,13 @@ static void test_compare_shows_params_metric_deltas_and_config_diff(void **st)
 	(void)st;
 	char *t;
 	assert_int_equal(runs(&t, 5, "compare", "aaaa", "bbbb2", dir), 0);
-	assert_non_null(strstr(t, "parameters"));
-	assert_non_null(strstr(t, "speculative"));
-	assert_non_null(strstr(t, "-3e+06")); /* p99: B - A */
-	assert_non_null(strstr(t, "0.4000")); /* p99: B / A */
-	assert_non_null(strstr(t, "fake.rate"));
-	assert_non_null(strstr(t, "policy.replication.name"));
+	const char *want[] = {"parameters",
+	                      "speculative",
+	                      "-3e+06", /* p99: B - A */
+	                      "0.4000", /* p99: B / A */
+	                      "fake.rate",
+	                      "policy.replication.name"};
+	expect_all(t, want, sizeof want / sizeof want[0]);
 	assert_null(strstr(t, "# doc"));
 	free(t);
 }

@@ -10,6 +10,7 @@
 
 #include "policies/pol.h"
 #include "tests/pol_fake.h"
+#include "tests/test_main.h"
 
 static pol_handle_t open_fam(pol_family_t fam, const char *name, const char *over)
 {
@@ -139,13 +140,7 @@ static void test_replica_evicted_before_use_counts_as_waste(void **st)
 			assert_string_not_equal(pol_spec_metric_names[i], pol_spec_metric_names[j]);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_eviction_orders),
-	    cmocka_unit_test(test_transfer_modes),
-	    cmocka_unit_test(test_slo_reject_admission),
-	    cmocka_unit_test(test_replica_evicted_before_use_counts_as_waste),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_eviction_orders),
+          cmocka_unit_test(test_transfer_modes),
+          cmocka_unit_test(test_slo_reject_admission),
+          cmocka_unit_test(test_replica_evicted_before_use_counts_as_waste))

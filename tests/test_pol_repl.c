@@ -99,14 +99,12 @@ static void test_early_rdma_fires_on_xth_repeat_to_m_least_busy(void **st)
 	f.now = 1 * S;
 	arrive(&pred, 1 * S, 2);
 	pol_forecast_t fc = fc_of(&pred, f.now);
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0); /* the (X-1)-th repeat does not fire */
+	fk_tick_copies(&h, &f, &fc, 0); /* the (X-1)-th repeat does not fire */
 	assert_int_equal(f.stats.triggers, 0);
 	f.now = 2 * S;
 	arrive(&pred, 2 * S, 3);
 	fc = fc_of(&pred, f.now);
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	assert_int_equal(f.stats.triggers, 1);
 	assert_int_equal(f.copies[0].dst, 2);
 	assert_int_equal(f.copies[1].dst, 3);
@@ -153,19 +151,16 @@ static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
 	f.inst[0].waiting = 5; /* least busy: 1, 2, 0 */
 	pol_handle_t h =
 	    open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2,early_retry_s=5");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	assert_int_equal(f.n_refused, 0); /* no source: nothing asked */
 	f.now = 1 * S;
 	fk_hold(&f, 0, PFX, 8); /* prefill done on inst 0 */
 	f.refuse_all = 1;       /* ... but the simulator still refuses */
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	assert_int_equal(f.n_refused, 1);
 	f.refuse_all = 0;
 	f.now = 2 * S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.copies[0].src, 0);
 	assert_int_equal(f.copies[0].dst, 1);
 	fk_tick(&h, &f, &fc); /* done: not asked again */
@@ -187,8 +182,7 @@ static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
 	assert_int_equal(f.n_copies, 0);
 	assert_int_equal(f.n_refused, 1);
 	f.now = 7 * S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.copies[0].dst, 1);
 	pol_close(&h);
 }
@@ -238,8 +232,7 @@ static void test_early_rdma_m_counts_the_source(void **st)
 	pol_fc_t e1;
 	pol_forecast_t fc = fc_pfx(&e1);
 	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=4");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 3);
+	fk_tick_copies(&h, &f, &fc, 3);
 	for (uint32_t k = 0; k < 3; k++) {
 		assert_int_equal(f.copies[k].src, 0);
 		assert_int_equal(f.copies[k].dst, k + 1);
@@ -249,8 +242,7 @@ static void test_early_rdma_m_counts_the_source(void **st)
 	er_cluster(&f, 4, NULL);
 	fk_hold(&f, 3, PFX, 8);
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	assert_int_equal(f.stats.triggers, 1);
 	pol_close(&h);
 }
@@ -265,25 +257,21 @@ static void test_early_rdma_tops_up_an_evicted_replica_while_hot(void **st)
 	pol_fc_t e1;
 	pol_forecast_t fc = fc_pfx(&e1);
 	pol_handle_t h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=3");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	land(&h, &f, 0, 1);
 	land(&h, &f, 1, 1);
 	f.now = 1 * S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2); /* three hold it */
+	fk_tick_copies(&h, &f, &fc, 2); /* three hold it */
 	f.held_n[1][0] = 0;              /* the replica on 1 is evicted */
 	f.now = 2 * S;
 	fk_tick(&h, &f, NULL);
 	assert_int_equal(f.n_copies, 2);
 	f.now = 3 * S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 3);
+	fk_tick_copies(&h, &f, &fc, 3);
 	assert_int_equal(f.copies[2].dst, 1);
 	land(&h, &f, 2, 0); /* that copy is cancelled: the next tick asks again */
 	f.now = 4 * S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 4);
+	fk_tick_copies(&h, &f, &fc, 4);
 	assert_int_equal(f.copies[3].dst, 1);
 	assert_int_equal(f.stats.triggers, 1); /* one firing, topped up */
 	pol_close(&h);
@@ -478,8 +466,7 @@ static void test_early_rdma_targets_by_load_stable_on_index(void **st)
 	pol_fc_t e1;
 	pol_forecast_t fc = fc_pfx(&e1);
 	h = open_fam(POL_REPLICATION, "early_rdma", "early_replicas=3");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	assert_int_equal(f.copies[0].dst, 4);
 	assert_int_equal(f.copies[1].dst, 3);
 	pol_close(&h);
@@ -517,8 +504,7 @@ static void test_speculative_respects_vram_budget(void **st)
 	 * so it takes both targets 1 and 2 and the second gets none. */
 	e[0].expected = 20;
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=2");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	assert_int_not_equal(f.copies[0].dst, f.copies[1].dst);
 	for (int i = 0; i < 2; i++) {
 		assert_true(f.copies[i].dst == 1 || f.copies[i].dst == 2);
@@ -552,14 +538,12 @@ static void test_speculative_respects_bandwidth_budget(void **st)
 	/* 8 MB/s with a 1 s bucket: one 8-block (8 MB) copy per second */
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative",
 	                          "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.008");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	f.now = S / 2;
 	fk_tick(&h, &f, &fc); /* half refilled: 4 MB < 8 MB */
 	assert_int_equal(f.n_copies, 1);
 	f.now = S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	assert_int_not_equal(f.copies[0].last, f.copies[1].last);
 	pol_close(&h);
 
@@ -568,14 +552,11 @@ static void test_speculative_respects_bandwidth_budget(void **st)
 	spec_setup(&f, e, &fc);
 	h = open_fam(POL_REPLICATION, "speculative",
 	             "spec_vram_frac=1,spec_targets=1,spec_bw_gbps=0.004");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	f.now = 3 * S / 2;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	f.now = 2 * S;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	pol_close(&h);
 }
 
@@ -591,15 +572,13 @@ static void test_speculative_payback_test(void **st)
 	fc.n = 1;
 	f.ns_per_block = 1500;
 	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	pol_close(&h);
 	spec_setup(&f, e, &fc);
 	fc.n = 1;
 	f.ns_per_block = 1500;
 	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_payback=1.07");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	pol_close(&h);
 	/* rarely used: E = 0.5, p_use = 0.39, benefit 5036 < 12000 */
 	spec_setup(&f, e, &fc);
@@ -607,8 +586,7 @@ static void test_speculative_payback_test(void **st)
 	e[0].expected = 0.5;
 	f.ns_per_block = 1500;
 	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	pol_close(&h);
 }
 
@@ -621,8 +599,7 @@ static void test_speculative_cancels_copies_that_left_the_forecast(void **st)
 	spec_setup(&f, e, &fc);
 	pol_handle_t h =
 	    open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_vram_frac=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1); /* landed: not cancellable */
 	pol_forecast_t empty = {NULL, 0, NULL, 0};
 	fk_tick(&h, &f, &empty);

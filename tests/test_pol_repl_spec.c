@@ -83,8 +83,7 @@ static void test_budget_refusals_are_counted_by_reason(void **st)
 	for (int i = 0; i < 4; i++)
 		f.inst[i].kv_spec_blocks = 5;
 	pol_handle_t h = open_spec("spec_targets=2");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	assert_int_equal(f.stats.refused_vram, 2);
 	assert_int_equal(f.stats.refused_bw, 0);
 	assert_int_equal(f.stats.copies_refused, 2);
@@ -94,8 +93,7 @@ static void test_budget_refusals_are_counted_by_reason(void **st)
 	/* bandwidth: 8 MB/s, 1 s bucket: the first 8 MB copy empties it */
 	setup(&f, &e, &fc, 10);
 	h = open_spec("spec_vram_frac=1,spec_targets=2,spec_bw_gbps=0.008");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.stats.refused_bw, 1);
 	assert_int_equal(f.stats.refused_vram, 0);
 	assert_int_equal(f.stats.copies_refused, 1);
@@ -145,8 +143,7 @@ static void test_p_use_follows_where_requests_were_routed(void **st)
 	e.n_likely = 1;
 	e.likely[0] = 3;
 	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 2);
+	fk_tick_copies(&h, &f, &fc, 2);
 	assert_true(copied_to(&f, 3) && copied_to(&f, 1));
 	pol_close(&h);
 
@@ -157,14 +154,12 @@ static void test_p_use_follows_where_requests_were_routed(void **st)
 	e.likely[0] = 3;
 	h = open_spec("spec_targets=2,spec_vram_frac=1");
 	f.ns_per_block = 1000000000; /* the first tick only starts tracking the prefix */
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0);
+	fk_tick_copies(&h, &f, &fc, 0);
 	for (uint64_t i = 0; i < 40; i++)
 		routed(&h, &f, PFX, 10, i, 3);
 	routed(&h, &f, PFX2, 10, 99, 1); /* another prefix: not counted */
 	f.ns_per_block = 1000;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.copies[0].dst, 3);
 	pol_close(&h);
 }
@@ -184,8 +179,7 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 	e.n_likely = 1;
 	e.likely[0] = 3;
 	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.copies[0].dst, 3);
 	pol_close(&h);
 
@@ -197,8 +191,7 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 	e.n_likely = 1;
 	e.likely[0] = 2;
 	h = open_spec("spec_targets=1,spec_vram_frac=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.copies[0].dst, 2);
 	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
 	fk_hold(&f, 2, PFX, 8);
@@ -209,8 +202,7 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 		routed(&h, &f, PFX, 10, i, inst);
 	}
 	e.likely[0] = 3;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	pol_close(&h);
 }
 
@@ -226,8 +218,7 @@ static void test_route_hint_sends_replicated_prefix_to_least_busy_warm(void **st
 	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
 	uint32_t inst = 99;
 	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* nothing replicated */
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* still in flight */
 	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
 	fk_hold(&f, f.copies[0].dst, PFX, 8);
@@ -289,8 +280,7 @@ static void test_copies_asked_from_a_source_still_computing(void **st)
 	memset(g_computing, 0, sizeof g_computing);
 	g_computing[0] = 8;
 	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 0); /* no deferral offered: nothing to copy */
+	fk_tick_copies(&h, &f, &fc, 0); /* no deferral offered: nothing to copy */
 	/* offered: both targets are asked from instance 0 (the fake, which
 	 * knows READY blocks only, refuses them) */
 	f.v.match_computing = fk_match_computing;
@@ -306,8 +296,7 @@ static void test_copies_asked_from_a_source_still_computing(void **st)
 	g_computing[0] = 8;
 	f.v.match_computing = fk_match_computing;
 	h = open_spec("spec_targets=1,spec_vram_frac=0.05");
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_copies, 1);
+	fk_tick_copies(&h, &f, &fc, 1);
 	assert_int_equal(f.copies[0].n, 4);
 	assert_int_equal(f.copies[0].src, 0);
 	assert_int_equal(f.stats.prefix_over_budget, 1);

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "policies/pol.h"
+#include "tests/cfg_fixture.h"
 #include "tests/pol_fake.h"
 
 static pol_handle_t open_route_seed(const char *name, const char *over, uint64_t seed)
@@ -57,19 +58,20 @@ static void test_random_is_seeded_and_in_range(void **st)
 	(void)st;
 	fake_t f;
 	fk_init(&f, 5, 16, 1);
-	pol_handle_t a = open_route("random", NULL), b = open_route("random", NULL);
+	/* two routers from the same seed draw the same instances */
+	pol_handle_t h[2] = {open_route("random", NULL), open_route("random", NULL)};
 	pol_req_t r = req8();
 	int seen[5] = {0};
 	for (int i = 0; i < 200; i++) {
-		uint32_t x = route(&a, &f, &r, NULL), y = route(&b, &f, &r, NULL);
+		uint32_t x = route(&h[0], &f, &r, NULL), y = route(&h[1], &f, &r, NULL);
 		assert_int_equal(x, y);
 		assert_true(x < 5);
 		seen[x]++;
 	}
 	for (int i = 0; i < 5; i++)
 		assert_true(seen[i] > 10);
-	pol_close(&a);
-	pol_close(&b);
+	for (int k = 0; k < 2; k++)
+		pol_close(&h[k]);
 }
 
 static void test_least_load_metrics(void **st)
@@ -271,15 +273,16 @@ static void test_every_router_spreads_equal_instances_uniformly(void **st)
 	pol_req_t r = req8();
 	const unsigned n = 4000;
 	for (size_t k = 0; k < N_TIE_ROUTERS; k++) {
-		pol_handle_t a = open_route_seed(tie_routers[k], NULL, 5);
-		pol_handle_t b = open_route_seed(tie_routers[k], NULL, 5);
-		pol_handle_t c = open_route_seed(tie_routers[k], NULL, 6);
+		static const uint64_t seed[3] = {5, 5, 6}; /* the same twice, then another */
+		pol_handle_t h[3];
+		for (int s = 0; s < 3; s++)
+			h[s] = open_route_seed(tie_routers[k], NULL, seed[s]);
 		unsigned cnt[4] = {0}, differ = 0;
 		for (unsigned j = 0; j < n; j++) {
-			uint32_t x = route(&a, &f, &r, NULL);
+			uint32_t x = route(&h[0], &f, &r, NULL);
 			assert_true(x < 4);
-			assert_int_equal(route(&b, &f, &r, NULL), x);
-			differ += route(&c, &f, &r, NULL) != x;
+			assert_int_equal(route(&h[1], &f, &r, NULL), x);
+			differ += route(&h[2], &f, &r, NULL) != x;
 			cnt[x]++;
 		}
 		double e = n / 4.0, chi2 = 0;
@@ -290,9 +293,8 @@ static void test_every_router_spreads_equal_instances_uniformly(void **st)
 		assert_true(cnt[0] < n);
 		assert_true(chi2 < 16.27);
 		assert_true(differ > 0);
-		pol_close(&a);
-		pol_close(&b);
-		pol_close(&c);
+		for (int s = 0; s < 3; s++)
+			pol_close(&h[s]);
 	}
 }
 
@@ -335,12 +337,10 @@ static void test_power_of_two_takes_the_less_loaded_of_two_distinct_samples(void
 static void test_power_of_two_is_selectable_from_a_config(void **st)
 {
 	(void)st;
-	cfg_schema_t *s = cfg_schema_default();
-	assert_non_null(s);
-	cfg_t *c = cfg_new(s);
+	const char *sets[] = {"policy.routing.name=power_of_two"};
+	cfg_schema_t *s;
+	cfg_t *c = cf_default_with(&s, sets, 1);
 	err_t e = {0};
-	assert_int_equal(cfg_set(c, "policy.routing.name=power_of_two", &e), 0);
-	assert_int_equal(cfg_finalize(c, &e), 0);
 	pol_handle_t h;
 	assert_int_equal(pol_open_cfg(NULL, POL_ROUTING, c, 9, &h, &e), 0);
 	assert_string_equal(h.ops->name, "power_of_two");

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "policies/pol.h"
+#include "tests/test_main.h"
 
 static void path(uint64_t *b, uint32_t n, uint64_t fam)
 {
@@ -174,13 +175,7 @@ static void test_rview_random_inserts_match_a_reference_lru(void **st)
 	gsl_rng_free(g);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rview_match_is_leading_run_of_routed_blocks),
-	    cmocka_unit_test(test_rview_evicts_least_recently_routed_leaves_first),
-	    cmocka_unit_test(test_rview_long_path_keeps_its_prefix),
-	    cmocka_unit_test(test_rview_random_inserts_match_a_reference_lru),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_rview_match_is_leading_run_of_routed_blocks),
+          cmocka_unit_test(test_rview_evicts_least_recently_routed_leaves_first),
+          cmocka_unit_test(test_rview_long_path_keeps_its_prefix),
+          cmocka_unit_test(test_rview_random_inserts_match_a_reference_lru))

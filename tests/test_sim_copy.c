@@ -107,6 +107,9 @@ typedef struct trace {
 	uint64_t ids[4096];
 } trace_t;
 
+/* The scripted prefix: ids 7000 + j (script_reset). */
+static uint64_t PFX[256];
+
 static int tr_next(void *ctx, sim_arrival_t *a, err_t *e)
 {
 	(void)e;
@@ -122,8 +125,6 @@ static int tr_next(void *ctx, sim_arrival_t *a, err_t *e)
 	return 1;
 }
 
-static uint64_t PFX[256];
-
 static void script_reset(void)
 {
 	memset(g_step, 0, sizeof g_step);
@@ -132,6 +133,16 @@ static void script_reset(void)
 	g_ended = g_landed = 0;
 	for (uint32_t j = 0; j < 256; j++)
 		PFX[j] = 7000 + j;
+}
+
+/* A fresh script: policy ticks every tick_ns, the n steps in order. */
+static void script_set(int64_t tick_ns, const step_t *steps, int n)
+{
+	script_reset();
+	g_tick_ns = tick_ns;
+	assert_true(n <= (int)(sizeof g_step / sizeof g_step[0]));
+	memcpy(g_step, steps, (size_t)n * sizeof *steps);
+	g_n_step = n;
 }
 
 /* Llama-3-8B, TP1, 16-token blocks, round-robin routing, no fetching, the
@@ -167,14 +178,25 @@ static sim_results_t run_script(const rq_t *r, int n, const char **extra, int n_
 	return res;
 }
 
+/* run_script on one node of two GPUs (instances 0 and 1), extra sets after. */
+static sim_results_t run_two_gpus(const rq_t *r, int n, const char **extra, int n_extra)
+{
+	const char *sets[8] = {"cluster.nodes=1", "cluster.gpus_per_node=2"};
+	assert_true(n_extra <= 6);
+	for (int i = 0; i < n_extra; i++)
+		sets[2 + i] = extra[i];
+	return run_script(r, n, sets, 2 + n_extra);
+}
+
 static const res_request_t *req_of(const sim_results_t *r, uint64_t id)
 {
 	return sf_request(r->req, r->n_req, id);
 }
 
-/* Every byte a flow moved is in the summary, by class, and cancelled ones
- * are in spec.bytes_cancelled as well. */
-static void assert_bytes_conserved(const sim_results_t *r)
+/* What every scripted run ends with: every byte a flow moved is in the
+ * summary, by class, and cancelled ones are in spec.bytes_cancelled as
+ * well; then r is freed. */
+static void end_run(sim_results_t *r)
 {
 	double fg = 0, bg = 0, cancelled = 0;
 	for (size_t i = 0; i < r->n_xfer; i++) {
@@ -193,6 +215,7 @@ static void assert_bytes_conserved(const sim_results_t *r)
 	assert_true(bg == sim_results_get(r, "spec.bytes_bg"));
 	assert_true(cancelled == sim_results_get(r, "spec.bytes_cancelled"));
 	assert_true(sim_results_get(r, "kv_block_allocs") == sim_results_get(r, "kv_block_frees"));
+	sim_results_free(r);
 }
 
 /* ---- whole-run tests ------------------------------------------------------------ */
@@ -230,9 +253,8 @@ static void test_stale_cancels_under_rate_cap_do_not_crash_and_keep_bytes(void *
 	for (size_t i = 0; i < r.n_xfer; i++)
 		rows += r.xfer[i].cancelled != 0;
 	assert_true(rows > 0);
-	assert_bytes_conserved(&r);
 	assert_true(sim_results_get(&r, "unfinished") == 0);
-	sim_results_free(&r);
+	end_run(&r);
 }
 
 static void test_transfer_bytes_equal_summary_bytes_in_every_mode(void **st)
@@ -250,8 +272,7 @@ static void test_transfer_bytes_equal_summary_bytes_in_every_mode(void **st)
 	for (int k = 0; k < 3; k++) {
 		sim_results_t r = run_default(sets[k], n[k]);
 		assert_true(r.n_xfer > 0);
-		assert_bytes_conserved(&r);
-		sim_results_free(&r);
+		end_run(&r);
 	}
 }
 
@@ -267,18 +288,20 @@ static const rq_t DEFER_TRACE[] = {
 
 static void defer_script(void)
 {
-	script_reset();
-	g_step[0] = (step_t){
-	    .op = OP_COPY_WHILE_COMPUTING, .at_ns = MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX};
-	g_n_step = 1;
+	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
+	                         .at_ns = MS,
+	                         .src = 0,
+	                         .dst = 1,
+	                         .n = 40,
+	                         .blocks = PFX}};
+	script_set(MS, steps, 1);
 }
 
 static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 {
 	(void)st;
 	defer_script();
-	const char *extra[] = {"cluster.nodes=1", "cluster.gpus_per_node=2"};
-	sim_results_t r = run_script(DEFER_TRACE, 2, extra, 2);
+	sim_results_t r = run_two_gpus(DEFER_TRACE, 2, NULL, 0);
 	assert_int_equal(g_step[0].rc, POL_COPY_OK);
 	assert_int_equal(g_step[0].done_ns, MS);
 	const res_request_t *r0 = req_of(&r, 0), *r1 = req_of(&r, 1);
@@ -307,14 +330,12 @@ static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 	assert_int_equal(r1->tok_spec_hit, 40 * 16);
 	assert_true(r1->arrival_ns + r1->ttft_ns > x->end_ns);
 	assert_true(sim_results_get(&r, "spec.replicas_used") == 1);
-	assert_bytes_conserved(&r);
-	sim_results_free(&r);
+	end_run(&r);
 
 	/* switched off: the same request is refused (source not computed) */
 	defer_script();
-	const char *off[] = {"cluster.nodes=1", "cluster.gpus_per_node=2",
-	                     "kvcache.copy_deferred=false"};
-	r = run_script(DEFER_TRACE, 2, off, 3);
+	const char *off[] = {"kvcache.copy_deferred=false"};
+	r = run_two_gpus(DEFER_TRACE, 2, off, 1);
 	assert_int_equal(g_step[0].done, 0); /* the view offers no computing match */
 	sim_results_free(&r);
 }
@@ -333,16 +354,14 @@ static void test_request_recomputes_when_waiting_is_slower(void **st)
 	const char *two_off[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
 	                         "kvcache.copy_deferred=false"};
 	for (int off = 0; off < 2; off++) {
-		script_reset();
-		g_tick_ns = MS / 4;
 		/* off: the same copy once the source is READY, before request 1 */
-		g_step[0] = (step_t){.op = off ? OP_COPY : OP_COPY_WHILE_COMPUTING,
-		                     .at_ns = off ? 19 * MS + MS / 4 : MS / 4,
-		                     .src = 0,
-		                     .dst = 1,
-		                     .n = 40,
-		                     .blocks = PFX};
-		g_n_step = 1;
+		const step_t steps[] = {{.op = off ? OP_COPY : OP_COPY_WHILE_COMPUTING,
+		                         .at_ns = off ? 19 * MS + MS / 4 : MS / 4,
+		                         .src = 0,
+		                         .dst = 1,
+		                         .n = 40,
+		                         .blocks = PFX}};
+		script_set(MS / 4, steps, 1);
 		static const rq_t late[] = {
 		    {0, 40, 7000, 41 * 16, 4},
 		    {19 * MS + MS / 2, 40, 7000, 41 * 16, 4},
@@ -368,23 +387,31 @@ static void test_request_recomputes_when_waiting_is_slower(void **st)
 	}
 }
 
+/* Runs trace on two GPUs with steps as the script (ticks of 1 ms) and set
+ * after: every copy is refused and none runs, room of them for want of room
+ * at the target, source for want of the source's KV. */
+static void expect_all_refused(const rq_t *trace, int n, const step_t *steps, int n_steps,
+                               const char *set, double room, double source)
+{
+	script_set(MS, steps, n_steps);
+	sim_results_t r = run_two_gpus(trace, n, &set, 1);
+	for (int k = 0; k < g_n_step; k++)
+		assert_int_equal(g_step[k].rc, POL_COPY_REFUSED);
+	assert_true(sim_results_get(&r, "spec.refused_room") == room);
+	assert_true(sim_results_get(&r, "spec.refused_source") == source);
+	assert_true(sim_results_get(&r, "spec.copies_refused") == room + source);
+	assert_int_equal(r.n_xfer, 0);
+	sim_results_free(&r);
+}
+
 /* Without the view's computing match (copy_deferred off) a policy asking
  * anyway is refused for the source. */
 static void test_copy_from_computing_source_refused_when_not_deferred(void **st)
 {
 	(void)st;
-	script_reset();
-	g_step[0] =
-	    (step_t){.op = OP_COPY, .at_ns = MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX};
-	g_n_step = 1;
-	const char *off[] = {"cluster.nodes=1", "cluster.gpus_per_node=2",
-	                     "kvcache.copy_deferred=false"};
-	sim_results_t r = run_script(DEFER_TRACE, 2, off, 3);
-	assert_int_equal(g_step[0].rc, POL_COPY_REFUSED);
-	assert_true(sim_results_get(&r, "spec.refused_source") == 1);
-	assert_true(sim_results_get(&r, "spec.copies_refused") == 1);
-	assert_int_equal(r.n_xfer, 0);
-	sim_results_free(&r);
+	const step_t steps[] = {
+	    {.op = OP_COPY, .at_ns = MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX}};
+	expect_all_refused(DEFER_TRACE, 2, steps, 1, "kvcache.copy_deferred=false", 0, 1);
 }
 
 /* Instance 0 runs D (decoding, its context growing) then S (a 30-block
@@ -399,14 +426,15 @@ static void test_deferred_copy_cancelled_when_source_is_dropped(void **st)
 	    {100000, 0, 0, 16, 2},          /* a bystander on instance 1 */
 	    {200000, 30, 7000, 30 * 16, 2}, /* S on instance 0 */
 	};
-	script_reset();
-	g_tick_ns = MS / 10;
-	g_step[0] = (step_t){
-	    .op = OP_COPY_WHILE_COMPUTING, .at_ns = 0, .src = 0, .dst = 1, .n = 30, .blocks = PFX};
-	g_n_step = 1;
-	const char *extra[] = {"cluster.nodes=1", "cluster.gpus_per_node=2", "cluster.kv_blocks=33",
-	                       "scheduler.max_batched_tokens=8"};
-	sim_results_t r = run_script(trace, 3, extra, 4);
+	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
+	                         .at_ns = 0,
+	                         .src = 0,
+	                         .dst = 1,
+	                         .n = 30,
+	                         .blocks = PFX}};
+	script_set(MS / 10, steps, 1);
+	const char *extra[] = {"cluster.kv_blocks=33", "scheduler.max_batched_tokens=8"};
+	sim_results_t r = run_two_gpus(trace, 3, extra, 2);
 	assert_int_equal(g_step[0].rc, POL_COPY_OK);
 	assert_true(sim_results_get(&r, "spec.copies_deferred") == 1);
 	assert_true(sim_results_get(&r, "spec.deferred_cancelled") == 1);
@@ -416,8 +444,7 @@ static void test_deferred_copy_cancelled_when_source_is_dropped(void **st)
 	assert_int_equal(r.n_xfer, 0); /* no flow ever started */
 	for (uint64_t i = 0; i < 3; i++)
 		assert_int_equal(req_of(&r, i)->status, REQ_COMPLETED);
-	assert_bytes_conserved(&r);
-	sim_results_free(&r);
+	end_run(&r);
 }
 
 /* Two nodes of one GPU: a 200-block copy crosses the NICs (~8 ms). It is
@@ -432,11 +459,10 @@ static void test_cancelled_copy_bytes_and_waiting_request(void **st)
 	    {13 * MS, 0, 0, 16, 2},
 	    {200 * MS, 200, 7000, 201 * 16, 2}, /* waits at instance 1 for the copy */
 	};
-	script_reset();
-	g_step[0] =
-	    (step_t){.op = OP_COPY, .at_ns = 199 * MS, .src = 0, .dst = 1, .n = 200, .blocks = PFX};
-	g_step[1] = (step_t){.op = OP_CANCEL, .at_ns = 202 * MS, .of = 0};
-	g_n_step = 2;
+	const step_t steps[] = {
+	    {.op = OP_COPY, .at_ns = 199 * MS, .src = 0, .dst = 1, .n = 200, .blocks = PFX},
+	    {.op = OP_CANCEL, .at_ns = 202 * MS, .of = 0}};
+	script_set(MS, steps, 2);
 	/* bounded: without the kick a cancel gives, request 3 would wait forever */
 	const char *extra[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
 	                       "experiment.until_s=5"};
@@ -459,8 +485,7 @@ static void test_cancelled_copy_bytes_and_waiting_request(void **st)
 	assert_int_equal(w->status, REQ_COMPLETED);
 	assert_int_equal(w->tok_spec_hit, 0);
 	assert_true(w->arrival_ns + w->ttft_ns > 202 * MS);
-	assert_bytes_conserved(&r);
-	sim_results_free(&r);
+	end_run(&r);
 }
 
 /* A copy to an instance whose pool a running request holds is refused for
@@ -473,22 +498,10 @@ static void test_refusals_are_counted_by_reason(void **st)
 	    {0, 0, 0, 40 * 16, 150}, /* instance 1: 41+ of 50 blocks held while it decodes */
 	};
 	static uint64_t absent[4] = {424242, 424243, 424244, 424245};
-	script_reset();
-	g_step[0] =
-	    (step_t){.op = OP_COPY, .at_ns = 100 * MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX};
-	g_step[1] = (step_t){
-	    .op = OP_COPY, .at_ns = 100 * MS, .src = 0, .dst = 1, .n = 4, .blocks = absent};
-	g_n_step = 2;
-	const char *extra[] = {"cluster.nodes=1", "cluster.gpus_per_node=2",
-	                       "cluster.kv_blocks=50"};
-	sim_results_t r = run_script(trace, 2, extra, 3);
-	assert_int_equal(g_step[0].rc, POL_COPY_REFUSED);
-	assert_int_equal(g_step[1].rc, POL_COPY_REFUSED);
-	assert_true(sim_results_get(&r, "spec.refused_room") == 1);
-	assert_true(sim_results_get(&r, "spec.refused_source") == 1);
-	assert_true(sim_results_get(&r, "spec.copies_refused") == 2);
-	assert_int_equal(r.n_xfer, 0);
-	sim_results_free(&r);
+	const step_t steps[] = {
+	    {.op = OP_COPY, .at_ns = 100 * MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX},
+	    {.op = OP_COPY, .at_ns = 100 * MS, .src = 0, .dst = 1, .n = 4, .blocks = absent}};
+	expect_all_refused(trace, 2, steps, 2, "cluster.kv_blocks=50", 1, 1);
 }
 
 /* A replica that lands and is evicted at its target before any request
@@ -502,13 +515,11 @@ static void test_replica_evicted_at_target_is_wasted(void **st)
 	    {0, 0, 0, 16, 2},
 	    {100 * MS, 0, 0, 45 * 16, 2}, /* instance 1: needs the replica's room */
 	};
-	script_reset();
-	g_step[0] =
-	    (step_t){.op = OP_COPY, .at_ns = 50 * MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX};
-	g_n_step = 1;
-	const char *extra[] = {"cluster.nodes=1", "cluster.gpus_per_node=2",
-	                       "cluster.kv_blocks=50"};
-	sim_results_t r = run_script(trace, 4, extra, 3);
+	const step_t steps[] = {
+	    {.op = OP_COPY, .at_ns = 50 * MS, .src = 0, .dst = 1, .n = 40, .blocks = PFX}};
+	script_set(MS, steps, 1);
+	const char *small[] = {"cluster.kv_blocks=50"};
+	sim_results_t r = run_two_gpus(trace, 4, small, 1);
 	assert_int_equal(g_step[0].rc, POL_COPY_OK);
 	assert_int_equal(g_landed, 1);
 	assert_int_equal(req_of(&r, 3)->instance, 1);
@@ -516,8 +527,7 @@ static void test_replica_evicted_at_target_is_wasted(void **st)
 	assert_true(sim_results_get(&r, "spec.replicas_wasted") == 1);
 	assert_true(sim_results_get(&r, "spec.replicas_used") == 0);
 	assert_true(sim_results_get(&r, "spec.unused_vram_gb_s") > 0);
-	assert_bytes_conserved(&r);
-	sim_results_free(&r);
+	end_run(&r);
 }
 
 int main(void)

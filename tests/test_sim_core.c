@@ -16,6 +16,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
+#include "tests/test_main.h"
 
 /* One single-GPU instance running one sequence at a time. */
 static const char *base_sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1",
@@ -119,12 +120,6 @@ static void test_run_over_rss_limit_writes_no_output(void **st)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
-		cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
-		cmocka_unit_test(test_run_over_rss_limit_writes_no_output),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
+          cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
+          cmocka_unit_test(test_run_over_rss_limit_writes_no_output))

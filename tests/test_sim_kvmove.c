@@ -23,6 +23,15 @@ static sim_results_t run_default(const char **sets, int n)
 	return sf_run(NULL, sets, n);
 }
 
+/* The default experiment replicating early (early_rdma) on the oracle's
+ * forecast, with one more set. */
+static sim_results_t run_oracle_early_rdma(const char *set)
+{
+	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle",
+	                      set};
+	return run_default(sets, 3);
+}
+
 /* Requests sharing one 20-block prefix, 10 ms apart, round-robin over four
  * single-GPU instances: the prefix is computed first on instance 0. */
 static sf_prefix_t fan40(void)
@@ -163,9 +172,7 @@ static void test_hint_routed_counts_the_requests_the_hint_placed(void **st)
 static void test_transfer_bytes_are_conserved(void **st)
 {
 	(void)st;
-	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle",
-			      "kvcache.fetch=cost"};
-	sim_results_t r = run_default(sets, 3);
+	sim_results_t r = run_oracle_early_rdma("kvcache.fetch=cost");
 	double fg = 0, bg = 0;
 	for (size_t i = 0; i < r.n_xfer; i++) {
 		if (r.xfer[i].klass == XFER_BACKGROUND)
@@ -197,9 +204,7 @@ static void test_transfer_bytes_are_conserved(void **st)
 static void test_every_replica_ends_used_or_wasted(void **st)
 {
 	(void)st;
-	const char *sets[] = {"policy.replication.name=early_rdma", "policy.predictor.name=oracle",
-			      "policy.predictor.oracle_fp_rate=0.5"};
-	sim_results_t r = run_default(sets, 3);
+	sim_results_t r = run_oracle_early_rdma("policy.predictor.oracle_fp_rate=0.5");
 	double created = sim_results_get(&r, "spec.replicas_created");
 	double used = sim_results_get(&r, "spec.replicas_used");
 	double wasted = sim_results_get(&r, "spec.replicas_wasted");

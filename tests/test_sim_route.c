@@ -16,6 +16,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
+#include "tests/test_main.h"
 
 /* Runs b's requests (a prefix of b->shared blocks plus one block of their
  * own, arriving at b->t) under sets. */
@@ -180,13 +181,7 @@ static void test_cache_aware_computed_view_scatters_burst(void **st)
 	sim_results_free(&again);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_computed_view_shows_copy_in_flight_not_prefill_running),
-	    cmocka_unit_test(test_routed_view_shows_what_was_routed_at_once),
-	    cmocka_unit_test(test_cache_aware_routed_view_keeps_burst_on_one_instance),
-	    cmocka_unit_test(test_cache_aware_computed_view_scatters_burst),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_computed_view_shows_copy_in_flight_not_prefill_running),
+          cmocka_unit_test(test_routed_view_shows_what_was_routed_at_once),
+          cmocka_unit_test(test_cache_aware_routed_view_keeps_burst_on_one_instance),
+          cmocka_unit_test(test_cache_aware_computed_view_scatters_burst))

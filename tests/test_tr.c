@@ -5,12 +5,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
+#include "tests/cfg_fixture.h"
 #include "tests/cli_fixture.h"
+#include "tests/fsize_fixture.h"
 #include "tests/tr_fixture.h"
 
 /* Opens `text` as a trace of kind k, reads it all, and expects an input
@@ -24,7 +24,7 @@ static void expect_err(tr_kind_t k, const char *ext, const char *text, const cha
 	o.path = tf_write(ext, text);
 	err_t e = {0};
 	uint64_t rows;
-	int rc = tf_read_all(&o, 512, 1, &rows, &e);
+	int rc = tr_validate(&o, 512, 1, &rows, &e);
 	if (rc != KS_EINPUT || !strstr(e.msg, frag1) || (frag2 && !strstr(e.msg, frag2)) ||
 	    !strstr(e.msg, o.path))
 		fail_msg("rc %d, message '%s'; wanted '%s' and '%s'", rc, e.msg, frag1,
@@ -66,9 +66,7 @@ static const char *MC =
 static void test_mooncake_reads_rows_lengths_and_full_blocks(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", MC);
+	tr_opts_t o = tf_opts("jsonl", MC);
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 512, &n, &b);
@@ -101,12 +99,11 @@ static void test_mooncake_detected_automatically(void **st)
 static void test_remap_to_smaller_blocks_splits_trace_blocks(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                           "1, \"hash_ids\": [7, 8]}\n"
-	                           "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                           "1, \"hash_ids\": [7, 9]}\n");
+	tr_opts_t o =
+	    tf_opts("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                     "1, \"hash_ids\": [7, 8]}\n"
+	                     "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
+	                     "1, \"hash_ids\": [7, 9]}\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 256, &n, &b);
@@ -149,9 +146,7 @@ static void test_remap_with_explicit_trace_block_tokens(void **st)
 static void test_window_rate_scale_and_limit(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", MC);
+	tr_opts_t o = tf_opts("jsonl", MC);
 	o.start_s = 1;
 	o.end_s = 3;
 	o.rate_scale = 2;
@@ -321,9 +316,7 @@ static void test_mooncake_wrong_block_count(void **st)
 static void test_bailian_reads_sessions_and_16_token_blocks(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write(
+	tr_opts_t o = tf_opts(
 	    "jsonl",
 	    "{\"chat_id\": 0, \"parent_chat_id\": -1, \"timestamp\": 0.5, \"input_length\": 40, "
 	    "\"output_length\": 3, \"type\": \"text\", \"turn\": 1, \"hash_ids\": [11, 12, 13]}\n"
@@ -371,9 +364,7 @@ static void test_burstgpt_reads_and_marks_failures(void **st)
 	char *t = cat(BG_HEAD, "5,ChatGPT,472,18,490,Conversation log\n"
 	                       "45,\"GPT-4\",1087,0,1087,\"API log, retried\"\n"
 	                       "118,GPT-4,417,276,693,Conversation log\n");
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("csv", t);
+	tr_opts_t o = tf_opts("csv", t);
 	tr_kind_t k;
 	err_t e;
 	assert_int_equal(tr_detect(o.path, &k, &e), 0);
@@ -403,13 +394,12 @@ static void test_burstgpt_reads_and_marks_failures(void **st)
 static void test_burstgpt_release3_sessions_share_history(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
-	                         "Type,Session ID,Elapsed time\n"
-	                         "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
-	                         "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
-	                         "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
+	tr_opts_t o =
+	    tf_opts("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+	                   "Type,Session ID,Elapsed time\n"
+	                   "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+	                   "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
+	                   "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n");
 	size_t n;
 	uint64_t *b;
 	tr_request_t *v = read_vec(&o, 16, &n, &b);
@@ -486,12 +476,10 @@ static void test_burstgpt_backwards_truncated_huge(void **st)
 static void test_azure_2023_and_2024_timestamps(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-	                         "2023-11-16 18:15:46.6805900,374,44\r\n"
-	                         "2023-11-16 18:15:50.9951690,396,109\r\n"
-	                         "2023-11-16 18:16:00.0000000,1,0\r\n");
+	tr_opts_t o = tf_opts("csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+	                             "2023-11-16 18:15:46.6805900,374,44\r\n"
+	                             "2023-11-16 18:15:50.9951690,396,109\r\n"
+	                             "2023-11-16 18:16:00.0000000,1,0\r\n");
 	tr_kind_t k;
 	err_t e;
 	assert_int_equal(tr_detect(o.path, &k, &e), 0);
@@ -535,9 +523,7 @@ static void test_azure_bad_timestamp_and_missing_column(void **st)
 static void test_native_round_trip_keeps_every_field(void **st)
 {
 	(void)st;
-	tr_opts_t o;
-	tr_opts_default(&o);
-	o.path = tf_write("jsonl", MC);
+	tr_opts_t o = tf_opts("jsonl", MC);
 	size_t n, n2;
 	uint64_t *b, *b2;
 	tr_request_t *v = read_vec(&o, 512, &n, &b);
@@ -604,20 +590,14 @@ static void test_native_errors(void **st)
 static void test_cfg_keys_bind_to_options(void **st)
 {
 	(void)st;
-	cfg_schema_t *s = cfg_schema_default();
-	assert_non_null(s);
-	cfg_t *c = cfg_new(s);
-	err_t e = {0};
 	const char *path = tf_write("jsonl", MC);
 	char set[256];
 	snprintf(set, sizeof set, "trace.path=%s", path);
-	assert_int_equal(cfg_set(c, set, &e), 0);
-	assert_int_equal(cfg_set(c, "trace.kind=mooncake", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.failed=drop", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.rate_scale=4", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.in_dist=zipf", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.session_mode=synthetic", &e), 0);
-	assert_int_equal(cfg_finalize(c, &e), 0);
+	const char *sets[] = {set, "trace.kind=mooncake", "trace.failed=drop", "trace.rate_scale=4",
+	                      "trace.in_dist=zipf", "trace.session_mode=synthetic"};
+	cfg_schema_t *s;
+	cfg_t *c = cf_default_with(&s, sets, sizeof sets / sizeof sets[0]);
+	err_t e = {0};
 	tr_opts_t o;
 	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
 	assert_int_equal(o.kind, TR_KIND_MOONCAKE);
@@ -812,6 +792,24 @@ static void test_reader_keeps_its_own_copy_of_the_options(void **st)
 
 /* The writer names the file it was asked for, never its temporary file,
  * says why, and a path that cannot be written is bad input. */
+/* Writes 10000 requests of four blocks to the trace file ctx names: far
+ * past the child's limit. */
+static int write_big_tsv(void *ctx, err_t *e)
+{
+	tr_writer_t *w;
+	int rc = tr_writer_open(ctx, 16, &w, e);
+	uint64_t blk[4] = {1, 2, 3, 4};
+	tr_request_t q = {
+	    .input_len = 64, .output_len = 1, .n_blocks = 4, .blocks = blk, .block_tokens = 16};
+	for (int i = 0; !rc && i < 10000; i++)
+		rc = tr_writer_put(w, &q, e);
+	if (!rc)
+		rc = tr_writer_close(w, e);
+	else
+		tr_writer_abort(w);
+	return rc;
+}
+
 static void test_writer_errors_name_the_file_and_the_reason(void **st)
 {
 	(void)st;
@@ -829,39 +827,8 @@ static void test_writer_errors_name_the_file_and_the_reason(void **st)
 	assert_string_equal(e.msg, want);
 	/* a refused write (RLIMIT_FSIZE: EFBIG, like ENOSPC on a full disk) */
 	snprintf(p, sizeof p, "%s/big.tsv", tf_dir);
-	int pfd[2];
-	assert_int_equal(pipe(pfd), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGXFSZ, SIG_IGN);
-		struct rlimit rl = {4096, 4096};
-		setrlimit(RLIMIT_FSIZE, &rl);
-		err_t ce = {0};
-		int rc = tr_writer_open(p, 16, &w, &ce);
-		uint64_t blk[4] = {1, 2, 3, 4};
-		tr_request_t q = {.input_len = 64,
-		                  .output_len = 1,
-		                  .n_blocks = 4,
-		                  .blocks = blk,
-		                  .block_tokens = 16};
-		for (int i = 0; !rc && i < 10000; i++)
-			rc = tr_writer_put(w, &q, &ce);
-		if (!rc)
-			rc = tr_writer_close(w, &ce);
-		else
-			tr_writer_abort(w);
-		if (write(pfd[1], ce.msg, strlen(ce.msg) + 1) < 0)
-			_exit(4);
-		_exit(rc == KS_EIO ? 0 : 5);
-	}
-	close(pfd[1]);
-	char msg[1100] = "";
-	assert_true(read(pfd[0], msg, sizeof msg - 1) > 0);
-	close(pfd[0]);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char msg[1100];
+	fsize_refused_write(4096, write_big_tsv, p, 0, msg, sizeof msg);
 	snprintf(want, sizeof want, "%s: write error: %s", p, strerror(EFBIG));
 	assert_string_equal(msg, want);
 	assert_int_equal(access(p, F_OK), -1);

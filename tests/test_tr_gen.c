@@ -10,6 +10,7 @@
 
 #include "sim/cli/cli.h"
 #include "tests/tr_fixture.h"
+#include "tests/test_main.h"
 
 typedef struct gen_out {
 	double *t; /* arrival s */
@@ -226,7 +227,7 @@ static void test_servegen_bad_row(void **st)
 	o.path = tf_write("csv", "0,1,1,Gamma,1,1\n600,1,1,Lumpy,1,1\n");
 	err_t e = {0};
 	uint64_t n;
-	assert_int_equal(tf_read_all(&o, 16, 1, &n, &e), KS_EINPUT);
+	assert_int_equal(tr_validate(&o, 16, 1, &n, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, ":2: pattern: 'Lumpy' is not Gamma, Weibull or empty"));
 }
 
@@ -248,7 +249,7 @@ static void test_servegen_window_starts_must_increase(void **st)
 		o.path = tf_write("csv", files[i][0]);
 		err_t e = {0};
 		uint64_t n;
-		assert_int_equal(tf_read_all(&o, 16, 1, &n, &e), KS_EINPUT);
+		assert_int_equal(tr_validate(&o, 16, 1, &n, &e), KS_EINPUT);
 		if (!strstr(e.msg, files[i][1]) || strncmp(e.msg, o.path, strlen(o.path)))
 			fail_msg("'%s' lacks '%s'", e.msg, files[i][1]);
 	}
@@ -441,16 +442,13 @@ static void test_stats_hand_computed(void **st)
 {
 	(void)st;
 	/* arrivals 0, 1, 2, 10 s; gaps 1, 1, 8: mean 10/3, sd 4.0415 */
+	static const tf_mc_row_t rows[] = {{0, 1024, 10, "1, 2"},
+	                                   {1000, 1024, 20, "1, 2"},
+	                                   {2000, 1000, 30, "1, 3"},
+	                                   {10000, 512, 40, "4"}};
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.path = tf_write("jsonl", "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": "
-	                           "10, \"hash_ids\": [1, 2]}\n"
-	                           "{\"timestamp\": 1000, \"input_length\": 1024, "
-	                           "\"output_length\": 20, \"hash_ids\": [1, 2]}\n"
-	                           "{\"timestamp\": 2000, \"input_length\": 1000, "
-	                           "\"output_length\": 30, \"hash_ids\": [1, 3]}\n"
-	                           "{\"timestamp\": 10000, \"input_length\": 512, "
-	                           "\"output_length\": 40, \"hash_ids\": [4]}\n");
+	o.path = tf_mooncake(rows, 4);
 	tr_reader_t *r;
 	err_t e;
 	tr_stats_t s;
@@ -626,28 +624,19 @@ static void test_trace_gen_arguments_enforce_documented_ranges(void **st)
 	assert_int_equal(access(out, F_OK), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_poisson_rate_and_cv),
-	    cmocka_unit_test(test_gamma_cv),
-	    cmocka_unit_test(test_weibull_cv),
-	    cmocka_unit_test(test_mmpp_mean_rate),
-	    cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
-	    cmocka_unit_test(test_diurnal_follows_sine),
-	    cmocka_unit_test(test_servegen_windows_rates),
-	    cmocka_unit_test(test_servegen_bad_row),
-	    cmocka_unit_test(test_servegen_window_starts_must_increase),
-	    cmocka_unit_test(test_generators_are_deterministic),
-	    cmocka_unit_test(test_fanout_bursts_share_prefix),
-	    cmocka_unit_test(test_length_distributions),
-	    cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
-	    cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
-	    cmocka_unit_test(test_stats_hand_computed),
-	    cmocka_unit_test(test_stats_quantiles_above_exact_range),
-	    cmocka_unit_test(test_generator_parameter_errors),
-	    cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
-	    cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamma_cv),
+          cmocka_unit_test(test_weibull_cv), cmocka_unit_test(test_mmpp_mean_rate),
+          cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
+          cmocka_unit_test(test_diurnal_follows_sine),
+          cmocka_unit_test(test_servegen_windows_rates), cmocka_unit_test(test_servegen_bad_row),
+          cmocka_unit_test(test_servegen_window_starts_must_increase),
+          cmocka_unit_test(test_generators_are_deterministic),
+          cmocka_unit_test(test_fanout_bursts_share_prefix),
+          cmocka_unit_test(test_length_distributions),
+          cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
+          cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),
+          cmocka_unit_test(test_stats_hand_computed),
+          cmocka_unit_test(test_stats_quantiles_above_exact_range),
+          cmocka_unit_test(test_generator_parameter_errors),
+          cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
+          cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges))

@@ -169,7 +169,7 @@ static void expect_gz_err(tr_kind_t k, const char *path, const char *frag)
 	o.path = path;
 	err_t e = {0};
 	uint64_t rows;
-	int rc = tf_read_all(&o, 512, 1, &rows, &e);
+	int rc = tr_validate(&o, 512, 1, &rows, &e);
 	char where[256];
 	snprintf(where, sizeof where, "%s%s", path, frag);
 	if (rc != KS_EINPUT || !strstr(e.msg, where))

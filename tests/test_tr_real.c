@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "tests/tr_fixture.h"
+#include "tests/test_main.h"
 
 #define ROOT "../shared/traces"
 
@@ -210,15 +211,9 @@ static void test_bursted_art_window_reads_from_gzip(void **st)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_stats_on_every_request_trace),
-	    cmocka_unit_test(test_burstgpt_sample_has_one_failure),
-	    cmocka_unit_test(test_stats_on_every_servegen_windows_file),
-	    cmocka_unit_test(test_cli_stats_on_every_request_trace),
-	    cmocka_unit_test(test_mooncake_conversation_reuse_two_ways),
-	    cmocka_unit_test(test_bursted_art_window_reads_from_gzip),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_stats_on_every_request_trace),
+          cmocka_unit_test(test_burstgpt_sample_has_one_failure),
+          cmocka_unit_test(test_stats_on_every_servegen_windows_file),
+          cmocka_unit_test(test_cli_stats_on_every_request_trace),
+          cmocka_unit_test(test_mooncake_conversation_reuse_two_ways),
+          cmocka_unit_test(test_bursted_art_window_reads_from_gzip))

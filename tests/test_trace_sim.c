@@ -19,6 +19,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
 #include "tests/sim_fixture.h"
+#include "tests/test_main.h"
 
 #define TRACE "../shared/traces/mooncake/conversation_trace.jsonl"
 
@@ -164,12 +165,6 @@ static void test_bursted_art_gz_window_reuses_each_job_prefix(void **st)
 	sim_results_free(&r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reuse_fraction_equals_infinite_cache_hit_rate),
-		cmocka_unit_test(test_conversation_trace_completes_on_16_instances),
-		cmocka_unit_test(test_bursted_art_gz_window_reuses_each_job_prefix),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_reuse_fraction_equals_infinite_cache_hit_rate),
+          cmocka_unit_test(test_conversation_trace_completes_on_16_instances),
+          cmocka_unit_test(test_bursted_art_gz_window_reuses_each_job_prefix))

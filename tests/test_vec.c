@@ -9,24 +9,26 @@
 #include <cmocka.h>
 
 #include "sim/base/vec.h"
+#include "tests/test_main.h"
 
 static void test_vec_grow_doubles_from_first_and_keeps_items(void **state)
 {
 	(void)state;
+	/* items needed, capacity after: 16 fits (unchanged), 17 doubles, 100
+	 * doubles twice (32 -> 64 -> 128) */
+	static const size_t steps[][2] = {{16, 16}, {17, 32}, {100, 128}};
 	int *a = NULL;
 	size_t cap = 0;
 	assert_int_equal(VEC_GROW(a, cap, 1, 16), 0);
 	assert_int_equal(cap, 16);
 	for (int i = 0; i < 16; i++)
 		a[i] = i * 3;
-	assert_int_equal(VEC_GROW(a, cap, 16, 16), 0); /* fits: unchanged */
-	assert_int_equal(cap, 16);
-	assert_int_equal(VEC_GROW(a, cap, 17, 16), 0);
-	assert_int_equal(cap, 32);
-	assert_int_equal(VEC_GROW(a, cap, 100, 16), 0); /* 32 -> 64 -> 128 */
-	assert_int_equal(cap, 128);
-	for (int i = 0; i < 16; i++)
-		assert_int_equal(a[i], i * 3);
+	for (size_t k = 0; k < 3; k++) {
+		assert_int_equal(VEC_GROW(a, cap, steps[k][0], 16), 0);
+		assert_int_equal(cap, steps[k][1]);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(a[i], i * 3);
+	}
 	free(a);
 }
 
@@ -52,11 +54,11 @@ static void test_vec_grow_takes_a_uint32_capacity(void **state)
 static void test_vec_grow_refuses_an_overflowing_size_and_keeps_the_array(void **state)
 {
 	(void)state;
-	uint64_t *a = NULL;
+	uint64_t *a = NULL, *before;
 	size_t cap = 0;
 	assert_int_equal(VEC_GROW(a, cap, 3, 4), 0);
 	a[2] = 42;
-	uint64_t *before = a;
+	before = a;
 	assert_int_equal(VEC_GROW(a, cap, SIZE_MAX / 4, 4), KS_ENOMEM); /* bytes overflow */
 	assert_int_equal(VEC_GROW(a, cap, SIZE_MAX, 4), KS_ENOMEM);     /* count overflows */
 	assert_ptr_equal(a, before);
@@ -90,13 +92,7 @@ static void test_vec_next_cap_and_resize_keep_parallel_arrays_in_step(void **sta
 	free(y);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_vec_grow_doubles_from_first_and_keeps_items),
-	    cmocka_unit_test(test_vec_grow_takes_a_uint32_capacity),
-	    cmocka_unit_test(test_vec_grow_refuses_an_overflowing_size_and_keeps_the_array),
-	    cmocka_unit_test(test_vec_next_cap_and_resize_keep_parallel_arrays_in_step),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_vec_grow_doubles_from_first_and_keeps_items),
+          cmocka_unit_test(test_vec_grow_takes_a_uint32_capacity),
+          cmocka_unit_test(test_vec_grow_refuses_an_overflowing_size_and_keeps_the_array),
+          cmocka_unit_test(test_vec_next_cap_and_resize_keep_parallel_arrays_in_step))

@@ -1,5 +1,6 @@
 /* Helpers shared by the trace tests: fixtures written to a fresh temporary
- * directory, and whole-trace reads. Header-only (static functions). */
+ * directory, and reader options on them (a whole trace is read with
+ * tr_validate). Header-only (static functions). */
 #ifndef KVSIM_TR_FIXTURE_H
 #define KVSIM_TR_FIXTURE_H
 
@@ -55,20 +56,41 @@ __attribute__((unused)) static const char *tf_write(const char *ext, const char 
 	return p;
 }
 
-/* Reads a whole trace; returns the final tr_next status (0 = clean end). */
-__attribute__((unused)) static int tf_read_all(const tr_opts_t *o, uint32_t S, uint64_t seed,
-                                               uint64_t *rows, err_t *e)
+/* One Mooncake trace row: arrival (ms), prompt and output tokens, and the
+ * block ids as the JSON array's inside ("1, 2"). */
+typedef struct tf_mc_row {
+	int64_t t_ms;
+	uint32_t in, out;
+	const char *ids;
+} tf_mc_row_t;
+
+/* Writes n rows as a Mooncake JSONL fixture; returns its path (as
+ * tf_write). */
+__attribute__((unused)) static const char *tf_mooncake(const tf_mc_row_t *rows, size_t n)
 {
-	tr_reader_t *r;
-	*rows = 0;
-	int rc = tr_open(o, S, seed, &r, e);
-	if (rc)
-		return rc;
-	tr_request_t q;
-	while ((rc = tr_next(r, &q, e)) > 0)
-		(*rows)++;
-	tr_close(r);
-	return rc;
+	char text[8192];
+	size_t len = 0;
+	for (size_t i = 0; i < n && len < sizeof text; i++)
+		len +=
+		    (size_t)snprintf(text + len, sizeof text - len,
+		                     "{\"timestamp\": %lld, \"input_length\": %u, "
+		                     "\"output_length\": %u, \"hash_ids\": [%s]}\n",
+		                     (long long)rows[i].t_ms, rows[i].in, rows[i].out, rows[i].ids);
+	if (len >= sizeof text) {
+		fprintf(stderr, "tf_mooncake: fixture too long\n");
+		exit(1);
+	}
+	return tf_write("jsonl", text);
+}
+
+/* Default reader options for a trace written from text to a new fixture
+ * file ending in ext. */
+__attribute__((unused)) static tr_opts_t tf_opts(const char *ext, const char *text)
+{
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = tf_write(ext, text);
+	return o;
 }
 
 #endif
