@@ -9,6 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/test_main.h"
+
 #include "tests/toy_cluster.h"
 
 static void toy_init(toy_t *t)
@@ -83,12 +85,6 @@ static void test_reused_request_starts_clean(void **st)
 	toy_free(&b);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sequential_requests_reuse_one_allocation),
-		cmocka_unit_test(test_concurrent_requests_allocate_their_peak),
-		cmocka_unit_test(test_reused_request_starts_clean),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_sequential_requests_reuse_one_allocation),
+          cmocka_unit_test(test_concurrent_requests_allocate_their_peak),
+          cmocka_unit_test(test_reused_request_starts_clean))

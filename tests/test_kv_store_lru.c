@@ -10,6 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/test_main.h"
+
 #include "sim/base/rng.h"
 #include "sim/cluster/kv_store.h"
 
@@ -173,12 +175,6 @@ static void test_priority_ties_go_least_recently_used_first(void **st)
 	kv_store_free(s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lru_list_evicts_in_heap_order),
-		cmocka_unit_test(test_equal_time_prefix_leaves_deepest_first),
-		cmocka_unit_test(test_priority_ties_go_least_recently_used_first),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_lru_list_evicts_in_heap_order),
+          cmocka_unit_test(test_equal_time_prefix_leaves_deepest_first),
+          cmocka_unit_test(test_priority_ties_go_least_recently_used_first))

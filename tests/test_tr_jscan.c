@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/test_main.h"
+
 #include "tests/tr_fixture.h"
 #include "traces/tr_int.h"
 
@@ -167,12 +169,6 @@ static void test_traces_read_the_same_either_way(void **st)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_usual_rows_scan_to_jansson_values),
-		cmocka_unit_test(test_other_shapes_fall_back),
-		cmocka_unit_test(test_traces_read_the_same_either_way),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_usual_rows_scan_to_jansson_values),
+          cmocka_unit_test(test_other_shapes_fall_back),
+          cmocka_unit_test(test_traces_read_the_same_either_way))
