@@ -1,6 +1,7 @@
 /* pol_util — fair choice, prefix table, prefix groups, forecast buffers, id map, Hawkes and
  * Holt
  * maths shared by the built-in policies (see pol_int.h). */
+#include "sim/base/mem.h"
 #include "sim/base/rng.h"
 #include "policies/pol_int.h"
 #include "sim/base/vec.h"
@@ -134,11 +135,7 @@ void pol_ptab_free(pol_ptab_t *t)
 {
 	if (!t)
 		return;
-	free(t->id);
-	free(t->last);
-	free(t->pay);
-	free(t->slot);
-	free(t);
+	FREE_ALL(t->id, t->last, t->pay, t->slot, t);
 }
 
 size_t pol_ptab_size(const pol_ptab_t *t)

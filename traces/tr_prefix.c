@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/mem.h"
 #include "traces/tr_int.h"
 
 #define SESS_SLOTS 65536u
@@ -96,10 +97,7 @@ void tr_prefix_free(tr_prefix_t *p)
 	if (!p)
 		return;
 	gsl_rng_free(p->rng);
-	free(p->cdf);
-	free(p->table);
-	free(p->open);
-	free(p);
+	FREE_ALL(p->cdf, p->table, p->open, p);
 }
 
 /* Uniform in (0,1) from a hash, so a prompt's length needs no stored state. */

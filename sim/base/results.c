@@ -1,4 +1,5 @@
 /* results — see results.h. */
+#include "sim/base/mem.h"
 #include "sim/base/results.h"
 
 #include <math.h>
@@ -11,11 +12,7 @@ void sim_results_free(sim_results_t *r)
 {
 	if (!r)
 		return;
-	free(r->req);
-	free(r->xfer);
-	free(r->tl);
-	free(r->metric);
-	free(r->config_text);
+	FREE_ALL(r->req, r->xfer, r->tl, r->metric, r->config_text);
 	memset(r, 0, sizeof *r);
 }
 

@@ -6,6 +6,7 @@
  * binary min-heap under a priority function, or, in LRU mode (no function:
  * the priority is the last use), in a doubly linked list kept in that same
  * order, where every change is O(1) in the usual case (see lru_insert). */
+#include "sim/base/mem.h"
 #include "sim/base/rng.h"
 #include "sim/cluster/kv_store.h"
 
@@ -75,10 +76,7 @@ void kv_store_free(kv_store_t *s)
 {
 	if (!s)
 		return;
-	free(s->slot);
-	free(s->map);
-	free(s->heap);
-	free(s);
+	FREE_ALL(s->slot, s->map, s->heap, s);
 }
 
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx)

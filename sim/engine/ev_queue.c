@@ -18,6 +18,7 @@
  * No allocation after the slab has grown to the peak pending count; growth
  * doubles all arrays. Big arrays ask for transparent huge pages.
  */
+#include "sim/base/mem.h"
 #include "sim/engine/ev_queue.h"
 #include "sim/engine/ev_queue_internal.h"
 
@@ -142,10 +143,7 @@ void ev_queue_free(ev_queue_t *q)
 {
 	if (!q)
 		return;
-	free(q->heap_mem);
-	free(q->pos);
-	free(q->body);
-	free(q);
+	FREE_ALL(q->heap_mem, q->pos, q->body, q);
 }
 
 static inline void heap_set(ev_queue_t *q, size_t i, hent_t e)
