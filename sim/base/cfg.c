@@ -1548,9 +1548,13 @@ int cfg_fill(const cfg_t *c, const cfg_tkey_t *keys, size_t n, void *dst, err_t 
 
 int cfg_fill_defaults(const cfg_tkey_t *keys, size_t n, void *dst, err_t *e)
 {
-	for (size_t i = 0; i < n; i++)
-		if (keys[i].at.kind && cfg_field_set(&keys[i], dst, keys[i].key.def, e))
-			return err_prefix(e, "default");
+	for (size_t i = 0; i < n; i++) {
+		int rc = keys[i].at.kind ? cfg_field_set(&keys[i], dst, keys[i].key.def, e) : 0;
+		if (rc) {
+			err_prefix(e, "default");
+			return rc;
+		}
+	}
 	return 0;
 }
 
