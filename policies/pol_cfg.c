@@ -114,7 +114,7 @@ int pol_cfg_register(cfg_schema_t *s)
 	if ((rc = cfg_schema_add(s, family_keys, sizeof family_keys / sizeof family_keys[0])))
 		return rc;
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
-		if ((rc = cfg_schema_add(s, b->ops->params, b->ops->n_params)))
+		if ((rc = cfg_schema_add_typed(s, b->ops->params, b->ops->n_params)))
 			return rc;
 	return 0;
 }
@@ -135,9 +135,9 @@ int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
 			const pol_base_t *ops = pol_at(r, (pol_family_t)f, i);
 			if (is_builtin(ops) || !ops->n_params)
 				continue;
-			if (cfg_schema_find(s, ops->params[0].section, ops->params[0].name))
+			if (cfg_schema_find(s, ops->params[0].key.section, ops->params[0].key.name))
 				continue; /* already added */
-			if (cfg_schema_add(s, ops->params, ops->n_params))
+			if (cfg_schema_add_typed(s, ops->params, ops->n_params))
 				return err_set(e, KS_EINPUT,
 				               "plugin policy '%s': its parameters clash with the "
 				               "config schema",
@@ -156,45 +156,15 @@ int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
 	return 0;
 }
 
-int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e)
+int pol_params_from_cfg(pol_params_t *p, const pol_base_t *ops, const cfg_t *c, err_t *e)
 {
-	/* defaults first (allocates and validates), then the config's values */
-	int rc = pol_params_init(p, keys, n, NULL, e);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		const cfg_key_t *k = &keys[i];
-		if (!cfg_schema_find(cfg_schema(c), k->section, k->name)) {
-			pol_params_free(p);
-			return err_set(e, KS_EINPUT,
-			               "[%s] %s: not in the config schema (plugin "
-			               "keys need pol_cfg_register_plugins)",
-			               k->section, k->name);
-		}
-		switch (k->type) {
-		case CFG_INT:
-			p->num[i] = (double)cfg_int(c, k->section, k->name);
-			break;
-		case CFG_FLOAT:
-			p->num[i] = cfg_float(c, k->section, k->name);
-			break;
-		case CFG_BOOL:
-			p->num[i] = cfg_bool(c, k->section, k->name);
-			break;
-		case CFG_STR:
-		case CFG_ENUM: {
-			char *s = strdup(cfg_str(c, k->section, k->name));
-			if (!s) {
-				pol_params_free(p);
-				return err_set(e, KS_ENOMEM, "out of memory");
-			}
-			free(p->str[i]);
-			p->str[i] = s;
-			break;
-		}
-		}
+	/* defaults first (allocates), then the config's values */
+	int rc = pol_params_init(p, ops, NULL, e);
+	if (!rc && (rc = cfg_fill(c, p->keys, p->n, p->data, e))) {
+		pol_params_free(p);
+		err_prefix(e, "plugin keys need pol_cfg_register_plugins");
 	}
-	return 0;
+	return rc;
 }
 
 int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
@@ -208,7 +178,7 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
 	const pol_base_t *ops = pol_find(r, f, name);
 	if (!ops)
 		return err_set(e, KS_EINPUT, "[%s] name: unknown policy '%s'", sec, name);
-	int rc = pol_params_from_cfg(&h->params, ops->params, ops->n_params, c, e);
+	int rc = pol_params_from_cfg(&h->params, ops, c, e);
 	if (rc)
 		return err_prefix(e, "%s policy '%s'", pol_family_name(f), name);
 	return pol_open_ops(ops, seed, h, e);

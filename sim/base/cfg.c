@@ -820,8 +820,35 @@ static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, s
 		out[0] = '\0';
 }
 
+/* A key of another section that name may stand for, counting the section
+ * in the name ("slo_ttft_ms" for [slo] ttft_ms, a key that moved there):
+ * its name with *sec_out set, or NULL when none is close. */
+static const char *suggest_elsewhere(const cfg_schema_t *s, const char *sec, const char *name,
+                                     const char **sec_out)
+{
+	size_t best = (size_t)-1;
+	const char *bn = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_key_t *k = s->keys[i];
+		if (!strcmp(k->section, sec))
+			continue;
+		const char *last = strrchr(k->section, '.');
+		char joined[2 * CFG_NAME_MAX + 2];
+		snprintf(joined, sizeof joined, "%s_%s", last ? last + 1 : k->section, k->name);
+		size_t d = edit_distance(name, k->name), dj = edit_distance(name, joined);
+		d = dj < d ? dj : d;
+		if (d < best) {
+			best = d;
+			bn = k->name;
+			*sec_out = k->section;
+		}
+	}
+	return bn && close_enough(name, best) ? bn : NULL;
+}
+
 /* Suggestion for an unknown key in a known section: the nearest key there,
- * else the same name in another section. */
+ * else the same name in another section, else a key of another section
+ * whose section and name together come close. */
 static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name, char *out,
                         size_t len)
 {
@@ -844,6 +871,8 @@ static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name
 		snprintf(out, len, " (did you mean '%s'?)", bn);
 	else if (other)
 		snprintf(out, len, " (did you mean '%s' in [%s]?)", name, other);
+	else if ((bn = suggest_elsewhere(s, sec, name, &other)))
+		snprintf(out, len, " (did you mean '%s' in [%s]?)", bn, other);
 	else
 		out[0] = '\0';
 }

@@ -128,7 +128,6 @@ typedef struct net_params {
 	const char *calibration;  /* transfer calibration INI; "" none */
 	int contention_none;      /* contention = none: each copy as if alone */
 	int copy_charge_compute;  /* copy_charge = target_compute */
-	int record_flows;
 } net_params_t;
 
 /* Takes an event type of its own from eng (ev_engine_type_new). */

@@ -75,9 +75,6 @@ const cfg_tkey_t net_cfg_keys[] = {
 	 "occupies the target instance's compute instead, before its next iteration (the "
 	 "original study's model)", NULL},
      AT_ENUM(copy_charge_compute, charge_map)},
-	{{"network", "record_flows", CFG_BOOL, "true", 0, 0, NULL, "",
-	 "keep one record per transfer for the /transfers output", NULL},
-     AT(BOOL, record_flows)},
 };
 #undef AT
 #undef AT_ENUM

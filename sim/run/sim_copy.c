@@ -118,11 +118,13 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	const struct pol_transfer_ops *xo = POL_SET_OPS(&s->pol, POL_TRANSFER, pol_transfer_ops);
 	xo->mode(s->pol.h[POL_TRANSFER].state, &pm, &param);
 	net_bg_mode_t mode = NET_BG_IMMEDIATE;
-	if (pm == POL_XFER_IDLE_WINDOW)
+	if (pm == POL_XFER_IDLE_WINDOW) {
 		mode = NET_BG_IDLE_WINDOW;
-	else if (pm == POL_XFER_RATE_CAP)
+		if (!(param > 0)) /* the one threshold key, [network] idle_threshold */
+			param = np->idle_threshold;
+	} else if (pm == POL_XFER_RATE_CAP) {
 		mode = NET_BG_RATE_CAP;
-	else {
+	} else {
 		mode = (net_bg_mode_t)np->bg_schedule;
 		param = mode == NET_BG_IDLE_WINDOW ? np->idle_threshold
 			: mode == NET_BG_RATE_CAP  ? np->bg_rate_share
