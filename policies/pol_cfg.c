@@ -74,33 +74,53 @@ static const cfg_key_t preset_key = {
     NULL};
 
 /* Keys of a whole family, read by the simulator whichever policy is named. */
-static const cfg_key_t family_keys[] = {
-    {"policy.routing", "view", CFG_ENUM, "auto", 0, 0, "auto,computed,routed", "",
+enum { VIEW_AUTO, VIEW_COMPUTED, VIEW_ROUTED };
+typedef struct family_params {
+	int view; /* VIEW_* */
+	uint32_t view_blocks;
+} family_params_t;
+static const cfg_enum_t view_map[] = {
+    {"auto", VIEW_AUTO}, {"computed", VIEW_COMPUTED}, {"routed", VIEW_ROUTED}, {NULL, 0}};
+
+static const cfg_tkey_t family_keys[] = {
+    {{"policy.routing", "view", CFG_ENUM, "auto", 0, 0, NULL, "",
      "what prefix-aware routers match against: computed = KV that exists or is arriving by "
      "a copy at each instance; routed = the routers' own approximate tree of what they sent "
      "where, updated at routing time (sgl-router cache_aware); auto = routed for "
      "cache_aware (as SGLang's router), computed for the others",
      NULL},
-    {"policy.routing", "view_blocks", CFG_INT, "0", 0, 4294967295.0, NULL, "blocks",
+     CFG_AT_ENUM(family_params_t, view, view_map)},
+    {{"policy.routing", "view_blocks", CFG_INT, "0", 0, 4294967295.0, NULL, "blocks",
      "size limit per instance of the routed view, least recently routed evicted first "
      "(sgl-router's max_tree_size with LRU leaf eviction; its default, 2^26 characters, "
      "outgrows any KV pool); 0 = the instance's KV pool size (own choice: the tree forgets "
      "about when the cache does)",
      NULL},
+     CFG_AT(U32, family_params_t, view_blocks)},
 };
+
+/* The family keys of c (their defaults if c's schema lacks them). */
+static family_params_t family_params(const cfg_t *c)
+{
+	family_params_t p = {0};
+	size_t n = sizeof family_keys / sizeof family_keys[0];
+	if (cfg_fill(c, family_keys, n, &p, NULL))
+		(void)cfg_fill_defaults(family_keys, n, &p, NULL);
+	return p;
+}
 
 int pol_routing_view_routed(const cfg_t *c)
 {
-	const char *v = cfg_str(c, "policy.routing", "view");
-	if (!strcmp(v, "auto"))
+	int v = family_params(c).view;
+	if (v == VIEW_AUTO)
 		return !strcmp(cfg_str(c, "policy.routing", "name"), "cache_aware");
-	return !strcmp(v, "routed");
+	return v == VIEW_ROUTED;
 }
 
 uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks)
 {
-	int64_t n = cfg_int(c, "policy.routing", "view_blocks");
-	return n > 0 ? (uint32_t)n : pool_blocks;
+	uint32_t n = family_params(c).view_blocks;
+	return n > 0 ? n : pool_blocks;
 }
 
 int pol_cfg_register(cfg_schema_t *s)
@@ -111,7 +131,7 @@ int pol_cfg_register(cfg_schema_t *s)
 	for (int f = 0; f < POL_NFAMILY; f++)
 		if ((rc = cfg_schema_add(s, &name_keys[f], 1)))
 			return rc;
-	if ((rc = cfg_schema_add(s, family_keys, sizeof family_keys / sizeof family_keys[0])))
+	if ((rc = cfg_schema_add_typed(s, family_keys, sizeof family_keys / sizeof family_keys[0])))
 		return rc;
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
 		if ((rc = cfg_schema_add_typed(s, b->ops->params, b->ops->n_params)))
