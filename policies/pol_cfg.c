@@ -18,20 +18,17 @@
 /* Each family's `name` key; its choices are the built-ins of the family in
  * pol_builtins order, filled in by name_choices at registration (plugins
  * widen them later, pol_cfg_register_plugins). */
+#define NAME_KEY(fam, def, doc) {"policy." fam, "name", CFG_ENUM, def, 0, 0, NULL, "", doc, NULL}
 static cfg_key_t name_keys[POL_NFAMILY] = {
-    {"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0, NULL, "",
-     "demand forecaster feeding the replication policy (kvsim policies lists them)", NULL},
-    {"policy.replication", "name", CFG_ENUM, "none", 0, 0, NULL, "",
-     "how KV is copied between instances ahead of or on demand", NULL},
-    {"policy.routing", "name", CFG_ENUM, "least_load", 0, 0, NULL, "",
-     "which instance serves a request", NULL},
-    {"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, NULL, "",
-     "which evictable KV block goes first when the pool is full", NULL},
-    {"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, NULL, "",
-     "when background (speculative) copies may use the links", NULL},
-    {"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, NULL, "",
-     "whether a request is admitted at arrival", NULL},
+    NAME_KEY("predictor", "repeat_count",
+             "demand forecaster feeding the replication policy (kvsim policies lists them)"),
+    NAME_KEY("replication", "none", "how KV is copied between instances ahead of or on demand"),
+    NAME_KEY("routing", "least_load", "which instance serves a request"),
+    NAME_KEY("eviction", "lru", "which evictable KV block goes first when the pool is full"),
+    NAME_KEY("transfer", "immediate", "when background (speculative) copies may use the links"),
+    NAME_KEY("admission", "accept_all", "whether a request is admitted at arrival"),
 };
+#undef NAME_KEY
 
 /* Room for one family's built-in names; pol_builtins is constant, so they
  * are joined once and the schema may keep pointing at them. */

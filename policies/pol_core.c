@@ -106,41 +106,15 @@ double pol_param_num(const pol_params_t *p, const char *name)
 {
 	const cfg_tkey_t *k = key_named(p, name);
 	assert(k && "policy parameter not in schema");
-	const char *f = (const char *)p->data + k->at.off;
-	switch (k->at.kind) {
-	case CFG_F_I64:
-		return (double)*(const int64_t *)f;
-	case CFG_F_U32:
-		return *(const uint32_t *)f;
-	case CFG_F_U64:
-		return (double)*(const uint64_t *)f;
-	case CFG_F_DOUBLE:
-		return *(const double *)f;
-	case CFG_F_BOOL:
-	case CFG_F_ENUM:
-		return *(const int *)f;
-	default:
-		return NAN;
-	}
+	double x;
+	return cfg_field_number(k, p->data, &x) ? x : NAN;
 }
 
 const char *pol_param_str(const pol_params_t *p, const char *name)
 {
 	const cfg_tkey_t *k = key_named(p, name);
 	assert(k && "policy parameter not in schema");
-	const char *f = (const char *)p->data + k->at.off;
-	switch (k->at.kind) {
-	case CFG_F_STR:
-	case CFG_F_STRDUP:
-		return *(const char *const *)f ? *(const char *const *)f : "";
-	case CFG_F_ENUM:
-		for (const cfg_enum_t *m = k->at.map; m->name; m++)
-			if (m->value == *(const int *)f)
-				return m->name;
-		return "";
-	default:
-		return "";
-	}
+	return cfg_field_text(k, p->data);
 }
 
 /* ---- view helpers -------------------------------------------------------- */

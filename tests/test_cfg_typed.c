@@ -53,19 +53,21 @@ static const cfg_tkey_t typed_keys[] = {
 #undef T
 #define N_TYPED (sizeof typed_keys / sizeof typed_keys[0])
 
+/* A config over typed_keys and the struct the tests fill from it (its
+ * owned strings freed at the end). */
 typedef struct fx {
 	cfg_schema_t *s;
 	cfg_t *c;
+	typed_t t;
 	err_t e;
 } fx_t;
 
 static int setup(void **state)
 {
 	fx_t *f = calloc(1, sizeof *f);
-	f->s = cfg_schema_new();
-	assert_int_equal(cfg_schema_add_typed(f->s, typed_keys, N_TYPED), 0);
-	f->c = cfg_new(f->s);
-	assert_non_null(f->c);
+	if (!f || !(f->s = cfg_schema_new()) ||
+	    cfg_schema_add_typed(f->s, typed_keys, N_TYPED) || !(f->c = cfg_new(f->s)))
+		return -1;
 	*state = f;
 	return 0;
 }
@@ -73,6 +75,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	fx_t *f = *state;
+	cfg_fill_free(typed_keys, N_TYPED, &f->t);
 	cfg_free(f->c);
 	cfg_schema_free(f->s);
 	free(f);

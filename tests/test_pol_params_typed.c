@@ -68,13 +68,28 @@ static const struct pol_routing_ops probe_ops = {
     .route = probe_route,
 };
 
+/* Every test gets a registry of the built-ins and probe. */
+static int reg_setup(void **state)
+{
+	err_t e = {0};
+	pol_registry_t *r = pol_registry_new();
+	if (!r || pol_registry_add(r, &probe_ops.base, &e))
+		return -1;
+	*state = r;
+	return 0;
+}
+
+static int reg_teardown(void **state)
+{
+	pol_registry_free(*state);
+	return 0;
+}
+
 static void test_init_receives_the_filled_struct(void **st)
 {
-	(void)st;
-	pol_registry_t *r = pol_registry_new();
+	pol_registry_t *r = *st;
 	err_t e = {0};
 	pol_handle_t h;
-	assert_int_equal(pol_registry_add(r, &probe_ops.base, &e), 0);
 	assert_int_equal(pol_open(r, POL_ROUTING, "probe", NULL, 1, &h, &e), 0);
 	assert_int_equal(seen.width, 3);
 	assert_true(seen.share == 0.5);
@@ -89,7 +104,14 @@ static void test_init_receives_the_filled_struct(void **st)
 	assert_string_equal(pol_param_str(&h.params, "probe_mode"), "fast");
 	assert_true(pol_param_num(&h.params, "probe_width") == 9);
 	pol_close(&h);
-	/* overrides are checked in the config's words */
+}
+
+/* Overrides are checked in the config's words. */
+static void test_overrides_are_checked_like_config_values(void **st)
+{
+	pol_registry_t *r = *st;
+	err_t e = {0};
+	pol_handle_t h;
 	assert_int_equal(pol_open(r, POL_ROUTING, "probe", "probe_mode=fastt", 1, &h, &e),
 	                 KS_EINPUT);
 	assert_string_equal(e.msg, "routing policy 'probe': [policy.routing] probe_mode: 'fastt' is "
@@ -97,17 +119,14 @@ static void test_init_receives_the_filled_struct(void **st)
 	assert_int_equal(pol_open(r, POL_ROUTING, "probe", "probe_width=65", 1, &h, &e), KS_EINPUT);
 	assert_string_equal(e.msg, "routing policy 'probe': [policy.routing] probe_width: 65 is out "
 	                           "of range [1, 64]");
-	pol_registry_free(r);
 }
 
 /* The same struct from a config: the plugin's keys join the schema with
  * their map's choices. */
 static void test_config_values_fill_the_struct(void **st)
 {
-	(void)st;
-	pol_registry_t *r = pol_registry_new();
+	pol_registry_t *r = *st;
 	err_t e = {0};
-	assert_int_equal(pol_registry_add(r, &probe_ops.base, &e), 0);
 	cfg_schema_t *s = cfg_schema_default();
 	assert_int_equal(pol_cfg_register_plugins(s, r, &e), 0);
 	assert_string_equal(cfg_schema_choices(s, "policy.routing", "probe_mode"), "fast,slow");
@@ -126,30 +145,27 @@ static void test_config_values_fill_the_struct(void **st)
 	pol_close(&h);
 	cfg_free(c);
 	cfg_schema_free(s);
-	pol_registry_free(r);
 }
 
 static void test_registry_refuses_untyped_abi_and_stray_fields(void **st)
 {
-	(void)st;
-	pol_registry_t *r = pol_registry_new();
+	pol_registry_t *r = *st;
 	err_t e = {0};
-	struct pol_routing_ops t = probe_ops;
+	struct pol_routing_ops t = probe_ops; /* checked before the name is (a duplicate) */
 	t.base.version = 2; /* untyped parameters: its table's layout differs */
 	assert_int_equal(pol_registry_add(r, &t.base, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "ABI version 2, host supports 3..3"));
 	assert_non_null(strstr(e.msg, "rebuild"));
-	t = probe_ops;
+	t.base.version = POL_ABI_VERSION;
 	t.base.params_size = offsetof(probe_params_t, label); /* label lies past it */
 	assert_int_equal(pol_registry_add(r, &t.base, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "'probe_label' lies outside params_size"));
-	pol_registry_free(r);
 }
 
 /* Built-in enum parameters take their choices from their maps too. */
 static void test_builtin_enum_parameters_list_their_map(void **st)
 {
-	(void)st;
+	pol_registry_t *r = *st;
 	cfg_schema_t *s = cfg_schema_default();
 	assert_string_equal(cfg_schema_choices(s, "policy.routing", "balance_rule"), "sglang,btb");
 	assert_string_equal(cfg_schema_choices(s, "policy.routing", "load_metric"),
@@ -159,7 +175,7 @@ static void test_builtin_enum_parameters_list_their_map(void **st)
 	cfg_schema_free(s);
 	pol_handle_t h;
 	err_t e = {0};
-	assert_int_equal(pol_open(NULL, POL_ROUTING, "cache_aware", "balance_rule=btb", 1, &h, &e), 0);
+	assert_int_equal(pol_open(r, POL_ROUTING, "cache_aware", "balance_rule=btb", 1, &h, &e), 0);
 	assert_string_equal(pol_param_str(&h.params, "balance_rule"), "btb");
 	pol_close(&h);
 }
@@ -168,9 +184,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_init_receives_the_filled_struct),
+	    cmocka_unit_test(test_overrides_are_checked_like_config_values),
 	    cmocka_unit_test(test_config_values_fill_the_struct),
 	    cmocka_unit_test(test_registry_refuses_untyped_abi_and_stray_fields),
 	    cmocka_unit_test(test_builtin_enum_parameters_list_their_map),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, reg_setup, reg_teardown);
 }

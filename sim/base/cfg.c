@@ -1601,39 +1601,60 @@ int cfg_field_set(const cfg_tkey_t *t, void *dst, const char *text, err_t *e)
 	return field_store(t, &v, text, dst, e);
 }
 
+int cfg_field_number(const cfg_tkey_t *t, const void *src, double *out)
+{
+	const char *p = (const char *)src + t->at.off;
+	switch (t->at.kind) {
+	case CFG_F_I64:
+		*out = (double)*(const int64_t *)p;
+		return 1;
+	case CFG_F_U32:
+		*out = *(const uint32_t *)p;
+		return 1;
+	case CFG_F_U64:
+		*out = (double)*(const uint64_t *)p;
+		return 1;
+	case CFG_F_DOUBLE:
+		*out = *(const double *)p;
+		return 1;
+	case CFG_F_BOOL:
+	case CFG_F_ENUM:
+		*out = *(const int *)p;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 int cfg_fields_check(const cfg_tkey_t *keys, size_t n, const void *src, err_t *e)
 {
 	for (size_t i = 0; i < n; i++) {
 		const cfg_key_t *k = &keys[i].key;
-		const char *p = (const char *)src + keys[i].at.off;
 		double x;
-		switch (keys[i].at.kind) {
-		case CFG_F_I64:
-			x = (double)*(const int64_t *)p;
-			break;
-		case CFG_F_U32:
-			x = *(const uint32_t *)p;
-			break;
-		case CFG_F_U64:
-			x = (double)*(const uint64_t *)p;
-			break;
-		case CFG_F_DOUBLE:
-			x = *(const double *)p;
-			break;
-		default:
+		/* bool and enum keys have no range (min >= max) */
+		if (!cfg_field_number(&keys[i], src, &x) || !(k->min < k->max) ||
+		    (x >= k->min && x <= k->max))
 			continue;
-		}
-		if (k->min < k->max && !(x >= k->min && x <= k->max)) {
-			char v[32], lo[32], hi[32];
-			const char *u = k->unit && *k->unit ? k->unit : "";
-			float_text(x, v, sizeof v);
-			float_text(k->min, lo, sizeof lo);
-			float_text(k->max, hi, sizeof hi);
-			return err_set(e, KS_EINPUT, "[%s] %s: %s%s%s is out of range [%s, %s]",
-			               k->section, k->name, v, *u ? " " : "", u, lo, hi);
-		}
+		char v[32], lo[32], hi[32];
+		const char *u = k->unit && *k->unit ? k->unit : "";
+		float_text(x, v, sizeof v);
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+		return err_set(e, KS_EINPUT, "[%s] %s: %s%s%s is out of range [%s, %s]", k->section,
+		               k->name, v, *u ? " " : "", u, lo, hi);
 	}
 	return 0;
+}
+
+const char *cfg_field_text(const cfg_tkey_t *t, const void *src)
+{
+	const char *p = (const char *)src + t->at.off;
+	if (t->at.kind == CFG_F_STR || t->at.kind == CFG_F_STRDUP)
+		return *(const char *const *)p ? *(const char *const *)p : "";
+	for (const cfg_enum_t *m = t->at.kind == CFG_F_ENUM ? t->at.map : NULL; m && m->name; m++)
+		if (m->value == *(const int *)p)
+			return m->name;
+	return "";
 }
 
 void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst)

@@ -209,6 +209,12 @@ int cfg_field_set(const cfg_tkey_t *k, void *dst, const char *text, err_t *e);
 /* Checks the numeric fields of a struct filled or changed by code against
  * their keys' ranges: KS_EINPUT "[section] key: V is out of range [lo, hi]". */
 int cfg_fields_check(const cfg_tkey_t *keys, size_t n, const void *src, err_t *e);
+/* The number in t's field of src (bool and enum fields as their int):
+ * 1 with *out set, 0 for a text field or none. */
+int cfg_field_number(const cfg_tkey_t *t, const void *src, double *out);
+/* The text of t's field of src: a string field's text, an enum field's
+ * name in its map; "" otherwise (and for a NULL string). */
+const char *cfg_field_text(const cfg_tkey_t *t, const void *src);
 /* Frees the CFG_F_STRDUP fields of dst and sets them to NULL. */
 void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst);
 
