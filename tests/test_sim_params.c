@@ -1,5 +1,5 @@
 /* Tests for the run's typed parameters (sim/run/sim_params.h): the key
- * tables of sim_cfg.c, out_cfg.c and sim/net/net_cfg.c fill sim_params_t
+ * tables of sim_cfg.c and sim/net/net_cfg.c fill sim_params_t
  * with named C values for every enum (no magic ints, no string compares at
  * the point of use). */
 #include <setjmp.h>

@@ -1,5 +1,6 @@
 /* Config keys of the simulator core: [experiment], [cluster], [kvcache],
- * [scheduler], [slo] (see sim/base/cfg.h). Defaults follow vLLM's engine
+ * [scheduler], [slo], [output] (see sim/base/cfg.h), each row filling its
+ * field of sim_params_t (sim_params.h). Defaults follow vLLM's engine
  * arguments where one exists (max_num_seqs 256, chunked prefill on with an
  * 8192-token budget, as vLLM V1 does on data-centre GPUs). */
 #include "sim/cluster/cluster.h"

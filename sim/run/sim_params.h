@@ -1,7 +1,7 @@
 /* sim_params — the typed parameters of one run: every key of [experiment],
  * [cluster], [kvcache], [scheduler], [slo], [output] and [network], filled
- * from a finalized config by sim_params_fill (the key tables sim_cfg.c,
- * out_cfg.c and sim/net/net_cfg.c say where each value goes). The run reads
+ * from a finalized config by sim_params_fill (the key tables of sim_cfg.c and
+ * sim/net/net_cfg.c say where each value goes). The run reads
  * these fields, never the config store; cluster_params_t and the network's
  * settings are made from them. Units as each field says; strings are
  * borrowed from the config (valid while it lives unchanged).
