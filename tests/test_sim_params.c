@@ -1,7 +1,8 @@
 /* Tests for the run's typed parameters (sim/run/sim_params.h): the key
  * tables of sim_cfg.c and sim/net/net_cfg.c fill sim_params_t
  * with named C values for every enum (no magic ints, no string compares at
- * the point of use). */
+ * the point of use), and the merged idle-window threshold reaches the
+ * network whichever way idle windows are asked for. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "sim/cluster/cluster.h"
 #include "sim/net/net_topo.h"
+#include "sim/run/sim_int.h"
 #include "sim/run/sim_params.h"
 #include "tests/sim_fixture.h"
 
@@ -70,10 +72,39 @@ static void test_sim_params_hold_named_enum_values(void **st)
 	assert_true(p.ttft_ms == 250 && d.ttft_ms == 2000);
 }
 
+/* The idle_window transfer policy has no threshold of its own: the run
+ * takes [network] idle_threshold, the one key for both ways of asking for
+ * idle windows; a plugin's own threshold still wins. */
+static void test_idle_window_takes_the_network_threshold(void **st)
+{
+	(void)st;
+	sim_params_t p;
+	fill("network.idle_threshold=0.35", &p);
+	pol_handle_t h;
+	err_t e = {0};
+	assert_int_equal(pol_open(NULL, POL_TRANSFER, "idle_window", NULL, 1, &h, &e), 0);
+	pol_xfer_mode_t pm;
+	double pparam, param;
+	net_bg_mode_t mode;
+	((const struct pol_transfer_ops *)(const void *)h.ops)->mode(h.state, &pm, &pparam);
+	pol_close(&h);
+	sim_bg_schedule(pm, pparam, &p.net, &mode, &param);
+	assert_int_equal(mode, NET_BG_IDLE_WINDOW);
+	assert_true(param == 0.35);
+	sim_bg_schedule(POL_XFER_IDLE_WINDOW, 0.6, &p.net, &mode, &param);
+	assert_true(param == 0.6);
+	/* with an immediate policy, [network] bg_schedule decides, same key */
+	fill("network.bg_schedule=idle_window", &p);
+	sim_bg_schedule(POL_XFER_IMMEDIATE, 0, &p.net, &mode, &param);
+	assert_int_equal(mode, NET_BG_IDLE_WINDOW);
+	assert_true(param == 0.5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sim_params_hold_named_enum_values),
+	    cmocka_unit_test(test_idle_window_takes_the_network_threshold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,24 @@ static const xfer_engine_t xfer_engines[] = {
 
 static int lone_copy_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 
+void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
+		     net_bg_mode_t *mode, double *param)
+{
+	*param = pparam;
+	if (pm == POL_XFER_IDLE_WINDOW) {
+		*mode = NET_BG_IDLE_WINDOW;
+		if (!(pparam > 0)) /* the one threshold key, [network] idle_threshold */
+			*param = np->idle_threshold;
+	} else if (pm == POL_XFER_RATE_CAP) {
+		*mode = NET_BG_RATE_CAP;
+	} else {
+		*mode = (net_bg_mode_t)np->bg_schedule;
+		*param = *mode == NET_BG_IDLE_WINDOW ? np->idle_threshold
+			 : *mode == NET_BG_RATE_CAP  ? np->bg_rate_share
+						     : 0;
+	}
+}
+
 int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 {
 	const net_params_t *np = &p->net;
@@ -117,19 +135,8 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	double param = 0;
 	const struct pol_transfer_ops *xo = POL_SET_OPS(&s->pol, POL_TRANSFER, pol_transfer_ops);
 	xo->mode(s->pol.h[POL_TRANSFER].state, &pm, &param);
-	net_bg_mode_t mode = NET_BG_IMMEDIATE;
-	if (pm == POL_XFER_IDLE_WINDOW) {
-		mode = NET_BG_IDLE_WINDOW;
-		if (!(param > 0)) /* the one threshold key, [network] idle_threshold */
-			param = np->idle_threshold;
-	} else if (pm == POL_XFER_RATE_CAP) {
-		mode = NET_BG_RATE_CAP;
-	} else {
-		mode = (net_bg_mode_t)np->bg_schedule;
-		param = mode == NET_BG_IDLE_WINDOW ? np->idle_threshold
-			: mode == NET_BG_RATE_CAP  ? np->bg_rate_share
-						   : 0;
-	}
+	net_bg_mode_t mode;
+	sim_bg_schedule(pm, param, np, &mode, &param);
 	if (mode != NET_BG_IMMEDIATE && (rc = net_set_bg_mode(s->net, mode, param, e)))
 		return rc;
 	net_set_record(s->net, 0);

@@ -151,6 +151,12 @@ typedef struct sim_ctx {
 } sim_ctx_t;
 
 /* sim_copy.c */
+/* How background flows are scheduled: the transfer policy's mode (pm,
+ * pparam from its mode hook) when it is not immediate, else [network]
+ * bg_schedule. An idle window without a threshold of its own (pparam 0, the
+ * built-in idle_window) takes [network] idle_threshold. */
+void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
+		     net_bg_mode_t *mode, double *param);
 /* Builds the network, the copy rules and host tiers from p ([network] and
  * [kvcache]); the transfer policy is open (it may set the background mode). */
 int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
