@@ -4,9 +4,12 @@
  * A policy is a `const struct pol_<family>_ops` table that starts with a
  * pol_base_t (ABI version, family, name, doc, parameter schema, init/free)
  * followed by the family's hooks, plus an opaque state made by init.
- * Parameters are cfg_key_t (sim/base/cfg.h) in section "policy.<family>" with
- * owner = policy name; values reach init as a pol_params_t (from a cfg_t with
- * pol_params_from_cfg, or from defaults + "k=v,k=v" with pol_params_init).
+ * Parameters are typed keys (cfg_tkey_t, sim/base/cfg.h) in section
+ * "policy.<family>" with owner = policy name, each with the offset of its
+ * field in the policy's own params struct (params_size bytes). init receives
+ * that struct, filled from a config (pol_params_from_cfg) or from defaults +
+ * "k=v,k=v" overrides (pol_params_init), and reads its fields: no lookups by
+ * name.
  *
  * Units: time int64_t ns, sizes bytes, token counts uint64_t, block counts
  * uint32_t. Prefixes are arrays of chained block ids: blocks[i] names the
@@ -59,10 +62,14 @@
  * the host's is refused; later versions only append hooks (SQLite iVersion
  * rule), so hooks of version N are read only when base.version >= N.
  * Version 2 appends pol_view_t.match_host and held_blocks; the tables are
- * unchanged, so
- * version 1 tables load as before (the host passes the view by pointer and
- * a version 1 policy never reads past its old end). */
-#define POL_ABI_VERSION 2
+ * unchanged, so version 1 tables load as before (the host passes the view
+ * by pointer and a version 1 policy never reads past its old end).
+ * Version 3 changes pol_base_t: params are typed keys (cfg_tkey_t), the
+ * table says params_size, and init receives the filled params struct. The
+ * layout of every table moved, so tables older than POL_ABI_MIN are refused
+ * with a message to rebuild them. */
+#define POL_ABI_VERSION 3
+#define POL_ABI_MIN 3
 
 typedef enum pol_family {
 	POL_PREDICTOR,
@@ -179,22 +186,25 @@ typedef struct pol_actions {
 
 /* ---- parameters ---------------------------------------------------------- */
 
+struct pol_base;
+
+/* A policy's filled params struct and the keys that describe it. */
 typedef struct pol_params {
-	const cfg_key_t *keys; /* the policy's schema (not owned) */
+	const cfg_tkey_t *keys; /* the policy's (not owned) */
 	size_t n;
-	double *num; /* CFG_INT, CFG_FLOAT, CFG_BOOL (0/1) */
-	char **str;  /* CFG_STR, CFG_ENUM (owned copies); NULL otherwise */
+	void *data; /* its params struct, params_size bytes (owned); NULL: none */
 } pol_params_t;
 
 /* Defaults, then "name=value,name=value" overrides (NULL or ""), each
- * checked for type, range and choices. KS_EINPUT names the bad key. */
-int pol_params_init(pol_params_t *p, const cfg_key_t *keys, size_t n, const char *overrides,
-                    err_t *e);
+ * checked for type, range and choices (cfg_field_set's wording). KS_EINPUT
+ * names the bad key. */
+int pol_params_init(pol_params_t *p, const struct pol_base *ops, const char *overrides, err_t *e);
 int pol_params_set(pol_params_t *p, const char *name, const char *value, err_t *e);
-/* Values of keys owned by the policy, read from a finalized cfg_t. */
-int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e);
+/* The values of the policy's keys in a finalized cfg_t (cfg_fill). */
+int pol_params_from_cfg(pol_params_t *p, const struct pol_base *ops, const cfg_t *c, err_t *e);
 void pol_params_free(pol_params_t *p);
-/* Value by name; a name not in the schema is a programming error (assert). */
+/* A value by name, for inspection (tests, listings); policies read their
+ * struct. A name not among the keys is a programming error (assert). */
 double pol_param_num(const pol_params_t *p, const char *name);
 const char *pol_param_str(const pol_params_t *p, const char *name);
 
@@ -205,10 +215,13 @@ typedef struct pol_base {
 	pol_family_t family;
 	const char *name;        /* [a-z0-9_]+, unique within the family */
 	const char *doc;         /* one paragraph, with the source it follows */
-	const cfg_key_t *params; /* section "policy.<family>", owner = name */
+	const cfg_tkey_t *params; /* section "policy.<family>", owner = name */
 	size_t n_params;
-	/* May be NULL (stateless). seed: this policy's own GSL stream seed. */
-	int (*init)(const pol_params_t *p, uint64_t seed, void **state, err_t *e);
+	size_t params_size; /* sizeof the struct the params' fields are in (0: none) */
+	/* May be NULL (stateless). params: the filled params struct (NULL when
+	 * params_size is 0), owned by the handle and valid until pol_close;
+	 * seed: this policy's own GSL stream seed. */
+	int (*init)(const void *params, uint64_t seed, void **state, err_t *e);
 	void (*free)(void *state);
 } pol_base_t;
 
@@ -310,7 +323,8 @@ int pol_eviction_is_lru(const struct pol_eviction_ops *ops);
 
 typedef enum pol_xfer_mode {
 	POL_XFER_IMMEDIATE,   /* background flows start at once, share max-min */
-	POL_XFER_IDLE_WINDOW, /* param: run only while link fg utilisation < param */
+	POL_XFER_IDLE_WINDOW, /* param: run only while link fg utilisation < param;
+	                       * 0: [network] idle_threshold (the built-in's) */
 	POL_XFER_RATE_CAP     /* param: background capped at param x link rate */
 } pol_xfer_mode_t;
 
@@ -343,8 +357,9 @@ typedef struct pol_registry pol_registry_t;
 pol_registry_t *pol_registry_new(void); /* built-ins; NULL on ENOMEM */
 /* dlcloses plugins: free it after every cfg_schema and handle using them. */
 void pol_registry_free(pol_registry_t *r);
-/* Validates (version, family, name, params section/owner/unique names)
- * and adds a table; KS_EINPUT on a bad or duplicate table. */
+/* Validates (version, family, name, params section/owner/unique names,
+ * fields inside params_size) and adds a table; KS_EINPUT on a bad or
+ * duplicate table. */
 int pol_registry_add(pol_registry_t *r, const pol_base_t *ops, err_t *e);
 /* dlopen(path) and call its POL_PLUGIN_SYMBOL. */
 int pol_registry_load(pol_registry_t *r, const char *path, err_t *e);

@@ -18,20 +18,17 @@
 /* Each family's `name` key; its choices are the built-ins of the family in
  * pol_builtins order, filled in by name_choices at registration (plugins
  * widen them later, pol_cfg_register_plugins). */
+#define NAME_KEY(fam, def, doc) {"policy." fam, "name", CFG_ENUM, def, 0, 0, NULL, "", doc, NULL}
 static cfg_key_t name_keys[POL_NFAMILY] = {
-    {"policy.predictor", "name", CFG_ENUM, "repeat_count", 0, 0, NULL, "",
-     "demand forecaster feeding the replication policy (kvsim policies lists them)", NULL},
-    {"policy.replication", "name", CFG_ENUM, "none", 0, 0, NULL, "",
-     "how KV is copied between instances ahead of or on demand", NULL},
-    {"policy.routing", "name", CFG_ENUM, "least_load", 0, 0, NULL, "",
-     "which instance serves a request", NULL},
-    {"policy.eviction", "name", CFG_ENUM, "lru", 0, 0, NULL, "",
-     "which evictable KV block goes first when the pool is full", NULL},
-    {"policy.transfer", "name", CFG_ENUM, "immediate", 0, 0, NULL, "",
-     "when background (speculative) copies may use the links", NULL},
-    {"policy.admission", "name", CFG_ENUM, "accept_all", 0, 0, NULL, "",
-     "whether a request is admitted at arrival", NULL},
+    NAME_KEY("predictor", "repeat_count",
+             "demand forecaster feeding the replication policy (kvsim policies lists them)"),
+    NAME_KEY("replication", "none", "how KV is copied between instances ahead of or on demand"),
+    NAME_KEY("routing", "least_load", "which instance serves a request"),
+    NAME_KEY("eviction", "lru", "which evictable KV block goes first when the pool is full"),
+    NAME_KEY("transfer", "immediate", "when background (speculative) copies may use the links"),
+    NAME_KEY("admission", "accept_all", "whether a request is admitted at arrival"),
 };
+#undef NAME_KEY
 
 /* Room for one family's built-in names; pol_builtins is constant, so they
  * are joined once and the schema may keep pointing at them. */
@@ -74,33 +71,53 @@ static const cfg_key_t preset_key = {
     NULL};
 
 /* Keys of a whole family, read by the simulator whichever policy is named. */
-static const cfg_key_t family_keys[] = {
-    {"policy.routing", "view", CFG_ENUM, "auto", 0, 0, "auto,computed,routed", "",
+enum { VIEW_AUTO, VIEW_COMPUTED, VIEW_ROUTED };
+typedef struct family_params {
+	int view; /* VIEW_* */
+	uint32_t view_blocks;
+} family_params_t;
+static const cfg_enum_t view_map[] = {
+    {"auto", VIEW_AUTO}, {"computed", VIEW_COMPUTED}, {"routed", VIEW_ROUTED}, {NULL, 0}};
+
+static const cfg_tkey_t family_keys[] = {
+    {{"policy.routing", "view", CFG_ENUM, "auto", 0, 0, NULL, "",
      "what prefix-aware routers match against: computed = KV that exists or is arriving by "
      "a copy at each instance; routed = the routers' own approximate tree of what they sent "
      "where, updated at routing time (sgl-router cache_aware); auto = routed for "
      "cache_aware (as SGLang's router), computed for the others",
      NULL},
-    {"policy.routing", "view_blocks", CFG_INT, "0", 0, 4294967295.0, NULL, "blocks",
+     CFG_AT_ENUM(family_params_t, view, view_map)},
+    {{"policy.routing", "view_blocks", CFG_INT, "0", 0, 4294967295.0, NULL, "blocks",
      "size limit per instance of the routed view, least recently routed evicted first "
      "(sgl-router's max_tree_size with LRU leaf eviction; its default, 2^26 characters, "
      "outgrows any KV pool); 0 = the instance's KV pool size (own choice: the tree forgets "
      "about when the cache does)",
      NULL},
+     CFG_AT(U32, family_params_t, view_blocks)},
 };
+
+/* The family keys of c (their defaults if c's schema lacks them). */
+static family_params_t family_params(const cfg_t *c)
+{
+	family_params_t p = {0};
+	size_t n = sizeof family_keys / sizeof family_keys[0];
+	if (cfg_fill(c, family_keys, n, &p, NULL))
+		(void)cfg_fill_defaults(family_keys, n, &p, NULL);
+	return p;
+}
 
 int pol_routing_view_routed(const cfg_t *c)
 {
-	const char *v = cfg_str(c, "policy.routing", "view");
-	if (!strcmp(v, "auto"))
+	int v = family_params(c).view;
+	if (v == VIEW_AUTO)
 		return !strcmp(cfg_str(c, "policy.routing", "name"), "cache_aware");
-	return !strcmp(v, "routed");
+	return v == VIEW_ROUTED;
 }
 
 uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks)
 {
-	int64_t n = cfg_int(c, "policy.routing", "view_blocks");
-	return n > 0 ? (uint32_t)n : pool_blocks;
+	uint32_t n = family_params(c).view_blocks;
+	return n > 0 ? n : pool_blocks;
 }
 
 int pol_cfg_register(cfg_schema_t *s)
@@ -111,10 +128,10 @@ int pol_cfg_register(cfg_schema_t *s)
 	for (int f = 0; f < POL_NFAMILY; f++)
 		if ((rc = cfg_schema_add(s, &name_keys[f], 1)))
 			return rc;
-	if ((rc = cfg_schema_add(s, family_keys, sizeof family_keys / sizeof family_keys[0])))
+	if ((rc = cfg_schema_add_typed(s, family_keys, sizeof family_keys / sizeof family_keys[0])))
 		return rc;
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
-		if ((rc = cfg_schema_add(s, b->ops->params, b->ops->n_params)))
+		if ((rc = cfg_schema_add_typed(s, b->ops->params, b->ops->n_params)))
 			return rc;
 	return 0;
 }
@@ -135,9 +152,9 @@ int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
 			const pol_base_t *ops = pol_at(r, (pol_family_t)f, i);
 			if (is_builtin(ops) || !ops->n_params)
 				continue;
-			if (cfg_schema_find(s, ops->params[0].section, ops->params[0].name))
+			if (cfg_schema_find(s, ops->params[0].key.section, ops->params[0].key.name))
 				continue; /* already added */
-			if (cfg_schema_add(s, ops->params, ops->n_params))
+			if (cfg_schema_add_typed(s, ops->params, ops->n_params))
 				return err_set(e, KS_EINPUT,
 				               "plugin policy '%s': its parameters clash with the "
 				               "config schema",
@@ -156,45 +173,15 @@ int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e)
 	return 0;
 }
 
-int pol_params_from_cfg(pol_params_t *p, const cfg_key_t *keys, size_t n, const cfg_t *c, err_t *e)
+int pol_params_from_cfg(pol_params_t *p, const pol_base_t *ops, const cfg_t *c, err_t *e)
 {
-	/* defaults first (allocates and validates), then the config's values */
-	int rc = pol_params_init(p, keys, n, NULL, e);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		const cfg_key_t *k = &keys[i];
-		if (!cfg_schema_find(cfg_schema(c), k->section, k->name)) {
-			pol_params_free(p);
-			return err_set(e, KS_EINPUT,
-			               "[%s] %s: not in the config schema (plugin "
-			               "keys need pol_cfg_register_plugins)",
-			               k->section, k->name);
-		}
-		switch (k->type) {
-		case CFG_INT:
-			p->num[i] = (double)cfg_int(c, k->section, k->name);
-			break;
-		case CFG_FLOAT:
-			p->num[i] = cfg_float(c, k->section, k->name);
-			break;
-		case CFG_BOOL:
-			p->num[i] = cfg_bool(c, k->section, k->name);
-			break;
-		case CFG_STR:
-		case CFG_ENUM: {
-			char *s = strdup(cfg_str(c, k->section, k->name));
-			if (!s) {
-				pol_params_free(p);
-				return err_set(e, KS_ENOMEM, "out of memory");
-			}
-			free(p->str[i]);
-			p->str[i] = s;
-			break;
-		}
-		}
+	/* defaults first (allocates), then the config's values */
+	int rc = pol_params_init(p, ops, NULL, e);
+	if (!rc && (rc = cfg_fill(c, p->keys, p->n, p->data, e))) {
+		pol_params_free(p);
+		err_prefix(e, "plugin keys need pol_cfg_register_plugins");
 	}
-	return 0;
+	return rc;
 }
 
 int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
@@ -208,7 +195,7 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
 	const pol_base_t *ops = pol_find(r, f, name);
 	if (!ops)
 		return err_set(e, KS_EINPUT, "[%s] name: unknown policy '%s'", sec, name);
-	int rc = pol_params_from_cfg(&h->params, ops->params, ops->n_params, c, e);
+	int rc = pol_params_from_cfg(&h->params, ops, c, e);
 	if (rc)
 		return err_prefix(e, "%s policy '%s'", pol_family_name(f), name);
 	return pol_open_ops(ops, seed, h, e);

@@ -42,111 +42,35 @@ int pol_family_parse(const char *s, pol_family_t *f, err_t *e)
 
 /* ---- parameters ---------------------------------------------------------- */
 
-static long key_index(const pol_params_t *p, const char *name)
+static const cfg_tkey_t *key_named(const pol_params_t *p, const char *name)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->keys[i].name, name))
-			return (long)i;
-	return -1;
-}
-
-static int choice_ok(const char *choices, const char *v)
-{
-	size_t n = strlen(v);
-	for (const char *c = choices; c && *c;) {
-		const char *end = strchr(c, ',');
-		size_t len = end ? (size_t)(end - c) : strlen(c);
-		if (len == n && !strncmp(c, v, n))
-			return 1;
-		c = end ? end + 1 : NULL;
-	}
-	return 0;
-}
-
-static int set_index(pol_params_t *p, size_t i, const char *value, err_t *e)
-{
-	const cfg_key_t *k = &p->keys[i];
-	const char *sec = k->section ? k->section : "policy";
-	switch (k->type) {
-	case CFG_INT:
-	case CFG_FLOAT: {
-		char *end;
-		errno = 0;
-		double d = strtod(value, &end);
-		if (end == value || *end || errno || !isfinite(d))
-			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a number", sec, k->name,
-			               value);
-		if (k->type == CFG_INT && d != floor(d))
-			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not an integer", sec,
-			               k->name, value);
-		if (k->min < k->max && (d < k->min || d > k->max))
-			return err_set(e, KS_EINPUT, "[%s] %s: %s is outside [%g, %g]", sec,
-			               k->name, value, k->min, k->max);
-		p->num[i] = d;
-		return 0;
-	}
-	case CFG_BOOL:
-		if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "yes"))
-			p->num[i] = 1;
-		else if (!strcasecmp(value, "false") || !strcmp(value, "0") ||
-		         !strcasecmp(value, "no"))
-			p->num[i] = 0;
-		else
-			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not a boolean", sec, k->name,
-			               value);
-		return 0;
-	case CFG_ENUM:
-		if (!choice_ok(k->choices, value))
-			return err_set(e, KS_EINPUT, "[%s] %s: '%s' is not one of %s", sec, k->name,
-			               value, k->choices ? k->choices : "");
-		/* fall through */
-	case CFG_STR: {
-		char *s = strdup(value);
-		if (!s)
-			return err_set(e, KS_ENOMEM, "out of memory");
-		free(p->str[i]);
-		p->str[i] = s;
-		return 0;
-	}
-	}
-	return err_set(e, KS_EINPUT, "[%s] %s: unknown type", sec, k->name);
+		if (!strcmp(p->keys[i].key.name, name))
+			return &p->keys[i];
+	return NULL;
 }
 
 int pol_params_set(pol_params_t *p, const char *name, const char *value, err_t *e)
 {
-	long i = key_index(p, name);
-	if (i < 0)
+	const cfg_tkey_t *k = key_named(p, name);
+	if (!k)
 		return err_set(e, KS_EINPUT, "unknown policy parameter '%s'", name);
-	return set_index(p, (size_t)i, value, e);
+	return cfg_field_set(k, p->data, value, e);
 }
 
-static int params_alloc(pol_params_t *p, const cfg_key_t *keys, size_t n, err_t *e)
+int pol_params_init(pol_params_t *p, const pol_base_t *ops, const char *overrides, err_t *e)
 {
 	memset(p, 0, sizeof *p);
-	p->keys = keys;
-	p->n = n;
-	p->num = calloc(n ? n : 1, sizeof *p->num);
-	p->str = calloc(n ? n : 1, sizeof *p->str);
-	if (!p->num || !p->str) {
-		pol_params_free(p);
+	p->keys = ops->params;
+	p->n = ops->n_params;
+	if (ops->params_size && !(p->data = calloc(1, ops->params_size)))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	}
-	return 0;
-}
-
-int pol_params_init(pol_params_t *p, const cfg_key_t *keys, size_t n, const char *overrides,
-                    err_t *e)
-{
-	int rc = params_alloc(p, keys, n, e);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < n; i++)
-		if ((rc = set_index(p, i, keys[i].def ? keys[i].def : "", e))) {
+	int rc = cfg_fill_defaults(p->keys, p->n, p->data, e);
+	if (rc || !overrides || !*overrides) {
+		if (rc)
 			pol_params_free(p);
-			return err_prefix(e, "default");
-		}
-	if (!overrides || !*overrides)
-		return 0;
+		return rc;
+	}
 	char *buf = strdup(overrides), *save = NULL;
 	if (!buf) {
 		pol_params_free(p);
@@ -172,26 +96,25 @@ void pol_params_free(pol_params_t *p)
 {
 	if (!p)
 		return;
-	if (p->str)
-		for (size_t i = 0; i < p->n; i++)
-			free(p->str[i]);
-	free(p->str);
-	free(p->num);
+	if (p->data)
+		cfg_fill_free(p->keys, p->n, p->data);
+	free(p->data);
 	memset(p, 0, sizeof *p);
 }
 
 double pol_param_num(const pol_params_t *p, const char *name)
 {
-	long i = key_index(p, name);
-	assert(i >= 0 && "policy parameter not in schema");
-	return p->num[i];
+	const cfg_tkey_t *k = key_named(p, name);
+	assert(k && "policy parameter not in schema");
+	double x;
+	return cfg_field_number(k, p->data, &x) ? x : NAN;
 }
 
 const char *pol_param_str(const pol_params_t *p, const char *name)
 {
-	long i = key_index(p, name);
-	assert(i >= 0 && "policy parameter not in schema");
-	return p->str[i] ? p->str[i] : "";
+	const cfg_tkey_t *k = key_named(p, name);
+	assert(k && "policy parameter not in schema");
+	return cfg_field_text(k, p->data);
 }
 
 /* ---- view helpers -------------------------------------------------------- */

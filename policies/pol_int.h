@@ -11,11 +11,15 @@
 
 #include "policies/pol.h"
 
-/* A parameter key of family section fam owned by policy own. */
-#define POL_KEY(fam, own, nm, ty, df, lo, hi, ch, un, dc)                                          \
+/* A parameter of family section fam owned by policy own, filling field at
+ * (CFG_AT(kind, type, member) or CFG_AT_ENUM) of the policy's params struct. */
+#define POL_KEY(fam, own, nm, ty, df, lo, hi, ch, un, dc, at)                                      \
 	{                                                                                          \
-		"policy." fam, nm, ty, df, lo, hi, ch, un, dc, own                                 \
+		{"policy." fam, nm, ty, df, lo, hi, ch, un, dc, own}, at                           \
 	}
+/* The params fields of a pol_base_t: its key table and params struct type. */
+#define POL_PARAMS(keys, type) keys, sizeof keys / sizeof keys[0], sizeof(type)
+#define POL_NO_PARAMS NULL, 0, 0
 
 /* Inits h with ops and the params already in h->params (registry). */
 int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e);
@@ -24,7 +28,7 @@ int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e
 gsl_rng *pol_rng_new(uint64_t seed);
 /* init and free hooks of a policy whose whole state is its stream (a
  * gsl_rng * from pol_rng_new): for ops tables of parameterless policies. */
-int pol_rng_state_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e);
+int pol_rng_state_init(const void *params, uint64_t seed, void **state, err_t *e);
 void pol_rng_state_free(void *st);
 /* The splitmix64 finaliser (Steele et al. 2014): hash of a block id. */
 uint64_t pol_mix64(uint64_t x);

@@ -3,6 +3,7 @@
 #include "policies/pol_int.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- eviction ----------------------------------------------------------------- */
 
@@ -16,7 +17,7 @@ const struct pol_eviction_ops pol_evict_lru = {
     .base = {POL_ABI_VERSION, POL_EVICTION, "lru",
              "Least recently used first (vLLM and SGLang evict unreferenced blocks / radix "
              "leaves in LRU order).",
-             NULL, 0, NULL, NULL},
+             POL_NO_PARAMS, NULL, NULL},
     .priority = lru_prio,
 };
 
@@ -33,7 +34,7 @@ static double lfu_prio(const void *st, const pol_block_meta_t *m)
 
 const struct pol_eviction_ops pol_evict_lfu = {
     .base = {POL_ABI_VERSION, POL_EVICTION, "lfu", "Fewest hits first; equal hits in LRU order.",
-             NULL, 0, NULL, NULL},
+             POL_NO_PARAMS, NULL, NULL},
     .priority = lfu_prio,
 };
 
@@ -47,32 +48,40 @@ const struct pol_eviction_ops pol_evict_spec_first = {
     .base = {POL_ABI_VERSION, POL_EVICTION, "spec_first",
              "Speculative replicas no request has used go first, then everything else; LRU "
              "within each class. Keeps wrong forecasts from displacing demand-fetched KV.",
-             NULL, 0, NULL, NULL},
+             POL_NO_PARAMS, NULL, NULL},
     .priority = sf_prio,
 };
 
-static const cfg_key_t ca_params[] = {
-    POL_KEY("eviction", "cost_aware", "reuse_prior", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-            "uses added to the predicted reuse, so unpredicted blocks still order by cost "
-            "(own choice)"),
-    POL_KEY("eviction", "cost_aware", "spec_unused_weight", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-            "multiplier on unused speculative replicas' priority (< 1 evicts them sooner)"),
-};
-
+/* Its parameters are its whole state. */
 typedef struct ca_ev {
 	double prior, spec_w;
 } ca_ev_t;
 
-static int cae_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static const cfg_tkey_t ca_params[] = {
+    POL_KEY("eviction", "cost_aware", "reuse_prior", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "uses added to the predicted reuse, so unpredicted blocks still order by cost "
+            "(own choice)",
+            CFG_AT(DOUBLE, ca_ev_t, prior)),
+    POL_KEY("eviction", "cost_aware", "spec_unused_weight", CFG_FLOAT, "1", 0, 1e9, NULL, "",
+            "multiplier on unused speculative replicas' priority (< 1 evicts them sooner)",
+            CFG_AT(DOUBLE, ca_ev_t, spec_w)),
+};
+
+/* init of a policy whose state is a copy of its params struct (size bytes). */
+static int copy_init(const void *params, size_t size, void **state, err_t *e)
 {
-	(void)seed;
-	ca_ev_t *s = malloc(sizeof *s);
+	void *s = malloc(size);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->prior = pol_param_num(p, "reuse_prior");
-	s->spec_w = pol_param_num(p, "spec_unused_weight");
+	memcpy(s, params, size);
 	*state = s;
 	return 0;
+}
+
+static int cae_init(const void *params, uint64_t seed, void **state, err_t *e)
+{
+	(void)seed;
+	return copy_init(params, sizeof(ca_ev_t), state, e);
 }
 
 static double cae_prio(const void *st, const pol_block_meta_t *m)
@@ -87,7 +96,7 @@ const struct pol_eviction_ops pol_evict_cost_aware = {
     .base = {POL_ABI_VERSION, POL_EVICTION, "cost_aware",
              "Lowest recompute cost x (predicted reuse + reuse_prior) first (hits stand in "
              "when no prediction exists); ties in LRU order.",
-             ca_params, sizeof ca_params / sizeof ca_params[0], cae_init, free},
+             POL_PARAMS(ca_params, ca_ev_t), cae_init, free},
     .priority = cae_prio,
 };
 
@@ -104,55 +113,41 @@ const struct pol_transfer_ops pol_xfer_immediate = {
     .base = {POL_ABI_VERSION, POL_TRANSFER, "immediate",
              "Background copies start at once and share links max-min fairly with foreground "
              "flows.",
-             NULL, 0, NULL, NULL},
+             POL_NO_PARAMS, NULL, NULL},
     .mode = imm_mode,
 };
 
-static const cfg_key_t iw_params[] = {
-    POL_KEY("transfer", "idle_window", "idle_threshold", CFG_FLOAT, "0.2", 0, 1, NULL, "",
-            "a background copy runs only while every link on its path carries less "
-            "foreground than this share of capacity (own choice)"),
-};
-
-static int num_init(const pol_params_t *p, const char *name, void **state, err_t *e)
-{
-	double *x = malloc(sizeof *x);
-	if (!x)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	*x = pol_param_num(p, name);
-	*state = x;
-	return 0;
-}
-
-static int iw_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
-{
-	(void)seed;
-	return num_init(p, "idle_threshold", state, e);
-}
-
+/* The threshold is [network] idle_threshold, one key for both ways of
+ * asking for idle windows (this policy and network.bg_schedule). */
 static void iw_mode(const void *st, pol_xfer_mode_t *mode, double *param)
 {
+	(void)st;
 	*mode = POL_XFER_IDLE_WINDOW;
-	*param = *(const double *)st;
+	*param = 0;
 }
 
 const struct pol_transfer_ops pol_xfer_idle_window = {
     .base = {POL_ABI_VERSION, POL_TRANSFER, "idle_window",
              "Background copies start or resume only while their links' foreground "
-             "utilisation is below idle_threshold, and pause when it rises.",
-             iw_params, sizeof iw_params / sizeof iw_params[0], iw_init, free},
+             "utilisation is below [network] idle_threshold, and pause when it rises.",
+             POL_NO_PARAMS, NULL, NULL},
     .mode = iw_mode,
 };
 
-static const cfg_key_t rc_params[] = {
+typedef struct rc_params {
+	double share;
+} rc_params_t;
+
+static const cfg_tkey_t rc_params[] = {
     POL_KEY("transfer", "rate_cap", "rate_share", CFG_FLOAT, "0.25", 0.001, 1, NULL, "",
-            "background flows together get at most this share of each link (own choice)"),
+            "background flows together get at most this share of each link (own choice)",
+            CFG_AT(DOUBLE, rc_params_t, share)),
 };
 
-static int rcap_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int rcap_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
-	return num_init(p, "rate_share", state, e);
+	return copy_init(params, sizeof(rc_params_t), state, e);
 }
 
 static void rcap_mode(const void *st, pol_xfer_mode_t *mode, double *param)
@@ -163,8 +158,8 @@ static void rcap_mode(const void *st, pol_xfer_mode_t *mode, double *param)
 
 const struct pol_transfer_ops pol_xfer_rate_cap = {
     .base = {POL_ABI_VERSION, POL_TRANSFER, "rate_cap",
-             "Background copies are capped at rate_share of each link they cross.", rc_params,
-             sizeof rc_params / sizeof rc_params[0], rcap_init, free},
+             "Background copies are capped at rate_share of each link they cross.",
+             POL_PARAMS(rc_params, rc_params_t), rcap_init, free},
     .mode = rcap_mode,
 };
 
@@ -180,39 +175,33 @@ static int all_admit(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 }
 
 const struct pol_admission_ops pol_admit_accept_all = {
-    .base = {POL_ABI_VERSION, POL_ADMISSION, "accept_all", "Every request is admitted.", NULL, 0,
-             NULL, NULL},
+    .base = {POL_ABI_VERSION, POL_ADMISSION, "accept_all", "Every request is admitted.",
+             POL_NO_PARAMS, NULL, NULL},
     .admit = all_admit,
 };
 
-static const cfg_key_t sr_params[] = {
-    POL_KEY("admission", "slo_reject", "slo_ttft_ms", CFG_FLOAT, "0", 0, 1e9, NULL, "ms",
-            "TTFT SLO for requests without one; 0 = only requests' own SLOs"),
-    POL_KEY("admission", "slo_reject", "slo_slack", CFG_FLOAT, "1", 0.01, 1e6, NULL, "",
-            "reject when the estimate exceeds slack x SLO"),
-};
-
+/* Its parameter is its whole state; the SLO is the request's ([slo]
+ * ttft_ms). */
 typedef struct sr_state {
-	int64_t slo_ns;
 	double slack;
 } sr_state_t;
 
-static int sr_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static const cfg_tkey_t sr_params[] = {
+    POL_KEY("admission", "slo_reject", "slo_slack", CFG_FLOAT, "1", 0.01, 1e6, NULL, "",
+            "reject when the estimate exceeds slack x the request's TTFT SLO ([slo] ttft_ms)",
+            CFG_AT(DOUBLE, sr_state_t, slack)),
+};
+
+static int sr_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
-	sr_state_t *s = malloc(sizeof *s);
-	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	s->slo_ns = (int64_t)(pol_param_num(p, "slo_ttft_ms") * 1e6);
-	s->slack = pol_param_num(p, "slo_slack");
-	*state = s;
-	return 0;
+	return copy_init(params, sizeof(sr_state_t), state, e);
 }
 
 static int sr_admit(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t inst)
 {
 	const sr_state_t *s = st;
-	int64_t slo = r->slo_ttft_ns ? r->slo_ttft_ns : s->slo_ns;
+	int64_t slo = r->slo_ttft_ns;
 	if (slo <= 0)
 		return POL_ACCEPT;
 	pol_inst_t x;
@@ -231,6 +220,6 @@ const struct pol_admission_ops pol_admit_slo_reject = {
              "Rejects a request at arrival when its estimated TTFT on the chosen instance "
              "(queue delay + prefill with the local prefix) exceeds slo_slack x its SLO "
              "(Mooncake-style early rejection, Qin et al. FAST '25 sec. 7).",
-             sr_params, sizeof sr_params / sizeof sr_params[0], sr_init, free},
+             POL_PARAMS(sr_params, sr_state_t), sr_init, free},
     .admit = sr_admit,
 };

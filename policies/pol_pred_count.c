@@ -30,30 +30,44 @@ typedef struct rc_state {
 	pol_fcbuf_t out;
 } rc_state_t;
 
-static const cfg_key_t rc_params[] = {
+typedef struct rc_params {
+	uint32_t rc_min_blocks;
+	uint32_t rc_repeats;
+	double rc_window_s;
+	double rc_hot_s;
+	uint32_t rc_capacity;
+} rc_params_t;
+
+static const cfg_tkey_t rc_params[] = {
     POL_KEY("predictor", "repeat_count", "rc_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-            "Y: shortest prefix (in blocks) that may become hot (own choice)"),
+            "Y: shortest prefix (in blocks) that may become hot (own choice)",
+            CFG_AT(U32, rc_params_t, rc_min_blocks)),
     POL_KEY("predictor", "repeat_count", "rc_repeats", CFG_INT, "3", 1, RC_MAX_X, NULL, "",
-            "X: arrivals containing the prefix needed inside the window (own choice)"),
+            "X: arrivals containing the prefix needed inside the window (own choice)",
+            CFG_AT(U32, rc_params_t, rc_repeats)),
     POL_KEY("predictor", "repeat_count", "rc_window_s", CFG_FLOAT, "10", 1e-6, 1e6, NULL, "s",
-            "Z: window the X arrivals must fall in (own choice)"),
+            "Z: window the X arrivals must fall in (own choice)",
+            CFG_AT(DOUBLE, rc_params_t, rc_window_s)),
     POL_KEY("predictor", "repeat_count", "rc_hot_s", CFG_FLOAT, "30", 1e-6, 1e6, NULL, "s",
-            "how long a fired prefix stays in the forecast after its last firing"),
+            "how long a fired prefix stays in the forecast after its last firing",
+            CFG_AT(DOUBLE, rc_params_t, rc_hot_s)),
     POL_KEY("predictor", "repeat_count", "rc_capacity", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-            "prefix-table capacity (older half dropped when full)"),
+            "prefix-table capacity (older half dropped when full)",
+            CFG_AT(U32, rc_params_t, rc_capacity)),
 };
 
-static int rc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int rc_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const rc_params_t *p = params;
 	(void)seed;
 	rc_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->min_blocks = (uint32_t)pol_param_num(p, "rc_min_blocks");
-	s->x = (uint32_t)pol_param_num(p, "rc_repeats");
-	s->window_ns = (int64_t)(pol_param_num(p, "rc_window_s") * NS);
-	s->hot_ns = (int64_t)(pol_param_num(p, "rc_hot_s") * NS);
-	s->tab = pol_ptab_new((size_t)pol_param_num(p, "rc_capacity"),
+	s->min_blocks = (uint32_t)p->rc_min_blocks;
+	s->x = (uint32_t)p->rc_repeats;
+	s->window_ns = (int64_t)(p->rc_window_s * NS);
+	s->hot_ns = (int64_t)(p->rc_hot_s * NS);
+	s->tab = pol_ptab_new((size_t)p->rc_capacity,
 	                      sizeof(rc_ring_t) + s->x * sizeof(int64_t));
 	if (!s->tab || pol_groups_init(&s->hot, 1024, 0, NULL)) {
 		pol_ptab_free(s->tab);
@@ -155,7 +169,7 @@ const struct pol_predictor_ops pol_pred_repeat_count = {
              "(the trigger rule of the original early-RDMA proposal). Forecasts each hot "
              "prefix, the deepest one that satisfies the rule, for rc_hot_s after it last "
              "fired; expected arrivals extrapolate the X arrivals' rate over the horizon.",
-             rc_params, sizeof rc_params / sizeof rc_params[0], rc_init, rc_free},
+             POL_PARAMS(rc_params, rc_params_t), rc_init, rc_free},
     .observe = rc_observe,
     .forecast = rc_forecast,
 };
@@ -176,34 +190,50 @@ typedef struct ew_state {
 	pol_fcbuf_t out;
 } ew_state_t;
 
-static const cfg_key_t ew_params[] = {
+typedef struct ew_params {
+	double ewma_tau_s;
+	uint32_t ewma_top_k;
+	uint32_t ewma_capacity;
+	uint32_t ewma_min_blocks;
+	double ewma_min_score;
+	uint32_t ewma_table;
+} ew_params_t;
+
+static const cfg_tkey_t ew_params[] = {
     POL_KEY("predictor", "ewma", "ewma_tau_s", CFG_FLOAT, "30", 1e-3, 1e6, NULL, "s",
-            "decay time constant of the popularity count (own choice)"),
+            "decay time constant of the popularity count (own choice)",
+            CFG_AT(DOUBLE, ew_params_t, ewma_tau_s)),
     POL_KEY("predictor", "ewma", "ewma_top_k", CFG_INT, "16", 1, 4096, NULL, "",
-            "prefixes reported per forecast"),
+            "prefixes reported per forecast",
+            CFG_AT(U32, ew_params_t, ewma_top_k)),
     POL_KEY("predictor", "ewma", "ewma_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
-            "heavy-hitter table size (space-saving)"),
+            "heavy-hitter table size (space-saving)",
+            CFG_AT(U32, ew_params_t, ewma_capacity)),
     POL_KEY("predictor", "ewma", "ewma_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-            "shortest shared prefix that forms a group (own choice)"),
+            "shortest shared prefix that forms a group (own choice)",
+            CFG_AT(U32, ew_params_t, ewma_min_blocks)),
     POL_KEY("predictor", "ewma", "ewma_min_score", CFG_FLOAT, "2", 0, 1e9, NULL, "",
-            "decayed count a group needs to be reported (own choice)"),
+            "decayed count a group needs to be reported (own choice)",
+            CFG_AT(DOUBLE, ew_params_t, ewma_min_score)),
     POL_KEY("predictor", "ewma", "ewma_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-            "prefix-table capacity used to find shared prefixes"),
+            "prefix-table capacity used to find shared prefixes",
+            CFG_AT(U32, ew_params_t, ewma_table)),
 };
 
-static int ew_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int ew_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const ew_params_t *p = params;
 	(void)seed;
 	ew_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->tau_ns = pol_param_num(p, "ewma_tau_s") * NS;
-	s->k = (uint32_t)pol_param_num(p, "ewma_top_k");
-	s->min_blocks = (uint32_t)pol_param_num(p, "ewma_min_blocks");
-	s->min_score = pol_param_num(p, "ewma_min_score");
-	s->tab = pol_ptab_new((size_t)pol_param_num(p, "ewma_table"), 0);
+	s->tau_ns = p->ewma_tau_s * NS;
+	s->k = (uint32_t)p->ewma_top_k;
+	s->min_blocks = (uint32_t)p->ewma_min_blocks;
+	s->min_score = p->ewma_min_score;
+	s->tab = pol_ptab_new((size_t)p->ewma_table, 0);
 	if (!s->tab ||
-	    pol_groups_init(&s->gs, (size_t)pol_param_num(p, "ewma_capacity"), 0, NULL)) {
+	    pol_groups_init(&s->gs, (size_t)p->ewma_capacity, 0, NULL)) {
 		pol_ptab_free(s->tab);
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -273,7 +303,7 @@ const struct pol_predictor_ops pol_pred_ewma = {
              "Exponentially decayed popularity per shared prefix over a bounded space-saving "
              "heavy-hitter table (Metwally et al. 2005); reports the top-k prefixes whose "
              "decayed count reaches ewma_min_score, expecting count/tau arrivals per second.",
-             ew_params, sizeof ew_params / sizeof ew_params[0], ew_init, ew_free},
+             POL_PARAMS(ew_params, ew_params_t), ew_init, ew_free},
     .observe = ew_observe,
     .forecast = ew_forecast,
 };

@@ -25,25 +25,46 @@ typedef struct hk_state {
 	pol_fcbuf_t out;
 } hk_state_t;
 
-static const cfg_key_t hk_params[] = {
+typedef struct hk_params {
+	double hawkes_window_s;
+	uint32_t hawkes_max_events;
+	uint32_t hawkes_refit;
+	uint32_t hawkes_min_events;
+	uint32_t hawkes_min_blocks;
+	double hawkes_min_expected;
+	uint32_t hawkes_top_k;
+	uint32_t hawkes_capacity;
+	uint32_t hawkes_table;
+} hk_params_t;
+
+static const cfg_tkey_t hk_params[] = {
     POL_KEY("predictor", "hawkes", "hawkes_window_s", CFG_FLOAT, "120", 1e-3, 1e6, NULL, "s",
-            "sliding window of arrivals the fit uses (own choice)"),
+            "sliding window of arrivals the fit uses (own choice)",
+            CFG_AT(DOUBLE, hk_params_t, hawkes_window_s)),
     POL_KEY("predictor", "hawkes", "hawkes_max_events", CFG_INT, "256", 8, 1e6, NULL, "",
-            "arrivals kept per group for the fit (oldest dropped; own choice)"),
+            "arrivals kept per group for the fit (oldest dropped; own choice)",
+            CFG_AT(U32, hk_params_t, hawkes_max_events)),
     POL_KEY("predictor", "hawkes", "hawkes_refit", CFG_INT, "64", 1, 1e6, NULL, "",
-            "arrivals between refits of a group (own choice)"),
+            "arrivals between refits of a group (own choice)",
+            CFG_AT(U32, hk_params_t, hawkes_refit)),
     POL_KEY("predictor", "hawkes", "hawkes_min_events", CFG_INT, "8", 2, 1e6, NULL, "",
-            "arrivals before the first fit; until then the rate is count/window"),
+            "arrivals before the first fit; until then the rate is count/window",
+            CFG_AT(U32, hk_params_t, hawkes_min_events)),
     POL_KEY("predictor", "hawkes", "hawkes_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-            "shortest shared prefix that forms a group (own choice)"),
+            "shortest shared prefix that forms a group (own choice)",
+            CFG_AT(U32, hk_params_t, hawkes_min_blocks)),
     POL_KEY("predictor", "hawkes", "hawkes_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-            "expected arrivals in the horizon a group needs to be reported"),
+            "expected arrivals in the horizon a group needs to be reported",
+            CFG_AT(DOUBLE, hk_params_t, hawkes_min_expected)),
     POL_KEY("predictor", "hawkes", "hawkes_top_k", CFG_INT, "16", 1, 4096, NULL, "",
-            "prefixes reported per forecast"),
+            "prefixes reported per forecast",
+            CFG_AT(U32, hk_params_t, hawkes_top_k)),
     POL_KEY("predictor", "hawkes", "hawkes_capacity", CFG_INT, "64", 1, 1e5, NULL, "",
-            "groups tracked (space-saving on arrivals in the window)"),
+            "groups tracked (space-saving on arrivals in the window)",
+            CFG_AT(U32, hk_params_t, hawkes_capacity)),
     POL_KEY("predictor", "hawkes", "hawkes_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-            "prefix-table capacity used to find shared prefixes"),
+            "prefix-table capacity used to find shared prefixes",
+            CFG_AT(U32, hk_params_t, hawkes_table)),
 };
 
 static void hk_ext_free(void *ext)
@@ -51,21 +72,22 @@ static void hk_ext_free(void *ext)
 	free(((hk_group_t *)ext)->t);
 }
 
-static int hk_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int hk_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const hk_params_t *p = params;
 	(void)seed;
 	hk_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->window_s = pol_param_num(p, "hawkes_window_s");
-	s->max_events = (uint32_t)pol_param_num(p, "hawkes_max_events");
-	s->refit = (uint32_t)pol_param_num(p, "hawkes_refit");
-	s->min_events = (uint32_t)pol_param_num(p, "hawkes_min_events");
-	s->min_blocks = (uint32_t)pol_param_num(p, "hawkes_min_blocks");
-	s->min_expected = pol_param_num(p, "hawkes_min_expected");
-	s->k = (uint32_t)pol_param_num(p, "hawkes_top_k");
-	s->tab = pol_ptab_new((size_t)pol_param_num(p, "hawkes_table"), 0);
-	if (!s->tab || pol_groups_init(&s->gs, (size_t)pol_param_num(p, "hawkes_capacity"),
+	s->window_s = p->hawkes_window_s;
+	s->max_events = (uint32_t)p->hawkes_max_events;
+	s->refit = (uint32_t)p->hawkes_refit;
+	s->min_events = (uint32_t)p->hawkes_min_events;
+	s->min_blocks = (uint32_t)p->hawkes_min_blocks;
+	s->min_expected = p->hawkes_min_expected;
+	s->k = (uint32_t)p->hawkes_top_k;
+	s->tab = pol_ptab_new((size_t)p->hawkes_table, 0);
+	if (!s->tab || pol_groups_init(&s->gs, (size_t)p->hawkes_capacity,
 	                               sizeof(hk_group_t), hk_ext_free)) {
 		pol_ptab_free(s->tab);
 		free(s);
@@ -185,7 +207,7 @@ const struct pol_predictor_ops pol_pred_hawkes = {
              "kernel): mu, alpha, beta fitted by maximum likelihood (Ozaki 1979 recursion, "
              "GSL Nelder-Mead) over a sliding window; forecasts the expected arrivals in the "
              "horizon from the current intensity.",
-             hk_params, sizeof hk_params / sizeof hk_params[0], hk_init, hk_free},
+             POL_PARAMS(hk_params, hk_params_t), hk_init, hk_free},
     .observe = hk_observe,
     .forecast = hk_forecast,
 };

@@ -29,39 +29,59 @@ typedef struct holt_state {
 	pol_fcbuf_t out;
 } holt_state_t;
 
-static const cfg_key_t holt_params[] = {
+typedef struct holt_params {
+	double holt_step_s;
+	double holt_alpha;
+	double holt_beta;
+	uint32_t holt_min_blocks;
+	double holt_min_expected;
+	uint32_t holt_top_k;
+	uint32_t holt_capacity;
+	uint32_t holt_table;
+} holt_params_t;
+
+static const cfg_tkey_t holt_params[] = {
     POL_KEY("predictor", "holt", "holt_step_s", CFG_FLOAT, "1", 1e-3, 1e5, NULL, "s",
-            "bucket width of the rate series (own choice)"),
+            "bucket width of the rate series (own choice)",
+            CFG_AT(DOUBLE, holt_params_t, holt_step_s)),
     POL_KEY("predictor", "holt", "holt_alpha", CFG_FLOAT, "0.5", 0, 1, NULL, "",
-            "level smoothing (own choice)"),
+            "level smoothing (own choice)",
+            CFG_AT(DOUBLE, holt_params_t, holt_alpha)),
     POL_KEY("predictor", "holt", "holt_beta", CFG_FLOAT, "0.3", 0, 1, NULL, "",
-            "trend smoothing (own choice)"),
+            "trend smoothing (own choice)",
+            CFG_AT(DOUBLE, holt_params_t, holt_beta)),
     POL_KEY("predictor", "holt", "holt_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
-            "shortest shared prefix that forms a group (own choice)"),
+            "shortest shared prefix that forms a group (own choice)",
+            CFG_AT(U32, holt_params_t, holt_min_blocks)),
     POL_KEY("predictor", "holt", "holt_min_expected", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-            "expected arrivals in the horizon a group needs to be reported"),
+            "expected arrivals in the horizon a group needs to be reported",
+            CFG_AT(DOUBLE, holt_params_t, holt_min_expected)),
     POL_KEY("predictor", "holt", "holt_top_k", CFG_INT, "16", 1, 4096, NULL, "",
-            "prefixes reported per forecast"),
+            "prefixes reported per forecast",
+            CFG_AT(U32, holt_params_t, holt_top_k)),
     POL_KEY("predictor", "holt", "holt_capacity", CFG_INT, "256", 1, 1e6, NULL, "",
-            "groups tracked (space-saving on level)"),
+            "groups tracked (space-saving on level)",
+            CFG_AT(U32, holt_params_t, holt_capacity)),
     POL_KEY("predictor", "holt", "holt_table", CFG_INT, "262144", 64, 1e9, NULL, "blocks",
-            "prefix-table capacity used to find shared prefixes"),
+            "prefix-table capacity used to find shared prefixes",
+            CFG_AT(U32, holt_params_t, holt_table)),
 };
 
-static int holt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int holt_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const holt_params_t *p = params;
 	(void)seed;
 	holt_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->step_ns = (int64_t)(pol_param_num(p, "holt_step_s") * 1e9);
-	s->alpha = pol_param_num(p, "holt_alpha");
-	s->beta = pol_param_num(p, "holt_beta");
-	s->min_blocks = (uint32_t)pol_param_num(p, "holt_min_blocks");
-	s->min_expected = pol_param_num(p, "holt_min_expected");
-	s->k = (uint32_t)pol_param_num(p, "holt_top_k");
-	s->tab = pol_ptab_new((size_t)pol_param_num(p, "holt_table"), 0);
-	if (!s->tab || pol_groups_init(&s->gs, (size_t)pol_param_num(p, "holt_capacity"),
+	s->step_ns = (int64_t)(p->holt_step_s * 1e9);
+	s->alpha = p->holt_alpha;
+	s->beta = p->holt_beta;
+	s->min_blocks = (uint32_t)p->holt_min_blocks;
+	s->min_expected = p->holt_min_expected;
+	s->k = (uint32_t)p->holt_top_k;
+	s->tab = pol_ptab_new((size_t)p->holt_table, 0);
+	if (!s->tab || pol_groups_init(&s->gs, (size_t)p->holt_capacity,
 	                               sizeof(series_t), NULL)) {
 		pol_ptab_free(s->tab);
 		free(s);
@@ -172,7 +192,7 @@ const struct pol_predictor_ops pol_pred_holt = {
              "per shared-prefix group and per instance (Holt 1957), over buckets of "
              "holt_step_s; reports groups expecting at least holt_min_expected arrivals in "
              "the horizon and fills per-instance expected arrivals.",
-             holt_params, sizeof holt_params / sizeof holt_params[0], holt_init, holt_free},
+             POL_PARAMS(holt_params, holt_params_t), holt_init, holt_free},
     .observe = holt_observe,
     .forecast = holt_forecast,
 };

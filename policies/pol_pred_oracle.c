@@ -40,21 +40,38 @@ typedef struct or_state {
 	size_t cap_pool;
 } or_state_t;
 
-static const cfg_key_t or_params[] = {
+typedef struct or_params {
+	double oracle_lead_s;
+	double oracle_recall;
+	double oracle_fp_rate;
+	double oracle_jitter_s;
+	uint32_t oracle_min_blocks;
+	uint32_t oracle_capacity;
+	uint32_t oracle_table;
+} or_params_t;
+
+static const cfg_tkey_t or_params[] = {
     POL_KEY("predictor", "oracle", "oracle_lead_s", CFG_FLOAT, "10", 0, 1e6, NULL, "s",
-            "how long before its arrival a request becomes visible"),
+            "how long before its arrival a request becomes visible",
+            CFG_AT(DOUBLE, or_params_t, oracle_lead_s)),
     POL_KEY("predictor", "oracle", "oracle_recall", CFG_FLOAT, "1", 0, 1, NULL, "",
-            "share of true future prefix groups reported"),
+            "share of true future prefix groups reported",
+            CFG_AT(DOUBLE, or_params_t, oracle_recall)),
     POL_KEY("predictor", "oracle", "oracle_fp_rate", CFG_FLOAT, "0", 0, 100, NULL, "",
-            "false entries added per reported entry (expected)"),
+            "false entries added per reported entry (expected)",
+            CFG_AT(DOUBLE, or_params_t, oracle_fp_rate)),
     POL_KEY("predictor", "oracle", "oracle_jitter_s", CFG_FLOAT, "0", 0, 1e6, NULL, "s",
-            "standard deviation of the lead time"),
+            "standard deviation of the lead time",
+            CFG_AT(DOUBLE, or_params_t, oracle_jitter_s)),
     POL_KEY("predictor", "oracle", "oracle_min_blocks", CFG_INT, "1", 1, 1e6, NULL, "blocks",
-            "shortest shared prefix reported"),
+            "shortest shared prefix reported",
+            CFG_AT(U32, or_params_t, oracle_min_blocks)),
     POL_KEY("predictor", "oracle", "oracle_capacity", CFG_INT, "4096", 1, 1e7, NULL, "",
-            "prefix groups tracked (the stalest is dropped)"),
+            "prefix groups tracked (the stalest is dropped)",
+            CFG_AT(U32, or_params_t, oracle_capacity)),
     POL_KEY("predictor", "oracle", "oracle_table", CFG_INT, "1048576", 64, 1e9, NULL, "blocks",
-            "prefix-table capacity used to find shared prefixes"),
+            "prefix-table capacity used to find shared prefixes",
+            CFG_AT(U32, or_params_t, oracle_table)),
 };
 
 static void or_ext_free(void *ext)
@@ -74,20 +91,21 @@ static void or_free(void *st)
 	free(s);
 }
 
-static int or_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int or_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const or_params_t *p = params;
 	or_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->lead_ns = (int64_t)(pol_param_num(p, "oracle_lead_s") * 1e9);
-	s->jitter_ns = (int64_t)(pol_param_num(p, "oracle_jitter_s") * 1e9);
-	s->recall = pol_param_num(p, "oracle_recall");
-	s->fp_rate = pol_param_num(p, "oracle_fp_rate");
-	s->min_blocks = (uint32_t)pol_param_num(p, "oracle_min_blocks");
+	s->lead_ns = (int64_t)(p->oracle_lead_s * 1e9);
+	s->jitter_ns = (int64_t)(p->oracle_jitter_s * 1e9);
+	s->recall = p->oracle_recall;
+	s->fp_rate = p->oracle_fp_rate;
+	s->min_blocks = (uint32_t)p->oracle_min_blocks;
 	s->rng = pol_rng_new(seed);
-	s->tab = pol_ptab_new((size_t)pol_param_num(p, "oracle_table"), 0);
+	s->tab = pol_ptab_new((size_t)p->oracle_table, 0);
 	if (!s->rng || !s->tab ||
-	    pol_groups_init(&s->gs, (size_t)pol_param_num(p, "oracle_capacity"), sizeof(or_group_t),
+	    pol_groups_init(&s->gs, (size_t)p->oracle_capacity, sizeof(or_group_t),
 	                    or_ext_free)) {
 		or_free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -235,7 +253,7 @@ const struct pol_predictor_ops pol_pred_oracle = {
              "requests arriving in the horizon (an upper bound on forecasting), degraded by a "
              "recall knob, a false-positive rate and lead-time jitter so that the value of "
              "forecast accuracy can be measured. Seeded from the run seed.",
-             or_params, sizeof or_params / sizeof or_params[0], or_init, or_free},
+             POL_PARAMS(or_params, or_params_t), or_init, or_free},
     .observe = or_observe,
     .peek_ahead_ns = or_ahead,
     .peek = or_peek,

@@ -70,14 +70,30 @@ static int name_ok(const char *s)
 	return 1;
 }
 
+/* The first byte past field f in its struct (0 for a key that fills none). */
+static size_t field_end(const cfg_field_t *f)
+{
+	static const size_t size[] = {
+	    [CFG_F_I64] = sizeof(int64_t), [CFG_F_U32] = sizeof(uint32_t),
+	    [CFG_F_U64] = sizeof(uint64_t), [CFG_F_DOUBLE] = sizeof(double),
+	    [CFG_F_BOOL] = sizeof(int),     [CFG_F_STR] = sizeof(char *),
+	    [CFG_F_STRDUP] = sizeof(char *), [CFG_F_ENUM] = sizeof(int)};
+	if (f->kind == CFG_F_NONE)
+		return 0;
+	return (unsigned)f->kind < sizeof size / sizeof size[0] ? f->off + size[f->kind] : SIZE_MAX;
+}
+
 /* Checks a table on its own; duplicates are checked against r by the caller. */
 static int ops_check(const pol_base_t *ops, err_t *e)
 {
 	if (!ops)
 		return err_set(e, KS_EINPUT, "policy table is NULL");
-	if (ops->version < 1 || ops->version > POL_ABI_VERSION)
-		return err_set(e, KS_EINPUT, "policy '%s': ABI version %d, host supports 1..%d",
-		               ops->name ? ops->name : "?", ops->version, POL_ABI_VERSION);
+	if (ops->version < POL_ABI_MIN || ops->version > POL_ABI_VERSION)
+		return err_set(e, KS_EINPUT,
+		               "policy '%s': ABI version %d, host supports %d..%d (tables "
+		               "before %d have untyped parameters: rebuild against policies/pol.h)",
+		               ops->name && ops->version >= POL_ABI_MIN ? ops->name : "?",
+		               ops->version, POL_ABI_MIN, POL_ABI_VERSION, POL_ABI_MIN);
 	if ((unsigned)ops->family >= POL_NFAMILY)
 		return err_set(e, KS_EINPUT, "policy '%s': bad family %d",
 		               ops->name ? ops->name : "?", (int)ops->family);
@@ -86,7 +102,11 @@ static int ops_check(const pol_base_t *ops, err_t *e)
 		               ops->name ? ops->name : "");
 	const char *sec = pol_family_section(ops->family);
 	for (size_t i = 0; i < ops->n_params; i++) {
-		const cfg_key_t *k = &ops->params[i];
+		const cfg_key_t *k = &ops->params[i].key;
+		if (field_end(&ops->params[i].at) > ops->params_size)
+			return err_set(e, KS_EINPUT,
+			               "policy '%s': parameter '%s' lies outside params_size %zu",
+			               ops->name, k->name ? k->name : "?", ops->params_size);
 		if (!k->name || !k->section || strcmp(k->section, sec) || !k->owner ||
 		    strcmp(k->owner, ops->name) || !strcmp(k->name, "name"))
 			return err_set(
@@ -94,7 +114,7 @@ static int ops_check(const pol_base_t *ops, err_t *e)
 			    "policy '%s': parameter '%s' must be in [%s] with owner '%s'",
 			    ops->name, k->name ? k->name : "?", sec, ops->name);
 		for (size_t j = 0; j < i; j++)
-			if (!strcmp(ops->params[j].name, k->name))
+			if (!strcmp(ops->params[j].key.name, k->name))
 				return err_set(e, KS_EINPUT, "policy '%s': parameter '%s' twice",
 				               ops->name, k->name);
 	}
@@ -145,12 +165,12 @@ static int clash_check(const pol_registry_t *r, const pol_base_t *ops, err_t *e)
 			               pol_family_name(f), ops->name);
 		for (size_t a = 0; a < ops->n_params; a++)
 			for (size_t b = 0; b < o->n_params; b++)
-				if (!strcmp(ops->params[a].name, o->params[b].name))
+				if (!strcmp(ops->params[a].key.name, o->params[b].key.name))
 					return err_set(
 					    e, KS_EINPUT,
 					    "policy '%s': parameter '%s' already used by "
 					    "%s policy '%s'",
-					    ops->name, ops->params[a].name, pol_family_name(f),
+					    ops->name, ops->params[a].key.name, pol_family_name(f),
 					    o->name);
 	}
 	return 0;
@@ -288,7 +308,7 @@ int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e
 	h->ops = ops;
 	h->state = NULL;
 	if (ops->init) {
-		int rc = ops->init(&h->params, seed, &h->state, e);
+		int rc = ops->init(h->params.data, seed, &h->state, e);
 		if (rc) {
 			pol_params_free(&h->params);
 			return err_prefix(e, "%s policy '%s'", pol_family_name(ops->family),
@@ -310,7 +330,7 @@ int pol_open(const pol_registry_t *r, pol_family_t f, const char *name, const ch
 		free(names);
 		return rc;
 	}
-	int rc = pol_params_init(&h->params, ops->params, ops->n_params, overrides, e);
+	int rc = pol_params_init(&h->params, ops, overrides, e);
 	if (rc)
 		return err_prefix(e, "%s policy '%s'", pol_family_name(f), ops->name);
 	return pol_open_ops(ops, seed, h, e);

@@ -165,7 +165,7 @@ const struct pol_replication_ops pol_repl_none = {
     .base = {POL_ABI_VERSION, POL_REPLICATION, "none",
              "No replication: a request's missing prefix is fetched on demand or recomputed, "
              "as the simulator's per-request resolution decides by cost.",
-             NULL, 0, NULL, NULL},
+             POL_NO_PARAMS, NULL, NULL},
     .timing = none_timing,
 };
 
@@ -180,22 +180,30 @@ typedef struct rh_state {
 	uint32_t min_blocks;
 } rh_state_t;
 
-static const cfg_key_t rh_params[] = {
+typedef struct rh_params {
+	double hotspot_theta;
+	uint32_t hotspot_min_blocks;
+} rh_params_t;
+
+static const cfg_tkey_t rh_params[] = {
     POL_KEY("replication", "reactive_hotspot", "hotspot_theta", CFG_FLOAT, "1.5", 1, 1e6, NULL, "",
             "fetch when best remote match > theta x local match (Mooncake's "
-            "kvcache_balancing_threshold; its value is not published: own choice)"),
+            "kvcache_balancing_threshold; its value is not published: own choice)",
+            CFG_AT(DOUBLE, rh_params_t, hotspot_theta)),
     POL_KEY("replication", "reactive_hotspot", "hotspot_min_blocks", CFG_INT, "1", 1, 1e6, NULL,
-            "blocks", "and the gain is at least this many blocks"),
+            "blocks", "and the gain is at least this many blocks",
+            CFG_AT(U32, rh_params_t, hotspot_min_blocks)),
 };
 
-static int rh_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int rh_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const rh_params_t *p = params;
 	(void)seed;
 	rh_state_t *s = malloc(sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->theta = pol_param_num(p, "hotspot_theta");
-	s->min_blocks = (uint32_t)pol_param_num(p, "hotspot_min_blocks");
+	s->theta = p->hotspot_theta;
+	s->min_blocks = (uint32_t)p->hotspot_min_blocks;
 	*state = s;
 	return 0;
 }
@@ -228,7 +236,7 @@ const struct pol_replication_ops pol_repl_reactive_hotspot = {
              "Mooncake conductor hot-spot rule: on routing, fetch the prefix from the "
              "instance with the best match when it exceeds hotspot_theta x the local match, "
              "as a foreground copy, and keep it (Qin et al., FAST '25).",
-             rh_params, sizeof rh_params / sizeof rh_params[0], rh_init, free},
+             POL_PARAMS(rh_params, rh_params_t), rh_init, free},
     .timing = none_timing,
     .on_route = rh_on_route,
 };
@@ -286,39 +294,66 @@ typedef struct er_state {
 	int snap_ok;
 } er_state_t;
 
-static const cfg_key_t er_params[] = {
+static const cfg_enum_t er_trigger_map[] = {{"forecast", 0}, {"arrival", 1}, {NULL, 0}};
+
+typedef struct er_params {
+	uint32_t early_replicas;
+	int early_trigger; /* 1: arrival */
+	double early_tick_ms;
+	double early_horizon_s;
+	double early_expire_s;
+	double early_retry_s;
+	double early_min_expected;
+	int early_route_warm;
+	uint32_t early_key_blocks;
+	double early_window_s;
+	uint32_t early_min_count;
+} er_params_t;
+
+static const cfg_tkey_t er_params[] = {
     POL_KEY("replication", "early_rdma", "early_replicas", CFG_INT, "4", 1, 1024, NULL, "",
             "M: instances that should hold a hot prefix, its source included (the study's "
             "M = 4, bite_the_bullet.py; there every one of its 4 nodes, here half of the "
-            "8-instance default experiment)"),
+            "8-instance default experiment)",
+            CFG_AT(U32, er_params_t, early_replicas)),
     POL_KEY("replication", "early_rdma", "early_trigger", CFG_ENUM, "forecast", 0, 0,
-            "forecast,arrival", "",
+            NULL, "",
             "what makes a prefix hot: the predictor's forecast, or the study's own rule on "
             "every arrival (early_min_count arrivals of the first early_key_blocks blocks "
-            "within early_window_s; bite_the_bullet.py)"),
+            "within early_window_s; bite_the_bullet.py)",
+            CFG_AT_ENUM(er_params_t, early_trigger, er_trigger_map)),
     POL_KEY("replication", "early_rdma", "early_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
-            "how often forecasts are checked and refused copies retried"),
+            "how often forecasts are checked and refused copies retried",
+            CFG_AT(DOUBLE, er_params_t, early_tick_ms)),
     POL_KEY("replication", "early_rdma", "early_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
-            "forecast horizon asked of the predictor"),
+            "forecast horizon asked of the predictor",
+            CFG_AT(DOUBLE, er_params_t, early_horizon_s)),
     POL_KEY("replication", "early_rdma", "early_expire_s", CFG_FLOAT, "0", 0, 1e6, NULL, "s",
             "forecast trigger: a prefix stays active (routing hint) this long after the "
             "forecast last named it; 0 = early_horizon_s, the span the forecast spoke for "
-            "(own choice)"),
+            "(own choice)",
+            CFG_AT(DOUBLE, er_params_t, early_expire_s)),
     POL_KEY("replication", "early_rdma", "early_retry_s", CFG_FLOAT, "30", 0, 1e6, NULL, "s",
-            "how long a refused copy is retried (the source prefill may not be done)"),
+            "how long a refused copy is retried (the source prefill may not be done)",
+            CFG_AT(DOUBLE, er_params_t, early_retry_s)),
     POL_KEY("replication", "early_rdma", "early_min_expected", CFG_FLOAT, "0", 0, 1e9, NULL, "",
-            "forecast entries expecting fewer arrivals are ignored"),
+            "forecast entries expecting fewer arrivals are ignored",
+            CFG_AT(DOUBLE, er_params_t, early_min_expected)),
     POL_KEY("replication", "early_rdma", "early_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
             "route an active prefix's requests to its least-loaded resident instance "
-            "(reported as spec.hint_routed)"),
+            "(reported as spec.hint_routed)",
+            CFG_AT(BOOL, er_params_t, early_route_warm)),
     POL_KEY("replication", "early_rdma", "early_key_blocks", CFG_INT, "256", 1, 1e6, NULL, "blocks",
             "Y (arrival trigger): the key is a request's first Y blocks; shorter requests "
-            "never trigger (the study: 256 blocks of 256 tokens)"),
+            "never trigger (the study: 256 blocks of 256 tokens)",
+            CFG_AT(U32, er_params_t, early_key_blocks)),
     POL_KEY("replication", "early_rdma", "early_window_s", CFG_FLOAT, "1", 1e-6, 1e6, NULL, "s",
             "Z (arrival trigger): arrivals of a key older than this are forgotten (the "
-            "study: 1 s)"),
+            "study: 1 s)",
+            CFG_AT(DOUBLE, er_params_t, early_window_s)),
     POL_KEY("replication", "early_rdma", "early_min_count", CFG_INT, "2", 1, 1024, NULL, "",
-            "X (arrival trigger): arrivals within Z that make a key active (the study: 2)"),
+            "X (arrival trigger): arrivals within Z that make a key active (the study: 2)",
+            CFG_AT(U32, er_params_t, early_min_count)),
 };
 
 static void er_free(void *st)
@@ -342,23 +377,24 @@ static void er_free(void *st)
 	free(s);
 }
 
-static int er_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int er_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const er_params_t *p = params;
 	er_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->m = (uint32_t)pol_param_num(p, "early_replicas");
-	s->arrival = !strcmp(pol_param_str(p, "early_trigger"), "arrival");
-	s->tick_ns = (int64_t)(pol_param_num(p, "early_tick_ms") * 1e6);
-	s->horizon_ns = (int64_t)(pol_param_num(p, "early_horizon_s") * 1e9);
-	double exp_s = pol_param_num(p, "early_expire_s");
+	s->m = (uint32_t)p->early_replicas;
+	s->arrival = p->early_trigger;
+	s->tick_ns = (int64_t)(p->early_tick_ms * 1e6);
+	s->horizon_ns = (int64_t)(p->early_horizon_s * 1e9);
+	double exp_s = p->early_expire_s;
 	s->expire_ns = exp_s > 0 ? (int64_t)(exp_s * 1e9) : s->horizon_ns;
-	s->retry_ns = (int64_t)(pol_param_num(p, "early_retry_s") * 1e9);
-	s->min_expected = pol_param_num(p, "early_min_expected");
-	s->route_warm = pol_param_num(p, "early_route_warm") != 0;
-	s->key_blocks = (uint32_t)pol_param_num(p, "early_key_blocks");
-	s->window_ns = (int64_t)(pol_param_num(p, "early_window_s") * 1e9);
-	s->min_count = (uint32_t)pol_param_num(p, "early_min_count");
+	s->retry_ns = (int64_t)(p->early_retry_s * 1e9);
+	s->min_expected = p->early_min_expected;
+	s->route_warm = p->early_route_warm != 0;
+	s->key_blocks = (uint32_t)p->early_key_blocks;
+	s->window_ns = (int64_t)(p->early_window_s * 1e9);
+	s->min_count = (uint32_t)p->early_min_count;
 	s->q.max = 65536;
 	s->gc_at = 64;
 	s->rng = pol_rng_new(seed);
@@ -653,7 +689,7 @@ const struct pol_replication_ops pol_repl_early_rdma = {
              "instances hold it, source included (background speculative copies; refusals "
              "retried for early_retry_s), top the replicas up while it stays hot, and route "
              "its requests to the least-loaded resident instance while it is active.",
-             er_params, sizeof er_params / sizeof er_params[0], er_init, er_free},
+             POL_PARAMS(er_params, er_params_t), er_init, er_free},
     .timing = er_timing,
     .on_route = er_on_route,
     .on_tick = er_on_tick,
@@ -670,24 +706,34 @@ typedef struct full_state {
 	pendq_t q;
 } full_state_t;
 
-static const cfg_key_t full_params[] = {
+typedef struct full_params {
+	double full_tick_ms;
+	double full_retry_s;
+	uint32_t full_max_pending;
+} full_params_t;
+
+static const cfg_tkey_t full_params[] = {
     POL_KEY("replication", "full", "full_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
-            "how often refused copies are retried"),
+            "how often refused copies are retried",
+            CFG_AT(DOUBLE, full_params_t, full_tick_ms)),
     POL_KEY("replication", "full", "full_retry_s", CFG_FLOAT, "60", 0, 1e6, NULL, "s",
-            "how long a refused copy is retried (covers the source prefill)"),
+            "how long a refused copy is retried (covers the source prefill)",
+            CFG_AT(DOUBLE, full_params_t, full_retry_s)),
     POL_KEY("replication", "full", "full_max_pending", CFG_INT, "65536", 1, 1e9, NULL, "",
-            "pending copies kept (oldest dropped)"),
+            "pending copies kept (oldest dropped)",
+            CFG_AT(U32, full_params_t, full_max_pending)),
 };
 
-static int full_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int full_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const full_params_t *p = params;
 	(void)seed;
 	full_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->tick_ns = (int64_t)(pol_param_num(p, "full_tick_ms") * 1e6);
-	s->retry_ns = (int64_t)(pol_param_num(p, "full_retry_s") * 1e9);
-	s->q.max = (size_t)pol_param_num(p, "full_max_pending");
+	s->tick_ns = (int64_t)(p->full_tick_ms * 1e6);
+	s->retry_ns = (int64_t)(p->full_retry_s * 1e9);
+	s->q.max = (size_t)p->full_max_pending;
 	*state = s;
 	return 0;
 }
@@ -741,7 +787,7 @@ const struct pol_replication_ops pol_repl_full = {
              "Replicate everything everywhere: every routed request's prefix is copied from "
              "its instance to all others (background, speculative) once its KV exists. The "
              "upper bound on benefit and on waste.",
-             full_params, sizeof full_params / sizeof full_params[0], full_init, full_free},
+             POL_PARAMS(full_params, full_params_t), full_init, full_free},
     .timing = full_timing,
     .on_route = full_on_route,
     .on_tick = full_on_tick,

@@ -103,51 +103,79 @@ typedef struct sp_state {
 	int hint_set;
 } sp_state_t;
 
-static const cfg_key_t sp_params[] = {
+static const cfg_enum_t sp_basis_map[] = {{"recompute", 0}, {"min", 1}, {NULL, 0}};
+
+typedef struct sp_params {
+	double spec_tick_ms;
+	double spec_horizon_s;
+	double spec_vram_frac;
+	double spec_bw_gbps;
+	double spec_bw_burst_s;
+	uint32_t spec_targets;
+	double spec_payback;
+	int spec_saved_basis; /* 1: min */
+	double spec_min_expected;
+	int spec_cancel_stale;
+	int spec_route_warm;
+} sp_params_t;
+
+static const cfg_tkey_t sp_params[] = {
     POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
-            "planning period (own choice)"),
+            "planning period (own choice)",
+            CFG_AT(DOUBLE, sp_params_t, spec_tick_ms)),
     POL_KEY("replication", "speculative", "spec_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
-            "forecast horizon asked of the predictor (own choice)"),
+            "forecast horizon asked of the predictor (own choice)",
+            CFG_AT(DOUBLE, sp_params_t, spec_horizon_s)),
     POL_KEY("replication", "speculative", "spec_vram_frac", CFG_FLOAT, "0.1", 0, 1, NULL, "",
-            "share of each instance's KV pool speculative replicas may hold (own choice)"),
+            "share of each instance's KV pool speculative replicas may hold (own choice)",
+            CFG_AT(DOUBLE, sp_params_t, spec_vram_frac)),
     POL_KEY("replication", "speculative", "spec_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
-            "bandwidth budget for speculative copies, 1e9 bytes/s; 0 = unlimited"),
+            "bandwidth budget for speculative copies, 1e9 bytes/s; 0 = unlimited",
+            CFG_AT(DOUBLE, sp_params_t, spec_bw_gbps)),
     POL_KEY("replication", "speculative", "spec_bw_burst_s", CFG_FLOAT, "1", 0.001, 1e6, NULL, "s",
-            "token-bucket depth of the bandwidth budget"),
+            "token-bucket depth of the bandwidth budget",
+            CFG_AT(DOUBLE, sp_params_t, spec_bw_burst_s)),
     POL_KEY("replication", "speculative", "spec_targets", CFG_INT, "2", 1, 1024, NULL, "",
-            "target instances per forecast prefix (own choice)"),
+            "target instances per forecast prefix (own choice)",
+            CFG_AT(U32, sp_params_t, spec_targets)),
     POL_KEY("replication", "speculative", "spec_payback", CFG_FLOAT, "1", 0, 1e9, NULL, "",
-            "copy iff p_use x saved >= spec_payback x copy time; 0 accepts all"),
+            "copy iff p_use x saved >= spec_payback x copy time; 0 accepts all",
+            CFG_AT(DOUBLE, sp_params_t, spec_payback)),
     POL_KEY("replication", "speculative", "spec_saved_basis", CFG_ENUM, "recompute", 0, 0,
-            "recompute,min", "",
-            "time saved per use: recompute time, or min(recompute, on-demand fetch)"),
+            NULL, "",
+            "time saved per use: recompute time, or min(recompute, on-demand fetch)",
+            CFG_AT_ENUM(sp_params_t, spec_saved_basis, sp_basis_map)),
     POL_KEY("replication", "speculative", "spec_min_expected", CFG_FLOAT, "0.5", 0, 1e9, NULL, "",
-            "forecast entries expecting fewer arrivals are ignored"),
+            "forecast entries expecting fewer arrivals are ignored",
+            CFG_AT(DOUBLE, sp_params_t, spec_min_expected)),
     POL_KEY("replication", "speculative", "spec_cancel_stale", CFG_BOOL, "true", 0, 0, NULL, "",
-            "cancel in-flight copies of prefixes that left the forecast"),
+            "cancel in-flight copies of prefixes that left the forecast",
+            CFG_AT(BOOL, sp_params_t, spec_cancel_stale)),
     POL_KEY("replication", "speculative", "spec_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
             "route requests of a prefix we replicated to its least busy warm instance "
-            "(as early_rdma's early_route_warm, the original proposal's routing rule)"),
+            "(as early_rdma's early_route_warm, the original proposal's routing rule)",
+            CFG_AT(BOOL, sp_params_t, spec_route_warm)),
 };
 
-static int sp_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
+	const sp_params_t *p = params;
 	sp_state_t *s = calloc(1, sizeof *s);
 	if (!s || !(s->rng = pol_rng_new(seed))) {
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	s->route_warm = pol_param_num(p, "spec_route_warm") != 0;
-	s->tick_ns = (int64_t)(pol_param_num(p, "spec_tick_ms") * 1e6);
-	s->horizon_ns = (int64_t)(pol_param_num(p, "spec_horizon_s") * 1e9);
-	s->vram_frac = pol_param_num(p, "spec_vram_frac");
-	s->bw_Bps = pol_param_num(p, "spec_bw_gbps") * 1e9;
-	s->burst_s = pol_param_num(p, "spec_bw_burst_s");
-	s->targets = (uint32_t)pol_param_num(p, "spec_targets");
-	s->payback = pol_param_num(p, "spec_payback");
-	s->basis_min = !strcmp(pol_param_str(p, "spec_saved_basis"), "min");
-	s->min_expected = pol_param_num(p, "spec_min_expected");
-	s->cancel_stale = pol_param_num(p, "spec_cancel_stale") != 0;
+	s->route_warm = p->spec_route_warm != 0;
+	s->tick_ns = (int64_t)(p->spec_tick_ms * 1e6);
+	s->horizon_ns = (int64_t)(p->spec_horizon_s * 1e9);
+	s->vram_frac = p->spec_vram_frac;
+	s->bw_Bps = p->spec_bw_gbps * 1e9;
+	s->burst_s = p->spec_bw_burst_s;
+	s->targets = (uint32_t)p->spec_targets;
+	s->payback = p->spec_payback;
+	s->basis_min = p->spec_saved_basis;
+	s->min_expected = p->spec_min_expected;
+	s->cancel_stale = p->spec_cancel_stale != 0;
 	s->tokens = s->bw_Bps * s->burst_s;
 	s->last_ns = INT64_MIN;
 	*state = s;
@@ -613,7 +641,7 @@ const struct pol_replication_ops pol_repl_speculative = {
              "where the prefix's recent requests were routed; stale in-flight copies are "
              "cancelled, and requests of a replicated prefix go to its least busy warm "
              "instance (spec_route_warm).",
-             sp_params, sizeof sp_params / sizeof sp_params[0], sp_init, sp_free},
+             POL_PARAMS(sp_params, sp_params_t), sp_init, sp_free},
     .timing = sp_timing,
     .on_route = sp_on_route,
     .on_tick = sp_on_tick,

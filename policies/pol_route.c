@@ -65,9 +65,9 @@ static uint64_t new_tokens(const pol_req_t *r, uint32_t cached_blocks, uint32_t 
 
 /* ---- round_robin ----------------------------------------------------------- */
 
-static int rr_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int rr_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	(void)p;
+	(void)params;
 	(void)seed;
 	uint64_t *n = calloc(1, sizeof *n);
 	if (!n)
@@ -87,7 +87,7 @@ static int rr_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 
 const struct pol_routing_ops pol_route_round_robin = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "round_robin",
-             "Instances in turn, ignoring load and cache.", NULL, 0, rr_init, free},
+             "Instances in turn, ignoring load and cache.", POL_NO_PARAMS, rr_init, free},
     .route = rr_route,
 };
 
@@ -102,18 +102,24 @@ static int rnd_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 
 const struct pol_routing_ops pol_route_random = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "random",
-             "Uniformly random instance (seeded GSL stream).", NULL, 0, pol_rng_state_init,
+             "Uniformly random instance (seeded GSL stream).", POL_NO_PARAMS, pol_rng_state_init,
              pol_rng_state_free},
     .route = rnd_route,
 };
 
 /* ---- least_load ---------------------------------------------------------------- */
 
-static const cfg_key_t ll_params[] = {
-    POL_KEY("routing", "least_load", "load_metric", CFG_ENUM, "requests", 0, 0,
-            "requests,tokens,delay", "",
+typedef struct ll_params {
+	int metric; /* 0 requests, 1 tokens, 2 delay */
+} ll_params_t;
+
+static const cfg_enum_t ll_metric_map[] = {
+    {"requests", 0}, {"tokens", 1}, {"delay", 2}, {NULL, 0}};
+static const cfg_tkey_t ll_params[] = {
+    POL_KEY("routing", "least_load", "load_metric", CFG_ENUM, "requests", 0, 0, NULL, "",
             "requests: waiting + running (SGLang's shortest queue); tokens: queued prefill + "
-            "decoding tokens; delay: estimated queue delay"),
+            "decoding tokens; delay: estimated queue delay",
+            CFG_AT_ENUM(ll_params_t, metric, ll_metric_map)),
 };
 
 typedef struct ll_state {
@@ -121,13 +127,12 @@ typedef struct ll_state {
 	int metric;
 } ll_state_t;
 
-static int ll_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int ll_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	ll_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
 		return KS_ENOMEM;
-	const char *m = pol_param_str(p, "load_metric");
-	s->metric = !strcmp(m, "requests") ? 0 : !strcmp(m, "tokens") ? 1 : 2;
+	s->metric = ((const ll_params_t *)params)->metric;
 	*state = s;
 	return 0;
 }
@@ -161,8 +166,8 @@ static int ll_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 
 const struct pol_routing_ops pol_route_least_load = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "least_load",
-             "The instance with the least load (load_metric), ignoring cache.", ll_params,
-             sizeof ll_params / sizeof ll_params[0], ll_init, rt_free},
+             "The instance with the least load (load_metric), ignoring cache.",
+             POL_PARAMS(ll_params, ll_params_t), ll_init, rt_free},
     .route = ll_route,
 };
 
@@ -188,36 +193,48 @@ const struct pol_routing_ops pol_route_least_load = {
  * tree. Its defaults there are ABS 64, REL 1.5 (SGLang's router defaults of
  * that time); set them with the rule. */
 
+typedef struct ca_params {
+	double cache_thr, abs_thr, rel_thr;
+	int btb; /* balance_rule = btb */
+} ca_params_t;
+
 typedef struct ca_state {
 	rt_base_t b;
 	double cache_thr, abs_thr, rel_thr;
 	int btb;
 } ca_state_t;
 
-static const cfg_key_t ca_params[] = {
+static const cfg_enum_t ca_rule_map[] = {{"sglang", 0}, {"btb", 1}, {NULL, 0}};
+#define AT(member) CFG_AT(DOUBLE, ca_params_t, member)
+static const cfg_tkey_t ca_params[] = {
     POL_KEY("routing", "cache_aware", "cache_threshold", CFG_FLOAT, "0.5", 0, 1, NULL, "",
             "min prefix match ratio for cache routing (SGLang router default 0.5; unused "
-            "with balance_rule = btb)"),
+            "with balance_rule = btb)",
+            AT(cache_thr)),
     POL_KEY("routing", "cache_aware", "balance_abs_threshold", CFG_FLOAT, "32", 0, 1e9, NULL,
             "requests",
-            "imbalance needs max - min load (btb: max load) above this (SGLang default 32)"),
+            "imbalance needs max - min load (btb: max load) above this (SGLang default 32)",
+            AT(abs_thr)),
     POL_KEY("routing", "cache_aware", "balance_rel_threshold", CFG_FLOAT, "1.0001", 1, 1e9, NULL,
-            "", "and max load above this x min load (SGLang default 1.0001)"),
-    POL_KEY("routing", "cache_aware", "balance_rule", CFG_ENUM, "sglang", 0, 0, "sglang,btb", "",
+            "", "and max load above this x min load (SGLang default 1.0001)", AT(rel_thr)),
+    POL_KEY("routing", "cache_aware", "balance_rule", CFG_ENUM, "sglang", 0, 0, NULL, "",
             "sglang: sgl-router's rule; btb: the early_rdma study's (absolute max load, "
             "HBM + host-tier match, no cache_threshold or smallest tree; own choice of "
-            "default: sglang)"),
+            "default: sglang)",
+            CFG_AT_ENUM(ca_params_t, btb, ca_rule_map)),
 };
+#undef AT
 
-static int ca_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int ca_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	ca_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
 		return KS_ENOMEM;
-	s->cache_thr = pol_param_num(p, "cache_threshold");
-	s->abs_thr = pol_param_num(p, "balance_abs_threshold");
-	s->rel_thr = pol_param_num(p, "balance_rel_threshold");
-	s->btb = !strcmp(pol_param_str(p, "balance_rule"), "btb");
+	const ca_params_t *p = params;
+	s->cache_thr = p->cache_thr;
+	s->abs_thr = p->abs_thr;
+	s->rel_thr = p->rel_thr;
+	s->btb = p->btb;
 	*state = s;
 	return 0;
 }
@@ -269,7 +286,7 @@ const struct pol_routing_ops pol_route_cache_aware = {
              "prefix match if its ratio > cache_threshold; else the smallest cache tree. "
              "balance_rule = btb: the early_rdma study's rule (max load > abs threshold and > "
              "rel x min; else the most HBM + host-tier prefix blocks, then least load).",
-             ca_params, sizeof ca_params / sizeof ca_params[0], ca_init, rt_free},
+             POL_PARAMS(ca_params, ca_params_t), ca_init, rt_free},
     .route = ca_route,
 };
 
@@ -280,31 +297,30 @@ const struct pol_routing_ops pol_route_cache_aware = {
  * (input tokens - overlap blocks x B) / B; active blocks = blocks of the
  * instance's queued prefill and decoding tokens. */
 
-static const cfg_key_t kc_params[] = {
+/* A router whose only parameter is one number: its params struct. */
+typedef struct rt_num_params {
+	double x;
+} rt_num_params_t;
+
+static const cfg_tkey_t kc_params[] = {
     POL_KEY("routing", "kv_cost", "overlap_score_weight", CFG_FLOAT, "1", 0, 1e6, NULL, "",
-            "weight of prefill blocks against active blocks (Dynamo default 1.0)"),
+            "weight of prefill blocks against active blocks (Dynamo default 1.0)",
+            CFG_AT(DOUBLE, rt_num_params_t, x)),
 };
 
-/* A router whose only parameter is one number. */
 typedef struct rt_num {
 	rt_base_t b;
 	double x;
 } rt_num_t;
 
-static int rt_num_init(const pol_params_t *p, const char *name, uint64_t seed, void **state,
-                       err_t *e)
+static int rt_num_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	rt_num_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
 		return KS_ENOMEM;
-	s->x = pol_param_num(p, name);
+	s->x = ((const rt_num_params_t *)params)->x;
 	*state = s;
 	return 0;
-}
-
-static int kc_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
-{
-	return rt_num_init(p, "overlap_score_weight", seed, state, e);
 }
 
 static int kc_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
@@ -329,7 +345,7 @@ const struct pol_routing_ops pol_route_kv_cost = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "kv_cost",
              "Dynamo KV router: minimise overlap_score_weight x blocks to prefill + blocks "
              "being processed (queued prefill + decoding) on the instance.",
-             kc_params, sizeof kc_params / sizeof kc_params[0], kc_init, rt_free},
+             POL_PARAMS(kc_params, rt_num_params_t), rt_num_init, rt_free},
     .route = kc_route,
 };
 
@@ -346,23 +362,30 @@ typedef struct ws_state {
 	double wq, wk, wp;
 } ws_state_t;
 
-static const cfg_key_t ws_params[] = {
-    POL_KEY("routing", "weighted_score", "queue_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
-            "queue-scorer weight (llm-d default profile: 2)"),
-    POL_KEY("routing", "weighted_score", "kv_util_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
-            "kv-cache-utilization-scorer weight (llm-d samples: 2, unverified)"),
-    POL_KEY("routing", "weighted_score", "prefix_weight", CFG_FLOAT, "3", 0, 1e6, NULL, "",
-            "prefix-cache-scorer weight (llm-d default profile: 3)"),
-};
+typedef struct ws_params {
+	double wq, wk, wp;
+} ws_params_t;
 
-static int ws_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+#define AT(member) CFG_AT(DOUBLE, ws_params_t, member)
+static const cfg_tkey_t ws_params[] = {
+    POL_KEY("routing", "weighted_score", "queue_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
+            "queue-scorer weight (llm-d default profile: 2)", AT(wq)),
+    POL_KEY("routing", "weighted_score", "kv_util_weight", CFG_FLOAT, "2", 0, 1e6, NULL, "",
+            "kv-cache-utilization-scorer weight (llm-d samples: 2, unverified)", AT(wk)),
+    POL_KEY("routing", "weighted_score", "prefix_weight", CFG_FLOAT, "3", 0, 1e6, NULL, "",
+            "prefix-cache-scorer weight (llm-d default profile: 3)", AT(wp)),
+};
+#undef AT
+
+static int ws_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	ws_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
 		return KS_ENOMEM;
-	s->wq = pol_param_num(p, "queue_weight");
-	s->wk = pol_param_num(p, "kv_util_weight");
-	s->wp = pol_param_num(p, "prefix_weight");
+	const ws_params_t *p = params;
+	s->wq = p->wq;
+	s->wk = p->wk;
+	s->wp = p->wp;
 	*state = s;
 	return 0;
 }
@@ -397,7 +420,7 @@ const struct pol_routing_ops pol_route_weighted_score = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "weighted_score",
              "llm-d inference scheduler: maximise queue_weight x queue score + kv_util_weight "
              "x free-KV share + prefix_weight x prefix-match share, each score in [0, 1].",
-             ws_params, sizeof ws_params / sizeof ws_params[0], ws_init, rt_free},
+             POL_PARAMS(ws_params, ws_params_t), ws_init, rt_free},
     .route = ws_route,
 };
 
@@ -410,15 +433,11 @@ const struct pol_routing_ops pol_route_weighted_score = {
  * and this prefill; here it is the estimated queue delay + this request's
  * prefill time on the instance (a simplification: no eviction term). */
 
-static const cfg_key_t pb_params[] = {
+static const cfg_tkey_t pb_params[] = {
     POL_KEY("routing", "preble", "preble_exploit_ratio", CFG_FLOAT, "1", 0, 1e6, NULL, "",
-            "exploit when cached tokens > ratio x new tokens (Preble: 1)"),
+            "exploit when cached tokens > ratio x new tokens (Preble: 1)",
+            CFG_AT(DOUBLE, rt_num_params_t, x)),
 };
-
-static int pb_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
-{
-	return rt_num_init(p, "preble_exploit_ratio", seed, state, e);
-}
 
 static int pb_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
@@ -454,7 +473,7 @@ const struct pol_routing_ops pol_route_preble = {
              "Preble E2: exploit the longest cached prefix when it covers more tokens than "
              "would be computed; else explore by the lowest load cost (queue delay + this "
              "prefill).",
-             pb_params, sizeof pb_params / sizeof pb_params[0], pb_init, rt_free},
+             POL_PARAMS(pb_params, rt_num_params_t), rt_num_init, rt_free},
     .route = pb_route,
 };
 
@@ -462,30 +481,31 @@ const struct pol_routing_ops pol_route_preble = {
  * Mooncake (Qin et al., FAST '25, Algorithm 1): for every prefill instance,
  * TTFT = queue time + min(prefill with the local prefix, transfer of the
  * best remote prefix + prefill with it); pick the minimum. With
- * ttft_early_reject, a request whose best TTFT exceeds its SLO (or
- * ttft_slo_ms when the request has none) is rejected at once (Mooncake's
- * early rejection, sec. 7). */
+ * ttft_early_reject, a request whose best TTFT exceeds its SLO ([slo]
+ * ttft_ms; none when 0) is rejected at once (Mooncake's early rejection,
+ * sec. 7). */
 
 typedef struct mt_state {
 	rt_base_t b;
 	int reject;
-	int64_t slo_ns;
 } mt_state_t;
 
-static const cfg_key_t mt_params[] = {
+typedef struct mt_params {
+	int reject;
+} mt_params_t;
+
+static const cfg_tkey_t mt_params[] = {
     POL_KEY("routing", "min_ttft", "ttft_early_reject", CFG_BOOL, "false", 0, 0, NULL, "",
-            "reject when the best estimated TTFT exceeds the SLO"),
-    POL_KEY("routing", "min_ttft", "ttft_slo_ms", CFG_FLOAT, "0", 0, 1e9, NULL, "ms",
-            "SLO for requests without one; 0 = none"),
+            "reject when the best estimated TTFT exceeds the request's SLO ([slo] ttft_ms)",
+            CFG_AT(BOOL, mt_params_t, reject)),
 };
 
-static int mt_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int mt_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	mt_state_t *s = rt_new(sizeof *s, seed, e);
 	if (!s)
 		return KS_ENOMEM;
-	s->reject = pol_param_num(p, "ttft_early_reject") != 0;
-	s->slo_ns = (int64_t)(pol_param_num(p, "ttft_slo_ms") * 1e6);
+	s->reject = ((const mt_params_t *)params)->reject;
 	*state = s;
 	return 0;
 }
@@ -521,8 +541,7 @@ static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		pol_pick_offer(&pk, i, (double)t, pol_inst_load(&x));
 	}
 	*inst = pk.inst;
-	int64_t slo = r->slo_ttft_ns ? r->slo_ttft_ns : s->slo_ns;
-	if (s->reject && slo > 0 && pk.score > (double)slo)
+	if (s->reject && r->slo_ttft_ns > 0 && pk.score > (double)r->slo_ttft_ns)
 		return POL_REJECT;
 	return POL_ACCEPT;
 }
@@ -532,6 +551,6 @@ const struct pol_routing_ops pol_route_min_ttft = {
              "Mooncake conductor: minimise estimated queue time + min(local-prefix prefill, "
              "best remote prefix transfer + prefill); optional early rejection when the "
              "best estimate misses the TTFT SLO.",
-             mt_params, sizeof mt_params / sizeof mt_params[0], mt_init, rt_free},
+             POL_PARAMS(mt_params, mt_params_t), mt_init, rt_free},
     .route = mt_route,
 };

@@ -34,6 +34,6 @@ const struct pol_routing_ops pol_route_power_of_two = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "power_of_two",
              "The less loaded of two instances sampled at random (Mitzenmacher 2001), "
              "ignoring cache.",
-             NULL, 0, pol_rng_state_init, pol_rng_state_free},
+             POL_NO_PARAMS, pol_rng_state_init, pol_rng_state_free},
     .route = p2_route,
 };

@@ -19,9 +19,9 @@ gsl_rng *pol_rng_new(uint64_t seed)
 	return r;
 }
 
-int pol_rng_state_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+int pol_rng_state_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	(void)p;
+	(void)params;
 	gsl_rng *r = pol_rng_new(seed);
 	if (!r)
 		return err_set(e, KS_ENOMEM, "out of memory");

@@ -49,7 +49,7 @@ static void test_sections_list_every_builtin_and_its_parameters(void **st)
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
 		for (size_t i = 0; i < b->ops->n_params; i++) {
 			const cfg_key_t *k =
-			    cfg_schema_find(S, b->ops->params[i].section, b->ops->params[i].name);
+			    cfg_schema_find(S, b->ops->params[i].key.section, b->ops->params[i].key.name);
 			assert_non_null(k);
 			assert_string_equal(k->owner, b->ops->name);
 		}

@@ -49,7 +49,7 @@ static void test_every_builtin_opens_with_defaults_and_documents_itself(void **s
 		assert_int_equal(o->version, POL_ABI_VERSION);
 		assert_true(o->doc && strlen(o->doc) > 20);
 		for (size_t i = 0; i < o->n_params; i++)
-			assert_true(o->params[i].doc && *o->params[i].doc);
+			assert_true(o->params[i].key.doc && *o->params[i].key.doc);
 		pol_handle_t h;
 		err_t e = {0};
 		if (pol_open(NULL, o->family, o->name, NULL, 1, &h, &e))
@@ -94,14 +94,19 @@ static int dummy_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32
 	return POL_ACCEPT;
 }
 
-static const cfg_key_t good_param[] = {
-    {"policy.routing", "dummy_x", CFG_INT, "1", 0, 9, NULL, "", "x", "dummy"},
+typedef struct dummy_params {
+	uint32_t x;
+} dummy_params_t;
+static const cfg_tkey_t good_param[] = {
+    {{"policy.routing", "dummy_x", CFG_INT, "1", 0, 9, NULL, "", "x", "dummy"},
+     CFG_AT(U32, dummy_params_t, x)},
 };
-static const cfg_key_t clash_param[] = {
-    {"policy.routing", "cache_threshold", CFG_FLOAT, "1", 0, 9, NULL, "", "x", "dummy2"},
+static const cfg_tkey_t clash_param[] = {
+    {{"policy.routing", "cache_threshold", CFG_FLOAT, "1", 0, 9, NULL, "", "x", "dummy2"},
+     CFG_NOWHERE},
 };
-static const cfg_key_t wrong_owner[] = {
-    {"policy.routing", "dummy_y", CFG_INT, "1", 0, 9, NULL, "", "x", "someone"},
+static const cfg_tkey_t wrong_owner[] = {
+    {{"policy.routing", "dummy_y", CFG_INT, "1", 0, 9, NULL, "", "x", "someone"}, CFG_NOWHERE},
 };
 
 static void test_registry_rejects_bad_tables(void **st)
@@ -110,7 +115,9 @@ static void test_registry_rejects_bad_tables(void **st)
 	pol_registry_t *r = pol_registry_new();
 	err_t e = {0};
 	struct pol_routing_ops t = {
-	    {POL_ABI_VERSION, POL_ROUTING, "dummy", "doc", good_param, 1, NULL, NULL}, dummy_route};
+	    {POL_ABI_VERSION, POL_ROUTING, "dummy", "doc", good_param, 1, sizeof(dummy_params_t), NULL,
+	     NULL},
+	    dummy_route};
 	assert_int_equal(pol_registry_add(r, &t.base, &e), 0);
 	assert_int_equal(pol_registry_add(r, &t.base, &e), KS_EINPUT); /* duplicate */
 	struct pol_routing_ops v = t;

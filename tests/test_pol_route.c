@@ -245,11 +245,15 @@ static void test_min_ttft_prefers_fetch_and_rejects_past_slo(void **st)
 	pol_handle_t h = open_route("min_ttft", NULL);
 	assert_int_equal(route(&h, &f, &r, NULL), 1);
 	pol_close(&h);
-	h = open_route("min_ttft", "ttft_early_reject=true,ttft_slo_ms=0.005");
+	h = open_route("min_ttft", "ttft_early_reject=true");
 	int rc;
+	r.slo_ttft_ns = 0; /* no SLO: nothing to miss */
+	assert_int_equal(route(&h, &f, &r, &rc), 1);
+	assert_int_equal(rc, POL_ACCEPT);
+	r.slo_ttft_ns = 5000; /* [slo] ttft_ms, carried by the request */
 	route(&h, &f, &r, &rc);
 	assert_int_equal(rc, POL_REJECT);
-	r.slo_ttft_ns = 10000; /* the request's own SLO wins */
+	r.slo_ttft_ns = 10000;
 	assert_int_equal(route(&h, &f, &r, &rc), 1);
 	assert_int_equal(rc, POL_ACCEPT);
 	pol_close(&h);

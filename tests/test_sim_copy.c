@@ -86,7 +86,7 @@ static void sc_on_copy_end(void *st, uint64_t id, int landed)
 
 static const struct pol_replication_ops sc_ops = {
     .base = {POL_ABI_VERSION, POL_REPLICATION, "test_script",
-             "Issues the copies and cancels a test lists, at their times.", NULL, 0, NULL, NULL},
+             "Issues the copies and cancels a test lists, at their times.", NULL, 0, 0, NULL, NULL},
     .timing = sc_timing,
     .on_tick = sc_on_tick,
     .on_copy_end = sc_on_copy_end,

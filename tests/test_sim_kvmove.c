@@ -115,7 +115,7 @@ static int no0_admit(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 
 static const struct pol_admission_ops no0_ops = {
 	.base = {POL_ABI_VERSION, POL_ADMISSION, "test_no_inst0",
-		 "Rejects every request routed to instance 0 but the first.", NULL, 0, NULL, NULL},
+		 "Rejects every request routed to instance 0 but the first.", NULL, 0, 0, NULL, NULL},
 	.admit = no0_admit,
 };
 

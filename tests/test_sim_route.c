@@ -51,7 +51,7 @@ static int probe_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32
 }
 
 static const struct pol_routing_ops probe_ops = {
-    .base = {POL_ABI_VERSION, POL_ROUTING, "probe", "Routes by a test's plan.", NULL, 0, NULL,
+    .base = {POL_ABI_VERSION, POL_ROUTING, "probe", "Routes by a test's plan.", NULL, 0, 0, NULL,
              NULL},
     .route = probe_route,
 };

@@ -56,7 +56,7 @@ typedef struct tr_reader tr_reader_t;
 
 /* The trace file formats, one line each: the suffix of its kind constant,
  * its trace.kind name, and the tr_format_t (tr_int.h) its file defines.
- * The kind enum, the trace.kind choices, tr_kind_name and tr_kind_parse,
+ * The kind enum, the trace.kind choices (tr_cfg.c's map), tr_kind_name and tr_kind_parse,
  * detection (the first format whose detect accepts the first line, in this
  * order) and dispatch in tr_open all come from this list; adding a format is
  * its file plus one line here (CONTRIBUTING.md). */
@@ -72,9 +72,6 @@ typedef struct tr_reader tr_reader_t;
 #define TR_KIND_ENUM(K, name, fmt) TR_KIND_##K,
 typedef enum { TR_KIND_AUTO, TR_FORMAT_LIST(TR_KIND_ENUM) TR_KIND_GEN } tr_kind_t;
 #undef TR_KIND_ENUM
-/* "auto,mooncake,...,gen": the trace.kind choices, in enum order. */
-#define TR_KIND_CHOICE(K, name, fmt) name ","
-#define TR_KIND_CHOICES "auto," TR_FORMAT_LIST(TR_KIND_CHOICE) "gen"
 
 typedef enum {
 	TR_GEN_POISSON,

@@ -11,19 +11,25 @@
 
 #include "policies/pol.h"
 
-static const cfg_key_t params[] = {
-    {"policy.routing", "free_kv_reserve", CFG_INT, "0", 0, 1e9, NULL, "blocks",
-     "instances with fewer free blocks than this are skipped unless all are", "most_free_kv"},
+/* The policy's parameters: each key says which field it fills. */
+typedef struct mfk_params {
+	uint64_t reserve;
+} mfk_params_t;
+
+static const cfg_tkey_t params[] = {
+    {{"policy.routing", "free_kv_reserve", CFG_INT, "0", 0, 1e9, NULL, "blocks",
+      "instances with fewer free blocks than this are skipped unless all are", "most_free_kv"},
+     CFG_AT(U64, mfk_params_t, reserve)},
 };
 
-static int mfk_init(const pol_params_t *p, uint64_t seed, void **state, err_t *e)
+static int mfk_init(const void *p, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
 	(void)e;
 	uint64_t *reserve = malloc(sizeof *reserve);
 	if (!reserve)
 		return KS_ENOMEM;
-	*reserve = (uint64_t)p->num[0]; /* params[0]: free_kv_reserve */
+	*reserve = ((const mfk_params_t *)p)->reserve;
 	*state = reserve;
 	return 0;
 }
@@ -53,13 +59,13 @@ static int mfk_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t
 static const struct pol_routing_ops most_free_kv = {
     .base = {POL_ABI_VERSION, POL_ROUTING, "most_free_kv",
              "Example plugin: the instance with the most free KV blocks.", params,
-             sizeof params / sizeof params[0], mfk_init, free},
+             sizeof params / sizeof params[0], sizeof(mfk_params_t), mfk_init, free},
     .route = mfk_route,
 };
 
 int kvsim_plugin_register(const pol_host_api_t *api)
 {
-	if (api->version < 1) /* needs ABI 1 or later */
+	if (api->version < 3) /* typed parameters: ABI 3 or later */
 		return KS_EINPUT;
 	return api->add(api->reg, &most_free_kv.base, api->err);
 }

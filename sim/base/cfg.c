@@ -35,6 +35,8 @@ struct cfg_schema {
 	const cfg_key_t **keys;
 	char **choices;        /* per key: replacement choices (owned) or NULL */
 	unsigned char *warned; /* per key: its "ignored" warning was written */
+	struct cfg_val *defv;  /* per key: its parsed default (text owned) */
+	const cfg_field_t **at; /* per key: its field (typed keys) or NULL */
 	size_t n, cap;
 	FILE *warn; /* cfg_finalize's warnings; NULL = none */
 	const cfg_preset_t *presets;
@@ -46,7 +48,7 @@ struct cfg_schema {
 	size_t nslot; /* power of two, at least 2n */
 };
 
-typedef struct cfg_val {
+struct cfg_val {
 	char *text;   /* canonical text (owned) */
 	int64_t i;    /* CFG_INT, CFG_BOOL (0/1) */
 	double f;     /* CFG_FLOAT (and CFG_INT as double) */
@@ -59,7 +61,8 @@ typedef struct cfg_val {
 	 * a default, else the cfg's counter when the value was committed; a
 	 * preset's value takes its selector's. */
 	uint64_t seq, under_seq;
-} cfg_val_t;
+};
+typedef struct cfg_val cfg_val_t;
 
 struct cfg {
 	const cfg_schema_t *s;
@@ -155,9 +158,13 @@ void cfg_schema_free(cfg_schema_t *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		free(s->choices[i]);
+		free(s->defv[i].text);
+	}
 	free(s->choices);
+	free(s->defv);
+	free(s->at);
 	free(s->warned);
 	free(s->keys);
 	free(s->slot);
@@ -477,6 +484,67 @@ static const char *str_unstorable(const char *v)
 	return NULL;
 }
 
+/* The names of map joined by commas (malloc'd), "" for an empty map. */
+static char *map_join(const cfg_enum_t *map)
+{
+	size_t len = 1;
+	for (const cfg_enum_t *m = map; m->name; m++)
+		len += strlen(m->name) + 1;
+	char *out = malloc(len), *q = out;
+	if (!out)
+		return NULL;
+	*q = '\0';
+	for (const cfg_enum_t *m = map; m->name; m++)
+		q += sprintf(q, "%s%s", q == out ? "" : ",", m->name);
+	return out;
+}
+
+const char *cfg_tkey_choices(const cfg_tkey_t *t, char *buf, size_t n)
+{
+	if (t->key.choices || !t->at.map)
+		return t->key.choices ? t->key.choices : "";
+	size_t used = 0;
+	buf[0] = '\0';
+	for (const cfg_enum_t *m = t->at.map; m->name && used < n; m++) {
+		int w = snprintf(buf + used, n - used, "%s%s", used ? "," : "", m->name);
+		used = w < 0 ? n : used + (size_t)w;
+	}
+	return buf;
+}
+
+/* Why field f cannot hold the values of key k, or NULL (see cfg.h). */
+static const char *field_bad(const cfg_key_t *k, const cfg_field_t *f)
+{
+	bool ranged = k->min < k->max;
+	switch (f->kind) {
+	case CFG_F_NONE:
+		return NULL;
+	case CFG_F_I64:
+		return k->type == CFG_INT ? NULL : "an int64 field needs an int key";
+	case CFG_F_U32:
+		return k->type == CFG_INT && ranged && k->min >= 0 && k->max <= 4294967295.0
+		           ? NULL
+		           : "a uint32 field needs an int key ranged within [0, 2^32-1]";
+	case CFG_F_U64:
+		return k->type == CFG_INT && ranged && k->min >= 0
+		           ? NULL
+		           : "a uint64 field needs an int key ranged from 0 up";
+	case CFG_F_DOUBLE:
+		return k->type == CFG_INT || k->type == CFG_FLOAT ? NULL
+		                                                  : "a double field needs a number key";
+	case CFG_F_BOOL:
+		return k->type == CFG_BOOL ? NULL : "a bool field needs a bool key";
+	case CFG_F_STR:
+	case CFG_F_STRDUP:
+		return k->type == CFG_STR || k->type == CFG_ENUM ? NULL
+		                                                 : "a string field needs a text key";
+	case CFG_F_ENUM:
+		return k->type == CFG_ENUM && f->map ? NULL
+		                                           : "an enum field needs an enum key with a map";
+	}
+	return "unknown field kind";
+}
+
 static int schema_bad(const cfg_key_t *k, const char *why)
 {
 	/* A broken schema is a programming error in a module's key array; say
@@ -486,45 +554,89 @@ static int schema_bad(const cfg_key_t *k, const char *why)
 	return KS_EINPUT;
 }
 
-int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
+/* Makes room for n more keys. */
+static int schema_reserve(cfg_schema_t *s, size_t n)
 {
-	if (n == 0)
-		return 0;
 	if (s->n + n > s->cap) {
 		size_t cap = vec_next_cap(s->cap, s->n + n, 64);
 		if (!cap || VEC_RESIZE(s->keys, cap) || VEC_RESIZE(s->choices, cap) ||
-		    VEC_RESIZE(s->warned, cap))
+		    VEC_RESIZE(s->warned, cap) || VEC_RESIZE(s->defv, cap) ||
+		    VEC_RESIZE(s->at, cap))
 			return KS_ENOMEM;
 		s->cap = cap;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const cfg_key_t *k = &keys[i];
-		char why[256];
-		cfg_val_t v;
-		if (!name_ok(k->section, true))
-			return schema_bad(k, "section must be 1-49 of [A-Za-z0-9_.-]");
-		if (!name_ok(k->name, false))
-			return schema_bad(k, "name must be 1-49 of [A-Za-z0-9_-]");
-		if (!k->def)
-			return schema_bad(k, "no default");
-		if (schema_index(s, k->section, k->name) >= 0)
-			return schema_bad(k, "defined twice");
-		if (k->type == CFG_ENUM && !k->choices)
-			return schema_bad(k, "enum without choices (use \"\" to fill later)");
-		if (k->type == CFG_STR && str_unstorable(k->def))
-			return schema_bad(k, str_unstorable(k->def));
-		bool check = k->type == CFG_ENUM && *k->choices;
-		if (val_parse(k, k->choices, k->def, &v, check, why, sizeof why))
-			return schema_bad(k, why);
-		if (slot_reserve(s, s->n + 1))
-			return KS_ENOMEM;
-		s->keys[s->n] = k;
-		s->choices[s->n] = NULL;
-		s->warned[s->n] = 0;
-		slot_put(s->slot, s->nslot, k, s->n);
-		s->n++;
+	return slot_reserve(s, s->n + n);
+}
+
+/* Checks key k (with field f, NULL for an untyped key) and adds it. */
+static int schema_add_one(cfg_schema_t *s, const cfg_key_t *k, const cfg_field_t *f)
+{
+	char why[256];
+	cfg_val_t v = {0};
+	const cfg_enum_t *map = f ? f->map : NULL;
+	if (!name_ok(k->section, true))
+		return schema_bad(k, "section must be 1-49 of [A-Za-z0-9_.-]");
+	if (!name_ok(k->name, false))
+		return schema_bad(k, "name must be 1-49 of [A-Za-z0-9_-]");
+	if (!k->def)
+		return schema_bad(k, "no default");
+	if (schema_index(s, k->section, k->name) >= 0)
+		return schema_bad(k, "defined twice");
+	if (f && f->alias_of && !(strchr(f->alias_of, '.') && name_ok(f->alias_of, true)))
+		return schema_bad(k, "alias_of must be \"section.name\"");
+	if (map && k->choices)
+		return schema_bad(k, "an enum with a map takes its choices from it (choices NULL)");
+	if (k->type == CFG_ENUM && !k->choices && !map)
+		return schema_bad(k, "enum without choices (use \"\" to fill later)");
+	if (k->type == CFG_STR && str_unstorable(k->def))
+		return schema_bad(k, str_unstorable(k->def));
+	const char *fbad = f ? field_bad(k, f) : NULL;
+	if (fbad)
+		return schema_bad(k, fbad);
+	char *derived = map ? map_join(map) : NULL;
+	if (map && !derived)
+		return KS_ENOMEM;
+	const char *ch = derived ? derived : k->choices;
+	bool check = k->type == CFG_ENUM && *ch;
+	if (val_parse(k, ch, k->def, &v, check, why, sizeof why)) {
+		free(derived);
+		return schema_bad(k, why);
 	}
+	if (!(v.text = val_canonical(k, k->def, &v)) || schema_reserve(s, 1)) {
+		free(v.text);
+		free(derived);
+		return KS_ENOMEM;
+	}
+	s->keys[s->n] = k;
+	s->choices[s->n] = derived;
+	s->defv[s->n] = v;
+	s->at[s->n] = f;
+	s->warned[s->n] = 0;
+	slot_put(s->slot, s->nslot, k, s->n);
+	s->n++;
 	return 0;
+}
+
+int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = schema_add_one(s, &keys[i], NULL);
+	return rc;
+}
+
+int cfg_schema_add_typed(cfg_schema_t *s, const cfg_tkey_t *keys, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = schema_add_one(s, &keys[i].key, &keys[i].at);
+	return rc;
+}
+
+const char *cfg_schema_choices(const cfg_schema_t *s, const char *section, const char *name)
+{
+	ssize_t i = schema_index(s, section, name);
+	return i < 0 ? "" : key_choices(s, (size_t)i);
 }
 
 int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
@@ -577,15 +689,37 @@ static int below_preset(const cfg_val_t *v)
 	                              strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT));
 }
 
-/* Sets *x (empty) to the default of key i. */
+/* Sets *x (empty) to the default of key i (parsed by cfg_schema_add). */
 static int val_default(const cfg_schema_t *s, size_t i, cfg_val_t *x)
 {
-	char why[256];
-	const cfg_key_t *k = s->keys[i];
-	/* Defaults were checked by cfg_schema_add. */
-	(void)val_parse(k, key_choices(s, i), k->def, x, false, why, sizeof why);
-	x->text = val_canonical(k, k->def, x);
+	x->i = s->defv[i].i;
+	x->f = s->defv[i].f;
+	x->text = str_dup(s->defv[i].text);
 	return x->text ? 0 : KS_ENOMEM;
+}
+
+static ssize_t preset_key_index(const cfg_schema_t *s, const char *key);
+
+/* The key key i is an alias of ("section.name"), NULL for a key. */
+static const char *key_alias(const cfg_schema_t *s, size_t i)
+{
+	return s->at[i] ? s->at[i]->alias_of : NULL;
+}
+
+/* Key i, or the key alias i stands for; -1 when an alias names no key. */
+static ssize_t key_target(const cfg_schema_t *s, ssize_t i)
+{
+	if (i < 0 || !key_alias(s, (size_t)i))
+		return i;
+	return preset_key_index(s, key_alias(s, (size_t)i));
+}
+
+/* The value of key i: c's own, or for a key added to the schema after c was
+ * made (plugin parameters) its default, read from the schema, so reading a
+ * const cfg_t never changes it. */
+static const cfg_val_t *val_of(const cfg_t *c, size_t i)
+{
+	return i < c->n ? &c->v[i] : &c->s->defv[i];
 }
 
 /* Gives keys added to the schema since the cfg was made (plugin parameters)
@@ -605,13 +739,6 @@ static int cfg_grow(cfg_t *c)
 			return KS_ENOMEM;
 	}
 	return 0;
-}
-
-/* cfg_grow for functions that take a const cfg_t: growing only fills in
- * defaults, which does not change what the config means. */
-static int cfg_sync(const cfg_t *c)
-{
-	return cfg_grow((cfg_t *)c);
 }
 
 cfg_t *cfg_new(const cfg_schema_t *s)
@@ -639,8 +766,6 @@ void cfg_free(cfg_t *c)
 
 cfg_t *cfg_clone(const cfg_t *c)
 {
-	if (cfg_sync(c))
-		return NULL;
 	cfg_t *d = calloc(1, sizeof *d);
 	if (!d)
 		return NULL;
@@ -664,6 +789,10 @@ cfg_t *cfg_clone(const cfg_t *c)
 			cfg_free(d);
 			return NULL;
 		}
+	}
+	if (cfg_grow(d)) { /* keys added to the schema since c was made */
+		cfg_free(d);
+		return NULL;
 	}
 	return d;
 }
@@ -691,8 +820,35 @@ static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, s
 		out[0] = '\0';
 }
 
+/* A key of another section that name may stand for, counting the section
+ * in the name ("slo_ttft_ms" for [slo] ttft_ms, a key that moved there):
+ * its name with *sec_out set, or NULL when none is close. */
+static const char *suggest_elsewhere(const cfg_schema_t *s, const char *sec, const char *name,
+                                     const char **sec_out)
+{
+	size_t best = (size_t)-1;
+	const char *bn = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_key_t *k = s->keys[i];
+		if (!strcmp(k->section, sec))
+			continue;
+		const char *last = strrchr(k->section, '.');
+		char joined[2 * CFG_NAME_MAX + 2];
+		snprintf(joined, sizeof joined, "%s_%s", last ? last + 1 : k->section, k->name);
+		size_t d = edit_distance(name, k->name), dj = edit_distance(name, joined);
+		d = dj < d ? dj : d;
+		if (d < best) {
+			best = d;
+			bn = k->name;
+			*sec_out = k->section;
+		}
+	}
+	return bn && close_enough(name, best) ? bn : NULL;
+}
+
 /* Suggestion for an unknown key in a known section: the nearest key there,
- * else the same name in another section. */
+ * else the same name in another section, else a key of another section
+ * whose section and name together come close. */
 static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name, char *out,
                         size_t len)
 {
@@ -715,6 +871,8 @@ static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name
 		snprintf(out, len, " (did you mean '%s'?)", bn);
 	else if (other)
 		snprintf(out, len, " (did you mean '%s' in [%s]?)", name, other);
+	else if ((bn = suggest_elsewhere(s, sec, name, &other)))
+		snprintf(out, len, " (did you mean '%s' in [%s]?)", bn, other);
 	else
 		out[0] = '\0';
 }
@@ -871,6 +1029,9 @@ static int parse_handler(void *user, const char *section, const char *name, cons
 		suggest_key(s, section, name, sug, sizeof sug);
 		return parse_fail(p, KS_EINPUT, "[%s] %s: unknown key%s", section, name, sug);
 	}
+	if ((ki = key_target(s, ki)) < 0)
+		return parse_fail(p, KS_EINPUT, "[%s] %s: alias of a key not in the schema",
+		                  section, name);
 	if (p->seen[ki])
 		return parse_fail(p, KS_EINPUT, "[%s] %s: duplicate key (first set on line %d)",
 		                  section, name, p->seen[ki]);
@@ -1033,6 +1194,11 @@ int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e)
 		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: unknown key%s", origin, sec, name, sug);
 		goto out;
 	}
+	if ((ki = key_target(s, ki)) < 0) {
+		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: alias of a key not in the schema", origin,
+		             sec, name);
+		goto out;
+	}
 	const cfg_key_t *k = s->keys[ki];
 	const char *bad = k->type == CFG_STR ? str_unstorable(val) : NULL;
 	if (bad) {
@@ -1073,10 +1239,6 @@ static size_t must_index(const cfg_t *c, const char *section, const char *name, 
 		        name);
 		abort();
 	}
-	if ((size_t)i >= c->n && cfg_sync(c)) {
-		fprintf(stderr, "kvsim: %s: out of memory\n", fn);
-		abort();
-	}
 	return (size_t)i;
 }
 
@@ -1085,7 +1247,7 @@ static size_t must_index(const cfg_t *c, const char *section, const char *name, 
 static bool owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel)
 {
 	ssize_t ni = schema_index(c->s, k->section, "name");
-	*sel = ni >= 0 && (size_t)ni < c->n ? c->v[ni].text : "";
+	*sel = ni >= 0 ? val_of(c, (size_t)ni)->text : "";
 	return !k->owner || !strcmp(*sel, k->owner);
 }
 
@@ -1200,9 +1362,9 @@ int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *nam
 const cfg_preset_t *cfg_preset(const cfg_t *c)
 {
 	const cfg_schema_t *s = c->s;
-	if (!s->sel || s->sel > c->n)
+	if (!s->sel)
 		return NULL;
-	const char *name = c->v[s->sel - 1].text;
+	const char *name = val_of(c, s->sel - 1)->text;
 	for (size_t i = 0; i < s->npresets; i++)
 		if (!strcmp(s->presets[i].name, name))
 			return &s->presets[i];
@@ -1314,7 +1476,7 @@ static const cfg_val_t *typed(const cfg_t *c, const char *section, const char *n
 		        cfg_type_name(t));
 		abort();
 	}
-	return &c->v[i];
+	return val_of(c, i);
 }
 
 int64_t cfg_int(const cfg_t *c, const char *section, const char *name)
@@ -1334,15 +1496,175 @@ int cfg_bool(const cfg_t *c, const char *section, const char *name)
 
 const char *cfg_str(const cfg_t *c, const char *section, const char *name)
 {
-	size_t i = must_index(c, section, name, "cfg_str"); /* may grow c->v */
-	return c->v[i].text;
+	return val_of(c, must_index(c, section, name, "cfg_str"))->text;
 }
 
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name)
 {
-	size_t i = must_index(c, section, name, "cfg_origin"); /* may grow c->v */
-	const cfg_val_t *v = &c->v[i];
+	const cfg_val_t *v = val_of(c, must_index(c, section, name, "cfg_origin"));
 	return v->origin ? v->origin : "default";
+}
+
+/* ---- typed structs ---------------------------------------------------- */
+
+/* Stores value v of typed key t in its field of dst; text is v's text, kept
+ * by pointer in CFG_F_STR fields. */
+static int field_store(const cfg_tkey_t *t, const cfg_val_t *v, const char *text, void *dst,
+                       err_t *e)
+{
+	const cfg_key_t *k = &t->key;
+	char *p = (char *)dst + t->at.off;
+	switch (t->at.kind) {
+	case CFG_F_NONE:
+		return 0;
+	case CFG_F_I64:
+		*(int64_t *)p = v->i;
+		return 0;
+	case CFG_F_U32: /* the key's range lies within uint32 (field_bad) */
+		*(uint32_t *)p = (uint32_t)v->i;
+		return 0;
+	case CFG_F_U64:
+		*(uint64_t *)p = (uint64_t)v->i;
+		return 0;
+	case CFG_F_DOUBLE:
+		*(double *)p = k->type == CFG_INT ? (double)v->i : v->f;
+		return 0;
+	case CFG_F_BOOL:
+		*(int *)p = v->i != 0;
+		return 0;
+	case CFG_F_STR:
+		*(const char **)p = text;
+		return 0;
+	case CFG_F_STRDUP: {
+		char *d = str_dup(text);
+		if (!d)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		free(*(char **)p);
+		*(char **)p = d;
+		return 0;
+	}
+	case CFG_F_ENUM:
+		for (const cfg_enum_t *m = t->at.map; m->name; m++)
+			if (!strcmp(m->name, text)) {
+				*(int *)p = m->value;
+				return 0;
+			}
+		/* choices widened past the map (cfg_schema_set_choices) */
+		return err_set(e, KS_EINPUT, "[%s] %s: '%s' has no value in the key's map",
+		               k->section, k->name, text);
+	}
+	return err_set(e, KS_EINPUT, "[%s] %s: unknown field kind", k->section, k->name);
+}
+
+int cfg_fill(const cfg_t *c, const cfg_tkey_t *keys, size_t n, void *dst, err_t *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		const cfg_key_t *k = &keys[i].key;
+		if (!keys[i].at.kind)
+			continue;
+		ssize_t ki = schema_index(c->s, k->section, k->name);
+		if (ki < 0 || c->s->keys[ki]->type != k->type)
+			return err_set(e, KS_EINPUT, "[%s] %s: not in the config schema as %s %s",
+			               k->section, k->name, k->type == CFG_INT ? "an" : "a",
+			               cfg_type_name(k->type));
+		const cfg_val_t *v = val_of(c, (size_t)ki);
+		int rc = field_store(&keys[i], v, v->text, dst, e);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int cfg_fill_defaults(const cfg_tkey_t *keys, size_t n, void *dst, err_t *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = keys[i].at.kind ? cfg_field_set(&keys[i], dst, keys[i].key.def, e) : 0;
+		if (rc) {
+			err_prefix(e, "default");
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int cfg_field_set(const cfg_tkey_t *t, void *dst, const char *text, err_t *e)
+{
+	const cfg_key_t *k = &t->key;
+	char buf[1024], why[1400];
+	cfg_val_t v = {0};
+	const char *bad = k->type == CFG_STR ? str_unstorable(text) : NULL;
+	if (bad)
+		return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, bad);
+	if (val_parse(k, cfg_tkey_choices(t, buf, sizeof buf), text, &v, k->type == CFG_ENUM, why,
+	              sizeof why))
+		return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, why);
+	return field_store(t, &v, text, dst, e);
+}
+
+int cfg_field_number(const cfg_tkey_t *t, const void *src, double *out)
+{
+	const char *p = (const char *)src + t->at.off;
+	switch (t->at.kind) {
+	case CFG_F_I64:
+		*out = (double)*(const int64_t *)p;
+		return 1;
+	case CFG_F_U32:
+		*out = *(const uint32_t *)p;
+		return 1;
+	case CFG_F_U64:
+		*out = (double)*(const uint64_t *)p;
+		return 1;
+	case CFG_F_DOUBLE:
+		*out = *(const double *)p;
+		return 1;
+	case CFG_F_BOOL:
+	case CFG_F_ENUM:
+		*out = *(const int *)p;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cfg_fields_check(const cfg_tkey_t *keys, size_t n, const void *src, err_t *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		const cfg_key_t *k = &keys[i].key;
+		double x;
+		/* bool and enum keys have no range (min >= max) */
+		if (!cfg_field_number(&keys[i], src, &x) || !(k->min < k->max) ||
+		    (x >= k->min && x <= k->max))
+			continue;
+		char v[32], lo[32], hi[32];
+		const char *u = k->unit && *k->unit ? k->unit : "";
+		float_text(x, v, sizeof v);
+		float_text(k->min, lo, sizeof lo);
+		float_text(k->max, hi, sizeof hi);
+		return err_set(e, KS_EINPUT, "[%s] %s: %s%s%s is out of range [%s, %s]", k->section,
+		               k->name, v, *u ? " " : "", u, lo, hi);
+	}
+	return 0;
+}
+
+const char *cfg_field_text(const cfg_tkey_t *t, const void *src)
+{
+	const char *p = (const char *)src + t->at.off;
+	if (t->at.kind == CFG_F_STR || t->at.kind == CFG_F_STRDUP)
+		return *(const char *const *)p ? *(const char *const *)p : "";
+	for (const cfg_enum_t *m = t->at.kind == CFG_F_ENUM ? t->at.map : NULL; m && m->name; m++)
+		if (m->value == *(const int *)p)
+			return m->name;
+	return "";
+}
+
+void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].at.kind == CFG_F_STRDUP) {
+			char **p = (char **)((char *)dst + keys[i].at.off);
+			free(*p);
+			*p = NULL;
+		}
 }
 
 /* The index of "section.name" (split at the last dot) in c, -1 if none. */
@@ -1353,8 +1675,7 @@ static ssize_t dotted_index(const cfg_t *c, const char *key, size_t len)
 		return -1;
 	memcpy(k, key, len);
 	k[len] = '\0';
-	ssize_t i = preset_key_index(c->s, k);
-	return i >= 0 && (size_t)i < c->n ? i : -1;
+	return preset_key_index(c->s, k);
 }
 
 /* The config file of origin "FILE:LINE" into out; 0 when origin is none. */
@@ -1385,7 +1706,7 @@ int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ..
 			        (int)len, k);
 			abort(); /* a programming error, as in the accessors */
 		}
-		if (best < 0 || c->v[i].seq > c->v[best].seq)
+		if (best < 0 || val_of(c, (size_t)i)->seq > val_of(c, (size_t)best)->seq)
 			best = i;
 		k += len + (k[len] == ',');
 	}
@@ -1394,7 +1715,7 @@ int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ..
 		abort();
 	}
 	const cfg_key_t *k = c->s->keys[best];
-	const char *org = c->v[best].origin;
+	const char *org = val_of(c, (size_t)best)->origin;
 	if (org)
 		return err_set(e, KS_EINPUT, "%s: [%s] %s: %s", org, k->section, k->name, why);
 	return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, why);
@@ -1439,17 +1760,20 @@ void cfg_err_locate(const cfg_t *c, err_t *e)
 	if (n < 0 || (size_t)n >= sizeof key)
 		return;
 	ssize_t i = dotted_index(c, key, (size_t)n);
-	if (i >= 0 && c->v[i].origin)
-		err_prefix(e, "%s", c->v[i].origin);
+	if (i >= 0 && val_of(c, (size_t)i)->origin)
+		err_prefix(e, "%s", val_of(c, (size_t)i)->origin);
 }
 
 /* ---- writing --------------------------------------------------------- */
 
-/* Whether key i is the first of its section in schema order. */
+/* Whether key i is the first of its section in schema order (aliases, never
+ * written, do not count). */
 static bool section_first(const cfg_schema_t *s, size_t i)
 {
+	if (key_alias(s, i))
+		return false;
 	for (size_t j = 0; j < i; j++)
-		if (!strcmp(s->keys[j]->section, s->keys[i]->section))
+		if (!key_alias(s, j) && !strcmp(s->keys[j]->section, s->keys[i]->section))
 			return false;
 	return true;
 }
@@ -1477,7 +1801,7 @@ int cfg_write(const cfg_t *c, FILE *f)
 /* The source of the preset entry that set key i, "" if none. */
 static const char *preset_source(const cfg_t *c, size_t i)
 {
-	const cfg_preset_t *p = c->v[i].preset;
+	const cfg_preset_t *p = val_of(c, i)->preset;
 	for (size_t j = 0; p && j < p->n; j++)
 		if (preset_key_index(c->s, p->kv[j].key) == (ssize_t)i)
 			return p->kv[j].source;
@@ -1486,20 +1810,19 @@ static const char *preset_source(const cfg_t *c, size_t i)
 
 int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
 {
-	if (cfg_sync(c))
-		return KS_ENOMEM;
 	const cfg_schema_t *s = c->s;
 	bool first = true;
-	for (size_t i = 0; i < c->n; i++) {
+	for (size_t i = 0; i < s->n; i++) {
 		if (!section_first(s, i))
 			continue;
 		const char *sec = s->keys[i]->section;
 		fprintf(f, "%s[%s]\n", first ? "" : "\n", sec);
 		first = false;
-		for (size_t j = i; j < c->n; j++) {
+		for (size_t j = i; j < s->n; j++) {
 			const cfg_key_t *k = s->keys[j];
+			const cfg_val_t *v = val_of(c, j);
 			const char *sel;
-			if (strcmp(k->section, sec) || !owner_active(c, k, &sel))
+			if (strcmp(k->section, sec) || key_alias(s, j) || !owner_active(c, k, &sel))
 				continue;
 			if (k->doc && *k->doc) {
 				fprintf(f, "# %s", k->doc);
@@ -1507,10 +1830,10 @@ int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
 					fprintf(f, " [%s]", k->unit);
 				fputc('\n', f);
 			}
-			if ((flags & CFG_WRITE_ORIGINS) && c->v[j].preset)
-				fprintf(f, "# from preset %s: %s\n", c->v[j].preset->name,
+			if ((flags & CFG_WRITE_ORIGINS) && v->preset)
+				fprintf(f, "# from preset %s: %s\n", v->preset->name,
 				        preset_source(c, j));
-			fprintf(f, "%s =%s%s\n", k->name, *c->v[j].text ? " " : "", c->v[j].text);
+			fprintf(f, "%s =%s%s\n", k->name, *v->text ? " " : "", v->text);
 		}
 	}
 	return ferror(f) ? KS_EIO : 0;
@@ -1535,6 +1858,11 @@ int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		const cfg_key_t *k = s->keys[i];
+		if (key_alias(s, i)) {
+			fprintf(f, "[%s] %s\n    alias of %s\n    %s\n", k->section, k->name,
+			        key_alias(s, i), k->doc && *k->doc ? k->doc : "(undocumented)");
+			continue;
+		}
 		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
 		        cfg_type_name(k->type), k->def);
 		write_range(k, key_choices(s, i), f);

@@ -19,11 +19,19 @@
  * the preset's value, with origin "preset NAME". Finalizing again first puts
  * back the defaults of what a preset set, so a clone may select another one.
  * The cfg_t owns its strings; accessors on a key that is not in the schema
- * abort (a programming error, not bad input).
+ * abort (a programming error, not bad input). Reading a const cfg_t never
+ * changes it: a key added to the schema after the cfg was made (a plugin's
+ * parameters) reads as its default, kept parsed in the schema; cfg_finalize,
+ * cfg_set and the loads give the cfg its own value for such keys.
+ *
+ * Modules declare their keys once, as typed keys (cfg_tkey_t below) that
+ * also say where each value goes in the module's own struct; cfg_fill fills
+ * that struct and the module receives it, not the config store.
  */
 #ifndef KVSIM_CFG_H
 #define KVSIM_CFG_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -45,11 +53,73 @@ typedef struct cfg_key {
 	cfg_type_t type;
 	const char *def;     /* default value as text ("" allowed for CFG_STR) */
 	double min, max;     /* inclusive numeric range; ignored when min >= max */
-	const char *choices; /* CFG_ENUM: comma-separated ("lru,lfu") */
+	const char *choices; /* CFG_ENUM: comma-separated ("lru,lfu"); NULL with a map */
 	const char *unit;    /* "ns", "bytes", "tokens", "s", "" ... */
 	const char *doc;
 	const char *owner;   /* policy sections: the policy this key belongs to */
 } cfg_key_t;
+
+/* ---- typed keys --------------------------------------------------------
+ * A module declares each key once, in a table of cfg_tkey_t: the key and
+ * where its value goes in the module's typed struct. cfg_fill fills that
+ * struct from a config, and the module receives the struct, never the
+ * config store. The field's C type, by kind, and the key types it takes:
+ *   CFG_F_I64 int64_t, CFG_F_U32 uint32_t, CFG_F_U64 uint64_t: CFG_INT (a
+ *     U32/U64 key's range must lie in the field's; the schema checks);
+ *   CFG_F_DOUBLE double: CFG_FLOAT or CFG_INT;
+ *   CFG_F_BOOL int (0/1): CFG_BOOL;
+ *   CFG_F_STR const char *: CFG_STR or CFG_ENUM, borrowed from the cfg_t
+ *     (valid while it lives unchanged) or from the key's default;
+ *   CFG_F_STRDUP char *: the same, an owned copy (cfg_fill_free frees it);
+ *   CFG_F_ENUM int: CFG_ENUM, the C value its map gives the name. */
+typedef enum cfg_field_kind {
+	CFG_F_NONE = 0, /* the key fills nothing */
+	CFG_F_I64,
+	CFG_F_U32,
+	CFG_F_U64,
+	CFG_F_DOUBLE,
+	CFG_F_BOOL,
+	CFG_F_STR,
+	CFG_F_STRDUP,
+	CFG_F_ENUM
+} cfg_field_kind_t;
+
+/* One name of an enum key and its C value; a map ends with {NULL, 0}. The
+ * key's choices are the map's names in map order (key.choices NULL), so no
+ * list has to follow a C enum's order by hand. */
+typedef struct cfg_enum {
+	const char *name;
+	int value;
+} cfg_enum_t;
+
+typedef struct cfg_field {
+	cfg_field_kind_t kind;
+	size_t off;            /* offsetof(struct, member) */
+	const cfg_enum_t *map; /* enum keys: names and C values */
+	/* An old name kept for configs in use: "section.name" of the key it
+	 * sets. An alias holds no value, is accepted wherever a key is (file,
+	 * --set) and never written back; only its section, name and doc count
+	 * (CFG_ALIAS). */
+	const char *alias_of;
+} cfg_field_t;
+
+typedef struct cfg_tkey {
+	cfg_key_t key;
+	cfg_field_t at;
+} cfg_tkey_t;
+
+/* Field descriptors of table rows: {{"cluster", "nodes", ...}, CFG_AT(U32,
+ * sim_params_t, nodes)}. */
+#define CFG_AT(kind, type, member) {CFG_F_##kind, offsetof(type, member), NULL, NULL}
+#define CFG_AT_ENUM(type, member, map) {CFG_F_ENUM, offsetof(type, member), map, NULL}
+#define CFG_NOWHERE {CFG_F_NONE, 0, NULL, NULL}
+/* An alias row: [sec] nm sets key target ("section.name"); dc says so. */
+#define CFG_ALIAS(sec, nm, target, dc)                                                     \
+	{{sec, nm, CFG_STR, "", 0, 0, NULL, "", dc, NULL}, {CFG_F_NONE, 0, NULL, target}}
+
+/* The choices of enum key t as text: key.choices, or its map's names joined
+ * by commas into buf (n bytes; cut short when they do not fit); "" if none. */
+const char *cfg_tkey_choices(const cfg_tkey_t *t, char *buf, size_t n);
 
 typedef struct cfg_schema cfg_schema_t;
 typedef struct cfg cfg_t;
@@ -58,6 +128,12 @@ cfg_schema_t *cfg_schema_new(void);
 void cfg_schema_free(cfg_schema_t *s);
 /* Adds n keys (copied by pointer: keys must outlive the schema). */
 int cfg_schema_add(cfg_schema_t *s, const cfg_key_t *keys, size_t n);
+/* The same for typed keys (a field kind must fit its key's type, an enum
+ * with a map has no choices string, an alias names "section.name"). */
+int cfg_schema_add_typed(cfg_schema_t *s, const cfg_tkey_t *keys, size_t n);
+/* The current choices of enum key section.name ("" when none or no such
+ * key): replaced ones, the key's own, or its map's names. */
+const char *cfg_schema_choices(const cfg_schema_t *s, const char *section, const char *name);
 /* Replaces the choices of an existing enum key (policy names grow with
  * plugins); the string is copied. */
 int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *name,
@@ -114,6 +190,34 @@ int64_t cfg_int(const cfg_t *c, const char *section, const char *name);
 double cfg_float(const cfg_t *c, const char *section, const char *name);
 int cfg_bool(const cfg_t *c, const char *section, const char *name);
 const char *cfg_str(const cfg_t *c, const char *section, const char *name);
+/* Fills the typed struct dst from c: for each of keys[0..n) with a field,
+ * the resolved value, converted to the field's kind (cfg_field_t). The
+ * values passed the schema's type, range and choices when they were set, so
+ * errors here are a table that does not match the schema: KS_EINPUT with
+ * "[section] key: reason" (a key not in c's schema, a map without the
+ * value's name). Reading never changes c. Owned strings (CFG_F_STRDUP) are
+ * the caller's, freed by cfg_fill_free even after an error. */
+int cfg_fill(const cfg_t *c, const cfg_tkey_t *keys, size_t n, void *dst, err_t *e);
+/* The same from each key's default, without a config (the values a module
+ * has before any config is read). */
+int cfg_fill_defaults(const cfg_tkey_t *keys, size_t n, void *dst, err_t *e);
+/* Parses text as a value of key k (type, range, choices) and stores it in
+ * k's field of dst: what a "name=value" override does. KS_EINPUT with
+ * "[section] key: reason" in the schema's wording. A CFG_F_STR field keeps
+ * text by pointer. dst's CFG_F_STRDUP fields must be NULL or owned. */
+int cfg_field_set(const cfg_tkey_t *k, void *dst, const char *text, err_t *e);
+/* Checks the numeric fields of a struct filled or changed by code against
+ * their keys' ranges: KS_EINPUT "[section] key: V is out of range [lo, hi]". */
+int cfg_fields_check(const cfg_tkey_t *keys, size_t n, const void *src, err_t *e);
+/* The number in t's field of src (bool and enum fields as their int):
+ * 1 with *out set, 0 for a text field or none. */
+int cfg_field_number(const cfg_tkey_t *t, const void *src, double *out);
+/* The text of t's field of src: a string field's text, an enum field's
+ * name in its map; "" otherwise (and for a NULL string). */
+const char *cfg_field_text(const cfg_tkey_t *t, const void *src);
+/* Frees the CFG_F_STRDUP fields of dst and sets them to NULL. */
+void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst);
+
 /* Where a value came from: "default", "FILE:LINE", "--set" or "preset NAME". */
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
 

@@ -12,6 +12,7 @@
 #include "sim/out/out_hdf5.h"
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
+#include "sim/run/sim_params.h"
 
 static void usage(FILE *f)
 {
@@ -234,9 +235,10 @@ int cli_run_main(int argc, char **argv)
 		pol_registry_free(reg);
 		return cli_fail(&e);
 	}
-	if (!quiet) {
-		printf("kvsim run: %s (seed %llu, trace %s)\n", cfg_str(cfg, "experiment", "name"),
-		       (unsigned long long)r.seed, r.trace_path);
+	sim_params_t sp; /* it ran, so the config fills */
+	if (!quiet && !sim_params_fill(cfg, &sp, &e)) {
+		printf("kvsim run: %s (seed %llu, trace %s)\n", sp.name, (unsigned long long)r.seed,
+		       r.trace_path);
 		print_summary(&r);
 	}
 	if (!quiet && out_dir)

@@ -8,6 +8,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
+#include "sim/run/sim_params.h"
 
 static void usage(FILE *f)
 {
@@ -206,8 +207,13 @@ int out_sweep_main(int argc, char **argv)
 		status = cli_fail(&e);
 		goto out;
 	}
+	sim_out_params_t op;
+	if (!dir && sim_out_params_fill(base, &op, &e)) {
+		status = cli_fail(&e);
+		goto out;
+	}
 	if (!dir)
-		dir = cfg_str(base, "output", "dir");
+		dir = op.dir;
 	if (dry) {
 		if (dry_run(g, base, dir, keep_stale, &e))
 			status = cli_fail(&e);

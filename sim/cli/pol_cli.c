@@ -56,10 +56,11 @@ static void print_policy(const pol_base_t *o)
 	printf("  %s\n", o->name);
 	wrap(o->doc ? o->doc : "", 6);
 	for (size_t i = 0; i < o->n_params; i++) {
-		const cfg_key_t *k = &o->params[i];
+		const cfg_key_t *k = &o->params[i].key;
+		char choices[512];
 		printf("      %s (%s, default %s", k->name, cfg_type_name(k->type), k->def);
-		if (k->type == CFG_ENUM && k->choices)
-			printf(", one of %s", k->choices);
+		if (k->type == CFG_ENUM)
+			printf(", one of %s", cfg_tkey_choices(&o->params[i], choices, sizeof choices));
 		else if (k->min < k->max && k->type != CFG_BOOL)
 			printf(", %g..%g", k->min, k->max);
 		if (k->unit && *k->unit)

@@ -12,6 +12,7 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/cli_sub.h"
 #include "sim/run/cli_common.h"
+#include "sim/run/sim_params.h"
 #include "traces/tr.h"
 
 static void usage(FILE *f)
@@ -168,12 +169,13 @@ static int load(args_t *a, cfg_t **cfg, err_t *e)
 	return rc ? rc : cfg_finalize(c, e);
 }
 
-static uint32_t block_size(const args_t *a, const cfg_t *cfg, const tr_opts_t *o, err_t *e, int *rc)
+static uint32_t block_size(const args_t *a, const sim_params_t *sp, const tr_opts_t *o, err_t *e,
+                           int *rc)
 {
 	*rc = 0;
 	if (a->block_tokens > 0)
 		return (uint32_t)a->block_tokens;
-	uint32_t def = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
+	uint32_t def = sp->block_tokens;
 	if (o->kind == TR_KIND_GEN)
 		return def;
 	tr_reader_t *r;
@@ -201,11 +203,12 @@ static int run(args_t *a, err_t *e)
 		goto out;
 	tr_opts_t o;
 	tr_paths_t paths;
-	if ((rc = tr_opts_from_cfg(cfg, &o, e)) || (rc = tr_opts_paths(cfg, &o, &paths, e)))
+	sim_params_t sp;
+	if ((rc = sim_params_fill(cfg, &sp, e)) || (rc = tr_opts_from_cfg(cfg, &o, e)) ||
+	    (rc = tr_opts_paths(cfg, &o, &paths, e)))
 		goto out;
-	uint64_t seed =
-	    a->seed >= 0 ? (uint64_t)a->seed : (uint64_t)cfg_int(cfg, "experiment", "seed");
-	uint32_t S = block_size(a, cfg, &o, e, &rc);
+	uint64_t seed = a->seed >= 0 ? (uint64_t)a->seed : sp.seed;
+	uint32_t S = block_size(a, &sp, &o, e, &rc);
 	if (rc)
 		goto out;
 	struct timespec t0, t1;

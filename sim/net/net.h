@@ -109,6 +109,27 @@ typedef struct net_stats {
 	double fg_actual_ns, fg_alone_ns;
 } net_stats_t;
 
+/* The [network] keys, filled by the key table in net_cfg.c: how the fabric
+ * is built and how the classes share links. The run applies them (sim/run);
+ * enum fields are ints holding the named C values. */
+typedef struct net_params {
+	int fabric;              /* net_fabric_t (net_topo.h) */
+	double oversubscription; /* leaf/spine: leaf downlink / uplink bandwidth */
+	uint32_t gpus_per_leaf;
+	int64_t switch_lat_ns;   /* per extra hop of a cross-leaf path */
+	int bg_share;            /* net_share_t */
+	double bg_weight;        /* NET_SHARE_WEIGHTED */
+	int bg_schedule;         /* net_bg_mode_t, unless the transfer policy sets one */
+	double idle_threshold;   /* NET_BG_IDLE_WINDOW: foreground share of capacity */
+	double bg_rate_share;    /* NET_BG_RATE_CAP: share of each link */
+	int block_granular;      /* one copy per block, each paying copy_overhead_ns */
+	int64_t copy_overhead_ns;
+	int64_t solve_quantum_ns; /* net_set_quantum */
+	const char *calibration;  /* transfer calibration INI; "" none */
+	int contention_none;      /* contention = none: each copy as if alone */
+	int copy_charge_compute;  /* copy_charge = target_compute */
+} net_params_t;
+
 /* Takes an event type of its own from eng (ev_engine_type_new). */
 net_t *net_new(ev_engine_t *eng, err_t *e);
 void net_free(net_t *net);

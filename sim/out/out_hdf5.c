@@ -1,5 +1,6 @@
 /* out_hdf5 — see out_hdf5.h. */
 #include "sim/out/out_hdf5.h"
+#include "sim/run/sim_params.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -428,8 +429,12 @@ static const char *io_reason(char *buf, size_t n)
 
 void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o)
 {
-	o->compression = (int)cfg_int(c, "output", "compression");
-	o->chunk_rows = (size_t)cfg_int(c, "output", "chunk_rows");
+	sim_out_params_t p;
+	/* [output] is in every schema a run was made from (sim_run checks it) */
+	if (sim_out_params_fill(c, &p, NULL))
+		return;
+	o->compression = (int)p.compression;
+	o->chunk_rows = (size_t)p.chunk_rows;
 }
 
 int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,

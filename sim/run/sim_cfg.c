@@ -1,87 +1,151 @@
 /* Config keys of the simulator core: [experiment], [cluster], [kvcache],
- * [scheduler], [slo] (see sim/base/cfg.h). Defaults follow vLLM's engine
+ * [scheduler], [slo], [output] (see sim/base/cfg.h), each row filling its
+ * field of sim_params_t (sim_params.h). Defaults follow vLLM's engine
  * arguments where one exists (max_num_seqs 256, chunked prefill on with an
  * 8192-token budget, as vLLM V1 does on data-centre GPUs). */
-#include "sim/base/cfg.h"
+#include "sim/cluster/cluster.h"
+#include "sim/run/sim_params.h"
 
-const cfg_key_t sim_cfg_keys[] = {
-	{"experiment", "name", CFG_STR, "default", 0, 0, NULL, "", "label of the experiment", NULL},
-	{"experiment", "seed", CFG_INT, "1", 0, 9.2e18, NULL, "",
+static const cfg_enum_t busy_map[] = {{"wait", BUSY_WAIT}, {"recompute", BUSY_RECOMPUTE}, {NULL, 0}};
+static const cfg_enum_t fetch_map[] = {
+    {"never", SIM_FETCH_NEVER}, {"cost", SIM_FETCH_COST}, {"always", SIM_FETCH_ALWAYS}, {NULL, 0}};
+static const cfg_enum_t resident_map[] = {{"computed", 0}, {"admission", 1}, {NULL, 0}};
+static const cfg_enum_t copy_from_map[] = {{"computed", 0}, {"uncomputed", 1}, {NULL, 0}};
+static const cfg_enum_t mode_map[] = {{"vllm", SCHED_VLLM}, {"btb", SCHED_BTB}, {NULL, 0}};
+static const cfg_enum_t ttft_map[] = {{"first_token", 0}, {"prefill_end", 1}, {NULL, 0}};
+
+#define AT(kind, member) CFG_AT(kind, sim_params_t, member)
+#define AT_ENUM(member, map) CFG_AT_ENUM(sim_params_t, member, map)
+/* One row per key: the key, then the sim_params_t field it fills. */
+const cfg_tkey_t sim_cfg_keys[] = {
+	{{"experiment", "name", CFG_STR, "default", 0, 0, NULL, "", "label of the experiment", NULL},
+	 AT(STR, name)},
+	{{"experiment", "seed", CFG_INT, "1", 0, 9.2e18, NULL, "",
 	 "master seed; every random stream (arrivals, each policy) derives from it", NULL},
-	{"experiment", "until_s", CFG_FLOAT, "0", 0, 1e9, NULL, "s",
+	 AT(U64, seed)},
+	{{"experiment", "until_s", CFG_FLOAT, "0", 0, 1e9, NULL, "s",
 	 "stop simulated time here (0 = when the trace ends and every request drains)", NULL},
-	{"experiment", "max_pending", CFG_INT, "10000", 0, 1e9, NULL, "requests",
+	 AT(DOUBLE, until_s)},
+	{{"experiment", "max_pending", CFG_INT, "10000", 0, 1e9, NULL, "requests",
 	 "most requests waiting (queued, not yet admitted) per instance; an arrival routed to "
 	 "a full queue is rejected with status overload (counted in rejected_overload); 0 = no "
 	 "cap. Default: own choice; at the few to tens of admissions per second an instance "
 	 "sustains, 10,000 waiting requests are minutes of queueing, past any TTFT SLO, and "
 	 "they bound the queues' memory (a request and its block ids) under overload", NULL},
-	{"experiment", "max_rss_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
+	 AT(U32, max_pending)},
+	{{"experiment", "max_rss_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
 	 "stop the run with an error, writing nothing, once this process's resident memory "
 	 "passes this (read from /proc/self/statm every 65,536 events); 0 = half of physical "
 	 "memory, or of a lower cgroup memory.max (own choice: a run needing more is almost "
 	 "surely runaway, and the rest leaves room for writing outputs and for other "
 	 "processes)", NULL},
-	{"cluster", "nodes", CFG_INT, "4", 1, 4096, NULL, "", "nodes in the cluster", NULL},
-	{"cluster", "gpus_per_node", CFG_INT, "8", 1, 64, NULL, "", "GPUs per node", NULL},
-	{"cluster", "tp", CFG_INT, "4", 1, 64, NULL, "",
+	 AT(DOUBLE, max_rss_gb)},
+	{{"cluster", "nodes", CFG_INT, "4", 1, 4096, NULL, "", "nodes in the cluster", NULL},
+	 AT(U32, nodes)},
+	{{"cluster", "gpus_per_node", CFG_INT, "8", 1, 64, NULL, "", "GPUs per node", NULL},
+	 AT(U32, gpus_per_node)},
+	{{"cluster", "tp", CFG_INT, "4", 1, 64, NULL, "",
 	 "tensor-parallel degree: GPUs per instance (divides gpus_per_node)", NULL},
-	{"cluster", "reserve_fraction", CFG_FLOAT, "0.1", 0, 0.9, NULL, "",
+	 AT(U32, tp)},
+	{{"cluster", "reserve_fraction", CFG_FLOAT, "0.1", 0, 0.9, NULL, "",
 	 "share of each GPU's HBM kept for activations and the runtime (vLLM's "
 	 "gpu_memory_utilization 0.9 leaves 0.1)", NULL},
-	{"cluster", "kv_blocks", CFG_INT, "0", 0, 1e9, NULL, "blocks",
+	 AT(DOUBLE, reserve_fraction)},
+	{{"cluster", "kv_blocks", CFG_INT, "0", 0, 1e9, NULL, "blocks",
 	 "KV pool per instance in blocks; 0 = what HBM leaves after weights and reserve", NULL},
-	{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
+	 AT(U32, kv_blocks)},
+	{{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
 	 "tokens per KV block (the Mooncake traces hash 512-token blocks; vLLM uses 16)", NULL},
-	{"kvcache", "busy_rule", CFG_ENUM, "wait", 0, 0, "wait,recompute", "",
+	 AT(U32, block_tokens)},
+	{{"kvcache", "busy_rule", CFG_ENUM, "wait", 0, 0, NULL, "",
 	 "a needed block still being computed or copied here: wait for it, or recompute "
 	 "the rest of the prompt privately", NULL},
-	{"kvcache", "fetch", CFG_ENUM, "never", 0, 0, "never,cost,always", "",
+	 AT_ENUM(busy_rule, busy_map)},
+	{{"kvcache", "fetch", CFG_ENUM, "never", 0, 0, NULL, "",
 	 "peer pull (a global KV store: Mooncake Store, LMCache, NIXL): a routed request "
 	 "missing blocks another instance holds fetches them when the estimated copy time "
 	 "beats recomputing (cost), always, or never (plain vLLM, SGLang, TensorRT-LLM and TGI "
 	 "recompute a miss)", NULL},
-	{"kvcache", "host_fetch", CFG_ENUM, "cost", 0, 0, "never,cost,always", "",
+	 AT_ENUM(fetch, fetch_map)},
+	{{"kvcache", "host_fetch", CFG_ENUM, "cost", 0, 0, NULL, "",
 	 "blocks in the node's host tier (host_kv_gb > 0): fetch back over PCIe when that "
 	 "beats recomputing (cost; vLLM's CPU offload and LMCache load them), always, or never",
 	 NULL},
-	{"kvcache", "transfer_engine", CFG_ENUM, "mooncake", 0, 0, "mooncake,nixl,lmcache,ideal",
+	 AT_ENUM(host_fetch, fetch_map)},
+	{{"kvcache", "transfer_engine", CFG_ENUM, "mooncake", 0, 0, "mooncake,nixl,lmcache,ideal",
 	 "", "costs every KV copy between instances pays over the NIC: per-copy and per-block "
 	 "overheads, NIC efficiency, and (lmcache) a source-side staging read that occupies the "
 	 "source's compute; ideal: none (sources in sim/run/sim_copy.c)", NULL},
-	{"kvcache", "resident_at", CFG_ENUM, "computed", 0, 0, "computed,admission", "",
+	 AT(STR, transfer_engine)},
+	{{"kvcache", "resident_at", CFG_ENUM, "computed", 0, 0, NULL, "",
 	 "when a prefill's prompt blocks count as resident (matchable, copyable): once computed, "
 	 "or at admission (the original study's assumption)", NULL},
-	{"kvcache", "copy_from", CFG_ENUM, "computed", 0, 0, "computed,uncomputed", "",
+	 AT_ENUM(resident_at_admission, resident_map)},
+	{{"kvcache", "copy_from", CFG_ENUM, "computed", 0, 0, NULL, "",
 	 "which source blocks a copy may read: computed ones only, or also blocks whose prefill "
 	 "has not produced them yet (the original study's assumption)", NULL},
-	{"kvcache", "copy_deferred", CFG_BOOL, "true", 0, 0, NULL, "",
+	 AT_ENUM(copy_uncomputed, copy_from_map)},
+	{{"kvcache", "copy_deferred", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "a replication copy whose source blocks are still being computed reserves its "
 	 "blocks at the target and starts when they are ready (and a request meeting blocks "
 	 "in flight waits only when their estimated landing beats recomputing them); false: "
 	 "such copies are refused and retried, and requests always wait (own choice: the "
 	 "causal form of copying at trigger time in the original proposal)", NULL},
-	{"kvcache", "host_kv_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
+	 AT(BOOL, copy_deferred)},
+	{{"kvcache", "host_kv_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
 	 "host-memory KV tier per node (0 = none); fetched back over PCIe", NULL},
-	{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",
+	 AT(DOUBLE, host_kv_gb)},
+	{{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",
 	 "write blocks evicted from HBM to the node's host tier (background PCIe flows)", NULL},
-	{"scheduler", "max_num_seqs", CFG_INT, "256", 1, 65536, NULL, "",
+	 AT(BOOL, host_offload)},
+	{{"scheduler", "max_num_seqs", CFG_INT, "256", 1, 65536, NULL, "",
 	 "most sequences in one iteration (vLLM max_num_seqs)", NULL},
-	{"scheduler", "max_batched_tokens", CFG_INT, "8192", 1, 1048576, NULL, "tokens",
+	 AT(U32, max_num_seqs)},
+	{{"scheduler", "max_batched_tokens", CFG_INT, "8192", 1, 1048576, NULL, "tokens",
 	 "most tokens in one iteration (vLLM max_num_batched_tokens)", NULL},
-	{"scheduler", "chunked_prefill", CFG_BOOL, "true", 0, 0, NULL, "",
+	 AT(U32, max_batched_tokens)},
+	{{"scheduler", "chunked_prefill", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "split long prefills over iterations; off: a prompt runs whole", NULL},
-	{"scheduler", "mode", CFG_ENUM, "vllm", 0, 0, "vllm,btb", "",
+	 AT(BOOL, chunked_prefill)},
+	{{"scheduler", "mode", CFG_ENUM, "vllm", 0, 0, NULL, "",
 	 "vllm: continuous batching as vLLM v1; btb: the original study's admission (FIFO with "
 	 "head-of-line blocking, input+output reserved up front without prefix dedup, a "
 	 "separate prefix-cache budget, one whole prefill at a time before any decode)", NULL},
-	{"scheduler", "ttft", CFG_ENUM, "first_token", 0, 0, "first_token,prefill_end", "",
+	 AT_ENUM(sched_mode, mode_map)},
+	{{"scheduler", "ttft", CFG_ENUM, "first_token", 0, 0, NULL, "",
 	 "first_token: the prefill emits the first token and TTFT ends there (vLLM); "
 	 "prefill_end: every token comes from a decode step and TTFT excludes the first one "
 	 "(the original study's metric)", NULL},
-	{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
+	 AT_ENUM(ttft_prefill_end, ttft_map)},
+	{{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
 	 "time-to-first-token target for SLO attainment and goodput", NULL},
-	{"slo", "tpot_ms", CFG_FLOAT, "100", 0, 1e9, NULL, "ms",
+	 AT(DOUBLE, ttft_ms)},
+	{{"slo", "tpot_ms", CFG_FLOAT, "100", 0, 1e9, NULL, "ms",
 	 "time-per-output-token target for SLO attainment and goodput", NULL},
+	 AT(DOUBLE, tpot_ms)},
 };
+#undef AT
+#undef AT_ENUM
 const size_t sim_cfg_keys_n = sizeof sim_cfg_keys / sizeof sim_cfg_keys[0];
+
+/* [output]: the sweep's -o overrides dir; the run samples /timeline every
+ * timeline_interval_ms. Its own table, after the models', traces' and
+ * network's in the schema (cfg_schema.c), so configs are written in the same
+ * section order as before. */
+#define AT(kind, member) CFG_AT(kind, sim_out_params_t, member)
+const cfg_tkey_t out_cfg_keys[] = {
+	{{"output", "dir", CFG_STR, "results", 0, 0, NULL, "",
+	 "results directory: HDF5 files under runs/ and the catalog.sqlite", NULL},
+	 AT(STR, dir)},
+	{{"output", "timeline_interval_ms", CFG_FLOAT, "100", 0.001, 3.6e6, NULL, "ms",
+	 "sampling interval of /timeline (queue length, batch, KV used, link use)", NULL},
+	 AT(DOUBLE, timeline_interval_ms)},
+	{{"output", "compression", CFG_INT, "4", 0, 9, NULL, "",
+	 "deflate level of the HDF5 tables (0 = chunked, uncompressed)", NULL},
+	 AT(U32, compression)},
+	{{"output", "chunk_rows", CFG_INT, "4096", 1, 1e7, NULL, "rows",
+	 "rows per HDF5 chunk", NULL},
+	 AT(U64, chunk_rows)},
+};
+#undef AT
+const size_t out_cfg_keys_n = sizeof out_cfg_keys / sizeof out_cfg_keys[0];

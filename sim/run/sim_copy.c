@@ -63,16 +63,29 @@ static const xfer_engine_t xfer_engines[] = {
 	{"ideal", 1.0, 0, 0, 0},
 };
 
-static int rule_code(const char *v)
-{
-	return !strcmp(v, "never") ? 1 : !strcmp(v, "always") ? 2 : 0;
-}
-
 static int lone_copy_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 
-int sim_net_init(sim_ctx_t *s, err_t *e)
+void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
+		     net_bg_mode_t *mode, double *param)
 {
-	const cfg_t *c = s->cfg;
+	*param = pparam;
+	if (pm == POL_XFER_IDLE_WINDOW) {
+		*mode = NET_BG_IDLE_WINDOW;
+		if (!(pparam > 0)) /* the one threshold key, [network] idle_threshold */
+			*param = np->idle_threshold;
+	} else if (pm == POL_XFER_RATE_CAP) {
+		*mode = NET_BG_RATE_CAP;
+	} else {
+		*mode = (net_bg_mode_t)np->bg_schedule;
+		*param = *mode == NET_BG_IDLE_WINDOW ? np->idle_threshold
+			 : *mode == NET_BG_RATE_CAP  ? np->bg_rate_share
+						     : 0;
+	}
+}
+
+int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
+{
+	const net_params_t *np = &p->net;
 	s->net = net_new(s->eng, e);
 	if (!s->net)
 		return e && e->code ? e->code : KS_ENOMEM;
@@ -85,14 +98,13 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 		.pcie_lat_ns = s->hw.pcie_lat_ns,
 		.nic_bw = s->hw.nic_bw,
 		.nic_lat_ns = s->hw.nic_lat_ns,
-		.fabric = strcmp(cfg_str(c, "network", "fabric"), "single") ? NET_FABRIC_LEAF_SPINE
-									       : NET_FABRIC_SINGLE,
-		.oversubscription = cfg_float(c, "network", "oversubscription"),
-		.gpus_per_leaf = (uint32_t)cfg_int(c, "network", "gpus_per_leaf"),
-		.switch_lat_ns = cfg_int(c, "network", "switch_latency_ns"),
+		.fabric = (net_fabric_t)np->fabric,
+		.oversubscription = np->oversubscription,
+		.gpus_per_leaf = np->gpus_per_leaf,
+		.switch_lat_ns = np->switch_lat_ns,
 	};
-	s->copy_overhead_ns = cfg_int(c, "network", "copy_overhead_ns");
-	const char *cal = cfg_str(c, "network", "calibration");
+	s->copy_overhead_ns = np->copy_overhead_ns;
+	const char *cal = np->calibration;
 	if (cal[0]) {
 		/* measured link figures (bandwidth of large copies, latency, and
 		 * per-block overhead) replace the datasheet ones */
@@ -115,9 +127,7 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	int rc = net_topo_build(s->net, &ts, &s->topo, e);
 	if (rc)
 		return rc;
-	int weighted = !strcmp(cfg_str(c, "network", "bg_share"), "weighted");
-	if ((rc = net_set_share(s->net, weighted ? NET_SHARE_WEIGHTED : NET_SHARE_STRICT,
-				cfg_float(c, "network", "bg_weight"), e)))
+	if ((rc = net_set_share(s->net, (net_share_t)np->bg_share, np->bg_weight, e)))
 		return rc;
 	/* background scheduling: the transfer policy when it is not immediate,
 	 * else the [network] default */
@@ -125,34 +135,22 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	double param = 0;
 	const struct pol_transfer_ops *xo = POL_SET_OPS(&s->pol, POL_TRANSFER, pol_transfer_ops);
 	xo->mode(s->pol.h[POL_TRANSFER].state, &pm, &param);
-	net_bg_mode_t mode = NET_BG_IMMEDIATE;
-	if (pm == POL_XFER_IDLE_WINDOW)
-		mode = NET_BG_IDLE_WINDOW;
-	else if (pm == POL_XFER_RATE_CAP)
-		mode = NET_BG_RATE_CAP;
-	else {
-		const char *bs = cfg_str(c, "network", "bg_schedule");
-		if (!strcmp(bs, "idle_window")) {
-			mode = NET_BG_IDLE_WINDOW;
-			param = cfg_float(c, "network", "idle_threshold");
-		} else if (!strcmp(bs, "rate_cap")) {
-			mode = NET_BG_RATE_CAP;
-			param = cfg_float(c, "network", "bg_rate_share");
-		}
-	}
+	net_bg_mode_t mode;
+	sim_bg_schedule(pm, param, np, &mode, &param);
 	if (mode != NET_BG_IMMEDIATE && (rc = net_set_bg_mode(s->net, mode, param, e)))
 		return rc;
 	net_set_record(s->net, 0);
-	if ((rc = net_set_quantum(s->net, cfg_int(c, "network", "solve_quantum_ns"), e)))
+	if ((rc = net_set_quantum(s->net, np->solve_quantum_ns, e)))
 		return rc;
-	s->block_granular = cfg_bool(c, "network", "block_granular");
-	s->fetch_rule = rule_code(cfg_str(c, "kvcache", "fetch"));
-	s->host_fetch_rule = rule_code(cfg_str(c, "kvcache", "host_fetch"));
-	s->copy_uncomputed = !strcmp(cfg_str(c, "kvcache", "copy_from"), "uncomputed");
-	s->contention_none = !strcmp(cfg_str(c, "network", "contention"), "none");
-	s->copy_mode = !strcmp(cfg_str(c, "network", "copy_charge"), "target_compute") ? COPY_JOB
-		       : s->contention_none ? COPY_TIMER : COPY_FLOWS;
-	const char *en = cfg_str(c, "kvcache", "transfer_engine");
+	s->block_granular = np->block_granular;
+	s->fetch_rule = (sim_fetch_t)p->fetch;
+	s->host_fetch_rule = (sim_fetch_t)p->host_fetch;
+	s->copy_uncomputed = p->copy_uncomputed;
+	s->contention_none = np->contention_none;
+	s->copy_mode = np->copy_charge_compute ? COPY_JOB
+		       : s->contention_none    ? COPY_TIMER
+					       : COPY_FLOWS;
+	const char *en = p->transfer_engine;
 	size_t ei = 0, ne = sizeof xfer_engines / sizeof xfer_engines[0];
 	while (ei < ne && strcmp(xfer_engines[ei].name, en))
 		ei++;
@@ -161,10 +159,10 @@ int sim_net_init(sim_ctx_t *s, err_t *e)
 	s->engine = xfer_engines[ei];
 	if ((rc = ev_engine_type_new(s->eng, lone_copy_done, s, &s->ev.lone_copy)))
 		return err_set(e, rc, "cannot register the copy timer");
-	s->copy_deferred = cfg_bool(c, "kvcache", "copy_deferred");
+	s->copy_deferred = p->copy_deferred;
 	/* host tier: per node, sized in blocks of the whole instance */
-	double host_gb = cfg_float(c, "kvcache", "host_kv_gb");
-	s->host_offload = cfg_bool(c, "kvcache", "host_offload") && host_gb > 0;
+	double host_gb = p->host_kv_gb;
+	s->host_offload = p->host_offload && host_gb > 0;
 	s->host = calloc(s->nodes, sizeof *s->host);
 	if (!s->host)
 		return KS_ENOMEM;
@@ -879,7 +877,8 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	uint32_t dnode = node_of(s, (int32_t)dst);
 	/* the host tier counts only where the node has one: with the defaults
 	 * (no peer pull, no host tier) an arrival costs nothing here */
-	int peers = s->fetch_rule != 1, host = s->host_fetch_rule != 1 && s->host[dnode];
+	int peers = s->fetch_rule != SIM_FETCH_NEVER,
+	    host = s->host_fetch_rule != SIM_FETCH_NEVER && s->host[dnode];
 	if ((!peers && !host) || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
 		return 0;
 	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
@@ -909,7 +908,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	if (!found)
 		return 0;
 	uint32_t k = best - ml, B = s->cl.p.block_tokens;
-	if ((from >= 0 ? s->fetch_rule : s->host_fetch_rule) == 0) {
+	if ((from >= 0 ? s->fetch_rule : s->host_fetch_rule) == SIM_FETCH_COST) {
 		int64_t fetch = sim_copy_estimate(s, from, dst, k, NET_FG);
 		int64_t recompute = mdl_prefill_time_ns(&s->comp, k * B, ml * B);
 		if (fetch >= recompute)

@@ -542,16 +542,14 @@ static void rss_limit_set(sim_ctx_t *s, double gb)
 }
 
 /* Splits VRAM into weights, reserve and KV pool; returns blocks per instance. */
-static int kv_pool_blocks(const cfg_t *cfg, const mdl_hw_t *hw, const mdl_llm_t *llm,
-			  uint32_t tp, uint32_t B, uint32_t *out, err_t *e)
+static int kv_pool_blocks(const cfg_t *cfg, const sim_params_t *sp, const mdl_hw_t *hw,
+			  const mdl_llm_t *llm, uint32_t tp, uint32_t B, uint32_t *out, err_t *e)
 {
-	int64_t fixed = cfg_int(cfg, "cluster", "kv_blocks");
-	if (fixed > 0) {
-		*out = (uint32_t)fixed;
+	if (sp->kv_blocks > 0) {
+		*out = sp->kv_blocks;
 		return 0;
 	}
-	uint64_t tokens =
-		mdl_kv_tokens_per_instance(hw, llm, tp, cfg_float(cfg, "cluster", "reserve_fraction"));
+	uint64_t tokens = mdl_kv_tokens_per_instance(hw, llm, tp, sp->reserve_fraction);
 	if (tokens / B == 0)
 		return cfg_err_keys(cfg, e,
 				    "cluster.tp,model.name,model.file,gpu.name,gpu.file,"
@@ -569,11 +567,12 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	int rc;
 	mdl_llm_t llm;
 	mdl_compute_params_t cp;
-	if ((rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
+	const sim_params_t *sp = &s->prm;
+	if ((rc = sim_params_fill(cfg, &s->prm, e)) || (rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
 		return rc;
-	s->tp = (uint32_t)cfg_int(cfg, "cluster", "tp");
-	s->gpus_per_node = (uint32_t)cfg_int(cfg, "cluster", "gpus_per_node");
-	s->nodes = (uint32_t)cfg_int(cfg, "cluster", "nodes");
+	s->tp = sp->tp;
+	s->gpus_per_node = sp->gpus_per_node;
+	s->nodes = sp->nodes;
 	/* Rules between keys name the one set last (cfg_err_keys), so the
 	 * message points at the line to change; mdl_compute_init checks the
 	 * same head rules, without the config's places. */
@@ -593,34 +592,31 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return rc;
 	cluster_params_t p = {0};
 	p.n_instances = s->nodes * (s->gpus_per_node / s->tp);
-	p.block_tokens = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
-	if ((rc = kv_pool_blocks(cfg, &s->hw, &llm, s->tp, p.block_tokens, &p.kv_blocks, e)))
+	p.block_tokens = sp->block_tokens;
+	if ((rc = kv_pool_blocks(cfg, sp, &s->hw, &llm, s->tp, p.block_tokens, &p.kv_blocks, e)))
 		return rc;
 	/* bytes of one block over the whole group (MLA latents sit on every GPU) */
 	p.block_bytes = mdl_kv_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
-	p.max_num_seqs = (uint32_t)cfg_int(cfg, "scheduler", "max_num_seqs");
-	p.max_batched_tokens = (uint32_t)cfg_int(cfg, "scheduler", "max_batched_tokens");
-	p.chunked_prefill = cfg_bool(cfg, "scheduler", "chunked_prefill");
-	p.sched_mode = strcmp(cfg_str(cfg, "scheduler", "mode"), "btb") ? SCHED_VLLM : SCHED_BTB;
-	p.resident_at_admission = !strcmp(cfg_str(cfg, "kvcache", "resident_at"), "admission");
-	p.ttft_prefill_end = !strcmp(cfg_str(cfg, "scheduler", "ttft"), "prefill_end");
+	p.max_num_seqs = sp->max_num_seqs;
+	p.max_batched_tokens = sp->max_batched_tokens;
+	p.chunked_prefill = sp->chunked_prefill;
+	p.sched_mode = sp->sched_mode;
+	p.resident_at_admission = sp->resident_at_admission;
+	p.ttft_prefill_end = sp->ttft_prefill_end;
 	/* the study reserves tokens, not blocks, against the same pool */
-	p.resv_tokens_cap = cfg_int(cfg, "cluster", "kv_blocks") > 0
-				    ? (uint64_t)p.kv_blocks * p.block_tokens
-				    : mdl_kv_tokens_per_instance(&s->hw, &llm, s->tp,
-								 cfg_float(cfg, "cluster", "reserve_fraction"));
-	p.busy_rule = strcmp(cfg_str(cfg, "kvcache", "busy_rule"), "recompute") ? BUSY_WAIT
-										 : BUSY_RECOMPUTE;
+	p.resv_tokens_cap = sp->kv_blocks > 0 ? (uint64_t)p.kv_blocks * p.block_tokens
+					      : mdl_kv_tokens_per_instance(&s->hw, &llm, s->tp,
+									   sp->reserve_fraction);
+	p.busy_rule = sp->busy_rule;
 	p.cost = mdl_sim_cost;
 	p.cost_ctx = &s->comp;
-	p.ttft_slo_ns = (int64_t)(cfg_float(cfg, "slo", "ttft_ms") * 1e6);
-	p.tpot_slo_ns = (int64_t)(cfg_float(cfg, "slo", "tpot_ms") * 1e6);
+	p.ttft_slo_ns = (int64_t)(sp->ttft_ms * 1e6);
+	p.tpot_slo_ns = (int64_t)(sp->tpot_ms * 1e6);
 	p.on_spec_hit = sim_on_spec_hit;
 	p.on_job_done = sim_on_job_done;
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
-	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
-	if ((rc = pol_set_open_cfg(reg, cfg, seed, &s->pol, e)))
+	if ((rc = pol_set_open_cfg(reg, cfg, sp->seed, &s->pol, e)))
 		return rc;
 	s->pol_open = 1;
 	if (!(s->eng = ev_engine_new(1024)))
@@ -638,7 +634,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		kv_store_set_policy(s->cl.inst[i].kv, prio, sim_on_evict, &s->hooks[i]);
 		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
 	}
-	if ((rc = sim_net_init(s, e)))
+	if ((rc = sim_net_init(s, sp, e)))
 		return rc;
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
@@ -664,7 +660,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	/* the predictor reads ahead only if a replication policy asks it */
 	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
 		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
-	s->sample_ns = (int64_t)(cfg_float(cfg, "output", "timeline_interval_ms") * 1e6);
+	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
 	sim_ev_types_t *t = &s->ev;
 	if (ev_engine_type_new(s->eng, on_arrival, s, &t->arrival) ||
 	    ev_engine_type_new(s->eng, on_peek, s, &t->peek) ||
@@ -673,8 +669,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	    ev_engine_type_new(s->eng, on_kick, s, &t->kick) ||
 	    ev_engine_type_new(s->eng, sim_copy_deferred_start, s, &t->defer))
 		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
-	s->max_pending = (uint32_t)cfg_int(cfg, "experiment", "max_pending");
-	rss_limit_set(s, cfg_float(cfg, "experiment", "max_rss_gb"));
+	s->max_pending = sp->max_pending;
+	rss_limit_set(s, sp->max_rss_gb);
 	ev_engine_set_check(s->eng, after_event, s);
 	return 0;
 }
@@ -717,7 +713,7 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	res->tl = s->tl;
 	res->n_tl = s->n_tl;
 	s->tl = NULL;
-	res->seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
+	res->seed = s->prm.seed;
 	snprintf(res->trace_path, sizeof res->trace_path, "%s", s->src->name ? s->src->name : "");
 	res->events = ev_engine_events(s->eng);
 	if (!(res->config_text = cfg_text(cfg)))
@@ -807,7 +803,7 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	if (!rc && s->sample_ns > 0 && ev_engine_at(s->eng, 0, s->ev.sample, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
 	if (!rc) {
-		double until_s = cfg_float(cfg, "experiment", "until_s");
+		double until_s = s->prm.until_s;
 		rc = ev_engine_run(s->eng, until_s > 0 ? (int64_t)(until_s * 1e9) : INT64_MAX);
 		if (rc && (!e || e->code != rc || !e->msg[0]))
 			err_set(e, rc, "simulation failed at t=%" PRId64 " ns", ev_engine_now(s->eng));

@@ -14,6 +14,7 @@
 #include "sim/net/net.h"
 #include "sim/net/net_topo.h"
 #include "sim/run/sim.h"
+#include "sim/run/sim_params.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
  * register them; the cluster and the network take theirs). */
@@ -91,7 +92,8 @@ typedef struct sim_ctx {
 	mdl_compute_t comp;
 	mdl_hw_t hw;
 	uint32_t tp, gpus_per_node, nodes;
-	const cfg_t *cfg;
+	sim_params_t prm;       /* the run's parameters (sim_params_fill) */
+	const cfg_t *cfg;       /* for cross-key error places and /config only */
 	err_t *err;
 	/* trace */
 	sim_source_t *src;
@@ -121,8 +123,8 @@ typedef struct sim_ctx {
 	net_topo_t *topo;
 	int block_granular;
 	int64_t copy_overhead_ns;
-	int fetch_rule;         /* peers: 0 cost, 1 never, 2 always */
-	int host_fetch_rule;    /* the node's host tier: the same codes */
+	sim_fetch_t fetch_rule;      /* peers */
+	sim_fetch_t host_fetch_rule; /* the node's host tier */
 	int copy_uncomputed;    /* kvcache.copy_from = uncomputed */
 	int copy_mode;          /* COPY_* for copies between instances */
 	int contention_none;    /* network.contention = none */
@@ -149,7 +151,15 @@ typedef struct sim_ctx {
 } sim_ctx_t;
 
 /* sim_copy.c */
-int sim_net_init(sim_ctx_t *s, err_t *e);
+/* How background flows are scheduled: the transfer policy's mode (pm,
+ * pparam from its mode hook) when it is not immediate, else [network]
+ * bg_schedule. An idle window without a threshold of its own (pparam 0, the
+ * built-in idle_window) takes [network] idle_threshold. */
+void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
+		     net_bg_mode_t *mode, double *param);
+/* Builds the network, the copy rules and host tiers from p ([network] and
+ * [kvcache]); the transfer policy is open (it may set the background mode). */
+int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
 void sim_net_free(sim_ctx_t *s);
 /* Starts a copy of blocks[0..n) (those missing at dst) from src (an
  * instance, or -1-node for the host tier) to instance dst. Returns

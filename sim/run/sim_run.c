@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "sim/run/sim.h"
+#include "sim/run/sim_params.h"
 #include "traces/tr.h"
 
 /* The built-in experiment `kvsim run` runs without a config: 4 nodes x 8
@@ -76,10 +77,11 @@ int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t
 int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
 		 sim_results_t *res, err_t *e)
 {
-	uint64_t seed = (uint64_t)cfg_int(cfg, "experiment", "seed");
-	uint32_t B = (uint32_t)cfg_int(cfg, "kvcache", "block_tokens");
+	sim_params_t sp;
 	trace_src_t t = {0};
-	int rc = tr_open_cfg(cfg, B, sim_seed_for(seed, SIM_STREAM_TRACE), &t.r, e);
+	int rc = sim_params_fill(cfg, &sp, e);
+	if (!rc)
+		rc = tr_open_cfg(cfg, sp.block_tokens, sim_seed_for(sp.seed, SIM_STREAM_TRACE), &t.r, e);
 	if (rc)
 		return rc;
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};

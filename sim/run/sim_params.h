@@ -1,0 +1,67 @@
+/* sim_params — the typed parameters of one run: every key of [experiment],
+ * [cluster], [kvcache], [scheduler], [slo], [output] and [network], filled
+ * from a finalized config by sim_params_fill (the key tables of sim_cfg.c and
+ * sim/net/net_cfg.c say where each value goes). The run reads
+ * these fields, never the config store; cluster_params_t and the network's
+ * settings are made from them. Units as each field says; strings are
+ * borrowed from the config (valid while it lives unchanged).
+ */
+#ifndef KVSIM_SIM_PARAMS_H
+#define KVSIM_SIM_PARAMS_H
+
+#include <stdint.h>
+
+#include "sim/base/cfg.h"
+#include "sim/net/net.h"
+
+/* [kvcache] fetch and host_fetch: when a missing block held elsewhere (a
+ * peer instance, the node's host tier) is fetched instead of recomputed. */
+typedef enum { SIM_FETCH_NEVER, SIM_FETCH_COST, SIM_FETCH_ALWAYS } sim_fetch_t;
+
+/* [output]: what the run and the writers read. */
+typedef struct sim_out_params {
+	const char *dir;
+	double timeline_interval_ms;
+	uint32_t compression; /* deflate level 0..9 */
+	uint64_t chunk_rows;
+} sim_out_params_t;
+
+typedef struct sim_params {
+	/* [experiment] */
+	const char *name;
+	uint64_t seed;
+	double until_s;       /* 0: until the trace drains */
+	uint32_t max_pending; /* per instance; 0: no cap */
+	double max_rss_gb;    /* 0: half of the memory this process may use */
+	/* [cluster] */
+	uint32_t nodes, gpus_per_node, tp;
+	double reserve_fraction;
+	uint32_t kv_blocks; /* per instance; 0: what HBM leaves */
+	/* [kvcache] */
+	uint32_t block_tokens;
+	int busy_rule;             /* BUSY_* (sim/cluster/cluster.h) */
+	int fetch, host_fetch;     /* sim_fetch_t */
+	int resident_at_admission; /* resident_at = admission */
+	int copy_uncomputed;       /* copy_from = uncomputed */
+	const char *transfer_engine;
+	int copy_deferred;
+	double host_kv_gb;
+	int host_offload;
+	/* [scheduler] */
+	uint32_t max_num_seqs, max_batched_tokens;
+	int chunked_prefill;
+	int sched_mode;       /* SCHED_* (sim/cluster/cluster.h) */
+	int ttft_prefill_end; /* ttft = prefill_end */
+	/* [slo] */
+	double ttft_ms, tpot_ms;
+	sim_out_params_t out;
+	net_params_t net;
+} sim_params_t;
+
+/* Fills *p from c (cfg_fill over the three tables). KS_EINPUT only for a
+ * table that does not match c's schema. */
+int sim_params_fill(const cfg_t *c, sim_params_t *p, err_t *e);
+/* [output] alone, for the writers and the sweep. */
+int sim_out_params_fill(const cfg_t *c, sim_out_params_t *o, err_t *e);
+
+#endif
