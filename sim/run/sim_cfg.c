@@ -1,7 +1,7 @@
 /* Config keys of the simulator core: [experiment], [cluster], [kvcache],
  * [scheduler], [slo] (see sim/base/cfg.h). Defaults follow vLLM's engine
- * arguments where one exists (max_num_seqs 256, chunked prefill on with an
- * 8192-token budget, as vLLM V1 does on data-centre GPUs). */
+ * arguments where one exists (batch limits resolved per GPU as vLLM V1 does,
+ * chunked prefill on). */
 #include "sim/base/cfg.h"
 
 const cfg_key_t sim_cfg_keys[] = {
@@ -65,16 +65,31 @@ const cfg_key_t sim_cfg_keys[] = {
 	 "host-memory KV tier per node (0 = none); fetched back over PCIe", NULL},
 	{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",
 	 "write blocks evicted from HBM to the node's host tier (background PCIe flows)", NULL},
-	{"scheduler", "max_num_seqs", CFG_INT, "256", 1, 65536, NULL, "",
-	 "most sequences in one iteration (vLLM max_num_seqs)", NULL},
-	{"scheduler", "max_batched_tokens", CFG_INT, "8192", 1, 1048576, NULL, "tokens",
-	 "most tokens in one iteration (vLLM max_num_batched_tokens)", NULL},
+	{"scheduler", "max_num_seqs", CFG_INT, "0", 0, 65536, NULL, "",
+	 "most sequences in one iteration (vLLM max_num_seqs, SGLang max_running_requests); "
+	 "0 = the engine's default on this GPU: vLLM 1024 on GPUs with >= 70 GiB other than "
+	 "A100 (H100, H200), else 256 (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, "
+	 "v0.11.0); SGLang 2048 (see sim/cluster/cluster.h)", NULL},
+	{"scheduler", "max_batched_tokens", CFG_INT, "0", 0, 1048576, NULL, "tokens",
+	 "most tokens in one iteration (vLLM max_num_batched_tokens, SGLang "
+	 "chunked_prefill_size); 0 = the engine's default on this GPU: vLLM 8192 on GPUs with "
+	 ">= 70 GiB other than A100, else 2048 (EngineArgs.get_batch_defaults); SGLang 8192 "
+	 "from 60 to 160 GB, 16384 above, 4096 / 2048 below (server_args.py "
+	 "_handle_gpu_memory_settings)", NULL},
 	{"scheduler", "chunked_prefill", CFG_BOOL, "true", 0, 0, NULL, "",
-	 "split long prefills over iterations; off: a prompt runs whole", NULL},
-	{"scheduler", "mode", CFG_ENUM, "vllm", 0, 0, "vllm,btb", "",
-	 "vllm: continuous batching as vLLM v1; btb: the original study's admission (FIFO with "
-	 "head-of-line blocking, input+output reserved up front without prefix dedup, a "
+	 "split long prefills over iterations; off: a prompt runs whole (vLLM v1 always "
+	 "chunks: off under mode = vllm is warned about)", NULL},
+	{"scheduler", "mode", CFG_ENUM, "vllm", 0, 0, "vllm,btb,sglang", "",
+	 "vllm: continuous batching as vLLM v1 (v0.11.0 scheduler); sglang: SGLang v0.4.9's "
+	 "scheduler (prefill batches before decode, never mixed; admission against a reserve "
+	 "for future output scaled by new_token_ratio; decode out of memory retracts the "
+	 "requests with the fewest output tokens); btb: the original study's admission (FIFO "
+	 "with head-of-line blocking, input+output reserved up front without prefix dedup, a "
 	 "separate prefix-cache budget, one whole prefill at a time before any decode)", NULL},
+	{"scheduler", "schedule_conservativeness", CFG_FLOAT, "1", 0, 100, NULL, "",
+	 "mode = sglang: SGLang's --schedule-conservativeness; new_token_ratio starts at "
+	 "min(0.7 x this, 1) and decays to 0.14 of that over 600 decode steps (default 1.0: "
+	 "server_args.py, global_config.py v0.4.9)", NULL},
 	{"scheduler", "ttft", CFG_ENUM, "first_token", 0, 0, "first_token,prefill_end", "",
 	 "first_token: the prefill emits the first token and TTFT ends there (vLLM); "
 	 "prefill_end: every token comes from a decode step and TTFT excludes the first one "

@@ -598,11 +598,28 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return rc;
 	/* bytes of one block over the whole group (MLA latents sit on every GPU) */
 	p.block_bytes = mdl_kv_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
-	p.max_num_seqs = (uint32_t)cfg_int(cfg, "scheduler", "max_num_seqs");
-	p.max_batched_tokens = (uint32_t)cfg_int(cfg, "scheduler", "max_batched_tokens");
+	const char *mode = cfg_str(cfg, "scheduler", "mode");
+	p.sched_mode = !strcmp(mode, "btb") ? SCHED_BTB : !strcmp(mode, "sglang") ? SCHED_SGLANG
+										   : SCHED_VLLM;
+	cluster_engine_defaults(p.sched_mode, s->hw.name, s->hw.hbm_bytes, &p.max_num_seqs,
+				&p.max_batched_tokens);
+	if (cfg_int(cfg, "scheduler", "max_num_seqs")) /* 0: the engine's default */
+		p.max_num_seqs = (uint32_t)cfg_int(cfg, "scheduler", "max_num_seqs");
+	if (cfg_int(cfg, "scheduler", "max_batched_tokens"))
+		p.max_batched_tokens = (uint32_t)cfg_int(cfg, "scheduler", "max_batched_tokens");
 	p.chunked_prefill = cfg_bool(cfg, "scheduler", "chunked_prefill");
-	p.sched_mode = strcmp(cfg_str(cfg, "scheduler", "mode"), "btb") ? SCHED_VLLM : SCHED_BTB;
+	p.conservativeness = cfg_float(cfg, "scheduler", "schedule_conservativeness");
+	if (p.sched_mode == SCHED_VLLM && !p.chunked_prefill)
+		cfg_warn_once(cfg, "scheduler", "chunked_prefill",
+			      "false under mode = vllm matches no real engine: vLLM v1 always chunks "
+			      "prefills (vllm/v1/core/sched/scheduler.py); here a prompt longer than "
+			      "max_batched_tokens waits for an iteration of its own");
 	p.resident_at_admission = !strcmp(cfg_str(cfg, "kvcache", "resident_at"), "admission");
+	if (p.resident_at_admission && p.sched_mode != SCHED_BTB)
+		cfg_warn_once(cfg, "kvcache", "resident_at",
+			      "admission under mode = %s matches no real engine: KV is matchable "
+			      "once computed (the original study's assumption, for mode = btb)",
+			      mode);
 	p.ttft_prefill_end = !strcmp(cfg_str(cfg, "scheduler", "ttft"), "prefill_end");
 	/* the study reserves tokens, not blocks, against the same pool */
 	p.resv_tokens_cap = cfg_int(cfg, "cluster", "kv_blocks") > 0
