@@ -1,8 +1,11 @@
-/* Trace blocks of another size than the simulator's (traces/tr_read.c
- * chain_blocks): a Mooncake trace hashes 512-token blocks; at 16-token
+/* Block ids at the simulated block size (traces/tr_read.c make_blocks,
+ * chain_blocks). A Mooncake trace hashes 512-token blocks; at 16-token
  * simulated blocks one shared 512-token block is 32 matching sub-blocks, its
  * partial tail hashes only the tokens it covers, and a shared prefix shorter
- * than 512 tokens, invisible at 512, hits at 16 in the simulator. */
+ * than 512 tokens, invisible at 512, hits at 16 in the simulator. The full
+ * blocks ending inside a request's output get ids too: a session's next
+ * turn repeats them as prompt ids; where the trace's own ids stop (Mooncake
+ * hash_ids name prompt blocks only) they belong to the request alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,16 +27,16 @@ static const char *ROWS =
     "3]}\n";
 
 typedef struct rows {
-	uint32_t n_blocks[8];
-	uint64_t blocks[8][128];
+	uint32_t n_blocks[8], n_out[8];
+	uint64_t blocks[8][128]; /* prompt ids, then output ids */
 	size_t n;
 } rows_t;
 
-static rows_t read_at(uint32_t S)
+static rows_t read_rows(const char *ext, const char *text, uint32_t S)
 {
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.path = tf_write("jsonl", ROWS);
+	o.path = tf_write(ext, text);
 	tr_reader_t *r;
 	err_t e = {0};
 	assert_int_equal(tr_open(&o, S, 1, &r, &e), 0);
@@ -41,14 +44,20 @@ static rows_t read_at(uint32_t S)
 	tr_request_t q;
 	int rc;
 	while ((rc = tr_next(r, &q, &e)) > 0) {
-		assert_true(v.n < 8 && q.n_blocks <= 128);
+		assert_true(v.n < 8 && q.n_blocks + q.n_out_blocks <= 128);
 		v.n_blocks[v.n] = q.n_blocks;
-		memcpy(v.blocks[v.n], q.blocks, q.n_blocks * sizeof *q.blocks);
+		v.n_out[v.n] = q.n_out_blocks;
+		memcpy(v.blocks[v.n], q.blocks, (q.n_blocks + q.n_out_blocks) * sizeof *q.blocks);
 		v.n++;
 	}
 	assert_int_equal(rc, 0);
 	tr_close(r);
 	return v;
+}
+
+static rows_t read_at(uint32_t S)
+{
+	return read_rows("jsonl", ROWS, S);
 }
 
 static uint32_t common(const rows_t *v, size_t a, size_t b)
@@ -98,11 +107,59 @@ static void test_prefix_shorter_than_a_block_hits_only_under_smaller_blocks(void
 	}
 }
 
+/* BurstGPT release 3: s1's turn 1 (100 in, 60 out) is the history of its
+ * turn 2 (200 in): at 16 tokens, turn 1 has 6 prompt blocks and 160 / 16 -
+ * 6 = 4 blocks ending in its output, and turn 2's blocks 6..9 are those. */
+static void test_next_turn_repeats_the_output_block_ids(void **st)
+{
+	(void)st;
+	rows_t v = read_rows("csv",
+			     "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+			     "Type,Session ID,Elapsed time\n"
+			     "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+			     "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
+			     "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n",
+			     16);
+	assert_int_equal(v.n, 3);
+	assert_int_equal(v.n_blocks[0], 6);
+	assert_int_equal(v.n_out[0], 4);
+	assert_int_equal(v.n_out[2], 210 / 16 - 200 / 16);
+	for (uint32_t j = 0; j < 10; j++)
+		assert_true(v.blocks[2][j] == v.blocks[0][j]);
+	assert_true(v.blocks[1][6] != v.blocks[0][6]);
+}
+
+/* Two Mooncake rows with the same hash ids: equal prompt blocks, but the
+ * output after them is unknown, so no output id is shared (nor equals a
+ * prompt id), and a partial last trace block does not reach past the
+ * prompt: 1100 tokens at 16 are 68 blocks, then 1150 / 16 - 68 = 3. */
+static void test_output_after_trace_ids_is_the_requests_own(void **st)
+{
+	(void)st;
+	const char *rows =
+	    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 50, \"hash_ids\": [1, 2, "
+	    "3]}\n"
+	    "{\"timestamp\": 1, \"input_length\": 1100, \"output_length\": 50, \"hash_ids\": [1, 2, "
+	    "3]}\n";
+	rows_t v = read_rows("jsonl", rows, 16);
+	assert_int_equal(v.n_blocks[0], 68);
+	assert_int_equal(v.n_out[0], 3);
+	for (uint32_t j = 0; j < 68; j++)
+		assert_true(v.blocks[0][j] == v.blocks[1][j]);
+	for (uint32_t j = 68; j < 71; j++) {
+		assert_true(v.blocks[0][j] != v.blocks[1][j]);
+		for (uint32_t k = 0; k < j; k++)
+			assert_true(v.blocks[0][j] != v.blocks[0][k]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_trace_block_splits_into_matching_sim_blocks),
 	    cmocka_unit_test(test_prefix_shorter_than_a_block_hits_only_under_smaller_blocks),
+	    cmocka_unit_test(test_next_turn_repeats_the_output_block_ids),
+	    cmocka_unit_test(test_output_after_trace_ids_is_the_requests_own),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -368,9 +368,11 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 	uint32_t avail_before = kv_free_or_evictable(in->kv);
 	uint32_t B = c->p.block_tokens;
 	uint32_t target = r->in_len + r->generated;
-	uint32_t m = kv_match(in->kv, r->blocks, r->n_blocks);
+	/* the prompt's blocks, and after a preemption the full output blocks */
+	uint32_t nb = r->n_ids < target / B ? r->n_ids : target / B;
+	uint32_t m = kv_match(in->kv, r->blocks, nb);
 	uint32_t s_end = m; /* blocks [m, s_end) become shared blocks we compute */
-	while (s_end < r->n_blocks) {
+	while (s_end < nb) {
 		int st = kv_lookup(in->kv, r->blocks[s_end]);
 		if (st == 0) {
 			s_end++;
@@ -853,6 +855,46 @@ static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
 	return 0;
 }
 
+/* r's private full blocks, in chain order after its shared ones, become
+ * cache blocks under their ids once their KV exists (the context of its
+ * last step; the token just emitted has none yet): a new block READY at
+ * once. One already cached here (r computed it privately beside another
+ * request) is shared instead under SCHED_SGLANG, whose radix cache frees the
+ * duplicate (RadixCache.cache_unfinished_req), and ends the conversion under
+ * SCHED_VLLM, which keeps a duplicate as a block of its own
+ * (BlockPool.cache_full_blocks). A block another request is still computing
+ * or copying here stays private, and so do the blocks after it. */
+static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_t now)
+{
+	uint32_t B = c->p.block_tokens;
+	uint64_t kv_tok = (uint64_t)r->in_len + r->generated - 1;
+	if (kv_tok < r->done_tok)
+		kv_tok = r->done_tok;
+	while (r->priv && r->shared_hold < r->n_ids && r->ready == r->shared_hold &&
+	       (uint64_t)(r->shared_hold + 1) * B <= kv_tok) {
+		uint64_t id = r->blocks[r->shared_hold];
+		int st = kv_lookup(in->kv, id), was_spec = 0;
+		if (st == KV_READY && c->p.sched_mode == SCHED_SGLANG) {
+			uint32_t tag = kv_info(in->kv, id)->tag;
+			kv_ref(in->kv, id, now, &was_spec);
+			if (was_spec && c->p.on_spec_hit)
+				c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
+			kv_free_private(in->kv, 1);
+		} else if (st == 0) {
+			kv_free_private(in->kv, 1);
+			kv_alloc(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now);
+			kv_ready(in->kv, id, now);
+		} else {
+			break;
+		}
+		r->priv--;
+		r->held = ++r->shared_hold;
+		r->ready++;
+		c->kv_block_frees++;
+		c->kv_block_allocs++;
+	}
+}
+
 static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	cluster_t *c = ctx;
@@ -897,6 +939,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				return rc;
 		}
 		in->decode_tokens -= share;
+		if (c->p.sched_mode != SCHED_BTB)
+			cache_full_blocks(c, in, r, now);
 		if (r->generated >= r->out_len) {
 			release_blocks(c, in, r);
 			if (c->p.sched_mode == SCHED_BTB)
@@ -978,6 +1022,7 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 	/* only full blocks of the prompt are shareable */
 	r->n_blocks = n_blocks < r->in_len / c->p.block_tokens ? n_blocks
 							       : r->in_len / c->p.block_tokens;
+	r->n_ids = r->n_blocks;
 	r->inst = (int32_t)inst;
 	r->t_admit = -1;
 	r->t_prefilled = -1;
@@ -986,6 +1031,18 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 	in->prefill_tokens_queued += r->in_len;
 	c->n_live++;
 	*out = r;
+	return 0;
+}
+
+int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n)
+{
+	(void)c;
+	uint64_t *b = realloc(r->blocks, ((size_t)r->n_blocks + n) * sizeof *b);
+	if (!b)
+		return KS_ENOMEM;
+	memcpy(b + r->n_blocks, ids, (size_t)n * sizeof *b);
+	r->blocks = b;
+	r->n_ids = r->n_blocks + n;
 	return 0;
 }
 

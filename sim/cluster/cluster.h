@@ -95,7 +95,9 @@ typedef struct sim_req {
 	uint64_t id;
 	int64_t arrival;
 	uint32_t in_len, out_len, n_blocks;
-	uint64_t *blocks;          /* chained prefix ids, owned */
+	uint64_t *blocks;          /* chained prefix ids, owned: n_blocks of the prompt, then
+				      n_ids - n_blocks of full blocks ending in the output */
+	uint32_t n_ids;
 	int32_t inst;
 	uint8_t phase;
 	uint8_t in_batch;
@@ -173,6 +175,14 @@ int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len,
  * caller can attach a fetch before cluster_kick. */
 int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
 		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out);
+/* Gives an enqueued request (not yet admitted) the ids of the n full
+ * blocks after its prompt's, those that end inside its output (chained on
+ * from its prompt's ids). Under SCHED_VLLM and SCHED_SGLANG every full block
+ * a request holds becomes a cache block under its id once its KV is
+ * computed (vLLM's KVCacheManager.cache_blocks, SGLang's
+ * cache_unfinished_req): a session's next turn, or the request itself after
+ * a preemption, matches it. 0 or KS_ENOMEM. */
+int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n);
 /* Starts an iteration on an idle instance (blocks landed, a request came). */
 int cluster_kick(cluster_t *c, uint32_t inst);
 /* Records a request that never reaches an instance (rejected, failed). */

@@ -209,16 +209,17 @@ static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
 	}
 	uint64_t q = s->pend_head_seq + s->pend_n;
 	pend_t *p = pend_at(s, q);
-	if (a->n_blocks > p->cap) {
-		uint64_t *b = realloc(p->blocks, a->n_blocks * sizeof *b);
+	uint32_t n_ids = a->n_blocks + a->n_out_blocks;
+	if (n_ids > p->cap) {
+		uint64_t *b = realloc(p->blocks, n_ids * sizeof *b);
 		if (!b)
 			return KS_ENOMEM;
 		p->blocks = b;
-		p->cap = a->n_blocks;
+		p->cap = n_ids;
 	}
 	p->a = *a;
-	if (a->n_blocks)
-		memcpy(p->blocks, a->blocks, a->n_blocks * sizeof *p->blocks);
+	if (n_ids)
+		memcpy(p->blocks, a->blocks, n_ids * sizeof *p->blocks);
 	p->a.blocks = p->blocks;
 	s->pend_n++;
 	*seq = q;
@@ -231,7 +232,7 @@ static int read_one(sim_ctx_t *s)
 {
 	if (s->src_done)
 		return 0;
-	sim_arrival_t a;
+	sim_arrival_t a = {0}; /* sources that know no output ids leave n_out_blocks 0 */
 	int rc = s->src->next(s->src->ctx, &a, s->err);
 	if (rc < 0)
 		return rc;
@@ -348,6 +349,9 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
+			if (!rc && nb == a->n_blocks && a->n_out_blocks)
+				rc = cluster_req_output_ids(&s->cl, r, p->blocks + nb,
+							    a->n_out_blocks);
 			if (!rc)
 				rc = sim_fetch_decide(s, r, inst);
 			const struct pol_replication_ops *ro =
