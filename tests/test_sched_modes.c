@@ -74,16 +74,25 @@ static void toy_free(toy_t *t)
 	ev_engine_free(t->eng);
 }
 
-/* Queues a request at t = 0 whose full prompt blocks have ids base+1, .... */
-static void enqueue(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base)
+/* Queues a request at t = 0 whose full prompt blocks have ids base+1, ...;
+ * with_out: the full blocks ending in its output too (cacheable). */
+static void enqueue_ids(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base,
+			int with_out)
 {
 	uint64_t ids[64];
-	uint32_t n = in / t->cl.p.block_tokens;
-	assert_true(n <= 64);
-	for (uint32_t i = 0; i < n; i++)
+	uint32_t B = t->cl.p.block_tokens, n = in / B, all = (in + out) / B;
+	assert_true(all <= 64);
+	for (uint32_t i = 0; i < all; i++)
 		ids[i] = base + i + 1;
 	sim_req_t *r;
 	assert_int_equal(cluster_enqueue(&t->cl, 0, id, in, out, ids, n, &r), 0);
+	if (with_out)
+		assert_int_equal(cluster_req_output_ids(&t->cl, r, ids + n, all - n), 0);
+}
+
+static void enqueue(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base)
+{
+	enqueue_ids(t, id, in, out, base, 0);
 }
 
 static int on_arrive(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
@@ -248,6 +257,23 @@ static void test_sglang_retracts_fewest_outputs_and_resets_ratio(void **st)
 	toy_free(&t);
 }
 
+/* The same retraction with A's output blocks cacheable: when A is
+ * retracted, the KV of its 8 context tokens (4 prompt, 4 output) is cached,
+ * so its recompute finds all 8 and computes 1 token, not 5.             P1@8 */
+static void test_retracted_request_rematches_its_cached_output(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t, SCHED_SGLANG, 1, 16, 16, 0);
+	enqueue_ids(&t, 1, 4, 8, 100, 1);
+	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
+	run_all(&t);
+	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
+				       " P1@8 | D10 | D11");
+	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 1);
+	toy_free(&t);
+}
+
 /* The batch limits a key left at 0 takes, per engine and GPU. */
 static void test_engine_defaults_follow_gpu_memory_and_name(void **st)
 {
@@ -274,6 +300,7 @@ int main(void)
 	    cmocka_unit_test(test_vllm_admits_nobody_in_a_step_that_preempted),
 	    cmocka_unit_test(test_sglang_batches_prefill_first_with_output_reserve),
 	    cmocka_unit_test(test_sglang_retracts_fewest_outputs_and_resets_ratio),
+	    cmocka_unit_test(test_retracted_request_rematches_its_cached_output),
 	    cmocka_unit_test(test_engine_defaults_follow_gpu_memory_and_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
