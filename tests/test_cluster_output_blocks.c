@@ -80,12 +80,12 @@ static void test_session_turn_reuses_the_answer_through_the_simulator(void **st)
 	(void)st;
 	char path_set[160];
 	snprintf(path_set, sizeof path_set, "trace.path=%s",
-		 tf_write("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
-				 "Type,Session ID,Elapsed time\n"
-				 "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
-				 "30,ChatGPT,200,10,210,Conversation log,s1,3.0\n"));
+	         tf_write("csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+	                         "Type,Session ID,Elapsed time\n"
+	                         "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+	                         "30,ChatGPT,200,10,210,Conversation log,s1,3.0\n"));
 	const char *sets[] = {"cluster.nodes=1", "cluster.gpus_per_node=4", "trace.kind=burstgpt",
-			      path_set, "kvcache.block_tokens=16"};
+	                      path_set, "kvcache.block_tokens=16"};
 	sim_results_t r = sf_run(NULL, sets, 5);
 	assert_int_equal(r.n_req, 2);
 	assert_int_equal(sf_request(r.req, r.n_req, 1)->tok_local, 9 * 16);

@@ -24,7 +24,7 @@ static void test_every_preset_names_its_engine_rules(void **st)
 	for (size_t i = 0; i < pol_presets_n; i++)
 		if (!strstr(pol_presets[i].doc, "Engine rules: "))
 			fail_msg("preset %s does not say which engine rules it follows",
-				 pol_presets[i].name);
+			         pol_presets[i].name);
 }
 
 static void test_engine_presets_select_their_scheduler_and_block_size(void **st)
@@ -32,8 +32,11 @@ static void test_engine_presets_select_their_scheduler_and_block_size(void **st)
 	(void)st;
 	static const struct {
 		const char *preset, *mode, *block;
-	} want[] = {{"vllm", "vllm", "16"},   {"dynamo", "vllm", "16"}, {"llm-d", "vllm", "16"},
-		    {"sglang", "sglang", "1"}, {"btb", "btb", "256"}};
+	} want[] = {{"vllm", "vllm", "16"},
+	            {"dynamo", "vllm", "16"},
+	            {"llm-d", "vllm", "16"},
+	            {"sglang", "sglang", "1"},
+	            {"btb", "btb", "256"}};
 	for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
 		const pol_preset_t *p = NULL;
 		for (size_t i = 0; i < pol_presets_n; i++)

@@ -28,9 +28,10 @@ static int64_t rec_cost(void *ctx, const sim_batch_t *b)
 		r->n += (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " |");
 	for (uint32_t i = 0; i < b->n_pre; i++)
 		r->n += (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " P%u@%u",
-					 b->pre_new[i], b->pre_ctx[i]);
+		                         b->pre_new[i], b->pre_ctx[i]);
 	for (uint32_t i = 0; i < b->n_dec; i++)
-		r->n += (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " D%u", b->dec_ctx[i]);
+		r->n +=
+		    (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " D%u", b->dec_ctx[i]);
 	assert_true(r->n < sizeof r->log);
 	return STEP_NS;
 }
@@ -46,8 +47,8 @@ typedef struct toy {
 	uint64_t late_blocks[64];
 } toy_t;
 
-static void toy_init(toy_t *t, int mode, uint32_t block_tokens, uint32_t kv_blocks,
-		     uint32_t budget, double conservativeness)
+static void toy_init(toy_t *t, int mode, uint32_t block_tokens, uint32_t kv_blocks, uint32_t budget,
+                     double conservativeness)
 {
 	memset(t, 0, sizeof *t);
 	cluster_params_t p = {0};
@@ -77,7 +78,7 @@ static void toy_free(toy_t *t)
 /* Queues a request at t = 0 whose full prompt blocks have ids base+1, ...;
  * with_out: the full blocks ending in its output too (cacheable). */
 static void enqueue_ids(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base,
-			int with_out)
+                        int with_out)
 {
 	uint64_t ids[64];
 	uint32_t B = t->cl.p.block_tokens, n = in / B, all = (in + out) / B;
@@ -101,7 +102,7 @@ static int on_arrive(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	(void)ev;
 	toy_t *t = ctx;
 	return cluster_submit(&t->cl, 0, t->late_id, t->late_in, t->late_out, t->late_blocks,
-			      t->late_in / t->cl.p.block_tokens);
+	                      t->late_in / t->cl.p.block_tokens);
 }
 
 static void arrive_at(toy_t *t, int64_t at, uint64_t id, uint32_t in, uint32_t out, uint64_t base)
@@ -159,7 +160,7 @@ static void test_vllm_batches_follow_v1_rules_to_the_token(void **st)
 	enqueue(&t, 3, 4, 3, 300);
 	run_all(&t);
 	assert_string_equal(t.rec.log, " P10@0 | P2@10 P8@0 | P4@0 D13 D9 | D14 D10 | D15 D11 |"
-				       " D16 D12 | D17 | P5@8 P5@0 | D6");
+	                               " D16 D12 | D17 | P5@8 P5@0 | D6");
 	assert_int_equal(result(&t, 1)->e2e_ns, 7 * STEP_NS);
 	assert_int_equal(result(&t, 2)->e2e_ns, 8 * STEP_NS);
 	assert_int_equal(result(&t, 3)->e2e_ns, 9 * STEP_NS);
@@ -192,7 +193,7 @@ static void test_vllm_admits_nobody_in_a_step_that_preempted(void **st)
 	enqueue(&t, 2, 8, 8, 100);
 	run_all(&t);
 	assert_string_equal(t.rec.log, " P8@0 P8@0 | D9 | P1@8 D10 | D11 D10 | D12 D11 | D13 D12 |"
-				       " D14 | D15 | P5@8 | D14 | D15");
+	                               " D14 | D15 | P5@8 | D14 | D15");
 	assert_int_equal(result(&t, 2)->e2e_ns, 11 * STEP_NS);
 	toy_free(&t);
 }
@@ -221,7 +222,7 @@ static void test_sglang_batches_prefill_first_with_output_reserve(void **st)
 	enqueue(&t, 3, 3, 3, 300);
 	run_all(&t);
 	assert_string_equal(t.rec.log, " P8@0 | P2@8 P5@0 | D11 D6 | D12 D7 | D13 D8 | P3@0 |"
-				       " D9 D4 | D10 D5");
+	                               " D9 D4 | D10 D5");
 	/* five decode steps, none out of memory: five decays */
 	assert_float_equal(t.cl.inst[0].new_token_ratio, 0.7 - 5 * (0.7 - 0.7 * 0.14) / 600, 1e-12);
 	assert_int_equal(result(&t, 3)->queue_ns, 5 * STEP_NS);
@@ -249,7 +250,7 @@ static void test_sglang_retracts_fewest_outputs_and_resets_ratio(void **st)
 	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
 	run_all(&t);
 	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
-				       " P5@4 | D10 | D11");
+	                               " P5@4 | D10 | D11");
 	assert_int_equal(result(&t, 1)->e2e_ns, 10 * STEP_NS);
 	assert_int_equal(result(&t, 2)->e2e_ns, 7 * STEP_NS - STEP_NS / 2);
 	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 5);
@@ -269,7 +270,7 @@ static void test_retracted_request_rematches_its_cached_output(void **st)
 	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
 	run_all(&t);
 	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
-				       " P1@8 | D10 | D11");
+	                               " P1@8 | D10 | D11");
 	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 1);
 	toy_free(&t);
 }

@@ -73,8 +73,8 @@ static void test_unchunked_vllm_is_warned_once_per_schema(void **st)
 	const char *sets[] = {"scheduler.chunked_prefill=false"};
 	char *w = warnings_of(sets, 1);
 	assert_int_equal(count(w, "kvsim: warning: --set: [scheduler] chunked_prefill: false under "
-				  "mode = vllm matches no real engine"),
-			 1);
+	                          "mode = vllm matches no real engine"),
+	                 1);
 	free(w);
 }
 

@@ -74,7 +74,7 @@ static void test_trace_block_splits_into_matching_sim_blocks(void **st)
 	rows_t v = read_at(16);
 	assert_int_equal(v.n, 5);
 	assert_int_equal(v.n_blocks[0], 1100 / 16);
-	assert_int_equal(common(&v, 0, 1), 512 / 16); /* block 1: 32 sub-blocks */
+	assert_int_equal(common(&v, 0, 1), 512 / 16);  /* block 1: 32 sub-blocks */
 	assert_int_equal(common(&v, 0, 4), 1100 / 16); /* the partial tail (76 tokens) too */
 	assert_int_equal(common(&v, 2, 3), 300 / 16);  /* 300 shared tokens: 18 full blocks */
 	/* the 32 sub-blocks of one trace block are distinct prefixes */
@@ -95,9 +95,9 @@ static void test_prefix_shorter_than_a_block_hits_only_under_smaller_blocks(void
 	char path_set[160];
 	snprintf(path_set, sizeof path_set, "trace.path=%s", tf_write("jsonl", ROWS));
 	for (int small = 0; small < 2; small++) {
-		const char *sets[] = {"cluster.nodes=1",	  "cluster.gpus_per_node=4",
-				      "trace.kind=mooncake", path_set,
-				      small ? "kvcache.block_tokens=16" : "kvcache.block_tokens=512"};
+		const char *sets[] = {
+		    "cluster.nodes=1", "cluster.gpus_per_node=4", "trace.kind=mooncake", path_set,
+		    small ? "kvcache.block_tokens=16" : "kvcache.block_tokens=512"};
 		sim_results_t r = sf_run(NULL, sets, 5);
 		assert_int_equal(r.n_req, 5);
 		assert_int_equal(sf_request(r.req, r.n_req, 1)->tok_local, 512);
@@ -114,12 +114,12 @@ static void test_next_turn_repeats_the_output_block_ids(void **st)
 {
 	(void)st;
 	rows_t v = read_rows("csv",
-			     "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
-			     "Type,Session ID,Elapsed time\n"
-			     "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
-			     "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
-			     "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n",
-			     16);
+	                     "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log "
+	                     "Type,Session ID,Elapsed time\n"
+	                     "1,ChatGPT,100,60,160,Conversation log,s1,2.5\n"
+	                     "2,ChatGPT,90,10,100,Conversation log,s2,1.0\n"
+	                     "3,ChatGPT,200,10,210,Conversation log,s1,3.0\n",
+	                     16);
 	assert_int_equal(v.n, 3);
 	assert_int_equal(v.n_blocks[0], 6);
 	assert_int_equal(v.n_out[0], 4);
@@ -136,11 +136,12 @@ static void test_next_turn_repeats_the_output_block_ids(void **st)
 static void test_output_after_trace_ids_is_the_requests_own(void **st)
 {
 	(void)st;
-	const char *rows =
-	    "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 50, \"hash_ids\": [1, 2, "
-	    "3]}\n"
-	    "{\"timestamp\": 1, \"input_length\": 1100, \"output_length\": 50, \"hash_ids\": [1, 2, "
-	    "3]}\n";
+	const char *rows = "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 50, "
+	                   "\"hash_ids\": [1, 2, "
+			   "3]}\n"
+			   "{\"timestamp\": 1, \"input_length\": 1100, \"output_length\": 50, "
+	                   "\"hash_ids\": [1, 2, "
+			   "3]}\n";
 	rows_t v = read_rows("jsonl", rows, 16);
 	assert_int_equal(v.n_blocks[0], 68);
 	assert_int_equal(v.n_out[0], 3);
