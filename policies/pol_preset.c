@@ -21,13 +21,16 @@
 	{"policy.eviction.name", "lru", \
 	 "vLLM v1 KV cache manager: the free block queue hands out the least recently " \
 	 "used unreferenced cached block first (design doc: automatic prefix caching)"}, \
-	{"scheduler.max_num_seqs", "1024", \
-	 "vLLM EngineArgs.get_batch_defaults: max_num_seqs 1024 for the OpenAI server " \
-	 "on GPUs with >= 70 GiB other than A100 (H100, H200); 256 on smaller ones"}, \
-	{"scheduler.max_batched_tokens", "8192", \
-	 "vLLM EngineArgs.get_batch_defaults: max_num_batched_tokens 8192 for the " \
-	 "OpenAI server on GPUs with >= 70 GiB other than A100 (H100, H200); 2048 on " \
-	 "smaller ones"}, \
+	{"scheduler.mode", "vllm", \
+	 "vLLM v1's scheduler (vllm/v1/core/sched/scheduler.py, v0.11.0)"}, \
+	{"scheduler.max_num_seqs", "0", \
+	 "vLLM EngineArgs.get_batch_defaults (v0.11.0): max_num_seqs 1024 for the OpenAI " \
+	 "server on GPUs with >= 70 GiB other than A100 (H100, H200), 256 on others; 0 " \
+	 "resolves it from the GPU"}, \
+	{"scheduler.max_batched_tokens", "0", \
+	 "vLLM EngineArgs.get_batch_defaults (v0.11.0): max_num_batched_tokens 8192 for " \
+	 "the OpenAI server on GPUs with >= 70 GiB other than A100, 2048 on others; 0 " \
+	 "resolves it from the GPU"}, \
 	{"scheduler.chunked_prefill", "true", "vLLM v1 always schedules with chunked prefill"}
 /* clang-format on */
 
@@ -67,9 +70,18 @@ static const pol_preset_kv_t sglang_kv[] = {
     {"policy.eviction.name", "lru",
      "SGLang's radix cache evicts unreferenced leaves least recently used first "
      "(--radix-eviction-policy lru; as recalled, not verified)"},
-    {"scheduler.max_batched_tokens", "8192",
-     "SGLang chunked_prefill_size 8192 on H100/H200-class GPUs (server_args.py); a prefill "
-     "batch is also capped by max_prefill_tokens 16384, not modelled"},
+    {"scheduler.mode", "sglang",
+     "SGLang's scheduler: prefill first, never mixed with decodes, admission against a "
+     "new_token_ratio output reserve, retraction of the fewest-output requests (v0.4.9 "
+     "scheduler.py, schedule_policy.py, schedule_batch.py)"},
+    {"scheduler.max_batched_tokens", "0",
+     "SGLang chunked_prefill_size by GPU memory: 8192 on H100/H200-class GPUs, 16384 on "
+     "B200 (server_args.py _handle_gpu_memory_settings); 0 resolves it from the GPU. A "
+     "prefill batch is also capped by max_prefill_tokens 16384, never the binding limit "
+     "under an 8192-token chunk"},
+    {"scheduler.max_num_seqs", "0",
+     "SGLang max_running_requests follows from its request pool (2048 here, see "
+     "sim/cluster/cluster.h; as recalled, not verified)"},
     {"scheduler.chunked_prefill", "true", "SGLang chunks prefills by default (server_args.py)"},
 };
 
@@ -229,14 +241,16 @@ static const pol_preset_kv_t btb_kv[] = {
 const pol_preset_t pol_presets[] = {
     {"vllm",
      "vLLM v1 replicas behind a plain load balancer: 16-token blocks, automatic prefix "
-     "caching per instance, LRU, a miss is recomputed, H100 batch defaults",
+     "caching per instance, LRU, a miss is recomputed, the GPU's batch defaults. Engine "
+     "rules: vLLM v0.11.0 (v1 scheduler)",
      vllm_kv, N(vllm_kv)},
     {"sglang",
      "SGLang workers behind sgl-router's cache_aware policy: radix cache at page size 1, "
      "LRU, a miss is recomputed. Page size 1 is faithful but slow here, as every block "
      "is a KV-store lookup when routing and admitting: the default experiment took "
      "3.5 s against 0.1 s with 16-token blocks, fanout_65k 31 s against 0.7 s "
-     "(measured); add --set kvcache.block_tokens=16 for quick sweeps",
+     "(measured); add --set kvcache.block_tokens=16 for quick sweeps. Engine rules: SGLang "
+     "v0.4.9 scheduler (mode sglang)",
      sglang_kv, N(sglang_kv)},
     {"trtllm",
      "TensorRT-LLM (trtllm-serve) replicas behind a plain load balancer: 32-token blocks "
@@ -244,24 +258,30 @@ const pol_preset_t pol_presets[] = {
      "prefill. Without chunking, a prompt longer than max_batched_tokens waits here for an "
      "iteration with nothing else in it (the default experiment's 16K-token prompts: 13 s "
      "mean TTFT); TensorRT-LLM itself refuses such prompts unless max_num_tokens is raised "
-     "or chunked prefill is on",
+     "or chunked prefill is on. Engine rules: TensorRT-LLM 0.x llm_args defaults; its "
+     "batching approximated by vLLM v1's scheduler (its capacity scheduler is not "
+     "modelled)",
      trtllm_kv, N(trtllm_kv)},
     {"tgi",
      "Text Generation Inference v3 replicas behind a plain load balancer: radix prefix "
      "cache at block size 1 (flashinfer), LRU, a miss is recomputed. Block size 1 is slow "
-     "here, as for sglang",
+     "here, as for sglang. Engine rules: TGI v3 defaults; its batching approximated by "
+     "vLLM v1's scheduler",
      tgi_kv, N(tgi_kv)},
     {"dynamo",
      "NVIDIA Dynamo, aggregated, KV router over vLLM workers: KV-cost routing, 16-token "
-     "blocks, no KV movement between workers yet",
+     "blocks, no KV movement between workers yet. Engine rules: vLLM v0.11.0 workers",
      dynamo_kv, N(dynamo_kv)},
     {"llm-d",
      "llm-d inference scheduling over vLLM: weighted queue, KV-utilization and prefix "
-     "scorers, 16-token blocks, no KV movement between instances",
+     "scorers, 16-token blocks, no KV movement between instances. Engine rules: vLLM "
+     "v0.11.0 workers",
      llmd_kv, N(llmd_kv)},
     {"mooncake",
      "Mooncake (Kimi): Conductor routes to the lowest estimated TTFT with early "
-     "rejection, 512-token blocks, misses fetched from the cluster's KV pool",
+     "rejection, 512-token blocks, misses fetched from the cluster's KV pool. Engine rules: "
+     "FAST'25 paper; batching by vLLM v1's scheduler (Mooncake's serving engine is "
+     "vLLM-based)",
      mooncake_kv, N(mooncake_kv)},
     {"btb",
      "The original early-replication study's simulator (Infer-Sim + bite-the-bullet, "
@@ -269,7 +289,7 @@ const pol_preset_t pol_presets[] = {
      "scheduler, KV resident at admission, copies from uncomputed KV charged to the "
      "target's compute, no contention, TTFT to the end of the prefill, its cache_aware "
      "and early_rdma rules. Pick the policy with policy.routing.name or "
-     "policy.replication.name=early_rdma",
+     "policy.replication.name=early_rdma. Engine rules: Infer-Sim 547d2d5 (mode btb)",
      btb_kv, N(btb_kv)},
 };
 const size_t pol_presets_n = N(pol_presets);

@@ -74,9 +74,12 @@ __attribute__((unused)) static int sf_prefix_next(void *ctx, sim_arrival_t *a, e
 	for (uint32_t i = 0; i <= p->shared; i++)
 		p->ids[i] = i < p->shared ? p->base + i : p->own + (uint64_t)p->n;
 	int64_t at = p->t ? p->t[p->n] : (int64_t)p->n * p->gap_ns;
-	*a = (sim_arrival_t){
-	    (uint64_t)p->n, at, (p->shared + 1) * p->block_tokens, p->out_len, p->shared + 1,
-	    p->ids,         0};
+	*a = (sim_arrival_t){.id = (uint64_t)p->n,
+			     .arrival_ns = at,
+			     .in_len = (p->shared + 1) * p->block_tokens,
+			     .out_len = p->out_len,
+			     .n_blocks = p->shared + 1,
+			     .blocks = p->ids};
 	p->n++;
 	return 1;
 }

@@ -85,6 +85,39 @@ static void test_reused_request_starts_clean(void **st)
 	toy_free(&b);
 }
 
+/* A reused request's block buffer keeps its capacity right when output ids
+ * are appended (cluster_req_output_ids): a short request with output ids
+ * after a long one, then a long one again, writes within the buffer
+ * (checked byte by byte under the sanitizer build). */
+static void test_output_ids_keep_the_reused_buffer_in_bounds(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t);
+	uint64_t big[20], out[1] = {999};
+	for (int k = 0; k < 20; k++)
+		big[k] = 500 + (uint64_t)k;
+	sim_req_t *r;
+	assert_int_equal(cluster_submit(&t.cl, 0, 1, 80, 1, big, 20), 0);
+	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
+	uint64_t small[2] = {7, 8};
+	assert_int_equal(cluster_enqueue(&t.cl, 0, 2, 8, 5, small, 2, &r), 0);
+	assert_int_equal(cluster_req_output_ids(&t.cl, r, out, 1), 0);
+	assert_true(r->cap_blocks >= r->n_ids);
+	assert_int_equal(cluster_kick(&t.cl, 0), 0);
+	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
+	for (int k = 0; k < 20; k++)
+		big[k] += 1000;
+	assert_int_equal(cluster_enqueue(&t.cl, 0, 3, 80, 1, big, 20, &r), 0);
+	assert_true(r->cap_blocks >= 20);
+	assert_true(r->blocks[19] == big[19]);
+	assert_int_equal(cluster_kick(&t.cl, 0), 0);
+	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
+	assert_int_equal(t.cl.n_req_alloc, 1);
+	toy_free(&t);
+}
+
 TEST_MAIN(cmocka_unit_test(test_sequential_requests_reuse_one_allocation),
           cmocka_unit_test(test_concurrent_requests_allocate_their_peak),
-          cmocka_unit_test(test_reused_request_starts_clean))
+          cmocka_unit_test(test_reused_request_starts_clean),
+          cmocka_unit_test(test_output_ids_keep_the_reused_buffer_in_bounds))

@@ -61,10 +61,10 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "727e4a1349b91adc16cd4cb23a895e674b04f86a673c941d09e3953eff7ff05a"},
+     "c3c313c2858afb40bdffefdff3d9a8f75435c34e7f5b31d13a0cf4403d48130d"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "fc94aee73de9fbe688822b688b0a670f893327035e458462a51ea823bf548877"},
+     "a99aaffab71fbb30cf16811dfbc4c57b095f73edfb6357f6208c00ae4367e592"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",

@@ -282,7 +282,7 @@ static void test_explicit_keys_override_a_preset_in_any_order(void **st)
 		assert_string_equal(cfg_str(c[i], "kvcache", "fetch"), "never");
 		assert_string_equal(cfg_origin(c[i], "kvcache", "fetch"), "preset vllm");
 		assert_string_equal(cfg_str(c[i], "policy.routing", "name"), "round_robin");
-		assert_int_equal(cfg_int(c[i], "scheduler", "max_num_seqs"), 1024);
+		assert_int_equal(cfg_int(c[i], "scheduler", "max_num_seqs"), 0); /* the GPU's default */
 		cli_config_free(c[i]);
 	}
 }
@@ -296,7 +296,7 @@ static void test_preset_reaches_the_run(void **st)
 	assert_non_null(strstr(a.config_text, "\npreset = vllm\n"));
 	assert_non_null(strstr(a.config_text, "\nblock_tokens = 16\n"));
 	assert_non_null(strstr(a.config_text, "\nfetch = never\n"));
-	assert_non_null(strstr(a.config_text, "\nmax_num_seqs = 1024\n"));
+	assert_non_null(strstr(a.config_text, "\nmax_num_seqs = 0\n"));
 	/* the same run as every preset key given by hand */
 	const pol_preset_t *p = cfg_preset(c);
 	assert_non_null(p);

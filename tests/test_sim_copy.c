@@ -120,7 +120,12 @@ static int tr_next(void *ctx, sim_arrival_t *a, err_t *e)
 	uint32_t nb = q->in_len / 16;
 	for (uint32_t j = 0; j < nb; j++)
 		t->ids[j] = j < q->n_prefix ? q->base + j : 1000000u * (uint64_t)(t->at + 1) + j;
-	*a = (sim_arrival_t){(uint64_t)t->at, q->t_ns, q->in_len, q->out_len, nb, t->ids, 0};
+	*a = (sim_arrival_t){.id = (uint64_t)t->at,
+			     .arrival_ns = q->t_ns,
+			     .in_len = q->in_len,
+			     .out_len = q->out_len,
+			     .n_blocks = nb,
+			     .blocks = t->ids};
 	t->at++;
 	return 1;
 }

@@ -42,8 +42,12 @@ typedef struct tr_request {
 	int64_t arrival_ns; /* relative to the trace start, after window and rate scaling */
 	uint32_t input_len, output_len; /* tokens */
 	uint32_t n_blocks; /* = input_len / block_tokens full blocks (partial tail not hashed) */
-	const uint64_t *blocks; /* chained prefix ids at the SIMULATED block size; valid until the
-	                           next tr_next */
+	/* full blocks ending inside the output: their ids follow the prompt's in
+	 * blocks, the chain continued over what the request's content is there
+	 * (a session's next turn repeats it; else tokens of this request alone) */
+	uint32_t n_out_blocks;
+	const uint64_t *blocks; /* chained prefix ids at the SIMULATED block size (n_blocks +
+	                           n_out_blocks); valid until the next tr_next */
 	uint32_t block_tokens;
 	int32_t
 	    status; /* 0 ok, 1 failed in the source trace (e.g. BurstGPT zero response tokens) */

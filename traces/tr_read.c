@@ -276,29 +276,48 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 	}
 }
 
-static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t *n_out, err_t *e)
+/* Ids of the n full prompt blocks, then of the n_gen full blocks that end
+ * inside the output (the chain continued over the request's content past
+ * its prompt: session history for the prefix model, tokens of this request
+ * alone where the trace's own ids stop). */
+static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t *n_out,
+                       uint32_t *n_gen, err_t *e)
 {
 	uint32_t n = raw->input_len / r->S;
+	uint64_t all = ((uint64_t)raw->input_len + raw->output_len) / r->S;
+	uint32_t na = all > UINT32_MAX ? UINT32_MAX : (uint32_t)all;
 	*n_out = n;
-	if (tr_grow((void **)&r->blocks, &r->blk_cap, n ? n : 1, sizeof *r->blocks))
+	*n_gen = na - n;
+	if (tr_grow((void **)&r->blocks, &r->blk_cap, na ? na : 1, sizeof *r->blocks))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	uint64_t serial = r->rows_src;
 	if (raw->ids) {
 		if (raw->ids_prefix && r->T == r->S && raw->n_ids >= n) {
-			/* Native ids are already chained prefix ids at this size. */
+			/* Native ids are already chained prefix ids at this size;
+			 * what follows the prompt is this request's own. */
 			memcpy(r->blocks, raw->ids, n * sizeof *r->blocks);
+			uint64_t h = n ? r->blocks[n - 1] : TR_ROOT_ID;
+			for (uint32_t j = n; j < na; j++)
+				r->blocks[j] = h = tr_mix(tr_mix(h, r->salt), serial);
 			return 0;
 		}
 		if (tr_grow((void **)&r->segs, &r->seg_cap, raw->n_ids ? raw->n_ids : 1,
 		            sizeof *r->segs))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		for (uint32_t i = 0; i < raw->n_ids; i++)
-			r->segs[i] = (tr_seg_t){raw->ids[i], r->T, 0};
-		chain_blocks(r, r->segs, raw->n_ids, n, serial);
+		/* A trace id names the prompt tokens its block covers, not the
+		 * output after a partial last block. */
+		for (uint32_t i = 0; i < raw->n_ids; i++) {
+			uint64_t lo = (uint64_t)i * r->T;
+			uint32_t len = lo >= raw->input_len                 ? 0
+			               : raw->input_len - lo < (uint64_t)r->T ? (uint32_t)(raw->input_len - lo)
+			                                                      : r->T;
+			r->segs[i] = (tr_seg_t){raw->ids[i], len, 0};
+		}
+		chain_blocks(r, r->segs, raw->n_ids, na, serial);
 		return 0;
 	}
 	if (raw->segs) {
-		chain_blocks(r, raw->segs, raw->n_segs, n, serial);
+		chain_blocks(r, raw->segs, raw->n_segs, na, serial);
 		return 0;
 	}
 	/* The prefix model sees every request, even those shorter than a block,
@@ -309,7 +328,7 @@ static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t 
 	                            &raw->session_id, &sg, &ns, e);
 	if (rc)
 		return rc;
-	chain_blocks(r, sg, ns, n, serial);
+	chain_blocks(r, sg, ns, na, serial);
 	return 0;
 }
 
@@ -364,8 +383,8 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 			               r->source, (unsigned long long)raw.line, a / 1e9);
 		}
 		int64_t arrival = (int64_t)llround(a);
-		uint32_t n;
-		if ((rc = make_blocks(r, &raw, arrival, &n, e))) {
+		uint32_t n, n_gen;
+		if ((rc = make_blocks(r, &raw, arrival, &n, &n_gen, e))) {
 			r->done = 1;
 			return rc;
 		}
@@ -375,6 +394,7 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 		    .input_len = raw.input_len,
 		    .output_len = raw.output_len,
 		    .n_blocks = n,
+		    .n_out_blocks = n_gen,
 		    .blocks = r->blocks,
 		    .block_tokens = r->S,
 		    .status = raw.status,

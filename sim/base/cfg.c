@@ -1667,6 +1667,21 @@ void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst)
 		}
 }
 
+void cfg_warn_once(const cfg_t *c, const char *section, const char *name, const char *fmt, ...)
+{
+	size_t i = must_index(c, section, name, "cfg_warn_once");
+	if (!c->s->warn || c->s->warned[i])
+		return;
+	c->s->warned[i] = 1;
+	fprintf(c->s->warn, "kvsim: warning: %s: [%s] %s: ", cfg_origin(c, section, name), section,
+		name);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(c->s->warn, fmt, ap);
+	va_end(ap);
+	fputc('\n', c->s->warn);
+}
+
 /* The index of "section.name" (split at the last dot) in c, -1 if none. */
 static ssize_t dotted_index(const cfg_t *c, const char *key, size_t len)
 {

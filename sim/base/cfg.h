@@ -220,6 +220,11 @@ void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst);
 
 /* Where a value came from: "default", "FILE:LINE", "--set" or "preset NAME". */
 const char *cfg_origin(const cfg_t *c, const char *section, const char *name);
+/* A legal value that matches no real system: writes "kvsim: warning: PLACE:
+ * [section] name: MESSAGE" (PLACE its cfg_origin) to the schema's warning
+ * stream, at most once per key per schema, as cfg_finalize's warnings. */
+void cfg_warn_once(const cfg_t *c, const char *section, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Whole numbers as every reader of kvsim input parses them (config values,
  * scenario files, command-line counts): decimal digits with an optional sign;

@@ -1,9 +1,24 @@
-/* cluster — see cluster.h. The scheduler follows vLLM's continuous batching:
- * running requests first (decodes take one token, unfinished prefills take
- * a chunk), then waiting requests in arrival order while the batch has room
- * (max_num_seqs sequences, max_batched_tokens tokens). A decode that needs a
- * new block when the pool is full preempts the most recently admitted
- * request, which frees its blocks and later recomputes its context. */
+/* cluster — see cluster.h.
+ *
+ * SCHED_VLLM follows vLLM v1's scheduler (vllm/v1/core/sched/scheduler.py,
+ * Scheduler.schedule, v0.11.0): running requests first (decodes take one
+ * token, unfinished prefills take a chunk), then waiting requests in arrival
+ * order while the batch has room (max_num_seqs sequences, max_batched_tokens
+ * tokens). A decode that needs a new block when the pool is full preempts the
+ * most recently admitted request (self.running.pop()), which frees its blocks
+ * and later recomputes its context; a step that preempted admits no waiting
+ * request ("if not preempted_reqs:" before the waiting loop).
+ *
+ * SCHED_SGLANG follows SGLang v0.4.9 (python/sglang/srt/managers/):
+ * scheduler.py Scheduler.get_next_batch_to_run runs a prefill batch whenever
+ * get_new_batch_prefill makes one and a decode step only otherwise, with no
+ * decodes mixed into a prefill (enable_mixed_chunk off by default);
+ * schedule_policy.py PrefillAdder admits in FCFS order against the pool less
+ * a reserve for future output (add_one_req, _get_running_request_total_token_
+ * offset); scheduler.py update_running_batch decays new_token_ratio each
+ * decode step, and on decode out of memory schedule_batch.py
+ * ScheduleBatch.retract_decode retracts the requests with the fewest output
+ * tokens and resets the ratio. */
 #include "sim/base/rng.h"
 #include "sim/cluster/cluster.h"
 
@@ -14,6 +29,30 @@
 #include "sim/base/vec.h"
 
 enum { ADMIT_OK = 0, ADMIT_SKIP = 1, ADMIT_FULL = 2 };
+
+/* SGLang v0.4.9 constants: python/sglang/global_config.py
+ * (default_init_new_token_ratio 0.7, default_min_new_token_ratio_factor
+ * 0.14, default_new_token_ratio_decay_steps 600, retract_decode_steps 20) and
+ * schedule_policy.py (CLIP_MAX_NEW_TOKENS 4096). */
+#define SG_INIT_RATIO 0.7
+#define SG_MIN_RATIO_FACTOR 0.14
+#define SG_DECAY_STEPS 600.0
+#define SG_RETRACT_STEPS 20u
+#define SG_CLIP_NEW 4096u
+
+/* Scheduler.__init__: init = min(0.7 x schedule_conservativeness, 1),
+ * min = min(init x 0.14, 1), decay = (init - min) / 600 per decode step. */
+static double sg_init_ratio(const cluster_t *c)
+{
+	double r = SG_INIT_RATIO * c->p.conservativeness;
+	return r < 1 ? r : 1;
+}
+
+static double sg_min_ratio(const cluster_t *c)
+{
+	double r = sg_init_ratio(c) * SG_MIN_RATIO_FACTOR;
+	return r < 1 ? r : 1;
+}
 
 static uint32_t ceil_div(uint64_t a, uint64_t b)
 {
@@ -36,6 +75,7 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 		sim_inst_t *in = &c->inst[i];
 		in->id = i;
 		in->kv = kv_store_new(p->kv_blocks);
+		in->new_token_ratio = sg_init_ratio(c);
 		in->batch_cap = p->max_num_seqs;
 		in->batch.pre_new = calloc(in->batch_cap, sizeof(uint32_t));
 		in->batch.pre_ctx = calloc(in->batch_cap, sizeof(uint32_t));
@@ -128,6 +168,27 @@ int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len)
 	if (c->p.sched_mode == SCHED_BTB && tok > c->p.resv_tokens_cap)
 		return 0;
 	return ceil_div(tok, c->p.block_tokens) <= c->p.kv_blocks;
+}
+
+void cluster_engine_defaults(int sched_mode, const char *gpu, uint64_t hbm_bytes,
+			     uint32_t *max_num_seqs, uint32_t *max_batched_tokens)
+{
+	const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
+	if (sched_mode == SCHED_SGLANG) {
+		double mb = (double)hbm_bytes / MiB; /* SGLang's gpu_mem is in MB */
+		*max_batched_tokens = mb < 35 * 1024	? 2048
+				      : mb < 60 * 1024	? 4096
+				      : mb < 160 * 1024 ? 8192
+							: 16384;
+		*max_num_seqs = 2048;
+		return;
+	}
+	int a100 = 0;
+	for (const char *p = gpu; p && *p && !a100; p++)
+		a100 = (p[0] == 'a' || p[0] == 'A') && !strncmp(p + 1, "100", 3);
+	int big = (double)hbm_bytes >= 70 * GiB && !a100;
+	*max_num_seqs = big ? 1024 : 256;
+	*max_batched_tokens = big ? 8192 : 2048;
 }
 
 uint32_t cluster_load(const cluster_t *c, uint32_t inst)
@@ -328,15 +389,31 @@ static void admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m
 	r->phase = RQ_RUNNING;
 }
 
-/* Resolves r's prefix against the local cache and takes its blocks. */
-static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+/* SGLang's reserve for r's future output: min(max_new_tokens - output so
+ * far, CLIP_MAX_NEW_TOKENS) (schedule_policy.py); kvsim knows the output
+ * length and takes it as max_new_tokens. */
+static double sg_new_tokens(const sim_req_t *r)
+{
+	uint32_t left = r->out_len - r->generated;
+	return left < SG_CLIP_NEW ? left : SG_CLIP_NEW;
+}
+
+/* Resolves r's prefix against the local cache and takes its blocks. resv
+ * (SCHED_SGLANG, else NULL): tokens the batch already reserves for future
+ * output; r is refused unless its blocks and its own output reserve fit
+ * beside them (PrefillAdder.add_one_req: NO_TOKEN when total_tokens >=
+ * rem_total_tokens before locking its prefix, or > after). */
+static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 {
 	int64_t now = ev_engine_now(c->eng);
+	uint32_t avail_before = kv_free_or_evictable(in->kv);
 	uint32_t B = c->p.block_tokens;
 	uint32_t target = r->in_len + r->generated;
-	uint32_t m = kv_match(in->kv, r->blocks, r->n_blocks);
+	/* the prompt's blocks, and after a preemption the full output blocks */
+	uint32_t nb = r->n_ids < target / B ? r->n_ids : target / B;
+	uint32_t m = kv_match(in->kv, r->blocks, nb);
 	uint32_t s_end = m; /* blocks [m, s_end) become shared blocks we compute */
-	while (s_end < r->n_blocks) {
+	while (s_end < nb) {
 		int st = kv_lookup(in->kv, r->blocks[s_end]);
 		if (st == 0) {
 			s_end++;
@@ -368,7 +445,13 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	if (run_n)
 		c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
 	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
-	if (kv_free_or_evictable(in->kv) < (s_end - m) + n_priv) {
+	uint32_t need = (s_end - m) + n_priv, avail = kv_free_or_evictable(in->kv);
+	int full = avail < need;
+	if (resv) {
+		double total = (double)need * B + sg_new_tokens(r);
+		full = total >= (double)avail_before * B - *resv || total > (double)avail * B - *resv;
+	}
+	if (full) {
 		for (uint32_t j = 0; j < m; j++)
 			kv_unref(in->kv, r->blocks[j], now);
 		return ADMIT_FULL;
@@ -475,20 +558,33 @@ static void run_remove(sim_inst_t *in, uint32_t k)
 	in->n_run--;
 }
 
-/* Preempts the most recently admitted running request (recompute mode). */
-static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
+/* Takes running request k back to the waiting queue (recompute mode): its
+ * blocks are freed and its context computed again when it is readmitted; at
+ * the queue's head (vLLM's prepend_request) or tail (SGLang's
+ * _extend_requests_to_queue). */
+static sim_req_t *preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front)
 {
-	sim_req_t *v = in->run[in->n_run - 1];
+	sim_req_t *v = in->run[k];
+	int64_t now = ev_engine_now(c->eng);
 	in->decode_tokens -= decode_share(v);
 	release_blocks(c, in, v);
-	run_remove(in, in->n_run - 1);
+	run_remove(in, k);
 	v->phase = RQ_WAITING;
 	v->done_tok = 0;
 	v->in_batch = 0;
 	v->preemptions++;
 	in->prefill_tokens_queued += v->in_len;
-	wait_push_front(in, v, ev_engine_now(c->eng));
+	if (front)
+		wait_push_front(in, v, now);
+	else
+		wait_push_back(in, v, now);
 	return v;
+}
+
+/* Preempts the most recently admitted running request (vLLM). */
+static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
+{
+	return preempt_at(c, in, in->n_run - 1, 1);
 }
 
 /* ---- iterations ------------------------------------------------------------ */
@@ -588,6 +684,185 @@ static int iter_start_btb(cluster_t *c, sim_inst_t *in)
 	return iter_launch(c, in);
 }
 
+/* Adds r's next prefill chunk to the batch if the budget allows; returns
+ * the chunk (0 if none). */
+static uint32_t batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget)
+{
+	uint32_t ch = prefill_chunk(c, r, *budget);
+	if (ch) {
+		batch_add_prefill(in, r, ch);
+		*budget -= ch < *budget ? ch : *budget;
+	}
+	return ch;
+}
+
+/* Admits waiting requests in arrival order while the batch has room, each
+ * with its first chunk. resv: as for admit (NULL under SCHED_VLLM); a
+ * request whose chunk ends its prefill adds its own output reserve to it
+ * (add_one_req reserves a request's output unless it is truncated). 1 when
+ * the pool or the sequence cap stopped it, else 0. */
+static int admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *resv)
+{
+	sim_req_t *prev = NULL;
+	for (sim_req_t *r = in->wait_head; r && *budget > 0;) {
+		sim_req_t *next = r->next;
+		if (in->n_run >= c->p.max_num_seqs)
+			return 1;
+		if (!c->p.chunked_prefill && *budget < c->p.max_batched_tokens &&
+		    r->in_len + r->generated > *budget + (uint64_t)r->n_blocks * c->p.block_tokens)
+			break; /* cannot fit whole even with a full hit: next iteration */
+		int a = admit(c, in, r, resv);
+		if (a == ADMIT_FULL)
+			return 1;
+		if (a == ADMIT_SKIP) {
+			prev = r;
+			r = next;
+			continue;
+		}
+		wait_unlink(in, prev, r, ev_engine_now(c->eng));
+		in->run[in->n_run++] = r;
+		in->decode_tokens += decode_share(r);
+		uint32_t ch = batch_add_chunk(c, in, r, budget);
+		if (resv && ch && r->done_tok + ch == r->target)
+			*resv += sg_new_tokens(r);
+		r = next;
+	}
+	return 0;
+}
+
+static void batch_add_decode(sim_inst_t *in, sim_req_t *r)
+{
+	in->batch.dec_ctx[in->batch.n_dec++] = r->in_len + r->generated;
+	r->chunk = 1;
+	r->in_batch = 1;
+}
+
+/* SCHED_VLLM: one step of vLLM v1's Scheduler.schedule. */
+static int iter_start_vllm(cluster_t *c, sim_inst_t *in)
+{
+	uint32_t budget = c->p.max_batched_tokens;
+	int preempted = 0;
+	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
+		sim_req_t *r = in->run[k];
+		if (r->done_tok < r->target) {
+			batch_add_chunk(c, in, r, &budget);
+			continue;
+		}
+		uint64_t ctx = (uint64_t)r->in_len + r->generated;
+		int preempted_self = 0;
+		while (ensure_blocks(c, in, r, ctx) != KS_OK) {
+			preempted = 1;
+			if (preempt_last(c, in) == r) {
+				preempted_self = 1;
+				break;
+			}
+		}
+		if (preempted_self)
+			break; /* r was the last running request */
+		batch_add_decode(in, r);
+		budget--;
+	}
+	if (!preempted)
+		admit_waiting(c, in, &budget, NULL);
+	return iter_launch(c, in);
+}
+
+/* SCHED_SGLANG: which running request ScheduleBatch.retract_decode takes
+ * first: the fewest output tokens, then the longest prompt, then the latest
+ * in the batch (its stable sort, popped from the end). */
+static uint32_t sg_retract_victim(const sim_inst_t *in)
+{
+	uint32_t v = 0;
+	for (uint32_t k = 1; k < in->n_run; k++) {
+		const sim_req_t *a = in->run[k], *b = in->run[v];
+		if (a->generated < b->generated ||
+		    (a->generated == b->generated && a->in_len >= b->in_len))
+			v = k;
+	}
+	return v;
+}
+
+/* SCHED_SGLANG decode step (Scheduler.update_running_batch): when the pool
+ * cannot give every running request its next token (check_decode_mem),
+ * retract requests until the rest have room for retract_decode_steps more
+ * tokens each, at least one and never the last, then set new_token_ratio to
+ * min(1, (output so far + 20 x running) / total output of the running);
+ * otherwise decay the ratio one step toward its floor. */
+static int iter_start_sglang_decode(cluster_t *c, sim_inst_t *in)
+{
+	uint32_t B = c->p.block_tokens;
+	uint64_t need = 0;
+	if (!in->n_run)
+		return 0; /* idle: get_next_batch_to_run makes no decode batch */
+	for (uint32_t k = 0; k < in->n_run; k++) {
+		const sim_req_t *r = in->run[k];
+		uint32_t want = ceil_div((uint64_t)r->in_len + r->generated, B);
+		uint32_t have = r->shared_hold + r->priv;
+		need += want > have ? want - have : 0;
+	}
+	if (kv_free_or_evictable(in->kv) < need) {
+		int first = 1;
+		while (in->n_run > 1 &&
+		       (first || (uint64_t)kv_free_or_evictable(in->kv) * B <
+				     (uint64_t)SG_RETRACT_STEPS * in->n_run)) {
+			first = 0;
+			preempt_at(c, in, sg_retract_victim(in), 0);
+		}
+		double gen = 0, out = 0;
+		for (uint32_t k = 0; k < in->n_run; k++) {
+			gen += in->run[k]->generated;
+			out += in->run[k]->out_len;
+		}
+		double ratio = (gen + (double)SG_RETRACT_STEPS * in->n_run) / out;
+		in->new_token_ratio = ratio < 1 ? ratio : 1;
+		in->batch_full = 0;
+	} else {
+		double lo = sg_min_ratio(c);
+		double r = in->new_token_ratio - (sg_init_ratio(c) - lo) / SG_DECAY_STEPS;
+		in->new_token_ratio = r > lo ? r : lo;
+	}
+	for (uint32_t k = 0; k < in->n_run;) {
+		sim_req_t *r = in->run[k];
+		if (ensure_blocks(c, in, r, (uint64_t)r->in_len + r->generated) != KS_OK) {
+			/* blocks held by copies landing here: r waits for another turn */
+			preempt_at(c, in, k, 0);
+			continue;
+		}
+		batch_add_decode(in, r);
+		k++;
+	}
+	return iter_launch(c, in);
+}
+
+/* SCHED_SGLANG: a prefill batch if one can be made (the unfinished chunked
+ * prefill first, then admissions against the pool less the output reserve:
+ * each decoding request's remaining output x new_token_ratio, in full for a
+ * request whose prefill this batch ends), else a decode step. After an
+ * admission fails for room, only the chunked prefill runs until the running
+ * batch shrinks (batch_is_full in get_new_batch_prefill). */
+static int iter_start_sglang(cluster_t *c, sim_inst_t *in)
+{
+	uint32_t budget = c->p.max_batched_tokens;
+	double resv = 0;
+	for (uint32_t k = 0; k < in->n_run; k++)
+		if (in->run[k]->done_tok >= in->run[k]->target)
+			resv += sg_new_tokens(in->run[k]) * in->new_token_ratio;
+	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
+		sim_req_t *r = in->run[k];
+		if (r->done_tok >= r->target)
+			continue;
+		uint32_t ch = batch_add_chunk(c, in, r, &budget);
+		if (ch && r->done_tok + ch == r->target)
+			resv += sg_new_tokens(r);
+	}
+	if (!in->batch_full || in->batch.n_pre)
+		if (admit_waiting(c, in, &budget, &resv))
+			in->batch_full = 1;
+	if (in->batch.n_pre)
+		return iter_launch(c, in);
+	return iter_start_sglang_decode(c, in);
+}
+
 static int iter_start(cluster_t *c, sim_inst_t *in)
 {
 	if (in->busy) {
@@ -601,58 +876,9 @@ static int iter_start(cluster_t *c, sim_inst_t *in)
 	in->batch.n_pre = in->batch.n_dec = 0;
 	if (c->p.sched_mode == SCHED_BTB)
 		return iter_start_btb(c, in);
-	uint32_t budget = c->p.max_batched_tokens;
-	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
-		sim_req_t *r = in->run[k];
-		if (r->done_tok < r->target) {
-			uint32_t ch = prefill_chunk(c, r, budget);
-			if (!ch)
-				continue;
-			batch_add_prefill(in, r, ch);
-			budget -= ch < budget ? ch : budget;
-			continue;
-		}
-		uint64_t ctx = (uint64_t)r->in_len + r->generated;
-		int preempted_self = 0;
-		while (ensure_blocks(c, in, r, ctx) != KS_OK) {
-			if (preempt_last(c, in) == r) {
-				preempted_self = 1;
-				break;
-			}
-		}
-		if (preempted_self)
-			break; /* r was the last running request */
-		in->batch.dec_ctx[in->batch.n_dec++] = (uint32_t)ctx;
-		r->chunk = 1;
-		r->in_batch = 1;
-		budget--;
-	}
-	/* admit waiting requests in arrival order */
-	sim_req_t *prev = NULL;
-	for (sim_req_t *r = in->wait_head; r && budget > 0 && in->n_run < c->p.max_num_seqs;) {
-		sim_req_t *next = r->next;
-		if (!c->p.chunked_prefill && budget < c->p.max_batched_tokens &&
-		    r->in_len + r->generated > budget + (uint64_t)r->n_blocks * c->p.block_tokens)
-			break; /* cannot fit whole even with a full hit: next iteration */
-		int a = admit(c, in, r);
-		if (a == ADMIT_FULL)
-			break;
-		if (a == ADMIT_SKIP) {
-			prev = r;
-			r = next;
-			continue;
-		}
-		wait_unlink(in, prev, r, ev_engine_now(c->eng));
-		in->run[in->n_run++] = r;
-		in->decode_tokens += decode_share(r);
-		uint32_t ch = prefill_chunk(c, r, budget);
-		if (ch) {
-			batch_add_prefill(in, r, ch);
-			budget -= ch < budget ? ch : budget;
-		}
-		r = next;
-	}
-	return iter_launch(c, in);
+	if (c->p.sched_mode == SCHED_SGLANG)
+		return iter_start_sglang(c, in);
+	return iter_start_vllm(c, in);
 }
 
 static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
@@ -670,6 +896,46 @@ static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
 	r->generated++;
 	(void)c;
 	return 0;
+}
+
+/* r's private full blocks, in chain order after its shared ones, become
+ * cache blocks under their ids once their KV exists (the context of its
+ * last step; the token just emitted has none yet): a new block READY at
+ * once. One already cached here (r computed it privately beside another
+ * request) is shared instead under SCHED_SGLANG, whose radix cache frees the
+ * duplicate (RadixCache.cache_unfinished_req), and ends the conversion under
+ * SCHED_VLLM, which keeps a duplicate as a block of its own
+ * (BlockPool.cache_full_blocks). A block another request is still computing
+ * or copying here stays private, and so do the blocks after it. */
+static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_t now)
+{
+	uint32_t B = c->p.block_tokens;
+	uint64_t kv_tok = (uint64_t)r->in_len + r->generated - 1;
+	if (kv_tok < r->done_tok)
+		kv_tok = r->done_tok;
+	while (r->priv && r->shared_hold < r->n_ids && r->ready == r->shared_hold &&
+	       (uint64_t)(r->shared_hold + 1) * B <= kv_tok) {
+		uint64_t id = r->blocks[r->shared_hold];
+		int st = kv_lookup(in->kv, id), was_spec = 0;
+		if (st == KV_READY && c->p.sched_mode == SCHED_SGLANG) {
+			uint32_t tag = kv_info(in->kv, id)->tag;
+			kv_ref(in->kv, id, now, &was_spec);
+			if (was_spec && c->p.on_spec_hit)
+				c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
+			kv_free_private(in->kv, 1);
+		} else if (st == 0) {
+			kv_free_private(in->kv, 1);
+			kv_alloc(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now);
+			kv_ready(in->kv, id, now);
+		} else {
+			break;
+		}
+		r->priv--;
+		r->held = ++r->shared_hold;
+		r->ready++;
+		c->kv_block_frees++;
+		c->kv_block_allocs++;
+	}
 }
 
 static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
@@ -716,6 +982,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				return rc;
 		}
 		in->decode_tokens -= share;
+		if (c->p.sched_mode != SCHED_BTB)
+			cache_full_blocks(c, in, r, now);
 		if (r->generated >= r->out_len) {
 			release_blocks(c, in, r);
 			if (c->p.sched_mode == SCHED_BTB)
@@ -726,6 +994,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			run_remove(in, k);
 			req_free(c, r);
 			c->n_live--;
+			in->batch_full = 0; /* the running batch shrank */
 			continue;
 		}
 		in->decode_tokens += decode_share(r);
@@ -791,6 +1060,7 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 	/* only full blocks of the prompt are shareable */
 	r->n_blocks = n_blocks < r->in_len / c->p.block_tokens ? n_blocks
 							       : r->in_len / c->p.block_tokens;
+	r->n_ids = r->n_blocks;
 	r->inst = (int32_t)inst;
 	r->t_admit = -1;
 	r->t_prefilled = -1;
@@ -799,6 +1069,16 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 	in->prefill_tokens_queued += r->in_len;
 	c->n_live++;
 	*out = r;
+	return 0;
+}
+
+int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n)
+{
+	(void)c;
+	if (VEC_GROW(r->blocks, r->cap_blocks, (size_t)r->n_blocks + n, 1))
+		return KS_ENOMEM;
+	memcpy(r->blocks + r->n_blocks, ids, (size_t)n * sizeof *r->blocks);
+	r->n_ids = r->n_blocks + n;
 	return 0;
 }
 

@@ -32,7 +32,13 @@ typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
 enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
 
 /* Scheduler rules ([scheduler] mode).
- * VLLM: vLLM's continuous batching (see cluster.c).
+ * VLLM: vLLM v1's continuous batching (see cluster.c).
+ * SGLANG: SGLang's scheduler (v0.4.9, see cluster.c): a step is either a
+ *   prefill batch (the unfinished chunked prefill, then waiting requests in
+ *   arrival order admitted against a reserve for future output scaled by
+ *   new_token_ratio) or, when no prefill can run, a decode step of every
+ *   running request; decode out of memory retracts the requests with the
+ *   fewest output tokens.
  * BTB: the original study's simulator (reference notes sec. 2.1-2.4): a
  *   queued request is admitted as soon as its reservation (input + output
  *   tokens against resv_tokens_cap, no prefix dedup) fits, FIFO with
@@ -43,7 +49,7 @@ enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
  *   kv_blocks): a request inserts its prompt blocks plus synthetic blocks
  *   covering its output when admitted and holds none of them while it runs.
  *   (The study's unbounded host-RAM tier is not modelled.) */
-enum { SCHED_VLLM = 0, SCHED_BTB = 1 };
+enum { SCHED_VLLM = 0, SCHED_BTB = 1, SCHED_SGLANG = 2 };
 
 struct sim_req;
 
@@ -66,6 +72,9 @@ typedef struct cluster_params {
 	 * metric); off: the prefill emits the first token (vLLM). */
 	int ttft_prefill_end;
 	uint64_t resv_tokens_cap;    /* SCHED_BTB reservation budget, tokens */
+	/* SCHED_SGLANG: SGLang's schedule_conservativeness (>= 0; 1 is its
+	 * default): new_token_ratio starts at min(0.7 x this, 1). */
+	double conservativeness;
 	sim_cost_fn cost;
 	void *cost_ctx;
 	int64_t ttft_slo_ns, tpot_slo_ns;
@@ -86,7 +95,9 @@ typedef struct sim_req {
 	uint64_t id;
 	int64_t arrival;
 	uint32_t in_len, out_len, n_blocks;
-	uint64_t *blocks;          /* chained prefix ids, owned */
+	uint64_t *blocks;          /* chained prefix ids, owned: n_blocks of the prompt, then
+				      n_ids - n_blocks of full blocks ending in the output */
+	uint32_t n_ids;
 	uint32_t cap_blocks;       /* capacity of blocks (kept across reuse) */
 	int32_t inst;
 	uint8_t phase;
@@ -132,6 +143,9 @@ typedef struct sim_inst {
 	sim_batch_t batch;
 	uint32_t batch_cap;
 	uint64_t resv_tokens;      /* SCHED_BTB: tokens reserved by running requests */
+	double new_token_ratio;    /* SCHED_SGLANG: share of remaining output reserved */
+	int batch_full;            /* SCHED_SGLANG: admission failed; no prefill until the
+				      running batch shrinks (SGLang's batch_is_full) */
 	/* jobs that occupy the instance's compute (copies charged to it) */
 	uint64_t *job_id;
 	int64_t *job_ns;
@@ -168,6 +182,14 @@ int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len,
  * caller can attach a fetch before cluster_kick. */
 int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
 		    const uint64_t *blocks, uint32_t n_blocks, sim_req_t **out);
+/* Gives an enqueued request (not yet admitted) the ids of the n full
+ * blocks after its prompt's, those that end inside its output (chained on
+ * from its prompt's ids). Under SCHED_VLLM and SCHED_SGLANG every full block
+ * a request holds becomes a cache block under its id once its KV is
+ * computed (vLLM's KVCacheManager.cache_blocks, SGLang's
+ * cache_unfinished_req): a session's next turn, or the request itself after
+ * a preemption, matches it. 0 or KS_ENOMEM. */
+int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n);
 /* Starts an iteration on an idle instance (blocks landed, a request came). */
 int cluster_kick(cluster_t *c, uint32_t inst);
 /* Records a request that never reaches an instance (rejected, failed). */
@@ -186,6 +208,18 @@ int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
 /* Removes a queued job that has not started; 0 when removed, 1 when it is
  * running (it ends normally) or unknown. */
 int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
+/* The engine's own batch limits on this GPU, for [scheduler] keys left at
+ * 0 (hbm_bytes: one GPU's HBM; gpu: its name, case ignored):
+ *   SCHED_VLLM, SCHED_BTB: vLLM's OpenAI-server defaults
+ *     (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, v0.11.0):
+ *     1024 sequences and 8192 tokens on GPUs with >= 70 GiB other than A100
+ *     (H100, H200, MI300), else 256 and 2048.
+ *   SCHED_SGLANG: chunked_prefill_size by GPU memory (server_args.py,
+ *     ServerArgs._handle_gpu_memory_settings): 2048 below 35 GB, 4096 below
+ *     60 GB, 8192 below 160 GB, else 16384; 2048 sequences, the floor of
+ *     model_runner.py's request-pool size (as recalled, not verified). */
+void cluster_engine_defaults(int sched_mode, const char *gpu, uint64_t hbm_bytes,
+			     uint32_t *max_num_seqs, uint32_t *max_batched_tokens);
 /* Load of an instance for least-load routing: queued + running requests. */
 uint32_t cluster_load(const cluster_t *c, uint32_t inst);
 /* decode_tokens of inst recounted from its running requests (for checks). */

@@ -24,6 +24,7 @@ typedef struct sim_arrival {
 	uint32_t in_len, out_len, n_blocks;
 	const uint64_t *blocks;
 	int32_t status; /* 0 ok, 1 failed in the source trace */
+	uint32_t n_out_blocks; /* ids after blocks[n_blocks]: full blocks ending in the output */
 } sim_arrival_t;
 
 typedef struct sim_source {

@@ -1,8 +1,8 @@
 /* Config keys of the simulator core: [experiment], [cluster], [kvcache],
  * [scheduler], [slo], [output] (see sim/base/cfg.h), each row filling its
  * field of sim_params_t (sim_params.h). Defaults follow vLLM's engine
- * arguments where one exists (max_num_seqs 256, chunked prefill on with an
- * 8192-token budget, as vLLM V1 does on data-centre GPUs). */
+ * arguments where one exists (batch limits resolved per GPU as vLLM V1 does,
+ * chunked prefill on). */
 #include "sim/cluster/cluster.h"
 #include "sim/run/sim_params.h"
 
@@ -11,7 +11,8 @@ static const cfg_enum_t fetch_map[] = {
     {"never", SIM_FETCH_NEVER}, {"cost", SIM_FETCH_COST}, {"always", SIM_FETCH_ALWAYS}, {NULL, 0}};
 static const cfg_enum_t resident_map[] = {{"computed", 0}, {"admission", 1}, {NULL, 0}};
 static const cfg_enum_t copy_from_map[] = {{"computed", 0}, {"uncomputed", 1}, {NULL, 0}};
-static const cfg_enum_t mode_map[] = {{"vllm", SCHED_VLLM}, {"btb", SCHED_BTB}, {NULL, 0}};
+static const cfg_enum_t mode_map[] = {
+    {"vllm", SCHED_VLLM}, {"btb", SCHED_BTB}, {"sglang", SCHED_SGLANG}, {NULL, 0}};
 static const cfg_enum_t ttft_map[] = {{"first_token", 0}, {"prefill_end", 1}, {NULL, 0}};
 
 #define AT(kind, member) CFG_AT(kind, sim_params_t, member)
@@ -98,20 +99,36 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	{{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",
 	 "write blocks evicted from HBM to the node's host tier (background PCIe flows)", NULL},
 	 AT(BOOL, host_offload)},
-	{{"scheduler", "max_num_seqs", CFG_INT, "256", 1, 65536, NULL, "",
-	 "most sequences in one iteration (vLLM max_num_seqs)", NULL},
+	{{"scheduler", "max_num_seqs", CFG_INT, "0", 0, 65536, NULL, "",
+	 "most sequences in one iteration (vLLM max_num_seqs, SGLang max_running_requests); "
+	 "0 = the engine's default on this GPU: vLLM 1024 on GPUs with >= 70 GiB other than "
+	 "A100 (H100, H200), else 256 (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, "
+	 "v0.11.0); SGLang 2048 (see sim/cluster/cluster.h)", NULL},
 	 AT(U32, max_num_seqs)},
-	{{"scheduler", "max_batched_tokens", CFG_INT, "8192", 1, 1048576, NULL, "tokens",
-	 "most tokens in one iteration (vLLM max_num_batched_tokens)", NULL},
+	{{"scheduler", "max_batched_tokens", CFG_INT, "0", 0, 1048576, NULL, "tokens",
+	 "most tokens in one iteration (vLLM max_num_batched_tokens, SGLang "
+	 "chunked_prefill_size); 0 = the engine's default on this GPU: vLLM 8192 on GPUs with "
+	 ">= 70 GiB other than A100, else 2048 (EngineArgs.get_batch_defaults); SGLang 8192 "
+	 "from 60 to 160 GB, 16384 above, 4096 / 2048 below (server_args.py "
+	 "_handle_gpu_memory_settings)", NULL},
 	 AT(U32, max_batched_tokens)},
 	{{"scheduler", "chunked_prefill", CFG_BOOL, "true", 0, 0, NULL, "",
-	 "split long prefills over iterations; off: a prompt runs whole", NULL},
+	 "split long prefills over iterations; off: a prompt runs whole (vLLM v1 always "
+	 "chunks: off under mode = vllm is warned about)", NULL},
 	 AT(BOOL, chunked_prefill)},
 	{{"scheduler", "mode", CFG_ENUM, "vllm", 0, 0, NULL, "",
-	 "vllm: continuous batching as vLLM v1; btb: the original study's admission (FIFO with "
-	 "head-of-line blocking, input+output reserved up front without prefix dedup, a "
+	 "vllm: continuous batching as vLLM v1 (v0.11.0 scheduler); sglang: SGLang v0.4.9's "
+	 "scheduler (prefill batches before decode, never mixed; admission against a reserve "
+	 "for future output scaled by new_token_ratio; decode out of memory retracts the "
+	 "requests with the fewest output tokens); btb: the original study's admission (FIFO "
+	 "with head-of-line blocking, input+output reserved up front without prefix dedup, a "
 	 "separate prefix-cache budget, one whole prefill at a time before any decode)", NULL},
 	 AT_ENUM(sched_mode, mode_map)},
+	{{"scheduler", "schedule_conservativeness", CFG_FLOAT, "1", 0, 100, NULL, "",
+	 "mode = sglang: SGLang's --schedule-conservativeness; new_token_ratio starts at "
+	 "min(0.7 x this, 1) and decays to 0.14 of that over 600 decode steps (default 1.0: "
+	 "server_args.py, global_config.py v0.4.9)", NULL},
+	 AT(DOUBLE, conservativeness)},
 	{{"scheduler", "ttft", CFG_ENUM, "first_token", 0, 0, NULL, "",
 	 "first_token: the prefill emits the first token and TTFT ends there (vLLM); "
 	 "prefill_end: every token comes from a decode step and TTFT excludes the first one "

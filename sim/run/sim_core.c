@@ -209,16 +209,17 @@ static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
 	}
 	uint64_t q = s->pend_head_seq + s->pend_n;
 	pend_t *p = pend_at(s, q);
-	if (a->n_blocks > p->cap) {
-		uint64_t *b = realloc(p->blocks, a->n_blocks * sizeof *b);
+	uint32_t n_ids = a->n_blocks + a->n_out_blocks;
+	if (n_ids > p->cap) {
+		uint64_t *b = realloc(p->blocks, n_ids * sizeof *b);
 		if (!b)
 			return KS_ENOMEM;
 		p->blocks = b;
-		p->cap = a->n_blocks;
+		p->cap = n_ids;
 	}
 	p->a = *a;
-	if (a->n_blocks)
-		memcpy(p->blocks, a->blocks, a->n_blocks * sizeof *p->blocks);
+	if (n_ids)
+		memcpy(p->blocks, a->blocks, n_ids * sizeof *p->blocks);
 	p->a.blocks = p->blocks;
 	s->pend_n++;
 	*seq = q;
@@ -231,7 +232,7 @@ static int read_one(sim_ctx_t *s)
 {
 	if (s->src_done)
 		return 0;
-	sim_arrival_t a;
+	sim_arrival_t a = {0}; /* sources that know no output ids leave n_out_blocks 0 */
 	int rc = s->src->next(s->src->ctx, &a, s->err);
 	if (rc < 0)
 		return rc;
@@ -348,6 +349,9 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
+			if (!rc && nb == a->n_blocks && a->n_out_blocks)
+				rc = cluster_req_output_ids(&s->cl, r, p->blocks + nb,
+							    a->n_out_blocks);
 			if (!rc)
 				rc = sim_fetch_decide(s, r, inst);
 			const struct pol_replication_ops *ro =
@@ -597,11 +601,26 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return rc;
 	/* bytes of one block over the whole group (MLA latents sit on every GPU) */
 	p.block_bytes = mdl_kv_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
-	p.max_num_seqs = sp->max_num_seqs;
-	p.max_batched_tokens = sp->max_batched_tokens;
-	p.chunked_prefill = sp->chunked_prefill;
 	p.sched_mode = sp->sched_mode;
+	cluster_engine_defaults(p.sched_mode, s->hw.name, s->hw.hbm_bytes, &p.max_num_seqs,
+				&p.max_batched_tokens);
+	if (sp->max_num_seqs) /* 0: the engine's default */
+		p.max_num_seqs = sp->max_num_seqs;
+	if (sp->max_batched_tokens)
+		p.max_batched_tokens = sp->max_batched_tokens;
+	p.chunked_prefill = sp->chunked_prefill;
+	p.conservativeness = sp->conservativeness;
+	if (p.sched_mode == SCHED_VLLM && !p.chunked_prefill)
+		cfg_warn_once(cfg, "scheduler", "chunked_prefill",
+			      "false under mode = vllm matches no real engine: vLLM v1 always chunks "
+			      "prefills (vllm/v1/core/sched/scheduler.py); here a prompt longer than "
+			      "max_batched_tokens waits for an iteration of its own");
 	p.resident_at_admission = sp->resident_at_admission;
+	if (p.resident_at_admission && p.sched_mode != SCHED_BTB)
+		cfg_warn_once(cfg, "kvcache", "resident_at",
+			      "admission under mode = %s matches no real engine: KV is matchable "
+			      "once computed (the original study's assumption, for mode = btb)",
+			      p.sched_mode == SCHED_SGLANG ? "sglang" : "vllm");
 	p.ttft_prefill_end = sp->ttft_prefill_end;
 	/* the study reserves tokens, not blocks, against the same pool */
 	p.resv_tokens_cap = sp->kv_blocks > 0 ? (uint64_t)p.kv_blocks * p.block_tokens

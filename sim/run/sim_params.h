@@ -51,6 +51,7 @@ typedef struct sim_params {
 	uint32_t max_num_seqs, max_batched_tokens;
 	int chunked_prefill;
 	int sched_mode;       /* SCHED_* (sim/cluster/cluster.h) */
+	double conservativeness; /* mode = sglang: schedule_conservativeness */
 	int ttft_prefill_end; /* ttft = prefill_end */
 	/* [slo] */
 	double ttft_ms, tpot_ms;

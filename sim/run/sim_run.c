@@ -53,6 +53,7 @@ static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
 	a->in_len = q.input_len;
 	a->out_len = q.output_len;
 	a->n_blocks = q.n_blocks;
+	a->n_out_blocks = q.n_out_blocks;
 	a->blocks = q.blocks;
 	a->status = q.status;
 	return 1;

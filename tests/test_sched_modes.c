@@ -1,0 +1,308 @@
+/* The engines' schedulers (sim/cluster/cluster.c, [scheduler] mode = vllm |
+ * sglang), step by step: hand scenarios whose every batch is written out
+ * below from the engines' rules, to the token. Each iteration costs 1 us, so
+ * step k runs over [k-1, k) us. A batch is recorded as "P<new>@<ctx>" per
+ * prefill chunk (tokens computed, tokens already in KV), then "D<ctx>" per
+ * decoding sequence, steps joined by " | ". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sim/cluster/cluster.h"
+
+#define STEP_NS 1000
+
+typedef struct rec {
+	char log[4096];
+	size_t n;
+} rec_t;
+
+static int64_t rec_cost(void *ctx, const sim_batch_t *b)
+{
+	rec_t *r = ctx;
+	if (r->n)
+		r->n += (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " |");
+	for (uint32_t i = 0; i < b->n_pre; i++)
+		r->n += (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " P%u@%u",
+		                         b->pre_new[i], b->pre_ctx[i]);
+	for (uint32_t i = 0; i < b->n_dec; i++)
+		r->n +=
+		    (size_t)snprintf(r->log + r->n, sizeof r->log - r->n, " D%u", b->dec_ctx[i]);
+	assert_true(r->n < sizeof r->log);
+	return STEP_NS;
+}
+
+typedef struct toy {
+	ev_engine_t *eng;
+	cluster_t cl;
+	rec_t rec;
+	uint32_t ev_arrive;
+	/* one request submitted later by an event */
+	uint64_t late_id;
+	uint32_t late_in, late_out;
+	uint64_t late_blocks[64];
+} toy_t;
+
+static void toy_init(toy_t *t, int mode, uint32_t block_tokens, uint32_t kv_blocks, uint32_t budget,
+                     double conservativeness)
+{
+	memset(t, 0, sizeof *t);
+	cluster_params_t p = {0};
+	p.n_instances = 1;
+	p.block_tokens = block_tokens;
+	p.kv_blocks = kv_blocks;
+	p.block_bytes = 4096;
+	p.max_num_seqs = 8;
+	p.max_batched_tokens = budget;
+	p.chunked_prefill = 1;
+	p.busy_rule = BUSY_WAIT;
+	p.sched_mode = mode;
+	p.conservativeness = conservativeness;
+	p.cost = rec_cost;
+	p.cost_ctx = &t->rec;
+	t->eng = ev_engine_new(64);
+	assert_non_null(t->eng);
+	assert_int_equal(cluster_init(&t->cl, &p, t->eng), 0);
+}
+
+static void toy_free(toy_t *t)
+{
+	cluster_free(&t->cl);
+	ev_engine_free(t->eng);
+}
+
+/* Queues a request at t = 0 whose full prompt blocks have ids base+1, ...;
+ * with_out: the full blocks ending in its output too (cacheable). */
+static void enqueue_ids(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base,
+                        int with_out)
+{
+	uint64_t ids[64];
+	uint32_t B = t->cl.p.block_tokens, n = in / B, all = (in + out) / B;
+	assert_true(all <= 64);
+	for (uint32_t i = 0; i < all; i++)
+		ids[i] = base + i + 1;
+	sim_req_t *r;
+	assert_int_equal(cluster_enqueue(&t->cl, 0, id, in, out, ids, n, &r), 0);
+	if (with_out)
+		assert_int_equal(cluster_req_output_ids(&t->cl, r, ids + n, all - n), 0);
+}
+
+static void enqueue(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base)
+{
+	enqueue_ids(t, id, in, out, base, 0);
+}
+
+static int on_arrive(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	(void)ev;
+	toy_t *t = ctx;
+	return cluster_submit(&t->cl, 0, t->late_id, t->late_in, t->late_out, t->late_blocks,
+	                      t->late_in / t->cl.p.block_tokens);
+}
+
+static void arrive_at(toy_t *t, int64_t at, uint64_t id, uint32_t in, uint32_t out, uint64_t base)
+{
+	t->late_id = id;
+	t->late_in = in;
+	t->late_out = out;
+	for (uint32_t i = 0; i < in / t->cl.p.block_tokens && i < 64; i++)
+		t->late_blocks[i] = base + i + 1;
+	assert_int_equal(ev_engine_type_new(t->eng, on_arrive, t, &t->ev_arrive), 0);
+	assert_true(ev_engine_at(t->eng, at, t->ev_arrive, 0, 0) != EV_NONE);
+}
+
+static const res_request_t *result(const toy_t *t, uint64_t id)
+{
+	for (size_t i = 0; i < t->cl.n_res; i++)
+		if (t->cl.res[i].id == id)
+			return &t->cl.res[i];
+	fail_msg("request %llu has no result", (unsigned long long)id);
+	return NULL;
+}
+
+static void run_all(toy_t *t)
+{
+	assert_int_equal(cluster_kick(&t->cl, 0), 0);
+	assert_int_equal(ev_engine_run(t->eng, INT64_MAX), 0);
+	assert_int_equal(t->cl.n_live, 0);
+	assert_int_equal(cluster_check(&t->cl), 0);
+}
+
+/* vLLM v1, 4-token blocks, a pool of 8 blocks, 10 tokens a step.
+ * A (12 in, 6 out), B (8 in, 6 out), C (4 in, 3 out) wait at t = 0.
+ *  1: A admitted (3 blocks), chunk min(12, 10)                   P10@0
+ *  2: A's last 2 tokens; B admitted (2 blocks), chunk 8          P2@10 P8@0
+ *  3: A, B decode (a 4th and a 3rd block); C admitted (the last
+ *     free block), its 4 tokens                                  P4@0 D13 D9
+ *  4: C (context 5) needs a 2nd block, none is free: the last
+ *     running request, C itself, is preempted; the step admits
+ *     nobody, though C's cached block would let it back         D14 D10
+ *  5, 6: C's readmission needs a private block the pool lacks    D15 D11 | D16 D12
+ *  7: A takes its 5th block (evicting C's cached one); B needs
+ *     a 4th, none left: B, the last, is preempted                D17
+ *  8: A is done. B back at the queue's head: its 2 cached blocks
+ *     hit, context 13 = 8 + 5 generated, recompute 5; C (its block
+ *     evicted) recomputes its 5                                  P5@8 P5@0
+ *     B's recompute emits its 6th token: done
+ *  9: C decodes its last token                                   D6 */
+static void test_vllm_batches_follow_v1_rules_to_the_token(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t, SCHED_VLLM, 4, 8, 10, 1);
+	enqueue(&t, 1, 12, 6, 100);
+	enqueue(&t, 2, 8, 6, 200);
+	enqueue(&t, 3, 4, 3, 300);
+	run_all(&t);
+	assert_string_equal(t.rec.log, " P10@0 | P2@10 P8@0 | P4@0 D13 D9 | D14 D10 | D15 D11 |"
+	                               " D16 D12 | D17 | P5@8 P5@0 | D6");
+	assert_int_equal(result(&t, 1)->e2e_ns, 7 * STEP_NS);
+	assert_int_equal(result(&t, 2)->e2e_ns, 8 * STEP_NS);
+	assert_int_equal(result(&t, 3)->e2e_ns, 9 * STEP_NS);
+	assert_int_equal(result(&t, 2)->tok_recomputed, 8 + 5);
+	toy_free(&t);
+}
+
+/* vLLM v1 admits nobody in a step that preempted. 4-token blocks, a pool of
+ * 5, a needed block still being computed is recomputed privately
+ * (busy_rule recompute). A and B (8 in, 8 out) share both prompt blocks.
+ *  1: A computes the shared blocks; B, finding them in the making,
+ *     computes its copy privately (2 blocks): 1 block left       P8@0 P8@0
+ *  2: A takes the last block for context 9; B needs a 3rd: B, the
+ *     last running request, is preempted. Its readmission would
+ *     fit (the shared blocks are ready now: 1 new block of the 2
+ *     it freed), but not in this step                            D9
+ *  3: B back: 8 tokens hit, 1 recomputed                         P1@8 D10
+ *  4-6                                                           D11 D10 | D12 D11 | D13 D12
+ *  7: A's 4th block was the last: B (context 13) is preempted    D14
+ *  8: B needs 2 new blocks, 1 is free; A is done                 D15
+ *  9: B recomputes 13 - 8 cached                                 P5@8
+ * 10, 11                                                         D14 | D15 */
+static void test_vllm_admits_nobody_in_a_step_that_preempted(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t, SCHED_VLLM, 4, 5, 32, 1);
+	t.cl.p.busy_rule = BUSY_RECOMPUTE;
+	enqueue(&t, 1, 8, 8, 100);
+	enqueue(&t, 2, 8, 8, 100);
+	run_all(&t);
+	assert_string_equal(t.rec.log, " P8@0 P8@0 | D9 | P1@8 D10 | D11 D10 | D12 D11 | D13 D12 |"
+	                               " D14 | D15 | P5@8 | D14 | D15");
+	assert_int_equal(result(&t, 2)->e2e_ns, 11 * STEP_NS);
+	toy_free(&t);
+}
+
+/* SGLang, page size 1, a pool of 30 tokens, chunked_prefill_size 8,
+ * schedule_conservativeness 1 (new_token_ratio 0.7, floor 0.098, decay
+ * 0.602 / 600 per decode step). A (10 in, 4 out), B (5 in, 6 out), C (3 in,
+ * 3 out) wait at t = 0.
+ *  1: A admitted: 10 + 4 reserved < 30; chunk 8                 P8@0
+ *  2: A's last 2 (its prefill ends here: 4 reserved in full);
+ *     B: 5 + 6 < 20 free - 4, admitted whole (6 reserved);
+ *     C: 3 + 3 >= 15 - 10: no room, the batch is full            P2@8 P5@0
+ *  3-5: decode only: a full batch takes no prefill until it
+ *     shrinks (C would fit now: 6 < 15 - 0.7 x (3 + 5))          D11 D6 | D12 D7 | D13 D8
+ *     A is done after step 5
+ *  6: C admitted (3 + 3 < 22 - 2 x ratio); a prefill batch
+ *     never carries decodes: B waits                             P3@0
+ *  7, 8: B and C decode to their ends                            D9 D4 | D10 D5 */
+static void test_sglang_batches_prefill_first_with_output_reserve(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t, SCHED_SGLANG, 1, 30, 8, 1);
+	enqueue(&t, 1, 10, 4, 100);
+	enqueue(&t, 2, 5, 6, 200);
+	enqueue(&t, 3, 3, 3, 300);
+	run_all(&t);
+	assert_string_equal(t.rec.log, " P8@0 | P2@8 P5@0 | D11 D6 | D12 D7 | D13 D8 | P3@0 |"
+	                               " D9 D4 | D10 D5");
+	/* five decode steps, none out of memory: five decays */
+	assert_float_equal(t.cl.inst[0].new_token_ratio, 0.7 - 5 * (0.7 - 0.7 * 0.14) / 600, 1e-12);
+	assert_int_equal(result(&t, 3)->queue_ns, 5 * STEP_NS);
+	toy_free(&t);
+}
+
+/* SGLang retraction, page size 1, a pool of 16 tokens, conservativeness 0
+ * (no reserve for running requests' output: the pool is overcommitted).
+ * A (4 in, 8 out) waits at t = 0, B (3 in, 6 out) arrives at 0.5 us.
+ *  1: A                                                          P4@0
+ *  2: B admitted: 3 + 6 < 12 free (A reserves 0 x 7)             P3@0
+ *  3-6: decode; 1 token left after step 6                        D5 D4 | D6 D5 | D7 D6 | D8 D7
+ *  7: two tokens needed, one free: retract_decode takes the
+ *     fewest output tokens (5 each), then the longest prompt: A,
+ *     not B, the one vLLM would take; new_token_ratio =
+ *     min(1, (5 + 20 x 1) / 6) = 1                               D8
+ *  8: A back: its 4 cached prompt tokens hit, 5 recomputed       P5@4
+ *  9, 10                                                         D10 | D11 */
+static void test_sglang_retracts_fewest_outputs_and_resets_ratio(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t, SCHED_SGLANG, 1, 16, 16, 0);
+	enqueue(&t, 1, 4, 8, 100);
+	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
+	run_all(&t);
+	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
+	                               " P5@4 | D10 | D11");
+	assert_int_equal(result(&t, 1)->e2e_ns, 10 * STEP_NS);
+	assert_int_equal(result(&t, 2)->e2e_ns, 7 * STEP_NS - STEP_NS / 2);
+	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 5);
+	assert_float_equal(t.cl.inst[0].new_token_ratio, 1.0, 0);
+	toy_free(&t);
+}
+
+/* The same retraction with A's output blocks cacheable: when A is
+ * retracted, the KV of its 8 context tokens (4 prompt, 4 output) is cached,
+ * so its recompute finds all 8 and computes 1 token, not 5.             P1@8 */
+static void test_retracted_request_rematches_its_cached_output(void **st)
+{
+	(void)st;
+	toy_t t;
+	toy_init(&t, SCHED_SGLANG, 1, 16, 16, 0);
+	enqueue_ids(&t, 1, 4, 8, 100, 1);
+	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
+	run_all(&t);
+	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
+	                               " P1@8 | D10 | D11");
+	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 1);
+	toy_free(&t);
+}
+
+/* The batch limits a key left at 0 takes, per engine and GPU. */
+static void test_engine_defaults_follow_gpu_memory_and_name(void **st)
+{
+	(void)st;
+	uint32_t s, b;
+	cluster_engine_defaults(SCHED_VLLM, "H100-SXM", (uint64_t)80e9, &s, &b);
+	assert_int_equal(s, 1024);
+	assert_int_equal(b, 8192);
+	cluster_engine_defaults(SCHED_VLLM, "A100-80GB", (uint64_t)80e9, &s, &b);
+	assert_int_equal(s, 256); /* vLLM excludes A100 by name (its PR #17885) */
+	assert_int_equal(b, 2048);
+	cluster_engine_defaults(SCHED_VLLM, "L40S", (uint64_t)48e9, &s, &b);
+	assert_int_equal(s, 256);
+	cluster_engine_defaults(SCHED_SGLANG, "H200", (uint64_t)141e9, &s, &b);
+	assert_int_equal(b, 8192);
+	cluster_engine_defaults(SCHED_SGLANG, "B200", (uint64_t)180e9, &s, &b);
+	assert_int_equal(b, 16384);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_vllm_batches_follow_v1_rules_to_the_token),
+	    cmocka_unit_test(test_vllm_admits_nobody_in_a_step_that_preempted),
+	    cmocka_unit_test(test_sglang_batches_prefill_first_with_output_reserve),
+	    cmocka_unit_test(test_sglang_retracts_fewest_outputs_and_resets_ratio),
+	    cmocka_unit_test(test_retracted_request_rematches_its_cached_output),
+	    cmocka_unit_test(test_engine_defaults_follow_gpu_memory_and_name),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
