@@ -47,7 +47,7 @@
  *   transfer:   background copies follow xfer.mode(&mode, &param).
  *   accounting: the simulator fills a pol_spec_stats_t (replication policies
  *               add triggers through pol_actions_t.stats) and reports
- *               pol_spec_metric_names / pol_spec_metrics in the summary.
+ *               pol_spec_metrics in the summary.
  */
 #ifndef KVSIM_POL_H
 #define KVSIM_POL_H
@@ -524,10 +524,13 @@ void pol_spec_block_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns,
                          int replica_wasted);
 
 #define POL_SPEC_N_METRICS 23
-/* Summary metric names ("spec.triggers", ...) in a fixed order, and values. */
-extern const char *const pol_spec_metric_names[POL_SPEC_N_METRICS];
-/* The unit of each ("" for counts and ratios), in the same order. */
-extern const char *const pol_spec_metric_units[POL_SPEC_N_METRICS];
+/* The summary values in a fixed order: triggers, replicas created, used,
+ * wasted, waste ratio, unused VRAM (GB-s), bytes fg, bytes bg, copies
+ * cancelled, refused, warm hits, fg flows, fg slowdown (s), bytes cancelled,
+ * refusals by reason (vram, bw, room, source), prefixes over budget, hint
+ * routed, copies deferred, deferred cancelled, mean deferral (ms). Their
+ * names and units are the run's recorder's (sim/run/recorder.h, the
+ * "spec." metrics in the same order). */
 void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS]);
 
 #endif

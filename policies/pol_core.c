@@ -174,22 +174,6 @@ void pol_spec_block_gone(pol_spec_stats_t *s, uint64_t bytes, int64_t landed_ns,
 		s->replicas_wasted++;
 }
 
-const char *const pol_spec_metric_names[POL_SPEC_N_METRICS] = {
-    "spec.triggers",           "spec.replicas_created", "spec.replicas_used",
-    "spec.replicas_wasted",    "spec.waste_ratio",      "spec.unused_vram_gb_s",
-    "spec.bytes_fg",           "spec.bytes_bg",         "spec.copies_cancelled",
-    "spec.copies_refused",     "spec.warm_hits",        "spec.fg_flows",
-    "spec.fg_slowdown_mean_s", "spec.bytes_cancelled",  "spec.refused_vram",
-    "spec.refused_bw",         "spec.refused_room",     "spec.refused_source",
-    "spec.prefix_over_budget", "spec.hint_routed",      "spec.copies_deferred",
-    "spec.deferred_cancelled", "spec.deferral_mean_ms",
-};
-
-const char *const pol_spec_metric_units[POL_SPEC_N_METRICS] = {
-    "",      "",      "", "", "", "GB-s", "bytes", "bytes", "", "", "", "", "s", "bytes",
-    "",      "",      "", "", "", "",     "",      "",      "ms",
-};
-
 void pol_spec_refused(pol_spec_stats_t *s, pol_refusal_t why)
 {
 	uint64_t *by[] = {&s->refused_vram, &s->refused_bw, &s->refused_room, &s->refused_source};

@@ -17,6 +17,7 @@
 #include "models/mdl.h"
 #include "sim/base/cfg.h"
 #include "sim/cluster/cluster.h"
+#include "sim/run/recorder.h"
 #include "sim/run/sim.h"
 
 /* ---- a synthetic source: Poisson arrivals, exponential prompt lengths ---- */
@@ -269,6 +270,7 @@ typedef struct churn {
 	gsl_rng *rng;
 	uint32_t left;
 	uint64_t checks, nonzero;
+	sim_results_t res;
 } churn_t;
 
 /* 2 us per iteration plus 10 ns per prefill token and 50 ns per decode. */
@@ -332,7 +334,8 @@ static void test_decode_tokens_counter_equals_recount(void **st)
 	gsl_rng_set(c.rng, 9);
 	cluster_params_t p = {.n_instances = 3, .block_tokens = 16, .kv_blocks = 60,
 			      .block_bytes = 1, .max_num_seqs = 8, .max_batched_tokens = 256,
-			      .chunked_prefill = 1, .cost = churn_cost};
+			      .chunked_prefill = 1, .cost = churn_cost,
+			      .on_result = rec_request, .result_ctx = &c.res};
 	assert_int_equal(cluster_init(&c.cl, &p, eng), 0);
 	assert_int_equal(ev_engine_register(eng, 9, churn_arrival, &c), 0);
 	ev_engine_set_check(eng, churn_check, &c);
@@ -344,9 +347,11 @@ static void test_decode_tokens_counter_equals_recount(void **st)
 	for (uint32_t i = 0; i < 3; i++)
 		assert_int_equal(c.cl.inst[i].decode_tokens, 0);
 	assert_int_equal(cluster_finish(&c.cl), 0);
+	assert_int_equal(c.res.n_req, 2000);
 	cluster_free(&c.cl);
 	ev_engine_free(eng);
 	gsl_rng_free(c.rng);
+	sim_results_free(&c.res);
 }
 
 static void test_second_request_waits_for_blocks_being_computed(void **st)

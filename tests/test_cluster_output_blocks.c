@@ -14,6 +14,7 @@
 
 #include "sim/base/cfg.h"
 #include "sim/cluster/cluster.h"
+#include "tests/toy_cluster.h"
 #include "tests/sim_fixture.h"
 #include "tests/tr_fixture.h"
 
@@ -40,6 +41,8 @@ static uint32_t next_turn_hit(int mode, uint32_t out_len)
 	p.sched_mode = mode;
 	p.conservativeness = 1;
 	p.cost = unit_cost;
+	sim_results_t res = {0};
+	toy_record_into(&p, &res);
 	ev_engine_t *eng = ev_engine_new(64);
 	cluster_t c;
 	assert_int_equal(cluster_init(&c, &p, eng), 0);
@@ -52,10 +55,11 @@ static uint32_t next_turn_hit(int mode, uint32_t out_len)
 	assert_int_equal(cluster_submit(&c, 0, 2, 20, 1, ids, 5), 0);
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
 	assert_int_equal(cluster_check(&c), 0);
-	assert_int_equal(c.n_res, 2);
-	uint32_t hit = c.res[1].id == 2 ? c.res[1].tok_local : c.res[0].tok_local;
+	assert_int_equal(res.n_req, 2);
+	uint32_t hit = res.req[1].id == 2 ? res.req[1].tok_local : res.req[0].tok_local;
 	cluster_free(&c);
 	ev_engine_free(eng);
+	sim_results_free(&res);
 	return hit;
 }
 

@@ -37,7 +37,7 @@ static void test_sequential_requests_reuse_one_allocation(void **st)
 	toy_init(&t);
 	for (uint64_t id = 0; id < 200; id++)
 		one(&t, id, 1 + (uint32_t)(id % 7) * 5);
-	assert_int_equal(t.cl.n_res, 200);
+	assert_int_equal(t.res.n_req, 200);
 	/* one request in the system at a time: one allocation in all */
 	assert_int_equal(t.cl.n_req_alloc, 1);
 	toy_free(&t);
@@ -56,7 +56,7 @@ static void test_concurrent_requests_allocate_their_peak(void **st)
 		}
 		assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
 	}
-	assert_int_equal(t.cl.n_res, 50);
+	assert_int_equal(t.res.n_req, 50);
 	assert_int_equal(t.cl.n_req_alloc, 5);
 	toy_free(&t);
 }
@@ -75,7 +75,7 @@ static void test_reused_request_starts_clean(void **st)
 	one(&b, 8, 3);
 	assert_int_equal(a.cl.n_req_alloc, 1);
 	/* every field but the arrival time (the reused one came later) */
-	res_request_t ra = a.cl.res[1], rb = b.cl.res[0];
+	res_request_t ra = a.res.req[1], rb = b.res.req[0];
 	assert_int_equal(ra.id, 8);
 	assert_int_equal(ra.output_tokens, 3);
 	assert_true(ra.tbt_p90_ns > 0);

@@ -63,9 +63,9 @@ static void toy_init(toy_t *t, int mode, int resident, int ttft_end, uint64_t re
 	toy_start(t, &p);
 }
 
-static const res_request_t *by_id(const cluster_t *c, uint64_t id)
+static const res_request_t *by_id(const sim_results_t *c, uint64_t id)
 {
-	return sf_request(c->res, c->n_res, id);
+	return sf_request(c->req, c->n_req, id);
 }
 
 /* A and B share a 4-block prefix; C has its own; 16-token prompts, 2 output
@@ -97,12 +97,12 @@ static void test_study_scheduler_serial_prefill_hol_and_reservation(void **st)
 	 * admission): 1 new token, 17000. C does not fit the reservation (36 +
 	 * 18 > 40): two decode steps of A and B (200 each) come first, A and B
 	 * finish at 17400, then C's prefill ends at 33400, TTFT at its end. */
-	assert_int_equal(by_id(&t.cl, 1)->ttft_ns, 16000);
-	assert_int_equal(by_id(&t.cl, 2)->ttft_ns, 17000);
-	assert_int_equal(by_id(&t.cl, 1)->e2e_ns, 17400);
-	assert_int_equal(by_id(&t.cl, 3)->ttft_ns, 33400);
-	assert_int_equal(by_id(&t.cl, 3)->e2e_ns, 33400 + 2 * 100);
-	assert_int_equal(by_id(&t.cl, 2)->tok_local, 15);
+	assert_int_equal(by_id(&t.res, 1)->ttft_ns, 16000);
+	assert_int_equal(by_id(&t.res, 2)->ttft_ns, 17000);
+	assert_int_equal(by_id(&t.res, 1)->e2e_ns, 17400);
+	assert_int_equal(by_id(&t.res, 3)->ttft_ns, 33400);
+	assert_int_equal(by_id(&t.res, 3)->e2e_ns, 33400 + 2 * 100);
+	assert_int_equal(by_id(&t.res, 2)->tok_local, 15);
 	/* the cache kept every prompt block plus one synthetic output block
 	 * each (ceil(18 / 4) = 5 blocks per request), holding none */
 	assert_int_equal(kv_used_shared(t.cl.inst[0].kv), 4 + 4 + 3);
@@ -119,8 +119,8 @@ static void test_vllm_scheduler_batches_the_same_requests(void **st)
 	submit_abc(&t);
 	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
 	/* one iteration prefills all three (B waits for A's blocks: wait rule) */
-	assert_true(by_id(&t.cl, 1)->ttft_ns == by_id(&t.cl, 3)->ttft_ns);
-	assert_true(by_id(&t.cl, 2)->ttft_ns > by_id(&t.cl, 1)->ttft_ns);
+	assert_true(by_id(&t.res, 1)->ttft_ns == by_id(&t.res, 3)->ttft_ns);
+	assert_true(by_id(&t.res, 2)->ttft_ns > by_id(&t.res, 1)->ttft_ns);
 	toy_free(&t);
 }
 
@@ -155,7 +155,7 @@ static void test_ttft_at_prefill_end_takes_every_token_from_decode(void **st)
 		toy_t t;
 		toy_submit_one(&t, 0, end, 3);
 		assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
-		const res_request_t *r = by_id(&t.cl, 1);
+		const res_request_t *r = by_id(&t.res, 1);
 		/* prefill 16000; then 3 decode steps (TTFT excludes the first) or 2
 		 * (the prefill's own token is the first) of 100 each */
 		assert_int_equal(r->ttft_ns, 16000);
@@ -187,7 +187,7 @@ static void test_compute_job_runs_before_the_next_iteration(void **st)
 	assert_int_equal(cluster_submit(&t.cl, 0, 1, 16, 2, ab, 4), 0);
 	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
 	assert_int_equal(job_seen, 7);
-	assert_int_equal(by_id(&t.cl, 1)->ttft_ns, 5000 + 16000);
+	assert_int_equal(by_id(&t.res, 1)->ttft_ns, 5000 + 16000);
 	toy_free(&t);
 }
 

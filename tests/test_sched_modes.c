@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "sim/cluster/cluster.h"
+#include "sim/run/recorder.h"
 
 #define STEP_NS 1000
 
@@ -39,6 +40,7 @@ static int64_t rec_cost(void *ctx, const sim_batch_t *b)
 typedef struct toy {
 	ev_engine_t *eng;
 	cluster_t cl;
+	sim_results_t res; /* the rows of finished requests */
 	rec_t rec;
 	uint32_t ev_arrive;
 	/* one request submitted later by an event */
@@ -64,6 +66,8 @@ static void toy_init(toy_t *t, int mode, uint32_t block_tokens, uint32_t kv_bloc
 	p.conservativeness = conservativeness;
 	p.cost = rec_cost;
 	p.cost_ctx = &t->rec;
+	p.on_result = rec_request;
+	p.result_ctx = &t->res;
 	t->eng = ev_engine_new(64);
 	assert_non_null(t->eng);
 	assert_int_equal(cluster_init(&t->cl, &p, t->eng), 0);
@@ -73,6 +77,7 @@ static void toy_free(toy_t *t)
 {
 	cluster_free(&t->cl);
 	ev_engine_free(t->eng);
+	sim_results_free(&t->res);
 }
 
 /* Queues a request at t = 0 whose full prompt blocks have ids base+1, ...;
@@ -118,9 +123,9 @@ static void arrive_at(toy_t *t, int64_t at, uint64_t id, uint32_t in, uint32_t o
 
 static const res_request_t *result(const toy_t *t, uint64_t id)
 {
-	for (size_t i = 0; i < t->cl.n_res; i++)
-		if (t->cl.res[i].id == id)
-			return &t->cl.res[i];
+	for (size_t i = 0; i < t->res.n_req; i++)
+		if (t->res.req[i].id == id)
+			return &t->res.req[i];
 	fail_msg("request %llu has no result", (unsigned long long)id);
 	return NULL;
 }

@@ -5,8 +5,18 @@
 #ifndef KVSIM_TESTS_TOY_CLUSTER_H
 #define KVSIM_TESTS_TOY_CLUSTER_H
 
+#include <string.h>
+
 #include "sim/cluster/cluster.h"
 #include "sim/engine/ev_engine.h"
+#include "sim/run/recorder.h"
+
+/* Sends p's result rows to res (the run's recorder does the same). */
+static inline void toy_record_into(cluster_params_t *p, sim_results_t *res)
+{
+	p->on_result = rec_request;
+	p->result_ctx = res;
+}
 
 static inline int64_t toy_cost(void *ctx, const sim_batch_t *b)
 {
@@ -20,6 +30,7 @@ static inline int64_t toy_cost(void *ctx, const sim_batch_t *b)
 typedef struct toy {
 	ev_engine_t *eng;
 	cluster_t cl;
+	sim_results_t res; /* every finished request's row */
 } toy_t;
 
 /* The toy's parameters under scheduler mode (SCHED_*), for a test to change
@@ -42,15 +53,19 @@ static inline cluster_params_t toy_params(int mode)
 
 static inline void toy_start(toy_t *t, const cluster_params_t *p)
 {
+	cluster_params_t q = *p;
+	memset(&t->res, 0, sizeof t->res);
+	toy_record_into(&q, &t->res);
 	t->eng = ev_engine_new(64);
 	assert_non_null(t->eng);
-	assert_int_equal(cluster_init(&t->cl, p, t->eng), 0);
+	assert_int_equal(cluster_init(&t->cl, &q, t->eng), 0);
 }
 
 static inline void toy_free(toy_t *t)
 {
 	cluster_free(&t->cl);
 	ev_engine_free(t->eng);
+	sim_results_free(&t->res);
 }
 
 #endif

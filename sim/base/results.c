@@ -1,5 +1,6 @@
 /* results — see results.h. */
 #include "sim/base/mem.h"
+#include "sim/base/vec.h"
 #include "sim/base/results.h"
 
 #include <math.h>
@@ -18,13 +19,8 @@ void sim_results_free(sim_results_t *r)
 
 int sim_results_metric(sim_results_t *r, const char *name, const char *unit, double v)
 {
-	if ((r->n_metric & (r->n_metric + 1)) == 0 || r->n_metric == 0) {
-		size_t cap = r->n_metric ? 2 * (r->n_metric + 1) : 16;
-		res_metric_t *m = realloc(r->metric, cap * sizeof *m);
-		if (!m)
-			return KS_ENOMEM;
-		r->metric = m;
-	}
+	if (VEC_GROW(r->metric, r->cap_metric, r->n_metric + 1, 16))
+		return KS_ENOMEM;
 	res_metric_t *m = &r->metric[r->n_metric++];
 	memset(m, 0, sizeof *m);
 	strncpy(m->name, name, sizeof m->name - 1);

@@ -60,10 +60,12 @@ typedef struct res_metric {
 } res_metric_t;
 
 typedef struct sim_results {
-	res_request_t *req;   size_t n_req;
-	res_transfer_t *xfer; size_t n_xfer;
-	res_sample_t *tl;     size_t n_tl;
-	res_metric_t *metric; size_t n_metric;
+	/* rows and their capacities (a capacity below the count, e.g. 0 for an
+	 * array filled elsewhere, only makes the next append reallocate) */
+	res_request_t *req;   size_t n_req, cap_req;
+	res_transfer_t *xfer; size_t n_xfer, cap_xfer;
+	res_sample_t *tl;     size_t n_tl, cap_tl;
+	res_metric_t *metric; size_t n_metric, cap_metric;
 	char *config_text;    /* resolved config (cfg_text) */
 	uint64_t seed;
 	char trace_path[1024];

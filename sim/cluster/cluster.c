@@ -64,6 +64,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 {
 	memset(c, 0, sizeof *c);
+	if (!p->on_result)
+		return KS_EINPUT;
 	c->p = *p;
 	c->eng = eng;
 	if (!c->p.resv_tokens_cap)
@@ -158,7 +160,6 @@ void cluster_free(cluster_t *c)
 	}
 	c->req_pool = NULL;
 	free(c->inst);
-	free(c->res);
 	memset(c, 0, sizeof *c);
 }
 
@@ -213,30 +214,32 @@ uint64_t cluster_decode_tokens_recount(const cluster_t *c, uint32_t inst)
 
 /* ---- results ------------------------------------------------------------ */
 
-static res_request_t *res_append(cluster_t *c)
+/* A request row with no time measured yet (-1). */
+static void row_init(res_request_t *r)
 {
-	if (VEC_GROW(c->res, c->cap_res, c->n_res + 1, 1024))
-		return NULL;
-	res_request_t *r = &c->res[c->n_res++];
 	memset(r, 0, sizeof *r);
 	r->ttft_ns = r->tpot_ns = r->tbt_p90_ns = r->e2e_ns = r->queue_ns = -1;
-	r->fetch_wait_ns = 0;
-	return r;
+}
+
+/* Hands a finished row to the run's recorder. */
+static int row_done(cluster_t *c, const res_request_t *r)
+{
+	c->n_done++;
+	return c->p.on_result(c->p.result_ctx, r);
 }
 
 int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t in_len,
 			    uint32_t out_len, int32_t status)
 {
-	res_request_t *r = res_append(c);
-	if (!r)
-		return KS_ENOMEM;
+	res_request_t row, *r = &row;
+	row_init(r);
 	r->id = id;
 	r->arrival_ns = arrival;
 	r->instance = -1;
 	r->status = status;
 	r->input_tokens = in_len;
 	r->output_tokens = out_len;
-	return 0;
+	return row_done(c, r);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -247,9 +250,8 @@ static int cmp_i64(const void *a, const void *b)
 
 static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 {
-	res_request_t *r = res_append(c);
-	if (!r)
-		return KS_ENOMEM;
+	res_request_t row, *r = &row;
+	row_init(r);
 	r->id = q->id;
 	r->arrival_ns = q->arrival;
 	r->instance = q->inst;
@@ -280,7 +282,7 @@ static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 			r->tbt_p90_ns = 0;
 		}
 	}
-	return 0;
+	return row_done(c, r);
 }
 
 /* ---- waiting queue -------------------------------------------------------- */

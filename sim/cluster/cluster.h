@@ -1,12 +1,14 @@
 /* cluster — instances, requests and the continuous-batching scheduler.
  *
  * A cluster_t owns its instances (each a tensor-parallel group of GPUs on one
- * node with its own kv_store and scheduler), the requests in the system and
- * the per-request results. It runs on an ev_engine it does not own. Times are
- * ns, sizes bytes or blocks as named. Requests enter with cluster_submit (at
- * their arrival time, already routed); each instance runs one iteration event
- * at a time whose duration comes from the cost callback. Every request ends
- * completed or rejected (with a reason); none is dropped. Errors: KS_ENOMEM.
+ * node with its own kv_store and scheduler) and the requests in the system;
+ * each finished request's result row goes to the on_result hook (the run's
+ * recorder owns the rows). It runs on an ev_engine it does not own. Times
+ * are ns, sizes bytes or blocks as named. Requests enter with cluster_submit
+ * (at their arrival time, already routed); each instance runs one iteration
+ * event at a time whose duration comes from the cost callback. Every request
+ * ends completed or rejected (with a reason); none is dropped. Errors:
+ * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook).
  */
 #ifndef KVSIM_CLUSTER_H
 #define KVSIM_CLUSTER_H
@@ -87,6 +89,11 @@ typedef struct cluster_params {
 	 * privately. NULL: always wait. */
 	int (*wait_inflight)(void *ctx, uint32_t inst, const struct sim_req *r, uint32_t first);
 	void *hook_ctx;
+	/* Every request's result row, once, when it completes, is rejected or
+	 * is still in the system at cluster_finish (required; the run's
+	 * recorder, sim/run/recorder.h). Nonzero stops the run. */
+	int (*on_result)(void *ctx, const res_request_t *row);
+	void *result_ctx;
 } cluster_params_t;
 
 enum { RQ_WAITING = 0, RQ_RUNNING = 1, RQ_DONE = 2 };
@@ -158,8 +165,7 @@ typedef struct cluster {
 	ev_engine_t *eng;
 	uint32_t ev_iter;          /* event type of iteration completions (from eng) */
 	sim_inst_t *inst;
-	res_request_t *res;
-	size_t n_res, cap_res;
+	uint64_t n_done;           /* request rows handed to p.on_result */
 	uint64_t n_live;           /* requests submitted and not finished */
 	uint64_t kv_block_allocs, kv_block_frees; /* private+shared block-events */
 	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */

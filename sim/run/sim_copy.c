@@ -16,6 +16,7 @@
 
 #include "models/mdl_xfer.h"
 #include "sim/base/vec.h"
+#include "sim/run/recorder.h"
 #include "sim/run/sim_int.h"
 
 /* copy_begin's answer when every block is already at the destination */
@@ -186,7 +187,6 @@ void sim_net_free(sim_ctx_t *s)
 			kv_store_free(s->host[i]);
 	free(s->host);
 	free(s->replicas);
-	free(s->xfer);
 	net_topo_free(s->topo);
 	net_free(s->net);
 }
@@ -211,9 +211,7 @@ static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32
 
 static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec, int kind)
 {
-	if (VEC_GROW(s->xfer, s->cap_xfer, s->n_xfer + 1, 256))
-		return KS_ENOMEM;
-	res_transfer_t *t = &s->xfer[s->n_xfer++];
+	res_transfer_t row, *t = &row;
 	memset(t, 0, sizeof *t);
 	t->id = rec->id;
 	uint32_t g = (uint32_t)(rec->tag & 0xffff);
@@ -234,7 +232,7 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 	t->start_ns = rec->start_ns;
 	t->end_ns = rec->end_ns;
 	t->cancelled = rec->cancelled;
-	return 0;
+	return rec_transfer(s->res, t);
 }
 
 static int replica_new(sim_ctx_t *s, uint32_t blocks, uint32_t *idx)
@@ -985,25 +983,20 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 	net_get_stats(s->net, &ns);
 	s->spec.fg_flows = ns.fg_done;
 	s->spec.fg_slowdown_s = (ns.fg_actual_ns - ns.fg_alone_ns) / 1e9;
-	res->xfer = s->xfer;
-	res->n_xfer = s->n_xfer;
-	s->xfer = NULL;
-	s->n_xfer = s->cap_xfer = 0;
 	double m[POL_SPEC_N_METRICS];
 	pol_spec_metrics(&s->spec, m);
 	for (int i = 0; i < POL_SPEC_N_METRICS; i++)
-		if (sim_results_metric(res, pol_spec_metric_names[i], pol_spec_metric_units[i],
-				       m[i]))
+		if (rec_metric(res, REC_SPEC_TRIGGERS + i, m[i]))
 			return KS_ENOMEM;
-	/* per link kind: bytes moved and busy time, by class */
-	static const char *const kinds[] = {"nvlink", "pcie", "nic", "fabric"};
+	/* per link kind (net_medium_t order, as the recorder's list): bytes
+	 * moved and busy time, by class */
 	double kb[4][2] = {{0}}, kt[4][2] = {{0}};
 	size_t nl = net_link_count(s->net);
 	for (uint32_t l = 0; l < nl; l++) {
 		net_link_stats_t st;
 		if (net_link_stats(s->net, l, &st))
 			continue;
-		int k = (int)net_topo_link_medium(s->topo, l); /* kinds[] in net_medium_t order */
+		int k = (int)net_topo_link_medium(s->topo, l);
 		for (int c = 0; c < 2; c++) {
 			kb[k][c] += st.bytes[c];
 			kt[k][c] += (double)st.busy_ns[c] / 1e9;
@@ -1011,16 +1004,14 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 	}
 	for (int k = 0; k < 4; k++)
 		for (int c = 0; c < 2; c++) {
-			char n1[48], n2[48];
-			snprintf(n1, sizeof n1, "link_bytes_%s.%s", c ? "bg" : "fg", kinds[k]);
-			snprintf(n2, sizeof n2, "link_busy_s_%s.%s", c ? "bg" : "fg", kinds[k]);
-			if (sim_results_metric(res, n1, "bytes", kb[k][c]) ||
-			    sim_results_metric(res, n2, "s", kt[k][c]))
+			int id = REC_LINK_BYTES_FG_NVLINK + 4 * k + 2 * c;
+			if (rec_metric(res, id, kb[k][c]) || rec_metric(res, id + 1, kt[k][c]))
 				return KS_ENOMEM;
 		}
 	double fg_mean = ns.fg_done && ns.fg_alone_ns > 0 ? ns.fg_actual_ns / ns.fg_alone_ns : 1;
-	sim_results_metric(res, "fg_slowdown_mean", "", fg_mean);
-	sim_results_metric(res, "bytes_fg", "bytes", (double)s->spec.bytes_fg);
-	sim_results_metric(res, "bytes_bg", "bytes", (double)s->spec.bytes_bg);
+	if (rec_metric(res, REC_FG_SLOWDOWN_MEAN, fg_mean) ||
+	    rec_metric(res, REC_BYTES_FG, (double)s->spec.bytes_fg) ||
+	    rec_metric(res, REC_BYTES_BG, (double)s->spec.bytes_bg))
+		return KS_ENOMEM;
 	return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "sim/run/metrics.h"
 #include "sim/base/vec.h"
+#include "sim/run/recorder.h"
 #include "sim/run/sim_int.h"
 
 
@@ -435,14 +436,6 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return 0;
 }
 
-static int tl_push(sim_ctx_t *s, const res_sample_t *x)
-{
-	if (VEC_GROW(s->tl, s->cap_tl, s->n_tl + 1, 1024))
-		return KS_ENOMEM;
-	s->tl[s->n_tl++] = *x;
-	return 0;
-}
-
 /* Samples every instance, and every link that is carrying bytes. */
 static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
@@ -454,7 +447,7 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		const sim_inst_t *in = &s->cl.inst[i];
 		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, in->n_wait, in->n_run,
 				  kv_used(in->kv) * bb, kv_spec_blocks(in->kv) * bb, 0, 0};
-		if (tl_push(s, &x))
+		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
 	size_t nl = net_link_count(s->net);
@@ -464,7 +457,7 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			continue;
 		res_sample_t x = {now, TL_LINK, (int32_t)l, 0, 0, 0, 0,
 				  st.rate[0] / st.capacity, st.rate[1] / st.capacity};
-		if (tl_push(s, &x))
+		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
 	if (run_active(s) && ev_engine_after(eng, s->sample_ns, s->ev.sample, 0, 0) == EV_NONE)
@@ -511,7 +504,7 @@ static int after_event(void *ctx, ev_engine_t *eng)
 				       "Raise max_rss_gb, lower max_pending, or shorten the trace",
 				       (double)rss / 1e9, (double)s->rss_limit / 1e9,
 				       s->rss_auto ? " (half of the memory available)" : "",
-				       (double)ev_engine_now(eng) / 1e9, (uint64_t)s->cl.n_res + s->cl.n_live,
+				       (double)ev_engine_now(eng) / 1e9, (uint64_t)s->cl.n_done + s->cl.n_live,
 				       waiting);
 		}
 	}
@@ -635,6 +628,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.on_job_done = sim_on_job_done;
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
+	p.on_result = rec_request;
+	p.result_ctx = s->res;
 	if ((rc = pol_set_open_cfg(reg, cfg, sp->seed, &s->pol, e)))
 		return rc;
 	s->pol_open = 1;
@@ -726,12 +721,6 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 		return s->hook_err;
 	if ((rc = stores_check_end(s)))
 		return rc;
-	res->req = s->cl.res;
-	res->n_req = s->cl.n_res;
-	s->cl.res = NULL;
-	res->tl = s->tl;
-	res->n_tl = s->n_tl;
-	s->tl = NULL;
 	res->seed = s->prm.seed;
 	snprintf(res->trace_path, sizeof res->trace_path, "%s", s->src->name ? s->src->name : "");
 	res->events = ev_engine_events(s->eng);
@@ -749,19 +738,16 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	double area = 0, end_s = (double)ev_engine_now(s->eng) / 1e9;
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
 		area += s->cl.inst[i].wait_area / 1e9;
-	struct { const char *n, *u; double v; } m[] = {
-		{"tok_fetched_peer", "tokens", (double)peer},
-		{"tok_fetched_host", "tokens", (double)host},
-		{"instances", "", s->cl.p.n_instances},
-		{"kv_blocks_per_instance", "blocks", s->cl.p.kv_blocks},
-		{"kv_block_allocs", "blocks", (double)s->cl.kv_block_allocs},
-		{"kv_block_frees", "blocks", (double)s->cl.kv_block_frees},
-		{"sim_events", "", (double)res->events},
-		{"sim_time_s", "s", end_s},
-		{"queue_len_mean", "requests", end_s > 0 ? area / end_s : 0},
+	/* REC_TOK_FETCHED_PEER .. REC_QUEUE_LEN_MEAN, in the recorder's order */
+	const double m[] = {
+	    (double)peer, (double)host, s->cl.p.n_instances, s->cl.p.kv_blocks,
+	    (double)s->cl.kv_block_allocs, (double)s->cl.kv_block_frees, (double)res->events, end_s,
+	    end_s > 0 ? area / end_s : 0,
 	};
+	_Static_assert(sizeof m / sizeof m[0] == REC_QUEUE_LEN_MEAN - REC_TOK_FETCHED_PEER + 1,
+		       "one value per metric");
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-		if (sim_results_metric(res, m[i].n, m[i].u, m[i].v))
+		if (rec_metric(res, REC_TOK_FETCHED_PEER + (int)i, m[i]))
 			return KS_ENOMEM;
 	return sim_copy_finish(s, res);
 }
@@ -778,7 +764,6 @@ static void ctx_free(sim_ctx_t *s)
 		free(s->pend[i].blocks);
 	free(s->pend);
 	free(s->hooks);
-	free(s->tl);
 	free(s);
 }
 
@@ -787,7 +772,7 @@ static int progress_tick(void *ctx, ev_engine_t *eng)
 {
 	sim_ctx_t *s = ctx;
 	const sim_run_opts_t *o = s->opts;
-	sim_progress_t p = {ev_engine_now(eng), s->pend_head_seq, s->cl.n_res,
+	sim_progress_t p = {ev_engine_now(eng), s->pend_head_seq, s->cl.n_done,
 			    o->fraction ? o->fraction(o->fraction_ctx) : -1};
 	return s->opts->progress(s->opts->progress_ctx, &p);
 }
@@ -811,6 +796,7 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	s->src = src;
 	s->err = e;
 	s->cfg = cfg;
+	s->res = res;
 	s->opts = o && o->progress ? o : NULL;
 	int rc = setup(s, cfg, reg, e);
 	if (!rc && s->opts)

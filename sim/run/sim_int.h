@@ -139,12 +139,10 @@ typedef struct sim_ctx {
 	size_t n_replicas, cap_replicas;
 	kv_store_t **host;      /* per node host tier, NULL entries when off */
 	int host_offload;
-	res_transfer_t *xfer;
-	size_t n_xfer, cap_xfer;
+	sim_results_t *res;     /* the caller's results: the recorder appends every
+	                         * row here during the run (sim/run/recorder.h) */
 	/* timeline */
 	int64_t sample_ns;
-	res_sample_t *tl;
-	size_t n_tl, cap_tl;
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	const sim_run_opts_t *opts; /* NULL: none */

@@ -1,0 +1,53 @@
+/* recorder — see recorder.h. */
+#include "sim/run/recorder.h"
+
+#include "sim/base/err.h"
+#include "sim/base/vec.h"
+
+static const rec_metric_def_t defs[REC_N_METRICS] = {
+#define X(id, name, unit, doc) [REC_##id] = {name, unit, doc},
+    REC_METRICS
+#undef X
+};
+
+const rec_metric_def_t *rec_metric_def(int id)
+{
+	return id >= 0 && id < REC_N_METRICS ? &defs[id] : NULL;
+}
+
+int rec_metric(sim_results_t *res, int id, double v)
+{
+	const rec_metric_def_t *d = rec_metric_def(id);
+	return d ? sim_results_metric(res, d->name, d->unit, v) : KS_EINPUT;
+}
+
+void rec_metric_list(FILE *f)
+{
+	for (int i = 0; i < REC_N_METRICS; i++)
+		fprintf(f, "%s\t%s\t%s\n", defs[i].name, defs[i].unit, defs[i].doc);
+}
+
+int rec_request(void *ctx, const res_request_t *row)
+{
+	sim_results_t *res = ctx;
+	if (VEC_GROW(res->req, res->cap_req, res->n_req + 1, 1024))
+		return KS_ENOMEM;
+	res->req[res->n_req++] = *row;
+	return 0;
+}
+
+int rec_transfer(sim_results_t *res, const res_transfer_t *row)
+{
+	if (VEC_GROW(res->xfer, res->cap_xfer, res->n_xfer + 1, 256))
+		return KS_ENOMEM;
+	res->xfer[res->n_xfer++] = *row;
+	return 0;
+}
+
+int rec_sample(sim_results_t *res, const res_sample_t *row)
+{
+	if (VEC_GROW(res->tl, res->cap_tl, res->n_tl + 1, 1024))
+		return KS_ENOMEM;
+	res->tl[res->n_tl++] = *row;
+	return 0;
+}

@@ -1,0 +1,120 @@
+/* recorder — every result row and every summary metric of a run, in one
+ * place.
+ *
+ * Rows: a run's per-request rows (the cluster hands each finished request
+ * to rec_request, its on_result hook), transfers and timeline samples are
+ * appended here to the run's sim_results_t, which owns them (freed by
+ * sim_results_free). Metrics: every summary metric kvsim writes is one row
+ * of REC_METRICS below (name, unit, meaning), in the order a run's /summary
+ * lists them; code records a value by its id (rec_metric), so no other file
+ * spells a metric's name. Families are consecutive ids: the five statistics
+ * of a latency (mean, p50, p90, p95, p99), the four link kinds by class and
+ * quantity, and the speculation counters in pol_spec_metrics' order.
+ * Errors: 0 or KS_ENOMEM (the results keep what they had).
+ */
+#ifndef KVSIM_RECORDER_H
+#define KVSIM_RECORDER_H
+
+#include <stdio.h>
+
+#include "sim/base/results.h"
+
+/* X(ID, name, unit, meaning) */
+#define REC_LATENCY(P, p, what)                                                                    \
+	X(P##_MEAN, p "_mean_ms", "ms", "mean " what " of completed requests")                     \
+	X(P##_P50, p "_p50_ms", "ms", "median " what " of completed requests")                     \
+	X(P##_P90, p "_p90_ms", "ms", "90th percentile of " what)                                  \
+	X(P##_P95, p "_p95_ms", "ms", "95th percentile of " what)                                  \
+	X(P##_P99, p "_p99_ms", "ms", "99th percentile of " what)
+#define REC_LINK(K, k)                                                                             \
+	X(LINK_BYTES_FG_##K, "link_bytes_fg." k, "bytes", "foreground bytes over " k " links")     \
+	X(LINK_BUSY_FG_##K, "link_busy_s_fg." k, "s", "link-seconds " k " links carried foreground") \
+	X(LINK_BYTES_BG_##K, "link_bytes_bg." k, "bytes", "background bytes over " k " links")     \
+	X(LINK_BUSY_BG_##K, "link_busy_s_bg." k, "s", "link-seconds " k " links carried background")
+#define REC_METRICS                                                                                \
+	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
+	X(COMPLETED, "completed", "", "requests completed")                                        \
+	X(REJECTED, "rejected", "", "requests rejected (too long, SLO, overload)")                 \
+	X(REJECTED_OVERLOAD, "rejected_overload", "", "rejected: their instance's queue was full") \
+	X(UNFINISHED, "unfinished", "", "still in the system when the run stopped")                \
+	X(FAILED_IN_TRACE, "failed_in_trace", "", "failed in the source trace")                    \
+	X(SPAN_S, "span_s", "s", "first arrival to last completion")                              \
+	X(THROUGHPUT_RPS, "throughput_rps", "1/s", "completed requests per second of span")        \
+	X(OUTPUT_TOKENS_PER_S, "output_tokens_per_s", "1/s", "output tokens per second of span")   \
+	X(SLO_TTFT_ATTAINMENT, "slo_ttft_attainment", "", "share of completed meeting the TTFT SLO") \
+	X(SLO_TPOT_ATTAINMENT, "slo_tpot_attainment", "", "share of completed meeting the TPOT SLO") \
+	X(SLO_ATTAINMENT, "slo_attainment", "", "share of completed meeting both SLOs")            \
+	X(GOODPUT_RPS, "goodput_rps", "1/s", "requests meeting both SLOs per second of span")      \
+	X(HIT_RATE_TOKENS, "hit_rate_tokens", "", "prompt tokens served from KV / prompt tokens")   \
+	X(HIT_RATE_BLOCKS, "hit_rate_blocks", "", "shareable blocks matched / shareable blocks")   \
+	X(SPEC_HIT_TOKENS, "spec_hit_tokens", "tokens", "prompt tokens found thanks to a speculative copy") \
+	REC_LATENCY(TTFT, "ttft", "time to first token")                                           \
+	REC_LATENCY(TPOT, "tpot", "time per output token")                                         \
+	REC_LATENCY(TBT_P90, "tbt_p90", "per-request 90th-percentile time between tokens")         \
+	REC_LATENCY(E2E, "e2e", "arrival-to-last-token latency")                                   \
+	REC_LATENCY(QUEUE, "queue", "queueing delay (arrival to admission)")                       \
+	X(TOK_FETCHED_PEER, "tok_fetched_peer", "tokens", "prompt tokens fetched from a peer's HBM") \
+	X(TOK_FETCHED_HOST, "tok_fetched_host", "tokens", "prompt tokens fetched from host memory") \
+	X(INSTANCES, "instances", "", "serving instances")                                         \
+	X(KV_BLOCKS_PER_INSTANCE, "kv_blocks_per_instance", "blocks", "KV pool of one instance")   \
+	X(KV_BLOCK_ALLOCS, "kv_block_allocs", "blocks", "KV block allocations")                    \
+	X(KV_BLOCK_FREES, "kv_block_frees", "blocks", "KV block releases")                         \
+	X(SIM_EVENTS, "sim_events", "", "engine events dispatched")                                \
+	X(SIM_TIME_S, "sim_time_s", "s", "simulated time at the end")                              \
+	X(QUEUE_LEN_MEAN, "queue_len_mean", "requests", "time-mean waiting requests per instance, summed") \
+	X(SPEC_TRIGGERS, "spec.triggers", "", "replication triggers")                              \
+	X(SPEC_REPLICAS_CREATED, "spec.replicas_created", "", "speculative replicas that landed")  \
+	X(SPEC_REPLICAS_USED, "spec.replicas_used", "", "replicas a request used")                 \
+	X(SPEC_REPLICAS_WASTED, "spec.replicas_wasted", "", "replicas gone unused")                \
+	X(SPEC_WASTE_RATIO, "spec.waste_ratio", "", "wasted / (used + wasted)")                     \
+	X(SPEC_UNUSED_VRAM_GB_S, "spec.unused_vram_gb_s", "GB-s", "VRAM-time held by unused replica blocks") \
+	X(SPEC_BYTES_FG, "spec.bytes_fg", "bytes", "foreground copy bytes")                        \
+	X(SPEC_BYTES_BG, "spec.bytes_bg", "bytes", "background (speculative) copy bytes")          \
+	X(SPEC_COPIES_CANCELLED, "spec.copies_cancelled", "", "copies cancelled")                  \
+	X(SPEC_COPIES_REFUSED, "spec.copies_refused", "", "copies refused (every reason)")         \
+	X(SPEC_WARM_HITS, "spec.warm_hits", "", "admissions that hit speculative blocks")          \
+	X(SPEC_FG_FLOWS, "spec.fg_flows", "", "foreground flows finished")                         \
+	X(SPEC_FG_SLOWDOWN_MEAN_S, "spec.fg_slowdown_mean_s", "s", "foreground time lost to sharing, summed") \
+	X(SPEC_BYTES_CANCELLED, "spec.bytes_cancelled", "bytes", "bytes of cancelled copies moved") \
+	X(SPEC_REFUSED_VRAM, "spec.refused_vram", "", "refused: VRAM budget")                      \
+	X(SPEC_REFUSED_BW, "spec.refused_bw", "", "refused: bandwidth budget")                     \
+	X(SPEC_REFUSED_ROOM, "spec.refused_room", "", "refused: no room at the target")            \
+	X(SPEC_REFUSED_SOURCE, "spec.refused_source", "", "refused: no source holds the blocks")   \
+	X(SPEC_PREFIX_OVER_BUDGET, "spec.prefix_over_budget", "", "forecast prefixes larger than the budget") \
+	X(SPEC_HINT_ROUTED, "spec.hint_routed", "", "requests routed by a replication hint")       \
+	X(SPEC_COPIES_DEFERRED, "spec.copies_deferred", "", "copies that waited for their source") \
+	X(SPEC_DEFERRED_CANCELLED, "spec.deferred_cancelled", "", "deferred copies cancelled")     \
+	X(SPEC_DEFERRAL_MEAN_MS, "spec.deferral_mean_ms", "ms", "mean wait of a deferred copy")    \
+	REC_LINK(NVLINK, "nvlink")                                                                 \
+	REC_LINK(PCIE, "pcie")                                                                     \
+	REC_LINK(NIC, "nic")                                                                       \
+	REC_LINK(FABRIC, "fabric")                                                                 \
+	X(FG_SLOWDOWN_MEAN, "fg_slowdown_mean", "", "mean foreground flow time / time alone")      \
+	X(BYTES_FG, "bytes_fg", "bytes", "foreground bytes moved")                                 \
+	X(BYTES_BG, "bytes_bg", "bytes", "background bytes moved")
+
+typedef enum {
+#define X(id, name, unit, doc) REC_##id,
+	REC_METRICS
+#undef X
+	REC_N_METRICS
+} rec_metric_id_t;
+
+typedef struct rec_metric_def {
+	const char *name, *unit, *doc;
+} rec_metric_def_t;
+
+/* The definition of metric id (REC_*), or NULL outside the list. */
+const rec_metric_def_t *rec_metric_def(int id);
+/* Appends metric id with value v to res (0 or KS_ENOMEM). */
+int rec_metric(sim_results_t *res, int id, double v);
+/* Writes every metric as "name<TAB>unit<TAB>meaning" lines. */
+void rec_metric_list(FILE *f);
+
+/* Row appenders: rec_request matches cluster_params_t's on_result hook
+ * (ctx: the sim_results_t). */
+int rec_request(void *ctx, const res_request_t *row);
+int rec_transfer(sim_results_t *res, const res_transfer_t *row);
+int rec_sample(sim_results_t *res, const res_sample_t *row);
+
+#endif
