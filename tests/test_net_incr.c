@@ -208,7 +208,9 @@ static net_bg_mode_t set_modes(twin_t *t, gsl_rng *r)
 	double w = weights[gsl_rng_uniform_int(r, 4)];
 	net_bg_mode_t bg = (net_bg_mode_t)gsl_rng_uniform_int(r, 3);
 	double p = params[gsl_rng_uniform_int(r, 3)];
+	int64_t q = gsl_rng_uniform(r) < 0.2 ? 100000 : 0; /* ns: solves at ticks */
 	for (int s = 0; s < 2; s++) {
+		assert_int_equal(net_set_quantum(t->net[s], q, NULL), 0);
 		assert_int_equal(net_set_share(t->net[s], share, w, NULL), 0);
 		assert_int_equal(net_set_bg_mode(t->net[s], bg, p, NULL), 0);
 	}

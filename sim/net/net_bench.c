@@ -304,9 +304,10 @@ static int run_solvers(pattern_t pat, uint64_t n, uint64_t ev, const char *label
 	result_t r[2];
 	char buf[64];
 	for (int s = 0; s < 2; s++) {
+		int keep = bench_solver;
 		bench_solver = s ? NET_SOLVER_INCREMENTAL : NET_SOLVER_FULL;
 		int rc = run_case(pat, 16, n, ev, ev, &r[s]);
-		bench_solver = -1;
+		bench_solver = keep;
 		if (rc)
 			return rc;
 		snprintf(buf, sizeof buf, "%s, %s", label, s ? "incr" : "full");
@@ -327,8 +328,10 @@ int net_bench_main(int argc, char **argv)
 			quick = 1;
 		} else if (!strcmp(argv[i], "--cpu")) {
 			prof_mode = 2;
+		} else if (!strcmp(argv[i], "--full")) {
+			bench_solver = NET_SOLVER_FULL;
 		} else if (cli_is_help(argv[i])) {
-			printf("usage: kvsim %s [--quick] [--cpu]\n\n"
+			printf("usage: kvsim %s [--quick] [--cpu] [--full]\n\n"
 			       "Flow-event cost (median, p99 in microseconds: the event's handler\n"
 			       "plus its share of the re-solve at that instant), wall time, and mean\n"
 			       "aggregates (distinct active paths) per re-solve.\n\n"
@@ -337,6 +340,8 @@ int net_bench_main(int argc, char **argv)
 			       "  --cpu        time events with the thread CPU clock instead of the\n"
 			       "               wall clock (robust on a loaded machine; the clock read\n"
 			       "               costs more)\n"
+			       "  --full       the fabric and scaling cases under the full re-solve\n"
+			       "               (the distinct-path cases always run both)\n"
 			       "  -h, --help   this help\n",
 			       *cli_command() ? cli_command() : "net bench");
 			cli_help_end(stdout);
