@@ -208,18 +208,18 @@ static net_bg_mode_t set_modes(twin_t *t, gsl_rng *r)
 	double w = weights[gsl_rng_uniform_int(r, 4)];
 	net_bg_mode_t bg = (net_bg_mode_t)gsl_rng_uniform_int(r, 3);
 	double p = params[gsl_rng_uniform_int(r, 3)];
-	int64_t q = gsl_rng_uniform(r) < 0.2 ? 100000 : 0; /* ns: solves at ticks */
 	for (int s = 0; s < 2; s++) {
-		assert_int_equal(net_set_quantum(t->net[s], q, NULL), 0);
 		assert_int_equal(net_set_share(t->net[s], share, w, NULL), 0);
 		assert_int_equal(net_set_bg_mode(t->net[s], bg, p, NULL), 0);
 	}
 	return bg;
 }
 
-/* One random run: starts (some at the same instant), cancels, finishes. */
-static void drive(twin_t *t, gsl_rng *r, int steps)
+/* One random run: starts (some at the same instant), cancels, finishes,
+ * now and then a mode change. Returns whether idle-window mode was drawn. */
+static int drive(twin_t *t, gsl_rng *r, int steps)
 {
+	int idle = 0;
 	static const double caps[] = {1e9, 5e9, 20e9};
 	int64_t now = 0;
 	for (int i = 0; i < steps; i++) {
@@ -240,12 +240,15 @@ static void drive(twin_t *t, gsl_rng *r, int steps)
 			assert_int_equal(a, b);
 			assert_true(d0 == d1);
 		}
+		if (gsl_rng_uniform(r) < 0.01)
+			idle |= set_modes(t, r) == NET_BG_IDLE_WINDOW; /* next solve is full */
 		if (gsl_rng_uniform(r) < 0.5)
 			twin_check(t);
 	}
 	twin_check(t);
 	twin_run(t, INT64_MAX);
 	twin_check_records(t);
+	return idle;
 }
 
 /* solved: aggregates filled by each solver, over the runs that are not in
@@ -259,8 +262,11 @@ static void property(void (*topo)(twin_t *, gsl_rng *), int runs, uint64_t *solv
 		twin_t t;
 		twin_init(&t);
 		topo(&t, r);
+		int64_t q = gsl_rng_uniform(r) < 0.2 ? 100000 : 0; /* ns: solves at ticks */
+		for (int s = 0; s < 2; s++)
+			assert_int_equal(net_set_quantum(t.net[s], q, NULL), 0);
 		int idle = set_modes(&t, r) == NET_BG_IDLE_WINDOW;
-		drive(&t, r, 400);
+		idle |= drive(&t, r, 400);
 		for (int s = 0; s < 2 && !idle; s++) {
 			net_stats_t st;
 			net_get_stats(t.net[s], &st);

@@ -916,30 +916,6 @@ static int comp_grow(net_t *net, uint32_t from, int full)
 	return 0;
 }
 
-/* Marks for promotion the boundary rows that the new rates would make
- * tight (the exact test, in fixed point, that the next solves read). */
-static int bnd_check(net_t *net)
-{
-	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
-		const agg_t *a = &net->aggs[net->comp_aggs[i]];
-		for (uint32_t k = 0; k < a->len; k++) {
-			const link_t *l = &net->links[a->path[k]];
-			if (l->bidx != UINT32_MAX)
-				net->bnd_fx[2 * l->bidx + a->cls] += fx_of(l, a->new_rate * (double)a->n);
-		}
-	}
-	for (uint32_t b = 0; b < net->n_bnd; b++) {
-		link_t *l = &net->links[net->bnd[b]];
-		if (l->bidx != b || l->prom || !fx_tight(net, &net->bnd_fx[2 * b]))
-			continue;
-		if (VEC_GROW(net->prom, net->cap_prom, net->n_prom + 1, 16))
-			return KS_ENOMEM;
-		l->prom = 1;
-		net->prom[net->n_prom++] = net->bnd[b];
-	}
-	return 0;
-}
-
 /* Re-solves the rates the changes since the last solve can move.
  *
  * Full: the whole component of the dirty links (all links and aggregates
@@ -952,9 +928,10 @@ static int bnd_check(net_t *net)
  * and a tight link's aggregates all lie on one side, so the coupling rows
  * see exactly the operations, in the same order (rh_less, cmp_cap_level), as
  * in the full fill: the same rates to the last bit, and the rest keeps its
- * rates, as the full solve would recompute them. A boundary row that would
- * freeze a flow, or that the new rates would make tight, becomes a coupling
- * row, its aggregates join, and the part is filled again.
+ * rates, as the full solve would recompute them. A boundary row holds
+ * (1 - SLACK) of what the others leave, so while none freezes a flow the
+ * link's final load stays below that; one that would freeze a flow becomes
+ * a coupling row, its aggregates join, and the part is filled again.
  * Idle-window mode and a changed share or background mode solve in full:
  * the idle test reads boundary links' foreground load, whose change could
  * pause background flows beyond them. */
@@ -984,7 +961,7 @@ static int solve(net_t *net)
 		return KS_ENOMEM;
 	for (;;) {
 		net->n_prom = 0;
-		if (fill_passes(net) || (!full && bnd_check(net)))
+		if (fill_passes(net))
 			return KS_ENOMEM;
 		if (net->n_prom == 0)
 			break;
