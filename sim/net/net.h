@@ -97,7 +97,9 @@ typedef struct net_flow_spec {
 typedef struct net_link_stats {
 	double capacity;       /* bytes/s */
 	int64_t latency_ns;
-	double rate[2];        /* current rate by class, bytes/s */
+	double rate[2];        /* current rate by class, bytes/s (summed exactly in
+				* fixed point, each flow's share rounded up to
+				* 2^-52 of capacity: independent of update order) */
 	double bytes[2];       /* bytes moved by class so far */
 	int64_t busy_ns[2];    /* time with a nonzero rate of the class */
 } net_link_stats_t;
