@@ -1,7 +1,9 @@
 /* net — see net.h. Max-min fairness by progressive filling (Bertsekas &
  * Gallager, Data Networks, 2nd ed., sec. 6.5.2), over aggregates of flows that
  * share path, class and cap, restricted to the connected component of the
- * links that changed since the last solve.
+ * links that changed since the last solve (NET_SOLVER_FULL), or to the part
+ * of it coupled to the change through links near saturation
+ * (NET_SOLVER_INCREMENTAL, the default; see solve()).
  */
 #include "sim/net/net.h"
 #include "sim/base/vec.h"
@@ -14,6 +16,15 @@
 enum { K_JOIN = 1, K_DONE = 2, K_SOLVE = 3 };
 enum { F_FREE = 0, F_PENDING = 1, F_ACTIVE = 2 };
 #define REL_EPS 1e-9
+/* Link load in fixed point: 2^52 units = the link's capacity. Integer sums
+ * are exact and order-free, so both solvers and any update order give the
+ * same load; each contribution rounds up by < 1 unit (2.2e-16 of capacity). */
+#define FX_ONE 4503599627370496.0
+/* A link whose load stays below (1 - SLACK) of every row's capacity never
+ * freezes a flow in progressive filling (freezing fills a row to within
+ * ~1e-12), so it does not couple the flows that cross it. Own choice: far
+ * above float noise, far below any real headroom. */
+#define SLACK 1e-6
 
 typedef struct link {
 	double cap; /* bytes/ns */
@@ -25,8 +36,12 @@ typedef struct link {
 	int64_t busy[2];
 	int64_t t_acc;
 	uint64_t mark;
-	uint32_t local;
+	uint32_t local; /* row index / 2 in this solve */
+	uint32_t bidx;  /* index in bnd while a boundary row, else UINT32_MAX */
+	int64_t fx[2];  /* load by class, FX_ONE = capacity */
 	uint8_t dirty;
+	uint8_t tight; /* load at or above (1 - SLACK) of a row: couples its flows */
+	uint8_t prom;  /* boundary row to be made a coupling row */
 } link_t;
 
 typedef struct agg {
@@ -37,6 +52,7 @@ typedef struct agg {
 	double w, new_rate;
 	double served, rate; /* bytes per member; bytes/ns per member */
 	double cap;          /* per member, bytes/ns; INFINITY = none */
+	double load;         /* rate * n as counted in its links' fx */
 	int64_t t_last;
 	uint32_t path[NET_PATH_MAX];
 	uint32_t *heap;      /* member flow indices, min target first */
@@ -85,7 +101,17 @@ struct net {
 	net_bg_mode_t bg_mode;
 	double bg_param;
 	int64_t quantum; /* ns; 0 = re-solve at every instant */
+	net_solver_t solver;
+	int full_next; /* a mode changed: the next solve covers whole components */
 	/* solve */
+	uint32_t *chg; /* aggregates whose members changed since the last solve */
+	uint32_t n_chg, cap_chg;
+	uint32_t *bnd; /* boundary links of an incremental solve */
+	uint32_t n_bnd, cap_bnd, n_comp_bg;
+	int64_t *bnd_fx; /* per boundary row and class: load of aggregates not in the solve */
+	uint32_t cap_bnd_fx;
+	uint32_t *prom; /* boundary rows to promote */
+	uint32_t n_prom, cap_prom;
 	uint32_t *dirty;
 	uint32_t n_dirty, cap_dirty;
 	ev_handle_t solve_ev;
@@ -265,6 +291,48 @@ static void link_account(link_t *l, int64_t now)
 	l->t_acc = now;
 }
 
+static int64_t fx_of(const link_t *l, double load)
+{
+	return load > 0 ? (int64_t)ceil(load * (FX_ONE / l->cap)) : 0;
+}
+
+/* Whether a link with these loads couples its flows (see SLACK). */
+static int fx_tight(const net_t *net, const int64_t fx[2])
+{
+	double lim = FX_ONE * (1 - SLACK);
+	if ((double)(fx[0] + fx[1]) >= lim)
+		return 1;
+	return net->bg_mode == NET_BG_RATE_CAP && (double)fx[1] >= lim * net->bg_param;
+}
+
+/* Moves the aggregate's contribution to its links from a->load to load
+ * (accounting the links up to now first). The links' tight flags stay as
+ * the last solve left them until the next one (solve()): a link that was
+ * tight must couple the flows that stay when one leaves it. */
+static void agg_set_load(net_t *net, agg_t *a, double load, int64_t now)
+{
+	for (uint32_t k = 0; k < a->len; k++) {
+		link_t *l = &net->links[a->path[k]];
+		link_account(l, now);
+		l->fx[a->cls] += fx_of(l, load) - fx_of(l, a->load);
+		l->use[a->cls] = (double)l->fx[a->cls] * l->cap / FX_ONE;
+	}
+	a->load = load;
+}
+
+/* Notes that the aggregate's members changed: the next solve starts there. */
+static int agg_touch(net_t *net, uint32_t ai)
+{
+	agg_t *a = &net->aggs[ai];
+	if (a->sched)
+		return 0;
+	if (VEC_GROW(net->chg, net->cap_chg, net->n_chg + 1, 16))
+		return KS_ENOMEM;
+	a->sched = 1;
+	net->chg[net->n_chg++] = ai;
+	return 0;
+}
+
 /* Schedules (or moves/cancels) the aggregate's completion event. */
 static int agg_schedule(net_t *net, uint32_t ai, int64_t now)
 {
@@ -375,6 +443,7 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 	a->ev = EV_NONE;
 	a->mark = 0;
 	a->pass = 0;
+	a->load = 0;
 	for (uint32_t k = 0; k < f->len; k++) {
 		link_t *l = &net->links[f->path[k]];
 		a->pos[k] = l->n_aggs;
@@ -396,6 +465,7 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 static void agg_destroy(net_t *net, uint32_t ai)
 {
 	agg_t *a = &net->aggs[ai];
+	agg_set_load(net, a, 0, ev_engine_now(net->eng));
 	for (uint32_t k = 0; k < a->len; k++) {
 		link_t *l = &net->links[a->path[k]];
 		uint32_t p = a->pos[k];
@@ -428,11 +498,25 @@ static void agg_destroy(net_t *net, uint32_t ai)
 /* Rows: 2*local for a link's whole capacity, 2*local+1 for its background
  * share (rate-cap mode). A min-heap of rows keyed by fill level rem/w, kept
  * lazily: freezing flows at the current level never lowers another row's
- * level, so keys are refreshed only when a row reaches the top. */
+ * level, so keys are refreshed only when a row reaches the top. Equal
+ * levels go by link id, so the order rows freeze in (and with it every
+ * float operation of the fill) does not depend on the heap's layout or on
+ * which other rows share the solve: both solvers then compute the same
+ * rates to the last bit. */
 static double row_key(const net_t *net, uint32_t r)
 {
 	double rem = net->row_rem[r];
 	return (rem > 0 ? rem : 0) / net->row_w[r];
+}
+
+static int rh_less(const net_t *net, uint32_t r, uint32_t q)
+{
+	double kr = net->row_kv[r], kq = net->row_kv[q];
+	if (kr != kq)
+		return kr < kq;
+	uint64_t ir = 2 * (uint64_t)net->comp_links[r / 2] + (r & 1);
+	uint64_t iq = 2 * (uint64_t)net->comp_links[q / 2] + (q & 1);
+	return ir < iq;
 }
 
 static void rh_swap(net_t *net, uint32_t i, uint32_t j)
@@ -448,7 +532,7 @@ static void rh_up(net_t *net, uint32_t i)
 {
 	while (i > 0) {
 		uint32_t p = (i - 1) / 2;
-		if (net->row_kv[net->heap[p]] <= net->row_kv[net->heap[i]])
+		if (!rh_less(net, net->heap[i], net->heap[p]))
 			break;
 		rh_swap(net, i, p);
 		i = p;
@@ -461,9 +545,9 @@ static void rh_down(net_t *net, uint32_t i)
 		uint32_t c = 2 * i + 1;
 		if (c >= net->n_heap)
 			break;
-		if (c + 1 < net->n_heap && net->row_kv[net->heap[c + 1]] < net->row_kv[net->heap[c]])
+		if (c + 1 < net->n_heap && rh_less(net, net->heap[c + 1], net->heap[c]))
 			c++;
-		if (net->row_kv[net->heap[c]] >= net->row_kv[net->heap[i]])
+		if (!rh_less(net, net->heap[c], net->heap[i]))
 			break;
 		rh_swap(net, i, c);
 		i = c;
@@ -498,8 +582,8 @@ static void freeze(net_t *net, agg_t *a, double rate)
 	double load = rate * (double)a->n;
 	int sub = uses_sub(net, a);
 	for (uint32_t k = 0; k < a->len; k++) {
-		uint32_t base = 2 * net->links[a->path[k]].local;
-		for (uint32_t r = base; r <= base + (uint32_t)sub; r++) {
+		uint32_t local = net->links[a->path[k]].local;
+		for (uint32_t r = 2 * local; r <= 2 * local + (uint32_t)sub; r++) {
 			net->row_rem[r] -= load;
 			net->row_w[r] -= a->w;
 			net->row_cnt[r]--;
@@ -510,22 +594,21 @@ static void freeze(net_t *net, agg_t *a, double rate)
 static int cmp_cap_level(const void *x, const void *y, void *ctx)
 {
 	const net_t *net = ctx;
-	const agg_t *a = &net->aggs[*(const uint32_t *)x], *b = &net->aggs[*(const uint32_t *)y];
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	const agg_t *a = &net->aggs[i], *b = &net->aggs[j];
 	double la = a->cap / (a->w / a->n), lb = b->cap / (b->w / b->n);
-	return (la > lb) - (la < lb);
+	if (la != lb)
+		return (la > lb) - (la < lb);
+	return (i > j) - (i < j); /* ties by id: a total order (see row_key) */
 }
 
 /* Fills the aggregates of comp_aggs whose pass == net->pass, with class
- * weights wfg/wbg, against row_cap; leaves each one's new_rate. */
+ * weights wfg/wbg, against row_cap; leaves each one's new_rate. Coupling
+ * rows sum over the link's own aggregate list, whose order does not depend
+ * on the solve; boundary rows (solve()) over the aggregates in the solve,
+ * and one that would freeze a flow is marked for promotion. */
 static int fill(net_t *net, double wfg, double wbg)
 {
-	uint32_t nrows = 2 * net->n_comp_links;
-	for (uint32_t r = 0; r < nrows; r++) {
-		net->row_rem[r] = net->row_cap[r];
-		net->row_w[r] = 0;
-		net->row_cnt[r] = 0;
-		net->hpos[r] = UINT32_MAX;
-	}
 	uint32_t n_capped = 0;
 	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
 		agg_t *a = &net->aggs[net->comp_aggs[i]];
@@ -533,14 +616,6 @@ static int fill(net_t *net, double wfg, double wbg)
 			continue;
 		a->frozen = 0;
 		a->w = (a->cls == NET_FG ? wfg : wbg) * (double)a->n;
-		int sub = uses_sub(net, a);
-		for (uint32_t k = 0; k < a->len; k++) {
-			uint32_t base = 2 * net->links[a->path[k]].local;
-			for (uint32_t r = base; r <= base + (uint32_t)sub; r++) {
-				net->row_w[r] += a->w;
-				net->row_cnt[r]++;
-			}
-		}
 		if (a->cap < INFINITY) {
 			if (VEC_GROW(net->capped, net->cap_capped, n_capped + 1, 16))
 				return KS_ENOMEM;
@@ -548,13 +623,46 @@ static int fill(net_t *net, double wfg, double wbg)
 		}
 	}
 	net->n_heap = 0;
-	for (uint32_t r = 0; r < nrows; r++) {
-		if (net->row_cnt[r] == 0)
+	for (uint32_t r = 0; r < 2 * net->n_comp_links; r++) {
+		net->row_rem[r] = net->row_cap[r];
+		net->row_w[r] = 0;
+		net->row_cnt[r] = 0;
+		net->hpos[r] = UINT32_MAX;
+	}
+	for (uint32_t i = 0; net->n_bnd && i < net->n_comp_aggs; i++) {
+		const agg_t *a = &net->aggs[net->comp_aggs[i]];
+		if (a->pass != net->pass)
 			continue;
-		net->row_kv[r] = row_key(net, r);
-		net->hpos[r] = net->n_heap;
-		net->heap[net->n_heap++] = r;
-		rh_up(net, net->n_heap - 1);
+		for (uint32_t k = 0; k < a->len; k++) {
+			const link_t *l = &net->links[a->path[k]];
+			if (l->bidx == UINT32_MAX)
+				continue;
+			for (uint32_t r = 2 * l->local; r <= 2 * l->local + (uint32_t)uses_sub(net, a);
+			     r++) {
+				net->row_w[r] += a->w;
+				net->row_cnt[r]++;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < net->n_comp_links; i++) {
+		const link_t *l = &net->links[net->comp_links[i]];
+		for (uint32_t j = 0; l->bidx == UINT32_MAX && j < l->n_aggs; j++) {
+			const agg_t *a = &net->aggs[l->aggs[j]];
+			if (a->pass != net->pass)
+				continue;
+			for (uint32_t r = 2 * i; r <= 2 * i + (uint32_t)uses_sub(net, a); r++) {
+				net->row_w[r] += a->w;
+				net->row_cnt[r]++;
+			}
+		}
+		for (uint32_t r = 2 * i; r <= 2 * i + 1; r++) {
+			if (net->row_cnt[r] == 0)
+				continue;
+			net->row_kv[r] = row_key(net, r);
+			net->hpos[r] = net->n_heap;
+			net->heap[net->n_heap++] = r;
+			rh_up(net, net->n_heap - 1);
+		}
 	}
 	if (n_capped > 1)
 		qsort_r(net->capped, n_capped, sizeof(uint32_t), cmp_cap_level, net);
@@ -594,6 +702,12 @@ static int fill(net_t *net, double wfg, double wbg)
 		uint32_t r = net->heap[0];
 		int sub = (int)(r & 1);
 		link_t *l = &net->links[net->comp_links[r / 2]];
+		if (l->bidx != UINT32_MAX && !l->prom) {
+			if (VEC_GROW(net->prom, net->cap_prom, net->n_prom + 1, 16))
+				return KS_ENOMEM;
+			l->prom = 1;
+			net->prom[net->n_prom++] = net->comp_links[r / 2];
+		}
 		for (uint32_t j = 0; j < l->n_aggs; j++) {
 			agg_t *a = &net->aggs[l->aggs[j]];
 			if (a->pass != net->pass || a->frozen || (sub && !uses_sub(net, a)))
@@ -631,66 +745,71 @@ static int grow_rows(net_t *net, uint32_t need)
 	return 0;
 }
 
-/* Adds link id to the component being solved unless this solve has already
- * marked it. 0 or KS_ENOMEM. */
-static inline int comp_add_link(net_t *net, uint32_t id)
+/* Boundary rows' load from aggregates outside the solve (bnd_fx). */
+static int bnd_outside(net_t *net)
 {
-	link_t *l = &net->links[id];
-	if (l->mark == net->epoch)
-		return 0;
-	l->mark = net->epoch;
-	if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
-		return KS_ENOMEM;
-	net->comp_links[net->n_comp_links++] = id;
+	if (2 * net->n_bnd > net->cap_bnd_fx) {
+		size_t c = vec_next_cap(net->cap_bnd_fx, 2 * (size_t)net->n_bnd, 64);
+		if (!c || c > UINT32_MAX || VEC_RESIZE(net->bnd_fx, c))
+			return KS_ENOMEM;
+		net->cap_bnd_fx = (uint32_t)c;
+	}
+	for (uint32_t b = 0; b < net->n_bnd; b++) {
+		const link_t *l = &net->links[net->bnd[b]];
+		net->bnd_fx[2 * b] = l->fx[0];
+		net->bnd_fx[2 * b + 1] = l->fx[1];
+	}
+	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
+		const agg_t *a = &net->aggs[net->comp_aggs[i]];
+		for (uint32_t k = 0; k < a->len; k++) {
+			const link_t *l = &net->links[a->path[k]];
+			if (l->bidx != UINT32_MAX)
+				net->bnd_fx[2 * l->bidx + a->cls] -= fx_of(l, a->load);
+		}
+	}
 	return 0;
 }
 
-static int solve(net_t *net)
+/* Row capacities: a coupling row gets the link's (or background share's);
+ * a boundary row what (1 - SLACK) of it leaves beside the flows outside the
+ * solve and, when fg_use is given, the foreground inside it. A boundary row
+ * only stops flows from overloading the link; its exact value does not
+ * matter, as one that would freeze a flow is promoted and the fill redone. */
+static void row_caps(net_t *net, int bg_pass, const double *fg_use)
 {
-	int64_t now = ev_engine_now(net->eng);
-	net->epoch++;
-	net->n_comp_aggs = net->n_comp_links = 0;
-	uint32_t n_bg = 0;
-	/* component: BFS from dirty links through aggregates */
-	for (uint32_t i = 0; i < net->n_dirty; i++) {
-		net->links[net->dirty[i]].dirty = 0;
-		if (comp_add_link(net, net->dirty[i]))
-			return KS_ENOMEM;
-	}
-	net->n_dirty = 0;
-	for (uint32_t q = 0; q < net->n_comp_links; q++) {
-		link_t *l = &net->links[net->comp_links[q]];
-		for (uint32_t j = 0; j < l->n_aggs; j++) {
-			agg_t *a = &net->aggs[l->aggs[j]];
-			if (a->mark == net->epoch)
-				continue;
-			a->mark = net->epoch;
-			if (VEC_GROW(net->comp_aggs, net->cap_comp_aggs, net->n_comp_aggs + 1, 16))
-				return KS_ENOMEM;
-			net->comp_aggs[net->n_comp_aggs++] = l->aggs[j];
-			n_bg += a->cls == NET_BG;
-			for (uint32_t k = 0; k < a->len; k++)
-				if (comp_add_link(net, a->path[k]))
-					return KS_ENOMEM;
+	int strict = net->share == NET_SHARE_STRICT;
+	for (uint32_t i = 0; i < net->n_comp_links; i++) {
+		const link_t *l = &net->links[net->comp_links[i]];
+		double cap = l->cap, sub = net->bg_mode == NET_BG_RATE_CAP && bg_pass
+						   ? net->bg_param * cap
+						   : INFINITY;
+		if (bg_pass && strict)
+			cap = fmax(0.0, cap - fg_use[i]);
+		if (l->bidx != UINT32_MAX) {
+			const int64_t *o = &net->bnd_fx[2 * l->bidx];
+			cap = l->cap * (1 - SLACK) - (double)(o[0] + o[1]) * l->cap / FX_ONE;
+			if (bg_pass && strict)
+				cap -= fg_use[i];
+			sub = sub * (1 - SLACK) - (double)o[1] * l->cap / FX_ONE;
+			cap = fmax(0.0, cap);
+			sub = fmax(0.0, sub);
 		}
+		net->row_cap[2 * i] = cap;
+		net->row_cap[2 * i + 1] = sub;
 	}
-	net->st.solves++;
-	net->st.solved_aggs += net->n_comp_aggs;
+}
+
+/* The two passes over comp_aggs/comp_links: leaves every new_rate. */
+static int fill_passes(net_t *net)
+{
 	uint32_t nrows = 2 * net->n_comp_links;
 	if (nrows > net->cap_rows && grow_rows(net, nrows))
 		return KS_ENOMEM;
-
-	for (uint32_t i = 0; i < net->n_comp_links; i++) {
-		link_t *l = &net->links[net->comp_links[i]];
-		l->local = i;
-		link_account(l, now);
-	}
-	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
-		agg_t *a = &net->aggs[net->comp_aggs[i]];
-		agg_advance(a, now);
-		a->new_rate = 0;
-	}
-	int bg_sub = net->bg_mode == NET_BG_RATE_CAP;
+	if (bnd_outside(net))
+		return KS_ENOMEM;
+	for (uint32_t i = 0; i < net->n_comp_aggs; i++)
+		net->aggs[net->comp_aggs[i]].new_rate = 0;
+	uint32_t n_bg = net->n_comp_bg;
 	int strict = net->share == NET_SHARE_STRICT;
 	int need_fg_first = strict || (net->bg_mode == NET_BG_IDLE_WINDOW && n_bg > 0);
 	/* pass 1: foreground alone (strict, or to measure fg load for idle window) */
@@ -702,32 +821,35 @@ static int solve(net_t *net)
 			if (a->cls == NET_FG)
 				a->pass = net->pass;
 		}
-		for (uint32_t i = 0; i < net->n_comp_links; i++) {
-			net->row_cap[2 * i] = net->links[net->comp_links[i]].cap;
-			net->row_cap[2 * i + 1] = INFINITY;
-		}
+		row_caps(net, 0, NULL);
 		if (fill(net, 1.0, 1.0))
 			return KS_ENOMEM;
 		if (n_bg == 0)
-			goto apply; /* strict and nothing in the background */
-		/* foreground load per local link, in row_w (the next fill resets it) */
+			return 0; /* strict and nothing in the background */
+		/* foreground load per local link, in row_w (the next fill resets it),
+		 * summed in the link's own order on coupling rows (see fill) */
 		fg_use = net->row_w;
-		for (uint32_t i = 0; i < net->n_comp_links; i++)
-			fg_use[i] = 0;
-		for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
-			agg_t *a = &net->aggs[net->comp_aggs[i]];
-			if (a->cls != NET_FG)
-				continue;
-			for (uint32_t k = 0; k < a->len; k++)
-				fg_use[net->links[a->path[k]].local] += a->new_rate * (double)a->n;
+		for (uint32_t i = 0; i < net->n_comp_links; i++) {
+			const link_t *l = &net->links[net->comp_links[i]];
+			double u = 0;
+			for (uint32_t j = 0; l->bidx == UINT32_MAX && j < l->n_aggs; j++) {
+				const agg_t *a = &net->aggs[l->aggs[j]];
+				if (a->cls == NET_FG)
+					u += a->new_rate * (double)a->n;
+			}
+			fg_use[i] = u;
+		}
+		for (uint32_t i = 0; net->n_bnd && i < net->n_comp_aggs; i++) {
+			const agg_t *a = &net->aggs[net->comp_aggs[i]];
+			for (uint32_t k = 0; a->cls == NET_FG && k < a->len; k++) {
+				const link_t *l = &net->links[a->path[k]];
+				if (l->bidx != UINT32_MAX)
+					fg_use[l->local] += a->new_rate * (double)a->n;
+			}
 		}
 	}
 	/* pass 2: background on the residual (strict) or everything (weighted) */
-	for (uint32_t i = 0; i < net->n_comp_links; i++) {
-		double cap = net->links[net->comp_links[i]].cap;
-		net->row_cap[2 * i] = strict ? fmax(0.0, cap - fg_use[i]) : cap;
-		net->row_cap[2 * i + 1] = bg_sub ? net->bg_param * cap : INFINITY;
-	}
+	row_caps(net, 1, fg_use);
 	net->pass++;
 	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
 		agg_t *a = &net->aggs[net->comp_aggs[i]];
@@ -740,24 +862,142 @@ static int solve(net_t *net)
 			continue; /* paused: rate 0 */
 		a->pass = net->pass;
 	}
-	if (fill(net, 1.0, strict ? 1.0 : net->bg_weight))
-		return KS_ENOMEM;
+	return fill(net, 1.0, strict ? 1.0 : net->bg_weight);
+}
 
-apply:	/* link usage, rates, completion events */
-	for (uint32_t i = 0; i < net->n_comp_links; i++) {
-		link_t *l = &net->links[net->comp_links[i]];
-		l->use[0] = l->use[1] = 0;
+/* Puts a link into this solve as a row: coupling (tight, or any link in a
+ * full solve) or boundary. */
+static int comp_link_add(net_t *net, uint32_t li, int full)
+{
+	link_t *l = &net->links[li];
+	if (l->mark == net->epoch)
+		return 0;
+	l->mark = net->epoch;
+	if (VEC_GROW(net->comp_links, net->cap_comp_links, net->n_comp_links + 1, 16))
+		return KS_ENOMEM;
+	l->local = net->n_comp_links;
+	net->comp_links[net->n_comp_links++] = li;
+	l->bidx = UINT32_MAX;
+	if (full || l->tight)
+		return 0;
+	if (VEC_GROW(net->bnd, net->cap_bnd, net->n_bnd + 1, 16))
+		return KS_ENOMEM;
+	l->bidx = net->n_bnd;
+	net->bnd[net->n_bnd++] = li;
+	return 0;
+}
+
+static int comp_agg_add(net_t *net, uint32_t ai, int full)
+{
+	agg_t *a = &net->aggs[ai];
+	if (a->mark == net->epoch)
+		return 0;
+	a->mark = net->epoch;
+	if (VEC_GROW(net->comp_aggs, net->cap_comp_aggs, net->n_comp_aggs + 1, 16))
+		return KS_ENOMEM;
+	net->comp_aggs[net->n_comp_aggs++] = ai;
+	net->n_comp_bg += a->cls == NET_BG;
+	for (uint32_t k = 0; k < a->len; k++)
+		if (comp_link_add(net, a->path[k], full))
+			return KS_ENOMEM;
+	return 0;
+}
+
+/* Every aggregate on the coupling rows from comp_links[from] on, and theirs
+ * in turn. */
+static int comp_grow(net_t *net, uint32_t from, int full)
+{
+	for (uint32_t q = from; q < net->n_comp_links; q++) {
+		const link_t *l = &net->links[net->comp_links[q]];
+		for (uint32_t j = 0; l->bidx == UINT32_MAX && j < l->n_aggs; j++)
+			if (comp_agg_add(net, l->aggs[j], full))
+				return KS_ENOMEM;
 	}
+	return 0;
+}
+
+/* Re-solves the rates the changes since the last solve can move.
+ *
+ * Full: the whole component of the dirty links (all links and aggregates
+ * reachable through shared links). Incremental: starts from the aggregates
+ * whose members changed and the dirty links, and crosses only tight links
+ * (fx_tight), whose aggregates all join; any other link on the way is a
+ * boundary row, which holds only the aggregates in the solve, against what
+ * the others leave. In progressive filling over the whole component a link
+ * whose final load stays below (1 - SLACK) of capacity never freezes a flow,
+ * and a tight link's aggregates all lie on one side, so the coupling rows
+ * see exactly the operations, in the same order (rh_less, cmp_cap_level), as
+ * in the full fill: the same rates to the last bit, and the rest keeps its
+ * rates, as the full solve would recompute them. A boundary row holds
+ * (1 - SLACK) of what the others leave, so while none freezes a flow the
+ * link's final load stays below that; one that would freeze a flow becomes
+ * a coupling row, its aggregates join, and the part is filled again.
+ * Idle-window mode and a changed share or background mode solve in full:
+ * the idle test reads boundary links' foreground load, whose change could
+ * pause background flows beyond them. */
+static int solve(net_t *net)
+{
+	int64_t now = ev_engine_now(net->eng);
+	int full = net->solver == NET_SOLVER_FULL || net->full_next ||
+		   net->bg_mode == NET_BG_IDLE_WINDOW;
+	net->full_next = 0;
+	net->epoch++;
+	net->n_comp_aggs = net->n_comp_links = net->n_bnd = net->n_comp_bg = 0;
+	for (uint32_t i = 0; i < net->n_dirty; i++) {
+		net->links[net->dirty[i]].dirty = 0;
+		if (comp_link_add(net, net->dirty[i], full))
+			return KS_ENOMEM;
+	}
+	net->n_dirty = 0;
+	for (uint32_t i = 0; i < net->n_chg; i++) {
+		agg_t *a = &net->aggs[net->chg[i]];
+		if (!a->live)
+			a->sched = 0; /* gone since: its links are dirty */
+		else if (comp_agg_add(net, net->chg[i], full))
+			return KS_ENOMEM;
+	}
+	net->n_chg = 0;
+	if (comp_grow(net, 0, full))
+		return KS_ENOMEM;
+	for (;;) {
+		net->n_prom = 0;
+		if (fill_passes(net))
+			return KS_ENOMEM;
+		if (net->n_prom == 0)
+			break;
+		for (uint32_t i = 0; i < net->n_prom; i++) {
+			link_t *l = &net->links[net->prom[i]];
+			l->prom = 0;
+			l->bidx = UINT32_MAX;
+			uint32_t from = net->n_comp_links;
+			for (uint32_t j = 0; j < l->n_aggs; j++)
+				if (comp_agg_add(net, l->aggs[j], 0))
+					return KS_ENOMEM;
+			if (comp_grow(net, from, 0))
+				return KS_ENOMEM;
+		}
+	}
+	net->st.solves++;
+	net->st.solved_aggs += net->n_comp_aggs;
+
+	/* rates, link loads, completion events. Unchanged aggregates are not
+	 * advanced nor their links accounted, so served counters and link
+	 * bytes see the same additions in both solvers. */
 	for (uint32_t i = 0; i < net->n_comp_aggs; i++) {
 		uint32_t ai = net->comp_aggs[i];
 		agg_t *a = &net->aggs[ai];
-		int changed = a->new_rate != a->rate || a->sched || a->ev == EV_NONE;
+		if (a->new_rate == a->rate && !a->sched)
+			continue; /* (its event, or none past the horizon, stands) */
+		agg_advance(a, now);
 		a->rate = a->new_rate;
 		a->sched = 0;
-		for (uint32_t k = 0; k < a->len; k++)
-			net->links[a->path[k]].use[a->cls] += a->rate * (double)a->n;
-		if (changed && agg_schedule(net, ai, now))
+		agg_set_load(net, a, a->rate * (double)a->n, now);
+		if (agg_schedule(net, ai, now))
 			return KS_ENOMEM;
+	}
+	for (uint32_t i = 0; i < net->n_comp_links; i++) {
+		link_t *l = &net->links[net->comp_links[i]];
+		l->tight = (uint8_t)fx_tight(net, l->fx);
 	}
 	return 0;
 }
@@ -824,7 +1064,8 @@ static int on_join(net_t *net, uint32_t fi, uint32_t gen)
 	f->target = a->served + (double)f->bytes;
 	a->heap[a->n++] = fi;
 	mh_up(net, a, a->n - 1);
-	a->sched = 1;
+	if (agg_touch(net, ai))
+		return KS_ENOMEM;
 	return mark_dirty(net, a->path, a->len);
 }
 
@@ -864,8 +1105,7 @@ static int on_done(net_t *net, uint32_t ai, uint32_t gen)
 	}
 	if (net->n_done == 0) /* float noise left a sliver: re-arm */
 		return agg_schedule(net, ai, now);
-	a->sched = 1;
-	if (mark_dirty(net, a->path, a->len))
+	if (agg_touch(net, ai) || mark_dirty(net, a->path, a->len))
 		return KS_ENOMEM;
 	if (a->n == 0)
 		agg_destroy(net, ai);
@@ -965,6 +1205,10 @@ void net_free(net_t *net)
 	free(net->aggs);
 	free(net->buckets);
 	free(net->dirty);
+	free(net->chg);
+	free(net->bnd);
+	free(net->bnd_fx);
+	free(net->prom);
 	free(net->comp_aggs);
 	free(net->comp_links);
 	free(net->capped);
@@ -1015,6 +1259,7 @@ int net_set_share(net_t *net, net_share_t mode, double bg_weight, err_t *e)
 			       NET_BG_WEIGHT_MIN, bg_weight);
 	net->share = mode;
 	net->bg_weight = mode == NET_SHARE_WEIGHTED ? bg_weight : 1.0;
+	net->full_next = 1;
 	for (uint32_t i = 0; i < net->n_links; i++)
 		if (net->links[i].n_aggs && mark_dirty(net, &i, 1))
 			return err_set(e, KS_ENOMEM, "net: out of memory");
@@ -1030,9 +1275,19 @@ int net_set_bg_mode(net_t *net, net_bg_mode_t mode, double param, err_t *e)
 			       mode == NET_BG_IDLE_WINDOW ? "threshold" : "share", param);
 	net->bg_mode = mode;
 	net->bg_param = param;
+	net->full_next = 1;
 	for (uint32_t i = 0; i < net->n_links; i++)
 		if (net->links[i].n_aggs && mark_dirty(net, &i, 1))
 			return err_set(e, KS_ENOMEM, "net: out of memory");
+	return 0;
+}
+
+int net_set_solver(net_t *net, net_solver_t solver, err_t *e)
+{
+	if (solver != NET_SOLVER_INCREMENTAL && solver != NET_SOLVER_FULL)
+		return err_set(e, KS_EINPUT, "unknown solver %d", (int)solver);
+	net->solver = solver;
+	net->full_next = 1;
 	return 0;
 }
 
@@ -1137,8 +1392,7 @@ int net_flow_cancel(net_t *net, uint64_t id, uint64_t *delivered, err_t *e)
 		double d = (double)f->bytes - (left > 0 ? left : 0);
 		got = d <= 0 ? 0 : d >= (double)f->bytes ? f->bytes : (uint64_t)d;
 		mh_remove(net, a, f->hpos);
-		a->sched = 1;
-		if (mark_dirty(net, a->path, a->len))
+		if (agg_touch(net, ai) || mark_dirty(net, a->path, a->len))
 			return err_set(e, KS_ENOMEM, "net: out of memory");
 		if (a->n == 0)
 			agg_destroy(net, ai);

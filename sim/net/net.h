@@ -11,7 +11,8 @@
  * scheduling adds an idle window (run only while the foreground utilisation of
  * every link on the path is below a threshold) or a rate cap (background may
  * use at most a share of each link). Rates are re-solved only for the flows
- * connected to the changed links through shared links, once per simulated
+ * connected to the changed links through shared links (by default only those
+ * coupled through links near saturation: net_set_solver), once per simulated
  * instant (changes at the same instant are batched; queries flush first).
  *
  * Flows with the same path, class and cap form an aggregate that shares one
@@ -60,6 +61,7 @@ typedef struct net net_t;
 typedef enum { NET_FG = 0, NET_BG = 1 } net_class_t;
 typedef enum { NET_SHARE_STRICT = 0, NET_SHARE_WEIGHTED = 1 } net_share_t;
 typedef enum { NET_BG_IMMEDIATE = 0, NET_BG_IDLE_WINDOW = 1, NET_BG_RATE_CAP = 2 } net_bg_mode_t;
+typedef enum { NET_SOLVER_INCREMENTAL = 0, NET_SOLVER_FULL = 1 } net_solver_t;
 
 /* One finished or cancelled flow. */
 typedef struct net_flow_rec {
@@ -95,7 +97,9 @@ typedef struct net_flow_spec {
 typedef struct net_link_stats {
 	double capacity;       /* bytes/s */
 	int64_t latency_ns;
-	double rate[2];        /* current rate by class, bytes/s */
+	double rate[2];        /* current rate by class, bytes/s (summed exactly in
+				* fixed point, each flow's share rounded up to
+				* 2^-52 of capacity: independent of update order) */
 	double bytes[2];       /* bytes moved by class so far */
 	int64_t busy_ns[2];    /* time with a nonzero rate of the class */
 } net_link_stats_t;
@@ -149,6 +153,18 @@ int net_set_bg_mode(net_t *net, net_bg_mode_t mode, double param, err_t *e);
  * until the next tick, so links are never over capacity. Queries answer
  * the rates in force. Set it before starting flows. */
 int net_set_quantum(net_t *net, int64_t ns, err_t *e);
+/* Which flows a re-solve fills (default INCREMENTAL). FULL: every flow of
+ * the component of the changed links, the reference. INCREMENTAL: only the
+ * flows coupled to the change through links loaded to at least (1 - 1e-6)
+ * of capacity (of the background share too, in rate-cap mode); a link below
+ * that never holds back a flow in progressive filling, so the others keep
+ * their rates. The filling order is a total order (levels, then link and
+ * aggregate ids), so both give the same rates bit for bit and the same
+ * finish times. Idle-window mode, and the first solve after a share or
+ * background mode change, always solve in full (the idle test reads
+ * foreground load on links beyond the coupled part). KS_EINPUT for an
+ * unknown value. */
+int net_set_solver(net_t *net, net_solver_t solver, err_t *e);
 /* Keep a record per finished/cancelled flow (default on). */
 void net_set_record(net_t *net, int on);
 

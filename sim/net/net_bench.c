@@ -4,7 +4,9 @@
  * Cases: a burst of 10,000 concurrent KV copies on a 128-GPU leaf/spine
  * cluster at 2:1 oversubscription (rail-aligned TP shards, and random GPU
  * pairs), a steady closed-loop stream with 10,000 copies in flight, and the
- * scaling of one shared bottleneck from 1,000 to 100,000 flows. The cost of
+ * scaling of one shared bottleneck from 1,000 to 100,000 flows, and N flows
+ * on N distinct paths (one shared bottleneck; leaf groups under a roomy
+ * core) under both solvers of net_set_solver. The cost of
  * a flow event (start = the flow joining after its latency, finish) is the
  * wall time of its handler plus an equal share of the re-solve that ran at
  * that instant (net_set_profile); medians and p99 are over flow events.
@@ -21,7 +23,19 @@
 #include "sim/net/net_topo.h"
 
 
-typedef enum { PAT_RAIL, PAT_RANDOM, PAT_COPY, PAT_SAME_PATH, PAT_INCAST, PAT_DISTINCT } pattern_t;
+typedef enum {
+	PAT_RAIL,
+	PAT_RANDOM,
+	PAT_COPY,
+	PAT_SAME_PATH,
+	PAT_INCAST,
+	PAT_DISTINCT,
+	PAT_LEAVES /* a private access link, its leaf's uplink, one core link */
+} pattern_t;
+
+/* PAT_LEAVES: 32 paths per leaf, uplink at 2:1 (as the fabric above), a core
+ * that carries every access link at line rate. */
+#define LEAF_PATHS 32
 
 typedef struct bench {
 	ev_engine_t *eng;
@@ -31,8 +45,9 @@ typedef struct bench {
 	pattern_t pat;
 	uint32_t nodes, gpn;
 	uint64_t closed_left; /* flows still to start on finishes (closed loop) */
-	uint32_t bottleneck;  /* PAT_DISTINCT: the shared link */
-	uint32_t n_access;    /* PAT_DISTINCT: private links, one per flow */
+	uint32_t bottleneck;  /* PAT_DISTINCT, PAT_LEAVES: the shared (core) link */
+	uint32_t n_access;    /* PAT_DISTINCT, PAT_LEAVES: private links, one per flow */
+	uint32_t leaf0;       /* PAT_LEAVES: first uplink; access link i uses leaf0 + i / 32 */
 	uint32_t next_access;
 	uint64_t block_bytes;
 	uint64_t finished;
@@ -51,9 +66,10 @@ static int start_one(bench_t *b);
 static int on_done(void *ctx, net_t *net, const net_flow_rec_t *r)
 {
 	(void)net;
-	(void)r;
 	bench_t *b = ctx;
 	uint64_t per = b->pat == PAT_COPY ? b->gpn : 1; /* flows per copy */
+	if (b->pat == PAT_LEAVES) /* the next flow takes the path just freed */
+		b->next_access = (uint32_t)r->tag;
 	if (++b->finished % per == 0 && b->closed_left >= per) {
 		b->closed_left -= per;
 		return start_one(b);
@@ -106,6 +122,12 @@ static int start_one(bench_t *b)
 		path[1] = b->bottleneck;
 		n = 2;
 		break;
+	case PAT_LEAVES:
+		path[0] = b->next_access++ % b->n_access;
+		path[1] = b->leaf0 + path[0] / LEAF_PATHS;
+		path[2] = b->bottleneck;
+		n = 3;
+		break;
 	}
 	if (n <= 0)
 		return KS_ERUNTIME;
@@ -115,7 +137,7 @@ static int start_one(bench_t *b)
 	uint64_t bytes = b->block_bytes * (1 + gsl_rng_uniform_int(b->rng, 32)) +
 			 gsl_rng_uniform_int(b->rng, b->block_bytes);
 	net_flow_spec_t s = {.bytes = bytes, .path = path, .path_len = (uint32_t)n, .cls = NET_FG,
-			     .done = on_done, .ctx = b};
+			     .tag = path[0], .done = on_done, .ctx = b};
 	return net_flow_start(b->net, &s, NULL, NULL);
 }
 
@@ -133,6 +155,7 @@ typedef struct result {
 
 static int prof_mode = 1;
 static int64_t bench_quantum; /* net_set_quantum for the next case */
+static int bench_solver = -1; /* net_set_solver for the next case; -1 = default */
 
 static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 {
@@ -154,6 +177,19 @@ static int setup(bench_t *b, pattern_t pat, uint32_t nodes, uint32_t n_distinct)
 	net_set_record(b->net, 0);
 	if (net_set_quantum(b->net, bench_quantum, NULL))
 		return KS_EINPUT;
+	if (bench_solver >= 0 && net_set_solver(b->net, (net_solver_t)bench_solver, NULL))
+		return KS_EINPUT;
+	if (pat == PAT_LEAVES) {
+		b->n_access = n_distinct;
+		for (uint32_t i = 0; i < n_distinct; i++)
+			if (net_link_add(b->net, 50e9, 1000, NULL, NULL))
+				return KS_ENOMEM;
+		uint32_t leaves = (n_distinct + LEAF_PATHS - 1) / LEAF_PATHS;
+		for (uint32_t i = 0; i < leaves; i++)
+			if (net_link_add(b->net, LEAF_PATHS * 50e9 / 2, 300, i ? NULL : &b->leaf0, NULL))
+				return KS_ENOMEM;
+		return net_link_add(b->net, (double)n_distinct * 50e9, 300, &b->bottleneck, NULL);
+	}
 	if (pat == PAT_DISTINCT) {
 		b->n_access = n_distinct;
 		for (uint32_t i = 0; i < n_distinct; i++)
@@ -184,7 +220,8 @@ static int run_case(pattern_t pat, uint32_t nodes, uint64_t concurrent, uint64_t
 		    uint64_t max_events, result_t *res)
 {
 	bench_t b;
-	int rc = setup(&b, pat, nodes, pat == PAT_DISTINCT ? (uint32_t)concurrent : 0);
+	int distinct = pat == PAT_DISTINCT || pat == PAT_LEAVES;
+	int rc = setup(&b, pat, nodes, distinct ? (uint32_t)concurrent : 0);
 	if (rc)
 		goto out;
 	b.closed_left = extra;
@@ -201,9 +238,11 @@ static int run_case(pattern_t pat, uint32_t nodes, uint64_t concurrent, uint64_t
 			break;
 		rc = ev_engine_run(b.eng, ev_peek_time(ev_engine_queue(b.eng)));
 	}
+	net_stats_t st0 = {0};
 	if (warm) {
 		t0 = wall_s();
 		net_set_profile(b.net, prof_mode);
+		net_get_stats(b.net, &st0); /* aggs/slv over the measured events too */
 	}
 	/* step one instant at a time so the event cap is honoured */
 	while (!rc) {
@@ -238,6 +277,8 @@ static int run_case(pattern_t pat, uint32_t nodes, uint64_t concurrent, uint64_t
 	free(c);
 	net_stats_t st;
 	net_get_stats(b.net, &st);
+	st.solves -= st0.solves;
+	st.solved_aggs -= st0.solved_aggs;
 	res->aggs_per_solve = st.solves ? (double)st.solved_aggs / (double)st.solves : 0;
 out:
 	teardown(&b);
@@ -257,6 +298,28 @@ static void print_row(const char *label, uint64_t flows, const result_t *r)
 	       r->p99_us[1], r->wall_s, r->aggs_per_solve);
 }
 
+/* One case under the full and the incremental solver, and their ratios. */
+static int run_solvers(pattern_t pat, uint64_t n, uint64_t ev, const char *label)
+{
+	result_t r[2];
+	char buf[64];
+	for (int s = 0; s < 2; s++) {
+		int keep = bench_solver;
+		bench_solver = s ? NET_SOLVER_INCREMENTAL : NET_SOLVER_FULL;
+		int rc = run_case(pat, 16, n, ev, ev, &r[s]);
+		bench_solver = keep;
+		if (rc)
+			return rc;
+		snprintf(buf, sizeof buf, "%s, %s", label, s ? "incr" : "full");
+		print_row(buf, n, &r[s]);
+	}
+	printf("  %-33s %7s %7s %7.1fx %7.1fx %7.1fx %7.1fx %6.1fx\n", "  ratio full / incr", "", "",
+	       r[0].med_us[0] / r[1].med_us[0], r[0].p99_us[0] / r[1].p99_us[0],
+	       r[0].med_us[1] / r[1].med_us[1], r[0].p99_us[1] / r[1].p99_us[1],
+	       r[0].wall_s / r[1].wall_s);
+	return 0;
+}
+
 int net_bench_main(int argc, char **argv)
 {
 	int quick = 0;
@@ -265,8 +328,10 @@ int net_bench_main(int argc, char **argv)
 			quick = 1;
 		} else if (!strcmp(argv[i], "--cpu")) {
 			prof_mode = 2;
+		} else if (!strcmp(argv[i], "--full")) {
+			bench_solver = NET_SOLVER_FULL;
 		} else if (cli_is_help(argv[i])) {
-			printf("usage: kvsim %s [--quick] [--cpu]\n\n"
+			printf("usage: kvsim %s [--quick] [--cpu] [--full]\n\n"
 			       "Flow-event cost (median, p99 in microseconds: the event's handler\n"
 			       "plus its share of the re-solve at that instant), wall time, and mean\n"
 			       "aggregates (distinct active paths) per re-solve.\n\n"
@@ -275,6 +340,8 @@ int net_bench_main(int argc, char **argv)
 			       "  --cpu        time events with the thread CPU clock instead of the\n"
 			       "               wall clock (robust on a loaded machine; the clock read\n"
 			       "               costs more)\n"
+			       "  --full       the fabric and scaling cases under the full re-solve\n"
+			       "               (the distinct-path cases always run both)\n"
 			       "  -h, --help   this help\n",
 			       *cli_command() ? cli_command() : "net bench");
 			cli_help_end(stdout);
@@ -331,12 +398,19 @@ int net_bench_main(int argc, char **argv)
 			goto fail;
 		print_row("one path for all", n, &r);
 	}
+	printf("N flows on N distinct paths, full vs incremental re-solve (closed loop)\n");
+	print_head();
 	for (int i = 0; i < 3; i++) {
 		uint64_t n = ns[i] / k;
 		uint64_t ev = i == 0 ? 2000 / k : i == 1 ? 400 / k : 40 / k;
-		if ((rc = run_case(PAT_DISTINCT, 16, n, ev, ev, &r)))
+		if ((rc = run_solvers(PAT_DISTINCT, n, ev, "one shared bottleneck")))
 			goto fail;
-		print_row("a distinct path per flow", n, &r);
+	}
+	for (int i = 0; i < 3; i++) {
+		uint64_t n = ns[i] / k;
+		uint64_t ev = i == 0 ? 4000 / k : i == 1 ? 1000 / k : 200 / k;
+		if ((rc = run_solvers(PAT_LEAVES, n, ev, "leaves of 32 at 2:1, core")))
+			goto fail;
 	}
 	return 0;
 fail:;
