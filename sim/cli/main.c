@@ -20,6 +20,7 @@ static const subcommand_t subcommands[] = {
 	{"sweep", out_sweep_main, "run a parameter grid into a results directory"},
 	{"runs", out_runs_main, "query and compare runs in a results catalog"},
 	{"calibrate", cal_cli_main, "plan, fit and check transfer-cost calibration"},
+	{"model", mdl_cli_main, "what the compute model predicts for one iteration, by term"},
 	{"bench", cli_bench_main, "engine and model micro-benchmarks (phold, ...)"},
 };
 #define N_SUB (sizeof subcommands / sizeof subcommands[0])
