@@ -52,7 +52,7 @@ int mdl_prof_predict_row(const mdl_hw_t *hw, const mdl_compute_params_t *cp,
 		return rc;
 	double g, s;
 	mdl_layer_terms(&c, r->tokens, &g, &s);
-	*ns = g + s;
+	*ns = g + (r->small_ns > 0 ? s : 0); /* like with like */
 	return 0;
 }
 
@@ -196,11 +196,21 @@ typedef struct {
 	err_t *e;
 } fit_ctx_t;
 
+/* The fitted parameters are x's entries for the free terms (all, or all but
+ * the small kernels' when no row measured them, which keep cp's values). */
 static void layer_params(const gsl_vector *x, mdl_compute_params_t *cp)
 {
 	double v[F_N];
-	for (int i = 0; i < F_N; i++)
-		v[i] = f_scale[i] * exp(gsl_vector_get(x, (size_t)i));
+	int no_small = x->size < F_N;
+	for (int i = 0, j = 0; i < F_N; i++) {
+		if (no_small && (i == F_KSMALL || i == F_ELT))
+			continue;
+		v[i] = f_scale[i] * exp(gsl_vector_get(x, (size_t)j++));
+	}
+	if (no_small) {
+		v[F_KSMALL] = cp->small_kernel_ns;
+		v[F_ELT] = cp->elt_bw_eff;
+	}
 	cp->gemm_mfu = fmin(v[F_MFU], 1);
 	cp->gemm_half_flops = v[F_HALF];
 	cp->weight_mbu = fmin(v[F_MBU], 1);
@@ -230,8 +240,13 @@ static int layer_f(const gsl_vector *x, void *data, gsl_vector *f)
 		double w = c->weight[k];
 		/* the row's total, as reported; the small kernels' own share
 		 * (down-weighted) tells their constant from the GEMMs' */
-		gsl_vector_set(f, 2 * k, w * ((g + s) / (r->gemm_ns + r->small_ns) - 1));
-		gsl_vector_set(f, 2 * k + 1, 0.3 * w * (s / r->small_ns - 1));
+		if (r->small_ns > 0) {
+			gsl_vector_set(f, 2 * k, w * ((g + s) / (r->gemm_ns + r->small_ns) - 1));
+			gsl_vector_set(f, 2 * k + 1, 0.3 * w * (s / r->small_ns - 1));
+		} else { /* a GEMM-only profile */
+			gsl_vector_set(f, 2 * k, w * (g / r->gemm_ns - 1));
+			gsl_vector_set(f, 2 * k + 1, 0);
+		}
 	}
 	return c->failed ? GSL_EDOM : GSL_SUCCESS;
 }
@@ -325,7 +340,11 @@ int mdl_prof_fit(const mdl_prof_t *p, const mdl_hw_t *hw, int holdout, mdl_compu
 		 * the fitted rows wins (GEMM kernels tile M by 64..256 rows) */
 		static const double tiles[] = {0, 32, 64, 96, 128, 192, 256};
 		double best = INFINITY;
-		gsl_vector *x = gsl_vector_alloc(F_N), *res = gsl_vector_alloc(2 * ctx.n);
+		int small = 0;
+		for (size_t k = 0; k < ctx.n && !small; k++)
+			small = p->row[rows[k]].small_ns > 0;
+		gsl_vector *x = gsl_vector_alloc(small ? F_N : F_N - 2),
+		           *res = gsl_vector_alloc(2 * ctx.n);
 		for (size_t t = 0; t < sizeof tiles / sizeof tiles[0] && x && res && !rc; t++) {
 			gsl_vector_set_zero(x);
 			ctx.base.gemm_tile_tokens = tiles[t];

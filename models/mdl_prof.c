@@ -101,8 +101,12 @@ int mdl_prof_read_string(mdl_prof_t *p, const char *origin, const char *text, er
 				for (int i = 0; i < N_GEMM_OPS && !miss; i++)
 					if ((gc[i] = median_col(h, nh, gemm_ops[i])) < 0)
 						miss = gemm_ops[i];
-				for (int i = 0; i < N_SMALL_OPS && !miss; i++)
-					if ((sc[i] = median_col(h, nh, small_ops[i])) < 0)
+				/* small kernels: all five or none (not measured) */
+				int have = 0;
+				for (int i = 0; i < N_SMALL_OPS; i++)
+					have += (sc[i] = median_col(h, nh, small_ops[i])) >= 0;
+				for (int i = 0; i < N_SMALL_OPS && have && !miss; i++)
+					if (sc[i] < 0)
 						miss = small_ops[i];
 				for (int i = 0; i < N_SHAPE && !miss; i++)
 					if ((shc[i] = col_of(h, nh, shape_cols[i])) < 0)
@@ -150,6 +154,8 @@ int mdl_prof_read_string(mdl_prof_t *p, const char *origin, const char *text, er
 		for (int i = 0; i < N_GEMM_OPS + N_SMALL_OPS && !rc; i++) {
 			double ms;
 			int k = i < N_GEMM_OPS ? gc[i] : sc[i - N_GEMM_OPS];
+			if (k < 0)
+				continue; /* small kernels not measured: small_ns stays 0 */
 			if (mdl_prof_number(f[k], &ms) || !(ms > 0))
 				rc = err_set(e, KS_EINPUT, "%s:%zu: %s: not a positive time", origin,
 				             line, h[k]);
@@ -209,7 +215,10 @@ void mdl_prof_free(mdl_prof_t *p)
 
 int mdl_prof_write_rows(FILE *f, const mdl_prof_row_t *rows, size_t n)
 {
-	for (int i = 0; i < N_GEMM_OPS + N_SMALL_OPS; i++)
+	int small = n > 0; /* the small-kernel columns only when every row has them */
+	for (size_t j = 0; j < n; j++)
+		small &= rows[j].small_ns > 0;
+	for (int i = 0; i < N_GEMM_OPS + (small ? N_SMALL_OPS : 0); i++)
 		fprintf(f, "time_stats.%s.median,",
 		        i < N_GEMM_OPS ? gemm_ops[i] : small_ops[i - N_GEMM_OPS]);
 	fprintf(f, "n_head,n_kv_head,n_embd,n_expanded_embd,use_gated_mlp,num_tokens,"
@@ -224,7 +233,7 @@ int mdl_prof_write_rows(FILE *f, const mdl_prof_row_t *rows, size_t n)
 		double wsum = w[0] + w[1] + w[2] + w[3];
 		for (int i = 0; i < N_GEMM_OPS; i++)
 			fprintf(f, "%.9g,", r->gemm_ns * w[i] / wsum / 1e6);
-		for (int i = 0; i < N_SMALL_OPS; i++)
+		for (int i = 0; small && i < N_SMALL_OPS; i++)
 			fprintf(f, "%.9g,", r->small_ns / N_SMALL_OPS / 1e6);
 		fprintf(f, "%u,%u,%u,%u,True,%u,%u\n", r->n_head, r->n_kv_head, r->n_embd,
 		        r->n_expanded_embd, r->tokens, r->tp);

@@ -9,7 +9,9 @@
  *              input_layernorm, attn_pre_proj, attn_rope, attn_post_proj,
  *              post_attention_layernorm, mlp_up_proj, mlp_act, mlp_down_proj,
  *              add; shape columns n_head, n_kv_head, n_embd, n_expanded_embd,
- *              use_gated_mlp. No attention kernel.
+ *              use_gated_mlp. No attention kernel. The five small operators
+ *              may be absent together (a GEMM-only profile, as the GPU
+ *              harness writes).
  *   all-reduce time_stats.all_reduce.median (ms), num_workers, size (bytes).
  * A file is one or the other, told apart by its header.
  *
@@ -31,7 +33,8 @@ typedef struct mdl_prof_row {
 	uint32_t tp, tokens;
 	uint32_t n_head, n_kv_head, n_embd, n_expanded_embd;
 	double gemm_ns;  /* qkv + o + up + down projections */
-	double small_ns; /* 2 norms, rope, activation, add */
+	double small_ns; /* 2 norms, rope, activation, add; 0: not measured (a
+	                  * file without those columns), compared without them */
 } mdl_prof_row_t;
 
 typedef struct mdl_ar_row {
@@ -52,7 +55,8 @@ int mdl_prof_read_string(mdl_prof_t *p, const char *origin, const char *text, er
 void mdl_prof_free(mdl_prof_t *p);
 /* Writes rows as an operator CSV that mdl_prof_read reads back (the GEMM
  * time is put in the four projections in proportion to their weights, the
- * small-kernel time in the five small operators equally). */
+ * small-kernel time in the five small operators equally; no small-operator
+ * columns unless every row has small_ns > 0). */
 int mdl_prof_write_rows(FILE *f, const mdl_prof_row_t *rows, size_t n);
 
 /* A whole-string finite number (strtod): 0, or nonzero when it is none. */

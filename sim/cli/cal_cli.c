@@ -20,6 +20,7 @@
 #include "gpu_validation/gv_fit.h"
 #include "gpu_validation/gv_meas.h"
 #include "gpu_validation/gv_plan.h"
+#include "gpu_validation/gv_prof.h"
 #include "gpu_validation/gv_sched.h"
 #include "models/mdl.h"
 #include "models/mdl_prof.h"
@@ -39,7 +40,8 @@ static void usage(FILE *f)
 	       "       kvsim calibrate compute fit PROFILE.csv.. --gpu NAME -o FILE.ini\n"
 	       "                  [--no-holdout] [--base FILE.ini]\n"
 	       "       kvsim calibrate compute check PROFILE.csv.. --gpu NAME\n"
-	       "                  [--calibration FILE.ini|auto|none|legacy] [--table] [--rows]\n\n"
+	       "                  [--calibration FILE.ini|auto|none|legacy] [--table] [--rows]\n"
+	       "       kvsim calibrate compute profile KVREPLAY.h5.. --model NAME -o PROFILE.csv\n\n"
 	       "plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
 	       "       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
 	       "       and block-granular, 2..N concurrent copies (default 8) in the same\n"
@@ -63,7 +65,9 @@ static void usage(FILE *f)
 	       "compute check  the same errors for a calibration (default auto: the shipped\n"
 	       "       one for --gpu; none: built-in defaults; legacy: the single-efficiency\n"
 	       "       roofline); --table prints measured against predicted per layer\n"
-	       "       (operators + two all-reduces) at TP 4 and 8.\n\n"
+	       "       (operators + two all-reduces) at TP 4 and 8.\n"
+	       "compute profile  kvreplay --compute measurements (one file per TP shape, as\n"
+	       "       gpu_validation/run_on_gpu.sh takes them) as a GEMM-only profile for fit.\n\n"
 	       "options: as above, and -h, --help for this help.\n");
 	cli_help_end(f);
 }
@@ -531,6 +535,61 @@ static int compute_table(const mdl_prof_t *p, const mdl_hw_t *hw, const mdl_comp
 	return 0;
 }
 
+/* `compute profile`: kvreplay --compute measurements (one file per TP
+ * shape) as a GEMM-only operator profile. */
+static int cmd_compute_profile(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"out", 1, 0, 'o'}, {"model", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	const char *out = NULL, *model = "Llama-3-8B";
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 'm')
+			model = optarg;
+		else if (c == 'h') {
+			usage(stdout);
+			return 0;
+		} else
+			return bad_option(argv);
+	}
+	if (!out)
+		return cli_usage_error("missing -o PROFILE.csv");
+	if (optind >= argc)
+		return cli_usage_error("missing MEASURED.h5");
+	err_t e = {0};
+	mdl_llm_t llm;
+	mdl_prof_row_t *rows = NULL;
+	size_t n = 0;
+	int rc = mdl_llm_builtin(model, &llm, &e);
+	if (rc)
+		rc = mdl_llm_load_file(model, &llm, &e);
+	for (int i = optind; i < argc && !rc; i++) {
+		gv_meas_t m = {0};
+		rc = gv_meas_read(&m, argv[i], &e);
+		if (!rc)
+			rc = gv_prof_rows(argv[i], &m, &llm, &rows, &n, &e);
+		gv_meas_free(&m);
+	}
+	FILE *f = rc ? NULL : fopen(out, "w");
+	if (!rc && !f)
+		rc = err_set(&e, KS_EIO, "%s: cannot write: %s", out, strerror(errno));
+	if (f) {
+		rc = mdl_prof_write_rows(f, rows, n);
+		if (fclose(f) || rc)
+			rc = err_set(&e, KS_EIO, "%s: write error", out);
+	}
+	free(rows);
+	if (rc)
+		return cli_fail(&e);
+	printf("wrote %s: %zu rows (GEMMs of %s's layer; small kernels not measured)\n", out, n,
+	       llm.name);
+	return 0;
+}
+
 static int cmd_compute(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -538,14 +597,16 @@ static int cmd_compute(int argc, char **argv)
 	    {"base", 1, 0, 'b'},   {"no-holdout", 0, 0, 'n'}, {"table", 0, 0, 't'},
 	    {"rows", 0, 0, 'r'},   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
 	if (argc < 2)
-		return cli_usage_error("compute: missing command (fit, check)");
+		return cli_usage_error("compute: missing command (fit, check, profile)");
 	if (cli_is_help(argv[1])) {
 		usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "profile"))
+		return cmd_compute_profile(argc - 1, argv + 1);
 	int fit = !strcmp(argv[1], "fit");
 	if (!fit && strcmp(argv[1], "check"))
-		return cli_usage_error("compute: unknown command '%s' (fit, check)", argv[1]);
+		return cli_usage_error("compute: unknown command '%s' (fit, check, profile)", argv[1]);
 	argc--, argv++;
 	const char *out = NULL, *gpu = NULL, *cal = NULL, *base = "none";
 	int holdout = 1, table = 0, rows = 0, c;
