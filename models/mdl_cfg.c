@@ -83,13 +83,17 @@ const cfg_key_t mdl_cfg_keys[] = {
     OVI("model", "tied_embeddings", "", "1 if embedding and LM head share weights"),
 
     {"compute", "mfu", CFG_FLOAT, "0.5", 0.01, 1, NULL, "",
-     "achieved/peak FLOP/s (PaLM's MFU); see models/mdl_cost.c for the source", NULL},
+     "achieved/peak FLOP/s (PaLM's MFU) of the linear model and the single-efficiency "
+     "roofline (gemm_mfu = 0); see models/mdl_cost.c for the source", NULL},
     {"compute", "mbu", CFG_FLOAT, "0.8", 0.01, 1, NULL, "",
-     "achieved/peak HBM bandwidth (MBU); see models/mdl_cost.c for the source", NULL},
+     "achieved/peak HBM bandwidth (MBU) of the linear model and the single-efficiency "
+     "roofline; see models/mdl_cost.c for the source", NULL},
     {"compute", "allreduce_bw_eff", CFG_FLOAT, "0.8", 0.01, 1, NULL, "",
-     "TP all-reduce bus bandwidth / NVLink bandwidth", NULL},
+     "TP all-reduce bus bandwidth / NVLink bandwidth; when set, for every TP instead of "
+     "the calibration's per-TP fit (assumption)", NULL},
     {"compute", "allreduce_lat_ns", CFG_INT, "10000", 0, 1e12, NULL, "ns",
-     "fixed cost of one TP all-reduce (2 per layer per iteration)", NULL},
+     "fixed cost of one TP all-reduce (2 per layer per iteration); when set, for every TP "
+     "instead of the calibration's per-TP fit (assumption)", NULL},
     {"compute", "iter_overhead_ns", CFG_INT, "500000", 0, 1e12, NULL, "ns",
      "scheduler/launch overhead per iteration", NULL},
     {"compute", "model", CFG_ENUM, "roofline", 0, 0, "roofline,linear,profile", "",
