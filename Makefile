@@ -143,9 +143,9 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/gen/mdl_embedded.c: $(wildcard models/hw/*.ini models/llm/*.ini) models/embed.sh
+$(BUILD)/gen/mdl_embedded.c: $(wildcard models/hw/*.ini models/llm/*.ini models/calibration/compute-*.ini) models/embed.sh
 	@mkdir -p $(dir $@)
-	sh models/embed.sh $(sort $(wildcard models/hw/*.ini models/llm/*.ini)) > $@.tmp && mv $@.tmp $@
+	sh models/embed.sh $(sort $(wildcard models/hw/*.ini models/llm/*.ini models/calibration/compute-*.ini)) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CFLAGS) -c $< -o $@

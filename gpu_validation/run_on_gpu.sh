@@ -16,9 +16,17 @@
 #   BATCH          1: also replay the plan with cudaMemcpyBatchAsync
 #   BACKEND        host: a dry run of the whole script with the host backend
 #   COMPUTE_ARGS   extra kvreplay --compute options (e.g. --tokens 1,16)
+#   COMPUTE_MODEL  model whose layer GEMMs are timed per TP for the compute
+#                  profile (default Llama-3-70B); COMPUTE_TPS (default
+#                  "1 2 4 8"); COMPUTE_TOKENS (kvreplay --tokens list)
+#   COMPUTE_GPU    built-in GPU spec the compute fit is relative to
+#                  (default: from the device name)
+#   COMPUTE_ONLY   1: only the compute profile and its fit (step 2b)
 # Exit status: 0 done, 77 no usable GPU (kvreplay's SKIP line is printed),
-# 1 a step failed. Outputs: OUTDIR (default results/gpu-DATE) and
-# models/calibration/NAME.ini.
+# 1 a step failed. Outputs: OUTDIR (default results/gpu-DATE),
+# models/calibration/NAME.ini (transfers) and
+# models/calibration/compute-GPU.ini (compute terms; embedded, and so used by
+# compute.calibration = auto, from the next build on).
 set -eu
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
@@ -39,6 +47,51 @@ make -j"$(nproc)" build >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; d
 BACKEND=${BACKEND:-cuda}
 [ "$BACKEND" = host ] || [ -f build/kvreplay_cuda.so ] || die "no CUDA backend was built (is nvcc installed? CUDA_HOME=...)"
 
+# 2b. the compute profile: one decoder layer's GEMMs at each TP's per-GPU
+# shape (heads/tp, kv_heads/tp, ffn/tp), as a profile in Vidur's mlp.csv
+# format, fitted like the shipped H100/A100 ones. Small kernels and the
+# all-reduce are not measured here (one GPU): the fit keeps those terms
+# from the H100 calibration (same NVSwitch generation on HGX H200).
+compute_profile() {
+	CM=${COMPUTE_MODEL:-Llama-3-70B}
+	SPEC=models/llm/$CM.ini
+	[ -f "$SPEC" ] || die "no built-in model spec $SPEC"
+	key() { sed -n "s/^$1 *= *\([0-9]*\).*/\1/p" "$SPEC" | head -1; }
+	H=$(key heads)
+	KV=$(key kv_heads)
+	FFN=$(key intermediate)
+	DEV=${DEVICE:-}
+	case "${COMPUTE_GPU:-$DEV}" in
+	*H200*) G=H200 ;; *H100*) G=H100-SXM ;; *A100*) G=A100-80GB ;; *B200*) G=B200 ;;
+	*) G=${COMPUTE_GPU:-H200} ;;
+	esac
+	TOK=${COMPUTE_TOKENS:-1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192,16384}
+	FILES=
+	for TP in ${COMPUTE_TPS:-1 2 4 8}; do
+		KVT=$((KV / TP))
+		[ "$KVT" -ge 1 ] || KVT=1
+		say "timing $CM's layer GEMMs at tp $TP"
+		timeout 120 $KVREPLAY --backend "$BACKEND" --compute --model "$CM" --heads $((H / TP)) \
+			--kv-heads "$KVT" --ffn $((FFN / TP)) --tokens "$TOK" -q \
+			-o "$OUT/compute_tp$TP.h5" >"$OUT/compute_tp$TP.txt" 2>&1 \
+			|| die "kvreplay --compute at tp $TP (see compute_tp$TP.txt)"
+		FILES="$FILES $OUT/compute_tp$TP.h5"
+	done
+	$KVSIM calibrate compute profile $FILES --model "$CM" -o "$OUT/compute_profile.csv" >&2 \
+		|| die "calibrate compute profile"
+	CCAL=models/calibration/compute-$G.ini
+	$KVSIM calibrate compute fit "$OUT/compute_profile.csv" --gpu "$G" \
+		--base models/calibration/compute-H100-SXM.ini -o "$CCAL" >"$OUT/compute_fit.txt" \
+		|| die "calibrate compute fit"
+	cat "$OUT/compute_fit.txt" >&2
+	say "compute calibration: $CCAL"
+}
+if [ "${COMPUTE_ONLY:-0}" = 1 ]; then
+	BACKEND=${BACKEND:-cuda}
+	compute_profile
+	exit 0
+fi
+
 # 2. plan + replay with the compute shapes
 say "planning (sizes up to $MAX_BYTES)"
 $KVSIM calibrate plan -o "$OUT/plan.h5" --max-bytes "$MAX_BYTES" | tee "$OUT/plan.txt" >&2
@@ -57,6 +110,7 @@ cat "$OUT/replay.txt" >&2
 DEVICE=$(sed -n 's/^kvreplay: backend [a-z]*, [0-9]* device(s), \(.*\); driver.*/\1/p' "$OUT/replay.err" | head -1)
 NAME=${NAME:-$(printf '%s' "${DEVICE:-gpu}" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/-*$//')}
 CAL=models/calibration/$NAME.ini
+compute_profile
 
 if [ "${BATCH:-0}" = 1 ]; then
 	say "replaying the plan with cudaMemcpyBatchAsync"
@@ -119,6 +173,11 @@ fi
 	echo "## Fit ($CAL)"
 	echo '```'
 	cat "$OUT/fit.txt"
+	echo '```'
+	echo
+	echo "## Compute profile fit ($CCAL)"
+	echo '```'
+	cat "$OUT/compute_fit.txt"
 	echo '```'
 	echo
 	echo "## Replayed kvsim schedule"

@@ -57,7 +57,22 @@ typedef struct mdl_llm {
 	uint32_t tied_embeddings;         /* 1: embedding and LM head share weights */
 } mdl_llm_t;
 
-/* Efficiency factors and communication constants of the compute model. */
+/* All-reduce constants of one TP degree (a calibration's per-TP fit). */
+typedef struct mdl_ar_point {
+	uint32_t tp;
+	double lat_ns; /* alpha: fixed cost of one all-reduce */
+	double bw_eff; /* achieved ring bus bandwidth / link bandwidth */
+} mdl_ar_point_t;
+
+#define MDL_AR_POINTS 8
+#define MDL_PATH_MAX 1024
+
+/* Efficiency factors and communication constants of the compute model.
+ * The fields after `model` are the separated roofline terms (mdl_cost.c);
+ * each left at 0 falls back to the single-efficiency roofline of earlier
+ * versions (gemm_mfu, attn_prefill_eff -> mfu; attn_decode_eff,
+ * weight_mbu -> mbu; kernel costs and the elementwise term off), so a
+ * struct that sets only the first six fields keeps its old meaning. */
 typedef struct mdl_compute_params {
 	double mfu;               /* achieved / peak FLOP/s, (0, 1] */
 	double mbu;               /* achieved / peak HBM bandwidth, (0, 1] */
@@ -65,14 +80,35 @@ typedef struct mdl_compute_params {
 	int64_t allreduce_lat_ns; /* fixed cost of one all-reduce */
 	int64_t iter_overhead_ns; /* scheduler + launch cost per iteration */
 	int model;                /* MDL_MODEL_* */
+	double gemm_mfu;          /* peak MFU of large weight GEMMs, [0, 1] */
+	double gemm_half_flops;   /* FLOPs of one GEMM (per GPU) at which its MFU
+	                           * is half of gemm_mfu; 0: MFU independent of size */
+	double weight_mbu;        /* weight-read bandwidth / hbm_bw, [0, 1] */
+	double gemm_kernel_ns;    /* fixed cost per GEMM kernel (4 per layer) */
+	double small_kernel_ns;   /* fixed cost per small kernel (norms, rope,
+	                           * activation, add: 5 per layer) */
+	double elt_bw_eff;        /* elementwise kernels' bandwidth / hbm_bw; 0: off */
+	double attn_prefill_eff;  /* prefill attention FLOP/s / peak */
+	double attn_decode_eff;   /* decode attention KV-read bandwidth / hbm_bw */
+	double gemm_tile_tokens;  /* GEMM compute pays for tokens rounded up to
+	                           * this tile (0: no rounding) */
+	double roofline_q;        /* sides combined as (c^q + m^q)^(1/q); 0: max */
+	size_t n_ar;              /* per-TP all-reduce constants (0: the two above) */
+	mdl_ar_point_t ar[MDL_AR_POINTS];
+	char profile[MDL_PATH_MAX];    /* MDL_MODEL_PROFILE: per-operator table(s),
+	                                * comma-separated paths */
+	char ar_profile[MDL_PATH_MAX]; /* MDL_MODEL_PROFILE: all-reduce table ("" none) */
+	char calibration[MDL_PATH_MAX]; /* where the terms came from ("" defaults) */
 } mdl_compute_params_t;
 
-/* Cost model kinds ([compute] model). ROOFLINE: the roofline below.
+/* Cost model kinds ([compute] model). ROOFLINE: the roofline in mdl_cost.c.
  * LINEAR: the study's simulator (see mdl_cost.c): prefill
  * 2*params_active*tokens/(tp*flops*mfu) with no attention, TP-communication
  * or overhead term; decode (params_active*weight_bytes + kv_bytes*context)
- * /(tp*hbm_bw*mbu); an iteration holding both pays the sum. */
-enum { MDL_MODEL_ROOFLINE = 0, MDL_MODEL_LINEAR = 1 };
+ * /(tp*hbm_bw*mbu); an iteration holding both pays the sum. PROFILE: the
+ * per-layer operators and the all-reduce interpolated from measured tables
+ * (mdl_prof.h), attention and the LM head from the roofline terms. */
+enum { MDL_MODEL_ROOFLINE = 0, MDL_MODEL_LINEAR = 1, MDL_MODEL_PROFILE = 2 };
 
 /* Defaults of the [compute] config keys (sources in mdl_cost.c). */
 extern const mdl_compute_params_t mdl_compute_params_default;
@@ -90,6 +126,10 @@ int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e);
 /* The i-th built-in name of a kind ("hw" or "llm"), NULL past the end; the
  * string lives in a per-thread buffer valid until the next call. */
 const char *mdl_builtin_name(const char *kind, size_t i);
+/* The embedded text of kind/NAME.ini (kind "hw", "llm", "calibration";
+ * NAME case-insensitive), NULL when there is none; *path (may be NULL) gets
+ * its name. */
+const char *mdl_builtin_text(const char *kind, const char *name, const char **path);
 /* Writes a spec as INI text the parsers read back to the same struct
  * (provenance: the resolved spec of a run). 0, KS_EIO, or KS_EINPUT (nothing
  * written) for a name the parsers refuse, such as one starting with ';'. */
@@ -122,6 +162,15 @@ int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_par
                  err_t *e);
 
 /* ---- compute cost -------------------------------------------------------- */
+#define MDL_PROF_POINTS 1024
+
+/* A measured curve, time against a size, for interpolation (mdl_prof.h). */
+typedef struct mdl_curve {
+	size_t n;
+	double x[MDL_PROF_POINTS]; /* ascending size (tokens, bytes) */
+	double y[MDL_PROF_POINTS]; /* ns */
+} mdl_curve_t;
+
 typedef struct mdl_compute {
 	mdl_hw_t hw;
 	mdl_llm_t llm;
@@ -135,6 +184,9 @@ typedef struct mdl_compute {
 	double expert_params; /* MoE: parameters of one routed expert, all layers */
 	double kv_gpu;        /* mdl_kv_bytes_per_token_gpu */
 	double ar_bw;         /* all-reduce link rate, bytes/s */
+	double ar_lat_ns;     /* all-reduce alpha at this tp */
+	mdl_curve_t layer;    /* MDL_MODEL_PROFILE: one layer's operators, ns by tokens */
+	mdl_curve_t arc;      /* MDL_MODEL_PROFILE: one all-reduce, ns by bytes (n 0: roofline) */
 } mdl_compute_t;
 
 /* One iteration's work, as parallel arrays (the shape of the scheduler's
@@ -149,11 +201,20 @@ typedef struct mdl_batch {
 	const uint32_t *decode_ctx;
 } mdl_batch_t;
 
-/* Breakdown of one iteration (per GPU of the TP group). */
+/* Breakdown of one iteration (per GPU of the TP group). The roofline takes
+ * the larger of its compute side (t_gemm_ns + t_attn_ns) and its memory side
+ * (t_weight_ns + t_kv_ns); t_compute_ns and t_memory_ns are the two sides.
+ * total_ns = ceil(max(sides) + t_fixed_ns + t_comm_ns + t_overhead_ns). */
 typedef struct mdl_iter_cost {
 	double flops; /* whole group */
 	double bytes; /* per GPU: weights + KV read + KV write */
 	double t_compute_ns, t_memory_ns, t_comm_ns, t_overhead_ns;
+	double t_gemm_ns;   /* weight GEMMs at their MFU (compute side) */
+	double t_attn_ns;   /* prefill attention at its efficiency (compute side) */
+	double t_weight_ns; /* weight read at weight_mbu (memory side) */
+	double t_kv_ns;     /* KV read and write (memory side) */
+	double t_fixed_ns;  /* per-layer fixed kernels, elementwise bytes;
+	                     * PROFILE: the interpolated operators */
 	int64_t total_ns;
 } mdl_iter_cost_t;
 

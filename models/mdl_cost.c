@@ -47,15 +47,63 @@
  *   + iter_overhead                                             scheduler,
  *     sampling and kernel launches. MFU/MBU follow the PaLM (Chowdhery et
  *     al. 2022) and Databricks/MosaicML inference-engineering definitions.
+ *
+ * Separated terms (gemm_mfu > 0; the calibrated default). The same FLOPs and
+ * bytes, split by the kernel that spends them, since one MFU for GEMMs and
+ * attention and one MBU for every TP are wrong in opposite directions
+ * (checked against Vidur's per-operator H100/A100 profiles, issue 19):
+ *   GEMMs     per layer qkv, o, up (gate+up, SwiGLU) and down at their
+ *             per-GPU shapes (Megatron column/row split), plus the LM head
+ *             (vocab-parallel, one row per sequence). A GEMM of F FLOPs runs
+ *             at gemm_mfu * F/(F + gemm_half_flops): a saturating curve,
+ *             small GEMMs fill fewer SMs (wave quantisation; the fit puts
+ *             the half point in the 1e9-1e10 FLOP range). Its compute pays
+ *             for tokens rounded up to gemm_tile_tokens, to twice that tile
+ *             beyond four tiles (tile quantisation, NVIDIA "Matrix
+ *             Multiplication Background" guide; cuBLAS picks taller CTA
+ *             tiles for larger M: the profiles step every 128 tokens up to
+ *             512 and every 256 beyond on H100). MoE experts run as
+ *             one grouped GEMM over the touched experts; MLA projections
+ *             (no per-matrix shapes in the spec) as four equal GEMMs.
+ *   weights   weight and activation bytes of those GEMMs at weight_mbu.
+ *   attention prefill FLOPs at attn_prefill_eff of peak (FlashAttention-2 on
+ *             H100: ~370 of 989 TFLOP/s, Shah et al. 2024, FA3 paper
+ *             Fig. "attention forward speed", head dim 128).
+ *   KV        KV read and write at attn_decode_eff of hbm_bw.
+ *   fixed     per layer: gemm_kernel_ns per GEMM kernel, small_kernel_ns per
+ *             small kernel (2 norms, rope, activation, add) and their
+ *             activation bytes (norms 2Th, rope 2T(q+kv heads)d, act 3TI/tp,
+ *             add 3Th elements) at elt_bw_eff. The per-kernel constant is
+ *             what makes the weight read's effective MBU fall with TP: the
+ *             per-GPU matrices shrink, the constant does not.
+ *   time      max(GEMMs + attention, weights + KV) + fixed + all-reduce
+ *             + iter_overhead; the all-reduce takes alpha and bus-bandwidth
+ *             efficiency per TP from the calibration (NCCL, per node kind).
+ * With gemm_mfu = 0 the single-efficiency roofline above is used unchanged.
+ *
  * A roofline in the style of LLM-Viewer (Yuan et al. 2024, "LLM Inference
  * Unveiled"); Vidur (Agrawal et al., MLSys 2024) replaces such formulas with
  * profiled kernel tables, which a calibration may do here.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "models/mdl.h"
+#include "models/mdl_prof.h"
+
+/* Fitted by `kvsim calibrate compute fit` on Vidur's H100 Llama-2-70B
+ * profile (models/calibration/compute-H100-SXM.ini carries the same values
+ * and the held-out errors). */
+#define MDL_DEF_GEMM_MFU 0.7162
+#define MDL_DEF_GEMM_HALF 4.819e9
+#define MDL_DEF_WEIGHT_MBU 0.8774
+#define MDL_DEF_GEMM_KERNEL 1928.0
+#define MDL_DEF_SMALL_KERNEL 3819.0
+#define MDL_DEF_ELT_EFF 0.7304
+#define MDL_DEF_TILE 128.0
+#define MDL_DEF_Q 4.8218
 
 /* Defaults of [compute]. These are starting points, not measurements;
  * `kvsim calibrate` or --set replaces them.
@@ -78,6 +126,24 @@ const mdl_compute_params_t mdl_compute_params_default = {
     .allreduce_lat_ns = 10000,
     .iter_overhead_ns = 500000,
     .model = MDL_MODEL_ROOFLINE,
+    /* The separated terms for a GPU without a calibration file
+     * (models/calibration/compute-<GPU>.ini replaces them; sources there):
+     * the H100-SXM fit of Vidur's h100 Llama-2-70B mlp.csv
+     * (models/calibration/compute-H100-SXM.ini) for the GEMM, weight-read and
+     * per-kernel terms; attention as in the header (FA2 on H100 370/989). */
+    .gemm_mfu = MDL_DEF_GEMM_MFU,
+    .gemm_half_flops = MDL_DEF_GEMM_HALF,
+    .weight_mbu = MDL_DEF_WEIGHT_MBU,
+    .gemm_kernel_ns = MDL_DEF_GEMM_KERNEL,
+    .small_kernel_ns = MDL_DEF_SMALL_KERNEL,
+    .elt_bw_eff = MDL_DEF_ELT_EFF,
+    .gemm_tile_tokens = MDL_DEF_TILE,
+    .roofline_q = MDL_DEF_Q,
+    .attn_prefill_eff = 0.37,
+    /* own choice, not measured (the shipped profiles hold no attention
+     * table): below the weight read's 0.88, since paged attention gathers
+     * KV in block-sized pieces rather than streaming one matrix */
+    .attn_decode_eff = 0.75,
 };
 
 /* Aggregates an iteration's cost depends on (all linear). */
@@ -118,6 +184,25 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 		return err_set(e, KS_EINPUT,
 		               "allreduce_lat_ns/iter_overhead_ns: must not be negative");
 
+	const double *fr[] = {&p->gemm_mfu, &p->weight_mbu, &p->elt_bw_eff, &p->attn_prefill_eff,
+	                      &p->attn_decode_eff};
+	for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++)
+		if (!(*fr[i] >= 0 && *fr[i] <= 1))
+			return err_set(e, KS_EINPUT,
+			               "gemm_mfu/weight_mbu/elt_bw_eff/attn_*_eff: must be in [0, 1]");
+	if (!(p->gemm_half_flops >= 0) || !(p->gemm_kernel_ns >= 0) || !(p->small_kernel_ns >= 0))
+		return err_set(e, KS_EINPUT,
+		               "gemm_half_flops/gemm_kernel_ns/small_kernel_ns: must not be negative");
+	if (!(p->gemm_tile_tokens >= 0) || !(p->roofline_q == 0 || p->roofline_q >= 1))
+		return err_set(e, KS_EINPUT, "gemm_tile_tokens/roofline_q: must be >= 0 / 0 or >= 1");
+	if (p->n_ar > MDL_AR_POINTS)
+		return err_set(e, KS_EINPUT, "all-reduce table: more than %d TP points",
+		               MDL_AR_POINTS);
+	for (size_t i = 0; i < p->n_ar; i++)
+		if (!(p->ar[i].bw_eff > 0 && p->ar[i].bw_eff <= 1) || !(p->ar[i].lat_ns >= 0))
+			return err_set(e, KS_EINPUT, "all-reduce table: tp %u: bad alpha or efficiency",
+			               p->ar[i].tp);
+
 	memset(c, 0, sizeof *c);
 	c->hw = *hw;
 	c->llm = *llm;
@@ -138,8 +223,198 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 	}
 	c->kv_gpu = (double)mdl_kv_bytes_per_token_gpu(llm, tp);
 	/* Without NVLink the TP all-reduce goes over PCIe. */
-	c->ar_bw = (hw->nvlink_bw > 0 ? hw->nvlink_bw : hw->pcie_bw) * p->allreduce_bw_eff;
+	double ar_eff = p->allreduce_bw_eff;
+	c->ar_lat_ns = (double)p->allreduce_lat_ns;
+	/* per-TP constants: the measured TP nearest in log2 (ties: the smaller) */
+	double best = INFINITY;
+	/* (not for the single-efficiency roofline, which keeps its two keys) */
+	for (size_t i = 0; i < p->n_ar && (p->gemm_mfu > 0 || p->model == MDL_MODEL_PROFILE); i++) {
+		double d = fabs(log2((double)p->ar[i].tp / tp));
+		if (d < best) {
+			best = d;
+			ar_eff = p->ar[i].bw_eff;
+			c->ar_lat_ns = p->ar[i].lat_ns;
+		}
+	}
+	c->ar_bw = (hw->nvlink_bw > 0 ? hw->nvlink_bw : hw->pcie_bw) * ar_eff;
+	if (p->model == MDL_MODEL_PROFILE)
+		return mdl_prof_curves(c, e);
 	return 0;
+}
+
+/* ---- separated terms ------------------------------------------------------ */
+
+static int64_t total_ns(double t);
+
+/* One GEMM kind of a layer on one GPU: `groups` matrices of k x n, each
+ * multiplying m tokens, run as `kernels` launches. */
+typedef struct {
+	double m, k, n, groups, kernels;
+} gemm_t;
+
+/* The layer's GEMMs for T tokens (see the header): 2..4 kinds. */
+static size_t layer_gemms(const mdl_compute_t *c, double T, gemm_t g[4], double *act_elems)
+{
+	const mdl_llm_t *m = &c->llm;
+	double tp = c->tp, h = m->hidden, L = m->layers, d = m->head_dim;
+	double qh = m->heads / tp;
+	double kvh = m->kv_heads >= c->tp ? m->kv_heads / tp : 1;
+	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
+	double I = m->intermediate / tp;
+	size_t n = 0;
+	double attn = 0; /* attention projection parameters per layer (GQA) */
+	if (m->attention == MDL_ATTN_GQA) {
+		g[n++] = (gemm_t){T, h, (qh + 2 * kvh) * d, 1, 1};
+		g[n++] = (gemm_t){T, qh * d, h, 1, 1};
+		attn = h * (m->heads + 2.0 * m->kv_heads) * d + m->heads * d * h;
+	}
+	if (m->experts) {
+		double k = m->experts_active, E = m->experts;
+		double touched = E * (1 - pow(1 - k / E, T));
+		double rest = ((c->shared_params - emb) / L - attn) / tp;
+		if (rest > 0) /* shared experts, dense layers, MLA projections */
+			g[n++] = (gemm_t){T, h, rest / h, 1, m->attention == MDL_ATTN_GQA ? 2 : 6};
+		double x = c->expert_params / L / tp; /* one expert's matrices */
+		g[n++] = (gemm_t){T * k / touched, h, x / h, touched, 2};
+		I = m->intermediate * k / tp; /* activation width per token */
+	} else if (m->attention == MDL_ATTN_GQA) {
+		g[n++] = (gemm_t){T, h, 2 * I, 1, 1};
+		g[n++] = (gemm_t){T, I, h, 1, 1};
+	} else {
+		double body = ((double)m->params_active - emb) / L / tp;
+		g[n++] = (gemm_t){T, h, body / h, 1, 4};
+	}
+	/* elements the small kernels move (see the header) */
+	*act_elems = T * (2 * 2 * h + 2 * (qh + kvh) * d + 3 * I + 3 * h);
+	return n;
+}
+
+/* Time of GEMMs on their compute and memory sides, and their kernel count. */
+static void gemm_sides(const mdl_compute_t *c, const gemm_t *g, size_t n, double *t_c,
+                       double *t_m, double *flops, double *bytes, double *kernels)
+{
+	const mdl_compute_params_t *p = &c->p;
+	const mdl_llm_t *m = &c->llm;
+	double peak = m->weight_bytes <= 1 && c->hw.flops_fp8 > 0 ? c->hw.flops_fp8
+	                                                          : c->hw.flops_bf16;
+	for (size_t i = 0; i < n; i++) {
+		double f = 2 * g[i].m * g[i].k * g[i].n * g[i].groups;
+		double tile = p->gemm_tile_tokens, mt = g[i].m;
+		if (tile > 0 && mt > 0)
+			mt = ceil(mt / (mt > 4 * tile ? 2 * tile : tile)) * (mt > 4 * tile ? 2 * tile : tile);
+		double one = f * mt / g[i].m / g[i].kernels; /* the size the MFU curve sees */
+		double mfu = p->gemm_mfu * one / (one + p->gemm_half_flops);
+		double w = g[i].k * g[i].n * g[i].groups * m->weight_bytes;
+		double a = g[i].m * (g[i].k + g[i].n) * g[i].groups * m->dtype_bytes;
+		if (f > 0)
+			*t_c += f * mt / g[i].m / (peak * mfu) * 1e9;
+		*t_m += (w + a) / (c->hw.hbm_bw * p->weight_mbu) * 1e9;
+		*flops += f;
+		*bytes += w;
+		*kernels += g[i].kernels;
+	}
+}
+
+/* The roofline: max of the sides, or their q-norm (a soft max, q >= 1). */
+static double roof(const mdl_compute_params_t *p, double c, double m)
+{
+	double q = p->roofline_q;
+	if (q <= 0 || c <= 0 || m <= 0)
+		return fmax(c, m);
+	double hi = fmax(c, m), lo = fmin(c, m);
+	return hi * pow(1 + pow(lo / hi, q), 1 / q);
+}
+
+void mdl_layer_terms(const mdl_compute_t *c, double tokens, double *gemm_ns, double *small_ns)
+{
+	gemm_t g[4];
+	double act, tc = 0, tm = 0, f = 0, b = 0, k = 0;
+	size_t n = layer_gemms(c, tokens, g, &act);
+	if (c->p.gemm_mfu <= 0) {
+		/* the single-efficiency roofline: the layer's weight FLOPs and bytes */
+		for (size_t i = 0; i < n; i++) {
+			f += 2 * g[i].m * g[i].k * g[i].n * g[i].groups;
+			b += g[i].k * g[i].n * g[i].groups * c->llm.weight_bytes;
+		}
+		*gemm_ns = fmax(f * c->tp / c->mat_rate, b / c->bytes_rate) * 1e9;
+		*small_ns = 0;
+		return;
+	}
+	gemm_sides(c, g, n, &tc, &tm, &f, &b, &k);
+	*gemm_ns = roof(&c->p, tc, tm) + k * c->p.gemm_kernel_ns;
+	*small_ns = 5 * c->p.small_kernel_ns;
+	if (c->p.elt_bw_eff > 0)
+		*small_ns += act * c->llm.dtype_bytes / (c->hw.hbm_bw * c->p.elt_bw_eff) * 1e9;
+}
+
+static double attn_flops(const mdl_compute_t *c, const sums_t *s)
+{
+	const mdl_llm_t *m = &c->llm;
+	double L = m->layers, H = m->heads, f = 0;
+	if (m->attention == MDL_ATTN_MLA) {
+		double lat = m->mla_latent, rope = m->mla_rope, d = m->head_dim;
+		f += 2 * L * H * (2 * d + rope) * s->pairs_pf;
+		f += 2 * L * H * (2 * lat + rope) * s->pairs_dec;
+		f += L * s->cached_pf * 2 * lat * H * 2 * d;
+	} else {
+		f += 4 * L * H * m->head_dim * (s->pairs_pf + s->pairs_dec);
+	}
+	return f;
+}
+
+static double allreduce_ns(const mdl_compute_t *c, double tokens)
+{
+	if (c->tp <= 1)
+		return 0;
+	double p = c->tp, msg = tokens * c->llm.hidden * c->llm.dtype_bytes;
+	double one = c->arc.n ? mdl_curve_at(&c->arc, msg)
+	                      : c->ar_lat_ns + 2 * (p - 1) / p * msg / c->ar_bw * 1e9;
+	return 2 * c->llm.layers * one; /* Megatron: two per layer */
+}
+
+static int64_t cost_terms(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *out)
+{
+	mdl_iter_cost_t r = {0};
+	const mdl_compute_params_t *p = &c->p;
+	const mdl_llm_t *m = &c->llm;
+	double L = m->layers, peak = c->hw.flops_bf16;
+	double tc = 0, tm = 0, f = 0, wb = 0, kern = 0;
+	/* LM head: one row per sequence, vocab split over the group */
+	gemm_t head = {s->seqs, m->hidden, (double)m->vocab / c->tp, 1, 1};
+	gemm_sides(c, &head, 1, &tc, &tm, &f, &wb, &kern);
+	double fa = attn_flops(c, s);
+	r.t_attn_ns = fa / c->tp / (peak * p->attn_prefill_eff) * 1e9;
+	r.t_kv_ns = c->kv_gpu * (s->kv_read + s->tokens) / (c->hw.hbm_bw * p->attn_decode_eff) * 1e9;
+	if (p->model == MDL_MODEL_PROFILE) {
+		/* the table holds the layer's GEMMs and small kernels */
+		r.t_fixed_ns = L * mdl_curve_at(&c->layer, s->tokens) + kern * p->gemm_kernel_ns;
+		r.t_gemm_ns = tc;
+		r.t_weight_ns = tm;
+	} else {
+		gemm_t g[4];
+		double act, ltc = 0, ltm = 0, lf = 0, lw = 0, lk = 0;
+		size_t n = layer_gemms(c, s->tokens, g, &act);
+		gemm_sides(c, g, n, &ltc, &ltm, &lf, &lw, &lk);
+		r.t_gemm_ns = tc + L * ltc;
+		r.t_weight_ns = tm + L * ltm;
+		f += L * lf;
+		wb += L * lw;
+		double small = 5 * p->small_kernel_ns;
+		if (p->elt_bw_eff > 0)
+			small += act * m->dtype_bytes / (c->hw.hbm_bw * p->elt_bw_eff) * 1e9;
+		r.t_fixed_ns = (kern + L * lk) * p->gemm_kernel_ns + L * small;
+	}
+	r.flops = f * c->tp + fa;
+	r.bytes = wb + c->kv_gpu * (s->kv_read + s->tokens);
+	r.t_compute_ns = r.t_gemm_ns + r.t_attn_ns;
+	r.t_memory_ns = r.t_weight_ns + r.t_kv_ns;
+	r.t_comm_ns = allreduce_ns(c, s->tokens);
+	r.t_overhead_ns = (double)p->iter_overhead_ns;
+	r.total_ns = total_ns(roof(p, r.t_compute_ns, r.t_memory_ns) + r.t_fixed_ns + r.t_comm_ns +
+	                      r.t_overhead_ns);
+	if (out)
+		*out = r;
+	return r.total_ns;
 }
 
 static double weights_read(const mdl_compute_t *c, double tokens)
@@ -194,20 +469,14 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	}
 	if (c->p.model == MDL_MODEL_LINEAR)
 		return cost_linear(c, s, out);
+	if (c->p.gemm_mfu > 0 || c->p.model == MDL_MODEL_PROFILE)
+		return cost_terms(c, s, out);
 	const mdl_llm_t *m = &c->llm;
-	double L = m->layers, H = m->heads;
+	double L = m->layers;
 	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
 	double body = (double)m->params_active - emb;
 	double f_mat = 2 * body * s->tokens + 2.0 * m->vocab * m->hidden * s->seqs;
-	double f = 0; /* attention */
-	if (m->attention == MDL_ATTN_MLA) {
-		double lat = m->mla_latent, rope = m->mla_rope, d = m->head_dim;
-		f += 2 * L * H * (2 * d + rope) * s->pairs_pf;
-		f += 2 * L * H * (2 * lat + rope) * s->pairs_dec;
-		f += L * s->cached_pf * 2 * lat * H * 2 * d;
-	} else {
-		f += 4 * L * H * m->head_dim * (s->pairs_pf + s->pairs_dec);
-	}
+	double f = attn_flops(c, s);
 	r.flops = f_mat + f;
 	r.bytes = weights_read(c, s->tokens) + c->kv_gpu * (s->kv_read + s->tokens);
 	r.t_compute_ns = (f_mat / c->mat_rate + f / c->flops_rate) * 1e9;

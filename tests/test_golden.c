@@ -61,10 +61,10 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "c3c313c2858afb40bdffefdff3d9a8f75435c34e7f5b31d13a0cf4403d48130d"},
+     "5f68c47d20db9ed8de3e01015ff876eda1d96beeb1e838aab5e5eab72d3ebe27"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "a99aaffab71fbb30cf16811dfbc4c57b095f73edfb6357f6208c00ae4367e592"},
+     "2ab473cbc7124e28b9dd1800280874299f559983b6b9d9996913c1c152fab5cd"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",

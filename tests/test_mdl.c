@@ -789,6 +789,9 @@ static void test_cfg_defaults_give_h100_llama3_70b_and_default_params(void **st)
 	mdl_llm_t m;
 	mdl_compute_params_t p;
 	err_t e = {0};
+	/* the struct's defaults are those without the GPU's shipped calibration
+	 * (tests/test_mdl_terms.c checks that one) */
+	set_ok(c, "compute.calibration=none");
 	assert_int_equal(mdl_load_cfg(c, &hw, &m, &p, &e), 0);
 	assert_string_equal(hw.name, "H100-SXM");
 	assert_string_equal(m.name, "Llama-3-70B");

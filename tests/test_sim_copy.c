@@ -306,7 +306,10 @@ static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 {
 	(void)st;
 	defer_script();
-	sim_results_t r = run_two_gpus(DEFER_TRACE, 2, NULL, 0);
+	/* timings of the single-efficiency roofline (gemm_mfu = 0), which the
+	 * scenario's margins were drawn for */
+	const char *old_cost[] = {"compute.gemm_mfu=0"};
+	sim_results_t r = run_two_gpus(DEFER_TRACE, 2, old_cost, 1);
 	assert_int_equal(g_step[0].rc, POL_COPY_OK);
 	assert_int_equal(g_step[0].done_ns, MS);
 	const res_request_t *r0 = req_of(&r, 0), *r1 = req_of(&r, 1);
@@ -339,8 +342,8 @@ static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 
 	/* switched off: the same request is refused (source not computed) */
 	defer_script();
-	const char *off[] = {"kvcache.copy_deferred=false"};
-	r = run_two_gpus(DEFER_TRACE, 2, off, 1);
+	const char *off[] = {"kvcache.copy_deferred=false", "compute.gemm_mfu=0"};
+	r = run_two_gpus(DEFER_TRACE, 2, off, 2);
 	assert_int_equal(g_step[0].done, 0); /* the view offers no computing match */
 	sim_results_free(&r);
 }
@@ -355,9 +358,10 @@ static void test_request_recomputes_when_waiting_is_slower(void **st)
 	    {0, 40, 7000, 41 * 16, 4},
 	    {MS / 2, 40, 7000, 41 * 16, 4},
 	};
-	const char *two[] = {"cluster.nodes=2", "cluster.gpus_per_node=1"};
+	/* timings of the single-efficiency roofline (gemm_mfu = 0) */
+	const char *two[] = {"cluster.nodes=2", "cluster.gpus_per_node=1", "compute.gemm_mfu=0"};
 	const char *two_off[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
-	                         "kvcache.copy_deferred=false"};
+	                         "kvcache.copy_deferred=false", "compute.gemm_mfu=0"};
 	for (int off = 0; off < 2; off++) {
 		/* off: the same copy once the source is READY, before request 1 */
 		const step_t steps[] = {{.op = off ? OP_COPY : OP_COPY_WHILE_COMPUTING,
@@ -372,7 +376,7 @@ static void test_request_recomputes_when_waiting_is_slower(void **st)
 		    {19 * MS + MS / 2, 40, 7000, 41 * 16, 4},
 		};
 		sim_results_t r =
-		    run_script(off ? late : trace, 2, off ? two_off : two, off ? 3 : 2);
+		    run_script(off ? late : trace, 2, off ? two_off : two, off ? 4 : 3);
 		assert_int_equal(g_step[0].rc, POL_COPY_OK);
 		assert_int_equal(r.n_xfer, 1);
 		const res_request_t *r1 = req_of(&r, 1);

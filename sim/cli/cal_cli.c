@@ -4,6 +4,9 @@
  *   fit    fits the transfer model to kvreplay measurements (gv_fit.h) and
  *          writes a calibration INI (models/mdl_xfer.h)
  *   check  predicted vs measured time per copy of a replayed run (gv_check.h)
+ *   compute fit|check
+ *          the compute cost model's terms against measured per-operator
+ *          profiles (models/mdl_prof.h)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,7 +20,10 @@
 #include "gpu_validation/gv_fit.h"
 #include "gpu_validation/gv_meas.h"
 #include "gpu_validation/gv_plan.h"
+#include "gpu_validation/gv_prof.h"
 #include "gpu_validation/gv_sched.h"
+#include "models/mdl.h"
+#include "models/mdl_prof.h"
 #include "models/mdl_xfer.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
@@ -30,7 +36,12 @@ static void usage(FILE *f)
 	       "       kvsim calibrate fit MEASURED.h5 [MORE.h5..] -o models/calibration/NAME.ini\n"
 	       "                  [--edges B1,B2,..] [--no-holdout] [--base INI]\n"
 	       "       kvsim calibrate check RUN.h5 MEASURED.h5 [--calibration INI]\n"
-	       "                  [--rows N]\n\n"
+	       "                  [--rows N]\n"
+	       "       kvsim calibrate compute fit PROFILE.csv.. --gpu NAME -o FILE.ini\n"
+	       "                  [--no-holdout] [--base FILE.ini]\n"
+	       "       kvsim calibrate compute check PROFILE.csv.. --gpu NAME\n"
+	       "                  [--calibration FILE.ini|auto|none|legacy] [--table] [--rows]\n"
+	       "       kvsim calibrate compute profile KVREPLAY.h5.. --model NAME -o PROFILE.csv\n\n"
 	       "plan   a schedule for kvreplay: sizes min..max on a log grid (default 4 KiB\n"
 	       "       to 1 GiB, 2 per octave), host->GPU, GPU->host and GPU->GPU, contiguous\n"
 	       "       and block-granular, 2..N concurrent copies (default 8) in the same\n"
@@ -45,6 +56,18 @@ static void usage(FILE *f)
 	       "check  joins a run's /transfers with kvreplay's measurements of it by id and\n"
 	       "       prints simulated, model-predicted and measured time per copy with\n"
 	       "       the error summary (model: --calibration INI, else defaults).\n\n"
+	       "compute fit    fits the compute model's roofline terms (GEMM MFU curve,\n"
+	       "       weight-read MBU, per-kernel costs, elementwise bandwidth; all-reduce\n"
+	       "       alpha and bus efficiency per worker count) to per-operator profiles\n"
+	       "       (Vidur mlp.csv / all_reduce.csv format) by GSL least squares on relative\n"
+	       "       error over every other token count, and reports MAPE and p95 on the\n"
+	       "       rest per regime (prefill > 256 tokens; decode <= 8; decode 32..256).\n"
+	       "compute check  the same errors for a calibration (default auto: the shipped\n"
+	       "       one for --gpu; none: built-in defaults; legacy: the single-efficiency\n"
+	       "       roofline); --table prints measured against predicted per layer\n"
+	       "       (operators + two all-reduces) at TP 4 and 8.\n"
+	       "compute profile  kvreplay --compute measurements (one file per TP shape, as\n"
+	       "       gpu_validation/run_on_gpu.sh takes them) as a GEMM-only profile for fit.\n\n"
 	       "options: as above, and -h, --help for this help.\n");
 	cli_help_end(f);
 }
@@ -406,20 +429,331 @@ static int cmd_check(int argc, char **argv)
 	return 0;
 }
 
+/* ---- compute ---------------------------------------------------------------- */
+
+static void print_stat(const char *label, const mdl_err_stat_t *s)
+{
+	if (!s->n)
+		printf("  %-11s n=0\n", label);
+	else
+		printf("  %-11s n=%-5zu MAPE %.1f%%  p95 %.1f%%\n", label, s->n, s->mape, s->p95);
+}
+
+static void print_report(const char *title, const mdl_err_stat_t *st)
+{
+	printf("%s\n", title);
+	for (int r = 0; r < MDL_REG_N; r++)
+		print_stat(mdl_regime_name(r), &st[r]);
+}
+
+/* The calibration named by --calibration for gpu: auto (the shipped one,
+ * else defaults), none (defaults), legacy (single-efficiency), or a file. */
+static int compute_params(const char *cal, const char *gpu, mdl_compute_params_t *cp, err_t *e)
+{
+	*cp = mdl_compute_params_default;
+	if (!strcmp(cal, "legacy")) {
+		cp->gemm_mfu = 0;
+		snprintf(cp->calibration, sizeof cp->calibration, "legacy single-efficiency roofline");
+		return 0;
+	}
+	if (!strcmp(cal, "none"))
+		return 0;
+	if (!strcmp(cal, "auto")) {
+		int rc = mdl_calib_builtin(gpu, cp, e);
+		return rc > 0 ? 0 : rc;
+	}
+	return mdl_calib_load(cal, cp, e);
+}
+
+static int read_profiles(mdl_prof_t *p, int argc, char **argv, err_t *e)
+{
+	for (int i = optind; i < argc; i++) {
+		int rc = mdl_prof_read(p, argv[i], e);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Measured and predicted time of one layer (operators + 2 all-reduces) at
+ * (tp, tokens) of the profile's first shape; 0 when not measured. */
+static double table_cell(const mdl_prof_t *p, const mdl_hw_t *hw, const mdl_compute_params_t *cp,
+                         uint32_t tp, uint32_t tokens, double *meas, err_t *e)
+{
+	const mdl_prof_row_t *r = NULL;
+	for (size_t i = 0; i < p->n_row && !r; i++)
+		if (p->row[i].tp == tp && p->row[i].tokens == tokens)
+			r = &p->row[i];
+	*meas = 0;
+	if (!r)
+		return 0;
+	double pred;
+	if (mdl_prof_predict_row(hw, cp, r, &pred, e))
+		return -1;
+	double bytes = (double)tokens * r->n_embd * 2, ar = 0;
+	mdl_curve_t *c = calloc(1, sizeof *c);
+	if (!c || mdl_prof_ar_curve(p, tp, c)) {
+		free(c);
+		err_set(e, c ? KS_EINPUT : KS_ENOMEM, "all-reduce table: more than %d sizes for %u workers",
+		        MDL_PROF_POINTS, tp);
+		return -1;
+	}
+	if (c->n) {
+		ar = 2 * mdl_curve_at(c, bytes);
+		pred += 2 * mdl_prof_predict_ar(hw, cp, tp, bytes);
+	}
+	free(c);
+	*meas = r->gemm_ns + r->small_ns + ar;
+	return pred;
+}
+
+static int compute_table(const mdl_prof_t *p, const mdl_hw_t *hw, const mdl_compute_params_t *cp,
+                         err_t *e)
+{
+	mdl_compute_params_t before;
+	compute_params("legacy", hw->name, &before, e);
+	static const uint32_t tok[] = {1, 2, 4, 8, 16, 32, 64, 128, 1024, 2048,
+	                               4096, 8192, 16384, 32768, 65536};
+	printf("\n| TP | tokens | measured ms | before ms | before err | after ms | after err |\n"
+	       "|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (uint32_t tp = 4; tp <= 8; tp *= 2)
+		for (size_t i = 0; i < sizeof tok / sizeof tok[0]; i++) {
+			double m, m2;
+			double b = table_cell(p, hw, &before, tp, tok[i], &m, e);
+			double a = table_cell(p, hw, cp, tp, tok[i], &m2, e);
+			if (b < 0 || a < 0)
+				return e->code ? e->code : KS_ENOMEM;
+			if (!m) {
+				printf("| %u | %u | not measured | | | | |\n", tp, tok[i]);
+				continue;
+			}
+			printf("| %u | %u | %.3f | %.3f | %+.1f%% | %.3f | %+.1f%% |\n", tp, tok[i],
+			       m / 1e6, b / 1e6, 100 * (b - m) / m, a / 1e6, 100 * (a - m) / m);
+		}
+	printf("(one layer, no attention: the profile's operators plus two all-reduces of "
+	       "tokens*n_embd*2 bytes; before: the single-efficiency roofline defaults)\n");
+	return 0;
+}
+
+/* `compute profile`: kvreplay --compute measurements (one file per TP
+ * shape) as a GEMM-only operator profile. */
+static int cmd_compute_profile(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"out", 1, 0, 'o'}, {"model", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	const char *out = NULL, *model = "Llama-3-8B";
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 'm')
+			model = optarg;
+		else if (c == 'h') {
+			usage(stdout);
+			return 0;
+		} else
+			return bad_option(argv);
+	}
+	if (!out)
+		return cli_usage_error("missing -o PROFILE.csv");
+	if (optind >= argc)
+		return cli_usage_error("missing MEASURED.h5");
+	err_t e = {0};
+	mdl_llm_t llm;
+	mdl_prof_row_t *rows = NULL;
+	size_t n = 0;
+	int rc = mdl_llm_builtin(model, &llm, &e);
+	if (rc)
+		rc = mdl_llm_load_file(model, &llm, &e);
+	for (int i = optind; i < argc && !rc; i++) {
+		gv_meas_t m = {0};
+		rc = gv_meas_read(&m, argv[i], &e);
+		if (!rc)
+			rc = gv_prof_rows(argv[i], &m, &llm, &rows, &n, &e);
+		gv_meas_free(&m);
+	}
+	FILE *f = rc ? NULL : fopen(out, "w");
+	if (!rc && !f)
+		rc = err_set(&e, KS_EIO, "%s: cannot write: %s", out, strerror(errno));
+	if (f) {
+		rc = mdl_prof_write_rows(f, rows, n);
+		if (fclose(f) || rc)
+			rc = err_set(&e, KS_EIO, "%s: write error", out);
+	}
+	free(rows);
+	if (rc)
+		return cli_fail(&e);
+	printf("wrote %s: %zu rows (GEMMs of %s's layer; small kernels not measured)\n", out, n,
+	       llm.name);
+	return 0;
+}
+
+static int cmd_compute(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"out", 1, 0, 'o'},    {"gpu", 1, 0, 'g'},        {"calibration", 1, 0, 'c'},
+	    {"base", 1, 0, 'b'},   {"no-holdout", 0, 0, 'n'}, {"table", 0, 0, 't'},
+	    {"rows", 0, 0, 'r'},   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+	if (argc < 2)
+		return cli_usage_error("compute: missing command (fit, check, profile)");
+	if (cli_is_help(argv[1])) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "profile"))
+		return cmd_compute_profile(argc - 1, argv + 1);
+	int fit = !strcmp(argv[1], "fit");
+	if (!fit && strcmp(argv[1], "check"))
+		return cli_usage_error("compute: unknown command '%s' (fit, check, profile)", argv[1]);
+	argc--, argv++;
+	const char *out = NULL, *gpu = NULL, *cal = NULL, *base = "none";
+	int holdout = 1, table = 0, rows = 0, c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'g':
+			gpu = optarg;
+			break;
+		case 'c':
+			cal = optarg;
+			break;
+		case 'b':
+			base = optarg;
+			break;
+		case 'n':
+			holdout = 0;
+			break;
+		case 't':
+			table = 1;
+			break;
+		case 'r':
+			rows = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return bad_option(argv);
+		}
+	}
+	if (!gpu)
+		return cli_usage_error("missing --gpu NAME (the peaks the terms are relative to)");
+	if (fit && !out)
+		return cli_usage_error("missing -o FILE.ini");
+	if (optind >= argc)
+		return cli_usage_error("missing PROFILE.csv");
+	err_t e = {0};
+	mdl_hw_t hw;
+	mdl_prof_t p = {0};
+	mdl_compute_params_t cp;
+	mdl_cfit_report_t rep;
+	int rc = mdl_hw_builtin(gpu, &hw, &e);
+	if (!rc)
+		rc = compute_params(fit ? base : cal ? cal : "auto", hw.name, &cp, &e);
+	if (!rc)
+		rc = read_profiles(&p, argc, argv, &e);
+	if (!rc)
+		rc = fit ? mdl_prof_fit(&p, &hw, holdout, &cp, &rep, &e)
+		         : mdl_prof_check(&p, &hw, &cp, &rep, &e);
+	if (rc) {
+		mdl_prof_free(&p);
+		return cli_fail(&e);
+	}
+	printf("%s: %zu operator rows, %zu all-reduce rows\n", hw.name, p.n_row, p.n_ar);
+	if (fit) {
+		printf("fit on %zu rows, %d iterations:\n", rep.n_fit_rows, rep.iterations);
+		printf("  gemm_mfu %.4f  gemm_half_flops %.4g  weight_mbu %.4f\n", cp.gemm_mfu,
+		       cp.gemm_half_flops, cp.weight_mbu);
+		printf("  gemm_kernel_ns %.0f  small_kernel_ns %.0f  elt_bw_eff %.4f\n",
+		       cp.gemm_kernel_ns, cp.small_kernel_ns, cp.elt_bw_eff);
+		for (size_t i = 0; i < cp.n_ar; i++)
+			printf("  all-reduce tp%u: alpha %.0f ns, bus efficiency %.4f\n", cp.ar[i].tp,
+			       cp.ar[i].lat_ns, cp.ar[i].bw_eff);
+	} else {
+		printf("model: %s\n", cp.calibration[0] ? cp.calibration : "built-in defaults");
+	}
+	print_report("all rows:", rep.fit);
+	print_report(holdout ? "held-out half:" : "all rows (no hold-out):", rep.held_out);
+	for (size_t i = 0; rows && i < p.n_row && !rc; i++) {
+		const mdl_prof_row_t *r = &p.row[i];
+		double pred, meas = r->gemm_ns + r->small_ns;
+		rc = mdl_prof_predict_row(&hw, &cp, r, &pred, &e);
+		if (!i)
+			printf("tp tokens measured_ms predicted_ms err\n");
+		if (!rc)
+			printf("%u %u %.4f %.4f %+.2f%%\n", r->tp, r->tokens, meas / 1e6, pred / 1e6,
+			       100 * (pred - meas) / meas);
+	}
+	if (rc || (table && (rc = compute_table(&p, &hw, &cp, &e)))) {
+		mdl_prof_free(&p);
+		return cli_fail(&e);
+	}
+	if (fit) {
+		char comment[4096], shapes[1024] = "";
+		size_t k = 0;
+		for (size_t i = 0; i < p.n_row && k < sizeof shapes - 80; i++) {
+			char one[80];
+			const mdl_prof_row_t *r = &p.row[i];
+			snprintf(one, sizeof one, "n_embd %u n_head %u n_kv_head %u n_expanded_embd %u",
+			         r->n_embd, r->n_head, r->n_kv_head, r->n_expanded_embd);
+			if (!strstr(shapes, one))
+				k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s",
+				                      k ? "; " : "", one);
+		}
+		char in[1024] = "";
+		for (int i = optind, n = 0; i < argc; i++)
+			n += snprintf(in + n, sizeof in - (size_t)n, "%s%s", i > optind ? ", " : "",
+			              argv[i]);
+		size_t n = (size_t)snprintf(
+		    comment, sizeof comment,
+		    "kvsim compute-model calibration for %s, written by 'kvsim calibrate compute fit'\n"
+		    "source: %.900s\n"
+		    "fitted on layer shapes: %s (tp 1-8, GEMMs, small kernels and all-reduce)\n"
+		    "attention terms are not fitted (no attention table): from %s\n"
+		    "held-out errors (every other token count / message size):",
+		    hw.name, in, shapes,
+		    strcmp(base, "none") ? base : "the built-in defaults (models/mdl_cost.c)");
+		for (int r = 0; r < MDL_REG_N && n < sizeof comment; r++)
+			n += (size_t)snprintf(comment + n, sizeof comment - n,
+			                      "\n  %s: n %zu, MAPE %.1f%%, p95 %.1f%%", mdl_regime_name(r),
+			                      rep.held_out[r].n, rep.held_out[r].mape,
+			                      rep.held_out[r].p95);
+		FILE *f = fopen(out, "w");
+		rc = f ? mdl_calib_write(f, &cp, comment) : KS_EIO;
+		if (f && fclose(f))
+			rc = KS_EIO;
+		if (rc) {
+			mdl_prof_free(&p);
+			err_set(&e, KS_EIO, "%s: cannot write: %s", out, strerror(errno));
+			return cli_fail(&e);
+		}
+		printf("wrote %s\n", out);
+	}
+	mdl_prof_free(&p);
+	return 0;
+}
+
 int cal_cli_main(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage_error("missing command (plan, fit, check)");
+		return cli_usage_error("missing command (plan, fit, check, compute)");
 	if (cli_is_help(argv[1])) {
 		usage(stdout);
 		return 0;
 	}
 	int (*fn)(int, char **) = !strcmp(argv[1], "plan")    ? cmd_plan
 	                          : !strcmp(argv[1], "fit")   ? cmd_fit
-	                          : !strcmp(argv[1], "check") ? cmd_check
-	                                                      : NULL;
+	                          : !strcmp(argv[1], "check")   ? cmd_check
+	                          : !strcmp(argv[1], "compute") ? cmd_compute
+	                                                        : NULL;
 	if (!fn)
-		return cli_usage_error("unknown command '%s' (plan, fit, check)", argv[1]);
+		return cli_usage_error("unknown command '%s' (plan, fit, check, compute)", argv[1]);
 	char cmd[64];
 	snprintf(cmd, sizeof cmd, "calibrate %s", argv[1]);
 	cli_set_command(cmd);
