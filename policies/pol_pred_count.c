@@ -58,9 +58,9 @@ static int rc_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const rc_params_t *p = params;
 	(void)seed;
-	rc_state_t *s = pol_pred_new(sizeof *s, (size_t)p->rc_capacity,
-	                             sizeof(rc_ring_t) + p->rc_repeats * sizeof(int64_t), 1024, 0,
-	                             NULL, e);
+	rc_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->rc_capacity,
+	                 sizeof(rc_ring_t) + p->rc_repeats * sizeof(int64_t), 1024, 0, NULL, e);
 	if (!s)
 		return e->code;
 	s->p = *p;
@@ -137,7 +137,8 @@ static int rc_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		}
 		/* X arrivals over their span, extrapolated over the horizon */
 		double span = g->err > 0 ? g->err : (double)s->window_ns;
-		double ex = (double)(s->p.rc_repeats > 1 ? s->p.rc_repeats - 1 : 1) / span * (double)horizon;
+		double ex = (double)(s->p.rc_repeats > 1 ? s->p.rc_repeats - 1 : 1) / span *
+		            (double)horizon;
 		if (!pol_fcbuf_push_group(&s->b.out, g, ex, now))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		i++;

@@ -73,8 +73,9 @@ static int hk_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const hk_params_t *p = params;
 	(void)seed;
-	hk_state_t *s = pol_pred_new(sizeof *s, (size_t)p->hawkes_table, 0,
-	                             (size_t)p->hawkes_capacity, sizeof(hk_group_t), hk_ext_free, e);
+	hk_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->hawkes_table, 0, (size_t)p->hawkes_capacity,
+	                 sizeof(hk_group_t), hk_ext_free, e);
 	if (!s)
 		return e->code;
 	s->p = *p;

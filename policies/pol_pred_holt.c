@@ -68,8 +68,8 @@ static int holt_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const holt_params_t *p = params;
 	(void)seed;
-	holt_state_t *s = pol_pred_new(sizeof *s, (size_t)p->holt_table, 0, (size_t)p->holt_capacity,
-	                               sizeof(series_t), NULL, e);
+	holt_state_t *s = pol_pred_new(sizeof *s, (size_t)p->holt_table, 0,
+	                               (size_t)p->holt_capacity, sizeof(series_t), NULL, e);
 	if (!s)
 		return e->code;
 	s->p = *p;

@@ -88,8 +88,9 @@ static void or_free(void *st)
 static int or_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const or_params_t *p = params;
-	or_state_t *s = pol_pred_new(sizeof *s, (size_t)p->oracle_table, 0,
-	                             (size_t)p->oracle_capacity, sizeof(or_group_t), or_ext_free, e);
+	or_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->oracle_table, 0, (size_t)p->oracle_capacity,
+	                 sizeof(or_group_t), or_ext_free, e);
 	if (!s)
 		return e->code;
 	s->p = *p;

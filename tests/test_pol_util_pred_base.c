@@ -57,8 +57,7 @@ static void test_pred_free_releases_groups_through_their_ext_free(void **st)
 	(void)st;
 	err_t e = {0};
 	int freed = 0;
-	demo_state_t *s =
-	    pol_pred_new(sizeof *s, 64, 0, 4, sizeof(demo_ext_t), demo_ext_free, &e);
+	demo_state_t *s = pol_pred_new(sizeof *s, 64, 0, 4, sizeof(demo_ext_t), demo_ext_free, &e);
 	assert_non_null(s);
 	const uint64_t a[2] = {1, 2}, b[2] = {3, 4};
 	pol_group_t *ga = pol_groups_get(&s->b.gs, a, 2, 0, NULL);
