@@ -30,6 +30,9 @@ gsl_rng *pol_rng_new(uint64_t seed);
  * gsl_rng * from pol_rng_new): for ops tables of parameterless policies. */
 int pol_rng_state_init(const void *params, uint64_t seed, void **state, err_t *e);
 void pol_rng_state_free(void *st);
+/* init of a policy whose whole state is a copy of its params struct (size
+ * bytes; freed with free). 0 or KS_ENOMEM. */
+int pol_copy_init(const void *params, size_t size, void **state, err_t *e);
 /* The splitmix64 finaliser (Steele et al. 2014): hash of a block id. */
 uint64_t pol_mix64(uint64_t x);
 

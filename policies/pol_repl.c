@@ -175,11 +175,6 @@ const struct pol_replication_ops pol_repl_none = {
  * instance fetches it (a foreground copy) and keeps the copy, which spreads
  * hot prefixes over instances as they are used. */
 
-typedef struct rh_state {
-	double theta;
-	uint32_t min_blocks;
-} rh_state_t;
-
 typedef struct rh_params {
 	double hotspot_theta;
 	uint32_t hotspot_min_blocks;
@@ -195,23 +190,17 @@ static const cfg_tkey_t rh_params[] = {
             CFG_AT(U32, rh_params_t, hotspot_min_blocks)),
 };
 
+/* Its parameters are its whole state. */
 static int rh_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	const rh_params_t *p = params;
 	(void)seed;
-	rh_state_t *s = malloc(sizeof *s);
-	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	s->theta = p->hotspot_theta;
-	s->min_blocks = (uint32_t)p->hotspot_min_blocks;
-	*state = s;
-	return 0;
+	return pol_copy_init(params, sizeof(rh_params_t), state, e);
 }
 
 static int rh_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
                        uint32_t inst, err_t *e)
 {
-	rh_state_t *s = st;
+	const rh_params_t *s = st;
 	uint32_t local = v->match(v->ctx, inst, r->blocks, r->n_blocks), best = 0, src = 0;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		if (i == inst)
@@ -222,7 +211,8 @@ static int rh_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 			src = i;
 		}
 	}
-	if (best < local + s->min_blocks || (double)best <= s->theta * (double)local)
+	if (best < local + s->hotspot_min_blocks ||
+	    (double)best <= s->hotspot_theta * (double)local)
 		return 0;
 	uint64_t id;
 	int rc = a->copy(a->ctx, r->blocks, best, src, inst, POL_FG, &id);

@@ -439,6 +439,16 @@ void pol_fcbuf_free(pol_fcbuf_t *b)
 	memset(b, 0, sizeof *b);
 }
 
+int pol_copy_init(const void *params, size_t size, void **state, err_t *e)
+{
+	void *s = malloc(size);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	memcpy(s, params, size);
+	*state = s;
+	return 0;
+}
+
 /* ---- predictor base ---------------------------------------------------- */
 
 void *pol_pred_new(size_t size, size_t tab_cap, size_t payload_bytes, size_t group_cap,

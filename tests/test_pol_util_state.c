@@ -1,6 +1,6 @@
-/* Tests of policies/pol_util.c: pol_pred_new and pol_pred_free, the state
- * base (prefix table, groups, forecast buffer) the built-in predictors
- * share. */
+/* Tests of policies/pol_util.c: the policy states the built-ins share:
+ * pol_pred_new and pol_pred_free (prefix table, groups, forecast buffer of
+ * the predictors) and pol_copy_init (a state that is its params struct). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,6 +80,28 @@ static void test_pred_new_reports_enomem_when_the_groups_cannot_be_had(void **st
 	assert_int_equal(e.code, KS_ENOMEM);
 }
 
+typedef struct demo_params {
+	double a;
+	uint32_t b;
+} demo_params_t;
+
+static void test_copy_init_state_is_an_independent_copy_of_the_params(void **st)
+{
+	(void)st;
+	demo_params_t p = {2.5, 7};
+	void *s = NULL;
+	err_t e = {0};
+	assert_int_equal(pol_copy_init(&p, sizeof p, &s, &e), 0);
+	assert_non_null(s);
+	assert_ptr_not_equal(s, &p);
+	assert_memory_equal(s, &p, sizeof p);
+	p.b = 9; /* the params may go away once init returns */
+	assert_int_equal(((const demo_params_t *)s)->b, 7);
+	assert_true(((const demo_params_t *)s)->a == 2.5);
+	free(s);
+}
+
 TEST_MAIN(cmocka_unit_test(test_pred_new_gives_zeroed_state_with_working_table_and_groups),
           cmocka_unit_test(test_pred_free_releases_groups_through_their_ext_free),
-          cmocka_unit_test(test_pred_new_reports_enomem_when_the_groups_cannot_be_had))
+          cmocka_unit_test(test_pred_new_reports_enomem_when_the_groups_cannot_be_had),
+          cmocka_unit_test(test_copy_init_state_is_an_independent_copy_of_the_params))
