@@ -4,6 +4,7 @@
  * holt_step_s; each finished bucket updates level and trend; the forecast
  * over a horizon of h buckets is sum_{j=1..h} max(0, level + j trend). */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <math.h>
@@ -81,8 +82,7 @@ static int holt_init(const void *params, uint64_t seed, void **state, err_t *e)
 static void holt_free(void *st)
 {
 	holt_state_t *s = st;
-	free(s->inst);
-	free(s->inst_out);
+	FREE_ALL(s->inst, s->inst_out);
 	pol_pred_free(s);
 }
 

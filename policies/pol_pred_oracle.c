@@ -10,6 +10,7 @@
  *    happens (clipped to [0, lead + 4 jitter]), so forecasts come late or
  *    early. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <gsl/gsl_randist.h>
@@ -80,8 +81,7 @@ static void or_free(void *st)
 {
 	or_state_t *s = st;
 	gsl_rng_free(s->rng);
-	free(s->fake);
-	free(s->pool);
+	FREE_ALL(s->fake, s->pool);
 	pol_pred_free(s);
 }
 

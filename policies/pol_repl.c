@@ -4,6 +4,7 @@
  * or not yet computed) wait in a retry queue until they are accepted or
  * their deadline passes; causality itself is the simulator's. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <stdlib.h>
@@ -355,15 +356,9 @@ static void er_free(void *st)
 			free(s->ent[i].pb);
 	pendq_free(&s->q);
 	pol_idmap_free(&s->map);
-	free(s->ent);
-	free(s->times);
-	free(s->fl);
 	if (s->rng)
 		gsl_rng_free(s->rng);
-	free(s->snap);
-	free(s->order);
-	free(s->mark);
-	free(s);
+	FREE_ALL(s->ent, s->times, s->fl, s->snap, s->order, s->mark, s);
 }
 
 static int er_init(const void *params, uint64_t seed, void **state, err_t *e)

@@ -35,6 +35,7 @@
  * within the last horizon) goes to the least busy instance holding it warm,
  * ties drawn at random from the policy's own stream. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <math.h>
@@ -176,17 +177,8 @@ static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)
 static void sp_free(void *st)
 {
 	sp_state_t *s = st;
-	free(s->fl);
-	free(s->c);
-	free(s->snap);
-	free(s->order);
-	free(s->spec_plan);
-	free(s->hit);
-	free(s->over);
-	free(s->tr);
-	free(s->ix);
 	gsl_rng_free(s->rng);
-	free(s);
+	FREE_ALL(s->fl, s->c, s->snap, s->order, s->spec_plan, s->hit, s->over, s->tr, s->ix, s);
 }
 
 static pol_repl_timing_t sp_timing(const void *st)
