@@ -30,6 +30,9 @@ gsl_rng *pol_rng_new(uint64_t seed);
  * gsl_rng * from pol_rng_new): for ops tables of parameterless policies. */
 int pol_rng_state_init(const void *params, uint64_t seed, void **state, err_t *e);
 void pol_rng_state_free(void *st);
+/* init of a policy whose whole state is a copy of its params struct (size
+ * bytes; freed with free). 0 or KS_ENOMEM. */
+int pol_copy_init(const void *params, size_t size, void **state, err_t *e);
 /* The splitmix64 finaliser (Steele et al. 2014): hash of a block id. */
 uint64_t pol_mix64(uint64_t x);
 
@@ -133,6 +136,28 @@ void pol_fcbuf_sort(pol_fcbuf_t *b); /* expected descending, then n_blocks desce
  * without per-instance arrivals; out borrows b's array. */
 void pol_fcbuf_publish(pol_fcbuf_t *b, size_t most, pol_forecast_t *out);
 void pol_fcbuf_free(pol_fcbuf_t *b);
+
+/* ---- predictor base ---------------------------------------------------------
+ * What every prefix-group predictor owns: a prefix table, its groups and
+ * the forecast buffer it publishes. A predictor's state starts with one
+ * (first member), so pol_pred_new allocates the whole state and
+ * pol_pred_free releases it. */
+typedef struct pol_pred_base {
+	pol_ptab_t *tab;
+	pol_groups_t gs;
+	pol_fcbuf_t out;
+} pol_pred_base_t;
+
+/* A zeroed state of size bytes (>= sizeof(pol_pred_base_t)) whose leading
+ * pol_pred_base_t holds a prefix table of tab_cap nodes with payload_bytes
+ * each and room for group_cap groups with ext_bytes of payload (ext_free as
+ * in pol_groups_init). NULL with e set to KS_ENOMEM; nothing is left
+ * allocated then. */
+void *pol_pred_new(size_t size, size_t tab_cap, size_t payload_bytes, size_t group_cap,
+                   size_t ext_bytes, void (*ext_free)(void *), err_t *e);
+/* Frees the base's members and the state itself (st from pol_pred_new; a
+ * predictor's free hook when it owns nothing else). */
+void pol_pred_free(void *st);
 
 /* ---- id map -----------------------------------------------------------------
  * uint64 id -> uint32 value (any value but UINT32_MAX), open addressing with

@@ -67,21 +67,10 @@ static const cfg_tkey_t ca_params[] = {
             CFG_AT(DOUBLE, ca_ev_t, spec_w)),
 };
 
-/* init of a policy whose state is a copy of its params struct (size bytes). */
-static int copy_init(const void *params, size_t size, void **state, err_t *e)
-{
-	void *s = malloc(size);
-	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	memcpy(s, params, size);
-	*state = s;
-	return 0;
-}
-
 static int cae_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
-	return copy_init(params, sizeof(ca_ev_t), state, e);
+	return pol_copy_init(params, sizeof(ca_ev_t), state, e);
 }
 
 static double cae_prio(const void *st, const pol_block_meta_t *m)
@@ -147,7 +136,7 @@ static const cfg_tkey_t rc_params[] = {
 static int rcap_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
-	return copy_init(params, sizeof(rc_params_t), state, e);
+	return pol_copy_init(params, sizeof(rc_params_t), state, e);
 }
 
 static void rcap_mode(const void *st, pol_xfer_mode_t *mode, double *param)
@@ -195,7 +184,7 @@ static const cfg_tkey_t sr_params[] = {
 static int sr_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
-	return copy_init(params, sizeof(sr_state_t), state, e);
+	return pol_copy_init(params, sizeof(sr_state_t), state, e);
 }
 
 static int sr_admit(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t inst)

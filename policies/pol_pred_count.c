@@ -22,14 +22,6 @@ typedef struct rc_ring {
 	int64_t t[]; /* X slots */
 } rc_ring_t;
 
-typedef struct rc_state {
-	uint32_t min_blocks, x;
-	int64_t window_ns, hot_ns;
-	pol_ptab_t *tab;
-	pol_groups_t hot; /* score = fire time, so the stalest is dropped */
-	pol_fcbuf_t out;
-} rc_state_t;
-
 typedef struct rc_params {
 	uint32_t rc_min_blocks;
 	uint32_t rc_repeats;
@@ -37,6 +29,12 @@ typedef struct rc_params {
 	double rc_hot_s;
 	uint32_t rc_capacity;
 } rc_params_t;
+
+typedef struct rc_state {
+	pol_pred_base_t b; /* gs: the hot prefixes, score = fire time, so the stalest is dropped */
+	rc_params_t p;
+	int64_t window_ns, hot_ns;
+} rc_state_t;
 
 static const cfg_tkey_t rc_params[] = {
     POL_KEY("predictor", "repeat_count", "rc_min_blocks", CFG_INT, "4", 1, 1e6, NULL, "blocks",
@@ -60,31 +58,16 @@ static int rc_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const rc_params_t *p = params;
 	(void)seed;
-	rc_state_t *s = calloc(1, sizeof *s);
+	rc_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->rc_capacity,
+	                 sizeof(rc_ring_t) + p->rc_repeats * sizeof(int64_t), 1024, 0, NULL, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	s->min_blocks = (uint32_t)p->rc_min_blocks;
-	s->x = (uint32_t)p->rc_repeats;
+		return e->code;
+	s->p = *p;
 	s->window_ns = (int64_t)(p->rc_window_s * NS);
 	s->hot_ns = (int64_t)(p->rc_hot_s * NS);
-	s->tab = pol_ptab_new((size_t)p->rc_capacity,
-	                      sizeof(rc_ring_t) + s->x * sizeof(int64_t));
-	if (!s->tab || pol_groups_init(&s->hot, 1024, 0, NULL)) {
-		pol_ptab_free(s->tab);
-		free(s);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
 	*state = s;
 	return 0;
-}
-
-static void rc_free(void *st)
-{
-	rc_state_t *s = st;
-	pol_ptab_free(s->tab);
-	pol_groups_free(&s->hot);
-	pol_fcbuf_free(&s->out);
-	free(s);
 }
 
 typedef struct rc_visit {
@@ -106,23 +89,23 @@ static void rc_push(void *payload, uint32_t depth, void *arg)
 /* The oldest of the last X arrival times of node id (INT64_MIN if < X). */
 static int64_t rc_xth(rc_state_t *s, uint64_t id)
 {
-	rc_ring_t *r = pol_ptab_payload(s->tab, id);
-	if (!r || r->n < s->x)
+	rc_ring_t *r = pol_ptab_payload(s->b.tab, id);
+	if (!r || r->n < s->p.rc_repeats)
 		return INT64_MIN;
-	return r->t[r->head % s->x]; /* full ring: head is the oldest */
+	return r->t[r->head % s->p.rc_repeats]; /* full ring: head is the oldest */
 }
 
 static int rc_observe(void *st, const pol_arrival_t *a, err_t *e)
 {
 	rc_state_t *s = st;
-	rc_visit_t v = {s->x, a->t_ns};
-	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, rc_push, &v))
+	rc_visit_t v = {s->p.rc_repeats, a->t_ns};
+	if (pol_ptab_touch(s->b.tab, a->blocks, a->n_blocks, a->t_ns, rc_push, &v))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	if (a->n_blocks < s->min_blocks)
+	if (a->n_blocks < s->p.rc_min_blocks)
 		return 0;
 	int64_t since = a->t_ns - s->window_ns;
 	/* deepest depth d in [min_blocks, n] whose X-th latest arrival >= since */
-	uint32_t lo = s->min_blocks - 1, hi = a->n_blocks; /* answer in [lo, hi]; lo = none */
+	uint32_t lo = s->p.rc_min_blocks - 1, hi = a->n_blocks; /* answer in [lo, hi]; lo = none */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo + 1) / 2;
 		if (rc_xth(s, a->blocks[mid - 1]) >= since)
@@ -130,9 +113,9 @@ static int rc_observe(void *st, const pol_arrival_t *a, err_t *e)
 		else
 			hi = mid - 1;
 	}
-	if (lo < s->min_blocks)
+	if (lo < s->p.rc_min_blocks)
 		return 0;
-	pol_group_t *g = pol_groups_get(&s->hot, a->blocks, lo, a->t_ns, NULL);
+	pol_group_t *g = pol_groups_get(&s->b.gs, a->blocks, lo, a->t_ns, NULL);
 	if (!g)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	g->score = (double)a->t_ns; /* last firing */
@@ -145,21 +128,22 @@ static int rc_observe(void *st, const pol_arrival_t *a, err_t *e)
 static int rc_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *out, err_t *e)
 {
 	rc_state_t *s = st;
-	s->out.n = 0;
-	for (size_t i = 0; i < s->hot.n;) {
-		pol_group_t *g = &s->hot.g[i];
+	s->b.out.n = 0;
+	for (size_t i = 0; i < s->b.gs.n;) {
+		pol_group_t *g = &s->b.gs.g[i];
 		if (now - g->last_ns > s->hot_ns) {
-			pol_groups_remove(&s->hot, i);
+			pol_groups_remove(&s->b.gs, i);
 			continue;
 		}
 		/* X arrivals over their span, extrapolated over the horizon */
 		double span = g->err > 0 ? g->err : (double)s->window_ns;
-		double ex = (double)(s->x > 1 ? s->x - 1 : 1) / span * (double)horizon;
-		if (!pol_fcbuf_push_group(&s->out, g, ex, now))
+		double ex = (double)(s->p.rc_repeats > 1 ? s->p.rc_repeats - 1 : 1) / span *
+		            (double)horizon;
+		if (!pol_fcbuf_push_group(&s->b.out, g, ex, now))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		i++;
 	}
-	pol_fcbuf_publish(&s->out, 0, out);
+	pol_fcbuf_publish(&s->b.out, 0, out);
 	return 0;
 }
 
@@ -169,7 +153,7 @@ const struct pol_predictor_ops pol_pred_repeat_count = {
              "(the trigger rule of the original early-RDMA proposal). Forecasts each hot "
              "prefix, the deepest one that satisfies the rule, for rc_hot_s after it last "
              "fired; expected arrivals extrapolate the X arrivals' rate over the horizon.",
-             POL_PARAMS(rc_params, rc_params_t), rc_init, rc_free},
+             POL_PARAMS(rc_params, rc_params_t), rc_init, pol_pred_free},
     .observe = rc_observe,
     .forecast = rc_forecast,
 };
@@ -182,14 +166,6 @@ const struct pol_predictor_ops pol_pred_repeat_count = {
  * ICDT 2005). For a steady rate lambda, s -> lambda tau, so the forecast is
  * s/tau arrivals per second over the horizon. */
 
-typedef struct ew_state {
-	double tau_ns, min_score;
-	uint32_t min_blocks, k;
-	pol_ptab_t *tab;
-	pol_groups_t gs;
-	pol_fcbuf_t out;
-} ew_state_t;
-
 typedef struct ew_params {
 	double ewma_tau_s;
 	uint32_t ewma_top_k;
@@ -198,6 +174,12 @@ typedef struct ew_params {
 	double ewma_min_score;
 	uint32_t ewma_table;
 } ew_params_t;
+
+typedef struct ew_state {
+	pol_pred_base_t b;
+	ew_params_t p;
+	double tau_ns;
+} ew_state_t;
 
 static const cfg_tkey_t ew_params[] = {
     POL_KEY("predictor", "ewma", "ewma_tau_s", CFG_FLOAT, "30", 1e-3, 1e6, NULL, "s",
@@ -224,31 +206,14 @@ static int ew_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const ew_params_t *p = params;
 	(void)seed;
-	ew_state_t *s = calloc(1, sizeof *s);
+	ew_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->ewma_table, 0, (size_t)p->ewma_capacity, 0, NULL, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
+		return e->code;
+	s->p = *p;
 	s->tau_ns = p->ewma_tau_s * NS;
-	s->k = (uint32_t)p->ewma_top_k;
-	s->min_blocks = (uint32_t)p->ewma_min_blocks;
-	s->min_score = p->ewma_min_score;
-	s->tab = pol_ptab_new((size_t)p->ewma_table, 0);
-	if (!s->tab ||
-	    pol_groups_init(&s->gs, (size_t)p->ewma_capacity, 0, NULL)) {
-		pol_ptab_free(s->tab);
-		free(s);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
 	*state = s;
 	return 0;
-}
-
-static void ew_free(void *st)
-{
-	ew_state_t *s = st;
-	pol_ptab_free(s->tab);
-	pol_groups_free(&s->gs);
-	pol_fcbuf_free(&s->out);
-	free(s);
 }
 
 static double ew_decayed(const ew_state_t *s, const pol_group_t *g, int64_t now)
@@ -260,19 +225,19 @@ static double ew_decayed(const ew_state_t *s, const pol_group_t *g, int64_t now)
 static int ew_observe(void *st, const pol_arrival_t *a, err_t *e)
 {
 	ew_state_t *s = st;
-	uint32_t m = pol_ptab_match(s->tab, a->blocks, a->n_blocks);
-	int64_t prev = m ? pol_ptab_last(s->tab, a->blocks[m - 1]) : 0;
-	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
+	uint32_t m = pol_ptab_match(s->b.tab, a->blocks, a->n_blocks);
+	int64_t prev = m ? pol_ptab_last(s->b.tab, a->blocks[m - 1]) : 0;
+	if (pol_ptab_touch(s->b.tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	if (m < s->min_blocks)
+	if (m < s->p.ewma_min_blocks)
 		return 0;
 	/* decay every score to now so space-saving compares like with like */
-	for (size_t i = 0; i < s->gs.n; i++) {
-		s->gs.g[i].score = ew_decayed(s, &s->gs.g[i], a->t_ns);
-		s->gs.g[i].last_ns = a->t_ns;
+	for (size_t i = 0; i < s->b.gs.n; i++) {
+		s->b.gs.g[i].score = ew_decayed(s, &s->b.gs.g[i], a->t_ns);
+		s->b.gs.g[i].last_ns = a->t_ns;
 	}
-	int fresh = !pol_groups_find(&s->gs, a->blocks, m);
-	pol_group_t *g = pol_groups_get(&s->gs, a->blocks, m, a->t_ns, NULL);
+	int fresh = !pol_groups_find(&s->b.gs, a->blocks, m);
+	pol_group_t *g = pol_groups_get(&s->b.gs, a->blocks, m, a->t_ns, NULL);
 	if (!g)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (fresh) /* the earlier arrival that shared it counts too */
@@ -285,16 +250,16 @@ static int ew_observe(void *st, const pol_arrival_t *a, err_t *e)
 static int ew_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *out, err_t *e)
 {
 	ew_state_t *s = st;
-	s->out.n = 0;
-	for (size_t i = 0; i < s->gs.n; i++) {
-		const pol_group_t *g = &s->gs.g[i];
+	s->b.out.n = 0;
+	for (size_t i = 0; i < s->b.gs.n; i++) {
+		const pol_group_t *g = &s->b.gs.g[i];
 		double sc = ew_decayed(s, g, now);
-		if (sc < s->min_score)
+		if (sc < s->p.ewma_min_score)
 			continue;
-		if (!pol_fcbuf_push_group(&s->out, g, sc / s->tau_ns * (double)horizon, now))
+		if (!pol_fcbuf_push_group(&s->b.out, g, sc / s->tau_ns * (double)horizon, now))
 			return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	pol_fcbuf_publish(&s->out, s->k, out);
+	pol_fcbuf_publish(&s->b.out, s->p.ewma_top_k, out);
 	return 0;
 }
 
@@ -303,7 +268,7 @@ const struct pol_predictor_ops pol_pred_ewma = {
              "Exponentially decayed popularity per shared prefix over a bounded space-saving "
              "heavy-hitter table (Metwally et al. 2005); reports the top-k prefixes whose "
              "decayed count reaches ewma_min_score, expecting count/tau arrivals per second.",
-             POL_PARAMS(ew_params, ew_params_t), ew_init, ew_free},
+             POL_PARAMS(ew_params, ew_params_t), ew_init, pol_pred_free},
     .observe = ew_observe,
     .forecast = ew_forecast,
 };

@@ -17,14 +17,6 @@ typedef struct hk_group {
 	double excess; /* sum alpha e^{-beta (t_last - t_i)} at the last arrival */
 } hk_group_t;
 
-typedef struct hk_state {
-	double window_s, min_expected;
-	uint32_t min_blocks, k, max_events, refit, min_events;
-	pol_ptab_t *tab;
-	pol_groups_t gs; /* ext = hk_group_t */
-	pol_fcbuf_t out;
-} hk_state_t;
-
 typedef struct hk_params {
 	double hawkes_window_s;
 	uint32_t hawkes_max_events;
@@ -36,6 +28,11 @@ typedef struct hk_params {
 	uint32_t hawkes_capacity;
 	uint32_t hawkes_table;
 } hk_params_t;
+
+typedef struct hk_state {
+	pol_pred_base_t b; /* gs ext = hk_group_t */
+	hk_params_t p;
+} hk_state_t;
 
 static const cfg_tkey_t hk_params[] = {
     POL_KEY("predictor", "hawkes", "hawkes_window_s", CFG_FLOAT, "120", 1e-3, 1e6, NULL, "s",
@@ -76,41 +73,21 @@ static int hk_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const hk_params_t *p = params;
 	(void)seed;
-	hk_state_t *s = calloc(1, sizeof *s);
+	hk_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->hawkes_table, 0, (size_t)p->hawkes_capacity,
+	                 sizeof(hk_group_t), hk_ext_free, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	s->window_s = p->hawkes_window_s;
-	s->max_events = (uint32_t)p->hawkes_max_events;
-	s->refit = (uint32_t)p->hawkes_refit;
-	s->min_events = (uint32_t)p->hawkes_min_events;
-	s->min_blocks = (uint32_t)p->hawkes_min_blocks;
-	s->min_expected = p->hawkes_min_expected;
-	s->k = (uint32_t)p->hawkes_top_k;
-	s->tab = pol_ptab_new((size_t)p->hawkes_table, 0);
-	if (!s->tab || pol_groups_init(&s->gs, (size_t)p->hawkes_capacity,
-	                               sizeof(hk_group_t), hk_ext_free)) {
-		pol_ptab_free(s->tab);
-		free(s);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
+		return e->code;
+	s->p = *p;
 	*state = s;
 	return 0;
-}
-
-static void hk_free(void *st)
-{
-	hk_state_t *s = st;
-	pol_ptab_free(s->tab);
-	pol_groups_free(&s->gs);
-	pol_fcbuf_free(&s->out);
-	free(s);
 }
 
 /* Drops arrivals older than the window. */
 static void hk_trim(const hk_state_t *s, hk_group_t *h, double now)
 {
 	uint32_t k = 0;
-	while (k < h->n && h->t[k] < now - s->window_s)
+	while (k < h->n && h->t[k] < now - s->p.hawkes_window_s)
 		k++;
 	if (k) {
 		memmove(h->t, h->t + k, (h->n - k) * sizeof *h->t);
@@ -120,31 +97,31 @@ static void hk_trim(const hk_state_t *s, hk_group_t *h, double now)
 
 static double hk_t0(const hk_state_t *s, const pol_group_t *g, double now)
 {
-	double born = (double)g->created_ns * 1e-9, t0 = now - s->window_s;
+	double born = (double)g->created_ns * 1e-9, t0 = now - s->p.hawkes_window_s;
 	return t0 > born ? t0 : born;
 }
 
 static int hk_observe(void *st, const pol_arrival_t *a, err_t *e)
 {
 	hk_state_t *s = st;
-	uint32_t m = pol_ptab_match(s->tab, a->blocks, a->n_blocks);
-	int64_t prev = m ? pol_ptab_last(s->tab, a->blocks[m - 1]) : 0;
-	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
+	uint32_t m = pol_ptab_match(s->b.tab, a->blocks, a->n_blocks);
+	int64_t prev = m ? pol_ptab_last(s->b.tab, a->blocks[m - 1]) : 0;
+	if (pol_ptab_touch(s->b.tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	if (m < s->min_blocks)
+	if (m < s->p.hawkes_min_blocks)
 		return 0;
-	int fresh = !pol_groups_find(&s->gs, a->blocks, m);
-	pol_group_t *g = pol_groups_get(&s->gs, a->blocks, m, fresh ? prev : a->t_ns, NULL);
+	int fresh = !pol_groups_find(&s->b.gs, a->blocks, m);
+	pol_group_t *g = pol_groups_get(&s->b.gs, a->blocks, m, fresh ? prev : a->t_ns, NULL);
 	if (!g)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	hk_group_t *h = g->ext;
-	if (!h->t && !(h->t = malloc(s->max_events * sizeof *h->t)))
+	if (!h->t && !(h->t = malloc(s->p.hawkes_max_events * sizeof *h->t)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	double now = (double)a->t_ns * 1e-9;
 	if (fresh) /* the earlier arrival that shared the prefix opened the group */
 		h->t[h->n++] = (double)prev * 1e-9;
 	hk_trim(s, h, now);
-	if (h->n == s->max_events) {
+	if (h->n == s->p.hawkes_max_events) {
 		memmove(h->t, h->t + 1, (h->n - 1) * sizeof *h->t);
 		h->n--;
 	}
@@ -155,7 +132,7 @@ static int hk_observe(void *st, const pol_arrival_t *a, err_t *e)
 	g->score = h->n;
 	g->last_ns = a->t_ns;
 	pol_group_note_inst(g, a->inst, 1.0);
-	if (++h->since_fit >= s->refit && h->n >= s->min_events) {
+	if (++h->since_fit >= s->p.hawkes_refit && h->n >= s->p.hawkes_min_events) {
 		double mu = h->mu, al = h->alpha, be = h->beta;
 		if (!pol_hawkes_fit(h->t, h->n, hk_t0(s, g, now), now, &mu, &al, &be)) {
 			h->mu = mu;
@@ -176,9 +153,9 @@ static int hk_forecast(void *st, int64_t now_ns, int64_t horizon, pol_forecast_t
 {
 	hk_state_t *s = st;
 	double now = (double)now_ns * 1e-9, H = (double)horizon * 1e-9;
-	s->out.n = 0;
-	for (size_t i = 0; i < s->gs.n; i++) {
-		pol_group_t *g = &s->gs.g[i];
+	s->b.out.n = 0;
+	for (size_t i = 0; i < s->b.gs.n; i++) {
+		pol_group_t *g = &s->b.gs.g[i];
 		hk_group_t *h = g->ext;
 		hk_trim(s, h, now);
 		g->score = h->n;
@@ -192,12 +169,12 @@ static int hk_forecast(void *st, int64_t now_ns, int64_t horizon, pol_forecast_t
 			double span = now - hk_t0(s, g, now);
 			ex = span > 0 ? h->n / span * H : 0;
 		}
-		if (!(ex >= s->min_expected) || ex <= 0)
+		if (!(ex >= s->p.hawkes_min_expected) || ex <= 0)
 			continue;
-		if (!pol_fcbuf_push_group(&s->out, g, ex, now_ns))
+		if (!pol_fcbuf_push_group(&s->b.out, g, ex, now_ns))
 			return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	pol_fcbuf_publish(&s->out, s->k, out);
+	pol_fcbuf_publish(&s->b.out, s->p.hawkes_top_k, out);
 	return 0;
 }
 
@@ -207,7 +184,7 @@ const struct pol_predictor_ops pol_pred_hawkes = {
              "kernel): mu, alpha, beta fitted by maximum likelihood (Ozaki 1979 recursion, "
              "GSL Nelder-Mead) over a sliding window; forecasts the expected arrivals in the "
              "horizon from the current intensity.",
-             POL_PARAMS(hk_params, hk_params_t), hk_init, hk_free},
+             POL_PARAMS(hk_params, hk_params_t), hk_init, pol_pred_free},
     .observe = hk_observe,
     .forecast = hk_forecast,
 };

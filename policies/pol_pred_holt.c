@@ -4,6 +4,7 @@
  * holt_step_s; each finished bucket updates level and trend; the forecast
  * over a horizon of h buckets is sum_{j=1..h} max(0, level + j trend). */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <math.h>
@@ -17,18 +18,6 @@ typedef struct series {
 	int started;
 } series_t;
 
-typedef struct holt_state {
-	int64_t step_ns;
-	double alpha, beta, min_expected;
-	uint32_t min_blocks, k;
-	pol_ptab_t *tab;
-	pol_groups_t gs; /* ext = series_t */
-	series_t *inst;
-	uint32_t n_inst;
-	double *inst_out;
-	pol_fcbuf_t out;
-} holt_state_t;
-
 typedef struct holt_params {
 	double holt_step_s;
 	double holt_alpha;
@@ -39,6 +28,15 @@ typedef struct holt_params {
 	uint32_t holt_capacity;
 	uint32_t holt_table;
 } holt_params_t;
+
+typedef struct holt_state {
+	pol_pred_base_t b; /* gs ext = series_t */
+	holt_params_t p;
+	int64_t step_ns;
+	series_t *inst;
+	uint32_t n_inst;
+	double *inst_out;
+} holt_state_t;
 
 static const cfg_tkey_t holt_params[] = {
     POL_KEY("predictor", "holt", "holt_step_s", CFG_FLOAT, "1", 1e-3, 1e5, NULL, "s",
@@ -71,22 +69,12 @@ static int holt_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const holt_params_t *p = params;
 	(void)seed;
-	holt_state_t *s = calloc(1, sizeof *s);
+	holt_state_t *s = pol_pred_new(sizeof *s, (size_t)p->holt_table, 0,
+	                               (size_t)p->holt_capacity, sizeof(series_t), NULL, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
+		return e->code;
+	s->p = *p;
 	s->step_ns = (int64_t)(p->holt_step_s * 1e9);
-	s->alpha = p->holt_alpha;
-	s->beta = p->holt_beta;
-	s->min_blocks = (uint32_t)p->holt_min_blocks;
-	s->min_expected = p->holt_min_expected;
-	s->k = (uint32_t)p->holt_top_k;
-	s->tab = pol_ptab_new((size_t)p->holt_table, 0);
-	if (!s->tab || pol_groups_init(&s->gs, (size_t)p->holt_capacity,
-	                               sizeof(series_t), NULL)) {
-		pol_ptab_free(s->tab);
-		free(s);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
 	*state = s;
 	return 0;
 }
@@ -94,12 +82,8 @@ static int holt_init(const void *params, uint64_t seed, void **state, err_t *e)
 static void holt_free(void *st)
 {
 	holt_state_t *s = st;
-	pol_ptab_free(s->tab);
-	pol_groups_free(&s->gs);
-	free(s->inst);
-	free(s->inst_out);
-	pol_fcbuf_free(&s->out);
-	free(s);
+	FREE_ALL(s->inst, s->inst_out);
+	pol_pred_free(s);
 }
 
 /* Closes every bucket before `bucket` (empty ones count as zero; after a
@@ -119,7 +103,7 @@ static void series_advance(const holt_state_t *s, series_t *x, int64_t bucket)
 		return;
 	}
 	while (x->bucket < bucket) {
-		pol_holt_update(&x->h, x->count, s->alpha, s->beta);
+		pol_holt_update(&x->h, x->count, s->p.holt_alpha, s->p.holt_beta);
 		x->count = 0;
 		x->bucket++;
 	}
@@ -140,12 +124,12 @@ static int holt_observe(void *st, const pol_arrival_t *a, err_t *e)
 		series_advance(s, &s->inst[a->inst], b);
 		s->inst[a->inst].count += 1;
 	}
-	uint32_t m = pol_ptab_match(s->tab, a->blocks, a->n_blocks);
-	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
+	uint32_t m = pol_ptab_match(s->b.tab, a->blocks, a->n_blocks);
+	if (pol_ptab_touch(s->b.tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	if (m < s->min_blocks)
+	if (m < s->p.holt_min_blocks)
 		return 0;
-	pol_group_t *g = pol_groups_get(&s->gs, a->blocks, m, a->t_ns, NULL);
+	pol_group_t *g = pol_groups_get(&s->b.gs, a->blocks, m, a->t_ns, NULL);
 	if (!g)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	series_t *x = g->ext;
@@ -162,25 +146,25 @@ static int holt_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t 
 	holt_state_t *s = st;
 	int64_t b = now / s->step_ns;
 	double steps = (double)horizon / (double)s->step_ns;
-	s->out.n = 0;
-	for (size_t i = 0; i < s->gs.n; i++) {
-		pol_group_t *g = &s->gs.g[i];
+	s->b.out.n = 0;
+	for (size_t i = 0; i < s->b.gs.n; i++) {
+		pol_group_t *g = &s->b.gs.g[i];
 		series_t *x = g->ext;
 		series_advance(s, x, b);
 		g->score = x->h.level;
 		if (x->h.n < 2)
 			continue;
 		double ex = pol_holt_sum(&x->h, steps);
-		if (ex < s->min_expected || ex <= 0)
+		if (ex < s->p.holt_min_expected || ex <= 0)
 			continue;
-		if (!pol_fcbuf_push_group(&s->out, g, ex, now))
+		if (!pol_fcbuf_push_group(&s->b.out, g, ex, now))
 			return err_set(e, KS_ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < s->n_inst; i++) {
 		series_advance(s, &s->inst[i], b);
 		s->inst_out[i] = s->inst[i].h.n ? pol_holt_sum(&s->inst[i].h, steps) : 0;
 	}
-	pol_fcbuf_publish(&s->out, s->k, out);
+	pol_fcbuf_publish(&s->b.out, s->p.holt_top_k, out);
 	out->inst_expected = s->n_inst ? s->inst_out : NULL;
 	out->n_inst = s->n_inst;
 	return 0;

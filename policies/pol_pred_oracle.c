@@ -10,6 +10,7 @@
  *    happens (clipped to [0, lead + 4 jitter]), so forecasts come late or
  *    early. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <gsl/gsl_randist.h>
@@ -26,20 +27,6 @@ typedef struct or_group {
 	int reported;
 } or_group_t;
 
-typedef struct or_state {
-	int64_t lead_ns, jitter_ns;
-	double recall, fp_rate;
-	uint32_t min_blocks;
-	gsl_rng *rng;
-	pol_ptab_t *tab;
-	pol_groups_t gs; /* ext = or_group_t, score = latest pending arrival */
-	pol_fcbuf_t out;
-	uint64_t *fake; /* invented ids for false positives */
-	size_t n_fake, cap_fake;
-	size_t *pool;
-	size_t cap_pool;
-} or_state_t;
-
 typedef struct or_params {
 	double oracle_lead_s;
 	double oracle_recall;
@@ -49,6 +36,17 @@ typedef struct or_params {
 	uint32_t oracle_capacity;
 	uint32_t oracle_table;
 } or_params_t;
+
+typedef struct or_state {
+	pol_pred_base_t b; /* gs ext = or_group_t, score = latest pending arrival */
+	or_params_t p;
+	int64_t lead_ns, jitter_ns;
+	gsl_rng *rng;
+	uint64_t *fake; /* invented ids for false positives */
+	size_t n_fake, cap_fake;
+	size_t *pool;
+	size_t cap_pool;
+} or_state_t;
 
 static const cfg_tkey_t or_params[] = {
     POL_KEY("predictor", "oracle", "oracle_lead_s", CFG_FLOAT, "10", 0, 1e6, NULL, "s",
@@ -83,30 +81,23 @@ static void or_free(void *st)
 {
 	or_state_t *s = st;
 	gsl_rng_free(s->rng);
-	pol_ptab_free(s->tab);
-	pol_groups_free(&s->gs);
-	pol_fcbuf_free(&s->out);
-	free(s->fake);
-	free(s->pool);
-	free(s);
+	FREE_ALL(s->fake, s->pool);
+	pol_pred_free(s);
 }
 
 static int or_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const or_params_t *p = params;
-	or_state_t *s = calloc(1, sizeof *s);
+	or_state_t *s =
+	    pol_pred_new(sizeof *s, (size_t)p->oracle_table, 0, (size_t)p->oracle_capacity,
+	                 sizeof(or_group_t), or_ext_free, e);
 	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
+		return e->code;
+	s->p = *p;
 	s->lead_ns = (int64_t)(p->oracle_lead_s * 1e9);
 	s->jitter_ns = (int64_t)(p->oracle_jitter_s * 1e9);
-	s->recall = p->oracle_recall;
-	s->fp_rate = p->oracle_fp_rate;
-	s->min_blocks = (uint32_t)p->oracle_min_blocks;
 	s->rng = pol_rng_new(seed);
-	s->tab = pol_ptab_new((size_t)p->oracle_table, 0);
-	if (!s->rng || !s->tab ||
-	    pol_groups_init(&s->gs, (size_t)p->oracle_capacity, sizeof(or_group_t),
-	                    or_ext_free)) {
+	if (!s->rng) {
 		or_free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
@@ -123,18 +114,18 @@ static int64_t or_ahead(const void *st)
 static int or_peek(void *st, const pol_arrival_t *a, err_t *e)
 {
 	or_state_t *s = st;
-	uint32_t m = pol_ptab_match(s->tab, a->blocks, a->n_blocks);
-	if (pol_ptab_touch(s->tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
+	uint32_t m = pol_ptab_match(s->b.tab, a->blocks, a->n_blocks);
+	if (pol_ptab_touch(s->b.tab, a->blocks, a->n_blocks, a->t_ns, NULL, NULL))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	if (m < s->min_blocks)
+	if (m < s->p.oracle_min_blocks)
 		return 0;
-	int fresh = !pol_groups_find(&s->gs, a->blocks, m);
-	pol_group_t *g = pol_groups_get(&s->gs, a->blocks, m, a->t_ns, NULL);
+	int fresh = !pol_groups_find(&s->b.gs, a->blocks, m);
+	pol_group_t *g = pol_groups_get(&s->b.gs, a->blocks, m, a->t_ns, NULL);
 	if (!g)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	or_group_t *o = g->ext;
 	if (fresh)
-		o->reported = gsl_rng_uniform(s->rng) < s->recall;
+		o->reported = gsl_rng_uniform(s->rng) < s->p.oracle_recall;
 	if (VEC_GROW(o->a, o->cap, o->n + 1, 8))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	int64_t lead = s->lead_ns;
@@ -155,8 +146,8 @@ static int or_observe(void *st, const pol_arrival_t *a, err_t *e)
 {
 	(void)e;
 	or_state_t *s = st;
-	for (size_t i = 0; i < s->gs.n; i++) {
-		pol_group_t *g = &s->gs.g[i];
+	for (size_t i = 0; i < s->b.gs.n; i++) {
+		pol_group_t *g = &s->b.gs.g[i];
 		if (a->n_blocks >= g->n && a->blocks[g->n - 1] == g->key)
 			pol_group_note_inst(g, a->inst, 1.0);
 	}
@@ -172,7 +163,7 @@ static int or_fake_entry(or_state_t *s, const pol_fc_t *like, int64_t now)
 	for (uint32_t i = 0; i < n; i++)
 		b[i] = ((uint64_t)gsl_rng_get(s->rng) << 32) ^ gsl_rng_get(s->rng) ^ (1ULL << 63);
 	s->n_fake += n;
-	pol_fc_t *f = pol_fcbuf_push(&s->out);
+	pol_fc_t *f = pol_fcbuf_push(&s->b.out);
 	if (!f)
 		return KS_ENOMEM;
 	f->blocks = b;
@@ -185,14 +176,14 @@ static int or_fake_entry(or_state_t *s, const pol_fc_t *like, int64_t now)
 static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *out, err_t *e)
 {
 	or_state_t *s = st;
-	s->out.n = 0;
+	s->b.out.n = 0;
 	s->n_fake = 0;
-	if (VEC_GROW(s->pool, s->cap_pool, s->gs.n, s->gs.n))
+	if (VEC_GROW(s->pool, s->cap_pool, s->b.gs.n, s->b.gs.n))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	size_t n_pool = 0, n_true;
 	uint64_t fake_need = 0;
-	for (size_t i = 0; i < s->gs.n; i++) {
-		pol_group_t *g = &s->gs.g[i];
+	for (size_t i = 0; i < s->b.gs.n; i++) {
+		pol_group_t *g = &s->b.gs.g[i];
 		or_group_t *o = g->ext;
 		uint32_t k = 0;
 		while (k < o->n && o->a[k].t <= now) /* arrived: consumed */
@@ -215,13 +206,13 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		}
 		if (!o->reported)
 			continue;
-		if (!pol_fcbuf_push_group(&s->out, g, cnt, first))
+		if (!pol_fcbuf_push_group(&s->b.out, g, cnt, first))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		fake_need += g->n;
 	}
-	n_true = s->out.n;
-	if (s->fp_rate > 0 && n_true) {
-		double want = s->fp_rate * (double)n_true;
+	n_true = s->b.out.n;
+	if (s->p.oracle_fp_rate > 0 && n_true) {
+		double want = s->p.oracle_fp_rate * (double)n_true;
 		size_t n_fp =
 		    (size_t)want + (gsl_rng_uniform(s->rng) < want - (double)(size_t)want);
 		size_t need = fake_need * (n_fp / n_true + 2);
@@ -230,12 +221,12 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 		for (size_t k = 0; k < n_fp; k++) {
 			if (n_pool) { /* a real prefix that will not come in the horizon */
 				size_t j = gsl_rng_uniform_int(s->rng, n_pool);
-				const pol_group_t *g = &s->gs.g[s->pool[j]];
+				const pol_group_t *g = &s->b.gs.g[s->pool[j]];
 				s->pool[j] = s->pool[--n_pool];
-				if (!pol_fcbuf_push_group(&s->out, g, 1, now))
+				if (!pol_fcbuf_push_group(&s->b.out, g, 1, now))
 					return err_set(e, KS_ENOMEM, "out of memory");
 			} else {
-				pol_fc_t like = s->out.e[gsl_rng_uniform_int(s->rng, n_true)];
+				pol_fc_t like = s->b.out.e[gsl_rng_uniform_int(s->rng, n_true)];
 				if (s->n_fake + like.n_blocks > s->cap_fake)
 					break;
 				if (or_fake_entry(s, &like, now))
@@ -243,7 +234,7 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 			}
 		}
 	}
-	pol_fcbuf_publish(&s->out, 0, out);
+	pol_fcbuf_publish(&s->b.out, 0, out);
 	return 0;
 }
 

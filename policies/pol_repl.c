@@ -4,6 +4,7 @@
  * or not yet computed) wait in a retry queue until they are accepted or
  * their deadline passes; causality itself is the simulator's. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <stdlib.h>
@@ -175,11 +176,6 @@ const struct pol_replication_ops pol_repl_none = {
  * instance fetches it (a foreground copy) and keeps the copy, which spreads
  * hot prefixes over instances as they are used. */
 
-typedef struct rh_state {
-	double theta;
-	uint32_t min_blocks;
-} rh_state_t;
-
 typedef struct rh_params {
 	double hotspot_theta;
 	uint32_t hotspot_min_blocks;
@@ -195,23 +191,17 @@ static const cfg_tkey_t rh_params[] = {
             CFG_AT(U32, rh_params_t, hotspot_min_blocks)),
 };
 
+/* Its parameters are its whole state. */
 static int rh_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	const rh_params_t *p = params;
 	(void)seed;
-	rh_state_t *s = malloc(sizeof *s);
-	if (!s)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	s->theta = p->hotspot_theta;
-	s->min_blocks = (uint32_t)p->hotspot_min_blocks;
-	*state = s;
-	return 0;
+	return pol_copy_init(params, sizeof(rh_params_t), state, e);
 }
 
 static int rh_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
                        uint32_t inst, err_t *e)
 {
-	rh_state_t *s = st;
+	const rh_params_t *s = st;
 	uint32_t local = v->match(v->ctx, inst, r->blocks, r->n_blocks), best = 0, src = 0;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		if (i == inst)
@@ -222,7 +212,8 @@ static int rh_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 			src = i;
 		}
 	}
-	if (best < local + s->min_blocks || (double)best <= s->theta * (double)local)
+	if (best < local + s->hotspot_min_blocks ||
+	    (double)best <= s->hotspot_theta * (double)local)
 		return 0;
 	uint64_t id;
 	int rc = a->copy(a->ctx, r->blocks, best, src, inst, POL_FG, &id);
@@ -273,29 +264,6 @@ typedef struct er_flight {
 	uint32_t dst;
 } er_flight_t;
 
-typedef struct er_state {
-	uint32_t m, key_blocks, min_count;
-	int arrival, route_warm, nomem;
-	int64_t tick_ns, horizon_ns, retry_ns, expire_ns, window_ns;
-	double min_expected;
-	pendq_t q;
-	pol_idmap_t map; /* key -> index in ent */
-	er_ent_t *ent;
-	int64_t *times; /* arrival: min_count slots per entry, parallel to ent */
-	size_t n_ent, cap_ent, gc_at;
-	er_flight_t *fl; /* accepted copies that have not ended */
-	size_t n_fl, cap_fl;
-	uint64_t trig; /* arrival triggers not yet added to the stats */
-	gsl_rng *rng;
-	pol_inst_t *snap;
-	uint32_t *order;
-	unsigned char *mark;
-	uint32_t n_snap;
-	int snap_ok;
-} er_state_t;
-
-static const cfg_enum_t er_trigger_map[] = {{"forecast", 0}, {"arrival", 1}, {NULL, 0}};
-
 typedef struct er_params {
 	uint32_t early_replicas;
 	int early_trigger; /* 1: arrival */
@@ -309,6 +277,28 @@ typedef struct er_params {
 	double early_window_s;
 	uint32_t early_min_count;
 } er_params_t;
+
+typedef struct er_state {
+	er_params_t p;
+	int nomem;
+	int64_t tick_ns, horizon_ns, retry_ns, expire_ns, window_ns;
+	pendq_t q;
+	pol_idmap_t map; /* key -> index in ent */
+	er_ent_t *ent;
+	int64_t *times; /* arrival: early_min_count slots per entry, parallel to ent */
+	size_t n_ent, cap_ent, gc_at;
+	er_flight_t *fl; /* accepted copies that have not ended */
+	size_t n_fl, cap_fl;
+	uint64_t trig; /* arrival triggers not yet added to the stats */
+	gsl_rng *rng;
+	pol_inst_t *snap;
+	uint32_t *order;
+	unsigned char *mark;
+	uint32_t n_snap;
+	int snap_ok;
+} er_state_t;
+
+static const cfg_enum_t er_trigger_map[] = {{"forecast", 0}, {"arrival", 1}, {NULL, 0}};
 
 static const cfg_tkey_t er_params[] = {
     POL_KEY("replication", "early_rdma", "early_replicas", CFG_INT, "4", 1, 1024, NULL, "",
@@ -366,15 +356,9 @@ static void er_free(void *st)
 			free(s->ent[i].pb);
 	pendq_free(&s->q);
 	pol_idmap_free(&s->map);
-	free(s->ent);
-	free(s->times);
-	free(s->fl);
 	if (s->rng)
 		gsl_rng_free(s->rng);
-	free(s->snap);
-	free(s->order);
-	free(s->mark);
-	free(s);
+	FREE_ALL(s->ent, s->times, s->fl, s->snap, s->order, s->mark, s);
 }
 
 static int er_init(const void *params, uint64_t seed, void **state, err_t *e)
@@ -383,18 +367,13 @@ static int er_init(const void *params, uint64_t seed, void **state, err_t *e)
 	er_state_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->m = (uint32_t)p->early_replicas;
-	s->arrival = p->early_trigger;
+	s->p = *p;
 	s->tick_ns = (int64_t)(p->early_tick_ms * 1e6);
 	s->horizon_ns = (int64_t)(p->early_horizon_s * 1e9);
 	double exp_s = p->early_expire_s;
 	s->expire_ns = exp_s > 0 ? (int64_t)(exp_s * 1e9) : s->horizon_ns;
 	s->retry_ns = (int64_t)(p->early_retry_s * 1e9);
-	s->min_expected = p->early_min_expected;
-	s->route_warm = p->early_route_warm != 0;
-	s->key_blocks = (uint32_t)p->early_key_blocks;
 	s->window_ns = (int64_t)(p->early_window_s * 1e9);
-	s->min_count = (uint32_t)p->early_min_count;
 	s->q.max = 65536;
 	s->gc_at = 64;
 	s->rng = pol_rng_new(seed);
@@ -410,7 +389,7 @@ static pol_repl_timing_t er_timing(const void *st)
 {
 	const er_state_t *s = st;
 	/* the arrival trigger reads no forecast: ticks only retry refusals */
-	return (pol_repl_timing_t){s->tick_ns, s->arrival ? 0 : s->horizon_ns};
+	return (pol_repl_timing_t){s->tick_ns, s->p.early_trigger ? 0 : s->horizon_ns};
 }
 
 static er_ent_t *er_find(er_state_t *s, uint64_t key)
@@ -423,7 +402,7 @@ static er_ent_t *er_find(er_state_t *s, uint64_t key)
  * arrival it counted is older than Z. */
 static int er_stale(const er_state_t *s, const er_ent_t *en, int64_t now)
 {
-	return now - en->last_ns > (s->arrival ? s->window_ns : s->expire_ns);
+	return now - en->last_ns > (s->p.early_trigger ? s->window_ns : s->expire_ns);
 }
 
 static void er_drop(er_state_t *s, size_t i)
@@ -437,8 +416,8 @@ static void er_drop(er_state_t *s, size_t i)
 		return;
 	s->ent[i] = s->ent[last];
 	if (s->times)
-		memcpy(s->times + i * s->min_count, s->times + last * s->min_count,
-		       s->min_count * sizeof *s->times);
+		memcpy(s->times + i * s->p.early_min_count, s->times + last * s->p.early_min_count,
+		       s->p.early_min_count * sizeof *s->times);
 	pol_idmap_put(&s->map, s->ent[i].key, (uint32_t)i); /* overwrites: cannot fail */
 }
 
@@ -458,7 +437,7 @@ static er_ent_t *er_add(er_state_t *s, const uint64_t *blocks, uint32_t n, int64
 		/* times holds min_count arrival times per entry */
 		size_t cap = vec_next_cap(s->cap_ent, s->n_ent + 1, 16);
 		if (!cap || VEC_RESIZE(s->ent, cap) ||
-		    (s->arrival && VEC_RESIZE(s->times, cap * s->min_count)))
+		    (s->p.early_trigger && VEC_RESIZE(s->times, cap * s->p.early_min_count)))
 			return NULL;
 		s->cap_ent = cap;
 	}
@@ -520,7 +499,7 @@ static int er_snapshot(er_state_t *s, const pol_view_t *v)
 			return KS_ENOMEM;
 		s->n_snap = v->n_inst;
 	}
-	pol_snapshot_by_load(v, s->snap, s->order, !s->arrival);
+	pol_snapshot_by_load(v, s->snap, s->order, !s->p.early_trigger);
 	s->snap_ok = 1;
 	return 0;
 }
@@ -543,7 +522,7 @@ static int er_plan(er_state_t *s, const pol_view_t *v, const pol_actions_t *a, e
 		if (!s->mark[i] && er_covered(s, en->key, i))
 			have += s->mark[i] = 1;
 	int64_t now = v->now(v->ctx);
-	for (uint32_t j = 0; j < v->n_inst && have < s->m; j++) {
+	for (uint32_t j = 0; j < v->n_inst && have < s->p.early_replicas; j++) {
 		uint32_t dst = s->order[j];
 		if (s->mark[dst])
 			continue;
@@ -583,9 +562,9 @@ static int er_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	if (rc || (rc = pendq_run(&s->q, v, a, er_issued, s, e)))
 		return rc;
 	int64_t now = v->now(v->ctx);
-	for (size_t k = 0; !s->arrival && fc && k < fc->n; k++) {
+	for (size_t k = 0; !s->p.early_trigger && fc && k < fc->n; k++) {
 		const pol_fc_t *f = &fc->e[k];
-		if (!f->n_blocks || f->expected < s->min_expected)
+		if (!f->n_blocks || f->expected < s->p.early_min_expected)
 			continue;
 		er_ent_t *en = er_find(s, f->blocks[f->n_blocks - 1]);
 		if (!en || er_stale(s, en, now)) { /* (re)fires */
@@ -612,11 +591,11 @@ static int er_least_loaded(er_state_t *s, const pol_view_t *v, const uint64_t *b
 		if (v->match(v->ctx, i, b, n) < n)
 			continue;
 		v->inst(v->ctx, i, &cur);
-		if (!ties || pol_inst_busier(&best, &cur, !s->arrival)) {
+		if (!ties || pol_inst_busier(&best, &cur, !s->p.early_trigger)) {
 			best = cur;
 			*inst = i;
 			ties = 1;
-		} else if (!pol_inst_busier(&cur, &best, !s->arrival) &&
+		} else if (!pol_inst_busier(&cur, &best, !s->p.early_trigger) &&
 		           gsl_rng_uniform_int(s->rng, ++ties) == 0) {
 			*inst = i;
 		}
@@ -628,21 +607,21 @@ static int er_least_loaded(er_state_t *s, const pol_view_t *v, const uint64_t *b
  * when r is too short to have one (or on ENOMEM, reported later). */
 static er_ent_t *er_arrive(er_state_t *s, const pol_req_t *r)
 {
-	if (r->n_blocks < s->key_blocks)
+	if (r->n_blocks < s->p.early_key_blocks)
 		return NULL;
-	er_ent_t *en = er_find(s, r->blocks[s->key_blocks - 1]);
-	if (!en && !(en = er_add(s, r->blocks, s->key_blocks, r->arrival_ns))) {
+	er_ent_t *en = er_find(s, r->blocks[s->p.early_key_blocks - 1]);
+	if (!en && !(en = er_add(s, r->blocks, s->p.early_key_blocks, r->arrival_ns))) {
 		s->nomem = 1;
 		return NULL;
 	}
-	int64_t *t = s->times + (size_t)(en - s->ent) * s->min_count;
+	int64_t *t = s->times + (size_t)(en - s->ent) * s->p.early_min_count;
 	t[en->head] = r->arrival_ns;
-	en->head = (en->head + 1) % s->min_count;
-	if (en->nt < s->min_count)
+	en->head = (en->head + 1) % s->p.early_min_count;
+	if (en->nt < s->p.early_min_count)
 		en->nt++;
 	en->last_ns = r->arrival_ns;
 	/* with the ring full, head is the oldest of the last X arrivals */
-	int active = en->nt == s->min_count && r->arrival_ns - t[en->head] <= s->window_ns;
+	int active = en->nt == s->p.early_min_count && r->arrival_ns - t[en->head] <= s->window_ns;
 	s->trig += active && !en->active;
 	en->active = active;
 	return en;
@@ -651,12 +630,12 @@ static er_ent_t *er_arrive(er_state_t *s, const pol_req_t *r)
 static int er_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	er_state_t *s = st;
-	if (s->arrival) {
+	if (s->p.early_trigger) {
 		const er_ent_t *en = er_arrive(s, r);
-		return en && en->active && s->route_warm &&
+		return en && en->active && s->p.early_route_warm &&
 		       er_least_loaded(s, v, en->pb->b, en->pb->n, inst);
 	}
-	if (!s->route_warm || !s->n_ent)
+	if (!s->p.early_route_warm || !s->n_ent)
 		return 0;
 	int64_t now = v->now(v->ctx);
 	for (uint32_t n = r->n_blocks; n > 0; n--) { /* the longest active prefix */
@@ -674,9 +653,9 @@ static int er_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 	(void)inst;
 	er_state_t *s = st;
 	int rc = er_flush(s, a, e);
-	if (rc || !s->arrival || r->n_blocks < s->key_blocks)
+	if (rc || !s->p.early_trigger || r->n_blocks < s->p.early_key_blocks)
 		return rc;
-	er_ent_t *en = er_find(s, r->blocks[s->key_blocks - 1]);
+	er_ent_t *en = er_find(s, r->blocks[s->p.early_key_blocks - 1]);
 	return en && en->active ? er_plan(s, v, a, en, e) : 0;
 }
 

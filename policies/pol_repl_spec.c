@@ -35,6 +35,7 @@
  * within the last horizon) goes to the least busy instance holding it warm,
  * ties drawn at random from the policy's own stream. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <math.h>
@@ -73,11 +74,24 @@ typedef struct sp_cand {
 	double score; /* benefit / cost */
 } sp_cand_t;
 
+typedef struct sp_params {
+	double spec_tick_ms;
+	double spec_horizon_s;
+	double spec_vram_frac;
+	double spec_bw_gbps;
+	double spec_bw_burst_s;
+	uint32_t spec_targets;
+	double spec_payback;
+	int spec_saved_basis; /* 1: min */
+	double spec_min_expected;
+	int spec_cancel_stale;
+	int spec_route_warm;
+} sp_params_t;
+
 typedef struct sp_state {
+	sp_params_t p;
 	int64_t tick_ns, horizon_ns;
-	double vram_frac, bw_Bps, burst_s, payback, min_expected;
-	uint32_t targets;
-	int cancel_stale, basis_min;
+	double bw_Bps;
 	double tokens; /* bytes available in the bucket */
 	int64_t last_ns;
 	sp_flight_t *fl;
@@ -96,7 +110,6 @@ typedef struct sp_state {
 	size_t n_tr, cap_tr;
 	uint32_t *ix; /* open addressing on key: track index + 1, 0 empty */
 	size_t ix_cap;
-	int route_warm;
 	gsl_rng *rng;      /* ties of the routing hint */
 	uint64_t hint_req; /* the request the last hint placed, and where */
 	uint32_t hint_inst;
@@ -104,20 +117,6 @@ typedef struct sp_state {
 } sp_state_t;
 
 static const cfg_enum_t sp_basis_map[] = {{"recompute", 0}, {"min", 1}, {NULL, 0}};
-
-typedef struct sp_params {
-	double spec_tick_ms;
-	double spec_horizon_s;
-	double spec_vram_frac;
-	double spec_bw_gbps;
-	double spec_bw_burst_s;
-	uint32_t spec_targets;
-	double spec_payback;
-	int spec_saved_basis; /* 1: min */
-	double spec_min_expected;
-	int spec_cancel_stale;
-	int spec_route_warm;
-} sp_params_t;
 
 static const cfg_tkey_t sp_params[] = {
     POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
@@ -165,18 +164,11 @@ static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	s->route_warm = p->spec_route_warm != 0;
+	s->p = *p;
 	s->tick_ns = (int64_t)(p->spec_tick_ms * 1e6);
 	s->horizon_ns = (int64_t)(p->spec_horizon_s * 1e9);
-	s->vram_frac = p->spec_vram_frac;
 	s->bw_Bps = p->spec_bw_gbps * 1e9;
-	s->burst_s = p->spec_bw_burst_s;
-	s->targets = (uint32_t)p->spec_targets;
-	s->payback = p->spec_payback;
-	s->basis_min = p->spec_saved_basis;
-	s->min_expected = p->spec_min_expected;
-	s->cancel_stale = p->spec_cancel_stale != 0;
-	s->tokens = s->bw_Bps * s->burst_s;
+	s->tokens = s->bw_Bps * s->p.spec_bw_burst_s;
 	s->last_ns = INT64_MIN;
 	*state = s;
 	return 0;
@@ -185,17 +177,8 @@ static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)
 static void sp_free(void *st)
 {
 	sp_state_t *s = st;
-	free(s->fl);
-	free(s->c);
-	free(s->snap);
-	free(s->order);
-	free(s->spec_plan);
-	free(s->hit);
-	free(s->over);
-	free(s->tr);
-	free(s->ix);
 	gsl_rng_free(s->rng);
-	free(s);
+	FREE_ALL(s->fl, s->c, s->snap, s->order, s->spec_plan, s->hit, s->over, s->tr, s->ix, s);
 }
 
 static pol_repl_timing_t sp_timing(const void *st)
@@ -380,10 +363,10 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 	if (!c)
 		return 0; /* nobody holds it yet: nothing to copy */
 	uint32_t tgt[1024], nt = 0;
-	for (uint32_t i = 0; i < f->n_likely && nt < s->targets; i++)
+	for (uint32_t i = 0; i < f->n_likely && nt < s->p.spec_targets; i++)
 		if (f->likely[i] < v->n_inst && f->likely[i] != src)
 			tgt[nt++] = f->likely[i];
-	for (uint32_t j = 0; j < v->n_inst && nt < s->targets; j++) {
+	for (uint32_t j = 0; j < v->n_inst && nt < s->p.spec_targets; j++) {
 		uint32_t d = s->order[j], dup = (d == src);
 		for (uint32_t i = 0; i < nt && !dup; i++)
 			dup = tgt[i] == d;
@@ -398,7 +381,8 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 			continue;
 		if (pending && v->match_computing(v->ctx, d, f->blocks, c) > m)
 			continue; /* d computes it itself */
-		if (pending && (double)(c - m) > s->vram_frac * (double)s->snap[d].kv_cap_blocks &&
+		if (pending &&
+		    (double)(c - m) > s->p.spec_vram_frac * (double)s->snap[d].kv_cap_blocks &&
 		    c_ready > m) {
 			cc = c_ready; /* the whole prefix never fits d's budget: what is computed */
 			sc = src_ready;
@@ -417,10 +401,10 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 		}
 		double saved =
 		    (double)v->prefill_ns(v->ctx, d, (uint64_t)(cc - m) * B, (uint64_t)m * B);
-		if (s->basis_min && (double)cost < saved)
+		if (s->p.spec_saved_basis && (double)cost < saved)
 			saved = (double)cost;
 		double p_use = 1 - exp(-sp_expected_at(t, f, d, holders, nt));
-		double benefit = p_use * saved, price = s->payback * (double)cost;
+		double benefit = p_use * saved, price = s->p.spec_payback * (double)cost;
 		if (benefit < price)
 			continue;
 		sp_cand_t cd = {f, sbest, d, cc, cc - m, cost > 0 ? benefit / (double)cost : 1e300};
@@ -480,11 +464,11 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	if (s->bw_Bps > 0) {
 		if (s->last_ns != INT64_MIN && now > s->last_ns)
 			s->tokens += s->bw_Bps * (double)(now - s->last_ns) * 1e-9;
-		if (s->tokens > s->bw_Bps * s->burst_s)
-			s->tokens = s->bw_Bps * s->burst_s;
+		if (s->tokens > s->bw_Bps * s->p.spec_bw_burst_s)
+			s->tokens = s->bw_Bps * s->p.spec_bw_burst_s;
 	}
 	s->last_ns = now;
-	if (s->cancel_stale)
+	if (s->p.spec_cancel_stale)
 		for (size_t i = 0; i < s->n_fl;) {
 			if (sp_in_forecast(&s->fl[i], fc)) {
 				i++;
@@ -502,11 +486,11 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	size_t nc = 0;
 	double max_cap = 0; /* the largest budget: a prefix above it fits nowhere */
 	for (uint32_t i = 0; i < s->n_inst; i++)
-		if (s->vram_frac * (double)s->snap[i].kv_cap_blocks > max_cap)
-			max_cap = s->vram_frac * (double)s->snap[i].kv_cap_blocks;
+		if (s->p.spec_vram_frac * (double)s->snap[i].kv_cap_blocks > max_cap)
+			max_cap = s->p.spec_vram_frac * (double)s->snap[i].kv_cap_blocks;
 	for (size_t k = 0; fc && k < fc->n; k++) {
 		const pol_fc_t *f = &fc->e[k];
-		if (!f->n_blocks || f->expected < s->min_expected)
+		if (!f->n_blocks || f->expected < s->p.spec_min_expected)
 			continue;
 		sp_track_t *t = sp_track_get(s, f->blocks, f->n_blocks, now);
 		if (!t || ((double)f->n_blocks > max_cap && sp_over_budget(s, a, f, max_cap)))
@@ -524,7 +508,7 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		memset(s->hit, 0, fc->n);
 	for (size_t i = 0; i < nc; i++) {
 		const sp_cand_t *c = &s->c[i];
-		double cap = s->vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
+		double cap = s->p.spec_vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
 		if ((double)(s->spec_plan[c->dst] + c->miss) > cap) {
 			if (a->stats)
 				pol_spec_refused(a->stats, POL_REFUSED_VRAM);
@@ -533,7 +517,8 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		double bytes = (double)c->miss * (double)v->block_bytes;
 		/* a copy larger than the bucket goes when the bucket is full and
 		 * leaves a debt, so big prefixes are rate-limited, not starved */
-		if (s->bw_Bps > 0 && bytes > s->tokens && s->tokens < s->bw_Bps * s->burst_s) {
+		if (s->bw_Bps > 0 && bytes > s->tokens &&
+		    s->tokens < s->bw_Bps * s->p.spec_bw_burst_s) {
 			if (a->stats)
 				pol_spec_refused(a->stats, POL_REFUSED_BW);
 			continue;
@@ -599,7 +584,7 @@ static int sp_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	sp_state_t *s = st;
-	if (!s->route_warm || !s->n_tr)
+	if (!s->p.spec_route_warm || !s->n_tr)
 		return 0;
 	uint32_t len = 0;
 	for (uint32_t j = r->n_blocks; j > 0 && !len; j--) {

@@ -10,6 +10,7 @@
 #include "sim/base/vec.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,19 @@ static void *rt_new(size_t size, uint64_t seed, err_t *e)
 	if (!b)
 		err_set(e, KS_ENOMEM, "out of memory");
 	return b;
+}
+
+/* init of a router whose state is an rt_base_t with, at p_off, a copy of
+ * its params struct (p_size bytes). */
+static int rt_init_copy(size_t size, size_t p_off, const void *params, size_t p_size, uint64_t seed,
+                        void **state, err_t *e)
+{
+	char *s = rt_new(size, seed, e);
+	if (!s)
+		return KS_ENOMEM;
+	memcpy(s + p_off, params, p_size);
+	*state = s;
+	return 0;
 }
 
 static void rt_free(void *st)
@@ -124,17 +138,13 @@ static const cfg_tkey_t ll_params[] = {
 
 typedef struct ll_state {
 	rt_base_t b;
-	int metric;
+	ll_params_t p;
 } ll_state_t;
 
 static int ll_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	ll_state_t *s = rt_new(sizeof *s, seed, e);
-	if (!s)
-		return KS_ENOMEM;
-	s->metric = ((const ll_params_t *)params)->metric;
-	*state = s;
-	return 0;
+	return rt_init_copy(sizeof(ll_state_t), offsetof(ll_state_t, p), params,
+	                    sizeof(ll_params_t), seed, state, e);
 }
 
 static double ll_load(int metric, const pol_inst_t *x)
@@ -158,7 +168,7 @@ static int ll_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
-		pol_pick_offer(&pk, i, ll_load(s->metric, &x), pol_inst_load(&x));
+		pol_pick_offer(&pk, i, ll_load(s->p.metric, &x), pol_inst_load(&x));
 	}
 	*inst = pk.inst;
 	return POL_ACCEPT;
@@ -200,8 +210,7 @@ typedef struct ca_params {
 
 typedef struct ca_state {
 	rt_base_t b;
-	double cache_thr, abs_thr, rel_thr;
-	int btb;
+	ca_params_t p;
 } ca_state_t;
 
 static const cfg_enum_t ca_rule_map[] = {{"sglang", 0}, {"btb", 1}, {NULL, 0}};
@@ -227,16 +236,8 @@ static const cfg_tkey_t ca_params[] = {
 
 static int ca_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	ca_state_t *s = rt_new(sizeof *s, seed, e);
-	if (!s)
-		return KS_ENOMEM;
-	const ca_params_t *p = params;
-	s->cache_thr = p->cache_thr;
-	s->abs_thr = p->abs_thr;
-	s->rel_thr = p->rel_thr;
-	s->btb = p->btb;
-	*state = s;
-	return 0;
+	return rt_init_copy(sizeof(ca_state_t), offsetof(ca_state_t, p), params,
+	                    sizeof(ca_params_t), seed, state, e);
 }
 
 static int ca_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
@@ -245,7 +246,7 @@ static int ca_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 	uint32_t best;
 	/* views from hosts before ABI 2 have no host-tier match */
 	const uint32_t *m =
-	    rt_matches(&s->b, v, r, s->btb && v->match_host ? v->match_host : v->match, &best);
+	    rt_matches(&s->b, v, r, s->p.btb && v->match_host ? v->match_host : v->match, &best);
 	if (!m)
 		return KS_ENOMEM;
 	pol_inst_t x;
@@ -256,13 +257,13 @@ static int ca_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		mx = fmax(mx, l);
 		mn = fmin(mn, l);
 	}
-	int imbalanced = s->btb ? mx > s->abs_thr && mx > s->rel_thr * mn
-	                        : mx - mn > s->abs_thr && mx > s->rel_thr * mn;
+	int imbalanced = s->p.btb ? mx > s->p.abs_thr && mx > s->p.rel_thr * mn
+	                          : mx - mn > s->p.abs_thr && mx > s->p.rel_thr * mn;
 	/* 0 least load, 1 longest match, 2 smallest tree */
-	int rule = imbalanced                                                 ? 0
-	           : s->btb                                                   ? 1
-	           : r->n_blocks && (double)best / r->n_blocks > s->cache_thr ? 1
-	                                                                      : 2;
+	int rule = imbalanced                                                   ? 0
+	           : s->p.btb                                                   ? 1
+	           : r->n_blocks && (double)best / r->n_blocks > s->p.cache_thr ? 1
+	                                                                        : 2;
 	pol_pick_t pk;
 	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
@@ -310,17 +311,13 @@ static const cfg_tkey_t kc_params[] = {
 
 typedef struct rt_num {
 	rt_base_t b;
-	double x;
+	rt_num_params_t p;
 } rt_num_t;
 
 static int rt_num_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	rt_num_t *s = rt_new(sizeof *s, seed, e);
-	if (!s)
-		return KS_ENOMEM;
-	s->x = ((const rt_num_params_t *)params)->x;
-	*state = s;
-	return 0;
+	return rt_init_copy(sizeof(rt_num_t), offsetof(rt_num_t, p), params,
+	                    sizeof(rt_num_params_t), seed, state, e);
 }
 
 static int kc_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
@@ -335,7 +332,7 @@ static int kc_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
 		double prefill = ceil((double)new_tokens(r, m, B) / B);
 		double active = ceil((double)(x.prefill_tokens + x.decode_tokens) / B);
-		pol_pick_offer(&pk, i, s->x * prefill + active, pol_inst_load(&x));
+		pol_pick_offer(&pk, i, s->p.x * prefill + active, pol_inst_load(&x));
 	}
 	*inst = pk.inst;
 	return POL_ACCEPT;
@@ -357,14 +354,14 @@ const struct pol_routing_ops pol_route_kv_cost = {
  * default profile described in Red Hat's llm-d scheduler documentation);
  * kv utilisation 2 (llm-d sample configs as recalled, not verified). */
 
-typedef struct ws_state {
-	rt_base_t b;
-	double wq, wk, wp;
-} ws_state_t;
-
 typedef struct ws_params {
 	double wq, wk, wp;
 } ws_params_t;
+
+typedef struct ws_state {
+	rt_base_t b;
+	ws_params_t p;
+} ws_state_t;
 
 #define AT(member) CFG_AT(DOUBLE, ws_params_t, member)
 static const cfg_tkey_t ws_params[] = {
@@ -379,15 +376,8 @@ static const cfg_tkey_t ws_params[] = {
 
 static int ws_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	ws_state_t *s = rt_new(sizeof *s, seed, e);
-	if (!s)
-		return KS_ENOMEM;
-	const ws_params_t *p = params;
-	s->wq = p->wq;
-	s->wk = p->wk;
-	s->wp = p->wp;
-	*state = s;
-	return 0;
+	return rt_init_copy(sizeof(ws_state_t), offsetof(ws_state_t, p), params,
+	                    sizeof(ws_params_t), seed, state, e);
 }
 
 static int ws_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
@@ -410,7 +400,8 @@ static int ws_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		               ? (double)v->match(v->ctx, i, r->blocks, r->n_blocks) / r->n_blocks
 		               : 0;
 		/* highest score first */
-		pol_pick_offer(&pk, i, -(s->wq * q + s->wk * k + s->wp * p), pol_inst_load(&x));
+		pol_pick_offer(&pk, i, -(s->p.wq * q + s->p.wk * k + s->p.wp * p),
+		               pol_inst_load(&x));
 	}
 	*inst = pk.inst;
 	return POL_ACCEPT;
@@ -450,7 +441,7 @@ static int pb_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 	uint64_t cached = (uint64_t)best * B;
 	if (cached > r->input_tokens)
 		cached = r->input_tokens;
-	int exploit = best > 0 && (double)cached > s->x * (double)(r->input_tokens - cached);
+	int exploit = best > 0 && (double)cached > s->p.x * (double)(r->input_tokens - cached);
 	pol_pick_t pk;
 	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
@@ -485,14 +476,14 @@ const struct pol_routing_ops pol_route_preble = {
  * ttft_ms; none when 0) is rejected at once (Mooncake's early rejection,
  * sec. 7). */
 
-typedef struct mt_state {
-	rt_base_t b;
-	int reject;
-} mt_state_t;
-
 typedef struct mt_params {
 	int reject;
 } mt_params_t;
+
+typedef struct mt_state {
+	rt_base_t b;
+	mt_params_t p;
+} mt_state_t;
 
 static const cfg_tkey_t mt_params[] = {
     POL_KEY("routing", "min_ttft", "ttft_early_reject", CFG_BOOL, "false", 0, 0, NULL, "",
@@ -502,12 +493,8 @@ static const cfg_tkey_t mt_params[] = {
 
 static int mt_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
-	mt_state_t *s = rt_new(sizeof *s, seed, e);
-	if (!s)
-		return KS_ENOMEM;
-	s->reject = ((const mt_params_t *)params)->reject;
-	*state = s;
-	return 0;
+	return rt_init_copy(sizeof(mt_state_t), offsetof(mt_state_t, p), params,
+	                    sizeof(mt_params_t), seed, state, e);
 }
 
 static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
@@ -541,7 +528,7 @@ static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		pol_pick_offer(&pk, i, (double)t, pol_inst_load(&x));
 	}
 	*inst = pk.inst;
-	if (s->reject && r->slo_ttft_ns > 0 && pk.score > (double)r->slo_ttft_ns)
+	if (s->p.reject && r->slo_ttft_ns > 0 && pk.score > (double)r->slo_ttft_ns)
 		return POL_REJECT;
 	return POL_ACCEPT;
 }

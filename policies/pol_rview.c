@@ -5,6 +5,7 @@
  * id -> node (linear probing, backward-shift deletion, load <= 1/2), both
  * grown by doubling up to the set's cap, then reused in place. */
 #include "policies/pol_int.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
 #include <stdlib.h>
@@ -47,13 +48,9 @@ void pol_rview_free(pol_rview_t *rv)
 		return;
 	for (uint32_t i = 0; i < rv->n_inst; i++) {
 		rv_set_t *t = &rv->set[i];
-		free(t->id);
-		free(t->prev);
-		free(t->next);
-		free(t->slot);
+		FREE_ALL(t->id, t->prev, t->next, t->slot);
 	}
-	free(rv->set);
-	free(rv);
+	FREE_ALL(rv->set, rv);
 }
 
 /* The slot holding id, or the empty slot where it would go. */

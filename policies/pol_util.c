@@ -439,6 +439,45 @@ void pol_fcbuf_free(pol_fcbuf_t *b)
 	memset(b, 0, sizeof *b);
 }
 
+int pol_copy_init(const void *params, size_t size, void **state, err_t *e)
+{
+	void *s = malloc(size);
+	if (!s)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	memcpy(s, params, size);
+	*state = s;
+	return 0;
+}
+
+/* ---- predictor base ---------------------------------------------------- */
+
+void *pol_pred_new(size_t size, size_t tab_cap, size_t payload_bytes, size_t group_cap,
+                   size_t ext_bytes, void (*ext_free)(void *), err_t *e)
+{
+	pol_pred_base_t *b = calloc(1, size);
+	if (!b) {
+		err_set(e, KS_ENOMEM, "out of memory");
+		return NULL;
+	}
+	b->tab = pol_ptab_new(tab_cap, payload_bytes);
+	if (!b->tab || pol_groups_init(&b->gs, group_cap, ext_bytes, ext_free)) {
+		pol_ptab_free(b->tab);
+		free(b);
+		err_set(e, KS_ENOMEM, "out of memory");
+		return NULL;
+	}
+	return b;
+}
+
+void pol_pred_free(void *st)
+{
+	pol_pred_base_t *b = st;
+	pol_ptab_free(b->tab);
+	pol_groups_free(&b->gs);
+	pol_fcbuf_free(&b->out);
+	free(b);
+}
+
 /* ---- Hawkes -------------------------------------------------------------- */
 
 double pol_hawkes_loglik(const double *t, size_t n, double t0, double t1, double mu, double alpha,
