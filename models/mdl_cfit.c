@@ -517,15 +517,14 @@ int mdl_calib_parse(const char *origin, const char *text, mdl_compute_params_t *
 	return 0;
 }
 
+static int calib_parse(void *cp, const char *origin, const char *text, err_t *e)
+{
+	return mdl_calib_parse(origin, text, cp, e);
+}
+
 int mdl_calib_load(const char *path, mdl_compute_params_t *cp, err_t *e)
 {
-	char *buf;
-	size_t len;
-	if (file_read_all(path, &buf, &len, e))
-		return e->code;
-	int rc = mdl_calib_parse(path, buf, cp, e);
-	free(buf);
-	return rc;
+	return file_parse(path, calib_parse, cp, e);
 }
 
 int mdl_calib_builtin(const char *gpu, mdl_compute_params_t *cp, err_t *e)

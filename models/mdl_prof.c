@@ -195,15 +195,14 @@ int mdl_prof_read_string(mdl_prof_t *p, const char *origin, const char *text, er
 	return rc;
 }
 
+static int prof_parse(void *p, const char *origin, const char *text, err_t *e)
+{
+	return mdl_prof_read_string(p, origin, text, e);
+}
+
 int mdl_prof_read(mdl_prof_t *p, const char *path, err_t *e)
 {
-	char *buf;
-	size_t len;
-	if (file_read_all(path, &buf, &len, e))
-		return e->code;
-	int rc = mdl_prof_read_string(p, path, buf, e);
-	free(buf);
-	return rc;
+	return file_parse(path, prof_parse, p, e);
 }
 
 void mdl_prof_free(mdl_prof_t *p)

@@ -230,15 +230,14 @@ int mdl_xfer_load_string(mdl_xfer_t *x, const char *origin, const char *text, er
 	return rc;
 }
 
+static int xfer_parse(void *x, const char *origin, const char *text, err_t *e)
+{
+	return mdl_xfer_load_string(x, origin, text, e);
+}
+
 int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e)
 {
-	char *buf;
-	size_t len;
-	if (file_read_all(path, &buf, &len, e))
-		return e->code;
-	int rc = mdl_xfer_load_string(x, path, buf, e);
-	free(buf);
-	return rc;
+	return file_parse(path, xfer_parse, x, e);
 }
 
 static void link_from_spec(mdl_xfer_link_t *l, double bw_bytes_per_s, int64_t lat_ns)

@@ -76,6 +76,46 @@ static void test_file_read_all_reports_a_missing_file_or_a_directory(void **stat
 	assert_non_null(strstr(e.msg, "/tmp: cannot open"));
 }
 
+/* A parse callback that keeps the text's length and where it came from,
+ * and fails on text starting with '!'. */
+typedef struct seen {
+	int calls;
+	size_t len;
+	char origin[64];
+} seen_t;
+
+static int seen_parse(void *obj, const char *origin, const char *text, err_t *e)
+{
+	seen_t *s = obj;
+	s->calls++;
+	s->len = strlen(text);
+	snprintf(s->origin, sizeof s->origin, "%s", origin);
+	return text[0] == '!' ? err_set(e, KS_EINPUT, "%s:1: bad", origin) : 0;
+}
+
+static void test_file_parse_hands_the_text_to_the_parser_once(void **state)
+{
+	(void)state;
+	char path[64];
+	write_tmp(path, "a = 1\n", 6);
+	seen_t s = {0};
+	err_t e = {0};
+	assert_int_equal(file_parse(path, seen_parse, &s, &e), 0);
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.len, 6);
+	assert_string_equal(s.origin, path);
+	unlink(path);
+	write_tmp(path, "!x", 2);
+	assert_int_equal(file_parse(path, seen_parse, &s, &e), KS_EINPUT);
+	assert_int_equal(s.calls, 2);
+	assert_non_null(strstr(e.msg, ":1: bad"));
+	unlink(path);
+	/* a file that cannot be read never reaches the parser */
+	assert_int_equal(file_parse("/nonexistent/kvsim.ini", seen_parse, &s, &e), KS_EINPUT);
+	assert_int_equal(s.calls, 2);
+}
+
 TEST_MAIN(cmocka_unit_test(test_file_read_all_reads_past_several_chunks_exactly),
+          cmocka_unit_test(test_file_parse_hands_the_text_to_the_parser_once),
           cmocka_unit_test(test_file_read_all_reads_an_empty_file_as_an_empty_string),
           cmocka_unit_test(test_file_read_all_reports_a_missing_file_or_a_directory))

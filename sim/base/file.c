@@ -39,3 +39,14 @@ int file_read_all(const char *path, char **buf, size_t *len, err_t *e)
 	*len = n;
 	return 0;
 }
+
+int file_parse(const char *path, file_parse_fn parse, void *obj, err_t *e)
+{
+	char *buf;
+	size_t len;
+	if (file_read_all(path, &buf, &len, e))
+		return e->code;
+	int rc = parse(obj, path, buf, e);
+	free(buf);
+	return rc;
+}

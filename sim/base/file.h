@@ -17,4 +17,10 @@
 
 int file_read_all(const char *path, char **buf, size_t *len, err_t *e);
 
+/* Reads path whole and hands its text to parse(obj, path, text, e), the
+ * string form of a loader; returns parse's status, or file_read_all's
+ * error without calling it. The text is freed after. */
+typedef int (*file_parse_fn)(void *obj, const char *origin, const char *text, err_t *e);
+int file_parse(const char *path, file_parse_fn parse, void *obj, err_t *e);
+
 #endif
