@@ -3,9 +3,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/mdl.h"
 #include "sim/base/cfg.h"
 #include "sim/cli/cli.h"
+#include "sim/cluster/cluster.h"
 #include "sim/run/cli_common.h"
+#include "sim/run/sim_params.h"
+
+/* Comments after the config on what its "engine default" and "auto" values
+ * resolve to on the configured GPU (as the run resolves them). Nothing is
+ * written when the specs cannot be loaded: the run will say why. */
+static void show_resolved(const cfg_t *c)
+{
+	sim_params_t sp;
+	mdl_hw_t hw;
+	mdl_llm_t llm;
+	mdl_compute_params_t cp;
+	err_t e = {0};
+	if (sim_params_fill(c, &sp, &e) || mdl_load_cfg(c, &hw, &llm, &cp, &e))
+		return;
+	uint32_t seqs, tokens;
+	cluster_engine_defaults(sp.sched_mode, hw.name, hw.hbm_bytes, &seqs, &tokens);
+	printf("\n# resolved when the run starts (comments, not part of the config):\n");
+	if (!sp.max_num_seqs)
+		printf("#   scheduler.max_num_seqs = 0: the engine's default on %s, %u\n", hw.name,
+		       seqs);
+	if (!sp.max_batched_tokens)
+		printf("#   scheduler.max_batched_tokens = 0: the engine's default on %s, %u\n",
+		       hw.name, tokens);
+	printf("#   compute terms from: %s\n",
+	       cp.calibration[0] ? cp.calibration : "the built-in defaults (models/mdl_cost.c)");
+}
 
 static void usage(FILE *f)
 {
@@ -14,7 +42,9 @@ static void usage(FILE *f)
 	           "       kvsim config doc\n\n"
 	           "  show     print the fully resolved config (every key, defaults included)\n"
 	           "           as an INI file that 'kvsim run' and 'config show' accept back;\n"
-	           "           a value set by [policy] preset has a '# from preset' comment\n"
+	           "           a value set by [policy] preset has a '# from preset' comment,\n"
+	           "           and closing comments say what engine defaults (0) and the\n"
+	           "           compute calibration (auto) resolve to on the configured GPU\n"
 	           "  digest   print the SHA-256 of the resolved config text (the digest\n"
 	           "           recorded with each run)\n"
 	           "  doc      print every key: section, name, type, default, range or\n"
@@ -79,6 +109,8 @@ static int config_show(int argc, char **argv, int digest)
 		printf("%s\n", d);
 	} else if (cfg_write_ex(c, stdout, CFG_WRITE_ORIGINS)) {
 		status = cli_fail(&(err_t){KS_EIO, "write error on standard output"});
+	} else {
+		show_resolved(c);
 	}
 	cli_config_free(c);
 out:
