@@ -62,6 +62,16 @@ static void every_10_ns(ev_engine_t *eng, int n)
 		assert_int_not_equal(ev_engine_at(eng, i * 10, 0, 0, (uint64_t)i), EV_NONE);
 }
 
+/* Runs eng until `until` (ns) and checks that the run returned rc with lg
+ * holding n events and the clock at now (ns). */
+static void run_expect(ev_engine_t *eng, int64_t until, int rc, const log_t *lg, int n,
+		       int64_t now)
+{
+	assert_int_equal(ev_engine_run(eng, until), rc);
+	assert_int_equal(lg->n, n);
+	assert_int_equal(ev_engine_now(eng), now);
+}
+
 static int check(void *ctx, ev_engine_t *eng)
 {
 	log_t *lg = ctx;
@@ -129,9 +139,7 @@ static void test_handler_error_stops_run_and_is_returned(void **state)
 	log_t lg = {.fail_at = 2};
 	ev_engine_t *eng = recording_engine(&lg);
 	every_10_ns(eng, 4);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), KS_EIO);
-	assert_int_equal(lg.n, 2);
-	assert_int_equal(ev_engine_now(eng), 20);
+	run_expect(eng, INT64_MAX, KS_EIO, &lg, 2, 20);
 	assert_int_equal(ev_size(ev_engine_queue(eng)), 2);
 	/* The run can be resumed after the failure. */
 	lg.fail_at = 0;
@@ -221,9 +229,7 @@ static void test_run_until_stops_at_bound_and_advances_clock(void **state)
 	assert_int_equal(ev_engine_run(eng, 30), 0); /* inclusive bound */
 	assert_int_equal(lg.n, 3);
 	assert_int_equal(ev_engine_now(eng), 30);
-	assert_int_equal(ev_engine_run(eng, 45), 0);
-	assert_int_equal(lg.n, 4);
-	assert_int_equal(ev_engine_now(eng), 45); /* clock moves to the bound */
+	run_expect(eng, 45, 0, &lg, 4, 45); /* clock moves to the bound */
 	/* Nothing may be scheduled before the clock. */
 	assert_int_equal(ev_engine_at(eng, 44, 0, 0, 0), EV_NONE);
 	assert_int_not_equal(ev_engine_at(eng, 45, 0, 0, 9), EV_NONE);
@@ -241,9 +247,7 @@ static void test_stop_from_handler_ends_run_after_that_event(void **state)
 	log_t lg = {.stop_at = 2};
 	ev_engine_t *eng = recording_engine(&lg);
 	every_10_ns(eng, 4);
-	assert_int_equal(ev_engine_run(eng, 1000), 0);
-	assert_int_equal(lg.n, 2);
-	assert_int_equal(ev_engine_now(eng), 20); /* not moved to the bound */
+	run_expect(eng, 1000, 0, &lg, 2, 20); /* not moved to the bound */
 	/* The stop request was consumed: the next run goes on. */
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
 	assert_int_equal(lg.n, 4);
