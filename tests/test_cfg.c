@@ -881,15 +881,15 @@ static void test_keys_added_after_cfg_new_take_defaults(void **state)
 	cfg_free(old);
 }
 
-static void test_unknown_key_accessor_aborts(void **state)
+/* cfg_int on [cluster] key, in a child: the child must die of it. */
+static void assert_cfg_int_aborts(const cfg_t *c, const char *key)
 {
-	fx_t *f = *state;
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		/* Quiet the expected "not in the config schema" message. */
+		/* Quiet the expected message ("not in the config schema", ...). */
 		freopen("/dev/null", "w", stderr);
-		(void)cfg_int(f->c, "cluster", "no_such_key");
+		(void)cfg_int(c, "cluster", key);
 		_exit(0);
 	}
 	int st;
@@ -897,19 +897,16 @@ static void test_unknown_key_accessor_aborts(void **state)
 	assert_true(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0));
 }
 
+static void test_unknown_key_accessor_aborts(void **state)
+{
+	fx_t *f = *state;
+	assert_cfg_int_aborts(f->c, "no_such_key");
+}
+
 static void test_wrong_type_accessor_aborts(void **state)
 {
 	fx_t *f = *state;
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		freopen("/dev/null", "w", stderr);
-		(void)cfg_int(f->c, "cluster", "link_gbps");
-		_exit(0);
-	}
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0));
+	assert_cfg_int_aborts(f->c, "link_gbps");
 }
 
 static void test_doc_lists_every_key(void **state)
@@ -992,24 +989,26 @@ static void test_cross_field_error_names_the_preset_selector_line(void **state)
 	assert_string_equal(f->e.msg, "preset small: [cluster] nodes: z");
 }
 
+/* cfg_err_locate on an error saying msg turns it into located. */
+static void expect_located(fx_t *f, const char *msg, const char *located)
+{
+	err_set(&f->e, KS_EINPUT, "%s", msg);
+	cfg_err_locate(f->c, &f->e);
+	assert_string_equal(f->e.msg, located);
+}
+
 static void test_error_about_one_key_gets_its_place(void **state)
 {
 	fx_t *f = *state;
 	assert_int_equal(
 	    cfg_load_string(f->c, "t.ini", "[policy.routing]\nname = least_loaded\n", &f->e), 0);
-	err_set(&f->e, KS_EINPUT, "[policy.routing] name: no such thing");
-	cfg_err_locate(f->c, &f->e);
-	assert_string_equal(f->e.msg, "t.ini:2: [policy.routing] name: no such thing");
+	expect_located(f, "[policy.routing] name: no such thing",
+	               "t.ini:2: [policy.routing] name: no such thing");
 	/* a default has no place; other messages are left alone */
-	err_set(&f->e, KS_EINPUT, "[cluster] nodes: too many");
-	cfg_err_locate(f->c, &f->e);
-	assert_string_equal(f->e.msg, "[cluster] nodes: too many");
-	err_set(&f->e, KS_EINPUT, "[cluster] nodez: unknown");
-	cfg_err_locate(f->c, &f->e);
-	assert_string_equal(f->e.msg, "[cluster] nodez: unknown");
-	err_set(&f->e, KS_EINPUT, "trace.jsonl:3: input_length: negative");
-	cfg_err_locate(f->c, &f->e);
-	assert_string_equal(f->e.msg, "trace.jsonl:3: input_length: negative");
+	expect_located(f, "[cluster] nodes: too many", "[cluster] nodes: too many");
+	expect_located(f, "[cluster] nodez: unknown", "[cluster] nodez: unknown");
+	expect_located(f, "trace.jsonl:3: input_length: negative",
+	               "trace.jsonl:3: input_length: negative");
 }
 
 /* A value given with its own label (a command's KEY=V argument). */
