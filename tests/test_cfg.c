@@ -35,11 +35,14 @@ typedef struct fx {
 	cfg_schema_t *s;
 	cfg_t *c;
 	err_t e;
+	const void *arg; /* the test's initial state (a table row), or NULL */
 } fx_t;
 
 static int setup(void **state)
 {
 	fx_t *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->arg = *state;
 	f->s = cfg_schema_new();
 	assert_int_equal(cfg_schema_add(f->s, test_keys, sizeof test_keys / sizeof test_keys[0]),
 	                 0);
@@ -121,6 +124,99 @@ static void test_load_sets_values_and_origins(void **state)
 	assert_string_equal(cfg_origin(f->c, "sim", "scale"), "default");
 }
 
+/* Loads that must fail (expect_load_error), each row a cmocka test of its
+ * own that test_load_errors runs on one fixture: up to 4 texts, loaded in
+ * order, and the exact message each load fails with. */
+typedef struct load_errors {
+	const char *name;
+	struct {
+		const char *text, *msg;
+	} load[4];
+} load_errors_t;
+
+/* clang-format off */
+static const load_errors_t load_errors[] = {
+    {"test_unknown_section_suggests_nearest", {
+        {"[cluster]\nnodes = 2\n[clustr]\nnodes = 3\n",
+         "t.ini:3: [clustr]: unknown section (did you mean 'cluster'?)"},
+    }},
+    {"test_empty_unknown_section_is_an_error", {
+        {"[zzzzzzzzzz]\n", "t.ini:1: [zzzzzzzzzz]: unknown section"},
+    }},
+    {"test_unknown_key_suggests_nearest", {
+        {"[cluster]\nnodez = 2\n", "t.ini:2: [cluster] nodez: unknown key (did you mean 'nodes'?)"},
+    }},
+    {"test_unknown_key_suggests_other_section", {
+        {"[cluster]\nseed = 2\n",
+         "t.ini:2: [cluster] seed: unknown key (did you mean 'seed' in [sim]?)"},
+    }},
+    {"test_wrong_type_int", {
+        {"[cluster]\nnodes = 4x\n", "t.ini:2: [cluster] nodes: expected an integer, got '4x'"},
+        {"[cluster]\nnodes = 2.0\n", "t.ini:2: [cluster] nodes: expected an integer, got '2.0'"},
+        {"[cluster]\nnodes =\n", "t.ini:2: [cluster] nodes: expected an integer, got ''"},
+        /* whole but past 64 bits: out of range, not a type error */
+        {"[sim]\nseed = 99999999999999999999\n",
+         "t.ini:2: [sim] seed: 99999999999999999999 is out of range "
+         "[-9223372036854775808, 9223372036854775807]"},
+    }},
+    {"test_huge_integer_is_out_of_range_not_a_type_error", {
+        /* past 64 bits, on a key with a range: the key's range is named */
+        {"[cluster]\nnodes = 99999999999999999999\n",
+         "t.ini:2: [cluster] nodes: 99999999999999999999 nodes is out of range "
+         "[1, 1024]"},
+        {"[cluster]\nnodes = -99999999999999999999\n",
+         "t.ini:2: [cluster] nodes: -99999999999999999999 nodes is out of range "
+         "[1, 1024]"},
+        {"[cluster]\nnodes = 1e3\n", "t.ini:2: [cluster] nodes: expected an integer, got '1e3'"},
+    }},
+    {"test_wrong_type_float", {
+        {"[cluster]\nlink_gbps = fast\n",
+         "t.ini:2: [cluster] link_gbps: expected a number, got 'fast'"},
+        {"[sim]\nscale = inf\n", "t.ini:2: [sim] scale: expected a finite number, got 'inf'"},
+        {"[sim]\nscale = nan\n", "t.ini:2: [sim] scale: expected a finite number, got 'nan'"},
+    }},
+    {"test_wrong_type_bool", {
+        {"[cluster]\nprefix_cache = maybe\n",
+         "t.ini:2: [cluster] prefix_cache: expected a boolean (true/false, "
+         "yes/no, on/off, 1/0), got 'maybe'"},
+    }},
+    {"test_bad_enum_choice", {
+        {"[cache]\neviction = lrv\n",
+         "t.ini:2: [cache] eviction: 'lrv' is not one of: lru,lfu,fifo (did "
+         "you mean 'lru'?)"},
+        {"[cache]\neviction = belady_optimal\n",
+         "t.ini:2: [cache] eviction: 'belady_optimal' is not one of: "
+         "lru,lfu,fifo"},
+    }},
+    {"test_duplicate_key", {
+        {"[cluster]\nnodes = 2\n[sim]\nseed=1\n[cluster]\nnodes = 3\n",
+         "t.ini:6: [cluster] nodes: duplicate key (first set on line 2)"},
+    }},
+    {"test_malformed_lines", {
+        {"[cluster]\nnodes 4\n",
+         "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
+         "comment): 'nodes 4'"},
+        {"[cluster\nnodes = 4\n", "t.ini:1: section header without ']': '[cluster'"},
+        {"nodes = 4\n[cluster]\n", "t.ini:1: nodes: key outside any [section]"},
+    }},
+    {"test_first_error_wins", {
+        {"[cluster]\nnodes = x\nbogus line\n",
+         "t.ini:2: [cluster] nodes: expected an integer, got 'x'"},
+        {"[cluster]\nbogus line\nnodes = x\n",
+         "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
+         "comment): 'bogus line'"},
+    }},
+};
+/* clang-format on */
+
+static void test_load_errors(void **state)
+{
+	fx_t *f = *state;
+	const load_errors_t *k = f->arg;
+	for (size_t i = 0; i < sizeof k->load / sizeof k->load[0] && k->load[i].text; i++)
+		expect_load_error(f, k->load[i].text, k->load[i].msg);
+}
+
 static void test_bool_spellings(void **state)
 {
 	fx_t *f = *state;
@@ -134,56 +230,6 @@ static void test_bool_spellings(void **state)
 		assert_int_equal(cfg_set(f->c, buf, &f->e), 0);
 		assert_int_equal(cfg_bool(f->c, "cluster", "prefix_cache"), 1);
 	}
-}
-
-static void test_unknown_section_suggests_nearest(void **state)
-{
-	expect_load_error(*state, "[cluster]\nnodes = 2\n[clustr]\nnodes = 3\n",
-	                  "t.ini:3: [clustr]: unknown section (did you mean 'cluster'?)");
-}
-
-static void test_empty_unknown_section_is_an_error(void **state)
-{
-	expect_load_error(*state, "[zzzzzzzzzz]\n", "t.ini:1: [zzzzzzzzzz]: unknown section");
-}
-
-static void test_unknown_key_suggests_nearest(void **state)
-{
-	expect_load_error(*state, "[cluster]\nnodez = 2\n",
-	                  "t.ini:2: [cluster] nodez: unknown key (did you mean 'nodes'?)");
-}
-
-static void test_unknown_key_suggests_other_section(void **state)
-{
-	expect_load_error(*state, "[cluster]\nseed = 2\n",
-	                  "t.ini:2: [cluster] seed: unknown key (did you mean 'seed' in [sim]?)");
-}
-
-static void test_wrong_type_int(void **state)
-{
-	expect_load_error(*state, "[cluster]\nnodes = 4x\n",
-	                  "t.ini:2: [cluster] nodes: expected an integer, got '4x'");
-	expect_load_error(*state, "[cluster]\nnodes = 2.0\n",
-	                  "t.ini:2: [cluster] nodes: expected an integer, got '2.0'");
-	expect_load_error(*state, "[cluster]\nnodes =\n",
-	                  "t.ini:2: [cluster] nodes: expected an integer, got ''");
-	/* whole but past 64 bits: out of range, not a type error */
-	expect_load_error(*state, "[sim]\nseed = 99999999999999999999\n",
-	                  "t.ini:2: [sim] seed: 99999999999999999999 is out of range "
-	                  "[-9223372036854775808, 9223372036854775807]");
-}
-
-static void test_huge_integer_is_out_of_range_not_a_type_error(void **state)
-{
-	/* past 64 bits, on a key with a range: the key's range is named */
-	expect_load_error(*state, "[cluster]\nnodes = 99999999999999999999\n",
-	                  "t.ini:2: [cluster] nodes: 99999999999999999999 nodes is out of range "
-	                  "[1, 1024]");
-	expect_load_error(*state, "[cluster]\nnodes = -99999999999999999999\n",
-	                  "t.ini:2: [cluster] nodes: -99999999999999999999 nodes is out of range "
-	                  "[1, 1024]");
-	expect_load_error(*state, "[cluster]\nnodes = 1e3\n",
-	                  "t.ini:2: [cluster] nodes: expected an integer, got '1e3'");
 }
 
 static void test_parse_whole_tells_not_whole_from_out_of_range(void **state)
@@ -220,23 +266,6 @@ static void test_parse_whole_tells_not_whole_from_out_of_range(void **state)
 		                 CFG_NOT_WHOLE);
 }
 
-static void test_wrong_type_float(void **state)
-{
-	expect_load_error(*state, "[cluster]\nlink_gbps = fast\n",
-	                  "t.ini:2: [cluster] link_gbps: expected a number, got 'fast'");
-	expect_load_error(*state, "[sim]\nscale = inf\n",
-	                  "t.ini:2: [sim] scale: expected a finite number, got 'inf'");
-	expect_load_error(*state, "[sim]\nscale = nan\n",
-	                  "t.ini:2: [sim] scale: expected a finite number, got 'nan'");
-}
-
-static void test_wrong_type_bool(void **state)
-{
-	expect_load_error(*state, "[cluster]\nprefix_cache = maybe\n",
-	                  "t.ini:2: [cluster] prefix_cache: expected a boolean (true/false, "
-	                  "yes/no, on/off, 1/0), got 'maybe'");
-}
-
 static void test_out_of_range(void **state)
 {
 	expect_load_error(*state, "[cluster]\nnodes = 2000\n",
@@ -251,42 +280,6 @@ static void test_out_of_range(void **state)
 	assert_int_equal(cfg_set(f->c, "cluster.link_gbps=0.5", &f->e), 0);
 	/* min >= max: no range. */
 	assert_int_equal(cfg_set(f->c, "sim.seed=-99999999", &f->e), 0);
-}
-
-static void test_bad_enum_choice(void **state)
-{
-	expect_load_error(*state, "[cache]\neviction = lrv\n",
-	                  "t.ini:2: [cache] eviction: 'lrv' is not one of: lru,lfu,fifo (did "
-	                  "you mean 'lru'?)");
-	expect_load_error(*state, "[cache]\neviction = belady_optimal\n",
-	                  "t.ini:2: [cache] eviction: 'belady_optimal' is not one of: "
-	                  "lru,lfu,fifo");
-}
-
-static void test_duplicate_key(void **state)
-{
-	expect_load_error(*state, "[cluster]\nnodes = 2\n[sim]\nseed=1\n[cluster]\nnodes = 3\n",
-	                  "t.ini:6: [cluster] nodes: duplicate key (first set on line 2)");
-}
-
-static void test_malformed_lines(void **state)
-{
-	expect_load_error(*state, "[cluster]\nnodes 4\n",
-	                  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
-	                  "comment): 'nodes 4'");
-	expect_load_error(*state, "[cluster\nnodes = 4\n",
-	                  "t.ini:1: section header without ']': '[cluster'");
-	expect_load_error(*state, "nodes = 4\n[cluster]\n",
-	                  "t.ini:1: nodes: key outside any [section]");
-}
-
-static void test_first_error_wins(void **state)
-{
-	expect_load_error(*state, "[cluster]\nnodes = x\nbogus line\n",
-	                  "t.ini:2: [cluster] nodes: expected an integer, got 'x'");
-	expect_load_error(*state, "[cluster]\nbogus line\nnodes = x\n",
-	                  "t.ini:2: malformed line (expected '[section]', 'key = value' or a "
-	                  "comment): 'bogus line'");
 }
 
 /* Lines longer than inih's buffer (long paths) are read by the same rules. */
@@ -1060,6 +1053,11 @@ static void test_type_names_for_messages_and_listings(void **state)
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+/* load_errors[k] as a test under its own name */
+/* clang-format off */
+#define LOAD_ERRORS(k) \
+	{load_errors[k].name, test_load_errors, setup, teardown, (void *)&load_errors[k]}
+/* clang-format on */
 
 int main(void)
 {
@@ -1068,20 +1066,20 @@ int main(void)
 	    cmocka_unit_test(test_type_names_for_messages_and_listings),
 	    T(test_load_sets_values_and_origins),
 	    T(test_bool_spellings),
-	    T(test_unknown_section_suggests_nearest),
-	    T(test_empty_unknown_section_is_an_error),
-	    T(test_unknown_key_suggests_nearest),
-	    T(test_unknown_key_suggests_other_section),
-	    T(test_wrong_type_int),
-	    T(test_wrong_type_float),
-	    T(test_wrong_type_bool),
+	    LOAD_ERRORS(0),
+	    LOAD_ERRORS(1),
+	    LOAD_ERRORS(2),
+	    LOAD_ERRORS(3),
+	    LOAD_ERRORS(4),
+	    LOAD_ERRORS(6),
+	    LOAD_ERRORS(7),
 	    T(test_out_of_range),
-	    T(test_huge_integer_is_out_of_range_not_a_type_error),
+	    LOAD_ERRORS(5),
 	    T(test_parse_whole_tells_not_whole_from_out_of_range),
-	    T(test_bad_enum_choice),
-	    T(test_duplicate_key),
-	    T(test_malformed_lines),
-	    T(test_first_error_wins),
+	    LOAD_ERRORS(8),
+	    LOAD_ERRORS(9),
+	    LOAD_ERRORS(10),
+	    LOAD_ERRORS(11),
 	    T(test_long_lines_are_read),
 	    T(test_long_and_short_lines_strip_the_same_blanks),
 	    T(test_bom_is_skipped_and_checked),

@@ -224,7 +224,8 @@ static const scen_t scen[] = {
      *  6: C admitted (3 + 3 < 22 - 2 x ratio); a prefill batch
      *     never carries decodes: B waits                             P3@0
      *  7, 8: B and C decode to their ends                            D9 D4 | D10 D5 */
-    {"test_sglang_batches_prefill_first_with_output_reserve", SCHED_SGLANG, 1, 30, 8, 1, BUSY_WAIT, 0,
+    {"test_sglang_batches_prefill_first_with_output_reserve",
+     SCHED_SGLANG, 1, 30, 8, 1, BUSY_WAIT, 0,
      {{1, 10, 4, 100}, {2, 5, 6, 200}, {3, 3, 3, 300}}, 0, {0},
      " P8@0 | P2@8 P5@0 | D11 D6 | D12 D7 | D13 D8 | P3@0 | D9 D4 | D10 D5",
      {{3, CK_QUEUE, 5 * STEP_NS}},
@@ -242,8 +243,8 @@ static const scen_t scen[] = {
      *     min(1, (5 + 20 x 1) / 6) = 1                               D8
      *  8: A back: its 4 cached prompt tokens hit, 5 recomputed       P5@4
      *  9, 10                                                         D10 | D11 */
-    {"test_sglang_retracts_fewest_outputs_and_resets_ratio", SCHED_SGLANG, 1, 16, 16, 0, BUSY_WAIT, 0,
-     {{1, 4, 8, 100}}, STEP_NS / 2, {2, 3, 6, 200},
+    {"test_sglang_retracts_fewest_outputs_and_resets_ratio",
+     SCHED_SGLANG, 1, 16, 16, 0, BUSY_WAIT, 0, {{1, 4, 8, 100}}, STEP_NS / 2, {2, 3, 6, 200},
      " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 | P5@4 | D10 | D11",
      {{1, CK_E2E, 10 * STEP_NS}, {2, CK_E2E, 7 * STEP_NS - STEP_NS / 2},
       {1, CK_RECOMPUTED, 4 + 5}},
