@@ -36,6 +36,7 @@ typedef struct fx {
 	cfg_t *c;
 	err_t e;
 	const void *arg; /* the test's initial state (a table row), or NULL */
+	FILE *warn;      /* the schema's warnings (setup_warn), or NULL */
 } fx_t;
 
 static int setup(void **state)
@@ -57,6 +58,8 @@ static int teardown(void **state)
 	fx_t *f = *state;
 	cfg_free(f->c);
 	cfg_schema_free(f->s);
+	if (f->warn)
+		fclose(f->warn);
 	free(f);
 	return 0;
 }
@@ -365,7 +368,7 @@ static void test_failed_load_changes_nothing(void **state)
 	assert_string_equal(cfg_origin(f->c, "cluster", "nodes"), "default");
 }
 
-/* The schema's warnings, read from the tmpfile fx_warn gave it. */
+/* The schema's warnings, read from the tmpfile setup_warn gave it. */
 static char *warnings(FILE *w)
 {
 	static char buf[4096];
@@ -378,23 +381,25 @@ static char *warnings(FILE *w)
 	return buf;
 }
 
-static FILE *fx_warn(fx_t *f)
+/* setup, with the schema's warnings going to a tmpfile (f->warn). */
+static int setup_warn(void **state)
 {
-	FILE *w = tmpfile();
-	assert_non_null(w);
-	cfg_schema_set_warnings(f->s, w);
-	return w;
+	setup(state);
+	fx_t *f = *state;
+	f->warn = tmpfile();
+	assert_non_null(f->warn);
+	cfg_schema_set_warnings(f->s, f->warn);
+	return 0;
 }
 
 static void test_parameter_of_unselected_policy_is_ignored_with_one_warning(void **state)
 {
 	fx_t *f = *state;
-	FILE *w = fx_warn(f);
 	char *before = cfg_text(f->c);
 	assert_int_equal(cfg_load_string(f->c, "t.ini", "[policy.routing]\nalpha = 0.25\n", &f->e),
 	                 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
-	assert_string_equal(warnings(w),
+	assert_string_equal(warnings(f->warn),
 	                    "kvsim: warning: t.ini:2: [policy.routing] alpha: ignored: "
 	                    "parameter of 'least_loaded', but name = round_robin\n");
 	/* Ignored means absent from what a run sees, so the config (and its
@@ -405,9 +410,10 @@ static void test_parameter_of_unselected_policy_is_ignored_with_one_warning(void
 	cfg_t *d = cfg_clone(f->c);
 	assert_int_equal(cfg_finalize(d, &f->e), 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
-	assert_int_equal(strlen(warnings(w)), strlen("kvsim: warning: t.ini:2: [policy.routing] "
-	                                             "alpha: ignored: parameter of 'least_loaded', "
-	                                             "but name = round_robin\n"));
+	assert_int_equal(strlen(warnings(f->warn)),
+	                 strlen("kvsim: warning: t.ini:2: [policy.routing] "
+	                        "alpha: ignored: parameter of 'least_loaded', "
+	                        "but name = round_robin\n"));
 	/* Selecting the owner makes it count (section names with a dot, split
 	 * at the last). */
 	assert_int_equal(cfg_set(d, "policy.routing.name=least_loaded", &f->e), 0);
@@ -416,18 +422,16 @@ static void test_parameter_of_unselected_policy_is_ignored_with_one_warning(void
 	cfg_free(d);
 	free(before);
 	free(after);
-	fclose(w);
 }
 
 static void test_ignored_parameter_via_set_names_set(void **state)
 {
 	fx_t *f = *state;
-	FILE *w = fx_warn(f);
 	assert_int_equal(cfg_set(f->c, "policy.routing.alpha=0.75", &f->e), 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
-	assert_string_equal(warnings(w), "kvsim: warning: --set: [policy.routing] alpha: ignored: "
-	                                 "parameter of 'least_loaded', but name = round_robin\n");
-	fclose(w);
+	assert_string_equal(warnings(f->warn),
+	                    "kvsim: warning: --set: [policy.routing] alpha: ignored: "
+	                    "parameter of 'least_loaded', but name = round_robin\n");
 	/* Without a warning stream, nothing is written and nothing fails. */
 	cfg_schema_set_warnings(f->s, NULL);
 	cfg_t *d = cfg_clone(f->c);
@@ -487,14 +491,12 @@ static void test_preset_parameter_of_replaced_policy_is_left_out(void **state)
 {
 	fx_t *f = *state;
 	fx_presets(f);
-	FILE *w = fx_warn(f);
 	assert_int_equal(cfg_set(f->c, "policy.preset=small", &f->e), 0);
 	assert_int_equal(cfg_set(f->c, "policy.routing.name=round_robin", &f->e), 0);
 	assert_int_equal(cfg_finalize(f->c, &f->e), 0);
 	assert_string_equal(cfg_origin(f->c, "policy.routing", "alpha"), "default");
 	assert_int_equal(cfg_int(f->c, "cluster", "nodes"), 8);
-	assert_string_equal(warnings(w), ""); /* the user said nothing to ignore */
-	fclose(w);
+	assert_string_equal(warnings(f->warn), ""); /* the user said nothing to ignore */
 }
 
 static void test_refinalizing_a_clone_switches_presets_cleanly(void **state)
@@ -561,24 +563,27 @@ static void test_preset_write_marks_origins_and_loads_back(void **state)
 	cfg_free(d);
 }
 
+/* Preset tables cfg_schema_set_presets must refuse, one fault each. */
+static const cfg_preset_kv_t unknown_kv[] = {{"cluster.nodez", "8", "s"}};
+static const cfg_preset_kv_t range_kv[] = {{"cluster.nodes", "0", "s"}};
+static const cfg_preset_kv_t choice_kv[] = {{"cache.eviction", "arc", "s"}};
+static const cfg_preset_kv_t self_kv[] = {{"policy.preset", "none", "s"}};
+static const cfg_preset_kv_t twice_kv[] = {{"cluster.nodes", "8", "s"},
+                                           {"cluster.nodes", "9", "s"}};
+static const cfg_preset_kv_t nosource_kv[] = {{"cluster.nodes", "8", ""}};
+static const cfg_preset_t bad_presets[] = {
+    {"p", "", unknown_kv, 1}, {"p", "", range_kv, 1}, {"p", "", choice_kv, 1},
+    {"p", "", self_kv, 1},    {"p", "", twice_kv, 2}, {"p", "", nosource_kv, 1},
+    {"none", "", NULL, 0},    {"a b", "", NULL, 0},
+};
+
 static void test_bad_preset_tables_are_refused(void **state)
 {
 	fx_t *f = *state;
-	static const cfg_preset_kv_t unknown[] = {{"cluster.nodez", "8", "s"}};
-	static const cfg_preset_kv_t range[] = {{"cluster.nodes", "0", "s"}};
-	static const cfg_preset_kv_t choice[] = {{"cache.eviction", "arc", "s"}};
-	static const cfg_preset_kv_t self[] = {{"policy.preset", "none", "s"}};
-	static const cfg_preset_kv_t twice[] = {{"cluster.nodes", "8", "s"},
-	                                        {"cluster.nodes", "9", "s"}};
-	static const cfg_preset_kv_t nosource[] = {{"cluster.nodes", "8", ""}};
-	static const cfg_preset_t bad[] = {
-	    {"p", "", unknown, 1}, {"p", "", range, 1},  {"p", "", choice, 1},
-	    {"p", "", self, 1},    {"p", "", twice, 2},  {"p", "", nosource, 1},
-	    {"none", "", NULL, 0}, {"a b", "", NULL, 0},
-	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", &bad[i], 1),
-		                 KS_EINPUT);
+	for (size_t i = 0; i < sizeof bad_presets / sizeof bad_presets[0]; i++)
+		assert_int_equal(
+		    cfg_schema_set_presets(f->s, "policy", "preset", &bad_presets[i], 1),
+		    KS_EINPUT);
 	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", test_presets, 0), 0);
 	static const cfg_preset_t dup[] = {{"x", "", NULL, 0}, {"x", "", NULL, 0}};
 	assert_int_equal(cfg_schema_set_presets(f->s, "policy", "preset", dup, 2), KS_EINPUT);
@@ -1053,6 +1058,7 @@ static void test_type_names_for_messages_and_listings(void **state)
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TW(fn) cmocka_unit_test_setup_teardown(fn, setup_warn, teardown)
 /* load_errors[k] as a test under its own name */
 /* clang-format off */
 #define LOAD_ERRORS(k) \
@@ -1085,11 +1091,11 @@ int main(void)
 	    T(test_bom_is_skipped_and_checked),
 	    T(test_indented_line_is_not_a_continuation),
 	    T(test_failed_load_changes_nothing),
-	    T(test_parameter_of_unselected_policy_is_ignored_with_one_warning),
-	    T(test_ignored_parameter_via_set_names_set),
+	    TW(test_parameter_of_unselected_policy_is_ignored_with_one_warning),
+	    TW(test_ignored_parameter_via_set_names_set),
 	    T(test_typo_in_policy_parameter_is_still_an_error),
 	    T(test_preset_sets_keys_not_given_explicitly),
-	    T(test_preset_parameter_of_replaced_policy_is_left_out),
+	    TW(test_preset_parameter_of_replaced_policy_is_left_out),
 	    T(test_refinalizing_a_clone_switches_presets_cleanly),
 	    T(test_unknown_preset_names_file_and_line),
 	    T(test_preset_write_marks_origins_and_loads_back),
