@@ -14,8 +14,9 @@
 
 #include "sim/base/cfg.h"
 #include "sim/cluster/cluster.h"
-#include "tests/toy_cluster.h"
 #include "tests/sim_fixture.h"
+#include "tests/test_main.h"
+#include "tests/toy_cluster.h"
 #include "tests/tr_fixture.h"
 
 static int64_t unit_cost(void *ctx, const sim_batch_t *b)
@@ -30,36 +31,31 @@ static int64_t unit_cost(void *ctx, const sim_batch_t *b)
  * 2's local hit in tokens. */
 static uint32_t next_turn_hit(int mode, uint32_t out_len)
 {
-	cluster_params_t p = {0};
-	p.n_instances = 1;
-	p.block_tokens = 4;
-	p.kv_blocks = 100;
+	/* the toy with a flat 1000 ns per iteration, one byte a block, a
+	 * 64-token budget, chunked prefill in every mode and SGLang's default
+	 * conservativeness */
+	cluster_params_t p = toy_params(mode);
+	p.cost = unit_cost;
 	p.block_bytes = 1;
-	p.max_num_seqs = 8;
 	p.max_batched_tokens = 64;
 	p.chunked_prefill = 1;
-	p.sched_mode = mode;
 	p.conservativeness = 1;
-	p.cost = unit_cost;
-	sim_results_t res = {0};
-	toy_record_into(&p, &res);
-	ev_engine_t *eng = ev_engine_new(64);
-	cluster_t c;
-	assert_int_equal(cluster_init(&c, &p, eng), 0);
+	toy_t t;
+	toy_start(&t, &p);
+	ev_engine_t *eng = t.eng;
+	cluster_t *c = &t.cl;
 	const uint64_t ids[] = {1, 2, 3, 4, 5};
 	sim_req_t *r;
-	assert_int_equal(cluster_enqueue(&c, 0, 1, 8, out_len, ids, 2, &r), 0);
-	assert_int_equal(cluster_req_output_ids(&c, r, ids + 2, (8 + out_len) / 4 - 2), 0);
-	assert_int_equal(cluster_kick(&c, 0), 0);
+	assert_int_equal(cluster_enqueue(c, 0, 1, 8, out_len, ids, 2, &r), 0);
+	assert_int_equal(cluster_req_output_ids(c, r, ids + 2, (8 + out_len) / 4 - 2), 0);
+	assert_int_equal(cluster_kick(c, 0), 0);
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(cluster_submit(&c, 0, 2, 20, 1, ids, 5), 0);
+	assert_int_equal(cluster_submit(c, 0, 2, 20, 1, ids, 5), 0);
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(cluster_check(&c), 0);
-	assert_int_equal(res.n_req, 2);
-	uint32_t hit = res.req[1].id == 2 ? res.req[1].tok_local : res.req[0].tok_local;
-	cluster_free(&c);
-	ev_engine_free(eng);
-	sim_results_free(&res);
+	assert_int_equal(cluster_check(c), 0);
+	assert_int_equal(t.res.n_req, 2);
+	uint32_t hit = t.res.req[1].id == 2 ? t.res.req[1].tok_local : t.res.req[0].tok_local;
+	toy_free(&t);
 	return hit;
 }
 
@@ -96,11 +92,5 @@ static void test_session_turn_reuses_the_answer_through_the_simulator(void **st)
 	sim_results_free(&r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_next_turn_hits_the_full_output_blocks),
-	    cmocka_unit_test(test_session_turn_reuses_the_answer_through_the_simulator),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_next_turn_hits_the_full_output_blocks),
+          cmocka_unit_test(test_session_turn_reuses_the_answer_through_the_simulator))

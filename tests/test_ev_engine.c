@@ -62,6 +62,29 @@ static void every_10_ns(ev_engine_t *eng, int n)
 		assert_int_not_equal(ev_engine_at(eng, i * 10, 0, 0, (uint64_t)i), EV_NONE);
 }
 
+/* A recording engine (into lg) holding every_10_ns's n events. */
+static ev_engine_t *recording_engine_every_10_ns(log_t *lg, int n)
+{
+	ev_engine_t *eng = recording_engine(lg);
+	every_10_ns(eng, n);
+	return eng;
+}
+
+/* Runs eng until `until` (ns) and checks that the run returned rc with lg
+ * holding n events. */
+static void run_n(ev_engine_t *eng, int64_t until, int rc, const log_t *lg, int n)
+{
+	assert_int_equal(ev_engine_run(eng, until), rc);
+	assert_int_equal(lg->n, n);
+}
+
+/* run_n, and the clock is at now (ns). */
+static void run_expect(ev_engine_t *eng, int64_t until, int rc, const log_t *lg, int n, int64_t now)
+{
+	run_n(eng, until, rc, lg, n);
+	assert_int_equal(ev_engine_now(eng), now);
+}
+
 static int check(void *ctx, ev_engine_t *eng)
 {
 	log_t *lg = ctx;
@@ -84,8 +107,7 @@ static void test_dispatch_calls_handler_of_each_type_in_time_order(void **state)
 	ev_engine_at(eng, 10, 1, 0, 1);
 	ev_engine_at(eng, 20, 7, 0, 2);
 	ev_engine_at(eng, 20, 1, 0, 4); /* same instant: after the one pushed first */
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 4);
+	run_n(eng, INT64_MAX, 0, &lg, 4);
 	assert_int_equal(lg.type[0], 1);
 	assert_int_equal(lg.payload[0], 1);
 	assert_int_equal(lg.type[1], 7);
@@ -127,16 +149,12 @@ static void test_handler_error_stops_run_and_is_returned(void **state)
 {
 	(void)state;
 	log_t lg = {.fail_at = 2};
-	ev_engine_t *eng = recording_engine(&lg);
-	every_10_ns(eng, 4);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), KS_EIO);
-	assert_int_equal(lg.n, 2);
-	assert_int_equal(ev_engine_now(eng), 20);
+	ev_engine_t *eng = recording_engine_every_10_ns(&lg, 4);
+	run_expect(eng, INT64_MAX, KS_EIO, &lg, 2, 20);
 	assert_int_equal(ev_size(ev_engine_queue(eng)), 2);
 	/* The run can be resumed after the failure. */
 	lg.fail_at = 0;
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 4);
+	run_n(eng, INT64_MAX, 0, &lg, 4);
 	ev_engine_free(eng);
 }
 
@@ -166,8 +184,7 @@ static void test_event_without_handler_is_runtime_error(void **state)
 	ev_engine_at(eng, 1, 0, 0, 0);
 	ev_engine_at(eng, 2, 5, 0, 0); /* type 5 has no handler */
 	ev_engine_at(eng, 3, EV_MAX_TYPES + 1, 0, 0);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), KS_ERUNTIME);
-	assert_int_equal(lg.n, 1);
+	run_n(eng, INT64_MAX, KS_ERUNTIME, &lg, 1);
 	assert_int_equal(ev_engine_events(eng), 1);
 	assert_int_equal(ev_engine_run(eng, INT64_MAX), KS_ERUNTIME); /* out-of-range type */
 	ev_engine_free(eng);
@@ -200,8 +217,7 @@ static void test_type_new_hands_out_each_free_type_once(void **state)
 	assert_int_equal(ev_engine_type_new(eng, NULL, &lg, &t), KS_EINPUT);
 	ev_engine_at(eng, 10, b, 0, 1);
 	ev_engine_at(eng, 20, a, 0, 2);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 2);
+	run_n(eng, INT64_MAX, 0, &lg, 2);
 	assert_int_equal(lg.payload[0], 1001); /* b's handler */
 	assert_int_equal(lg.payload[1], 2);    /* a's, not rebound */
 	for (uint32_t i = 3; i < EV_MAX_TYPES; i++) {
@@ -216,19 +232,15 @@ static void test_run_until_stops_at_bound_and_advances_clock(void **state)
 {
 	(void)state;
 	log_t lg = {0};
-	ev_engine_t *eng = recording_engine(&lg);
-	every_10_ns(eng, 5);
+	ev_engine_t *eng = recording_engine_every_10_ns(&lg, 5);
 	assert_int_equal(ev_engine_run(eng, 30), 0); /* inclusive bound */
 	assert_int_equal(lg.n, 3);
 	assert_int_equal(ev_engine_now(eng), 30);
-	assert_int_equal(ev_engine_run(eng, 45), 0);
-	assert_int_equal(lg.n, 4);
-	assert_int_equal(ev_engine_now(eng), 45); /* clock moves to the bound */
+	run_expect(eng, 45, 0, &lg, 4, 45); /* clock moves to the bound */
 	/* Nothing may be scheduled before the clock. */
 	assert_int_equal(ev_engine_at(eng, 44, 0, 0, 0), EV_NONE);
 	assert_int_not_equal(ev_engine_at(eng, 45, 0, 0, 9), EV_NONE);
-	assert_int_equal(ev_engine_run(eng, 1000), 0);
-	assert_int_equal(lg.n, 6);
+	run_n(eng, 1000, 0, &lg, 6);
 	assert_int_equal(lg.now[4], 45);
 	assert_int_equal(lg.now[5], 50);
 	assert_int_equal(ev_engine_now(eng), 1000); /* queue ran dry before the bound */
@@ -239,19 +251,14 @@ static void test_stop_from_handler_ends_run_after_that_event(void **state)
 {
 	(void)state;
 	log_t lg = {.stop_at = 2};
-	ev_engine_t *eng = recording_engine(&lg);
-	every_10_ns(eng, 4);
-	assert_int_equal(ev_engine_run(eng, 1000), 0);
-	assert_int_equal(lg.n, 2);
-	assert_int_equal(ev_engine_now(eng), 20); /* not moved to the bound */
+	ev_engine_t *eng = recording_engine_every_10_ns(&lg, 4);
+	run_expect(eng, 1000, 0, &lg, 2, 20); /* not moved to the bound */
 	/* The stop request was consumed: the next run goes on. */
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 4);
+	run_n(eng, INT64_MAX, 0, &lg, 4);
 	/* A stop before run returns at once, dispatching nothing. */
 	ev_engine_at(eng, 50, 0, 0, 5);
 	ev_engine_stop(eng);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 4);
+	run_n(eng, INT64_MAX, 0, &lg, 4);
 	ev_engine_free(eng);
 }
 
@@ -268,12 +275,10 @@ static void test_check_hook_runs_after_every_event_and_its_error_stops(void **st
 	lg.check_fail_at = 5;
 	for (int i = 4; i <= 8; i++)
 		ev_engine_at(eng, i, 0, 0, 0);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), KS_ERUNTIME);
-	assert_int_equal(lg.n, 5);
+	run_n(eng, INT64_MAX, KS_ERUNTIME, &lg, 5);
 	/* Unset: no more checks. */
 	ev_engine_set_check(eng, NULL, NULL);
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 8);
+	run_n(eng, INT64_MAX, 0, &lg, 8);
 	assert_int_equal(lg.checks, 5);
 	ev_engine_free(eng);
 }
@@ -289,14 +294,12 @@ static void test_cancel_and_reschedule_through_engine(void **state)
 	assert_int_equal(ev_engine_cancel(eng, b), 0);
 	assert_int_equal(ev_engine_cancel(eng, b), -1);
 	assert_int_equal(ev_engine_reschedule(eng, c, 5), 0);
-	assert_int_equal(ev_engine_run(eng, 7), 0);
-	assert_int_equal(lg.n, 1);
+	run_n(eng, 7, 0, &lg, 1);
 	assert_int_equal(lg.payload[0], 3);
 	/* Rescheduling into the past is refused; the event stays where it was. */
 	assert_int_equal(ev_engine_reschedule(eng, a, 6), -1);
 	assert_true(ev_pending(ev_engine_queue(eng), a));
-	assert_int_equal(ev_engine_run(eng, INT64_MAX), 0);
-	assert_int_equal(lg.n, 2);
+	run_n(eng, INT64_MAX, 0, &lg, 2);
 	assert_int_equal(lg.now[1], 10);
 	ev_engine_free(eng);
 }

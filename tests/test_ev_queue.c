@@ -38,6 +38,17 @@ static void pop_times_expect(ev_queue_t *q, const int64_t *times, size_t n)
 	ev_queue_free(q);
 }
 
+/* A new queue holding n events, the i-th at t0 + i * dt ns with payload i;
+ * their handles go to h[0 .. n-1]. */
+static ev_queue_t *queue_of_n(ev_handle_t *h, int n, int64_t t0, int64_t dt)
+{
+	ev_queue_t *q = ev_queue_new(0);
+	assert_non_null(q);
+	for (int i = 0; i < n; i++)
+		h[i] = ev_push(q, t0 + i * dt, 0, 0, (uint64_t)i);
+	return q;
+}
+
 static void test_pop_returns_events_in_time_order(void **state)
 {
 	(void)state;
@@ -158,10 +169,8 @@ static void test_cancel_removes_event_and_rejects_stale_handle(void **state)
 static void test_cancel_of_root_and_last_keeps_order(void **state)
 {
 	(void)state;
-	ev_queue_t *q = ev_queue_new(0);
 	ev_handle_t h[10];
-	for (int i = 0; i < 10; i++)
-		h[i] = ev_push(q, i, 0, 0, (uint64_t)i);
+	ev_queue_t *q = queue_of_n(h, 10, 0, 1);
 	assert_int_equal(ev_cancel(q, h[0]), 0); /* root */
 	assert_int_equal(ev_cancel(q, h[9]), 0); /* last pushed, latest */
 	assert_int_equal(ev_cancel(q, h[5]), 0);
@@ -172,10 +181,8 @@ static void test_cancel_of_root_and_last_keeps_order(void **state)
 static void test_reschedule_earlier_and_later_moves_event(void **state)
 {
 	(void)state;
-	ev_queue_t *q = ev_queue_new(0);
 	ev_handle_t h[6];
-	for (int i = 0; i < 6; i++)
-		h[i] = ev_push(q, 10 * (i + 1), 0, 0, (uint64_t)i); /* 10..60 */
+	ev_queue_t *q = queue_of_n(h, 6, 10, 10); /* 10..60 */
 	assert_int_equal(ev_reschedule(q, h[4], 5), 0);         /* 50 -> 5: earlier */
 	assert_int_equal(ev_reschedule(q, h[0], 45), 0);        /* 10 -> 45: later */
 	assert_true(ev_pending(q, h[4]));

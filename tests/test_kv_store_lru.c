@@ -59,14 +59,12 @@ static void step(kv_store_t *a, kv_store_t *b, uint64_t *rng, int64_t now, int r
 			break;
 		case 2:
 		case 3:
-			rc[k] = kv_ready(s[k], id, now);
-			break;
 		case 4:
-			rc[k] = kv_ref(s[k], id, now, NULL);
-			break;
 		case 5:
-		case 6:
-			rc[k] = kv_unref(s[k], id, now);
+		case 6: /* ready 2, ref 1, unref 2 in 9 */
+			rc[k] = r % 9 < 4    ? kv_ready(s[k], id, now)
+			        : r % 9 == 4 ? kv_ref(s[k], id, now, NULL)
+			                     : kv_unref(s[k], id, now);
 			break;
 		case 7:
 			rc[k] = (r >> 40) & 1 ? kv_drop(s[k], id) : kv_pin(s[k], id, now);

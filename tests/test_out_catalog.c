@@ -218,8 +218,8 @@ static void test_where_with_trailing_sql_is_refused(void **st)
 static void test_resolve_needs_a_unique_prefix(void **st)
 {
 	(void)st;
-	out_catalog_t *c = open_catalog();
 	err_t e = {0};
+	out_catalog_t *c = open_catalog();
 	add_run(c, "abc123", "1", "none", 1);
 	add_run(c, "abd456", "1", "none", 2);
 	char id[65];

@@ -35,48 +35,57 @@ static int exists(const char *p)
 /* Fills r with fake_fill(seed, rate, n_req) and writes it with o (NULL:
  * defaults) to tmp_dir/name, whose path goes to path (512 bytes); returns
  * out_hdf5_write's status, its message in e. */
-static int write_fake(sim_results_t *r, uint64_t seed, double rate, size_t n_req, const char *name,
-                      const out_hdf5_opts_t *o, char *path, err_t *e)
+/* A fake result set (fake_fill) and the file written of it. */
+typedef struct fake_h5 {
+	sim_results_t r;
+	char path[512]; /* tmp_dir/name */
+	err_t e;        /* out_hdf5_write's error */
+} fake_h5_t;
+
+/* Fills w->r and writes it to tmp_dir/name with options o (NULL: the
+ * defaults); returns out_hdf5_write's status. */
+static int fake_h5_write(fake_h5_t *w, uint64_t seed, double rate, size_t n_req, const char *name,
+                         const out_hdf5_opts_t *o)
 {
-	assert_int_equal(fake_fill(r, seed, rate, n_req), 0);
-	snprintf(path, 512, "%s/%s", tmp_dir, name);
-	return out_hdf5_write(path, r, o, e);
+	w->e = (err_t){0};
+	assert_int_equal(fake_fill(&w->r, seed, rate, n_req), 0);
+	snprintf(w->path, sizeof w->path, "%s/%s", tmp_dir, name);
+	return out_hdf5_write(w->path, &w->r, o, &w->e);
 }
 
 static void test_round_trip_preserves_every_field(void **st)
 {
 	(void)st;
-	sim_results_t r, b;
-	char path[512];
-	err_t e = {0};
+	fake_h5_t w;
+	sim_results_t b;
 	out_hdf5_opts_t o = {6, 128};
-	assert_int_equal(write_fake(&r, 42, 3.5, 1000, "run.h5", &o, path, &e), 0);
-	assert_true(exists(path));
+	assert_int_equal(fake_h5_write(&w, 42, 3.5, 1000, "run.h5", &o), 0);
+	assert_true(exists(w.path));
 	char tmp[600];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	snprintf(tmp, sizeof tmp, "%s.tmp", w.path);
 	assert_false(exists(tmp));
-	assert_int_equal(out_hdf5_read(path, &b, &e), 0);
-	assert_int_equal(b.n_req, r.n_req);
-	assert_int_equal(b.n_xfer, r.n_xfer);
-	assert_int_equal(b.n_tl, r.n_tl);
+	assert_int_equal(out_hdf5_read(w.path, &b, &w.e), 0);
+	assert_int_equal(b.n_req, w.r.n_req);
+	assert_int_equal(b.n_xfer, w.r.n_xfer);
+	assert_int_equal(b.n_tl, w.r.n_tl);
 	/* Structs are calloc'd on both sides, so padding compares equal too. */
-	assert_memory_equal(b.req, r.req, r.n_req * sizeof *r.req);
-	assert_memory_equal(b.xfer, r.xfer, r.n_xfer * sizeof *r.xfer);
-	assert_memory_equal(b.tl, r.tl, r.n_tl * sizeof *r.tl);
-	assert_int_equal(b.n_metric, r.n_metric);
-	for (size_t i = 0; i < r.n_metric; i++) {
-		assert_string_equal(b.metric[i].name, r.metric[i].name);
-		assert_string_equal(b.metric[i].unit, r.metric[i].unit);
-		assert_true(b.metric[i].value == r.metric[i].value);
+	assert_memory_equal(b.req, w.r.req, w.r.n_req * sizeof *w.r.req);
+	assert_memory_equal(b.xfer, w.r.xfer, w.r.n_xfer * sizeof *w.r.xfer);
+	assert_memory_equal(b.tl, w.r.tl, w.r.n_tl * sizeof *w.r.tl);
+	assert_int_equal(b.n_metric, w.r.n_metric);
+	for (size_t i = 0; i < w.r.n_metric; i++) {
+		assert_string_equal(b.metric[i].name, w.r.metric[i].name);
+		assert_string_equal(b.metric[i].unit, w.r.metric[i].unit);
+		assert_true(b.metric[i].value == w.r.metric[i].value);
 	}
-	assert_string_equal(b.config_text, r.config_text);
+	assert_string_equal(b.config_text, w.r.config_text);
 	assert_true(b.seed == 42);
-	assert_string_equal(b.trace_path, r.trace_path);
-	assert_string_equal(b.trace_sha256, r.trace_sha256);
-	assert_true(b.start_unix == r.start_unix);
-	assert_true(b.wall_s == r.wall_s);
-	assert_true(b.events == r.events);
-	sim_results_free(&r);
+	assert_string_equal(b.trace_path, w.r.trace_path);
+	assert_string_equal(b.trace_sha256, w.r.trace_sha256);
+	assert_true(b.start_unix == w.r.start_unix);
+	assert_true(b.wall_s == w.r.wall_s);
+	assert_true(b.events == w.r.events);
+	sim_results_free(&w.r);
 	sim_results_free(&b);
 }
 
@@ -134,19 +143,18 @@ static void test_rewrite_replaces_file_atomically(void **st)
 static void test_failed_write_leaves_nothing_and_says_where(void **st)
 {
 	(void)st;
-	sim_results_t r;
-	char path[512];
-	err_t e = {0};
-	assert_int_equal(write_fake(&r, 1, 1.0, 10, "no/such/dir/x.h5", NULL, path, &e), KS_EIO);
+	fake_h5_t w;
+	assert_int_equal(fake_h5_write(&w, 1, 1.0, 10, "no/such/dir/x.h5", NULL), KS_EIO);
 	/* the name asked for, not the temporary file, and why */
-	assert_non_null(strstr(e.msg, "/no/such/dir/x.h5: cannot create HDF5 file: No such file"));
-	assert_null(strstr(e.msg, ".tmp"));
-	assert_false(exists(path));
+	assert_non_null(
+	    strstr(w.e.msg, "/no/such/dir/x.h5: cannot create HDF5 file: No such file"));
+	assert_null(strstr(w.e.msg, ".tmp"));
+	assert_false(exists(w.path));
 	out_hdf5_opts_t bad = {12, 0};
-	snprintf(path, sizeof path, "%s/bad.h5", tmp_dir);
-	assert_int_equal(out_hdf5_write(path, &r, &bad, &e), KS_EINPUT);
-	assert_false(exists(path));
-	sim_results_free(&r);
+	snprintf(w.path, sizeof w.path, "%s/bad.h5", tmp_dir);
+	assert_int_equal(out_hdf5_write(w.path, &w.r, &bad, &w.e), KS_EINPUT);
+	assert_false(exists(w.path));
+	sim_results_free(&w.r);
 }
 
 /* Writes 20000 fake requests uncompressed to the file ctx names: well past
@@ -306,15 +314,13 @@ static void test_reading_a_non_hdf5_file_is_an_io_error(void **st)
 static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
 {
 	(void)st;
-	sim_results_t r;
-	char path[512];
-	err_t e = {0};
-	assert_int_equal(write_fake(&r, 9, 2.0, 64, "replay.h5", NULL, path, &e), 0);
+	fake_h5_t w;
+	assert_int_equal(fake_h5_write(&w, 9, 2.0, 64, "replay.h5", NULL), 0);
 	gv_sched_t s;
-	assert_int_equal(gv_sched_read(&s, path, &e), 0);
-	assert_int_equal(s.n, r.n_xfer);
+	assert_int_equal(gv_sched_read(&s, w.path, &w.e), 0);
+	assert_int_equal(s.n, w.r.n_xfer);
 	for (size_t i = 0; i < s.n; i++) {
-		const res_transfer_t *a = &r.xfer[i], *b = &s.xfer[i];
+		const res_transfer_t *a = &w.r.xfer[i], *b = &s.xfer[i];
 		assert_true(a->id == b->id && a->bytes == b->bytes && a->blocks == b->blocks);
 		assert_true(a->src_instance == b->src_instance && a->dst_gpu == b->dst_gpu);
 		assert_true(a->start_ns == b->start_ns && a->end_ns == b->end_ns);
@@ -322,20 +328,30 @@ static void test_gpu_replayer_reads_transfers_by_member_name(void **st)
 		assert_true(a->granular == b->granular && a->cancelled == b->cancelled);
 	}
 	gv_sched_free(&s);
-	sim_results_free(&r);
+	sim_results_free(&w.r);
+}
+
+/* Closes prev (unless NULL) and returns dir/name opened for writing, its
+ * header line written: one call a table. */
+static FILE *csv_next(FILE *prev, const char *dir, const char *name, const char *header)
+{
+	if (prev)
+		fclose(prev);
+	char p[600];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(header, f);
+	return f;
 }
 
 /* Expected values as CSV, one file per table, for the Python check. */
 static void write_expected(const sim_results_t *r, const char *dir)
 {
-	char p[600];
-	snprintf(p, sizeof p, "%s/requests.csv", dir);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs("id,arrival_ns,instance,status,ttft_ns,tpot_ns,tbt_p90_ns,e2e_ns,queue_ns,"
-	      "fetch_wait_ns,input_tokens,output_tokens,tok_local,tok_peer,tok_host,"
-	      "tok_recomputed,tok_spec_hit\n",
-	      f);
+	FILE *f = csv_next(NULL, dir, "requests.csv",
+	                   "id,arrival_ns,instance,status,ttft_ns,tpot_ns,tbt_p90_ns,e2e_ns,"
+	                   "queue_ns,fetch_wait_ns,input_tokens,output_tokens,tok_local,tok_peer,"
+	                   "tok_host,tok_recomputed,tok_spec_hit\n");
 	for (size_t i = 0; i < r->n_req; i++) {
 		const res_request_t *q = &r->req[i];
 		fprintf(f, "%llu,%lld,%d,%d,%lld,%lld,%lld,%lld,%lld,%lld,%u,%u,%u,%u,%u,%u,%u\n",
@@ -346,13 +362,9 @@ static void write_expected(const sim_results_t *r, const char *dir)
 			q->tok_local, q->tok_peer, q->tok_host, q->tok_recomputed,
 			q->tok_spec_hit);
 	}
-	fclose(f);
-	snprintf(p, sizeof p, "%s/transfers.csv", dir);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs("id,src_instance,src_gpu,dst_instance,dst_gpu,bytes,blocks,klass,path_kind,"
-	      "granular,start_ns,end_ns,cancelled,requested_ns\n",
-	      f);
+	f = csv_next(f, dir, "transfers.csv",
+	             "id,src_instance,src_gpu,dst_instance,dst_gpu,bytes,blocks,klass,path_kind,"
+	             "granular,start_ns,end_ns,cancelled,requested_ns\n");
 	for (size_t i = 0; i < r->n_xfer; i++) {
 		const res_transfer_t *x = &r->xfer[i];
 		fprintf(f, "%llu,%d,%d,%d,%d,%llu,%u,%d,%d,%d,%lld,%lld,%d,%lld\n",
@@ -361,13 +373,9 @@ static void write_expected(const sim_results_t *r, const char *dir)
 			x->path_kind, x->granular, (long long)x->start_ns, (long long)x->end_ns,
 			x->cancelled, (long long)x->requested_ns);
 	}
-	fclose(f);
-	snprintf(p, sizeof p, "%s/timeline.csv", dir);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs("t_ns,kind,index,queue_len,batch_size,kv_used_bytes,spec_kv_bytes,util_fg,"
-	      "util_bg\n",
-	      f);
+	f = csv_next(f, dir, "timeline.csv",
+	             "t_ns,kind,index,queue_len,batch_size,kv_used_bytes,spec_kv_bytes,util_fg,"
+	             "util_bg\n");
 	for (size_t i = 0; i < r->n_tl; i++) {
 		const res_sample_t *s = &r->tl[i];
 		fprintf(f, "%lld,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", (long long)s->t_ns,
@@ -411,53 +419,48 @@ static const char py_check[] =
 	"print('python-ok')\n";
 
 /* Whether python3 with h5py and pandas is there to read the files back. */
-static int have_h5py(void)
+/* Skips the calling test (cmocka's skip leaves it at once) unless
+ * python3 with h5py and pandas is there. */
+static void skip_without_h5py(void)
 {
-	return access("/usr/bin/python3", X_OK) == 0 &&
-	       system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") == 0;
+	if (access("/usr/bin/python3", X_OK) != 0 ||
+	    system("/usr/bin/python3 -c 'import h5py, pandas' >/dev/null 2>&1") != 0)
+		skip();
 }
 
 static void test_h5py_and_pandas_read_every_column(void **st)
 {
 	(void)st;
-	if (!have_h5py()) {
-		skip();
-		return;
-	}
-	sim_results_t r;
-	char path[512], script[512], cmd[1600];
-	err_t e = {0};
+	skip_without_h5py();
+	fake_h5_t w;
+	char script[512], cmd[1600];
 	out_hdf5_opts_t o = {4, 64};
-	assert_int_equal(write_fake(&r, 42, 3.5, 300, "py.h5", &o, path, &e), 0);
-	write_expected(&r, tmp_dir);
+	assert_int_equal(fake_h5_write(&w, 42, 3.5, 300, "py.h5", &o), 0);
+	write_expected(&w.r, tmp_dir);
 	snprintf(script, sizeof script, "%s/check.py", tmp_dir);
 	tmp_write(script, py_check);
-	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, path, tmp_dir);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s %s", script, w.path, tmp_dir);
 	assert_int_equal(system(cmd), 0);
 	/* The same check on an empty file: zero rows, right columns. */
-	sim_results_free(&r);
+	sim_results_free(&w.r);
 }
 
 static void test_h5py_reads_empty_tables_with_columns(void **st)
 {
 	(void)st;
-	if (!have_h5py()) {
-		skip();
-		return;
-	}
-	sim_results_t r;
-	char path[512], cmd[1200];
-	err_t e = {0};
-	assert_int_equal(write_fake(&r, 3, 1.0, 0, "empty_py.h5", NULL, path, &e), 0);
+	skip_without_h5py();
+	fake_h5_t w;
+	char cmd[1200];
+	assert_int_equal(fake_h5_write(&w, 3, 1.0, 0, "empty_py.h5", NULL), 0);
 	snprintf(cmd, sizeof cmd,
 		 "/usr/bin/python3 -c \"import h5py, pandas as pd; f = h5py.File('%s', 'r'); "
 		 "d = pd.DataFrame(f['requests'][:]); "
 		 "assert len(d) == 0 and list(d.columns)[0] == 'id' and len(d.columns) == 17; "
 		 "t = pd.DataFrame(f['transfers'][:]); "
 		 "assert len(t) == 0 and 'src_gpu' in t.columns\"",
-		 path);
+		 w.path);
 	assert_int_equal(system(cmd), 0);
-	sim_results_free(&r);
+	sim_results_free(&w.r);
 }
 
 /* kvsim_gitrev is the revision the results carry (this build's when they
@@ -496,17 +499,15 @@ static void test_provenance_records_revision_and_dirty_flag(void **st)
 static void test_probe_refuses_a_truncated_file(void **st)
 {
 	(void)st;
-	sim_results_t r;
-	char path[512];
-	err_t e = {0};
-	assert_int_equal(write_fake(&r, 9, 2.0, 500, "cut.h5", NULL, path, &e), 0);
+	fake_h5_t w;
+	assert_int_equal(fake_h5_write(&w, 9, 2.0, 500, "cut.h5", NULL), 0);
 	struct stat sb;
-	assert_int_equal(stat(path, &sb), 0);
-	assert_int_equal(truncate(path, sb.st_size / 2), 0);
-	assert_int_equal(out_hdf5_probe(path), -1);
-	snprintf(path, sizeof path, "%s/none.h5", tmp_dir);
-	assert_int_equal(out_hdf5_probe(path), -1);
-	sim_results_free(&r);
+	assert_int_equal(stat(w.path, &sb), 0);
+	assert_int_equal(truncate(w.path, sb.st_size / 2), 0);
+	assert_int_equal(out_hdf5_probe(w.path), -1);
+	snprintf(w.path, sizeof w.path, "%s/none.h5", tmp_dir);
+	assert_int_equal(out_hdf5_probe(w.path), -1);
+	sim_results_free(&w.r);
 }
 
 /* sim/gitrev.sh (the Makefile's GITREV) in a scratch repository: the bare

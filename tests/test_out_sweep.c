@@ -557,20 +557,14 @@ static void test_recorded_single_run_is_a_done_point_for_sweeps(void **st)
 	cfg_free(base);
 }
 
-/* `kvsim sweep ARGS... --dry-run` in this process; returns its stderr. */
-static char *sweep_main_stderr(const char *rank)
+/* `kvsim sweep ARGS...` in this process: its exit status, stdout and
+ * stderr. */
+static int sweep_main_capture(char **out, char **err, int argc, char **argv)
 {
-	char d[300];
-	subdir(d, sizeof d, "cli");
-	char a0[] = "sweep", a1[] = "--set", a2[] = "policy.routing.cache_threshold=0.7",
-	     a3[] = "--grid", a4[] = "policy.routing.name=least_load,cache_aware", a5[] = "--seeds",
-	     a6[] = "2", a7[] = "--dry-run", a8[] = "-o";
-	char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, d, NULL};
+	static char ob[1 << 15], eb[8192];
 	char errp[320], outp[320];
-	snprintf(errp, sizeof errp, "%s/cli.err", tmpdir);
-	snprintf(outp, sizeof outp, "%s/cli.out", tmpdir);
-	if (rank)
-		setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+	snprintf(errp, sizeof errp, "%s/main.err", tmpdir);
+	snprintf(outp, sizeof outp, "%s/main.out", tmpdir);
 	fflush(stdout);
 	fflush(stderr);
 	int o = dup(1), e = dup(2);
@@ -579,7 +573,7 @@ static char *sweep_main_stderr(const char *rank)
 	assert_non_null(fe);
 	dup2(fileno(fo), 1);
 	dup2(fileno(fe), 2);
-	int rc = out_sweep_main(10, argv);
+	int rc = out_sweep_main(argc, argv);
 	fflush(stdout);
 	fflush(stderr);
 	dup2(o, 1);
@@ -588,14 +582,37 @@ static char *sweep_main_stderr(const char *rank)
 	close(e);
 	fclose(fo);
 	fclose(fe);
+	char *bufs[2] = {ob, eb};
+	const char *paths[2] = {outp, errp};
+	size_t caps[2] = {sizeof ob, sizeof eb};
+	for (int k = 0; k < 2; k++) {
+		FILE *f = fopen(paths[k], "r");
+		size_t n = fread(bufs[k], 1, caps[k] - 1, f);
+		bufs[k][n] = '\0';
+		fclose(f);
+	}
+	*out = ob;
+	*err = eb;
+	return rc;
+}
+
+/* `kvsim sweep ARGS... --dry-run` in this process, as MPI rank `rank`
+ * (NULL: none); returns its stderr. */
+static char *sweep_main_stderr(const char *rank)
+{
+	char d[300];
+	subdir(d, sizeof d, "cli");
+	char a0[] = "sweep", a1[] = "--set", a2[] = "policy.routing.cache_threshold=0.7",
+	     a3[] = "--grid", a4[] = "policy.routing.name=least_load,cache_aware", a5[] = "--seeds",
+	     a6[] = "2", a7[] = "--dry-run", a8[] = "-o";
+	char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, d, NULL};
+	if (rank)
+		setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+	char *out, *err;
+	int rc = sweep_main_capture(&out, &err, 10, argv);
 	unsetenv("OMPI_COMM_WORLD_RANK");
 	assert_int_equal(rc, 0);
-	FILE *f = fopen(errp, "r");
-	static char buf[4096];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
+	return err;
 }
 
 /* A parameter of one of the swept routers: one warning for the whole sweep
@@ -851,45 +868,6 @@ static void test_rejected_sweep_leaves_nothing_it_created(void **st)
 	cfg_free(base);
 	out_grid_free(g);
 	out_grid_free(g1);
-}
-
-/* `kvsim sweep ARGS...` in this process: its exit status, stdout and
- * stderr. */
-static int sweep_main_capture(char **out, char **err, int argc, char **argv)
-{
-	static char ob[1 << 15], eb[8192];
-	char errp[320], outp[320];
-	snprintf(errp, sizeof errp, "%s/main.err", tmpdir);
-	snprintf(outp, sizeof outp, "%s/main.out", tmpdir);
-	fflush(stdout);
-	fflush(stderr);
-	int o = dup(1), e = dup(2);
-	FILE *fo = fopen(outp, "w"), *fe = fopen(errp, "w");
-	assert_non_null(fo);
-	assert_non_null(fe);
-	dup2(fileno(fo), 1);
-	dup2(fileno(fe), 2);
-	int rc = out_sweep_main(argc, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(o, 1);
-	dup2(e, 2);
-	close(o);
-	close(e);
-	fclose(fo);
-	fclose(fe);
-	char *bufs[2] = {ob, eb};
-	const char *paths[2] = {outp, errp};
-	size_t caps[2] = {sizeof ob, sizeof eb};
-	for (int k = 0; k < 2; k++) {
-		FILE *f = fopen(paths[k], "r");
-		size_t n = fread(bufs[k], 1, caps[k] - 1, f);
-		bufs[k][n] = '\0';
-		fclose(f);
-	}
-	*out = ob;
-	*err = eb;
-	return rc;
 }
 
 /* The verdict word of point i in a --dry-run listing. */

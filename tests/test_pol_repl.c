@@ -135,6 +135,23 @@ static void test_early_rdma_fires_on_xth_repeat_to_m_least_busy(void **st)
 	pol_close(&pred);
 }
 
+/* n instances, PFX's 8 blocks chained but held by none (a prefill still
+ * running), waiting[i] queued requests (may be NULL: idle). */
+static void er_cold_cluster(fake_t *f, uint32_t n, const uint32_t *waiting)
+{
+	fk_init(f, n, 16, 1);
+	fk_chain(PFX, 8, 500);
+	for (uint32_t i = 0; waiting && i < n; i++)
+		f->inst[i].waiting = waiting[i];
+}
+
+/* er_cold_cluster with PFX held by instance 0. */
+static void er_cluster(fake_t *f, uint32_t n, const uint32_t *waiting)
+{
+	er_cold_cluster(f, n, waiting);
+	fk_hold(f, 0, PFX, 8);
+}
+
 /* Causality at the policy level: the predictor fires while the source
  * prefill is still running (nobody holds the prefix): early_rdma asks for
  * nothing it cannot get and copies once the source KV exists (the forecast
@@ -144,11 +161,9 @@ static void test_early_rdma_waits_for_source_kv_and_retries_refusals(void **st)
 {
 	(void)st;
 	fake_t f;
-	fk_init(&f, 3, 16, 1);
-	fk_chain(PFX, 8, 500);
+	er_cold_cluster(&f, 3, (const uint32_t[]){5, 0, 0}); /* least busy: 1, 2, 0 */
 	pol_fc_t e1 = {PFX, 8, 5, 0, 0, {0}};
 	pol_forecast_t fc = {&e1, 1, NULL, 0};
-	f.inst[0].waiting = 5; /* least busy: 1, 2, 0 */
 	pol_handle_t h =
 	    open_fam(POL_REPLICATION, "early_rdma", "early_replicas=2,early_retry_s=5");
 	fk_tick_copies(&h, &f, &fc, 0);
@@ -208,17 +223,6 @@ static pol_forecast_t fc_pfx(pol_fc_t *e1)
 {
 	*e1 = (pol_fc_t){PFX, 8, 5, 0, 0, {0}};
 	return (pol_forecast_t){e1, 1, NULL, 0};
-}
-
-/* n instances, PFX held by instance 0, waiting[i] queued requests (may be
- * NULL: idle). */
-static void er_cluster(fake_t *f, uint32_t n, const uint32_t *waiting)
-{
-	fk_init(f, n, 16, 1);
-	fk_chain(PFX, 8, 500);
-	fk_hold(f, 0, PFX, 8);
-	for (uint32_t i = 0; waiting && i < n; i++)
-		f->inst[i].waiting = waiting[i];
 }
 
 static const uint32_t LOAD4[4] = {5, 3, 1, 2}; /* least loaded: 2, 3, 1, 0 */

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "policies/pol.h"
 #include "sim/run/cli_common.h"
@@ -47,19 +48,43 @@ static uint64_t PFX[32], PFX2[32];
  * prefix on instance 0 expecting E arrivals. saved = 128 tokens x 100 ns
  * = 12800 ns, copy = 8 x 1000 ns: accepted iff p_use >= 0.625. Least busy
  * order: 1, 2, 3, 0. */
-static void setup(fake_t *f, pol_fc_t *e, pol_forecast_t *fc, double expected)
+typedef struct scene {
+	fake_t f;
+	pol_fc_t e[2]; /* e[0] the forecast's entry; e[1] for a test's second prefix */
+	pol_forecast_t fc;
+} scene_t;
+
+static void setup(scene_t *s, double expected)
 {
-	fk_init(f, 4, 16, 1000000);
+	fk_init(&s->f, 4, 16, 1000000);
 	fk_chain(PFX, 32, 500);
 	fk_chain(PFX2, 32, 900);
-	fk_hold(f, 0, PFX, 8);
+	fk_hold(&s->f, 0, PFX, 8);
 	for (int i = 0; i < 4; i++)
-		f->inst[i].kv_cap_blocks = 100;
-	f->inst[0].waiting = 9;
-	f->inst[2].waiting = 1;
-	f->inst[3].waiting = 2;
-	*e = (pol_fc_t){PFX, 8, expected, 0, 0, {0}};
-	*fc = (pol_forecast_t){e, 1, NULL, 0};
+		s->f.inst[i].kv_cap_blocks = 100;
+	s->f.inst[0].waiting = 9;
+	s->f.inst[2].waiting = 1;
+	s->f.inst[3].waiting = 2;
+	s->e[0] = (pol_fc_t){PFX, 8, expected, 0, 0, {0}};
+	s->fc = (pol_forecast_t){s->e, 1, NULL, 0};
+}
+
+/* cmocka set-up: a test starts on setup(s, 10); cmocka frees the scene
+ * even when the test fails. */
+static int scene_new(void **st)
+{
+	scene_t *s = malloc(sizeof *s);
+	if (!s)
+		return -1;
+	setup(s, 10);
+	*st = s;
+	return 0;
+}
+
+static int scene_free(void **st)
+{
+	free(*st);
+	return 0;
 }
 
 static int copied_to(const fake_t *f, uint32_t dst)
@@ -74,59 +99,51 @@ static int copied_to(const fake_t *f, uint32_t dst)
 
 static void test_budget_refusals_are_counted_by_reason(void **st)
 {
-	(void)st;
-	fake_t f;
-	pol_fc_t e;
-	pol_forecast_t fc;
+	scene_t *s = *st;
 	/* VRAM: 10% of 100 blocks with 5 resident replicas leaves 5 < 8 */
-	setup(&f, &e, &fc, 10);
 	for (int i = 0; i < 4; i++)
-		f.inst[i].kv_spec_blocks = 5;
+		s->f.inst[i].kv_spec_blocks = 5;
 	pol_handle_t h = open_spec("spec_targets=2");
-	fk_tick_copies(&h, &f, &fc, 0);
-	assert_int_equal(f.stats.refused_vram, 2);
-	assert_int_equal(f.stats.refused_bw, 0);
-	assert_int_equal(f.stats.copies_refused, 2);
-	assert_int_equal(f.stats.prefix_over_budget, 0); /* 8 blocks fit a 10-block budget */
+	fk_tick_copies(&h, &s->f, &s->fc, 0);
+	assert_int_equal(s->f.stats.refused_vram, 2);
+	assert_int_equal(s->f.stats.refused_bw, 0);
+	assert_int_equal(s->f.stats.copies_refused, 2);
+	assert_int_equal(s->f.stats.prefix_over_budget, 0); /* 8 blocks fit a 10-block budget */
 	pol_close(&h);
 
 	/* bandwidth: 8 MB/s, 1 s bucket: the first 8 MB copy empties it */
-	setup(&f, &e, &fc, 10);
+	setup(s, 10);
 	h = open_spec("spec_vram_frac=1,spec_targets=2,spec_bw_gbps=0.008");
-	fk_tick_copies(&h, &f, &fc, 1);
-	assert_int_equal(f.stats.refused_bw, 1);
-	assert_int_equal(f.stats.refused_vram, 0);
-	assert_int_equal(f.stats.copies_refused, 1);
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
+	assert_int_equal(s->f.stats.refused_bw, 1);
+	assert_int_equal(s->f.stats.refused_vram, 0);
+	assert_int_equal(s->f.stats.copies_refused, 1);
 	pol_close(&h);
 }
 
 static void test_prefix_larger_than_budget_is_reported_once(void **st)
 {
-	(void)st;
-	fake_t f;
-	pol_fc_t e[2];
-	pol_forecast_t fc;
-	setup(&f, &e[0], &fc, 10);
-	fk_hold(&f, 0, PFX, 20);
-	fk_hold(&f, 0, PFX2, 12);
-	e[0] = (pol_fc_t){PFX, 20, 10, 0, 0, {0}};
-	e[1] = (pol_fc_t){PFX2, 12, 10, 0, 0, {0}};
-	fc = (pol_forecast_t){e, 1, NULL, 0};
+	scene_t *s = *st;
+	fk_hold(&s->f, 0, PFX, 20);
+	fk_hold(&s->f, 0, PFX2, 12);
+	s->e[0] = (pol_fc_t){PFX, 20, 10, 0, 0, {0}};
+	s->e[1] = (pol_fc_t){PFX2, 12, 10, 0, 0, {0}};
+	s->fc = (pol_forecast_t){s->e, 1, NULL, 0};
 	pol_handle_t h = open_spec("spec_targets=2"); /* budget 10 blocks */
 	for (int k = 0; k < 3; k++) {
-		f.now = k * S / 10;
-		fk_tick(&h, &f, &fc);
+		s->f.now = k * S / 10;
+		fk_tick(&h, &s->f, &s->fc);
 	}
-	assert_int_equal(f.n_copies, 0);
-	assert_int_equal(f.stats.prefix_over_budget, 1);
-	assert_int_equal(f.stats.over_budget_blocks, 20);
-	assert_int_equal(f.stats.over_budget_cap, 10);
-	assert_string_equal(f.stats.over_budget_key, "spec_vram_frac");
-	assert_int_equal(f.stats.refused_vram, 6); /* two targets, three ticks */
-	fc.n = 2;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.stats.prefix_over_budget, 2);
-	assert_int_equal(f.stats.over_budget_blocks, 20); /* the first one is kept */
+	assert_int_equal(s->f.n_copies, 0);
+	assert_int_equal(s->f.stats.prefix_over_budget, 1);
+	assert_int_equal(s->f.stats.over_budget_blocks, 20);
+	assert_int_equal(s->f.stats.over_budget_cap, 10);
+	assert_string_equal(s->f.stats.over_budget_key, "spec_vram_frac");
+	assert_int_equal(s->f.stats.refused_vram, 6); /* two targets, three ticks */
+	s->fc.n = 2;
+	fk_tick(&h, &s->f, &s->fc);
+	assert_int_equal(s->f.stats.prefix_over_budget, 2);
+	assert_int_equal(s->f.stats.over_budget_blocks, 20); /* the first one is kept */
 	pol_close(&h);
 }
 
@@ -134,33 +151,30 @@ static void test_prefix_larger_than_budget_is_reported_once(void **st)
 
 static void test_p_use_follows_where_requests_were_routed(void **st)
 {
-	(void)st;
-	fake_t f;
-	pol_fc_t e;
-	pol_forecast_t fc;
+	scene_t *s = *st;
 	/* E = 4 over targets 3 (likely) and 1: E/2 = 2 each, p_use 0.86 */
-	setup(&f, &e, &fc, 4);
-	e.n_likely = 1;
-	e.likely[0] = 3;
+	setup(s, 4);
+	s->e[0].n_likely = 1;
+	s->e[0].likely[0] = 3;
 	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
-	fk_tick_copies(&h, &f, &fc, 2);
-	assert_true(copied_to(&f, 3) && copied_to(&f, 1));
+	fk_tick_copies(&h, &s->f, &s->fc, 2);
+	assert_true(copied_to(&s->f, 3) && copied_to(&s->f, 1));
 	pol_close(&h);
 
 	/* the prefix's last 32 requests all went to 3: E_3 = 4 x (32 + 2)/36,
 	 * E_1 = 4 x 2/36 (p_use 0.2 < 0.625) */
-	setup(&f, &e, &fc, 4);
-	e.n_likely = 1;
-	e.likely[0] = 3;
+	setup(s, 4);
+	s->e[0].n_likely = 1;
+	s->e[0].likely[0] = 3;
 	h = open_spec("spec_targets=2,spec_vram_frac=1");
-	f.ns_per_block = 1000000000; /* the first tick only starts tracking the prefix */
-	fk_tick_copies(&h, &f, &fc, 0);
+	s->f.ns_per_block = 1000000000; /* the first tick only starts tracking the prefix */
+	fk_tick_copies(&h, &s->f, &s->fc, 0);
 	for (uint64_t i = 0; i < 40; i++)
-		routed(&h, &f, PFX, 10, i, 3);
-	routed(&h, &f, PFX2, 10, 99, 1); /* another prefix: not counted */
-	f.ns_per_block = 1000;
-	fk_tick_copies(&h, &f, &fc, 1);
-	assert_int_equal(f.copies[0].dst, 3);
+		routed(&h, &s->f, PFX, 10, i, 3);
+	routed(&h, &s->f, PFX2, 10, 99, 1); /* another prefix: not counted */
+	s->f.ns_per_block = 1000;
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
+	assert_int_equal(s->f.copies[0].dst, 3);
 	pol_close(&h);
 }
 
@@ -168,41 +182,38 @@ static void test_p_use_follows_where_requests_were_routed(void **st)
  * fourth would take a quarter of them. */
 static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 {
-	(void)st;
-	fake_t f;
-	pol_fc_t e;
-	pol_forecast_t fc;
+	scene_t *s = *st;
 	/* E = 2, one target (3), warm on 0, 1, 2: without history p_use 0.86 */
-	setup(&f, &e, &fc, 2);
-	fk_hold(&f, 1, PFX, 8);
-	fk_hold(&f, 2, PFX, 8);
-	e.n_likely = 1;
-	e.likely[0] = 3;
+	setup(s, 2);
+	fk_hold(&s->f, 1, PFX, 8);
+	fk_hold(&s->f, 2, PFX, 8);
+	s->e[0].n_likely = 1;
+	s->e[0].likely[0] = 3;
 	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
-	fk_tick_copies(&h, &f, &fc, 1);
-	assert_int_equal(f.copies[0].dst, 3);
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
+	assert_int_equal(s->f.copies[0].dst, 3);
 	pol_close(&h);
 
 	/* our copy to 2 lands, then 32 requests are all placed by the hint on
 	 * a warm instance: a new holder would take a quarter of them, E_3 =
 	 * 2 x (32/4 + 4)/36 = 0.67, p_use 0.49 < 0.625 */
-	setup(&f, &e, &fc, 2);
-	fk_hold(&f, 1, PFX, 8);
-	e.n_likely = 1;
-	e.likely[0] = 2;
+	setup(s, 2);
+	fk_hold(&s->f, 1, PFX, 8);
+	s->e[0].n_likely = 1;
+	s->e[0].likely[0] = 2;
 	h = open_spec("spec_targets=1,spec_vram_frac=1");
-	fk_tick_copies(&h, &f, &fc, 1);
-	assert_int_equal(f.copies[0].dst, 2);
-	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
-	fk_hold(&f, 2, PFX, 8);
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
+	assert_int_equal(s->f.copies[0].dst, 2);
+	fk_repl(&h)->on_copy_end(h.state, s->f.copies[0].id, 1);
+	fk_hold(&s->f, 2, PFX, 8);
 	for (uint64_t i = 0; i < 32; i++) {
 		uint32_t inst = 99;
-		assert_int_equal(hint(&h, &f, PFX, 10, i, &inst), 1);
+		assert_int_equal(hint(&h, &s->f, PFX, 10, i, &inst), 1);
 		assert_true(inst <= 2);
-		routed(&h, &f, PFX, 10, i, inst);
+		routed(&h, &s->f, PFX, 10, i, inst);
 	}
-	e.likely[0] = 3;
-	fk_tick_copies(&h, &f, &fc, 1);
+	s->e[0].likely[0] = 3;
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
 	pol_close(&h);
 }
 
@@ -210,28 +221,24 @@ static void test_p_use_of_hinted_requests_splits_over_warm_holders(void **st)
 
 static void test_route_hint_sends_replicated_prefix_to_least_busy_warm(void **st)
 {
-	(void)st;
-	fake_t f;
-	pol_fc_t e;
-	pol_forecast_t fc;
-	setup(&f, &e, &fc, 10);
+	scene_t *s = *st;
 	pol_handle_t h = open_spec("spec_targets=1,spec_vram_frac=1");
 	uint32_t inst = 99;
-	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* nothing replicated */
-	fk_tick_copies(&h, &f, &fc, 1);
-	assert_int_equal(hint(&h, &f, PFX, 10, 1, &inst), 0); /* still in flight */
-	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
-	fk_hold(&f, f.copies[0].dst, PFX, 8);
-	assert_int_equal(f.copies[0].dst, 1);
-	assert_int_equal(hint(&h, &f, PFX, 10, 2, &inst), 1);
+	assert_int_equal(hint(&h, &s->f, PFX, 10, 1, &inst), 0); /* nothing replicated */
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
+	assert_int_equal(hint(&h, &s->f, PFX, 10, 1, &inst), 0); /* still in flight */
+	fk_repl(&h)->on_copy_end(h.state, s->f.copies[0].id, 1);
+	fk_hold(&s->f, s->f.copies[0].dst, PFX, 8);
+	assert_int_equal(s->f.copies[0].dst, 1);
+	assert_int_equal(hint(&h, &s->f, PFX, 10, 2, &inst), 1);
 	assert_int_equal(inst, 1); /* warm: 0 (9 waiting) and 1 (idle) */
-	assert_int_equal(hint(&h, &f, PFX2, 10, 3, &inst), 0); /* another prefix */
-	assert_int_equal(hint(&h, &f, PFX, 4, 4, &inst), 0);   /* a shorter prompt */
+	assert_int_equal(hint(&h, &s->f, PFX2, 10, 3, &inst), 0); /* another prefix */
+	assert_int_equal(hint(&h, &s->f, PFX, 4, 4, &inst), 0);   /* a shorter prompt */
 	/* equal load on 0 and 1: drawn, both chosen */
-	f.inst[0].waiting = 0;
+	s->f.inst[0].waiting = 0;
 	int n1 = 0;
 	for (uint64_t i = 0; i < 200; i++) {
-		assert_int_equal(hint(&h, &f, PFX, 10, 10 + i, &inst), 1);
+		assert_int_equal(hint(&h, &s->f, PFX, 10, 10 + i, &inst), 1);
 		assert_true(inst <= 1);
 		n1 += inst == 1;
 	}
@@ -239,21 +246,21 @@ static void test_route_hint_sends_replicated_prefix_to_least_busy_warm(void **st
 	assert_true(n1 > 60 && n1 < 140);
 	/* the prefix leaves the forecast: the hint lasts one horizon (10 s) */
 	pol_forecast_t none = {NULL, 0, NULL, 0};
-	f.now = 5 * S;
-	fk_tick(&h, &f, &none);
-	assert_int_equal(hint(&h, &f, PFX, 10, 500, &inst), 1);
-	f.now = 11 * S;
-	fk_tick(&h, &f, &none);
-	assert_int_equal(hint(&h, &f, PFX, 10, 501, &inst), 0);
+	s->f.now = 5 * S;
+	fk_tick(&h, &s->f, &none);
+	assert_int_equal(hint(&h, &s->f, PFX, 10, 500, &inst), 1);
+	s->f.now = 11 * S;
+	fk_tick(&h, &s->f, &none);
+	assert_int_equal(hint(&h, &s->f, PFX, 10, 501, &inst), 0);
 	pol_close(&h);
 
 	/* switched off */
-	setup(&f, &e, &fc, 10);
+	setup(s, 10);
 	h = open_spec("spec_targets=1,spec_vram_frac=1,spec_route_warm=false");
-	fk_tick(&h, &f, &fc);
-	fk_repl(&h)->on_copy_end(h.state, f.copies[0].id, 1);
-	fk_hold(&f, 1, PFX, 8);
-	assert_int_equal(hint(&h, &f, PFX, 10, 2, &inst), 0);
+	fk_tick(&h, &s->f, &s->fc);
+	fk_repl(&h)->on_copy_end(h.state, s->f.copies[0].id, 1);
+	fk_hold(&s->f, 1, PFX, 8);
+	assert_int_equal(hint(&h, &s->f, PFX, 10, 2, &inst), 0);
 	pol_close(&h);
 }
 
@@ -271,35 +278,31 @@ static uint32_t fk_match_computing(void *c, uint32_t i, const uint64_t *b, uint3
 
 static void test_copies_asked_from_a_source_still_computing(void **st)
 {
-	(void)st;
-	fake_t f;
-	pol_fc_t e;
-	pol_forecast_t fc;
-	setup(&f, &e, &fc, 10);
-	f.n_held[0] = 0; /* instance 0 computes the 8 blocks: none READY anywhere */
+	scene_t *s = *st;
+	s->f.n_held[0] = 0; /* instance 0 computes the 8 blocks: none READY anywhere */
 	memset(g_computing, 0, sizeof g_computing);
 	g_computing[0] = 8;
 	pol_handle_t h = open_spec("spec_targets=2,spec_vram_frac=1");
-	fk_tick_copies(&h, &f, &fc, 0); /* no deferral offered: nothing to copy */
+	fk_tick_copies(&h, &s->f, &s->fc, 0); /* no deferral offered: nothing to copy */
 	/* offered: both targets are asked from instance 0 (the fake, which
 	 * knows READY blocks only, refuses them) */
-	f.v.match_computing = fk_match_computing;
-	fk_tick(&h, &f, &fc);
-	assert_int_equal(f.n_refused, 2);
+	s->f.v.match_computing = fk_match_computing;
+	fk_tick(&h, &s->f, &s->fc);
+	assert_int_equal(s->f.n_refused, 2);
 	pol_close(&h);
 
 	/* the whole prefix does not fit a 5-block budget, the 4 READY blocks
 	 * of it do: those are copied */
-	setup(&f, &e, &fc, 10);
-	f.n_held[0] = 0;
-	fk_hold(&f, 0, PFX, 4);
+	setup(s, 10);
+	s->f.n_held[0] = 0;
+	fk_hold(&s->f, 0, PFX, 4);
 	g_computing[0] = 8;
-	f.v.match_computing = fk_match_computing;
+	s->f.v.match_computing = fk_match_computing;
 	h = open_spec("spec_targets=1,spec_vram_frac=0.05");
-	fk_tick_copies(&h, &f, &fc, 1);
-	assert_int_equal(f.copies[0].n, 4);
-	assert_int_equal(f.copies[0].src, 0);
-	assert_int_equal(f.stats.prefix_over_budget, 1);
+	fk_tick_copies(&h, &s->f, &s->fc, 1);
+	assert_int_equal(s->f.copies[0].n, 4);
+	assert_int_equal(s->f.copies[0].src, 0);
+	assert_int_equal(s->f.stats.prefix_over_budget, 1);
 	pol_close(&h);
 }
 
@@ -361,12 +364,18 @@ static void test_fanout_budget_that_fits_pays_and_default_says_why(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_budget_refusals_are_counted_by_reason),
-	    cmocka_unit_test(test_prefix_larger_than_budget_is_reported_once),
-	    cmocka_unit_test(test_p_use_follows_where_requests_were_routed),
-	    cmocka_unit_test(test_p_use_of_hinted_requests_splits_over_warm_holders),
-	    cmocka_unit_test(test_route_hint_sends_replicated_prefix_to_least_busy_warm),
-	    cmocka_unit_test(test_copies_asked_from_a_source_still_computing),
+	    cmocka_unit_test_setup_teardown(test_budget_refusals_are_counted_by_reason, scene_new,
+	                                    scene_free),
+	    cmocka_unit_test_setup_teardown(test_prefix_larger_than_budget_is_reported_once,
+	                                    scene_new, scene_free),
+	    cmocka_unit_test_setup_teardown(test_p_use_follows_where_requests_were_routed,
+	                                    scene_new, scene_free),
+	    cmocka_unit_test_setup_teardown(test_p_use_of_hinted_requests_splits_over_warm_holders,
+	                                    scene_new, scene_free),
+	    cmocka_unit_test_setup_teardown(
+		test_route_hint_sends_replicated_prefix_to_least_busy_warm, scene_new, scene_free),
+	    cmocka_unit_test_setup_teardown(test_copies_asked_from_a_source_still_computing,
+	                                    scene_new, scene_free),
 	    cmocka_unit_test(test_fanout_budget_that_fits_pays_and_default_says_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

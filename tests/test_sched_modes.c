@@ -96,11 +96,6 @@ static void enqueue_ids(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64
 		assert_int_equal(cluster_req_output_ids(&t->cl, r, ids + n, all - n), 0);
 }
 
-static void enqueue(toy_t *t, uint64_t id, uint32_t in, uint32_t out, uint64_t base)
-{
-	enqueue_ids(t, id, in, out, base, 0);
-}
-
 static int on_arrive(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
@@ -138,145 +133,161 @@ static void run_all(toy_t *t)
 	assert_int_equal(cluster_check(&t->cl), 0);
 }
 
-/* vLLM v1, 4-token blocks, a pool of 8 blocks, 10 tokens a step.
- * A (12 in, 6 out), B (8 in, 6 out), C (4 in, 3 out) wait at t = 0.
- *  1: A admitted (3 blocks), chunk min(12, 10)                   P10@0
- *  2: A's last 2 tokens; B admitted (2 blocks), chunk 8          P2@10 P8@0
- *  3: A, B decode (a 4th and a 3rd block); C admitted (the last
- *     free block), its 4 tokens                                  P4@0 D13 D9
- *  4: C (context 5) needs a 2nd block, none is free: the last
- *     running request, C itself, is preempted; the step admits
- *     nobody, though C's cached block would let it back         D14 D10
- *  5, 6: C's readmission needs a private block the pool lacks    D15 D11 | D16 D12
- *  7: A takes its 5th block (evicting C's cached one); B needs
- *     a 4th, none left: B, the last, is preempted                D17
- *  8: A is done. B back at the queue's head: its 2 cached blocks
- *     hit, context 13 = 8 + 5 generated, recompute 5; C (its block
- *     evicted) recomputes its 5                                  P5@8 P5@0
- *     B's recompute emits its 6th token: done
- *  9: C decodes its last token                                   D6 */
-static void test_vllm_batches_follow_v1_rules_to_the_token(void **st)
-{
-	(void)st;
-	toy_t t;
-	toy_init(&t, SCHED_VLLM, 4, 8, 10, 1);
-	enqueue(&t, 1, 12, 6, 100);
-	enqueue(&t, 2, 8, 6, 200);
-	enqueue(&t, 3, 4, 3, 300);
-	run_all(&t);
-	assert_string_equal(t.rec.log, " P10@0 | P2@10 P8@0 | P4@0 D13 D9 | D14 D10 | D15 D11 |"
-	                               " D16 D12 | D17 | P5@8 P5@0 | D6");
-	assert_int_equal(result(&t, 1)->e2e_ns, 7 * STEP_NS);
-	assert_int_equal(result(&t, 2)->e2e_ns, 8 * STEP_NS);
-	assert_int_equal(result(&t, 3)->e2e_ns, 9 * STEP_NS);
-	assert_int_equal(result(&t, 2)->tok_recomputed, 8 + 5);
-	toy_free(&t);
-}
+/* A request of a scenario: prompt blocks base+1, ... (enqueue_ids). */
+typedef struct req {
+	uint64_t id;
+	uint32_t in, out;
+	uint64_t base;
+} req_t;
 
-/* vLLM v1 admits nobody in a step that preempted. 4-token blocks, a pool of
- * 5, a needed block still being computed is recomputed privately
- * (busy_rule recompute). A and B (8 in, 8 out) share both prompt blocks.
- *  1: A computes the shared blocks; B, finding them in the making,
- *     computes its copy privately (2 blocks): 1 block left       P8@0 P8@0
- *  2: A takes the last block for context 9; B needs a 3rd: B, the
- *     last running request, is preempted. Its readmission would
- *     fit (the shared blocks are ready now: 1 new block of the 2
- *     it freed), but not in this step                            D9
- *  3: B back: 8 tokens hit, 1 recomputed                         P1@8 D10
- *  4-6                                                           D11 D10 | D12 D11 | D13 D12
- *  7: A's 4th block was the last: B (context 13) is preempted    D14
- *  8: B needs 2 new blocks, 1 is free; A is done                 D15
- *  9: B recomputes 13 - 8 cached                                 P5@8
- * 10, 11                                                         D14 | D15 */
-static void test_vllm_admits_nobody_in_a_step_that_preempted(void **st)
-{
-	(void)st;
-	toy_t t;
-	toy_init(&t, SCHED_VLLM, 4, 5, 32, 1);
-	t.cl.p.busy_rule = BUSY_RECOMPUTE;
-	enqueue(&t, 1, 8, 8, 100);
-	enqueue(&t, 2, 8, 8, 100);
-	run_all(&t);
-	assert_string_equal(t.rec.log, " P8@0 P8@0 | D9 | P1@8 D10 | D11 D10 | D12 D11 | D13 D12 |"
-	                               " D14 | D15 | P5@8 | D14 | D15");
-	assert_int_equal(result(&t, 2)->e2e_ns, 11 * STEP_NS);
-	toy_free(&t);
-}
+/* A result a scenario checks: request id's e2e_ns or queue_ns (ns), or its
+ * tok_recomputed; what 0 ends the list. */
+enum { CK_E2E = 1, CK_QUEUE, CK_RECOMPUTED };
+static const char *const ck_name[] = {"", "e2e_ns", "queue_ns", "tok_recomputed"};
+typedef struct check {
+	uint64_t id;
+	int what;
+	int64_t want;
+} check_t;
 
-/* SGLang, page size 1, a pool of 30 tokens, chunked_prefill_size 8,
- * schedule_conservativeness 1 (new_token_ratio 0.7, floor 0.098, decay
- * 0.602 / 600 per decode step). A (10 in, 4 out), B (5 in, 6 out), C (3 in,
- * 3 out) wait at t = 0.
- *  1: A admitted: 10 + 4 reserved < 30; chunk 8                 P8@0
- *  2: A's last 2 (its prefill ends here: 4 reserved in full);
- *     B: 5 + 6 < 20 free - 4, admitted whole (6 reserved);
- *     C: 3 + 3 >= 15 - 10: no room, the batch is full            P2@8 P5@0
- *  3-5: decode only: a full batch takes no prefill until it
- *     shrinks (C would fit now: 6 < 15 - 0.7 x (3 + 5))          D11 D6 | D12 D7 | D13 D8
- *     A is done after step 5
- *  6: C admitted (3 + 3 < 22 - 2 x ratio); a prefill batch
- *     never carries decodes: B waits                             P3@0
- *  7, 8: B and C decode to their ends                            D9 D4 | D10 D5 */
-static void test_sglang_batches_prefill_first_with_output_reserve(void **st)
-{
-	(void)st;
-	toy_t t;
-	toy_init(&t, SCHED_SGLANG, 1, 30, 8, 1);
-	enqueue(&t, 1, 10, 4, 100);
-	enqueue(&t, 2, 5, 6, 200);
-	enqueue(&t, 3, 3, 3, 300);
-	run_all(&t);
-	assert_string_equal(t.rec.log, " P8@0 | P2@8 P5@0 | D11 D6 | D12 D7 | D13 D8 | P3@0 |"
-	                               " D9 D4 | D10 D5");
-	/* five decode steps, none out of memory: five decays */
-	assert_float_equal(t.cl.inst[0].new_token_ratio, 0.7 - 5 * (0.7 - 0.7 * 0.14) / 600, 1e-12);
-	assert_int_equal(result(&t, 3)->queue_ns, 5 * STEP_NS);
-	toy_free(&t);
-}
+/* One hand scenario, a cmocka test of its own (test_scenario): the toy's
+ * parameters (toy_init, then the busy rule), the requests waiting at t = 0
+ * in queue order (id 0 ends them), one arriving later (late.id 0: none),
+ * the batches it runs (rec_t's log), the results it ends with, and
+ * instance 0's new_token_ratio at the end (ratio < 0: not checked). */
+typedef struct scen {
+	const char *name;
+	int mode;
+	uint32_t block_tokens, kv_blocks, budget;
+	double conservativeness;
+	int busy_rule;
+	int with_out; /* the first request's output blocks are cacheable */
+	req_t q[3];
+	int64_t late_at; /* ns */
+	req_t late;
+	const char *log;
+	check_t check[4];
+	double ratio, ratio_tol;
+} scen_t;
 
-/* SGLang retraction, page size 1, a pool of 16 tokens, conservativeness 0
- * (no reserve for running requests' output: the pool is overcommitted).
- * A (4 in, 8 out) waits at t = 0, B (3 in, 6 out) arrives at 0.5 us.
- *  1: A                                                          P4@0
- *  2: B admitted: 3 + 6 < 12 free (A reserves 0 x 7)             P3@0
- *  3-6: decode; 1 token left after step 6                        D5 D4 | D6 D5 | D7 D6 | D8 D7
- *  7: two tokens needed, one free: retract_decode takes the
- *     fewest output tokens (5 each), then the longest prompt: A,
- *     not B, the one vLLM would take; new_token_ratio =
- *     min(1, (5 + 20 x 1) / 6) = 1                               D8
- *  8: A back: its 4 cached prompt tokens hit, 5 recomputed       P5@4
- *  9, 10                                                         D10 | D11 */
-static void test_sglang_retracts_fewest_outputs_and_resets_ratio(void **st)
-{
-	(void)st;
-	toy_t t;
-	toy_init(&t, SCHED_SGLANG, 1, 16, 16, 0);
-	enqueue(&t, 1, 4, 8, 100);
-	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
-	run_all(&t);
-	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
-	                               " P5@4 | D10 | D11");
-	assert_int_equal(result(&t, 1)->e2e_ns, 10 * STEP_NS);
-	assert_int_equal(result(&t, 2)->e2e_ns, 7 * STEP_NS - STEP_NS / 2);
-	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 5);
-	assert_float_equal(t.cl.inst[0].new_token_ratio, 1.0, 0);
-	toy_free(&t);
-}
+/* One scenario a row, its derivation above it. */
+/* clang-format off */
+static const scen_t scen[] = {
+    /* vLLM v1, 4-token blocks, a pool of 8 blocks, 10 tokens a step.
+     * A (12 in, 6 out), B (8 in, 6 out), C (4 in, 3 out) wait at t = 0.
+     *  1: A admitted (3 blocks), chunk min(12, 10)                   P10@0
+     *  2: A's last 2 tokens; B admitted (2 blocks), chunk 8          P2@10 P8@0
+     *  3: A, B decode (a 4th and a 3rd block); C admitted (the last
+     *     free block), its 4 tokens                                  P4@0 D13 D9
+     *  4: C (context 5) needs a 2nd block, none is free: the last
+     *     running request, C itself, is preempted; the step admits
+     *     nobody, though C's cached block would let it back         D14 D10
+     *  5, 6: C's readmission needs a private block the pool lacks    D15 D11 | D16 D12
+     *  7: A takes its 5th block (evicting C's cached one); B needs
+     *     a 4th, none left: B, the last, is preempted                D17
+     *  8: A is done. B back at the queue's head: its 2 cached blocks
+     *     hit, context 13 = 8 + 5 generated, recompute 5; C (its block
+     *     evicted) recomputes its 5                                  P5@8 P5@0
+     *     B's recompute emits its 6th token: done
+     *  9: C decodes its last token                                   D6 */
+    {"test_vllm_batches_follow_v1_rules_to_the_token", SCHED_VLLM, 4, 8, 10, 1, BUSY_WAIT, 0,
+     {{1, 12, 6, 100}, {2, 8, 6, 200}, {3, 4, 3, 300}}, 0, {0},
+     " P10@0 | P2@10 P8@0 | P4@0 D13 D9 | D14 D10 | D15 D11 | D16 D12 | D17 | P5@8 P5@0 | D6",
+     {{1, CK_E2E, 7 * STEP_NS}, {2, CK_E2E, 8 * STEP_NS}, {3, CK_E2E, 9 * STEP_NS},
+      {2, CK_RECOMPUTED, 8 + 5}},
+     -1, 0},
+    /* vLLM v1 admits nobody in a step that preempted. 4-token blocks, a pool of
+     * 5, a needed block still being computed is recomputed privately
+     * (busy_rule recompute). A and B (8 in, 8 out) share both prompt blocks.
+     *  1: A computes the shared blocks; B, finding them in the making,
+     *     computes its copy privately (2 blocks): 1 block left       P8@0 P8@0
+     *  2: A takes the last block for context 9; B needs a 3rd: B, the
+     *     last running request, is preempted. Its readmission would
+     *     fit (the shared blocks are ready now: 1 new block of the 2
+     *     it freed), but not in this step                            D9
+     *  3: B back: 8 tokens hit, 1 recomputed                         P1@8 D10
+     *  4-6                                                           D11 D10 | D12 D11 | D13 D12
+     *  7: A's 4th block was the last: B (context 13) is preempted    D14
+     *  8: B needs 2 new blocks, 1 is free; A is done                 D15
+     *  9: B recomputes 13 - 8 cached                                 P5@8
+     * 10, 11                                                         D14 | D15 */
+    {"test_vllm_admits_nobody_in_a_step_that_preempted", SCHED_VLLM, 4, 5, 32, 1, BUSY_RECOMPUTE, 0,
+     {{1, 8, 8, 100}, {2, 8, 8, 100}}, 0, {0},
+     " P8@0 P8@0 | D9 | P1@8 D10 | D11 D10 | D12 D11 | D13 D12 | D14 | D15 | P5@8 | D14 | D15",
+     {{2, CK_E2E, 11 * STEP_NS}}, -1, 0},
+    /* SGLang, page size 1, a pool of 30 tokens, chunked_prefill_size 8,
+     * schedule_conservativeness 1 (new_token_ratio 0.7, floor 0.098, decay
+     * 0.602 / 600 per decode step). A (10 in, 4 out), B (5 in, 6 out), C (3 in,
+     * 3 out) wait at t = 0.
+     *  1: A admitted: 10 + 4 reserved < 30; chunk 8                 P8@0
+     *  2: A's last 2 (its prefill ends here: 4 reserved in full);
+     *     B: 5 + 6 < 20 free - 4, admitted whole (6 reserved);
+     *     C: 3 + 3 >= 15 - 10: no room, the batch is full            P2@8 P5@0
+     *  3-5: decode only: a full batch takes no prefill until it
+     *     shrinks (C would fit now: 6 < 15 - 0.7 x (3 + 5))          D11 D6 | D12 D7 | D13 D8
+     *     A is done after step 5
+     *  6: C admitted (3 + 3 < 22 - 2 x ratio); a prefill batch
+     *     never carries decodes: B waits                             P3@0
+     *  7, 8: B and C decode to their ends                            D9 D4 | D10 D5 */
+    {"test_sglang_batches_prefill_first_with_output_reserve",
+     SCHED_SGLANG, 1, 30, 8, 1, BUSY_WAIT, 0,
+     {{1, 10, 4, 100}, {2, 5, 6, 200}, {3, 3, 3, 300}}, 0, {0},
+     " P8@0 | P2@8 P5@0 | D11 D6 | D12 D7 | D13 D8 | P3@0 | D9 D4 | D10 D5",
+     {{3, CK_QUEUE, 5 * STEP_NS}},
+     /* five decode steps, none out of memory: five decays */
+     0.7 - 5 * (0.7 - 0.7 * 0.14) / 600, 1e-12},
+    /* SGLang retraction, page size 1, a pool of 16 tokens, conservativeness 0
+     * (no reserve for running requests' output: the pool is overcommitted).
+     * A (4 in, 8 out) waits at t = 0, B (3 in, 6 out) arrives at 0.5 us.
+     *  1: A                                                          P4@0
+     *  2: B admitted: 3 + 6 < 12 free (A reserves 0 x 7)             P3@0
+     *  3-6: decode; 1 token left after step 6                        D5 D4 | D6 D5 | D7 D6 | D8 D7
+     *  7: two tokens needed, one free: retract_decode takes the
+     *     fewest output tokens (5 each), then the longest prompt: A,
+     *     not B, the one vLLM would take; new_token_ratio =
+     *     min(1, (5 + 20 x 1) / 6) = 1                               D8
+     *  8: A back: its 4 cached prompt tokens hit, 5 recomputed       P5@4
+     *  9, 10                                                         D10 | D11 */
+    {"test_sglang_retracts_fewest_outputs_and_resets_ratio",
+     SCHED_SGLANG, 1, 16, 16, 0, BUSY_WAIT, 0, {{1, 4, 8, 100}}, STEP_NS / 2, {2, 3, 6, 200},
+     " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 | P5@4 | D10 | D11",
+     {{1, CK_E2E, 10 * STEP_NS}, {2, CK_E2E, 7 * STEP_NS - STEP_NS / 2},
+      {1, CK_RECOMPUTED, 4 + 5}},
+     1.0, 0},
+    /* The retraction above with A's output blocks cacheable: when A is
+     * retracted, the KV of its 8 context tokens (4 prompt, 4 output) is cached,
+     * so its recompute finds all 8 and computes 1 token, not 5.             P1@8 */
+    {"test_retracted_request_rematches_its_cached_output", SCHED_SGLANG, 1, 16, 16, 0, BUSY_WAIT, 1,
+     {{1, 4, 8, 100}}, STEP_NS / 2, {2, 3, 6, 200},
+     " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 | P1@8 | D10 | D11",
+     {{1, CK_RECOMPUTED, 4 + 1}}, -1, 0},
+};
+/* clang-format on */
 
-/* The same retraction with A's output blocks cacheable: when A is
- * retracted, the KV of its 8 context tokens (4 prompt, 4 output) is cached,
- * so its recompute finds all 8 and computes 1 token, not 5.             P1@8 */
-static void test_retracted_request_rematches_its_cached_output(void **st)
+static void test_scenario(void **st)
 {
-	(void)st;
+	const scen_t *s = *st;
 	toy_t t;
-	toy_init(&t, SCHED_SGLANG, 1, 16, 16, 0);
-	enqueue_ids(&t, 1, 4, 8, 100, 1);
-	arrive_at(&t, STEP_NS / 2, 2, 3, 6, 200);
+	toy_init(&t, s->mode, s->block_tokens, s->kv_blocks, s->budget, s->conservativeness);
+	t.cl.p.busy_rule = s->busy_rule;
+	for (size_t i = 0; i < sizeof s->q / sizeof s->q[0] && s->q[i].id; i++)
+		enqueue_ids(&t, s->q[i].id, s->q[i].in, s->q[i].out, s->q[i].base,
+		            i == 0 && s->with_out);
+	if (s->late.id)
+		arrive_at(&t, s->late_at, s->late.id, s->late.in, s->late.out, s->late.base);
 	run_all(&t);
-	assert_string_equal(t.rec.log, " P4@0 | P3@0 | D5 D4 | D6 D5 | D7 D6 | D8 D7 | D8 |"
-	                               " P1@8 | D10 | D11");
-	assert_int_equal(result(&t, 1)->tok_recomputed, 4 + 1);
+	assert_string_equal(t.rec.log, s->log);
+	for (const check_t *c = s->check; c < s->check + 4 && c->what; c++) {
+		const res_request_t *r = result(&t, c->id);
+		int64_t got = c->what == CK_E2E     ? r->e2e_ns
+		              : c->what == CK_QUEUE ? r->queue_ns
+		                                    : (int64_t)r->tok_recomputed;
+		if (got != c->want)
+			fail_msg("request %llu: %s %lld, not %lld", (unsigned long long)c->id,
+			         ck_name[c->what], (long long)got, (long long)c->want);
+	}
+	if (s->ratio >= 0)
+		assert_float_equal(t.cl.inst[0].new_token_ratio, s->ratio, s->ratio_tol);
 	toy_free(&t);
 }
 
@@ -299,15 +310,21 @@ static void test_engine_defaults_follow_gpu_memory_and_name(void **st)
 	assert_int_equal(b, 16384);
 }
 
+/* scen[k] as a cmocka test under its own name */
+/* clang-format off */
+#define SCENARIO(k) {scen[k].name, test_scenario, NULL, NULL, (void *)&scen[k]}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_vllm_batches_follow_v1_rules_to_the_token),
-	    cmocka_unit_test(test_vllm_admits_nobody_in_a_step_that_preempted),
-	    cmocka_unit_test(test_sglang_batches_prefill_first_with_output_reserve),
-	    cmocka_unit_test(test_sglang_retracts_fewest_outputs_and_resets_ratio),
-	    cmocka_unit_test(test_retracted_request_rematches_its_cached_output),
+	    SCENARIO(0),
+	    SCENARIO(1),
+	    SCENARIO(2),
+	    SCENARIO(3),
+	    SCENARIO(4),
 	    cmocka_unit_test(test_engine_defaults_follow_gpu_memory_and_name),
 	};
+	/* clang-format on */
+	_Static_assert(sizeof scen / sizeof scen[0] == 5, "every scenario is registered");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 
 #include "sim/base/cfg.h"
 #include "sim/run/sim.h"
+#include "tests/test_main.h"
 
 /* One 100-token request at t = 0. */
 static int one_next(void *ctx, sim_arrival_t *a, err_t *e)
@@ -101,12 +102,6 @@ static void test_engine_configurations_are_not_warned(void **st)
 	free(w);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_unchunked_vllm_is_warned_once_per_schema),
-	    cmocka_unit_test(test_study_residency_outside_btb_is_warned),
-	    cmocka_unit_test(test_engine_configurations_are_not_warned),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_unchunked_vllm_is_warned_once_per_schema),
+          cmocka_unit_test(test_study_residency_outside_btb_is_warned),
+          cmocka_unit_test(test_engine_configurations_are_not_warned))

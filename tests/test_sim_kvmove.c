@@ -48,16 +48,9 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 			      "cluster.tp=1", "kvcache.block_tokens=16",
 			      "policy.routing.name=round_robin", "policy.replication.name=early_rdma",
 			      "policy.predictor.name=oracle", "kvcache.fetch=always"};
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	assert_int_equal(cli_load_config(NULL, sets, 9, &cfg, &e), 0);
 	sf_prefix_t f = fan40();
 	sim_source_t src = {sf_prefix_next, &f, "fan"};
-	sim_results_t r;
-	int rc = sim_run_source(cfg, &src, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
+	sim_results_t r = sf_run_source(NULL, sets, 9, &src);
 	/* request 0 computes the prefix alone in its first iteration: its
 	 * blocks exist from its first token on, and not before */
 	const res_request_t *r0 = sf_request(r.req, r.n_req, 0);
@@ -73,7 +66,6 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
 		if (r.req[i].id >= 1 && r.req[i].id <= 3 && r.req[i].arrival_ns < exists)
 			assert_int_equal(r.req[i].tok_peer, 0);
 	sim_results_free(&r);
-	cli_config_free(cfg);
 }
 
 /* The fan trace (40 requests) through early_rdma's arrival trigger with

@@ -37,18 +37,10 @@ typedef struct toy {
  * before toy_start. */
 static inline cluster_params_t toy_params(int mode)
 {
-	cluster_params_t p = {0};
-	p.n_instances = 1;
-	p.block_tokens = 4;
-	p.kv_blocks = 100;
-	p.block_bytes = 4096;
-	p.max_num_seqs = 8;
-	p.max_batched_tokens = 4096;
-	p.chunked_prefill = mode == SCHED_VLLM;
-	p.busy_rule = BUSY_WAIT;
-	p.sched_mode = mode;
-	p.cost = toy_cost;
-	return p;
+	return (cluster_params_t){.n_instances = 1, .block_tokens = 4, .kv_blocks = 100,
+				  .block_bytes = 4096, .max_num_seqs = 8, .max_batched_tokens = 4096,
+				  .chunked_prefill = mode == SCHED_VLLM, .busy_rule = BUSY_WAIT,
+				  .sched_mode = mode, .cost = toy_cost};
 }
 
 static inline void toy_start(toy_t *t, const cluster_params_t *p)
