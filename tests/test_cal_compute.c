@@ -17,6 +17,7 @@
 
 #include "cli_fixture.h"
 #include "models/mdl.h"
+#include "tests/mdl_fixture.h"
 #include "models/mdl_prof.h"
 #include "tmp_fixture.h"
 
@@ -33,15 +34,7 @@ static mdl_hw_t h100(void)
 /* Known terms, none of them the defaults. */
 static mdl_compute_params_t truth(void)
 {
-	mdl_compute_params_t p = mdl_compute_params_default;
-	p.gemm_mfu = 0.62;
-	p.gemm_half_flops = 3e9;
-	p.weight_mbu = 0.81;
-	p.gemm_kernel_ns = 4000;
-	p.small_kernel_ns = 2500;
-	p.elt_bw_eff = 0.55;
-	p.gemm_tile_tokens = 64;
-	p.roofline_q = 3;
+	mdl_compute_params_t p = mf_terms(0.62, 3e9, 0.81, 4000, 2500, 0.55, 64, 3);
 	p.n_ar = 2;
 	p.ar[0] = (mdl_ar_point_t){4, 25000, 0.7};
 	p.ar[1] = (mdl_ar_point_t){8, 30000, 0.6};

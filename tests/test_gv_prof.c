@@ -19,6 +19,7 @@
 #include "gpu_validation/gv_meas.h"
 #include "gpu_validation/gv_prof.h"
 #include "models/mdl.h"
+#include "tests/mdl_fixture.h"
 #include "models/mdl_prof.h"
 #include "tmp_fixture.h"
 
@@ -66,13 +67,9 @@ static void fake_meas(gv_meas_t *m, uint32_t tp, const mdl_compute_params_t *p)
 
 static mdl_compute_params_t known(void)
 {
-	mdl_compute_params_t p = mdl_compute_params_default;
-	p.gemm_mfu = 0.66;
-	p.gemm_half_flops = 2e9;
-	p.weight_mbu = 0.84;
-	p.gemm_kernel_ns = 3000;
-	p.gemm_tile_tokens = 128;
-	p.roofline_q = 3;
+	const mdl_compute_params_t *d = &mdl_compute_params_default;
+	mdl_compute_params_t p =
+	    mf_terms(0.66, 2e9, 0.84, 3000, d->small_kernel_ns, d->elt_bw_eff, 128, 3);
 	return p;
 }
 

@@ -14,6 +14,7 @@
 
 #include "models/mdl.h"
 #include "models/mdl_prof.h"
+#include "tests/mdl_fixture.h"
 #include "tmp_fixture.h"
 
 static void assert_near(double got, double want)
@@ -127,31 +128,6 @@ static void test_written_rows_read_back(void **st)
 	free(buf);
 }
 
-static void toy(mdl_hw_t *hw, mdl_llm_t *m)
-{
-	memset(hw, 0, sizeof *hw);
-	snprintf(hw->name, sizeof hw->name, "toy");
-	hw->hbm_bytes = 1000000000;
-	hw->hbm_bw = 1e11;
-	hw->flops_bf16 = 1e12;
-	hw->nvlink_bw = 1e10;
-	hw->pcie_bw = 1e9;
-	hw->nic_bw = 1e9;
-	memset(m, 0, sizeof *m);
-	snprintf(m->name, sizeof m->name, "toy");
-	m->layers = 3;
-	m->hidden = 64;
-	m->heads = 4;
-	m->kv_heads = 2;
-	m->head_dim = 16;
-	m->intermediate = 128;
-	m->vocab = 100;
-	m->dtype_bytes = 2;
-	m->weight_bytes = 2;
-	m->params_total = m->params_active = 3 * 36864 + 12800;
-	m->attention = MDL_ATTN_GQA;
-}
-
 static void test_profile_model_interpolates_the_layer_table(void **st)
 {
 	(void)st;
@@ -162,7 +138,7 @@ static void test_profile_model_interpolates_the_layer_table(void **st)
 	tmp_write(ar, ALLREDUCE);
 	mdl_hw_t hw;
 	mdl_llm_t m;
-	toy(&hw, &m);
+	mf_toy(&hw, &m, 3);
 	mdl_compute_params_t p = mdl_compute_params_default;
 	p.model = MDL_MODEL_PROFILE;
 	p.gemm_kernel_ns = 0;

@@ -13,49 +13,12 @@
 #include "models/mdl.h"
 #include "models/mdl_prof.h"
 #include "sim/base/cfg.h"
-
-/* Toy GPU: 1e12 FLOP/s, 1e11 B/s HBM, 1e10 B/s NVLink. Toy GQA model: one
- * layer, hidden 64, 4 heads of 16, 2 KV heads, intermediate 128, vocab 100,
- * BF16. Per GPU at tp 1 the GEMMs are qkv 64x128, o 64x64, up 64x256,
- * down 128x64 (k x n). */
-static void toy(mdl_hw_t *hw, mdl_llm_t *m)
-{
-	memset(hw, 0, sizeof *hw);
-	snprintf(hw->name, sizeof hw->name, "toy");
-	hw->hbm_bytes = 1000000000;
-	hw->hbm_bw = 1e11;
-	hw->flops_bf16 = 1e12;
-	hw->nvlink_bw = 1e10;
-	hw->pcie_bw = 1e9;
-	hw->nic_bw = 1e9;
-	memset(m, 0, sizeof *m);
-	snprintf(m->name, sizeof m->name, "toy");
-	m->layers = 1;
-	m->hidden = 64;
-	m->heads = 4;
-	m->kv_heads = 2;
-	m->head_dim = 16;
-	m->intermediate = 128;
-	m->vocab = 100;
-	m->dtype_bytes = 2;
-	m->weight_bytes = 2;
-	/* layer 8192 + 4096 + 16384 + 8192 = 36864; embeddings 2*6400 */
-	m->params_total = m->params_active = 36864 + 12800;
-	m->attention = MDL_ATTN_GQA;
-}
+#include "tests/mdl_fixture.h"
 
 /* Only the GEMM compute side: mfu 0.5, flat, no tile, q = max. */
 static mdl_compute_params_t plain(void)
 {
-	mdl_compute_params_t p = mdl_compute_params_default;
-	p.gemm_mfu = 0.5;
-	p.gemm_half_flops = 0;
-	p.weight_mbu = 0.5;
-	p.gemm_kernel_ns = 0;
-	p.small_kernel_ns = 0;
-	p.elt_bw_eff = 0;
-	p.gemm_tile_tokens = 0;
-	p.roofline_q = 0;
+	mdl_compute_params_t p = mf_terms(0.5, 0, 0.5, 0, 0, 0, 0, 0);
 	p.attn_prefill_eff = 0.25;
 	p.attn_decode_eff = 0.5;
 	p.allreduce_lat_ns = 0;
@@ -69,7 +32,7 @@ static mdl_iter_cost_t prefill(const mdl_compute_params_t *p, uint32_t tp, uint3
 {
 	mdl_hw_t hw;
 	mdl_llm_t m;
-	toy(&hw, &m);
+	mf_toy(&hw, &m, 1);
 	static mdl_compute_t c;
 	err_t e = {0};
 	assert_int_equal(mdl_compute_init(&c, &hw, &m, tp, p, &e), 0);
@@ -205,7 +168,7 @@ static void test_bad_terms_are_refused(void **st)
 	(void)st;
 	mdl_hw_t hw;
 	mdl_llm_t m;
-	toy(&hw, &m);
+	mf_toy(&hw, &m, 1);
 	static mdl_compute_t c;
 	err_t e = {0};
 	mdl_compute_params_t p = plain();
