@@ -8,6 +8,7 @@
 
 #include <gsl/gsl_multimin.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,6 +269,8 @@ int pol_groups_init(pol_groups_t *gs, size_t cap, size_t ext_bytes, void (*ext_f
 	gs->cap = cap ? cap : 1;
 	gs->ext_bytes = ext_bytes;
 	gs->ext_free = ext_free;
+	if (gs->cap > SIZE_MAX / sizeof *gs->g)
+		return KS_ENOMEM; /* the array's size would overflow */
 	gs->g = calloc(gs->cap, sizeof *gs->g);
 	return gs->g ? 0 : KS_ENOMEM;
 }

@@ -165,7 +165,9 @@ static int write_big_h5(void *ctx, err_t *e)
 	if (fake_fill(&r, 1, 1.0, 20000))
 		return KS_ENOMEM;
 	out_hdf5_opts_t o = {0, 4096};
-	return out_hdf5_write(ctx, &r, &o, e);
+	int rc = out_hdf5_write(ctx, &r, &o, e);
+	sim_results_free(&r);
+	return rc;
 }
 
 /* A write that the file system refuses (here RLIMIT_FSIZE: EFBIG, as a full

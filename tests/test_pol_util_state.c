@@ -74,7 +74,7 @@ static void test_pred_new_reports_enomem_when_the_groups_cannot_be_had(void **st
 {
 	(void)st;
 	err_t e = {0};
-	/* cap x sizeof(pol_group_t) overflows size_t: calloc refuses it */
+	/* cap x sizeof(pol_group_t) overflows size_t: refused before any allocation */
 	void *s = pol_pred_new(sizeof(demo_state_t), 64, 0, SIZE_MAX / 4, 0, NULL, &e);
 	assert_null(s);
 	assert_int_equal(e.code, KS_ENOMEM);

@@ -95,7 +95,7 @@ static uint64_t both_ways(tr_kind_t kind, const char *text, char *msg, size_t ca
 	char m[2][sizeof(((err_t *)0)->msg)];
 	int rc[2];
 	tr_request_t q[2][8];
-	uint64_t blocks[2][8][8];
+	uint64_t blocks[2][8][8] = {{{0}}};
 	for (int slow = 0; slow < 2; slow++) {
 		tr_opts_t o;
 		tr_opts_default(&o);
@@ -120,7 +120,14 @@ static uint64_t both_ways(tr_kind_t kind, const char *text, char *msg, size_t ca
 	assert_string_equal(m[0], m[1]);
 	assert_int_equal(rows[0], rows[1]);
 	size_t n = rows[0] < 8 ? rows[0] : 8;
-	assert_memory_equal(q[0], q[1], n * sizeof q[0][0]);
+	for (size_t i = 0; i < n; i++) { /* field by field: padding is not part of it */
+		const tr_request_t *a = &q[0][i], *b = &q[1][i];
+		assert_true(a->id == b->id && a->arrival_ns == b->arrival_ns &&
+		            a->input_len == b->input_len && a->output_len == b->output_len &&
+		            a->n_blocks == b->n_blocks && a->status == b->status &&
+		            a->session_id == b->session_id && a->block_tokens == b->block_tokens &&
+		            a->n_out_blocks == b->n_out_blocks);
+	}
 	assert_memory_equal(blocks[0], blocks[1], sizeof blocks[0]);
 	snprintf(msg, cap, "%s", m[0]);
 	return rows[0];
