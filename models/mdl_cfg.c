@@ -20,8 +20,7 @@
 
 /* Rows of the head tables whose place messages name. */
 enum { K_NAME, K_FILE };
-/* Rows of mdl_compute_cfg_keys read by place (origin, path); the term keys
- * follow them. */
+/* Rows of mdl_compute_cfg_keys read by place (origin, path). */
 enum { C_MFU, C_MBU, C_AR_BW, C_AR_LAT, C_OVERHEAD, C_MODEL, C_CALIBRATION, C_PROFILE,
        C_AR_PROFILE };
 
@@ -54,11 +53,6 @@ static const cfg_enum_t model_map[] = {{"roofline", MDL_MODEL_ROOFLINE},
                                        {"linear", MDL_MODEL_LINEAR},
                                        {"profile", MDL_MODEL_PROFILE},
                                        {NULL, 0}};
-
-#define TERM(key, hi, unit, doc, member)                                                           \
-	{{"compute", key, CFG_FLOAT, "-1", -1, hi, NULL, unit,                                     \
-	  doc " (-1: from compute.calibration)", NULL},                                            \
-	 AT(DOUBLE, terms.member)}
 
 /* The [compute] defaults mirror mdl_compute_params_default (mdl_cost.c,
  * with their sources); tests check that they agree. */
@@ -115,35 +109,8 @@ const cfg_tkey_t mdl_compute_cfg_keys[] = {
                        "empty: the roofline all-reduce",
                        NULL},
                       AT(STR, allreduce_profile)},
-    TERM("gemm_mfu", 1, "", "peak MFU of large weight GEMMs (Vidur H100/A100 profile fit)",
-         gemm_mfu),
-    TERM("gemm_half_flops", 1e30, "FLOP",
-         "FLOPs of one GEMM on one GPU at which its MFU is half of gemm_mfu (0: flat)",
-         gemm_half_flops),
-    TERM("weight_mbu", 1, "", "weight-read bandwidth / peak HBM bandwidth (profile fit)",
-         weight_mbu),
-    TERM("gemm_kernel_ns", 1e9, "ns", "fixed cost per GEMM kernel (profile fit)",
-         gemm_kernel_ns),
-    TERM("small_kernel_ns", 1e9, "ns",
-         "fixed cost per norm, rope, activation or add kernel, 5 per layer (profile fit)",
-         small_kernel_ns),
-    TERM("elt_bw_eff", 1, "",
-         "bandwidth of those small kernels / peak HBM bandwidth (profile fit; 0: no term)",
-         elt_bw_eff),
-    TERM("gemm_tile_tokens", 1e6, "tokens",
-         "GEMM compute pays for tokens rounded up to this tile (profile fit, 0: none)",
-         gemm_tile_tokens),
-    TERM("roofline_q", 1e3, "",
-         "compute and memory sides combined as a q-norm (profile fit; 0: max)", roofline_q),
-    TERM("attn_prefill_eff", 1, "",
-         "prefill attention FLOP/s / peak (default 0.37: FlashAttention-2 on H100, FA3 paper)",
-         attn_prefill_eff),
-    TERM("attn_decode_eff", 1, "",
-         "decode attention KV-read bandwidth / peak HBM bandwidth (default 0.75: own choice)",
-         attn_decode_eff),
 };
 const size_t mdl_compute_cfg_keys_n = sizeof mdl_compute_cfg_keys / sizeof mdl_compute_cfg_keys[0];
-#undef TERM
 #undef AT
 
 /* The override rows of a spec table: every row but the name's. Each fills
@@ -168,6 +135,8 @@ int mdl_cfg_register(cfg_schema_t *s)
 		rc = register_spec(s, mdl_llm_keys, mdl_llm_keys_n);
 	if (!rc)
 		rc = cfg_schema_add_typed(s, mdl_compute_cfg_keys, mdl_compute_cfg_keys_n);
+	for (size_t i = 0; i < mdl_term_keys_n && !rc; i++)
+		rc = cfg_schema_add_typed(s, &mdl_term_keys[i].cfg, 1);
 	return rc;
 }
 
@@ -195,6 +164,8 @@ int mdl_cfg_fill(const cfg_t *cfg, mdl_cfg_t *m, err_t *e)
 		rc = fill_spec(cfg, mdl_llm_keys, mdl_llm_keys_n, m->model, e);
 	if (!rc)
 		rc = cfg_fill(cfg, mdl_compute_cfg_keys, mdl_compute_cfg_keys_n, m, e);
+	for (size_t i = 0; i < mdl_term_keys_n && !rc; i++)
+		rc = cfg_fill(cfg, &mdl_term_keys[i].cfg, 1, &m->terms, e);
 	return rc;
 }
 
@@ -281,7 +252,7 @@ static int load_terms(const cfg_t *cfg, const mdl_cfg_t *m, const mdl_hw_t *hw,
 {
 	const mdl_compute_params_t *d = &mdl_compute_params_default;
 	for (size_t i = 0; i < mdl_term_keys_n; i++) {
-		size_t off = mdl_term_keys[i].off;
+		size_t off = mdl_term_keys[i].cfg.at.off;
 		*(double *)((char *)p + off) = *(const double *)((const char *)d + off);
 	}
 	const cfg_tkey_t *ck = mdl_compute_cfg_keys;
@@ -309,12 +280,12 @@ static int load_terms(const cfg_t *cfg, const mdl_cfg_t *m, const mdl_hw_t *hw,
 	if (key_given(cfg, &ck[C_AR_LAT]) || key_given(cfg, &ck[C_AR_BW]))
 		p->n_ar = 0;
 	for (size_t i = 0; i < mdl_term_keys_n; i++) {
-		size_t off = mdl_term_keys[i].off;
+		size_t off = mdl_term_keys[i].cfg.at.off;
 		double v = *(const double *)((const char *)&m->terms + off);
 		if (v == -1)
 			continue;
 		if (v < 0)
-			return key_error(cfg, e, ck[C_MFU].key.section, mdl_term_keys[i].key,
+			return row_error(cfg, e, &mdl_term_keys[i].cfg,
 			                 "must be >= 0, or -1 for the calibration's value");
 		*(double *)((char *)p + off) = v;
 	}

@@ -27,7 +27,7 @@ typedef struct mdl_cfg {
 	/* mfu, mbu, allreduce_bw_eff, allreduce_lat_ns, iter_overhead_ns and
 	 * model; the other fields stay 0 */
 	mdl_compute_params_t compute;
-	/* the roofline term keys (mdl_term_keys' fields; -1: from the
+	/* the roofline term keys (mdl_term_keys, mdl_prof.h; -1: from the
 	 * calibration); the other fields stay 0 */
 	mdl_compute_params_t terms;
 	const char *calibration;                /* auto, none or a path */
@@ -35,7 +35,7 @@ typedef struct mdl_cfg {
 } mdl_cfg_t;
 
 /* The typed keys of [gpu] and [model] before their spec keys (name, file),
- * and of [compute]. */
+ * and of [compute] before its roofline terms (mdl_term_keys). */
 extern const cfg_tkey_t mdl_gpu_cfg_keys[];
 extern const size_t mdl_gpu_cfg_keys_n;
 extern const cfg_tkey_t mdl_model_cfg_keys[];
@@ -45,7 +45,7 @@ extern const size_t mdl_compute_cfg_keys_n;
 
 /* Adds every key of models/ to s, in the order config listings show them:
  * [gpu] name, file and the spec overrides, the same for [model], then
- * [compute]. */
+ * [compute] and its roofline terms. */
 int mdl_cfg_register(cfg_schema_t *s);
 /* Fills m from cfg (cfg_fill over the tables above). */
 int mdl_cfg_fill(const cfg_t *cfg, mdl_cfg_t *m, err_t *e);

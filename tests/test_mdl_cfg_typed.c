@@ -61,7 +61,7 @@ static const mdl_over_t *slot(const mdl_over_t *over, const mdl_spec_key_t *keys
 
 static double term(const mdl_compute_params_t *p, size_t i)
 {
-	return *(const double *)((const char *)p + mdl_term_keys[i].off);
+	return *(const double *)((const char *)p + mdl_term_keys[i].cfg.at.off);
 }
 
 static void test_defaults_fill_the_struct(void **st)
@@ -122,20 +122,31 @@ static void test_overrides_fill_the_struct(void **st)
 	free_both(c, s);
 }
 
-/* Every roofline term key fills the member of mdl_term_keys' offset (the
- * calibration files' table), and only that one. */
-static void test_each_term_key_fills_its_calibration_member(void **st)
+/* Each roofline term key, as a [compute] config key and as a line of a
+ * calibration file, sets the same member of mdl_compute_params_t and no
+ * other: the term table (mdl_term_keys) is both. */
+static void test_term_key_and_calibration_line_set_the_same_member(void **st)
 {
 	(void)st;
 	for (size_t i = 0; i < mdl_term_keys_n; i++) {
-		char set[96];
-		snprintf(set, sizeof set, "compute.%s=0.125", mdl_term_keys[i].key);
-		const char *sets[] = {set};
+		const char *key = mdl_term_keys[i].cfg.key.name;
+		char set[96], text[96];
+		snprintf(set, sizeof set, "compute.%s=0.125", key);
+		snprintf(text, sizeof text, "[compute]\n%s = 0.125\n", key);
+		const char *sets[] = {"compute.calibration=none", set};
 		cfg_schema_t *s;
 		mdl_cfg_t m;
-		cfg_t *c = fill_with(&s, sets, 1, &m);
-		for (size_t j = 0; j < mdl_term_keys_n; j++)
+		cfg_t *c = fill_with(&s, sets, 2, &m);
+		mdl_compute_params_t loaded, parsed = mdl_compute_params_default;
+		err_t e = {0};
+		if (mdl_load_cfg(c, NULL, NULL, &loaded, &e) ||
+		    mdl_calib_parse("cal.ini", text, &parsed, &e))
+			fail_msg("%s: %s", key, e.msg);
+		for (size_t j = 0; j < mdl_term_keys_n; j++) {
 			assert_true(term(&m.terms, j) == (i == j ? 0.125 : -1));
+			assert_true(term(&loaded, j) == term(&parsed, j));
+			assert_true((term(&loaded, j) == 0.125) == (i == j));
+		}
 		free_both(c, s);
 	}
 }
@@ -319,7 +330,7 @@ static void test_spec_file_line_and_override_set_the_same_member(void **st)
 
 TEST_MAIN(cmocka_unit_test(test_defaults_fill_the_struct),
           cmocka_unit_test(test_overrides_fill_the_struct),
-          cmocka_unit_test(test_each_term_key_fills_its_calibration_member),
+          cmocka_unit_test(test_term_key_and_calibration_line_set_the_same_member),
           cmocka_unit_test(test_compute_model_choices_come_from_its_map),
           cmocka_unit_test(test_every_spec_override_reaches_the_spec_struct),
           cmocka_unit_test(test_spec_file_line_and_override_set_the_same_member))
