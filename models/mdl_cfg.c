@@ -322,7 +322,8 @@ int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_par
 		rc = load_spec(cfg, &m, 0, &l, e);
 	if (rc)
 		return rc;
-	mdl_compute_params_t p = m.compute; /* zeroed past the [compute] keys */
+	mdl_compute_params_t p;
+	memcpy(&p, &m.compute, sizeof p); /* zeroed past the [compute] keys, padding too */
 	if ((rc = load_terms(cfg, &m, &h, &p, e)))
 		return rc;
 	if (hw)
