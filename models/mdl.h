@@ -157,7 +157,9 @@ uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *llm, ui
                                     double reserve_fraction);
 
 /* Resolves [gpu], [model] and [compute] of a config: the named built-in or
- * the given file, then every override key that is set. */
+ * the given file, then every override key that is set. The keys are typed
+ * (mdl_cfg.h): the config is read through cfg_fill, and by name only for
+ * paths and error places. */
 int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp,
                  err_t *e);
 

@@ -424,18 +424,41 @@ int mdl_prof_fit(const mdl_prof_t *p, const mdl_hw_t *hw, int holdout, mdl_compu
 
 /* ---- calibration files ---------------------------------------------------------------- */
 
+#define TERM(key, hi, unit, doc, member, frac)                                                     \
+	{{{"compute", key, CFG_FLOAT, "-1", -1, hi, NULL, unit,                                    \
+	   doc " (-1: from compute.calibration)", NULL},                                           \
+	  CFG_AT(DOUBLE, mdl_compute_params_t, member)},                                           \
+	 frac}
+/* In the order config listings show them (after the other [compute] keys). */
 const mdl_term_key_t mdl_term_keys[] = {
-    {"gemm_mfu", offsetof(mdl_compute_params_t, gemm_mfu), 1},
-    {"gemm_half_flops", offsetof(mdl_compute_params_t, gemm_half_flops), 0},
-    {"weight_mbu", offsetof(mdl_compute_params_t, weight_mbu), 1},
-    {"gemm_kernel_ns", offsetof(mdl_compute_params_t, gemm_kernel_ns), 0},
-    {"small_kernel_ns", offsetof(mdl_compute_params_t, small_kernel_ns), 0},
-    {"elt_bw_eff", offsetof(mdl_compute_params_t, elt_bw_eff), 1},
-    {"attn_prefill_eff", offsetof(mdl_compute_params_t, attn_prefill_eff), 1},
-    {"attn_decode_eff", offsetof(mdl_compute_params_t, attn_decode_eff), 1},
-    {"gemm_tile_tokens", offsetof(mdl_compute_params_t, gemm_tile_tokens), 0},
-    {"roofline_q", offsetof(mdl_compute_params_t, roofline_q), 0},
+    TERM("gemm_mfu", 1, "", "peak MFU of large weight GEMMs (Vidur H100/A100 profile fit)",
+         gemm_mfu, 1),
+    TERM("gemm_half_flops", 1e30, "FLOP",
+         "FLOPs of one GEMM on one GPU at which its MFU is half of gemm_mfu (0: flat)",
+         gemm_half_flops, 0),
+    TERM("weight_mbu", 1, "", "weight-read bandwidth / peak HBM bandwidth (profile fit)",
+         weight_mbu, 1),
+    TERM("gemm_kernel_ns", 1e9, "ns", "fixed cost per GEMM kernel (profile fit)", gemm_kernel_ns,
+         0),
+    TERM("small_kernel_ns", 1e9, "ns",
+         "fixed cost per norm, rope, activation or add kernel, 5 per layer (profile fit)",
+         small_kernel_ns, 0),
+    TERM("elt_bw_eff", 1, "",
+         "bandwidth of those small kernels / peak HBM bandwidth (profile fit; 0: no term)",
+         elt_bw_eff, 1),
+    TERM("gemm_tile_tokens", 1e6, "tokens",
+         "GEMM compute pays for tokens rounded up to this tile (profile fit, 0: none)",
+         gemm_tile_tokens, 0),
+    TERM("roofline_q", 1e3, "",
+         "compute and memory sides combined as a q-norm (profile fit; 0: max)", roofline_q, 0),
+    TERM("attn_prefill_eff", 1, "",
+         "prefill attention FLOP/s / peak (default 0.37: FlashAttention-2 on H100, FA3 paper)",
+         attn_prefill_eff, 1),
+    TERM("attn_decode_eff", 1, "",
+         "decode attention KV-read bandwidth / peak HBM bandwidth (default 0.75: own choice)",
+         attn_decode_eff, 1),
 };
+#undef TERM
 const size_t mdl_term_keys_n = sizeof mdl_term_keys / sizeof mdl_term_keys[0];
 
 typedef struct {
@@ -480,10 +503,10 @@ static int on_calib(void *user, const char *section, const char *name, const cha
 	if (strcmp(section, "compute"))
 		goto bad;
 	for (size_t i = 0; i < mdl_term_keys_n; i++)
-		if (!strcmp(name, mdl_term_keys[i].key)) {
+		if (!strcmp(name, mdl_term_keys[i].cfg.key.name)) {
 			if (mdl_term_keys[i].frac && !(v > 0 && v <= 1))
 				goto bad;
-			*(double *)((char *)p + mdl_term_keys[i].off) = v;
+			*(double *)((char *)p + mdl_term_keys[i].cfg.at.off) = v;
 			return 1;
 		}
 	if (!strcmp(name, "iter_overhead_ns") && v < 1e12) {

@@ -1,29 +1,55 @@
-/* mdl_field — internal to models/: the table that maps spec keys to struct
- * fields, shared by the INI parser (mdl_spec.c) and the config overrides
- * (mdl_cfg.c) so both accept exactly the same keys and values. */
+/* mdl_field — internal to models/: every spec key declared once, in one
+ * table per spec kind ([gpu] -> mdl_hw_t, [model] -> mdl_llm_t), read by
+ * the spec-file parser (mdl_spec.c) and by the config overrides (mdl_cfg.c),
+ * so both accept exactly the same keys and set the same member.
+ *
+ * A row holds the key as a config override (a cfg_tkey_t: [gpu] or [model],
+ * the name, type, default -1 = "from the spec", range, unit and doc; its
+ * value fills one mdl_over_t slot), the spec struct's member the key sets
+ * (CFG_AT into mdl_hw_t or mdl_llm_t: U32, U64, I64, DOUBLE, or ENUM with
+ * its map; CFG_F_NONE marks the name, a char[MDL_NAME_MAX] that no override
+ * sets), and whether a spec file must give the key. */
 #ifndef KVSIM_MDL_FIELD_H
 #define KVSIM_MDL_FIELD_H
 
 #include <stddef.h>
 
-typedef enum { MDL_F_NAME, MDL_F_U32, MDL_F_U64, MDL_F_I64, MDL_F_DBL, MDL_F_ATTN } mdl_ftype_t;
+#include "sim/base/cfg.h"
 
-typedef struct mdl_field {
-	const char *key;
-	mdl_ftype_t type;
-	int required; /* must appear in a spec file */
-	size_t off, size;
-} mdl_field_t;
+/* The most rows one spec table has (the parser marks the keys it saw). */
+#define MDL_SPEC_KEYS_MAX 32
 
-extern const mdl_field_t mdl_hw_fields[];
-extern const size_t mdl_hw_fields_n;
-extern const mdl_field_t mdl_llm_fields[];
-extern const size_t mdl_llm_fields_n;
+/* The value an override choice takes for "spec" (keep the spec's). */
+#define MDL_OVER_SPEC (-1)
 
-const mdl_field_t *mdl_field_find(const mdl_field_t *fields, size_t n, const char *key);
-/* Set a field of the struct at dst from text or from a number; on bad input
- * return -1 with *why a static reason. */
-int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const char **why);
-int mdl_field_set_number(const mdl_field_t *f, void *dst, double v, const char **why);
+/* One override's value: v for a number key (-1: from the spec), choice for
+ * an enum key (MDL_OVER_SPEC or the spec map's value). */
+typedef struct mdl_over {
+	double v;
+	int choice;
+} mdl_over_t;
+
+typedef struct mdl_spec_key {
+	cfg_tkey_t cfg;   /* the override key; its field lies in an mdl_over_t */
+	cfg_field_t spec; /* the member of mdl_hw_t or mdl_llm_t it sets */
+	int required;     /* must appear in a spec file */
+} mdl_spec_key_t;
+
+extern const mdl_spec_key_t mdl_hw_keys[];
+extern const size_t mdl_hw_keys_n;
+extern const mdl_spec_key_t mdl_llm_keys[];
+extern const size_t mdl_llm_keys_n;
+
+/* The key's name in spec files and configs. */
+static inline const char *mdl_spec_key_name(const mdl_spec_key_t *k)
+{
+	return k->cfg.key.name;
+}
+
+const mdl_spec_key_t *mdl_spec_key_find(const mdl_spec_key_t *keys, size_t n, const char *name);
+/* Set k's member of the struct at dst from spec-file text or from a number
+ * (an override); on bad input return -1 with *why a static reason. */
+int mdl_spec_set_text(const mdl_spec_key_t *k, void *dst, const char *value, const char **why);
+int mdl_spec_set_number(const mdl_spec_key_t *k, void *dst, double v, const char **why);
 
 #endif

@@ -123,11 +123,12 @@ double mdl_prof_predict_ar(const mdl_hw_t *hw, const mdl_compute_params_t *cp, u
  * INI, `#` comment lines first (source, shapes, errors); [compute] with the
  * six terms above plus optional attn_prefill_eff, attn_decode_eff and
  * iter_overhead_ns; [allreduce.tpN] with lat_ns and bw_eff per TP. */
-/* The terms a calibration file and [compute] name alike: key, the double
- * field of mdl_compute_params_t, and whether it is a fraction in (0, 1]. */
+/* The terms a calibration file and [compute] name alike, declared once: the
+ * [compute] key (default -1: from compute.calibration) whose field is the
+ * double member of mdl_compute_params_t, and whether a calibration file's
+ * value must be a fraction in (0, 1]. */
 typedef struct mdl_term_key {
-	const char *key;
-	size_t off;
+	cfg_tkey_t cfg;
 	int frac;
 } mdl_term_key_t;
 extern const mdl_term_key_t mdl_term_keys[];

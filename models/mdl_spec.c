@@ -22,52 +22,99 @@ extern const mdl_embedded_t mdl_embedded[];
 
 #define SPEC_FILE_MAX (1u << 20) /* a spec is a few hundred bytes */
 
-#define HW_F(key, type, req, field)                                                                \
-	{                                                                                          \
-		key, type, req, offsetof(mdl_hw_t, field), sizeof(((mdl_hw_t *)0)->field)          \
-	}
-#define LLM_F(key, type, req, field)                                                               \
-	{                                                                                          \
-		key, type, req, offsetof(mdl_llm_t, field), sizeof(((mdl_llm_t *)0)->field)        \
-	}
+/* The rows' ranges, as the override keys have always had them: a rate or
+ * a byte count is a float key, a count an int key within uint32, a latency
+ * an int key below 2^53 (doubles hold whole numbers exactly up to there). */
+#define ANY_NUMBER 1e30
+#define U32_TOP 4294967295.0
+#define NS_TOP 9e15
+#define FROM_SPEC " (-1: from the spec)"
 
-const mdl_field_t mdl_hw_fields[] = {
-    HW_F("name", MDL_F_NAME, 1, name),
-    HW_F("hbm_bytes", MDL_F_U64, 1, hbm_bytes),
-    HW_F("hbm_bw", MDL_F_DBL, 1, hbm_bw),
-    HW_F("flops_bf16", MDL_F_DBL, 1, flops_bf16),
-    HW_F("flops_fp8", MDL_F_DBL, 0, flops_fp8),
-    HW_F("nvlink_bw", MDL_F_DBL, 1, nvlink_bw),
-    HW_F("nvlink_lat_ns", MDL_F_I64, 1, nvlink_lat_ns),
-    HW_F("pcie_bw", MDL_F_DBL, 1, pcie_bw),
-    HW_F("pcie_lat_ns", MDL_F_I64, 1, pcie_lat_ns),
-    HW_F("nic_bw", MDL_F_DBL, 1, nic_bw),
-    HW_F("nic_lat_ns", MDL_F_I64, 1, nic_lat_ns),
-    HW_F("host_dram_bytes", MDL_F_U64, 0, host_dram_bytes),
-};
-const size_t mdl_hw_fields_n = sizeof mdl_hw_fields / sizeof mdl_hw_fields[0];
+/* A number row: the override key [sec] nm (type, range [-1, hi], unit,
+ * doc), and the member (kind) of type it sets. */
+#define NUM_KEY(sec, type, nm, ktype, hi, unit, doc, kind, member, req)                            \
+	{{{sec, nm, ktype, "-1", -1, hi, NULL, unit, doc FROM_SPEC, NULL},                         \
+	  CFG_AT(DOUBLE, mdl_over_t, v)},                                                          \
+	 CFG_AT(kind, type, member),                                                               \
+	 req}
+#define HW(nm, ktype, hi, unit, doc, kind, member, req)                                            \
+	NUM_KEY("gpu", mdl_hw_t, nm, ktype, hi, unit, doc, kind, member, req)
+#define LLM(nm, ktype, hi, unit, doc, kind, member, req)                                           \
+	NUM_KEY("model", mdl_llm_t, nm, ktype, hi, unit, doc, kind, member, req)
+/* The spec's own name: a spec-file key only ([gpu] name and [model] name
+ * of a config pick a built-in spec instead, mdl_cfg.c). */
+#define NAME_KEY(sec, type)                                                                        \
+	{{{sec, "name", CFG_STR, "", 0, 0, NULL, "", "the spec's name", NULL}, CFG_NOWHERE},       \
+	 {CFG_F_NONE, offsetof(type, name), NULL, NULL},                                           \
+	 1}
 
-const mdl_field_t mdl_llm_fields[] = {
-    LLM_F("name", MDL_F_NAME, 1, name),
-    LLM_F("layers", MDL_F_U32, 1, layers),
-    LLM_F("hidden", MDL_F_U32, 1, hidden),
-    LLM_F("heads", MDL_F_U32, 1, heads),
-    LLM_F("kv_heads", MDL_F_U32, 1, kv_heads),
-    LLM_F("head_dim", MDL_F_U32, 1, head_dim),
-    LLM_F("intermediate", MDL_F_U32, 1, intermediate),
-    LLM_F("vocab", MDL_F_U32, 1, vocab),
-    LLM_F("dtype_bytes", MDL_F_U32, 1, dtype_bytes),
-    LLM_F("weight_bytes", MDL_F_DBL, 0, weight_bytes),
-    LLM_F("params_total", MDL_F_U64, 1, params_total),
-    LLM_F("params_active", MDL_F_U64, 1, params_active),
-    LLM_F("attention", MDL_F_ATTN, 1, attention),
-    LLM_F("mla_latent", MDL_F_U32, 0, mla_latent),
-    LLM_F("mla_rope", MDL_F_U32, 0, mla_rope),
-    LLM_F("experts", MDL_F_U32, 0, experts),
-    LLM_F("experts_active", MDL_F_U32, 0, experts_active),
-    LLM_F("tied_embeddings", MDL_F_U32, 0, tied_embeddings),
+_Static_assert(sizeof(mdl_attn_t) == sizeof(int), "an enum field is an int (cfg.h)");
+/* The override's choices; a spec file takes the same names less "spec". */
+static const cfg_enum_t attn_over_map[] = {
+    {"spec", MDL_OVER_SPEC}, {"gqa", MDL_ATTN_GQA}, {"mla", MDL_ATTN_MLA}, {NULL, 0}};
+
+const mdl_spec_key_t mdl_hw_keys[] = {
+    NAME_KEY("gpu", mdl_hw_t),
+    HW("hbm_bytes", CFG_FLOAT, ANY_NUMBER, "bytes", "HBM capacity per GPU", U64, hbm_bytes, 1),
+    HW("hbm_bw", CFG_FLOAT, ANY_NUMBER, "bytes/s", "HBM bandwidth", DOUBLE, hbm_bw, 1),
+    HW("flops_bf16", CFG_FLOAT, ANY_NUMBER, "FLOP/s", "dense BF16 tensor throughput", DOUBLE,
+       flops_bf16, 1),
+    HW("flops_fp8", CFG_FLOAT, ANY_NUMBER, "FLOP/s", "dense FP8 tensor throughput (0: no FP8)",
+       DOUBLE, flops_fp8, 0),
+    HW("nvlink_bw", CFG_FLOAT, ANY_NUMBER, "bytes/s", "NVLink per GPU per direction (0: none)",
+       DOUBLE, nvlink_bw, 1),
+    HW("nvlink_lat_ns", CFG_INT, NS_TOP, "ns", "NVLink copy latency", I64, nvlink_lat_ns, 1),
+    HW("pcie_bw", CFG_FLOAT, ANY_NUMBER, "bytes/s", "PCIe GPU<->host per direction", DOUBLE,
+       pcie_bw, 1),
+    HW("pcie_lat_ns", CFG_INT, NS_TOP, "ns", "PCIe copy latency", I64, pcie_lat_ns, 1),
+    HW("nic_bw", CFG_FLOAT, ANY_NUMBER, "bytes/s", "NIC per GPU per direction", DOUBLE, nic_bw,
+       1),
+    HW("nic_lat_ns", CFG_INT, NS_TOP, "ns", "NIC transfer latency", I64, nic_lat_ns, 1),
+    HW("host_dram_bytes", CFG_FLOAT, ANY_NUMBER, "bytes", "host DRAM per node", U64,
+       host_dram_bytes, 0),
 };
-const size_t mdl_llm_fields_n = sizeof mdl_llm_fields / sizeof mdl_llm_fields[0];
+const size_t mdl_hw_keys_n = sizeof mdl_hw_keys / sizeof mdl_hw_keys[0];
+
+const mdl_spec_key_t mdl_llm_keys[] = {
+    NAME_KEY("model", mdl_llm_t),
+    LLM("layers", CFG_INT, U32_TOP, "", "transformer layers", U32, layers, 1),
+    LLM("hidden", CFG_INT, U32_TOP, "", "hidden size", U32, hidden, 1),
+    LLM("heads", CFG_INT, U32_TOP, "", "attention (query) heads", U32, heads, 1),
+    LLM("kv_heads", CFG_INT, U32_TOP, "", "KV heads (GQA)", U32, kv_heads, 1),
+    LLM("head_dim", CFG_INT, U32_TOP, "", "head dimension (MLA: v/qk_nope head dim)", U32,
+        head_dim, 1),
+    LLM("intermediate", CFG_INT, U32_TOP, "", "MLP intermediate size", U32, intermediate, 1),
+    LLM("vocab", CFG_INT, U32_TOP, "tokens", "vocabulary size", U32, vocab, 1),
+    LLM("dtype_bytes", CFG_INT, U32_TOP, "bytes", "KV cache and activation element size", U32,
+        dtype_bytes, 1),
+    LLM("weight_bytes", CFG_FLOAT, ANY_NUMBER, "bytes", "bytes per weight (0.5 for 4-bit)",
+        DOUBLE, weight_bytes, 0),
+    LLM("params_total", CFG_FLOAT, ANY_NUMBER, "", "parameters, all experts", U64, params_total,
+        1),
+    LLM("params_active", CFG_FLOAT, ANY_NUMBER, "", "parameters used per token", U64,
+        params_active, 1),
+    {{{"model", "attention", CFG_ENUM, "spec", 0, 0, NULL, "",
+       "attention kind (spec: from the spec)", NULL},
+      CFG_AT_ENUM(mdl_over_t, choice, attn_over_map)},
+     CFG_AT_ENUM(mdl_llm_t, attention, &attn_over_map[1]),
+     1},
+    LLM("mla_latent", CFG_INT, U32_TOP, "", "MLA KV latent rank (kv_lora_rank)", U32, mla_latent,
+        0),
+    LLM("mla_rope", CFG_INT, U32_TOP, "", "MLA decoupled rope key dims", U32, mla_rope, 0),
+    LLM("experts", CFG_INT, U32_TOP, "", "routed experts per MoE layer (0: dense)", U32, experts,
+        0),
+    LLM("experts_active", CFG_INT, U32_TOP, "", "routed experts per token", U32, experts_active,
+        0),
+    LLM("tied_embeddings", CFG_INT, U32_TOP, "", "1 if embedding and LM head share weights", U32,
+        tied_embeddings, 0),
+};
+const size_t mdl_llm_keys_n = sizeof mdl_llm_keys / sizeof mdl_llm_keys[0];
+_Static_assert(sizeof mdl_hw_keys / sizeof mdl_hw_keys[0] <= MDL_SPEC_KEYS_MAX, "seen[] size");
+_Static_assert(sizeof mdl_llm_keys / sizeof mdl_llm_keys[0] <= MDL_SPEC_KEYS_MAX, "seen[] size");
+#undef HW
+#undef LLM
+#undef NUM_KEY
+#undef NAME_KEY
 
 /* ---- value parsing ------------------------------------------------------ */
 
@@ -103,33 +150,33 @@ static int parse_number(const char *s, double *out, const char **why)
 	return 0;
 }
 
-int mdl_field_set_number(const mdl_field_t *f, void *dst, double v, const char **why)
+int mdl_spec_set_number(const mdl_spec_key_t *k, void *dst, double v, const char **why)
 {
-	char *p = (char *)dst + f->off;
+	char *p = (char *)dst + k->spec.off;
 	if (v < 0) {
 		*why = "must not be negative";
 		return -1;
 	}
-	if (f->type != MDL_F_DBL && v != floor(v)) {
+	if (k->spec.kind != CFG_F_DOUBLE && v != floor(v)) {
 		*why = "must be an integer";
 		return -1;
 	}
-	switch (f->type) {
-	case MDL_F_DBL:
+	switch (k->spec.kind) {
+	case CFG_F_DOUBLE:
 		*(double *)p = v;
 		return 0;
-	case MDL_F_U32:
+	case CFG_F_U32:
 		if (v > 4294967295.0)
 			break;
 		*(uint32_t *)p = (uint32_t)v;
 		return 0;
-	case MDL_F_U64:
+	case CFG_F_U64:
 		/* doubles are exact integers up to 2^53, far above any spec value */
 		if (v > 9007199254740992.0)
 			break;
 		*(uint64_t *)p = (uint64_t)v;
 		return 0;
-	case MDL_F_I64:
+	case CFG_F_I64:
 		if (v > 9007199254740992.0)
 			break;
 		*(int64_t *)p = (int64_t)v;
@@ -154,10 +201,25 @@ static const char *name_unstorable(const char *v)
 	                 : NULL;
 }
 
-int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const char **why)
+/* "expected A, B or C" from an enum member's map. Static storage, made
+ * once per thread (the maps are constant). */
+static const char *map_expected(const cfg_enum_t *map)
 {
-	char *p = (char *)dst + f->off;
-	if (f->type == MDL_F_NAME) {
+	static _Thread_local char buf[128];
+	size_t n = 0;
+	while (map[n].name)
+		n++;
+	int k = snprintf(buf, sizeof buf, "expected");
+	for (size_t i = 0; i < n && k > 0 && (size_t)k < sizeof buf; i++)
+		k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s",
+		              i == 0 ? " " : i + 1 == n ? " or " : ", ", map[i].name);
+	return buf;
+}
+
+int mdl_spec_set_text(const mdl_spec_key_t *k, void *dst, const char *value, const char **why)
+{
+	char *p = (char *)dst + k->spec.off;
+	if (k->spec.kind == CFG_F_NONE) { /* the name */
 		size_t n = strlen(value);
 		if (n == 0) {
 			*why = "empty name";
@@ -165,35 +227,42 @@ int mdl_field_set_text(const mdl_field_t *f, void *dst, const char *value, const
 		}
 		if ((*why = name_unstorable(value)))
 			return -1;
-		if (n >= f->size) {
+		if (n >= MDL_NAME_MAX) {
 			*why = "name too long (max 63 characters)";
 			return -1;
 		}
 		memcpy(p, value, n + 1);
 		return 0;
 	}
-	if (f->type == MDL_F_ATTN) {
-		if (!strcmp(value, "gqa"))
-			*(mdl_attn_t *)p = MDL_ATTN_GQA;
-		else if (!strcmp(value, "mla"))
-			*(mdl_attn_t *)p = MDL_ATTN_MLA;
-		else {
-			*why = "expected gqa or mla";
-			return -1;
-		}
-		return 0;
+	if (k->spec.kind == CFG_F_ENUM) {
+		for (const cfg_enum_t *m = k->spec.map; m->name; m++)
+			if (!strcmp(value, m->name)) {
+				*(int *)p = m->value;
+				return 0;
+			}
+		*why = map_expected(k->spec.map);
+		return -1;
 	}
 	double v;
 	if (parse_number(value, &v, why))
 		return -1;
-	return mdl_field_set_number(f, dst, v, why);
+	return mdl_spec_set_number(k, dst, v, why);
 }
 
-const mdl_field_t *mdl_field_find(const mdl_field_t *fields, size_t n, const char *key)
+/* The name of an enum member's value in its map ("?" for none). */
+static const char *map_name(const cfg_enum_t *map, int v)
+{
+	for (; map->name; map++)
+		if (map->value == v)
+			return map->name;
+	return "?";
+}
+
+const mdl_spec_key_t *mdl_spec_key_find(const mdl_spec_key_t *keys, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(fields[i].key, key))
-			return &fields[i];
+		if (!strcmp(mdl_spec_key_name(&keys[i]), name))
+			return &keys[i];
 	return NULL;
 }
 
@@ -232,10 +301,10 @@ static char *reader_line(char *buf, int num, void *stream)
 typedef struct {
 	const char *origin;
 	const char *section; /* the one section a spec may have */
-	const mdl_field_t *fields;
+	const mdl_spec_key_t *fields;
 	size_t n;
 	void *dst;
-	unsigned char seen[32];
+	unsigned char seen[MDL_SPEC_KEYS_MAX];
 	int section_line; /* line of the section header, 0 if none seen */
 	reader_t *rd;
 	err_t *e;
@@ -271,12 +340,13 @@ static int spec_handler(void *user, const char *section, const char *name, const
 	}
 	if (!sp->section_line)
 		sp->section_line = sp->rd->line;
-	const mdl_field_t *f = mdl_field_find(sp->fields, sp->n, name);
+	const mdl_spec_key_t *f = mdl_spec_key_find(sp->fields, sp->n, name);
 	if (!f) {
 		char why[640];
 		int k = snprintf(why, sizeof why, "unknown key in [%s] (known:", sp->section);
 		for (size_t i = 0; i < sp->n && k > 0 && (size_t)k < sizeof why; i++)
-			k += snprintf(why + k, sizeof why - (size_t)k, " %s", sp->fields[i].key);
+			k += snprintf(why + k, sizeof why - (size_t)k, " %s",
+		              mdl_spec_key_name(&sp->fields[i]));
 		if (k > 0 && (size_t)k < sizeof why - 1)
 			snprintf(why + k, sizeof why - (size_t)k, ")");
 		return spec_fail(sp, name, why);
@@ -286,7 +356,7 @@ static int spec_handler(void *user, const char *section, const char *name, const
 		return spec_fail(sp, name, "duplicate key");
 	sp->seen[idx] = 1;
 	const char *why = NULL;
-	if (mdl_field_set_text(f, sp->dst, value, &why)) {
+	if (mdl_spec_set_text(f, sp->dst, value, &why)) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "%s: '%.80s'", why, value);
 		return spec_fail(sp, name, msg);
@@ -295,7 +365,7 @@ static int spec_handler(void *user, const char *section, const char *name, const
 }
 
 static int spec_parse(const char *origin, const char *text, const char *section,
-                      const mdl_field_t *fields, size_t n, void *dst, err_t *e)
+                      const mdl_spec_key_t *fields, size_t n, void *dst, err_t *e)
 {
 	reader_t rd = {.p = text};
 	spec_parse_t sp = {.origin = origin,
@@ -321,7 +391,7 @@ static int spec_parse(const char *origin, const char *text, const char *section,
 		if (fields[i].required && !sp.seen[i])
 			return err_set(e, KS_EINPUT, "%s:%d: %s: missing required key in [%s]",
 			               origin, sp.section_line ? sp.section_line : rd.line,
-			               fields[i].key, section);
+			               mdl_spec_key_name(&fields[i]), section);
 	return 0;
 }
 
@@ -340,7 +410,7 @@ int mdl_hw_parse(const char *origin, const char *text, mdl_hw_t *hw, err_t *e)
 {
 	mdl_hw_t tmp;
 	hw_defaults(&tmp);
-	int rc = spec_parse(origin, text, "gpu", mdl_hw_fields, mdl_hw_fields_n, &tmp, e);
+	int rc = spec_parse(origin, text, "gpu", mdl_hw_keys, mdl_hw_keys_n, &tmp, e);
 	if (!rc)
 		rc = mdl_hw_check(&tmp, origin, e);
 	if (!rc)
@@ -352,7 +422,7 @@ int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e
 {
 	mdl_llm_t tmp;
 	llm_defaults(&tmp);
-	int rc = spec_parse(origin, text, "model", mdl_llm_fields, mdl_llm_fields_n, &tmp, e);
+	int rc = spec_parse(origin, text, "model", mdl_llm_keys, mdl_llm_keys_n, &tmp, e);
 	if (rc)
 		return rc;
 	if (tmp.weight_bytes < 0)
@@ -505,35 +575,37 @@ int mdl_llm_builtin(const char *name, mdl_llm_t *llm, err_t *e)
 
 /* ---- writing ------------------------------------------------------------ */
 
-static int spec_write(const char *section, const mdl_field_t *fields, size_t n, const void *src,
+static int spec_write(const char *section, const mdl_spec_key_t *fields, size_t n, const void *src,
                       FILE *f)
 {
 	const char *p0 = src;
 	for (size_t i = 0; i < n; i++)
-		if (fields[i].type == MDL_F_NAME && name_unstorable(p0 + fields[i].off))
+		if (fields[i].spec.kind == CFG_F_NONE && name_unstorable(p0 + fields[i].spec.off))
 			return KS_EINPUT;
 	fprintf(f, "[%s]\n", section);
 	for (size_t i = 0; i < n; i++) {
-		const char *p = p0 + fields[i].off;
-		fprintf(f, "%s = ", fields[i].key);
-		switch (fields[i].type) {
-		case MDL_F_NAME:
+		const char *p = p0 + fields[i].spec.off;
+		fprintf(f, "%s = ", mdl_spec_key_name(&fields[i]));
+		switch (fields[i].spec.kind) {
+		case CFG_F_NONE:
 			fprintf(f, "%s\n", p);
 			break;
-		case MDL_F_U32:
+		case CFG_F_U32:
 			fprintf(f, "%u\n", *(const uint32_t *)p);
 			break;
-		case MDL_F_U64:
+		case CFG_F_U64:
 			fprintf(f, "%llu\n", (unsigned long long)*(const uint64_t *)p);
 			break;
-		case MDL_F_I64:
+		case CFG_F_I64:
 			fprintf(f, "%lld\n", (long long)*(const int64_t *)p);
 			break;
-		case MDL_F_DBL:
+		case CFG_F_DOUBLE:
 			fprintf(f, "%.17g\n", *(const double *)p);
 			break;
-		case MDL_F_ATTN:
-			fprintf(f, "%s\n", *(const mdl_attn_t *)p == MDL_ATTN_MLA ? "mla" : "gqa");
+		case CFG_F_ENUM:
+			fprintf(f, "%s\n", map_name(fields[i].spec.map, *(const int *)p));
+			break;
+		default: /* no other kind in the tables */
 			break;
 		}
 	}
@@ -542,12 +614,12 @@ static int spec_write(const char *section, const mdl_field_t *fields, size_t n, 
 
 int mdl_hw_write(const mdl_hw_t *hw, FILE *f)
 {
-	return spec_write("gpu", mdl_hw_fields, mdl_hw_fields_n, hw, f);
+	return spec_write("gpu", mdl_hw_keys, mdl_hw_keys_n, hw, f);
 }
 
 int mdl_llm_write(const mdl_llm_t *llm, FILE *f)
 {
-	return spec_write("model", mdl_llm_fields, mdl_llm_fields_n, llm, f);
+	return spec_write("model", mdl_llm_keys, mdl_llm_keys_n, llm, f);
 }
 
 /* ---- checks --------------------------------------------------------------- */

@@ -6,10 +6,10 @@
 #include "sim/run/sim_params.h"
 
 extern const cfg_tkey_t sim_cfg_keys[]; extern const size_t sim_cfg_keys_n;
-extern const cfg_key_t mdl_cfg_keys[];  extern const size_t mdl_cfg_keys_n;
 extern const cfg_tkey_t tr_cfg_keys[];  extern const size_t tr_cfg_keys_n;
 extern const cfg_tkey_t net_cfg_keys[]; extern const size_t net_cfg_keys_n;
 extern const cfg_tkey_t out_cfg_keys[]; extern const size_t out_cfg_keys_n;
+int mdl_cfg_register(cfg_schema_t *s);
 int pol_cfg_register(cfg_schema_t *s);
 int pol_preset_register(cfg_schema_t *s);
 
@@ -19,7 +19,7 @@ cfg_schema_t *cfg_schema_default(void)
 	if (!s)
 		return NULL;
 	if (cfg_schema_add_typed(s, sim_cfg_keys, sim_cfg_keys_n) ||
-	    cfg_schema_add(s, mdl_cfg_keys, mdl_cfg_keys_n) ||
+	    mdl_cfg_register(s) ||
 	    cfg_schema_add_typed(s, tr_cfg_keys, tr_cfg_keys_n) ||
 	    cfg_schema_add_typed(s, net_cfg_keys, net_cfg_keys_n) ||
 	    cfg_schema_add_typed(s, out_cfg_keys, out_cfg_keys_n) || pol_cfg_register(s) ||
