@@ -88,6 +88,14 @@ static const whole_t wholes[] = {
      "../shared/traces/mooncake/conversation_trace.jsonl", {"policy.routing.load_metric=tokens"},
      1, 0},
     {"default experiment, kv_cost routing", NULL, NULL, {"policy.routing.name=kv_cost"}, 1, 0},
+    /* copies landing, jobs on the instances' compute, peer fetches */
+    {"default experiment, early_rdma, fetch = cost", NULL, NULL,
+     {"policy.replication.name=early_rdma", "kvcache.fetch=cost"}, 2, 0},
+    {"default experiment, speculative + oracle", NULL, NULL,
+     {"policy.replication.name=speculative", "policy.predictor.name=oracle"}, 2, 0},
+    /* the run ends mid-segment: unfinished requests keep the tokens so far */
+    {"default experiment, until_s = 20", NULL, NULL, {"experiment.until_s=20"}, 1, 0},
+    {"default experiment, ttft = prefill_end", NULL, NULL, {"scheduler.ttft=prefill_end"}, 1, 0},
 };
 
 static void run_both(const whole_t *w, const char *mode)
