@@ -59,7 +59,8 @@ static void metrics_equal(const sim_results_t *step, const sim_results_t *seg)
 		}
 		double tol = 1e-6 * fmax(fabs(x->value), fabs(y->value));
 		if (fabs(x->value - y->value) > tol)
-			fprintf(stderr, "%s: step %.17g, segment %.17g\n", x->name, x->value, y->value);
+			fprintf(stderr, "%s: step %.17g, segment %.17g\n", x->name, x->value,
+			        y->value);
 		assert_true(fabs(x->value - y->value) <= tol);
 	}
 	assert_true(seg->events < step->events);
@@ -74,25 +75,47 @@ typedef struct whole {
 
 static const whole_t wholes[] = {
     {"default experiment", NULL, NULL, {NULL}, 0, 0},
-    {"fan-out bursts (fanout_65k, 2 bursts of 40)", "analysis/experiments/fanout_65k.ini", NULL,
-     {"trace.fanout_bursts=2", "trace.fanout_size=40", "trace.duration_s=120"}, 3, 0},
+    {"fan-out bursts (fanout_65k, 2 bursts of 40)",
+     "analysis/experiments/fanout_65k.ini",
+     NULL,
+     {"trace.fanout_bursts=2", "trace.fanout_size=40", "trace.duration_s=120"},
+     3,
+     0},
     /* 16-token blocks in a pool of 200: decodes preempt (vllm) and retract
      * (sglang) all the time, and every 16th token allocates */
-    {"preemption-heavy (default, 200 blocks of 16 tokens)", NULL, NULL,
-     {"cluster.kv_blocks=200", "kvcache.block_tokens=16", "trace.duration_s=20"}, 3, 1},
-    {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
-     "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0, 0},
+    {"preemption-heavy (default, 200 blocks of 16 tokens)",
+     NULL,
+     NULL,
+     {"cluster.kv_blocks=200", "kvcache.block_tokens=16", "trace.duration_s=20"},
+     3,
+     1},
+    {"mooncake conversation",
+     "analysis/experiments/mooncake_conversation.ini",
+     "../shared/traces/mooncake/conversation_trace.jsonl",
+     {NULL},
+     0,
+     0},
     /* routers that read decode_tokens mid-segment (cluster_sync) */
     {"mooncake conversation, least_load by tokens",
      "analysis/experiments/mooncake_conversation.ini",
-     "../shared/traces/mooncake/conversation_trace.jsonl", {"policy.routing.load_metric=tokens"},
-     1, 0},
+     "../shared/traces/mooncake/conversation_trace.jsonl",
+     {"policy.routing.load_metric=tokens"},
+     1,
+     0},
     {"default experiment, kv_cost routing", NULL, NULL, {"policy.routing.name=kv_cost"}, 1, 0},
     /* copies landing, jobs on the instances' compute, peer fetches */
-    {"default experiment, early_rdma, fetch = cost", NULL, NULL,
-     {"policy.replication.name=early_rdma", "kvcache.fetch=cost"}, 2, 0},
-    {"default experiment, speculative + oracle", NULL, NULL,
-     {"policy.replication.name=speculative", "policy.predictor.name=oracle"}, 2, 0},
+    {"default experiment, early_rdma, fetch = cost",
+     NULL,
+     NULL,
+     {"policy.replication.name=early_rdma", "kvcache.fetch=cost"},
+     2,
+     0},
+    {"default experiment, speculative + oracle",
+     NULL,
+     NULL,
+     {"policy.replication.name=speculative", "policy.predictor.name=oracle"},
+     2,
+     0},
     /* the run ends mid-segment: unfinished requests keep the tokens so far */
     {"default experiment, until_s = 20", NULL, NULL, {"experiment.until_s=20"}, 1, 0},
     {"default experiment, ttft = prefill_end", NULL, NULL, {"scheduler.ttft=prefill_end"}, 1, 0},

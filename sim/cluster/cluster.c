@@ -678,8 +678,8 @@ static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in)
 static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 {
 	in->seg_n = 0;
-	if (c->p.decode_mode != DECODE_SEGMENT || c->p.sched_mode == SCHED_BTB ||
-	    in->batch.n_pre || in->batch.n_dec != in->n_run || in->n_wait || in->n_job)
+	if (c->p.decode_mode != DECODE_SEGMENT || c->p.sched_mode == SCHED_BTB || in->batch.n_pre ||
+	    in->batch.n_dec != in->n_run || in->n_wait || in->n_job)
 		return 0;
 	uint32_t n = seg_len(c, in);
 	if (n < 2)
@@ -689,7 +689,8 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 	/* every gap the segment emits has room now: a silent iteration cannot fail */
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		sim_req_t *r = in->run[k];
-		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + n, r->out_len > 1 ? r->out_len - 1 : 1))
+		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + n,
+		             r->out_len > 1 ? r->out_len - 1 : 1))
 			return KS_ENOMEM;
 	}
 	int64_t t = *end;
