@@ -28,6 +28,10 @@ typedef struct sim_batch {
 } sim_batch_t;
 
 typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
+/* dur[j], j < steps: cost of the decode-only batch b with every context j
+ * tokens longer, exactly as sim_cost_fn gives it (a closed form of a
+ * decode segment's steps). */
+typedef void (*sim_cost_run_fn)(void *ctx, const sim_batch_t *b, uint32_t steps, int64_t *dur);
 
 /* What happens when a needed block is being computed (or copied) here for
  * another request: wait until it is ready, or recompute it privately. */
@@ -61,7 +65,8 @@ enum { SCHED_VLLM = 0, SCHED_BTB = 1, SCHED_SGLANG = 2 };
  *   first that completes a request, needs a block allocated for its next
  *   token, or may turn a block into a cache block. Each iteration's duration
  *   is the cost callback on the batch that step mode would build (contexts
- *   one token longer each step); the iterations before the last are applied
+ *   one token longer each step), or cost_run's closed form of the same;
+ *   the iterations before the last are applied
  *   lazily ("silent"), with their own end times, when the segment's event
  *   fires, when a request or job is queued on the instance (the segment is
  *   then cut at the end of the iteration in flight, whose end stays), or
@@ -99,6 +104,7 @@ typedef struct cluster_params {
 	 * default): new_token_ratio starts at min(0.7 x this, 1). */
 	double conservativeness;
 	sim_cost_fn cost;
+	sim_cost_run_fn cost_run;    /* may be NULL: cost is called per step */
 	void *cost_ctx;
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */

@@ -623,6 +623,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 									   sp->reserve_fraction);
 	p.busy_rule = sp->busy_rule;
 	p.cost = mdl_sim_cost;
+	p.cost_run = mdl_sim_cost_run;
 	p.cost_ctx = &s->comp;
 	p.ttft_slo_ns = (int64_t)(sp->ttft_ms * 1e6);
 	p.tpot_slo_ns = (int64_t)(sp->tpot_ms * 1e6);
