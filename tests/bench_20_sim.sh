@@ -51,6 +51,8 @@ printf '%-34s %8s %9s %8s %9s %8s %8s %10s\n' experiment step_cpu step_ev seg_cp
 	cpu_x ev_x seg_rss_kB
 seg_row "default"
 seg_row "default, sglang" --set scheduler.mode=sglang
+seg_row "default, 600 s" --set trace.duration_s=600
+seg_row "default, 600 s, sglang" --set trace.duration_s=600 --set scheduler.mode=sglang
 seg_row "fan-out 65k (fanout_65k.ini)" analysis/experiments/fanout_65k.ini
 seg_row "preemption-heavy (200 x 16 tok)" --set cluster.kv_blocks=200 --set kvcache.block_tokens=16
 if [ -r ../shared/traces/mooncake/conversation_trace.jsonl ]; then
