@@ -179,39 +179,45 @@ static void test_segment_runs_equal_step_runs_under_sglang(void **st)
 
 /* The toy (tests/toy_cluster.h: 1000 ns per prefill token, 100 ns per
  * decoding sequence) with 64-token blocks, so no block boundary ends a
- * segment: A (8 in, 20 out) arrives at 0, B (4 in, 2 out) at late_t. */
+ * segment: A (8 in, 20 out) arrives at 0; at late_t, B (4 in, 2 out)
+ * arrives, or a 500 ns job is queued on the instance (payload 0). */
 typedef struct hand {
 	toy_t t;
-	uint32_t ev_arrive;
+	uint32_t ev_late;
 } hand_t;
 
-static int hand_arrive(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+enum { LATE_JOB = 0, LATE_B = 2 };
+
+static int hand_late(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	hand_t *h = ctx;
+	if (ev->payload == LATE_JOB)
+		return cluster_job_add(&h->t.cl, 0, 7, 500);
 	return cluster_submit(&h->t.cl, 0, ev->payload, 4, 2, NULL, 0);
 }
 
-static void hand_run(hand_t *h, int decode, int64_t late_t)
+static void hand_run(hand_t *h, int decode, int64_t late_t, uint64_t late)
 {
 	cluster_params_t p = toy_params(SCHED_VLLM);
 	p.block_tokens = 64;
 	p.decode_mode = decode;
 	toy_start(&h->t, &p);
-	assert_int_equal(ev_engine_type_new(h->t.eng, hand_arrive, h, &h->ev_arrive), 0);
-	/* B's event is scheduled at 0, before any decode step starts: step mode
-	 * dispatches it before an iteration ending at the same instant */
-	assert_true(ev_engine_at(h->t.eng, late_t, h->ev_arrive, 0, 2) != EV_NONE);
+	assert_int_equal(ev_engine_type_new(h->t.eng, hand_late, h, &h->ev_late), 0);
+	/* the late event is scheduled at 0, before any decode step starts: step
+	 * mode dispatches it before an iteration ending at the same instant */
+	assert_true(ev_engine_at(h->t.eng, late_t, h->ev_late, 0, late) != EV_NONE);
 	assert_int_equal(cluster_submit(&h->t.cl, 0, 1, 8, 20, NULL, 0), 0);
 	assert_int_equal(ev_engine_run(h->t.eng, INT64_MAX), 0);
-	assert_int_equal(h->t.res.n_req, 2);
+	assert_int_equal(h->t.res.n_req, late == LATE_B ? 2 : 1);
 }
 
-/* Both modes with B at late_t: the same rows, the segment in fewer events. */
-static void hand_both(hand_t *step, hand_t *seg, int64_t late_t)
+/* Both modes with the late event at late_t: the same rows, the segment in
+ * fewer events. */
+static void hand_both(hand_t *step, hand_t *seg, int64_t late_t, uint64_t late)
 {
-	hand_run(step, DECODE_STEP, late_t);
-	hand_run(seg, DECODE_SEGMENT, late_t);
+	hand_run(step, DECODE_STEP, late_t, late);
+	hand_run(seg, DECODE_SEGMENT, late_t, late);
 	rows_equal(&step->t.res, &seg->t.res);
 	assert_true(ev_engine_events(seg->t.eng) < ev_engine_events(step->t.eng));
 	assert_true(seg->t.cl.seg_silent > 0);
@@ -227,7 +233,7 @@ static void test_segment_cut_by_an_arrival_mid_way(void **st)
 {
 	(void)st;
 	hand_t step, seg;
-	hand_both(&step, &seg, 8350);
+	hand_both(&step, &seg, 8350, LATE_B);
 	const res_request_t *a = sf_request(seg.t.res.req, seg.t.res.n_req, 1);
 	const res_request_t *b = sf_request(seg.t.res.req, seg.t.res.n_req, 2);
 	assert_int_equal(a->ttft_ns, 8000);
@@ -255,10 +261,26 @@ static void test_segment_arrival_at_a_step_end_is_dispatched_first(void **st)
 {
 	(void)st;
 	hand_t step, seg;
-	hand_both(&step, &seg, 8300);
+	hand_both(&step, &seg, 8300, LATE_B);
 	const res_request_t *b = sf_request(seg.t.res.req, seg.t.res.n_req, 2);
 	assert_int_equal(b->queue_ns, 0);
 	assert_int_equal(b->ttft_ns, 12400 - 8300);
+	toy_free(&step.t);
+	toy_free(&seg.t);
+}
+
+/* A job queued at 8350 runs after the iteration in flight, 8400 to 8900;
+ * A's sixth token ends the next step at 9000 (a 600 ns gap) and its last
+ * 14 follow at 100 ns, to 10400. */
+static void test_segment_cut_by_a_job_mid_way(void **st)
+{
+	(void)st;
+	hand_t step, seg;
+	hand_both(&step, &seg, 8350, LATE_JOB);
+	const res_request_t *a = sf_request(seg.t.res.req, seg.t.res.n_req, 1);
+	assert_int_equal(a->e2e_ns, 10400);
+	assert_int_equal(a->tbt_p90_ns, 100);
+	assert_int_equal(seg.t.cl.inst[0].busy_ns, 10400);
 	toy_free(&step.t);
 	toy_free(&seg.t);
 }
@@ -268,6 +290,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_segment_cut_by_an_arrival_mid_way),
 	    cmocka_unit_test(test_segment_arrival_at_a_step_end_is_dispatched_first),
+	    cmocka_unit_test(test_segment_cut_by_a_job_mid_way),
 	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_vllm),
 	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_sglang),
 	};
