@@ -372,46 +372,69 @@ static double allreduce_ns(const mdl_compute_t *c, double tokens)
 	return 2 * c->llm.layers * one; /* Megatron: two per layer */
 }
 
-static int64_t cost_terms(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *out)
+/* The terms of cost_terms fixed by the batch's token and sequence counts:
+ * r's t_gemm, t_weight, t_fixed, t_comm and t_overhead, and the weight FLOPs
+ * and bytes (*f, *wb), so a run of decode steps of one batch size computes
+ * them once (mdl_decode_run_ns). */
+static void terms_by_size(const mdl_compute_t *c, double tokens, double seqs, mdl_iter_cost_t *r,
+                          double *f, double *wb)
 {
-	mdl_iter_cost_t r = {0};
 	const mdl_compute_params_t *p = &c->p;
 	const mdl_llm_t *m = &c->llm;
-	double L = m->layers, peak = c->hw.flops_bf16;
-	double tc = 0, tm = 0, f = 0, wb = 0, kern = 0;
+	double L = m->layers;
+	double tc = 0, tm = 0, kern = 0;
+	*f = *wb = 0;
 	/* LM head: one row per sequence, vocab split over the group */
-	gemm_t head = {s->seqs, m->hidden, (double)m->vocab / c->tp, 1, 1};
-	gemm_sides(c, &head, 1, &tc, &tm, &f, &wb, &kern);
-	double fa = attn_flops(c, s);
-	r.t_attn_ns = fa / c->tp / (peak * p->attn_prefill_eff) * 1e9;
-	r.t_kv_ns = c->kv_gpu * (s->kv_read + s->tokens) / (c->hw.hbm_bw * p->attn_decode_eff) * 1e9;
+	gemm_t head = {seqs, m->hidden, (double)m->vocab / c->tp, 1, 1};
+	gemm_sides(c, &head, 1, &tc, &tm, f, wb, &kern);
 	if (p->model == MDL_MODEL_PROFILE) {
 		/* the table holds the layer's GEMMs and small kernels */
-		r.t_fixed_ns = L * mdl_curve_at(&c->layer, s->tokens) + kern * p->gemm_kernel_ns;
-		r.t_gemm_ns = tc;
-		r.t_weight_ns = tm;
+		r->t_fixed_ns = L * mdl_curve_at(&c->layer, tokens) + kern * p->gemm_kernel_ns;
+		r->t_gemm_ns = tc;
+		r->t_weight_ns = tm;
 	} else {
 		gemm_t g[4];
 		double act, ltc = 0, ltm = 0, lf = 0, lw = 0, lk = 0;
-		size_t n = layer_gemms(c, s->tokens, g, &act);
+		size_t n = layer_gemms(c, tokens, g, &act);
 		gemm_sides(c, g, n, &ltc, &ltm, &lf, &lw, &lk);
-		r.t_gemm_ns = tc + L * ltc;
-		r.t_weight_ns = tm + L * ltm;
-		f += L * lf;
-		wb += L * lw;
+		r->t_gemm_ns = tc + L * ltc;
+		r->t_weight_ns = tm + L * ltm;
+		*f += L * lf;
+		*wb += L * lw;
 		double small = 5 * p->small_kernel_ns;
 		if (p->elt_bw_eff > 0)
 			small += act * m->dtype_bytes / (c->hw.hbm_bw * p->elt_bw_eff) * 1e9;
-		r.t_fixed_ns = (kern + L * lk) * p->gemm_kernel_ns + L * small;
+		r->t_fixed_ns = (kern + L * lk) * p->gemm_kernel_ns + L * small;
 	}
-	r.flops = f * c->tp + fa;
-	r.bytes = wb + c->kv_gpu * (s->kv_read + s->tokens);
-	r.t_compute_ns = r.t_gemm_ns + r.t_attn_ns;
-	r.t_memory_ns = r.t_weight_ns + r.t_kv_ns;
-	r.t_comm_ns = allreduce_ns(c, s->tokens);
-	r.t_overhead_ns = (double)p->iter_overhead_ns;
-	r.total_ns = total_ns(roof(p, r.t_compute_ns, r.t_memory_ns) + r.t_fixed_ns + r.t_comm_ns +
-	                      r.t_overhead_ns);
+	r->t_comm_ns = allreduce_ns(c, tokens);
+	r->t_overhead_ns = (double)p->iter_overhead_ns;
+}
+
+/* The rest of cost_terms on r from terms_by_size: attention and KV, the
+ * roofline and the total. */
+static int64_t terms_finish(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *r, double f,
+                            double wb)
+{
+	const mdl_compute_params_t *p = &c->p;
+	double fa = attn_flops(c, s);
+	r->t_attn_ns = fa / c->tp / (c->hw.flops_bf16 * p->attn_prefill_eff) * 1e9;
+	double kv = c->kv_gpu * (s->kv_read + s->tokens);
+	r->t_kv_ns = kv / (c->hw.hbm_bw * p->attn_decode_eff) * 1e9;
+	r->flops = f * c->tp + fa;
+	r->bytes = wb + kv;
+	r->t_compute_ns = r->t_gemm_ns + r->t_attn_ns;
+	r->t_memory_ns = r->t_weight_ns + r->t_kv_ns;
+	r->total_ns = total_ns(roof(p, r->t_compute_ns, r->t_memory_ns) + r->t_fixed_ns +
+	                       r->t_comm_ns + r->t_overhead_ns);
+	return r->total_ns;
+}
+
+static int64_t cost_terms(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *out)
+{
+	mdl_iter_cost_t r = {0};
+	double f, wb;
+	terms_by_size(c, s->tokens, s->seqs, &r, &f, &wb);
+	terms_finish(c, s, &r, f, wb);
 	if (out)
 		*out = r;
 	return r.total_ns;
@@ -538,4 +561,26 @@ int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx
 	sums_t s = {.tokens = n, .seqs = n, .pairs_dec = n * ((double)ctx + 1), .kv_read = n * ctx,
 		    .dec_seqs = n, .dec_ctx = n * ctx};
 	return cost_from_sums(c, &s, NULL);
+}
+
+void mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum, uint32_t steps,
+                       int64_t *out)
+{
+	/* the sums mdl_iter_cost adds up, exact in double below 2^53 tokens */
+	double n = n_seqs;
+	sums_t s = {.tokens = n, .seqs = n, .dec_seqs = n};
+	int split = c->p.model != MDL_MODEL_LINEAR &&
+	            (c->p.gemm_mfu > 0 || c->p.model == MDL_MODEL_PROFILE);
+	mdl_iter_cost_t base = {0};
+	double f = 0, wb = 0;
+	if (split && n_seqs)
+		terms_by_size(c, n, n, &base, &f, &wb);
+	for (uint32_t j = 0; j < steps; j++) {
+		double ctx = (double)(ctx_sum + (uint64_t)j * n_seqs);
+		s.pairs_dec = ctx + n;
+		s.kv_read = s.dec_ctx = ctx;
+		mdl_iter_cost_t r = base;
+		out[j] =
+		    split && n_seqs ? terms_finish(c, &s, &r, f, wb) : cost_from_sums(c, &s, NULL);
+	}
 }

@@ -28,6 +28,10 @@ typedef struct sim_batch {
 } sim_batch_t;
 
 typedef int64_t (*sim_cost_fn)(void *ctx, const sim_batch_t *b);
+/* dur[j], j < steps: cost of the decode-only batch b with every context j
+ * tokens longer, exactly as sim_cost_fn gives it (a closed form of a
+ * decode segment's steps). */
+typedef void (*sim_cost_run_fn)(void *ctx, const sim_batch_t *b, uint32_t steps, int64_t *dur);
 
 /* What happens when a needed block is being computed (or copied) here for
  * another request: wait until it is ready, or recompute it privately. */
@@ -53,6 +57,27 @@ enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
  *   (The study's unbounded host-RAM tier is not modelled.) */
 enum { SCHED_VLLM = 0, SCHED_BTB = 1, SCHED_SGLANG = 2 };
 
+/* Decode stepping ([scheduler] decode).
+ * STEP: one engine event per iteration (the validation mode).
+ * SEGMENT: under SCHED_VLLM and SCHED_SGLANG, an iteration whose batch is
+ *   every running request decoding, with nothing waiting and no job queued,
+ *   schedules one event for a run of such iterations (a segment): up to the
+ *   first that completes a request, needs a block allocated for its next
+ *   token, or may turn a block into a cache block. Each iteration's duration
+ *   is the cost callback on the batch that step mode would build (contexts
+ *   one token longer each step), or cost_run's closed form of the same;
+ *   the iterations before the last are applied
+ *   lazily ("silent"), with their own end times, when the segment's event
+ *   fires, when a request or job is queued on the instance (the segment is
+ *   then cut at the end of the iteration in flight, whose end stays), or
+ *   when cluster_sync asks. An iteration ending exactly at the time of the
+ *   call counts as not yet completed there: step mode would dispatch the
+ *   caller's event first when it was scheduled before that iteration began
+ *   (a trace arrival, a timer), the usual case. The request rows, the
+ *   iteration counts, busy times and every hook call are those of STEP;
+ *   only the number of events differs. */
+enum { DECODE_STEP = 0, DECODE_SEGMENT = 1 };
+
 struct sim_req;
 
 typedef struct cluster_params {
@@ -73,11 +98,13 @@ typedef struct cluster_params {
 	 * end of the prefill, excluding the first decode step (the study's
 	 * metric); off: the prefill emits the first token (vLLM). */
 	int ttft_prefill_end;
+	int decode_mode;             /* DECODE_* */
 	uint64_t resv_tokens_cap;    /* SCHED_BTB reservation budget, tokens */
 	/* SCHED_SGLANG: SGLang's schedule_conservativeness (>= 0; 1 is its
 	 * default): new_token_ratio starts at min(0.7 x this, 1). */
 	double conservativeness;
 	sim_cost_fn cost;
+	sim_cost_run_fn cost_run;    /* may be NULL: cost is called per step */
 	void *cost_ctx;
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
@@ -158,6 +185,11 @@ typedef struct sim_inst {
 	int64_t *job_ns;
 	uint32_t n_job, cap_job;
 	uint64_t cur_job;          /* running job, 0 = an iteration */
+	/* DECODE_SEGMENT: end times (ns) of the segment's iterations, seg_n of
+	 * them (0: no segment), [seg_next] the one in flight; its event. */
+	int64_t *seg_end;
+	uint32_t seg_n, seg_next, seg_cap;
+	ev_handle_t seg_ev;
 } sim_inst_t;
 
 typedef struct cluster {
@@ -171,6 +203,7 @@ typedef struct cluster {
 	uint64_t blocks_total, blocks_hit; /* shareable prompt blocks, and matched */
 	int err;                   /* first error inside a handler */
 	uint64_t checks;           /* cluster_check calls */
+	uint64_t seg_silent;       /* iterations applied without an event of their own */
 	/* Requests are reused: a finished one goes to req_pool (linked by next)
 	 * with its block and gap buffers, and cluster_enqueue takes from there
 	 * first, so n_req_alloc (requests ever allocated) stays at the peak
@@ -226,6 +259,11 @@ int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
  *     model_runner.py's request-pool size (as recalled, not verified). */
 void cluster_engine_defaults(int sched_mode, const char *gpu, uint64_t hbm_bytes,
 			     uint32_t *max_num_seqs, uint32_t *max_batched_tokens);
+/* Brings inst up to now under DECODE_SEGMENT: applies the iterations of
+ * its segment that ended before now (cluster.h DECODE_SEGMENT), so its
+ * decode_tokens and requests are what step mode has at this instant. Call
+ * before reading them from outside (routers' views); a no-op otherwise. */
+void cluster_sync(cluster_t *c, uint32_t inst);
 /* Load of an instance for least-load routing: queued + running requests. */
 uint32_t cluster_load(const cluster_t *c, uint32_t inst);
 /* decode_tokens of inst recounted from its running requests (for checks). */

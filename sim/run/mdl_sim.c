@@ -1,6 +1,7 @@
-/* mdl_sim — the compute model as the cluster scheduler's cost callback
- * (sim/cluster/cluster.h sim_cost_fn): cost = mdl_sim_cost, cost_ctx = an
- * initialised mdl_compute_t that outlives the cluster. */
+/* mdl_sim — the compute model as the cluster scheduler's cost callbacks
+ * (sim/cluster/cluster.h sim_cost_fn, sim_cost_run_fn): cost = mdl_sim_cost,
+ * cost_run = mdl_sim_cost_run, cost_ctx = an initialised mdl_compute_t that
+ * outlives the cluster. */
 #include "models/mdl.h"
 #include "sim/cluster/cluster.h"
 
@@ -15,4 +16,12 @@ int64_t mdl_sim_cost(void *ctx, const sim_batch_t *b)
 	    .decode_ctx = b->dec_ctx,
 	};
 	return mdl_iter_time_ns(c, &mb);
+}
+
+void mdl_sim_cost_run(void *ctx, const sim_batch_t *b, uint32_t steps, int64_t *dur)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < b->n_dec; i++)
+		sum += b->dec_ctx[i];
+	mdl_decode_run_ns(ctx, b->n_dec, sum, steps, dur);
 }

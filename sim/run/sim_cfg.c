@@ -14,6 +14,8 @@ static const cfg_enum_t copy_from_map[] = {{"computed", 0}, {"uncomputed", 1}, {
 static const cfg_enum_t mode_map[] = {
     {"vllm", SCHED_VLLM}, {"btb", SCHED_BTB}, {"sglang", SCHED_SGLANG}, {NULL, 0}};
 static const cfg_enum_t ttft_map[] = {{"first_token", 0}, {"prefill_end", 1}, {NULL, 0}};
+static const cfg_enum_t decode_map[] = {
+    {"step", DECODE_STEP}, {"segment", DECODE_SEGMENT}, {NULL, 0}};
 
 #define AT(kind, member) CFG_AT(kind, sim_params_t, member)
 #define AT_ENUM(member, map) CFG_AT_ENUM(sim_params_t, member, map)
@@ -134,6 +136,12 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "prefill_end: every token comes from a decode step and TTFT excludes the first one "
 	 "(the original study's metric)", NULL},
 	 AT_ENUM(ttft_prefill_end, ttft_map)},
+	{{"scheduler", "decode", CFG_ENUM, "step", 0, 0, NULL, "",
+	 "step: one event per decode iteration (the validation mode); segment: a decode-only "
+	 "batch that nothing joins or leaves advances in one event up to its next completion, "
+	 "block allocation or cached block, with the same per-iteration costs and results "
+	 "(mode = vllm, sglang; btb always steps) (own choice)", NULL},
+	 AT_ENUM(decode_mode, decode_map)},
 	{{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
 	 "time-to-first-token target for SLO attainment and goodput", NULL},
 	 AT(DOUBLE, ttft_ms)},

@@ -27,6 +27,7 @@ static int64_t v_now(void *ctx)
 static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 {
 	sim_ctx_t *s = ctx;
+	cluster_sync(&s->cl, i); /* decode_tokens as step mode has it now */
 	const sim_inst_t *in = &s->cl.inst[i];
 	memset(o, 0, sizeof *o);
 	o->node = i * s->tp / s->gpus_per_node;
@@ -615,12 +616,14 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 			      "once computed (the original study's assumption, for mode = btb)",
 			      p.sched_mode == SCHED_SGLANG ? "sglang" : "vllm");
 	p.ttft_prefill_end = sp->ttft_prefill_end;
+	p.decode_mode = sp->decode_mode;
 	/* the study reserves tokens, not blocks, against the same pool */
 	p.resv_tokens_cap = sp->kv_blocks > 0 ? (uint64_t)p.kv_blocks * p.block_tokens
 					      : mdl_kv_tokens_per_instance(&s->hw, &llm, s->tp,
 									   sp->reserve_fraction);
 	p.busy_rule = sp->busy_rule;
 	p.cost = mdl_sim_cost;
+	p.cost_run = mdl_sim_cost_run;
 	p.cost_ctx = &s->comp;
 	p.ttft_slo_ns = (int64_t)(sp->ttft_ms * 1e6);
 	p.tpot_slo_ns = (int64_t)(sp->tpot_ms * 1e6);

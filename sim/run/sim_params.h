@@ -53,6 +53,7 @@ typedef struct sim_params {
 	int sched_mode;       /* SCHED_* (sim/cluster/cluster.h) */
 	double conservativeness; /* mode = sglang: schedule_conservativeness */
 	int ttft_prefill_end; /* ttft = prefill_end */
+	int decode_mode;      /* DECODE_* (sim/cluster/cluster.h) */
 	/* [slo] */
 	double ttft_ms, tpot_ms;
 	sim_out_params_t out;

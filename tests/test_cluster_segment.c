@@ -1,0 +1,298 @@
+/* Decode segments ([scheduler] decode = segment, sim/cluster/cluster.h
+ * DECODE_SEGMENT) against step mode: the same request rows, field for field,
+ * and the same summary (all but the event count) on whole runs under vllm
+ * and sglang; a hand case where arrivals interrupt a segment mid-way, with
+ * every time worked out from the toy's cost. Cases on the shared Mooncake
+ * trace skip when ../shared is absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tests/sim_fixture.h"
+#include "tests/toy_cluster.h"
+
+/* ---- whole runs --------------------------------------------------------- */
+
+static void rows_equal(const sim_results_t *a, const sim_results_t *b)
+{
+	assert_int_equal(a->n_req, b->n_req);
+	for (size_t i = 0; i < a->n_req; i++) {
+		const res_request_t *x = &a->req[i], *y = &b->req[i];
+		assert_int_equal(x->id, y->id);
+		assert_int_equal(x->arrival_ns, y->arrival_ns);
+		assert_int_equal(x->instance, y->instance);
+		assert_int_equal(x->status, y->status);
+		assert_int_equal(x->ttft_ns, y->ttft_ns);
+		assert_int_equal(x->tpot_ns, y->tpot_ns);
+		assert_int_equal(x->tbt_p90_ns, y->tbt_p90_ns);
+		assert_int_equal(x->e2e_ns, y->e2e_ns);
+		assert_int_equal(x->queue_ns, y->queue_ns);
+		assert_int_equal(x->fetch_wait_ns, y->fetch_wait_ns);
+		assert_int_equal(x->input_tokens, y->input_tokens);
+		assert_int_equal(x->output_tokens, y->output_tokens);
+		assert_int_equal(x->tok_local, y->tok_local);
+		assert_int_equal(x->tok_peer, y->tok_peer);
+		assert_int_equal(x->tok_host, y->tok_host);
+		assert_int_equal(x->tok_recomputed, y->tok_recomputed);
+		assert_int_equal(x->tok_spec_hit, y->tok_spec_hit);
+	}
+}
+
+/* Every summary metric within 1e-6 relative, but the event count, which is
+ * what segments change: segment mode must dispatch fewer. */
+static void metrics_equal(const sim_results_t *step, const sim_results_t *seg)
+{
+	assert_int_equal(step->n_metric, seg->n_metric);
+	for (size_t i = 0; i < step->n_metric; i++) {
+		const res_metric_t *x = &step->metric[i], *y = &seg->metric[i];
+		assert_string_equal(x->name, y->name);
+		if (!strcmp(x->name, "sim_events")) {
+			assert_true(y->value < x->value);
+			continue;
+		}
+		double tol = 1e-6 * fmax(fabs(x->value), fabs(y->value));
+		if (fabs(x->value - y->value) > tol)
+			fprintf(stderr, "%s: step %.17g, segment %.17g\n", x->name, x->value,
+			        y->value);
+		assert_true(fabs(x->value - y->value) <= tol);
+	}
+	assert_true(seg->events < step->events);
+}
+
+typedef struct whole {
+	const char *name, *config, *needs;
+	const char *sets[4];
+	int nsets;
+	int preempts; /* some request must be preempted */
+} whole_t;
+
+static const whole_t wholes[] = {
+    {"default experiment", NULL, NULL, {NULL}, 0, 0},
+    {"fan-out bursts (fanout_65k, 2 bursts of 40)",
+     "analysis/experiments/fanout_65k.ini",
+     NULL,
+     {"trace.fanout_bursts=2", "trace.fanout_size=40", "trace.duration_s=120"},
+     3,
+     0},
+    /* 16-token blocks in a pool of 200: decodes preempt (vllm) and retract
+     * (sglang) all the time, and every 16th token allocates */
+    {"preemption-heavy (default, 200 blocks of 16 tokens)",
+     NULL,
+     NULL,
+     {"cluster.kv_blocks=200", "kvcache.block_tokens=16", "trace.duration_s=20"},
+     3,
+     1},
+    {"mooncake conversation",
+     "analysis/experiments/mooncake_conversation.ini",
+     "../shared/traces/mooncake/conversation_trace.jsonl",
+     {NULL},
+     0,
+     0},
+    /* routers that read decode_tokens mid-segment (cluster_sync) */
+    {"mooncake conversation, least_load by tokens",
+     "analysis/experiments/mooncake_conversation.ini",
+     "../shared/traces/mooncake/conversation_trace.jsonl",
+     {"policy.routing.load_metric=tokens"},
+     1,
+     0},
+    {"default experiment, kv_cost routing", NULL, NULL, {"policy.routing.name=kv_cost"}, 1, 0},
+    /* copies landing, jobs on the instances' compute, peer fetches */
+    {"default experiment, early_rdma, fetch = cost",
+     NULL,
+     NULL,
+     {"policy.replication.name=early_rdma", "kvcache.fetch=cost"},
+     2,
+     0},
+    {"default experiment, speculative + oracle",
+     NULL,
+     NULL,
+     {"policy.replication.name=speculative", "policy.predictor.name=oracle"},
+     2,
+     0},
+    /* the run ends mid-segment: unfinished requests keep the tokens so far */
+    {"default experiment, until_s = 20", NULL, NULL, {"experiment.until_s=20"}, 1, 0},
+    {"default experiment, ttft = prefill_end", NULL, NULL, {"scheduler.ttft=prefill_end"}, 1, 0},
+};
+
+static void run_both(const whole_t *w, const char *mode)
+{
+	const char *sets[8];
+	char m[64];
+	snprintf(m, sizeof m, "scheduler.mode=%s", mode);
+	int n = 0;
+	for (int i = 0; i < w->nsets; i++)
+		sets[n++] = w->sets[i];
+	sets[n++] = m;
+	sets[n] = "scheduler.decode=step";
+	sim_results_t step = sf_run(w->config, sets, n + 1);
+	sets[n] = "scheduler.decode=segment";
+	sim_results_t seg = sf_run(w->config, sets, n + 1);
+	printf("%s, %s: %zu requests, events step %" PRIu64 ", segment %" PRIu64 "\n", w->name,
+	       mode, step.n_req, step.events, seg.events);
+	rows_equal(&step, &seg);
+	metrics_equal(&step, &seg);
+	if (w->preempts) { /* a readmitted request recomputes more than its prompt */
+		size_t k = 0;
+		while (k < seg.n_req && seg.req[k].tok_recomputed <= seg.req[k].input_tokens)
+			k++;
+		assert_true(k < seg.n_req);
+	}
+	sim_results_free(&step);
+	sim_results_free(&seg);
+}
+
+static void whole_runs(const char *mode)
+{
+	int ran = 0;
+	for (size_t k = 0; k < sizeof wholes / sizeof wholes[0]; k++) {
+		const whole_t *w = &wholes[k];
+		if (w->needs && access(w->needs, R_OK)) {
+			printf("%s: skipped (%s absent)\n", w->name, w->needs);
+			continue;
+		}
+		run_both(w, mode);
+		ran++;
+	}
+	assert_true(ran > 0);
+}
+
+static void test_segment_runs_equal_step_runs_under_vllm(void **st)
+{
+	(void)st;
+	whole_runs("vllm");
+}
+
+static void test_segment_runs_equal_step_runs_under_sglang(void **st)
+{
+	(void)st;
+	whole_runs("sglang");
+}
+
+/* ---- a hand case ---------------------------------------------------------- */
+
+/* The toy (tests/toy_cluster.h: 1000 ns per prefill token, 100 ns per
+ * decoding sequence) with 64-token blocks, so no block boundary ends a
+ * segment: A (8 in, 20 out) arrives at 0; at late_t, B (4 in, 2 out)
+ * arrives, or a 500 ns job is queued on the instance (payload 0). */
+typedef struct hand {
+	toy_t t;
+	uint32_t ev_late;
+} hand_t;
+
+enum { LATE_JOB = 0, LATE_B = 2 };
+
+static int hand_late(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	hand_t *h = ctx;
+	if (ev->payload == LATE_JOB)
+		return cluster_job_add(&h->t.cl, 0, 7, 500);
+	return cluster_submit(&h->t.cl, 0, ev->payload, 4, 2, NULL, 0);
+}
+
+static void hand_run(hand_t *h, int decode, int64_t late_t, uint64_t late)
+{
+	cluster_params_t p = toy_params(SCHED_VLLM);
+	p.block_tokens = 64;
+	p.decode_mode = decode;
+	toy_start(&h->t, &p);
+	assert_int_equal(ev_engine_type_new(h->t.eng, hand_late, h, &h->ev_late), 0);
+	/* the late event is scheduled at 0, before any decode step starts: step
+	 * mode dispatches it before an iteration ending at the same instant */
+	assert_true(ev_engine_at(h->t.eng, late_t, h->ev_late, 0, late) != EV_NONE);
+	assert_int_equal(cluster_submit(&h->t.cl, 0, 1, 8, 20, NULL, 0), 0);
+	assert_int_equal(ev_engine_run(h->t.eng, INT64_MAX), 0);
+	assert_int_equal(h->t.res.n_req, late == LATE_B ? 2 : 1);
+}
+
+/* Both modes with the late event at late_t: the same rows, the segment in
+ * fewer events. */
+static void hand_both(hand_t *step, hand_t *seg, int64_t late_t, uint64_t late)
+{
+	hand_run(step, DECODE_STEP, late_t, late);
+	hand_run(seg, DECODE_SEGMENT, late_t, late);
+	rows_equal(&step->t.res, &seg->t.res);
+	assert_true(ev_engine_events(seg->t.eng) < ev_engine_events(step->t.eng));
+	assert_true(seg->t.cl.seg_silent > 0);
+}
+
+/* Step mode by hand, B arriving at 8350: A's prefill ends at 8000 (its
+ * first token), then A decodes alone at 100 ns a step: 8100, 8200, 8300,
+ * 8400. B joins the batch built at 8400 (A's decode + B's 4-token prefill:
+ * 4100 ns, to 12500, B's first token); both decode to 12700 (B's second and
+ * last); A's 13 remaining tokens take 100 ns each, to 14000. A's 19 gaps are
+ * 17 of 100, one of 200 and one of 4100: p90 (nearest rank 18) is 200. */
+static void test_segment_cut_by_an_arrival_mid_way(void **st)
+{
+	(void)st;
+	hand_t step, seg;
+	hand_both(&step, &seg, 8350, LATE_B);
+	const res_request_t *a = sf_request(seg.t.res.req, seg.t.res.n_req, 1);
+	const res_request_t *b = sf_request(seg.t.res.req, seg.t.res.n_req, 2);
+	assert_int_equal(a->ttft_ns, 8000);
+	assert_int_equal(a->e2e_ns, 14000);
+	assert_int_equal(a->tpot_ns, 6000 / 19);
+	assert_int_equal(a->tbt_p90_ns, 200);
+	assert_int_equal(b->queue_ns, 8400 - 8350);
+	assert_int_equal(b->ttft_ns, 12500 - 8350);
+	assert_int_equal(b->e2e_ns, 12700 - 8350);
+	/* the same iterations and busy time, in fewer events */
+	assert_int_equal(seg.t.cl.inst[0].iterations, step.t.cl.inst[0].iterations);
+	assert_int_equal(seg.t.cl.inst[0].busy_ns, step.t.cl.inst[0].busy_ns);
+	assert_int_equal(seg.t.cl.inst[0].busy_ns, 14000);
+	toy_free(&step.t);
+	toy_free(&seg.t);
+}
+
+/* B arriving exactly at 8300, when A's third decode step ends: its event
+ * was scheduled first, so step mode queues B before that iteration's end is
+ * dispatched and admits it there, at 8300 (4-token prefill beside A's
+ * decode to 12400); had the iteration come first, B would wait for the next
+ * one, to 8400. The segment counts that step as not yet completed at 8300
+ * and does the same. */
+static void test_segment_arrival_at_a_step_end_is_dispatched_first(void **st)
+{
+	(void)st;
+	hand_t step, seg;
+	hand_both(&step, &seg, 8300, LATE_B);
+	const res_request_t *b = sf_request(seg.t.res.req, seg.t.res.n_req, 2);
+	assert_int_equal(b->queue_ns, 0);
+	assert_int_equal(b->ttft_ns, 12400 - 8300);
+	toy_free(&step.t);
+	toy_free(&seg.t);
+}
+
+/* A job queued at 8350 runs after the iteration in flight, 8400 to 8900;
+ * A's sixth token ends the next step at 9000 (a 600 ns gap) and its last
+ * 14 follow at 100 ns, to 10400. */
+static void test_segment_cut_by_a_job_mid_way(void **st)
+{
+	(void)st;
+	hand_t step, seg;
+	hand_both(&step, &seg, 8350, LATE_JOB);
+	const res_request_t *a = sf_request(seg.t.res.req, seg.t.res.n_req, 1);
+	assert_int_equal(a->e2e_ns, 10400);
+	assert_int_equal(a->tbt_p90_ns, 100);
+	assert_int_equal(seg.t.cl.inst[0].busy_ns, 10400);
+	toy_free(&step.t);
+	toy_free(&seg.t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_segment_cut_by_an_arrival_mid_way),
+	    cmocka_unit_test(test_segment_arrival_at_a_step_end_is_dispatched_first),
+	    cmocka_unit_test(test_segment_cut_by_a_job_mid_way),
+	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_vllm),
+	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_sglang),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
