@@ -136,11 +136,13 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "prefill_end: every token comes from a decode step and TTFT excludes the first one "
 	 "(the original study's metric)", NULL},
 	 AT_ENUM(ttft_prefill_end, ttft_map)},
-	{{"scheduler", "decode", CFG_ENUM, "step", 0, 0, NULL, "",
-	 "step: one event per decode iteration (the validation mode); segment: a decode-only "
+	{{"scheduler", "decode", CFG_ENUM, "segment", 0, 0, NULL, "",
+	 "segment (default): a decode-only "
 	 "batch that nothing joins or leaves advances in one event up to its next completion, "
 	 "block allocation or cached block, with the same per-iteration costs and results "
-	 "(mode = vllm, sglang; btb always steps) (own choice)", NULL},
+	 "(mode = vllm, sglang; btb always steps); step: one event per decode iteration, the "
+	 "validation mode (tests/test_cluster_segment.c: both give the same results) (own "
+	 "choice)", NULL},
 	 AT_ENUM(decode_mode, decode_map)},
 	{{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
 	 "time-to-first-token target for SLO attainment and goodput", NULL},
