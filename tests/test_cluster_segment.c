@@ -223,6 +223,12 @@ static void hand_both(hand_t *step, hand_t *seg, int64_t late_t, uint64_t late)
 	assert_true(seg->t.cl.seg_silent > 0);
 }
 
+static void hand_free(hand_t *step, hand_t *seg)
+{
+	toy_free(&step->t);
+	toy_free(&seg->t);
+}
+
 /* Step mode by hand, B arriving at 8350: A's prefill ends at 8000 (its
  * first token), then A decodes alone at 100 ns a step: 8100, 8200, 8300,
  * 8400. B joins the batch built at 8400 (A's decode + B's 4-token prefill:
@@ -247,8 +253,7 @@ static void test_segment_cut_by_an_arrival_mid_way(void **st)
 	assert_int_equal(seg.t.cl.inst[0].iterations, step.t.cl.inst[0].iterations);
 	assert_int_equal(seg.t.cl.inst[0].busy_ns, step.t.cl.inst[0].busy_ns);
 	assert_int_equal(seg.t.cl.inst[0].busy_ns, 14000);
-	toy_free(&step.t);
-	toy_free(&seg.t);
+	hand_free(&step, &seg);
 }
 
 /* B arriving exactly at 8300, when A's third decode step ends: its event
@@ -265,8 +270,7 @@ static void test_segment_arrival_at_a_step_end_is_dispatched_first(void **st)
 	const res_request_t *b = sf_request(seg.t.res.req, seg.t.res.n_req, 2);
 	assert_int_equal(b->queue_ns, 0);
 	assert_int_equal(b->ttft_ns, 12400 - 8300);
-	toy_free(&step.t);
-	toy_free(&seg.t);
+	hand_free(&step, &seg);
 }
 
 /* A job queued at 8350 runs after the iteration in flight, 8400 to 8900;
@@ -281,8 +285,7 @@ static void test_segment_cut_by_a_job_mid_way(void **st)
 	assert_int_equal(a->e2e_ns, 10400);
 	assert_int_equal(a->tbt_p90_ns, 100);
 	assert_int_equal(seg.t.cl.inst[0].busy_ns, 10400);
-	toy_free(&step.t);
-	toy_free(&seg.t);
+	hand_free(&step, &seg);
 }
 
 int main(void)

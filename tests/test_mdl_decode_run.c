@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tests/test_main.h"
+
 #include "sim/cluster/cluster.h"
 #include "tests/mdl_fixture.h"
 
@@ -84,12 +86,6 @@ static void test_decode_run_equals_steps_under_other_models(void **st)
 	check_model("H100-SXM", "Llama-3-70B", 4, &lin);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_decode_run_equals_steps_under_the_default_terms),
-	    cmocka_unit_test(test_decode_run_equals_steps_for_moe_and_mla),
-	    cmocka_unit_test(test_decode_run_equals_steps_under_other_models),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_decode_run_equals_steps_under_the_default_terms),
+          cmocka_unit_test(test_decode_run_equals_steps_for_moe_and_mla),
+          cmocka_unit_test(test_decode_run_equals_steps_under_other_models))

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "tests/test_main.h"
+
 #include "sim/base/cfg.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
@@ -214,12 +216,7 @@ static void test_documented_examples_run(void **st)
 	assert_png(png);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ttft_cdf_of_files_and_catalog_runs),
-		cmocka_unit_test(test_metric_against_parameter_with_groups),
-		cmocka_unit_test(test_documented_examples_run),
-	};
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+TEST_MAIN_FIXTURE(setup, teardown,
+                  cmocka_unit_test(test_ttft_cdf_of_files_and_catalog_runs),
+                  cmocka_unit_test(test_metric_against_parameter_with_groups),
+                  cmocka_unit_test(test_documented_examples_run))
