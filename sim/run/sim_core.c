@@ -24,6 +24,25 @@ static int64_t v_now(void *ctx)
 	return ev_engine_now(((sim_ctx_t *)ctx)->eng);
 }
 
+/* Queued prompt tokens of inst at its prefill rate. The cost model is a
+ * pure function of the token count, so the last answer per instance is kept
+ * and reused while the count is unchanged: a router reading every instance
+ * then pays the roofline only where the queue changed since its last read. */
+static int64_t queue_delay_ns(sim_ctx_t *s, uint32_t i, uint64_t tokens)
+{
+	if (!tokens)
+		return 0;
+	qdelay_t *q = &s->qdelay[i];
+	if (q->tokens != tokens) {
+		q->tokens = tokens;
+		q->ns = mdl_prefill_time_ns(&s->comp, (uint32_t)(tokens < UINT32_MAX ? tokens
+										       : UINT32_MAX),
+					    0);
+	}
+	return q->ns;
+}
+
+/* O(1): every field is a counter the cluster and the store keep on change. */
 static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 {
 	sim_ctx_t *s = ctx;
@@ -37,14 +56,7 @@ static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 	o->kv_cap_blocks = kv_capacity(in->kv);
 	o->kv_used_blocks = kv_used(in->kv);
 	o->kv_spec_blocks = kv_spec_blocks(in->kv);
-	/* queued prompt tokens at the instance's prefill rate */
-	o->queue_delay_ns = in->prefill_tokens_queued
-				    ? mdl_prefill_time_ns(&s->comp, (uint32_t)(in->prefill_tokens_queued <
-									      UINT32_MAX
-									  ? in->prefill_tokens_queued
-									  : UINT32_MAX),
-							  0)
-				    : 0;
+	o->queue_delay_ns = queue_delay_ns(s, i, in->prefill_tokens_queued);
 }
 
 static uint32_t v_match(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
@@ -366,7 +378,9 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	}
 	if (rc)
 		return rc;
-	if (s->pol.h[POL_PREDICTOR].ops) {
+	/* a predictor no replication policy reads (horizon 0: no forecast is
+	 * ever asked, pol.h) is not fed: nothing it learns reaches the run */
+	if (s->pol.h[POL_PREDICTOR].ops && s->horizon_ns > 0) {
 		pol_arrival_t pa = {now, p->blocks, a->n_blocks, routed};
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
@@ -638,7 +652,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if ((rc = cluster_init(&s->cl, &p, s->eng)))
 		return err_set(e, rc, "out of memory building the cluster");
 	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
-	if (!s->hooks)
+	s->qdelay = calloc(p.n_instances, sizeof *s->qdelay);
+	if (!s->hooks || !s->qdelay)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	/* LRU eviction needs no priority call: the store keeps its order */
 	kv_prio_fn prio = pol_eviction_is_lru(POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops))
@@ -764,6 +779,7 @@ static void ctx_free(sim_ctx_t *s)
 		free(s->pend[i].blocks);
 	free(s->pend);
 	free(s->hooks);
+	free(s->qdelay);
 	free(s);
 }
 

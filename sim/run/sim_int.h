@@ -85,6 +85,12 @@ typedef struct hook {
 	uint32_t inst;
 } hook_t;
 
+/* The last queue-delay estimate of an instance (sim_core.c v_inst). */
+typedef struct qdelay {
+	uint64_t tokens; /* queued prompt tokens it was computed for */
+	int64_t ns;
+} qdelay_t;
+
 typedef struct sim_ctx {
 	cluster_t cl;
 	ev_engine_t *eng;
@@ -145,6 +151,7 @@ typedef struct sim_ctx {
 	int64_t sample_ns;
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
+	qdelay_t *qdelay;       /* one per instance */
 	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
 
