@@ -359,6 +359,12 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			routed = (int32_t)inst;
 			/* the routers' tree learns what they sent where at once */
 			rc = s->rview ? pol_rview_insert(s->rview, inst, q.blocks, q.n_blocks) : 0;
+			/* inst will hold the request's first block (prompt, or output
+			 * when the prompt has no full block): the holders index knows
+			 * it before any block exists there */
+			uint32_t n_ids = nb + (nb == a->n_blocks ? a->n_out_blocks : 0);
+			if (!rc && s->holders && n_ids)
+				rc = sim_holders_add(s->holders, p->blocks[0], inst);
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
@@ -665,6 +671,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	}
 	if ((rc = sim_net_init(s, sp, e)))
 		return rc;
+	if (s->fetch_rule != SIM_FETCH_NEVER && !(s->holders = sim_holders_new()))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
 			       s->copy_deferred ? v_match_computing : NULL};
@@ -775,6 +783,7 @@ static void ctx_free(sim_ctx_t *s)
 	if (s->pol_open)
 		pol_set_close(&s->pol);
 	pol_rview_free(s->rview);
+	sim_holders_free(s->holders);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	free(s->pend);

@@ -14,6 +14,7 @@
 #include "sim/net/net.h"
 #include "sim/net/net_topo.h"
 #include "sim/run/sim.h"
+#include "sim/run/sim_holders.h"
 #include "sim/run/sim_params.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
@@ -152,6 +153,9 @@ typedef struct sim_ctx {
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
+	/* which instances may hold a prefix (sim_holders.h): kept only when a
+	 * reader needs it (peer fetch), else NULL */
+	sim_holders_t *holders;
 	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
 
