@@ -119,6 +119,32 @@ static uint32_t rv_match_host_computed(void *ctx, uint32_t i, const uint64_t *b,
 	return match_host(ctx, HELD_VISIBLE, i, b, n);
 }
 
+/* The instances that may hold blocks[0] (the holders index): what both the
+ * policies' view and the routers' computed view can match at all. In
+ * KVSIM_CHECK builds every other instance is asked, and must match
+ * nothing (the index must agree with kv_match on every instance). */
+static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, uint32_t *count)
+{
+	sim_ctx_t *s = ctx;
+	const uint32_t *c = sim_holders_of(s->holders, b[0], count);
+#ifdef KVSIM_CHECK
+	for (uint32_t i = 0, j = 0; i < s->cl.p.n_instances; i++) {
+		if (j < *count && c[j] == i) {
+			j++;
+			continue;
+		}
+		if (kv_match_visible(s->cl.inst[i].kv, b, n) && !s->hook_err)
+			s->hook_err = err_set(s->err, KS_ERUNTIME,
+					      "holders index: instance %u holds block %" PRIu64
+					      " but is not among its holders",
+					      i, b[0]);
+	}
+#else
+	(void)n;
+#endif
+	return c;
+}
+
 static uint64_t v_held(void *ctx, uint32_t i)
 {
 	return kv_used(((sim_ctx_t *)ctx)->cl.inst[i].kv);
@@ -671,11 +697,11 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	}
 	if ((rc = sim_net_init(s, sp, e)))
 		return rc;
-	if (s->fetch_rule != SIM_FETCH_NEVER && !(s->holders = sim_holders_new()))
+	if (!(s->holders = sim_holders_new()))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
-			       s->copy_deferred ? v_match_computing : NULL};
+			       s->copy_deferred ? v_match_computing : NULL, v_candidates};
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
@@ -686,6 +712,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->route_view.match = rv_match_routed;
 		s->route_view.match_host = rv_match_host_routed;
 		s->route_view.held_blocks = rv_held_routed;
+		s->route_view.candidates = NULL; /* the tree is not the stores */
 	}
 	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
 	const struct pol_replication_ops *ro =

@@ -153,8 +153,8 @@ typedef struct sim_ctx {
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
-	/* which instances may hold a prefix (sim_holders.h): kept only when a
-	 * reader needs it (peer fetch), else NULL */
+	/* which instances may hold a prefix (sim_holders.h): peer fetch and the
+	 * views' candidates read it */
 	sim_holders_t *holders;
 	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
