@@ -21,6 +21,20 @@ struct sim_holders {
 	uint32_t mask, count; /* table size - 1 (a power of two), used slots */
 };
 
+/* First position in e's list not below inst (binary search). */
+static uint32_t lower_bound(const hentry_t *e, uint32_t inst)
+{
+	uint32_t lo = 0, hi = e->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (e->inst[mid] < inst)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static uint32_t home(const sim_holders_t *h, uint64_t id)
 {
 	return (uint32_t)rng_fmix64(id) & h->mask;
@@ -80,9 +94,7 @@ int sim_holders_add(sim_holders_t *h, uint64_t id, uint32_t inst)
 	if ((h->count + 1) * 4 > (h->mask + 1) * 3 && grow(h))
 		return KS_ENOMEM;
 	hentry_t *e = &h->t[slot_of(h, id)];
-	uint32_t k = 0;
-	while (k < e->n && e->inst[k] < inst)
-		k++;
+	uint32_t k = lower_bound(e, inst);
 	if (k < e->n && e->inst[k] == inst)
 		return 0;
 	if (VEC_GROW(e->inst, e->cap, e->n + 1, 4))
@@ -117,9 +129,7 @@ void sim_holders_remove(sim_holders_t *h, uint64_t id, uint32_t inst)
 {
 	uint32_t i = slot_of(h, id);
 	hentry_t *e = &h->t[i];
-	uint32_t k = 0;
-	while (k < e->n && e->inst[k] < inst)
-		k++;
+	uint32_t k = lower_bound(e, inst);
 	if (k == e->n || e->inst[k] != inst)
 		return;
 	memmove(e->inst + k, e->inst + k + 1, (e->n - k - 1) * sizeof *e->inst);
