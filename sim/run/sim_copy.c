@@ -996,13 +996,30 @@ static void spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now)
 	pol_spec_block_gone(&s->spec, s->cl.p.block_bytes, b->created, now, wasted);
 }
 
+/* Whether a request routed to inst and still there starts with block id:
+ * its prefill may compute id there again after this eviction, and the
+ * holders index learnt inst at its routing only (the add is a no-op while
+ * the block is present), so inst stays among id's holders. O(requests on
+ * inst), paid only when a first block is evicted. */
+static int inst_will_compute(const sim_ctx_t *s, uint32_t inst, uint64_t id)
+{
+	const sim_inst_t *in = &s->cl.inst[inst];
+	for (const sim_req_t *r = in->wait_head; r; r = r->next)
+		if (r->n_ids && r->blocks[0] == id)
+			return 1;
+	for (uint32_t k = 0; k < in->n_run; k++)
+		if (in->run[k]->n_ids && in->run[k]->blocks[0] == id)
+			return 1;
+	return 0;
+}
+
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (b->spec)
 		spec_block_gone(s, b, now);
-	if (s->holders && b->depth == 0)
+	if (s->holders && b->depth == 0 && !inst_will_compute(s, h->inst, b->id))
 		sim_holders_remove(s->holders, b->id, h->inst);
 	uint32_t node = node_of(s, (int32_t)h->inst);
 	if (!s->host_offload || !s->host[node] || kv_lookup(s->host[node], b->id))
