@@ -139,6 +139,13 @@ typedef struct pol_view {
 	 * copy_deferred): a copy asked for from it is then accepted and starts
 	 * when the source has computed it. */
 	uint32_t (*match_computing)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
+	/* Appended, may be NULL (then scan every instance): the instances on
+	 * which match can find at least one block of blocks[0..n), ascending,
+	 * *count of them; a superset (some may match nothing), valid until the
+	 * policy returns. Its cost grows with those instances, not with n_inst:
+	 * a policy that only cares where a prefix is held loops over these. */
+	const uint32_t *(*candidates)(void *ctx, const uint64_t *blocks, uint32_t n,
+	                              uint32_t *count);
 } pol_view_t;
 
 /* Best match over all instances: blocks matched, *inst = lowest index among

@@ -119,12 +119,25 @@ const char *pol_param_str(const pol_params_t *p, const char *name)
 
 /* ---- view helpers -------------------------------------------------------- */
 
+/* The instances to ask v->match about for blocks[0..n): v's candidates, or
+ * all of them (*all set, the list NULL). Instances outside the candidates
+ * match nothing, so loops that skip matches of 0 give the same answer. */
+static const uint32_t *view_scan(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                                 uint32_t *count)
+{
+	const uint32_t *c = v->candidates && n ? v->candidates(v->ctx, blocks, n, count) : NULL;
+	if (!c && !(v->candidates && n))
+		*count = v->n_inst;
+	return c;
+}
+
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                              uint32_t *inst)
 {
-	uint32_t best = 0, where = UINT32_MAX;
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		uint32_t m = v->match(v->ctx, i, blocks, n);
+	uint32_t best = 0, where = UINT32_MAX, nc;
+	const uint32_t *c = view_scan(v, blocks, n, &nc);
+	for (uint32_t j = 0; j < nc; j++) {
+		uint32_t i = c ? c[j] : j, m = v->match(v->ctx, i, blocks, n);
 		if (m > best) {
 			best = m;
 			where = i;
@@ -138,15 +151,18 @@ uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32
 uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                           uint32_t min_blocks, uint32_t *out, uint32_t cap)
 {
-	uint32_t k = 0;
+	uint32_t k = 0, nc;
 	if (min_blocks < 1)
 		min_blocks = 1;
-	for (uint32_t i = 0; i < v->n_inst; i++)
+	const uint32_t *c = view_scan(v, blocks, n, &nc);
+	for (uint32_t j = 0; j < nc; j++) {
+		uint32_t i = c ? c[j] : j;
 		if (v->match(v->ctx, i, blocks, n) >= min_blocks) {
 			if (k < cap && out)
 				out[k] = i;
 			k++;
 		}
+	}
 	return k;
 }
 

@@ -205,6 +205,20 @@ int tr_validate(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, ui
                 err_t *e);
 /* SHA-256 of a file as 64 hex chars + NUL (nettle). */
 int tr_file_sha256(const char *path, char out[65], err_t *e);
+/* tr_file_sha256, hashing each trace file once: the digest is kept by
+ * path, size, mtime (ns), device and inode, in this process and in the
+ * per-user cache file $XDG_CACHE_HOME/kvsim/trace-sha256 (else
+ * ~/.cache/kvsim/trace-sha256; the XDG base directory spec's place for
+ * data that can be regenerated). A file whose size, mtime or inode
+ * changed is hashed again; a file modified in the last 2 s is hashed but
+ * not cached (its mtime may not yet tell a later write in the same tick
+ * apart, git's "racy clean" case). The cache file is best effort: a
+ * missing, unreadable or unwritable one only costs the hash. Lines are
+ * appended with one write each, so concurrent sweep workers do not mix
+ * them; past 1 MiB the file starts over. Errors as tr_file_sha256. */
+int tr_file_sha256_cached(const char *path, char out[65], err_t *e);
+/* Forgets the in-process digests (tests; the cache file stays). */
+void tr_sha256_cache_reset(void);
 
 /* ---- block ids ---------------------------------------------------------- */
 

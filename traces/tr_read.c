@@ -3,11 +3,16 @@
  * id-less rows content from the prefix model, and remaps content to chained
  * block ids at the simulated block size. See tr.h for the contract. */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <nettle/sha2.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sim/base/rng.h"
 #include "traces/tr_int.h"
@@ -484,6 +489,136 @@ int tr_file_sha256(const char *path, char out[65], err_t *e)
 	sha256_digest(&c, sizeof d, d);
 	for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
+	return 0;
+}
+
+/* ---- trace digests, once per file --------------------------------------- */
+
+/* What identifies one version of a file, and its digest. */
+typedef struct sha_entry {
+	char path[1024];
+	uint64_t size, dev, ino;
+	int64_t mtime_ns;
+	char hex[65];
+} sha_entry_t;
+
+#define SHA_MEM 8                    /* distinct traces one process keeps (own choice) */
+#define SHA_FILE_MAX (1 << 20)       /* bytes before the cache file starts over */
+#define SHA_RACY_NS 2000000000LL     /* see tr.h: files this fresh are not cached */
+
+static sha_entry_t sha_mem[SHA_MEM];
+static unsigned sha_mem_next;
+
+void tr_sha256_cache_reset(void)
+{
+	memset(sha_mem, 0, sizeof sha_mem);
+	sha_mem_next = 0;
+}
+
+static int sha_same(const sha_entry_t *a, const sha_entry_t *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns && a->dev == b->dev &&
+	       a->ino == b->ino && !strcmp(a->path, b->path);
+}
+
+/* The cache file's path in buf; 0 when there is no home to put it in. */
+static int sha_file_path(char *buf, size_t n, int mkdirs)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[900];
+	/* the spec ignores a relative XDG_CACHE_HOME */
+	if (x && x[0] == '/')
+		snprintf(dir, sizeof dir, "%s/kvsim", x);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof dir, "%s/.cache/kvsim", home);
+	else
+		return 0;
+	if (mkdirs) {
+		char parent[900];
+		snprintf(parent, sizeof parent, "%s", dir);
+		*strrchr(parent, '/') = 0;
+		mkdir(parent, 0700);
+		mkdir(dir, 0700);
+	}
+	return snprintf(buf, n, "%s/trace-sha256", dir) < (int)n;
+}
+
+/* One line: "HEX SIZE MTIME_NS DEV INO PATH". */
+static int sha_file_find(sha_entry_t *want)
+{
+	char fp[1024], line[1200];
+	FILE *f = sha_file_path(fp, sizeof fp, 0) ? fopen(fp, "r") : NULL;
+	int found = 0;
+	while (f && !found && fgets(line, sizeof line, f)) {
+		sha_entry_t g = {0};
+		int at = 0;
+		if (sscanf(line, "%64s %" SCNu64 " %" SCNd64 " %" SCNu64 " %" SCNu64 " %n", g.hex,
+			   &g.size, &g.mtime_ns, &g.dev, &g.ino, &at) != 5 ||
+		    strlen(g.hex) != 64 || !at)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(g.path, sizeof g.path, "%s", line + at);
+		if (sha_same(&g, want)) {
+			memcpy(want->hex, g.hex, sizeof g.hex);
+			found = 1;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static void sha_file_add(const sha_entry_t *x)
+{
+	char fp[1024], line[1200];
+	if (!sha_file_path(fp, sizeof fp, 1) || strchr(x->path, '\n'))
+		return;
+	struct stat st;
+	int trunc = stat(fp, &st) == 0 && st.st_size > SHA_FILE_MAX;
+	int n = snprintf(line, sizeof line, "%s %" PRIu64 " %" PRId64 " %" PRIu64 " %" PRIu64 " %s\n",
+			 x->hex, x->size, x->mtime_ns, x->dev, x->ino, x->path);
+	int fd = open(fp, O_WRONLY | O_CREAT | O_APPEND | (trunc ? O_TRUNC : 0), 0600);
+	if (fd < 0 || n <= 0 || n >= (int)sizeof line) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	ssize_t w = write(fd, line, (size_t)n); /* one write: lines never interleave */
+	(void)w; /* best effort: a short write leaves a line the reader skips */
+	close(fd);
+}
+
+int tr_file_sha256_cached(const char *path, char out[65], err_t *e)
+{
+	struct stat st;
+	sha_entry_t k = {0};
+	if (stat(path, &st) || strlen(path) >= sizeof k.path)
+		return tr_file_sha256(path, out, e); /* it reports what is wrong */
+	snprintf(k.path, sizeof k.path, "%s", path);
+	k.size = (uint64_t)st.st_size;
+	k.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	k.dev = (uint64_t)st.st_dev;
+	k.ino = (uint64_t)st.st_ino;
+	for (unsigned i = 0; i < SHA_MEM; i++)
+		if (sha_mem[i].hex[0] && sha_same(&sha_mem[i], &k)) {
+			memcpy(out, sha_mem[i].hex, 65);
+			return 0;
+		}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int racy = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - k.mtime_ns < SHA_RACY_NS;
+	if (racy || !sha_file_find(&k)) {
+		int rc = tr_file_sha256(path, k.hex, e);
+		if (rc)
+			return rc;
+		if (racy) {
+			memcpy(out, k.hex, 65);
+			return 0;
+		}
+		sha_file_add(&k);
+	}
+	sha_mem[sha_mem_next++ % SHA_MEM] = k;
+	memcpy(out, k.hex, 65);
 	return 0;
 }
 

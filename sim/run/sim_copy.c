@@ -9,6 +9,7 @@
  * network.contention = none times each copy as if alone on its path;
  * network.copy_charge = target_compute charges that time to the target's
  * compute (a cluster job) instead of the links. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "models/mdl_xfer.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_holders.h"
 #include "sim/run/sim_int.h"
 
 /* copy_begin's answer when every block is already at the destination */
@@ -27,7 +29,7 @@ static kv_store_t *store_of(sim_ctx_t *s, int32_t where)
 	return where >= 0 ? s->cl.inst[where].kv : s->host[-1 - where];
 }
 
-static uint32_t node_of(sim_ctx_t *s, int32_t where)
+static uint32_t node_of(const sim_ctx_t *s, int32_t where)
 {
 	return where >= 0 ? (uint32_t)where * s->tp / s->gpus_per_node : (uint32_t)(-1 - where);
 }
@@ -488,6 +490,19 @@ static int copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 }
 
 /* Shared by copies (src pinned, dst an instance) and offloads (dst host). */
+/* The holders index learns the first blocks of prefixes reserved at
+ * instance dst (a no-op when no reader keeps the index). */
+static int holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k)
+{
+	if (!s->holders || dst < 0)
+		return 0;
+	const kv_store_t *to = s->cl.inst[dst].kv;
+	for (uint32_t j = 0; j < k; j++)
+		if (kv_info(to, mv[j])->depth == 0 && sim_holders_add(s->holders, mv[j], (uint32_t)dst))
+			return KS_ENOMEM;
+	return 0;
+}
+
 static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
 		      int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
 {
@@ -535,7 +550,8 @@ static int copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *bl
 			return POL_COPY_REFUSED;
 		}
 	}
-	kcopy_t *c = copy_new(s, src, dst, mv, k, cls, spec, from_policy, req);
+	kcopy_t *c = holders_note(s, dst, mv, k) ? NULL
+						 : copy_new(s, src, dst, mv, k, cls, spec, from_policy, req);
 	if (!c) {
 		free(mv);
 		return KS_ENOMEM;
@@ -623,7 +639,9 @@ static int copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *
 			free(mv);
 			return POL_COPY_REFUSED; /* watches left behind find no copy */
 		}
-	kcopy_t *c = copy_new(s, (int32_t)src, (int32_t)dst, mv, k, cls, spec, 1, req);
+	kcopy_t *c = holders_note(s, (int32_t)dst, mv, k)
+			     ? NULL
+			     : copy_new(s, (int32_t)src, (int32_t)dst, mv, k, cls, spec, 1, req);
 	if (!c) {
 		free(mv);
 		return KS_ENOMEM;
@@ -870,6 +888,32 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 	return t + cc.overhead_ns;
 }
 
+/* The peer with the longest match of r's prefix beyond ml (dst's own),
+ * among cand[0..nc) (ascending), or among every instance when cand is NULL;
+ * on a tie, a source on dst's node (NVLink). *from stays as it was when
+ * none beats ml. Instances outside the holders of r's first block match
+ * nothing, so both give the same answer (checked in KVSIM_CHECK builds). */
+static int peer_best(const sim_ctx_t *s, const sim_req_t *r, uint32_t dst, uint32_t ml,
+		     const uint32_t *cand, uint32_t nc, uint32_t *best, int32_t *from)
+{
+	uint32_t dnode = node_of(s, (int32_t)dst), n = cand ? nc : s->cl.p.n_instances;
+	int found = 0;
+	*best = ml;
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t i = cand ? cand[j] : j;
+		if (i == dst)
+			continue;
+		uint32_t m = kv_match(s->cl.inst[i].kv, r->blocks, r->n_blocks);
+		if (m > *best || (found && m == *best && m > ml && node_of(s, (int32_t)i) == dnode &&
+				  node_of(s, *from) != dnode)) {
+			*best = m;
+			*from = (int32_t)i;
+			found = 1;
+		}
+	}
+	return found;
+}
+
 int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 {
 	uint32_t dnode = node_of(s, (int32_t)dst);
@@ -883,17 +927,20 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	uint32_t best = ml;
 	int32_t from = 0;
 	int found = 0;
-	for (uint32_t i = 0; peers && i < s->cl.p.n_instances; i++) {
-		if (i == dst)
-			continue;
-		uint32_t m = kv_match(s->cl.inst[i].kv, r->blocks, r->n_blocks);
-		/* longest match; on a tie, a source on the same node (NVLink) */
-		if (m > best || (found && m == best && m > ml && node_of(s, (int32_t)i) == dnode &&
-				 node_of(s, from) != dnode)) {
-			best = m;
-			from = (int32_t)i;
-			found = 1;
-		}
+	if (peers) {
+		uint32_t nc;
+		const uint32_t *c = sim_holders_of(s->holders, r->blocks[0], &nc);
+		found = peer_best(s, r, dst, ml, c, nc, &best, &from);
+#ifdef KVSIM_CHECK
+		uint32_t b2;
+		int32_t f2 = 0;
+		int found2 = peer_best(s, r, dst, ml, NULL, 0, &b2, &f2);
+		if (found2 != found || b2 != best || (found && f2 != from))
+			return err_set(s->err, KS_ERUNTIME,
+				       "holders index: request %" PRIu64 " best peer %d (%u blocks), a "
+				       "full scan says %d (%u blocks)",
+				       r->id, found ? from : -1, best, found2 ? f2 : -1, b2);
+#endif
 	}
 	if (host) {
 		uint32_t m = kv_match(s->host[dnode], r->blocks, r->n_blocks);
@@ -949,12 +996,31 @@ static void spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now)
 	pol_spec_block_gone(&s->spec, s->cl.p.block_bytes, b->created, now, wasted);
 }
 
+/* Whether a request routed to inst and still there starts with block id:
+ * its prefill may compute id there again after this eviction, and the
+ * holders index learnt inst at its routing only (the add is a no-op while
+ * the block is present), so inst stays among id's holders. O(requests on
+ * inst), paid only when a first block is evicted. */
+static int inst_will_compute(const sim_ctx_t *s, uint32_t inst, uint64_t id)
+{
+	const sim_inst_t *in = &s->cl.inst[inst];
+	for (const sim_req_t *r = in->wait_head; r; r = r->next)
+		if (r->n_ids && r->blocks[0] == id)
+			return 1;
+	for (uint32_t k = 0; k < in->n_run; k++)
+		if (in->run[k]->n_ids && in->run[k]->blocks[0] == id)
+			return 1;
+	return 0;
+}
+
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (b->spec)
 		spec_block_gone(s, b, now);
+	if (s->holders && b->depth == 0 && !inst_will_compute(s, h->inst, b->id))
+		sim_holders_remove(s->holders, b->id, h->inst);
 	uint32_t node = node_of(s, (int32_t)h->inst);
 	if (!s->host_offload || !s->host[node] || kv_lookup(s->host[node], b->id))
 		return;

@@ -24,6 +24,25 @@ static int64_t v_now(void *ctx)
 	return ev_engine_now(((sim_ctx_t *)ctx)->eng);
 }
 
+/* Queued prompt tokens of inst at its prefill rate. The cost model is a
+ * pure function of the token count, so the last answer per instance is kept
+ * and reused while the count is unchanged: a router reading every instance
+ * then pays the roofline only where the queue changed since its last read. */
+static int64_t queue_delay_ns(sim_ctx_t *s, uint32_t i, uint64_t tokens)
+{
+	if (!tokens)
+		return 0;
+	qdelay_t *q = &s->qdelay[i];
+	if (q->tokens != tokens) {
+		q->tokens = tokens;
+		q->ns = mdl_prefill_time_ns(&s->comp, (uint32_t)(tokens < UINT32_MAX ? tokens
+										       : UINT32_MAX),
+					    0);
+	}
+	return q->ns;
+}
+
+/* O(1): every field is a counter the cluster and the store keep on change. */
 static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 {
 	sim_ctx_t *s = ctx;
@@ -38,14 +57,7 @@ static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 	o->kv_cap_blocks = kv_capacity(in->kv);
 	o->kv_used_blocks = kv_used(in->kv);
 	o->kv_spec_blocks = kv_spec_blocks(in->kv);
-	/* queued prompt tokens at the instance's prefill rate */
-	o->queue_delay_ns = in->prefill_tokens_queued
-				    ? mdl_prefill_time_ns(&s->comp, (uint32_t)(in->prefill_tokens_queued <
-									      UINT32_MAX
-									  ? in->prefill_tokens_queued
-									  : UINT32_MAX),
-							  0)
-				    : 0;
+	o->queue_delay_ns = queue_delay_ns(s, i, in->prefill_tokens_queued);
 }
 
 static uint32_t v_match(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
@@ -106,6 +118,32 @@ static uint32_t rv_match_computed(void *ctx, uint32_t i, const uint64_t *b, uint
 static uint32_t rv_match_host_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	return match_host(ctx, HELD_VISIBLE, i, b, n);
+}
+
+/* The instances that may hold blocks[0] (the holders index): what both the
+ * policies' view and the routers' computed view can match at all. In
+ * KVSIM_CHECK builds every other instance is asked, and must match
+ * nothing (the index must agree with kv_match on every instance). */
+static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, uint32_t *count)
+{
+	sim_ctx_t *s = ctx;
+	const uint32_t *c = sim_holders_of(s->holders, b[0], count);
+#ifdef KVSIM_CHECK
+	for (uint32_t i = 0, j = 0; i < s->cl.p.n_instances; i++) {
+		if (j < *count && c[j] == i) {
+			j++;
+			continue;
+		}
+		if (kv_match_visible(s->cl.inst[i].kv, b, n) && !s->hook_err)
+			s->hook_err = err_set(s->err, KS_ERUNTIME,
+					      "holders index: instance %u holds block %" PRIu64
+					      " but is not among its holders",
+					      i, b[0]);
+	}
+#else
+	(void)n;
+#endif
+	return c;
 }
 
 static uint64_t v_held(void *ctx, uint32_t i)
@@ -348,6 +386,12 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			routed = (int32_t)inst;
 			/* the routers' tree learns what they sent where at once */
 			rc = s->rview ? pol_rview_insert(s->rview, inst, q.blocks, q.n_blocks) : 0;
+			/* inst will hold the request's first block (prompt, or output
+			 * when the prompt has no full block): the holders index knows
+			 * it before any block exists there */
+			uint32_t n_ids = nb + (nb == a->n_blocks ? a->n_out_blocks : 0);
+			if (!rc && s->holders && n_ids)
+				rc = sim_holders_add(s->holders, p->blocks[0], inst);
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
@@ -367,7 +411,9 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	}
 	if (rc)
 		return rc;
-	if (s->pol.h[POL_PREDICTOR].ops) {
+	/* a predictor no replication policy reads (horizon 0: no forecast is
+	 * ever asked, pol.h) is not fed: nothing it learns reaches the run */
+	if (s->pol.h[POL_PREDICTOR].ops && s->horizon_ns > 0) {
 		pol_arrival_t pa = {now, p->blocks, a->n_blocks, routed};
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
@@ -641,7 +687,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if ((rc = cluster_init(&s->cl, &p, s->eng)))
 		return err_set(e, rc, "out of memory building the cluster");
 	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
-	if (!s->hooks)
+	s->qdelay = calloc(p.n_instances, sizeof *s->qdelay);
+	if (!s->hooks || !s->qdelay)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	/* LRU eviction needs no priority call: the store keeps its order */
 	kv_prio_fn prio = pol_eviction_is_lru(POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops))
@@ -653,9 +700,11 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	}
 	if ((rc = sim_net_init(s, sp, e)))
 		return rc;
+	if (!(s->holders = sim_holders_new()))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
-			       s->copy_deferred ? v_match_computing : NULL};
+			       s->copy_deferred ? v_match_computing : NULL, v_candidates};
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
@@ -666,6 +715,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->route_view.match = rv_match_routed;
 		s->route_view.match_host = rv_match_host_routed;
 		s->route_view.held_blocks = rv_held_routed;
+		s->route_view.candidates = NULL; /* the tree is not the stores */
 	}
 	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
 	const struct pol_replication_ops *ro =
@@ -763,10 +813,12 @@ static void ctx_free(sim_ctx_t *s)
 	if (s->pol_open)
 		pol_set_close(&s->pol);
 	pol_rview_free(s->rview);
+	sim_holders_free(s->holders);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	free(s->pend);
 	free(s->hooks);
+	free(s->qdelay);
 	free(s);
 }
 

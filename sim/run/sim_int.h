@@ -14,6 +14,7 @@
 #include "sim/net/net.h"
 #include "sim/net/net_topo.h"
 #include "sim/run/sim.h"
+#include "sim/run/sim_holders.h"
 #include "sim/run/sim_params.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
@@ -85,6 +86,12 @@ typedef struct hook {
 	uint32_t inst;
 } hook_t;
 
+/* The last queue-delay estimate of an instance (sim_core.c v_inst). */
+typedef struct qdelay {
+	uint64_t tokens; /* queued prompt tokens it was computed for */
+	int64_t ns;
+} qdelay_t;
+
 typedef struct sim_ctx {
 	cluster_t cl;
 	ev_engine_t *eng;
@@ -145,6 +152,10 @@ typedef struct sim_ctx {
 	int64_t sample_ns;
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
+	qdelay_t *qdelay;       /* one per instance */
+	/* which instances may hold a prefix (sim_holders.h): peer fetch and the
+	 * views' candidates read it */
+	sim_holders_t *holders;
 	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
 

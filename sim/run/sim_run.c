@@ -96,7 +96,7 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 	if (!rc) {
 		const char *path = tr_source(t.r);
 		if (strncmp(path, "gen:", 4))
-			rc = tr_file_sha256(path, res->trace_sha256, e);
+			rc = tr_file_sha256_cached(path, res->trace_sha256, e);
 	}
 	err_t w = {0};
 	if (!rc && tr_check_nonempty(t.r, &w)) {
