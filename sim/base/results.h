@@ -44,6 +44,12 @@ typedef struct res_transfer {
 	int64_t requested_ns;   /* when the copy was asked for (< start_ns: deferred) */
 } res_transfer_t;
 
+/* One /timeline row. Under output.timeline = changed (the default) a series
+ * (an instance, a link) gets a row only when one of its values differs from
+ * its last row, and a link only while it carries flows plus one zero row as
+ * it goes idle: read each series as a step function, its values holding
+ * from t_ns until its next row (a link without a row is at 0). Under every,
+ * a row per instance and per link in use at each sampling tick. */
 typedef struct res_sample {
 	int64_t t_ns;
 	int32_t kind;           /* TL_* */

@@ -42,6 +42,7 @@ typedef struct link {
 	uint8_t dirty;
 	uint8_t tight; /* load at or above (1 - SLACK) of a row: couples its flows */
 	uint8_t prom;  /* boundary row to be made a coupling row */
+	uint32_t apos; /* index in net->act while it holds an aggregate, else UINT32_MAX */
 } link_t;
 
 typedef struct agg {
@@ -134,6 +135,9 @@ struct net {
 	uint8_t *prof_kind;
 	size_t cap_prof_kind;
 	size_t n_prof, cap_prof, prof_since_solve;
+	/* links holding at least one aggregate (net_links_active), unordered */
+	uint32_t *act;
+	uint32_t n_act, cap_act;
 };
 
 /* ---- small helpers --------------------------------------------------------- */
@@ -429,6 +433,8 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 		if (VEC_GROW(l->aggs, l->cap_aggs, l->n_aggs + 1, 16))
 			return KS_ENOMEM; /* (links before k keep a slot; harmless) */
 	}
+	if (VEC_GROW(net->act, net->cap_act, net->n_act + f->len, 16))
+		return KS_ENOMEM;
 	memcpy(a->path, f->path, f->len * sizeof(uint32_t));
 	a->len = f->len;
 	a->cls = f->cls;
@@ -448,6 +454,10 @@ static int agg_find_or_make(net_t *net, const flow_t *f, uint32_t *out)
 		link_t *l = &net->links[f->path[k]];
 		a->pos[k] = l->n_aggs;
 		l->aggs[l->n_aggs++] = ai;
+		if (l->n_aggs == 1) {
+			l->apos = net->n_act;
+			net->act[net->n_act++] = f->path[k];
+		}
 	}
 	net->live_aggs++;
 	if (net->live_aggs > net->n_buckets / 2) {
@@ -470,6 +480,12 @@ static void agg_destroy(net_t *net, uint32_t ai)
 		link_t *l = &net->links[a->path[k]];
 		uint32_t p = a->pos[k];
 		uint32_t last = l->aggs[--l->n_aggs];
+		if (l->n_aggs == 0) {
+			uint32_t moved = net->act[--net->n_act];
+			net->act[l->apos] = moved;
+			net->links[moved].apos = l->apos;
+			l->apos = UINT32_MAX;
+		}
 		if (p != l->n_aggs) {
 			l->aggs[p] = last;
 			agg_t *m = &net->aggs[last];
@@ -1223,6 +1239,7 @@ void net_free(net_t *net)
 	free(net->recs);
 	free(net->prof_ns);
 	free(net->prof_kind);
+	free(net->act);
 	free(net);
 }
 
@@ -1239,6 +1256,7 @@ int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *
 	l->cap = capacity_Bps / 1e9;
 	l->lat = latency_ns;
 	l->t_acc = ev_engine_now(net->eng);
+	l->apos = UINT32_MAX;
 	if (id)
 		*id = net->n_links;
 	net->n_links++;
@@ -1248,6 +1266,12 @@ int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *
 size_t net_link_count(const net_t *net)
 {
 	return net->n_links;
+}
+
+const uint32_t *net_links_active(const net_t *net, size_t *n)
+{
+	*n = net->n_act;
+	return net->act;
 }
 
 int net_set_share(net_t *net, net_share_t mode, double bg_weight, err_t *e)

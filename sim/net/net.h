@@ -139,6 +139,11 @@ net_t *net_new(ev_engine_t *eng, err_t *e);
 void net_free(net_t *net);
 int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *id, err_t *e);
 size_t net_link_count(const net_t *net);
+/* The links that hold at least one flow past its latency (its rate may be 0
+ * while background is paused), in no set order: *n ids, kept as flows join
+ * and leave (O(1) each), so a caller that samples use visits only these.
+ * Valid until the next flow start, join, finish or cancel. */
+const uint32_t *net_links_active(const net_t *net, size_t *n);
 /* Weighted mode: a background flow's weight against a foreground flow's 1,
  * in [NET_BG_WEIGHT_MIN, 1]. The floor keeps capacity / weight finite in the
  * solver (a weight of 1e-300 made it infinite) and is the range of the

@@ -94,7 +94,8 @@ static const table_t t_req = {"requests", req_cols, NCOLS(req_cols), sizeof(res_
 static const table_t t_xfer = {"transfers", xfer_cols, NCOLS(xfer_cols),
 			       sizeof(res_transfer_t), "one row per KV copy"};
 static const table_t t_tl = {"timeline", tl_cols, NCOLS(tl_cols), sizeof(res_sample_t),
-			     "per instance and per link, sampled"};
+			     "per instance and per link, sampled: a step function per series, "
+			     "values holding until its next row (output.timeline)"};
 
 static hid_t kind_mem(int k)
 {

@@ -159,7 +159,9 @@ const size_t sim_cfg_keys_n = sizeof sim_cfg_keys / sizeof sim_cfg_keys[0];
  * timeline_interval_ms. Its own table, after the models', traces' and
  * network's in the schema (cfg_schema.c), so configs are written in the same
  * section order as before. */
+static const cfg_enum_t tl_map[] = {{"changed", SIM_TL_CHANGED}, {"every", SIM_TL_EVERY}, {NULL, 0}};
 #define AT(kind, member) CFG_AT(kind, sim_out_params_t, member)
+#define AT_ENUM(member, map) CFG_AT_ENUM(sim_out_params_t, member, map)
 const cfg_tkey_t out_cfg_keys[] = {
 	{{"output", "dir", CFG_STR, "results", 0, 0, NULL, "",
 	 "results directory: HDF5 files under runs/ and the catalog.sqlite", NULL},
@@ -167,6 +169,14 @@ const cfg_tkey_t out_cfg_keys[] = {
 	{{"output", "timeline_interval_ms", CFG_FLOAT, "100", 0.001, 3.6e6, NULL, "ms",
 	 "sampling interval of /timeline (queue length, batch, KV used, link use)", NULL},
 	 AT(DOUBLE, timeline_interval_ms)},
+	{{"output", "timeline", CFG_ENUM, "changed", 0, 0, NULL, "",
+	 "which samples are /timeline rows. changed (default): an instance's row only when its "
+	 "queue, batch, KV used or speculative KV differs from its last row, a link's only "
+	 "when its use does (links without flows are never visited; one zero row when a link "
+	 "goes idle), so each series is a step function holding until the next row and the "
+	 "cost follows the busy part of the cluster; every: a row per instance and per busy "
+	 "link at every tick (the per-tick rule, the reference) (own choice)", NULL},
+	 AT_ENUM(timeline, tl_map)},
 	{{"output", "compression", CFG_INT, "4", 0, 9, NULL, "",
 	 "deflate level of the HDF5 tables (0 = chunked, uncompressed)", NULL},
 	 AT(U32, compression)},
@@ -175,4 +185,5 @@ const cfg_tkey_t out_cfg_keys[] = {
 	 AT(U64, chunk_rows)},
 };
 #undef AT
+#undef AT_ENUM
 const size_t out_cfg_keys_n = sizeof out_cfg_keys / sizeof out_cfg_keys[0];

@@ -4,6 +4,7 @@
  * order in which the policy families are consulted is the one policies/pol.h
  * documents. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,12 +484,10 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return 0;
 }
 
-/* Samples every instance, and every link that is carrying bytes. */
-static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+/* output.timeline = every: a row per instance, and per link with a nonzero
+ * rate, at every tick (the reference rule). */
+static int sample_every(sim_ctx_t *s, int64_t now)
 {
-	(void)ev;
-	sim_ctx_t *s = ctx;
-	int64_t now = ev_engine_now(eng);
 	double bb = (double)s->cl.p.block_bytes;
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
 		const sim_inst_t *in = &s->cl.inst[i];
@@ -507,6 +506,97 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* output.timeline = changed: the rows of sample_every that differ from the
+ * series' last row, so reading each series as a step function gives the
+ * per-tick samples back (a link without a row is at 0). Links are visited
+ * only while they hold flows (net_links_active) or their last row is
+ * nonzero (one zero row as they go idle), in id order as before. */
+static int sample_changed(sim_ctx_t *s, int64_t now)
+{
+	double bb = (double)s->cl.p.block_bytes;
+	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
+		const sim_inst_t *in = &s->cl.inst[i];
+		double v[4] = {in->n_wait, in->n_run, kv_used(in->kv) * bb,
+			       kv_spec_blocks(in->kv) * bb};
+		double *last = s->tl_inst[i];
+		if (v[0] == last[0] && v[1] == last[1] && v[2] == last[2] && v[3] == last[3])
+			continue;
+		memcpy(last, v, sizeof v);
+		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, v[0], v[1], v[2], v[3], 0, 0};
+		if (rec_sample(s->res, &x))
+			return KS_ENOMEM;
+	}
+	size_t na;
+	const uint32_t *act = net_links_active(s->net, &na);
+	uint32_t nc = 0;
+	for (size_t k = 0; k < na; k++) {
+		s->tl_mark[act[k]] = 1;
+		s->tl_cand[nc++] = act[k];
+	}
+	for (uint32_t k = 0; k < s->n_tl_on; k++)
+		if (!s->tl_mark[s->tl_on[k]])
+			s->tl_cand[nc++] = s->tl_on[k];
+	qsort(s->tl_cand, nc, sizeof *s->tl_cand, cmp_u32);
+	s->n_tl_on = 0;
+	for (uint32_t k = 0; k < nc; k++) {
+		uint32_t l = s->tl_cand[k];
+		s->tl_mark[l] = 0;
+		net_link_stats_t st;
+		if (net_link_stats(s->net, l, &st))
+			continue;
+		/* as sample_every: a rate <= 0 is no use */
+		double u[2] = {st.rate[0] > 0 || st.rate[1] > 0 ? st.rate[0] / st.capacity : 0,
+			       st.rate[0] > 0 || st.rate[1] > 0 ? st.rate[1] / st.capacity : 0};
+		if (u[0] != 0 || u[1] != 0)
+			s->tl_on[s->n_tl_on++] = l;
+		double *last = s->tl_link[l];
+		if (u[0] == last[0] && u[1] == last[1])
+			continue;
+		last[0] = u[0];
+		last[1] = u[1];
+		res_sample_t x = {now, TL_LINK, (int32_t)l, 0, 0, 0, 0, u[0], u[1]};
+		if (rec_sample(s->res, &x))
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+/* The state of sample_changed: no row yet for any instance (NaN differs
+ * from every value), every link's last use 0. */
+static int tl_alloc(sim_ctx_t *s)
+{
+	uint32_t ni = s->cl.p.n_instances;
+	size_t nl = net_link_count(s->net);
+	s->tl_inst = malloc((ni ? ni : 1) * sizeof *s->tl_inst);
+	s->tl_link = calloc(nl ? nl : 1, sizeof *s->tl_link);
+	s->tl_on = malloc((nl ? nl : 1) * sizeof *s->tl_on);
+	s->tl_cand = malloc((nl ? nl : 1) * sizeof *s->tl_cand);
+	s->tl_mark = calloc(nl ? nl : 1, 1);
+	if (!s->tl_inst || !s->tl_link || !s->tl_on || !s->tl_cand || !s->tl_mark)
+		return KS_ENOMEM;
+	for (uint32_t i = 0; i < ni; i++)
+		for (int k = 0; k < 4; k++)
+			s->tl_inst[i][k] = NAN;
+	return 0;
+}
+
+static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)ev;
+	sim_ctx_t *s = ctx;
+	int64_t now = ev_engine_now(eng);
+	int rc = s->tl_every ? sample_every(s, now) : sample_changed(s, now);
+	if (rc)
+		return rc;
 	if (run_active(s) && ev_engine_after(eng, s->sample_ns, s->ev.sample, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
@@ -728,6 +818,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
 		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
 	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
+	s->tl_every = sp->out.timeline == SIM_TL_EVERY;
+	if (!s->tl_every && (rc = tl_alloc(s)))
+		return err_set(e, rc, "out of memory");
 	sim_ev_types_t *t = &s->ev;
 	if (ev_engine_type_new(s->eng, on_arrival, s, &t->arrival) ||
 	    ev_engine_type_new(s->eng, on_peek, s, &t->peek) ||
@@ -819,6 +912,11 @@ static void ctx_free(sim_ctx_t *s)
 	free(s->pend);
 	free(s->hooks);
 	free(s->qdelay);
+	free(s->tl_inst);
+	free(s->tl_link);
+	free(s->tl_on);
+	free(s->tl_cand);
+	free(s->tl_mark);
 	free(s);
 }
 

@@ -148,8 +148,15 @@ typedef struct sim_ctx {
 	int host_offload;
 	sim_results_t *res;     /* the caller's results: the recorder appends every
 	                         * row here during the run (sim/run/recorder.h) */
-	/* timeline */
+	/* timeline (on_sample; output.timeline = changed unless tl_every) */
 	int64_t sample_ns;
+	int tl_every;           /* a row per instance per tick, per busy link per tick */
+	double (*tl_inst)[4];   /* per instance: its last row's values (NaN: none yet) */
+	double (*tl_link)[2];   /* per link: its last row's use (0: none yet) */
+	uint32_t *tl_on;        /* links whose last row has a nonzero use */
+	uint32_t *tl_cand;      /* scratch: this tick's active and tl_on links */
+	uint32_t n_tl_on;
+	uint8_t *tl_mark;       /* per link: in tl_cand this tick */
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */

@@ -18,10 +18,14 @@
  * peer instance, the node's host tier) is fetched instead of recomputed. */
 typedef enum { SIM_FETCH_NEVER, SIM_FETCH_COST, SIM_FETCH_ALWAYS } sim_fetch_t;
 
+/* [output] timeline: which samples become /timeline rows. */
+typedef enum { SIM_TL_CHANGED, SIM_TL_EVERY } sim_tl_t;
+
 /* [output]: what the run and the writers read. */
 typedef struct sim_out_params {
 	const char *dir;
 	double timeline_interval_ms;
+	int timeline; /* sim_tl_t */
 	uint32_t compression; /* deflate level 0..9 */
 	uint64_t chunk_rows;
 } sim_out_params_t;
