@@ -1,4 +1,5 @@
 /* gv_fit — calibration fit (see gv_fit.h). */
+#include "sim/base/mem.h"
 #include "gpu_validation/gv_fit.h"
 
 #include <gsl/gsl_errno.h>
@@ -380,10 +381,6 @@ int gv_fit(const gv_meas_t *m, const gv_fit_opts_t *o, mdl_xfer_t *x, gv_fit_rep
 		fit_compute(m, x, rep);
 	}
 out:
-	free(all);
-	free(train);
-	free(test);
-	free(buf);
-	free(test_all);
+	FREE_ALL(all, train, test, buf, test_all);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/mem.h"
 #include "traces/tr_int.h"
 
 #define EXACT 65536u
@@ -253,11 +254,7 @@ int tr_stats_compute(tr_reader_t *r, int reuse, tr_stats_t *s, err_t *e)
 	if (reuse && half_reuse(&m, s->reused_blocks, &s->prefixes_half_reuse))
 		rc = err_set(e, KS_ENOMEM, "out of memory");
 done:
-	free(hin.c);
-	free(hout.c);
-	free(m.keys);
-	free(m.hits);
-	free(m.used);
+	FREE_ALL(hin.c, hout.c, m.keys, m.hits, m.used);
 	return rc < 0 ? rc : 0;
 }
 

@@ -10,6 +10,7 @@
  * all-or-nothing: values are staged and committed only when the whole text
  * is valid.
  */
+#include "sim/base/mem.h"
 #include "sim/base/cfg.h"
 #include "sim/base/file.h"
 #include "sim/base/vec.h"
@@ -162,13 +163,7 @@ void cfg_schema_free(cfg_schema_t *s)
 		free(s->choices[i]);
 		free(s->defv[i].text);
 	}
-	free(s->choices);
-	free(s->defv);
-	free(s->at);
-	free(s->warned);
-	free(s->keys);
-	free(s->slot);
-	free(s);
+	FREE_ALL(s->choices, s->defv, s->at, s->warned, s->keys, s->slot, s);
 }
 
 /* FNV-1a over section, a separator, and name. */
@@ -673,10 +668,7 @@ const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section, con
 
 static void val_clear(cfg_val_t *v)
 {
-	free(v->text);
-	free(v->origin);
-	free(v->under_text);
-	free(v->under_origin);
+	FREE_ALL(v->text, v->origin, v->under_text, v->under_origin);
 	v->text = v->origin = v->under_text = v->under_origin = NULL;
 }
 

@@ -10,6 +10,7 @@
  * Output: "flow NAME start=NS join=NS finish=NS bytes=N mean_rate=B/s" in
  * file order; mean rate is bytes / (finish - join), i.e. after the latency.
  */
+#include "sim/base/mem.h"
 #include "sim/cli/net_cli.h"
 
 #include <ctype.h>
@@ -381,10 +382,7 @@ int net_scenario_run(const char *path, FILE *out, int show_links, err_t *e)
 out:
 	net_free(s.net);
 	ev_engine_free(eng);
-	free(s.links);
-	free(s.link_cap);
-	free(s.link_lat);
-	free(s.flows);
+	FREE_ALL(s.links, s.link_cap, s.link_lat, s.flows);
 	return rc;
 }
 

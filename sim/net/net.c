@@ -5,6 +5,7 @@
  * of it coupled to the change through links near saturation
  * (NET_SOLVER_INCREMENTAL, the default; see solve()).
  */
+#include "sim/base/mem.h"
 #include "sim/net/net.h"
 #include "sim/base/vec.h"
 
@@ -1216,31 +1217,10 @@ void net_free(net_t *net)
 		free(net->links[i].aggs);
 	for (uint32_t i = 0; i < net->n_aggs; i++)
 		free(net->aggs[i].heap);
-	free(net->links);
-	free(net->flows);
-	free(net->aggs);
-	free(net->buckets);
-	free(net->dirty);
-	free(net->chg);
-	free(net->bnd);
-	free(net->bnd_fx);
-	free(net->prom);
-	free(net->comp_aggs);
-	free(net->comp_links);
-	free(net->capped);
-	free(net->row_rem);
-	free(net->row_w);
-	free(net->row_cap);
-	free(net->row_kv);
-	free(net->row_cnt);
-	free(net->heap);
-	free(net->hpos);
-	free(net->done);
-	free(net->recs);
-	free(net->prof_ns);
-	free(net->prof_kind);
-	free(net->act);
-	free(net);
+	FREE_ALL(net->links, net->flows, net->aggs, net->buckets, net->dirty, net->chg, net->bnd,
+	         net->bnd_fx, net->prom, net->comp_aggs, net->comp_links, net->capped, net->row_rem,
+	         net->row_w, net->row_cap, net->row_kv, net->row_cnt, net->heap, net->hpos,
+	         net->done, net->recs, net->prof_ns, net->prof_kind, net->act, net);
 }
 
 int net_link_add(net_t *net, double capacity_Bps, int64_t latency_ns, uint32_t *id, err_t *e)

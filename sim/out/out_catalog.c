@@ -1,4 +1,5 @@
 /* out_catalog — see out_catalog.h. */
+#include "sim/base/mem.h"
 #include "sim/out/out_catalog.h"
 
 #include <ctype.h>
@@ -637,10 +638,7 @@ void out_table_free(out_table_t *t)
 		free(t->names ? t->names[k] : NULL);
 	for (size_t i = 0; t->cells && i < t->nrows * t->ncols; i++)
 		free(t->cells[i]);
-	free(t->names);
-	free(t->kinds);
-	free(t->is_real);
-	free(t->cells);
+	FREE_ALL(t->names, t->kinds, t->is_real, t->cells);
 	memset(t, 0, sizeof *t);
 }
 

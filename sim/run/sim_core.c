@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/base/mem.h"
 #include "sim/run/metrics.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
@@ -909,15 +910,8 @@ static void ctx_free(sim_ctx_t *s)
 	sim_holders_free(s->holders);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
-	free(s->pend);
-	free(s->hooks);
-	free(s->qdelay);
-	free(s->tl_inst);
-	free(s->tl_link);
-	free(s->tl_on);
-	free(s->tl_cand);
-	free(s->tl_mark);
-	free(s);
+	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,
+	         s->tl_mark, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */
