@@ -50,16 +50,19 @@ static int string(scan_t *s, const char **b, size_t *n)
 static int number(scan_t *s, tr_jv_t *v)
 {
 	const char *b = s->p, *q = s->p;
-	if (q < s->end && *q == '-')
-		q++;
+	int neg = q < s->end && *q == '-';
+	q += neg;
 	if (q >= s->end || !digit(*q))
 		return -1;
+	/* the integer part's value as it is scanned: at most 18 digits fit an
+	 * int64 whatever they are (a longer one falls back) */
+	int64_t iv = 0;
+	const char *d0 = q;
 	if (*q == '0')
 		q++;
 	else
-		while (q < s->end && digit(*q))
-			q++;
-	size_t int_digits = (size_t)(q - b) - (*b == '-');
+		for (; q < s->end && digit(*q) && q - d0 < 18; q++)
+			iv = 10 * iv + (*q - '0');
 	int real = 0;
 	if (q < s->end && *q == '.') {
 		real = 1;
@@ -77,22 +80,25 @@ static int number(scan_t *s, tr_jv_t *v)
 		while (q < s->end && digit(*q))
 			q++;
 	}
+	if (!real) {
+		if (q < s->end && digit(*q)) /* a 19th digit */
+			return -1;
+		v->type = TR_JV_INT;
+		v->i = neg ? -iv : iv;
+		v->d = (double)v->i;
+		s->p = q;
+		return 0;
+	}
 	size_t len = (size_t)(q - b);
 	char buf[64];
-	if (len >= sizeof buf || (!real && int_digits > 18))
+	if (len >= sizeof buf)
 		return -1;
 	memcpy(buf, b, len);
 	buf[len] = 0;
-	if (real) {
-		v->type = TR_JV_REAL;
-		v->d = strtod(buf, NULL);
-		if (!isfinite(v->d))
-			return -1;
-	} else {
-		v->type = TR_JV_INT;
-		v->i = strtoll(buf, NULL, 10);
-		v->d = (double)v->i;
-	}
+	v->type = TR_JV_REAL;
+	v->d = strtod(buf, NULL);
+	if (!isfinite(v->d))
+		return -1;
 	s->p = q;
 	return 0;
 }
