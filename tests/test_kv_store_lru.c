@@ -173,6 +173,46 @@ static void test_priority_ties_go_least_recently_used_first(void **st)
 	kv_store_free(s);
 }
 
+/* Requests hitting a long chain at the instant it was released (pinned and
+ * unpinned at once, as under kvcache.resident_at = admission) put each
+ * block back where it was: the order stays the heap's, with another chain
+ * released at the same instant and at later ones in between. */
+static void test_rehit_at_release_instant_keeps_heap_order(void **st)
+{
+	(void)st;
+	enum { DEPTH = 300, CAP = 2 * DEPTH + 8 };
+	kv_store_t *s[2] = {kv_store_new(CAP), kv_store_new(CAP)};
+	evlog_t l[2];
+	memset(l, 0, sizeof l);
+	kv_store_set_policy(s[0], NULL, on_evict, &l[0]);
+	kv_store_set_policy(s[1], prio_last_use, on_evict, &l[1]);
+	for (int k = 0; k < 2; k++) {
+		for (uint32_t d = 0; d < DEPTH; d++) {
+			for (uint64_t c = 0; c < 2; c++) {
+				uint64_t id = 1 + c * 1000 + d;
+				assert_int_equal(kv_alloc(s[k], id, d, KV_COMPUTING, 0, 0, 5), 0);
+				assert_int_equal(kv_ready(s[k], id, 5), 0);
+			}
+		}
+		for (int64_t t = 5; t <= 7; t++) /* two hits at 5, then one each at 6, 7 */
+			for (int rep = 0; rep < (t == 5 ? 2 : 1); rep++)
+				for (uint32_t d = 0; d < DEPTH - (uint32_t)t; d++) {
+					uint64_t id = 1 + (uint64_t)(t % 2) * 1000 + d;
+					assert_int_equal(kv_ref(s[k], id, t, NULL), 0);
+					assert_int_equal(kv_unref(s[k], id, t), 0);
+				}
+		assert_int_equal(kv_check(s[k]), 0);
+		while (kv_evictable(s[k]))
+			assert_int_equal(kv_evict_one(s[k], 9), 0);
+	}
+	assert_int_equal(l[0].n, 2 * DEPTH);
+	assert_int_equal(l[0].n, l[1].n);
+	assert_memory_equal(l[0].id, l[1].id, l[0].n * sizeof l[0].id[0]);
+	kv_store_free(s[0]);
+	kv_store_free(s[1]);
+}
+
 TEST_MAIN(cmocka_unit_test(test_lru_list_evicts_in_heap_order),
           cmocka_unit_test(test_equal_time_prefix_leaves_deepest_first),
-          cmocka_unit_test(test_priority_ties_go_least_recently_used_first))
+          cmocka_unit_test(test_priority_ties_go_least_recently_used_first),
+          cmocka_unit_test(test_rehit_at_release_instant_keeps_heap_order))

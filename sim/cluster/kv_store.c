@@ -176,12 +176,40 @@ static void lru_link_after(kv_store_t *s, uint32_t v, uint32_t after)
 		s->slot[after].next = v;
 }
 
+/* Whether v fits in the list right after p (NIL: at the head), p and the
+ * slot after it being in the list. The list is sorted, so this holds for
+ * any p that precedes v and whose successor follows v, wherever the
+ * guess came from: unlinking keeps a slot's links, which are the guess. */
+static int lru_fits_between(const kv_store_t *s, uint32_t v, uint32_t p)
+{
+	uint32_t n;
+	if (p == NIL) {
+		n = s->lru_head;
+	} else {
+		if (p >= s->cap || p == v || s->slot[p].heap < 0 || !heap_less(s, p, v))
+			return 0;
+		n = s->slot[p].next;
+	}
+	return n != v && (n == NIL || heap_less(s, v, n));
+}
+
 /* Inserts v (its prio already its last use) at its place. A newly
  * evictable block was used now, so it belongs at the tail's run of equal
  * last use: before the run when it precedes the run's first (a request
  * releasing its prefix shallow to deep), else walked from the tail. */
 static void lru_insert(kv_store_t *s, uint32_t v)
 {
+	uint32_t p = s->slot[v].prev;
+	if (lru_fits_between(s, v, p)) {
+		/* back where it left: a block unpinned at the instant it was
+		 * pinned (a hit under kvcache.resident_at = admission), which
+		 * walking from the tail costs its depth in the tail's run */
+		lru_link_after(s, v, p);
+		if (s->slot[s->lru_tail].prio == s->slot[v].prio &&
+		    (p == NIL || s->slot[p].prio != s->slot[v].prio))
+			s->lru_grp = v;
+		return;
+	}
 	uint32_t g = s->lru_grp;
 	if (g != NIL && s->slot[g].prio == s->slot[v].prio && heap_less(s, v, g)) {
 		lru_link_after(s, v, s->slot[g].prev);
