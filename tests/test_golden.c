@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "dc8e424eb14a2f4880f48c27e842254f6bb1914ee01938f01784ff38b475e167"},
+     "8d37cd0bb58d0e1dbf4fd491b68cecb65bef7e857a349248d72a65aa6b74464e"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "0cc25dbb2caa848973b807b87c01aa6a063f77d2d407b7a1bc3ad05ca12c0ed8"},
+     "9dd3bee23f5f38b2c3c9b1e67fc54430c88f0902b30b60e4741b8ddcd263a89f"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "40327bb2a5d4c09fa3bb02ab8d80d87540efd5f0aaa520f3410db287f42df844"},
+     3, "a9fdae07b14ba505702132d40818de1b3ac39da033e3074ff240ca3a428a8b25"},
 };
 
 static void test_results_match_their_golden_digests(void **st)
