@@ -1,7 +1,7 @@
 /* sim/run/forecast.c on hand scenarios with known answers: each (entry, tick)
  * counted once and resolved by the first matching arrival per window (H/4, H,
- * 4H), expired after 4H; recall of the whole shared prefix and of a part of
- * it, with an arrival at a tick's own instant left to the tick before;
+ * 4H), expired after 4H; recall of the whole shared prefix (per window) and
+ * of a part of it, with an arrival at a tick's own instant left to the tick before;
  * placement against replicas that are in flight, cancelled or evicted; lead
  * mean and median. */
 #include <math.h>
@@ -115,6 +115,9 @@ static void test_recall_whole_and_partial_shared_prefix(void **st)
 	assert_int_equal(fcast_arrival(f, 30 * S, r6, 4, 0), 0);
 	assert_true(metric(f, "forecast.requests_eligible") == 4);
 	assert_true(metric(f, "forecast.recall") == 2.0 / 4);
+	/* whole-prefix forecasts 1 s (r3), 17 s (r4) and 5 s (r6) before */
+	assert_true(metric(f, "forecast.recall_h4") == 1.0 / 4);
+	assert_true(metric(f, "forecast.recall_x4") == 3.0 / 4);
 	assert_true(metric(f, "forecast.recall_partial") == 3.0 / 4);
 	/* ticks 1, 3 and 25 s were followed by their prefix; 30 s is still open */
 	assert_true(metric(f, "forecast.entries") == 4);

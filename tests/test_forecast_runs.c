@@ -90,6 +90,7 @@ static void test_oracle_exact_gives_precision_and_recall_one(void **st)
 	assert_true(get(&r, "forecast.entries") > G);
 	assert_true(get(&r, "forecast.recall") == 1);
 	assert_true(get(&r, "forecast.recall_partial") == 1);
+	assert_true(get(&r, "forecast.recall_x4") == 1);
 	assert_true(get(&r, "forecast.precision") == 1);
 	assert_true(get(&r, "forecast.precision_x4") == 1);
 	sim_results_free(&r);
@@ -113,7 +114,8 @@ static void test_oracle_fp_rate_one_halves_precision(void **st)
 static const char *const forecast_names[] = {
     "forecast.entries",         "forecast.precision",     "forecast.precision_h4",
     "forecast.precision_x4",    "forecast.requests_eligible", "forecast.recall",
-    "forecast.recall_partial",  "forecast.placement_requests", "forecast.placement_acc",
+    "forecast.recall_h4",       "forecast.recall_x4",     "forecast.recall_partial",
+    "forecast.placement_requests", "forecast.placement_acc",
     "forecast.leads",           "forecast.lead_mean_s",   "forecast.lead_p50_s",
 };
 #define N_NAMES (sizeof forecast_names / sizeof forecast_names[0])

@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "8d37cd0bb58d0e1dbf4fd491b68cecb65bef7e857a349248d72a65aa6b74464e"},
+     "9cbf15bbb3cd68479bb3dda34e6bf1bba0d632ab7a56dc59a3c04146bb6d889d"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "9dd3bee23f5f38b2c3c9b1e67fc54430c88f0902b30b60e4741b8ddcd263a89f"},
+     "89bcb4c1635d88c1b8e405311addbd28f20636afadb8055414aa884bc1122896"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "a9fdae07b14ba505702132d40818de1b3ac39da033e3074ff240ca3a428a8b25"},
+     3, "7c6512f65210baf564dd246417485513f4ce8004c24eafbbdd403b64ec98ad99"},
 };
 
 static void test_results_match_their_golden_digests(void **st)

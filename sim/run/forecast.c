@@ -60,7 +60,7 @@ struct fcast {
 	size_t n_lead, cap_lead;
 	/* counts */
 	uint64_t entries, hit_h4, hit_h, hit_x4;
-	uint64_t eligible, recalled, recalled_part;
+	uint64_t eligible, recalled_h4, recalled, recalled_x4, recalled_part;
 	uint64_t placed_eligible, placed_hit;
 };
 
@@ -253,25 +253,30 @@ int fcast_arrival(fcast_t *f, int64_t now, const uint64_t *b, uint32_t n, int32_
 	for (uint32_t j = m; j < n; j++)
 		if (map_put(&f->seen, b[j], 1))
 			return KS_ENOMEM;
-	int full = 0, part = 0, any = 0, here = 0;
+	/* the latest tick before now that forecast a prefix of >= min_blocks of
+	 * theirs, and one that covers their whole shared prefix */
+	int64_t part = INT64_MIN, full = INT64_MIN;
+	int any = 0, here = 0;
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t v = map_get(&f->map, b[j]);
 		if (!v)
 			continue;
 		fkey_t *k = &f->keys[v - 1];
 		int64_t t = key_before(k, now);
-		if (t != INT64_MIN && now - t <= f->h && j + 1 >= f->min_blocks) {
-			part = 1;
-			full |= j + 1 >= m;
-		}
+		if (j + 1 >= f->min_blocks && t > part)
+			part = t;
+		if (j + 1 >= f->min_blocks && j + 1 >= m && t > full)
+			full = t;
 		key_resolve(f, k, now);
 		if (inst >= 0)
 			key_replicas(f, k, inst, &any, &here);
 	}
 	if (m >= f->min_blocks) {
 		f->eligible++;
-		f->recalled += (uint64_t)full;
-		f->recalled_part += (uint64_t)part;
+		f->recalled_h4 += full != INT64_MIN && now - full <= f->h / 4;
+		f->recalled += full != INT64_MIN && now - full <= f->h;
+		f->recalled_x4 += full != INT64_MIN && now - full <= 4 * f->h;
+		f->recalled_part += part != INT64_MIN && now - part <= f->h;
 	}
 	f->placed_eligible += (uint64_t)any;
 	f->placed_hit += (uint64_t)here;
@@ -337,6 +342,7 @@ int fcast_report(fcast_t *f, sim_results_t *res)
 		const double v[] = {
 		    (double)f->entries, ratio(f->hit_h, f->entries), ratio(f->hit_h4, f->entries),
 		    ratio(f->hit_x4, f->entries), (double)f->eligible, ratio(f->recalled, f->eligible),
+		    ratio(f->recalled_h4, f->eligible), ratio(f->recalled_x4, f->eligible),
 		    ratio(f->recalled_part, f->eligible), (double)f->placed_eligible,
 		    ratio(f->placed_hit, f->placed_eligible), (double)f->n_lead, lead_mean, lead_p50,
 		};

@@ -16,7 +16,8 @@
  *    min_blocks blocks (the predictor's shortest reported prefix). recall:
  *    the share of eligible requests that an entry covering their whole
  *    shared prefix (an entry that is a prefix of theirs, of at least that
- *    length) forecast at some tick t with arrival in (t, t + H];
+ *    length) forecast at some tick t with arrival in (t, t + H]; recall_h4
+ *    and recall_x4 the same with H/4 and 4H in place of H;
  *    recall_partial: the same with any entry of >= min_blocks blocks that is
  *    a prefix of theirs.
  *  - a replica is a speculative copy of blocks[0..n) to one instance, named

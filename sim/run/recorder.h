@@ -41,6 +41,8 @@
 	X(FORECAST_PRECISION_X4, "forecast.precision_x4", "", "entries whose prefix came within 4 x horizon") \
 	X(FORECAST_REQUESTS_ELIGIBLE, "forecast.requests_eligible", "", "arrivals sharing a prefix of >= the predictor's minimum") \
 	X(FORECAST_RECALL, "forecast.recall", "", "eligible arrivals whose shared prefix was forecast for them") \
+	X(FORECAST_RECALL_H4, "forecast.recall_h4", "", "... forecast within horizon/4 before they came") \
+	X(FORECAST_RECALL_X4, "forecast.recall_x4", "", "... forecast within 4 x horizon before they came") \
 	X(FORECAST_RECALL_PARTIAL, "forecast.recall_partial", "", "eligible arrivals with some prefix of theirs forecast") \
 	X(FORECAST_PLACEMENT_REQUESTS, "forecast.placement_requests", "", "routed arrivals while a replica of their prefix existed") \
 	X(FORECAST_PLACEMENT_ACC, "forecast.placement_acc", "", "... routed to an instance holding or receiving one") \
