@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "dc8e424eb14a2f4880f48c27e842254f6bb1914ee01938f01784ff38b475e167"},
+     "9cbf15bbb3cd68479bb3dda34e6bf1bba0d632ab7a56dc59a3c04146bb6d889d"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "0cc25dbb2caa848973b807b87c01aa6a063f77d2d407b7a1bc3ad05ca12c0ed8"},
+     "89bcb4c1635d88c1b8e405311addbd28f20636afadb8055414aa884bc1122896"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "40327bb2a5d4c09fa3bb02ab8d80d87540efd5f0aaa520f3410db287f42df844"},
+     3, "7c6512f65210baf564dd246417485513f4ce8004c24eafbbdd403b64ec98ad99"},
 };
 
 static void test_results_match_their_golden_digests(void **st)

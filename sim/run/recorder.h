@@ -9,7 +9,8 @@
  * lists them; code records a value by its id (rec_metric), so no other file
  * spells a metric's name. Families are consecutive ids: the five statistics
  * of a latency (mean, p50, p90, p95, p99), the four link kinds by class and
- * quantity, and the speculation counters in pol_spec_metrics' order.
+ * quantity, the speculation counters in pol_spec_metrics' order, and the
+ * forecast accuracy in fcast_report's order (sim/run/forecast.h).
  * Errors: 0 or KS_ENOMEM (the results keep what they had).
  */
 #ifndef KVSIM_RECORDER_H
@@ -31,6 +32,23 @@
 	X(LINK_BUSY_FG_##K, "link_busy_s_fg." k, "s", "link-seconds " k " links carried foreground") \
 	X(LINK_BYTES_BG_##K, "link_bytes_bg." k, "bytes", "background bytes over " k " links")     \
 	X(LINK_BUSY_BG_##K, "link_busy_s_bg." k, "s", "link-seconds " k " links carried background")
+/* Forecast accuracy (sim/run/forecast.h has the exact definitions); NaN
+ * when the run asked no forecast, or a ratio's denominator is 0. */
+#define REC_FORECAST                                                                               \
+	X(FORECAST_ENTRIES, "forecast.entries", "", "forecast entries, once per prefix per tick")  \
+	X(FORECAST_PRECISION, "forecast.precision", "", "entries whose prefix came within the horizon") \
+	X(FORECAST_PRECISION_H4, "forecast.precision_h4", "", "entries whose prefix came within horizon/4") \
+	X(FORECAST_PRECISION_X4, "forecast.precision_x4", "", "entries whose prefix came within 4 x horizon") \
+	X(FORECAST_REQUESTS_ELIGIBLE, "forecast.requests_eligible", "", "arrivals sharing a prefix of >= the predictor's minimum") \
+	X(FORECAST_RECALL, "forecast.recall", "", "eligible arrivals whose shared prefix was forecast for them") \
+	X(FORECAST_RECALL_H4, "forecast.recall_h4", "", "... forecast within horizon/4 before they came") \
+	X(FORECAST_RECALL_X4, "forecast.recall_x4", "", "... forecast within 4 x horizon before they came") \
+	X(FORECAST_RECALL_PARTIAL, "forecast.recall_partial", "", "eligible arrivals with some prefix of theirs forecast") \
+	X(FORECAST_PLACEMENT_REQUESTS, "forecast.placement_requests", "", "routed arrivals while a replica of their prefix existed") \
+	X(FORECAST_PLACEMENT_ACC, "forecast.placement_acc", "", "... routed to an instance holding or receiving one") \
+	X(FORECAST_LEADS, "forecast.leads", "", "replicas used (lead samples)")                       \
+	X(FORECAST_LEAD_MEAN_S, "forecast.lead_mean_s", "s", "mean time from a replica's landing to its first use") \
+	X(FORECAST_LEAD_P50_S, "forecast.lead_p50_s", "s", "median time from a replica's landing to its first use")
 #define REC_METRICS                                                                                \
 	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
 	X(COMPLETED, "completed", "", "requests completed")                                        \
@@ -91,7 +109,8 @@
 	REC_LINK(FABRIC, "fabric")                                                                 \
 	X(FG_SLOWDOWN_MEAN, "fg_slowdown_mean", "", "mean foreground flow time / time alone")      \
 	X(BYTES_FG, "bytes_fg", "bytes", "foreground bytes moved")                                 \
-	X(BYTES_BG, "bytes_bg", "bytes", "background bytes moved")
+	X(BYTES_BG, "bytes_bg", "bytes", "background bytes moved")                                 \
+	REC_FORECAST
 
 typedef enum {
 #define X(id, name, unit, doc) REC_##id,

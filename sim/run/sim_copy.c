@@ -808,6 +808,9 @@ int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *bloc
 		pol_spec_refused(&s->spec, refusal_reason(s, src, dst, blocks, n));
 	if (rc == POL_COPY_OK)
 		copy_tag_inflight(s, *id);
+	/* the replica exists, for placement accuracy, from now on (forecast.h) */
+	if (rc == POL_COPY_OK && spec && s->fc && fcast_replica_start(s->fc, *id, blocks[n - 1], dst))
+		return KS_ENOMEM;
 	return rc == COPY_NOTHING ? POL_COPY_REFUSED : rc; /* already there: nothing to do */
 }
 
@@ -848,6 +851,8 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 	k->live = 0;
 	s->live_events--;
 	s->spec.copies_cancelled++;
+	if (s->fc)
+		fcast_replica_cancel(s->fc, id);
 	if (k->deferred) {
 		deferred_forget(s, (uint32_t)(id - 1));
 		s->spec.deferred_cancelled++;
@@ -982,6 +987,9 @@ void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
 	if (!s->replicas[tag].used) {
 		s->replicas[tag].used = 1;
 		s->spec.replicas_used++;
+		if (s->fc && fcast_replica_used(s->fc, s->replicas[tag].landed, ev_engine_now(s->eng)) &&
+		    !s->hook_err)
+			s->hook_err = KS_ENOMEM;
 	}
 }
 
@@ -1019,6 +1027,8 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 	sim_ctx_t *s = h->s;
 	if (b->spec)
 		spec_block_gone(s, b, now);
+	if (s->fc)
+		fcast_evicted(s->fc, b->id, h->inst);
 	if (s->holders && b->depth == 0 && !inst_will_compute(s, h->inst, b->id))
 		sim_holders_remove(s->holders, b->id, h->inst);
 	uint32_t node = node_of(s, (int32_t)h->inst);

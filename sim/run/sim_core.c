@@ -413,6 +413,8 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	}
 	if (rc)
 		return rc;
+	if (s->fc && (rc = fcast_arrival(s->fc, now, p->blocks, a->n_blocks, routed)))
+		return rc;
 	/* a predictor no replication policy reads (horizon 0: no forecast is
 	 * ever asked, pol.h) is not fed: nothing it learns reaches the run */
 	if (s->pol.h[POL_PREDICTOR].ops && s->horizon_ns > 0) {
@@ -475,6 +477,8 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				       &fc, s->err)))
 			return rc;
 		fcp = &fc;
+		if (s->fc && (rc = fcast_tick(s->fc, ev_engine_now(eng), &fc)))
+			return rc;
 	}
 	if (ro->on_tick &&
 	    (rc = ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, fcp, s->err)))
@@ -697,6 +701,21 @@ static int kv_pool_blocks(const cfg_t *cfg, const sim_params_t *sp, const mdl_hw
 	return 0;
 }
 
+/* The predictor's shortest reported prefix: its parameter named
+ * *_min_blocks (every built-in predictor has one), else 1. */
+static uint32_t pred_min_blocks(const pol_handle_t *h)
+{
+	for (size_t i = 0; i < h->params.n; i++) {
+		const cfg_tkey_t *k = &h->params.keys[i];
+		size_t n = strlen(k->key.name), sfx = strlen("_min_blocks");
+		double v;
+		if (n >= sfx && !strcmp(k->key.name + n - sfx, "_min_blocks") &&
+		    cfg_field_number(k, h->params.data, &v) && v >= 1)
+			return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
+	}
+	return 1;
+}
+
 static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_t *e)
 {
 	int rc;
@@ -818,6 +837,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	/* the predictor reads ahead only if a replication policy asks it */
 	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
 		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
+	if (s->horizon_ns > 0 && !(s->fc = fcast_new(s->horizon_ns,
+						     pred_min_blocks(&s->pol.h[POL_PREDICTOR]))))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
 	s->tl_every = sp->out.timeline == SIM_TL_EVERY;
 	if (!s->tl_every && (rc = tl_alloc(s)))
@@ -896,7 +918,9 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (rec_metric(res, REC_TOK_FETCHED_PEER + (int)i, m[i]))
 			return KS_ENOMEM;
-	return sim_copy_finish(s, res);
+	if ((rc = sim_copy_finish(s, res)))
+		return rc;
+	return fcast_report(s->fc, res);
 }
 
 static void ctx_free(sim_ctx_t *s)
@@ -908,6 +932,7 @@ static void ctx_free(sim_ctx_t *s)
 		pol_set_close(&s->pol);
 	pol_rview_free(s->rview);
 	sim_holders_free(s->holders);
+	fcast_free(s->fc);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,

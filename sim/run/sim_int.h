@@ -13,6 +13,7 @@
 #include "sim/cluster/cluster.h"
 #include "sim/net/net.h"
 #include "sim/net/net_topo.h"
+#include "sim/run/forecast.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_holders.h"
 #include "sim/run/sim_params.h"
@@ -119,6 +120,7 @@ typedef struct sim_ctx {
 	pol_spec_stats_t spec;
 	int64_t tick_ns, horizon_ns;
 	int warned_over_budget; /* the over-budget warning was printed */
+	fcast_t *fc;            /* forecast accuracy; NULL when no forecast is asked */
 	/* bounded memory ([experiment] max_pending, max_rss_gb) */
 	uint32_t max_pending;   /* waiting requests per instance; 0 = no cap */
 	int warned_overload;    /* the first overload rejection was said */
