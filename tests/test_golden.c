@@ -67,7 +67,7 @@ static const golden_t cases[] = {
      "dc8e424eb14a2f4880f48c27e842254f6bb1914ee01938f01784ff38b475e167"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "0cc25dbb2caa848973b807b87c01aa6a063f77d2d407b7a1bc3ad05ca12c0ed8"},
+     "60604673ce025b9279d997a554799174faa12e6edd63a776448855713fa8d560"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
