@@ -675,34 +675,39 @@ static double phi3_bound(double q, double lo, double hi)
 	return (q - 1) * phi * aff * num / ((1 + ul) * (1 + ul)) * (1 + 1e-9);
 }
 
+/* The two roofline sides along a run: x(j) = x0 + j sx is the larger side
+ * (t = y/x stays near or below 1), y(j) = y0 + j sy the other; k holds the
+ * terms added after the roofline (terms_time). */
+typedef struct {
+	double x0, sx, y0, sy;
+	const mdl_iter_cost_t *k;
+} line_t;
+
 /* Fills out[a..b] (b > a) from one q-norm evaluation at the middle of the
  * piece's ratio range, when its bound allows; 0 done, -1 not (the caller
  * evaluates the piece exactly).
  *
- * Why the result is within 1 ns of the exact step. Each step's two sides
- * x(j), y(j) are computed by terms_sides, the same code, in the same order,
- * as the exact step, so both evaluate the same doubles; only the roofline
- * differs. Here it is x * P(t), t = y/x and P the Taylor polynomial of phi
- * of degree 2 at tc, whose remainder is |phi'''(xi)| |t - tc|^3 / 6 with xi
+ * Why the result is within 1 ns of the exact step. The real sides are
+ * affine in j (attention pairs and KV tokens grow by n_seqs a step, the
+ * rest is fixed by the batch size), and L is the line through the exact
+ * step's sides at both ends of the run, so L's sides differ from the exact
+ * step's doubles by rounding only; the q-norm is 1-Lipschitz in the l1
+ * norm, so that moves the roofline by a few ulps of the sides. Here the
+ * roofline is x * P(t), t = y/x and P the Taylor polynomial of phi of
+ * degree 2 at tc, whose remainder is |phi'''(xi)| |t - tc|^3 / 6 with xi
  * between tc and t (Taylor, Lagrange form). t(j) is a ratio of two affine
  * functions of j with x > 0, so monotone in j: over the piece it stays
- * between t(a) and t(b), |t - tc| <= d, and xi lies in the segment's ratio
- * range, where p3 bounds |phi'''|. So x*P(t) is within xmax p3 d^3 / 6 <= tol
- * of x*phi(t) = roof(x, y) in real arithmetic. Rounding in both evaluations
- * adds at most margin (mdl_decode_run_ns). The two pre-rounding times then
- * differ by less than 1, so their ceilings (and total_ns's clamp at 1,
- * monotone) differ by at most 1 ns. */
-static int run_piece(const run_t *R, uint32_t a, uint32_t b, int x_is_c, double p3, double tol,
+ * between t(a) and t(b), |t - tc| <= d, and xi lies in the run's ratio
+ * range, where p3 bounds |phi'''|. So x*P(t) is within xmax p3 d^3 / 6 <=
+ * tol of x*phi(t) = roof(x, y) in real arithmetic. Rounding in both
+ * evaluations adds at most margin (mdl_decode_run_ns). The two pre-rounding
+ * times then differ by less than 1, so their ceilings (and total_ns's clamp
+ * at 1, monotone) differ by at most 1 ns. */
+static int run_piece(const line_t *L, double q, uint32_t a, uint32_t b, double p3, double tol,
                      int64_t *out)
 {
-	double q = R->c->p.roofline_q;
-	mdl_iter_cost_t ra, rb;
-	run_sides(R, a, &ra);
-	run_sides(R, b, &rb);
-	double xa = x_is_c ? ra.t_compute_ns : ra.t_memory_ns;
-	double xb = x_is_c ? rb.t_compute_ns : rb.t_memory_ns;
-	double ta = (x_is_c ? ra.t_memory_ns : ra.t_compute_ns) / xa;
-	double tb = (x_is_c ? rb.t_memory_ns : rb.t_compute_ns) / xb;
+	double xa = L->x0 + a * L->sx, xb = L->x0 + b * L->sx;
+	double ta = (L->y0 + a * L->sy) / xa, tb = (L->y0 + b * L->sy) / xb;
 	double tc = (ta + tb) / 2;
 	/* the half width, and some ulps for the rounding of t and tc */
 	double d = fabs(tb - ta) / 2 + 8 * DBL_EPSILON * fmax(ta, tb);
@@ -712,11 +717,9 @@ static int run_piece(const run_t *R, uint32_t a, uint32_t b, int x_is_c, double 
 	double phi = pow(1 + u, 1 / q), w = u / (1 + u);
 	double d1 = phi * w / tc, d2 = (q - 1) * phi * w * (1 - w) / (tc * tc) / 2;
 	for (uint32_t j = a; j <= b; j++) {
-		mdl_iter_cost_t r;
-		run_sides(R, j, &r);
-		double x = x_is_c ? r.t_compute_ns : r.t_memory_ns;
-		double e = (x_is_c ? r.t_memory_ns : r.t_compute_ns) / x - tc;
-		out[j - a] = total_ns(terms_time(&r, x * (phi + e * (d1 + e * d2))));
+		double x = L->x0 + j * L->sx;
+		double e = (L->y0 + j * L->sy) / x - tc;
+		out[j - a] = total_ns(terms_time(L->k, x * (phi + e * (d1 + e * d2))));
 	}
 	return 0;
 }
@@ -739,14 +742,18 @@ uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx
 	run_sides(&R, steps - 1, &r1);
 	double c0 = r0.t_compute_ns, m0 = r0.t_memory_ns, c1 = r1.t_compute_ns, m1 = r1.t_memory_ns;
 	/* Rounding: each evaluation of the time is within a few ulps of its
-	 * real value (sums and products of positive terms; pow within 1 ulp);
-	 * 64 ulps of the largest time is a generous margin for both. */
+	 * real value (sums and products of positive terms; pow within 1 ulp;
+	 * the line's sides within a few ulps of the exact ones); 64 ulps of the
+	 * largest time is a generous margin for both. */
 	double tmax = terms_time(&r1, 2 * fmax(c1, m1));
 	double margin = 64 * DBL_EPSILON * tmax;
 	if (!(c0 > 0 && m0 > 0 && c1 >= c0 && m1 >= m0) || RUN_TOL_NS + margin >= 0.5)
 		return mdl_decode_run_exact_ns(c, n_seqs, ctx_sum, steps, out);
-	int x_is_c = c0 + c1 >= m0 + m1; /* the larger side: t stays near or below 1 */
-	double t0 = x_is_c ? m0 / c0 : c0 / m0, t1 = x_is_c ? m1 / c1 : c1 / m1;
+	/* the larger side as x: t stays near or below 1 */
+	int x_is_c = c0 + c1 >= m0 + m1;
+	double sc = (c1 - c0) / (steps - 1), sm = (m1 - m0) / (steps - 1);
+	line_t L = x_is_c ? (line_t){c0, sc, m0, sm, &r0} : (line_t){m0, sm, c0, sc, &r0};
+	double t0 = L.y0 / L.x0, t1 = (L.y0 + (steps - 1) * L.sy) / (L.x0 + (steps - 1) * L.sx);
 	double lo = fmin(t0, t1), hi = fmax(t0, t1);
 	double p3 = phi3_bound(q, lo * (1 - 1e-12), hi * (1 + 1e-12));
 	/* pieces from the whole run's bound, which shrinks as the cube of the
@@ -759,7 +766,7 @@ uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx
 	for (uint32_t k = 0; k < pieces; k++) {
 		uint32_t a = (uint32_t)((uint64_t)steps * k / pieces);
 		uint32_t b = (uint32_t)((uint64_t)steps * (k + 1) / pieces) - 1;
-		if (b > a && !run_piece(&R, a, b, x_is_c, p3, RUN_TOL_NS, out + a)) {
+		if (b > a && !run_piece(&L, q, a, b, p3, RUN_TOL_NS, out + a)) {
 			evals++;
 			continue;
 		}
