@@ -239,11 +239,21 @@ int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached)
 int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx);
 /* out[j], j < steps: mdl_iter_time_ns of a decode-only iteration of n_seqs
  * sequences whose contexts sum to ctx_sum + j x n_seqs (each one token
- * longer per step), to the nanosecond, with the terms set by the batch size
- * alone (GEMMs, kernels, all-reduce) computed once: the steps of a decode
- * segment (sim/cluster/cluster.h DECODE_SEGMENT). */
-void mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum, uint32_t steps,
-                       int64_t *out);
+ * longer per step), within 1 ns (certified; the argument is in mdl_cost.c),
+ * with the terms set by the batch size alone (GEMMs, kernels, all-reduce)
+ * computed once: the steps of a decode segment (sim/cluster/cluster.h
+ * DECODE_SEGMENT). Equal to the nanosecond where the roofline is max()
+ * (roofline_q 0, the single-efficiency roofline) and under the linear model;
+ * a q-norm roofline is a Taylor polynomial over pieces of the run, from a
+ * few exact evaluations instead of one per step. Pure, allocation-free.
+ * Returns the number of full roofline evaluations made (steps when every
+ * step is evaluated exactly; each costs two pow() under a q-norm). */
+uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
+                           uint32_t steps, int64_t *out);
+/* The same, each step evaluated exactly: mdl_iter_time_ns to the
+ * nanosecond (the reference of mdl_decode_run_ns's tests); returns steps. */
+uint32_t mdl_decode_run_exact_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
+                                 uint32_t steps, int64_t *out);
 /* The cost_run callback of sim/cluster/cluster.h over mdl_decode_run_ns
  * (ctx: as for mdl_sim_cost). */
 void mdl_sim_cost_run(void *ctx, const struct sim_batch *b, uint32_t steps, int64_t *dur);

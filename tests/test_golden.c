@@ -67,7 +67,7 @@ static const golden_t cases[] = {
      "9cbf15bbb3cd68479bb3dda34e6bf1bba0d632ab7a56dc59a3c04146bb6d889d"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "89bcb4c1635d88c1b8e405311addbd28f20636afadb8055414aa884bc1122896"},
+     "4cf3f1fc502148cd04631a2295c1224cd53f7c6ace687871870d3ee89690bcd2"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
