@@ -1,11 +1,14 @@
 /* mdl_decode_run_ns (models/mdl.h), the closed form of a decode segment's
  * steps: every step's duration equals mdl_iter_time_ns on the batch spelt
- * out (each context one token longer per step), to the nanosecond, under
- * each compute model and attention kind, and through mdl_sim_cost_run. */
+ * out (each context one token longer per step) to the nanosecond where the
+ * closed form is exact (no q-norm: q = 0, the linear model), and within the
+ * 1 ns it promises under a q-norm roofline; under each compute model and
+ * attention kind, and through mdl_sim_cost_run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "tests/test_main.h"
@@ -20,6 +23,8 @@
  * form against the per-step cost, and against the cluster's callback. */
 static void check_runs(const mdl_compute_t *c, uint32_t n, uint32_t ctx0)
 {
+	/* the q-norm's Taylor pieces may round 1 ns the other way */
+	int64_t tol = c->p.model != MDL_MODEL_LINEAR && c->p.roofline_q > 0 ? 1 : 0;
 	uint32_t ctx[MAX_SEQS];
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -31,7 +36,7 @@ static void check_runs(const mdl_compute_t *c, uint32_t n, uint32_t ctx0)
 	for (uint32_t j = 0; j < STEPS; j++) {
 		mdl_batch_t b = {.n_decode = n, .decode_ctx = ctx};
 		int64_t want = mdl_iter_time_ns(c, &b);
-		if (run[j] != want || via_sim[j] != want)
+		if (llabs(run[j] - want) > tol || via_sim[j] != run[j])
 			fail_msg("%u seqs from ctx %u, step %u: run %lld, sim %lld, step cost %lld",
 			         n, ctx0, j, (long long)run[j], (long long)via_sim[j],
 			         (long long)want);
