@@ -64,10 +64,10 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "dc8e424eb14a2f4880f48c27e842254f6bb1914ee01938f01784ff38b475e167"},
+     "58fcdb96a68ba5aae16ee7857aab1ee64486478832a9e9f44e3195ec5f91cb39"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "0cc25dbb2caa848973b807b87c01aa6a063f77d2d407b7a1bc3ad05ca12c0ed8"},
+     "1202c0bef4ec3102176684a569a66f9728f8f6ab7c6a9c8c9a3607a4e2979ecc"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
