@@ -678,7 +678,8 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 	if (VEC_GROW(in->seg_end, in->seg_cap, n, 16))
 		return KS_ENOMEM;
 	/* every bin the segment's gaps may add has room now (at most one per
-	 * iteration, in seg_apply's gaps too): a silent iteration cannot fail */
+	 * iteration, in seg_gaps too): a silent iteration cannot fail */
+	tok_hist_clear(&in->seg_gaps);
 	if (tok_hist_reserve(&in->seg_gaps, n))
 		return KS_ENOMEM;
 	for (uint32_t k = 0; k < in->n_run; k++)
@@ -717,18 +718,19 @@ static void sg_decay(cluster_t *c, sim_inst_t *in);
 /* Applies the segment's iterations [seg_next, end) at once, as iter_done
  * and the next iter_start would one by one: a token for every request at
  * each one's end, the batch one token longer each (for SCHED_SGLANG, one
- * decay of the ratio each). A request's first gap runs from its own last
- * token; the other k - 1 are the iterations' durations, the same for every
- * request, so they are binned once and merged into each request's
- * histogram: O(bins) per request, not O(k). */
+ * decay of the ratio each). A request's first gap in the segment runs from
+ * its own last token; every later one is an iteration's duration, the same
+ * for every request of the batch (it neither gains nor loses one during a
+ * segment), so those are binned once into seg_gaps and merged into each
+ * request's histogram when the segment ends (seg_flush): per request, O(1)
+ * per iteration and O(bins) per segment, instead of a gap per token. */
 static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 {
 	uint32_t a = in->seg_next, k = end - a;
 	if (!k)
 		return;
-	int64_t t0 = in->seg_end[a], t = in->seg_end[end - 1];
-	tok_hist_clear(&in->seg_gaps);
-	for (uint32_t j = a + 1; j < end; j++) /* room reserved in seg_plan */
+	int64_t t = in->seg_end[end - 1];
+	for (uint32_t j = a ? a : 1; j < end; j++) /* room reserved in seg_plan */
 		(void)tok_hist_add(&in->seg_gaps, in->seg_end[j] - in->seg_end[j - 1], 1);
 	in->busy_ns += t - in->iter_start;
 	in->iterations += k;
@@ -736,9 +738,9 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 		sim_req_t *r = in->run[i];
 		/* decode_share grows by one per token: every request here is past
 		 * its prefill (seg_len) */
-		(void)emit_token(c, r, t0);
-		(void)tok_hist_merge(&r->gaps, &in->seg_gaps);
-		r->generated += k - 1;
+		if (!a)
+			(void)emit_token(c, r, in->seg_end[0]);
+		r->generated += a ? k : k - 1;
 		r->t_last = t;
 		in->batch.dec_ctx[i] += k;
 	}
@@ -749,6 +751,16 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 			sg_decay(c, in);
 	in->seg_next = end;
 	c->seg_silent += k;
+}
+
+/* The segment ends: its silent gaps go into every request's histogram. */
+static void seg_flush(sim_inst_t *in)
+{
+	if (in->seg_gaps.n)
+		for (uint32_t i = 0; i < in->n_run; i++)
+			(void)tok_hist_merge(&in->run[i]->gaps, &in->seg_gaps); /* reserved */
+	tok_hist_clear(&in->seg_gaps);
+	in->seg_n = 0;
 }
 
 /* Applies the silent iterations that ended before now (incl: at or before). */
@@ -1105,7 +1117,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	uint32_t B = c->p.block_tokens;
 	if (in->seg_n) { /* the segment's last iteration: the others first */
 		seg_sync(c, in, now, 0);
-		in->seg_n = 0;
+		seg_flush(in);
 	}
 	in->busy = 0;
 	in->busy_ns += now - in->iter_start;
@@ -1257,7 +1269,7 @@ int cluster_finish(cluster_t *c)
 		sim_inst_t *in = &c->inst[i];
 		/* step mode dispatched every iteration ending by the run's end */
 		seg_sync(c, in, ev_engine_now(c->eng), 1);
-		in->seg_n = 0;
+		seg_flush(in);
 		while (in->n_run) {
 			sim_req_t *r = in->run[in->n_run - 1];
 			in->decode_tokens -= decode_share(r);

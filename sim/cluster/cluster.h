@@ -154,7 +154,8 @@ typedef struct sim_req {
 	uint32_t preemptions;
 	int64_t t_admit, t_first, t_last;
 	int64_t t_prefilled;       /* end of the prefill (-1 before) */
-	tok_hist_t gaps;           /* inter-token gaps, ns (buffer kept across reuse) */
+	tok_hist_t gaps;           /* inter-token gaps, ns (buffer kept across reuse); a
+				      decode segment's silent gaps join it when it ends */
 	struct sim_req *next;      /* waiting queue link */
 } sim_req_t;
 
@@ -190,7 +191,8 @@ typedef struct sim_inst {
 	int64_t *seg_end;
 	uint32_t seg_n, seg_next, seg_cap;
 	ev_handle_t seg_ev;
-	tok_hist_t seg_gaps;       /* scratch: gaps common to a batch of silent iterations */
+	tok_hist_t seg_gaps;       /* gaps of the segment's silent iterations after its
+				      first, common to its requests, until it ends */
 } sim_inst_t;
 
 typedef struct cluster {
