@@ -64,10 +64,10 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "9cbf15bbb3cd68479bb3dda34e6bf1bba0d632ab7a56dc59a3c04146bb6d889d"},
+     "7c7866731f4f9a15305f63146d2aa6c8fc115345e454427eb75d505db7fb231c"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "4cf3f1fc502148cd04631a2295c1224cd53f7c6ace687871870d3ee89690bcd2"},
+     "4abdda3b66be726aeb06573b55dac8e8b88ed72e516e70b83aa424fcf8d32ac8"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",

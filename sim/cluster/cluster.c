@@ -94,7 +94,7 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 static void req_destroy(sim_req_t *r)
 {
 	free(r->blocks);
-	free(r->gaps);
+	tok_hist_free(&r->gaps);
 	free(r);
 }
 
@@ -106,21 +106,21 @@ static void req_free(cluster_t *c, sim_req_t *r)
 	c->req_pool = r;
 }
 
-/* A request from the free list (its block and gap buffers kept, every other
- * field zeroed), or a new one. NULL when out of memory. */
+/* A request from the free list (its block and gap-histogram buffers kept,
+ * every other field zeroed), or a new one. NULL when out of memory. */
 static sim_req_t *req_get(cluster_t *c, uint32_t n_blocks)
 {
 	sim_req_t *r = c->req_pool;
 	if (r) {
 		c->req_pool = r->next;
 		uint64_t *blocks = r->blocks;
-		int64_t *gaps = r->gaps;
-		uint32_t cap_blocks = r->cap_blocks, cap_gaps = r->cap_gaps;
+		tok_hist_t gaps = r->gaps;
+		uint32_t cap_blocks = r->cap_blocks;
 		memset(r, 0, sizeof *r);
 		r->blocks = blocks;
-		r->gaps = gaps;
 		r->cap_blocks = cap_blocks;
-		r->cap_gaps = cap_gaps;
+		r->gaps = gaps;
+		tok_hist_clear(&r->gaps);
 	} else {
 		r = calloc(1, sizeof *r);
 		if (!r)
@@ -154,6 +154,7 @@ void cluster_free(cluster_t *c)
 		free(in->job_id);
 		free(in->job_ns);
 		free(in->seg_end);
+		tok_hist_free(&in->seg_gaps);
 	}
 	for (sim_req_t *r = c->req_pool, *n; r; r = n) {
 		n = r->next;
@@ -243,12 +244,6 @@ int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t
 	return row_done(c, r);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 {
 	res_request_t row, *r = &row;
@@ -274,14 +269,9 @@ static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 	if (status == REQ_COMPLETED) {
 		r->e2e_ns = q->t_last - q->arrival;
 		r->tpot_ns = q->out_len > 1 ? (q->t_last - q->t_first) / (q->out_len - 1) : 0;
-		if (q->n_gaps) {
-			/* p90 by the nearest-rank rule */
-			qsort(q->gaps, q->n_gaps, sizeof *q->gaps, cmp_i64);
-			uint32_t k = ceil_div(9ull * q->n_gaps, 10);
-			r->tbt_p90_ns = q->gaps[k ? k - 1 : 0];
-		} else {
-			r->tbt_p90_ns = 0;
-		}
+		/* p90 by the nearest-rank rule, to the histogram's resolution
+		 * (tok_hist.h: exact, or < 2^-10 relative above) */
+		r->tbt_p90_ns = q->gaps.n ? tok_hist_rank(&q->gaps, ceil_div(9ull * q->gaps.n, 10)) : 0;
 	}
 	return row_done(c, r);
 }
@@ -687,13 +677,14 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 		return 0;
 	if (VEC_GROW(in->seg_end, in->seg_cap, n, 16))
 		return KS_ENOMEM;
-	/* every gap the segment emits has room now: a silent iteration cannot fail */
-	for (uint32_t k = 0; k < in->n_run; k++) {
-		sim_req_t *r = in->run[k];
-		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + n,
-		             r->out_len > 1 ? r->out_len - 1 : 1))
+	/* every bin the segment's gaps may add has room now (at most one per
+	 * iteration, in seg_gaps too): a silent iteration cannot fail */
+	tok_hist_clear(&in->seg_gaps);
+	if (tok_hist_reserve(&in->seg_gaps, n))
+		return KS_ENOMEM;
+	for (uint32_t k = 0; k < in->n_run; k++)
+		if (tok_hist_reserve(&in->run[k]->gaps, n))
 			return KS_ENOMEM;
-	}
 	int64_t t = *end, *dur = in->seg_end + 1; /* durations first, then end times */
 	for (uint32_t k = 0; k < in->batch.n_dec; k++)
 		in->batch.dec_ctx[k]++;
@@ -724,33 +715,61 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 static int emit_token(cluster_t *c, sim_req_t *r, int64_t now);
 static void sg_decay(cluster_t *c, sim_inst_t *in);
 
-/* Applies the segment's iteration in flight as iter_done and the next
- * iter_start would: a token for every request at its end, and the same
- * batch one token longer (for SCHED_SGLANG, one more decay of the ratio). */
-static void seg_step(cluster_t *c, sim_inst_t *in)
+/* Applies the segment's iterations [seg_next, end) at once, as iter_done
+ * and the next iter_start would one by one: a token for every request at
+ * each one's end, the batch one token longer each (for SCHED_SGLANG, one
+ * decay of the ratio each). A request's first gap in the segment runs from
+ * its own last token; every later one is an iteration's duration, the same
+ * for every request of the batch (it neither gains nor loses one during a
+ * segment), so those are binned once into seg_gaps and merged into each
+ * request's histogram when the segment ends (seg_flush): per request, O(1)
+ * per iteration and O(bins) per segment, instead of a gap per token. */
+static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 {
-	int64_t t = in->seg_end[in->seg_next++];
+	uint32_t a = in->seg_next, k = end - a;
+	if (!k)
+		return;
+	int64_t t = in->seg_end[end - 1];
+	for (uint32_t j = a ? a : 1; j < end; j++) /* room reserved in seg_plan */
+		(void)tok_hist_add(&in->seg_gaps, in->seg_end[j] - in->seg_end[j - 1], 1);
 	in->busy_ns += t - in->iter_start;
-	in->iterations++;
-	for (uint32_t k = 0; k < in->n_run; k++) {
-		sim_req_t *r = in->run[k];
-		in->decode_tokens -= decode_share(r);
-		(void)emit_token(c, r, t); /* room reserved in seg_plan */
-		in->decode_tokens += decode_share(r);
-		in->batch.dec_ctx[k]++;
+	in->iterations += k;
+	for (uint32_t i = 0; i < in->n_run; i++) {
+		sim_req_t *r = in->run[i];
+		/* decode_share grows by one per token: every request here is past
+		 * its prefill (seg_len) */
+		if (!a)
+			(void)emit_token(c, r, in->seg_end[0]);
+		r->generated += a ? k : k - 1;
+		r->t_last = t;
+		in->batch.dec_ctx[i] += k;
 	}
+	in->decode_tokens += (uint64_t)k * in->n_run;
 	in->iter_start = t;
 	if (c->p.sched_mode == SCHED_SGLANG)
-		sg_decay(c, in);
-	c->seg_silent++;
+		for (uint32_t j = 0; j < k; j++)
+			sg_decay(c, in);
+	in->seg_next = end;
+	c->seg_silent += k;
+}
+
+/* The segment ends: its silent gaps go into every request's histogram. */
+static void seg_flush(sim_inst_t *in)
+{
+	if (in->seg_gaps.n)
+		for (uint32_t i = 0; i < in->n_run; i++)
+			(void)tok_hist_merge(&in->run[i]->gaps, &in->seg_gaps); /* reserved */
+	tok_hist_clear(&in->seg_gaps);
+	in->seg_n = 0;
 }
 
 /* Applies the silent iterations that ended before now (incl: at or before). */
 static void seg_sync(cluster_t *c, sim_inst_t *in, int64_t now, int incl)
 {
-	while (in->seg_next + 1 < in->seg_n &&
-	       (in->seg_end[in->seg_next] < now || (incl && in->seg_end[in->seg_next] == now)))
-		seg_step(c, in);
+	uint32_t end = in->seg_next;
+	while (end + 1 < in->seg_n && (in->seg_end[end] < now || (incl && in->seg_end[end] == now)))
+		end++;
+	seg_apply(c, in, end);
 }
 
 /* Something joins the instance's queue: the segment ends with the iteration
@@ -1040,15 +1059,10 @@ static int iter_start(cluster_t *c, sim_inst_t *in)
 
 static int emit_token(cluster_t *c, sim_req_t *r, int64_t now)
 {
-	if (r->generated == 0) {
+	if (r->generated == 0)
 		r->t_first = now;
-	} else {
-		/* room for every gap the request can have at once: out_len - 1
-		 * (more only after a preemption recomputes it) */
-		if (VEC_GROW(r->gaps, r->cap_gaps, r->n_gaps + 1, r->out_len > 1 ? r->out_len - 1 : 1))
-			return KS_ENOMEM;
-		r->gaps[r->n_gaps++] = now - r->t_last;
-	}
+	else if (tok_hist_add(&r->gaps, now - r->t_last, 1))
+		return KS_ENOMEM;
 	r->t_last = now;
 	r->generated++;
 	(void)c;
@@ -1103,7 +1117,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	uint32_t B = c->p.block_tokens;
 	if (in->seg_n) { /* the segment's last iteration: the others first */
 		seg_sync(c, in, now, 0);
-		in->seg_n = 0;
+		seg_flush(in);
 	}
 	in->busy = 0;
 	in->busy_ns += now - in->iter_start;
@@ -1255,7 +1269,7 @@ int cluster_finish(cluster_t *c)
 		sim_inst_t *in = &c->inst[i];
 		/* step mode dispatched every iteration ending by the run's end */
 		seg_sync(c, in, ev_engine_now(c->eng), 1);
-		in->seg_n = 0;
+		seg_flush(in);
 		while (in->n_run) {
 			sim_req_t *r = in->run[in->n_run - 1];
 			in->decode_tokens -= decode_share(r);

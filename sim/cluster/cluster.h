@@ -17,6 +17,7 @@
 
 #include "sim/engine/ev_engine.h"
 #include "sim/cluster/kv_store.h"
+#include "sim/cluster/tok_hist.h"
 #include "sim/base/results.h"
 
 /* One scheduler iteration, handed to the cost model. */
@@ -153,8 +154,8 @@ typedef struct sim_req {
 	uint32_t preemptions;
 	int64_t t_admit, t_first, t_last;
 	int64_t t_prefilled;       /* end of the prefill (-1 before) */
-	int64_t *gaps;             /* inter-token gaps, ns */
-	uint32_t n_gaps, cap_gaps;
+	tok_hist_t gaps;           /* inter-token gaps, ns (buffer kept across reuse); a
+				      decode segment's silent gaps join it when it ends */
 	struct sim_req *next;      /* waiting queue link */
 } sim_req_t;
 
@@ -190,6 +191,8 @@ typedef struct sim_inst {
 	int64_t *seg_end;
 	uint32_t seg_n, seg_next, seg_cap;
 	ev_handle_t seg_ev;
+	tok_hist_t seg_gaps;       /* gaps of the segment's silent iterations after its
+				      first, common to its requests, until it ends */
 } sim_inst_t;
 
 typedef struct cluster {
@@ -205,7 +208,7 @@ typedef struct cluster {
 	uint64_t checks;           /* cluster_check calls */
 	uint64_t seg_silent;       /* iterations applied without an event of their own */
 	/* Requests are reused: a finished one goes to req_pool (linked by next)
-	 * with its block and gap buffers, and cluster_enqueue takes from there
+	 * with its block and gap-histogram buffers, and cluster_enqueue takes from there
 	 * first, so n_req_alloc (requests ever allocated) stays at the peak
 	 * number in the system, not the number submitted. */
 	struct sim_req *req_pool;

@@ -68,7 +68,9 @@
 	X(SPEC_HIT_TOKENS, "spec_hit_tokens", "tokens", "prompt tokens found thanks to a speculative copy") \
 	REC_LATENCY(TTFT, "ttft", "time to first token")                                           \
 	REC_LATENCY(TPOT, "tpot", "time per output token")                                         \
-	REC_LATENCY(TBT_P90, "tbt_p90", "per-request 90th-percentile time between tokens")         \
+	REC_LATENCY(TBT_P90, "tbt_p90",                                                            \
+		    "per-request 90th-percentile time between tokens (exact or < 0.1% above, "     \
+		    "sim/cluster/tok_hist.h)")                                                     \
 	REC_LATENCY(E2E, "e2e", "arrival-to-last-token latency")                                   \
 	REC_LATENCY(QUEUE, "queue", "queueing delay (arrival to admission)")                       \
 	X(TOK_FETCHED_PEER, "tok_fetched_peer", "tokens", "prompt tokens fetched from a peer's HBM") \
