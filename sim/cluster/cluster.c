@@ -625,9 +625,10 @@ static int job_start(cluster_t *c, sim_inst_t *in)
 /* Most iterations one segment plans. A cut throws away the durations
  * planned past the iteration in flight: on the Mooncake conversation trace
  * (512-token blocks) a bound of 1024 planned 2.87 M durations for 1.96 M
- * iterations. With the closed-form cost_run, 32, 128 and 512 gave 0.76,
- * 0.73-0.76 and 0.80 CPU-s (145 K, 102 K and 97 K events); own
- * measurement. */
+ * iterations. With the first closed-form cost_run (one cost per step),
+ * 32, 128 and 512 gave 0.76, 0.73-0.76 and 0.80 CPU-s (145 K, 102 K and
+ * 97 K events); own measurement, before the certified closed form and the
+ * bulk token accounting made each planned iteration cheaper. */
 #define SEG_MAX 128u
 
 /* Iterations, from the one just built, that the decode batch of every
@@ -665,7 +666,7 @@ static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in)
 /* Plans a segment for the decode batch just built, whose first iteration
  * ends at *end; on return *end is the end of the segment's last. Each
  * iteration's duration is the cost callback on the batch step mode would
- * build then, so the sum is step mode's to the nanosecond. */
+ * build then (cost_run: within 1 ns of it, see cluster.h). */
 static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 {
 	in->seg_n = 0;

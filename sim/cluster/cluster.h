@@ -74,9 +74,12 @@ enum { SCHED_VLLM = 0, SCHED_BTB = 1, SCHED_SGLANG = 2 };
  *   when cluster_sync asks. An iteration ending exactly at the time of the
  *   call counts as not yet completed there: step mode would dispatch the
  *   caller's event first when it was scheduled before that iteration began
- *   (a trace arrival, a timer), the usual case. The request rows, the
- *   iteration counts, busy times and every hook call are those of STEP;
- *   only the number of events differs. */
+ *   (a trace arrival, a timer), the usual case. The iteration counts, the
+ *   hook calls and the request rows are those of STEP, but that each
+ *   iteration's duration may differ from STEP's by 1 ns where cost_run's
+ *   closed form rounds the other way (a q-norm roofline: mdl_decode_run_ns),
+ *   so times drift by at most 1 ns per iteration; exactly STEP's with a
+ *   cost that has no q-norm, or without cost_run. */
 enum { DECODE_STEP = 0, DECODE_SEGMENT = 1 };
 
 struct sim_req;
