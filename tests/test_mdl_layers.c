@@ -2,7 +2,8 @@
  * their window, state layers a fixed state per sequence, full layers every
  * token. Each shipped spec of a new kind is pinned against a hand
  * computation from its model's published config.json ([HF]); full-attention
- * models keep their sizes; bad layer keys are refused with file:line: key. */
+ * models keep their sizes; bad layer keys are refused with file:line: key;
+ * and a run copies a hybrid model's prefix with its state. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,9 @@
 #include <cmocka.h>
 
 #include "models/mdl.h"
+#include "sim/run/cli_common.h"
+#include "sim/run/sim.h"
+#include "tests/sim_fixture.h"
 
 static mdl_llm_t builtin(const char *name)
 {
@@ -293,6 +297,36 @@ static void test_bad_layer_keys_name_file_line_key(void **st)
 	assert_int_equal(back.full_offset, 3);
 }
 
+/* A whole run of a hybrid model: each block is its paged layers' bytes, and
+ * every finished copy of k blocks moves k blocks of the attention layers plus
+ * one state, per shard (mdl_kv_prefix_bytes_gpu with the state). */
+static void test_run_copies_a_hybrid_prefix_with_its_state(void **st)
+{
+	(void)st;
+	const char *sets[] = {"model.name=Jamba-1.5-Mini", "policy.replication.name=speculative",
+	                      "experiment.until_s=60"};
+	sim_results_t r = sf_run(NULL, sets, 3);
+	mdl_llm_t m = builtin("Jamba-1.5-Mini");
+	/* the default experiment: tp 4, 512-token blocks */
+	uint64_t state = mdl_kv_state_bytes_per_seq_gpu(&m, 4), tok = 4096; /* 4 layers x 1024 */
+	assert_int_equal(state, 2179072);
+	size_t done = 0;
+	for (size_t i = 0; i < r.n_xfer; i++) {
+		const res_transfer_t *x = &r.xfer[i];
+		if (x->cancelled)
+			continue;
+		uint64_t shard = (uint64_t)x->blocks * 512 * tok + state;
+		if (x->bytes != shard) /* one row per shard's flow */
+			fail_msg("copy %zu of %u blocks moved %llu bytes, want %llu per shard", i,
+			         x->blocks, (unsigned long long)x->bytes,
+			         (unsigned long long)shard);
+		done++;
+	}
+	printf("%zu finished copies of Jamba-1.5-Mini prefixes checked\n", done);
+	assert_true(done > 0);
+	sim_results_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +338,7 @@ int main(void)
 	    cmocka_unit_test(test_prefix_bytes_carry_the_state_only_at_a_state_point),
 	    cmocka_unit_test(test_full_attention_models_are_unchanged),
 	    cmocka_unit_test(test_bad_layer_keys_name_file_line_key),
+	    cmocka_unit_test(test_run_copies_a_hybrid_prefix_with_its_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
