@@ -42,6 +42,13 @@ typedef struct mdl_hw {
 
 typedef enum { MDL_ATTN_GQA = 0, MDL_ATTN_MLA = 1 } mdl_attn_t;
 
+/* What the layers that are not full attention are ([model] layer_kind).
+ * FULL: every layer is full attention (a spec without the key). SLIDING:
+ * sliding-window attention of the full layers' shape over the last `window`
+ * tokens. STATE: a state-space / linear-attention mixer holding a fixed state
+ * per sequence (Mamba, Gated DeltaNet). */
+typedef enum { MDL_LAYER_FULL = 0, MDL_LAYER_SLIDING = 1, MDL_LAYER_STATE = 2 } mdl_layer_t;
+
 /* One model. For MoE, experts/experts_active > 0 and params_active counts
  * the shared parameters plus experts_active routed experts per layer. */
 typedef struct mdl_llm {
@@ -55,6 +62,21 @@ typedef struct mdl_llm {
 	uint32_t mla_latent, mla_rope;    /* MLA only (kv_lora_rank, rope dims) */
 	uint32_t experts, experts_active; /* routed experts; 0 = dense */
 	uint32_t tied_embeddings;         /* 1: embedding and LM head share weights */
+	/* Per-layer KV kinds (all optional; zero: every layer full attention).
+	 * With layer_kind != FULL, layer i (from 0) is full attention iff
+	 * full_period > 0 and i % full_period == full_offset; every other layer
+	 * is of layer_kind (full_period 0: none is full). */
+	mdl_layer_t layer_kind;
+	uint32_t full_period, full_offset;
+	uint32_t window; /* SLIDING: tokens a local layer attends to (and keeps) */
+	/* STATE: one layer's state per sequence is
+	 * state_conv_dim * (state_conv_kernel - 1) * dtype_bytes   (conv state)
+	 * + state_heads * state_head_dim * state_dim * state_dtype_bytes (SSM);
+	 * the shapes of vLLM's MambaStateShapeCalculator (mamba_utils.py), see
+	 * mdl_spec.c. */
+	uint32_t state_conv_dim, state_conv_kernel;
+	uint32_t state_heads, state_head_dim, state_dim;
+	uint32_t state_dtype_bytes; /* SSM (temporal) state element size */
 } mdl_llm_t;
 
 /* All-reduce constants of one TP degree (a calibration's per-TP fit). */
@@ -139,20 +161,65 @@ int mdl_llm_write(const mdl_llm_t *llm, FILE *f);
 int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e);
 int mdl_llm_check(const mdl_llm_t *llm, const char *origin, err_t *e);
 
-/* KV bytes one token occupies over the whole model:
- * GQA 2*layers*kv_heads*head_dim*dtype_bytes; MLA layers*(latent+rope)*dtype. */
+/* KV bytes one token occupies over the whole model, in every attention layer
+ * (full and sliding; a state layer holds none per token):
+ * GQA 2*attn_layers*kv_heads*head_dim*dtype_bytes; MLA
+ * attn_layers*(latent+rope)*dtype. For a model whose layers are all full
+ * attention (no layer_kind) attn_layers = layers, its meaning of old. */
 uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *llm);
 /* The same on each GPU of a TP group: GQA KV heads are split over the group
  * (replicated when tp > kv_heads); the MLA latent is replicated on every rank
  * (as in vLLM and SGLang), so it does not shrink with tp. */
 uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *llm, uint32_t tp);
+
+/* Layer counts by kind (sum: layers). */
+uint32_t mdl_layers_full(const mdl_llm_t *llm);
+uint32_t mdl_layers_sliding(const mdl_llm_t *llm);
+uint32_t mdl_layers_state(const mdl_llm_t *llm);
+
+/* Per-layer KV sizes, bytes; the _gpu forms are per GPU of a TP group of tp
+ * (tp 0 or 1: the whole model), the plain forms the whole model.
+ *
+ * paged: bytes per token of the layers whose KV grows with the sequence
+ * and is kept in blocks for all of it: the full-attention layers. A model
+ * with no full-attention layer (every layer sliding, Mistral-7B-v0.1) pages
+ * its sliding layers instead, as vLLM's SlidingWindowManager does (blocks
+ * that leave the window are freed), and then has no fixed window part.
+ * fixed: bytes a sequence holds beyond paged x its tokens at most: the
+ * window of the sliding layers not paged (sliding_layers x window x per-layer
+ * token bytes) plus the state of every state layer.
+ * Every sequence of n tokens holds seq_bytes(n) <= paged x n + fixed. */
+uint64_t mdl_kv_paged_bytes_per_token(const mdl_llm_t *llm);
+uint64_t mdl_kv_paged_bytes_per_token_gpu(const mdl_llm_t *llm, uint32_t tp);
+uint64_t mdl_kv_fixed_bytes_per_seq(const mdl_llm_t *llm);
+uint64_t mdl_kv_fixed_bytes_per_seq_gpu(const mdl_llm_t *llm, uint32_t tp);
+/* State bytes of one sequence over every state layer (0 without any). */
+uint64_t mdl_kv_state_bytes_per_seq(const mdl_llm_t *llm);
+uint64_t mdl_kv_state_bytes_per_seq_gpu(const mdl_llm_t *llm, uint32_t tp);
+/* Bytes one sequence of n tokens holds: full layers x n + sliding layers x
+ * min(n, window) (per-layer token bytes) + state layers x state. */
+uint64_t mdl_kv_seq_bytes(const mdl_llm_t *llm, uint64_t n);
+uint64_t mdl_kv_seq_bytes_gpu(const mdl_llm_t *llm, uint32_t tp, uint64_t n);
+/* Bytes that move with a prefix of n tokens (a peer copy, a host fetch):
+ * full layers x n + sliding layers x min(n, window), plus the state of the
+ * state layers only when with_state is set: the prefix ends at a point where
+ * the source saved the sequence's state. A state summarises the whole prefix
+ * and cannot be cut at another token, so a hybrid model's cached prefix is
+ * usable only up to such a point: SGLang's MambaRadixCache keeps one state
+ * per radix node and matches a prefix only as deep as a node holding one,
+ * and vLLM's hybrid KV cache manager caches Mamba states at block-aligned
+ * points only (both as recalled from their docs, not checked against code).
+ * For models without state layers with_state changes nothing. */
+uint64_t mdl_kv_prefix_bytes(const mdl_llm_t *llm, uint64_t n, int with_state);
+uint64_t mdl_kv_prefix_bytes_gpu(const mdl_llm_t *llm, uint32_t tp, uint64_t n, int with_state);
 /* Weight bytes on each GPU of a TP group: ceil(params_total*weight_bytes/tp). */
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *llm, uint32_t tp);
 
 /* Tokens of KV an instance of tp GPUs can hold: per GPU, HBM less the
- * reserve fraction less the weights, divided by the per-GPU KV bytes of a
- * token (every GPU holds its shard of every token). 0 when the weights do
- * not fit. */
+ * reserve fraction less the weights, divided by the per-GPU paged KV bytes
+ * of a token (every GPU holds its shard of every token); the fixed bytes of
+ * each running sequence are not subtracted (admission must reserve them).
+ * 0 when the weights do not fit or the model pages nothing. */
 uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
                                     double reserve_fraction);
 

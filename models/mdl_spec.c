@@ -52,6 +52,12 @@ _Static_assert(sizeof(mdl_attn_t) == sizeof(int), "an enum field is an int (cfg.
 /* The override's choices; a spec file takes the same names less "spec". */
 static const cfg_enum_t attn_over_map[] = {
     {"spec", MDL_OVER_SPEC}, {"gqa", MDL_ATTN_GQA}, {"mla", MDL_ATTN_MLA}, {NULL, 0}};
+_Static_assert(sizeof(mdl_layer_t) == sizeof(int), "an enum field is an int (cfg.h)");
+static const cfg_enum_t layer_over_map[] = {{"spec", MDL_OVER_SPEC},
+                                            {"full", MDL_LAYER_FULL},
+                                            {"sliding", MDL_LAYER_SLIDING},
+                                            {"state", MDL_LAYER_STATE},
+                                            {NULL, 0}};
 
 const mdl_spec_key_t mdl_hw_keys[] = {
     NAME_KEY("gpu", mdl_hw_t),
@@ -107,6 +113,34 @@ const mdl_spec_key_t mdl_llm_keys[] = {
         0),
     LLM("tied_embeddings", CFG_INT, U32_TOP, "", "1 if embedding and LM head share weights", U32,
         tied_embeddings, 0),
+    /* Per-layer KV kinds: optional, a spec without them is all full
+     * attention (each shipped spec cites its model's config.json). */
+    {{{"model", "layer_kind", CFG_ENUM, "spec", 0, 0, NULL, "",
+       "kind of the layers that are not full attention: full (none), sliding (window), "
+       "state (fixed state per sequence); spec: from the spec",
+       NULL},
+      CFG_AT_ENUM(mdl_over_t, choice, layer_over_map)},
+     CFG_AT_ENUM(mdl_llm_t, layer_kind, &layer_over_map[1]),
+     0},
+    LLM("full_period", CFG_INT, U32_TOP, "layers",
+        "layer i is full attention iff i % full_period == full_offset (0: no full layer; "
+        "with layer_kind != full)",
+        U32, full_period, 0),
+    LLM("full_offset", CFG_INT, U32_TOP, "layers", "offset of the full layers (< full_period)", U32,
+        full_offset, 0),
+    LLM("window", CFG_INT, U32_TOP, "tokens", "sliding-window size (layer_kind = sliding)", U32,
+        window, 0),
+    LLM("state_conv_dim", CFG_INT, U32_TOP, "", "state layer: conv channels", U32, state_conv_dim,
+        0),
+    LLM("state_conv_kernel", CFG_INT, U32_TOP, "", "state layer: conv kernel width", U32,
+        state_conv_kernel, 0),
+    LLM("state_heads", CFG_INT, U32_TOP, "", "state layer: SSM state heads", U32, state_heads, 0),
+    LLM("state_head_dim", CFG_INT, U32_TOP, "", "state layer: SSM head dimension", U32,
+        state_head_dim, 0),
+    LLM("state_dim", CFG_INT, U32_TOP, "", "state layer: SSM state size per head channel", U32,
+        state_dim, 0),
+    LLM("state_dtype_bytes", CFG_INT, U32_TOP, "bytes", "state layer: SSM state element size", U32,
+        state_dtype_bytes, 0),
 };
 const size_t mdl_llm_keys_n = sizeof mdl_llm_keys / sizeof mdl_llm_keys[0];
 _Static_assert(sizeof mdl_hw_keys / sizeof mdl_hw_keys[0] <= MDL_SPEC_KEYS_MAX, "seen[] size");
@@ -304,7 +338,7 @@ typedef struct {
 	const mdl_spec_key_t *fields;
 	size_t n;
 	void *dst;
-	unsigned char seen[MDL_SPEC_KEYS_MAX];
+	int seen[MDL_SPEC_KEYS_MAX]; /* line of each key seen, 0 if not */
 	int section_line; /* line of the section header, 0 if none seen */
 	reader_t *rd;
 	err_t *e;
@@ -354,7 +388,7 @@ static int spec_handler(void *user, const char *section, const char *name, const
 	size_t idx = (size_t)(f - sp->fields);
 	if (sp->seen[idx])
 		return spec_fail(sp, name, "duplicate key");
-	sp->seen[idx] = 1;
+	sp->seen[idx] = sp->rd->line; /* > 0: the key's line */
 	const char *why = NULL;
 	if (mdl_spec_set_text(f, sp->dst, value, &why)) {
 		char msg[256];
@@ -364,8 +398,10 @@ static int spec_handler(void *user, const char *section, const char *name, const
 	return 1;
 }
 
+/* lines (may be NULL; n entries) gets each key's line, 0 where absent, and
+ * lines[n] the section's. */
 static int spec_parse(const char *origin, const char *text, const char *section,
-                      const mdl_spec_key_t *fields, size_t n, void *dst, err_t *e)
+                      const mdl_spec_key_t *fields, size_t n, void *dst, int *lines, err_t *e)
 {
 	reader_t rd = {.p = text};
 	spec_parse_t sp = {.origin = origin,
@@ -392,6 +428,11 @@ static int spec_parse(const char *origin, const char *text, const char *section,
 			return err_set(e, KS_EINPUT, "%s:%d: %s: missing required key in [%s]",
 			               origin, sp.section_line ? sp.section_line : rd.line,
 			               mdl_spec_key_name(&fields[i]), section);
+	if (lines) {
+		for (size_t i = 0; i < n; i++)
+			lines[i] = sp.seen[i];
+		lines[n] = sp.section_line;
+	}
 	return 0;
 }
 
@@ -399,6 +440,8 @@ static void hw_defaults(mdl_hw_t *hw)
 {
 	memset(hw, 0, sizeof *hw);
 }
+
+static int layers_fault(const mdl_llm_t *m, const char **key, char *why, size_t len);
 
 static void llm_defaults(mdl_llm_t *llm)
 {
@@ -410,7 +453,7 @@ int mdl_hw_parse(const char *origin, const char *text, mdl_hw_t *hw, err_t *e)
 {
 	mdl_hw_t tmp;
 	hw_defaults(&tmp);
-	int rc = spec_parse(origin, text, "gpu", mdl_hw_keys, mdl_hw_keys_n, &tmp, e);
+	int rc = spec_parse(origin, text, "gpu", mdl_hw_keys, mdl_hw_keys_n, &tmp, NULL, e);
 	if (!rc)
 		rc = mdl_hw_check(&tmp, origin, e);
 	if (!rc)
@@ -422,11 +465,27 @@ int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e
 {
 	mdl_llm_t tmp;
 	llm_defaults(&tmp);
-	int rc = spec_parse(origin, text, "model", mdl_llm_keys, mdl_llm_keys_n, &tmp, e);
+	int lines[MDL_SPEC_KEYS_MAX + 1];
+	int rc = spec_parse(origin, text, "model", mdl_llm_keys, mdl_llm_keys_n, &tmp, lines, e);
 	if (rc)
 		return rc;
 	if (tmp.weight_bytes < 0)
 		tmp.weight_bytes = tmp.dtype_bytes;
+	/* a layer key at fault is named with its line (a key that is missing:
+	 * the line of layer_kind, else of the section) */
+	const char *key;
+	char why[160];
+	if (layers_fault(&tmp, &key, why, sizeof why)) {
+		int line = lines[mdl_llm_keys_n];
+		const mdl_spec_key_t *k = mdl_spec_key_find(mdl_llm_keys, mdl_llm_keys_n, key);
+		const mdl_spec_key_t *kind =
+		    mdl_spec_key_find(mdl_llm_keys, mdl_llm_keys_n, "layer_kind");
+		if (lines[k - mdl_llm_keys])
+			line = lines[k - mdl_llm_keys];
+		else if (lines[kind - mdl_llm_keys])
+			line = lines[kind - mdl_llm_keys];
+		return err_set(e, KS_EINPUT, "%s:%d: %s: %s", origin, line, key, why);
+	}
 	rc = mdl_llm_check(&tmp, origin, e);
 	if (!rc)
 		*llm = tmp;
@@ -647,6 +706,53 @@ int mdl_hw_check(const mdl_hw_t *hw, const char *origin, err_t *e)
 	return 0;
 }
 
+/* The layer_kind keys: each only with its kind, and what its kind needs.
+ * On a fault returns -1 with *key the key to blame and the reason in why
+ * (the parser adds the key's line, mdl_llm_check only the origin). */
+static int layers_fault(const mdl_llm_t *m, const char **key, char *why, size_t len)
+{
+	int sliding = m->layer_kind == MDL_LAYER_SLIDING, state = m->layer_kind == MDL_LAYER_STATE;
+	struct {
+		const char *key;
+		uint32_t v;
+	} st[] = {
+	    {"state_conv_dim", m->state_conv_dim}, {"state_conv_kernel", m->state_conv_kernel},
+	    {"state_heads", m->state_heads},       {"state_head_dim", m->state_head_dim},
+	    {"state_dim", m->state_dim},           {"state_dtype_bytes", m->state_dtype_bytes}};
+	*key = NULL;
+	if (m->layer_kind == MDL_LAYER_FULL && (m->full_period || m->full_offset)) {
+		*key = m->full_period ? "full_period" : "full_offset";
+		snprintf(why, len, "only valid with layer_kind = sliding or state");
+	} else if (m->full_period ? m->full_offset >= m->full_period : m->full_offset != 0) {
+		*key = "full_offset";
+		snprintf(why, len,
+		         "%u must be below full_period %u (a position in the repeating "
+		         "pattern)",
+		         m->full_offset, m->full_period);
+	} else if (m->full_period > m->layers) {
+		*key = "full_period";
+		snprintf(why, len, "%u exceeds layers %u (0: no full-attention layer)",
+		         m->full_period, m->layers);
+	} else if (!sliding && m->window) {
+		*key = "window";
+		snprintf(why, len, "only valid with layer_kind = sliding");
+	} else if (sliding && !m->window) {
+		*key = "window";
+		snprintf(why, len, "required (> 0) with layer_kind = sliding");
+	}
+	for (size_t i = 0; !*key && i < sizeof st / sizeof st[0]; i++) {
+		/* the conv may be absent (dim 0); everything else a state needs */
+		if (!state && st[i].v) {
+			*key = st[i].key;
+			snprintf(why, len, "only valid with layer_kind = state");
+		} else if (state && !st[i].v && i > 0) {
+			*key = st[i].key;
+			snprintf(why, len, "required (> 0) with layer_kind = state");
+		}
+	}
+	return *key ? -1 : 0;
+}
+
 int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 {
 	struct {
@@ -727,6 +833,10 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 			return err_set(e, KS_EINPUT, "%s: kv_heads: %u does not divide heads %u",
 			               origin, m->kv_heads, m->heads);
 	}
+	const char *lkey;
+	char lwhy[160];
+	if (layers_fault(m, &lkey, lwhy, sizeof lwhy))
+		return err_set(e, KS_EINPUT, "%s: %s: %s", origin, lkey, lwhy);
 	/* The sizes derived from a spec are 64-bit byte counts: refuse a spec
 	 * whose weights or KV bytes per token would not fit (1e308 bytes per
 	 * weight is a number, not a model). */
@@ -744,27 +854,149 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 		               "%s: dtype_bytes: KV cache bytes per token = %.3g is out of range (at "
 		               "most 9.2e18)",
 		               origin, kv);
+	/* a sequence's window and state stay in range too */
+	double fixed =
+	    (double)m->layers *
+	    ((double)m->window * (kv / m->layers) +
+	     (double)m->state_conv_dim * m->state_conv_kernel * m->dtype_bytes +
+	     (double)m->state_heads * m->state_head_dim * m->state_dim * m->state_dtype_bytes);
+	if (!(fixed < 9.2e18))
+		return err_set(e, KS_EINPUT,
+		               "%s: window/state_*: fixed KV bytes of one sequence = %.3g are out "
+		               "of range (at most 9.2e18)",
+		               origin, fixed);
 	return 0;
 }
 
 /* ---- sizes ---------------------------------------------------------------- */
 
-uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *m)
+uint32_t mdl_layers_full(const mdl_llm_t *m)
 {
-	if (m->attention ==
-	    MDL_ATTN_MLA) /* DeepSeek-V2 (arXiv:2405.04434) §2.1: cache c_KV and k_R */
-		return (uint64_t)m->layers * ((uint64_t)m->mla_latent + m->mla_rope) * m->dtype_bytes;
-	return 2ull * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes; /* K and V */
+	if (m->layer_kind == MDL_LAYER_FULL)
+		return m->layers;
+	if (!m->full_period)
+		return 0;
+	/* layers full_offset, full_offset + period, ...: Gemma 2 (is_sliding =
+	 * not layer_idx % 2) has period 2 offset 1, Gemma 3 ((i+1) % 6 != 0 is
+	 * sliding) 6 and 5, Jamba (attn_layer_period/offset) 8 and 4 */
+	uint32_t p = m->full_period;
+	return m->layers / p + (m->layers % p > m->full_offset);
+}
+
+uint32_t mdl_layers_sliding(const mdl_llm_t *m)
+{
+	return m->layer_kind == MDL_LAYER_SLIDING ? m->layers - mdl_layers_full(m) : 0;
+}
+
+uint32_t mdl_layers_state(const mdl_llm_t *m)
+{
+	return m->layer_kind == MDL_LAYER_STATE ? m->layers - mdl_layers_full(m) : 0;
+}
+
+/* KV bytes of one token in one attention layer on one GPU of tp. */
+static uint64_t layer_token_bytes_gpu(const mdl_llm_t *m, uint32_t tp)
+{
+	/* DeepSeek-V2 (arXiv:2405.04434) sec. 2.1: MLA caches c_KV and k_R, on every rank */
+	if (m->attention == MDL_ATTN_MLA)
+		return ((uint64_t)m->mla_latent + m->mla_rope) * m->dtype_bytes;
+	/* vLLM/Megatron shard KV heads over TP ranks; with tp > kv_heads each rank
+	 * holds one (replicated) head */
+	uint64_t heads = tp <= 1 ? m->kv_heads : (m->kv_heads + tp - 1) / tp;
+	return 2ull * heads * m->head_dim * m->dtype_bytes; /* K and V */
+}
+
+static uint64_t ceil_div(uint64_t a, uint32_t tp)
+{
+	return tp <= 1 ? a : (a + tp - 1) / tp;
+}
+
+/* One state layer's state on one GPU of tp. vLLM's MambaStateShapeCalculator
+ * (vllm/model_executor/layers/mamba/mamba_utils.py): conv state
+ * (conv_kernel - 1, conv_dim / tp), temporal (SSM) state (heads / tp,
+ * head_dim, state) -- mamba1 with heads = intermediate, head_dim 1 and
+ * state = d_state; mamba2 with conv_dim = intermediate + 2 * n_groups *
+ * d_state; Gated DeltaNet with conv_dim = 2 * k_heads * k_dim + v_heads *
+ * v_dim and state (v_heads / tp, k_dim, v_dim). The conv state is kept in the
+ * activation dtype, the SSM state in its own (vLLM mamba_ssm_cache_dtype). */
+static uint64_t layer_state_bytes_gpu(const mdl_llm_t *m, uint32_t tp)
+{
+	if (m->layer_kind != MDL_LAYER_STATE)
+		return 0;
+	uint64_t conv =
+	    ceil_div(m->state_conv_dim, tp) * (m->state_conv_kernel - 1) * m->dtype_bytes;
+	uint64_t ssm =
+	    ceil_div(m->state_heads, tp) * m->state_head_dim * m->state_dim * m->state_dtype_bytes;
+	return conv + ssm;
 }
 
 uint64_t mdl_kv_bytes_per_token_gpu(const mdl_llm_t *m, uint32_t tp)
 {
-	if (tp <= 1 || m->attention == MDL_ATTN_MLA)
-		return mdl_kv_bytes_per_token(m);
-	/* vLLM/Megatron shard KV heads over TP ranks; with tp > kv_heads each rank
-	 * holds one (replicated) head. */
-	uint64_t heads_gpu = (m->kv_heads + tp - 1) / tp;
-	return 2ull * m->layers * heads_gpu * m->head_dim * m->dtype_bytes;
+	return (uint64_t)(mdl_layers_full(m) + mdl_layers_sliding(m)) *
+	       layer_token_bytes_gpu(m, tp);
+}
+
+uint64_t mdl_kv_bytes_per_token(const mdl_llm_t *m)
+{
+	return mdl_kv_bytes_per_token_gpu(m, 1);
+}
+
+uint64_t mdl_kv_paged_bytes_per_token_gpu(const mdl_llm_t *m, uint32_t tp)
+{
+	uint32_t full = mdl_layers_full(m);
+	return (uint64_t)(full ? full : mdl_layers_sliding(m)) * layer_token_bytes_gpu(m, tp);
+}
+
+uint64_t mdl_kv_paged_bytes_per_token(const mdl_llm_t *m)
+{
+	return mdl_kv_paged_bytes_per_token_gpu(m, 1);
+}
+
+uint64_t mdl_kv_state_bytes_per_seq_gpu(const mdl_llm_t *m, uint32_t tp)
+{
+	return (uint64_t)mdl_layers_state(m) * layer_state_bytes_gpu(m, tp);
+}
+
+uint64_t mdl_kv_state_bytes_per_seq(const mdl_llm_t *m)
+{
+	return mdl_kv_state_bytes_per_seq_gpu(m, 1);
+}
+
+uint64_t mdl_kv_fixed_bytes_per_seq_gpu(const mdl_llm_t *m, uint32_t tp)
+{
+	/* without full layers the sliding ones are paged (no window part) */
+	uint64_t win = mdl_layers_full(m) ? (uint64_t)mdl_layers_sliding(m) * m->window *
+	                                        layer_token_bytes_gpu(m, tp)
+	                                  : 0;
+	return win + mdl_kv_state_bytes_per_seq_gpu(m, tp);
+}
+
+uint64_t mdl_kv_fixed_bytes_per_seq(const mdl_llm_t *m)
+{
+	return mdl_kv_fixed_bytes_per_seq_gpu(m, 1);
+}
+
+uint64_t mdl_kv_prefix_bytes_gpu(const mdl_llm_t *m, uint32_t tp, uint64_t n, int with_state)
+{
+	uint64_t tok = layer_token_bytes_gpu(m, tp);
+	uint64_t win = n < m->window ? n : m->window;
+	return (uint64_t)mdl_layers_full(m) * n * tok +
+	       (uint64_t)mdl_layers_sliding(m) * win * tok +
+	       (with_state ? mdl_kv_state_bytes_per_seq_gpu(m, tp) : 0);
+}
+
+uint64_t mdl_kv_prefix_bytes(const mdl_llm_t *m, uint64_t n, int with_state)
+{
+	return mdl_kv_prefix_bytes_gpu(m, 1, n, with_state);
+}
+
+uint64_t mdl_kv_seq_bytes_gpu(const mdl_llm_t *m, uint32_t tp, uint64_t n)
+{
+	return mdl_kv_prefix_bytes_gpu(m, tp, n, 1); /* a sequence holds its state */
+}
+
+uint64_t mdl_kv_seq_bytes(const mdl_llm_t *m, uint64_t n)
+{
+	return mdl_kv_seq_bytes_gpu(m, 1, n);
 }
 
 uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *m, uint32_t tp,
@@ -772,7 +1004,7 @@ uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *m, uint
 {
 	double free_b = (double)hw->hbm_bytes * (1 - reserve_fraction) -
 	                (double)mdl_weights_bytes_per_gpu(m, tp);
-	uint64_t kv = mdl_kv_bytes_per_token_gpu(m, tp);
+	uint64_t kv = mdl_kv_paged_bytes_per_token_gpu(m, tp);
 	if (!(free_b > 0) || kv == 0)
 		return 0;
 	return (uint64_t)floor(free_b / (double)kv);

@@ -51,6 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(buf);
 		if (kind) {
 			(void)mdl_kv_bytes_per_token(&x.m);
+			(void)mdl_kv_seq_bytes_gpu(&x.m, 8, 131072);
+			(void)mdl_kv_fixed_bytes_per_seq(&x.m);
 			(void)mdl_weights_bytes_per_gpu(&x.m, 8);
 		}
 	}

@@ -219,9 +219,33 @@ static void target_specs(mdl_hw_t *hw, mdl_llm_t *m)
 	                 .mla_rope = 32,
 	                 .experts = 16,
 	                 .experts_active = 2,
-	                 .tied_embeddings = 1};
+	                 .tied_embeddings = 1,
+	                 .layer_kind = MDL_LAYER_STATE,
+	                 .full_period = 4,
+	                 .full_offset = 1,
+	                 .state_conv_dim = 1024,
+	                 .state_conv_kernel = 4,
+	                 .state_heads = 8,
+	                 .state_head_dim = 64,
+	                 .state_dim = 32,
+	                 .state_dtype_bytes = 4};
 	err_t e = {0};
 	if (mdl_hw_check(hw, "target", &e) || mdl_llm_check(m, "target", &e))
+		fail_msg("%s", e.msg);
+}
+
+/* The target model with sliding layers instead of state layers: the keys of
+ * one layer kind are refused with the other, so window moves here. */
+static void target_sliding(mdl_llm_t *m)
+{
+	mdl_hw_t hw;
+	target_specs(&hw, m);
+	m->layer_kind = MDL_LAYER_SLIDING;
+	m->window = 512;
+	m->state_conv_dim = m->state_conv_kernel = m->state_heads = 0;
+	m->state_head_dim = m->state_dim = m->state_dtype_bytes = 0;
+	err_t e = {0};
+	if (mdl_llm_check(m, "target", &e))
 		fail_msg("%s", e.msg);
 }
 
@@ -295,7 +319,14 @@ static void test_every_spec_override_reaches_the_spec_struct(void **st)
 	load_overridden(&hw, &m, &th, &tm);
 	/* the name is the spec's: no override sets it */
 	expect_same_members(mdl_hw_keys, mdl_hw_keys_n, &hw, &th, &bh);
-	expect_same_members(mdl_llm_keys, mdl_llm_keys_n, &m, &tm, &bm);
+	/* every row moves in one of the two targets and reaches the struct in both */
+	mdl_llm_t ts, ms, moved = tm;
+	target_sliding(&ts);
+	load_overridden(&hw, &ms, &th, &ts);
+	expect_same_members(mdl_llm_keys, mdl_llm_keys_n, &m, &tm, NULL);
+	expect_same_members(mdl_llm_keys, mdl_llm_keys_n, &ms, &ts, NULL);
+	moved.window = ts.window;
+	expect_same_members(mdl_llm_keys, mdl_llm_keys_n, &moved, &moved, &bm);
 }
 
 /* The spec parser reads the text the writer makes of a spec: each key's

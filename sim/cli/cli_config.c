@@ -33,6 +33,14 @@ static void show_resolved(const cfg_t *c)
 		       hw.name, tokens);
 	printf("#   compute terms from: %s\n",
 	       cp.calibration[0] ? cp.calibration : "the built-in defaults (models/mdl_cost.c)");
+	if (llm.layer_kind != MDL_LAYER_FULL) /* full-attention models: nothing to add */
+		printf("#   KV per GPU at tp=%u: %llu bytes per token paged, %llu bytes fixed per "
+		       "sequence (layers: %u full, %u sliding with a %u-token window, %u state; "
+		       "models/mdl.h), the fixed part not yet reserved by admission\n",
+		       sp.tp, (unsigned long long)mdl_kv_paged_bytes_per_token_gpu(&llm, sp.tp),
+		       (unsigned long long)mdl_kv_fixed_bytes_per_seq_gpu(&llm, sp.tp),
+		       mdl_layers_full(&llm), mdl_layers_sliding(&llm), llm.window,
+		       mdl_layers_state(&llm));
 }
 
 static void usage(FILE *f)

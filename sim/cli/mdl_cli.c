@@ -5,7 +5,9 @@
  * then --set, then --gpu/--model/--tp, so compute.calibration = auto loads
  * the GPU's shipped calibration exactly as `kvsim run` does.
  *
- * Output: a header, then one line per term
+ * Output: a header (with the model's KV sizes per GPU: bytes per token of
+ * the paged layers, and the fixed bytes a sequence holds beyond them in
+ * sliding windows and state layers, mdl.h), then one line per term
  *   term NAME MS counted|hidden
  * where the counted terms sum to the total (the side of the roofline that
  * binds, the roofline overlap when the sides combine as a q-norm, fixed
@@ -147,6 +149,9 @@ static int cmd_cost(int argc, char **argv)
 	free(ctx);
 
 	printf("gpu %s\nmodel %s\ntp %ld\n", hw.name, llm.name, tp);
+	printf("kv_paged_bytes_per_token_gpu %llu\nkv_fixed_bytes_per_seq_gpu %llu\n",
+	       (unsigned long long)mdl_kv_paged_bytes_per_token_gpu(&llm, (uint32_t)tp),
+	       (unsigned long long)mdl_kv_fixed_bytes_per_seq_gpu(&llm, (uint32_t)tp));
 	if (prefill > 0)
 		printf("batch prefill %ld tokens after %u cached\n", prefill, cached);
 	else

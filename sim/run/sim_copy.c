@@ -42,7 +42,16 @@ static uint32_t gpu0_of(sim_ctx_t *s, uint32_t inst)
 
 static uint64_t shard_block_bytes(sim_ctx_t *s)
 {
-	return mdl_kv_bytes_per_token_gpu(&s->comp.llm, s->tp) * s->cl.p.block_tokens;
+	return mdl_kv_paged_bytes_per_token_gpu(&s->comp.llm, s->tp) * s->cl.p.block_tokens;
+}
+
+/* One shard's bytes of a copy of k blocks: their tokens' KV in full layers,
+ * at most a window of it in sliding ones, and the state of state layers (a
+ * copy brings a prefix the destination resumes from, which needs its state:
+ * mdl_kv_prefix_bytes_gpu). k x shard_block_bytes for full-attention models. */
+static uint64_t shard_copy_bytes(sim_ctx_t *s, uint32_t k)
+{
+	return mdl_kv_prefix_bytes_gpu(&s->comp.llm, s->tp, (uint64_t)k * s->cl.p.block_tokens, 1);
 }
 
 /* Transfer engines ([kvcache] transfer_engine). Order-of-magnitude figures
@@ -345,7 +354,7 @@ static copy_costs_t copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len
 		lat += ll;
 		cap = i == 0 || lc < cap ? lc : cap;
 	}
-	uint64_t bytes = (uint64_t)k * shard_block_bytes(s);
+	uint64_t bytes = shard_copy_bytes(s, k);
 	if (kind == PATH_NET) {
 		const xfer_engine_t *x = &s->engine;
 		cc.overhead_ns += x->per_copy_ns + (int64_t)k * x->per_block_ns;
@@ -446,7 +455,7 @@ static kcopy_t *copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, u
  * copy, after the source-side read of a transfer engine that has one. */
 static int copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 {
-	uint64_t bytes = (uint64_t)c->n * shard_block_bytes(s);
+	uint64_t bytes = shard_copy_bytes(s, c->n);
 	c->started = ev_engine_now(s->eng);
 	c->flows_left = c->n_flows = s->tp;
 	c->shard_bytes = bytes;
@@ -881,7 +890,7 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 	if (s->copy_mode != COPY_FLOWS)
 		return cc.alone_ns;
 	/* net_path_estimate answers a finish time, at the fair share */
-	uint64_t bytes = (uint64_t)n * shard_block_bytes(s);
+	uint64_t bytes = shard_copy_bytes(s, n);
 	int64_t t = net_path_estimate(s->net, links, (uint32_t)len, cls, bytes);
 	if (t == INT64_MAX || t < 0)
 		return INT64_MAX / 4;

@@ -684,6 +684,11 @@ static void rss_limit_set(sim_ctx_t *s, double gb)
 static int kv_pool_blocks(const cfg_t *cfg, const sim_params_t *sp, const mdl_hw_t *hw,
 			  const mdl_llm_t *llm, uint32_t tp, uint32_t B, uint32_t *out, err_t *e)
 {
+	if (!mdl_kv_paged_bytes_per_token_gpu(llm, tp))
+		return cfg_err_keys(cfg, e, "model.name,model.file",
+				    "%s has no attention layer whose KV is paged in blocks "
+				    "(every layer a state layer): the cluster has nothing to cache",
+				    llm->name);
 	if (sp->kv_blocks > 0) {
 		*out = sp->kv_blocks;
 		return 0;
@@ -749,8 +754,15 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.block_tokens = sp->block_tokens;
 	if ((rc = kv_pool_blocks(cfg, sp, &s->hw, &llm, s->tp, p.block_tokens, &p.kv_blocks, e)))
 		return rc;
-	/* bytes of one block over the whole group (MLA latents sit on every GPU) */
-	p.block_bytes = mdl_kv_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
+	/* bytes of one block over the whole group (MLA latents sit on every GPU):
+	 * the paged layers only; a sliding window and a state are per sequence */
+	p.block_bytes = mdl_kv_paged_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
+	if (mdl_kv_fixed_bytes_per_seq_gpu(&llm, s->tp))
+		cfg_warn_once(cfg, "model", "name",
+			      "%s holds %.3g MB per GPU per sequence beyond its paged KV (sliding "
+			      "windows, state layers) that admission does not reserve yet: KV "
+			      "capacity counts only the paged layers",
+			      llm.name, (double)mdl_kv_fixed_bytes_per_seq_gpu(&llm, s->tp) / 1e6);
 	p.sched_mode = sp->sched_mode;
 	cluster_engine_defaults(p.sched_mode, s->hw.name, s->hw.hbm_bytes, &p.max_num_seqs,
 				&p.max_batched_tokens);
