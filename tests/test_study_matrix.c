@@ -26,7 +26,7 @@
 #define LINES_MAX 64
 
 static const char *const exps[] = {"e1_breakeven", "e2_traces", "e3_interference", "e4_vram",
-				   "e5_lift"};
+                                   "e5_lift"};
 static const char *const sizes[] = {"tiny", "quick", "full"};
 #define N_EXPS (sizeof exps / sizeof exps[0])
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
@@ -107,8 +107,9 @@ static int read_sweep(const char *exp)
 			continue;
 		char *colon = strchr(buf, ':');
 		size_t k = 0;
-		while (colon && k < N_SIZES && (strlen(sizes[k]) != (size_t)(colon - buf) ||
-						strncmp(buf, sizes[k], (size_t)(colon - buf))))
+		while (colon && k < N_SIZES &&
+		       (strlen(sizes[k]) != (size_t)(colon - buf) ||
+		        strncmp(buf, sizes[k], (size_t)(colon - buf))))
 			k++;
 		if (!colon || k == N_SIZES)
 			fail_msg("%s:%d: expected 'tiny:', 'quick:' or 'full:' first", path, no);
@@ -159,8 +160,8 @@ static size_t expected_points(const char *args, const char *where)
 		if (is_grid)
 			grid *= count;
 		else if (zip && zip != count)
-			fail_msg("%s: --zip %s has %zu values, an earlier --zip %zu", where, v, count,
-				 zip);
+			fail_msg("%s: --zip %s has %zu values, an earlier --zip %zu", where, v,
+			         count, zip);
 		else
 			zip = count;
 	}
@@ -216,7 +217,8 @@ static void test_every_experiment_has_a_config_and_tiny_quick_full_sweeps(void *
 		while (x < N_EXPS && strcmp(exps[x], base))
 			x++;
 		if (x == N_EXPS)
-			fail_msg("%s/%s.%s is no experiment of the study", STUDY_DIR, base, dot + 1);
+			fail_msg("%s/%s.%s is no experiment of the study", STUDY_DIR, base,
+			         dot + 1);
 	}
 	assert_int_equal(pclose(p), 0);
 }
@@ -232,9 +234,9 @@ static void test_every_sweep_line_varies_replication_with_a_none_baseline(void *
 			const char *a = lines[i].args, *r = strstr(a, " policy.replication.name=");
 			size_t at = r ? (size_t)(r - a) : 0;
 			if (!r || ((at < 6 || strncmp(r - 6, "--grid", 6)) &&
-				   (at < 5 || strncmp(r - 5, "--zip", 5))))
-				fail_msg("%s.sweep:%d: policy.replication.name is not swept", exps[x],
-					 lines[i].lineno);
+			           (at < 5 || strncmp(r - 5, "--zip", 5))))
+				fail_msg("%s.sweep:%d: policy.replication.name is not swept",
+				         exps[x], lines[i].lineno);
 			char vals[1024];
 			snprintf(vals, sizeof vals, ",%s", r + strlen(" policy.replication.name="));
 			vals[strcspn(vals, " ")] = '\0';
@@ -255,7 +257,7 @@ static void test_every_config_loads(void **st)
 	char cmd[1024];
 	for (size_t x = 0; x < N_EXPS; x++) {
 		snprintf(cmd, sizeof cmd, "%s config show " STUDY_DIR "/%s.ini >/dev/null", k,
-			 exps[x]);
+		         exps[x]);
 		if (system(cmd) != 0)
 			fail_msg("'%s' failed", cmd);
 	}
@@ -273,7 +275,8 @@ static void test_tiny_dry_runs_list_their_points(void **st)
 	for (size_t x = 0; x < N_EXPS; x++) {
 		int n = read_sweep(exps[x]);
 		for (int i = 0; i < n; i++) {
-			char where[128], missing[1024], cmd[LINE_MAX_CHARS + 1024], out[LINE_MAX_CHARS];
+			char where[128], missing[1024], cmd[LINE_MAX_CHARS + 1024],
+			    out[LINE_MAX_CHARS];
 			if (strcmp(lines[i].size, "tiny"))
 				continue;
 			snprintf(where, sizeof where, "%s.sweep:%d", exps[x], lines[i].lineno);
@@ -282,25 +285,77 @@ static void test_tiny_dry_runs_list_their_points(void **st)
 				continue;
 			}
 			size_t want = expected_points(lines[i].args, where), got = 0;
-			snprintf(cmd, sizeof cmd, "%s sweep " STUDY_DIR "/%s.ini %s --dry-run -o %s/%s",
-				 k, exps[x], lines[i].args, tmpdir, exps[x]);
+			snprintf(cmd, sizeof cmd,
+			         "%s sweep " STUDY_DIR "/%s.ini %s --dry-run -o %s/%s", k, exps[x],
+			         lines[i].args, tmpdir, exps[x]);
 			FILE *p = popen(cmd, "r");
 			assert_non_null(p);
 			while (fgets(out, sizeof out, p)) {
 				if (!strstr(out, " policy.replication.name="))
-					fail_msg("%s: point without policy.replication.name: %s", where,
-						 out);
+					fail_msg("%s: point without policy.replication.name: %s",
+					         where, out);
 				got++;
 			}
 			if (pclose(p) != 0)
 				fail_msg("%s: '%s' failed", where, cmd);
 			if (got != want)
-				fail_msg("%s: dry run listed %zu points, the grid makes %zu", where, got,
-					 want);
+				fail_msg("%s: dry run listed %zu points, the grid makes %zu", where,
+				         got, want);
 			ran++;
 		}
 	}
 	assert_true(ran >= 4); /* E1, E3 and E4 need no trace */
+}
+
+/* No two lines of one experiment and size make the same point (a sweep
+ * would skip the second as done, and its row would keep the first line's
+ * columns, so the report would miss it where it looks). */
+static void test_no_two_sweep_lines_share_a_point(void **st)
+{
+	(void)st;
+	const char *k = kvsim();
+	if (!k)
+		skip();
+	enum { IDS_MAX = 8192 };
+	static char ids[IDS_MAX][17];
+	static int from[IDS_MAX];
+	for (size_t x = 0; x < N_EXPS; x++) {
+		int n = read_sweep(exps[x]);
+		for (size_t s = 0; s < N_SIZES; s++) {
+			size_t n_ids = 0;
+			for (int i = 0; i < n; i++) {
+				char missing[1024], cmd[LINE_MAX_CHARS + 1024], out[LINE_MAX_CHARS];
+				if (strcmp(lines[i].size, sizes[s]) ||
+				    absent_trace(lines[i].args, missing, sizeof missing))
+					continue;
+				snprintf(cmd, sizeof cmd,
+				         "%s sweep " STUDY_DIR
+				         "/%s.ini %s --dry-run -o %s/%s 2>/dev/null",
+				         k, exps[x], lines[i].args, tmpdir, exps[x]);
+				FILE *p = popen(cmd, "r");
+				assert_non_null(p);
+				while (fgets(out, sizeof out, p)) {
+					char id[17];
+					if (sscanf(out, "%*u %16s", id) != 1)
+						fail_msg("%s.sweep:%d: dry run line '%s'", exps[x],
+						         lines[i].lineno, out);
+					for (size_t j = 0; j < n_ids; j++)
+						if (!strcmp(ids[j], id) &&
+						    from[j] != lines[i].lineno)
+							fail_msg("%s.sweep: lines %d and %d both "
+							         "make point %s",
+							         exps[x], from[j], lines[i].lineno,
+							         id);
+					assert_true(n_ids < IDS_MAX);
+					memcpy(ids[n_ids], id, sizeof id);
+					from[n_ids++] = lines[i].lineno;
+				}
+				if (pclose(p) != 0)
+					fail_msg("%s.sweep:%d: dry run failed", exps[x],
+					         lines[i].lineno);
+			}
+		}
+	}
 }
 
 /* e5_lift.sweep is what e5_sweep.py writes from analysis/btb_table.py now
@@ -313,15 +368,15 @@ static void test_e5_sweep_is_generated_from_btb_table(void **st)
 		skip();
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd,
-		 "/usr/bin/python3 " STUDY_DIR "/e5_sweep.py --kvsim %s > %s/e5.sweep && "
-		 "cmp -s %s/e5.sweep " STUDY_DIR "/e5_lift.sweep",
-		 k, tmpdir, tmpdir);
+	         "/usr/bin/python3 " STUDY_DIR "/e5_sweep.py --kvsim %s > %s/e5.sweep && "
+	         "cmp -s %s/e5.sweep " STUDY_DIR "/e5_lift.sweep",
+	         k, tmpdir, tmpdir);
 	if (system(cmd) != 0)
 		fail_msg("analysis/study/e5_lift.sweep is stale: rerun analysis/study/e5_sweep.py");
 	/* one variant per switch plus the study's and all-off, per size but tiny */
 	FILE *p = popen("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"analysis\"); "
-			"import btb_table; print(len(btb_table.SWITCHES))'",
-			"r");
+	                "import btb_table; print(len(btb_table.SWITCHES))'",
+	                "r");
 	assert_non_null(p);
 	int switches = 0;
 	assert_int_equal(fscanf(p, "%d", &switches), 1);
@@ -356,9 +411,9 @@ static void test_run_study_skips_experiments_whose_trace_is_absent(void **st)
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	snprintf(log, sizeof log, "%s/run.log", tmpdir);
 	snprintf(cmd, sizeof cmd,
-		 "KVSIM=%s%s%s KVSIM_TRACES=%s/no_traces sh " STUDY_DIR
-		 "/run_study.sh tiny %s/out -j 2 --no-report > %s 2>&1",
-		 k[0] == '/' ? "" : cwd, k[0] == '/' ? "" : "/", k, tmpdir, tmpdir, log);
+	         "KVSIM=%s%s%s KVSIM_TRACES=%s/no_traces sh " STUDY_DIR
+	         "/run_study.sh tiny %s/out -j 2 --no-report > %s 2>&1",
+	         k[0] == '/' ? "" : cwd, k[0] == '/' ? "" : "/", k, tmpdir, tmpdir, log);
 	if (system(cmd) != 0)
 		fail_msg("'%s' failed", cmd);
 	slurp(log, buf, sizeof buf);
@@ -372,14 +427,16 @@ static void test_run_study_skips_experiments_whose_trace_is_absent(void **st)
 	assert_non_null(strstr(buf, " sweep analysis/study/e1_breakeven.ini --grid "));
 	/* the file is JSON, and the runs it names are in the catalogs */
 	snprintf(cmd, sizeof cmd,
-		 "/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); "
-		 "e=j[\"experiments\"]; sys.exit(not (e[\"e2_traces\"][\"skipped\"] and "
-		 "e[\"e4_vram\"][\"skipped\"] is None and len(e[\"e1_breakeven\"][\"sweeps\"]) >= 1))' %s",
-		 json);
+	         "/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); "
+	         "e=j[\"experiments\"]; sys.exit(not (e[\"e2_traces\"][\"skipped\"] and "
+	         "e[\"e4_vram\"][\"skipped\"] is None and len(e[\"e1_breakeven\"][\"sweeps\"]) >= "
+	         "1))' %s",
+	         json);
 	assert_int_equal(system(cmd), 0);
-	snprintf(cmd, sizeof cmd, "%s runs %s/out/e1_breakeven --where \"status = 'done'\" --csv "
-				  "--columns id | tail -n +2 | wc -l",
-		 k, tmpdir);
+	snprintf(cmd, sizeof cmd,
+	         "%s runs %s/out/e1_breakeven --where \"status = 'done'\" --csv "
+	         "--columns id | tail -n +2 | wc -l",
+	         k, tmpdir);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	int runs = 0;
@@ -394,9 +451,10 @@ static void test_run_study_skips_experiments_whose_trace_is_absent(void **st)
 }
 
 TEST_MAIN_FIXTURE(setup, teardown,
-		  cmocka_unit_test(test_every_experiment_has_a_config_and_tiny_quick_full_sweeps),
-		  cmocka_unit_test(test_every_sweep_line_varies_replication_with_a_none_baseline),
-		  cmocka_unit_test(test_every_config_loads),
-		  cmocka_unit_test(test_tiny_dry_runs_list_their_points),
-		  cmocka_unit_test(test_e5_sweep_is_generated_from_btb_table),
-		  cmocka_unit_test(test_run_study_skips_experiments_whose_trace_is_absent))
+                  cmocka_unit_test(test_every_experiment_has_a_config_and_tiny_quick_full_sweeps),
+                  cmocka_unit_test(test_every_sweep_line_varies_replication_with_a_none_baseline),
+                  cmocka_unit_test(test_every_config_loads),
+                  cmocka_unit_test(test_tiny_dry_runs_list_their_points),
+                  cmocka_unit_test(test_no_two_sweep_lines_share_a_point),
+                  cmocka_unit_test(test_e5_sweep_is_generated_from_btb_table),
+                  cmocka_unit_test(test_run_study_skips_experiments_whose_trace_is_absent))
