@@ -5,6 +5,9 @@
 #   make SAN=1 test   the same under AddressSanitizer + UBSan (build-san/)
 #   make bench   benchmarks (ratios against baselines run in the same call)
 #   make fuzz    libFuzzer targets, FUZZ_SECONDS each (default 60), and a table
+#   make study   the study's experiment matrix (analysis/study/) and its report;
+#                STUDY=quick a reduced matrix in minutes, STUDY=tiny seconds
+#   make figures the quick study, its headline figures copied to analysis/figures/
 #   make install PREFIX=/usr/local DESTDIR=
 #
 # Each layer folder builds one static archive (libkvsim_<folder>.a, '/' as
@@ -84,7 +87,8 @@ TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 KVSIM     := $(BUILD)/kvsim
 
 .PHONY: FORCE all run test bench fuzz install clean format deps build build-tests \
-        run-only test-only bench-only fuzz-only install-only
+        run-only test-only bench-only fuzz-only install-only study study-only \
+        figures figures-only
 .DEFAULT_GOAL := all
 
 # ---- bootstrap: install missing Debian packages (root) or say how ----------
@@ -127,6 +131,10 @@ run:
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-only
+
+study figures:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $@-only
 
 bench:
 	@$(MAKE) --no-print-directory deps
@@ -206,6 +214,24 @@ run-only: $(KVSIM)
 	@/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog results \
 	  --label policy.replication.name --log -o results/ttft_cdf.png \
 	  && echo "wrote results/ttft_cdf.png"
+
+# The study (issue 15): every analysis/study/<exp>.sweep line of size STUDY
+# (full, quick or tiny) as a resumable sweep into STUDY_OUT, then
+# analysis/study_report.py (see analysis/study/README.md). Sizes go to their
+# own folders so a report never pools two sizes.
+STUDY ?= full
+STUDY_JOBS ?= 2
+STUDY_OUT ?= results/study$(if $(filter full,$(STUDY)),,-$(STUDY))
+study-only: $(KVSIM)
+	sh analysis/study/run_study.sh $(STUDY) $(STUDY_OUT) -j $(STUDY_JOBS)
+
+# The headline figures of the quick study, as analysis/study_report.py
+# --figures names them, into analysis/figures/ (committed; the README shows them).
+figures-only: $(KVSIM)
+	sh analysis/study/run_study.sh quick results/study-quick -j $(STUDY_JOBS)
+	@if [ -f analysis/study_report.py ]; then \
+	  /usr/bin/python3 analysis/study_report.py results/study-quick --figures analysis/figures; \
+	else echo "figures: analysis/study_report.py is not in this tree yet; no figures"; fi
 
 bench-only: build
 	@for s in $(sort $(wildcard tests/bench_*.sh)); do \
