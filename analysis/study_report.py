@@ -67,6 +67,8 @@ def varied(df):
 
 def short(v):
     """A parameter value for a label (a trace path by its file name)."""
+    if isinstance(v, (float, np.floating)):
+        return "%g" % v
     s = str(v)
     return os.path.basename(s) if "/" in s else s
 
