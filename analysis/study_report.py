@@ -133,36 +133,51 @@ def exp_table(df):
 
 
 def forecast_table(frames):
-    """Measured forecast precision/recall beside the oracle's injected recall."""
-    rows = []
+    """Measured forecast precision/recall beside the oracle's injected recall:
+    one row per experiment, predictor and (for the oracle) injected recall
+    and FP rate, mean ± 95% CI over the runs there."""
+    head = ["experiment", "predictor", "injected recall", "injected FP rate",
+            "forecast.precision", "forecast.recall", "runs"]
+    lines = []
     for exp, df in frames.items():
         if df is None or "forecast.recall" not in df.columns:
             continue
         d = df[pd.to_numeric(df["forecast.recall"], errors="coerce").notna()]
         if PRED in d.columns:
             d = d[d[PRED].astype(str) != "none"]
-        if d.empty:
-            continue
-        by = [c for c in (PRED, RECALL, FP) if c in d.columns]
-        if not by:
-            d = d.assign(_all="all")
-            by = ["_all"]
-        p = kr.mean_ci(d, by, "forecast.precision") if "forecast.precision" in d else None
-        r = kr.mean_ci(d, by, "forecast.recall")
-        for i, row in r.iterrows():
-            inj = row[RECALL] if RECALL in row and (PRED not in row or row[PRED] == "oracle") else None
-            rows.append([exp] + [short(row[c]) for c in by if c != RECALL] +
-                        [fmt(inj) if inj is not None else "-",
-                         fmt(p.iloc[i]["mean"]) + " ± " + fmt(p.iloc[i]["ci"]) if p is not None else "-",
-                         fmt(row["mean"]) + " ± " + fmt(row["ci"]), str(int(row["n"]))])
-    if not rows:
+        if REPL in d.columns:  # no replication: nothing asks the predictor
+            d = d[d[REPL].astype(str) != "none"]
+        # a catalog has a column for what its sweep varied only: a swept
+        # oracle_recall with no predictor column means the oracle ran
+        oracle = (d[PRED].astype(str) == "oracle") if PRED in d.columns else \
+            pd.Series(RECALL in d.columns, index=d.index)
+        d = d.assign(**{c: d[c] if c in d.columns else "?" for c in (PRED, RECALL, FP)})
+        if PRED not in df.columns and RECALL in df.columns:
+            d[PRED] = "oracle"
+        # the injected error means something only to the oracle
+        d.loc[~oracle, RECALL] = "-"
+        d.loc[~oracle, FP] = "-"
+        d[RECALL], d[FP] = d[RECALL].astype(str), d[FP].astype(str)
+        by = [PRED, RECALL, FP]
+        stats = [kr.mean_ci(d, by, m) if m in d.columns else None
+                 for m in ("forecast.precision", "forecast.recall")]
+        for i, row in stats[1].iterrows():
+            cells = [exp] + [short(_num_or(row[c])) for c in by]
+            for st in stats:
+                cells.append("-" if st is None else fmt(st.iloc[i]["mean"]) +
+                             ("" if not np.isfinite(st.iloc[i]["ci"]) else " ± " + fmt(st.iloc[i]["ci"])))
+            cells.append(str(int(row["n"])))
+            lines.append("| " + " | ".join(cells) + " |")
+    if not lines:
         return None
-    w = max(len(r) for r in rows)
-    head = ["experiment"] + ["predictor / fp rate"] * (w - 5) + ["injected recall", "precision",
-                                                                  "recall", "runs"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r + [""] * (w - len(r))) + " |" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + lines)
+
+
+def _num_or(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
 
 
 # ---- figures ----------------------------------------------------------------
@@ -455,11 +470,15 @@ def write_report(out, figdir):
     data, why = load_experiments(out, study)
     os.makedirs(figdir, exist_ok=True)
     ks.apply()
-    figs = {}
+    figs, failed = {}, []
 
     def draw(name, fn, *args):
-        p, reason = fn(*args, os.path.join(figdir, name))
-        figs[name] = (p, reason)
+        # one figure that fails leaves the others and the report standing
+        try:
+            figs[name] = fn(*args, os.path.join(figdir, name))
+        except Exception as e:  # noqa: BLE001 - reported, and the exit status says so
+            figs[name] = (None, "failed: %s: %s" % (type(e).__name__, e))
+            failed.append(name)
 
     draw("breakeven.png", fig_breakeven, data["e1_breakeven"], study)
     draw("pareto.png", fig_pareto, {k: data[k] for k in ("e1_breakeven", "e2_traces")}, study)
@@ -501,7 +520,7 @@ def write_report(out, figdir):
     path = os.path.join(out, "REPORT.md")
     with open(path, "w") as f:
         f.write("\n".join(md))
-    return path, figs
+    return path, figs, failed
 
 
 def main():
@@ -511,7 +530,7 @@ def main():
     a = ap.parse_args()
     if not os.path.isdir(a.out):
         sys.exit("study_report.py: %s: no such directory" % a.out)
-    path, figs = write_report(a.out, os.path.join(a.out, "fig"))
+    path, figs, failed = write_report(a.out, os.path.join(a.out, "fig"))
     if a.figures:
         os.makedirs(a.figures, exist_ok=True)
         for name in HEADLINE:
@@ -521,6 +540,8 @@ def main():
         if not figs[name][0]:
             print("study_report.py: %s not drawn: %s" % (name, figs[name][1]), file=sys.stderr)
     print(path)
+    if failed:
+        sys.exit("study_report.py: %s failed (the report says why)" % ", ".join(failed))
 
 
 if __name__ == "__main__":

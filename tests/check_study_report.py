@@ -127,6 +127,33 @@ def check_tables(out):
                 checked += 1
         if checked < 8:
             fail("%s: only %d cells checked" % (exp, checked))
+    check_forecast(out, rep)
+
+
+def check_forecast(out, rep):
+    """Where E1's runs measured forecast recall: each oracle row of the
+    report's forecast table is the mean over the runs of its injected
+    recall and FP rate (the baselines, which forecast nothing, left out)."""
+    rows, kinds = catalog(out, "e1_breakeven")
+    if kinds.get("forecast.recall") != "metric":
+        return  # this build measures no forecasts
+    m = re.search(r"## Forecast accuracy\n\n.*\n\n((?:\|.*\n?)+)", rep)
+    if not m:
+        fail("REPORT.md has no forecast table though E1 measured forecast.recall")
+    seen = 0
+    for ln in m.group(1).strip().splitlines()[2:]:
+        c = [x.strip() for x in ln.strip().strip("|").split("|")]
+        if c[0] != "e1_breakeven":
+            continue
+        v = [float(r["forecast.recall"]) for r in rows
+             if r["policy.replication.name"] != "none" and
+             close(float(r["policy.predictor.oracle_recall"]), float(c[2])) and
+             close(float(r["policy.predictor.oracle_fp_rate"]), float(c[3]))]
+        if not v or not close(cell_value(c[5])[0], sum(v) / len(v), 1e-5) or int(c[6]) != len(v):
+            fail("forecast row %s: the catalog gives %s" % (c, v))
+        seen += 1
+    if seen != 4:
+        fail("forecast table: %d E1 rows, expected 4 (recall x FP rate)" % seen)
 
 
 def check_loader(out):
