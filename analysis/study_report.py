@@ -241,13 +241,21 @@ def pareto_mask(pts):
 
 
 def config_means(df, exp, mets):
-    by = [p for p in varied(df) if p != "seed"] or ["_all"]
-    d = df.assign(_all="all") if by == ["_all"] else df
-    g = d.groupby(by, sort=True, dropna=False)
-    m = g[mets].mean(numeric_only=True).reset_index()
-    pol = [c for c in POLICY_COLS if c in by]
+    """Per configuration (the varied parameters but the seed): the mean of
+    each of mets over its seeds, and of the p95 TTFT relative to the best
+    baseline of the same seed and conditions (1 for the baselines), which
+    stays comparable across traces and loads where the raw p95 does not."""
+    pg = kr.pair_gain(df, "ttft_p95_ms")
+    rel = pd.Series(np.nan, index=df.index)
+    rel[df[REPL].astype(str) == "none"] = 1.0
+    ratio = dict(zip(pg["id"], pd.to_numeric(pg["ttft_p95_ms"]) / pg["base_ttft_p95_ms"]))
+    rel = rel.fillna(df["id"].map(ratio))
+    d = df.assign(rel_p95=rel)
+    by = [p for p in varied(d) if p != "seed"] or ["_all"]
+    d = d.assign(_all="all") if by == ["_all"] else d
+    m = d.groupby(by[0] if len(by) == 1 else by, sort=True, dropna=False)[mets + ["rel_p95"]] \
+        .mean(numeric_only=True).reset_index()
     m["policy"] = m[REPL].astype(str) if REPL in m.columns else "all"
-    m["label"] = [policy_label(r, pol) for _, r in m.iterrows()]
     m["exp"] = exp
     return m
 
@@ -255,11 +263,12 @@ def config_means(df, exp, mets):
 def fig_pareto(frames, study, path):
     mets = ["ttft_p95_ms", "spec.unused_vram_gb_s", "spec.bytes_bg"]
     parts = [config_means(df, exp, mets) for exp, df in frames.items()
-             if df is not None and set(mets) <= set(df.columns)]
+             if df is not None and set(mets) | {REPL} <= set(df.columns)]
     if not parts:
-        return None, "neither E1 nor E2 has TTFT p95, VRAM-seconds and background bytes"
-    m = pd.concat(parts, ignore_index=True).dropna(subset=mets)
-    m["front"] = pareto_mask(m[mets].to_numpy())
+        return None, "neither E1 nor E2 has TTFT p95, VRAM-seconds, background bytes and policies"
+    y = "rel_p95"
+    m = pd.concat(parts, ignore_index=True).dropna(subset=[y] + mets[1:])
+    m["front"] = pareto_mask(m[[y] + mets[1:]].to_numpy())
     fig, axes = ks.figure(ncols=2, sharey=True)
     marks = {"e1_breakeven": "o", "e2_traces": "s"}
     black, clear = (0, 0, 0, 1), (0, 0, 0, 0)
@@ -267,20 +276,21 @@ def fig_pareto(frames, study, path):
                               "VRAM-seconds held by unused replicas (GB·s)", 1.0),
                              (axes[1], "spec.bytes_bg", "background copy bytes (GB)", 1e-9)]:
         for (exp, pol), d in m.groupby(["exp", "policy"], sort=True):
-            ax.scatter(d[x] * scale, d["ttft_p95_ms"], s=np.where(d["front"], 46, 18),
+            ax.scatter(d[x] * scale, d[y], s=np.where(d["front"], 46, 18),
                        marker=marks.get(exp, "^"), color=ks.color(pol),
                        edgecolors=[black if f else clear for f in d["front"]], alpha=0.85,
                        label="%s (%s)" % (pol, exp.split("_")[0].upper()))
-        # this panel's own front: the configurations no cheaper one beats on p95
-        f = m.sort_values([x, "ttft_p95_ms"])
-        f = f[f["ttft_p95_ms"] < f["ttft_p95_ms"].cummin().shift(fill_value=np.inf)]
-        ax.step(f[x] * scale, f["ttft_p95_ms"], where="post", color="k", lw=0.8, alpha=0.6)
+        # this panel's own front: the configurations no cheaper one beats
+        f = m.sort_values([x, y])
+        f = f[f[y] < f[y].cummin().shift(fill_value=np.inf)]
+        ax.step(f[x] * scale, f[y], where="post", color="k", lw=0.8, alpha=0.6)
+        ax.axhline(1.0, color="k", lw=0.6, ls=":")
         ax.set_xlabel(xl)
         ax.set_xlim(left=-0.03 * max(1e-12, float(m[x].max() * scale)))
-    axes[0].set_ylabel("TTFT p95 (ms)")
+    axes[0].set_ylabel("TTFT p95 / best baseline's (same seed and conditions)")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
-    fig.suptitle("Cost and benefit per configuration (black edge: on the 3-D Pareto front; "
-                 "line: each panel's front)")
+    fig.suptitle("What the gain costs, per configuration (below 1: faster than the best baseline;\n"
+                 "black edge: on the 3-D Pareto front; line: each panel's front)")
     ks.add_caption(fig, ks.caption(study, "e1_breakeven + e2_traces",
                                    "/".join(str(seeds_of(df)) for df in frames.values() if df is not None),
                                    "means over seeds; E1 circles, E2 squares"))
@@ -289,8 +299,6 @@ def fig_pareto(frames, study, path):
 
 def policy_cols(df):
     return [c for c in POLICY_COLS if c in varied(df)]
-
-
 
 def trace_cols(df):
     """What names a trace: trace.path where it varies, else the varied
@@ -320,21 +328,30 @@ def fig_cdf(df, study, path):
     d = df[trace_labels(df) == tr]
     cols = policy_cols(d)
     fig, (a1, a2) = ks.figure(ncols=2)
-    drawn = 0
+    curves = []  # [ttft sorted, names, colour key]; identical runs share a curve
     for key, g in (kr.groups(d, cols) if cols else [(("all runs",), d)]):
-        name = ", ".join(short(k) for k in key)
         t = np.concatenate([q.loc[q["status"] == 0, "ttft_ns"].to_numpy()
                             for q in map(kr.read_requests, g["h5_path"])]) / 1e6
         t = np.sort(t[t > 0])
         if not t.size:
             continue
+        name = ", ".join(short(k) for k in key)
+        for c in curves:  # a predictor the policy never asks gives the same runs
+            if c[0].size == t.size and np.array_equal(c[0], t):
+                c[1].append(name)
+                break
+        else:
+            curves.append([t, [name], short(key[0])])
+    styles, used = ["-", "--", ":", "-."], {}
+    for t, names, ck in curves:
         y = np.arange(1, t.size + 1) / t.size
-        col = ks.color(name.split(", ")[0] if cols and cols[0] == REPL else name)
-        style = ["-", "--", ":", "-."][drawn // 10 % 4]
-        lab = "%s (p99 %.0f ms)" % (name, np.percentile(t, 99))
-        a1.step(t, y, where="post", color=col, ls=style, label=lab)
-        a2.step(t, 1 - y + 1.0 / t.size, where="post", color=col, ls=style)
-        drawn += 1
+        ls = styles[used.get(ck, 0) % 4]
+        used[ck] = used.get(ck, 0) + 1
+        lab = names[0] if len(names) == 1 else "%s (= %s)" % (names[0], "; ".join(names[1:]))
+        lab += " (p99 %.0f ms)" % np.percentile(t, 99)
+        a1.step(t, y, where="post", color=ks.color(ck), ls=ls, label=lab)
+        a2.step(t, 1 - y + 1.0 / t.size, where="post", color=ks.color(ck), ls=ls)
+    drawn = len(curves)
     if not drawn:
         plt_close(fig)
         return None, "E2 has no completed request"
@@ -346,7 +363,10 @@ def fig_cdf(df, study, path):
     a2.set_ylabel("fraction of requests slower (1 - CDF, log)")
     a1.set_title("TTFT distribution")
     a2.set_title("the tail")
-    a1.legend(loc="lower right", fontsize=7, framealpha=0.8)
+    # under the panels, so that no curve is hidden
+    fig.tight_layout()
+    fig.legend(*a1.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=2, fontsize=7, frameon=False)
     ks.add_caption(fig, ks.caption(study, "e2_traces", seeds_of(d),
                                    "trace %s; completed requests pooled over seeds" % tr))
     return ks.save(fig, path), None
@@ -367,6 +387,9 @@ def fig_traces(df, study, path):
     mets = [m for m in ("ttft_mean_ms", "ttft_p95_ms") if m in d.columns]
     fig, axes = ks.figure(ncols=len(mets), squeeze=False)
     w = 0.8 / max(1, len(pols))
+    # colour: the first policy column; hatch: the rest, within one colour
+    first = [p.split(", ")[0] for p in pols]
+    hatch = [["", "//", "..", "xx", "\\\\"][first[:j].count(first[j]) % 5] for j in range(len(pols))]
     for ax, m in zip(axes[0], mets):
         s = kr.mean_ci(d, ["_trace", "_pol"], m).set_index(["_trace", "_pol"])
         for j, p in enumerate(pols):
@@ -375,13 +398,13 @@ def fig_traces(df, study, path):
             mean = [v["mean"] if v is not None else np.nan for v in vals]
             ci = [v["ci"] if v is not None and np.isfinite(v["ci"]) else 0 for v in vals]
             ax.bar(x, mean, w, yerr=ci, capsize=2, color=ks.color(p.split(", ")[0]),
-                   edgecolor="k", linewidth=0.3, label=p,
-                   hatch=["", "//", "..", "xx"][j // 10 % 4])
+                   edgecolor="k", linewidth=0.3, label=p, hatch=hatch[j])
         ax.set_xticks(range(len(traces)), traces, rotation=20, ha="right")
         ax.set_ylabel(m.replace("_ms", "").replace("_", " ").replace("ttft", "TTFT") + " (ms)")
         ax.grid(axis="x", visible=False)
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.suptitle("TTFT per trace and policy (bars: mean over seeds, whiskers: 95% CI)")
+    fig.tight_layout()
     ks.add_caption(fig, ks.caption(study, "e2_traces", seeds_of(df)))
     return ks.save(fig, path), None
 
@@ -407,9 +430,11 @@ def lift_variants(df):
     in 'all lifted'). A lift that matches one switch is named by it."""
     known = lift_switches()
     sw = [p for p in varied(df) if p not in POLICY_COLS + [TRACE, "seed"]]
-    mode = {p: df[p].astype(str).mode().iloc[0] for p in sw}
+    mode = {p: df[p].dropna().astype(str).mode().iloc[0] for p in sw}
 
     def lifted(p, v):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return False  # a sweep that did not set it ran the preset's value
         return str(v) == known[p][0] if p in known else str(v) != mode[p]
 
     labels = []
