@@ -209,7 +209,8 @@ def fig_breakeven(df, study, path):
         im = ax.imshow(z.to_numpy(), origin="lower", cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
         for (i, j), v in np.ndenumerate(z.to_numpy()):
             if np.isfinite(v):
-                ax.text(j, i, "%+.1f" % v, ha="center", va="center", fontsize=7)
+                ax.text(j, i, "%+.1f" % v, ha="center", va="center", fontsize=7,
+                        color="w" if abs(v) > 0.6 * lim else "k")
         if len(rs) > 1 and len(fs) > 1 and np.nanmin(z.to_numpy()) < 0 < np.nanmax(z.to_numpy()):
             ax.contour(np.arange(len(rs)), np.arange(len(fs)), z.to_numpy(), levels=[0],
                        colors="k", linewidths=1.5)
