@@ -52,3 +52,179 @@ def load_runs(d, where=None, done_only=True):
 def read_requests(h5):
     with h5py.File(h5, "r") as f:
         return pd.DataFrame(f["requests"][:])
+
+
+# ---- one-call loading, confidence intervals, baseline pairing --------------
+
+def _parse_config(text):
+    """The resolved config text of /config as {"section.key": "value"}."""
+    out, sec = {}, ""
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            sec = line[1:-1].strip()
+        elif "=" in line:
+            k, v = line.split("=", 1)
+            out[f"{sec}.{k.strip()}" if sec else k.strip()] = v.strip()
+    return out
+
+
+def _h5_text(v):
+    v = v[()] if hasattr(v, "shape") else v
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _load_h5_runs(files):
+    """One row per run file: the config keys that every file has and that
+    differ between them (the parameters), seed, every /summary metric, id
+    and h5_path."""
+    rows, cfgs = [], []
+    for p in files:
+        with h5py.File(p, "r") as f:
+            cfgs.append(_parse_config(_h5_text(f["config"])) if "config" in f else {})
+            row = {"id": os.path.splitext(os.path.basename(p))[0],
+                   "seed": int(f.attrs["seed"]) if "seed" in f.attrs else None,
+                   "h5_path": os.path.abspath(p)}
+            mets = [k for k in f["summary"].attrs if not k.startswith("unit.")]
+            row.update({k: float(f["summary"].attrs[k]) for k in mets})
+            rows.append(row)
+    # keys only some files have belong to a policy another key chose: that
+    # key is the parameter, not them
+    keys = sorted(set.intersection(*map(set, cfgs))) if cfgs else []
+    params = [k for k in keys if len({c[k] for c in cfgs}) > 1 and k != "experiment.seed"]
+    for row, c in zip(rows, cfgs):
+        row.update({k: _num(c.get(k)) for k in params})
+    df = pd.DataFrame(rows)
+    df.attrs["params"] = params
+    df.attrs["metrics"] = [c for c in df.columns if c not in params + ["id", "seed", "h5_path"]]
+    return df
+
+
+def _num(v):
+    """A config value as the catalog stores it: a number when it reads as one."""
+    try:
+        f = float(v)
+        return int(f) if f.is_integer() and "." not in str(v) else f
+    except (TypeError, ValueError):
+        return v
+
+
+def load(path, requests=False, where=None):
+    """Runs as a DataFrame: parameters, seed and metrics, one row per run.
+
+    path: a results directory, its catalog.sqlite, or one run .h5 file or a
+    list of them (their parameters are the /config keys that differ between
+    the files; `where` is then a pandas query string, else SQL on the
+    catalog as `kvsim runs --where`). df.attrs["params"] and ["metrics"]
+    name the columns. With requests=True returns (runs, reqs): every run's
+    /requests rows with its id and parameters (and seed) joined, in run order."""
+    files = [path] if isinstance(path, str) else list(path)
+    if len(files) == 1 and not files[0].endswith(".h5"):
+        df = load_runs(files[0], where)
+    else:
+        df = _load_h5_runs(files)
+        if where:
+            attrs = dict(df.attrs)
+            df = df.query(where).reset_index(drop=True)
+            df.attrs.update(attrs)
+    if not requests:
+        return df
+    keep = ["id"] + [c for c in df.attrs["params"] + ["seed"] if c in df.columns]
+    parts = []
+    for _, r in df.iterrows():
+        q = read_requests(r["h5_path"])
+        for c in keep:
+            q[c] = r[c]
+        parts.append(q)
+    reqs = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=keep)
+    reqs.attrs["params"] = list(df.attrs["params"])
+    return df, reqs
+
+
+# Two-sided Student t quantiles t_{1-a/2, dof} for conf = 0.95, from any
+# statistics table (e.g. NIST/SEMATECH e-Handbook of Statistical Methods,
+# 1.3.6.7.2); used only when scipy is not importable.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,
+        16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 25: 2.060, 30: 2.042,
+        40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t_quantile(dof, conf=0.95):
+    """Two-sided Student t quantile: the CI half-width is this x sd / sqrt(n)."""
+    try:
+        from scipy import stats
+        return float(stats.t.ppf(0.5 + conf / 2, dof))
+    except ImportError:
+        if abs(conf - 0.95) > 1e-12:
+            raise ValueError("without scipy only conf=0.95 is tabulated")
+        ks = [k for k in sorted(_T95) if k <= dof]
+        # the next smaller tabulated dof: a slightly wider, conservative CI
+        return _T95[ks[-1]] if dof <= 120 else 1.960
+
+
+def groups(df, by, sort=True):
+    """(key tuple, rows) per group of the columns `by` (a list), NaN kept."""
+    for key, g in df.groupby(by[0] if len(by) == 1 else by, sort=sort, dropna=False):
+        yield (key if isinstance(key, tuple) else (key,)), g
+
+
+def mean_ci(df, by, metric, conf=0.95):
+    """Mean of `metric` per group of `by` (a column or list; the runs of a
+    group are typically its seeds) and the half-width of its `conf` CI
+    (Student t, n - 1 degrees of freedom; NaN for one run). Returns a
+    DataFrame with the `by` columns, n, mean, sd, ci, lo, hi."""
+    by = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, g in groups(df, by):
+        v = pd.to_numeric(g[metric], errors="coerce").dropna().to_numpy(dtype=float)
+        n = len(v)
+        m = float(v.mean()) if n else float("nan")
+        sd = float(v.std(ddof=1)) if n > 1 else float("nan")
+        ci = t_quantile(n - 1, conf) * sd / n ** 0.5 if n > 1 else float("nan")
+        rows.append(dict(zip(by, key), n=n, mean=m, sd=sd, ci=ci, lo=m - ci, hi=m + ci))
+    return pd.DataFrame(rows, columns=by + ["n", "mean", "sd", "ci", "lo", "hi"])
+
+
+def pair_gain(df, metric, treat=None, base=None, policy="policy.replication.name",
+              baseline="none", lower_is_better=True, best_of=("policy.preset",)):
+    """Each treated run against its baseline: a run whose `policy` column is
+    `baseline` at equal values of every other varied parameter and the same
+    seed. Where several baselines match (the `best_of` parameters, the
+    presets, are never matched on), the best by `metric` is taken (the
+    lowest when lower_is_better). treat / base
+    optionally narrow the two sides further (a pandas query string or a
+    boolean mask). Returns the treated rows with base_<metric>, base_id, gain
+    (base - treat when lower is better, treat - base otherwise) and gain_pct
+    (gain / base x 100); a treated run without a baseline is left out."""
+    params = [p for p in df.attrs.get("params", []) if p in df.columns]
+    is_base = df[policy].astype(str) == baseline
+    tr, bs = df[~is_base], df[is_base]
+    if treat is not None:
+        tr = tr.query(treat) if isinstance(treat, str) else tr[treat[~is_base]]
+    if base is not None:
+        bs = bs.query(base) if isinstance(base, str) else bs[base[is_base]]
+    keys = _pair_keys(tr, bs, params, [policy, *best_of])
+    m = pd.to_numeric(bs[metric], errors="coerce")
+    bs = bs.assign(_m=m).sort_values("_m", ascending=lower_is_better, kind="mergesort")
+    best = bs.drop_duplicates(keys + ["seed"], keep="first")
+    best = best[keys + ["seed", "_m", "id"]].rename(columns={"_m": "base_" + metric, "id": "base_id"})
+    out = tr.merge(best, on=keys + ["seed"], how="inner")
+    t = pd.to_numeric(out[metric], errors="coerce")
+    b = out["base_" + metric]
+    out["gain"] = (b - t) if lower_is_better else (t - b)
+    out["gain_pct"] = 100.0 * out["gain"] / b
+    out.attrs.update(df.attrs)
+    out.attrs["pair_keys"] = keys
+    return out
+
+
+def _pair_keys(tr, bs, params, skip):
+    """The parameters a pair must agree on: every varied parameter but the
+    `skip` ones and those that one side does not vary (a parameter such as
+    oracle_recall means nothing to the baseline, which may have run at one
+    value of it or none)."""
+    return [p for p in params if p not in skip and
+            tr[p].astype(str).nunique() > 1 and bs[p].astype(str).nunique() > 1]

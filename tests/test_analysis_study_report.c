@@ -1,0 +1,164 @@
+/* Tests for analysis/study_report.py and the loader, mean_ci and pair_gain
+ * of analysis/kvsim_results.py, on a tiny study the group setup makes with
+ * `kvsim sweep` on the default experiment (5 s of traffic): E1 replication
+ * none/speculative x oracle recall 0.3, 1 x FP rate 0, 2; E2 three policies
+ * x two rate scales; E5 the preset btb with three switches lifted one at a
+ * time and all together; E3 skipped and E4 absent. The checks recompute what
+ * they compare from the catalog and run files (tests/check_study_report.py).
+ * Skipped when /usr/bin/python3 lacks h5py, pandas or matplotlib, or when
+ * no kvsim binary is built. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/test_main.h"
+#include "tests/tmp_fixture.h"
+
+static char tmpdir[256], out[300];
+
+/* Runs the command made from fmt; returns its system() status. */
+static int sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof cmd)
+		return -1;
+	return system(cmd);
+}
+
+static int setup(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!k || !*k)
+		k = "build/kvsim";
+	if (access(k, X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0 ||
+	    system("/usr/bin/python3 -c 'import h5py, pandas, matplotlib' >/dev/null 2>&1") != 0)
+		return 0; /* tests skip */
+	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_study_XXXXXX"))
+		return -1;
+	snprintf(out, sizeof out, "%s/study", tmpdir);
+	const char *common = "--set trace.duration_s=5 --seeds 2 -j 2 --no-progress";
+	FILE *f;
+	int rc = sh("%s sweep %s --set policy.predictor.name=oracle "
+	            "--grid policy.replication.name=none,speculative "
+	            "--grid policy.predictor.oracle_recall=0.3,1 "
+	            "--grid policy.predictor.oracle_fp_rate=0,2 -o %s/e1_breakeven >/dev/null 2>&1",
+	            k, common, out) ||
+	         sh("%s sweep %s --grid policy.replication.name=none,speculative,early_rdma "
+	            "--grid trace.rate_scale=0.5,1 -o %s/e2_traces >/dev/null 2>&1",
+	            k, common, out) ||
+	         /* published, each of three switches lifted, all lifted */
+	         sh("%s sweep %s --set policy.preset=btb "
+	            "--grid policy.replication.name=none,early_rdma "
+	            "--zip network.contention=none,maxmin,none,none,maxmin "
+	            "--zip compute.model=linear,linear,roofline,linear,roofline "
+	            "--zip scheduler.ttft=prefill_end,prefill_end,prefill_end,first_token,first_token "
+	            "-o %s/e5_lift >/dev/null 2>&1",
+	            k, common, out);
+	if (rc)
+		return -1;
+	char path[400];
+	snprintf(path, sizeof path, "%s/study.json", out);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	fprintf(f, "{\"size\": \"tiny\", \"revision\": \"test\", \"experiments\": {"
+	           "\"e1_breakeven\": {\"commands\": [\"kvsim sweep ...\"], \"skipped\": null},"
+	           "\"e2_traces\": {\"commands\": [], \"skipped\": null},"
+	           "\"e3_interference\": {\"commands\": [], \"skipped\": \"no trace here\"},"
+	           "\"e5_lift\": {\"commands\": [], \"skipped\": null}}}\n");
+	fclose(f);
+	return sh("/usr/bin/python3 analysis/study_report.py %s --figures %s/copied >/dev/null", out,
+	          out)
+	               ? -1
+	               : 0;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	return *tmpdir ? tmp_dir_remove(tmpdir) : 0;
+}
+
+static void check(const char *what)
+{
+	if (!*tmpdir)
+		skip();
+	assert_int_equal(sh("/usr/bin/python3 tests/check_study_report.py %s %s", out, what), 0);
+}
+
+/* The five figures exist as PNG in fig/ and in the --figures copy, the
+ * report shows each, and names the skipped and the absent experiment. */
+static void test_report_draws_every_figure_and_names_missing_experiments(void **st)
+{
+	(void)st;
+	check("figures");
+}
+
+/* Each table cell (mean ± 95% CI over seeds) equals the one recomputed from
+ * the catalog's rows, and each configuration of the catalog has its row. */
+static void test_report_tables_come_from_the_catalog(void **st)
+{
+	(void)st;
+	check("tables");
+}
+
+/* load() of a directory, of run files and with requests=True: the rows,
+ * parameters, metrics and joined per-request rows of the catalog/files. */
+static void test_loader_returns_catalog_rows_and_joined_requests(void **st)
+{
+	(void)st;
+	check("loader");
+}
+
+/* mean_ci against a hand computation and against the catalog's seeds. */
+static void test_mean_ci_is_student_t_over_seeds(void **st)
+{
+	(void)st;
+	check("mean_ci");
+}
+
+/* pair_gain pairs by seed with the best baseline at equal parameters. */
+static void test_pair_gain_pairs_each_seed_with_its_best_baseline(void **st)
+{
+	(void)st;
+	check("pair_gain");
+}
+
+/* The report refuses a directory that does not exist (no half-written
+ * report), and a study with no catalog at all still writes one that says so. */
+static void test_report_of_empty_study_names_every_experiment_missing(void **st)
+{
+	(void)st;
+	if (!*tmpdir)
+		skip();
+	assert_int_not_equal(sh("/usr/bin/python3 analysis/study_report.py %s/nope 2>/dev/null",
+	                        tmpdir),
+	                     0);
+	assert_int_equal(sh("mkdir -p %s/empty && /usr/bin/python3 analysis/study_report.py "
+	                    "%s/empty >/dev/null 2>&1",
+	                    tmpdir, tmpdir),
+	                 0);
+	assert_int_equal(sh("test $(grep -c 'absent (no e._[a-z]*/catalog.sqlite)' "
+	                    "%s/empty/REPORT.md) -ge 10",
+	                    tmpdir),
+	                 0);
+}
+
+TEST_MAIN_FIXTURE(setup, teardown,
+                  cmocka_unit_test(test_report_draws_every_figure_and_names_missing_experiments),
+                  cmocka_unit_test(test_report_tables_come_from_the_catalog),
+                  cmocka_unit_test(test_loader_returns_catalog_rows_and_joined_requests),
+                  cmocka_unit_test(test_mean_ci_is_student_t_over_seeds),
+                  cmocka_unit_test(test_pair_gain_pairs_each_seed_with_its_best_baseline),
+                  cmocka_unit_test(test_report_of_empty_study_names_every_experiment_missing))
