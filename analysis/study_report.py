@@ -117,16 +117,15 @@ def exp_table(df):
     mets = [m for m in TABLE_METRICS if m in df.columns]
     key = by or ["_all"]
     d = df.assign(_all="all") if not by else df
-    stats = {m: kr.mean_ci(d, key, m).set_index(key) for m in mets}
-    counts = d.groupby(key, sort=True, dropna=False).size()
     head = [short(p) for p in by] + ["seeds"] + mets
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for k in counts.index:
-        kt = k if isinstance(k, tuple) else (k,)
+    # one pass over the groups (NaN kept: a parameter a sweep line left
+    # unset is NaN, and NaN keys cannot be looked up in an index)
+    for kt, g in kr.groups(d, key):
         cells = [short(v) for v in kt] if by else []
-        cells.append(str(int(counts[k])))
+        cells.append(str(len(g)))
         for m in mets:
-            r = stats[m].loc[k]
+            r = kr.mean_ci(g, key, m).iloc[0]
             cells.append(fmt(r["mean"]) + ("" if not np.isfinite(r["ci"]) else " ± " + fmt(r["ci"])))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
