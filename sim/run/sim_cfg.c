@@ -91,17 +91,20 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 AT(STR, dg.decode_gpu)},
 	{{"cluster", "handoff", CFG_ENUM, "layerwise", 0, 0, NULL, "",
 	 "disagg: when the KV leaves the prefill instance. layerwise (default): each layer's KV "
-	 "is sent as it is computed, overlapping the prefill (Mooncake's layer-wise transfer, "
-	 "Qin et al. FAST '25 sec. 4.1; Dynamo over NIXL); modelled as all but the last layer's "
-	 "share starting with the request's last prefill iteration and the last layer's share "
-	 "at its end. after_prefill: the whole KV leaves when the prefill ends (DistServe, "
-	 "Zhong et al. OSDI '24 sec. 4.3; Splitwise, Patel et al. ISCA '24)", NULL},
+	 "leaves once computed, overlapping the prefill (Mooncake's layer-wise transfer, Qin et "
+	 "al. FAST '25; Dynamo over NIXL; as recalled), modelled as all but the last layer's "
+	 "share leaving when the request's last prefill iteration starts and the last layer's "
+	 "share when it ends; after_prefill: the whole KV leaves when the prefill ends "
+	 "(DistServe, Zhong et al. OSDI '24; Splitwise, Patel et al. ISCA '24; as recalled). "
+	 "Handoff flows always share links (whatever network.contention says)", NULL},
 	 AT_ENUM(dg.handoff, handoff_map)},
 	{{"cluster", "decode_routing", CFG_ENUM, "least_loaded", 0, 0, NULL, "",
-	 "disagg: decode instance of a prefilled request. least_loaded (default): fewest decode "
-	 "tokens, then fewest running (Dynamo's KV-load decode selection, own reading); "
-	 "kv_capacity: most free KV blocks (Mooncake's Conductor picks decode by KV room, sec. "
-	 "5); ties at random from the run's own stream", NULL},
+	 "disagg: the decode instance of a prefilled request. least_loaded (default, own "
+	 "choice): fewest decode tokens (running, plus those of handoffs headed there), then "
+	 "fewest requests; kv_capacity: most free or evictable KV blocks less those promised "
+	 "to handoffs (own choice, after Mooncake's Conductor, which weighs a decode "
+	 "instance's KV room, as recalled). Ties at random from the decode router's own "
+	 "seeded stream, never by index", NULL},
 	 AT_ENUM(dg.decode_routing, droute_map)},
 	{{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
 	 "tokens per KV block (the Mooncake traces hash 512-token blocks; vLLM uses 16)", NULL},
