@@ -253,6 +253,28 @@ static void test_handoff_bytes_are_the_prompts_kv_layerwise(void **st)
 	check_conservation("layerwise");
 }
 
+/* A request whose one output token comes from its prefill completes there:
+ * no handoff, and layer-wise streaming sends nothing for it. */
+static void test_single_token_requests_never_leave_the_prefill_pool(void **st)
+{
+	(void)st;
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=2", "cluster.gpus_per_node=8",
+			      "cluster.tp=4",          "cluster.disagg=true",
+			      "cluster.prefill_nodes=1", "cluster.decode_nodes=1",
+			      "kvcache.block_tokens=16", "cluster.handoff=layerwise"};
+	sf_prefix_t b = sf_prefix(8, 40, 500, 7000, 1);
+	b.gap_ns = 20000000;
+	sim_results_t r = run_ok(sets, (int)(sizeof sets / sizeof sets[0]), &b);
+	for (size_t i = 0; i < r.n_req; i++) {
+		assert_int_equal(r.req[i].status, REQ_COMPLETED);
+		assert_int_equal(r.req[i].decode_instance, -1);
+		assert_int_equal(r.req[i].handoff_wait_ns, -1);
+	}
+	for (size_t i = 0; i < r.n_xfer; i++)
+		assert_int_not_equal(r.xfer[i].klass, XFER_HANDOFF);
+	sim_results_free(&r);
+}
+
 /* Decode segments on the decode pool give step mode's rows (cluster.h
  * DECODE_SEGMENT), handoffs landing mid-segment included. */
 static void test_decode_segments_match_steps_under_disagg(void **st)
@@ -394,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_layerwise_waits_only_for_the_last_layer_by_hand),
 		cmocka_unit_test(test_handoff_bytes_are_the_prompts_kv_after_prefill),
 		cmocka_unit_test(test_handoff_bytes_are_the_prompts_kv_layerwise),
+		cmocka_unit_test(test_single_token_requests_never_leave_the_prefill_pool),
 		cmocka_unit_test(test_decode_segments_match_steps_under_disagg),
 		cmocka_unit_test(test_least_loaded_breaks_ties_from_the_seeded_stream),
 		cmocka_unit_test(test_kv_capacity_breaks_ties_from_the_seeded_stream),

@@ -283,7 +283,10 @@ static void on_last_chunk(void *ctx, uint32_t inst, sim_req_t *r)
 {
 	sim_ctx_t *s = ctx;
 	sim_disagg_t *g = s->dg;
-	if (r->handoff || s->hook_err)
+	/* one that ends with the prefill's token never leaves (cluster.h
+	 * CL_ROLE_PREFILL); under ttft = prefill_end such a one sends it all
+	 * when handed off */
+	if (r->handoff || s->hook_err || r->generated + 1 >= r->out_len)
 		return;
 	uint32_t idx, blocks;
 	int rc = hoff_new(g, r, inst, &idx);
