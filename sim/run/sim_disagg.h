@@ -23,7 +23,8 @@
  * it all at the end. When every flow has landed the decode instance queues
  * the request (cluster_handoff_land) and admits it once its blocks fit.
  * Its row: instance = the prefill instance, decode_instance, handoff_wait_ns
- * = prefill end to landing. The prefill instance keeps the prompt's full
+ * = prefill end to landing; TPOT and TBT count the gap from the first token
+ * (prefill) to the second (decode), which holds that wait. The prefill instance keeps the prompt's full
  * blocks as prefix cache; decode instances keep none (hook for replication
  * across pools).
  *
