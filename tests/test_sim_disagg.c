@@ -64,12 +64,13 @@ static const char *hand_sets[] = {
 	"cluster.gpus_per_node=4",    "cluster.tp=4",               "cluster.disagg=true",
 	"cluster.prefill_nodes=1",    "cluster.decode_nodes=1",     "cluster.decode_gpu=H200",
 	"kvcache.block_tokens=16",    "kvcache.transfer_engine=ideal", "scheduler.decode=step",
-	NULL, /* cluster.handoff */
+	"scheduler.ttft=first_token", NULL, /* cluster.handoff */
 };
 #define HAND_N ((int)(sizeof hand_sets / sizeof hand_sets[0]))
 
 typedef struct hand {
 	int64_t prefill, decode; /* the prefill iteration, the first decode step */
+	int64_t decode0;         /* a decode step on the prompt alone (ttft = prefill_end) */
 	uint64_t kv_bytes;       /* the prompt's KV at the prefill TP */
 	uint32_t layers;
 	double nic_bw;
@@ -102,6 +103,8 @@ static hand_t hand_pieces(void)
 	mdl_batch_t dec = {.n_decode = 1, .decode_ctx = &ctx};
 	h.prefill = mdl_iter_time_ns(&cpre, &pre);
 	h.decode = mdl_iter_time_ns(&cdec, &dec);
+	ctx = 2048;
+	h.decode0 = mdl_iter_time_ns(&cdec, &dec);
 	/* 128 blocks of 16 tokens over the 4 GPUs of a prefill instance */
 	h.kv_bytes = 128ull * mdl_kv_bytes_per_token_gpu(&llm, 4) * 4 * B;
 	h.layers = llm.layers;
@@ -111,13 +114,15 @@ static hand_t hand_pieces(void)
 	return h;
 }
 
-static const res_request_t *hand_run(const char *mode, sim_results_t *r)
+static const res_request_t *hand_run_ttft(const char *mode, const char *ttft, sim_results_t *r)
 {
 	const char *sets[HAND_N];
-	char m[64];
+	char m[64], t[64];
 	memcpy(sets, hand_sets, sizeof sets);
 	snprintf(m, sizeof m, "cluster.handoff=%s", mode);
+	snprintf(t, sizeof t, "scheduler.ttft=%s", ttft);
 	sets[HAND_N - 1] = m;
+	sets[HAND_N - 2] = t;
 	sf_prefix_t b = sf_prefix(1, 127, 1000, 9000, 2);
 	*r = run_ok(sets, HAND_N, &b);
 	assert_int_equal(r->n_req, 1);
@@ -126,6 +131,11 @@ static const res_request_t *hand_run(const char *mode, sim_results_t *r)
 	assert_int_equal(q->instance, 0);
 	assert_int_equal(q->decode_instance, 1);
 	return q;
+}
+
+static const res_request_t *hand_run(const char *mode, sim_results_t *r)
+{
+	return hand_run_ttft(mode, "first_token", r);
 }
 
 /* after_prefill: the first token at the prefill's end (TTFT), the KV in 4
@@ -179,6 +189,22 @@ static void test_layerwise_waits_only_for_the_last_layer_by_hand(void **st)
 		}
 	assert_int_equal(moved, h.kv_bytes);
 	assert_int_equal(early, body);
+	sim_results_free(&r);
+}
+
+/* scheduler.ttft = prefill_end: TTFT at the prefill's end, and both tokens
+ * from decode steps on the H200 once the KV has landed. */
+static void test_prefill_end_rule_decodes_every_token_by_hand(void **st)
+{
+	(void)st;
+	hand_t h = hand_pieces();
+	sim_results_t r;
+	const res_request_t *q = hand_run_ttft("after_prefill", "prefill_end", &r);
+	int64_t xfer = h.nic_lat + move_ns(h.kv_bytes / 4, h.nic_bw);
+	assert_int_equal(q->ttft_ns, h.prefill);
+	assert_int_equal(q->handoff_wait_ns, xfer);
+	assert_int_equal(q->e2e_ns, h.prefill + xfer + h.decode0 + h.decode);
+	assert_int_equal(q->tpot_ns, h.decode);
 	sim_results_free(&r);
 }
 
@@ -414,6 +440,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_after_prefill_ttft_and_second_token_by_hand),
 		cmocka_unit_test(test_layerwise_waits_only_for_the_last_layer_by_hand),
+		cmocka_unit_test(test_prefill_end_rule_decodes_every_token_by_hand),
 		cmocka_unit_test(test_handoff_bytes_are_the_prompts_kv_after_prefill),
 		cmocka_unit_test(test_handoff_bytes_are_the_prompts_kv_layerwise),
 		cmocka_unit_test(test_single_token_requests_never_leave_the_prefill_pool),
