@@ -353,16 +353,16 @@ static void write_expected(const sim_results_t *r, const char *dir)
 	FILE *f = csv_next(NULL, dir, "requests.csv",
 	                   "id,arrival_ns,instance,status,ttft_ns,tpot_ns,tbt_p90_ns,e2e_ns,"
 	                   "queue_ns,fetch_wait_ns,input_tokens,output_tokens,tok_local,tok_peer,"
-	                   "tok_host,tok_recomputed,tok_spec_hit\n");
+	                   "tok_host,tok_recomputed,tok_spec_hit,decode_instance,handoff_wait_ns\n");
 	for (size_t i = 0; i < r->n_req; i++) {
 		const res_request_t *q = &r->req[i];
-		fprintf(f, "%llu,%lld,%d,%d,%lld,%lld,%lld,%lld,%lld,%lld,%u,%u,%u,%u,%u,%u,%u\n",
+		fprintf(f, "%llu,%lld,%d,%d,%lld,%lld,%lld,%lld,%lld,%lld,%u,%u,%u,%u,%u,%u,%u,%d,%lld\n",
 			(unsigned long long)q->id, (long long)q->arrival_ns, q->instance,
 			q->status, (long long)q->ttft_ns, (long long)q->tpot_ns,
 			(long long)q->tbt_p90_ns, (long long)q->e2e_ns, (long long)q->queue_ns,
 			(long long)q->fetch_wait_ns, q->input_tokens, q->output_tokens,
 			q->tok_local, q->tok_peer, q->tok_host, q->tok_recomputed,
-			q->tok_spec_hit);
+			q->tok_spec_hit, q->decode_instance, (long long)q->handoff_wait_ns);
 	}
 	f = csv_next(f, dir, "transfers.csv",
 	             "id,src_instance,src_gpu,dst_instance,dst_gpu,bytes,blocks,klass,path_kind,"
@@ -457,7 +457,7 @@ static void test_h5py_reads_empty_tables_with_columns(void **st)
 	snprintf(cmd, sizeof cmd,
 		 "/usr/bin/python3 -c \"import h5py, pandas as pd; f = h5py.File('%s', 'r'); "
 		 "d = pd.DataFrame(f['requests'][:]); "
-		 "assert len(d) == 0 and list(d.columns)[0] == 'id' and len(d.columns) == 17; "
+		 "assert len(d) == 0 and list(d.columns)[0] == 'id' and len(d.columns) == 19; "
 		 "t = pd.DataFrame(f['transfers'][:]); "
 		 "assert len(t) == 0 and 'src_gpu' in t.columns\"",
 		 w.path);

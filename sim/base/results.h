@@ -16,7 +16,9 @@
 enum { REQ_COMPLETED = 0, REQ_REJECTED_TOO_LONG = 1, REQ_REJECTED_SLO = 2,
        REQ_UNFINISHED = 3, REQ_FAILED_IN_TRACE = 4, REQ_REJECTED_OVERLOAD = 5,
        REQ_STATUS_N = 6 };
-enum { XFER_FOREGROUND = 0, XFER_BACKGROUND = 1 };
+/* XFER_HANDOFF: a request's KV from its prefill to its decode instance
+ * (cluster.disagg). */
+enum { XFER_FOREGROUND = 0, XFER_BACKGROUND = 1, XFER_HANDOFF = 2 };
 enum { PATH_NVLINK = 0, PATH_PCIE_H2D = 1, PATH_PCIE_D2H = 2, PATH_NET = 3 };
 enum { TL_INSTANCE = 0, TL_LINK = 1 };
 
@@ -29,6 +31,10 @@ typedef struct res_request {
 	uint32_t input_tokens, output_tokens;
 	uint32_t tok_local, tok_peer, tok_host, tok_recomputed;
 	uint32_t tok_spec_hit; /* of tok_local: found warm thanks to a speculative copy */
+	/* cluster.disagg: the decode instance (-1: none) and the prefill's end
+	 * to its KV landing there (-1: no handoff) */
+	int32_t decode_instance;
+	int64_t handoff_wait_ns;
 } res_request_t;
 
 typedef struct res_transfer {

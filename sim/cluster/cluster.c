@@ -67,6 +67,9 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 	if (!p->on_result)
 		return KS_EINPUT;
 	c->p = *p;
+	c->p.inst_cost_ctx = NULL;
+	c->p.inst_kv_blocks = NULL;
+	c->p.inst_role = NULL;
 	c->eng = eng;
 	if (!c->p.resv_tokens_cap)
 		c->p.resv_tokens_cap = (uint64_t)p->kv_blocks * p->block_tokens;
@@ -76,7 +79,11 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 	for (uint32_t i = 0; i < p->n_instances; i++) {
 		sim_inst_t *in = &c->inst[i];
 		in->id = i;
-		in->kv = kv_store_new(p->kv_blocks);
+		in->role = p->inst_role ? p->inst_role[i] : CL_ROLE_MIXED;
+		if (in->role == CL_ROLE_PREFILL && !p->on_handoff)
+			return KS_EINPUT;
+		in->cost_ctx = p->inst_cost_ctx ? p->inst_cost_ctx[i] : p->cost_ctx;
+		in->kv = kv_store_new(p->inst_kv_blocks ? p->inst_kv_blocks[i] : p->kv_blocks);
 		in->new_token_ratio = sg_init_ratio(c);
 		in->batch_cap = p->max_num_seqs;
 		in->batch.pre_new = calloc(in->batch_cap, sizeof(uint32_t));
@@ -221,6 +228,8 @@ static void row_init(res_request_t *r)
 {
 	memset(r, 0, sizeof *r);
 	r->ttft_ns = r->tpot_ns = r->tbt_p90_ns = r->e2e_ns = r->queue_ns = -1;
+	r->decode_instance = -1;
+	r->handoff_wait_ns = -1;
 }
 
 /* Hands a finished row to the run's recorder. */
@@ -260,6 +269,8 @@ static int record(cluster_t *c, const sim_req_t *q, int32_t status)
 	r->fetch_wait_ns = q->fetch_wait;
 	r->tok_recomputed = q->tok_recomputed;
 	r->tok_spec_hit = q->tok_spec_hit;
+	r->decode_instance = q->dec_inst;
+	r->handoff_wait_ns = q->t_landed >= 0 ? q->t_landed - q->t_prefilled : -1;
 	if (q->t_admit >= 0)
 		r->queue_ns = q->t_admit - q->arrival;
 	if (c->p.ttft_prefill_end && q->t_prefilled >= 0)
@@ -396,8 +407,29 @@ static double sg_new_tokens(const sim_req_t *r)
  * output; r is refused unless its blocks and its own output reserve fit
  * beside them (PrefillAdder.add_one_req: NO_TOKEN when total_tokens >=
  * rem_total_tokens before locking its prefix, or > after). */
+/* A handed-off request whose prompt KV landed here (cluster_handoff_land):
+ * private blocks for its whole context and its next token, no prefix
+ * match, no prefill; the prefill instance counted it at its admission. */
+static int admit_landed(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+{
+	uint64_t ctx = (uint64_t)r->in_len + r->generated;
+	uint32_t need = ceil_div(ctx, c->p.block_tokens);
+	if (kv_free_or_evictable(in->kv) < need)
+		return ADMIT_FULL;
+	kv_alloc_private(in->kv, need, ev_engine_now(c->eng));
+	c->kv_block_allocs += need;
+	r->priv = need;
+	r->held = r->shared_hold = r->ready = r->own_from = 0;
+	r->target = r->done_tok = r->in_len; /* as after a prefill here */
+	r->landed = 0; /* a preemption from here on recomputes, as vLLM's does */
+	r->phase = RQ_RUNNING;
+	return ADMIT_OK;
+}
+
 static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 {
+	if (r->landed)
+		return admit_landed(c, in, r);
 	int64_t now = ev_engine_now(c->eng);
 	uint32_t avail_before = kv_free_or_evictable(in->kv);
 	uint32_t B = c->p.block_tokens;
@@ -690,10 +722,10 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 	for (uint32_t k = 0; k < in->batch.n_dec; k++)
 		in->batch.dec_ctx[k]++;
 	if (c->p.cost_run) {
-		c->p.cost_run(c->p.cost_ctx, &in->batch, n - 1, dur);
+		c->p.cost_run(in->cost_ctx, &in->batch, n - 1, dur);
 	} else {
 		for (uint32_t j = 0; j + 1 < n; j++) {
-			dur[j] = c->p.cost(c->p.cost_ctx, &in->batch);
+			dur[j] = c->p.cost(in->cost_ctx, &in->batch);
 			for (uint32_t k = 0; k < in->batch.n_dec; k++)
 				in->batch.dec_ctx[k]++;
 		}
@@ -797,7 +829,7 @@ static int iter_launch(cluster_t *c, sim_inst_t *in)
 {
 	if (in->batch.n_pre + in->batch.n_dec == 0)
 		return 0;
-	int64_t dur = c->p.cost(c->p.cost_ctx, &in->batch);
+	int64_t dur = c->p.cost(in->cost_ctx, &in->batch);
 	if (dur < 1)
 		dur = 1;
 	in->busy = 1;
@@ -855,11 +887,16 @@ static int iter_start_btb(cluster_t *c, sim_inst_t *in)
 	return iter_launch(c, in);
 }
 
+static void batch_add_decode(sim_inst_t *in, sim_req_t *r);
+
 /* Adds r's next prefill chunk to the batch if the budget allows; returns
  * the chunk (0 if none). */
 static uint32_t batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget)
 {
 	uint32_t ch = prefill_chunk(c, r, *budget);
+	if (ch && in->role == CL_ROLE_PREFILL && r->done_tok + ch == r->target &&
+	    c->p.on_last_chunk)
+		c->p.on_last_chunk(c->p.hook_ctx, in->id, r);
 	if (ch) {
 		batch_add_prefill(in, r, ch);
 		*budget -= ch < *budget ? ch : *budget;
@@ -893,6 +930,12 @@ static int admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double 
 		wait_unlink(in, prev, r, ev_engine_now(c->eng));
 		in->run[in->n_run++] = r;
 		in->decode_tokens += decode_share(r);
+		if (r->done_tok >= r->target) { /* landed KV (admit_landed): decodes now */
+			batch_add_decode(in, r);
+			(*budget)--;
+			r = next;
+			continue;
+		}
 		uint32_t ch = batch_add_chunk(c, in, r, budget);
 		if (resv && ch && r->done_tok + ch == r->target)
 			*resv += sg_new_tokens(r);
@@ -1110,6 +1153,21 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 	}
 }
 
+/* CL_ROLE_PREFILL: run[k]'s prefill just ended with output left; it leaves
+ * the instance (its cached prompt blocks stay, the rest is freed: decode
+ * instances keep no prefix cache, so it forgets its block ids) for the
+ * handoff hook. */
+static int handoff(cluster_t *c, sim_inst_t *in, uint32_t k)
+{
+	sim_req_t *r = in->run[k];
+	release_blocks(c, in, r);
+	run_remove(in, k);
+	in->batch_full = 0;
+	r->n_ids = r->n_blocks = 0;
+	r->phase = RQ_WAITING;
+	return c->p.on_handoff(c->p.hook_ctx, in->id, r);
+}
+
 static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	cluster_t *c = ctx;
@@ -1137,7 +1195,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		}
 		r->in_batch = 0;
 		uint64_t share = decode_share(r);
-		int tok = 1;
+		int tok = 1, prefilled = 0;
 		if (r->done_tok < r->target) {
 			r->done_tok += r->chunk;
 			/* blocks whose every token is now computed become usable */
@@ -1145,6 +1203,7 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				kv_ready(in->kv, r->blocks[r->ready++], now);
 			tok = r->done_tok == r->target;
 			if (tok) {
+				prefilled = 1;
 				r->t_prefilled = now;
 				if (c->p.sched_mode == SCHED_BTB)
 					btb_prefilled(in, r, now);
@@ -1171,6 +1230,12 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			req_free(c, r);
 			c->n_live--;
 			in->batch_full = 0; /* the running batch shrank */
+			continue;
+		}
+		if (prefilled && in->role == CL_ROLE_PREFILL) {
+			int rc = handoff(c, in, k);
+			if (rc)
+				return rc;
 			continue;
 		}
 		in->decode_tokens += decode_share(r);
@@ -1246,12 +1311,36 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 	r->inst = (int32_t)inst;
 	r->t_admit = -1;
 	r->t_prefilled = -1;
+	r->dec_inst = -1;
+	r->t_landed = -1;
 	sim_inst_t *in = &c->inst[inst];
 	wait_push_back(in, r, ev_engine_now(c->eng));
 	in->prefill_tokens_queued += r->in_len;
 	c->n_live++;
 	*out = r;
 	return 0;
+}
+
+int cluster_handoff_land(cluster_t *c, uint32_t inst, sim_req_t *r)
+{
+	sim_inst_t *in = &c->inst[inst];
+	int rc = seg_cut(c, in);
+	if (rc)
+		return rc;
+	int64_t now = ev_engine_now(c->eng);
+	r->dec_inst = (int32_t)inst;
+	r->t_landed = now;
+	r->landed = 1;
+	wait_push_back(in, r, now);
+	return iter_start(c, in);
+}
+
+int cluster_handoff_drop(cluster_t *c, sim_req_t *r)
+{
+	int rc = record(c, r, REQ_UNFINISHED);
+	req_free(c, r);
+	c->n_live--;
+	return rc;
 }
 
 int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n)

@@ -8,7 +8,8 @@
  * (at their arrival time, already routed); each instance runs one iteration
  * event at a time whose duration comes from the cost callback. Every request
  * ends completed or rejected (with a reason); none is dropped. Errors:
- * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook).
+ * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook, or with a
+ * prefill instance and no on_handoff hook).
  */
 #ifndef KVSIM_CLUSTER_H
 #define KVSIM_CLUSTER_H
@@ -82,6 +83,15 @@ enum { SCHED_VLLM = 0, SCHED_BTB = 1, SCHED_SGLANG = 2 };
  *   cost that has no q-norm, or without cost_run. */
 enum { DECODE_STEP = 0, DECODE_SEGMENT = 1 };
 
+/* What an instance runs (cluster_params_t.inst_role). MIXED: prefill and
+ * decode (vLLM, SGLang; every instance when inst_role is NULL). PREFILL: a
+ * request whose prefill ends here with output left leaves the instance
+ * (its full prompt blocks stay as prefix cache, the rest is freed) and goes
+ * to p.on_handoff; the first token is emitted here first unless
+ * ttft_prefill_end. DECODE: takes requests only through
+ * cluster_handoff_land, their prompt KV already there. */
+enum { CL_ROLE_MIXED = 0, CL_ROLE_PREFILL = 1, CL_ROLE_DECODE = 2 };
+
 struct sim_req;
 
 typedef struct cluster_params {
@@ -110,6 +120,20 @@ typedef struct cluster_params {
 	sim_cost_fn cost;
 	sim_cost_run_fn cost_run;    /* may be NULL: cost is called per step */
 	void *cost_ctx;
+	/* Per instance (n_instances entries, borrowed for cluster_init), or
+	 * NULL: cost_ctx and kv_blocks for every instance, all CL_ROLE_MIXED.
+	 * Heterogeneous pools give each instance its pool's compute model and
+	 * KV pool. */
+	void *const *inst_cost_ctx;
+	const uint32_t *inst_kv_blocks;
+	const uint8_t *inst_role;    /* CL_ROLE_* */
+	/* CL_ROLE_PREFILL: r's prefill ended on inst and r left it; the hook
+	 * owns r until cluster_handoff_land or cluster_handoff_drop. Nonzero
+	 * stops the run. Required when a role is PREFILL. */
+	int (*on_handoff)(void *ctx, uint32_t inst, struct sim_req *r);
+	/* CL_ROLE_PREFILL: the iteration starting now computes the last chunk
+	 * of r's prefill (layer-wise transfer starts with it; may be NULL). */
+	void (*on_last_chunk)(void *ctx, uint32_t inst, struct sim_req *r);
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
@@ -157,6 +181,13 @@ typedef struct sim_req {
 	uint32_t preemptions;
 	int64_t t_admit, t_first, t_last;
 	int64_t t_prefilled;       /* end of the prefill (-1 before) */
+	/* disaggregation: the handoff hook's own index + 1 (0: none), the
+	 * decode instance (-1: none), when its KV landed there (-1: not yet),
+	 * and whether it waits on that instance with its KV landed */
+	uint32_t handoff;
+	int32_t dec_inst;
+	int64_t t_landed;
+	uint8_t landed;
 	tok_hist_t gaps;           /* inter-token gaps, ns (buffer kept across reuse); a
 				      decode segment's silent gaps join it when it ends */
 	struct sim_req *next;      /* waiting queue link */
@@ -164,6 +195,8 @@ typedef struct sim_req {
 
 typedef struct sim_inst {
 	uint32_t id;
+	uint8_t role;              /* CL_ROLE_* */
+	void *cost_ctx;            /* its pool's compute model */
 	kv_store_t *kv;
 	sim_req_t *wait_head, *wait_tail;
 	uint32_t n_wait;
@@ -235,6 +268,15 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
  * cache_unfinished_req): a session's next turn, or the request itself after
  * a preemption, matches it. 0 or KS_ENOMEM. */
 int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n);
+/* A request handed off by p.on_handoff whose prompt KV has landed on decode
+ * instance inst: it queues there and is admitted with ceil((in_len +
+ * generated) / block_tokens) private blocks (the KV moved, and room for its
+ * next token) as soon as they fit, then decodes; kicks inst. Its row keeps
+ * the prefill instance in `instance`. 0 or an engine error. */
+int cluster_handoff_land(cluster_t *c, uint32_t inst, sim_req_t *r);
+/* A handed-off request that never lands (end of run): recorded unfinished
+ * and freed. */
+int cluster_handoff_drop(cluster_t *c, sim_req_t *r);
 /* Starts an iteration on an idle instance (blocks landed, a request came). */
 int cluster_kick(cluster_t *c, uint32_t inst);
 /* Records a request that never reaches an instance (rejected, failed). */

@@ -27,7 +27,7 @@ typedef struct col {
 static const char st_values[] =
 	"0=completed,1=rejected_too_long,2=rejected_slo,3=unfinished,4=failed_in_trace,"
 	"5=rejected_overload";
-static const char kl_values[] = "0=foreground,1=background";
+static const char kl_values[] = "0=foreground,1=background,2=handoff";
 static const char pk_values[] = "0=nvlink,1=pcie_h2d,2=pcie_d2h,3=net";
 static const char tk_values[] = "0=instance,1=link";
 
@@ -50,6 +50,8 @@ static const col_t req_cols[] = {
 	RQ(tok_host, C_U32, "tokens", NULL),
 	RQ(tok_recomputed, C_U32, "tokens", NULL),
 	RQ(tok_spec_hit, C_U32, "tokens", NULL),
+	RQ(decode_instance, C_I32, "", "-1=none"),
+	RQ(handoff_wait_ns, C_I64, "ns", "-1=none"),
 };
 #define XF(f, k, u, v) {#f, offsetof(res_transfer_t, f), k, u, v}
 static const col_t xfer_cols[] = {

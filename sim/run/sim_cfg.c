@@ -14,6 +14,10 @@ static const cfg_enum_t copy_from_map[] = {{"computed", 0}, {"uncomputed", 1}, {
 static const cfg_enum_t mode_map[] = {
     {"vllm", SCHED_VLLM}, {"btb", SCHED_BTB}, {"sglang", SCHED_SGLANG}, {NULL, 0}};
 static const cfg_enum_t ttft_map[] = {{"first_token", 0}, {"prefill_end", 1}, {NULL, 0}};
+static const cfg_enum_t handoff_map[] = {
+    {"after_prefill", SIM_HANDOFF_AFTER_PREFILL}, {"layerwise", SIM_HANDOFF_LAYERWISE}, {NULL, 0}};
+static const cfg_enum_t droute_map[] = {
+    {"least_loaded", SIM_DROUTE_LEAST_LOADED}, {"kv_capacity", SIM_DROUTE_KV_CAPACITY}, {NULL, 0}};
 static const cfg_enum_t decode_map[] = {
     {"step", DECODE_STEP}, {"segment", DECODE_SEGMENT}, {NULL, 0}};
 
@@ -57,6 +61,51 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	{{"cluster", "kv_blocks", CFG_INT, "0", 0, 1e9, NULL, "blocks",
 	 "KV pool per instance in blocks; 0 = what HBM leaves after weights and reserve", NULL},
 	 AT(U32, kv_blocks)},
+	{{"cluster", "disagg", CFG_BOOL, "false", 0, 0, NULL, "",
+	 "disaggregated prefill and decode: the first prefill_nodes nodes run prefill "
+	 "instances, the next decode_nodes decode instances; a request is routed to a prefill "
+	 "instance, which emits its first token, and its KV then moves to a decode instance "
+	 "(Mooncake, Qin et al. FAST '25; DistServe, Zhong et al. OSDI '24; NVIDIA Dynamo). "
+	 "false (default): every instance is mixed, as in vLLM and SGLang (sim/run/sim_disagg.h)",
+	 NULL},
+	 AT(BOOL, dg.on)},
+	{{"cluster", "prefill_nodes", CFG_INT, "0", 0, 4096, NULL, "",
+	 "disagg: nodes of the prefill pool; prefill_nodes + decode_nodes = nodes (own choice: "
+	 "pools are whole nodes, as Mooncake's and DistServe's deployments are)", NULL},
+	 AT(U32, dg.prefill_nodes)},
+	{{"cluster", "decode_nodes", CFG_INT, "0", 0, 4096, NULL, "",
+	 "disagg: nodes of the decode pool (after the prefill pool's)", NULL},
+	 AT(U32, dg.decode_nodes)},
+	{{"cluster", "prefill_tp", CFG_INT, "0", 0, 64, NULL, "",
+	 "disagg: tensor-parallel degree of prefill instances; 0 = tp", NULL},
+	 AT(U32, dg.prefill_tp)},
+	{{"cluster", "decode_tp", CFG_INT, "0", 0, 64, NULL, "",
+	 "disagg: tensor-parallel degree of decode instances; 0 = tp", NULL},
+	 AT(U32, dg.decode_tp)},
+	{{"cluster", "prefill_gpu", CFG_STR, "", 0, 0, NULL, "",
+	 "disagg: built-in GPU of the prefill pool (as gpu.name); empty = the [gpu] spec", NULL},
+	 AT(STR, dg.prefill_gpu)},
+	{{"cluster", "decode_gpu", CFG_STR, "", 0, 0, NULL, "",
+	 "disagg: built-in GPU of the decode pool (e.g. H200 under H100 prefill); empty = the "
+	 "[gpu] spec", NULL},
+	 AT(STR, dg.decode_gpu)},
+	{{"cluster", "handoff", CFG_ENUM, "layerwise", 0, 0, NULL, "",
+	 "disagg: when the KV leaves the prefill instance. layerwise (default): each layer's KV "
+	 "leaves once computed, overlapping the prefill (Mooncake's layer-wise transfer, Qin et "
+	 "al. FAST '25; Dynamo over NIXL; as recalled), modelled as all but the last layer's "
+	 "share leaving when the request's last prefill iteration starts and the last layer's "
+	 "share when it ends; after_prefill: the whole KV leaves when the prefill ends "
+	 "(DistServe, Zhong et al. OSDI '24; Splitwise, Patel et al. ISCA '24; as recalled). "
+	 "Handoff flows always share links (whatever network.contention says)", NULL},
+	 AT_ENUM(dg.handoff, handoff_map)},
+	{{"cluster", "decode_routing", CFG_ENUM, "least_loaded", 0, 0, NULL, "",
+	 "disagg: the decode instance of a prefilled request. least_loaded (default, own "
+	 "choice): fewest decode tokens (running, plus those of handoffs headed there), then "
+	 "fewest requests; kv_capacity: most free or evictable KV blocks less those promised "
+	 "to handoffs (own choice, after Mooncake's Conductor, which weighs a decode "
+	 "instance's KV room, as recalled). Ties at random from the decode router's own "
+	 "seeded stream, never by index", NULL},
+	 AT_ENUM(dg.decode_routing, droute_map)},
 	{{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
 	 "tokens per KV block (the Mooncake traces hash 512-token blocks; vLLM uses 16)", NULL},
 	 AT(U32, block_tokens)},

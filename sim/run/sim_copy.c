@@ -31,13 +31,13 @@ static kv_store_t *store_of(sim_ctx_t *s, int32_t where)
 
 static uint32_t node_of(const sim_ctx_t *s, int32_t where)
 {
-	return where >= 0 ? (uint32_t)where * s->tp / s->gpus_per_node : (uint32_t)(-1 - where);
+	return where >= 0 ? sim_inst_node(s, (uint32_t)where) : (uint32_t)(-1 - where);
 }
 
 /* First GPU (within its node) of an instance. */
 static uint32_t gpu0_of(sim_ctx_t *s, uint32_t inst)
 {
-	return inst * s->tp % s->gpus_per_node;
+	return sim_inst_gpu0(s, inst);
 }
 
 static uint64_t shard_block_bytes(sim_ctx_t *s)
@@ -202,6 +202,15 @@ void sim_net_free(sim_ctx_t *s)
 	net_free(s->net);
 }
 
+/* Path from GPU gs of instance src to GPU gd of instance dst. */
+static int gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
+		    uint32_t *links, int *kind)
+{
+	uint32_t ns = node_of(s, (int32_t)src), nd = node_of(s, (int32_t)dst);
+	*kind = ns == nd ? PATH_NVLINK : PATH_NET;
+	return net_path_gpu_gpu(s->topo, ns, gpu0_of(s, src) + gs, nd, gpu0_of(s, dst) + gd, links);
+}
+
 /* Path of shard g of a copy; returns its length or < 0. */
 static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t *links,
 		      int *kind)
@@ -215,9 +224,7 @@ static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32
 		*kind = PATH_PCIE_D2H;
 		return net_path_gpu_host(s->topo, ns, gpu0_of(s, (uint32_t)src) + g, links);
 	}
-	*kind = ns == nd ? PATH_NVLINK : PATH_NET;
-	return net_path_gpu_gpu(s->topo, ns, gpu0_of(s, (uint32_t)src) + g, nd,
-				gpu0_of(s, (uint32_t)dst) + g, links);
+	return gpu_path(s, (uint32_t)src, g, (uint32_t)dst, g, links, kind);
 }
 
 static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec, int kind)
@@ -225,18 +232,23 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 	res_transfer_t row, *t = &row;
 	memset(t, 0, sizeof *t);
 	t->id = rec->id;
-	uint32_t g = (uint32_t)(rec->tag & 0xffff);
+	uint32_t g = (uint32_t)(rec->tag & 0xffff), gs = g, gd = g;
+	if (k->handoff) { /* flow g of max(tp_src, tp_dst) (sim_copy_handoff) */
+		uint32_t n = k->tp_src > k->tp_dst ? k->tp_src : k->tp_dst;
+		gs = g * k->tp_src / n;
+		gd = g * k->tp_dst / n;
+	}
 	t->src_instance = k->src >= 0 ? k->src : -1;
 	t->dst_instance = k->dst >= 0 ? k->dst : -1;
 	t->src_gpu = k->src >= 0 ? (int32_t)(node_of(s, k->src) * s->gpus_per_node +
-					     gpu0_of(s, (uint32_t)k->src) + g)
+					     gpu0_of(s, (uint32_t)k->src) + gs)
 				 : -1;
 	t->dst_gpu = k->dst >= 0 ? (int32_t)(node_of(s, k->dst) * s->gpus_per_node +
-					     gpu0_of(s, (uint32_t)k->dst) + g)
+					     gpu0_of(s, (uint32_t)k->dst) + gd)
 				 : -1;
 	t->bytes = rec->delivered;
 	t->blocks = k->n;
-	t->klass = k->cls == NET_BG ? XFER_BACKGROUND : XFER_FOREGROUND;
+	t->klass = k->handoff ? XFER_HANDOFF : k->cls == NET_BG ? XFER_BACKGROUND : XFER_FOREGROUND;
 	t->path_kind = kind;
 	t->granular = s->block_granular;
 	t->requested_ns = k->requested;
@@ -258,6 +270,11 @@ static int replica_new(sim_ctx_t *s, uint32_t blocks, uint32_t *idx)
 /* Every shard of copy k has arrived: its blocks exist at the destination. */
 static int copy_land(sim_ctx_t *s, kcopy_t *k)
 {
+	if (k->handoff) { /* request KV, not cache blocks: the decode side takes it */
+		k->live = 0;
+		s->live_events--;
+		return s->handoff_landed(s, k->handoff);
+	}
 	int64_t now = ev_engine_now(s->eng);
 	kv_store_t *d = store_of(s, k->dst);
 	uint32_t tag = 0;
@@ -493,6 +510,46 @@ static int copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 			.ctx = s,
 		};
 		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[g], s->err)))
+			return rc;
+	}
+	return 0;
+}
+
+int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
+		     uint64_t bytes, uint32_t blocks, uint32_t tag)
+{
+	kcopy_t *c = copy_new(s, (int32_t)src, (int32_t)dst, NULL, blocks, NET_FG, 0, 0, NULL);
+	if (!c)
+		return KS_ENOMEM;
+	uint32_t n = tp_src > tp_dst ? tp_src : tp_dst;
+	c->handoff = tag;
+	c->tp_src = tp_src;
+	c->tp_dst = tp_dst;
+	c->mode = COPY_FLOWS;
+	c->flows_left = c->n_flows = n;
+	c->shard_bytes = bytes / n;
+	uint32_t links[NET_PATH_MAX];
+	for (uint32_t f = 0; f < n; f++) {
+		int kind, rc, len = gpu_path(s, src, f * tp_src / n, dst, f * tp_dst / n, links, &kind);
+		if (len < 0)
+			return len;
+		c->kind = kind;
+		copy_costs_t cc = copy_costs(s, links, (uint32_t)len, kind, blocks);
+		net_flow_spec_t fs = {
+			.bytes = bytes / n + (f < bytes % n),
+			.path = links,
+			.path_len = (uint32_t)len,
+			.cls = NET_FG,
+			.rate_cap = cc.rate_cap,
+			.n_copies = 1,
+			.copy_overhead_ns = cc.overhead_ns,
+			.src = src,
+			.dst = dst,
+			.tag = (c->id << 16) | f,
+			.done = flow_done,
+			.ctx = s,
+		};
+		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[f], s->err)))
 			return rc;
 	}
 	return 0;

@@ -16,6 +16,7 @@
 #include "sim/run/metrics.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_disagg.h"
 #include "sim/run/sim_int.h"
 
 
@@ -51,7 +52,7 @@ static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 	cluster_sync(&s->cl, i); /* decode_tokens as step mode has it now */
 	const sim_inst_t *in = &s->cl.inst[i];
 	memset(o, 0, sizeof *o);
-	o->node = i * s->tp / s->gpus_per_node;
+	o->node = sim_inst_node(s, i);
 	o->waiting = in->n_wait;
 	o->running = in->n_run;
 	o->prefill_tokens = in->prefill_tokens_queued;
@@ -89,7 +90,7 @@ static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
  * host tier as the policies' view counts it, or as visible to routers). */
 static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
 {
-	const kv_store_t *h = s->host ? s->host[i * s->tp / s->gpus_per_node] : NULL;
+	const kv_store_t *h = s->host ? s->host[sim_inst_node(s, i)] : NULL;
 	uint32_t k = 0;
 	while (k < n && (held(s, mode, i, b[k]) ||
 			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
@@ -183,7 +184,7 @@ static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32
 		  pol_class_t cls, uint64_t *id)
 {
 	sim_ctx_t *s = ctx;
-	if (src >= s->cl.p.n_instances || dst >= s->cl.p.n_instances)
+	if (src >= s->view.n_inst || dst >= s->view.n_inst)
 		return POL_COPY_REFUSED;
 	/* background copies are speculative replicas; foreground ones are
 	 * fetches a policy makes for a request (kept, not speculative) */
@@ -318,7 +319,7 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	/* a hint replaces the routing policy only: admission still decides */
 	int hinted = ro->route_hint &&
 		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
-		     *inst < s->cl.p.n_instances;
+		     *inst < s->view.n_inst;
 	int rc;
 	if (!hinted) {
 		const struct pol_routing_ops *rt =
@@ -326,9 +327,9 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst);
 		if (rc < 0)
 			return rc;
-		if (rc == POL_ACCEPT && *inst >= s->cl.p.n_instances)
+		if (rc == POL_ACCEPT && *inst >= s->view.n_inst)
 			return err_set(s->err, KS_ERUNTIME, "routing policy returned instance %u of %u",
-				       *inst, s->cl.p.n_instances);
+				       *inst, s->view.n_inst);
 		if (rc != POL_ACCEPT)
 			return rc;
 	}
@@ -732,6 +733,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->tp = sp->tp;
 	s->gpus_per_node = sp->gpus_per_node;
 	s->nodes = sp->nodes;
+	if ((rc = sim_disagg_check(s, cfg, &llm, e)))
+		return rc;
 	/* Rules between keys name the one set last (cfg_err_keys), so the
 	 * message points at the line to change; mdl_compute_init checks the
 	 * same head rules, without the config's places. */
@@ -801,6 +804,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.hook_ctx = s;
 	p.on_result = rec_request;
 	p.result_ctx = s->res;
+	if ((rc = sim_disagg_setup(s, cfg, &llm, &cp, &p, e)))
+		return rc;
 	if ((rc = pol_set_open_cfg(reg, cfg, sp->seed, &s->pol, e)))
 		return rc;
 	s->pol_open = 1;
@@ -827,6 +832,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
 			       s->copy_deferred ? v_match_computing : NULL, v_candidates};
+	s->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
@@ -896,7 +902,7 @@ static int stores_check_end(sim_ctx_t *s)
 static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 {
 	int rc;
-	if ((rc = cluster_finish(&s->cl)))
+	if ((rc = sim_disagg_finish(s)) || (rc = cluster_finish(&s->cl)))
 		return rc;
 	if (s->hook_err)
 		return s->hook_err;
@@ -939,6 +945,7 @@ static void ctx_free(sim_ctx_t *s)
 {
 	sim_net_free(s);
 	cluster_free(&s->cl);
+	sim_disagg_free(s);
 	ev_engine_free(s->eng);
 	if (s->pol_open)
 		pol_set_close(&s->pol);

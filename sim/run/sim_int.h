@@ -73,6 +73,10 @@ typedef struct kcopy {
 	ev_handle_t timer;      /* COPY_TIMER: its completion event */
 	int64_t alone_ns;       /* COPY_TIMER / COPY_JOB: duration of each shard */
 	uint64_t shard_bytes;
+	/* a handoff (sim_disagg.c): its record's index + 1 (0: a block copy;
+	 * blocks is then NULL, n the blocks moved), the TP of both ends */
+	uint32_t handoff;
+	uint32_t tp_src, tp_dst;
 } kcopy_t;
 
 typedef struct replica {
@@ -166,7 +170,26 @@ typedef struct sim_ctx {
 	 * views' candidates read it */
 	sim_holders_t *holders;
 	const sim_run_opts_t *opts; /* NULL: none */
+	/* cluster.disagg (sim_disagg.h; NULL when off): the handoffs, and each
+	 * instance's node and first GPU there (NULL: the uniform layout) */
+	struct sim_disagg *dg;
+	uint32_t *inst_node, *inst_gpu0;
+	/* a handoff copy's last flow ended (sim_disagg.c sets it: copies do
+	 * not call back into the module that starts them by name) */
+	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);
 } sim_ctx_t;
+
+/* Node of instance i and its first GPU there: pools of different TP lay
+ * out their own instances (sim_disagg.c), else i * tp GPUs precede it. */
+static inline uint32_t sim_inst_node(const sim_ctx_t *s, uint32_t i)
+{
+	return s->inst_node ? s->inst_node[i] : i * s->tp / s->gpus_per_node;
+}
+
+static inline uint32_t sim_inst_gpu0(const sim_ctx_t *s, uint32_t i)
+{
+	return s->inst_gpu0 ? s->inst_gpu0[i] : i * s->tp % s->gpus_per_node;
+}
 
 /* sim_copy.c */
 /* How background flows are scheduled: the transfer policy's mode (pm,
@@ -206,6 +229,14 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 /* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
 int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
+/* Starts the handoff flows of `bytes` of request KV (`blocks` blocks) from
+ * prefill instance src (TP tp_src) to decode instance dst (TP tp_dst):
+ * max(tp_src, tp_dst) flows, flow f from src GPU f*tp_src/n to dst GPU
+ * f*tp_dst/n, the bytes split evenly (the first bytes % n flows one byte
+ * more), on shared links whatever network.contention says, /transfers
+ * class XFER_HANDOFF. When the last flow ends, s->handoff_landed(s, tag). */
+int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
+		     uint64_t bytes, uint32_t blocks, uint32_t tag);
 /* End of run: replicas still resident count as unused; flows as records. */
 int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
 

@@ -21,6 +21,21 @@ typedef enum { SIM_FETCH_NEVER, SIM_FETCH_COST, SIM_FETCH_ALWAYS } sim_fetch_t;
 /* [output] timeline: which samples become /timeline rows. */
 typedef enum { SIM_TL_CHANGED, SIM_TL_EVERY } sim_tl_t;
 
+/* [cluster] handoff: when a request's KV leaves its prefill instance. */
+typedef enum { SIM_HANDOFF_AFTER_PREFILL, SIM_HANDOFF_LAYERWISE } sim_handoff_t;
+/* [cluster] decode_routing: how the decode pool is chosen from. */
+typedef enum { SIM_DROUTE_LEAST_LOADED, SIM_DROUTE_KV_CAPACITY } sim_droute_t;
+
+/* [cluster] disaggregated prefill/decode pools (sim/run/sim_disagg.h). */
+typedef struct sim_disagg_params {
+	int on;                              /* disagg = true */
+	uint32_t prefill_nodes, decode_nodes;
+	uint32_t prefill_tp, decode_tp;      /* 0: cluster.tp */
+	const char *prefill_gpu, *decode_gpu; /* "": gpu.name */
+	int handoff;                         /* sim_handoff_t */
+	int decode_routing;                  /* sim_droute_t */
+} sim_disagg_params_t;
+
 /* [output]: what the run and the writers read. */
 typedef struct sim_out_params {
 	const char *dir;
@@ -41,6 +56,7 @@ typedef struct sim_params {
 	uint32_t nodes, gpus_per_node, tp;
 	double reserve_fraction;
 	uint32_t kv_blocks; /* per instance; 0: what HBM leaves */
+	sim_disagg_params_t dg; /* disagg and the pools (sim_disagg.h) */
 	/* [kvcache] */
 	uint32_t block_tokens;
 	int busy_rule;             /* BUSY_* (sim/cluster/cluster.h) */
