@@ -423,7 +423,7 @@ static void test_run_study_skips_experiments_whose_trace_is_absent(void **st)
 	snprintf(json, sizeof json, "%s/out/study.json", tmpdir);
 	slurp(json, buf, sizeof buf);
 	assert_non_null(strstr(buf, "\"size\": \"tiny\""));
-	assert_non_null(strstr(buf, "\"git_rev\": \""));
+	assert_non_null(strstr(buf, "\"revision\": \""));
 	assert_non_null(strstr(buf, " sweep analysis/study/e1_breakeven.ini --grid "));
 	/* the file is JSON, and the runs it names are in the catalogs */
 	snprintf(cmd, sizeof cmd,

@@ -78,7 +78,7 @@ done
 cat > "$out/study.json" <<JSON
 {
  "size": $(js "$size"),
- "git_rev": $(js "$rev"),
+ "revision": $(js "$rev"),
  "kvsim_version": $(js "$("$KVSIM" --version)"),
  "kvsim_traces": $(js "$KVSIM_TRACES"),
  "jobs": $jobs,
