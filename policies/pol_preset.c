@@ -1,13 +1,15 @@
 /* pol_preset — serving-framework presets, selected by `[policy] preset`:
  * how vLLM, SGLang, TensorRT-LLM, TGI, Dynamo, llm-d and Mooncake route,
  * keep KV (block size, eviction, offload, fetching a miss) and batch, as
- * data with the source of every value. cfg_finalize applies the selected
- * preset to the keys the user did not set (see cfg.h); pol_preset_register
- * checks every entry against the schema when the schema is built, so a
- * preset can only name keys that exist, with values that pass their checks.
- * A new preset is one entry in pol_presets (and its array of values).
- * Values marked "as recalled, not verified" could not be checked against
- * the framework's code or documentation. */
+ * data with the source of every value; Dynamo, llm-d and Mooncake also on
+ * disaggregated prefill/decode pools (NAME-disagg: the base preset's values
+ * plus cluster.disagg, the pool split and the handoff mode). cfg_finalize
+ * applies the selected preset to the keys the user did not set (see cfg.h);
+ * pol_preset_register checks every entry against the schema when the schema
+ * is built, so a preset can only name keys that exist, with values that pass
+ * their checks. A new preset is one entry in pol_presets (and its array of
+ * values). Values marked "as recalled, not verified" could not be checked
+ * against the framework's code or documentation. */
 #include "policies/pol.h"
 
 #include <string.h>
@@ -126,55 +128,106 @@ static const pol_preset_kv_t tgi_kv[] = {
      "TGI v3 chunks long prefills (v3 release notes, Dec 2024; as recalled, not verified)"},
 };
 
-static const pol_preset_kv_t dynamo_kv[] = {
-    {"policy.routing.name", "kv_cost",
-     "NVIDIA Dynamo KV router: cost = overlap_score_weight x blocks to prefill + active "
-     "decode blocks, lowest cost wins (docs: KV cache routing)"},
-    {"policy.routing.overlap_score_weight", "1",
-     "Dynamo --kv-overlap-score-weight defaults to 1.0"},
-    {"kvcache.fetch", "never",
-     "aggregated Dynamo with the KV router routes to cached KV but does not pull it between "
-     "workers; KVBM/NIXL transfer between workers is opt-in"},
-    {"kvcache.transfer_engine", "nixl", "Dynamo moves KV with NIXL (docs: architecture)"},
-    VLLM_ENGINE_KV, /* Dynamo's vLLM workers; its router hashes their 16-token blocks */
+/* clang-format off */
+#define DYNAMO_KV \
+	{"policy.routing.name", "kv_cost", \
+	 "NVIDIA Dynamo KV router: cost = overlap_score_weight x blocks to prefill + active " \
+	 "decode blocks, lowest cost wins (docs: KV cache routing)"}, \
+	{"policy.routing.overlap_score_weight", "1", \
+	 "Dynamo --kv-overlap-score-weight defaults to 1.0"}, \
+	{"kvcache.fetch", "never", \
+	 "Dynamo with the KV router routes to cached KV but does not pull prefixes between " \
+	 "workers; KVBM/NIXL prefix transfer between workers is opt-in"}, \
+	{"kvcache.transfer_engine", "nixl", "Dynamo moves KV with NIXL (docs: architecture)"}, \
+	VLLM_ENGINE_KV /* Dynamo's vLLM workers; its router hashes their 16-token blocks */
+/* clang-format on */
+
+static const pol_preset_kv_t dynamo_kv[] = {DYNAMO_KV};
+
+/* Disaggregated variants: the base preset's values plus the pools (half
+ * the nodes prefill in each; the share's source is per preset). */
+#define POOLS_KV(src_disagg, src_share, handoff, src_handoff) \
+	{"cluster.disagg", "true", src_disagg}, {"cluster.prefill_share", "0.5", src_share}, \
+	{"cluster.handoff", handoff, src_handoff}
+static const char src_half[] =
+    "own choice: half the nodes (the framework sizes its pools per deployment; its "
+    "examples pair one prefill with one decode worker, as recalled, not verified)";
+/* vLLM's NixlConnector, which Dynamo's and llm-d's vLLM workers use: the
+ * decode worker reads the prompt's KV blocks once the prefill request has
+ * finished, not layer by layer. */
+static const char src_nixl_after[] =
+    "vLLM NixlConnector (v1 KV connector) as used by Dynamo and llm-d: the decode worker "
+    "reads the prompt's KV blocks from the prefill worker after the prefill request "
+    "finishes, whole blocks, not layer by layer (as recalled, not verified)";
+
+static const pol_preset_kv_t dynamo_disagg_kv[] = {
+    DYNAMO_KV,
+    POOLS_KV("Dynamo disaggregated serving: prefill and decode workers, KV moved over NIXL "
+	     "(docs: disaggregated serving)",
+	     src_half, "after_prefill", src_nixl_after),
 };
 
-static const pol_preset_kv_t llmd_kv[] = {
-    {"policy.routing.name", "weighted_score",
-     "llm-d inference scheduler: the endpoint with the best weighted sum of scorers "
-     "(queue, KV-cache utilization, prefix cache) wins"},
-    {"policy.routing.queue_weight", "2", "llm-d default scheduling profile: queue-scorer 2"},
-    {"policy.routing.kv_util_weight", "2",
-     "llm-d samples: kv-cache-utilization-scorer 2 (as recalled, not verified)"},
-    {"policy.routing.prefix_weight", "3",
-     "llm-d default scheduling profile: prefix-cache-scorer 3"},
-    {"kvcache.fetch", "never",
-     "llm-d's inference-scheduling path routes to cached KV but does not move it; KV "
-     "offload/sharing is another, opt-in path"},
-    {"kvcache.transfer_engine", "nixl",
-     "llm-d's KV transfer (prefill/decode disaggregation) uses vLLM's NIXL connector"},
-    VLLM_ENGINE_KV,
+/* clang-format off */
+#define LLMD_KV \
+	{"policy.routing.name", "weighted_score", \
+	 "llm-d inference scheduler: the endpoint with the best weighted sum of scorers " \
+	 "(queue, KV-cache utilization, prefix cache) wins"}, \
+	{"policy.routing.queue_weight", "2", "llm-d default scheduling profile: queue-scorer 2"}, \
+	{"policy.routing.kv_util_weight", "2", \
+	 "llm-d samples: kv-cache-utilization-scorer 2 (as recalled, not verified)"}, \
+	{"policy.routing.prefix_weight", "3", \
+	 "llm-d default scheduling profile: prefix-cache-scorer 3"}, \
+	{"kvcache.fetch", "never", \
+	 "llm-d's inference-scheduling path routes to cached KV but does not move it; KV " \
+	 "offload/sharing is another, opt-in path"}, \
+	{"kvcache.transfer_engine", "nixl", \
+	 "llm-d's KV transfer (prefill/decode disaggregation) uses vLLM's NIXL connector"}, \
+	VLLM_ENGINE_KV
+/* clang-format on */
+
+static const pol_preset_kv_t llmd_kv[] = {LLMD_KV};
+
+static const pol_preset_kv_t llmd_disagg_kv[] = {
+    LLMD_KV,
+    POOLS_KV("llm-d P/D disaggregation: the scheduler picks a prefill and a decode pod, the "
+	     "decode pod's sidecar runs the prefill remotely and pulls its KV (llm-d "
+	     "architecture docs, as recalled, not verified)",
+	     src_half, "after_prefill", src_nixl_after),
 };
 
-static const pol_preset_kv_t mooncake_kv[] = {
-    {"policy.routing.name", "min_ttft",
-     "Mooncake Conductor: the prefill instance with the lowest estimated TTFT (queue + "
-     "prefill of what it lacks + KV transfer) (Qin et al., FAST'25, Algorithm 1)"},
-    {"policy.routing.ttft_early_reject", "true",
-     "Conductor rejects a request predicted to miss its SLO (early rejection in Qin et "
-     "al., FAST'25, overload-oriented scheduling)"},
-    {"kvcache.block_tokens", "512",
-     "the Mooncake traces hash 512-token blocks (FAST'25 trace release); the engine's "
-     "own page size as recalled, not verified"},
-    {"kvcache.fetch", "cost",
-     "Mooncake Store: an instance pulls reusable KV from the cluster-wide pool over RDMA "
-     "instead of recomputing it (Qin et al., FAST'25, KVCache-centric design); kvsim's "
-     "cost rule decides fetch or recompute"},
-    {"kvcache.transfer_engine", "mooncake",
-     "Mooncake Transfer Engine costs: per-copy and per-block overheads, 0.87 of the NIC "
-     "line rate (FAST'25 sec. 8; see sim/run/sim_copy.c)"},
-    {"policy.eviction.name", "lru",
-     "Mooncake evicts KV blocks LRU (FAST'25; as recalled, not verified)"},
+/* clang-format off */
+#define MOONCAKE_KV \
+	{"policy.routing.name", "min_ttft", \
+	 "Mooncake Conductor: the prefill instance with the lowest estimated TTFT (queue + " \
+	 "prefill of what it lacks + KV transfer) (Qin et al., FAST'25, Algorithm 1)"}, \
+	{"policy.routing.ttft_early_reject", "true", \
+	 "Conductor rejects a request predicted to miss its SLO (early rejection in Qin et " \
+	 "al., FAST'25, overload-oriented scheduling)"}, \
+	{"kvcache.block_tokens", "512", \
+	 "the Mooncake traces hash 512-token blocks (FAST'25 trace release); the engine's " \
+	 "own page size as recalled, not verified"}, \
+	{"kvcache.fetch", "cost", \
+	 "Mooncake Store: an instance pulls reusable KV from the cluster-wide pool over RDMA " \
+	 "instead of recomputing it (Qin et al., FAST'25, KVCache-centric design); kvsim's " \
+	 "cost rule decides fetch or recompute"}, \
+	{"kvcache.transfer_engine", "mooncake", \
+	 "Mooncake Transfer Engine costs: per-copy and per-block overheads, 0.87 of the NIC " \
+	 "line rate (FAST'25 sec. 8; see sim/run/sim_copy.c)"}, \
+	{"policy.eviction.name", "lru", \
+	 "Mooncake evicts KV blocks LRU (FAST'25; as recalled, not verified)"}
+/* clang-format on */
+
+static const pol_preset_kv_t mooncake_kv[] = {MOONCAKE_KV};
+
+static const pol_preset_kv_t mooncake_disagg_kv[] = {
+    MOONCAKE_KV,
+    POOLS_KV("Mooncake's deployment separates prefill and decode pools, KV moving between "
+	     "them over RDMA (Qin et al., FAST'25, sec. 3)",
+	     "Qin et al., FAST'25, sec. 8: the real-workload replay runs Mooncake-[10P+10D] "
+	     "against vLLM-[20M], half the nodes prefill (as recalled, not verified)",
+	     "layerwise",
+	     "Mooncake's layer-wise prefill streams each layer's KV out while the next computes "
+	     "(Qin et al., FAST'25, sec. 5)"),
 };
 
 /* The original study's simulator (Infer-Sim at 547d2d5 with the
@@ -283,6 +336,21 @@ const pol_preset_t pol_presets[] = {
      "FAST'25 paper; batching by vLLM v1's scheduler (Mooncake's serving engine is "
      "vLLM-based)",
      mooncake_kv, N(mooncake_kv)},
+    {"dynamo-disagg",
+     "NVIDIA Dynamo, disaggregated: the dynamo preset on prefill and decode pools (half the "
+     "nodes each), the KV pulled by the decode worker over NIXL after the prefill. Engine "
+     "rules: vLLM v0.11.0 workers",
+     dynamo_disagg_kv, N(dynamo_disagg_kv)},
+    {"llm-d-disagg",
+     "llm-d P/D disaggregation: the llm-d preset on prefill and decode pools (half the "
+     "nodes each), the KV pulled by the decode pod over NIXL after the prefill. Engine "
+     "rules: vLLM v0.11.0 workers",
+     llmd_disagg_kv, N(llmd_disagg_kv)},
+    {"mooncake-disagg",
+     "Mooncake in its native deployment: the mooncake preset on prefill and decode pools "
+     "(half the nodes each, as its 10P+10D replay), KV streamed layer by layer to the "
+     "decode instance. Engine rules: FAST'25 paper; batching by vLLM v1's scheduler",
+     mooncake_disagg_kv, N(mooncake_disagg_kv)},
     {"btb",
      "The original early-replication study's simulator (Infer-Sim + bite-the-bullet, "
      "70b_h100x4): 4 x 4 H100 TP4, Llama-3-70B, 256-token blocks, linear compute, its "

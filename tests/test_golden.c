@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "7c7866731f4f9a15305f63146d2aa6c8fc115345e454427eb75d505db7fb231c"},
+     "56d574e79392afa7bb67d6875d7b64df3852c5c98600c76ec22c3ded3c762160"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "4abdda3b66be726aeb06573b55dac8e8b88ed72e516e70b83aa424fcf8d32ac8"},
+     "96b1874383d1182888fe083ae0eeaa82de7ed0e07d530b0f9149da47bd2d3a8e"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "7c6512f65210baf564dd246417485513f4ce8004c24eafbbdd403b64ec98ad99"},
+     3, "cda80adcfce3d506b50fefb60adf78fc29c4ee900d19ed6ed42d8a79146904e2"},
 };
 
 static void test_results_match_their_golden_digests(void **st)

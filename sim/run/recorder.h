@@ -112,7 +112,9 @@
 	X(FG_SLOWDOWN_MEAN, "fg_slowdown_mean", "", "mean foreground flow time / time alone")      \
 	X(BYTES_FG, "bytes_fg", "bytes", "foreground bytes moved")                                 \
 	X(BYTES_BG, "bytes_bg", "bytes", "background bytes moved")                                 \
-	REC_FORECAST
+	REC_FORECAST                                                                               \
+	X(DISAGG_HANDOFF_BYTES, "disagg.handoff_bytes", "bytes", "KV bytes handoff flows moved (in bytes_fg; 0 with disagg off)") \
+	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)")
 
 typedef enum {
 #define X(id, name, unit, doc) REC_##id,

@@ -76,6 +76,13 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	{{"cluster", "decode_nodes", CFG_INT, "0", 0, 4096, NULL, "",
 	 "disagg: nodes of the decode pool (after the prefill pool's)", NULL},
 	 AT(U32, dg.decode_nodes)},
+	{{"cluster", "prefill_share", CFG_FLOAT, "0", 0, 0.99, NULL, "",
+	 "disagg: share of the nodes in the prefill pool, used when prefill_nodes and "
+	 "decode_nodes are both 0: prefill_nodes = nodes x share rounded half up, at least 1 "
+	 "and at most nodes - 1, the rest decode (own choice: lets a preset split any cluster; "
+	 "the disaggregated presets cite theirs). 0 (default): the counts decide; ignored "
+	 "with disagg = false", NULL},
+	 AT(DOUBLE, dg.prefill_share)},
 	{{"cluster", "prefill_tp", CFG_INT, "0", 0, 64, NULL, "",
 	 "disagg: tensor-parallel degree of prefill instances; 0 = tp", NULL},
 	 AT(U32, dg.prefill_tp)},

@@ -317,6 +317,8 @@ static void bytes_count(sim_ctx_t *s, const kcopy_t *k, uint64_t bytes, int canc
 		s->spec.bytes_bg += bytes;
 	else
 		s->spec.bytes_fg += bytes;
+	if (k->handoff) /* foreground, never speculative: and counted on their own */
+		s->handoff_bytes += bytes;
 	if (cancelled)
 		s->spec.bytes_cancelled += bytes;
 }

@@ -936,9 +936,9 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (rec_metric(res, REC_TOK_FETCHED_PEER + (int)i, m[i]))
 			return KS_ENOMEM;
-	if ((rc = sim_copy_finish(s, res)))
+	if ((rc = sim_copy_finish(s, res)) || (rc = fcast_report(s->fc, res)))
 		return rc;
-	return fcast_report(s->fc, res);
+	return sim_disagg_report(s, res);
 }
 
 static void ctx_free(sim_ctx_t *s)

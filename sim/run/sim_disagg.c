@@ -1,12 +1,14 @@
 /* sim_disagg — prefill/decode pools, the decode router and the KV handoff
  * (contract in sim_disagg.h). */
 #include <gsl/gsl_rng.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/base/mem.h"
 #include "sim/base/rng.h"
 #include "sim/base/vec.h"
+#include "sim/run/recorder.h"
 #include "sim/run/sim_disagg.h"
 #include "sim/run/sim_int.h"
 
@@ -71,9 +73,29 @@ static int pool_hw(const cfg_t *cfg, err_t *e, const char *key, const char *name
 	return cfg_err_keys(cfg, e, key, "%s", sub.msg);
 }
 
+/* prefill_share: the pool counts when neither is given (cluster.prefill_share). */
+static int pool_split(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
+{
+	sim_disagg_params_t *d = &s->prm.dg;
+	if (d->prefill_nodes || d->decode_nodes || d->prefill_share <= 0)
+		return 0;
+	uint32_t n = s->prm.nodes;
+	if (n < 2)
+		return cfg_err_keys(cfg, e, "cluster.prefill_share,cluster.nodes",
+				    "prefill_share = %g needs nodes >= 2 to split, nodes = %u",
+				    d->prefill_share, n);
+	uint32_t p = (uint32_t)floor(n * d->prefill_share + 0.5);
+	d->prefill_nodes = p < 1 ? 1 : p > n - 1 ? n - 1 : p;
+	d->decode_nodes = n - d->prefill_nodes;
+	return 0;
+}
+
 int sim_disagg_check(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm, err_t *e)
 {
 	const sim_disagg_params_t *d = &s->prm.dg;
+	int rc;
+	if (d->on && (rc = pool_split(s, cfg, e)))
+		return rc;
 	if (!d->on) {
 		if (d->prefill_nodes || d->decode_nodes || d->prefill_tp || d->decode_tp ||
 		    named(d->prefill_gpu) || named(d->decode_gpu))
@@ -98,7 +120,6 @@ int sim_disagg_check(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm, err_t
 				    "disagg = true is modelled under scheduler.mode = vllm only");
 	uint32_t tp_p = d->prefill_tp ? d->prefill_tp : s->prm.tp;
 	uint32_t tp_d = d->decode_tp ? d->decode_tp : s->prm.tp;
-	int rc;
 	if ((rc = pool_tp_check(cfg, e, "prefill_tp", tp_p, s->prm.gpus_per_node, llm)) ||
 	    (rc = pool_tp_check(cfg, e, "decode_tp", tp_d, s->prm.gpus_per_node, llm)))
 		return rc;
@@ -360,6 +381,21 @@ int sim_disagg_finish(sim_ctx_t *s)
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+int sim_disagg_report(const sim_ctx_t *s, sim_results_t *res)
+{
+	double sum = 0;
+	size_t n = 0;
+	for (size_t i = 0; s->dg && i < res->n_req; i++)
+		if (res->req[i].handoff_wait_ns >= 0) {
+			sum += (double)res->req[i].handoff_wait_ns / 1e6;
+			n++;
+		}
+	if (rec_metric(res, REC_DISAGG_HANDOFF_BYTES, (double)s->handoff_bytes) ||
+	    rec_metric(res, REC_DISAGG_HANDOFF_WAIT_MEAN_MS, n ? sum / n : NAN))
+		return KS_ENOMEM;
 	return 0;
 }
 

@@ -1,6 +1,9 @@
 /* sim_disagg — disaggregated prefill and decode pools ([cluster] disagg).
  *
- * Layout: the first prefill_nodes nodes hold prefill instances of
+ * Layout: with prefill_nodes and decode_nodes both 0, prefill_share splits
+ * the nodes (prefill_nodes = nodes x share rounded half up, within [1,
+ * nodes - 1]; the disaggregated presets set it). The first prefill_nodes
+ * nodes hold prefill instances of
  * prefill_tp GPUs, the next decode_nodes nodes decode instances of
  * decode_tp GPUs; instance ids run over the prefill pool first, so the
  * routers (which see only the prefill pool: the views' n_instances) return
@@ -26,7 +29,14 @@
  * = prefill end to landing; TPOT and TBT count the gap from the first token
  * (prefill) to the second (decode), which holds that wait. The prefill instance keeps the prompt's full
  * blocks as prefix cache; decode instances keep none (hook for replication
- * across pools).
+ * across pools). So the replication policies act on the prefill pool's
+ * prefix caches: their view is the routers' (n_inst = the prefill pool),
+ * and a peer fetch finds no source on a decode instance, which holds only
+ * private blocks. Speculation accounting covers both pools (the end-of-run
+ * unused-VRAM pass walks every instance; interference counts every
+ * foreground flow, handoffs included); handoff flows are foreground, in
+ * spec.bytes_fg and bytes_fg, never in the background bytes, and counted
+ * alone as disagg.handoff_bytes (tests/test_sim_disagg_spec.c).
  *
  * Errors come back as cfg_err_keys messages naming the keys; everything is
  * owned by the sim_ctx_t and freed by sim_disagg_free.
@@ -35,6 +45,7 @@
 #define KVSIM_SIM_DISAGG_H
 
 #include "models/mdl.h"
+#include "sim/base/results.h"
 #include "sim/cluster/cluster.h"
 
 struct sim_ctx;
@@ -52,6 +63,10 @@ int sim_disagg_setup(struct sim_ctx *s, const cfg_t *cfg, const mdl_llm_t *llm,
 		     const mdl_compute_params_t *cp, cluster_params_t *p, err_t *e);
 /* Instances the routers see: the prefill pool (all when off). */
 uint32_t sim_disagg_route_instances(const struct sim_ctx *s);
+/* The disagg.* summary metrics (recorder.h), after every request row:
+ * handoff bytes moved (0 when off) and the mean handoff wait of the rows
+ * with one (NaN when off or none). 0 or KS_ENOMEM. */
+int sim_disagg_report(const struct sim_ctx *s, sim_results_t *res);
 /* End of run: requests whose KV is still moving are recorded unfinished. */
 int sim_disagg_finish(struct sim_ctx *s);
 void sim_disagg_free(struct sim_ctx *s);

@@ -177,6 +177,7 @@ typedef struct sim_ctx {
 	/* a handoff copy's last flow ended (sim_disagg.c sets it: copies do
 	 * not call back into the module that starts them by name) */
 	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);
+	uint64_t handoff_bytes; /* moved by handoff flows (disagg.handoff_bytes) */
 } sim_ctx_t;
 
 /* Node of instance i and its first GPU there: pools of different TP lay

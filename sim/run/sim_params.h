@@ -29,7 +29,8 @@ typedef enum { SIM_DROUTE_LEAST_LOADED, SIM_DROUTE_KV_CAPACITY } sim_droute_t;
 /* [cluster] disaggregated prefill/decode pools (sim/run/sim_disagg.h). */
 typedef struct sim_disagg_params {
 	int on;                              /* disagg = true */
-	uint32_t prefill_nodes, decode_nodes;
+	uint32_t prefill_nodes, decode_nodes; /* resolved from prefill_share when both 0 */
+	double prefill_share;                /* 0: the counts decide */
 	uint32_t prefill_tp, decode_tp;      /* 0: cluster.tp */
 	const char *prefill_gpu, *decode_gpu; /* "": gpu.name */
 	int handoff;                         /* sim_handoff_t */
