@@ -26,7 +26,7 @@
 #define LINES_MAX 64
 
 static const char *const exps[] = {"e1_breakeven", "e2_traces", "e3_interference", "e4_vram",
-                                   "e5_lift"};
+                                   "e5_lift",      "e6_disagg"};
 static const char *const sizes[] = {"tiny", "quick", "full"};
 #define N_EXPS (sizeof exps / sizeof exps[0])
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
@@ -420,6 +420,8 @@ static void test_run_study_skips_experiments_whose_trace_is_absent(void **st)
 	assert_non_null(strstr(buf, "study: e2_traces skipped: trace "));
 	assert_non_null(strstr(buf, "study: e5_lift skipped: trace "));
 	assert_null(strstr(buf, "e1_breakeven skipped"));
+	assert_null(strstr(buf, "e6_disagg skipped")); /* its tiny line needs no trace */
+	assert_non_null(strstr(buf, "study: e6_disagg (tiny)"));
 	snprintf(json, sizeof json, "%s/out/study.json", tmpdir);
 	slurp(json, buf, sizeof buf);
 	assert_non_null(strstr(buf, "\"size\": \"tiny\""));
