@@ -38,15 +38,22 @@ static void test_names_are_unique_and_ids_bounded(void **st)
 static void test_summary_is_the_recorders_list(void **st)
 {
 	(void)st;
-	sim_results_t res = sf_run(NULL, NULL, 0);
-	assert_int_equal(res.n_metric, REC_N_METRICS);
-	for (int i = 0; i < REC_N_METRICS; i++) {
-		assert_string_equal(res.metric[i].name, rec_metric_def(i)->name);
-		assert_string_equal(res.metric[i].unit, rec_metric_def(i)->unit);
+	/* the tiers' family only where a tier below host memory is on */
+	const char *tiers[] = {"kvcache.nvme_kv_gb=100", "kvcache.pool_kv_gb=100"};
+	for (int on = 0; on < 2; on++) {
+		sim_results_t res = sf_run(NULL, tiers, on ? 2 : 0);
+		int n_tier = REC_LINK_BUSY_BG_POOL - REC_TOK_FETCHED_NVME + 1;
+		assert_int_equal(res.n_metric, REC_N_METRICS - (on ? 0 : n_tier));
+		for (int i = 0, j = 0; i < REC_N_METRICS; i++) {
+			if (!on && i >= REC_TOK_FETCHED_NVME && i <= REC_LINK_BUSY_BG_POOL)
+				continue;
+			assert_string_equal(res.metric[j].name, rec_metric_def(i)->name);
+			assert_string_equal(res.metric[j++].unit, rec_metric_def(i)->unit);
+		}
+		assert_true(res.n_req > 0);
+		assert_true(sim_results_get(&res, "requests") == (double)res.n_req);
+		sim_results_free(&res);
 	}
-	assert_true(res.n_req > 0);
-	assert_true(sim_results_get(&res, "requests") == (double)res.n_req);
-	sim_results_free(&res);
 }
 
 TEST_MAIN(cmocka_unit_test(test_names_are_unique_and_ids_bounded),

@@ -19,7 +19,11 @@ enum { REQ_COMPLETED = 0, REQ_REJECTED_TOO_LONG = 1, REQ_REJECTED_SLO = 2,
 /* XFER_HANDOFF: a request's KV from its prefill to its decode instance
  * (cluster.disagg). */
 enum { XFER_FOREGROUND = 0, XFER_BACKGROUND = 1, XFER_HANDOFF = 2 };
-enum { PATH_NVLINK = 0, PATH_PCIE_H2D = 1, PATH_PCIE_D2H = 2, PATH_NET = 3 };
+/* PATH_NVME_* and PATH_POOL_* (sim/run/sim_tiers.h): a node's NVMe tier
+ * read into a GPU / written from host memory; the pooled store read into a
+ * GPU / written from a GPU, host memory or NVMe. */
+enum { PATH_NVLINK = 0, PATH_PCIE_H2D = 1, PATH_PCIE_D2H = 2, PATH_NET = 3,
+       PATH_NVME_READ = 4, PATH_NVME_WRITE = 5, PATH_POOL_GET = 6, PATH_POOL_PUT = 7 };
 enum { TL_INSTANCE = 0, TL_LINK = 1 };
 
 typedef struct res_request {

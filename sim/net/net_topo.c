@@ -12,6 +12,8 @@ struct net_topo {
 	uint32_t n_gpus, n_leaves;
 	uint32_t first;      /* id of GPU 0's first link; all ids are consecutive */
 	uint32_t leaf_first; /* id of leaf 0's up link */
+	uint32_t nvme_first; /* id of node 0's NVMe read link (2 per node), if any */
+	uint32_t pool_first; /* id of the pool's out link (then in), if any */
 	uint32_t n_links;    /* links made here: ids first .. first + n_links - 1 */
 	uint8_t *kind;       /* [n_links] net_link_kind_t of each, set by add_link */
 };
@@ -48,6 +50,11 @@ int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t
 		return bad(e, "oversubscription must be >= 1");
 	if (ls && s->gpus_per_leaf == 0)
 		return bad(e, "gpus_per_leaf must be >= 1");
+	if (!(s->nvme_read_bw >= 0 && s->nvme_write_bw >= 0 && s->pool_bw >= 0) ||
+	    (s->nvme_read_bw > 0) != (s->nvme_write_bw > 0) || s->nvme_lat_ns < 0 ||
+	    s->pool_lat_ns < 0)
+		return bad(e, "nvme bandwidths must both be > 0 or both 0, pool bandwidth >= 0, "
+			      "latencies >= 0 ns");
 	uint64_t n_gpus = (uint64_t)s->nodes * s->gpus_per_node;
 	if (n_gpus > UINT32_MAX / (GPU_LINKS + 2))
 		return bad(e, "too many GPUs");
@@ -58,7 +65,8 @@ int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t
 	t->n_gpus = (uint32_t)n_gpus;
 	t->n_leaves = ls ? (uint32_t)((n_gpus + s->gpus_per_leaf - 1) / s->gpus_per_leaf) : 1;
 	t->first = (uint32_t)net_link_count(net);
-	t->kind = malloc((size_t)t->n_gpus * GPU_LINKS + 2 * (size_t)t->n_leaves);
+	t->kind = malloc((size_t)t->n_gpus * GPU_LINKS + 2 * (size_t)t->n_leaves +
+			 2 * (size_t)s->nodes + 2);
 	if (!t->kind) {
 		free(t);
 		return err_set(e, KS_ENOMEM, "network topology: out of memory");
@@ -81,6 +89,14 @@ int net_topo_build(net_t *net, const net_topo_spec_t *s, net_topo_t **out, err_t
 		rc = add_link(net, t, up, s->switch_lat_ns, NET_LK_LEAF_UP, e) ||
 		     add_link(net, t, up, s->switch_lat_ns, NET_LK_SPINE_DOWN, e);
 	}
+	t->nvme_first = (uint32_t)net_link_count(net);
+	for (uint32_t n = 0; s->nvme_read_bw > 0 && n < s->nodes && !rc; n++)
+		rc = add_link(net, t, s->nvme_read_bw, s->nvme_lat_ns, NET_LK_NVME_READ, e) ||
+		     add_link(net, t, s->nvme_write_bw, s->nvme_lat_ns, NET_LK_NVME_WRITE, e);
+	t->pool_first = (uint32_t)net_link_count(net);
+	if (s->pool_bw > 0 && !rc)
+		rc = add_link(net, t, s->pool_bw, s->pool_lat_ns, NET_LK_POOL_OUT, e) ||
+		     add_link(net, t, s->pool_bw, s->pool_lat_ns, NET_LK_POOL_IN, e);
 	if (rc) {
 		net_topo_free(t);
 		return e ? e->code : KS_ENOMEM;
@@ -132,6 +148,18 @@ int net_topo_link(const net_topo_t *t, net_link_kind_t kind, uint32_t node, uint
 		*link = t->leaf_first + 2 * gpu_or_leaf + (kind == NET_LK_SPINE_DOWN);
 		return 0;
 	}
+	if (kind == NET_LK_NVME_READ || kind == NET_LK_NVME_WRITE) {
+		if (!(t->spec.nvme_read_bw > 0) || node >= t->spec.nodes)
+			return KS_EINPUT;
+		*link = t->nvme_first + 2 * node + (kind == NET_LK_NVME_WRITE);
+		return 0;
+	}
+	if (kind == NET_LK_POOL_OUT || kind == NET_LK_POOL_IN) {
+		if (!(t->spec.pool_bw > 0))
+			return KS_EINPUT;
+		*link = t->pool_first + (kind == NET_LK_POOL_IN);
+		return 0;
+	}
 	if ((unsigned)kind > NET_LK_NIC_DOWN || !gpu_ok(t, node, gpu_or_leaf))
 		return KS_EINPUT;
 	*link = glink(t, node, gpu_or_leaf, kind);
@@ -161,6 +189,12 @@ net_medium_t net_topo_link_medium(const net_topo_t *t, uint32_t link)
 	case NET_LK_NIC_UP:
 	case NET_LK_NIC_DOWN:
 		return NET_MEDIUM_NIC;
+	case NET_LK_NVME_READ:
+	case NET_LK_NVME_WRITE:
+		return NET_MEDIUM_NVME;
+	case NET_LK_POOL_OUT:
+	case NET_LK_POOL_IN:
+		return NET_MEDIUM_POOL;
 	default:
 		return NET_MEDIUM_FABRIC;
 	}
@@ -178,6 +212,11 @@ const char *net_topo_link_name(const net_topo_t *t, uint32_t link, char *buf, si
 		   t->spec.fabric == NET_FABRIC_LEAF_SPINE) {
 		uint32_t l = (link - t->leaf_first) / 2;
 		snprintf(buf, n, "leaf%u.%s", l, (link - t->leaf_first) % 2 ? "spine_down" : "up");
+	} else if (link >= t->nvme_first && link < t->pool_first) {
+		snprintf(buf, n, "n%u.nvme_%s", (link - t->nvme_first) / 2,
+			 (link - t->nvme_first) % 2 ? "write" : "read");
+	} else if (link >= t->pool_first && link < t->first + t->n_links) {
+		snprintf(buf, n, "pool.%s", link - t->pool_first ? "in" : "out");
 	} else {
 		snprintf(buf, n, "link%u", link);
 	}
@@ -221,4 +260,35 @@ int net_path_host_gpu(const net_topo_t *t, uint32_t node, uint32_t gpu, uint32_t
 		return KS_EINPUT;
 	out[0] = glink(t, node, gpu, NET_LK_PCIE_H2D);
 	return 1;
+}
+
+int net_path_nvme_gpu(const net_topo_t *t, uint32_t node, uint32_t gpu, uint32_t *out)
+{
+	if (!gpu_ok(t, node, gpu) || net_topo_link(t, NET_LK_NVME_READ, node, 0, &out[0]))
+		return KS_EINPUT;
+	out[1] = glink(t, node, gpu, NET_LK_PCIE_H2D);
+	return 2;
+}
+
+int net_path_host_nvme(const net_topo_t *t, uint32_t node, uint32_t *out)
+{
+	return net_topo_link(t, NET_LK_NVME_WRITE, node, 0, &out[0]) ? KS_EINPUT : 1;
+}
+
+int net_path_pool_gpu(const net_topo_t *t, uint32_t node, uint32_t gpu, uint32_t *out)
+{
+	if (!gpu_ok(t, node, gpu) || net_topo_link(t, NET_LK_POOL_OUT, 0, 0, &out[0]))
+		return KS_EINPUT;
+	out[1] = glink(t, node, gpu, NET_LK_NIC_DOWN);
+	return 2;
+}
+
+int net_path_to_pool(const net_topo_t *t, uint32_t node, uint32_t gpu, int from_nvme, uint32_t *out)
+{
+	int n = 0;
+	if (!gpu_ok(t, node, gpu) ||
+	    (from_nvme && net_topo_link(t, NET_LK_NVME_READ, node, 0, &out[n++])))
+		return KS_EINPUT;
+	out[n++] = glink(t, node, gpu, NET_LK_NIC_UP);
+	return net_topo_link(t, NET_LK_POOL_IN, 0, 0, &out[n++]) ? KS_EINPUT : n;
 }

@@ -28,7 +28,7 @@ static const char st_values[] =
 	"0=completed,1=rejected_too_long,2=rejected_slo,3=unfinished,4=failed_in_trace,"
 	"5=rejected_overload";
 static const char kl_values[] = "0=foreground,1=background,2=handoff";
-static const char pk_values[] = "0=nvlink,1=pcie_h2d,2=pcie_d2h,3=net";
+static const char pk_values[] = "0=nvlink,1=pcie_h2d,2=pcie_d2h,3=net,4=nvme_read,5=nvme_write,6=pool_get,7=pool_put";
 static const char tk_values[] = "0=instance,1=link";
 
 #define RQ(f, k, u, v) {#f, offsetof(res_request_t, f), k, u, v}
@@ -56,10 +56,10 @@ static const col_t req_cols[] = {
 #define XF(f, k, u, v) {#f, offsetof(res_transfer_t, f), k, u, v}
 static const col_t xfer_cols[] = {
 	XF(id, C_U64, "", NULL),
-	XF(src_instance, C_I32, "", "-1=host tier"),
-	XF(src_gpu, C_I32, "", "-1=host tier"),
-	XF(dst_instance, C_I32, "", "-1=host tier"),
-	XF(dst_gpu, C_I32, "", "-1=host tier"),
+	XF(src_instance, C_I32, "", "-1=a tier below HBM (path_kind)"),
+	XF(src_gpu, C_I32, "", "-1=a tier below HBM (path_kind)"),
+	XF(dst_instance, C_I32, "", "-1=a tier below HBM (path_kind)"),
+	XF(dst_gpu, C_I32, "", "-1=a tier below HBM (path_kind)"),
 	XF(bytes, C_U64, "bytes", NULL),
 	XF(blocks, C_U32, "blocks", NULL),
 	XF(klass, C_I32, "", kl_values),

@@ -49,6 +49,21 @@
 	X(FORECAST_LEADS, "forecast.leads", "", "replicas used (lead samples)")                       \
 	X(FORECAST_LEAD_MEAN_S, "forecast.lead_mean_s", "s", "mean time from a replica's landing to its first use") \
 	X(FORECAST_LEAD_P50_S, "forecast.lead_p50_s", "s", "median time from a replica's landing to its first use")
+/* The tiers below host memory (sim/run/sim_tiers.h), recorded only when
+ * kvcache.nvme_kv_gb or pool_kv_gb is on, so runs without them keep their
+ * /summary. Tiers are inclusive: offloaded = evicted + resident at the end. */
+#define REC_TIER(P, p, what)                                                                       \
+	X(P##_BLOCKS_OFFLOADED, p ".blocks_offloaded", "blocks", "blocks written to " what)          \
+	X(P##_BLOCKS_EVICTED, p ".blocks_evicted", "blocks", "blocks evicted from " what)            \
+	X(P##_BLOCKS_RESIDENT, p ".blocks_resident", "blocks", "blocks in " what " at the end (or landing)") \
+	X(P##_BLOCKS_FETCHED, p ".blocks_fetched", "blocks", "blocks fetched from " what " into HBM")
+#define REC_TIERS                                                                                  \
+	X(TOK_FETCHED_NVME, "tok_fetched_nvme", "tokens", "of tok_fetched_host: prompt tokens fetched from NVMe") \
+	X(TOK_FETCHED_POOL, "tok_fetched_pool", "tokens", "of tok_fetched_host: prompt tokens fetched from the pool") \
+	REC_TIER(NVME, "nvme", "the nodes' NVMe tiers")                                            \
+	REC_TIER(POOL, "pool", "the pooled store")                                                 \
+	REC_LINK(NVME, "nvme")                                                                     \
+	REC_LINK(POOL, "pool")
 #define REC_METRICS                                                                                \
 	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
 	X(COMPLETED, "completed", "", "requests completed")                                        \
@@ -112,6 +127,7 @@
 	X(FG_SLOWDOWN_MEAN, "fg_slowdown_mean", "", "mean foreground flow time / time alone")      \
 	X(BYTES_FG, "bytes_fg", "bytes", "foreground bytes moved")                                 \
 	X(BYTES_BG, "bytes_bg", "bytes", "background bytes moved")                                 \
+	REC_TIERS                                                                                  \
 	REC_FORECAST                                                                               \
 	X(DISAGG_HANDOFF_BYTES, "disagg.handoff_bytes", "bytes", "KV bytes handoff flows moved (in bytes_fg; 0 with disagg off)") \
 	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)")

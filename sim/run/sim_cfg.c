@@ -157,6 +157,45 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	{{"kvcache", "host_offload", CFG_BOOL, "false", 0, 0, NULL, "",
 	 "write blocks evicted from HBM to the node's host tier (background PCIe flows)", NULL},
 	 AT(BOOL, host_offload)},
+	/* deeper KV tiers: a node's NVMe drive and a pooled store (sim/run/sim_tiers.h) */
+	{{"kvcache", "nvme_kv_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
+	 "NVMe KV tier per node below host memory (0 = none): blocks evicted from the host tier "
+	 "(host_offload) are written to it, LRU as the host tier, and fetched back NVMe -> host "
+	 "bounce buffer -> GPU over the GPU's PCIe link under host_fetch's rule (own choice: no "
+	 "GPUDirect Storage, as LMCache's local disk backend and vLLM's CPU offload read "
+	 "through host memory)", NULL},
+	 AT(DOUBLE, nvme_kv_gb)},
+	{{"kvcache", "nvme_read_bw", CFG_FLOAT, "13e9", 1e6, 1e12, NULL, "bytes/s",
+	 "sequential read of the node's NVMe drive (the tier's read link, shared by the "
+	 "node's shards). Default: Samsung PM1743 PCIe Gen5 x4 enterprise SSD datasheet, "
+	 "sequential read 13,000 MB/s (as recalled, not verified)", NULL},
+	 AT(DOUBLE, nvme_read_bw)},
+	{{"kvcache", "nvme_write_bw", CFG_FLOAT, "6.6e9", 1e6, 1e12, NULL, "bytes/s",
+	 "sequential write of the node's NVMe drive. Default: Samsung PM1743 datasheet, "
+	 "sequential write 6,600 MB/s (as recalled, not verified)", NULL},
+	 AT(DOUBLE, nvme_write_bw)},
+	{{"kvcache", "nvme_lat_us", CFG_FLOAT, "80", 0, 1e6, NULL, "us",
+	 "per-I/O latency of the NVMe drive, paid once per copy (on the read and the write "
+	 "link). Default: own rounding of enterprise TLC NVMe 4 KiB random-read latency, "
+	 "70-90 us typical (e.g. Micron 9400 and Samsung PM1743 product briefs, as recalled)",
+	 NULL},
+	 AT(DOUBLE, nvme_lat_us)},
+	{{"kvcache", "pool_kv_gb", CFG_FLOAT, "0", 0, 1e9, NULL, "GB",
+	 "pooled KV store of the whole cluster reached over the NICs (Mooncake Store, "
+	 "LMCache remote backend; 0 = none): blocks evicted from a node's lowest tier (NVMe, "
+	 "else host, else HBM) are put there from any node, LRU, and fetched back over the "
+	 "GPU's NIC under host_fetch's rule", NULL},
+	 AT(DOUBLE, pool_kv_gb)},
+	{{"kvcache", "pool_bw", CFG_FLOAT, "100e9", 1e6, 1e13, NULL, "bytes/s",
+	 "the pool's bandwidth per direction, all its servers together (one link each way). "
+	 "Default: Mooncake (Qin et al., FAST '25) nodes with 4 x 200 Gb/s RoCE NICs, "
+	 "100 GB/s (as recalled); own choice for a pool of one such node's worth", NULL},
+	 AT(DOUBLE, pool_bw)},
+	{{"kvcache", "pool_lat_us", CFG_FLOAT, "50", 0, 1e6, NULL, "us",
+	 "per-access latency of the pool (metadata lookup, RDMA setup), paid on its link each "
+	 "way. Default: own choice, the tens of microseconds of a Mooncake Transfer Engine "
+	 "batch transfer (FAST '25 sec. 5, as recalled)", NULL},
+	 AT(DOUBLE, pool_lat_us)},
 	{{"scheduler", "max_num_seqs", CFG_INT, "0", 0, 65536, NULL, "",
 	 "most sequences in one iteration (vLLM max_num_seqs, SGLang max_running_requests); "
 	 "0 = the engine's default on this GPU: vLLM 1024 on GPUs with >= 70 GiB other than "

@@ -20,18 +20,19 @@
 #include "sim/run/recorder.h"
 #include "sim/run/sim_holders.h"
 #include "sim/run/sim_int.h"
+#include "sim/run/sim_tiers.h"
 
 /* copy_begin's answer when every block is already at the destination */
 #define COPY_NOTHING 2
 
 static kv_store_t *store_of(sim_ctx_t *s, int32_t where)
 {
-	return where >= 0 ? s->cl.inst[where].kv : s->host[-1 - where];
+	return where >= 0 ? s->cl.inst[where].kv : sim_tier_store(s, where);
 }
 
 static uint32_t node_of(const sim_ctx_t *s, int32_t where)
 {
-	return where >= 0 ? sim_inst_node(s, (uint32_t)where) : (uint32_t)(-1 - where);
+	return where >= 0 ? sim_inst_node(s, (uint32_t)where) : sim_tier_node(s, where);
 }
 
 /* First GPU (within its node) of an instance. */
@@ -115,6 +116,7 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 		.gpus_per_leaf = np->gpus_per_leaf,
 		.switch_lat_ns = np->switch_lat_ns,
 	};
+	sim_tiers_topo(p, &ts);
 	s->copy_overhead_ns = np->copy_overhead_ns;
 	const char *cal = np->calibration;
 	if (cal[0]) {
@@ -184,7 +186,7 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 			if (!(s->host[i] = kv_store_new(cap)))
 				return KS_ENOMEM;
 	}
-	return 0;
+	return sim_tiers_init(s, p, sim_on_tier_evict);
 }
 
 void sim_net_free(sim_ctx_t *s)
@@ -197,6 +199,7 @@ void sim_net_free(sim_ctx_t *s)
 		for (uint32_t i = 0; i < s->nodes; i++)
 			kv_store_free(s->host[i]);
 	free(s->host);
+	sim_tiers_free(s);
 	free(s->replicas);
 	net_topo_free(s->topo);
 	net_free(s->net);
@@ -216,6 +219,12 @@ static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32
 		      int *kind)
 {
 	uint32_t nd = node_of(s, dst), ns = node_of(s, src);
+	if (sim_tier_of(s, src) > SIM_TIER_HOST || sim_tier_of(s, dst) > SIM_TIER_HOST)
+		return sim_tier_path(s, src, dst, dst >= 0 ? nd : ns,
+				     (dst >= 0 ? gpu0_of(s, (uint32_t)dst)
+				      : src >= 0 ? gpu0_of(s, (uint32_t)src)
+						 : 0) + g,
+				     links, kind);
 	if (src < 0) {
 		*kind = PATH_PCIE_H2D;
 		return net_path_host_gpu(s->topo, nd, gpu0_of(s, (uint32_t)dst) + g, links);
@@ -370,6 +379,7 @@ static copy_costs_t copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len
 		int64_t ll;
 		if (net_link_info(s->net, links[i], &lc, &ll))
 			continue;
+		lc = sim_tier_link_share(s, links[i], lc);
 		lat += ll;
 		cap = i == 0 || lc < cap ? lc : cap;
 	}
@@ -867,7 +877,7 @@ int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *bloc
 {
 	if (src == (int32_t)dst)
 		return POL_COPY_REFUSED;
-	if (src < 0 && !s->host[-1 - src])
+	if (src < 0 && !store_of(s, src))
 		return POL_COPY_REFUSED;
 	int rc = copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
 	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && src >= 0)
@@ -958,6 +968,10 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 		int64_t capped = (int64_t)ceil((double)bytes / cc.rate_cap * 1e9);
 		t = capped > t ? capped : t;
 	}
+	/* a drive or the pool shared by the copy's own shards (the fair share
+	 * above is one shard's) */
+	if (kind >= PATH_NVME_READ && cc.alone_ns - cc.overhead_ns > t)
+		t = cc.alone_ns - cc.overhead_ns;
 	return t + cc.overhead_ns;
 }
 
@@ -993,7 +1007,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	/* the host tier counts only where the node has one: with the defaults
 	 * (no peer pull, no host tier) an arrival costs nothing here */
 	int peers = s->fetch_rule != SIM_FETCH_NEVER,
-	    host = s->host_fetch_rule != SIM_FETCH_NEVER && s->host[dnode];
+	    host = s->host_fetch_rule != SIM_FETCH_NEVER && (s->host[dnode] || sim_tiers_any(s, dnode));
 	if ((!peers && !host) || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
 		return 0;
 	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
@@ -1015,7 +1029,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 				       r->id, found ? from : -1, best, found2 ? f2 : -1, b2);
 #endif
 	}
-	if (host) {
+	if (host && s->host[dnode]) {
 		uint32_t m = kv_match(s->host[dnode], r->blocks, r->n_blocks);
 		if (m > best) {
 			best = m;
@@ -1023,6 +1037,8 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 			found = 1;
 		}
 	}
+	if (host && sim_tiers_best(s, r, dnode, &best, &from))
+		found = 1;
 	if (!found)
 		return 0;
 	uint32_t k = best - ml, B = s->cl.p.block_tokens;
@@ -1040,6 +1056,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 		r->fetch_lo = ml;
 		r->fetch_hi = best;
 		r->fetch_src = from >= 0 ? 1 : 2;
+		return sim_tiers_fetched(s, r, from, k);
 	}
 	return 0;
 }
@@ -1089,6 +1106,18 @@ static int inst_will_compute(const sim_ctx_t *s, uint32_t inst, uint64_t id)
 	return 0;
 }
 
+/* A block evicted at `where` moves to the tier below, when one is on and
+ * lacks it. */
+static void tier_offload(sim_ctx_t *s, int32_t where, uint64_t block)
+{
+	int32_t to = sim_tier_below(s, where, where < 0);
+	if (to == SIM_TIER_NONE || kv_lookup(store_of(s, to), block))
+		return;
+	uint64_t id;
+	if (copy_begin(s, where, to, &block, 1, NET_BG, 0, 0, NULL, &id) == POL_COPY_OK)
+		sim_tiers_offloaded(s, to, 1);
+}
+
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	hook_t *h = ctx;
@@ -1099,13 +1128,16 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 		fcast_evicted(s->fc, b->id, h->inst);
 	if (s->holders && b->depth == 0 && !inst_will_compute(s, h->inst, b->id))
 		sim_holders_remove(s->holders, b->id, h->inst);
-	uint32_t node = node_of(s, (int32_t)h->inst);
-	if (!s->host_offload || !s->host[node] || kv_lookup(s->host[node], b->id))
-		return;
-	/* write the evicted block back to host memory (a staging buffer holds
-	 * it while the background flow runs) */
-	uint64_t id;
-	copy_begin(s, (int32_t)h->inst, -1 - (int32_t)node, &b->id, 1, NET_BG, 0, 0, NULL, &id);
+	/* write the evicted block back to host memory, or the tier below (a
+	 * staging buffer holds it while the background flow runs) */
+	tier_offload(s, (int32_t)h->inst, b->id);
+}
+
+void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	(void)now;
+	const sim_tier_hook_t *h = ctx;
+	tier_offload(h->s, h->where, b->id);
 }
 
 static int count_spec_left(void *ctx, const kv_block_info_t *b)
@@ -1134,7 +1166,7 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 			return KS_ENOMEM;
 	/* per link kind (net_medium_t order, as the recorder's list): bytes
 	 * moved and busy time, by class */
-	double kb[4][2] = {{0}}, kt[4][2] = {{0}};
+	double kb[NET_MEDIUM_N][2] = {{0}}, kt[NET_MEDIUM_N][2] = {{0}};
 	size_t nl = net_link_count(s->net);
 	for (uint32_t l = 0; l < nl; l++) {
 		net_link_stats_t st;
@@ -1157,5 +1189,5 @@ int sim_copy_finish(sim_ctx_t *s, sim_results_t *res)
 	    rec_metric(res, REC_BYTES_FG, (double)s->spec.bytes_fg) ||
 	    rec_metric(res, REC_BYTES_BG, (double)s->spec.bytes_bg))
 		return KS_ENOMEM;
-	return 0;
+	return sim_tiers_finish(s, res, kb, kt);
 }

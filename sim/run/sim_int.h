@@ -53,7 +53,7 @@ typedef struct pend {
  * host tier), moved as one flow per tensor-parallel shard. */
 typedef struct kcopy {
 	uint64_t id;
-	int32_t src, dst;       /* instance, or -1 - node for a host tier */
+	int32_t src, dst;       /* instance, or a tier below HBM (sim_tiers.h) */
 	uint64_t *blocks;
 	uint32_t n;
 	int cls;                /* NET_FG / NET_BG */
@@ -152,6 +152,7 @@ typedef struct sim_ctx {
 	size_t n_replicas, cap_replicas;
 	kv_store_t **host;      /* per node host tier, NULL entries when off */
 	int host_offload;
+	struct sim_tiers *tiers; /* NVMe and pool tiers (sim_tiers.h); NULL when off */
 	sim_results_t *res;     /* the caller's results: the recorder appends every
 	                         * row here during the run (sim/run/recorder.h) */
 	/* timeline (on_sample; output.timeline = changed unless tl_every) */
@@ -227,6 +228,9 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
 /* Eviction hook of instance stores (offload to host, replica accounting). */
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+/* Eviction hook of the stores below HBM (ctx: a sim_tier_hook_t): the block
+ * moves to the next tier on (sim_tiers.h). */
+void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 /* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
 int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);

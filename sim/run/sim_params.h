@@ -68,6 +68,13 @@ typedef struct sim_params {
 	int copy_deferred;
 	double host_kv_gb;
 	int host_offload;
+	/* [kvcache] deeper tiers (sim/run/sim_tiers.h) */
+	double nvme_kv_gb;              /* per node; 0: none */
+	double nvme_read_bw, nvme_write_bw; /* bytes/s */
+	double nvme_lat_us;
+	double pool_kv_gb;              /* whole cluster; 0: none */
+	double pool_bw;                 /* bytes/s per direction */
+	double pool_lat_us;
 	/* [scheduler] */
 	uint32_t max_num_seqs, max_batched_tokens;
 	int chunked_prefill;

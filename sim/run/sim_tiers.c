@@ -1,0 +1,265 @@
+/* sim_tiers — see sim_tiers.h. */
+#include "sim/run/sim_tiers.h"
+
+#include <stdlib.h>
+
+#include "sim/base/vec.h"
+#include "sim/run/recorder.h"
+
+/* What one tier below host memory counted (blocks). */
+typedef struct tier_count {
+	uint64_t offloaded, evicted, fetched;
+} tier_count_t;
+
+/* A request fetched from NVMe or the pool: its tok_host is that tier's. */
+typedef struct tier_fetch {
+	uint64_t req;
+	uint8_t tier; /* sim_tier_t */
+} tier_fetch_t;
+
+struct sim_tiers {
+	kv_store_t **nvme;     /* [nodes], NULL entries when off */
+	kv_store_t *pool;      /* NULL when off */
+	sim_tier_hook_t *hook; /* [2 nodes + 1]: host, NVMe per node, the pool */
+	int offload;           /* kvcache.host_offload */
+	tier_count_t n[2];     /* NVMe, pool */
+	tier_fetch_t *fetch;
+	size_t n_fetch, cap_fetch;
+};
+
+void sim_tiers_topo(const sim_params_t *p, net_topo_spec_t *ts)
+{
+	int nvme = p->nvme_kv_gb > 0, pool = p->pool_kv_gb > 0;
+	ts->nvme_read_bw = nvme ? p->nvme_read_bw : 0;
+	ts->nvme_write_bw = nvme ? p->nvme_write_bw : 0;
+	ts->nvme_lat_ns = nvme ? (int64_t)(p->nvme_lat_us * 1e3 + 0.5) : 0;
+	ts->pool_bw = pool ? p->pool_bw : 0;
+	ts->pool_lat_ns = pool ? (int64_t)(p->pool_lat_us * 1e3 + 0.5) : 0;
+}
+
+static kv_store_t *store_gb(const sim_ctx_t *s, double gb)
+{
+	return kv_store_new((uint32_t)(gb * 1e9 / (double)s->cl.p.block_bytes));
+}
+
+int sim_tiers_init(sim_ctx_t *s, const sim_params_t *p, kv_evict_fn on_evict)
+{
+	if (!(p->nvme_kv_gb > 0) && !(p->pool_kv_gb > 0))
+		return 0;
+	struct sim_tiers *t = s->tiers = calloc(1, sizeof *t);
+	if (!t || !(t->nvme = calloc(s->nodes, sizeof *t->nvme)) ||
+	    !(t->hook = calloc(2 * (size_t)s->nodes + 1, sizeof *t->hook)))
+		return KS_ENOMEM;
+	t->offload = p->host_offload;
+	for (uint32_t i = 0; p->nvme_kv_gb > 0 && i < s->nodes; i++)
+		if (!(t->nvme[i] = store_gb(s, p->nvme_kv_gb)))
+			return KS_ENOMEM;
+	if (p->pool_kv_gb > 0 && !(t->pool = store_gb(s, p->pool_kv_gb)))
+		return KS_ENOMEM;
+	for (uint32_t i = 0; i < 2 * s->nodes + 1; i++) {
+		int32_t where = -1 - (int32_t)i;
+		kv_store_t *st = sim_tier_store(s, where);
+		t->hook[i] = (sim_tier_hook_t){s, where};
+		if (st)
+			kv_store_set_policy(st, NULL, on_evict, &t->hook[i]);
+	}
+	return 0;
+}
+
+void sim_tiers_free(sim_ctx_t *s)
+{
+	struct sim_tiers *t = s->tiers;
+	if (!t)
+		return;
+	for (uint32_t i = 0; t->nvme && i < s->nodes; i++)
+		kv_store_free(t->nvme[i]);
+	kv_store_free(t->pool);
+	free(t->nvme);
+	free(t->hook);
+	free(t->fetch);
+	free(t);
+	s->tiers = NULL;
+}
+
+sim_tier_t sim_tier_of(const sim_ctx_t *s, int32_t where)
+{
+	int64_t i = -1 - (int64_t)where; /* 0 .. 2 nodes for a tier */
+	return where >= 0                  ? SIM_TIER_HBM
+	       : i < s->nodes              ? SIM_TIER_HOST
+	       : i < 2 * (int64_t)s->nodes ? SIM_TIER_NVME
+	                                   : SIM_TIER_POOL;
+}
+
+uint32_t sim_tier_node(const sim_ctx_t *s, int32_t where)
+{
+	uint32_t i = (uint32_t)(-1 - (int64_t)where);
+	return i < 2 * s->nodes ? i % s->nodes : 0;
+}
+
+kv_store_t *sim_tier_store(sim_ctx_t *s, int32_t where)
+{
+	const struct sim_tiers *t = s->tiers;
+	switch (sim_tier_of(s, where)) {
+	case SIM_TIER_HOST:
+		return s->host[sim_tier_node(s, where)];
+	case SIM_TIER_NVME:
+		return t ? t->nvme[sim_tier_node(s, where)] : NULL;
+	case SIM_TIER_POOL:
+		return t ? t->pool : NULL;
+	default:
+		return NULL;
+	}
+}
+
+int32_t sim_tier_below(sim_ctx_t *s, int32_t where, int evicted)
+{
+	struct sim_tiers *t = s->tiers;
+	sim_tier_t tier = sim_tier_of(s, where);
+	if (evicted && t && tier >= SIM_TIER_NVME)
+		t->n[tier - SIM_TIER_NVME].evicted++;
+	uint32_t node = tier == SIM_TIER_HBM ? (uint32_t)where * s->tp / s->gpus_per_node
+	                                     : sim_tier_node(s, where);
+	if (tier == SIM_TIER_HBM && s->host_offload && s->host[node])
+		return -1 - (int32_t)node; /* what the host tier always did */
+	if (!t || !t->offload)
+		return SIM_TIER_NONE;
+	if (tier < SIM_TIER_NVME && t->nvme[node])
+		return -1 - (int32_t)(s->nodes + node);
+	if (tier < SIM_TIER_POOL && t->pool)
+		return -1 - 2 * (int32_t)s->nodes;
+	return SIM_TIER_NONE;
+}
+
+int sim_tier_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t node, uint32_t gpu,
+                  uint32_t *links, int *kind)
+{
+	sim_tier_t from = sim_tier_of(s, src), to = sim_tier_of(s, dst);
+	int n = 0;
+	if (to == SIM_TIER_NVME) {
+		*kind = PATH_NVME_WRITE;
+		/* from HBM: GPU to a host bounce buffer, then the drive */
+		if (from == SIM_TIER_HBM && (n = net_path_gpu_host(s->topo, node, gpu, links)) < 0)
+			return n;
+		int m = net_path_host_nvme(s->topo, node, links + n);
+		return m < 0 ? m : n + m;
+	}
+	if (to == SIM_TIER_POOL) {
+		*kind = PATH_POOL_PUT;
+		return net_path_to_pool(s->topo, node, gpu, from == SIM_TIER_NVME, links);
+	}
+	if (from == SIM_TIER_NVME && to == SIM_TIER_HBM) {
+		*kind = PATH_NVME_READ;
+		return net_path_nvme_gpu(s->topo, node, gpu, links);
+	}
+	if (from == SIM_TIER_POOL && to == SIM_TIER_HBM) {
+		*kind = PATH_POOL_GET;
+		return net_path_pool_gpu(s->topo, node, gpu, links);
+	}
+	return KS_EINPUT; /* no tier moves blocks up into host memory */
+}
+
+double sim_tier_link_share(const sim_ctx_t *s, uint32_t link, double cap)
+{
+	net_medium_t m = net_topo_link_medium(s->topo, link);
+	return m == NET_MEDIUM_NVME || m == NET_MEDIUM_POOL ? cap / s->tp : cap;
+}
+
+int sim_tiers_any(const sim_ctx_t *s, uint32_t node)
+{
+	const struct sim_tiers *t = s->tiers;
+	return t && (t->nvme[node] || t->pool);
+}
+
+int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *best, int32_t *from)
+{
+	int32_t at[2] = {-1 - (int32_t)(s->nodes + node), -1 - 2 * (int32_t)s->nodes};
+	int found = 0;
+	for (int i = 0; s->tiers && i < 2; i++) {
+		kv_store_t *st = sim_tier_store(s, at[i]);
+		uint32_t m = st ? kv_match(st, r->blocks, r->n_blocks) : 0;
+		if (m > *best) {
+			*best = m;
+			*from = at[i];
+			found = 1;
+		}
+	}
+	return found;
+}
+
+void sim_tiers_offloaded(sim_ctx_t *s, int32_t to, uint32_t k)
+{
+	sim_tier_t tier = sim_tier_of(s, to);
+	if (s->tiers && tier >= SIM_TIER_NVME)
+		s->tiers->n[tier - SIM_TIER_NVME].offloaded += k;
+}
+
+int sim_tiers_fetched(sim_ctx_t *s, const sim_req_t *r, int32_t from, uint32_t k)
+{
+	struct sim_tiers *t = s->tiers;
+	sim_tier_t tier = sim_tier_of(s, from);
+	if (!t || tier < SIM_TIER_NVME)
+		return 0;
+	t->n[tier - SIM_TIER_NVME].fetched += k;
+	if (VEC_GROW(t->fetch, t->cap_fetch, t->n_fetch + 1, 64))
+		return KS_ENOMEM;
+	t->fetch[t->n_fetch++] = (tier_fetch_t){r->id, (uint8_t)tier};
+	return 0;
+}
+
+static int fetch_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const tier_fetch_t *)a)->req, y = ((const tier_fetch_t *)b)->req;
+	return (x > y) - (x < y);
+}
+
+/* Blocks resident (READY or landing) in a store, 0 for none. */
+static double resident(const kv_store_t *st)
+{
+	return st ? (double)kv_used(st) : 0;
+}
+
+int sim_tiers_finish(sim_ctx_t *s, sim_results_t *res, double kb[][2], double kt[][2])
+{
+	struct sim_tiers *t = s->tiers;
+	if (!t)
+		return 0;
+	/* a request fetches at most once (at its routing): its tok_host is
+	 * from the tier recorded for it, if any */
+	qsort(t->fetch, t->n_fetch, sizeof *t->fetch, fetch_cmp);
+	double tok[2] = {0, 0};
+	for (size_t i = 0; t->n_fetch && i < res->n_req; i++) {
+		tier_fetch_t key = {res->req[i].id, 0};
+		const tier_fetch_t *f = bsearch(&key, t->fetch, t->n_fetch, sizeof key, fetch_cmp);
+		if (f)
+			tok[f->tier - SIM_TIER_NVME] += res->req[i].tok_host;
+	}
+	double nvme_res = 0;
+	for (uint32_t i = 0; i < s->nodes; i++)
+		nvme_res += resident(t->nvme[i]);
+	const double m[] = {
+	    tok[0],
+	    tok[1],
+	    (double)t->n[0].offloaded,
+	    (double)t->n[0].evicted,
+	    nvme_res,
+	    (double)t->n[0].fetched,
+	    (double)t->n[1].offloaded,
+	    (double)t->n[1].evicted,
+	    resident(t->pool),
+	    (double)t->n[1].fetched,
+	};
+	_Static_assert(sizeof m / sizeof m[0] == REC_POOL_BLOCKS_FETCHED - REC_TOK_FETCHED_NVME + 1,
+	               "one value per metric");
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+		if (rec_metric(res, REC_TOK_FETCHED_NVME + (int)i, m[i]))
+			return KS_ENOMEM;
+	/* the tiers' links, as the four media's rows (REC_LINK order) */
+	for (int k = 0; k < 2; k++)
+		for (int c = 0; c < 2; c++) {
+			int id = REC_LINK_BYTES_FG_NVME + 4 * k + 2 * c;
+			if (rec_metric(res, id, kb[NET_MEDIUM_NVME + k][c]) ||
+			    rec_metric(res, id + 1, kt[NET_MEDIUM_NVME + k][c]))
+				return KS_ENOMEM;
+		}
+	return 0;
+}
