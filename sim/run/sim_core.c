@@ -489,15 +489,25 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return 0;
 }
 
+/* An instance's four sampled values, as both timeline rules sample them. */
+static void inst_values(const sim_ctx_t *s, uint32_t i, double v[4])
+{
+	const sim_inst_t *in = &s->cl.inst[i];
+	double bb = (double)s->cl.p.block_bytes;
+	v[0] = in->n_wait;
+	v[1] = in->n_run;
+	v[2] = kv_used(in->kv) * bb;
+	v[3] = kv_spec_blocks(in->kv) * bb;
+}
+
 /* output.timeline = every: a row per instance, and per link with a nonzero
  * rate, at every tick (the reference rule). */
 static int sample_every(sim_ctx_t *s, int64_t now)
 {
-	double bb = (double)s->cl.p.block_bytes;
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
-		const sim_inst_t *in = &s->cl.inst[i];
-		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, in->n_wait, in->n_run,
-				  kv_used(in->kv) * bb, kv_spec_blocks(in->kv) * bb, 0, 0};
+		double v[4];
+		inst_values(s, i, v);
+		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, v[0], v[1], v[2], v[3], 0, 0};
 		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
@@ -520,18 +530,47 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+void sim_touch(sim_ctx_t *s, int32_t inst)
+{
+	if (inst < 0 || !s->tl_dirty || s->tl_dirty[inst])
+		return;
+	s->tl_dirty[inst] = 1;
+	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
+}
+
+/* cluster_params_t.on_touch */
+static void on_touch(void *ctx, uint32_t inst)
+{
+	sim_touch(ctx, (int32_t)inst);
+}
+
 /* output.timeline = changed: the rows of sample_every that differ from the
  * series' last row, so reading each series as a step function gives the
- * per-tick samples back (a link without a row is at 0). Links are visited
+ * per-tick samples back (a link without a row is at 0). Instances are
+ * visited only when touched since the last tick (sim_touch: the cluster's
+ * enqueues and steps, copies starting, landing or cancelled there), links
  * only while they hold flows (net_links_active) or their last row is
- * nonzero (one zero row as they go idle), in id order as before. */
+ * nonzero (one zero row as they go idle); both in id order as before. */
 static int sample_changed(sim_ctx_t *s, int64_t now)
 {
-	double bb = (double)s->cl.p.block_bytes;
+#ifdef KVSIM_CHECK
+	/* an untouched instance must still read as its last row */
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
-		const sim_inst_t *in = &s->cl.inst[i];
-		double v[4] = {in->n_wait, in->n_run, kv_used(in->kv) * bb,
-			       kv_spec_blocks(in->kv) * bb};
+		double v[4];
+		inst_values(s, i, v);
+		if (!s->tl_dirty[i] && memcmp(v, s->tl_inst[i], sizeof v))
+			return err_set(s->err, KS_ERUNTIME,
+				       "timeline: instance %u changed at t=%" PRId64
+				       " ns without being touched (sim_touch)",
+				       i, now);
+	}
+#endif
+	qsort(s->tl_dirty_list, s->n_tl_dirty, sizeof *s->tl_dirty_list, cmp_u32);
+	for (uint32_t k = 0; k < s->n_tl_dirty; k++) {
+		uint32_t i = s->tl_dirty_list[k];
+		s->tl_dirty[i] = 0;
+		double v[4];
+		inst_values(s, i, v);
 		double *last = s->tl_inst[i];
 		if (v[0] == last[0] && v[1] == last[1] && v[2] == last[2] && v[3] == last[3])
 			continue;
@@ -540,6 +579,7 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
+	s->n_tl_dirty = 0;
 	size_t na;
 	const uint32_t *act = net_links_active(s->net, &na);
 	uint32_t nc = 0;
@@ -576,21 +616,26 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 }
 
 /* The state of sample_changed: no row yet for any instance (NaN differs
- * from every value), every link's last use 0. */
+ * from every value) and every instance touched, every link's last use 0. */
 static int tl_alloc(sim_ctx_t *s)
 {
 	uint32_t ni = s->cl.p.n_instances;
 	size_t nl = net_link_count(s->net);
 	s->tl_inst = malloc((ni ? ni : 1) * sizeof *s->tl_inst);
+	s->tl_dirty = calloc(ni ? ni : 1, 1);
+	s->tl_dirty_list = malloc((ni ? ni : 1) * sizeof *s->tl_dirty_list);
 	s->tl_link = calloc(nl ? nl : 1, sizeof *s->tl_link);
 	s->tl_on = malloc((nl ? nl : 1) * sizeof *s->tl_on);
 	s->tl_cand = malloc((nl ? nl : 1) * sizeof *s->tl_cand);
 	s->tl_mark = calloc(nl ? nl : 1, 1);
-	if (!s->tl_inst || !s->tl_link || !s->tl_on || !s->tl_cand || !s->tl_mark)
+	if (!s->tl_inst || !s->tl_dirty || !s->tl_dirty_list || !s->tl_link || !s->tl_on ||
+	    !s->tl_cand || !s->tl_mark)
 		return KS_ENOMEM;
-	for (uint32_t i = 0; i < ni; i++)
+	for (uint32_t i = 0; i < ni; i++) {
 		for (int k = 0; k < 4; k++)
 			s->tl_inst[i][k] = NAN;
+		sim_touch(s, (int32_t)i);
+	}
 	return 0;
 }
 
@@ -799,6 +844,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.on_job_done = sim_on_job_done;
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
+	p.on_touch = on_touch;
 	p.on_result = rec_request;
 	p.result_ctx = s->res;
 	if ((rc = pol_set_open_cfg(reg, cfg, sp->seed, &s->pol, e)))
@@ -948,7 +994,7 @@ static void ctx_free(sim_ctx_t *s)
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,
-	         s->tl_mark, s);
+	         s->tl_mark, s->tl_dirty, s->tl_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */

@@ -159,6 +159,11 @@ typedef struct sim_ctx {
 	uint32_t *tl_cand;      /* scratch: this tick's active and tl_on links */
 	uint32_t n_tl_on;
 	uint8_t *tl_mark;       /* per link: in tl_cand this tick */
+	/* instances whose sampled values may have changed since their last
+	 * row (sim_touch): a tick under `changed` visits only these */
+	uint8_t *tl_dirty;      /* per instance: in tl_dirty_list */
+	uint32_t *tl_dirty_list;
+	uint32_t n_tl_dirty;
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
@@ -167,6 +172,12 @@ typedef struct sim_ctx {
 	sim_holders_t *holders;
 	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
+
+/* sim_core.c */
+/* inst's sampled values (queue, batch, KV used and speculative) may change
+ * in the current event: the next timeline tick samples it. A host tier
+ * (inst < 0) has no timeline series. */
+void sim_touch(sim_ctx_t *s, int32_t inst);
 
 /* sim_copy.c */
 /* How background flows are scheduled: the transfer policy's mode (pm,
