@@ -64,10 +64,10 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "7c7866731f4f9a15305f63146d2aa6c8fc115345e454427eb75d505db7fb231c"},
+     "f6500718f4229e5d99bb5fd23b9d9860dbc468dfbdadc62a7a0cc4d8268011c1"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "4abdda3b66be726aeb06573b55dac8e8b88ed72e516e70b83aa424fcf8d32ac8"},
+     "c2150726529f0a36c6ca76d29c85153fc0704a4e5ba367ba1f0aaed5abc8004c"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",

@@ -148,6 +148,29 @@ static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, ui
 	return c;
 }
 
+/* The least-loaded instances from the load index (sim_load.h). In
+ * KVSIM_CHECK builds the index is compared with every instance's
+ * cluster_load at each query. */
+static const uint32_t *v_least_loaded(void *ctx, uint32_t *count, uint64_t *min_load,
+				      uint64_t *max_load)
+{
+	sim_ctx_t *s = ctx;
+	uint32_t mn, mx;
+	const uint32_t *c = sim_load_least(s->load, count, &mn, &mx);
+	*min_load = mn;
+	*max_load = mx;
+#ifdef KVSIM_CHECK
+	int bad = sim_load_check(s->load);
+	for (uint32_t i = 0; !bad && i < s->cl.p.n_instances; i++)
+		if (sim_load_of(s->load, i) != cluster_load(&s->cl, i))
+			bad = 10;
+	if (bad && !s->hook_err)
+		s->hook_err = err_set(s->err, KS_ERUNTIME,
+				      "load index: inconsistent with the instances (check %d)", bad);
+#endif
+	return c;
+}
+
 static uint64_t v_held(void *ctx, uint32_t i)
 {
 	return kv_used(((sim_ctx_t *)ctx)->cl.inst[i].kv);
@@ -397,6 +420,8 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
+			if (!rc) /* its row gives the load back (on_result) */
+				rc = sim_load_inc(s->load, inst);
 			if (!rc && nb == a->n_blocks && a->n_out_blocks)
 				rc = cluster_req_output_ids(&s->cl, r, p->blocks + nb,
 							    a->n_out_blocks);
@@ -542,6 +567,17 @@ void sim_touch(sim_ctx_t *s, int32_t inst)
 static void on_touch(void *ctx, uint32_t inst)
 {
 	sim_touch(ctx, (int32_t)inst);
+}
+
+/* cluster_params_t.on_result: a routed request's row (completed, or
+ * unfinished at the end) is its leaving the instance's load; every row goes
+ * to the recorder. */
+static int on_result(void *ctx, const res_request_t *row)
+{
+	sim_ctx_t *s = ctx;
+	if (row->instance >= 0)
+		sim_load_dec(s->load, (uint32_t)row->instance);
+	return rec_request(s->res, row);
 }
 
 /* output.timeline = changed: the rows of sample_every that differ from the
@@ -845,8 +881,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
 	p.on_touch = on_touch;
-	p.on_result = rec_request;
-	p.result_ctx = s->res;
+	p.on_result = on_result;
+	p.result_ctx = s;
 	if ((rc = pol_set_open_cfg(reg, cfg, sp->seed, &s->pol, e)))
 		return rc;
 	s->pol_open = 1;
@@ -868,11 +904,12 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	}
 	if ((rc = sim_net_init(s, sp, e)))
 		return rc;
-	if (!(s->holders = sim_holders_new()))
+	if (!(s->holders = sim_holders_new()) || !(s->load = sim_load_new(p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
-			       s->copy_deferred ? v_match_computing : NULL, v_candidates};
+			       s->copy_deferred ? v_match_computing : NULL, v_candidates,
+			       v_least_loaded};
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
@@ -990,6 +1027,7 @@ static void ctx_free(sim_ctx_t *s)
 		pol_set_close(&s->pol);
 	pol_rview_free(s->rview);
 	sim_holders_free(s->holders);
+	sim_load_free(s->load);
 	fcast_free(s->fc);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);

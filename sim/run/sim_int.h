@@ -16,6 +16,7 @@
 #include "sim/run/forecast.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_holders.h"
+#include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
@@ -164,6 +165,7 @@ typedef struct sim_ctx {
 	uint8_t *tl_dirty;      /* per instance: in tl_dirty_list */
 	uint32_t *tl_dirty_list;
 	uint32_t n_tl_dirty;
+	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
