@@ -555,14 +555,6 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void sim_touch(sim_ctx_t *s, int32_t inst)
-{
-	if (inst < 0 || !s->tl_dirty || s->tl_dirty[inst])
-		return;
-	s->tl_dirty[inst] = 1;
-	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
-}
-
 /* cluster_params_t.on_touch */
 static void on_touch(void *ctx, uint32_t inst)
 {

@@ -175,11 +175,17 @@ typedef struct sim_ctx {
 	const sim_run_opts_t *opts; /* NULL: none */
 } sim_ctx_t;
 
-/* sim_core.c */
 /* inst's sampled values (queue, batch, KV used and speculative) may change
- * in the current event: the next timeline tick samples it. A host tier
- * (inst < 0) has no timeline series. */
-void sim_touch(sim_ctx_t *s, int32_t inst);
+ * in the current event: the next timeline tick samples it (sim_core.c
+ * sample_changed). A host tier (inst < 0) has no timeline series. Inline:
+ * sim_copy.c calls it, and sim_core.c calls sim_copy.c. */
+static inline void sim_touch(sim_ctx_t *s, int32_t inst)
+{
+	if (inst < 0 || !s->tl_dirty || s->tl_dirty[inst])
+		return;
+	s->tl_dirty[inst] = 1;
+	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
+}
 
 /* sim_copy.c */
 /* How background flows are scheduled: the transfer policy's mode (pm,
