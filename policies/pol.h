@@ -146,6 +146,14 @@ typedef struct pol_view {
 	 * a policy that only cares where a prefix is held loops over these. */
 	const uint32_t *(*candidates)(void *ctx, const uint64_t *blocks, uint32_t n,
 	                              uint32_t *count);
+	/* Appended, may be NULL (then read inst for every instance): the
+	 * instances whose load (waiting + running, pol_inst_load) is the least,
+	 * *count >= 1 of them in no particular order, valid until the policy
+	 * returns; *min_load is their load and *max_load the largest over all
+	 * instances. O(1): the simulator keeps the loads grouped on change, so
+	 * a least-load choice costs nothing per instance. */
+	const uint32_t *(*least_loaded)(void *ctx, uint32_t *count, uint64_t *min_load,
+	                                uint64_t *max_load);
 } pol_view_t;
 
 /* Best match over all instances: blocks matched, *inst = lowest index among

@@ -178,6 +178,15 @@ static int ll_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 {
 	(void)r;
 	ll_state_t *s = st;
+	if (s->p.metric == 0 && v->least_loaded) {
+		/* the tied least-loaded set as the scan below would find it, and
+		 * one uniform draw among them (pol_pick's distribution) */
+		uint32_t n;
+		uint64_t mn, mx;
+		const uint32_t *c = v->least_loaded(v->ctx, &n, &mn, &mx);
+		*inst = n > 1 ? c[gsl_rng_uniform_int(s->b.rng, n)] : c[0];
+		return POL_ACCEPT;
+	}
 	pol_inst_t x;
 	pol_pick_t pk;
 	pol_pick_start(&pk, s->b.rng);
@@ -266,7 +275,14 @@ static int ca_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 		return KS_ENOMEM;
 	pol_inst_t x;
 	double mx = -1, mn = INFINITY;
-	for (uint32_t i = 0; i < v->n_inst; i++) {
+	if (v->least_loaded) {
+		uint32_t n;
+		uint64_t lo, hi;
+		(void)v->least_loaded(v->ctx, &n, &lo, &hi);
+		mn = (double)lo;
+		mx = (double)hi;
+	}
+	for (uint32_t i = 0; !v->least_loaded && i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
 		double l = (double)pol_inst_load(&x);
 		mx = fmax(mx, l);

@@ -126,12 +126,12 @@ static const whole_t wholes[] = {
      3,
      0,
      0},
-    /* 16-token blocks in a pool of 200: decodes preempt (vllm) and retract
+    /* 16-token blocks in a pool of 150: decodes preempt (vllm) and retract
      * (sglang) all the time, and every 16th token allocates */
-    {"preemption-heavy (default, 200 blocks of 16 tokens)",
+    {"preemption-heavy (default, 150 blocks of 16 tokens)",
      NULL,
      NULL,
-     {"cluster.kv_blocks=200", "kvcache.block_tokens=16", "trace.duration_s=20"},
+     {"cluster.kv_blocks=150", "kvcache.block_tokens=16", "trace.duration_s=20"},
      3,
      1,
      0},

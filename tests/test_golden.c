@@ -64,10 +64,10 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "56d574e79392afa7bb67d6875d7b64df3852c5c98600c76ec22c3ded3c762160"},
+     "0b110a5ac68105e3da37fdb8eff888d7add6e2e52477db2abdfb0254304525f4"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "96b1874383d1182888fe083ae0eeaa82de7ed0e07d530b0f9149da47bd2d3a8e"},
+     "1dae01b006af0a7f0bed13fff75a6914d2162217181e358f8e72423b0a4d7443"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",

@@ -1085,6 +1085,8 @@ static int iter_start_sglang(cluster_t *c, sim_inst_t *in)
 
 static int iter_start(cluster_t *c, sim_inst_t *in)
 {
+	if (c->p.on_touch) /* every step ends here, and every admission starts here */
+		c->p.on_touch(c->p.hook_ctx, in->id);
 	if (in->busy) {
 		if (c->p.sched_mode == SCHED_BTB)
 			btb_admit_ready(c, in);
@@ -1314,6 +1316,8 @@ int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, u
 	r->dec_inst = -1;
 	r->t_landed = -1;
 	sim_inst_t *in = &c->inst[inst];
+	if (c->p.on_touch)
+		c->p.on_touch(c->p.hook_ctx, inst);
 	wait_push_back(in, r, ev_engine_now(c->eng));
 	in->prefill_tokens_queued += r->in_len;
 	c->n_live++;

@@ -143,6 +143,11 @@ typedef struct cluster_params {
 	 * here: 1 waits for the copy to land, 0 computes the rest of the prompt
 	 * privately. NULL: always wait. */
 	int (*wait_inflight)(void *ctx, uint32_t inst, const struct sim_req *r, uint32_t first);
+	/* inst's sampled state (n_wait, n_run, its store's used and speculative
+	 * blocks) may change in the call being made: an enqueue or a scheduler
+	 * step there (may be NULL). A decode segment's silent iterations change
+	 * none of it, so cluster_sync never calls it. */
+	void (*on_touch)(void *ctx, uint32_t inst);
 	void *hook_ctx;
 	/* Every request's result row, once, when it completes, is rejected or
 	 * is still in the system at cluster_finish (required; the run's

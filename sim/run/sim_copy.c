@@ -288,6 +288,8 @@ static int copy_land(sim_ctx_t *s, kcopy_t *k)
 	kv_store_t *d = store_of(s, k->dst);
 	uint32_t tag = 0;
 	int rc;
+	sim_touch(s, k->src); /* the timeline: both stores change */
+	sim_touch(s, k->dst);
 	if (k->spec) {
 		if ((rc = replica_new(s, k->n, &tag)))
 			return rc;
@@ -879,6 +881,8 @@ int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *bloc
 		return POL_COPY_REFUSED;
 	if (src < 0 && !store_of(s, src))
 		return POL_COPY_REFUSED;
+	sim_touch(s, src); /* the timeline: room made at dst, sources dropped */
+	sim_touch(s, (int32_t)dst);
 	int rc = copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
 	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && src >= 0)
 		rc = copy_defer(s, (uint32_t)src, dst, blocks, n, cls, spec, req, id);
@@ -898,6 +902,8 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 		return KS_EINPUT;
 	kcopy_t *k = &s->copies[id - 1];
 	int64_t now = ev_engine_now(s->eng);
+	sim_touch(s, k->src); /* the timeline: both stores change */
+	sim_touch(s, k->dst);
 	if (k->mode == COPY_TIMER)
 		ev_engine_cancel(s->eng, k->timer);
 	else if (k->mode == COPY_JOB)

@@ -149,6 +149,29 @@ static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, ui
 	return c;
 }
 
+/* The least-loaded instances from the load index (sim_load.h). In
+ * KVSIM_CHECK builds the index is compared with every instance's
+ * cluster_load at each query. */
+static const uint32_t *v_least_loaded(void *ctx, uint32_t *count, uint64_t *min_load,
+				      uint64_t *max_load)
+{
+	sim_ctx_t *s = ctx;
+	uint32_t mn, mx;
+	const uint32_t *c = sim_load_least(s->load, count, &mn, &mx);
+	*min_load = mn;
+	*max_load = mx;
+#ifdef KVSIM_CHECK
+	int bad = sim_load_check(s->load);
+	for (uint32_t i = 0; !bad && i < s->cl.p.n_instances; i++)
+		if (sim_load_of(s->load, i) != cluster_load(&s->cl, i))
+			bad = 10;
+	if (bad && !s->hook_err)
+		s->hook_err = err_set(s->err, KS_ERUNTIME,
+				      "load index: inconsistent with the instances (check %d)", bad);
+#endif
+	return c;
+}
+
 static uint64_t v_held(void *ctx, uint32_t i)
 {
 	return kv_used(((sim_ctx_t *)ctx)->cl.inst[i].kv);
@@ -398,6 +421,8 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
+			if (!rc && s->view.least_loaded) /* its row gives the load back */
+				rc = sim_load_inc(s->load, inst);
 			if (!rc && nb == a->n_blocks && a->n_out_blocks)
 				rc = cluster_req_output_ids(&s->cl, r, p->blocks + nb,
 							    a->n_out_blocks);
@@ -490,15 +515,25 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return 0;
 }
 
+/* An instance's four sampled values, as both timeline rules sample them. */
+static void inst_values(const sim_ctx_t *s, uint32_t i, double v[4])
+{
+	const sim_inst_t *in = &s->cl.inst[i];
+	double bb = (double)s->cl.p.block_bytes;
+	v[0] = in->n_wait;
+	v[1] = in->n_run;
+	v[2] = kv_used(in->kv) * bb;
+	v[3] = kv_spec_blocks(in->kv) * bb;
+}
+
 /* output.timeline = every: a row per instance, and per link with a nonzero
  * rate, at every tick (the reference rule). */
 static int sample_every(sim_ctx_t *s, int64_t now)
 {
-	double bb = (double)s->cl.p.block_bytes;
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
-		const sim_inst_t *in = &s->cl.inst[i];
-		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, in->n_wait, in->n_run,
-				  kv_used(in->kv) * bb, kv_spec_blocks(in->kv) * bb, 0, 0};
+		double v[4];
+		inst_values(s, i, v);
+		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, v[0], v[1], v[2], v[3], 0, 0};
 		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
@@ -521,18 +556,50 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* cluster_params_t.on_touch */
+static void on_touch(void *ctx, uint32_t inst)
+{
+	sim_touch(ctx, (int32_t)inst);
+}
+
+/* cluster_params_t.on_result: a routed request's row (completed, or
+ * unfinished at the end) is its leaving the instance's load; every row goes
+ * to the recorder. */
+static int on_result(void *ctx, const res_request_t *row)
+{
+	sim_ctx_t *s = ctx;
+	if (row->instance >= 0 && s->view.least_loaded)
+		sim_load_dec(s->load, (uint32_t)row->instance);
+	return rec_request(s->res, row);
+}
+
 /* output.timeline = changed: the rows of sample_every that differ from the
  * series' last row, so reading each series as a step function gives the
- * per-tick samples back (a link without a row is at 0). Links are visited
+ * per-tick samples back (a link without a row is at 0). Instances are
+ * visited only when touched since the last tick (sim_touch: the cluster's
+ * enqueues and steps, copies starting, landing or cancelled there), links
  * only while they hold flows (net_links_active) or their last row is
- * nonzero (one zero row as they go idle), in id order as before. */
+ * nonzero (one zero row as they go idle); both in id order as before. */
 static int sample_changed(sim_ctx_t *s, int64_t now)
 {
-	double bb = (double)s->cl.p.block_bytes;
+#ifdef KVSIM_CHECK
+	/* an untouched instance must still read as its last row */
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
-		const sim_inst_t *in = &s->cl.inst[i];
-		double v[4] = {in->n_wait, in->n_run, kv_used(in->kv) * bb,
-			       kv_spec_blocks(in->kv) * bb};
+		double v[4];
+		inst_values(s, i, v);
+		if (!s->tl_dirty[i] && memcmp(v, s->tl_inst[i], sizeof v))
+			return err_set(s->err, KS_ERUNTIME,
+				       "timeline: instance %u changed at t=%" PRId64
+				       " ns without being touched (sim_touch)",
+				       i, now);
+	}
+#endif
+	qsort(s->tl_dirty_list, s->n_tl_dirty, sizeof *s->tl_dirty_list, cmp_u32);
+	for (uint32_t k = 0; k < s->n_tl_dirty; k++) {
+		uint32_t i = s->tl_dirty_list[k];
+		s->tl_dirty[i] = 0;
+		double v[4];
+		inst_values(s, i, v);
 		double *last = s->tl_inst[i];
 		if (v[0] == last[0] && v[1] == last[1] && v[2] == last[2] && v[3] == last[3])
 			continue;
@@ -541,6 +608,7 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
+	s->n_tl_dirty = 0;
 	size_t na;
 	const uint32_t *act = net_links_active(s->net, &na);
 	uint32_t nc = 0;
@@ -577,21 +645,26 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 }
 
 /* The state of sample_changed: no row yet for any instance (NaN differs
- * from every value), every link's last use 0. */
+ * from every value) and every instance touched, every link's last use 0. */
 static int tl_alloc(sim_ctx_t *s)
 {
 	uint32_t ni = s->cl.p.n_instances;
 	size_t nl = net_link_count(s->net);
 	s->tl_inst = malloc((ni ? ni : 1) * sizeof *s->tl_inst);
+	s->tl_dirty = calloc(ni ? ni : 1, 1);
+	s->tl_dirty_list = malloc((ni ? ni : 1) * sizeof *s->tl_dirty_list);
 	s->tl_link = calloc(nl ? nl : 1, sizeof *s->tl_link);
 	s->tl_on = malloc((nl ? nl : 1) * sizeof *s->tl_on);
 	s->tl_cand = malloc((nl ? nl : 1) * sizeof *s->tl_cand);
 	s->tl_mark = calloc(nl ? nl : 1, 1);
-	if (!s->tl_inst || !s->tl_link || !s->tl_on || !s->tl_cand || !s->tl_mark)
+	if (!s->tl_inst || !s->tl_dirty || !s->tl_dirty_list || !s->tl_link || !s->tl_on ||
+	    !s->tl_cand || !s->tl_mark)
 		return KS_ENOMEM;
-	for (uint32_t i = 0; i < ni; i++)
+	for (uint32_t i = 0; i < ni; i++) {
 		for (int k = 0; k < 4; k++)
 			s->tl_inst[i][k] = NAN;
+		sim_touch(s, (int32_t)i);
+	}
 	return 0;
 }
 
@@ -802,8 +875,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.on_job_done = sim_on_job_done;
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
-	p.on_result = rec_request;
-	p.result_ctx = s->res;
+	p.on_touch = on_touch;
+	p.on_result = on_result;
+	p.result_ctx = s;
 	if ((rc = sim_disagg_setup(s, cfg, &llm, &cp, &p, e)))
 		return rc;
 	if ((rc = pol_set_open_cfg(reg, cfg, sp->seed, &s->pol, e)))
@@ -827,12 +901,17 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	}
 	if ((rc = sim_net_init(s, sp, e)))
 		return rc;
-	if (!(s->holders = sim_holders_new()))
+	if (!(s->holders = sim_holders_new()) || !(s->load = sim_load_new(p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
-			       s->copy_deferred ? v_match_computing : NULL, v_candidates};
+			       s->copy_deferred ? v_match_computing : NULL, v_candidates,
+			       v_least_loaded};
 	s->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
+	/* the load index counts a request until its row; a prefill instance
+	 * hands it off before that, so disaggregated routers scan instead */
+	if (s->view.n_inst != p.n_instances)
+		s->view.least_loaded = NULL;
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
@@ -951,11 +1030,12 @@ static void ctx_free(sim_ctx_t *s)
 		pol_set_close(&s->pol);
 	pol_rview_free(s->rview);
 	sim_holders_free(s->holders);
+	sim_load_free(s->load);
 	fcast_free(s->fc);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,
-	         s->tl_mark, s);
+	         s->tl_mark, s->tl_dirty, s->tl_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */

@@ -16,6 +16,7 @@
 #include "sim/run/forecast.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_holders.h"
+#include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
@@ -164,6 +165,12 @@ typedef struct sim_ctx {
 	uint32_t *tl_cand;      /* scratch: this tick's active and tl_on links */
 	uint32_t n_tl_on;
 	uint8_t *tl_mark;       /* per link: in tl_cand this tick */
+	/* instances whose sampled values may have changed since their last
+	 * row (sim_touch): a tick under `changed` visits only these */
+	uint8_t *tl_dirty;      /* per instance: in tl_dirty_list */
+	uint32_t *tl_dirty_list;
+	uint32_t n_tl_dirty;
+	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
@@ -191,6 +198,18 @@ static inline uint32_t sim_inst_node(const sim_ctx_t *s, uint32_t i)
 static inline uint32_t sim_inst_gpu0(const sim_ctx_t *s, uint32_t i)
 {
 	return s->inst_gpu0 ? s->inst_gpu0[i] : i * s->tp % s->gpus_per_node;
+}
+
+/* inst's sampled values (queue, batch, KV used and speculative) may change
+ * in the current event: the next timeline tick samples it (sim_core.c
+ * sample_changed). A host tier (inst < 0) has no timeline series. Inline:
+ * sim_copy.c calls it, and sim_core.c calls sim_copy.c. */
+static inline void sim_touch(sim_ctx_t *s, int32_t inst)
+{
+	if (inst < 0 || !s->tl_dirty || s->tl_dirty[inst])
+		return;
+	s->tl_dirty[inst] = 1;
+	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
 }
 
 /* sim_copy.c */
