@@ -328,44 +328,44 @@ static void test_fanout_budget_that_fits_pays_and_default_says_why(void **st)
 {
 	(void)st;
 	/* timings of the single-efficiency roofline (compute.gemm_mfu = 0),
-	 * which this scenario's margins were drawn for: under the calibrated
-	 * terms the hint no longer beats routing without it here */
-	/* The margins turn on which instance wins least_load's ties (the
-	 * seed): budget 0.5 / none and hint / no hint were 0.72 and 1.02 at
-	 * seed 1, 0.63 and 1.12 at 2, 0.57 and 0.96 at 3, 0.62 and 0.98 at 4
-	 * after the load index changed the draws (0.49, 0.50, 0.69, 0.57 and
-	 * 0.81, 1.08, 1.06, 0.89 before); seed 3 is one where both hold. */
-	const char *none[] = {"kvcache.fetch=never", "compute.gemm_mfu=0", "experiment.seed=3"};
+	 * which this scenario's margins were drawn for. Which instance wins
+	 * least_load's ties is drawn from the seed, and single seeds scatter
+	 * (budget 0.5 / none: 0.72, 0.63, 0.57, 0.62 at seeds 1-4), so the
+	 * claim is on the mean over four seeds. Routing to the warm copy (the
+	 * hint) against routing without it was 1.02, 1.12, 0.96, 0.98: no
+	 * gain on average, so only its use is checked here. */
+	double sum_none = 0, sum_fits = 0;
+	for (int seed = 1; seed <= 4; seed++) {
+		char sd[32];
+		snprintf(sd, sizeof sd, "experiment.seed=%d", seed);
+		const char *none[] = {"kvcache.fetch=never", "compute.gemm_mfu=0", sd};
+		const char *fits[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
+		                      "policy.predictor.name=oracle",
+		                      "policy.replication.spec_vram_frac=0.5", "compute.gemm_mfu=0",
+		                      sd};
+		sim_results_t a = run_fanout(none, 3), c = run_fanout(fits, 6);
+		sum_none += sim_results_get(&a, "ttft_mean_ms");
+		sum_fits += sim_results_get(&c, "ttft_mean_ms");
+		assert_true(sim_results_get(&c, "spec.prefix_over_budget") == 0);
+		assert_true(sim_results_get(&c, "spec.copies_deferred") > 0);
+		assert_true(sim_results_get(&c, "spec.hint_routed") > 0);
+		sim_results_free(&a);
+		sim_results_free(&c);
+	}
 	const char *dflt[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
-	                      "policy.predictor.name=oracle", "compute.gemm_mfu=0",
-	                      "experiment.seed=3"};
-	const char *fits[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
-	                      "policy.predictor.name=oracle",
-	                      "policy.replication.spec_vram_frac=0.5", "compute.gemm_mfu=0",
-	                      "experiment.seed=3"};
+	                      "policy.predictor.name=oracle", "compute.gemm_mfu=0"};
 	const char *nohint[] = {"kvcache.fetch=never", "policy.replication.name=speculative",
 	                        "policy.predictor.name=oracle",
 	                        "policy.replication.spec_vram_frac=0.5",
-	                        "policy.replication.spec_route_warm=false", "compute.gemm_mfu=0",
-	                        "experiment.seed=3"};
-	sim_results_t a = run_fanout(none, 3), b = run_fanout(dflt, 5), c = run_fanout(fits, 6),
-		      d = run_fanout(nohint, 7);
-	double ta = sim_results_get(&a, "ttft_mean_ms"), tb = sim_results_get(&b, "ttft_mean_ms"),
-	       tc = sim_results_get(&c, "ttft_mean_ms"), td = sim_results_get(&d, "ttft_mean_ms");
-	printf("fanout_65k TTFT mean: none %.1f, speculative default budget %.1f, budget 0.5 %.1f "
-	       "(%.1f%%), without the hint %.1f ms\n",
-	       ta, tb, tc, 100 * (tc / ta - 1), td);
+	                        "policy.replication.spec_route_warm=false", "compute.gemm_mfu=0"};
+	sim_results_t b = run_fanout(dflt, 4), d = run_fanout(nohint, 6);
+	printf("fanout_65k TTFT mean over seeds 1-4: none %.1f, budget 0.5 %.1f ms (%.1f%%)\n",
+	       sum_none / 4, sum_fits / 4, 100 * (sum_fits / sum_none - 1));
 	assert_true(sim_results_get(&b, "spec.prefix_over_budget") > 0);
 	assert_true(sim_results_get(&b, "spec.refused_vram") > 0);
-	assert_true(sim_results_get(&c, "spec.prefix_over_budget") == 0);
-	assert_true(sim_results_get(&c, "spec.copies_deferred") > 0);
-	assert_true(sim_results_get(&c, "spec.hint_routed") > 0);
 	assert_true(sim_results_get(&d, "spec.hint_routed") == 0);
-	assert_true(tc < 0.7 * ta);
-	assert_true(tc < td);
-	sim_results_free(&a);
+	assert_true(sum_fits < 0.7 * sum_none);
 	sim_results_free(&b);
-	sim_results_free(&c);
 	sim_results_free(&d);
 }
 
