@@ -2,7 +2,7 @@
 """Checks of analysis/study_report.py and analysis/kvsim_results.py on a
 tiny study directory (made by tests/test_analysis_study_report.c).
 
-  check_study_report.py OUT figures|tables|loader|mean_ci|pair_gain|breakeven|lift
+  check_study_report.py OUT figures|tables|loader|mean_ci|pair_gain|breakeven|lift|axes|cdf
 
 Each check recomputes what it compares from the catalog (sqlite3) or the
 run files (h5py) directly, not through kvsim_results, and exits 1 with a
@@ -368,7 +368,51 @@ def check_lift(out):
         fail("lift: no policy checked")
 
 
-CHECKS = {"figures": check_figures, "breakeven": check_breakeven, "lift": check_lift, "tables": check_tables, "loader": check_loader,
+def check_axes(out):
+    """The largest gain of axes.png: speculative over the same preset's
+    none at equal trace CV and seed in the gamma panel, mean over seeds."""
+    rows, _ = catalog(out, "e1_breakeven")
+    rows = [r for r in rows if r["experiment.name"] == "gamma"]
+    by = {}
+    for r in rows:
+        by.setdefault((r["policy.preset"], float(r["trace.cv"]), r["seed"]), {})[
+            r["policy.replication.name"]] = float(r["ttft_p95_ms"])
+    gains = {}
+    for (pre, cv, _), v in by.items():
+        gains.setdefault((pre, cv), []).append(100.0 * (v["none"] - v["speculative"]) / v["none"])
+    mean = {k: sum(g) / len(g) for k, g in gains.items()}
+    best = max(mean, key=mean.get)
+    txt = what_it_shows(open(os.path.join(out, "REPORT.md")).read(), "axes.png")
+    m = re.search(r"over its own preset is ([-+0-9.e]+)% .* for (\S+) \(gamma, ([0-9.]+)\)", txt)
+    if not m or m.group(2) != best[0] or float(m.group(3)) != best[1] or \
+            not close(float(m.group(1)), mean[best], 6e-3):
+        fail("axes: report says %s, the catalog gives %s at %+.4g%%" % (txt, best, mean[best]))
+
+
+def check_cdf(out):
+    """ttft_cdf.png shows the E2 trace (here: rate scale) where the
+    policies' mean p95 TTFT differ the most relative to the fastest."""
+    rows, _ = catalog(out, "e2_traces")
+    p95 = {}
+    for r in rows:
+        p95.setdefault(float(r["trace.rate_scale"]), {}).setdefault(
+            r["policy.replication.name"], []).append(float(r["ttft_p95_ms"]))
+    spread = {}
+    for t, pol in p95.items():
+        m = [sum(v) / len(v) for v in pol.values()]
+        spread[t] = (max(m) - min(m)) / min(m)
+    want = max(spread, key=spread.get)
+    txt = what_it_shows(open(os.path.join(out, "REPORT.md")).read(), "ttft_cdf.png")
+    m = re.search(r"The CDF shows rate_scale=([0-9.]+), .*\(the slowest ([0-9.e+]+)% above", txt)
+    if not m or float(m.group(1)) != want or not close(float(m.group(2)), 100 * spread[want], 6e-3):
+        fail("cdf: report says %s, the catalog's largest spread is rate_scale=%g (%.4g%%)" %
+             (txt, want, 100 * spread[want]))
+    if "nan" in txt or "None" in txt:
+        fail("cdf: raw nan/None in the labels: " + txt)
+
+
+CHECKS = {"figures": check_figures, "breakeven": check_breakeven, "lift": check_lift,
+          "axes": check_axes, "cdf": check_cdf, "tables": check_tables, "loader": check_loader,
           "mean_ci": check_mean_ci, "pair_gain": check_pair_gain}
 
 if __name__ == "__main__":

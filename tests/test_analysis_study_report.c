@@ -151,6 +151,22 @@ static void test_lift_waterfall_pools_requests_by_experiment_name(void **st)
 	check("lift");
 }
 
+/* axes.png's largest gain, as the report states it, is the mean over seeds
+ * of speculative against the same preset's none at equal trace CV. */
+static void test_axes_largest_gain_is_speculative_vs_own_preset(void **st)
+{
+	(void)st;
+	check("axes");
+}
+
+/* The CDF shows the trace where the policies' p95 differ the most,
+ * recomputed from the catalog, and its labels carry no raw nan/None. */
+static void test_cdf_shows_the_trace_where_policies_differ_most(void **st)
+{
+	(void)st;
+	check("cdf");
+}
+
 /* mean_ci against a hand computation and against the catalog's seeds. */
 static void test_mean_ci_is_student_t_over_seeds(void **st)
 {
@@ -192,5 +208,7 @@ TEST_MAIN_FIXTURE(setup, teardown,
                   cmocka_unit_test(test_mean_ci_is_student_t_over_seeds),
                   cmocka_unit_test(test_breakeven_best_cell_is_best_speculative_vs_best_fair_baseline),
                   cmocka_unit_test(test_lift_waterfall_pools_requests_by_experiment_name),
+                  cmocka_unit_test(test_axes_largest_gain_is_speculative_vs_own_preset),
+                  cmocka_unit_test(test_cdf_shows_the_trace_where_policies_differ_most),
                   cmocka_unit_test(test_pair_gain_pairs_each_seed_with_its_best_baseline),
                   cmocka_unit_test(test_report_of_empty_study_names_every_experiment_missing))
