@@ -228,3 +228,43 @@ def _pair_keys(tr, bs, params, skip):
     value of it or none)."""
     return [p for p in params if p not in skip and
             tr[p].astype(str).nunique() > 1 and bs[p].astype(str).nunique() > 1]
+
+
+def best_gain(df, metric, cells, treat, base, match=(), lower_is_better=True):
+    """The best treated run of each cell against the best baseline, per seed.
+
+    cells: the columns naming a cell (e.g. oracle recall and FP rate);
+    treat, base: boolean masks over df (the treated and the baseline rows);
+    match: columns a baseline must share with the cell besides the seed
+    (none: every baseline row of the seed competes, e.g. all the presets
+    with replication none). Per (cells, seed) the best (lowest when
+    lower_is_better) treated `metric` meets the best baseline `metric` of
+    that seed (and match values). Returns one row per (cells, seed) with
+    treat_<metric>, base_<metric>, gain (base - treat when lower is better)
+    and gain_pct (gain / base x 100); a cell without a baseline is left out.
+    NaN cell values are kept as their own cell."""
+    cells, match = list(cells), list(match)
+    m = pd.to_numeric(df[metric], errors="coerce")
+    d = df.assign(_m=m if lower_is_better else -m)
+    t = d[treat].groupby(cells + ["seed"], dropna=False)["_m"].min().rename("_t").reset_index()
+    b = d[base].groupby(match + ["seed"], dropna=False)["_m"].min().rename("_b").reset_index()
+    out = t.merge(b, on=match + ["seed"], how="inner")
+    sign = 1.0 if lower_is_better else -1.0
+    out["treat_" + metric], out["base_" + metric] = sign * out.pop("_t"), sign * out.pop("_b")
+    tv, bv = out["treat_" + metric], out["base_" + metric]
+    out["gain"] = (bv - tv) if lower_is_better else (tv - bv)
+    out["gain_pct"] = 100.0 * out["gain"] / bv
+    return out
+
+
+def pooled_mean(h5_paths, column="ttft_ns", scale=1e-6):
+    """The mean of a /requests column over the completed requests (status
+    0) of several runs pooled, x scale (ns to ms by default), and how many
+    requests that is; (nan, 0) when none completed."""
+    tot, n = 0.0, 0
+    for p in h5_paths:
+        q = read_requests(p)
+        v = q.loc[q["status"] == 0, column].to_numpy(dtype=float)
+        tot += float(v.sum())
+        n += len(v)
+    return (tot / n * scale if n else float("nan")), n

@@ -6,15 +6,27 @@
 Reads OUT/study.json and the kvsim sweep results under OUT (e1_breakeven,
 e2_traces, e3_interference, e4_vram, e5_lift: catalog.sqlite + runs/*.h5;
 no kvsim is run) and writes OUT/REPORT.md and OUT/fig/*.png:
-  breakeven.png  E1: p95 TTFT gain of speculative replication over its
-                 best baseline (same seed, same other parameters) across
-                 oracle recall x false-positive rate, contour where it is 0
+  breakeven.png  E1: p95 TTFT gain of speculative replication across
+                 oracle recall x false-positive rate (experiment.name
+                 heatmap*), contour where it is 0: top, the best speculative
+                 preset against the best fair baseline of the seed (any
+                 preset with replication none); bottom, speculation added
+                 to each preset against that preset alone
+  axes.png       E1's other panels (gamma: trace.cv, fanout:
+                 trace.fanout_size, the link scenarios by name): gain over
+                 the same preset's none per preset, dashed the best fair
+                 comparison, 95% CI whiskers
   pareto.png     E1+E2: TTFT p95 against VRAM-seconds wasted and against
                  background bytes, one point per configuration
-  ttft_cdf.png   E2: TTFT CDF and tail (1 - CDF) per policy on one trace
-  traces.png     E2: mean and p95 TTFT per trace and policy, 95% CI
-  lift.png       E5: mean TTFT of the published variant, each assumption
-                 lifted alone, and all lifted
+  ttft_cdf.png   E2: TTFT CDF and tail (1 - CDF) per policy on the trace
+                 where the policies' p95 differ the most
+  traces.png     E2: p95 TTFT per trace (one panel each) and policy family,
+                 95% CI, clipped CIs marked
+  lift.png       E5: pooled mean TTFT of the published variant (btb), each
+                 assumption lifted alone (lift_*) and all lifted (all_off),
+                 per policy, by experiment.name
+Under each figure REPORT.md says what it shows, with the key numbers
+computed from the catalog; the tables follow the figures.
 An experiment that is absent or skipped is named in the report, which goes
 on without it. --figures DIR also copies the headline figures there.
 Means are over seeds, with the half-width of the 95% Student t CI."""
@@ -49,15 +61,20 @@ PRED = "policy.predictor.name"
 RECALL = "policy.predictor.oracle_recall"
 FP = "policy.predictor.oracle_fp_rate"
 TRACE = "trace.path"
+NAME = "experiment.name"
+PRESET = "policy.preset"
 # Parameters that name a policy (a curve, a bar); the others are conditions.
 POLICY_COLS = [REPL, PRED, "policy.routing.name", "policy.preset", "policy.transfer.name"]
-HEADLINE = ["breakeven.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png"]
-LIFT_METRIC = "ttft_mean_ms"
+HEADLINE = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png"]
 
 
 def fmt(v):
-    """A number as the report prints it (the test reads it back)."""
-    return "nan" if v is None or not np.isfinite(v) else "%.6g" % v
+    """A number as the report prints it, to 4 significant figures ('-' for
+    none or NaN; the test reads it back): 12060 rather than 1.206e+04."""
+    if v is None or not np.isfinite(v):
+        return "-"
+    s = "%.4g" % v
+    return "%.0f" % float(s) if "e+" in s and abs(v) < 1e9 else s
 
 
 def varied(df):
@@ -67,6 +84,8 @@ def varied(df):
 
 def short(v):
     """A parameter value for a label (a trace path by its file name)."""
+    if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)) or str(v) in ("None", "?"):
+        return "-"
     if isinstance(v, (float, np.floating)):
         return "%g" % v
     s = str(v)
@@ -189,44 +208,225 @@ def oracle_rows(df):
     return df[(df[PRED].astype(str) == "oracle") | (df[REPL].astype(str) == "none")]
 
 
+def with_defaults(df):
+    """df with the columns a small sweep may lack: experiment.name (one
+    panel, 'heatmap') and policy.preset ('none', kvsim's default)."""
+    add = {c: v for c, v in ((NAME, "heatmap"), (PRESET, "none")) if c not in df.columns}
+    d = df.assign(**add) if add else df.copy()
+    d.attrs.update(df.attrs)
+    d[PRESET] = d[PRESET].astype(str)
+    return d
+
+
+def nice_ceil(v):
+    """The smallest of 1, 2, 2.5, 5 x 10^k at or above v (a colour limit)."""
+    if not np.isfinite(v) or v <= 0:
+        return 1.0
+    e = 10.0 ** np.floor(np.log10(v))
+    return float(next(k * e for k in (1, 2, 2.5, 5, 10) if k * e >= v * (1 - 1e-12)))
+
+
+def ci_text(mean, ci, unit="%"):
+    """'+3.2% (95% CI -1.0..+7.4)' or, with one seed, '+3.2% (one seed)'."""
+    s = "%+.3g%s" % (mean, unit)
+    return s + (" (95%% CI %+.3g..%+.3g)" % (mean - ci, mean + ci) if np.isfinite(ci) else " (one seed)")
+
+
+def heatmap_panels(df):
+    """The recall x FP-rate grids of E1: [(title, rows)], one per
+    experiment.name starting with 'heatmap' and value of any other
+    parameter its speculative rows vary (the trace CV of
+    heatmap_100g_gamma)."""
+    d = with_defaults(oracle_rows(df))
+    d = d[d[NAME].astype(str).str.startswith("heatmap")]
+    out = []
+    for (name,), g in kr.groups(d, [NAME]):
+        sp = g[g[REPL].astype(str) != "none"]
+        extra = [p for p in varied(sp) if p not in (NAME, PRESET, REPL, PRED, RECALL, FP, "seed")]
+        if not extra:
+            out.append((str(name), g))
+            continue
+        for key, sub in kr.groups(sp, extra):
+            cond = ", ".join("%s=%s" % (short(p), short(v)) for p, v in zip(extra, key))
+            keep = np.ones(len(g), dtype=bool)
+            for p, v in zip(extra, key):  # the baselines of these conditions
+                keep &= (g[p].astype(str) == str(v)).to_numpy()
+            out.append(("%s, %s" % (name, cond), g[keep]))
+    return out
+
+
+def heatmap_gains(g):
+    """[(label, mean_ci frame over RECALL x FP)] of one heatmap panel: the
+    best speculative run of each cell against the best replication-none
+    run of the seed (any preset), then speculation on each preset against
+    that preset's own none."""
+    spec = (g[REPL].astype(str) != "none").to_numpy()
+    none = ~spec
+    res = [("vs best fair baseline", kr.best_gain(g, "ttft_p95_ms", [RECALL, FP], spec, none))]
+    for p in sorted(g.loc[spec, PRESET].unique()):
+        on = (g[PRESET] == p).to_numpy()
+        res.append(("speculation added to %s" % p,
+                    kr.best_gain(g, "ttft_p95_ms", [RECALL, FP], spec & on, none & on)))
+    return [(lab, kr.mean_ci(r, [RECALL, FP], "gain_pct"), r) for lab, r in res if len(r)]
+
+
 def fig_breakeven(df, study, path):
-    """Heatmap of the mean p95 TTFT gain (%) over recall x FP rate."""
+    """Heatmaps of the mean p95 TTFT gain (%) over recall x FP rate: the
+    first row against the best fair baseline, the second speculation added
+    to each preset against that preset alone."""
     if df is None or not {RECALL, FP, REPL} <= set(df.columns) or "ttft_p95_ms" not in df:
-        return None, "E1 lacks oracle recall, FP rate or TTFT p95 columns"
-    pg = kr.pair_gain(oracle_rows(df), "ttft_p95_ms")
-    if pg.empty:
-        return None, "E1 has no speculative run with a baseline of the same seed"
-    extra = [k for k in pg.attrs["pair_keys"] if k not in (RECALL, FP)]
-    facet = extra[0] if extra else None
-    panels = sorted(pg[facet].unique(), key=str)[:6] if facet else [None]
-    fig, axes = ks.figure(ncols=len(panels), squeeze=False, sharey=True)
-    rs, fs = sorted(pg[RECALL].unique()), sorted(pg[FP].unique())
-    lim = max(1.0, float(np.nanmax(np.abs(pg["gain_pct"]))))
-    for ax, val in zip(axes[0], panels):
-        d = pg if facet is None else pg[pg[facet] == val]
-        z = d.groupby([FP, RECALL])["gain_pct"].mean().unstack(RECALL).reindex(index=fs, columns=rs)
-        im = ax.imshow(z.to_numpy(), origin="lower", cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
-        for (i, j), v in np.ndenumerate(z.to_numpy()):
-            if np.isfinite(v):
-                ax.text(j, i, "%+.1f" % v, ha="center", va="center", fontsize=7,
-                        color="w" if abs(v) > 0.6 * lim else "k")
-        if len(rs) > 1 and len(fs) > 1 and np.nanmin(z.to_numpy()) < 0 < np.nanmax(z.to_numpy()):
-            ax.contour(np.arange(len(rs)), np.arange(len(fs)), z.to_numpy(), levels=[0],
-                       colors="k", linewidths=1.5)
-        ax.set_xticks(range(len(rs)), ["%g" % r for r in rs])
-        ax.set_yticks(range(len(fs)), ["%g" % f for f in fs])
-        ax.set_xlabel("oracle recall (share of hot prefixes forecast)")
-        ax.grid(False)
-        if facet:
-            ax.set_title("%s = %s" % (facet, short(val)))
-    axes[0][0].set_ylabel("oracle false-positive rate (false entries per true one)")
-    fig.colorbar(im, ax=list(axes[0]), label="p95 TTFT gain over best baseline (%)")
-    rest = extra[1:]
-    fig.suptitle("Where speculative replication pays: p95 TTFT gain (>0 pays; black line: gain 0)")
+        return None, "E1 lacks oracle recall, FP rate or TTFT p95 columns", ""
+    panels = [(t, heatmap_gains(g)) for t, g in heatmap_panels(df)]
+    panels = [(t, gs) for t, gs in panels if gs]
+    if not panels:
+        return None, "E1 has no heatmap panel with a speculative run and a baseline of its seed", ""
+    top = [(t, gs[0]) for t, gs in panels]
+    bottom = [(t, x) for t, gs in panels for x in gs[1:]]
+    ncols = max(len(top), len(bottom), 1)
+    nrows = 2 if bottom else 1
+    fig, axes = ks.figure(ncols=ncols, nrows=nrows, squeeze=False,
+                          figsize=(max(5.5, 3.3 * ncols + 1.2), 3.4 * nrows + 0.8))
+    fig.subplots_adjust(hspace=0.5, wspace=0.3)
+    allv = np.concatenate([x[1]["mean"].to_numpy() for _, x in top + bottom])
+    lim = nice_ceil(float(np.nanmax(np.abs(allv))))
+    im = None
+    for r, row in enumerate([top, bottom][:nrows]):
+        for c in range(ncols):
+            ax = axes[r][c]
+            if c >= len(row):
+                ax.set_visible(False)
+                continue
+            title, (lab, st, _) = row[c]
+            rs, fs = sorted(st[RECALL].unique()), sorted(st[FP].unique())
+            z = st.set_index([FP, RECALL])["mean"].unstack(RECALL).reindex(index=fs, columns=rs).to_numpy()
+            im = ax.imshow(z, origin="lower", cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
+            for (i, j), v in np.ndenumerate(z):
+                if np.isfinite(v):
+                    ax.text(j, i, "%+.1f" % v, ha="center", va="center", fontsize=7,
+                            color="w" if abs(v) > 0.6 * lim else "k")
+            if len(rs) > 1 and len(fs) > 1 and np.nanmin(z) < 0 < np.nanmax(z):
+                ax.contour(np.arange(len(rs)), np.arange(len(fs)), z, levels=[0],
+                           colors="k", linewidths=1.5)
+            ax.set_xticks(range(len(rs)), ["%g" % x for x in rs])
+            ax.set_yticks(range(len(fs)), ["%g" % x for x in fs])
+            ax.set_xlabel("oracle recall")
+            ax.grid(False)
+            ax.set_title("%s: %s" % (title, lab), fontsize=8)
+            if c == 0:
+                ax.set_ylabel("oracle false-positive rate\n(false entries per true one)")
+    fig.colorbar(im, ax=[a for row in axes for a in row if a.get_visible()],
+                 label="p95 TTFT gain (%, >0: speculation faster)")
+    best = max(top, key=lambda x: np.nanmax(x[1][1]["mean"].to_numpy()))
+    st = best[1][1]
+    b = st.loc[st["mean"].idxmax()]
+    pays = bool((st["mean"] > 0).any()) or any((x[1][1]["mean"] > 0).any() for x in top)
+    head = ("Where speculative replication pays: p95 TTFT gain (black line: gain 0)" if pays else
+            "Speculative replication pays nowhere here: p95 TTFT gain <= 0 in every cell")
+    fig.suptitle(head + "\ntop: best speculative preset vs best fair baseline of the seed; "
+                 "bottom: speculation added to one preset vs that preset alone", fontsize=9)
     ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
-                                   "mean over seeds of (baseline - speculative) / baseline"
-                                   + ("; averaged over " + ", ".join(rest) if rest else "")))
-    return ks.save(fig, path), None
+                                   "mean over seeds of (baseline - speculative) / baseline; "
+                                   "colour scale +-%g%%" % lim))
+    fair = ("The best cell against the best fair baseline (%s) is recall %g, FP rate %g: %s over %d seeds; "
+            "%d of %d cells are > 0, %d with the whole CI above 0." %
+            (best[0], b[RECALL], b[FP], ci_text(b["mean"], b["ci"]), int(b["n"]),
+             int((st["mean"] > 0).sum()), len(st), int((st["lo"] > 0).sum())))
+    if not pays:
+        fair += " No cell pays against the best fair baseline: speculation is slower everywhere here."
+    own = []
+    for t, (lab, st2, _) in bottom:
+        r2 = st2.loc[st2["mean"].idxmax()]
+        own.append("%s (%s): at best %s at recall %g, FP rate %g, %d of %d cells > 0" %
+                   (lab, t, ci_text(r2["mean"], r2["ci"]), r2[RECALL], r2[FP],
+                    int((st2["mean"] > 0).sum()), len(st2)))
+    text = fair + ((" " + "; ".join(own) + ".") if own else "")
+    return ks.save(fig, path), None, text
+
+
+def axis_panels(df):
+    """E1's one-dimensional panels: [(title, x column, rows, x order)]. An
+    experiment.name (not a heatmap) whose rows vary a condition is its own
+    panel along it (trace.cv for gamma, trace.fanout_size for fanout); the
+    names that vary none (the link scenarios) share one panel along the
+    name, in catalog order."""
+    if NAME not in df.columns:
+        return []
+    d = with_defaults(df)
+    d = d[~d[NAME].astype(str).str.startswith("heatmap")]
+    out, flat = [], []
+    for name in pd.unique(d[NAME].astype(str)):
+        g = d[d[NAME].astype(str) == name]
+        cond = [p for p in varied(g) if p not in POLICY_COLS + [NAME, RECALL, FP, "seed"]]
+        if cond:
+            out.append((name, cond[0], g, sorted(g[cond[0]].unique())))
+        else:
+            flat.append(name)
+    if flat:
+        g = d[d[NAME].astype(str).isin(flat)]
+        out.append(("links" if len(flat) > 1 else flat[0], NAME, g, flat))
+    return out
+
+
+def fig_axes(df, study, path):
+    """p95 TTFT gain of speculative over the same preset's none along each
+    of E1's other axes, one series per preset, and (dashed) the best
+    speculative preset against the best fair baseline."""
+    if df is None or "ttft_p95_ms" not in df.columns:
+        return None, "E1 is missing", ""
+    panels = axis_panels(df)
+    if not panels:
+        return None, "E1 has no gamma, fanout or link panel (experiment.name)", ""
+    fig, axes = ks.figure(ncols=len(panels), squeeze=False, sharey=True)
+    best_txt, best, means = [], None, []
+    for ax, (title, x, g, order) in zip(axes[0], panels):
+        spec = (g[REPL].astype(str) != "none").to_numpy()
+        pos = {v: i for i, v in enumerate(order)}
+        presets = sorted(g.loc[spec, PRESET].unique())
+        w = 0.5 / max(1, len(presets))
+        for k, p in enumerate(presets):
+            on = (g[PRESET] == p).to_numpy()
+            st = kr.mean_ci(kr.best_gain(g, "ttft_p95_ms", [x], spec & on, ~spec & on, match=[x]),
+                            [x], "gain_pct")
+            xs = np.array([pos[v] for v in st[x]]) + (k - (len(presets) - 1) / 2) * w
+            ax.errorbar(xs, st["mean"], yerr=st["ci"].fillna(0), marker="o", ms=4, capsize=2,
+                        lw=1, color=ks.color(p), label=p)
+            means += list(st["mean"])
+            for _, r in st.iterrows():
+                if best is None or r["mean"] > best[0]:
+                    best = (r["mean"], r["ci"], p, title, r[x], int(r["n"]))
+        st = kr.mean_ci(kr.best_gain(g, "ttft_p95_ms", [x], spec, ~spec, match=[x]), [x], "gain_pct")
+        means += list(st["mean"])
+        ax.errorbar(np.array([pos[v] for v in st[x]]) + 0.3, st["mean"], yerr=st["ci"].fillna(0), ls="--", color="k",
+                    marker="s", ms=3, capsize=2, lw=1.2, label="best spec vs best fair baseline")
+        if len(st):
+            r = st.loc[st["mean"].idxmax()]
+            best_txt.append("%s: at best %s at %s = %s" % (title, ci_text(r["mean"], r["ci"]),
+                                                           short(x), short(r[x])))
+        ax.axhline(0, color="k", lw=0.6, ls=":")
+        ax.set_xticks(range(len(order)), [short(v) for v in order],
+                      rotation=20 if x == NAME else 0)
+        ax.set_xlabel("link scenario" if x == NAME else short(x))
+        ax.set_title(title)
+    # the means set the scale; a 2-seed CI (t = 12.7) would flatten them
+    lo, hi = np.nanmin(means + [0.0]), np.nanmax(means + [0.0])
+    pad = max(5.0, 0.4 * (hi - lo))
+    axes[0][0].set_ylim(lo - pad, hi + pad)
+    axes[0][0].set_ylabel("p95 TTFT gain of speculative (%)")
+    h, lab = axes[0][0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(6, len(lab)),
+               fontsize=7, frameon=False)
+    fig.suptitle("Speculation along E1's other axes: gain over the same preset without it "
+                 "(>0 pays; whiskers: 95% CI over seeds)", fontsize=9)
+    fig.tight_layout()
+    ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
+                                   "oracle predictor at its default recall and FP rate; "
+                                   "whiskers past the panel are cut at its edge"))
+    text = ""
+    if best is not None:
+        text = ("The largest gain of speculation over its own preset is %s for %s (%s, %s), over %d seeds. "
+                % (ci_text(best[0], best[1]), best[2], best[3], short(best[4]), best[5]))
+    text += "Against the best fair baseline: " + "; ".join(best_txt) + "."
+    return ks.save(fig, path), None, text
 
 
 def pareto_mask(pts):
@@ -265,7 +465,7 @@ def fig_pareto(frames, study, path):
     parts = [config_means(df, exp, mets) for exp, df in frames.items()
              if df is not None and set(mets) | {REPL} <= set(df.columns)]
     if not parts:
-        return None, "neither E1 nor E2 has TTFT p95, VRAM-seconds, background bytes and policies"
+        return None, "neither E1 nor E2 has TTFT p95, VRAM-seconds, background bytes and policies", ""
     y = "rel_p95"
     m = pd.concat(parts, ignore_index=True).dropna(subset=[y] + mets[1:])
     m["front"] = pareto_mask(m[[y] + mets[1:]].to_numpy())
@@ -294,7 +494,14 @@ def fig_pareto(frames, study, path):
     ks.add_caption(fig, ks.caption(study, "e1_breakeven + e2_traces",
                                    "/".join(str(seeds_of(df)) for df in frames.values() if df is not None),
                                    "means over seeds; E1 circles, E2 squares"))
-    return ks.save(fig, path), None
+    f = m[m["front"]]
+    b = m.loc[m[y].idxmin()]
+    text = ("%d of %d configurations are on the 3-D Pareto front. The lowest p95 relative to the best "
+            "baseline of its seed is %.3g (%s, %s), at %s GB·s of unused replica VRAM and %s GB "
+            "of background copies (means over seeds)." %
+            (len(f), len(m), b[y], b["policy"], b["exp"], fmt(b["spec.unused_vram_gb_s"]),
+             fmt(b["spec.bytes_bg"] / 1e9)))
+    return ks.save(fig, path), None, text
 
 
 def policy_cols(df):
@@ -315,61 +522,117 @@ def trace_labels(df):
                                 for c in cols) for _, r in df.iterrows()], index=df.index)
 
 
+# Short names of the study's traces, by file name (E2's panels).
+TRACE_NAMES = [("conversation_trace", "mooncake conv"), ("synthetic_trace", "mooncake synth"),
+               ("toolagent_trace", "mooncake tool"), ("Trace_code", "azure code"),
+               ("Trace_conv", "azure conv"), ("chunk-", "servegen")]
+REPL_SHORT = {"speculative": "spec", "reactive_hotspot": "reactive", "early_rdma": "early"}
+
+
+def trace_short(v):
+    """A trace path by a short name (mooncake conv, bursted-art 00, ...)."""
+    s = str(v)
+    base = os.path.basename(s)
+    if "bursted_art" in s and base.startswith("test_"):
+        return "bursted-art " + base[5:].split(".")[0]
+    for pat, name in TRACE_NAMES:
+        if pat in base:
+            return name
+    return base.split(".")[0]
+
+
+def short_trace_labels(df):
+    """trace_labels with trace paths by their short names."""
+    if TRACE in trace_cols(df):
+        return df[TRACE].map(trace_short)
+    return trace_labels(df)
+
+
+def family_label(row):
+    """A policy's short label: replication / the preset (with none) or the
+    predictor (with a replication that asks one): none/vllm, spec/oracle."""
+    def val(c):
+        v = row.get(c)
+        return None if v is None or (isinstance(v, float) and np.isnan(v)) or str(v) in ("None", "nan") \
+            else str(v)
+    repl = val(REPL) or "none"
+    if repl == "none":
+        return "none/" + (val(PRESET) if val(PRESET) not in (None, "none") else "default")
+    return REPL_SHORT.get(repl, repl) + "/" + (val(PRED) or val(PRESET) or "default")
+
+
+def family_labels(df):
+    return pd.Series([family_label(r) for _, r in df.iterrows()], index=df.index, dtype=object)
+
+
 def pick_trace(df):
-    """The trace the CDF shows: the one with the most runs (then by name)."""
-    c = trace_labels(df).value_counts()
-    return sorted(c[c == c.max()].index)[0]
+    """The trace the CDF shows: the one where the policies' mean p95 TTFT
+    differ the most relative to the fastest ((max - min) / min; then by
+    name); the one with the most runs when the catalog has no p95."""
+    lab = short_trace_labels(df)
+    if "ttft_p95_ms" not in df.columns:
+        c = lab.value_counts()
+        return sorted(c[c == c.max()].index)[0], float("nan")
+    st = kr.mean_ci(df.assign(_t=lab, _p=family_labels(df)), ["_t", "_p"], "ttft_p95_ms")
+    spread = st.groupby("_t")["mean"].agg(lambda m: (m.max() - m.min()) / m.min() if m.min() > 0 else 0)
+    top = spread.max()
+    return sorted(spread[spread == top].index)[0], float(top)
 
 
 def fig_cdf(df, study, path):
     if df is None:
-        return None, "E2 is missing"
-    tr = pick_trace(df)
-    d = df[trace_labels(df) == tr]
-    cols = policy_cols(d)
+        return None, "E2 is missing", ""
+    tr, spread = pick_trace(df)
+    d = df[short_trace_labels(df) == tr]
+    d = d.assign(_p=family_labels(d))
     fig, (a1, a2) = ks.figure(ncols=2)
     curves = []  # [ttft sorted, names, colour key]; identical runs share a curve
-    for key, g in (kr.groups(d, cols) if cols else [(("all runs",), d)]):
+    for (name,), g in kr.groups(d, ["_p"]):
         t = np.concatenate([q.loc[q["status"] == 0, "ttft_ns"].to_numpy()
                             for q in map(kr.read_requests, g["h5_path"])]) / 1e6
         t = np.sort(t[t > 0])
         if not t.size:
             continue
-        name = ", ".join(short(k) for k in key)
         for c in curves:  # a predictor the policy never asks gives the same runs
             if c[0].size == t.size and np.array_equal(c[0], t):
                 c[1].append(name)
                 break
         else:
-            curves.append([t, [name], short(key[0])])
+            curves.append([t, [name], str(name).split("/")[0]])
     styles, used = ["-", "--", ":", "-."], {}
     for t, names, ck in curves:
         y = np.arange(1, t.size + 1) / t.size
         ls = styles[used.get(ck, 0) % 4]
         used[ck] = used.get(ck, 0) + 1
-        lab = names[0] if len(names) == 1 else "%s (= %s)" % (names[0], "; ".join(names[1:]))
+        lab = names[0] if len(names) == 1 else "%s (= %s)" % (names[0], ", ".join(names[1:]))
         lab += " (p99 %.0f ms)" % np.percentile(t, 99)
-        a1.step(t, y, where="post", color=ks.color(ck), ls=ls, label=lab)
-        a2.step(t, 1 - y + 1.0 / t.size, where="post", color=ks.color(ck), ls=ls)
-    drawn = len(curves)
-    if not drawn:
+        col = ks.color({"spec": "speculative", "early": "early_rdma",
+                        "reactive": "reactive_hotspot"}.get(ck, names[0].split("/")[-1]
+                                                             if ck == "none" else ck))
+        a1.step(t, y, where="post", color=col, ls=ls, label=lab)
+        a2.step(t, 1 - y + 1.0 / t.size, where="post", color=col, ls=ls)
+    if not curves:
         plt_close(fig)
-        return None, "E2 has no completed request"
+        return None, "E2 has no completed request", ""
     for a in (a1, a2):
         ks.log_time_axis(a, "x", "time to first token")
     a1.set_ylabel("fraction of requests (CDF)")
     a1.set_ylim(0, 1.01)
     a2.set_yscale("log")
     a2.set_ylabel("fraction of requests slower (1 - CDF, log)")
-    a1.set_title("TTFT distribution")
+    a1.set_title("TTFT distribution: %s" % tr)
     a2.set_title("the tail")
-    # under the panels, so that no curve is hidden
     fig.tight_layout()
     fig.legend(*a1.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
                ncol=2, fontsize=7, frameon=False)
     ks.add_caption(fig, ks.caption(study, "e2_traces", seeds_of(d),
-                                   "trace %s; completed requests pooled over seeds" % tr))
-    return ks.save(fig, path), None
+                                   "trace %s (where the policies' p95 differ the most); completed "
+                                   "requests pooled over seeds" % tr))
+    p99 = sorted((np.percentile(t, 99), n[0]) for t, n, _ in curves)
+    text = ("The CDF shows %s, the E2 trace where the policies' mean p95 TTFT differ the most "
+            "(the slowest %.3g%% above the fastest). Pooled p99 TTFT ranges from %s ms (%s) to "
+            "%s ms (%s)." % (tr, 100 * spread, fmt(p99[0][0]), p99[0][1], fmt(p99[-1][0]), p99[-1][1]))
+    return ks.save(fig, path), None, text
 
 
 def plt_close(fig):
@@ -377,115 +640,163 @@ def plt_close(fig):
     plt.close(fig)
 
 
-def fig_traces(df, study, path):
-    if df is None:
-        return None, "E2 is missing"
-    cols = policy_cols(df)
-    d = df.assign(_trace=trace_labels(df))
-    d = d.assign(_pol=[policy_label(r, cols) for _, r in d.iterrows()])
-    traces, pols = sorted(d["_trace"].unique()), sorted(d["_pol"].unique())
-    mets = [m for m in ("ttft_mean_ms", "ttft_p95_ms") if m in d.columns]
-    fig, axes = ks.figure(ncols=len(mets), squeeze=False)
-    w = 0.8 / max(1, len(pols))
-    # colour: the first policy column; hatch: the rest, within one colour
-    first = [p.split(", ")[0] for p in pols]
-    hatch = [["", "//", "..", "xx", "\\\\"][first[:j].count(first[j]) % 5] for j in range(len(pols))]
-    for ax, m in zip(axes[0], mets):
-        s = kr.mean_ci(d, ["_trace", "_pol"], m).set_index(["_trace", "_pol"])
-        for j, p in enumerate(pols):
-            vals = [s.loc[(t, p)] if (t, p) in s.index else None for t in traces]
-            x = np.arange(len(traces)) + (j - (len(pols) - 1) / 2) * w
-            mean = [v["mean"] if v is not None else np.nan for v in vals]
-            ci = [v["ci"] if v is not None and np.isfinite(v["ci"]) else 0 for v in vals]
-            ax.bar(x, mean, w, yerr=ci, capsize=2, color=ks.color(p.split(", ")[0]),
-                   edgecolor="k", linewidth=0.3, label=p, hatch=hatch[j])
-        ax.set_xticks(range(len(traces)), traces, rotation=20, ha="right")
-        ax.set_ylabel(m.replace("_ms", "").replace("_", " ").replace("ttft", "TTFT") + " (ms)")
-        ax.grid(axis="x", visible=False)
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle("TTFT per trace and policy (bars: mean over seeds, whiskers: 95% CI)")
+def fig_traces(df, study, path, metric="ttft_p95_ms"):
+    """Small multiples: one panel per trace, a horizontal bar per policy
+    family (mean over seeds of the p95 TTFT) with its 95% CI; a CI that
+    leaves the panel is clipped at its edge and marked by an arrow."""
+    if df is None or metric not in df.columns:
+        return None, "E2 is missing", ""
+    d = df.assign(_trace=short_trace_labels(df), _pol=family_labels(df))
+    traces = sorted(d["_trace"].unique())
+    pols = sorted(d["_pol"].unique(), key=lambda p: (not p.startswith("none/"), p))
+    st = kr.mean_ci(d, ["_trace", "_pol"], metric)
+    ncols = min(3, len(traces))
+    nrows = -(-len(traces) // ncols)
+    fig, axes = ks.figure(ncols=ncols, nrows=nrows, squeeze=False, sharey=True,
+                          figsize=(3.4 * ncols, 0.22 * len(pols) * nrows + 1.2 * nrows))
+    clipped, lines = 0, []
+    for k, t in enumerate(traces):
+        ax = axes[k // ncols][k % ncols]
+        s = st[st["_trace"] == t].set_index("_pol")
+        mean = np.array([s.loc[p, "mean"] if p in s.index else np.nan for p in pols])
+        ci = np.array([s.loc[p, "ci"] if p in s.index else np.nan for p in pols])
+        ci = np.where(np.isfinite(ci), ci, 0.0)
+        top = 1.25 * np.nanmax(mean)
+        y = np.arange(len(pols))
+        ax.barh(y, mean, 0.7, color=[ks.color(family_color(p)) for p in pols],
+                edgecolor="k", linewidth=0.3)
+        lo, hi = np.maximum(mean - ci, 0), np.minimum(mean + ci, top)
+        ok = np.isfinite(mean)
+        ax.hlines(y[ok], lo[ok], hi[ok], color="k", lw=0.8)
+        for j in np.flatnonzero(ok):
+            for end, cut, side in ((lo[j], mean[j] - ci[j] < 0, "<"), (hi[j], mean[j] + ci[j] > top, ">")):
+                ax.plot([end], [y[j]], marker=side if cut else "|", color="k", ms=5 if cut else 4)
+                clipped += int(cut)
+        ax.set_xlim(0, top)
+        ax.set_yticks(y, pols, fontsize=7)
+        ax.set_title(t)
+        ax.set_xlabel("p95 TTFT (ms)")
+        ax.grid(axis="y", visible=False)
+        if ok.any():
+            j, i = int(np.nanargmin(mean)), int(np.nanargmax(mean))
+            lines.append("%s: %s fastest at %s ± %s ms, %s slowest at %s ± %s ms" %
+                         (t, pols[j], fmt(mean[j]), fmt(ci[j]), pols[i], fmt(mean[i]), fmt(ci[i])))
+    for k in range(len(traces), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    fig.suptitle("p95 TTFT per trace and policy (bars: mean over seeds, whiskers: 95% CI; "
+                 "arrows: CI clipped at the panel's edge)", fontsize=9)
     fig.tight_layout()
-    ks.add_caption(fig, ks.caption(study, "e2_traces", seeds_of(df)))
-    return ks.save(fig, path), None
+    ks.add_caption(fig, ks.caption(study, "e2_traces", seeds_of(df),
+                                   "%d CI ends clipped (wider than the bar's range)" % clipped))
+    text = ("Per trace, the fastest and slowest policy by mean p95 TTFT (± 95%% CI over %d seeds): "
+            % seeds_of(df) + "; ".join(lines) + ". %d whisker ends are clipped where the CI runs "
+            "past the panel (below 0 or past 1.25 x the slowest bar)." % clipped)
+    return ks.save(fig, path), None, text
 
 
-def lift_switches():
-    """{key: (lifted value, description)} from btb_table.SWITCHES, the one
-    list of the preset btb's compatibility switches."""
+def family_color(label):
+    """The colour key of a family label: the preset for none/X, else the
+    replication policy."""
+    repl, _, rest = label.partition("/")
+    if repl == "none":
+        return "none" if rest == "default" else rest
+    return {v: k for k, v in REPL_SHORT.items()}.get(repl, repl)
+
+
+def lift_descriptions():
+    """{experiment.name: label} of E5's variants: btb, lift_<first key of
+    each switch> by the switch's description (btb_table.SWITCHES), all_off."""
     import btb_table
-    out = {}
+    out = {"btb": "published (btb)", "all_off": "all lifted"}
     for desc, sets in btb_table.SWITCHES:
-        for kv in sets:
-            k, v = kv.split("=", 1)
-            out[k] = (v, desc)
+        out["lift_" + sets[0].split("=", 1)[0]] = "lifted: " + desc
     return out
 
 
-def lift_variants(df):
-    """Each run's variant label from the switch parameters (varied, not a
-    policy, trace or seed) whose value differs from the published (btb)
-    variant's. A switch of btb_table.SWITCHES is lifted where it holds its
-    lifting value (kvsim's default); another parameter's published value is
-    its most common one (each switch is lifted only in its own variant and
-    in 'all lifted'). A lift that matches one switch is named by it."""
-    known = lift_switches()
-    sw = [p for p in varied(df) if p not in POLICY_COLS + [TRACE, "seed"]]
-    mode = {p: df[p].dropna().astype(str).mode().iloc[0] for p in sw}
+def lift_policy(row):
+    """E5's policy of a run: early_rdma where it replicates, else its router
+    (where the sweep varied it; else 'none')."""
+    r = str(row.get(REPL, "none"))
+    if r not in ("none", "None", "nan"):
+        return r
+    route = row.get("policy.routing.name")
+    return "none" if route is None or str(route) in ("None", "nan") else str(route)
 
-    def lifted(p, v):
-        if v is None or (isinstance(v, float) and np.isnan(v)):
-            return False  # a sweep that did not set it ran the preset's value
-        return str(v) == known[p][0] if p in known else str(v) != mode[p]
 
-    labels = []
-    for _, r in df.iterrows():
-        diff = [p for p in sw if lifted(p, r[p])]
-        descs = {known[p][1] for p in diff if p in known}
-        if not diff:
-            labels.append("published (btb)")
-        elif len(diff) == len(sw) and len(sw) > 1:
-            labels.append("all lifted")
-        elif len(descs) == 1 and all(p in known for p in diff):
-            labels.append("lift " + descs.pop())
-        else:
-            labels.append("lift " + ", ".join("%s=%s" % (p, short(r[p])) for p in diff))
-    return labels
+def lift_table(df):
+    """{policy: [(variant label, pooled mean ms, ci, requests)]} in waterfall
+    order: the mean TTFT of each (policy, variant) pooled over the windows'
+    completed requests, per seed, then mean ± 95% CI over seeds."""
+    names = lift_descriptions()
+    d = df.assign(_pol=[lift_policy(r) for _, r in df.iterrows()])
+    order = ["btb"] + [n for n in names if n.startswith("lift_")] + ["all_off"]
+    out = {}
+    known = ["least_load", "cache_aware", "early_rdma"]  # btb_table.POLICIES' order
+    for pol in known + sorted(set(d["_pol"]) - set(known)):
+        g = d[d["_pol"] == pol]
+        if g.empty:
+            continue
+        rows = []
+        for v in order:
+            gv = g[g[NAME].astype(str) == v]
+            if gv.empty:
+                continue
+            per_seed = [kr.pooled_mean(x["h5_path"]) for _, x in kr.groups(gv, ["seed"])]
+            ms = pd.DataFrame({"k": 0, "m": [p[0] for p in per_seed]})
+            r = kr.mean_ci(ms, "k", "m").iloc[0]
+            rows.append((names.get(v, v), r["mean"], r["ci"], sum(p[1] for p in per_seed)))
+        if rows and rows[0][0] == names["btb"]:
+            out[pol] = rows
+    return out
 
 
 def fig_lift(df, study, path):
-    if df is None or LIFT_METRIC not in df.columns:
-        return None, "E5 is missing"
-    d = df.assign(_var=lift_variants(df))
-    cols = [c for c in policy_cols(d) if c != "policy.preset"]
-    groups = list(kr.groups(d, cols)) if cols else [(("all",), d)]
-    fig, axes = ks.figure(ncols=min(3, len(groups)), squeeze=False, sharey=True)
-    for ax, (key, g) in zip(axes[0], groups):
-        s = kr.mean_ci(g, "_var", LIFT_METRIC).set_index("_var")
-        if "published (btb)" not in s.index:
-            continue
-        order = ["published (btb)"] + sorted(v for v in s.index if v.startswith("lift ")) + \
-            (["all lifted"] if "all lifted" in s.index else [])
-        pub = s.loc["published (btb)", "mean"]
-        for i, v in enumerate(order):
-            mean, ci = s.loc[v, "mean"], s.loc[v, "ci"]
-            ci = ci if np.isfinite(ci) else 0
-            if v.startswith("lift "):
-                ax.bar(i, mean - pub, 0.7, bottom=pub, yerr=ci, capsize=2,
-                       color="#D55E00" if mean > pub else "#009E73", edgecolor="k", lw=0.3)
+    if df is None or NAME not in df.columns or "h5_path" not in df.columns:
+        return None, "E5 is missing or has no experiment.name labels", ""
+    tab = lift_table(df)
+    if not tab:
+        return None, "E5 has no btb variant", ""
+    fig, axes = ks.figure(ncols=len(tab), squeeze=False, sharey=True, figsize=(3.8 * len(tab), 5.2))
+    allv = [m for rows in tab.values() for _, m, _, _ in rows]
+    logy = max(allv) / max(1e-9, min(allv)) > 20
+    floor = min(allv) / 2 if logy else 0.0
+    lines = []
+    for ax, (pol, rows) in zip(axes[0], tab.items()):
+        pub = rows[0][1]
+        for i, (lab, m, ci, _) in enumerate(rows):
+            ci0 = ci if np.isfinite(ci) else 0.0
+            if lab.startswith("lifted: "):
+                ax.bar(i, m - pub, 0.7, bottom=pub, color="#D55E00" if m > pub else "#009E73",
+                       edgecolor="k", lw=0.3)
             else:
-                ax.bar(i, mean, 0.7, yerr=ci, capsize=2, color="#777777", edgecolor="k", lw=0.3)
-            ax.text(i, max(mean, pub if v.startswith("lift ") else mean) + ci, "%.0f" % mean,
-                    ha="center", va="bottom", fontsize=7)
+                ax.bar(i, m - floor, 0.7, bottom=floor, color="#777777", edgecolor="k", lw=0.3)
+            if ci0:
+                ax.errorbar(i, m, yerr=ci0, color="k", capsize=2, lw=0.8)
+            ax.text(i, max(m, pub) * (1.06 if logy else 1.0) + ci0, "%.3g s %+.0f%%" %
+                    (m / 1e3, 100 * (m - pub) / pub) if i else "%.3g s" % (m / 1e3),
+                    ha="center", va="bottom", fontsize=6, rotation=90)
         ax.axhline(pub, color="k", lw=0.6, ls=":")
-        ax.set_xticks(range(len(order)), [v.replace("lift ", "lifted: ") for v in order], rotation=30,
-                      ha="right", fontsize=7)
-        ax.set_title(", ".join(short(k) for k in key))
+        if logy:
+            ax.set_yscale("log")
+            ax.set_ylim(floor, max(allv) * 4)  # room for the labels
+        ax.set_xticks(range(len(rows)), [r[0] for r in rows], rotation=60, ha="right", fontsize=7)
+        ax.set_title(pol)
         ax.grid(axis="x", visible=False)
-    axes[0][0].set_ylabel("mean TTFT (ms)")
-    fig.suptitle("The published claim, one assumption lifted at a time "
-                 "(floating bars: change from published; red: slower)")
-    ks.add_caption(fig, ks.caption(study, "e5_lift", seeds_of(df), "whiskers: 95% CI over seeds"))
-    return ks.save(fig, path), None
+        big = max(rows[1:-1] or rows, key=lambda r: abs(r[1] - pub))
+        lines.append("%s: published %.4g s, all lifted %.4g s (%+.0f%%), the largest single lift "
+                     "'%s' %.4g s (%+.0f%%)" % (pol, pub / 1e3, rows[-1][1] / 1e3,
+                                                100 * (rows[-1][1] - pub) / pub, big[0][8:],
+                                                big[1] / 1e3, 100 * (big[1] - pub) / pub))
+    axes[0][0].set_ylabel("mean TTFT (ms%s), pooled over windows" % (", log scale" if logy else ""))
+    fig.suptitle("The published claim, one assumption lifted at a time (floating bars: change "
+                 "from published; red: slower, green: faster)", fontsize=9)
+    wins = sorted({trace_short(v) for v in df[TRACE]}) if TRACE in df.columns else []
+    ks.add_caption(fig, ks.caption(study, "e5_lift", seeds_of(df),
+                                   "pooled over %s; whiskers: 95%% CI over seeds where more than one"
+                                   % (", ".join(wins) or "the windows")))
+    text = ("Pooled mean TTFT over %s (%d seed(s)): " % (", ".join(wins) or "the windows", seeds_of(df))
+            + "; ".join(lines) + ".")
+    return ks.save(fig, path), None, text
 
 
 # ---- the report -------------------------------------------------------------
@@ -502,10 +813,11 @@ def write_report(out, figdir):
         try:
             figs[name] = fn(*args, os.path.join(figdir, name))
         except Exception as e:  # noqa: BLE001 - reported, and the exit status says so
-            figs[name] = (None, "failed: %s: %s" % (type(e).__name__, e))
+            figs[name] = (None, "failed: %s: %s" % (type(e).__name__, e), "")
             failed.append(name)
 
     draw("breakeven.png", fig_breakeven, data["e1_breakeven"], study)
+    draw("axes.png", fig_axes, data["e1_breakeven"], study)
     draw("pareto.png", fig_pareto, {k: data[k] for k in ("e1_breakeven", "e2_traces")}, study)
     draw("ttft_cdf.png", fig_cdf, data["e2_traces"], study)
     draw("traces.png", fig_traces, data["e2_traces"], study)
@@ -524,9 +836,11 @@ def write_report(out, figdir):
     md.append("")
     md += ["## Figures", ""]
     for name in HEADLINE:
-        p, reason = figs[name]
+        p, reason, text = figs[name]
         md.append("![%s](%s/%s)" % (name, rel, name) if p else "- `%s` not drawn: %s" % (name, reason))
         md.append("")
+        if p and text:
+            md += ["**What it shows.** " + text, ""]
     fc = forecast_table(data)
     if fc:
         md += ["## Forecast accuracy", "",

@@ -1,9 +1,11 @@
 /* Tests for analysis/study_report.py and the loader, mean_ci and pair_gain
  * of analysis/kvsim_results.py, on a tiny study the group setup makes with
- * `kvsim sweep` on the default experiment (5 s of traffic): E1 replication
- * none/speculative x oracle recall 0.3, 1 x FP rate 0, 2; E2 three policies
- * x two rate scales; E5 the preset btb with three switches lifted one at a
- * time and all together; E3 skipped and E4 absent. The checks recompute what
+ * `kvsim sweep` on the default experiment (5 s of traffic): E1's heatmap
+ * (presets none and mooncake x replication none/speculative x oracle recall
+ * 0.3, 1 x FP rate 0, 2) and its gamma panel (trace CV 1, 20); E2 three
+ * policies x two rate scales; E5 the preset btb with three switches lifted
+ * one at a time and all together, labelled by experiment.name as
+ * analysis/study/e5_lift.sweep does; E3 skipped and E4 absent. The checks recompute what
  * they compare from the catalog and run files (tests/check_study_report.py).
  * Skipped when /usr/bin/python3 lacks h5py, pandas or matplotlib, or when
  * no kvsim binary is built. */
@@ -51,9 +53,16 @@ static int setup(void **st)
 	const char *common = "--set trace.duration_s=5 --seeds 2 -j 2 --no-progress";
 	FILE *f;
 	int rc = sh("%s sweep %s --set policy.predictor.name=oracle "
+	            "--grid experiment.name=heatmap --grid policy.preset=none,mooncake "
 	            "--grid policy.replication.name=none,speculative "
 	            "--grid policy.predictor.oracle_recall=0.3,1 "
 	            "--grid policy.predictor.oracle_fp_rate=0,2 -o %s/e1_breakeven >/dev/null 2>&1",
+	            k, common, out) ||
+	         /* one axis panel beside the heatmap (axes.png) */
+	         sh("%s sweep %s --set policy.predictor.name=oracle "
+	            "--grid experiment.name=gamma --grid policy.preset=none "
+	            "--grid policy.replication.name=none,speculative --grid trace.gen=gamma "
+	            "--grid trace.cv=1,20 -o %s/e1_breakeven >/dev/null 2>&1",
 	            k, common, out) ||
 	         sh("%s sweep %s --grid policy.replication.name=none,speculative,early_rdma "
 	            "--grid trace.rate_scale=0.5,1 -o %s/e2_traces >/dev/null 2>&1",
@@ -61,6 +70,8 @@ static int setup(void **st)
 	         /* published, each of three switches lifted, all lifted */
 	         sh("%s sweep %s --set policy.preset=btb "
 	            "--grid policy.replication.name=none,early_rdma "
+	            "--zip experiment.name=btb,lift_network.contention,lift_compute.model,"
+	            "lift_scheduler.ttft,all_off "
 	            "--zip network.contention=none,maxmin,none,none,maxmin "
 	            "--zip compute.model=linear,linear,roofline,linear,roofline "
 	            "--zip scheduler.ttft=prefill_end,prefill_end,prefill_end,first_token,first_token "
@@ -97,7 +108,7 @@ static void check(const char *what)
 	assert_int_equal(sh("/usr/bin/python3 tests/check_study_report.py %s %s", out, what), 0);
 }
 
-/* The five figures exist as PNG in fig/ and in the --figures copy, the
+/* The six figures exist as PNG in fig/ and in the --figures copy, the
  * report shows each, and names the skipped and the absent experiment. */
 static void test_report_draws_every_figure_and_names_missing_experiments(void **st)
 {
@@ -119,6 +130,41 @@ static void test_loader_returns_catalog_rows_and_joined_requests(void **st)
 {
 	(void)st;
 	check("loader");
+}
+
+/* The heatmap's best cell against the best fair baseline, as the report
+ * states it under breakeven.png, is the one recomputed from the catalog
+ * (per seed: best speculative preset of the cell vs best replication-none
+ * run of any preset). */
+static void test_breakeven_best_cell_is_best_speculative_vs_best_fair_baseline(void **st)
+{
+	(void)st;
+	check("breakeven");
+}
+
+/* The waterfall's pooled mean TTFT per policy and variant, as the report
+ * states it under lift.png, is the mean over the /requests of the run
+ * files of that experiment.name. */
+static void test_lift_waterfall_pools_requests_by_experiment_name(void **st)
+{
+	(void)st;
+	check("lift");
+}
+
+/* axes.png's largest gain, as the report states it, is the mean over seeds
+ * of speculative against the same preset's none at equal trace CV. */
+static void test_axes_largest_gain_is_speculative_vs_own_preset(void **st)
+{
+	(void)st;
+	check("axes");
+}
+
+/* The CDF shows the trace where the policies' p95 differ the most,
+ * recomputed from the catalog, and its labels carry no raw nan/None. */
+static void test_cdf_shows_the_trace_where_policies_differ_most(void **st)
+{
+	(void)st;
+	check("cdf");
 }
 
 /* mean_ci against a hand computation and against the catalog's seeds. */
@@ -160,5 +206,9 @@ TEST_MAIN_FIXTURE(setup, teardown,
                   cmocka_unit_test(test_report_tables_come_from_the_catalog),
                   cmocka_unit_test(test_loader_returns_catalog_rows_and_joined_requests),
                   cmocka_unit_test(test_mean_ci_is_student_t_over_seeds),
+                  cmocka_unit_test(test_breakeven_best_cell_is_best_speculative_vs_best_fair_baseline),
+                  cmocka_unit_test(test_lift_waterfall_pools_requests_by_experiment_name),
+                  cmocka_unit_test(test_axes_largest_gain_is_speculative_vs_own_preset),
+                  cmocka_unit_test(test_cdf_shows_the_trace_where_policies_differ_most),
                   cmocka_unit_test(test_pair_gain_pairs_each_seed_with_its_best_baseline),
                   cmocka_unit_test(test_report_of_empty_study_names_every_experiment_missing))
