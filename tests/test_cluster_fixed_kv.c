@@ -225,6 +225,43 @@ static void test_btb_mode_refuses_hybrid_model_at_setup(void **st)
 	assert_int_equal(setup_error("Llama-3-8B", "scheduler.mode=btb", 1000, msg, sizeof msg), 0);
 }
 
+/* Decode segments of hybrid models (their closed form cut at window
+ * crossings, their fixed blocks held) give step mode's rows to the
+ * nanosecond under max() (compute.roofline_q = 0): the default traffic for
+ * 20 s on two H200 instances at TP 1, both schedulers. */
+static void test_hybrid_segment_runs_equal_step_runs(void **st)
+{
+	(void)st;
+	static const char *const models[] = {"model.name=Gemma-3-27B", "model.name=Jamba-1.5-Mini"};
+	static const char *const modes[] = {"scheduler.mode=vllm", "scheduler.mode=sglang"};
+	for (int k = 0; k < 4; k++) {
+		sim_results_t r[2];
+		for (int d = 0; d < 2; d++) {
+			const char *sets[] = {models[k / 2], modes[k % 2], "gpu.name=H200",
+					      "cluster.nodes=1", "cluster.gpus_per_node=2", "cluster.tp=1",
+					      "trace.duration_s=20", "compute.roofline_q=0",
+					      d ? "scheduler.decode=segment" : "scheduler.decode=step"};
+			r[d] = sf_run(NULL, sets, (int)(sizeof sets / sizeof sets[0]));
+		}
+		assert_true(r[0].n_req > 50);
+		assert_int_equal(r[0].n_req, r[1].n_req);
+		for (size_t i = 0; i < r[0].n_req; i++) {
+			const res_request_t *a = &r[0].req[i], *b = &r[1].req[i];
+			assert_int_equal(a->id, b->id);
+			assert_int_equal(a->status, b->status);
+			assert_int_equal(a->ttft_ns, b->ttft_ns);
+			assert_int_equal(a->tpot_ns, b->tpot_ns);
+			assert_int_equal(a->tbt_p90_ns, b->tbt_p90_ns);
+			assert_int_equal(a->e2e_ns, b->e2e_ns);
+			assert_int_equal(a->queue_ns, b->queue_ns);
+			assert_int_equal(a->output_tokens, b->output_tokens);
+			assert_int_equal(a->tok_recomputed, b->tok_recomputed);
+		}
+		sim_results_free(&r[0]);
+		sim_results_free(&r[1]);
+	}
+}
+
 TEST_MAIN(cmocka_unit_test(test_admission_holds_fixed_blocks_and_frees_them),
 	  cmocka_unit_test(test_preemption_frees_fixed_blocks),
 	  cmocka_unit_test(test_btb_refuses_fixed_blocks),
@@ -232,4 +269,5 @@ TEST_MAIN(cmocka_unit_test(test_admission_holds_fixed_blocks_and_frees_them),
 	  cmocka_unit_test(test_gemma3_pool_of_two_admits_two_not_three),
 	  cmocka_unit_test(test_jamba_sglang_admission_counts_fixed_blocks),
 	  cmocka_unit_test(test_fixed_part_filling_the_pool_is_a_setup_error),
-	  cmocka_unit_test(test_btb_mode_refuses_hybrid_model_at_setup))
+	  cmocka_unit_test(test_btb_mode_refuses_hybrid_model_at_setup),
+	  cmocka_unit_test(test_hybrid_segment_runs_equal_step_runs))
