@@ -287,7 +287,7 @@ typedef struct mdl_iter_cost {
 	double t_gemm_ns;   /* weight GEMMs at their MFU (compute side) */
 	double t_attn_ns;   /* prefill attention at its efficiency (compute side) */
 	double t_weight_ns; /* weight read at weight_mbu (memory side) */
-	double t_kv_ns;     /* KV read and write (memory side) */
+	double t_kv_ns;     /* KV read and write, states read and written (memory side) */
 	double t_fixed_ns;  /* per-layer fixed kernels, elementwise bytes;
 	                     * PROFILE: the interpolated operators */
 	int64_t total_ns;
