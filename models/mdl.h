@@ -252,6 +252,12 @@ typedef struct mdl_compute {
 	double shared_params; /* MoE: parameters every token uses */
 	double expert_params; /* MoE: parameters of one routed expert, all layers */
 	double kv_gpu;        /* mdl_kv_bytes_per_token_gpu */
+	/* per layer kind (mdl_cost.c): layers and per-GPU bytes per token of the
+	 * full and the sliding layers (kv_full_gpu = kv_gpu for a model of full
+	 * layers only), and a sequence's state read + write over its state
+	 * layers per iteration (2 x mdl_kv_state_bytes_per_seq_gpu) */
+	uint32_t layers_full, layers_sw;
+	double kv_full_gpu, kv_sw_gpu, state_rw_gpu;
 	double ar_bw;         /* all-reduce link rate, bytes/s */
 	double ar_lat_ns;     /* all-reduce alpha at this tp */
 	mdl_curve_t layer;    /* MDL_MODEL_PROFILE: one layer's operators, ns by tokens */
@@ -281,7 +287,7 @@ typedef struct mdl_iter_cost {
 	double t_gemm_ns;   /* weight GEMMs at their MFU (compute side) */
 	double t_attn_ns;   /* prefill attention at its efficiency (compute side) */
 	double t_weight_ns; /* weight read at weight_mbu (memory side) */
-	double t_kv_ns;     /* KV read and write (memory side) */
+	double t_kv_ns;     /* KV read and write, states read and written (memory side) */
 	double t_fixed_ns;  /* per-layer fixed kernels, elementwise bytes;
 	                     * PROFILE: the interpolated operators */
 	int64_t total_ns;
@@ -306,7 +312,9 @@ int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached)
 int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx);
 /* out[j], j < steps: mdl_iter_time_ns of a decode-only iteration of n_seqs
  * sequences whose contexts sum to ctx_sum + j x n_seqs (each one token
- * longer per step), within 1 ns (certified; the argument is in mdl_cost.c),
+ * longer per step; for a model with sliding layers, whose cost depends on
+ * each context, the contexts split the sum evenly: ctx_sum % n_seqs of
+ * them one longer), within 1 ns (certified; the argument is in mdl_cost.c),
  * with the terms set by the batch size alone (GEMMs, kernels, all-reduce)
  * computed once: the steps of a decode segment (sim/cluster/cluster.h
  * DECODE_SEGMENT). Equal to the nanosecond where the roofline is max()
@@ -321,6 +329,15 @@ uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx
  * nanosecond (the reference of mdl_decode_run_ns's tests); returns steps. */
 uint32_t mdl_decode_run_exact_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
                                  uint32_t steps, int64_t *out);
+/* mdl_decode_run_ns and mdl_decode_run_exact_ns for the sequences' own
+ * contexts ctx[0..n_seqs) (at step j each ctx[i] + j). Sliding layers make
+ * the step's cost piecewise affine in j, with a corner where a sequence
+ * reaches its window: the run is cut there and each piece is a closed form
+ * of its own (same bound). Without sliding layers only the sum matters. */
+uint32_t mdl_decode_run_seqs_ns(const mdl_compute_t *c, uint32_t n_seqs, const uint32_t *ctx,
+                                uint32_t steps, int64_t *out);
+uint32_t mdl_decode_run_seqs_exact_ns(const mdl_compute_t *c, uint32_t n_seqs,
+                                      const uint32_t *ctx, uint32_t steps, int64_t *out);
 /* The cost_run callback of sim/cluster/cluster.h over mdl_decode_run_ns
  * (ctx: as for mdl_sim_cost). */
 void mdl_sim_cost_run(void *ctx, const struct sim_batch *b, uint32_t steps, int64_t *dur);

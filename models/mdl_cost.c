@@ -35,6 +35,19 @@
  *             kernel): kv_gpu*(cached tokens + decode contexts).
  *   KV write  kv_gpu*T. Activations are ignored (they stay in L2/SRAM or are
  *             small next to weights and KV).
+ * Layers that are not full attention (mdl.h layer_kind), per kind:
+ *   full      the pairs and KV reads above, over its layers only.
+ *   sliding   a query sees the last W = window positions, itself included
+ *             (vLLM's FlashAttention backend passes window_size = (W - 1, 0);
+ *             HF's sliding mask kv_idx > q_idx - W): a chunk of c tokens
+ *             after p cached has sum_{i=1..c} min(p + i, W) pairs per layer
+ *             and reads min(p, W - 1) cached tokens; a decode step with
+ *             context L has min(L + 1, W) pairs and reads min(L, W - 1). Every
+ *             computed token is written, as in a full layer.
+ *   state     no attention over the context: each sequence of the batch
+ *             reads and writes its state once per iteration (2 x the state
+ *             bytes of mdl_kv_state_bytes_per_seq_gpu, KV side); the mixer's
+ *             projections are weights like any other (params).
  * Time:
  *   max(FLOPs/(tp*flops*mfu), bytes/(hbm_bw*mbu))            roofline
  *     (flops: BF16 rate; matmuls of <= 1-byte weights use flops_fp8 when
@@ -158,6 +171,10 @@ typedef struct {
 	double pf_tokens; /* tokens of prefill chunks */
 	double dec_seqs;  /* decode steps */
 	double dec_ctx;   /* context tokens of decode steps */
+	/* sliding layers (see the header; 0 without them) */
+	double pairs_sw;   /* (query, key) pairs of one sliding layer, all sequences */
+	double kv_read_sw; /* tokens one sliding layer reads */
+	double dec_ctx_sw; /* ... of them by decode steps */
 } sums_t;
 
 int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
@@ -223,6 +240,14 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 		    (double)llm->params_active - llm->experts_active * c->expert_params;
 	}
 	c->kv_gpu = (double)mdl_kv_bytes_per_token_gpu(llm, tp);
+	c->layers_full = mdl_layers_full(llm);
+	c->layers_sw = llm->window ? mdl_layers_sliding(llm) : 0;
+	uint32_t attn = c->layers_full + mdl_layers_sliding(llm);
+	/* per-token bytes of one attention layer, times the layers of each kind */
+	double tok = attn ? c->kv_gpu / attn : 0;
+	c->kv_full_gpu = c->layers_full == attn ? c->kv_gpu : tok * c->layers_full;
+	c->kv_sw_gpu = tok * c->layers_sw;
+	c->state_rw_gpu = 2.0 * (double)mdl_kv_state_bytes_per_seq_gpu(llm, tp);
 	/* Without NVLink the TP all-reduce goes over PCIe. */
 	double ar_eff = p->allreduce_bw_eff;
 	c->ar_lat_ns = (double)p->allreduce_lat_ns;
@@ -351,7 +376,7 @@ void mdl_layer_terms(const mdl_compute_t *c, double tokens, double *gemm_ns, dou
 static double attn_flops(const mdl_compute_t *c, const sums_t *s)
 {
 	const mdl_llm_t *m = &c->llm;
-	double L = m->layers, H = m->heads, f = 0;
+	double L = c->layers_full, H = m->heads, f = 0;
 	if (m->attention == MDL_ATTN_MLA) {
 		double lat = m->mla_latent, rope = m->mla_rope, d = m->head_dim;
 		f += 2 * L * H * (2 * d + rope) * s->pairs_pf;
@@ -360,7 +385,21 @@ static double attn_flops(const mdl_compute_t *c, const sums_t *s)
 	} else {
 		f += 4 * L * H * m->head_dim * (s->pairs_pf + s->pairs_dec);
 	}
+	if (c->layers_sw) /* GQA: no spec has sliding MLA layers */
+		f += 4.0 * c->layers_sw * H * m->head_dim * s->pairs_sw;
 	return f;
+}
+
+/* KV bytes an iteration moves per GPU: reads and writes of each attention
+ * kind, and the state layers' state read and written per sequence. */
+static double kv_bytes(const mdl_compute_t *c, const sums_t *s)
+{
+	double kv = c->kv_full_gpu * (s->kv_read + s->tokens);
+	if (c->layers_sw)
+		kv += c->kv_sw_gpu * (s->kv_read_sw + s->tokens);
+	if (c->state_rw_gpu > 0)
+		kv += c->state_rw_gpu * s->seqs;
+	return kv;
 }
 
 static double allreduce_ns(const mdl_compute_t *c, double tokens)
@@ -419,7 +458,7 @@ static void terms_sides(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t
 	const mdl_compute_params_t *p = &c->p;
 	double fa = attn_flops(c, s);
 	r->t_attn_ns = fa / c->tp / (c->hw.flops_bf16 * p->attn_prefill_eff) * 1e9;
-	double kv = c->kv_gpu * (s->kv_read + s->tokens);
+	double kv = kv_bytes(c, s);
 	r->t_kv_ns = kv / (c->hw.hbm_bw * p->attn_decode_eff) * 1e9;
 	r->flops = f * c->tp + fa;
 	r->bytes = wb + kv;
@@ -487,7 +526,12 @@ static int64_t cost_linear(const mdl_compute_t *c, const sums_t *s, mdl_iter_cos
 	r.flops = 2 * act * s->pf_tokens;
 	r.t_compute_ns = r.flops / c->flops_rate * 1e9;
 	if (s->dec_seqs > 0) {
-		r.bytes = (act * m->weight_bytes + c->kv_gpu * c->tp * s->dec_ctx) / c->tp;
+		double kv = c->kv_full_gpu * c->tp * s->dec_ctx;
+		if (c->layers_sw)
+			kv += c->kv_sw_gpu * c->tp * s->dec_ctx_sw;
+		if (c->state_rw_gpu > 0)
+			kv += c->state_rw_gpu / 2 * c->tp * s->dec_seqs; /* the read */
+		r.bytes = (act * m->weight_bytes + kv) / c->tp;
 		r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
 	}
 	r.total_ns = total_ns(r.t_compute_ns + r.t_memory_ns);
@@ -515,7 +559,7 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	double f_mat = 2 * body * s->tokens + 2.0 * m->vocab * m->hidden * s->seqs;
 	double f = attn_flops(c, s);
 	r.flops = f_mat + f;
-	r.bytes = weights_read(c, s->tokens) + c->kv_gpu * (s->kv_read + s->tokens);
+	r.bytes = weights_read(c, s->tokens) + kv_bytes(c, s);
 	r.t_compute_ns = (f_mat / c->mat_rate + f / c->flops_rate) * 1e9;
 	r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
 	if (c->tp > 1) {
@@ -545,6 +589,13 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
 		s.cached_pf += p;
 		s.kv_read += p;
 		s.pf_tokens += n;
+		if (c->layers_sw) {
+			double W = c->llm.window;
+			/* queries at p+1..p+k see all before them, the rest W keys */
+			double k = fmin(fmax(W - p, 0), n);
+			s.pairs_sw += k * p + k * (k + 1) / 2 + (n - k) * W;
+			s.kv_read_sw += fmin(p, W - 1);
+		}
 	}
 	for (size_t i = 0; i < b->n_decode; i++) {
 		double ctx = b->decode_ctx[i];
@@ -554,6 +605,12 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
 		s.kv_read += ctx;
 		s.dec_seqs += 1;
 		s.dec_ctx += ctx;
+		if (c->layers_sw) {
+			double sw = fmin(ctx, (double)c->llm.window - 1);
+			s.pairs_sw += sw + 1;
+			s.kv_read_sw += sw;
+			s.dec_ctx_sw += sw;
+		}
 	}
 	return cost_from_sums(c, &s, out);
 }
@@ -574,28 +631,39 @@ int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx
 	double n = n_seqs;
 	sums_t s = {.tokens = n, .seqs = n, .pairs_dec = n * ((double)ctx + 1), .kv_read = n * ctx,
 		    .dec_seqs = n, .dec_ctx = n * ctx};
+	if (c->layers_sw) {
+		double sw = n * fmin(ctx, (double)c->llm.window - 1);
+		s.pairs_sw = sw + n;
+		s.kv_read_sw = s.dec_ctx_sw = sw;
+	}
 	return cost_from_sums(c, &s, NULL);
 }
 
 /* ---- decode segments ------------------------------------------------------ */
 
 /* A run of decode steps of one batch (mdl_decode_run_ns): step j has the
- * sums of n_seqs sequences whose contexts sum to ctx_sum + j*n_seqs. */
+ * sums of n_seqs sequences whose contexts sum to ctx_sum + j*n_seqs and,
+ * in a sliding layer, read sw + j*sw_grow tokens (a piece of the run where
+ * no sequence reaches its window: affine in j like the rest). */
 typedef struct {
 	const mdl_compute_t *c;
 	uint32_t n_seqs;
 	uint64_t ctx_sum;
+	uint64_t sw, sw_grow; /* sliding reads at step 0, sequences still growing */
 	int split;            /* the separated terms (cost_terms), base below valid */
 	mdl_iter_cost_t base; /* terms_by_size of the batch */
 	double f, wb;
 } run_t;
 
-static void run_init(run_t *R, const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum)
+static void run_init(run_t *R, const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
+                     uint64_t sw, uint64_t sw_grow)
 {
 	memset(R, 0, sizeof *R);
 	R->c = c;
 	R->n_seqs = n_seqs;
 	R->ctx_sum = ctx_sum;
+	R->sw = sw;
+	R->sw_grow = sw_grow;
 	R->split = n_seqs && c->p.model != MDL_MODEL_LINEAR &&
 	           (c->p.gemm_mfu > 0 || c->p.model == MDL_MODEL_PROFILE);
 	if (R->split)
@@ -607,12 +675,16 @@ static void run_init(run_t *R, const mdl_compute_t *c, uint32_t n_seqs, uint64_t
 static sums_t run_sums(const run_t *R, uint32_t j)
 {
 	double n = R->n_seqs, ctx = (double)(R->ctx_sum + (uint64_t)j * R->n_seqs);
+	double sw = (double)(R->sw + (uint64_t)j * R->sw_grow);
 	return (sums_t){.tokens = n,
 	                .seqs = n,
 	                .dec_seqs = n,
 	                .pairs_dec = ctx + n,
 	                .kv_read = ctx,
-	                .dec_ctx = ctx};
+	                .dec_ctx = ctx,
+	                .pairs_sw = R->c->layers_sw ? sw + n : 0,
+	                .kv_read_sw = sw,
+	                .dec_ctx_sw = sw};
 }
 
 /* Step j exactly: mdl_iter_cost's value, bit for bit. */
@@ -633,13 +705,10 @@ static void run_sides(const run_t *R, uint32_t j, mdl_iter_cost_t *r)
 	terms_sides(R->c, &s, r, R->f, R->wb);
 }
 
-uint32_t mdl_decode_run_exact_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
-                                 uint32_t steps, int64_t *out)
+static uint32_t run_exact_all(const run_t *R, uint32_t steps, int64_t *out)
 {
-	run_t R;
-	run_init(&R, c, n_seqs, ctx_sum);
 	for (uint32_t j = 0; j < steps; j++)
-		out[j] = run_exact(&R, j);
+		out[j] = run_exact(R, j);
 	return steps;
 }
 
@@ -724,17 +793,17 @@ static int run_piece(const line_t *L, double q, uint32_t a, uint32_t b, double p
 	return 0;
 }
 
-uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
-                           uint32_t steps, int64_t *out)
+/* The closed form over a run whose sides are affine in j (R). */
+static uint32_t run_affine(const run_t *R0, uint32_t steps, int64_t *out)
 {
-	run_t R;
-	run_init(&R, c, n_seqs, ctx_sum);
+	const run_t R = *R0;
+	const mdl_compute_t *c = R.c;
 	double q = c->p.roofline_q;
 	/* Exact steps where they cost no pow(): max() (q = 0), the linear and
 	 * single-efficiency models (whose sides are the exact arithmetic
 	 * already); and for runs too short to save anything. */
 	if (!R.split || q <= 0 || steps < 8)
-		return mdl_decode_run_exact_ns(c, n_seqs, ctx_sum, steps, out);
+		return run_exact_all(&R, steps, out);
 	/* The sides grow with j (attention FLOPs and KV bytes grow with the
 	 * contexts), so their extremes are at the ends. */
 	mdl_iter_cost_t r0, r1;
@@ -748,7 +817,7 @@ uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx
 	double tmax = terms_time(&r1, 2 * fmax(c1, m1));
 	double margin = 64 * DBL_EPSILON * tmax;
 	if (!(c0 > 0 && m0 > 0 && c1 >= c0 && m1 >= m0) || RUN_TOL_NS + margin >= 0.5)
-		return mdl_decode_run_exact_ns(c, n_seqs, ctx_sum, steps, out);
+		return run_exact_all(&R, steps, out);
 	/* the larger side as x: t stays near or below 1 */
 	int x_is_c = c0 + c1 >= m0 + m1;
 	double sc = (c1 - c0) / (steps - 1), sm = (m1 - m0) / (steps - 1);
@@ -761,7 +830,7 @@ uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx
 	double whole = (x_is_c ? c1 : m1) * p3 * pow((hi - lo) / 2, 3) / 6;
 	double want = whole > RUN_TOL_NS ? ceil(1.25 * cbrt(whole / RUN_TOL_NS)) : 1;
 	if (!(want * 3 < steps)) /* each piece costs two pow(), each step as much */
-		return mdl_decode_run_exact_ns(c, n_seqs, ctx_sum, steps, out);
+		return run_exact_all(&R, steps, out);
 	uint32_t pieces = (uint32_t)want, evals = 1; /* phi3_bound's */
 	for (uint32_t k = 0; k < pieces; k++) {
 		uint32_t a = (uint32_t)((uint64_t)steps * k / pieces);
@@ -775,4 +844,86 @@ uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx
 		evals += b - a + 1;
 	}
 	return evals;
+}
+
+/* Context of sequence i: ctx[i], or without ctx the even split of the sum
+ * (the first r sequences q + 1, the rest q). */
+static uint64_t seq_ctx(const uint32_t *ctx, uint64_t q, uint32_t r, uint32_t i)
+{
+	return ctx ? ctx[i] : q + (i < r);
+}
+
+/* A run cut where the sliding reads stop being affine in the step. A
+ * sequence of context x reads min(x + j, W - 1) at step j: it grows until
+ * step W - 1 - x and stays after, so the sum over sequences is affine
+ * between consecutive such steps; each piece [a, e] ends at the first
+ * growing sequence's stop (inclusive) and runs through run_affine (or every
+ * step exactly). O(n_seqs) per piece, at most one piece per sequence that
+ * reaches its window inside the run, plus one. */
+static uint32_t run_pieces(const mdl_compute_t *c, uint32_t n, const uint32_t *ctx,
+                           uint64_t ctx_sum, uint32_t steps, int64_t *out, int exact)
+{
+	uint64_t q = n ? ctx_sum / n : 0;
+	uint32_t r = n ? (uint32_t)(ctx_sum % n) : 0;
+	uint64_t wm = c->llm.window - 1; /* cached tokens a sliding layer reads at most */
+	uint32_t evals = 0;
+	for (uint32_t a = 0; a < steps;) {
+		uint64_t sw = 0, grow = 0, stop = UINT64_MAX;
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t x = seq_ctx(ctx, q, r, i) + a;
+			if (x < wm) {
+				grow++;
+				stop = wm - x < stop ? wm - x : stop; /* steps after a it grows */
+			}
+			sw += x < wm ? x : wm;
+		}
+		uint32_t len = stop < (uint64_t)(steps - a) ? (uint32_t)stop + 1 : steps - a;
+		run_t R;
+		run_init(&R, c, n, ctx_sum + (uint64_t)a * n, sw, grow);
+		evals += exact ? run_exact_all(&R, len, out + a) : run_affine(&R, len, out + a);
+		a += len;
+	}
+	return evals;
+}
+
+static uint32_t run_any(const mdl_compute_t *c, uint32_t n, const uint32_t *ctx,
+                        uint64_t ctx_sum, uint32_t steps, int64_t *out, int exact)
+{
+	if (c->layers_sw)
+		return run_pieces(c, n, ctx, ctx_sum, steps, out, exact);
+	run_t R;
+	run_init(&R, c, n, ctx_sum, 0, 0);
+	return exact ? run_exact_all(&R, steps, out) : run_affine(&R, steps, out);
+}
+
+uint32_t mdl_decode_run_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
+                           uint32_t steps, int64_t *out)
+{
+	return run_any(c, n_seqs, NULL, ctx_sum, steps, out, 0);
+}
+
+uint32_t mdl_decode_run_exact_ns(const mdl_compute_t *c, uint32_t n_seqs, uint64_t ctx_sum,
+                                 uint32_t steps, int64_t *out)
+{
+	return run_any(c, n_seqs, NULL, ctx_sum, steps, out, 1);
+}
+
+static uint64_t ctx_total(uint32_t n, const uint32_t *ctx)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sum += ctx[i];
+	return sum;
+}
+
+uint32_t mdl_decode_run_seqs_ns(const mdl_compute_t *c, uint32_t n_seqs, const uint32_t *ctx,
+                                uint32_t steps, int64_t *out)
+{
+	return run_any(c, n_seqs, ctx, ctx_total(n_seqs, ctx), steps, out, 0);
+}
+
+uint32_t mdl_decode_run_seqs_exact_ns(const mdl_compute_t *c, uint32_t n_seqs,
+                                      const uint32_t *ctx, uint32_t steps, int64_t *out)
+{
+	return run_any(c, n_seqs, ctx, ctx_total(n_seqs, ctx), steps, out, 1);
 }

@@ -36,7 +36,8 @@ static void show_resolved(const cfg_t *c)
 	if (llm.layer_kind != MDL_LAYER_FULL) /* full-attention models: nothing to add */
 		printf("#   KV per GPU at tp=%u: %llu bytes per token paged, %llu bytes fixed per "
 		       "sequence (layers: %u full, %u sliding with a %u-token window, %u state; "
-		       "models/mdl.h), the fixed part not yet reserved by admission\n",
+		       "models/mdl.h), the fixed part reserved by admission in blocks of the "
+		       "paged size\n",
 		       sp.tp, (unsigned long long)mdl_kv_paged_bytes_per_token_gpu(&llm, sp.tp),
 		       (unsigned long long)mdl_kv_fixed_bytes_per_seq_gpu(&llm, sp.tp),
 		       mdl_layers_full(&llm), mdl_layers_sliding(&llm), llm.window,

@@ -64,8 +64,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 {
 	memset(c, 0, sizeof *c);
-	if (!p->on_result)
-		return KS_EINPUT;
+	if (!p->on_result || (p->fixed_blocks_per_seq && p->sched_mode == SCHED_BTB))
+		return KS_EINPUT; /* the study's token reservation knows no per-sequence KV */
 	c->p = *p;
 	c->p.inst_cost_ctx = NULL;
 	c->p.inst_kv_blocks = NULL;
@@ -177,7 +177,8 @@ int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len)
 	uint64_t tok = (uint64_t)in_len + out_len;
 	if (c->p.sched_mode == SCHED_BTB && tok > c->p.resv_tokens_cap)
 		return 0;
-	return ceil_div(tok, c->p.block_tokens) <= c->p.kv_blocks;
+	return (uint64_t)ceil_div(tok, c->p.block_tokens) + c->p.fixed_blocks_per_seq <=
+	       c->p.kv_blocks;
 }
 
 void cluster_engine_defaults(int sched_mode, const char *gpu, uint64_t hbm_bytes,
@@ -343,9 +344,9 @@ static void release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 		if (j >= r->ready)
 			kv_drop(in->kv, r->blocks[j]);
 	}
-	kv_free_private(in->kv, r->priv);
-	c->kv_block_frees += r->shared_hold + r->priv;
-	r->shared_hold = r->held = r->ready = r->own_from = r->priv = 0;
+	kv_free_private(in->kv, r->priv + r->fixed);
+	c->kv_block_frees += r->shared_hold + r->priv + r->fixed;
+	r->shared_hold = r->held = r->ready = r->own_from = r->priv = r->fixed = 0;
 }
 
 /* Makes r hold enough blocks for ctx tokens of context. */
@@ -408,17 +409,19 @@ static double sg_new_tokens(const sim_req_t *r)
  * beside them (PrefillAdder.add_one_req: NO_TOKEN when total_tokens >=
  * rem_total_tokens before locking its prefix, or > after). */
 /* A handed-off request whose prompt KV landed here (cluster_handoff_land):
- * private blocks for its whole context and its next token, no prefix
- * match, no prefill; the prefill instance counted it at its admission. */
+ * private blocks for its whole context and its next token and its fixed
+ * blocks, no prefix match, no prefill; the prefill instance counted it at
+ * its admission. */
 static int admit_landed(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	uint64_t ctx = (uint64_t)r->in_len + r->generated;
-	uint32_t need = ceil_div(ctx, c->p.block_tokens);
-	if (kv_free_or_evictable(in->kv) < need)
+	uint32_t need = ceil_div(ctx, c->p.block_tokens), F = c->p.fixed_blocks_per_seq;
+	if (kv_free_or_evictable(in->kv) < (uint64_t)need + F)
 		return ADMIT_FULL;
-	kv_alloc_private(in->kv, need, ev_engine_now(c->eng));
-	c->kv_block_allocs += need;
+	kv_alloc_private(in->kv, need + F, ev_engine_now(c->eng));
+	c->kv_block_allocs += need + F;
 	r->priv = need;
+	r->fixed = F;
 	r->held = r->shared_hold = r->ready = r->own_from = 0;
 	r->target = r->done_tok = r->in_len; /* as after a prefill here */
 	r->landed = 0; /* a preemption from here on recomputes, as vLLM's does */
@@ -470,7 +473,10 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 	if (run_n)
 		c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
 	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
-	uint32_t need = (s_end - m) + n_priv, avail = kv_free_or_evictable(in->kv);
+	/* the per-sequence KV (windows, states) in full from admission on: the
+	 * rule is in sim/run/sim_core.c, where fixed_blocks_per_seq is set */
+	uint32_t F = c->p.fixed_blocks_per_seq;
+	uint32_t need = (s_end - m) + n_priv + F, avail = kv_free_or_evictable(in->kv);
 	int full = avail < need;
 	if (resv) {
 		double total = (double)need * B + sg_new_tokens(r);
@@ -486,12 +492,13 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 		if (c->p.resident_at_admission)
 			kv_ready(in->kv, r->blocks[j], now); /* the study's assumption */
 	}
-	kv_alloc_private(in->kv, n_priv, now);
-	c->kv_block_allocs += s_end + n_priv;
+	kv_alloc_private(in->kv, n_priv + F, now);
+	c->kv_block_allocs += s_end + n_priv + F;
 	r->held = r->shared_hold = s_end;
 	r->own_from = m;
 	r->ready = c->p.resident_at_admission ? s_end : m;
 	r->priv = n_priv;
+	r->fixed = F;
 	admit_account(c, in, r, m, spec_hits, target, now);
 	return ADMIT_OK;
 }
@@ -1403,7 +1410,7 @@ int cluster_check(const cluster_t *c)
 			return -2;
 		uint64_t priv = 0;
 		for (uint32_t k = 0; k < in->n_run; k++)
-			priv += in->run[k]->priv;
+			priv += in->run[k]->priv + in->run[k]->fixed;
 		if (priv != kv_used_private(in->kv))
 			return -3;
 		if (in->decode_tokens != cluster_decode_tokens_recount(c, i))

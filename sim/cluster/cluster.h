@@ -8,8 +8,9 @@
  * (at their arrival time, already routed); each instance runs one iteration
  * event at a time whose duration comes from the cost callback. Every request
  * ends completed or rejected (with a reason); none is dropped. Errors:
- * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook, or with a
- * prefill instance and no on_handoff hook).
+ * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook, with a
+ * prefill instance and no on_handoff hook, or with fixed_blocks_per_seq under
+ * SCHED_BTB).
  */
 #ifndef KVSIM_CLUSTER_H
 #define KVSIM_CLUSTER_H
@@ -99,6 +100,13 @@ typedef struct cluster_params {
 	uint32_t block_tokens;
 	uint32_t kv_blocks;          /* KV pool per instance, blocks */
 	uint64_t block_bytes;        /* bytes of one block over the whole TP group */
+	/* Private blocks every admitted request holds beside its context's
+	 * (SCHED_VLLM, SCHED_SGLANG): the model's KV that is per sequence, not
+	 * per token (sliding windows in full, state-space states), in blocks of
+	 * the paged size; taken at admission, freed with its other blocks at
+	 * completion, preemption or handoff. 0: a full-attention model. Not
+	 * supported under SCHED_BTB (cluster_init: KS_EINPUT). */
+	uint32_t fixed_blocks_per_seq;
 	uint32_t max_num_seqs;
 	uint32_t max_batched_tokens;
 	int chunked_prefill;
@@ -173,7 +181,9 @@ typedef struct sim_req {
 	uint32_t own_from;         /* first held block this request computes */
 	uint32_t ready;            /* held blocks known READY */
 	uint32_t shared_hold;      /* prefix blocks held as shared (rest private) */
-	uint32_t priv;             /* private blocks held */
+	uint32_t priv;             /* private blocks held for its context */
+	uint32_t fixed;            /* private blocks held for its per-sequence KV
+				      (p.fixed_blocks_per_seq while admitted, else 0) */
 	uint32_t n_synth;          /* SCHED_BTB: synthetic output blocks it inserted */
 	uint32_t done_tok;         /* context tokens whose KV exists */
 	uint32_t target;           /* context to prefill: in_len + generated at admission */
@@ -287,7 +297,8 @@ int cluster_kick(cluster_t *c, uint32_t inst);
 /* Records a request that never reaches an instance (rejected, failed). */
 int cluster_record_unrouted(cluster_t *c, uint64_t id, int64_t arrival, uint32_t in_len,
 			    uint32_t out_len, int32_t status);
-/* Whether a request of this size can ever fit one instance. */
+/* Whether a request of this size can ever fit one instance (its context's
+ * blocks and fixed_blocks_per_seq). */
 int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len);
 /* Marks the requests still in the system as unfinished (end of run). */
 int cluster_finish(cluster_t *c);

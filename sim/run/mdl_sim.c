@@ -20,8 +20,5 @@ int64_t mdl_sim_cost(void *ctx, const sim_batch_t *b)
 
 void mdl_sim_cost_run(void *ctx, const sim_batch_t *b, uint32_t steps, int64_t *dur)
 {
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < b->n_dec; i++)
-		sum += b->dec_ctx[i];
-	mdl_decode_run_ns(ctx, b->n_dec, sum, steps, dur);
+	mdl_decode_run_seqs_ns(ctx, b->n_dec, b->dec_ctx, steps, dur);
 }

@@ -780,6 +780,39 @@ static int kv_pool_blocks(const cfg_t *cfg, const sim_params_t *sp, const mdl_hw
 	return 0;
 }
 
+/* p->fixed_blocks_per_seq: the per-sequence KV (sliding windows, states)
+ * in blocks of the paged size, ceil(fixed / block) per GPU. The whole window
+ * is reserved from admission on, though a sequence shorter than the window
+ * holds less: an upper bound of what vLLM's hybrid KV cache manager holds
+ * ("sliding window layers: reserve slots only for the most recent
+ * sliding_window_size tokens", docs.vllm.ai design/hybrid_kv_cache_manager),
+ * own choice so that a running request's blocks grow only with its paged
+ * context. A state is held whole from the first token (vLLM, SGLang). */
+static int kv_fixed_blocks(const cfg_t *cfg, const mdl_llm_t *llm, uint32_t tp,
+			   cluster_params_t *p, err_t *e)
+{
+	uint64_t fixed = mdl_kv_fixed_bytes_per_seq_gpu(llm, tp);
+	uint64_t block = mdl_kv_paged_bytes_per_token_gpu(llm, tp) * p->block_tokens;
+	uint64_t n = fixed ? (fixed + block - 1) / block : 0;
+	if (n && p->sched_mode == SCHED_BTB)
+		return cfg_err_keys(cfg, e, "scheduler.mode,model.name,model.file",
+				    "mode = btb reserves tokens and knows no per-sequence KV; %s "
+				    "holds %.3g MB per GPU per sequence in sliding windows or "
+				    "states: use mode = vllm or sglang",
+				    llm->name, (double)fixed / 1e6);
+	if (n + 1 > p->kv_blocks)
+		return cfg_err_keys(cfg, e,
+				    "cluster.kv_blocks,kvcache.block_tokens,model.name,model.file,"
+				    "cluster.tp,gpu.name,gpu.file,cluster.reserve_fraction",
+				    "%s's per-sequence KV (sliding windows, states: %.3g MB per "
+				    "GPU) takes %llu blocks of the %u-block pool, which then holds "
+				    "no sequence",
+				    llm->name, (double)fixed / 1e6, (unsigned long long)n,
+				    p->kv_blocks);
+	p->fixed_blocks_per_seq = (uint32_t)n;
+	return 0;
+}
+
 /* The predictor's shortest reported prefix: its parameter named
  * *_min_blocks (every built-in predictor has one), else 1. */
 static uint32_t pred_min_blocks(const pol_handle_t *h)
@@ -833,13 +866,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	/* bytes of one block over the whole group (MLA latents sit on every GPU):
 	 * the paged layers only; a sliding window and a state are per sequence */
 	p.block_bytes = mdl_kv_paged_bytes_per_token_gpu(&llm, s->tp) * s->tp * p.block_tokens;
-	if (mdl_kv_fixed_bytes_per_seq_gpu(&llm, s->tp))
-		cfg_warn_once(cfg, "model", "name",
-			      "%s holds %.3g MB per GPU per sequence beyond its paged KV (sliding "
-			      "windows, state layers) that admission does not reserve yet: KV "
-			      "capacity counts only the paged layers",
-			      llm.name, (double)mdl_kv_fixed_bytes_per_seq_gpu(&llm, s->tp) / 1e6);
 	p.sched_mode = sp->sched_mode;
+	if ((rc = kv_fixed_blocks(cfg, &llm, s->tp, &p, e)))
+		return rc;
 	cluster_engine_defaults(p.sched_mode, s->hw.name, s->hw.hbm_bytes, &p.max_num_seqs,
 				&p.max_batched_tokens);
 	if (sp->max_num_seqs) /* 0: the engine's default */
