@@ -50,6 +50,7 @@ EXPERIMENTS = [
     ("e3_interference", "E3 interference"),
     ("e4_vram", "E4 VRAM pressure"),
     ("e5_lift", "E5 the original claim, lifted one assumption at a time"),
+    ("e6_disagg", "E6 speculative replication under prefill/decode disaggregation"),
 ]
 # Summary metrics each table shows, where the catalog has them.
 TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "spec.unused_vram_gb_s",
@@ -65,7 +66,8 @@ NAME = "experiment.name"
 PRESET = "policy.preset"
 # Parameters that name a policy (a curve, a bar); the others are conditions.
 POLICY_COLS = [REPL, PRED, "policy.routing.name", "policy.preset", "policy.transfer.name"]
-HEADLINE = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png"]
+HEADLINE = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png",
+            "disagg.png"]
 
 
 def fmt(v):
@@ -532,6 +534,8 @@ REPL_SHORT = {"speculative": "spec", "reactive_hotspot": "reactive", "early_rdma
 def trace_short(v):
     """A trace path by a short name (mooncake conv, bursted-art 00, ...)."""
     s = str(v)
+    if v is None or s in ("None", "nan", ""):
+        return "default experiment"  # no trace.path: the built-in generated traffic
     base = os.path.basename(s)
     if "bursted_art" in s and base.startswith("test_"):
         return "bursted-art " + base[5:].split(".")[0]
@@ -640,13 +644,14 @@ def plt_close(fig):
     plt.close(fig)
 
 
-def fig_traces(df, study, path, metric="ttft_p95_ms"):
+def fig_traces(df, study, path, metric="ttft_p95_ms", exp="e2_traces", labels=None):
     """Small multiples: one panel per trace, a horizontal bar per policy
     family (mean over seeds of the p95 TTFT) with its 95% CI; a CI that
-    leaves the panel is clipped at its edge and marked by an arrow."""
+    leaves the panel is clipped at its edge and marked by an arrow.
+    labels: the bars' label per row (default family_labels)."""
     if df is None or metric not in df.columns:
-        return None, "E2 is missing", ""
-    d = df.assign(_trace=short_trace_labels(df), _pol=family_labels(df))
+        return None, "%s is missing" % exp.split("_")[0].upper(), ""
+    d = df.assign(_trace=short_trace_labels(df), _pol=(labels or family_labels)(df))
     traces = sorted(d["_trace"].unique())
     pols = sorted(d["_pol"].unique(), key=lambda p: (not p.startswith("none/"), p))
     st = kr.mean_ci(d, ["_trace", "_pol"], metric)
@@ -686,7 +691,7 @@ def fig_traces(df, study, path, metric="ttft_p95_ms"):
     fig.suptitle("p95 TTFT per trace and policy (bars: mean over seeds, whiskers: 95% CI; "
                  "arrows: CI clipped at the panel's edge)", fontsize=9)
     fig.tight_layout()
-    ks.add_caption(fig, ks.caption(study, "e2_traces", seeds_of(df),
+    ks.add_caption(fig, ks.caption(study, exp, seeds_of(df),
                                    "%d CI ends clipped (wider than the bar's range)" % clipped))
     text = ("Per trace, the fastest and slowest policy by mean p95 TTFT (± 95%% CI over %d seeds): "
             % seeds_of(df) + "; ".join(lines) + ". %d whisker ends are clipped where the CI runs "
@@ -694,9 +699,31 @@ def fig_traces(df, study, path, metric="ttft_p95_ms"):
     return ks.save(fig, path), None, text
 
 
+def preset_family_labels(df):
+    """E6's bar labels: the deployment (preset) and the policy family, so
+    speculation on each disaggregated preset sits beside that preset alone
+    and beside its aggregated (mixed) form."""
+    def one(r):
+        pre = r.get(PRESET)
+        pre = "default" if pre is None or str(pre) in ("none", "nan", "None") else str(pre)
+        fam = family_label(r)
+        return pre + ": " + ("none" if fam.startswith("none/") else fam)
+    return pd.Series([one(r) for _, r in df.iterrows()], index=df.index, dtype=object)
+
+
+def fig_disagg(df, study, path):
+    """E6: p95 TTFT per trace for each disaggregated preset with replication
+    none and speculative (oracle, repeat_count), beside the mixed presets."""
+    return fig_traces(df, study, path, exp="e6_disagg", labels=preset_family_labels)
+
+
 def family_color(label):
     """The colour key of a family label: the preset for none/X, else the
-    replication policy."""
+    replication policy (E6's "PRESET: family" labels: the same, the preset
+    for none)."""
+    pre, sep, fam = label.partition(": ")
+    if sep:
+        return pre if fam == "none" else family_color(fam)
     repl, _, rest = label.partition("/")
     if repl == "none":
         return "none" if rest == "default" else rest
@@ -822,6 +849,7 @@ def write_report(out, figdir):
     draw("ttft_cdf.png", fig_cdf, data["e2_traces"], study)
     draw("traces.png", fig_traces, data["e2_traces"], study)
     draw("lift.png", fig_lift, data["e5_lift"], study)
+    draw("disagg.png", fig_disagg, data["e6_disagg"], study)
     rel = os.path.relpath(figdir, out)
     md = ["# When does predictive speculative KV replication pay?", "",
           "Study size `%s`, revision `%s`. Generated by `analysis/study_report.py` from the "
