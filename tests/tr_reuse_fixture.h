@@ -17,6 +17,7 @@ __attribute__((unused)) static void rf_opts(tr_opts_t *o, uint64_t requests, dou
 	o->gen = TR_GEN_POISSON;
 	o->rate = 10;
 	o->requests = requests;
+	o->duration_s = 0; /* until requests */
 	o->in.kind = TR_DIST_LOGNORMAL;
 	o->in.mean = mean_in;
 	o->in.sigma = 0.5;
@@ -40,7 +41,8 @@ __attribute__((unused)) static void rf_compute(const tr_opts_t *o, uint32_t inst
 {
 	tr_reader_t *r;
 	err_t e = {0};
-	assert_int_equal(tr_open(o, RF_BLOCK_TOKENS, 11, &r, &e), 0);
+	if (tr_open(o, RF_BLOCK_TOKENS, 11, &r, &e))
+		fail_msg("tr_open: %s", e.msg);
 	tr_reuse_opts_t ro = {instances, rate};
 	int rc = tr_reuse_compute(r, &ro, u, &e);
 	if (rc)

@@ -186,6 +186,7 @@ static int hist_merge(tr_reuse_hist_t *a, const tr_reuse_hist_t *b)
 		a->count[d] += b->count[d];
 	a->cold += b->cold;
 	a->accesses += b->accesses;
+	a->blocks += b->blocks;
 	return 0;
 }
 
@@ -194,6 +195,7 @@ static int hist_merge(tr_reuse_hist_t *a, const tr_reuse_hist_t *b)
 static int stack_request(lru_t *s, const tr_request_t *q, uint64_t thresh)
 {
 	uint32_t n_all = q->n_blocks + q->n_out_blocks;
+	s->h->blocks += q->n_blocks;
 	for (uint32_t b = 0; b < q->n_blocks; b++)
 		if ((!thresh || (tr_mix(TR_REUSE_SALT, q->blocks[b]) & 0xffffff) < thresh) &&
 		    hist_add(s->h, stack_distance(s, q->blocks[b])))
@@ -352,22 +354,34 @@ void tr_reuse_free(tr_reuse_t *u)
 
 /* ---- curves -------------------------------------------------------------- */
 
-/* The hit rate at each of n ascending capacities, in one pass. */
+/* The hit rate at each of n ascending capacities, in one pass. Sampled:
+ * SHARDS-adj (Waldspurger et al. 2015, section 4.2): rates are over the
+ * expected sample, blocks * rate, and the difference between it and the
+ * sample drawn counts as hits at the smallest distance, which removes the
+ * bias a few hot blocks drawn in or left out put on every point. */
 static void curve(const tr_reuse_hist_t *h, double rate, const uint64_t *caps, size_t n,
                   double *out)
 {
-	uint64_t acc = 0;
+	double acc = 0, adj = 0, total = (double)h->accesses;
+	if (rate < 1 && h->blocks) {
+		total = (double)h->blocks * rate;
+		adj = total - (double)h->accesses;
+	}
 	size_t d = 1;
 	for (size_t i = 0; i < n; i++) {
+		double hits;
 		if (caps[i] == UINT64_MAX) {
-			out[i] = h->accesses ? (double)(h->accesses - h->cold) / (double)h->accesses : 0;
-			continue;
+			hits = (double)(h->accesses - h->cold) + adj;
+		} else {
+			/* sampled distance d stands for d / rate blocks */
+			uint64_t lim = rate >= 1 ? caps[i]
+			                         : (uint64_t)floor((double)caps[i] * rate + 1e-9);
+			for (; d < h->n_count && d <= lim; d++)
+				acc += (double)h->count[d];
+			hits = acc + (caps[i] ? adj : 0);
 		}
-		/* sampled distance d stands for d / rate blocks */
-		uint64_t lim = rate >= 1 ? caps[i] : (uint64_t)floor((double)caps[i] * rate + 1e-9);
-		for (; d < h->n_count && d <= lim; d++)
-			acc += h->count[d];
-		out[i] = h->accesses ? (double)acc / (double)h->accesses : 0;
+		hits = hits < 0 ? 0 : hits > total ? total : hits;
+		out[i] = total > 0 ? hits / total : 0;
 	}
 }
 
