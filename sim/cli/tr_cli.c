@@ -239,7 +239,8 @@ static void plot_script(char *out, size_t n)
 		snprintf(out, n, "%s/../share/kvsim/analysis/plot_reuse.py", exe);
 }
 
-/* python3 plot_reuse.py H5 PNG; 0 when it exits 0. */
+/* plot_reuse.py H5 PNG, run by its own #! line (Debian's python3, whose
+ * h5py and matplotlib the bootstrap installs); 0 when it exits 0. */
 static int plot_png(const char *h5, const char *png, err_t *e)
 {
 	char script[4200];
@@ -249,7 +250,7 @@ static int plot_png(const char *h5, const char *png, err_t *e)
 	if (pid < 0)
 		return err_set(e, KS_EIO, "--png: fork: %s", strerror(errno));
 	if (!pid) {
-		execlp("python3", "python3", script, h5, png, (char *)NULL);
+		execl(script, script, h5, png, (char *)NULL);
 		_exit(127);
 	}
 	int st;
