@@ -25,8 +25,10 @@
 static const char *GOOD =
     "{\"timestamp\": 0, \"input_length\": 2048, \"output_length\": 5, \"hash_ids\": [1, 2, 3, 4]}\n"
     "{\"timestamp\": 10, \"input_length\": 1536, \"output_length\": 5, \"hash_ids\": [7, 8, 9]}\n"
-    "{\"timestamp\": 2000, \"input_length\": 2560, \"output_length\": 5, \"hash_ids\": [1, 2, 3, 4, 5]}\n"
-    "{\"timestamp\": 2500, \"input_length\": 2048, \"output_length\": 5, \"hash_ids\": [7, 8, 9, 10]}\n";
+    "{\"timestamp\": 2000, \"input_length\": 2560, \"output_length\": 5, \"hash_ids\": [1, 2, 3, "
+    "4, 5]}\n"
+    "{\"timestamp\": 2500, \"input_length\": 2048, \"output_length\": 5, \"hash_ids\": [7, 8, 9, "
+    "10]}\n";
 
 static char *path_in(const char *name)
 {
@@ -37,8 +39,7 @@ static char *path_in(const char *name)
 	return s;
 }
 
-static void expect_usage_error(const char *frag, const char *a1, const char *a2,
-                               const char *a3)
+static void expect_usage_error(const char *frag, const char *a1, const char *a2, const char *a3)
 {
 	const char *k = cli_kvsim_or_skip();
 	cli_result_t r = cli_run(k, tmp_dir, "trace", "reuse", a1, a2, a3, NULL);
@@ -94,8 +95,8 @@ static void test_h5_has_units_and_the_unbounded_point(void **st)
 	const char *k = cli_kvsim_or_skip();
 	char *good = path_in("good.jsonl"), *h5 = path_in("reuse.h5");
 	tmp_write(good, GOOD);
-	cli_result_t r = cli_run(k, tmp_dir, "trace", "reuse", good, "--instances", "3", "--h5",
-	                         h5, NULL);
+	cli_result_t r =
+	    cli_run(k, tmp_dir, "trace", "reuse", good, "--instances", "3", "--h5", h5, NULL);
 	assert_int_equal(r.status, 0);
 	/* 16 prompt blocks; blocks 1-4 and 7-9 come again: 7 hits */
 	const char *line = strstr(r.out, "unbounded");
@@ -137,8 +138,8 @@ static void test_png_is_drawn_from_the_h5(void **st)
 	char *good = path_in("good.jsonl"), *h5 = path_in("p.h5"), *png = path_in("p.png");
 	tmp_write(good, GOOD);
 	setenv("KVSIM_PLOT_REUSE", "analysis/plot_reuse.py", 1);
-	cli_result_t r = cli_run(k, tmp_dir, "trace", "reuse", good, "--h5", h5, "--png", png,
-	                         NULL);
+	cli_result_t r =
+	    cli_run(k, tmp_dir, "trace", "reuse", good, "--h5", h5, "--png", png, NULL);
 	if (r.status)
 		fail_msg("status %d: %s", r.status, r.err);
 	cli_result_free(&r);

@@ -114,10 +114,11 @@ static void test_exact_curve_equals_brute_force_lru_at_every_capacity(void **st)
 		uint64_t h = brute_hits(&q, c, 1), hi = brute_hits(&q, c, 3);
 		if (tr_reuse_hit_rate(&u.cluster, 1, c) != (double)h / (double)acc ||
 		    tr_reuse_hit_rate(&u.inst_all, 1, c) != (double)hi / (double)acc)
-			fail_msg("capacity %llu: cluster %.9f vs brute %.9f, instances %.9f vs %.9f",
-			         (unsigned long long)c, tr_reuse_hit_rate(&u.cluster, 1, c),
-			         (double)h / (double)acc, tr_reuse_hit_rate(&u.inst_all, 1, c),
-			         (double)hi / (double)acc);
+			fail_msg(
+			    "capacity %llu: cluster %.9f vs brute %.9f, instances %.9f vs %.9f",
+			    (unsigned long long)c, tr_reuse_hit_rate(&u.cluster, 1, c),
+			    (double)h / (double)acc, tr_reuse_hit_rate(&u.inst_all, 1, c),
+			    (double)hi / (double)acc);
 		last = h;
 	}
 	/* past the largest distance: every block seen before hits */

@@ -70,7 +70,8 @@ static void test_shards_curve_within_stated_error_of_exact(void **st)
 	                 tr_reuse_hit_rate(&ex.cluster, 1, UINT64_MAX)) < 0.01);
 	/* the curve is not flat: the check compares shapes, not two constants */
 	assert_true(tr_reuse_hit_rate(&ex.cluster, 1, caps[n - 1]) -
-	                tr_reuse_hit_rate(&ex.cluster, 1, caps[n / 2]) > 0.05);
+	                tr_reuse_hit_rate(&ex.cluster, 1, caps[n / 2]) >
+	            0.05);
 	free(caps);
 	tr_reuse_free(&ex);
 	tr_reuse_free(&sa);

@@ -36,8 +36,8 @@ __attribute__((unused)) static void rf_opts(tr_opts_t *o, uint64_t requests, dou
 }
 
 /* tr_reuse_compute on the trace o describes; the test fails on error. */
-__attribute__((unused)) static void rf_compute(const tr_opts_t *o, uint32_t instances,
-                                               double rate, tr_reuse_t *u)
+__attribute__((unused)) static void rf_compute(const tr_opts_t *o, uint32_t instances, double rate,
+                                               tr_reuse_t *u)
 {
 	tr_reader_t *r;
 	err_t e = {0};

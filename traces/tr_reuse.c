@@ -84,10 +84,10 @@ static uint64_t *idtab_put(idtab_t *m, uint64_t id, int *fresh)
 /* ---- LRU stack: a Fenwick tree over stamps, 1 at each id's latest -------- */
 
 typedef struct stack {
-	idtab_t at;     /* id -> latest stamp */
-	uint32_t *fen;  /* Fenwick tree, 1-based over stamps 0..cap-1 */
-	uint8_t *live;  /* live[t]: stamp t is some id's latest */
-	size_t cap, t;  /* stamps allocated, used */
+	idtab_t at;    /* id -> latest stamp */
+	uint32_t *fen; /* Fenwick tree, 1-based over stamps 0..cap-1 */
+	uint8_t *live; /* live[t]: stamp t is some id's latest */
+	size_t cap, t; /* stamps allocated, used */
 	tr_reuse_hist_t *h;
 } lru_t;
 
@@ -298,7 +298,9 @@ int tr_reuse_compute(tr_reader_t *r, const tr_reuse_opts_t *o, tr_reuse_t *u, er
 		while (deep < q.n_blocks && idtab_find(&seen, q.blocks[deep]))
 			deep++;
 		if (deep) {
-			double g = (double)(q.arrival_ns - (int64_t)*idtab_find(&seen, q.blocks[deep - 1])) / 1e9;
+			double g = (double)(q.arrival_ns -
+			                    (int64_t)*idtab_find(&seen, q.blocks[deep - 1])) /
+			           1e9;
 			if (VEC_GROW(gaps, gcap, u->gaps + 1, 1024))
 				goto nomem;
 			gaps[u->gaps++] = g;
@@ -374,8 +376,8 @@ static void curve(const tr_reuse_hist_t *h, double rate, const uint64_t *caps, s
 			hits = (double)(h->accesses - h->cold) + adj;
 		} else {
 			/* sampled distance d stands for d / rate blocks */
-			uint64_t lim = rate >= 1 ? caps[i]
-			                         : (uint64_t)floor((double)caps[i] * rate + 1e-9);
+			uint64_t lim =
+			    rate >= 1 ? caps[i] : (uint64_t)floor((double)caps[i] * rate + 1e-9);
 			for (; d < h->n_count && d <= lim; d++)
 				acc += (double)h->count[d];
 			hits = acc + (caps[i] ? adj : 0);
@@ -459,7 +461,8 @@ void tr_reuse_print(const tr_reuse_t *u, const char *source, FILE *f)
 	fprintf(f, "%14s %12.6f %14.6f\n", "unbounded",
 	        tr_reuse_hit_rate(&u->cluster, R, UINT64_MAX),
 	        tr_reuse_hit_rate(&u->inst_all, R, UINT64_MAX));
-	fprintf(f, "\nhot prefixes: share of requests whose first-L-block prefix is in the top k\n");
+	fprintf(f,
+	        "\nhot prefixes: share of requests whose first-L-block prefix is in the top k\n");
 	fprintf(f, "%14s", "L \\ k");
 	for (int j = 0; j < TR_REUSE_DEPTHS; j++)
 		fprintf(f, " %10u", u->top_k[j]);
@@ -470,8 +473,9 @@ void tr_reuse_print(const tr_reuse_t *u, const char *source, FILE *f)
 			fprintf(f, " %10.4f", u->hot[i][j]);
 		fprintf(f, "\n");
 	}
-	fprintf(f, "\nthink time after the previous request with the longest shared prefix:\n"
-	           "%llu of %llu requests, median %.3f s\n",
+	fprintf(f,
+	        "\nthink time after the previous request with the longest shared prefix:\n"
+	        "%llu of %llu requests, median %.3f s\n",
 	        (unsigned long long)u->gaps, (unsigned long long)u->requests, u->gap_median_s);
 	fprintf(f, "%12s %12s %10s\n", "from_s", "to_s", "requests");
 	for (int b = 0; b < TR_REUSE_GAP_BINS; b++)
@@ -538,7 +542,8 @@ int tr_reuse_write_h5(const tr_reuse_t *u, const char *source, const char *path,
 	uint64_t hot_d[TR_REUSE_DEPTHS], hot_k[TR_REUSE_DEPTHS];
 	for (int i = 0; i < TR_REUSE_DEPTHS; i++)
 		hot_d[i] = u->depth[i], hot_k[i] = u->top_k[i];
-	long long cold = (long long)h->cold, acc = (long long)h->accesses, gaps = (long long)u->gaps;
+	long long cold = (long long)h->cold, acc = (long long)h->accesses,
+		  gaps = (long long)u->gaps;
 	if (s >= 0)
 		s = H5LTset_attribute_string(f, "/", "source", source);
 	if (s >= 0)
@@ -570,7 +575,8 @@ int tr_reuse_write_h5(const tr_reuse_t *u, const char *source, const char *path,
 	if (s >= 0)
 		s = h5_put(f, "/mrc/instance_hit_rate", 1, n, 0, H5T_NATIVE_DOUBLE, ia, "1");
 	if (s >= 0)
-		s = h5_put(f, "/mrc/instance_hit_rate_each", 2, ni, n, H5T_NATIVE_DOUBLE, each, "1");
+		s = h5_put(f, "/mrc/instance_hit_rate_each", 2, ni, n, H5T_NATIVE_DOUBLE, each,
+		           "1");
 	if (s >= 0)
 		s = H5LTset_attribute_double(f, "/mrc", "cluster_hit_rate_unbounded", &unb[0], 1);
 	if (s >= 0)
