@@ -1,4 +1,4 @@
-/* tr_cli — `kvsim trace`: stats, gen, convert, validate. Options are
+/* tr_cli — `kvsim trace`: stats, gen, convert, validate, reuse. Options are
  * [trace] config keys given as --set trace.KEY=VALUE or, shorter, KEY=VALUE;
  * a CONFIG file may be given with --config. Exit 0 ok, 1 runtime, 2 input. */
 #include <errno.h>
@@ -7,13 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sim/cli/cli.h"
 #include "sim/cli/cli_sub.h"
 #include "sim/run/cli_common.h"
 #include "sim/run/sim_params.h"
 #include "traces/tr.h"
+#include "traces/tr_reuse.h"
 
 static void usage(FILE *f)
 {
@@ -23,6 +26,8 @@ static void usage(FILE *f)
 	    "       kvsim trace gen KIND -o OUT [options] write a synthetic trace (native format)\n"
 	    "       kvsim trace convert FILE -o OUT [options]  rewrite any trace as native\n"
 	    "       kvsim trace validate FILE [options]  read it fully; print speed and memory\n"
+	    "       kvsim trace reuse FILE [options]     LRU reuse distances, miss-ratio curves,\n"
+	    "                                            hot prefixes, think-time gaps\n"
 	    "\n"
 	    "FILE formats: mooncake, bailian (JSONL), burstgpt, azure (CSV), native, servegen\n"
 	    "(a ServeGen windows CSV, generated from); detected from the first line.\n"
@@ -37,6 +42,12 @@ static void usage(FILE *f)
 	    "                      own, else kvcache.block_tokens)\n"
 	    "  --seed N            seed for generators and prefix models (experiment.seed)\n"
 	    "  -o, --output OUT    output file for gen/convert ('-' = stdout)\n"
+	    "  --instances N       reuse: instances for the per-instance curve, requests\n"
+	    "                      round-robin (default: the config's cluster)\n"
+	    "  --sample R          reuse: SHARDS spatial sampling at rate R in (0, 1]\n"
+	    "                      (default 1, exact)\n"
+	    "  --h5 OUT.h5         reuse: write the analysis as HDF5\n"
+	    "  --png OUT.png       reuse: plot it (needs --h5; analysis/plot_reuse.py)\n"
 	    "  --config FILE       read [trace] (and other) keys from an INI file\n"
 	    "  --set trace.KEY=V   set any [trace] key; KEY=V alone means the same\n"
 	    "\n"
@@ -47,6 +58,7 @@ static void usage(FILE *f)
 	    "  kvsim trace gen fanout fanout_bursts=5 fanout_size=64 -o fan.tsv\n"
 	    "  kvsim trace convert BurstGPT_1.csv prefix_shared_prob=0.5 -o burst.tsv\n"
 	    "  kvsim trace stats AzureLLMInferenceTrace_conv.csv start_s=600 end_s=1200\n"
+	    "  kvsim trace reuse conversation_trace.jsonl --h5 reuse.h5 --png reuse.png\n"
 	    "\n"
 	    "Every key: kvsim config doc (section [trace]).\n");
 	cli_help_end(f);
@@ -59,9 +71,10 @@ typedef struct targ {
 } targ_t;
 
 typedef struct args {
-	const char *cmd, *file, *out, *config, *kind;
+	const char *cmd, *file, *out, *config, *kind, *h5, *png;
 	int json, no_reuse;
-	long long block_tokens, seed;
+	long long block_tokens, seed, instances;
+	double sample;
 	targ_t *sets;
 	int nsets;
 } args_t;
@@ -70,6 +83,8 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 {
 	a->block_tokens = -1;
 	a->seed = -1;
+	a->instances = -1;
+	a->sample = 1;
 	a->sets = calloc((size_t)argc + 4, sizeof *a->sets);
 	if (!a->sets)
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -95,6 +110,24 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 		} else if (!strcmp(s, "--config")) {
 			NEED();
 			a->config = v;
+		} else if (!strcmp(s, "--h5") || !strcmp(s, "--png")) {
+			NEED();
+			*(s[2] == 'h' ? &a->h5 : &a->png) = v;
+		} else if (!strcmp(s, "--sample")) {
+			NEED();
+			char *end;
+			errno = 0;
+			a->sample = strtod(v, &end);
+			if (errno || end == v || *end || !(a->sample > 0 && a->sample <= 1))
+				return err_set(e, KS_EINPUT, "--sample: '%s' is not a rate in (0, 1]",
+				               v);
+		} else if (!strcmp(s, "--instances")) {
+			NEED();
+			int64_t x;
+			if (cfg_parse_whole(v, 0, 1, 65536, &x))
+				return err_set(e, KS_EINPUT,
+				               "--instances: '%s' is not a whole number in [1, 65536]", v);
+			a->instances = x;
 		} else if (!strcmp(s, "--block-tokens") || !strcmp(s, "--seed")) {
 			NEED();
 			/* the ranges of kvcache.block_tokens and experiment.seed */
@@ -186,6 +219,46 @@ static uint32_t block_size(const args_t *a, const sim_params_t *sp, const tr_opt
 	return t ? t : def;
 }
 
+/* The plot script: $KVSIM_PLOT_REUSE, else analysis/plot_reuse.py beside
+ * the binary's build folder, else in the installed share/kvsim. */
+static void plot_script(char *out, size_t n)
+{
+	const char *env = getenv("KVSIM_PLOT_REUSE");
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+		return;
+	}
+	char exe[4096];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[k > 0 ? k : 0] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(out, n, "%s/../analysis/plot_reuse.py", exe);
+	if (access(out, R_OK))
+		snprintf(out, n, "%s/../share/kvsim/analysis/plot_reuse.py", exe);
+}
+
+/* plot_reuse.py H5 PNG, run by its own #! line (Debian's python3, whose
+ * h5py and matplotlib the bootstrap installs); 0 when it exits 0. */
+static int plot_png(const char *h5, const char *png, err_t *e)
+{
+	char script[4200];
+	plot_script(script, sizeof script);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return err_set(e, KS_EIO, "--png: fork: %s", strerror(errno));
+	if (!pid) {
+		execl(script, script, h5, png, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return err_set(e, KS_EIO, "--png: %s %s %s failed", script, h5, png);
+	return 0;
+}
+
 static long peak_rss_kb(void)
 {
 	struct rusage ru;
@@ -215,7 +288,20 @@ static int run(args_t *a, err_t *e)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if ((rc = tr_open(&o, S, seed, &r, e)))
 		goto out;
-	if (!strcmp(a->cmd, "stats")) {
+	if (!strcmp(a->cmd, "reuse")) {
+		uint32_t ni = sp.tp ? sp.nodes * sp.gpus_per_node / sp.tp : 1;
+		tr_reuse_opts_t ro = {a->instances > 0 ? (uint32_t)a->instances : (ni ? ni : 1),
+		                      a->sample};
+		tr_reuse_t u;
+		if ((rc = tr_reuse_compute(r, &ro, &u, e)))
+			goto out;
+		tr_reuse_print(&u, tr_source(r), stdout);
+		if (a->h5)
+			rc = tr_reuse_write_h5(&u, tr_source(r), a->h5, e);
+		tr_reuse_free(&u);
+		if (!rc && a->png)
+			rc = plot_png(a->h5, a->png, e);
+	} else if (!strcmp(a->cmd, "stats")) {
 		tr_stats_t st;
 		if ((rc = tr_stats_compute(r, !a->no_reuse, &st, e)))
 			goto out;
@@ -260,7 +346,8 @@ out:
 	return rc;
 }
 
-/* Every trace command: argv[0] is its name (stats, gen, convert, validate). */
+/* Every trace command: argv[0] is its name (stats, gen, convert, validate,
+ * reuse). */
 static int tr_cmd_main(int argc, char **argv)
 {
 	args_t a = {.cmd = argv[0]};
@@ -273,6 +360,8 @@ static int tr_cmd_main(int argc, char **argv)
 	int rc = parse(argc, argv, &a, &e);
 	if (!rc && !a.file)
 		rc = err_set(&e, KS_EINPUT, "missing %s", strcmp(a.cmd, "gen") ? "FILE" : "KIND");
+	if (!rc && a.png && !a.h5)
+		rc = err_set(&e, KS_EINPUT, "--png needs --h5 OUT.h5 (the plot is drawn from it)");
 	if (rc) {
 		free(a.sets);
 		return rc == KS_EINPUT ? cli_usage_error("%s", e.msg) : cli_fail(&e);
@@ -287,6 +376,7 @@ static const cli_sub_t tr_cmds[] = {
 	{"gen", tr_cmd_main, "write a synthetic trace"},
 	{"convert", tr_cmd_main, "rewrite any trace as native"},
 	{"validate", tr_cmd_main, "read a trace fully; print speed and memory"},
+	{"reuse", tr_cmd_main, "reuse distances, miss-ratio curves, hot prefixes, gaps"},
 };
 
 int tr_cli_main(int argc, char **argv)
