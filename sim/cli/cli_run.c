@@ -60,6 +60,8 @@ static const struct {
 	{"goodput_rps", "goodput (req/s)"},
 	{"hit_rate_tokens", "cache hit rate, token-weighted"},
 	{"hit_rate_blocks", "cache hit rate, block-weighted"},
+	{"bound.belady_hit_rate_blocks", "  bound: Belady MIN, block-weighted"},
+	{"bound.belady_gap_blocks", "  bound: MIN minus the run"},
 	{"tok_fetched_peer", "prompt tokens fetched from peers"},
 	{"tok_fetched_host", "prompt tokens fetched from host"},
 	{"bytes_fg", "bytes copied, foreground"},

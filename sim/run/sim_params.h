@@ -44,6 +44,7 @@ typedef struct sim_out_params {
 	int timeline; /* sim_tl_t */
 	uint32_t compression; /* deflate level 0..9 */
 	uint64_t chunk_rows;
+	int oracle_bound; /* record the block streams, report bound.* (sim/run/bound.h) */
 } sim_out_params_t;
 
 typedef struct sim_params {
