@@ -143,30 +143,6 @@ static void test_belady_exact_and_never_below_lru_on_random_streams(void **st)
 	}
 }
 
-/* Per instance, in the order received; only admitted rows count. */
-static void test_bound_eviction_per_instance_admitted_only(void **st)
-{
-	(void)st;
-	bound_stream_t *b = bound_new(2);
-	assert_non_null(b);
-	const uint64_t x[] = {1, 2}, y[] = {1, 2, 3};
-	assert_int_equal(bound_record(b, 0, 10, 0, x, 2, 0), 0);
-	assert_int_equal(bound_record(b, 1, 11, 0, x, 2, 0), 0);     /* another instance: misses */
-	assert_int_equal(bound_record(b, 0, 12, 0, y, 2, 1), 0);     /* 1, 2 hit; 3 inserted */
-	assert_int_equal(bound_record(b, 0, 13, 0, x + 1, 1, 0), 0); /* never admitted */
-	assert_int_equal(bound_record(b, 2, 14, 0, x, 2, 0), KS_EINPUT);
-	res_request_t rows[4] = {{.id = 10, .queue_ns = 0},
-	                         {.id = 11, .queue_ns = 5},
-	                         {.id = 12, .queue_ns = 0},
-	                         {.id = 13, .queue_ns = -1}};
-	const uint32_t cap[2] = {4, 4};
-	uint64_t look = 0, hit = 0;
-	assert_int_equal(bound_eviction(b, rows, 4, cap, &look, &hit), 0);
-	assert_int_equal(look, 6);
-	assert_int_equal(hit, 2);
-	bound_free(b);
-}
-
 /* Sequential requests sharing 20 blocks, a pool that holds them all: the
  * run hits every reuse, and so does MIN; the denominators agree. */
 static void test_bound_equals_run_when_pool_holds_working_set(void **st)
@@ -248,7 +224,7 @@ static void test_bound_above_run_under_pressure_and_inert(void **st)
 	assert_true(isnan(sim_results_get(&off, "bound.belady_hit_rate_blocks")));
 	assert_int_equal(on.n_req, off.n_req);
 	assert_memory_equal(on.req, off.req, off.n_req * sizeof *off.req);
-	assert_int_equal(on.n_metric, off.n_metric + 3);
+	assert_int_equal(on.n_metric, off.n_metric + 7);
 	for (size_t i = 0; i < off.n_metric; i++) {
 		assert_string_equal(on.metric[i].name, off.metric[i].name);
 		double a = on.metric[i].value, c = off.metric[i].value;
@@ -261,6 +237,5 @@ static void test_bound_above_run_under_pressure_and_inert(void **st)
 TEST_MAIN(cmocka_unit_test(test_belady_textbook_streams),
           cmocka_unit_test(test_belady_inserts_are_free_loads),
           cmocka_unit_test(test_belady_exact_and_never_below_lru_on_random_streams),
-          cmocka_unit_test(test_bound_eviction_per_instance_admitted_only),
           cmocka_unit_test(test_bound_equals_run_when_pool_holds_working_set),
           cmocka_unit_test(test_bound_above_run_under_pressure_and_inert))

@@ -1,6 +1,7 @@
 /* bound — see bound.h. */
 #include "sim/run/bound.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "sim/base/err.h"
@@ -184,23 +185,69 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int bound_eviction(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
-                   const uint32_t *cap, uint64_t *lookups, uint64_t *hits)
+/* adm[r]: request r's row says it was admitted (queue_ns >= 0); a request
+ * id with no such row is not. */
+static int admitted_mark(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
+                         uint8_t *adm)
 {
-	*lookups = *hits = 0;
-	uint64_t *adm = malloc((n_rows ? n_rows : 1) * sizeof *adm);
+	uint64_t *ids = malloc((n_rows ? n_rows : 1) * sizeof *ids);
+	if (!ids)
+		return KS_ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < n_rows; i++)
+		if (rows[i].queue_ns >= 0)
+			ids[n++] = rows[i].id;
+	qsort(ids, n, sizeof *ids, u64_cmp);
+	for (size_t r = 0; r < b->n_req; r++)
+		adm[r] = bsearch(&b->req[r].id, ids, n, sizeof *ids, u64_cmp) != NULL;
+	free(ids);
+	return 0;
+}
+
+/* first[i]: the lookups at instance i that are the cluster's first access
+ * to their block (no admitted request received earlier looked it up or
+ * inserted it anywhere): a miss under any placement. */
+static int first_touches(const bound_stream_t *b, const uint8_t *adm, uint64_t *first)
+{
+	pair_t *pr = malloc((b->n_ids ? b->n_ids : 1) * sizeof *pr);
+	uint32_t *inst = malloc((b->n_ids ? b->n_ids : 1) * sizeof *inst);
+	uint8_t *look = malloc(b->n_ids ? b->n_ids : 1);
+	if (!pr || !inst || !look) {
+		FREE_ALL(pr, inst, look);
+		return KS_ENOMEM;
+	}
+	size_t n = 0;
+	for (size_t r = 0; r < b->n_req; r++) {
+		const bound_req_t *q = &b->req[r];
+		for (uint32_t j = 0; adm[r] && j < q->n_lookup + q->n_insert; j++) {
+			pr[n] = (pair_t){b->ids[q->off + j], n};
+			inst[n] = q->inst;
+			look[n++] = j < q->n_lookup;
+		}
+	}
+	qsort(pr, n, sizeof *pr, pair_cmp);
+	for (size_t k = 0; k < n; k++)
+		if ((k == 0 || pr[k].id != pr[k - 1].id) && look[pr[k].at])
+			first[inst[pr[k].at]]++;
+	FREE_ALL(pr, inst, look);
+	return 0;
+}
+
+int bound_compute(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
+                  const uint32_t *cap, double copy_blocks, bound_out_t *o)
+{
+	*o = (bound_out_t){0};
+	uint8_t *adm = malloc(b->n_req ? b->n_req : 1);
 	uint64_t *ids = malloc((b->n_ids ? b->n_ids : 1) * sizeof *ids);
 	uint8_t *counted = malloc(b->n_ids ? b->n_ids : 1);
 	size_t *first = calloc((size_t)b->n_inst + 1, sizeof *first);
 	size_t *order = malloc((b->n_req ? b->n_req : 1) * sizeof *order);
+	uint64_t *touch = calloc((size_t)b->n_inst + 1, sizeof *touch);
 	int rc = KS_ENOMEM;
-	if (!adm || !ids || !counted || !first || !order)
+	if (!adm || !ids || !counted || !first || !order || !touch)
 		goto out;
-	size_t n_adm = 0;
-	for (size_t i = 0; i < n_rows; i++)
-		if (rows[i].queue_ns >= 0)
-			adm[n_adm++] = rows[i].id;
-	qsort(adm, n_adm, sizeof *adm, u64_cmp);
+	if ((rc = admitted_mark(b, rows, n_rows, adm)) || (rc = first_touches(b, adm, touch)))
+		goto out;
 	/* the requests by instance, each in the order it received them
 	 * (a stable counting sort) */
 	for (size_t r = 0; r < b->n_req; r++)
@@ -211,26 +258,30 @@ int bound_eviction(const bound_stream_t *b, const res_request_t *rows, size_t n_
 		at = &first[b->req[r].inst];
 		order[(*at)++] = r;
 	}
-	rc = 0;
 	size_t from = 0; /* first[i] now ends instance i's requests */
 	for (uint32_t inst = 0; inst < b->n_inst && !rc; inst++) {
 		size_t n = 0, to = first[inst];
+		uint64_t look = 0, h = 0;
 		for (size_t k = from; k < to; k++) {
 			const bound_req_t *q = &b->req[order[k]];
-			if (!bsearch(&q->id, adm, n_adm, sizeof *adm, u64_cmp))
-				continue;
-			for (uint32_t j = 0; j < q->n_lookup + q->n_insert; j++) {
+			for (uint32_t j = 0; adm[order[k]] && j < q->n_lookup + q->n_insert; j++) {
 				ids[n] = b->ids[q->off + j];
 				counted[n++] = j < q->n_lookup;
 			}
-			*lookups += q->n_lookup;
+			look += adm[order[k]] ? q->n_lookup : 0;
 		}
 		from = to;
-		uint64_t h = 0;
 		rc = bound_belady(ids, counted, n, cap[inst], &h);
-		*hits += h;
+		/* each copy adds at most one hit to MIN's (bound.h); no copy
+		 * turns a first touch into a hit */
+		uint64_t reuse = look - touch[inst];
+		double with = (double)h + (copy_blocks < 0 ? (double)reuse : floor(copy_blocks));
+		o->lookups += look;
+		o->min_hits += h;
+		o->reusable += reuse;
+		o->place_hits += with < (double)reuse ? (uint64_t)with : reuse;
 	}
 out:
-	FREE_ALL(adm, ids, counted, first, order);
+	FREE_ALL(adm, ids, counted, first, order, touch);
 	return rc;
 }

@@ -1,5 +1,6 @@
-/* bound — an offline eviction bound: Belady's MIN on each instance's block
- * stream (output.oracle_bound = true).
+/* bound — offline bounds on a run's block hits (output.oracle_bound = true):
+ * Belady's MIN on each instance's block stream, and a placement and
+ * replication bound over the whole trace.
  *
  * What it bounds. The run records, per instance, the requests it was handed
  * in the order it got them: each request's shareable prompt blocks (the ids
@@ -15,17 +16,42 @@
  * optimal with inserts, the exhaustive test finds): MIN of Belady 1966, "A
  * study of replacement algorithms for a virtual-storage computer", IBM
  * Syst. J. 5(2), optimal for hit count (Mattson et al. 1970, IBM Syst. J.
- * 9(2)). Each block counts on
- * its own, not only as part of a matched prefix, and no capacity is lost to
- * running requests' private blocks: both only loosen the bound. So
+ * 9(2)). Each block counts on its own, not only as part of a matched
+ * prefix, and no capacity is lost to running requests' private blocks:
+ * both only loosen the bound. So
  * bound.belady_hit_rate_blocks is the highest block hit rate any eviction
  * policy could reach on this run's routing and admission order with the
  * instance's own lookups; hits that copies bring in (peer or host fetch,
  * speculative replicas) are not in the stream, so a run with those on may
  * lie above it (their worth is what the placement bound measures).
  *
- * Cost: O(n log n) in the accesses n of an instance (one sort for the
- * next-use indices, a binary heap with lazy deletion for the farthest).
+ * Placement and replication (bound.place_*). Copies (speculative
+ * replicas, peer and host fetches) can add hits MIN on the instance's own
+ * stream cannot have, within a copy budget of output.bound_bw_gbps into
+ * each instance over the run (the online policy's budget, e.g.
+ * spec_bw_gbps; 0: unlimited), copy_blocks = bw x sim_time_s /
+ * block_bytes. Two facts bound instance i's hits: (1) a schedule with k
+ * copies has at most k more hits than MIN: make it demand paging by loading
+ * each copied block at its next use instead, which costs at most that one
+ * lookup and no other (the lazy-conversion argument of Borodin & El-Yaniv
+ * 1998, "Online Computation and Competitive Analysis", ch. 3); (2) a lookup
+ * that is the cluster's first touch of its block (no admitted request got
+ * it earlier, anywhere) misses under any placement. So hits_i <= min(MIN_i
+ * + copy_blocks, L_i - F_i), L lookups, F first touches. What it relaxes:
+ * copies land just in time (no transfer time, no VRAM-time held before
+ * use), so the policy's VRAM budget (spec_vram_frac) does not bind it; a
+ * block is available from its first routing on, before it is computed;
+ * every block is worth the same (saved prefill is linear in tokens, so the
+ * greedy knapsack by saving per byte that a fractional relaxation solves
+ * exactly, Dantzig 1957, takes blocks in any order and is the count above).
+ * With an unlimited budget it is the cluster's compulsory-miss bound
+ * (reusable / lookups): the hit rate of one infinite cache on the whole
+ * trace. The network's capacity costs unlimited minus budgeted; what
+ * mis-predicted reuse costs is an oracle-predictor run minus the policy's
+ * (two runs: analysis/oracle_gap.py).
+ *
+ * Cost: O(n log n) in the accesses n (sorts for the next-use indices and
+ * the first touches, a binary heap with lazy deletion for the farthest).
  * Ownership: a bound_stream_t is owned by its creator (bound_free); it
  * copies the ids it is given. Errors: 0, KS_ENOMEM (the stream keeps what
  * it had), KS_EINPUT (an instance out of range).
@@ -54,11 +80,20 @@ void bound_free(bound_stream_t *b);
  * looked up, then ids[n_lookup..n_lookup+n_insert) inserted. */
 int bound_record(bound_stream_t *b, uint32_t inst, uint64_t req_id, int64_t t_ns,
                  const uint64_t *ids, uint32_t n_lookup, uint32_t n_insert);
+/* What bound_compute finds, in blocks, summed over the instances. */
+typedef struct bound_out {
+	uint64_t lookups;    /* looked-up blocks of admitted requests (= blocks_total) */
+	uint64_t min_hits;   /* MIN's hits, each instance on its own stream */
+	uint64_t reusable;   /* lookups that are not the cluster's first touch of a block */
+	uint64_t place_hits; /* the placement bound within the copy budget */
+} bound_out_t;
+
 /* Replays every instance's admitted requests (rows[0..n_rows): the run's
  * request rows; a request id whose row has queue_ns >= 0 was admitted)
- * under MIN with capacity cap[inst] blocks, summing the looked-up blocks
- * (*lookups) and MIN's hits (*hits) over the instances. */
-int bound_eviction(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
-                   const uint32_t *cap, uint64_t *lookups, uint64_t *hits);
+ * under MIN with capacity cap[inst] blocks, and bounds placement with
+ * copy_blocks copied blocks into each instance over the run (< 0:
+ * unlimited). 0 or KS_ENOMEM. */
+int bound_compute(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
+                  const uint32_t *cap, double copy_blocks, bound_out_t *o);
 
 #endif

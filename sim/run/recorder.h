@@ -69,7 +69,11 @@
 #define REC_BOUND                                                                                  \
 	X(BOUND_LOOKUPS_BLOCKS, "bound.lookups_blocks", "blocks", "shareable blocks in the replayed streams (= the hit rate's denominator)") \
 	X(BOUND_BELADY_HIT_RATE_BLOCKS, "bound.belady_hit_rate_blocks", "", "block hit rate of Belady's MIN on each instance's stream, same KV pool") \
-	X(BOUND_BELADY_GAP_BLOCKS, "bound.belady_gap_blocks", "", "bound.belady_hit_rate_blocks - hit_rate_blocks")
+	X(BOUND_BELADY_GAP_BLOCKS, "bound.belady_gap_blocks", "", "bound.belady_hit_rate_blocks - hit_rate_blocks") \
+	X(BOUND_PLACE_HIT_RATE_BLOCKS, "bound.place_hit_rate_blocks", "", "block hit rate at best with copies within output.bound_bw_gbps") \
+	X(BOUND_PLACE_UNLIMITED_BLOCKS, "bound.place_unlimited_hit_rate_blocks", "", "... with unlimited copy bandwidth (1 - the cluster's first touches / lookups)") \
+	X(BOUND_PLACE_GAP_BLOCKS, "bound.place_gap_blocks", "", "bound.place_hit_rate_blocks - hit_rate_blocks") \
+	X(BOUND_NETWORK_COST_BLOCKS, "bound.network_cost_blocks", "", "hit rate the copy budget costs the bound: unlimited - budgeted")
 #define REC_METRICS                                                                                \
 	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
 	X(COMPLETED, "completed", "", "requests completed")                                        \

@@ -1013,8 +1013,8 @@ static int stores_check_end(sim_ctx_t *s)
 	return 0;
 }
 
-/* output.oracle_bound: MIN on each instance's stream with its own pool
- * (sim/run/bound.h), beside the run's hit_rate_blocks. */
+/* output.oracle_bound: MIN on each instance's stream with its own pool and
+ * the placement bound (sim/run/bound.h), beside the run's hit_rate_blocks. */
 static int bound_report(sim_ctx_t *s, sim_results_t *res)
 {
 	uint32_t n = s->cl.p.n_instances, *cap = malloc((n ? n : 1) * sizeof *cap);
@@ -1022,17 +1022,22 @@ static int bound_report(sim_ctx_t *s, sim_results_t *res)
 		return KS_ENOMEM;
 	for (uint32_t i = 0; i < n; i++)
 		cap[i] = s->cl.p.inst_kv_blocks ? s->cl.p.inst_kv_blocks[i] : s->cl.p.kv_blocks;
-	uint64_t look = 0, hit = 0;
-	int rc = bound_eviction(s->bound, res->req, res->n_req, cap, &look, &hit);
+	double bw = s->prm.out.bound_bw_gbps * 1e9, end_s = (double)ev_engine_now(s->eng) / 1e9;
+	double copy_blocks = bw > 0 ? bw * end_s / (double)s->cl.p.block_bytes : -1;
+	bound_out_t o;
+	int rc = bound_compute(s->bound, res->req, res->n_req, cap, copy_blocks, &o);
 	free(cap);
 	double run = s->cl.blocks_total ? (double)s->cl.blocks_hit / s->cl.blocks_total : NAN;
-	double opt = look ? (double)hit / look : NAN;
-	if (!rc)
-		rc = rec_metric(res, REC_BOUND_LOOKUPS_BLOCKS, (double)look);
-	if (!rc)
-		rc = rec_metric(res, REC_BOUND_BELADY_HIT_RATE_BLOCKS, opt);
-	if (!rc)
-		rc = rec_metric(res, REC_BOUND_BELADY_GAP_BLOCKS, opt - run);
+	double L = o.lookups ? (double)o.lookups : NAN;
+	double place = (double)o.place_hits / L, unl = (double)o.reusable / L;
+	/* REC_BOUND_LOOKUPS_BLOCKS .. REC_BOUND_NETWORK_COST_BLOCKS, in the recorder's order */
+	const double m[] = {(double)o.lookups, (double)o.min_hits / L, (double)o.min_hits / L - run,
+			    place, unl, place - run, unl - place};
+	_Static_assert(sizeof m / sizeof m[0] ==
+			   REC_BOUND_NETWORK_COST_BLOCKS - REC_BOUND_LOOKUPS_BLOCKS + 1,
+		       "one value per metric");
+	for (size_t i = 0; i < sizeof m / sizeof m[0] && !rc; i++)
+		rc = rec_metric(res, REC_BOUND_LOOKUPS_BLOCKS + (int)i, m[i]);
 	return rc;
 }
 
