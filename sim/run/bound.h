@@ -28,9 +28,11 @@
  * Placement and replication (bound.place_*). Copies (speculative
  * replicas, peer and host fetches) can add hits MIN on the instance's own
  * stream cannot have, within a copy budget of output.bound_bw_gbps into
- * each instance over the run (the online policy's budget, e.g.
- * spec_bw_gbps; 0: unlimited), copy_blocks = bw x sim_time_s /
- * block_bytes. Two facts bound instance i's hits: (1) a schedule with k
+ * each instance over the run (0: unlimited), copy_blocks = bw x
+ * sim_time_s / block_bytes. It bounds runs whose copies into each instance,
+ * speculative and fetched together, stay within that budget: set it to
+ * what the online policy may use (spec_bw_gbps bounds only its speculative
+ * copies). Two facts bound instance i's hits: (1) a schedule with k
  * copies has at most k more hits than MIN: make it demand paging by loading
  * each copied block at its next use instead, which costs at most that one
  * lookup and no other (the lazy-conversion argument of Borodin & El-Yaniv

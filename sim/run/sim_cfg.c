@@ -285,8 +285,9 @@ const cfg_tkey_t out_cfg_keys[] = {
 	 AT(BOOL, oracle_bound)},
 	{{"output", "bound_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
 	 "copy bandwidth into each instance that the placement bound (bound.place_*) may use "
-	 "over the run, 1e9 bytes/s; 0 = unlimited, as the speculative policy's spec_bw_gbps "
-	 "default (set it to the online policy's budget to compare within it)", NULL},
+	 "over the run, 1e9 bytes/s, speculative copies and fetches together; 0 = unlimited, as "
+	 "the speculative policy's spec_bw_gbps default (set it to the online policy's budget "
+	 "to compare within it)", NULL},
 	 AT(DOUBLE, bound_bw_gbps)},
 };
 #undef AT
