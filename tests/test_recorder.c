@@ -38,14 +38,19 @@ static void test_names_are_unique_and_ids_bounded(void **st)
 static void test_summary_is_the_recorders_list(void **st)
 {
 	(void)st;
-	/* the tiers' family only where a tier below host memory is on */
-	const char *tiers[] = {"kvcache.nvme_kv_gb=100", "kvcache.pool_kv_gb=100"};
+	/* the tiers' family only where a tier below host memory is on, the
+	 * bound's only with output.oracle_bound */
+	const char *tiers[] = {"kvcache.nvme_kv_gb=100", "kvcache.pool_kv_gb=100",
+			       "output.oracle_bound=true"};
 	for (int on = 0; on < 2; on++) {
-		sim_results_t res = sf_run(NULL, tiers, on ? 2 : 0);
+		sim_results_t res = sf_run(NULL, tiers, on ? 3 : 0);
 		int n_tier = REC_LINK_BUSY_BG_POOL - REC_TOK_FETCHED_NVME + 1;
-		assert_int_equal(res.n_metric, REC_N_METRICS - (on ? 0 : n_tier));
+		int n_bound = REC_BOUND_NETWORK_COST_BLOCKS - REC_BOUND_LOOKUPS_BLOCKS + 1;
+		assert_int_equal(res.n_metric, REC_N_METRICS - (on ? 0 : n_tier + n_bound));
 		for (int i = 0, j = 0; i < REC_N_METRICS; i++) {
 			if (!on && i >= REC_TOK_FETCHED_NVME && i <= REC_LINK_BUSY_BG_POOL)
+				continue;
+			if (!on && i >= REC_BOUND_LOOKUPS_BLOCKS && i <= REC_BOUND_NETWORK_COST_BLOCKS)
 				continue;
 			assert_string_equal(res.metric[j].name, rec_metric_def(i)->name);
 			assert_string_equal(res.metric[j++].unit, rec_metric_def(i)->unit);

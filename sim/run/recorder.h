@@ -64,6 +64,16 @@
 	REC_TIER(POOL, "pool", "the pooled store")                                                 \
 	REC_LINK(NVME, "nvme")                                                                     \
 	REC_LINK(POOL, "pool")
+/* The offline eviction bound (sim/run/bound.h), recorded only when
+ * output.oracle_bound is on, so runs without it keep their /summary. */
+#define REC_BOUND                                                                                  \
+	X(BOUND_LOOKUPS_BLOCKS, "bound.lookups_blocks", "blocks", "shareable blocks in the replayed streams (= the hit rate's denominator)") \
+	X(BOUND_BELADY_HIT_RATE_BLOCKS, "bound.belady_hit_rate_blocks", "", "block hit rate of Belady's MIN on each instance's stream, same KV pool") \
+	X(BOUND_BELADY_GAP_BLOCKS, "bound.belady_gap_blocks", "", "bound.belady_hit_rate_blocks - hit_rate_blocks") \
+	X(BOUND_PLACE_HIT_RATE_BLOCKS, "bound.place_hit_rate_blocks", "", "block hit rate at best with copies within output.bound_bw_gbps") \
+	X(BOUND_PLACE_UNLIMITED_BLOCKS, "bound.place_unlimited_hit_rate_blocks", "", "... with unlimited copy bandwidth (1 - the cluster's first touches / lookups)") \
+	X(BOUND_PLACE_GAP_BLOCKS, "bound.place_gap_blocks", "", "bound.place_hit_rate_blocks - hit_rate_blocks") \
+	X(BOUND_NETWORK_COST_BLOCKS, "bound.network_cost_blocks", "", "hit rate the copy budget costs the bound: unlimited - budgeted")
 #define REC_METRICS                                                                                \
 	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
 	X(COMPLETED, "completed", "", "requests completed")                                        \
@@ -130,7 +140,8 @@
 	REC_TIERS                                                                                  \
 	REC_FORECAST                                                                               \
 	X(DISAGG_HANDOFF_BYTES, "disagg.handoff_bytes", "bytes", "KV bytes handoff flows moved (in bytes_fg; 0 with disagg off)") \
-	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)")
+	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)") \
+	REC_BOUND
 
 typedef enum {
 #define X(id, name, unit, doc) REC_##id,

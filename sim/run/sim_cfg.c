@@ -278,6 +278,17 @@ const cfg_tkey_t out_cfg_keys[] = {
 	{{"output", "chunk_rows", CFG_INT, "4096", 1, 1e7, NULL, "rows",
 	 "rows per HDF5 chunk", NULL},
 	 AT(U64, chunk_rows)},
+	{{"output", "oracle_bound", CFG_BOOL, "false", 0, 0, NULL, "",
+	 "record each instance's block stream and report bound.* in /summary: the block hit "
+	 "rate of Belady's MIN on that stream with the instance's KV pool (sim/run/bound.h); "
+	 "off by default so runs keep their /summary (own choice)", NULL},
+	 AT(BOOL, oracle_bound)},
+	{{"output", "bound_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
+	 "copy bandwidth into each instance that the placement bound (bound.place_*) may use "
+	 "over the run, 1e9 bytes/s, speculative copies and fetches together; 0 = unlimited, as "
+	 "the speculative policy's spec_bw_gbps default (set it to the online policy's budget "
+	 "to compare within it)", NULL},
+	 AT(DOUBLE, bound_bw_gbps)},
 };
 #undef AT
 #undef AT_ENUM

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sim/base/mem.h"
+#include "sim/run/bound.h"
 #include "sim/run/metrics.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
@@ -421,6 +422,9 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc)
 				rc = cluster_enqueue(&s->cl, inst, a->id, a->in_len, a->out_len,
 						     p->blocks, nb, &r);
+			if (!rc && s->bound)
+				rc = bound_record(s->bound, inst, a->id, now, p->blocks, nb,
+						  nb == a->n_blocks ? a->n_out_blocks : 0);
 			if (!rc && s->view.least_loaded) /* its row gives the load back */
 				rc = sim_load_inc(s->load, inst);
 			if (!rc && nb == a->n_blocks && a->n_out_blocks)
@@ -966,6 +970,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if (s->horizon_ns > 0 && !(s->fc = fcast_new(s->horizon_ns,
 						     pred_min_blocks(&s->pol.h[POL_PREDICTOR]))))
 		return err_set(e, KS_ENOMEM, "out of memory");
+	if (sp->out.oracle_bound && !(s->bound = bound_new(s->cl.p.n_instances)))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
 	s->tl_every = sp->out.timeline == SIM_TL_EVERY;
 	if (!s->tl_every && (rc = tl_alloc(s)))
@@ -1007,6 +1013,34 @@ static int stores_check_end(sim_ctx_t *s)
 	return 0;
 }
 
+/* output.oracle_bound: MIN on each instance's stream with its own pool and
+ * the placement bound (sim/run/bound.h), beside the run's hit_rate_blocks. */
+static int bound_report(sim_ctx_t *s, sim_results_t *res)
+{
+	uint32_t n = s->cl.p.n_instances, *cap = malloc((n ? n : 1) * sizeof *cap);
+	if (!cap)
+		return KS_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		cap[i] = s->cl.p.inst_kv_blocks ? s->cl.p.inst_kv_blocks[i] : s->cl.p.kv_blocks;
+	double bw = s->prm.out.bound_bw_gbps * 1e9, end_s = (double)ev_engine_now(s->eng) / 1e9;
+	double copy_blocks = bw > 0 ? bw * end_s / (double)s->cl.p.block_bytes : -1;
+	bound_out_t o;
+	int rc = bound_compute(s->bound, res->req, res->n_req, cap, copy_blocks, &o);
+	free(cap);
+	double run = s->cl.blocks_total ? (double)s->cl.blocks_hit / s->cl.blocks_total : NAN;
+	double L = o.lookups ? (double)o.lookups : NAN;
+	double place = (double)o.place_hits / L, unl = (double)o.reusable / L;
+	/* REC_BOUND_LOOKUPS_BLOCKS .. REC_BOUND_NETWORK_COST_BLOCKS, in the recorder's order */
+	const double m[] = {(double)o.lookups, (double)o.min_hits / L, (double)o.min_hits / L - run,
+			    place, unl, place - run, unl - place};
+	_Static_assert(sizeof m / sizeof m[0] ==
+			   REC_BOUND_NETWORK_COST_BLOCKS - REC_BOUND_LOOKUPS_BLOCKS + 1,
+		       "one value per metric");
+	for (size_t i = 0; i < sizeof m / sizeof m[0] && !rc; i++)
+		rc = rec_metric(res, REC_BOUND_LOOKUPS_BLOCKS + (int)i, m[i]);
+	return rc;
+}
+
 static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 {
 	int rc;
@@ -1046,7 +1080,9 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 			return KS_ENOMEM;
 	if ((rc = sim_copy_finish(s, res)) || (rc = fcast_report(s->fc, res)))
 		return rc;
-	return sim_disagg_report(s, res);
+	if ((rc = sim_disagg_report(s, res)))
+		return rc;
+	return s->bound ? bound_report(s, res) : 0;
 }
 
 static void ctx_free(sim_ctx_t *s)
@@ -1061,6 +1097,7 @@ static void ctx_free(sim_ctx_t *s)
 	sim_holders_free(s->holders);
 	sim_load_free(s->load);
 	fcast_free(s->fc);
+	bound_free(s->bound);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,

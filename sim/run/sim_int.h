@@ -186,6 +186,7 @@ typedef struct sim_ctx {
 	 * not call back into the module that starts them by name) */
 	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);
 	uint64_t handoff_bytes; /* moved by handoff flows (disagg.handoff_bytes) */
+	struct bound_stream *bound; /* output.oracle_bound: the block streams; NULL: off */
 } sim_ctx_t;
 
 /* Node of instance i and its first GPU there: pools of different TP lay

@@ -44,6 +44,8 @@ typedef struct sim_out_params {
 	int timeline; /* sim_tl_t */
 	uint32_t compression; /* deflate level 0..9 */
 	uint64_t chunk_rows;
+	int oracle_bound; /* record the block streams, report bound.* (sim/run/bound.h) */
+	double bound_bw_gbps; /* the placement bound's copy budget per instance, 1e9 B/s; 0: none */
 } sim_out_params_t;
 
 typedef struct sim_params {
