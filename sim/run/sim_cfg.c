@@ -278,6 +278,12 @@ const cfg_tkey_t out_cfg_keys[] = {
 	{{"output", "chunk_rows", CFG_INT, "4096", 1, 1e7, NULL, "rows",
 	 "rows per HDF5 chunk", NULL},
 	 AT(U64, chunk_rows)},
+	{{"output", "trace_events", CFG_STR, "", 0, 0, NULL, "",
+	 "kvsim run writes the run's timeline here as Chrome/Perfetto trace-event JSON "
+	 "(iterations per instance, flows per link class, KV and queue counters; opens in "
+	 "ui.perfetto.dev); empty: none; --trace-events overrides it; results are the same "
+	 "either way (own choice: off, as the file grows with the run)", NULL},
+	 AT(STR, trace_events)},
 };
 #undef AT
 #undef AT_ENUM

@@ -44,6 +44,7 @@ typedef struct sim_out_params {
 	int timeline; /* sim_tl_t */
 	uint32_t compression; /* deflate level 0..9 */
 	uint64_t chunk_rows;
+	const char *trace_events; /* "": none (sim/out/out_trace_events.h) */
 } sim_out_params_t;
 
 typedef struct sim_params {
