@@ -259,7 +259,8 @@ int out_trace_open(const char *path, out_trace_t **out, err_t *e)
 	memcpy(w->tmp + n, ".tmp", 5);
 	if (!(w->f = fopen(w->tmp, "w"))) {
 		int en = errno;
-		int rc = err_set(e, err_path_code(en), "%s: cannot create: %s", w->tmp, strerror(en));
+		/* the message names the file asked for, not the temporary (README) */
+		int rc = err_set(e, err_path_code(en), "%s: cannot create: %s", path, strerror(en));
 		ot_free(w);
 		return rc;
 	}
@@ -291,7 +292,7 @@ int out_trace_close(out_trace_t *w, int ok, err_t *e)
 	if (fclose(w->f) && !w->err)
 		w->err = errno ? errno : EIO;
 	if (ok && w->err)
-		rc = err_set(e, KS_EIO, "%s: write failed: %s", w->tmp, strerror(w->err));
+		rc = err_set(e, KS_EIO, "%s: write failed: %s", w->path, strerror(w->err));
 	else if (ok && rename(w->tmp, w->path) < 0)
 		rc = err_set(e, KS_EIO, "%s: rename into place failed: %s", w->path,
 			     strerror(errno));
