@@ -240,10 +240,6 @@ int cli_run_main(int argc, char **argv)
 	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
-	if (tw && out_trace_close(tw, !rc, rc ? NULL : &e) && !rc) {
-		rc = KS_EIO;
-		sim_results_free(&r);
-	}
 	if (!rc && r.warning[0]) {
 		if (strict) {
 			rc = err_set(&e, KS_EINPUT, "%s (--strict)", r.warning);
@@ -251,6 +247,11 @@ int cli_run_main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
 		}
+	}
+	/* after --strict, which writes nothing when it refuses the run */
+	if (tw && out_trace_close(tw, !rc, rc ? NULL : &e) && !rc) {
+		rc = KS_EIO;
+		sim_results_free(&r);
 	}
 	char id[65] = "";
 	if (!rc && out_dir) {
