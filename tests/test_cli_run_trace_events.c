@@ -17,6 +17,7 @@
 
 #include "tests/cli_fixture.h"
 #include "tests/tmp_fixture.h"
+#include "tests/test_main.h"
 
 /* path holds a trace-event file with iteration slices, and no PATH.tmp
  * is beside it. */
@@ -84,11 +85,6 @@ static void test_strict_refusal_and_bad_path_write_no_file(void **st)
 	cli_result_free(&r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_flag_and_key_write_the_file_and_the_flag_wins),
-	    cmocka_unit_test(test_strict_refusal_and_bad_path_write_no_file),
-	};
-	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
-}
+TEST_MAIN_FIXTURE(tmp_group_setup, tmp_group_teardown,
+		  cmocka_unit_test(test_flag_and_key_write_the_file_and_the_flag_wins),
+		  cmocka_unit_test(test_strict_refusal_and_bad_path_write_no_file))
