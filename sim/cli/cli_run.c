@@ -1,5 +1,7 @@
 /* cli_run — `kvsim run [CONFIG] [--set k=v]...`: one experiment, a summary
- * table on stdout, and (with -o DIR) the run's HDF5 file. */
+ * table on stdout, (with -o DIR) the run's HDF5 file, and (with
+ * --trace-events FILE or output.trace_events) its timeline as trace-event
+ * JSON. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,19 +13,24 @@
 #include "policies/pol.h"
 #include "sim/out/out_hdf5.h"
 #include "sim/out/out_sweep.h"
+#include "sim/out/out_trace_events.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_params.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
-		   "                 [--plugin FILE.so]... [--strict] [--progress] [--quiet]\n\n"
+		   "                 [--trace-events FILE.json] [--plugin FILE.so]... [--strict]\n"
+		   "                 [--progress] [--quiet]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
 		   "built-in default experiment (see 'kvsim config show').\n\n"
 		   "options:\n");
 	cli_cfg_help(f);
 	fprintf(f, "  -o, --out DIR             also write DIR/runs/<id>.h5 and a row in\n"
 		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
+		   "  --trace-events FILE.json  also write the run's timeline as Chrome/Perfetto\n"
+		   "                            trace-event JSON (output.trace_events); open it\n"
+		   "                            in ui.perfetto.dev or chrome://tracing\n"
 		   "  --plugin FILE.so          load policies from a shared object (repeatable)\n"
 		   "  --strict                  a run that is likely not what was meant (no\n"
 		   "                            request passed the trace window) is an input\n"
@@ -147,18 +154,24 @@ int cli_run_main(int argc, char **argv)
 	const char *sets[256];
 	a.sets = sets;
 	int quiet = 0, strict = 0, progress = -1;
-	const char *out_dir = NULL;
+	const char *out_dir = NULL, *trace_path = NULL;
 	err_t e = {0};
 	pol_registry_t *reg = NULL;
 	int rc;
 	for (int i = 1; i < argc;) {
 		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
-		     !strcmp(argv[i], "--plugin")) && i + 1 >= argc) {
+		     !strcmp(argv[i], "--plugin") || !strcmp(argv[i], "--trace-events")) &&
+		    i + 1 >= argc) {
 			pol_registry_free(reg);
 			return cli_usage_error("%s needs a value", argv[i]);
 		}
 		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
 			out_dir = argv[i + 1];
+			i += 2;
+			continue;
+		}
+		if (!strcmp(argv[i], "--trace-events")) {
+			trace_path = argv[i + 1];
 			i += 2;
 			continue;
 		}
@@ -216,6 +229,19 @@ int cli_run_main(int argc, char **argv)
 		ro.progress = on_progress;
 		ro.progress_ctx = &pg;
 	}
+	sim_out_params_t op;
+	out_trace_t *tw = NULL;
+	err_t oe = {0}; /* a config that does not fill fails in the run itself */
+	if (!trace_path && !sim_out_params_fill(cfg, &op, &oe) && op.trace_events[0])
+		trace_path = op.trace_events;
+	if (trace_path && trace_path[0]) {
+		if (out_trace_open(trace_path, &tw, &e)) {
+			cli_config_free(cfg);
+			pol_registry_free(reg);
+			return cli_fail(&e);
+		}
+		ro.trace = out_trace_sink(tw);
+	}
 	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
@@ -226,6 +252,11 @@ int cli_run_main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
 		}
+	}
+	/* after --strict, which writes nothing when it refuses the run */
+	if (tw && out_trace_close(tw, !rc, rc ? NULL : &e) && !rc) {
+		rc = KS_EIO;
+		sim_results_free(&r);
 	}
 	char id[65] = "";
 	if (!rc && out_dir) {

@@ -773,6 +773,8 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 	for (uint32_t j = a ? a : 1; j < end; j++) /* room reserved in seg_plan */
 		(void)tok_hist_add(&in->seg_gaps, in->seg_end[j] - in->seg_end[j - 1], 1);
 	in->busy_ns += t - in->iter_start;
+	if (c->p.on_busy)
+		c->p.on_busy(c->p.hook_ctx, in, in->iter_start, t, k);
 	in->iterations += k;
 	for (uint32_t i = 0; i < in->n_run; i++) {
 		sim_req_t *r = in->run[i];
@@ -1189,6 +1191,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	}
 	in->busy = 0;
 	in->busy_ns += now - in->iter_start;
+	if (c->p.on_busy)
+		c->p.on_busy(c->p.hook_ctx, in, in->iter_start, now, in->cur_job ? 0 : 1);
 	if (in->cur_job) {
 		uint64_t job = in->cur_job;
 		in->cur_job = 0;

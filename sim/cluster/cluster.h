@@ -94,6 +94,7 @@ enum { DECODE_STEP = 0, DECODE_SEGMENT = 1 };
 enum { CL_ROLE_MIXED = 0, CL_ROLE_PREFILL = 1, CL_ROLE_DECODE = 2 };
 
 struct sim_req;
+struct sim_inst;
 
 typedef struct cluster_params {
 	uint32_t n_instances;
@@ -156,6 +157,14 @@ typedef struct cluster_params {
 	 * step there (may be NULL). A decode segment's silent iterations change
 	 * none of it, so cluster_sync never calls it. */
 	void (*on_touch)(void *ctx, uint32_t inst);
+	/* inst's compute was busy over [t0, t1) (t1 > t0), now counted in its
+	 * busy_ns: n iterations of in->batch (in->run's requests with in_batch
+	 * set; n > 1: a decode segment's iterations applied at once, at its end
+	 * or a cluster_sync), or, n = 0, the job in->cur_job. Called where
+	 * busy_ns grows, so one instance's intervals follow each other without
+	 * overlap and add up to busy_ns; it must not change the cluster (may be
+	 * NULL). */
+	void (*on_busy)(void *ctx, const struct sim_inst *in, int64_t t0, int64_t t1, uint32_t n);
 	void *hook_ctx;
 	/* Every request's result row, once, when it completes, is rejected or
 	 * is still in the system at cluster_finish (required; the run's

@@ -29,6 +29,7 @@ typedef struct map_ent {
 
 struct kv_store {
 	uint32_t cap, used_shared, used_private, n_spec;
+	uint32_t n_inflight; /* INFLIGHT blocks (kv_inflight_blocks) */
 	slot_t *slot;
 	uint32_t free_head;
 	map_ent_t *map;
@@ -326,6 +327,7 @@ uint32_t kv_used_shared(const kv_store_t *s) { return s->used_shared; }
 uint32_t kv_used_private(const kv_store_t *s) { return s->used_private; }
 uint32_t kv_evictable(const kv_store_t *s) { return s->heap_n; }
 uint32_t kv_spec_blocks(const kv_store_t *s) { return s->n_spec; }
+uint32_t kv_inflight_blocks(const kv_store_t *s) { return s->n_inflight; }
 kv_stats_t kv_stats(const kv_store_t *s) { return s->st; }
 
 uint32_t kv_free_or_evictable(const kv_store_t *s)
@@ -478,6 +480,7 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	sl->b.id = id;
 	sl->b.depth = depth;
 	sl->b.state = (uint8_t)state;
+	s->n_inflight += state == KV_INFLIGHT;
 	sl->b.ref = ref;
 	sl->b.spec = (uint8_t)(spec != 0);
 	sl->b.last_use = now;
@@ -494,6 +497,7 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 	if (i == NIL || s->slot[i].b.state == KV_READY)
 		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
+	s->n_inflight -= sl->b.state == KV_INFLIGHT;
 	sl->b.state = KV_READY;
 	sl->b.created = now;
 	sl->b.last_use = now;
@@ -528,6 +532,7 @@ int kv_drop(kv_store_t *s, uint64_t id)
 	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
 		return KS_ESTATE;
 	kv_block_info_t last = s->slot[i].b;
+	s->n_inflight -= last.state == KV_INFLIGHT;
 	map_erase(s, id);
 	s->slot[i].b.state = 0;
 	s->slot[i].next_free = s->free_head;
@@ -568,7 +573,7 @@ int kv_check(const kv_store_t *s)
 {
 	if (kv_used(s) > s->cap)
 		return KS_ERUNTIME;
-	uint32_t n = 0, nspec = 0, nevict = 0;
+	uint32_t n = 0, nspec = 0, nevict = 0, ninfl = 0;
 	for (uint32_t i = 0; i <= s->mask; i++) {
 		if (!s->map[i].slot1)
 			continue;
@@ -582,8 +587,10 @@ int kv_check(const kv_store_t *s)
 			return KS_ERUNTIME;
 		nevict += evictable;
 		nspec += sl->b.state == KV_READY && sl->b.spec;
+		ninfl += sl->b.state == KV_INFLIGHT;
 	}
-	if (n != s->used_shared || nevict != s->heap_n || nspec != s->n_spec)
+	if (n != s->used_shared || nevict != s->heap_n || nspec != s->n_spec ||
+	    ninfl != s->n_inflight)
 		return KS_ERUNTIME;
 	if (s->prio) {
 		for (uint32_t i = 1; i < s->heap_n; i++)

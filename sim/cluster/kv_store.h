@@ -69,6 +69,7 @@ uint32_t kv_used_shared(const kv_store_t *s);
 uint32_t kv_used_private(const kv_store_t *s);
 uint32_t kv_evictable(const kv_store_t *s);     /* READY with ref 0 */
 uint32_t kv_spec_blocks(const kv_store_t *s);   /* READY, speculative, unused */
+uint32_t kv_inflight_blocks(const kv_store_t *s); /* INFLIGHT: a copy brings them */
 /* Blocks that could be allocated now, evicting as needed. */
 uint32_t kv_free_or_evictable(const kv_store_t *s);
 

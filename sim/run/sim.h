@@ -44,6 +44,52 @@ typedef struct sim_progress {
  * the simulation (results are the same with or without it). A nonzero
  * return (a KS_E* code) stops the run with that code. */
 typedef int (*sim_progress_fn)(void *ctx, const sim_progress_t *p);
+
+/* A timeline observer (kvsim run --trace-events: sim/out/out_trace_events.h
+ * writes one): the run calls it from inside, it only reads, so results are
+ * the same with or without it. Times ns, sizes bytes. Each call returns 0
+ * or a KS_E* code, which stops the run with that code. */
+#define SIM_TRACE_IDS 8 /* request ids a busy interval names, at most */
+/* An instance's compute busy over [t0_ns, t1_ns): `iterations` scheduler
+ * iterations of one batch (more than 1: a decode segment's, applied at once,
+ * cluster.h DECODE_SEGMENT), or, iterations = 0, a job (a copy charged to
+ * its compute, `job` its id). One instance's intervals come in time order,
+ * never overlap, and add up to its busy time (sim_trace_sink_t.end). */
+typedef struct sim_trace_busy {
+	uint32_t inst;
+	int64_t t0_ns, t1_ns;
+	uint32_t iterations;
+	uint64_t job;
+	uint32_t n_prefill, n_decode;  /* sequences prefilling (chunks) and decoding */
+	uint64_t prefill_tokens;       /* tokens the chunks compute, per iteration */
+	uint64_t decode_ctx_tokens;    /* context tokens of the decoding sequences, first iteration */
+	uint32_t n_ids;                /* ids[0..n_ids): the batch's first requests */
+	uint64_t ids[SIM_TRACE_IDS];
+} sim_trace_busy_t;
+/* An instance's sampled state. The four KV states partition its pool's
+ * used blocks (sum = the /timeline row's kv_used_bytes): cached = READY
+ * and unreferenced, not speculative; speculative = brought by a speculative
+ * copy, not used yet (/timeline spec_kv_bytes); in flight = a copy brings
+ * them; in use = the rest (held by requests, being computed, private). */
+typedef struct sim_trace_state {
+	double kv_in_use, kv_cached, kv_spec, kv_inflight; /* bytes */
+	uint32_t waiting, running;                         /* requests */
+} sim_trace_state_t;
+typedef struct sim_trace_sink {
+	void *ctx;
+	/* Once, before any other call: instance i runs on node inst_node[i]. */
+	int (*begin)(void *ctx, uint32_t n_inst, const uint32_t *inst_node);
+	int (*busy)(void *ctx, const sim_trace_busy_t *b);
+	/* A copy's row as /transfers gets it (when it ends or is cancelled). */
+	int (*flow)(void *ctx, const res_transfer_t *t);
+	/* inst's state after the events at t_ns (non-decreasing per instance;
+	 * every instance at t = 0, then after each event that may change it). */
+	int (*state)(void *ctx, int64_t t_ns, uint32_t inst, const sim_trace_state_t *v);
+	/* Once per instance when the run ends well: its busy time and iterations
+	 * as the cluster counts them. */
+	int (*end)(void *ctx, uint32_t inst, int64_t busy_ns, uint64_t iterations);
+} sim_trace_sink_t;
+
 typedef struct sim_run_opts {
 	sim_progress_fn progress; /* NULL: none */
 	void *progress_ctx;
@@ -51,6 +97,7 @@ typedef struct sim_run_opts {
 	 * unknown. sim_run_opts fills it from the trace reader. */
 	double (*fraction)(void *ctx);
 	void *fraction_ctx;
+	const sim_trace_sink_t *trace; /* NULL: none */
 } sim_run_opts_t;
 
 /* sim_run with the requests taken from src instead of the [trace] section. */

@@ -289,6 +289,12 @@ const cfg_tkey_t out_cfg_keys[] = {
 	 "the speculative policy's spec_bw_gbps default (set it to the online policy's budget "
 	 "to compare within it)", NULL},
 	 AT(DOUBLE, bound_bw_gbps)},
+	{{"output", "trace_events", CFG_STR, "", 0, 0, NULL, "",
+	 "kvsim run writes the run's timeline here as Chrome/Perfetto trace-event JSON "
+	 "(iterations per instance, flows per link class, KV and queue counters; opens in "
+	 "ui.perfetto.dev); empty: none; --trace-events overrides it; results are the same "
+	 "either way (own choice: off, as the file grows with the run)", NULL},
+	 AT(STR, trace_events)},
 };
 #undef AT
 #undef AT_ENUM

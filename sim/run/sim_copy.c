@@ -264,6 +264,11 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 	t->start_ns = rec->start_ns;
 	t->end_ns = rec->end_ns;
 	t->cancelled = rec->cancelled;
+	if (s->trace) {
+		int rc = s->trace->flow(s->trace->ctx, t);
+		if (rc)
+			return rc;
+	}
 	return rec_transfer(s->res, t);
 }
 

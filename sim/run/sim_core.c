@@ -708,9 +708,94 @@ static uint64_t rss_bytes(void)
 
 /* After every event: the memory limit (from the first event on, then every
  * RSS_EVERY), and the invariant checker in KVSIM_CHECK builds. */
+/* ---- the trace observer (sim_run_opts_t.trace) ------------------------------ */
+
+static void trace_state(const sim_ctx_t *s, uint32_t i, sim_trace_state_t *v)
+{
+	const sim_inst_t *in = &s->cl.inst[i];
+	double bb = (double)s->cl.p.block_bytes;
+	uint32_t used = kv_used(in->kv), ev = kv_evictable(in->kv), sp = kv_spec_blocks(in->kv),
+		 fl = kv_inflight_blocks(in->kv);
+	/* speculative blocks are READY and unreferenced (kv_ref clears the mark),
+	 * so among the evictable; the clamps only guard the partition */
+	uint32_t spec = sp < ev ? sp : ev, rest = used - ev;
+	uint32_t infl = fl < rest ? fl : rest;
+	*v = (sim_trace_state_t){(rest - infl) * bb, (ev - spec) * bb, spec * bb, infl * bb,
+				 in->n_wait, in->n_run};
+}
+
+/* The instances touched in the event just dispatched, sampled after it. */
+static int trace_flush(sim_ctx_t *s)
+{
+	int64_t now = ev_engine_now(s->eng);
+	for (uint32_t k = 0; k < s->n_tr_dirty; k++) {
+		uint32_t i = s->tr_dirty_list[k];
+		s->tr_dirty[i] = 0;
+		sim_trace_state_t v;
+		trace_state(s, i, &v);
+		int rc = s->trace->state(s->trace->ctx, now, i, &v);
+		if (rc && !s->trace_rc)
+			s->trace_rc = rc;
+	}
+	s->n_tr_dirty = 0;
+	return s->trace_rc;
+}
+
+/* cluster_params_t.on_busy (set only with an observer) */
+static void trace_busy(void *ctx, const sim_inst_t *in, int64_t t0, int64_t t1, uint32_t n)
+{
+	sim_ctx_t *s = ctx;
+	sim_trace_busy_t b = {in->id, t0, t1, n, n ? 0 : in->cur_job, 0, 0, 0, 0, 0, {0}};
+	if (n) {
+		b.n_prefill = in->batch.n_pre;
+		b.n_decode = in->batch.n_dec;
+		for (uint32_t k = 0; k < in->batch.n_pre; k++)
+			b.prefill_tokens += in->batch.pre_new[k];
+		for (uint32_t k = 0; k < in->batch.n_dec; k++)
+			b.decode_ctx_tokens += in->batch.dec_ctx[k];
+		for (uint32_t k = 0; k < in->n_run && b.n_ids < SIM_TRACE_IDS; k++)
+			if (in->run[k]->in_batch)
+				b.ids[b.n_ids++] = in->run[k]->id;
+	}
+	int rc = s->trace->busy(s->trace->ctx, &b);
+	if (rc && !s->trace_rc)
+		s->trace_rc = rc;
+}
+
+/* The observer's start: the layout, and every instance's state at t = 0. */
+static int trace_begin(sim_ctx_t *s)
+{
+	uint32_t n = s->cl.p.n_instances;
+	uint32_t *node = malloc((n ? n : 1) * sizeof *node);
+	s->tr_dirty = calloc(n ? n : 1, 1);
+	s->tr_dirty_list = malloc((n ? n : 1) * sizeof *s->tr_dirty_list);
+	if (!node || !s->tr_dirty || !s->tr_dirty_list) {
+		free(node);
+		return KS_ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		node[i] = sim_inst_node(s, i);
+	int rc = s->trace->begin(s->trace->ctx, n, node);
+	free(node);
+	for (uint32_t i = 0; i < n && !rc; i++)
+		sim_touch(s, (int32_t)i);
+	return rc ? rc : trace_flush(s);
+}
+
+/* The observer's end: the last states, then each instance's totals. */
+static int trace_end(sim_ctx_t *s)
+{
+	int rc = trace_flush(s);
+	for (uint32_t i = 0; i < s->cl.p.n_instances && !rc; i++)
+		rc = s->trace->end(s->trace->ctx, i, s->cl.inst[i].busy_ns, s->cl.inst[i].iterations);
+	return rc;
+}
+
 static int after_event(void *ctx, ev_engine_t *eng)
 {
 	sim_ctx_t *s = ctx;
+	if (s->trace && trace_flush(s))
+		return s->trace_rc;
 	if (s->events_seen++ % RSS_EVERY == 0 && s->rss_limit) {
 		uint64_t rss = rss_bytes();
 		if (rss > s->rss_limit) {
@@ -909,6 +994,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
 	p.on_touch = on_touch;
+	p.on_busy = s->trace ? trace_busy : NULL;
 	p.on_result = on_result;
 	p.result_ctx = s;
 	if ((rc = sim_disagg_setup(s, cfg, &llm, &cp, &p, e)))
@@ -987,6 +1073,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->max_pending = sp->max_pending;
 	rss_limit_set(s, sp->max_rss_gb);
 	ev_engine_set_check(s->eng, after_event, s);
+	if (s->trace && (rc = trace_begin(s)))
+		return err_set(e, rc, "trace events: %s",
+			       rc == KS_ENOMEM ? "out of memory" : "could not start");
 	return 0;
 }
 
@@ -1101,7 +1190,7 @@ static void ctx_free(sim_ctx_t *s)
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,
-	         s->tl_mark, s->tl_dirty, s->tl_dirty_list, s);
+	         s->tl_mark, s->tl_dirty, s->tl_dirty_list, s->tr_dirty, s->tr_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */
@@ -1135,6 +1224,7 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	s->cfg = cfg;
 	s->res = res;
 	s->opts = o && o->progress ? o : NULL;
+	s->trace = o ? o->trace : NULL;
 	int rc = setup(s, cfg, reg, e);
 	if (!rc && s->opts)
 		ev_engine_set_tick(s->eng, 8192, progress_tick, s);
@@ -1152,6 +1242,8 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	}
 	if (!rc)
 		rc = collect(s, cfg, res);
+	if (!rc && s->trace && (rc = trace_end(s)) && e && !e->msg[0])
+		err_set(e, rc, "trace events: writing failed");
 	if (rc == KS_ENOMEM && e && !e->msg[0])
 		err_set(e, rc, "out of memory");
 	clock_gettime(CLOCK_MONOTONIC, &w1);

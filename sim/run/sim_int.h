@@ -187,6 +187,13 @@ typedef struct sim_ctx {
 	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);
 	uint64_t handoff_bytes; /* moved by handoff flows (disagg.handoff_bytes) */
 	struct bound_stream *bound; /* output.oracle_bound: the block streams; NULL: off */
+	/* the timeline observer (sim_run_opts_t.trace; NULL: none), its first
+	 * error, and the instances touched since the last event (sim_touch) */
+	const sim_trace_sink_t *trace;
+	int trace_rc;
+	uint8_t *tr_dirty;
+	uint32_t *tr_dirty_list;
+	uint32_t n_tr_dirty;
 } sim_ctx_t;
 
 /* Node of instance i and its first GPU there: pools of different TP lay
@@ -202,12 +209,19 @@ static inline uint32_t sim_inst_gpu0(const sim_ctx_t *s, uint32_t i)
 }
 
 /* inst's sampled values (queue, batch, KV used and speculative) may change
- * in the current event: the next timeline tick samples it (sim_core.c
+ * in the current event: the trace observer samples it after the event, the
+ * next timeline tick (sim_core.c
  * sample_changed). A host tier (inst < 0) has no timeline series. Inline:
  * sim_copy.c calls it, and sim_core.c calls sim_copy.c. */
 static inline void sim_touch(sim_ctx_t *s, int32_t inst)
 {
-	if (inst < 0 || !s->tl_dirty || s->tl_dirty[inst])
+	if (inst < 0)
+		return;
+	if (s->tr_dirty && !s->tr_dirty[inst]) { /* the trace samples it after the event */
+		s->tr_dirty[inst] = 1;
+		s->tr_dirty_list[s->n_tr_dirty++] = (uint32_t)inst;
+	}
+	if (!s->tl_dirty || s->tl_dirty[inst])
 		return;
 	s->tl_dirty[inst] = 1;
 	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;

@@ -46,6 +46,7 @@ typedef struct sim_out_params {
 	uint64_t chunk_rows;
 	int oracle_bound; /* record the block streams, report bound.* (sim/run/bound.h) */
 	double bound_bw_gbps; /* the placement bound's copy budget per instance, 1e9 B/s; 0: none */
+	const char *trace_events; /* "": none (sim/out/out_trace_events.h) */
 } sim_out_params_t;
 
 typedef struct sim_params {
