@@ -43,7 +43,7 @@
  * must be on for them to be used). Such a copy needs no payback test: it
  * moves the bytes a handoff would move, off the request's path; its score
  * is p_use = 1 - exp(-E / targets), below the prefill candidates' ratios
- * (> spec_payback >= 1 by default), and it takes the same VRAM (of the
+ * (>= spec_payback, 1 by default), and it takes the same VRAM (of the
  * decode instance's pool) and bandwidth budgets, counts in spec.* like any
  * replica and never triggers the routing hint (own design). */
 #include "policies/pol_int.h"

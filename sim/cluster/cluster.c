@@ -403,11 +403,6 @@ static double sg_new_tokens(const sim_req_t *r)
 	return left < SG_CLIP_NEW ? left : SG_CLIP_NEW;
 }
 
-/* Resolves r's prefix against the local cache and takes its blocks. resv
- * (SCHED_SGLANG, else NULL): tokens the batch already reserves for future
- * output; r is refused unless its blocks and its own output reserve fit
- * beside them (PrefillAdder.add_one_req: NO_TOKEN when total_tokens >=
- * rem_total_tokens before locking its prefix, or > after). */
 /* References the READY blocks ids[0..m) on in (a hit each), reporting
  * speculative ones to on_spec_hit in runs of one tag; returns how many
  * were speculative. */
@@ -434,6 +429,11 @@ static uint32_t ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, ui
 	return spec_hits;
 }
 
+/* Resolves r's prefix against the local cache and takes its blocks. resv
+ * (SCHED_SGLANG, else NULL): tokens the batch already reserves for future
+ * output; r is refused unless its blocks and its own output reserve fit
+ * beside them (PrefillAdder.add_one_req: NO_TOKEN when total_tokens >=
+ * rem_total_tokens before locking its prefix, or > after). */
 /* A handed-off request whose prompt KV landed here (cluster_handoff_land):
  * private blocks for its whole context and its next token and its fixed
  * blocks, no prefix match, no prefill; the prefill instance counted it at
