@@ -154,6 +154,11 @@ typedef struct pol_view {
 	 * a least-load choice costs nothing per instance. */
 	const uint32_t *(*least_loaded)(void *ctx, uint32_t *count, uint64_t *min_load,
 	                                uint64_t *max_load);
+	/* Appended, 0 in views without one: the decode pool of a disaggregated
+	 * cluster, instances n_inst .. n_inst + n_decode - 1. inst and match
+	 * answer for them; a background copy (speculative pre-placement) may
+	 * name one as dst, nothing else may name them. */
+	uint32_t n_decode;
 } pol_view_t;
 
 /* Best match over all instances: blocks matched, *inst = lowest index among

@@ -33,7 +33,19 @@
  * spec_cancel_stale is set. With spec_route_warm, a request of a prefix one
  * of our copies brought (while the prefix stays tracked: in the forecast
  * within the last horizon) goes to the least busy instance holding it warm,
- * ties drawn at random from the policy's own stream. */
+ * ties drawn at random from the policy's own stream.
+ * Decode pre-placement (spec_decode_targets > 0, in a disaggregated
+ * cluster: view.n_decode): for each forecast prefix the policy also copies
+ * the blocks of it the best prefill holder has computed to the
+ * spec_decode_targets decode instances with the fewest decode tokens (ties
+ * at random from the policy's stream) that lack them, so that a handoff of
+ * its requests moves only the suffix (cluster.decode_prefix_cache, which
+ * must be on for them to be used). Such a copy needs no payback test: it
+ * moves the bytes a handoff would move, off the request's path; its score
+ * is p_use = 1 - exp(-E / targets), below the prefill candidates' ratios
+ * (>= spec_payback, 1 by default), and it takes the same VRAM (of the
+ * decode instance's pool) and bandwidth budgets, counts in spec.* like any
+ * replica and never triggers the routing hint (own design). */
 #include "policies/pol_int.h"
 #include "sim/base/mem.h"
 #include "sim/base/vec.h"
@@ -86,6 +98,7 @@ typedef struct sp_params {
 	double spec_min_expected;
 	int spec_cancel_stale;
 	int spec_route_warm;
+	uint32_t spec_decode_targets;
 } sp_params_t;
 
 typedef struct sp_state {
@@ -103,7 +116,8 @@ typedef struct sp_state {
 	uint64_t *spec_plan; /* speculative blocks per instance incl. our in-flight */
 	unsigned char *hit;
 	size_t cap_hit;
-	uint32_t n_inst;
+	uint32_t n_inst; /* the prefill pool (view.n_inst) */
+	uint32_t n_all;  /* and the decode pool after it (view.n_decode) */
 	sp_key_t *over; /* prefixes reported over budget, sorted */
 	size_t n_over, cap_over;
 	sp_track_t *tr;
@@ -154,6 +168,11 @@ static const cfg_tkey_t sp_params[] = {
             "route requests of a prefix we replicated to its least busy warm instance "
             "(as early_rdma's early_route_warm, the original proposal's routing rule)",
             CFG_AT(BOOL, sp_params_t, spec_route_warm)),
+    POL_KEY("replication", "speculative", "spec_decode_targets", CFG_INT, "0", 0, 1024, NULL, "",
+            "decode instances per forecast prefix to pre-place its computed KV on, in a "
+            "disaggregated cluster (used with cluster.decode_prefix_cache); 0 (default, own "
+            "choice): the decode pool gets no replicas",
+            CFG_AT(U32, sp_params_t, spec_decode_targets)),
 };
 
 static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)
@@ -297,18 +316,22 @@ static int sp_flying(const sp_state_t *s, const pol_fc_t *f, uint32_t dst)
 
 static int sp_snapshot(sp_state_t *s, const pol_view_t *v)
 {
-	if (s->n_inst != v->n_inst) {
-		uint32_t n = v->n_inst;
-		if (VEC_RESIZE(s->snap, n) || VEC_RESIZE(s->order, n) ||
-		    VEC_RESIZE(s->spec_plan, n))
+	/* the decode pool only when pre-placing: other views stay as before */
+	uint32_t n_all = v->n_inst + (s->p.spec_decode_targets ? v->n_decode : 0);
+	if (s->n_inst != v->n_inst || s->n_all != n_all) {
+		if (VEC_RESIZE(s->snap, n_all) || VEC_RESIZE(s->order, n_all) ||
+		    VEC_RESIZE(s->spec_plan, n_all))
 			return KS_ENOMEM;
-		s->n_inst = n;
+		s->n_inst = v->n_inst;
+		s->n_all = n_all;
 	}
 	pol_snapshot_by_load(v, s->snap, s->order, 1);
-	for (uint32_t i = 0; i < v->n_inst; i++)
+	for (uint32_t i = v->n_inst; i < n_all; i++)
+		v->inst(v->ctx, i, &s->snap[i]);
+	for (uint32_t i = 0; i < n_all; i++)
 		s->spec_plan[i] = s->snap[i].kv_spec_blocks;
 	for (size_t i = 0; i < s->n_fl; i++)
-		if (s->fl[i].dst < v->n_inst)
+		if (s->fl[i].dst < n_all)
 			s->spec_plan[s->fl[i].dst] += s->fl[i].blocks;
 	return 0;
 }
@@ -340,7 +363,8 @@ static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_f
 		h += (v->match_computing ? v->match_computing(v->ctx, k, f->blocks, c)
 		                         : v->match(v->ctx, k, f->blocks, c)) >= c;
 	for (size_t i = 0; i < s->n_fl; i++)
-		h += s->fl[i].n == f->n_blocks && s->fl[i].key == f->blocks[f->n_blocks - 1];
+		h += s->fl[i].dst < v->n_inst && s->fl[i].n == f->n_blocks &&
+		     s->fl[i].key == f->blocks[f->n_blocks - 1];
 	return h;
 }
 
@@ -408,6 +432,48 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 		if (benefit < price)
 			continue;
 		sp_cand_t cd = {f, sbest, d, cc, cc - m, cost > 0 ? benefit / (double)cost : 1e300};
+		if (sp_push_cand(s, n, &cd))
+			return KS_ENOMEM;
+	}
+	return 0;
+}
+
+/* Decode pre-placement candidates of one forecast entry (see the header):
+ * the computed prefix of its best prefill holder, to the least loaded
+ * decode instances lacking it, until spec_decode_targets of them hold it
+ * or have it on its way. */
+static int sp_consider_decode(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, size_t *n)
+{
+	uint32_t src, c = pol_view_best_match(v, f->blocks, f->n_blocks, &src);
+	uint32_t nd = s->n_all - s->n_inst;
+	uint32_t nt = s->p.spec_decode_targets < nd ? s->p.spec_decode_targets : nd, have = 0;
+	if (!c || !nt)
+		return 0;
+	double p_use = 1 - exp(-f->expected / (double)nt);
+	for (uint32_t d = s->n_inst; d < s->n_all; d++)
+		have += v->match(v->ctx, d, f->blocks, c) >= c || sp_flying(s, f, d);
+	size_t start = *n;
+	for (; have < nt; have++) {
+		uint32_t best = UINT32_MAX, ties = 0;
+		for (uint32_t d = s->n_inst; d < s->n_all; d++) {
+			int skip = v->match(v->ctx, d, f->blocks, c) >= c || sp_flying(s, f, d);
+			for (size_t i = start; i < *n && !skip; i++)
+				skip = s->c[i].dst == d;
+			if (skip)
+				continue;
+			uint64_t ld = s->snap[d].decode_tokens;
+			if (!ties || ld < s->snap[best].decode_tokens) {
+				best = d;
+				ties = 1;
+			} else if (ld == s->snap[best].decode_tokens &&
+			           gsl_rng_uniform_int(s->rng, ++ties) == 0) {
+				best = d;
+			}
+		}
+		if (!ties)
+			break;
+		uint32_t m = v->match(v->ctx, best, f->blocks, c);
+		sp_cand_t cd = {f, src, best, c, c - m, p_use};
 		if (sp_push_cand(s, n, &cd))
 			return KS_ENOMEM;
 	}
@@ -496,7 +562,8 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		if (!t || ((double)f->n_blocks > max_cap && sp_over_budget(s, a, f, max_cap)))
 			return err_set(e, KS_ENOMEM, "out of memory");
 		t->seen_ns = now;
-		if (sp_consider(s, v, f, t, &nc))
+		if (sp_consider(s, v, f, t, &nc) ||
+		    (s->p.spec_decode_targets && sp_consider_decode(s, v, f, &nc)))
 			return err_set(e, KS_ENOMEM, "out of memory");
 	}
 	if (nc > 1)
@@ -551,7 +618,10 @@ static void sp_on_copy_end(void *st, uint64_t id, int landed)
 	sp_state_t *s = st;
 	for (size_t i = 0; i < s->n_fl; i++)
 		if (s->fl[i].id == id) {
-			sp_track_t *t = landed ? sp_track_find(s, s->fl[i].key, s->fl[i].n) : NULL;
+			/* a decode replica is no routing target (the hint's trigger) */
+			sp_track_t *t = landed && s->fl[i].dst < s->n_inst
+			                    ? sp_track_find(s, s->fl[i].key, s->fl[i].n)
+			                    : NULL;
 			if (t)
 				t->replicated = 1;
 			s->fl[i] = s->fl[--s->n_fl];

@@ -142,7 +142,7 @@ static __attribute__((unused)) void fk_init(fake_t *f, uint32_t n, uint32_t B, u
 	f->ns_per_block = 1000;
 	f->v = (pol_view_t){f,        n,          B,       block_bytes,   fk_now, fk_inst,
 	                    fk_match, fk_prefill, fk_xfer, fk_match_host, fk_held,
-	                    NULL,     NULL,       NULL};
+	                    NULL,     NULL,       NULL,          0};
 	f->a = (pol_actions_t){f, fk_copy, fk_cancel, fk_mark, &f->stats};
 	for (uint32_t i = 0; i < n; i++)
 		f->inst[i].kv_cap_blocks = 1000;

@@ -403,6 +403,32 @@ static double sg_new_tokens(const sim_req_t *r)
 	return left < SG_CLIP_NEW ? left : SG_CLIP_NEW;
 }
 
+/* References the READY blocks ids[0..m) on in (a hit each), reporting
+ * speculative ones to on_spec_hit in runs of one tag; returns how many
+ * were speculative. */
+static uint32_t ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, uint32_t m,
+			   int64_t now)
+{
+	uint32_t spec_hits = 0, run_tag = 0, run_n = 0;
+	for (uint32_t j = 0; j < m; j++) {
+		int was_spec = 0;
+		uint32_t tag = kv_info(in->kv, ids[j])->tag;
+		kv_ref(in->kv, ids[j], now, &was_spec);
+		spec_hits += (uint32_t)was_spec;
+		if (was_spec && c->p.on_spec_hit) {
+			if (run_n && tag != run_tag) {
+				c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+				run_n = 0;
+			}
+			run_tag = tag;
+			run_n++;
+		}
+	}
+	if (run_n)
+		c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+	return spec_hits;
+}
+
 /* Resolves r's prefix against the local cache and takes its blocks. resv
  * (SCHED_SGLANG, else NULL): tokens the batch already reserves for future
  * output; r is refused unless its blocks and its own output reserve fit
@@ -411,18 +437,31 @@ static double sg_new_tokens(const sim_req_t *r)
 /* A handed-off request whose prompt KV landed here (cluster_handoff_land):
  * private blocks for its whole context and its next token and its fixed
  * blocks, no prefix match, no prefill; the prefill instance counted it at
- * its admission. */
+ * its admission. With p.decode_prefix_cache its full prompt blocks are
+ * shared instead: the r->dec_hit it already references, then the landed
+ * ones as new READY cache blocks, up to one another request put here
+ * meanwhile (kept as a duplicate, private, as vLLM's BlockPool does). */
 static int admit_landed(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	uint64_t ctx = (uint64_t)r->in_len + r->generated;
 	uint32_t need = ceil_div(ctx, c->p.block_tokens), F = c->p.fixed_blocks_per_seq;
-	if (kv_free_or_evictable(in->kv) < (uint64_t)need + F)
-		return ADMIT_FULL;
-	kv_alloc_private(in->kv, need + F, ev_engine_now(c->eng));
-	c->kv_block_allocs += need + F;
-	r->priv = need;
+	uint32_t m = r->dec_hit, s_end = m;
+	while (c->p.decode_prefix_cache && s_end < r->n_blocks && !kv_lookup(in->kv, r->blocks[s_end]))
+		s_end++;
+	if (kv_free_or_evictable(in->kv) < (uint64_t)need - m + F)
+		return ADMIT_FULL; /* its references stay until it fits */
+	int64_t now = ev_engine_now(c->eng);
+	for (uint32_t j = m; j < s_end; j++) {
+		kv_alloc(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now);
+		kv_ready(in->kv, r->blocks[j], now); /* its KV has landed */
+	}
+	kv_alloc_private(in->kv, need - s_end + F, now);
+	c->kv_block_allocs += need + F; /* as release_blocks counts its frees */
+	r->priv = need - s_end;
 	r->fixed = F;
-	r->held = r->shared_hold = r->ready = r->own_from = 0;
+	r->held = r->shared_hold = r->ready = s_end;
+	r->own_from = m;
+	r->dec_hit = 0;
 	r->target = r->done_tok = r->in_len; /* as after a prefill here */
 	r->landed = 0; /* a preemption from here on recomputes, as vLLM's does */
 	r->phase = RQ_RUNNING;
@@ -455,23 +494,7 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 		break;                     /* compute the rest privately */
 	}
 	/* references first, so the hits cannot be evicted to make room */
-	uint32_t spec_hits = 0, run_tag = 0, run_n = 0;
-	for (uint32_t j = 0; j < m; j++) {
-		int was_spec = 0;
-		uint32_t tag = kv_info(in->kv, r->blocks[j])->tag;
-		kv_ref(in->kv, r->blocks[j], now, &was_spec);
-		spec_hits += (uint32_t)was_spec;
-		if (was_spec && c->p.on_spec_hit) {
-			if (run_n && tag != run_tag) {
-				c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
-				run_n = 0;
-			}
-			run_tag = tag;
-			run_n++;
-		}
-	}
-	if (run_n)
-		c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+	uint32_t spec_hits = ref_prefix(c, in, r->blocks, m, now);
 	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
 	/* the per-sequence KV (windows, states) in full from admission on: the
 	 * rule is in sim/run/sim_core.c, where fixed_blocks_per_seq is set */
@@ -1165,16 +1188,17 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 }
 
 /* CL_ROLE_PREFILL: run[k]'s prefill just ended with output left; it leaves
- * the instance (its cached prompt blocks stay, the rest is freed: decode
- * instances keep no prefix cache, so it forgets its block ids) for the
- * handoff hook. */
+ * the instance (its cached prompt blocks stay, the rest is freed; it
+ * forgets its block ids unless decode instances keep a prefix cache) for
+ * the handoff hook. */
 static int handoff(cluster_t *c, sim_inst_t *in, uint32_t k)
 {
 	sim_req_t *r = in->run[k];
 	release_blocks(c, in, r);
 	run_remove(in, k);
 	in->batch_full = 0;
-	r->n_ids = r->n_blocks = 0;
+	/* a decode prefix cache shares its prompt blocks, not its output's */
+	r->n_ids = r->n_blocks = c->p.decode_prefix_cache ? r->n_blocks : 0;
 	r->phase = RQ_WAITING;
 	return c->p.on_handoff(c->p.hook_ctx, in->id, r);
 }
@@ -1348,6 +1372,19 @@ int cluster_handoff_land(cluster_t *c, uint32_t inst, sim_req_t *r)
 	r->landed = 1;
 	wait_push_back(in, r, now);
 	return iter_start(c, in);
+}
+
+uint32_t cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r)
+{
+	sim_inst_t *in = &c->inst[inst];
+	if (!c->p.decode_prefix_cache || in->role != CL_ROLE_DECODE)
+		return r->dec_hit = 0;
+	cluster_sync(c, inst);
+	if (c->p.on_touch)
+		c->p.on_touch(c->p.hook_ctx, inst);
+	r->dec_hit = kv_match(in->kv, r->blocks, r->n_blocks);
+	ref_prefix(c, in, r->blocks, r->dec_hit, ev_engine_now(c->eng));
+	return r->dec_hit;
 }
 
 int cluster_handoff_drop(cluster_t *c, sim_req_t *r)

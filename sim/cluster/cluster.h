@@ -90,7 +90,10 @@ enum { DECODE_STEP = 0, DECODE_SEGMENT = 1 };
  * (its full prompt blocks stay as prefix cache, the rest is freed) and goes
  * to p.on_handoff; the first token is emitted here first unless
  * ttft_prefill_end. DECODE: takes requests only through
- * cluster_handoff_land, their prompt KV already there. */
+ * cluster_handoff_land, their prompt KV already there; with
+ * p.decode_prefix_cache its full prompt blocks become cache blocks there
+ * (READY at admission, kept after it completes, evicted LRU as any), and
+ * cluster_decode_pin holds those it finds there before its KV moves. */
 enum { CL_ROLE_MIXED = 0, CL_ROLE_PREFILL = 1, CL_ROLE_DECODE = 2 };
 
 struct sim_req;
@@ -140,6 +143,10 @@ typedef struct cluster_params {
 	 * owns r until cluster_handoff_land or cluster_handoff_drop. Nonzero
 	 * stops the run. Required when a role is PREFILL. */
 	int (*on_handoff)(void *ctx, uint32_t inst, struct sim_req *r);
+	/* CL_ROLE_DECODE instances keep a prefix cache (cluster.h
+	 * CL_ROLE_DECODE); a handed-off request keeps its prompt's block ids.
+	 * 0: they keep none and a handoff forgets the ids (the default). */
+	int decode_prefix_cache;
 	/* CL_ROLE_PREFILL: the iteration starting now computes the last chunk
 	 * of r's prefill (layer-wise transfer starts with it; may be NULL). */
 	void (*on_last_chunk)(void *ctx, uint32_t inst, struct sim_req *r);
@@ -209,6 +216,8 @@ typedef struct sim_req {
 	 * decode instance (-1: none), when its KV landed there (-1: not yet),
 	 * and whether it waits on that instance with its KV landed */
 	uint32_t handoff;
+	uint32_t dec_hit;          /* prompt blocks referenced on the decode instance
+				      by cluster_decode_pin, until admitted there */
 	int32_t dec_inst;
 	int64_t t_landed;
 	uint8_t landed;
@@ -298,6 +307,13 @@ int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint
  * next token) as soon as they fit, then decodes; kicks inst. Its row keeps
  * the prefill instance in `instance`. 0 or an engine error. */
 int cluster_handoff_land(cluster_t *c, uint32_t inst, sim_req_t *r);
+/* With p.decode_prefix_cache: references the leading full prompt blocks
+ * of r READY on decode instance inst (cached there, or replicas a copy
+ * brought: a speculative one counts as used, p.on_spec_hit), so that no
+ * eviction takes them before r lands; sets and returns r->dec_hit, the
+ * blocks its handoff need not move. Once per handoff, before any of its
+ * KV leaves. */
+uint32_t cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r);
 /* A handed-off request that never lands (end of run): recorded unfinished
  * and freed. */
 int cluster_handoff_drop(cluster_t *c, sim_req_t *r);

@@ -17,7 +17,8 @@ static const cfg_enum_t ttft_map[] = {{"first_token", 0}, {"prefill_end", 1}, {N
 static const cfg_enum_t handoff_map[] = {
     {"after_prefill", SIM_HANDOFF_AFTER_PREFILL}, {"layerwise", SIM_HANDOFF_LAYERWISE}, {NULL, 0}};
 static const cfg_enum_t droute_map[] = {
-    {"least_loaded", SIM_DROUTE_LEAST_LOADED}, {"kv_capacity", SIM_DROUTE_KV_CAPACITY}, {NULL, 0}};
+    {"least_loaded", SIM_DROUTE_LEAST_LOADED}, {"kv_capacity", SIM_DROUTE_KV_CAPACITY},
+    {"prefix_aware", SIM_DROUTE_PREFIX_AWARE}, {NULL, 0}};
 static const cfg_enum_t decode_map[] = {
     {"step", DECODE_STEP}, {"segment", DECODE_SEGMENT}, {NULL, 0}};
 
@@ -110,9 +111,21 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "choice): fewest decode tokens (running, plus those of handoffs headed there), then "
 	 "fewest requests; kv_capacity: most free or evictable KV blocks less those promised "
 	 "to handoffs (own choice, after Mooncake's Conductor, which weighs a decode "
-	 "instance's KV room, as recalled). Ties at random from the decode router's own "
+	 "instance's KV room, as recalled); prefix_aware: most leading prompt blocks held in "
+	 "the decode instance's prefix cache (needs decode_prefix_cache), then least_loaded's "
+	 "keys (own choice, after Mooncake's Conductor, which weighs the prefix a decode "
+	 "instance holds, as recalled). Ties at random from the decode router's own "
 	 "seeded stream, never by index", NULL},
 	 AT_ENUM(dg.decode_routing, droute_map)},
+	{{"cluster", "decode_prefix_cache", CFG_BOOL, "false", 0, 0, NULL, "",
+	 "disagg: decode instances keep a handed-off request's full prompt blocks as prefix "
+	 "cache (LRU, as every store) after it completes, and a handoff moves only the prompt "
+	 "blocks its decode instance does not hold (whose references it takes when routed) "
+	 "plus the partial last block; speculative pre-placement (replication.speculative "
+	 "spec_decode_targets) fills these caches. false (default, own choice: results as "
+	 "before): decode instances keep no prefix cache and every handoff moves the whole "
+	 "prompt KV", NULL},
+	 AT(BOOL, dg.decode_prefix_cache)},
 	{{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
 	 "tokens per KV block (the Mooncake traces hash 512-token blocks; vLLM uses 16)", NULL},
 	 AT(U32, block_tokens)},

@@ -233,7 +233,12 @@ static int shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32
 		*kind = PATH_PCIE_D2H;
 		return net_path_gpu_host(s->topo, ns, gpu0_of(s, (uint32_t)src) + g, links);
 	}
-	return gpu_path(s, (uint32_t)src, g, (uint32_t)dst, g, links, kind);
+	/* a decode instance of another TP (speculative pre-placement): shard g
+	 * lands on its GPU g x tp_dst / tp, as sim_copy_handoff reshards */
+	uint32_t gd = s->tp_decode && s->cl.inst[dst].role == CL_ROLE_DECODE
+			      ? g * s->tp_decode / s->tp
+			      : g;
+	return gpu_path(s, (uint32_t)src, g, (uint32_t)dst, gd, links, kind);
 }
 
 static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec, int kind)
@@ -579,7 +584,9 @@ int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, 
  * instance dst (a no-op when no reader keeps the index). */
 static int holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k)
 {
-	if (!s->holders || dst < 0)
+	/* the routers see the prefill pool only: a replica pre-placed on a
+	 * decode instance must never be a routing candidate */
+	if (!s->holders || dst < 0 || s->cl.inst[dst].role == CL_ROLE_DECODE)
 		return 0;
 	const kv_store_t *to = s->cl.inst[dst].kv;
 	for (uint32_t j = 0; j < k; j++)

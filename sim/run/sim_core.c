@@ -208,7 +208,9 @@ static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32
 		  pol_class_t cls, uint64_t *id)
 {
 	sim_ctx_t *s = ctx;
-	if (src >= s->view.n_inst || dst >= s->view.n_inst)
+	/* the decode pool takes speculative pre-placement only (pol.h n_decode) */
+	uint32_t n_dst = s->view.n_inst + (cls == POL_BG ? s->view.n_decode : 0);
+	if (src >= s->view.n_inst || dst >= n_dst)
 		return POL_COPY_REFUSED;
 	/* background copies are speculative replicas; foreground ones are
 	 * fetches a policy makes for a request (kept, not speculative) */
@@ -1025,8 +1027,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->view = (pol_view_t){s, p.n_instances, p.block_tokens, p.block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
 			       s->copy_deferred ? v_match_computing : NULL, v_candidates,
-			       v_least_loaded};
+			       v_least_loaded, 0};
 	s->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
+	s->view.n_decode = p.n_instances - s->view.n_inst;
 	/* the load index counts a request until its row; a prefill instance
 	 * hands it off before that, so disaggregated routers scan instead */
 	if (s->view.n_inst != p.n_instances)

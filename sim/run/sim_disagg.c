@@ -98,10 +98,11 @@ int sim_disagg_check(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm, err_t
 		return rc;
 	if (!d->on) {
 		if (d->prefill_nodes || d->decode_nodes || d->prefill_tp || d->decode_tp ||
-		    named(d->prefill_gpu) || named(d->decode_gpu))
+		    named(d->prefill_gpu) || named(d->decode_gpu) || d->decode_prefix_cache)
 			return cfg_err_keys(cfg, e,
 					    "cluster.prefill_nodes,cluster.decode_nodes,cluster.prefill_tp,"
-					    "cluster.decode_tp,cluster.prefill_gpu,cluster.decode_gpu",
+					    "cluster.decode_tp,cluster.prefill_gpu,cluster.decode_gpu,"
+					    "cluster.decode_prefix_cache",
 					    "pool keys are set but disagg = false: set disagg = true, "
 					    "or remove them");
 		return 0;
@@ -115,6 +116,10 @@ int sim_disagg_check(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm, err_t
 		return cfg_err_keys(cfg, e, "cluster.prefill_nodes,cluster.decode_nodes,cluster.nodes",
 				    "prefill_nodes + decode_nodes = %u + %u must equal nodes = %u",
 				    d->prefill_nodes, d->decode_nodes, s->prm.nodes);
+	if (d->decode_routing == SIM_DROUTE_PREFIX_AWARE && !d->decode_prefix_cache)
+		return cfg_err_keys(cfg, e, "cluster.decode_routing,cluster.decode_prefix_cache",
+				    "decode_routing = prefix_aware needs decode_prefix_cache = true: "
+				    "without it decode instances hold no prefix");
 	if (s->prm.sched_mode != SCHED_VLLM)
 		return cfg_err_keys(cfg, e, "cluster.disagg,scheduler.mode",
 				    "disagg = true is modelled under scheduler.mode = vllm only");
@@ -210,6 +215,8 @@ int sim_disagg_setup(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm,
 	p->inst_role = g->role;
 	p->kv_blocks = kv_p < kv_d ? kv_p : kv_d;
 	p->on_handoff = on_handoff;
+	p->decode_prefix_cache = d->decode_prefix_cache;
+	s->tp_decode = g->tp_d;
 	s->handoff_landed = on_landed;
 	p->on_last_chunk = d->handoff == SIM_HANDOFF_LAYERWISE ? on_last_chunk : NULL;
 	return 0;
@@ -217,12 +224,13 @@ int sim_disagg_setup(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm,
 
 /* ---- the decode router ----------------------------------------------------- */
 
-/* Decode instance for a request needing `need` blocks: least_loaded takes
- * the fewest decode tokens (running and promised by handoffs under way),
- * then the fewest requests; kv_capacity the most free or evictable blocks
- * less those promised. Ties at random from the router's stream
+/* Decode instance for r: least_loaded takes the fewest decode tokens
+ * (running and promised by handoffs under way), then the fewest requests;
+ * kv_capacity the most free or evictable blocks less those promised;
+ * prefix_aware the most of r's leading prompt blocks held there, then
+ * least_loaded's decode tokens. Ties at random from the router's stream
  * (reservoir sampling, one draw per tie), never by index. */
-static uint32_t decode_pick(sim_ctx_t *s)
+static uint32_t decode_pick(sim_ctx_t *s, const sim_req_t *r)
 {
 	sim_disagg_t *g = s->dg;
 	uint32_t best = g->n_prefill, ties = 0;
@@ -235,6 +243,9 @@ static uint32_t decode_pick(sim_ctx_t *s)
 		if (g->prm.decode_routing == SIM_DROUTE_KV_CAPACITY) {
 			a = -((double)kv_free_or_evictable(in->kv) - (double)g->promised[i]);
 			b = 0;
+		} else if (g->prm.decode_routing == SIM_DROUTE_PREFIX_AWARE) {
+			a = -(double)kv_match(in->kv, r->blocks, r->n_blocks);
+			b = (double)in->decode_tokens + (double)g->promised[i] * B;
 		} else {
 			a = (double)in->decode_tokens + (double)g->promised[i] * B;
 			b = (double)in->n_run + in->n_wait;
@@ -268,21 +279,24 @@ static int hoff_new(sim_disagg_t *g, sim_req_t *r, uint32_t src, uint32_t *idx)
 	return 0;
 }
 
-/* Routes r to a decode instance and promises it r's blocks there. */
+/* Routes r to a decode instance, promises it r's blocks there and, with a
+ * decode prefix cache, holds the prompt blocks it has (cluster_decode_pin). */
 static uint32_t hoff_route(sim_ctx_t *s, hoff_t *h)
 {
 	uint32_t B = s->cl.p.block_tokens;
-	h->dst = decode_pick(s);
+	h->dst = decode_pick(s, h->r);
 	h->need_blocks = (uint32_t)(((uint64_t)h->r->in_len + h->r->out_len + B - 1) / B);
 	s->dg->promised[h->dst] += h->need_blocks;
+	cluster_decode_pin(&s->cl, h->dst, h->r);
 	return h->dst;
 }
 
-/* Bytes of r's prompt KV at the prefill TP: its full and partial blocks. */
+/* Bytes of r's prompt KV at the prefill TP: its full and partial blocks
+ * but those its decode instance holds (r->dec_hit, set when routed). */
 static uint64_t hoff_bytes(const sim_ctx_t *s, const sim_req_t *r, uint32_t *blocks)
 {
 	uint32_t B = s->cl.p.block_tokens;
-	*blocks = (r->in_len + B - 1) / B;
+	*blocks = (r->in_len + B - 1) / B - r->dec_hit;
 	return (uint64_t)*blocks * s->dg->block_bytes_p;
 }
 
@@ -341,16 +355,17 @@ static int on_handoff(void *ctx, uint32_t inst, sim_req_t *r)
 	if (s->hook_err)
 		return s->hook_err;
 	uint32_t idx, blocks;
-	int rc;
-	uint64_t all = hoff_bytes(s, r, &blocks), sent = 0;
-	if (r->handoff) { /* layer-wise: all but the last layer's share left already */
+	int rc, early = r->handoff != 0; /* layer-wise: all but the last layer's share left */
+	if (early) {
 		idx = r->handoff - 1;
-		sent = all / g->layers * (g->layers - 1);
 	} else {
 		if ((rc = hoff_new(g, r, inst, &idx)))
 			return rc;
 		hoff_route(s, &g->h[idx]);
 	}
+	/* after the routing: what the decode instance holds is not moved */
+	uint64_t all = hoff_bytes(s, r, &blocks);
+	uint64_t sent = early ? all / g->layers * (g->layers - 1) : 0;
 	g->h[idx].prefilled = 1;
 	if ((rc = hoff_send(s, idx, all - sent, blocks)))
 		return rc;

@@ -28,11 +28,22 @@
  * Its row: instance = the prefill instance, decode_instance, handoff_wait_ns
  * = prefill end to landing; TPOT and TBT count the gap from the first token
  * (prefill) to the second (decode), which holds that wait. The prefill instance keeps the prompt's full
- * blocks as prefix cache; decode instances keep none (hook for replication
- * across pools). So the replication policies act on the prefill pool's
+ * blocks as prefix cache; decode instances keep none unless [cluster]
+ * decode_prefix_cache: then a landed request's full prompt blocks become
+ * cache blocks of its decode instance (LRU as every store), the decode
+ * router, when it routes, references the leading ones that instance holds
+ * (cluster_decode_pin: they cannot be evicted before the KV lands) and
+ * the handoff moves only the rest, ceil(in_len / block_tokens) - held
+ * blocks; decode_routing = prefix_aware prefers the instance holding the
+ * most. So the replication policies act on the prefill pool's
  * prefix caches: their view is the routers' (n_inst = the prefill pool),
- * and a peer fetch finds no source on a decode instance, which holds only
- * private blocks. Speculation accounting covers both pools (the end-of-run
+ * and a peer fetch finds no source on a decode instance. The speculative
+ * policy alone may pre-place computed prefixes on the decode pool
+ * (view.n_decode, spec_decode_targets): a background copy from a prefill
+ * instance, sharded by the prefill TP and landing on decode GPU g x
+ * decode_tp / prefill_tp; such a replica is never a routing candidate
+ * (the holders index skips it), and a handoff's reference to it counts it
+ * used. Speculation accounting covers both pools (the end-of-run
  * unused-VRAM pass walks every instance; interference counts every
  * foreground flow, handoffs included); handoff flows are foreground, in
  * spec.bytes_fg and bytes_fg, never in the background bytes, and counted

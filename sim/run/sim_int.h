@@ -182,6 +182,7 @@ typedef struct sim_ctx {
 	 * instance's node and first GPU there (NULL: the uniform layout) */
 	struct sim_disagg *dg;
 	uint32_t *inst_node, *inst_gpu0;
+	uint32_t tp_decode; /* GPUs of a decode instance (sim_disagg.c; 0 when off) */
 	/* a handoff copy's last flow ended (sim_disagg.c sets it: copies do
 	 * not call back into the module that starts them by name) */
 	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);

@@ -24,7 +24,7 @@ typedef enum { SIM_TL_CHANGED, SIM_TL_EVERY } sim_tl_t;
 /* [cluster] handoff: when a request's KV leaves its prefill instance. */
 typedef enum { SIM_HANDOFF_AFTER_PREFILL, SIM_HANDOFF_LAYERWISE } sim_handoff_t;
 /* [cluster] decode_routing: how the decode pool is chosen from. */
-typedef enum { SIM_DROUTE_LEAST_LOADED, SIM_DROUTE_KV_CAPACITY } sim_droute_t;
+typedef enum { SIM_DROUTE_LEAST_LOADED, SIM_DROUTE_KV_CAPACITY, SIM_DROUTE_PREFIX_AWARE } sim_droute_t;
 
 /* [cluster] disaggregated prefill/decode pools (sim/run/sim_disagg.h). */
 typedef struct sim_disagg_params {
@@ -35,6 +35,7 @@ typedef struct sim_disagg_params {
 	const char *prefill_gpu, *decode_gpu; /* "": gpu.name */
 	int handoff;                         /* sim_handoff_t */
 	int decode_routing;                  /* sim_droute_t */
+	int decode_prefix_cache;             /* decode instances keep prompt blocks as cache */
 } sim_disagg_params_t;
 
 /* [output]: what the run and the writers read. */
