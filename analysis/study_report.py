@@ -53,7 +53,8 @@ EXPERIMENTS = [
     ("e6_disagg", "E6 speculative replication under prefill/decode disaggregation"),
 ]
 # Summary metrics each table shows, where the catalog has them.
-TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "spec.unused_vram_gb_s",
+TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_nospec_mean_ms",
+                 "spec.unused_vram_gb_s",
                  "spec.bytes_bg", "spec.fg_slowdown_mean_s", "hit_rate_blocks",
                  "forecast.precision", "forecast.recall", "forecast.placement_acc",
                  "forecast.lead_mean_s"]

@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "0b110a5ac68105e3da37fdb8eff888d7add6e2e52477db2abdfb0254304525f4"},
+     "cccb9d7996065f7db1b22a865d0de36498df02c19920ca68695b963ff5a2ecaf"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "1dae01b006af0a7f0bed13fff75a6914d2162217181e358f8e72423b0a4d7443"},
+     "b6d5f90c9f9edb84df9646c95a9c493cc2dc886e3c35a032664d4705d1db8261"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "cda80adcfce3d506b50fefb60adf78fc29c4ee900d19ed6ed42d8a79146904e2"},
+     3, "7be30c3f3bf0fa8905ce50afe923aba1aeaabbe5fbc7e039954d50d4aa2df57b"},
 };
 
 static void test_results_match_their_golden_digests(void **st)

@@ -16,6 +16,11 @@ static int64_t f_tpot(const res_request_t *r) { return r->tpot_ns; }
 static int64_t f_tbt(const res_request_t *r) { return r->tbt_p90_ns; }
 static int64_t f_e2e(const res_request_t *r) { return r->e2e_ns; }
 static int64_t f_queue(const res_request_t *r) { return r->queue_ns; }
+/* TTFT of a request no speculative copy served (-1: left out) */
+static int64_t f_ttft_nospec(const res_request_t *r)
+{
+	return r->tok_spec_hit ? -1 : r->ttft_ns;
+}
 
 /* mean and percentiles (ms) of one field over completed requests, as the
  * five metrics from id (mean, p50, p90, p95, p99) */
@@ -94,8 +99,8 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 	for (size_t i = 0; i < sizeof m / sizeof m[0] && !rc; i++)
 		rc = rec_metric(res, REC_REQUESTS + (int)i, m[i]);
 	static const int lat[] = {REC_TTFT_MEAN, REC_TPOT_MEAN, REC_TBT_P90_MEAN, REC_E2E_MEAN,
-	                          REC_QUEUE_MEAN};
-	static const field_fn fld[] = {f_ttft, f_tpot, f_tbt, f_e2e, f_queue};
+	                          REC_QUEUE_MEAN, REC_TTFT_NOSPEC_MEAN};
+	static const field_fn fld[] = {f_ttft, f_tpot, f_tbt, f_e2e, f_queue, f_ttft_nospec};
 	for (size_t i = 0; i < sizeof lat / sizeof lat[0] && !rc; i++)
 		rc = summarize_field(res, lat[i], fld[i], buf);
 	free(buf);

@@ -98,6 +98,9 @@
 		    "sim/cluster/tok_hist.h)")                                                     \
 	REC_LATENCY(E2E, "e2e", "arrival-to-last-token latency")                                   \
 	REC_LATENCY(QUEUE, "queue", "queueing delay (arrival to admission)")                       \
+	REC_LATENCY(TTFT_NOSPEC, "ttft_nospec",                                                    \
+		    "time to first token without a speculative hit (the requests replication "     \
+		    "did not serve: what its copies cost the others)")                             \
 	X(TOK_FETCHED_PEER, "tok_fetched_peer", "tokens", "prompt tokens fetched from a peer's HBM") \
 	X(TOK_FETCHED_HOST, "tok_fetched_host", "tokens", "prompt tokens fetched from host memory") \
 	X(INSTANCES, "instances", "", "serving instances")                                         \
