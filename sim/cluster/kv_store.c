@@ -401,11 +401,9 @@ static int make_room(kv_store_t *s, uint32_t n, int64_t now)
 	return KS_OK;
 }
 
-int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
+/* kv_ref on a slot found READY. */
+static void ref_slot(kv_store_t *s, uint32_t i, int64_t now, int *was_spec)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state != KV_READY)
-		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	if (sl->heap >= 0)
 		heap_remove(s, i);
@@ -419,6 +417,37 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 	sl->b.hits++;
 	sl->b.last_use = now;
 	s->st.hits++;
+}
+
+/* kv_unref on a slot found holding a reference. */
+static void unref_slot(kv_store_t *s, uint32_t i, int64_t now)
+{
+	slot_t *sl = &s->slot[i];
+	sl->b.ref--;
+	sl->b.last_use = now;
+	if (sl->b.ref == 0 && sl->b.state == KV_READY)
+		heap_push(s, i, now);
+}
+
+int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state != KV_READY)
+		return KS_ESTATE;
+	ref_slot(s, i, now, was_spec);
+	return KS_OK;
+}
+
+int kv_hit(kv_store_t *s, uint64_t id, int64_t now, int hold, int *was_spec, uint32_t *tag)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state != KV_READY)
+		return KS_ESTATE;
+	if (tag)
+		*tag = s->slot[i].b.tag;
+	ref_slot(s, i, now, was_spec);
+	if (!hold)
+		unref_slot(s, i, now);
 	return KS_OK;
 }
 
@@ -464,6 +493,8 @@ int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
 	return KS_OK;
 }
 
+static void ready_slot(kv_store_t *s, uint32_t i, int64_t now);
+
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
 	     int64_t now)
 {
@@ -477,7 +508,7 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	memset(&sl->b, 0, sizeof sl->b);
 	sl->b.id = id;
 	sl->b.depth = depth;
-	sl->b.state = (uint8_t)state;
+	sl->b.state = (uint8_t)(state == KV_READY ? KV_COMPUTING : state);
 	sl->b.ref = ref;
 	sl->b.spec = (uint8_t)(spec != 0);
 	sl->b.last_use = now;
@@ -485,14 +516,14 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	map_insert(s, id, v);
 	s->used_shared++;
 	s->st.allocs++;
+	if (state == KV_READY)
+		ready_slot(s, v, now);
 	return KS_OK;
 }
 
-int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
+/* kv_ready on a slot found COMPUTING or INFLIGHT. */
+static void ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state == KV_READY)
-		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	sl->b.state = KV_READY;
 	sl->b.created = now;
@@ -506,6 +537,14 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 		if (s->watch)
 			s->watch(s->wctx, &sl->b, KV_WATCH_READY);
 	}
+}
+
+int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY)
+		return KS_ESTATE;
+	ready_slot(s, i, now);
 	return KS_OK;
 }
 
@@ -514,11 +553,7 @@ int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.ref == 0)
 		return KS_ESTATE;
-	slot_t *sl = &s->slot[i];
-	sl->b.ref--;
-	sl->b.last_use = now;
-	if (sl->b.ref == 0 && sl->b.state == KV_READY)
-		heap_push(s, i, now);
+	unref_slot(s, i, now);
 	return KS_OK;
 }
 
