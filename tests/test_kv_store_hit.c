@@ -3,7 +3,9 @@
  * kv_alloc in state READY is kv_alloc COMPUTING then kv_ready. Differential:
  * random operation sequences on two stores, one with each spelling, under
  * LRU and under a priority function; every answer, eviction, block and
- * counter agree. */
+ * counter agree. And LRU insertion walking from its last insert places
+ * blocks as the heap orders them when many requests release prefixes at one
+ * instant, interleaved. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +205,53 @@ static void test_hit_refuses_absent_and_unready_blocks_changing_nothing(void **s
 	kv_store_free(s);
 }
 
+static double prio_last_use(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	(void)ctx;
+	(void)now;
+	return (double)b->last_use;
+}
+
+static void test_same_instant_prefixes_of_many_requests_evict_in_heap_order(void **state)
+{
+	(void)state;
+	enum { REQS = 6, DEPTH = 40 };
+	evlog_t l[2] = {{0, 0}, {0, 0}};
+	kv_store_t *s[2];
+	for (int k = 0; k < 2; k++) {
+		s[k] = kv_store_new(REQS * DEPTH);
+		assert_non_null(s[k]);
+		kv_store_set_policy(s[k], k ? prio_last_use : NULL, log_evict, &l[k]);
+	}
+	for (int64_t t = 1; t <= 30; t++) {
+		for (int k = 0; k < 2; k++) {
+			/* each request touches (or inserts) its prefix shallow to deep,
+			 * the requests one after another at the same instant; they share
+			 * their first blocks and are shuffled by t */
+			for (uint32_t q = 0; q < REQS; q++) {
+				uint32_t rq = (uint32_t)((q * 5 + (uint64_t)t) % REQS);
+				uint32_t n = DEPTH - (uint32_t)((rq * 7 + (uint64_t)t) % 13);
+				for (uint32_t d = 0; d < n; d++) {
+					uint64_t id = d < 3 ? 1 + d : 100 + rq * DEPTH + d;
+					if (kv_hit(s[k], id, t, 0, NULL, NULL) == KS_ESTATE &&
+					    kv_alloc(s[k], id, d, KV_READY, 0, 0, t) == KS_EFULL)
+						break;
+				}
+			}
+			/* and a few evictions between instants */
+			for (int e = 0; e < (int)(t % 4) * 9; e++)
+				kv_evict_one(s[k], t);
+			assert_int_equal(kv_check(s[k]), 0);
+		}
+		assert_int_equal(l[0].n, l[1].n);
+		assert_int_equal(l[0].digest, l[1].digest);
+	}
+	assert_true(l[0].n > 100);
+	kv_store_free(s[0]);
+	kv_store_free(s[1]);
+}
+
 TEST_MAIN(cmocka_unit_test(test_fused_calls_match_separate_calls_under_lru),
           cmocka_unit_test(test_fused_calls_match_separate_calls_under_priority),
-          cmocka_unit_test(test_hit_refuses_absent_and_unready_blocks_changing_nothing))
+          cmocka_unit_test(test_hit_refuses_absent_and_unready_blocks_changing_nothing),
+          cmocka_unit_test(test_same_instant_prefixes_of_many_requests_evict_in_heap_order))

@@ -37,6 +37,8 @@ struct kv_store {
 	uint32_t heap_n;     /* evictable slots (heap or list) */
 	uint32_t lru_head, lru_tail, lru_grp; /* LRU mode; grp: first of the tail's
 	                                       * run of equal last use */
+	uint32_t lru_fing; /* LRU mode: the slot inserted last while it stays
+	                    * linked, else NIL (where lru_insert's walk starts) */
 	kv_prio_fn prio;
 	kv_evict_fn on_evict;
 	void *pctx;
@@ -68,7 +70,7 @@ kv_store_t *kv_store_new(uint32_t cap)
 	for (uint32_t i = 0; i < cap; i++)
 		s->slot[i].next_free = i + 1 < cap ? i + 1 : NIL;
 	s->free_head = cap ? 0 : NIL;
-	s->lru_head = s->lru_tail = s->lru_grp = NIL;
+	s->lru_head = s->lru_tail = s->lru_grp = s->lru_fing = NIL;
 	return s;
 }
 
@@ -216,10 +218,28 @@ static void lru_insert(kv_store_t *s, uint32_t v)
 		s->lru_grp = v;
 		return;
 	}
-	uint32_t at = s->lru_tail;
-	while (at != NIL && heap_less(s, v, at))
-		at = s->slot[at].prev;
+	/* The place is the same from any start in a sorted list; from the last
+	 * insert when it is in v's run, since a request's blocks entering at
+	 * one instant land side by side, between the blocks other requests
+	 * released then (deeper first), where a walk from the tail would pass
+	 * every shallower one. */
+	uint32_t at = s->lru_tail, f = s->lru_fing;
+	if (f != NIL && s->slot[f].prio == s->slot[v].prio) {
+		at = f;
+		if (heap_less(s, v, f)) {
+			do
+				at = s->slot[at].prev;
+			while (at != NIL && heap_less(s, v, at));
+		} else {
+			while (s->slot[at].next != NIL && !heap_less(s, v, s->slot[at].next))
+				at = s->slot[at].next;
+		}
+	} else {
+		while (at != NIL && heap_less(s, v, at))
+			at = s->slot[at].prev;
+	}
 	lru_link_after(s, v, at);
+	s->lru_fing = v;
 	if (s->slot[v].next == NIL &&
 	    (at == NIL || s->slot[at].prio != s->slot[v].prio))
 		s->lru_grp = v;
@@ -233,6 +253,8 @@ static void lru_unlink(kv_store_t *s, uint32_t v)
 	slot_t *sl = &s->slot[v];
 	if (s->lru_grp == v)
 		s->lru_grp = sl->next;
+	if (s->lru_fing == v)
+		s->lru_fing = NIL;
 	if (sl->prev == NIL)
 		s->lru_head = sl->next;
 	else
@@ -635,6 +657,9 @@ int kv_check(const kv_store_t *s)
 			return KS_ERUNTIME;
 	}
 	if (k != s->heap_n || s->lru_tail != prev)
+		return KS_ERUNTIME;
+	uint32_t f = s->lru_fing;
+	if (f != NIL && (f >= s->cap || s->slot[f].heap < 0))
 		return KS_ERUNTIME;
 	uint32_t g = s->lru_grp;
 	if (g != NIL && (s->slot[g].heap < 0 || s->slot[g].prio != s->slot[s->lru_tail].prio ||
