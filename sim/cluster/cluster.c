@@ -339,10 +339,11 @@ static void wait_unlink(sim_inst_t *in, sim_req_t *prev, sim_req_t *r, int64_t n
 static void release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	int64_t now = ev_engine_now(c->eng);
-	for (uint32_t j = 0; j < r->shared_hold; j++) {
+	uint32_t ready = r->ready < r->shared_hold ? r->ready : r->shared_hold;
+	kv_unref_n(in->kv, r->blocks, ready, now);
+	for (uint32_t j = ready; j < r->shared_hold; j++) {
 		kv_unref(in->kv, r->blocks[j], now);
-		if (j >= r->ready)
-			kv_drop(in->kv, r->blocks[j]);
+		kv_drop(in->kv, r->blocks[j]);
 	}
 	kv_free_private(in->kv, r->priv + r->fixed);
 	c->kv_block_frees += r->shared_hold + r->priv + r->fixed;

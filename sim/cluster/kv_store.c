@@ -113,6 +113,17 @@ static uint32_t map_find(const kv_store_t *s, uint64_t id)
 	}
 }
 
+/* How many ids ahead a run of lookups asks for its map entries: the map of
+ * a large store misses the cache on nearly every lookup (perf on the
+ * 1,024-GPU hour), and a request's blocks are looked up in a row. */
+enum { MAP_AHEAD = 8 };
+
+static inline void map_prefetch(const kv_store_t *s, const uint64_t *ids, uint32_t k, uint32_t n)
+{
+	if (k + MAP_AHEAD < n)
+		__builtin_prefetch(&s->map[map_hash(ids[k + MAP_AHEAD]) & s->mask]);
+}
+
 static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
 {
 	uint32_t h = map_hash(id), i = h & s->mask;
@@ -370,7 +381,7 @@ const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id)
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 {
 	uint32_t k = 0;
-	while (k < n && kv_lookup(s, ids[k]) == KV_READY)
+	while (k < n && (map_prefetch(s, ids, k, n), kv_lookup(s, ids[k]) == KV_READY))
 		k++;
 	return k;
 }
@@ -384,7 +395,7 @@ int kv_visible(const kv_store_t *s, uint64_t id)
 uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 {
 	uint32_t k = 0;
-	while (k < n && kv_visible(s, ids[k]))
+	while (k < n && (map_prefetch(s, ids, k, n), kv_visible(s, ids[k])))
 		k++;
 	return k;
 }
@@ -577,6 +588,17 @@ int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 		return KS_ESTATE;
 	unref_slot(s, i, now);
 	return KS_OK;
+}
+
+int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now)
+{
+	int rc = KS_OK;
+	for (uint32_t k = 0; k < n; k++) {
+		map_prefetch(s, ids, k, n);
+		if (kv_unref(s, ids[k], now))
+			rc = KS_ESTATE;
+	}
+	return rc;
 }
 
 int kv_drop(kv_store_t *s, uint64_t id)
