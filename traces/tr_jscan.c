@@ -112,6 +112,31 @@ static int literal(scan_t *s, const char *word)
 	return 0;
 }
 
+/* A non-negative integer id: plain digits (the usual case, read in place),
+ * else whatever number() reads, which must be a non-negative integer. The
+ * fast path takes exactly what number() would read as such an integer: at
+ * most 18 digits, no leading zero, not followed by a digit, fraction or
+ * exponent. */
+static int id_value(scan_t *s, uint64_t *out)
+{
+	const char *q = s->p;
+	uint64_t v = 0;
+	int nd = 0;
+	for (; q < s->end && digit(*q) && nd < 18; q++, nd++)
+		v = 10 * v + (uint64_t)(*q - '0');
+	if (nd && (nd == 1 || *s->p != '0') &&
+	    !(q < s->end && (digit(*q) || *q == '.' || *q == 'e' || *q == 'E'))) {
+		s->p = q;
+		*out = v;
+		return 0;
+	}
+	tr_jv_t x;
+	if (number(s, &x) || x.type != TR_JV_INT || x.i < 0)
+		return -1;
+	*out = (uint64_t)x.i;
+	return 0;
+}
+
 /* An array of non-negative integers into *ids. */
 static int id_array(scan_t *s, tr_jv_t *v, uint64_t **ids, size_t *cap)
 {
@@ -122,12 +147,12 @@ static int id_array(scan_t *s, tr_jv_t *v, uint64_t **ids, size_t *cap)
 		s->p++;
 	} else {
 		for (;;) {
-			tr_jv_t x;
-			if (number(s, &x) || x.type != TR_JV_INT || x.i < 0)
+			uint64_t x;
+			if (id_value(s, &x))
 				return -1;
-			if (VEC_GROW(*ids, *cap, n + 1, 16))
+			if (n + 1 > *cap && VEC_GROW(*ids, *cap, n + 1, 16))
 				return -1;
-			(*ids)[n++] = (uint64_t)x.i;
+			(*ids)[n++] = x;
 			ws(s);
 			if (s->p < s->end && *s->p == ',') {
 				s->p++;

@@ -339,10 +339,11 @@ static void wait_unlink(sim_inst_t *in, sim_req_t *prev, sim_req_t *r, int64_t n
 static void release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	int64_t now = ev_engine_now(c->eng);
-	for (uint32_t j = 0; j < r->shared_hold; j++) {
+	uint32_t ready = r->ready < r->shared_hold ? r->ready : r->shared_hold;
+	kv_unref_n(in->kv, r->blocks, ready, now);
+	for (uint32_t j = ready; j < r->shared_hold; j++) {
 		kv_unref(in->kv, r->blocks[j], now);
-		if (j >= r->ready)
-			kv_drop(in->kv, r->blocks[j]);
+		kv_drop(in->kv, r->blocks[j]);
 	}
 	kv_free_private(in->kv, r->priv + r->fixed);
 	c->kv_block_frees += r->shared_hold + r->priv + r->fixed;
@@ -412,8 +413,8 @@ static uint32_t ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, ui
 	uint32_t spec_hits = 0, run_tag = 0, run_n = 0;
 	for (uint32_t j = 0; j < m; j++) {
 		int was_spec = 0;
-		uint32_t tag = kv_info(in->kv, ids[j])->tag;
-		kv_ref(in->kv, ids[j], now, &was_spec);
+		uint32_t tag = 0;
+		kv_hit(in->kv, ids[j], now, 1, &was_spec, &tag); /* one lookup: tag and ref */
 		spec_hits += (uint32_t)was_spec;
 		if (was_spec && c->p.on_spec_hit) {
 			if (run_n && tag != run_tag) {
@@ -510,11 +511,9 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 			kv_unref(in->kv, r->blocks[j], now);
 		return ADMIT_FULL;
 	}
-	for (uint32_t j = m; j < s_end; j++) {
-		kv_alloc(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now);
-		if (c->p.resident_at_admission)
-			kv_ready(in->kv, r->blocks[j], now); /* the study's assumption */
-	}
+	for (uint32_t j = m; j < s_end; j++) /* READY at once: the study's assumption */
+		kv_alloc(in->kv, r->blocks[j], j,
+			 c->p.resident_at_admission ? KV_READY : KV_COMPUTING, 1, 0, now);
 	kv_alloc_private(in->kv, n_priv + F, now);
 	c->kv_block_allocs += s_end + n_priv + F;
 	r->held = r->shared_hold = s_end;
@@ -541,11 +540,8 @@ static uint64_t synth_id(uint64_t req, uint32_t k)
 static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth, int64_t now)
 {
 	int res = c->p.resident_at_admission;
-	if (kv_alloc(in->kv, id, depth, KV_COMPUTING, res ? 0 : 1, 0, now) != KS_OK)
-		return 0;
-	if (res)
-		kv_ready(in->kv, id, now);
-	return 1;
+	return kv_alloc(in->kv, id, depth, res ? KV_READY : KV_COMPUTING, res ? 0 : 1, 0, now) ==
+	       KS_OK;
 }
 
 /* SCHED_BTB: r meets the prefix cache: hits are touched (LRU), the prompt's
@@ -559,20 +555,19 @@ static void btb_bind(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	int64_t now = ev_engine_now(c->eng);
 	uint32_t B = c->p.block_tokens, target = r->in_len + r->generated;
 	int hold = !c->p.resident_at_admission;
-	uint32_t m = kv_match(in->kv, r->blocks, r->n_blocks), spec_hits = 0;
-	for (uint32_t j = 0; j < m; j++) {
-		int was_spec = 0;
-		uint32_t tag = kv_info(in->kv, r->blocks[j])->tag;
-		kv_ref(in->kv, r->blocks[j], now, &was_spec);
+	/* one lookup per hit: taking (and touching) a READY block changes no
+	 * other block's state, and on_spec_hit does not reach the store */
+	uint32_t m = 0, spec_hits = 0, tag = 0;
+	int was_spec = 0;
+	while (m < r->n_blocks && kv_hit(in->kv, r->blocks[m], now, hold, &was_spec, &tag) == KS_OK) {
 		if (was_spec && c->p.on_spec_hit)
 			c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
 		spec_hits += (uint32_t)was_spec;
-		if (!hold)
-			kv_unref(in->kv, r->blocks[j], now);
+		m++;
 	}
+	/* kv_alloc answers KS_EEXIST for a block already here */
 	uint32_t s_end = m;
-	while (s_end < r->n_blocks && !kv_lookup(in->kv, r->blocks[s_end]) &&
-	       btb_insert(c, in, r->blocks[s_end], s_end, now))
+	while (s_end < r->n_blocks && btb_insert(c, in, r->blocks[s_end], s_end, now))
 		s_end++;
 	uint32_t n_synth = 0, total = ceil_div((uint64_t)r->in_len + r->out_len, B);
 	if (s_end == r->n_blocks && r->preemptions == 0)

@@ -38,6 +38,8 @@ struct kv_store {
 	uint32_t heap_n;     /* evictable slots (heap or list) */
 	uint32_t lru_head, lru_tail, lru_grp; /* LRU mode; grp: first of the tail's
 	                                       * run of equal last use */
+	uint32_t lru_fing; /* LRU mode: the slot inserted last while it stays
+	                    * linked, else NIL (where lru_insert's walk starts) */
 	kv_prio_fn prio;
 	kv_evict_fn on_evict;
 	void *pctx;
@@ -69,7 +71,7 @@ kv_store_t *kv_store_new(uint32_t cap)
 	for (uint32_t i = 0; i < cap; i++)
 		s->slot[i].next_free = i + 1 < cap ? i + 1 : NIL;
 	s->free_head = cap ? 0 : NIL;
-	s->lru_head = s->lru_tail = s->lru_grp = NIL;
+	s->lru_head = s->lru_tail = s->lru_grp = s->lru_fing = NIL;
 	return s;
 }
 
@@ -110,6 +112,17 @@ static uint32_t map_find(const kv_store_t *s, uint64_t id)
 		if (m->tag == h && s->slot[m->slot1 - 1].b.id == id)
 			return m->slot1 - 1;
 	}
+}
+
+/* How many ids ahead a run of lookups asks for its map entries: the map of
+ * a large store misses the cache on nearly every lookup (perf on the
+ * 1,024-GPU hour), and a request's blocks are looked up in a row. */
+enum { MAP_AHEAD = 8 };
+
+static inline void map_prefetch(const kv_store_t *s, const uint64_t *ids, uint32_t k, uint32_t n)
+{
+	if (k + MAP_AHEAD < n)
+		__builtin_prefetch(&s->map[map_hash(ids[k + MAP_AHEAD]) & s->mask]);
 }
 
 static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
@@ -217,10 +230,28 @@ static void lru_insert(kv_store_t *s, uint32_t v)
 		s->lru_grp = v;
 		return;
 	}
-	uint32_t at = s->lru_tail;
-	while (at != NIL && heap_less(s, v, at))
-		at = s->slot[at].prev;
+	/* The place is the same from any start in a sorted list; from the last
+	 * insert when it is in v's run, since a request's blocks entering at
+	 * one instant land side by side, between the blocks other requests
+	 * released then (deeper first), where a walk from the tail would pass
+	 * every shallower one. */
+	uint32_t at = s->lru_tail, f = s->lru_fing;
+	if (f != NIL && s->slot[f].prio == s->slot[v].prio) {
+		at = f;
+		if (heap_less(s, v, f)) {
+			do
+				at = s->slot[at].prev;
+			while (at != NIL && heap_less(s, v, at));
+		} else {
+			while (s->slot[at].next != NIL && !heap_less(s, v, s->slot[at].next))
+				at = s->slot[at].next;
+		}
+	} else {
+		while (at != NIL && heap_less(s, v, at))
+			at = s->slot[at].prev;
+	}
 	lru_link_after(s, v, at);
+	s->lru_fing = v;
 	if (s->slot[v].next == NIL &&
 	    (at == NIL || s->slot[at].prio != s->slot[v].prio))
 		s->lru_grp = v;
@@ -234,6 +265,8 @@ static void lru_unlink(kv_store_t *s, uint32_t v)
 	slot_t *sl = &s->slot[v];
 	if (s->lru_grp == v)
 		s->lru_grp = sl->next;
+	if (s->lru_fing == v)
+		s->lru_fing = NIL;
 	if (sl->prev == NIL)
 		s->lru_head = sl->next;
 	else
@@ -350,7 +383,7 @@ const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id)
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 {
 	uint32_t k = 0;
-	while (k < n && kv_lookup(s, ids[k]) == KV_READY)
+	while (k < n && (map_prefetch(s, ids, k, n), kv_lookup(s, ids[k]) == KV_READY))
 		k++;
 	return k;
 }
@@ -364,7 +397,7 @@ int kv_visible(const kv_store_t *s, uint64_t id)
 uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 {
 	uint32_t k = 0;
-	while (k < n && kv_visible(s, ids[k]))
+	while (k < n && (map_prefetch(s, ids, k, n), kv_visible(s, ids[k])))
 		k++;
 	return k;
 }
@@ -403,11 +436,9 @@ static int make_room(kv_store_t *s, uint32_t n, int64_t now)
 	return KS_OK;
 }
 
-int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
+/* kv_ref on a slot found READY. */
+static void ref_slot(kv_store_t *s, uint32_t i, int64_t now, int *was_spec)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state != KV_READY)
-		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	if (sl->heap >= 0)
 		heap_remove(s, i);
@@ -421,6 +452,37 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 	sl->b.hits++;
 	sl->b.last_use = now;
 	s->st.hits++;
+}
+
+/* kv_unref on a slot found holding a reference. */
+static void unref_slot(kv_store_t *s, uint32_t i, int64_t now)
+{
+	slot_t *sl = &s->slot[i];
+	sl->b.ref--;
+	sl->b.last_use = now;
+	if (sl->b.ref == 0 && sl->b.state == KV_READY)
+		heap_push(s, i, now);
+}
+
+int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state != KV_READY)
+		return KS_ESTATE;
+	ref_slot(s, i, now, was_spec);
+	return KS_OK;
+}
+
+int kv_hit(kv_store_t *s, uint64_t id, int64_t now, int hold, int *was_spec, uint32_t *tag)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state != KV_READY)
+		return KS_ESTATE;
+	if (tag)
+		*tag = s->slot[i].b.tag;
+	ref_slot(s, i, now, was_spec);
+	if (!hold)
+		unref_slot(s, i, now);
 	return KS_OK;
 }
 
@@ -466,6 +528,8 @@ int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
 	return KS_OK;
 }
 
+static void ready_slot(kv_store_t *s, uint32_t i, int64_t now);
+
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
 	     int64_t now)
 {
@@ -479,7 +543,7 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	memset(&sl->b, 0, sizeof sl->b);
 	sl->b.id = id;
 	sl->b.depth = depth;
-	sl->b.state = (uint8_t)state;
+	sl->b.state = (uint8_t)(state == KV_READY ? KV_COMPUTING : state);
 	s->n_inflight += state == KV_INFLIGHT;
 	sl->b.ref = ref;
 	sl->b.spec = (uint8_t)(spec != 0);
@@ -488,14 +552,14 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	map_insert(s, id, v);
 	s->used_shared++;
 	s->st.allocs++;
+	if (state == KV_READY)
+		ready_slot(s, v, now);
 	return KS_OK;
 }
 
-int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
+/* kv_ready on a slot found COMPUTING or INFLIGHT. */
+static void ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state == KV_READY)
-		return KS_ESTATE;
 	slot_t *sl = &s->slot[i];
 	s->n_inflight -= sl->b.state == KV_INFLIGHT;
 	sl->b.state = KV_READY;
@@ -510,6 +574,14 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 		if (s->watch)
 			s->watch(s->wctx, &sl->b, KV_WATCH_READY);
 	}
+}
+
+int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY)
+		return KS_ESTATE;
+	ready_slot(s, i, now);
 	return KS_OK;
 }
 
@@ -518,12 +590,19 @@ int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 	uint32_t i = map_find(s, id);
 	if (i == NIL || s->slot[i].b.ref == 0)
 		return KS_ESTATE;
-	slot_t *sl = &s->slot[i];
-	sl->b.ref--;
-	sl->b.last_use = now;
-	if (sl->b.ref == 0 && sl->b.state == KV_READY)
-		heap_push(s, i, now);
+	unref_slot(s, i, now);
 	return KS_OK;
+}
+
+int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now)
+{
+	int rc = KS_OK;
+	for (uint32_t k = 0; k < n; k++) {
+		map_prefetch(s, ids, k, n);
+		if (kv_unref(s, ids[k], now))
+			rc = KS_ESTATE;
+	}
+	return rc;
 }
 
 int kv_drop(kv_store_t *s, uint64_t id)
@@ -607,6 +686,9 @@ int kv_check(const kv_store_t *s)
 			return KS_ERUNTIME;
 	}
 	if (k != s->heap_n || s->lru_tail != prev)
+		return KS_ERUNTIME;
+	uint32_t f = s->lru_fing;
+	if (f != NIL && (f >= s->cap || s->slot[f].heap < 0))
 		return KS_ERUNTIME;
 	uint32_t g = s->lru_grp;
 	if (g != NIL && (s->slot[g].heap < 0 || s->slot[g].prio != s->slot[s->lru_tail].prio ||

@@ -89,9 +89,16 @@ int kv_visible(const kv_store_t *s, uint64_t id);
  * (reporting in *was_spec whether it was speculative). 0, or KS_ESTATE
  * when id is absent or not READY. */
 int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec);
+/* kv_ref of a hit that also reports the block's tag (NULL: not wanted) and,
+ * with hold 0, drops the reference at once (kv_ref then kv_unref, as a
+ * touch), in one lookup. 0, or KS_ESTATE when id is absent or not READY
+ * (nothing changes). */
+int kv_hit(kv_store_t *s, uint64_t id, int64_t now, int hold, int *was_spec, uint32_t *tag);
 /* Allocates a new shared block in state (COMPUTING or INFLIGHT) with ref
- * refs (1 for a prefill, 0 for an incoming copy), evicting if needed. 0,
- * KS_EEXIST when id is already stored, KS_EFULL when no room can be made. */
+ * refs (1 for a prefill, 0 for an incoming copy), evicting if needed;
+ * state READY is kv_alloc as COMPUTING then kv_ready at once, in one
+ * lookup. 0, KS_EEXIST when id is already stored, KS_EFULL when no room
+ * can be made. */
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
 	     int spec, int64_t now);
 /* Pins a READY block (a copy reads it) without counting a hit; 0, or
@@ -110,6 +117,9 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now);
 /* Drops one reference; at zero the block becomes evictable (if READY).
  * 0, or KS_ESTATE when absent or holding no reference. */
 int kv_unref(kv_store_t *s, uint64_t id, int64_t now);
+/* kv_unref of ids[0..n) in order (asking for map entries ahead); 0, or
+ * KS_ESTATE when any failed (the others are still done). */
+int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now);
 /* Removes a non-READY block with ref 0 (a cancelled copy, an aborted
  * prefill's block); 0, or KS_ESTATE for any other block or an absent one. */
 int kv_drop(kv_store_t *s, uint64_t id);

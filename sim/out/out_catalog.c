@@ -296,10 +296,11 @@ static int exec_stmt(out_catalog_t *c, sqlite3_stmt *st, err_t *e, const char *w
 	return (r == SQLITE_DONE || r == SQLITE_ROW) ? 0 : db_err(c, e, what);
 }
 
-/* Adds a parameter or metric column unless present; returns the name used
- * (metrics whose name is taken by another kind get a "metric." prefix). */
-static int ensure_column(out_catalog_t *c, const char *name, const char *kind,
-			 const char *unit, char *used, size_t cap, err_t *e)
+/* Whether a parameter or metric needs a column: 0 present, 1 to add, or an
+ * error; the name to use in used (metrics whose name is taken by another
+ * kind get a "metric." prefix). */
+static int col_plan(out_catalog_t *c, const char *name, const char *kind, char *used,
+		    size_t cap, err_t *e)
 {
 	snprintf(used, cap, "%s", name);
 	const col_info_t *ci = col_find(c, used);
@@ -307,31 +308,158 @@ static int ensure_column(out_catalog_t *c, const char *name, const char *kind,
 		return 0;
 	if (ci && !strcmp(kind, "metric")) {
 		snprintf(used, cap, "metric.%s", name);
-		ci = col_find(c, used);
-		if (ci)
+		if (col_find(c, used))
 			return 0;
 	} else if (ci) {
 		return err_set(e, KS_EINPUT, "%s: parameter '%s' clashes with a %s column", c->path,
 			       name, ci->kind);
 	}
-	char sql[512] = "ALTER TABLE runs ADD COLUMN ";
-	quote_ident(sql, sizeof sql, used);
-	strncat(sql, !strcmp(kind, "metric") ? " REAL" : " NUMERIC", sizeof sql - strlen(sql) - 1);
-	if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return db_err(c, e, "adding a column");
+	return 1;
+}
+
+/* Columns to add in one go (col_add). */
+typedef struct col_batch {
+	char (*name)[128];
+	const char **unit;
+	size_t n;
+	const char *kind;
+} col_batch_t;
+
+/* Appends "name" TYPE, a column's declaration, to sql. */
+static void col_decl(char *sql, size_t cap, const char *name, const char *kind)
+{
+	quote_ident(sql, cap, name);
+	strncat(sql, !strcmp(kind, "metric") ? " REAL" : " NUMERIC", cap - strlen(sql) - 1);
+}
+
+/* Rebuilds table runs with the batched columns appended, as that many ALTER
+ * TABLE ADD COLUMN would leave it (same declarations, rows in rowid order),
+ * in four schema changes: each ALTER makes SQLite reparse the whole schema,
+ * which on a fresh catalog's ~100 metrics was most of a short run's output
+ * time (callgrind). Inside the caller's transaction. */
+static int runs_rebuild(out_catalog_t *c, const col_batch_t *b, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (db_prepare(c, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
+	               &st, e, "reading the schema"))
+		return KS_EIO;
+	const char *old = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
+							  : NULL;
+	const char *lp = old ? strchr(old, '(') : NULL, *rp = old ? strrchr(old, ')') : NULL;
+	if (!lp || !rp || rp < lp) {
+		sqlite3_finalize(st);
+		return err_set(e, KS_EIO, "%s: adding columns: table runs has no usable schema",
+			       c->path);
+	}
+	size_t cap = (size_t)(rp - lp) + 256 + b->n * 300;
+	char *sql = malloc(cap);
+	if (!sql) {
+		sqlite3_finalize(st);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	snprintf(sql, cap, "CREATE TABLE kvsim_runs_rebuild %.*s", (int)(rp - lp), lp);
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < b->n; i++) {
+		strncat(sql, ", ", cap - strlen(sql) - 1);
+		col_decl(sql, cap, b->name[i], b->kind);
+	}
+	strncat(sql, ")", cap - strlen(sql) - 1);
+	int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK;
+	if (!rc) {
+		strcpy(sql, "INSERT INTO kvsim_runs_rebuild SELECT *");
+		for (size_t i = 0; i < b->n; i++)
+			strcat(sql, ", NULL");
+		strcat(sql, " FROM runs ORDER BY rowid;"
+			    "DROP TABLE runs; ALTER TABLE kvsim_runs_rebuild RENAME TO runs;");
+		rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK;
+	}
+	free(sql);
+	return rc ? db_err(c, e, "adding columns") : 0;
+}
+
+/* Adds the batched columns to table runs and records them in table
+ * columns, in batch order. Inside the caller's transaction. */
+static int col_add(out_catalog_t *c, const col_batch_t *b, err_t *e)
+{
+	if (!b->n)
+		return 0;
+	if (b->n > 1) {
+		int rc = runs_rebuild(c, b, e);
+		if (rc)
+			return rc;
+	} else {
+		char sql[512] = "ALTER TABLE runs ADD COLUMN ";
+		col_decl(sql, sizeof sql, b->name[0], b->kind);
+		if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return db_err(c, e, "adding a column");
+	}
 	sqlite3_stmt *st;
 	if (db_prepare(c,
 	               "INSERT OR REPLACE INTO columns(name, kind, unit, ord)"
 	               " VALUES (?, ?, ?, (SELECT count(*) FROM columns))",
 	               &st, e, "recording a column"))
 		return KS_EIO;
-	sqlite3_bind_text(st, 1, used, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, unit ? unit : "", -1, SQLITE_TRANSIENT);
-	int rc = exec_stmt(c, st, e, "recording a column");
-	if (!rc && col_add_mem(c, used, kind, !strcmp(kind, "metric")))
-		rc = err_set(e, KS_ENOMEM, "out of memory");
+	int rc = 0;
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, b->name[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, b->kind, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, b->unit && b->unit[i] ? b->unit[i] : "", -1, SQLITE_STATIC);
+		int r = sqlite3_step(st);
+		if (r != SQLITE_DONE && r != SQLITE_ROW)
+			rc = db_err(c, e, "recording a column");
+		else if (col_add_mem(c, b->name[i], b->kind, !strcmp(b->kind, "metric")))
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+	}
+	sqlite3_finalize(st);
 	return rc;
+}
+
+/* The column names to use for n parameters or metrics (names[i], units[i]
+ * or NULL) into used (n entries), adding the missing ones in one batch. */
+static int ensure_columns(out_catalog_t *c, const char *kind, size_t n,
+			  const char *(*name_of)(const void *, size_t),
+			  const char *(*unit_of)(const void *, size_t), const void *items,
+			  char (*used)[128], err_t *e)
+{
+	col_batch_t b = {NULL, NULL, 0, kind};
+	int rc = 0;
+	if (n && (!(b.name = malloc(n * sizeof *b.name)) || !(b.unit = calloc(n, sizeof *b.unit))))
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && !rc; i++) {
+		int r = col_plan(c, name_of(items, i), kind, used[i], sizeof used[i], e);
+		if (r < 0) {
+			rc = r;
+			break;
+		}
+		size_t k = 0; /* a name twice in one batch is added once */
+		while (r && k < b.n && strcmp(b.name[k], used[i]))
+			k++;
+		if (r && k == b.n) {
+			memcpy(b.name[b.n], used[i], sizeof used[i]);
+			b.unit[b.n++] = unit_of ? unit_of(items, i) : NULL;
+		}
+	}
+	if (!rc)
+		rc = col_add(c, &b, e);
+	free(b.name);
+	free(b.unit);
+	return rc;
+}
+
+static const char *param_name(const void *items, size_t i)
+{
+	return ((const out_run_info_t *)items)->params[i].key;
+}
+
+static const char *metric_name(const void *items, size_t i)
+{
+	return ((const res_metric_t *)items)[i].name;
+}
+
+static const char *metric_unit(const void *items, size_t i)
+{
+	return ((const res_metric_t *)items)[i].unit;
 }
 
 int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attempts,
@@ -361,14 +489,18 @@ int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attem
 
 int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 {
-	char used[256];
+	char (*used)[128] = NULL;
 	char *sql = NULL;
 	size_t cap = 1024 + ri->n_params * 300;
 	int rc = 0;
-	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+	if (ri->n_params && !(used = malloc(ri->n_params * sizeof *used)))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		free(used);
 		return db_err(c, e, "begin");
-	for (size_t i = 0; i < ri->n_params && !rc; i++)
-		rc = ensure_column(c, ri->params[i].key, "param", NULL, used, sizeof used, e);
+	}
+	rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e);
+	free(used);
 	if (rc)
 		goto fail;
 	sqlite3_stmt *st;
@@ -433,24 +565,27 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 			  double wall_s, const out_run_file_t *f, err_t *e)
 {
 	size_t cap = 384 + n * 120;
-	char *sql = malloc(cap), used[128];
+	char *sql = malloc(cap), (*used)[128] = n ? malloc(n * sizeof *used) : NULL;
 	int rc = 0;
-	if (!sql)
+	if (!sql || (n && !used)) {
+		FREE_ALL(sql, used);
 		return err_set(e, KS_ENOMEM, "out of memory");
+	}
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		free(sql);
+		FREE_ALL(sql, used);
 		return db_err(c, e, "begin");
 	}
 	strcpy(sql, "UPDATE runs SET status = 'done', error = NULL, wall_s = ?,"
 		    " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')");
 	if (f)
 		strcat(sql, ", h5_size = ?, h5_sha256 = ?, git_rev = ?, git_dirty = ?, stale = 0");
+	rc = ensure_columns(c, "metric", n, metric_name, metric_unit, m, used, e);
 	for (size_t i = 0; i < n && !rc; i++) {
-		rc = ensure_column(c, m[i].name, "metric", m[i].unit, used, sizeof used, e);
 		strcat(sql, ", ");
-		quote_ident(sql, cap, used);
+		quote_ident(sql, cap, used[i]);
 		strcat(sql, " = ?");
 	}
+	free(used);
 	strcat(sql, " WHERE id = ?");
 	sqlite3_stmt *st = NULL;
 	if (!rc)
