@@ -41,11 +41,8 @@ static int sh(const char *fmt, ...)
 static int setup(void **st)
 {
 	(void)st;
-	const char *k = getenv("KVSIM");
-	if (!k || !*k)
-		k = "build/kvsim";
-	if (access(k, X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0 ||
-	    system("/usr/bin/python3 -c 'import h5py, pandas, matplotlib' >/dev/null 2>&1") != 0)
+	const char *k = tmp_kvsim_with_python("h5py, pandas, matplotlib");
+	if (!k)
 		return 0; /* tests skip */
 	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_study_XXXXXX"))
 		return -1;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* Copies the template tmpl ("/tmp/name_XXXXXX") into dir (size bytes) and
  * creates it there. */
@@ -51,6 +52,22 @@ __attribute__((unused)) static int tmp_group_teardown(void **state)
 {
 	(void)state;
 	return tmp_dir_remove(tmp_dir);
+}
+
+
+/* The kvsim binary ($KVSIM, else build/kvsim) when it and Debian's
+ * /usr/bin/python3 with the modules `mods` ("h5py, pandas") are there, for
+ * tests that run analysis scripts; NULL: those tests skip. */
+__attribute__((unused)) static const char *tmp_kvsim_with_python(const char *mods)
+{
+	const char *k = getenv("KVSIM");
+	if (!k || !*k)
+		k = "build/kvsim";
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import %s' >/dev/null 2>&1", mods);
+	if (access(k, X_OK) != 0 || access("/usr/bin/python3", X_OK) != 0 || system(cmd) != 0)
+		return NULL;
+	return k;
 }
 
 #endif
