@@ -69,6 +69,31 @@ typedef struct res_sample {
 	double util_fg, util_bg; /* link utilisation by class, 0..1 */
 } res_sample_t;
 
+/* One /decisions row (output.decisions; sim/run/sim_decisions.h). Only
+ * routing decisions (DEC_ROUTE) are recorded today; the kind column leaves
+ * room for copies, evictions and admissions. Every estimate is the TTFT
+ * min_ttft minimises (pol_view_ttft_ns) as the routers' view gave it at the
+ * decision, whichever router decided. DEC_OUT_*: what became of the choice. */
+enum { DEC_ROUTE = 0 };
+enum { DEC_OUT_ENQUEUED = 0, DEC_OUT_REJECTED_ADMISSION = 1, DEC_OUT_REJECTED_OVERLOAD = 2 };
+enum { DEC_TOP_K = 4 };
+typedef struct res_decision {
+	int64_t t_ns;
+	int32_t kind;           /* DEC_* */
+	int32_t outcome;        /* DEC_OUT_* */
+	uint64_t id;            /* request id */
+	int32_t chosen;         /* instance */
+	int32_t hinted;         /* 1: the replication policy's route hint chose */
+	uint32_t n_options;     /* instances the router could choose among */
+	uint32_t chosen_matched; /* prompt blocks matched at the chosen instance */
+	int64_t chosen_est_ns, best_est_ns;
+	int64_t regret_ns;      /* chosen_est_ns - best_est_ns, >= 0 */
+	/* the DEC_TOP_K options with the lowest estimates, lowest first (ties
+	 * by instance index); -1 past n_options */
+	int32_t opt0_inst, opt1_inst, opt2_inst, opt3_inst;
+	int64_t opt0_score, opt1_score, opt2_score, opt3_score; /* their estimates, ns */
+} res_decision_t;
+
 typedef struct res_metric {
 	char name[48];
 	char unit[16];
@@ -82,6 +107,8 @@ typedef struct sim_results {
 	res_transfer_t *xfer; size_t n_xfer, cap_xfer;
 	res_sample_t *tl;     size_t n_tl, cap_tl;
 	res_metric_t *metric; size_t n_metric, cap_metric;
+	res_decision_t *dec;  size_t n_dec, cap_dec;
+	int decisions;        /* output.decisions: /decisions is written (0 rows too) */
 	char *config_text;    /* resolved config (cfg_text) */
 	uint64_t seed;
 	char trace_path[1024];
