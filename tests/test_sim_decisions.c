@@ -28,7 +28,8 @@ static void assert_rows_consistent(const sim_results_t *r)
 {
 	for (size_t i = 0; i < r->n_dec; i++) {
 		const res_decision_t *d = &r->dec[i];
-		assert_int_equal(d->kind, DEC_ROUTE);
+		if (d->kind != DEC_ROUTE)
+			continue;
 		assert_true(d->n_options >= 1);
 		assert_int_equal(d->regret_ns, d->chosen_est_ns - d->best_est_ns);
 		assert_true(d->regret_ns >= 0);
@@ -55,10 +56,11 @@ static void test_decisions_one_row_per_routed_request_matching_requests(void **s
 	size_t by_out[3] = {0}, routed = 0;
 	for (size_t i = 0; i < r.n_dec; i++) {
 		const res_decision_t *d = &r.dec[i];
+		assert_int_equal(d->kind, DEC_ROUTE); /* no replication, no copies */
 		const res_request_t *q = find_req(&r, d->id);
 		assert_non_null(q);
 		by_out[d->outcome]++;
-		if (d->outcome == DEC_OUT_ENQUEUED)
+		if (d->outcome == DEC_OUT_OK)
 			assert_int_equal(d->chosen, q->instance);
 		int want = d->outcome == DEC_OUT_REJECTED_ADMISSION  ? REQ_REJECTED_SLO
 		           : d->outcome == DEC_OUT_REJECTED_OVERLOAD ? REQ_REJECTED_OVERLOAD
@@ -73,7 +75,7 @@ static void test_decisions_one_row_per_routed_request_matching_requests(void **s
 		          r.req[i].status == REQ_REJECTED_SLO ||
 		          r.req[i].status == REQ_REJECTED_OVERLOAD;
 	assert_int_equal(r.n_dec, routed);
-	assert_true(by_out[DEC_OUT_ENQUEUED] > 0);
+	assert_true(by_out[DEC_OUT_OK] > 0);
 	assert_true(by_out[DEC_OUT_REJECTED_ADMISSION] > 0);
 	assert_true(by_out[DEC_OUT_REJECTED_OVERLOAD] > 0);
 	assert_rows_consistent(&r);
@@ -121,6 +123,48 @@ static void test_decisions_off_leaves_results_identical(void **st)
 	sim_results_free(&b);
 }
 
+/* The started DEC_COPY row a /transfers row's copy came from: asked for
+ * at its requested_ns from its source to its destination, for at least the
+ * blocks it moved (those already there are not moved); NULL when none. */
+static const res_decision_t *find_copy(const sim_results_t *r, const res_transfer_t *x)
+{
+	for (size_t i = 0; i < r->n_dec; i++) {
+		const res_decision_t *d = &r->dec[i];
+		if (d->kind == DEC_COPY && d->outcome == DEC_OUT_OK && d->t_ns == x->requested_ns &&
+		    d->src == x->src_instance && d->chosen == x->dst_instance && x->blocks <= d->blocks)
+			return d;
+	}
+	return NULL;
+}
+
+/* Speculative replication's copies are rows: every background flow in
+ * /transfers is one of a started copy row's. */
+static void test_decisions_copy_rows_are_the_policy_copies_in_transfers(void **st)
+{
+	(void)st;
+	const char *sets[] = {"output.decisions=true", "policy.replication.name=speculative",
+	                      "policy.predictor.name=oracle"};
+	sim_results_t r = sf_run(NULL, sets, 3);
+	size_t bg = 0, routes = 0;
+	for (size_t i = 0; i < r.n_dec; i++) {
+		routes += r.dec[i].kind == DEC_ROUTE;
+		if (r.dec[i].kind == DEC_COPY)
+			assert_int_equal(r.dec[i].regret_ns, -1);
+	}
+	for (size_t j = 0; j < r.n_xfer; j++) {
+		if (r.xfer[j].klass != XFER_BACKGROUND)
+			continue;
+		bg++;
+		const res_decision_t *d = find_copy(&r, &r.xfer[j]);
+		assert_non_null(d);
+		assert_int_equal(d->hinted, 1);
+	}
+	assert_true(bg > 0);
+	assert_true(routes > 0);
+	sim_results_free(&r);
+}
+
 TEST_MAIN(cmocka_unit_test(test_decisions_one_row_per_routed_request_matching_requests),
           cmocka_unit_test(test_decisions_regret_zero_under_min_ttft_not_under_least_load),
-          cmocka_unit_test(test_decisions_off_leaves_results_identical))
+          cmocka_unit_test(test_decisions_off_leaves_results_identical),
+          cmocka_unit_test(test_decisions_copy_rows_are_the_policy_copies_in_transfers))

@@ -83,20 +83,24 @@ static const col_t tl_cols[] = {
 	TL(util_bg, C_F64, "fraction", NULL),
 };
 #define DC(f, k, u, v) {#f, offsetof(res_decision_t, f), k, u, v}
-static const char dk_values[] = "0=route";
-static const char do_values[] = "0=enqueued,1=rejected_admission,2=rejected_overload";
+static const char dk_values[] = "0=route,1=copy";
+static const char do_values[] =
+	"0=ok (route: enqueued; copy: started),1=rejected_admission,2=rejected_overload,3=refused";
 static const col_t dec_cols[] = {
 	DC(t_ns, C_I64, "ns", NULL),
 	DC(kind, C_I32, "", dk_values),
 	DC(outcome, C_I32, "", do_values),
 	DC(id, C_U64, "", NULL),
 	DC(chosen, C_I32, "", NULL),
-	DC(hinted, C_I32, "", "0=router,1=replication policy's route hint"),
+	DC(hinted, C_I32, "", "route: 1=replication policy's route hint; copy: 1=background"),
 	DC(n_options, C_U32, "instances", NULL),
 	DC(chosen_matched, C_U32, "blocks", NULL),
-	DC(chosen_est_ns, C_I64, "ns", NULL),
-	DC(best_est_ns, C_I64, "ns", NULL),
-	DC(regret_ns, C_I64, "ns", NULL),
+	DC(src, C_I32, "", "-1=none (route)"),
+	DC(blocks, C_U32, "blocks", NULL),
+	DC(prefix, C_U64, "", "0=none"),
+	DC(chosen_est_ns, C_I64, "ns", "-1=none (copy)"),
+	DC(best_est_ns, C_I64, "ns", "-1=none (copy)"),
+	DC(regret_ns, C_I64, "ns", "-1=none (copy)"),
 	DC(opt0_inst, C_I32, "", "-1=none"),
 	DC(opt1_inst, C_I32, "", "-1=none"),
 	DC(opt2_inst, C_I32, "", "-1=none"),
@@ -123,7 +127,7 @@ static const table_t t_tl = {"timeline", tl_cols, NCOLS(tl_cols), sizeof(res_sam
 			     "per instance and per link, sampled: a step function per series, "
 			     "values holding until its next row (output.timeline)"};
 static const table_t t_dec = {"decisions", dec_cols, NCOLS(dec_cols), sizeof(res_decision_t),
-			      "one row per routing decision (output.decisions): scores are the "
+			      "one row per routing decision and per policy copy (output.decisions): route scores are the "
 			      "estimated TTFT min_ttft minimises, whichever router decided; "
 			      "regret_ns = chosen_est_ns - best_est_ns"};
 

@@ -215,8 +215,13 @@ static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32
 		return POL_COPY_REFUSED;
 	/* background copies are speculative replicas; foreground ones are
 	 * fetches a policy makes for a request (kept, not speculative) */
-	return sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
-			      cls == POL_BG, 1, NULL, id);
+	int rc = sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
+				cls == POL_BG, 1, NULL, id);
+	if (rc >= 0 && s->dec &&
+	    sim_dec_copy(s->dec, b, n, src, dst, cls == POL_BG, rc, rc == POL_COPY_OK ? *id : 0,
+			 ev_engine_now(s->eng)))
+		return err_set(s->err, KS_ENOMEM, "out of memory");
+	return rc;
 }
 
 static int a_cancel(void *ctx, uint64_t id)

@@ -61,9 +61,10 @@ int sim_dec_route(sim_dec_t *d, const pol_view_t *v, const pol_req_t *q, uint32_
 			top[j] = (int32_t)i;
 	}
 	res_decision_t *r = &res->dec[res->n_dec++];
-	*r = (res_decision_t){.t_ns = now_ns, .kind = DEC_ROUTE, .outcome = DEC_OUT_ENQUEUED,
+	*r = (res_decision_t){.t_ns = now_ns, .kind = DEC_ROUTE, .outcome = DEC_OUT_OK,
 			      .id = q->id, .chosen = (int32_t)chosen, .hinted = hinted != 0,
-			      .n_options = n, .chosen_matched = d->m[chosen],
+			      .n_options = n, .chosen_matched = d->m[chosen], .src = -1,
+			      .blocks = q->n_blocks, .prefix = q->n_blocks ? q->blocks[0] : 0,
 			      .chosen_est_ns = d->est[chosen], .best_est_ns = d->est[top[0]]};
 	r->regret_ns = r->chosen_est_ns - r->best_est_ns;
 	int32_t *oi[DEC_TOP_K] = {&r->opt0_inst, &r->opt1_inst, &r->opt2_inst, &r->opt3_inst};
@@ -72,6 +73,21 @@ int sim_dec_route(sim_dec_t *d, const pol_view_t *v, const pol_req_t *q, uint32_
 		*oi[j] = j < k ? top[j] : -1;
 		*os[j] = j < k ? d->est[top[j]] : -1;
 	}
+	return 0;
+}
+
+int sim_dec_copy(sim_dec_t *d, const uint64_t *blocks, uint32_t n, uint32_t src, uint32_t dst,
+                 int background, int rc, uint64_t copy_id, int64_t now_ns)
+{
+	sim_results_t *res = d->res;
+	if (VEC_GROW(res->dec, res->cap_dec, res->n_dec + 1, 1024))
+		return KS_ENOMEM;
+	res->dec[res->n_dec++] = (res_decision_t){
+	    .t_ns = now_ns, .kind = DEC_COPY, .outcome = rc == POL_COPY_OK ? DEC_OUT_OK : DEC_OUT_REFUSED,
+	    .id = rc == POL_COPY_OK ? copy_id : 0, .chosen = (int32_t)dst, .hinted = background != 0,
+	    .src = (int32_t)src, .blocks = n, .prefix = n ? blocks[0] : 0, .chosen_est_ns = -1,
+	    .best_est_ns = -1, .regret_ns = -1, .opt0_inst = -1, .opt1_inst = -1, .opt2_inst = -1,
+	    .opt3_inst = -1, .opt0_score = -1, .opt1_score = -1, .opt2_score = -1, .opt3_score = -1};
 	return 0;
 }
 
