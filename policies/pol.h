@@ -183,6 +183,14 @@ typedef struct pol_req {
 	int64_t slo_ttft_ns; /* 0: none */
 } pol_req_t;
 
+/* The TTFT that min_ttft minimises for r on instance i, ns (Mooncake,
+ * Qin et al., FAST '25, Algorithm 1): queue_delay_ns + min(prefill with
+ * i's own prefix m[i], transfer of the best prefix rbest from its nearest
+ * holder + prefill with it). m: r's matched blocks on every instance of v;
+ * rbest: their maximum. The decision trace (output.decisions) reads it too. */
+int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t *m,
+                         uint32_t rbest, uint32_t i, int64_t queue_delay_ns);
+
 typedef enum pol_class { POL_FG = 0, POL_BG = 1 } pol_class_t;
 
 typedef struct pol_spec_stats pol_spec_stats_t;

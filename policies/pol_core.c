@@ -166,6 +166,29 @@ uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t 
 	return k;
 }
 
+int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t *m,
+                         uint32_t rbest, uint32_t i, int64_t queue_delay_ns)
+{
+	uint32_t B = v->block_tokens;
+	uint64_t c = (uint64_t)m[i] * B, cb = (uint64_t)rbest * B;
+	int64_t t = v->prefill_ns(v->ctx, i, r->input_tokens > c ? r->input_tokens - c : 0, c);
+	if (rbest > m[i]) {
+		/* the best remote prefix from its nearest holder, so no
+		 * holder's index decides which instances look close */
+		int64_t tx = INT64_MAX;
+		for (uint32_t h = 0; h < v->n_inst; h++)
+			if (m[h] == rbest) {
+				int64_t th = v->xfer_ns(v->ctx, h, i, rbest - m[i]);
+				tx = th < tx ? th : tx;
+			}
+		int64_t tf = tx + v->prefill_ns(v->ctx, i,
+		                                r->input_tokens > cb ? r->input_tokens - cb : 0, cb);
+		if (tf < t)
+			t = tf;
+	}
+	return t + queue_delay_ns;
+}
+
 /* ---- eviction order ------------------------------------------------------ */
 
 int pol_evict_cmp(const struct pol_eviction_ops *ops, const void *st, const pol_block_meta_t *a,

@@ -531,7 +531,7 @@ static int mt_init(const void *params, uint64_t seed, void **state, err_t *e)
 static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	mt_state_t *s = st;
-	uint32_t B = v->block_tokens, rbest;
+	uint32_t rbest;
 	const uint32_t *m = rt_matches(&s->b, v, r, v->match, &rbest);
 	if (!m)
 		return KS_ENOMEM;
@@ -540,22 +540,7 @@ static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
-		int64_t t = v->prefill_ns(v->ctx, i, new_tokens(r, m[i], B), (uint64_t)m[i] * B);
-		if (rbest > m[i]) {
-			/* the best remote prefix from its nearest holder, so no
-			 * holder's index decides which instances look close */
-			int64_t tx = INT64_MAX;
-			for (uint32_t h = 0; h < v->n_inst; h++)
-				if (m[h] == rbest) {
-					int64_t th = v->xfer_ns(v->ctx, h, i, rbest - m[i]);
-					tx = th < tx ? th : tx;
-				}
-			int64_t tf = tx + v->prefill_ns(v->ctx, i, new_tokens(r, rbest, B),
-			                                (uint64_t)rbest * B);
-			if (tf < t)
-				t = tf;
-		}
-		t += x.queue_delay_ns;
+		int64_t t = pol_view_ttft_ns(v, r, m, rbest, i, x.queue_delay_ns);
 		pol_pick_offer(&pk, i, (double)t, pol_inst_load(&x));
 	}
 	*inst = pk.inst;

@@ -69,6 +69,37 @@ typedef struct res_sample {
 	double util_fg, util_bg; /* link utilisation by class, 0..1 */
 } res_sample_t;
 
+/* One /decisions row (output.decisions; sim/run/sim_decisions.h): a
+ * routing decision (DEC_ROUTE) or a copy a policy asked for (DEC_COPY);
+ * evictions and admissions are not recorded yet. A route's estimates are
+ * the TTFT min_ttft minimises (pol_view_ttft_ns) as the routers' view gave
+ * it at the decision, whichever router decided; a copy's are -1.
+ * DEC_OUT_*: what became of it (OK: routed and enqueued, or copy started). */
+enum { DEC_ROUTE = 0, DEC_COPY = 1 };
+enum { DEC_OUT_OK = 0, DEC_OUT_REJECTED_ADMISSION = 1, DEC_OUT_REJECTED_OVERLOAD = 2,
+       DEC_OUT_REFUSED = 3 };
+enum { DEC_TOP_K = 4 };
+typedef struct res_decision {
+	int64_t t_ns;
+	int32_t kind;           /* DEC_* */
+	int32_t outcome;        /* DEC_OUT_* */
+	uint64_t id;            /* route: request id; copy: the id the policy got, 0 if refused */
+	int32_t chosen;         /* route: its instance; copy: the destination */
+	int32_t hinted;         /* route: 1 when the replication policy's hint chose;
+	                         * copy: 1 background (speculative), 0 foreground */
+	uint32_t n_options;     /* route: instances to choose among; copy: 0 */
+	uint32_t chosen_matched; /* route: prompt blocks matched at chosen; copy: 0 */
+	int32_t src;            /* copy: the source instance; route: -1 */
+	uint32_t blocks;        /* route: the prompt's full blocks; copy: blocks asked */
+	uint64_t prefix;        /* the first block's chained id (0: none) */
+	int64_t chosen_est_ns, best_est_ns;
+	int64_t regret_ns;      /* chosen_est_ns - best_est_ns, >= 0 */
+	/* the DEC_TOP_K options with the lowest estimates, lowest first (ties
+	 * by instance index); -1 past n_options */
+	int32_t opt0_inst, opt1_inst, opt2_inst, opt3_inst;
+	int64_t opt0_score, opt1_score, opt2_score, opt3_score; /* their estimates, ns */
+} res_decision_t;
+
 typedef struct res_metric {
 	char name[48];
 	char unit[16];
@@ -82,6 +113,8 @@ typedef struct sim_results {
 	res_transfer_t *xfer; size_t n_xfer, cap_xfer;
 	res_sample_t *tl;     size_t n_tl, cap_tl;
 	res_metric_t *metric; size_t n_metric, cap_metric;
+	res_decision_t *dec;  size_t n_dec, cap_dec;
+	int decisions;        /* output.decisions: /decisions is written (0 rows too) */
 	char *config_text;    /* resolved config (cfg_text) */
 	uint64_t seed;
 	char trace_path[1024];

@@ -82,6 +82,34 @@ static const col_t tl_cols[] = {
 	TL(util_fg, C_F64, "fraction", NULL),
 	TL(util_bg, C_F64, "fraction", NULL),
 };
+#define DC(f, k, u, v) {#f, offsetof(res_decision_t, f), k, u, v}
+static const char dk_values[] = "0=route,1=copy";
+static const char do_values[] =
+	"0=ok (route: enqueued; copy: started),1=rejected_admission,2=rejected_overload,3=refused";
+static const col_t dec_cols[] = {
+	DC(t_ns, C_I64, "ns", NULL),
+	DC(kind, C_I32, "", dk_values),
+	DC(outcome, C_I32, "", do_values),
+	DC(id, C_U64, "", NULL),
+	DC(chosen, C_I32, "", NULL),
+	DC(hinted, C_I32, "", "route: 1=replication policy's route hint; copy: 1=background"),
+	DC(n_options, C_U32, "instances", NULL),
+	DC(chosen_matched, C_U32, "blocks", NULL),
+	DC(src, C_I32, "", "-1=none (route)"),
+	DC(blocks, C_U32, "blocks", NULL),
+	DC(prefix, C_U64, "", "0=none"),
+	DC(chosen_est_ns, C_I64, "ns", "-1=none (copy)"),
+	DC(best_est_ns, C_I64, "ns", "-1=none (copy)"),
+	DC(regret_ns, C_I64, "ns", "-1=none (copy)"),
+	DC(opt0_inst, C_I32, "", "-1=none"),
+	DC(opt1_inst, C_I32, "", "-1=none"),
+	DC(opt2_inst, C_I32, "", "-1=none"),
+	DC(opt3_inst, C_I32, "", "-1=none"),
+	DC(opt0_score, C_I64, "ns", "-1=none"),
+	DC(opt1_score, C_I64, "ns", "-1=none"),
+	DC(opt2_score, C_I64, "ns", "-1=none"),
+	DC(opt3_score, C_I64, "ns", "-1=none"),
+};
 #define NCOLS(a) (sizeof a / sizeof a[0])
 
 typedef struct table {
@@ -98,6 +126,10 @@ static const table_t t_xfer = {"transfers", xfer_cols, NCOLS(xfer_cols),
 static const table_t t_tl = {"timeline", tl_cols, NCOLS(tl_cols), sizeof(res_sample_t),
 			     "per instance and per link, sampled: a step function per series, "
 			     "values holding until its next row (output.timeline)"};
+static const table_t t_dec = {"decisions", dec_cols, NCOLS(dec_cols), sizeof(res_decision_t),
+			      "one row per routing decision and per policy copy (output.decisions): route scores are the "
+			      "estimated TTFT min_ttft minimises, whichever router decided; "
+			      "regret_ns = chosen_est_ns - best_est_ns"};
 
 static hid_t kind_mem(int k)
 {
@@ -471,6 +503,8 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 		step = "/transfers";
 	else if ((errno = 0, write_table(f, &t_tl, r->tl, r->n_tl, &o) < 0))
 		step = "/timeline";
+	else if (r->decisions && (errno = 0, write_table(f, &t_dec, r->dec, r->n_dec, &o) < 0))
+		step = "/decisions";
 	else if ((errno = 0, write_summary(f, r, &o) < 0))
 		step = "/summary";
 	else if ((errno = 0, write_config(f, r->config_text) < 0))
@@ -624,6 +658,11 @@ int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
 		step = "/timeline";
 	if (!step)
 		r->tl = rows;
+	r->decisions = !step && H5Lexists(f, "decisions", H5P_DEFAULT) > 0;
+	if (r->decisions && read_table(f, &t_dec, &rows, &r->n_dec) < 0)
+		step = "/decisions";
+	if (!step && r->decisions)
+		r->dec = rows;
 	if (!step && read_metrics(f, r) < 0)
 		step = "/summary/metrics";
 	if (!step) {

@@ -6,6 +6,8 @@
  *   /transfers  compound, members named as res_transfer_t fields (the
  *               schedule gpu_validation replays; read it by member name)
  *   /timeline   compound, members named as res_sample_t fields
+ *   /decisions  compound, members named as res_decision_t fields; only
+ *               when the run had output.decisions on (r->decisions)
  *   /summary    group: one float64 attribute per metric, named as the
  *               metric, and a string attribute "unit.<metric>" beside it;
  *               also /summary/metrics, a table (name S48, unit S16, value

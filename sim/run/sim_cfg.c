@@ -308,6 +308,13 @@ const cfg_tkey_t out_cfg_keys[] = {
 	 "ui.perfetto.dev); empty: none; --trace-events overrides it; results are the same "
 	 "either way (own choice: off, as the file grows with the run)", NULL},
 	 AT(STR, trace_events)},
+	{{"output", "decisions", CFG_BOOL, "false", 0, 0, NULL, "",
+	 "write /decisions: a row per routing decision with the chosen instance, the four "
+	 "options of lowest estimated TTFT (min_ttft's estimate, Mooncake FAST '25 Alg. 1) and "
+	 "the regret, chosen minus best estimate (sim/run/sim_decisions.h); results are the "
+	 "same either way (own choice: off, as it costs a scan of every instance per request)",
+	 NULL},
+	 AT(BOOL, decisions)},
 };
 #undef AT
 #undef AT_ENUM

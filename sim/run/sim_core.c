@@ -17,6 +17,7 @@
 #include "sim/run/metrics.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_decisions.h"
 #include "sim/run/sim_disagg.h"
 #include "sim/run/sim_int.h"
 
@@ -214,8 +215,13 @@ static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32
 		return POL_COPY_REFUSED;
 	/* background copies are speculative replicas; foreground ones are
 	 * fetches a policy makes for a request (kept, not speculative) */
-	return sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
-			      cls == POL_BG, 1, NULL, id);
+	int rc = sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
+				cls == POL_BG, 1, NULL, id);
+	if (rc >= 0 && s->dec &&
+	    sim_dec_copy(s->dec, b, n, src, dst, cls == POL_BG, rc, rc == POL_COPY_OK ? *id : 0,
+			 ev_engine_now(s->eng)))
+		return err_set(s->err, KS_ENOMEM, "out of memory");
+	return rc;
 }
 
 static int a_cancel(void *ctx, uint64_t id)
@@ -359,6 +365,9 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 		if (rc != POL_ACCEPT)
 			return rc;
 	}
+	/* the trace reads the view as the router just did */
+	if (s->dec && sim_dec_route(s->dec, &s->route_view, q, *inst, hinted, q->arrival_ns))
+		return err_set(s->err, KS_ENOMEM, "out of memory");
 	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
 	rc = ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
 	if (hinted && rc == POL_ACCEPT)
@@ -405,10 +414,14 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		uint32_t inst = 0;
 		rc = route_request(s, &q, &inst);
 		if (rc == POL_REJECT) {
+			if (s->dec) /* by admission, when the router had chosen */
+				sim_dec_outcome(s->dec, a->id, DEC_OUT_REJECTED_ADMISSION);
 			rc = cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
 						     REQ_REJECTED_SLO);
 		} else if (rc == POL_ACCEPT && s->max_pending &&
 			   s->cl.inst[inst].n_wait >= s->max_pending) {
+			if (s->dec)
+				sim_dec_outcome(s->dec, a->id, DEC_OUT_REJECTED_OVERLOAD);
 			rc = overload_reject(s, a, inst, now);
 		} else if (rc == POL_ACCEPT) {
 			sim_req_t *r;
@@ -1061,6 +1074,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (sp->out.oracle_bound && !(s->bound = bound_new(s->cl.p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
+	if (sp->out.decisions && !(s->dec = sim_dec_new(s->res)))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
 	s->tl_every = sp->out.timeline == SIM_TL_EVERY;
 	if (!s->tl_every && (rc = tl_alloc(s)))
@@ -1190,6 +1205,7 @@ static void ctx_free(sim_ctx_t *s)
 	sim_load_free(s->load);
 	fcast_free(s->fc);
 	bound_free(s->bound);
+	sim_dec_free(s->dec);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
 	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,

@@ -188,6 +188,7 @@ typedef struct sim_ctx {
 	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);
 	uint64_t handoff_bytes; /* moved by handoff flows (disagg.handoff_bytes) */
 	struct bound_stream *bound; /* output.oracle_bound: the block streams; NULL: off */
+	struct sim_dec *dec; /* output.decisions: the decision trace; NULL: off */
 	/* the timeline observer (sim_run_opts_t.trace; NULL: none), its first
 	 * error, and the instances touched since the last event (sim_touch) */
 	const sim_trace_sink_t *trace;

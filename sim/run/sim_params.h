@@ -48,6 +48,7 @@ typedef struct sim_out_params {
 	int oracle_bound; /* record the block streams, report bound.* (sim/run/bound.h) */
 	double bound_bw_gbps; /* the placement bound's copy budget per instance, 1e9 B/s; 0: none */
 	const char *trace_events; /* "": none (sim/out/out_trace_events.h) */
+	int decisions; /* a /decisions row per routing decision (sim/run/sim_decisions.h) */
 } sim_out_params_t;
 
 typedef struct sim_params {
