@@ -1006,7 +1006,9 @@ static int peer_best(const sim_ctx_t *s, const sim_req_t *r, uint32_t dst, uint3
 	*best = ml;
 	for (uint32_t j = 0; j < n; j++) {
 		uint32_t i = cand ? cand[j] : j;
-		if (i == dst)
+		/* a decode instance's prefix cache serves its own handoffs, not
+		 * peer fetches (it is outside the holders index: holders_note) */
+		if (i == dst || s->cl.inst[i].role == CL_ROLE_DECODE)
 			continue;
 		uint32_t m = kv_match(s->cl.inst[i].kv, r->blocks, r->n_blocks);
 		if (m > *best || (found && m == *best && m > ml && node_of(s, (int32_t)i) == dnode &&

@@ -225,7 +225,8 @@ int sim_tiers_finish(sim_ctx_t *s, sim_results_t *res, double kb[][2], double kt
 		return 0;
 	/* a request fetches at most once (at its routing): its tok_host is
 	 * from the tier recorded for it, if any */
-	qsort(t->fetch, t->n_fetch, sizeof *t->fetch, fetch_cmp);
+	if (t->n_fetch) /* qsort's array may not be NULL, even when empty */
+		qsort(t->fetch, t->n_fetch, sizeof *t->fetch, fetch_cmp);
 	double tok[2] = {0, 0};
 	for (size_t i = 0; t->n_fetch && i < res->n_req; i++) {
 		tier_fetch_t key = {res->req[i].id, 0};
