@@ -124,6 +124,15 @@ def load_experiments(out, study):
             data[exp], why[exp] = None, "absent (no %s/catalog.sqlite)" % exp
         else:
             df = kr.load(os.path.join(out, exp))
+            # a catalog keeps the rows of points an older revision ran and
+            # the current grid no longer names (a new config key changes
+            # every point's id): only the study's own revision counts
+            rev = str(study.get("revision") or "").split("-")[0]
+            if rev and "git_rev" in df.columns:
+                own = df["git_rev"].astype(str).str.startswith(rev)
+                if own.any() and not own.all():
+                    df = df[own].copy()
+                    df.attrs.update(kr.load(os.path.join(out, exp)).attrs)
             data[exp] = df if len(df) else None
             if df.empty:
                 why[exp] = "no done runs in its catalog"
