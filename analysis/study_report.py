@@ -131,8 +131,9 @@ def load_experiments(out, study):
             if rev and "git_rev" in df.columns:
                 own = df["git_rev"].astype(str).str.startswith(rev)
                 if own.any() and not own.all():
+                    attrs = dict(df.attrs)
                     df = df[own].copy()
-                    df.attrs.update(kr.load(os.path.join(out, exp)).attrs)
+                    df.attrs.update(attrs)
             data[exp] = df if len(df) else None
             if df.empty:
                 why[exp] = "no done runs in its catalog"

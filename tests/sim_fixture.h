@@ -9,11 +9,13 @@
 #include "sim/run/sim.h"
 
 /* Runs CONFIG (NULL: the built-in default experiment) with n --set
- * overrides, on src's requests (NULL: the config's trace); the caller frees
- * the results with sim_results_free. */
-__attribute__((unused)) static sim_results_t sf_run_source(const char *config,
-                                                           const char *const *sets, int n,
-                                                           sim_source_t *src)
+ * overrides, on src's requests (NULL: the config's trace) and with the run
+ * options o (NULL: none); the caller frees the results with
+ * sim_results_free. */
+__attribute__((unused)) static sim_results_t sf_run_opts(const char *config,
+                                                         const char *const *sets, int n,
+                                                         sim_source_t *src,
+                                                         const sim_run_opts_t *o)
 {
 	cfg_t *cfg = NULL;
 	err_t e = {0};
@@ -22,12 +24,20 @@ __attribute__((unused)) static sim_results_t sf_run_source(const char *config,
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
 	sim_results_t r;
-	rc = src ? sim_run_source(cfg, src, &r, &e) : sim_run(cfg, &r, &e);
+	rc = src ? sim_run_source_opts(cfg, NULL, src, o, &r, &e) : sim_run_opts(cfg, NULL, o, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
 	cli_config_free(cfg);
 	return r;
+}
+
+/* sf_run_opts without run options. */
+__attribute__((unused)) static sim_results_t sf_run_source(const char *config,
+                                                           const char *const *sets, int n,
+                                                           sim_source_t *src)
+{
+	return sf_run_opts(config, sets, n, src, NULL);
 }
 
 __attribute__((unused)) static sim_results_t sf_run(const char *config, const char *const *sets,

@@ -14,28 +14,15 @@
 #include "tests/test_main.h"
 
 #include "sim/base/results.h"
-#include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
-
-static sim_results_t run(const char **sets, int n)
-{
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	if (cli_load_config(NULL, sets, n, &cfg, &e))
-		fail_msg("%s", e.msg);
-	sim_results_t r;
-	if (sim_run(cfg, &r, &e))
-		fail_msg("%s", e.msg);
-	cli_config_free(cfg);
-	return r;
-}
+#include "tests/sim_fixture.h"
 
 static void test_nospec_ttft_is_the_mean_over_requests_without_a_spec_hit(void **st)
 {
 	(void)st;
 	const char *sets[] = {"policy.replication.name=speculative", "policy.predictor.name=oracle",
 	                      "experiment.until_s=60"};
-	sim_results_t r = run(sets, 3);
+	sim_results_t r = sf_run(NULL, sets, 3);
 	double sum = 0;
 	size_t n = 0, served = 0;
 	for (size_t i = 0; i < r.n_req; i++) {
@@ -61,7 +48,7 @@ static void test_nospec_ttft_equals_ttft_without_replication(void **st)
 {
 	(void)st;
 	const char *sets[] = {"policy.replication.name=none", "experiment.until_s=30"};
-	sim_results_t r = run(sets, 2);
+	sim_results_t r = sf_run(NULL, sets, 2);
 	static const char *q[] = {"mean", "p50", "p90", "p95", "p99"};
 	for (size_t k = 0; k < 5; k++) {
 		char a[64], b[64];

@@ -19,6 +19,7 @@
 #include "sim/out/out_trace_events.h"
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
+#include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 
 /* The default experiment with speculative copies (links carry flows). */
@@ -37,19 +38,9 @@ typedef struct run {
 static void run_cfg(const char *const *sets, int n, const sim_trace_sink_t *sink,
 		    sim_results_t *r)
 {
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	int rc = cli_load_config(NULL, sets, n, &cfg, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
 	sim_run_opts_t o = {0};
 	o.trace = sink;
-	rc = sim_run_opts(cfg, NULL, &o, r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
-	cli_config_free(cfg);
+	*r = sf_run_opts(NULL, sets, n, NULL, &o);
 }
 
 /* Runs the sets with a trace file and parses it. */
