@@ -70,12 +70,16 @@ typedef struct res_sample {
 } res_sample_t;
 
 /* One /decisions row (output.decisions; sim/run/sim_decisions.h): a
- * routing decision (DEC_ROUTE) or a copy a policy asked for (DEC_COPY);
- * evictions and admissions are not recorded yet. A route's estimates are
- * the TTFT min_ttft minimises (pol_view_ttft_ns) as the routers' view gave
- * it at the decision, whichever router decided; a copy's are -1.
- * DEC_OUT_*: what became of it (OK: routed and enqueued, or copy started). */
-enum { DEC_ROUTE = 0, DEC_COPY = 1 };
+ * routing decision (DEC_ROUTE), a copy a policy asked for (DEC_COPY), a
+ * block a KV store evicted (DEC_EVICT) or an admission policy's verdict
+ * (DEC_ADMIT). A route's estimates are the TTFT min_ttft minimises
+ * (pol_view_ttft_ns) as the routers' view gave it at the decision,
+ * whichever router decided; an admission's chosen_est_ns is its route
+ * row's; copy and eviction rows carry -1 estimates.
+ * DEC_OUT_*: what became of it (OK: routed and enqueued, copy started,
+ * block evicted, request admitted). A field a kind does not use is -1
+ * (signed) or 0. */
+enum { DEC_ROUTE = 0, DEC_COPY = 1, DEC_EVICT = 2, DEC_ADMIT = 3 };
 enum { DEC_OUT_OK = 0, DEC_OUT_REJECTED_ADMISSION = 1, DEC_OUT_REJECTED_OVERLOAD = 2,
        DEC_OUT_REFUSED = 3 };
 enum { DEC_TOP_K = 4 };
@@ -83,21 +87,39 @@ typedef struct res_decision {
 	int64_t t_ns;
 	int32_t kind;           /* DEC_* */
 	int32_t outcome;        /* DEC_OUT_* */
-	uint64_t id;            /* route: request id; copy: the id the policy got, 0 if refused */
-	int32_t chosen;         /* route: its instance; copy: the destination */
+	uint64_t id;            /* route, admit: request id; copy: the id the policy got, 0
+	                         * if refused; evict: 0 */
+	int32_t chosen;         /* route, admit: its instance; copy: the destination;
+	                         * evict: the instance (tier HBM), the node (host, NVMe),
+	                         * 0 (pool) */
 	int32_t hinted;         /* route: 1 when the replication policy's hint chose;
 	                         * copy: 1 background (speculative), 0 foreground */
-	uint32_t n_options;     /* route: instances to choose among; copy: 0 */
-	uint32_t chosen_matched; /* route: prompt blocks matched at chosen; copy: 0 */
-	int32_t src;            /* copy: the source instance; route: -1 */
-	uint32_t blocks;        /* route: the prompt's full blocks; copy: blocks asked */
-	uint64_t prefix;        /* the first block's chained id (0: none) */
+	uint32_t n_options;     /* route: instances to choose among; otherwise 0 */
+	uint32_t chosen_matched; /* route: prompt blocks matched at chosen; evict: the
+	                          * block's hits (times a request matched it) */
+	int32_t src;            /* copy: the source instance; otherwise -1 */
+	uint32_t blocks;        /* route, admit: the prompt's full blocks; copy: blocks
+	                         * asked; evict: 1 */
+	uint64_t prefix;        /* route, copy, admit: the first block's chained id (0:
+	                         * none); evict: the evicted block's id */
 	int64_t chosen_est_ns, best_est_ns;
 	int64_t regret_ns;      /* chosen_est_ns - best_est_ns, >= 0 */
 	/* the DEC_TOP_K options with the lowest estimates, lowest first (ties
 	 * by instance index); -1 past n_options */
 	int32_t opt0_inst, opt1_inst, opt2_inst, opt3_inst;
 	int64_t opt0_score, opt1_score, opt2_score, opt3_score; /* their estimates, ns */
+	int32_t tier;           /* evict: the store's tier (0 HBM, 1 host, 2 NVMe, 3 pool,
+	                         * sim/run/sim_tiers.h); otherwise -1 */
+	uint32_t depth;         /* evict: the block's position in its prefix (0 = first) */
+	int32_t spec;           /* evict: 1 when it came by a speculative copy and no
+	                         * request used it (a used replica's block reads 0) */
+	int32_t used;           /* evict: 1 when a request matched it (hits > 0) */
+	int64_t age_ns;         /* evict: now - its last use; otherwise -1 */
+	double score;           /* evict: the eviction policy's priority of the victim
+	                         * (lowest goes first; LRU: its last use, ns); admit: the
+	                         * admission's estimate, ns (sim_decisions.h); otherwise -1 */
+	int64_t slo_ns;         /* admit: the request's TTFT SLO (<= 0: none); otherwise -1 */
+	uint64_t seq;           /* evict: the store's evictions before this one (kv_stats) */
 } res_decision_t;
 
 typedef struct res_metric {

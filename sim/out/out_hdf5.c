@@ -83,9 +83,11 @@ static const col_t tl_cols[] = {
 	TL(util_bg, C_F64, "fraction", NULL),
 };
 #define DC(f, k, u, v) {#f, offsetof(res_decision_t, f), k, u, v}
-static const char dk_values[] = "0=route,1=copy";
+static const char dk_values[] = "0=route,1=copy,2=evict,3=admit";
 static const char do_values[] =
-	"0=ok (route: enqueued; copy: started),1=rejected_admission,2=rejected_overload,3=refused";
+	"0=ok (route: enqueued; copy: started; evict: evicted; admit: admitted),1=rejected_admission,"
+	"2=rejected_overload,3=refused";
+static const char dt_values[] = "-1=none (not evict),0=hbm,1=host,2=nvme,3=pool";
 static const col_t dec_cols[] = {
 	DC(t_ns, C_I64, "ns", NULL),
 	DC(kind, C_I32, "", dk_values),
@@ -95,12 +97,12 @@ static const col_t dec_cols[] = {
 	DC(hinted, C_I32, "", "route: 1=replication policy's route hint; copy: 1=background"),
 	DC(n_options, C_U32, "instances", NULL),
 	DC(chosen_matched, C_U32, "blocks", NULL),
-	DC(src, C_I32, "", "-1=none (route)"),
+	DC(src, C_I32, "", "-1=none (route, evict, admit)"),
 	DC(blocks, C_U32, "blocks", NULL),
 	DC(prefix, C_U64, "", "0=none"),
-	DC(chosen_est_ns, C_I64, "ns", "-1=none (copy)"),
-	DC(best_est_ns, C_I64, "ns", "-1=none (copy)"),
-	DC(regret_ns, C_I64, "ns", "-1=none (copy)"),
+	DC(chosen_est_ns, C_I64, "ns", "-1=none (copy, evict)"),
+	DC(best_est_ns, C_I64, "ns", "-1=none (copy, evict, admit)"),
+	DC(regret_ns, C_I64, "ns", "-1=none (copy, evict, admit)"),
 	DC(opt0_inst, C_I32, "", "-1=none"),
 	DC(opt1_inst, C_I32, "", "-1=none"),
 	DC(opt2_inst, C_I32, "", "-1=none"),
@@ -109,6 +111,14 @@ static const col_t dec_cols[] = {
 	DC(opt1_score, C_I64, "ns", "-1=none"),
 	DC(opt2_score, C_I64, "ns", "-1=none"),
 	DC(opt3_score, C_I64, "ns", "-1=none"),
+	DC(tier, C_I32, "", dt_values),
+	DC(depth, C_U32, "blocks", NULL),
+	DC(spec, C_I32, "", "evict: 1=speculative copy never used"),
+	DC(used, C_I32, "", "evict: 1=matched by a request"),
+	DC(age_ns, C_I64, "ns", "-1=none (not evict)"),
+	DC(score, C_F64, "", "evict: eviction priority (lru: last use, ns); admit: estimate, ns; -1=none"),
+	DC(slo_ns, C_I64, "ns", "-1=none (not admit)"),
+	DC(seq, C_U64, "", "evict: the store's evictions before this one"),
 };
 #define NCOLS(a) (sizeof a / sizeof a[0])
 
@@ -127,9 +137,9 @@ static const table_t t_tl = {"timeline", tl_cols, NCOLS(tl_cols), sizeof(res_sam
 			     "per instance and per link, sampled: a step function per series, "
 			     "values holding until its next row (output.timeline)"};
 static const table_t t_dec = {"decisions", dec_cols, NCOLS(dec_cols), sizeof(res_decision_t),
-			      "one row per routing decision and per policy copy (output.decisions): route scores are the "
-			      "estimated TTFT min_ttft minimises, whichever router decided; "
-			      "regret_ns = chosen_est_ns - best_est_ns"};
+			      "one row per routing decision, policy copy, evicted KV block and admission call "
+			      "(output.decisions): route scores are the estimated TTFT min_ttft minimises, "
+			      "whichever router decided; regret_ns = chosen_est_ns - best_est_ns"};
 
 static hid_t kind_mem(int k)
 {

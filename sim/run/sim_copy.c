@@ -18,6 +18,7 @@
 #include "models/mdl_xfer.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_decisions.h"
 #include "sim/run/sim_holders.h"
 #include "sim/run/sim_int.h"
 #include "sim/run/sim_tiers.h"
@@ -1142,6 +1143,14 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
+	if (s->dec) { /* the store counts this eviction after the call */
+		const struct pol_eviction_ops *eo =
+			POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops);
+		double score = pol_eviction_is_lru(eo) ? (double)b->last_use
+		                                       : sim_evict_prio(h, b, now);
+		sim_dec_evict(s->dec, SIM_TIER_HBM, (int32_t)h->inst, b, score,
+		              kv_stats(s->cl.inst[h->inst].kv).evictions, now);
+	}
 	if (b->spec)
 		spec_block_gone(s, b, now);
 	if (s->fc)
@@ -1155,9 +1164,13 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 
 void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
-	(void)now;
 	const sim_tier_hook_t *h = ctx;
-	tier_offload(h->s, h->where, b->id);
+	sim_ctx_t *s = h->s;
+	if (s->dec) /* the tiers are LRU: the last use is the score */
+		sim_dec_evict(s->dec, (int)sim_tier_of(s, h->where),
+		              (int32_t)sim_tier_node(s, h->where), b, (double)b->last_use,
+		              kv_stats(sim_tier_store(s, h->where)).evictions, now);
+	tier_offload(s, h->where, b->id);
 }
 
 static int count_spec_left(void *ctx, const kv_block_info_t *b)

@@ -242,7 +242,7 @@ static int a_mark_spec(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
 
 /* ---- eviction order from the eviction policy ----------------------------- */
 
-static double evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
+double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	(void)now;
 	hook_t *h = ctx;
@@ -372,6 +372,8 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
 	rc = ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
+	if (rc >= 0 && s->dec && sim_dec_admit(s->dec, ad, &s->view, q, *inst, rc, q->arrival_ns))
+		return err_set(s->err, KS_ENOMEM, "out of memory");
 	if (hinted && rc == POL_ACCEPT)
 		s->spec.hint_routed++; /* so copy gains and hint gains can be told apart */
 	return rc;
@@ -1029,7 +1031,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return err_set(e, KS_ENOMEM, "out of memory");
 	/* LRU eviction needs no priority call: the store keeps its order */
 	kv_prio_fn prio = pol_eviction_is_lru(POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops))
-	                      ? NULL : evict_prio;
+	                      ? NULL : sim_evict_prio;
 	for (uint32_t i = 0; i < p.n_instances; i++) {
 		s->hooks[i] = (hook_t){s, i};
 		kv_store_set_policy(s->cl.inst[i].kv, prio, sim_on_evict, &s->hooks[i]);

@@ -262,6 +262,9 @@ int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t fir
 int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
 /* Fetch-or-recompute for a request just routed to dst (before enqueueing). */
 int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
+/* The eviction policy's priority of block b at an instance store (ctx: its
+ * hook_t), the store's kv_prio_fn when the policy is not LRU. */
+double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now);
 /* Eviction hook of instance stores (offload to host, replica accounting). */
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 /* Eviction hook of the stores below HBM (ctx: a sim_tier_hook_t): the block
