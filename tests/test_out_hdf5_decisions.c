@@ -31,9 +31,14 @@ static int h5_has(const char *path, const char *name, const char *attr)
 static void test_decisions_table_round_trips_and_is_absent_when_off(void **st)
 {
 	(void)st;
-	const char *on[] = {"output.decisions=true"};
-	sim_results_t r = sf_run(NULL, on, 1), off = sf_run(NULL, NULL, 0), b;
-	assert_true(r.n_dec > 0);
+	/* a small KV pool evicts and an SLO admission decides: every kind of row */
+	const char *on[] = {"output.decisions=true", "cluster.kv_blocks=120",
+	                    "policy.admission.name=slo_reject", "slo.ttft_ms=2000"};
+	sim_results_t r = sf_run(NULL, on, 4), off = sf_run(NULL, NULL, 0), b;
+	size_t kinds[4] = {0};
+	for (size_t i = 0; i < r.n_dec; i++)
+		kinds[r.dec[i].kind]++;
+	assert_true(kinds[DEC_ROUTE] > 0 && kinds[DEC_EVICT] > 0 && kinds[DEC_ADMIT] > 0);
 	char p_on[128], p_off[128];
 	snprintf(p_on, sizeof p_on, "%s/on.h5", tmp_dir);
 	snprintf(p_off, sizeof p_off, "%s/off.h5", tmp_dir);
@@ -43,6 +48,8 @@ static void test_decisions_table_round_trips_and_is_absent_when_off(void **st)
 	assert_true(h5_has(p_on, "decisions", "values.kind"));
 	assert_true(h5_has(p_on, "decisions", "values.outcome"));
 	assert_true(h5_has(p_on, "decisions", "unit.regret_ns"));
+	assert_true(h5_has(p_on, "decisions", "values.tier"));
+	assert_true(h5_has(p_on, "decisions", "unit.age_ns"));
 	assert_false(h5_has(p_off, "decisions", NULL));
 	assert_int_equal(out_hdf5_read(p_on, &b, &e), 0);
 	assert_true(b.decisions);
