@@ -95,7 +95,8 @@ typedef struct res_decision {
 	int32_t hinted;         /* route: 1 when the replication policy's hint chose;
 	                         * copy: 1 background (speculative), 0 foreground */
 	uint32_t n_options;     /* route: instances to choose among; otherwise 0 */
-	uint32_t chosen_matched; /* route: prompt blocks matched at chosen; evict: the
+	uint32_t chosen_matched; /* route: prompt blocks matched at chosen; admit: the
+	                          * same in the view admission reads; evict: the
 	                          * block's hits (times a request matched it) */
 	int32_t src;            /* copy: the source instance; otherwise -1 */
 	uint32_t blocks;        /* route, admit: the prompt's full blocks; copy: blocks
