@@ -1139,6 +1139,25 @@ static void tier_offload(sim_ctx_t *s, int32_t where, uint64_t block)
 		sim_tiers_offloaded(s, to, 1);
 }
 
+/* Eviction order from the eviction policy: the instance stores' kv_prio_fn
+ * when it is not LRU, and the decision trace's eviction score. */
+double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	(void)now;
+	hook_t *h = ctx;
+	sim_ctx_t *s = h->s;
+	uint32_t B = s->cl.p.block_tokens;
+	pol_block_meta_t m = {
+		.last_access_ns = b->last_use,
+		.hits = b->hits,
+		.spec_unused = b->spec,
+		.recompute_ns = mdl_prefill_time_ns(&s->comp, B, b->depth * B),
+		.predicted_reuse = -1,
+	};
+	const struct pol_eviction_ops *eo = POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops);
+	return eo->priority(s->pol.h[POL_EVICTION].state, &m);
+}
+
 void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	hook_t *h = ctx;

@@ -240,25 +240,6 @@ static int a_mark_spec(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
 	return 0; /* every background copy already lands as a speculative replica */
 }
 
-/* ---- eviction order from the eviction policy ----------------------------- */
-
-double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
-{
-	(void)now;
-	hook_t *h = ctx;
-	sim_ctx_t *s = h->s;
-	uint32_t B = s->cl.p.block_tokens;
-	pol_block_meta_t m = {
-		.last_access_ns = b->last_use,
-		.hits = b->hits,
-		.spec_unused = b->spec,
-		.recompute_ns = mdl_prefill_time_ns(&s->comp, B, b->depth * B),
-		.predicted_reuse = -1,
-	};
-	const struct pol_eviction_ops *eo = POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops);
-	return eo->priority(s->pol.h[POL_EVICTION].state, &m);
-}
-
 /* ---- arrivals, with read-ahead for predictors that peek ------------------ */
 
 /* The read-ahead ring is indexed by read sequence number (seq % cap), so
