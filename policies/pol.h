@@ -190,6 +190,11 @@ typedef struct pol_req {
  * rbest: their maximum. The decision trace (output.decisions) reads it too. */
 int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t *m,
                          uint32_t rbest, uint32_t i, int64_t queue_delay_ns);
+/* The estimate slo_reject compares with the SLO, ns: instance i's queue
+ * delay + prefill of r after i's own matched prefix (*matched blocks, when
+ * matched is not NULL). The decision trace's admission rows read it too. */
+int64_t pol_view_local_ttft_ns(const pol_view_t *v, const pol_req_t *r, uint32_t i,
+                               uint32_t *matched);
 
 typedef enum pol_class { POL_FG = 0, POL_BG = 1 } pol_class_t;
 

@@ -256,3 +256,17 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 	out[21] = (double)s->deferred_cancelled;
 	out[22] = s->deferred_started ? s->deferral_s * 1e3 / (double)s->deferred_started : 0.0;
 }
+
+int64_t pol_view_local_ttft_ns(const pol_view_t *v, const pol_req_t *r, uint32_t i,
+                               uint32_t *matched)
+{
+	pol_inst_t x;
+	v->inst(v->ctx, i, &x);
+	uint32_t m = v->match(v->ctx, i, r->blocks, r->n_blocks);
+	uint64_t cached = (uint64_t)m * v->block_tokens;
+	if (cached > r->input_tokens)
+		cached = r->input_tokens;
+	if (matched)
+		*matched = m;
+	return x.queue_delay_ns + v->prefill_ns(v->ctx, i, r->input_tokens - cached, cached);
+}

@@ -193,14 +193,7 @@ static int sr_admit(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 	int64_t slo = r->slo_ttft_ns;
 	if (slo <= 0)
 		return POL_ACCEPT;
-	pol_inst_t x;
-	v->inst(v->ctx, inst, &x);
-	uint32_t m = v->match(v->ctx, inst, r->blocks, r->n_blocks);
-	uint64_t cached = (uint64_t)m * v->block_tokens;
-	if (cached > r->input_tokens)
-		cached = r->input_tokens;
-	int64_t est =
-	    x.queue_delay_ns + v->prefill_ns(v->ctx, inst, r->input_tokens - cached, cached);
+	int64_t est = pol_view_local_ttft_ns(v, r, inst, NULL);
 	return (double)est > s->slack * (double)slo ? POL_REJECT : POL_ACCEPT;
 }
 

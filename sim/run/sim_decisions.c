@@ -163,13 +163,8 @@ int sim_dec_admit(sim_dec_t *d, const struct pol_admission_ops *ad, const pol_vi
 	                        ? res->dec[res->n_dec - 1].chosen_est_ns
 	                        : -1;
 	/* slo_reject's estimate (policies/pol_misc.c sr_admit) */
-	pol_inst_t x;
-	v->inst(v->ctx, inst, &x);
-	uint32_t m = v->match(v->ctx, inst, q->blocks, q->n_blocks);
-	uint64_t cached = (uint64_t)m * v->block_tokens;
-	if (cached > q->input_tokens)
-		cached = q->input_tokens;
-	int64_t est = x.queue_delay_ns + v->prefill_ns(v->ctx, inst, q->input_tokens - cached, cached);
+	uint32_t m = 0;
+	int64_t est = pol_view_local_ttft_ns(v, q, inst, &m);
 	res_decision_t *r = row_new(d, DEC_ADMIT, now_ns);
 	if (!r)
 		return KS_ENOMEM;
