@@ -311,8 +311,9 @@ const cfg_tkey_t out_cfg_keys[] = {
 	{{"output", "decisions", CFG_BOOL, "false", 0, 0, NULL, "",
 	 "write /decisions: a row per routing decision with the chosen instance, the four "
 	 "options of lowest estimated TTFT (min_ttft's estimate, Mooncake FAST '25 Alg. 1) and "
-	 "the regret, chosen minus best estimate (sim/run/sim_decisions.h); results are the "
-	 "same either way (own choice: off, as it costs a scan of every instance per request)",
+	 "the regret, chosen minus best estimate; a row per copy a policy asks for, per block "
+	 "evicted (HBM and tiers) and per admission call of a selected admission policy "
+	 "(sim/run/sim_decisions.h); results are the same either way (own choice: off, as it costs a scan of every instance per request)",
 	 NULL},
 	 AT(BOOL, decisions)},
 };
