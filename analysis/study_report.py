@@ -987,7 +987,7 @@ def fig_oracle_gap(df, study, path):
     ncols = min(3, len(traces))
     nrows = -(-len(traces) // ncols)
     fig, axes = ks.figure(ncols=ncols, nrows=nrows, squeeze=False, sharey=True,
-                          figsize=(3.6 * ncols, 0.24 * len(pols) * nrows + 1.4 * nrows))
+                          figsize=(max(6.0, 3.6 * ncols), 0.24 * len(pols) * nrows + 1.6 * nrows))
     y = np.arange(len(pols))
     lines = []
     for k, t in enumerate(traces):
@@ -1019,8 +1019,8 @@ def fig_oracle_gap(df, study, path):
     for k in range(len(traces), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(lab), fontsize=7,
-               frameon=False)
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=2 if ncols == 1 else len(lab), fontsize=7, frameon=False)
     fig.suptitle("Each policy's block hit rate below the oracle bound with unlimited copies, "
                  "split by analysis/oracle_gap.py (means over seeds)", fontsize=9)
     fig.tight_layout()

@@ -5,7 +5,11 @@
  * 0.3, 1 x FP rate 0, 2) and its gamma panel (trace CV 1, 20); E2 three
  * policies x two rate scales; E5 the preset btb with three switches lifted
  * one at a time and all together, labelled by experiment.name as
- * analysis/study/e5_lift.sweep does; E3 skipped and E4 absent. The checks recompute what
+ * analysis/study/e5_lift.sweep does; E8 replication none/speculative x
+ * predictor oracle/repeat_count with the oracle bound at a 0.2 GB/s copy
+ * budget; E1's runs carry the bound too; E3 skipped, E4 and E7 absent (E7's
+ * figure is checked on a synthetic frame, as its keys may be missing from
+ * kvsim). The checks recompute what
  * they compare from the catalog and run files (tests/check_study_report.py).
  * Skipped when /usr/bin/python3 lacks h5py, pandas or matplotlib, or when
  * no kvsim binary is built. */
@@ -53,7 +57,8 @@ static int setup(void **st)
 	            "--grid experiment.name=heatmap --grid policy.preset=none,mooncake "
 	            "--grid policy.replication.name=none,speculative "
 	            "--grid policy.predictor.oracle_recall=0.3,1 "
-	            "--grid policy.predictor.oracle_fp_rate=0,2 -o %s/e1_breakeven >/dev/null 2>&1",
+	            "--grid policy.predictor.oracle_fp_rate=0,2 --set output.oracle_bound=true "
+	            "-o %s/e1_breakeven >/dev/null 2>&1",
 	            k, common, out) ||
 	         /* one axis panel beside the heatmap (axes.png) */
 	         sh("%s sweep %s --set policy.predictor.name=oracle "
@@ -73,6 +78,13 @@ static int setup(void **st)
 	            "--zip compute.model=linear,linear,roofline,linear,roofline "
 	            "--zip scheduler.ttft=prefill_end,prefill_end,prefill_end,first_token,first_token "
 	            "-o %s/e5_lift >/dev/null 2>&1",
+	            k, common, out) ||
+	         /* each policy with its oracle twin, the bound within its copy budget */
+	         sh("%s sweep %s --set output.oracle_bound=true --set output.bound_bw_gbps=0.2 "
+	            "--set policy.replication.spec_bw_gbps=0.2 "
+	            "--grid policy.replication.name=none,speculative "
+	            "--grid policy.predictor.name=oracle,repeat_count -o %s/e8_oracle_gap "
+	            ">/dev/null 2>&1",
 	            k, common, out);
 	if (rc)
 		return -1;
@@ -84,7 +96,8 @@ static int setup(void **st)
 	           "\"e1_breakeven\": {\"commands\": [\"kvsim sweep ...\"], \"skipped\": null},"
 	           "\"e2_traces\": {\"commands\": [], \"skipped\": null},"
 	           "\"e3_interference\": {\"commands\": [], \"skipped\": \"no trace here\"},"
-	           "\"e5_lift\": {\"commands\": [], \"skipped\": null}}}\n");
+	           "\"e5_lift\": {\"commands\": [], \"skipped\": null},"
+	           "\"e8_oracle_gap\": {\"commands\": [], \"skipped\": null}}}\n");
 	fclose(f);
 	return sh("/usr/bin/python3 analysis/study_report.py %s --figures %s/copied >/dev/null", out,
 	          out)
@@ -105,7 +118,7 @@ static void check(const char *what)
 	assert_int_equal(sh("/usr/bin/python3 tests/check_study_report.py %s %s", out, what), 0);
 }
 
-/* The six figures exist as PNG in fig/ and in the --figures copy, the
+/* The figures exist as PNG in fig/ and in the --figures copy, the
  * report shows each, and names the skipped and the absent experiment. */
 static void test_report_draws_every_figure_and_names_missing_experiments(void **st)
 {
@@ -164,6 +177,25 @@ static void test_cdf_shows_the_trace_where_policies_differ_most(void **st)
 	check("cdf");
 }
 
+/* oracle_gap.png's smallest and largest gap per policy, as the report
+ * states them, are the means over seeds of bound.place_hit_rate_blocks -
+ * hit_rate_blocks from the catalog, with the misprediction share the
+ * oracle twin's hit rate minus the run's. */
+static void test_oracle_gap_splits_each_policys_gap_with_its_oracle_twin(void **st)
+{
+	(void)st;
+	check("oracle_gap");
+}
+
+/* staleness.png on a synthetic E7 frame (the view.* metrics): drawn, its
+ * text names the worst p95 and misrouted share of each column, and a frame
+ * without the metrics (or no E7 at all) is one line saying so. */
+static void test_staleness_figure_on_a_synthetic_catalog(void **st)
+{
+	(void)st;
+	check("staleness");
+}
+
 /* mean_ci against a hand computation and against the catalog's seeds. */
 static void test_mean_ci_is_student_t_over_seeds(void **st)
 {
@@ -208,4 +240,6 @@ TEST_MAIN_FIXTURE(setup, teardown,
                   cmocka_unit_test(test_axes_largest_gain_is_speculative_vs_own_preset),
                   cmocka_unit_test(test_cdf_shows_the_trace_where_policies_differ_most),
                   cmocka_unit_test(test_pair_gain_pairs_each_seed_with_its_best_baseline),
+                  cmocka_unit_test(test_oracle_gap_splits_each_policys_gap_with_its_oracle_twin),
+                  cmocka_unit_test(test_staleness_figure_on_a_synthetic_catalog),
                   cmocka_unit_test(test_report_of_empty_study_names_every_experiment_missing))
