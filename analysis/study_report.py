@@ -85,6 +85,8 @@ LOSS = "policy.routing.event_loss"
 INDEX = "policy.routing.index"
 INDEX_FPR = "policy.routing.index_fpr"
 MISROUTED = "view.misrouted_share"
+# One colour per event loss, in increasing order (Okabe-Ito, colour-blind safe).
+LOSS_COLORS = ["#0072B2", "#E69F00", "#D55E00", "#009E73", "#CC79A7", "#56B4E9"]
 
 
 def fmt(v):
@@ -915,10 +917,10 @@ def fig_staleness(df, study, path):
         g = d[(d["_ix"] == ix) & (d["_repl"] == r)]
         for k, (m, lab) in enumerate(mets):
             ax = axes[k][c]
-            for loss in losses:
+            for n, loss in enumerate(losses):
                 st = kr.mean_ci(g[g[LOSS] == loss], [DELAY], m).sort_values(DELAY)
                 ax.errorbar(st[DELAY], st["mean"], yerr=st["ci"].fillna(0), marker="o", ms=3,
-                            capsize=2, lw=1, color=ks.color("loss %g" % loss),
+                            capsize=2, lw=1, color=LOSS_COLORS[n % len(LOSS_COLORS)],
                             label="event loss %g" % loss)
             ax.set_xscale("symlog", linthresh=1.0)
             if k == 0:
