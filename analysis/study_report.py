@@ -428,6 +428,17 @@ def axis_panels(df):
     return out
 
 
+def legend_title_caption(fig, ax, ncol, title, caption):
+    """The figure's finish: ax's legend below the panels (ncol columns), the
+    title above, the layout tightened, the caption under it all."""
+    h, lab = ax.get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol(len(lab)),
+               fontsize=7, frameon=False)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    ks.add_caption(fig, caption)
+
+
 def fig_axes(df, study, path):
     """p95 TTFT gain of speculative over the same preset's none along each
     of E1's other axes, one series per preset, and (dashed) the best
@@ -473,15 +484,12 @@ def fig_axes(df, study, path):
     pad = max(5.0, 0.4 * (hi - lo))
     axes[0][0].set_ylim(lo - pad, hi + pad)
     axes[0][0].set_ylabel("p95 TTFT gain of speculative (%)")
-    h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(6, len(lab)),
-               fontsize=7, frameon=False)
-    fig.suptitle("Speculation along E1's other axes: gain over the same preset without it "
-                 "(>0 pays; whiskers: 95% CI over seeds)", fontsize=9)
-    fig.tight_layout()
-    ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
-                                   "oracle predictor at its default recall and FP rate; "
-                                   "whiskers past the panel are cut at its edge"))
+    legend_title_caption(fig, axes[0][0], lambda n: min(6, n),
+                         "Speculation along E1's other axes: gain over the same preset without "
+                         "it (>0 pays; whiskers: 95% CI over seeds)",
+                         ks.caption(study, "e1_breakeven", seeds_of(df),
+                                    "oracle predictor at its default recall and FP rate; "
+                                    "whiskers past the panel are cut at its edge"))
     text = ""
     if best is not None:
         text = ("The largest gain of speculation over its own preset is %s for %s (%s, %s), over %d seeds. "
@@ -940,14 +948,11 @@ def fig_staleness(df, study, path):
                          "loss %g)" % (ix, r, fmt(fresh["mean"]), fresh[DELAY], fresh[LOSS],
                                        fmt(worst["mean"]), worst[DELAY], worst[LOSS],
                                        mw["mean"], mw[DELAY], mw[LOSS]))
-    h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=max(1, len(lab)),
-               fontsize=7, frameon=False)
-    fig.suptitle("Cache-aware routing over an event-built index: what staleness costs "
-                 "(whiskers: 95% CI over seeds)", fontsize=9)
-    fig.tight_layout()
-    ks.add_caption(fig, ks.caption(study, "e7_staleness", seeds_of(df),
-                                   "event delay on a symmetric log axis (0 included)"))
+    legend_title_caption(fig, axes[0][0], lambda n: max(1, n),
+                         "Cache-aware routing over an event-built index: what staleness costs "
+                         "(whiskers: 95% CI over seeds)",
+                         ks.caption(study, "e7_staleness", seeds_of(df),
+                                    "event delay on a symmetric log axis (0 included)"))
     text = ("Per index and replication policy (means over %d seed(s)): " % seeds_of(df) +
             "; ".join(lines) + ".")
     return ks.save(fig, path), None, text
@@ -1020,15 +1025,12 @@ def fig_oracle_gap(df, study, path):
                           ok["network"].mean()))
     for k in range(len(traces), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
-    h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-               ncol=2 if ncols == 1 else len(lab), fontsize=7, frameon=False)
-    fig.suptitle("Each policy's block hit rate below the oracle bound with unlimited copies, "
-                 "split by analysis/oracle_gap.py (means over seeds)", fontsize=9)
-    fig.tight_layout()
-    ks.add_caption(fig, ks.caption(study, "e8_oracle_gap", seeds_of(df),
-                                   "misprediction: the same run with the oracle predictor "
-                                   "minus this one (0 when the policy asks no predictor)"))
+    legend_title_caption(fig, axes[0][0], lambda n: 2 if ncols == 1 else n,
+                         "Each policy's block hit rate below the oracle bound with unlimited "
+                         "copies, split by analysis/oracle_gap.py (means over seeds)",
+                         ks.caption(study, "e8_oracle_gap", seeds_of(df),
+                                    "misprediction: the same run with the oracle predictor "
+                                    "minus this one (0 when the policy asks no predictor)"))
     text = ("Block hit rate below the oracle bound within the copy budget (gap = misprediction "
             "+ rest; the bar adds what the budget costs the bound itself), means over %d "
             "seed(s): " % seeds_of(df) + "; ".join(lines) + ".")

@@ -7,13 +7,11 @@
  * metadata only (nothing to draw) each exit 1 with a message. Skipped when /usr/bin/python3 lacks
  * matplotlib (the kvsim-file test also when no kvsim is built). */
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -63,19 +61,6 @@ static int setup(void **st)
 	return fclose(f) ? -1 : 0;
 }
 
-/* Runs the command made from fmt; returns its exit status (-1: no exit). */
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof cmd);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 /* 1 when path is a PNG (its signature) of more than 1 kB. */
 static int is_png(const char *path)
 {
@@ -97,10 +82,10 @@ static void test_tiny_file_draws_a_png_whole_and_windowed(void **st)
 		skip();
 	char png[128];
 	snprintf(png, sizeof png, "%s/whole.png", tmp_dir);
-	assert_int_equal(sh(SCRIPT " %s/tiny.json --png %s", tmp_dir, png), 0);
+	assert_int_equal(tmp_sh(SCRIPT " %s/tiny.json --png %s", tmp_dir, png), 0);
 	assert_true(is_png(png));
 	snprintf(png, sizeof png, "%s/window.png", tmp_dir);
-	assert_int_equal(sh(SCRIPT " %s/tiny.json --png %s --from 0.8 --to 2.5", tmp_dir, png), 0);
+	assert_int_equal(tmp_sh(SCRIPT " %s/tiny.json --png %s --from 0.8 --to 2.5", tmp_dir, png), 0);
 	assert_true(is_png(png));
 }
 
@@ -114,7 +99,7 @@ static void test_rows_follow_sort_order_and_clip_to_the_window(void **st)
 	if (!have_python)
 		skip();
 	assert_int_equal(
-	    sh("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"analysis\"); "
+	    tmp_sh("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"analysis\"); "
 	       "import plot_trace_events as p; "
 	       "r = p.collect(p.load_events(sys.argv[1]), 0.8e6, 2.5e6); "
 	       "got = [(k, l) for _, k, l, _ in r]; "
@@ -140,7 +125,7 @@ static void test_draws_what_kvsim_writes(void **st)
 		skip();
 	char png[128];
 	snprintf(png, sizeof png, "%s/kvsim.png", tmp_dir);
-	assert_int_equal(sh("%s run -q --set experiment.until_s=2 --trace-events %s/kvsim.json "
+	assert_int_equal(tmp_sh("%s run -q --set experiment.until_s=2 --trace-events %s/kvsim.json "
 	                    ">/dev/null && " SCRIPT " %s/kvsim.json --png %s --to 2",
 	                    k, tmp_dir, tmp_dir, png),
 	                 0);
@@ -157,16 +142,16 @@ static void test_bad_input_is_an_error_naming_the_file(void **st)
 	char path[128];
 	snprintf(path, sizeof path, "%s/bad.json", tmp_dir);
 	tmp_write(path, "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1,\n");
-	assert_int_equal(sh(SCRIPT " %s --png %s/bad.png 2>%s/err", path, tmp_dir, tmp_dir), 1);
-	assert_int_equal(sh("grep -q 'plot_trace_events.py: %s: not JSON' %s/err", path, tmp_dir),
+	assert_int_equal(tmp_sh(SCRIPT " %s --png %s/bad.png 2>%s/err", path, tmp_dir, tmp_dir), 1);
+	assert_int_equal(tmp_sh("grep -q 'plot_trace_events.py: %s: not JSON' %s/err", path, tmp_dir),
 	                 0);
 	tmp_write(path, "{\"events\": []}\n");
-	assert_int_equal(sh(SCRIPT " %s --png %s/bad.png 2>%s/err", path, tmp_dir, tmp_dir), 1);
-	assert_int_equal(sh("grep -q 'no traceEvents array' %s/err", tmp_dir), 0);
+	assert_int_equal(tmp_sh(SCRIPT " %s --png %s/bad.png 2>%s/err", path, tmp_dir, tmp_dir), 1);
+	assert_int_equal(tmp_sh("grep -q 'no traceEvents array' %s/err", tmp_dir), 0);
 	tmp_write(path, "[{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, "
 	                "\"args\": {\"name\": \"node 0\"}}]\n");
-	assert_int_equal(sh(SCRIPT " %s --png %s/bad.png 2>%s/err", path, tmp_dir, tmp_dir), 1);
-	assert_int_equal(sh("grep -q 'no slice or counter in the window' %s/err", tmp_dir), 0);
+	assert_int_equal(tmp_sh(SCRIPT " %s --png %s/bad.png 2>%s/err", path, tmp_dir, tmp_dir), 1);
+	assert_int_equal(tmp_sh("grep -q 'no slice or counter in the window' %s/err", tmp_dir), 0);
 	char png[128];
 	snprintf(png, sizeof png, "%s/bad.png", tmp_dir);
 	assert_int_not_equal(access(png, F_OK), 0);

@@ -14,7 +14,6 @@
  * Skipped when /usr/bin/python3 lacks h5py, pandas or matplotlib, or when
  * no kvsim binary is built. */
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,19 +28,6 @@
 
 static char tmpdir[256], out[300];
 
-/* Runs the command made from fmt; returns its system() status. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof cmd)
-		return -1;
-	return system(cmd);
-}
-
 static int setup(void **st)
 {
 	(void)st;
@@ -53,7 +39,7 @@ static int setup(void **st)
 	snprintf(out, sizeof out, "%s/study", tmpdir);
 	const char *common = "--set trace.duration_s=5 --seeds 2 -j 2 --no-progress";
 	FILE *f;
-	int rc = sh("%s sweep %s --set policy.predictor.name=oracle "
+	int rc = tmp_sh("%s sweep %s --set policy.predictor.name=oracle "
 	            "--grid experiment.name=heatmap --grid policy.preset=none,mooncake "
 	            "--grid policy.replication.name=none,speculative "
 	            "--grid policy.predictor.oracle_recall=0.3,1 "
@@ -61,16 +47,16 @@ static int setup(void **st)
 	            "-o %s/e1_breakeven >/dev/null 2>&1",
 	            k, common, out) ||
 	         /* one axis panel beside the heatmap (axes.png) */
-	         sh("%s sweep %s --set policy.predictor.name=oracle "
+	         tmp_sh("%s sweep %s --set policy.predictor.name=oracle "
 	            "--grid experiment.name=gamma --grid policy.preset=none "
 	            "--grid policy.replication.name=none,speculative --grid trace.gen=gamma "
 	            "--grid trace.cv=1,20 -o %s/e1_breakeven >/dev/null 2>&1",
 	            k, common, out) ||
-	         sh("%s sweep %s --grid policy.replication.name=none,speculative,early_rdma "
+	         tmp_sh("%s sweep %s --grid policy.replication.name=none,speculative,early_rdma "
 	            "--grid trace.rate_scale=0.5,1 -o %s/e2_traces >/dev/null 2>&1",
 	            k, common, out) ||
 	         /* published, each of three switches lifted, all lifted */
-	         sh("%s sweep %s --set policy.preset=btb "
+	         tmp_sh("%s sweep %s --set policy.preset=btb "
 	            "--grid policy.replication.name=none,early_rdma "
 	            "--zip experiment.name=btb,lift_network.contention,lift_compute.model,"
 	            "lift_scheduler.ttft,all_off "
@@ -80,7 +66,7 @@ static int setup(void **st)
 	            "-o %s/e5_lift >/dev/null 2>&1",
 	            k, common, out) ||
 	         /* each policy with its oracle twin, the bound within its copy budget */
-	         sh("%s sweep %s --set output.oracle_bound=true --set output.bound_bw_gbps=0.2 "
+	         tmp_sh("%s sweep %s --set output.oracle_bound=true --set output.bound_bw_gbps=0.2 "
 	            "--set policy.replication.spec_bw_gbps=0.2 "
 	            "--grid policy.replication.name=none,speculative "
 	            "--grid policy.predictor.name=oracle,repeat_count -o %s/e8_oracle_gap "
@@ -99,7 +85,7 @@ static int setup(void **st)
 	           "\"e5_lift\": {\"commands\": [], \"skipped\": null},"
 	           "\"e8_oracle_gap\": {\"commands\": [], \"skipped\": null}}}\n");
 	fclose(f);
-	return sh("/usr/bin/python3 analysis/study_report.py %s --figures %s/copied >/dev/null", out,
+	return tmp_sh("/usr/bin/python3 analysis/study_report.py %s --figures %s/copied >/dev/null", out,
 	          out)
 	               ? -1
 	               : 0;
@@ -115,7 +101,7 @@ static void check(const char *what)
 {
 	if (!*tmpdir)
 		skip();
-	assert_int_equal(sh("/usr/bin/python3 tests/check_study_report.py %s %s", out, what), 0);
+	assert_int_equal(tmp_sh("/usr/bin/python3 tests/check_study_report.py %s %s", out, what), 0);
 }
 
 /* The figures exist as PNG in fig/ and in the --figures copy, the
@@ -217,14 +203,14 @@ static void test_report_of_empty_study_names_every_experiment_missing(void **st)
 	(void)st;
 	if (!*tmpdir)
 		skip();
-	assert_int_not_equal(sh("/usr/bin/python3 analysis/study_report.py %s/nope 2>/dev/null",
+	assert_int_not_equal(tmp_sh("/usr/bin/python3 analysis/study_report.py %s/nope 2>/dev/null",
 	                        tmpdir),
 	                     0);
-	assert_int_equal(sh("mkdir -p %s/empty && /usr/bin/python3 analysis/study_report.py "
+	assert_int_equal(tmp_sh("mkdir -p %s/empty && /usr/bin/python3 analysis/study_report.py "
 	                    "%s/empty >/dev/null 2>&1",
 	                    tmpdir, tmpdir),
 	                 0);
-	assert_int_equal(sh("test $(grep -c 'absent (no e._[a-z]*/catalog.sqlite)' "
+	assert_int_equal(tmp_sh("test $(grep -c 'absent (no e._[a-z]*/catalog.sqlite)' "
 	                    "%s/empty/REPORT.md) -ge 10",
 	                    tmpdir),
 	                 0);
