@@ -428,14 +428,15 @@ def axis_panels(df):
     return out
 
 
-def legend_title_caption(fig, ax, ncol, title, caption):
+def legend_title_caption(fig, ax, ncol, title, caption, top=None):
     """The figure's finish: ax's legend below the panels (ncol columns), the
-    title above, the layout tightened, the caption under it all."""
+    title above, the layout tightened (the panels below `top`, a fraction
+    of the height, where given), the caption under it all."""
     h, lab = ax.get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol(len(lab)),
                fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(**({"rect": (0, 0, 1, top)} if top else {}))
     ks.add_caption(fig, caption)
 
 
@@ -1030,7 +1031,8 @@ def fig_oracle_gap(df, study, path):
                          "copies, split by analysis/oracle_gap.py (means over seeds)",
                          ks.caption(study, "e8_oracle_gap", seeds_of(df),
                                     "misprediction: the same run with the oracle predictor "
-                                    "minus this one (0 when the policy asks no predictor)"))
+                                    "minus this one (0 when the policy asks no predictor)"),
+                         top=1 - 0.3 / fig.get_size_inches()[1])
     text = ("Block hit rate below the oracle bound within the copy budget (gap = misprediction "
             "+ rest; the bar adds what the budget costs the bound itself), means over %d "
             "seed(s): " % seeds_of(df) + "; ".join(lines) + ".")
