@@ -968,15 +968,24 @@ GAP_PARTS = [("misprediction", "misprediction", "#D55E00"),
 
 def oracle_gap_rows(df):
     """E8's per-trace, per-policy means of analysis/oracle_gap.py's split
-    (gap, network, misprediction, rest; block hit rate) over seeds."""
+    (gap, network, misprediction, rest; block hit rate) over seeds. A policy
+    is replication/predictor; one whose hit rate is the same under every
+    predictor on a trace, seed by seed (it asks none), is one row,
+    'replication/any', over its oracle runs."""
     import oracle_gap as og
     d = og.split(df, PRED, "oracle")
     d.attrs.update(df.attrs)  # the merge drops the catalog's attributes
-    tr = d[TRACE].map(trace_short) if TRACE in d.columns else short_trace_labels(d)
-    # every policy runs under every predictor here (its oracle twin)
-    pol = ["%s/%s" % (REPL_SHORT.get(str(r.get(REPL)), str(r.get(REPL))), r.get(PRED, "-"))
-           for _, r in d.iterrows()]
-    return og.table(d.assign(_trace=tr, _pol=pol), ["_trace", "_pol"])
+    d["_trace"] = d[TRACE].map(trace_short) if TRACE in d.columns else short_trace_labels(d)
+    d["_repl"] = [REPL_SHORT.get(str(v), str(v)) for v in d[REPL]]
+    d["_pol"] = d["_repl"] + "/" + (d[PRED].astype(str) if PRED in d.columns else "-")
+    if PRED in d.columns and "seed" in d.columns:
+        spread = d.groupby(["_trace", "_repl", "seed"])[og.RUN].agg(lambda v: v.max() - v.min())
+        same = spread.groupby(level=[0, 1]).max() == 0
+        blind = d.set_index(["_trace", "_repl"]).index.map(lambda k: bool(same.get(k, False)))
+        blind = np.asarray(blind, dtype=bool)
+        d.loc[blind, "_pol"] = d.loc[blind, "_repl"] + "/any"
+        d = d[~blind | (d[PRED].astype(str) == "oracle").to_numpy()]
+    return og.table(d, ["_trace", "_pol"])
 
 
 def fig_oracle_gap(df, study, path):
