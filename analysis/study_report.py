@@ -4,7 +4,8 @@
   study_report.py OUT [--figures DIR]
 
 Reads OUT/study.json and the kvsim sweep results under OUT (e1_breakeven,
-e2_traces, e3_interference, e4_vram, e5_lift: catalog.sqlite + runs/*.h5;
+e2_traces, e3_interference, e4_vram, e5_lift, e6_disagg, e7_staleness,
+e8_oracle_gap: catalog.sqlite + runs/*.h5;
 no kvsim is run) and writes OUT/REPORT.md and OUT/fig/*.png:
   breakeven.png  E1: p95 TTFT gain of speculative replication across
                  oracle recall x false-positive rate (experiment.name
@@ -22,6 +23,12 @@ no kvsim is run) and writes OUT/REPORT.md and OUT/fig/*.png:
                  where the policies' p95 differ the most
   traces.png     E2: p95 TTFT per trace (one panel each) and policy family,
                  95% CI, clipped CIs marked
+  staleness.png  E7: p95 TTFT and misrouted share against the event delay,
+                 one line per event loss, a column per index (exact, Bloom
+                 at each false-positive rate) and replication policy
+  oracle_gap.png E8: per trace and policy, the block hit rate missing to
+                 the unlimited-copy oracle bound, stacked as network,
+                 misprediction and rest (analysis/oracle_gap.py)
   lift.png       E5: pooled mean TTFT of the published variant (btb), each
                  assumption lifted alone (lift_*) and all lifted (all_off),
                  per policy, by experiment.name
@@ -51,6 +58,8 @@ EXPERIMENTS = [
     ("e4_vram", "E4 VRAM pressure"),
     ("e5_lift", "E5 the original claim, lifted one assumption at a time"),
     ("e6_disagg", "E6 speculative replication under prefill/decode disaggregation"),
+    ("e7_staleness", "E7 TTFT and decision quality vs index staleness"),
+    ("e8_oracle_gap", "E8 each policy's gap to the oracle bound on the real traces"),
 ]
 # Summary metrics each table shows, where the catalog has them.
 TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_nospec_mean_ms",
@@ -59,6 +68,7 @@ TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_nospec_mean
                  "forecast.precision", "forecast.recall", "forecast.placement_acc",
                  "forecast.lead_mean_s"]
 REPL = "policy.replication.name"
+BOUND_PLACE = "bound.place_hit_rate_blocks"
 PRED = "policy.predictor.name"
 RECALL = "policy.predictor.oracle_recall"
 FP = "policy.predictor.oracle_fp_rate"
@@ -68,7 +78,15 @@ PRESET = "policy.preset"
 # Parameters that name a policy (a curve, a bar); the others are conditions.
 POLICY_COLS = [REPL, PRED, "policy.routing.name", "policy.preset", "policy.transfer.name"]
 HEADLINE = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png",
-            "disagg.png"]
+            "disagg.png", "staleness.png", "oracle_gap.png"]
+# E7's swept keys and its decision metrics (view.*: the routing index's).
+DELAY = "policy.routing.event_delay_ms"
+LOSS = "policy.routing.event_loss"
+INDEX = "policy.routing.index"
+INDEX_FPR = "policy.routing.index_fpr"
+MISROUTED = "view.misrouted_share"
+# One colour per event loss, in increasing order (Okabe-Ito, colour-blind safe).
+LOSS_COLORS = ["#0072B2", "#E69F00", "#D55E00", "#009E73", "#CC79A7", "#56B4E9"]
 
 
 def fmt(v):
@@ -275,12 +293,31 @@ def heatmap_gains(g):
     that preset's own none."""
     spec = (g[REPL].astype(str) != "none").to_numpy()
     none = ~spec
-    res = [("vs best fair baseline", kr.best_gain(g, "ttft_p95_ms", [RECALL, FP], spec, none))]
+    res = [("vs best fair baseline", spec, kr.best_gain(g, "ttft_p95_ms", [RECALL, FP], spec, none))]
     for p in sorted(g.loc[spec, PRESET].unique()):
         on = (g[PRESET] == p).to_numpy()
-        res.append(("speculation added to %s" % p,
+        res.append(("speculation added to %s" % p, spec & on,
                     kr.best_gain(g, "ttft_p95_ms", [RECALL, FP], spec & on, none & on)))
-    return [(lab, kr.mean_ci(r, [RECALL, FP], "gain_pct"), r) for lab, r in res if len(r)]
+    return [(lab, kr.mean_ci(r, [RECALL, FP], "gain_pct"), bound_share(g, mask))
+            for lab, mask, r in res if len(r)]
+
+
+def bound_share(g, mask):
+    """{(recall, FP rate): mean over seeds of hit_rate_blocks /
+    bound.place_hit_rate_blocks} of the run a cell shows per seed: the
+    lowest p95 TTFT among the rows of mask (the best speculative preset, or
+    the one preset of the panel); {} when the runs carry no bound
+    (output.oracle_bound off)."""
+    if not {"hit_rate_blocks", BOUND_PLACE} <= set(g.columns):
+        return {}
+    d = g[mask].assign(_share=pd.to_numeric(g["hit_rate_blocks"], errors="coerce") /
+                       pd.to_numeric(g[BOUND_PLACE], errors="coerce"),
+                       _p95=pd.to_numeric(g["ttft_p95_ms"], errors="coerce"))
+    d = d[np.isfinite(d["_share"]) & np.isfinite(d["_p95"])]
+    if d.empty:
+        return {}
+    best = d.loc[d.groupby([RECALL, FP, "seed"], dropna=False)["_p95"].idxmin()]
+    return {k: float(v) for k, v in best.groupby([RECALL, FP])["_share"].mean().items()}
 
 
 def fig_breakeven(df, study, path):
@@ -309,13 +346,15 @@ def fig_breakeven(df, study, path):
             if c >= len(row):
                 ax.set_visible(False)
                 continue
-            title, (lab, st, _) = row[c]
+            title, (lab, st, share) = row[c]
             rs, fs = sorted(st[RECALL].unique()), sorted(st[FP].unique())
             z = st.set_index([FP, RECALL])["mean"].unstack(RECALL).reindex(index=fs, columns=rs).to_numpy()
             im = ax.imshow(z, origin="lower", cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
             for (i, j), v in np.ndenumerate(z):
                 if np.isfinite(v):
-                    ax.text(j, i, "%+.1f" % v, ha="center", va="center", fontsize=7,
+                    b = share.get((rs[j], fs[i]))
+                    ax.text(j, i, "%+.1f" % v + ("" if b is None else "\n%.0f%% bd" % (100 * b)),
+                            ha="center", va="center", fontsize=7 if b is None else 6,
                             color="w" if abs(v) > 0.6 * lim else "k")
             if len(rs) > 1 and len(fs) > 1 and np.nanmin(z) < 0 < np.nanmax(z):
                 ax.contour(np.arange(len(rs)), np.arange(len(fs)), z, levels=[0],
@@ -330,13 +369,16 @@ def fig_breakeven(df, study, path):
     fig.colorbar(im, ax=[a for row in axes for a in row if a.get_visible()],
                  label="p95 TTFT gain (%, >0: speculation faster)")
     best = max(top, key=lambda x: np.nanmax(x[1][1]["mean"].to_numpy()))
-    st = best[1][1]
+    st, shares = best[1][1], best[1][2]
     b = st.loc[st["mean"].idxmax()]
     pays = bool((st["mean"] > 0).any()) or any((x[1][1]["mean"] > 0).any() for x in top)
     head = ("Where speculative replication pays: p95 TTFT gain (black line: gain 0)" if pays else
             "Speculative replication pays nowhere here: p95 TTFT gain <= 0 in every cell")
     fig.suptitle(head + "\ntop: best speculative preset vs best fair baseline of the seed; "
-                 "bottom: speculation added to one preset vs that preset alone", fontsize=9)
+                 "bottom: speculation added to one preset vs that preset alone" +
+                 ("\nsecond line of a cell: the share of the oracle bound's block hit rate that "
+                  "policy reaches (hit_rate_blocks / bound.place_hit_rate_blocks, % bd)"
+                  if shares else ""), fontsize=9)
     ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
                                    "mean over seeds of (baseline - speculative) / baseline; "
                                    "colour scale +-%g%%" % lim))
@@ -346,6 +388,12 @@ def fig_breakeven(df, study, path):
              int((st["mean"] > 0).sum()), len(st), int((st["lo"] > 0).sum())))
     if not pays:
         fair += " No cell pays against the best fair baseline: speculation is slower everywhere here."
+    if shares:
+        sv = [v for _, (_, _, sh) in top for v in sh.values()]
+        fair += (" That cell's speculative runs reach %.3g%% of the oracle bound's block hit "
+                 "rate (bound.place_hit_rate_blocks); over the top row's cells the share runs "
+                 "from %.3g%% to %.3g%%." % (100 * shares.get((b[RECALL], b[FP]), np.nan),
+                                           100 * min(sv), 100 * max(sv)))
     own = []
     for t, (lab, st2, _) in bottom:
         r2 = st2.loc[st2["mean"].idxmax()]
@@ -378,6 +426,18 @@ def axis_panels(df):
         g = d[d[NAME].astype(str).isin(flat)]
         out.append(("links" if len(flat) > 1 else flat[0], NAME, g, flat))
     return out
+
+
+def legend_title_caption(fig, ax, ncol, title, caption, top=None):
+    """The figure's finish: ax's legend below the panels (ncol columns), the
+    title above, the layout tightened (the panels below `top`, a fraction
+    of the height, where given), the caption under it all."""
+    h, lab = ax.get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol(len(lab)),
+               fontsize=7, frameon=False)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(**({"rect": (0, 0, 1, top)} if top else {}))
+    ks.add_caption(fig, caption)
 
 
 def fig_axes(df, study, path):
@@ -425,15 +485,12 @@ def fig_axes(df, study, path):
     pad = max(5.0, 0.4 * (hi - lo))
     axes[0][0].set_ylim(lo - pad, hi + pad)
     axes[0][0].set_ylabel("p95 TTFT gain of speculative (%)")
-    h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(6, len(lab)),
-               fontsize=7, frameon=False)
-    fig.suptitle("Speculation along E1's other axes: gain over the same preset without it "
-                 "(>0 pays; whiskers: 95% CI over seeds)", fontsize=9)
-    fig.tight_layout()
-    ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
-                                   "oracle predictor at its default recall and FP rate; "
-                                   "whiskers past the panel are cut at its edge"))
+    legend_title_caption(fig, axes[0][0], lambda n: min(6, n),
+                         "Speculation along E1's other axes: gain over the same preset without "
+                         "it (>0 pays; whiskers: 95% CI over seeds)",
+                         ks.caption(study, "e1_breakeven", seeds_of(df),
+                                    "oracle predictor at its default recall and FP rate; "
+                                    "whiskers past the panel are cut at its edge"))
     text = ""
     if best is not None:
         text = ("The largest gain of speculation over its own preset is %s for %s (%s, %s), over %d seeds. "
@@ -837,6 +894,160 @@ def fig_lift(df, study, path):
     return ks.save(fig, path), None, text
 
 
+def index_label(row):
+    """E7's index of a run: exact, or bloom at its false-positive rate."""
+    ix = str(row.get(INDEX, "exact"))
+    fpr = row.get(INDEX_FPR)
+    if ix == "bloom" and fpr is not None and not (isinstance(fpr, float) and np.isnan(fpr)):
+        return "bloom fpr %g" % float(fpr)
+    return ix
+
+
+def fig_staleness(df, study, path):
+    """E7: p95 TTFT (top row) and misrouted share (bottom row) against the
+    event delay, one line per event loss (mean over seeds, 95% CI), a
+    column per index and replication policy."""
+    if df is None:
+        return None, "E7 is missing", ""
+    need = {DELAY, LOSS, REPL, "ttft_p95_ms", MISROUTED}
+    if not need <= set(df.columns):
+        return None, "E7 lacks %s" % ", ".join(sorted(need - set(df.columns))), ""
+    d = df.assign(_ix=[index_label(r) for _, r in df.iterrows()], _repl=df[REPL].astype(str))
+    d[DELAY] = pd.to_numeric(d[DELAY], errors="coerce")
+    d[LOSS] = pd.to_numeric(d[LOSS], errors="coerce")
+    cols = [(ix, r) for ix in sorted(d["_ix"].unique(), key=lambda v: (v != "exact", v))
+            for r in sorted(d["_repl"].unique(), key=lambda v: (v != "none", v))]
+    mets = [("ttft_p95_ms", "p95 TTFT (ms)"), (MISROUTED, "misrouted share")]
+    fig, axes = ks.figure(ncols=len(cols), nrows=2, squeeze=False, sharex=True, sharey="row",
+                          figsize=(max(5.0, 2.6 * len(cols) + 1.0), 5.6))
+    losses = sorted(d[LOSS].dropna().unique())
+    lines = []
+    for c, (ix, r) in enumerate(cols):
+        g = d[(d["_ix"] == ix) & (d["_repl"] == r)]
+        for k, (m, lab) in enumerate(mets):
+            ax = axes[k][c]
+            for n, loss in enumerate(losses):
+                st = kr.mean_ci(g[g[LOSS] == loss], [DELAY], m).sort_values(DELAY)
+                ax.errorbar(st[DELAY], st["mean"], yerr=st["ci"].fillna(0), marker="o", ms=3,
+                            capsize=2, lw=1, color=LOSS_COLORS[n % len(LOSS_COLORS)],
+                            label="event loss %g" % loss)
+            ax.set_xscale("symlog", linthresh=1.0)
+            if k == 0:
+                ax.set_title("%s, %s" % (ix, r), fontsize=8)
+            else:
+                ax.set_xlabel("event delay (ms)")
+            if c == 0:
+                ax.set_ylabel(lab)
+        st = kr.mean_ci(g, [DELAY, LOSS], "ttft_p95_ms")
+        ms = kr.mean_ci(g, [DELAY, LOSS], MISROUTED)
+        if len(st):
+            fresh = st.sort_values([DELAY, LOSS]).iloc[0]
+            worst = st.loc[st["mean"].idxmax()]
+            mw = ms.loc[ms["mean"].idxmax()]
+            lines.append("%s with replication %s: p95 %s ms at delay %g ms, loss %g; at worst %s "
+                         "ms (delay %g ms, loss %g); misrouted share at most %.3g (delay %g ms, "
+                         "loss %g)" % (ix, r, fmt(fresh["mean"]), fresh[DELAY], fresh[LOSS],
+                                       fmt(worst["mean"]), worst[DELAY], worst[LOSS],
+                                       mw["mean"], mw[DELAY], mw[LOSS]))
+    legend_title_caption(fig, axes[0][0], lambda n: max(1, n),
+                         "Cache-aware routing over an event-built index: what staleness costs "
+                         "(whiskers: 95% CI over seeds)",
+                         ks.caption(study, "e7_staleness", seeds_of(df),
+                                    "event delay on a symmetric log axis (0 included)"))
+    text = ("Per index and replication policy (means over %d seed(s)): " % seeds_of(df) +
+            "; ".join(lines) + ".")
+    return ks.save(fig, path), None, text
+
+
+# The stack's order: the gap to the budgeted bound first (misprediction +
+# rest = gap, where the tick is), then what the budget costs the bound.
+GAP_PARTS = [("misprediction", "misprediction", "#D55E00"),
+             ("rest", "rest (placement, eviction)", "#999999"),
+             ("network", "network (the copy budget)", "#0072B2")]
+
+
+def oracle_gap_rows(df):
+    """E8's per-trace, per-policy means of analysis/oracle_gap.py's split
+    (gap, network, misprediction, rest; block hit rate) over seeds. A policy
+    is replication/predictor; one whose hit rate is the same under every
+    predictor on a trace, seed by seed (it asks none), is one row,
+    'replication/any', over its oracle runs."""
+    import oracle_gap as og
+    d = og.split(df, PRED, "oracle")
+    d.attrs.update(df.attrs)  # the merge drops the catalog's attributes
+    d["_trace"] = d[TRACE].map(trace_short) if TRACE in d.columns else short_trace_labels(d)
+    d["_repl"] = [REPL_SHORT.get(str(v), str(v)) for v in d[REPL]]
+    d["_pol"] = d["_repl"] + "/" + (d[PRED].astype(str) if PRED in d.columns else "-")
+    if PRED in d.columns and "seed" in d.columns:
+        spread = d.groupby(["_trace", "_repl", "seed"])[og.RUN].agg(lambda v: v.max() - v.min())
+        same = spread.groupby(level=[0, 1]).max() == 0
+        blind = d.set_index(["_trace", "_repl"]).index.map(lambda k: bool(same.get(k, False)))
+        blind = np.asarray(blind, dtype=bool)
+        d.loc[blind, "_pol"] = d.loc[blind, "_repl"] + "/any"
+        d = d[~blind | (d[PRED].astype(str) == "oracle").to_numpy()]
+    return og.table(d, ["_trace", "_pol"])
+
+
+def fig_oracle_gap(df, study, path):
+    """E8: per trace (a panel each) and policy (a bar each), the block hit
+    rate missing to the unlimited-copy bound, stacked as what the copy
+    budget costs the bound (network), what the predictor's errors cost
+    (misprediction: the oracle twin minus the run) and the rest; a tick
+    marks the gap to the bound within the budget (misprediction + rest)."""
+    if df is None:
+        return None, "E8 is missing", ""
+    if BOUND_PLACE not in df.columns:
+        return None, "E8's runs carry no bound.* metrics (output.oracle_bound)", ""
+    rows = oracle_gap_rows(df)
+    traces = sorted(rows["_trace"].unique())
+    pols = sorted(rows["_pol"].unique(), key=lambda p: (not p.startswith("none/"), p))
+    ncols = min(3, len(traces))
+    nrows = -(-len(traces) // ncols)
+    fig, axes = ks.figure(ncols=ncols, nrows=nrows, squeeze=False, sharey=True,
+                          figsize=(max(6.0, 3.6 * ncols), 0.24 * len(pols) * nrows + 1.6 * nrows))
+    y = np.arange(len(pols))
+    lines = []
+    for k, t in enumerate(traces):
+        ax = axes[k // ncols][k % ncols]
+        s = rows[rows["_trace"] == t].set_index("_pol").reindex(pols)
+        left = np.zeros(len(pols))
+        for col, lab, colour in GAP_PARTS:
+            v = s[col].fillna(0.0).to_numpy(dtype=float)
+            ax.barh(y, v, 0.7, left=left, color=colour, edgecolor="k", linewidth=0.3,
+                    label=lab)
+            left = left + v
+        ax.plot(s["gap"].to_numpy(dtype=float), y, "k|", ms=9,
+                label="gap to the bound within the copy budget")
+        ax.axvline(0, color="k", lw=0.6)
+        ax.set_yticks(y, pols, fontsize=7)
+        ax.set_title(t)
+        ax.set_xlabel("block hit rate below the bound")
+        ax.grid(axis="y", visible=False)
+        ok = s[s["gap"].notna()]
+        if len(ok):
+            lo, hi = ok["gap"].idxmin(), ok["gap"].idxmax()
+            lines.append("%s: bound %.3g (unlimited copies %.3g); the smallest gap %.3g (%s: "
+                         "misprediction %s, rest %.3g), the largest %.3g (%s: misprediction %s, "
+                         "rest %.3g); the copy budget costs the bound %.3g" %
+                         (t, ok[BOUND_PLACE].mean(), ok["bound.place_unlimited_hit_rate_blocks"].mean(),
+                          ok.loc[lo, "gap"], lo, fmt(ok.loc[lo, "misprediction"]), ok.loc[lo, "rest"],
+                          ok.loc[hi, "gap"], hi, fmt(ok.loc[hi, "misprediction"]), ok.loc[hi, "rest"],
+                          ok["network"].mean()))
+    for k in range(len(traces), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    legend_title_caption(fig, axes[0][0], lambda n: 2 if ncols == 1 else n,
+                         "Each policy's block hit rate below the oracle bound with unlimited "
+                         "copies, split by analysis/oracle_gap.py (means over seeds)",
+                         ks.caption(study, "e8_oracle_gap", seeds_of(df),
+                                    "misprediction: the same run with the oracle predictor "
+                                    "minus this one (0 when the policy asks no predictor)"),
+                         top=1 - 0.3 / fig.get_size_inches()[1])
+    text = ("Block hit rate below the oracle bound within the copy budget (gap = misprediction "
+            "+ rest; the bar adds what the budget costs the bound itself), means over %d "
+            "seed(s): " % seeds_of(df) + "; ".join(lines) + ".")
+    return ks.save(fig, path), None, text
+
+
 # ---- the report -------------------------------------------------------------
 
 def write_report(out, figdir):
@@ -861,6 +1072,8 @@ def write_report(out, figdir):
     draw("traces.png", fig_traces, data["e2_traces"], study)
     draw("lift.png", fig_lift, data["e5_lift"], study)
     draw("disagg.png", fig_disagg, data["e6_disagg"], study)
+    draw("staleness.png", fig_staleness, data["e7_staleness"], study)
+    draw("oracle_gap.png", fig_oracle_gap, data["e8_oracle_gap"], study)
     rel = os.path.relpath(figdir, out)
     md = ["# When does predictive speculative KV replication pay?", "",
           "Study size `%s`, revision `%s`. Generated by `analysis/study_report.py` from the "

@@ -2,7 +2,8 @@
 """Checks of analysis/study_report.py and analysis/kvsim_results.py on a
 tiny study directory (made by tests/test_analysis_study_report.c).
 
-  check_study_report.py OUT figures|tables|loader|mean_ci|pair_gain|breakeven|lift|axes|cdf
+  check_study_report.py OUT figures|tables|loader|mean_ci|pair_gain|breakeven|lift|axes|cdf|
+                           oracle_gap|staleness
 
 Each check recomputes what it compares from the catalog (sqlite3) or the
 run files (h5py) directly, not through kvsim_results, and exits 1 with a
@@ -20,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 import kvsim_results as kr  # noqa: E402
 
-FIGS = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png"]
+FIGS = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png",
+        "oracle_gap.png"]
 # two-sided 95% Student t for n - 1 = 1 and 3 (any t table)
 T95 = {1: 12.7062047, 3: 3.18244631}
 
@@ -60,6 +62,8 @@ def check_figures(out):
         fail("REPORT.md does not say E3 was skipped and why")
     if "e4_vram" not in rep or "absent" not in rep:
         fail("REPORT.md does not say E4 is absent")
+    if "- `staleness.png` not drawn: E7 is missing\n" not in rep:
+        fail("REPORT.md does not say in one line that E7's figure is not drawn")
 
 
 def report_table(rep, exp):
@@ -333,6 +337,20 @@ def check_breakeven(out):
              (got, best, mean[best]))
     if len(mean) != 4:
         fail("breakeven: %d cells, expected 4" % len(mean))
+    # the best cell's share of the oracle bound: per seed, the run the cell
+    # shows (the lowest speculative p95 of any preset), hit rate / bound
+    shown = {}
+    for r in rows:
+        k = (float(r["policy.predictor.oracle_recall"]), float(r["policy.predictor.oracle_fp_rate"]))
+        if r["policy.replication.name"] == "none" or k != best:
+            continue
+        if r["seed"] not in shown or float(r["ttft_p95_ms"]) < float(shown[r["seed"]]["ttft_p95_ms"]):
+            shown[r["seed"]] = r
+    share = [float(r["hit_rate_blocks"]) / float(r["bound.place_hit_rate_blocks"]) for r in shown.values()]
+    m = re.search(r"That cell's speculative runs reach ([0-9.]+)% of the oracle bound", txt)
+    if not m or not close(float(m.group(1)), 100 * sum(share) / len(share), 6e-3):
+        fail("breakeven: report's share of the bound %s, the catalog gives %.4g%%" %
+             (m.group(1) if m else txt, 100 * sum(share) / len(share)))
 
 
 def check_lift(out):
@@ -411,7 +429,89 @@ def check_cdf(out):
         fail("cdf: raw nan/None in the labels: " + txt)
 
 
-CHECKS = {"figures": check_figures, "breakeven": check_breakeven, "lift": check_lift,
+def check_oracle_gap(out):
+    """oracle_gap.png's paragraph: the smallest and the largest gap to the
+    bound within the budget, per policy (replication/predictor) mean over
+    seeds of bound.place - hit rate, with its misprediction share (the
+    oracle twin of the same seed minus the run)."""
+    rows, _ = catalog(out, "e8_oracle_gap")
+    hit = {(r["policy.replication.name"], r["policy.predictor.name"], r["seed"]): r for r in rows}
+    # a policy whose hit rate no predictor changes is one row, its oracle runs
+    rates = {}
+    for (repl, pred, seed), r in hit.items():
+        rates.setdefault(repl, set()).add((seed, float(r["hit_rate_blocks"])))
+    seeds = {seed for (_, _, seed) in hit}
+    blind = {repl for repl, v in rates.items() if len(v) == len(seeds)}
+    if "none" not in blind or "speculative" in blind:
+        fail("oracle_gap: replication none should ignore the predictor, speculative not: %s" % rates)
+    gap, mis = {}, {}
+    for (repl, pred, seed), r in hit.items():
+        if repl in blind and pred != "oracle":
+            continue
+        k = ("spec" if repl == "speculative" else repl) + "/" + ("any" if repl in blind else pred)
+        g = float(r["bound.place_hit_rate_blocks"]) - float(r["hit_rate_blocks"])
+        gap.setdefault(k, []).append(g)
+        twin = hit[(repl, "oracle", seed)]
+        mis.setdefault(k, []).append(float(twin["hit_rate_blocks"]) - float(r["hit_rate_blocks"]))
+    mean = {k: sum(v) / len(v) for k, v in gap.items()}
+    txt = what_it_shows(open(os.path.join(out, "REPORT.md")).read(), "oracle_gap.png")
+    m = re.search(r"the smallest gap ([0-9.e-]+) \((\S+): misprediction ([-0-9.e]+), rest "
+                  r"([-0-9.e]+)\), the largest ([0-9.e-]+) \((\S+): misprediction ([-0-9.e]+)", txt)
+    if not m:
+        fail("oracle_gap paragraph names no smallest and largest gap: " + txt)
+    for g_, pol, mp in ((m.group(1), m.group(2), m.group(3)), (m.group(5), m.group(6), m.group(7))):
+        if pol not in mean or not close(float(g_), mean[pol], 2e-3):
+            fail("oracle_gap: report says %s for %s, the catalog gives %s" % (g_, pol, mean.get(pol)))
+        want = sum(mis[pol]) / len(mis[pol])
+        if not close(float(mp), want, 2e-3):
+            fail("oracle_gap: %s misprediction %s, the catalog gives %.4g" % (pol, mp, want))
+    if not close(float(m.group(1)), min(mean.values()), 2e-3) or \
+            not close(float(m.group(5)), max(mean.values()), 2e-3):
+        fail("oracle_gap: smallest/largest %s/%s, the catalog gives %s" %
+             (m.group(1), m.group(5), mean))
+
+
+def check_staleness(out):
+    """fig_staleness on a synthetic E7 frame: 2 delays x 2 losses x exact
+    and bloom x none and speculative x 2 seeds, p95 and misrouted share
+    made to grow with delay and loss; the text states each column's worst
+    point; a frame without view.misrouted_share, and no frame, are one
+    line each."""
+    import pandas as pd
+    import study_report as sr
+    rows = []
+    for ix, fpr in (("exact", float("nan")), ("bloom", 0.1)):
+        for repl in ("none", "speculative"):
+            for delay in (0.0, 100.0):
+                for loss in (0.0, 0.5):
+                    for seed in (1, 2):
+                        p95 = 1000 + 5 * delay + 400 * loss + 10 * seed + (50 if ix == "bloom" else 0)
+                        rows.append({sr.INDEX: ix, sr.INDEX_FPR: fpr, sr.REPL: repl, sr.DELAY: delay,
+                                     sr.LOSS: loss, "seed": seed, "ttft_p95_ms": p95,
+                                     sr.MISROUTED: delay / 1000 + loss / 4 + seed / 100})
+    df = pd.DataFrame(rows)
+    df.attrs["params"] = [sr.INDEX, sr.INDEX_FPR, sr.REPL, sr.DELAY, sr.LOSS]
+    path = os.path.join(out, "staleness_synthetic.png")
+    p, why, txt = sr.fig_staleness(df, {}, path)
+    if not p or not os.path.getsize(path):
+        fail("staleness: not drawn on the synthetic frame: %s" % why)
+    for ix in ("exact", "bloom fpr 0.1"):
+        for repl in ("none", "speculative"):
+            worst = 1000 + 5 * 100 + 400 * 0.5 + 15 + (50 if ix != "exact" else 0)
+            want = ("%s with replication %s: p95 %s ms at delay 0 ms, loss 0; at worst %s ms "
+                    "(delay 100 ms, loss 0.5); misrouted share at most %.3g (delay 100 ms, loss 0.5)"
+                    % (ix, repl, sr.fmt(1015 + (50 if ix != "exact" else 0)), sr.fmt(worst),
+                       0.1 + 0.125 + 0.015))
+            if want not in txt:
+                fail("staleness: %r not in %r" % (want, txt))
+    p, why, _ = sr.fig_staleness(df.drop(columns=[sr.MISROUTED]), {}, path)
+    if p or why != "E7 lacks view.misrouted_share":
+        fail("staleness without view.misrouted_share: %r" % why)
+    if sr.fig_staleness(None, {}, path)[1] != "E7 is missing":
+        fail("staleness of no frame")
+
+
+CHECKS = {"figures": check_figures, "oracle_gap": check_oracle_gap, "staleness": check_staleness, "breakeven": check_breakeven, "lift": check_lift,
           "axes": check_axes, "cdf": check_cdf, "tables": check_tables, "loader": check_loader,
           "mean_ci": check_mean_ci, "pair_gain": check_pair_gain}
 

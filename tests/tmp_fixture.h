@@ -6,8 +6,10 @@
 #define KVSIM_TESTS_TMP_FIXTURE_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Copies the template tmpl ("/tmp/name_XXXXXX") into dir (size bytes) and
@@ -34,6 +36,21 @@ __attribute__((unused)) static void tmp_write(const char *path, const char *text
 	assert_non_null(f);
 	fputs(text, f);
 	fclose(f);
+}
+
+/* Runs the shell command made from fmt (printf-style, at most 2 kB);
+ * returns its exit status, -1 when it did not exit or did not fit. */
+__attribute__((unused, format(printf, 1, 2))) static int tmp_sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof cmd)
+		return -1;
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 /* The group's scratch directory when the group runs under tmp_group_setup
