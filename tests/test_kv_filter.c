@@ -120,21 +120,22 @@ static void test_ttl_entry_expires_exactly_ttl_after_last_insert(void **st)
 	kvf_free(f);
 }
 
-/* 32 slots hold 16 entries at load 1/2: once those expired, 16 more reuse
- * the table instead of doubling it. */
+/* 32 slots hold 16 entries at load 1/2: once those (and id 0) expired, 16
+ * more reuse the table instead of doubling it. */
 static void test_ttl_purges_expired_entries_instead_of_growing(void **st)
 {
 	(void)st;
 	kv_filter_t *f = new_filter(KVF_TTL, 16, 0, 10, 1);
 	uint64_t bytes = kvf_bytes(f);
 	assert_int_equal(bytes, 32 * 16);
-	for (uint64_t i = 1; i <= 16; i++)
+	for (uint64_t i = 0; i <= 16; i++) /* id 0 is kept apart, purged too */
 		assert_int_equal(kvf_insert(f, i, 0), 0);
+	assert_int_equal(kvf_count(f), 17);
 	for (uint64_t i = 17; i <= 32; i++)
 		assert_int_equal(kvf_insert(f, i, 100), 0);
 	assert_int_equal(kvf_count(f), 16);
 	assert_int_equal(kvf_bytes(f), bytes);
-	for (uint64_t i = 1; i <= 32; i++)
+	for (uint64_t i = 0; i <= 32; i++)
 		assert_int_equal(kvf_has(f, i, 100), i > 16);
 	kvf_free(f);
 }
@@ -156,7 +157,8 @@ static void test_bloom_and_cuckoo_no_false_negatives_fpr_near_theory(void **st)
 	const kvf_kind_t kinds[] = {KVF_BLOOM, KVF_CUCKOO};
 	for (int a = 0; a < 2; a++) {
 		for (int b = 0; b < 3; b++) {
-			kvf_params_t p = {.kind = kinds[a], .capacity = n, .fpr = fprs[b], .seed = 3};
+			kvf_params_t p = {
+			    .kind = kinds[a], .capacity = n, .fpr = fprs[b], .seed = 3};
 			kv_filter_t *f = kvf_new(&p);
 			assert_non_null(f);
 			for (uint64_t i = 0; i < n; i++)
@@ -307,19 +309,19 @@ static void test_new_rejects_bad_parameters(void **st)
 {
 	(void)st;
 	const kvf_params_t bad[] = {
-		{.kind = KVF_EXACT, .capacity = 0},
-		{.kind = KVF_TTL, .capacity = 0, .ttl_ns = 10},
-		{.kind = KVF_TTL, .capacity = 8, .ttl_ns = 0},
-		{.kind = KVF_TTL, .capacity = 8, .ttl_ns = -5},
-		{.kind = KVF_BLOOM, .capacity = 0, .fpr = 0.01},
-		{.kind = KVF_BLOOM, .capacity = 8, .fpr = 0},
-		{.kind = KVF_BLOOM, .capacity = 8, .fpr = 1},
-		{.kind = KVF_BLOOM, .capacity = 8, .fpr = NAN},
-		{.kind = KVF_CUCKOO, .capacity = 0, .fpr = 0.01},
-		{.kind = KVF_CUCKOO, .capacity = 8, .fpr = 0},
-		{.kind = KVF_CUCKOO, .capacity = 8, .fpr = 1},
-		{.kind = KVF_CUCKOO, .capacity = 8, .fpr = -0.5},
-		{.kind = (kvf_kind_t)9, .capacity = 8, .fpr = 0.01, .ttl_ns = 1},
+	    {.kind = KVF_EXACT, .capacity = 0},
+	    {.kind = KVF_TTL, .capacity = 0, .ttl_ns = 10},
+	    {.kind = KVF_TTL, .capacity = 8, .ttl_ns = 0},
+	    {.kind = KVF_TTL, .capacity = 8, .ttl_ns = -5},
+	    {.kind = KVF_BLOOM, .capacity = 0, .fpr = 0.01},
+	    {.kind = KVF_BLOOM, .capacity = 8, .fpr = 0},
+	    {.kind = KVF_BLOOM, .capacity = 8, .fpr = 1},
+	    {.kind = KVF_BLOOM, .capacity = 8, .fpr = NAN},
+	    {.kind = KVF_CUCKOO, .capacity = 0, .fpr = 0.01},
+	    {.kind = KVF_CUCKOO, .capacity = 8, .fpr = 0},
+	    {.kind = KVF_CUCKOO, .capacity = 8, .fpr = 1},
+	    {.kind = KVF_CUCKOO, .capacity = 8, .fpr = -0.5},
+	    {.kind = (kvf_kind_t)9, .capacity = 8, .fpr = 0.01, .ttl_ns = 1},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_null(kvf_new(&bad[i]));
@@ -327,10 +329,10 @@ static void test_new_rejects_bad_parameters(void **st)
 	}
 	assert_null(kvf_new(NULL));
 	const kvf_params_t good[] = {
-		{.kind = KVF_EXACT, .capacity = 1},
-		{.kind = KVF_TTL, .capacity = 1, .ttl_ns = 1},
-		{.kind = KVF_BLOOM, .capacity = 1, .fpr = 0.999},
-		{.kind = KVF_CUCKOO, .capacity = 1, .fpr = 1e-12},
+	    {.kind = KVF_EXACT, .capacity = 1},
+	    {.kind = KVF_TTL, .capacity = 1, .ttl_ns = 1},
+	    {.kind = KVF_BLOOM, .capacity = 1, .fpr = 0.999},
+	    {.kind = KVF_CUCKOO, .capacity = 1, .fpr = 1e-12},
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		kv_filter_t *f = kvf_new(&good[i]);
@@ -365,7 +367,8 @@ static void test_same_calls_same_answers_other_seed_other_false_positives(void *
 	const uint64_t n = 20000, q = 50000;
 	const kvf_kind_t kinds[] = {KVF_BLOOM, KVF_CUCKOO};
 	for (int a = 0; a < 2; a++) {
-		uint8_t *x = false_positives(kinds[a], 1, n, q), *y = false_positives(kinds[a], 1, n, q),
+		uint8_t *x = false_positives(kinds[a], 1, n, q),
+			*y = false_positives(kinds[a], 1, n, q),
 			*z = false_positives(kinds[a], 2, n, q);
 		uint64_t nx = 0;
 		for (uint64_t i = 0; i < q; i++)

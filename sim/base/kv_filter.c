@@ -8,12 +8,12 @@
 #include "sim/base/mem.h"
 #include "sim/base/rng.h"
 
-#define BLOOM_MAX 15      /* a 4-bit counter saturates here */
-#define CK_SLOTS 4        /* fingerprints per bucket (Fan et al. 2014, b = 4) */
-#define CK_LOAD 0.95      /* highest load the buckets are sized for (ibid., b = 4) */
-#define CK_KICKS 500      /* most relocations per insert (ibid.) */
-#define CK_FP_MAX 32      /* widest fingerprint, bits */
-#define SET_MIN_SLOTS 16u         /* own choice */
+#define BLOOM_MAX 15               /* a 4-bit counter saturates here */
+#define CK_SLOTS 4                 /* fingerprints per bucket (Fan et al. 2014, b = 4) */
+#define CK_LOAD 0.95               /* highest load the buckets are sized for (ibid., b = 4) */
+#define CK_KICKS 500               /* most relocations per insert (ibid.) */
+#define CK_FP_MAX 32               /* widest fingerprint, bits */
+#define SET_MIN_SLOTS 16u          /* own choice */
 #define SET_MAX_START (1ull << 26) /* own choice: a larger hint starts here and grows */
 
 struct kv_filter {
@@ -95,6 +95,8 @@ static int set_rehash(kv_filter_t *f, uint64_t nslot, int64_t now)
 	f->key = key;
 	f->t = t;
 	f->nslot = nslot;
+	if (f->zero_in && t && !ttl_live(f, f->zero_t, now))
+		f->zero_in = 0;
 	f->count = f->zero_in;
 	for (uint64_t i = 0; i < on; i++) {
 		if (!okey[i] || (ot && !ttl_live(f, ot[i], now)))

@@ -22,9 +22,10 @@
  *           <= 0.95; fingerprint 0 marks an empty slot; alternate bucket
  *           i XOR hash(fp) (Fan et al., CoNEXT 2014); at most 500 kicks on
  *           insert; an insert that fails is undone (every kicked fingerprint
- *           back in place), leaves the id absent and returns KVF_FULL. Removing an id
- *           never inserted may remove another id with the same fingerprint in
- *           one of its two buckets (as a real cuckoo filter does).
+ *           back in place), leaves the id absent and returns KVF_FULL.
+ *           Removing an id never inserted may remove another id with the
+ *           same fingerprint in one of its two buckets (as a real cuckoo
+ *           filter does).
  *   TTL     exact set; an entry is present until ttl_ns after its last insert
  *           (insert refreshes); remove works as in EXACT. Boundary: inserted
  *           last at t, it is present for now_ns < t + ttl_ns (at t+ttl-1) and
