@@ -788,8 +788,8 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 	if (!k)
 		return;
 	int64_t t = in->seg_end[end - 1];
-	for (uint32_t j = a ? a : 1; j < end; j++) /* room reserved in seg_plan */
-		(void)tok_hist_add(&in->seg_gaps, in->seg_end[j] - in->seg_end[j - 1], 1);
+	uint32_t j0 = a ? a - 1 : 0; /* gaps seg_end[j] - seg_end[j - 1], j in [max(a, 1), end) */
+	(void)tok_hist_add_diffs(&in->seg_gaps, in->seg_end + j0, end - j0); /* reserved in seg_plan */
 	in->busy_ns += t - in->iter_start;
 	if (c->p.on_busy)
 		c->p.on_busy(c->p.hook_ctx, in, in->iter_start, t, k);
