@@ -134,6 +134,11 @@ static inline void map_prefetch(const kv_store_t *s, const uint64_t *ids, uint32
 	}
 }
 
+void kv_prefetch(const kv_store_t *s, const uint64_t *ids, uint32_t k, uint32_t n)
+{
+	map_prefetch(s, ids, k, n);
+}
+
 static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
 {
 	uint32_t h = map_hash(id), i = h & s->mask;
