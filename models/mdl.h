@@ -240,6 +240,29 @@ typedef struct mdl_curve {
 	double y[MDL_PROF_POINTS]; /* ns */
 } mdl_curve_t;
 
+/* The terms of an iteration fixed by its token and sequence counts, as
+ * mdl_cost.c computed them for one (tokens, seqs). */
+typedef struct mdl_size_terms {
+	double tokens, seqs; /* the key; seqs < 0: empty */
+	double t_gemm_ns, t_weight_ns, t_fixed_ns, t_comm_ns, t_overhead_ns, flops, wbytes;
+} mdl_size_terms_t;
+
+#define MDL_SIZE_CACHE 256 /* entries, direct-mapped (own choice: a batch of up to
+                            * 256 decode sequences has an entry per size) */
+#define MDL_SIZE_KEY 1024  /* bytes of the inputs the entries were computed from */
+
+/* mdl_cost.c's cache of mdl_size_terms_t. Its entries hold while the bytes
+ * of the compute model they depend on (hw, llm, tp, the numeric params and
+ * the derived constants) equal key: a change to any of those, however made,
+ * empties it at the next cost query. Written by the cost queries through
+ * their const pointer, so an mdl_compute_t is never defined const and one
+ * is not queried from two threads at once. */
+typedef struct mdl_size_cache {
+	int valid; /* key holds a snapshot */
+	unsigned char key[MDL_SIZE_KEY];
+	mdl_size_terms_t e[MDL_SIZE_CACHE];
+} mdl_size_cache_t;
+
 typedef struct mdl_compute {
 	mdl_hw_t hw;
 	mdl_llm_t llm;
@@ -262,6 +285,7 @@ typedef struct mdl_compute {
 	double ar_lat_ns;     /* all-reduce alpha at this tp */
 	mdl_curve_t layer;    /* MDL_MODEL_PROFILE: one layer's operators, ns by tokens */
 	mdl_curve_t arc;      /* MDL_MODEL_PROFILE: one all-reduce, ns by bytes (n 0: roofline) */
+	mdl_size_cache_t size_cache; /* mdl_cost.c (empty after mdl_compute_init) */
 } mdl_compute_t;
 
 /* One iteration's work, as parallel arrays (the shape of the scheduler's

@@ -450,6 +450,53 @@ static void terms_by_size(const mdl_compute_t *c, double tokens, double seqs, md
 	r->t_overhead_ns = (double)p->iter_overhead_ns;
 }
 
+/* The bytes of c that terms_by_size reads outside the profile curves: hw,
+ * llm, tp and the params before their paths; the derived constants from
+ * flops_rate to ar_lat_ns. */
+#define KEY_A (offsetof(mdl_compute_t, p) + offsetof(mdl_compute_params_t, profile))
+#define KEY_B0 offsetof(mdl_compute_t, flops_rate)
+#define KEY_B (offsetof(mdl_compute_t, layer) - KEY_B0)
+_Static_assert(KEY_A + KEY_B <= MDL_SIZE_KEY, "mdl_size_cache_t: key too small");
+
+/* terms_by_size through c's size cache (mdl.h): the same doubles, computed
+ * once per (tokens, seqs) while the inputs stay byte for byte the same. The
+ * profile model (whose curves are not in the key) is not cached. */
+static void size_terms(const mdl_compute_t *c, double tokens, double seqs, mdl_iter_cost_t *r,
+                       double *f, double *wb)
+{
+	if (c->p.model == MDL_MODEL_PROFILE || c->arc.n || !(tokens >= 0 && tokens < 0x1p32) ||
+	    !(seqs >= 0 && seqs < 0x1p32)) {
+		terms_by_size(c, tokens, seqs, r, f, wb);
+		return;
+	}
+	/* the cache is not part of the model's value: written through const */
+	mdl_size_cache_t *k = (mdl_size_cache_t *)&c->size_cache;
+	const unsigned char *b = (const unsigned char *)c;
+	if (!k->valid || memcmp(k->key, b, KEY_A) || memcmp(k->key + KEY_A, b + KEY_B0, KEY_B)) {
+		memcpy(k->key, b, KEY_A);
+		memcpy(k->key + KEY_A, b + KEY_B0, KEY_B);
+		for (size_t i = 0; i < MDL_SIZE_CACHE; i++)
+			k->e[i].seqs = -1;
+		k->valid = 1;
+	}
+	uint32_t t = (uint32_t)(uint64_t)tokens, s = (uint32_t)(uint64_t)seqs;
+	mdl_size_terms_t *e = &k->e[(t ^ (s << 5)) % MDL_SIZE_CACHE];
+	if (e->tokens != tokens || e->seqs != seqs) {
+		terms_by_size(c, tokens, seqs, r, f, wb);
+		*e = (mdl_size_terms_t){tokens,         seqs,           r->t_gemm_ns,
+		                        r->t_weight_ns, r->t_fixed_ns,  r->t_comm_ns,
+		                        r->t_overhead_ns, *f,           *wb};
+		return;
+	}
+	r->t_gemm_ns = e->t_gemm_ns;
+	r->t_weight_ns = e->t_weight_ns;
+	r->t_fixed_ns = e->t_fixed_ns;
+	r->t_comm_ns = e->t_comm_ns;
+	r->t_overhead_ns = e->t_overhead_ns;
+	*f = e->flops;
+	*wb = e->wbytes;
+}
+
 /* The terms of cost_terms that depend on the contexts, on r from
  * terms_by_size: attention and KV, and the two roofline sides. */
 static void terms_sides(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost_t *r, double f,
@@ -486,7 +533,7 @@ static int64_t cost_terms(const mdl_compute_t *c, const sums_t *s, mdl_iter_cost
 {
 	mdl_iter_cost_t r = {0};
 	double f, wb;
-	terms_by_size(c, s->tokens, s->seqs, &r, &f, &wb);
+	size_terms(c, s->tokens, s->seqs, &r, &f, &wb);
 	terms_finish(c, s, &r, f, wb);
 	if (out)
 		*out = r;
@@ -667,7 +714,7 @@ static void run_init(run_t *R, const mdl_compute_t *c, uint32_t n_seqs, uint64_t
 	R->split = n_seqs && c->p.model != MDL_MODEL_LINEAR &&
 	           (c->p.gemm_mfu > 0 || c->p.model == MDL_MODEL_PROFILE);
 	if (R->split)
-		terms_by_size(c, n_seqs, n_seqs, &R->base, &R->f, &R->wb);
+		size_terms(c, n_seqs, n_seqs, &R->base, &R->f, &R->wb);
 }
 
 /* Step j's sums: those mdl_iter_cost adds up, exact in double below 2^53

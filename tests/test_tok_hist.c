@@ -159,6 +159,44 @@ static void test_merge_equals_adding_one_at_a_time(void **st)
 	gsl_rng_free(g);
 }
 
+/* tok_hist_add_diffs of end times is tok_hist_add of each consecutive
+ * difference (a negative one counting as 0), on top of what h held, with
+ * runs that hit the last bin and runs that open new ones. */
+static void test_add_diffs_equals_adding_each_difference(void **st)
+{
+	(void)st;
+	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(g, 11);
+	int64_t t[400];
+	for (int trial = 0; trial < 300; trial++) {
+		tok_hist_t a = {0}, b = {0};
+		uint32_t pre = (uint32_t)gsl_rng_uniform_int(g, 50);
+		for (uint32_t i = 0; i < pre; i++) {
+			int64_t x = draw(g, trial % 3);
+			assert_int_equal(tok_hist_add(&a, x, 1), 0);
+			assert_int_equal(tok_hist_add(&b, x, 1), 0);
+		}
+		uint32_t n = (uint32_t)gsl_rng_uniform_int(g, 400);
+		t[0] = 1000;
+		for (uint32_t j = 1; j < n; j++)
+			t[j] = t[j - 1] + (j % 97 == 5 ? -3 : draw(g, (trial + j / 50) % 3));
+		assert_int_equal(tok_hist_add_diffs(&a, t, n), 0);
+		for (uint32_t j = 1; j < n; j++)
+			assert_int_equal(tok_hist_add(&b, t[j] - t[j - 1], 1), 0);
+		check_counts(&a, pre + (n ? n - 1 : 0));
+		assert_int_equal(a.n_run, b.n_run);
+		for (uint32_t i = 0; i < b.n_run; i++) {
+			assert_int_equal(a.run[i].bin, b.run[i].bin);
+			assert_int_equal(a.run[i].count, b.run[i].count);
+			assert_int_equal(a.run[i].min, b.run[i].min);
+			assert_int_equal(a.run[i].max, b.run[i].max);
+		}
+		tok_hist_free(&a);
+		tok_hist_free(&b);
+	}
+	gsl_rng_free(g);
+}
+
 /* A count of c in one call is c gaps of that value. */
 static void test_add_with_a_count_equals_repeated_adds(void **st)
 {
@@ -212,6 +250,7 @@ int main(void)
 	    cmocka_unit_test(test_rank_is_never_below_exact_and_within_resolution),
 	    cmocka_unit_test(test_rank_is_exact_when_each_bin_holds_one_value),
 	    cmocka_unit_test(test_merge_equals_adding_one_at_a_time),
+	    cmocka_unit_test(test_add_diffs_equals_adding_each_difference),
 	    cmocka_unit_test(test_add_with_a_count_equals_repeated_adds),
 	    cmocka_unit_test(test_reserved_room_never_reallocates_and_clear_keeps_it),
 	};

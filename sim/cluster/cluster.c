@@ -414,6 +414,7 @@ static uint32_t ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, ui
 	for (uint32_t j = 0; j < m; j++) {
 		int was_spec = 0;
 		uint32_t tag = 0;
+		kv_prefetch(in->kv, ids, j, m);
 		kv_hit(in->kv, ids[j], now, 1, &was_spec, &tag); /* one lookup: tag and ref */
 		spec_hits += (uint32_t)was_spec;
 		if (was_spec && c->p.on_spec_hit) {
@@ -482,6 +483,7 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 	uint32_t m = kv_match(in->kv, r->blocks, nb);
 	uint32_t s_end = m; /* blocks [m, s_end) become shared blocks we compute */
 	while (s_end < nb) {
+		kv_prefetch(in->kv, r->blocks, s_end, nb);
 		int st = kv_lookup(in->kv, r->blocks[s_end]);
 		if (st == 0) {
 			s_end++;
@@ -511,9 +513,11 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 			kv_unref(in->kv, r->blocks[j], now);
 		return ADMIT_FULL;
 	}
-	for (uint32_t j = m; j < s_end; j++) /* READY at once: the study's assumption */
+	for (uint32_t j = m; j < s_end; j++) { /* READY at once: the study's assumption */
+		kv_prefetch(in->kv, r->blocks, j, s_end);
 		kv_alloc(in->kv, r->blocks[j], j,
 			 c->p.resident_at_admission ? KV_READY : KV_COMPUTING, 1, 0, now);
+	}
 	kv_alloc_private(in->kv, n_priv + F, now);
 	c->kv_block_allocs += s_end + n_priv + F;
 	r->held = r->shared_hold = s_end;
@@ -788,8 +792,8 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 	if (!k)
 		return;
 	int64_t t = in->seg_end[end - 1];
-	for (uint32_t j = a ? a : 1; j < end; j++) /* room reserved in seg_plan */
-		(void)tok_hist_add(&in->seg_gaps, in->seg_end[j] - in->seg_end[j - 1], 1);
+	uint32_t j0 = a ? a - 1 : 0; /* gaps seg_end[j] - seg_end[j - 1], j in [max(a, 1), end) */
+	(void)tok_hist_add_diffs(&in->seg_gaps, in->seg_end + j0, end - j0); /* reserved in seg_plan */
 	in->busy_ns += t - in->iter_start;
 	if (c->p.on_busy)
 		c->p.on_busy(c->p.hook_ctx, in, in->iter_start, t, k);
@@ -1231,8 +1235,11 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		if (r->done_tok < r->target) {
 			r->done_tok += r->chunk;
 			/* blocks whose every token is now computed become usable */
-			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok)
+			uint32_t lim = r->done_tok / B < r->shared_hold ? r->done_tok / B : r->shared_hold;
+			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok) {
+				kv_prefetch(in->kv, r->blocks, r->ready, lim); /* lim: where this stops */
 				kv_ready(in->kv, r->blocks[r->ready++], now);
+			}
 			tok = r->done_tok == r->target;
 			if (tok) {
 				prefilled = 1;

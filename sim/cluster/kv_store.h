@@ -84,6 +84,10 @@ uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n);
 uint32_t kv_match_visible(const kv_store_t *s, const uint64_t *ids, uint32_t n);
 /* Whether id is READY or INFLIGHT here. */
 int kv_visible(const kv_store_t *s, uint64_t id);
+/* A hint before the call on ids[k] of a run of calls on ids[0..n) in
+ * order: asks the memory for what the calls on a few ids ahead will read
+ * (the lookups of a large store miss the cache). Changes nothing. */
+void kv_prefetch(const kv_store_t *s, const uint64_t *ids, uint32_t k, uint32_t n);
 
 /* Takes a reference on a READY block (a hit); counts a hit, clears spec
  * (reporting in *was_spec whether it was speculative). 0, or KS_ESTATE

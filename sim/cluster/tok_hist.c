@@ -58,15 +58,42 @@ static void put(tok_hist_t *h, uint32_t b, int64_t min, int64_t max, uint32_t co
 	h->n += count;
 }
 
-int tok_hist_add(tok_hist_t *h, int64_t v, uint32_t count)
+/* tok_hist_add of count gaps of value v >= 0: the run added to last takes
+ * them without a search or a reservation when v falls in its bin (a
+ * request's consecutive gaps mostly do). */
+static inline int add_one(tok_hist_t *h, int64_t v, uint32_t count)
 {
-	if (v < 0)
-		v = 0;
-	if (!count)
+	uint32_t b = tok_hist_bin(v);
+	if (h->last < h->n_run && h->run[h->last].bin == b) {
+		tok_run_t *r = &h->run[h->last];
+		if (v < r->min)
+			r->min = v;
+		if (v > r->max)
+			r->max = v;
+		r->count += count;
+		h->n += count;
 		return 0;
+	}
 	if (tok_hist_reserve(h, 1))
 		return KS_ENOMEM;
-	put(h, tok_hist_bin(v), v, v, count);
+	put(h, b, v, v, count);
+	return 0;
+}
+
+int tok_hist_add(tok_hist_t *h, int64_t v, uint32_t count)
+{
+	if (!count)
+		return 0;
+	return add_one(h, v < 0 ? 0 : v, count);
+}
+
+int tok_hist_add_diffs(tok_hist_t *h, const int64_t *t, uint32_t n)
+{
+	for (uint32_t j = 1; j < n; j++) {
+		int64_t v = t[j] - t[j - 1];
+		if (add_one(h, v < 0 ? 0 : v, 1))
+			return KS_ENOMEM;
+	}
 	return 0;
 }
 

@@ -51,6 +51,10 @@ uint32_t tok_hist_bin(int64_t v);
 int tok_hist_reserve(tok_hist_t *h, uint32_t m);
 /* Adds count gaps of value v. 0 or KS_ENOMEM. */
 int tok_hist_add(tok_hist_t *h, int64_t v, uint32_t count);
+/* Adds the n - 1 gaps t[j] - t[j - 1], j = 1..n - 1, in that order: the
+ * same histogram as tok_hist_add of each (on KS_ENOMEM, those before the
+ * failing one are in). 0 or KS_ENOMEM. */
+int tok_hist_add_diffs(tok_hist_t *h, const int64_t *t, uint32_t n);
 /* Adds every gap of src to dst: the same histogram as tok_hist_add of
  * each of them. 0 or KS_ENOMEM. */
 int tok_hist_merge(tok_hist_t *dst, const tok_hist_t *src);
