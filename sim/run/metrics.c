@@ -1,13 +1,13 @@
 /* metrics — see metrics.h. */
 #include "sim/run/metrics.h"
 
-#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "sim/base/err.h"
+#include "sim/base/quantile.h"
 #include "sim/run/recorder.h"
 
 typedef int64_t (*field_fn)(const res_request_t *r);
@@ -34,10 +34,8 @@ static int summarize_field(sim_results_t *res, int id, field_fn f, double *buf)
 	int rc = rec_metric(res, id, n ? gsl_stats_mean(buf, 1, n) : NAN);
 	if (rc)
 		return rc;
-	if (n)
-		gsl_sort(buf, 1, n);
 	for (size_t k = 0; k < sizeof qs / sizeof qs[0]; k++) {
-		double v = n ? gsl_stats_quantile_from_sorted_data(buf, 1, n, qs[k]) : NAN;
+		double v = n ? quantile_select(buf, n, qs[k]) : NAN;
 		if ((rc = rec_metric(res, id + 1 + (int)k, v)))
 			return rc;
 	}
