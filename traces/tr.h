@@ -229,7 +229,7 @@ void tr_sha256_cache_reset(void);
  * version (path, size, mtime, device, inode) with the same options,
  * simulated block size and seed, by the same kvsim binary, serves them
  * without parsing: results are identical either way. An entry that is
- * missing, of another version, truncated or failing its CRC-32 is ignored
+ * missing, of another version, truncated or failing its checksum is ignored
  * and rewritten, never trusted; files changed in the last 2 s, traces with
  * empirical length models and traces over 512 MiB of requests are not
  * cached. Entries are written to a temporary name and renamed, so

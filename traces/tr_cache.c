@@ -7,7 +7,7 @@
  * reader's end state. Its name hashes what stays the same across file
  * versions and builds (path, options, block size, seed), so a new version
  * or build replaces the entry instead of adding one. Layout: a header
- * (magic, version, key digest, counts, CRC-32 of the rest), n_req fixed
+ * (magic, version, key digest, counts, a checksum of the rest), n_req fixed
  * records, then every record's block ids in order, all host-endian (a
  * cache is never shared between machines). */
 #include <errno.h>
@@ -16,17 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "sim/base/rng.h"
 #include "traces/tr_int.h"
 
 #define TRC_MAGIC "kvsimtrc"
 /* Bump whenever tr_next's output for the same input could change in a way
  * the binary identity would not catch (it catches every rebuild). */
-#define TRC_VERSION 1u
+#define TRC_VERSION 2u
 /* Past this a trace is not recorded (own choice: a cache must not double a
  * long sweep's memory; the Bursted-ART windows take 8 MB each). */
 #define TRC_MAX_BYTES (512u << 20)
@@ -94,8 +95,7 @@ typedef struct trc_hdr {
 	uint8_t key[SHA256_DIGEST_SIZE];
 	uint64_t n_req, n_blk;
 	tr_cache_tail_t tail;
-	uint32_t crc; /* CRC-32 of everything after the header */
-	uint32_t pad;
+	uint64_t sum; /* payload_sum of the ids seeded with that of the records */
 } trc_hdr_t;
 
 typedef struct trc_rec {
@@ -112,7 +112,8 @@ struct tr_cache {
 	char file[4200];
 	uint8_t key[SHA256_DIGEST_SIZE];
 	trc_hdr_t h;
-	char *buf; /* hit: the whole entry */
+	char *map; /* hit: the whole entry, mapped read-only */
+	size_t map_len;
 	const trc_rec_t *recs;
 	const uint64_t *blk;
 	uint64_t at, blk_at; /* next record, its first block */
@@ -145,12 +146,38 @@ static int exe_identity(tr_file_id_t *id)
 	return tr_file_identify("/proc/self/exe", id, &racy);
 }
 
-static uint32_t payload_crc(const char *p, size_t n)
+/* The payload checksum: four xxHash64-style lanes over 64-bit words (the
+ * round of xxHash, Collet 2012), about 4x zlib's CRC-32 here; it only has
+ * to catch a damaged or truncated file, not an adversary. n is a multiple
+ * of 8 (records and ids are). */
+static uint64_t sum_round(uint64_t h, uint64_t w)
 {
-	return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), (const Bytef *)p, n);
+	h += w * 0xc2b2ae3d27d4eb4fULL;
+	h = h << 31 | h >> 33;
+	return h * 0x9e3779b185ebca87ULL;
 }
 
-/* Reads and checks the entry; 1 when it is this key's, intact. */
+static uint64_t payload_sum(const void *p, size_t n, uint64_t seed)
+{
+	const unsigned char *b = p;
+	uint64_t l[4] = {seed, seed + 1, seed + 2, seed + 3}, w;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32)
+		for (int k = 0; k < 4; k++) {
+			memcpy(&w, b + i + 8 * k, 8);
+			l[k] = sum_round(l[k], w);
+		}
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		l[0] = sum_round(l[0], w);
+	}
+	return rng_fmix64(l[0] ^ rng_fmix64(l[1] ^ rng_fmix64(l[2] ^ rng_fmix64(l[3] ^ n))));
+}
+
+/* Maps and checks the entry; 1 when it is this key's, intact. Mapped, not
+ * read: the page cache's pages serve it without a copy. Entries are only
+ * ever replaced by rename, never rewritten in place, so the mapping stays
+ * whole while the run uses it. */
 static int load_entry(tr_cache_t *c)
 {
 	int fd = open(c->file, O_RDONLY | O_CLOEXEC);
@@ -166,29 +193,30 @@ static int load_entry(tr_cache_t *c)
 		 h->n_blk <= TRC_MAX_BYTES / sizeof(uint64_t) &&
 		 (uint64_t)st.st_size ==
 		     sizeof *h + h->n_req * sizeof(trc_rec_t) + h->n_blk * sizeof(uint64_t);
-	size_t n = ok ? (size_t)st.st_size - sizeof *h : 0;
-	if (ok && !(c->buf = malloc(n ? n : 1)))
-		ok = 0;
-	for (size_t got = 0; ok && got < n;) {
-		ssize_t r = read(fd, c->buf + got, n - got);
-		if (r <= 0)
+	if (ok) {
+		c->map_len = (size_t)st.st_size;
+		c->map = mmap(NULL, c->map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		if (c->map == MAP_FAILED) {
+			c->map = NULL;
 			ok = 0;
-		else
-			got += (size_t)r;
+		}
 	}
 	close(fd);
-	if (ok && payload_crc(c->buf, n) != h->crc)
+	const char *pay = c->map + sizeof *h;
+	size_t n = ok ? c->map_len - sizeof *h : 0;
+	size_t rb = ok ? h->n_req * sizeof(trc_rec_t) : 0;
+	if (ok && payload_sum(pay + rb, n - rb, payload_sum(pay, rb, 0)) != h->sum)
 		ok = 0;
-	c->recs = (const trc_rec_t *)c->buf;
-	c->blk = (const uint64_t *)(c->buf + h->n_req * sizeof(trc_rec_t));
+	c->recs = (const trc_rec_t *)pay;
+	c->blk = (const uint64_t *)(pay + h->n_req * sizeof(trc_rec_t));
 	uint64_t sum = 0; /* the records must account for every block, exactly */
 	for (uint64_t i = 0; ok && i < h->n_req; i++)
 		sum += (uint64_t)c->recs[i].n_blocks + c->recs[i].n_out_blocks;
 	if (ok && sum != h->n_blk)
 		ok = 0;
-	if (!ok) {
-		free(c->buf);
-		c->buf = NULL;
+	if (!ok && c->map) {
+		munmap(c->map, c->map_len);
+		c->map = NULL;
 	}
 	return ok;
 }
@@ -320,12 +348,7 @@ void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail)
 	memcpy(h.magic, TRC_MAGIC, 8);
 	memcpy(h.key, c->key, sizeof h.key);
 	size_t rb = c->rn * sizeof *c->rv, bb = c->bn * sizeof *c->bv;
-	uLong crc = crc32_z(0, Z_NULL, 0);
-	if (rb)
-		crc = crc32_z(crc, (const Bytef *)c->rv, rb);
-	if (bb)
-		crc = crc32_z(crc, (const Bytef *)c->bv, bb);
-	h.crc = (uint32_t)crc;
+	h.sum = payload_sum(c->bv, bb, payload_sum(c->rv, rb, 0));
 	/* a temporary name, then rename: readers see a whole entry or none */
 	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", c->file, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -341,7 +364,8 @@ void tr_cache_free(tr_cache_t *c)
 {
 	if (!c)
 		return;
-	free(c->buf);
+	if (c->map)
+		munmap(c->map, c->map_len);
 	free(c->rv);
 	free(c->bv);
 	free(c);
