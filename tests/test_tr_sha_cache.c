@@ -33,6 +33,7 @@ static int setup(void **st)
 	snprintf(f->trace, sizeof f->trace, "%s/trace.jsonl", f->dir);
 	snprintf(f->cache, sizeof f->cache, "%s/kvsim/trace-sha256", f->dir);
 	setenv("XDG_CACHE_HOME", f->dir, 1);
+	unsetenv("KVSIM_CACHE_DIR"); /* it would take precedence */
 	tr_sha256_cache_reset();
 	*st = f;
 	return 0;
