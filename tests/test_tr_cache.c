@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "traces/tr.h"
+#include "traces/tr_int.h"
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 
@@ -84,6 +85,7 @@ static int teardown(void **st)
 	int rc = system(cmd);
 	unsetenv("KVSIM_CACHE_DIR");
 	tr_cache_set_enabled(1);
+	tr_cache_set_dir_max(0);
 	free(f);
 	return rc;
 }
@@ -301,6 +303,33 @@ static void test_bad_row_keeps_its_error_and_is_not_cached(void **st)
 	assert_int_equal(entries(f, NULL, 0), 0);
 }
 
+static off_t size_of(const char *path)
+{
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	return sb.st_size;
+}
+
+static void test_oldest_entries_go_past_the_size_bound(void **st)
+{
+	fx_t *f = *st;
+	put_trace(f->trace, 40, 0, OLD);
+	(void)read_trace(f->trace, 0);
+	char first[512];
+	assert_int_equal(entries(f, first, sizeof first), 1);
+	/* room for the first entry and a 5-row one, not for a third */
+	tr_cache_set_dir_max((uint64_t)size_of(first) + (uint64_t)size_of(first) / 5);
+	struct timespec t[2] = {{OLD, 0}, {OLD, 0}};
+	assert_int_equal(utimensat(AT_FDCWD, first, t, 0), 0); /* written long ago */
+	(void)read_trace(f->trace, 5);
+	assert_int_equal(entries(f, NULL, 0), 2);
+	(void)read_trace(f->trace, 6);
+	assert_int_equal(entries(f, NULL, 0), 2);
+	assert_int_equal(access(first, F_OK), -1); /* the oldest went */
+	assert_false(read_trace(f->trace, 0).cached);
+	assert_true(read_trace(f->trace, 6).cached);
+}
+
 /* A whole run: every request and metric the same with and without. */
 static void test_runs_are_identical_with_and_without_the_cache(void **st)
 {
@@ -347,4 +376,5 @@ TEST_MAIN(T(test_second_read_is_a_hit_with_the_same_requests),
 	  T(test_damaged_entry_is_ignored_and_rewritten),
 	  T(test_off_switch_neither_reads_nor_writes), T(test_fresh_file_is_not_cached),
 	  T(test_bad_row_keeps_its_error_and_is_not_cached),
+	  T(test_oldest_entries_go_past_the_size_bound),
 	  T(test_runs_are_identical_with_and_without_the_cache))

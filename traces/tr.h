@@ -232,7 +232,8 @@ void tr_sha256_cache_reset(void);
  * missing, of another version, truncated or failing its checksum is ignored
  * and rewritten, never trusted; files changed in the last 2 s, traces with
  * empirical length models and traces over 512 MiB of requests are not
- * cached. Entries are written to a temporary name and renamed, so
+ * cached. Past 4 GiB of entries in all the oldest written go first.
+ * Entries are written to a temporary name and renamed, so
  * concurrent readers see a whole entry or none. Best effort: an unwritable
  * directory costs the parse only. On by default; off for the process with
  * tr_cache_set_enabled(0) (kvsim run/sweep --no-trace-cache). */

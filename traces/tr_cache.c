@@ -10,6 +10,7 @@
  * (magic, version, key digest, counts, a checksum of the rest), n_req fixed
  * records, then every record's block ids in order, all host-endian (a
  * cache is never shared between machines). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/sha2.h>
@@ -32,8 +33,17 @@
  * long sweep's memory; the Bursted-ART windows take 8 MB each). */
 #define TRC_MAX_BYTES (512u << 20)
 #define TRC_RACY_NS 2000000000LL /* as the digest cache: see tr.h */
+/* Entries past this many bytes in all are removed, oldest written first,
+ * before a new one is written (own choice: a few sweeps' traces). */
+#define TRC_DIR_MAX_BYTES (4ULL << 30)
 
 static int cache_on = 1;
+static uint64_t dir_max = TRC_DIR_MAX_BYTES;
+
+void tr_cache_set_dir_max(uint64_t bytes)
+{
+	dir_max = bytes ? bytes : TRC_DIR_MAX_BYTES;
+}
 
 void tr_cache_set_enabled(int on)
 {
@@ -326,6 +336,50 @@ void tr_cache_put(tr_cache_t *c, const tr_request_t *q)
 	c->bn += nb;
 }
 
+/* Makes room for `need` more bytes under dir_max by removing
+ * the oldest entries; only at a write, so a hit never scans the directory. */
+static void prune(const char *dir, uint64_t need)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct old {
+		char name[64];
+		int64_t mtime_ns;
+		uint64_t size;
+	} *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = need;
+	char p[4200];
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		if (strncmp(de->d_name, "trace-", 6) || len < 5 || len >= sizeof v->name ||
+		    strcmp(de->d_name + len - 4, ".bin"))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		if (stat(p, &st) || VEC_GROW(v, cap, n + 1, 16))
+			continue;
+		snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+		v[n].size = (uint64_t)st.st_size;
+		total += v[n++].size;
+	}
+	closedir(d);
+	while (total > dir_max && n) {
+		size_t o = 0;
+		for (size_t i = 1; i < n; i++)
+			if (v[i].mtime_ns < v[o].mtime_ns)
+				o = i;
+		snprintf(p, sizeof p, "%s/%s", dir, v[o].name);
+		unlink(p);
+		total -= v[o].size;
+		v[o] = v[--n];
+	}
+	free(v);
+}
+
 static int write_all(int fd, const void *p, size_t n)
 {
 	for (const char *b = p; n;) {
@@ -349,6 +403,7 @@ void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail)
 	memcpy(h.key, c->key, sizeof h.key);
 	size_t rb = c->rn * sizeof *c->rv, bb = c->bn * sizeof *c->bv;
 	h.sum = payload_sum(c->bv, bb, payload_sum(c->rv, rb, 0));
+	prune(dir, sizeof h + rb + bb);
 	/* a temporary name, then rename: readers see a whole entry or none */
 	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", c->file, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
