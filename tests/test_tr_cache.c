@@ -184,6 +184,13 @@ static void test_second_read_is_a_hit_with_the_same_requests(void **st)
 	assert_same(&a, &b);
 	shot_t p = parsed(f->trace, 0);
 	assert_same(&p, &b);
+	/* another spelling of the same file shares the entry */
+	char other[200];
+	snprintf(other, sizeof other, "%s/./trace.jsonl", f->dir);
+	shot_t c = read_trace(other, 0);
+	assert_true(c.cached);
+	assert_same(&p, &c);
+	assert_int_equal(entries(f, NULL, 0), 1);
 }
 
 static void test_trace_edited_in_place_is_a_miss(void **st)

@@ -136,7 +136,8 @@ struct tr_cache {
 };
 
 /* The options' bytes with the pointers cleared (their strings go in as
- * text): padding left by a hand-built struct can only cause a miss. */
+ * text, the trace's path resolved so that every spelling of it shares one
+ * entry): padding left by a hand-built struct can only cause a miss. */
 static void hash_opts(struct sha256_ctx *c, const tr_opts_t *o)
 {
 	tr_opts_t k;
@@ -144,9 +145,11 @@ static void hash_opts(struct sha256_ctx *c, const tr_opts_t *o)
 	k.path = k.in.path = k.out.path = NULL;
 	k.in.load = k.out.load = NULL;
 	sha256_update(c, sizeof k, (const uint8_t *)&k);
-	const char *s[] = {o->path, o->in.path, o->out.path};
+	char *real = o->path ? realpath(o->path, NULL) : NULL;
+	const char *s[] = {real ? real : o->path, o->in.path, o->out.path};
 	for (int i = 0; i < 3; i++)
 		sha256_update(c, strlen(s[i] ? s[i] : "") + 1, (const uint8_t *)(s[i] ? s[i] : ""));
+	free(real);
 }
 
 /* The running binary: any rebuild (reader code included) is another key. */
