@@ -25,14 +25,7 @@ static char trace[128], cache[128], set[160];
 /* Entries (not the digest file) in the cache directory. */
 static int entries(void)
 {
-	DIR *d = opendir(cache);
-	int k = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		k += !strncmp(de->d_name, "trace-", 6) && strcmp(de->d_name, "trace-sha256");
-	if (d)
-		closedir(d);
-	return k;
+	return tmp_count(cache, "trace-", "trace-sha256", NULL, 0);
 }
 
 static void make_trace(const char *kvsim)

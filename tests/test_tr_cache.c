@@ -25,6 +25,7 @@
 #include "traces/tr_int.h"
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
+#include "tests/tmp_fixture.h"
 
 typedef struct fx {
 	char dir[64], trace[128], cache[128];
@@ -32,16 +33,6 @@ typedef struct fx {
 
 #define OLD 1600000000 /* September 2020: far from racy */
 
-/* Writes text over path in place (same inode), mtime when_s. */
-static void put(const char *path, const char *text, time_t when_s)
-{
-	FILE *fp = fopen(path, "w");
-	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
-	struct timespec t[2] = {{when_s, 0}, {when_s, 0}};
-	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
-}
 
 /* A Mooncake-shaped trace: rows share prefixes of 512-token ids. */
 static void put_trace(const char *path, int rows, int salt, time_t when_s)
@@ -59,7 +50,7 @@ static void put_trace(const char *path, int rows, int salt, time_t when_s)
 					      j < 2 ? j : 10 * i + j);
 		n += (size_t)snprintf(buf + n, (1 << 16) - n, "]}\n");
 	}
-	put(path, buf, when_s);
+	tmp_write_at(path, buf, when_s);
 	free(buf);
 }
 
@@ -137,21 +128,10 @@ static shot_t read_trace(const char *path, uint64_t limit)
 	return s;
 }
 
-/* The one entry in the cache directory (its path in out), or 0 entries. */
+/* The entries in the cache directory (the last one's path in out). */
 static int entries(const fx_t *f, char *out, size_t n)
 {
-	DIR *d = opendir(f->cache);
-	int k = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (!strncmp(de->d_name, "trace-", 6) && strcmp(de->d_name, "trace-sha256")) {
-			k++;
-			if (out)
-				snprintf(out, n, "%s/%s", f->cache, de->d_name);
-		}
-	if (d)
-		closedir(d);
-	return k;
+	return tmp_count(f->cache, "trace-", "trace-sha256", out, n);
 }
 
 static void assert_same(const shot_t *a, const shot_t *b)
@@ -295,7 +275,7 @@ static void test_fresh_file_is_not_cached(void **st)
 static void test_bad_row_keeps_its_error_and_is_not_cached(void **st)
 {
 	fx_t *f = *st;
-	put(f->trace,
+	tmp_write_at(f->trace,
 	    "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
 	    "{\"timestamp\": 10, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
 	    "{\"timestamp\": 20, \"input_length\": -4, \"output_length\": 5, \"hash_ids\": [1, 2]}\n",

@@ -383,18 +383,6 @@ static void prune(const char *dir, uint64_t need)
 	free(v);
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	for (const char *b = p; n;) {
-		ssize_t w = write(fd, b, n);
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail)
 {
 	char dir[4096], tmp[4300];
@@ -410,11 +398,15 @@ void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail)
 	/* a temporary name, then rename: readers see a whole entry or none */
 	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", c->file, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return;
-	int bad = write_all(fd, &h, sizeof h) || (rb && write_all(fd, c->rv, rb)) ||
-		  (bb && write_all(fd, c->bv, bb));
-	if (close(fd) || bad || rename(tmp, c->file))
+	}
+	int bad = fwrite(&h, sizeof h, 1, f) != 1 || (rb && fwrite(c->rv, rb, 1, f) != 1) ||
+		  (bb && fwrite(c->bv, bb, 1, f) != 1);
+	if (fclose(f) || bad || rename(tmp, c->file))
 		unlink(tmp); /* best effort: a cache that cannot be written costs a parse */
 }
 
