@@ -98,8 +98,11 @@ def sweep_windows(kvsim, traces, sets, jobs, outdir):
         cmd += ["--set", s]
     cmd += ["--grid", "trace.path=" + ",".join(traces)]
     r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
+    if r.returncode:  # the failed points' own errors are in the catalog
+        why = subprocess.run([kvsim, "runs", outdir, "--where", "status = 'failed'",
+                              "--columns", "id,error"], capture_output=True, text=True)
+        raise RuntimeError("%s failed (%d): %s\n%s" % (" ".join(cmd), r.returncode,
+                                                    r.stderr.strip(), why.stdout.strip()))
     by_src = {}
     for f in glob.glob(os.path.join(outdir, "runs", "*.h5")):
         x, bad, src = read_ttft(f)
