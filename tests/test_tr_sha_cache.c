@@ -19,6 +19,7 @@
 
 #include "traces/tr.h"
 #include "tests/test_main.h"
+#include "tests/tmp_fixture.h"
 
 typedef struct fx {
 	char dir[64], trace[128], cache[160];
@@ -33,6 +34,7 @@ static int setup(void **st)
 	snprintf(f->trace, sizeof f->trace, "%s/trace.jsonl", f->dir);
 	snprintf(f->cache, sizeof f->cache, "%s/kvsim/trace-sha256", f->dir);
 	setenv("XDG_CACHE_HOME", f->dir, 1);
+	unsetenv("KVSIM_CACHE_DIR"); /* it would take precedence */
 	tr_sha256_cache_reset();
 	*st = f;
 	return 0;
@@ -48,20 +50,7 @@ static int teardown(void **st)
 	return rc;
 }
 
-/* Writes text over path in place (same inode) and, when when_s is not 0,
- * sets its mtime to that many seconds after the epoch (a fixed instant, so
- * two writes can share an mtime to the nanosecond). */
 #define OLD 1600000000 /* September 2020 */
-static void put(const char *path, const char *text, time_t when_s)
-{
-	FILE *fp = fopen(path, "w");
-	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
-	struct timespec t[2] = {{when_s, 0}, {when_s, 0}};
-	if (when_s)
-		assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
-}
 
 static void digest(const char *path, char hex[65], int cached)
 {
@@ -86,27 +75,27 @@ static void test_digest_reused_until_size_or_mtime_changes(void **st)
 {
 	fx_t *f = *st;
 	char h0[65], h[65], want[65];
-	put(f->trace, "abc\n", OLD);
+	tmp_write_at(f->trace, "abc\n", OLD);
 	digest(f->trace, want, 0);
 	digest(f->trace, h0, 1);
 	assert_string_equal(h0, want);
 	assert_int_equal(cache_lines(f->cache), 1);
 	/* new bytes, same size and mtime: the cached digest (which proves no
 	 * second hash ran), from memory and then from the file */
-	put(f->trace, "abd\n", OLD);
+	tmp_write_at(f->trace, "abd\n", OLD);
 	digest(f->trace, h, 1);
 	assert_string_equal(h, h0);
 	tr_sha256_cache_reset();
 	digest(f->trace, h, 1);
 	assert_string_equal(h, h0);
 	/* a new mtime is hashed again */
-	put(f->trace, "abd\n", OLD + 60);
+	tmp_write_at(f->trace, "abd\n", OLD + 60);
 	digest(f->trace, want, 0);
 	assert_string_not_equal(want, h0);
 	digest(f->trace, h, 1);
 	assert_string_equal(h, want);
 	/* so is a new size under the first mtime */
-	put(f->trace, "abcd\n", OLD);
+	tmp_write_at(f->trace, "abcd\n", OLD);
 	digest(f->trace, want, 0);
 	digest(f->trace, h, 1);
 	assert_string_equal(h, want);
@@ -117,7 +106,7 @@ static void test_fresh_file_hashed_but_not_cached(void **st)
 {
 	fx_t *f = *st;
 	char h[65], want[65];
-	put(f->trace, "abc\n", 0); /* mtime now */
+	tmp_write_at(f->trace, "abc\n", 0); /* mtime now */
 	digest(f->trace, want, 0);
 	digest(f->trace, h, 1);
 	assert_string_equal(h, want);
@@ -139,7 +128,7 @@ static void test_cache_under_home_without_xdg(void **st)
 	char *home = old ? strdup(old) : NULL;
 	unsetenv("XDG_CACHE_HOME");
 	setenv("HOME", f->dir, 1);
-	put(f->trace, "abc\n", OLD);
+	tmp_write_at(f->trace, "abc\n", OLD);
 	digest(f->trace, h, 1);
 	snprintf(path, sizeof path, "%s/.cache/kvsim/trace-sha256", f->dir);
 	assert_int_equal(cache_lines(path), 1);

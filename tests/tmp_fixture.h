@@ -5,11 +5,16 @@
 #ifndef KVSIM_TESTS_TMP_FIXTURE_H
 #define KVSIM_TESTS_TMP_FIXTURE_H
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Copies the template tmpl ("/tmp/name_XXXXXX") into dir (size bytes) and
@@ -51,6 +56,37 @@ __attribute__((unused, format(printf, 1, 2))) static int tmp_sh(const char *fmt,
 		return -1;
 	int rc = system(cmd);
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* tmp_write over path in place (the same inode), then, when when_s is not
+ * 0, its mtime set to that many seconds after the epoch (a fixed instant,
+ * so two writes can share an mtime to the nanosecond). */
+__attribute__((unused)) static void tmp_write_at(const char *path, const char *text, time_t when_s)
+{
+	tmp_write(path, text);
+	struct timespec t[2] = {{when_s, 0}, {when_s, 0}};
+	if (when_s)
+		assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* How many names in dir begin with prefix, other than skip (may be NULL);
+ * the last one's path goes to last (may be NULL, n bytes). */
+__attribute__((unused)) static int tmp_count(const char *dir, const char *prefix, const char *skip,
+					     char *last, size_t n)
+{
+	DIR *d = opendir(dir);
+	int k = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) &&
+		    !(skip && !strcmp(de->d_name, skip))) {
+			k++;
+			if (last)
+				snprintf(last, n, "%s/%s", dir, de->d_name);
+		}
+	if (d)
+		closedir(d);
+	return k;
 }
 
 /* The group's scratch directory when the group runs under tmp_group_setup

@@ -207,9 +207,10 @@ int tr_validate(const tr_opts_t *o, uint32_t sim_block_tokens, uint64_t seed, ui
 int tr_file_sha256(const char *path, char out[65], err_t *e);
 /* tr_file_sha256, hashing each trace file once: the digest is kept by
  * path, size, mtime (ns), device and inode, in this process and in the
- * per-user cache file $XDG_CACHE_HOME/kvsim/trace-sha256 (else
- * ~/.cache/kvsim/trace-sha256; the XDG base directory spec's place for
- * data that can be regenerated). A file whose size, mtime or inode
+ * file trace-sha256 of the per-user cache directory: $KVSIM_CACHE_DIR
+ * when set, else $XDG_CACHE_HOME/kvsim, else ~/.cache/kvsim (the XDG base
+ * directory spec's place for data that can be regenerated). Only regular
+ * files are kept. A file whose size, mtime or inode
  * changed is hashed again; a file modified in the last 2 s is hashed but
  * not cached (its mtime may not yet tell a later write in the same tick
  * apart, git's "racy clean" case). The cache file is best effort: a
@@ -219,6 +220,27 @@ int tr_file_sha256(const char *path, char out[65], err_t *e);
 int tr_file_sha256_cached(const char *path, char out[65], err_t *e);
 /* Forgets the in-process digests (tests; the cache file stays). */
 void tr_sha256_cache_reset(void);
+
+/* ---- parsed-trace cache ------------------------------------------------- */
+
+/* A file trace read to its end without error is kept, as the exact
+ * requests tr_next returned, in the cache directory: $KVSIM_CACHE_DIR when
+ * set, else the digest cache's (above). The next tr_open of the same file
+ * version (path, size, mtime, device, inode) with the same options,
+ * simulated block size and seed, by the same kvsim binary, serves them
+ * without parsing: results are identical either way. An entry that is
+ * missing, of another version, truncated or failing its checksum is ignored
+ * and rewritten, never trusted; files changed in the last 2 s, traces with
+ * empirical length models and traces over 512 MiB of requests are not
+ * cached. Past 4 GiB of entries in all the oldest written go first.
+ * Entries are written to a temporary name and renamed, so
+ * concurrent readers see a whole entry or none. Best effort: an unwritable
+ * directory costs the parse only. On by default; off for the process with
+ * tr_cache_set_enabled(0) (kvsim run/sweep --no-trace-cache). */
+void tr_cache_set_enabled(int on);
+int tr_cache_enabled(void);
+/* 1 when r serves its requests from the cache. */
+int tr_cached(const tr_reader_t *r);
 
 /* ---- block ids ---------------------------------------------------------- */
 

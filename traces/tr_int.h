@@ -169,4 +169,42 @@ void tr_prefix_free(tr_prefix_t *p);
 /* A fresh mt19937 stream for component `stream` of the master seed. */
 gsl_rng *tr_rng_new(uint64_t seed, uint64_t stream);
 
+/* ---- per-file caches (tr_cache.c) --------------------------------------- */
+/* One version of a file: what tells it from an edited or replaced one. */
+typedef struct tr_file_id {
+	uint64_t size, dev, ino;
+	int64_t mtime_ns;
+} tr_file_id_t;
+/* Fills id for a regular file (-1 otherwise); *racy = 1 when it changed in
+ * the last 2 s, too recently for its mtime to tell a later write apart. */
+int tr_file_identify(const char *path, tr_file_id_t *id, int *racy);
+/* The cache directory (tr.h) in buf, created when mkdirs; 0 when none. */
+int tr_cache_dir(char *buf, size_t n, int mkdirs);
+
+/* The parsed-request cache. tr_cache_open never fails: every problem
+ * (cache off, a racy or non-regular file, no directory, an entry missing,
+ * of another key or version, truncated, or failing its checksum) is a
+ * miss. It returns 1 on a hit (serve with tr_cache_next, restore the
+ * reader's end state from tr_cache_tail), 0 on a miss, with *out then a
+ * recorder (or NULL) that tr_cache_put fills with each request returned
+ * and tr_cache_finish writes (temporary file, then rename) once the
+ * reader ended without error. tr_cache_free releases either. */
+typedef struct tr_cache_tail {
+	uint32_t kind, T;        /* detected tr_kind_t, trace block size */
+	uint64_t rows_src, bytes; /* source rows read, text bytes consumed */
+	int64_t t_first, t_prev;
+} tr_cache_tail_t;
+typedef struct tr_cache tr_cache_t;
+int tr_cache_open(const tr_opts_t *o, const char *path, uint32_t S, uint64_t seed,
+		  tr_cache_t **out);
+int tr_cache_hit(const tr_cache_t *c);
+const tr_cache_tail_t *tr_cache_tail(const tr_cache_t *c);
+int tr_cache_next(tr_cache_t *c, tr_request_t *q); /* 1 one, 0 end */
+double tr_cache_progress(const tr_cache_t *c);
+void tr_cache_put(tr_cache_t *c, const tr_request_t *q);
+void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail);
+void tr_cache_free(tr_cache_t *c);
+/* The entries' total size bound (tests; 0: the default, 4 GiB). */
+void tr_cache_set_dir_max(uint64_t bytes);
+
 #endif

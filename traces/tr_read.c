@@ -38,6 +38,7 @@ struct tr_reader {
 	/* Copies of the option strings o's path fields point to. */
 	char path[4096], in_path[4096], out_path[4096];
 	uint64_t text_bytes; /* the file's (decompressed) size, 0 unknown */
+	tr_cache_t *cache;   /* a hit being served, a recorder, or NULL */
 };
 
 /* The size of a trace file's text: its size, or for gzip the ISIZE of its
@@ -168,6 +169,16 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 		goto fail;
 	o = &r->o; /* from here on, the reader's own copy */
 	const char *path = o->path;
+	if (r->kind != TR_KIND_GEN && *path && tr_cache_open(o, path, S, seed, &r->cache)) {
+		const tr_cache_tail_t *t = tr_cache_tail(r->cache);
+		r->kind = (tr_kind_t)t->kind;
+		r->T = t->T;
+		snprintf(r->source, sizeof r->source, "%s", path);
+		r->start_ns = (int64_t)llround(o->start_s * 1e9);
+		r->end_ns = o->end_s > 0 ? (int64_t)llround(o->end_s * 1e9) : -1;
+		*out = r;
+		return 0;
+	}
 	/* A damaged .gz fails here, not after part of it has been simulated. */
 	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
 	    (rc = tr_lines_verify(path, e)))
@@ -219,6 +230,7 @@ void tr_close(tr_reader_t *r)
 		return;
 	if (r->src)
 		r->src->close(r->src);
+	tr_cache_free(r->cache);
 	tr_prefix_free(r->pm);
 	free(r->segs);
 	free(r->blocks);
@@ -242,7 +254,33 @@ uint32_t tr_trace_block_tokens(const tr_reader_t *r)
 
 uint64_t tr_bytes_read(const tr_reader_t *r)
 {
+	if (tr_cache_hit(r->cache))
+		return r->done ? tr_cache_tail(r->cache)->bytes : 0;
 	return r->src ? r->src->bytes : 0;
+}
+
+int tr_cached(const tr_reader_t *r)
+{
+	return tr_cache_hit(r->cache);
+}
+
+/* The reader ended without error: a hit restores the state the parse
+ * ended in, a recording is written. */
+static int end_clean(tr_reader_t *r)
+{
+	r->done = 1;
+	if (tr_cache_hit(r->cache)) {
+		const tr_cache_tail_t *t = tr_cache_tail(r->cache);
+		r->rows_src = t->rows_src;
+		r->t_first = t->t_first;
+		r->t_prev = t->t_prev;
+	} else if (r->cache) {
+		tr_cache_tail_t t = {.kind = (uint32_t)r->kind, .T = r->T,
+				     .rows_src = r->rows_src, .bytes = tr_bytes_read(r),
+				     .t_first = r->t_first, .t_prev = r->t_prev};
+		tr_cache_finish(r->cache, &t);
+	}
+	return 0;
 }
 
 /* Chains the content segments into ids of full S-token blocks. */
@@ -341,9 +379,13 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 {
 	if (r->done)
 		return 0;
-	if (r->o.limit && r->next_id >= r->o.limit) {
-		r->done = 1;
-		return 0;
+	if (r->o.limit && r->next_id >= r->o.limit)
+		return end_clean(r);
+	if (tr_cache_hit(r->cache)) {
+		if (!tr_cache_next(r->cache, out))
+			return end_clean(r);
+		r->next_id++;
+		return 1;
 	}
 	for (;;) {
 		tr_raw_t raw;
@@ -357,7 +399,7 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 			if (r->rows_src == 0)
 				return err_set(e, KS_EINPUT, "%s: empty trace (no requests)",
 				               r->source);
-			return 0;
+			return end_clean(r);
 		}
 		if (r->rows_src == 0)
 			r->t_first = raw.t_ns;
@@ -373,10 +415,8 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 		r->t_prev = raw.t_ns;
 		r->rows_src++;
 		int64_t t = raw.t_ns - r->t_first;
-		if (r->end_ns >= 0 && t >= r->end_ns) {
-			r->done = 1; /* rows are in time order: nothing later can qualify */
-			return 0;
-		}
+		if (r->end_ns >= 0 && t >= r->end_ns)
+			return end_clean(r); /* rows are in time order: nothing later can qualify */
 		if (t < r->start_ns || (raw.status && r->o.drop_failed))
 			continue;
 		double a = (double)(t - r->start_ns) / r->o.rate_scale;
@@ -405,6 +445,7 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 		    .status = raw.status,
 		    .session_id = raw.session_id,
 		};
+		tr_cache_put(r->cache, out);
 		return 1;
 	}
 }
@@ -413,6 +454,8 @@ double tr_progress(const tr_reader_t *r)
 {
 	if (r->done)
 		return 1;
+	if (tr_cache_hit(r->cache))
+		return tr_cache_progress(r->cache);
 	/* the run ends at the first limit reached: the largest share is the
 	 * best estimate */
 	double f = -1, t = (double)(r->t_prev - r->t_first);
@@ -504,7 +547,6 @@ typedef struct sha_entry {
 
 #define SHA_MEM 8                    /* distinct traces one process keeps (own choice) */
 #define SHA_FILE_MAX (1 << 20)       /* bytes before the cache file starts over */
-#define SHA_RACY_NS 2000000000LL     /* see tr.h: files this fresh are not cached */
 
 static sha_entry_t sha_mem[SHA_MEM];
 static unsigned sha_mem_next;
@@ -524,23 +566,9 @@ static int sha_same(const sha_entry_t *a, const sha_entry_t *b)
 /* The cache file's path in buf; 0 when there is no home to put it in. */
 static int sha_file_path(char *buf, size_t n, int mkdirs)
 {
-	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char dir[900];
-	/* the spec ignores a relative XDG_CACHE_HOME */
-	if (x && x[0] == '/')
-		snprintf(dir, sizeof dir, "%s/kvsim", x);
-	else if (home && home[0] == '/')
-		snprintf(dir, sizeof dir, "%s/.cache/kvsim", home);
-	else
-		return 0;
-	if (mkdirs) {
-		char parent[900];
-		snprintf(parent, sizeof parent, "%s", dir);
-		*strrchr(parent, '/') = 0;
-		mkdir(parent, 0700);
-		mkdir(dir, 0700);
-	}
-	return snprintf(buf, n, "%s/trace-sha256", dir) < (int)n;
+	return tr_cache_dir(dir, sizeof dir, mkdirs) &&
+	       snprintf(buf, n, "%s/trace-sha256", dir) < (int)n;
 }
 
 /* One line: "HEX SIZE MTIME_NS DEV INO PATH". */
@@ -590,23 +618,21 @@ static void sha_file_add(const sha_entry_t *x)
 
 int tr_file_sha256_cached(const char *path, char out[65], err_t *e)
 {
-	struct stat st;
 	sha_entry_t k = {0};
-	if (stat(path, &st) || strlen(path) >= sizeof k.path)
+	tr_file_id_t f;
+	int racy;
+	if (tr_file_identify(path, &f, &racy) || strlen(path) >= sizeof k.path)
 		return tr_file_sha256(path, out, e); /* it reports what is wrong */
 	snprintf(k.path, sizeof k.path, "%s", path);
-	k.size = (uint64_t)st.st_size;
-	k.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	k.dev = (uint64_t)st.st_dev;
-	k.ino = (uint64_t)st.st_ino;
+	k.size = f.size;
+	k.mtime_ns = f.mtime_ns;
+	k.dev = f.dev;
+	k.ino = f.ino;
 	for (unsigned i = 0; i < SHA_MEM; i++)
 		if (sha_mem[i].hex[0] && sha_same(&sha_mem[i], &k)) {
 			memcpy(out, sha_mem[i].hex, 65);
 			return 0;
 		}
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	int racy = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - k.mtime_ns < SHA_RACY_NS;
 	if (racy || !sha_file_find(&k)) {
 		int rc = tr_file_sha256(path, k.hex, e);
 		if (rc)

@@ -16,12 +16,13 @@
 #include "sim/out/out_trace_events.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_params.h"
+#include "traces/tr.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
 		   "                 [--trace-events FILE.json] [--plugin FILE.so]... [--strict]\n"
-		   "                 [--progress] [--quiet]\n\n"
+		   "                 [--progress] [--quiet] [--no-trace-cache]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
 		   "built-in default experiment (see 'kvsim config show').\n\n"
 		   "options:\n");
@@ -39,6 +40,8 @@ static void usage(FILE *f)
 		   "                            requests done and an ETA, redrawn twice a second\n"
 		   "                            (default: when stderr is a terminal, not with -q)\n"
 		   "  -q, --quiet               print nothing but errors and warnings\n"
+		   "  --no-trace-cache          parse the trace file, neither reading nor\n"
+		   "                            writing its parsed-trace cache entry\n"
 		   "  -h, --help                this help\n");
 	cli_help_end(f);
 }
@@ -197,6 +200,11 @@ int cli_run_main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--strict")) {
 			strict = 1;
+			i++;
+			continue;
+		}
+		if (!strcmp(argv[i], "--no-trace-cache")) {
+			tr_cache_set_enabled(0);
 			i++;
 			continue;
 		}

@@ -9,13 +9,14 @@
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_params.h"
+#include "traces/tr.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
 		"                   [--seeds N] [-j WORKERS] [-o DIR] [--keep-stale] [--dry-run]\n"
-		"                   [--strict]\n\n"
+		"                   [--strict] [--no-trace-cache]\n\n"
 		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
 		"DIR/catalog.sqlite. Rerunning the same command skips points already done, unless\n"
 		"their file is missing, truncated or fails its SHA-256, or another revision of\n"
@@ -36,6 +37,8 @@ static void usage(FILE *f)
 		"  --strict                  a point whose run has no request (trace window\n"
 		"                            past its end) fails as bad input, not a warning\n"
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
+		"  --no-trace-cache          parse each point's trace file, neither reading\n"
+		"                            nor writing its parsed-trace cache entry\n"
 		"  -h, --help                this help\n\n"
 		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
 		"catalog: mpirun -n 8 kvsim sweep ...\n\n"
@@ -183,6 +186,9 @@ int out_sweep_main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(o, "--strict")) {
 			strict = 1;
+			i++;
+		} else if (!strcmp(o, "--no-trace-cache")) {
+			tr_cache_set_enabled(0); /* the forked points inherit it */
 			i++;
 		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
 			progress = o[2] == 'p';

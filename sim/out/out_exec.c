@@ -20,6 +20,8 @@
 #include <mpi.h>
 #endif
 
+#include <hdf5.h>
+
 #include "sim/base/vec.h"
 #include "sim/out/out_sweep.h"
 
@@ -326,6 +328,9 @@ static int run_local(sweep_t *s, err_t *e)
 	unsigned active = 0;
 	for (unsigned j = 0; j < jobs; j++)
 		sl[j].fd = -1;
+	/* Every point's child writes an HDF5 file: the library is set up once
+	 * here, before the forks, not once in each (no file is open yet). */
+	H5open();
 	while (!rc || active) {
 		for (unsigned j = 0; !rc && j < jobs && s->qhead < s->qtail; j++) {
 			if (sl[j].fd >= 0)

@@ -500,7 +500,13 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 	unlink(tmp);
 	char why[160];
 	errno = 0;
-	hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	/* HDF5 1.8 object headers: /summary's hundreds of attributes go to
+	 * dense storage instead of a header grown and copied at each one;
+	 * readers need HDF5 1.8 (2008) or later. */
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+	H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+	hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+	H5Pclose(fapl);
 	if (f < 0)
 		return err_set(e, KS_EIO, "%s: cannot create HDF5 file%s", path,
 			       io_reason(why, sizeof why));
