@@ -356,8 +356,8 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
 		     *inst < s->view.n_inst;
 	int rc;
-	if (s->rvw)
-		sim_rv_pick(s->rvw);
+	if (s->rvw && (rc = sim_rv_pick(s->rvw)))
+		return rc;
 	if (!hinted) {
 		const struct pol_routing_ops *rt =
 			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);

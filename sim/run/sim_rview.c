@@ -9,32 +9,11 @@
 #include "sim/base/rng.h"
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_rdeliver.h"
 #include "sim/run/sim_rquality.h"
 
 /* after the disaggregated pools' stream (sim_disagg.c) */
 #define RV_STREAM (SIM_STREAM_POLICY + POL_NFAMILY + 1)
-
-typedef struct rv_ev {
-	uint64_t id;
-	int stored; /* 1: stored, 0: removed */
-} rv_ev_t;
-
-typedef struct rv_msg {
-	int64_t sent;
-	rv_ev_t *ev;
-	uint32_t n;
-} rv_msg_t;
-
-/* One instance's publisher: its open batch window and its messages in
- * flight, oldest first (a ring). */
-typedef struct rv_pub {
-	rv_ev_t *win;
-	uint32_t n_win, cap_win;
-	int win_open;
-	rv_msg_t *q;
-	uint32_t head, n, cap;
-	int64_t last_due;
-} rv_pub_t;
 
 typedef struct rv_rep {
 	kv_filter_t **idx;  /* view = events: per instance */
@@ -56,11 +35,10 @@ struct sim_rv {
 	int events, owns;
 	uint32_t R, cur, n_inst;
 	uint64_t rng, arrivals;
-	int64_t delay_ns, batch_ns;
 	pol_view_t base; /* the routers' computed view */
 	rv_rep_t *rep;
-	rv_pub_t *pub;
-	uint32_t ev_flush, ev_deliver;
+	sim_rd_t *rd;     /* view = events: the event channel */
+	uint32_t ev_wake; /* sim_rd_next is due on an instance */
 	sim_rq_t *q;
 	rv_flight_t *fl;
 	uint64_t fl_cap, fl_used;
@@ -76,26 +54,12 @@ static double rv_uniform(sim_rv_t *rv)
 	return (double)(rng_fmix64(rv->rng) >> 11) * 0x1.0p-53;
 }
 
-static int64_t rv_delay(sim_rv_t *rv)
-{
-	double mean = (double)rv->delay_ns;
-	if (mean <= 0 || rv->p.delay_dist == POL_DELAY_FIXED)
-		return rv->delay_ns;
-	if (rv->p.delay_dist == POL_DELAY_EXPONENTIAL)
-		return llround(-mean * log1p(-rv_uniform(rv)));
-	/* lognormal of mean m and cv c: sigma^2 = ln(1 + c^2), mu = ln m - sigma^2 / 2;
-	 * the normal by Box-Muller */
-	double s2 = log1p(rv->p.delay_cv * rv->p.delay_cv), u1 = 1 - rv_uniform(rv);
-	double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * rv_uniform(rv));
-	return llround(exp(log(mean) - s2 / 2 + sqrt(s2) * z));
-}
-
 /* ---- delivery ---------------------------------------------------------------- */
 
-static int rv_apply(sim_rv_t *rv, uint32_t i, const rv_msg_t *m, int64_t now)
+static int rv_apply(sim_rv_t *rv, uint32_t i, const sim_rd_msg_t *m, int64_t now)
 {
 	rv->msgs++;
-	rv->delay_sum_ns += (double)(now - m->sent);
+	rv->delay_sum_ns += (double)(m->due - m->sent);
 	for (uint32_t r = 0; r < rv->R; r++) {
 		kv_filter_t *f = rv->rep[r].idx[i];
 		for (uint32_t k = 0; k < m->n; k++) {
@@ -115,73 +79,39 @@ static int rv_apply(sim_rv_t *rv, uint32_t i, const rv_msg_t *m, int64_t now)
 	return 0;
 }
 
-/* Sends ev[0..n) of instance i now (copied when it waits). */
-static int rv_send(sim_rv_t *rv, uint32_t i, const rv_ev_t *ev, uint32_t n, int64_t now)
+/* Applies every message of inst due by now, and asks to be woken at the
+ * times the channel names. */
+static int rv_drain(sim_rv_t *rv, uint32_t i, int64_t now)
 {
-	rv_pub_t *x = &rv->pub[i];
-	int64_t due = now + rv_delay(rv);
-	due = due > x->last_due ? due : x->last_due;
-	x->last_due = due;
-	rv_msg_t m = {now, (rv_ev_t *)ev, n};
-	if (due <= now && !x->n)
-		return rv_apply(rv, i, &m, now);
-	if (x->n == x->cap) {
-		uint32_t cap = x->cap ? 2 * x->cap : 8;
-		rv_msg_t *q = malloc(cap * sizeof *q);
-		if (!q)
+	for (;;) {
+		sim_rd_msg_t m;
+		int64_t wake;
+		int rc = sim_rd_next(rv->rd, i, now, &m, &wake);
+		if (rc < 0)
+			return rc;
+		if (wake >= 0 && ev_engine_at(rv->s->eng, wake, rv->ev_wake, i, 0) == EV_NONE)
 			return KS_ENOMEM;
-		for (uint32_t k = 0; k < x->n; k++)
-			q[k] = x->q[(x->head + k) % x->cap];
-		free(x->q);
-		x->q = q;
-		x->cap = cap;
-		x->head = 0;
+		if (!rc)
+			return 0;
+		if ((rc = rv_apply(rv, i, &m, now)))
+			return rc;
 	}
-	if (!(m.ev = malloc(n * sizeof *m.ev)))
-		return KS_ENOMEM;
-	memcpy(m.ev, ev, n * sizeof *ev);
-	x->q[(x->head + x->n++) % x->cap] = m;
-	return ev_engine_at(rv->s->eng, due, rv->ev_deliver, i, 0) == EV_NONE ? KS_ENOMEM : 0;
 }
 
-/* The oldest message of instance ev->target is due (delivery keeps order). */
-static int rv_on_deliver(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+static int rv_on_wake(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
-	sim_rv_t *rv = ctx;
-	rv_pub_t *x = &rv->pub[ev->target];
-	rv_msg_t m = x->q[x->head];
-	x->head = (x->head + 1) % x->cap;
-	x->n--;
-	int rc = rv_apply(rv, ev->target, &m, ev_engine_now(eng));
-	free(m.ev);
-	return rc;
-}
-
-static int rv_on_flush(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
-{
-	sim_rv_t *rv = ctx;
-	rv_pub_t *x = &rv->pub[ev->target];
-	x->win_open = 0;
-	int rc = rv_send(rv, ev->target, x->win, x->n_win, ev_engine_now(eng));
-	x->n_win = 0;
-	return rc;
+	return rv_drain(ctx, ev->target, ev_engine_now(eng));
 }
 
 static int rv_publish(sim_rv_t *rv, uint32_t i, uint64_t id, int stored, int64_t now)
 {
-	rv_ev_t e = {id, stored};
-	if (!rv->batch_ns)
-		return rv_send(rv, i, &e, 1, now);
-	rv_pub_t *x = &rv->pub[i];
-	if (!x->win_open) {
-		x->win_open = 1;
-		if (ev_engine_at(rv->s->eng, now + rv->batch_ns, rv->ev_flush, i, 0) == EV_NONE)
-			return KS_ENOMEM;
-	}
-	if (VEC_GROW(x->win, x->cap_win, x->n_win + 1, 16))
-		return KS_ENOMEM;
-	x->win[x->n_win++] = e;
-	return 0;
+	int64_t wake;
+	int rc = sim_rd_publish(rv->rd, i, id, stored, now, &wake);
+	if (rc || wake < 0)
+		return rc;
+	if (wake <= now) /* due at once: applied at once */
+		return rv_drain(rv, i, now);
+	return ev_engine_at(rv->s->eng, wake, rv->ev_wake, i, 0) == EV_NONE ? KS_ENOMEM : 0;
 }
 
 static void rv_hook_fail(sim_ctx_t *s, int rc)
@@ -302,12 +232,21 @@ static int rv_flight_add(sim_rv_t *rv, rv_flight_t x)
 
 /* ---- the run's calls ----------------------------------------------------------- */
 
-void sim_rv_pick(sim_rv_t *rv)
+int sim_rv_pick(sim_rv_t *rv)
 {
 	if (rv->R > 1)
 		rv->cur = rv->p.assign == POL_ASSIGN_RANDOM
 				  ? (uint32_t)(rv_uniform(rv) * rv->R) % rv->R
 				  : (uint32_t)(rv->arrivals++ % rv->R);
+	/* a message due now is applied before the routers read (an arrival
+	 * at the same instant may come first in the engine's order) */
+	int64_t now = ev_engine_now(rv->s->eng);
+	for (uint32_t i = 0; rv->events && i < rv->n_inst; i++) {
+		int rc = rv_drain(rv, i, now);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 int sim_rv_decided(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
@@ -375,16 +314,9 @@ void sim_rv_free(sim_rv_t *rv)
 		free(x->inflight);
 		free(x->tokens);
 	}
-	for (uint32_t i = 0; rv->pub && i < rv->n_inst; i++) {
-		rv_pub_t *x = &rv->pub[i];
-		for (uint32_t k = 0; k < x->n; k++)
-			free(x->q[(x->head + k) % x->cap].ev);
-		free(x->q);
-		free(x->win);
-	}
+	sim_rd_free(rv->rd);
 	sim_rq_free(rv->q);
 	free(rv->rep);
-	free(rv->pub);
 	free(rv->fl);
 	free(rv);
 }
@@ -421,10 +353,15 @@ static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 {
 	sim_ctx_t *s = rv->s;
 	uint32_t n = rv->n_inst;
-	if (!(rv->q = sim_rq_new(n)) || !(rv->rep = calloc(rv->R, sizeof *rv->rep)) ||
-	    !(rv->pub = calloc(n ? n : 1, sizeof *rv->pub)))
-		return KS_ENOMEM;
 	uint64_t seed = rv->rng;
+	static const int dists[] = {[POL_DELAY_FIXED] = SIM_RD_FIXED,
+				    [POL_DELAY_EXPONENTIAL] = SIM_RD_EXPONENTIAL,
+				    [POL_DELAY_LOGNORMAL] = SIM_RD_LOGNORMAL};
+	sim_rd_params_t dp = {llround(rv->p.delay_ms * 1e6), llround(rv->p.batch_ms * 1e6),
+			      dists[rv->p.delay_dist], rv->p.delay_cv, rng_splitmix64(~seed)};
+	if (!(rv->q = sim_rq_new(n)) || !(rv->rep = calloc(rv->R, sizeof *rv->rep)) ||
+	    (rv->events && !(rv->rd = sim_rd_new(n, &dp))))
+		return KS_ENOMEM;
 	for (uint32_t r = 0; r < rv->R; r++) {
 		rv_rep_t *x = &rv->rep[r];
 		if (rv->R > 1 && (!(x->inflight = calloc(n ? n : 1, sizeof *x->inflight)) ||
@@ -464,13 +401,10 @@ int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	*rv = (sim_rv_t){.s = s, .p = p, .events = events, .owns = events || p.replicas > 1,
 			 .R = p.replicas, .n_inst = s->view.n_inst,
-			 .rng = sim_seed_for(s->prm.seed, RV_STREAM),
-			 .delay_ns = llround(p.delay_ms * 1e6), .batch_ns = llround(p.batch_ms * 1e6),
-			 .base = s->route_view};
+			 .rng = sim_seed_for(s->prm.seed, RV_STREAM), .base = s->route_view};
 	if (rv_alloc(rv, cfg, !events && pol_routing_view_routed(cfg)))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	if (events && (ev_engine_type_new(s->eng, rv_on_deliver, rv, &rv->ev_deliver) ||
-		       ev_engine_type_new(s->eng, rv_on_flush, rv, &rv->ev_flush)))
+	if (events && ev_engine_type_new(s->eng, rv_on_wake, rv, &rv->ev_wake))
 		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
 	for (uint32_t i = 0; i < rv->n_inst; i++)
 		kv_store_set_on_ready(s->cl.inst[i].kv, rv_on_ready, &s->hooks[i]);

@@ -2,12 +2,11 @@
  * ([policy.routing] view = events) and router replicas (replicas > 1).
  *
  * Events: each instance publishes "stored" when a block becomes READY there
- * (kv_store_set_on_ready) and "removed" when it is evicted. An event is its
- * own message (event_batch_ms = 0) or an instance's events are sent together
- * event_batch_ms after the window's first one. A message's delay is drawn
- * once (event_delay_ms, event_delay_dist), and it is applied at
- * max(sent + delay, the previous message of that instance's applying), so
- * each instance's order holds; a message due at once is applied at once.
+ * (kv_store_set_on_ready) and "removed" when it is evicted, over the channel
+ * of sim_rdeliver.h (batching, delays, each instance's order; one delay draw
+ * per message, shared by the replicas). A message is applied when due, and
+ * before any routing decision at or after its due time; a message due at
+ * once is applied at once.
  * Every replica receives every message; each of its events is lost with
  * probability event_loss, drawn per replica. A replica's index of an
  * instance is a kv_filter_t (index, index_fpr, index_ttl_s, index_capacity);
@@ -44,8 +43,9 @@ typedef struct sim_rv sim_rv_t;
 int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e);
 int sim_rv_owns_view(const sim_rv_t *rv);
 void sim_rv_free(sim_rv_t *rv);
-/* An arrival reaches the routers: picks the replica deciding it. */
-void sim_rv_pick(sim_rv_t *rv);
+/* An arrival reaches the routers: applies the event messages due now and
+ * picks the replica deciding it. 0 or KS_ENOMEM. */
+int sim_rv_pick(sim_rv_t *rv);
 /* The routing policy chose inst for q (not a replication hint). */
 int sim_rv_decided(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
 /* q goes to inst by the picked replica (its tree and its load learn it). */
