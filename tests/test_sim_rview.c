@@ -194,9 +194,10 @@ static void test_loss_one_loses_everything_loss_share_binomial(void **st)
 static void test_large_delay_goes_stale_bloom_never_held(void **st)
 {
 	(void)st;
+	/* a small pool, so evictions come while their removed events travel */
 	const char *late[] = {"policy.routing.name=cache_aware", "policy.routing.view=events",
-	                      "policy.routing.event_delay_ms=2000"};
-	sim_results_t r = sf_run(NULL, late, 3);
+	                      "policy.routing.event_delay_ms=2000", "cluster.kv_blocks=100"};
+	sim_results_t r = sf_run(NULL, late, 4);
 	assert_true(metric(&r, "view.misrouted_share") > 0);
 	assert_true(metric(&r, "view.stale_share") > 0);
 	assert_true(metric(&r, "view.delay_mean_ms") == 2000);
