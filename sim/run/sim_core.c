@@ -1200,9 +1200,9 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 			return KS_ENOMEM;
 	if ((rc = sim_copy_finish(s, res)) || (rc = fcast_report(s->fc, res)))
 		return rc;
-	if ((rc = sim_disagg_report(s, res)) || (s->rvw && (rc = sim_rv_report(s->rvw, res))))
+	if ((rc = sim_disagg_report(s, res)) || (s->bound && (rc = bound_report(s, res))))
 		return rc;
-	return s->bound ? bound_report(s, res) : 0;
+	return s->rvw ? sim_rv_report(s->rvw, res) : 0;
 }
 
 static void ctx_free(sim_ctx_t *s)
