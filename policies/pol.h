@@ -110,7 +110,10 @@ typedef struct pol_inst {
  * Routing policies get the routers' view (policy.routing.view): "computed"
  * matches blocks whose KV exists or is arriving by a copy (a replica in
  * flight counts; a prefill still running does not); "routed" matches the
- * routers' own approximate prefix tree of what they sent where (pol_rview).
+ * routers' own approximate prefix tree of what they sent where (pol_rview);
+ * "events" matches a per-instance index fed by the instances' KV events,
+ * delayed, batched, lossy or approximate (the simulator's sim_rview.h).
+ * With router replicas the view is the deciding replica's own.
  * The other families match KV that exists (copies need it at the source). */
 typedef struct pol_view {
 	void *ctx;

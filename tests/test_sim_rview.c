@@ -155,7 +155,7 @@ static void test_removed_events_forget_ttl_remembers_until_expiry(void **st)
 {
 	(void)st;
 	sim_results_t r = run_evicted("policy.routing.index=exact", "policy.routing.index_ttl_s=100");
-	assert_int_equal(r.req[2].tok_local, 0); /* P was evicted */
+	assert_int_equal(sf_request(r.req, r.n_req, 2)->tok_local, 0); /* P was evicted */
 	assert_true(metric(&r, "view.misrouted_share") == 0);
 	sim_results_free(&r);
 	r = run_evicted("policy.routing.index=ttl", "policy.routing.index_ttl_s=100");
