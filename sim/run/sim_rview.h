@@ -15,7 +15,8 @@
  * host tier, as the computed view counts them; candidates is NULL (scan).
  *
  * Replicas: each arrival reaching the routers is decided by one replica,
- * round robin or drawn (replica_assign); a replica has its own routed tree
+ * round robin or drawn (replica_assign; an arrival a replication hint
+ * places takes its turn too); a replica has its own routed tree
  * (view = routed: updated only by its own decisions) or event index. Its
  * pol_inst_t has waiting = its in-flight requests to the instance (counted
  * from its dispatch to the request's result row), running = 0 and
