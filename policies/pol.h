@@ -110,7 +110,10 @@ typedef struct pol_inst {
  * Routing policies get the routers' view (policy.routing.view): "computed"
  * matches blocks whose KV exists or is arriving by a copy (a replica in
  * flight counts; a prefill still running does not); "routed" matches the
- * routers' own approximate prefix tree of what they sent where (pol_rview).
+ * routers' own approximate prefix tree of what they sent where (pol_rview);
+ * "events" matches a per-instance index fed by the instances' KV events,
+ * delayed, batched, lossy or approximate (the simulator's sim_rview.h).
+ * With router replicas the view is the deciding replica's own.
  * The other families match KV that exists (copies need it at the source). */
 typedef struct pol_view {
 	void *ctx;
@@ -480,6 +483,27 @@ int pol_cfg_register(cfg_schema_t *s);
  * per-instance size in blocks (view_blocks; 0 = pool_blocks). */
 int pol_routing_view_routed(const cfg_t *c);
 uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks);
+/* Whether the routers read the events view (view = events), and the keys of
+ * that view and of router replicas ([policy.routing] event_*, index*,
+ * replicas, replica_assign; their docs give the rules). */
+int pol_routing_view_events(const cfg_t *c);
+enum { POL_DELAY_FIXED, POL_DELAY_EXPONENTIAL, POL_DELAY_LOGNORMAL };
+enum { POL_INDEX_EXACT, POL_INDEX_BLOOM, POL_INDEX_CUCKOO, POL_INDEX_TTL };
+enum { POL_ASSIGN_ROUND_ROBIN, POL_ASSIGN_RANDOM };
+typedef struct pol_view_params {
+	double delay_ms;         /* mean delay of a message */
+	int delay_dist;          /* POL_DELAY_* */
+	double delay_cv;         /* lognormal: sd / mean */
+	double batch_ms;         /* 0: a message per event */
+	double loss;             /* per event per replica */
+	int index;               /* POL_INDEX_* */
+	double index_fpr;        /* bloom, cuckoo */
+	double index_ttl_s;      /* ttl */
+	uint64_t index_capacity; /* 0: the instance's pool */
+	uint32_t replicas;       /* >= 1 */
+	int assign;              /* POL_ASSIGN_* */
+} pol_view_params_t;
+pol_view_params_t pol_routing_view_params(const cfg_t *c);
 /* After plugins load: adds their params and widens the "name" choices. Keys
  * are added by pointer, so the registry must outlive the schema. */
 int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e);

@@ -71,19 +71,38 @@ static const cfg_key_t preset_key = {
     NULL};
 
 /* Keys of a whole family, read by the simulator whichever policy is named. */
-enum { VIEW_AUTO, VIEW_COMPUTED, VIEW_ROUTED };
+enum { VIEW_AUTO, VIEW_COMPUTED, VIEW_ROUTED, VIEW_EVENTS };
 typedef struct family_params {
 	int view; /* VIEW_* */
 	uint32_t view_blocks;
+	pol_view_params_t ev; /* the events view and the router replicas */
 } family_params_t;
-static const cfg_enum_t view_map[] = {
-    {"auto", VIEW_AUTO}, {"computed", VIEW_COMPUTED}, {"routed", VIEW_ROUTED}, {NULL, 0}};
+static const cfg_enum_t view_map[] = {{"auto", VIEW_AUTO},
+                                      {"computed", VIEW_COMPUTED},
+                                      {"routed", VIEW_ROUTED},
+                                      {"events", VIEW_EVENTS},
+                                      {NULL, 0}};
+static const cfg_enum_t delay_dist_map[] = {{"fixed", POL_DELAY_FIXED},
+                                            {"exponential", POL_DELAY_EXPONENTIAL},
+                                            {"lognormal", POL_DELAY_LOGNORMAL},
+                                            {NULL, 0}};
+static const cfg_enum_t index_map[] = {{"exact", POL_INDEX_EXACT},
+                                       {"bloom", POL_INDEX_BLOOM},
+                                       {"cuckoo", POL_INDEX_CUCKOO},
+                                       {"ttl", POL_INDEX_TTL},
+                                       {NULL, 0}};
+static const cfg_enum_t assign_map[] = {
+    {"round_robin", POL_ASSIGN_ROUND_ROBIN}, {"random", POL_ASSIGN_RANDOM}, {NULL, 0}};
+#define EV_KEY(name, type, def, lo, hi, unit, doc) {"policy.routing", name, type, def, lo, hi, NULL, unit, doc, NULL}
 
 static const cfg_tkey_t family_keys[] = {
     {{"policy.routing", "view", CFG_ENUM, "auto", 0, 0, NULL, "",
      "what prefix-aware routers match against: computed = KV that exists or is arriving by "
      "a copy at each instance; routed = the routers' own approximate tree of what they sent "
-     "where, updated at routing time (sgl-router cache_aware); auto = routed for "
+     "where, updated at routing time (sgl-router cache_aware); events = a per-instance KV "
+     "index fed by the KV events each instance publishes (block stored when it becomes READY, "
+     "removed when evicted), delayed, batched, lossy and approximate as the event_* and "
+     "index* keys say (llm-d's KV-cache indexer, Dynamo's KV router); auto = routed for "
      "cache_aware (as SGLang's router), computed for the others",
      NULL},
      CFG_AT_ENUM(family_params_t, view, view_map)},
@@ -94,7 +113,65 @@ static const cfg_tkey_t family_keys[] = {
      "about when the cache does)",
      NULL},
      CFG_AT(U32, family_params_t, view_blocks)},
+    {EV_KEY("event_delay_ms", CFG_FLOAT, "0", 0, 1e9, "ms",
+            "view = events: mean delay from a KV event message's sending to its applying in "
+            "the routers' index (own choice: 0, the index as instant as the computed view)"),
+     CFG_AT(DOUBLE, family_params_t, ev.delay_ms)},
+    {{"policy.routing", "event_delay_dist", CFG_ENUM, "fixed", 0, 0, NULL, "",
+      "view = events: distribution of each message's delay, mean event_delay_ms: fixed, "
+      "exponential, or lognormal with coefficient of variation event_delay_cv; delivery keeps "
+      "each instance's order (a message is applied at max(its drawn time, the previous "
+      "message's)) (own choice: fixed)",
+      NULL},
+     CFG_AT_ENUM(family_params_t, ev.delay_dist, delay_dist_map)},
+    {EV_KEY("event_delay_cv", CFG_FLOAT, "1", 0, 100, "",
+            "view = events, event_delay_dist = lognormal: standard deviation / mean of the "
+            "delay (own choice: 1)"),
+     CFG_AT(DOUBLE, family_params_t, ev.delay_cv)},
+    {EV_KEY("event_batch_ms", CFG_FLOAT, "0", 0, 1e9, "ms",
+            "view = events: 0 = every event its own message; otherwise an instance's events "
+            "are sent together every event_batch_ms, the window starting at its first event "
+            "(own choice: 0)"),
+     CFG_AT(DOUBLE, family_params_t, ev.batch_ms)},
+    {EV_KEY("event_loss", CFG_FLOAT, "0", 0, 1, "",
+            "view = events: probability that an event of a message is lost, independently per "
+            "event and per router replica (own choice: 0)"),
+     CFG_AT(DOUBLE, family_params_t, ev.loss)},
+    {{"policy.routing", "index", CFG_ENUM, "exact", 0, 0, NULL, "",
+      "view = events: the per-instance index of block ids: exact (a hash set), bloom "
+      "(counting Bloom filter), cuckoo (cuckoo filter), ttl (exact set whose entries expire "
+      "index_ttl_s after their last stored event; removed events are not applied) "
+      "(own choice: exact)",
+      NULL},
+     CFG_AT_ENUM(family_params_t, ev.index, index_map)},
+    {EV_KEY("index_fpr", CFG_FLOAT, "0.01", 0, 1, "",
+            "view = events, index = bloom or cuckoo: target false-positive rate at "
+            "index_capacity, in (0, 1) (own choice: 0.01)"),
+     CFG_AT(DOUBLE, family_params_t, ev.index_fpr)},
+    {EV_KEY("index_ttl_s", CFG_FLOAT, "120", 0, 1e9, "s",
+            "view = events, index = ttl: lifetime of an entry after its last stored event, "
+            "> 0 (own choice: 120 s)"),
+     CFG_AT(DOUBLE, family_params_t, ev.index_ttl_s)},
+    {EV_KEY("index_capacity", CFG_INT, "0", 0, 4294967295.0, "blocks",
+            "view = events: entries each instance's index is sized for; 0 = the instance's "
+            "KV pool blocks (own choice: the index sized to what the cache can hold)"),
+     CFG_AT(U64, family_params_t, ev.index_capacity)},
+    {EV_KEY("replicas", CFG_INT, "1", 1, 1024, "",
+            "router replicas, any view: each arrival is decided by one replica (replica_assign), "
+            "which has its own routed tree (updated only by its own decisions) or its own event "
+            "index (every replica receives every message, losses drawn per replica); its load "
+            "counts are its own: waiting + running is its in-flight requests to the instance "
+            "(counted from its route to the request's result row), prefill tokens their prompt "
+            "tokens, while KV use, speculative blocks and the queue delay estimate stay the "
+            "instance's true ones (own choice: 1, one router)"),
+     CFG_AT(U32, family_params_t, ev.replicas)},
+    {{"policy.routing", "replica_assign", CFG_ENUM, "round_robin", 0, 0, NULL, "",
+      "replicas > 1: which replica decides an arrival: round_robin over arrivals, or random "
+      "(drawn from the view's own random stream) (own choice: round_robin)",
+      NULL},
+     CFG_AT_ENUM(family_params_t, ev.assign, assign_map)},
 };
+#undef EV_KEY
 
 /* The family keys of c (their defaults if c's schema lacks them). */
 static family_params_t family_params(const cfg_t *c)
@@ -112,6 +189,16 @@ int pol_routing_view_routed(const cfg_t *c)
 	if (v == VIEW_AUTO)
 		return !strcmp(cfg_str(c, "policy.routing", "name"), "cache_aware");
 	return v == VIEW_ROUTED;
+}
+
+int pol_routing_view_events(const cfg_t *c)
+{
+	return family_params(c).view == VIEW_EVENTS;
+}
+
+pol_view_params_t pol_routing_view_params(const cfg_t *c)
+{
+	return family_params(c).ev;
 }
 
 uint32_t pol_routing_view_blocks(const cfg_t *c, uint32_t pool_blocks)

@@ -45,6 +45,8 @@ struct kv_store {
 	void *pctx;
 	kv_watch_fn watch;
 	void *wctx;
+	kv_ready_fn on_ready;
+	void *rctx;
 	kv_stats_t st;
 };
 
@@ -93,6 +95,12 @@ void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx)
 {
 	s->watch = fn;
 	s->wctx = ctx;
+}
+
+void kv_store_set_on_ready(kv_store_t *s, kv_ready_fn fn, void *ctx)
+{
+	s->on_ready = fn;
+	s->rctx = ctx;
 }
 
 /* ---- map -------------------------------------------------------------- */
@@ -583,6 +591,8 @@ static void ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 		s->n_spec++;
 	if (sl->b.ref == 0)
 		heap_push(s, i, now);
+	if (s->on_ready)
+		s->on_ready(s->rctx, &sl->b, now);
 	if (sl->b.watched) {
 		sl->b.watched = 0;
 		if (s->watch)

@@ -54,6 +54,11 @@ typedef void (*kv_evict_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 enum { KV_WATCH_READY = 1, KV_WATCH_DROP = 2 };
 typedef void (*kv_watch_fn)(void *ctx, const kv_block_info_t *b, int event);
 
+/* Any shared block became READY (computed, a copy landed, an output block
+ * became cacheable), watched or not: called after the change, before a
+ * kv_watch_fn; it must not change the store. Unset (NULL) by default. */
+typedef void (*kv_ready_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
+
 typedef struct kv_store kv_store_t;
 
 kv_store_t *kv_store_new(uint32_t capacity_blocks);
@@ -62,6 +67,7 @@ void kv_store_free(kv_store_t *s);
  * in O(1) per change. Set it before any block is evictable. */
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx);
 void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx);
+void kv_store_set_on_ready(kv_store_t *s, kv_ready_fn fn, void *ctx);
 
 uint32_t kv_capacity(const kv_store_t *s);
 uint32_t kv_used(const kv_store_t *s);          /* shared + private blocks */

@@ -74,6 +74,20 @@
 	X(BOUND_PLACE_UNLIMITED_BLOCKS, "bound.place_unlimited_hit_rate_blocks", "", "... with unlimited copy bandwidth (1 - the cluster's first touches / lookups)") \
 	X(BOUND_PLACE_GAP_BLOCKS, "bound.place_gap_blocks", "", "bound.place_hit_rate_blocks - hit_rate_blocks") \
 	X(BOUND_NETWORK_COST_BLOCKS, "bound.network_cost_blocks", "", "hit rate the copy budget costs the bound: unlimited - budgeted")
+/* The routers' view against the true state (sim/run/sim_rquality.h),
+ * recorded only when output.view_quality is on (or the routing view is
+ * events, or replicas > 1), so other runs keep their /summary. */
+#define REC_VIEW                                                                                   \
+	X(VIEW_MISROUTED_SHARE, "view.misrouted_share", "", "routed decisions whose view believed more of the chosen instance's prefix than it held") \
+	X(VIEW_STALE_SHARE, "view.stale_share", "", "... misrouted where the instance had held the first missing block before") \
+	X(VIEW_NEVER_SHARE, "view.never_share", "", "... misrouted where the instance never held the first missing block") \
+	X(VIEW_UNSEEN_SHARE, "view.unseen_share", "", "routed decisions whose view believed less of the chosen instance's prefix than it held") \
+	X(VIEW_MISROUTE_COST_MS, "view.misroute_cost_ms", "ms", "mean true-state regret (estimated TTFT chosen - best) of misrouted decisions; 0 if none") \
+	X(VIEW_REGRET_MEAN_MS, "view.regret_mean_ms", "ms", "mean true-state regret of every routed decision") \
+	X(VIEW_EVENTS_SENT, "view.events_sent", "", "KV events sent, summed over router replicas") \
+	X(VIEW_EVENTS_LOST, "view.events_lost", "", "KV events lost, summed over router replicas") \
+	X(VIEW_INDEX_BYTES, "view.index_bytes", "bytes", "bytes of every replica's per-instance KV index at the end") \
+	X(VIEW_DELAY_MEAN_MS, "view.delay_mean_ms", "ms", "mean delay of KV event messages, sending to applying")
 #define REC_METRICS                                                                                \
 	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
 	X(COMPLETED, "completed", "", "requests completed")                                        \
@@ -144,7 +158,8 @@
 	REC_FORECAST                                                                               \
 	X(DISAGG_HANDOFF_BYTES, "disagg.handoff_bytes", "bytes", "KV bytes handoff flows moved (in bytes_fg; 0 with disagg off)") \
 	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)") \
-	REC_BOUND
+	REC_BOUND                                                                                  \
+	REC_VIEW
 
 typedef enum {
 #define X(id, name, unit, doc) REC_##id,

@@ -316,6 +316,13 @@ const cfg_tkey_t out_cfg_keys[] = {
 	 "(sim/run/sim_decisions.h); results are the same either way (own choice: off, as it costs a scan of every instance per request)",
 	 NULL},
 	 AT(BOOL, decisions)},
+	{{"output", "view_quality", CFG_BOOL, "false", 0, 0, NULL, "",
+	 "report view.* in /summary: how often the routers' view believed more (misrouted: "
+	 "stale or never held) or less (unseen) of the chosen instance's prefix than it held, "
+	 "and the true-state regret (sim/run/sim_rquality.h); on by itself with "
+	 "[policy.routing] view = events or replicas > 1 (own choice: off, so runs keep their "
+	 "/summary)", NULL},
+	 AT(BOOL, view_quality)},
 };
 #undef AT
 #undef AT_ENUM

@@ -21,6 +21,7 @@
 #include "sim/run/sim_decisions.h"
 #include "sim/run/sim_holders.h"
 #include "sim/run/sim_int.h"
+#include "sim/run/sim_rview.h"
 #include "sim/run/sim_tiers.h"
 
 /* copy_begin's answer when every block is already at the destination */
@@ -1174,6 +1175,8 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 		spec_block_gone(s, b, now);
 	if (s->fc)
 		fcast_evicted(s->fc, b->id, h->inst);
+	if (s->rvw) /* the routers' event index hears of it */
+		sim_rv_removed(s->rvw, h->inst, b->id, now);
 	if (s->holders && b->depth == 0 && !inst_will_compute(s, h->inst, b->id))
 		sim_holders_remove(s->holders, b->id, h->inst);
 	/* write the evicted block back to host memory, or the tier below (a

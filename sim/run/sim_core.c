@@ -20,6 +20,7 @@
 #include "sim/run/sim_decisions.h"
 #include "sim/run/sim_disagg.h"
 #include "sim/run/sim_int.h"
+#include "sim/run/sim_rview.h"
 
 
 /* ---- the policies' view of the cluster ----------------------------------- */
@@ -336,6 +337,8 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
 		     *inst < s->view.n_inst;
 	int rc;
+	if (s->rvw && (rc = sim_rv_pick(s->rvw)))
+		return rc;
 	if (!hinted) {
 		const struct pol_routing_ops *rt =
 			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
@@ -346,6 +349,8 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 			return err_set(s->err, KS_ERUNTIME, "routing policy returned instance %u of %u",
 				       *inst, s->view.n_inst);
 		if (rc != POL_ACCEPT)
+			return rc;
+		if (s->rvw && (rc = sim_rv_decided(s->rvw, q, *inst)))
 			return rc;
 	}
 	/* the trace reads the view as the router just did */
@@ -413,6 +418,8 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			routed = (int32_t)inst;
 			/* the routers' tree learns what they sent where at once */
 			rc = s->rview ? pol_rview_insert(s->rview, inst, q.blocks, q.n_blocks) : 0;
+			if (!rc && s->rvw) /* and the replica that decided, its own load */
+				rc = sim_rv_dispatch(s->rvw, &q, inst);
 			/* inst will hold the request's first block (prompt, or output
 			 * when the prompt has no full block): the holders index knows
 			 * it before any block exists there */
@@ -574,6 +581,8 @@ static int on_result(void *ctx, const res_request_t *row)
 	sim_ctx_t *s = ctx;
 	if (row->instance >= 0 && s->view.least_loaded)
 		sim_load_dec(s->load, (uint32_t)row->instance);
+	if (row->instance >= 0 && s->rvw)
+		sim_rv_result(s->rvw, row);
 	return rec_request(s->res, row);
 }
 
@@ -1035,7 +1044,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
-	if (pol_routing_view_routed(cfg)) {
+	if ((rc = sim_rv_setup(s, cfg, e)))
+		return rc;
+	if (pol_routing_view_routed(cfg) && !sim_rv_owns_view(s->rvw)) {
 		if (!(s->rview = pol_rview_new(p.n_instances,
 					       pol_routing_view_blocks(cfg, p.kv_blocks))))
 			return err_set(e, KS_ENOMEM, "out of memory");
@@ -1172,9 +1183,9 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 			return KS_ENOMEM;
 	if ((rc = sim_copy_finish(s, res)) || (rc = fcast_report(s->fc, res)))
 		return rc;
-	if ((rc = sim_disagg_report(s, res)))
+	if ((rc = sim_disagg_report(s, res)) || (s->bound && (rc = bound_report(s, res))))
 		return rc;
-	return s->bound ? bound_report(s, res) : 0;
+	return s->rvw ? sim_rv_report(s->rvw, res) : 0;
 }
 
 static void ctx_free(sim_ctx_t *s)
@@ -1186,6 +1197,7 @@ static void ctx_free(sim_ctx_t *s)
 	if (s->pol_open)
 		pol_set_close(&s->pol);
 	pol_rview_free(s->rview);
+	sim_rv_free(s->rvw);
 	sim_holders_free(s->holders);
 	sim_load_free(s->load);
 	fcast_free(s->fc);

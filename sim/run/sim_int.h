@@ -121,6 +121,8 @@ typedef struct sim_ctx {
 	pol_view_t view;        /* KV that exists (replication, admission) */
 	pol_view_t route_view;  /* what routers match (policy.routing.view) */
 	pol_rview_t *rview;     /* the routers' own tree when view = routed */
+	struct sim_rv *rvw;     /* events view, router replicas, view quality
+	                         * (sim_rview.h); NULL when none is asked */
 	pol_actions_t act;
 	pol_spec_stats_t spec;
 	int64_t tick_ns, horizon_ns;

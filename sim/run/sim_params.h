@@ -49,6 +49,7 @@ typedef struct sim_out_params {
 	double bound_bw_gbps; /* the placement bound's copy budget per instance, 1e9 B/s; 0: none */
 	const char *trace_events; /* "": none (sim/out/out_trace_events.h) */
 	int decisions; /* a /decisions row per routing decision (sim/run/sim_decisions.h) */
+	int view_quality; /* report view.* for any routing view (sim/run/sim_rquality.h) */
 } sim_out_params_t;
 
 typedef struct sim_params {

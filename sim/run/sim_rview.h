@@ -1,0 +1,61 @@
+/* sim_rview — the routers' view as an experimental variable: the events view
+ * ([policy.routing] view = events) and router replicas (replicas > 1).
+ *
+ * Events: each instance publishes "stored" when a block becomes READY there
+ * (kv_store_set_on_ready) and "removed" when it is evicted, over the channel
+ * of sim_rdeliver.h (batching, delays, each instance's order; one delay draw
+ * per message, shared by the replicas). A message is applied when due, and
+ * before any routing decision at or after its due time; a message due at
+ * once is applied at once.
+ * Every replica receives every message; each of its events is lost with
+ * probability event_loss, drawn per replica. A replica's index of an
+ * instance is a kv_filter_t (index, index_fpr, index_ttl_s, index_capacity);
+ * with index = ttl removed events are not applied. Its match: the leading
+ * blocks kvf_has there, then (match_host) also those visible in the node's
+ * host tier, as the computed view counts them; candidates is NULL (scan).
+ *
+ * Replicas: each arrival reaching the routers is decided by one replica,
+ * round robin or drawn (replica_assign; an arrival a replication hint
+ * places takes its turn too); a replica has its own routed tree
+ * (view = routed: updated only by its own decisions) or event index. Its
+ * pol_inst_t has waiting = its in-flight requests to the instance (counted
+ * from its dispatch to the request's result row), running = 0 and
+ * prefill_tokens = their prompt tokens; KV use, speculative blocks and the
+ * queue delay estimate are the instance's true ones; least_loaded is NULL.
+ * With replicas = 1 the loads are the instance's own.
+ *
+ * Disaggregated clusters are refused with view = events or replicas > 1.
+ * Random draws come from a stream of their own (sim_seed_for), so no other
+ * stream moves. Memory: the module owns its indexes, trees, messages and the
+ * map of in-flight requests, freed by sim_rv_free. Errors: KS_ENOMEM, or
+ * KS_EINPUT naming the key for config rules.
+ */
+#ifndef KVSIM_SIM_RVIEW_H
+#define KVSIM_SIM_RVIEW_H
+
+#include "sim/run/sim_int.h"
+
+typedef struct sim_rv sim_rv_t;
+
+/* s->route_view holds the computed view: sets s->rvw (NULL when neither
+ * events, replicas > 1 nor output.view_quality asks for it), keeps the
+ * computed view for decision quality, and takes s->route_view over for
+ * events or replicas > 1 (sim_rv_owns_view). */
+int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e);
+int sim_rv_owns_view(const sim_rv_t *rv);
+void sim_rv_free(sim_rv_t *rv);
+/* An arrival reaches the routers: applies the event messages due now and
+ * picks the replica deciding it. 0 or KS_ENOMEM. */
+int sim_rv_pick(sim_rv_t *rv);
+/* The routing policy chose inst for q (not a replication hint). */
+int sim_rv_decided(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
+/* q goes to inst by the picked replica (its tree and its load learn it). */
+int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
+/* A routed request's result row: its replica's load gives it back. */
+void sim_rv_result(sim_rv_t *rv, const res_request_t *row);
+/* id was evicted at inst (store hook; errors go to s->hook_err). */
+void sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now);
+/* The view.* metrics (recorder.h REC_VIEW). */
+int sim_rv_report(const sim_rv_t *rv, sim_results_t *res);
+
+#endif
