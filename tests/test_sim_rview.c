@@ -115,6 +115,28 @@ static void test_events_default_never_misroutes(void **st)
 	sim_results_free(&r);
 }
 
+/* With no copy in flight (no replication), an instant exact event index
+ * holds exactly the READY blocks the computed view matches, and the KV use
+ * it reports is the instance's: the routing, and so every request, is the
+ * computed view's. */
+static void test_events_default_equals_computed_without_copies(void **st)
+{
+	(void)st;
+	const char *ev[] = {"policy.routing.name=cache_aware", "policy.routing.view=events",
+	                    "policy.replication.name=none"};
+	const char *cv[] = {"policy.routing.name=cache_aware", "policy.routing.view=computed",
+	                    "policy.replication.name=none"};
+	sim_results_t a = sf_run(NULL, ev, 3), b = sf_run(NULL, cv, 3);
+	assert_int_equal(a.n_req, b.n_req);
+	assert_true(a.n_req > 0);
+	for (size_t i = 0; i < a.n_req; i++) {
+		assert_int_equal(a.req[i].instance, b.req[i].instance);
+		assert_int_equal(a.req[i].ttft_ns, b.req[i].ttft_ns);
+	}
+	sim_results_free(&a);
+	sim_results_free(&b);
+}
+
 static void test_stored_block_visible_exactly_after_the_delay(void **st)
 {
 	(void)st;
@@ -316,6 +338,7 @@ static void test_config_errors_name_the_key(void **st)
 }
 
 TEST_MAIN(cmocka_unit_test(test_events_default_never_misroutes),
+          cmocka_unit_test(test_events_default_equals_computed_without_copies),
           cmocka_unit_test(test_stored_block_visible_exactly_after_the_delay),
           cmocka_unit_test(test_batch_window_delivers_at_its_end_plus_delay),
           cmocka_unit_test(test_removed_events_forget_ttl_remembers_until_expiry),

@@ -176,8 +176,11 @@ static uint64_t rv_held_blocks(void *ctx, uint32_t i)
 {
 	const sim_rv_t *rv = ((const sim_ctx_t *)ctx)->rvw;
 	const rv_rep_t *r = &rv->rep[rv->cur];
+	/* the events index has no tree: what an instance holds is its KV use,
+	 * a measured quantity (engines export it, e.g. vLLM's kv_cache_usage),
+	 * so the instance's true one, as for the computed view */
 	if (rv->events)
-		return kvf_count(r->idx[i]);
+		return rv->base.held_blocks(ctx, i);
 	return r->tree ? pol_rview_size(r->tree, i) : rv->base.held_blocks(ctx, i);
 }
 
