@@ -69,9 +69,24 @@ static void test_every_hbm_eviction_is_a_row_with_lru_and_lfu_scores(void **st)
 	printf("lru: %zu evict rows of %zu\n", n, r.n_dec);
 	assert_true(n > 100);
 	assert_int_equal(n, count_kind(&r, DEC_EVICT, -1)); /* no tier below HBM */
-	for (size_t i = 0; i < r.n_dec; i++) /* LRU's score: the last use */
-		if (r.dec[i].kind == DEC_EVICT)
-			assert_true(r.dec[i].score == (double)(r.dec[i].t_ns - r.dec[i].age_ns));
+	size_t with_next = 0;
+	for (size_t i = 0; i < r.n_dec; i++) { /* LRU's score: the last use */
+		const res_decision_t *d = &r.dec[i];
+		if (d->kind != DEC_EVICT)
+			continue;
+		assert_true(d->score == (double)(d->t_ns - d->age_ns));
+		/* the options: the victim, then the next in LRU order (older first) */
+		assert_int_equal(d->opt0_score, d->t_ns - d->age_ns);
+		assert_true(d->n_options >= 1);
+		const int64_t o[] = {d->opt0_score, d->opt1_score, d->opt2_score, d->opt3_score};
+		for (int k = 1; k < 4; k++) {
+			assert_int_equal(o[k] >= 0, (uint32_t)k < d->n_options);
+			if (o[k] >= 0)
+				assert_true(o[k - 1] <= o[k] && o[k] <= d->t_ns);
+		}
+		with_next += d->opt1_score >= 0;
+	}
+	assert_true(with_next > 0);
 	sim_results_free(&r);
 	/* lfu ranks by hits: its score is the victim's hits */
 	const char *lfu[] = {"output.decisions=true", "cluster.kv_blocks=120",

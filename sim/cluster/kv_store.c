@@ -376,6 +376,39 @@ static uint32_t heap_top(const kv_store_t *s)
 
 /* ---- queries ----------------------------------------------------------- */
 
+uint32_t kv_evict_next(const kv_store_t *s, uint32_t k, uint64_t *ids, double *prio)
+{
+	if (k > KV_EVICT_NEXT_MAX)
+		k = KV_EVICT_NEXT_MAX;
+	if (k > s->heap_n)
+		k = s->heap_n;
+	if (!s->prio) { /* the list is the order */
+		uint32_t v = s->lru_head;
+		for (uint32_t j = 0; j < k; j++, v = s->slot[v].next) {
+			ids[j] = s->slot[v].b.id;
+			prio[j] = s->slot[v].prio;
+		}
+		return k;
+	}
+	/* best-first over the heap: the next smallest is the root or a child of
+	 * one already taken, so a frontier of 2k + 1 heap positions suffices */
+	uint32_t fr[2 * KV_EVICT_NEXT_MAX + 1], nf = k ? 1 : 0;
+	fr[0] = 0;
+	for (uint32_t j = 0; j < k; j++) {
+		uint32_t b = 0;
+		for (uint32_t f = 1; f < nf; f++)
+			if (heap_less(s, s->heap[fr[f]], s->heap[fr[b]]))
+				b = f;
+		uint32_t h = fr[b], v = s->heap[h];
+		ids[j] = s->slot[v].b.id;
+		prio[j] = s->slot[v].prio;
+		fr[b] = fr[--nf];
+		for (uint32_t c = 2 * h + 1; c <= 2 * h + 2 && c < s->heap_n; c++)
+			fr[nf++] = c;
+	}
+	return k;
+}
+
 uint32_t kv_capacity(const kv_store_t *s) { return s->cap; }
 uint32_t kv_used(const kv_store_t *s) { return s->used_shared + s->used_private; }
 uint32_t kv_used_shared(const kv_store_t *s) { return s->used_shared; }

@@ -74,6 +74,14 @@ uint32_t kv_used(const kv_store_t *s);          /* shared + private blocks */
 uint32_t kv_used_shared(const kv_store_t *s);
 uint32_t kv_used_private(const kv_store_t *s);
 uint32_t kv_evictable(const kv_store_t *s);     /* READY with ref 0 */
+/* The next k (<= KV_EVICT_NEXT_MAX) blocks eviction would take, first
+ * first (up to k; returns how many): their ids to ids, the priority the
+ * store ranks each by to prio (LRU mode: the last use, ns; otherwise the
+ * eviction policy's priority computed when the block became evictable).
+ * O(k) in LRU mode, O(k^2) otherwise; changes nothing (the decision trace's
+ * eviction rows read it). */
+#define KV_EVICT_NEXT_MAX 8
+uint32_t kv_evict_next(const kv_store_t *s, uint32_t k, uint64_t *ids, double *prio);
 uint32_t kv_spec_blocks(const kv_store_t *s);   /* READY, speculative, unused */
 uint32_t kv_inflight_blocks(const kv_store_t *s); /* INFLIGHT: a copy brings them */
 /* Blocks that could be allocated now, evicting as needed. */

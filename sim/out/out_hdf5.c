@@ -95,7 +95,7 @@ static const col_t dec_cols[] = {
 	DC(id, C_U64, "", NULL),
 	DC(chosen, C_I32, "", NULL),
 	DC(hinted, C_I32, "", "route: 1=replication policy's route hint; copy: 1=background"),
-	DC(n_options, C_U32, "instances", NULL),
+	DC(n_options, C_U32, "options", NULL),
 	DC(chosen_matched, C_U32, "blocks", NULL),
 	DC(src, C_I32, "", "-1=none (route, evict, admit)"),
 	DC(blocks, C_U32, "blocks", NULL),

@@ -1168,8 +1168,9 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 			POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops);
 		double score = pol_eviction_is_lru(eo) ? (double)b->last_use
 		                                       : sim_evict_prio(h, b, now);
-		sim_dec_evict(s->dec, SIM_TIER_HBM, (int32_t)h->inst, b, score,
-		              kv_stats(s->cl.inst[h->inst].kv).evictions, now);
+		const kv_store_t *kv = s->cl.inst[h->inst].kv;
+		sim_dec_evict(s->dec, kv, SIM_TIER_HBM, (int32_t)h->inst, b, score,
+		              kv_stats(kv).evictions, now);
 	}
 	if (b->spec)
 		spec_block_gone(s, b, now);
@@ -1189,7 +1190,7 @@ void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 	const sim_tier_hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (s->dec) /* the tiers are LRU: the last use is the score */
-		sim_dec_evict(s->dec, (int)sim_tier_of(s, h->where),
+		sim_dec_evict(s->dec, sim_tier_store(s, h->where), (int)sim_tier_of(s, h->where),
 		              (int32_t)sim_tier_node(s, h->where), b, (double)b->last_use,
 		              kv_stats(sim_tier_store(s, h->where)).evictions, now);
 	tier_offload(s, h->where, b->id);

@@ -1,6 +1,7 @@
 /* sim_decisions — see sim_decisions.h. */
 #include "sim/run/sim_decisions.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,8 +128,8 @@ void sim_dec_outcome(sim_dec_t *d, uint64_t id, int outcome)
 		}
 }
 
-void sim_dec_evict(sim_dec_t *d, int tier, int32_t at, const kv_block_info_t *b, double score,
-                   uint64_t seq, int64_t now_ns)
+void sim_dec_evict(sim_dec_t *d, const kv_store_t *kv, int tier, int32_t at,
+                   const kv_block_info_t *b, double score, uint64_t seq, int64_t now_ns)
 {
 	res_decision_t *r = row_new(d, DEC_EVICT, now_ns);
 	if (!r) {
@@ -146,6 +147,14 @@ void sim_dec_evict(sim_dec_t *d, int tier, int32_t at, const kv_block_info_t *b,
 	r->age_ns = now_ns - b->last_use;
 	r->score = score;
 	r->seq = seq;
+	uint64_t ids[DEC_TOP_K - 1];
+	double prio[DEC_TOP_K - 1];
+	uint32_t k = kv_evict_next(kv, DEC_TOP_K - 1, ids, prio);
+	int64_t *os[DEC_TOP_K] = {&r->opt0_score, &r->opt1_score, &r->opt2_score, &r->opt3_score};
+	*os[0] = llround(score);
+	for (uint32_t j = 0; j < k; j++)
+		*os[j + 1] = llround(prio[j]);
+	r->n_options = kv_evictable(kv) + 1;
 }
 
 int sim_dec_admit(sim_dec_t *d, const struct pol_admission_ops *ad, const pol_view_t *v,

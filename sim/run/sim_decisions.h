@@ -24,9 +24,9 @@
  * eviction priority, the eviction policy's priority recomputed from the
  * block's state (it depends on nothing that changes while a block is
  * evictable); under LRU, and in the tiers (LRU), there is no priority call
- * and the score is the block's last use, ns. The victim only: the store
- * does not show its next candidates (kv_store.h has no such query), so the
- * opt* columns are -1. seq is the store's eviction count before the row's,
+ * and the score is the block's last use, ns. The options are the victim
+ * and the store's next candidates (kv_evict_next; sim_dec_evict below).
+ * seq is the store's eviction count before the row's,
  * so an instance's rows number 0, 1, 2, ... when none is missed.
  *
  * Admissions: a row per admit call of a selected admission policy; none
@@ -69,10 +69,16 @@ int sim_dec_copy(sim_dec_t *d, const uint64_t *blocks, uint32_t n, uint32_t src,
  * the last two rows (its admission row may follow it): a routed request
  * rejected by admission or a full queue. */
 void sim_dec_outcome(sim_dec_t *d, uint64_t id, int outcome);
-/* Records that the store at (tier, at: DEC row's chosen) evicted b at
- * now_ns with the given eviction score, after seq evictions there. */
-void sim_dec_evict(sim_dec_t *d, int tier, int32_t at, const kv_block_info_t *b, double score,
-                   uint64_t seq, int64_t now_ns);
+/* Records that store kv at (tier, at: DEC row's chosen) evicted b at
+ * now_ns with the given eviction score, after seq evictions there (called
+ * from the store's eviction callback, b already out of its order). The
+ * options are opt0 = b with its score, opt1..opt3 = the blocks the store
+ * would evict next with the priorities it ranks them by (kv_evict_next),
+ * rounded to integers (last use in ns under LRU, hits under lfu); their
+ * opt*_inst are -1 and n_options is the evictable blocks b was chosen
+ * among (b included). */
+void sim_dec_evict(sim_dec_t *d, const kv_store_t *kv, int tier, int32_t at,
+                   const kv_block_info_t *b, double score, uint64_t seq, int64_t now_ns);
 /* Records admission ad's verdict rc (POL_ACCEPT / POL_REJECT) on q at inst,
  * with the estimate v gives now; nothing under accept_all. Call it right
  * after q's sim_dec_route. 0 or KS_ENOMEM. */
