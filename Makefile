@@ -198,9 +198,12 @@ TEST_EXTRA += $(BUILD)/plugins/example_plugin.so
 
 build-tests: $(TEST_BINS) $(KVSIM) $(BUILD)/kvreplay $(TEST_EXTRA)
 
+# The tests' parsed traces and digests go to a cache of their own under
+# BUILD (make clean removes it), not the user's.
 test-only: build-tests
+	@rm -rf $(BUILD)/test-cache
 	@KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) SAN=$(SAN) \
-	  sh tests/run_tests.sh $(TEST_BINS)
+	  KVSIM_CACHE_DIR=$(abspath $(BUILD))/test-cache sh tests/run_tests.sh $(TEST_BINS)
 
 # The default experiment under the main replication policies, side by side:
 # HDF5 per run, the catalog and a TTFT CDF plot under results/. Points that

@@ -232,7 +232,7 @@ void tr_sha256_cache_reset(void);
  * missing, of another version, truncated or failing its checksum is ignored
  * and rewritten, never trusted; files changed in the last 2 s, traces with
  * empirical length models and traces over 512 MiB of requests are not
- * cached. Past 4 GiB of entries in all the oldest written go first.
+ * cached. Past 1 GiB of entries in all the oldest written go first.
  * Entries are written to a temporary name and renamed, so
  * concurrent readers see a whole entry or none. Best effort: an unwritable
  * directory costs the parse only. On by default; off for the process with

@@ -34,8 +34,9 @@
 #define TRC_MAX_BYTES (512u << 20)
 #define TRC_RACY_NS 2000000000LL /* as the digest cache: see tr.h */
 /* Entries past this many bytes in all are removed, oldest written first,
- * before a new one is written (own choice: a few sweeps' traces). */
-#define TRC_DIR_MAX_BYTES (4ULL << 30)
+ * before a new one is written (own choice: a few sweeps' traces, e.g. 80
+ * of the Mooncake conversation trace's 12 MB entries). */
+#define TRC_DIR_MAX_BYTES (1ULL << 30)
 
 static int cache_on = 1;
 static uint64_t dir_max = TRC_DIR_MAX_BYTES;

@@ -204,7 +204,7 @@ double tr_cache_progress(const tr_cache_t *c);
 void tr_cache_put(tr_cache_t *c, const tr_request_t *q);
 void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail);
 void tr_cache_free(tr_cache_t *c);
-/* The entries' total size bound (tests; 0: the default, 4 GiB). */
+/* The entries' total size bound (tests; 0: the default, 1 GiB). */
 void tr_cache_set_dir_max(uint64_t bytes);
 
 #endif
