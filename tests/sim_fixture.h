@@ -94,6 +94,37 @@ __attribute__((unused)) static int sf_prefix_next(void *ctx, sim_arrival_t *a, e
 	return 1;
 }
 
+/* A hand-made trace, the source sf_script_next reads: request i arrives at
+ * t_ns[i] ns (t_s[i] s when t_ns is NULL) with the prompt blocks
+ * ids[i * stride ..][0..n[i]) of 16 tokens each and out[i] output tokens
+ * (n or out NULL: n_all or out_all for every request). */
+typedef struct sf_script {
+	int i, count;
+	const int64_t *t_ns;
+	const double *t_s;
+	const uint64_t *ids;
+	uint32_t stride;
+	const uint32_t *n, *out;
+	uint32_t n_all, out_all;
+} sf_script_t;
+
+__attribute__((unused)) static int sf_script_next(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	sf_script_t *sc = ctx;
+	if (sc->i == sc->count)
+		return 0;
+	int i = sc->i++;
+	uint32_t n = sc->n ? sc->n[i] : sc->n_all;
+	*a = (sim_arrival_t){.id = (uint64_t)i,
+	                     .arrival_ns = sc->t_ns ? sc->t_ns[i] : (int64_t)(sc->t_s[i] * 1e9),
+	                     .in_len = n * 16,
+	                     .out_len = sc->out ? sc->out[i] : sc->out_all,
+	                     .n_blocks = n,
+	                     .blocks = sc->ids + (size_t)i * sc->stride};
+	return 1;
+}
+
 /* The row of request id among n result rows; the test fails when there is
  * none. */
 __attribute__((unused)) static const res_request_t *sf_request(const res_request_t *rows, size_t n,

@@ -126,31 +126,6 @@ static void test_fetch_finds_peers_through_the_index(void **st)
 	sim_results_free(&pull);
 }
 
-/* A hand-made trace: request i arrives at t_s[i] with prompt blocks ids
- * ids[i][0..n[i]) of 16 tokens and out[i] output tokens. */
-typedef struct script {
-	int i, count;
-	const double *t_s;
-	const uint64_t (*ids)[5];
-	const uint32_t *n, *out;
-} script_t;
-
-static int script_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	script_t *sc = ctx;
-	if (sc->i == sc->count)
-		return 0;
-	int i = sc->i++;
-	*a = (sim_arrival_t){.id = (uint64_t)i,
-			     .arrival_ns = (int64_t)(sc->t_s[i] * 1e9),
-			     .in_len = sc->n[i] * 16,
-			     .out_len = sc->out[i],
-			     .n_blocks = sc->n[i],
-			     .blocks = sc->ids[i]};
-	return 1;
-}
-
 /* Two instances taken in turn (round_robin), one sequence each, 10 blocks
  * of KV each. Request 0 leaves prefix P (4 blocks) cached on instance 0;
  * request 2, a long one of 10 blocks, runs there and evicts all of P while
@@ -168,8 +143,8 @@ static void test_holder_kept_while_a_routed_request_will_recompute(void **st)
 	static const double t_s[] = {0, 0.01, 1.0, 1.01, 1.1, 1.11, 30, 30.01};
 	static const uint32_t n[] = {5, 1, 3, 1, 5, 1, 1, 5};
 	static const uint32_t out[] = {2, 2, 112, 2, 2, 2, 2, 2};
-	script_t sc = {0, 8, t_s, ids, n, out};
-	sim_source_t src = {script_next, &sc, "script"};
+	sf_script_t sc = {.count = 8, .t_s = t_s, .ids = ids[0], .stride = 5, .n = n, .out = out};
+	sim_source_t src = {sf_script_next, &sc, "script"};
 	const char *sets[] = {"kvcache.fetch=always",       "policy.routing.name=round_robin",
 	                      "cluster.nodes=1",            "cluster.kv_blocks=10",
 	                      "scheduler.max_num_seqs=1",   "kvcache.block_tokens=16",

@@ -14,35 +14,14 @@
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 
-/* n requests: request i has prompt blocks ids[i][0..5) of 16 tokens, out
- * output tokens, and arrives at t_ns[i]. */
-typedef struct script {
-	int i, count;
-	const int64_t *t_ns;
-	uint64_t (*ids)[5];
-	uint32_t out;
-} script_t;
-
-static int script_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	script_t *sc = ctx;
-	if (sc->i == sc->count)
-		return 0;
-	int i = sc->i++;
-	*a = (sim_arrival_t){.id = (uint64_t)i, .arrival_ns = sc->t_ns[i], .in_len = 5 * 16,
-			     .out_len = sc->out, .n_blocks = 5, .blocks = sc->ids[i]};
-	return 1;
-}
-
 /* Two instances (one node at TP 4) and `extra` sets. */
-static sim_results_t run_two(script_t *sc, const char *const *extra, int n_extra)
+static sim_results_t run_two(sf_script_t *sc, const char *const *extra, int n_extra)
 {
 	const char *sets[12] = {"cluster.nodes=1", "kvcache.block_tokens=16", "trace.duration_s=0"};
 	int n = 3;
 	for (int k = 0; k < n_extra; k++)
 		sets[n++] = extra[k];
-	sim_source_t src = {script_next, sc, "script"};
+	sim_source_t src = {sf_script_next, sc, "script"};
 	return sf_run_source(NULL, sets, n, &src);
 }
 
@@ -67,7 +46,7 @@ static int split_pairs(const char *replicas)
 			ids[i][4] = 900000 + (uint64_t)i;
 			t[i] = (int64_t)(k + 1) * 1000000000 + j * 1000000;
 		}
-	script_t sc = {0, N, t, ids, 2};
+	sf_script_t sc = {.count = N, .t_ns = t, .ids = ids[0], .stride = 5, .n_all = 5, .out_all = 2};
 	const char *sets[] = {"policy.routing.name=cache_aware", "policy.routing.view=routed",
 	                      replicas};
 	sim_results_t r = run_two(&sc, sets, 3);
@@ -103,7 +82,7 @@ static void test_least_load_replicas_see_only_their_own_requests(void **st)
 			ids[i][b] = 5000 + 10 * (uint64_t)i + (uint64_t)b;
 		t[i] = (int64_t)i * 1000000;
 	}
-	script_t sc = {0, 8, t, ids, 400};
+	sf_script_t sc = {.count = 8, .t_ns = t, .ids = ids[0], .stride = 5, .n_all = 5, .out_all = 400};
 	const char *sets[] = {"policy.routing.name=least_load", "policy.routing.replicas=2"};
 	sim_results_t r = run_two(&sc, sets, 2);
 	int count[2][2] = {{0}};

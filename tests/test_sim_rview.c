@@ -24,34 +24,9 @@ static double metric(const sim_results_t *r, const char *name)
 	return sim_results_get(r, name);
 }
 
-/* A hand-made trace: request i arrives at t_ns[i] with prompt blocks
- * ids[i][0..n[i]) of 16 tokens and out[i] output tokens. */
-typedef struct script {
-	int i, count;
-	const int64_t *t_ns;
-	const uint64_t (*ids)[10];
-	const uint32_t *n, *out;
-} script_t;
-
-static int script_next(void *ctx, sim_arrival_t *a, err_t *e)
-{
-	(void)e;
-	script_t *sc = ctx;
-	if (sc->i == sc->count)
-		return 0;
-	int i = sc->i++;
-	*a = (sim_arrival_t){.id = (uint64_t)i,
-			     .arrival_ns = sc->t_ns[i],
-			     .in_len = sc->n[i] * 16,
-			     .out_len = sc->out[i],
-			     .n_blocks = sc->n[i],
-			     .blocks = sc->ids[i]};
-	return 1;
-}
-
 /* Two instances (one node, TP 4), cache_aware on the events view, plus
  * `extra` sets. */
-static sim_results_t run_script(script_t *sc, const char *const *extra, int n_extra)
+static sim_results_t run_script(sf_script_t *sc, const char *const *extra, int n_extra)
 {
 	const char *sets[16] = {"policy.routing.name=cache_aware", "policy.routing.view=events",
 	                        "cluster.nodes=1", "kvcache.block_tokens=16",
@@ -60,7 +35,7 @@ static sim_results_t run_script(script_t *sc, const char *const *extra, int n_ex
 	for (int k = 0; k < n_extra; k++)
 		sets[n++] = extra[k];
 	sc->i = 0;
-	sim_source_t src = {script_next, sc, "script"};
+	sim_source_t src = {sf_script_next, sc, "script"};
 	return sf_run_source(NULL, sets, n, &src);
 }
 
@@ -72,7 +47,8 @@ static const uint32_t pair_n[] = {5, 5}, pair_out[] = {2, 2};
 static int64_t ready_time(void)
 {
 	static const int64_t t[] = {0};
-	script_t sc = {0, 1, t, pair_ids, pair_n, pair_out};
+	sf_script_t sc = {.count = 1, .t_ns = t, .ids = pair_ids[0], .stride = 10,
+	                  .n = pair_n, .out = pair_out};
 	sim_results_t r = run_script(&sc, NULL, 0);
 	int64_t ready = r.req[0].arrival_ns + r.req[0].ttft_ns;
 	sim_results_free(&r);
@@ -84,7 +60,8 @@ static int64_t ready_time(void)
 static int prefix_seen_at(int64_t t1, const char *const *extra, int n_extra)
 {
 	const int64_t t[] = {0, t1};
-	script_t sc = {0, 2, t, pair_ids, pair_n, pair_out};
+	sf_script_t sc = {.count = 2, .t_ns = t, .ids = pair_ids[0], .stride = 10,
+	                  .n = pair_n, .out = pair_out};
 	sim_results_t r = run_script(&sc, extra, n_extra);
 	const res_request_t *a = sf_request(r.req, r.n_req, 0), *b = sf_request(r.req, r.n_req, 1);
 	assert_true(metric(&r, "view.misrouted_share") == 0);
@@ -167,7 +144,7 @@ static sim_results_t run_evicted(const char *index, const char *ttl)
 	                                   {11, 12, 13, 14, 45}};
 	static const int64_t t[] = {0, 1000000000, 5000000000};
 	static const uint32_t n[] = {5, 9, 5}, out[] = {2, 2, 2};
-	script_t sc = {0, 3, t, ids, n, out};
+	sf_script_t sc = {.count = 3, .t_ns = t, .ids = ids[0], .stride = 10, .n = n, .out = out};
 	const char *extra[] = {"cluster.tp=8", "cluster.kv_blocks=10", "scheduler.max_num_seqs=1",
 	                       index, ttl};
 	return run_script(&sc, extra, 5);
