@@ -362,10 +362,10 @@ static void prune(const char *dir, uint64_t need)
 		if (strncmp(de->d_name, "trace-", 6) || len < 5 || len >= sizeof v->name ||
 		    strcmp(de->d_name + len - 4, ".bin"))
 			continue;
-		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-		if (stat(p, &st) || VEC_GROW(v, cap, n + 1, 16))
+		int k = snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		if (k < 0 || (size_t)k >= sizeof p || stat(p, &st) || VEC_GROW(v, cap, n + 1, 16))
 			continue;
-		snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+		memcpy(v[n].name, de->d_name, len + 1); /* len < sizeof name: above */
 		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 		v[n].size = (uint64_t)st.st_size;
 		total += v[n++].size;
@@ -376,8 +376,9 @@ static void prune(const char *dir, uint64_t need)
 		for (size_t i = 1; i < n; i++)
 			if (v[i].mtime_ns < v[o].mtime_ns)
 				o = i;
-		snprintf(p, sizeof p, "%s/%s", dir, v[o].name);
-		unlink(p);
+		int k = snprintf(p, sizeof p, "%s/%s", dir, v[o].name);
+		if (k >= 0 && (size_t)k < sizeof p)
+			unlink(p);
 		total -= v[o].size;
 		v[o] = v[--n];
 	}
