@@ -192,7 +192,8 @@ static unsigned ctr_get(const kv_filter_t *f, uint64_t i)
 
 static void ctr_add(kv_filter_t *f, uint64_t i, int d)
 {
-	f->ctr[i >> 1] = (uint8_t)(f->ctr[i >> 1] + (d << ((i & 1) * 4)));
+	/* modulo 256: d = -1 takes 1 from the nibble (never at 0 here) */
+	f->ctr[i >> 1] = (uint8_t)(f->ctr[i >> 1] + (unsigned)d * (1u << ((i & 1) * 4)));
 }
 
 /* Enhanced double hashing (Dillinger, Manolios, FMCAD 2004): probe j is
