@@ -23,7 +23,8 @@ no kvsim is run) and writes OUT/REPORT.md and OUT/fig/*.png:
                  where the policies' p95 differ the most
   traces.png     E2: p95 TTFT per trace (one panel each) and policy family,
                  95% CI, clipped CIs marked
-  staleness.png  E7: p95 TTFT and misrouted share against the event delay,
+  staleness.png, staleness_mooncake.png  E7 on the default experiment and on
+                 the Mooncake conversation trace: p95 TTFT and misrouted share against the event delay,
                  one line per event loss, a column per index (exact, Bloom
                  at each false-positive rate) and replication policy
   oracle_gap.png E8: per trace and policy, the block hit rate missing to
@@ -78,7 +79,7 @@ PRESET = "policy.preset"
 # Parameters that name a policy (a curve, a bar); the others are conditions.
 POLICY_COLS = [REPL, PRED, "policy.routing.name", "policy.preset", "policy.transfer.name"]
 HEADLINE = ["breakeven.png", "axes.png", "pareto.png", "ttft_cdf.png", "traces.png", "lift.png",
-            "disagg.png", "staleness.png", "oracle_gap.png"]
+            "disagg.png", "staleness.png", "staleness_mooncake.png", "oracle_gap.png"]
 # E7's swept keys and its decision metrics (view.*: the routing index's).
 DELAY = "policy.routing.event_delay_ms"
 LOSS = "policy.routing.event_loss"
@@ -903,12 +904,35 @@ def index_label(row):
     return ix
 
 
-def fig_staleness(df, study, path):
+def e7_rows(df, on_trace):
+    """E7's rows on the default experiment (no trace file) or on a trace
+    file (the Mooncake lines); None when there are none."""
+    if df is None:
+        return None
+    has = df[TRACE].notna() & (df[TRACE].astype(str) != "") if TRACE in df.columns else \
+        pd.Series(False, index=df.index)
+    d = df[has] if on_trace else df[~has]
+    if not len(d):
+        return None
+    d = d.copy()
+    d.attrs.update(df.attrs)
+    return d
+
+
+def fig_staleness_default(df, study, path):
+    return fig_staleness(e7_rows(df, False), study, path, "the default experiment")
+
+
+def fig_staleness_mooncake(df, study, path):
+    return fig_staleness(e7_rows(df, True), study, path, "the Mooncake conversation trace")
+
+
+def fig_staleness(df, study, path, where="the default experiment"):
     """E7: p95 TTFT (top row) and misrouted share (bottom row) against the
     event delay, one line per event loss (mean over seeds, 95% CI), a
     column per index and replication policy."""
     if df is None:
-        return None, "E7 is missing", ""
+        return None, "E7 has no runs on %s" % where, ""
     need = {DELAY, LOSS, REPL, "ttft_p95_ms", MISROUTED}
     if not need <= set(df.columns):
         return None, "E7 lacks %s" % ", ".join(sorted(need - set(df.columns))), ""
@@ -950,11 +974,12 @@ def fig_staleness(df, study, path):
                                        fmt(worst["mean"]), worst[DELAY], worst[LOSS],
                                        mw["mean"], mw[DELAY], mw[LOSS]))
     legend_title_caption(fig, axes[0][0], lambda n: max(1, n),
-                         "Cache-aware routing over an event-built index: what staleness costs "
-                         "(whiskers: 95% CI over seeds)",
+                         "Cache-aware routing over an event-built index on %s: what staleness "
+                         "costs (whiskers: 95%% CI over seeds)" % where,
                          ks.caption(study, "e7_staleness", seeds_of(df),
                                     "event delay on a symmetric log axis (0 included)"))
-    text = ("Per index and replication policy (means over %d seed(s)): " % seeds_of(df) +
+    text = ("On %s, per index and replication policy (means over %d seed(s)): " %
+            (where, seeds_of(df)) +
             "; ".join(lines) + ".")
     return ks.save(fig, path), None, text
 
@@ -1072,7 +1097,8 @@ def write_report(out, figdir):
     draw("traces.png", fig_traces, data["e2_traces"], study)
     draw("lift.png", fig_lift, data["e5_lift"], study)
     draw("disagg.png", fig_disagg, data["e6_disagg"], study)
-    draw("staleness.png", fig_staleness, data["e7_staleness"], study)
+    draw("staleness.png", fig_staleness_default, data["e7_staleness"], study)
+    draw("staleness_mooncake.png", fig_staleness_mooncake, data["e7_staleness"], study)
     draw("oracle_gap.png", fig_oracle_gap, data["e8_oracle_gap"], study)
     rel = os.path.relpath(figdir, out)
     md = ["# When does predictive speculative KV replication pay?", "",

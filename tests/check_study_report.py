@@ -62,7 +62,7 @@ def check_figures(out):
         fail("REPORT.md does not say E3 was skipped and why")
     if "e4_vram" not in rep or "absent" not in rep:
         fail("REPORT.md does not say E4 is absent")
-    if "- `staleness.png` not drawn: E7 is missing\n" not in rep:
+    if "- `staleness.png` not drawn: E7 has no runs on the default experiment\n" not in rep:
         fail("REPORT.md does not say in one line that E7's figure is not drawn")
 
 
@@ -507,8 +507,19 @@ def check_staleness(out):
     p, why, _ = sr.fig_staleness(df.drop(columns=[sr.MISROUTED]), {}, path)
     if p or why != "E7 lacks view.misrouted_share":
         fail("staleness without view.misrouted_share: %r" % why)
-    if sr.fig_staleness(None, {}, path)[1] != "E7 is missing":
+    if sr.fig_staleness(None, {}, path)[1] != "E7 has no runs on the default experiment":
         fail("staleness of no frame")
+    # the trace lines' rows (trace.path set) are drawn apart from the
+    # default experiment's
+    df2 = df.assign(**{sr.TRACE: [("m.jsonl" if ix == "bloom" else None) for ix in df[sr.INDEX]]})
+    on, off = sr.e7_rows(df2, True), sr.e7_rows(df2, False)
+    if set(on[sr.INDEX]) != {"bloom"} or set(off[sr.INDEX]) != {"exact"}:
+        fail("e7_rows: the trace and default rows are not split by trace.path")
+    if sr.e7_rows(df, True) is not None or len(sr.e7_rows(df, False)) != len(df):
+        fail("e7_rows: a frame without trace.path is all default-experiment rows")
+    p, why, txt = sr.fig_staleness_mooncake(df2, {}, path)
+    if not p or "exact" in txt or not txt.startswith("On the Mooncake conversation trace"):
+        fail("staleness_mooncake: %r %r" % (why, txt[:80]))
 
 
 CHECKS = {"figures": check_figures, "oracle_gap": check_oracle_gap, "staleness": check_staleness, "breakeven": check_breakeven, "lift": check_lift,
