@@ -1,12 +1,13 @@
 /* sim_rdeliver — see sim_rdeliver.h. */
 #include "sim/run/sim_rdeliver.h"
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/base/err.h"
-#include "sim/base/rng.h"
 #include "sim/base/vec.h"
 
 typedef struct rd_msg {
@@ -28,7 +29,7 @@ typedef struct rd_pub {
 
 struct sim_rd {
 	sim_rd_params_t p;
-	uint64_t rng;
+	gsl_rng *rng; /* the delays (mt19937, as every stream of the run) */
 	uint32_t n_inst;
 	rd_pub_t *pub;
 };
@@ -36,12 +37,15 @@ struct sim_rd {
 sim_rd_t *sim_rd_new(uint32_t n_inst, const sim_rd_params_t *p)
 {
 	sim_rd_t *d = calloc(1, sizeof *d);
-	if (!d || !(d->pub = calloc(n_inst ? n_inst : 1, sizeof *d->pub))) {
+	if (!d || !(d->pub = calloc(n_inst ? n_inst : 1, sizeof *d->pub)) ||
+	    !(d->rng = gsl_rng_alloc(gsl_rng_mt19937))) {
+		if (d)
+			free(d->pub);
 		free(d);
 		return NULL;
 	}
+	gsl_rng_set(d->rng, (unsigned long)(p->seed ? p->seed : 1));
 	d->p = *p;
-	d->rng = p->seed;
 	d->n_inst = n_inst;
 	for (uint32_t i = 0; i < n_inst; i++)
 		d->pub[i].win_end = -1;
@@ -61,13 +65,8 @@ void sim_rd_free(sim_rd_t *d)
 		free(x->out);
 	}
 	free(d->pub);
+	gsl_rng_free(d->rng);
 	free(d);
-}
-
-static double rd_uniform(sim_rd_t *d)
-{
-	d->rng += RNG_GOLDEN;
-	return (double)(rng_fmix64(d->rng) >> 11) * 0x1.0p-53;
 }
 
 static int64_t rd_delay(sim_rd_t *d)
@@ -76,12 +75,11 @@ static int64_t rd_delay(sim_rd_t *d)
 	if (mean <= 0 || d->p.dist == SIM_RD_FIXED)
 		return d->p.delay_ns;
 	if (d->p.dist == SIM_RD_EXPONENTIAL)
-		return llround(-mean * log1p(-rd_uniform(d)));
-	/* lognormal of mean m and cv c: sigma^2 = ln(1 + c^2), mu = ln m - sigma^2 / 2
-	 * (the lognormal's moments); the normal by Box-Muller */
-	double s2 = log1p(d->p.cv * d->p.cv), u1 = 1 - rd_uniform(d);
-	double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * rd_uniform(d));
-	return llround(exp(log(mean) - s2 / 2 + sqrt(s2) * z));
+		return llround(gsl_ran_exponential(d->rng, mean));
+	/* lognormal of mean m and cv c: sigma^2 = ln(1 + c^2), zeta = ln m -
+	 * sigma^2 / 2 (the lognormal's moments) */
+	double s2 = log1p(d->p.cv * d->p.cv);
+	return llround(gsl_ran_lognormal(d->rng, log(mean) - s2 / 2, sqrt(s2)));
 }
 
 /* Queues ev[0..n) (copied) sent at t; its due time. */

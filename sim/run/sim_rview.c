@@ -1,6 +1,7 @@
 /* sim_rview — see sim_rview.h. */
 #include "sim/run/sim_rview.h"
 
+#include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "sim/base/kv_filter.h"
 #include "sim/base/rng.h"
 #include "sim/base/vec.h"
+#include "sim/engine/ev_queue.h"
 #include "sim/run/recorder.h"
 #include "sim/run/sim_rdeliver.h"
 #include "sim/run/sim_rquality.h"
@@ -34,25 +36,21 @@ struct sim_rv {
 	pol_view_params_t p;
 	int events, owns;
 	uint32_t R, cur, n_inst;
-	uint64_t rng, arrivals;
+	gsl_rng *rng; /* losses and drawn replicas (mt19937) */
+	uint64_t seed, arrivals;
 	pol_view_t base; /* the routers' computed view */
 	rv_rep_t *rep;
 	sim_rd_t *rd;     /* view = events: the event channel */
 	uint32_t ev_wake; /* sim_rd_next is due on an instance */
+	ev_queue_t *due;  /* the same wake times (target: the instance), so
+	                   * that a routing decision at a wake's instant can
+	                   * apply what is due without visiting every instance */
 	sim_rq_t *q;
 	rv_flight_t *fl;
 	uint64_t fl_cap, fl_used;
 	uint64_t sent, lost, msgs;
 	double delay_sum_ns;
 };
-
-/* ---- the view's random stream -------------------------------------------- */
-
-static double rv_uniform(sim_rv_t *rv)
-{
-	rv->rng += RNG_GOLDEN;
-	return (double)(rng_fmix64(rv->rng) >> 11) * 0x1.0p-53;
-}
 
 /* ---- delivery ---------------------------------------------------------------- */
 
@@ -64,7 +62,7 @@ static int rv_apply(sim_rv_t *rv, uint32_t i, const sim_rd_msg_t *m, int64_t now
 		kv_filter_t *f = rv->rep[r].idx[i];
 		for (uint32_t k = 0; k < m->n; k++) {
 			rv->sent++;
-			if (rv->p.loss > 0 && rv_uniform(rv) < rv->p.loss) {
+			if (rv->p.loss > 0 && gsl_rng_uniform(rv->rng) < rv->p.loss) {
 				rv->lost++;
 				continue;
 			}
@@ -79,6 +77,16 @@ static int rv_apply(sim_rv_t *rv, uint32_t i, const sim_rd_msg_t *m, int64_t now
 	return 0;
 }
 
+/* An engine event at wake for inst's messages, and the same time in the
+ * due queue (sim_rv_pick). */
+static int rv_wake_at(sim_rv_t *rv, uint32_t i, int64_t wake)
+{
+	return ev_engine_at(rv->s->eng, wake, rv->ev_wake, i, 0) == EV_NONE ||
+	               ev_push(rv->due, wake, 0, i, 0) == EV_NONE
+	           ? KS_ENOMEM
+	           : 0;
+}
+
 /* Applies every message of inst due by now, and asks to be woken at the
  * times the channel names. */
 static int rv_drain(sim_rv_t *rv, uint32_t i, int64_t now)
@@ -89,8 +97,8 @@ static int rv_drain(sim_rv_t *rv, uint32_t i, int64_t now)
 		int rc = sim_rd_next(rv->rd, i, now, &m, &wake);
 		if (rc < 0)
 			return rc;
-		if (wake >= 0 && ev_engine_at(rv->s->eng, wake, rv->ev_wake, i, 0) == EV_NONE)
-			return KS_ENOMEM;
+		if (wake >= 0 && (rc = rv_wake_at(rv, i, wake)))
+			return rc;
 		if (!rc)
 			return 0;
 		if ((rc = rv_apply(rv, i, &m, now)))
@@ -111,7 +119,7 @@ static int rv_publish(sim_rv_t *rv, uint32_t i, uint64_t id, int stored, int64_t
 		return rc;
 	if (wake <= now) /* due at once: applied at once */
 		return rv_drain(rv, i, now);
-	return ev_engine_at(rv->s->eng, wake, rv->ev_wake, i, 0) == EV_NONE ? KS_ENOMEM : 0;
+	return rv_wake_at(rv, i, wake);
 }
 
 static void rv_hook_fail(sim_ctx_t *s, int rc)
@@ -239,13 +247,16 @@ int sim_rv_pick(sim_rv_t *rv)
 {
 	if (rv->R > 1)
 		rv->cur = rv->p.assign == POL_ASSIGN_RANDOM
-				  ? (uint32_t)(rv_uniform(rv) * rv->R) % rv->R
+				  ? (uint32_t)gsl_rng_uniform_int(rv->rng, rv->R)
 				  : (uint32_t)(rv->arrivals++ % rv->R);
 	/* a message due now is applied before the routers read (an arrival
-	 * at the same instant may come first in the engine's order) */
+	 * at the same instant may come first in the engine's order): the
+	 * instances whose wake times have come, not every instance */
 	int64_t now = ev_engine_now(rv->s->eng);
-	for (uint32_t i = 0; rv->events && i < rv->n_inst; i++) {
-		int rc = rv_drain(rv, i, now);
+	while (rv->events && ev_peek_time(rv->due) <= now) {
+		ev_event_t w;
+		ev_pop(rv->due, &w);
+		int rc = rv_drain(rv, w.target, now);
 		if (rc)
 			return rc;
 	}
@@ -318,6 +329,8 @@ void sim_rv_free(sim_rv_t *rv)
 		free(x->tokens);
 	}
 	sim_rd_free(rv->rd);
+	ev_queue_free(rv->due);
+	gsl_rng_free(rv->rng);
 	sim_rq_free(rv->q);
 	free(rv->rep);
 	free(rv->fl);
@@ -356,15 +369,17 @@ static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 {
 	sim_ctx_t *s = rv->s;
 	uint32_t n = rv->n_inst;
-	uint64_t seed = rv->rng;
+	uint64_t seed = rv->seed;
 	static const int dists[] = {[POL_DELAY_FIXED] = SIM_RD_FIXED,
 				    [POL_DELAY_EXPONENTIAL] = SIM_RD_EXPONENTIAL,
 				    [POL_DELAY_LOGNORMAL] = SIM_RD_LOGNORMAL};
 	sim_rd_params_t dp = {llround(rv->p.delay_ms * 1e6), llround(rv->p.batch_ms * 1e6),
 			      dists[rv->p.delay_dist], rv->p.delay_cv, rng_splitmix64(~seed)};
 	if (!(rv->q = sim_rq_new(n)) || !(rv->rep = calloc(rv->R, sizeof *rv->rep)) ||
-	    (rv->events && !(rv->rd = sim_rd_new(n, &dp))))
+	    !(rv->rng = gsl_rng_alloc(gsl_rng_mt19937)) ||
+	    (rv->events && (!(rv->rd = sim_rd_new(n, &dp)) || !(rv->due = ev_queue_new(64)))))
 		return KS_ENOMEM;
+	gsl_rng_set(rv->rng, (unsigned long)(seed ? seed : 1));
 	for (uint32_t r = 0; r < rv->R; r++) {
 		rv_rep_t *x = &rv->rep[r];
 		if (rv->R > 1 && (!(x->inflight = calloc(n ? n : 1, sizeof *x->inflight)) ||
@@ -404,7 +419,7 @@ int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	*rv = (sim_rv_t){.s = s, .p = p, .events = events, .owns = events || p.replicas > 1,
 			 .R = p.replicas, .n_inst = s->view.n_inst,
-			 .rng = sim_seed_for(s->prm.seed, RV_STREAM), .base = s->route_view};
+			 .seed = sim_seed_for(s->prm.seed, RV_STREAM), .base = s->route_view};
 	if (rv_alloc(rv, cfg, !events && pol_routing_view_routed(cfg)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (events && ev_engine_type_new(s->eng, rv_on_wake, rv, &rv->ev_wake))
