@@ -193,6 +193,11 @@ typedef struct pol_req {
  * rbest: their maximum. The decision trace (output.decisions) reads it too. */
 int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t *m,
                          uint32_t rbest, uint32_t i, int64_t queue_delay_ns);
+/* pol_view_ttft_ns for r on every instance of v: m[i] = r's matched blocks
+ * on i (v->match), est[i] = the estimate with i's queue delay (both arrays
+ * of v->n_inst). Returns the instance of the lowest estimate (the lowest
+ * index among equals; 0 when v has none). */
+uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est);
 /* The estimate slo_reject compares with the SLO, ns: instance i's queue
  * delay + prefill of r after i's own matched prefix (*matched blocks, when
  * matched is not NULL). The decision trace's admission rows read it too. */

@@ -257,6 +257,22 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 	out[22] = s->deferred_started ? s->deferral_s * 1e3 / (double)s->deferred_started : 0.0;
 }
 
+uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est)
+{
+	uint32_t rbest = 0, best = 0;
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		m[i] = v->match(v->ctx, i, r->blocks, r->n_blocks);
+		rbest = m[i] > rbest ? m[i] : rbest;
+	}
+	for (uint32_t i = 0; i < v->n_inst; i++) {
+		pol_inst_t x;
+		v->inst(v->ctx, i, &x);
+		est[i] = pol_view_ttft_ns(v, r, m, rbest, i, x.queue_delay_ns);
+		best = est[i] < est[best] ? i : best;
+	}
+	return best;
+}
+
 int64_t pol_view_local_ttft_ns(const pol_view_t *v, const pol_req_t *r, uint32_t i,
                                uint32_t *matched)
 {

@@ -61,18 +61,11 @@ int sim_dec_route(sim_dec_t *d, const pol_view_t *v, const pol_req_t *q, uint32_
 	uint32_t n = v->n_inst, mcap = d->cap;
 	if (VEC_GROW(d->m, mcap, n, n) || VEC_GROW(d->est, d->cap, n, n))
 		return KS_ENOMEM;
-	uint32_t rbest = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		d->m[i] = v->match(v->ctx, i, q->blocks, q->n_blocks);
-		rbest = d->m[i] > rbest ? d->m[i] : rbest;
-	}
+	pol_view_ttft_all(v, q, d->m, d->est);
 	/* the lowest DEC_TOP_K estimates by insertion, ties to the lower index */
 	int32_t top[DEC_TOP_K];
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		pol_inst_t x;
-		v->inst(v->ctx, i, &x);
-		d->est[i] = pol_view_ttft_ns(v, q, d->m, rbest, i, x.queue_delay_ns);
 		uint32_t j = k < DEC_TOP_K ? k++ : DEC_TOP_K;
 		for (; j > 0 && d->est[top[j - 1]] > d->est[i]; j--)
 			if (j < DEC_TOP_K)

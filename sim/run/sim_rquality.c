@@ -5,12 +5,14 @@
 
 #include "sim/base/err.h"
 #include "sim/base/kv_filter.h"
+#include "sim/base/mem.h"
 #include "sim/run/recorder.h"
 
 struct sim_rq {
 	uint32_t n_inst;
 	kv_filter_t **ever; /* per instance: every id READY there once */
 	uint32_t *m;        /* scratch: true matches per instance */
+	int64_t *est;       /* scratch: their TTFT estimates */
 	uint64_t decisions, misrouted, stale, never, unseen;
 	double regret_ns, misroute_regret_ns;
 };
@@ -23,11 +25,12 @@ sim_rq_t *sim_rq_new(uint32_t n_inst)
 	q->n_inst = n_inst;
 	q->ever = calloc(n_inst ? n_inst : 1, sizeof *q->ever);
 	q->m = calloc(n_inst ? n_inst : 1, sizeof *q->m);
+	q->est = calloc(n_inst ? n_inst : 1, sizeof *q->est);
 	kvf_params_t p = {.kind = KVF_EXACT, .capacity = 1024};
 	for (uint32_t i = 0; q->ever && i < n_inst; i++)
 		if (!(q->ever[i] = kvf_new(&p)))
 			break;
-	if (!q->ever || !q->m || (n_inst && !q->ever[n_inst - 1])) {
+	if (!q->ever || !q->m || !q->est || (n_inst && !q->ever[n_inst - 1])) {
 		sim_rq_free(q);
 		return NULL;
 	}
@@ -40,9 +43,7 @@ void sim_rq_free(sim_rq_t *q)
 		return;
 	for (uint32_t i = 0; q->ever && i < q->n_inst; i++)
 		kvf_free(q->ever[i]);
-	free(q->ever);
-	free(q->m);
-	free(q);
+	FREE_ALL(q->ever, q->m, q->est, q);
 }
 
 int sim_rq_stored(sim_rq_t *q, uint32_t inst, uint64_t id)
@@ -55,21 +56,9 @@ int sim_rq_stored(sim_rq_t *q, uint32_t inst, uint64_t id)
 int sim_rq_decision(sim_rq_t *q, const pol_view_t *seen, const pol_view_t *truth,
 		    const pol_req_t *r, uint32_t inst)
 {
-	uint32_t n = truth->n_inst, rbest = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		q->m[i] = truth->match(truth->ctx, i, r->blocks, r->n_blocks);
-		rbest = q->m[i] > rbest ? q->m[i] : rbest;
-	}
+	uint32_t best = pol_view_ttft_all(truth, r, q->m, q->est);
 	uint32_t believed = seen->match(seen->ctx, inst, r->blocks, r->n_blocks), real = q->m[inst];
-	int64_t chosen = 0, best = INT64_MAX;
-	for (uint32_t i = 0; i < n; i++) {
-		pol_inst_t x;
-		truth->inst(truth->ctx, i, &x);
-		int64_t est = pol_view_ttft_ns(truth, r, q->m, rbest, i, x.queue_delay_ns);
-		chosen = i == inst ? est : chosen;
-		best = est < best ? est : best;
-	}
-	double regret = (double)(chosen - best);
+	double regret = (double)(q->est[inst] - q->est[best]);
 	q->decisions++;
 	q->regret_ns += regret;
 	if (believed > real) {
