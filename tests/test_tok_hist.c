@@ -197,6 +197,62 @@ static void test_add_diffs_equals_adding_each_difference(void **st)
 	gsl_rng_free(g);
 }
 
+/* tok_hist_bin_bounds(b) is exactly the set of gaps of bin b: its ends
+ * are in b and their outer neighbours are not, for every bin from 0 to
+ * gaps of 2^40 ns, and the bins tile the values (each starts one after
+ * the last one's end). */
+static void test_bin_bounds_are_exactly_the_bins_values(void **st)
+{
+	(void)st;
+	int64_t next = 0;
+	for (uint32_t b = 0; b <= tok_hist_bin((int64_t)1 << 40); b++) {
+		int64_t lo, hi;
+		tok_hist_bin_bounds(b, &lo, &hi);
+		assert_true(lo <= hi);
+		assert_int_equal(lo, next);
+		assert_int_equal(tok_hist_bin(lo), b);
+		assert_int_equal(tok_hist_bin(hi), b);
+		if (lo > 0)
+			assert_int_not_equal(tok_hist_bin(lo - 1), b);
+		assert_int_not_equal(tok_hist_bin(hi + 1), b);
+		next = hi + 1;
+	}
+}
+
+/* Gaps just inside and just outside the last run's bin, in a row: the
+ * fast path of tok_hist_add_diffs leaves the run at the first gap outside
+ * its bin, as adding each gap does. */
+static void test_add_diffs_at_bin_edges_equals_adding_each(void **st)
+{
+	(void)st;
+	int64_t gaps[64], t[65];
+	uint32_t n = 0;
+	for (uint32_t b = 2040; b < 2060; b += 3) {
+		int64_t lo, hi;
+		tok_hist_bin_bounds(b * 5, &lo, &hi);
+		int64_t v[] = {lo, hi, hi + 1, lo, lo - 1, hi, lo};
+		for (size_t i = 0; i < sizeof v / sizeof *v && n < 64; i++)
+			gaps[n++] = v[i];
+	}
+	t[0] = 0;
+	for (uint32_t j = 0; j < n; j++)
+		t[j + 1] = t[j] + gaps[j];
+	tok_hist_t a = {0}, b = {0};
+	assert_int_equal(tok_hist_add_diffs(&a, t, n + 1), 0);
+	for (uint32_t j = 0; j < n; j++)
+		assert_int_equal(tok_hist_add(&b, gaps[j], 1), 0);
+	assert_int_equal(a.n, n);
+	assert_int_equal(a.n_run, b.n_run);
+	for (uint32_t i = 0; i < b.n_run; i++) {
+		assert_int_equal(a.run[i].bin, b.run[i].bin);
+		assert_int_equal(a.run[i].count, b.run[i].count);
+		assert_int_equal(a.run[i].min, b.run[i].min);
+		assert_int_equal(a.run[i].max, b.run[i].max);
+	}
+	tok_hist_free(&a);
+	tok_hist_free(&b);
+}
+
 /* A count of c in one call is c gaps of that value. */
 static void test_add_with_a_count_equals_repeated_adds(void **st)
 {
@@ -251,6 +307,8 @@ int main(void)
 	    cmocka_unit_test(test_rank_is_exact_when_each_bin_holds_one_value),
 	    cmocka_unit_test(test_merge_equals_adding_one_at_a_time),
 	    cmocka_unit_test(test_add_diffs_equals_adding_each_difference),
+	    cmocka_unit_test(test_bin_bounds_are_exactly_the_bins_values),
+	    cmocka_unit_test(test_add_diffs_at_bin_edges_equals_adding_each),
 	    cmocka_unit_test(test_add_with_a_count_equals_repeated_adds),
 	    cmocka_unit_test(test_reserved_room_never_reallocates_and_clear_keeps_it),
 	};

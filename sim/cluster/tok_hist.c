@@ -87,12 +87,49 @@ int tok_hist_add(tok_hist_t *h, int64_t v, uint32_t count)
 	return add_one(h, v < 0 ? 0 : v, count);
 }
 
+void tok_hist_bin_bounds(uint32_t b, int64_t *lo, int64_t *hi)
+{
+	if (b < TOK_HIST_EXACT_BELOW) {
+		*lo = *hi = b;
+		return;
+	}
+	/* b = (s << 10) + (v >> s) with v >> s in [2^10, 2^11) (tok_hist_bin) */
+	uint32_t s = (b >> TOK_SUB_BITS) - 1;
+	uint64_t m = b - ((uint64_t)s << TOK_SUB_BITS);
+	*lo = (int64_t)(m << s);
+	*hi = (int64_t)(((m + 1) << s) - 1);
+}
+
 int tok_hist_add_diffs(tok_hist_t *h, const int64_t *t, uint32_t n)
 {
-	for (uint32_t j = 1; j < n; j++) {
+	uint32_t j = 1;
+	while (j < n) {
+		if (h->last < h->n_run) {
+			/* the gaps that fall in the last run's bin, by its value range:
+			 * no bin computed for them, one update of the run */
+			tok_run_t *r = &h->run[h->last];
+			int64_t lo, hi, mn = r->min, mx = r->max;
+			tok_hist_bin_bounds(r->bin, &lo, &hi);
+			uint32_t j0 = j;
+			for (; j < n; j++) {
+				int64_t v = t[j] - t[j - 1];
+				v = v < 0 ? 0 : v;
+				if (v < lo || v > hi)
+					break;
+				mn = v < mn ? v : mn;
+				mx = v > mx ? v : mx;
+			}
+			r->min = mn;
+			r->max = mx;
+			r->count += j - j0;
+			h->n += j - j0;
+			if (j >= n)
+				break;
+		}
 		int64_t v = t[j] - t[j - 1];
 		if (add_one(h, v < 0 ? 0 : v, 1))
 			return KS_ENOMEM;
+		j++;
 	}
 	return 0;
 }

@@ -47,6 +47,8 @@ typedef struct tok_hist {
 
 /* The bin of gap v (v >= 0; negative counts as 0); monotone in v. */
 uint32_t tok_hist_bin(int64_t v);
+/* The gaps v with tok_hist_bin(v) == b (b a bin of some v >= 0): [*lo, *hi]. */
+void tok_hist_bin_bounds(uint32_t b, int64_t *lo, int64_t *hi);
 /* Room for m more bins than there are now. 0 or KS_ENOMEM. */
 int tok_hist_reserve(tok_hist_t *h, uint32_t m);
 /* Adds count gaps of value v. 0 or KS_ENOMEM. */
