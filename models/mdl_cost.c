@@ -557,8 +557,14 @@ static double weights_read(const mdl_compute_t *c, double tokens)
 
 static int64_t total_ns(double t)
 {
-	/* absurd inputs (billions of tokens at once) saturate rather than wrap */
-	int64_t n = t < 9.2e18 ? (int64_t)ceil(t) : INT64_MAX;
+	/* absurd inputs (billions of tokens at once) saturate rather than wrap;
+	 * below that, ceil(t) as truncation plus one when a fraction was cut
+	 * (the same integer, without a libm call per iteration) */
+	int64_t n = INT64_MAX;
+	if (t < 9.2e18) {
+		n = (int64_t)t;
+		n += (double)n < t;
+	}
 	return n < 1 ? 1 : n; /* an iteration always advances time */
 }
 

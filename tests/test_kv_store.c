@@ -266,6 +266,98 @@ static void test_watch_reports_ready_and_drop_once(void **st)
 	kv_store_free(s);
 }
 
+/* The by-slot calls do what their id calls do: two stores driven by the
+ * same random operations, one by id and one by the slots its holders
+ * kept, stay identical block by block (state, references, hits, last use,
+ * eviction order); a held block's slot keeps naming it; a slot no longer
+ * stored is refused, as an absent id is. */
+static void test_slot_calls_equal_id_calls(void **st)
+{
+	(void)st;
+	kv_store_t *a = kv_store_new(48), *b = kv_store_new(48);
+	uint32_t refs[128] = {0}, slot[128];
+	srand(11);
+	for (int step = 0; step < 100000; step++) {
+		uint64_t id = (uint64_t)(rand() % 128);
+		int op = rand() % 5, state = kv_lookup(a, id);
+		assert_int_equal(state, kv_lookup(b, id));
+		if (op == 0 && !state) {
+			uint32_t v = KV_NO_SLOT;
+			int ra = kv_alloc(a, id, (uint32_t)(id % 8), KV_COMPUTING, 1, 0, step);
+			assert_int_equal(kv_alloc_slot(b, id, (uint32_t)(id % 8), KV_COMPUTING, 1, 0,
+						       step, &v), ra);
+			if (ra == KS_OK) {
+				refs[id] = 1;
+				slot[id] = v;
+			}
+		} else if (op == 1 && state && state != KV_READY && refs[id]) {
+			assert_int_equal(kv_ready_slot(b, slot[id], step), kv_ready(a, id, step));
+		} else if (op == 2 && state == KV_READY) {
+			/* a prefix matched by slots, then its blocks hit by slot */
+			uint64_t ids[3] = {id, (id + 1) % 128, (id + 2) % 128};
+			uint32_t sl[3];
+			uint32_t m = kv_match_slots(b, ids, 3, sl);
+			assert_int_equal(m, kv_match(a, ids, 3));
+			int wa = 0, wb = 0;
+			uint32_t ta = 1, tb = 2;
+			assert_int_equal(kv_hit(a, id, step, 1, &wa, &ta), KS_OK);
+			assert_int_equal(kv_hit_slot(b, sl[0], step, 1, &wb, &tb), KS_OK);
+			assert_int_equal(wa, wb);
+			assert_int_equal(ta, tb);
+			slot[id] = sl[0];
+			refs[id]++;
+		} else if (op == 3 && state && refs[id]) {
+			assert_int_equal(kv_unref_slots(b, &slot[id], 1, step), kv_unref(a, id, step));
+			refs[id]--;
+			if (!refs[id] && state != KV_READY)
+				assert_int_equal(kv_drop_slot(b, slot[id]), kv_drop(a, id));
+		} else if (op == 4 && state == KV_READY) {
+			assert_int_equal(kv_hit_slot(b, kv_slot(b, id), step, 0, NULL, NULL),
+					 kv_hit(a, id, step, 0, NULL, NULL));
+		}
+		if (!kv_lookup(a, id))
+			refs[id] = 0;
+		if (refs[id])
+			assert_true(kv_slot_id(b, slot[id]) == id);
+		if (step % 499 == 0) {
+			for (uint64_t k = 0; k < 128; k++) {
+				const kv_block_info_t *x = kv_info(a, k), *y = kv_info(b, k);
+				assert_true((x == NULL) == (y == NULL));
+				if (!x)
+					continue;
+				assert_int_equal(x->state, y->state);
+				assert_int_equal(x->ref, y->ref);
+				assert_int_equal(x->hits, y->hits);
+				assert_int_equal(x->last_use, y->last_use);
+			}
+			uint64_t ea[KV_EVICT_NEXT_MAX], eb[KV_EVICT_NEXT_MAX];
+			double pa[KV_EVICT_NEXT_MAX], pb[KV_EVICT_NEXT_MAX];
+			uint32_t na = kv_evict_next(a, KV_EVICT_NEXT_MAX, ea, pa);
+			assert_int_equal(kv_evict_next(b, KV_EVICT_NEXT_MAX, eb, pb), na);
+			assert_memory_equal(ea, eb, na * sizeof *ea);
+			assert_int_equal(kv_check(b), 0);
+		}
+	}
+	assert_int_equal(kv_stats(a).evictions, kv_stats(b).evictions);
+	assert_true(kv_stats(b).evictions > 0);
+	/* a slot whose block left names nothing */
+	kv_store_t *c = kv_store_new(1);
+	uint32_t v;
+	assert_int_equal(kv_alloc_slot(c, 9, 0, KV_READY, 0, 0, 0, &v), KS_OK);
+	assert_true(kv_slot_id(c, v) == 9);
+	assert_int_equal(kv_evict_one(c, 1), KS_OK);
+	assert_true(kv_slot_id(c, v) == 0);
+	assert_int_equal(kv_slot(c, 9), KV_NO_SLOT);
+	assert_int_equal(kv_hit_slot(c, v, 2, 1, NULL, NULL), KS_ESTATE);
+	assert_int_equal(kv_ready_slot(c, v, 2), KS_ESTATE);
+	assert_int_equal(kv_unref_slots(c, &v, 1, 2), KS_ESTATE);
+	assert_int_equal(kv_drop_slot(c, v), KS_ESTATE);
+	assert_int_equal(kv_hit_slot(c, 5, 2, 1, NULL, NULL), KS_ESTATE); /* past the slab */
+	kv_store_free(c);
+	kv_store_free(a);
+	kv_store_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_drop_inflight_block),
 		cmocka_unit_test(test_watch_reports_ready_and_drop_once),
 		cmocka_unit_test(test_random_operations_stay_consistent),
+		cmocka_unit_test(test_slot_calls_equal_id_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

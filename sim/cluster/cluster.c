@@ -101,6 +101,7 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 static void req_destroy(sim_req_t *r)
 {
 	free(r->blocks);
+	free(r->slot);
 	tok_hist_free(&r->gaps);
 	free(r);
 }
@@ -121,11 +122,14 @@ static sim_req_t *req_get(cluster_t *c, uint32_t n_blocks)
 	if (r) {
 		c->req_pool = r->next;
 		uint64_t *blocks = r->blocks;
+		uint32_t *slot = r->slot;
 		tok_hist_t gaps = r->gaps;
-		uint32_t cap_blocks = r->cap_blocks;
+		uint32_t cap_blocks = r->cap_blocks, cap_slot = r->cap_slot;
 		memset(r, 0, sizeof *r);
 		r->blocks = blocks;
 		r->cap_blocks = cap_blocks;
+		r->slot = slot;
+		r->cap_slot = cap_slot;
 		r->gaps = gaps;
 		tok_hist_clear(&r->gaps);
 	} else {
@@ -134,7 +138,8 @@ static sim_req_t *req_get(cluster_t *c, uint32_t n_blocks)
 			return NULL;
 		c->n_req_alloc++;
 	}
-	if (VEC_GROW(r->blocks, r->cap_blocks, n_blocks ? n_blocks : 1, 1)) {
+	if (VEC_GROW(r->blocks, r->cap_blocks, n_blocks ? n_blocks : 1, 1) ||
+	    VEC_GROW(r->slot, r->cap_slot, n_blocks ? n_blocks : 1, 1)) {
 		req_free(c, r);
 		return NULL;
 	}
@@ -340,10 +345,10 @@ static void release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	int64_t now = ev_engine_now(c->eng);
 	uint32_t ready = r->ready < r->shared_hold ? r->ready : r->shared_hold;
-	kv_unref_n(in->kv, r->blocks, ready, now);
+	kv_unref_slots(in->kv, r->slot, ready, now);
 	for (uint32_t j = ready; j < r->shared_hold; j++) {
-		kv_unref(in->kv, r->blocks[j], now);
-		kv_drop(in->kv, r->blocks[j]);
+		kv_unref_slots(in->kv, r->slot + j, 1, now);
+		kv_drop_slot(in->kv, r->slot[j]);
 	}
 	kv_free_private(in->kv, r->priv + r->fixed);
 	c->kv_block_frees += r->shared_hold + r->priv + r->fixed;
@@ -404,18 +409,22 @@ static double sg_new_tokens(const sim_req_t *r)
 	return left < SG_CLIP_NEW ? left : SG_CLIP_NEW;
 }
 
-/* References the READY blocks ids[0..m) on in (a hit each), reporting
- * speculative ones to on_spec_hit in runs of one tag; returns how many
- * were speculative. */
-static uint32_t ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, uint32_t m,
-			   int64_t now)
+/* References the READY blocks ids[0..m) on in (a hit each), found by
+ * their slots[0..m) (NULL: by id), reporting speculative ones to
+ * on_spec_hit in runs of one tag; returns how many were speculative. */
+static uint32_t ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids,
+			   const uint32_t *slots, uint32_t m, int64_t now)
 {
 	uint32_t spec_hits = 0, run_tag = 0, run_n = 0;
 	for (uint32_t j = 0; j < m; j++) {
 		int was_spec = 0;
 		uint32_t tag = 0;
-		kv_prefetch(in->kv, ids, j, m);
-		kv_hit(in->kv, ids[j], now, 1, &was_spec, &tag); /* one lookup: tag and ref */
+		if (slots) {
+			kv_hit_slot(in->kv, slots[j], now, 1, &was_spec, &tag);
+		} else {
+			kv_prefetch(in->kv, ids, j, m);
+			kv_hit(in->kv, ids[j], now, 1, &was_spec, &tag); /* one lookup: tag and ref */
+		}
 		spec_hits += (uint32_t)was_spec;
 		if (was_spec && c->p.on_spec_hit) {
 			if (run_n && tag != run_tag) {
@@ -453,9 +462,11 @@ static int admit_landed(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	if (kv_free_or_evictable(in->kv) < (uint64_t)need - m + F)
 		return ADMIT_FULL; /* its references stay until it fits */
 	int64_t now = ev_engine_now(c->eng);
+	for (uint32_t j = 0; j < m; j++) /* referenced here by cluster_decode_pin */
+		r->slot[j] = kv_slot(in->kv, r->blocks[j]);
 	for (uint32_t j = m; j < s_end; j++) {
-		kv_alloc(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now);
-		kv_ready(in->kv, r->blocks[j], now); /* its KV has landed */
+		kv_alloc_slot(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now, &r->slot[j]);
+		kv_ready_slot(in->kv, r->slot[j], now); /* its KV has landed */
 	}
 	kv_alloc_private(in->kv, need - s_end + F, now);
 	c->kv_block_allocs += need + F; /* as release_blocks counts its frees */
@@ -480,7 +491,7 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 	uint32_t target = r->in_len + r->generated;
 	/* the prompt's blocks, and after a preemption the full output blocks */
 	uint32_t nb = r->n_ids < target / B ? r->n_ids : target / B;
-	uint32_t m = kv_match(in->kv, r->blocks, nb);
+	uint32_t m = kv_match_slots(in->kv, r->blocks, nb, r->slot);
 	uint32_t s_end = m; /* blocks [m, s_end) become shared blocks we compute */
 	while (s_end < nb) {
 		kv_prefetch(in->kv, r->blocks, s_end, nb);
@@ -497,7 +508,7 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 		break;                     /* compute the rest privately */
 	}
 	/* references first, so the hits cannot be evicted to make room */
-	uint32_t spec_hits = ref_prefix(c, in, r->blocks, m, now);
+	uint32_t spec_hits = ref_prefix(c, in, r->blocks, r->slot, m, now);
 	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
 	/* the per-sequence KV (windows, states) in full from admission on: the
 	 * rule is in sim/run/sim_core.c, where fixed_blocks_per_seq is set */
@@ -509,14 +520,14 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 		full = total >= (double)avail_before * B - *resv || total > (double)avail * B - *resv;
 	}
 	if (full) {
-		for (uint32_t j = 0; j < m; j++)
-			kv_unref(in->kv, r->blocks[j], now);
+		kv_unref_slots(in->kv, r->slot, m, now);
 		return ADMIT_FULL;
 	}
 	for (uint32_t j = m; j < s_end; j++) { /* READY at once: the study's assumption */
 		kv_prefetch(in->kv, r->blocks, j, s_end);
-		kv_alloc(in->kv, r->blocks[j], j,
-			 c->p.resident_at_admission ? KV_READY : KV_COMPUTING, 1, 0, now);
+		kv_alloc_slot(in->kv, r->blocks[j], j,
+			      c->p.resident_at_admission ? KV_READY : KV_COMPUTING, 1, 0, now,
+			      &r->slot[j]);
 	}
 	kv_alloc_private(in->kv, n_priv + F, now);
 	c->kv_block_allocs += s_end + n_priv + F;
@@ -541,11 +552,12 @@ static uint64_t synth_id(uint64_t req, uint32_t k)
 /* Inserts one block into the prefix cache at admission: READY at once when
  * KV counts as resident at admission, else COMPUTING and held by r until its
  * prefill ends. 1 inserted, 0 no room. */
-static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth, int64_t now)
+static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth, int64_t now,
+		      uint32_t *slot)
 {
 	int res = c->p.resident_at_admission;
-	return kv_alloc(in->kv, id, depth, res ? KV_READY : KV_COMPUTING, res ? 0 : 1, 0, now) ==
-	       KS_OK;
+	return kv_alloc_slot(in->kv, id, depth, res ? KV_READY : KV_COMPUTING, res ? 0 : 1, 0, now,
+			     slot) == KS_OK;
 }
 
 /* SCHED_BTB: r meets the prefix cache: hits are touched (LRU), the prompt's
@@ -563,7 +575,8 @@ static void btb_bind(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	 * other block's state, and on_spec_hit does not reach the store */
 	uint32_t m = 0, spec_hits = 0, tag = 0;
 	int was_spec = 0;
-	while (m < r->n_blocks && kv_hit(in->kv, r->blocks[m], now, hold, &was_spec, &tag) == KS_OK) {
+	while (m < r->n_blocks && (r->slot[m] = kv_slot(in->kv, r->blocks[m])) != KV_NO_SLOT &&
+	       kv_hit_slot(in->kv, r->slot[m], now, hold, &was_spec, &tag) == KS_OK) {
 		if (was_spec && c->p.on_spec_hit)
 			c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
 		spec_hits += (uint32_t)was_spec;
@@ -571,12 +584,12 @@ static void btb_bind(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	}
 	/* kv_alloc answers KS_EEXIST for a block already here */
 	uint32_t s_end = m;
-	while (s_end < r->n_blocks && btb_insert(c, in, r->blocks[s_end], s_end, now))
+	while (s_end < r->n_blocks && btb_insert(c, in, r->blocks[s_end], s_end, now, &r->slot[s_end]))
 		s_end++;
 	uint32_t n_synth = 0, total = ceil_div((uint64_t)r->in_len + r->out_len, B);
 	if (s_end == r->n_blocks && r->preemptions == 0)
 		while (r->n_blocks + n_synth < total &&
-		       btb_insert(c, in, synth_id(r->id, n_synth), r->n_blocks + n_synth, now))
+		       btb_insert(c, in, synth_id(r->id, n_synth), r->n_blocks + n_synth, now, NULL))
 			n_synth++;
 	r->n_synth = hold ? n_synth : 0;
 	r->held = r->shared_hold = hold ? s_end : 0;
@@ -595,9 +608,8 @@ static int btb_bound(const sim_req_t *r)
 static void btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now)
 {
 	for (uint32_t j = r->ready; j < r->shared_hold; j++)
-		kv_ready(in->kv, r->blocks[j], now);
-	for (uint32_t j = 0; j < r->shared_hold; j++)
-		kv_unref(in->kv, r->blocks[j], now);
+		kv_ready_slot(in->kv, r->slot[j], now);
+	kv_unref_slots(in->kv, r->slot, r->shared_hold, now);
 	for (uint32_t k = 0; k < r->n_synth; k++) {
 		kv_ready(in->kv, synth_id(r->id, k), now);
 		kv_unref(in->kv, synth_id(r->id, k), now);
@@ -1164,17 +1176,19 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 	while (r->priv && r->shared_hold < r->n_ids && r->ready == r->shared_hold &&
 	       (uint64_t)(r->shared_hold + 1) * B <= kv_tok) {
 		uint64_t id = r->blocks[r->shared_hold];
+		uint32_t *sl = &r->slot[r->shared_hold];
 		int st = kv_lookup(in->kv, id), was_spec = 0;
 		if (st == KV_READY && c->p.sched_mode == SCHED_SGLANG) {
-			uint32_t tag = kv_info(in->kv, id)->tag;
-			kv_ref(in->kv, id, now, &was_spec);
+			uint32_t tag = 0;
+			*sl = kv_slot(in->kv, id);
+			kv_hit_slot(in->kv, *sl, now, 1, &was_spec, &tag);
 			if (was_spec && c->p.on_spec_hit)
 				c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
 			kv_free_private(in->kv, 1);
 		} else if (st == 0) {
 			kv_free_private(in->kv, 1);
-			kv_alloc(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now);
-			kv_ready(in->kv, id, now);
+			kv_alloc_slot(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now, sl);
+			kv_ready_slot(in->kv, *sl, now);
 		} else {
 			break;
 		}
@@ -1235,11 +1249,8 @@ static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		if (r->done_tok < r->target) {
 			r->done_tok += r->chunk;
 			/* blocks whose every token is now computed become usable */
-			uint32_t lim = r->done_tok / B < r->shared_hold ? r->done_tok / B : r->shared_hold;
-			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok) {
-				kv_prefetch(in->kv, r->blocks, r->ready, lim); /* lim: where this stops */
-				kv_ready(in->kv, r->blocks[r->ready++], now);
-			}
+			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok)
+				kv_ready_slot(in->kv, r->slot[r->ready++], now);
 			tok = r->done_tok == r->target;
 			if (tok) {
 				prefilled = 1;
@@ -1384,8 +1395,11 @@ uint32_t cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r)
 	cluster_sync(c, inst);
 	if (c->p.on_touch)
 		c->p.on_touch(c->p.hook_ctx, inst);
+	/* r->slot stays the prefill instance's: r may still hold blocks there
+	 * (a layerwise handoff routes at its last chunk); admit_landed finds
+	 * these slots again */
 	r->dec_hit = kv_match(in->kv, r->blocks, r->n_blocks);
-	ref_prefix(c, in, r->blocks, r->dec_hit, ev_engine_now(c->eng));
+	ref_prefix(c, in, r->blocks, NULL, r->dec_hit, ev_engine_now(c->eng));
 	return r->dec_hit;
 }
 
@@ -1400,7 +1414,8 @@ int cluster_handoff_drop(cluster_t *c, sim_req_t *r)
 int cluster_req_output_ids(cluster_t *c, sim_req_t *r, const uint64_t *ids, uint32_t n)
 {
 	(void)c;
-	if (VEC_GROW(r->blocks, r->cap_blocks, (size_t)r->n_blocks + n, 1))
+	if (VEC_GROW(r->blocks, r->cap_blocks, (size_t)r->n_blocks + n, 1) ||
+	    VEC_GROW(r->slot, r->cap_slot, (size_t)r->n_blocks + n, 1))
 		return KS_ENOMEM;
 	memcpy(r->blocks + r->n_blocks, ids, (size_t)n * sizeof *r->blocks);
 	r->n_ids = r->n_blocks + n;
@@ -1456,6 +1471,13 @@ int cluster_check(const cluster_t *c)
 			priv += in->run[k]->priv + in->run[k]->fixed;
 		if (priv != kv_used_private(in->kv))
 			return -3;
+		/* a running request's slots name the blocks it holds (by slot) */
+		for (uint32_t k = 0; k < in->n_run; k++) {
+			const sim_req_t *r = in->run[k];
+			for (uint32_t j = 0; j < r->shared_hold; j++)
+				if (kv_slot_id(in->kv, r->slot[j]) != r->blocks[j])
+					return -5;
+		}
 		if (in->decode_tokens != cluster_decode_tokens_recount(c, i))
 			return -4;
 	}

@@ -190,6 +190,9 @@ typedef struct sim_req {
 				      n_ids - n_blocks of full blocks ending in the output */
 	uint32_t n_ids;
 	uint32_t cap_blocks;       /* capacity of blocks (kept across reuse) */
+	uint32_t *slot;            /* slot[j]: blocks[j]'s slot in the store holding it, for
+				      j < shared_hold (kv_store.h: by slot), owned */
+	uint32_t cap_slot;         /* capacity of slot (kept across reuse) */
 	int32_t inst;
 	uint8_t phase;
 	uint8_t in_batch;

@@ -155,10 +155,12 @@ static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
 	s->map[i] = (map_ent_t){h, slot + 1};
 }
 
-static void map_erase(kv_store_t *s, uint64_t id)
+/* Erases the entry of id, which names slot v: found by the slot it names,
+ * without reading other entries' slots. */
+static void map_erase_slot(kv_store_t *s, uint64_t id, uint32_t v)
 {
 	uint32_t h = map_hash(id), i = h & s->mask;
-	while (s->map[i].tag != h || s->slot[s->map[i].slot1 - 1].b.id != id)
+	while (s->map[i].slot1 != v + 1)
 		i = (i + 1) & s->mask;
 	/* backward-shift deletion keeps probe chains intact without tombstones */
 	uint32_t j = i;
@@ -472,7 +474,7 @@ int kv_evict_one(kv_store_t *s, int64_t now)
 	}
 	if (s->on_evict)
 		s->on_evict(s->pctx, &sl->b, now);
-	map_erase(s, sl->b.id);
+	map_erase_slot(s, sl->b.id, v);
 	sl->b.state = 0;
 	sl->next_free = s->free_head;
 	s->free_head = v;
@@ -585,8 +587,8 @@ int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
 
 static void ready_slot(kv_store_t *s, uint32_t i, int64_t now);
 
-int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
-	     int64_t now)
+int kv_alloc_slot(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
+		  int64_t now, uint32_t *slot)
 {
 	if (map_find(s, id) != NIL)
 		return KS_EEXIST;
@@ -607,9 +609,17 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	map_insert(s, id, v);
 	s->used_shared++;
 	s->st.allocs++;
+	if (slot)
+		*slot = v;
 	if (state == KV_READY)
 		ready_slot(s, v, now);
 	return KS_OK;
+}
+
+int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
+	     int64_t now)
+{
+	return kv_alloc_slot(s, id, depth, state, ref, spec, now, NULL);
 }
 
 /* kv_ready on a slot found COMPUTING or INFLIGHT. */
@@ -662,14 +672,12 @@ int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now)
 	return rc;
 }
 
-int kv_drop(kv_store_t *s, uint64_t id)
+/* kv_drop on a slot found stored, not READY, with no reference. */
+static void drop_slot(kv_store_t *s, uint32_t i)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
-		return KS_ESTATE;
 	kv_block_info_t last = s->slot[i].b;
 	s->n_inflight -= last.state == KV_INFLIGHT;
-	map_erase(s, id);
+	map_erase_slot(s, last.id, i);
 	s->slot[i].b.state = 0;
 	s->slot[i].next_free = s->free_head;
 	s->free_head = i;
@@ -678,7 +686,90 @@ int kv_drop(kv_store_t *s, uint64_t id)
 		last.watched = 0;
 		s->watch(s->wctx, &last, KV_WATCH_DROP);
 	}
+}
+
+int kv_drop(kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
+		return KS_ESTATE;
+	drop_slot(s, i);
 	return KS_OK;
+}
+
+/* ---- by slot ------------------------------------------------------------ */
+
+/* Whether i names a stored block. */
+static int stored(const kv_store_t *s, uint32_t i)
+{
+	return i < s->cap && s->slot[i].b.state;
+}
+
+uint32_t kv_slot(const kv_store_t *s, uint64_t id)
+{
+	uint32_t i = map_find(s, id);
+	return i == NIL ? KV_NO_SLOT : i;
+}
+
+uint32_t kv_match_slots(const kv_store_t *s, const uint64_t *ids, uint32_t n, uint32_t *slots)
+{
+	uint32_t k = 0;
+	for (; k < n; k++) {
+		map_prefetch(s, ids, k, n);
+		uint32_t i = map_find(s, ids[k]);
+		if (i == NIL || s->slot[i].b.state != KV_READY)
+			break;
+		slots[k] = i;
+	}
+	return k;
+}
+
+int kv_hit_slot(kv_store_t *s, uint32_t i, int64_t now, int hold, int *was_spec, uint32_t *tag)
+{
+	if (!stored(s, i) || s->slot[i].b.state != KV_READY)
+		return KS_ESTATE;
+	if (tag)
+		*tag = s->slot[i].b.tag;
+	ref_slot(s, i, now, was_spec);
+	if (!hold)
+		unref_slot(s, i, now);
+	return KS_OK;
+}
+
+int kv_ready_slot(kv_store_t *s, uint32_t i, int64_t now)
+{
+	if (!stored(s, i) || s->slot[i].b.state == KV_READY)
+		return KS_ESTATE;
+	ready_slot(s, i, now);
+	return KS_OK;
+}
+
+int kv_unref_slots(kv_store_t *s, const uint32_t *slots, uint32_t n, int64_t now)
+{
+	int rc = KS_OK;
+	for (uint32_t k = 0; k < n; k++) {
+		if (k + SLOT_AHEAD < n && slots[k + SLOT_AHEAD] < s->cap)
+			__builtin_prefetch(&s->slot[slots[k + SLOT_AHEAD]]);
+		uint32_t i = slots[k];
+		if (!stored(s, i) || s->slot[i].b.ref == 0)
+			rc = KS_ESTATE;
+		else
+			unref_slot(s, i, now);
+	}
+	return rc;
+}
+
+int kv_drop_slot(kv_store_t *s, uint32_t i)
+{
+	if (!stored(s, i) || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
+		return KS_ESTATE;
+	drop_slot(s, i);
+	return KS_OK;
+}
+
+uint64_t kv_slot_id(const kv_store_t *s, uint32_t i)
+{
+	return stored(s, i) ? s->slot[i].b.id : 0;
 }
 
 int kv_alloc_private(kv_store_t *s, uint32_t n, int64_t now)

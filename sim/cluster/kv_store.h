@@ -148,6 +148,27 @@ void kv_free_private(kv_store_t *s, uint32_t n);
 /* Evicts one block chosen by policy; 0, or KS_EFULL if none is evictable. */
 int kv_evict_one(kv_store_t *s, int64_t now);
 
+/* By slot: a slot names a stored block while it stays stored, and a block
+ * with a reference stays (it is neither evicted nor dropped), so a holder
+ * may keep the slot from kv_alloc_slot or kv_match_slots until its last
+ * kv_unref and skip the id lookups. A slot of a block no longer stored
+ * names nothing or, later, another block: calls on a slot not stored
+ * answer KS_ESTATE (or 0 from kv_slot_id), as the id calls do for an
+ * absent id; each otherwise does what its id call does. */
+#define KV_NO_SLOT UINT32_MAX
+uint32_t kv_slot(const kv_store_t *s, uint64_t id);  /* KV_NO_SLOT when absent */
+uint64_t kv_slot_id(const kv_store_t *s, uint32_t slot);
+/* kv_match, writing the slots of the matched blocks to slots[0..result). */
+uint32_t kv_match_slots(const kv_store_t *s, const uint64_t *ids, uint32_t n, uint32_t *slots);
+/* kv_alloc, writing the new block's slot to *slot (when 0 is returned). */
+int kv_alloc_slot(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,
+		  int spec, int64_t now, uint32_t *slot);
+int kv_hit_slot(kv_store_t *s, uint32_t slot, int64_t now, int hold, int *was_spec,
+		uint32_t *tag);
+int kv_ready_slot(kv_store_t *s, uint32_t slot, int64_t now);
+int kv_unref_slots(kv_store_t *s, const uint32_t *slots, uint32_t n, int64_t now);
+int kv_drop_slot(kv_store_t *s, uint32_t slot);
+
 /* Iterates over every shared block (any state); stop when fn returns != 0. */
 int kv_foreach(const kv_store_t *s, int (*fn)(void *ctx, const kv_block_info_t *b),
 	       void *ctx);
