@@ -532,15 +532,7 @@ int kv_ref(kv_store_t *s, uint64_t id, int64_t now, int *was_spec)
 
 int kv_hit(kv_store_t *s, uint64_t id, int64_t now, int hold, int *was_spec, uint32_t *tag)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state != KV_READY)
-		return KS_ESTATE;
-	if (tag)
-		*tag = s->slot[i].b.tag;
-	ref_slot(s, i, now, was_spec);
-	if (!hold)
-		unref_slot(s, i, now);
-	return KS_OK;
+	return kv_hit_slot(s, map_find(s, id), now, hold, was_spec, tag); /* NIL: not stored */
 }
 
 static int pin_state(kv_store_t *s, uint64_t id, int computing_too)
