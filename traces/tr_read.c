@@ -287,6 +287,10 @@ static int end_clean(tr_reader_t *r)
 static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32_t n,
                          uint64_t serial)
 {
+	/* tr_mix's key half of the values every block mixes in again: the salt,
+	 * the serial and (the usual case) the last piece's (offset, length) */
+	const uint64_t k_salt = tr_mix_key(r->salt), k_serial = tr_mix_key(serial);
+	uint64_t piece = 0, k_piece = tr_mix_key(0);
 	uint64_t h = TR_ROOT_ID;
 	uint32_t k = 0, off = 0;
 	for (uint32_t j = 0; j < n; j++) {
@@ -298,7 +302,7 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 			}
 			if (k >= ns || sg[k].unique) {
 				/* Tokens of this request alone: the chain never meets another. */
-				h = tr_mix(tr_mix(h, r->salt), serial);
+				h = tr_mix_pre(tr_mix_pre(h, k_salt), k_serial);
 				if (k < ns) {
 					uint32_t take =
 					    sg[k].tokens - off < left ? sg[k].tokens - off : left;
@@ -310,8 +314,12 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 				continue;
 			}
 			uint32_t take = sg[k].tokens - off < left ? sg[k].tokens - off : left;
-			h = tr_mix(h, sg[k].key);
-			h = tr_mix(h, (uint64_t)off << 32 | take);
+			h = tr_mix_pre(h, tr_mix_key(sg[k].key));
+			if (((uint64_t)off << 32 | take) != piece) {
+				piece = (uint64_t)off << 32 | take;
+				k_piece = tr_mix_key(piece);
+			}
+			h = tr_mix_pre(h, k_piece);
 			off += take;
 			left -= take;
 		}
