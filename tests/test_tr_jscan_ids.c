@@ -2,7 +2,9 @@
  * read in place, and exactly the ids a JSON integer reading accepts are
  * accepted: leading zeros, a 19th digit, a fraction or an exponent right
  * after the digits fall back (jansson decides), a negative zero is 0, and
- * long arrays of random ids read back as written. */
+ * long arrays of random ids read back as written. Arrays written as the
+ * traces write them ("1, 22, 333") take the eight-bytes-at-a-time path;
+ * at its edges it gives jansson's values or falls back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "tests/test_main.h"
 
@@ -82,5 +85,57 @@ static void test_long_random_id_arrays_read_back(void **st)
 	free(ids);
 }
 
+/* The scanner on `array` agrees with jansson: accepted arrays hold
+ * jansson's non-negative integers; returns the scanner's answer. */
+static int scan_as_jansson(const char *array)
+{
+	uint64_t *ids = NULL;
+	size_t cap = 0, n = 0;
+	int rc = scan_ids(array, &ids, &cap, &n);
+	json_error_t je;
+	json_t *a = json_loads(array, 0, &je);
+	if (rc == TR_JSCAN_OK) {
+		if (!a || !json_is_array(a) || json_array_size(a) != n)
+			fail_msg("%s: scanned, jansson differs", array);
+		for (size_t i = 0; i < n; i++) {
+			json_t *x = json_array_get(a, i);
+			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+			    (uint64_t)json_integer_value(x) != ids[i])
+				fail_msg("%s: element %zu scanned as %llu", array, i,
+					 (unsigned long long)ids[i]);
+		}
+	}
+	json_decref(a);
+	free(ids);
+	return rc;
+}
+
+static void test_comma_space_arrays_read_as_jansson(void **st)
+{
+	(void)st;
+	static const char *const ok[] = {
+	    "[0, 1, 22, 333, 4444, 55555, 666666, 7777777, 88888888, 999999999]",
+	    "[1234567, 0, 7654321, 10, 100]", "[12345678, 1]", "[999999999999999999, 3]",
+	    "[ 5 ,\n 6 ,  7]", "[5,\t6,\r\n7 ]", "[]", "[ ]", "[-0, 0, 1]", "[1,  2, 3]",
+	    "[9, 8, 7, 6, 5, 4, 3, 2, 1, 0]",
+	};
+	/* outside the subset: jansson decides */
+	static const char *const fall[] = {
+	    "[9223372036854775807, 1]",  /* 2^63-1: a 19th digit */
+	    "[18446744073709551616, 1]", /* 2^64 */
+	    "[01, 2, 3]", "[1, 02, 3]", "[00, 1]", "[-3, 4, 5]", "[1, -4, 5]", "[1e2, 3, 4]",
+	    "[12e1, 3, 4]", "[1.5, 2, 3]", "[12.0, 2, 3]", "[1E2, 2, 3]", "[1, , 2]",
+	    "[1, 2, ]", "[1, 2x, 3]", "[1, \"2\", 3]", "[1, [2], 3]", "[1, 2, 3",
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		if (scan_as_jansson(ok[i]) != TR_JSCAN_OK)
+			fail_msg("%s fell back", ok[i]);
+	}
+	for (size_t i = 0; i < sizeof fall / sizeof fall[0]; i++)
+		if (scan_as_jansson(fall[i]) != TR_JSCAN_FALLBACK)
+			fail_msg("%s was accepted", fall[i]);
+}
+
 TEST_MAIN(cmocka_unit_test(test_id_edges_read_as_json_integers),
+          cmocka_unit_test(test_comma_space_arrays_read_as_jansson),
           cmocka_unit_test(test_long_random_id_arrays_read_back))

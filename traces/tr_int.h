@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <zlib.h>
 
+#include "sim/base/rng.h"
 #include "sim/base/vec.h"
 #include "traces/tr.h"
 
@@ -46,6 +47,18 @@ typedef struct tr_src {
 	uint32_t block_tokens; /* the trace's own block size, 0 when none */
 	uint64_t bytes;        /* consumed so far */
 } tr_src_t;
+
+/* ---- block-id mix (tr_util.c) ------------------------------------------ */
+/* tr_mix(h, x) == tr_mix_pre(h, tr_mix_key(x)): a loop that mixes the same
+ * x into many chains computes tr_mix_key(x) once. */
+static inline uint64_t tr_mix_key(uint64_t x)
+{
+	return rng_fmix64(x ^ 0xd6e8feb86659fd93ULL);
+}
+static inline uint64_t tr_mix_pre(uint64_t h, uint64_t kx)
+{
+	return rng_fmix64((h << 29 | h >> 35) * RNG_GOLDEN ^ kx);
+}
 
 /* ---- growable arrays ---------------------------------------------------- */
 /* Kept for callers that pass a void **; new code uses VEC_GROW (sim/base/vec.h). */

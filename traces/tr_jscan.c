@@ -112,6 +112,31 @@ static int literal(scan_t *s, const char *word)
 	return 0;
 }
 
+/* The digits at q[0..7] read as one little-endian word: how many lead (0-8)
+ * and, when fewer than 8, their value. A byte is a digit when its high
+ * nibble is 3 and adding 6 leaves it so; a carry out of a non-digit byte
+ * only reaches the bytes after it, which are not used. The value comes
+ * from pairs, quads, then the eight (the usual SWAR reduction), with the
+ * digits shifted up so the bytes below them read as leading zeros. */
+static unsigned digits8(const char *q, uint64_t *value)
+{
+	const uint64_t hi = 0xF0F0F0F0F0F0F0F0ULL, ones = 0x0101010101010101ULL;
+	uint64_t w;
+	memcpy(&w, q, 8);
+	uint64_t other = ((w & hi) | ((w + 6 * ones) & hi) >> 4) ^ 0x33 * ones;
+	if (!other)
+		return 8;
+	unsigned nd = (unsigned)__builtin_ctzll(other) / 8;
+	if (!nd)
+		return 0;
+	uint64_t x = (w - 0x30 * ones) << (64 - 8 * nd);
+	x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
+	x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
+	x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
+	*value = x;
+	return nd;
+}
+
 /* A non-negative integer id: plain digits (the usual case, read in place),
  * else whatever number() reads, which must be a non-negative integer. The
  * fast path takes exactly what number() would read as such an integer: at
@@ -137,23 +162,42 @@ static int id_value(scan_t *s, uint64_t *out)
 	return 0;
 }
 
-/* An array of non-negative integers into *ids. */
+/* An array of non-negative integers into *ids. Elements written as the
+ * traces write them, 1-7 digits without a leading zero and then ", ", are
+ * read eight bytes at a time (digits8); any other element, separator or
+ * end goes through id_value and ws, which read the same text the same way. */
 static int id_array(scan_t *s, tr_jv_t *v, uint64_t **ids, size_t *cap)
 {
 	s->p++; /* '[' */
-	size_t n = 0;
+	size_t n = 0, c = *cap;
+	uint64_t *out = *ids;
 	ws(s);
 	if (s->p < s->end && *s->p == ']') {
 		s->p++;
 	} else {
 		for (;;) {
 			uint64_t x;
-			if (id_value(s, &x))
+			int fast = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			unsigned nd;
+			if (s->end - s->p >= 10 && (nd = digits8(s->p, &x)) - 1u < 7u &&
+			    (nd == 1 || *s->p != '0') && s->p[nd] == ',' && s->p[nd + 1] == ' ') {
+				s->p += nd + 2;
+				fast = 1;
+			}
+#endif
+			if (!fast && id_value(s, &x))
 				return -1;
-			if (n + 1 > *cap && VEC_GROW(*ids, *cap, n + 1, 16))
-				return -1;
-			(*ids)[n++] = x;
+			if (n + 1 > c) {
+				if (VEC_GROW(*ids, *cap, n + 1, 16))
+					return -1;
+				out = *ids;
+				c = *cap;
+			}
+			out[n++] = x;
 			ws(s);
+			if (fast)
+				continue;
 			if (s->p < s->end && *s->p == ',') {
 				s->p++;
 				ws(s);

@@ -30,6 +30,17 @@ struct tr_reader {
 	size_t seg_cap;
 	uint64_t *blocks;
 	size_t blk_cap;
+	/* The last chain_blocks call, so the next can keep the blocks its
+	 * leading segments give again: its segments, and per block the state
+	 * after it and how many leading segments it read (CHAIN_OWN: it used
+	 * the serial or the segment count). n_prev 0: nothing kept. */
+	tr_seg_t *seg_prev;
+	size_t seg_prev_cap;
+	struct chain_at {
+		uint32_t dep, k, off;
+	} * chain_at;
+	size_t chain_cap;
+	uint32_t ns_prev, n_prev;
 	uint64_t rows_src, next_id;
 	int64_t t_first, t_prev;
 	uint64_t line_prev;
@@ -234,6 +245,8 @@ void tr_close(tr_reader_t *r)
 	tr_prefix_free(r->pm);
 	free(r->segs);
 	free(r->blocks);
+	free(r->seg_prev);
+	free(r->chain_at);
 	free(r);
 }
 
@@ -283,14 +296,35 @@ static int end_clean(tr_reader_t *r)
 	return 0;
 }
 
-/* Chains the content segments into ids of full S-token blocks. */
+#define CHAIN_OWN UINT32_MAX
+
+static int seg_same(const tr_seg_t *a, const tr_seg_t *b)
+{
+	return a->key == b->key && a->tokens == b->tokens && a->unique == b->unique;
+}
+
+/* Chains the content segments into ids of full S-token blocks. A block
+ * depends only on h before it and the segments it reads, so the leading
+ * blocks of the last call that read only segments this call shares are
+ * kept as they are (requests after one with the same prefix). */
 static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32_t n,
                          uint64_t serial)
 {
-	uint64_t h = TR_ROOT_ID;
-	uint32_t k = 0, off = 0;
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t left = r->S;
+	uint32_t m = 0, j0 = 0;
+	while (m < ns && m < r->ns_prev && seg_same(&sg[m], &r->seg_prev[m]))
+		m++;
+	while (j0 < n && j0 < r->n_prev && r->chain_at[j0].dep <= m)
+		j0++;
+	int keep = !VEC_GROW(r->chain_at, r->chain_cap, n ? n : 1, 64) &&
+		   !VEC_GROW(r->seg_prev, r->seg_prev_cap, ns ? ns : 1, 64);
+	/* tr_mix's key half of the values every block mixes in again: the salt,
+	 * the serial and (the usual case) the last piece's (offset, length) */
+	const uint64_t k_salt = tr_mix_key(r->salt), k_serial = tr_mix_key(serial);
+	uint64_t piece = 0, k_piece = tr_mix_key(0);
+	uint64_t h = j0 ? r->blocks[j0 - 1] : TR_ROOT_ID;
+	uint32_t k = j0 ? r->chain_at[j0 - 1].k : 0, off = j0 ? r->chain_at[j0 - 1].off : 0;
+	for (uint32_t j = j0; j < n; j++) {
+		uint32_t left = r->S, own = 0;
 		while (left) {
 			while (k < ns && off >= sg[k].tokens) {
 				k++;
@@ -298,7 +332,8 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 			}
 			if (k >= ns || sg[k].unique) {
 				/* Tokens of this request alone: the chain never meets another. */
-				h = tr_mix(tr_mix(h, r->salt), serial);
+				own = 1;
+				h = tr_mix_pre(tr_mix_pre(h, k_salt), k_serial);
 				if (k < ns) {
 					uint32_t take =
 					    sg[k].tokens - off < left ? sg[k].tokens - off : left;
@@ -310,13 +345,26 @@ static void chain_blocks(tr_reader_t *r, const tr_seg_t *sg, uint32_t ns, uint32
 				continue;
 			}
 			uint32_t take = sg[k].tokens - off < left ? sg[k].tokens - off : left;
-			h = tr_mix(h, sg[k].key);
-			h = tr_mix(h, (uint64_t)off << 32 | take);
+			h = tr_mix_pre(h, tr_mix_key(sg[k].key));
+			if (((uint64_t)off << 32 | take) != piece) {
+				piece = (uint64_t)off << 32 | take;
+				k_piece = tr_mix_key(piece);
+			}
+			h = tr_mix_pre(h, k_piece);
 			off += take;
 			left -= take;
 		}
 		r->blocks[j] = h;
+		if (keep)
+			r->chain_at[j] = (struct chain_at){own ? CHAIN_OWN : k + 1, k, off};
 	}
+	if (!keep) {
+		r->ns_prev = r->n_prev = 0;
+		return;
+	}
+	memcpy(r->seg_prev + m, sg + m, (ns - m) * sizeof *sg);
+	r->ns_prev = ns;
+	r->n_prev = n;
 }
 
 /* Ids of the n full prompt blocks, then of the n_gen full blocks that end
@@ -338,6 +386,7 @@ static int make_blocks(tr_reader_t *r, tr_raw_t *raw, int64_t arrival, uint32_t 
 		if (raw->ids_prefix && r->T == r->S && raw->n_ids >= n) {
 			/* Native ids are already chained prefix ids at this size;
 			 * what follows the prompt is this request's own. */
+			r->n_prev = 0; /* the blocks are no chain_blocks output */
 			memcpy(r->blocks, raw->ids, n * sizeof *r->blocks);
 			uint64_t h = n ? r->blocks[n - 1] : TR_ROOT_ID;
 			for (uint32_t j = n; j < na; j++)

@@ -11,8 +11,7 @@
  * pieces after the same prefix never share an id, and order matters. */
 uint64_t tr_mix(uint64_t h, uint64_t x)
 {
-	uint64_t r = (h << 29 | h >> 35) * RNG_GOLDEN;
-	return rng_fmix64(r ^ rng_fmix64(x ^ 0xd6e8feb86659fd93ULL));
+	return tr_mix_pre(h, tr_mix_key(x));
 }
 
 size_t tr_cdf_index(const double *cdf, size_t n, double u)
