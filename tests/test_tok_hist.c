@@ -30,6 +30,18 @@ static int64_t draw(gsl_rng *g, int kind)
 	return (int64_t)gsl_rng_uniform_int(g, 4096);
 }
 
+/* a and b hold the same runs: bins, counts and exact extremes. */
+static void assert_same_hist(const tok_hist_t *a, const tok_hist_t *b)
+{
+	assert_int_equal(a->n_run, b->n_run);
+	for (uint32_t i = 0; i < b->n_run; i++) {
+		assert_int_equal(a->run[i].bin, b->run[i].bin);
+		assert_int_equal(a->run[i].count, b->run[i].count);
+		assert_int_equal(a->run[i].min, b->run[i].min);
+		assert_int_equal(a->run[i].max, b->run[i].max);
+	}
+}
+
 static void check_counts(const tok_hist_t *h, uint32_t n)
 {
 	uint64_t sum = 0;
@@ -145,13 +157,7 @@ static void test_merge_equals_adding_one_at_a_time(void **st)
 		}
 		assert_int_equal(tok_hist_merge(&dst, &src), 0);
 		check_counts(&dst, na + nb);
-		assert_int_equal(dst.n_run, one.n_run);
-		for (uint32_t i = 0; i < one.n_run; i++) {
-			assert_int_equal(dst.run[i].bin, one.run[i].bin);
-			assert_int_equal(dst.run[i].count, one.run[i].count);
-			assert_int_equal(dst.run[i].min, one.run[i].min);
-			assert_int_equal(dst.run[i].max, one.run[i].max);
-		}
+		assert_same_hist(&dst, &one);
 		tok_hist_free(&one);
 		tok_hist_free(&dst);
 		tok_hist_free(&src);
@@ -184,13 +190,7 @@ static void test_add_diffs_equals_adding_each_difference(void **st)
 		for (uint32_t j = 1; j < n; j++)
 			assert_int_equal(tok_hist_add(&b, t[j] - t[j - 1], 1), 0);
 		check_counts(&a, pre + (n ? n - 1 : 0));
-		assert_int_equal(a.n_run, b.n_run);
-		for (uint32_t i = 0; i < b.n_run; i++) {
-			assert_int_equal(a.run[i].bin, b.run[i].bin);
-			assert_int_equal(a.run[i].count, b.run[i].count);
-			assert_int_equal(a.run[i].min, b.run[i].min);
-			assert_int_equal(a.run[i].max, b.run[i].max);
-		}
+		assert_same_hist(&a, &b);
 		tok_hist_free(&a);
 		tok_hist_free(&b);
 	}
@@ -242,13 +242,7 @@ static void test_add_diffs_at_bin_edges_equals_adding_each(void **st)
 	for (uint32_t j = 0; j < n; j++)
 		assert_int_equal(tok_hist_add(&b, gaps[j], 1), 0);
 	assert_int_equal(a.n, n);
-	assert_int_equal(a.n_run, b.n_run);
-	for (uint32_t i = 0; i < b.n_run; i++) {
-		assert_int_equal(a.run[i].bin, b.run[i].bin);
-		assert_int_equal(a.run[i].count, b.run[i].count);
-		assert_int_equal(a.run[i].min, b.run[i].min);
-		assert_int_equal(a.run[i].max, b.run[i].max);
-	}
+	assert_same_hist(&a, &b);
 	tok_hist_free(&a);
 	tok_hist_free(&b);
 }

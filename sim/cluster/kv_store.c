@@ -637,20 +637,13 @@ static void ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 
 int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state == KV_READY)
-		return KS_ESTATE;
-	ready_slot(s, i, now);
-	return KS_OK;
+	return kv_ready_slot(s, map_find(s, id), now); /* NIL: not stored */
 }
 
 int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 {
 	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.ref == 0)
-		return KS_ESTATE;
-	unref_slot(s, i, now);
-	return KS_OK;
+	return kv_unref_slots(s, &i, 1, now); /* NIL: not stored */
 }
 
 int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now)
