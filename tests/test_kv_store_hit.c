@@ -5,7 +5,7 @@
  * LRU and under a priority function; every answer, eviction, block and
  * counter agree. And LRU insertion walking from its last insert places
  * blocks as the heap orders them when many requests release prefixes at one
- * instant, interleaved; kv_unref_n is kv_unref in order. */
+ * instant, interleaved; kv_unref_slots is kv_unref in order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -251,7 +251,7 @@ static void test_same_instant_prefixes_of_many_requests_evict_in_heap_order(void
 	kv_store_free(s[1]);
 }
 
-static void test_unref_n_is_unref_in_order_and_reports_failures(void **state)
+static void test_unref_slots_is_unref_in_order_and_reports_failures(void **state)
 {
 	(void)state;
 	enum { N = 40 };
@@ -267,12 +267,15 @@ static void test_unref_n_is_unref_in_order_and_reports_failures(void **state)
 		for (uint32_t j = 0; j < N; j++)
 			assert_int_equal(kv_alloc(s[k], ids[j], j, KV_READY, 1 + (j % 2), 0, 1), 0);
 	}
+	uint32_t sl[N];
+	for (uint32_t j = 0; j < N; j++)
+		sl[j] = kv_slot(s[0], ids[j]);
 	/* the whole run at one instant: the list order depends on the order */
-	assert_int_equal(kv_unref_n(s[0], ids, N, 5), 0);
+	assert_int_equal(kv_unref_slots(s[0], sl, N, 5), 0);
 	for (uint32_t j = 0; j < N; j++)
 		assert_int_equal(kv_unref(s[1], ids[j], 5), 0);
 	/* a second pass: the odd ones still hold a reference, the even ones fail */
-	assert_int_equal(kv_unref_n(s[0], ids, N, 6), KS_ESTATE);
+	assert_int_equal(kv_unref_slots(s[0], sl, N, 6), KS_ESTATE);
 	for (uint32_t j = 0; j < N; j++)
 		assert_int_equal(kv_unref(s[1], ids[j], 6), j % 2 ? 0 : KS_ESTATE);
 	for (int k = 0; k < 2; k++) {
@@ -283,7 +286,7 @@ static void test_unref_n_is_unref_in_order_and_reports_failures(void **state)
 	}
 	assert_int_equal(l[0].n, N);
 	assert_int_equal(l[0].digest, l[1].digest);
-	assert_int_equal(kv_unref_n(s[0], ids, 0, 9), 0);
+	assert_int_equal(kv_unref_slots(s[0], sl, 0, 9), 0);
 	kv_store_free(s[0]);
 	kv_store_free(s[1]);
 }
@@ -292,4 +295,4 @@ TEST_MAIN(cmocka_unit_test(test_fused_calls_match_separate_calls_under_lru),
           cmocka_unit_test(test_fused_calls_match_separate_calls_under_priority),
           cmocka_unit_test(test_hit_refuses_absent_and_unready_blocks_changing_nothing),
           cmocka_unit_test(test_same_instant_prefixes_of_many_requests_evict_in_heap_order),
-          cmocka_unit_test(test_unref_n_is_unref_in_order_and_reports_failures))
+          cmocka_unit_test(test_unref_slots_is_unref_in_order_and_reports_failures))

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/base/file.h"
 #include "sim/base/rng.h"
 #include "traces/tr_int.h"
 
@@ -385,27 +386,6 @@ static void prune(const char *dir, uint64_t need)
 	free(v);
 }
 
-/* Bytes per write(2) of an entry. One write of a whole 8 MB entry cost
- * 25-35 ms of kernel time on ext4 here, the same bytes in 64 KiB-1 MiB
- * writes 3-4 ms (measured, Linux 6.x; 4 MiB writes were slow again). */
-#define TRC_WRITE_CHUNK (256u << 10)
-
-/* 0 when all n bytes went to fd, -1 otherwise. */
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *b = p;
-	while (n) {
-		ssize_t w = write(fd, b, n < TRC_WRITE_CHUNK ? n : TRC_WRITE_CHUNK);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail)
 {
 	char dir[4096], tmp[4300];
@@ -424,8 +404,8 @@ void tr_cache_finish(tr_cache_t *c, const tr_cache_tail_t *tail)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	int bad = write_all(fd, &h, sizeof h) || write_all(fd, c->rv, rb) ||
-		  write_all(fd, c->bv, bb);
+	int bad = file_write_all(fd, &h, sizeof h) || file_write_all(fd, c->rv, rb) ||
+		  file_write_all(fd, c->bv, bb);
 	if (close(fd) || bad || rename(tmp, c->file))
 		unlink(tmp); /* best effort: a cache that cannot be written costs a parse */
 }

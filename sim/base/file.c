@@ -1,8 +1,10 @@
 /* file — see file.h. */
 #include "sim/base/file.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "sim/base/vec.h"
 
@@ -49,4 +51,20 @@ int file_parse(const char *path, file_parse_fn parse, void *obj, err_t *e)
 	int rc = parse(obj, path, buf, e);
 	free(buf);
 	return rc;
+}
+
+int file_write_all(int fd, const void *p, size_t n)
+{
+	const char *b = p;
+	const size_t chunk = (size_t)256 << 10;
+	while (n) {
+		ssize_t w = write(fd, b, n < chunk ? n : chunk);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }

@@ -646,17 +646,6 @@ int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 	return kv_unref_slots(s, &i, 1, now); /* NIL: not stored */
 }
 
-int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now)
-{
-	int rc = KS_OK;
-	for (uint32_t k = 0; k < n; k++) {
-		map_prefetch(s, ids, k, n);
-		if (kv_unref(s, ids[k], now))
-			rc = KS_ESTATE;
-	}
-	return rc;
-}
-
 /* kv_drop on a slot found stored, not READY, with no reference. */
 static void drop_slot(kv_store_t *s, uint32_t i)
 {
@@ -675,11 +664,7 @@ static void drop_slot(kv_store_t *s, uint32_t i)
 
 int kv_drop(kv_store_t *s, uint64_t id)
 {
-	uint32_t i = map_find(s, id);
-	if (i == NIL || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
-		return KS_ESTATE;
-	drop_slot(s, i);
-	return KS_OK;
+	return kv_drop_slot(s, map_find(s, id)); /* NIL: not stored */
 }
 
 /* ---- by slot ------------------------------------------------------------ */

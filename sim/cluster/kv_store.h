@@ -135,9 +135,6 @@ int kv_ready(kv_store_t *s, uint64_t id, int64_t now);
 /* Drops one reference; at zero the block becomes evictable (if READY).
  * 0, or KS_ESTATE when absent or holding no reference. */
 int kv_unref(kv_store_t *s, uint64_t id, int64_t now);
-/* kv_unref of ids[0..n) in order (asking for map entries ahead); 0, or
- * KS_ESTATE when any failed (the others are still done). */
-int kv_unref_n(kv_store_t *s, const uint64_t *ids, uint32_t n, int64_t now);
 /* Removes a non-READY block with ref 0 (a cancelled copy, an aborted
  * prefill's block); 0, or KS_ESTATE for any other block or an absent one. */
 int kv_drop(kv_store_t *s, uint64_t id);

@@ -22,6 +22,7 @@
 
 #include <hdf5.h>
 
+#include "sim/base/file.h"
 #include "sim/base/vec.h"
 #include "sim/out/out_sweep.h"
 
@@ -120,20 +121,6 @@ static double now_s(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static const char *sweep_rev(const out_sweep_opts_t *o)
 {
 	return o->git_rev ? o->git_rev : out_build_rev();
@@ -177,7 +164,7 @@ static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, 
 	snprintf(rep.err, sizeof rep.err, "%s", rc ? e.msg : "");
 	rep.metric = r.metric;
 	rep.n_metric = rc ? 0 : r.n_metric;
-	if (rep_encode(&b, &rep) || write_all(fd, b.p, b.len))
+	if (rep_encode(&b, &rep) || file_write_all(fd, b.p, b.len))
 		_exit(3);
 	_exit(0);
 }
