@@ -273,6 +273,84 @@ static void test_gz_line_reader_stops_at_the_truncation(void **st)
 	assert_non_null(strstr(e.msg, where));
 }
 
+/* Every line of l into a digest of (text, line number), with the bytes. */
+static uint64_t digest_lines(tr_lines_t *l, uint64_t *n, uint64_t *bytes)
+{
+	err_t e = {0};
+	uint64_t h = TR_ROOT_ID;
+	int rc;
+	*n = 0;
+	while ((rc = tr_lines_next(l, &e)) > 0) {
+		(*n)++;
+		h = tr_mix(h, l->line);
+		for (size_t i = 0; i < l->len; i++)
+			h = tr_mix(h, (unsigned char)l->buf[i]);
+	}
+	if (rc)
+		fail_msg("%s", e.msg);
+	*bytes = l->bytes;
+	return h;
+}
+
+/* A verified gzip file is read from the text the verify kept, giving the
+ * lines an inflating reader gives; the text outlives the keeper slot while
+ * a reader holds it; a file changed since, or a text past the cap, is
+ * inflated again. */
+static void test_gz_verified_text_is_inflated_once(void **st)
+{
+	(void)st;
+	const char *gz = big_gz();
+	err_t e = {0};
+	tr_lines_t l;
+	uint64_t n0, b0, n1, b1;
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0); /* nothing kept yet */
+	assert_non_null(l.gz);
+	uint64_t h0 = digest_lines(&l, &n0, &b0);
+	tr_lines_close(&l);
+	assert_int_equal(n0, 20000);
+
+	assert_int_equal(tr_lines_verify(gz, &e), 0);
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
+	assert_null(l.gz);
+	assert_non_null(l.kept);
+	tr_lines_keep_drop(); /* the reader's own reference keeps the text */
+	uint64_t h1 = digest_lines(&l, &n1, &b1);
+	tr_lines_close(&l);
+	assert_int_equal(n1, n0);
+	assert_int_equal(b1, b0);
+	assert_true(h1 == h0);
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0); /* dropped: inflated again */
+	assert_non_null(l.gz);
+	tr_lines_close(&l);
+
+	/* a new version of the file at the same path is not served the old text */
+	assert_int_equal(tr_lines_verify(gz, &e), 0);
+	size_t len;
+	char *t = mooncake_rows(300, &len);
+	gzFile g = gzopen(gz, "wb");
+	assert_non_null(g);
+	assert_int_equal(gzwrite(g, t, (unsigned)len), (int)len);
+	assert_int_equal(gzclose(g), Z_OK);
+	free(t);
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
+	assert_non_null(l.gz);
+	digest_lines(&l, &n1, &b1);
+	tr_lines_close(&l);
+	assert_int_equal(n1, 300);
+	tr_lines_keep_drop();
+
+	/* past the cap nothing is kept, and the file still verifies */
+	gz = big_gz();
+	tr_lines_set_kept_max(1u << 17);
+	assert_int_equal(tr_lines_verify(gz, &e), 0);
+	tr_lines_set_kept_max(0);
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
+	assert_non_null(l.gz);
+	assert_true(digest_lines(&l, &n1, &b1) == h0);
+	tr_lines_close(&l);
+	tr_lines_keep_drop();
+}
+
 /* Plain files are passed through unchanged, including one whose first
  * bytes only resemble the gzip magic (0x1f 0x8b). */
 static void test_plain_files_still_read(void **st)
@@ -338,6 +416,7 @@ int main(void)
 	    cmocka_unit_test(test_gz_malformed_row_names_its_decompressed_line),
 	    cmocka_unit_test(test_gz_truncated_or_corrupt_fails_before_any_row),
 	    cmocka_unit_test(test_gz_line_reader_stops_at_the_truncation),
+	    cmocka_unit_test(test_gz_verified_text_is_inflated_once),
 	    cmocka_unit_test(test_plain_files_still_read),
 	    cmocka_unit_test(test_cli_reads_gz_and_rejects_a_truncated_one),
 	};

@@ -16,6 +16,49 @@
  * straight from the file when it is not compressed). Own choice. */
 #define LINES_CHUNK (1u << 16)
 
+/* The text tr_lines_verify kept: one file version's whole decompressed
+ * contents, shared by the readers that open it (refs: one for the keeper
+ * slot while it is set, one per reader). */
+struct tr_kept {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	char *text;
+	size_t len;
+	unsigned refs;
+};
+static struct tr_kept *kept_slot;
+static size_t kept_max = TR_KEPT_MAX;
+
+void tr_lines_set_kept_max(size_t bytes)
+{
+	kept_max = bytes ? bytes : TR_KEPT_MAX;
+}
+
+static void kept_unref(struct tr_kept *k)
+{
+	if (k && !--k->refs) {
+		free(k->path);
+		free(k->text);
+		free(k);
+	}
+}
+
+void tr_lines_keep_drop(void)
+{
+	kept_unref(kept_slot);
+	kept_slot = NULL;
+}
+
+static int same_version(const struct tr_kept *k, const char *path, const struct stat *sb)
+{
+	return k && !strcmp(k->path, path) && k->dev == sb->st_dev && k->ino == sb->st_ino &&
+	       k->size == sb->st_size && k->mtime.tv_sec == sb->st_mtim.tv_sec &&
+	       k->mtime.tv_nsec == sb->st_mtim.tv_nsec;
+}
+
 int tr_lines_open(tr_lines_t *l, const char *path, err_t *e)
 {
 	memset(l, 0, sizeof *l);
@@ -25,9 +68,20 @@ int tr_lines_open(tr_lines_t *l, const char *path, err_t *e)
 		return err_set(e, err_path_code(errno), "%s: cannot open: %s", path,
 		               strerror(errno));
 	struct stat sb;
-	if (!fstat(fd, &sb) && S_ISDIR(sb.st_mode)) {
+	int have = !fstat(fd, &sb);
+	if (have && S_ISDIR(sb.st_mode)) {
 		close(fd);
 		return err_set(e, KS_EINPUT, "%s: cannot open: %s", path, strerror(EISDIR));
+	}
+	if (have && same_version(kept_slot, path, &sb)) {
+		/* the whole text is one chunk, and the end of file follows it */
+		close(fd);
+		l->kept = kept_slot;
+		l->kept->refs++;
+		l->in = l->kept->text;
+		l->in_len = l->kept->len;
+		l->eof = 1;
+		return 0;
 	}
 	if (!(l->in = malloc(LINES_CHUNK)) || !(l->gz = gzdopen(fd, "rb"))) {
 		close(fd);
@@ -119,11 +173,53 @@ int tr_lines_next(tr_lines_t *l, err_t *e)
 	return 1;
 }
 
+/* Inflates l (a gzip stream) to its end, counting its lines. The text goes
+ * to *text (*len bytes) while it stays within kept_max bytes; past that,
+ * or when memory runs out, it is dropped (*text NULL) and only counted.
+ * Returns lines_fill's 0 or error (*text NULL then too). */
+static int inflate_all(tr_lines_t *l, char **text, size_t *len, err_t *e)
+{
+	size_t cap = 0;
+	int keep = 1, rc;
+	*text = NULL;
+	*len = 0;
+	for (;;) {
+		if (keep && (*len + LINES_CHUNK > kept_max ||
+		             VEC_GROW(*text, cap, *len + LINES_CHUNK, LINES_CHUNK))) {
+			free(*text);
+			*text = NULL;
+			*len = 0;
+			keep = 0;
+		}
+		char *chunk = l->in;
+		if (keep) /* inflate straight into the kept text */
+			l->in = *text + *len;
+		rc = lines_fill(l, e);
+		const char *p = l->in, *end = p + (rc > 0 ? l->in_len : 0);
+		l->in = chunk;
+		if (rc <= 0) {
+			if (rc < 0) {
+				free(*text);
+				*text = NULL;
+				*len = 0;
+			}
+			return rc;
+		}
+		while ((p = memchr(p, '\n', (size_t)(end - p))))
+			l->line++, p++;
+		if (keep)
+			*len += l->in_len;
+		l->in_pos = l->in_len;
+	}
+}
+
 int tr_lines_verify(const char *path, err_t *e)
 {
-	struct stat sb;
+	struct stat sb, now;
 	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
 		return 0; /* a pipe read twice would lose its data; open reports the rest */
+	if (same_version(kept_slot, path, &sb))
+		return 0; /* verified already, and unchanged since */
 	/* zlib tells gzip from plain text by the magic bytes 1f 8b (RFC 1952
 	 * 2.3.1); a plain file needs no zlib stream and its buffers */
 	unsigned char magic[2] = {0};
@@ -137,15 +233,27 @@ int tr_lines_verify(const char *path, err_t *e)
 	int rc = tr_lines_open(&l, path, e);
 	if (rc)
 		return rc;
-	if (!gzdirect(l.gz)) {
-		while ((rc = lines_fill(&l, e)) > 0) {
-			for (const char *p = l.in, *end = l.in + l.in_len;
-			     (p = memchr(p, '\n', (size_t)(end - p))); p++)
-				l.line++;
-			l.in_pos = l.in_len;
-		}
-	}
+	char *text = NULL;
+	size_t len = 0;
+	if (!gzdirect(l.gz))
+		rc = inflate_all(&l, &text, &len, e);
 	tr_lines_close(&l);
+	struct tr_kept *k = text ? calloc(1, sizeof *k) : NULL;
+	/* kept only if the file is still the version that was read */
+	if (k && !stat(path, &now) && (k->path = strdup(path))) {
+		*k = (struct tr_kept){k->path, sb.st_dev, sb.st_ino, sb.st_size, sb.st_mtim,
+		                      text, len, 1};
+		if (same_version(k, path, &now)) {
+			tr_lines_keep_drop();
+			kept_slot = k;
+			return rc;
+		}
+		k->text = NULL; /* freed below */
+		kept_unref(k);
+		k = NULL;
+	}
+	free(k);
+	free(text);
 	return rc;
 }
 
@@ -154,7 +262,10 @@ void tr_lines_close(tr_lines_t *l)
 	if (l->gz)
 		gzclose(l->gz);
 	free(l->buf);
-	free(l->in);
+	if (l->kept)
+		kept_unref(l->kept);
+	else
+		free(l->in);
 	memset(l, 0, sizeof *l);
 }
 

@@ -71,9 +71,13 @@ size_t tr_cdf_index(const double *cdf, size_t n, double u);
 /* ---- line reader (tr_csv.c) --------------------------------------------- */
 /* Reads plain and gzip files alike through zlib's gz* API (a file without
  * the gzip magic is passed through unchanged), so every reader accepts
- * FILE.gz. Line numbers and bytes count the decompressed text. */
+ * FILE.gz. Line numbers and bytes count the decompressed text. A gzip file
+ * that tr_lines_verify has just inflated is read from the text it kept
+ * (kept != NULL, gz == NULL), not inflated again. */
+struct tr_kept;
 typedef struct tr_lines {
 	gzFile gz;
+	struct tr_kept *kept; /* the verified text this reader holds a reference on */
 	const char *path;
 	char *buf;
 	size_t cap;
@@ -96,11 +100,22 @@ void tr_lines_close(tr_lines_t *l);
  * tr_lines_open's error) on failure; the caller frees it after
  * tr_lines_close. */
 void *tr_lines_src_new(size_t size, size_t lines_off, const char *path, int *rc, err_t *e);
-/* Decompresses a gzip file once to its end (constant memory), so a truncated
- * or corrupt one fails before any row is used, with the same message
- * tr_lines_next would give. 0 for plain files and non-regular ones (a pipe
- * cannot be read twice). */
+/* Decompresses a gzip file once to its end, so a truncated or corrupt one
+ * fails before any row is used, with the same message tr_lines_next would
+ * give. 0 for plain files and non-regular ones (a pipe cannot be read
+ * twice). The decompressed text, when at most TR_KEPT_MAX bytes, is kept:
+ * until tr_lines_keep_drop, every tr_lines_open of the same path while the
+ * file's device, inode, size and mtime are unchanged reads it from memory
+ * (one file at a time; each reader holds its own reference, so the text
+ * lives until the last of them closes). Not thread-safe: one process opens
+ * its traces from one thread. */
 int tr_lines_verify(const char *path, err_t *e);
+void tr_lines_keep_drop(void);
+/* The most text a verify keeps: bytes, or 0 for TR_KEPT_MAX (for tests). */
+void tr_lines_set_kept_max(size_t bytes);
+/* Own choice: what keeping a verified text may cost; a larger one is
+ * inflated again by its reader, in constant memory. */
+#define TR_KEPT_MAX (256u << 20)
 
 /* tr_jscan: one JSONL row scanned without building a document, for the
  * common shape of the Mooncake and Bailian traces: a flat object whose keys

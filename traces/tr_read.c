@@ -214,6 +214,7 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 		rc = tr_src_gen(&r->o, seed, &r->src, e);
 	else
 		rc = tr_formats[r->kind]->open(&r->o, path, seed, &r->src, e);
+	tr_lines_keep_drop(); /* the verified text now lives as long as its reader */
 	if (rc)
 		goto fail;
 	if (r->kind == TR_KIND_GEN)
@@ -231,6 +232,7 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	*out = r;
 	return 0;
 fail:
+	tr_lines_keep_drop();
 	tr_close(r);
 	return rc;
 }
