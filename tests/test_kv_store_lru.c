@@ -51,7 +51,7 @@ static void step(kv_store_t *a, kv_store_t *b, uint64_t *rng, int64_t now, int r
 	uint32_t depth = (uint32_t)((r >> 20) % 6);
 	kv_store_t *s[2] = {a, b};
 	for (int k = 0; k < 2; k++) {
-		switch (r % 9) {
+		switch (r % 10) {
 		case 0:
 		case 1:
 			rc[k] = kv_alloc(s[k], id, depth, (r >> 40) & 1 ? KV_COMPUTING : KV_INFLIGHT,
@@ -61,15 +61,18 @@ static void step(kv_store_t *a, kv_store_t *b, uint64_t *rng, int64_t now, int r
 		case 3:
 		case 4:
 		case 5:
-		case 6: /* ready 2, ref 1, unref 2 in 9 */
-			rc[k] = r % 9 < 4    ? kv_ready(s[k], id, now)
-			        : r % 9 == 4 ? kv_ref(s[k], id, now, NULL)
+		case 6: /* ready 2, ref 1, unref 2 in 10 */
+			rc[k] = r % 10 < 4    ? kv_ready(s[k], id, now)
+			        : r % 10 == 4 ? kv_ref(s[k], id, now, NULL)
 			                     : kv_unref(s[k], id, now);
 			break;
 		case 7:
 			rc[k] = (r >> 40) & 1 ? kv_drop(s[k], id) : kv_pin(s[k], id, now);
 			break;
-		default:
+		case 9: /* a hit, held or released at once (in place when it can) */
+			rc[k] = kv_hit(s[k], id, now, (r >> 40) & 1, NULL, NULL);
+			break;
+		default: /* 8 */
 			rc[k] = (r >> 40) & 1 ? kv_evict_one(s[k], now)
 					      : kv_alloc_private(s[k], (uint32_t)((r >> 42) % 4), now);
 			if ((r >> 50) % 3 == 0)

@@ -376,6 +376,36 @@ static uint32_t heap_top(const kv_store_t *s)
 	return s->prio ? s->heap[0] : s->lru_head;
 }
 
+/* A hit released at once on v, evictable under LRU: its last use becomes
+ * now. When its new key still sorts before the slot after it (nothing that
+ * follows it in the list is older, which holds for a block of the tail's
+ * run), it stays where it is and only the key and the marks change, exactly
+ * as lru_unlink and lru_insert's "back where it left" would leave them;
+ * returns 1. Else changes nothing and returns 0 (the caller unlinks and
+ * reinserts). The slot before v needs no check: it preceded v's old key,
+ * and the key only grows. */
+static int lru_touch_in_place(kv_store_t *s, uint32_t v, int64_t now)
+{
+	slot_t *sl = &s->slot[v];
+	int64_t was = sl->b.last_use;
+	double was_prio = sl->prio;
+	sl->b.last_use = now;
+	sl->prio = (double)now; /* heap_push's key in LRU mode */
+	uint32_t n = sl->next, p = sl->prev;
+	if (n != NIL && !heap_less(s, v, n)) {
+		sl->b.last_use = was;
+		sl->prio = was_prio;
+		return 0;
+	}
+	if (s->lru_grp == v) /* lru_unlink's marks */
+		s->lru_grp = n;
+	if (s->lru_fing == v)
+		s->lru_fing = NIL;
+	if (s->slot[s->lru_tail].prio == sl->prio && (p == NIL || s->slot[p].prio != sl->prio))
+		s->lru_grp = v; /* lru_insert's */
+	return 1;
+}
+
 /* ---- queries ----------------------------------------------------------- */
 
 uint32_t kv_evict_next(const kv_store_t *s, uint32_t k, uint64_t *ids, double *prio)
@@ -700,6 +730,18 @@ int kv_hit_slot(kv_store_t *s, uint32_t i, int64_t now, int hold, int *was_spec,
 		return KS_ESTATE;
 	if (tag)
 		*tag = s->slot[i].b.tag;
+	slot_t *sl = &s->slot[i];
+	if (!hold && !s->prio && sl->heap >= 0 && lru_touch_in_place(s, i, now)) {
+		if (was_spec)
+			*was_spec = sl->b.spec;
+		if (sl->b.spec) {
+			sl->b.spec = 0;
+			s->n_spec--;
+		}
+		sl->b.hits++;
+		s->st.hits++;
+		return KS_OK;
+	}
 	ref_slot(s, i, now, was_spec);
 	if (!hold)
 		unref_slot(s, i, now);
