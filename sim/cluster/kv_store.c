@@ -523,22 +523,28 @@ static int make_room(kv_store_t *s, uint32_t n, int64_t now)
 	return KS_OK;
 }
 
-/* kv_ref on a slot found READY. */
-static void ref_slot(kv_store_t *s, uint32_t i, int64_t now, int *was_spec)
+/* A match of a READY slot: counted, and a speculative block is used. */
+static void count_hit(kv_store_t *s, slot_t *sl, int *was_spec)
 {
-	slot_t *sl = &s->slot[i];
-	if (sl->heap >= 0)
-		heap_remove(s, i);
 	if (was_spec)
 		*was_spec = sl->b.spec;
 	if (sl->b.spec) {
 		sl->b.spec = 0;
 		s->n_spec--;
 	}
-	sl->b.ref++;
 	sl->b.hits++;
-	sl->b.last_use = now;
 	s->st.hits++;
+}
+
+/* kv_ref on a slot found READY. */
+static void ref_slot(kv_store_t *s, uint32_t i, int64_t now, int *was_spec)
+{
+	slot_t *sl = &s->slot[i];
+	if (sl->heap >= 0)
+		heap_remove(s, i);
+	count_hit(s, sl, was_spec);
+	sl->b.ref++;
+	sl->b.last_use = now;
 }
 
 /* kv_unref on a slot found holding a reference. */
@@ -732,14 +738,7 @@ int kv_hit_slot(kv_store_t *s, uint32_t i, int64_t now, int hold, int *was_spec,
 		*tag = s->slot[i].b.tag;
 	slot_t *sl = &s->slot[i];
 	if (!hold && !s->prio && sl->heap >= 0 && lru_touch_in_place(s, i, now)) {
-		if (was_spec)
-			*was_spec = sl->b.spec;
-		if (sl->b.spec) {
-			sl->b.spec = 0;
-			s->n_spec--;
-		}
-		sl->b.hits++;
-		s->st.hits++;
+		count_hit(s, sl, was_spec);
 		return KS_OK;
 	}
 	ref_slot(s, i, now, was_spec);
