@@ -94,6 +94,10 @@ static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
 static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	const kv_store_t *h = s->host ? s->host[sim_inst_node(s, i)] : NULL;
+	if (!h && mode == HELD_READY)
+		return kv_match(s->cl.inst[i].kv, b, n);
+	if (!h && mode == HELD_VISIBLE)
+		return kv_match_visible(s->cl.inst[i].kv, b, n);
 	uint32_t k = 0;
 	while (k < n && (held(s, mode, i, b[k]) ||
 			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
@@ -1044,6 +1048,10 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->route_view = s->view;
 	s->route_view.match = rv_match_computed;
 	s->route_view.match_host = rv_match_host_computed;
+	if (!s->host[0]) { /* no host tier (every node's or none): the same matches */
+		s->view.match_host = s->view.match;
+		s->route_view.match_host = s->route_view.match;
+	}
 	if ((rc = sim_rv_setup(s, cfg, e)))
 		return rc;
 	if (pol_routing_view_routed(cfg) && !sim_rv_owns_view(s->rvw)) {
