@@ -1176,16 +1176,16 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 	while (r->priv && r->shared_hold < r->n_ids && r->ready == r->shared_hold &&
 	       (uint64_t)(r->shared_hold + 1) * B <= kv_tok) {
 		uint64_t id = r->blocks[r->shared_hold];
-		uint32_t *sl = &r->slot[r->shared_hold];
-		int st = kv_lookup(in->kv, id), was_spec = 0;
-		if (st == KV_READY && c->p.sched_mode == SCHED_SGLANG) {
-			uint32_t tag = 0;
-			*sl = kv_slot(in->kv, id);
-			kv_hit_slot(in->kv, *sl, now, 1, &was_spec, &tag);
+		uint32_t *sl = &r->slot[r->shared_hold], found = kv_slot(in->kv, id), tag = 0;
+		int was_spec = 0;
+		/* one lookup: kv_hit_slot takes only a READY block, changing nothing else */
+		if (found != KV_NO_SLOT && c->p.sched_mode == SCHED_SGLANG &&
+		    kv_hit_slot(in->kv, found, now, 1, &was_spec, &tag) == KS_OK) {
+			*sl = found;
 			if (was_spec && c->p.on_spec_hit)
 				c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
 			kv_free_private(in->kv, 1);
-		} else if (st == 0) {
+		} else if (found == KV_NO_SLOT) {
 			kv_free_private(in->kv, 1);
 			kv_alloc_slot(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now, sl);
 			kv_ready_slot(in->kv, *sl, now);
