@@ -47,7 +47,7 @@ struct sim_rv {
 	                   * apply what is due without visiting every instance */
 	sim_rq_t *q;
 	rv_flight_t *fl;
-	uint64_t fl_cap, fl_used;
+	uint64_t fl_cap, fl_used, fl_live; /* used: live + gone entries */
 	uint64_t sent, lost, msgs;
 	double delay_sum_ns;
 };
@@ -216,17 +216,24 @@ static rv_flight_t *rv_flight_find(const sim_rv_t *rv, uint64_t id)
 	}
 }
 
+/* Adds x. A table half full (gone entries count: they keep probe chains)
+ * is rebuilt with its live entries only, at a size from them (at most a
+ * quarter full after), so its memory follows the requests in flight, not
+ * every request dispatched; each rebuild follows at least a quarter of its
+ * size in adds (amortized O(1)). */
 static int rv_flight_add(sim_rv_t *rv, rv_flight_t x)
 {
 	if (2 * (rv->fl_used + 1) > rv->fl_cap) {
-		uint64_t ocap = rv->fl_cap, cap = ocap ? 2 * ocap : 64;
+		uint64_t ocap = rv->fl_cap, cap = 64;
+		while (cap < 4 * (rv->fl_live + 1))
+			cap *= 2;
 		rv_flight_t *old = rv->fl;
 		if (!(rv->fl = calloc(cap, sizeof *rv->fl))) {
 			rv->fl = old;
 			return KS_ENOMEM;
 		}
 		rv->fl_cap = cap;
-		rv->fl_used = 0;
+		rv->fl_used = rv->fl_live = 0;
 		for (uint64_t k = 0; k < ocap; k++)
 			if (old[k].state == 1 && rv_flight_add(rv, old[k]))
 				return KS_ENOMEM; /* cannot happen: room was made */
@@ -238,6 +245,7 @@ static int rv_flight_add(sim_rv_t *rv, rv_flight_t x)
 	x.state = 1;
 	rv->fl[j] = x;
 	rv->fl_used++;
+	rv->fl_live++;
 	return 0;
 }
 
@@ -291,6 +299,7 @@ void sim_rv_result(sim_rv_t *rv, const res_request_t *row)
 	rv->rep[f->rep].inflight[f->inst]--;
 	rv->rep[f->rep].tokens[f->inst] -= f->tokens;
 	f->state = 2;
+	rv->fl_live--;
 }
 
 int sim_rv_report(const sim_rv_t *rv, sim_results_t *res)
