@@ -11,6 +11,7 @@
 #include "sim/base/vec.h"
 #include "sim/engine/ev_queue.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_load.h"
 #include "sim/run/sim_rdeliver.h"
 #include "sim/run/sim_rquality.h"
 
@@ -20,7 +21,7 @@
 typedef struct rv_rep {
 	kv_filter_t **idx;  /* view = events: per instance */
 	pol_rview_t *tree;  /* view = routed with replicas > 1 */
-	uint32_t *inflight; /* replicas > 1: its requests per instance */
+	sim_load_t *load;   /* replicas > 1: its requests in flight per instance */
 	uint64_t *tokens;   /* ... their prompt tokens */
 } rv_rep_t;
 
@@ -192,12 +193,31 @@ static uint64_t rv_held_blocks(void *ctx, uint32_t i)
 	return r->tree ? pol_rview_size(r->tree, i) : rv->base.held_blocks(ctx, i);
 }
 
+/* replicas > 1: the deciding replica's least-loaded instances, by its own
+ * in-flight counts (what rv_inst gives as waiting; running is 0). KVSIM_CHECK
+ * builds check the index at each query. */
+static const uint32_t *rv_least_loaded(void *ctx, uint32_t *count, uint64_t *min_load,
+                                       uint64_t *max_load)
+{
+	sim_ctx_t *s = ctx;
+	const sim_load_t *l = s->rvw->rep[s->rvw->cur].load;
+	uint32_t mn, mx;
+	const uint32_t *c = sim_load_least(l, count, &mn, &mx);
+	*min_load = mn;
+	*max_load = mx;
+#ifdef KVSIM_CHECK
+	if (sim_load_check(l) && !s->hook_err)
+		s->hook_err = err_set(s->err, KS_ERUNTIME, "replica load index: inconsistent");
+#endif
+	return c;
+}
+
 static void rv_inst(void *ctx, uint32_t i, pol_inst_t *o)
 {
 	const sim_rv_t *rv = ((const sim_ctx_t *)ctx)->rvw;
 	rv->base.inst(ctx, i, o);
 	if (rv->R > 1) { /* the counts a router keeps from its own dispatches */
-		o->waiting = rv->rep[rv->cur].inflight[i];
+		o->waiting = sim_load_of(rv->rep[rv->cur].load, i);
 		o->running = 0;
 		o->prefill_tokens = rv->rep[rv->cur].tokens[i];
 	}
@@ -284,10 +304,10 @@ int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
 	int rc = r->tree ? pol_rview_insert(r->tree, inst, q->blocks, q->n_blocks) : 0;
 	if (!rc)
 		rc = rv_flight_add(rv, (rv_flight_t){q->id, rv->cur, inst, q->input_tokens, 1});
-	if (!rc) {
-		r->inflight[inst]++;
+	if (!rc)
+		rc = sim_load_inc(r->load, inst);
+	if (!rc)
 		r->tokens[inst] += q->input_tokens;
-	}
 	return rc;
 }
 
@@ -296,7 +316,7 @@ void sim_rv_result(sim_rv_t *rv, const res_request_t *row)
 	rv_flight_t *f = rv->R > 1 && rv->fl_cap ? rv_flight_find(rv, row->id) : NULL;
 	if (!f)
 		return;
-	rv->rep[f->rep].inflight[f->inst]--;
+	sim_load_dec(rv->rep[f->rep].load, f->inst);
 	rv->rep[f->rep].tokens[f->inst] -= f->tokens;
 	f->state = 2;
 	rv->fl_live--;
@@ -334,7 +354,7 @@ void sim_rv_free(sim_rv_t *rv)
 			kvf_free(x->idx[i]);
 		pol_rview_free(x->tree);
 		free(x->idx);
-		free(x->inflight);
+		sim_load_free(x->load);
 		free(x->tokens);
 	}
 	sim_rd_free(rv->rd);
@@ -391,7 +411,7 @@ static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 	gsl_rng_set(rv->rng, (unsigned long)(seed ? seed : 1));
 	for (uint32_t r = 0; r < rv->R; r++) {
 		rv_rep_t *x = &rv->rep[r];
-		if (rv->R > 1 && (!(x->inflight = calloc(n ? n : 1, sizeof *x->inflight)) ||
+		if (rv->R > 1 && (!(x->load = sim_load_new(n)) ||
 				  !(x->tokens = calloc(n ? n : 1, sizeof *x->tokens))))
 			return KS_ENOMEM;
 		if (routed && rv->R > 1 &&
@@ -445,6 +465,6 @@ int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
 	if (events || rv->rep[0].tree)
 		v->candidates = NULL; /* the index is not the stores */
 	if (rv->R > 1)
-		v->least_loaded = NULL; /* loads are the replica's own */
+		v->least_loaded = rv_least_loaded; /* loads are the replica's own */
 	return 0;
 }

@@ -21,7 +21,8 @@
  * pol_inst_t has waiting = its in-flight requests to the instance (counted
  * from its dispatch to the request's result row), running = 0 and
  * prefill_tokens = their prompt tokens; KV use, speculative blocks and the
- * queue delay estimate are the instance's true ones; least_loaded is NULL.
+ * queue delay estimate are the instance's true ones; least_loaded reads its
+ * own load index (sim_load.h, kept on its dispatches and their rows).
  * With replicas = 1 the loads are the instance's own.
  *
  * Disaggregated clusters are refused with view = events or replicas > 1.
