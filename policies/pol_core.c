@@ -259,8 +259,13 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 
 uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est)
 {
-	uint32_t rbest = 0, best = 0;
-	for (uint32_t i = 0; i < v->n_inst; i++) {
+	uint32_t rbest = 0, best = 0, nc;
+	/* through the candidates when the view has them: the rest match nothing */
+	const uint32_t *c = view_scan(v, r->blocks, r->n_blocks, &nc);
+	if (c || nc != v->n_inst)
+		memset(m, 0, v->n_inst * sizeof *m);
+	for (uint32_t j = 0; j < nc; j++) {
+		uint32_t i = c ? c[j] : j;
 		m[i] = v->match(v->ctx, i, r->blocks, r->n_blocks);
 		rbest = m[i] > rbest ? m[i] : rbest;
 	}
