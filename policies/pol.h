@@ -186,18 +186,26 @@ typedef struct pol_req {
 	int64_t slo_ttft_ns; /* 0: none */
 } pol_req_t;
 
+/* The instances h of v with m[h] == rbest, ascending, into holders (room
+ * for v->n_inst); their count (0 when rbest is 0). */
+uint32_t pol_view_best_holders(const pol_view_t *v, const uint32_t *m, uint32_t rbest,
+                               uint32_t *holders);
 /* The TTFT that min_ttft minimises for r on instance i, ns (Mooncake,
  * Qin et al., FAST '25, Algorithm 1): queue_delay_ns + min(prefill with
  * i's own prefix m[i], transfer of the best prefix rbest from its nearest
  * holder + prefill with it). m: r's matched blocks on every instance of v;
- * rbest: their maximum. The decision trace (output.decisions) reads it too. */
+ * rbest: their maximum; holders[0..n_holders): pol_view_best_holders's
+ * (found once per request, so each instance costs O(holders), not O(n)).
+ * The decision trace (output.decisions) reads it too. */
 int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t *m,
-                         uint32_t rbest, uint32_t i, int64_t queue_delay_ns);
+                         uint32_t rbest, const uint32_t *holders, uint32_t n_holders, uint32_t i,
+                         int64_t queue_delay_ns);
 /* pol_view_ttft_ns for r on every instance of v: m[i] = r's matched blocks
- * on i (v->match), est[i] = the estimate with i's queue delay (both arrays
- * of v->n_inst). Returns the instance of the lowest estimate (the lowest
- * index among equals; 0 when v has none). */
-uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est);
+ * on i (v->match), est[i] = the estimate with i's queue delay, holders
+ * scratch room (all three arrays of v->n_inst). Returns the instance of the
+ * lowest estimate (the lowest index among equals; 0 when v has none). */
+uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est,
+                           uint32_t *holders);
 /* The estimate slo_reject compares with the SLO, ns: instance i's queue
  * delay + prefill of r after i's own matched prefix (*matched blocks, when
  * matched is not NULL). The decision trace's admission rows read it too. */

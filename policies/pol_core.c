@@ -166,8 +166,19 @@ uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t 
 	return k;
 }
 
+uint32_t pol_view_best_holders(const pol_view_t *v, const uint32_t *m, uint32_t rbest,
+                               uint32_t *holders)
+{
+	uint32_t k = 0;
+	for (uint32_t h = 0; rbest && h < v->n_inst; h++)
+		if (m[h] == rbest)
+			holders[k++] = h;
+	return k;
+}
+
 int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t *m,
-                         uint32_t rbest, uint32_t i, int64_t queue_delay_ns)
+                         uint32_t rbest, const uint32_t *holders, uint32_t n_holders, uint32_t i,
+                         int64_t queue_delay_ns)
 {
 	uint32_t B = v->block_tokens;
 	uint64_t c = (uint64_t)m[i] * B, cb = (uint64_t)rbest * B;
@@ -176,11 +187,10 @@ int64_t pol_view_ttft_ns(const pol_view_t *v, const pol_req_t *r, const uint32_t
 		/* the best remote prefix from its nearest holder, so no
 		 * holder's index decides which instances look close */
 		int64_t tx = INT64_MAX;
-		for (uint32_t h = 0; h < v->n_inst; h++)
-			if (m[h] == rbest) {
-				int64_t th = v->xfer_ns(v->ctx, h, i, rbest - m[i]);
-				tx = th < tx ? th : tx;
-			}
+		for (uint32_t j = 0; j < n_holders; j++) {
+			int64_t th = v->xfer_ns(v->ctx, holders[j], i, rbest - m[i]);
+			tx = th < tx ? th : tx;
+		}
 		int64_t tf = tx + v->prefill_ns(v->ctx, i,
 		                                r->input_tokens > cb ? r->input_tokens - cb : 0, cb);
 		if (tf < t)
@@ -257,7 +267,8 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 	out[22] = s->deferred_started ? s->deferral_s * 1e3 / (double)s->deferred_started : 0.0;
 }
 
-uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est)
+uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est,
+                           uint32_t *holders)
 {
 	uint32_t rbest = 0, best = 0, nc;
 	/* through the candidates when the view has them: the rest match nothing */
@@ -269,10 +280,11 @@ uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m,
 		m[i] = v->match(v->ctx, i, r->blocks, r->n_blocks);
 		rbest = m[i] > rbest ? m[i] : rbest;
 	}
+	uint32_t nh = pol_view_best_holders(v, m, rbest, holders);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		pol_inst_t x;
 		v->inst(v->ctx, i, &x);
-		est[i] = pol_view_ttft_ns(v, r, m, rbest, i, x.queue_delay_ns);
+		est[i] = pol_view_ttft_ns(v, r, m, rbest, holders, nh, i, x.queue_delay_ns);
 		best = est[i] < est[best] ? i : best;
 	}
 	return best;

@@ -19,6 +19,7 @@
 typedef struct rt_base {
 	gsl_rng *rng;
 	uint32_t *m, cap;
+	uint32_t *h, cap_h; /* min_ttft: the best prefix's holders */
 } rt_base_t;
 
 static void *rt_new(size_t size, uint64_t seed, err_t *e)
@@ -53,6 +54,7 @@ static void rt_free(void *st)
 		return;
 	gsl_rng_free(b->rng);
 	free(b->m);
+	free(b->h);
 	free(b);
 }
 
@@ -533,14 +535,15 @@ static int mt_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t 
 	mt_state_t *s = st;
 	uint32_t rbest;
 	const uint32_t *m = rt_matches(&s->b, v, r, v->match, &rbest);
-	if (!m)
+	if (!m || VEC_GROW(s->b.h, s->b.cap_h, v->n_inst, v->n_inst))
 		return KS_ENOMEM;
+	uint32_t nh = pol_view_best_holders(v, m, rbest, s->b.h);
 	pol_inst_t x;
 	pol_pick_t pk;
 	pol_pick_start(&pk, s->b.rng);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &x);
-		int64_t t = pol_view_ttft_ns(v, r, m, rbest, i, x.queue_delay_ns);
+		int64_t t = pol_view_ttft_ns(v, r, m, rbest, s->b.h, nh, i, x.queue_delay_ns);
 		pol_pick_offer(&pk, i, (double)t, pol_inst_load(&x));
 	}
 	*inst = pk.inst;

@@ -12,7 +12,8 @@ struct sim_dec {
 	sim_results_t *res;
 	uint32_t *m;   /* per instance: matched blocks */
 	int64_t *est;  /* per instance: estimated TTFT, ns */
-	uint32_t cap;
+	uint32_t *h;   /* scratch: the best prefix's holders */
+	uint32_t cap;  /* of the three */
 	int lost;      /* an eviction row could not be stored */
 	const struct pol_admission_ops *ad; /* the admission policy last seen */
 	int ad_skip;   /* ... is accept_all: no rows */
@@ -34,6 +35,7 @@ void sim_dec_free(sim_dec_t *d)
 		return;
 	free(d->m);
 	free(d->est);
+	free(d->h);
 	free(d);
 }
 
@@ -58,10 +60,11 @@ static res_decision_t *row_new(sim_dec_t *d, int kind, int64_t now_ns)
 int sim_dec_route(sim_dec_t *d, const pol_view_t *v, const pol_req_t *q, uint32_t chosen,
                   int hinted, int64_t now_ns)
 {
-	uint32_t n = v->n_inst, mcap = d->cap;
-	if (VEC_GROW(d->m, mcap, n, n) || VEC_GROW(d->est, d->cap, n, n))
+	uint32_t n = v->n_inst, mcap = d->cap, hcap = d->cap;
+	if (VEC_GROW(d->m, mcap, n, n) || VEC_GROW(d->h, hcap, n, n) ||
+	    VEC_GROW(d->est, d->cap, n, n))
 		return KS_ENOMEM;
-	pol_view_ttft_all(v, q, d->m, d->est);
+	pol_view_ttft_all(v, q, d->m, d->est, d->h);
 	/* the lowest DEC_TOP_K estimates by insertion, ties to the lower index */
 	int32_t top[DEC_TOP_K];
 	uint32_t k = 0;

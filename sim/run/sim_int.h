@@ -176,11 +176,12 @@ typedef struct sim_ctx {
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
-	struct {                /* the views' last prefill estimate (v_prefill) */
+	struct {                /* the views' last prefill estimates (v_prefill) */
 		uint64_t n, cached;
 		int64_t ns;
 		int valid;
-	} prefill_memo;
+	} prefill_memo[2];
+	unsigned prefill_next; /* the entry a miss replaces */
 	/* which instances may hold a prefix (sim_holders.h): peer fetch and the
 	 * views' candidates read it */
 	sim_holders_t *holders;

@@ -13,6 +13,7 @@ struct sim_rq {
 	kv_filter_t **ever; /* per instance: every id READY there once */
 	uint32_t *m;        /* scratch: true matches per instance */
 	int64_t *est;       /* scratch: their TTFT estimates */
+	uint32_t *h;        /* scratch: the best prefix's holders */
 	uint64_t decisions, misrouted, stale, never, unseen;
 	double regret_ns, misroute_regret_ns;
 };
@@ -26,11 +27,12 @@ sim_rq_t *sim_rq_new(uint32_t n_inst)
 	q->ever = calloc(n_inst ? n_inst : 1, sizeof *q->ever);
 	q->m = calloc(n_inst ? n_inst : 1, sizeof *q->m);
 	q->est = calloc(n_inst ? n_inst : 1, sizeof *q->est);
+	q->h = calloc(n_inst ? n_inst : 1, sizeof *q->h);
 	kvf_params_t p = {.kind = KVF_EXACT, .capacity = 1024};
 	for (uint32_t i = 0; q->ever && i < n_inst; i++)
 		if (!(q->ever[i] = kvf_new(&p)))
 			break;
-	if (!q->ever || !q->m || !q->est || (n_inst && !q->ever[n_inst - 1])) {
+	if (!q->ever || !q->m || !q->est || !q->h || (n_inst && !q->ever[n_inst - 1])) {
 		sim_rq_free(q);
 		return NULL;
 	}
@@ -43,7 +45,7 @@ void sim_rq_free(sim_rq_t *q)
 		return;
 	for (uint32_t i = 0; q->ever && i < q->n_inst; i++)
 		kvf_free(q->ever[i]);
-	FREE_ALL(q->ever, q->m, q->est, q);
+	FREE_ALL(q->ever, q->m, q->est, q->h, q);
 }
 
 int sim_rq_stored(sim_rq_t *q, uint32_t inst, uint64_t id)
@@ -56,7 +58,7 @@ int sim_rq_stored(sim_rq_t *q, uint32_t inst, uint64_t id)
 int sim_rq_decision(sim_rq_t *q, const pol_view_t *seen, const pol_view_t *truth,
 		    const pol_req_t *r, uint32_t inst)
 {
-	uint32_t best = pol_view_ttft_all(truth, r, q->m, q->est);
+	uint32_t best = pol_view_ttft_all(truth, r, q->m, q->est, q->h);
 	uint32_t believed = seen->match(seen->ctx, inst, r->blocks, r->n_blocks), real = q->m[inst];
 	double regret = (double)(q->est[inst] - q->est[best]);
 	q->decisions++;
