@@ -259,6 +259,42 @@ static void test_min_ttft_prefers_fetch_and_rejects_past_slo(void **st)
 	pol_close(&h);
 }
 
+/* Copies cost 1000 ns a block per instance of distance |s - d| + 1. */
+static int64_t xfer_by_distance(void *c, uint32_t s, uint32_t d, uint32_t n)
+{
+	(void)c;
+	return (int64_t)n * 1000 * (1 + (s > d ? s - d : d - s));
+}
+
+/* The best prefix (8 blocks) is held on 0 and 2, half of it on 1, none on
+ * 3; prefill 1000 ns a token. 3 fetches from its nearest holder, 2
+ * (8 x 2000 = 16000, not 32000 from 0), 1 fetches its missing half from
+ * either (4 x 2000 = 8000 < 64 x 1000); the holders hold it all (0). */
+static void test_ttft_estimates_fetch_from_the_nearest_best_holder(void **st)
+{
+	(void)st;
+	fake_t f;
+	fk_init(&f, 4, 16, 1);
+	f.ns_per_token = 1000;
+	f.v.xfer_ns = xfer_by_distance;
+	pol_req_t r = req8();
+	fk_hold(&f, 0, R, 8);
+	fk_hold(&f, 1, R, 4);
+	fk_hold(&f, 2, R, 8);
+	uint32_t m[4], h[4];
+	int64_t est[4];
+	assert_int_equal(pol_view_ttft_all(&f.v, &r, m, est, h), 0);
+	assert_int_equal(pol_view_best_holders(&f.v, m, 8, h), 2);
+	assert_int_equal(h[0], 0);
+	assert_int_equal(h[1], 2);
+	int64_t want[4] = {0, 8000, 0, 16000};
+	for (uint32_t i = 0; i < 4; i++) {
+		assert_int_equal(est[i], want[i]);
+		assert_int_equal(pol_view_ttft_ns(&f.v, &r, m, 8, h, 2, i, 0), want[i]);
+	}
+	assert_int_equal(pol_view_best_holders(&f.v, m, 0, h), 0); /* no prefix: none */
+}
+
 /* Every router that breaks ties at random (all but round_robin). */
 static const char *const tie_routers[] = {"least_load", "cache_aware", "kv_cost", "weighted_score",
                                           "preble",     "min_ttft",    "random",  "power_of_two"};
@@ -495,6 +531,7 @@ int main(void)
 	    cmocka_unit_test(test_weighted_score_sums_llmd_scorers),
 	    cmocka_unit_test(test_preble_exploits_only_when_cached_exceeds_new),
 	    cmocka_unit_test(test_min_ttft_prefers_fetch_and_rejects_past_slo),
+	    cmocka_unit_test(test_ttft_estimates_fetch_from_the_nearest_best_holder),
 	    cmocka_unit_test(test_every_router_spreads_equal_instances_uniformly),
 	    cmocka_unit_test(test_ties_go_to_the_lower_load_first),
 	    cmocka_unit_test(test_cache_aware_equal_matches_go_by_load_then_at_random),
