@@ -186,6 +186,12 @@ typedef struct pol_req {
 	int64_t slo_ttft_ns; /* 0: none */
 } pol_req_t;
 
+/* r's matched blocks m[i] on every instance of v (m of v->n_inst) through
+ * match (v->match, v->match_host, ...); returns the largest. With match ==
+ * v->match only v's candidates are asked (the rest match nothing). */
+uint32_t pol_view_match_all(const pol_view_t *v, const pol_req_t *r,
+                            uint32_t (*match)(void *, uint32_t, const uint64_t *, uint32_t),
+                            uint32_t *m);
 /* The instances h of v with m[h] == rbest, ascending, into holders (room
  * for v->n_inst); their count (0 when rbest is 0). */
 uint32_t pol_view_best_holders(const pol_view_t *v, const uint32_t *m, uint32_t rbest,

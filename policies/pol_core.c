@@ -166,6 +166,24 @@ uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t 
 	return k;
 }
 
+uint32_t pol_view_match_all(const pol_view_t *v, const pol_req_t *r,
+                            uint32_t (*match)(void *, uint32_t, const uint64_t *, uint32_t),
+                            uint32_t *m)
+{
+	uint32_t best = 0, nc = v->n_inst;
+	/* through the view's candidates when they answer for this match: the
+	 * rest match nothing, so only the holders of the prefix are asked */
+	const uint32_t *c = match == v->match ? view_scan(v, r->blocks, r->n_blocks, &nc) : NULL;
+	if (c || nc != v->n_inst)
+		memset(m, 0, v->n_inst * sizeof *m);
+	for (uint32_t j = 0; j < nc; j++) {
+		uint32_t i = c ? c[j] : j;
+		m[i] = match(v->ctx, i, r->blocks, r->n_blocks);
+		best = m[i] > best ? m[i] : best;
+	}
+	return best;
+}
+
 uint32_t pol_view_best_holders(const pol_view_t *v, const uint32_t *m, uint32_t rbest,
                                uint32_t *holders)
 {
@@ -270,16 +288,7 @@ void pol_spec_metrics(const pol_spec_stats_t *s, double out[POL_SPEC_N_METRICS])
 uint32_t pol_view_ttft_all(const pol_view_t *v, const pol_req_t *r, uint32_t *m, int64_t *est,
                            uint32_t *holders)
 {
-	uint32_t rbest = 0, best = 0, nc;
-	/* through the candidates when the view has them: the rest match nothing */
-	const uint32_t *c = view_scan(v, r->blocks, r->n_blocks, &nc);
-	if (c || nc != v->n_inst)
-		memset(m, 0, v->n_inst * sizeof *m);
-	for (uint32_t j = 0; j < nc; j++) {
-		uint32_t i = c ? c[j] : j;
-		m[i] = v->match(v->ctx, i, r->blocks, r->n_blocks);
-		rbest = m[i] > rbest ? m[i] : rbest;
-	}
+	uint32_t rbest = pol_view_match_all(v, r, v->match, m), best = 0;
 	uint32_t nh = pol_view_best_holders(v, m, rbest, holders);
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		pol_inst_t x;

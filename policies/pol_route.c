@@ -65,26 +65,7 @@ static const uint32_t *rt_matches(rt_base_t *b, const pol_view_t *v, const pol_r
 {
 	if (VEC_GROW(b->m, b->cap, v->n_inst, v->n_inst))
 		return NULL;
-	*best = 0;
-	/* through the view's candidates when they answer for this match: the
-	 * rest match nothing, so only the holders of the prefix are asked */
-	uint32_t nc = 0;
-	const uint32_t *c = match == v->match && v->candidates && r->n_blocks
-	                        ? v->candidates(v->ctx, r->blocks, r->n_blocks, &nc)
-	                        : NULL;
-	if (c || (match == v->match && v->candidates && r->n_blocks)) {
-		memset(b->m, 0, v->n_inst * sizeof *b->m);
-		for (uint32_t j = 0; j < nc; j++) {
-			uint32_t i = c[j];
-			b->m[i] = match(v->ctx, i, r->blocks, r->n_blocks);
-			*best = b->m[i] > *best ? b->m[i] : *best;
-		}
-		return b->m;
-	}
-	for (uint32_t i = 0; i < v->n_inst; i++) {
-		b->m[i] = match(v->ctx, i, r->blocks, r->n_blocks);
-		*best = b->m[i] > *best ? b->m[i] : *best;
-	}
+	*best = pol_view_match_all(v, r, match, b->m);
 	return b->m;
 }
 

@@ -27,7 +27,8 @@ static void assert_index_is(const sim_load_t *l, const uint32_t *want, uint32_t 
 	}
 	for (uint32_t i = 0; i < n; i++)
 		ties += want[i] == mn;
-	uint32_t count, lo, hi;
+	uint32_t count;
+	uint64_t lo, hi;
 	const uint32_t *c = sim_load_least(l, &count, &lo, &hi);
 	assert_int_equal(lo, mn);
 	assert_int_equal(hi, mx);
@@ -61,7 +62,8 @@ static void test_load_least_group_follows_increments_and_decrements(void **st)
 		want[i]++;
 		assert_index_is(l, want, 4);
 	}
-	uint32_t count, lo, hi;
+	uint32_t count;
+	uint64_t lo, hi;
 	const uint32_t *c = sim_load_least(l, &count, &lo, &hi);
 	assert_int_equal(count, 1);
 	assert_int_equal(c[0], 3);

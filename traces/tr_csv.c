@@ -238,20 +238,24 @@ int tr_lines_verify(const char *path, err_t *e)
 	if (!gzdirect(l.gz))
 		rc = inflate_all(&l, &text, &len, e);
 	tr_lines_close(&l);
-	struct tr_kept *k = text ? calloc(1, sizeof *k) : NULL;
 	/* kept only if the file is still the version that was read */
-	if (k && !stat(path, &now) && (k->path = strdup(path))) {
-		*k = (struct tr_kept){k->path, sb.st_dev, sb.st_ino, sb.st_size, sb.st_mtim,
-		                      text, len, 1};
+	struct tr_kept *k = text ? calloc(1, sizeof *k) : NULL;
+	if (k && (k->path = strdup(path)) && !stat(path, &now)) {
+		k->dev = sb.st_dev;
+		k->ino = sb.st_ino;
+		k->size = sb.st_size;
+		k->mtime = sb.st_mtim;
 		if (same_version(k, path, &now)) {
+			k->text = text;
+			k->len = len;
+			k->refs = 1;
 			tr_lines_keep_drop();
 			kept_slot = k;
 			return rc;
 		}
-		k->text = NULL; /* freed below */
-		kept_unref(k);
-		k = NULL;
 	}
+	if (k)
+		free(k->path);
 	free(k);
 	free(text);
 	return rc;

@@ -469,10 +469,7 @@ const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id)
 
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)
 {
-	uint32_t k = 0;
-	while (k < n && (map_prefetch(s, ids, k, n), kv_lookup(s, ids[k]) == KV_READY))
-		k++;
-	return k;
+	return kv_match_slots(s, ids, n, NULL);
 }
 
 int kv_visible(const kv_store_t *s, uint64_t id)
@@ -682,22 +679,6 @@ int kv_unref(kv_store_t *s, uint64_t id, int64_t now)
 	return kv_unref_slots(s, &i, 1, now); /* NIL: not stored */
 }
 
-/* kv_drop on a slot found stored, not READY, with no reference. */
-static void drop_slot(kv_store_t *s, uint32_t i)
-{
-	kv_block_info_t last = s->slot[i].b;
-	s->n_inflight -= last.state == KV_INFLIGHT;
-	map_erase_slot(s, last.id, i);
-	s->slot[i].b.state = 0;
-	s->slot[i].next_free = s->free_head;
-	s->free_head = i;
-	s->used_shared--;
-	if (last.watched && s->watch) {
-		last.watched = 0;
-		s->watch(s->wctx, &last, KV_WATCH_DROP);
-	}
-}
-
 int kv_drop(kv_store_t *s, uint64_t id)
 {
 	return kv_drop_slot(s, map_find(s, id)); /* NIL: not stored */
@@ -725,7 +706,8 @@ uint32_t kv_match_slots(const kv_store_t *s, const uint64_t *ids, uint32_t n, ui
 		uint32_t i = map_find(s, ids[k]);
 		if (i == NIL || s->slot[i].b.state != KV_READY)
 			break;
-		slots[k] = i;
+		if (slots)
+			slots[k] = i;
 	}
 	return k;
 }
@@ -774,7 +756,17 @@ int kv_drop_slot(kv_store_t *s, uint32_t i)
 {
 	if (!stored(s, i) || s->slot[i].b.state == KV_READY || s->slot[i].b.ref)
 		return KS_ESTATE;
-	drop_slot(s, i);
+	kv_block_info_t last = s->slot[i].b;
+	s->n_inflight -= last.state == KV_INFLIGHT;
+	map_erase_slot(s, last.id, i);
+	s->slot[i].b.state = 0;
+	s->slot[i].next_free = s->free_head;
+	s->free_head = i;
+	s->used_shared--;
+	if (last.watched && s->watch) {
+		last.watched = 0;
+		s->watch(s->wctx, &last, KV_WATCH_DROP);
+	}
 	return KS_OK;
 }
 

@@ -155,7 +155,8 @@ int kv_evict_one(kv_store_t *s, int64_t now);
 #define KV_NO_SLOT UINT32_MAX
 uint32_t kv_slot(const kv_store_t *s, uint64_t id);  /* KV_NO_SLOT when absent */
 uint64_t kv_slot_id(const kv_store_t *s, uint32_t slot);
-/* kv_match, writing the slots of the matched blocks to slots[0..result). */
+/* kv_match, writing the slots of the matched blocks to slots[0..result)
+ * (when slots is not NULL). */
 uint32_t kv_match_slots(const kv_store_t *s, const uint64_t *ids, uint32_t n, uint32_t *slots);
 /* kv_alloc, writing the new block's slot to *slot (when 0 is returned). */
 int kv_alloc_slot(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref,

@@ -94,10 +94,6 @@ static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
 static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
 {
 	const kv_store_t *h = s->host ? s->host[sim_inst_node(s, i)] : NULL;
-	if (!h && mode == HELD_READY)
-		return kv_match(s->cl.inst[i].kv, b, n);
-	if (!h && mode == HELD_VISIBLE)
-		return kv_match_visible(s->cl.inst[i].kv, b, n);
 	uint32_t k = 0;
 	while (k < n && (held(s, mode, i, b[k]) ||
 			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
@@ -165,10 +161,7 @@ static const uint32_t *v_least_loaded(void *ctx, uint32_t *count, uint64_t *min_
 				      uint64_t *max_load)
 {
 	sim_ctx_t *s = ctx;
-	uint32_t mn, mx;
-	const uint32_t *c = sim_load_least(s->load, count, &mn, &mx);
-	*min_load = mn;
-	*max_load = mx;
+	const uint32_t *c = sim_load_least(s->load, count, min_load, max_load);
 #ifdef KVSIM_CHECK
 	int bad = sim_load_check(s->load);
 	for (uint32_t i = 0; !bad && i < s->cl.p.n_instances; i++)

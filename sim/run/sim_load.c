@@ -90,7 +90,7 @@ uint32_t sim_load_of(const sim_load_t *l, uint32_t inst)
 	return l->load[inst];
 }
 
-const uint32_t *sim_load_least(const sim_load_t *l, uint32_t *count, uint32_t *min, uint32_t *max)
+const uint32_t *sim_load_least(const sim_load_t *l, uint32_t *count, uint64_t *min, uint64_t *max)
 {
 	uint32_t m = l->n ? l->load[l->perm[0]] : 0;
 	*count = l->n ? l->start[m + 1] : 0;

@@ -32,9 +32,9 @@ void sim_load_dec(sim_load_t *l, uint32_t inst);
 uint32_t sim_load_of(const sim_load_t *l, uint32_t inst);
 /* The instances of the least load, *count of them (>= 1), in the index's
  * own order, valid until the next change; *min and *max the least and the
- * largest load over all instances. */
-const uint32_t *sim_load_least(const sim_load_t *l, uint32_t *count, uint32_t *min,
-                               uint32_t *max);
+ * largest load over all instances (pol_view_t.least_loaded's answer). */
+const uint32_t *sim_load_least(const sim_load_t *l, uint32_t *count, uint64_t *min,
+                               uint64_t *max);
 /* 0 when the permutation, positions and group starts agree with the loads. */
 int sim_load_check(const sim_load_t *l);
 

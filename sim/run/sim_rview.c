@@ -201,10 +201,7 @@ static const uint32_t *rv_least_loaded(void *ctx, uint32_t *count, uint64_t *min
 {
 	sim_ctx_t *s = ctx;
 	const sim_load_t *l = s->rvw->rep[s->rvw->cur].load;
-	uint32_t mn, mx;
-	const uint32_t *c = sim_load_least(l, count, &mn, &mx);
-	*min_load = mn;
-	*max_load = mx;
+	const uint32_t *c = sim_load_least(l, count, min_load, max_load);
 #ifdef KVSIM_CHECK
 	if (sim_load_check(l) && !s->hook_err)
 		s->hook_err = err_set(s->err, KS_ERUNTIME, "replica load index: inconsistent");
