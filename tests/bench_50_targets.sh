@@ -8,7 +8,8 @@
 #     with its 10 K and 100 K request prefixes for the growth;
 #   - the 15 Bursted-ART windows x 3 policies of the study's table (the
 #     Python driver included), with the parsed-trace cache empty and
-#     then warm, when ../shared/traces is present.
+#     then warm, and warm again with decode stepped (the same-call
+#     baseline), when ../shared/traces is present.
 # BENCH_QUICK=1 skips the hour (about a minute on 2 cores).
 set -e
 KVSIM=${KVSIM:-build/kvsim}
@@ -50,11 +51,18 @@ if [ -r ../shared/traces/bursted_art/test_00.jsonl.gz ]; then
 	# cold: an empty parsed-trace cache (every window parsed); warm: the
 	# same call again, as every later run of a sweep or of this driver
 	C=$(mktemp -d)
+	# CPU-seconds of the driver with the cache $C and extra options $@
+	btb_cpu() {
+		{ KVSIM_CACHE_DIR=$C /usr/bin/time -f "CPU %U %S %M" /usr/bin/python3 \
+		    analysis/btb_table.py -j 1 --kvsim "$KVSIM" "$@" > /dev/null ; } 2>&1 |
+		    awk '/^CPU /{printf "%.2f", $2 + $3}'
+	}
 	for t in cold warm; do
-		c=$( { KVSIM_CACHE_DIR=$C /usr/bin/time -f "CPU %U %S %M" /usr/bin/python3 \
-		    analysis/btb_table.py -j 1 --kvsim "$KVSIM" > /dev/null ; } 2>&1 |
-		    awk '/^CPU /{printf "%.2f", $2 + $3}')
+		c=$(btb_cpu)
 		printf '%-44s %9s %11s %9s\n' "bursted-art 15 windows x 3 policies, $t" "" "" "$c"
 	done
+	# the same-call baseline: the warm call again with decode stepped
+	s=$(btb_cpu --set scheduler.decode=step)
+	row "bursted-art warm: step -> segment" "$s - -" "$c - -"
 	rm -rf "$C"
 fi
