@@ -84,14 +84,16 @@ void pol_snapshot_by_load(const pol_view_t *v, pol_inst_t *snap, uint32_t *order
 
 /* ---- prefix table -------------------------------------------------------- */
 
-#define SLOT_EMPTY UINT32_MAX
+/* A slot holds its node's index + 1, so that an unused table is calloc's
+ * untouched zero pages (most runs open a predictor nothing feeds). */
+#define SLOT_EMPTY 0u
 
 struct pol_ptab {
 	uint64_t *id;
 	int64_t *last;
 	unsigned char *pay;
 	size_t payload, n, cap; /* nodes */
-	uint32_t *slot;         /* open addressing, linear probing, -> node */
+	uint32_t *slot;         /* open addressing, linear probing, -> node + 1 */
 	size_t nslot;           /* power of two >= 2 cap */
 };
 
@@ -103,7 +105,7 @@ uint64_t pol_mix64(uint64_t x)
 static size_t find_slot(const pol_ptab_t *t, uint64_t id)
 {
 	size_t m = t->nslot - 1, s = pol_mix64(id) & m;
-	while (t->slot[s] != SLOT_EMPTY && t->id[t->slot[s]] != id)
+	while (t->slot[s] != SLOT_EMPTY && t->id[t->slot[s] - 1] != id)
 		s = (s + 1) & m;
 	return s;
 }
@@ -123,12 +125,11 @@ pol_ptab_t *pol_ptab_new(size_t cap, size_t payload_bytes)
 	t->id = malloc(cap * sizeof *t->id);
 	t->last = malloc(cap * sizeof *t->last);
 	t->pay = payload_bytes ? malloc(cap * payload_bytes) : NULL;
-	t->slot = malloc(t->nslot * sizeof *t->slot);
+	t->slot = calloc(t->nslot, sizeof *t->slot);
 	if (!t->id || !t->last || !t->slot || (payload_bytes && !t->pay)) {
 		pol_ptab_free(t);
 		return NULL;
 	}
-	memset(t->slot, 0xff, t->nslot * sizeof *t->slot);
 	return t;
 }
 
@@ -147,7 +148,7 @@ size_t pol_ptab_size(const pol_ptab_t *t)
 static long node_of(const pol_ptab_t *t, uint64_t id)
 {
 	uint32_t s = t->slot[find_slot(t, id)];
-	return s == SLOT_EMPTY ? -1 : (long)s;
+	return s == SLOT_EMPTY ? -1 : (long)s - 1;
 }
 
 uint32_t pol_ptab_match(const pol_ptab_t *t, const uint64_t *blocks, uint32_t n)
@@ -183,9 +184,9 @@ static int cmp_i64(const void *a, const void *b)
 
 static void ptab_rehash(pol_ptab_t *t)
 {
-	memset(t->slot, 0xff, t->nslot * sizeof *t->slot);
+	memset(t->slot, 0, t->nslot * sizeof *t->slot);
 	for (size_t i = 0; i < t->n; i++)
-		t->slot[find_slot(t, t->id[i])] = (uint32_t)i;
+		t->slot[find_slot(t, t->id[i])] = (uint32_t)i + 1;
 }
 
 /* Doubles the capacity (a single prompt longer than half the table). */
@@ -238,8 +239,8 @@ int pol_ptab_touch(pol_ptab_t *t, const uint64_t *blocks, uint32_t n, int64_t t_
 {
 	for (uint32_t d = 0; d < n; d++) {
 		size_t s = find_slot(t, blocks[d]);
-		uint32_t i = t->slot[s];
-		if (i == SLOT_EMPTY) {
+		uint32_t i = t->slot[s] - 1;
+		if (t->slot[s] == SLOT_EMPTY) {
 			if (t->n == t->cap) {
 				if (ptab_gc(t))
 					return KS_ENOMEM;
@@ -247,7 +248,7 @@ int pol_ptab_touch(pol_ptab_t *t, const uint64_t *blocks, uint32_t n, int64_t t_
 				s = find_slot(t, blocks[d]);
 			}
 			i = (uint32_t)t->n++;
-			t->slot[s] = i;
+			t->slot[s] = i + 1;
 			t->id[i] = blocks[d];
 			t->last[i] = t_ns;
 			if (t->payload)
