@@ -126,16 +126,19 @@ MARGIN = 0.05  # equivalence margin, relative to the baseline (see above)
 ALPHA = 0.05
 BOOT_B = 10000
 
-# kvsim metric names where more is better (recorder.h): SLO attainment,
-# goodput, throughputs, hit rates, forecast precision/recall.
-_HIGHER = ("attainment", "goodput", "throughput", "tokens_per_s", "hit_rate", "precision",
-           "recall", "placement_acc")
+# kvsim metric names where more is better (sim/run/recorder.h): SLO
+# attainment, goodput, throughputs, completions, hit rates and tokens hit,
+# forecast precision, recall and placement accuracy.
+_HIGHER = ("attainment", "goodput", "throughput", "tokens_per_s", "completed", "hit_rate",
+           "hit_tokens", "precision", "recall", "placement_acc")
 
 
 def higher_is_better(metric):
     """True for kvsim metrics where a larger value is better (attainment,
-    goodput, throughput, hit rates, forecast precision and recall); False for
-    the rest (latencies, bytes, waste), which are lower-is-better."""
+    goodput, throughput, completions, hit rates, forecast precision and
+    recall); False for the rest (latencies, bytes, waste, gaps to a bound),
+    which are lower-is-better. A metric neither way (requests, instances)
+    reads False: pass the direction explicitly for those."""
     return any(h in metric for h in _HIGHER)
 
 

@@ -101,6 +101,13 @@ def check_t_interval():
     for a, b in zip(h, [-0.1, -0.1, -0.05, -0.2]):
         near(a, b, 1e-12, "higher-is-better gain")
     raises(lambda: ks.t_interval([0.1]), ["at least 2"], "one replicate")
+    # the direction of kvsim's metrics (names from sim/run/recorder.h)
+    for name, up in [("ttft_p95_ms", False), ("tpot_mean_ms", False), ("spec.bytes_bg", False),
+                     ("bound.place_gap_blocks", False), ("spec.waste_ratio", False),
+                     ("slo_attainment", True), ("goodput_rps", True), ("hit_rate_blocks", True),
+                     ("throughput_rps", True), ("forecast.recall", True), ("completed", True)]:
+        if ks.higher_is_better(name) != up:
+            fail(f"higher_is_better({name!r}) is not {up}")
 
 
 def check_bootstrap():
