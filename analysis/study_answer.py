@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""The study's answer: paired, replicated comparisons over offered requests.
+
+  study_answer.py OUT [--figures DIR]     (study_report.py calls answer())
+
+Reads the catalogs of the answer's experiments under OUT (each
+OUT/<exp>/catalog.sqlite; absent ones are named and left out) and writes
+OUT/ANSWER.md, OUT/answer.csv (every comparison, one row each) and the
+figures OUT/fig/{load,regimes,breakeven,frontier}.png.
+
+Definitions (analysis/README.md, "The study's statistics"):
+- Metrics are over offered requests: a request rejected, abandoned or still
+  in the system at the end misses the SLO and its TTFT is +inf in the
+  percentiles (ttft_p50/p95/p99_ms, slo_attainment, goodput_rps).
+- A replicate is what varies between repeats of one configuration: a seed
+  where the workload is generated (each seed redraws arrivals, lengths and
+  prefixes), a trace window where it is read (REPLICATE below).
+- Tuning replicates (the first TUNE of the sorted replicate ids, the same
+  for every policy) choose the best fair baseline (any deployment preset
+  with replication none) and each policy family's variant (preset, knobs);
+  the comparison uses only the other, held-out replicates.
+- A comparison is paired per replicate: gain_i = (base_i - pol_i) / base_i
+  on the headline metric (p95 TTFT over offered requests; the sign flips
+  for attainment), its mean with a paired t 95% CI and a paired bootstrap
+  CI, and a verdict: better / worse (CI wholly above / below 0),
+  equivalent (TOST at +-MARGIN), else inconclusive.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvsim_results as kr  # noqa: E402
+import kvsim_stats as kst  # noqa: E402
+import study_report  # noqa: E402
+
+HEADLINE = "ttft_p95_ms"
+LOWER_BETTER = {"ttft_p50_ms": True, "ttft_p95_ms": True, "ttft_p99_ms": True,
+                "slo_attainment": False, "goodput_rps": False}
+TUNE = 2          # tuning replicates per configuration
+MARGIN = 0.05     # equivalence margin, relative to the baseline's metric
+REPL = "policy.replication.name"
+PRED = "policy.predictor.name"
+PRESET = "policy.preset"
+NAME = "experiment.name"
+LOAD = "trace.rate_scale"
+RECALL = "policy.predictor.oracle_recall"
+FP = "policy.predictor.oracle_fp_rate"
+
+# Per experiment: the columns that name a condition (a cell of the answer).
+# A policy variant is named by the other varied policy.* keys; a replicate
+# by the seed and every other varied key (a trace window's bounds and file).
+ANSWER_EXPERIMENTS = {
+    "a0_load": dict(title="offered load on the default fan-out workload",
+                    cond=[NAME, LOAD]),
+    "a1_regimes": dict(title="where the idea should win: long prefixes, cold joins, agent sessions",
+                       cond=[NAME, LOAD]),
+    "a2_traces": dict(title="real traces, replicates = disjoint windows",
+                      cond=[NAME]),
+    "e1_breakeven": dict(title="break-even map: oracle recall x false positives",
+                         cond=[NAME, RECALL, FP, "trace.cv", "trace.fanout_size"]),
+    # the original study's metric (mean TTFT; the btb preset sheds nothing,
+    # which the admitted share column shows), per lifted assumption
+    "e5_lift": dict(title="the original claim as the ratio to the best baseline, one assumption lifted at a time",
+                    cond=[NAME], metric=["ttft_completed_mean_ms", "ttft_mean_ms"]),
+}
+
+
+def _str(v):
+    """A value for a label: study_report.short's, '' for none."""
+    s = study_report.short(v)
+    return "" if s == "-" else s
+
+
+def prepare(df, spec):
+    """df with _rep (replicate id), _cond (condition label), _pol (policy
+    variant label) and _fam (family: replication + predictor)."""
+    params = [p for p in df.attrs.get("params", []) if p in df.columns]
+    varied = [p for p in params if df[p].astype(str).nunique() > 1]
+    cond = [c for c in spec["cond"] if c in df.columns]
+    # a policy variant: the varied policy.* keys not naming a condition;
+    # every other varied key (a window's bounds, a trace's block size)
+    # belongs to the replicate or is fixed within a condition
+    pol = [p for p in varied if p.startswith("policy.") and p not in cond]
+    rep = [c for c in varied if c not in cond and c not in pol]
+    d = df.copy()
+    d["_rep"] = d[["seed"] + rep].astype(str).agg("|".join, axis=1)
+    d["_pol"] = d[pol].apply(lambda r: ", ".join(f"{k.split('.')[-1]}={_str(v)}" for k, v in r.items()
+                                                  if _str(v) != "" and k not in (REPL, PRED)),
+                             axis=1) if pol else "all"
+    d["_pol"] = d["_pol"].replace("", "default")
+    repl = d[REPL].astype(str)
+    pred = d[PRED].astype(str) if PRED in d.columns else pd.Series("", index=d.index)
+    uses_pred = repl.isin(["speculative", "early_rdma"]) & ~pred.isin(["", "nan", "None"])
+    d["_fam"] = np.where(repl == "none", "none", np.where(uses_pred, repl + "+" + pred, repl))
+    d.attrs.update(df.attrs)
+    d.attrs.update(cond=cond, rep=rep, pol=pol)
+    return d
+
+
+def cond_rows(d, key):
+    """The rows of condition `key` (a dict): a row whose condition column is
+    NaN (a line that did not set it) belongs to every value."""
+    m = np.ones(len(d), dtype=bool)
+    for c, v in key.items():
+        col = d[c]
+        m &= (col.astype(str) == str(v)).to_numpy() | col.isna().to_numpy()
+    return d[m]
+
+
+def by_rep(rows, metric):
+    """{replicate: value} of one variant (the mean of duplicates, which
+    are identical runs)."""
+    v = pd.to_numeric(rows[metric], errors="coerce")
+    return v.groupby(rows["_rep"]).mean().to_dict()
+
+
+def choose(variants, metric, tune):
+    """The best variant label on the tuning replicates (inf sorts last)."""
+    lower = LOWER_BETTER.get(metric, True)
+    best, score = None, None
+    for lab, vals in sorted(variants.items()):
+        t = [vals[r] for r in tune if r in vals]
+        if not t:
+            continue
+        s = float(np.mean(t)) if lower else -float(np.mean(t))
+        if score is None or s < score:
+            best, score = lab, s
+    return best
+
+
+def compare(d, metric=HEADLINE):
+    """Every comparison of d (prepared), one dict each."""
+    out = []
+    cond = d.attrs["cond"]
+    keys = d[cond].drop_duplicates().to_dict("records") if cond else [{}]
+    keys = [k for k in keys if not any(pd.isna(v) for v in k.values())] or ([{}] if not cond else [])
+    for key in keys:
+        rows = cond_rows(d, key)
+        base = rows[rows["_fam"] == "none"]
+        if base.empty:
+            continue
+        reps = sorted(rows["_rep"].unique())
+        if len(reps) < TUNE + 2:
+            continue  # too few replicates to tune and compare
+        tune, held = kst.split_replicates(reps, TUNE)
+        bvars = {lab: by_rep(g, metric) for lab, g in base.groupby("_pol")}
+        best = choose(bvars, metric, tune)
+        if best is None:
+            continue
+        for fam, g in rows[rows["_fam"] != "none"].groupby("_fam"):
+            pvars = {lab: by_rep(x, metric) for lab, x in g.groupby("_pol")}
+            comps = [("best baseline", best, choose(pvars, metric, tune))]
+            # added to each deployment: the family's best variant on that
+            # preset against the preset alone
+            if PRESET in d.columns:
+                for p, x in g.groupby(PRESET):
+                    bl = [lab for lab in bvars if f"preset={_str(p)}" in lab.split(", ")]
+                    if len(bl) == 1:
+                        pv = {lab: by_rep(y, metric) for lab, y in x.groupby("_pol")}
+                        comps.append((f"added to {p}", bl[0], choose(pv, metric, tune)))
+            for kind, blab, plab in comps:
+                if plab is None:
+                    continue
+                bv, pv = bvars[blab], pvars.get(plab) or by_rep(g[g["_pol"] == plab], metric)
+                # a NaN (a failed run, a metric without requests) leaves its pair out
+                ids = [r for r in held if r in bv and r in pv
+                       and not np.isnan(bv[r]) and not np.isnan(pv[r])]
+                if len(ids) < 2:
+                    continue
+                res = kst.compare({i: pv[i] for i in ids}, {i: bv[i] for i in ids},
+                                  higher_is_better=not LOWER_BETTER.get(metric, True),
+                                  margin=MARGIN, B=2000)
+                res = dict(n=res.n, mean=res.mean, lo=res.t_lo, hi=res.t_hi, boot_lo=res.boot_lo,
+                           boot_hi=res.boot_hi, tost_p=res.tost_p, verdict=res.verdict,
+                           censored=res.censored)
+                prow = g[g["_pol"] == plab]
+                brow = base[base["_pol"] == blab]
+                held_p = prow[prow["_rep"].isin(ids)]
+                held_b = brow[brow["_rep"].isin(ids)]
+                r = dict(key)
+                r.update(family=fam, against=kind, baseline=blab, policy=plab, metric=metric,
+                         n=res["n"], base_mean=float(np.mean([bv[i] for i in ids])) if ids else np.nan,
+                         pol_mean=float(np.mean([pv[i] for i in ids])) if ids else np.nan,
+                         gain=res["mean"], lo=res["lo"], hi=res["hi"], boot_lo=res["boot_lo"],
+                         boot_hi=res["boot_hi"], tost_p=res["tost_p"], verdict=res["verdict"],
+                         censored=res["censored"])
+                for m in ("slo_attainment", "ttft_p50_ms", "ttft_p99_ms", "goodput_rps",
+                          "admitted_share", "spec.bytes_bg", "bytes_bg", "spec.unused_vram_gb_s",
+                          "offered_rps"):
+                    if m in d.columns:
+                        r["base_" + m] = pd.to_numeric(held_b[m], errors="coerce").mean()
+                        r["pol_" + m] = pd.to_numeric(held_p[m], errors="coerce").mean()
+                out.append(r)
+    return out
+
+
+def pct(v):
+    return "-" if v is None or not np.isfinite(v) else "%+.1f%%" % (100 * v)
+
+
+def ms(v):
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "-"
+    return "inf" if np.isinf(v) else "%.0f" % v
+
+
+def table_md(rows, cond, metric=HEADLINE):
+    m = metric.replace("_ms", "").replace("ttft_", "")
+    cols = cond + ["family", "against", "n", f"baseline {m}", f"policy {m}", "gain [95% CI]",
+                   "verdict", "attainment b -> p"]
+    lines = ["| " + " | ".join(c.split(".")[-1] if "." in c else c for c in cols) + " |",
+             "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [_str(r.get(c)) for c in cond]
+        cells += [r["family"], f"{r['against']} ({r['baseline']})" if r["against"] == "best baseline"
+                  else r["against"], str(r["n"]), ms(r["base_mean"]), ms(r["pol_mean"]),
+                  f"{pct(r['gain'])} [{pct(r['lo'])}, {pct(r['hi'])}]"
+                  + (f" ({r['censored']} censored)" if r["censored"] else ""),
+                  r["verdict"],
+                  "%s -> %s" % (pct(r.get("base_slo_attainment", np.nan))[1:],
+                                pct(r.get("pol_slo_attainment", np.nan))[1:])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def load_exp(out, exp):
+    cat = os.path.join(out, exp, "catalog.sqlite")
+    if not os.path.exists(cat):
+        return None
+    df = kr.load(os.path.join(out, exp))
+    return df if len(df) else None
+
+
+def answer(out, figdir=None):
+    """Writes ANSWER.md, answer.csv and the figures; returns the comparison
+    rows (list of dicts) and the markdown text."""
+    import answer_figures as af
+    allrows, md = [], ["# The answer: paired, replicated, over offered requests", "",
+                       __doc__.split("Definitions")[1].split('"""')[0].strip(), ""]
+    fig = os.path.join(out, "fig")
+    os.makedirs(fig, exist_ok=True)
+    for exp, spec in ANSWER_EXPERIMENTS.items():
+        df = load_exp(out, exp)
+        md.append(f"## {exp}: {spec['title']}")
+        if df is None:
+            md += ["", "absent from this study (no catalog).", ""]
+            continue
+        d = prepare(df, spec)
+        metric = next((m for m in spec.get("metric", [HEADLINE]) if m in d.columns), HEADLINE)
+        rows = compare(d, metric)
+        for r in rows:
+            r["experiment"] = exp
+        allrows += rows
+        ns = sorted({r["n"] for r in rows})
+        md += ["", f"Metric: `{metric}`. Replicates per comparison: {TUNE} tuning, "
+                   f"{'/'.join(map(str, ns)) or 0} held out; equivalence margin {MARGIN:.0%}.", ""]
+        md.append(table_md(rows, d.attrs["cond"], metric))
+        md.append("")
+        for name, path in af.draw(exp, d, rows, fig).items():
+            md += [f"![{name}](fig/{os.path.basename(path)})", ""]
+    pd.DataFrame(allrows).to_csv(os.path.join(out, "answer.csv"), index=False)
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(out, "ANSWER.md"), "w") as f:
+        f.write(text)
+    if figdir:
+        import shutil
+        os.makedirs(figdir, exist_ok=True)
+        for p in sorted(os.listdir(fig)):
+            if p.startswith("answer_"):
+                shutil.copy(os.path.join(fig, p), figdir)
+    return allrows, text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--figures")
+    a = ap.parse_args()
+    rows, _ = answer(a.out, a.figures)
+    print(f"study_answer: {len(rows)} comparisons -> {a.out}/ANSWER.md, answer.csv")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+/* Tests for analysis/study_answer.py, the study's paired comparisons, on
+ * hand-made catalog frames (tests/check_study_answer.py; no kvsim run).
+ * Skipped when /usr/bin/python3 lacks numpy, pandas, scipy or matplotlib. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "tests/test_main.h"
+#include "tests/tmp_fixture.h"
+
+static void check(const char *what)
+{
+	if (!tmp_kvsim_with_python("numpy, pandas, scipy, matplotlib"))
+		skip();
+	assert_int_equal(tmp_sh("/usr/bin/python3 tests/check_study_answer.py %s", what), 0);
+}
+
+/* The best fair baseline is chosen on the tuning replicates only (a
+ * baseline better on every held-out replicate but worse on the tuning ones
+ * is not chosen), and the gain is the paired mean over the held-out ones. */
+static void test_best_baseline_is_chosen_on_tuning_replicates(void **st)
+{
+	(void)st;
+	check("tuning");
+}
+
+/* A baseline that sheds every replicate's tail (+inf p95) loses to a policy
+ * that serves: gain +100%, every pair counted as censored. */
+static void test_shed_baseline_counts_as_infinite_latency(void **st)
+{
+	(void)st;
+	check("inf");
+}
+
+/* Baseline rows that did not grid a condition pair with each of its values. */
+static void test_baseline_without_condition_pairs_with_every_condition(void **st)
+{
+	(void)st;
+	check("conditions");
+}
+
+TEST_MAIN(cmocka_unit_test(test_best_baseline_is_chosen_on_tuning_replicates),
+          cmocka_unit_test(test_shed_baseline_counts_as_infinite_latency),
+          cmocka_unit_test(test_baseline_without_condition_pairs_with_every_condition))
