@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policies/pol.h"
 #include "sim/run/cli_common.h"
@@ -161,6 +162,25 @@ static void test_bad_join_keys_are_config_errors(void **st)
 	expect_join_error(none, 1, "[cluster] join_at_s: set, but join_instances = 0");
 	const char *dg[] = {"cluster.disagg=true", "cluster.prefill_share=0.5"};
 	expect_join_error(dg, 2, "cold join needs disagg = false");
+	/* from a file, the error names its line */
+	char path[] = "/tmp/test_sim_join_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs("[trace]\nkind = gen\n[cluster]\njoin_instances = 2\njoin_at_s = 5,x\n", f);
+	fclose(f);
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	sim_results_t fr;
+	assert_int_equal(cli_load_config(path, NULL, 0, &cfg, &e), 0);
+	assert_int_equal(sim_run(cfg, &fr, &e), KS_EINPUT);
+	cli_config_free(cfg);
+	char want[256];
+	snprintf(want, sizeof want, "%s:5: [cluster] join_at_s: '5,x': entry 2 is not a number",
+		 path);
+	remove(path);
+	if (strncmp(e.msg, want, strlen(want)))
+		fail_msg("got '%s', expected '%s...'", e.msg, want);
 	/* join_every_s alone: instances 5, 6, 7 at 4, 8, 12 s */
 	const char *every[] = {"cluster.join_at_s=", "cluster.join_every_s=4"};
 	sim_results_t r = run_ok(join_sets, N_JOIN_SETS, every, 2);
