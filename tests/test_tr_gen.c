@@ -624,6 +624,154 @@ static void test_trace_gen_arguments_enforce_documented_ranges(void **st)
 	assert_int_equal(access(out, F_OK), 0);
 }
 
+static tr_opts_t crowd_opts(void)
+{
+	tr_opts_t o = gen_opts(TR_GEN_CROWD);
+	o.duration_s = 60;
+	o.crowd_count = 3;
+	o.crowd_size = 10;
+	o.crowd_warm_requests = 2;
+	o.crowd_prefix_tokens = 8192;
+	o.crowd_lead_s = 10;
+	o.crowd_window_s = 2;
+	o.crowd_bg_rate = 0;
+	return o;
+}
+
+/* Each event: 2 warm-up requests at t0 with its own 8192-token prefix (16
+ * blocks of 512), then its 10 crowd requests in [t0 + 10, t0 + 12) s with
+ * the same prefix; 3 events make 3 distinct prefixes of 12 requests. */
+static void test_crowd_warm_up_precedes_the_crowd_by_the_lead(void **st)
+{
+	(void)st;
+	tr_opts_t o = crowd_opts();
+	gen_out_t g = gen_run(&o, 512, 7);
+	assert_int_equal(g.n, 3 * (2 + 10));
+	int groups = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		assert_true(g.in[i] >= 8192 && g.nb[i] >= 16);
+		size_t first = i;
+		for (size_t j = 0; j < i; j++)
+			if (g.b0[j] == g.b0[i])
+				first = j;
+		if (first != i)
+			continue;
+		groups++;
+		double t0 = g.t[i];
+		int warm = 0, crowd = 0;
+		for (size_t j = 0; j < g.n; j++) {
+			if (g.b0[j] != g.b0[i])
+				continue;
+			if (g.t[j] == t0)
+				warm++;
+			else if (g.t[j] >= t0 + 10 - 1e-9 && g.t[j] < t0 + 12 + 1e-9)
+				crowd++;
+			else
+				fail_msg("request at %.3f s outside event at %.3f s", g.t[j], t0);
+		}
+		assert_int_equal(warm, 2);
+		assert_int_equal(crowd, 10);
+	}
+	assert_int_equal(groups, 3);
+	gen_free(&g);
+}
+
+/* crowd_repeat = 2 of 4 events reuse earlier prefixes: 2 distinct ones. */
+static void test_crowd_repeat_reuses_an_earlier_prefix(void **st)
+{
+	(void)st;
+	tr_opts_t o = crowd_opts();
+	o.crowd_count = 4;
+	o.crowd_repeat = 2;
+	gen_out_t g = gen_run(&o, 512, 3);
+	assert_int_equal(g.n, 4 * 12);
+	int distinct = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i; j++)
+			seen |= g.b0[j] == g.b0[i];
+		distinct += !seen;
+	}
+	assert_int_equal(distinct, 2);
+	gen_free(&g);
+}
+
+/* Same seed, same rows; another seed moves the events. The background
+ * ramps linearly from 5 to 15 req/s over 100 s: expected 375 requests in
+ * the first half, 625 in the second (ratio 1.67, sd about 0.11; flat
+ * would be 1). */
+static void test_crowd_is_deterministic_and_its_background_ramps(void **st)
+{
+	(void)st;
+	tr_opts_t o = crowd_opts();
+	o.crowd_bg_rate = 5;
+	gen_out_t a = gen_run(&o, 512, 11), b = gen_run(&o, 512, 11), c = gen_run(&o, 512, 12);
+	assert_int_equal(a.n, b.n);
+	for (size_t i = 0; i < a.n; i++)
+		assert_true(a.t[i] == b.t[i] && a.b0[i] == b.b0[i] && a.in[i] == b.in[i] &&
+		            a.out[i] == b.out[i]);
+	int differ = a.n != c.n;
+	for (size_t i = 0; !differ && i < a.n; i++)
+		differ = a.t[i] != c.t[i];
+	assert_true(differ);
+	gen_free(&a);
+	gen_free(&b);
+	gen_free(&c);
+	o = crowd_opts();
+	o.crowd_count = 0;
+	o.duration_s = 100;
+	o.crowd_bg_rate = 5;
+	o.crowd_bg_rate_end = 15;
+	gen_out_t r = gen_run(&o, 512, 5);
+	/* times are from the first row, a fraction of a second in at 5 req/s */
+	size_t lo = 0, hi = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		if (r.t[i] < 50)
+			lo++;
+		else
+			hi++;
+	}
+	assert_true(lo > 0 && (double)hi / lo > 1.25 && (double)hi / lo < 2.1);
+	gen_free(&r);
+}
+
+/* Constraints between keys name the key at fault. */
+static void test_crowd_key_errors(void **st)
+{
+	(void)st;
+	tr_reader_t *r;
+	err_t e = {0};
+	tr_opts_t o = crowd_opts();
+	o.crowd_repeat = 3;
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);
+	assert_string_equal(e.msg, "[trace] crowd_repeat: 3 repeats need at least one earlier "
+	                           "event (crowd_count = 3)");
+	o = crowd_opts();
+	o.crowd_lead_s = 19;
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);
+	assert_string_equal(e.msg, "[trace] crowd_lead_s: crowd_lead_s + crowd_window_s = 21 s "
+	                           "does not fit an event's slot (duration_s / crowd_count = 20 s)");
+	o = crowd_opts();
+	o.crowd_prefix_tokens = 4096;
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "[trace] crowd_prefix_tokens: 4096 tokens is out of range "
+	                              "[8192, 65536]"));
+	o = crowd_opts();
+	o.duration_s = 0;
+	o.requests = 10;
+	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);
+	assert_string_equal(e.msg, "[trace] duration_s: gen = crowd needs it > 0");
+	char msg[512], out[128];
+	snprintf(out, sizeof out, "%s/crowd.tsv", (tf_write("x", ""), tf_dir));
+	const char *bad[] = {"crowd", "crowd_count=2", "crowd_repeat=2", "-o", out};
+	assert_int_equal(trace_gen(bad, 5, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "[trace] crowd_repeat: 2 repeats need"));
+	assert_int_equal(access(out, F_OK), -1);
+	const char *ok[] = {"crowd", "-o", out};
+	assert_int_equal(trace_gen(ok, 3, msg, sizeof msg), 0);
+	assert_int_equal(access(out, F_OK), 0);
+}
+
 TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamma_cv),
           cmocka_unit_test(test_weibull_cv), cmocka_unit_test(test_mmpp_mean_rate),
           cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
@@ -639,4 +787,8 @@ TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamm
           cmocka_unit_test(test_stats_quantiles_above_exact_range),
           cmocka_unit_test(test_generator_parameter_errors),
           cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
-          cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges))
+          cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges),
+          cmocka_unit_test(test_crowd_warm_up_precedes_the_crowd_by_the_lead),
+          cmocka_unit_test(test_crowd_repeat_reuses_an_earlier_prefix),
+          cmocka_unit_test(test_crowd_is_deterministic_and_its_background_ramps),
+          cmocka_unit_test(test_crowd_key_errors))

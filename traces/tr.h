@@ -85,7 +85,8 @@ typedef enum {
 	TR_GEN_FLASH,
 	TR_GEN_DIURNAL,
 	TR_GEN_SERVEGEN,
-	TR_GEN_FANOUT
+	TR_GEN_FANOUT,
+	TR_GEN_CROWD /* traces/tr_gen_crowd.c */
 } tr_gen_kind_t;
 
 typedef enum {
@@ -135,6 +136,9 @@ typedef struct tr_opts {
 	uint32_t fanout_bursts, fanout_size, fanout_prefix_tokens;
 	double fanout_window_s, fanout_bg_rate;
 	uint32_t fanout_decoys, fanout_decoy_size;
+	/* crowd (traces/tr_gen_crowd.c) */
+	uint32_t crowd_count, crowd_size, crowd_warm_requests, crowd_prefix_tokens, crowd_repeat;
+	double crowd_lead_s, crowd_window_s, crowd_bg_rate, crowd_bg_rate_end;
 	tr_dist_opts_t in, out;
 	/* prefix model for id-less traces and generators */
 	double prefix_shared_prob;

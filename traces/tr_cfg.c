@@ -19,7 +19,8 @@ static const cfg_enum_t failed_map[] = {{"keep", 0}, {"drop", 1}, {NULL, 0}};
 static const cfg_enum_t gen_map[] = {
     {"poisson", TR_GEN_POISSON}, {"gamma", TR_GEN_GAMMA},     {"weibull", TR_GEN_WEIBULL},
     {"mmpp", TR_GEN_MMPP},       {"flash", TR_GEN_FLASH},     {"diurnal", TR_GEN_DIURNAL},
-    {"servegen", TR_GEN_SERVEGEN}, {"fanout", TR_GEN_FANOUT}, {NULL, 0}};
+    {"servegen", TR_GEN_SERVEGEN}, {"fanout", TR_GEN_FANOUT},
+    {"crowd", TR_GEN_CROWD},       {NULL, 0}};
 static const cfg_enum_t flash_map[] = {{"step", 0}, {"spike", 1}, {NULL, 0}};
 static const cfg_enum_t dist_map[] = {{"fixed", TR_DIST_FIXED},
                                       {"uniform", TR_DIST_UNIFORM},
@@ -140,6 +141,50 @@ const cfg_tkey_t tr_cfg_keys[] = {
      CFG_AT(U32, tr_opts_t, fanout_decoys)},
     {{S, "fanout_decoy_size", CFG_INT, "2", 0, 1e7, NULL, "requests", "requests per decoy", NULL},
      CFG_AT(U32, tr_opts_t, fanout_decoy_size)},
+    /* crowd (traces/tr_gen_crowd.c): defaults are own choices, sized so that
+     * a crowd lands while its prefix is computed somewhere and a copy of it
+     * (16K tokens) has time to cross a 400 Gb/s NIC before the crowd */
+    {{S, "crowd_count", CFG_INT, "4", 0, 1e7, NULL, "",
+     "crowd generator: flash-crowd events, one per equal slot of duration_s (own choice: "
+     "4 in the default 60 s leaves each a 15 s slot, room for the default lead and window)",
+     NULL},
+     CFG_AT(U32, tr_opts_t, crowd_count)},
+    {{S, "crowd_size", CFG_INT, "32", 0, 1e7, NULL, "requests",
+     "requests in an event's crowd, all sharing its prefix (own choice: fanout_size's "
+     "default, more than one instance's batch can absorb at once)", NULL},
+     CFG_AT(U32, tr_opts_t, crowd_size)},
+    {{S, "crowd_warm_requests", CFG_INT, "2", 0, 1e7, NULL, "requests",
+     "requests with the event's prefix at its start t0, before the crowd: they compute the "
+     "prefix on the instances they reach (own choice: 2, so a few instances hold it and the "
+     "rest are copy targets)", NULL},
+     CFG_AT(U32, tr_opts_t, crowd_warm_requests)},
+    {{S, "crowd_prefix_tokens", CFG_INT, "16384", 8192, 65536, NULL, "tokens",
+     "prefix an event's requests share (input = prefix + an input-length draw); 8K-64K "
+     "(own choice: 16K, a long document or agent context whose prefill takes seconds, "
+     "so a copy beats recomputing it)", NULL},
+     CFG_AT(U32, tr_opts_t, crowd_prefix_tokens)},
+    {{S, "crowd_lead_s", CFG_FLOAT, "10", 0, 1e9, NULL, "s",
+     "time from the warm-up requests to the crowd's first possible arrival (own choice: "
+     "10 s, ample to compute a 16K prefix and copy it, short enough that it stays cached); "
+     "crowd_lead_s + crowd_window_s must fit a slot", NULL},
+     CFG_AT(DOUBLE, tr_opts_t, crowd_lead_s)},
+    {{S, "crowd_window_s", CFG_FLOAT, "2", 0, 1e9, NULL, "s",
+     "the crowd's requests arrive uniformly within this window after the lead (own "
+     "choice: fanout_window_s's default)", NULL},
+     CFG_AT(DOUBLE, tr_opts_t, crowd_window_s)},
+    {{S, "crowd_repeat", CFG_INT, "0", 0, 1e7, NULL, "",
+     "of crowd_count events, the last crowd_repeat reuse the prefix of an earlier event "
+     "drawn uniformly (a returning crowd); 0 (default): every event's prefix is its own",
+     NULL},
+     CFG_AT(U32, tr_opts_t, crowd_repeat)},
+    {{S, "crowd_bg_rate", CFG_FLOAT, "5", 0, 1e9, NULL, "req/s",
+     "Poisson background at t = 0 (prefix model applies; own choice: fanout_bg_rate's "
+     "default)", NULL},
+     CFG_AT(DOUBLE, tr_opts_t, crowd_bg_rate)},
+    {{S, "crowd_bg_rate_end", CFG_FLOAT, "-1", -1, 1e9, NULL, "req/s",
+     "background rate at duration_s, linear in between (a load ramp, e.g. to pair with "
+     "cluster.join_at_s); -1 (default): crowd_bg_rate throughout", NULL},
+     CFG_AT(DOUBLE, tr_opts_t, crowd_bg_rate_end)},
     /* length distributions */
     {{S, "in_dist", CFG_ENUM, "lognormal", 0, 0, NULL, "",
      "generated input lengths", NULL},

@@ -141,3 +141,27 @@ void tr_dist_free(tr_dist_t *d)
 	free(d->vals);
 	free(d);
 }
+
+int tr_gen_rand_open(tr_gen_rand_t *r, const tr_opts_t *o, uint64_t seed, err_t *e)
+{
+	*r = (tr_gen_rand_t){tr_rng_new(seed, 1), tr_rng_new(seed, 2), NULL, NULL};
+	if (!r->arr || !r->len)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	int rc = tr_dist_new(&o->in, "in", 0, o->max_tokens, &r->din, e);
+	return rc ? rc : tr_dist_new(&o->out, "out", 1, o->max_tokens, &r->dout, e);
+}
+
+void tr_gen_rand_close(tr_gen_rand_t *r)
+{
+	gsl_rng_free(r->arr);
+	gsl_rng_free(r->len);
+	tr_dist_free(r->din);
+	tr_dist_free(r->dout);
+}
+
+void tr_gen_rand_lengths(tr_gen_rand_t *r, const tr_opts_t *o, uint32_t prefix, tr_raw_t *raw)
+{
+	uint64_t in = (uint64_t)prefix + tr_dist_draw(r->din, r->len);
+	raw->input_len = in > o->max_tokens ? o->max_tokens : (uint32_t)in;
+	raw->output_len = tr_dist_draw(r->dout, r->len);
+}

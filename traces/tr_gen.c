@@ -22,6 +22,8 @@
  *           plus Poisson background at fanout_bg_rate (prefix model) and
  *           fanout_decoys groups of fanout_decoy_size requests with their own
  *           shared prefix (near-misses for burst detectors)
+ * crowd     flash crowds on a long prefix computed before they come: see
+ *           tr_gen_crowd.c
  * Generation stops at duration_s or after `requests` rows, whichever comes
  * first (servegen: at the end of its windows file; duration_s is ignored). Stream 1 of the seed
  * draws arrivals, stream 2 lengths.
@@ -249,7 +251,8 @@ static int next_time(gen_src_t *g, double *t, err_t *e)
 		return rc;
 	}
 	case TR_GEN_FANOUT:
-		break; /* handled by gen_next */
+	case TR_GEN_CROWD:
+		break; /* handled by gen_next; crowd by its own source */
 	}
 	*t = g->t;
 	return o->duration_s > 0 && g->t > o->duration_s ? 0 : 1;
@@ -317,12 +320,6 @@ static void gen_close(tr_src_t *b)
 	free(g);
 }
 
-static int cmp_ev(const void *a, const void *b)
-{
-	double x = ((const fan_ev_t *)a)->t, y = ((const fan_ev_t *)b)->t;
-	return (x > y) - (x < y);
-}
-
 static int fanout_plan(gen_src_t *g, err_t *e)
 {
 	const tr_opts_t *o = &g->o;
@@ -355,7 +352,7 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 			    (fan_ev_t){t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
 			               o->fanout_prefix_tokens};
 	}
-	qsort(g->ev, g->n_ev, sizeof *g->ev, cmp_ev);
+	qsort(g->ev, g->n_ev, sizeof *g->ev, tr_cmp_time);
 	g->bg_next =
 	    o->fanout_bg_rate > 0 ? gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate) : -1;
 	if (g->bg_next > o->duration_s)
@@ -402,6 +399,8 @@ static int check(const tr_opts_t *o, err_t *e)
 int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 {
 	*out = NULL;
+	if (o->gen == TR_GEN_CROWD)
+		return tr_src_gen_crowd(o, seed, out, e);
 	int rc = check(o, e);
 	if (rc)
 		return rc;

@@ -64,6 +64,10 @@ static inline uint64_t tr_mix_pre(uint64_t h, uint64_t kx)
 /* Kept for callers that pass a void **; new code uses VEC_GROW (sim/base/vec.h). */
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
+/* qsort order of planned arrivals: structs whose first member is their
+ * time (a double), earliest first. */
+int tr_cmp_time(const void *a, const void *b);
+
 /* Inverse-CDF draw: the first index i < n - 1 with cdf[i] >= u, else n - 1
  * (cdf non-decreasing, n >= 1). Binary search, O(log n). */
 size_t tr_cdf_index(const double *cdf, size_t n, double u);
@@ -164,6 +168,8 @@ int tr_src_burstgpt(const tr_opts_t *o, const char *path, tr_src_t **out, err_t 
 int tr_src_azure(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
 int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
 int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
+/* gen = crowd (tr_gen_crowd.c); tr_src_gen hands it over. */
+int tr_src_gen_crowd(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
 
 /* A trace file format (one line of TR_FORMAT_LIST in tr.h): detect says
  * whether the file's first non-blank line (BOM and leading blanks skipped)
@@ -182,6 +188,17 @@ int tr_dist_new(const tr_dist_opts_t *o, const char *name, int output, uint32_t 
                 tr_dist_t **out, err_t *e);
 uint32_t tr_dist_draw(tr_dist_t *d, gsl_rng *rng);
 void tr_dist_free(tr_dist_t *d);
+
+/* A generator's random draws: stream 1 of the seed for times, stream 2 and
+ * the [trace] length distributions for lengths (tr_gen.c's conventions). */
+typedef struct tr_gen_rand {
+	gsl_rng *arr, *len;
+	tr_dist_t *din, *dout;
+} tr_gen_rand_t;
+int tr_gen_rand_open(tr_gen_rand_t *r, const tr_opts_t *o, uint64_t seed, err_t *e);
+void tr_gen_rand_close(tr_gen_rand_t *r); /* also after a failed open */
+/* raw's lengths: input = prefix + an input draw (capped at max_tokens), output a draw. */
+void tr_gen_rand_lengths(tr_gen_rand_t *r, const tr_opts_t *o, uint32_t prefix, tr_raw_t *raw);
 
 /* ---- prefix model (tr_prefix.c) ----------------------------------------- */
 typedef struct tr_prefix tr_prefix_t;

@@ -14,6 +14,12 @@ uint64_t tr_mix(uint64_t h, uint64_t x)
 	return tr_mix_pre(h, tr_mix_key(x));
 }
 
+int tr_cmp_time(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 size_t tr_cdf_index(const double *cdf, size_t n, double u)
 {
 	size_t lo = 0, hi = n - 1;
@@ -30,13 +36,14 @@ size_t tr_cdf_index(const double *cdf, size_t n, double u)
 const char *tr_gen_name(tr_gen_kind_t g)
 {
 	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
-	                                "flash",   "diurnal", "servegen", "fanout"};
+	                                "flash",   "diurnal", "servegen", "fanout",
+	                                "crowd"};
 	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
 }
 
 int tr_gen_parse(const char *s, tr_gen_kind_t *g)
 {
-	for (int i = TR_GEN_POISSON; i <= TR_GEN_FANOUT; i++)
+	for (int i = TR_GEN_POISSON; i <= TR_GEN_CROWD; i++)
 		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
 			*g = (tr_gen_kind_t)i;
 			return 0;

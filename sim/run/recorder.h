@@ -88,6 +88,12 @@
 	X(VIEW_EVENTS_LOST, "view.events_lost", "", "KV events lost, summed over router replicas") \
 	X(VIEW_INDEX_BYTES, "view.index_bytes", "bytes", "bytes of every replica's per-instance KV index at the end") \
 	X(VIEW_DELAY_MEAN_MS, "view.delay_mean_ms", "ms", "mean delay of KV event messages, sending to applying")
+/* Cold join (sim/run/sim_join.h), recorded only when cluster.join_instances
+ * > 0, so other runs keep their /summary. */
+#define REC_JOIN                                                                                   \
+	X(JOIN_INSTANCES, "join.instances", "", "instances that joined the cluster cold (the last ones by index)") \
+	X(JOIN_FIRST_S, "join.first_s", "s", "time the first cold instance joined") \
+	X(JOIN_LAST_S, "join.last_s", "s", "time the last cold instance joined")
 #define REC_METRICS                                                                                \
 	X(REQUESTS, "requests", "", "requests in the run (every status)")                          \
 	X(COMPLETED, "completed", "", "requests completed")                                        \
@@ -159,7 +165,8 @@
 	X(DISAGG_HANDOFF_BYTES, "disagg.handoff_bytes", "bytes", "KV bytes handoff flows moved (in bytes_fg; 0 with disagg off)") \
 	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)") \
 	REC_BOUND                                                                                  \
-	REC_VIEW
+	REC_VIEW                                                                                   \
+	REC_JOIN
 
 typedef enum {
 #define X(id, name, unit, doc) REC_##id,

@@ -126,6 +126,22 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "before): decode instances keep no prefix cache and every handoff moves the whole "
 	 "prompt KV", NULL},
 	 AT(BOOL, dg.decode_prefix_cache)},
+	{{"cluster", "join_instances", CFG_INT, "0", 0, 1e6, NULL, "",
+	 "cold join: the last join_instances instances (by index) start absent and join at "
+	 "join_at_s or every join_every_s, as a cluster scaling out under a load ramp; before "
+	 "its join time an instance is in no policy's view (no request, no copy, no KV), at it "
+	 "it becomes routable with an empty cache (sim/run/sim_join.h). 0 (default): every "
+	 "instance serves from the start. Needs disagg = false", NULL},
+	 AT(U32, jn.instances)},
+	{{"cluster", "join_at_s", CFG_STR, "", 0, 0, NULL, "s",
+	 "cold join: one time per joining instance, comma-separated and non-decreasing "
+	 "(e.g. 20,40): instance nodes x gpus_per_node / tp - join_instances + k joins at "
+	 "entry k; \"\" (default): use join_every_s", NULL},
+	 AT(STR, jn.at_s)},
+	{{"cluster", "join_every_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
+	 "cold join: joining instance k (from 0) joins at (k + 1) x join_every_s; 0 (default): "
+	 "use join_at_s", NULL},
+	 AT(DOUBLE, jn.every_s)},
 	{{"kvcache", "block_tokens", CFG_INT, "512", 1, 65536, NULL, "tokens",
 	 "tokens per KV block (the Mooncake traces hash 512-token blocks; vLLM uses 16)", NULL},
 	 AT(U32, block_tokens)},

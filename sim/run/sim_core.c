@@ -20,6 +20,7 @@
 #include "sim/run/sim_decisions.h"
 #include "sim/run/sim_disagg.h"
 #include "sim/run/sim_int.h"
+#include "sim/run/sim_join.h"
 #include "sim/run/sim_rview.h"
 
 
@@ -1070,6 +1071,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->route_view.held_blocks = rv_held_routed;
 		s->route_view.candidates = NULL; /* the tree is not the stores */
 	}
+	if ((rc = sim_join_setup(s, e)))
+		return rc;
 	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
@@ -1200,7 +1203,9 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 		return rc;
 	if ((rc = sim_disagg_report(s, res)) || (s->bound && (rc = bound_report(s, res))))
 		return rc;
-	return s->rvw ? sim_rv_report(s->rvw, res) : 0;
+	if (s->rvw && (rc = sim_rv_report(s->rvw, res)))
+		return rc;
+	return sim_join_report(s, res);
 }
 
 static void ctx_free(sim_ctx_t *s)
@@ -1208,6 +1213,7 @@ static void ctx_free(sim_ctx_t *s)
 	sim_net_free(s);
 	cluster_free(&s->cl);
 	sim_disagg_free(s);
+	sim_join_free(s);
 	ev_engine_free(s->eng);
 	if (s->pol_open)
 		pol_set_close(&s->pol);

@@ -189,6 +189,7 @@ typedef struct sim_ctx {
 	/* cluster.disagg (sim_disagg.h; NULL when off): the handoffs, and each
 	 * instance's node and first GPU there (NULL: the uniform layout) */
 	struct sim_disagg *dg;
+	struct sim_join *jn; /* cluster.join_instances (sim_join.h; NULL when off) */
 	uint32_t *inst_node, *inst_gpu0;
 	uint32_t tp_decode; /* GPUs of a decode instance (sim_disagg.c; 0 when off) */
 	/* a handoff copy's last flow ended (sim_disagg.c sets it: copies do

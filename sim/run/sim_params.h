@@ -38,6 +38,13 @@ typedef struct sim_disagg_params {
 	int decode_prefix_cache;             /* decode instances keep prompt blocks as cache */
 } sim_disagg_params_t;
 
+/* [cluster] cold join (sim/run/sim_join.h). */
+typedef struct sim_join_params {
+	uint32_t instances; /* the last ones start absent; 0: none */
+	const char *at_s;   /* "t1,t2,...": a join time per instance, s; "": none */
+	double every_s;     /* instance k joins at (k + 1) x every_s; 0: none */
+} sim_join_params_t;
+
 /* [output]: what the run and the writers read. */
 typedef struct sim_out_params {
 	const char *dir;
@@ -64,6 +71,7 @@ typedef struct sim_params {
 	double reserve_fraction;
 	uint32_t kv_blocks; /* per instance; 0: what HBM leaves */
 	sim_disagg_params_t dg; /* disagg and the pools (sim_disagg.h) */
+	sim_join_params_t jn;   /* cold join (sim_join.h) */
 	/* [kvcache] */
 	uint32_t block_tokens;
 	int busy_rule;             /* BUSY_* (sim/cluster/cluster.h) */

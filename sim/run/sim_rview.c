@@ -336,6 +336,11 @@ int sim_rv_report(const sim_rv_t *rv, sim_results_t *res)
 	return rc;
 }
 
+void sim_rv_set_present(sim_rv_t *rv, uint32_t n)
+{
+	rv->base.n_inst = n;
+}
+
 int sim_rv_owns_view(const sim_rv_t *rv)
 {
 	return rv && rv->owns;

@@ -44,6 +44,9 @@ typedef struct sim_rv sim_rv_t;
  * events or replicas > 1 (sim_rv_owns_view). */
 int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e);
 int sim_rv_owns_view(const sim_rv_t *rv);
+/* The instances present are [0, n) (cold join, sim_join.h): the base view
+ * the replicas' views answer from counts them. */
+void sim_rv_set_present(sim_rv_t *rv, uint32_t n);
 void sim_rv_free(sim_rv_t *rv);
 /* An arrival reaches the routers: applies the event messages due now and
  * picks the replica deciding it. 0 or KS_ENOMEM. */
