@@ -85,7 +85,8 @@ typedef enum {
 	TR_GEN_FLASH,
 	TR_GEN_DIURNAL,
 	TR_GEN_SERVEGEN,
-	TR_GEN_FANOUT
+	TR_GEN_FANOUT,
+	TR_GEN_SESSIONS /* closed loop (tr_sess.h): made as the run goes, no trace to read */
 } tr_gen_kind_t;
 
 typedef enum {

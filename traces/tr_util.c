@@ -30,13 +30,14 @@ size_t tr_cdf_index(const double *cdf, size_t n, double u)
 const char *tr_gen_name(tr_gen_kind_t g)
 {
 	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
-	                                "flash",   "diurnal", "servegen", "fanout"};
+	                                "flash",   "diurnal", "servegen", "fanout",
+	                                "sessions"};
 	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
 }
 
 int tr_gen_parse(const char *s, tr_gen_kind_t *g)
 {
-	for (int i = TR_GEN_POISSON; i <= TR_GEN_FANOUT; i++)
+	for (int i = TR_GEN_POISSON; i <= TR_GEN_SESSIONS; i++)
 		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
 			*g = (tr_gen_kind_t)i;
 			return 0;
