@@ -342,6 +342,78 @@ static void test_sessions_requests_cap(void **st)
 	sim_results_free(&r);
 }
 
+/* A script of three 600-token requests per user, then nothing. */
+static int three_each(void *ctx, uint32_t user, sim_arrival_t *a, err_t *e)
+{
+	(void)e;
+	uint32_t *sent = ctx;
+	if (sent[user] == 3)
+		return 0;
+	sent[user]++;
+	*a = (sim_arrival_t){.in_len = 600, .out_len = 8, .session_id = user + 1,
+			     .turn = sent[user]};
+	return 1;
+}
+
+/* The clients over any script: a user whose script ends sends no more, and
+ * the run ends once every user is done and nothing is in flight, long
+ * before duration_s. */
+static void test_clients_script_end_stops_user(void **st)
+{
+	(void)st;
+	uint32_t sent[5] = {0};
+	sim_script_t sc = {three_each, sent};
+	sim_clients_opts_t o = {.users = 5, .think_s = 1, .think_fixed = 1, .duration_s = 1000,
+				.seed = 1, .name = "three"};
+	sim_clients_t *c = NULL;
+	err_t e = {0};
+	assert_int_equal(sim_clients_new(&o, &sc, &c, &e), 0);
+	cfg_t *cfg = NULL;
+	assert_int_equal(cli_load_config(NULL, NULL, 0, &cfg, &e), 0);
+	sim_run_opts_t ro = {.feedback = sim_clients_feedback(c)};
+	sim_results_t r;
+	int rc = sim_run_source_opts(cfg, NULL, sim_clients_source(c), &ro, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.n_req, 15);
+	for (uint32_t u = 0; u < 5; u++)
+		assert_int_equal(sent[u], 3);
+	for (size_t i = 0; i < r.n_req; i++) {
+		assert_int_equal(r.req[i].status, REQ_COMPLETED);
+		assert_true(r.req[i].arrival_ns < 10000000000LL); /* 3 cycles of ~1 s */
+	}
+	assert_true(sim_results_get(&r, "sim_time_s") < 10);
+	assert_string_equal(r.trace_path, "three");
+	sim_results_free(&r);
+	cli_config_free(cfg);
+	sim_clients_free(c);
+}
+
+/* A source that waits for results it can never get (no feedback) is an
+ * error, not a run that ends early in silence. */
+static int always_wait(void *ctx, sim_arrival_t *a, err_t *e)
+{
+	(void)ctx;
+	(void)e;
+	a->arrival_ns = INT64_MAX;
+	return SIM_SRC_WAIT;
+}
+
+static void test_waiting_source_without_feedback_fails(void **st)
+{
+	(void)st;
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config(NULL, NULL, 0, &cfg, &e), 0);
+	sim_source_t src = {always_wait, NULL, "waits"};
+	sim_results_t r;
+	assert_int_equal(sim_run_source_opts(cfg, NULL, &src, NULL, &r, &e), KS_ERUNTIME);
+	assert_non_null(strstr(e.msg, "waits: the source waits for results but the run has no "
+				      "feedback"));
+	cli_config_free(cfg);
+}
+
 TEST_MAIN(cmocka_unit_test(test_closed_loop_next_arrival_is_previous_end_plus_think),
 	  cmocka_unit_test(test_closed_loop_exponential_think_after_end),
 	  cmocka_unit_test(test_closed_loop_request_count_by_hand),
@@ -350,4 +422,6 @@ TEST_MAIN(cmocka_unit_test(test_closed_loop_next_arrival_is_previous_end_plus_th
 	  cmocka_unit_test(test_sessions_oracle_predictor_refused),
 	  cmocka_unit_test(test_sessions_oracle_bound_on_realized_stream),
 	  cmocka_unit_test(test_sessions_config_errors),
-	  cmocka_unit_test(test_sessions_requests_cap))
+	  cmocka_unit_test(test_sessions_requests_cap),
+	  cmocka_unit_test(test_clients_script_end_stops_user),
+	  cmocka_unit_test(test_waiting_source_without_feedback_fails))
