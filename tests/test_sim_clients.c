@@ -342,6 +342,22 @@ static void test_sessions_requests_cap(void **st)
 	sim_results_free(&r);
 }
 
+/* Runs clients c to the end on the built-in cluster. */
+static sim_results_t run_clients(sim_clients_t *c)
+{
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	assert_int_equal(cli_load_config(NULL, NULL, 0, &cfg, &e), 0);
+	sim_run_opts_t ro = {.feedback = sim_clients_feedback(c)};
+	sim_results_t r;
+	int rc = sim_run_source_opts(cfg, NULL, sim_clients_source(c), &ro, &r, &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	cli_config_free(cfg);
+	return r;
+}
+
 /* A script of three 600-token requests per user, then nothing. */
 static int three_each(void *ctx, uint32_t user, sim_arrival_t *a, err_t *e)
 {
@@ -368,14 +384,7 @@ static void test_clients_script_end_stops_user(void **st)
 	sim_clients_t *c = NULL;
 	err_t e = {0};
 	assert_int_equal(sim_clients_new(&o, &sc, &c, &e), 0);
-	cfg_t *cfg = NULL;
-	assert_int_equal(cli_load_config(NULL, NULL, 0, &cfg, &e), 0);
-	sim_run_opts_t ro = {.feedback = sim_clients_feedback(c)};
-	sim_results_t r;
-	int rc = sim_run_source_opts(cfg, NULL, sim_clients_source(c), &ro, &r, &e);
-	if (rc)
-		fprintf(stderr, "%s\n", e.msg);
-	assert_int_equal(rc, 0);
+	sim_results_t r = run_clients(c);
 	assert_int_equal(r.n_req, 15);
 	for (uint32_t u = 0; u < 5; u++)
 		assert_int_equal(sent[u], 3);
@@ -386,8 +395,58 @@ static void test_clients_script_end_stops_user(void **st)
 	assert_true(sim_results_get(&r, "sim_time_s") < 10);
 	assert_string_equal(r.trace_path, "three");
 	sim_results_free(&r);
-	cli_config_free(cfg);
 	sim_clients_free(c);
+}
+
+static int short_req(void *ctx, uint32_t user, sim_arrival_t *a, err_t *e)
+{
+	(void)ctx;
+	(void)e;
+	*a = (sim_arrival_t){.in_len = 300, .out_len = 4, .session_id = user + 1};
+	return 1;
+}
+
+/* Stages: 2 users from 0 s, 6 from 30 s, none from 60 s (fixed think 1 s,
+ * requests well under a second). Users 2-5 first send at 31 s (they start
+ * their stage by thinking); nobody sends at or after 60 s, though
+ * duration_s is 90; users 0-1 send all along. */
+static void test_clients_stages(void **st)
+{
+	(void)st;
+	const sim_clients_stage_t g[] = {{0, 2}, {30, 6}, {60, 0}};
+	sim_script_t sc = {short_req, NULL};
+	sim_clients_opts_t o = {.users = 6, .think_s = 1, .think_fixed = 1, .duration_s = 90,
+				.seed = 1, .name = "stages", .stages = g, .n_stages = 3};
+	sim_clients_t *c = NULL;
+	err_t e = {0};
+	assert_int_equal(sim_clients_new(&o, &sc, &c, &e), 0);
+	sim_results_t r = run_clients(c);
+	int64_t first[6], last[6];
+	for (int u = 0; u < 6; u++)
+		first[u] = INT64_MAX, last[u] = -1;
+	for (size_t i = 0; i < r.n_req; i++) {
+		assert_true(r.req[i].e2e_ns < 1000000000);
+		uint32_t u = sim_clients_user(c, r.req[i].id);
+		assert_true(u < 6);
+		first[u] = r.req[i].arrival_ns < first[u] ? r.req[i].arrival_ns : first[u];
+		last[u] = r.req[i].arrival_ns > last[u] ? r.req[i].arrival_ns : last[u];
+	}
+	for (int u = 0; u < 6; u++) {
+		assert_int_equal(first[u], u < 2 ? 1000000000LL : 31000000000LL);
+		assert_true(last[u] < 60000000000LL && last[u] > 57000000000LL);
+	}
+	sim_results_free(&r);
+	sim_clients_free(c);
+	const sim_clients_stage_t bad[] = {{0, 2}, {0, 3}};
+	o.stages = bad;
+	o.n_stages = 2;
+	assert_int_equal(sim_clients_new(&o, &sc, &c, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "clients: stage 1: start_s 0 must be after"));
+	const sim_clients_stage_t many[] = {{0, 7}};
+	o.stages = many;
+	o.n_stages = 1;
+	assert_int_equal(sim_clients_new(&o, &sc, &c, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "clients: stage 0: 7 users of 6"));
 }
 
 /* A source that waits for results it can never get (no feedback) is an
@@ -424,4 +483,5 @@ TEST_MAIN(cmocka_unit_test(test_closed_loop_next_arrival_is_previous_end_plus_th
 	  cmocka_unit_test(test_sessions_config_errors),
 	  cmocka_unit_test(test_sessions_requests_cap),
 	  cmocka_unit_test(test_clients_script_end_stops_user),
+	  cmocka_unit_test(test_clients_stages),
 	  cmocka_unit_test(test_waiting_source_without_feedback_fails))

@@ -32,6 +32,8 @@ struct sim_clients {
 	uint32_t *user_of;      /* per request id */
 	size_t cap_user_of;
 	uint64_t sent;
+	sim_clients_stage_t *stages; /* own copy; NULL: one stage of every user */
+	int64_t *stage_ns;           /* their starts */
 };
 
 static int wake_less(const cl_wake_t *a, const cl_wake_t *b)
@@ -88,6 +90,39 @@ static void user_think(sim_clients_t *c, uint32_t u, int64_t now)
 	heap_push(c, (cl_wake_t){now + think_ns(c, u, c->thinks[u]++), u});
 }
 
+/* The stage that holds time t (stages start at 0). */
+static uint32_t stage_at(const sim_clients_t *c, int64_t t)
+{
+	uint32_t k = 0;
+	while (k + 1 < c->o.n_stages && c->stage_ns[k + 1] <= t)
+		k++;
+	return k;
+}
+
+/* u sleeps until the first stage from k on that has it, and thinks from
+ * its start; done when there is none. */
+static void user_sleep(sim_clients_t *c, uint32_t u, uint32_t k)
+{
+	for (; k < c->o.n_stages; k++)
+		if (u < c->stages[k].users) {
+			user_think(c, u, c->stage_ns[k]);
+			return;
+		}
+	c->state[u] = U_DONE;
+}
+
+/* u's think ended at t: 1 when its stage has it, else it sleeps (0). */
+static int user_awake(sim_clients_t *c, uint32_t u, int64_t t)
+{
+	if (!c->stages)
+		return 1;
+	uint32_t k = stage_at(c, t);
+	if (u < c->stages[k].users)
+		return 1;
+	user_sleep(c, u, k + 1);
+	return 0;
+}
+
 static void users_stop(sim_clients_t *c)
 {
 	while (c->n_heap)
@@ -116,6 +151,8 @@ static int cl_next(void *ctx, sim_arrival_t *a, err_t *e)
 			return SIM_SRC_WAIT;
 		}
 		cl_wake_t w = heap_pop(c);
+		if (!user_awake(c, w.user, w.t))
+			continue;
 		int rc = c->script.next(c->script.ctx, w.user, a, e);
 		if (rc < 0)
 			return rc;
@@ -166,10 +203,38 @@ int sim_clients_new(const sim_clients_opts_t *o, const sim_script_t *script,
 		return err_set(e, KS_EINPUT,
 			       "[trace] duration_s: closed-loop users need duration_s > 0 or a "
 			       "request count, else they never stop");
+	for (uint32_t k = 0; k < o->n_stages; k++) {
+		const sim_clients_stage_t *g = &o->stages[k];
+		if (g->users > o->users)
+			return err_set(e, KS_EINPUT, "clients: stage %u: %u users of %u", k, g->users,
+				       o->users);
+		if (k == 0 ? g->start_s != 0 : !(g->start_s > o->stages[k - 1].start_s))
+			return err_set(e, KS_EINPUT,
+				       "clients: stage %u: start_s %g must be %s", k, g->start_s,
+				       k == 0 ? "0" : "after the previous stage's");
+		if (!(g->start_s < 4e9))
+			return err_set(e, KS_EINPUT, "clients: stage %u: start_s %g is out of range",
+				       k, g->start_s);
+	}
 	sim_clients_t *c = calloc(1, sizeof *c);
 	if (!c)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	c->o = *o;
+	if (o->stages && o->n_stages) {
+		c->stages = malloc(o->n_stages * sizeof *c->stages);
+		c->stage_ns = malloc(o->n_stages * sizeof *c->stage_ns);
+		if (!c->stages || !c->stage_ns) {
+			sim_clients_free(c);
+			return err_set(e, KS_ENOMEM, "out of memory");
+		}
+		memcpy(c->stages, o->stages, o->n_stages * sizeof *c->stages);
+		for (uint32_t k = 0; k < o->n_stages; k++)
+			c->stage_ns[k] = (int64_t)llround(o->stages[k].start_s * 1e9);
+		c->o.stages = c->stages;
+	} else {
+		c->o.stages = NULL;
+		c->o.n_stages = 0;
+	}
 	c->script = *script;
 	c->end_ns = o->duration_s > 0 ? (int64_t)llround(o->duration_s * 1e9) : INT64_MAX;
 	c->state = calloc(o->users, sizeof *c->state);
@@ -179,8 +244,11 @@ int sim_clients_new(const sim_clients_opts_t *o, const sim_script_t *script,
 		sim_clients_free(c);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	for (uint32_t u = 0; u < o->users; u++)
-		user_think(c, u, 0); /* every user starts by thinking */
+	for (uint32_t u = 0; u < o->users; u++) /* every user starts by thinking */
+		if (c->stages)
+			user_sleep(c, u, 0); /* from its first stage */
+		else
+			user_think(c, u, 0);
 	c->src = (sim_source_t){cl_next, c, o->name ? o->name : "clients"};
 	c->fb = (sim_feedback_t){c, cl_at, cl_done};
 	*out = c;
@@ -216,7 +284,7 @@ double sim_clients_fraction(void *ctx)
 void sim_clients_free(sim_clients_t *c)
 {
 	if (c)
-		FREE_ALL(c->state, c->thinks, c->heap, c->user_of, c);
+		FREE_ALL(c->state, c->thinks, c->heap, c->user_of, c->stages, c->stage_ns, c);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -272,8 +340,13 @@ int sim_sessions_open(const cfg_t *cfg, uint32_t S, uint64_t seed, sim_sessions_
 	uint64_t max = o.requests;
 	if (o.limit && (!max || o.limit < max))
 		max = o.limit;
-	sim_clients_opts_t co = {so.users, so.think_s, so.think_fixed, o.duration_s, max,
-				 rng_fmix64(seed ^ 0x7468696e6bULL), ss->name};
+	sim_clients_opts_t co = {.users = so.users,
+				 .think_s = so.think_s,
+				 .think_fixed = so.think_fixed,
+				 .duration_s = o.duration_s,
+				 .max_requests = max,
+				 .seed = rng_fmix64(seed ^ 0x7468696e6bULL),
+				 .name = ss->name};
 	sim_script_t sc = {sess_next, ss};
 	if ((rc = tr_sess_new(&o, &so, S, seed, &ss->ts, e)) ||
 	    (rc = sim_clients_new(&co, &sc, &ss->cl, e))) {

@@ -39,6 +39,16 @@ typedef struct sim_script {
 	void *ctx;
 } sim_script_t;
 
+/* A load stage, as client benchmarks run them (N users for a while, then
+ * M): from start_s on, users 0 .. users-1 send and the others do not. A
+ * user whose think time ends while it is not among them sleeps until the
+ * next stage that has it, and starts that stage by thinking, as every user
+ * starts the run; a request in flight when its stage ends still completes. */
+typedef struct sim_clients_stage {
+	double start_s;
+	uint32_t users;
+} sim_clients_stage_t;
+
 typedef struct sim_clients_opts {
 	uint32_t users;
 	double think_s;
@@ -47,6 +57,10 @@ typedef struct sim_clients_opts {
 	uint64_t max_requests; /* 0: none */
 	uint64_t seed;
 	const char *name;      /* the source's name ("gen:sessions") */
+	/* stages[0 .. n_stages), start_s increasing from 0, users <= users
+	 * (copied); NULL: every user for the whole run */
+	const sim_clients_stage_t *stages;
+	uint32_t n_stages;
 } sim_clients_opts_t;
 
 typedef struct sim_clients sim_clients_t;
