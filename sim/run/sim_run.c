@@ -102,15 +102,17 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 	trace_src_t t = {0};
 	sim_sessions_t *ss = NULL;
 	int rc = sim_params_fill(cfg, &sp, e);
+	if (rc)
+		return rc;
 	uint64_t seed = sim_seed_for(sp.seed, SIM_STREAM_TRACE);
-	if (!rc && (rc = sim_sessions_open(cfg, sp.block_tokens, seed, &ss, e)) == 0 && ss)
-		return sessions_run(cfg, reg, o, ss, res, e); /* a closed loop, made as it runs */
-	if (!rc)
-		rc = tr_open_cfg(cfg, sp.block_tokens, seed, &t.r, e);
-	if (rc) {
-		cfg_err_locate(cfg, e);
+	if ((rc = sim_sessions_open(cfg, sp.block_tokens, seed, &ss, e))) {
+		cfg_err_locate(cfg, e); /* a sessions key's check names its place */
 		return rc;
 	}
+	if (ss)
+		return sessions_run(cfg, reg, o, ss, res, e); /* a closed loop, made as it runs */
+	if ((rc = tr_open_cfg(cfg, sp.block_tokens, seed, &t.r, e)))
+		return rc;
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};
 	sim_run_opts_t ro = {0};
 	if (o) {
