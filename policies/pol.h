@@ -31,7 +31,9 @@
  *               inst}) (inst -1 for a rejected request: it is still demand).
  *   Hooks documented "may be NULL" are skipped when NULL.
  *   peek:       when pred.peek_ahead_ns() > 0, every trace request is passed
- *               to pred.peek (inst -1) that many ns before it arrives (oracle).
+ *               to pred.peek (inst -1) that many ns before it arrives (oracle);
+ *               a closed-loop run (trace.gen = sessions) has no trace ahead
+ *               and refuses such a predictor.
  *   tick:       every repl.timing().tick_ns > 0: fc = pred.forecast(now,
  *               timing.horizon_ns); repl.on_tick(fc). A replication policy
  *               whose timing has horizon_ns 0 ignores forecasts, so the

@@ -8,7 +8,10 @@
  *    groups when any, else invented ids that no instance holds);
  *  - jitter: each arrival becomes visible lead + N(0, jitter) before it
  *    happens (clipped to [0, lead + 4 jitter]), so forecasts come late or
- *    early. */
+ *    early.
+ * A closed-loop workload (trace.gen = sessions) has no trace ahead: each
+ * request exists only once its user's previous one completed, so the run
+ * refuses this predictor with it (sim_core.c setup). */
 #include "policies/pol_int.h"
 #include "sim/base/mem.h"
 #include "sim/base/vec.h"

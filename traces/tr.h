@@ -86,7 +86,8 @@ typedef enum {
 	TR_GEN_DIURNAL,
 	TR_GEN_SERVEGEN,
 	TR_GEN_FANOUT,
-	TR_GEN_CROWD /* traces/tr_gen_crowd.c */
+	TR_GEN_CROWD, /* traces/tr_gen_crowd.c */
+	TR_GEN_SESSIONS /* closed loop (tr_sess.h): made as the run goes, no trace to read */
 } tr_gen_kind_t;
 
 typedef enum {

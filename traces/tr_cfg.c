@@ -20,7 +20,7 @@ static const cfg_enum_t gen_map[] = {
     {"poisson", TR_GEN_POISSON}, {"gamma", TR_GEN_GAMMA},     {"weibull", TR_GEN_WEIBULL},
     {"mmpp", TR_GEN_MMPP},       {"flash", TR_GEN_FLASH},     {"diurnal", TR_GEN_DIURNAL},
     {"servegen", TR_GEN_SERVEGEN}, {"fanout", TR_GEN_FANOUT},
-    {"crowd", TR_GEN_CROWD},       {NULL, 0}};
+    {"crowd", TR_GEN_CROWD},       {"sessions", TR_GEN_SESSIONS}, {NULL, 0}};
 static const cfg_enum_t flash_map[] = {{"step", 0}, {"spike", 1}, {NULL, 0}};
 static const cfg_enum_t dist_map[] = {{"fixed", TR_DIST_FIXED},
                                       {"uniform", TR_DIST_UNIFORM},
@@ -75,7 +75,9 @@ const cfg_tkey_t tr_cfg_keys[] = {
     /* generators */
     {{S, "gen", CFG_ENUM, "poisson", 0, 0,
      NULL, "",
-     "arrival process when kind = gen", NULL},
+     "arrival process when kind = gen (sessions: closed-loop users running agent/RAG "
+     "sessions over shared documents, made as the run goes; keys in tr_gen_session.c)",
+     NULL},
      CFG_AT_ENUM(tr_opts_t, gen, gen_map)},
     {{S, "rate", CFG_FLOAT, "10", 0, 1e9, NULL, "req/s",
      "mean (poisson, gamma, weibull) or base (flash, diurnal) request rate", NULL},

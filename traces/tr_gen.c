@@ -250,6 +250,7 @@ static int next_time(gen_src_t *g, double *t, err_t *e)
 		b_bytes(g);
 		return rc;
 	}
+	case TR_GEN_SESSIONS: /* refused by tr_open: a closed loop is made in the run */
 	case TR_GEN_FANOUT:
 	case TR_GEN_CROWD:
 		break; /* handled by gen_next; crowd by its own source */

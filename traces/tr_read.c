@@ -153,6 +153,12 @@ static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be <= 4e9");
 	if (o->end_s > 0 && o->end_s <= o->start_s)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be > start_s (or 0 for none)");
+	/* A closed loop's requests depend on the simulated service: only a run makes them. */
+	if (o->kind == TR_KIND_GEN && o->gen == TR_GEN_SESSIONS)
+		return err_set(e, KS_EINPUT,
+		               "[trace] gen: sessions is a closed loop: each request is made when its "
+		               "user's previous one completes in a simulation, so there is no trace "
+		               "to read without running one (kvsim run simulates it)");
 	/* A file that would be silently ignored is a mistake, not a choice. */
 	if (o->kind == TR_KIND_GEN && o->gen != TR_GEN_SERVEGEN && o->path && *o->path)
 		return err_set(e, KS_EINPUT,

@@ -37,13 +37,13 @@ const char *tr_gen_name(tr_gen_kind_t g)
 {
 	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
 	                                "flash",   "diurnal", "servegen", "fanout",
-	                                "crowd"};
+	                                "crowd", "sessions"};
 	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
 }
 
 int tr_gen_parse(const char *s, tr_gen_kind_t *g)
 {
-	for (int i = TR_GEN_POISSON; i <= TR_GEN_CROWD; i++)
+	for (int i = TR_GEN_POISSON; i <= TR_GEN_SESSIONS; i++)
 		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
 			*g = (tr_gen_kind_t)i;
 			return 0;

@@ -52,6 +52,11 @@
  * mis-predicted reuse costs is an oracle-predictor run minus the policy's
  * (two runs: analysis/oracle_gap.py).
  *
+ * Closed loops (trace.gen = sessions): the streams are the requests the
+ * run made, so the bound holds for that realized stream; another policy
+ * that answers sooner makes more or earlier requests, and its bound is over
+ * another stream.
+ *
  * Cost: O(n log n) in the accesses n (sorts for the next-use indices and
  * the first touches, a binary heap with lazy deletion for the farthest).
  * Ownership: a bound_stream_t is owned by its creator (bound_free); it

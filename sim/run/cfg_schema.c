@@ -7,6 +7,7 @@
 
 extern const cfg_tkey_t sim_cfg_keys[]; extern const size_t sim_cfg_keys_n;
 extern const cfg_tkey_t tr_cfg_keys[];  extern const size_t tr_cfg_keys_n;
+extern const cfg_tkey_t tr_sess_cfg_keys[]; extern const size_t tr_sess_cfg_keys_n;
 extern const cfg_tkey_t net_cfg_keys[]; extern const size_t net_cfg_keys_n;
 extern const cfg_tkey_t out_cfg_keys[]; extern const size_t out_cfg_keys_n;
 int mdl_cfg_register(cfg_schema_t *s);
@@ -21,6 +22,7 @@ cfg_schema_t *cfg_schema_default(void)
 	if (cfg_schema_add_typed(s, sim_cfg_keys, sim_cfg_keys_n) ||
 	    mdl_cfg_register(s) ||
 	    cfg_schema_add_typed(s, tr_cfg_keys, tr_cfg_keys_n) ||
+	    cfg_schema_add_typed(s, tr_sess_cfg_keys, tr_sess_cfg_keys_n) ||
 	    cfg_schema_add_typed(s, net_cfg_keys, net_cfg_keys_n) ||
 	    cfg_schema_add_typed(s, out_cfg_keys, out_cfg_keys_n) || pol_cfg_register(s) ||
 	    pol_preset_register(s)) { /* last: presets name keys of every module */

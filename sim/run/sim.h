@@ -25,13 +25,33 @@ typedef struct sim_arrival {
 	const uint64_t *blocks;
 	int32_t status; /* 0 ok, 1 failed in the source trace */
 	uint32_t n_out_blocks; /* ids after blocks[n_blocks]: full blocks ending in the output */
+	uint64_t session_id;   /* the request's session (trace or generator); 0: none */
+	uint32_t turn;         /* its 1-based turn in the session; 0: unknown */
 } sim_arrival_t;
+
+/* A closed-loop source (clients that wait for their answers, sim_clients.h)
+ * may have no request to give yet while it waits for results: next then
+ * returns SIM_SRC_WAIT with out->arrival_ns the time to ask again
+ * (INT64_MAX: only after a result). Such a source comes with a
+ * sim_feedback_t (sim_run_opts_t.feedback). */
+#define SIM_SRC_WAIT 2
 
 typedef struct sim_source {
 	int (*next)(void *ctx, sim_arrival_t *out, err_t *e);
 	void *ctx;
 	const char *name;       /* trace path or "gen:KIND" */
 } sim_source_t;
+
+/* What a closed-loop source hears from the run: the simulated time before
+ * each next, and every request row (completed, rejected, or unfinished at
+ * the end) at the time it is made; the run asks the source again after a
+ * row. A run with feedback has no trace ahead of it: predictors that peek
+ * are refused. */
+typedef struct sim_feedback {
+	void *ctx;
+	void (*at)(void *ctx, int64_t now);
+	int (*done)(void *ctx, int64_t now, const res_request_t *row, err_t *e);
+} sim_feedback_t;
 
 /* Where a running simulation stands, for a progress line. */
 typedef struct sim_progress {
@@ -98,6 +118,7 @@ typedef struct sim_run_opts {
 	double (*fraction)(void *ctx);
 	void *fraction_ctx;
 	const sim_trace_sink_t *trace; /* NULL: none */
+	const sim_feedback_t *feedback; /* a closed-loop source's (NULL: none) */
 } sim_run_opts_t;
 
 /* sim_run with the requests taken from src instead of the [trace] section. */

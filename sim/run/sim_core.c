@@ -304,9 +304,26 @@ static int read_one(sim_ctx_t *s)
 	if (s->src_done)
 		return 0;
 	sim_arrival_t a = {0}; /* sources that know no output ids leave n_out_blocks 0 */
+	int64_t now = ev_engine_now(s->eng);
+	if (s->fb)
+		s->fb->at(s->fb->ctx, now);
+	s->src_wait = 0;
 	int rc = s->src->next(s->src->ctx, &a, s->err);
 	if (rc < 0)
 		return rc;
+	if (rc == SIM_SRC_WAIT && !s->fb)
+		return err_set(s->err, KS_ERUNTIME,
+			       "%s: the source waits for results but the run has no feedback for it",
+			       s->src->name);
+	if (rc == SIM_SRC_WAIT) { /* a closed loop waits for results, or for a time */
+		s->src_wait = 1;
+		s->src_gen++;
+		if (a.arrival_ns != INT64_MAX &&
+		    ev_engine_at(s->eng, a.arrival_ns > now ? a.arrival_ns : now, s->ev.src_retry, 0,
+				 s->src_gen) == EV_NONE)
+			return KS_ENOMEM;
+		return 0;
+	}
 	if (rc == 0) {
 		s->src_done = 1;
 		return 0;
@@ -322,11 +339,19 @@ static int read_one(sim_ctx_t *s)
 		return KS_ENOMEM;
 	if (s->peek_ahead > 0) {
 		int64_t t = a.arrival_ns - s->peek_ahead;
-		int64_t now = ev_engine_now(s->eng);
 		if (ev_engine_at(s->eng, t > now ? t : now, s->ev.peek, 0, seq) == EV_NONE)
 			return KS_ENOMEM;
 	}
 	return 0;
+}
+
+/* The retry a closed-loop source asked for; an older one (a result came
+ * first and the source was asked again) is stale. */
+static int on_src_retry(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)eng;
+	sim_ctx_t *s = ctx;
+	return s->src_wait && ev->payload == s->src_gen ? read_one(s) : 0;
 }
 
 static int on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
@@ -595,7 +620,18 @@ static int on_result(void *ctx, const res_request_t *row)
 		sim_load_dec(s->load, (uint32_t)row->instance);
 	if (row->instance >= 0 && s->rvw)
 		sim_rv_result(s->rvw, row);
-	return rec_request(s->res, row);
+	int rc = rec_request(s->res, row);
+	if (rc || !s->fb)
+		return rc;
+	/* a closed loop: the row frees its user, who may send again; the source
+	 * is asked in an event of its own (this one may be mid-arrival) */
+	int64_t now = ev_engine_now(s->eng);
+	if ((rc = s->fb->done(s->fb->ctx, now, row, s->err)))
+		return rc;
+	if (s->src_wait && !s->src_done &&
+	    ev_engine_at(s->eng, now, s->ev.src_retry, 0, ++s->src_gen) == EV_NONE)
+		return KS_ENOMEM;
+	return 0;
 }
 
 /* output.timeline = changed: the rows of sample_every that differ from the
@@ -1083,6 +1119,13 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	/* the predictor reads ahead only if a replication policy asks it */
 	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
 		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
+	if (s->peek_ahead > 0 && s->fb)
+		return cfg_err_keys(cfg, e, "policy.predictor.name,trace.gen",
+				    "%s reads the trace ahead, but %s is a closed loop: each "
+				    "request is made only when its user's previous one completes, "
+				    "so there is nothing ahead to read; pick a predictor that learns "
+				    "from arrivals",
+				    po->base.name, s->src->name ? s->src->name : "the source");
 	if (s->horizon_ns > 0 && !(s->fc = fcast_new(s->horizon_ns,
 						     pred_min_blocks(&s->pol.h[POL_PREDICTOR]))))
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -1097,6 +1140,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	sim_ev_types_t *t = &s->ev;
 	if (ev_engine_type_new(s->eng, on_arrival, s, &t->arrival) ||
 	    ev_engine_type_new(s->eng, on_peek, s, &t->peek) ||
+	    ev_engine_type_new(s->eng, on_src_retry, s, &t->src_retry) ||
 	    ev_engine_type_new(s->eng, on_tick, s, &t->tick) ||
 	    ev_engine_type_new(s->eng, on_sample, s, &t->sample) ||
 	    ev_engine_type_new(s->eng, on_kick, s, &t->kick) ||
@@ -1165,6 +1209,7 @@ static int bound_report(sim_ctx_t *s, sim_results_t *res)
 static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 {
 	int rc;
+	s->src_done = 1; /* rows of unfinished requests ask no closed-loop user for more */
 	if ((rc = sim_disagg_finish(s)) || (rc = cluster_finish(&s->cl)))
 		return rc;
 	if (s->hook_err)
@@ -1262,6 +1307,7 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	s->res = res;
 	s->opts = o && o->progress ? o : NULL;
 	s->trace = o ? o->trace : NULL;
+	s->fb = o ? o->feedback : NULL;
 	int rc = setup(s, cfg, reg, e);
 	if (!rc && s->opts)
 		ev_engine_set_tick(s->eng, 8192, progress_tick, s);

@@ -23,6 +23,7 @@
  * register them; the cluster and the network take theirs). */
 typedef struct sim_ev_types {
 	uint32_t arrival, peek, tick, sample;
+	uint32_t src_retry; /* ask a closed-loop source again (sim.h SIM_SRC_WAIT) */
 	uint32_t kick;      /* cluster_kick(target) */
 	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy.c) */
 	uint32_t lone_copy; /* a copy timed alone on its path lands (sim_copy.c) */
@@ -110,10 +111,13 @@ typedef struct sim_ctx {
 	err_t *err;
 	/* trace */
 	sim_source_t *src;
+	const sim_feedback_t *fb; /* closed loop (sim.h); NULL: none */
 	pend_t *pend;           /* ring of read-ahead requests */
 	uint32_t pend_cap, pend_n;
 	uint64_t pend_head_seq; /* read sequence number of the oldest entry */
 	int src_done;
+	int src_wait;           /* the source said SIM_SRC_WAIT; src_gen names the live retry */
+	uint64_t src_gen;
 	int64_t last_arrival, peek_ahead;
 	/* policies */
 	pol_set_t pol;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "sim/run/sim.h"
+#include "sim/run/sim_clients.h"
 #include "sim/run/sim_params.h"
 #include "traces/tr.h"
 
@@ -56,6 +57,7 @@ static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
 	a->n_out_blocks = q.n_out_blocks;
 	a->blocks = q.blocks;
 	a->status = q.status;
+	a->session_id = q.session_id;
 	return 1;
 }
 
@@ -75,15 +77,41 @@ int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t
 	return sim_run_opts(cfg, reg, NULL, res, e);
 }
 
+/* trace.gen = sessions: the clients are the source, fed back by the run. */
+static int sessions_run(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
+			sim_sessions_t *ss, sim_results_t *res, err_t *e)
+{
+	sim_clients_t *c = sim_sessions_clients(ss);
+	sim_run_opts_t ro = {0};
+	if (o)
+		ro = *o;
+	ro.fraction = sim_clients_fraction;
+	ro.fraction_ctx = c;
+	ro.feedback = sim_clients_feedback(c);
+	int rc = sim_run_source_opts(cfg, reg, sim_clients_source(c), &ro, res, e);
+	sim_sessions_free(ss);
+	if (rc)
+		cfg_err_locate(cfg, e);
+	return rc;
+}
+
 int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
 		 sim_results_t *res, err_t *e)
 {
 	sim_params_t sp;
 	trace_src_t t = {0};
+	sim_sessions_t *ss = NULL;
 	int rc = sim_params_fill(cfg, &sp, e);
-	if (!rc)
-		rc = tr_open_cfg(cfg, sp.block_tokens, sim_seed_for(sp.seed, SIM_STREAM_TRACE), &t.r, e);
 	if (rc)
+		return rc;
+	uint64_t seed = sim_seed_for(sp.seed, SIM_STREAM_TRACE);
+	if ((rc = sim_sessions_open(cfg, sp.block_tokens, seed, &ss, e))) {
+		cfg_err_locate(cfg, e); /* a sessions key's check names its place */
+		return rc;
+	}
+	if (ss)
+		return sessions_run(cfg, reg, o, ss, res, e); /* a closed loop, made as it runs */
+	if ((rc = tr_open_cfg(cfg, sp.block_tokens, seed, &t.r, e)))
 		return rc;
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};
 	sim_run_opts_t ro = {0};
