@@ -151,6 +151,11 @@ typedef struct cluster_params {
 	 * of r's prefill (layer-wise transfer starts with it; may be NULL). */
 	void (*on_last_chunk)(void *ctx, uint32_t inst, struct sim_req *r);
 	int64_t ttft_slo_ns, tpot_slo_ns;
+	/* A waiting request with no first token whose arrival is more than this
+	 * before a scheduling step of its instance leaves the queue with status
+	 * REQ_ABANDONED (its client timed out); 0: never. A request whose peer
+	 * fetch has started, or that holds KV landed by a handoff, is kept. */
+	int64_t client_timeout_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 	/* A job queued with cluster_job_add finished on inst (may be NULL). */
