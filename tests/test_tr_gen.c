@@ -339,7 +339,7 @@ static void expect_scaled_count(tr_opts_t o, double s, double mean1, double var_
 	if (!(fabs((double)g.n - mean) < 5 * sd))
 		fail_msg("%s at rate_scale %g: %zu requests, want %.0f +- %.0f", what, s, g.n, mean,
 		         5 * sd);
-	if (o.duration_s > 0 && o.gen != TR_GEN_SERVEGEN)
+	if (o.duration_s > 0 && o.kind == TR_KIND_GEN && o.gen != TR_GEN_SERVEGEN)
 		assert_true(g.n == 0 || g.t[g.n - 1] < o.duration_s);
 	gen_free(&g);
 }
@@ -378,6 +378,15 @@ static void test_rate_scale_multiplies_every_rate_driven_generator(void **st)
 		o = gen_opts(TR_GEN_SERVEGEN);
 		o.path = tf_write("csv", "0,10,1,,0,0\n");
 		expect_scaled_count(o, s, 6000, 1, 0, "servegen");
+		/* the same windows file read as trace.kind = servegen (detected) */
+		const char *path = o.path;
+		tr_opts_default(&o);
+		o.path = path;
+		expect_scaled_count(o, s, 6000, 1, 0, "servegen file");
+		o.rate_scale = s; /* over the window's whole 600 s, not compressed */
+		gen_out_t g = gen_run(&o, 512, 5);
+		assert_true(g.t[g.n - 1] > 590 && g.t[g.n - 1] < 600);
+		gen_free(&g);
 	}
 }
 

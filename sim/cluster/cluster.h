@@ -7,7 +7,8 @@
  * are ns, sizes bytes or blocks as named. Requests enter with cluster_submit
  * (at their arrival time, already routed); each instance runs one iteration
  * event at a time whose duration comes from the cost callback. Every request
- * ends completed or rejected (with a reason); none is dropped. Errors:
+ * ends completed, rejected (with a reason), abandoned (p.client_timeout_ns)
+ * or unfinished at cluster_finish; none is dropped. Errors:
  * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook, with a
  * prefill instance and no on_handoff hook, or with fixed_blocks_per_seq under
  * SCHED_BTB).
