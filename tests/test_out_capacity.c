@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
@@ -78,27 +79,40 @@ static int64_t service_ns(void)
 	return s;
 }
 
-/* `kvsim sweep ini --set slo.ttft_ms=TTFT --capacity RANGE -j J -o out/NAME`,
- * stdout and stderr to files; its exit status. */
-static int capacity_sweep(const char *name, double ttft_ms, const char *range, const char *jobs)
+/* `kvsim sweep ARGS...` in this process, stdout and stderr to
+ * tmpdir/NAME.out (its text in out, when not NULL); its exit status. */
+static int sweep_main_to(const char *name, int argc, char **argv, char *out, size_t cap)
 {
-	char dir[400], slo[64], p[400];
-	snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
-	snprintf(slo, sizeof slo, "slo.ttft_ms=%.9g", ttft_ms);
-	char *argv[] = {"sweep", ini, "--set", slo, "--capacity", (char *)range,
-			"--capacity-tol", "0.01", "-j", (char *)jobs, "-o", dir,
-			"--no-progress", NULL};
+	char p[400];
 	snprintf(p, sizeof p, "%s/%s.out", tmpdir, name);
 	fflush(stdout);
 	fflush(stderr);
 	FILE *saved_out = stdout, *saved_err = stderr;
 	stdout = fopen(p, "w");
 	stderr = stdout;
-	int rc = out_sweep_main(13, argv);
+	int rc = out_sweep_main(argc, argv);
 	fclose(stdout);
 	stdout = saved_out;
 	stderr = saved_err;
+	if (out) {
+		FILE *f = fopen(p, "r");
+		size_t n = fread(out, 1, cap - 1, f);
+		out[n] = '\0';
+		fclose(f);
+	}
 	return rc;
+}
+
+/* `kvsim sweep ini --set slo.ttft_ms=TTFT --capacity RANGE -j J -o tmpdir/NAME` */
+static int capacity_sweep(const char *name, double ttft_ms, const char *range, const char *jobs)
+{
+	char dir[400], slo[64];
+	snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+	snprintf(slo, sizeof slo, "slo.ttft_ms=%.9g", ttft_ms);
+	char *argv[] = {"sweep", ini, "--set", slo, "--capacity", (char *)range,
+			"--capacity-tol", "0.01", "-j", (char *)jobs, "-o", dir,
+			"--no-progress", NULL};
+	return sweep_main_to(name, 13, argv, NULL, 0);
 }
 
 typedef struct cap_row {
@@ -182,6 +196,36 @@ static void test_capacity_search_says_when_the_range_misses_it(void **st)
 	assert_true(r.probes == 2 && fabs(r.value / (c / 2) - 1) < 1e-5);
 }
 
+/* Usage errors run nothing and create nothing: the searched key on a grid
+ * axis too, --dry-run (a search's probes depend on each other), a bad
+ * range, an unknown metric. */
+static void test_capacity_usage_errors_run_nothing(void **st)
+{
+	(void)st;
+	char dir[400], msg[4096];
+	snprintf(dir, sizeof dir, "%s/bad", tmpdir);
+	static const char *const cases[][3] = {
+	    {"--grid", "trace.rate_scale=1,2",
+	     "--capacity trace.rate_scale: also a --grid or --zip axis"},
+	    {"--dry-run", NULL, "--dry-run cannot list a capacity search's probes"},
+	    {"--capacity-metric", "ttft_p99", "--capacity-metric: not a summary metric"},
+	    {"--capacity-probes", "1", "expected an integer in [2, 1000] after '--capacity-probes'"},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		char *argv[] = {"sweep", ini, "--capacity", "trace.rate_scale=1:8", "-o", dir,
+				(char *)cases[k][0], (char *)cases[k][1], NULL};
+		int argc = cases[k][1] ? 8 : 7;
+		assert_int_equal(sweep_main_to("bad", argc, argv, msg, sizeof msg), 2);
+		if (!strstr(msg, cases[k][2]))
+			fail_msg("'%s' lacks '%s'", msg, cases[k][2]);
+		assert_int_equal(access(dir, F_OK), -1);
+	}
+	char *argv[] = {"sweep", ini, "--capacity", "trace.rate_scale=8:1", "-o", dir, NULL};
+	assert_int_equal(sweep_main_to("bad", 6, argv, msg, sizeof msg), 2);
+	assert_non_null(strstr(msg, "expected S.K=LO:HI with 0 < LO < HI after --capacity"));
+}
+
 TEST_MAIN_FIXTURE(setup, teardown,
 		cmocka_unit_test(test_capacity_search_finds_the_queue_s_throughput_limit),
-		cmocka_unit_test(test_capacity_search_says_when_the_range_misses_it))
+		cmocka_unit_test(test_capacity_search_says_when_the_range_misses_it),
+		cmocka_unit_test(test_capacity_usage_errors_run_nothing))
