@@ -122,6 +122,10 @@ static void test_client_timeout_abandons_requests_waiting_past_it(void **st)
 	assert_true(sim_results_get(&r, "unfinished") == 0);
 	/* the default SLOs (TTFT 2 s, TPOT 100 ms) over completed + abandoned */
 	assert_true(sim_results_get(&r, "slo_attainment") == (double)ok / 200);
+	/* the run ends once the last admitted request is served: its simulated
+	 * time is bounded by the timeout, not by the backlog */
+	double bounded = sim_results_get(&r, "sim_time_s");
+	assert_true(bounded < 1);
 	sim_results_free(&r);
 
 	assert_int_equal(run_flood("experiment.client_timeout_s=0", 200, &r, &e), 0);
@@ -131,6 +135,9 @@ static void test_client_timeout_abandons_requests_waiting_past_it(void **st)
 	for (size_t i = 0; i < r.n_req; i++)
 		longest = r.req[i].queue_ns > longest ? r.req[i].queue_ns : longest;
 	assert_true(longest > T);
+	printf("simulated time: %.3f s with the timeout, %.3f s draining\n", bounded,
+	       sim_results_get(&r, "sim_time_s"));
+	assert_true(sim_results_get(&r, "sim_time_s") > 4 * bounded);
 	sim_results_free(&r);
 }
 
