@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "cccb9d7996065f7db1b22a865d0de36498df02c19920ca68695b963ff5a2ecaf"},
+     "90e8b7e3b1b517ac4911bb02b749de877094d2198d74515643f4609151cde988"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "b6d5f90c9f9edb84df9646c95a9c493cc2dc886e3c35a032664d4705d1db8261"},
+     "fab93d23e3742cfbb68a3fb686b4f125ac5ca44739a712018a0a77089aac6995"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "7be30c3f3bf0fa8905ce50afe923aba1aeaabbe5fbc7e039954d50d4aa2df57b"},
+     3, "b77c6961308cbce6c327b18b921886f31e8078d7bce54840c8888eafab000966"},
 };
 
 static void test_results_match_their_golden_digests(void **st)

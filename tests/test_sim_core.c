@@ -1,6 +1,7 @@
 /* Tests of sim/run/sim_core.c's bounded memory: experiment.max_pending rejects
  * arrivals routed to a full waiting queue with status overload (counted in
- * the summary), and experiment.max_rss_gb stops a run with a clear error and
+ * the summary), experiment.client_timeout_s abandons requests waiting past
+ * it, and experiment.max_rss_gb stops a run with a clear error and
  * no results, nor any output file. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,6 +83,64 @@ static void test_max_pending_rejects_arrivals_to_a_full_queue_as_overload(void *
 	sim_results_free(&r);
 }
 
+/* 200 arrivals at t = 0 on an instance that serves one at a time (tens of
+ * ms each): with experiment.client_timeout_s = 0.5 the queue is bounded in
+ * time. Those admitted waited at most 0.5 s (the check runs before every
+ * admission); the rest, the later arrivals (FIFO), leave as abandoned with
+ * no token, are counted, and miss the SLOs in slo_attainment's denominator.
+ * With 0 (clients wait forever) the same flood drains, its last admission
+ * well past 0.5 s. */
+static void test_client_timeout_abandons_requests_waiting_past_it(void **st)
+{
+	(void)st;
+	sim_results_t r;
+	err_t e = {0};
+	const int64_t T = 500000000;
+	assert_int_equal(run_flood("experiment.client_timeout_s=0.5", 200, &r, &e), 0);
+	assert_int_equal(r.n_req, 200);
+	size_t done = 0, gone = 0, ok = 0;
+	uint64_t last_done = 0, first_gone = UINT64_MAX;
+	for (size_t i = 0; i < r.n_req; i++) {
+		const res_request_t *q = &r.req[i];
+		if (q->status == REQ_COMPLETED) {
+			done++;
+			assert_true(q->queue_ns >= 0 && q->queue_ns <= T);
+			last_done = q->id > last_done ? q->id : last_done;
+			ok += q->ttft_ns <= 2000000000LL && q->tpot_ns <= 100000000LL;
+		} else {
+			assert_int_equal(q->status, REQ_ABANDONED);
+			gone++;
+			assert_int_equal(q->instance, 0);
+			assert_true(q->ttft_ns == -1 && q->e2e_ns == -1);
+			first_gone = q->id < first_gone ? q->id : first_gone;
+		}
+	}
+	assert_true(done > 0 && gone > 0 && done + gone == 200);
+	assert_true(last_done < first_gone);
+	assert_true(sim_results_get(&r, "abandoned") == (double)gone);
+	assert_true(sim_results_get(&r, "completed") == (double)done);
+	assert_true(sim_results_get(&r, "unfinished") == 0);
+	/* the default SLOs (TTFT 2 s, TPOT 100 ms) over completed + abandoned */
+	assert_true(sim_results_get(&r, "slo_attainment") == (double)ok / 200);
+	/* the run ends once the last admitted request is served: its simulated
+	 * time is bounded by the timeout, not by the backlog */
+	double bounded = sim_results_get(&r, "sim_time_s");
+	assert_true(bounded < 1);
+	sim_results_free(&r);
+
+	assert_int_equal(run_flood("experiment.client_timeout_s=0", 200, &r, &e), 0);
+	assert_true(sim_results_get(&r, "completed") == 200);
+	assert_true(sim_results_get(&r, "abandoned") == 0);
+	int64_t longest = 0;
+	for (size_t i = 0; i < r.n_req; i++)
+		longest = r.req[i].queue_ns > longest ? r.req[i].queue_ns : longest;
+	assert_true(longest > T);
+	printf("simulated time: %.3f s with the timeout, %.3f s draining\n", bounded,
+	       sim_results_get(&r, "sim_time_s"));
+	assert_true(sim_results_get(&r, "sim_time_s") > 4 * bounded);
+	sim_results_free(&r);
+}
+
 /* Any test process holds more than 1 MB, so a 0.001 GB limit stops the run
  * at its first check, with the key named and no results kept; a limit far
  * above lets the same run finish. */
@@ -121,5 +180,6 @@ static void test_run_over_rss_limit_writes_no_output(void **st)
 }
 
 TEST_MAIN(cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
+          cmocka_unit_test(test_client_timeout_abandons_requests_waiting_past_it),
           cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
           cmocka_unit_test(test_run_over_rss_limit_writes_no_output))

@@ -276,9 +276,9 @@ static void test_generators_are_deterministic(void **st)
 	}
 }
 
-static void test_fanout_bursts_share_prefix(void **st)
+/* 4 bursts of 20 requests and 3 decoy groups of 2 in 100 s, no background */
+static tr_opts_t fanout_small(void)
 {
-	(void)st;
 	tr_opts_t o = gen_opts(TR_GEN_FANOUT);
 	o.duration_s = 100;
 	o.fanout_bursts = 4;
@@ -288,6 +288,13 @@ static void test_fanout_bursts_share_prefix(void **st)
 	o.fanout_bg_rate = 0;
 	o.fanout_decoys = 3;
 	o.fanout_decoy_size = 2;
+	return o;
+}
+
+static void test_fanout_bursts_share_prefix(void **st)
+{
+	(void)st;
+	tr_opts_t o = fanout_small();
 	gen_out_t g = gen_run(&o, 512, 9);
 	assert_int_equal(g.n, 4 * 20 + 3 * 2);
 	/* count requests per distinct first block: 4 groups of 20, 3 of 2 */
@@ -315,6 +322,149 @@ static void test_fanout_bursts_share_prefix(void **st)
 	g = gen_run(&o, 512, 9);
 	assert_true(g.n > 86 + 800 && g.n < 86 + 1200);
 	gen_free(&g);
+}
+
+/* trace.rate_scale = s on a generator: the count over the same duration_s
+ * is s times the unscaled process's mean, within 5 standard deviations of
+ * the scaled process's count (Poisson: var = mean; a renewal process with
+ * gap CV c: var -> c^2 mean, Cox 1962; MMPP-2: var/T -> mean rate +
+ * 2 (l0 - l1)^2 r0 r1 / (r0 + r1)^3, Fischer & Meier-Hellstern 1993),
+ * and every arrival stays inside the span. */
+static void expect_scaled_count(tr_opts_t o, double s, double mean1, double var_per_mean,
+                                double extra_var, const char *what)
+{
+	o.rate_scale = s;
+	gen_out_t g = gen_run(&o, 512, 5);
+	double mean = s * mean1, sd = sqrt(var_per_mean * mean + extra_var);
+	if (!(fabs((double)g.n - mean) < 5 * sd))
+		fail_msg("%s at rate_scale %g: %zu requests, want %.0f +- %.0f", what, s, g.n, mean,
+		         5 * sd);
+	if (o.duration_s > 0 && o.kind == TR_KIND_GEN && o.gen != TR_GEN_SERVEGEN)
+		assert_true(g.n == 0 || g.t[g.n - 1] < o.duration_s);
+	gen_free(&g);
+}
+
+static void test_rate_scale_multiplies_every_rate_driven_generator(void **st)
+{
+	(void)st;
+	const double T = 2000, sc[] = {0.5, 3};
+	for (size_t i = 0; i < 2; i++) {
+		double s = sc[i];
+		tr_opts_t o = gen_opts(TR_GEN_POISSON);
+		o.rate = 20;
+		o.duration_s = T;
+		expect_scaled_count(o, s, 20 * T, 1, 0, "poisson");
+		o.gen = TR_GEN_GAMMA;
+		o.cv = 2;
+		expect_scaled_count(o, s, 20 * T, 4, 0, "gamma");
+		o.gen = TR_GEN_WEIBULL;
+		expect_scaled_count(o, s, 20 * T, 4, 0, "weibull");
+		/* flash step: 20 req/s, 10x during [30, 40) s */
+		o.gen = TR_GEN_FLASH;
+		expect_scaled_count(o, s, 20 * T + 20 * 9 * 10, 1, 0, "flash");
+		/* diurnal: the integral of 20 (1 + 0.5 sin(2 pi t / P)) over [0, T) */
+		o.gen = TR_GEN_DIURNAL;
+		o.diurnal_period_s = 600;
+		double integral = 20 * (T + 0.5 * 600 / (2 * M_PI) * (1 - cos(2 * M_PI * T / 600)));
+		expect_scaled_count(o, s, integral, 1, 0, "diurnal");
+		/* mmpp: defaults 5 and 50 req/s, sojourns 30 and 5 s */
+		o = gen_opts(TR_GEN_MMPP);
+		o.duration_s = 20 * T;
+		double r0 = 1 / 30.0, r1 = 1 / 5.0, p0 = r1 / (r0 + r1);
+		double lbar = p0 * 5 + (1 - p0) * 50;
+		double disp = 2 * 45.0 * 45.0 * r0 * r1 / pow(r0 + r1, 3);
+		expect_scaled_count(o, s, lbar * 20 * T, 1, s * s * disp * 20 * T, "mmpp");
+		/* servegen: each window's rate (one exponential window of 600 s) */
+		o = gen_opts(TR_GEN_SERVEGEN);
+		o.path = tf_write("csv", "0,10,1,,0,0\n");
+		expect_scaled_count(o, s, 6000, 1, 0, "servegen");
+		/* the same windows file read as trace.kind = servegen (detected) */
+		const char *path = o.path;
+		tr_opts_default(&o);
+		o.path = path;
+		expect_scaled_count(o, s, 6000, 1, 0, "servegen file");
+		o.rate_scale = s; /* over the window's whole 600 s, not compressed */
+		gen_out_t g = gen_run(&o, 512, 5);
+		assert_true(g.t[g.n - 1] > 590 && g.t[g.n - 1] < 600);
+		gen_free(&g);
+	}
+}
+
+/* fanout: bursts and decoy groups times rate_scale (rounded half up), each
+ * of unchanged size, inside the same duration; background at rate x s. */
+static void test_rate_scale_multiplies_fanout_bursts_exactly(void **st)
+{
+	(void)st;
+	tr_opts_t o = fanout_small();
+	o.rate_scale = 2.5; /* 10 bursts, 7.5 -> 8 decoys */
+	assert_int_equal(tr_gen_scaled_count(4, 2.5), 10);
+	assert_int_equal(tr_gen_scaled_count(3, 2.5), 8);
+	assert_int_equal(tr_gen_scaled_count(10, 1), 10);
+	gen_out_t g = gen_run(&o, 512, 9);
+	assert_int_equal(g.n, 10 * 20 + 8 * 2);
+	size_t groups20 = 0;
+	for (size_t i = 0; i < g.n; i++) {
+		size_t cnt = 0, first = 1;
+		for (size_t j = 0; j < g.n; j++)
+			if (g.b0[j] == g.b0[i]) {
+				cnt++;
+				first &= j >= i;
+			}
+		groups20 += first && cnt == 20;
+	}
+	assert_int_equal(groups20, 10);
+	assert_true(g.t[g.n - 1] < 100);
+	gen_free(&g);
+	o.fanout_bursts = o.fanout_decoys = 0;
+	o.fanout_bg_rate = 10;
+	expect_scaled_count(o, 2.5, 10 * 100, 1, 0, "fanout background");
+	/* the default experiment's mix: requests per second scale by the factor */
+	o = gen_opts(TR_GEN_FANOUT);
+	o.rate_scale = 4;
+	g = gen_run(&o, 512, 9);
+	double want = 4 * (10 * 32 + 10 * 2 + 5 * 60.0);
+	assert_true(fabs(g.n - want) < 5 * sqrt(4 * 5 * 60.0));
+	gen_free(&g);
+}
+
+/* trace.rate set where the generator ignores it: a warning naming the key
+ * that acts. */
+static void test_rate_on_a_generator_that_ignores_it_warns(void **st)
+{
+	(void)st;
+	cfg_schema_t *sch = cfg_schema_default();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *w = open_memstream(&buf, &len);
+	cfg_schema_set_warnings(sch, w);
+	cfg_t *c = cfg_new(sch);
+	err_t e = {0};
+	assert_int_equal(cfg_set(c, "trace.kind=gen", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.gen=fanout", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.rate=40", &e), 0);
+	tr_opts_t o;
+	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
+	fflush(w);
+	assert_non_null(strstr(buf, "[trace] rate: ignored by gen = fanout; to scale its load set "
+	                            "trace.rate_scale"));
+	fclose(w);
+	free(buf);
+	cfg_free(c);
+	/* poisson obeys it: no warning */
+	buf = NULL;
+	w = open_memstream(&buf, &len);
+	cfg_schema_set_warnings(sch, w);
+	c = cfg_new(sch);
+	assert_int_equal(cfg_set(c, "trace.kind=gen", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.gen=poisson", &e), 0);
+	assert_int_equal(cfg_set(c, "trace.rate=40", &e), 0);
+	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
+	fflush(w);
+	assert_true(len == 0);
+	fclose(w);
+	free(buf);
+	cfg_free(c);
+	cfg_schema_free(sch);
 }
 
 static void test_length_distributions(void **st)
@@ -780,6 +930,9 @@ TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamm
           cmocka_unit_test(test_servegen_window_starts_must_increase),
           cmocka_unit_test(test_generators_are_deterministic),
           cmocka_unit_test(test_fanout_bursts_share_prefix),
+          cmocka_unit_test(test_rate_scale_multiplies_every_rate_driven_generator),
+          cmocka_unit_test(test_rate_scale_multiplies_fanout_bursts_exactly),
+          cmocka_unit_test(test_rate_on_a_generator_that_ignores_it_warns),
           cmocka_unit_test(test_length_distributions),
           cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
           cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),

@@ -24,9 +24,11 @@
 #define CONFIG "analysis/experiments/mooncake_conversation.ini"
 #define TRACE "../shared/traces/mooncake/conversation_trace.jsonl"
 
-/* one instance whose KV pool holds the whole trace */
+/* one instance whose KV pool holds the whole trace, keeping every request
+ * (far past its capacity, clients would abandon some: they look nothing up) */
 static const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=1",
-                             "cluster.tp=1", "cluster.kv_blocks=400000"};
+                             "cluster.tp=1", "cluster.kv_blocks=400000",
+                             "experiment.client_timeout_s=0"};
 
 static void test_unbounded_point_equals_simulated_block_hit_rate(void **st)
 {
@@ -35,7 +37,7 @@ static void test_unbounded_point_equals_simulated_block_hit_rate(void **st)
 		skip();
 	cfg_t *cfg = NULL;
 	err_t e = {0};
-	assert_int_equal(cli_load_config(CONFIG, sets, 5, &cfg, &e), 0);
+	assert_int_equal(cli_load_config(CONFIG, sets, 6, &cfg, &e), 0);
 	sim_params_t sp;
 	tr_opts_t o;
 	tr_paths_t paths;
@@ -49,7 +51,7 @@ static void test_unbounded_point_equals_simulated_block_hit_rate(void **st)
 	assert_int_equal(tr_reuse_compute(r, &ro, &u, &e), 0);
 	tr_close(r);
 	cli_config_free(cfg);
-	sim_results_t res = sf_run(CONFIG, sets, 5);
+	sim_results_t res = sf_run(CONFIG, sets, 6);
 	double sim = sim_results_get(&res, "hit_rate_blocks");
 	double got = tr_reuse_hit_rate(&u.cluster, 1, UINT64_MAX);
 	printf("unbounded LRU hit rate %.6f; simulated block hit rate %.6f\n", got, sim);

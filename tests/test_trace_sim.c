@@ -97,10 +97,12 @@ static void test_reuse_fraction_equals_infinite_cache_hit_rate(void **st)
 	fclose(f);
 	double expect = (double)reused / (double)blocks;
 
-	/* one instance whose KV pool holds the whole trace */
+	/* one instance whose KV pool holds the whole trace, keeping every request
+	 * (far past its capacity, clients would abandon some: they look nothing up) */
 	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=1",
-			      "cluster.tp=1", "cluster.kv_blocks=400000"};
-	sim_results_t r = sf_run("analysis/experiments/mooncake_conversation.ini", sets, 5);
+			      "cluster.tp=1", "cluster.kv_blocks=400000",
+			      "experiment.client_timeout_s=0"};
+	sim_results_t r = sf_run("analysis/experiments/mooncake_conversation.ini", sets, 6);
 	double got = sim_results_get(&r, "hit_rate_blocks");
 	printf("blocks %llu, reused %llu: fraction %.6f; simulated hit rate %.6f\n",
 	       (unsigned long long)blocks, (unsigned long long)reused, expect, got);
@@ -157,8 +159,9 @@ static void test_bursted_art_gz_window_reuses_each_job_prefix(void **st)
 			      "cluster.nodes=1",
 			      "cluster.gpus_per_node=1",
 			      "cluster.tp=1",
-			      "cluster.kv_blocks=40000"};
-	sim_results_t r = sf_run(NULL, sets, 8);
+			      "cluster.kv_blocks=40000",
+			      "experiment.client_timeout_s=0"}; /* every request looks up */
+	sim_results_t r = sf_run(NULL, sets, 9);
 	assert_true(sim_results_get(&r, "requests") == 4120);
 	double expect = 8.0 * 499 * 256 / (4120.0 * 257);
 	assert_true(fabs(sim_results_get(&r, "hit_rate_blocks") - expect) < 1e-12);

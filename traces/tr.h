@@ -5,8 +5,9 @@
  * request (never by the file): tr_next fills a tr_request_t whose blocks
  * array stays valid until the next tr_next or tr_close. Times are int64
  * nanoseconds relative to the trace start (after the [start_s, end_s) window
- * and rate scaling: arrival = (t_trace - start_s) / rate_scale); token counts
- * are uint32.
+ * and rate scaling: for a trace file arrival = (t_trace - start_s) /
+ * rate_scale, a generator multiplies its rates by rate_scale over the same
+ * span instead, see tr_gen.c); token counts are uint32.
  *
  * Block ids: blocks[i] identifies the whole prefix of tokens
  * [0, (i+1)*block_tokens) at the SIMULATED block size. Only full blocks are
@@ -118,7 +119,8 @@ typedef struct tr_opts {
 	tr_kind_t kind;
 	const char *path;            /* trace file; servegen windows CSV for gen servegen */
 	double start_s, end_s;       /* window on trace time; end_s <= 0: no end */
-	double rate_scale;           /* > 1 compresses time */
+	double rate_scale;           /* load multiplier: a file's time is compressed by it,
+	                              * a generator's rates multiplied (tr_gen.c) */
 	uint64_t limit;              /* max requests after filtering; 0 = all */
 	uint32_t trace_block_tokens; /* 0: the format's own (mooncake 512, bailian 16) */
 	int drop_failed;             /* drop status=1 rows instead of passing them on */
@@ -172,6 +174,9 @@ typedef struct tr_paths {
 int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e);
 const char *tr_kind_name(tr_kind_t k);
 const char *tr_gen_name(tr_gen_kind_t g);
+/* n bursts (or decoy groups) of the fanout generator at load multiplier s:
+ * n * s rounded half up (saturating). */
+uint32_t tr_gen_scaled_count(uint32_t n, double s);
 int tr_kind_parse(const char *s, tr_kind_t *k);
 int tr_gen_parse(const char *s, tr_gen_kind_t *g);
 

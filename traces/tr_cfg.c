@@ -51,7 +51,12 @@ const cfg_tkey_t tr_cfg_keys[] = {
      "stop at this trace time (seconds after the first row); 0 = no end", NULL},
      CFG_AT(DOUBLE, tr_opts_t, end_s)},
     {{S, "rate_scale", CFG_FLOAT, "1", 1e-6, 1e6, NULL, "",
-     "arrival = (t - start_s) / rate_scale: 2 doubles the request rate", NULL},
+     "load multiplier, acting on every source: 2 doubles the requests offered per second. "
+     "A trace file: arrival = (t - start_s) / rate_scale (time compressed, same requests). "
+     "A generator: its rates times rate_scale over the same duration_s, every other time "
+     "scale kept: rate (poisson, gamma, weibull, flash, diurnal), mmpp_rate0 and "
+     "mmpp_rate1, each servegen window's rate; fanout: fanout_bursts and fanout_decoys "
+     "times rate_scale (rounded half up, each of unchanged size) and fanout_bg_rate", NULL},
      CFG_AT(DOUBLE, tr_opts_t, rate_scale)},
     {{S, "limit", CFG_INT, "0", 0, 1e15, NULL, "requests",
      "stop after this many requests (after filtering); 0 = all", NULL},
@@ -80,7 +85,9 @@ const cfg_tkey_t tr_cfg_keys[] = {
      NULL},
      CFG_AT_ENUM(tr_opts_t, gen, gen_map)},
     {{S, "rate", CFG_FLOAT, "10", 0, 1e9, NULL, "req/s",
-     "mean (poisson, gamma, weibull) or base (flash, diurnal) request rate", NULL},
+     "mean (poisson, gamma, weibull) or base (flash, diurnal) request rate; mmpp, servegen "
+     "and fanout ignore it (set there: a warning naming trace.rate_scale, the load key "
+     "every generator obeys)", NULL},
      CFG_AT(DOUBLE, tr_opts_t, rate)},
     {{S, "cv", CFG_FLOAT, "1", 0.05, 20, NULL, "",
      "inter-arrival coefficient of variation of gamma and weibull gaps (range: own "
@@ -285,7 +292,16 @@ int tr_opts_check(const tr_opts_t *o, err_t *e)
 int tr_opts_from_cfg(const cfg_t *cfg, tr_opts_t *o, err_t *e)
 {
 	tr_opts_default(o);
-	return cfg_fill(cfg, tr_cfg_keys, tr_cfg_keys_n, o, e);
+	int rc = cfg_fill(cfg, tr_cfg_keys, tr_cfg_keys_n, o, e);
+	/* warned, not refused: one file may be swept over generators */
+	if (!rc && o->kind == TR_KIND_GEN &&
+	    (o->gen == TR_GEN_FANOUT || o->gen == TR_GEN_MMPP || o->gen == TR_GEN_SERVEGEN) &&
+	    strcmp(cfg_origin(cfg, "trace", "rate"), "default"))
+		cfg_warn_once(cfg, "trace", "rate",
+		              "ignored by gen = %s; to scale its load set trace.rate_scale "
+		              "(it multiplies every generator's request rate)",
+		              tr_gen_name(o->gen));
+	return rc;
 }
 
 int tr_opts_paths(const cfg_t *cfg, tr_opts_t *o, tr_paths_t *p, err_t *e)

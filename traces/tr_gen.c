@@ -27,6 +27,14 @@
  * Generation stops at duration_s or after `requests` rows, whichever comes
  * first (servegen: at the end of its windows file; duration_s is ignored). Stream 1 of the seed
  * draws arrivals, stream 2 lengths.
+ *
+ * Load (trace.rate_scale = s) multiplies what each process offers per second
+ * over the same span, every time scale (flash window, diurnal period, MMPP
+ * sojourns, burst window) kept: rate (poisson, gamma, weibull, flash,
+ * diurnal), mmpp_rate0 and mmpp_rate1, each ServeGen window's rate, and for
+ * fanout the number of bursts and of decoy groups (rounded to the nearest
+ * whole one, each of unchanged size) and fanout_bg_rate. s = 1 leaves every
+ * draw as it was.
  */
 #include <errno.h>
 #include <gsl/gsl_randist.h>
@@ -129,7 +137,7 @@ static int sg_read(gen_src_t *g, win_t *w, err_t *e)
 		               g->l.path, SG_LINE(g));
 	memset(w, 0, sizeof *w);
 	w->start = v[0];
-	w->rate = v[1];
+	w->rate = v[1] * g->o.rate_scale;
 	w->shape = v[4];
 	w->scale = v[5];
 	if (!strcmp(f[3].s, "Gamma"))
@@ -361,6 +369,25 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 	return 0;
 }
 
+/* The per-generator meaning of trace.rate_scale (see the header); the
+ * fanout counts round half up. */
+static void load_scale(tr_opts_t *o)
+{
+	double s = o->rate_scale > 0 ? o->rate_scale : 1;
+	o->rate *= s;
+	o->mmpp_rate[0] *= s;
+	o->mmpp_rate[1] *= s;
+	o->fanout_bg_rate *= s;
+	o->fanout_bursts = tr_gen_scaled_count(o->fanout_bursts, s);
+	o->fanout_decoys = tr_gen_scaled_count(o->fanout_decoys, s);
+}
+
+uint32_t tr_gen_scaled_count(uint32_t n, double s)
+{
+	double x = floor((double)n * s + 0.5);
+	return x >= 4294967295.0 ? UINT32_MAX : (uint32_t)x;
+}
+
 static int check(const tr_opts_t *o, err_t *e)
 {
 	const char *gn = tr_gen_name(o->gen);
@@ -409,6 +436,7 @@ int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 	if (!g)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	g->o = *o;
+	load_scale(&g->o);
 	g->seed = seed;
 	g->base.next = gen_next;
 	g->base.close = gen_close;
@@ -433,7 +461,7 @@ int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 		}
 		g->weib_k = sqrt(lo * hi);
 		/* mean = scale * G(1 + 1/k) */
-		g->weib_scale = 1 / (o->rate * exp(gsl_sf_lngamma(1 + 1 / g->weib_k)));
+		g->weib_scale = 1 / (g->o.rate * exp(gsl_sf_lngamma(1 + 1 / g->weib_k)));
 	}
 	if (o->gen == TR_GEN_MMPP)
 		g->mm_left = gsl_ran_exponential(g->arr, o->mmpp_dwell_s[0]);

@@ -476,7 +476,10 @@ int tr_next(tr_reader_t *r, tr_request_t *out, err_t *e)
 			return end_clean(r); /* rows are in time order: nothing later can qualify */
 		if (t < r->start_ns || (raw.status && r->o.drop_failed))
 			continue;
-		double a = (double)(t - r->start_ns) / r->o.rate_scale;
+		/* a generator (servegen files included) scaled its own rates
+		 * (tr_gen.c): its time is not compressed */
+		int gen = r->kind == TR_KIND_GEN || r->kind == TR_KIND_SERVEGEN;
+		double a = (double)(t - r->start_ns) / (gen ? 1 : r->o.rate_scale);
 		if (!(a < 4e18)) { /* ~127 years: beyond it int64 ns would overflow */
 			r->done = 1;
 			return err_set(e, KS_EINPUT,

@@ -12,10 +12,12 @@
 #include <stdint.h>
 
 /* REQ_REJECTED_OVERLOAD: routed to an instance whose waiting queue held
- * experiment.max_pending requests already. */
+ * experiment.max_pending requests already. REQ_ABANDONED: waited in an
+ * instance's queue longer than experiment.client_timeout_s without a first
+ * token, so its client gave up (the request leaves the queue). */
 enum { REQ_COMPLETED = 0, REQ_REJECTED_TOO_LONG = 1, REQ_REJECTED_SLO = 2,
        REQ_UNFINISHED = 3, REQ_FAILED_IN_TRACE = 4, REQ_REJECTED_OVERLOAD = 5,
-       REQ_STATUS_N = 6 };
+       REQ_ABANDONED = 6, REQ_STATUS_N = 7 };
 /* XFER_HANDOFF: a request's KV from its prefill to its decode instance
  * (cluster.disagg). */
 enum { XFER_FOREGROUND = 0, XFER_BACKGROUND = 1, XFER_HANDOFF = 2 };

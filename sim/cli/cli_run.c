@@ -55,6 +55,7 @@ static const struct {
 	{"rejected", "rejected"},
 	{"rejected_overload", "  rejected: queue full (max_pending)"},
 	{"unfinished", "unfinished"},
+	{"abandoned", "abandoned (client_timeout_s)"},
 	{"ttft_mean_ms", "TTFT mean (ms)"},
 	{"ttft_p50_ms", "TTFT p50 (ms)"},
 	{"ttft_p95_ms", "TTFT p95 (ms)"},

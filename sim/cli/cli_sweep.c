@@ -1,4 +1,5 @@
 /* kvsim sweep — the command line over out_sweep.h (grid, seeds, workers). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
+#include "sim/run/recorder.h"
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_params.h"
@@ -16,7 +18,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvsim sweep [CONFIG] [--set S.K=V]... --grid S.K=VALUES... [--zip S.K=VALUES]...\n"
 		"                   [--seeds N] [-j WORKERS] [-o DIR] [--keep-stale] [--dry-run]\n"
-		"                   [--strict] [--no-trace-cache]\n\n"
+		"                   [--strict] [--no-trace-cache]\n"
+		"                   [--capacity S.K=LO:HI [--capacity-metric NAME]\n"
+		"                    [--capacity-target X] [--capacity-tol REL] [--capacity-probes N]]\n\n"
 		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
 		"DIR/catalog.sqlite. Rerunning the same command skips points already done, unless\n"
 		"their file is missing, truncated or fails its SHA-256, or another revision of\n"
@@ -39,9 +43,24 @@ static void usage(FILE *f)
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
 		"  --no-trace-cache          parse each point's trace file, neither reading\n"
 		"                            nor writing its parsed-trace cache entry\n"
+		"  --capacity S.K=LO:HI      capacity search: for every point and seed, the\n"
+		"                            highest S.K in [LO, HI] at which the metric still\n"
+		"                            meets the target, by bisection in log space\n"
+		"                            (e.g. trace.rate_scale=0.25:8). Assumes the metric\n"
+		"                            only worsens as S.K grows; says when even LO fails\n"
+		"                            (lo_fails) or HI passes (hi_passes). Every probe\n"
+		"                            is an ordinary catalog row; the results print as a\n"
+		"                            table and go to the catalog's table capacity\n"
+		"  --capacity-metric NAME    summary metric to hold (default slo_attainment)\n"
+		"  --capacity-target X       met when metric >= X (default 0.9)\n"
+		"  --capacity-tol REL        stop when HI/LO of the bracket <= 1 + REL\n"
+		"                            (default 0.05)\n"
+		"  --capacity-probes N       most runs per search, LO and HI included\n"
+		"                            (default 16; then verdict probe_limit)\n"
 		"  -h, --help                this help\n\n"
 		"Under mpirun (Open MPI), rank 0 hands points to the other ranks and writes the\n"
-		"catalog: mpirun -n 8 kvsim sweep ...\n\n"
+		"catalog: mpirun -n 8 kvsim sweep ... (not with --capacity, which runs its\n"
+		"rounds of probes on -j local workers).\n\n"
 		"A point that fails is recorded (kvsim runs DIR --columns id,error) and the\n"
 		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
 		"input (config or trace).\n");
@@ -134,6 +153,67 @@ static void print_ledger_note(const out_sweep_stats_t *st)
 		printf(" (this build: %s)\n", out_build_rev());
 }
 
+/* "S.K=LO:HI" into co (key points into spec's copy in keybuf). */
+static int parse_capacity(const char *spec, char *keybuf, size_t n, out_capacity_opts_t *co)
+{
+	const char *eq = strchr(spec, '=');
+	char *end;
+	if (!eq || eq == spec || (size_t)(eq - spec) >= n || !memchr(spec, '.', (size_t)(eq - spec)))
+		return -1;
+	snprintf(keybuf, n, "%.*s", (int)(eq - spec), spec);
+	co->key = keybuf;
+	co->lo = strtod(eq + 1, &end);
+	if (end == eq + 1 || *end != ':')
+		return -1;
+	const char *h = end + 1;
+	co->hi = strtod(h, &end);
+	return end == h || *end || !(co->lo > 0 && co->hi > co->lo && isfinite(co->hi)) ? -1 : 0;
+}
+
+static int parse_real(const char *s, double *v)
+{
+	char *end;
+	*v = s ? strtod(s, &end) : NAN;
+	return s && *s && !*end && isfinite(*v) ? 0 : -1;
+}
+
+static int metric_known(const char *name)
+{
+	for (int id = 0; rec_metric_def(id); id++)
+		if (!strcmp(rec_metric_def(id)->name, name))
+			return 1;
+	return 0;
+}
+
+static void print_capacity(const out_capacity_opts_t *co, const out_capacity_result_t *r,
+			   size_t n)
+{
+	printf("capacity: highest %s in [%g, %g] with %s >= %g (log-space bisection to a "
+	       "bracket of %g; assumes %s only worsens as %s grows)\n",
+	       co->key, co->lo, co->hi, co->metric, co->target, 1 + co->tol, co->metric, co->key);
+	printf("%5s  %10s  %-12s  %-25s  %6s  %-11s  %s\n", "point", "seed", "value", "bracket",
+	       "probes", "verdict", "params");
+	for (size_t i = 0; i < n; i++) {
+		char v[32], b[64];
+		snprintf(v, sizeof v, isnan(r[i].value) ? "-" : "%.6g", r[i].value);
+		snprintf(b, sizeof b, "[%.6g, %.6g)", r[i].lo, r[i].hi);
+		printf("%5zu  %10llu  %-12s  %-25s  %6u  %-11s  %s\n", r[i].point,
+		       (unsigned long long)r[i].seed, v, b, r[i].probes, r[i].verdict,
+		       r[i].params[0] ? r[i].params : "-");
+	}
+	size_t lo = 0, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		lo += !strcmp(r[i].verdict, "lo_fails");
+		hi += !strcmp(r[i].verdict, "hi_passes");
+	}
+	if (lo)
+		printf("capacity: %zu search(es) miss the target even at %s = %g: lower LO\n", lo,
+		       co->key, co->lo);
+	if (hi)
+		printf("capacity: %zu search(es) still meet it at %s = %g: raise HI\n", hi, co->key,
+		       co->hi);
+}
+
 int out_sweep_main(int argc, char **argv)
 {
 	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
@@ -144,6 +224,10 @@ int out_sweep_main(int argc, char **argv)
 	unsigned jobs = 1, seeds = 1;
 	const char *dir = NULL;
 	cli_cfg_args_t a = {.sets = sets};
+	char cap_key[256];
+	out_capacity_opts_t co = {.metric = "slo_attainment", .target = 0.9, .tol = 0.05,
+				  .max_probes = 16};
+	int capacity = 0;
 	if (!sets || !g) {
 		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 		goto out;
@@ -177,6 +261,35 @@ int out_sweep_main(int argc, char **argv)
 				goto out;
 			}
 			dir = v;
+			i += 2;
+		} else if (!strcmp(o, "--capacity")) {
+			if (!v || parse_capacity(v, cap_key, sizeof cap_key, &co)) {
+				status = bad_usage("expected S.K=LO:HI with 0 < LO < HI after --capacity, "
+						   "got", v);
+				goto out;
+			}
+			capacity = 1;
+			i += 2;
+		} else if (!strcmp(o, "--capacity-metric")) {
+			if (!v || !metric_known(v)) {
+				status = bad_usage("--capacity-metric: not a summary metric (see kvsim "
+						   "metrics):", v);
+				goto out;
+			}
+			co.metric = v;
+			i += 2;
+		} else if (!strcmp(o, "--capacity-target") || !strcmp(o, "--capacity-tol")) {
+			double *dst = o[11] == 't' && o[12] == 'a' ? &co.target : &co.tol;
+			if (parse_real(v, dst) || (dst == &co.tol && !(*dst > 0))) {
+				status = bad_usage("expected a number (tolerance > 0) after", o);
+				goto out;
+			}
+			i += 2;
+		} else if (!strcmp(o, "--capacity-probes")) {
+			if (!v || parse_uint(v, 1000, &co.max_probes) || co.max_probes < 2) {
+				status = bad_usage("expected an integer in [2, 1000] after", o);
+				goto out;
+			}
 			i += 2;
 		} else if (!strcmp(o, "--dry-run")) {
 			dry = 1;
@@ -220,6 +333,11 @@ int out_sweep_main(int argc, char **argv)
 	}
 	if (!dir)
 		dir = op.dir;
+	if (dry && capacity) {
+		status = bad_usage("--dry-run cannot list a capacity search's probes (each "
+				   "depends on the last):", "--capacity");
+		goto out;
+	}
 	if (dry) {
 		if (dry_run(g, base, dir, keep_stale, &e))
 			status = cli_fail(&e);
@@ -229,6 +347,28 @@ int out_sweep_main(int argc, char **argv)
 			       .seed_key = "experiment.seed", .run = sweep_sim_run,
 			       .run_ctx = &strict, .mpi = -1, .keep_stale = keep_stale};
 	out_hdf5_opts_from_cfg(base, &so.h5);
+	if (capacity) {
+		out_capacity_result_t *r;
+		size_t n;
+		so.mpi = 0;
+		if (out_capacity_run(g, base, &so, &co, &r, &n, &e)) {
+			status = cli_fail(&e);
+			goto out;
+		}
+		print_capacity(&co, r, n);
+		size_t failed = 0;
+		for (size_t i = 0; i < n; i++)
+			failed += !strcmp(r[i].verdict, "failed");
+		free(r);
+		if (failed) {
+			fprintf(stderr, "kvsim sweep: %zu capacity search(es) ended on a failed probe; "
+					"see: kvsim runs %s --where \"status = 'failed'\" --columns "
+					"id,error\n",
+				failed, dir);
+			status = 1;
+		}
+		goto out;
+	}
 	out_sweep_stats_t st;
 	int rc = out_sweep_run(g, base, &so, &st, &e);
 	if (st.rank != 0)

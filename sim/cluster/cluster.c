@@ -1126,10 +1126,44 @@ static int iter_start_sglang(cluster_t *c, sim_inst_t *in)
 	return iter_start_sglang_decode(c, in);
 }
 
+/* Client timeouts (p.client_timeout_ns): the waiting requests that never
+ * had a token and arrived more than the timeout ago leave with status
+ * REQ_ABANDONED. Fresh arrivals join the back in arrival order, so the walk
+ * stops at the first never-admitted request still in time; requeued ones
+ * (preempted, landed) are stepped over. Waiting requests hold no blocks. */
+static int abandon_expired(cluster_t *c, sim_inst_t *in)
+{
+	int64_t now = ev_engine_now(c->eng), T = c->p.client_timeout_ns;
+	sim_req_t *prev = NULL;
+	for (sim_req_t *r = in->wait_head, *next; r; r = next) {
+		next = r->next;
+		int fresh = r->t_admit < 0 && !r->landed;
+		if (fresh && now - r->arrival <= T)
+			break;
+		if (r->generated || r->landed || r->fetch_src || now - r->arrival <= T) {
+			prev = r;
+			continue;
+		}
+		wait_unlink(in, prev, r, now);
+		in->prefill_tokens_queued -= r->in_len; /* counted at submit or requeue */
+		int rc = record(c, r, REQ_ABANDONED);
+		req_free(c, r);
+		c->n_live--;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int iter_start(cluster_t *c, sim_inst_t *in)
 {
 	if (c->p.on_touch) /* every step ends here, and every admission starts here */
 		c->p.on_touch(c->p.hook_ctx, in->id);
+	if (c->p.client_timeout_ns > 0 && in->wait_head) {
+		int rc = abandon_expired(c, in);
+		if (rc)
+			return rc;
+	}
 	if (in->busy) {
 		if (c->p.sched_mode == SCHED_BTB)
 			btb_admit_ready(c, in);

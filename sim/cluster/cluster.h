@@ -7,7 +7,8 @@
  * are ns, sizes bytes or blocks as named. Requests enter with cluster_submit
  * (at their arrival time, already routed); each instance runs one iteration
  * event at a time whose duration comes from the cost callback. Every request
- * ends completed or rejected (with a reason); none is dropped. Errors:
+ * ends completed, rejected (with a reason), abandoned (p.client_timeout_ns)
+ * or unfinished at cluster_finish; none is dropped. Errors:
  * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook, with a
  * prefill instance and no on_handoff hook, or with fixed_blocks_per_seq under
  * SCHED_BTB).
@@ -151,6 +152,11 @@ typedef struct cluster_params {
 	 * of r's prefill (layer-wise transfer starts with it; may be NULL). */
 	void (*on_last_chunk)(void *ctx, uint32_t inst, struct sim_req *r);
 	int64_t ttft_slo_ns, tpot_slo_ns;
+	/* A waiting request with no first token whose arrival is more than this
+	 * before a scheduling step of its instance leaves the queue with status
+	 * REQ_ABANDONED (its client timed out); 0: never. A request whose peer
+	 * fetch has started, or that holds KV landed by a handoff, is kept. */
+	int64_t client_timeout_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 	/* A job queued with cluster_job_add finished on inst (may be NULL). */

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <nettle/sha2.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -1075,4 +1076,72 @@ int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t
 		return 0;
 	return err_set(e, KS_EINPUT, "%s: %s run id starts with '%s'", c->path,
 		       found ? "more than one" : "no", prefix);
+}
+
+/* ---- capacity searches -------------------------------------------------- */
+
+int out_catalog_metric(out_catalog_t *c, const char *id, const char *name, int *status,
+		       double *value, err_t *e)
+{
+	*status = OUT_RUN_ABSENT;
+	*value = NAN;
+	if (!name[0] || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.") != strlen(name))
+		return err_set(e, KS_EINPUT, "--capacity-metric %s: not a metric name", name);
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT status, \"%s\" FROM runs WHERE id = ?", name);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return err_set(e, KS_EINPUT, "%s: --capacity-metric %s: no such metric column (%s)",
+			       c->path, name, sqlite3_errmsg(c->db));
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 0);
+		*status = !s ? OUT_RUN_ABSENT
+			  : !strcmp(s, "done") ? OUT_RUN_DONE
+			  : !strcmp(s, "failed") ? OUT_RUN_FAILED
+						: OUT_RUN_RUNNING;
+		if (*status == OUT_RUN_DONE && sqlite3_column_type(st, 1) != SQLITE_NULL)
+			*value = sqlite3_column_double(st, 1);
+		rc = SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : db_err(c, e, "reading a probe's metric");
+}
+
+static void bind_real(sqlite3_stmt *st, int i, double v)
+{
+	if (isnan(v))
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_double(st, i, v);
+}
+
+int out_catalog_capacity_put(out_catalog_t *c, const out_capacity_row_t *r, err_t *e)
+{
+	if (sqlite3_exec(c->db,
+			 "CREATE TABLE IF NOT EXISTS capacity (point INTEGER, seed INTEGER, "
+			 "params TEXT, key TEXT, metric TEXT, target REAL, value REAL, lo REAL, "
+			 "hi REAL, probes INTEGER, verdict TEXT, "
+			 "PRIMARY KEY (params, seed, key, metric, target))",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "creating table capacity");
+	sqlite3_stmt *st;
+	if (db_prepare(c,
+		       "INSERT OR REPLACE INTO capacity (point, seed, params, key, metric, target, "
+		       "value, lo, hi, probes, verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		       &st, e, "recording a capacity search"))
+		return KS_EIO;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)r->point);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->seed);
+	sqlite3_bind_text(st, 3, r->params, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, r->key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, r->metric, -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 6, r->target);
+	bind_real(st, 7, r->value);
+	bind_real(st, 8, r->lo);
+	bind_real(st, 9, r->hi);
+	sqlite3_bind_int(st, 10, (int)r->probes);
+	sqlite3_bind_text(st, 11, r->verdict, -1, SQLITE_STATIC);
+	return exec_stmt(c, st, e, "recording a capacity search");
 }

@@ -138,4 +138,25 @@ void out_table_free(out_table_t *t);
  * several match). */
 int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t *e);
 
+/* Run id's status (OUT_RUN_*) and the value of its metric column name
+ * (NaN when NULL or the run is not done); KS_EINPUT naming the metric when
+ * the catalog has no such column. */
+int out_catalog_metric(out_catalog_t *c, const char *id, const char *name, int *status,
+		       double *value, err_t *e);
+
+/* One capacity search's result (kvsim sweep --capacity), a row of table
+ * "capacity" keyed by (params, seed, key, metric, target): the grid point's
+ * parameters as "k=v k=v" text, the searched key, the highest probed value
+ * meeting the target (NaN: none), the bracket [lo, hi] it lies in (lo passed,
+ * hi failed; NaN where no probe passed or failed), probes run and the
+ * verdict ("bracketed", "lo_fails", "hi_passes", "probe_limit", "failed"). */
+typedef struct out_capacity_row {
+	size_t point;
+	uint64_t seed;
+	const char *params, *key, *metric, *verdict;
+	double target, value, lo, hi;
+	unsigned probes;
+} out_capacity_row_t;
+int out_catalog_capacity_put(out_catalog_t *c, const out_capacity_row_t *r, err_t *e);
+
 #endif

@@ -26,7 +26,7 @@ typedef struct col {
 
 static const char st_values[] =
 	"0=completed,1=rejected_too_long,2=rejected_slo,3=unfinished,4=failed_in_trace,"
-	"5=rejected_overload";
+	"5=rejected_overload,6=abandoned";
 static const char kl_values[] = "0=foreground,1=background,2=handoff";
 static const char pk_values[] = "0=nvlink,1=pcie_h2d,2=pcie_d2h,3=net,4=nvme_read,5=nvme_write,6=pool_get,7=pool_put";
 static const char tk_values[] = "0=instance,1=link";

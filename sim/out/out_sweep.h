@@ -117,4 +117,45 @@ typedef struct out_sweep_stats {
 int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t *o,
 		  out_sweep_stats_t *st, err_t *e);
 
+/* ---- capacity search (kvsim sweep --capacity; out_capacity.c) ------------
+ *
+ * For every point of g (seeds included) a bisection in log space finds the
+ * highest value of key in [lo, hi] at which the summary metric meets the
+ * target (metric >= target), assuming it meets it at every value below
+ * one where it does (monotone: more load never helps). Probes go in rounds:
+ * the first probes lo and hi, each later one the geometric mean of the
+ * bracket (printed to 6 significant digits, the value then used), until
+ * hi / lo <= 1 + tol or max_probes probes (lo and hi included). Each round
+ * is one out_sweep_run over the round's probes (zipped axes: the point's
+ * parameters, key, and experiment.seed when g has several seeds), so every
+ * probe is an ordinary, resumable catalog row and results do not depend on
+ * the workers. A probe whose run failed, or whose metric is NaN, fails the
+ * target; a failed run ends its search with verdict "failed". */
+typedef struct out_capacity_opts {
+	const char *key;     /* "section.key" */
+	double lo, hi;       /* 0 < lo < hi */
+	const char *metric;  /* summary metric name */
+	double target;
+	double tol;          /* > 0 */
+	unsigned max_probes; /* >= 2 */
+} out_capacity_opts_t;
+
+typedef struct out_capacity_result {
+	size_t point;      /* index in g */
+	uint64_t seed;
+	char params[512];  /* "k=v k=v" (g's parameters; "" for none) */
+	double value;      /* highest value meeting the target; NaN: none */
+	double lo, hi;     /* the last bracket: lo met it, hi did not (NaN: unknown) */
+	unsigned probes;
+	const char *verdict; /* "bracketed", "lo_fails", "hi_passes", "probe_limit", "failed" */
+} out_capacity_result_t;
+
+/* Runs every search into so->dir (whose catalog also gets a "capacity" row
+ * per search, out_catalog_capacity_put); *res (n entries, malloc'd) in g's
+ * point order. Errors as out_sweep_run's, and KS_EINPUT when key is one of
+ * g's axes or the metric is no catalog column. */
+int out_capacity_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t *so,
+		     const out_capacity_opts_t *co, out_capacity_result_t **res, size_t *n,
+		     err_t *e);
+
 #endif

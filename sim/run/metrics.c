@@ -70,6 +70,8 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 		ok_both += a && b;
 	}
 	uint64_t done = by_status[REQ_COMPLETED];
+	/* shed load (abandoned, rejected as overload) counts as missing the SLOs */
+	uint64_t due = done + by_status[REQ_ABANDONED] + by_status[REQ_REJECTED_OVERLOAD];
 	double span_s = done && t1 > t0 ? (double)(t1 - t0) / 1e9 : NAN;
 	/* REC_REQUESTS .. REC_SPEC_HIT_TOKENS, in the recorder's order */
 	const double m[] = {
@@ -79,13 +81,14 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 	             by_status[REQ_REJECTED_OVERLOAD]),
 	    (double)by_status[REQ_REJECTED_OVERLOAD],
 	    (double)by_status[REQ_UNFINISHED],
+	    (double)by_status[REQ_ABANDONED],
 	    (double)by_status[REQ_FAILED_IN_TRACE],
 	    span_s,
 	    done ? done / span_s : 0,
 	    done ? out_tok / span_s : 0,
-	    done ? (double)ok_ttft / done : NAN,
-	    done ? (double)ok_tpot / done : NAN,
-	    done ? (double)ok_both / done : NAN,
+	    due ? (double)ok_ttft / due : NAN,
+	    due ? (double)ok_tpot / due : NAN,
+	    due ? (double)ok_both / due : NAN,
 	    done ? ok_both / span_s : 0,
 	    in_tok ? (double)hit_tok / in_tok : NAN,
 	    o->blocks_total ? (double)o->blocks_hit / o->blocks_total : NAN,

@@ -100,13 +100,14 @@
 	X(REJECTED, "rejected", "", "requests rejected (too long, SLO, overload)")                 \
 	X(REJECTED_OVERLOAD, "rejected_overload", "", "rejected: their instance's queue was full") \
 	X(UNFINISHED, "unfinished", "", "still in the system when the run stopped")                \
+	X(ABANDONED, "abandoned", "", "left their queue: no first token within client_timeout_s")  \
 	X(FAILED_IN_TRACE, "failed_in_trace", "", "failed in the source trace")                    \
 	X(SPAN_S, "span_s", "s", "first arrival to last completion")                              \
 	X(THROUGHPUT_RPS, "throughput_rps", "1/s", "completed requests per second of span")        \
 	X(OUTPUT_TOKENS_PER_S, "output_tokens_per_s", "1/s", "output tokens per second of span")   \
-	X(SLO_TTFT_ATTAINMENT, "slo_ttft_attainment", "", "share of completed meeting the TTFT SLO") \
-	X(SLO_TPOT_ATTAINMENT, "slo_tpot_attainment", "", "share of completed meeting the TPOT SLO") \
-	X(SLO_ATTAINMENT, "slo_attainment", "", "share of completed meeting both SLOs")            \
+	X(SLO_TTFT_ATTAINMENT, "slo_ttft_attainment", "", "share of completed, abandoned and rejected_overload requests (shed load misses) meeting the TTFT SLO") \
+	X(SLO_TPOT_ATTAINMENT, "slo_tpot_attainment", "", "share of completed, abandoned and rejected_overload meeting the TPOT SLO") \
+	X(SLO_ATTAINMENT, "slo_attainment", "", "share of completed, abandoned and rejected_overload meeting both SLOs") \
 	X(GOODPUT_RPS, "goodput_rps", "1/s", "requests meeting both SLOs per second of span")      \
 	X(HIT_RATE_TOKENS, "hit_rate_tokens", "", "prompt tokens served from KV / prompt tokens")   \
 	X(HIT_RATE_BLOCKS, "hit_rate_blocks", "", "shareable blocks matched / shareable blocks")   \

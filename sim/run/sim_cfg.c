@@ -41,6 +41,15 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "sustains, 10,000 waiting requests are minutes of queueing, past any TTFT SLO, and "
 	 "they bound the queues' memory (a request and its block ids) under overload", NULL},
 	 AT(U32, max_pending)},
+	{{"experiment", "client_timeout_s", CFG_FLOAT, "60", 0, 1e9, NULL, "s",
+	 "a request still waiting in its instance's queue without a first token this long after "
+	 "it arrived is abandoned by its client: it leaves the queue with status abandoned "
+	 "(counted in the abandoned metric and as an SLO miss), checked whenever its instance "
+	 "schedules a step; 0 = clients wait forever. Default 60 s: vLLM and SGLang admit "
+	 "without limit, so what bounds a real queue is the client or the gateway in front, "
+	 "and nginx's proxy_read_timeout and an AWS ALB's idle timeout both default to 60 s "
+	 "without a byte (a streamed response's first byte is its first token)", NULL},
+	 AT(DOUBLE, client_timeout_s)},
 	{{"experiment", "max_rss_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
 	 "stop the run with an error, writing nothing, once this process's resident memory "
 	 "passes this (read from /proc/self/statm every 65,536 events); 0 = half of physical "

@@ -1046,6 +1046,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.cost_ctx = &s->comp;
 	p.ttft_slo_ns = (int64_t)(sp->ttft_ms * 1e6);
 	p.tpot_slo_ns = (int64_t)(sp->tpot_ms * 1e6);
+	p.client_timeout_ns = (int64_t)llround(sp->client_timeout_s * 1e9);
 	p.on_spec_hit = sim_on_spec_hit;
 	p.on_job_done = sim_on_job_done;
 	p.wait_inflight = sim_wait_inflight;

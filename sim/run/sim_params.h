@@ -65,6 +65,7 @@ typedef struct sim_params {
 	uint64_t seed;
 	double until_s;       /* 0: until the trace drains */
 	uint32_t max_pending; /* per instance; 0: no cap */
+	double client_timeout_s; /* waiting without a first token: abandoned; 0: never */
 	double max_rss_gb;    /* 0: half of the memory this process may use */
 	/* [cluster] */
 	uint32_t nodes, gpus_per_node, tp;
