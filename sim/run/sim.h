@@ -25,6 +25,7 @@ typedef struct sim_arrival {
 	const uint64_t *blocks;
 	int32_t status; /* 0 ok, 1 failed in the source trace */
 	uint32_t n_out_blocks; /* ids after blocks[n_blocks]: full blocks ending in the output */
+	uint64_t session_id;   /* the trace's session, 0: none (tr_request_t) */
 } sim_arrival_t;
 
 typedef struct sim_source {

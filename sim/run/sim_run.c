@@ -56,6 +56,7 @@ static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
 	a->n_out_blocks = q.n_out_blocks;
 	a->blocks = q.blocks;
 	a->status = q.status;
+	a->session_id = q.session_id;
 	return 1;
 }
 
