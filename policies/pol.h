@@ -29,6 +29,15 @@
  *               admission.admit(r, inst) (POL_REJECT: rejected);
  *               repl.on_route(r, inst); pred.observe({r.arrival, r.blocks,
  *               inst}) (inst -1 for a rejected request: it is still demand).
+ *   request life (predictor tables of version >= 4 with on_request, fed
+ *               when observe is): pred.on_request(ROUTED) right after
+ *               observe for a routed request (its id, session and output
+ *               ids), STARTED when it is first admitted to its instance's
+ *               running batch (it leaves the waiting queue: its prefill
+ *               starts; an idle instance admits it inside the arrival, so
+ *               STARTED may come before ROUTED), ENDED when its result row
+ *               is written (completed, rejected after routing, or still in
+ *               the system at the end); each once per request.
  *   Hooks documented "may be NULL" are skipped when NULL.
  *   peek:       when pred.peek_ahead_ns() > 0, every trace request is passed
  *               to pred.peek (inst -1) that many ns before it arrives (oracle);
@@ -69,8 +78,10 @@
  * Version 3 changes pol_base_t: params are typed keys (cfg_tkey_t), the
  * table says params_size, and init receives the filled params struct. The
  * layout of every table moved, so tables older than POL_ABI_MIN are refused
- * with a message to rebuild them. */
-#define POL_ABI_VERSION 3
+ * with a message to rebuild them.
+ * Version 4 appends pol_predictor_ops.on_request, read only from tables of
+ * version >= 4 (older ones load as before). */
+#define POL_ABI_VERSION 4
 #define POL_ABI_MIN 3
 
 typedef enum pol_family {
@@ -291,6 +302,30 @@ typedef struct pol_arrival {
 	int32_t inst; /* routed instance; -1 when unknown (peek) */
 } pol_arrival_t;
 
+/* A routed request's later life, for predictors that read the serving
+ * system's own state (ABI 4). */
+typedef enum pol_req_phase {
+	POL_REQ_ROUTED,  /* arrived and was routed to inst (after observe) */
+	POL_REQ_STARTED, /* first admitted to the running batch: left the queue */
+	POL_REQ_ENDED    /* its result row is out: completed or not (completed) */
+} pol_req_phase_t;
+
+typedef struct pol_req_event {
+	pol_req_phase_t phase;
+	int64_t t_ns;
+	uint64_t id;   /* the request's (pol_req_t.id) */
+	int32_t inst;  /* the instance it was routed to */
+	int completed; /* ENDED: 1 when it completed (its output exists) */
+	/* ROUTED only (NULL and 0 otherwise): the prompt's chained ids
+	 * blocks[0..n_blocks), then blocks[n_blocks .. n_blocks + n_out_blocks)
+	 * those of the full blocks ending in its output (traces/tr.h: with a
+	 * session they continue the session's history, else they are this
+	 * request's own), and its trace session (0: none). */
+	const uint64_t *blocks;
+	uint32_t n_blocks, n_out_blocks;
+	uint64_t session_id;
+} pol_req_event_t;
+
 #define POL_LIKELY_MAX 4
 
 /* One forecast prefix: requests whose prompt starts with blocks[0..n). */
@@ -318,6 +353,10 @@ struct pol_predictor_ops {
 	int64_t (*peek_ahead_ns)(const void *st);
 	int (*peek)(void *st, const pol_arrival_t *future, err_t *e);
 	int (*forecast)(void *st, int64_t now, int64_t horizon_ns, pol_forecast_t *out, err_t *e);
+	/* ABI 4, appended, may be NULL: a routed request left the waiting
+	 * queue or ended (see "request life" above). Read only when
+	 * base.version >= 4. */
+	int (*on_request)(void *st, const pol_req_event_t *ev, err_t *e);
 };
 
 /* replication -------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_ewma)                                         \
 	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_holt)                                         \
 	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_hawkes)                                       \
+	X(POL_PREDICTOR, pol_predictor_ops, pol_pred_lookahead)                                    \
 	X(POL_REPLICATION, pol_replication_ops, pol_repl_none)                                     \
 	X(POL_REPLICATION, pol_replication_ops, pol_repl_reactive_hotspot)                         \
 	X(POL_REPLICATION, pol_replication_ops, pol_repl_early_rdma)                               \

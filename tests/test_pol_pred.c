@@ -372,6 +372,66 @@ static void test_oracle_jitter_widens_peek_and_perturbs_visibility(void **st)
 	assert_true(j != 20 && j >= 10 && j <= 30);
 }
 
+/* Lead time as an axis: a request at 10 s (its prefix opened at 0 s)
+ * is first forecast exactly oracle_lead_s before it arrives. */
+static void test_oracle_lead_shifts_when_a_request_is_first_forecast(void **st)
+{
+	(void)st;
+	const char *over[] = {"oracle_lead_s=2", "oracle_lead_s=5"};
+	const int64_t lead[] = {2 * S, 5 * S};
+	for (int k = 0; k < 2; k++) {
+		pol_handle_t h = open_pred("oracle", over[k]);
+		peek(&h, 0, 1, 1);
+		peek(&h, 10 * S, 1, 2);
+		assert_int_equal(forecast(&h, 10 * S - lead[k] - 1, 100 * S).n, 0);
+		pol_forecast_t fc = forecast(&h, 10 * S - lead[k], 100 * S);
+		assert_int_equal(fc.n, 1);
+		assert_int_equal(fc.e[0].first_ns, 10 * S);
+		pol_close(&h);
+	}
+}
+
+/* Jitter as an axis: 400 requests of one prefix every 0.1 s, lead 2 s,
+ * jitter 1 s; the counts visible on a grid of times are a pure function of
+ * the seed, differ between seeds, and never include a request more than
+ * lead + 4 jitter = 6 s ahead (the clip, and the peek window). */
+#define JG 160
+static void jitter_counts(uint64_t seed, double *cnt)
+{
+	pol_handle_t h =
+	    fk_open(POL_PREDICTOR, "oracle", "oracle_lead_s=2,oracle_jitter_s=1", seed);
+	for (uint64_t i = 0; i <= 400; i++)
+		peek(&h, (int64_t)i * S / 10, 1, i + 1);
+	for (int g = 0; g < JG; g++) {
+		pol_forecast_t fc = forecast(&h, (int64_t)g * S / 4, 100 * S);
+		cnt[g] = fc.n ? fc.e[0].expected : 0;
+	}
+	pol_close(&h);
+}
+
+static void test_oracle_jitter_is_seeded_and_bounded(void **st)
+{
+	(void)st;
+	double a[JG], b[JG], c[JG];
+	jitter_counts(11, a);
+	jitter_counts(11, b);
+	jitter_counts(12, c);
+	int differ = 0;
+	for (int g = 0; g < JG; g++) {
+		assert_true(a[g] == b[g]);
+		differ += a[g] != c[g];
+		/* requests in (now, now + 6 s]: the most that may be visible */
+		int64_t now = (int64_t)g * S / 4;
+		double bound = 0;
+		for (uint64_t i = 1; i <= 400; i++)
+			bound += (int64_t)i * S / 10 > now && (int64_t)i * S / 10 <= now + 6 * S;
+		assert_true(a[g] <= bound && c[g] <= bound);
+	}
+	print_message("oracle jitter: %d of %d grid counts differ between seeds 11 and 12\n",
+	              differ, JG);
+	assert_true(differ > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +450,8 @@ int main(void)
 	    cmocka_unit_test(test_oracle_lead_hides_what_is_too_far_ahead),
 	    cmocka_unit_test(test_oracle_false_positives_name_prefixes_that_will_not_come),
 	    cmocka_unit_test(test_oracle_jitter_widens_peek_and_perturbs_visibility),
+	    cmocka_unit_test(test_oracle_lead_shifts_when_a_request_is_first_forecast),
+	    cmocka_unit_test(test_oracle_jitter_is_seeded_and_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

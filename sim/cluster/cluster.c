@@ -392,6 +392,8 @@ static void admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m
 		}
 		r->tok_spec_hit = spec_hits * B < r->tok_local ? spec_hits * B : r->tok_local;
 		r->t_admit = now;
+		if (c->p.on_admit)
+			c->p.on_admit(c->p.hook_ctx, in->id, r);
 		c->blocks_total += r->n_blocks;
 		c->blocks_hit += m;
 	}

@@ -159,6 +159,10 @@ typedef struct cluster_params {
 	int64_t client_timeout_ns;
 	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
 	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+	/* r was admitted on inst for the first time: it leaves the waiting
+	 * queue and its prefill starts (may be NULL; preempted requests
+	 * readmitted later do not call it again). */
+	void (*on_admit)(void *ctx, uint32_t inst, const struct sim_req *r);
 	/* A job queued with cluster_job_add finished on inst (may be NULL). */
 	int (*on_job_done)(void *ctx, uint32_t inst, uint64_t job);
 	/* Under BUSY_WAIT, r's first missing block (index first) is INFLIGHT

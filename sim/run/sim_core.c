@@ -419,6 +419,19 @@ static int overload_reject(sim_ctx_t *s, const sim_arrival_t *a, uint32_t inst, 
 				       REQ_REJECTED_OVERLOAD);
 }
 
+/* Tells the predictor (ABI 4 tables with on_request, and only when a
+ * replication policy reads its forecasts, as on_arrival feeds it) that a
+ * request was routed, left its queue or ended (pol.h "request life"); its
+ * failure stops the run. */
+static int pred_request(sim_ctx_t *s, pol_req_event_t *ev)
+{
+	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
+	if (!po || s->horizon_ns <= 0 || po->base.version < 4 || !po->on_request)
+		return 0;
+	ev->t_ns = ev_engine_now(s->eng);
+	return po->on_request(s->pol.h[POL_PREDICTOR].state, ev, s->err);
+}
+
 static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	sim_ctx_t *s = ctx;
@@ -496,6 +509,12 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
 		if ((rc = po->observe(s->pol.h[POL_PREDICTOR].state, &pa, s->err)))
+			return rc;
+		pol_req_event_t re = {.phase = POL_REQ_ROUTED, .id = a->id, .inst = routed,
+				      .blocks = p->blocks, .n_blocks = a->n_blocks,
+				      .n_out_blocks = a->n_out_blocks,
+				      .session_id = a->session_id};
+		if (routed >= 0 && (rc = pred_request(s, &re)))
 			return rc;
 	}
 	/* the ring is FIFO and arrivals come in its order */
@@ -604,6 +623,16 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* cluster_params_t.on_admit */
+static void on_admit(void *ctx, uint32_t inst, const sim_req_t *r)
+{
+	sim_ctx_t *s = ctx;
+	pol_req_event_t ev = {.phase = POL_REQ_STARTED, .id = r->id, .inst = (int32_t)inst};
+	int rc = pred_request(s, &ev);
+	if (rc && !s->hook_err)
+		s->hook_err = rc;
+}
+
 /* cluster_params_t.on_touch */
 static void on_touch(void *ctx, uint32_t inst)
 {
@@ -620,8 +649,12 @@ static int on_result(void *ctx, const res_request_t *row)
 		sim_load_dec(s->load, (uint32_t)row->instance);
 	if (row->instance >= 0 && s->rvw)
 		sim_rv_result(s->rvw, row);
-	int rc = rec_request(s->res, row);
-	if (rc || !s->fb)
+	pol_req_event_t ev = {.phase = POL_REQ_ENDED, .id = row->id, .inst = row->instance,
+			      .completed = row->status == REQ_COMPLETED};
+	int rc;
+	if (row->instance >= 0 && (rc = pred_request(s, &ev)))
+		return rc;
+	if ((rc = rec_request(s->res, row)) || !s->fb)
 		return rc;
 	/* a closed loop: the row frees its user, who may send again; the source
 	 * is asked in an event of its own (this one may be mid-arrival) */
@@ -1052,6 +1085,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
 	p.on_touch = on_touch;
+	p.on_admit = on_admit;
 	p.on_busy = s->trace ? trace_busy : NULL;
 	p.on_result = on_result;
 	p.result_ctx = s;
