@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "cccb9d7996065f7db1b22a865d0de36498df02c19920ca68695b963ff5a2ecaf"},
+     "cbcd51c848176864ea28af8e1e2bde3b328ff23712635b7effeff630736c9e5e"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "b6d5f90c9f9edb84df9646c95a9c493cc2dc886e3c35a032664d4705d1db8261"},
+     "ed731781c9a53214582d307226db36c5c975f0f5cdd339d598dbf43818f47289"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "7be30c3f3bf0fa8905ce50afe923aba1aeaabbe5fbc7e039954d50d4aa2df57b"},
+     3, "ae860e83f7e89e7da9f9fc35ee6855aadf1e43c263df506cf894f348f701f395"},
 };
 
 static void test_results_match_their_golden_digests(void **st)
