@@ -62,8 +62,11 @@ EXPERIMENTS = [
     ("e7_staleness", "E7 TTFT and decision quality vs index staleness"),
     ("e8_oracle_gap", "E8 each policy's gap to the oracle bound on the real traces"),
 ]
-# Summary metrics each table shows, where the catalog has them.
-TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_nospec_mean_ms",
+# Summary metrics each table shows, where the catalog has them: the TTFT
+# quantiles and SLO attainment over offered requests (a shed or unfinished
+# request is a miss, +inf TTFT), the means over completed ones.
+TABLE_METRICS = ["admitted_share", "ttft_p95_ms", "ttft_p99_ms", "slo_attainment",
+                 "ttft_completed_mean_ms", "ttft_nospec_mean_ms",
                  "spec.unused_vram_gb_s",
                  "spec.bytes_bg", "spec.fg_slowdown_mean_s", "hit_rate_blocks",
                  "forecast.precision", "forecast.recall", "forecast.placement_acc",
@@ -92,7 +95,10 @@ LOSS_COLORS = ["#0072B2", "#E69F00", "#D55E00", "#009E73", "#CC79A7", "#56B4E9"]
 
 def fmt(v):
     """A number as the report prints it, to 4 significant figures ('-' for
-    none or NaN; the test reads it back): 12060 rather than 1.206e+04."""
+    none or NaN, 'inf' for a TTFT quantile that reaches a request never
+    served; the test reads it back): 12060 rather than 1.206e+04."""
+    if v is not None and np.isinf(v):
+        return "inf" if v > 0 else "-inf"
     if v is None or not np.isfinite(v):
         return "-"
     s = "%.4g" % v
@@ -339,7 +345,10 @@ def fig_breakeven(df, study, path):
                           figsize=(max(5.5, 3.3 * ncols + 1.2), 3.4 * nrows + 0.8))
     fig.subplots_adjust(hspace=0.5, wspace=0.3)
     allv = np.concatenate([x[1]["mean"].to_numpy() for _, x in top + bottom])
-    lim = nice_ceil(float(np.nanmax(np.abs(allv))))
+    # the colour scale spans the finite gains; a side that shed requests
+    # (+-inf: a p95 past a request never served) takes the end colour
+    fin = np.abs(allv[np.isfinite(allv)])
+    lim = nice_ceil(float(fin.max())) if fin.size else 1.0
     im = None
     for r, row in enumerate([top, bottom][:nrows]):
         for c in range(ncols):
@@ -357,7 +366,8 @@ def fig_breakeven(df, study, path):
                     ax.text(j, i, "%+.1f" % v + ("" if b is None else "\n%.0f%% bd" % (100 * b)),
                             ha="center", va="center", fontsize=7 if b is None else 6,
                             color="w" if abs(v) > 0.6 * lim else "k")
-            if len(rs) > 1 and len(fs) > 1 and np.nanmin(z) < 0 < np.nanmax(z):
+            if len(rs) > 1 and len(fs) > 1 and np.isfinite(z).any() and \
+                    np.nanmin(z) < 0 < np.nanmax(z):
                 ax.contour(np.arange(len(rs)), np.arange(len(fs)), z, levels=[0],
                            colors="k", linewidths=1.5)
             ax.set_xticks(range(len(rs)), ["%g" % x for x in rs])
@@ -369,9 +379,15 @@ def fig_breakeven(df, study, path):
                 ax.set_ylabel("oracle false-positive rate\n(false entries per true one)")
     fig.colorbar(im, ax=[a for row in axes for a in row if a.get_visible()],
                  label="p95 TTFT gain (%, >0: speculation faster)")
-    best = max(top, key=lambda x: np.nanmax(x[1][1]["mean"].to_numpy()))
+    # a cell whose both sides shed requests past the p95 (+inf each) has no
+    # gain (NaN); a panel of only such cells has no best cell
+    best = max(top, key=lambda x: x[1][1]["mean"].max(skipna=True) if
+               x[1][1]["mean"].notna().any() else -np.inf)
     st, shares = best[1][1], best[1][2]
-    b = st.loc[st["mean"].idxmax()]
+    if st["mean"].notna().any():
+        b = st.loc[st["mean"].idxmax()]
+    else:
+        b = None
     pays = bool((st["mean"] > 0).any()) or any((x[1][1]["mean"] > 0).any() for x in top)
     head = ("Where speculative replication pays: p95 TTFT gain (black line: gain 0)" if pays else
             "Speculative replication pays nowhere here: p95 TTFT gain <= 0 in every cell")
@@ -383,13 +399,17 @@ def fig_breakeven(df, study, path):
     ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
                                    "mean over seeds of (baseline - speculative) / baseline; "
                                    "colour scale +-%g%%" % lim))
-    fair = ("The best cell against the best fair baseline (%s) is recall %g, FP rate %g: %s over %d seeds; "
-            "%d of %d cells are > 0, %d with the whole CI above 0." %
-            (best[0], b[RECALL], b[FP], ci_text(b["mean"], b["ci"]), int(b["n"]),
-             int((st["mean"] > 0).sum()), len(st), int((st["lo"] > 0).sum())))
+    if b is None:
+        fair = ("No cell compares against the best fair baseline (%s): in every one both "
+                "sides' p95 TTFT reaches a request never served (inf)." % best[0])
+    else:
+        fair = ("The best cell against the best fair baseline (%s) is recall %g, FP rate %g: %s over %d seeds; "
+                "%d of %d cells are > 0, %d with the whole CI above 0." %
+                (best[0], b[RECALL], b[FP], ci_text(b["mean"], b["ci"]), int(b["n"]),
+                 int((st["mean"] > 0).sum()), len(st), int((st["lo"] > 0).sum())))
     if not pays:
         fair += " No cell pays against the best fair baseline: speculation is slower everywhere here."
-    if shares:
+    if shares and b is not None:
         sv = [v for _, (_, _, sh) in top for v in sh.values()]
         fair += (" That cell's speculative runs reach %.3g%% of the oracle bound's block hit "
                  "rate (bound.place_hit_rate_blocks); over the top row's cells the share runs "
@@ -397,6 +417,10 @@ def fig_breakeven(df, study, path):
                                            100 * min(sv), 100 * max(sv)))
     own = []
     for t, (lab, st2, _) in bottom:
+        if not st2["mean"].notna().any():
+            own.append("%s (%s): no cell compares, both sides' p95 TTFT reaching a request "
+                       "never served (inf) in every one" % (lab, t))
+            continue
         r2 = st2.loc[st2["mean"].idxmax()]
         own.append("%s (%s): at best %s at recall %g, FP rate %g, %d of %d cells > 0" %
                    (lab, t, ci_text(r2["mean"], r2["ci"]), r2[RECALL], r2[FP],
