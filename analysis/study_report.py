@@ -490,13 +490,13 @@ def fig_axes(df, study, path):
                         lw=1, color=ks.color(p), label=p)
             means += list(st["mean"])
             for _, r in st.iterrows():
-                if best is None or r["mean"] > best[0]:
+                if not np.isnan(r["mean"]) and (best is None or r["mean"] > best[0]):
                     best = (r["mean"], r["ci"], p, title, r[x], int(r["n"]))
         st = kr.mean_ci(kr.best_gain(g, "ttft_p95_ms", [x], spec, ~spec, match=[x]), [x], "gain_pct")
         means += list(st["mean"])
         ax.errorbar(np.array([pos[v] for v in st[x]]) + 0.3, st["mean"], yerr=st["ci"].fillna(0), ls="--", color="k",
                     marker="s", ms=3, capsize=2, lw=1.2, label="best spec vs best fair baseline")
-        if len(st):
+        if st["mean"].notna().any():  # NaN everywhere: both sides' p95 +inf
             r = st.loc[st["mean"].idxmax()]
             best_txt.append("%s: at best %s at %s = %s" % (title, ci_text(r["mean"], r["ci"]),
                                                            short(x), short(r[x])))
@@ -506,7 +506,8 @@ def fig_axes(df, study, path):
         ax.set_xlabel("link scenario" if x == NAME else short(x))
         ax.set_title(title)
     # the means set the scale; a 2-seed CI (t = 12.7) would flatten them
-    lo, hi = np.nanmin(means + [0.0]), np.nanmax(means + [0.0])
+    fin = [v for v in means + [0.0] if np.isfinite(v)]  # +-inf: a side never served its p95
+    lo, hi = min(fin), max(fin)
     pad = max(5.0, 0.4 * (hi - lo))
     axes[0][0].set_ylim(lo - pad, hi + pad)
     axes[0][0].set_ylabel("p95 TTFT gain of speculative (%)")
@@ -726,9 +727,11 @@ def fig_cdf(df, study, path):
                                    "trace %s (where the policies' p95 differ the most); completed "
                                    "requests pooled over seeds" % tr))
     p99 = sorted((np.percentile(t, 99), n[0]) for t, n, _ in curves)
+    gap = ("the slowest %.3g%% above the fastest" % (100 * spread) if np.isfinite(spread) else
+           "the slowest's p95 reaching a request it never served")
     text = ("The CDF shows %s, the E2 trace where the policies' mean p95 TTFT differ the most "
-            "(the slowest %.3g%% above the fastest). Pooled p99 TTFT ranges from %s ms (%s) to "
-            "%s ms (%s)." % (tr, 100 * spread, fmt(p99[0][0]), p99[0][1], fmt(p99[-1][0]), p99[-1][1]))
+            "(%s). Pooled p99 TTFT of completed requests ranges from %s ms (%s) to "
+            "%s ms (%s)." % (tr, gap, fmt(p99[0][0]), p99[0][1], fmt(p99[-1][0]), p99[-1][1]))
     return ks.save(fig, path), None, text
 
 
@@ -759,10 +762,20 @@ def fig_traces(df, study, path, metric="ttft_p95_ms", exp="e2_traces", labels=No
         mean = np.array([s.loc[p, "mean"] if p in s.index else np.nan for p in pols])
         ci = np.array([s.loc[p, "ci"] if p in s.index else np.nan for p in pols])
         ci = np.where(np.isfinite(ci), ci, 0.0)
-        top = 1.25 * np.nanmax(mean)
+        # a policy whose p95 reaches a request it never served (+inf: the
+        # mooncake presets' early rejection) is a hatched bar to the edge
+        inf = np.isinf(mean)
+        fin = mean[np.isfinite(mean)]
+        top = 1.25 * fin.max() if fin.size and fin.max() > 0 else 1.0
         y = np.arange(len(pols))
-        ax.barh(y, mean, 0.7, color=[ks.color(family_color(p)) for p in pols],
+        cols = [ks.color(family_color(p)) for p in pols]
+        ax.barh(y[~inf], mean[~inf], 0.7, color=[c for c, i in zip(cols, inf) if not i],
                 edgecolor="k", linewidth=0.3)
+        if inf.any():
+            ax.barh(y[inf], top, 0.7, color=[c for c, i in zip(cols, inf) if i], hatch="//",
+                    edgecolor="k", linewidth=0.3)
+            for j in np.flatnonzero(inf):
+                ax.text(top, y[j], "inf ", ha="right", va="center", fontsize=6)
         lo, hi = np.maximum(mean - ci, 0), np.minimum(mean + ci, top)
         ok = np.isfinite(mean)
         ax.hlines(y[ok], lo[ok], hi[ok], color="k", lw=0.8)
@@ -777,18 +790,20 @@ def fig_traces(df, study, path, metric="ttft_p95_ms", exp="e2_traces", labels=No
         ax.grid(axis="y", visible=False)
         if ok.any():
             j, i = int(np.nanargmin(mean)), int(np.nanargmax(mean))
-            lines.append("%s: %s fastest at %s ± %s ms, %s slowest at %s ± %s ms" %
-                         (t, pols[j], fmt(mean[j]), fmt(ci[j]), pols[i], fmt(mean[i]), fmt(ci[i])))
+            pm = [fmt(mean[x]) + ("" if inf[x] else " ± " + fmt(ci[x])) for x in (j, i)]
+            lines.append("%s: %s fastest at %s ms, %s slowest at %s ms" %
+                         (t, pols[j], pm[0], pols[i], pm[1]))
     for k in range(len(traces), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle("p95 TTFT per trace and policy (bars: mean over seeds, whiskers: 95% CI; "
-                 "arrows: CI clipped at the panel's edge)", fontsize=9)
+                 "arrows: CI clipped at the panel's edge; hatched to the edge: inf, the p95 "
+                 "reaching a request never served)", fontsize=9)
     fig.tight_layout()
     ks.add_caption(fig, ks.caption(study, exp, seeds_of(df),
                                    "%d CI ends clipped (wider than the bar's range)" % clipped))
     text = ("Per trace, the fastest and slowest policy by mean p95 TTFT (± 95%% CI over %d seeds): "
             % seeds_of(df) + "; ".join(lines) + ". %d whisker ends are clipped where the CI runs "
-            "past the panel (below 0 or past 1.25 x the slowest bar)." % clipped)
+            "past the panel (below 0 or past 1.25 x the slowest finite bar)." % clipped)
     return ks.save(fig, path), None, text
 
 

@@ -194,6 +194,19 @@ def check_loader(out):
     for _, r in df.iterrows():
         if not close(float(r["ttft_p95_ms"]), float(by_id[r["id"]]["ttft_p95_ms"])):
             fail("load(dir): run %s ttft_p95_ms differs from the catalog" % r["id"])
+    # the mooncake preset rejects early: its p95 over offered requests reaches
+    # a rejected one, +inf in /summary, the catalog and the loaded frame alike
+    shed = [r for r in rows if r["policy.preset"] == "mooncake"]
+    if not shed:
+        fail("e1_breakeven has no mooncake run to shed load")
+    for r in shed:
+        with h5py.File(os.path.join(exp, r["h5_path"]), "r") as h:
+            p95 = float(h["summary"].attrs["ttft_p95_ms"])
+        got = float(df.loc[df["id"] == r["id"], "ttft_p95_ms"].iloc[0])
+        if not (p95 == math.inf and r["ttft_p95_ms"] == math.inf and got == math.inf):
+            fail("run %s (mooncake, admitted share %s): ttft_p95_ms %s in /summary, %s in the "
+                 "catalog, %s loaded; expected inf in all three" %
+                 (r["id"], r["admitted_share"], p95, r["ttft_p95_ms"], got))
     sub = kr.load(exp, where="policy.replication.name = 'none'")
     if len(sub) != sum(r["policy.replication.name"] == "none" for r in rows):
         fail("load(where=...) kept %d rows" % len(sub))
