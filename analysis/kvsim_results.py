@@ -1,10 +1,17 @@
 """Helpers shared by the plotting scripts: read a kvsim results catalog
-(DIR/catalog.sqlite) into pandas, and the /requests table of a run's HDF5."""
+(DIR/catalog.sqlite) into pandas, and the /requests table of a run's HDF5.
+
+A TTFT quantile over offered requests (ttft_p50_ms .. ttft_p99_ms) is +inf
+where it reaches a request the run never served (rejected or unfinished);
+the catalog and /summary keep it as float('inf'), and the helpers below
+carry it through: a mean over seeds with one +inf is +inf (no CI), and a
+gain against a +inf baseline is +inf (100%)."""
 import os
 import re
 import sqlite3
 
 import h5py
+import numpy as np
 import pandas as pd
 
 
@@ -47,6 +54,19 @@ def load_runs(d, where=None, done_only=True):
     df.attrs["params"] = [c for c in df.columns if kinds.get(c) == "param"]
     df.attrs["metrics"] = [c for c in df.columns if kinds.get(c) == "metric"]
     return df
+
+
+# The latency families kvsim summarises over completed requests only (their
+# `kvsim metrics` docs say "of completed requests"); ttft_p50_ms .. p99 are
+# over offered requests.
+_COMPLETED_ONLY = re.compile(r"^(ttft_completed|tpot|tbt_p90|e2e|queue|ttft_nospec)"
+                             r"_(mean|p50|p90|p95|p99)_ms$")
+
+
+def label(metric):
+    """A metric's name for a table or axis: completed-only latencies say so."""
+    return metric + " (completed)" if _COMPLETED_ONLY.match(metric) and \
+        "completed" not in metric else metric
 
 
 def read_requests(h5):
@@ -175,15 +195,19 @@ def mean_ci(df, by, metric, conf=0.95):
     """Mean of `metric` per group of `by` (a column or list; the runs of a
     group are typically its seeds) and the half-width of its `conf` CI
     (Student t, n - 1 degrees of freedom; NaN for one run). Returns a
-    DataFrame with the `by` columns, n, mean, sd, ci, lo, hi."""
+    DataFrame with the `by` columns, n, mean, sd, ci, lo, hi. A group with
+    an infinite value has that mean (+inf) and no sd or CI."""
     by = [by] if isinstance(by, str) else list(by)
     rows = []
     for key, g in groups(df, by):
         v = pd.to_numeric(g[metric], errors="coerce").dropna().to_numpy(dtype=float)
         n = len(v)
         m = float(v.mean()) if n else float("nan")
-        sd = float(v.std(ddof=1)) if n > 1 else float("nan")
-        ci = t_quantile(n - 1, conf) * sd / n ** 0.5 if n > 1 else float("nan")
+        # a run that never served some requests has a +inf quantile: the
+        # mean is +inf and has no spread (numpy's would be NaN, inf - inf)
+        spread = n > 1 and np.isfinite(v).all()
+        sd = float(v.std(ddof=1)) if spread else float("nan")
+        ci = t_quantile(n - 1, conf) * sd / n ** 0.5 if spread else float("nan")
         rows.append(dict(zip(by, key), n=n, mean=m, sd=sd, ci=ci, lo=m - ci, hi=m + ci))
     return pd.DataFrame(rows, columns=by + ["n", "mean", "sd", "ci", "lo", "hi"])
 
@@ -198,7 +222,8 @@ def pair_gain(df, metric, treat=None, base=None, policy="policy.replication.name
     optionally narrow the two sides further (a pandas query string or a
     boolean mask). Returns the treated rows with base_<metric>, base_id, gain
     (base - treat when lower is better, treat - base otherwise) and gain_pct
-    (gain / base x 100); a treated run without a baseline is left out."""
+    (gain / base x 100; +inf values as _gain says); a treated run without a
+    baseline is left out."""
     params = [p for p in df.attrs.get("params", []) if p in df.columns]
     is_base = df[policy].astype(str) == baseline
     tr, bs = df[~is_base], df[is_base]
@@ -213,12 +238,23 @@ def pair_gain(df, metric, treat=None, base=None, policy="policy.replication.name
     best = best[keys + ["seed", "_m", "id"]].rename(columns={"_m": "base_" + metric, "id": "base_id"})
     out = tr.merge(best, on=keys + ["seed"], how="inner")
     t = pd.to_numeric(out[metric], errors="coerce")
-    b = out["base_" + metric]
-    out["gain"] = (b - t) if lower_is_better else (t - b)
-    out["gain_pct"] = 100.0 * out["gain"] / b
+    out["gain"], out["gain_pct"] = _gain(t, out["base_" + metric], lower_is_better)
     out.attrs.update(df.attrs)
     out.attrs["pair_keys"] = keys
     return out
+
+
+def _gain(t, b, lower_is_better):
+    """gain (b - t when lower is better, t - b otherwise) and gain_pct (gain
+    / b x 100) of treated values t over baselines b. With +inf (a quantile
+    that reaches a request never served): a finite t against an infinite b
+    gains inf, 100% (the limit of (b - t) / b); an infinite t against a
+    finite b loses -inf; both infinite: NaN (nothing to compare)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gain = (b - t) if lower_is_better else (t - b)
+        pct = 100.0 * gain / b
+    pct = pct.mask(np.isinf(b) & np.isfinite(t), 100.0 if lower_is_better else -100.0)
+    return gain, pct
 
 
 def _pair_keys(tr, bs, params, skip):
@@ -251,9 +287,8 @@ def best_gain(df, metric, cells, treat, base, match=(), lower_is_better=True):
     out = t.merge(b, on=match + ["seed"], how="inner")
     sign = 1.0 if lower_is_better else -1.0
     out["treat_" + metric], out["base_" + metric] = sign * out.pop("_t"), sign * out.pop("_b")
-    tv, bv = out["treat_" + metric], out["base_" + metric]
-    out["gain"] = (bv - tv) if lower_is_better else (tv - bv)
-    out["gain_pct"] = 100.0 * out["gain"] / bv
+    out["gain"], out["gain_pct"] = _gain(out["treat_" + metric], out["base_" + metric],
+                                         lower_is_better)
     return out
 
 

@@ -5,11 +5,14 @@
   plot_metric.py results --x trace.fanout_size --y ttft_p99_ms --group policy.replication.name -o p99.png
 
 Seeds (and any other parameter not on the plot) are averaged: the line is the
-mean, the bars span min..max over the runs at that point."""
+mean, the bars span min..max over the runs at that point. A point with a run
+at +inf (a TTFT quantile over offered requests that reaches a request never
+served) is left off the line and marked by a triangle at the top edge."""
 import argparse
 import os
 import sys
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -43,19 +46,30 @@ def main():
 
     runs["_y"] = pd.to_numeric(runs[a.y], errors="coerce") * a.scale
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    top = ax.get_xaxis_transform()  # x in data, y in axes (1 = the top edge)
+    n_inf = 0
     for name, d in (runs.groupby(a.group, sort=True) if a.group else [(None, runs)]):
         s = d.groupby(a.x)["_y"].agg(["mean", "min", "max", "count"]).sort_index()
-        ax.errorbar(s.index, s["mean"], yerr=[s["mean"] - s["min"], s["max"] - s["mean"]],
-                    marker="o", capsize=3, label=f"{a.group}={name}" if a.group else a.y)
+        inf = np.isinf(s["max"])
+        n_inf += int(inf.sum())
+        s = s.where(~inf)  # masked points break the line
+        line = ax.errorbar(s.index, s["mean"], yerr=[s["mean"] - s["min"], s["max"] - s["mean"]],
+                           marker="o", capsize=3,
+                           label=f"{a.group}={name}" if a.group else kr.label(a.y))
+        if inf.any():
+            ax.plot(s.index[inf], [0.98] * int(inf.sum()), "^", transform=top, clip_on=False,
+                    color=line[0].get_color())
     ax.set_xlabel(a.x)
-    ax.set_ylabel(a.ylabel or a.y)
+    ax.set_ylabel(a.ylabel or kr.label(a.y))
     if a.logx:
         ax.set_xscale("log")
     if a.logy:
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{a.y} vs {a.x} (mean, min..max over seeds)")
+    ax.set_title(f"{a.y} vs {a.x} (mean, min..max over seeds)" +
+                 (f"\n^ at the top: {n_inf} point(s) at +inf (a request never served)"
+                  if n_inf else ""))
     fig.tight_layout()
     fig.savefig(a.output, dpi=120)
     print(a.output)

@@ -2,13 +2,16 @@
 """Mean and 95% confidence interval of catalog metrics, grouped by parameters.
 
   policy_table.py RESULTS_DIR --by policy.replication.name \
-      --metrics ttft_mean_ms,ttft_p95_ms [--where SQL] [--markdown]
+      --metrics admitted_share,ttft_p95_ms,ttft_completed_mean_ms [--where SQL] [--markdown]
 
 Runs that share the --by columns (typically the seeds of one configuration)
 form one row: the mean over runs, +- the half-width of the 95% CI of that
 mean (Student t, n - 1 degrees of freedom; none for a single run). A row
 whose metric is identical over every run says so ("same in every seed"), so
-a fixed trace with nothing random is not passed off as replicated."""
+a fixed trace with nothing random is not passed off as replicated. A TTFT
+quantile over offered requests is inf where it reaches a request the run
+never served; a row with such runs says "inf (k of n seeds)". Latencies over
+completed requests only are headed "(completed)"."""
 import argparse
 import math
 import os
@@ -31,6 +34,9 @@ def t95(dof):
 
 def cell(vals):
     n = len(vals)
+    k = sum(1 for v in vals if math.isinf(v))
+    if k:  # a mean with an inf is inf, with no spread to tell
+        return "inf" if n < 2 else "inf (%d of %d seeds)" % (k, n)
     m = sum(vals) / n
     if n < 2:
         return "%.4g" % m
@@ -57,7 +63,7 @@ def main():
     for c in by + mets:
         if c not in runs.columns:
             sys.exit("policy_table.py: no column '%s' (have: %s)" % (c, ", ".join(runs.columns)))
-    head = by + ["seeds"] + mets
+    head = by + ["seeds"] + [kr.label(m) for m in mets]
     rows = []
     for key, g in runs.groupby(by if len(by) > 1 else by[0], sort=False):
         key = key if isinstance(key, tuple) else (key,)

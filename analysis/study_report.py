@@ -62,8 +62,11 @@ EXPERIMENTS = [
     ("e7_staleness", "E7 TTFT and decision quality vs index staleness"),
     ("e8_oracle_gap", "E8 each policy's gap to the oracle bound on the real traces"),
 ]
-# Summary metrics each table shows, where the catalog has them.
-TABLE_METRICS = ["ttft_mean_ms", "ttft_p95_ms", "ttft_p99_ms", "ttft_nospec_mean_ms",
+# Summary metrics each table shows, where the catalog has them: the TTFT
+# quantiles and SLO attainment over offered requests (a shed or unfinished
+# request is a miss, +inf TTFT), the means over completed ones.
+TABLE_METRICS = ["admitted_share", "ttft_p95_ms", "ttft_p99_ms", "slo_attainment",
+                 "ttft_completed_mean_ms", "ttft_nospec_mean_ms",
                  "spec.unused_vram_gb_s",
                  "spec.bytes_bg", "spec.fg_slowdown_mean_s", "hit_rate_blocks",
                  "forecast.precision", "forecast.recall", "forecast.placement_acc",
@@ -92,7 +95,10 @@ LOSS_COLORS = ["#0072B2", "#E69F00", "#D55E00", "#009E73", "#CC79A7", "#56B4E9"]
 
 def fmt(v):
     """A number as the report prints it, to 4 significant figures ('-' for
-    none or NaN; the test reads it back): 12060 rather than 1.206e+04."""
+    none or NaN, 'inf' for a TTFT quantile that reaches a request never
+    served; the test reads it back): 12060 rather than 1.206e+04."""
+    if v is not None and np.isinf(v):
+        return "inf" if v > 0 else "-inf"
     if v is None or not np.isfinite(v):
         return "-"
     s = "%.4g" % v
@@ -339,7 +345,10 @@ def fig_breakeven(df, study, path):
                           figsize=(max(5.5, 3.3 * ncols + 1.2), 3.4 * nrows + 0.8))
     fig.subplots_adjust(hspace=0.5, wspace=0.3)
     allv = np.concatenate([x[1]["mean"].to_numpy() for _, x in top + bottom])
-    lim = nice_ceil(float(np.nanmax(np.abs(allv))))
+    # the colour scale spans the finite gains; a side that shed requests
+    # (+-inf: a p95 past a request never served) takes the end colour
+    fin = np.abs(allv[np.isfinite(allv)])
+    lim = nice_ceil(float(fin.max())) if fin.size else 1.0
     im = None
     for r, row in enumerate([top, bottom][:nrows]):
         for c in range(ncols):
@@ -357,7 +366,8 @@ def fig_breakeven(df, study, path):
                     ax.text(j, i, "%+.1f" % v + ("" if b is None else "\n%.0f%% bd" % (100 * b)),
                             ha="center", va="center", fontsize=7 if b is None else 6,
                             color="w" if abs(v) > 0.6 * lim else "k")
-            if len(rs) > 1 and len(fs) > 1 and np.nanmin(z) < 0 < np.nanmax(z):
+            if len(rs) > 1 and len(fs) > 1 and np.isfinite(z).any() and \
+                    np.nanmin(z) < 0 < np.nanmax(z):
                 ax.contour(np.arange(len(rs)), np.arange(len(fs)), z, levels=[0],
                            colors="k", linewidths=1.5)
             ax.set_xticks(range(len(rs)), ["%g" % x for x in rs])
@@ -369,9 +379,15 @@ def fig_breakeven(df, study, path):
                 ax.set_ylabel("oracle false-positive rate\n(false entries per true one)")
     fig.colorbar(im, ax=[a for row in axes for a in row if a.get_visible()],
                  label="p95 TTFT gain (%, >0: speculation faster)")
-    best = max(top, key=lambda x: np.nanmax(x[1][1]["mean"].to_numpy()))
+    # a cell whose both sides shed requests past the p95 (+inf each) has no
+    # gain (NaN); a panel of only such cells has no best cell
+    best = max(top, key=lambda x: x[1][1]["mean"].max(skipna=True) if
+               x[1][1]["mean"].notna().any() else -np.inf)
     st, shares = best[1][1], best[1][2]
-    b = st.loc[st["mean"].idxmax()]
+    if st["mean"].notna().any():
+        b = st.loc[st["mean"].idxmax()]
+    else:
+        b = None
     pays = bool((st["mean"] > 0).any()) or any((x[1][1]["mean"] > 0).any() for x in top)
     head = ("Where speculative replication pays: p95 TTFT gain (black line: gain 0)" if pays else
             "Speculative replication pays nowhere here: p95 TTFT gain <= 0 in every cell")
@@ -383,13 +399,17 @@ def fig_breakeven(df, study, path):
     ks.add_caption(fig, ks.caption(study, "e1_breakeven", seeds_of(df),
                                    "mean over seeds of (baseline - speculative) / baseline; "
                                    "colour scale +-%g%%" % lim))
-    fair = ("The best cell against the best fair baseline (%s) is recall %g, FP rate %g: %s over %d seeds; "
-            "%d of %d cells are > 0, %d with the whole CI above 0." %
-            (best[0], b[RECALL], b[FP], ci_text(b["mean"], b["ci"]), int(b["n"]),
-             int((st["mean"] > 0).sum()), len(st), int((st["lo"] > 0).sum())))
+    if b is None:
+        fair = ("No cell compares against the best fair baseline (%s): in every one both "
+                "sides' p95 TTFT reaches a request never served (inf)." % best[0])
+    else:
+        fair = ("The best cell against the best fair baseline (%s) is recall %g, FP rate %g: %s over %d seeds; "
+                "%d of %d cells are > 0, %d with the whole CI above 0." %
+                (best[0], b[RECALL], b[FP], ci_text(b["mean"], b["ci"]), int(b["n"]),
+                 int((st["mean"] > 0).sum()), len(st), int((st["lo"] > 0).sum())))
     if not pays:
         fair += " No cell pays against the best fair baseline: speculation is slower everywhere here."
-    if shares:
+    if shares and b is not None:
         sv = [v for _, (_, _, sh) in top for v in sh.values()]
         fair += (" That cell's speculative runs reach %.3g%% of the oracle bound's block hit "
                  "rate (bound.place_hit_rate_blocks); over the top row's cells the share runs "
@@ -397,6 +417,10 @@ def fig_breakeven(df, study, path):
                                            100 * min(sv), 100 * max(sv)))
     own = []
     for t, (lab, st2, _) in bottom:
+        if not st2["mean"].notna().any():
+            own.append("%s (%s): no cell compares, both sides' p95 TTFT reaching a request "
+                       "never served (inf) in every one" % (lab, t))
+            continue
         r2 = st2.loc[st2["mean"].idxmax()]
         own.append("%s (%s): at best %s at recall %g, FP rate %g, %d of %d cells > 0" %
                    (lab, t, ci_text(r2["mean"], r2["ci"]), r2[RECALL], r2[FP],
@@ -466,13 +490,13 @@ def fig_axes(df, study, path):
                         lw=1, color=ks.color(p), label=p)
             means += list(st["mean"])
             for _, r in st.iterrows():
-                if best is None or r["mean"] > best[0]:
+                if not np.isnan(r["mean"]) and (best is None or r["mean"] > best[0]):
                     best = (r["mean"], r["ci"], p, title, r[x], int(r["n"]))
         st = kr.mean_ci(kr.best_gain(g, "ttft_p95_ms", [x], spec, ~spec, match=[x]), [x], "gain_pct")
         means += list(st["mean"])
         ax.errorbar(np.array([pos[v] for v in st[x]]) + 0.3, st["mean"], yerr=st["ci"].fillna(0), ls="--", color="k",
                     marker="s", ms=3, capsize=2, lw=1.2, label="best spec vs best fair baseline")
-        if len(st):
+        if st["mean"].notna().any():  # NaN everywhere: both sides' p95 +inf
             r = st.loc[st["mean"].idxmax()]
             best_txt.append("%s: at best %s at %s = %s" % (title, ci_text(r["mean"], r["ci"]),
                                                            short(x), short(r[x])))
@@ -482,7 +506,8 @@ def fig_axes(df, study, path):
         ax.set_xlabel("link scenario" if x == NAME else short(x))
         ax.set_title(title)
     # the means set the scale; a 2-seed CI (t = 12.7) would flatten them
-    lo, hi = np.nanmin(means + [0.0]), np.nanmax(means + [0.0])
+    fin = [v for v in means + [0.0] if np.isfinite(v)]  # +-inf: a side never served its p95
+    lo, hi = min(fin), max(fin)
     pad = max(5.0, 0.4 * (hi - lo))
     axes[0][0].set_ylim(lo - pad, hi + pad)
     axes[0][0].set_ylabel("p95 TTFT gain of speculative (%)")
@@ -702,9 +727,11 @@ def fig_cdf(df, study, path):
                                    "trace %s (where the policies' p95 differ the most); completed "
                                    "requests pooled over seeds" % tr))
     p99 = sorted((np.percentile(t, 99), n[0]) for t, n, _ in curves)
+    gap = ("the slowest %.3g%% above the fastest" % (100 * spread) if np.isfinite(spread) else
+           "the slowest's p95 reaching a request it never served")
     text = ("The CDF shows %s, the E2 trace where the policies' mean p95 TTFT differ the most "
-            "(the slowest %.3g%% above the fastest). Pooled p99 TTFT ranges from %s ms (%s) to "
-            "%s ms (%s)." % (tr, 100 * spread, fmt(p99[0][0]), p99[0][1], fmt(p99[-1][0]), p99[-1][1]))
+            "(%s). Pooled p99 TTFT of completed requests ranges from %s ms (%s) to "
+            "%s ms (%s)." % (tr, gap, fmt(p99[0][0]), p99[0][1], fmt(p99[-1][0]), p99[-1][1]))
     return ks.save(fig, path), None, text
 
 
@@ -735,10 +762,20 @@ def fig_traces(df, study, path, metric="ttft_p95_ms", exp="e2_traces", labels=No
         mean = np.array([s.loc[p, "mean"] if p in s.index else np.nan for p in pols])
         ci = np.array([s.loc[p, "ci"] if p in s.index else np.nan for p in pols])
         ci = np.where(np.isfinite(ci), ci, 0.0)
-        top = 1.25 * np.nanmax(mean)
+        # a policy whose p95 reaches a request it never served (+inf: the
+        # mooncake presets' early rejection) is a hatched bar to the edge
+        inf = np.isinf(mean)
+        fin = mean[np.isfinite(mean)]
+        top = 1.25 * fin.max() if fin.size and fin.max() > 0 else 1.0
         y = np.arange(len(pols))
-        ax.barh(y, mean, 0.7, color=[ks.color(family_color(p)) for p in pols],
+        cols = [ks.color(family_color(p)) for p in pols]
+        ax.barh(y[~inf], mean[~inf], 0.7, color=[c for c, i in zip(cols, inf) if not i],
                 edgecolor="k", linewidth=0.3)
+        if inf.any():
+            ax.barh(y[inf], top, 0.7, color=[c for c, i in zip(cols, inf) if i], hatch="//",
+                    edgecolor="k", linewidth=0.3)
+            for j in np.flatnonzero(inf):
+                ax.text(top, y[j], "inf ", ha="right", va="center", fontsize=6)
         lo, hi = np.maximum(mean - ci, 0), np.minimum(mean + ci, top)
         ok = np.isfinite(mean)
         ax.hlines(y[ok], lo[ok], hi[ok], color="k", lw=0.8)
@@ -753,18 +790,20 @@ def fig_traces(df, study, path, metric="ttft_p95_ms", exp="e2_traces", labels=No
         ax.grid(axis="y", visible=False)
         if ok.any():
             j, i = int(np.nanargmin(mean)), int(np.nanargmax(mean))
-            lines.append("%s: %s fastest at %s ± %s ms, %s slowest at %s ± %s ms" %
-                         (t, pols[j], fmt(mean[j]), fmt(ci[j]), pols[i], fmt(mean[i]), fmt(ci[i])))
+            pm = [fmt(mean[x]) + ("" if inf[x] else " ± " + fmt(ci[x])) for x in (j, i)]
+            lines.append("%s: %s fastest at %s ms, %s slowest at %s ms" %
+                         (t, pols[j], pm[0], pols[i], pm[1]))
     for k in range(len(traces), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle("p95 TTFT per trace and policy (bars: mean over seeds, whiskers: 95% CI; "
-                 "arrows: CI clipped at the panel's edge)", fontsize=9)
+                 "arrows: CI clipped at the panel's edge; hatched to the edge: inf, the p95 "
+                 "reaching a request never served)", fontsize=9)
     fig.tight_layout()
     ks.add_caption(fig, ks.caption(study, exp, seeds_of(df),
                                    "%d CI ends clipped (wider than the bar's range)" % clipped))
     text = ("Per trace, the fastest and slowest policy by mean p95 TTFT (± 95%% CI over %d seeds): "
             % seeds_of(df) + "; ".join(lines) + ". %d whisker ends are clipped where the CI runs "
-            "past the panel (below 0 or past 1.25 x the slowest bar)." % clipped)
+            "past the panel (below 0 or past 1.25 x the slowest finite bar)." % clipped)
     return ks.save(fig, path), None, text
 
 

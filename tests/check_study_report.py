@@ -33,7 +33,10 @@ def fail(msg):
 
 
 def close(a, b, rel=2e-6):
-    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+    """Equal within rel; NaN matches NaN and an infinity itself (a TTFT
+    quantile over offered requests is +inf past a request never served)."""
+    return (math.isnan(a) and math.isnan(b)) or a == b or \
+        abs(a - b) <= rel * max(1.0, abs(a), abs(b))
 
 
 def catalog(out, exp):
@@ -191,6 +194,19 @@ def check_loader(out):
     for _, r in df.iterrows():
         if not close(float(r["ttft_p95_ms"]), float(by_id[r["id"]]["ttft_p95_ms"])):
             fail("load(dir): run %s ttft_p95_ms differs from the catalog" % r["id"])
+    # the mooncake preset rejects early: its p95 over offered requests reaches
+    # a rejected one, +inf in /summary, the catalog and the loaded frame alike
+    shed = [r for r in rows if r["policy.preset"] == "mooncake"]
+    if not shed:
+        fail("e1_breakeven has no mooncake run to shed load")
+    for r in shed:
+        with h5py.File(os.path.join(exp, r["h5_path"]), "r") as h:
+            p95 = float(h["summary"].attrs["ttft_p95_ms"])
+        got = float(df.loc[df["id"] == r["id"], "ttft_p95_ms"].iloc[0])
+        if not (p95 == math.inf and r["ttft_p95_ms"] == math.inf and got == math.inf):
+            fail("run %s (mooncake, admitted share %s): ttft_p95_ms %s in /summary, %s in the "
+                 "catalog, %s loaded; expected inf in all three" %
+                 (r["id"], r["admitted_share"], p95, r["ttft_p95_ms"], got))
     sub = kr.load(exp, where="policy.replication.name = 'none'")
     if len(sub) != sum(r["policy.replication.name"] == "none" for r in rows):
         fail("load(where=...) kept %d rows" % len(sub))
@@ -245,6 +261,10 @@ def check_mean_ci(out):
         fail("mean_ci of one run must have no CI")
     if not close(kr._T95[3], T95[3], 1e-3) or not close(kr.t_quantile(1), T95[1], 1e-6):
         fail("t quantiles differ from the table")
+    # a seed whose p95 reached a shed request (+inf): the mean is inf, no CI
+    r = kr.mean_ci(pd.DataFrame({"g": ["a"] * 3, "x": [1.0, math.inf, 3.0]}), "g", "x").iloc[0]
+    if not (r["mean"] == math.inf and math.isnan(r["sd"]) and math.isnan(r["ci"])):
+        fail("mean_ci([1, inf, 3]): %s, expected mean inf, no sd or CI" % r.to_dict())
     # on the catalog: the p95 TTFT of each policy over its seeds
     rows, _ = catalog(out, "e2_traces")
     df = kr.load(os.path.join(out, "e2_traces"))
@@ -276,6 +296,18 @@ def check_pair_gain(out):
         if g.loc[t, "base_id"] != b or not close(g.loc[t, "gain"], gain):
             fail("pair_gain hand case: %s paired with %s gain %s, expected %s %s" %
                  (t, g.loc[t, "base_id"], g.loc[t, "gain"], b, gain))
+    # +inf (a p95 past a request never served): a finite treatment against
+    # an infinite baseline gains inf, 100%; the reverse loses -inf; both: NaN
+    inf = math.inf
+    d = pd.DataFrame({"id": ["t1", "t2", "t3", "b1", "b2", "b3"],
+                      "policy.replication.name": ["speculative"] * 3 + ["none"] * 3,
+                      "seed": [1, 2, 3, 1, 2, 3], "m": [10.0, inf, inf, inf, 20.0, inf]})
+    d.attrs["params"] = ["policy.replication.name"]
+    g = kr.pair_gain(d, "m").set_index("id")
+    for t, gain, pct in (("t1", inf, 100.0), ("t2", -inf, -inf), ("t3", math.nan, math.nan)):
+        if not (close(g.loc[t, "gain"], gain) and close(g.loc[t, "gain_pct"], pct)):
+            fail("pair_gain with inf: %s gain %s (%s%%), expected %s (%s%%)" %
+                 (t, g.loc[t, "gain"], g.loc[t, "gain_pct"], gain, pct))
     # on the catalog: every pair has the same seed, recall and fp rate
     rows, _ = catalog(out, "e1_breakeven")
     by_id = {r["id"]: r for r in rows}

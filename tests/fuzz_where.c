@@ -1,12 +1,14 @@
 /* libFuzzer target for `kvsim runs --where SQL` (out_catalog_select on a
- * catalog made once, with dotted parameter names and metric columns): any
- * text either selects some of the runs or fails with KS_EINPUT, and the
- * catalog is never changed (same rows after every query).
+ * catalog made once, with dotted parameter names and metric columns, one
+ * of them +inf in one run): any text either selects some of the runs or
+ * fails with KS_EINPUT, and the catalog is never changed (same rows after
+ * every query).
  *
  * Left out: text with SELECT or WITH (subqueries and recursive CTEs can run
  * for ever, which a user's own query may do), and SQLite's heap is capped
  * at 64 MiB (randomblob(1e9) fails instead of taking a gigabyte); both
  * bound the cost of one input, not what is checked. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +53,12 @@ static out_catalog_t *catalog(void)
 		out_param_t p[] = {{"trace.rate", rates[i]},
 		                   {"policy.replication.name", i % 2 ? "speculative" : "none"}};
 		out_run_info_t ri = {id, "cafe", (uint64_t)i, p, 2, "runs/x.h5", "[trace]\nrate = 1\n"};
-		res_metric_t m[] = {{"ttft_p99_ms", "ms", 100.0 * (4 - i)}, {"seed", "", 1}};
+		/* r1 shed load: its p99 over offered requests is +inf */
+		res_metric_t m[] = {{"ttft_p99_ms", "ms", i == 1 ? INFINITY : 100.0 * (4 - i)},
+		                    {"ttft_completed_p99_ms", "ms", 100.0 * (4 - i)},
+		                    {"seed", "", 1}};
 		if (out_catalog_begin(w, &ri, &e) ||
-		    (i != 3 && out_catalog_done(w, id, m, 2, 0.1, &e)) ||
+		    (i != 3 && out_catalog_done(w, id, m, 3, 0.1, &e)) ||
 		    (i == 3 && out_catalog_failed(w, id, "it's; a \"failure\"", &e)))
 			abort();
 	}

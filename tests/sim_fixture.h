@@ -3,7 +3,9 @@
 #ifndef KVSIM_SIM_FIXTURE_H
 #define KVSIM_SIM_FIXTURE_H
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
@@ -123,6 +125,17 @@ __attribute__((unused)) static int sf_script_next(void *ctx, sim_arrival_t *a, e
 	                     .n_blocks = n,
 	                     .blocks = sc->ids + (size_t)i * sc->stride};
 	return 1;
+}
+
+/* The value of the summary metric name; the test fails when the summary
+ * lacks it (sim_results_get's NaN would not tell a missing metric). */
+__attribute__((unused)) static double sf_metric(const sim_results_t *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_metric; i++)
+		if (!strcmp(r->metric[i].name, name))
+			return r->metric[i].value;
+	fail_msg("no metric %s in the summary", name);
+	return NAN;
 }
 
 /* The row of request id among n result rows; the test fails when there is

@@ -1,6 +1,7 @@
 /* Tests for `kvsim run` (sim/cli/cli_run.c): the progress line of a long run
  * (its format, and that it shows on a terminal only, never with -q or when
- * stderr is a file), and --strict for a run with no request. The binary is
+ * stderr is a file), --strict for a run with no request, and +inf in the
+ * table and the catalog of a run that sheds load. The binary is
  * $KVSIM (or build/kvsim); tests that need it skip without it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -177,6 +178,45 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	cli_result_free(&r);
 }
 
+/* The line of the summary table that label starts (after its indent). */
+static const char *table_line(const char *out, const char *label)
+{
+	char want[64];
+	snprintf(want, sizeof want, "\n  %s  ", label);
+	const char *l = strstr(out, want);
+	if (!l)
+		fail_msg("no row '%s' in:\n%s", label, out);
+	return l + 1;
+}
+
+/* A run that sheds load (a one-request queue per instance rejects about a
+ * fifth of the default experiment): the offered TTFT p95 reaches the shed
+ * requests and prints as inf, the completed-only rows say so, and the
+ * catalog keeps +inf for --where and --csv. */
+static void test_shed_load_prints_inf_and_the_catalog_keeps_it(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	char out[128];
+	snprintf(out, sizeof out, "%s/shed", tmp_dir);
+	cli_result_t r =
+	    cli_run(kvsim, tmp_dir, "run", "-o", out, "--set", "experiment.max_pending=1", NULL);
+	assert_int_equal(r.status, 0);
+	const char *p95 = table_line(r.out, "TTFT p95 (ms)");
+	const char *eol = strchr(p95, '\n');
+	assert_non_null(eol);
+	assert_memory_equal(eol - 4, " inf", 4);
+	table_line(r.out, "TTFT p95 (ms) (completed)");
+	table_line(r.out, "SLO attainment (completed)");
+	table_line(r.out, "admitted share of offered");
+	cli_result_free(&r);
+	r = cli_run(kvsim, tmp_dir, "runs", out, "--where", "ttft_p95_ms > 1e308", "--columns",
+	            "ttft_p95_ms,ttft_p99_ms", "--csv", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "ttft_p95_ms,ttft_p99_ms\ninf,inf\n");
+	cli_result_free(&r);
+}
+
 static int count_reports(void *ctx, const sim_progress_t *p)
 {
 	int *n = ctx;
@@ -220,6 +260,7 @@ int main(void)
 	    cmocka_unit_test(test_progress_reports_leave_results_unchanged),
 	    cmocka_unit_test(test_long_run_draws_progress_on_a_terminal),
 	    cmocka_unit_test(test_strict_refuses_a_run_without_requests),
+	    cmocka_unit_test(test_shed_load_prints_inf_and_the_catalog_keeps_it),
 	};
 	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

@@ -64,15 +64,15 @@ typedef struct golden {
 
 static const golden_t cases[] = {
     {"default experiment", NULL, NULL, {NULL}, 0,
-     "90e8b7e3b1b517ac4911bb02b749de877094d2198d74515643f4609151cde988"},
+     "f64c42c8a69d7d3d8e878eaab7e5aef0725938b9d06cd8ee6a3c10f15fecebfa"},
     {"mooncake conversation", "analysis/experiments/mooncake_conversation.ini",
      "../shared/traces/mooncake/conversation_trace.jsonl", {NULL}, 0,
-     "fab93d23e3742cfbb68a3fb686b4f125ac5ca44739a712018a0a77089aac6995"},
+     "a681ea3f7573ae890be97f680b4a2d04f805c46317d0e76d7b95eca59f13212f"},
     {"bursted-art test_00, preset btb, early_rdma", NULL,
      "../shared/traces/bursted_art/test_00.jsonl.gz",
      {"policy.preset=btb", "trace.path=../shared/traces/bursted_art/test_00.jsonl.gz",
       "policy.replication.name=early_rdma"},
-     3, "b77c6961308cbce6c327b18b921886f31e8078d7bce54840c8888eafab000966"},
+     3, "4da3b6993e407a82b57886d1231474eb4aa1b63ef6a894d5e7f8566cb47766bd"},
 };
 
 static void test_results_match_their_golden_digests(void **st)

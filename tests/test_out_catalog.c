@@ -1,10 +1,11 @@
 /* Tests for sim/out_catalog: run rows, parameter and metric columns,
- * queries, WAL mode, id prefixes, the ledger (file size, digest, revision,
+ * queries (+inf metrics included), WAL mode, id prefixes, the ledger (file size, digest, revision,
  * verdicts) and the migration of catalogs written before it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,38 @@ static void test_where_sort_columns_over_params_and_metrics(void **st)
 	assert_non_null(strstr(e.msg, "nosuch"));
 	assert_int_equal(out_catalog_select(c, NULL, "((", NULL, &t, &e), KS_EINPUT);
 	assert_int_equal(out_catalog_select(c, NULL, NULL, "bogus", &t, &e), KS_EINPUT);
+	out_catalog_close(c);
+}
+
+/* A TTFT quantile over offered requests is +inf where a run shed load: the
+ * catalog stores it as a REAL above every number (not NULL, as NaN is),
+ * --where and --sort compare it so, and it reads back as "inf". */
+static void test_inf_metric_is_kept_above_every_number(void **st)
+{
+	(void)st;
+	out_catalog_t *c = open_catalog();
+	err_t e = {0};
+	const double p95[] = {120.5, INFINITY, 900};
+	for (int i = 0; i < 3; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "r%d", i);
+		add_run(c, id, "1", "none", (uint64_t)i);
+		res_metric_t m[] = {{"ttft_p95_ms", "ms", p95[i]}};
+		assert_int_equal(out_catalog_done(c, id, m, 1, 0.1, &e), 0);
+	}
+	out_table_t t;
+	assert_int_equal(
+	    out_catalog_select(c, "id,ttft_p95_ms", "ttft_p95_ms > 1e308", NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	assert_string_equal(cell(&t, 0, "id"), "r1");
+	assert_string_equal(cell(&t, 0, "ttft_p95_ms"), "inf");
+	out_table_free(&t);
+	assert_int_equal(
+	    out_catalog_select(c, "id", "ttft_p95_ms IS NOT NULL", "-ttft_p95_ms", &t, &e), 0);
+	assert_int_equal(t.nrows, 3);
+	assert_string_equal(t.cells[0], "r1");
+	assert_string_equal(t.cells[1], "r2");
+	out_table_free(&t);
 	out_catalog_close(c);
 }
 
@@ -450,6 +483,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_where_sort_columns_over_params_and_metrics,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inf_metric_is_kept_above_every_number, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_where_with_trailing_sql_is_refused, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_needs_a_unique_prefix, setup,

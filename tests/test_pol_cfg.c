@@ -315,7 +315,8 @@ static void test_preset_reaches_the_run(void **st)
 	/* and not the run without it */
 	cfg_t *n = load_ok(NULL, NULL, 0);
 	sim_results_t z = run(n);
-	assert_true(sim_results_get(&z, "ttft_mean_ms") != sim_results_get(&a, "ttft_mean_ms"));
+	assert_true(sim_results_get(&z, "ttft_completed_mean_ms") !=
+	            sim_results_get(&a, "ttft_completed_mean_ms"));
 	sim_results_free(&a);
 	sim_results_free(&b);
 	sim_results_free(&z);

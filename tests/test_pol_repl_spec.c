@@ -344,8 +344,8 @@ static void test_fanout_budget_that_fits_pays_and_default_says_why(void **st)
 		                      "policy.replication.spec_vram_frac=0.5", "compute.gemm_mfu=0",
 		                      sd};
 		sim_results_t a = run_fanout(none, 3), c = run_fanout(fits, 6);
-		sum_none += sim_results_get(&a, "ttft_mean_ms");
-		sum_fits += sim_results_get(&c, "ttft_mean_ms");
+		sum_none += sim_results_get(&a, "ttft_completed_mean_ms");
+		sum_fits += sim_results_get(&c, "ttft_completed_mean_ms");
 		assert_true(sim_results_get(&c, "spec.prefix_over_budget") == 0);
 		assert_true(sim_results_get(&c, "spec.copies_deferred") > 0);
 		assert_true(sim_results_get(&c, "spec.hint_routed") > 0);

@@ -1,6 +1,7 @@
 /* quantile_select gives the same double as GSL's quantile of the sorted
  * data, for every n up to 40 and random n to 100,000, with ties, at the
- * quantiles the summary reports and at the ends. */
+ * quantiles the summary reports and at the ends; +inf propagates where
+ * GSL's arithmetic would give NaN. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,4 +68,21 @@ static void test_equals_sorted_quantile(void **st)
 	gsl_rng_free(r);
 }
 
-TEST_MAIN(cmocka_unit_test(test_equals_sorted_quantile))
+static void test_inf_propagates_where_the_interpolation_touches_it(void **st)
+{
+	(void)st;
+	double a[] = {INFINITY, 3, 1, 4, 2};              /* sorted: 1 2 3 4 inf */
+	assert_true(quantile_select(a, 5, 0.5) == 3);     /* index 2 */
+	assert_true(quantile_select(a, 5, 0.625) == 3.5); /* 2.5: 3 and 4 */
+	assert_true(quantile_select(a, 5, 0.75) == 4);    /* 3 exactly: not inf's */
+	assert_true(isinf(quantile_select(a, 5, 0.9)));   /* 3.6: 4 and inf */
+	assert_true(isinf(quantile_select(a, 5, 1.0)));   /* the last */
+	double b[] = {INFINITY, INFINITY, INFINITY};      /* every request shed */
+	for (int k = 0; k <= 4; k++) {
+		double v = quantile_select(b, 3, k / 4.0);
+		assert_true(isinf(v) && v > 0);
+	}
+}
+
+TEST_MAIN(cmocka_unit_test(test_equals_sorted_quantile),
+          cmocka_unit_test(test_inf_propagates_where_the_interpolation_touches_it))

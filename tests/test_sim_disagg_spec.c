@@ -17,15 +17,6 @@
 
 #include "tests/sim_fixture.h"
 
-static double metric(const sim_results_t *r, const char *name)
-{
-	for (size_t i = 0; i < r->n_metric; i++)
-		if (!strcmp(r->metric[i].name, name))
-			return r->metric[i].value;
-	fail_msg("no metric %s", name);
-	return NAN;
-}
-
 static void near(double got, double want, double tol, const char *what)
 {
 	if (!(fabs(got - want) <= tol))
@@ -41,7 +32,7 @@ static void test_speculative_copies_stay_in_the_prefill_pool(void **st)
 	(void)st;
 	sim_results_t r = sf_run(NULL, spec_sets, 4);
 	const int32_t n_prefill = 4; /* 2 nodes x 2 instances of TP4 */
-	assert_true(metric(&r, "spec.replicas_created") > 0);
+	assert_true(sf_metric(&r, "spec.replicas_created") > 0);
 	size_t bg = 0;
 	for (size_t i = 0; i < r.n_xfer; i++) {
 		const res_transfer_t *x = &r.xfer[i];
@@ -88,11 +79,11 @@ static void test_handoff_bytes_are_foreground_not_speculative(void **st)
 			n_wait++;
 		}
 	assert_true(hoff > 0 && bg > 0 && n_wait > 0);
-	near(metric(&r, "disagg.handoff_bytes"), hoff, 0, "handoff bytes");
-	near(metric(&r, "spec.bytes_bg"), bg, 0, "spec.bytes_bg");
-	near(metric(&r, "spec.bytes_fg"), fg, 0, "spec.bytes_fg");
-	near(metric(&r, "bytes_bg"), bg, 0, "bytes_bg");
-	near(metric(&r, "disagg.handoff_wait_mean_ms"), wait / n_wait, 1e-12 * wait / n_wait,
+	near(sf_metric(&r, "disagg.handoff_bytes"), hoff, 0, "handoff bytes");
+	near(sf_metric(&r, "spec.bytes_bg"), bg, 0, "spec.bytes_bg");
+	near(sf_metric(&r, "spec.bytes_fg"), fg, 0, "spec.bytes_fg");
+	near(sf_metric(&r, "bytes_bg"), bg, 0, "bytes_bg");
+	near(sf_metric(&r, "disagg.handoff_wait_mean_ms"), wait / n_wait, 1e-12 * wait / n_wait,
 	     "handoff wait");
 	sim_results_free(&r);
 }
@@ -102,9 +93,9 @@ static void test_disagg_metrics_are_zero_and_nan_when_off(void **st)
 	(void)st;
 	const char *sets[] = {"policy.replication.name=speculative", "policy.predictor.name=oracle"};
 	sim_results_t r = sf_run(NULL, sets, 2);
-	assert_true(metric(&r, "spec.bytes_bg") > 0);
-	near(metric(&r, "disagg.handoff_bytes"), 0, 0, "handoff bytes off");
-	assert_true(isnan(metric(&r, "disagg.handoff_wait_mean_ms")));
+	assert_true(sf_metric(&r, "spec.bytes_bg") > 0);
+	near(sf_metric(&r, "disagg.handoff_bytes"), 0, 0, "handoff bytes off");
+	assert_true(isnan(sf_metric(&r, "disagg.handoff_wait_mean_ms")));
 	/* the last two rows of /summary, in the recorder's order */
 	assert_string_equal(r.metric[r.n_metric - 2].name, "disagg.handoff_bytes");
 	assert_string_equal(r.metric[r.n_metric - 1].name, "disagg.handoff_wait_mean_ms");

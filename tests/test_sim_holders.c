@@ -100,24 +100,15 @@ static sim_results_t run_shared(const char *fetch, const char *nodes)
 	return sf_run_source(NULL, sets, 4, &src);
 }
 
-static double metric(const sim_results_t *r, const char *name)
-{
-	for (size_t i = 0; i < r->n_metric; i++)
-		if (!strcmp(r->metric[i].name, name))
-			return r->metric[i].value;
-	fail_msg("no metric %s", name);
-	return 0;
-}
-
 static void test_fetch_finds_peers_through_the_index(void **st)
 {
 	(void)st;
 	sim_results_t never = run_shared("kvcache.fetch=never", "cluster.nodes=4");
 	sim_results_t pull = run_shared("kvcache.fetch=always", "cluster.nodes=4");
-	assert_true(metric(&never, "tok_fetched_peer") == 0);
+	assert_true(sf_metric(&never, "tok_fetched_peer") == 0);
 	/* least_load spreads the requests, so all but the first instance pull
 	 * the prefix from a peer that computed it */
-	assert_true(metric(&pull, "tok_fetched_peer") > 0);
+	assert_true(sf_metric(&pull, "tok_fetched_peer") > 0);
 	size_t n = 0;
 	for (size_t i = 0; i < pull.n_req; i++)
 		n += pull.req[i].tok_peer > 0;

@@ -2,6 +2,7 @@
 #include "sim/base/quantile.h"
 
 #include <gsl/gsl_statistics_double.h>
+#include <math.h>
 
 double quantile_select(double *buf, size_t n, double f)
 {
@@ -14,5 +15,7 @@ double quantile_select(double *buf, size_t n, double f)
 	if (lhs >= n - 1)
 		return lo;
 	double hi = gsl_stats_select(buf, 1, n, lhs + 1);
+	if (isinf(hi) && hi > 0) /* GSL's arithmetic: NaN for inf - inf or 0 * inf */
+		return delta > 0 ? hi : lo;
 	return (1 - delta) * lo + delta * hi;
 }

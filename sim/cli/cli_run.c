@@ -51,23 +51,31 @@ static const struct {
 	const char *name, *label;
 } rows[] = {
 	{"requests", "requests"},
+	{"offered", "offered (all but failed in trace)"},
 	{"completed", "completed"},
 	{"rejected", "rejected"},
 	{"rejected_overload", "  rejected: queue full (max_pending)"},
 	{"unfinished", "unfinished"},
 	{"abandoned", "abandoned (client_timeout_s)"},
-	{"ttft_mean_ms", "TTFT mean (ms)"},
+	{"admitted_share", "admitted share of offered"},
+	{"completed_share", "completed share of offered"},
+	{"offered_rps", "offered load (req/s)"},
 	{"ttft_p50_ms", "TTFT p50 (ms)"},
 	{"ttft_p95_ms", "TTFT p95 (ms)"},
 	{"ttft_p99_ms", "TTFT p99 (ms)"},
-	{"tpot_mean_ms", "TPOT mean (ms)"},
-	{"tpot_p99_ms", "TPOT p99 (ms)"},
-	{"tbt_p90_p99_ms", "TBT p90, p99 over requests (ms)"},
-	{"e2e_p50_ms", "end-to-end p50 (ms)"},
-	{"queue_mean_ms", "queueing delay mean (ms)"},
+	{"ttft_completed_mean_ms", "TTFT mean (ms) (completed)"},
+	{"ttft_completed_p50_ms", "TTFT p50 (ms) (completed)"},
+	{"ttft_completed_p95_ms", "TTFT p95 (ms) (completed)"},
+	{"ttft_completed_p99_ms", "TTFT p99 (ms) (completed)"},
+	{"tpot_mean_ms", "TPOT mean (ms) (completed)"},
+	{"tpot_p99_ms", "TPOT p99 (ms) (completed)"},
+	{"tbt_p90_p99_ms", "TBT p90, p99 (ms) (completed)"},
+	{"e2e_p50_ms", "end-to-end p50 (ms) (completed)"},
+	{"queue_mean_ms", "queueing delay mean (ms) (completed)"},
 	{"throughput_rps", "throughput (req/s)"},
 	{"output_tokens_per_s", "output tokens/s"},
 	{"slo_attainment", "SLO attainment (TTFT and TPOT)"},
+	{"slo_attainment_completed", "SLO attainment (completed)"},
 	{"goodput_rps", "goodput (req/s)"},
 	{"hit_rate_tokens", "cache hit rate, token-weighted"},
 	{"hit_rate_blocks", "cache hit rate, block-weighted"},
@@ -144,7 +152,9 @@ static void print_summary(const sim_results_t *r)
 		double v = sim_results_get(r, rows[i].name);
 		if (isnan(v))
 			continue;
-		if (v == floor(v) && fabs(v) < 1e15)
+		if (isinf(v)) /* a TTFT quantile over offered that reaches a request never served */
+			printf("  %-36s %15s\n", rows[i].label, v > 0 ? "inf" : "-inf");
+		else if (v == floor(v) && fabs(v) < 1e15)
 			printf("  %-36s %15.0f\n", rows[i].label, v);
 		else
 			printf("  %-36s %15.4f\n", rows[i].label, v);

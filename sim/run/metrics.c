@@ -42,6 +42,26 @@ static int summarize_field(sim_results_t *res, int id, field_fn f, double *buf)
 	return 0;
 }
 
+/* p50 .. p99 (ms) of TTFT over the offered requests, as the four metrics
+ * from REC_TTFT_P50: a request that never completed counts as +inf (so
+ * shedding load cannot shorten the tail); NaN when nothing was offered */
+static int summarize_ttft_offered(sim_results_t *res, double *buf)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < res->n_req; i++) {
+		const res_request_t *r = &res->req[i];
+		if (r->status == REQ_FAILED_IN_TRACE)
+			continue;
+		buf[n++] = r->status == REQ_COMPLETED ? (double)r->ttft_ns / 1e6 : INFINITY;
+	}
+	static const double qs[] = {0.50, 0.90, 0.95, 0.99};
+	int rc = 0;
+	for (size_t k = 0; k < sizeof qs / sizeof qs[0] && !rc; k++)
+		rc = rec_metric(res, REC_TTFT_P50 + (int)k,
+		                n ? quantile_select(buf, n, qs[k]) : NAN);
+	return rc;
+}
+
 int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 {
 	double *buf = malloc((res->n_req ? res->n_req : 1) * sizeof *buf);
@@ -49,13 +69,17 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 		return KS_ENOMEM;
 	uint64_t by_status[REQ_STATUS_N] = {0}, out_tok = 0, in_tok = 0, hit_tok = 0, spec_tok = 0;
 	uint64_t ok_ttft = 0, ok_tpot = 0, ok_both = 0;
-	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+	int64_t t0 = INT64_MAX, t1 = INT64_MIN, a0 = INT64_MAX, a1 = INT64_MIN;
 	for (size_t i = 0; i < res->n_req; i++) {
 		const res_request_t *r = &res->req[i];
 		if (r->status >= 0 && r->status < REQ_STATUS_N)
 			by_status[r->status]++;
 		if (r->arrival_ns < t0)
 			t0 = r->arrival_ns;
+		if (r->status != REQ_FAILED_IN_TRACE) { /* the offered arrivals */
+			a0 = r->arrival_ns < a0 ? r->arrival_ns : a0;
+			a1 = r->arrival_ns > a1 ? r->arrival_ns : a1;
+		}
 		if (r->status != REQ_COMPLETED)
 			continue;
 		if (r->arrival_ns + r->e2e_ns > t1)
@@ -70,25 +94,32 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 		ok_both += a && b;
 	}
 	uint64_t done = by_status[REQ_COMPLETED];
-	/* shed load (abandoned, rejected as overload) counts as missing the SLOs */
-	uint64_t due = done + by_status[REQ_ABANDONED] + by_status[REQ_REJECTED_OVERLOAD];
+	uint64_t rejected = by_status[REQ_REJECTED_TOO_LONG] + by_status[REQ_REJECTED_SLO] +
+	                    by_status[REQ_REJECTED_OVERLOAD];
+	/* offered: the trace's own failures are never routed (sim_core.c) */
+	uint64_t offered = res->n_req - by_status[REQ_FAILED_IN_TRACE];
 	double span_s = done && t1 > t0 ? (double)(t1 - t0) / 1e9 : NAN;
+	double n_off = offered ? (double)offered : NAN; /* a share of nothing is NaN */
 	/* REC_REQUESTS .. REC_SPEC_HIT_TOKENS, in the recorder's order */
 	const double m[] = {
 	    (double)res->n_req,
 	    (double)done,
-	    (double)(by_status[REQ_REJECTED_TOO_LONG] + by_status[REQ_REJECTED_SLO] +
-	             by_status[REQ_REJECTED_OVERLOAD]),
+	    (double)rejected,
 	    (double)by_status[REQ_REJECTED_OVERLOAD],
 	    (double)by_status[REQ_UNFINISHED],
 	    (double)by_status[REQ_ABANDONED],
 	    (double)by_status[REQ_FAILED_IN_TRACE],
+	    (double)offered,
+	    (double)(offered - rejected) / n_off,
+	    (double)done / n_off,
 	    span_s,
+	    a1 > a0 ? (double)offered / ((double)(a1 - a0) / 1e9) : NAN,
 	    done ? done / span_s : 0,
 	    done ? out_tok / span_s : 0,
-	    due ? (double)ok_ttft / due : NAN,
-	    due ? (double)ok_tpot / due : NAN,
-	    due ? (double)ok_both / due : NAN,
+	    (double)ok_ttft / n_off,
+	    (double)ok_tpot / n_off,
+	    (double)ok_both / n_off,
+	    done ? (double)ok_both / done : NAN,
 	    done ? ok_both / span_s : 0,
 	    in_tok ? (double)hit_tok / in_tok : NAN,
 	    o->blocks_total ? (double)o->blocks_hit / o->blocks_total : NAN,
@@ -99,8 +130,10 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 	int rc = 0;
 	for (size_t i = 0; i < sizeof m / sizeof m[0] && !rc; i++)
 		rc = rec_metric(res, REC_REQUESTS + (int)i, m[i]);
-	static const int lat[] = {REC_TTFT_MEAN, REC_TPOT_MEAN, REC_TBT_P90_MEAN, REC_E2E_MEAN,
-	                          REC_QUEUE_MEAN, REC_TTFT_NOSPEC_MEAN};
+	if (!rc)
+		rc = summarize_ttft_offered(res, buf);
+	static const int lat[] = {REC_TTFT_COMPLETED_MEAN, REC_TPOT_MEAN, REC_TBT_P90_MEAN,
+	                          REC_E2E_MEAN, REC_QUEUE_MEAN, REC_TTFT_NOSPEC_MEAN};
 	static const field_fn fld[] = {f_ttft, f_tpot, f_tbt, f_e2e, f_queue, f_ttft_nospec};
 	for (size_t i = 0; i < sizeof lat / sizeof lat[0] && !rc; i++)
 		rc = summarize_field(res, lat[i], fld[i], buf);

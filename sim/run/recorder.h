@@ -8,9 +8,11 @@
  * of REC_METRICS below (name, unit, meaning), in the order a run's /summary
  * lists them; code records a value by its id (rec_metric), so no other file
  * spells a metric's name. Families are consecutive ids: the five statistics
- * of a latency (mean, p50, p90, p95, p99), the four link kinds by class and
- * quantity, the speculation counters in pol_spec_metrics' order, and the
- * forecast accuracy in fcast_report's order (sim/run/forecast.h).
+ * of a latency (mean, p50, p90, p95, p99) over completed requests, the four
+ * percentiles of TTFT over offered requests (p50 .. p99), the four link
+ * kinds by class and quantity, the speculation counters in pol_spec_metrics'
+ * order, and the forecast accuracy in fcast_report's order
+ * (sim/run/forecast.h).
  * Errors: 0 or KS_ENOMEM (the results keep what they had).
  */
 #ifndef KVSIM_RECORDER_H
@@ -24,9 +26,18 @@
 #define REC_LATENCY(P, p, what)                                                                    \
 	X(P##_MEAN, p "_mean_ms", "ms", "mean " what " of completed requests")                     \
 	X(P##_P50, p "_p50_ms", "ms", "median " what " of completed requests")                     \
-	X(P##_P90, p "_p90_ms", "ms", "90th percentile of " what)                                  \
-	X(P##_P95, p "_p95_ms", "ms", "95th percentile of " what)                                  \
-	X(P##_P99, p "_p99_ms", "ms", "99th percentile of " what)
+	X(P##_P90, p "_p90_ms", "ms", "90th percentile " what " of completed requests")            \
+	X(P##_P95, p "_p95_ms", "ms", "95th percentile " what " of completed requests")            \
+	X(P##_P99, p "_p99_ms", "ms", "99th percentile " what " of completed requests")
+/* TTFT over offered requests (every one but failed_in_trace): a request
+ * not completed (rejected, unfinished) counts as +inf, so shedding load
+ * cannot shorten the tail; a quantile interpolated towards +inf is +inf
+ * (sim/base/quantile.h). No mean: one +inf would make it +inf. */
+#define REC_LATENCY_OFFERED(P, p, what)                                                            \
+	X(P##_P50, p "_p50_ms", "ms", "median " what " of offered requests (+inf: not completed)") \
+	X(P##_P90, p "_p90_ms", "ms", "90th percentile " what " of offered requests (+inf: not completed)") \
+	X(P##_P95, p "_p95_ms", "ms", "95th percentile " what " of offered requests (+inf: not completed)") \
+	X(P##_P99, p "_p99_ms", "ms", "99th percentile " what " of offered requests (+inf: not completed)")
 #define REC_LINK(K, k)                                                                             \
 	X(LINK_BYTES_FG_##K, "link_bytes_fg." k, "bytes", "foreground bytes over " k " links")     \
 	X(LINK_BUSY_FG_##K, "link_busy_s_fg." k, "s", "link-seconds " k " links carried foreground") \
@@ -101,18 +112,24 @@
 	X(REJECTED_OVERLOAD, "rejected_overload", "", "rejected: their instance's queue was full") \
 	X(UNFINISHED, "unfinished", "", "still in the system when the run stopped")                \
 	X(ABANDONED, "abandoned", "", "left their queue: no first token within client_timeout_s")  \
-	X(FAILED_IN_TRACE, "failed_in_trace", "", "failed in the source trace")                    \
+	X(FAILED_IN_TRACE, "failed_in_trace", "", "failed in the source trace, so never routed (not offered)") \
+	X(OFFERED, "offered", "", "requests offered to the cluster: every status but failed_in_trace") \
+	X(ADMITTED_SHARE, "admitted_share", "", "(offered - rejected) / offered")                   \
+	X(COMPLETED_SHARE, "completed_share", "", "completed / offered")                             \
 	X(SPAN_S, "span_s", "s", "first arrival to last completion")                              \
+	X(OFFERED_RPS, "offered_rps", "1/s", "offered requests per second of their first to last arrival (NaN for < 2 arrival times)") \
 	X(THROUGHPUT_RPS, "throughput_rps", "1/s", "completed requests per second of span")        \
 	X(OUTPUT_TOKENS_PER_S, "output_tokens_per_s", "1/s", "output tokens per second of span")   \
-	X(SLO_TTFT_ATTAINMENT, "slo_ttft_attainment", "", "share of completed, abandoned and rejected_overload requests (shed load misses) meeting the TTFT SLO") \
-	X(SLO_TPOT_ATTAINMENT, "slo_tpot_attainment", "", "share of completed, abandoned and rejected_overload meeting the TPOT SLO") \
-	X(SLO_ATTAINMENT, "slo_attainment", "", "share of completed, abandoned and rejected_overload meeting both SLOs") \
-	X(GOODPUT_RPS, "goodput_rps", "1/s", "requests meeting both SLOs per second of span")      \
+	X(SLO_TTFT_ATTAINMENT, "slo_ttft_attainment", "", "share of offered requests completed within the TTFT SLO (not completed: a miss)") \
+	X(SLO_TPOT_ATTAINMENT, "slo_tpot_attainment", "", "share of offered requests completed within the TPOT SLO (not completed: a miss)") \
+	X(SLO_ATTAINMENT, "slo_attainment", "", "share of offered requests completed within both SLOs (not completed: a miss)") \
+	X(SLO_ATTAINMENT_COMPLETED, "slo_attainment_completed", "", "share of completed requests meeting both SLOs") \
+	X(GOODPUT_RPS, "goodput_rps", "1/s", "completed requests meeting both SLOs per second of span") \
 	X(HIT_RATE_TOKENS, "hit_rate_tokens", "", "prompt tokens served from KV / prompt tokens")   \
 	X(HIT_RATE_BLOCKS, "hit_rate_blocks", "", "shareable blocks matched / shareable blocks")   \
 	X(SPEC_HIT_TOKENS, "spec_hit_tokens", "tokens", "prompt tokens found thanks to a speculative copy") \
-	REC_LATENCY(TTFT, "ttft", "time to first token")                                           \
+	REC_LATENCY_OFFERED(TTFT, "ttft", "time to first token")                                   \
+	REC_LATENCY(TTFT_COMPLETED, "ttft_completed", "time to first token")                       \
 	REC_LATENCY(TPOT, "tpot", "time per output token")                                         \
 	REC_LATENCY(TBT_P90, "tbt_p90",                                                            \
 		    "per-request 90th-percentile time between tokens (exact or < 0.1% above, "     \
