@@ -335,7 +335,9 @@ static int on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	const pend_t *p = pend_at(s, ev->payload);
 	pol_arrival_t pa = {p->a.arrival_ns, p->blocks, p->a.n_blocks, -1};
 	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
-	int rc = po->peek(s->pol.h[POL_PREDICTOR].state, &pa, s->err);
+	err_clear(s->err);
+	int rc = pol_hook_rc(s->pol.h[POL_PREDICTOR].ops, "peek",
+			     po->peek(s->pol.h[POL_PREDICTOR].state, &pa, s->err), 0, s->err);
 	return rc ? rc : read_one(s);
 }
 
@@ -344,16 +346,25 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
 	/* a hint replaces the routing policy only: admission still decides */
-	int hinted = ro->route_hint &&
-		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
-		     *inst < s->view.n_inst;
-	int rc;
+	int hinted = 0, rc;
+	if (ro->route_hint) {
+		err_clear(s->err);
+		rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "route_hint",
+				 ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst), 1,
+				 s->err);
+		if (rc < 0)
+			return rc;
+		hinted = rc == 1 && *inst < s->view.n_inst;
+	}
 	if (s->rvw && (rc = sim_rv_pick(s->rvw)))
 		return rc;
 	if (!hinted) {
 		const struct pol_routing_ops *rt =
 			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
-		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst);
+		err_clear(s->err);
+		rc = pol_hook_rc(s->pol.h[POL_ROUTING].ops, "route",
+				 rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst),
+				 POL_REJECT, s->err);
 		if (rc < 0)
 			return rc;
 		if (rc == POL_ACCEPT && *inst >= s->view.n_inst)
@@ -368,7 +379,10 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	if (s->dec && sim_dec_route(s->dec, &s->route_view, q, *inst, hinted, q->arrival_ns))
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
-	rc = ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
+	err_clear(s->err);
+	rc = pol_hook_rc(s->pol.h[POL_ADMISSION].ops, "admit",
+			 ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst), POL_REJECT,
+			 s->err);
 	if (rc >= 0 && s->dec && sim_dec_admit(s->dec, ad, &s->view, q, *inst, rc, q->arrival_ns))
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	if (hinted && rc == POL_ACCEPT)
@@ -452,9 +466,13 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				rc = sim_fetch_decide(s, r, inst);
 			const struct pol_replication_ops *ro =
 				POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
-			if (!rc && ro->on_route)
-				rc = ro->on_route(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, &q,
-						  inst, s->err);
+			if (!rc && ro->on_route) {
+				err_clear(s->err);
+				rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "on_route",
+						 ro->on_route(s->pol.h[POL_REPLICATION].state, &s->view,
+							      &s->act, &q, inst, s->err),
+						 0, s->err);
+			}
 			if (!rc)
 				rc = cluster_kick(&s->cl, inst);
 		}
@@ -469,7 +487,10 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		pol_arrival_t pa = {now, p->blocks, a->n_blocks, routed};
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
-		if ((rc = po->observe(s->pol.h[POL_PREDICTOR].state, &pa, s->err)))
+		err_clear(s->err);
+		if ((rc = pol_hook_rc(s->pol.h[POL_PREDICTOR].ops, "observe",
+				      po->observe(s->pol.h[POL_PREDICTOR].state, &pa, s->err), 0,
+				      s->err)))
 			return rc;
 	}
 	/* the ring is FIFO and arrivals come in its order */
@@ -521,16 +542,24 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	if (s->horizon_ns > 0) {
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
-		if ((rc = po->forecast(s->pol.h[POL_PREDICTOR].state, ev_engine_now(eng), s->horizon_ns,
-				       &fc, s->err)))
+		err_clear(s->err);
+		if ((rc = pol_hook_rc(s->pol.h[POL_PREDICTOR].ops, "forecast",
+				      po->forecast(s->pol.h[POL_PREDICTOR].state, ev_engine_now(eng),
+						   s->horizon_ns, &fc, s->err),
+				      0, s->err)))
 			return rc;
 		fcp = &fc;
 		if (s->fc && (rc = fcast_tick(s->fc, ev_engine_now(eng), &fc)))
 			return rc;
 	}
-	if (ro->on_tick &&
-	    (rc = ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, fcp, s->err)))
-		return rc;
+	if (ro->on_tick) {
+		err_clear(s->err);
+		if ((rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "on_tick",
+				      ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act,
+						  fcp, s->err),
+				      0, s->err)))
+			return rc;
+	}
 	warn_over_budget(s);
 	if (run_active(s) && ev_engine_after(eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
