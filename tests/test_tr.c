@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
@@ -919,6 +921,40 @@ static void test_reader_says_when_no_row_came_out(void **st)
 	}
 }
 
+/* A FIFO as trace.path blocked forever (it was opened for detection, the
+ * digest and the reading): a trace that is not a regular file is refused
+ * before anything opens it, naming the key. alarm() catches a hang only. */
+static void test_trace_that_is_not_a_regular_file_is_refused(void **st)
+{
+	(void)st;
+	char fifo[128];
+	snprintf(fifo, sizeof fifo, "%s.fifo", tf_write("tsv", "x"));
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(300);
+	const char *paths[] = {fifo, "/dev/null"};
+	for (int i = 0; i < 4; i++) {
+		tr_opts_t o;
+		tr_opts_default(&o);
+		if (i < 2) {
+			o.path = paths[i];
+		} else { /* a generator's length files */
+			o.kind = TR_KIND_GEN;
+			*(i == 2 ? &o.in.path : &o.out.path) = fifo;
+		}
+		tr_reader_t *r = NULL;
+		err_t e = {0};
+		assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+		assert_null(r);
+		const char *key = i < 2    ? "[trace] path: "
+		                  : i == 2 ? "[trace] in_path: "
+		                           : "[trace] out_path: ";
+		assert_non_null(strstr(e.msg, key));
+		assert_non_null(strstr(e.msg, paths[i < 2 ? i : 0]));
+		assert_non_null(strstr(e.msg, "not a regular file"));
+	}
+	alarm(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -959,6 +995,7 @@ int main(void)
 	    cmocka_unit_test(test_reader_says_when_no_row_came_out),
 	    cmocka_unit_test(test_every_kind_name_reads_back_as_its_kind),
 	    cmocka_unit_test(test_a_kind_outside_the_list_is_an_input_error),
+	    cmocka_unit_test(test_trace_that_is_not_a_regular_file_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

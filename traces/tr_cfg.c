@@ -40,7 +40,7 @@ const cfg_tkey_t tr_cfg_keys[] = {
      CFG_AT_ENUM(tr_opts_t, kind, kind_map)},
     {{S, "path", CFG_STR, "", 0, 0, NULL, "path",
      "trace file (gen = servegen: the windows CSV); relative to the config file, else the "
-     "working dir",
+     "working dir; a regular file (it is read more than once: a FIFO or a device is refused)",
      NULL},
      CFG_AT(STR, tr_opts_t, path)},
     {{S, "start_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
