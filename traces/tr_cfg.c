@@ -91,6 +91,12 @@ const cfg_tkey_t tr_cfg_keys[] = {
     {{S, "requests", CFG_INT, "0", 0, 1e15, NULL, "requests",
      "stop after this many generated requests; 0 = until duration_s", NULL},
      CFG_AT(U64, tr_opts_t, requests)},
+    {{S, "max_generated", CFG_INT, "1000000000", 1, 1e15, NULL, "requests",
+     "most requests a generator may make: one expected to make more (rate x duration_s, "
+     "or a ServeGen window's rate x length) is refused before it runs for hours; 1e9 is "
+     "own choice, 100x a 10M-request trace",
+     NULL},
+     CFG_AT(U64, tr_opts_t, max_generated)},
     {{S, "mmpp_rate0", CFG_FLOAT, "5", 0, 1e9, NULL, "req/s", "MMPP rate in state 0", NULL},
      CFG_AT(DOUBLE, tr_opts_t, mmpp_rate[0])},
     {{S, "mmpp_rate1", CFG_FLOAT, "50", 0, 1e9, NULL, "req/s", "MMPP rate in state 1", NULL},
