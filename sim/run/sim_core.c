@@ -729,7 +729,21 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	int rc = s->tl_every ? sample_every(s, now) : sample_changed(s, now);
 	if (rc)
 		return rc;
-	if (run_active(s) && ev_engine_after(eng, s->sample_ns, s->ev.sample, 0, 0) == EV_NONE)
+	int64_t next = now + s->sample_ns;
+	/* Idle (output.timeline = changed, nothing touched, no link in use):
+	 * every tick before the next pending event would find nothing to
+	 * record, so the sample jumps to the last tick before it (or before
+	 * experiment.until_s), which schedules the next one as ever: rows, their
+	 * order and the end time are unchanged, and a run whose simulated time
+	 * stretches to years walks its events, not its 100 ms ticks. */
+	if (!s->tl_every && !s->n_tl_on) {
+		int64_t lim = ev_peek_time(ev_engine_queue(eng));
+		if (s->prm.until_s > 0 && (int64_t)(s->prm.until_s * 1e9) < lim)
+			lim = (int64_t)(s->prm.until_s * 1e9);
+		if (lim != INT64_MAX && lim - now > s->sample_ns)
+			next = now + (lim - 1 - now) / s->sample_ns * s->sample_ns;
+	}
+	if (run_active(s) && ev_engine_at(eng, next, s->ev.sample, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
 }
