@@ -613,6 +613,22 @@ static void on_touch(void *ctx, uint32_t inst)
 	sim_touch(ctx, (int32_t)inst);
 }
 
+/* cluster_params_t.on_too_long: the figure that made the iteration's cost
+ * unrepresentable, named (mdl_cost_blame), stops the run as bad input. */
+static int on_too_long(void *ctx, void *cost_ctx, uint32_t inst, const sim_batch_t *b,
+		       int64_t now)
+{
+	sim_ctx_t *s = ctx;
+	char why[160];
+	double sec = mdl_sim_cost_blame(cost_ctx, b, (double)(INT64_MAX - now), why, sizeof why);
+	return err_set(s->err, KS_EINPUT,
+		       "%s makes an iteration of instance %u (%u prefill and %u decode sequences) "
+		       "take %.3g s from t=%.3f s, past the largest simulated time (%.3g s): the "
+		       "run cannot finish",
+		       why, inst, b->n_pre, b->n_dec, sec, (double)now / 1e9,
+		       (double)INT64_MAX / 1e9);
+}
+
 /* cluster_params_t.on_result: a routed request's row (completed, or
  * unfinished at the end) is its leaving the instance's load; every row goes
  * to the recorder. */
@@ -1008,7 +1024,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.kv_heads",
 				    "tp = %u and %s's %u KV heads: one must divide the other",
 				    s->tp, llm.name, llm.kv_heads);
-	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)))
+	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)) ||
+	    (rc = mdl_compute_check_finite(&s->comp, e)))
 		return rc;
 	cluster_params_t p = {0};
 	p.n_instances = s->nodes * (s->gpus_per_node / s->tp);
@@ -1057,6 +1074,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.wait_inflight = sim_wait_inflight;
 	p.hook_ctx = s;
 	p.on_touch = on_touch;
+	p.on_too_long = on_too_long;
 	p.on_busy = s->trace ? trace_busy : NULL;
 	p.on_result = on_result;
 	p.result_ctx = s;
