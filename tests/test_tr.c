@@ -513,6 +513,17 @@ static void test_azure_bad_timestamp_and_missing_column(void **st)
 	expect_err(TR_KIND_AZURE, "csv",
 	           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,374,44\n",
 	           ":2: TIMESTAMP: '2023-13-16 18:15:46.68' is not a date-time", NULL);
+	/* days a month does not have were counted on into the next month */
+	static const char *const no_day[] = {"2023-02-29 10:00:00", "2100-02-29 10:00:00",
+	                                     "2023-04-31 10:00:00", "2023-11-31 00:00:00"};
+	for (size_t i = 0; i < sizeof no_day / sizeof no_day[0]; i++) {
+		char text[160], want[96];
+		snprintf(text, sizeof text, "TIMESTAMP,ContextTokens,GeneratedTokens\n%s,374,44\n",
+		         no_day[i]);
+		snprintf(want, sizeof want,
+		         ":2: TIMESTAMP: '%s' names a day its month does not have", no_day[i]);
+		expect_err(TR_KIND_AZURE, "csv", text, want, NULL);
+	}
 	expect_err(TR_KIND_AZURE, "csv", "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,374\n",
 	           ":1: header: missing column 'GeneratedTokens'", NULL);
 	expect_err(TR_KIND_AZURE, "csv",
@@ -580,6 +591,17 @@ static void test_native_errors(void **st)
 	free(t);
 	expect_err(TR_KIND_NATIVE, "tsv", "#kvsim-trace 2 block_tokens=16 ids=prefix\n",
 	           ":1: header: expected", NULL);
+	/* numbers past 32 bits were read modulo 2^32: 4294967808 as 512 */
+	t = cat("#kvsim-trace 1 block_tokens=4294967808 ids=prefix\n", "0\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t,
+	           ":1: block_tokens: 4294967808 out of range [1, 1048576]", NULL);
+	free(t);
+	t = cat("#kvsim-trace 1 block_tokens=0 ids=prefix\n", "0\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":1: block_tokens: 0 out of range", NULL);
+	free(t);
+	t = cat("#kvsim-trace 4294967297 block_tokens=16 ids=prefix\n", "0\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":1: header: expected", NULL);
+	free(t);
 	/* '-' is for rows without a full block: one that has some must list them */
 	t = cat(H, "0\t511\t1\t0\t0\t-\n5\t512\t1\t0\t0\t-\n");
 	expect_err(TR_KIND_NATIVE, "tsv", t,
