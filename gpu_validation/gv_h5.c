@@ -29,23 +29,27 @@ hid_t gv_h5_open(const char *path, err_t *e)
 	return f;
 }
 
-hid_t gv_h5_create(const char *tmp_path, err_t *e)
+hid_t gv_h5_create(file_out_t *fo, const char *path, err_t *e)
 {
 	gv_h5_quiet();
-	hid_t f = H5Fcreate(tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (f < 0)
-		err_set(e, KS_EIO, "%s: cannot create HDF5 file", tmp_path);
+	if (file_out_begin(fo, path, FILE_OUT_SEEKABLE, e))
+		return H5I_INVALID_HID;
+	hid_t f = H5Fcreate(fo->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	if (f < 0) {
+		err_set(e, KS_EIO, "%s: cannot create HDF5 file", path);
+		file_out_abort(fo);
+	}
 	return f;
 }
 
-int gv_h5_finish(hid_t f, const char *tmp_path, const char *path, int rc, err_t *e)
+int gv_h5_finish(hid_t f, file_out_t *fo, int rc, err_t *e)
 {
 	if (H5Fclose(f) < 0 && !rc)
-		rc = err_set(e, KS_EIO, "%s: close failed", tmp_path);
-	if (!rc && rename(tmp_path, path))
-		rc = err_set(e, KS_EIO, "%s: cannot rename into place", path);
+		rc = err_set(e, KS_EIO, "%s: close failed", fo->path);
+	if (!rc)
+		rc = file_out_commit(fo, 0, e);
 	if (rc)
-		remove(tmp_path);
+		file_out_abort(fo);
 	return rc;
 }
 

@@ -6,17 +6,20 @@
 #include <stddef.h>
 
 #include "sim/base/err.h"
+#include "sim/base/file.h"
 
 /* Turns off HDF5's automatic error stack printing (we report our own). */
 void gv_h5_quiet(void);
 /* Opens path read-only; H5I_INVALID_HID with e filled on failure. */
 hid_t gv_h5_open(const char *path, err_t *e);
-/* Creates tmp_path (truncating); the caller renames it when complete. */
-hid_t gv_h5_create(const char *tmp_path, err_t *e);
-/* Closes f (made by gv_h5_create at tmp_path) and, when rc is 0 and the
- * close succeeds, renames it to path; otherwise removes it, so a failed
- * write leaves no file. Returns rc, or KS_EIO with e filled. */
-int gv_h5_finish(hid_t f, const char *tmp_path, const char *path, int rc, err_t *e);
+/* Creates the file that will become path (fo->tmp, file_out in
+ * sim/base/file.h: PATH.tmp, or a temporary for a FIFO or a device);
+ * H5I_INVALID_HID with e filled on failure. */
+hid_t gv_h5_create(file_out_t *fo, const char *path, err_t *e);
+/* Closes f (made by gv_h5_create) and, when rc is 0 and the close
+ * succeeds, puts it at fo->path (file_out_commit); otherwise removes it, so
+ * a failed write leaves no file. Returns rc, or KS_EIO with e filled. */
+int gv_h5_finish(hid_t f, file_out_t *fo, int rc, err_t *e);
 /* Writes a 1-D compound dataset of n records (n may be 0), chunked + deflate. */
 int gv_h5_write_table(hid_t file, const char *name, hid_t type, const void *rows, size_t n,
                       const char *path, err_t *e);

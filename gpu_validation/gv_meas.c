@@ -67,11 +67,11 @@ static const char *const comp_required[] = {"op", "time_ns"};
 
 int gv_meas_write(const char *path, const gv_meas_t *m, err_t *e)
 {
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	hid_t f = gv_h5_create(tmp, e);
+	file_out_t fo;
+	hid_t f = gv_h5_create(&fo, path, e);
 	if (f < 0)
-		return KS_EIO;
+		return e && e->code ? e->code : KS_EIO;
+	const char *tmp = fo.tmp;
 	hid_t ct = copy_type(), pt = compute_type();
 	int rc = gv_h5_write_table(f, "/copies", ct, m->copy, m->n_copy, tmp, e);
 	if (!rc)
@@ -90,7 +90,7 @@ int gv_meas_write(const char *path, const gv_meas_t *m, err_t *e)
 		rc = err_set(e, KS_EIO, "%s: cannot write attributes", tmp);
 	H5Tclose(ct);
 	H5Tclose(pt);
-	return gv_h5_finish(f, tmp, path, rc, e);
+	return gv_h5_finish(f, &fo, rc, e);
 }
 
 int gv_meas_read(gv_meas_t *m, const char *path, err_t *e)

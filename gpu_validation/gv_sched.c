@@ -66,15 +66,15 @@ void gv_sched_free(gv_sched_t *s)
 
 int gv_sched_write(const char *path, const res_transfer_t *t, size_t n, int is_plan, err_t *e)
 {
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	hid_t f = gv_h5_create(tmp, e);
+	file_out_t fo;
+	hid_t f = gv_h5_create(&fo, path, e);
 	if (f < 0)
-		return KS_EIO;
+		return e && e->code ? e->code : KS_EIO;
+	const char *tmp = fo.tmp;
 	hid_t ty = gv_sched_h5type();
 	int rc = gv_h5_write_table(f, "/transfers", ty, t, n, tmp, e);
 	if (!rc && is_plan && gv_h5_attr_i64(f, "kvsim_plan", 1))
 		rc = err_set(e, KS_EIO, "%s: cannot write attribute", tmp);
 	H5Tclose(ty);
-	return gv_h5_finish(f, tmp, path, rc, e);
+	return gv_h5_finish(f, &fo, rc, e);
 }

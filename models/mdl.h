@@ -330,6 +330,22 @@ int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cos
  * ctx is a const mdl_compute_t *, b a const sim_batch_t *. */
 struct sim_batch;
 int64_t mdl_sim_cost(void *ctx, const struct sim_batch *b);
+/* Which figure makes the cost of b unrepresentable (infinite, NaN, or
+ * >= limit_ns): each hardware or [compute] figure the cost divides by or
+ * adds, in turn set to a harmless value (an efficiency to 1, a rate to
+ * 1e18/s, a fixed cost to 0), until the cost of b falls under limit_ns.
+ * Writes "[section] key: VALUE" of the first that does to why (n bytes);
+ * when none does alone, the cost's largest term. Returns b's cost in
+ * seconds (a double: may be inf). */
+double mdl_cost_blame(const mdl_compute_t *c, const mdl_batch_t *b, double limit_ns, char *why,
+                      size_t n);
+/* mdl_cost_blame on the cluster's batch (ctx: as for mdl_sim_cost). */
+double mdl_sim_cost_blame(void *ctx, const struct sim_batch *b, double limit_ns, char *why,
+                          size_t n);
+/* KS_EINPUT naming the figure (mdl_cost_blame) when one iteration of one
+ * token, prefill or decode, already costs more than the int64 nanoseconds
+ * of simulated time hold: no run on c can finish. */
+int mdl_compute_check_finite(const mdl_compute_t *c, err_t *e);
 /* An iteration holding only one prefill of n new tokens after `cached`. */
 int64_t mdl_prefill_time_ns(const mdl_compute_t *c, uint32_t n, uint32_t cached);
 /* An iteration of n_seqs decode sequences, each with ctx tokens in KV. */

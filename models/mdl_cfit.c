@@ -478,9 +478,20 @@ static int on_calib(void *user, const char *section, const char *name, const cha
 		c->failed = 1;
 		return 0;
 	}
-	unsigned tp;
-	char tail;
-	if (sscanf(section, "allreduce.tp%u%c", &tp, &tail) == 1 && tp >= 2) {
+	unsigned tp = 0;
+	char tail, digits[16];
+	/* digits, then range-checked: %u would wrap tp4294967298 to tp2 */
+	if (sscanf(section, "allreduce.tp%15[0-9]%c", digits, &tail) == 1) {
+		unsigned long long v = strlen(digits) < 8 ? strtoull(digits, NULL, 10) : 0;
+		if (v < 2 || v > 65536) {
+			snprintf(c->msg, sizeof c->msg, "[%s]: tp %s out of range [2, 65536]", section,
+			         digits);
+			c->failed = 1;
+			return 0;
+		}
+		tp = (unsigned)v;
+	}
+	if (tp >= 2) {
 		size_t i = 0;
 		while (i < p->n_ar && p->ar[i].tp != tp)
 			i++;

@@ -493,6 +493,13 @@ int pol_open(const pol_registry_t *r, pol_family_t f, const char *name, const ch
 int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64_t seed,
                  pol_handle_t *h, err_t *e);
 void pol_close(pol_handle_t *h);
+/* What a hook of ops answered, checked (the simulator's every call of an
+ * int hook, and init's): rc when it is one of the hook's answers (0 to
+ * max_ok) or a KS_E* code, e filled with "<family> policy '<name>': <hook>
+ * failed (<code name>) and gave no reason" when the hook left e empty (clear
+ * it with err_clear before the call); any other value is KS_ERUNTIME naming
+ * the policy, the hook and the value. */
+int pol_hook_rc(const pol_base_t *ops, const char *hook, int rc, int max_ok, err_t *e);
 
 /* One opened policy per family, as a run uses them. */
 typedef struct pol_set {

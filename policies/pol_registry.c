@@ -241,9 +241,13 @@ int pol_registry_load(pol_registry_t *r, const char *path, err_t *e)
 	err_t pe = {0};
 	pol_host_api_t api = {POL_ABI_VERSION, r, host_add, &pe};
 	int rc = fn(&api);
+	if (rc && pe.msg[0])
+		return err_set(e, rc < 0 && rc >= KS_ESTATE ? rc : KS_EINPUT,
+		               "--plugin %s: registration failed: %s", path, pe.msg);
 	if (rc)
-		return err_set(e, rc < 0 ? rc : KS_EINPUT, "--plugin %s: registration failed: %s",
-		               path, pe.msg[0] ? pe.msg : "no reason given");
+		return err_set(e, rc < 0 && rc >= KS_ESTATE ? rc : KS_EINPUT,
+		               "--plugin %s: %s returned %d (%s) and gave no reason", path,
+		               POL_PLUGIN_SYMBOL, rc, err_name(rc));
 	return 0;
 }
 
@@ -309,14 +313,40 @@ int pol_open_ops(const pol_base_t *ops, uint64_t seed, pol_handle_t *h, err_t *e
 	h->ops = ops;
 	h->state = NULL;
 	if (ops->init) {
+		err_clear(e);
 		int rc = ops->init(h->params.data, seed, &h->state, e);
 		if (rc) {
 			pol_params_free(&h->params);
-			return err_prefix(e, "%s policy '%s'", pol_family_name(ops->family),
-			                  ops->name);
+			/* a reason the policy gave keeps its code; silence or a stray
+			 * value is named by pol_hook_rc (an error, never 0) */
+			if (rc < 0 && rc >= KS_ESTATE && e && e->msg[0]) {
+				e->code = rc;
+				return err_prefix(e, "%s policy '%s'", pol_family_name(ops->family),
+				                  ops->name);
+			}
+			return pol_hook_rc(ops, "init", rc, 0, e);
 		}
 	}
 	return 0;
+}
+
+int pol_hook_rc(const pol_base_t *ops, const char *hook, int rc, int max_ok, err_t *e)
+{
+	if (rc >= 0 && rc <= max_ok)
+		return rc;
+	const char *fam = pol_family_name(ops->family);
+	if (rc < 0 && rc >= KS_ESTATE) {
+		if (e && !e->msg[0])
+			err_set(e, rc, "%s policy '%s': %s failed (%s) and gave no reason", fam,
+			        ops->name, hook, err_name(rc));
+		else if (e)
+			e->code = rc;
+		return rc;
+	}
+	return err_set(e, KS_ERUNTIME,
+	               "%s policy '%s': %s returned %d, neither one of its answers (0..%d) nor an "
+	               "error code (%d..%d)",
+	               fam, ops->name, hook, rc, max_ok, KS_ESTATE, KS_ERUNTIME);
 }
 
 int pol_open(const pol_registry_t *r, pol_family_t f, const char *name, const char *overrides,

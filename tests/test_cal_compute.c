@@ -150,6 +150,12 @@ static void test_calibration_file_reads_back_the_same_terms(void **st)
 	assert_non_null(strstr(e.msg, "bad.ini:3:"));
 	assert_int_equal(mdl_calib_parse("bad.ini", "[compute]\nweight_mbu = 1.5\n", &back, &e),
 	                 KS_EINPUT);
+	/* a TP past 32 bits was read modulo 2^32: tp4294967298 as tp2 */
+	assert_int_equal(
+	    mdl_calib_parse("bad.ini", "[allreduce.tp4294967298]\nlat_ns = 5\n", &back, &e),
+	    KS_EINPUT);
+	assert_non_null(
+	    strstr(e.msg, "bad.ini:2: [allreduce.tp4294967298]: tp 4294967298 out of range"));
 }
 
 static void test_shipped_h100_calibration_held_out_mape_within_5_percent(void **st)

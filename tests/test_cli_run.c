@@ -137,6 +137,19 @@ static void test_long_run_draws_progress_on_a_terminal(void **st)
 	cli_result_free(&r);
 }
 
+/* A Poisson trace of 5 req/s for `duration` at tmp_dir/name: its path in
+ * trace[128], "trace.path=PATH" in set[160]. */
+static void gen_trace(const char *kvsim, const char *name, const char *duration, char *trace,
+                      char *set)
+{
+	snprintf(trace, 128, "%s/%s", tmp_dir, name);
+	snprintf(set, 160, "trace.path=%s", trace);
+	cli_result_t r =
+	    cli_run(kvsim, tmp_dir, "trace", "gen", "poisson", "rate=5", duration, "-o", trace, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+}
+
 /* No request passed the trace window: a warning, or with --strict an input
  * error that writes nothing. */
 static void test_strict_refuses_a_run_without_requests(void **st)
@@ -144,13 +157,9 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	(void)st;
 	const char *kvsim = cli_kvsim_or_skip();
 	char trace[128], out[128], set[160];
-	snprintf(trace, sizeof trace, "%s/t.tsv", tmp_dir);
+	gen_trace(kvsim, "t.tsv", "duration_s=10", trace, set);
 	snprintf(out, sizeof out, "%s/results", tmp_dir);
-	snprintf(set, sizeof set, "trace.path=%s", trace);
-	cli_result_t r = cli_run(kvsim, tmp_dir, "trace", "gen", "poisson", "rate=5",
-	                         "duration_s=10", "-o", trace, NULL);
-	assert_int_equal(r.status, 0);
-	cli_result_free(&r);
+	cli_result_t r;
 	r = cli_run(kvsim, tmp_dir, "run", "-q", "--set", set, "--set", "trace.start_s=60", NULL);
 	assert_int_equal(r.status, 0);
 	char want[400];
@@ -252,6 +261,41 @@ static void test_progress_reports_leave_results_unchanged(void **st)
 	cli_config_free(c);
 }
 
+/* In-range figures that make a cost infinite or past int64 nanoseconds
+ * (gpu.flops_bf16 = 1, compute.weight_mbu = 0, compute.attn_prefill_eff =
+ * 0) overflowed iter_start + dur (undefined behaviour) and ended with
+ * "simulation failed at t=N ns": each stops with exit 2 naming the key and
+ * its value, at setup when one token alone cannot fit, else at the
+ * iteration (gpu.flops_bf16 = 1e3: a 64-token prefill). */
+static void test_degenerate_costs_stop_naming_the_key(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	char trace[128], set[160];
+	gen_trace(kvsim, "cost.tsv", "duration_s=2", trace, set);
+	cli_result_t r;
+	static const char *const bad[][2] = {
+	    {"gpu.flops_bf16=1", "[gpu] flops_bf16: 1 makes one iteration of one prefill token"},
+	    {"compute.weight_mbu=0", "[compute] weight_mbu: 0 makes one iteration of one"},
+	    {"compute.attn_prefill_eff=0", "[compute] attn_prefill_eff: 0 makes one iteration"},
+	    {"gpu.hbm_bw=1", "[gpu] hbm_bw: 1 makes one iteration of one"},
+	    {"gpu.flops_bf16=1e3", "[gpu] flops_bf16: 1000 makes an iteration of instance "},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		r = cli_run(kvsim, tmp_dir, "run", "-q", "--set", set, "--set",
+		            "model.name=Llama-3-8B", "--set", "cluster.tp=1", "--set", bad[i][0], NULL);
+		if (r.status != 2 || !strstr(r.err, bad[i][1]) ||
+		    !strstr(r.err, "past the largest simulated time") || strstr(r.err, "runtime error"))
+			fail_msg("%s: exit %d: %s", bad[i][0], r.status, r.err);
+		cli_result_free(&r);
+	}
+	/* slow but representable: runs */
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "--set", set, "--set", "model.name=Llama-3-8B",
+	            "--set", "cluster.tp=1", "--set", "gpu.flops_bf16=1e9", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +305,7 @@ int main(void)
 	    cmocka_unit_test(test_long_run_draws_progress_on_a_terminal),
 	    cmocka_unit_test(test_strict_refuses_a_run_without_requests),
 	    cmocka_unit_test(test_shed_load_prints_inf_and_the_catalog_keeps_it),
+	    cmocka_unit_test(test_degenerate_costs_stop_naming_the_key),
 	};
 	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

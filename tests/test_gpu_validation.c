@@ -84,11 +84,11 @@ static int write_other_layout(const char *path, const other_row_t *rows, size_t 
 	M(id, H5T_NATIVE_UINT64);
 #undef M
 	err_t e = {0};
-	hid_t f = gv_h5_create(path, &e);
+	file_out_t fo;
+	hid_t f = gv_h5_create(&fo, path, &e);
 	int rc = gv_h5_write_table(f, "/transfers", t, rows, n, path, &e);
-	H5Fclose(f);
 	H5Tclose(t);
-	return rc;
+	return gv_h5_finish(f, &fo, rc, &e);
 }
 
 static void test_schedule_members_are_read_by_name_not_position(void **state)
@@ -678,15 +678,17 @@ static void test_h5_finish_renames_on_success_and_removes_on_failure(void **st)
 	snprintf(t, sizeof t, "%s", tmp("ok.h5.tmp"));
 	snprintf(p, sizeof p, "%s", tmp("ok.h5"));
 	err_t e = {0};
-	hid_t f = gv_h5_create(t, &e);
+	file_out_t fo;
+	hid_t f = gv_h5_create(&fo, p, &e);
 	assert_true(f >= 0);
-	assert_int_equal(gv_h5_finish(f, t, p, 0, &e), 0);
+	assert_string_equal(fo.tmp, t);
+	assert_int_equal(gv_h5_finish(f, &fo, 0, &e), 0);
 	assert_int_equal(access(p, F_OK), 0);
 	assert_int_not_equal(access(t, F_OK), 0);
 	snprintf(t, sizeof t, "%s", tmp("bad.h5.tmp"));
 	snprintf(p, sizeof p, "%s", tmp("bad.h5"));
-	assert_true((f = gv_h5_create(t, &e)) >= 0);
-	assert_int_equal(gv_h5_finish(f, t, p, KS_EIO, &e), KS_EIO);
+	assert_true((f = gv_h5_create(&fo, p, &e)) >= 0);
+	assert_int_equal(gv_h5_finish(f, &fo, KS_EIO, &e), KS_EIO);
 	assert_int_not_equal(access(p, F_OK), 0);
 	assert_int_not_equal(access(t, F_OK), 0);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1008,6 +1009,44 @@ static void test_strict_sweep_fails_points_without_requests(void **st)
 	cli_result_free(&r);
 }
 
+/* -j above the open-file limit made poll() fail (EINVAL) and the sweep spin
+ * at 100% CPU forever: it is refused before any worker starts, naming the
+ * limit and the largest -j it allows, which then runs. alarm() catches a
+ * hang only. */
+static void test_jobs_above_the_open_file_limit_are_refused_naming_it(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.rate=1,2"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(NULL, 0);
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 128;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	alarm(600);
+	char d[300];
+	subdir(d, sizeof d, "jobs_limit");
+	out_sweep_opts_t o = {.dir = d, .jobs = 1000, .seed_key = "experiment.seed",
+			      .run = fake_run, .h5 = {1, 64}};
+	out_sweep_stats_t s;
+	err_t e = {0};
+	int rc = out_sweep_run(g, base, &o, &s, &e);
+	int made = access(d, F_OK) == 0; /* a refused sweep creates nothing */
+	int rc_most = sweep(d, g, base, 96, &s);
+	alarm(0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, KS_EINPUT);
+	assert_non_null(strstr(e.msg, "-j 1000: more workers than the open-file limit allows"));
+	assert_non_null(strstr(e.msg, "ulimit -n is 128"));
+	assert_non_null(strstr(e.msg, "use -j 96 or fewer"));
+	assert_false(made);
+	assert_int_equal(rc_most, 0);
+	assert_int_equal(s.done, 2);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1028,6 +1067,7 @@ int main(void)
 		cmocka_unit_test(test_dry_run_reports_what_the_resume_would_do),
 		cmocka_unit_test(test_failed_points_count_input_errors),
 		cmocka_unit_test(test_strict_sweep_fails_points_without_requests),
+		cmocka_unit_test(test_jobs_above_the_open_file_limit_are_refused_naming_it),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sim/net/net.h"
@@ -280,8 +281,45 @@ static void test_busy_instance_rows_only_on_change(void **st)
 	sim_results_free(&ev);
 }
 
+/* A run whose simulated time stretches to years (gpu.flops_bf16 = 1e7: one
+ * prefill lasts days) dispatched every idle 100 ms tick (hours of wall
+ * time): idle ticks are skipped, so its events are about those of its
+ * requests. Where `every` is affordable (1e11 FLOP/s, ~1e5 ticks), the
+ * rows of `changed` still read as its ticks and the requests are the same.
+ * alarm() catches a hang only. */
+static void test_idle_ticks_are_skipped_and_rows_unchanged(void **st)
+{
+	(void)st;
+	alarm(600);
+	const char *slow[] = {"model.name=Llama-3-8B", "cluster.tp=1", "gpu.flops_bf16=1e7"};
+	sf_prefix_t p = sf_prefix(20, 4, 100, 9000, 8);
+	p.gap_ns = 1000000000;
+	sim_source_t src = {sf_prefix_next, &p, "seq"};
+	sim_results_t r = sf_run_source(NULL, slow, 3, &src);
+	double t = sim_results_get(&r, "sim_time_s"), evs = sim_results_get(&r, "sim_events");
+	printf("flops 1e7: %.3g s simulated in %.0f events\n", t, evs);
+	assert_int_equal(r.n_req, 20);
+	assert_true(t > 1e6); /* > 1e7 ticks of 100 ms */
+	assert_true(evs < 1e5); /* not one per tick */
+	sim_results_free(&r);
+	const char *ev_sets[] = {"model.name=Llama-3-8B", "cluster.tp=1", "gpu.flops_bf16=1e11",
+				 "output.timeline=every"};
+	sf_prefix_t p1 = sf_prefix(20, 4, 100, 9000, 8), p2 = p1;
+	p1.gap_ns = p2.gap_ns = 1000000000;
+	sim_source_t s1 = {sf_prefix_next, &p1, "seq"}, s2 = {sf_prefix_next, &p2, "seq"};
+	sim_results_t ev = sf_run_source(NULL, ev_sets, 4, &s1);
+	sim_results_t ch = sf_run_source(NULL, ev_sets, 3, &s2);
+	assert_same_requests(&ev, &ch);
+	assert_step_equals_every(&ev, &ch);
+	assert_true(sim_results_get(&ch, "sim_events") * 10 < sim_results_get(&ev, "sim_events"));
+	sim_results_free(&ev);
+	sim_results_free(&ch);
+	alarm(0);
+}
+
 TEST_MAIN(cmocka_unit_test(test_active_links_are_the_links_with_flows_past_latency),
 	  cmocka_unit_test(test_changed_rows_read_as_steps_equal_every_tick_with_copies),
 	  cmocka_unit_test(test_link_rows_end_at_zero_and_idle_links_have_none),
 	  cmocka_unit_test(test_idle_instance_gets_one_row_then_none),
-	  cmocka_unit_test(test_busy_instance_rows_only_on_change))
+	  cmocka_unit_test(test_busy_instance_rows_only_on_change),
+	  cmocka_unit_test(test_idle_ticks_are_skipped_and_rows_unchanged))

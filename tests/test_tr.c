@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
@@ -511,6 +513,17 @@ static void test_azure_bad_timestamp_and_missing_column(void **st)
 	expect_err(TR_KIND_AZURE, "csv",
 	           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:15:46.68,374,44\n",
 	           ":2: TIMESTAMP: '2023-13-16 18:15:46.68' is not a date-time", NULL);
+	/* days a month does not have were counted on into the next month */
+	static const char *const no_day[] = {"2023-02-29 10:00:00", "2100-02-29 10:00:00",
+	                                     "2023-04-31 10:00:00", "2023-11-31 00:00:00"};
+	for (size_t i = 0; i < sizeof no_day / sizeof no_day[0]; i++) {
+		char text[160], want[96];
+		snprintf(text, sizeof text, "TIMESTAMP,ContextTokens,GeneratedTokens\n%s,374,44\n",
+		         no_day[i]);
+		snprintf(want, sizeof want,
+		         ":2: TIMESTAMP: '%s' names a day its month does not have", no_day[i]);
+		expect_err(TR_KIND_AZURE, "csv", text, want, NULL);
+	}
 	expect_err(TR_KIND_AZURE, "csv", "TIMESTAMP,ContextTokens\n2023-11-16 18:15:46,374\n",
 	           ":1: header: missing column 'GeneratedTokens'", NULL);
 	expect_err(TR_KIND_AZURE, "csv",
@@ -578,6 +591,17 @@ static void test_native_errors(void **st)
 	free(t);
 	expect_err(TR_KIND_NATIVE, "tsv", "#kvsim-trace 2 block_tokens=16 ids=prefix\n",
 	           ":1: header: expected", NULL);
+	/* numbers past 32 bits were read modulo 2^32: 4294967808 as 512 */
+	t = cat("#kvsim-trace 1 block_tokens=4294967808 ids=prefix\n", "0\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t,
+	           ":1: block_tokens: 4294967808 out of range [1, 1048576]", NULL);
+	free(t);
+	t = cat("#kvsim-trace 1 block_tokens=0 ids=prefix\n", "0\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":1: block_tokens: 0 out of range", NULL);
+	free(t);
+	t = cat("#kvsim-trace 4294967297 block_tokens=16 ids=prefix\n", "0\t100\t1\t0\t0\t-\n");
+	expect_err(TR_KIND_NATIVE, "tsv", t, ":1: header: expected", NULL);
+	free(t);
 	/* '-' is for rows without a full block: one that has some must list them */
 	t = cat(H, "0\t511\t1\t0\t0\t-\n5\t512\t1\t0\t0\t-\n");
 	expect_err(TR_KIND_NATIVE, "tsv", t,
@@ -919,6 +943,40 @@ static void test_reader_says_when_no_row_came_out(void **st)
 	}
 }
 
+/* A FIFO as trace.path blocked forever (it was opened for detection, the
+ * digest and the reading): a trace that is not a regular file is refused
+ * before anything opens it, naming the key. alarm() catches a hang only. */
+static void test_trace_that_is_not_a_regular_file_is_refused(void **st)
+{
+	(void)st;
+	char fifo[128];
+	snprintf(fifo, sizeof fifo, "%s.fifo", tf_write("tsv", "x"));
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(300);
+	const char *paths[] = {fifo, "/dev/null"};
+	for (int i = 0; i < 4; i++) {
+		tr_opts_t o;
+		tr_opts_default(&o);
+		if (i < 2) {
+			o.path = paths[i];
+		} else { /* a generator's length files */
+			o.kind = TR_KIND_GEN;
+			*(i == 2 ? &o.in.path : &o.out.path) = fifo;
+		}
+		tr_reader_t *r = NULL;
+		err_t e = {0};
+		assert_int_equal(tr_open(&o, 16, 1, &r, &e), KS_EINPUT);
+		assert_null(r);
+		const char *key = i < 2    ? "[trace] path: "
+		                  : i == 2 ? "[trace] in_path: "
+		                           : "[trace] out_path: ";
+		assert_non_null(strstr(e.msg, key));
+		assert_non_null(strstr(e.msg, paths[i < 2 ? i : 0]));
+		assert_non_null(strstr(e.msg, "not a regular file"));
+	}
+	alarm(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -959,6 +1017,7 @@ int main(void)
 	    cmocka_unit_test(test_reader_says_when_no_row_came_out),
 	    cmocka_unit_test(test_every_kind_name_reads_back_as_its_kind),
 	    cmocka_unit_test(test_a_kind_outside_the_list_is_an_input_error),
+	    cmocka_unit_test(test_trace_that_is_not_a_regular_file_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

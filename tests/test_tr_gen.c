@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
+#include <unistd.h>
 
 #include "sim/cli/cli.h"
 #include "tests/tr_fixture.h"
@@ -253,6 +254,57 @@ static void test_servegen_window_starts_must_increase(void **st)
 		if (!strstr(e.msg, files[i][1]) || strncmp(e.msg, o.path, strlen(o.path)))
 			fail_msg("'%s' lacks '%s'", e.msg, files[i][1]);
 	}
+}
+
+/* A ServeGen window at 1e9 req/s hung `kvsim trace stats` (6e11 requests
+ * drawn one by one), as does any generator whose rate x duration is that
+ * large: both are refused at once against trace.max_generated (default 1e9,
+ * named in the message), and raising it lets them through. alarm() catches
+ * a hang only. */
+static void test_generators_expected_past_max_generated_are_refused(void **st)
+{
+	(void)st;
+	alarm(300);
+	tr_opts_t o = gen_opts(TR_GEN_SERVEGEN); /* max_generated: the schema's default */
+	o.path = tf_write("csv", "0,5,1,,0,0\n600,1e9,1,,0,0\n1200,5,1,,0,0\n");
+	err_t e = {0};
+	uint64_t n;
+	assert_int_equal(tr_validate(&o, 16, 1, &n, &e), KS_EINPUT);
+	if (!strstr(e.msg, ":2: rate: the windows up to this one make about 6e+11 requests, more "
+	                   "than [trace] max_generated = 1000000000") ||
+	    !strstr(e.msg, "raise trace.max_generated") || strncmp(e.msg, o.path, strlen(o.path)))
+		fail_msg("%s", e.msg);
+	/* the same through kind = servegen (trace stats FILE) */
+	tr_opts_t k;
+	tr_opts_default(&k);
+	k.path = o.path;
+	assert_int_equal(tr_validate(&k, 16, 1, &n, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "max_generated = 1000000000"));
+	/* every other generator: rate x duration_s (or requests) */
+	static const tr_gen_kind_t gens[] = {TR_GEN_POISSON, TR_GEN_GAMMA,   TR_GEN_WEIBULL,
+	                                     TR_GEN_FLASH,   TR_GEN_DIURNAL, TR_GEN_MMPP,
+	                                     TR_GEN_FANOUT};
+	for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
+		tr_opts_t g = gen_opts(gens[i]);
+		g.rate = g.mmpp_rate[0] = g.fanout_bg_rate = 1e9;
+		g.duration_s = 1e4;
+		assert_int_equal(tr_validate(&g, 16, 1, &n, &e), KS_EINPUT);
+		if (!strstr(e.msg, "[trace] max_generated: gen = ") ||
+		    !strstr(e.msg, "more than max_generated = 1000000000"))
+			fail_msg("%s: %s", tr_gen_name(gens[i]), e.msg);
+		g.duration_s = gens[i] == TR_GEN_FANOUT ? 1e4 : 0; /* until `requests`: counted */
+		g.requests = 2000000000;
+		assert_int_equal(tr_validate(&g, 16, 1, &n, &e), KS_EINPUT);
+		if (!strstr(e.msg, "about 2e+09 requests (requests)"))
+			fail_msg("%s: %s", tr_gen_name(gens[i]), e.msg);
+		g.max_generated = 3000000000; /* raised: accepted, and a short run reads */
+		g.requests = 1000;
+		g.duration_s = 1e4;
+		e.msg[0] = '\0';
+		if (tr_validate(&g, 16, 1, &n, &e))
+			fail_msg("%s: %s", tr_gen_name(gens[i]), e.msg);
+	}
+	alarm(0);
 }
 
 static void test_generators_are_deterministic(void **st)
@@ -928,6 +980,7 @@ TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamm
           cmocka_unit_test(test_diurnal_follows_sine),
           cmocka_unit_test(test_servegen_windows_rates), cmocka_unit_test(test_servegen_bad_row),
           cmocka_unit_test(test_servegen_window_starts_must_increase),
+          cmocka_unit_test(test_generators_expected_past_max_generated_are_refused),
           cmocka_unit_test(test_generators_are_deterministic),
           cmocka_unit_test(test_fanout_bursts_share_prefix),
           cmocka_unit_test(test_rate_scale_multiplies_every_rate_driven_generator),

@@ -248,6 +248,46 @@ static void test_gz_truncated_or_corrupt_fails_before_any_row(void **st)
 	assert_non_null(strstr(e.msg, ": gzip: corrupt compressed data ("));
 }
 
+/* Bytes after the gzip stream were dropped unseen (zlib ends a file at what
+ * is not another member): they are an error at the line after the last;
+ * a second member (RFC 1952 2.2) is read on. */
+static void test_gz_bytes_after_the_stream_are_refused(void **st)
+{
+	(void)st;
+	size_t len;
+	char *t = mooncake_rows(10, &len);
+	static const char *const tails[] = {"garbage", "\n", "\0\0\0\0"};
+	static const size_t tail_len[] = {7, 1, 4};
+	for (int i = 0; i < 3; i++) {
+		const char *gz = gz_write("jsonl", t, len);
+		FILE *f = fopen(gz, "ab");
+		assert_non_null(f);
+		assert_int_equal(fwrite(tails[i], 1, tail_len[i], f), tail_len[i]);
+		fclose(f);
+		char frag[96];
+		snprintf(frag, sizeof frag,
+		         ":11: gzip: %zu bytes after the end of the compressed stream", tail_len[i]);
+		expect_gz_err(TR_KIND_AUTO, gz, frag);
+	}
+	/* two members: the rows of both */
+	const char *two = gz_write("jsonl", t, len);
+	gzFile g = gzopen(two, "ab");
+	assert_non_null(g);
+	assert_int_equal(gzwrite(g, t, (unsigned)len), (int)len);
+	assert_int_equal(gzclose(g), Z_OK);
+	tr_opts_t o;
+	tr_opts_default(&o);
+	o.path = two;
+	err_t e = {0};
+	uint64_t rows;
+	int rc = tr_validate(&o, 512, 1, &rows, &e);
+	/* the second member's rows go back in time: read, then refused as rows */
+	assert_int_equal(rc, KS_EINPUT);
+	assert_null(strstr(e.msg, "gzip"));
+	assert_non_null(strstr(e.msg, ":11: timestamp: goes backwards"));
+	free(t);
+}
+
 /* The streaming check behind the up-front one (a file that changes while it
  * is read): complete lines come out, then the error at the line reached. */
 static void test_gz_line_reader_stops_at_the_truncation(void **st)
@@ -415,6 +455,7 @@ int main(void)
 	    cmocka_unit_test(test_gz_of_every_format_reads_the_rows_of_the_plain_file),
 	    cmocka_unit_test(test_gz_malformed_row_names_its_decompressed_line),
 	    cmocka_unit_test(test_gz_truncated_or_corrupt_fails_before_any_row),
+	    cmocka_unit_test(test_gz_bytes_after_the_stream_are_refused),
 	    cmocka_unit_test(test_gz_line_reader_stops_at_the_truncation),
 	    cmocka_unit_test(test_gz_verified_text_is_inflated_once),
 	    cmocka_unit_test(test_plain_files_still_read),

@@ -132,6 +132,7 @@ typedef struct tr_opts {
 	tr_gen_kind_t gen;
 	double rate, cv, duration_s;
 	uint64_t requests; /* 0: until duration_s */
+	uint64_t max_generated; /* more expected or made is an input error */
 	double mmpp_rate[2], mmpp_dwell_s[2];
 	double flash_start_s, flash_duration_s, flash_mult, flash_tau_s;
 	int flash_spike; /* 0 step, 1 spike with exponential decay */

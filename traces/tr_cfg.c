@@ -41,7 +41,7 @@ const cfg_tkey_t tr_cfg_keys[] = {
      CFG_AT_ENUM(tr_opts_t, kind, kind_map)},
     {{S, "path", CFG_STR, "", 0, 0, NULL, "path",
      "trace file (gen = servegen: the windows CSV); relative to the config file, else the "
-     "working dir",
+     "working dir; a regular file (it is read more than once: a FIFO or a device is refused)",
      NULL},
      CFG_AT(STR, tr_opts_t, path)},
     {{S, "start_s", CFG_FLOAT, "0", 0, 4e9, NULL, "s",
@@ -101,6 +101,12 @@ const cfg_tkey_t tr_cfg_keys[] = {
     {{S, "requests", CFG_INT, "0", 0, 1e15, NULL, "requests",
      "stop after this many generated requests; 0 = until duration_s", NULL},
      CFG_AT(U64, tr_opts_t, requests)},
+    {{S, "max_generated", CFG_INT, "1000000000", 1, 1e15, NULL, "requests",
+     "most requests a generator may make: one expected to make more (rate x duration_s, "
+     "or a ServeGen window's rate x length) is refused before it runs for hours; 1e9 is "
+     "own choice, 100x a 10M-request trace",
+     NULL},
+     CFG_AT(U64, tr_opts_t, max_generated)},
     {{S, "mmpp_rate0", CFG_FLOAT, "5", 0, 1e9, NULL, "req/s", "MMPP rate in state 0", NULL},
      CFG_AT(DOUBLE, tr_opts_t, mmpp_rate[0])},
     {{S, "mmpp_rate1", CFG_FLOAT, "50", 0, 1e9, NULL, "req/s", "MMPP rate in state 1", NULL},

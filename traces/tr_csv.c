@@ -213,6 +213,60 @@ static int inflate_all(tr_lines_t *l, char **text, size_t *len, err_t *e)
 	}
 }
 
+/* zlib's gzread takes what follows a gzip member for the end of the file
+ * unless it is another member (RFC 1952 2.2: a file is a series of
+ * members), so bytes appended to a trace would pass unseen. Walks the
+ * members of path with inflate itself (output discarded): 0 when the file
+ * is members only, else "PATH:LINE: gzip: N bytes after the end of the
+ * compressed stream" (line: past the last line read, as lines_fill says). */
+static int gz_members_only(const char *path, unsigned long long line, err_t *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_set(e, err_path_code(errno), "%s: cannot open: %s", path,
+		               strerror(errno));
+	unsigned char *in = malloc(LINES_CHUNK), *out = malloc(LINES_CHUNK);
+	z_stream z = {0};
+	int rc = 0, zr = Z_OK, init = in && out && inflateInit2(&z, 16 + MAX_WBITS) == Z_OK;
+	if (!init)
+		rc = err_set(e, KS_ENOMEM, "%s: out of memory", path);
+	uint64_t at = 0; /* file offset of z.next_in */
+	while (!rc) {
+		if (!z.avail_in) {
+			size_t got = fread(in, 1, LINES_CHUNK, f);
+			if (!got)
+				break; /* the end: after a whole member (lines_fill saw to that) */
+			z.next_in = in;
+			z.avail_in = (uInt)got;
+		}
+		if (zr == Z_STREAM_END) { /* between members: another, or stray bytes */
+			if (z.next_in[0] != 0x1f || (z.avail_in > 1 && z.next_in[1] != 0x8b)) {
+				long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+				rc = err_set(
+				    e, KS_EINPUT,
+				    "%s:%llu: gzip: %lld bytes after the end of the compressed "
+				    "stream",
+				    path, line, size < 0 ? -1LL : (long long)(size - (long)at));
+				break;
+			}
+			inflateReset(&z);
+		}
+		uInt before = z.avail_in;
+		z.next_out = out;
+		z.avail_out = LINES_CHUNK;
+		zr = inflate(&z, Z_NO_FLUSH);
+		at += before - z.avail_in;
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+			break; /* corrupt data: lines_fill has said so already */
+	}
+	if (init)
+		inflateEnd(&z);
+	free(in);
+	free(out);
+	fclose(f);
+	return rc;
+}
+
 int tr_lines_verify(const char *path, err_t *e)
 {
 	struct stat sb, now;
@@ -237,6 +291,10 @@ int tr_lines_verify(const char *path, err_t *e)
 	size_t len = 0;
 	if (!gzdirect(l.gz))
 		rc = inflate_all(&l, &text, &len, e);
+	if (!rc && !gzdirect(l.gz) && (rc = gz_members_only(path, l.line + 1, e))) {
+		free(text);
+		text = NULL;
+	}
 	tr_lines_close(&l);
 	/* kept only if the file is still the version that was read */
 	struct tr_kept *k = text ? calloc(1, sizeof *k) : NULL;
@@ -444,6 +502,12 @@ int tr_parse_datetime(const char *s, int64_t *ns)
 	if (Y < 1900 || Y > 2200 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 ||
 	    sec > 60)
 		return -1;
+	/* a day the month does not have (2023-02-29, 04-31) would count on
+	 * into the next month */
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+	if (D > mdays[M - 1] + (M == 2 && leap))
+		return -2;
 	int64_t frac = 0;
 	if (*p == '.') {
 		p++;

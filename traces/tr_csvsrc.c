@@ -119,7 +119,13 @@ static int csv_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 			               s->l.path, LINE(s), names[i], n, s->ncols,
 			               s->l.no_newline ? "; truncated line at end of file" : "");
 	if (s->azure) {
-		if (tr_parse_datetime(s->f[s->c_ts].s, &raw->t_ns))
+		int dt = tr_parse_datetime(s->f[s->c_ts].s, &raw->t_ns);
+		if (dt == -2)
+			return err_set(
+			    e, KS_EINPUT,
+			    "%s:%llu: TIMESTAMP: '%s' names a day its month does not have",
+			    s->l.path, LINE(s), s->f[s->c_ts].s);
+		if (dt)
 			return err_set(e, KS_EINPUT,
 			               "%s:%llu: TIMESTAMP: '%s' is not a date-time "
 			               "(YYYY-MM-DD HH:MM:SS[.fffffff][+00:00])",
@@ -335,19 +341,27 @@ int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e
 	rc = tr_lines_next(&s->l, e);
 	if (rc == 0)
 		rc = err_set(e, KS_EINPUT, "%s:1: header: empty file", path);
-	unsigned ver = 0, bt = 0;
-	char ids[16] = "";
-	if (rc > 0 &&
-	    (sscanf(s->l.buf, "#kvsim-trace %u block_tokens=%u ids=%15s", &ver, &bt, ids) != 3 ||
-	     ver != 1 || bt == 0 || strcmp(ids, "prefix")))
+	/* digits, then range-checked: %u would wrap 4294967808 to 512 */
+	char ver[24] = "", bt_s[24] = "", ids[16] = "";
+	unsigned long long bt = 0;
+	if (rc > 0 && (sscanf(s->l.buf, "#kvsim-trace %23[0-9] block_tokens=%23[0-9] ids=%15s", ver,
+	                      bt_s, ids) != 3 ||
+	               strcmp(ver, "1") || strcmp(ids, "prefix")))
 		rc = err_set(e, KS_EINPUT,
 		             "%s:1: header: expected '#kvsim-trace 1 block_tokens=N ids=prefix'",
 		             path);
+	if (rc > 0) {
+		errno = 0;
+		bt = strtoull(bt_s, NULL, 10);
+		if (errno == ERANGE || bt < 1 || bt > TR_MAX_BLOCK_TOKENS)
+			rc = err_set(e, KS_EINPUT, "%s:1: block_tokens: %s out of range [1, %u]",
+			             path, bt_s, TR_MAX_BLOCK_TOKENS);
+	}
 	if (rc < 0) {
 		native_close(&s->base);
 		return rc;
 	}
-	s->base.block_tokens = bt;
+	s->base.block_tokens = (uint32_t)bt;
 	s->base.bytes = s->l.bytes;
 	*out = &s->base;
 	return 0;

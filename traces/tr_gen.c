@@ -47,6 +47,7 @@
 
 typedef struct win {
 	double start, end, rate;
+	unsigned long long line; /* of the windows file */
 	int pattern; /* 0 exponential, 1 gamma, 2 weibull */
 	double shape, scale, factor;
 } win_t;
@@ -71,6 +72,7 @@ typedef struct gen_src {
 	/* servegen */
 	tr_lines_t l;
 	win_t w, next_w;
+	double expect; /* requests the windows entered so far make, on average */
 	int have_next, lines_open;
 	/* fanout */
 	fan_ev_t *ev;
@@ -136,6 +138,7 @@ static int sg_read(gen_src_t *g, win_t *w, err_t *e)
 		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: out of range [0, 4e9)",
 		               g->l.path, SG_LINE(g));
 	memset(w, 0, sizeof *w);
+	w->line = SG_LINE(g);
 	w->start = v[0];
 	w->rate = v[1] * g->o.rate_scale;
 	w->shape = v[4];
@@ -180,6 +183,15 @@ static int sg_advance(gen_src_t *g, err_t *e)
 	/* The last window lasts as long as the one before it (600 s in ServeGen). */
 	g->w.end = rc ? g->next_w.start : g->w.start + 600;
 	g->t = g->w.start;
+	g->expect += g->w.rate * (g->w.end - g->w.start);
+	const tr_opts_t *o = &g->o;
+	if (g->expect > (double)o->max_generated && (!o->requests || o->requests > o->max_generated))
+		return err_set(e, KS_EINPUT,
+		               "%s:%llu: rate: the windows up to this one make about %.3g requests, "
+		               "more than [trace] max_generated = %llu; set trace.requests or raise "
+		               "trace.max_generated",
+		               g->l.path, g->w.line, g->expect,
+		               (unsigned long long)o->max_generated);
 	return 1;
 }
 
@@ -279,6 +291,11 @@ static int gen_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	const tr_opts_t *o = &g->o;
 	if (o->requests && g->count >= o->requests)
 		return 0;
+	if (g->count >= o->max_generated) /* more than expected: a safety net */
+		return err_set(e, KS_EINPUT,
+		               "[trace] max_generated: the generator made %llu requests, the most it "
+		               "may (set trace.requests or raise trace.max_generated)",
+		               (unsigned long long)g->count);
 	memset(raw, 0, sizeof *raw);
 	double t;
 	if (o->gen == TR_GEN_FANOUT) {
@@ -388,6 +405,41 @@ uint32_t tr_gen_scaled_count(uint32_t n, double s)
 	return x >= 4294967295.0 ? UINT32_MAX : (uint32_t)x;
 }
 
+/* The requests a generator is expected to make (servegen: per window, in
+ * sg_advance) against max_generated: a rate of 1e9 req/s over a long
+ * duration otherwise runs for hours. */
+static int check_count(const tr_opts_t *o, err_t *e)
+{
+	double d = o->duration_s, n = 0;
+	switch (o->gen) {
+	case TR_GEN_MMPP:
+		n = fmax(o->mmpp_rate[0], o->mmpp_rate[1]) * d; /* an upper bound */
+		break;
+	case TR_GEN_FLASH: /* the base rate, plus the crowd's extra */
+		n = o->rate * d + o->rate * fmax(o->flash_mult - 1, 0) *
+		                      (o->flash_spike ? o->flash_tau_s : fmin(o->flash_duration_s, d));
+		break;
+	case TR_GEN_FANOUT: /* the bursts are capped in fanout_plan */
+		n = o->fanout_bg_rate * d;
+		break;
+	case TR_GEN_SERVEGEN:
+		return 0;
+	default: /* poisson, gamma, weibull; diurnal's mean rate */
+		n = o->rate * d;
+	}
+	n *= o->rate_scale > 0 ? o->rate_scale : 1; /* load_scale multiplies the rates */
+	if (o->requests && (!(d > 0) || (double)o->requests < n))
+		n = (double)o->requests;
+	if (!(n > (double)o->max_generated))
+		return 0;
+	return err_set(e, KS_EINPUT,
+	               "[trace] max_generated: gen = %s would make about %.3g requests (%s), more "
+	               "than max_generated = %llu; lower them, or raise trace.max_generated",
+	               tr_gen_name(o->gen), n,
+	               o->requests && (double)o->requests <= n ? "requests" : "rate x duration_s",
+	               (unsigned long long)o->max_generated);
+}
+
 static int check(const tr_opts_t *o, err_t *e)
 {
 	const char *gn = tr_gen_name(o->gen);
@@ -421,12 +473,16 @@ static int check(const tr_opts_t *o, err_t *e)
 		return err_set(
 		    e, KS_EINPUT,
 		    "[trace] duration_s: a generator needs duration_s > 0 or requests > 0");
-	return 0;
+	return check_count(o, e);
 }
 
 int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 {
 	*out = NULL;
+	tr_opts_t own = *o;
+	if (!own.max_generated) /* options not from the schema: its default */
+		own.max_generated = 1000000000;
+	o = &own;
 	if (o->gen == TR_GEN_CROWD)
 		return tr_src_gen_crowd(o, seed, out, e);
 	int rc = check(o, e);

@@ -19,6 +19,10 @@
 #include "sim/base/vec.h"
 #include "traces/tr.h"
 
+/* The largest block size a trace may declare ([trace] trace_block_tokens's
+ * range). */
+#define TR_MAX_BLOCK_TOKENS 1048576u
+
 /* A run of tokens with one content key; piece (key, offset, length) hashing
  * makes equal keys at equal offsets share blocks. unique: tokens belong to
  * this request alone (key ignored). */
@@ -157,7 +161,8 @@ int tr_csv_split(tr_lines_t *l, tr_field_t *f, int max, err_t *e);
 int tr_parse_u32(const tr_lines_t *l, const char *name, const char *s, uint32_t max, uint32_t *out,
                  err_t *e);
 int tr_parse_f64(const tr_lines_t *l, const char *name, const char *s, double *out, err_t *e);
-/* "YYYY-MM-DD[ T]HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM]" to ns since the epoch. */
+/* "YYYY-MM-DD[ T]HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM]" to ns since the epoch:
+ * 0, -1 when s is not of that form, -2 for a day its month does not have. */
 int tr_parse_datetime(const char *s, int64_t *ns);
 /* Seconds (finite, >= 0, < 4e9) to ns. */
 int tr_seconds_ns(const tr_lines_t *l, const char *name, double s, int64_t *ns, err_t *e);

@@ -1,6 +1,7 @@
-/* tr_native — writer of the native trace format (see tr.h). Writes to
- * "PATH.tmp" and renames on close, so a failed conversion leaves no file
- * that looks complete. PATH "-" writes to standard output. Errors name PATH,
+/* tr_native — writer of the native trace format (see tr.h). Writes through
+ * file_out (sim/base/file.h): "PATH.tmp" renamed on close, so a failed
+ * conversion leaves no file that looks complete; a FIFO or a device is
+ * written in place. PATH "-" writes to standard output. Errors name PATH,
  * the name the user gave (the temporary file is ours), with the errno text;
  * a PATH that cannot be written (a directory, a missing folder, no
  * permission) is KS_EINPUT. */
@@ -10,11 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sim/base/file.h"
 #include "traces/tr_int.h"
 
 struct tr_writer {
 	FILE *f;
-	char *path, *tmp;
+	file_out_t *fo; /* NULL for standard output */
 	uint32_t block_tokens;
 	int64_t last;
 	uint64_t rows;
@@ -32,25 +34,20 @@ int tr_writer_open(const char *path, uint32_t block_tokens, tr_writer_t **out, e
 	if (!strcmp(path, "-")) {
 		w->f = stdout;
 	} else {
-		struct stat sb;
-		if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+		int rc;
+		if (!(w->fo = malloc(sizeof *w->fo))) {
 			free(w);
-			return err_set(e, KS_EINPUT, "%s: cannot write: %s", path,
-			               strerror(EISDIR));
-		}
-		size_t n = strlen(path);
-		w->path = strdup(path);
-		w->tmp = malloc(n + 5);
-		if (!w->path || !w->tmp) {
-			tr_writer_abort(w);
 			return err_set(e, KS_ENOMEM, "out of memory");
 		}
-		memcpy(w->tmp, path, n);
-		memcpy(w->tmp + n, ".tmp", 5);
-		w->f = fopen(w->tmp, "w");
+		if ((rc = file_out_begin(w->fo, path, FILE_OUT_STREAM, e))) {
+			free(w->fo);
+			free(w);
+			return rc;
+		}
+		w->f = fopen(w->fo->tmp, "w");
 		if (!w->f) {
-			int rc = err_set(e, err_path_code(errno), "%s: cannot create: %s", path,
-			                 strerror(errno));
+			rc = err_set(e, err_path_code(errno), "%s: cannot create: %s", path,
+			             strerror(errno));
 			tr_writer_abort(w);
 			return rc;
 		}
@@ -82,7 +79,7 @@ int tr_writer_put(tr_writer_t *w, const tr_request_t *r, err_t *e)
 	for (uint32_t i = 0; i < r->n_blocks; i++)
 		fprintf(w->f, i ? ",%016" PRIx64 : "%016" PRIx64, r->blocks[i]);
 	if (fputc('\n', w->f) == EOF || ferror(w->f))
-		return err_set(e, KS_EIO, "%s: write error: %s", w->path ? w->path : "stdout",
+		return err_set(e, KS_EIO, "%s: write error: %s", w->fo ? w->fo->path : "stdout",
 		               strerror(errno));
 	return 0;
 }
@@ -104,16 +101,14 @@ int tr_writer_close(tr_writer_t *w, err_t *e)
 			en = errno ? errno : EIO;
 		w->f = NULL;
 		if (en)
-			rc = err_set(e, KS_EIO, "%s: write error: %s", w->path, strerror(en));
-		else if (rename(w->tmp, w->path))
-			rc = err_set(e, err_path_code(errno), "%s: cannot replace: %s", w->path,
-			             strerror(errno));
+			rc = err_set(e, KS_EIO, "%s: write error: %s", w->fo->path, strerror(en));
+		else
+			rc = file_out_commit(w->fo, 0, e);
 	}
 	if (rc)
 		tr_writer_abort(w);
 	else {
-		free(w->path);
-		free(w->tmp);
+		free(w->fo);
 		free(w);
 	}
 	return rc;
@@ -125,9 +120,8 @@ void tr_writer_abort(tr_writer_t *w)
 		return;
 	if (w->f && w->f != stdout)
 		fclose(w->f);
-	if (w->tmp)
-		remove(w->tmp);
-	free(w->path);
-	free(w->tmp);
+	if (w->fo)
+		file_out_abort(w->fo);
+	free(w->fo);
 	free(w);
 }

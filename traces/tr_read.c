@@ -75,6 +75,25 @@ static uint64_t text_size(const char *path)
 	return n;
 }
 
+/* A trace file is opened several times (format detection, the cache's
+ * digest, the gzip check, the reading itself), which a FIFO or a device
+ * cannot give: it would block forever or read differently each time. Such
+ * a path is refused (KS_EINPUT) before anything opens it; one that is not
+ * there is left to the open that names the reason. */
+static int regular_path(const char *path, const char *key, err_t *e)
+{
+	struct stat sb;
+	if (!*path || stat(path, &sb) || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
+		return 0;
+	return err_set(e, KS_EINPUT,
+	               "[trace] %s: %s is %s, not a regular file: a trace is read more than once "
+	               "(detection, digest, reading), so save it to a file first",
+	               key, path,
+	               S_ISFIFO(sb.st_mode)  ? "a FIFO"
+	               : S_ISCHR(sb.st_mode) ? "a character device"
+	                                     : "not a regular file");
+}
+
 /* Copies *s into buf and points *s at it; KS_EINPUT when it does not fit. */
 static int own_path(const char **s, char *buf, size_t n, const char *key, err_t *e)
 {
@@ -182,7 +201,10 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	r->kind = o->kind;
 	if ((rc = own_path(&r->o.path, r->path, sizeof r->path, "path", e)) ||
 	    (rc = own_path(&r->o.in.path, r->in_path, sizeof r->in_path, "in_path", e)) ||
-	    (rc = own_path(&r->o.out.path, r->out_path, sizeof r->out_path, "out_path", e)))
+	    (rc = own_path(&r->o.out.path, r->out_path, sizeof r->out_path, "out_path", e)) ||
+	    (rc = regular_path(r->o.path, "path", e)) ||
+	    (rc = regular_path(r->o.in.path, "in_path", e)) ||
+	    (rc = regular_path(r->o.out.path, "out_path", e)))
 		goto fail;
 	o = &r->o; /* from here on, the reader's own copy */
 	const char *path = o->path;

@@ -7,6 +7,7 @@
  * example_plugin.so. It uses only the types of policies/pol.h and calls no
  * kvsim function except through the pol_host_api_t it is given.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "policies/pol.h"
@@ -25,10 +26,12 @@ static const cfg_tkey_t params[] = {
 static int mfk_init(const void *p, uint64_t seed, void **state, err_t *e)
 {
 	(void)seed;
-	(void)e;
 	uint64_t *reserve = malloc(sizeof *reserve);
-	if (!reserve)
+	if (!reserve) { /* a failure says why: code and message, as err_set would */
+		e->code = KS_ENOMEM;
+		snprintf(e->msg, sizeof e->msg, "out of memory");
 		return KS_ENOMEM;
+	}
 	*reserve = ((const mfk_params_t *)p)->reserve;
 	*state = reserve;
 	return 0;

@@ -35,6 +35,15 @@ int err_set(err_t *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Prepends "prefix: " to the message already in e; returns e->code. */
 int err_prefix(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Empties e (may be NULL), so that a callee's silence can be told from its
+ * message. */
+static inline void err_clear(err_t *e)
+{
+	if (e) {
+		e->code = KS_OK;
+		e->msg[0] = '\0';
+	}
+}
 /* 0 for KS_OK, 2 for KS_EINPUT, 1 otherwise. */
 int err_exit_status(int code);
 /* A fixed English name for a code ("input error", ...). */

@@ -25,6 +25,7 @@
 #include "models/mdl.h"
 #include "models/mdl_prof.h"
 #include "models/mdl_xfer.h"
+#include "sim/base/file.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 
@@ -321,9 +322,12 @@ static int cmd_fit(int argc, char **argv)
 	         date, x.device, m.backend, m.driver, m.runtime, in,
 	         fo.holdout ? "held-out half" : "all copies (no hold-out)", rep.test.n,
 	         rep.test.mape, rep.test.p95);
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp", out);
-	FILE *f = fopen(tmp, "w");
+	file_out_t dst;
+	if (file_out_not_input(out, in, &e) || file_out_begin(&dst, out, FILE_OUT_STREAM, &e)) {
+		gv_meas_free(&m);
+		return cli_fail(&e);
+	}
+	FILE *f = fopen(dst.tmp, "w");
 	int en = f ? 0 : errno;
 	unsigned fitted = 0;
 	for (int k = 0; k < MDL_LINK_N; k++)
@@ -333,13 +337,13 @@ static int cmd_fit(int argc, char **argv)
 		en = errno ? errno : EIO;
 	if (f && fclose(f) && !en)
 		en = errno ? errno : EIO;
-	if (!en && rename(tmp, out))
-		en = errno;
 	if (en) {
 		/* the name the user gave, and why (a full disk says so) */
 		err_set(&e, f ? KS_EIO : err_path_code(en), "%s: cannot write: %s", out,
 		        strerror(en));
-		remove(tmp);
+		file_out_abort(&dst);
+	}
+	if (en || file_out_commit(&dst, 0, &e)) {
 		gv_meas_free(&m);
 		return cli_fail(&e);
 	}

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "sim/base/cfg.h"
+#include "sim/base/file.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 #include "policies/pol.h"
@@ -256,8 +257,15 @@ int cli_run_main(int argc, char **argv)
 	err_t oe = {0}; /* a config that does not fill fails in the run itself */
 	if (!trace_path && !sim_out_params_fill(cfg, &op, &oe) && op.trace_events[0])
 		trace_path = op.trace_events;
+	char in_trace[4096] = "";
+	if (trace_path && trace_path[0] &&
+	    cfg_path(cfg, "trace", "path", in_trace, sizeof in_trace, &oe))
+		in_trace[0] = '\0';
 	if (trace_path && trace_path[0]) {
-		if (out_trace_open(trace_path, &tw, &e)) {
+		/* an output that is one of the inputs would destroy what is read */
+		if (file_out_not_input(trace_path, a.path, &e) ||
+		    file_out_not_input(trace_path, in_trace, &e) ||
+		    out_trace_open(trace_path, &tw, &e)) {
 			cli_config_free(cfg);
 			pol_registry_free(reg);
 			return cli_fail(&e);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/base/file.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/cli_sub.h"
 #include "sim/run/cli_common.h"
@@ -326,7 +327,12 @@ static int run(args_t *a, err_t *e)
 			rc = err_set(e, KS_EINPUT, "-o OUT is required");
 			goto out;
 		}
-		if ((rc = tr_writer_open(a->out, S, &w, e)))
+		/* an output that is one of the inputs would destroy what is read */
+		if ((rc = file_out_not_input(a->out, o.path, e)) ||
+		    (rc = file_out_not_input(a->out, o.in.path, e)) ||
+		    (rc = file_out_not_input(a->out, o.out.path, e)) ||
+		    (rc = file_out_not_input(a->out, a->config, e)) ||
+		    (rc = tr_writer_open(a->out, S, &w, e)))
 			goto out;
 		tr_request_t q;
 		while ((rc = tr_next(r, &q, e)) > 0)

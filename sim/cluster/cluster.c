@@ -779,9 +779,16 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 		in->batch.dec_ctx[k]--;
 	in->seg_end[0] = t;
 	for (uint32_t j = 1; j < n; j++) {
-		t += in->seg_end[j] < 1 ? 1 : in->seg_end[j];
+		int64_t d = in->seg_end[j] < 1 ? 1 : in->seg_end[j];
+		if (d > INT64_MAX - t) { /* the segment stops short: iter_launch says why */
+			n = j;
+			break;
+		}
+		t += d;
 		in->seg_end[j] = t;
 	}
+	if (n < 2)
+		return 0;
 	in->seg_n = n;
 	in->seg_next = 0;
 	*end = t;
@@ -874,11 +881,15 @@ static int iter_launch(cluster_t *c, sim_inst_t *in)
 {
 	if (in->batch.n_pre + in->batch.n_dec == 0)
 		return 0;
-	int64_t dur = c->p.cost(in->cost_ctx, &in->batch);
+	int64_t dur = c->p.cost(in->cost_ctx, &in->batch), now = ev_engine_now(c->eng);
 	if (dur < 1)
 		dur = 1;
+	if (dur > INT64_MAX - now) /* its end is past what int64 ns hold */
+		return c->p.on_too_long ? c->p.on_too_long(c->p.hook_ctx, in->cost_ctx, in->id,
+							   &in->batch, now)
+					: KS_ERUNTIME;
 	in->busy = 1;
-	in->iter_start = ev_engine_now(c->eng);
+	in->iter_start = now;
 	int64_t end = in->iter_start + dur;
 	int rc = seg_plan(c, in, &end);
 	if (rc)

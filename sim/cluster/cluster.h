@@ -174,6 +174,11 @@ typedef struct cluster_params {
 	 * step there (may be NULL). A decode segment's silent iterations change
 	 * none of it, so cluster_sync never calls it. */
 	void (*on_touch)(void *ctx, uint32_t inst);
+	/* An iteration of b on inst (its cost_ctx) would end past the largest
+	 * simulated time (int64 ns) from now: says why in the run's error and
+	 * returns the code that stops the run (NULL: KS_ERUNTIME). */
+	int (*on_too_long)(void *ctx, void *cost_ctx, uint32_t inst, const sim_batch_t *b,
+	                   int64_t now);
 	/* inst's compute was busy over [t0, t1) (t1 > t0), now counted in its
 	 * busy_ns: n iterations of in->batch (in->run's requests with in_batch
 	 * set; n > 1: a decode segment's iterations applied at once, at its end

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -301,6 +302,44 @@ static int finish_point(sweep_t *s, size_t k, report_t *r, err_t *e)
 	return rc;
 }
 
+/* Headroom under the open-file limit for what the parent keeps open besides
+ * one pipe per worker (standard streams, the lock, the catalog's SQLite
+ * files, HDF5): own choice, several times what a sweep was seen to use. */
+enum { SWEEP_FD_RESERVE = 32 };
+
+/* -j N needs N pipes open at once and poll() refuses more descriptors than
+ * the open-file limit (EINVAL): such a -j is refused before the sweep
+ * creates anything, naming the limit. */
+static int jobs_check(unsigned jobs, err_t *e)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	rlim_t most = rl.rlim_cur > 2 * SWEEP_FD_RESERVE ? rl.rlim_cur - SWEEP_FD_RESERVE
+							 : rl.rlim_cur / 2;
+	if (jobs <= most)
+		return 0;
+	return err_set(e, KS_EINPUT,
+		       "-j %u: more workers than the open-file limit allows (ulimit -n is %llu, "
+		       "one pipe per worker and %d for the rest): use -j %llu or fewer, or raise "
+		       "the limit",
+		       jobs, (unsigned long long)rl.rlim_cur, SWEEP_FD_RESERVE,
+		       (unsigned long long)(most ? most : 1));
+}
+
+/* Ends the workers still running (the sweep stops on an error it cannot
+ * wait through): each is killed and reaped, its point left to a rerun. */
+static void kill_active(slot_t *sl, unsigned jobs)
+{
+	for (unsigned j = 0; j < jobs; j++)
+		if (sl[j].fd >= 0) {
+			report_t r = {0};
+			kill(sl[j].pid, SIGKILL);
+			reap(&sl[j], &r);
+			free(r.metric);
+		}
+}
+
 static int run_local(sweep_t *s, err_t *e)
 {
 	unsigned jobs = s->o->jobs ? s->o->jobs : 1;
@@ -337,8 +376,13 @@ static int run_local(sweep_t *s, err_t *e)
 		if (poll(pf, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = err_set(e, KS_EIO, "poll: %s", strerror(errno));
-			continue;
+			/* waiting again would fail again at once, forever */
+			int en = errno;
+			kill_active(sl, jobs);
+			if (!rc)
+				rc = err_set(e, KS_EIO, "waiting for %u workers: poll: %s", active,
+					     strerror(en));
+			break;
 		}
 		for (unsigned j = 0; j < jobs; j++) {
 			if (sl[j].fd < 0 || !(pf[j].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -671,6 +715,9 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 		}
 	}
 #endif
+	/* before anything is created: a refused sweep leaves nothing */
+	if (size == 1 && (rc = jobs_check(o->jobs ? o->jobs : 1, e)))
+		return rc;
 	made_t made = {0};
 	int rejected = rc = prepare(&s, g, base, &made, e);
 	s.progress = o->progress < 0 ? isatty(2) : o->progress;

@@ -1,5 +1,6 @@
 /* out_hdf5 — see out_hdf5.h. */
 #include "sim/out/out_hdf5.h"
+#include "sim/base/file.h"
 #include "sim/run/sim_params.h"
 
 #include <errno.h>
@@ -493,11 +494,14 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 	if (o.compression < 0 || o.compression > 9)
 		return err_set(e, KS_EINPUT, "%s: compression level %d not in 0..9", path,
 			       o.compression);
-	char tmp[4096];
-	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-		return err_set(e, KS_EINPUT, "%s: path too long", path);
+	file_out_t fo;
+	int rc = file_out_begin(&fo, path, FILE_OUT_SEEKABLE, e);
+	if (rc)
+		return rc;
+	const char *tmp = fo.tmp;
 	quiet_hdf5();
-	unlink(tmp);
+	if (fo.how == FILE_OUT_RENAME)
+		unlink(tmp);
 	char why[160];
 	errno = 0;
 	/* HDF5 1.8 object headers: /summary's hundreds of attributes go to
@@ -507,9 +511,12 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 	H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
 	hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
 	H5Pclose(fapl);
-	if (f < 0)
-		return err_set(e, KS_EIO, "%s: cannot create HDF5 file%s", path,
-			       io_reason(why, sizeof why));
+	if (f < 0) {
+		err_set(e, KS_EIO, "%s: cannot create HDF5 file%s", path,
+			io_reason(why, sizeof why));
+		file_out_abort(&fo);
+		return KS_EIO;
+	}
 	const char *step = NULL;
 	/* errno is cleared before each step so that io_reason's fallback is
 	 * that step's */
@@ -537,25 +544,11 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 		io_reason(why, sizeof why);
 	}
 	if (step) {
-		unlink(tmp);
+		file_out_abort(&fo);
 		return err_set(e, KS_EIO, "%s: writing %s failed%s", path, step, why);
 	}
-	/* Data must be on disk before the name says "complete". */
-	int fd = open(tmp, O_RDONLY);
-	if (fd < 0 || fsync(fd) < 0) {
-		int en = errno;
-		if (fd >= 0)
-			close(fd);
-		unlink(tmp);
-		return err_set(e, KS_EIO, "%s: fsync failed: %s", path, strerror(en));
-	}
-	close(fd);
-	if (rename(tmp, path) < 0) {
-		int en = errno;
-		unlink(tmp);
-		return err_set(e, KS_EIO, "%s: rename into place failed: %s", path, strerror(en));
-	}
-	return 0;
+	/* data on disk before the name says "complete" */
+	return file_out_commit(&fo, 1, e);
 }
 
 /* ---- reading ------------------------------------------------------------ */

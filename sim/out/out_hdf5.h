@@ -20,7 +20,8 @@
  * format_version, seed, trace_path, trace_sha256, config_sha256, start_unix,
  * start_time (UTC ISO-8601), wall_s, events.
  * Writing goes to "PATH.tmp", which is fsync'd and renamed to PATH only when
- * complete, so a killed run never leaves a complete-looking PATH. Errors are
+ * complete, so a killed run never leaves a complete-looking PATH; a FIFO or
+ * a device gets the whole file copied in once complete (file_out, file.h). Errors are
  * KS_EIO (HDF5 or file system) or KS_EINPUT (bad options), with the path in
  * the message; nothing is left at PATH on failure.
  */

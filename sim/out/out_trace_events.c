@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/file.h"
 #include "sim/base/mem.h"
 #include "sim/base/vec.h"
 
@@ -22,7 +23,7 @@ static const char *const klass_name[] = {"foreground copy", "background copy", "
 
 struct out_trace {
 	FILE *f;
-	char *path, *tmp;
+	file_out_t fo;
 	int err;               /* first write error (errno), 0: none */
 	uint64_t n_ev;         /* events written (a comma before every one after the first) */
 	sim_trace_sink_t sink;
@@ -242,25 +243,24 @@ static void ot_free(out_trace_t *w)
 {
 	for (int c = 0; c < OT_N_CLASS; c++)
 		free(w->lane_end[c]);
-	FREE_ALL(w->path, w->tmp, w->node, w->last, w->have, w->busy_ns, w->iters, w);
+	FREE_ALL(w->node, w->last, w->have, w->busy_ns, w->iters, w);
 }
 
 int out_trace_open(const char *path, out_trace_t **out, err_t *e)
 {
 	*out = NULL;
 	out_trace_t *w = calloc(1, sizeof *w);
-	size_t n = strlen(path);
-	if (!w || !(w->path = strdup(path)) || !(w->tmp = malloc(n + 5))) {
-		if (w)
-			ot_free(w);
+	if (!w)
 		return err_set(e, KS_ENOMEM, "%s: out of memory", path);
+	int rc = file_out_begin(&w->fo, path, FILE_OUT_STREAM, e);
+	if (rc) {
+		ot_free(w);
+		return rc;
 	}
-	memcpy(w->tmp, path, n);
-	memcpy(w->tmp + n, ".tmp", 5);
-	if (!(w->f = fopen(w->tmp, "w"))) {
+	if (!(w->f = fopen(w->fo.tmp, "w"))) {
 		int en = errno;
 		/* the message names the file asked for, not the temporary (README) */
-		int rc = err_set(e, err_path_code(en), "%s: cannot create: %s", path, strerror(en));
+		rc = err_set(e, err_path_code(en), "%s: cannot create: %s", path, strerror(en));
 		ot_free(w);
 		return rc;
 	}
@@ -292,12 +292,11 @@ int out_trace_close(out_trace_t *w, int ok, err_t *e)
 	if (fclose(w->f) && !w->err)
 		w->err = errno ? errno : EIO;
 	if (ok && w->err)
-		rc = err_set(e, KS_EIO, "%s: write failed: %s", w->path, strerror(w->err));
-	else if (ok && rename(w->tmp, w->path) < 0)
-		rc = err_set(e, KS_EIO, "%s: rename into place failed: %s", w->path,
-			     strerror(errno));
+		rc = err_set(e, KS_EIO, "%s: write failed: %s", w->fo.path, strerror(w->err));
+	else if (ok)
+		rc = file_out_commit(&w->fo, 0, e);
 	if (!ok || rc)
-		(void)remove(w->tmp);
+		file_out_abort(&w->fo);
 	ot_free(w);
 	return rc;
 }

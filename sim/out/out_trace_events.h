@@ -26,7 +26,8 @@
  *     thread add up to the first).
  * Writing streams (memory: a few words per instance and per lane) into
  * PATH.tmp, renamed over PATH only by out_trace_close(w, 1, e) after every
- * byte reached the disk: a run's file is there whole or not at all.
+ * byte reached the disk: a run's file is there whole or not at all. A FIFO
+ * or a device is written in place, never replaced (file_out, file.h).
  * Errors: 0, KS_ENOMEM, KS_EINPUT (a path that cannot be created,
  * err_path_code) or KS_EIO, with e set to "PATH: reason".
  */

@@ -361,7 +361,9 @@ static int on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	const pend_t *p = pend_at(s, ev->payload);
 	pol_arrival_t pa = {p->a.arrival_ns, p->blocks, p->a.n_blocks, -1};
 	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
-	int rc = po->peek(s->pol.h[POL_PREDICTOR].state, &pa, s->err);
+	err_clear(s->err);
+	int rc = pol_hook_rc(s->pol.h[POL_PREDICTOR].ops, "peek",
+			     po->peek(s->pol.h[POL_PREDICTOR].state, &pa, s->err), 0, s->err);
 	return rc ? rc : read_one(s);
 }
 
@@ -370,16 +372,25 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
 	/* a hint replaces the routing policy only: admission still decides */
-	int hinted = ro->route_hint &&
-		     ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst) == 1 &&
-		     *inst < s->view.n_inst;
-	int rc;
+	int hinted = 0, rc;
+	if (ro->route_hint) {
+		err_clear(s->err);
+		rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "route_hint",
+				 ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst), 1,
+				 s->err);
+		if (rc < 0)
+			return rc;
+		hinted = rc == 1 && *inst < s->view.n_inst;
+	}
 	if (s->rvw && (rc = sim_rv_pick(s->rvw)))
 		return rc;
 	if (!hinted) {
 		const struct pol_routing_ops *rt =
 			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
-		rc = rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst);
+		err_clear(s->err);
+		rc = pol_hook_rc(s->pol.h[POL_ROUTING].ops, "route",
+				 rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst),
+				 POL_REJECT, s->err);
 		if (rc < 0)
 			return rc;
 		if (rc == POL_ACCEPT && *inst >= s->view.n_inst)
@@ -394,7 +405,10 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	if (s->dec && sim_dec_route(s->dec, &s->route_view, q, *inst, hinted, q->arrival_ns))
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
-	rc = ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst);
+	err_clear(s->err);
+	rc = pol_hook_rc(s->pol.h[POL_ADMISSION].ops, "admit",
+			 ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst), POL_REJECT,
+			 s->err);
 	if (rc >= 0 && s->dec && sim_dec_admit(s->dec, ad, &s->view, q, *inst, rc, q->arrival_ns))
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	if (hinted && rc == POL_ACCEPT)
@@ -491,9 +505,13 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				rc = sim_fetch_decide(s, r, inst);
 			const struct pol_replication_ops *ro =
 				POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
-			if (!rc && ro->on_route)
-				rc = ro->on_route(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, &q,
-						  inst, s->err);
+			if (!rc && ro->on_route) {
+				err_clear(s->err);
+				rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "on_route",
+						 ro->on_route(s->pol.h[POL_REPLICATION].state, &s->view,
+							      &s->act, &q, inst, s->err),
+						 0, s->err);
+			}
 			if (!rc)
 				rc = cluster_kick(&s->cl, inst);
 		}
@@ -508,7 +526,10 @@ static int on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		pol_arrival_t pa = {now, p->blocks, a->n_blocks, routed};
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
-		if ((rc = po->observe(s->pol.h[POL_PREDICTOR].state, &pa, s->err)))
+		err_clear(s->err);
+		if ((rc = pol_hook_rc(s->pol.h[POL_PREDICTOR].ops, "observe",
+				      po->observe(s->pol.h[POL_PREDICTOR].state, &pa, s->err), 0,
+				      s->err)))
 			return rc;
 		pol_req_event_t re = {.phase = POL_REQ_ROUTED, .id = a->id, .inst = routed,
 				      .blocks = p->blocks, .n_blocks = a->n_blocks,
@@ -566,16 +587,24 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	if (s->horizon_ns > 0) {
 		const struct pol_predictor_ops *po =
 			POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
-		if ((rc = po->forecast(s->pol.h[POL_PREDICTOR].state, ev_engine_now(eng), s->horizon_ns,
-				       &fc, s->err)))
+		err_clear(s->err);
+		if ((rc = pol_hook_rc(s->pol.h[POL_PREDICTOR].ops, "forecast",
+				      po->forecast(s->pol.h[POL_PREDICTOR].state, ev_engine_now(eng),
+						   s->horizon_ns, &fc, s->err),
+				      0, s->err)))
 			return rc;
 		fcp = &fc;
 		if (s->fc && (rc = fcast_tick(s->fc, ev_engine_now(eng), &fc)))
 			return rc;
 	}
-	if (ro->on_tick &&
-	    (rc = ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act, fcp, s->err)))
-		return rc;
+	if (ro->on_tick) {
+		err_clear(s->err);
+		if ((rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "on_tick",
+				      ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act,
+						  fcp, s->err),
+				      0, s->err)))
+			return rc;
+	}
 	warn_over_budget(s);
 	if (run_active(s) && ev_engine_after(eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
@@ -637,6 +666,22 @@ static void on_admit(void *ctx, uint32_t inst, const sim_req_t *r)
 static void on_touch(void *ctx, uint32_t inst)
 {
 	sim_touch(ctx, (int32_t)inst);
+}
+
+/* cluster_params_t.on_too_long: the figure that made the iteration's cost
+ * unrepresentable, named (mdl_cost_blame), stops the run as bad input. */
+static int on_too_long(void *ctx, void *cost_ctx, uint32_t inst, const sim_batch_t *b,
+		       int64_t now)
+{
+	sim_ctx_t *s = ctx;
+	char why[160];
+	double sec = mdl_sim_cost_blame(cost_ctx, b, (double)(INT64_MAX - now), why, sizeof why);
+	return err_set(s->err, KS_EINPUT,
+		       "%s makes an iteration of instance %u (%u prefill and %u decode sequences) "
+		       "take %.3g s from t=%.3f s, past the largest simulated time (%.3g s): the "
+		       "run cannot finish",
+		       why, inst, b->n_pre, b->n_dec, sec, (double)now / 1e9,
+		       (double)INT64_MAX / 1e9);
 }
 
 /* cluster_params_t.on_result: a routed request's row (completed, or
@@ -770,7 +815,21 @@ static int on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	int rc = s->tl_every ? sample_every(s, now) : sample_changed(s, now);
 	if (rc)
 		return rc;
-	if (run_active(s) && ev_engine_after(eng, s->sample_ns, s->ev.sample, 0, 0) == EV_NONE)
+	int64_t next = now + s->sample_ns;
+	/* Idle (output.timeline = changed, nothing touched, no link in use):
+	 * every tick before the next pending event would find nothing to
+	 * record, so the sample jumps to the last tick before it (or before
+	 * experiment.until_s), which schedules the next one as ever: rows, their
+	 * order and the end time are unchanged, and a run whose simulated time
+	 * stretches to years walks its events, not its 100 ms ticks. */
+	if (!s->tl_every && !s->n_tl_on) {
+		int64_t lim = ev_peek_time(ev_engine_queue(eng));
+		if (s->prm.until_s > 0 && (int64_t)(s->prm.until_s * 1e9) < lim)
+			lim = (int64_t)(s->prm.until_s * 1e9);
+		if (lim != INT64_MAX && lim - now > s->sample_ns)
+			next = now + (lim - 1 - now) / s->sample_ns * s->sample_ns;
+	}
+	if (run_active(s) && ev_engine_at(eng, next, s->ev.sample, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
 }
@@ -1035,7 +1094,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		return cfg_err_keys(cfg, e, "cluster.tp,model.name,model.file,model.kv_heads",
 				    "tp = %u and %s's %u KV heads: one must divide the other",
 				    s->tp, llm.name, llm.kv_heads);
-	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)))
+	if ((rc = mdl_compute_init(&s->comp, &s->hw, &llm, s->tp, &cp, e)) ||
+	    (rc = mdl_compute_check_finite(&s->comp, e)))
 		return rc;
 	cluster_params_t p = {0};
 	p.n_instances = s->nodes * (s->gpus_per_node / s->tp);
@@ -1086,6 +1146,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	p.hook_ctx = s;
 	p.on_touch = on_touch;
 	p.on_admit = on_admit;
+	p.on_too_long = on_too_long;
 	p.on_busy = s->trace ? trace_busy : NULL;
 	p.on_result = on_result;
 	p.result_ctx = s;

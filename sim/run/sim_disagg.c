@@ -181,7 +181,8 @@ int sim_disagg_setup(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm,
 	int rc;
 	if (named(d->decode_gpu) && (rc = pool_hw(cfg, e, "cluster.decode_gpu", d->decode_gpu, &hw_d)))
 		return rc;
-	if ((rc = mdl_compute_init(&g->comp_d, &hw_d, llm, g->tp_d, cp, e)))
+	if ((rc = mdl_compute_init(&g->comp_d, &hw_d, llm, g->tp_d, cp, e)) ||
+	    (rc = mdl_compute_check_finite(&g->comp_d, e)))
 		return rc;
 	uint32_t kv_p = p->kv_blocks, kv_d = 0;
 	if ((rc = pool_blocks(s, cfg, &hw_d, llm, g->tp_d, "cluster.decode_tp,cluster.decode_gpu",
