@@ -14,6 +14,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "policies/pol.h"
 #include "sim/run/cli_common.h"
@@ -467,6 +469,25 @@ static sim_results_t run_fanout(const char **sets, int n)
 	return run_config("analysis/experiments/fanout_65k.ini", sets, n);
 }
 
+/* run_fanout, with what the run wrote to stderr in err (n bytes). */
+static sim_results_t run_fanout_stderr(const char **sets, int n, char *err, size_t size)
+{
+	fflush(stderr);
+	int saved = dup(2);
+	FILE *t = tmpfile();
+	assert_true(saved >= 0 && t);
+	dup2(fileno(t), 2);
+	sim_results_t r = run_fanout(sets, n);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(t);
+	size_t got = fread(err, 1, size - 1, t);
+	err[got] = '\0';
+	fclose(t);
+	return r;
+}
+
 /* cache_aware matches its own tree of where it sent requests (view =
  * routed, as sgl-router), which learns of a copy only through the
  * announcement score mode makes: on the default experiment, seeds 1-3, its
@@ -532,11 +553,22 @@ static void test_fanout_auto_budget_fits_what_0_1_refused_and_pays(void **st)
 	                        "policy.predictor.name=oracle",
 	                        "policy.replication.spec_vram_frac=0.5",
 	                        "policy.replication.spec_route_hint=off", "compute.gemm_mfu=0"};
-	sim_results_t b = run_fanout(old, 5), d = run_fanout(nohint, 6);
+	char err[4096];
+	sim_results_t b = run_fanout_stderr(old, 5, err, sizeof err), d = run_fanout(nohint, 6);
 	printf("fanout_65k TTFT mean over seeds 1-4: none %.1f, budget auto %.1f ms (%.1f%%)\n",
 	       sum_none / 4, sum_fits / 4, 100 * (sum_fits / sum_none - 1));
 	assert_true(sim_results_get(&b, "spec.prefix_over_budget") > 0);
 	assert_true(sim_results_get(&b, "spec.refused_vram") > 0);
+	/* said once, at the end, with the counts */
+	char want[160];
+	snprintf(want, sizeof want, "spec_vram_frac: %.0f forecast prefixes never fit",
+	         sim_results_get(&b, "spec.prefix_over_budget"));
+	const char *w = strstr(err, want);
+	assert_non_null(w);
+	assert_null(strstr(w + strlen(want), "never fit")); /* once */
+	snprintf(want, sizeof want, "; %.0f copies refused by it",
+	         sim_results_get(&b, "spec.refused_vram"));
+	assert_non_null(strstr(err, want));
 	assert_true(sim_results_get(&d, "spec.hint_routed") == 0);
 	assert_true(sum_fits < 0.7 * sum_none);
 	sim_results_free(&b);
