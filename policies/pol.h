@@ -250,6 +250,13 @@ typedef struct pol_actions {
 	int (*mark_spec)(void *ctx, uint32_t inst, const uint64_t *blocks, uint32_t n);
 	/* Policies add their triggers here; may be NULL. */
 	pol_spec_stats_t *stats;
+	/* Appended: tells the routers' view that inst holds or receives
+	 * blocks[0..n) (a copy the policy made), as a routing decision to inst
+	 * would: a routed view (which otherwise learns only where requests were
+	 * sent) counts it from now on; the computed and events views already
+	 * see copies (in flight, resp. once landed), so nothing changes there.
+	 * 0 or KS_ENOMEM. May be NULL. */
+	int (*announce)(void *ctx, uint32_t inst, const uint64_t *blocks, uint32_t n);
 } pol_actions_t;
 
 /* ---- parameters ---------------------------------------------------------- */

@@ -285,7 +285,16 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
 	int rc = pol_params_from_cfg(&h->params, ops, c, e);
 	if (rc)
 		return err_prefix(e, "%s policy '%s'", pol_family_name(f), name);
-	return pol_open_ops(ops, seed, h, e);
+	if ((rc = pol_open_ops(ops, seed, h, e)) != KS_EINPUT || !e)
+		return rc;
+	/* an init that refuses a value names its key: say where it was set */
+	for (size_t i = 0; i < ops->n_params; i++) {
+		char tag[256];
+		snprintf(tag, sizeof tag, "[%s] %s:", sec, ops->params[i].key.name);
+		if (strstr(e->msg, tag))
+			return err_prefix(e, "%s", cfg_origin(c, sec, ops->params[i].key.name));
+	}
+	return rc;
 }
 
 uint64_t pol_seed(uint64_t master, pol_family_t f)

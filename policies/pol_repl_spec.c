@@ -24,16 +24,34 @@
  * source still computing p counts as holding it: the copy is reserved now
  * and moves once the source has computed it.
  * Accepted candidates are issued best ratio first while (a) d's speculative
- * blocks (resident + in flight) stay <= spec_vram_frac x its KV capacity and
- * (b) a token bucket of spec_bw_gbps (burst spec_bw_burst_s) has the bytes
+ * blocks (resident + in flight) stay within its VRAM budget and (b) a token
+ * bucket of spec_bw_gbps (burst spec_bw_burst_s) has the bytes
  * (or is full: a copy larger than the bucket then leaves a debt); refusals
  * are counted by reason, and a prefix larger than the whole VRAM budget is
- * reported (pol_spec_over_budget).
+ * reported (pol_spec_over_budget). The VRAM budget of instance d, of KV
+ * capacity K_d blocks: spec_vram_frac x K_d when spec_vram_frac is a
+ * number; with spec_vram_frac = auto,
+ *   min(spec_vram_cap_frac x K_d, max(W, L, SP_AUTO_FLOOR x K_d))
+ * with W the blocks of this tick's forecast prefixes together and L the
+ * longest prefix the forecast has offered so far (entries of at least
+ * spec_min_expected arrivals): room for one replica of every prefix the
+ * predictor reports, up to a share of the pool. Replicas are cache: an
+ * unused speculative block is READY with no reference, evictable like any
+ * cached block (first under eviction spec_first), so a demand allocation
+ * under pressure evicts it (spec.replicas_wasted); the budget bounds what
+ * the policy asks for, not what demand can reclaim.
  * In-flight copies of prefixes that left the forecast are cancelled when
- * spec_cancel_stale is set. With spec_route_warm, a request of a prefix one
- * of our copies brought (while the prefix stays tracked: in the forecast
- * within the last horizon) goes to the least busy instance holding it warm,
- * ties drawn at random from the policy's own stream.
+ * spec_cancel_stale is set. Routing of a request of a prefix one of our
+ * copies brought (while the prefix stays tracked: in the forecast within the
+ * last horizon), spec_route_hint: override sends it to the least busy
+ * instance holding it warm, ties drawn at random from the policy's own
+ * stream, in place of the routing policy; score leaves the routing policy in
+ * charge and lets it see the placement: the routers' view counts a replica
+ * (landed, or in flight) as a holder of the prefix, so a prefix-aware router
+ * weighs it against load as it weighs any cached prefix (a routed view,
+ * which learns only its own decisions, is told of each copy through
+ * pol_actions_t.announce); off: no hint, and the routers' view learns of
+ * copies only as the view type does for any KV.
  * Decode pre-placement (spec_decode_targets > 0, in a disaggregated
  * cluster: view.n_decode): for each forecast prefix the policy also copies
  * the blocks of it the best prefill holder has computed to the
@@ -71,6 +89,10 @@ typedef struct sp_key {
  * (additive smoothing, Laplace's rule): one or two routings must not decide
  * alone that a prefix never reaches d (own choice). */
 #define SP_PRIOR 4.0
+/* spec_vram_frac = auto never budgets less than the former fixed default
+ * (0.1 of the pool), so auto never refuses a copy that default accepted. */
+#define SP_AUTO_FLOOR 0.1
+enum { SP_HINT_OFF, SP_HINT_OVERRIDE, SP_HINT_SCORE };
 typedef struct sp_track {
 	uint64_t key; /* blocks[n-1] */
 	uint32_t n;
@@ -89,7 +111,8 @@ typedef struct sp_cand {
 typedef struct sp_params {
 	double spec_tick_ms;
 	double spec_horizon_s;
-	double spec_vram_frac;
+	char *spec_vram_frac; /* "auto" or a number in [0, 1] (sp_init parses it) */
+	double spec_vram_cap_frac;
 	double spec_bw_gbps;
 	double spec_bw_burst_s;
 	uint32_t spec_targets;
@@ -97,13 +120,17 @@ typedef struct sp_params {
 	int spec_saved_basis; /* 1: min */
 	double spec_min_expected;
 	int spec_cancel_stale;
-	int spec_route_warm;
+	int spec_route_hint; /* SP_HINT_* */
 	uint32_t spec_decode_targets;
 } sp_params_t;
 
 typedef struct sp_state {
 	sp_params_t p;
 	int64_t tick_ns, horizon_ns;
+	int vram_auto;     /* spec_vram_frac = auto */
+	double vram_frac;  /* its number otherwise */
+	uint32_t longest;  /* auto: the longest prefix forecast so far, blocks */
+	uint64_t want;     /* auto: this tick's forecast prefixes together, blocks */
 	double bw_Bps;
 	double tokens; /* bytes available in the bucket */
 	int64_t last_ns;
@@ -131,6 +158,8 @@ typedef struct sp_state {
 } sp_state_t;
 
 static const cfg_enum_t sp_basis_map[] = {{"recompute", 0}, {"min", 1}, {NULL, 0}};
+static const cfg_enum_t sp_hint_map[] = {
+    {"off", SP_HINT_OFF}, {"override", SP_HINT_OVERRIDE}, {"score", SP_HINT_SCORE}, {NULL, 0}};
 
 static const cfg_tkey_t sp_params[] = {
     POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
@@ -139,9 +168,21 @@ static const cfg_tkey_t sp_params[] = {
     POL_KEY("replication", "speculative", "spec_horizon_s", CFG_FLOAT, "10", 0.001, 1e6, NULL, "s",
             "forecast horizon asked of the predictor (own choice)",
             CFG_AT(DOUBLE, sp_params_t, spec_horizon_s)),
-    POL_KEY("replication", "speculative", "spec_vram_frac", CFG_FLOAT, "0.1", 0, 1, NULL, "",
-            "share of each instance's KV pool speculative replicas may hold (own choice)",
-            CFG_AT(DOUBLE, sp_params_t, spec_vram_frac)),
+    POL_KEY("replication", "speculative", "spec_vram_frac", CFG_STR, "auto", 0, 0, NULL, "",
+            "VRAM budget per instance for speculative replicas (resident + in flight): a "
+            "number in [0, 1] is that fixed share of the instance's KV pool; auto (default, "
+            "own choice) is room for one replica of every prefix the forecast reports now "
+            "(their blocks together) and of the longest it has reported so far, at least 0.1 "
+            "of the pool (the former fixed default, so auto refuses nothing it accepted) and "
+            "at most spec_vram_cap_frac of it",
+            CFG_AT(STRDUP, sp_params_t, spec_vram_frac)),
+    POL_KEY("replication", "speculative", "spec_vram_cap_frac", CFG_FLOAT, "0.5", 0, 1, NULL,
+            "",
+            "spec_vram_frac = auto: the largest share of each KV pool the budget may grow to. "
+            "0.5 (own choice): replicas are evictable cache (an unused replica is dropped "
+            "like any cached block when demand needs the room), so the cap only bounds what "
+            "the policy asks for; half the pool leaves at least as much to demand-computed KV",
+            CFG_AT(DOUBLE, sp_params_t, spec_vram_cap_frac)),
     POL_KEY("replication", "speculative", "spec_bw_gbps", CFG_FLOAT, "0", 0, 1e6, NULL, "GB/s",
             "bandwidth budget for speculative copies, 1e9 bytes/s; 0 = unlimited",
             CFG_AT(DOUBLE, sp_params_t, spec_bw_gbps)),
@@ -164,10 +205,17 @@ static const cfg_tkey_t sp_params[] = {
     POL_KEY("replication", "speculative", "spec_cancel_stale", CFG_BOOL, "true", 0, 0, NULL, "",
             "cancel in-flight copies of prefixes that left the forecast",
             CFG_AT(BOOL, sp_params_t, spec_cancel_stale)),
-    POL_KEY("replication", "speculative", "spec_route_warm", CFG_BOOL, "true", 0, 0, NULL, "",
-            "route requests of a prefix we replicated to its least busy warm instance "
-            "(as early_rdma's early_route_warm, the original proposal's routing rule)",
-            CFG_AT(BOOL, sp_params_t, spec_route_warm)),
+    POL_KEY("replication", "speculative", "spec_route_hint", CFG_ENUM, "override", 0, 0, NULL,
+            "",
+            "requests of a prefix we replicated: override = to its least busy warm instance, "
+            "in place of the routing policy (as early_rdma's early_route_warm, the original "
+            "proposal's routing rule; spec.hint_routed counts them); score = the routing "
+            "policy decides, its view counting each replica (landed or in flight) as a holder "
+            "of the prefix (spec.hint_routed counts the requests of such a prefix it sent to "
+            "an instance holding the prefix warm); off = no hint (spec.hint_routed 0). "
+            "Default override: the former behaviour (own choice; which mode pays depends on "
+            "the deployment's router). Replaces spec_route_warm (true = override, false = off)",
+            CFG_AT_ENUM(sp_params_t, spec_route_hint, sp_hint_map)),
     POL_KEY("replication", "speculative", "spec_decode_targets", CFG_INT, "0", 0, 1024, NULL, "",
             "decode instances per forecast prefix to pre-place its computed KV on, in a "
             "disaggregated cluster (used with cluster.decode_prefix_cache); 0 (default, own "
@@ -178,12 +226,24 @@ static const cfg_tkey_t sp_params[] = {
 static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)
 {
 	const sp_params_t *p = params;
+	const char *vf = p->spec_vram_frac ? p->spec_vram_frac : "";
+	char *end;
+	double frac = strtod(vf, &end);
+	int vauto = !strcmp(vf, "auto");
+	if (!vauto && (!*vf || *end || !(frac >= 0 && frac <= 1)))
+		return err_set(e, KS_EINPUT,
+		               "[policy.replication] spec_vram_frac: expected auto or a number in "
+		               "[0, 1], got '%s'",
+		               vf);
 	sp_state_t *s = calloc(1, sizeof *s);
 	if (!s || !(s->rng = pol_rng_new(seed))) {
 		free(s);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
 	s->p = *p;
+	s->p.spec_vram_frac = NULL; /* the handle's: parsed here, not kept */
+	s->vram_auto = vauto;
+	s->vram_frac = vauto ? 0 : frac;
 	s->tick_ns = (int64_t)(p->spec_tick_ms * 1e6);
 	s->horizon_ns = (int64_t)(p->spec_horizon_s * 1e9);
 	s->bw_Bps = p->spec_bw_gbps * 1e9;
@@ -204,6 +264,27 @@ static pol_repl_timing_t sp_timing(const void *st)
 {
 	const sp_state_t *s = st;
 	return (pol_repl_timing_t){s->tick_ns, s->horizon_ns};
+}
+
+/* Instance d's VRAM budget for speculative blocks (see the header). */
+static double sp_budget(const sp_state_t *s, uint32_t d)
+{
+	double k = (double)s->snap[d].kv_cap_blocks;
+	if (!s->vram_auto)
+		return s->vram_frac * k;
+	double b = (double)s->longest > SP_AUTO_FLOOR * k ? (double)s->longest : SP_AUTO_FLOOR * k;
+	if ((double)s->want > b)
+		b = (double)s->want;
+	return b < s->p.spec_vram_cap_frac * k ? b : s->p.spec_vram_cap_frac * k;
+}
+
+/* The largest budget any instance may reach: a prefix above it fits nowhere. */
+static double sp_budget_ceiling(const sp_state_t *s, uint32_t d)
+{
+	double k = (double)s->snap[d].kv_cap_blocks;
+	if (!s->vram_auto)
+		return s->vram_frac * k;
+	return s->p.spec_vram_cap_frac * k; /* the cap wins over the floor */
 }
 
 /* ---- tracked prefixes ------------------------------------------------------ */
@@ -405,9 +486,7 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 			continue;
 		if (pending && v->match_computing(v->ctx, d, f->blocks, c) > m)
 			continue; /* d computes it itself */
-		if (pending &&
-		    (double)(c - m) > s->p.spec_vram_frac * (double)s->snap[d].kv_cap_blocks &&
-		    c_ready > m) {
+		if (pending && (double)(c - m) > sp_budget(s, d) && c_ready > m) {
 			cc = c_ready; /* the whole prefix never fits d's budget: what is computed */
 			sc = src_ready;
 		}
@@ -518,7 +597,8 @@ static int sp_over_budget(sp_state_t *s, const pol_actions_t *a, const pol_fc_t 
 	s->over[lo] = k;
 	s->n_over++;
 	if (a->stats)
-		pol_spec_over_budget(a->stats, f->n_blocks, (uint32_t)cap, "spec_vram_frac");
+		pol_spec_over_budget(a->stats, f->n_blocks, (uint32_t)cap,
+		                     s->vram_auto ? "spec_vram_cap_frac" : "spec_vram_frac");
 	return 0;
 }
 
@@ -552,8 +632,15 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 	size_t nc = 0;
 	double max_cap = 0; /* the largest budget: a prefix above it fits nowhere */
 	for (uint32_t i = 0; i < s->n_inst; i++)
-		if (s->p.spec_vram_frac * (double)s->snap[i].kv_cap_blocks > max_cap)
-			max_cap = s->p.spec_vram_frac * (double)s->snap[i].kv_cap_blocks;
+		if (sp_budget_ceiling(s, i) > max_cap)
+			max_cap = sp_budget_ceiling(s, i);
+	s->want = 0;
+	for (size_t k = 0; s->vram_auto && fc && k < fc->n; k++) /* auto: grow first */
+		if (fc->e[k].expected >= s->p.spec_min_expected) {
+			s->want += fc->e[k].n_blocks;
+			if (fc->e[k].n_blocks > s->longest)
+				s->longest = fc->e[k].n_blocks;
+		}
 	for (size_t k = 0; fc && k < fc->n; k++) {
 		const pol_fc_t *f = &fc->e[k];
 		if (!f->n_blocks || f->expected < s->p.spec_min_expected)
@@ -575,8 +662,7 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 		memset(s->hit, 0, fc->n);
 	for (size_t i = 0; i < nc; i++) {
 		const sp_cand_t *c = &s->c[i];
-		double cap = s->p.spec_vram_frac * (double)s->snap[c->dst].kv_cap_blocks;
-		if ((double)(s->spec_plan[c->dst] + c->miss) > cap) {
+		if ((double)(s->spec_plan[c->dst] + c->miss) > sp_budget(s, c->dst)) {
 			if (a->stats)
 				pol_spec_refused(a->stats, POL_REFUSED_VRAM);
 			continue;
@@ -598,6 +684,10 @@ static int sp_on_tick(void *st, const pol_view_t *v, const pol_actions_t *a,
 			continue; /* retried next tick while still forecast */
 		if (a->mark_spec)
 			a->mark_spec(a->ctx, c->dst, c->f->blocks, c->copy_n);
+		/* score: the routers weigh the copy as a holder from now on */
+		if (s->p.spec_route_hint == SP_HINT_SCORE && a->announce &&
+		    a->announce(a->ctx, c->dst, c->f->blocks, c->copy_n))
+			return err_set(e, KS_ENOMEM, "out of memory");
 		if (s->bw_Bps > 0)
 			s->tokens -= bytes;
 		s->spec_plan[c->dst] += c->miss;
@@ -629,16 +719,33 @@ static void sp_on_copy_end(void *st, uint64_t id, int landed)
 		}
 }
 
+/* The longest prefix of r that one of our copies brought and that is
+ * still tracked; 0 if none. */
+static uint32_t sp_replicated_len(const sp_state_t *s, const pol_req_t *r)
+{
+	for (uint32_t j = r->n_blocks; s->n_tr && j > 0; j--) {
+		const sp_track_t *t = sp_track_find(s, r->blocks[j - 1], j);
+		if (t && t->replicated)
+			return j;
+	}
+	return 0;
+}
+
 /* Where each request of a tracked prefix went, and whether our hint sent it. */
 static int sp_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, const pol_req_t *r,
                        uint32_t inst, err_t *e)
 {
-	(void)v;
-	(void)a;
 	(void)e;
 	sp_state_t *s = st;
 	uint32_t hinted = s->hint_set && s->hint_req == r->id && s->hint_inst == inst;
 	s->hint_set = 0;
+	if (s->p.spec_route_hint == SP_HINT_SCORE && a->stats) {
+		/* score: the router's own choice of a warm holder of a replicated
+		 * prefix is what spec.hint_routed counts in this mode */
+		uint32_t len = sp_replicated_len(s, r);
+		if (len && inst < v->n_inst && v->match(v->ctx, inst, r->blocks, len) >= len)
+			a->stats->hint_routed++;
+	}
 	for (uint32_t j = 0; s->n_tr && j < r->n_blocks; j++) {
 		sp_track_t *t = sp_track_find(s, r->blocks[j], j + 1);
 		if (!t)
@@ -654,14 +761,9 @@ static int sp_on_route(void *st, const pol_view_t *v, const pol_actions_t *a, co
 static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
 {
 	sp_state_t *s = st;
-	if (!s->p.spec_route_warm || !s->n_tr)
+	if (s->p.spec_route_hint != SP_HINT_OVERRIDE)
 		return 0;
-	uint32_t len = 0;
-	for (uint32_t j = r->n_blocks; j > 0 && !len; j--) {
-		const sp_track_t *t = sp_track_find(s, r->blocks[j - 1], j);
-		if (t && t->replicated)
-			len = j;
-	}
+	uint32_t len = sp_replicated_len(s, r);
 	if (!len)
 		return 0;
 	uint32_t ties = 0;
@@ -691,11 +793,14 @@ const struct pol_replication_ops pol_repl_speculative = {
     .base = {POL_ABI_VERSION, POL_REPLICATION, "speculative",
              "Forecast-driven speculative replication: top forecast prefixes x target "
              "instances, each accepted only if p_use x time saved >= spec_payback x copy "
-             "time, issued best ratio first within a VRAM budget (spec_vram_frac of each KV "
-             "pool) and a bandwidth budget (token bucket of spec_bw_gbps); p_use comes from "
+             "time, issued best ratio first within a VRAM budget (spec_vram_frac: a share of "
+             "each KV pool, or auto: room for the forecast's prefixes within "
+             "spec_vram_cap_frac) and a bandwidth budget (token bucket of spec_bw_gbps); "
+             "p_use comes from "
              "where the prefix's recent requests were routed; stale in-flight copies are "
-             "cancelled, and requests of a replicated prefix go to its least busy warm "
-             "instance (spec_route_warm).",
+             "cancelled; requests of a replicated prefix go to its least busy warm instance "
+             "(spec_route_hint = override) or to the routing policy's choice with the replicas "
+             "counted as holders in its view (score).",
              POL_PARAMS(sp_params, sp_params_t), sp_init, sp_free},
     .timing = sp_timing,
     .on_route = sp_on_route,

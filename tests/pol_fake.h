@@ -34,6 +34,7 @@ typedef struct fake {
 	int refuse_all;
 	fk_copy_t copies[FK_LOG];
 	uint32_t n_copies, n_refused, n_spec, n_cancel;
+	uint32_t n_announced, announced_inst; /* pol_actions_t.announce calls, the last one's */
 	uint64_t next_id;
 	pol_spec_stats_t stats;
 	pol_view_t v;
@@ -133,6 +134,16 @@ static __attribute__((unused)) int fk_mark(void *c, uint32_t i, const uint64_t *
 	return 0;
 }
 
+static __attribute__((unused)) int fk_announce(void *c, uint32_t i, const uint64_t *b,
+                                               uint32_t n)
+{
+	(void)b;
+	(void)n;
+	((fake_t *)c)->n_announced++;
+	((fake_t *)c)->announced_inst = i;
+	return 0;
+}
+
 /* n instances, block size B tokens, block_bytes bytes, 100 ns per token
  * prefill and 1000 ns per block copy unless changed. */
 static __attribute__((unused)) void fk_init(fake_t *f, uint32_t n, uint32_t B, uint64_t block_bytes)
@@ -143,7 +154,7 @@ static __attribute__((unused)) void fk_init(fake_t *f, uint32_t n, uint32_t B, u
 	f->v = (pol_view_t){f,        n,          B,       block_bytes,   fk_now, fk_inst,
 	                    fk_match, fk_prefill, fk_xfer, fk_match_host, fk_held,
 	                    NULL,     NULL,       NULL,          0};
-	f->a = (pol_actions_t){f, fk_copy, fk_cancel, fk_mark, &f->stats};
+	f->a = (pol_actions_t){f, fk_copy, fk_cancel, fk_mark, &f->stats, fk_announce};
 	for (uint32_t i = 0; i < n; i++)
 		f->inst[i].kv_cap_blocks = 1000;
 }

@@ -205,6 +205,30 @@ static void test_typo_in_policy_parameter_is_an_error_with_suggestion(void **st)
 	                              "mean 'cache_threshold'?)"));
 }
 
+/* A value only the policy can judge (spec_vram_frac: auto or a number in
+ * [0, 1]) is refused when it opens, with the place the value was set. */
+static void test_value_a_policy_refuses_names_file_and_line(void **st)
+{
+	(void)st;
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	const char *text = "[policy.replication]\nname = speculative\nspec_vram_frac = half\n";
+	assert_int_equal(cfg_load_string(c, "t.ini", text, &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	pol_handle_t h;
+	assert_int_equal(pol_open_cfg(NULL, POL_REPLICATION, c, 1, &h, &e), KS_EINPUT);
+	assert_string_equal(e.msg, "t.ini:3: replication policy 'speculative': "
+	                           "[policy.replication] spec_vram_frac: expected auto or a number "
+	                           "in [0, 1], got 'half'");
+	assert_int_equal(cfg_set(c, "policy.replication.spec_vram_frac=1.5", &e), 0);
+	assert_int_equal(pol_open_cfg(NULL, POL_REPLICATION, c, 1, &h, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, "--set: replication policy 'speculative': "));
+	assert_int_equal(cfg_set(c, "policy.replication.spec_vram_frac=auto", &e), 0);
+	assert_int_equal(pol_open_cfg(NULL, POL_REPLICATION, c, 1, &h, &e), 0);
+	pol_close(&h);
+	cfg_free(c);
+}
+
 /* ---- presets ------------------------------------------------------------ */
 
 static void test_every_preset_key_exists_and_validates(void **st)
@@ -470,7 +494,7 @@ static void test_open_from_config_uses_its_values(void **st)
 	assert_true(pol_param_num(&h.params, "balance_abs_threshold") == 32);
 	pol_close(&h);
 	assert_int_equal(pol_open_cfg(NULL, POL_REPLICATION, c, 1, &h, &e), 0);
-	assert_true(pol_param_num(&h.params, "spec_vram_frac") == 0.2);
+	assert_string_equal(pol_param_str(&h.params, "spec_vram_frac"), "0.2");
 	assert_string_equal(pol_param_str(&h.params, "spec_saved_basis"), "min");
 	pol_close(&h);
 	assert_int_equal(pol_open_cfg(NULL, POL_EVICTION, c, 1, &h, &e), 0);
@@ -510,6 +534,7 @@ int main(void)
 	    cmocka_unit_test(test_sections_list_every_builtin_and_its_parameters),
 	    cmocka_unit_test(test_parameter_of_unselected_policy_warns_once_and_changes_nothing),
 	    cmocka_unit_test(test_typo_in_policy_parameter_is_an_error_with_suggestion),
+	    cmocka_unit_test(test_value_a_policy_refuses_names_file_and_line),
 	    cmocka_unit_test(test_every_preset_key_exists_and_validates),
 	    cmocka_unit_test(test_explicit_keys_override_a_preset_in_any_order),
 	    cmocka_unit_test(test_preset_reaches_the_run),

@@ -507,7 +507,8 @@ static void test_speculative_respects_vram_budget(void **st)
 	 * first prefix expects more (p_use 1 - e^-10 vs 1 - e^-5 per target),
 	 * so it takes both targets 1 and 2 and the second gets none. */
 	e[0].expected = 20;
-	pol_handle_t h = open_fam(POL_REPLICATION, "speculative", "spec_targets=2");
+	pol_handle_t h =
+	    open_fam(POL_REPLICATION, "speculative", "spec_targets=2,spec_vram_frac=0.1");
 	fk_tick_copies(&h, &f, &fc, 2);
 	assert_int_not_equal(f.copies[0].dst, f.copies[1].dst);
 	for (int i = 0; i < 2; i++) {
@@ -524,7 +525,7 @@ static void test_speculative_respects_vram_budget(void **st)
 	/* replicas already resident count against the budget: inst 1 holds 5 */
 	spec_setup(&f, e, &fc);
 	f.inst[1].kv_spec_blocks = 5;
-	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1");
+	h = open_fam(POL_REPLICATION, "speculative", "spec_targets=1,spec_vram_frac=0.1");
 	fk_tick(&h, &f, &fc);
 	for (uint32_t i = 0; i < f.n_copies; i++)
 		assert_int_not_equal(f.copies[i].dst, 1);

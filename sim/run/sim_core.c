@@ -253,6 +253,15 @@ static int a_mark_spec(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
 	return 0; /* every background copy already lands as a speculative replica */
 }
 
+static int a_announce(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
+{
+	sim_ctx_t *s = ctx;
+	if (inst >= s->view.n_inst)
+		return 0; /* routers see the prefill pool only */
+	int rc = s->rview ? pol_rview_insert(s->rview, inst, b, n) : 0;
+	return rc ? rc : s->rvw ? sim_rv_announce(s->rvw, inst, b, n) : 0;
+}
+
 /* ---- arrivals, with read-ahead for predictors that peek ------------------ */
 
 /* The read-ahead ring is indexed by read sequence number (seq % cap), so
@@ -559,8 +568,9 @@ static int run_active(const sim_ctx_t *s)
 	return !s->src_done || s->pend_n || s->cl.n_live || s->live_events > 0;
 }
 
-/* Says once per run that the replication policy was asked for a prefix its
- * VRAM budget can never hold (the summary counts them all). */
+/* Says once per run, at its end, how many forecast prefixes the replication
+ * policy's VRAM budget could never hold (spec.prefix_over_budget) and the
+ * budget's refusals, with the first such prefix as an example. */
 static void warn_over_budget(sim_ctx_t *s)
 {
 	const pol_spec_stats_t *st = &s->spec;
@@ -568,11 +578,12 @@ static void warn_over_budget(sim_ctx_t *s)
 		return;
 	s->warned_over_budget = 1;
 	fprintf(stderr,
-		"kvsim: warning: t=%.3f s: [policy.replication] %s: a forecast prefix needs %u blocks "
-		"but the speculative VRAM budget is %u blocks per instance, so it can never be "
-		"replicated whole (spec.prefix_over_budget counts such prefixes)\n",
-		(double)ev_engine_now(s->eng) / 1e9, st->over_budget_key ? st->over_budget_key : "budget",
-		st->over_budget_blocks, st->over_budget_cap);
+		"kvsim: warning: [policy.replication] %s: %" PRIu64 " forecast prefixes never fit "
+		"the speculative VRAM budget (the first needs %u blocks, the budget is %u blocks per "
+		"instance), so they were never replicated whole; %" PRIu64 " copies refused by it "
+		"(spec.prefix_over_budget, spec.refused_vram)\n",
+		st->over_budget_key ? st->over_budget_key : "budget", st->prefix_over_budget,
+		st->over_budget_blocks, st->over_budget_cap, st->refused_vram);
 }
 
 static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
@@ -605,7 +616,6 @@ static int on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				      0, s->err)))
 			return rc;
 	}
-	warn_over_budget(s);
 	if (run_active(s) && ev_engine_after(eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
@@ -1205,7 +1215,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	}
 	if ((rc = sim_join_setup(s, e)))
 		return rc;
-	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
+	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec, a_announce};
 	const struct pol_replication_ops *ro =
 		POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
 	pol_repl_timing_t tm = ro->timing(s->pol.h[POL_REPLICATION].state);
@@ -1340,6 +1350,7 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (rec_metric(res, REC_TOK_FETCHED_PEER + (int)i, m[i]))
 			return KS_ENOMEM;
+	warn_over_budget(s);
 	if ((rc = sim_copy_finish(s, res)) || (rc = fcast_report(s->fc, res)))
 		return rc;
 	if ((rc = sim_disagg_report(s, res)) || (s->bound && (rc = bound_report(s, res))))

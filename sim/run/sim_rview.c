@@ -308,6 +308,14 @@ int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
 	return rc;
 }
 
+int sim_rv_announce(sim_rv_t *rv, uint32_t inst, const uint64_t *b, uint32_t n)
+{
+	for (uint32_t r = 0; r < rv->R; r++)
+		if (rv->rep[r].tree && pol_rview_insert(rv->rep[r].tree, inst, b, n))
+			return KS_ENOMEM;
+	return 0;
+}
+
 void sim_rv_result(sim_rv_t *rv, const res_request_t *row)
 {
 	rv_flight_t *f = rv->R > 1 && rv->fl_cap ? rv_flight_find(rv, row->id) : NULL;

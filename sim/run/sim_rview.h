@@ -55,6 +55,9 @@ int sim_rv_pick(sim_rv_t *rv);
 int sim_rv_decided(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
 /* q goes to inst by the picked replica (its tree and its load learn it). */
 int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
+/* A copy brings blocks[0..n) to inst: every replica's routed tree learns
+ * it (the announcement of pol_actions_t.announce). 0 or KS_ENOMEM. */
+int sim_rv_announce(sim_rv_t *rv, uint32_t inst, const uint64_t *b, uint32_t n);
 /* A routed request's result row: its replica's load gives it back. */
 void sim_rv_result(sim_rv_t *rv, const res_request_t *row);
 /* id was evicted at inst (store hook; errors go to s->hook_err). */
