@@ -31,6 +31,7 @@ _MK = {"none": "o", "speculative+oracle": "^", "speculative+lookahead": "v"}
 VERDICT_MARK = {"better": "▲", "worse": "▼", "equivalent": "=", "inconclusive": "?"}
 NAME = "experiment.name"
 LOAD = "trace.rate_scale"
+USERS = "trace.users"
 
 
 def _label(fam, preset):
@@ -38,24 +39,35 @@ def _label(fam, preset):
     return f"{p or 'default'}: {fam}" if fam != "none" else f"{p or 'default'} (no replication)"
 
 
+def _xcol(sub):
+    """The load column that varies in these rows: the rate scale, or a
+    closed loop's users."""
+    for c in (LOAD, USERS):
+        if c in sub.columns and sub[c].dropna().astype(str).nunique() > 1:
+            return c
+    return None
+
+
 def fig_load(d, path, title):
-    if LOAD not in d.columns or d[LOAD].astype(str).nunique() < 2:
-        return None
     names = sorted(d[NAME].dropna().astype(str).unique()) if NAME in d.columns else ["all"]
+    names = [n for n in names if _xcol(d[d[NAME].astype(str) == n] if NAME in d.columns else d)]
+    if not names:
+        return None
     ks.apply()
     fig, axes = ks.figure(ncols=3, nrows=len(names), squeeze=False)
     presets = d["policy.preset"] if "policy.preset" in d.columns else pd.Series("", index=d.index)
     for i, name in enumerate(names):
         sub = d[d[NAME].astype(str) == name] if NAME in d.columns else d
+        X = _xcol(sub)
         for (fam, pre), g in sub.groupby([sub["_fam"], presets.loc[sub.index].astype(str)]):
             # each family's variant with the best median p95 at the lowest load
             lab = _label(fam, pre)
             best = g.groupby("_pol")["ttft_p95_ms"].median().sort_values().index[0]
             g = g[g["_pol"] == best]
-            x = sorted(pd.to_numeric(g[LOAD]).unique())
+            x = sorted(pd.to_numeric(g[X]).unique())
             style = dict(color=ks.color(pre if pre not in ("", "nan", "None") else "none"),
                          ls=_LS.get(fam.split("+")[0], "-."), marker=_MK.get(fam, "s"), ms=3, lw=1.2)
-            att = [pd.to_numeric(g[pd.to_numeric(g[LOAD]) == v]["slo_attainment"]) for v in x]
+            att = [pd.to_numeric(g[pd.to_numeric(g[X]) == v]["slo_attainment"]) for v in x]
             m = [a.mean() for a in att]
             h = [1.96 * a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0 for a in att]
             ax = axes[i][0]
@@ -63,7 +75,7 @@ def fig_load(d, path, title):
             ax.fill_between(x, np.subtract(m, h), np.add(m, h), color=style["color"], alpha=0.12)
             for j, met in enumerate(("ttft_p50_ms", "ttft_p99_ms")):
                 ax = axes[i][1 + j]
-                q = [pd.to_numeric(g[pd.to_numeric(g[LOAD]) == v][met]) for v in x]
+                q = [pd.to_numeric(g[pd.to_numeric(g[X]) == v][met]) for v in x]
                 med = np.array([np.median(v) for v in q], dtype=float)
                 lo = np.array([np.percentile(v, 25) for v in q], dtype=float)
                 hi = np.array([np.percentile(v, 75) for v in q], dtype=float)
@@ -85,7 +97,7 @@ def fig_load(d, path, title):
         for ax in axes[i]:
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.set_xlabel("load (x the workload's base rate)")
+            ax.set_xlabel("closed-loop users" if X == USERS else "load (x the workload's base rate)")
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, 1.0 + 0.04 * len(lab) / 3))
     fig.suptitle(title, y=1.0 + 0.04 * len(lab) / 3 + 0.03)
@@ -95,8 +107,10 @@ def fig_load(d, path, title):
     return ks.save(fig, path)
 
 
-def fig_regimes(rows, path, title):
-    r = [x for x in rows if x["against"] == "best baseline"]
+def fig_regimes(rows, path, title, against="best baseline", cond=None):
+    r = [x for x in rows if x["against"] == against or against is None]
+    global _COND
+    _COND = cond
     if not r:
         return None
     ks.apply()
@@ -124,7 +138,8 @@ def fig_regimes(rows, path, title):
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(conds)))
     ax.set_xticklabels(conds, rotation=35, ha="right", fontsize=7)
-    ax.set_ylabel("p95 TTFT gain over the best fair baseline (%)")
+    m = r[0]["metric"].replace("_ms", "").replace("ttft_", "TTFT ").replace("_", " ")
+    ax.set_ylabel(f"{m} gain over {'the best fair baseline' if against == 'best baseline' else 'the reference'} (%)")
     ax.set_title(title)
     ax.legend(fontsize=7)
     ks.add_caption(fig, "paired over held-out replicates; whiskers: paired t 95% CI; marks at 0: "
@@ -132,11 +147,15 @@ def fig_regimes(rows, path, title):
     return ks.save(fig, path)
 
 
+_COND = None  # the condition columns fig_regimes labels by (None: name, load, users)
+
+
 def _cond(x):
     out = []
-    for k in ("experiment.name", "trace.rate_scale"):
+    for k in (_COND or ("experiment.name", LOAD, USERS)):
         if k in x and x[k] is not None and not (isinstance(x[k], float) and np.isnan(x[k])):
-            out.append(("load x%g" % float(x[k])) if k == LOAD else str(x[k]))
+            out.append(("load x%g" % float(x[k])) if k == LOAD else
+                       ("%g users" % float(x[k])) if k == USERS else str(x[k]))
     return out
 
 

@@ -47,6 +47,7 @@ PRED = "policy.predictor.name"
 PRESET = "policy.preset"
 NAME = "experiment.name"
 LOAD = "trace.rate_scale"
+USERS = "trace.users"  # a closed loop's load
 RECALL = "policy.predictor.oracle_recall"
 FP = "policy.predictor.oracle_fp_rate"
 
@@ -57,7 +58,7 @@ ANSWER_EXPERIMENTS = {
     "a0_load": dict(title="offered load on the default fan-out workload",
                     cond=[NAME, LOAD]),
     "a1_regimes": dict(title="where the idea should win: long prefixes, cold joins, agent sessions",
-                       cond=[NAME, LOAD]),
+                       cond=[NAME, LOAD, USERS]),
     "a2_traces": dict(title="real traces, replicates = disjoint windows",
                       cond=[NAME]),
     "e1_breakeven": dict(title="break-even map: oracle recall x false positives",
@@ -175,7 +176,7 @@ def compare(d, metric=HEADLINE):
                                   higher_is_better=not LOWER_BETTER.get(metric, True),
                                   margin=MARGIN, B=2000)
                 res = dict(n=res.n, mean=res.mean, lo=res.t_lo, hi=res.t_hi, boot_lo=res.boot_lo,
-                           boot_hi=res.boot_hi, tost_p=res.tost_p, verdict=res.verdict,
+                           boot_hi=res.boot_hi, tost_p=res.tost_p, verdict=_verdict(res),
                            censored=res.censored)
                 prow = g[g["_pol"] == plab]
                 brow = base[base["_pol"] == blab]
@@ -195,6 +196,46 @@ def compare(d, metric=HEADLINE):
                         r["base_" + m] = pd.to_numeric(held_b[m], errors="coerce").mean()
                         r["pol_" + m] = pd.to_numeric(held_p[m], errors="coerce").mean()
                 out.append(r)
+    return out
+
+
+def _verdict(c):
+    """kvsim_stats' verdict, except where every pair is censored: both
+    sides shed past the percentile in every replicate, so the metric cannot
+    tell them apart (say so rather than 'equivalent')."""
+    if c.censored == c.n and all(g == 0 for g in c.gains):
+        return "both +inf"
+    return c.verdict
+
+
+def variant_compare(d, key, ref, cond, metric=HEADLINE, fam=None):
+    """Paired comparisons of each value of `key` against `ref` within one
+    family (e.g. transfer policies within speculative), per condition, over
+    every replicate (nothing is chosen, so nothing is held out)."""
+    out = []
+    rows = d if fam is None else d[d["_fam"] == fam]
+    if key not in rows.columns:
+        return out
+    cond = [c for c in cond if c in rows.columns]
+    for ckey, g in (rows.groupby(cond, dropna=False) if cond else [((), rows)]):
+        ckey = ckey if isinstance(ckey, tuple) else (ckey,)
+        base = by_rep(g[g[key].astype(str) == ref], metric)
+        for v, x in g[g[key].astype(str) != ref].groupby(key):
+            pv = by_rep(x, metric)
+            ids = [r for r in sorted(base) if r in pv and not np.isnan(base[r]) and not np.isnan(pv[r])]
+            if len(ids) < 2:
+                continue
+            c = kst.compare({i: pv[i] for i in ids}, {i: base[i] for i in ids},
+                            higher_is_better=not LOWER_BETTER.get(metric, True), margin=MARGIN, B=2000)
+            r = dict(zip(cond, ckey))
+            lab = "" if metric == HEADLINE else f" [{metric}]"
+            r.update(family=f"{key.split('.')[-2]}={v}{lab}", against=f"{key.split('.')[-2]}={ref}",
+                     baseline=ref, policy=str(v), metric=metric, n=c.n,
+                     base_mean=float(np.mean([base[i] for i in ids])),
+                     pol_mean=float(np.mean([pv[i] for i in ids])), gain=c.mean, lo=c.t_lo,
+                     hi=c.t_hi, boot_lo=c.boot_lo, boot_hi=c.boot_hi, tost_p=c.tost_p,
+                     verdict=_verdict(c), censored=c.censored)
+            out.append(r)
     return out
 
 
@@ -227,6 +268,74 @@ def table_md(rows, cond, metric=HEADLINE):
     return "\n".join(lines)
 
 
+# The seed's two claims, tested directly: each compares variants within a
+# family (nothing is tuned, every replicate reported) and the families
+# against replication none.
+CLAIMS = {
+    "e3_interference": dict(
+        title="claim 1: copies in link idle time cost the foreground less than immediate or "
+              "rate-capped copies",
+        cond=[NAME, "network.bg_share"], key="policy.transfer.name", ref="immediate",
+        fam="speculative+oracle", metrics=["ttft_p95_ms", "ttft_nospec_p95_ms"]),
+    "e4_vram": dict(
+        title="claim 2: replicas' VRAM displaces useful cache under memory pressure",
+        cond=["gpu.name", LOAD], key=None),
+}
+
+
+def own_hit_rate(h5):
+    """Prompt tokens served from KV other than speculative copies, over
+    prompt tokens (the hits replicas can displace)."""
+    q = kr.read_requests(h5)
+    inp = float(q["input_tokens"].sum())
+    own = float((q["tok_local"] + q["tok_peer"] + q["tok_host"] - q["tok_spec_hit"]).sum())
+    return own / inp if inp else np.nan
+
+
+def present(out, table, md, level="##"):
+    """(exp, spec, catalog frame) of each experiment of `table` that this
+    study has; a heading for each in md, and a line for an absent one."""
+    for exp, spec in table.items():
+        df = load_exp(out, exp)
+        md.append(f"{level} {exp}: {spec['title']}")
+        if df is None:
+            md += ["", "absent from this study (no catalog).", ""]
+        else:
+            yield exp, spec, df
+
+
+def claims(out, fig):
+    import answer_figures as af
+    md, allrows = ["## The seed's two claims, tested directly", ""], []
+    for exp, spec, df in present(out, CLAIMS, md, "###"):
+        d = prepare(df, dict(cond=spec["cond"]))
+        rows = compare(d)
+        for m in spec.get("metrics", []):
+            rows += variant_compare(d, spec["key"], spec["ref"], spec["cond"], m, spec["fam"])
+        for r in rows:
+            r["experiment"] = exp
+        allrows += rows
+        md += ["", table_md(rows, d.attrs["cond"]), ""]
+        if spec.get("key"):
+            p = af.fig_regimes(rows, os.path.join(fig, f"answer_claim_{exp}.png"), spec["title"],
+                               against=f"{spec['key'].split('.')[-2]}={spec['ref']}",
+                               cond=spec["cond"])
+        else:
+            d["_own_hit"] = [own_hit_rate(h) for h in d["h5_path"]]
+            t = d.groupby(spec["cond"] + ["_fam"], dropna=False).agg(
+                runs=("_own_hit", "size"), own_hit=("_own_hit", "mean"),
+                hit=("hit_rate_tokens", "mean"), unused=("spec.unused_vram_gb_s", "mean"),
+                p95=(HEADLINE, "median")).reset_index()
+            md += ["Own-cache hit rate (prompt tokens served from KV other than replicas) beside "
+                   "the total, per GPU, load and family (means over replicates; p95: median):", "",
+                   "```\n" + t.to_string(index=False, float_format="%.4g") + "\n```", ""]
+            p = af.fig_regimes(rows, os.path.join(fig, f"answer_claim_{exp}.png"), spec["title"],
+                               cond=spec["cond"])
+        if p:
+            md += [f"![{exp}](fig/{os.path.basename(p)})", ""]
+    return allrows, md
+
+
 def load_exp(out, exp):
     cat = os.path.join(out, exp, "catalog.sqlite")
     if not os.path.exists(cat):
@@ -243,12 +352,7 @@ def answer(out, figdir=None):
                        __doc__.split("Definitions")[1].split('"""')[0].strip(), ""]
     fig = os.path.join(out, "fig")
     os.makedirs(fig, exist_ok=True)
-    for exp, spec in ANSWER_EXPERIMENTS.items():
-        df = load_exp(out, exp)
-        md.append(f"## {exp}: {spec['title']}")
-        if df is None:
-            md += ["", "absent from this study (no catalog).", ""]
-            continue
+    for exp, spec, df in present(out, ANSWER_EXPERIMENTS, md):
         d = prepare(df, spec)
         metric = next((m for m in spec.get("metric", [HEADLINE]) if m in d.columns), HEADLINE)
         rows = compare(d, metric)
@@ -262,6 +366,9 @@ def answer(out, figdir=None):
         md.append("")
         for name, path in af.draw(exp, d, rows, fig).items():
             md += [f"![{name}](fig/{os.path.basename(path)})", ""]
+    rows, cmd = claims(out, fig)
+    allrows += rows
+    md += cmd
     pd.DataFrame(allrows).to_csv(os.path.join(out, "answer.csv"), index=False)
     text = "\n".join(md) + "\n"
     with open(os.path.join(out, "ANSWER.md"), "w") as f:

@@ -28,7 +28,8 @@
 #define LINE_MAX_CHARS 8192
 #define LINES_MAX 64
 
-static const char *const exps[] = {"e1_breakeven", "e2_traces",    "e3_interference",
+static const char *const exps[] = {"a0_load",      "a1_regimes",   "a2_traces",
+                                   "e1_breakeven", "e2_traces",    "e3_interference",
                                    "e4_vram",      "e5_lift",      "e6_disagg",
                                    "e7_staleness", "e8_oracle_gap"};
 /* The experiment that needs the key below in kvsim's config (E7). */
@@ -349,7 +350,7 @@ static void test_no_two_sweep_lines_share_a_point(void **st)
 	const char *k = kvsim();
 	if (!k)
 		skip();
-	enum { IDS_MAX = 8192 };
+	enum { IDS_MAX = 65536 };
 	static char ids[IDS_MAX][17];
 	static int from[IDS_MAX];
 	for (size_t x = 0; x < N_EXPS; x++) {
