@@ -92,6 +92,35 @@ static const struct pol_replication_ops sc_ops = {
     .on_copy_end = sc_on_copy_end,
 };
 
+/* ---- a probing router --------------------------------------------------------- */
+
+/* Routes request i to instance i % 2 (as round_robin would) and records,
+ * at each call, how much of the scripted prefix the routers' view shows on
+ * instance 1. */
+typedef struct probe {
+	int64_t t_ns;
+	uint32_t shown;
+} probe_t;
+static probe_t g_probe[16];
+static int g_n_probe;
+static uint64_t PFX[256];
+
+static int probe_route(void *st, const pol_view_t *v, const pol_req_t *r, uint32_t *inst)
+{
+	(void)st;
+	if (g_n_probe < (int)(sizeof g_probe / sizeof g_probe[0]))
+		g_probe[g_n_probe++] = (probe_t){v->now(v->ctx), v->match(v->ctx, 1, PFX, 40)};
+	*inst = (uint32_t)(r->id % 2);
+	return POL_ACCEPT;
+}
+
+static const struct pol_routing_ops probe_ops = {
+    .base = {POL_ABI_VERSION, POL_ROUTING, "test_probe",
+             "Round robin, recording the routers' view of the scripted prefix on instance 1.",
+             NULL, 0, 0, NULL, NULL},
+    .route = probe_route,
+};
+
 /* ---- a scripted trace -------------------------------------------------------- */
 
 typedef struct rq {
@@ -107,8 +136,7 @@ typedef struct trace {
 	uint64_t ids[4096];
 } trace_t;
 
-/* The scripted prefix: ids 7000 + j (script_reset). */
-static uint64_t PFX[256];
+/* The scripted prefix: ids 7000 + j (script_reset), PFX above. */
 
 static int tr_next(void *ctx, sim_arrival_t *a, err_t *e)
 {
@@ -168,6 +196,8 @@ static sim_results_t run_script(const rq_t *r, int n, const char **extra, int n_
 	pol_registry_t *reg = pol_registry_new();
 	assert_non_null(reg);
 	assert_int_equal(pol_registry_add(reg, &sc_ops.base, &e), 0);
+	assert_int_equal(pol_registry_add(reg, &probe_ops.base, &e), 0);
+	g_n_probe = 0;
 	cfg_t *cfg = NULL;
 	int rc = cli_load_config_ex(NULL, sets, ns, 0, reg, &cfg, &e);
 	if (rc)
@@ -346,6 +376,46 @@ static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 	r = run_two_gpus(DEFER_TRACE, 2, off, 2);
 	assert_int_equal(g_step[0].done, 0); /* the view offers no computing match */
 	sim_results_free(&r);
+}
+
+/* The routers' computed view shows a deferred copy's blocks at its target
+ * only once its flows start (its source's KV exists), as it shows a
+ * COMPUTING block only once its prefill ends: a request routed while the
+ * copy waits sees nothing of the prefix on instance 1, one routed while
+ * the copy flows sees all of it. */
+static void test_routers_see_a_deferred_copy_only_once_it_starts(void **st)
+{
+	(void)st;
+	defer_script();
+	/* request 1 while the copy waits for its source, request 3 while the
+	 * copy's flow runs (request 2 keeps round robin's parity) */
+	const rq_t trace[] = {
+	    {0, 40, 7000, 41 * 16, 4},           {(int64_t)(1.2 * MS), 0, 0, 2 * 16, 4},
+	    {(int64_t)(1.3 * MS), 0, 0, 2 * 16, 4}, {0, 0, 0, 2 * 16, 4},
+	};
+	const char *sets[] = {"compute.gemm_mfu=0", "policy.routing.name=test_probe"};
+	sim_results_t r = run_two_gpus(trace, 3, sets, 2);
+	assert_int_equal(r.n_xfer, 1);
+	int64_t start = r.xfer[0].start_ns, end = r.xfer[0].end_ns;
+	assert_true(start > (int64_t)(1.3 * MS)); /* both probes fell before the flow */
+	assert_int_equal(g_n_probe, 3);
+	assert_int_equal(g_probe[1].t_ns, (int64_t)(1.2 * MS));
+	assert_int_equal(g_probe[1].shown, 0); /* deferred: not shown */
+	end_run(&r);
+
+	/* a request arriving while the flow runs sees the whole prefix coming */
+	defer_script();
+	sim_results_t r0 = run_two_gpus(DEFER_TRACE, 1, sets, 2);
+	start = r0.xfer[0].start_ns;
+	end = r0.xfer[0].end_ns;
+	end_run(&r0);
+	const rq_t late[] = {{0, 40, 7000, 41 * 16, 4}, {(start + end) / 2, 0, 0, 2 * 16, 4}};
+	defer_script();
+	r = run_two_gpus(late, 2, sets, 2);
+	assert_int_equal(r.xfer[0].start_ns, start);
+	assert_int_equal(g_n_probe, 2);
+	assert_int_equal(g_probe[1].shown, 40);
+	end_run(&r);
 }
 
 /* Across nodes the 640-token copy takes ~1.7 ms over the NICs, more than
@@ -545,6 +615,7 @@ int main(void)
 	    cmocka_unit_test(test_stale_cancels_under_rate_cap_do_not_crash_and_keep_bytes),
 	    cmocka_unit_test(test_transfer_bytes_equal_summary_bytes_in_every_mode),
 	    cmocka_unit_test(test_deferred_copy_starts_the_ns_its_source_is_ready),
+    cmocka_unit_test(test_routers_see_a_deferred_copy_only_once_it_starts),
 	    cmocka_unit_test(test_request_recomputes_when_waiting_is_slower),
 	    cmocka_unit_test(test_copy_from_computing_source_refused_when_not_deferred),
 	    cmocka_unit_test(test_deferred_copy_cancelled_when_source_is_dropped),

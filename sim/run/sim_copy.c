@@ -877,6 +877,14 @@ int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t fir
 	return land != INT64_MAX && land - now <= recompute;
 }
 
+int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b)
+{
+	if (b->state != KV_INFLIGHT || !b->tag || b->tag > s->n_copies)
+		return 0;
+	const kcopy_t *c = &s->copies[b->tag - 1];
+	return c->live && c->deferred;
+}
+
 /* Tags the INFLIGHT blocks of copy id at its destination with the copy, so
  * a request meeting one can time its landing (sim_wait_inflight). */
 static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)

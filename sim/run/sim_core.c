@@ -117,9 +117,24 @@ static uint32_t v_match_host(void *ctx, uint32_t i, const uint64_t *b, uint32_t 
 	return match_host(ctx, HELD_READY, i, b, n);
 }
 
+/* The routers' computed view shows KV that exists or is on its way: READY,
+ * or INFLIGHT for a copy whose flows run. A deferred copy's blocks are
+ * reserved INFLIGHT at its target while its source still computes them;
+ * they are shown only once the copy starts, as a COMPUTING block is only
+ * once its prefill ends (else a router piles requests on a target that
+ * will hold the prefix seconds later than the source). */
 static uint32_t rv_match_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
 {
-	return kv_match_visible(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+	const sim_ctx_t *s = ctx;
+	const kv_store_t *kv = s->cl.inst[i].kv;
+	if (!s->n_deferred)
+		return kv_match_visible(kv, b, n);
+	uint32_t k = 0;
+	for (const kv_block_info_t *x; k < n; k++)
+		if (!(x = kv_info(kv, b[k])) || x->state == KV_COMPUTING ||
+		    sim_copy_block_deferred(s, x))
+			break;
+	return k;
 }
 
 static uint32_t rv_match_host_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)

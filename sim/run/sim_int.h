@@ -266,6 +266,9 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
 /* Store hook: a source block a deferred copy waits for became READY or was
  * dropped (ctx: the instance's hook_t). */
 void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
+/* Whether b is INFLIGHT for a deferred copy whose flows have not started
+ * (its source still computing): KV neither here nor on its way yet. */
+int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b);
 /* The defer event's handler: starts the flows of a deferred copy whose source is ready. */
 int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 /* cluster_params_t.wait_inflight: waiting for the copies bringing r's
