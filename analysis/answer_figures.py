@@ -154,8 +154,11 @@ def _cond(x):
     out = []
     for k in (_COND or ("experiment.name", LOAD, USERS)):
         if k in x and x[k] is not None and not (isinstance(x[k], float) and np.isnan(x[k])):
-            out.append(("load x%g" % float(x[k])) if k == LOAD else
-                       ("%g users" % float(x[k])) if k == USERS else str(x[k]))
+            v = x[k]
+            out.append(("load x%g" % float(v)) if k == LOAD else
+                       ("%g users" % float(v)) if k == USERS else
+                       str(v) if k == NAME else
+                       "%s=%s" % (k.split(".")[-1], ("%g" % v) if isinstance(v, (int, float)) else v))
     return out
 
 
@@ -239,6 +242,13 @@ def draw(exp, d, rows, figdir):
     p = fig_breakeven(rows, os.path.join(figdir, "answer_breakeven.png")) if exp == "e1_breakeven" else None
     if p:
         out["breakeven"] = p
+    lead = [x for x in rows if str(x.get(NAME)) == "oracle_lead"]
+    if lead:
+        p = fig_regimes(lead, os.path.join(figdir, "answer_oracle_lead.png"),
+                        "oracle lead time and jitter (default workload)",
+                        cond=("policy.predictor.oracle_lead_s", "policy.predictor.oracle_jitter_s"))
+        if p:
+            out["oracle_lead"] = p
     p = fig_frontier(rows, os.path.join(figdir, f"answer_frontier_{exp}.png"))
     if p:
         out["frontier"] = p

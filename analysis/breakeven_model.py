@@ -84,7 +84,7 @@ def pairs(out, exp, kvsim):
         ct = c_tok(kvsim, cfg)
         dw = (recomputed(b["h5_path"]) - recomputed(p["h5_path"])) * ct
         n = float(p["completed"]) if p["completed"] else np.nan
-        lost = float(p.get("spec.fg_slowdown_mean_s", 0) or 0) * 1e3
+        lost = float(np.nan_to_num(p.get("spec.fg_slowdown_mean_s", 0.0))) * 1e3
         r = {c: p[c] for c in cond if c in d.columns}
         r.update(experiment=exp, family=p["_fam"], preset=p.get(sa.PRESET), rep=p["_rep"],
                  c_tok_ms=ct, saved_ms=dw, direct_ms=dw / n, copy_ms=lost / n,
@@ -98,14 +98,15 @@ def summarize(t):
     """Markdown: per workload and load, the direct model's error."""
     if t.empty:
         return "No pairs (the experiments are absent)."
-    lines = ["| experiment | workload | load | pairs | predicted gain (ms, median) | simulated gain "
-             "(ms, median) | simulated / predicted (median) | MAE (ms) |", "|---|---|---|---|---|---|---|---|"]
-    for key, g in t.groupby(["experiment", sa.NAME, sa.LOAD], dropna=False):
+    lines = ["| experiment | workload | load | family | pairs | predicted gain (ms, median) | simulated "
+             "gain (ms, median) | simulated / predicted (median) | MAE (ms) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, g in t.groupby(["experiment", sa.NAME, sa.LOAD, "family"], dropna=False):
         pr, si = g["predicted_ms"].to_numpy(), g["simulated_ms"].to_numpy()
         ok = np.abs(pr) > 1e-9
         ratio = np.median(si[ok] / pr[ok]) if ok.any() else np.nan
-        lines.append("| %s | %s | %s | %d | %.1f | %.1f | %.2f | %.1f |" % (
-            key[0], key[1], key[2], len(g), np.median(pr), np.median(si), ratio,
+        lines.append("| %s | %s | %s | %s | %d | %.1f | %.1f | %.2f | %.1f |" % (
+            key[0], key[1], key[2], key[3], len(g), np.median(pr), np.median(si), ratio,
             np.mean(np.abs(si - pr))))
     return "\n".join(lines)
 
@@ -132,11 +133,11 @@ def figure(t, path):
     return ks.save(fig, path)
 
 
-def main():
-    out = sys.argv[1]
-    exps = sys.argv[2:] or ["a0_load", "a1_regimes"]
+def section(out, exps=("a0_load", "a1_regimes")):
+    """The report's section (markdown lines); writes the CSV and figure."""
     kvsim = os.environ.get("KVSIM", "build/kvsim")
-    t = pd.concat([pairs(out, e, kvsim) for e in exps], ignore_index=True)
+    parts = [pairs(out, e, kvsim) for e in exps]
+    t = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     t.to_csv(os.path.join(out, "breakeven_model.csv"), index=False)
     md = ["## The analytic account", "", __doc__.split("Model")[1].split("Writes")[0].strip(), "",
           summarize(t), ""]
@@ -146,7 +147,13 @@ def main():
         md += ["![model](fig/answer_model.png)", ""]
     with open(os.path.join(out, "breakeven_model.md"), "w") as f:
         f.write("\n".join(md))
-    print(f"breakeven_model: {len(t)} pairs -> {out}/breakeven_model.md")
+    return md
+
+
+def main():
+    out = sys.argv[1]
+    md = section(out, sys.argv[2:] or ("a0_load", "a1_regimes"))
+    print(f"breakeven_model: {len(md)} lines -> {out}/breakeven_model.md")
 
 
 if __name__ == "__main__":

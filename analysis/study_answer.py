@@ -62,7 +62,8 @@ ANSWER_EXPERIMENTS = {
     "a2_traces": dict(title="real traces, replicates = disjoint windows",
                       cond=[NAME]),
     "e1_breakeven": dict(title="break-even map: oracle recall x false positives",
-                         cond=[NAME, RECALL, FP, "trace.cv", "trace.fanout_size"]),
+                         cond=[NAME, RECALL, FP, "trace.cv", "trace.fanout_size",
+                               "policy.predictor.oracle_lead_s", "policy.predictor.oracle_jitter_s"]),
     # the original study's metric (mean TTFT; the btb preset sheds nothing,
     # which the admitted share column shows), per lifted assumption
     "e5_lift": dict(title="the original claim as the ratio to the best baseline, one assumption lifted at a time",
@@ -137,8 +138,11 @@ def compare(d, metric=HEADLINE):
     """Every comparison of d (prepared), one dict each."""
     out = []
     cond = d.attrs["cond"]
-    keys = d[cond].drop_duplicates().to_dict("records") if cond else [{}]
-    keys = [k for k in keys if not any(pd.isna(v) for v in k.values())] or ([{}] if not cond else [])
+    # one comparison per condition the policies ran at (a NaN is a value:
+    # the heatmap's rows have no lead time); baseline rows with a NaN
+    # condition belong to every value of it (cond_rows)
+    pol_rows = d[d["_fam"] != "none"]
+    keys = pol_rows[cond].drop_duplicates().to_dict("records") if cond else [{}]
     for key in keys:
         rows = cond_rows(d, key)
         base = rows[rows["_fam"] == "none"]
@@ -369,6 +373,8 @@ def answer(out, figdir=None):
     rows, cmd = claims(out, fig)
     allrows += rows
     md += cmd
+    import breakeven_model
+    md += breakeven_model.section(out)
     pd.DataFrame(allrows).to_csv(os.path.join(out, "answer.csv"), index=False)
     text = "\n".join(md) + "\n"
     with open(os.path.join(out, "ANSWER.md"), "w") as f:
