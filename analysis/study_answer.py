@@ -308,6 +308,62 @@ def present(out, table, md, level="##"):
             yield exp, spec, df
 
 
+def capacity(out):
+    """Markdown lines: per workload, each policy's capacity at the SLO
+    (a3_capacity's `capacity` table: the highest load meeting the target,
+    per seed) paired with the best fair baseline's, chosen on the tuning
+    seeds. A search that failed even at the lowest load, or passed at the
+    highest, keeps that bound as its value and is counted."""
+    import sqlite3
+    md = ["## a3_capacity: capacity at the SLO", ""]
+    cat = os.path.join(out, "a3_capacity", "catalog.sqlite")
+    if not os.path.exists(cat):
+        return md + ["absent from this study (no catalog).", ""], []
+    with sqlite3.connect(cat) as db:
+        t = pd.read_sql("select * from capacity", db)
+    if t.empty:
+        return md + ["no capacity search ended.", ""], []
+    kv = t["params"].str.split(" ").apply(lambda xs: dict(x.split("=", 1) for x in xs if "=" in x))
+    t["workload"] = kv.apply(lambda d: d.get(NAME, ""))
+    t["preset"] = kv.apply(lambda d: d.get(PRESET, ""))
+    t["family"] = kv.apply(lambda d: "none" if d.get(REPL) == "none"
+                           else d.get(REPL, "") + "+" + d.get(PRED, ""))
+    first = t.iloc[0]
+    md += [f"Highest `{first['key']}` with `{first['metric']}` >= {first['target']:g}, per seed "
+           f"(bisection in log space; a search that fails at the lowest load keeps it as its value, "
+           f"one that passes at the highest keeps that). Pairs: the policy against the best fair "
+           f"baseline chosen on {TUNE} tuning seeds.", "",
+           "| workload | family | preset | n | baseline (preset) | capacity, baseline | capacity, "
+           "policy | gain [95% CI] | verdict | searches at a bound |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
+    for wl, g in t.groupby("workload"):
+        reps = sorted(g["seed"].astype(str).unique())
+        if len(reps) < TUNE + 2:
+            continue
+        tune, held = kst.split_replicates(reps, TUNE)
+        val = {k: dict(zip(x["seed"].astype(str), x["value"])) for k, x in g.groupby(["family", "preset"])}
+        base = {k: v for k, v in val.items() if k[0] == "none"}
+        best = max(base, key=lambda k: np.mean([base[k][r] for r in tune if r in base[k]]))
+        for k, v in sorted(val.items()):
+            if k[0] == "none":
+                continue
+            ids = [r for r in held if r in v and r in base[best]]
+            if len(ids) < 2:
+                continue
+            c = kst.compare({i: v[i] for i in ids}, {i: base[best][i] for i in ids},
+                            higher_is_better=True, margin=MARGIN, B=2000)
+            bound = int((g[(g["family"] == k[0]) & (g["preset"] == k[1])]["verdict"] != "bracketed").sum())
+            r = dict(experiment="a3_capacity", workload=wl, family=k[0], preset=k[1], n=c.n,
+                     baseline=best[1], base_mean=np.mean([base[best][i] for i in ids]),
+                     pol_mean=np.mean([v[i] for i in ids]), gain=c.mean, lo=c.t_lo, hi=c.t_hi,
+                     verdict=_verdict(c), metric="capacity")
+            rows.append(r)
+            md.append(f"| {wl} | {k[0]} | {k[1]} | {c.n} | {best[1]} | {r['base_mean']:.3g} | "
+                      f"{r['pol_mean']:.3g} | {pct(c.mean)} [{pct(c.t_lo)}, {pct(c.t_hi)}] | "
+                      f"{r['verdict']} | {bound} |")
+    return md + [""], rows
+
+
 def claims(out, fig):
     import answer_figures as af
     md, allrows = ["## The seed's two claims, tested directly", ""], []
@@ -370,6 +426,9 @@ def answer(out, figdir=None):
         md.append("")
         for name, path in af.draw(exp, d, rows, fig).items():
             md += [f"![{name}](fig/{os.path.basename(path)})", ""]
+    cmd, rows = capacity(out)
+    allrows += rows
+    md += cmd
     rows, cmd = claims(out, fig)
     allrows += rows
     md += cmd
