@@ -133,8 +133,9 @@ def fig_regimes(rows, path, title, against="best baseline", cond=None):
             mk.append(VERDICT_MARK.get(x["verdict"], ""))
         ax.bar(xs, ys, w, yerr=[lo, hi], color=ks.color(fam.split("+")[0]), alpha=0.8 if "oracle" in fam else 0.5,
                label=fam, capsize=2, edgecolor="black", lw=0.4)
-        for xv, yv, m in zip(xs, ys, mk):
-            ax.annotate(m, (xv, 0), ha="center", va="bottom" if yv < 0 else "top", fontsize=7)
+        for xv, m in zip(xs, mk):
+            ax.annotate(m, (xv, 0.99), xycoords=("data", "axes fraction"), ha="center", va="top",
+                        fontsize=7)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(conds)))
     ax.set_xticklabels(conds, rotation=35, ha="right", fontsize=7)
@@ -142,7 +143,7 @@ def fig_regimes(rows, path, title, against="best baseline", cond=None):
     ax.set_ylabel(f"{m} gain over {'the best fair baseline' if against == 'best baseline' else 'the reference'} (%)")
     ax.set_title(title)
     ax.legend(fontsize=7)
-    ks.add_caption(fig, "paired over held-out replicates; whiskers: paired t 95% CI; marks at 0: "
+    ks.add_caption(fig, "paired over held-out replicates; whiskers: paired t 95% CI; marks at the top: "
                         "▲ better, ▼ worse, = equivalent within 5%, ? inconclusive")
     return ks.save(fig, path)
 
