@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -159,6 +160,34 @@ static void test_max_rss_stops_the_run_with_an_error_and_no_results(void **st)
 	sim_results_free(&r);
 }
 
+/* 8,192 instances (4,096 nodes of two GPUs) need ~0.8 GB of KV stores,
+ * allocated before the first event: under a 0.3 GB limit the run is
+ * refused before it builds them, naming the key and what the cluster
+ * needs, and the process never holds them (its peak RSS stays well under
+ * 0.3 GB; it reached 0.85 GB when only the events' check saw memory). Runs
+ * first, so the peak is this test's. */
+static void test_max_rss_refuses_a_cluster_too_big_before_building_it(void **st)
+{
+	(void)st;
+	struct rusage ru;
+	sim_results_t r;
+	err_t e = {0};
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=4096",
+			      "cluster.gpus_per_node=2", "cluster.tp=1", "experiment.max_rss_gb=0.3"};
+	cfg_t *cfg = NULL;
+	if (cli_load_config_ex(NULL, sets, 5, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
+		fail_msg("%s", e.msg);
+	sf_prefix_t f = sf_prefix(4, 0, 0, 1000, 4);
+	sim_source_t src = {sf_prefix_next, &f, "few"};
+	assert_int_equal(sim_run_source(cfg, &src, &r, &e), KS_ERUNTIME);
+	cli_config_free(cfg);
+	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: building the cluster (8192 instances"));
+	assert_non_null(strstr(e.msg, "over the limit of 0.3 GB; nothing was allocated"));
+	assert_int_equal(r.n_req, 0);
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	assert_true(ru.ru_maxrss < 200 * 1024); /* KB */
+}
+
 /* kvsim run -o DIR under the limit: exit 1, and no DIR, catalog or run file. */
 static void test_run_over_rss_limit_writes_no_output(void **st)
 {
@@ -179,7 +208,8 @@ static void test_run_over_rss_limit_writes_no_output(void **st)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-TEST_MAIN(cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
+TEST_MAIN(cmocka_unit_test(test_max_rss_refuses_a_cluster_too_big_before_building_it),
+          cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
           cmocka_unit_test(test_client_timeout_abandons_requests_waiting_past_it),
           cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
           cmocka_unit_test(test_run_over_rss_limit_writes_no_output))

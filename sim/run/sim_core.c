@@ -992,6 +992,43 @@ static void rss_limit_set(sim_ctx_t *s, double gb)
 	s->rss_limit = mem / 2;
 }
 
+/* [experiment] max_rss_gb while the run is built: refuses a step whose
+ * allocation (need bytes, estimated before it is made) would take resident
+ * memory past the limit, and names what took it there once it has (need 0,
+ * a milestone). The events' check cannot see setup: 8,192 instances' KV
+ * stores are allocated before the first event. */
+static int rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
+{
+	if (!s->rss_limit)
+		return 0;
+	uint64_t rss = rss_bytes();
+	const char *lim = s->rss_auto ? " (half of the memory available)" : "";
+	if (rss > s->rss_limit)
+		return err_set(s->err, KS_ERUNTIME,
+			       "[experiment] max_rss_gb: resident memory %.3g GB passed the limit "
+			       "of %.3g GB%s while %s; nothing was written. Raise max_rss_gb, or %s",
+			       (double)rss / 1e9, (double)s->rss_limit / 1e9, lim, what, fix);
+	if (need > s->rss_limit - rss)
+		return err_set(s->err, KS_ERUNTIME,
+			       "[experiment] max_rss_gb: %s needs %.3g GB on top of the %.3g GB "
+			       "resident, %.3g GB in all, over the limit of %.3g GB%s; nothing was "
+			       "allocated or written. Raise max_rss_gb, or %s",
+			       what, (double)need / 1e9, (double)rss / 1e9,
+			       (double)(rss + need) / 1e9, (double)s->rss_limit / 1e9, lim, fix);
+	return 0;
+}
+
+/* Bytes of the stores of gb GB each that sim_net_init and sim_tiers_init
+ * make (the same block count as theirs). */
+static uint64_t tier_bytes(double gb, uint64_t block_bytes, uint64_t stores)
+{
+	return gb > 0 ? stores * kv_store_bytes((uint32_t)(gb * 1e9 / (double)block_bytes)) : 0;
+}
+
+#define RSS_FIX_CLUSTER                                                                      \
+	"lower cluster.nodes, cluster.gpus_per_node (more cluster.tp), cluster.kv_blocks or "  \
+	"the host, NVMe and pool tiers (kvcache.host_kv_gb, nvme_kv_gb, pool_kv_gb)"
+
 /* Splits VRAM into weights, reserve and KV pool; returns blocks per instance. */
 static int kv_pool_blocks(const cfg_t *cfg, const sim_params_t *sp, const mdl_hw_t *hw,
 			  const mdl_llm_t *llm, uint32_t tp, uint32_t B, uint32_t *out, err_t *e)
@@ -1072,7 +1109,10 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	mdl_llm_t llm;
 	mdl_compute_params_t cp;
 	const sim_params_t *sp = &s->prm;
-	if ((rc = sim_params_fill(cfg, &s->prm, e)) || (rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
+	if ((rc = sim_params_fill(cfg, &s->prm, e)))
+		return rc;
+	rss_limit_set(s, sp->max_rss_gb);
+	if ((rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
 		return rc;
 	s->tp = sp->tp;
 	s->gpus_per_node = sp->gpus_per_node;
@@ -1157,8 +1197,19 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->pol_open = 1;
 	if (!(s->eng = ev_engine_new(1024)))
 		return err_set(e, KS_ENOMEM, "out of memory");
+	/* the KV stores dominate setup: instances x blocks, and the tiers' */
+	uint64_t kv_need = cluster_bytes(&p) + tier_bytes(sp->host_kv_gb, p.block_bytes, s->nodes) +
+			   tier_bytes(sp->nvme_kv_gb, p.block_bytes, s->nodes) +
+			   tier_bytes(sp->pool_kv_gb, p.block_bytes, 1);
+	char what[160];
+	snprintf(what, sizeof what, "building the cluster (%u instances of %u KV blocks, and its tiers)",
+		 p.n_instances, p.kv_blocks);
+	if ((rc = rss_room(s, what, kv_need, RSS_FIX_CLUSTER)))
+		return rc;
 	if ((rc = cluster_init(&s->cl, &p, s->eng)))
 		return err_set(e, rc, "out of memory building the cluster");
+	if ((rc = rss_room(s, "building the cluster", 0, RSS_FIX_CLUSTER)))
+		return rc;
 	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
 	s->qdelay = calloc(p.n_instances, sizeof *s->qdelay);
 	if (!s->hooks || !s->qdelay)
@@ -1171,7 +1222,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		kv_store_set_policy(s->cl.inst[i].kv, prio, sim_on_evict, &s->hooks[i]);
 		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
 	}
-	if ((rc = sim_net_init(s, sp, e)))
+	if ((rc = sim_net_init(s, sp, e)) ||
+	    (rc = rss_room(s, "building the network and the KV tiers", 0, RSS_FIX_CLUSTER)))
 		return rc;
 	if (!(s->holders = sim_holders_new()) || !(s->load = sim_load_new(p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -1203,7 +1255,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->route_view.held_blocks = rv_held_routed;
 		s->route_view.candidates = NULL; /* the tree is not the stores */
 	}
-	if ((rc = sim_join_setup(s, e)))
+	if ((rc = rss_room(s, "building the routing view", 0,
+			   "lower policy.routing.replicas, index_capacity or view_blocks")) ||
+	    (rc = sim_join_setup(s, e)))
 		return rc;
 	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec};
 	const struct pol_replication_ops *ro =
@@ -1243,12 +1297,11 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	    ev_engine_type_new(s->eng, sim_copy_deferred_start, s, &t->defer))
 		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
 	s->max_pending = sp->max_pending;
-	rss_limit_set(s, sp->max_rss_gb);
 	ev_engine_set_check(s->eng, after_event, s);
 	if (s->trace && (rc = trace_begin(s)))
 		return err_set(e, rc, "trace events: %s",
 			       rc == KS_ENOMEM ? "out of memory" : "could not start");
-	return 0;
+	return rss_room(s, "setting up the run", 0, RSS_FIX_CLUSTER);
 }
 
 static int count_held(void *ctx, const kv_block_info_t *b)
@@ -1419,8 +1472,9 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 		if (rc && (!e || e->code != rc || !e->msg[0]))
 			err_set(e, rc, "simulation failed at t=%" PRId64 " ns", ev_engine_now(s->eng));
 	}
-	if (!rc)
-		rc = collect(s, cfg, res);
+	if (!rc && !(rc = collect(s, cfg, res)))
+		rc = rss_room(s, "collecting the results", 0,
+			      "shorten the trace (experiment.until_s, trace.limit)");
 	if (!rc && s->trace && (rc = trace_end(s)) && e && !e->msg[0])
 		err_set(e, rc, "trace events: writing failed");
 	if (rc == KS_ENOMEM && e && !e->msg[0])
