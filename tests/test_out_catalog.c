@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +279,53 @@ static void test_readonly_open_of_missing_catalog_is_input_error(void **st)
 	assert_int_equal(access(p, F_OK), -1);
 }
 
+/* dir: base, then components of first's letter, so that dir/catalog.sqlite
+ * is want bytes long. */
+static void dir_of_length(char *dir, size_t n, const char *base, char first, int want)
+{
+	int need = want - (int)strlen("/" OUT_CATALOG_FILE) - (int)strlen(base);
+	size_t at = (size_t)snprintf(dir, n, "%s", base);
+	while (need > 0) {
+		int chunk = need <= 101 ? need : 100;
+		dir[at++] = '/';
+		memset(dir + at, first, (size_t)chunk - 1);
+		at += (size_t)chunk - 1;
+		need -= chunk;
+	}
+	dir[at] = '\0';
+	assert_int_equal((int)strlen(dir) + (int)strlen("/" OUT_CATALOG_FILE), want);
+}
+
+/* SQLite opens a catalog whose absolute path is at most 504 bytes (512 with
+ * "-journal"): one byte more is refused, naming the limit where SQLite says
+ * only "unable to open database file", before any directory is made. */
+static void test_catalog_path_past_sqlites_limit_is_refused_creating_nothing(void **st)
+{
+	(void)st;
+	char base[PATH_MAX], dir[1024], top[PATH_MAX + 4];
+	assert_non_null(realpath(tmpdir, base));
+	out_catalog_t *c = NULL;
+	err_t e = {0};
+	dir_of_length(dir, sizeof dir, base, 'a', 504);
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	out_catalog_close(c);
+	dir_of_length(dir, sizeof dir, base, 'b', 505);
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), KS_EINPUT);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, "/" OUT_CATALOG_FILE ": results directory path too long: "
+					"505 bytes from the root, over the 504"));
+	assert_memory_equal(e.msg, base, strlen(base));
+	snprintf(top, sizeof top, "%s/b", base);
+	assert_int_equal(access(top, F_OK), -1);
+	/* relative: the working directory counts */
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(base), 0);
+	assert_int_equal(out_catalog_open(dir + strlen(base) + 1, 0, &c, &e), KS_EINPUT);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(access(top, F_OK), -1);
+}
+
 static void test_catalog_creates_missing_parent_directories(void **st)
 {
 	(void)st;
@@ -491,6 +539,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_open_of_missing_catalog_is_input_error,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_catalog_path_past_sqlites_limit_is_refused_creating_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_done_file_records_size_digest_and_revision,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_compares_file_and_revision_with_the_ledger,

@@ -241,7 +241,9 @@ int cli_run_main(int argc, char **argv)
 		}
 	}
 	cfg_t *cfg = NULL;
-	if (cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
+	/* before the run is spent: -o's catalog must be openable */
+	if ((out_dir && out_dir_check(out_dir, &e)) ||
+	    cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
 		pol_registry_free(reg);
 		return cli_fail(&e);
 	}
