@@ -326,6 +326,81 @@ static void test_catalog_path_past_sqlites_limit_is_refused_creating_nothing(voi
 	assert_int_equal(access(top, F_OK), -1);
 }
 
+/* The catalog's bytes (*n of them, malloc'd), or written back. */
+static char *catalog_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	char *b = malloc(1 << 20);
+	*n = fread(b, 1, 1 << 20, f);
+	fclose(f);
+	assert_true(*n > 4096 && *n < (1 << 20));
+	return b;
+}
+
+static void catalog_write(const char *path, const char *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Opens the damaged catalog for writing and for reading: each fails with
+ * KS_EIO and "PATH: " then want. */
+static void expect_damaged(const char *path, const char *want)
+{
+	char head[1200];
+	snprintf(head, sizeof head, "%s: %s", path, want);
+	for (int ro = 0; ro < 2; ro++) {
+		out_catalog_t *c = NULL;
+		err_t e = {0};
+		assert_int_equal(out_catalog_open(dir, ro, &c, &e), KS_EIO);
+		assert_null(c);
+		if (strncmp(e.msg, head, strlen(head)))
+			fail_msg("'%s'; wanted '%s...'", e.msg, head);
+	}
+}
+
+/* A damaged page reads as what the statement reading it lacked ("no column
+ * 'id'", "duplicate column name"): a failure is followed by an integrity
+ * check, and the message says the catalog is corrupt, naming the file. */
+static void test_damaged_catalog_is_called_corrupt_naming_the_file(void **st)
+{
+	(void)st;
+	out_catalog_t *c = open_catalog();
+	add_run(c, "cccc", "2", "none", 1);
+	out_catalog_close(c);
+	char path[400];
+	snprintf(path, sizeof path, "%s/%s", dir, OUT_CATALOG_FILE);
+	size_t n, page;
+	char *good = catalog_bytes(path, &n), *bad = malloc(n);
+	page = (size_t)((unsigned char)good[16] << 8 | (unsigned char)good[17]);
+	/* every b-tree page's header after the first */
+	memcpy(bad, good, n);
+	for (size_t at = page; at < n; at += page)
+		memset(bad + at, 0xff, 64);
+	catalog_write(path, bad, n);
+	expect_damaged(path, "catalog is corrupt (");
+	/* the header: not a database at all */
+	memcpy(bad, good, n);
+	memset(bad, 'x', 16);
+	catalog_write(path, bad, n);
+	expect_damaged(path, "catalog is corrupt (file is not a database)");
+	/* a schema whose runs table lost its id column */
+	memcpy(bad, good, n);
+	char *id = memmem(bad, n, "( id TEXT", 9);
+	assert_non_null(id);
+	memcpy(id + 2, "xx", 2);
+	catalog_write(path, bad, n);
+	expect_damaged(path, "table runs has no column 'id' (not a kvsim catalog, or a damaged one)");
+	catalog_write(path, good, n);
+	assert_int_equal(out_catalog_open(dir, 1, &c, &(err_t){0}), 0);
+	out_catalog_close(c);
+	free(good);
+	free(bad);
+}
+
 static void test_catalog_creates_missing_parent_directories(void **st)
 {
 	(void)st;
@@ -541,6 +616,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_catalog_path_past_sqlites_limit_is_refused_creating_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_catalog_is_called_corrupt_naming_the_file,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_done_file_records_size_digest_and_revision,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_compares_file_and_revision_with_the_ledger,
