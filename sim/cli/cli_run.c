@@ -285,10 +285,14 @@ int cli_run_main(int argc, char **argv)
 			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
 		}
 	}
-	/* after --strict, which writes nothing when it refuses the run */
-	if (tw && out_trace_close(tw, !rc, rc ? NULL : &e) && !rc) {
-		rc = KS_EIO;
-		sim_results_free(&r);
+	/* after --strict, which writes nothing when it refuses the run; a
+	 * refused write is the cause of a failed run, named with its file */
+	err_t te = {0};
+	if (tw && out_trace_close(tw, !rc, &te)) {
+		if (!rc)
+			sim_results_free(&r);
+		rc = te.code;
+		e = te;
 	}
 	char id[65] = "";
 	if (!rc && out_dir) {
