@@ -188,6 +188,30 @@ static void test_max_rss_refuses_a_cluster_too_big_before_building_it(void **st)
 	assert_true(ru.ru_maxrss < 200 * 1024); /* KB */
 }
 
+/* A fanout generator plans its 4M requests (~100 MB) when the trace is
+ * opened, before the cluster is built: under a limit of 0.07 GB the run
+ * stops right there, naming the step and the keys that shrink the plan. */
+static void test_max_rss_is_checked_once_the_trace_is_opened(void **st)
+{
+	(void)st;
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=1",
+			      "cluster.tp=1", "trace.kind=gen", "trace.gen=fanout",
+			      "trace.duration_s=100", "trace.fanout_bursts=4000",
+			      "trace.fanout_size=1000", "trace.fanout_decoys=0",
+			      "experiment.max_rss_gb=0.07"};
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	if (cli_load_config_ex(NULL, sets, 11, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
+		fail_msg("%s", e.msg);
+	sim_results_t r;
+	assert_int_equal(sim_run(cfg, &r, &e), KS_ERUNTIME);
+	cli_config_free(cfg);
+	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: resident memory "));
+	assert_non_null(strstr(e.msg, " while opening the trace; nothing was written"));
+	assert_non_null(strstr(e.msg, "trace.fanout_bursts"));
+	assert_int_equal(r.n_req, 0);
+}
+
 /* kvsim run -o DIR under the limit: exit 1, and no DIR, catalog or run file. */
 static void test_run_over_rss_limit_writes_no_output(void **st)
 {
@@ -212,4 +236,5 @@ TEST_MAIN(cmocka_unit_test(test_max_rss_refuses_a_cluster_too_big_before_buildin
           cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
           cmocka_unit_test(test_client_timeout_abandons_requests_waiting_past_it),
           cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
+          cmocka_unit_test(test_max_rss_is_checked_once_the_trace_is_opened),
           cmocka_unit_test(test_run_over_rss_limit_writes_no_output))

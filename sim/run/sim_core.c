@@ -974,13 +974,11 @@ static int after_event(void *ctx, ev_engine_t *eng)
 /* [experiment] max_rss_gb in bytes; 0 asks for half of the memory this
  * process may use: physical memory, or a cgroup v2 memory.max below it (a
  * container's limit, cgroup-v2.rst "memory.max"). */
-static void rss_limit_set(sim_ctx_t *s, double gb)
+static uint64_t rss_limit_of(double gb, int *is_auto)
 {
-	s->rss_auto = !(gb > 0);
-	if (!s->rss_auto) {
-		s->rss_limit = (uint64_t)(gb * 1e9);
-		return;
-	}
+	*is_auto = !(gb > 0);
+	if (!*is_auto)
+		return (uint64_t)(gb * 1e9);
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
 	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 	unsigned long long cg;
@@ -989,7 +987,12 @@ static void rss_limit_set(sim_ctx_t *s, double gb)
 		mem = cg;
 	if (f)
 		fclose(f);
-	s->rss_limit = mem / 2;
+	return mem / 2;
+}
+
+static void rss_limit_set(sim_ctx_t *s, double gb)
+{
+	s->rss_limit = rss_limit_of(gb, &s->rss_auto);
 }
 
 /* [experiment] max_rss_gb while the run is built: refuses a step whose
@@ -997,25 +1000,38 @@ static void rss_limit_set(sim_ctx_t *s, double gb)
  * memory past the limit, and names what took it there once it has (need 0,
  * a milestone). The events' check cannot see setup: 8,192 instances' KV
  * stores are allocated before the first event. */
-static int rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
+static int rss_room_at(uint64_t limit, int is_auto, err_t *e, const char *what, uint64_t need,
+		       const char *fix)
 {
-	if (!s->rss_limit)
+	if (!limit)
 		return 0;
 	uint64_t rss = rss_bytes();
-	const char *lim = s->rss_auto ? " (half of the memory available)" : "";
-	if (rss > s->rss_limit)
-		return err_set(s->err, KS_ERUNTIME,
+	const char *lim = is_auto ? " (half of the memory available)" : "";
+	if (rss > limit)
+		return err_set(e, KS_ERUNTIME,
 			       "[experiment] max_rss_gb: resident memory %.3g GB passed the limit "
 			       "of %.3g GB%s while %s; nothing was written. Raise max_rss_gb, or %s",
-			       (double)rss / 1e9, (double)s->rss_limit / 1e9, lim, what, fix);
-	if (need > s->rss_limit - rss)
-		return err_set(s->err, KS_ERUNTIME,
+			       (double)rss / 1e9, (double)limit / 1e9, lim, what, fix);
+	if (need > limit - rss)
+		return err_set(e, KS_ERUNTIME,
 			       "[experiment] max_rss_gb: %s needs %.3g GB on top of the %.3g GB "
 			       "resident, %.3g GB in all, over the limit of %.3g GB%s; nothing was "
 			       "allocated or written. Raise max_rss_gb, or %s",
 			       what, (double)need / 1e9, (double)rss / 1e9,
-			       (double)(rss + need) / 1e9, (double)s->rss_limit / 1e9, lim, fix);
+			       (double)(rss + need) / 1e9, (double)limit / 1e9, lim, fix);
 	return 0;
+}
+
+static int rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
+{
+	return rss_room_at(s->rss_limit, s->rss_auto, s->err, what, need, fix);
+}
+
+int sim_rss_check(double max_rss_gb, const char *what, const char *fix, err_t *e)
+{
+	int is_auto;
+	uint64_t limit = rss_limit_of(max_rss_gb, &is_auto);
+	return rss_room_at(limit, is_auto, e, what, 0, fix);
 }
 
 /* Bytes of the stores of gb GB each that sim_net_init and sim_tiers_init
