@@ -106,6 +106,7 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 	if (rc)
 		return rc;
 	uint64_t seed = sim_seed_for(sp.seed, SIM_STREAM_TRACE);
+	sim_rss_peak_reset(); /* the trace's opening counts toward this run's peak */
 	if ((rc = sim_sessions_open(cfg, sp.block_tokens, seed, &ss, e))) {
 		cfg_err_locate(cfg, e); /* a sessions key's check names its place */
 		return rc;
