@@ -14,6 +14,10 @@
 #include "tests/fuzz_util.h"
 #include "traces/tr.h"
 
+/* Pass 1's [trace] max_line_bytes; own choice: between a short CSV row and
+ * a JSONL row of a few ids. */
+#define FUZZ_MAX_LINE 160
+
 /* Options for pass k (0: the trace's own sessions, ids checked; 1: synthetic
  * sessions, ids unchecked) of the fuzz targets. */
 static void fuzz_tr_opts(tr_kind_t kind, const char *path, int k, tr_opts_t *o)
@@ -36,6 +40,34 @@ static void fuzz_tr_opts(tr_kind_t kind, const char *path, int k, tr_opts_t *o)
 	o->prefix_shared_prob = 0.5;
 	o->session_mode = k ? TR_SESS_SYNTH : TR_SESS_TRACE;
 	o->check_blocks = !k;
+	/* pass 1 caps lines where the inputs' rows are (plain or gzip) */
+	o->max_line_bytes = k ? FUZZ_MAX_LINE : def.max_line_bytes;
+}
+
+/* An error naming [trace] max_line_bytes must be right about its line: in
+ * a plain input (gzip ones are checked against their plain text by
+ * fuzz_tr_diff), line N of "PATH:N: [trace] max_line_bytes" is longer than
+ * the cap. */
+__attribute__((unused)) static void fuzz_check_line_cap(const uint8_t *data, size_t size,
+                                                        const char *path, const err_t *e)
+{
+	static const char tag[] = ": [trace] max_line_bytes: ";
+	size_t pl = strlen(path);
+	if ((size >= 2 && data[0] == 0x1f && data[1] == 0x8b) || strncmp(e->msg, path, pl) ||
+	    e->msg[pl] != ':')
+		return;
+	char *end;
+	unsigned long long want = strtoull(e->msg + pl + 1, &end, 10), line = 1;
+	if (strncmp(end, tag, sizeof tag - 1))
+		return; /* another error */
+	size_t start = 0;
+	for (size_t i = 0; i < size && line < want; i++)
+		if (data[i] == '\n')
+			line++, start = i + 1;
+	const uint8_t *nl = memchr(data + start, '\n', size - start);
+	size_t len = (nl ? (size_t)(nl - data) : size) - start;
+	if (line != want || len <= FUZZ_MAX_LINE)
+		abort();
 }
 
 /* Reads the trace of o at block size S to its end, checking every request
@@ -83,6 +115,8 @@ __attribute__((unused)) static void fuzz_read(tr_kind_t kind, const uint8_t *dat
 		int rc = fuzz_tr_read(&o, sizes[k], &h, &e);
 		if (rc && rc != KS_EINPUT) /* input is small: no KS_ENOMEM, no KS_EIO */
 			abort();
+		if (rc)
+			fuzz_check_line_cap(data, size, path, &e);
 	}
 	close(fd);
 }

@@ -87,14 +87,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	tr_kind_t kind;
 	err_t e;
-	int detected = !tr_detect(plain, &kind, &e);
 	static const uint32_t sizes[] = {512, 7};
 	for (int k = 0; k < 2; k++) {
 		outcome_t a, b, c;
 		read_as(TR_KIND_AUTO, fp, k, sizes[k], &a);
 		read_as(TR_KIND_AUTO, fg, k, sizes[k], &b);
 		same(&a, &b);
-		if (detected) {
+		/* under the pass's line cap: a header line past it stops detection,
+		 * where a named kind fails at its own first line */
+		tr_opts_t po;
+		fuzz_tr_opts(TR_KIND_AUTO, plain, k, &po);
+		if (!tr_detect_max(plain, po.max_line_bytes, &kind, &e)) {
 			read_as(kind, fp, k, sizes[k], &c);
 			same(&a, &c);
 		}

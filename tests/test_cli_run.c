@@ -187,6 +187,28 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	cli_result_free(&r);
 }
 
+/* -o DIR whose catalog path SQLite could not open: exit 2 before the run
+ * (a missing trace is not even read), the limit named, nothing created. */
+static void test_out_dir_past_sqlites_path_limit_is_refused_before_the_run(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	char out[700], top[160];
+	snprintf(top, sizeof top, "%s/long", tmp_dir);
+	size_t n = (size_t)snprintf(out, sizeof out, "%s", top);
+	while (n < 560)
+		n += (size_t)snprintf(out + n, sizeof out - n, "/%s", "dddddddddddddddddddddddddddddd");
+	cli_result_t r = cli_run(kvsim, tmp_dir, "run", "-q", "-o", out, "--set",
+	                         "trace.path=/nonexistent/t.jsonl", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "/catalog.sqlite: results directory path too long: "));
+	assert_non_null(strstr(r.err, "that SQLite opens; use a shorter directory (nothing was "
+	                              "created)\n"));
+	assert_null(strstr(r.err, "nonexistent"));
+	assert_int_equal(access(top, F_OK), -1);
+	cli_result_free(&r);
+}
+
 /* The line of the summary table that label starts (after its indent). */
 static const char *table_line(const char *out, const char *label)
 {
@@ -304,6 +326,7 @@ int main(void)
 	    cmocka_unit_test(test_progress_reports_leave_results_unchanged),
 	    cmocka_unit_test(test_long_run_draws_progress_on_a_terminal),
 	    cmocka_unit_test(test_strict_refuses_a_run_without_requests),
+	    cmocka_unit_test(test_out_dir_past_sqlites_path_limit_is_refused_before_the_run),
 	    cmocka_unit_test(test_shed_load_prints_inf_and_the_catalog_keeps_it),
 	    cmocka_unit_test(test_degenerate_costs_stop_naming_the_key),
 	};

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,6 +86,33 @@ static void test_strict_refusal_and_bad_path_write_no_file(void **st)
 	cli_result_free(&r);
 }
 
+/* A write the file system refuses mid-run (EFBIG here, under a file size
+ * limit with SIGXFSZ ignored; ENOSPC alike) stops the run with exit 1 and
+ * a message naming the file and the reason, not "simulation failed", and
+ * leaves neither the file nor its temporary. */
+static void test_refused_write_names_the_file_and_its_errno(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	char f[128], tmp[160];
+	snprintf(f, sizeof f, "%s/big.json", tmp_dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", f);
+	cli_result_t r = cli_run("/bin/sh", tmp_dir, "-c",
+	                         "trap '' XFSZ; ulimit -f 64; exec \"$0\" run -q --trace-events \"$1\"",
+	                         kvsim, f, NULL);
+	assert_int_equal(r.status, 1);
+	char want[300];
+	snprintf(want, sizeof want, "kvsim run: %s: write failed: %s (the run stopped there", f,
+	         strerror(EFBIG));
+	if (strncmp(r.err, want, strlen(want)))
+		fail_msg("'%s'; wanted '%s...'", r.err, want);
+	assert_null(strstr(r.err, "simulation failed"));
+	cli_result_free(&r);
+	assert_int_not_equal(access(f, F_OK), 0);
+	assert_int_not_equal(access(tmp, F_OK), 0);
+}
+
 TEST_MAIN_FIXTURE(tmp_group_setup, tmp_group_teardown,
 		  cmocka_unit_test(test_flag_and_key_write_the_file_and_the_flag_wins),
-		  cmocka_unit_test(test_strict_refusal_and_bad_path_write_no_file))
+		  cmocka_unit_test(test_strict_refusal_and_bad_path_write_no_file),
+		  cmocka_unit_test(test_refused_write_names_the_file_and_its_errno))

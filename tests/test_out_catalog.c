@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +279,128 @@ static void test_readonly_open_of_missing_catalog_is_input_error(void **st)
 	assert_int_equal(access(p, F_OK), -1);
 }
 
+/* dir: base, then components of first's letter, so that dir/catalog.sqlite
+ * is want bytes long. */
+static void dir_of_length(char *dir, size_t n, const char *base, char first, int want)
+{
+	int need = want - (int)strlen("/" OUT_CATALOG_FILE) - (int)strlen(base);
+	size_t at = (size_t)snprintf(dir, n, "%s", base);
+	while (need > 0) {
+		int chunk = need <= 101 ? need : 100;
+		dir[at++] = '/';
+		memset(dir + at, first, (size_t)chunk - 1);
+		at += (size_t)chunk - 1;
+		need -= chunk;
+	}
+	dir[at] = '\0';
+	assert_int_equal((int)strlen(dir) + (int)strlen("/" OUT_CATALOG_FILE), want);
+}
+
+/* SQLite opens a catalog whose absolute path is at most 504 bytes (512 with
+ * "-journal"): one byte more is refused, naming the limit where SQLite says
+ * only "unable to open database file", before any directory is made. */
+static void test_catalog_path_past_sqlites_limit_is_refused_creating_nothing(void **st)
+{
+	(void)st;
+	char base[PATH_MAX], dir[1024], top[PATH_MAX + 4];
+	assert_non_null(realpath(tmpdir, base));
+	out_catalog_t *c = NULL;
+	err_t e = {0};
+	dir_of_length(dir, sizeof dir, base, 'a', 504);
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), 0);
+	out_catalog_close(c);
+	dir_of_length(dir, sizeof dir, base, 'b', 505);
+	assert_int_equal(out_catalog_open(dir, 0, &c, &e), KS_EINPUT);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, "/" OUT_CATALOG_FILE ": results directory path too long: "
+					"505 bytes from the root, over the 504"));
+	assert_memory_equal(e.msg, base, strlen(base));
+	snprintf(top, sizeof top, "%s/b", base);
+	assert_int_equal(access(top, F_OK), -1);
+	/* relative: the working directory counts */
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(base), 0);
+	assert_int_equal(out_catalog_open(dir + strlen(base) + 1, 0, &c, &e), KS_EINPUT);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(access(top, F_OK), -1);
+}
+
+/* The catalog's bytes (*n of them, malloc'd), or written back. */
+static char *catalog_bytes(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	char *b = malloc(1 << 20);
+	*n = fread(b, 1, 1 << 20, f);
+	fclose(f);
+	assert_true(*n > 4096 && *n < (1 << 20));
+	return b;
+}
+
+static void catalog_write(const char *path, const char *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Opens the damaged catalog for writing and for reading: each fails with
+ * KS_EIO and "PATH: " then want. */
+static void expect_damaged(const char *path, const char *want)
+{
+	char head[1200];
+	snprintf(head, sizeof head, "%s: %s", path, want);
+	for (int ro = 0; ro < 2; ro++) {
+		out_catalog_t *c = NULL;
+		err_t e = {0};
+		assert_int_equal(out_catalog_open(dir, ro, &c, &e), KS_EIO);
+		assert_null(c);
+		if (strncmp(e.msg, head, strlen(head)))
+			fail_msg("'%s'; wanted '%s...'", e.msg, head);
+	}
+}
+
+/* A damaged page reads as what the statement reading it lacked ("no column
+ * 'id'", "duplicate column name"): a failure is followed by an integrity
+ * check, and the message says the catalog is corrupt, naming the file. */
+static void test_damaged_catalog_is_called_corrupt_naming_the_file(void **st)
+{
+	(void)st;
+	out_catalog_t *c = open_catalog();
+	add_run(c, "cccc", "2", "none", 1);
+	out_catalog_close(c);
+	char path[400];
+	snprintf(path, sizeof path, "%s/%s", dir, OUT_CATALOG_FILE);
+	size_t n, page;
+	char *good = catalog_bytes(path, &n), *bad = malloc(n);
+	page = (size_t)((unsigned char)good[16] << 8 | (unsigned char)good[17]);
+	/* every b-tree page's header after the first */
+	memcpy(bad, good, n);
+	for (size_t at = page; at < n; at += page)
+		memset(bad + at, 0xff, 64);
+	catalog_write(path, bad, n);
+	expect_damaged(path, "catalog is corrupt (");
+	/* the header: not a database at all */
+	memcpy(bad, good, n);
+	memset(bad, 'x', 16);
+	catalog_write(path, bad, n);
+	expect_damaged(path, "catalog is corrupt (file is not a database)");
+	/* a schema whose runs table lost its id column */
+	memcpy(bad, good, n);
+	char *id = memmem(bad, n, "( id TEXT", 9);
+	assert_non_null(id);
+	memcpy(id + 2, "xx", 2);
+	catalog_write(path, bad, n);
+	expect_damaged(path, "table runs has no column 'id' (not a kvsim catalog, or a damaged one)");
+	catalog_write(path, good, n);
+	assert_int_equal(out_catalog_open(dir, 1, &c, &(err_t){0}), 0);
+	out_catalog_close(c);
+	free(good);
+	free(bad);
+}
+
 static void test_catalog_creates_missing_parent_directories(void **st)
 {
 	(void)st;
@@ -490,6 +613,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resolve_needs_a_unique_prefix, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_open_of_missing_catalog_is_input_error,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_catalog_path_past_sqlites_limit_is_refused_creating_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_catalog_is_called_corrupt_naming_the_file,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_done_file_records_size_digest_and_revision,
 						setup, teardown),

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 #include "sim/run/sim.h"
+#include "sim/run/sim_int.h"
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 
@@ -159,6 +161,90 @@ static void test_max_rss_stops_the_run_with_an_error_and_no_results(void **st)
 	sim_results_free(&r);
 }
 
+/* 8,192 instances (4,096 nodes of two GPUs) need ~0.8 GB of KV stores,
+ * allocated before the first event: under a 0.3 GB limit the run is
+ * refused before it builds them, naming the key and what the cluster
+ * needs, and the process never holds them (its peak RSS stays well under
+ * 0.3 GB; it reached 0.85 GB when only the events' check saw memory). Runs
+ * first, so the peak is this test's. */
+static void test_max_rss_refuses_a_cluster_too_big_before_building_it(void **st)
+{
+	(void)st;
+	struct rusage ru;
+	sim_results_t r;
+	err_t e = {0};
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=4096",
+			      "cluster.gpus_per_node=2", "cluster.tp=1", "experiment.max_rss_gb=0.3"};
+	cfg_t *cfg = NULL;
+	if (cli_load_config_ex(NULL, sets, 5, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
+		fail_msg("%s", e.msg);
+	sf_prefix_t f = sf_prefix(4, 0, 0, 1000, 4);
+	sim_source_t src = {sf_prefix_next, &f, "few"};
+	assert_int_equal(sim_run_source(cfg, &src, &r, &e), KS_ERUNTIME);
+	cli_config_free(cfg);
+	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: building the cluster (8192 instances"));
+	assert_non_null(strstr(e.msg, "over the limit of 0.3 GB; nothing was allocated"));
+	assert_int_equal(r.n_req, 0);
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	assert_true(ru.ru_maxrss < 200 * 1024); /* KB */
+}
+
+/* A fanout generator plans its 4M requests (~100 MB) when the trace is
+ * opened, before the cluster is built: under a limit of 0.07 GB the run
+ * stops right there, naming the step and the keys that shrink the plan. */
+static void test_max_rss_is_checked_once_the_trace_is_opened(void **st)
+{
+	(void)st;
+	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=1",
+			      "cluster.tp=1", "trace.kind=gen", "trace.gen=fanout",
+			      "trace.duration_s=100", "trace.fanout_bursts=4000",
+			      "trace.fanout_size=1000", "trace.fanout_decoys=0",
+			      "experiment.max_rss_gb=0.07"};
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	if (cli_load_config_ex(NULL, sets, 11, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
+		fail_msg("%s", e.msg);
+	sim_results_t r;
+	assert_int_equal(sim_run(cfg, &r, &e), KS_ERUNTIME);
+	cli_config_free(cfg);
+	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: resident memory "));
+	assert_non_null(strstr(e.msg, " while opening the trace; nothing was written"));
+	assert_non_null(strstr(e.msg, "trace.fanout_bursts"));
+	assert_int_equal(r.n_req, 0);
+}
+
+static uint64_t rss_now(void)
+{
+	unsigned long long pages[2] = {0, 0};
+	FILE *f = fopen("/proc/self/statm", "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu %llu", &pages[0], &pages[1]), 2);
+	fclose(f);
+	return pages[1] * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The checks read the peak since the run began: 200 MB touched and freed
+ * (given back to the kernel) passes a limit 100 MB above the resident size
+ * though the size is back under it, and after a reset it no longer does. */
+static void test_max_rss_checks_read_the_peak_since_the_run_began(void **st)
+{
+	(void)st;
+	if (sim_rss_peak_reset())
+		skip(); /* a kernel without a resettable peak: the checks read the size */
+	double gb = (double)(rss_now() + (100u << 20)) / 1e9;
+	size_t n = 200u << 20;
+	volatile char *p = malloc(n);
+	assert_non_null((void *)p);
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = 1;
+	free((void *)p);
+	err_t e = {0};
+	assert_int_equal(sim_rss_check(gb, "testing", "nothing", &e), KS_ERUNTIME);
+	assert_non_null(strstr(e.msg, " while testing; nothing was written"));
+	assert_int_equal(sim_rss_peak_reset(), 0);
+	assert_int_equal(sim_rss_check(gb, "testing", "nothing", &e), 0);
+}
+
 /* kvsim run -o DIR under the limit: exit 1, and no DIR, catalog or run file. */
 static void test_run_over_rss_limit_writes_no_output(void **st)
 {
@@ -179,7 +265,10 @@ static void test_run_over_rss_limit_writes_no_output(void **st)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-TEST_MAIN(cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
+TEST_MAIN(cmocka_unit_test(test_max_rss_refuses_a_cluster_too_big_before_building_it),
+          cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
           cmocka_unit_test(test_client_timeout_abandons_requests_waiting_past_it),
           cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),
+          cmocka_unit_test(test_max_rss_is_checked_once_the_trace_is_opened),
+          cmocka_unit_test(test_max_rss_checks_read_the_peak_since_the_run_began),
           cmocka_unit_test(test_run_over_rss_limit_writes_no_output))

@@ -161,12 +161,14 @@ static void test_gz_of_every_format_reads_the_rows_of_the_plain_file(void **st)
 }
 
 /* Opens a trace of kind k and expects an input error naming path:line. */
-static void expect_gz_err(tr_kind_t k, const char *path, const char *frag)
+static void expect_err_cap(tr_kind_t k, const char *path, uint64_t cap, const char *frag)
 {
 	tr_opts_t o;
 	tr_opts_default(&o);
 	o.kind = k;
 	o.path = path;
+	if (cap)
+		o.max_line_bytes = cap;
 	err_t e = {0};
 	uint64_t rows;
 	int rc = tr_validate(&o, 512, 1, &rows, &e);
@@ -174,6 +176,11 @@ static void expect_gz_err(tr_kind_t k, const char *path, const char *frag)
 	snprintf(where, sizeof where, "%s%s", path, frag);
 	if (rc != KS_EINPUT || !strstr(e.msg, where))
 		fail_msg("rc %d, message '%s'; wanted '%s'", rc, e.msg, where);
+}
+
+static void expect_gz_err(tr_kind_t k, const char *path, const char *frag)
+{
+	expect_err_cap(k, path, 0, frag);
 }
 
 static void test_gz_malformed_row_names_its_decompressed_line(void **st)
@@ -309,7 +316,7 @@ static void test_gz_line_reader_stops_at_the_truncation(void **st)
 	         (unsigned long long)n + 1);
 	assert_non_null(strstr(e.msg, where));
 	tr_lines_close(&l);
-	assert_int_equal(tr_lines_verify(gz, &e), KS_EINPUT);
+	assert_int_equal(tr_lines_verify(gz, 0, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, where));
 }
 
@@ -349,7 +356,7 @@ static void test_gz_verified_text_is_inflated_once(void **st)
 	tr_lines_close(&l);
 	assert_int_equal(n0, 20000);
 
-	assert_int_equal(tr_lines_verify(gz, &e), 0);
+	assert_int_equal(tr_lines_verify(gz, 0, &e), 0);
 	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
 	assert_null(l.gz);
 	assert_non_null(l.kept);
@@ -364,7 +371,7 @@ static void test_gz_verified_text_is_inflated_once(void **st)
 	tr_lines_close(&l);
 
 	/* a new version of the file at the same path is not served the old text */
-	assert_int_equal(tr_lines_verify(gz, &e), 0);
+	assert_int_equal(tr_lines_verify(gz, 0, &e), 0);
 	size_t len;
 	char *t = mooncake_rows(300, &len);
 	gzFile g = gzopen(gz, "wb");
@@ -382,11 +389,87 @@ static void test_gz_verified_text_is_inflated_once(void **st)
 	/* past the cap nothing is kept, and the file still verifies */
 	gz = big_gz();
 	tr_lines_set_kept_max(1u << 17);
-	assert_int_equal(tr_lines_verify(gz, &e), 0);
+	assert_int_equal(tr_lines_verify(gz, 0, &e), 0);
 	tr_lines_set_kept_max(0);
 	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
 	assert_non_null(l.gz);
 	assert_true(digest_lines(&l, &n1, &b1) == h0);
+	tr_lines_close(&l);
+	tr_lines_keep_drop();
+}
+
+/* Reads path as kind k with [trace] max_line_bytes = cap; expects the cap's
+ * error on line `line`. */
+static void expect_line_cap(tr_kind_t k, const char *path, uint64_t cap, unsigned line)
+{
+	char frag[128];
+	snprintf(frag, sizeof frag, ":%u: [trace] max_line_bytes: line longer than %llu bytes",
+	         line, (unsigned long long)cap);
+	expect_err_cap(k, path, cap, frag);
+}
+
+/* [trace] max_line_bytes: every reader (each format, detected or named,
+ * plain or gzip) refuses a line past the cap on that line, after the rows
+ * before it; a first line past it fails detection the same way. */
+static void test_every_reader_refuses_a_line_past_max_line_bytes(void **st)
+{
+	(void)st;
+	char longl[2002];
+	memset(longl, 'x', 2000);
+	strcpy(longl + 2000, "\n");
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const fmt_case_t *c = &cases[i];
+		size_t n = strlen(c->text);
+		char *t = malloc(n + sizeof longl);
+		memcpy(t, c->text, n);
+		memcpy(t + n, longl, sizeof longl);
+		unsigned line = 1;
+		for (size_t j = 0; j < n; j++)
+			line += c->text[j] == '\n';
+		const char *plain = tf_write(c->ext, t), *gz = gz_write(c->ext, t, strlen(t));
+		expect_line_cap(c->kind, plain, 1000, line);
+		expect_line_cap(c->kind, gz, 1000, line);
+		expect_line_cap(TR_KIND_AUTO, gz, 1000, line);
+		free(t);
+	}
+	expect_line_cap(TR_KIND_AUTO, tf_write("jsonl", longl), 1999, 1);
+	expect_line_cap(TR_KIND_AUTO, gz_write("jsonl", longl, 2000), 1999, 1);
+}
+
+/* A file without newlines: the reader holds about the cap, not the file;
+ * a gzip one's verify keeps none of its text (it passes the cap), and its
+ * reader then refuses the line as a plain file's does. */
+static void test_line_past_the_cap_is_not_buffered_whole(void **st)
+{
+	(void)st;
+	size_t n = 1u << 20;
+	char *t = malloc(n + 1);
+	memset(t, 'a', n);
+	t[n] = '\0';
+	const char *plain = tf_write("jsonl", t), *gz = gz_write("jsonl", t, n);
+	free(t);
+	err_t e = {0};
+	tr_lines_t l;
+	assert_int_equal(tr_lines_open(&l, plain, &e), 0);
+	l.max_line = 1000;
+	assert_int_equal(tr_lines_next(&l, &e), KS_EINPUT);
+	assert_non_null(strstr(e.msg, ":1: [trace] max_line_bytes: line longer than 1000 bytes"));
+	assert_true(l.cap <= 2048);
+	tr_lines_close(&l);
+	assert_int_equal(tr_lines_verify(gz, 1000, &e), 0);
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
+	assert_null(l.kept);
+	l.max_line = 1000;
+	assert_int_equal(tr_lines_next(&l, &e), KS_EINPUT);
+	assert_true(l.cap <= 2048);
+	tr_lines_close(&l);
+	/* under a cap above it, the same text is kept and read whole */
+	assert_int_equal(tr_lines_verify(gz, n, &e), 0);
+	assert_int_equal(tr_lines_open(&l, gz, &e), 0);
+	assert_non_null(l.kept);
+	l.max_line = n;
+	assert_int_equal(tr_lines_next(&l, &e), 1);
+	assert_int_equal(l.len, n);
 	tr_lines_close(&l);
 	tr_lines_keep_drop();
 }
@@ -406,7 +489,7 @@ static void test_plain_files_still_read(void **st)
 	digest_rows(&o, 16, &rows);
 	assert_int_equal(rows, 2);
 	err_t e = {0};
-	assert_int_equal(tr_lines_verify(o.path, &e), 0);
+	assert_int_equal(tr_lines_verify(o.path, 0, &e), 0);
 }
 
 /* Every `kvsim trace` command on a .gz: stats equal the plain file's, a
@@ -458,6 +541,8 @@ int main(void)
 	    cmocka_unit_test(test_gz_bytes_after_the_stream_are_refused),
 	    cmocka_unit_test(test_gz_line_reader_stops_at_the_truncation),
 	    cmocka_unit_test(test_gz_verified_text_is_inflated_once),
+	    cmocka_unit_test(test_every_reader_refuses_a_line_past_max_line_bytes),
+	    cmocka_unit_test(test_line_past_the_cap_is_not_buffered_whole),
 	    cmocka_unit_test(test_plain_files_still_read),
 	    cmocka_unit_test(test_cli_reads_gz_and_rejects_a_truncated_one),
 	};

@@ -115,6 +115,9 @@ typedef struct tr_dist_opts {
 
 typedef enum { TR_SESS_OFF, TR_SESS_TRACE, TR_SESS_SYNTH } tr_sess_mode_t;
 
+/* [trace] max_line_bytes' default (tr_cfg.c); own choice. */
+#define TR_MAX_LINE_DEFAULT (64u << 20)
+
 typedef struct tr_opts {
 	tr_kind_t kind;
 	const char *path;            /* trace file; servegen windows CSV for gen servegen */
@@ -128,6 +131,8 @@ typedef struct tr_opts {
 	int json_slow;               /* 1: every JSONL row through jansson, none through
 	                              * the scanner (for differential testing; 0 default) */
 	uint32_t max_tokens;         /* larger lengths are input errors */
+	uint64_t max_line_bytes;     /* a longer line is an input error, refused before
+	                              * it is buffered whole; 0: TR_MAX_LINE_DEFAULT */
 	/* generator */
 	tr_gen_kind_t gen;
 	double rate, cv, duration_s;
@@ -203,6 +208,8 @@ uint32_t tr_trace_block_tokens(const tr_reader_t *r);
 uint64_t tr_bytes_read(const tr_reader_t *r);
 /* Detects the format of a file from its first line. */
 int tr_detect(const char *path, tr_kind_t *k, err_t *e);
+/* The same, reading lines of at most max_line bytes (0: TR_MAX_LINE_DEFAULT). */
+int tr_detect_max(const char *path, uint64_t max_line, tr_kind_t *k, err_t *e);
 /* How far the reader is, 0..1, estimated from what bounds the trace (limit,
  * end_s, a generator's duration or count, the file's size); -1 when
  * nothing tells. For progress lines, never for results. */

@@ -77,6 +77,14 @@ const cfg_tkey_t tr_cfg_keys[] = {
     {{S, "max_tokens", CFG_INT, "16777216", 1, 4294967295.0, NULL, "tokens",
      "longest accepted input or output length; longer is an input error", NULL},
      CFG_AT(U32, tr_opts_t, max_tokens)},
+    {{S, "max_line_bytes", CFG_INT, "67108864", 1, 1e12, NULL, "bytes",
+     "longest accepted line of a trace file (decompressed, without its newline), in every "
+     "format: a longer one is an input error on its line, found before it is buffered "
+     "whole (a file without newlines would otherwise be read into memory at once). 64 MiB "
+     "is own choice: far above a row of lengths, times and hash ids, and what one line may "
+     "cost in memory",
+     NULL},
+     CFG_AT(U64, tr_opts_t, max_line_bytes)},
     /* generators */
     {{S, "gen", CFG_ENUM, "poisson", 0, 0,
      NULL, "",

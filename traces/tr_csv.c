@@ -63,6 +63,7 @@ int tr_lines_open(tr_lines_t *l, const char *path, err_t *e)
 {
 	memset(l, 0, sizeof *l);
 	l->path = path;
+	l->max_line = TR_MAX_LINE_DEFAULT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, err_path_code(errno), "%s: cannot open: %s", path,
@@ -133,6 +134,16 @@ static int lines_fill(tr_lines_t *l, err_t *e)
 	}
 }
 
+/* The line after l->line passed l->max_line bytes (without its newline). */
+static int line_too_long(const tr_lines_t *l, err_t *e)
+{
+	return err_set(e, KS_EINPUT,
+	               "%s:%llu: [trace] max_line_bytes: line longer than %llu bytes (a file "
+	               "without newlines, or rows longer than expected: raise "
+	               "trace.max_line_bytes)",
+	               l->path, (unsigned long long)l->line + 1, (unsigned long long)l->max_line);
+}
+
 int tr_lines_next(tr_lines_t *l, err_t *e)
 {
 	size_t n = 0;
@@ -149,6 +160,8 @@ int tr_lines_next(tr_lines_t *l, err_t *e)
 		size_t avail = l->in_len - l->in_pos;
 		const char *q = memchr(p, '\n', avail);
 		size_t take = q ? (size_t)(q - p) + 1 : avail;
+		if ((uint64_t)(n + take - (q != NULL)) > l->max_line)
+			return line_too_long(l, e);
 		if (VEC_GROW(l->buf, l->cap, n + take + 1, 16))
 			return err_set(e, KS_ENOMEM, "%s: out of memory", l->path);
 		memcpy(l->buf + n, p, take);
@@ -173,41 +186,52 @@ int tr_lines_next(tr_lines_t *l, err_t *e)
 	return 1;
 }
 
+static int drop_text(char **text, size_t *len)
+{
+	free(*text);
+	*text = NULL;
+	*len = 0;
+	return 0;
+}
+
 /* Inflates l (a gzip stream) to its end, counting its lines. The text goes
- * to *text (*len bytes) while it stays within kept_max bytes; past that,
- * or when memory runs out, it is dropped (*text NULL) and only counted.
+ * to *text (*len bytes) while it stays within kept_max bytes and its lines
+ * within l->max_line; past either, or when memory runs out, it is dropped
+ * (*text NULL) and only counted: the reader inflates it again and refuses
+ * the long line in its place, after the rows before it, as in a plain file.
  * Returns lines_fill's 0 or error (*text NULL then too). */
 static int inflate_all(tr_lines_t *l, char **text, size_t *len, err_t *e)
 {
 	size_t cap = 0;
+	uint64_t cur = 0; /* bytes of the line not yet ended */
 	int keep = 1, rc;
 	*text = NULL;
 	*len = 0;
 	for (;;) {
 		if (keep && (*len + LINES_CHUNK > kept_max ||
-		             VEC_GROW(*text, cap, *len + LINES_CHUNK, LINES_CHUNK))) {
-			free(*text);
-			*text = NULL;
-			*len = 0;
-			keep = 0;
-		}
+		             VEC_GROW(*text, cap, *len + LINES_CHUNK, LINES_CHUNK)))
+			keep = drop_text(text, len);
 		char *chunk = l->in;
 		if (keep) /* inflate straight into the kept text */
 			l->in = *text + *len;
 		rc = lines_fill(l, e);
-		const char *p = l->in, *end = p + (rc > 0 ? l->in_len : 0);
+		const char *p = l->in, *end = p + (rc > 0 ? l->in_len : 0), *q;
 		l->in = chunk;
-		if (rc <= 0) {
-			if (rc < 0) {
-				free(*text);
-				*text = NULL;
-				*len = 0;
-			}
-			return rc;
+		int too_long = 0; /* the chunk lies in *text: dropped after the scan */
+		for (; rc > 0; l->line++, cur = 0, p = q + 1) {
+			q = memchr(p, '\n', (size_t)(end - p));
+			cur += (uint64_t)((q ? q : end) - p);
+			too_long |= cur > l->max_line;
+			if (!q)
+				break;
 		}
-		while ((p = memchr(p, '\n', (size_t)(end - p))))
-			l->line++, p++;
-		if (keep)
+		if (rc < 0)
+			drop_text(text, len);
+		if (rc <= 0)
+			return rc;
+		if (keep && too_long)
+			keep = drop_text(text, len);
+		else if (keep)
 			*len += l->in_len;
 		l->in_pos = l->in_len;
 	}
@@ -267,7 +291,7 @@ static int gz_members_only(const char *path, unsigned long long line, err_t *e)
 	return rc;
 }
 
-int tr_lines_verify(const char *path, err_t *e)
+int tr_lines_verify(const char *path, uint64_t max_line, err_t *e)
 {
 	struct stat sb, now;
 	if (stat(path, &sb) || !S_ISREG(sb.st_mode))
@@ -287,6 +311,8 @@ int tr_lines_verify(const char *path, err_t *e)
 	int rc = tr_lines_open(&l, path, e);
 	if (rc)
 		return rc;
+	if (max_line)
+		l.max_line = max_line;
 	char *text = NULL;
 	size_t len = 0;
 	if (!gzdirect(l.gz))

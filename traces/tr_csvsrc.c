@@ -179,6 +179,7 @@ static int csv_open(const tr_opts_t *o, const char *path, int azure, tr_src_t **
 	csv_src_t *s = tr_lines_src_new(sizeof *s, offsetof(csv_src_t, l), path, &rc, e);
 	if (!s)
 		return rc;
+	s->l.max_line = tr_max_line(o);
 	s->azure = azure;
 	s->max_tokens = o->max_tokens;
 	s->base.next = csv_next;
@@ -335,6 +336,7 @@ int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e
 	native_src_t *s = tr_lines_src_new(sizeof *s, offsetof(native_src_t, l), path, &rc, e);
 	if (!s)
 		return rc;
+	s->l.max_line = tr_max_line(o);
 	s->max_tokens = o->max_tokens;
 	s->base.next = native_next;
 	s->base.close = native_close;

@@ -524,6 +524,7 @@ int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 	if (o->gen == TR_GEN_SERVEGEN) {
 		if ((rc = tr_lines_open(&g->l, o->path, e)))
 			goto fail;
+		g->l.max_line = tr_max_line(o);
 		g->lines_open = 1;
 		if ((rc = sg_read(g, &g->next_w, e)) < 0)
 			goto fail;

@@ -93,6 +93,8 @@ typedef struct tr_lines {
 	uint64_t line;  /* 1-based number of the current line */
 	uint64_t bytes; /* decompressed bytes consumed */
 	int no_newline; /* the current line ended at EOF without '\n' */
+	uint64_t max_line; /* longest line accepted, bytes without the newline
+	                    * ([trace] max_line_bytes; tr_lines_open sets the default) */
 	char *in;       /* decompressed input not yet split into lines */
 	size_t in_pos, in_len;
 	int eof;
@@ -100,7 +102,9 @@ typedef struct tr_lines {
 int tr_lines_open(tr_lines_t *l, const char *path, err_t *e);
 /* 1 line (NUL-terminated, '\r' stripped), 0 EOF, <0 error: KS_EIO for read
  * errors, KS_EINPUT "path:line: gzip: ..." for a truncated or corrupt gzip
- * stream (line = the one being read when the stream failed). */
+ * stream (line = the one being read when the stream failed), KS_EINPUT
+ * "path:line: [trace] max_line_bytes: ..." for a line longer than
+ * l->max_line, found before more than max_line bytes of it are held. */
 int tr_lines_next(tr_lines_t *l, err_t *e);
 void tr_lines_close(tr_lines_t *l);
 /* A file source's first step: a zeroed struct of size bytes whose
@@ -108,16 +112,23 @@ void tr_lines_close(tr_lines_t *l);
  * tr_lines_open's error) on failure; the caller frees it after
  * tr_lines_close. */
 void *tr_lines_src_new(size_t size, size_t lines_off, const char *path, int *rc, err_t *e);
+/* The line cap of options o ([trace] max_line_bytes, 0: the default). */
+static inline uint64_t tr_max_line(const tr_opts_t *o)
+{
+	return o->max_line_bytes ? o->max_line_bytes : TR_MAX_LINE_DEFAULT;
+}
 /* Decompresses a gzip file once to its end, so a truncated or corrupt one
  * fails before any row is used, with the same message tr_lines_next would
- * give. 0 for plain files and non-regular ones (a pipe cannot be read
+ * give, a line longer than max_line bytes included (0: TR_MAX_LINE_DEFAULT;
+ * found before more than about max_line bytes are kept). 0 for plain files
+ * and non-regular ones (a pipe cannot be read
  * twice). The decompressed text, when at most TR_KEPT_MAX bytes, is kept:
  * until tr_lines_keep_drop, every tr_lines_open of the same path while the
  * file's device, inode, size and mtime are unchanged reads it from memory
  * (one file at a time; each reader holds its own reference, so the text
  * lives until the last of them closes). Not thread-safe: one process opens
  * its traces from one thread. */
-int tr_lines_verify(const char *path, err_t *e);
+int tr_lines_verify(const char *path, uint64_t max_line, err_t *e);
 void tr_lines_keep_drop(void);
 /* The most text a verify keeps: bytes, or 0 for TR_KEPT_MAX (for tests). */
 void tr_lines_set_kept_max(size_t bytes);

@@ -247,6 +247,7 @@ int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **o
 	jsonl_src_t *s = tr_lines_src_new(sizeof *s, offsetof(jsonl_src_t, l), path, &rc, e);
 	if (!s)
 		return rc;
+	s->l.max_line = tr_max_line(o);
 	s->bailian = bailian;
 	if (bailian && !(s->chats = calloc(CHAT_SLOTS, sizeof *s->chats))) {
 		tr_lines_close(&s->l);

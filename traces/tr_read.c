@@ -136,10 +136,17 @@ static int load_lengths(const char *path, int output, size_t max, uint32_t **val
 
 int tr_detect(const char *path, tr_kind_t *k, err_t *e)
 {
+	return tr_detect_max(path, 0, k, e);
+}
+
+int tr_detect_max(const char *path, uint64_t max_line, tr_kind_t *k, err_t *e)
+{
 	tr_lines_t l;
 	int rc = tr_lines_open(&l, path, e);
 	if (rc)
 		return rc;
+	if (max_line)
+		l.max_line = max_line;
 	while ((rc = tr_lines_next(&l, e)) > 0 && strspn(l.buf, " \t") == l.len)
 		;
 	if (rc <= 0) {
@@ -220,7 +227,7 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 	}
 	/* A damaged .gz fails here, not after part of it has been simulated. */
 	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
-	    (rc = tr_lines_verify(path, e)))
+	    (rc = tr_lines_verify(path, o->max_line_bytes, e)))
 		goto fail;
 	if (r->kind == TR_KIND_AUTO) {
 		if (!*path) {
@@ -229,7 +236,7 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 			             "kind = gen)");
 			goto fail;
 		}
-		if ((rc = tr_detect(path, &r->kind, e)))
+		if ((rc = tr_detect_max(path, o->max_line_bytes, &r->kind, e)))
 			goto fail;
 	}
 	if (r->kind != TR_KIND_GEN && !*path) {

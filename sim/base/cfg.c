@@ -896,12 +896,11 @@ static int parse_fail(parse_t *p, int code, const char *fmt, ...)
 {
 	if (p->err_line)
 		return 0;
-	char msg[sizeof p->e->msg];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	err_vset(p->e, code, fmt, ap);
 	va_end(ap);
-	err_set(p->e, code, "%s:%d: %s", p->origin, p->line, msg);
+	err_prefix(p->e, "%s:%d", p->origin, p->line);
 	p->err_line = p->line;
 	p->code = code;
 	return 0;

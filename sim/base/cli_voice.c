@@ -31,13 +31,13 @@ int cli_fail(const err_t *e)
 
 int cli_usage_error(const char *fmt, ...)
 {
-	char msg[1024];
+	err_t e;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	err_vset(&e, KS_EINPUT, fmt, ap); /* a long argument loses its middle, not the reason */
 	va_end(ap);
 	fprintf(stderr, "kvsim%s%s: %s\nRun 'kvsim%s%s --help' for usage.\n", *command ? " " : "",
-	        command, msg, *command ? " " : "", command);
+	        command, e.msg, *command ? " " : "", command);
 	return 2;
 }
 

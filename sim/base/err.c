@@ -4,35 +4,89 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-int err_set(err_t *e, int code, const char *fmt, ...)
+/* UTF-8 continuation bytes (10xxxxxx) never start or end a kept piece. */
+static int utf8_cont(char c)
+{
+	return ((unsigned char)c & 0xc0) == 0x80;
+}
+
+void err_fit(char *dst, size_t cap, const char *s, size_t len)
+{
+	static const char cut[] = "[...]";
+	if (len < cap) {
+		memcpy(dst, s, len + 1);
+		return;
+	}
+	/* the start (the place) and the end (the reason) */
+	size_t room = cap - sizeof cut, head = room / 2, tail = room - head;
+	while (head && utf8_cont(s[head]))
+		head--;
+	while (tail && utf8_cont(s[len - tail]))
+		tail--;
+	memcpy(dst, s, head);
+	memcpy(dst + head, cut, sizeof cut - 1);
+	memcpy(dst + head + sizeof cut - 1, s + len - tail, tail);
+	dst[head + sizeof cut - 1 + tail] = '\0';
+}
+
+/* Formats into e->msg, a message longer than it shortened in the middle. */
+static void msg_vset(err_t *e, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	char *all = n >= (int)sizeof e->msg ? malloc((size_t)n + 1) : NULL;
+	if (all) { /* else the end is lost: the message as it was cut */
+		vsnprintf(all, (size_t)n + 1, fmt, again);
+		err_fit(e->msg, sizeof e->msg, all, (size_t)n);
+		free(all);
+	}
+	va_end(again);
+}
+
+int err_vset(err_t *e, int code, const char *fmt, va_list ap)
 {
 	if (e) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-		va_end(ap);
+		msg_vset(e, fmt, ap);
 		e->code = code;
 	}
 	return code;
+}
+
+int err_set(err_t *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	err_vset(e, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static void msg_set(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msg_set(err_t *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	msg_vset(e, fmt, ap);
+	va_end(ap);
 }
 
 int err_prefix(err_t *e, const char *fmt, ...)
 {
 	if (!e)
 		return KS_ERUNTIME;
-	char head[512], old[sizeof e->msg];
+	char head[sizeof e->msg], old[sizeof e->msg];
+	memcpy(old, e->msg, sizeof old);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(head, sizeof head, fmt, ap);
+	msg_vset(e, fmt, ap);
 	va_end(ap);
-	char buf[sizeof head + sizeof old + 2];
-	memcpy(old, e->msg, sizeof old);
-	snprintf(buf, sizeof buf, "%s: %s", head, old);
-	memcpy(e->msg, buf, sizeof e->msg - 1);
-	e->msg[sizeof e->msg - 1] = '\0';
+	memcpy(head, e->msg, sizeof head);
+	msg_set(e, "%s: %s", head, old);
 	return e->code;
 }
 

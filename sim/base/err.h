@@ -8,6 +8,7 @@
 #ifndef KVSIM_ERR_H
 #define KVSIM_ERR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -30,10 +31,19 @@ typedef struct err {
 	char msg[1024];
 } err_t;
 
-/* Sets e (may be NULL) to code and a printf-style message; returns code. */
+/* Sets e (may be NULL) to code and a printf-style message; returns code.
+ * A message longer than e->msg keeps its start (the place) and its end
+ * (the reason) around "[...]" (err_fit): long paths lose their middle. */
 int err_set(err_t *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Prepends "prefix: " to the message already in e; returns e->code. */
+int err_vset(err_t *e, int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+/* Copies s (len bytes) into dst (cap > 8 bytes, NUL-terminated): whole
+ * when it fits, else its first and last bytes around "[...]" (UTF-8
+ * characters kept whole). */
+void err_fit(char *dst, size_t cap, const char *s, size_t len);
+/* Prepends "prefix: " to the message already in e, shortened in the middle
+ * as err_set does; returns e->code. */
 int err_prefix(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Empties e (may be NULL), so that a callee's silence can be told from its
  * message. */

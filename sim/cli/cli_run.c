@@ -241,7 +241,9 @@ int cli_run_main(int argc, char **argv)
 		}
 	}
 	cfg_t *cfg = NULL;
-	if (cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
+	/* before the run is spent: -o's catalog must be openable */
+	if ((out_dir && out_dir_check(out_dir, &e)) ||
+	    cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
 		pol_registry_free(reg);
 		return cli_fail(&e);
 	}
@@ -283,10 +285,14 @@ int cli_run_main(int argc, char **argv)
 			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
 		}
 	}
-	/* after --strict, which writes nothing when it refuses the run */
-	if (tw && out_trace_close(tw, !rc, rc ? NULL : &e) && !rc) {
-		rc = KS_EIO;
-		sim_results_free(&r);
+	/* after --strict, which writes nothing when it refuses the run; a
+	 * refused write is the cause of a failed run, named with its file */
+	err_t te = {0};
+	if (tw && out_trace_close(tw, !rc, &te)) {
+		if (!rc)
+			sim_results_free(&r);
+		rc = te.code;
+		e = te;
 	}
 	char id[65] = "";
 	if (!rc && out_dir) {

@@ -61,6 +61,16 @@ static uint32_t ceil_div(uint64_t a, uint64_t b)
 
 static int iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 
+uint64_t cluster_bytes(const cluster_params_t *p)
+{
+	const sim_inst_t *in = NULL;
+	uint64_t per = sizeof *in + (uint64_t)p->max_num_seqs * (3 * sizeof(uint32_t) + sizeof *in->run);
+	uint64_t b = 0;
+	for (uint32_t i = 0; i < p->n_instances; i++)
+		b += per + kv_store_bytes(p->inst_kv_blocks ? p->inst_kv_blocks[i] : p->kv_blocks);
+	return b;
+}
+
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 {
 	memset(c, 0, sizeof *c);

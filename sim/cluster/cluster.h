@@ -303,6 +303,9 @@ typedef struct cluster {
 } cluster_t;
 
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng);
+/* Bytes cluster_init(c, p, ...) allocates (instances, their KV stores and
+ * batch arrays), so a caller can bound memory before building. */
+uint64_t cluster_bytes(const cluster_params_t *p);
 void cluster_free(cluster_t *c);
 /* Takes a request (copying blocks) arriving now on instance inst. */
 int cluster_submit(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len,

@@ -53,14 +53,28 @@ struct kv_store {
 #define NIL UINT32_MAX
 
 
+/* The map's entries: a power of two at least twice the blocks (load <= 1/2). */
+static uint64_t map_size(uint32_t cap)
+{
+	uint64_t msize = 16;
+	while (msize < 2 * (uint64_t)cap + 2)
+		msize <<= 1;
+	return msize;
+}
+
+uint64_t kv_store_bytes(uint32_t cap)
+{
+	kv_store_t *s = NULL;
+	uint64_t n = cap ? cap : 1;
+	return sizeof *s + n * (sizeof *s->slot + sizeof *s->heap) + map_size(cap) * sizeof *s->map;
+}
+
 kv_store_t *kv_store_new(uint32_t cap)
 {
 	kv_store_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
-	uint32_t msize = 16;
-	while (msize < 2 * (uint64_t)cap + 2)
-		msize <<= 1;
+	uint32_t msize = (uint32_t)map_size(cap);
 	s->cap = cap;
 	s->slot = calloc(cap ? cap : 1, sizeof *s->slot);
 	s->map = calloc(msize, sizeof *s->map);

@@ -62,6 +62,9 @@ typedef void (*kv_ready_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 typedef struct kv_store kv_store_t;
 
 kv_store_t *kv_store_new(uint32_t capacity_blocks);
+/* Bytes kv_store_new(capacity_blocks) allocates, all of it touched once the
+ * store fills: callers bound their memory before making stores. */
+uint64_t kv_store_bytes(uint32_t capacity_blocks);
 void kv_store_free(kv_store_t *s);
 /* prio NULL (the default): LRU, the last use as priority, kept in a list
  * in O(1) per change. Set it before any block is evictable. */

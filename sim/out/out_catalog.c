@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <nettle/sha2.h>
 #include <sqlite3.h>
@@ -62,9 +63,49 @@ static const char *kind_static(const char *k)
 	return "run";
 }
 
+static int damaged(int code)
+{
+	return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+}
+
+/* After a failure (rc, with e set): whether the file itself is damaged.
+ * SQLite finds a damaged page only when a statement reads it, and the
+ * statement then fails as whatever it lacked ("no column", "duplicate
+ * column name"), so the failure is followed by PRAGMA quick_check; when
+ * the file is damaged, e says so instead (KS_EIO). A busy or locked
+ * catalog, or one that checks whole, keeps rc and e. */
+static int db_corrupt(out_catalog_t *c, int rc, err_t *e)
+{
+	char why[300] = "";
+	if (!c->db)
+		return rc;
+	if (damaged(sqlite3_extended_errcode(c->db) & 0xff))
+		snprintf(why, sizeof why, "%s", sqlite3_errmsg(c->db));
+	sqlite3_stmt *st = NULL;
+	if (!why[0] && sqlite3_prepare_v2(c->db, "PRAGMA quick_check(1)", -1, &st, NULL)) {
+		if (damaged(sqlite3_errcode(c->db)))
+			snprintf(why, sizeof why, "%s", sqlite3_errmsg(c->db));
+	} else if (!why[0]) {
+		int r = sqlite3_step(st);
+		const char *t = r == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+		if (t && strcmp(t, "ok"))
+			snprintf(why, sizeof why, "quick_check: %s", t);
+		else if (damaged(r))
+			snprintf(why, sizeof why, "%s", sqlite3_errmsg(c->db));
+	}
+	sqlite3_finalize(st);
+	if (!why[0])
+		return rc;
+	return err_set(e, KS_EIO,
+		       "%s: catalog is corrupt (%s); move it aside and kvsim starts a new one "
+		       "there (the runs/ files stay)",
+		       c->path, why);
+}
+
 static int db_err(out_catalog_t *c, err_t *e, const char *what)
 {
-	return err_set(e, KS_EIO, "%s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	int rc = err_set(e, KS_EIO, "%s: %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	return db_corrupt(c, rc, e);
 }
 
 /* Prepares sql on the catalog: 0, or db_err naming what was being done. */
@@ -126,15 +167,22 @@ static int load_columns(out_catalog_t *c, err_t *e)
 			  " LEFT JOIN columns c ON c.name = p.name ORDER BY p.cid";
 	if (db_prepare(c, sql, &st, e, "reading columns"))
 		return KS_EIO;
-	int rc = 0;
-	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+	int rc = 0, r;
+	while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *n = (const char *)sqlite3_column_text(st, 0);
 		const char *ty = (const char *)sqlite3_column_text(st, 1);
 		const char *k = (const char *)sqlite3_column_text(st, 2);
 		rc = col_add_mem(c, n, k, ty && !strcmp(ty, "REAL"));
 	}
+	if (rc)
+		rc = err_set(e, rc, "%s: out of memory", c->path);
+	else if (r != SQLITE_DONE) /* a page it could not read: not a short list */
+		rc = db_err(c, e, "reading columns");
 	sqlite3_finalize(st);
-	return rc ? err_set(e, rc, "%s: out of memory", c->path) : 0;
+	if (!rc && (!col_find(c, "id") || !col_find(c, "status")))
+		rc = err_set(e, KS_EIO, "%s: table runs has no column '%s' (not a kvsim catalog, or "
+			     "a damaged one)", c->path, col_find(c, "id") ? "status" : "id");
+	return rc;
 }
 
 /* Ends the transaction in progress: COMMIT when rc is 0, else ROLLBACK and
@@ -218,9 +266,63 @@ int out_mkdir_p(const char *dir)
 	return mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* SQLite's unix VFS takes absolute paths of at most 512 bytes (its
+ * MAX_PATHNAME), and names the journal DB-journal: measured on 3.40, a
+ * database at 504 bytes opens, one at 505 fails as "unable to open database
+ * file". */
+#define CATALOG_PATH_MAX (512 - (int)(sizeof "-journal" - 1))
+
+/* dir as SQLite will see it, into abs (n bytes): absolute, and the symlinks
+ * of the part that exists resolved. 0, or -1 when it does not fit. */
+static int dir_absolute(const char *dir, char *abs, size_t n)
+{
+	char p[8192], real[PATH_MAX];
+	size_t cut;
+	if (dir[0] == '/')
+		cut = (size_t)snprintf(p, sizeof p, "%s", dir);
+	else if (getcwd(real, sizeof real))
+		cut = (size_t)snprintf(p, sizeof p, "%s/%s", real, dir);
+	else
+		return -1;
+	if (cut >= sizeof p)
+		return -1;
+	for (;;) { /* the longest prefix that exists, then the rest as given */
+		char keep = p[cut];
+		p[cut] = '\0';
+		int ok = realpath(p, real) != NULL;
+		p[cut] = keep;
+		if (ok)
+			return snprintf(abs, n, "%s%s", strcmp(real, "/") ? real : "", p + cut) >=
+				       (int)n ? -1 : 0;
+		while (cut > 0 && p[--cut] != '/')
+			;
+		if (cut == 0)
+			return snprintf(abs, n, "%s", p) >= (int)n ? -1 : 0;
+	}
+}
+
+int out_dir_check(const char *dir, err_t *e)
+{
+	char abs[8192];
+	int n = dir_absolute(dir, abs, sizeof abs) ? -1
+		: (int)strlen(abs) + 1 + (int)strlen(OUT_CATALOG_FILE);
+	if (n >= 0 && n <= CATALOG_PATH_MAX)
+		return 0;
+	if (n < 0)
+		return err_set(e, KS_EINPUT,
+			       "%s: results directory path too long (nothing was created)", dir);
+	return err_set(e, KS_EINPUT,
+		       "%s/%s: results directory path too long: %d bytes from the root, over the "
+		       "%d that SQLite opens; use a shorter directory (nothing was created)",
+		       abs, OUT_CATALOG_FILE, n, CATALOG_PATH_MAX);
+}
+
 int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e)
 {
 	*out = NULL;
+	int vrc = out_dir_check(dir, e);
+	if (vrc)
+		return vrc;
 	out_catalog_t *c = calloc(1, sizeof *c);
 	if (!c)
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -272,6 +374,7 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	if (!rc)
 		rc = load_columns(c, e);
 	if (rc) {
+		rc = db_corrupt(c, rc, e);
 		out_catalog_close(c);
 		return rc;
 	}

@@ -56,6 +56,13 @@ typedef struct out_run_info {
  * the file allows it: after a killed sweep, the first reader must rebuild the
  * WAL index. A database without the tables yet is KS_EINPUT ("no runs
  * recorded yet"). */
+/* 0 when a catalog can be made in results directory dir, before anything
+ * is created: KS_EINPUT with "DIR: results directory path too long..."
+ * when DIR/catalog.sqlite, made absolute (symlinks of its existing part
+ * resolved, as SQLite does), passes SQLite's path limit, which SQLite would
+ * report only as "unable to open database file". out_catalog_open checks
+ * it first; callers that create DIR or spend a run first check it before. */
+int out_dir_check(const char *dir, err_t *e);
 /* mkdir -p: creates dir and its missing parents; 0 or -1 with errno. */
 int out_mkdir_p(const char *dir);
 

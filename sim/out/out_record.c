@@ -15,6 +15,9 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 {
 	char runs[4096], rel[64], path[4200], pid[65], digest[65];
 	snprintf(runs, sizeof runs, "%s/runs", dir);
+	int rc = out_dir_check(dir, e);
+	if (rc)
+		return rc;
 	if (out_mkdir_p(dir) < 0 || (mkdir(runs, 0777) < 0 && errno != EEXIST))
 		return err_set(e, KS_EIO, "%s: cannot create directory: %s", runs, strerror(errno));
 	char *text = cfg_text(cfg);
@@ -25,7 +28,7 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 	snprintf(rel, sizeof rel, "runs/%.16s.h5", pid);
 	snprintf(path, sizeof path, "%s/%s", dir, rel);
 	out_catalog_t *c;
-	int rc = out_catalog_open(dir, 0, &c, e);
+	rc = out_catalog_open(dir, 0, &c, e);
 	if (rc) {
 		free(text);
 		return rc;

@@ -277,7 +277,7 @@ const sim_trace_sink_t *out_trace_sink(out_trace_t *w)
 
 int out_trace_close(out_trace_t *w, int ok, err_t *e)
 {
-	int rc = 0;
+	int rc = 0, run_err = w->err; /* a write refused while the run went on */
 	if (ok) {
 		fputs("\n],\"otherData\":{\"generator\":\"kvsim\",\"kvsim_busy_ns\":[", w->f);
 		for (uint32_t i = 0; i < w->n_inst; i++)
@@ -293,6 +293,10 @@ int out_trace_close(out_trace_t *w, int ok, err_t *e)
 		w->err = errno ? errno : EIO;
 	if (ok && w->err)
 		rc = err_set(e, KS_EIO, "%s: write failed: %s", w->fo.path, strerror(w->err));
+	else if (run_err) /* what stopped the run: name it, not "simulation failed" */
+		rc = err_set(e, KS_EIO,
+			     "%s: write failed: %s (the run stopped there; nothing was written)",
+			     w->fo.path, strerror(run_err));
 	else if (ok)
 		rc = file_out_commit(&w->fo, 0, e);
 	if (!ok || rc)

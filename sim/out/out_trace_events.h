@@ -45,8 +45,10 @@ int out_trace_open(const char *path, out_trace_t **out, err_t *e);
 /* The observer to hand to sim_run_opts_t.trace (valid while w lives). */
 const sim_trace_sink_t *out_trace_sink(out_trace_t *w);
 /* ok: ends the JSON and renames PATH.tmp to PATH; !ok (the run failed):
- * removes PATH.tmp and returns 0. Frees w either way. A write error seen
- * at any point makes an ok close fail (KS_EIO), leaving no file. */
+ * removes PATH.tmp and returns 0, or KS_EIO with "PATH: write failed:
+ * REASON" when a write had failed (EFBIG, ENOSPC, ...): the sink's error
+ * that stopped the run. Frees w either way. A write error seen at any
+ * point makes an ok close fail (KS_EIO), leaving no file. */
 int out_trace_close(out_trace_t *w, int ok, err_t *e);
 
 #endif

@@ -51,8 +51,11 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "without a byte (a streamed response's first byte is its first token)", NULL},
 	 AT(DOUBLE, client_timeout_s)},
 	{{"experiment", "max_rss_gb", CFG_FLOAT, "0", 0, 1e6, NULL, "GB",
-	 "stop the run with an error, writing nothing, once this process's resident memory "
-	 "passes this (read from /proc/self/statm every 65,536 events); 0 = half of physical "
+	 "stop the run with an error, writing nothing, once this process's peak resident "
+	 "memory since the run began passes this (VmHWM of /proc/self/status, read every "
+	 "65,536 events, once the trace is opened, at each setup step and after collecting; "
+	 "a cluster whose KV stores, instances x blocks and the tiers', would pass it is "
+	 "refused before they are allocated); 0 = half of physical "
 	 "memory, or of a lower cgroup memory.max (own choice: a run needing more is almost "
 	 "surely runaway, and the rest leaves room for writing outputs and for other "
 	 "processes)", NULL},

@@ -875,9 +875,37 @@ static uint64_t rss_bytes(void)
 	return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_maxrss * 1024;
 }
 
-/* One read of statm costs a few microseconds; every 65,536 events that is
- * ~1e-5 of a run at ~200 K events/s, and RSS can then grow by at most what
- * 65,536 events allocate (a few MB) between two reads. */
+/* The peak resident memory since sim_rss_peak_reset (VmHWM, proc(5)), so a
+ * check sees what was freed since, or the current one where the kernel
+ * gives no peak. */
+static uint64_t rss_peak_bytes(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	int have = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+	while (f && !have && fgets(line, sizeof line, f))
+		have = sscanf(line, "VmHWM: %llu kB", &kb) == 1;
+	if (f)
+		fclose(f);
+	uint64_t now = rss_bytes();
+	return have && kb * 1024 > now ? kb * 1024 : now;
+}
+
+int sim_rss_peak_reset(void)
+{
+	/* "5": the peak becomes the current resident size (proc(5), Linux 4.0) */
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	int ok = f && fputs("5", f) >= 0;
+	if (f && fclose(f))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* One read of status and statm costs ~20 microseconds; every 65,536 events
+ * that is ~1e-4 of a run at ~200 K events/s. Each read is of the peak, so
+ * what 65,536 events allocate and free between two reads still counts; a
+ * run may pass the limit by what they allocate (a few MB) before it stops. */
 #define RSS_EVERY 65536
 
 /* After every event: the memory limit (from the first event on, then every
@@ -971,7 +999,7 @@ static int after_event(void *ctx, ev_engine_t *eng)
 	if (s->trace && trace_flush(s))
 		return s->trace_rc;
 	if (s->events_seen++ % RSS_EVERY == 0 && s->rss_limit) {
-		uint64_t rss = rss_bytes();
+		uint64_t rss = rss_peak_bytes();
 		if (rss > s->rss_limit) {
 			uint64_t waiting = 0;
 			for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
@@ -999,13 +1027,11 @@ static int after_event(void *ctx, ev_engine_t *eng)
 /* [experiment] max_rss_gb in bytes; 0 asks for half of the memory this
  * process may use: physical memory, or a cgroup v2 memory.max below it (a
  * container's limit, cgroup-v2.rst "memory.max"). */
-static void rss_limit_set(sim_ctx_t *s, double gb)
+static uint64_t rss_limit_of(double gb, int *is_auto)
 {
-	s->rss_auto = !(gb > 0);
-	if (!s->rss_auto) {
-		s->rss_limit = (uint64_t)(gb * 1e9);
-		return;
-	}
+	*is_auto = !(gb > 0);
+	if (!*is_auto)
+		return (uint64_t)(gb * 1e9);
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
 	uint64_t mem = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 	unsigned long long cg;
@@ -1014,8 +1040,63 @@ static void rss_limit_set(sim_ctx_t *s, double gb)
 		mem = cg;
 	if (f)
 		fclose(f);
-	s->rss_limit = mem / 2;
+	return mem / 2;
 }
+
+static void rss_limit_set(sim_ctx_t *s, double gb)
+{
+	s->rss_limit = rss_limit_of(gb, &s->rss_auto);
+}
+
+/* [experiment] max_rss_gb while the run is built: refuses a step whose
+ * allocation (need bytes, estimated before it is made) would take resident
+ * memory past the limit, and names what took it there once it has (need 0,
+ * a milestone). The events' check cannot see setup: 8,192 instances' KV
+ * stores are allocated before the first event. */
+static int rss_room_at(uint64_t limit, int is_auto, err_t *e, const char *what, uint64_t need,
+		       const char *fix)
+{
+	if (!limit)
+		return 0;
+	uint64_t peak = rss_peak_bytes(), rss = rss_bytes();
+	const char *lim = is_auto ? " (half of the memory available)" : "";
+	if (peak > limit)
+		return err_set(e, KS_ERUNTIME,
+			       "[experiment] max_rss_gb: resident memory %.3g GB passed the limit "
+			       "of %.3g GB%s while %s; nothing was written. Raise max_rss_gb, or %s",
+			       (double)peak / 1e9, (double)limit / 1e9, lim, what, fix);
+	if (need > limit - rss)
+		return err_set(e, KS_ERUNTIME,
+			       "[experiment] max_rss_gb: %s needs %.3g GB on top of the %.3g GB "
+			       "resident, %.3g GB in all, over the limit of %.3g GB%s; nothing was "
+			       "allocated or written. Raise max_rss_gb, or %s",
+			       what, (double)need / 1e9, (double)rss / 1e9,
+			       (double)(rss + need) / 1e9, (double)limit / 1e9, lim, fix);
+	return 0;
+}
+
+static int rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
+{
+	return rss_room_at(s->rss_limit, s->rss_auto, s->err, what, need, fix);
+}
+
+int sim_rss_check(double max_rss_gb, const char *what, const char *fix, err_t *e)
+{
+	int is_auto;
+	uint64_t limit = rss_limit_of(max_rss_gb, &is_auto);
+	return rss_room_at(limit, is_auto, e, what, 0, fix);
+}
+
+/* Bytes of the stores of gb GB each that sim_net_init and sim_tiers_init
+ * make (the same block count as theirs). */
+static uint64_t tier_bytes(double gb, uint64_t block_bytes, uint64_t stores)
+{
+	return gb > 0 ? stores * kv_store_bytes((uint32_t)(gb * 1e9 / (double)block_bytes)) : 0;
+}
+
+#define RSS_FIX_CLUSTER                                                                      \
+	"lower cluster.nodes, cluster.gpus_per_node (more cluster.tp), cluster.kv_blocks or "  \
+	"the host, NVMe and pool tiers (kvcache.host_kv_gb, nvme_kv_gb, pool_kv_gb)"
 
 /* Splits VRAM into weights, reserve and KV pool; returns blocks per instance. */
 static int kv_pool_blocks(const cfg_t *cfg, const sim_params_t *sp, const mdl_hw_t *hw,
@@ -1097,7 +1178,10 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	mdl_llm_t llm;
 	mdl_compute_params_t cp;
 	const sim_params_t *sp = &s->prm;
-	if ((rc = sim_params_fill(cfg, &s->prm, e)) || (rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
+	if ((rc = sim_params_fill(cfg, &s->prm, e)))
+		return rc;
+	rss_limit_set(s, sp->max_rss_gb);
+	if ((rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
 		return rc;
 	s->tp = sp->tp;
 	s->gpus_per_node = sp->gpus_per_node;
@@ -1182,8 +1266,19 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	s->pol_open = 1;
 	if (!(s->eng = ev_engine_new(1024)))
 		return err_set(e, KS_ENOMEM, "out of memory");
+	/* the KV stores dominate setup: instances x blocks, and the tiers' */
+	uint64_t kv_need = cluster_bytes(&p) + tier_bytes(sp->host_kv_gb, p.block_bytes, s->nodes) +
+			   tier_bytes(sp->nvme_kv_gb, p.block_bytes, s->nodes) +
+			   tier_bytes(sp->pool_kv_gb, p.block_bytes, 1);
+	char what[160];
+	snprintf(what, sizeof what, "building the cluster (%u instances of %u KV blocks, and its tiers)",
+		 p.n_instances, p.kv_blocks);
+	if ((rc = rss_room(s, what, kv_need, RSS_FIX_CLUSTER)))
+		return rc;
 	if ((rc = cluster_init(&s->cl, &p, s->eng)))
 		return err_set(e, rc, "out of memory building the cluster");
+	if ((rc = rss_room(s, "building the cluster", 0, RSS_FIX_CLUSTER)))
+		return rc;
 	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
 	s->qdelay = calloc(p.n_instances, sizeof *s->qdelay);
 	if (!s->hooks || !s->qdelay)
@@ -1196,7 +1291,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		kv_store_set_policy(s->cl.inst[i].kv, prio, sim_on_evict, &s->hooks[i]);
 		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
 	}
-	if ((rc = sim_net_init(s, sp, e)))
+	if ((rc = sim_net_init(s, sp, e)) ||
+	    (rc = rss_room(s, "building the network and the KV tiers", 0, RSS_FIX_CLUSTER)))
 		return rc;
 	if (!(s->holders = sim_holders_new()) || !(s->load = sim_load_new(p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -1228,7 +1324,9 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->route_view.held_blocks = rv_held_routed;
 		s->route_view.candidates = NULL; /* the tree is not the stores */
 	}
-	if ((rc = sim_join_setup(s, e)))
+	if ((rc = rss_room(s, "building the routing view", 0,
+			   "lower policy.routing.replicas, index_capacity or view_blocks")) ||
+	    (rc = sim_join_setup(s, e)))
 		return rc;
 	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec, a_announce};
 	const struct pol_replication_ops *ro =
@@ -1268,12 +1366,11 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	    ev_engine_type_new(s->eng, sim_copy_deferred_start, s, &t->defer))
 		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
 	s->max_pending = sp->max_pending;
-	rss_limit_set(s, sp->max_rss_gb);
 	ev_engine_set_check(s->eng, after_event, s);
 	if (s->trace && (rc = trace_begin(s)))
 		return err_set(e, rc, "trace events: %s",
 			       rc == KS_ENOMEM ? "out of memory" : "could not start");
-	return 0;
+	return rss_room(s, "setting up the run", 0, RSS_FIX_CLUSTER);
 }
 
 static int count_held(void *ctx, const kv_block_info_t *b)
@@ -1420,6 +1517,7 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	clock_gettime(CLOCK_MONOTONIC, &w0);
 	memset(res, 0, sizeof *res);
 	int64_t start_unix = (int64_t)time(NULL);
+	sim_rss_peak_reset(); /* max_rss_gb holds this run's peak, not an earlier one's */
 	sim_ctx_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -1445,8 +1543,9 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 		if (rc && (!e || e->code != rc || !e->msg[0]))
 			err_set(e, rc, "simulation failed at t=%" PRId64 " ns", ev_engine_now(s->eng));
 	}
-	if (!rc)
-		rc = collect(s, cfg, res);
+	if (!rc && !(rc = collect(s, cfg, res)))
+		rc = rss_room(s, "collecting the results", 0,
+			      "shorten the trace (experiment.until_s, trace.limit)");
 	if (!rc && s->trace && (rc = trace_end(s)) && e && !e->msg[0])
 		err_set(e, rc, "trace events: writing failed");
 	if (rc == KS_ENOMEM && e && !e->msg[0])

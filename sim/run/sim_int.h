@@ -252,6 +252,15 @@ void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
 /* Builds the network, the copy rules and host tiers from p ([network] and
  * [kvcache]); the transfer policy is open (it may set the background mode). */
 int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
+/* [experiment] max_rss_gb (max_rss_gb; 0: half of the memory available)
+ * outside a run's own steps: KS_ERUNTIME naming what (the step just done)
+ * and fix when resident memory has passed it, else 0. */
+int sim_rss_check(double max_rss_gb, const char *what, const char *fix, err_t *e);
+/* Makes the current resident size the peak that max_rss_gb's checks read
+ * (Linux's VmHWM), so a run is held to its own peak, transient allocations
+ * included; -1 where the kernel cannot (the checks then read the current
+ * size). */
+int sim_rss_peak_reset(void);
 void sim_net_free(sim_ctx_t *s);
 /* Starts a copy of blocks[0..n) (those missing at dst) from src (an
  * instance, or -1-node for the host tier) to instance dst. Returns

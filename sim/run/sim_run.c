@@ -3,6 +3,7 @@
 
 #include "sim/run/sim.h"
 #include "sim/run/sim_clients.h"
+#include "sim/run/sim_int.h"
 #include "sim/run/sim_params.h"
 #include "traces/tr.h"
 
@@ -105,6 +106,7 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 	if (rc)
 		return rc;
 	uint64_t seed = sim_seed_for(sp.seed, SIM_STREAM_TRACE);
+	sim_rss_peak_reset(); /* the trace's opening counts toward this run's peak */
 	if ((rc = sim_sessions_open(cfg, sp.block_tokens, seed, &ss, e))) {
 		cfg_err_locate(cfg, e); /* a sessions key's check names its place */
 		return rc;
@@ -113,6 +115,13 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 		return sessions_run(cfg, reg, o, ss, res, e); /* a closed loop, made as it runs */
 	if ((rc = tr_open_cfg(cfg, sp.block_tokens, seed, &t.r, e)))
 		return rc;
+	/* a generator's plan (fanout, crowd) is made before the run is built */
+	if ((rc = sim_rss_check(sp.max_rss_gb, "opening the trace",
+				"shorten the trace or a generator's plan (trace.limit, "
+				"trace.duration_s, trace.fanout_bursts, trace.crowd_count)", e))) {
+		tr_close(t.r);
+		return rc;
+	}
 	sim_source_t src = {trace_next, &t, tr_source(t.r)};
 	sim_run_opts_t ro = {0};
 	if (o) {
