@@ -531,6 +531,121 @@ static void test_second_sweep_on_same_directory_is_refused(void **st)
 	out_grid_free(g);
 }
 
+/* Every run row's file exists and every file under runs/ has a row: no
+ * orphan on either side; returns the rows, none left 'running'. */
+static size_t check_no_orphans(const char *dir)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "id,status,h5_path", NULL, NULL, &t, &e), 0);
+	char p[4400];
+	for (size_t r = 0; r < t.nrows; r++) {
+		assert_string_equal(cell(&t, r, "status"), "done");
+		snprintf(p, sizeof p, "%s/%s", dir, cell(&t, r, "h5_path"));
+		assert_int_equal(access(p, R_OK), 0);
+	}
+	snprintf(p, sizeof p, "%s/runs", dir);
+	DIR *dd = opendir(p);
+	assert_non_null(dd);
+	struct dirent *de;
+	size_t files = 0;
+	while ((de = readdir(dd)))
+		files += de->d_name[0] != '.';
+	closedir(dd);
+	assert_int_equal(files, t.nrows);
+	size_t n = t.nrows;
+	out_table_free(&t);
+	out_catalog_close(c);
+	return n;
+}
+
+/* Forks a writer that waits until the parent closes the barrier, so all of
+ * them start on the fresh directory at once: a sweep (g) or, g NULL, one
+ * recorded run of seed. Exits 0 ok, 3 refused by the sweep lock, 1 else. */
+static pid_t start_writer(int barrier[2], const char *dir, const out_grid_t *g,
+			  const cfg_t *base, uint64_t seed)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	close(barrier[1]);
+	char ch;
+	while (read(barrier[0], &ch, 1) > 0)
+		;
+	out_sweep_stats_t s;
+	err_t e = {0};
+	if (g) {
+		out_sweep_opts_t o = {.dir = dir, .jobs = 2, .progress = 0,
+				      .seed_key = "experiment.seed", .run = fake_run,
+				      .h5 = {1, 64}, .mpi = 0};
+		int rc = out_sweep_run(g, base, &o, &s, &e);
+		if (rc)
+			fprintf(stderr, "sweep: %s\n", e.msg);
+		_exit(!rc ? 0 : strstr(e.msg, "another sweep") ? 3 : 1);
+	}
+	cfg_t *c = cfg_clone(base);
+	char set[64];
+	snprintf(set, sizeof set, "experiment.seed=%llu", (unsigned long long)seed);
+	sim_results_t r;
+	if (cfg_set(c, set, &e) || cfg_finalize(c, &e) || fake_run(c, &r, &e, NULL))
+		_exit(1);
+	r.seed = seed;
+	int rc = out_run_record(dir, c, &r, NULL, 0, NULL, NULL, &e);
+	if (rc)
+		fprintf(stderr, "record: %s\n", e.msg);
+	_exit(rc ? 1 : 0);
+}
+
+static void test_concurrent_writers_into_a_fresh_directory_all_finish(void **st)
+{
+	(void)st;
+	static const char *const ax1[] = {"fake.rate=1:6:1"};
+	static const char *const ax2[] = {"fake.policy=b,c", "fake.rate=1,2"};
+	out_grid_t *g1 = mkgrid(ax1, 1, 1), *g2 = mkgrid(ax2, 2, 1);
+	cfg_t *base = mkbase(NULL, 0);
+	for (int round = 0; round < 3; round++) {
+		char d[300];
+		snprintf(d, sizeof d, "%s/fresh%d", tmpdir, round);
+		int barrier[2];
+		assert_int_equal(pipe(barrier), 0);
+		/* two sweeps and four recorded runs, all adding the catalog's
+		 * columns to a catalog none of them has seen yet */
+		pid_t pid[6];
+		size_t n = 0;
+		pid[n++] = start_writer(barrier, d, g1, base, 0);
+		pid[n++] = start_writer(barrier, d, g2, base, 0);
+		for (uint64_t seed = 100; seed < 104; seed++)
+			pid[n++] = start_writer(barrier, d, NULL, base, seed);
+		close(barrier[0]);
+		close(barrier[1]);
+		int swept = 0;
+		for (size_t i = 0; i < n; i++) {
+			int status;
+			assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+			assert_true(WIFEXITED(status));
+			if (i < 2) { /* a sweep finishes, or the other one holds the lock */
+				assert_true(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3);
+				swept += WEXITSTATUS(status) == 0;
+			} else {
+				assert_int_equal(WEXITSTATUS(status), 0);
+			}
+		}
+		assert_true(swept >= 1);
+		/* both grids complete in the end, nothing orphaned on the way */
+		out_sweep_stats_t s;
+		assert_int_equal(sweep(d, g1, base, 2, &s), 0);
+		assert_int_equal(sweep(d, g2, base, 2, &s), 0);
+		assert_int_equal(s.failed, 0);
+		assert_int_equal(check_no_orphans(d), 6 + 4 + 4);
+	}
+	cfg_free(base);
+	out_grid_free(g1);
+	out_grid_free(g2);
+}
+
 static void test_recorded_single_run_is_a_done_point_for_sweeps(void **st)
 {
 	(void)st;
@@ -1059,6 +1174,7 @@ int main(void)
 		cmocka_unit_test(test_errors_fail_at_once_and_crashes_are_retried_once),
 		cmocka_unit_test(test_sigkill_loses_only_points_in_flight),
 		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
+		cmocka_unit_test(test_concurrent_writers_into_a_fresh_directory_all_finish),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
 		cmocka_unit_test(test_resume_reruns_exactly_the_points_whose_file_or_revision_changed),

@@ -51,6 +51,7 @@ struct out_catalog {
 	char path[4096];
 	col_info_t *cols;
 	size_t ncols, cap;
+	int schema_ver; /* PRAGMA schema_version the column list was read at */
 };
 
 static const char *kind_static(const char *k)
@@ -111,9 +112,24 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 	buf[j] = '\0';
 }
 
+/* The schema's version number: each ALTER or CREATE, by any process,
+ * changes it. */
+static int schema_version(out_catalog_t *c, int *v, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (db_prepare(c, "PRAGMA schema_version", &st, e, "reading the schema"))
+		return KS_EIO;
+	int r = sqlite3_step(st);
+	*v = r == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW ? 0 : db_err(c, e, "reading the schema");
+}
+
 static int load_columns(out_catalog_t *c, err_t *e)
 {
 	sqlite3_stmt *st;
+	if (schema_version(c, &c->schema_ver, e))
+		return KS_EIO;
 	if (db_prepare(c, "SELECT 1 FROM sqlite_master WHERE name = 'columns'", &st, e,
 	               "reading the schema"))
 		return KS_EIO;
@@ -135,6 +151,23 @@ static int load_columns(out_catalog_t *c, err_t *e)
 	}
 	sqlite3_finalize(st);
 	return rc ? err_set(e, rc, "%s: out of memory", c->path) : 0;
+}
+
+/* Reads the column list again when another process changed the schema
+ * since (it added the same parameters or metrics first: adding them again
+ * would fail on a duplicate column). Called under BEGIN IMMEDIATE, so the
+ * list stays right until the transaction ends. */
+static int cols_refresh(out_catalog_t *c, err_t *e)
+{
+	int v;
+	if (schema_version(c, &v, e))
+		return KS_EIO;
+	if (v == c->schema_ver)
+		return 0;
+	for (size_t i = 0; i < c->ncols; i++)
+		free(c->cols[i].name);
+	c->ncols = 0;
+	return load_columns(c, e);
 }
 
 /* Ends the transaction in progress: COMMIT when rc is 0, else ROLLBACK and
@@ -218,6 +251,26 @@ int out_mkdir_p(const char *dir)
 	return mkdir(p, 0777) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* Runs sql, retrying while another process holds the database: switching a
+ * fresh file to WAL, and the first transaction after it, can be refused
+ * with SQLITE_BUSY without the busy handler being asked (the other
+ * connection is changing the journal mode or recovering the WAL). Retried
+ * for about the busy timeout; a transaction left open by a refused
+ * statement is rolled back first. */
+static int exec_retry_busy(out_catalog_t *c, const char *sql)
+{
+	for (int i = 0;; i++) {
+		int r = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+		if (!sqlite3_get_autocommit(c->db) && r != SQLITE_OK)
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		if ((r & 0xff) != SQLITE_BUSY && (r & 0xff) != SQLITE_LOCKED)
+			return r;
+		if (i >= 1000)
+			return r;
+		usleep(10000);
+	}
+}
+
 int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e)
 {
 	*out = NULL;
@@ -252,8 +305,8 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	/* WAL: readers (kvsim runs) never block the sweep; synchronous=NORMAL
 	 * keeps every committed row across a killed process. */
 	const char *init = readonly ? "" : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
-	if (sqlite3_exec(c->db, init, NULL, NULL, NULL) != SQLITE_OK ||
-	    (!readonly && sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)) {
+	if (exec_retry_busy(c, init) != SQLITE_OK ||
+	    (!readonly && exec_retry_busy(c, schema_sql) != SQLITE_OK)) {
 		int rc = db_err(c, e, "initialising");
 		out_catalog_close(c);
 		return rc;
@@ -500,7 +553,9 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 		free(used);
 		return db_err(c, e, "begin");
 	}
-	rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e);
+	rc = cols_refresh(c, e);
+	if (!rc)
+		rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e);
 	free(used);
 	if (rc)
 		goto fail;
@@ -580,7 +635,9 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 		    " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')");
 	if (f)
 		strcat(sql, ", h5_size = ?, h5_sha256 = ?, git_rev = ?, git_dirty = ?, stale = 0");
-	rc = ensure_columns(c, "metric", n, metric_name, metric_unit, m, used, e);
+	rc = cols_refresh(c, e);
+	if (!rc)
+		rc = ensure_columns(c, "metric", n, metric_name, metric_unit, m, used, e);
 	for (size_t i = 0; i < n && !rc; i++) {
 		strcat(sql, ", ");
 		quote_ident(sql, cap, used[i]);

@@ -14,9 +14,12 @@
  * whose name is already taken gets a "metric." prefix). Table "columns"
  * records each added column's kind ('param' or 'metric') and unit. Column
  * names are always quoted identifiers; --where text may use them bare (they
- * are quoted for you). Only one process writes a catalog (the sweep parent or
- * MPI rank 0); each update is a single transaction, so a killed writer loses
- * at most the update in progress. A catalog written before the ledger
+ * are quoted for you). A sweep writes its catalog from one process (the
+ * parent or MPI rank 0), but recorded runs (kvsim run -o) and another sweep
+ * may write it at the same time: each update is a single BEGIN IMMEDIATE
+ * transaction that first rereads the column list when another process
+ * changed the schema, so writers never add a column twice, and a killed
+ * writer loses at most the update in progress. A catalog written before the ledger
  * columns gains them when opened (ALTER TABLE; a reader does it only when it
  * may write the file): its done rows are marked stale, git_rev NULL. Errors: KS_EIO (SQLite), KS_EINPUT (bad
  * query or unknown run), with the database path or SQL message.

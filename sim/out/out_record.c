@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sim/out/out_sweep.h"
 
@@ -37,11 +38,13 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		out_run_file_t f = {0, "", r->git_rev[0] ? r->git_rev : out_build_rev()};
 		if (!rc)
 			rc = out_file_sha256(path, &f.size, f.sha256, e);
-		if (rc) {
-			err_t e2;
-			out_catalog_failed(c, pid, e->msg, &e2);
-		} else {
+		if (!rc)
 			rc = out_catalog_done_file(c, pid, r->metric, r->n_metric, r->wall_s, &f, e);
+		if (rc) {
+			/* no file without its done row, no row left 'running' */
+			err_t e2;
+			unlink(path);
+			out_catalog_failed(c, pid, e->msg, &e2);
 		}
 	}
 	out_catalog_close(c);
