@@ -4,6 +4,7 @@
  * warning per ignored key for a whole sweep, and the ledger: damaged files
  * and other revisions are re-run, rejected sweeps leave nothing. */
 #include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -441,6 +442,28 @@ static void kill_and_reap(pid_t pid)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
+/* Opens the gate, resumes the sweep in d (which had all but in_flight
+ * points done) and checks its catalog against a clean sweep into dref. */
+static void check_resume_is_clean(const char *d, const char *dref, const char *gate,
+				  const out_grid_t *g, const cfg_t *base, size_t total,
+				  size_t in_flight)
+{
+	FILE *f = fopen(gate, "w");
+	assert_non_null(f);
+	fclose(f);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, total - in_flight);
+	assert_int_equal(s.done, in_flight);
+	assert_int_equal(sweep(dref, g, base, 4, &s), 0);
+	size_t n1, n2;
+	char *a = catalog_dump(d, &n1), *b = catalog_dump(dref, &n2);
+	assert_int_equal(n1, total);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+}
+
 static void test_sigkill_loses_only_points_in_flight(void **st)
 {
 	(void)st;
@@ -486,18 +509,114 @@ static void test_sigkill_loses_only_points_in_flight(void **st)
 		assert_int_not_equal(system(cmd), 0);
 	}
 	/* 3. The rerun of the gated sweep completes, equal to a clean sweep. */
-	out_sweep_stats_t s;
-	assert_int_equal(sweep(d, g, base, 2, &s), 0);
-	assert_int_equal(s.skipped, total - 2);
-	assert_int_equal(s.done, 2);
-	assert_int_equal(sweep(dref, g, base, 4, &s), 0);
-	size_t n1, n2;
-	char *a = catalog_dump(d, &n1), *b = catalog_dump(dref, &n2);
-	assert_int_equal(n1, total);
-	assert_string_equal(a, b);
-	free(a);
-	free(b);
+	check_resume_is_clean(d, dref, gate, g, base, total, 2);
 	cfg_free(base);
+	out_grid_free(g);
+}
+
+/* The pids of process pid's children (its running workers). */
+static size_t child_pids(pid_t pid, pid_t *out, size_t cap)
+{
+	char p[128];
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(p, "r");
+	size_t n = 0;
+	int v;
+	while (f && n < cap && fscanf(f, "%d", &v) == 1)
+		out[n++] = (pid_t)v;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void test_sigint_and_sigterm_end_the_sweep_marking_points_interrupted(void **st)
+{
+	(void)st;
+	static const char *const ax[] = {"fake.policy=a,b", "fake.rate=1:4:1"};
+	out_grid_t *g = mkgrid(ax, 2, 2);
+	const size_t total = 16;
+	for (int k = 0; k < 2; k++) {
+		int sig = k ? SIGTERM : SIGINT;
+		char d[300], dref[300], gate[300], setg[400], msg[300];
+		snprintf(d, sizeof d, "%s/sig%d", tmpdir, k);
+		snprintf(dref, sizeof dref, "%s/sig_reference%d", tmpdir, k);
+		snprintf(gate, sizeof gate, "%s/sig_gate%d", tmpdir, k);
+		snprintf(msg, sizeof msg, "%s/sig_msg%d", tmpdir, k);
+		snprintf(setg, sizeof setg, "fake.gate=%s", gate);
+		const char *sets[] = {setg, "fake.gate_rate=3", "fake.n=300"};
+		cfg_t *base = mkbase(sets, 3);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			setpgid(0, 0); /* a group of its own, as a shell job has */
+			out_sweep_opts_t o = {.dir = d, .jobs = 3, .progress = 0,
+					      .seed_key = "experiment.seed", .run = fake_run,
+					      .h5 = {1, 64}, .mpi = 0};
+			out_sweep_stats_t s;
+			err_t e = {0};
+			int rc = out_sweep_run(g, base, &o, &s, &e);
+			FILE *f = fopen(msg, "w");
+			if (f) {
+				fprintf(f, "%s|%d|%zu", e.msg, s.interrupted, s.interrupted_points);
+				fclose(f);
+			}
+			_exit(err_exit_status(rc));
+		}
+		setpgid(pid, pid);
+		/* the two gated points in flight, every other one done */
+		for (int i = 0; i < 30000 && (count_status(d, "done") < (int)total - 2 ||
+					       count_status(d, "running") < 2);
+		     i++)
+			usleep(2000);
+		assert_int_equal(count_status(d, "running"), 2);
+		pid_t workers[8];
+		size_t nw = child_pids(pid, workers, 8);
+		assert_int_equal(nw, 2);
+		/* Ctrl-C reaches the whole job; kill(1) only the sweep */
+		assert_int_equal(kill(sig == SIGINT ? -pid : pid, sig), 0);
+		int status = 0;
+		pid_t w = 0;
+		for (int i = 0; i < 60000 && !(w = waitpid(pid, &status, WNOHANG)); i++)
+			usleep(2000); /* a watchdog of two minutes, against a hang */
+		if (!w)
+			kill(pid, SIGKILL);
+		assert_int_equal(w, pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 1);
+		FILE *f = fopen(msg, "r");
+		assert_non_null(f);
+		char text[1200] = "";
+		assert_non_null(fgets(text, sizeof text, f));
+		fclose(f);
+		assert_non_null(strstr(text, sig == SIGINT ? "interrupted by SIGINT"
+							   : "interrupted by SIGTERM"));
+		assert_non_null(strstr(text, "2 point(s) in flight marked interrupted"));
+		char want[32];
+		snprintf(want, sizeof want, "|%d|2", sig);
+		assert_non_null(strstr(text, want));
+		for (size_t i = 0; i < nw; i++) /* killed and reaped */
+			assert_true(kill(workers[i], 0) < 0 && errno == ESRCH);
+		assert_int_equal(count_status(d, "running"), 0);
+		assert_int_equal(count_status(d, "interrupted"), 2);
+		assert_int_equal(check_consistent(d), total - 2);
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "ls %s/runs | grep -q tmp", d);
+		assert_int_not_equal(system(cmd), 0);
+		/* the resumed sweep ends as a clean one would have */
+		check_resume_is_clean(d, dref, gate, g, base, total, 2);
+		assert_int_equal(count_status(d, "done"), (int)total);
+		out_catalog_t *c;
+		out_table_t t;
+		err_t e = {0};
+		assert_int_equal(out_catalog_open(d, 1, &c, &e), 0);
+		assert_int_equal(out_catalog_select(c, "id", "attempts != 1 OR error IS NOT NULL",
+						    NULL, &t, &e),
+				 0);
+		assert_int_equal(t.nrows, 0);
+		out_table_free(&t);
+		out_catalog_close(c);
+		cfg_free(base);
+	}
 	out_grid_free(g);
 }
 
@@ -1173,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_rerun_skips_done_points_and_runs_only_new_ones),
 		cmocka_unit_test(test_errors_fail_at_once_and_crashes_are_retried_once),
 		cmocka_unit_test(test_sigkill_loses_only_points_in_flight),
+		cmocka_unit_test(test_sigint_and_sigterm_end_the_sweep_marking_points_interrupted),
 		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
 		cmocka_unit_test(test_concurrent_writers_into_a_fresh_directory_all_finish),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),

@@ -63,7 +63,9 @@ static void usage(FILE *f)
 		"rounds of probes on -j local workers).\n\n"
 		"A point that fails is recorded (kvsim runs DIR --columns id,error) and the\n"
 		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
-		"input (config or trace).\n");
+		"input (config or trace). Ctrl-C (SIGINT) or SIGTERM stops the sweep: the\n"
+		"points in flight are marked interrupted (status 'interrupted') and it exits 1;\n"
+		"the same command resumes it.\n");
 	cli_help_end(f);
 }
 

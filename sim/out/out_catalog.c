@@ -527,8 +527,10 @@ int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attem
 	int s = OUT_RUN_ABSENT, a = 0, r = sqlite3_step(st);
 	if (r == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(st, 0);
-		s = !strcmp(t, "done") ? OUT_RUN_DONE
-		    : !strcmp(t, "failed") ? OUT_RUN_FAILED : OUT_RUN_RUNNING;
+		s = !strcmp(t, "done")		? OUT_RUN_DONE
+		    : !strcmp(t, "failed")	? OUT_RUN_FAILED
+		    : !strcmp(t, "interrupted") ? OUT_RUN_INTERRUPTED
+						: OUT_RUN_RUNNING;
 		a = sqlite3_column_int(st, 1);
 	}
 	sqlite3_finalize(st);
@@ -668,20 +670,36 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 	return tx_end(c, rc, e);
 }
 
-int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
+/* Ends run id's attempt with status as its error text (sql: the UPDATE,
+ * binding ?1 error and ?2 id); what: "failed", "interrupted". */
+static int end_attempt(out_catalog_t *c, const char *sql, const char *id, const char *error,
+		       const char *what, err_t *e)
 {
 	sqlite3_stmt *st;
-	if (db_prepare(c,
-	               "UPDATE runs SET status = 'failed', error = ?,"
-	               " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
-	               &st, e, "recording a failure"))
+	if (db_prepare(c, sql, &st, e, "recording the end of a run"))
 		return KS_EIO;
 	sqlite3_bind_text(st, 1, error ? error : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-	int rc = exec_stmt(c, st, e, "recording a failure");
+	int rc = exec_stmt(c, st, e, "recording the end of a run");
 	if (!rc && sqlite3_changes(c->db) != 1)
-		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark failed", c->path, id);
+		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark %s", c->path, id, what);
 	return rc;
+}
+
+int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
+{
+	return end_attempt(c,
+			   "UPDATE runs SET status = 'failed', error = ?1,"
+			   " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?2",
+			   id, error, "failed", e);
+}
+
+int out_catalog_interrupted(out_catalog_t *c, const char *id, const char *why, err_t *e)
+{
+	return end_attempt(c,
+			   "UPDATE runs SET status = 'interrupted', error = ?1, finished_at = NULL,"
+			   " attempts = max(attempts - 1, 0) WHERE id = ?2 AND status = 'running'",
+			   id, why, "interrupted", e);
 }
 
 /* ---- the ledger: files and revisions ------------------------------------ */

@@ -3,7 +3,7 @@
  * One database per results directory (DIR/catalog.sqlite, WAL journal) with
  * one row per run in table "runs": id (the point identity: SHA-256 hex of
  * config text + seed), config_digest, seed, status ('running', 'done',
- * 'failed'), error, attempts, h5_path (relative to DIR), started_at,
+ * 'failed', 'interrupted'), error, attempts, h5_path (relative to DIR), started_at,
  * finished_at (UTC ISO-8601 text), wall_s, config (resolved config text),
  * the ledger of what a done run left: h5_size (bytes), h5_sha256 (hex of the
  * whole file), git_rev (the build that made it, as out_build_rev gives it),
@@ -37,7 +37,13 @@
 
 typedef struct out_catalog out_catalog_t;
 
-enum { OUT_RUN_ABSENT = 0, OUT_RUN_RUNNING = 1, OUT_RUN_DONE = 2, OUT_RUN_FAILED = 3 };
+enum {
+	OUT_RUN_ABSENT = 0,
+	OUT_RUN_RUNNING = 1,
+	OUT_RUN_DONE = 2,
+	OUT_RUN_FAILED = 3,
+	OUT_RUN_INTERRUPTED = 4, /* its sweep was stopped by a signal while it ran */
+};
 
 typedef struct out_param {
 	const char *key;   /* "section.key" */
@@ -88,6 +94,10 @@ int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, si
 		     double wall_s, err_t *e);
 /* Status 'failed' with the error text. */
 int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e);
+/* Status 'interrupted' with the reason (the signal that stopped the sweep):
+ * the attempt in progress does not count (attempts - 1), so the row a
+ * resumed sweep leaves is the one an uninterrupted sweep would have left. */
+int out_catalog_interrupted(out_catalog_t *c, const char *id, const char *why, err_t *e);
 
 /* Size and hex SHA-256 of a whole file (size may be NULL); KS_EIO naming
  * the path when it cannot be read. */
@@ -96,7 +106,8 @@ int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e);
 /* What a sweep does with a point, by out_catalog_check. Every verdict but
  * DONE and KEPT runs the point (again). */
 enum {
-	OUT_CHECK_TODO = 0,  /* no row, or one left 'running' by a killed sweep */
+	OUT_CHECK_TODO = 0,  /* no row, one left 'running' by a killed sweep, or
+			      * 'interrupted' */
 	OUT_CHECK_FAILED,    /* failed last time */
 	OUT_CHECK_DONE,      /* done by this revision, its file intact: skipped */
 	OUT_CHECK_KEPT,      /* done by another revision, file intact, keep_stale */

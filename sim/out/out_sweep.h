@@ -22,7 +22,13 @@
  * sweep rejected before its first point (bad axis value, lock held, catalog
  * unreadable) removes the directory, lock and catalog it created. A child that dies without a report is retried once in the same
  * sweep, then marked failed; a run function error fails the point at once.
- * Both are recorded with their error and the sweep carries on. Under
+ * Both are recorded with their error and the sweep carries on. SIGINT or
+ * SIGTERM stops a local sweep in order: no new point starts, the workers
+ * in flight are killed and reaped, their points marked 'interrupted' (the
+ * attempt not counted, their temporaries removed; a worker that had already
+ * reported keeps its result), and out_sweep_run returns KS_ERUNTIME naming
+ * the signal; the next sweep runs the interrupted points as if they had
+ * never started. Under
  * mpirun (built with KVSIM_HAVE_MPI, OMPI_COMM_WORLD_SIZE > 1), rank 0 hands
  * points out one at a time and owns the catalog; other ranks run points the
  * same way. Results depend only on the point, never on -j or the rank count.
@@ -110,6 +116,8 @@ typedef struct out_sweep_stats {
 	size_t rerun_damaged; /* done, but the file was truncated or corrupt */
 	size_t kept_stale;    /* skipped though of another revision (keep_stale) */
 	size_t failed_input; /* of failed: by an input error (bad config or trace) */
+	int interrupted;      /* SIGINT or SIGTERM when a signal stopped the sweep */
+	size_t interrupted_points; /* in flight then, now 'interrupted' */
 	int rank;       /* MPI rank (0 when local); only rank 0 has counts */
 	int ranks;      /* 1 when local */
 } out_sweep_stats_t;
