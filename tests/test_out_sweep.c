@@ -1033,8 +1033,9 @@ static void test_resume_reruns_exactly_the_points_whose_file_or_revision_changed
 }
 
 /* Rows of a catalog from before the ledger: re-run by default (their
- * revision is unknown), kept and marked stale under keep_stale. */
-static void test_rows_without_a_revision_count_as_another_revision(void **st)
+ * revision is unknown), and under keep_stale too: with no digest of their
+ * file recorded, nothing says the file is the one the run wrote. */
+static void test_rows_without_a_revision_or_file_digest_run_again(void **st)
 {
 	(void)st;
 	static const char *const ax[] = {"fake.rate=1,2"};
@@ -1049,13 +1050,14 @@ static void test_rows_without_a_revision_count_as_another_revision(void **st)
 	       "ALTER TABLE runs DROP COLUMN git_rev; ALTER TABLE runs DROP COLUMN git_dirty;"
 	       "ALTER TABLE runs DROP COLUMN stale;");
 	assert_int_equal(sweep_as(d, g, base, 2, NULL, 1, &s), 0);
-	assert_int_equal(s.kept_stale, 2);
-	assert_int_equal(s.done, 0);
-	column_by_point(g, base, d, "stale", col);
-	assert_string_equal(col, "11");
-	assert_int_equal(sweep(d, g, base, 2, &s), 0);
-	assert_int_equal(s.rerun_stale, 2);
+	assert_int_equal(s.kept_stale, 0);
+	assert_int_equal(s.rerun_unverified, 2);
 	assert_int_equal(s.done, 2);
+	column_by_point(g, base, d, "stale", col);
+	assert_string_equal(col, "00");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 2);
+	assert_int_equal(s.done, 0);
 	column_by_point(g, base, d, "stale", col);
 	assert_string_equal(col, "00");
 	column_by_point(g, base, d, "git_rev", col);
@@ -1281,6 +1283,218 @@ static void test_jobs_above_the_open_file_limit_are_refused_naming_it(void **st)
 	out_grid_free(g);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Every key of the schema that names an input file (unit "path") puts the
+ * content of its file in the point's id, not its name or times; a run's
+ * plugins count the same way; a config that reads no file keeps the id it
+ * had before inputs counted. */
+static void test_point_identity_covers_the_content_of_every_input_file(void **st)
+{
+	(void)st;
+	static const char *const must[] = {"trace.path",	  "trace.in_path", "trace.out_path",
+					   "gpu.file",		  "model.file",	   "compute.calibration",
+					   "compute.profile",	  "compute.allreduce_profile",
+					   "network.calibration"};
+	const size_t n_must = sizeof must / sizeof must[0];
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	cfg_schema_set_warnings(s, NULL);
+	out_grid_t *g0 = mkgrid(NULL, 0, 1);
+	err_t e = {0};
+	size_t seen = 0, keys = 0;
+	for (size_t i = 0; i < cfg_schema_count(s); i++) {
+		const cfg_key_t *k = cfg_schema_key(s, i);
+		if (k->type != CFG_STR || !k->unit || strcmp(k->unit, "path"))
+			continue;
+		keys++;
+		char key[256], f[600], set[900];
+		snprintf(key, sizeof key, "%s.%s", k->section, k->name);
+		snprintf(f, sizeof f, "%s/input_%s", tmpdir, key);
+		snprintf(set, sizeof set, "%s=%s", key, f);
+		write_text(f, "one\n");
+		cfg_t *c = cfg_new(s);
+		assert_non_null(c);
+		assert_int_equal(cfg_set(c, set, &e), 0);
+		assert_int_equal(cfg_finalize(c, &e), 0);
+		out_point_t p, q, r;
+		assert_int_equal(out_point_make(g0, c, "experiment.seed", 0, &p, &e), 0);
+		assert_non_null(strstr(p.inputs, key));
+		assert_non_null(strstr(p.inputs, f));
+		write_text(f, "two\n"); /* same size, same second */
+		assert_int_equal(out_point_make(g0, c, "experiment.seed", 0, &q, &e), 0);
+		assert_string_not_equal(p.id, q.id);
+		assert_string_equal(p.digest, q.digest); /* the config text is the same */
+		write_text(f, "one\n");
+		assert_int_equal(out_point_make(g0, c, "experiment.seed", 0, &r, &e), 0);
+		assert_string_equal(p.id, r.id);
+		out_point_free(&p);
+		out_point_free(&q);
+		out_point_free(&r);
+		cfg_free(c);
+		for (size_t m = 0; m < n_must; m++)
+			seen += !strcmp(must[m], key);
+	}
+	assert_int_equal(seen, n_must);
+	assert_true(keys >= n_must);
+	/* the built-in calibration keyword names no file */
+	cfg_t *c = cfg_new(s);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	char *text = NULL, *t2 = NULL, plug[400], id0[65], id1[65];
+	assert_int_equal(out_point_inputs(c, NULL, 0, &text, &e), 0);
+	assert_string_equal(text, "");
+	/* a plugin is an input of a recorded run */
+	snprintf(plug, sizeof plug, "%s/input_plugin.so", tmpdir);
+	write_text(plug, "not really a plugin\n");
+	const char *const extra[] = {plug};
+	assert_int_equal(out_point_inputs(c, extra, 1, &t2, &e), 0);
+	assert_non_null(strstr(t2, "plugin "));
+	assert_non_null(strstr(t2, plug));
+	char *ct = cfg_text(c);
+	out_point_id(ct, 1, text, id0);
+	out_point_id(ct, 1, NULL, id1);
+	assert_string_equal(id0, id1);
+	out_point_id(ct, 1, t2, id1);
+	assert_string_not_equal(id0, id1);
+	free(ct);
+	free(text);
+	free(t2);
+	cfg_free(c);
+	out_grid_free(g0);
+	cfg_schema_free(s);
+}
+
+static double score_of_rate(const char *dir, const char *rate)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	char w[128];
+	snprintf(w, sizeof w, "status = 'done' AND \"fake.rate\" = %s", rate);
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "policy_score", w, NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	double v = strtod(t.cells[0], NULL);
+	out_table_free(&t);
+	out_catalog_close(c);
+	return v;
+}
+
+/* An input file edited in place (same name, same size, same second) makes
+ * its points run again; the rows of the old content are superseded. */
+static void test_resume_reruns_points_whose_input_file_changed(void **st)
+{
+	(void)st;
+	char d[300], f[300], set[400];
+	subdir(d, sizeof d, "inputs");
+	subdir(f, sizeof f, "input_fake.txt");
+	snprintf(set, sizeof set, "fake.input=%s", f);
+	const char *sets[] = {set};
+	static const char *const ax[] = {"fake.rate=1,2"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(sets, 1);
+	out_sweep_stats_t s;
+	write_text(f, "5\n");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.done, 2);
+	assert_true(score_of_rate(d, "2") == 7);
+	write_text(f, "7\n");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 0);
+	assert_int_equal(s.done, 2);
+	assert_true(score_of_rate(d, "1") == 8);
+	assert_true(score_of_rate(d, "2") == 9);
+	assert_int_equal(count_status(d, "superseded"), 2);
+	assert_int_equal(count_status(d, "done"), 2);
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 2);
+	/* back to the first content: those points are done again */
+	write_text(f, "5\n");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.done, 2);
+	assert_true(score_of_rate(d, "2") == 7);
+	assert_int_equal(count_status(d, "done"), 2);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+/* A catalog written before input files counted: a done row whose config
+ * reads a file (or no longer loads) cannot be verified and becomes
+ * 'unverified', which a sweep runs again; a row whose config reads none
+ * stays done, its id being what that point's still is. */
+static void test_catalog_before_input_digests_is_migrated(void **st)
+{
+	(void)st;
+	char d[300], f[400], set[500];
+	subdir(d, sizeof d, "pre_inputs");
+	cfg_schema_t *s = cfg_schema_default();
+	cfg_schema_set_warnings(s, NULL);
+	cfg_t *plain = cfg_new(s), *reads = cfg_new(s);
+	err_t e = {0};
+	snprintf(set, sizeof set, "gpu.file=%s/input_gpu.ini", tmpdir);
+	assert_int_equal(cfg_finalize(plain, &e), 0);
+	assert_int_equal(cfg_set(reads, set, &e), 0);
+	assert_int_equal(cfg_finalize(reads, &e), 0);
+	char *tp = cfg_text(plain), *tr = cfg_text(reads), pid[65], rid[65];
+	out_point_id(tp, 1, NULL, pid); /* ids as they were made then */
+	out_point_id(tr, 1, NULL, rid);
+	out_catalog_t *c;
+	assert_int_equal(out_catalog_open(d, 0, &c, &e), 0);
+	const struct {
+		const char *id, *text, *end;
+	} rows[] = {{pid, tp, "done"}, {rid, tr, "done"}, {"bad0", "[nosuch]\nkey = 1\n", "done"},
+		    {"fail", tr, "failed"}};
+	res_metric_t m = {"requests", "", 3};
+	for (size_t i = 0; i < 4; i++) {
+		out_run_info_t ri = {rows[i].id, rows[i].id, 1, NULL, 0, "runs/f.h5", rows[i].text,
+				     NULL};
+		out_run_file_t rf = {0, "", out_build_rev()};
+		snprintf(f, sizeof f, "%s/runs", d);
+		mkdir(f, 0777);
+		snprintf(f, sizeof f, "%s/runs/f.h5", d);
+		write_text(f, "results\n");
+		assert_int_equal(out_file_sha256(f, &rf.size, rf.sha256, &e), 0);
+		assert_int_equal(out_catalog_begin(c, &ri, &e), 0);
+		if (!strcmp(rows[i].end, "done"))
+			assert_int_equal(out_catalog_done_file(c, rows[i].id, &m, 1, 0.1, &rf, &e), 0);
+		else
+			assert_int_equal(out_catalog_failed(c, rows[i].id, "boom", &e), 0);
+	}
+	out_catalog_close(c);
+	sql(d, "ALTER TABLE runs DROP COLUMN inputs;");
+	for (int round = 0; round < 2; round++) { /* the second open finds it migrated */
+		assert_int_equal(out_catalog_open(d, 0, &c, &e), 0);
+		out_table_t t;
+		assert_int_equal(out_catalog_select(c, "id,status,inputs,error", NULL, NULL, &t, &e),
+				 0);
+		assert_int_equal(t.nrows, 4);
+		assert_string_equal(cell(&t, 0, "status"), "done");
+		assert_string_equal(cell(&t, 0, "inputs"), "");
+		assert_string_equal(cell(&t, 1, "status"), "unverified");
+		assert_non_null(strstr(cell(&t, 1, "error"), "cannot be verified"));
+		assert_string_equal(cell(&t, 2, "status"), "unverified");
+		assert_string_equal(cell(&t, 3, "status"), "failed");
+		out_table_free(&t);
+		int v;
+		assert_int_equal(out_catalog_check(c, pid, out_build_rev(), 0, &v, &e), 0);
+		assert_int_equal(v, OUT_CHECK_DONE);
+		assert_int_equal(out_catalog_check(c, rid, out_build_rev(), 1, &v, &e), 0);
+		assert_int_equal(v, OUT_CHECK_TODO);
+		out_catalog_close(c);
+	}
+	free(tp);
+	free(tr);
+	cfg_free(plain);
+	cfg_free(reads);
+	cfg_schema_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1298,12 +1512,15 @@ int main(void)
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
 		cmocka_unit_test(test_resume_reruns_exactly_the_points_whose_file_or_revision_changed),
-		cmocka_unit_test(test_rows_without_a_revision_count_as_another_revision),
+		cmocka_unit_test(test_rows_without_a_revision_or_file_digest_run_again),
 		cmocka_unit_test(test_rejected_sweep_leaves_nothing_it_created),
 		cmocka_unit_test(test_dry_run_reports_what_the_resume_would_do),
 		cmocka_unit_test(test_failed_points_count_input_errors),
 		cmocka_unit_test(test_strict_sweep_fails_points_without_requests),
 		cmocka_unit_test(test_jobs_above_the_open_file_limit_are_refused_naming_it),
+		cmocka_unit_test(test_point_identity_covers_the_content_of_every_input_file),
+		cmocka_unit_test(test_resume_reruns_points_whose_input_file_changed),
+		cmocka_unit_test(test_catalog_before_input_digests_is_migrated),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,9 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <nettle/sha2.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +22,7 @@ static const char schema_sql[] =
 	" id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER, status TEXT NOT NULL,"
 	" error TEXT, attempts INTEGER NOT NULL DEFAULT 0, h5_path TEXT, started_at TEXT,"
 	" finished_at TEXT, wall_s REAL, config TEXT, h5_size INTEGER, h5_sha256 TEXT,"
-	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0);"
+	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0, inputs TEXT);"
 	"CREATE TABLE IF NOT EXISTS columns ("
 	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);"
 	"COMMIT;";
@@ -231,6 +229,55 @@ static int migrate(out_catalog_t *c, err_t *e)
 	return tx_end(c, rc, e);
 }
 
+/* Whether table runs has column name. */
+static int has_column(out_catalog_t *c, const char *name, int *have, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (db_prepare(c, "SELECT 1 FROM pragma_table_info('runs') WHERE name = ?", &st, e,
+	               "reading the schema"))
+		return KS_EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int r = sqlite3_step(st);
+	*have = r == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : db_err(c, e, "reading the schema");
+}
+
+/* SQL function kvsim_reads_files(config): out_config_reads_files. */
+static void sql_reads_files(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	sqlite3_result_int(cx, out_config_reads_files((const char *)sqlite3_value_text(argv[0])));
+}
+
+/* Adds column inputs to a catalog written before input files counted (one
+ * transaction, looked at again under the lock). A done row whose config
+ * reads no file keeps its id, which is what such a point's id still is;
+ * one whose config reads files cannot have them verified (no digest was
+ * taken) and becomes 'unverified', which a sweep runs again. */
+static int migrate_inputs(out_catalog_t *c, err_t *e)
+{
+	int have, rc = has_column(c, "inputs", &have, e);
+	if (rc || have)
+		return rc;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "migrating");
+	rc = has_column(c, "inputs", &have, e);
+	if (rc || have)
+		return tx_end(c, rc, e);
+	if (sqlite3_create_function(c->db, "kvsim_reads_files", 1, SQLITE_UTF8, NULL,
+				    sql_reads_files, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(c->db,
+			 "ALTER TABLE runs ADD COLUMN inputs TEXT;"
+			 "UPDATE runs SET status = 'unverified', error = 'made before input files "
+			 "were digested: its inputs cannot be verified; a sweep runs it again'"
+			 " WHERE status = 'done' AND kvsim_reads_files(config);"
+			 "UPDATE runs SET inputs = '' WHERE status = 'done';",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		rc = db_err(c, e, "migrating (adding the inputs column)");
+	return tx_end(c, rc, e);
+}
+
 int out_mkdir_p(const char *dir)
 {
 	char p[4096];
@@ -317,6 +364,8 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	if (!readonly || !sqlite3_db_readonly(c->db, "main")) {
 		err_t ignored;
 		rc = migrate(c, readonly ? &ignored : e);
+		if (!rc)
+			rc = migrate_inputs(c, readonly ? &ignored : e);
 		if (readonly)
 			rc = 0;
 	}
@@ -543,6 +592,18 @@ int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attem
 	return 0;
 }
 
+/* Binds ?1 id, ?2 config digest, ?3 seed, ?4 file, ?5 config and ?6 inputs
+ * (a statement may use only some of them). */
+static void bind_run(sqlite3_stmt *st, const out_run_info_t *ri)
+{
+	sqlite3_bind_text(st, 1, ri->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ri->config_digest, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ri->seed);
+	sqlite3_bind_text(st, 4, ri->h5_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, ri->config_text ? ri->config_text : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, ri->inputs ? ri->inputs : "", -1, SQLITE_STATIC);
+}
+
 int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 {
 	char (*used)[128] = NULL;
@@ -565,20 +626,28 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 	if ((rc = db_prepare(
 		 c,
 		 "INSERT INTO runs(id, config_digest, seed, status, attempts, h5_path,"
-		 " started_at, config) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
-		 " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5)"
+		 " started_at, config, inputs) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
+		 " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5, ?6)"
 		 " ON CONFLICT(id) DO UPDATE SET status = 'running', error = NULL,"
 		 " attempts = attempts + 1, finished_at = NULL, wall_s = NULL,"
 		 " h5_size = NULL, h5_sha256 = NULL, git_rev = NULL, git_dirty = NULL, stale = 0,"
-		 " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5,"
+		 " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5, inputs = ?6,"
 		 " started_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
 		 &st, e, "recording a run")))
 		goto fail;
-	sqlite3_bind_text(st, 1, ri->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, ri->config_digest, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ri->seed);
-	sqlite3_bind_text(st, 4, ri->h5_path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, ri->config_text ? ri->config_text : "", -1, SQLITE_STATIC);
+	bind_run(st, ri);
+	if ((rc = exec_stmt(c, st, e, "recording a run")))
+		goto fail;
+	/* The same config and seed under another id read other input files:
+	 * those results are of inputs that are no longer there. */
+	if ((rc = db_prepare(c,
+			     "UPDATE runs SET status = 'superseded', error = 'its input files "
+			     "changed; run ' || substr(?1, 1, 16) || ' reads them as they are now'"
+			     " WHERE config_digest = ?2 AND seed = ?3 AND id != ?1"
+			     " AND inputs IS NOT ?6 AND status IN ('done', 'unverified')",
+			     &st, e, "recording a run")))
+		goto fail;
+	bind_run(st, ri);
 	if ((rc = exec_stmt(c, st, e, "recording a run")))
 		goto fail;
 	if (ri->n_params) {
@@ -704,57 +773,19 @@ int out_catalog_interrupted(out_catalog_t *c, const char *id, const char *why, e
 
 /* ---- the ledger: files and revisions ------------------------------------ */
 
-int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(e, KS_EIO, "%s: cannot read: %s", path, strerror(errno));
-	enum { CHUNK = 1 << 20 };
-	uint8_t *buf = malloc(CHUNK), d[SHA256_DIGEST_SIZE];
-	if (!buf) {
-		close(fd);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
-	struct sha256_ctx h;
-	sha256_init(&h);
-	uint64_t total = 0;
-	int rc = 0;
-	for (;;) {
-		ssize_t got = read(fd, buf, CHUNK);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = err_set(e, KS_EIO, "%s: read failed: %s", path, strerror(errno));
-			break;
-		}
-		if (got == 0)
-			break;
-		sha256_update(&h, (size_t)got, buf);
-		total += (uint64_t)got;
-	}
-	free(buf);
-	close(fd);
-	if (rc)
-		return rc;
-	sha256_digest(&h, sizeof d, d);
-	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
-		snprintf(hex + 2 * b, 3, "%02x", d[b]);
-	if (size)
-		*size = total;
-	return 0;
-}
-
 const char *out_check_name(int verdict)
 {
 	static const char *const names[] = {"todo",  "failed",  "done",      "kept",
-					    "stale", "missing", "truncated", "corrupt"};
+					    "stale", "missing", "truncated", "corrupt",
+					    "unverified"};
 	return verdict >= 0 && verdict < (int)(sizeof names / sizeof names[0]) ? names[verdict]
 									       : "?";
 }
 
 /* Whether the file of a done row is still the one recorded: OUT_CHECK_DONE,
- * or MISSING, TRUNCATED or CORRUPT. A row without a size (written before
- * the ledger, or by out_catalog_done) has only the file's opening to go by. */
+ * or MISSING, TRUNCATED or CORRUPT. A row without a size and digest
+ * (written before the ledger, or by out_catalog_done) is UNVERIFIED: that
+ * its file still opens says nothing of what made it. */
 static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t size,
 		      const char *sha, int *verdict, err_t *e)
 {
@@ -771,8 +802,8 @@ static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t
 		*verdict = OUT_CHECK_CORRUPT;
 		return 0;
 	}
-	if (!have_size) {
-		*verdict = out_hdf5_probe(path) ? OUT_CHECK_CORRUPT : OUT_CHECK_DONE;
+	if (!have_size || !sha) {
+		*verdict = OUT_CHECK_UNVERIFIED;
 		return 0;
 	}
 	if ((uint64_t)sb.st_size != size) {

@@ -326,7 +326,8 @@ static void progress_draw(sweep_t *s, int final)
 static int start_point(sweep_t *s, size_t k, err_t *e)
 {
 	const out_point_t *p = &s->pts[k];
-	out_run_info_t ri = {p->id, p->digest, p->seed, p->params, p->n_params, p->h5_rel, NULL};
+	out_run_info_t ri = {
+		p->id, p->digest, p->seed, p->params, p->n_params, p->h5_rel, NULL, p->inputs};
 	char *text = cfg_text(p->cfg);
 	ri.config_text = text;
 	int rc = out_catalog_begin(s->cat, &ri, e);
@@ -815,6 +816,7 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m
 		s->st->rerun_stale += v == OUT_CHECK_STALE;
 		s->st->rerun_missing += v == OUT_CHECK_MISSING;
 		s->st->rerun_damaged += v == OUT_CHECK_TRUNCATED || v == OUT_CHECK_CORRUPT;
+		s->st->rerun_unverified += v == OUT_CHECK_UNVERIFIED;
 		s->queue[s->qtail++] = k;
 		queued++;
 	}

@@ -8,8 +8,12 @@
  * seed 0 is the base seed itself, the others are splitmix64 mixes of it
  * (31-bit, distinct), so the same command always gives the same seeds.
  * A point's identity is the SHA-256 of its resolved config text (comment
- * lines left out) and seed;
- * its file is DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id.
+ * lines left out), its seed and, when it reads files, the SHA-256 of each
+ * file's content (out_point_inputs): a trace, GPU or model spec,
+ * calibration or profile edited in place is another point. Its file is
+ * DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id; ids are
+ * shown by their first 16 hex digits everywhere and any unique prefix
+ * names a run.
  *
  * out_sweep_run executes every point that DIR's catalog and files do not
  * vouch for (out_catalog_check): a point runs unless its row is 'done', its
@@ -71,7 +75,8 @@ typedef struct out_point {
 	uint64_t seed;
 	out_param_t *params;  /* owned array; strings point into the grid */
 	size_t n_params;
-	char id[65];          /* SHA-256 hex of config text + seed */
+	char *inputs;         /* owned: out_point_inputs' text ("" when none) */
+	char id[65];          /* SHA-256 hex of config text + seed + inputs */
 	char digest[65];      /* cfg_digest */
 	char h5_rel[64];      /* "runs/<id16>.h5" */
 } out_point_t;
@@ -82,8 +87,10 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 		   out_point_t *p, err_t *e);
 void out_point_free(out_point_t *p);
 /* The identity of a run: SHA-256 hex of the config text without its comment
- * lines, followed by "\nseed=SEED\n". */
-void out_point_id(const char *config_text, uint64_t seed, char id[65]);
+ * lines, followed by "\nseed=SEED\n" and, when inputs is not empty,
+ * "inputs:\n" and inputs (out_point_inputs' text). */
+void out_point_id(const char *config_text, uint64_t seed, const char *inputs, char id[65]);
+
 
 /* Records one finished run outside a sweep (kvsim run): writes
  * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL),
@@ -92,6 +99,10 @@ void out_point_id(const char *config_text, uint64_t seed, char id[65]);
 int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
 		   char id[65], err_t *e);
+/* The same for a run that also loaded plugins (their files are inputs). */
+int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+			   const char *const *plugins, size_t n_plugins, const out_hdf5_opts_t *h5,
+			   char id[65], err_t *e);
 
 typedef struct out_sweep_opts {
 	const char *dir;      /* results directory (created) */
@@ -114,6 +125,7 @@ typedef struct out_sweep_stats {
 	size_t rerun_stale;   /* of the points run: done by another revision */
 	size_t rerun_missing; /* done, but the file was gone */
 	size_t rerun_damaged; /* done, but the file was truncated or corrupt */
+	size_t rerun_unverified; /* done, but no digest of its file was recorded */
 	size_t kept_stale;    /* skipped though of another revision (keep_stale) */
 	size_t failed_input; /* of failed: by an input error (bad config or trace) */
 	int interrupted;      /* SIGINT or SIGTERM when a signal stopped the sweep */
