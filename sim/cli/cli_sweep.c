@@ -68,7 +68,8 @@ static void usage(FILE *f)
 		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
 		"input (config or trace). Ctrl-C (SIGINT) or SIGTERM stops the sweep: the\n"
 		"points in flight are marked interrupted (status 'interrupted') and it exits 1;\n"
-		"the same command resumes it.\n");
+		"the same command resumes it. A sweep into a directory another sweep is\n"
+		"writing waits for that one to finish, then runs what it left.\n");
 	cli_help_end(f);
 }
 

@@ -781,9 +781,23 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m
 	if (s->lock_fd < 0)
 		return err_set(e, KS_EIO, "%s: %s", p, strerror(errno));
 	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		/* Another sweep writes here: wait for it, so that sweeps started
+		 * together (a job array) all finish; Ctrl-C gives up. */
 		m->lock = 0; /* the other sweep's, even if it made it just now */
-		return err_set(e, KS_EIO, "%s: another sweep is writing this results directory",
-			       o->dir);
+		if (errno != EWOULDBLOCK)
+			return err_set(e, KS_EIO, "%s: cannot lock: %s", p, strerror(errno));
+		fprintf(stderr, "sweep: %s: another sweep is writing this results directory; "
+				"waiting for it to finish (Ctrl-C gives up)\n",
+			o->dir);
+		while (flock(s->lock_fd, LOCK_EX) < 0) {
+			if (errno != EINTR)
+				return err_set(e, KS_EIO, "%s: cannot lock: %s", p, strerror(errno));
+			if (sweep_sigs.armed && sweep_signal)
+				return err_set(e, KS_ERUNTIME,
+					       "interrupted by %s while waiting for another sweep "
+					       "writing %s",
+					       sweep_signal == SIGINT ? "SIGINT" : "SIGTERM", o->dir);
+		}
 	}
 	snprintf(p, sizeof p, "%s/runs", o->dir);
 	m->runs = !exists(p);

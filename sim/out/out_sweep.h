@@ -23,8 +23,10 @@
  * fork()ed child (run function, HDF5 write, file digest), which reports
  * metrics and digest to the parent over a pipe; only the parent writes the
  * catalog. All points are built before anything is created on disk, and a
- * sweep rejected before its first point (bad axis value, lock held, catalog
- * unreadable) removes the directory, lock and catalog it created. A child that dies without a report is retried once in the same
+ * sweep rejected before its first point (bad axis value, catalog
+ * unreadable) removes the directory, lock and catalog it created. A sweep
+ * whose directory another sweep is writing (DIR/.sweep.lock) says so on
+ * stderr and waits for it, then skips what that one did. A child that dies without a report is retried once in the same
  * sweep, then marked failed; a run function error fails the point at once.
  * Both are recorded with their error and the sweep carries on. SIGINT or
  * SIGTERM stops a local sweep in order: no new point starts, the workers
