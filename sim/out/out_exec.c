@@ -446,9 +446,14 @@ static int stop_on_signal(sweep_t *s, slot_t *sl, unsigned jobs, int sig, int rc
 			continue;
 		}
 		err_t ie = {0};
-		int irc = out_catalog_interrupted(s->cat, s->pts[sl[j].k].id, why, &ie);
+		const out_point_t *p = &s->pts[sl[j].k];
+		int irc = out_catalog_interrupted(s->cat, p->id, why, &ie);
 		if (irc && !rc)
 			rc = err_set(e, irc, "%s", ie.msg);
+		/* a file the worker finished but did not report has no row */
+		char f[4200];
+		snprintf(f, sizeof f, "%s/%s", s->o->dir, p->h5_rel);
+		unlink(f);
 		stopped++;
 	}
 	char runs[4200];
