@@ -1352,6 +1352,19 @@ static void test_point_identity_covers_the_content_of_every_input_file(void **st
 	}
 	assert_int_equal(seen, n_must);
 	assert_true(keys >= n_must);
+	/* a FIFO is never opened (that would block): the point still builds */
+	char fifo[400], setf[500];
+	snprintf(fifo, sizeof fifo, "%s/input_fifo", tmpdir);
+	snprintf(setf, sizeof setf, "trace.path=%s", fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	cfg_t *cf = cfg_new(s);
+	assert_int_equal(cfg_set(cf, setf, &e), 0);
+	assert_int_equal(cfg_finalize(cf, &e), 0);
+	out_point_t pf;
+	assert_int_equal(out_point_make(g0, cf, "experiment.seed", 0, &pf, &e), 0);
+	assert_non_null(strstr(pf.inputs, "not a regular file"));
+	out_point_free(&pf);
+	cfg_free(cf);
 	/* the built-in calibration keyword names no file */
 	cfg_t *c = cfg_new(s);
 	assert_int_equal(cfg_finalize(c, &e), 0);

@@ -108,15 +108,20 @@ static int same_time(struct timespec a, struct timespec b)
 	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-/* hex of path's content, or "missing" / "unreadable: REASON" (the run
- * then fails on it with its own message; the identity still differs from
- * that of any content). */
+/* hex of path's content, or "missing" / "not a regular file" /
+ * "unreadable: REASON" (the run then fails on it with its own message; the
+ * identity still differs from that of any content). A FIFO or a device is
+ * never opened: reading it would block or consume it. */
 static void input_digest(const char *path, char *out, size_t cap)
 {
 	struct stat sb;
 	if (stat(path, &sb) < 0) {
 		snprintf(out, cap, errno == ENOENT || errno == ENOTDIR ? "missing" : "unreadable: %s",
 			 strerror(errno));
+		return;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(out, cap, "not a regular file");
 		return;
 	}
 	for (unsigned i = 0; i < DIG_CACHE_N; i++) {

@@ -32,7 +32,7 @@ int out_cfg_inputs(const cfg_t *cfg, out_input_fn fn, void *ctx, err_t *e);
 /* The inputs of a run as text, one "KEY PATH DIGEST\n" line per file, in
  * schema order, then one "plugin PATH DIGEST" line per extra file (the
  * plugins of kvsim run): DIGEST is the hex SHA-256 of the content,
- * "missing" or "unreadable: REASON". "" when the run reads no file;
+ * "missing", "not a regular file" (never opened) or "unreadable: REASON". "" when the run reads no file;
  * malloc'd into *text. A file is read once per process while its size,
  * times and inode stay the same. */
 int out_point_inputs(const cfg_t *cfg, const char *const *extra, size_t n_extra, char **text,
