@@ -58,7 +58,7 @@ static void check_points(const out_grid_t *g, const cfg_t *base)
 		    strcmp(p.digest, q.digest))
 			abort();
 		char *t = cfg_text(p.cfg), id[65];
-		out_point_id(t, p.seed, id);
+		out_point_id(t, p.seed, p.inputs, id);
 		if (strcmp(id, p.id))
 			abort();
 		free(t);

@@ -52,7 +52,8 @@ static out_catalog_t *catalog(void)
 		snprintf(id, sizeof id, "r%d", i);
 		out_param_t p[] = {{"trace.rate", rates[i]},
 		                   {"policy.replication.name", i % 2 ? "speculative" : "none"}};
-		out_run_info_t ri = {id, "cafe", (uint64_t)i, p, 2, "runs/x.h5", "[trace]\nrate = 1\n"};
+		out_run_info_t ri = {id, "cafe", (uint64_t)i, p, 2, "runs/x.h5", "[trace]\nrate = 1\n",
+				     NULL};
 		/* r1 shed load: its p99 over offered requests is +inf */
 		res_metric_t m[] = {{"ttft_p99_ms", "ms", i == 1 ? INFINITY : 100.0 * (4 - i)},
 		                    {"ttft_completed_p99_ms", "ms", 100.0 * (4 - i)},

@@ -122,6 +122,8 @@ static const cfg_key_t fake_keys[] = {
 	{"fake", "gate", CFG_STR, "", 0, 0, NULL, "", "gate file", NULL},
 	{"fake", "gate_rate", CFG_FLOAT, "0", 0, 1e6, NULL, "", "rate that waits", NULL},
 	{"fake", "sleep_ms", CFG_INT, "0", 0, 100000, NULL, "ms", "extra run time", NULL},
+	/* an input file: its first number is added to policy_score */
+	{"fake", "input", CFG_STR, "", 0, 0, NULL, "path", "input file", NULL},
 };
 
 __attribute__((unused)) static cfg_schema_t *fake_schema(void)
@@ -165,7 +167,19 @@ __attribute__((unused)) static int fake_run(const cfg_t *c, sim_results_t *r, er
 		return err_set(e, KS_ENOMEM, "fake: out of memory");
 	free(r->config_text);
 	r->config_text = cfg_text(c);
-	return sim_results_metric(r, "policy_score", "", 1000.0 * (pol[0] - 'a') + rate);
+	double in = 0;
+	const char *input = cfg_str(c, "fake", "input");
+	if (*input) {
+		FILE *f = fopen(input, "r");
+		int got = f && fscanf(f, "%lf", &in) == 1;
+		if (f)
+			fclose(f);
+		if (!got) {
+			sim_results_free(r);
+			return err_set(e, KS_EINPUT, "%s: fake.input: cannot read a number", input);
+		}
+	}
+	return sim_results_metric(r, "policy_score", "", 1000.0 * (pol[0] - 'a') + rate + in);
 }
 #endif
 

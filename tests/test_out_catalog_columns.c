@@ -60,7 +60,7 @@ static void query(const char *sql, char *out, size_t cap)
 static void run_done(out_catalog_t *c, const char *id, const res_metric_t *m, size_t n)
 {
 	out_param_t p[] = {{"fake.rate", "2"}, {"fake.rate", "2"}};
-	out_run_info_t ri = {id, "cafe", 1, p, 2, "x.h5", ""};
+	out_run_info_t ri = {id, "cafe", 1, p, 2, "x.h5", "", NULL};
 	err_t e = {0};
 	if (out_catalog_begin(c, &ri, &e) || out_catalog_done(c, id, m, n, 0.5, &e))
 		fail_msg("%s", e.msg);
@@ -85,7 +85,8 @@ static void test_batched_columns_match_one_by_one_and_keep_rows(void **st)
 	      " WHERE cid >= 14",
 	      got, sizeof got);
 	assert_string_equal(got, "git_dirty|INTEGER|0|-|0;"
-				 "stale|INTEGER|1|0|0;fake.rate|NUMERIC|0|-|0;m_a|REAL|0|-|0;"
+				 "stale|INTEGER|1|0|0;inputs|TEXT|0|-|0;fake.rate|NUMERIC|0|-|0;"
+				 "m_a|REAL|0|-|0;"
 				 "m_b|REAL|0|-|0;m c\"q|REAL|0|-|0;metric.fake.rate|REAL|0|-|0;");
 	query("SELECT name, type, \"notnull\", pk FROM pragma_table_info('runs') WHERE cid < 4",
 	      got, sizeof got);

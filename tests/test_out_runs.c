@@ -22,7 +22,7 @@ static void add(out_catalog_t *c, const char *id, const char *rate, const char *
 		double p99, const char *cfg)
 {
 	out_param_t p[] = {{"fake.rate", rate}, {"policy.replication.name", pol}};
-	out_run_info_t ri = {id, "d1g", 1, p, 2, "runs/x.h5", cfg};
+	out_run_info_t ri = {id, "d1g", 1, p, 2, "runs/x.h5", cfg, NULL};
 	res_metric_t m[] = {{"ttft_p99_ns", "ns", p99}, {"throughput_rps", "req/s", 2.5}};
 	err_t e = {0};
 	assert_int_equal(out_catalog_begin(c, &ri, &e), 0);
@@ -33,7 +33,7 @@ static void add(out_catalog_t *c, const char *id, const char *rate, const char *
 static void add_rev(out_catalog_t *c, const char *id, const char *rev)
 {
 	out_param_t p[] = {{"fake.rate", "0.25"}, {"policy.replication.name", "full"}};
-	out_run_info_t ri = {id, "d1g", 1, p, 2, "runs/y.h5", "[fake]\nrate = 0.25\n"};
+	out_run_info_t ri = {id, "d1g", 1, p, 2, "runs/y.h5", "[fake]\nrate = 0.25\n", NULL};
 	res_metric_t m[] = {{"ttft_p99_ns", "ns", 1e6}};
 	out_run_file_t f = {4096, "", rev};
 	memset(f.sha256, 'f', 64);

@@ -4,6 +4,7 @@
  * warning per ignored key for a whole sweep, and the ledger: damaged files
  * and other revisions are re-run, rejected sweeps leave nothing. */
 #include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -441,6 +442,28 @@ static void kill_and_reap(pid_t pid)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
+/* Opens the gate, resumes the sweep in d (which had all but in_flight
+ * points done) and checks its catalog against a clean sweep into dref. */
+static void check_resume_is_clean(const char *d, const char *dref, const char *gate,
+				  const out_grid_t *g, const cfg_t *base, size_t total,
+				  size_t in_flight)
+{
+	FILE *f = fopen(gate, "w");
+	assert_non_null(f);
+	fclose(f);
+	out_sweep_stats_t s;
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, total - in_flight);
+	assert_int_equal(s.done, in_flight);
+	assert_int_equal(sweep(dref, g, base, 4, &s), 0);
+	size_t n1, n2;
+	char *a = catalog_dump(d, &n1), *b = catalog_dump(dref, &n2);
+	assert_int_equal(n1, total);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+}
+
 static void test_sigkill_loses_only_points_in_flight(void **st)
 {
 	(void)st;
@@ -486,49 +509,269 @@ static void test_sigkill_loses_only_points_in_flight(void **st)
 		assert_int_not_equal(system(cmd), 0);
 	}
 	/* 3. The rerun of the gated sweep completes, equal to a clean sweep. */
-	out_sweep_stats_t s;
-	assert_int_equal(sweep(d, g, base, 2, &s), 0);
-	assert_int_equal(s.skipped, total - 2);
-	assert_int_equal(s.done, 2);
-	assert_int_equal(sweep(dref, g, base, 4, &s), 0);
-	size_t n1, n2;
-	char *a = catalog_dump(d, &n1), *b = catalog_dump(dref, &n2);
-	assert_int_equal(n1, total);
-	assert_string_equal(a, b);
-	free(a);
-	free(b);
+	check_resume_is_clean(d, dref, gate, g, base, total, 2);
 	cfg_free(base);
 	out_grid_free(g);
 }
 
-static void test_second_sweep_on_same_directory_is_refused(void **st)
+/* The pids of process pid's children (its running workers). */
+static size_t child_pids(pid_t pid, pid_t *out, size_t cap)
+{
+	char p[128];
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(p, "r");
+	size_t n = 0;
+	int v;
+	while (f && n < cap && fscanf(f, "%d", &v) == 1)
+		out[n++] = (pid_t)v;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void test_sigint_and_sigterm_end_the_sweep_marking_points_interrupted(void **st)
 {
 	(void)st;
-	char d[300], gate[300], setg[400];
+	static const char *const ax[] = {"fake.policy=a,b", "fake.rate=1:4:1"};
+	out_grid_t *g = mkgrid(ax, 2, 2);
+	const size_t total = 16;
+	for (int k = 0; k < 2; k++) {
+		int sig = k ? SIGTERM : SIGINT;
+		char d[300], dref[300], gate[300], setg[400], msg[300];
+		snprintf(d, sizeof d, "%s/sig%d", tmpdir, k);
+		snprintf(dref, sizeof dref, "%s/sig_reference%d", tmpdir, k);
+		snprintf(gate, sizeof gate, "%s/sig_gate%d", tmpdir, k);
+		snprintf(msg, sizeof msg, "%s/sig_msg%d", tmpdir, k);
+		snprintf(setg, sizeof setg, "fake.gate=%s", gate);
+		const char *sets[] = {setg, "fake.gate_rate=3", "fake.n=300"};
+		cfg_t *base = mkbase(sets, 3);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			setpgid(0, 0); /* a group of its own, as a shell job has */
+			out_sweep_opts_t o = {.dir = d, .jobs = 3, .progress = 0,
+					      .seed_key = "experiment.seed", .run = fake_run,
+					      .h5 = {1, 64}, .mpi = 0};
+			out_sweep_stats_t s;
+			err_t e = {0};
+			int rc = out_sweep_run(g, base, &o, &s, &e);
+			FILE *f = fopen(msg, "w");
+			if (f) {
+				fprintf(f, "%s|%d|%zu", e.msg, s.interrupted, s.interrupted_points);
+				fclose(f);
+			}
+			_exit(err_exit_status(rc));
+		}
+		setpgid(pid, pid);
+		/* the two gated points in flight, every other one done */
+		for (int i = 0; i < 30000 && (count_status(d, "done") < (int)total - 2 ||
+					       count_status(d, "running") < 2);
+		     i++)
+			usleep(2000);
+		assert_int_equal(count_status(d, "running"), 2);
+		pid_t workers[8];
+		size_t nw = child_pids(pid, workers, 8);
+		assert_int_equal(nw, 2);
+		/* Ctrl-C reaches the whole job; kill(1) only the sweep */
+		assert_int_equal(kill(sig == SIGINT ? -pid : pid, sig), 0);
+		int status = 0;
+		pid_t w = 0;
+		for (int i = 0; i < 60000 && !(w = waitpid(pid, &status, WNOHANG)); i++)
+			usleep(2000); /* a watchdog of two minutes, against a hang */
+		if (!w)
+			kill(pid, SIGKILL);
+		assert_int_equal(w, pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 1);
+		FILE *f = fopen(msg, "r");
+		assert_non_null(f);
+		char text[1200] = "";
+		assert_non_null(fgets(text, sizeof text, f));
+		fclose(f);
+		assert_non_null(strstr(text, sig == SIGINT ? "interrupted by SIGINT"
+							   : "interrupted by SIGTERM"));
+		assert_non_null(strstr(text, "2 point(s) in flight marked interrupted"));
+		char want[32];
+		snprintf(want, sizeof want, "|%d|2", sig);
+		assert_non_null(strstr(text, want));
+		for (size_t i = 0; i < nw; i++) /* killed and reaped */
+			assert_true(kill(workers[i], 0) < 0 && errno == ESRCH);
+		assert_int_equal(count_status(d, "running"), 0);
+		assert_int_equal(count_status(d, "interrupted"), 2);
+		assert_int_equal(check_consistent(d), total - 2);
+		char cmd[600]; /* no temporaries, and a file for each done row only */
+		snprintf(cmd, sizeof cmd, "ls %s/runs | grep -q tmp", d);
+		assert_int_not_equal(system(cmd), 0);
+		snprintf(cmd, sizeof cmd, "test $(ls %s/runs | wc -l) -eq %zu", d, total - 2);
+		assert_int_equal(system(cmd), 0);
+		/* the resumed sweep ends as a clean one would have */
+		check_resume_is_clean(d, dref, gate, g, base, total, 2);
+		assert_int_equal(count_status(d, "done"), (int)total);
+		out_catalog_t *c;
+		out_table_t t;
+		err_t e = {0};
+		assert_int_equal(out_catalog_open(d, 1, &c, &e), 0);
+		assert_int_equal(out_catalog_select(c, "id", "attempts != 1 OR error IS NOT NULL",
+						    NULL, &t, &e),
+				 0);
+		assert_int_equal(t.nrows, 0);
+		out_table_free(&t);
+		out_catalog_close(c);
+		cfg_free(base);
+	}
+	out_grid_free(g);
+}
+
+static size_t check_no_orphans(const char *dir);
+
+/* A second sweep into a directory another sweep is writing waits for it
+ * (a Ctrl-C while it waits gives up, touching nothing), then runs only
+ * what the first did not. */
+static void test_second_sweep_on_same_directory_waits_for_the_first(void **st)
+{
+	(void)st;
+	char d[300], gate[300], setg[400], lock[400];
 	subdir(d, sizeof d, "locked");
 	subdir(gate, sizeof gate, "gate2");
 	snprintf(setg, sizeof setg, "fake.gate=%s", gate);
+	snprintf(lock, sizeof lock, "%s/.sweep.lock", d);
 	const char *sets[] = {setg, "fake.gate_rate=1"};
-	static const char *const ax[] = {"fake.rate=1"};
-	out_grid_t *g = mkgrid(ax, 1, 1);
+	static const char *const ax1[] = {"fake.rate=1"}, *const ax2[] = {"fake.rate=1,2"};
+	out_grid_t *g1 = mkgrid(ax1, 1, 1), *g2 = mkgrid(ax2, 1, 1);
 	cfg_t *base = mkbase(sets, 2);
-	pid_t pid = start_sweep(d, g, base, 1);
+	pid_t first = start_sweep(d, g1, base, 1);
 	for (int i = 0; i < 30000 && count_status(d, "running") < 1; i++)
 		usleep(2000);
-	out_sweep_opts_t o = {.dir = d, .jobs = 1, .progress = 0, .seed_key = "experiment.seed",
-			      .run = fake_run, .mpi = 0};
-	out_sweep_stats_t s;
-	err_t e = {0};
-	assert_int_equal(out_sweep_run(g, base, &o, &s, &e), KS_EIO);
-	assert_non_null(strstr(e.msg, "another sweep"));
+	assert_int_equal(count_status(d, "running"), 1);
+	pid_t second = start_sweep(d, g2, base, 1), gives_up = start_sweep(d, g2, base, 1);
+	usleep(300000);
+	int status;
+	assert_int_equal(waitpid(second, &status, WNOHANG), 0); /* still waiting */
+	assert_int_equal(kill(gives_up, SIGINT), 0);
+	assert_int_equal(waitpid(gives_up, &status, 0), gives_up);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	assert_int_equal(access(lock, F_OK), 0); /* the first one's lock stays */
+	assert_int_equal(count_status(d, "done") + count_status(d, "running"), 1);
 	FILE *f = fopen(gate, "w");
 	assert_non_null(f);
 	fclose(f);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(waitpid(first, &status, 0), first);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(waitpid(second, &status, 0), second);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(check_no_orphans(d), 2);
 	cfg_free(base);
-	out_grid_free(g);
+	out_grid_free(g1);
+	out_grid_free(g2);
+}
+
+/* Every run row's file exists and every file under runs/ has a row: no
+ * orphan on either side; returns the rows, none left 'running'. */
+static size_t check_no_orphans(const char *dir)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "id,status,h5_path", NULL, NULL, &t, &e), 0);
+	char p[4400];
+	for (size_t r = 0; r < t.nrows; r++) {
+		assert_string_equal(cell(&t, r, "status"), "done");
+		snprintf(p, sizeof p, "%s/%s", dir, cell(&t, r, "h5_path"));
+		assert_int_equal(access(p, R_OK), 0);
+	}
+	snprintf(p, sizeof p, "%s/runs", dir);
+	DIR *dd = opendir(p);
+	assert_non_null(dd);
+	struct dirent *de;
+	size_t files = 0;
+	while ((de = readdir(dd)))
+		files += de->d_name[0] != '.';
+	closedir(dd);
+	assert_int_equal(files, t.nrows);
+	size_t n = t.nrows;
+	out_table_free(&t);
+	out_catalog_close(c);
+	return n;
+}
+
+/* Forks a writer that waits until the parent closes the barrier, so all of
+ * them start on the fresh directory at once: a sweep (g) or, g NULL, one
+ * recorded run of seed. Exits 0 ok, 1 else. */
+static pid_t start_writer(int barrier[2], const char *dir, const out_grid_t *g,
+			  const cfg_t *base, uint64_t seed)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	close(barrier[1]);
+	char ch;
+	while (read(barrier[0], &ch, 1) > 0)
+		;
+	out_sweep_stats_t s;
+	err_t e = {0};
+	if (g) {
+		out_sweep_opts_t o = {.dir = dir, .jobs = 2, .progress = 0,
+				      .seed_key = "experiment.seed", .run = fake_run,
+				      .h5 = {1, 64}, .mpi = 0};
+		int rc = out_sweep_run(g, base, &o, &s, &e);
+		if (rc)
+			fprintf(stderr, "sweep: %s\n", e.msg);
+		_exit(rc ? 1 : 0);
+	}
+	cfg_t *c = cfg_clone(base);
+	char set[64];
+	snprintf(set, sizeof set, "experiment.seed=%llu", (unsigned long long)seed);
+	sim_results_t r;
+	if (cfg_set(c, set, &e) || cfg_finalize(c, &e) || fake_run(c, &r, &e, NULL))
+		_exit(1);
+	r.seed = seed;
+	int rc = out_run_record(dir, c, &r, NULL, 0, NULL, NULL, &e);
+	if (rc)
+		fprintf(stderr, "record: %s\n", e.msg);
+	_exit(rc ? 1 : 0);
+}
+
+static void test_concurrent_writers_into_a_fresh_directory_all_finish(void **st)
+{
+	(void)st;
+	static const char *const ax1[] = {"fake.rate=1:6:1"};
+	static const char *const ax2[] = {"fake.policy=b,c", "fake.rate=1,2"};
+	out_grid_t *g1 = mkgrid(ax1, 1, 1), *g2 = mkgrid(ax2, 2, 1);
+	cfg_t *base = mkbase(NULL, 0);
+	for (int round = 0; round < 3; round++) {
+		char d[300];
+		snprintf(d, sizeof d, "%s/fresh%d", tmpdir, round);
+		int barrier[2];
+		assert_int_equal(pipe(barrier), 0);
+		/* two sweeps and four recorded runs, all adding the catalog's
+		 * columns to a catalog none of them has seen yet */
+		pid_t pid[6];
+		size_t n = 0;
+		pid[n++] = start_writer(barrier, d, g1, base, 0);
+		pid[n++] = start_writer(barrier, d, g2, base, 0);
+		for (uint64_t seed = 100; seed < 104; seed++)
+			pid[n++] = start_writer(barrier, d, NULL, base, seed);
+		close(barrier[0]);
+		close(barrier[1]);
+		for (size_t i = 0; i < n; i++) {
+			int status;
+			assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+			assert_true(WIFEXITED(status));
+			assert_int_equal(WEXITSTATUS(status), 0);
+		}
+		/* both grids complete, nothing orphaned on the way */
+		assert_int_equal(check_no_orphans(d), 6 + 4 + 4);
+		out_sweep_stats_t s;
+		assert_int_equal(sweep(d, g1, base, 2, &s), 0);
+		assert_int_equal(s.skipped, 6);
+		assert_int_equal(sweep(d, g2, base, 2, &s), 0);
+		assert_int_equal(s.skipped, 4);
+	}
+	cfg_free(base);
+	out_grid_free(g1);
+	out_grid_free(g2);
 }
 
 static void test_recorded_single_run_is_a_done_point_for_sweeps(void **st)
@@ -799,8 +1042,9 @@ static void test_resume_reruns_exactly_the_points_whose_file_or_revision_changed
 }
 
 /* Rows of a catalog from before the ledger: re-run by default (their
- * revision is unknown), kept and marked stale under keep_stale. */
-static void test_rows_without_a_revision_count_as_another_revision(void **st)
+ * revision is unknown), and under keep_stale too: with no digest of their
+ * file recorded, nothing says the file is the one the run wrote. */
+static void test_rows_without_a_revision_or_file_digest_run_again(void **st)
 {
 	(void)st;
 	static const char *const ax[] = {"fake.rate=1,2"};
@@ -815,13 +1059,14 @@ static void test_rows_without_a_revision_count_as_another_revision(void **st)
 	       "ALTER TABLE runs DROP COLUMN git_rev; ALTER TABLE runs DROP COLUMN git_dirty;"
 	       "ALTER TABLE runs DROP COLUMN stale;");
 	assert_int_equal(sweep_as(d, g, base, 2, NULL, 1, &s), 0);
-	assert_int_equal(s.kept_stale, 2);
-	assert_int_equal(s.done, 0);
-	column_by_point(g, base, d, "stale", col);
-	assert_string_equal(col, "11");
-	assert_int_equal(sweep(d, g, base, 2, &s), 0);
-	assert_int_equal(s.rerun_stale, 2);
+	assert_int_equal(s.kept_stale, 0);
+	assert_int_equal(s.rerun_unverified, 2);
 	assert_int_equal(s.done, 2);
+	column_by_point(g, base, d, "stale", col);
+	assert_string_equal(col, "00");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 2);
+	assert_int_equal(s.done, 0);
 	column_by_point(g, base, d, "stale", col);
 	assert_string_equal(col, "00");
 	column_by_point(g, base, d, "git_rev", col);
@@ -1047,6 +1292,231 @@ static void test_jobs_above_the_open_file_limit_are_refused_naming_it(void **st)
 	out_grid_free(g);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Every key of the schema that names an input file (unit "path") puts the
+ * content of its file in the point's id, not its name or times; a run's
+ * plugins count the same way; a config that reads no file keeps the id it
+ * had before inputs counted. */
+static void test_point_identity_covers_the_content_of_every_input_file(void **st)
+{
+	(void)st;
+	static const char *const must[] = {"trace.path",	  "trace.in_path", "trace.out_path",
+					   "gpu.file",		  "model.file",	   "compute.calibration",
+					   "compute.profile",	  "compute.allreduce_profile",
+					   "network.calibration"};
+	const size_t n_must = sizeof must / sizeof must[0];
+	cfg_schema_t *s = cfg_schema_default();
+	assert_non_null(s);
+	cfg_schema_set_warnings(s, NULL);
+	out_grid_t *g0 = mkgrid(NULL, 0, 1);
+	err_t e = {0};
+	size_t seen = 0, keys = 0;
+	for (size_t i = 0; i < cfg_schema_count(s); i++) {
+		const cfg_key_t *k = cfg_schema_key(s, i);
+		if (k->type != CFG_STR || !k->unit || strcmp(k->unit, "path"))
+			continue;
+		keys++;
+		char key[256], f[600], set[900];
+		snprintf(key, sizeof key, "%s.%s", k->section, k->name);
+		snprintf(f, sizeof f, "%s/input_%s", tmpdir, key);
+		snprintf(set, sizeof set, "%s=%s", key, f);
+		write_text(f, "one\n");
+		cfg_t *c = cfg_new(s);
+		assert_non_null(c);
+		assert_int_equal(cfg_set(c, set, &e), 0);
+		assert_int_equal(cfg_finalize(c, &e), 0);
+		out_point_t p, q, r;
+		assert_int_equal(out_point_make(g0, c, "experiment.seed", 0, &p, &e), 0);
+		assert_non_null(strstr(p.inputs, key));
+		assert_non_null(strstr(p.inputs, f));
+		write_text(f, "two\n"); /* same size, same second */
+		assert_int_equal(out_point_make(g0, c, "experiment.seed", 0, &q, &e), 0);
+		assert_string_not_equal(p.id, q.id);
+		assert_string_equal(p.digest, q.digest); /* the config text is the same */
+		write_text(f, "one\n");
+		assert_int_equal(out_point_make(g0, c, "experiment.seed", 0, &r, &e), 0);
+		assert_string_equal(p.id, r.id);
+		out_point_free(&p);
+		out_point_free(&q);
+		out_point_free(&r);
+		cfg_free(c);
+		for (size_t m = 0; m < n_must; m++)
+			seen += !strcmp(must[m], key);
+	}
+	assert_int_equal(seen, n_must);
+	assert_true(keys >= n_must);
+	/* a FIFO is never opened (that would block): the point still builds */
+	char fifo[400], setf[500];
+	snprintf(fifo, sizeof fifo, "%s/input_fifo", tmpdir);
+	snprintf(setf, sizeof setf, "trace.path=%s", fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	cfg_t *cf = cfg_new(s);
+	assert_int_equal(cfg_set(cf, setf, &e), 0);
+	assert_int_equal(cfg_finalize(cf, &e), 0);
+	out_point_t pf;
+	assert_int_equal(out_point_make(g0, cf, "experiment.seed", 0, &pf, &e), 0);
+	assert_non_null(strstr(pf.inputs, "not a regular file"));
+	out_point_free(&pf);
+	cfg_free(cf);
+	/* the built-in calibration keyword names no file */
+	cfg_t *c = cfg_new(s);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	char *text = NULL, *t2 = NULL, plug[400], id0[65], id1[65];
+	assert_int_equal(out_point_inputs(c, NULL, 0, &text, &e), 0);
+	assert_string_equal(text, "");
+	/* a plugin is an input of a recorded run */
+	snprintf(plug, sizeof plug, "%s/input_plugin.so", tmpdir);
+	write_text(plug, "not really a plugin\n");
+	const char *const extra[] = {plug};
+	assert_int_equal(out_point_inputs(c, extra, 1, &t2, &e), 0);
+	assert_non_null(strstr(t2, "plugin "));
+	assert_non_null(strstr(t2, plug));
+	char *ct = cfg_text(c);
+	out_point_id(ct, 1, text, id0);
+	out_point_id(ct, 1, NULL, id1);
+	assert_string_equal(id0, id1);
+	out_point_id(ct, 1, t2, id1);
+	assert_string_not_equal(id0, id1);
+	free(ct);
+	free(text);
+	free(t2);
+	cfg_free(c);
+	out_grid_free(g0);
+	cfg_schema_free(s);
+}
+
+static double score_of_rate(const char *dir, const char *rate)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	char w[128];
+	snprintf(w, sizeof w, "status = 'done' AND \"fake.rate\" = %s", rate);
+	assert_int_equal(out_catalog_open(dir, 1, &c, &e), 0);
+	assert_int_equal(out_catalog_select(c, "policy_score", w, NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	double v = strtod(t.cells[0], NULL);
+	out_table_free(&t);
+	out_catalog_close(c);
+	return v;
+}
+
+/* An input file edited in place (same name, same size, same second) makes
+ * its points run again; the rows of the old content are superseded. */
+static void test_resume_reruns_points_whose_input_file_changed(void **st)
+{
+	(void)st;
+	char d[300], f[300], set[400];
+	subdir(d, sizeof d, "inputs");
+	subdir(f, sizeof f, "input_fake.txt");
+	snprintf(set, sizeof set, "fake.input=%s", f);
+	const char *sets[] = {set};
+	static const char *const ax[] = {"fake.rate=1,2"};
+	out_grid_t *g = mkgrid(ax, 1, 1);
+	cfg_t *base = mkbase(sets, 1);
+	out_sweep_stats_t s;
+	write_text(f, "5\n");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.done, 2);
+	assert_true(score_of_rate(d, "2") == 7);
+	write_text(f, "7\n");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 0);
+	assert_int_equal(s.done, 2);
+	assert_true(score_of_rate(d, "1") == 8);
+	assert_true(score_of_rate(d, "2") == 9);
+	assert_int_equal(count_status(d, "superseded"), 2);
+	assert_int_equal(count_status(d, "done"), 2);
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.skipped, 2);
+	/* back to the first content: those points are done again */
+	write_text(f, "5\n");
+	assert_int_equal(sweep(d, g, base, 2, &s), 0);
+	assert_int_equal(s.done, 2);
+	assert_true(score_of_rate(d, "2") == 7);
+	assert_int_equal(count_status(d, "done"), 2);
+	cfg_free(base);
+	out_grid_free(g);
+}
+
+/* A catalog written before input files counted: a done row whose config
+ * reads a file (or no longer loads) cannot be verified and becomes
+ * 'unverified', which a sweep runs again; a row whose config reads none
+ * stays done, its id being what that point's still is. */
+static void test_catalog_before_input_digests_is_migrated(void **st)
+{
+	(void)st;
+	char d[300], f[400], set[500];
+	subdir(d, sizeof d, "pre_inputs");
+	cfg_schema_t *s = cfg_schema_default();
+	cfg_schema_set_warnings(s, NULL);
+	cfg_t *plain = cfg_new(s), *reads = cfg_new(s);
+	err_t e = {0};
+	snprintf(set, sizeof set, "gpu.file=%s/input_gpu.ini", tmpdir);
+	assert_int_equal(cfg_finalize(plain, &e), 0);
+	assert_int_equal(cfg_set(reads, set, &e), 0);
+	assert_int_equal(cfg_finalize(reads, &e), 0);
+	char *tp = cfg_text(plain), *tr = cfg_text(reads), pid[65], rid[65];
+	out_point_id(tp, 1, NULL, pid); /* ids as they were made then */
+	out_point_id(tr, 1, NULL, rid);
+	out_catalog_t *c;
+	assert_int_equal(out_catalog_open(d, 0, &c, &e), 0);
+	const struct {
+		const char *id, *text, *end;
+	} rows[] = {{pid, tp, "done"}, {rid, tr, "done"}, {"bad0", "[nosuch]\nkey = 1\n", "done"},
+		    {"fail", tr, "failed"}};
+	res_metric_t m = {"requests", "", 3};
+	for (size_t i = 0; i < 4; i++) {
+		out_run_info_t ri = {rows[i].id, rows[i].id, 1, NULL, 0, "runs/f.h5", rows[i].text,
+				     NULL};
+		out_run_file_t rf = {0, "", out_build_rev()};
+		snprintf(f, sizeof f, "%s/runs", d);
+		mkdir(f, 0777);
+		snprintf(f, sizeof f, "%s/runs/f.h5", d);
+		write_text(f, "results\n");
+		assert_int_equal(out_file_sha256(f, &rf.size, rf.sha256, &e), 0);
+		assert_int_equal(out_catalog_begin(c, &ri, &e), 0);
+		if (!strcmp(rows[i].end, "done"))
+			assert_int_equal(out_catalog_done_file(c, rows[i].id, &m, 1, 0.1, &rf, &e), 0);
+		else
+			assert_int_equal(out_catalog_failed(c, rows[i].id, "boom", &e), 0);
+	}
+	out_catalog_close(c);
+	sql(d, "ALTER TABLE runs DROP COLUMN inputs;");
+	for (int round = 0; round < 2; round++) { /* the second open finds it migrated */
+		assert_int_equal(out_catalog_open(d, 0, &c, &e), 0);
+		out_table_t t;
+		assert_int_equal(out_catalog_select(c, "id,status,inputs,error", NULL, NULL, &t, &e),
+				 0);
+		assert_int_equal(t.nrows, 4);
+		assert_string_equal(cell(&t, 0, "status"), "done");
+		assert_string_equal(cell(&t, 0, "inputs"), "");
+		assert_string_equal(cell(&t, 1, "status"), "unverified");
+		assert_non_null(strstr(cell(&t, 1, "error"), "cannot be verified"));
+		assert_string_equal(cell(&t, 2, "status"), "unverified");
+		assert_string_equal(cell(&t, 3, "status"), "failed");
+		out_table_free(&t);
+		int v;
+		assert_int_equal(out_catalog_check(c, pid, out_build_rev(), 0, &v, &e), 0);
+		assert_int_equal(v, OUT_CHECK_DONE);
+		assert_int_equal(out_catalog_check(c, rid, out_build_rev(), 1, &v, &e), 0);
+		assert_int_equal(v, OUT_CHECK_TODO);
+		out_catalog_close(c);
+	}
+	free(tp);
+	free(tr);
+	cfg_free(plain);
+	cfg_free(reads);
+	cfg_schema_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1058,16 +1528,21 @@ int main(void)
 		cmocka_unit_test(test_rerun_skips_done_points_and_runs_only_new_ones),
 		cmocka_unit_test(test_errors_fail_at_once_and_crashes_are_retried_once),
 		cmocka_unit_test(test_sigkill_loses_only_points_in_flight),
-		cmocka_unit_test(test_second_sweep_on_same_directory_is_refused),
+		cmocka_unit_test(test_sigint_and_sigterm_end_the_sweep_marking_points_interrupted),
+		cmocka_unit_test(test_second_sweep_on_same_directory_waits_for_the_first),
+		cmocka_unit_test(test_concurrent_writers_into_a_fresh_directory_all_finish),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
 		cmocka_unit_test(test_resume_reruns_exactly_the_points_whose_file_or_revision_changed),
-		cmocka_unit_test(test_rows_without_a_revision_count_as_another_revision),
+		cmocka_unit_test(test_rows_without_a_revision_or_file_digest_run_again),
 		cmocka_unit_test(test_rejected_sweep_leaves_nothing_it_created),
 		cmocka_unit_test(test_dry_run_reports_what_the_resume_would_do),
 		cmocka_unit_test(test_failed_points_count_input_errors),
 		cmocka_unit_test(test_strict_sweep_fails_points_without_requests),
 		cmocka_unit_test(test_jobs_above_the_open_file_limit_are_refused_naming_it),
+		cmocka_unit_test(test_point_identity_covers_the_content_of_every_input_file),
+		cmocka_unit_test(test_resume_reruns_points_whose_input_file_changed),
+		cmocka_unit_test(test_catalog_before_input_digests_is_migrated),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

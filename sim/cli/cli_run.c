@@ -169,7 +169,8 @@ static void print_summary(const sim_results_t *r)
 int cli_run_main(int argc, char **argv)
 {
 	cli_cfg_args_t a = {NULL, (const char **)(argv + argc), 0};
-	const char *sets[256];
+	const char *sets[256], *plugins[256];
+	size_t n_plugins = 0; /* their files are inputs of a recorded run */
 	a.sets = sets;
 	int quiet = 0, strict = 0, progress = -1;
 	const char *out_dir = NULL, *trace_path = NULL;
@@ -194,6 +195,12 @@ int cli_run_main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(argv[i], "--plugin")) {
+			if (n_plugins == sizeof plugins / sizeof plugins[0]) {
+				pol_registry_free(reg);
+				return cli_usage_error("too many --plugin options (at most %zu)",
+						       sizeof plugins / sizeof plugins[0]);
+			}
+			plugins[n_plugins++] = argv[i + 1];
 			if (!reg && !(reg = pol_registry_new()))
 				return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 			if (pol_registry_load(reg, argv[i + 1], &e)) {
@@ -298,7 +305,7 @@ int cli_run_main(int argc, char **argv)
 	if (!rc && out_dir) {
 		out_hdf5_opts_t h5;
 		out_hdf5_opts_from_cfg(cfg, &h5);
-		rc = out_run_record(out_dir, cfg, &r, NULL, 0, &h5, id, &e);
+		rc = out_run_record_plugins(out_dir, cfg, &r, plugins, n_plugins, &h5, id, &e);
 		if (rc)
 			sim_results_free(&r);
 	}

@@ -47,7 +47,8 @@ static int fail(const err_t *e)
 	return cli_fail(e);
 }
 
-/* Table cells: floats with 6 significant digits, ids shortened. */
+/* Table cells: floats with 6 significant digits, ids and digests shortened
+ * to 16 hex digits, as in run file names and kvsim sweep --dry-run. */
 static void cell_text(const out_table_t *t, size_t r, size_t k, char *buf, size_t cap)
 {
 	const char *v = t->cells[r * t->ncols + k];
@@ -57,7 +58,7 @@ static void cell_text(const out_table_t *t, size_t r, size_t k, char *buf, size_
 		snprintf(buf, cap, "%.6g", strtod(v, NULL));
 	else if (!strcmp(t->names[k], "id") || !strcmp(t->names[k], "config_digest") ||
 		 !strcmp(t->names[k], "h5_sha256"))
-		snprintf(buf, cap, "%.12s", v);
+		snprintf(buf, cap, "%.16s", v);
 	else
 		snprintf(buf, cap, "%s", v);
 	for (char *p = buf; *p; p++)

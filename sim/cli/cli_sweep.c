@@ -24,7 +24,9 @@ static void usage(FILE *f)
 		"Runs every point of a parameter grid, each into DIR/runs/ID.h5 and one row of\n"
 		"DIR/catalog.sqlite. Rerunning the same command skips points already done, unless\n"
 		"their file is missing, truncated or fails its SHA-256, or another revision of\n"
-		"kvsim made them (see `kvsim --version`).\n\n");
+		"kvsim made them (see `kvsim --version`). A point's id covers the content of\n"
+		"every file its config reads (trace, GPU and model specs, calibration,\n"
+		"profiles, length distributions): editing one makes its points new ones.\n\n");
 	cli_cfg_help(f);
 	fprintf(f,
 		"  --grid S.K=V1,V2,...      an axis of the Cartesian product (repeatable)\n"
@@ -37,7 +39,8 @@ static void usage(FILE *f)
 		"                            intact), marked stale = 1 in the catalog\n"
 		"  --dry-run                 list the points and what the sweep would do with\n"
 		"                            each: done, kept, todo, failed, stale, missing,\n"
-		"                            truncated, corrupt (all but done and kept run)\n"
+		"                            truncated, corrupt, unverified (all but done and\n"
+		"                            kept run)\n"
 		"  --strict                  a point whose run has no request (trace window\n"
 		"                            past its end) fails as bad input, not a warning\n"
 		"  --progress, --no-progress progress line on stderr (default: when a terminal)\n"
@@ -63,7 +66,10 @@ static void usage(FILE *f)
 		"rounds of probes on -j local workers).\n\n"
 		"A point that fails is recorded (kvsim runs DIR --columns id,error) and the\n"
 		"sweep goes on; it then exits 1, or 2 when every failed point failed on bad\n"
-		"input (config or trace).\n");
+		"input (config or trace). Ctrl-C (SIGINT) or SIGTERM stops the sweep: the\n"
+		"points in flight are marked interrupted (status 'interrupted') and it exits 1;\n"
+		"the same command resumes it. A sweep into a directory another sweep is\n"
+		"writing waits for that one to finish, then runs what it left.\n");
 	cli_help_end(f);
 }
 
@@ -137,10 +143,12 @@ static int dry_run(const out_grid_t *g, const cfg_t *base, const char *dir, int 
 /* Why points that were done ran again, or were kept; nothing when none. */
 static void print_ledger_note(const out_sweep_stats_t *st)
 {
-	const size_t n[] = {st->rerun_stale, st->rerun_missing, st->rerun_damaged, st->kept_stale};
+	const size_t n[] = {st->rerun_stale, st->rerun_missing, st->rerun_damaged,
+			    st->rerun_unverified, st->kept_stale};
 	const char *const what[] = {"made by another revision ran again",
 				    "with a missing file ran again",
 				    "with a truncated or corrupt file ran again",
+				    "with no recorded file digest ran again",
 				    "made by another revision kept (--keep-stale)"};
 	const char *sep = "sweep: ";
 	for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {

@@ -62,7 +62,7 @@ const cfg_tkey_t net_cfg_keys[] = {
 	 "0 = exact; > 0: flows join and rates are re-solved only at multiples of "
 	 "this (faster; a join may wait one quantum)", NULL},
      AT(I64, solve_quantum_ns)},
-	{{"network", "calibration", CFG_STR, "", 0, 0, NULL, "",
+	{{"network", "calibration", CFG_STR, "", 0, 0, NULL, "path",
 	 "transfer calibration INI written by 'kvsim calibrate fit' (models/calibration/); "
 	 "its link bandwidths, latencies and per-block copy overhead replace the spec's", NULL},
      AT(STR, calibration)},

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <nettle/sha2.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +24,7 @@ static const char schema_sql[] =
 	" id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER, status TEXT NOT NULL,"
 	" error TEXT, attempts INTEGER NOT NULL DEFAULT 0, h5_path TEXT, started_at TEXT,"
 	" finished_at TEXT, wall_s REAL, config TEXT, h5_size INTEGER, h5_sha256 TEXT,"
-	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0);"
+	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0, inputs TEXT);"
 	"CREATE TABLE IF NOT EXISTS columns ("
 	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);"
 	"COMMIT;";
@@ -52,6 +51,7 @@ struct out_catalog {
 	char path[4096];
 	col_info_t *cols;
 	size_t ncols, cap;
+	int schema_ver; /* PRAGMA schema_version the column list was read at */
 };
 
 static const char *kind_static(const char *k)
@@ -152,9 +152,24 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 	buf[j] = '\0';
 }
 
+/* The schema's version number: each ALTER or CREATE, by any process,
+ * changes it. */
+static int schema_version(out_catalog_t *c, int *v, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (db_prepare(c, "PRAGMA schema_version", &st, e, "reading the schema"))
+		return KS_EIO;
+	int r = sqlite3_step(st);
+	*v = r == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW ? 0 : db_err(c, e, "reading the schema");
+}
+
 static int load_columns(out_catalog_t *c, err_t *e)
 {
 	sqlite3_stmt *st;
+	if (schema_version(c, &c->schema_ver, e))
+		return KS_EIO;
 	if (db_prepare(c, "SELECT 1 FROM sqlite_master WHERE name = 'columns'", &st, e,
 	               "reading the schema"))
 		return KS_EIO;
@@ -183,6 +198,23 @@ static int load_columns(out_catalog_t *c, err_t *e)
 		rc = err_set(e, KS_EIO, "%s: table runs has no column '%s' (not a kvsim catalog, or "
 			     "a damaged one)", c->path, col_find(c, "id") ? "status" : "id");
 	return rc;
+}
+
+/* Reads the column list again when another process changed the schema
+ * since (it added the same parameters or metrics first: adding them again
+ * would fail on a duplicate column). Called under BEGIN IMMEDIATE, so the
+ * list stays right until the transaction ends. */
+static int cols_refresh(out_catalog_t *c, err_t *e)
+{
+	int v;
+	if (schema_version(c, &v, e))
+		return KS_EIO;
+	if (v == c->schema_ver)
+		return 0;
+	for (size_t i = 0; i < c->ncols; i++)
+		free(c->cols[i].name);
+	c->ncols = 0;
+	return load_columns(c, e);
 }
 
 /* Ends the transaction in progress: COMMIT when rc is 0, else ROLLBACK and
@@ -243,6 +275,55 @@ static int migrate(out_catalog_t *c, err_t *e)
 	    sqlite3_exec(c->db, "UPDATE runs SET stale = 1 WHERE status = 'done'", NULL, NULL,
 			 NULL) != SQLITE_OK)
 		rc = db_err(c, e, "migrating");
+	return tx_end(c, rc, e);
+}
+
+/* Whether table runs has column name. */
+static int has_column(out_catalog_t *c, const char *name, int *have, err_t *e)
+{
+	sqlite3_stmt *st;
+	if (db_prepare(c, "SELECT 1 FROM pragma_table_info('runs') WHERE name = ?", &st, e,
+	               "reading the schema"))
+		return KS_EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int r = sqlite3_step(st);
+	*have = r == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : db_err(c, e, "reading the schema");
+}
+
+/* SQL function kvsim_reads_files(config): out_config_reads_files. */
+static void sql_reads_files(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	sqlite3_result_int(cx, out_config_reads_files((const char *)sqlite3_value_text(argv[0])));
+}
+
+/* Adds column inputs to a catalog written before input files counted (one
+ * transaction, looked at again under the lock). A done row whose config
+ * reads no file keeps its id, which is what such a point's id still is;
+ * one whose config reads files cannot have them verified (no digest was
+ * taken) and becomes 'unverified', which a sweep runs again. */
+static int migrate_inputs(out_catalog_t *c, err_t *e)
+{
+	int have, rc = has_column(c, "inputs", &have, e);
+	if (rc || have)
+		return rc;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "migrating");
+	rc = has_column(c, "inputs", &have, e);
+	if (rc || have)
+		return tx_end(c, rc, e);
+	if (sqlite3_create_function(c->db, "kvsim_reads_files", 1, SQLITE_UTF8, NULL,
+				    sql_reads_files, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(c->db,
+			 "ALTER TABLE runs ADD COLUMN inputs TEXT;"
+			 "UPDATE runs SET status = 'unverified', error = 'made before input files "
+			 "were digested: its inputs cannot be verified; a sweep runs it again'"
+			 " WHERE status = 'done' AND kvsim_reads_files(config);"
+			 "UPDATE runs SET inputs = '' WHERE status = 'done';",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		rc = db_err(c, e, "migrating (adding the inputs column)");
 	return tx_end(c, rc, e);
 }
 
@@ -354,8 +435,8 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	/* WAL: readers (kvsim runs) never block the sweep; synchronous=NORMAL
 	 * keeps every committed row across a killed process. */
 	const char *init = readonly ? "" : "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
-	if (sqlite3_exec(c->db, init, NULL, NULL, NULL) != SQLITE_OK ||
-	    (!readonly && sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL) != SQLITE_OK)) {
+	if (exec_retry_busy(c, init) != SQLITE_OK ||
+	    (!readonly && exec_retry_busy(c, schema_sql) != SQLITE_OK)) {
 		int rc = db_err(c, e, "initialising");
 		out_catalog_close(c);
 		return rc;
@@ -366,6 +447,8 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 	if (!readonly || !sqlite3_db_readonly(c->db, "main")) {
 		err_t ignored;
 		rc = migrate(c, readonly ? &ignored : e);
+		if (!rc)
+			rc = migrate_inputs(c, readonly ? &ignored : e);
 		if (readonly)
 			rc = 0;
 	}
@@ -577,8 +660,10 @@ int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attem
 	int s = OUT_RUN_ABSENT, a = 0, r = sqlite3_step(st);
 	if (r == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(st, 0);
-		s = !strcmp(t, "done") ? OUT_RUN_DONE
-		    : !strcmp(t, "failed") ? OUT_RUN_FAILED : OUT_RUN_RUNNING;
+		s = !strcmp(t, "done")		? OUT_RUN_DONE
+		    : !strcmp(t, "failed")	? OUT_RUN_FAILED
+		    : !strcmp(t, "interrupted") ? OUT_RUN_INTERRUPTED
+						: OUT_RUN_RUNNING;
 		a = sqlite3_column_int(st, 1);
 	}
 	sqlite3_finalize(st);
@@ -589,6 +674,18 @@ int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attem
 	if (attempts)
 		*attempts = a;
 	return 0;
+}
+
+/* Binds ?1 id, ?2 config digest, ?3 seed, ?4 file, ?5 config and ?6 inputs
+ * (a statement may use only some of them). */
+static void bind_run(sqlite3_stmt *st, const out_run_info_t *ri)
+{
+	sqlite3_bind_text(st, 1, ri->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ri->config_digest, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)ri->seed);
+	sqlite3_bind_text(st, 4, ri->h5_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, ri->config_text ? ri->config_text : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, ri->inputs ? ri->inputs : "", -1, SQLITE_STATIC);
 }
 
 int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
@@ -603,7 +700,9 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 		free(used);
 		return db_err(c, e, "begin");
 	}
-	rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e);
+	rc = cols_refresh(c, e);
+	if (!rc)
+		rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e);
 	free(used);
 	if (rc)
 		goto fail;
@@ -611,20 +710,28 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 	if ((rc = db_prepare(
 		 c,
 		 "INSERT INTO runs(id, config_digest, seed, status, attempts, h5_path,"
-		 " started_at, config) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
-		 " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5)"
+		 " started_at, config, inputs) VALUES (?1, ?2, ?3, 'running', 1, ?4,"
+		 " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?5, ?6)"
 		 " ON CONFLICT(id) DO UPDATE SET status = 'running', error = NULL,"
 		 " attempts = attempts + 1, finished_at = NULL, wall_s = NULL,"
 		 " h5_size = NULL, h5_sha256 = NULL, git_rev = NULL, git_dirty = NULL, stale = 0,"
-		 " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5,"
+		 " config_digest = ?2, seed = ?3, h5_path = ?4, config = ?5, inputs = ?6,"
 		 " started_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
 		 &st, e, "recording a run")))
 		goto fail;
-	sqlite3_bind_text(st, 1, ri->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, ri->config_digest, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)ri->seed);
-	sqlite3_bind_text(st, 4, ri->h5_path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, ri->config_text ? ri->config_text : "", -1, SQLITE_STATIC);
+	bind_run(st, ri);
+	if ((rc = exec_stmt(c, st, e, "recording a run")))
+		goto fail;
+	/* The same config and seed under another id read other input files:
+	 * those results are of inputs that are no longer there. */
+	if ((rc = db_prepare(c,
+			     "UPDATE runs SET status = 'superseded', error = 'its input files "
+			     "changed; run ' || substr(?1, 1, 16) || ' reads them as they are now'"
+			     " WHERE config_digest = ?2 AND seed = ?3 AND id != ?1"
+			     " AND inputs IS NOT ?6 AND status IN ('done', 'unverified')",
+			     &st, e, "recording a run")))
+		goto fail;
+	bind_run(st, ri);
 	if ((rc = exec_stmt(c, st, e, "recording a run")))
 		goto fail;
 	if (ri->n_params) {
@@ -683,7 +790,9 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 		    " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')");
 	if (f)
 		strcat(sql, ", h5_size = ?, h5_sha256 = ?, git_rev = ?, git_dirty = ?, stale = 0");
-	rc = ensure_columns(c, "metric", n, metric_name, metric_unit, m, used, e);
+	rc = cols_refresh(c, e);
+	if (!rc)
+		rc = ensure_columns(c, "metric", n, metric_name, metric_unit, m, used, e);
 	for (size_t i = 0; i < n && !rc; i++) {
 		strcat(sql, ", ");
 		quote_ident(sql, cap, used[i]);
@@ -714,75 +823,53 @@ int out_catalog_done_file(out_catalog_t *c, const char *id, const res_metric_t *
 	return tx_end(c, rc, e);
 }
 
-int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
+/* Ends run id's attempt with status as its error text (sql: the UPDATE,
+ * binding ?1 error and ?2 id); what: "failed", "interrupted". */
+static int end_attempt(out_catalog_t *c, const char *sql, const char *id, const char *error,
+		       const char *what, err_t *e)
 {
 	sqlite3_stmt *st;
-	if (db_prepare(c,
-	               "UPDATE runs SET status = 'failed', error = ?,"
-	               " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
-	               &st, e, "recording a failure"))
+	if (db_prepare(c, sql, &st, e, "recording the end of a run"))
 		return KS_EIO;
 	sqlite3_bind_text(st, 1, error ? error : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-	int rc = exec_stmt(c, st, e, "recording a failure");
+	int rc = exec_stmt(c, st, e, "recording the end of a run");
 	if (!rc && sqlite3_changes(c->db) != 1)
-		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark failed", c->path, id);
+		rc = err_set(e, KS_EINPUT, "%s: no run %s to mark %s", c->path, id, what);
 	return rc;
+}
+
+int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e)
+{
+	return end_attempt(c,
+			   "UPDATE runs SET status = 'failed', error = ?1,"
+			   " finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?2",
+			   id, error, "failed", e);
+}
+
+int out_catalog_interrupted(out_catalog_t *c, const char *id, const char *why, err_t *e)
+{
+	return end_attempt(c,
+			   "UPDATE runs SET status = 'interrupted', error = ?1, finished_at = NULL,"
+			   " attempts = max(attempts - 1, 0) WHERE id = ?2 AND status = 'running'",
+			   id, why, "interrupted", e);
 }
 
 /* ---- the ledger: files and revisions ------------------------------------ */
 
-int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(e, KS_EIO, "%s: cannot read: %s", path, strerror(errno));
-	enum { CHUNK = 1 << 20 };
-	uint8_t *buf = malloc(CHUNK), d[SHA256_DIGEST_SIZE];
-	if (!buf) {
-		close(fd);
-		return err_set(e, KS_ENOMEM, "out of memory");
-	}
-	struct sha256_ctx h;
-	sha256_init(&h);
-	uint64_t total = 0;
-	int rc = 0;
-	for (;;) {
-		ssize_t got = read(fd, buf, CHUNK);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = err_set(e, KS_EIO, "%s: read failed: %s", path, strerror(errno));
-			break;
-		}
-		if (got == 0)
-			break;
-		sha256_update(&h, (size_t)got, buf);
-		total += (uint64_t)got;
-	}
-	free(buf);
-	close(fd);
-	if (rc)
-		return rc;
-	sha256_digest(&h, sizeof d, d);
-	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
-		snprintf(hex + 2 * b, 3, "%02x", d[b]);
-	if (size)
-		*size = total;
-	return 0;
-}
-
 const char *out_check_name(int verdict)
 {
 	static const char *const names[] = {"todo",  "failed",  "done",      "kept",
-					    "stale", "missing", "truncated", "corrupt"};
+					    "stale", "missing", "truncated", "corrupt",
+					    "unverified"};
 	return verdict >= 0 && verdict < (int)(sizeof names / sizeof names[0]) ? names[verdict]
 									       : "?";
 }
 
 /* Whether the file of a done row is still the one recorded: OUT_CHECK_DONE,
- * or MISSING, TRUNCATED or CORRUPT. A row without a size (written before
- * the ledger, or by out_catalog_done) has only the file's opening to go by. */
+ * or MISSING, TRUNCATED or CORRUPT. A row without a size and digest
+ * (written before the ledger, or by out_catalog_done) is UNVERIFIED: that
+ * its file still opens says nothing of what made it. */
 static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t size,
 		      const char *sha, int *verdict, err_t *e)
 {
@@ -799,8 +886,8 @@ static int check_file(out_catalog_t *c, const char *rel, int have_size, uint64_t
 		*verdict = OUT_CHECK_CORRUPT;
 		return 0;
 	}
-	if (!have_size) {
-		*verdict = out_hdf5_probe(path) ? OUT_CHECK_CORRUPT : OUT_CHECK_DONE;
+	if (!have_size || !sha) {
+		*verdict = OUT_CHECK_UNVERIFIED;
 		return 0;
 	}
 	if ((uint64_t)sb.st_size != size) {

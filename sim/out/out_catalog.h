@@ -3,8 +3,10 @@
  * One database per results directory (DIR/catalog.sqlite, WAL journal) with
  * one row per run in table "runs": id (the point identity: SHA-256 hex of
  * config text + seed), config_digest, seed, status ('running', 'done',
- * 'failed'), error, attempts, h5_path (relative to DIR), started_at,
+ * 'failed', 'interrupted', 'unverified', 'superseded'), error, attempts, h5_path (relative to DIR), started_at,
  * finished_at (UTC ISO-8601 text), wall_s, config (resolved config text),
+ * inputs (the files the run read: "KEY PATH SHA256" lines, see
+ * out_point_inputs; their digests are part of the id),
  * the ledger of what a done run left: h5_size (bytes), h5_sha256 (hex of the
  * whole file), git_rev (the build that made it, as out_build_rev gives it),
  * git_dirty (1: built from uncommitted changes), stale (1: kept by a sweep of
@@ -14,12 +16,20 @@
  * whose name is already taken gets a "metric." prefix). Table "columns"
  * records each added column's kind ('param' or 'metric') and unit. Column
  * names are always quoted identifiers; --where text may use them bare (they
- * are quoted for you). Only one process writes a catalog (the sweep parent or
- * MPI rank 0); each update is a single transaction, so a killed writer loses
- * at most the update in progress. A catalog written before the ledger
+ * are quoted for you). A sweep writes its catalog from one process (the
+ * parent or MPI rank 0), but recorded runs (kvsim run -o) and another sweep
+ * may write it at the same time: each update is a single BEGIN IMMEDIATE
+ * transaction that first rereads the column list when another process
+ * changed the schema, so writers never add a column twice, and a killed
+ * writer loses at most the update in progress. A catalog written before the ledger
  * columns gains them when opened (ALTER TABLE; a reader does it only when it
- * may write the file): its done rows are marked stale, git_rev NULL. Errors: KS_EIO (SQLite), KS_EINPUT (bad
- * query or unknown run), with the database path or SQL message.
+ * may write the file): its done rows are marked stale, git_rev NULL. One
+ * written before the inputs column gains it the same way: a done row whose
+ * config reads files (or no longer loads) cannot have its inputs verified
+ * and becomes 'unverified' (a sweep runs the point again, under its new
+ * id); the others are done as before, inputs "". Errors: KS_EIO (SQLite),
+ * KS_EINPUT (bad query or unknown run), with the database path or SQL
+ * message.
  */
 #ifndef KVSIM_OUT_CATALOG_H
 #define KVSIM_OUT_CATALOG_H
@@ -29,12 +39,19 @@
 
 #include "sim/base/err.h"
 #include "sim/base/results.h"
+#include "sim/out/out_inputs.h"
 
 #define OUT_CATALOG_FILE "catalog.sqlite"
 
 typedef struct out_catalog out_catalog_t;
 
-enum { OUT_RUN_ABSENT = 0, OUT_RUN_RUNNING = 1, OUT_RUN_DONE = 2, OUT_RUN_FAILED = 3 };
+enum {
+	OUT_RUN_ABSENT = 0,
+	OUT_RUN_RUNNING = 1,
+	OUT_RUN_DONE = 2,
+	OUT_RUN_FAILED = 3,
+	OUT_RUN_INTERRUPTED = 4, /* its sweep was stopped by a signal while it ran */
+};
 
 typedef struct out_param {
 	const char *key;   /* "section.key" */
@@ -49,6 +66,7 @@ typedef struct out_run_info {
 	size_t n_params;
 	const char *h5_path;       /* relative to the results directory */
 	const char *config_text;
+	const char *inputs;        /* out_point_inputs' text; NULL: none */
 } out_run_info_t;
 
 /* Opens (creating dir and database unless readonly) DIR/catalog.sqlite.
@@ -73,7 +91,9 @@ void out_catalog_close(out_catalog_t *c);
 int out_catalog_status(out_catalog_t *c, const char *id, int *status, int *attempts,
 		       err_t *e);
 /* Inserts or updates the row: status 'running', attempts + 1, started_at now,
- * parameters, seed and paths; clears error, finished_at and the ledger. */
+ * parameters, seed, paths and inputs; clears error, finished_at and the
+ * ledger. Rows of the same config and seed under another id (they read
+ * other input files) become 'superseded', naming this run. */
 int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e);
 /* What a finished run left behind, for the ledger columns. */
 typedef struct out_run_file {
@@ -92,26 +112,30 @@ int out_catalog_done(out_catalog_t *c, const char *id, const res_metric_t *m, si
 		     double wall_s, err_t *e);
 /* Status 'failed' with the error text. */
 int out_catalog_failed(out_catalog_t *c, const char *id, const char *error, err_t *e);
+/* Status 'interrupted' with the reason (the signal that stopped the sweep):
+ * the attempt in progress does not count (attempts - 1), so the row a
+ * resumed sweep leaves is the one an uninterrupted sweep would have left. */
+int out_catalog_interrupted(out_catalog_t *c, const char *id, const char *why, err_t *e);
 
-/* Size and hex SHA-256 of a whole file (size may be NULL); KS_EIO naming
- * the path when it cannot be read. */
-int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e);
 
 /* What a sweep does with a point, by out_catalog_check. Every verdict but
  * DONE and KEPT runs the point (again). */
 enum {
-	OUT_CHECK_TODO = 0,  /* no row, or one left 'running' by a killed sweep */
+	OUT_CHECK_TODO = 0,  /* no row, one left 'running' by a killed sweep, or
+			      * 'interrupted' */
 	OUT_CHECK_FAILED,    /* failed last time */
 	OUT_CHECK_DONE,      /* done by this revision, its file intact: skipped */
 	OUT_CHECK_KEPT,      /* done by another revision, file intact, keep_stale */
 	OUT_CHECK_STALE,     /* done by another or an unknown revision */
 	OUT_CHECK_MISSING,   /* done, but its file is gone */
 	OUT_CHECK_TRUNCATED, /* done, but its file is shorter than recorded */
-	OUT_CHECK_CORRUPT,   /* done, but its file's size or digest changed, or
-			      * (no size recorded) it does not open as HDF5 */
+	OUT_CHECK_CORRUPT,   /* done, but its file's size or digest changed */
+	OUT_CHECK_UNVERIFIED, /* done, but no digest of its file was recorded
+			       * (made before the ledger, or by
+			       * out_catalog_done): nothing to check it by */
 };
 /* "todo", "failed", "done", "kept", "stale", "missing", "truncated",
- * "corrupt". */
+ * "corrupt", "unverified". */
 const char *out_check_name(int verdict);
 /* Sets *verdict for run id as a sweep by revision rev would see it. A done
  * row of another revision is STALE unless keep_stale; a row about to be kept

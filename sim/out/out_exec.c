@@ -122,6 +122,64 @@ static double now_s(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* SIGINT and SIGTERM stop a local sweep in order (out_sweep_run): the
+ * handler only notes the signal; the parent keeps both blocked except while
+ * it waits in ppoll, so a signal can never slip in between a check and the
+ * wait. Workers get the default actions and the mask back. */
+static volatile sig_atomic_t sweep_signal;
+static struct {
+	int armed;
+	sigset_t old_mask;
+	struct sigaction old_int, old_term;
+} sweep_sigs;
+
+static void sweep_on_signal(int sig)
+{
+	sweep_signal = sig;
+}
+
+static void sweep_signals_arm(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = sweep_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sweep_signal = 0;
+	sigaction(SIGINT, &sa, &sweep_sigs.old_int);
+	sigaction(SIGTERM, &sa, &sweep_sigs.old_term);
+	sigprocmask(SIG_BLOCK, NULL, &sweep_sigs.old_mask);
+	sweep_sigs.armed = 1;
+}
+
+static void sweep_signals_block(int block)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
+}
+
+static void sweep_signals_disarm(void)
+{
+	if (!sweep_sigs.armed)
+		return;
+	sigaction(SIGINT, &sweep_sigs.old_int, NULL);
+	sigaction(SIGTERM, &sweep_sigs.old_term, NULL);
+	sigprocmask(SIG_SETMASK, &sweep_sigs.old_mask, NULL);
+	sweep_sigs.armed = 0;
+}
+
+/* In a forked worker: the signal actions and mask the sweep started with. */
+static void sweep_signals_child(void)
+{
+	if (!sweep_sigs.armed)
+		return;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &sweep_sigs.old_mask, NULL);
+}
+
 static const char *sweep_rev(const out_sweep_opts_t *o)
 {
 	return o->git_rev ? o->git_rev : out_build_rev();
@@ -194,6 +252,7 @@ static int spawn(const out_point_t *p, const out_sweep_opts_t *o, int close_fd, 
 		return err_set(e, KS_EIO, "fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
+		sweep_signals_child();
 		close(pfd[0]);
 		if (close_fd >= 0)
 			close(close_fd);
@@ -267,7 +326,8 @@ static void progress_draw(sweep_t *s, int final)
 static int start_point(sweep_t *s, size_t k, err_t *e)
 {
 	const out_point_t *p = &s->pts[k];
-	out_run_info_t ri = {p->id, p->digest, p->seed, p->params, p->n_params, p->h5_rel, NULL};
+	out_run_info_t ri = {
+		p->id, p->digest, p->seed, p->params, p->n_params, p->h5_rel, NULL, p->inputs};
 	char *text = cfg_text(p->cfg);
 	ri.config_text = text;
 	int rc = out_catalog_begin(s->cat, &ri, e);
@@ -340,6 +400,75 @@ static void kill_active(slot_t *sl, unsigned jobs)
 		}
 }
 
+/* Removes *.h5.tmp left by children of a killed sweep (we hold the lock). */
+static void clean_stale_tmp(const char *runs)
+{
+	DIR *d = opendir(runs);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > 7 && !strcmp(de->d_name + n - 7, ".h5.tmp")) {
+			unlinkat(dirfd(d), de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+/* The sweep was told to stop by signal sig: each worker still running is
+ * killed and reaped; one that had finished its report keeps its result,
+ * the others' points become 'interrupted' (rerun by the next sweep), and
+ * their temporaries go. The sweep then ends with KS_ERUNTIME naming the
+ * signal. */
+static int stop_on_signal(sweep_t *s, slot_t *sl, unsigned jobs, int sig, int rc, err_t *e)
+{
+	char why[64];
+	snprintf(why, sizeof why, "interrupted by %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	size_t stopped = 0;
+	for (unsigned j = 0; j < jobs; j++) {
+		if (sl[j].fd < 0)
+			continue;
+		/* what the worker sent so far: a complete report is a result */
+		char tmp[8192];
+		ssize_t got;
+		int fl = fcntl(sl[j].fd, F_GETFL);
+		fcntl(sl[j].fd, F_SETFL, fl | O_NONBLOCK);
+		while ((got = read(sl[j].fd, tmp, sizeof tmp)) > 0)
+			if (buf_put(&sl[j].b, tmp, (size_t)got))
+				break;
+		report_t r;
+		kill(sl[j].pid, SIGKILL);
+		reap(&sl[j], &r);
+		if (r.kind != REP_CRASH) {
+			int frc = finish_point(s, sl[j].k, &r, e);
+			rc = rc ? rc : frc;
+			continue;
+		}
+		err_t ie = {0};
+		const out_point_t *p = &s->pts[sl[j].k];
+		int irc = out_catalog_interrupted(s->cat, p->id, why, &ie);
+		if (irc && !rc)
+			rc = err_set(e, irc, "%s", ie.msg);
+		/* a file the worker finished but did not report has no row */
+		char f[4200];
+		snprintf(f, sizeof f, "%s/%s", s->o->dir, p->h5_rel);
+		unlink(f);
+		stopped++;
+	}
+	char runs[4200];
+	snprintf(runs, sizeof runs, "%s/runs", s->o->dir);
+	clean_stale_tmp(runs);
+	s->st->interrupted = sig;
+	s->st->interrupted_points = stopped;
+	if (rc)
+		return rc;
+	return err_set(e, KS_ERUNTIME,
+		       "%s: %zu point(s) in flight marked interrupted, %zu done, %zu not "
+		       "started; run the same command again to resume",
+		       why, stopped, s->st->done, s->qtail - s->qhead);
+}
+
 static int run_local(sweep_t *s, err_t *e)
 {
 	unsigned jobs = s->o->jobs ? s->o->jobs : 1;
@@ -357,7 +486,17 @@ static int run_local(sweep_t *s, err_t *e)
 	/* Every point's child writes an HDF5 file: the library is set up once
 	 * here, before the forks, not once in each (no file is open yet). */
 	H5open();
+	sigset_t wait_mask; /* SIGINT and SIGTERM come in only while waiting */
+	sigprocmask(SIG_BLOCK, NULL, &wait_mask);
+	sigdelset(&wait_mask, SIGINT);
+	sigdelset(&wait_mask, SIGTERM);
+	if (sweep_sigs.armed)
+		sweep_signals_block(1);
 	while (!rc || active) {
+		if (sweep_sigs.armed && sweep_signal) {
+			rc = stop_on_signal(s, sl, jobs, sweep_signal, rc, e);
+			break;
+		}
 		for (unsigned j = 0; !rc && j < jobs && s->qhead < s->qtail; j++) {
 			if (sl[j].fd >= 0)
 				continue;
@@ -373,7 +512,18 @@ static int run_local(sweep_t *s, err_t *e)
 		for (unsigned j = 0; j < jobs; j++)
 			pf[j] = (struct pollfd){sl[j].fd, POLLIN, 0};
 		n = jobs;
-		if (poll(pf, n, -1) < 0) {
+		int ready = ppoll(pf, n, NULL, sweep_sigs.armed ? &wait_mask : NULL);
+		/* A signal can come with ready workers (killed by the same
+		 * Ctrl-C), and ppoll then returns them with the signal still
+		 * pending: let it in, and stop first, so that none of them
+		 * counts as a crash. */
+		if (sweep_sigs.armed) {
+			sweep_signals_block(0);
+			sweep_signals_block(1);
+			if (sweep_signal)
+				continue;
+		}
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			/* waiting again would fail again at once, forever */
@@ -542,22 +692,6 @@ static int mpi_world_size(void)
 
 /* ---- the sweep ---------------------------------------------------------- */
 
-/* Removes *.h5.tmp left by children of a killed sweep (we hold the lock). */
-static void clean_stale_tmp(const char *runs)
-{
-	DIR *d = opendir(runs);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n > 7 && !strcmp(de->d_name + n - 7, ".h5.tmp")) {
-			unlinkat(dirfd(d), de->d_name, 0);
-		}
-	}
-	closedir(d);
-}
-
 /* What prepare created, so that a rejected sweep removes it again. */
 typedef struct made {
 	char top[4096]; /* shallowest directory created ("" when none) */
@@ -652,9 +786,23 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m
 	if (s->lock_fd < 0)
 		return err_set(e, KS_EIO, "%s: %s", p, strerror(errno));
 	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		/* Another sweep writes here: wait for it, so that sweeps started
+		 * together (a job array) all finish; Ctrl-C gives up. */
 		m->lock = 0; /* the other sweep's, even if it made it just now */
-		return err_set(e, KS_EIO, "%s: another sweep is writing this results directory",
-			       o->dir);
+		if (errno != EWOULDBLOCK)
+			return err_set(e, KS_EIO, "%s: cannot lock: %s", p, strerror(errno));
+		fprintf(stderr, "sweep: %s: another sweep is writing this results directory; "
+				"waiting for it to finish (Ctrl-C gives up)\n",
+			o->dir);
+		while (flock(s->lock_fd, LOCK_EX) < 0) {
+			if (errno != EINTR)
+				return err_set(e, KS_EIO, "%s: cannot lock: %s", p, strerror(errno));
+			if (sweep_sigs.armed && sweep_signal)
+				return err_set(e, KS_ERUNTIME,
+					       "interrupted by %s while waiting for another sweep "
+					       "writing %s",
+					       sweep_signal == SIGINT ? "SIGINT" : "SIGTERM", o->dir);
+		}
 	}
 	snprintf(p, sizeof p, "%s/runs", o->dir);
 	m->runs = !exists(p);
@@ -670,6 +818,9 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m
 	for (size_t k = 0; k < s->npts; k++) {
 		out_point_t *pt = &s->pts[k];
 		int v;
+		if (sweep_sigs.armed && sweep_signal)
+			return err_set(e, KS_ERUNTIME, "interrupted by %s before any point ran",
+				       sweep_signal == SIGINT ? "SIGINT" : "SIGTERM");
 		s->st->total++;
 		if ((rc = out_catalog_check(s->cat, pt->id, rev, o->keep_stale, &v, e)))
 			return rc;
@@ -684,6 +835,7 @@ static int prepare(sweep_t *s, const out_grid_t *g, const cfg_t *base, made_t *m
 		s->st->rerun_stale += v == OUT_CHECK_STALE;
 		s->st->rerun_missing += v == OUT_CHECK_MISSING;
 		s->st->rerun_damaged += v == OUT_CHECK_TRUNCATED || v == OUT_CHECK_CORRUPT;
+		s->st->rerun_unverified += v == OUT_CHECK_UNVERIFIED;
 		s->queue[s->qtail++] = k;
 		queued++;
 	}
@@ -719,6 +871,8 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 	if (size == 1 && (rc = jobs_check(o->jobs ? o->jobs : 1, e)))
 		return rc;
 	made_t made = {0};
+	if (size == 1)
+		sweep_signals_arm();
 	int rejected = rc = prepare(&s, g, base, &made, e);
 	s.progress = o->progress < 0 ? isatty(2) : o->progress;
 	s.t0 = now_s();
@@ -755,6 +909,7 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 		unmake(o->dir, &made);
 	if (s.lock_fd >= 0)
 		close(s.lock_fd);
+	sweep_signals_disarm();
 	(void)rank;
 	return rc;
 }

@@ -232,7 +232,7 @@ static int split_key(const char *key, char *sec, size_t cs, char *name, size_t c
 	return 0;
 }
 
-void out_point_id(const char *config_text, uint64_t seed, char id[65])
+void out_point_id(const char *config_text, uint64_t seed, const char *inputs, char id[65])
 {
 	struct sha256_ctx h;
 	uint8_t d[SHA256_DIGEST_SIZE];
@@ -249,6 +249,12 @@ void out_point_id(const char *config_text, uint64_t seed, char id[65])
 		l += len;
 	}
 	sha256_update(&h, strlen(sb), (const uint8_t *)sb);
+	/* Only a point that reads files has its inputs in its identity, so the
+	 * id of one that reads none is what it was before inputs counted. */
+	if (inputs && *inputs) {
+		sha256_update(&h, 8, (const uint8_t *)"inputs:\n");
+		sha256_update(&h, strlen(inputs), (const uint8_t *)inputs);
+	}
 	sha256_digest(&h, sizeof d, d);
 	for (int b = 0; b < SHA256_DIGEST_SIZE; b++)
 		snprintf(id + 2 * b, 3, "%02x", d[b]);
@@ -260,6 +266,7 @@ void out_point_free(out_point_t *p)
 		return;
 	cfg_free(p->cfg);
 	free(p->params);
+	free(p->inputs);
 	memset(p, 0, sizeof *p);
 }
 
@@ -341,8 +348,13 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 		out_point_free(p);
 		return rc;
 	}
+	if ((rc = out_point_inputs(p->cfg, NULL, 0, &p->inputs, e))) {
+		free(text);
+		out_point_free(p);
+		return rc;
+	}
 	cfg_digest(p->cfg, p->digest);
-	out_point_id(text, p->seed, p->id);
+	out_point_id(text, p->seed, p->inputs, p->id);
 	snprintf(p->h5_rel, sizeof p->h5_rel, "runs/%.16s.h5", p->id);
 	free(text);
 	return 0;

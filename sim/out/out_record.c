@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sim/out/out_sweep.h"
 
-int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
-		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
-		   char id[65], err_t *e)
+static int record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+		  const out_param_t *params, size_t n_params, const char *const *plugins,
+		  size_t n_plugins, const out_hdf5_opts_t *h5, char id[65], err_t *e)
 {
 	char runs[4096], rel[64], path[4200], pid[65], digest[65];
 	snprintf(runs, sizeof runs, "%s/runs", dir);
@@ -20,10 +21,15 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		return rc;
 	if (out_mkdir_p(dir) < 0 || (mkdir(runs, 0777) < 0 && errno != EEXIST))
 		return err_set(e, KS_EIO, "%s: cannot create directory: %s", runs, strerror(errno));
-	char *text = cfg_text(cfg);
+	char *text = cfg_text(cfg), *inputs = NULL;
 	if (!text)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	out_point_id(text, r->seed, pid);
+	rc = out_point_inputs(cfg, plugins, n_plugins, &inputs, e);
+	if (rc) {
+		free(text);
+		return rc;
+	}
+	out_point_id(text, r->seed, inputs, pid);
 	cfg_digest(cfg, digest);
 	snprintf(rel, sizeof rel, "runs/%.16s.h5", pid);
 	snprintf(path, sizeof path, "%s/%s", dir, rel);
@@ -31,25 +37,43 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 	rc = out_catalog_open(dir, 0, &c, e);
 	if (rc) {
 		free(text);
+		free(inputs);
 		return rc;
 	}
-	out_run_info_t ri = {pid, digest, r->seed, params, n_params, rel, text};
+	out_run_info_t ri = {pid, digest, r->seed, params, n_params, rel, text, inputs};
 	rc = out_catalog_begin(c, &ri, e);
 	if (!rc) {
 		rc = out_hdf5_write(path, r, h5, e);
 		out_run_file_t f = {0, "", r->git_rev[0] ? r->git_rev : out_build_rev()};
 		if (!rc)
 			rc = out_file_sha256(path, &f.size, f.sha256, e);
-		if (rc) {
-			err_t e2;
-			out_catalog_failed(c, pid, e->msg, &e2);
-		} else {
+		if (!rc)
 			rc = out_catalog_done_file(c, pid, r->metric, r->n_metric, r->wall_s, &f, e);
+		if (rc) {
+			/* no file without its done row, no row left 'running' */
+			err_t e2;
+			unlink(path);
+			out_catalog_failed(c, pid, e->msg, &e2);
 		}
 	}
 	out_catalog_close(c);
 	free(text);
+	free(inputs);
 	if (!rc && id)
 		memcpy(id, pid, 65);
 	return rc;
+}
+
+int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
+		   char id[65], err_t *e)
+{
+	return record(dir, cfg, r, params, n_params, NULL, 0, h5, id, e);
+}
+
+int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+			   const char *const *plugins, size_t n_plugins, const out_hdf5_opts_t *h5,
+			   char id[65], err_t *e)
+{
+	return record(dir, cfg, r, NULL, 0, plugins, n_plugins, h5, id, e);
 }

@@ -8,8 +8,12 @@
  * seed 0 is the base seed itself, the others are splitmix64 mixes of it
  * (31-bit, distinct), so the same command always gives the same seeds.
  * A point's identity is the SHA-256 of its resolved config text (comment
- * lines left out) and seed;
- * its file is DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id.
+ * lines left out), its seed and, when it reads files, the SHA-256 of each
+ * file's content (out_point_inputs): a trace, GPU or model spec,
+ * calibration or profile edited in place is another point. Its file is
+ * DIR/runs/<first 16 hex of id>.h5 and its row is keyed by id; ids are
+ * shown by their first 16 hex digits everywhere and any unique prefix
+ * names a run.
  *
  * out_sweep_run executes every point that DIR's catalog and files do not
  * vouch for (out_catalog_check): a point runs unless its row is 'done', its
@@ -19,10 +23,18 @@
  * fork()ed child (run function, HDF5 write, file digest), which reports
  * metrics and digest to the parent over a pipe; only the parent writes the
  * catalog. All points are built before anything is created on disk, and a
- * sweep rejected before its first point (bad axis value, lock held, catalog
- * unreadable) removes the directory, lock and catalog it created. A child that dies without a report is retried once in the same
+ * sweep rejected before its first point (bad axis value, catalog
+ * unreadable) removes the directory, lock and catalog it created. A sweep
+ * whose directory another sweep is writing (DIR/.sweep.lock) says so on
+ * stderr and waits for it, then skips what that one did. A child that dies without a report is retried once in the same
  * sweep, then marked failed; a run function error fails the point at once.
- * Both are recorded with their error and the sweep carries on. Under
+ * Both are recorded with their error and the sweep carries on. SIGINT or
+ * SIGTERM stops a local sweep in order: no new point starts, the workers
+ * in flight are killed and reaped, their points marked 'interrupted' (the
+ * attempt not counted, their temporaries removed; a worker that had already
+ * reported keeps its result), and out_sweep_run returns KS_ERUNTIME naming
+ * the signal; the next sweep runs the interrupted points as if they had
+ * never started. Under
  * mpirun (built with KVSIM_HAVE_MPI, OMPI_COMM_WORLD_SIZE > 1), rank 0 hands
  * points out one at a time and owns the catalog; other ranks run points the
  * same way. Results depend only on the point, never on -j or the rank count.
@@ -65,7 +77,8 @@ typedef struct out_point {
 	uint64_t seed;
 	out_param_t *params;  /* owned array; strings point into the grid */
 	size_t n_params;
-	char id[65];          /* SHA-256 hex of config text + seed */
+	char *inputs;         /* owned: out_point_inputs' text ("" when none) */
+	char id[65];          /* SHA-256 hex of config text + seed + inputs */
 	char digest[65];      /* cfg_digest */
 	char h5_rel[64];      /* "runs/<id16>.h5" */
 } out_point_t;
@@ -76,8 +89,10 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 		   out_point_t *p, err_t *e);
 void out_point_free(out_point_t *p);
 /* The identity of a run: SHA-256 hex of the config text without its comment
- * lines, followed by "\nseed=SEED\n". */
-void out_point_id(const char *config_text, uint64_t seed, char id[65]);
+ * lines, followed by "\nseed=SEED\n" and, when inputs is not empty,
+ * "inputs:\n" and inputs (out_point_inputs' text). */
+void out_point_id(const char *config_text, uint64_t seed, const char *inputs, char id[65]);
+
 
 /* Records one finished run outside a sweep (kvsim run): writes
  * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL),
@@ -86,6 +101,10 @@ void out_point_id(const char *config_text, uint64_t seed, char id[65]);
 int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		   const out_param_t *params, size_t n_params, const out_hdf5_opts_t *h5,
 		   char id[65], err_t *e);
+/* The same for a run that also loaded plugins (their files are inputs). */
+int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_t *r,
+			   const char *const *plugins, size_t n_plugins, const out_hdf5_opts_t *h5,
+			   char id[65], err_t *e);
 
 typedef struct out_sweep_opts {
 	const char *dir;      /* results directory (created) */
@@ -108,8 +127,11 @@ typedef struct out_sweep_stats {
 	size_t rerun_stale;   /* of the points run: done by another revision */
 	size_t rerun_missing; /* done, but the file was gone */
 	size_t rerun_damaged; /* done, but the file was truncated or corrupt */
+	size_t rerun_unverified; /* done, but no digest of its file was recorded */
 	size_t kept_stale;    /* skipped though of another revision (keep_stale) */
 	size_t failed_input; /* of failed: by an input error (bad config or trace) */
+	int interrupted;      /* SIGINT or SIGTERM when a signal stopped the sweep */
+	size_t interrupted_points; /* in flight then, now 'interrupted' */
 	int rank;       /* MPI rank (0 when local); only rank 0 has counts */
 	int ranks;      /* 1 when local */
 } out_sweep_stats_t;
