@@ -17,7 +17,7 @@
 #include "sim/base/cfg.h"
 
 /* The most rows one spec table has (the parser marks the keys it saw). */
-#define MDL_SPEC_KEYS_MAX 32
+#define MDL_SPEC_KEYS_MAX 40
 
 /* The value an override choice takes for "spec" (keep the spec's). */
 #define MDL_OVER_SPEC (-1)
