@@ -505,35 +505,36 @@ int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e
 	return rc;
 }
 
-/* Reads a whole (small) file into a malloc'd NUL-terminated string. */
-static int read_small_file(const char *path, char **out, err_t *e)
+int mdl_read_small_file(const char *path, size_t max, const char *what, char **out, size_t *len,
+                        err_t *e)
 {
 	FILE *f = err_fopen_in(path, e);
 	if (!f)
 		return e->code;
-	char *buf = malloc(SPEC_FILE_MAX + 1);
+	char *buf = malloc(max + 1);
 	if (!buf) {
 		fclose(f);
 		return err_set(e, KS_ENOMEM, "%s: out of memory", path);
 	}
-	size_t n = fread(buf, 1, SPEC_FILE_MAX + 1, f);
+	size_t n = fread(buf, 1, max + 1, f);
 	int bad = ferror(f);
 	fclose(f);
 	if (bad) {
 		free(buf);
 		return err_set(e, KS_EIO, "%s: read error", path);
 	}
-	if (n > SPEC_FILE_MAX) {
+	if (n > max) {
 		free(buf);
-		return err_set(e, KS_EINPUT, "%s: larger than %u bytes, not a spec file", path,
-		               SPEC_FILE_MAX);
+		return err_set(e, KS_EINPUT, "%s: larger than %zu bytes, not a %s", path, max, what);
 	}
 	if (memchr(buf, '\0', n)) {
 		free(buf);
-		return err_set(e, KS_EINPUT, "%s: contains a NUL byte, not a text spec file", path);
+		return err_set(e, KS_EINPUT, "%s: contains a NUL byte, not a text %s", path, what);
 	}
 	buf[n] = '\0';
 	*out = buf;
+	if (len)
+		*len = n;
 	return 0;
 }
 
@@ -541,7 +542,7 @@ static int read_small_file(const char *path, char **out, err_t *e)
 static int spec_load_file(const char *path, mdl_hw_t *hw, mdl_llm_t *llm, err_t *e)
 {
 	char *text;
-	int rc = read_small_file(path, &text, e);
+	int rc = mdl_read_small_file(path, SPEC_FILE_MAX, "spec file", &text, NULL, e);
 	if (rc)
 		return rc;
 	rc = hw ? mdl_hw_parse(path, text, hw, e) : mdl_llm_parse(path, text, llm, e);
