@@ -161,6 +161,50 @@ static void test_roofline_and_linear_models_read_each_width(void **st)
 	assert_true(fabs(b - (519296 + 102400)) < 1e-6 * b);
 }
 
+static double prefill_gemm_ns(const mdl_hw_t *hw, const mdl_llm_t *m,
+                              const mdl_compute_params_t *p, uint32_t n)
+{
+	static mdl_compute_t c;
+	init(&c, hw, m, p);
+	uint32_t cached = 0;
+	mdl_batch_t b = {.n_prefill = 1, .prefill_new = &n, .prefill_cached = &cached};
+	mdl_iter_cost_t r;
+	mdl_iter_cost(&c, &b, &r);
+	/* the single-efficiency roofline has one compute side */
+	return p->gemm_mfu > 0 ? r.t_gemm_ns : r.t_compute_ns;
+}
+
+/* On a GPU with FP8 tensor cores the 1-byte experts' GEMMs run at
+ * flops_fp8 and the 2-byte attention at flops_bf16: giving the GPU an FP8
+ * rate speeds up the GEMMs of the FP8-expert model, not those of the same
+ * model with BF16 experts. The same holds for the single-efficiency
+ * roofline. */
+static void test_each_gemm_runs_at_its_width_rate(void **st)
+{
+	(void)st;
+	mdl_hw_t hw;
+	mdl_llm_t m;
+	tiny_moe(&hw, &m);
+	mdl_compute_params_t terms = mf_terms(0.7, 1e9, 0.9, 1000, 1000, 0.7, 128, 0);
+	mdl_compute_params_t single = mdl_compute_params_default;
+	single.gemm_mfu = 0;
+	const mdl_compute_params_t *ps[] = {&terms, &single};
+	for (size_t i = 0; i < 2; i++) {
+		hw.flops_fp8 = 0;
+		m.expert_weight_bytes = 1;
+		double no_fp8 = prefill_gemm_ns(&hw, &m, ps[i], 4096);
+		hw.flops_fp8 = 2 * hw.flops_bf16;
+		double fp8 = prefill_gemm_ns(&hw, &m, ps[i], 4096);
+		if (!(fp8 < no_fp8))
+			fail_msg("params %zu: %g ns with FP8, %g without", i, fp8, no_fp8);
+		m.expert_weight_bytes = 2;
+		double bf16 = prefill_gemm_ns(&hw, &m, ps[i], 4096);
+		hw.flops_fp8 = 0;
+		assert_true(prefill_gemm_ns(&hw, &m, ps[i], 4096) == bf16);
+		assert_true(bf16 == no_fp8); /* the width changes bytes, not BF16 FLOPs */
+	}
+}
+
 /* The new keys are refused where they mean nothing or do not fit. */
 static void test_width_and_shared_keys_checked(void **st)
 {
@@ -203,6 +247,7 @@ int main(void)
 	    cmocka_unit_test(test_shared_expert_is_costed_with_the_experts),
 	    cmocka_unit_test(test_lm_head_read_at_the_embed_width),
 	    cmocka_unit_test(test_roofline_and_linear_models_read_each_width),
+	    cmocka_unit_test(test_each_gemm_runs_at_its_width_rate),
 	    cmocka_unit_test(test_width_and_shared_keys_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
