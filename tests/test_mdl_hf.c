@@ -144,8 +144,9 @@ static void test_mla_with_dense_layers_and_shared_experts(void **st)
 	assert_int_equal(mdl_kv_bytes_per_token(&m), 240);
 }
 
-/* Unknown architecture: read, and named. */
-static void test_unknown_model_type_is_named(void **st)
+/* Parts not costed are read and named: an unknown architecture, an audio
+ * tower, multi-token prediction layers, an indexed sparse attention. */
+static void test_uncosted_parts_are_named(void **st)
 {
 	(void)st;
 	mdl_llm_t m;
@@ -154,6 +155,15 @@ static void test_unknown_model_type_is_named(void **st)
 	assert_int_equal(info.n_uncosted, 1);
 	assert_true(has_note(&info, "model_type 'gpt_neox': not an architecture this reader "
 	                            "knows; read as a Llama-style decoder"));
+	parse_ok("{\"model_type\": \"llama\", " DENSE ", \"num_nextn_predict_layers\": 1, "
+	         "\"index_topk\": 64, \"audio_config\": {\"num_hidden_layers\": 2}}",
+	         &m, &info);
+	assert_int_equal(info.n_uncosted, 3);
+	assert_true(has_note(&info, "audio tower (audio_config): not costed"));
+	assert_true(has_note(&info, "multi-token prediction (num_nextn_predict_layers 1): not "
+	                            "costed, its parameters not counted"));
+	assert_true(has_note(&info, "indexed sparse attention (index_topk 64): costed as dense "
+	                            "attention"));
 }
 
 /* Missing required fields and architecture kvsim cannot represent: errors
@@ -234,6 +244,13 @@ static void test_fp8_widths_and_kv_scheme(void **st)
 	         "{\"quant_method\": \"awq\", \"bits\": 4}}",
 	         &m, &info);
 	assert_true(m.weight_bytes == 0.5 && m.embed_weight_bytes == 2);
+	/* experts named in the ignore list stay at the dtype, attention FP8 */
+	parse_ok("{\"model_type\": \"mixtral\", " DENSE ", \"num_local_experts\": 4, "
+	         "\"num_experts_per_tok\": 1, \"quantization_config\": {\"quant_method\": "
+	         "\"fp8\", \"modules_to_not_convert\": [\"model.layers.0.block_sparse_moe.experts\", "
+	         "\"lm_head\"]}}",
+	         &m, &info);
+	assert_true(m.weight_bytes == 1 && m.expert_weight_bytes == 2 && m.embed_weight_bytes == 2);
 }
 
 /* ---- the published configs --------------------------------------------- */
@@ -435,7 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_llama4_shaped_fp8_moe_fixture),
 	    cmocka_unit_test(test_biases_explicit_head_dim_and_sliding_window),
 	    cmocka_unit_test(test_mla_with_dense_layers_and_shared_experts),
-	    cmocka_unit_test(test_unknown_model_type_is_named),
+	    cmocka_unit_test(test_uncosted_parts_are_named),
 	    cmocka_unit_test(test_errors_name_the_json_field),
 	    cmocka_unit_test(test_fp8_widths_and_kv_scheme),
 	    cmocka_unit_test(test_published_configs_counts_and_kv_bytes),
