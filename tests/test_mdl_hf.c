@@ -430,6 +430,13 @@ static void test_run_with_hf_config_key_uses_it_and_warns_once(void **st)
 	if (!w || strstr(w + 1, "uncosted: vision tower"))
 		fail_msg("want one vision-tower warning:\n%s", r.err);
 	expect_in(r.err, "; uncosted: chunked local attention");
+	/* the run's pool is the tiny model's (274657 blocks per instance), not
+	 * the default Llama-3-70B's (875 with the same trace) */
+	const char *kb = strstr(r.out, "KV blocks per instance");
+	assert_non_null(kb);
+	kb += strlen("KV blocks per instance");
+	if (!(strtod(kb, NULL) > 200000))
+		fail_msg("not the tiny model's pool:\n%s", r.out);
 	cli_result_free(&r);
 	r = cli_run(k, tmp_dir, "config", "show", cfgp, NULL);
 	assert_int_equal(r.status, 0);
