@@ -62,6 +62,19 @@ typedef struct mdl_llm {
 	uint32_t mla_latent, mla_rope;    /* MLA only (kv_lora_rank, rope dims) */
 	uint32_t experts, experts_active; /* routed experts; 0 = dense */
 	uint32_t tied_embeddings;         /* 1: embedding and LM head share weights */
+	/* Per-component weight widths (optional; 0: weight_bytes), so a
+	 * checkpoint with FP8 experts beside BF16 attention and router
+	 * (Llama-4-Scout FP8) prices each component's bytes at its own width:
+	 * expert_weight_bytes the routed and shared experts (MoE only),
+	 * embed_weight_bytes the embedding table and LM head. weight_bytes
+	 * covers every other weight (attention, router, dense MLPs, norms). */
+	double expert_weight_bytes, embed_weight_bytes;
+	/* MoE only (optional): shared_intermediate is the summed intermediate
+	 * size of the shared experts of each MoE layer (DeepSeek n_shared *
+	 * moe_intermediate, Llama-4 intermediate_size), costed with the routed
+	 * experts at expert_weight_bytes; dense_layers the layers that have a
+	 * dense MLP instead of experts (DeepSeek first_k_dense_replace). */
+	uint32_t shared_intermediate, dense_layers;
 	/* Per-layer KV kinds (all optional; zero: every layer full attention).
 	 * With layer_kind != FULL, layer i (from 0) is full attention iff
 	 * full_period > 0 and i % full_period == full_offset; every other layer
@@ -212,8 +225,28 @@ uint64_t mdl_kv_seq_bytes_gpu(const mdl_llm_t *llm, uint32_t tp, uint64_t n);
  * For models without state layers with_state changes nothing. */
 uint64_t mdl_kv_prefix_bytes(const mdl_llm_t *llm, uint64_t n, int with_state);
 uint64_t mdl_kv_prefix_bytes_gpu(const mdl_llm_t *llm, uint32_t tp, uint64_t n, int with_state);
-/* Weight bytes on each GPU of a TP group: ceil(params_total*weight_bytes/tp). */
+/* Weight bytes on each GPU of a TP group: ceil(bytes/tp), bytes being
+ * params_total*weight_bytes when every component has that width, else
+ * the sum over mdl_params_split_t's parts at their widths. */
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *llm, uint32_t tp);
+
+/* A model's parameters by the width they are stored at (mdl_llm_t): embed
+ * (vocab*hidden, twice when untied), experts (every routed expert, from
+ * params_total - params_active over experts - experts_active, plus the
+ * shared experts: (layers - dense_layers)*3*hidden*shared_intermediate,
+ * gate, up and down) and other (the rest: attention, router, dense MLPs,
+ * norms). The _active form counts experts_active routed experts. */
+typedef struct mdl_params_split {
+	double embed, experts, other;
+	double routed_one; /* one routed expert over all MoE layers (0: dense) */
+	double shared_experts;
+} mdl_params_split_t;
+void mdl_params_split(const mdl_llm_t *llm, mdl_params_split_t *s);
+/* The widths the split's parts are stored at (0 fields resolved). */
+double mdl_expert_weight_bytes(const mdl_llm_t *llm);
+double mdl_embed_weight_bytes(const mdl_llm_t *llm);
+/* Whether every component has weight_bytes' width (the single-width model). */
+int mdl_weights_one_width(const mdl_llm_t *llm);
 
 /* Tokens of KV an instance of tp GPUs can hold: per GPU, HBM less the
  * reserve fraction less the weights, divided by the per-GPU paged KV bytes

@@ -15,11 +15,12 @@
 #include "models/mdl.h"
 #include "models/mdl_cfg.h"
 #include "models/mdl_field.h"
+#include "models/mdl_hf.h"
 #include "models/mdl_prof.h"
 #include "sim/base/cfg.h"
 
 /* Rows of the head tables whose place messages name. */
-enum { K_NAME, K_FILE };
+enum { K_NAME, K_FILE, K_HF };
 /* Rows of mdl_compute_cfg_keys read by place (origin, path). */
 enum { C_MFU, C_MBU, C_AR_BW, C_AR_LAT, C_OVERHEAD, C_MODEL, C_CALIBRATION, C_PROFILE,
        C_AR_PROFILE };
@@ -45,7 +46,13 @@ const size_t mdl_gpu_cfg_keys_n = sizeof mdl_gpu_cfg_keys / sizeof mdl_gpu_cfg_k
 const cfg_tkey_t mdl_model_cfg_keys[] = {
     PICK_KEYS("model", "Llama-3-70B", "LLM",
               "Llama-3-8B, Llama-3-70B, Qwen2.5-72B, Mixtral-8x7B, DeepSeek-V3", model_name,
-              model_file)};
+              model_file),
+    [K_HF] = {{"model", "hf_config", CFG_STR, "", 0, 0, NULL, "path",
+               "a Hugging Face config.json as published (text_config and "
+               "quantization_config read; models/README.md); relative to the config file, "
+               "else the working dir; not with file",
+               NULL},
+              CFG_AT(STR, mdl_cfg_t, model_hf)}};
 const size_t mdl_model_cfg_keys_n = sizeof mdl_model_cfg_keys / sizeof mdl_model_cfg_keys[0];
 #undef PICK_KEYS
 
@@ -214,16 +221,37 @@ static int apply_overrides(const cfg_t *cfg, const mdl_spec_key_t *keys, size_t 
 }
 
 /* Loads the spec [gpu] (into a mdl_hw_t, hw set) or [model] (into a
- * mdl_llm_t) picks at dst: from its file, else by built-in name; then its
- * overrides. */
-static int load_spec(const cfg_t *cfg, const mdl_cfg_t *m, int hw, void *dst, err_t *e)
+ * mdl_llm_t) picks at dst: from its file (for [model] also hf_config),
+ * else by built-in name; then its overrides. hf (may be NULL) gets what the
+ * config.json reader names. */
+static int load_spec(const cfg_t *cfg, const mdl_cfg_t *m, int hw, void *dst, mdl_hf_info_t *hf,
+                     err_t *e)
 {
 	const cfg_tkey_t *head = hw ? mdl_gpu_cfg_keys : mdl_model_cfg_keys;
 	const char *sec = head[K_FILE].key.section;
 	const char *file = hw ? m->gpu_file : m->model_file;
-	const cfg_tkey_t *picked = &head[file[0] ? K_FILE : K_NAME];
+	int use_hf = !hw && m->model_hf && m->model_hf[0];
+	const cfg_tkey_t *picked = &head[use_hf ? K_HF : file[0] ? K_FILE : K_NAME];
 	int rc;
-	if (file[0]) {
+	if (use_hf && file[0])
+		return row_error(cfg, e, &head[K_HF], "set with [model] file: give one of them");
+	if (use_hf) {
+		char path[4096];
+		mdl_hf_info_t info;
+		if ((rc = cfg_path(cfg, sec, head[K_HF].key.name, path, sizeof path, e)))
+			return rc;
+		rc = mdl_hf_load_file(path, dst, &info, e);
+		/* a run warns once, naming each part it does not cost */
+		char all[MDL_HF_NOTES * (MDL_HF_NOTE_MAX + 16)];
+		size_t k = 0;
+		for (size_t i = 0; !rc && i < info.n_uncosted && k < sizeof all; i++)
+			k += (size_t)snprintf(all + k, sizeof all - k, "%suncosted: %s", i ? "; " : "",
+			                      info.uncosted[i]);
+		if (!rc && info.n_uncosted)
+			cfg_warn_once(cfg, sec, head[K_HF].key.name, "%s", all);
+		if (!rc && hf)
+			*hf = info;
+	} else if (file[0]) {
 		char path[4096];
 		/* relative to the config file that set it (cfg_path) */
 		if ((rc = cfg_path(cfg, sec, head[K_FILE].key.name, path, sizeof path, e)))
@@ -312,14 +340,22 @@ static int load_terms(const cfg_t *cfg, const mdl_cfg_t *m, const mdl_hw_t *hw,
 
 int mdl_load_cfg(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp, err_t *e)
 {
+	return mdl_load_cfg_hf(cfg, hw, llm, cp, NULL, e);
+}
+
+int mdl_load_cfg_hf(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp,
+                    mdl_hf_info_t *hf, err_t *e)
+{
+	if (hf)
+		memset(hf, 0, sizeof *hf);
 	mdl_cfg_t m;
 	mdl_hw_t h;
 	mdl_llm_t l;
 	int rc = mdl_cfg_fill(cfg, &m, e);
 	if (!rc)
-		rc = load_spec(cfg, &m, 1, &h, e);
+		rc = load_spec(cfg, &m, 1, &h, NULL, e);
 	if (!rc)
-		rc = load_spec(cfg, &m, 0, &l, e);
+		rc = load_spec(cfg, &m, 0, &l, hf, e);
 	if (rc)
 		return rc;
 	mdl_compute_params_t p;

@@ -20,6 +20,7 @@
 typedef struct mdl_cfg {
 	const char *gpu_name, *gpu_file;     /* [gpu] name, file ("" none) */
 	const char *model_name, *model_file; /* [model] name, file ("" none) */
+	const char *model_hf;                /* [model] hf_config ("" none) */
 	/* override of spec key i of mdl_hw_keys / mdl_llm_keys (the name row
 	 * has none) */
 	mdl_over_t gpu[MDL_SPEC_KEYS_MAX];
@@ -42,6 +43,13 @@ extern const cfg_tkey_t mdl_model_cfg_keys[];
 extern const size_t mdl_model_cfg_keys_n;
 extern const cfg_tkey_t mdl_compute_cfg_keys[];
 extern const size_t mdl_compute_cfg_keys_n;
+
+struct mdl_hf_info;
+/* mdl_load_cfg (mdl.h), also filling hf (may be NULL; zeroed when the model
+ * is not read from [model] hf_config) with the parts the config.json reader
+ * names as not costed. */
+int mdl_load_cfg_hf(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_params_t *cp,
+                    struct mdl_hf_info *hf, err_t *e);
 
 /* Adds every key of models/ to s, in the order config listings show them:
  * [gpu] name, file and the spec overrides, the same for [model], then

@@ -274,13 +274,17 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 static int64_t total_ns(double t);
 
 /* One GEMM kind of a layer on one GPU: `groups` matrices of k x n, each
- * multiplying m tokens, run as `kernels` launches. */
+ * multiplying m tokens, run as `kernels` launches, stored at wb bytes per
+ * weight (mdl.h: weight_bytes, expert_weight_bytes, embed_weight_bytes). */
 typedef struct {
-	double m, k, n, groups, kernels;
+	double m, k, n, groups, kernels, wb;
 } gemm_t;
 
-/* The layer's GEMMs for T tokens (see the header): 2..4 kinds. */
-static size_t layer_gemms(const mdl_compute_t *c, double T, gemm_t g[4], double *act_elems)
+#define LAYER_GEMMS_MAX 6
+
+/* The layer's GEMMs for T tokens (see the header): 2..5 kinds. */
+static size_t layer_gemms(const mdl_compute_t *c, double T, gemm_t g[LAYER_GEMMS_MAX],
+                          double *act_elems)
 {
 	const mdl_llm_t *m = &c->llm;
 	double tp = c->tp, h = m->hidden, L = m->layers, d = m->head_dim;
@@ -288,32 +292,48 @@ static size_t layer_gemms(const mdl_compute_t *c, double T, gemm_t g[4], double 
 	double kvh = m->kv_heads >= c->tp ? m->kv_heads / tp : 1;
 	double emb = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
 	double I = m->intermediate / tp;
+	double wb = m->weight_bytes, xw = mdl_expert_weight_bytes(m);
 	size_t n = 0;
 	double attn = 0; /* attention projection parameters per layer (GQA) */
 	if (m->attention == MDL_ATTN_GQA) {
-		g[n++] = (gemm_t){T, h, (qh + 2 * kvh) * d, 1, 1};
-		g[n++] = (gemm_t){T, qh * d, h, 1, 1};
+		g[n++] = (gemm_t){T, h, (qh + 2 * kvh) * d, 1, 1, wb};
+		g[n++] = (gemm_t){T, qh * d, h, 1, 1, wb};
 		attn = h * (m->heads + 2.0 * m->kv_heads) * d + m->heads * d * h;
 	}
 	if (m->experts) {
 		double k = m->experts_active, E = m->experts;
 		double touched = E * (1 - pow(1 - k / E, T));
-		double rest = ((c->shared_params - emb) / L - attn) / tp;
-		if (rest > 0) /* shared experts, dense layers, MLA projections */
-			g[n++] = (gemm_t){T, h, rest / h, 1, m->attention == MDL_ATTN_GQA ? 2 : 6};
+		/* the shared experts (mdl_params_split), averaged over the layers
+		 * as the rest is, run beside the routed ones at their width */
+		double se = (double)(m->layers - m->dense_layers) * 3.0 * h * m->shared_intermediate /
+		            L / tp;
+		double rest = ((c->shared_params - emb) / L - attn) / tp - se;
+		int gqa = m->attention == MDL_ATTN_GQA;
+		if (rest > 0) /* dense layers, router, MLA projections (and, without
+		               * shared_intermediate, the shared experts) */
+			g[n++] = (gemm_t){T, h, rest / h, 1, gqa ? (se > 0 ? 1 : 2) : 6, wb};
+		if (se > 0)
+			g[n++] = (gemm_t){T, h, se / h, 1, 2, xw};
 		double x = c->expert_params / L / tp; /* one expert's matrices */
-		g[n++] = (gemm_t){T * k / touched, h, x / h, touched, 2};
+		g[n++] = (gemm_t){T * k / touched, h, x / h, touched, 2, xw};
 		I = m->intermediate * k / tp; /* activation width per token */
 	} else if (m->attention == MDL_ATTN_GQA) {
-		g[n++] = (gemm_t){T, h, 2 * I, 1, 1};
-		g[n++] = (gemm_t){T, I, h, 1, 1};
+		g[n++] = (gemm_t){T, h, 2 * I, 1, 1, wb};
+		g[n++] = (gemm_t){T, I, h, 1, 1, wb};
 	} else {
 		double body = ((double)m->params_active - emb) / L / tp;
-		g[n++] = (gemm_t){T, h, body / h, 1, 4};
+		g[n++] = (gemm_t){T, h, body / h, 1, 4, wb};
 	}
 	/* elements the small kernels move (see the header) */
 	*act_elems = T * (2 * 2 * h + 2 * (qh + kvh) * d + 3 * I + 3 * h);
 	return n;
+}
+
+/* The tensor-core peak of weights of wb bytes: FP8 for <= 1-byte weights
+ * on a GPU that has it (W8A8), else BF16. */
+static double gemm_peak(const mdl_compute_t *c, double wb)
+{
+	return wb <= 1 && c->hw.flops_fp8 > 0 ? c->hw.flops_fp8 : c->hw.flops_bf16;
 }
 
 /* Time of GEMMs on their compute and memory sides, and their kernel count. */
@@ -322,16 +342,15 @@ static void gemm_sides(const mdl_compute_t *c, const gemm_t *g, size_t n, double
 {
 	const mdl_compute_params_t *p = &c->p;
 	const mdl_llm_t *m = &c->llm;
-	double peak = m->weight_bytes <= 1 && c->hw.flops_fp8 > 0 ? c->hw.flops_fp8
-	                                                          : c->hw.flops_bf16;
 	for (size_t i = 0; i < n; i++) {
+		double peak = gemm_peak(c, g[i].wb);
 		double f = 2 * g[i].m * g[i].k * g[i].n * g[i].groups;
 		double tile = p->gemm_tile_tokens, mt = g[i].m;
 		if (tile > 0 && mt > 0)
 			mt = ceil(mt / (mt > 4 * tile ? 2 * tile : tile)) * (mt > 4 * tile ? 2 * tile : tile);
 		double one = f * mt / g[i].m / g[i].kernels; /* the size the MFU curve sees */
 		double mfu = p->gemm_mfu * one / (one + p->gemm_half_flops);
-		double w = g[i].k * g[i].n * g[i].groups * m->weight_bytes;
+		double w = g[i].k * g[i].n * g[i].groups * g[i].wb;
 		double a = g[i].m * (g[i].k + g[i].n) * g[i].groups * m->dtype_bytes;
 		if (f > 0)
 			*t_c += f * mt / g[i].m / (peak * mfu) * 1e9;
@@ -354,16 +373,22 @@ static double roof(const mdl_compute_params_t *p, double c, double m)
 
 void mdl_layer_terms(const mdl_compute_t *c, double tokens, double *gemm_ns, double *small_ns)
 {
-	gemm_t g[4];
+	gemm_t g[LAYER_GEMMS_MAX];
 	double act, tc = 0, tm = 0, f = 0, b = 0, k = 0;
 	size_t n = layer_gemms(c, tokens, g, &act);
 	if (c->p.gemm_mfu <= 0) {
-		/* the single-efficiency roofline: the layer's weight FLOPs and bytes */
+		/* the single-efficiency roofline: the layer's weight FLOPs (each at
+		 * its width's rate) and bytes */
+		double t = 0; /* seconds, each GEMM at its width's rate */
 		for (size_t i = 0; i < n; i++) {
-			f += 2 * g[i].m * g[i].k * g[i].n * g[i].groups;
-			b += g[i].k * g[i].n * g[i].groups * c->llm.weight_bytes;
+			double fi = 2 * g[i].m * g[i].k * g[i].n * g[i].groups;
+			f += fi;
+			t += fi / (gemm_peak(c, g[i].wb) * c->p.mfu);
+			b += g[i].k * g[i].n * g[i].groups * g[i].wb;
 		}
-		*gemm_ns = fmax(f * c->tp / c->mat_rate, b / c->bytes_rate) * 1e9;
+		if (mdl_weights_one_width(&c->llm))
+			t = f * c->tp / c->mat_rate; /* the same, as it always was computed */
+		*gemm_ns = fmax(t, b / c->bytes_rate) * 1e9;
 		*small_ns = 0;
 		return;
 	}
@@ -426,7 +451,7 @@ static void terms_by_size(const mdl_compute_t *c, double tokens, double seqs, md
 	double tc = 0, tm = 0, kern = 0;
 	*f = *wb = 0;
 	/* LM head: one row per sequence, vocab split over the group */
-	gemm_t head = {seqs, m->hidden, (double)m->vocab / c->tp, 1, 1};
+	gemm_t head = {seqs, m->hidden, (double)m->vocab / c->tp, 1, 1, mdl_embed_weight_bytes(m)};
 	gemm_sides(c, &head, 1, &tc, &tm, f, wb, &kern);
 	if (p->model == MDL_MODEL_PROFILE) {
 		/* the table holds the layer's GEMMs and small kernels */
@@ -434,7 +459,7 @@ static void terms_by_size(const mdl_compute_t *c, double tokens, double seqs, md
 		r->t_gemm_ns = tc;
 		r->t_weight_ns = tm;
 	} else {
-		gemm_t g[4];
+		gemm_t g[LAYER_GEMMS_MAX];
 		double act, ltc = 0, ltm = 0, lf = 0, lw = 0, lk = 0;
 		size_t n = layer_gemms(c, tokens, g, &act);
 		gemm_sides(c, g, n, &ltc, &ltm, &lf, &lw, &lk);
@@ -545,15 +570,41 @@ static double weights_read(const mdl_compute_t *c, double tokens)
 {
 	const mdl_llm_t *m = &c->llm;
 	double untied_emb = m->tied_embeddings ? 0 : (double)m->vocab * m->hidden;
-	double params;
+	double params, expert = 0;
 	if (m->experts) {
 		double k = m->experts_active, E = m->experts;
 		double touched = E * (1 - pow(1 - k / E, tokens));
 		params = c->shared_params + touched * c->expert_params;
+		expert = touched * c->expert_params;
 	} else {
 		params = (double)m->params_total;
 	}
-	return (params - untied_emb) * m->weight_bytes / c->tp;
+	if (mdl_weights_one_width(m))
+		return (params - untied_emb) * m->weight_bytes / c->tp;
+	/* each part at its width: the LM head (and a tied table) at the embed
+	 * width, the touched and the shared experts at the experts' */
+	mdl_params_split_t sp;
+	mdl_params_split(m, &sp);
+	double head = sp.embed - untied_emb;
+	expert += sp.shared_experts;
+	double other = params - untied_emb - head - expert;
+	return (head * mdl_embed_weight_bytes(m) + expert * mdl_expert_weight_bytes(m) +
+	        other * m->weight_bytes) /
+	       c->tp;
+}
+
+/* Bytes of the weights one token uses (params_active), each part at its
+ * width: the linear model's decode read. */
+static double active_weight_bytes(const mdl_llm_t *m)
+{
+	double act = (double)m->params_active;
+	if (mdl_weights_one_width(m))
+		return act * m->weight_bytes;
+	mdl_params_split_t sp;
+	mdl_params_split(m, &sp);
+	double expert = m->experts_active * sp.routed_one + sp.shared_experts;
+	return sp.embed * mdl_embed_weight_bytes(m) + expert * mdl_expert_weight_bytes(m) +
+	       (act - sp.embed - expert) * m->weight_bytes;
 }
 
 static int64_t total_ns(double t)
@@ -585,7 +636,7 @@ static int64_t cost_linear(const mdl_compute_t *c, const sums_t *s, mdl_iter_cos
 			kv += c->kv_sw_gpu * c->tp * s->dec_ctx_sw;
 		if (c->state_rw_gpu > 0)
 			kv += c->state_rw_gpu / 2 * c->tp * s->dec_seqs; /* the read */
-		r.bytes = (act * m->weight_bytes + kv) / c->tp;
+		r.bytes = (active_weight_bytes(m) + kv) / c->tp;
 		r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
 	}
 	r.total_ns = total_ns(r.t_compute_ns + r.t_memory_ns);
@@ -615,6 +666,20 @@ static int64_t cost_from_sums(const mdl_compute_t *c, const sums_t *s, mdl_iter_
 	r.flops = f_mat + f;
 	r.bytes = weights_read(c, s->tokens) + kv_bytes(c, s);
 	r.t_compute_ns = (f_mat / c->mat_rate + f / c->flops_rate) * 1e9;
+	if (!mdl_weights_one_width(m)) {
+		/* each part's matmul FLOPs at its width's rate: the LM head, the
+		 * experts a token uses (experts_active routed + shared), the rest */
+		mdl_params_split_t sp;
+		mdl_params_split(m, &sp);
+		double fx = 2 * (m->experts_active * sp.routed_one + sp.shared_experts) * s->tokens;
+		double fh = 2.0 * m->vocab * m->hidden * s->seqs;
+		double rate = c->tp * c->p.mfu;
+		r.t_compute_ns = (fh / (rate * gemm_peak(c, mdl_embed_weight_bytes(m))) +
+		                  fx / (rate * gemm_peak(c, mdl_expert_weight_bytes(m))) +
+		                  (f_mat - fh - fx) / (rate * gemm_peak(c, m->weight_bytes)) +
+		                  f / c->flops_rate) *
+		                 1e9;
+	}
 	r.t_memory_ns = r.bytes / c->bytes_rate * 1e9;
 	if (c->tp > 1) {
 		double p = c->tp;

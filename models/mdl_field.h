@@ -15,9 +15,10 @@
 #include <stddef.h>
 
 #include "sim/base/cfg.h"
+#include "sim/base/err.h"
 
 /* The most rows one spec table has (the parser marks the keys it saw). */
-#define MDL_SPEC_KEYS_MAX 32
+#define MDL_SPEC_KEYS_MAX 40
 
 /* The value an override choice takes for "spec" (keep the spec's). */
 #define MDL_OVER_SPEC (-1)
@@ -51,5 +52,11 @@ const mdl_spec_key_t *mdl_spec_key_find(const mdl_spec_key_t *keys, size_t n, co
  * (an override); on bad input return -1 with *why a static reason. */
 int mdl_spec_set_text(const mdl_spec_key_t *k, void *dst, const char *value, const char **why);
 int mdl_spec_set_number(const mdl_spec_key_t *k, void *dst, double v, const char **why);
+
+/* Reads a whole text file of at most max bytes into a malloc'd
+ * NUL-terminated string (*len its length, may be NULL); KS_EINPUT "PATH:
+ * larger than MAX bytes, not a WHAT" or "contains a NUL byte". */
+int mdl_read_small_file(const char *path, size_t max, const char *what, char **out, size_t *len,
+                        err_t *e);
 
 #endif

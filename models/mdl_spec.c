@@ -113,6 +113,19 @@ const mdl_spec_key_t mdl_llm_keys[] = {
         0),
     LLM("tied_embeddings", CFG_INT, U32_TOP, "", "1 if embedding and LM head share weights", U32,
         tied_embeddings, 0),
+    /* Per-component widths and the shared experts (mdl.h): optional, a
+     * spec without them stores every weight at weight_bytes. */
+    LLM("expert_weight_bytes", CFG_FLOAT, ANY_NUMBER, "bytes",
+        "bytes per weight of the routed and shared experts (0: weight_bytes; MoE only)", DOUBLE,
+        expert_weight_bytes, 0),
+    LLM("embed_weight_bytes", CFG_FLOAT, ANY_NUMBER, "bytes",
+        "bytes per weight of the embedding table and LM head (0: weight_bytes)", DOUBLE,
+        embed_weight_bytes, 0),
+    LLM("shared_intermediate", CFG_INT, U32_TOP, "",
+        "summed intermediate size of the shared experts of an MoE layer (MoE only)", U32,
+        shared_intermediate, 0),
+    LLM("dense_layers", CFG_INT, U32_TOP, "layers",
+        "layers with a dense MLP instead of experts (MoE only)", U32, dense_layers, 0),
     /* Per-layer KV kinds: optional, a spec without them is all full
      * attention (each shipped spec cites its model's config.json). */
     {{{"model", "layer_kind", CFG_ENUM, "spec", 0, 0, NULL, "",
@@ -492,35 +505,36 @@ int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e
 	return rc;
 }
 
-/* Reads a whole (small) file into a malloc'd NUL-terminated string. */
-static int read_small_file(const char *path, char **out, err_t *e)
+int mdl_read_small_file(const char *path, size_t max, const char *what, char **out, size_t *len,
+                        err_t *e)
 {
 	FILE *f = err_fopen_in(path, e);
 	if (!f)
 		return e->code;
-	char *buf = malloc(SPEC_FILE_MAX + 1);
+	char *buf = malloc(max + 1);
 	if (!buf) {
 		fclose(f);
 		return err_set(e, KS_ENOMEM, "%s: out of memory", path);
 	}
-	size_t n = fread(buf, 1, SPEC_FILE_MAX + 1, f);
+	size_t n = fread(buf, 1, max + 1, f);
 	int bad = ferror(f);
 	fclose(f);
 	if (bad) {
 		free(buf);
 		return err_set(e, KS_EIO, "%s: read error", path);
 	}
-	if (n > SPEC_FILE_MAX) {
+	if (n > max) {
 		free(buf);
-		return err_set(e, KS_EINPUT, "%s: larger than %u bytes, not a spec file", path,
-		               SPEC_FILE_MAX);
+		return err_set(e, KS_EINPUT, "%s: larger than %zu bytes, not a %s", path, max, what);
 	}
 	if (memchr(buf, '\0', n)) {
 		free(buf);
-		return err_set(e, KS_EINPUT, "%s: contains a NUL byte, not a text spec file", path);
+		return err_set(e, KS_EINPUT, "%s: contains a NUL byte, not a text %s", path, what);
 	}
 	buf[n] = '\0';
 	*out = buf;
+	if (len)
+		*len = n;
 	return 0;
 }
 
@@ -528,7 +542,7 @@ static int read_small_file(const char *path, char **out, err_t *e)
 static int spec_load_file(const char *path, mdl_hw_t *hw, mdl_llm_t *llm, err_t *e)
 {
 	char *text;
-	int rc = read_small_file(path, &text, e);
+	int rc = mdl_read_small_file(path, SPEC_FILE_MAX, "spec file", &text, NULL, e);
 	if (rc)
 		return rc;
 	rc = hw ? mdl_hw_parse(path, text, hw, e) : mdl_llm_parse(path, text, llm, e);
@@ -777,6 +791,17 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 		return err_set(e, KS_EINPUT, "%s: name: empty", origin);
 	if (m->tied_embeddings > 1)
 		return err_set(e, KS_EINPUT, "%s: tied_embeddings: must be 0 or 1", origin);
+	if (!m->experts && (m->expert_weight_bytes > 0 || m->shared_intermediate || m->dense_layers))
+		return err_set(e, KS_EINPUT, "%s: %s: only valid with experts > 0", origin,
+		               m->expert_weight_bytes > 0 ? "expert_weight_bytes"
+		               : m->shared_intermediate ? "shared_intermediate"
+		                                        : "dense_layers");
+	if (m->dense_layers >= m->layers && m->experts)
+		return err_set(e, KS_EINPUT, "%s: dense_layers: %u leaves no MoE layer of %u", origin,
+		               m->dense_layers, m->layers);
+	if (!(m->expert_weight_bytes >= 0) || !(m->embed_weight_bytes >= 0))
+		return err_set(e, KS_EINPUT, "%s: expert_weight_bytes/embed_weight_bytes: must not be "
+		               "negative", origin);
 	if (m->params_active > m->params_total)
 		return err_set(e, KS_EINPUT, "%s: params_active: %llu exceeds params_total %llu",
 		               origin, (unsigned long long)m->params_active,
@@ -837,10 +862,26 @@ int mdl_llm_check(const mdl_llm_t *m, const char *origin, err_t *e)
 	char lwhy[160];
 	if (layers_fault(m, &lkey, lwhy, sizeof lwhy))
 		return err_set(e, KS_EINPUT, "%s: %s: %s", origin, lkey, lwhy);
+	if (m->shared_intermediate) {
+		mdl_params_split_t sp;
+		mdl_params_split(m, &sp);
+		if (sp.other < 0)
+			return err_set(e, KS_EINPUT,
+			               "%s: shared_intermediate: the shared experts' %.0f parameters "
+			               "exceed what params_active leaves beside the routed experts and "
+			               "embeddings",
+			               origin, sp.shared_experts);
+	}
 	/* The sizes derived from a spec are 64-bit byte counts: refuse a spec
 	 * whose weights or KV bytes per token would not fit (1e308 bytes per
 	 * weight is a number, not a model). */
 	double wb = (double)m->params_total * m->weight_bytes;
+	if (!mdl_weights_one_width(m)) {
+		mdl_params_split_t sp;
+		mdl_params_split(m, &sp);
+		wb = sp.embed * mdl_embed_weight_bytes(m) + sp.experts * mdl_expert_weight_bytes(m) +
+		     sp.other * m->weight_bytes;
+	}
 	if (!(wb < 9.2e18))
 		return err_set(e, KS_EINPUT,
 		               "%s: weight_bytes: params_total * weight_bytes = %.3g bytes is out of "
@@ -1010,9 +1051,46 @@ uint64_t mdl_kv_tokens_per_instance(const mdl_hw_t *hw, const mdl_llm_t *m, uint
 	return (uint64_t)floor(free_b / (double)kv);
 }
 
+double mdl_expert_weight_bytes(const mdl_llm_t *m)
+{
+	return m->expert_weight_bytes > 0 ? m->expert_weight_bytes : m->weight_bytes;
+}
+
+double mdl_embed_weight_bytes(const mdl_llm_t *m)
+{
+	return m->embed_weight_bytes > 0 ? m->embed_weight_bytes : m->weight_bytes;
+}
+
+int mdl_weights_one_width(const mdl_llm_t *m)
+{
+	return mdl_expert_weight_bytes(m) == m->weight_bytes &&
+	       mdl_embed_weight_bytes(m) == m->weight_bytes;
+}
+
+void mdl_params_split(const mdl_llm_t *m, mdl_params_split_t *s)
+{
+	memset(s, 0, sizeof *s);
+	s->embed = (double)m->vocab * m->hidden * (m->tied_embeddings ? 1 : 2);
+	if (m->experts > m->experts_active) {
+		s->routed_one = (double)(m->params_total - m->params_active) /
+		                (m->experts - m->experts_active);
+		/* SwiGLU shared experts: gate, up (hidden x I) and down (I x hidden) */
+		s->shared_experts = (double)(m->layers - m->dense_layers) * 3.0 * m->hidden *
+		                    m->shared_intermediate;
+		s->experts = m->experts * s->routed_one + s->shared_experts;
+	}
+	s->other = (double)m->params_total - s->embed - s->experts;
+}
+
 uint64_t mdl_weights_bytes_per_gpu(const mdl_llm_t *m, uint32_t tp)
 {
 	if (tp < 1)
 		tp = 1;
-	return (uint64_t)ceil((double)m->params_total * m->weight_bytes / tp);
+	if (mdl_weights_one_width(m))
+		return (uint64_t)ceil((double)m->params_total * m->weight_bytes / tp);
+	mdl_params_split_t s;
+	mdl_params_split(m, &s);
+	double b = s.embed * mdl_embed_weight_bytes(m) + s.experts * mdl_expert_weight_bytes(m) +
+	           s.other * m->weight_bytes;
+	return (uint64_t)ceil(b / tp);
 }

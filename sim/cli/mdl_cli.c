@@ -19,12 +19,14 @@
 #include <string.h>
 
 #include "models/mdl.h"
+#include "models/mdl_cfg.h"
+#include "models/mdl_hf.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvsim model cost [--gpu NAME] [--model NAME] [--tp N]\n"
+	fprintf(f, "usage: kvsim model cost [--gpu NAME] [--model NAME | --hf-config PATH] [--tp N]\n"
 	           "                  (--prefill TOKENS [--context N] | --decode BATCH --context LEN)\n"
 	           "                  [CONFIG] [--set SECTION.KEY=VALUE]...\n\n"
 	           "Prints the compute model's time for one iteration holding one prefill chunk\n"
@@ -33,7 +35,9 @@ static void usage(FILE *f)
 	           "read/write, per-layer fixed kernels, all-reduce, iteration overhead. The\n"
 	           "terms marked counted sum to the total; those marked hidden are the other\n"
 	           "side of the roofline, overlapped. GPU, model, TP and [compute] come from\n"
-	           "the default experiment (or CONFIG and --set) unless given.\n\n");
+	           "the default experiment (or CONFIG and --set) unless given. --hf-config\n"
+	           "reads a Hugging Face config.json (as --set model.hf_config=PATH); the\n"
+	           "header then names each part of it that is not costed (uncosted ...).\n\n");
 	cli_cfg_help(f);
 	cli_help_end(f);
 }
@@ -52,7 +56,7 @@ static int whole(const char *opt, const char *v, long lo, long hi, long *out)
 static int cmd_cost(int argc, char **argv)
 {
 	const char **sets = calloc((size_t)argc + 3, sizeof *sets);
-	char gpu_set[MDL_NAME_MAX + 16], model_set[MDL_NAME_MAX + 16];
+	char gpu_set[MDL_NAME_MAX + 16], model_set[MDL_NAME_MAX + 16], hf_set[4200];
 	cli_cfg_args_t a = {NULL, sets, 0};
 	long tp = -1, prefill = -1, decode = -1, context = -1;
 	err_t e = {0};
@@ -67,6 +71,7 @@ static int cmd_cost(int argc, char **argv)
 			return 0;
 		}
 		int is_opt = !strcmp(o, "--gpu") || !strcmp(o, "--model") || !strcmp(o, "--tp") ||
+		             !strcmp(o, "--hf-config") ||
 		             !strcmp(o, "--prefill") || !strcmp(o, "--decode") ||
 		             !strcmp(o, "--context");
 		if (is_opt) {
@@ -82,6 +87,13 @@ static int cmd_cost(int argc, char **argv)
 			} else if (!strcmp(o, "--model")) {
 				snprintf(model_set, sizeof model_set, "model.name=%s", v);
 				sets[a.nsets++] = model_set;
+			} else if (!strcmp(o, "--hf-config")) {
+				if (strlen(v) > 4096) {
+					rc = cli_usage_error("%s: path too long", o);
+					continue;
+				}
+				snprintf(hf_set, sizeof hf_set, "model.hf_config=%s", v);
+				sets[a.nsets++] = hf_set;
 			} else if (!strcmp(o, "--tp")) {
 				rc = whole(o, v, 1, 1024, &tp);
 			} else if (!strcmp(o, "--prefill")) {
@@ -113,12 +125,13 @@ static int cmd_cost(int argc, char **argv)
 	mdl_hw_t hw;
 	mdl_llm_t llm;
 	mdl_compute_params_t p;
+	mdl_hf_info_t hf;
 	static mdl_compute_t c; /* large (profile curves) */
 	rc = cli_load_config_ex(a.path, sets, a.nsets, CLI_DEFAULT_EXPERIMENT | CLI_NO_WARNINGS,
 	                        NULL, &cfg, &e);
 	free(sets);
 	if (!rc)
-		rc = mdl_load_cfg(cfg, &hw, &llm, &p, &e);
+		rc = mdl_load_cfg_hf(cfg, &hw, &llm, &p, &hf, &e);
 	if (!rc && tp < 0)
 		tp = (long)cfg_int(cfg, "cluster", "tp");
 	const char *model = rc ? "" : cfg_str(cfg, "compute", "model");
@@ -149,6 +162,16 @@ static int cmd_cost(int argc, char **argv)
 	free(ctx);
 
 	printf("gpu %s\nmodel %s\ntp %ld\n", hw.name, llm.name, tp);
+	/* the parameters and the width each part is stored at (mdl.h) */
+	printf("params_total %llu\nparams_active %llu\n", (unsigned long long)llm.params_total,
+	       (unsigned long long)llm.params_active);
+	printf("weight_bytes attention_and_other %g experts %g embed %g\n", llm.weight_bytes,
+	       llm.experts ? mdl_expert_weight_bytes(&llm) : llm.weight_bytes,
+	       mdl_embed_weight_bytes(&llm));
+	printf("weights_bytes_per_gpu %llu\n",
+	       (unsigned long long)mdl_weights_bytes_per_gpu(&llm, (uint32_t)tp));
+	for (size_t i = 0; i < hf.n_uncosted; i++)
+		printf("uncosted %s\n", hf.uncosted[i]);
 	printf("kv_paged_bytes_per_token_gpu %llu\nkv_fixed_bytes_per_seq_gpu %llu\n",
 	       (unsigned long long)mdl_kv_paged_bytes_per_token_gpu(&llm, (uint32_t)tp),
 	       (unsigned long long)mdl_kv_fixed_bytes_per_seq_gpu(&llm, (uint32_t)tp));
