@@ -42,6 +42,8 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 			out_catalog_failed(c, pid, e->msg, &e2);
 		} else {
 			rc = out_catalog_done_file(c, pid, r->metric, r->n_metric, r->wall_s, &f, e);
+			if (!rc && r->n_win)
+				rc = out_catalog_windows_put(c, pid, r->win, r->n_win, e);
 		}
 	}
 	out_catalog_close(c);
