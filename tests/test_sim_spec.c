@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/cli_fixture.h"
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 #include "tests/tmp_fixture.h"
@@ -344,7 +345,67 @@ static void test_spec_refusals(void **st)
 	assert_non_null(strstr(e.msg, "[trace] kind: spec is a client workload"));
 }
 
+/* Through the command line: kvsim run files its stages in the catalog, a
+ * sweep's points too (read back from their files), and kvsim runs windows
+ * shows one row per run and stage; a bad spec exits 2 naming file:line. */
+static void test_run_and_sweep_fill_the_windows_table(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	char p[1100], out1[600], out2[600], tp[1200];
+	snprintf(p, sizeof p, "%s", profile("cli.yaml", 8, "  stages:\n    - {rate: 2, duration: 2}\n"
+							  "    - {rate: 3, duration: 2}\n"));
+	snprintf(tp, sizeof tp, "trace.path=%s", p);
+	snprintf(out1, sizeof out1, "%s/run_out", dir);
+	snprintf(out2, sizeof out2, "%s/sweep_out", dir);
+	const char *base[] = {"--set", "cluster.nodes=1", "--set", "cluster.gpus_per_node=1",
+			      "--set", "cluster.tp=1", "--set", "model.name=Llama-3-8B",
+			      "--set", "trace.kind=spec", "--set", tp};
+	cli_result_t r = cli_run(kvsim, dir, "run", base[0], base[1], base[2], base[3], base[4],
+				 base[5], base[6], base[7], base[8], base[9], base[10], base[11],
+				 "-o", out1, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run(kvsim, dir, "runs", "windows", out1, "--columns", "requests", "--csv", NULL);
+	assert_int_equal(r.status, 0);
+	/* header, then stage 0 (4 requests over [0, 2 s)) and stage 1 (6 over [2 s, 4 s)) */
+	assert_non_null(strstr(r.out, "id,window,kind,t0_s,t1_s,requests\n"));
+	assert_non_null(strstr(r.out, ",0,stage,0,2,4\n"));
+	assert_non_null(strstr(r.out, ",1,stage,2,4,6\n"));
+	cli_result_free(&r);
+	r = cli_run(kvsim, dir, "runs", "windows", out1, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "(2 windows)\n"));
+	cli_result_free(&r);
+	r = cli_run(kvsim, dir, "sweep", base[0], base[1], base[2], base[3], base[4], base[5],
+		    base[6], base[7], base[8], base[9], base[10], base[11], "--grid",
+		    "trace.spec_reuse=cycle,fresh", "-o", out2, NULL);
+	if (r.status)
+		fail_msg("sweep: %s", r.err);
+	cli_result_free(&r);
+	r = cli_run(kvsim, dir, "runs", "windows", out2, "--columns", "requests", "--csv", NULL);
+	assert_int_equal(r.status, 0);
+	int rows = 0;
+	for (const char *q = r.out; (q = strstr(q, ",stage,")); q++)
+		rows++;
+	assert_int_equal(rows, 4); /* 2 points x 2 stages */
+	cli_result_free(&r);
+	r = cli_run(kvsim, dir, "runs", "windows", out2, "--columns", "nope", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "no window has metric 'nope'"));
+	cli_result_free(&r);
+	const char *bad = put("bad.yaml", "data:\n  type: shared_prefix\n  shared_prefix:\n"
+					  "    num_groups: 0\n");
+	snprintf(tp, sizeof tp, "trace.path=%s", bad);
+	r = cli_run(kvsim, dir, "run", "--set", "trace.kind=spec", "--set", tp, "-o", out1, NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "bad.yaml:4: data.shared_prefix.num_groups: 0 is not a whole "
+				      "number in [1, 1048576]"));
+	cli_result_free(&r);
+}
+
 TEST_MAIN_FIXTURE(setup, teardown,
+		  cmocka_unit_test(test_run_and_sweep_fill_the_windows_table),
 		  cmocka_unit_test(test_constant_stages_send_their_rate_for_their_duration),
 		  cmocka_unit_test(test_the_next_stage_starts_when_the_last_request_is_back),
 		  cmocka_unit_test(test_reuse_cycle_finds_the_whole_prompt_fresh_the_system_prompt),

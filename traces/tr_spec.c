@@ -40,7 +40,7 @@ static int want_count(spec_ctx_t *c, long line, const char *field, double v, dou
 {
 	if (!(v >= lo && v <= hi) || v != floor(v)) {
 		char r[96];
-		snprintf(r, sizeof r, "%g is not a whole number in [%g, %g]", v, lo, hi);
+		snprintf(r, sizeof r, "%g is not a whole number in [%.0f, %.0f]", v, lo, hi);
 		return bad(c, line, field, "%s", r);
 	}
 	*out = (uint32_t)v;

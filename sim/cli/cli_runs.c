@@ -71,7 +71,7 @@ static void cell_text(const out_table_t *t, size_t r, size_t k, char *buf, size_
 			*p = ' ';
 }
 
-static void print_table(const out_table_t *t)
+static void print_table(const out_table_t *t, const char *noun)
 {
 	size_t *w = calloc(t->ncols, sizeof *w);
 	char buf[256];
@@ -98,7 +98,7 @@ static void print_table(const out_table_t *t)
 		}
 		putchar('\n');
 	}
-	printf("(%zu run%s)\n", t->nrows, t->nrows == 1 ? "" : "s");
+	printf("(%zu %s%s)\n", t->nrows, noun, t->nrows == 1 ? "" : "s");
 	free(w);
 }
 
@@ -286,7 +286,7 @@ static int show(const char *dir, const char *sel, const char *cols, const char *
 	if (csv)
 		print_csv(&t);
 	else
-		print_table(&t);
+		print_table(&t, windows ? "window" : "run");
 	out_table_free(&t);
 	out_catalog_close(c);
 	return 0;
