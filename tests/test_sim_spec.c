@@ -242,6 +242,45 @@ static void test_json_record_runs_and_limit_cuts_it(void **st)
 	sim_results_free(&r);
 }
 
+/* trace.rate_scale multiplies every stage's rate (2 req/s x 2 over 5 s:
+ * 20 requests, then 4 x 2 over 2 s: 16); an explicitly set
+ * trace.duration_s stops sending at that time (3 s: 6 of stage 0's, none of
+ * stage 1's), while its generators' default does not apply. */
+static void test_rate_scale_and_duration_apply_to_the_stages(void **st)
+{
+	(void)st;
+	const char *p = profile("s.yaml", 8, "  stages:\n    - {rate: 2, duration: 5}\n"
+					     "    - {rate: 4, duration: 2}\n");
+	static const char *const x2[] = {"trace.rate_scale=2"};
+	sim_results_t r = run_ok(p, x2, 1);
+	assert_int_equal(r.n_req, 36);
+	near(sf_window(&r, 0, "requests"), 20, "stage 0 requests");
+	near(sf_window(&r, 1, "requests"), 16, "stage 1 requests");
+	sim_results_free(&r);
+	static const char *const d3[] = {"trace.duration_s=3"};
+	r = run_ok(p, d3, 1);
+	assert_int_equal(r.n_req, 6);
+	for (size_t i = 0; i < r.n_req; i++)
+		assert_true(r.req[i].arrival_ns < 3 * S);
+	assert_int_equal(r.win[r.n_win - 1].window, 0);
+	sim_results_free(&r);
+	static const char *const d100[] = {"trace.duration_s=100"};
+	r = run_ok(p, d100, 1); /* set above the stages' 7 s: all of them */
+	assert_int_equal(r.n_req, 18);
+	sim_results_free(&r);
+	/* a run stopped (experiment.until_s) before its stage drained: that
+	 * window is open-ended */
+	static const char *const until[] = {"experiment.until_s=3"};
+	r = run_ok(p, until, 1);
+	assert_int_equal(r.win[r.n_win - 1].window, 0);
+	assert_true(r.win[0].t1_ns == INT64_MAX);
+	sim_results_free(&r);
+	/* the default 60 s is the generators': a 100 s stage sends all of its 10 */
+	r = run_ok(profile("l.yaml", 8, "  stages:\n    - {rate: 0.1, duration: 100}\n"), NULL, 0);
+	assert_int_equal(r.n_req, 10);
+	sim_results_free(&r);
+}
+
 /* The stages' summaries reach /windows and the catalog's windows table. */
 static void test_stage_summaries_reach_the_file_and_the_catalog(void **st)
 {
@@ -274,6 +313,13 @@ static void test_stage_summaries_reach_the_file_and_the_catalog(void **st)
 	assert_string_equal(t.cells[0 * 7 + 5], "4");
 	assert_string_equal(t.cells[1 * 7 + 5], "6");
 	assert_string_equal(t.cells[1 * 7 + 3], "2");
+	out_table_free(&t);
+	res_window_t open_w = r.win[0]; /* an open-ended window: t1_s NULL */
+	open_w.t1_ns = INT64_MAX;
+	assert_int_equal(out_catalog_windows_put(c, "other", &open_w, 1, &e), 0);
+	assert_int_equal(out_catalog_windows(c, "oth", NULL, &t, &e), 0);
+	assert_int_equal(t.nrows, 1);
+	assert_null(t.cells[4]);
 	out_table_free(&t);
 	assert_int_equal(out_catalog_windows(c, NULL, "no_such_metric", &t, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "no window has metric 'no_such_metric'"));
@@ -411,6 +457,7 @@ TEST_MAIN_FIXTURE(setup, teardown,
 		  cmocka_unit_test(test_reuse_cycle_finds_the_whole_prompt_fresh_the_system_prompt),
 		  cmocka_unit_test(test_poisson_stages_stay_in_their_duration),
 		  cmocka_unit_test(test_json_record_runs_and_limit_cuts_it),
+		  cmocka_unit_test(test_rate_scale_and_duration_apply_to_the_stages),
 		  cmocka_unit_test(test_stage_summaries_reach_the_file_and_the_catalog),
 		  cmocka_unit_test(test_output_window_over_the_run_equals_the_summary),
 		  cmocka_unit_test(test_spec_refusals))

@@ -95,9 +95,10 @@ const sim_feedback_t *sim_clients_feedback(sim_clients_t *c);
  * none did. */
 uint32_t sim_clients_user(const sim_clients_t *c, uint64_t id);
 /* Open stages: the arrival window of stage k once the run has ended,
- * [*t0, *t1) in ns: its start and the next stage's start (the last stage:
- * its drain time), so it holds exactly the stage's arrivals. 0 when the
- * stage never started (the run stopped first), else 1. */
+ * [*t0, *t1) in ns: its start and the next stage's start (the last stage
+ * that started: its drain time, INT64_MAX when the run stopped before it
+ * drained), so it holds exactly the stage's arrivals. 0 when the stage
+ * never started (the run stopped first), else 1. */
 int sim_clients_open_window(const sim_clients_t *c, uint32_t k, int64_t *t0, int64_t *t1);
 /* Share of the run sent, 0..1 (duration or request count); -1 unknown. */
 double sim_clients_fraction(void *c);
