@@ -44,10 +44,10 @@ APT_LOCK_RETRY_S ?= 5
 
 # Debian packages the build and tests need (the bootstrap installs them).
 APT_PKGS := make gcc pkg-config libgsl-dev libhdf5-dev libsqlite3-dev \
-            libcmocka-dev libinih-dev libjansson-dev nettle-dev zlib1g-dev \
+            libcmocka-dev libinih-dev libjansson-dev libyaml-dev nettle-dev zlib1g-dev \
             libopenmpi-dev openmpi-bin python3 python3-h5py python3-matplotlib python3-pandas \
             python3-numpy python3-simpy3
-PC_PKGS  := gsl hdf5 sqlite3 inih jansson nettle zlib
+PC_PKGS  := gsl hdf5 sqlite3 inih jansson yaml-0.1 nettle zlib
 
 VERSION  := 0.1.0
 

@@ -138,6 +138,17 @@ __attribute__((unused)) static double sf_metric(const sim_results_t *r, const ch
 	return NAN;
 }
 
+/* Window w's value of metric name (res->win); the test fails when there is
+ * none. */
+__attribute__((unused)) static double sf_window(const sim_results_t *r, int32_t w, const char *name)
+{
+	for (size_t i = 0; i < r->n_win; i++)
+		if (r->win[i].window == w && !strcmp(r->win[i].name, name))
+			return r->win[i].value;
+	fail_msg("window %d has no metric %s", w, name);
+	return NAN;
+}
+
 /* The row of request id among n result rows; the test fails when there is
  * none. */
 __attribute__((unused)) static const res_request_t *sf_request(const res_request_t *rows, size_t n,

@@ -175,7 +175,7 @@ static void test_builtin_enum_parameters_list_their_map(void **st)
 	assert_string_equal(cfg_schema_choices(s, "policy.routing", "load_metric"),
 	                    "requests,tokens,delay");
 	assert_string_equal(cfg_schema_choices(s, "trace", "kind"),
-	                    "auto,mooncake,bailian,burstgpt,azure,native,servegen,gen");
+	                    "auto,mooncake,bailian,burstgpt,azure,native,servegen,gen,spec");
 	cfg_schema_free(s);
 	pol_handle_t h;
 	err_t e = {0};

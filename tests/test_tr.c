@@ -652,7 +652,7 @@ static void test_every_kind_name_reads_back_as_its_kind(void **st)
 	(void)st;
 	cfg_schema_t *s = cfg_schema_default();
 	assert_non_null(s);
-	for (int k = TR_KIND_AUTO; k <= TR_KIND_GEN; k++) {
+	for (int k = TR_KIND_AUTO; k <= TR_KIND_SPEC; k++) {
 		const char *name = tr_kind_name((tr_kind_t)k);
 		tr_kind_t back;
 		assert_int_equal(tr_kind_parse(name, &back), 0);
@@ -670,7 +670,7 @@ static void test_every_kind_name_reads_back_as_its_kind(void **st)
 	}
 	tr_kind_t back;
 	assert_int_equal(tr_kind_parse("parquet", &back), KS_EINPUT);
-	assert_string_equal(tr_kind_name((tr_kind_t)(TR_KIND_GEN + 1)), "?");
+	assert_string_equal(tr_kind_name((tr_kind_t)(TR_KIND_SPEC + 1)), "?");
 	cfg_schema_free(s);
 }
 
@@ -680,7 +680,7 @@ static void test_a_kind_outside_the_list_is_an_input_error(void **st)
 	(void)st;
 	tr_opts_t o;
 	tr_opts_default(&o);
-	o.kind = (tr_kind_t)(TR_KIND_GEN + 1);
+	o.kind = (tr_kind_t)(TR_KIND_SPEC + 1);
 	tr_reader_t *r;
 	err_t e = {0};
 	assert_int_equal(tr_open(&o, 512, 1, &r, &e), KS_EINPUT);

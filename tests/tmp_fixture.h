@@ -123,4 +123,15 @@ __attribute__((unused)) static const char *tmp_kvsim_with_python(const char *mod
 	return k;
 }
 
+/* Writes text to dir/name and returns that path (a static buffer, valid
+ * until the next call). */
+__attribute__((unused)) static const char *tmp_put(const char *dir, const char *name,
+						   const char *text)
+{
+	static char path[1024];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	tmp_write(path, text);
+	return path;
+}
+
 #endif

@@ -73,9 +73,12 @@ typedef struct tr_reader tr_reader_t;
 	X(NATIVE, "native", tr_fmt_native)                                                         \
 	X(SERVEGEN, "servegen", tr_fmt_servegen)
 
-/* AUTO: detect from the file; GEN: a synthetic generator, no file format. */
+/* AUTO: detect from the file; GEN: a synthetic generator, no file format;
+ * SPEC: a client's workload spec (traces/tr_spec.h), run by open-loop
+ * clients with drained stages (sim/run/sim_clients.h), never read as a
+ * trace. */
 #define TR_KIND_ENUM(K, name, fmt) TR_KIND_##K,
-typedef enum { TR_KIND_AUTO, TR_FORMAT_LIST(TR_KIND_ENUM) TR_KIND_GEN } tr_kind_t;
+typedef enum { TR_KIND_AUTO, TR_FORMAT_LIST(TR_KIND_ENUM) TR_KIND_GEN, TR_KIND_SPEC } tr_kind_t;
 #undef TR_KIND_ENUM
 
 typedef enum {
@@ -161,6 +164,9 @@ typedef struct tr_opts {
 	uint32_t group_size;
 	double group_window_s;
 	uint32_t group_tokens;
+	/* kind = spec (traces/tr_spec.h) */
+	const char *spec_experiment; /* the JSON record's id; "": the only one */
+	int spec_reuse;              /* TR_SPEC_CYCLE or TR_SPEC_FRESH */
 } tr_opts_t;
 
 /* Fills o with the defaults of every [trace] key. */

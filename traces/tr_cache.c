@@ -146,6 +146,7 @@ static void hash_opts(struct sha256_ctx *c, const tr_opts_t *o)
 	memcpy(&k, o, sizeof k);
 	k.path = k.in.path = k.out.path = NULL;
 	k.in.load = k.out.load = NULL;
+	k.spec_experiment = NULL; /* kind = spec is never cached (no trace to read) */
 	sha256_update(c, sizeof k, (const uint8_t *)&k);
 	char *real = o->path ? realpath(o->path, NULL) : NULL;
 	const char *s[] = {real ? real : o->path, o->in.path, o->out.path};

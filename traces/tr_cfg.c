@@ -8,12 +8,15 @@
 #include <string.h>
 
 #include "traces/tr.h"
+#include "traces/tr_spec.h"
 
 /* The C value of each enum key's names; the choices are these names, in
  * this order (cfg.h). */
 #define TR_KIND_MAP(K, name, fmt) {name, TR_KIND_##K},
 static const cfg_enum_t kind_map[] = {
-    {"auto", TR_KIND_AUTO}, TR_FORMAT_LIST(TR_KIND_MAP){"gen", TR_KIND_GEN}, {NULL, 0}};
+    {"auto", TR_KIND_AUTO}, TR_FORMAT_LIST(TR_KIND_MAP){"gen", TR_KIND_GEN}, {"spec", TR_KIND_SPEC}, {NULL, 0}};
+static const cfg_enum_t spec_reuse_map[] = {
+    {"cycle", TR_SPEC_CYCLE}, {"fresh", TR_SPEC_FRESH}, {NULL, 0}};
 #undef TR_KIND_MAP
 static const cfg_enum_t failed_map[] = {{"keep", 0}, {"drop", 1}, {NULL, 0}};
 static const cfg_enum_t gen_map[] = {
@@ -36,7 +39,9 @@ const cfg_tkey_t tr_cfg_keys[] = {
     /* what to read */
     {{S, "kind", CFG_ENUM, "auto", 0, 0, NULL, "",
      "trace format (auto: detect from the first line; gen: a synthetic generator; "
-     "servegen: generate from a ServeGen windows CSV)",
+     "servegen: generate from a ServeGen windows CSV; spec: a client's workload spec at "
+     "path, an inference-perf profile (YAML) or experiment records (JSON), sent by "
+     "open-loop clients stage after drained stage, traces/tr_spec.h)",
      NULL},
      CFG_AT_ENUM(tr_opts_t, kind, kind_map)},
     {{S, "path", CFG_STR, "", 0, 0, NULL, "path",
@@ -286,6 +291,18 @@ const cfg_tkey_t tr_cfg_keys[] = {
     {{S, "group_tokens", CFG_INT, "4096", 0, 16777216, NULL, "tokens",
      "prefix shared by a fan-out group", NULL},
      CFG_AT(U32, tr_opts_t, group_tokens)},
+    /* kind = spec (traces/tr_spec.h) */
+    {{S, "spec_experiment", CFG_STR, "", 0, 0, NULL, "",
+     "kind = spec with JSON records: the id of the record to run (\"\": the file's only one)",
+     NULL},
+     CFG_AT(STR, tr_opts_t, spec_experiment)},
+    {{S, "spec_reuse", CFG_ENUM, "cycle", 0, 0, NULL, "",
+     "kind = spec: cycle (request k takes prompt k mod G x M of a fixed shuffled list, so "
+     "repeats hit the prefix cache: what the inference-perf client's code does, hence the "
+     "default) or fresh (a new question per request, only the system prompt shared: "
+     "another simulator's reading)",
+     NULL},
+     CFG_AT_ENUM(tr_opts_t, spec_reuse, spec_reuse_map)},
 };
 #undef S
 const size_t tr_cfg_keys_n = sizeof tr_cfg_keys / sizeof tr_cfg_keys[0];

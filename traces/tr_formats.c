@@ -101,18 +101,18 @@ const tr_format_t *const tr_formats[TR_KIND_GEN + 1] = {TR_FORMAT_LIST(TR_FORMAT
 #undef TR_FORMAT_ENTRY
 
 #define TR_FORMAT_NAME(K, name, fmt) name,
-static const char *const kind_names[TR_KIND_GEN + 1] = {"auto",
-                                                        TR_FORMAT_LIST(TR_FORMAT_NAME) "gen"};
+static const char *const kind_names[TR_KIND_SPEC + 1] = {
+    "auto", TR_FORMAT_LIST(TR_FORMAT_NAME) "gen", "spec"};
 #undef TR_FORMAT_NAME
 
 const char *tr_kind_name(tr_kind_t k)
 {
-	return (unsigned)k <= TR_KIND_GEN ? kind_names[k] : "?";
+	return (unsigned)k <= TR_KIND_SPEC ? kind_names[k] : "?";
 }
 
 int tr_kind_parse(const char *s, tr_kind_t *k)
 {
-	for (int i = TR_KIND_AUTO; i <= TR_KIND_GEN; i++)
+	for (int i = TR_KIND_AUTO; i <= TR_KIND_SPEC; i++)
 		if (!strcmp(s, tr_kind_name((tr_kind_t)i))) {
 			*k = (tr_kind_t)i;
 			return 0;

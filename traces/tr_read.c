@@ -167,6 +167,11 @@ int tr_detect_max(const char *path, uint64_t max_line, tr_kind_t *k, err_t *e)
 
 static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 {
+	if (o->kind == TR_KIND_SPEC)
+		return err_set(e, KS_EINPUT,
+		               "[trace] kind: spec is a client workload: each stage starts when the "
+		               "previous one's requests have completed in a simulation, so there is "
+		               "no trace to read without running one (kvsim run simulates it)");
 	if ((unsigned)o->kind > TR_KIND_GEN)
 		return err_set(e, KS_EINPUT, "[trace] kind: %d is not a trace kind", (int)o->kind);
 	if (S == 0)

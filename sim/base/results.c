@@ -13,7 +13,7 @@ void sim_results_free(sim_results_t *r)
 {
 	if (!r)
 		return;
-	FREE_ALL(r->req, r->xfer, r->tl, r->metric, r->dec, r->config_text);
+	FREE_ALL(r->req, r->xfer, r->tl, r->metric, r->dec, r->win, r->config_text);
 	memset(r, 0, sizeof *r);
 }
 

@@ -131,6 +131,20 @@ typedef struct res_metric {
 	double value;
 } res_metric_t;
 
+/* One /windows row: metric `name` of window `window` (a workload stage, or
+ * the interval between two [output] windows edges), over the request rows
+ * that arrived in [t0_ns, t1_ns), by the same definitions as /summary's
+ * (sim/run/metrics.h metrics_windows). */
+typedef struct res_window {
+	int32_t window;
+	int32_t kind; /* RES_WIN_* */
+	int64_t t0_ns, t1_ns;
+	char name[48];
+	char unit[16];
+	double value;
+} res_window_t;
+enum { RES_WIN_STAGE = 0, RES_WIN_OUTPUT = 1 };
+
 typedef struct sim_results {
 	/* rows and their capacities (a capacity below the count, e.g. 0 for an
 	 * array filled elsewhere, only makes the next append reallocate) */
@@ -139,6 +153,7 @@ typedef struct sim_results {
 	res_sample_t *tl;     size_t n_tl, cap_tl;
 	res_metric_t *metric; size_t n_metric, cap_metric;
 	res_decision_t *dec;  size_t n_dec, cap_dec;
+	res_window_t *win;    size_t n_win, cap_win; /* per-window summaries; none: not written */
 	int decisions;        /* output.decisions: /decisions is written (0 rows too) */
 	char *config_text;    /* resolved config (cfg_text) */
 	uint64_t seed;

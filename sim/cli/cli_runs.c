@@ -14,7 +14,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvsim runs [DIR] [--where SQL] [--sort [-]COL] [--columns A,B,...] [--csv]\n"
-		"       kvsim runs compare A B [DIR]\n\n"
+		"       kvsim runs compare A B [DIR]\n"
+		"       kvsim runs windows [DIR] [--run ID] [--columns M,...] [--csv]\n\n"
 		"Lists the runs in DIR/catalog.sqlite (DIR defaults to '%s'): one row per run\n"
 		"with its status, seed, the kvsim revision that made it (git_rev), swept\n"
 		"parameters and summary metrics.\n\n"
@@ -30,6 +31,11 @@ static void usage(FILE *f)
 		"  --csv              comma-separated output with full ids and full precision\n"
 		"  compare A B        two runs (id prefixes) side by side: parameters, metrics\n"
 		"                     with B-A and B/A, and the config keys that differ\n"
+		"  windows            per-window summaries (a spec workload's stages, or\n"
+		"                     output.windows): one row per run and window with its\n"
+		"                     bounds (s of arrival) and metrics; --run ID: one run\n"
+		"                     (id prefix); --columns: the metrics to show (any\n"
+		"                     /summary name)\n"
 		"  -h, --help         this help\n\n"
 		"examples (the sweep makes the catalog the others read; ID_A and ID_B stand\n"
 		"for ids, or prefixes of them, from the id column):\n"
@@ -66,7 +72,7 @@ static void cell_text(const out_table_t *t, size_t r, size_t k, char *buf, size_
 			*p = ' ';
 }
 
-static void print_table(const out_table_t *t)
+static void print_table(const out_table_t *t, const char *noun)
 {
 	size_t *w = calloc(t->ncols, sizeof *w);
 	char buf[256];
@@ -93,7 +99,7 @@ static void print_table(const out_table_t *t)
 		}
 		putchar('\n');
 	}
-	printf("(%zu run%s)\n", t->nrows, t->nrows == 1 ? "" : "s");
+	printf("(%zu %s%s)\n", t->nrows, noun, t->nrows == 1 ? "" : "s");
 	free(w);
 }
 
@@ -263,6 +269,56 @@ static int compare(const char *dir, const char *pa, const char *pb)
 	return 0;
 }
 
+/* Prints the runs (windows 0: where, columns, sort) or their windows
+ * (windows 1: a run id prefix, metrics) of the catalog in dir. */
+static int show(const char *dir, const char *sel, const char *cols, const char *sort, int csv,
+		int windows)
+{
+	out_catalog_t *c;
+	err_t e = {0};
+	out_table_t t;
+	if (out_catalog_open(dir ? dir : DEFAULT_DIR, 1, &c, &e))
+		return fail(&e);
+	if (windows ? out_catalog_windows(c, sel, cols, &t, &e)
+		    : out_catalog_select(c, cols, sel, sort, &t, &e)) {
+		out_catalog_close(c);
+		return fail(&e);
+	}
+	if (csv)
+		print_csv(&t);
+	else
+		print_table(&t, windows ? "window" : "run");
+	out_table_free(&t);
+	out_catalog_close(c);
+	return 0;
+}
+
+static int windows_main(int argc, char **argv)
+{
+	const char *dir = NULL, *run = NULL, *cols = NULL;
+	int csv = 0;
+	for (int i = 2; i < argc; i++) {
+		const char *o = argv[i];
+		if (cli_is_help(o)) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(o, "--run") || !strcmp(o, "--columns")) {
+			if (i + 1 >= argc)
+				return cli_usage_error("%s needs a value", o);
+			*(!strcmp(o, "--run") ? &run : &cols) = argv[++i];
+		} else if (!strcmp(o, "--csv")) {
+			csv = 1;
+		} else if (o[0] == '-') {
+			return cli_usage_error("unknown option '%s'", o);
+		} else if (!dir) {
+			dir = o;
+		} else {
+			return cli_usage_error("unexpected argument '%s'", o);
+		}
+	}
+	return show(dir, run, cols, NULL, csv, 1);
+}
+
 int out_runs_main(int argc, char **argv)
 {
 	const char *dir = NULL, *where = NULL, *sort = NULL, *cols = NULL;
@@ -280,6 +336,10 @@ int out_runs_main(int argc, char **argv)
 		if (argc != 4 && argc != 5)
 			return cli_usage_error("expected two run ids and an optional DIR");
 		return compare(argc == 5 ? argv[4] : DEFAULT_DIR, argv[2], argv[3]);
+	}
+	if (argc >= 2 && !strcmp(argv[1], "windows")) {
+		cli_set_command("runs windows");
+		return windows_main(argc, argv);
 	}
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
@@ -303,20 +363,5 @@ int out_runs_main(int argc, char **argv)
 			return cli_usage_error("unexpected argument '%s'", o);
 		}
 	}
-	out_catalog_t *c;
-	err_t e = {0};
-	out_table_t t;
-	if (out_catalog_open(dir ? dir : DEFAULT_DIR, 1, &c, &e))
-		return fail(&e);
-	if (out_catalog_select(c, cols, where, sort, &t, &e)) {
-		out_catalog_close(c);
-		return fail(&e);
-	}
-	if (csv)
-		print_csv(&t);
-	else
-		print_table(&t);
-	out_table_free(&t);
-	out_catalog_close(c);
-	return 0;
+	return show(dir, where, cols, sort, csv, 0);
 }

@@ -1335,3 +1335,157 @@ int out_catalog_capacity_put(out_catalog_t *c, const out_capacity_row_t *r, err_
 	sqlite3_bind_text(st, 11, r->verdict, -1, SQLITE_STATIC);
 	return exec_stmt(c, st, e, "recording a capacity search");
 }
+
+static int windows_table(out_catalog_t *c, err_t *e)
+{
+	if (sqlite3_exec(c->db,
+			 "CREATE TABLE IF NOT EXISTS windows (run_id TEXT, window INTEGER, "
+			 "kind TEXT, t0_s REAL, t1_s REAL, metric TEXT, unit TEXT, value REAL, "
+			 "PRIMARY KEY (run_id, window, metric))",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "creating table windows");
+	return 0;
+}
+
+int out_catalog_windows_put(out_catalog_t *c, const char *id, const res_window_t *w, size_t n,
+			    err_t *e)
+{
+	int rc = windows_table(c, e);
+	if (rc)
+		return rc;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "begin");
+	sqlite3_stmt *st;
+	if (!(rc = db_prepare(c, "DELETE FROM windows WHERE run_id = ?", &st, e,
+			      "recording windows"))) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		rc = exec_stmt(c, st, e, "recording windows");
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		if ((rc = db_prepare(c,
+				     "INSERT OR REPLACE INTO windows (run_id, window, kind, t0_s, "
+				     "t1_s, metric, unit, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+				     &st, e, "recording windows")))
+			break;
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, w[i].window);
+		sqlite3_bind_text(st, 3, w[i].kind == RES_WIN_STAGE ? "stage" : "output", -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_double(st, 4, (double)w[i].t0_ns / 1e9);
+		bind_real(st, 5, w[i].t1_ns == INT64_MAX ? NAN : (double)w[i].t1_ns / 1e9);
+		sqlite3_bind_text(st, 6, w[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, w[i].unit, -1, SQLITE_STATIC);
+		bind_real(st, 8, w[i].value);
+		rc = exec_stmt(c, st, e, "recording windows");
+	}
+	return tx_end(c, rc, e);
+}
+
+int out_catalog_windows(out_catalog_t *c, const char *prefix, const char *metrics,
+			out_table_t *t, err_t *e)
+{
+	memset(t, 0, sizeof *t);
+	static const char def[] = "requests,offered_rps,throughput_rps,ttft_completed_mean_ms,"
+				  "ttft_p90_ms,ttft_p99_ms,e2e_mean_ms,e2e_p90_ms,e2e_p99_ms";
+	static const char *const head[] = {"id", "window", "kind", "t0_s", "t1_s"};
+	const size_t nh = sizeof head / sizeof head[0];
+	char *list = strdup(metrics && *metrics ? metrics : def), *sql = NULL;
+	size_t len = 0, cap = 0, n = nh;
+	int rc = 0;
+	if (!list) {
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
+	sqlite3_stmt *ex;
+	if ((rc = db_prepare(c, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+				"'windows'", &ex, e, "reading windows")))
+		goto out;
+	int have = sqlite3_step(ex) == SQLITE_ROW;
+	sqlite3_finalize(ex);
+	if (!have) {
+		rc = err_set(e, KS_EINPUT, "%s: no run has per-window summaries (a spec workload's "
+			     "stages or output.windows make them)", c->path);
+		goto out;
+	}
+	for (const char *p = list; *p; p++)
+		n += *p == ',';
+	n++;
+	t->names = calloc(n, sizeof *t->names);
+	t->kinds = calloc(n, sizeof *t->kinds);
+	t->is_real = calloc(n, sizeof *t->is_real);
+	if (!t->names || !t->kinds || !t->is_real) {
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < nh; k++) {
+		t->names[k] = strdup(head[k]);
+		t->kinds[k] = k < 3 ? "run" : "metric";
+		t->is_real[k] = k >= 3;
+	}
+	t->ncols = nh;
+	append(&sql, &len, &cap, "SELECT run_id, window, kind, t0_s, t1_s");
+	for (char *save = NULL, *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+		sqlite3_stmt *st;
+		if ((rc = db_prepare(c, "SELECT 1 FROM windows WHERE metric = ? LIMIT 1", &st, e,
+				     "reading windows")))
+			goto out;
+		sqlite3_bind_text(st, 1, m, -1, SQLITE_STATIC);
+		int found = sqlite3_step(st) == SQLITE_ROW;
+		sqlite3_finalize(st);
+		if (!found) {
+			rc = err_set(e, KS_EINPUT, "%s: no window has metric '%s'", c->path, m);
+			goto out;
+		}
+		t->names[t->ncols] = strdup(m);
+		t->kinds[t->ncols] = "metric";
+		t->is_real[t->ncols++] = 1;
+		char *q = sqlite3_mprintf(", MAX(CASE WHEN metric = %Q THEN value END)", m);
+		if (!q || append(&sql, &len, &cap, q)) {
+			sqlite3_free(q);
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			goto out;
+		}
+		sqlite3_free(q);
+	}
+	append(&sql, &len, &cap, " FROM windows WHERE substr(run_id, 1, length(?1)) = ?1"
+				 " GROUP BY run_id, window ORDER BY run_id, window");
+	sqlite3_stmt *st;
+	if (!sql) {
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = db_prepare(c, sql, &st, e, "reading windows")))
+		goto out;
+	sqlite3_bind_text(st, 1, prefix ? prefix : "", -1, SQLITE_STATIC);
+	size_t ccap = 0;
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		if (VEC_GROW(t->cells, ccap, (t->nrows + 1) * t->ncols, 64 * t->ncols)) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			break;
+		}
+		char **row = t->cells + t->nrows * t->ncols;
+		for (size_t k = 0; k < t->ncols; k++) {
+			char buf[64];
+			if (sqlite3_column_type(st, (int)k) == SQLITE_NULL) {
+				row[k] = NULL;
+				continue;
+			}
+			if (sqlite3_column_type(st, (int)k) == SQLITE_FLOAT)
+				snprintf(buf, sizeof buf, "%.17g", sqlite3_column_double(st, (int)k));
+			else
+				snprintf(buf, sizeof buf, "%s", (const char *)sqlite3_column_text(st, (int)k));
+			row[k] = strdup(buf);
+		}
+		t->nrows++;
+	}
+	if (!rc && r != SQLITE_DONE)
+		rc = err_set(e, KS_EINPUT, "%s: query failed: %s", c->path, sqlite3_errmsg(c->db));
+	sqlite3_finalize(st);
+out:
+	free(list);
+	free(sql);
+	if (rc)
+		out_table_free(t);
+	return rc;
+}

@@ -190,4 +190,19 @@ typedef struct out_capacity_row {
 } out_capacity_row_t;
 int out_catalog_capacity_put(out_catalog_t *c, const out_capacity_row_t *r, err_t *e);
 
+/* A run's per-window summaries (res_window_t rows), as table "windows"
+ * (run_id, window, kind 'stage' | 'output', t0_s, t1_s, metric, unit,
+ * value), keyed by (run_id, window, metric); the run's earlier rows are
+ * replaced. n = 0 only removes them. */
+int out_catalog_windows_put(out_catalog_t *c, const char *id, const res_window_t *w, size_t n,
+			    err_t *e);
+/* The windows of the runs whose id starts with prefix (NULL: all), one row
+ * per (run, window): id, window, kind, t0_s, t1_s, then one column per
+ * metric of metrics (comma-separated names; NULL: requests, offered_rps,
+ * throughput_rps, ttft_completed_mean_ms, ttft_p90_ms, ttft_p99_ms,
+ * e2e_mean_ms, e2e_p90_ms, e2e_p99_ms). A catalog without windows gives no
+ * rows; a metric no window has is KS_EINPUT. */
+int out_catalog_windows(out_catalog_t *c, const char *prefix, const char *metrics,
+			out_table_t *t, err_t *e);
+
 #endif

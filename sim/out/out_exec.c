@@ -344,6 +344,14 @@ static int finish_point(sweep_t *s, size_t k, report_t *r, err_t *e)
 		out_run_file_t f = {r->h5_size, "", sweep_rev(s->o)};
 		memcpy(f.sha256, r->h5_sha256, sizeof f.sha256);
 		rc = out_catalog_done_file(s->cat, p->id, r->metric, r->n_metric, r->wall_s, &f, e);
+		/* per-window summaries travel in the run's file, not the report */
+		res_window_t *w = NULL;
+		size_t nw = 0;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", s->o->dir, p->h5_rel);
+		if (!rc && !(rc = out_hdf5_read_windows(path, &w, &nw, e)) && nw)
+			rc = out_catalog_windows_put(s->cat, p->id, w, nw, e);
+		free(w);
 		s->st->done++;
 	} else if (r->kind == REP_CRASH && s->tries[k] < MAX_TRIES) {
 		s->queue[s->qtail++] = k;

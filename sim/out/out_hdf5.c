@@ -321,14 +321,20 @@ out:
 	return rc;
 }
 
+/* A NUL-terminated fixed string of n bytes. */
+static hid_t fixed_str(size_t n)
+{
+	hid_t t = H5Tcopy(H5T_C_S1);
+	H5Tset_size(t, n);
+	H5Tset_strpad(t, H5T_STR_NULLTERM);
+	return t;
+}
+
 /* Metric table type; mem and file layouts coincide (fixed strings + f64). */
 static hid_t metric_type(int file)
 {
-	hid_t s48 = H5Tcopy(H5T_C_S1), s16 = H5Tcopy(H5T_C_S1);
-	H5Tset_size(s48, sizeof((res_metric_t *)0)->name);
-	H5Tset_size(s16, sizeof((res_metric_t *)0)->unit);
-	H5Tset_strpad(s48, H5T_STR_NULLTERM);
-	H5Tset_strpad(s16, H5T_STR_NULLTERM);
+	hid_t s48 = fixed_str(sizeof((res_metric_t *)0)->name);
+	hid_t s16 = fixed_str(sizeof((res_metric_t *)0)->unit);
 	hid_t ty = H5Tcreate(H5T_COMPOUND, sizeof(res_metric_t));
 	H5Tinsert(ty, "name", offsetof(res_metric_t, name), s48);
 	H5Tinsert(ty, "unit", offsetof(res_metric_t, unit), s16);
@@ -337,6 +343,48 @@ static hid_t metric_type(int file)
 	H5Tclose(s48);
 	H5Tclose(s16);
 	return ty;
+}
+
+/* /windows row type (res_window_t); mem and file layouts coincide. */
+static hid_t window_type(int file)
+{
+	hid_t s48 = fixed_str(sizeof((res_window_t *)0)->name);
+	hid_t s16 = fixed_str(sizeof((res_window_t *)0)->unit);
+	hid_t ty = H5Tcreate(H5T_COMPOUND, sizeof(res_window_t));
+	H5Tinsert(ty, "window", offsetof(res_window_t, window),
+		  file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
+	H5Tinsert(ty, "kind", offsetof(res_window_t, kind), file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
+	H5Tinsert(ty, "t0_ns", offsetof(res_window_t, t0_ns),
+		  file ? H5T_STD_I64LE : H5T_NATIVE_INT64);
+	H5Tinsert(ty, "t1_ns", offsetof(res_window_t, t1_ns),
+		  file ? H5T_STD_I64LE : H5T_NATIVE_INT64);
+	H5Tinsert(ty, "name", offsetof(res_window_t, name), s48);
+	H5Tinsert(ty, "unit", offsetof(res_window_t, unit), s16);
+	H5Tinsert(ty, "value", offsetof(res_window_t, value),
+		  file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
+	H5Tclose(s48);
+	H5Tclose(s16);
+	return ty;
+}
+
+/* /windows: one row per (window, metric), only for runs that have windows,
+ * so other runs keep their files. */
+static int write_windows(hid_t f, const sim_results_t *r, const out_hdf5_opts_t *o)
+{
+	hid_t mt = window_type(0), ft = window_type(1);
+	hid_t d = rows_create(f, "windows", mt, ft, r->win, r->n_win,
+			      o->chunk_rows < r->n_win ? o->chunk_rows : r->n_win, o->compression);
+	int rc = d >= 0 &&
+			 attr_str(d, "doc",
+				  "per-window summaries: every /summary metric (same definitions) "
+				  "over the requests that arrived in [t0_ns, t1_ns); kind 0: a "
+				  "workload stage (window = its index), 1: output.windows") >= 0
+		     ? 0
+		     : -1;
+	h5_close(d);
+	h5_close(ft);
+	h5_close(mt);
+	return rc;
 }
 
 static int write_summary(hid_t f, const sim_results_t *r, const out_hdf5_opts_t *o)
@@ -530,6 +578,8 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 		step = "/decisions";
 	else if ((errno = 0, write_summary(f, r, &o) < 0))
 		step = "/summary";
+	else if (r->n_win && (errno = 0, write_windows(f, r, &o) < 0))
+		step = "/windows";
 	else if ((errno = 0, write_config(f, r->config_text) < 0))
 		step = "/config";
 	else if ((errno = 0, write_provenance(f, r) < 0))
@@ -647,6 +697,26 @@ int out_hdf5_probe(const char *path)
 	return 0;
 }
 
+int out_hdf5_read_windows(const char *path, res_window_t **w, size_t *n, err_t *e)
+{
+	*w = NULL;
+	*n = 0;
+	quiet_hdf5();
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f < 0)
+		return err_set(e, KS_EIO, "%s: cannot open as HDF5", path);
+	void *rows = NULL;
+	int rc = 0;
+	if (H5Lexists(f, "windows", H5P_DEFAULT) > 0) {
+		if (rows_read(f, "windows", window_type(0), sizeof **w, &rows, n) < 0)
+			rc = err_set(e, KS_EIO, "%s: reading /windows failed", path);
+		else
+			*w = rows;
+	}
+	H5Fclose(f);
+	return rc;
+}
+
 int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
 {
 	memset(r, 0, sizeof *r);
@@ -674,6 +744,12 @@ int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
 		r->dec = rows;
 	if (!step && read_metrics(f, r) < 0)
 		step = "/summary/metrics";
+	if (!step && H5Lexists(f, "windows", H5P_DEFAULT) > 0) {
+		if (rows_read(f, "windows", window_type(0), sizeof *r->win, &rows, &r->n_win) < 0)
+			step = "/windows";
+		else
+			r->win = rows;
+	}
 	if (!step) {
 		hid_t d = H5Dopen2(f, "config", H5P_DEFAULT);
 		r->config_text = d >= 0 ? read_vlen(d, 0) : NULL;

@@ -59,5 +59,8 @@ int out_hdf5_probe(const char *path);
  * sim_results_free): all three tables, the metrics, the config text and the
  * provenance fields of sim_results_t (git_rev "" when the file has none). */
 int out_hdf5_read(const char *path, sim_results_t *r, err_t *e);
+/* Only /windows of such a file: *w (malloc'd, NULL when the file has none)
+ * and *n. 0 or KS_EIO. */
+int out_hdf5_read_windows(const char *path, res_window_t **w, size_t *n, err_t *e);
 
 #endif

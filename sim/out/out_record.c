@@ -49,6 +49,8 @@ static int record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 			rc = out_file_sha256(path, &f.size, f.sha256, e);
 		if (!rc)
 			rc = out_catalog_done_file(c, pid, r->metric, r->n_metric, r->wall_s, &f, e);
+		if (!rc && r->n_win)
+			rc = out_catalog_windows_put(c, pid, r->win, r->n_win, e);
 		if (rc) {
 			/* no file without its done row, no row left 'running' */
 			err_t e2;

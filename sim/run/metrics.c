@@ -1,13 +1,16 @@
 /* metrics — see metrics.h. */
 #include "sim/run/metrics.h"
 
+#include <errno.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/base/err.h"
 #include "sim/base/quantile.h"
+#include "sim/base/vec.h"
 #include "sim/run/recorder.h"
 
 typedef int64_t (*field_fn)(const res_request_t *r);
@@ -139,4 +142,92 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 		rc = summarize_field(res, lat[i], fld[i], buf);
 	free(buf);
 	return rc;
+}
+
+int metrics_windows(sim_results_t *res, const metrics_opts_t *o, const int64_t *edges,
+		    size_t n_edges, int kind)
+{
+	res_request_t *rows = malloc((res->n_req ? res->n_req : 1) * sizeof *rows);
+	if (!rows)
+		return KS_ENOMEM;
+	int rc = 0;
+	for (size_t w = 0; w + 1 < n_edges && !rc; w++) {
+		sim_results_t sub = {0};
+		sub.req = rows;
+		for (size_t i = 0; i < res->n_req; i++) {
+			const res_request_t *r = &res->req[i];
+			if (r->arrival_ns >= edges[w] && r->arrival_ns < edges[w + 1])
+				rows[sub.n_req++] = *r;
+		}
+		metrics_opts_t wo = *o;
+		if (sub.n_req != res->n_req) /* block counts are the whole cluster's */
+			wo.blocks_total = wo.blocks_hit = 0;
+		rc = metrics_summarize(&sub, &wo);
+		for (size_t m = 0; m < sub.n_metric && !rc; m++) {
+			if (VEC_GROW(res->win, res->cap_win, res->n_win + 1, 64)) {
+				rc = KS_ENOMEM;
+				break;
+			}
+			res_window_t *x = &res->win[res->n_win++];
+			memset(x, 0, sizeof *x);
+			x->window = (int32_t)w;
+			x->kind = kind;
+			x->t0_ns = edges[w];
+			x->t1_ns = edges[w + 1];
+			memcpy(x->name, sub.metric[m].name, sizeof x->name);
+			memcpy(x->unit, sub.metric[m].unit, sizeof x->unit);
+			x->value = sub.metric[m].value;
+		}
+		free(sub.metric);
+	}
+	free(rows);
+	return rc;
+}
+
+int metrics_windows_parse(const char *s, int64_t **edges, size_t *n, err_t *e)
+{
+	*edges = NULL;
+	*n = 0;
+	if (!s || !*s)
+		return 0;
+	size_t cap = 1;
+	for (const char *p = s; *p; p++)
+		cap += *p == ',';
+	int64_t *v = malloc(cap * sizeof *v);
+	if (!v)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	const char *p = s;
+	size_t k = 0;
+	for (;;) {
+		char *end;
+		errno = 0;
+		double x = strtod(p, &end);
+		while (*end == ' ')
+			end++;
+		if (end == p || errno || !(x >= 0 && x <= 9e9) || (*end && *end != ',')) {
+			free(v);
+			return err_set(e, KS_EINPUT,
+				       "[output] windows: '%s' is not a list of times in s (t0,t1,...: "
+				       "numbers in [0, 9e9])", s);
+		}
+		v[k] = (int64_t)llround(x * 1e9);
+		if (k && v[k] <= v[k - 1]) {
+			free(v);
+			return err_set(e, KS_EINPUT,
+				       "[output] windows: edge %zu (%g s) must be after the one before it",
+				       k, x);
+		}
+		k++;
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	if (k < 2) {
+		free(v);
+		return err_set(e, KS_EINPUT,
+			       "[output] windows: '%s' gives no window: two edges at least", s);
+	}
+	*edges = v;
+	*n = k;
+	return 0;
 }

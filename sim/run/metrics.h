@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "sim/base/err.h"
 #include "sim/base/results.h"
 
 typedef struct metrics_opts {
@@ -30,5 +31,18 @@ typedef struct metrics_opts {
 } metrics_opts_t;
 
 int metrics_summarize(sim_results_t *res, const metrics_opts_t *o);
+
+/* Per-window summaries: for each window i, [edges[i], edges[i + 1]) in ns
+ * of arrival, every metric metrics_summarize gives (same definitions, same
+ * order), over the request rows that arrived in it, appended to res->win as
+ * (window i, kind, its bounds, name, unit, value). hit_rate_blocks counts
+ * the cluster's blocks, which rows do not carry: a window that holds every
+ * row gets the run's value, any other NaN. 0 or KS_ENOMEM. */
+int metrics_windows(sim_results_t *res, const metrics_opts_t *o, const int64_t *edges,
+		    size_t n_edges, int kind);
+/* Parses "t0,t1,..." (seconds, increasing, >= 0, at least two) into
+ * *edges (ns, malloc'd) and *n: 0 or KS_EINPUT "[output] windows: reason",
+ * KS_ENOMEM. "" gives *n = 0. */
+int metrics_windows_parse(const char *s, int64_t **edges, size_t *n, err_t *e);
 
 #endif

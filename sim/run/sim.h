@@ -119,6 +119,12 @@ typedef struct sim_run_opts {
 	void *fraction_ctx;
 	const sim_trace_sink_t *trace; /* NULL: none */
 	const sim_feedback_t *feedback; /* a closed-loop source's (NULL: none) */
+	/* The source's own windows (a workload's stages, known once the run has
+	 * drained them), asked once when the run ends: fills edges[0 .. n) of at
+	 * most cap, n - 1 windows [edges[i], edges[i + 1]); returns n. NULL:
+	 * none. [output] windows, when set, replaces them. */
+	size_t (*windows)(void *ctx, int64_t *edges, size_t cap);
+	void *windows_ctx;
 } sim_run_opts_t;
 
 /* sim_run with the requests taken from src instead of the [trace] section. */

@@ -354,6 +354,13 @@ const cfg_tkey_t out_cfg_keys[] = {
 	 "[policy.routing] view = events or replicas > 1 (own choice: off, so runs keep their "
 	 "/summary)", NULL},
 	 AT(BOOL, view_quality)},
+	{{"output", "windows", CFG_STR, "", 0, 0, NULL, "s",
+	 "time windows for per-window summaries, as increasing edges t0,t1,... in seconds of "
+	 "arrival: each [t_i, t_i+1) gets every /summary metric over the requests that "
+	 "arrived in it (same definitions), in /windows and the catalog's windows table; "
+	 "empty: a spec workload's stages, else none; set, it replaces the stages (own choice)",
+	 NULL},
+	 AT(STR, windows)},
 };
 #undef AT
 #undef AT_ENUM

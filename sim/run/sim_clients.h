@@ -49,6 +49,20 @@ typedef struct sim_clients_stage {
 	uint32_t users;
 } sim_clients_stage_t;
 
+/* An open-loop stage, as a load generator runs them (inference-perf's
+ * load.stages): requests at `rate` req/s for duration_s, whether earlier
+ * ones have come back or not. Constant load: round(rate x duration_s)
+ * requests at start + i / rate; poisson: exponential gaps of mean 1 / rate
+ * from a hash of (seed, stage, i), while before start + duration_s. Stages
+ * run one after the other, each drained before the next: stage k + 1
+ * starts at max(stage k's start + duration_s, the time the last row of a
+ * request sent so far came back) + gap_s, so its first arrival comes after
+ * every earlier request finished. The script is asked with user = the
+ * stage's index. */
+typedef struct sim_clients_open {
+	double rate, duration_s;
+} sim_clients_open_t;
+
 typedef struct sim_clients_opts {
 	uint32_t users;
 	double think_s;
@@ -61,6 +75,12 @@ typedef struct sim_clients_opts {
 	 * (copied); NULL: every user for the whole run */
 	const sim_clients_stage_t *stages;
 	uint32_t n_stages;
+	/* open[0 .. n_open) (copied): open-loop stages instead of users (users,
+	 * think times and stages are then not used); n_open 0: closed loop */
+	const sim_clients_open_t *open;
+	uint32_t n_open;
+	int poisson;  /* open stages: 1 exponential gaps, 0 constant */
+	double gap_s; /* open stages: pause after a drained stage */
 } sim_clients_opts_t;
 
 typedef struct sim_clients sim_clients_t;
@@ -71,8 +91,15 @@ int sim_clients_new(const sim_clients_opts_t *o, const sim_script_t *script,
  * both owned by c. */
 sim_source_t *sim_clients_source(sim_clients_t *c);
 const sim_feedback_t *sim_clients_feedback(sim_clients_t *c);
-/* The user that sent request id; UINT32_MAX when none did. */
+/* The user that sent request id (open stages: its stage); UINT32_MAX when
+ * none did. */
 uint32_t sim_clients_user(const sim_clients_t *c, uint64_t id);
+/* Open stages: the arrival window of stage k once the run has ended,
+ * [*t0, *t1) in ns: its start and the next stage's start (the last stage
+ * that started: its drain time, INT64_MAX when the run stopped before it
+ * drained), so it holds exactly the stage's arrivals. 0 when the stage
+ * never started (the run stopped first), else 1. */
+int sim_clients_open_window(const sim_clients_t *c, uint32_t k, int64_t *t0, int64_t *t1);
 /* Share of the run sent, 0..1 (duration or request count); -1 unknown. */
 double sim_clients_fraction(void *c);
 void sim_clients_free(sim_clients_t *c);
@@ -89,5 +116,16 @@ sim_clients_t *sim_sessions_clients(sim_sessions_t *ss);
 /* The session and turn of request id (0 when none). */
 int sim_sessions_of(const sim_sessions_t *ss, uint64_t id, uint64_t *session, uint32_t *turn);
 void sim_sessions_free(sim_sessions_t *ss);
+
+/* ---- trace.kind = spec: a client's workload spec (traces/tr_spec.h) ------ */
+
+typedef struct sim_spec sim_spec_t;
+/* Loads the spec of the [trace] section and its open-loop clients at block
+ * size S with seed; 0 with *out NULL when trace.kind is not spec. */
+int sim_spec_open(const cfg_t *cfg, uint32_t S, uint64_t seed, sim_spec_t **out, err_t *e);
+sim_clients_t *sim_spec_clients(sim_spec_t *sp);
+/* The stages' windows after the run (sim_run_opts_t.windows). */
+size_t sim_spec_windows(void *sp, int64_t *edges, size_t cap);
+void sim_spec_free(sim_spec_t *sp);
 
 #endif

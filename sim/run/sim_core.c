@@ -1424,6 +1424,19 @@ static int bound_report(sim_ctx_t *s, sim_results_t *res)
 	return rc;
 }
 
+/* Per-window summaries: [output] windows, else the source's (a spec's
+ * stages), else none. */
+static int collect_windows(sim_ctx_t *s, sim_results_t *res, const metrics_opts_t *mo)
+{
+	if (s->n_win_edges)
+		return metrics_windows(res, mo, s->win_edges, s->n_win_edges, RES_WIN_OUTPUT);
+	if (!s->win_fn)
+		return 0;
+	int64_t edges[257];
+	size_t n = s->win_fn(s->win_ctx, edges, sizeof edges / sizeof edges[0]);
+	return n > 1 ? metrics_windows(res, mo, edges, n, RES_WIN_STAGE) : 0;
+}
+
 static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 {
 	int rc;
@@ -1441,7 +1454,7 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 		return KS_ENOMEM;
 	metrics_opts_t mo = {s->cl.p.ttft_slo_ns, s->cl.p.tpot_slo_ns, s->cl.blocks_total,
 			     s->cl.blocks_hit};
-	if ((rc = metrics_summarize(res, &mo)))
+	if ((rc = metrics_summarize(res, &mo)) || (rc = collect_windows(s, res, &mo)))
 		return rc;
 	uint64_t peer = 0, host = 0;
 	for (size_t i = 0; i < res->n_req; i++) {
@@ -1474,6 +1487,7 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 
 static void ctx_free(sim_ctx_t *s)
 {
+	free(s->win_edges);
 	sim_net_free(s);
 	cluster_free(&s->cl);
 	sim_disagg_free(s);
@@ -1528,7 +1542,11 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 	s->opts = o && o->progress ? o : NULL;
 	s->trace = o ? o->trace : NULL;
 	s->fb = o ? o->feedback : NULL;
+	s->win_fn = o ? o->windows : NULL;
+	s->win_ctx = o ? o->windows_ctx : NULL;
 	int rc = setup(s, cfg, reg, e);
+	if (!rc && (rc = metrics_windows_parse(s->prm.out.windows, &s->win_edges, &s->n_win_edges, e)))
+		cfg_err_locate(cfg, e);
 	if (!rc && s->opts)
 		ev_engine_set_tick(s->eng, 8192, progress_tick, s);
 	if (!rc)

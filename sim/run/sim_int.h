@@ -112,6 +112,12 @@ typedef struct sim_ctx {
 	/* trace */
 	sim_source_t *src;
 	const sim_feedback_t *fb; /* closed loop (sim.h); NULL: none */
+	/* per-window summaries: the source's windows (sim_run_opts_t.windows),
+	 * replaced by [output] windows when set (win_edges, parsed at setup) */
+	size_t (*win_fn)(void *ctx, int64_t *edges, size_t cap);
+	void *win_ctx;
+	int64_t *win_edges;
+	size_t n_win_edges;
 	pend_t *pend;           /* ring of read-ahead requests */
 	uint32_t pend_cap, pend_n;
 	uint64_t pend_head_seq; /* read sequence number of the oldest entry */

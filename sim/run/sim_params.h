@@ -57,6 +57,7 @@ typedef struct sim_out_params {
 	const char *trace_events; /* "": none (sim/out/out_trace_events.h) */
 	int decisions; /* a /decisions row per routing decision (sim/run/sim_decisions.h) */
 	int view_quality; /* report view.* for any routing view (sim/run/sim_rquality.h) */
+	const char *windows; /* "t0,t1,...": per-window summaries (metrics_windows); "": none */
 } sim_out_params_t;
 
 typedef struct sim_params {

@@ -78,19 +78,22 @@ int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t
 	return sim_run_opts(cfg, reg, NULL, res, e);
 }
 
-/* trace.gen = sessions: the clients are the source, fed back by the run. */
-static int sessions_run(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
-			sim_sessions_t *ss, sim_results_t *res, err_t *e)
+/* A closed loop (trace.gen = sessions) or a spec's drained stages
+ * (trace.kind = spec): the clients are the source, fed back by the run; a
+ * spec's stages are the run's windows (windows NULL: none). */
+static int clients_run(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
+		       sim_clients_t *c, size_t (*windows)(void *, int64_t *, size_t), void *wctx,
+		       sim_results_t *res, err_t *e)
 {
-	sim_clients_t *c = sim_sessions_clients(ss);
 	sim_run_opts_t ro = {0};
 	if (o)
 		ro = *o;
 	ro.fraction = sim_clients_fraction;
 	ro.fraction_ctx = c;
 	ro.feedback = sim_clients_feedback(c);
+	ro.windows = windows;
+	ro.windows_ctx = wctx;
 	int rc = sim_run_source_opts(cfg, reg, sim_clients_source(c), &ro, res, e);
-	sim_sessions_free(ss);
 	if (rc)
 		cfg_err_locate(cfg, e);
 	return rc;
@@ -102,17 +105,30 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 	sim_params_t sp;
 	trace_src_t t = {0};
 	sim_sessions_t *ss = NULL;
+	sim_spec_t *spec = NULL;
 	int rc = sim_params_fill(cfg, &sp, e);
 	if (rc)
 		return rc;
 	uint64_t seed = sim_seed_for(sp.seed, SIM_STREAM_TRACE);
 	sim_rss_peak_reset(); /* the trace's opening counts toward this run's peak */
+	if ((rc = sim_spec_open(cfg, sp.block_tokens, seed, &spec, e))) {
+		cfg_err_locate(cfg, e);
+		return rc;
+	}
+	if (spec) {
+		rc = clients_run(cfg, reg, o, sim_spec_clients(spec), sim_spec_windows, spec, res, e);
+		sim_spec_free(spec);
+		return rc;
+	}
 	if ((rc = sim_sessions_open(cfg, sp.block_tokens, seed, &ss, e))) {
 		cfg_err_locate(cfg, e); /* a sessions key's check names its place */
 		return rc;
 	}
-	if (ss)
-		return sessions_run(cfg, reg, o, ss, res, e); /* a closed loop, made as it runs */
+	if (ss) { /* a closed loop, made as it runs */
+		rc = clients_run(cfg, reg, o, sim_sessions_clients(ss), NULL, NULL, res, e);
+		sim_sessions_free(ss);
+		return rc;
+	}
 	if ((rc = tr_open_cfg(cfg, sp.block_tokens, seed, &t.r, e)))
 		return rc;
 	/* a generator's plan (fanout, crowd) is made before the run is built */
