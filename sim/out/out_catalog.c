@@ -398,6 +398,26 @@ int out_dir_check(const char *dir, err_t *e)
 		       abs, OUT_CATALOG_FILE, n, CATALOG_PATH_MAX);
 }
 
+/* Runs sql, retrying while another process holds the database: switching a
+ * fresh file to WAL, and the first transaction after it, can be refused
+ * with SQLITE_BUSY without the busy handler being asked (the other
+ * connection is changing the journal mode or recovering the WAL). Retried
+ * for about the busy timeout; a transaction left open by a refused
+ * statement is rolled back first. */
+static int exec_retry_busy(out_catalog_t *c, const char *sql)
+{
+	for (int i = 0;; i++) {
+		int r = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+		if (!sqlite3_get_autocommit(c->db) && r != SQLITE_OK)
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		if ((r & 0xff) != SQLITE_BUSY && (r & 0xff) != SQLITE_LOCKED)
+			return r;
+		if (i >= 1000)
+			return r;
+		usleep(10000);
+	}
+}
+
 int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *e)
 {
 	*out = NULL;
