@@ -8,15 +8,15 @@ OUT/<exp>/catalog.sqlite; absent ones are named and left out) and writes
 OUT/ANSWER.md, OUT/answer.csv (every comparison, one row each) and the
 figures OUT/fig/{load,regimes,breakeven,frontier}.png.
 
-Definitions (analysis/README.md, "The study's statistics"):
+Definitions (analysis/README.md, "The study's answer: design"):
 - Metrics are over offered requests: a request rejected, abandoned or still
   in the system at the end misses the SLO and its TTFT is +inf in the
   percentiles (ttft_p50/p95/p99_ms, slo_attainment, goodput_rps).
 - A replicate is what varies between repeats of one configuration: a seed
   where the workload is generated (each seed redraws arrivals, lengths and
-  prefixes), a trace window where it is read (REPLICATE below).
-- Tuning replicates (the first TUNE of the sorted replicate ids, the same
-  for every policy) choose the best fair baseline (any deployment preset
+  prefixes), a trace window where it is read.
+- Tuning replicates (TUNE ids chosen by hash, kvsim_stats.split_replicates,
+  the same for every policy) choose the best fair baseline (any deployment preset
   with replication none) and each policy family's variant (preset, knobs);
   the comparison uses only the other, held-out replicates.
 - A comparison is paired per replicate: gain_i = (base_i - pol_i) / base_i
