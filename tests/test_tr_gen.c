@@ -878,6 +878,36 @@ static void test_crowd_warm_up_precedes_the_crowd_by_the_lead(void **st)
 	gen_free(&g);
 }
 
+/* trace.rate_scale on the crowd generator multiplies each crowd's size and
+ * the background rate; the events and their warm-up requests stay (a
+ * silent no-op before: the study's crowd rows at load x1 and x2 were the
+ * same runs). */
+static void test_crowd_rate_scale_scales_crowds_and_background(void **st)
+{
+	(void)st;
+	tr_opts_t o = crowd_opts();
+	o.rate_scale = 2.5;
+	gen_out_t g = gen_run(&o, 512, 7);
+	assert_int_equal(g.n, 3 * (2 + 25)); /* 10 x 2.5 per crowd, no background */
+	gen_free(&g);
+	o = crowd_opts();
+	o.crowd_count = 1;
+	o.crowd_size = 1;
+	o.crowd_bg_rate = 5;
+	o.duration_s = 2000;
+	o.crowd_lead_s = 1;
+	o.crowd_window_s = 1;
+	for (int k = 0; k < 2; k++) {
+		o.rate_scale = k ? 3 : 1;
+		g = gen_run(&o, 512, 9);
+		double mean = 5 * 2000 * o.rate_scale, n = (double)g.n - 2 - o.rate_scale;
+		if (!(fabs(n - mean) < 5 * sqrt(mean)))
+			fail_msg("rate_scale %g: %.0f background requests, want %.0f +- %.0f",
+			         o.rate_scale, n, mean, 5 * sqrt(mean));
+		gen_free(&g);
+	}
+}
+
 /* crowd_repeat = 2 of 4 events reuse earlier prefixes: 2 distinct ones. */
 static void test_crowd_repeat_reuses_an_earlier_prefix(void **st)
 {
@@ -995,6 +1025,7 @@ TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamm
           cmocka_unit_test(test_generator_options_outside_their_key_range_are_rejected),
           cmocka_unit_test(test_trace_gen_arguments_enforce_documented_ranges),
           cmocka_unit_test(test_crowd_warm_up_precedes_the_crowd_by_the_lead),
+          cmocka_unit_test(test_crowd_rate_scale_scales_crowds_and_background),
           cmocka_unit_test(test_crowd_repeat_reuses_an_earlier_prefix),
           cmocka_unit_test(test_crowd_is_deterministic_and_its_background_ramps),
           cmocka_unit_test(test_crowd_key_errors))

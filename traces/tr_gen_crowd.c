@@ -19,11 +19,12 @@
  * background), stream 2 every length. A request's input is the prefix plus
  * a draw from the input distribution (capped at max_tokens), as fanout's.
  *
- * Load: crowd_load() is the one factor on this generator's arrival intensity
- * (background rate and requests per event). trace.rate_scale already
- * compresses every source's times in tr_read.c, generators included, so the
- * factor is 1 here; were rate_scale to act on generators' rates instead,
- * this is the only place to read it.
+ * Load: crowd_load() is trace.rate_scale, the one factor on this
+ * generator's arrival intensity: it multiplies the background rate and each
+ * crowd's size (requests/s scale by the factor), while the events, their
+ * warm-up requests, lead time and window stay, as the fan-out generator
+ * keeps its burst size (tr_gen.c load_scale). tr_read.c does not compress a
+ * generator's times.
  */
 #include <gsl/gsl_randist.h>
 #include <math.h>
@@ -50,8 +51,7 @@ typedef struct crowd_src {
 
 static double crowd_load(const tr_opts_t *o)
 {
-	(void)o;
-	return 1;
+	return o->rate_scale > 0 ? o->rate_scale : 1;
 }
 
 static uint32_t crowd_scaled(uint32_t n, double f)
@@ -151,7 +151,7 @@ static int crowd_plan(crowd_src_t *g, uint64_t seed, err_t *e)
 {
 	const tr_opts_t *o = &g->o;
 	double f = crowd_load(o);
-	uint32_t warm = crowd_scaled(o->crowd_warm_requests, f);
+	uint32_t warm = o->crowd_warm_requests; /* the warm-up computes the prefix: not load */
 	uint32_t size = crowd_scaled(o->crowd_size, f);
 	uint64_t n = (uint64_t)o->crowd_count * (warm + size);
 	if (n > 100u * 1000 * 1000)
