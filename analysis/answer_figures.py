@@ -99,9 +99,9 @@ def fig_load(d, path, title):
             ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
             ax.set_xlabel("closed-loop users" if X == USERS else "load (x the workload's base rate)")
     h, lab = axes[0][0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, 1.0 + 0.04 * len(lab) / 3))
-    fig.suptitle(title, y=1.0 + 0.04 * len(lab) / 3 + 0.03)
     fig.tight_layout()
+    fig.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=7,
+               title=title, title_fontsize=10)
     ks.add_caption(fig, "attainment: mean over replicates, 95% t CI; p50/p99: median over replicates, "
                         "band = interquartile range; ▲ = +inf (more requests shed than the tail holds)")
     return ks.save(fig, path)
@@ -226,6 +226,55 @@ def fig_frontier(rows, path):
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     ks.add_caption(fig, "one point per condition and family, held-out replicates; whiskers: paired t 95% CI")
+    return ks.save(fig, path)
+
+
+def fig_headline(rows, path, fam="speculative+oracle"):
+    """The README's figure: per workload and load, the family's paired p95
+    gain against the best fair baseline, and added to kvsim's default
+    deployment and to llm-d (each against itself alone)."""
+    kinds = [("best baseline", "against the best fair baseline", "#D55E00"),
+             ("added to none", "added to kvsim's default deployment", "#0072B2"),
+             ("added to llm-d", "added to llm-d", "#999999")]
+    r = [x for x in rows if x["family"] == fam and x["against"] in [k[0] for k in kinds]
+         and x.get("experiment") in ("a0_load", "a1_regimes")]
+    if not r:
+        return None
+    global _COND
+    _COND = None
+    conds = []
+    for x in r:
+        c = " / ".join(_cond(x))
+        if c not in conds:
+            conds.append(c)
+    ks.apply()
+    fig, ax = ks.figure()
+    fig.set_size_inches(max(7, 0.55 * len(conds)), 4.5)
+    w = 0.8 / len(kinds)
+    for k, (kind, lab, col) in enumerate(kinds):
+        xs, ys, lo, hi, mk = [], [], [], [], []
+        for i, c in enumerate(conds):
+            m = [x for x in r if x["against"] == kind and " / ".join(_cond(x)) == c]
+            if not m:
+                continue
+            x = m[0]
+            xs.append(i + (k - 1) * w)
+            ys.append(100 * x["gain"])
+            lo.append(100 * (x["gain"] - x["lo"]) if np.isfinite(x["lo"]) else 0)
+            hi.append(100 * (x["hi"] - x["gain"]) if np.isfinite(x["hi"]) else 0)
+            mk.append(VERDICT_MARK.get(x["verdict"], ""))
+        ax.bar(xs, ys, w, yerr=[lo, hi], color=col, label=lab, capsize=2, edgecolor="black", lw=0.4)
+        for xv, m in zip(xs, mk):
+            ax.annotate(m, (xv, 0.99), xycoords=("data", "axes fraction"), ha="center", va="top",
+                        fontsize=6)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(conds)))
+    ax.set_xticklabels(conds, rotation=40, ha="right", fontsize=7)
+    ax.set_ylabel("p95 TTFT gain over offered requests (%)")
+    ax.set_title(f"{fam}: paired gain per workload and load")
+    ax.legend(fontsize=7, loc="lower left")
+    ks.add_caption(fig, "10 held-out replicates each (workload redrawn per seed); whiskers: paired t "
+                        "95% CI; top: ▲ better ▼ worse = equivalent within 5% ? inconclusive")
     return ks.save(fig, path)
 
 

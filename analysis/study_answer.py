@@ -426,6 +426,9 @@ def answer(out, figdir=None):
         md.append("")
         for name, path in af.draw(exp, d, rows, fig).items():
             md += [f"![{name}](fig/{os.path.basename(path)})", ""]
+    p = af.fig_headline(allrows, os.path.join(fig, "answer_headline.png"))
+    if p:
+        md[4:4] = ["![headline](fig/answer_headline.png)", ""]
     cmd, rows = capacity(out)
     allrows += rows
     md += cmd
