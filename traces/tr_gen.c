@@ -378,7 +378,8 @@ static int fanout_plan(gen_src_t *g, err_t *e)
 			    (fan_ev_t){t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
 			               o->fanout_prefix_tokens};
 	}
-	qsort(g->ev, g->n_ev, sizeof *g->ev, tr_cmp_time);
+	if (g->n_ev) /* no bursts at a small rate_scale: qsort wants a non-null base */
+		qsort(g->ev, g->n_ev, sizeof *g->ev, tr_cmp_time);
 	g->bg_next =
 	    o->fanout_bg_rate > 0 ? gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate) : -1;
 	if (g->bg_next > o->duration_s)

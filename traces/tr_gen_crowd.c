@@ -174,7 +174,8 @@ static int crowd_plan(crowd_src_t *g, uint64_t seed, err_t *e)
 			g->ev[g->n_ev++] = (crowd_ev_t){
 			    t0 + o->crowd_lead_s + gsl_rng_uniform(g->rnd.arr) * o->crowd_window_s, key};
 	}
-	qsort(g->ev, g->n_ev, sizeof *g->ev, tr_cmp_time);
+	if (g->n_ev) /* qsort wants a non-null base */
+		qsort(g->ev, g->n_ev, sizeof *g->ev, tr_cmp_time);
 	g->bg_max = crowd_load(o) * fmax(o->crowd_bg_rate, bg_rate_end(o));
 	g->bg_next = bg_after(g, 0);
 	return 0;
