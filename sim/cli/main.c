@@ -1,4 +1,5 @@
 /* kvsim — command-line entry point: dispatches to subcommands (sim/cli/cli.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* A file past the shell's size limit (ulimit -f) fails its write with
+	 * EFBIG, which the writers report with the file's name, instead of the
+	 * signal killing kvsim and leaving PATH.tmp behind. */
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
