@@ -29,6 +29,7 @@ at each load (the amplification), so a reader sees where the account holds.
 Writes OUT/breakeven_model.csv (one row per pair), OUT/breakeven_model.md
 and OUT/fig/answer_model.png (predicted against simulated).
 """
+import functools
 import os
 import subprocess
 import sys
@@ -57,7 +58,10 @@ def c_tok(kvsim, cfg):
     return _CTOK[key]
 
 
+@functools.lru_cache(maxsize=None)
 def recomputed(h5):
+    """Prompt tokens the run computed (a baseline's file is read once,
+    however many policies pair with it)."""
     q = kr.read_requests(h5)
     return float(q["tok_recomputed"].sum())
 

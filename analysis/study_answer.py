@@ -170,7 +170,7 @@ def compare(d, metric=HEADLINE):
             for kind, blab, plab in comps:
                 if plab is None:
                     continue
-                bv, pv = bvars[blab], pvars.get(plab) or by_rep(g[g["_pol"] == plab], metric)
+                bv, pv = bvars[blab], pvars[plab]
                 # a NaN (a failed run, a metric without requests) leaves its pair out
                 ids = [r for r in held if r in bv and r in pv
                        and not np.isnan(bv[r]) and not np.isnan(pv[r])]

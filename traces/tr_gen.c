@@ -400,12 +400,6 @@ static void load_scale(tr_opts_t *o)
 	o->fanout_decoys = tr_gen_scaled_count(o->fanout_decoys, s);
 }
 
-uint32_t tr_gen_scaled_count(uint32_t n, double s)
-{
-	double x = floor((double)n * s + 0.5);
-	return x >= 4294967295.0 ? UINT32_MAX : (uint32_t)x;
-}
-
 /* The requests a generator is expected to make (servegen: per window, in
  * sg_advance) against max_generated: a rate of 1e9 req/s over a long
  * duration otherwise runs for hours. */

@@ -54,12 +54,6 @@ static double crowd_load(const tr_opts_t *o)
 	return o->rate_scale > 0 ? o->rate_scale : 1;
 }
 
-static uint32_t crowd_scaled(uint32_t n, double f)
-{
-	double x = nearbyint(n * f);
-	return x > 1e7 ? 10000000u : (uint32_t)x;
-}
-
 static double bg_rate_end(const tr_opts_t *o)
 {
 	return o->crowd_bg_rate_end < 0 ? o->crowd_bg_rate : o->crowd_bg_rate_end;
@@ -152,7 +146,7 @@ static int crowd_plan(crowd_src_t *g, uint64_t seed, err_t *e)
 	const tr_opts_t *o = &g->o;
 	double f = crowd_load(o);
 	uint32_t warm = o->crowd_warm_requests; /* the warm-up computes the prefix: not load */
-	uint32_t size = crowd_scaled(o->crowd_size, f);
+	uint32_t size = tr_gen_scaled_count(o->crowd_size, f); /* rounded as fanout's bursts */
 	uint64_t n = (uint64_t)o->crowd_count * (warm + size);
 	if (n > 100u * 1000 * 1000)
 		return err_set(e, KS_EINPUT, "[trace] crowd_count: %llu crowd requests is too many",

@@ -1,7 +1,10 @@
 /* tr_util — the helpers every trace module shares, defined once below all
- * of them: the block-id mix, generator names, array growth and
+ * of them: the block-id mix, generator names, a generator count scaled by
+ * trace.rate_scale, array growth and
  * seeded streams. */
 #include <stdlib.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "sim/base/rng.h"
@@ -64,3 +67,8 @@ gsl_rng *tr_rng_new(uint64_t seed, uint64_t stream)
 	return r;
 }
 
+uint32_t tr_gen_scaled_count(uint32_t n, double s)
+{
+	double x = floor((double)n * s + 0.5);
+	return x >= 4294967295.0 ? UINT32_MAX : (uint32_t)x;
+}
