@@ -128,6 +128,7 @@ typedef struct mdl_compute_params {
 	double gemm_tile_tokens;  /* GEMM compute pays for tokens rounded up to
 	                           * this tile (0: no rounding) */
 	double roofline_q;        /* sides combined as (c^q + m^q)^(1/q); 0: max */
+	int allreduce_impl;       /* MDL_AR_*: how the engine runs the TP all-reduce */
 	size_t n_ar;              /* per-TP all-reduce constants (0: the two above) */
 	mdl_ar_point_t ar[MDL_AR_POINTS];
 	char profile[MDL_PATH_MAX];    /* MDL_MODEL_PROFILE: per-operator table(s),
@@ -144,6 +145,17 @@ typedef struct mdl_compute_params {
  * per-layer operators and the all-reduce interpolated from measured tables
  * (mdl_prof.h), attention and the LM head from the roofline terms. */
 enum { MDL_MODEL_ROOFLINE = 0, MDL_MODEL_LINEAR = 1, MDL_MODEL_PROFILE = 2 };
+
+/* TP all-reduce implementations ([compute] allreduce). NCCL: the α + bus
+ * bandwidth rule (the calibration's per-TP fit of an NCCL measurement, or
+ * allreduce_lat_ns / allreduce_bw_eff). CUSTOM: the engines' own
+ * peer-to-peer kernel over NVLink (vLLM's custom all-reduce, which SGLang
+ * also ships) for messages up to MDL_AR_CUSTOM_MAX bytes at TP 2, 4, 6 or 8,
+ * NCCL beyond (mdl_cost.c has the measured curve and its source). AUTO is
+ * resolved by the run from the engine (sim_params.h); left unresolved it
+ * means NCCL. */
+enum { MDL_AR_AUTO = -1, MDL_AR_NCCL = 0, MDL_AR_CUSTOM = 1 };
+#define MDL_AR_CUSTOM_MAX (8.0 * 1024 * 1024)
 
 /* Defaults of the [compute] config keys (sources in mdl_cost.c). */
 extern const mdl_compute_params_t mdl_compute_params_default;
@@ -316,6 +328,8 @@ typedef struct mdl_compute {
 	double kv_full_gpu, kv_sw_gpu, state_rw_gpu;
 	double ar_bw;         /* all-reduce link rate, bytes/s */
 	double ar_lat_ns;     /* all-reduce alpha at this tp */
+	int ar_custom;        /* MDL_AR_CUSTOM in force: row of the custom curve
+	                       * (mdl_cost.c) at this tp; -1: NCCL's rule */
 	mdl_curve_t layer;    /* MDL_MODEL_PROFILE: one layer's operators, ns by tokens */
 	mdl_curve_t arc;      /* MDL_MODEL_PROFILE: one all-reduce, ns by bytes (n 0: roofline) */
 	mdl_size_cache_t size_cache; /* mdl_cost.c (empty after mdl_compute_init) */
@@ -358,6 +372,9 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
  * batch (no sequence). mdl_iter_cost also fills out (may be NULL) with the
  * breakdown. Pure functions of their arguments. */
 int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b);
+/* One TP all-reduce of msg bytes as the separated terms cost it (ns; 0 at
+ * tp 1): the custom kernel's curve where it is in force, else NCCL's rule. */
+double mdl_allreduce_one_ns(const mdl_compute_t *c, double msg);
 int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cost_t *out);
 /* The cluster scheduler's cost callback (sim_cost_fn in sim/cluster/cluster.h):
  * ctx is a const mdl_compute_t *, b a const sim_batch_t *. */

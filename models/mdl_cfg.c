@@ -23,7 +23,7 @@
 enum { K_NAME, K_FILE, K_HF };
 /* Rows of mdl_compute_cfg_keys read by place (origin, path). */
 enum { C_MFU, C_MBU, C_AR_BW, C_AR_LAT, C_OVERHEAD, C_MODEL, C_CALIBRATION, C_PROFILE,
-       C_AR_PROFILE };
+       C_AR_PROFILE, C_AR_IMPL };
 
 #define AT(kind, member) CFG_AT(kind, mdl_cfg_t, member)
 
@@ -60,6 +60,10 @@ static const cfg_enum_t model_map[] = {{"roofline", MDL_MODEL_ROOFLINE},
                                        {"linear", MDL_MODEL_LINEAR},
                                        {"profile", MDL_MODEL_PROFILE},
                                        {NULL, 0}};
+static const cfg_enum_t ar_impl_map[] = {{"auto", MDL_AR_AUTO},
+                                         {"nccl", MDL_AR_NCCL},
+                                         {"custom", MDL_AR_CUSTOM},
+                                         {NULL, 0}};
 
 /* The [compute] defaults mirror mdl_compute_params_default (mdl_cost.c,
  * with their sources); tests check that they agree. */
@@ -116,6 +120,16 @@ const cfg_tkey_t mdl_compute_cfg_keys[] = {
                        "empty: the roofline all-reduce",
                        NULL},
                       AT(STR, allreduce_profile)},
+    [C_AR_IMPL] = {{"compute", "allreduce", CFG_ENUM, "auto", 0, 0, NULL, "",
+                    "how the engine runs the TP all-reduce: nccl (alpha + bus bandwidth, the "
+                    "calibration's per-TP fit of NCCL, or allreduce_lat_ns/allreduce_bw_eff), "
+                    "custom (the engines' peer-to-peer kernel over NVLink inside CUDA graphs, "
+                    "vLLM's custom all-reduce, which SGLang also ships: its measured H100 "
+                    "curve up to 8 MiB at TP 2, 4, 6, 8, NCCL beyond or without NVLink; "
+                    "models/mdl_cost.c), or auto: custom under scheduler.mode = vllm or "
+                    "sglang, nccl under btb",
+                    NULL},
+                   CFG_AT_ENUM(mdl_cfg_t, compute.allreduce_impl, ar_impl_map)},
 };
 const size_t mdl_compute_cfg_keys_n = sizeof mdl_compute_cfg_keys / sizeof mdl_compute_cfg_keys[0];
 #undef AT

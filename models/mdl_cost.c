@@ -159,6 +159,8 @@ const mdl_compute_params_t mdl_compute_params_default = {
      * table): below the weight read's 0.88, since paged attention gathers
      * KV in block-sized pieces rather than streaming one matrix */
     .attn_decode_eff = 0.75,
+    /* resolved by the run from the engine (sim_params_compute); NCCL here */
+    .allreduce_impl = MDL_AR_AUTO,
 };
 
 /* Aggregates an iteration's cost depends on (all linear). */
@@ -177,6 +179,8 @@ typedef struct {
 	double kv_read_sw; /* tokens one sliding layer reads */
 	double dec_ctx_sw; /* ... of them by decode steps */
 } sums_t;
+
+static int ar_custom_row(const mdl_hw_t *hw, uint32_t tp);
 
 int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm, uint32_t tp,
                      const mdl_compute_params_t *p, err_t *e)
@@ -264,6 +268,7 @@ int mdl_compute_init(mdl_compute_t *c, const mdl_hw_t *hw, const mdl_llm_t *llm,
 		}
 	}
 	c->ar_bw = (hw->nvlink_bw > 0 ? hw->nvlink_bw : hw->pcie_bw) * ar_eff;
+	c->ar_custom = p->allreduce_impl == MDL_AR_CUSTOM ? ar_custom_row(hw, tp) : -1;
 	if (p->model == MDL_MODEL_PROFILE)
 		return mdl_prof_curves(c, e);
 	return 0;
@@ -428,14 +433,75 @@ static double kv_bytes(const mdl_compute_t *c, const sums_t *s)
 	return kv;
 }
 
+/* The engines' custom all-reduce (MDL_AR_CUSTOM): vLLM's peer-to-peer
+ * kernel (csrc/custom_all_reduce.cuh: one shot, every rank reading every
+ * peer's buffer over NVLink, for small messages; reduce-scatter + all-gather
+ * in two shots above), which SGLang also ships. Time of one call by message
+ * bytes, measured on H100 SXM by SGLang's PR #2904 (test_trt_reduce.py, its
+ * "vllm" rows, float32 tensors of 512 ... 1,048,576 elements, so 2 KiB to
+ * 4 MiB; 100 calls timed per size, outside CUDA graphs) at TP 2, 4 and 8;
+ * between points linearly, below the first its value, above the last along
+ * the last segment (to MDL_AR_CUSTOM_MAX, vLLM's custom_all_reduce max_size;
+ * NCCL beyond). Rows are made non-decreasing (the small-message points
+ * differ by launch noise). Inside CUDA graphs the launch share is smaller,
+ * so this is an upper bound of the engine's cost; the 70B TP4 check in
+ * models/README.md is what it was judged by. */
+static const double ar_custom_bytes[] = {2048, 16384, 131072, 1048576, 2097152, 4194304};
+#define AR_CUSTOM_POINTS (sizeof ar_custom_bytes / sizeof ar_custom_bytes[0])
+static const struct {
+	uint32_t tp;
+	double ns[AR_CUSTOM_POINTS];
+} ar_custom_curve[] = {
+    {2, {9500, 9500, 9500, 12900, 17700, 26600}},
+    {4, {9100, 9100, 9200, 20600, 26900, 40200}},
+    {8, {10100, 10100, 11800, 24100, 30400, 45000}},
+};
+
+/* The row of ar_custom_curve for tp (nearest in log2, ties the smaller), or
+ * -1 where the engines fall back to NCCL: no NVLink, or a TP their kernel
+ * does not take (vLLM: 2, 4, 6 or 8 ranks). */
+static int ar_custom_row(const mdl_hw_t *hw, uint32_t tp)
+{
+	if (hw->nvlink_bw <= 0 || (tp != 2 && tp != 4 && tp != 6 && tp != 8))
+		return -1;
+	int best = 0;
+	for (int i = 1; i < (int)(sizeof ar_custom_curve / sizeof ar_custom_curve[0]); i++)
+		if (fabs(log2((double)ar_custom_curve[i].tp / tp)) <
+		    fabs(log2((double)ar_custom_curve[best].tp / tp)))
+			best = i;
+	return best;
+}
+
+/* One custom all-reduce of msg bytes on row r (msg <= MDL_AR_CUSTOM_MAX). */
+static double ar_custom_ns(int r, double msg)
+{
+	const double *x = ar_custom_bytes, *y = ar_custom_curve[r].ns;
+	size_t n = AR_CUSTOM_POINTS;
+	if (msg <= x[0])
+		return y[0];
+	size_t i = 1;
+	while (i < n - 1 && msg > x[i])
+		i++;
+	return y[i - 1] + (y[i] - y[i - 1]) * (msg - x[i - 1]) / (x[i] - x[i - 1]);
+}
+
+double mdl_allreduce_one_ns(const mdl_compute_t *c, double msg)
+{
+	if (c->tp <= 1)
+		return 0;
+	if (c->ar_custom >= 0 && msg <= MDL_AR_CUSTOM_MAX)
+		return ar_custom_ns(c->ar_custom, msg);
+	double p = c->tp;
+	return c->arc.n ? mdl_curve_at(&c->arc, msg)
+	                : c->ar_lat_ns + 2 * (p - 1) / p * msg / c->ar_bw * 1e9;
+}
+
 static double allreduce_ns(const mdl_compute_t *c, double tokens)
 {
 	if (c->tp <= 1)
 		return 0;
-	double p = c->tp, msg = tokens * c->llm.hidden * c->llm.dtype_bytes;
-	double one = c->arc.n ? mdl_curve_at(&c->arc, msg)
-	                      : c->ar_lat_ns + 2 * (p - 1) / p * msg / c->ar_bw * 1e9;
-	return 2 * c->llm.layers * one; /* Megatron: two per layer */
+	double msg = tokens * c->llm.hidden * c->llm.dtype_bytes;
+	return 2 * c->llm.layers * mdl_allreduce_one_ns(c, msg); /* Megatron: two per layer */
 }
 
 /* The terms of cost_terms fixed by the batch's token and sequence counts:

@@ -47,7 +47,9 @@ static int setup(void **st)
 	if (!(f = fopen(ini, "w")))
 		return -1;
 	fputs("[trace]\npath = q.jsonl\n[model]\nname = Llama-3-8B\n[cluster]\nnodes = 1\n"
-	      "gpus_per_node = 1\ntp = 1\n[scheduler]\nmax_num_seqs = 1\n",
+	      "gpus_per_node = 1\ntp = 1\n[scheduler]\nmax_num_seqs = 1\n"
+	      /* the engine's service time is the queue's: no front-end time */
+	      "frontend_ms = 0\n",
 	      f);
 	fclose(f);
 	return 0;

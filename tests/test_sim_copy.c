@@ -183,6 +183,7 @@ static void script_set(int64_t tick_ns, const step_t *steps, int n)
 static sim_results_t run_script(const rq_t *r, int n, const char **extra, int n_extra)
 {
 	const char *base[] = {
+	    SF_NO_FRONTEND, /* engine times, by hand */
 	    "model.name=Llama-3-8B",           "cluster.tp=1",
 	    "kvcache.block_tokens=16",         "kvcache.fetch=never",
 	    "policy.routing.name=round_robin", "policy.replication.name=test_script"};
@@ -255,19 +256,10 @@ static void end_run(sim_results_t *r)
 
 /* ---- whole-run tests ------------------------------------------------------------ */
 
+/* The default experiment with sets (sim_fixture.h: engine times). */
 static sim_results_t run_default(const char **sets, int n)
 {
-	cfg_t *cfg = NULL;
-	err_t e = {0};
-	int rc = cli_load_config(NULL, sets, n, &cfg, &e);
-	if (rc)
-		fail_msg("%s", e.msg);
-	sim_results_t r;
-	rc = sim_run(cfg, &r, &e);
-	if (rc)
-		fail_msg("%s", e.msg);
-	cli_config_free(cfg);
-	return r;
+	return sf_run(NULL, sets, n);
 }
 
 /* The reported crash: stale-forecast cancels under a 5% rate cap removed

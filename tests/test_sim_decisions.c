@@ -50,8 +50,10 @@ static void test_decisions_one_row_per_routed_request_matching_requests(void **s
 	/* slo_reject with a tight SLO rejects some routed requests at
 	 * admission, max_pending 1 some at a full queue */
 	const char *sets[] = {"output.decisions=true", "policy.admission.name=slo_reject",
-	                      "slo.ttft_ms=400", "experiment.max_pending=1"};
-	sim_results_t r = sf_run(NULL, sets, 4);
+	                      "slo.ttft_ms=400", "experiment.max_pending=1",
+	                      /* the slower engine this scenario was sized on */
+	                      "compute.allreduce=nccl"};
+	sim_results_t r = sf_run(NULL, sets, 5);
 	assert_true(r.decisions);
 	size_t by_out[3] = {0}, routed = 0, n_route = 0;
 	for (size_t i = 0; i < r.n_dec; i++) {

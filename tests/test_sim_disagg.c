@@ -14,13 +14,19 @@
 #include <cmocka.h>
 
 #include "models/mdl.h"
+#include "sim/run/sim_params.h"
 #include "tests/sim_fixture.h"
 
 #define B 16 /* block tokens of every scenario */
 
+/* The default experiment, SF_NO_FRONTEND (engine times, by hand), sets. */
 static int load(const char *const *sets, int n, cfg_t **cfg, err_t *e)
 {
-	return cli_load_config_ex(NULL, sets, n, CLI_DEFAULT_EXPERIMENT, NULL, cfg, e);
+	const char *all[n + 1];
+	all[0] = SF_NO_FRONTEND;
+	for (int i = 0; i < n; i++)
+		all[i + 1] = sets[i];
+	return cli_load_config_ex(NULL, all, n + 1, CLI_DEFAULT_EXPERIMENT, NULL, cfg, e);
 }
 
 /* Runs the scenario; rc of the run, its message in e. */
@@ -90,8 +96,11 @@ static hand_t hand_pieces(void)
 	mdl_hw_t hw, hw_d;
 	mdl_llm_t llm;
 	mdl_compute_params_t cp;
-	if (mdl_load_cfg(cfg, &hw, &llm, &cp, &e) || mdl_hw_builtin("H200", &hw_d, &e))
+	static sim_params_t sp; /* large */
+	if (mdl_load_cfg(cfg, &hw, &llm, &cp, &e) || mdl_hw_builtin("H200", &hw_d, &e) ||
+	    sim_params_fill(cfg, &sp, &e))
 		fail_msg("%s", e.msg);
+	sim_params_compute(&sp, &cp); /* the all-reduce the run's engine uses */
 	cli_config_free(cfg);
 	static mdl_compute_t cpre, cdec; /* large: not on the stack */
 	if (mdl_compute_init(&cpre, &hw, &llm, 4, &cp, &e) ||

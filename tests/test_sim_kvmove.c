@@ -74,7 +74,8 @@ static void test_copies_start_only_after_source_kv_exists(void **st)
  * does. extra: one more --set; reg: policies beyond the built-ins (NULL). */
 static sim_results_t run_fan_hinted(const char *extra, const pol_registry_t *reg)
 {
-	const char *sets[] = {"model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=4",
+	const char *sets[] = {SF_NO_FRONTEND, /* engine times */
+			      "model.name=Llama-3-8B", "cluster.nodes=1", "cluster.gpus_per_node=4",
 			      "cluster.tp=1", "kvcache.block_tokens=16",
 			      "policy.routing.name=round_robin", "policy.replication.name=early_rdma",
 			      "policy.replication.early_trigger=arrival",
@@ -83,7 +84,7 @@ static sim_results_t run_fan_hinted(const char *extra, const pol_registry_t *reg
 			      "policy.replication.early_replicas=1", extra};
 	cfg_t *cfg = NULL;
 	err_t e = {0};
-	int rc = cli_load_config_ex(NULL, sets, 12, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e);
+	int rc = cli_load_config_ex(NULL, sets, 13, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e);
 	sf_prefix_t f = fan40();
 	sim_source_t src = {sf_prefix_next, &f, "fan"};
 	sim_results_t r = {0};

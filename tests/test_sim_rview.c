@@ -194,9 +194,11 @@ static void test_large_delay_goes_stale_bloom_never_held(void **st)
 {
 	(void)st;
 	/* a small pool, so evictions come while their removed events travel */
+	/* (NCCL's all-reduce, the slower engine this scenario was sized on) */
 	const char *late[] = {"policy.routing.name=cache_aware", "policy.routing.view=events",
-	                      "policy.routing.event_delay_ms=2000", "cluster.kv_blocks=100"};
-	sim_results_t r = sf_run(NULL, late, 4);
+	                      "policy.routing.event_delay_ms=2000", "cluster.kv_blocks=100",
+	                      "compute.allreduce=nccl"};
+	sim_results_t r = sf_run(NULL, late, 5);
 	assert_true(metric(&r, "view.misrouted_share") > 0);
 	assert_true(metric(&r, "view.stale_share") > 0);
 	assert_true(metric(&r, "view.delay_mean_ms") == 2000);

@@ -19,6 +19,7 @@
 
 #include "models/mdl.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_params.h"
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 
@@ -131,6 +132,9 @@ static void test_nvme_fetch_or_recompute_flips_at_hand_break_even(void **st)
 	mdl_compute_params_t cp;
 	mdl_compute_t c;
 	assert_int_equal(mdl_load_cfg(cfg, &hw, &llm, &cp, &e), 0);
+	static sim_params_t sp; /* large */
+	assert_int_equal(sim_params_fill(cfg, &sp, &e), 0);
+	sim_params_compute(&sp, &cp); /* the all-reduce the run's engine uses */
 	assert_int_equal(mdl_compute_init(&c, &hw, &llm, TP, &cp, &e), 0);
 	int64_t R = mdl_prefill_time_ns(&c, 4 * BT, 0);
 	uint64_t bytes = mdl_kv_prefix_bytes_gpu(&llm, TP, 4 * BT, 1);

@@ -10,6 +10,7 @@ int cli_run_main(int argc, char **argv);       /* sim/cli/cli_run.c */
 int cli_config_main(int argc, char **argv);    /* sim/cli/cli_config.c */
 int cli_bench_main(int argc, char **argv);     /* sim/cli/cli_bench.c */
 int cli_metrics_main(int argc, char **argv);   /* sim/cli/cli_metrics.c */
+int cli_validate_main(int argc, char **argv);  /* sim/cli/cli_validate.c */
 int net_cli_main(int argc, char **argv);       /* sim/cli/net_cli.c */
 int tr_cli_main(int argc, char **argv);        /* sim/cli/tr_cli.c */
 int out_sweep_main(int argc, char **argv);     /* sim/cli/cli_sweep.c */

@@ -33,6 +33,12 @@ static void show_resolved(const cfg_t *c)
 		       hw.name, tokens);
 	printf("#   compute terms from: %s\n",
 	       cp.calibration[0] ? cp.calibration : "the built-in defaults (models/mdl_cost.c)");
+	if (cp.allreduce_impl == MDL_AR_AUTO) {
+		sim_params_compute(&sp, &cp);
+		printf("#   compute.allreduce = auto: %s under scheduler.mode = %s\n",
+		       cp.allreduce_impl == MDL_AR_CUSTOM ? "custom" : "nccl",
+		       cfg_str(c, "scheduler", "mode"));
+	}
 	if (llm.layer_kind != MDL_LAYER_FULL) /* full-attention models: nothing to add */
 		printf("#   KV per GPU at tp=%u: %llu bytes per token paged, %llu bytes fixed per "
 		       "sequence (layers: %u full, %u sliding with a %u-token window, %u state; "

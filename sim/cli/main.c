@@ -18,6 +18,7 @@ static const cli_sub_t subcommands[] = {
 	{"metrics", cli_metrics_main, "list every summary metric: name, unit, meaning"},
 	{"calibrate", cal_cli_main, "plan, fit and check transfer-cost calibration"},
 	{"model", mdl_cli_main, "what the compute model predicts for one iteration, by term"},
+	{"validate", cli_validate_main, "run measured serving experiments and print kvsim's error"},
 	{"bench", cli_bench_main, "engine and model micro-benchmarks (phold, ...)"},
 };
 #define N_SUB (sizeof subcommands / sizeof subcommands[0])

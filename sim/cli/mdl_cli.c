@@ -23,6 +23,7 @@
 #include "models/mdl_hf.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
+#include "sim/run/sim_params.h"
 
 static void usage(FILE *f)
 {
@@ -132,6 +133,9 @@ static int cmd_cost(int argc, char **argv)
 	free(sets);
 	if (!rc)
 		rc = mdl_load_cfg_hf(cfg, &hw, &llm, &p, &hf, &e);
+	static sim_params_t sp; /* large */
+	if (!rc && !(rc = sim_params_fill(cfg, &sp, &e)))
+		sim_params_compute(&sp, &p);
 	if (!rc && tp < 0)
 		tp = (long)cfg_int(cfg, "cluster", "tp");
 	const char *model = rc ? "" : cfg_str(cfg, "compute", "model");

@@ -3,6 +3,7 @@
  * field of sim_params_t (sim_params.h). Defaults follow vLLM's engine
  * arguments where one exists (batch limits resolved per GPU as vLLM V1 does,
  * chunked prefill on). */
+#include "models/mdl.h"
 #include "sim/cluster/cluster.h"
 #include "sim/run/sim_params.h"
 
@@ -280,6 +281,16 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "validation mode (tests/test_cluster_segment.c: both give the same results) (own "
 	 "choice)", NULL},
 	 AT_ENUM(decode_mode, decode_map)},
+	{{"scheduler", "frontend_ms", CFG_FLOAT, "-1", -1, 1e6, NULL, "ms",
+	 "time a request spends outside the engine, added to its TTFT and end-to-end latency as "
+	 "a client measures them: the server's front-end (HTTP handling, tokenization, handing "
+	 "the request to the engine process and the first streamed token back) and the client's "
+	 "own; TPOT and the engine's queueing are unchanged, and closed-loop clients hear an "
+	 "answer this much later. -1 (default): by scheduler.mode, 0 under btb (the original "
+	 "study's metric is the engine's), under vllm and sglang the value fitted on five "
+	 "measured vLLM v0.15.1 runs on H100 (models/README.md, \"How accurate is kvsim?\"; "
+	 "SGLang not measured, same value)", NULL},
+	 AT(DOUBLE, frontend_ms)},
 	{{"slo", "ttft_ms", CFG_FLOAT, "2000", 0, 1e9, NULL, "ms",
 	 "time-to-first-token target for SLO attainment and goodput", NULL},
 	 AT(DOUBLE, ttft_ms)},
@@ -365,3 +376,16 @@ const cfg_tkey_t out_cfg_keys[] = {
 #undef AT
 #undef AT_ENUM
 const size_t out_cfg_keys_n = sizeof out_cfg_keys / sizeof out_cfg_keys[0];
+
+void sim_params_compute(const sim_params_t *p, mdl_compute_params_t *cp)
+{
+	if (cp->allreduce_impl == MDL_AR_AUTO)
+		cp->allreduce_impl = p->sched_mode == SCHED_BTB ? MDL_AR_NCCL : MDL_AR_CUSTOM;
+}
+
+int64_t sim_params_frontend_ns(const sim_params_t *p)
+{
+	if (p->frontend_ms >= 0)
+		return (int64_t)(p->frontend_ms * 1e6 + 0.5);
+	return p->sched_mode == SCHED_BTB ? 0 : (int64_t)(SIM_FRONTEND_MS * 1e6 + 0.5);
+}

@@ -274,19 +274,25 @@ static int cl_done(void *ctx, int64_t now, const res_request_t *row, err_t *e)
 	(void)e;
 	sim_clients_t *c = ctx;
 	c->now = now;
+	/* the client hears the answer when its last token reaches it (the row's
+	 * end-to-end time includes the front-end's, sim_params_frontend_ns) */
+	int64_t back = row->e2e_ns >= 0 && row->arrival_ns + row->e2e_ns > now
+	                   ? row->arrival_ns + row->e2e_ns
+	                   : now;
 	if (c->o.n_open) {
 		if (row->id >= c->sent || c->back[row->id])
 			return 0; /* not one of ours, or already back */
 		c->back[row->id] = 1;
 		c->busy--;
-		c->last_back = now;
+		if (back > c->last_back)
+			c->last_back = back;
 		return 0;
 	}
 	uint32_t u = sim_clients_user(c, row->id);
 	if (u == UINT32_MAX || c->state[u] != U_BUSY)
 		return 0; /* not one of ours, or already back */
 	c->busy--;
-	user_think(c, u, now);
+	user_think(c, u, back);
 	return 0;
 }
 

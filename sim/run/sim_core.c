@@ -715,6 +715,13 @@ static int on_too_long(void *ctx, void *cost_ctx, uint32_t inst, const sim_batch
 static int on_result(void *ctx, const res_request_t *row)
 {
 	sim_ctx_t *s = ctx;
+	/* what is recorded and what a client hears: the front-end's time on
+	 * top of the engine's (the policies see the engine's row) */
+	res_request_t client = *row;
+	if (client.ttft_ns >= 0)
+		client.ttft_ns += s->frontend_ns;
+	if (client.e2e_ns >= 0)
+		client.e2e_ns += s->frontend_ns;
 	if (row->instance >= 0 && s->view.least_loaded)
 		sim_load_dec(s->load, (uint32_t)row->instance);
 	if (row->instance >= 0 && s->rvw)
@@ -724,12 +731,12 @@ static int on_result(void *ctx, const res_request_t *row)
 	int rc;
 	if (row->instance >= 0 && (rc = pred_request(s, &ev)))
 		return rc;
-	if ((rc = rec_request(s->res, row)) || !s->fb)
+	if ((rc = rec_request(s->res, &client)) || !s->fb)
 		return rc;
 	/* a closed loop: the row frees its user, who may send again; the source
 	 * is asked in an event of its own (this one may be mid-arrival) */
 	int64_t now = ev_engine_now(s->eng);
-	if ((rc = s->fb->done(s->fb->ctx, now, row, s->err)))
+	if ((rc = s->fb->done(s->fb->ctx, now, &client, s->err)))
 		return rc;
 	if (s->src_wait && !s->src_done &&
 	    ev_engine_at(s->eng, now, s->ev.src_retry, 0, ++s->src_gen) == EV_NONE)
@@ -1183,6 +1190,8 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	rss_limit_set(s, sp->max_rss_gb);
 	if ((rc = mdl_load_cfg(cfg, &s->hw, &llm, &cp, e)))
 		return rc;
+	sim_params_compute(sp, &cp);
+	s->frontend_ns = sim_params_frontend_ns(sp);
 	s->tp = sp->tp;
 	s->gpus_per_node = sp->gpus_per_node;
 	s->nodes = sp->nodes;

@@ -107,6 +107,7 @@ typedef struct sim_ctx {
 	mdl_hw_t hw;
 	uint32_t tp, gpus_per_node, nodes;
 	sim_params_t prm;       /* the run's parameters (sim_params_fill) */
+	int64_t frontend_ns;    /* sim_params_frontend_ns: added to TTFT and E2E */
 	const cfg_t *cfg;       /* for cross-key error places and /config only */
 	err_t *err;
 	/* trace */

@@ -97,6 +97,7 @@ typedef struct sim_params {
 	int sched_mode;       /* SCHED_* (sim/cluster/cluster.h) */
 	double conservativeness; /* mode = sglang: schedule_conservativeness */
 	int ttft_prefill_end; /* ttft = prefill_end */
+	double frontend_ms;   /* time outside the engine; < 0: by mode */
 	int decode_mode;      /* DECODE_* (sim/cluster/cluster.h) */
 	/* [slo] */
 	double ttft_ms, tpot_ms;
@@ -107,6 +108,18 @@ typedef struct sim_params {
 /* Fills *p from c (cfg_fill over the three tables). KS_EINPUT only for a
  * table that does not match c's schema. */
 int sim_params_fill(const cfg_t *c, sim_params_t *p, err_t *e);
+struct mdl_compute_params;
+/* Resolves what the compute model leaves to the engine: [compute]
+ * allreduce = auto becomes custom under scheduler.mode = vllm or sglang
+ * (both run their custom all-reduce kernel inside CUDA graphs) and nccl
+ * under btb (the original study's simulator costs NCCL-style rings). */
+void sim_params_compute(const sim_params_t *p, struct mdl_compute_params *cp);
+/* The front-end time of scheduler.frontend_ms, ns: the key's value, or at
+ * -1 0 under btb and SIM_FRONTEND_MS under vllm and sglang: the mean gap
+ * between measured and simulated TTFT over the five reference vLLM runs
+ * (models/README.md has the fit and its data). */
+#define SIM_FRONTEND_MS 16.0
+int64_t sim_params_frontend_ns(const sim_params_t *p);
 /* [output] alone, for the writers and the sweep. */
 int sim_out_params_fill(const cfg_t *c, sim_out_params_t *o, err_t *e);
 
