@@ -458,6 +458,25 @@ static void bench_has_at_one_million(void)
 	}
 }
 
+/* kvf_bytes_for, asked before a filter exists, is what the made filter's
+ * kvf_bytes says, for every kind and over sizes; 0 for rejected parameters. */
+static void test_bytes_for_matches_the_made_filter(void **st)
+{
+	(void)st;
+	const kvf_kind_t kinds[] = {KVF_EXACT, KVF_TTL, KVF_BLOOM, KVF_CUCKOO};
+	const uint64_t caps[] = {1, 100, 4096, 1000003};
+	for (size_t k = 0; k < 4; k++)
+		for (size_t c = 0; c < 4; c++) {
+			kvf_params_t p = {kinds[k], caps[c], 0.01, 1000, 7};
+			kv_filter_t *f = kvf_new(&p);
+			assert_non_null(f);
+			assert_true(kvf_bytes_for(&p) == kvf_bytes(f));
+			kvf_free(f);
+		}
+	kvf_params_t bad = {KVF_BLOOM, 0, 0.01, 0, 1};
+	assert_true(kvf_bytes_for(&bad) == 0);
+}
+
 int main(void)
 {
 	const char *bench = getenv("KVSIM_FILTER_BENCH");
@@ -480,6 +499,7 @@ int main(void)
 	    cmocka_unit_test(test_new_rejects_bad_parameters),
 	    cmocka_unit_test(test_same_calls_same_answers_other_seed_other_false_positives),
 	    cmocka_unit_test(test_bytes_match_sizing_formula),
+	    cmocka_unit_test(test_bytes_for_matches_the_made_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,14 +26,26 @@
 static const char *const axes[] = {"fake.policy=a,b", "fake.rate=1:3:1"};
 static const unsigned n_seeds = 3;
 
+/* A file's text ("" when unreadable); the caller frees it. */
+static char *cli_slurp_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+	if (f && buf)
+		buf[fread(buf, 1, 65535, f)] = 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
 static int have_mpirun(void)
 {
 	return system("command -v mpirun >/dev/null 2>&1") == 0;
 }
 
 /* The fake sweep, as run by every rank and by the local reference. */
-static int fake_sweep(const char *dir, int mpi, unsigned jobs, out_sweep_stats_t *st,
-		      err_t *e)
+static int fake_sweep_slow(const char *dir, int mpi, unsigned jobs, int sleep_ms,
+			   out_sweep_stats_t *st, err_t *e)
 {
 	cfg_schema_t *s = fake_schema();
 	cfg_t *base = s ? cfg_new(s) : NULL;
@@ -39,6 +53,10 @@ static int fake_sweep(const char *dir, int mpi, unsigned jobs, out_sweep_stats_t
 	int rc = !base || !g ? KS_ENOMEM : 0;
 	if (!rc)
 		rc = cfg_set(base, "fake.n=200", e);
+	char sl[64];
+	snprintf(sl, sizeof sl, "fake.sleep_ms=%d", sleep_ms);
+	if (!rc && sleep_ms)
+		rc = cfg_set(base, sl, e);
 	if (!rc)
 		rc = cfg_finalize(base, e);
 	for (size_t i = 0; !rc && i < sizeof axes / sizeof axes[0]; i++)
@@ -56,12 +74,20 @@ static int fake_sweep(const char *dir, int mpi, unsigned jobs, out_sweep_stats_t
 	return rc;
 }
 
+static int fake_sweep(const char *dir, int mpi, unsigned jobs, out_sweep_stats_t *st,
+		      err_t *e)
+{
+	return fake_sweep_slow(dir, mpi, jobs, 0, st, e);
+}
+
+#define SLOW_MS 300 /* each point of the interrupted sweep */
+
 /* What each rank does when the test launches itself under mpirun. */
-static int rank_main(const char *dir)
+static int rank_main(const char *dir, int sleep_ms)
 {
 	out_sweep_stats_t st;
 	err_t e = {0};
-	int rc = fake_sweep(dir, -1, 1, &st, &e);
+	int rc = fake_sweep_slow(dir, -1, 1, sleep_ms, &st, &e);
 	if (rc) {
 		fprintf(stderr, "rank sweep: %s\n", e.msg);
 		return 1;
@@ -225,13 +251,91 @@ static void test_mpi_sweep_of_kvsim_matches_local_sweep(void **st)
 	free(b);
 }
 
+/* Rows of dir's catalog with status `what`. */
+static size_t count_status(const char *dir, const char *what)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	if (out_catalog_open(dir, 1, &c, &e))
+		return 0; /* not made yet */
+	size_t n = 0;
+	if (!out_catalog_select(c, "status", NULL, NULL, &t, &e)) {
+		for (size_t r = 0; r < t.nrows; r++)
+			n += t.cells[r] && !strcmp(t.cells[r], what);
+		out_table_free(&t);
+	}
+	out_catalog_close(c);
+	return n;
+}
+
+/* SIGINT to mpirun while the ranks run points: rank 0 marks the points in
+ * flight 'interrupted', none stays 'running', the job exits non-zero, and
+ * running the same sweep again ends with the catalog of an uninterrupted
+ * local sweep. */
+static void test_interrupted_mpi_sweep_marks_its_points_and_resumes_exactly(void **st)
+{
+	(void)st;
+	if (!have_mpirun()) {
+		print_message("mpirun not found: skipping\n");
+		skip();
+	}
+	char dl[300], dm[300], self[512], cmd[1400];
+	snprintf(dl, sizeof dl, "%s/slow_local", tmp_dir);
+	snprintf(dm, sizeof dm, "%s/slow_mpi", tmp_dir);
+	out_sweep_stats_t s;
+	err_t e = {0};
+	assert_int_equal(fake_sweep_slow(dl, 0, 2, SLOW_MS, &s, &e), 0);
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = '\0';
+	snprintf(cmd, sizeof cmd, "exec " MPIRUN " %s --rank-slow %s 2>%s.err", self, dm, dm);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	/* once two points are done (minutes at most: only a hang waits longer) */
+	for (int i = 0; i < 6000 && count_status(dm, "done") < 2; i++)
+		usleep(50000);
+	assert_true(count_status(dm, "done") >= 2);
+	kill(pid, SIGINT);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+	size_t running = count_status(dm, "running"), inter = count_status(dm, "interrupted");
+	char log[400];
+	snprintf(log, sizeof log, "%s.err", dm);
+	char *err = cli_slurp_file(log);
+	printf("after SIGINT: %zu running, %zu interrupted, %zu done; stderr:\n%s", running,
+	       inter, count_status(dm, "done"), err);
+	assert_int_equal(running, 0);
+	assert_true(inter >= 1);
+	assert_non_null(strstr(err, "marked interrupted"));
+	free(err);
+	/* resume */
+	snprintf(cmd, sizeof cmd, MPIRUN " %s --rank-slow %s", self, dm);
+	assert_int_equal(system(cmd), 0);
+	size_t nl, nm, dnl, dnm;
+	char *a = catalog_dump(dl, &nl, &dnl, NULL, 0), *b = catalog_dump(dm, &nm, &dnm, NULL, 0);
+	assert_int_equal(dnl, 18);
+	assert_int_equal(dnm, 18);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--rank"))
-		return rank_main(argv[2]);
+		return rank_main(argv[2], 0);
+	if (argc == 3 && !strcmp(argv[1], "--rank-slow"))
+		return rank_main(argv[2], SLOW_MS);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mpi_sweep_of_fake_runs_matches_local_sweep),
 		cmocka_unit_test(test_mpi_sweep_of_kvsim_matches_local_sweep),
+		cmocka_unit_test(test_interrupted_mpi_sweep_marks_its_points_and_resumes_exactly),
 	};
 	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
 }

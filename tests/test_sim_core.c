@@ -189,6 +189,34 @@ static void test_max_rss_refuses_a_cluster_too_big_before_building_it(void **st)
 	assert_true(ru.ru_maxrss < 200 * 1024); /* KB */
 }
 
+/* The routing view's Bloom filters are sized from their capacity when the
+ * view is built: the default experiment's 8 instances' filters for 2e9
+ * entries at 1% need 76.7 GB,
+ * refused before they are allocated, naming the step, what it needs and
+ * the keys that shrink it. */
+static void test_max_rss_refuses_routing_indexes_too_big_before_building_them(void **st)
+{
+	(void)st;
+	const char *sets[] = {"policy.routing.name=cache_aware", "policy.routing.view=events",
+			      "policy.routing.index=bloom", "policy.routing.index_capacity=2000000000",
+			      "policy.routing.index_fpr=0.01", "experiment.max_rss_gb=1"};
+	cfg_t *cfg = NULL;
+	err_t e = {0};
+	sim_results_t r;
+	if (cli_load_config_ex(NULL, sets, 6, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
+		fail_msg("%s", e.msg);
+	sf_prefix_t f = sf_prefix(4, 0, 0, 1000, 4);
+	sim_source_t src = {sf_prefix_next, &f, "few"};
+	assert_int_equal(sim_run_source(cfg, &src, &r, &e), KS_ERUNTIME);
+	cli_config_free(cfg);
+	printf("%s\n", e.msg);
+	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: building the routing view's "
+				      "indexes needs "));
+	assert_non_null(strstr(e.msg, "nothing was allocated"));
+	assert_non_null(strstr(e.msg, "index_capacity"));
+	assert_int_equal(r.n_req, 0);
+}
+
 /* A fanout generator plans its 4M requests (~100 MB) when the trace is
  * opened, before the cluster is built: under a limit of 0.07 GB the run
  * stops right there, naming the step and the keys that shrink the plan. */
@@ -266,6 +294,7 @@ static void test_run_over_rss_limit_writes_no_output(void **st)
 }
 
 TEST_MAIN(cmocka_unit_test(test_max_rss_refuses_a_cluster_too_big_before_building_it),
+	    cmocka_unit_test(test_max_rss_refuses_routing_indexes_too_big_before_building_them),
           cmocka_unit_test(test_max_pending_rejects_arrivals_to_a_full_queue_as_overload),
           cmocka_unit_test(test_client_timeout_abandons_requests_waiting_past_it),
           cmocka_unit_test(test_max_rss_stops_the_run_with_an_error_and_no_results),

@@ -385,6 +385,16 @@ static void cuckoo_remove(kv_filter_t *f, uint64_t id)
 
 /* ---- the interface ---- */
 
+/* EXACT/TTL's first table: slots for capacity at load <= 1/2, a power of
+ * two, capped (it grows by doubling past that). */
+static uint64_t set_start_slots(uint64_t capacity)
+{
+	uint64_t n = SET_MIN_SLOTS;
+	while (n / 2 < capacity && n < SET_MAX_START)
+		n <<= 1;
+	return n;
+}
+
 static int params_ok(const kvf_params_t *p)
 {
 	if (!p || !p->capacity)
@@ -413,9 +423,7 @@ kv_filter_t *kvf_new(const kvf_params_t *p)
 	f->kick_rng = p->seed;
 	int ok = 0;
 	if (p->kind == KVF_EXACT || p->kind == KVF_TTL) {
-		uint64_t n = SET_MIN_SLOTS;
-		while (n / 2 < p->capacity && n < SET_MAX_START)
-			n <<= 1;
+		uint64_t n = set_start_slots(p->capacity);
 		f->nslot = n;
 		f->key = calloc(n, sizeof *f->key);
 		f->t = p->kind == KVF_TTL ? malloc(n * sizeof *f->t) : NULL;
@@ -493,6 +501,23 @@ uint64_t kvf_bytes(const kv_filter_t *f)
 		return f->nslot * (sizeof *f->key + sizeof *f->t);
 	default:
 		return f->nslot * sizeof *f->key;
+	}
+}
+
+uint64_t kvf_bytes_for(const kvf_params_t *p)
+{
+	if (!params_ok(p))
+		return 0;
+	uint64_t m, nb;
+	uint32_t k, fb;
+	switch (p->kind) {
+	case KVF_BLOOM:
+		return bloom_size(p, &m, &k) ? (m + 1) / 2 : 0;
+	case KVF_CUCKOO:
+		return cuckoo_size(p, &nb, &fb) ? ck_bytes(nb, fb) : 0;
+	default:
+		return set_start_slots(p->capacity) *
+		       (sizeof(uint64_t) + (p->kind == KVF_TTL ? sizeof(int64_t) : 0));
 	}
 }
 

@@ -78,6 +78,9 @@ int kvf_has(const kv_filter_t *f, uint64_t id, int64_t now_ns);
 uint64_t kvf_count(const kv_filter_t *f);
 /* Bytes of the filter's tables (what a router would keep in memory). */
 uint64_t kvf_bytes(const kv_filter_t *f);
+/* kvf_bytes of the filter kvf_new(p) would make, before it is made (0 for
+ * parameters kvf_new rejects). */
+uint64_t kvf_bytes_for(const kvf_params_t *p);
 /* The false-positive rate the parameters give at capacity, by the kind's
  * formula (0 for EXACT/TTL): BLOOM (1 - e^{-kn/m})^k with the m and k
  * kvf_new chooses, CUCKOO the bound 2*4/2^f. NaN for parameters kvf_new

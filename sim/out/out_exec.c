@@ -253,6 +253,8 @@ static int spawn(const out_point_t *p, const out_sweep_opts_t *o, int close_fd, 
 	}
 	if (pid == 0) {
 		sweep_signals_child();
+		signal(SIGINT, SIG_DFL); /* an MPI worker rank ignores them */
+		signal(SIGTERM, SIG_DFL);
 		close(pfd[0]);
 		if (close_fd >= 0)
 			close(close_fd);
@@ -424,6 +426,27 @@ static void clean_stale_tmp(const char *runs)
 	closedir(d);
 }
 
+/* Point k, in flight when the sweep was told to stop: 'interrupted' in the
+ * catalog (rerun by the next sweep), and its file gone (one a worker
+ * finished but did not report has no row). */
+static int mark_interrupted(sweep_t *s, size_t k, const char *why, err_t *e)
+{
+	const out_point_t *p = &s->pts[k];
+	int rc = out_catalog_interrupted(s->cat, p->id, why, e);
+	char f[4200];
+	snprintf(f, sizeof f, "%s/%s", s->o->dir, p->h5_rel);
+	unlink(f);
+	return rc;
+}
+
+/* The temporaries stopped workers left in DIR/runs. */
+static void clean_runs_tmp(sweep_t *s)
+{
+	char runs[4200];
+	snprintf(runs, sizeof runs, "%s/runs", s->o->dir);
+	clean_stale_tmp(runs);
+}
+
 /* The sweep was told to stop by signal sig: each worker still running is
  * killed and reaped; one that had finished its report keeps its result,
  * the others' points become 'interrupted' (rerun by the next sweep), and
@@ -454,19 +477,11 @@ static int stop_on_signal(sweep_t *s, slot_t *sl, unsigned jobs, int sig, int rc
 			continue;
 		}
 		err_t ie = {0};
-		const out_point_t *p = &s->pts[sl[j].k];
-		int irc = out_catalog_interrupted(s->cat, p->id, why, &ie);
-		if (irc && !rc)
-			rc = err_set(e, irc, "%s", ie.msg);
-		/* a file the worker finished but did not report has no row */
-		char f[4200];
-		snprintf(f, sizeof f, "%s/%s", s->o->dir, p->h5_rel);
-		unlink(f);
+		if (mark_interrupted(s, sl[j].k, why, &ie) && !rc)
+			rc = err_set(e, ie.code, "%s", ie.msg);
 		stopped++;
 	}
-	char runs[4200];
-	snprintf(runs, sizeof runs, "%s/runs", s->o->dir);
-	clean_stale_tmp(runs);
+	clean_runs_tmp(s);
 	s->st->interrupted = sig;
 	s->st->interrupted_points = stopped;
 	if (rc)
@@ -574,6 +589,40 @@ static int run_local(sweep_t *s, err_t *e)
 #ifdef KVSIM_HAVE_MPI
 enum { TAG_READY = 1, TAG_RESULT = 2, TAG_WORK = 3, TAG_STOP = 4 };
 
+/* Rank 0 told to stop by signal sig: the points the ranks hold (holding[w]
+ * = point + 1, 0 none) become 'interrupted' (rerun by the next sweep), their
+ * files go, and the whole job ends with exit 1 (MPI_Abort: the ranks cannot
+ * be asked to stop mid-point; their workers die with them, PR_SET_PDEATHSIG),
+ * after saying what the local sweep says. */
+static _Noreturn void mpi_interrupted(sweep_t *s, const size_t *holding, int size, int sig)
+{
+	char why[64];
+	snprintf(why, sizeof why, "interrupted by %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	size_t stopped = 0;
+	err_t e = {0};
+	for (int w = 1; w < size; w++) {
+		if (!holding[w])
+			continue;
+		err_t ie = {0};
+		if (mark_interrupted(s, holding[w] - 1, why, &ie) && !e.code)
+			e = ie;
+		stopped++;
+	}
+	clean_runs_tmp(s);
+	if (!e.code)
+		err_set(&e, KS_ERUNTIME,
+			"%s: %zu point(s) in flight marked interrupted, %zu done, %zu not "
+			"started; run the same command again to resume",
+			why, stopped, s->st->done, s->qtail - s->qhead);
+	progress_draw(s, 1);
+	fprintf(stderr, "kvsim sweep: %s\n", e.msg);
+	fflush(stderr);
+	out_catalog_close(s->cat);
+	s->cat = NULL;
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	_exit(1);
+}
+
 /* Rank 0: hand points out one at a time as ranks ask; own the catalog. */
 static int mpi_coordinate(sweep_t *s, int size, err_t *e)
 {
@@ -593,7 +642,7 @@ static int mpi_coordinate(sweep_t *s, int size, err_t *e)
 			if ((rc = start_point(s, k, e)))
 				break;
 			uint64_t gi = s->pts[k].index;
-			holding[w] = k;
+			holding[w] = k + 1;
 			in_flight++;
 			MPI_Send(&gi, 1, MPI_UINT64_T, w, TAG_WORK, MPI_COMM_WORLD);
 		}
@@ -607,8 +656,16 @@ static int mpi_coordinate(sweep_t *s, int size, err_t *e)
 				break;
 		}
 		MPI_Status ms;
-		int cnt;
-		MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &ms);
+		int cnt, any = 0;
+		/* waits for a message while watching for SIGINT and SIGTERM (mpirun
+		 * forwards them to rank 0): polled, as MPI_Probe cannot be woken */
+		while (!any) {
+			MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &any, &ms);
+			if (!any && sweep_signal)
+				mpi_interrupted(s, holding, size, sweep_signal);
+			if (!any)
+				nanosleep(&(struct timespec){0, 500000}, NULL);
+		}
 		MPI_Get_count(&ms, MPI_BYTE, &cnt);
 		b.len = 0;
 		if (cnt > 0 && (size_t)cnt > b.cap) {
@@ -632,7 +689,8 @@ static int mpi_coordinate(sweep_t *s, int size, err_t *e)
 			}
 			in_flight--;
 			if (!rc)
-				rc = finish_point(s, holding[ms.MPI_SOURCE], &r, e);
+				rc = finish_point(s, holding[ms.MPI_SOURCE] - 1, &r, e);
+			holding[ms.MPI_SOURCE] = 0;
 			free(r.metric);
 		}
 		idle[n_idle++] = ms.MPI_SOURCE;
@@ -643,10 +701,17 @@ static int mpi_coordinate(sweep_t *s, int size, err_t *e)
 	return rc;
 }
 
-/* Other ranks: ask, run the point in a forked child, send the report. */
+/* Other ranks: ask, run the point in a forked child, send the report.
+ * SIGINT and SIGTERM are rank 0's to act on (mpirun sends SIGTERM to every
+ * rank, then SIGKILL a second later): a worker rank that died of it first
+ * would have the job torn down before rank 0 marks the points in flight.
+ * Rank 0's MPI_Abort, or mpirun's SIGKILL, ends the workers; their
+ * children, back at the default actions, die with them (PR_SET_PDEATHSIG). */
 static void mpi_work(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t *o)
 {
 	buf_t b = {0};
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
 	MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
 	for (;;) {
 		uint64_t gi;
@@ -879,8 +944,7 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 	if (size == 1 && (rc = jobs_check(o->jobs ? o->jobs : 1, e)))
 		return rc;
 	made_t made = {0};
-	if (size == 1)
-		sweep_signals_arm();
+	sweep_signals_arm(); /* local: waited for in ppoll; rank 0: polled */
 	int rejected = rc = prepare(&s, g, base, &made, e);
 	s.progress = o->progress < 0 ? isatty(2) : o->progress;
 	s.t0 = now_s();

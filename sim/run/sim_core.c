@@ -1082,7 +1082,7 @@ static int rss_room_at(uint64_t limit, int is_auto, err_t *e, const char *what, 
 	return 0;
 }
 
-static int rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
+int sim_rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
 {
 	return rss_room_at(s->rss_limit, s->rss_auto, s->err, what, need, fix);
 }
@@ -1282,11 +1282,11 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	char what[160];
 	snprintf(what, sizeof what, "building the cluster (%u instances of %u KV blocks, and its tiers)",
 		 p.n_instances, p.kv_blocks);
-	if ((rc = rss_room(s, what, kv_need, RSS_FIX_CLUSTER)))
+	if ((rc = sim_rss_room(s, what, kv_need, RSS_FIX_CLUSTER)))
 		return rc;
 	if ((rc = cluster_init(&s->cl, &p, s->eng)))
 		return err_set(e, rc, "out of memory building the cluster");
-	if ((rc = rss_room(s, "building the cluster", 0, RSS_FIX_CLUSTER)))
+	if ((rc = sim_rss_room(s, "building the cluster", 0, RSS_FIX_CLUSTER)))
 		return rc;
 	s->hooks = calloc(p.n_instances, sizeof *s->hooks);
 	s->qdelay = calloc(p.n_instances, sizeof *s->qdelay);
@@ -1301,7 +1301,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		kv_store_set_watch(s->cl.inst[i].kv, sim_on_kv_watch, &s->hooks[i]);
 	}
 	if ((rc = sim_net_init(s, sp, e)) ||
-	    (rc = rss_room(s, "building the network and the KV tiers", 0, RSS_FIX_CLUSTER)))
+	    (rc = sim_rss_room(s, "building the network and the KV tiers", 0, RSS_FIX_CLUSTER)))
 		return rc;
 	if (!(s->holders = sim_holders_new()) || !(s->load = sim_load_new(p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -1322,7 +1322,11 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->view.match_host = s->view.match;
 		s->route_view.match_host = s->route_view.match;
 	}
-	if ((rc = sim_rv_setup(s, cfg, e)))
+	if ((rc = sim_rss_room(s, "building the routing view's indexes",
+				 sim_rv_index_bytes(s, cfg),
+				 "lower policy.routing.replicas or index_capacity, or pick another "
+				 "policy.routing.index")) ||
+	    (rc = sim_rv_setup(s, cfg, e)))
 		return rc;
 	if (pol_routing_view_routed(cfg) && !sim_rv_owns_view(s->rvw)) {
 		if (!(s->rview = pol_rview_new(p.n_instances,
@@ -1333,7 +1337,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 		s->route_view.held_blocks = rv_held_routed;
 		s->route_view.candidates = NULL; /* the tree is not the stores */
 	}
-	if ((rc = rss_room(s, "building the routing view", 0,
+	if ((rc = sim_rss_room(s, "building the routing view", 0,
 			   "lower policy.routing.replicas, index_capacity or view_blocks")) ||
 	    (rc = sim_join_setup(s, e)))
 		return rc;
@@ -1379,7 +1383,7 @@ static int setup(sim_ctx_t *s, const cfg_t *cfg, const pol_registry_t *reg, err_
 	if (s->trace && (rc = trace_begin(s)))
 		return err_set(e, rc, "trace events: %s",
 			       rc == KS_ENOMEM ? "out of memory" : "could not start");
-	return rss_room(s, "setting up the run", 0, RSS_FIX_CLUSTER);
+	return sim_rss_room(s, "setting up the run", 0, RSS_FIX_CLUSTER);
 }
 
 static int count_held(void *ctx, const kv_block_info_t *b)
@@ -1571,7 +1575,7 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 			err_set(e, rc, "simulation failed at t=%" PRId64 " ns", ev_engine_now(s->eng));
 	}
 	if (!rc && !(rc = collect(s, cfg, res)))
-		rc = rss_room(s, "collecting the results", 0,
+		rc = sim_rss_room(s, "collecting the results", 0,
 			      "shorten the trace (experiment.until_s, trace.limit)");
 	if (!rc && s->trace && (rc = trace_end(s)) && e && !e->msg[0])
 		err_set(e, rc, "trace events: writing failed");

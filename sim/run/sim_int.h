@@ -263,6 +263,11 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
  * outside a run's own steps: KS_ERUNTIME naming what (the step just done)
  * and fix when resident memory has passed it, else 0. */
 int sim_rss_check(double max_rss_gb, const char *what, const char *fix, err_t *e);
+/* Inside the run's setup: refuses a step whose allocation of need bytes,
+ * estimated before it is made, would take resident memory past max_rss_gb
+ * (KS_ERUNTIME naming what and fix, nothing allocated); need 0 checks what
+ * has been taken so far. */
+int sim_rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix);
 /* Makes the current resident size the peak that max_rss_gb's checks read
  * (Linux's VmHWM), so a run is held to its own peak, transient allocations
  * included; -1 where the kernel cannot (the checks then read the current

@@ -404,6 +404,16 @@ static const kvf_kind_t rv_kinds[] = {[POL_INDEX_EXACT] = KVF_EXACT,
 				      [POL_INDEX_CUCKOO] = KVF_CUCKOO,
 				      [POL_INDEX_TTL] = KVF_TTL};
 
+/* The index filter of instance i under view parameters p (seed salts it). */
+static kvf_params_t rv_filter_params(const sim_ctx_t *s, const pol_view_params_t *p, uint32_t i,
+				     uint64_t seed)
+{
+	return (kvf_params_t){rv_kinds[p->index],
+			      p->index_capacity ? p->index_capacity
+						: kv_capacity(s->cl.inst[i].kv),
+			      p->index_fpr, llround(p->index_ttl_s * 1e9), seed};
+}
+
 static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 {
 	sim_ctx_t *s = rv->s;
@@ -432,16 +442,26 @@ static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 		if (!(x->idx = calloc(n ? n : 1, sizeof *x->idx)))
 			return KS_ENOMEM;
 		for (uint32_t i = 0; i < n; i++) {
-			kvf_params_t fp = {rv_kinds[rv->p.index],
-					   rv->p.index_capacity ? rv->p.index_capacity
-								: kv_capacity(s->cl.inst[i].kv),
-					   rv->p.index_fpr, llround(rv->p.index_ttl_s * 1e9),
-					   rng_splitmix64(seed ^ ((uint64_t)r * n + i))};
+			kvf_params_t fp = rv_filter_params(s, &rv->p, i,
+							   rng_splitmix64(seed ^ ((uint64_t)r * n + i)));
 			if (!(x->idx[i] = kvf_new(&fp)))
 				return KS_ENOMEM;
 		}
 	}
 	return 0;
+}
+
+uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg)
+{
+	if (!pol_routing_view_events(cfg))
+		return 0;
+	pol_view_params_t p = pol_routing_view_params(cfg);
+	uint64_t need = 0;
+	for (uint32_t i = 0; i < s->view.n_inst; i++) {
+		kvf_params_t fp = rv_filter_params(s, &p, i, 0);
+		need += (uint64_t)(p.replicas ? p.replicas : 1) * kvf_bytes_for(&fp);
+	}
+	return need;
 }
 
 int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e)

@@ -43,6 +43,10 @@ typedef struct sim_rv sim_rv_t;
  * computed view for decision quality, and takes s->route_view over for
  * events or replicas > 1 (sim_rv_owns_view). */
 int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e);
+/* Bytes sim_rv_setup's event-view index filters will take (Bloom and
+ * cuckoo filters are sized from their capacity), to check against
+ * max_rss_gb before they are made; 0 without an event view. */
+uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg);
 int sim_rv_owns_view(const sim_rv_t *rv);
 /* The instances present are [0, n) (cold join, sim_join.h): the base view
  * the replicas' views answer from counts them. */
