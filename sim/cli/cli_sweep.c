@@ -334,6 +334,11 @@ int out_sweep_main(int argc, char **argv)
 		status = cli_fail(&e);
 		goto out;
 	}
+	/* an axis that some points ignore: said once here, not per point */
+	if (out_grid_note_inert(g, base, cfg_schema_warnings(cfg_schema(base)))) {
+		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
+		goto out;
+	}
 	sim_out_params_t op;
 	if (!dir && sim_out_params_fill(base, &op, &e)) {
 		status = cli_fail(&e);
