@@ -1948,6 +1948,16 @@ static int origin_file(const char *origin, char *out, size_t n)
 	return len > 0 && (size_t)len < n && !stat(out, &sb) && S_ISREG(sb.st_mode);
 }
 
+int cfg_file(const cfg_t *c, char *out, size_t n)
+{
+	ssize_t best = -1;
+	char f[4096];
+	for (size_t i = 0; i < c->n; i++)
+		if ((best < 0 || c->v[i].seq > c->v[best].seq) && origin_file(c->v[i].origin, f, sizeof f))
+			best = (ssize_t)i;
+	return best >= 0 && origin_file(c->v[best].origin, out, n);
+}
+
 int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
 {
 	char why[768];

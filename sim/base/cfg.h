@@ -313,6 +313,11 @@ void cfg_err_locate(const cfg_t *c, err_t *e);
  * naming the key's place when it does not fit. */
 int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e);
 
+/* The config file that c's latest value read from a file came from (an
+ * origin "FILE:LINE" naming a regular file), into out (n bytes): 1, or 0
+ * when no value came from a file. */
+int cfg_file(const cfg_t *c, char *out, size_t n);
+
 /* Writes the resolved config as INI that cfg_load_file accepts back. */
 int cfg_write(const cfg_t *c, FILE *f);
 /* The same, with flags: CFG_WRITE_ORIGINS adds a comment before each value a

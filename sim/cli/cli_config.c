@@ -56,8 +56,9 @@ static void usage(FILE *f)
 	           "           compute calibration (auto) resolve to on the configured GPU\n"
 	           "  digest   print the SHA-256 of the resolved config text (the digest\n"
 	           "           recorded with each run)\n"
-	           "  doc      print every key: section, name, type, default, range or\n"
-	           "           choices, unit and a one-line description\n\n"
+	           "  doc      print every key: section, name, type, default (and the default\n"
+	           "           experiment's value where it differs), range or choices, unit,\n"
+	           "           when it acts and a one-line description\n\n"
 	           "options:\n");
 	cli_cfg_help(f);
 	fprintf(f, "  -h, --help                this help\n\n"
@@ -75,11 +76,15 @@ static int config_doc(int argc, char **argv)
 		}
 		return cli_usage_error("unexpected argument '%s'", argv[i]);
 	}
-	cfg_schema_t *s = cfg_schema_default();
-	if (!s)
-		return cli_fail(&(err_t){KS_ERUNTIME, "cannot build the config schema"});
-	int rc = cfg_write_doc(s, stdout);
-	cfg_schema_free(s);
+	/* the default experiment, to name its value where it is not the key's
+	 * default (what `kvsim run` without a config uses) */
+	cfg_t *c;
+	err_t e = {0};
+	if (cli_load_config_ex(NULL, NULL, 0, CLI_DEFAULT_EXPERIMENT | CLI_NO_WARNINGS, NULL, &c,
+	                       &e))
+		return cli_fail(&e);
+	int rc = cfg_write_doc_ref(cfg_schema(c), c, "default experiment", stdout);
+	cli_config_free(c);
 	return rc ? 1 : 0;
 }
 

@@ -40,6 +40,16 @@ static const cfg_when_t when_pool = {"kvcache.pool_kv_gb > 0", NULL};
 const cfg_tkey_t sim_cfg_keys[] = {
 	{{"experiment", "name", CFG_STR, "default", 0, 0, NULL, "", "label of the experiment", NULL},
 	 AT(STR, name)},
+	{{"experiment", "base", CFG_STR, "", 0, 0, NULL, "",
+	 "what a config file changes: default = the built-in default experiment (kvsim config "
+	 "show prints it), or the path of another experiment file (relative to this one, e.g. "
+	 "analysis/experiments/fanout_65k.ini; its own base applies first); the file's keys "
+	 "then change it exactly as the same keys given by --set would (a trace.path of its own "
+	 "replaces the default experiment's generated traffic). Empty (default): the file is the "
+	 "whole experiment over the schema defaults (and one that sets no key at all means the "
+	 "default experiment)",
+	 NULL},
+	 CFG_LOAD},
 	{{"experiment", "seed", CFG_INT, "1", 0, 9.2e18, NULL, "",
 	 "master seed; every random stream (arrivals, each policy) derives from it", NULL},
 	 AT(U64, seed)},
