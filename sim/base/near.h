@@ -1,7 +1,9 @@
 /* near — "did you mean": the nearest of a set of names to what was typed.
  *
  * One measure for every suggestion kvsim makes (config sections, keys and
- * enum values, command-line options and subcommands): Levenshtein distance,
+ * enum values, command-line options and subcommands): edit distance with
+ * adjacent swaps (optimal string alignment: Levenshtein's insertions,
+ * deletions and substitutions, plus a transposition of two neighbours),
  * case-insensitive, on the first 64 bytes of each word. A candidate is worth
  * showing when it is one edit away or at most a third of the typed word
  * away; further off it is noise ('arc' is not a typo of 'lru'). Nothing here
@@ -12,7 +14,8 @@
 
 #include <stddef.h>
 
-/* Edits (insert, delete, substitute) between a and b, case-insensitive. */
+/* Edits (insert, delete, substitute, swap two neighbours) between a and b,
+ * case-insensitive. */
 size_t near_distance(const char *a, const char *b);
 /* Whether a candidate d edits away from typed is worth suggesting. */
 int near_close(const char *typed, size_t d);

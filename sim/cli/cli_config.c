@@ -107,7 +107,7 @@ static int config_show(int argc, char **argv, int digest)
 			goto out;
 		}
 		if (r == 0) {
-			status = cli_usage_error("unknown option '%s'", argv[i]);
+			status = cli_unknown_option(argv[i], usage);
 			goto out;
 		}
 	}
@@ -145,8 +145,9 @@ int cli_config_main(int argc, char **argv)
 	            : !strcmp(sub, "digest") ? 1
 	            : !strcmp(sub, "doc")    ? 2
 	                                     : -1;
+	static const char *const subs[] = {"show", "digest", "doc"};
 	if (which < 0)
-		return cli_usage_error("unknown subcommand '%s' (show, digest, doc)", sub);
+		return cli_unknown_word("subcommand", sub, subs, 3);
 	char cmd[64];
 	snprintf(cmd, sizeof cmd, "config %s", sub);
 	cli_set_command(cmd);

@@ -244,7 +244,7 @@ int cli_run_main(int argc, char **argv)
 			pol_registry_free(reg);
 			if (rc < 0)
 				return cli_fail(&e);
-			return cli_usage_error("unknown option '%s'", argv[i]);
+			return cli_unknown_option(argv[i], usage);
 		}
 	}
 	cfg_t *cfg = NULL;

@@ -321,7 +321,7 @@ int out_sweep_main(int argc, char **argv)
 				goto out;
 			}
 			if (r == 0) {
-				status = bad_usage("unknown option", o);
+				status = cli_unknown_option(o, usage);
 				goto out;
 			}
 		}
