@@ -115,6 +115,13 @@ int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_
 			   const char *const *plugins, size_t n_plugins, const out_hdf5_opts_t *h5,
 			   char id[65], err_t *e);
 
+/* Before a run that out_run_record_plugins would record in dir: its id
+ * (config text, seed, the content of its inputs and plugins) and what dir
+ * holds of it, as a sweep of this build would see it (out_catalog_check,
+ * OUT_CHECK_*; TODO when dir has no catalog). Reads the catalog only. */
+int out_run_lookup(const char *dir, const cfg_t *cfg, uint64_t seed, const char *const *plugins,
+		   size_t n_plugins, char id[65], int *verdict, err_t *e);
+
 typedef struct out_sweep_opts {
 	const char *dir;      /* results directory (created) */
 	unsigned jobs;        /* local worker processes, >= 1 */
