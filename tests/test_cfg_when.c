@@ -346,6 +346,10 @@ static void test_keys_of_an_unselected_mode_warn(void **state)
 	expect(WARNINGS("trace.kind=gen", "trace.gen=flash", "trace.flash_tau_s=2"),
 	       "(here trace.flash_shape = step)");
 	expect(WARNINGS("trace.users=4"), "[trace] users: no effect");
+	expect(WARNINGS("trace.in_dist=fixed", "trace.in_sigma=0.5"),
+	       "[trace] in_sigma: no effect: it acts only when trace.in_dist = lognormal (here "
+	       "trace.in_dist = fixed)");
+	expect_none(WARNINGS("trace.out_dist=zipf", "trace.out_zipf_s=1.5"));
 	expect(WARNINGS("cluster.handoff=after_prefill"),
 	       "[cluster] handoff: no effect: it acts only when cluster.disagg = true (here "
 	       "cluster.disagg = false)");

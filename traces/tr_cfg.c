@@ -52,6 +52,15 @@ static const cfg_when_t when_fanout = {GEN_IS("fanout"), NULL};
 static const cfg_when_t when_crowd = {GEN_IS("crowd"), NULL};
 static const cfg_when_t when_spec = {"trace.kind = spec", NULL};
 #undef GEN_IS
+/* A length distribution's parameters, each only under its own kind. */
+static const cfg_when_t when_in_mean = {"trace.in_dist = fixed|lognormal", NULL};
+static const cfg_when_t when_in_sigma = {"trace.in_dist = lognormal", NULL};
+static const cfg_when_t when_in_zipf = {"trace.in_dist = zipf", NULL};
+static const cfg_when_t when_in_path = {"trace.in_dist = empirical", NULL};
+static const cfg_when_t when_out_mean = {"trace.out_dist = fixed|lognormal", NULL};
+static const cfg_when_t when_out_sigma = {"trace.out_dist = lognormal", NULL};
+static const cfg_when_t when_out_zipf = {"trace.out_dist = zipf", NULL};
+static const cfg_when_t when_out_path = {"trace.out_dist = empirical", NULL};
 
 #define S "trace"
 const cfg_tkey_t tr_cfg_keys[] = {
@@ -238,12 +247,12 @@ const cfg_tkey_t tr_cfg_keys[] = {
      CFG_AT_ENUM(tr_opts_t, in.kind, dist_map)},
     {{S, "in_mean", CFG_FLOAT, "2048", 0, 1e9, NULL, "tokens", "fixed value or lognormal mean",
      NULL},
-     CFG_AT(DOUBLE, tr_opts_t, in.mean)},
+     CFG_AT_WHEN(DOUBLE, tr_opts_t, in.mean, &when_in_mean)},
     {{S, "in_sigma", CFG_FLOAT, "1", 0, 10, NULL, "", "lognormal sigma of log(length)", NULL},
-     CFG_AT(DOUBLE, tr_opts_t, in.sigma)},
+     CFG_AT_WHEN(DOUBLE, tr_opts_t, in.sigma, &when_in_sigma)},
     {{S, "in_zipf_s", CFG_FLOAT, "1.1", 0, 10, NULL, "", "Zipf exponent over [in_min, in_max]",
      NULL},
-     CFG_AT(DOUBLE, tr_opts_t, in.zipf_s)},
+     CFG_AT_WHEN(DOUBLE, tr_opts_t, in.zipf_s, &when_in_zipf)},
     {{S, "in_min", CFG_INT, "1", 0, 4294967295.0, NULL, "tokens", "lower clamp", NULL},
      CFG_AT(U32, tr_opts_t, in.min)},
     {{S, "in_max", CFG_INT, "131072", 0, 4294967295.0, NULL, "tokens",
@@ -251,18 +260,18 @@ const cfg_tkey_t tr_cfg_keys[] = {
      CFG_AT(U32, tr_opts_t, in.max)},
     {{S, "in_path", CFG_STR, "", 0, 0, NULL, "path",
      "empirical: a trace file whose input lengths are resampled (relative as path)", NULL},
-     CFG_AT(STR, tr_opts_t, in.path)},
+     CFG_AT_WHEN(STR, tr_opts_t, in.path, &when_in_path)},
     {{S, "out_dist", CFG_ENUM, "lognormal", 0, 0, NULL, "",
      "generated output lengths", NULL},
      CFG_AT_ENUM(tr_opts_t, out.kind, dist_map)},
     {{S, "out_mean", CFG_FLOAT, "256", 0, 1e9, NULL, "tokens", "fixed value or lognormal mean",
      NULL},
-     CFG_AT(DOUBLE, tr_opts_t, out.mean)},
+     CFG_AT_WHEN(DOUBLE, tr_opts_t, out.mean, &when_out_mean)},
     {{S, "out_sigma", CFG_FLOAT, "0.8", 0, 10, NULL, "", "lognormal sigma of log(length)", NULL},
-     CFG_AT(DOUBLE, tr_opts_t, out.sigma)},
+     CFG_AT_WHEN(DOUBLE, tr_opts_t, out.sigma, &when_out_sigma)},
     {{S, "out_zipf_s", CFG_FLOAT, "1.1", 0, 10, NULL, "", "Zipf exponent over [out_min, out_max]",
      NULL},
-     CFG_AT(DOUBLE, tr_opts_t, out.zipf_s)},
+     CFG_AT_WHEN(DOUBLE, tr_opts_t, out.zipf_s, &when_out_zipf)},
     {{S, "out_min", CFG_INT, "1", 0, 4294967295.0, NULL, "tokens", "lower clamp", NULL},
      CFG_AT(U32, tr_opts_t, out.min)},
     {{S, "out_max", CFG_INT, "8192", 0, 4294967295.0, NULL, "tokens", "upper clamp (0 = max_tokens)",
@@ -270,7 +279,7 @@ const cfg_tkey_t tr_cfg_keys[] = {
      CFG_AT(U32, tr_opts_t, out.max)},
     {{S, "out_path", CFG_STR, "", 0, 0, NULL, "path",
      "empirical: a trace file whose output lengths are resampled (relative as path)", NULL},
-     CFG_AT(STR, tr_opts_t, out.path)},
+     CFG_AT_WHEN(STR, tr_opts_t, out.path, &when_out_path)},
     /* prefix model (traces without hash ids, generators) */
     {{S, "prefix_shared_prob", CFG_FLOAT, "0", 0, 1, NULL, "",
      "share of requests (session first turns) that start with a shared system prompt", NULL},
