@@ -221,7 +221,9 @@ void cli_cfg_help(FILE *f)
 	fprintf(f,
 	        "  CONFIG                    experiment INI file (default, and for a file\n"
 	        "                            that sets no key: the built-in default\n"
-	        "                            experiment); relative paths in it name files\n"
+	        "                            experiment); one that says [experiment]\n"
+	        "                            base = default changes that experiment as\n"
+	        "                            --set would; relative paths in it name files\n"
 	        "                            beside it when they are there\n"
 	        "  -s, --set SECTION.KEY=VALUE\n"
 	        "                            override one key after CONFIG; repeatable,\n"
