@@ -462,6 +462,8 @@ static void test_mistyped_commands_and_options_suggest_the_nearest(void **state)
 	     "kvsim run: unknown option '--trace-event' (did you mean '--trace-events'?)\n"},
 	    {{"config", "shwo"}, "kvsim config: unknown subcommand 'shwo' (did you mean 'show'?)\n"},
 	    {{"trace", "stat"}, "kvsim trace: unknown command 'stat' (did you mean 'stats'?)\n"},
+	    {{"trace", "gen", "poisson", "--sed"},
+	     "kvsim trace gen: unknown option '--sed' (did you mean '--seed'?)\n"},
 	    {{"--hlep"}, "kvsim: unknown option '--hlep' (did you mean '--help'?)\n"},
 	    {{"run", "-x"}, "kvsim run: unknown option '-x'\n"}, /* one letter: no guess */
 	    {{"frob"}, "kvsim: unknown command 'frob' (run, config, trace, net, policies, sweep, "

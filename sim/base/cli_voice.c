@@ -62,9 +62,9 @@ static int option_at(const char *text, const char *p)
 	return isalpha((unsigned char)*q);
 }
 
-int cli_unknown_option(const char *arg, void (*usage)(FILE *))
+const char *cli_option_near(const char *arg, void (*usage)(FILE *), char *buf, size_t n)
 {
-	char typed[128], best[128] = "", *help = NULL;
+	char typed[128], *help = NULL;
 	size_t len = 0, bd = (size_t)-1;
 	snprintf(typed, sizeof typed, "%.*s", (int)strcspn(arg, "="), arg);
 	FILE *f = usage ? open_memstream(&help, &len) : NULL;
@@ -72,23 +72,30 @@ int cli_unknown_option(const char *arg, void (*usage)(FILE *))
 		usage(f);
 		fclose(f);
 	}
+	buf[0] = '\0';
 	/* a short option is one letter: any other is as near, so none is meant */
 	for (const char *p = help && strlen(typed) > 2 ? help : ""; *p; p++) {
 		if (!option_at(help, p))
 			continue;
-		char word[128];
 		size_t w = strspn(p, "-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+		char word[128];
 		snprintf(word, sizeof word, "%.*s", (int)w, p);
 		size_t d = near_distance(typed, word);
 		if (d < bd) {
 			bd = d;
-			memcpy(best, word, sizeof best);
+			snprintf(buf, n, "%s", word);
 		}
 		p += w - 1;
 	}
 	free(help);
-	if (*best && near_close(typed, bd))
-		return cli_usage_error("unknown option '%s' (did you mean '%s'?)", arg, best);
+	return *buf && near_close(typed, bd) ? buf : NULL;
+}
+
+int cli_unknown_option(const char *arg, void (*usage)(FILE *))
+{
+	char near[128];
+	if (cli_option_near(arg, usage, near, sizeof near))
+		return cli_usage_error("unknown option '%s' (did you mean '%s'?)", arg, near);
 	return cli_usage_error("unknown option '%s'", arg);
 }
 

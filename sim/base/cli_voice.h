@@ -38,6 +38,9 @@ void cli_help_end(FILE *f);
  * help (usage, as the command prints it for --help) names that is nearest
  * to arg without its "=VALUE" (sim/base/near.h); returns 2. */
 int cli_unknown_option(const char *arg, void (*usage)(FILE *));
+/* The suggestion alone: the option usage's help names nearest to arg, in
+ * buf (n bytes), or NULL when none is near (or arg is one letter). */
+const char *cli_option_near(const char *arg, void (*usage)(FILE *), char *buf, size_t n);
 /* The same for a word that names none of the n words of names (a command's
  * subcommands): "unknown WHAT 'swep' (did you mean 'sweep'?)"; the list of
  * names follows in parentheses when nothing is near. */
