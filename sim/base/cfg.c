@@ -1469,8 +1469,11 @@ static int when_bad(when_ctx_t *x, word_t w, const char *what)
 static ssize_t when_key(when_ctx_t *x, word_t w)
 {
 	char k[2 * CFG_NAME_MAX + 2];
-	ssize_t i = w.n < sizeof k ? (memcpy(k, w.p, w.n), k[w.n] = '\0', preset_key_index(x->s, k))
-	                           : -1;
+	ssize_t i = -1;
+	if (w.n < sizeof k) {
+		snprintf(k, sizeof k, "%.*s", (int)w.n, w.p);
+		i = preset_key_index(x->s, k);
+	}
 	if (i < 0)
 		when_bad(x, w, "not a key of the config schema");
 	return i;
@@ -1487,9 +1490,11 @@ static double when_number(const when_ctx_t *x, size_t i)
 static void when_here(when_ctx_t *x, const char *text, size_t n, const char *value)
 {
 	char item[256];
-	snprintf(item, sizeof item, "%.*s = %s", (int)n, text, value);
-	if (strstr(x->here, item))
-		return;
+	int w = snprintf(item, sizeof item, "%.*s = %s", (int)n, text, value);
+	size_t il = w < 0 ? 0 : (size_t)w < sizeof item ? (size_t)w : sizeof item - 1;
+	for (const char *h = strstr(x->here, item); h; h = strstr(h + 1, item))
+		if ((h == x->here || h[-1] == ' ') && (h[il] == ',' || !h[il]))
+			return; /* named already (a whole item, not the start of one) */
 	size_t used = strlen(x->here);
 	snprintf(x->here + used, sizeof x->here - used, "%s%s", used ? ", " : "", item);
 }
@@ -1693,8 +1698,7 @@ int cfg_finalize(cfg_t *c, err_t *e)
 		 * value someone set: not a default, the default experiment's or a
 		 * preset's, and not a sweep axis's (the sweep names those). */
 		if (!org || !c->s->warn || c->s->warned[i] || key_alias(c->s, i) ||
-		    !strcmp(org, CFG_ORIGIN_GRID) || (!k->owner && below_preset(&c->v[i])) ||
-		    c->v[i].preset)
+		    !strcmp(org, CFG_ORIGIN_GRID) || below_preset(&c->v[i]) || c->v[i].preset)
 			continue;
 		char why[1024];
 		if (!inert(c, i, why, sizeof why))
