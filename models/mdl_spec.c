@@ -45,7 +45,7 @@ extern const mdl_embedded_t mdl_embedded[];
  * of a config pick a built-in spec instead, mdl_cfg.c). */
 #define NAME_KEY(sec, type)                                                                        \
 	{{{sec, "name", CFG_STR, "", 0, 0, NULL, "", "the spec's name", NULL}, CFG_NOWHERE},       \
-	 {CFG_F_NONE, offsetof(type, name), NULL, NULL},                                           \
+	 {CFG_F_NONE, offsetof(type, name), NULL, NULL, NULL},                                           \
 	 1}
 
 _Static_assert(sizeof(mdl_attn_t) == sizeof(int), "an enum field is an int (cfg.h)");

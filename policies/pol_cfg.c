@@ -94,6 +94,20 @@ static const cfg_enum_t index_map[] = {{"exact", POL_INDEX_EXACT},
 static const cfg_enum_t assign_map[] = {
     {"round_robin", POL_ASSIGN_ROUND_ROBIN}, {"random", POL_ASSIGN_RANDOM}, {NULL, 0}};
 #define EV_KEY(name, type, def, lo, hi, unit, doc) {"policy.routing", name, type, def, lo, hi, NULL, unit, doc, NULL}
+/* When a family key acts (cfg_when_t): each view's own keys only under it. */
+#define EVENTS "policy.routing.view = events"
+static const cfg_when_t when_routed = {
+    "policy.routing.view = routed or policy.routing.view = auto and policy.routing.name = "
+    "cache_aware",
+    NULL};
+static const cfg_when_t when_events = {EVENTS, NULL};
+static const cfg_when_t when_lognormal = {EVENTS " and policy.routing.event_delay_dist = lognormal",
+                                          NULL};
+static const cfg_when_t when_filter = {EVENTS " and policy.routing.index = bloom|cuckoo", NULL};
+static const cfg_when_t when_ttl = {EVENTS " and policy.routing.index = ttl", NULL};
+static const cfg_when_t when_replicas = {"policy.routing.replicas > 1", NULL};
+#undef EVENTS
+#define FAM_AT(kind, member, w) CFG_AT_WHEN(kind, family_params_t, member, w)
 
 static const cfg_tkey_t family_keys[] = {
     {{"policy.routing", "view", CFG_ENUM, "auto", 0, 0, NULL, "",
@@ -112,50 +126,50 @@ static const cfg_tkey_t family_keys[] = {
      "outgrows any KV pool); 0 = the instance's KV pool size (own choice: the tree forgets "
      "about when the cache does)",
      NULL},
-     CFG_AT(U32, family_params_t, view_blocks)},
+     FAM_AT(U32, view_blocks, &when_routed)},
     {EV_KEY("event_delay_ms", CFG_FLOAT, "0", 0, 1e9, "ms",
             "view = events: mean delay from a KV event message's sending to its applying in "
             "the routers' index (own choice: 0, the index as instant as the computed view)"),
-     CFG_AT(DOUBLE, family_params_t, ev.delay_ms)},
+     FAM_AT(DOUBLE, ev.delay_ms, &when_events)},
     {{"policy.routing", "event_delay_dist", CFG_ENUM, "fixed", 0, 0, NULL, "",
       "view = events: distribution of each message's delay, mean event_delay_ms: fixed, "
       "exponential, or lognormal with coefficient of variation event_delay_cv; delivery keeps "
       "each instance's order (a message is applied at max(its drawn time, the previous "
       "message's)) (own choice: fixed)",
       NULL},
-     CFG_AT_ENUM(family_params_t, ev.delay_dist, delay_dist_map)},
+     CFG_AT_ENUM_WHEN(family_params_t, ev.delay_dist, delay_dist_map, &when_events)},
     {EV_KEY("event_delay_cv", CFG_FLOAT, "1", 0, 100, "",
             "view = events, event_delay_dist = lognormal: standard deviation / mean of the "
             "delay (own choice: 1)"),
-     CFG_AT(DOUBLE, family_params_t, ev.delay_cv)},
+     FAM_AT(DOUBLE, ev.delay_cv, &when_lognormal)},
     {EV_KEY("event_batch_ms", CFG_FLOAT, "0", 0, 1e9, "ms",
             "view = events: 0 = every event its own message; otherwise an instance's events "
             "are sent together every event_batch_ms, the window starting at its first event "
             "(own choice: 0)"),
-     CFG_AT(DOUBLE, family_params_t, ev.batch_ms)},
+     FAM_AT(DOUBLE, ev.batch_ms, &when_events)},
     {EV_KEY("event_loss", CFG_FLOAT, "0", 0, 1, "",
             "view = events: probability that an event of a message is lost, independently per "
             "event and per router replica (own choice: 0)"),
-     CFG_AT(DOUBLE, family_params_t, ev.loss)},
+     FAM_AT(DOUBLE, ev.loss, &when_events)},
     {{"policy.routing", "index", CFG_ENUM, "exact", 0, 0, NULL, "",
       "view = events: the per-instance index of block ids: exact (a hash set), bloom "
       "(counting Bloom filter), cuckoo (cuckoo filter), ttl (exact set whose entries expire "
       "index_ttl_s after their last stored event; removed events are not applied) "
       "(own choice: exact)",
       NULL},
-     CFG_AT_ENUM(family_params_t, ev.index, index_map)},
+     CFG_AT_ENUM_WHEN(family_params_t, ev.index, index_map, &when_events)},
     {EV_KEY("index_fpr", CFG_FLOAT, "0.01", 0, 1, "",
             "view = events, index = bloom or cuckoo: target false-positive rate at "
             "index_capacity, in (0, 1) (own choice: 0.01)"),
-     CFG_AT(DOUBLE, family_params_t, ev.index_fpr)},
+     FAM_AT(DOUBLE, ev.index_fpr, &when_filter)},
     {EV_KEY("index_ttl_s", CFG_FLOAT, "120", 0, 1e9, "s",
             "view = events, index = ttl: lifetime of an entry after its last stored event, "
             "> 0 (own choice: 120 s)"),
-     CFG_AT(DOUBLE, family_params_t, ev.index_ttl_s)},
+     FAM_AT(DOUBLE, ev.index_ttl_s, &when_ttl)},
     {EV_KEY("index_capacity", CFG_INT, "0", 0, 4294967295.0, "blocks",
             "view = events: entries each instance's index is sized for; 0 = the instance's "
             "KV pool blocks (own choice: the index sized to what the cache can hold)"),
-     CFG_AT(U64, family_params_t, ev.index_capacity)},
+     FAM_AT(U64, ev.index_capacity, &when_events)},
     {EV_KEY("replicas", CFG_INT, "1", 1, 1024, "",
             "router replicas, any view: each arrival is decided by one replica (replica_assign), "
             "which has its own routed tree (updated only by its own decisions) or its own event "
@@ -169,9 +183,19 @@ static const cfg_tkey_t family_keys[] = {
       "replicas > 1: which replica decides an arrival: round_robin over arrivals, or random "
       "(drawn from the view's own random stream) (own choice: round_robin)",
       NULL},
-     CFG_AT_ENUM(family_params_t, ev.assign, assign_map)},
+     CFG_AT_ENUM_WHEN(family_params_t, ev.assign, assign_map, &when_replicas)},
 };
 #undef EV_KEY
+#undef FAM_AT
+
+/* The predictor runs only for a replication policy that asks it for
+ * forecasts (a horizon, pol_repl_timing_t): speculative, early_rdma with
+ * early_trigger = forecast, or a plugin's. */
+static const cfg_when_t when_predictor = {
+    "policy.replication.name != none|reactive_hotspot|full|early_rdma or "
+    "policy.replication.name = early_rdma and policy.replication.early_trigger = forecast",
+    "select a replication policy that forecasts: policy.replication.name = speculative, or "
+    "early_rdma with early_trigger = forecast"};
 
 /* The family keys of c (their defaults if c's schema lacks them). */
 static family_params_t family_params(const cfg_t *c)
@@ -220,7 +244,7 @@ int pol_cfg_register(cfg_schema_t *s)
 	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++)
 		if ((rc = cfg_schema_add_typed(s, b->ops->params, b->ops->n_params)))
 			return rc;
-	return 0;
+	return cfg_schema_set_section_when(s, pol_family_section(POL_PREDICTOR), &when_predictor);
 }
 
 static int is_builtin(const pol_base_t *ops)

@@ -161,6 +161,8 @@ static const cfg_enum_t sp_basis_map[] = {{"recompute", 0}, {"min", 1}, {NULL, 0
 static const cfg_enum_t sp_hint_map[] = {
     {"off", SP_HINT_OFF}, {"override", SP_HINT_OVERRIDE}, {"score", SP_HINT_SCORE}, {NULL, 0}};
 
+/* Decode pre-placement needs a decode pool (cfg_when_t). */
+static const cfg_when_t when_disagg = {"cluster.disagg = true", NULL};
 static const cfg_tkey_t sp_params[] = {
     POL_KEY("replication", "speculative", "spec_tick_ms", CFG_FLOAT, "100", 0.001, 1e6, NULL, "ms",
             "planning period (own choice)",
@@ -220,7 +222,7 @@ static const cfg_tkey_t sp_params[] = {
             "decode instances per forecast prefix to pre-place its computed KV on, in a "
             "disaggregated cluster (used with cluster.decode_prefix_cache); 0 (default, own "
             "choice): the decode pool gets no replicas",
-            CFG_AT(U32, sp_params_t, spec_decode_targets)),
+            CFG_AT_WHEN(U32, sp_params_t, spec_decode_targets, &when_disagg)),
 };
 
 static int sp_init(const void *params, uint64_t seed, void **state, err_t *e)

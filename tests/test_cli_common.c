@@ -372,7 +372,7 @@ static void test_every_command_has_one_help_and_error_shape(void **state)
 	assert_true(nc >= 9); /* run config trace net policies sweep runs calibrate bench */
 	cli_result_t none = cli_run(kvsim, scratch, "--no-such-option", NULL);
 	assert_int_equal(none.status, 2);
-	assert_string_equal(none.err, "kvsim: unknown command '--no-such-option'\n"
+	assert_string_equal(none.err, "kvsim: unknown option '--no-such-option'\n"
 	                              "Run 'kvsim --help' for usage.\n");
 	for (size_t i = 0; i < nc; i++) {
 		check_command_shape(kvsim, scratch, cmds[i]);
@@ -440,6 +440,48 @@ static void test_directories_given_as_files_exit_two(void **state)
 	assert_int_equal(tmp_dir_remove(d), 0);
 }
 
+/* A mistyped command or option names the nearest one (the distance the
+ * config keys' suggestions use), a subcommand's list when none is near. */
+static void test_mistyped_commands_and_options_suggest_the_nearest(void **state)
+{
+	(void)state;
+	const char *kvsim = cli_kvsim_or_skip();
+	char scratch[] = "/tmp/test_cli_voice.XXXXXX";
+	assert_non_null(mkdtemp(scratch));
+	static const struct {
+		const char *argv[4], *err;
+	} cases[] = {
+	    {{"swep"}, "kvsim: unknown command 'swep' (did you mean 'sweep'?)\n"},
+	    {{"run", "--sett", "experiment.seed=2"},
+	     "kvsim run: unknown option '--sett' (did you mean '--set'?)\n"},
+	    {{"run", "--sett=experiment.seed=2"},
+	     "kvsim run: unknown option '--sett=experiment.seed=2' (did you mean '--set'?)\n"},
+	    {{"sweep", "--gird", "cluster.tp=2,4"},
+	     "kvsim sweep: unknown option '--gird' (did you mean '--grid'?)\n"},
+	    {{"run", "--trace-event", "x.json"},
+	     "kvsim run: unknown option '--trace-event' (did you mean '--trace-events'?)\n"},
+	    {{"config", "shwo"}, "kvsim config: unknown subcommand 'shwo' (did you mean 'show'?)\n"},
+	    {{"trace", "stat"}, "kvsim trace: unknown command 'stat' (did you mean 'stats'?)\n"},
+	    {{"trace", "gen", "poisson", "--sed"},
+	     "kvsim trace gen: unknown option '--sed' (did you mean '--seed'?)\n"},
+	    {{"--hlep"}, "kvsim: unknown option '--hlep' (did you mean '--help'?)\n"},
+	    {{"run", "-x"}, "kvsim run: unknown option '-x'\n"}, /* one letter: no guess */
+	    {{"frob"}, "kvsim: unknown command 'frob' (run, config, trace, net, policies, sweep, "
+	               "runs, metrics, calibrate, model, bench)\n"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *argv[6] = {kvsim};
+		for (int k = 0; k < 4 && cases[i].argv[k]; k++)
+			argv[k + 1] = cases[i].argv[k];
+		cli_result_t r = cli_run_argv(kvsim, NULL, scratch, argv);
+		if (r.status != 2 || strncmp(r.err, cases[i].err, strlen(cases[i].err)))
+			fail_msg("'kvsim %s %s': exit %d, stderr: %s", cases[i].argv[0],
+			         cases[i].argv[1] ? cases[i].argv[1] : "", r.status, r.err);
+		cli_result_free(&r);
+	}
+	assert_int_equal(tmp_dir_remove(scratch), 0);
+}
+
 TEST_MAIN(cmocka_unit_test(test_cfg_arg_takes_set_forms_and_one_config),
           cmocka_unit_test(test_cfg_arg_errors),
           cmocka_unit_test(test_load_config_defaults_and_free),
@@ -450,4 +492,5 @@ TEST_MAIN(cmocka_unit_test(test_cfg_arg_takes_set_forms_and_one_config),
           cmocka_unit_test(test_errors_speak_as_the_command),
           cmocka_unit_test(test_run_setup_errors_name_the_line_set_last),
           cmocka_unit_test(test_every_command_has_one_help_and_error_shape),
-          cmocka_unit_test(test_directories_given_as_files_exit_two))
+          cmocka_unit_test(test_directories_given_as_files_exit_two),
+          cmocka_unit_test(test_mistyped_commands_and_options_suggest_the_nearest))

@@ -318,6 +318,86 @@ static void test_degenerate_costs_stop_naming_the_key(void **st)
 	cli_result_free(&r);
 }
 
+/* The h5 file's bytes and modification time, to tell a rewrite. */
+static void file_stamp(const char *path, struct stat *sb)
+{
+	assert_int_equal(stat(path, sb), 0);
+}
+
+/* -o DIR again with the same config: refused before the run, DIR unchanged,
+ * unless --force; another config writes alongside; a damaged file is
+ * replaced with a note; a sweep still takes the run as a done point. */
+static void test_run_into_a_dir_holding_it_is_refused_unless_forced(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	char out[128], h5[256], want[1024];
+	snprintf(out, sizeof out, "%s/again", tmp_dir);
+	const char *small = "trace.duration_s=10", *one = "trace.fanout_bursts=1";
+	cli_result_t r = cli_run(kvsim, tmp_dir, "run", "-q", "-o", out, "--set", small, "--set",
+	                         one, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run(kvsim, tmp_dir, "runs", out, "--columns", "id", "--csv", NULL);
+	char id[17] = "";
+	assert_int_equal(sscanf(r.out, "id\n%16s", id), 1);
+	cli_result_free(&r);
+	snprintf(h5, sizeof h5, "%s/runs/%s.h5", out, id);
+	struct stat before, after;
+	file_stamp(h5, &before);
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "-o", out, "--set", small, "--set", one, NULL);
+	assert_int_equal(r.status, 2);
+	snprintf(want, sizeof want,
+	         "kvsim run: %s already holds this run (id %s: the same config, inputs and seed), "
+	         "made by this build: %s; running it again gives the same results (read them with "
+	         "'kvsim runs %s'); pass --force to run it again and replace them\n",
+	         out, id, h5, out);
+	assert_string_equal(r.err, want);
+	cli_result_free(&r);
+	file_stamp(h5, &after);
+	assert_true(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+	            before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "-o", out, "--force", "--set", small, "--set", one,
+	            NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	file_stamp(h5, &after);
+	assert_false(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+	             before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+	/* another config: its own file beside the first */
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "-o", out, "--set", small, "--set",
+	            "trace.fanout_bursts=2", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run(kvsim, tmp_dir, "runs", out, "--columns", "id", "--csv", NULL);
+	assert_non_null(strstr(r.out, id));
+	size_t lines = 0;
+	for (const char *c = r.out; *c; c++)
+		lines += *c == '\n';
+	assert_int_equal(lines, 3); /* the header and two runs */
+	cli_result_free(&r);
+	/* a truncated file is no result to keep: replaced, with a note */
+	assert_int_equal(truncate(h5, 64), 0);
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "-o", out, "--set", small, "--set", one, NULL);
+	assert_int_equal(r.status, 0);
+	snprintf(want, sizeof want,
+	         "kvsim run: note: %s holds this run (id %s) with a truncated file; running it "
+	         "again replaces it\n",
+	         out, id);
+	assert_string_equal(r.err, want);
+	cli_result_free(&r);
+	/* a sweep resumes over both: nothing left to run */
+	r = cli_run(kvsim, tmp_dir, "sweep", "-o", out, "--set", small, "--grid",
+	            "trace.fanout_bursts=1,2", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "sweep: 2 points: 0 run, 2 already done"));
+	cli_result_free(&r);
+	r = cli_run(kvsim, tmp_dir, "run", "-q", "--force", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--force needs -o DIR"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +408,7 @@ int main(void)
 	    cmocka_unit_test(test_strict_refuses_a_run_without_requests),
 	    cmocka_unit_test(test_out_dir_past_sqlites_path_limit_is_refused_before_the_run),
 	    cmocka_unit_test(test_shed_load_prints_inf_and_the_catalog_keeps_it),
+	    cmocka_unit_test(test_run_into_a_dir_holding_it_is_refused_unless_forced),
 	    cmocka_unit_test(test_degenerate_costs_stop_naming_the_key),
 	};
 	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);

@@ -871,6 +871,36 @@ static void test_sweep_over_policy_names_warns_once(void **st)
 	assert_true(strlen(sweep_main_stderr("0")) > 0);
 }
 
+/* An axis some points ignore (a predictor where the replication policy
+ * asks for no forecast): named once for the whole sweep, its seeds and
+ * points included, and every point still runs and keeps its row. */
+static void test_sweep_names_an_axis_without_effect_once(void **st)
+{
+	(void)st;
+	char d[300];
+	subdir(d, sizeof d, "inert_axis");
+	char a0[] = "sweep", a1[] = "--set", a2[] = "trace.gen=poisson", a3[] = "--set",
+	     a4[] = "trace.duration_s=1", a5[] = "--grid", a6[] = "policy.replication.name=none,speculative",
+	     a7[] = "--grid", a8[] = "policy.predictor.name=holt,hawkes", a9[] = "--seeds",
+	     a10[] = "2", a11[] = "-o";
+	char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, d, NULL};
+	char *out, *err;
+	assert_int_equal(sweep_main_capture(&out, &err, 13, argv), 0);
+	const char *w = strstr(err, "warning: --grid policy.predictor.name: on 2 of 4 points (the "
+	                            "first: policy.predictor.name = holt): no effect: it acts only "
+	                            "when policy.replication.name != none|reactive_hotspot|full|"
+	                            "early_rdma or policy.replication.name = early_rdma and "
+	                            "policy.replication.early_trigger = forecast (here "
+	                            "policy.replication.name = none); otherwise select a "
+	                            "replication policy that forecasts");
+	if (!w)
+		fail_msg("stderr:\n%s", err);
+	assert_non_null(strstr(w, "; they still run, each with its own row\n"));
+	assert_null(strstr(w + 1, "warning")); /* once, and nothing per point */
+	assert_null(strstr(err, "policy.replication.name: on"));
+	assert_non_null(strstr(out, "sweep: 8 points: 8 run, 0 already done, 0 failed"));
+}
+
 /* ---- the ledger: files and revisions decide what a resume re-runs ------ */
 
 /* DIR/runs/ID.h5 of point i. */
@@ -1533,6 +1563,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_writers_into_a_fresh_directory_all_finish),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
+		cmocka_unit_test(test_sweep_names_an_axis_without_effect_once),
 		cmocka_unit_test(test_resume_reruns_exactly_the_points_whose_file_or_revision_changed),
 		cmocka_unit_test(test_rows_without_a_revision_or_file_digest_run_again),
 		cmocka_unit_test(test_rejected_sweep_leaves_nothing_it_created),

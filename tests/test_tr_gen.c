@@ -479,46 +479,6 @@ static void test_rate_scale_multiplies_fanout_bursts_exactly(void **st)
 	gen_free(&g);
 }
 
-/* trace.rate set where the generator ignores it: a warning naming the key
- * that acts. */
-static void test_rate_on_a_generator_that_ignores_it_warns(void **st)
-{
-	(void)st;
-	cfg_schema_t *sch = cfg_schema_default();
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *w = open_memstream(&buf, &len);
-	cfg_schema_set_warnings(sch, w);
-	cfg_t *c = cfg_new(sch);
-	err_t e = {0};
-	assert_int_equal(cfg_set(c, "trace.kind=gen", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.gen=fanout", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.rate=40", &e), 0);
-	tr_opts_t o;
-	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
-	fflush(w);
-	assert_non_null(strstr(buf, "[trace] rate: ignored by gen = fanout; to scale its load set "
-	                            "trace.rate_scale"));
-	fclose(w);
-	free(buf);
-	cfg_free(c);
-	/* poisson obeys it: no warning */
-	buf = NULL;
-	w = open_memstream(&buf, &len);
-	cfg_schema_set_warnings(sch, w);
-	c = cfg_new(sch);
-	assert_int_equal(cfg_set(c, "trace.kind=gen", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.gen=poisson", &e), 0);
-	assert_int_equal(cfg_set(c, "trace.rate=40", &e), 0);
-	assert_int_equal(tr_opts_from_cfg(c, &o, &e), 0);
-	fflush(w);
-	assert_true(len == 0);
-	fclose(w);
-	free(buf);
-	cfg_free(c);
-	cfg_schema_free(sch);
-}
-
 static void test_length_distributions(void **st)
 {
 	(void)st;
@@ -1015,7 +975,6 @@ TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamm
           cmocka_unit_test(test_fanout_bursts_share_prefix),
           cmocka_unit_test(test_rate_scale_multiplies_every_rate_driven_generator),
           cmocka_unit_test(test_rate_scale_multiplies_fanout_bursts_exactly),
-          cmocka_unit_test(test_rate_on_a_generator_that_ignores_it_warns),
           cmocka_unit_test(test_length_distributions),
           cmocka_unit_test(test_prefix_model_shared_prompts_zipf),
           cmocka_unit_test(test_prefix_model_fanout_groups_and_synthetic_sessions),

@@ -12,57 +12,60 @@
 
 static const cfg_enum_t think_map[] = {{"exponential", 0}, {"fixed", 1}, {NULL, 0}};
 
+/* Every key here acts only in a closed loop (cfg_when_t). */
+static const cfg_when_t when_sessions = {"trace.kind = gen and trace.gen = sessions", NULL};
+
 #define S "trace"
 const cfg_tkey_t tr_sess_cfg_keys[] = {
     {{S, "users", CFG_INT, "16", 1, 1e7, NULL, "users",
       "gen = sessions: closed-loop users, each with at most one request in flight (own "
       "choice: a small team on one endpoint; the load axis of a closed loop)",
       NULL},
-     CFG_AT(U32, tr_sess_opts_t, users)},
+     CFG_AT_WHEN(U32, tr_sess_opts_t, users, &when_sessions)},
     {{S, "think_s", CFG_FLOAT, "5", 0, 1e6, NULL, "s",
       "gen = sessions: mean think time between a user's response (or rejection) and its "
       "next request, also before its first (own choice: reading an answer and asking on; "
       "an agent's tool call is shorter)",
       NULL},
-     CFG_AT(DOUBLE, tr_sess_opts_t, think_s)},
+     CFG_AT_WHEN(DOUBLE, tr_sess_opts_t, think_s, &when_sessions)},
     {{S, "think_dist", CFG_ENUM, "exponential", 0, 0, NULL, "",
       "gen = sessions: think times exponential with mean think_s (memoryless users, the "
       "classic closed queueing model), or fixed at think_s",
       NULL},
-     CFG_AT_ENUM(tr_sess_opts_t, think_fixed, think_map)},
+     CFG_AT_ENUM_WHEN(tr_sess_opts_t, think_fixed, think_map, &when_sessions)},
     {{S, "docs", CFG_INT, "64", 1, 4194304, NULL, "",
       "gen = sessions: documents in the pool sessions read (own choice)", NULL},
-     CFG_AT(U32, tr_sess_opts_t, docs)},
+     CFG_AT_WHEN(U32, tr_sess_opts_t, docs, &when_sessions)},
     {{S, "doc_min_tokens", CFG_INT, "8192", 1, 16777216, NULL, "tokens",
       "gen = sessions: shortest document; lengths are uniform in [doc_min_tokens, "
       "doc_max_tokens] (own choice: long-document RAG, 8K-32K tokens)",
       NULL},
-     CFG_AT(U32, tr_sess_opts_t, doc_min_tokens)},
+     CFG_AT_WHEN(U32, tr_sess_opts_t, doc_min_tokens, &when_sessions)},
     {{S, "doc_max_tokens", CFG_INT, "32768", 1, 16777216, NULL, "tokens",
       "gen = sessions: longest document", NULL},
-     CFG_AT(U32, tr_sess_opts_t, doc_max_tokens)},
+     CFG_AT_WHEN(U32, tr_sess_opts_t, doc_max_tokens, &when_sessions)},
     {{S, "doc_zipf", CFG_FLOAT, "1", 0, 10, NULL, "",
       "gen = sessions: Zipf exponent of document popularity, 0 uniform (own choice: "
       "Zipf's law; web objects measure 0.64-0.83, Breslau et al. 1999)",
       NULL},
-     CFG_AT(DOUBLE, tr_sess_opts_t, doc_zipf)},
+     CFG_AT_WHEN(DOUBLE, tr_sess_opts_t, doc_zipf, &when_sessions)},
     {{S, "turns_min", CFG_INT, "1", 1, 1e6, NULL, "",
       "gen = sessions: fewest turns of a session; counts are uniform in [turns_min, "
       "turns_max] (own choice: LMSYS-Chat-1M averages 2.0 turns, Zheng et al. 2023; "
       "agent sessions run longer)",
       NULL},
-     CFG_AT(U32, tr_sess_opts_t, turns_min)},
+     CFG_AT_WHEN(U32, tr_sess_opts_t, turns_min, &when_sessions)},
     {{S, "turns_max", CFG_INT, "8", 1, 1e6, NULL, "", "gen = sessions: most turns of a session",
       NULL},
-     CFG_AT(U32, tr_sess_opts_t, turns_max)},
+     CFG_AT_WHEN(U32, tr_sess_opts_t, turns_max, &when_sessions)},
     {{S, "question_tokens", CFG_FLOAT, "256", 1, 16777216, NULL, "tokens",
       "gen = sessions: mean length of each turn's new question, lognormal (own choice); "
       "answers come from out_dist",
       NULL},
-     CFG_AT(DOUBLE, tr_sess_opts_t, question_tokens)},
+     CFG_AT_WHEN(DOUBLE, tr_sess_opts_t, question_tokens, &when_sessions)},
     {{S, "question_sigma", CFG_FLOAT, "0.5", 0, 10, NULL, "",
       "gen = sessions: lognormal sigma of log(question length) (own choice)", NULL},
-     CFG_AT(DOUBLE, tr_sess_opts_t, question_sigma)},
+     CFG_AT_WHEN(DOUBLE, tr_sess_opts_t, question_sigma, &when_sessions)},
 };
 #undef S
 const size_t tr_sess_cfg_keys_n = sizeof tr_sess_cfg_keys / sizeof tr_sess_cfg_keys[0];

@@ -751,6 +751,17 @@ int tr_open_cfg(const cfg_t *cfg, uint32_t sim_block_tokens, uint64_t seed, tr_r
 	int rc = tr_opts_from_cfg(cfg, &o, e);
 	if (!rc)
 		rc = tr_opts_paths(cfg, &o, &p, e);
+	char file[4096];
+	/* A config file of its own that names no workload: most likely meant as
+	 * changes to the default experiment (it reads none of it by itself). */
+	if (!rc && o.kind != TR_KIND_GEN && o.kind != TR_KIND_SPEC && !*o.path &&
+	    cfg_file(cfg, file, sizeof file))
+		return err_set(e, KS_EINPUT,
+		               "%s: [trace] path: empty, and kind = %s reads a trace file: the config "
+		               "names no workload. To change the default experiment, start the file "
+		               "with [experiment] base = default; else set [trace] path (a trace "
+		               "file) or kind = gen (a generator)",
+		               file, tr_kind_name(o.kind));
 	if (!rc)
 		rc = tr_open(&o, sim_block_tokens, seed, out, e); /* copies o */
 	if (rc)

@@ -13,6 +13,7 @@
 #include "sim/base/mem.h"
 #include "sim/base/cfg.h"
 #include "sim/base/file.h"
+#include "sim/base/near.h"
 #include "sim/base/vec.h"
 
 #include <ctype.h>
@@ -43,6 +44,12 @@ struct cfg_schema {
 	const cfg_preset_t *presets;
 	size_t npresets;
 	size_t sel; /* index + 1 of the preset selector key, 0 = none */
+	/* Sections whose keys act only under a condition (set_section_when). */
+	struct swhen {
+		const char *section;
+		const cfg_when_t *w;
+	} *swhen;
+	size_t nswhen;
 	/* Open-addressing index on (section, name): key index + 1, 0 = empty.
 	 * Accessors run once per lookup, and some are called per request. */
 	uint32_t *slot;
@@ -100,35 +107,6 @@ const char *cfg_type_name(cfg_type_t t)
 	return "?";
 }
 
-/* Levenshtein distance, case-insensitive; long inputs are clipped since the
- * answer only picks a suggestion. */
-static size_t edit_distance(const char *a, const char *b)
-{
-	enum { L = 64 };
-	size_t na = strnlen(a, L), nb = strnlen(b, L);
-	size_t prev[L + 1], cur[L + 1];
-	for (size_t j = 0; j <= nb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= na; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= nb; j++) {
-			size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
-			                            tolower((unsigned char)b[j - 1]));
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-		memcpy(prev, cur, (nb + 1) * sizeof prev[0]);
-	}
-	return prev[nb];
-}
-
-/* A suggestion is worth showing when it changes one character or at most a
- * third of the word; further away it is noise ('arc' is not a typo of 'lru'). */
-static bool close_enough(const char *typed, size_t d)
-{
-	return d <= 1 || 3 * d <= strlen(typed);
-}
-
 static bool name_ok(const char *s, bool allow_dot)
 {
 	if (!s || !*s || strlen(s) > CFG_NAME_MAX)
@@ -155,6 +133,11 @@ void cfg_schema_set_warnings(cfg_schema_t *s, FILE *f)
 	s->warn = f;
 }
 
+FILE *cfg_schema_warnings(const cfg_schema_t *s)
+{
+	return s->warn;
+}
+
 void cfg_schema_free(cfg_schema_t *s)
 {
 	if (!s)
@@ -163,7 +146,7 @@ void cfg_schema_free(cfg_schema_t *s)
 		free(s->choices[i]);
 		free(s->defv[i].text);
 	}
-	FREE_ALL(s->choices, s->defv, s->at, s->warned, s->keys, s->slot, s);
+	FREE_ALL(s->choices, s->defv, s->at, s->warned, s->keys, s->slot, s->swhen, s);
 }
 
 /* FNV-1a over section, a separator, and name. */
@@ -278,14 +261,14 @@ static void choice_nearest(const char *choices, const char *word, char *out, siz
 		memcpy(buf, c, l);
 		buf[l] = '\0';
 		if (l) {
-			size_t d = edit_distance(word, buf);
+			size_t d = near_distance(word, buf);
 			if (d < best) {
 				best = d;
 				snprintf(out, outlen, "%s", buf);
 			}
 		}
 	}
-	if (best == (size_t)-1 || !close_enough(word, best))
+	if (best == (size_t)-1 || !near_close(word, best))
 		out[0] = '\0';
 }
 
@@ -536,6 +519,9 @@ static const char *field_bad(const cfg_key_t *k, const cfg_field_t *f)
 	case CFG_F_ENUM:
 		return k->type == CFG_ENUM && f->map ? NULL
 		                                           : "an enum field needs an enum key with a map";
+	case CFG_F_LOAD:
+		return k->type == CFG_STR && !k->owner ? NULL
+		                                       : "a loader's directive is a string key of no policy";
 	}
 	return "unknown field kind";
 }
@@ -698,6 +684,13 @@ static const char *key_alias(const cfg_schema_t *s, size_t i)
 	return s->at[i] ? s->at[i]->alias_of : NULL;
 }
 
+/* Whether key i is a loader's directive (CFG_F_LOAD): read from files only,
+ * never written. */
+static bool key_load(const cfg_schema_t *s, size_t i)
+{
+	return s->at[i] && s->at[i]->kind == CFG_F_LOAD;
+}
+
 /* Key i, or the key alias i stands for; -1 when an alias names no key. */
 static ssize_t key_target(const cfg_schema_t *s, ssize_t i)
 {
@@ -800,13 +793,13 @@ static void suggest_section(const cfg_schema_t *s, const char *sec, char *out, s
 	size_t best = (size_t)-1;
 	const char *bs = NULL;
 	for (size_t i = 0; i < s->n; i++) {
-		size_t d = edit_distance(sec, s->keys[i]->section);
+		size_t d = near_distance(sec, s->keys[i]->section);
 		if (d < best) {
 			best = d;
 			bs = s->keys[i]->section;
 		}
 	}
-	if (bs && close_enough(sec, best))
+	if (bs && near_close(sec, best))
 		snprintf(out, len, " (did you mean '%s'?)", bs);
 	else
 		out[0] = '\0';
@@ -827,7 +820,7 @@ static const char *suggest_elsewhere(const cfg_schema_t *s, const char *sec, con
 		const char *last = strrchr(k->section, '.');
 		char joined[2 * CFG_NAME_MAX + 2];
 		snprintf(joined, sizeof joined, "%s_%s", last ? last + 1 : k->section, k->name);
-		size_t d = edit_distance(name, k->name), dj = edit_distance(name, joined);
+		size_t d = near_distance(name, k->name), dj = near_distance(name, joined);
 		d = dj < d ? dj : d;
 		if (d < best) {
 			best = d;
@@ -835,7 +828,7 @@ static const char *suggest_elsewhere(const cfg_schema_t *s, const char *sec, con
 			*sec_out = k->section;
 		}
 	}
-	return bn && close_enough(name, best) ? bn : NULL;
+	return bn && near_close(name, best) ? bn : NULL;
 }
 
 /* Suggestion for an unknown key in a known section: the nearest key there,
@@ -853,13 +846,13 @@ static void suggest_key(const cfg_schema_t *s, const char *sec, const char *name
 				other = k->section;
 			continue;
 		}
-		size_t d = edit_distance(name, k->name);
+		size_t d = near_distance(name, k->name);
 		if (d < best) {
 			best = d;
 			bn = k->name;
 		}
 	}
-	if (bn && close_enough(name, best))
+	if (bn && near_close(name, best))
 		snprintf(out, len, " (did you mean '%s'?)", bn);
 	else if (other)
 		snprintf(out, len, " (did you mean '%s' in [%s]?)", name, other);
@@ -1191,6 +1184,13 @@ int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e)
 		goto out;
 	}
 	const cfg_key_t *k = s->keys[ki];
+	if (key_load(s, (size_t)ki)) {
+		rc = err_set(e, KS_EINPUT,
+		             "%s: [%s] %s: only a config file sets it (it says what the file "
+		             "starts from; %s applies on top of the file)",
+		             origin, sec, name, origin);
+		goto out;
+	}
 	const char *bad = k->type == CFG_STR ? str_unstorable(val) : NULL;
 	if (bad) {
 		rc = err_set(e, KS_EINPUT, "%s: [%s] %s: %s", origin, sec, name, bad);
@@ -1399,6 +1399,259 @@ static int preset_apply(cfg_t *c, err_t *e)
 	return 0;
 }
 
+/* ---- when a key acts ------------------------------------------------ */
+
+int cfg_schema_set_section_when(cfg_schema_t *s, const char *section, const cfg_when_t *w)
+{
+	struct swhen *n = realloc(s->swhen, (s->nswhen + 1) * sizeof *n);
+	if (!n)
+		return KS_ENOMEM;
+	s->swhen = n;
+	s->swhen[s->nswhen++] = (struct swhen){section, w};
+	return 0;
+}
+
+static const cfg_when_t *key_when_i(const cfg_schema_t *s, size_t i)
+{
+	if (s->at[i] && s->at[i]->when)
+		return s->at[i]->when;
+	for (size_t j = 0; j < s->nswhen; j++)
+		if (!strcmp(s->swhen[j].section, s->keys[i]->section))
+			return s->swhen[j].w;
+	return NULL;
+}
+
+const cfg_when_t *cfg_key_when(const cfg_schema_t *s, const char *section, const char *name)
+{
+	ssize_t i = schema_index(s, section, name);
+	return i < 0 ? NULL : key_when_i(s, (size_t)i);
+}
+
+/* One blank-separated word of a condition: [p, p + n). */
+typedef struct word {
+	const char *p;
+	size_t n;
+} word_t;
+
+static bool word_next(const char **s, word_t *w)
+{
+	while (**s == ' ')
+		(*s)++;
+	w->p = *s;
+	while (**s && **s != ' ')
+		(*s)++;
+	w->n = (size_t)(*s - w->p);
+	return w->n > 0;
+}
+
+static bool word_is(word_t w, const char *x)
+{
+	return w.n == strlen(x) && !memcmp(w.p, x, w.n);
+}
+
+/* Reading a condition: against a config (c, to evaluate it), or against
+ * the schema alone (c NULL, to check it). */
+typedef struct when_ctx {
+	const cfg_schema_t *s;
+	const cfg_t *c;
+	char *why; /* what is wrong with the condition */
+	size_t whyn;
+	char here[512]; /* "KEY = VALUE, ..." of the clauses that failed */
+} when_ctx_t;
+
+static int when_bad(when_ctx_t *x, word_t w, const char *what)
+{
+	snprintf(x->why, x->whyn, "condition: '%.*s': %s", (int)w.n, w.p, what);
+	return -1;
+}
+
+/* The index of key word w, or -1 with the reason in x->why. */
+static ssize_t when_key(when_ctx_t *x, word_t w)
+{
+	char k[2 * CFG_NAME_MAX + 2];
+	ssize_t i = -1;
+	if (w.n < sizeof k) {
+		snprintf(k, sizeof k, "%.*s", (int)w.n, w.p);
+		i = preset_key_index(x->s, k);
+	}
+	if (i < 0)
+		when_bad(x, w, "not a key of the config schema");
+	return i;
+}
+
+/* The number held by key i (bools 0/1). */
+static double when_number(const when_ctx_t *x, size_t i)
+{
+	const cfg_val_t *v = val_of(x->c, i);
+	return x->s->keys[i]->type == CFG_FLOAT ? v->f : (double)v->i;
+}
+
+/* Adds "TEXT = VALUE" to what the failing clauses read, once. */
+static void when_here(when_ctx_t *x, const char *text, size_t n, const char *value)
+{
+	char item[256];
+	int w = snprintf(item, sizeof item, "%.*s = %s", (int)n, text, value);
+	size_t il = w < 0 ? 0 : (size_t)w < sizeof item ? (size_t)w : sizeof item - 1;
+	for (const char *h = strstr(x->here, item); h; h = strstr(h + 1, item))
+		if ((h == x->here || h[-1] == ' ') && (h[il] == ',' || !h[il]))
+			return; /* named already (a whole item, not the start of one) */
+	size_t used = strlen(x->here);
+	snprintf(x->here + used, sizeof x->here - used, "%s%s", used ? ", " : "", item);
+}
+
+/* EXPR of a comparison: factors joined by '*', numbers or numeric keys. */
+static int when_expr(when_ctx_t *x, word_t w, double *out, bool *keyed)
+{
+	*out = 1;
+	*keyed = false;
+	for (const char *p = w.p, *end = w.p + w.n; p < end;) {
+		const char *star = memchr(p, '*', (size_t)(end - p));
+		word_t f = {p, (size_t)((star ? star : end) - p)};
+		char num[64];
+		char *stop;
+		snprintf(num, sizeof num, "%.*s", (int)f.n, f.p);
+		double d = f.n && f.n < sizeof num ? strtod(num, &stop) : 0;
+		if (f.n && f.n < sizeof num && !*stop && isfinite(d)) {
+			*out *= d;
+		} else {
+			ssize_t i = when_key(x, f);
+			if (i < 0)
+				return -1;
+			if (x->s->keys[i]->type == CFG_STR || x->s->keys[i]->type == CFG_ENUM)
+				return when_bad(x, f, "not a numeric key");
+			*keyed = true;
+			if (x->c)
+				*out *= when_number(x, (size_t)i);
+		}
+		p = star ? star + 1 : end;
+	}
+	return 0;
+}
+
+/* One clause KEY OP RHS: *holds set (when evaluating), 0, or -1 with why. */
+static int when_clause(when_ctx_t *x, word_t key, word_t op, word_t rhs, bool *holds)
+{
+	ssize_t i = when_key(x, key);
+	if (i < 0)
+		return -1;
+	const cfg_key_t *k = x->s->keys[i];
+	bool numeric = k->type == CFG_INT || k->type == CFG_FLOAT || k->type == CFG_BOOL;
+	const char *text = x->c ? val_of(x->c, (size_t)i)->text : "";
+	if (word_is(op, "=") || word_is(op, "!=")) {
+		bool any = false;
+		for (const char *p = rhs.p, *end = rhs.p + rhs.n; p <= end;) {
+			const char *bar = memchr(p, '|', (size_t)(end - p));
+			word_t alt = {p, (size_t)((bar ? bar : end) - p)};
+			char a[128];
+			if (!alt.n || alt.n >= sizeof a)
+				return when_bad(x, rhs, "empty or overlong value");
+			snprintf(a, sizeof a, "%.*s", (int)alt.n, alt.p);
+			char why[256];
+			cfg_val_t v = {0};
+			if (val_parse(k, key_choices(x->s, (size_t)i), a, &v, k->type == CFG_ENUM &&
+			              *key_choices(x->s, (size_t)i), why, sizeof why))
+				return when_bad(x, alt, why);
+			if (x->c)
+				any |= numeric ? v.f == val_of(x->c, (size_t)i)->f &&
+				                     v.i == val_of(x->c, (size_t)i)->i
+				               : !strcmp(a, text);
+			p = bar ? bar + 1 : end + 1;
+		}
+		*holds = word_is(op, "=") ? any : !any;
+	} else if (word_is(op, "<") || word_is(op, "<=") || word_is(op, ">") ||
+	           word_is(op, ">=")) {
+		double r;
+		bool keyed;
+		if (!numeric || k->type == CFG_BOOL)
+			return when_bad(x, key, "compared by size, but not a number key");
+		if (when_expr(x, rhs, &r, &keyed))
+			return -1;
+		if (!x->c)
+			return 0;
+		double l = when_number(x, (size_t)i);
+		*holds = op.p[0] == '<' ? (op.n == 1 ? l < r : l <= r) : (op.n == 1 ? l > r : l >= r);
+		if (!*holds && keyed) {
+			char num[32];
+			float_text(r, num, sizeof num);
+			when_here(x, key.p, key.n, text);
+			when_here(x, rhs.p, rhs.n, num);
+		}
+	} else {
+		return when_bad(x, op, "expected =, !=, <, <=, > or >=");
+	}
+	if (x->c && !*holds)
+		when_here(x, key.p, key.n, text);
+	return 0;
+}
+
+/* Reads condition cond: *acts set when evaluating; 0, or -1 with why. */
+static int when_read(when_ctx_t *x, const char *cond, bool *acts)
+{
+	const char *p = cond;
+	bool any = false, all = true;
+	for (;;) {
+		word_t key, op, rhs, conn;
+		bool holds = true;
+		if (!word_next(&p, &key) || !word_next(&p, &op) || !word_next(&p, &rhs))
+			return when_bad(x, (word_t){cond, strlen(cond)}, "expected KEY OP VALUE");
+		size_t mark = strlen(x->here);
+		if (when_clause(x, key, op, rhs, &holds))
+			return -1;
+		if (all && !holds) /* the first clause that fails its conjunction: named */
+			all = false;
+		else if (!holds)
+			x->here[mark] = '\0';
+		if (!word_next(&p, &conn))
+			break;
+		if (word_is(conn, "or")) {
+			any |= all;
+			all = true;
+		} else if (!word_is(conn, "and")) {
+			return when_bad(x, conn, "expected 'and' or 'or'");
+		}
+	}
+	*acts = any || all;
+	return 0;
+}
+
+int cfg_schema_check_when(const cfg_schema_t *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const cfg_when_t *w = key_when_i(s, i);
+		char why[512];
+		bool acts;
+		when_ctx_t x = {s, NULL, why, sizeof why, ""};
+		if (w && (!w->cond || when_read(&x, w->cond, &acts)))
+			return schema_bad(s->keys[i], w->cond ? why : "a condition without cond");
+	}
+	return 0;
+}
+
+/* Whether key i has no effect in c (cfg_key_inert). */
+static bool inert(const cfg_t *c, size_t i, char *why, size_t n)
+{
+	const cfg_key_t *k = c->s->keys[i];
+	const char *sel;
+	if (k->owner && !owner_active(c, k, &sel)) {
+		snprintf(why, n, "ignored: parameter of '%s', but name = %s", k->owner, sel);
+		return true;
+	}
+	const cfg_when_t *w = key_when_i(c->s, i);
+	char bad[512];
+	bool acts = true;
+	when_ctx_t x = {c->s, c, bad, sizeof bad, ""};
+	if (!w || when_read(&x, w->cond, &acts) || acts)
+		return false; /* a bad condition was refused with its schema */
+	snprintf(why, n, "no effect: it acts only when %s (here %s)%s%s", w->cond, x.here,
+	         w->instead ? "; otherwise " : "", w->instead ? w->instead : "");
+	return true;
+}
+
+int cfg_key_inert(const cfg_t *c, const char *section, const char *name, char *why, size_t n)
+{
+	return inert(c, must_index(c, section, name, "cfg_key_inert"), why, n);
+}
+
 int cfg_finalize(cfg_t *c, err_t *e)
 {
 	if (cfg_grow(c))
@@ -1433,24 +1686,26 @@ int cfg_finalize(cfg_t *c, err_t *e)
 		return rc;
 	for (size_t i = 0; i < c->n; i++) {
 		const cfg_key_t *k = c->s->keys[i];
-		const char *sel;
-		if (!k->owner || !c->v[i].origin || owner_active(c, k, &sel))
-			continue;
-		if (schema_index(c->s, k->section, "name") < 0)
+		const char *sel, *org = c->v[i].origin;
+		if (k->owner && org && !owner_active(c, k, &sel) &&
+		    schema_index(c->s, k->section, "name") < 0)
 			return err_set(e, KS_EINPUT,
 			               "%s: [%s] %s: parameter of policy '%s', but [%s] has no "
 			               "'name' key",
-			               c->v[i].origin, k->section, k->name, k->owner, k->section);
-		/* Ignored, not an error, so that one file serves every point of a
-		 * sweep over policy names; said once per key per schema. */
-		if (c->s->warn && !c->s->warned[i]) {
-			c->s->warned[i] = 1;
-			fprintf(
-			    c->s->warn,
-			    "kvsim: warning: %s: [%s] %s: ignored: parameter of '%s', but name = "
-			    "%s\n",
-			    c->v[i].origin, k->section, k->name, k->owner, sel);
-		}
+			               org, k->section, k->name, k->owner, k->section);
+		/* Said, not refused, so that one file serves every point of a sweep
+		 * over policy names or generators; once per key per schema. Only a
+		 * value someone set: not a default, the default experiment's or a
+		 * preset's, and not a sweep axis's (the sweep names those). */
+		if (!org || !c->s->warn || c->s->warned[i] || key_alias(c->s, i) ||
+		    !strcmp(org, CFG_ORIGIN_GRID) || below_preset(&c->v[i]) || c->v[i].preset)
+			continue;
+		char why[1024];
+		if (!inert(c, i, why, sizeof why))
+			continue;
+		c->s->warned[i] = 1;
+		fprintf(c->s->warn, "kvsim: warning: %s: [%s] %s: %s\n", org, k->section, k->name,
+		        why);
 	}
 	return 0;
 }
@@ -1507,6 +1762,7 @@ static int field_store(const cfg_tkey_t *t, const cfg_val_t *v, const char *text
 	char *p = (char *)dst + t->at.off;
 	switch (t->at.kind) {
 	case CFG_F_NONE:
+	case CFG_F_LOAD:
 		return 0;
 	case CFG_F_I64:
 		*(int64_t *)p = v->i;
@@ -1696,6 +1952,16 @@ static int origin_file(const char *origin, char *out, size_t n)
 	return len > 0 && (size_t)len < n && !stat(out, &sb) && S_ISREG(sb.st_mode);
 }
 
+int cfg_file(const cfg_t *c, char *out, size_t n)
+{
+	ssize_t best = -1;
+	char f[4096];
+	for (size_t i = 0; i < c->n; i++)
+		if ((best < 0 || c->v[i].seq > c->v[best].seq) && origin_file(c->v[i].origin, f, sizeof f))
+			best = (ssize_t)i;
+	return best >= 0 && origin_file(c->v[best].origin, out, n);
+}
+
 int cfg_err_keys(const cfg_t *c, err_t *e, const char *keys, const char *fmt, ...)
 {
 	char why[768];
@@ -1776,10 +2042,11 @@ void cfg_err_locate(const cfg_t *c, err_t *e)
  * written, do not count). */
 static bool section_first(const cfg_schema_t *s, size_t i)
 {
-	if (key_alias(s, i))
+	if (key_alias(s, i) || key_load(s, i))
 		return false;
 	for (size_t j = 0; j < i; j++)
-		if (!key_alias(s, j) && !strcmp(s->keys[j]->section, s->keys[i]->section))
+		if (!key_alias(s, j) && !key_load(s, j) &&
+		    !strcmp(s->keys[j]->section, s->keys[i]->section))
 			return false;
 	return true;
 }
@@ -1828,7 +2095,8 @@ int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
 			const cfg_key_t *k = s->keys[j];
 			const cfg_val_t *v = val_of(c, j);
 			const char *sel;
-			if (strcmp(k->section, sec) || key_alias(s, j) || !owner_active(c, k, &sel))
+			if (strcmp(k->section, sec) || key_alias(s, j) || key_load(s, j) ||
+			    !owner_active(c, k, &sel))
 				continue;
 			if (k->doc && *k->doc) {
 				fprintf(f, "# %s", k->doc);
@@ -1862,6 +2130,11 @@ char *cfg_text(const cfg_t *c)
 
 int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 {
+	return cfg_write_doc_ref(s, NULL, NULL, f);
+}
+
+int cfg_write_doc_ref(const cfg_schema_t *s, const cfg_t *ref, const char *ref_name, FILE *f)
+{
 	for (size_t i = 0; i < s->n; i++) {
 		const cfg_key_t *k = s->keys[i];
 		if (key_alias(s, i)) {
@@ -1871,11 +2144,21 @@ int cfg_write_doc(const cfg_schema_t *s, FILE *f)
 		}
 		fprintf(f, "[%s] %s\n    type %s, default '%s', ", k->section, k->name,
 		        cfg_type_name(k->type), k->def);
+		if (ref && ref->s == s && strcmp(val_of(ref, i)->text, s->defv[i].text))
+			fprintf(f, "%s '%s', ", ref_name ? ref_name : "reference",
+			        val_of(ref, i)->text);
 		write_range(k, key_choices(s, i), f);
 		if (k->unit && *k->unit)
 			fprintf(f, ", unit %s", k->unit);
 		if (k->owner)
 			fprintf(f, ", only with name = %s", k->owner);
+		const cfg_when_t *w = key_when_i(s, i);
+		if (w)
+			fprintf(f, "\n    acts only when %s%s%s", w->cond,
+			        w->instead ? "; otherwise " : "", w->instead ? w->instead : "");
+		if (key_load(s, i))
+			fprintf(f, "\n    read from a config file as it loads; not part of the resolved "
+			           "config");
 		fprintf(f, "\n    %s\n", k->doc && *k->doc ? k->doc : "(undocumented)");
 	}
 	return ferror(f) ? KS_EIO : 0;

@@ -71,7 +71,11 @@ typedef struct cfg_key {
  *   CFG_F_STR const char *: CFG_STR or CFG_ENUM, borrowed from the cfg_t
  *     (valid while it lives unchanged) or from the key's default;
  *   CFG_F_STRDUP char *: the same, an owned copy (cfg_fill_free frees it);
- *   CFG_F_ENUM int: CFG_ENUM, the C value its map gives the name. */
+ *   CFG_F_ENUM int: CFG_ENUM, the C value its map gives the name;
+ *   CFG_F_LOAD nothing: a CFG_STR directive to the loader (experiment.base),
+ *     accepted only in a config file (cfg_set refuses it) and never written
+ *     back (cfg_write), so it is no part of the resolved config, its text
+ *     or its digest. */
 typedef enum cfg_field_kind {
 	CFG_F_NONE = 0, /* the key fills nothing */
 	CFG_F_I64,
@@ -81,7 +85,8 @@ typedef enum cfg_field_kind {
 	CFG_F_BOOL,
 	CFG_F_STR,
 	CFG_F_STRDUP,
-	CFG_F_ENUM
+	CFG_F_ENUM,
+	CFG_F_LOAD
 } cfg_field_kind_t;
 
 /* One name of an enum key and its C value; a map ends with {NULL, 0}. The
@@ -92,6 +97,25 @@ typedef struct cfg_enum {
 	int value;
 } cfg_enum_t;
 
+/* When a key acts: a condition on other keys' resolved values, declared
+ * beside the key (cfg_field_t.when) or for a whole section
+ * (cfg_schema_set_section_when), and what to do instead. A key set in a
+ * file, by --set or on a sweep grid whose condition is false in the
+ * resolved config has no effect there: cfg_finalize says so once per key
+ * (cfg_key_inert). cond is clauses joined by " and ", conjunctions joined
+ * by " or " (and binds tighter), tokens separated by one blank:
+ *   KEY = V1|V2|...   KEY != V1|V2|...   (the value's text; numbers compare
+ *                                          as numbers)
+ *   KEY < EXPR, <=, >, >=                 (EXPR: factors joined by '*', each
+ *                                          a number or a numeric KEY)
+ * KEY is "section.name" of a key in the schema, and each value of an enum
+ * key is one of its choices (cfg_schema_check_when). */
+typedef struct cfg_when {
+	const char *cond;
+	const char *instead; /* advice after "otherwise ": the key that acts
+			      * ("use trace.rate_scale, ..."); NULL for none */
+} cfg_when_t;
+
 typedef struct cfg_field {
 	cfg_field_kind_t kind;
 	size_t off;            /* offsetof(struct, member) */
@@ -101,6 +125,8 @@ typedef struct cfg_field {
 	 * --set) and never written back; only its section, name and doc count
 	 * (CFG_ALIAS). */
 	const char *alias_of;
+	const cfg_when_t *when; /* NULL: the key always acts (as far as the
+				 * schema knows; a section's own applies) */
 } cfg_field_t;
 
 typedef struct cfg_tkey {
@@ -110,12 +136,18 @@ typedef struct cfg_tkey {
 
 /* Field descriptors of table rows: {{"cluster", "nodes", ...}, CFG_AT(U32,
  * sim_params_t, nodes)}. */
-#define CFG_AT(kind, type, member) {CFG_F_##kind, offsetof(type, member), NULL, NULL}
-#define CFG_AT_ENUM(type, member, map) {CFG_F_ENUM, offsetof(type, member), map, NULL}
-#define CFG_NOWHERE {CFG_F_NONE, 0, NULL, NULL}
+#define CFG_AT(kind, type, member) {CFG_F_##kind, offsetof(type, member), NULL, NULL, NULL}
+#define CFG_AT_ENUM(type, member, map) {CFG_F_ENUM, offsetof(type, member), map, NULL, NULL}
+#define CFG_NOWHERE {CFG_F_NONE, 0, NULL, NULL, NULL}
+/* The same for a key that acts only when *w holds (w: a const cfg_when_t *). */
+#define CFG_AT_WHEN(kind, type, member, w) {CFG_F_##kind, offsetof(type, member), NULL, NULL, w}
+#define CFG_AT_ENUM_WHEN(type, member, map, w) {CFG_F_ENUM, offsetof(type, member), map, NULL, w}
+#define CFG_NOWHERE_WHEN(w) {CFG_F_NONE, 0, NULL, NULL, w}
+/* A loader's directive (CFG_F_LOAD above). */
+#define CFG_LOAD {CFG_F_LOAD, 0, NULL, NULL, NULL}
 /* An alias row: [sec] nm sets key target ("section.name"); dc says so. */
 #define CFG_ALIAS(sec, nm, target, dc)                                                     \
-	{{sec, nm, CFG_STR, "", 0, 0, NULL, "", dc, NULL}, {CFG_F_NONE, 0, NULL, target}}
+	{{sec, nm, CFG_STR, "", 0, 0, NULL, "", dc, NULL}, {CFG_F_NONE, 0, NULL, target, NULL}}
 
 /* The choices of enum key t as text: key.choices, or its map's names joined
  * by commas into buf (n bytes; cut short when they do not fit); "" if none. */
@@ -141,6 +173,18 @@ int cfg_schema_set_choices(cfg_schema_t *s, const char *section, const char *nam
 size_t cfg_schema_count(const cfg_schema_t *s);
 /* Where cfg_finalize writes its warnings (stderr by default; NULL: nowhere). */
 void cfg_schema_set_warnings(cfg_schema_t *s, FILE *f);
+FILE *cfg_schema_warnings(const cfg_schema_t *s);
+/* Every key of section without a condition of its own acts only when *w
+ * holds (a policy family that another family's choice may leave unused),
+ * keys added later included. w is kept by pointer. */
+int cfg_schema_set_section_when(cfg_schema_t *s, const char *section, const cfg_when_t *w);
+/* The condition key section.name acts under (its own, else its
+ * section's), NULL for none or no such key. */
+const cfg_when_t *cfg_key_when(const cfg_schema_t *s, const char *section, const char *name);
+/* Checks every key's condition against the schema (syntax, keys, enum
+ * values): a bad one is a programming error, KS_EINPUT with the key and
+ * the reason on stderr. Call once the schema holds every key. */
+int cfg_schema_check_when(const cfg_schema_t *s);
 
 /* A preset: data only, so adding one is one array entry. */
 typedef struct cfg_preset_kv {
@@ -181,10 +225,20 @@ int cfg_set(cfg_t *c, const char *assignment, err_t *e);
  * it, for commands with their own syntax): it labels errors ("ORIGIN:
  * [section] key: reason") and becomes the value's cfg_origin. */
 int cfg_set_as(cfg_t *c, const char *assignment, const char *origin, err_t *e);
-/* Applies the selected preset and checks policy-owned keys (a parameter of
- * a policy its section does not select is ignored with a warning); call
+/* Applies the selected preset and checks that every key set in a file or
+ * by --set acts (cfg_key_inert: a parameter of a policy its section does
+ * not select, a key whose condition is false), warning once per key per
+ * schema for each that does not; values set with origin CFG_ORIGIN_GRID
+ * are left to the sweep, which names such an axis once (out_grid.c). Call
  * after all loads and sets, and again after changing a clone. */
 int cfg_finalize(cfg_t *c, err_t *e);
+/* The origin of a sweep axis's values (out_point_make). */
+#define CFG_ORIGIN_GRID "--grid"
+/* 1 when key section.name has no effect in c, with why (n bytes) saying
+ * why: "ignored: parameter of 'P', but name = Q" or "no effect: it acts
+ * only when COND (here KEY = VALUE, ...); otherwise INSTEAD"; else 0 (why
+ * untouched). Whatever its origin. */
+int cfg_key_inert(const cfg_t *c, const char *section, const char *name, char *why, size_t n);
 
 int64_t cfg_int(const cfg_t *c, const char *section, const char *name);
 double cfg_float(const cfg_t *c, const char *section, const char *name);
@@ -259,6 +313,11 @@ void cfg_err_locate(const cfg_t *c, err_t *e);
  * naming the key's place when it does not fit. */
 int cfg_path(const cfg_t *c, const char *section, const char *name, char *out, size_t n, err_t *e);
 
+/* The config file that c's latest value read from a file came from (an
+ * origin "FILE:LINE" naming a regular file), into out (n bytes): 1, or 0
+ * when no value came from a file. */
+int cfg_file(const cfg_t *c, char *out, size_t n);
+
 /* Writes the resolved config as INI that cfg_load_file accepts back. */
 int cfg_write(const cfg_t *c, FILE *f);
 /* The same, with flags: CFG_WRITE_ORIGINS adds a comment before each value a
@@ -268,8 +327,11 @@ int cfg_write(const cfg_t *c, FILE *f);
 int cfg_write_ex(const cfg_t *c, FILE *f, int flags);
 /* The same text in a malloc'd string (caller frees). */
 char *cfg_text(const cfg_t *c);
-/* Writes every key with type, default, range, unit and doc. */
+/* Writes every key with type, default, range, unit, when it acts and doc. */
 int cfg_write_doc(const cfg_schema_t *s, FILE *f);
+/* The same, also naming ref's value of each key where it differs from the
+ * key's default (", REF_NAME 'VALUE'"); ref NULL: cfg_write_doc. */
+int cfg_write_doc_ref(const cfg_schema_t *s, const cfg_t *ref, const char *ref_name, FILE *f);
 /* SHA-256 of cfg_text as 64 hex chars + NUL. */
 void cfg_digest(const cfg_t *c, char out[65]);
 

@@ -1,8 +1,12 @@
 /* cli_voice — see cli_voice.h. */
 #include "sim/base/cli_voice.h"
 
+#include <ctype.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "sim/base/near.h"
 
 /* The command the process runs: one per process, set by the dispatchers
  * in main's thread before anything is printed. */
@@ -46,3 +50,67 @@ void cli_help_end(FILE *f)
 	fprintf(f, "\n" CLI_EXIT_STATUS);
 }
 
+
+/* Whether the word at p (inside text) starts an option in a help text: a
+ * '-' after a blank, '[', ',', '(' or '|' (or the text's start), then a
+ * letter or a second '-' and a letter. */
+static int option_at(const char *text, const char *p)
+{
+	if (*p != '-' || (p > text && !strchr(" [,(|\n", p[-1])))
+		return 0;
+	const char *q = p + 1 + (p[1] == '-');
+	return isalpha((unsigned char)*q);
+}
+
+const char *cli_option_near(const char *arg, void (*usage)(FILE *), char *buf, size_t n)
+{
+	char typed[128], *help = NULL;
+	size_t len = 0, bd = (size_t)-1;
+	snprintf(typed, sizeof typed, "%.*s", (int)strcspn(arg, "="), arg);
+	FILE *f = usage ? open_memstream(&help, &len) : NULL;
+	if (f) {
+		usage(f);
+		fclose(f);
+	}
+	buf[0] = '\0';
+	/* a short option is one letter: any other is as near, so none is meant */
+	for (const char *p = help && strlen(typed) > 2 ? help : ""; *p; p++) {
+		if (!option_at(help, p))
+			continue;
+		size_t w = strspn(p, "-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+		char word[128];
+		snprintf(word, sizeof word, "%.*s", (int)w, p);
+		size_t d = near_distance(typed, word);
+		if (d < bd) {
+			bd = d;
+			snprintf(buf, n, "%s", word);
+		}
+		p += w - 1;
+	}
+	free(help);
+	return *buf && near_close(typed, bd) ? buf : NULL;
+}
+
+int cli_unknown_option(const char *arg, void (*usage)(FILE *))
+{
+	char near[128];
+	if (cli_option_near(arg, usage, near, sizeof near))
+		return cli_usage_error("unknown option '%s' (did you mean '%s'?)", arg, near);
+	return cli_usage_error("unknown option '%s'", arg);
+}
+
+int cli_unknown_word(const char *what, const char *arg, const char *const *names, size_t n)
+{
+	near_t nr = NEAR_INIT;
+	char list[512] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < n; i++) {
+		near_offer(&nr, arg, names[i]);
+		int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+		used = w < 0 || (size_t)w >= sizeof list - used ? sizeof list - 1 : used + (size_t)w;
+	}
+	const char *hit = near_pick(&nr, arg);
+	if (hit)
+		return cli_usage_error("unknown %s '%s' (did you mean '%s'?)", what, arg, hit);
+	return cli_usage_error("unknown %s '%s' (%s)", what, arg, list);
+}

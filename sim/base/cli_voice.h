@@ -5,6 +5,7 @@
 #ifndef KVSIM_CLI_VOICE_H
 #define KVSIM_CLI_VOICE_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "sim/base/err.h"
@@ -32,5 +33,17 @@ int cli_fail(const err_t *e);
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The last lines of every --help: a blank line and CLI_EXIT_STATUS. */
 void cli_help_end(FILE *f);
+/* The usage error for an option a command does not know: "unknown option
+ * '--sett' (did you mean '--set'?)", the suggestion being the option its
+ * help (usage, as the command prints it for --help) names that is nearest
+ * to arg without its "=VALUE" (sim/base/near.h); returns 2. */
+int cli_unknown_option(const char *arg, void (*usage)(FILE *));
+/* The suggestion alone: the option usage's help names nearest to arg, in
+ * buf (n bytes), or NULL when none is near (or arg is one letter). */
+const char *cli_option_near(const char *arg, void (*usage)(FILE *), char *buf, size_t n);
+/* The same for a word that names none of the n words of names (a command's
+ * subcommands): "unknown WHAT 'swep' (did you mean 'sweep'?)"; the list of
+ * names follows in parentheses when nothing is near. */
+int cli_unknown_word(const char *what, const char *arg, const char *const *names, size_t n);
 
 #endif

@@ -62,8 +62,9 @@ static void usage(FILE *f)
 	           "           compute calibration (auto) resolve to on the configured GPU\n"
 	           "  digest   print the SHA-256 of the resolved config text (the digest\n"
 	           "           recorded with each run)\n"
-	           "  doc      print every key: section, name, type, default, range or\n"
-	           "           choices, unit and a one-line description\n\n"
+	           "  doc      print every key: section, name, type, default (and the default\n"
+	           "           experiment's value where it differs), range or choices, unit,\n"
+	           "           when it acts and a one-line description\n\n"
 	           "options:\n");
 	cli_cfg_help(f);
 	fprintf(f, "  -h, --help                this help\n\n"
@@ -81,11 +82,15 @@ static int config_doc(int argc, char **argv)
 		}
 		return cli_usage_error("unexpected argument '%s'", argv[i]);
 	}
-	cfg_schema_t *s = cfg_schema_default();
-	if (!s)
-		return cli_fail(&(err_t){KS_ERUNTIME, "cannot build the config schema"});
-	int rc = cfg_write_doc(s, stdout);
-	cfg_schema_free(s);
+	/* the default experiment, to name its value where it is not the key's
+	 * default (what `kvsim run` without a config uses) */
+	cfg_t *c;
+	err_t e = {0};
+	if (cli_load_config_ex(NULL, NULL, 0, CLI_DEFAULT_EXPERIMENT | CLI_NO_WARNINGS, NULL, &c,
+	                       &e))
+		return cli_fail(&e);
+	int rc = cfg_write_doc_ref(cfg_schema(c), c, "default experiment", stdout);
+	cli_config_free(c);
 	return rc ? 1 : 0;
 }
 
@@ -108,7 +113,7 @@ static int config_show(int argc, char **argv, int digest)
 			goto out;
 		}
 		if (r == 0) {
-			status = cli_usage_error("unknown option '%s'", argv[i]);
+			status = cli_unknown_option(argv[i], usage);
 			goto out;
 		}
 	}
@@ -146,8 +151,9 @@ int cli_config_main(int argc, char **argv)
 	            : !strcmp(sub, "digest") ? 1
 	            : !strcmp(sub, "doc")    ? 2
 	                                     : -1;
+	static const char *const subs[] = {"show", "digest", "doc"};
 	if (which < 0)
-		return cli_usage_error("unknown subcommand '%s' (show, digest, doc)", sub);
+		return cli_unknown_word("subcommand", sub, subs, 3);
 	char cmd[64];
 	snprintf(cmd, sizeof cmd, "config %s", sub);
 	cli_set_command(cmd);

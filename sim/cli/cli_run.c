@@ -21,7 +21,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR]\n"
+	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR [--force]]\n"
 		   "                 [--trace-events FILE.json] [--plugin FILE.so]... [--strict]\n"
 		   "                 [--progress] [--quiet] [--no-trace-cache]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
@@ -29,7 +29,11 @@ static void usage(FILE *f)
 		   "options:\n");
 	cli_cfg_help(f);
 	fprintf(f, "  -o, --out DIR             also write DIR/runs/<id>.h5 and a row in\n"
-		   "                            DIR/catalog.sqlite (see 'kvsim runs')\n"
+		   "                            DIR/catalog.sqlite (see 'kvsim runs'); a run\n"
+		   "                            DIR already holds (same config, inputs and\n"
+		   "                            seed: same results) is refused, not replaced\n"
+		   "  --force                   with -o: run it again all the same, replacing\n"
+		   "                            its file and catalog row\n"
 		   "  --trace-events FILE.json  also write the run's timeline as Chrome/Perfetto\n"
 		   "                            trace-event JSON (output.trace_events); open it\n"
 		   "                            in ui.perfetto.dev or chrome://tracing\n"
@@ -118,6 +122,39 @@ static const struct {
 	{"sim_events", "events"},
 };
 
+/* Before a run with -o: one DIR already holds, intact, is not replaced
+ * unless forced (it is what this run would write); a damaged one is, with
+ * a note. */
+static int refuse_existing(const char *dir, const cfg_t *cfg, const char *const *plugins,
+			   size_t n_plugins, err_t *e)
+{
+	char id[65];
+	int v, rc = out_run_lookup(dir, cfg, (uint64_t)cfg_int(cfg, "experiment", "seed"), plugins,
+				   n_plugins, id, &v, e);
+	if (rc)
+		return rc;
+	if (v == OUT_CHECK_DONE || v == OUT_CHECK_KEPT)
+		return err_set(e, KS_EINPUT,
+			       "%s already holds this run (id %.16s: the same config, inputs and "
+			       "seed), made by this build: %s/runs/%.16s.h5; running it again gives "
+			       "the same results (read them with 'kvsim runs %s'); pass --force to "
+			       "run it again and replace them",
+			       dir, id, dir, id, dir);
+	if (v == OUT_CHECK_STALE || v == OUT_CHECK_UNVERIFIED)
+		return err_set(e, KS_EINPUT,
+			       "%s already holds this run (id %.16s: the same config, inputs and "
+			       "seed) in %s/runs/%.16s.h5, %s; pass --force to run it again with "
+			       "this build and replace it, or -o another directory to keep both",
+			       dir, id, dir, id,
+			       v == OUT_CHECK_STALE ? "made by another revision of kvsim"
+						    : "with no recorded digest to check its file by");
+	if (v == OUT_CHECK_MISSING || v == OUT_CHECK_TRUNCATED || v == OUT_CHECK_CORRUPT)
+		fprintf(stderr, "kvsim %s: note: %s holds this run (id %.16s) with a %s file; "
+				"running it again replaces it\n",
+			cli_command(), dir, id, out_check_name(v));
+	return 0;
+}
+
 /* The progress line: at most twice a second, the first after half a
  * second (a short run shows none), erased when the run ends. */
 typedef struct progress {
@@ -172,7 +209,7 @@ int cli_run_main(int argc, char **argv)
 	const char *sets[256], *plugins[256];
 	size_t n_plugins = 0; /* their files are inputs of a recorded run */
 	a.sets = sets;
-	int quiet = 0, strict = 0, progress = -1;
+	int quiet = 0, strict = 0, progress = -1, force = 0;
 	const char *out_dir = NULL, *trace_path = NULL;
 	err_t e = {0};
 	pol_registry_t *reg = NULL;
@@ -225,6 +262,11 @@ int cli_run_main(int argc, char **argv)
 			i++;
 			continue;
 		}
+		if (!strcmp(argv[i], "--force")) {
+			force = 1;
+			i++;
+			continue;
+		}
 		if (!strcmp(argv[i], "--no-trace-cache")) {
 			tr_cache_set_enabled(0);
 			i++;
@@ -244,13 +286,23 @@ int cli_run_main(int argc, char **argv)
 			pol_registry_free(reg);
 			if (rc < 0)
 				return cli_fail(&e);
-			return cli_usage_error("unknown option '%s'", argv[i]);
+			return cli_unknown_option(argv[i], usage);
 		}
 	}
 	cfg_t *cfg = NULL;
 	/* before the run is spent: -o's catalog must be openable */
 	if ((out_dir && out_dir_check(out_dir, &e)) ||
 	    cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
+		pol_registry_free(reg);
+		return cli_fail(&e);
+	}
+	if (force && !out_dir) {
+		cli_config_free(cfg);
+		pol_registry_free(reg);
+		return cli_usage_error("--force needs -o DIR (it lets a run replace one DIR holds)");
+	}
+	if (out_dir && !force && refuse_existing(out_dir, cfg, plugins, n_plugins, &e)) {
+		cli_config_free(cfg);
 		pol_registry_free(reg);
 		return cli_fail(&e);
 	}

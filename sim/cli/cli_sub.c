@@ -57,8 +57,12 @@ int cli_sub_main(const char *parent, const cli_sub_t *subs, size_t n, void (*usa
 		return 0;
 	}
 	const cli_sub_t *s = cli_sub_find(subs, n, argv[1]);
-	if (!s)
-		return cli_usage_error("unknown command '%s' (%s)", argv[1],
-		                       sub_names(subs, n, names, sizeof names));
+	if (!s) {
+		const char *words[64];
+		size_t k = n < 64 ? n : 64;
+		for (size_t i = 0; i < k; i++)
+			words[i] = subs[i].name;
+		return cli_unknown_word("command", argv[1], words, k);
+	}
 	return cli_sub_run(s, parent, argc, argv);
 }

@@ -321,7 +321,7 @@ int out_sweep_main(int argc, char **argv)
 				goto out;
 			}
 			if (r == 0) {
-				status = bad_usage("unknown option", o);
+				status = cli_unknown_option(o, usage);
 				goto out;
 			}
 		}
@@ -332,6 +332,11 @@ int out_sweep_main(int argc, char **argv)
 	if (out_grid_set_seeds(g, seeds, &e) ||
 	    cli_load_config_ex(a.path, a.sets, a.nsets, flags, NULL, &base, &e)) {
 		status = cli_fail(&e);
+		goto out;
+	}
+	/* an axis that some points ignore: said once here, not per point */
+	if (out_grid_note_inert(g, base, cfg_schema_warnings(cfg_schema(base)))) {
+		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 		goto out;
 	}
 	sim_out_params_t op;

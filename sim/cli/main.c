@@ -54,5 +54,10 @@ int main(int argc, char **argv)
 	const cli_sub_t *s = cli_sub_find(subcommands, N_SUB, argv[1]);
 	if (s)
 		return cli_sub_run(s, NULL, argc, argv);
-	return cli_usage_error("unknown command '%s'", argv[1]);
+	if (argv[1][0] == '-')
+		return cli_unknown_option(argv[1], usage);
+	const char *names[N_SUB];
+	for (size_t i = 0; i < N_SUB; i++)
+		names[i] = subcommands[i].name;
+	return cli_unknown_word("command", argv[1], names, N_SUB);
 }

@@ -112,7 +112,7 @@ static int cmd_cost(int argc, char **argv)
 			return cli_fail(&e);
 		}
 		if (!k)
-			rc = cli_usage_error("unknown option '%s'", o);
+			rc = cli_unknown_option(o, usage);
 	}
 	if (!rc && (prefill > 0) == (decode > 0))
 		rc = cli_usage_error("give one of --prefill TOKENS or --decode BATCH");

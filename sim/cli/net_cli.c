@@ -418,7 +418,7 @@ static int net_run_main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (argv[i][0] == '-' && argv[i][1])
-			return cli_usage_error("unknown option '%s'", argv[i]);
+			return cli_unknown_option(argv[i], usage);
 		else if (file)
 			return cli_usage_error("unexpected argument '%s' (one FILE)", argv[i]);
 		else

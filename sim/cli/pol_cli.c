@@ -111,7 +111,7 @@ int pol_cli_main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--presets")) {
 			presets = 1;
 		} else if (argv[i][0] == '-') {
-			rc = cli_usage_error("unknown option '%s'", argv[i]);
+			rc = cli_unknown_option(argv[i], usage);
 			goto out;
 		} else if (!fam) {
 			fam = argv[i];

@@ -150,6 +150,10 @@ static int parse(int argc, char **argv, args_t *a, err_t *e)
 		} else if (!strncmp(s, "--set=", 6)) {
 			a->sets[a->nsets++] = (targ_t){s + 6, "--set"};
 		} else if (s[0] == '-' && s[1]) {
+			char near[64];
+			if (cli_option_near(s, usage, near, sizeof near))
+				return err_set(e, KS_EINPUT, "unknown option '%s' (did you mean '%s'?)",
+				               s, near);
 			return err_set(e, KS_EINPUT, "unknown option '%s'", s);
 		} else if (strchr(s, '=')) {
 			a->sets[a->nsets++] = (targ_t){s, s};

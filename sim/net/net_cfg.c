@@ -16,7 +16,34 @@ static const cfg_enum_t bg_map[] = {{"immediate", NET_BG_IMMEDIATE},
 static const cfg_enum_t contention_map[] = {{"maxmin", 0}, {"none", 1}, {NULL, 0}};
 static const cfg_enum_t charge_map[] = {{"network", 0}, {"target_compute", 1}, {NULL, 0}};
 
+/* When a key acts (cfg_when_t). Leaves hold gpus_per_leaf consecutive GPUs
+ * (net_topo.c): with as many as the cluster has, every copy stays under one
+ * leaf and never crosses the spine. */
+#define CROSS_LEAF                                                                                 \
+	"network.fabric = leaf_spine and network.gpus_per_leaf < cluster.nodes*cluster.gpus_per_node"
+static const cfg_when_t when_leaf_spine = {"network.fabric = leaf_spine", NULL};
+static const cfg_when_t when_cross_leaf = {
+    CROSS_LEAF, "lower network.gpus_per_leaf below the cluster's GPUs (e.g. to "
+                "cluster.gpus_per_node, a leaf per node) so that copies between leaves cross "
+                "the spine"};
+#undef CROSS_LEAF
+static const cfg_when_t when_weighted = {"network.bg_share = weighted", NULL};
+/* A transfer policy other than immediate sets the background mechanism
+ * itself (sim_bg_schedule); idle_window's threshold is still this key's. */
+static const cfg_when_t when_bg_schedule = {
+    "policy.transfer.name != idle_window|rate_cap",
+    "set policy.transfer.name = immediate to let this key decide"};
+static const cfg_when_t when_idle = {
+    "policy.transfer.name = idle_window or policy.transfer.name != rate_cap and "
+    "network.bg_schedule = idle_window",
+    NULL};
+static const cfg_when_t when_rate_cap = {
+    "policy.transfer.name != idle_window|rate_cap and network.bg_schedule = rate_cap",
+    "set network.bg_schedule = rate_cap, or under policy.transfer.name = rate_cap use "
+    "policy.transfer.rate_share"};
+
 #define AT(kind, member) CFG_AT(kind, net_params_t, member)
+#define AT_IF(kind, member, w) CFG_AT_WHEN(kind, net_params_t, member, w)
 #define AT_ENUM(member, map) CFG_AT_ENUM(net_params_t, member, map)
 const cfg_tkey_t net_cfg_keys[] = {
 	{{"network", "fabric", CFG_ENUM, "leaf_spine", 0, 0, NULL, "",
@@ -24,32 +51,32 @@ const cfg_tkey_t net_cfg_keys[] = {
      AT_ENUM(fabric, fabric_map)},
 	{{"network", "oversubscription", CFG_FLOAT, "1", 1, 64, NULL, "",
 	 "leaf/spine: leaf downlink bandwidth / uplink bandwidth (2 = 2:1)", NULL},
-     AT(DOUBLE, oversubscription)},
+     AT_IF(DOUBLE, oversubscription, &when_cross_leaf)},
 	{{"network", "gpus_per_leaf", CFG_INT, "32", 1, 1048576, NULL, "",
 	 "leaf/spine: NICs (= GPUs, rail-optimised) under one leaf switch", NULL},
-     AT(U32, gpus_per_leaf)},
+     AT_IF(U32, gpus_per_leaf, &when_leaf_spine)},
 	{{"network", "switch_latency_ns", CFG_INT, "300", 0, 1e9, NULL, "ns",
 	 "added per extra switch hop of a cross-leaf path (leaf up, spine down)", NULL},
-     AT(I64, switch_lat_ns)},
+     AT_IF(I64, switch_lat_ns, &when_cross_leaf)},
 	{{"network", "bg_share", CFG_ENUM, "strict", 0, 0, NULL, "",
 	 "background vs foreground: strict priority (background gets what foreground "
 	 "leaves) or weighted max-min with bg_weight", NULL},
      AT_ENUM(bg_share, share_map)},
 	{{"network", "bg_weight", CFG_FLOAT, "0.1", NET_BG_WEIGHT_MIN, 1, NULL, "",
 	 "weighted mode: a background flow's weight against a foreground flow's 1", NULL},
-     AT(DOUBLE, bg_weight)},
+     AT_IF(DOUBLE, bg_weight, &when_weighted)},
 	{{"network", "bg_schedule", CFG_ENUM, "immediate", 0, 0, NULL, "",
 	 "default background mechanism (a transfer-scheduling policy may set its own): run "
 	 "at once, only while foreground load is under idle_threshold, or capped to "
 	 "bg_rate_share of each link", NULL},
-     AT_ENUM(bg_schedule, bg_map)},
+     CFG_AT_ENUM_WHEN(net_params_t, bg_schedule, bg_map, &when_bg_schedule)},
 	{{"network", "idle_threshold", CFG_FLOAT, "0.5", 0.01, 1, NULL, "",
 	 "idle_window: background runs only while every link on its path carries "
 	 "foreground below this fraction of capacity", NULL},
-     AT(DOUBLE, idle_threshold)},
+     AT_IF(DOUBLE, idle_threshold, &when_idle)},
 	{{"network", "bg_rate_share", CFG_FLOAT, "0.25", 0.01, 1, NULL, "",
 	 "rate_cap: background may use at most this fraction of each link", NULL},
-     AT(DOUBLE, bg_rate_share)},
+     AT_IF(DOUBLE, bg_rate_share, &when_rate_cap)},
 	{{"network", "block_granular", CFG_BOOL, "true", 0, 0, NULL, "",
 	 "KV copies move one copy per block (each pays copy_overhead_ns); false: one "
 	 "contiguous copy per shard", NULL},
@@ -77,5 +104,6 @@ const cfg_tkey_t net_cfg_keys[] = {
      AT_ENUM(copy_charge_compute, charge_map)},
 };
 #undef AT
+#undef AT_IF
 #undef AT_ENUM
 const size_t net_cfg_keys_n = sizeof net_cfg_keys / sizeof net_cfg_keys[0];

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/cli_voice.h"
+#include "sim/base/mem.h"
 #include "sim/base/rng.h"
 #include "sim/out/out_sweep.h"
 
@@ -283,6 +285,44 @@ static int set_value(cfg_t *c, const char *key, const char *val, const char *ori
 	return rc;
 }
 
+/* The axis values of point i (g->n_axes + g->n_zip of them, in the order
+ * the axes were given) into params; returns the point's seed index. */
+static unsigned point_params(const out_grid_t *g, size_t i, out_param_t *params)
+{
+	/* Mixed radix: seed fastest, then the last axis; the paired axis sits
+	 * where the first --zip was given. */
+	size_t rest = i;
+	unsigned seed_i = (unsigned)(rest % g->seeds);
+	rest /= g->seeds;
+	size_t slots = g->n_axes + (g->n_zip ? 1 : 0);
+	size_t k = g->n_axes + g->n_zip;
+	for (size_t s = slots; s-- > 0;) {
+		int is_zip = g->n_zip && s == g->zip_pos;
+		size_t ai = g->n_zip && s > g->zip_pos ? s - 1 : s;
+		size_t n = is_zip ? g->zip[0].n : g->axes[ai].n;
+		size_t v = rest % n;
+		rest /= n;
+		if (is_zip) {
+			for (size_t z = g->n_zip; z-- > 0;)
+				params[--k] = (out_param_t){g->zip[z].key, g->zip[z].values[v]};
+		} else {
+			params[--k] = (out_param_t){g->axes[ai].key, g->axes[ai].values[v]};
+		}
+	}
+	return seed_i;
+}
+
+/* The axis values of a point set on c (a clone of the base), each as a
+ * sweep axis's (CFG_ORIGIN_GRID). */
+static int set_params(cfg_t *c, const out_param_t *params, size_t n, err_t *e)
+{
+	int rc = 0;
+	for (size_t j = 0; j < n && !rc; j++)
+		if ((rc = set_value(c, params[j].key, params[j].value, CFG_ORIGIN_GRID, e)))
+			err_prefix(e, "sweep axis %s", params[j].key);
+	return rc;
+}
+
 int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key, size_t i,
 		   out_point_t *p, err_t *e)
 {
@@ -298,30 +338,8 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 		out_point_free(p);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	/* Mixed radix: seed fastest, then the last axis; the paired axis sits
-	 * where the first --zip was given. */
-	size_t rest = i;
-	unsigned seed_i = (unsigned)(rest % g->seeds);
-	rest /= g->seeds;
-	size_t slots = g->n_axes + (g->n_zip ? 1 : 0);
-	size_t k = p->n_params;
-	for (size_t s = slots; s-- > 0;) {
-		int is_zip = g->n_zip && s == g->zip_pos;
-		size_t ai = g->n_zip && s > g->zip_pos ? s - 1 : s;
-		size_t n = is_zip ? g->zip[0].n : g->axes[ai].n;
-		size_t v = rest % n;
-		rest /= n;
-		if (is_zip) {
-			for (size_t z = g->n_zip; z-- > 0;)
-				p->params[--k] = (out_param_t){g->zip[z].key, g->zip[z].values[v]};
-		} else {
-			p->params[--k] = (out_param_t){g->axes[ai].key, g->axes[ai].values[v]};
-		}
-	}
-	int rc = 0;
-	for (size_t j = 0; j < p->n_params && !rc; j++)
-		if ((rc = set_value(p->cfg, p->params[j].key, p->params[j].value, "--grid", e)))
-			err_prefix(e, "sweep axis %s", p->params[j].key);
+	unsigned seed_i = point_params(g, i, p->params);
+	int rc = set_params(p->cfg, p->params, p->n_params, e);
 	char sec[128], name[128];
 	const cfg_key_t *sk = NULL;
 	if (!rc && seed_key && !split_key(seed_key, sec, sizeof sec, name, sizeof name))
@@ -358,4 +376,50 @@ int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key,
 	snprintf(p->h5_rel, sizeof p->h5_rel, "runs/%.16s.h5", p->id);
 	free(text);
 	return 0;
+}
+
+int out_grid_note_inert(const out_grid_t *g, const cfg_t *base, FILE *f)
+{
+	size_t np = g->n_axes + g->n_zip, points = out_grid_points(g) / g->seeds;
+	out_param_t *params = calloc(np ? np : 1, sizeof *params);
+	size_t *count = calloc(np ? np : 1, sizeof *count), *first = calloc(np ? np : 1, sizeof *first);
+	char(*why)[1024] = calloc(np ? np : 1, sizeof *why);
+	int rc = !params || !count || !first || !why ? KS_ENOMEM : 0;
+	/* seeds change no key a condition reads: one pass per point */
+	for (size_t pt = 0; !rc && f && np && pt < points; pt++) {
+		cfg_t *c = cfg_clone(base);
+		err_t e = {0};
+		if (!c) {
+			rc = KS_ENOMEM;
+			break;
+		}
+		point_params(g, pt * g->seeds, params);
+		/* a point that does not build is the sweep's to report */
+		if (!set_params(c, params, np, &e) && !cfg_finalize(c, &e)) {
+			for (size_t k = 0; k < np; k++) {
+				char sec[128], name[128], w[1024];
+				if (split_key(params[k].key, sec, sizeof sec, name, sizeof name) ||
+				    !cfg_schema_find(cfg_schema(c), sec, name) ||
+				    !cfg_key_inert(c, sec, name, w, sizeof w))
+					continue;
+				if (!count[k]++) {
+					first[k] = pt;
+					memcpy(why[k], w, sizeof w);
+				}
+			}
+		}
+		cfg_free(c);
+	}
+	for (size_t k = 0; !rc && f && k < np; k++) {
+		if (!count[k])
+			continue;
+		point_params(g, first[k] * g->seeds, params);
+		fprintf(f,
+		        "kvsim%s%s: warning: --grid %s: on %zu of %zu points (the first: %s = %s): "
+		        "%s; they still run, each with its own row\n",
+		        *cli_command() ? " " : "", cli_command(), params[k].key, count[k], points,
+		        params[k].key, params[k].value, why[k]);
+	}
+	FREE_ALL(params, count, first, why);
+	return rc;
 }

@@ -79,3 +79,24 @@ int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_
 {
 	return record(dir, cfg, r, NULL, 0, plugins, n_plugins, h5, id, e);
 }
+
+int out_run_lookup(const char *dir, const cfg_t *cfg, uint64_t seed, const char *const *plugins,
+		   size_t n_plugins, char id[65], int *verdict, err_t *e)
+{
+	*verdict = OUT_CHECK_TODO;
+	char *text = cfg_text(cfg), *inputs = NULL, cat_path[4200];
+	if (!text)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	int rc = out_point_inputs(cfg, plugins, n_plugins, &inputs, e);
+	if (!rc)
+		out_point_id(text, seed, inputs, id);
+	free(text);
+	free(inputs);
+	snprintf(cat_path, sizeof cat_path, "%s/%s", dir, OUT_CATALOG_FILE);
+	out_catalog_t *c = NULL;
+	if (rc || access(cat_path, F_OK) != 0 || (rc = out_catalog_open(dir, 1, &c, e)))
+		return rc;
+	rc = out_catalog_check(c, id, out_build_rev(), 0, verdict, e);
+	out_catalog_close(c);
+	return rc;
+}

@@ -46,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sim/base/cfg.h"
 #include "sim/base/err.h"
@@ -88,6 +89,14 @@ typedef struct out_point {
 int out_point_make(const out_grid_t *g, const cfg_t *base, const char *seed_key, size_t i,
 		   out_point_t *p, err_t *e);
 void out_point_free(out_point_t *p);
+/* Names, once per sweep, each axis of g that has no effect on some of its
+ * points (cfg_key_inert: a key outside its condition, a parameter of a
+ * policy the point does not select), on f (NULL: nothing): "kvsim sweep:
+ * warning: --grid KEY: on N of M points (the first: KEY = VALUE): WHY; they
+ * still run, each with its own row". Points count without their seeds. A
+ * point that does not build is left to the sweep to report; out_point_make
+ * says nothing about its axis values itself. 0 or KS_ENOMEM. */
+int out_grid_note_inert(const out_grid_t *g, const cfg_t *base, FILE *f);
 /* The identity of a run: SHA-256 hex of the config text without its comment
  * lines, followed by "\nseed=SEED\n" and, when inputs is not empty,
  * "inputs:\n" and inputs (out_point_inputs' text). */
@@ -105,6 +114,13 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 			   const char *const *plugins, size_t n_plugins, const out_hdf5_opts_t *h5,
 			   char id[65], err_t *e);
+
+/* Before a run that out_run_record_plugins would record in dir: its id
+ * (config text, seed, the content of its inputs and plugins) and what dir
+ * holds of it, as a sweep of this build would see it (out_catalog_check,
+ * OUT_CHECK_*; TODO when dir has no catalog). Reads the catalog only. */
+int out_run_lookup(const char *dir, const cfg_t *cfg, uint64_t seed, const char *const *plugins,
+		   size_t n_plugins, char id[65], int *verdict, err_t *e);
 
 typedef struct out_sweep_opts {
 	const char *dir;      /* results directory (created) */

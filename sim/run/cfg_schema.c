@@ -25,7 +25,8 @@ cfg_schema_t *cfg_schema_default(void)
 	    cfg_schema_add_typed(s, tr_sess_cfg_keys, tr_sess_cfg_keys_n) ||
 	    cfg_schema_add_typed(s, net_cfg_keys, net_cfg_keys_n) ||
 	    cfg_schema_add_typed(s, out_cfg_keys, out_cfg_keys_n) || pol_cfg_register(s) ||
-	    pol_preset_register(s)) { /* last: presets name keys of every module */
+	    pol_preset_register(s) || /* presets name keys of every module */
+	    cfg_schema_check_when(s)) { /* conditions too, with every key's choices */
 		cfg_schema_free(s);
 		return NULL;
 	}

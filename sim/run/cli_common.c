@@ -93,6 +93,47 @@ static int load_default_experiment(cfg_t *c, int own_trace, err_t *e)
 	return rc;
 }
 
+/* How many files deep a chain of bases may go (a file naming itself, or two
+ * naming each other, stops here). */
+#define BASE_DEPTH 8
+
+/* Loads the config file at path into c over what its [experiment] base
+ * names: the default experiment, or another file loaded the same way
+ * first. own_trace: a file above this one or a --set gives trace.path.
+ * named_by: the place of the base line that names path (NULL for the
+ * command line's CONFIG), which prefixes the errors of reading path. */
+static int load_file_over_base(cfg_t *c, const char *path, const char *named_by, int own_trace,
+                               int depth, err_t *e)
+{
+	cfg_t *peek = cfg_new(cfg_schema(c));
+	if (!peek)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	char base[4096], org[4200];
+	int rc = cfg_load_file(peek, path, e), own = rc;
+	if (!rc)
+		rc = own = cfg_path(peek, "experiment", "base", base, sizeof base, e);
+	const char *name = rc ? "" : cfg_str(peek, "experiment", "base");
+	if (*name) {
+		snprintf(org, sizeof org, "%s: [experiment] base", cfg_origin(peek, "experiment", "base"));
+		own_trace |= *cfg_str(peek, "trace", "path") != '\0';
+		if (!strcmp(name, "default"))
+			rc = load_default_experiment(c, own_trace, e);
+		else if (depth + 1 >= BASE_DEPTH)
+			rc = err_set(e, KS_EINPUT,
+			             "%s: '%s': more than %d files deep (does a base name a file that "
+			             "names it back?)",
+			             org, name, BASE_DEPTH);
+		else
+			rc = load_file_over_base(c, base, org, own_trace, depth + 1, e);
+	}
+	cfg_free(peek);
+	if (!rc)
+		rc = own = cfg_load_file(c, path, e);
+	if (own && named_by)
+		err_prefix(e, "%s", named_by);
+	return rc;
+}
+
 int cli_load_config(const char *path, const char *const *sets, int nsets, cfg_t **out, err_t *e)
 {
 	return cli_load_config_ex(path, sets, nsets, CLI_DEFAULT_EXPERIMENT, NULL, out, e);
@@ -120,7 +161,7 @@ int cli_load_config_ex(const char *path, const char *const *sets, int nsets, int
 	if (path && !strcmp(path, "-")) {
 		rc = err_set(e, KS_EINPUT, "reading a config from standard input is not supported");
 	} else if (path) {
-		rc = cfg_load_file(c, path, e);
+		rc = load_file_over_base(c, path, NULL, sets_trace_path(sets, nsets), 0, e);
 	}
 	/* A file that sets no key (empty, or only comments and headers) is no
 	 * experiment of its own: it means what no file means. */
@@ -180,7 +221,9 @@ void cli_cfg_help(FILE *f)
 	fprintf(f,
 	        "  CONFIG                    experiment INI file (default, and for a file\n"
 	        "                            that sets no key: the built-in default\n"
-	        "                            experiment); relative paths in it name files\n"
+	        "                            experiment); one that says [experiment]\n"
+	        "                            base = default changes that experiment as\n"
+	        "                            --set would; relative paths in it name files\n"
 	        "                            beside it when they are there\n"
 	        "  -s, --set SECTION.KEY=VALUE\n"
 	        "                            override one key after CONFIG; repeatable,\n"

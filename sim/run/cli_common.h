@@ -7,7 +7,10 @@
  * the file, the built-in default experiment when no CONFIG is given or the
  * file sets no key (empty, comments only: a file means what no file means;
  * less the experiment's generated [trace] section when a --set names
- * trace.path), the --set overrides in order, and cfg_finalize. Errors come back as KS_E* codes
+ * trace.path), the --set overrides in order, and cfg_finalize. A file whose
+ * [experiment] base names the default experiment, or another file (loaded
+ * the same way, at most 8 deep), is loaded over it, as if its keys were
+ * --set on that base (its own trace.path also drops the generated [trace]). Errors come back as KS_E* codes
  * with the message in e ("file:line: [section] key: reason"); cli_fail prints
  * it as "kvsim: ..." and maps it to an exit status (2 for input errors).
  *

@@ -23,12 +23,34 @@ static const cfg_enum_t droute_map[] = {
 static const cfg_enum_t decode_map[] = {
     {"step", DECODE_STEP}, {"segment", DECODE_SEGMENT}, {NULL, 0}};
 
+/* When a key acts (cfg_when_t): pools of a disaggregated cluster, a KV
+ * tier's link once the tier exists. The pool keys that fill a cluster
+ * (prefill_nodes, ...) are refused without disagg (sim_disagg.c) instead. */
+static const cfg_when_t when_disagg = {"cluster.disagg = true", NULL};
+static const cfg_when_t when_share = {
+    "cluster.disagg = true and cluster.prefill_nodes = 0 and cluster.decode_nodes = 0",
+    NULL};
+static const cfg_when_t when_nvme = {"kvcache.nvme_kv_gb > 0", NULL};
+static const cfg_when_t when_pool = {"kvcache.pool_kv_gb > 0", NULL};
+
 #define AT(kind, member) CFG_AT(kind, sim_params_t, member)
+#define AT_IF(kind, member, w) CFG_AT_WHEN(kind, sim_params_t, member, w)
 #define AT_ENUM(member, map) CFG_AT_ENUM(sim_params_t, member, map)
+#define AT_ENUM_IF(member, map, w) CFG_AT_ENUM_WHEN(sim_params_t, member, map, w)
 /* One row per key: the key, then the sim_params_t field it fills. */
 const cfg_tkey_t sim_cfg_keys[] = {
 	{{"experiment", "name", CFG_STR, "default", 0, 0, NULL, "", "label of the experiment", NULL},
 	 AT(STR, name)},
+	{{"experiment", "base", CFG_STR, "", 0, 0, NULL, "",
+	 "what a config file changes: default = the built-in default experiment (kvsim config "
+	 "show prints it), or the path of another experiment file (relative to this one, e.g. "
+	 "analysis/experiments/fanout_65k.ini; its own base applies first); the file's keys "
+	 "then change it exactly as the same keys given by --set would (a trace.path of its own "
+	 "replaces the default experiment's generated traffic). Empty (default): the file is the "
+	 "whole experiment over the schema defaults (and one that sets no key at all means the "
+	 "default experiment)",
+	 NULL},
+	 CFG_LOAD},
 	{{"experiment", "seed", CFG_INT, "1", 0, 9.2e18, NULL, "",
 	 "master seed; every random stream (arrivals, each policy) derives from it", NULL},
 	 AT(U64, seed)},
@@ -96,7 +118,7 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "and at most nodes - 1, the rest decode (own choice: lets a preset split any cluster; "
 	 "the disaggregated presets cite theirs). 0 (default): the counts decide; ignored "
 	 "with disagg = false", NULL},
-	 AT(DOUBLE, dg.prefill_share)},
+	 AT_IF(DOUBLE, dg.prefill_share, &when_share)},
 	{{"cluster", "prefill_tp", CFG_INT, "0", 0, 64, NULL, "",
 	 "disagg: tensor-parallel degree of prefill instances; 0 = tp", NULL},
 	 AT(U32, dg.prefill_tp)},
@@ -118,7 +140,7 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "share when it ends; after_prefill: the whole KV leaves when the prefill ends "
 	 "(DistServe, Zhong et al. OSDI '24; Splitwise, Patel et al. ISCA '24; as recalled). "
 	 "Handoff flows always share links (whatever network.contention says)", NULL},
-	 AT_ENUM(dg.handoff, handoff_map)},
+	 AT_ENUM_IF(dg.handoff, handoff_map, &when_disagg)},
 	{{"cluster", "decode_routing", CFG_ENUM, "least_loaded", 0, 0, NULL, "",
 	 "disagg: the decode instance of a prefilled request. least_loaded (default, own "
 	 "choice): fewest decode tokens (running, plus those of handoffs headed there), then "
@@ -129,7 +151,7 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "keys (own choice, after Mooncake's Conductor, which weighs the prefix a decode "
 	 "instance holds, as recalled). Ties at random from the decode router's own "
 	 "seeded stream, never by index", NULL},
-	 AT_ENUM(dg.decode_routing, droute_map)},
+	 AT_ENUM_IF(dg.decode_routing, droute_map, &when_disagg)},
 	{{"cluster", "decode_prefix_cache", CFG_BOOL, "false", 0, 0, NULL, "",
 	 "disagg: decode instances keep a handed-off request's full prompt blocks as prefix "
 	 "cache (LRU, as every store) after it completes, and a handoff moves only the prompt "
@@ -211,17 +233,17 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "sequential read of the node's NVMe drive (the tier's read link, shared by the "
 	 "node's shards). Default: Samsung PM1743 PCIe Gen5 x4 enterprise SSD datasheet, "
 	 "sequential read 13,000 MB/s (as recalled, not verified)", NULL},
-	 AT(DOUBLE, nvme_read_bw)},
+	 AT_IF(DOUBLE, nvme_read_bw, &when_nvme)},
 	{{"kvcache", "nvme_write_bw", CFG_FLOAT, "6.6e9", 1e6, 1e12, NULL, "bytes/s",
 	 "sequential write of the node's NVMe drive. Default: Samsung PM1743 datasheet, "
 	 "sequential write 6,600 MB/s (as recalled, not verified)", NULL},
-	 AT(DOUBLE, nvme_write_bw)},
+	 AT_IF(DOUBLE, nvme_write_bw, &when_nvme)},
 	{{"kvcache", "nvme_lat_us", CFG_FLOAT, "80", 0, 1e6, NULL, "us",
 	 "per-I/O latency of the NVMe drive, paid once per copy (on the read and the write "
 	 "link). Default: own rounding of enterprise TLC NVMe 4 KiB random-read latency, "
 	 "70-90 us typical (e.g. Micron 9400 and Samsung PM1743 product briefs, as recalled)",
 	 NULL},
-	 AT(DOUBLE, nvme_lat_us)},
+	 AT_IF(DOUBLE, nvme_lat_us, &when_nvme)},
 	{{"kvcache", "pool_kv_gb", CFG_FLOAT, "0", 0, 1e9, NULL, "GB",
 	 "pooled KV store of the whole cluster reached over the NICs (Mooncake Store, "
 	 "LMCache remote backend; 0 = none): blocks evicted from a node's lowest tier (NVMe, "
@@ -232,12 +254,12 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "the pool's bandwidth per direction, all its servers together (one link each way). "
 	 "Default: Mooncake (Qin et al., FAST '25) nodes with 4 x 200 Gb/s RoCE NICs, "
 	 "100 GB/s (as recalled); own choice for a pool of one such node's worth", NULL},
-	 AT(DOUBLE, pool_bw)},
+	 AT_IF(DOUBLE, pool_bw, &when_pool)},
 	{{"kvcache", "pool_lat_us", CFG_FLOAT, "50", 0, 1e6, NULL, "us",
 	 "per-access latency of the pool (metadata lookup, RDMA setup), paid on its link each "
 	 "way. Default: own choice, the tens of microseconds of a Mooncake Transfer Engine "
 	 "batch transfer (FAST '25 sec. 5, as recalled)", NULL},
-	 AT(DOUBLE, pool_lat_us)},
+	 AT_IF(DOUBLE, pool_lat_us, &when_pool)},
 	{{"scheduler", "max_num_seqs", CFG_INT, "0", 0, 65536, NULL, "",
 	 "most sequences in one iteration (vLLM max_num_seqs, SGLang max_running_requests); "
 	 "0 = the engine's default on this GPU: vLLM 1024 on GPUs with >= 70 GiB other than "
@@ -299,7 +321,9 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 AT(DOUBLE, tpot_ms)},
 };
 #undef AT
+#undef AT_IF
 #undef AT_ENUM
+#undef AT_ENUM_IF
 const size_t sim_cfg_keys_n = sizeof sim_cfg_keys / sizeof sim_cfg_keys[0];
 
 /* [output]: the sweep's -o overrides dir; the run samples /timeline every
