@@ -146,55 +146,17 @@ static const char *col(const out_table_t *t, const char *name)
 	return NULL;
 }
 
-/* "section.key = value" lines of a config text, for a key-wise diff. */
-typedef struct kv {
-	char key[160];
-	const char *val;
-	size_t vlen;
-} kv_t;
-
-static size_t config_pairs(const char *text, kv_t *out, size_t cap)
-{
-	char sec[96] = "";
-	size_t n = 0;
-	for (const char *l = text; l && *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t len = nl ? (size_t)(nl - l) : strlen(l);
-		if (*l == '[' && len > 2 && len < sizeof sec)
-			snprintf(sec, sizeof sec, "%.*s", (int)(len - 2), l + 1);
-		else if (*l != '#' && n < cap) {
-			const char *eq = memchr(l, '=', len);
-			if (eq && eq > l) {
-				const char *ke = eq;
-				while (ke > l && ke[-1] == ' ')
-					ke--;
-				snprintf(out[n].key, sizeof out[n].key, "%s.%.*s", sec, (int)(ke - l), l);
-				const char *v = eq + 1;
-				while (*v == ' ' && v < l + len)
-					v++;
-				out[n].val = v;
-				out[n].vlen = (size_t)(l + len - v);
-				n++;
-			}
-		}
-		l = nl ? nl + 1 : NULL;
-	}
-	return n;
-}
-
 static void config_diff(const char *a, const char *b)
 {
-	enum { CAP = 4096 };
-	kv_t *ka = calloc(CAP, sizeof *ka), *kb = calloc(CAP, sizeof *kb);
-	if (!ka || !kb) {
+	out_kv_t *ka = NULL, *kb = NULL;
+	size_t na, nb, shown = 0;
+	if (out_config_pairs(a, &ka, &na) || out_config_pairs(b, &kb, &nb)) {
 		free(ka);
-		free(kb);
 		return;
 	}
-	size_t na = config_pairs(a, ka, CAP), nb = config_pairs(b, kb, CAP), shown = 0;
 	printf("\nconfig keys that differ:\n");
 	for (size_t i = 0; i < na; i++) {
-		const kv_t *m = NULL;
+		const out_kv_t *m = NULL;
 		for (size_t j = 0; j < nb && !m; j++)
 			if (!strcmp(ka[i].key, kb[j].key))
 				m = &kb[j];
