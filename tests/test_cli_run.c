@@ -164,7 +164,7 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	assert_int_equal(r.status, 0);
 	char want[400];
 	snprintf(want, sizeof want,
-	         "kvsim run: warning: --set: [trace] start_s: 60 s is past the "
+	         "kvsim run: warning: seed 1: --set: [trace] start_s: 60 s is past the "
 	         "end of the trace (%s: ",
 	         trace);
 	assert_memory_equal(r.err, want, strlen(want));

@@ -281,6 +281,14 @@ int cli_run_main(int argc, char **argv)
 		}
 		ro.trace = out_trace_sink(tw);
 	}
+	/* its warnings name it: the run id it is recorded under, and the seed */
+	char id[65] = "", where[128];
+	unsigned long long seed = (unsigned long long)cfg_int(cfg, "experiment", "seed");
+	if (out_dir && !out_run_id(cfg, seed, plugins, n_plugins, id, &oe))
+		snprintf(where, sizeof where, "run %.16s (seed %llu)", id, seed);
+	else
+		snprintf(where, sizeof where, "seed %llu", seed);
+	cli_warn_where(where);
 	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
@@ -289,7 +297,7 @@ int cli_run_main(int argc, char **argv)
 			rc = err_set(&e, KS_EINPUT, "%s (--strict)", r.warning);
 			sim_results_free(&r);
 		} else {
-			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
+			cli_warn("%s", r.warning);
 		}
 	}
 	/* after --strict, which writes nothing when it refuses the run; a
@@ -301,7 +309,6 @@ int cli_run_main(int argc, char **argv)
 		rc = te.code;
 		e = te;
 	}
-	char id[65] = "";
 	if (!rc && out_dir) {
 		out_hdf5_opts_t h5;
 		out_hdf5_opts_from_cfg(cfg, &h5);
