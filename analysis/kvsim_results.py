@@ -104,6 +104,7 @@ def load_runs(d, where=None, done_only=True, keys=True):
     cond = (" WHERE " + " AND ".join(conds)) if conds else ""
     df = pd.read_sql_query("SELECT * FROM runs" + cond, con)
     kinds = dict(con.execute("SELECT name, kind FROM columns").fetchall())
+    units = dict(con.execute("SELECT name, unit FROM columns").fetchall())
     key_names = []
     if keys and _has_table(con, "run_config"):
         kv = pd.read_sql_query("SELECT run_id, key, value FROM run_config WHERE run_id IN"
@@ -120,6 +121,10 @@ def load_runs(d, where=None, done_only=True, keys=True):
     df.attrs["params"] = [c for c in df.columns if kinds.get(c) == "param"]
     df.attrs["metrics"] = [c for c in df.columns if kinds.get(c) == "metric"]
     df.attrs["keys"] = key_names
+    df.attrs["units"] = {c: units.get(c) or "" for c in df.attrs["metrics"]}
+    attrs = dict(df.attrs)
+    df = df.copy()  # one block per dtype: adding columns later stays fast
+    df.attrs.update(attrs)
     return df
 
 
@@ -138,6 +143,91 @@ def varying_keys(df, skip=()):
         if df[k].astype(str).nunique(dropna=False) > 1:
             out.append(k)
     return out
+
+
+def hidden_axes(df, shown):
+    """The configuration columns that differ between runs which agree on the
+    `shown` columns (and differ in more than the seed): pooling such runs
+    would mix configurations. Config keys when df has them (attrs keys),
+    else the swept parameters."""
+    shown = [c for c in shown if c in df.columns]
+    if df.attrs.get("keys"):
+        cand = varying_keys(df, skip=shown)
+    else:
+        cand = [p for p in df.attrs.get("params", []) if p not in shown and p in df.columns]
+    out = []
+    for k in cand:
+        v = df[k].astype(str)
+        if not shown:
+            mixed = v.nunique() > 1
+        else:
+            mixed = (v.groupby([df[c].astype(str) for c in shown]).nunique() > 1).any()
+        if mixed:
+            out.append(k)
+    return out
+
+
+# ---- numbers for people ------------------------------------------------------
+
+_SHARE = re.compile(r"(_share|attainment|attainment_completed|^hit_rate_|_hit_rate_|_gap_blocks"
+                    r"|network_cost_blocks)$|^hit_rate_")
+
+
+def display_unit(metric, unit, values=()):
+    """How a metric's values read best: (unit text, scale). Shares are %,
+    bytes MB/GB/TB by the median magnitude of the values that are not 0,
+    ms and others as they are."""
+    if not unit and _SHARE.search(metric):
+        return "%", 100.0
+    if unit == "bytes":
+        mags = sorted(abs(v) for v in values if v == v and v != 0 and abs(v) != float("inf"))
+        big = mags[len(mags) // 2] if mags else 0
+        for scale, name in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
+            if big >= scale:
+                return name, 1.0 / scale
+        return "bytes", 1.0
+    return unit, 1.0
+
+
+def heading(metric, unit, values=()):
+    """A metric's column heading with the unit its values are shown in
+    (none repeated when the name already ends in it): ("ttft_p99_ms",
+    "slo_attainment (%)", "bytes_bg (GB)") and the scale to apply."""
+    u, scale = display_unit(metric, unit, values)
+    name = label(metric)
+    if u and not metric.endswith("_" + u) and u not in ("1/s",):
+        name = f"{name} ({u})"
+    elif u == "1/s":
+        name = f"{name} (/s)"
+    return name, scale
+
+
+def fmt_num(v, digits=4):
+    """v to `digits` significant digits, no exponent below 1e15; whole
+    numbers as they are."""
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if v == int(v) and abs(v) < 1e15:
+        return "%d" % v
+    if abs(v) >= 1e15:
+        return "%.*g" % (digits, v)
+    import math
+    d = digits - 1 - int(math.floor(math.log10(abs(v))))
+    return "%.*f" % (min(max(d, 0), 6), v)
+
+
+def fmt_mean_ci(m, h):
+    """A mean and its CI half-width h as "m ± h": h to 2 significant digits,
+    m to the same decimal place (no exponent); m alone when h is 0 or NaN."""
+    import math
+    if not (h == h) or h == 0 or math.isinf(m):
+        return fmt_num(m)
+    e = int(math.floor(math.log10(abs(h)))) - 1  # place of h's second digit
+    dec = max(0, -e)
+    mr, hr = round(m, -e), round(h, -e)
+    return "%.*f ± %.*f" % (dec, mr, dec, hr)
 
 
 # The latency families kvsim summarises over completed requests only (their
@@ -215,18 +305,20 @@ def _num(v):
         return v
 
 
-def load(path, requests=False, where=None):
+def load(path, requests=False, where=None, keys=True):
     """Runs as a DataFrame: parameters, seed and metrics, one row per run.
 
     path: a results directory, its catalog.sqlite, or one run .h5 file or a
     list of them (their parameters are the /config keys that differ between
     the files; `where` is then a pandas query string, else SQL on the
     catalog as `kvsim runs --where`). df.attrs["params"] and ["metrics"]
-    name the columns. With requests=True returns (runs, reqs): every run's
-    /requests rows with its id and parameters (and seed) joined, in run order."""
+    name the columns; with keys (a catalog), every resolved config key is a
+    column too (attrs["keys"]), swept or not. With requests=True returns
+    (runs, reqs): every run's /requests rows with its id and parameters
+    (and seed) joined, in run order."""
     files = [path] if isinstance(path, str) else list(path)
     if len(files) == 1 and not files[0].endswith(".h5"):
-        df = load_runs(files[0], where)
+        df = load_runs(files[0], where, keys=keys)
     else:
         df = _load_h5_runs(files)
         if where:
