@@ -65,7 +65,8 @@ static void test_summary_names_what_ran_with_units_and_digits(void **st)
 	const char *want[] = {
 	    "\n  workload    gen:fanout: ",
 	    " requests, offered ",
-	    "\n  deployment  4 nodes x 8 H100-SXM, Llama-3-70B at TP 4 (8 instances), preset none\n",
+	    "\n  deployment  4 nodes x 8 H100-SXM, Llama-3-70B at TP 4 (8 instances), preset "
+	    "none\n",
 	    "\n  policies    routing least_load, replication full, predictor repeat_count, "
 	    "eviction lru, transfer immediate, admission accept_all, fetch never\n",
 	    "\n  TBT p99 of per-request p90s (ms) (completed)  ",
@@ -79,7 +80,7 @@ static void test_summary_names_what_ran_with_units_and_digits(void **st)
 	row_value(r.out, "TTFT p99 (ms)", v, sizeof v);
 	assert_true(sig_digits(v) <= 4);
 	assert_true(strstr(r.out, "bytes copied, background (TB)  ") ||
-		    strstr(r.out, "bytes copied, background (GB)  "));
+	            strstr(r.out, "bytes copied, background (GB)  "));
 	for (const char *p = r.out; *p; p++) /* no raw byte counts */
 		assert_false(isdigit((unsigned char)*p) && strspn(p, "0123456789") >= 12);
 	cli_result_free(&r);
@@ -94,7 +95,7 @@ static void test_json_summary_holds_every_metric(void **st)
 	char out[128];
 	snprintf(out, sizeof out, "%s/json", tmp_dir);
 	cli_result_t r = cli_run(kvsim, tmp_dir, "run", "--json", "-o", out, SHORT, "--set",
-				 "experiment.max_pending=1", NULL);
+	                         "experiment.max_pending=1", NULL);
 	assert_int_equal(r.status, 0);
 	json_error_t je;
 	json_t *o = json_loads(r.out, 0, &je);
@@ -115,8 +116,8 @@ static void test_json_summary_holds_every_metric(void **st)
 	const char *file = json_string_value(json_object_get(o, "results"));
 	assert_non_null(file);
 	assert_int_equal(access(file, R_OK), 0);
-	assert_non_null(strstr(json_string_value(json_object_get(o, "policies")),
-			       "replication full"));
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(o, "policies")), "replication full"));
 	json_decref(o);
 	cli_result_free(&r);
 }
@@ -153,8 +154,8 @@ static void test_export_writes_a_runs_tables_as_csv(void **st)
 	assert_non_null(o);
 	char id[17];
 	snprintf(id, sizeof id, "%.16s", json_string_value(json_object_get(o, "id")));
-	json_int_t n_req = json_integer_value(json_object_get(json_object_get(o, "metrics"),
-							      "requests"));
+	json_int_t n_req =
+	    json_integer_value(json_object_get(json_object_get(o, "metrics"), "requests"));
 	json_decref(o);
 	cli_result_free(&r);
 	r = cli_run(kvsim, tmp_dir, "runs", "export", id, out, "--csv", csv, NULL);

@@ -49,18 +49,18 @@ static out_catalog_t *open_catalog(int readonly)
 
 /* A config text as cfg_write makes it: doc comments, sections, keys. */
 static void config(char *buf, size_t n, int nodes, const char *fetch, const char *kind,
-		   const char *path)
+                   const char *path)
 {
 	snprintf(buf, n,
-		 "[experiment]\n# master seed\nseed = 1\n\n[cluster]\n# nodes [nodes]\n"
-		 "nodes = %d\ntp = 4\n\n[kvcache]\nfetch = %s\n\n[trace]\nkind = %s\n"
-		 "path =%s%s\ngen = fanout\n\n[policy]\npreset = vllm\n",
-		 nodes, fetch, kind, *path ? " " : "", path);
+	         "[experiment]\n# master seed\nseed = 1\n\n[cluster]\n# nodes [nodes]\n"
+	         "nodes = %d\ntp = 4\n\n[kvcache]\nfetch = %s\n\n[trace]\nkind = %s\n"
+	         "path =%s%s\ngen = fanout\n\n[policy]\npreset = vllm\n",
+	         nodes, fetch, kind, *path ? " " : "", path);
 }
 
 /* A done run whose config has nodes and fetch, sweeping params. */
 static void add(out_catalog_t *c, const char *id, int nodes, const char *fetch,
-		const out_param_t *p, size_t np)
+                const out_param_t *p, size_t np)
 {
 	char text[1024];
 	config(text, sizeof text, nodes, fetch, "gen", "");
@@ -73,8 +73,8 @@ static void add(out_catalog_t *c, const char *id, int nodes, const char *fetch,
 
 /* The query's cells, joined by '|' within a row and ';' between rows
  * (NULL as '-'). */
-static void select_text(out_catalog_t *c, const char *cols, const char *where,
-			const char *sort, char *out, size_t n)
+static void select_text(out_catalog_t *c, const char *cols, const char *where, const char *sort,
+                        char *out, size_t n)
 {
 	out_table_t t;
 	err_t e = {0};
@@ -85,7 +85,7 @@ static void select_text(out_catalog_t *c, const char *cols, const char *where,
 		for (size_t k = 0; k < t.ncols; k++) {
 			const char *v = t.cells[r * t.ncols + k];
 			snprintf(out + strlen(out), n - strlen(out), "%s%s", v ? v : "-",
-				 k + 1 < t.ncols ? "|" : ";");
+			         k + 1 < t.ncols ? "|" : ";");
 		}
 	out_table_free(&t);
 }
@@ -100,10 +100,10 @@ static void test_every_config_key_is_a_column_in_where_columns_and_sort(void **s
 	add(c, "r8", 8, "never", NULL, 0);
 	char got[1024];
 	select_text(c, "id,cluster.nodes,kvcache.fetch", "cluster.nodes = 4", NULL, got,
-		    sizeof got);
+	            sizeof got);
 	assert_string_equal(got, "r4|4|always;");
 	select_text(c, "id", "kvcache.fetch = 'never' AND cluster.nodes > 2", NULL, got,
-		    sizeof got);
+	            sizeof got);
 	assert_string_equal(got, "r8;");
 	select_text(c, "id,cluster.tp", NULL, "-cluster.nodes", got, sizeof got);
 	assert_string_equal(got, "r8|4;r4|4;r2|4;");
@@ -113,14 +113,13 @@ static void test_every_config_key_is_a_column_in_where_columns_and_sort(void **s
 	/* a name that is neither a column nor a key is named */
 	out_table_t t;
 	err_t e = {0};
-	assert_int_equal(out_catalog_select(c, "id", "cluster.nodez = 4", NULL, &t, &e),
-			 KS_EINPUT);
+	assert_int_equal(out_catalog_select(c, "id", "cluster.nodez = 4", NULL, &t, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "--where: no column or config key 'cluster.nodez'"));
 	assert_int_equal(out_catalog_select(c, "cluster.nodez", NULL, NULL, &t, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "no column or config key 'cluster.nodez'"));
 	/* quoted text and numbers with a point are left alone */
-	select_text(c, "id", "kvcache.fetch != 'cluster.nodez' AND cluster.nodes > 2.5", "id",
-		    got, sizeof got);
+	select_text(c, "id", "kvcache.fetch != 'cluster.nodez' AND cluster.nodes > 2.5", "id", got,
+	            sizeof got);
 	assert_string_equal(got, "r4;r8;");
 	out_catalog_close(c);
 }
@@ -142,7 +141,7 @@ static void test_two_sweeps_sharing_a_catalog_show_each_others_values(void **st)
 	select_text(c, NULL, NULL, "id", got, sizeof got);
 	/* default columns: id, status, seed, git_rev, the parameters, metrics */
 	assert_string_equal(got, "a1|done|1|-|never|4|400;a2|done|1|-|always|4|400;"
-				 "b1|done|1|-|never|2|200;b2|done|1|-|never|8|800;");
+	                         "b1|done|1|-|never|2|200;b2|done|1|-|never|8|800;");
 	select_text(c, "id", "kvcache.fetch = 'never'", "id", got, sizeof got);
 	assert_string_equal(got, "a1;b1;b2;");
 	out_catalog_close(c);
@@ -167,7 +166,7 @@ static void test_trace_and_preset_are_derived_from_the_config(void **st)
 	char got[1024];
 	select_text(c, "id,trace,preset", NULL, "id", got, sizeof got);
 	assert_string_equal(got, "t0|gen:fanout|vllm;t1|conv.jsonl|vllm;"
-				 "t2|gen:fanout:windows.csv|vllm;");
+	                         "t2|gen:fanout:windows.csv|vllm;");
 	out_catalog_close(c);
 }
 
@@ -188,17 +187,17 @@ static void test_catalog_before_config_keys_gains_them_when_opened(void **st)
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db,
-				      "DROP TABLE run_config; ALTER TABLE runs DROP COLUMN trace;"
-				      " ALTER TABLE runs DROP COLUMN preset;"
-				      " UPDATE runs SET \"kvcache.fetch\" = NULL WHERE id = 'o2';"
-				      " UPDATE runs SET \"cluster.nodes\" = NULL WHERE id = 'o1';",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
+	                              "DROP TABLE run_config; ALTER TABLE runs DROP COLUMN trace;"
+	                              " ALTER TABLE runs DROP COLUMN preset;"
+	                              " UPDATE runs SET \"kvcache.fetch\" = NULL WHERE id = 'o2';"
+	                              " UPDATE runs SET \"cluster.nodes\" = NULL WHERE id = 'o1';",
+	                              NULL, NULL, NULL),
+	                 SQLITE_OK);
 	sqlite3_close(db);
 	c = open_catalog(1); /* a reader that may write the file migrates it */
 	char got[1024];
 	select_text(c, "id,kvcache.fetch,cluster.nodes,trace,preset,cluster.tp", NULL, "id", got,
-		    sizeof got);
+	            sizeof got);
 	assert_string_equal(got, "o1|always|4|gen:fanout|vllm|4;o2|never|2|gen:fanout|vllm|4;");
 	out_catalog_close(c);
 }
@@ -209,18 +208,18 @@ static void test_plain_run_is_queryable_by_any_key(void **st)
 {
 	(void)st;
 	const char *kvsim = cli_kvsim_or_skip();
-	cli_result_t r = cli_run(kvsim, tmpdir, "run", "-q", "-o", dir, "--set",
-				 "trace.fanout_bursts=2", NULL);
+	cli_result_t r =
+	    cli_run(kvsim, tmpdir, "run", "-q", "-o", dir, "--set", "trace.fanout_bursts=2", NULL);
 	assert_int_equal(r.status, 0);
 	cli_result_free(&r);
 	r = cli_run(kvsim, tmpdir, "runs", dir, "--where", "cluster.nodes = 4 AND git_rev != ''",
-		    "--columns", "cluster.nodes,policy.routing.name,trace,preset", "--csv", NULL);
+	            "--columns", "cluster.nodes,policy.routing.name,trace,preset", "--csv", NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "cluster.nodes,policy.routing.name,trace,preset\n"
-				   "4,least_load,gen:fanout,none\n");
+	                           "4,least_load,gen:fanout,none\n");
 	cli_result_free(&r);
-	r = cli_run(kvsim, tmpdir, "runs", dir, "--where", "offered_rps > 0", "--columns",
-		    "trace", "--csv", NULL);
+	r = cli_run(kvsim, tmpdir, "runs", dir, "--where", "offered_rps > 0", "--columns", "trace",
+	            "--csv", NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "trace\ngen:fanout\n");
 	cli_result_free(&r);
@@ -229,16 +228,16 @@ static void test_plain_run_is_queryable_by_any_key(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(
-		    test_every_config_key_is_a_column_in_where_columns_and_sort, setup, teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_two_sweeps_sharing_a_catalog_show_each_others_values, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_trace_and_preset_are_derived_from_the_config,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-		    test_catalog_before_config_keys_gains_them_when_opened, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_plain_run_is_queryable_by_any_key, setup,
-						teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_every_config_key_is_a_column_in_where_columns_and_sort, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_two_sweeps_sharing_a_catalog_show_each_others_values, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_trace_and_preset_are_derived_from_the_config,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_catalog_before_config_keys_gains_them_when_opened,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plain_run_is_queryable_by_any_key, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,9 +20,9 @@
 static const struct {
 	const char *name, *script, *help;
 } scripts[] = {
-	{"metric", "plot_metric.py", "a metric against a parameter: a line per group, 95% CIs"},
-	{"cdf", "plot_ttft_cdf.py", "TTFT CDFs of runs or catalog groups"},
-	{"table", "policy_table.py", "mean and 95% CI of metrics per group, with what ran"},
+    {"metric", "plot_metric.py", "a metric against a parameter: a line per group, 95% CIs"},
+    {"cdf", "plot_ttft_cdf.py", "TTFT CDFs of runs or catalog groups"},
+    {"table", "policy_table.py", "mean and 95% CI of metrics per group, with what ran"},
 };
 #define N_SCRIPTS (sizeof scripts / sizeof scripts[0])
 
@@ -33,19 +33,22 @@ static const char *const modules[] = {"numpy", "pandas", "h5py", "matplotlib"};
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim plot NAME [ARGS...]\n\n"
-		   "Runs analysis/NAME.py (or the script NAME stands for) with ARGS under a\n"
-		   "Python that has numpy, pandas, h5py and matplotlib: /usr/bin/python3 when\n"
-		   "it has them, else the first python3 on PATH that does ($KVSIM_PYTHON, a\n"
-		   "colon-separated list of interpreters, replaces that order). 'kvsim plot\n"
-		   "NAME --help' shows the script's options.\n\n");
+	           "Runs analysis/NAME.py (or the script NAME stands for) with ARGS under a\n"
+	           "Python that has numpy, pandas, h5py and matplotlib: /usr/bin/python3 when\n"
+	           "it has them, else the first python3 on PATH that does ($KVSIM_PYTHON, a\n"
+	           "colon-separated list of interpreters, replaces that order). 'kvsim plot\n"
+	           "NAME --help' shows the script's options.\n\n");
 	for (size_t i = 0; i < N_SCRIPTS; i++)
 		fprintf(f, "  %-8s %-18s %s\n", scripts[i].name, scripts[i].script,
-			scripts[i].help);
-	fprintf(f, "  NAME     NAME.py            any other script in analysis/ (oracle_gap, ...)\n\n"
-		   "examples:\n"
-		   "  kvsim sweep --grid policy.replication.name=none,full --seeds 3 -o results\n"
-		   "  kvsim plot table results --by policy.replication.name --metrics ttft_p99_ms,slo_attainment\n"
-		   "  kvsim plot metric results --x policy.replication.name --y ttft_p99_ms -o p99.png\n");
+		        scripts[i].help);
+	fprintf(
+	    f,
+	    "  NAME     NAME.py            any other script in analysis/ (oracle_gap, ...)\n\n"
+	    "examples:\n"
+	    "  kvsim sweep --grid policy.replication.name=none,full --seeds 3 -o results\n"
+	    "  kvsim plot table results --by policy.replication.name --metrics "
+	    "ttft_p99_ms,slo_attainment\n"
+	    "  kvsim plot metric results --x policy.replication.name --y ttft_p99_ms -o p99.png\n");
 	cli_help_end(f);
 }
 
@@ -78,11 +81,10 @@ static int find_analysis(char *dir, size_t n)
  * the missing ones (or why it did not run) in why (n bytes). */
 static int probe_python(const char *py, char *why, size_t n)
 {
-	static const char probe[] =
-		"import importlib.util as u, sys\n"
-		"m = [x for x in sys.argv[1:] if u.find_spec(x) is None]\n"
-		"print('no module ' + ', '.join(m) if m else '')\n"
-		"sys.exit(1 if m else 0)\n";
+	static const char probe[] = "import importlib.util as u, sys\n"
+				    "m = [x for x in sys.argv[1:] if u.find_spec(x) is None]\n"
+				    "print('no module ' + ', '.join(m) if m else '')\n"
+				    "sys.exit(1 if m else 0)\n";
 	int fd[2];
 	if (access(py, X_OK) != 0) {
 		snprintf(why, n, "not there");
@@ -140,16 +142,19 @@ static int find_python(char *py, size_t n, err_t *e)
 	if (env && *env)
 		snprintf(list, sizeof list, "%s", env);
 	else
-		snprintf(list, sizeof list, "/usr/bin/python3%s%s", path ? ":" : "", path ? path : "");
+		snprintf(list, sizeof list, "/usr/bin/python3%s%s", path ? ":" : "",
+		         path ? path : "");
 	char tried[1800] = "";
 	int first = 1;
-	for (char *save = NULL, *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+	for (char *save = NULL, *p = strtok_r(list, ":", &save); p;
+	     p = strtok_r(NULL, ":", &save)) {
 		char cand[PATH_MAX], why[200];
 		/* a PATH entry is a folder; the default's first entry and
 		 * $KVSIM_PYTHON's are interpreters */
 		int is_dir = !(env && *env) && !first;
 		first = 0;
-		if ((size_t)snprintf(cand, sizeof cand, is_dir ? "%s/python3" : "%s", p) >= sizeof cand)
+		if ((size_t)snprintf(cand, sizeof cand, is_dir ? "%s/python3" : "%s", p) >=
+		    sizeof cand)
 			continue;
 		if (is_dir && (access(cand, X_OK) != 0 || !strcmp(cand, "/usr/bin/python3")))
 			continue;
@@ -162,11 +167,11 @@ static int find_python(char *py, size_t n, err_t *e)
 			snprintf(tried + l, sizeof tried - l, "\n  %.400s: %.180s", cand, why);
 	}
 	return err_set(e, KS_ERUNTIME,
-		       "no Python here has the modules the analysis needs (numpy, pandas, h5py, "
-		       "matplotlib):%s\nInstall them: apt-get install python3-numpy python3-pandas "
-		       "python3-h5py python3-matplotlib (Debian), or PYTHON -m pip install numpy "
-		       "pandas h5py matplotlib; KVSIM_PYTHON=PYTHON names the interpreter to use",
-		       tried[0] ? tried : "\n  (no python3 found)");
+	               "no Python here has the modules the analysis needs (numpy, pandas, h5py, "
+	               "matplotlib):%s\nInstall them: apt-get install python3-numpy python3-pandas "
+	               "python3-h5py python3-matplotlib (Debian), or PYTHON -m pip install numpy "
+	               "pandas h5py matplotlib; KVSIM_PYTHON=PYTHON names the interpreter to use",
+	               tried[0] ? tried : "\n  (no python3 found)");
 }
 
 int cli_plot_main(int argc, char **argv)
@@ -184,17 +189,17 @@ int cli_plot_main(int argc, char **argv)
 	char dir[PATH_MAX], file[PATH_MAX + 300], py[PATH_MAX];
 	err_t e = {0};
 	if (find_analysis(dir, sizeof dir))
-		return cli_fail(&(err_t){KS_ERUNTIME,
-					 "cannot find the analysis scripts beside this kvsim (../analysis, "
-					 "../share/kvsim/analysis); set KVSIM_ANALYSIS to their folder"});
+		return cli_fail(&(err_t){
+		    KS_ERUNTIME, "cannot find the analysis scripts beside this kvsim (../analysis, "
+				 "../share/kvsim/analysis); set KVSIM_ANALYSIS to their folder"});
 	if (script)
 		snprintf(file, sizeof file, "%s/%s", dir, script);
 	else
 		snprintf(file, sizeof file, "%s/%s%s", dir, name,
-			 strlen(name) > 3 && !strcmp(name + strlen(name) - 3, ".py") ? "" : ".py");
+		         strlen(name) > 3 && !strcmp(name + strlen(name) - 3, ".py") ? "" : ".py");
 	if (strchr(name, '/') || access(file, R_OK) != 0)
-		return cli_usage_error("no analysis script '%s' (metric, cdf, table, or a NAME.py in %s)",
-				       name, dir);
+		return cli_usage_error(
+		    "no analysis script '%s' (metric, cdf, table, or a NAME.py in %s)", name, dir);
 	if (find_python(py, sizeof py, &e))
 		return cli_fail(&e);
 	const char **av = calloc((size_t)argc + 2, sizeof *av);
