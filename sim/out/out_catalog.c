@@ -478,10 +478,11 @@ static int param_backfill(out_catalog_t *c, const char *name, err_t *e)
 }
 
 /* Rows whose config keys are not recorded yet (made before run_config, or
- * by an older kvsim since): SELECT id, config. */
+ * by an older kvsim since): SELECT id, config. No condition reads config:
+ * its text (tens of kB) is read only for the rows selected. */
 static const char keys_missing_sql[] =
-	"SELECT id, config FROM runs WHERE config IS NOT NULL AND config != ''"
-	" AND NOT EXISTS (SELECT 1 FROM run_config k WHERE k.run_id = runs.id)";
+	"SELECT id, config FROM runs"
+	" WHERE NOT EXISTS (SELECT 1 FROM run_config k WHERE k.run_id = runs.id)";
 
 /* Whether one of the rows keys_missing_sql selects has a key to record
  * (*todo; a config text with none is not worth a write lock each open), or
@@ -535,6 +536,9 @@ static int migrate_keys(out_catalog_t *c, err_t *e)
 	} *rows = NULL;
 	size_t n = 0, cap = 0;
 	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 1);
+		if (!t || !strchr(t, '='))
+			continue; /* no key to record */
 		if (VEC_GROW(rows, cap, n + 1, 64)) {
 			rc = err_set(e, KS_ENOMEM, "out of memory");
 			break;
