@@ -214,9 +214,9 @@ RUN_POLICIES ?= none,reactive_hotspot,early_rdma,speculative,full
 RUN_SEEDS ?= 5
 run-only: $(KVSIM)
 	$(KVSIM) sweep --grid policy.replication.name=$(RUN_POLICIES) --seeds $(RUN_SEEDS) -j 2 -o results
-	@/usr/bin/python3 analysis/policy_table.py results --by policy.replication.name --metrics \
+	@$(KVSIM) plot table results --by policy.replication.name --metrics \
 	  admitted_share,ttft_p95_ms,ttft_p99_ms,slo_attainment,ttft_completed_mean_ms,bytes_fg,bytes_bg,spec.replicas_created,spec.replicas_wasted,spec.unused_vram_gb_s
-	@/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog results \
+	@$(KVSIM) plot cdf --catalog results \
 	  --label policy.replication.name --log -o results/ttft_cdf.png \
 	  && echo "wrote results/ttft_cdf.png"
 

@@ -5,55 +5,229 @@ A TTFT quantile over offered requests (ttft_p50_ms .. ttft_p99_ms) is +inf
 where it reaches a request the run never served (rejected or unfinished);
 the catalog and /summary keep it as float('inf'), and the helpers below
 carry it through: a mean over seeds with one +inf is +inf (no CI), and a
-gain against a +inf baseline is +inf (100%)."""
+gain against a +inf baseline is +inf (100%).
+
+Every run's resolved config keys are in the catalog's table run_config:
+load_runs adds each as a column by its dotted name (cluster.nodes,
+policy.routing.name, ...), and `where` may name them as `kvsim runs
+--where` does. df.attrs["params"] lists the swept parameters,
+["keys"] every config key, ["metrics"] the summary metrics."""
+import importlib.util
 import os
 import re
 import sqlite3
+import sys
 
-import h5py
-import numpy as np
-import pandas as pd
+
+def require(*mods):
+    """Exits with a message naming each module of mods this Python lacks and
+    how to get it (the analysis needs Debian's python3-h5py, -pandas,
+    -numpy, -matplotlib; a python3 earlier on PATH often has none)."""
+    missing = [m for m in mods if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "kvsim_results"
+    raise SystemExit(
+        "%s: this Python (%s) has no module %s, which kvsim's analysis needs. Run it as "
+        "`kvsim plot ...`, which picks an interpreter that has them (/usr/bin/python3 "
+        "first), or install them: apt-get install %s (Debian), or %s -m pip install %s"
+        % (prog, sys.executable, ", ".join(repr(m) for m in missing),
+           " ".join("python3-" + m for m in missing), sys.executable, " ".join(missing)))
+
+
+require("numpy", "pandas", "h5py")
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 
 def catalog_path(d):
     return d if d.endswith(".sqlite") else os.path.join(d, "catalog.sqlite")
 
 
-def _quote_where(where, columns):
-    """Quote bare dotted column names (trace.rate > 2), as kvsim runs does."""
+def _key_sql(key):
+    """The run's recorded value of config key `key`, as SQL on table runs."""
+    return "(SELECT value FROM run_config WHERE run_id = runs.id AND key = '%s')" % \
+        key.replace("'", "''")
+
+
+def _quote_where(where, columns, con=None):
+    """Quote bare dotted column names (trace.rate > 2), as kvsim runs does,
+    and read a dotted config key that is no column from table run_config."""
     out, i = [], 0
     for m in re.finditer(r"'[^']*'|\"[^\"]*\"|[A-Za-z0-9_.]+", where):
         out.append(where[i:m.start()])
         tok = m.group(0)
-        out.append(f'"{tok}"' if "." in tok and tok in columns else tok)
+        dotted = "." in tok and (tok[0].isalpha() or tok[0] == "_")
+        if dotted and tok in columns:
+            tok = f'"{tok}"'
+        elif dotted and con is not None and _has_key(con, tok):
+            tok = _key_sql(tok)
+        elif dotted and con is not None:
+            raise SystemExit(f"--where: no column or config key '{tok}'")
+        out.append(tok)
         i = m.end()
     out.append(where[i:])
     return "".join(out)
 
 
-def load_runs(d, where=None, done_only=True):
-    """One row per run: parameters, seed, metrics, h5_path made absolute."""
+def _has_key(con, key):
+    try:
+        return con.execute("SELECT 1 FROM run_config WHERE key = ? LIMIT 1",
+                           (key,)).fetchone() is not None
+    except sqlite3.OperationalError:  # a catalog from before run_config
+        return False
+
+
+def _numeric(col):
+    """A column of config values as numbers when every value is one."""
+    try:
+        return pd.to_numeric(col)
+    except (ValueError, TypeError):
+        return col
+
+
+def load_runs(d, where=None, done_only=True, keys=True):
+    """One row per run: parameters, seed, metrics, h5_path made absolute,
+    the derived columns (trace, preset, git_rev) and, with keys, every
+    resolved config key as a column by its dotted name."""
     path = catalog_path(d)
     if not os.path.exists(path):
         raise SystemExit(f"{path}: no catalog here")
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
-    sql = "SELECT * FROM runs"
     conds = []
     if done_only:
         conds.append("status = 'done'")
     if where:
-        conds.append("(" + _quote_where(where, set(cols)) + ")")
-    if conds:
-        sql += " WHERE " + " AND ".join(conds)
-    df = pd.read_sql_query(sql, con)
+        conds.append("(" + _quote_where(where, set(cols), con) + ")")
+    cond = (" WHERE " + " AND ".join(conds)) if conds else ""
+    df = pd.read_sql_query("SELECT * FROM runs" + cond, con)
     kinds = dict(con.execute("SELECT name, kind FROM columns").fetchall())
+    units = dict(con.execute("SELECT name, unit FROM columns").fetchall())
+    key_names = []
+    if keys and _has_table(con, "run_config"):
+        kv = pd.read_sql_query("SELECT run_id, key, value FROM run_config WHERE run_id IN"
+                               " (SELECT id FROM runs" + cond + ")", con)
+        if len(kv):
+            wide = kv.pivot(index="run_id", columns="key", values="value")
+            key_names = sorted(wide.columns)
+            add = {k: _numeric(df["id"].map(wide[k])) for k in key_names if k not in df.columns}
+            if add:
+                df = pd.concat([df, pd.DataFrame(add, index=df.index)], axis=1)
     con.close()
     base = os.path.dirname(os.path.abspath(path))
     df["h5_path"] = [os.path.join(base, p) for p in df["h5_path"]]
     df.attrs["params"] = [c for c in df.columns if kinds.get(c) == "param"]
     df.attrs["metrics"] = [c for c in df.columns if kinds.get(c) == "metric"]
+    df.attrs["keys"] = key_names
+    df.attrs["units"] = {c: units.get(c) or "" for c in df.attrs["metrics"]}
+    attrs = dict(df.attrs)
+    df = df.copy()  # one block per dtype: adding columns later stays fast
+    df.attrs.update(attrs)
     return df
+
+
+def _has_table(con, name):
+    return con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def varying_keys(df, skip=()):
+    """The config keys (df.attrs["keys"]) whose value differs between rows
+    of df, but for the seed and the names in skip: the rows of one
+    configuration differ in none of them."""
+    out = []
+    for k in df.attrs.get("keys", []):
+        if k in skip or k == "experiment.seed" or k not in df.columns:
+            continue
+        if df[k].astype(str).nunique(dropna=False) > 1:
+            out.append(k)
+    return out
+
+
+def hidden_axes(df, shown):
+    """The configuration columns that differ between runs which agree on the
+    `shown` columns (and differ in more than the seed): pooling such runs
+    would mix configurations. Config keys when df has them (attrs keys),
+    else the swept parameters."""
+    shown = [c for c in shown if c in df.columns]
+    if df.attrs.get("keys"):
+        cand = varying_keys(df, skip=shown)
+    else:
+        cand = [p for p in df.attrs.get("params", []) if p not in shown and p in df.columns]
+    out = []
+    for k in cand:
+        v = df[k].astype(str)
+        if not shown:
+            mixed = v.nunique() > 1
+        else:
+            mixed = (v.groupby([df[c].astype(str) for c in shown]).nunique() > 1).any()
+        if mixed:
+            out.append(k)
+    return out
+
+
+# ---- numbers for people ------------------------------------------------------
+
+_SHARE = re.compile(r"(_share|attainment|attainment_completed|^hit_rate_|_hit_rate_|_gap_blocks"
+                    r"|network_cost_blocks)$|^hit_rate_")
+
+
+def display_unit(metric, unit, values=()):
+    """How a metric's values read best: (unit text, scale). Shares are %,
+    bytes MB/GB/TB by the median magnitude of the values that are not 0,
+    ms and others as they are."""
+    if not unit and _SHARE.search(metric):
+        return "%", 100.0
+    if unit == "bytes":
+        mags = sorted(abs(v) for v in values if v == v and v != 0 and abs(v) != float("inf"))
+        big = mags[len(mags) // 2] if mags else 0
+        for scale, name in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
+            if big >= scale:
+                return name, 1.0 / scale
+        return "bytes", 1.0
+    return unit, 1.0
+
+
+def heading(metric, unit, values=()):
+    """A metric's column heading with the unit its values are shown in
+    (none repeated when the name already ends in it): ("ttft_p99_ms",
+    "slo_attainment (%)", "bytes_bg (GB)") and the scale to apply."""
+    u, scale = display_unit(metric, unit, values)
+    name = label(metric)
+    if u and not metric.endswith("_" + u) and u not in ("1/s",):
+        name = f"{name} ({u})"
+    elif u == "1/s":
+        name = f"{name} (/s)"
+    return name, scale
+
+
+def fmt_num(v, digits=4):
+    """v to `digits` significant digits, no exponent below 1e15; whole
+    numbers as they are."""
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    if v == int(v) and abs(v) < 1e15:
+        return "%d" % v
+    if abs(v) >= 1e15:
+        return "%.*g" % (digits, v)
+    import math
+    d = digits - 1 - int(math.floor(math.log10(abs(v))))
+    return "%.*f" % (min(max(d, 0), 6), v)
+
+
+def fmt_mean_ci(m, h):
+    """A mean and its CI half-width h as "m ± h": h to 2 significant digits,
+    m to the same decimal place (no exponent); m alone when h is 0 or NaN."""
+    import math
+    if not (h == h) or h == 0 or math.isinf(m):
+        return fmt_num(m)
+    e = int(math.floor(math.log10(abs(h)))) - 1  # place of h's second digit
+    dec = max(0, -e)
+    mr, hr = round(m, -e), round(h, -e)
+    return "%.*f ± %.*f" % (dec, mr, dec, hr)
 
 
 # The latency families kvsim summarises over completed requests only (their
@@ -131,18 +305,20 @@ def _num(v):
         return v
 
 
-def load(path, requests=False, where=None):
+def load(path, requests=False, where=None, keys=True):
     """Runs as a DataFrame: parameters, seed and metrics, one row per run.
 
     path: a results directory, its catalog.sqlite, or one run .h5 file or a
     list of them (their parameters are the /config keys that differ between
     the files; `where` is then a pandas query string, else SQL on the
     catalog as `kvsim runs --where`). df.attrs["params"] and ["metrics"]
-    name the columns. With requests=True returns (runs, reqs): every run's
-    /requests rows with its id and parameters (and seed) joined, in run order."""
+    name the columns; with keys (a catalog), every resolved config key is a
+    column too (attrs["keys"]), swept or not. With requests=True returns
+    (runs, reqs): every run's /requests rows with its id and parameters
+    (and seed) joined, in run order."""
     files = [path] if isinstance(path, str) else list(path)
     if len(files) == 1 and not files[0].endswith(".h5"):
-        df = load_runs(files[0], where)
+        df = load_runs(files[0], where, keys=keys)
     else:
         df = _load_h5_runs(files)
         if where:

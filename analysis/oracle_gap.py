@@ -85,7 +85,7 @@ def main(argv=None):
     ap.add_argument("--oracle", default="oracle", help="the predictor value of the oracle runs")
     ap.add_argument("--csv", action="store_true")
     a = ap.parse_args(argv)
-    df = split(kr.load(a.results, where=a.where), a.predictor, a.oracle)
+    df = split(kr.load(a.results, where=a.where, keys=False), a.predictor, a.oracle)
     if df.empty:
         raise SystemExit(f"{a.results}: no run with the bound metrics")
     rows = table(df, a.by.split(","))

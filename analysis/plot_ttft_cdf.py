@@ -5,19 +5,26 @@
   plot_ttft_cdf.py --catalog results --where "trace.fanout_size = 48" --label policy.replication.name -o ttft.png
 
 Only completed requests count (status 0). With --catalog, runs that share the
---label value (for example the seeds of one configuration) are pooled."""
+--label values (comma-separated columns; for example the seeds of one
+configuration) are pooled into one curve: its legend's p99 is the 99th
+percentile of those runs' requests pooled, which is not the mean of each
+run's own p99 that policy_table.py shows (and both count completed requests
+only, unlike ttft_p99_ms, which is over offered ones). Runs that differ in
+another config key than the seed are never pooled: that key joins the
+label, with a note on stderr."""
 import argparse
 import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvsim_results as kr  # noqa: E402  (first: it names missing modules)
+
+kr.require("matplotlib")
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kvsim_results as kr  # noqa: E402
 
 
 def main():
@@ -36,7 +43,15 @@ def main():
         runs = kr.load_runs(a.catalog, a.where)
         if runs.empty:
             sys.exit("no done runs match")
-        cols = [a.label] if a.label else runs.attrs["params"]
+        cols = a.label.split(",") if a.label else list(runs.attrs["params"])
+        for c in cols:
+            if c not in runs.columns:
+                sys.exit(f"no column '{c}'; parameters: {runs.attrs['params']}")
+        extra = kr.hidden_axes(runs, cols)
+        if extra:
+            print("plot_ttft_cdf.py: runs of one label also differ in %s: not pooled, a "
+                  "curve per value" % ", ".join(extra), file=sys.stderr)
+            cols += extra
         for _, r in runs.iterrows():
             name = ", ".join(f"{c}={r[c]}" for c in cols) if cols else os.path.basename(r["h5_path"])
             groups.setdefault(name, []).append(r["h5_path"])
@@ -55,8 +70,11 @@ def main():
             print(f"{name}: no completed requests", file=sys.stderr)
             continue
         y = np.arange(1, ttft.size + 1) / ttft.size
-        ax.step(ttft, y, where="post", label=f"{name} (p99 {np.percentile(ttft, 99):.0f} ms)")
-    ax.set_xlabel("time to first token (ms)")
+        how = f"p99 of {len(files)} runs' requests pooled" if len(files) > 1 else "p99"
+        p99 = kr.fmt_num(np.percentile(ttft, 99), 3)
+        ax.step(ttft, y, where="post", label=f"{name} ({how}: {p99} ms)")
+        print(f"{name}: {how}: {p99} ms ({ttft.size} completed requests)")
+    ax.set_xlabel("time to first token (ms), completed requests")
     ax.set_ylabel("fraction of requests")
     if a.log:
         ax.set_xscale("log")

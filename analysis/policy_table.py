@@ -4,46 +4,84 @@
   policy_table.py RESULTS_DIR --by policy.replication.name \
       --metrics admitted_share,ttft_p95_ms,ttft_completed_mean_ms [--where SQL] [--markdown]
 
-Runs that share the --by columns (typically the seeds of one configuration)
-form one row: the mean over runs, +- the half-width of the 95% CI of that
-mean (Student t, n - 1 degrees of freedom; none for a single run). A row
-whose metric is identical over every run says so ("same in every seed"), so
-a fixed trace with nothing random is not passed off as replicated. A TTFT
-quantile over offered requests is inf where it reaches a request the run
-never served; a row with such runs says "inf (k of n seeds)". Latencies over
-completed requests only are headed "(completed)"."""
+A header says what ran: the workload, the deployment and the policies the
+runs share (what varies is in the rows). Runs that share the --by columns
+(typically the seeds of one configuration) form one row: the mean over
+runs +- the half-width of the 95% CI of that mean (Student t, n - 1
+degrees of freedom; none for a single run), the CI to 2 significant digits
+and the mean to the same place. A quantile column (ttft_p99_ms, ...) is the
+mean of each run's own quantile, not the quantile of the runs' requests
+pooled (as plot_ttft_cdf.py's legend gives it). Shares print as %, bytes
+in MB/GB/TB. A value identical in every seed of a row is marked '*' (a
+fixed trace with nothing random is not passed off as replicated); a
+metric identical in every run is left out of the table and said once
+below it. Runs that differ in a config key that is neither a --by column
+nor the seed are never pooled: that key joins the rows, with a note. A
+TTFT quantile over offered requests is inf where it reaches a request the
+run never served; a row with such runs says "inf (k of n seeds)".
+Latencies over completed requests only are headed "(completed)"."""
 import argparse
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kvsim_results as kr  # noqa: E402
+import kvsim_results as kr  # noqa: E402  (first: it names missing modules)
 
-# two-sided 95% Student t quantiles, by degrees of freedom
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-       9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+# What the header shows: per line, its parts as (text, config key): the
+# text with {} for the key's value.
+HEADER = [
+    ("workload", [("{},", "trace"), ("offered {} req/s (mean over runs)", "offered_rps")]),
+    ("deployment", [("{} nodes", "cluster.nodes"), ("x {}", "cluster.gpus_per_node"),
+                    ("{},", "gpu.name"), ("{}", "model.name"), ("at TP {},", "cluster.tp"),
+                    ("preset {},", "policy.preset"), ("routing {},", "policy.routing.name"),
+                    ("fetch {}", "kvcache.fetch")]),
+    ("policies", [("replication {},", "policy.replication.name"),
+                  ("predictor {},", "policy.predictor.name"),
+                  ("eviction {},", "policy.eviction.name"),
+                  ("transfer {},", "policy.transfer.name"),
+                  ("admission {}", "policy.admission.name")]),
+]
 
 
-def t95(dof):
-    if dof in T95:
-        return T95[dof]
-    ks = sorted(k for k in T95 if k <= dof)
-    return T95[ks[-1]] if dof < 60 else 1.96
+def header(runs, by):
+    """The header lines: each key's value when every run has the same; a
+    --by column (or one the rows were split by) says "by row", another
+    that differs "varies"."""
+    out = []
+    for title, parts in HEADER:
+        words = []
+        for text, k in parts:
+            if k not in runs.columns:
+                continue
+            if k in by:
+                v = "(by row)"
+            elif k == "offered_rps":
+                v = kr.fmt_num(float(runs[k].astype(float).mean()))
+            elif runs[k].astype(str).nunique() == 1:
+                v = str(runs[k].iloc[0])
+            else:
+                v = "(varies)"
+            words.append(text.format(v))
+        if words:
+            out.append("%-11s %s" % (title, " ".join(words).rstrip(",")))
+    return out
 
 
-def cell(vals):
+def cell(vals, scale):
+    """(text, zero spread) of one row's values of a metric."""
     n = len(vals)
     k = sum(1 for v in vals if math.isinf(v))
     if k:  # a mean with an inf is inf, with no spread to tell
-        return "inf" if n < 2 else "inf (%d of %d seeds)" % (k, n)
+        return ("inf" if n < 2 else "inf (%d of %d seeds)" % (k, n)), False
+    vals = [v * scale for v in vals]
     m = sum(vals) / n
     if n < 2:
-        return "%.4g" % m
+        return kr.fmt_num(m), False
     sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (n - 1))
     if sd == 0:
-        return "%.4g (same in every seed)" % m
-    return "%.4g +- %.2g" % (m, t95(n - 1) * sd / math.sqrt(n))
+        return kr.fmt_num(m) + "*", True
+    return kr.fmt_mean_ci(m, kr.t_quantile(n - 1) * sd / math.sqrt(n)), False
 
 
 def main():
@@ -62,13 +100,37 @@ def main():
     mets = a.metrics.split(",")
     for c in by + mets:
         if c not in runs.columns:
-            sys.exit("policy_table.py: no column '%s' (have: %s)" % (c, ", ".join(runs.columns)))
-    head = by + ["seeds"] + [kr.label(m) for m in mets]
-    rows = []
-    for key, g in runs.groupby(by if len(by) > 1 else by[0], sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        rows.append([str(k) for k in key] + [str(len(g))] +
-                    [cell([float(x) for x in g[m]]) for m in mets])
+            sys.exit("policy_table.py: no column '%s' (parameters: %s; metrics: %s)" %
+                     (c, ", ".join(runs.attrs["params"]), ", ".join(runs.attrs["metrics"])))
+    extra = kr.hidden_axes(runs, by)
+    if extra:
+        print("policy_table.py: the runs also differ in %s: a row per value (not pooled)" %
+              ", ".join(extra), file=sys.stderr)
+        by = by + extra
+    units = runs.attrs.get("units", {})
+    heads, scales, same = [], [], []
+    for m in mets:
+        vals = [float(x) for x in runs[m]]
+        h, s = kr.heading(m, units.get(m, ""), vals)
+        if len(set(vals)) == 1 and len(vals) > 1:  # one value in every run
+            same.append("%s %s" % (h, kr.fmt_num(vals[0] * s)))
+            continue
+        heads.append((m, h))
+        scales.append(s)
+    rows, starred = [], False
+    for key, g in kr.groups(runs, by, sort=False):
+        r = [str(k) for k in key] + [str(len(g))]
+        for (m, _), s in zip(heads, scales):
+            text, zero = cell([float(x) for x in g[m]], s)
+            starred |= zero
+            r.append(text)
+        rows.append(r)
+    head = by + ["seeds"] + [h for _, h in heads]
+    for line in header(runs, by):
+        print(line)
+    print("cells: mean over the seeds ± half-width of its 95% CI (Student t); a quantile "
+          "column is the mean of each seed's own quantile")
+    print()
     if a.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
@@ -76,9 +138,13 @@ def main():
             print("| " + " | ".join(r) + " |")
     else:
         w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        print("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
+        print("  ".join(h.ljust(w[i]) for i, h in enumerate(head)).rstrip())
         for r in rows:
-            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)))
+            print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+    if starred:
+        print("* the same in every seed of the row (no spread to show)")
+    if same:
+        print("the same in every run: " + ", ".join(same))
 
 
 if __name__ == "__main__":

@@ -400,7 +400,7 @@ def load_exp(out, exp):
     cat = os.path.join(out, exp, "catalog.sqlite")
     if not os.path.exists(cat):
         return None
-    df = kr.load(os.path.join(out, exp))
+    df = kr.load(os.path.join(out, exp), keys=False)  # the swept columns only
     return df if len(df) else None
 
 

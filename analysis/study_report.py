@@ -148,7 +148,7 @@ def load_experiments(out, study):
         elif not os.path.exists(cat):
             data[exp], why[exp] = None, "absent (no %s/catalog.sqlite)" % exp
         else:
-            df = kr.load(os.path.join(out, exp))
+            df = kr.load(os.path.join(out, exp), keys=False)  # the swept columns only
             # a catalog keeps the rows of points an older revision ran and
             # the current grid no longer names (a new config key changes
             # every point's id): only the study's own revision counts

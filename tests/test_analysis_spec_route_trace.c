@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "tests/test_main.h"
 #include "tests/tmp_fixture.h"
 
@@ -35,9 +37,10 @@ static int setup(void **st)
 		return 0; /* tests skip */
 	if (tmp_dir_make(tmpdir, sizeof tmpdir, "/tmp/kvsim_srt_XXXXXX"))
 		return -1;
-	if (tmp_sh("%s run " SETS " -o %s/none > %s/none.txt 2>/dev/null", k, tmpdir, tmpdir) ||
+	if (tmp_sh("%s run " SETS " -o %s/none --json > %s/none.json 2>/dev/null", k, tmpdir,
+	           tmpdir) ||
 	    tmp_sh("%s run " SETS " --set policy.replication.name=speculative -o %s/spec "
-	           "> %s/spec.txt 2>/dev/null",
+	           "--json > %s/spec.json 2>/dev/null",
 	           k, tmpdir, tmpdir) ||
 	    tmp_sh("/usr/bin/python3 analysis/study/spec_route_trace.py %s/none/runs/*.h5 "
 	           "%s/spec/runs/*.h5 > %s/out.txt",
@@ -53,30 +56,21 @@ static int teardown(void **st)
 	return tmpdir[0] ? tmp_dir_remove(tmpdir) : 0;
 }
 
-/* The number ending the line of file name (in tmpdir) that starts, after
- * blanks, with label. */
-static double summary_value(const char *name, const char *label)
+/* Metric `metric` of the run whose `kvsim run --json` summary is file name
+ * (in tmpdir). */
+static double summary_value(const char *name, const char *metric)
 {
-	char path[128], line[512];
+	char path[128];
 	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	double v = NAN;
-	while (fgets(line, sizeof line, f)) {
-		const char *p = line + strspn(line, " ");
-		if (!strncmp(p, label, strlen(label))) {
-			const char *end = line + strlen(line);
-			while (end > line && (end[-1] == '\n' || end[-1] == ' '))
-				end--;
-			while (end > line && end[-1] != ' ')
-				end--;
-			v = atof(end);
-			break;
-		}
-	}
-	fclose(f);
-	assert_false(isnan(v));
-	return v;
+	json_error_t je;
+	json_t *o = json_load_file(path, 0, &je);
+	if (!o)
+		fail_msg("%s: %s", path, je.text);
+	json_t *v = json_object_get(json_object_get(o, "metrics"), metric);
+	double x = json_is_number(v) ? json_number_value(v) : NAN;
+	json_decref(o);
+	assert_false(isnan(x));
+	return x;
 }
 
 /* The value of key=... on the script's line. */
@@ -99,16 +93,16 @@ static void test_counts_agree_with_the_runs_summaries(void **st)
 	(void)st;
 	if (!ready)
 		skip();
-	double n = summary_value("spec.txt", "completed");
-	assert_true(n == summary_value("none.txt", "completed"));
-	assert_true(summary_value("spec.txt", "rejected") == 0);
+	double n = summary_value("spec.json", "completed");
+	assert_true(n == summary_value("none.json", "completed"));
+	assert_true(summary_value("spec.json", "rejected") == 0);
 	assert_true(field("routes") == n);
 	double hinted = field("hinted");
 	assert_true(hinted > 0);
-	assert_true(hinted == summary_value("spec.txt", "requests placed by the routing hint"));
+	assert_true(hinted == summary_value("spec.json", "spec.hint_routed"));
 	double d = n *
-	           (summary_value("spec.txt", "TTFT mean (ms)") -
-	            summary_value("none.txt", "TTFT mean (ms)")) /
+	           (summary_value("spec.json", "ttft_completed_mean_ms") -
+	            summary_value("none.json", "ttft_completed_mean_ms")) /
 	           1e3;
 	printf("TTFT change summed: script %.1f s, from the means %.2f s\n", field("dttft_s"), d);
 	assert_true(fabs(field("dttft_s") - d) <= 0.06); /* the script rounds to 0.1 s */

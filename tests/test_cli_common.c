@@ -467,7 +467,7 @@ static void test_mistyped_commands_and_options_suggest_the_nearest(void **state)
 	    {{"--hlep"}, "kvsim: unknown option '--hlep' (did you mean '--help'?)\n"},
 	    {{"run", "-x"}, "kvsim run: unknown option '-x'\n"}, /* one letter: no guess */
 	    {{"frob"}, "kvsim: unknown command 'frob' (run, config, trace, net, policies, sweep, "
-	               "runs, metrics, calibrate, model, bench)\n"},
+	               "runs, plot, metrics, calibrate, model, validate, bench)\n"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const char *argv[6] = {kvsim};

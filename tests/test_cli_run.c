@@ -164,7 +164,7 @@ static void test_strict_refuses_a_run_without_requests(void **st)
 	assert_int_equal(r.status, 0);
 	char want[400];
 	snprintf(want, sizeof want,
-	         "kvsim run: warning: --set: [trace] start_s: 60 s is past the "
+	         "kvsim run: warning: seed 1: --set: [trace] start_s: 60 s is past the "
 	         "end of the trace (%s: ",
 	         trace);
 	assert_memory_equal(r.err, want, strlen(want));
@@ -238,8 +238,8 @@ static void test_shed_load_prints_inf_and_the_catalog_keeps_it(void **st)
 	assert_non_null(eol);
 	assert_memory_equal(eol - 4, " inf", 4);
 	table_line(r.out, "TTFT p95 (ms) (completed)");
-	table_line(r.out, "SLO attainment (completed)");
-	table_line(r.out, "admitted share of offered");
+	table_line(r.out, "SLO attainment (completed) (%)");
+	table_line(r.out, "admitted share of offered (%)");
 	cli_result_free(&r);
 	r = cli_run(kvsim, tmp_dir, "runs", out, "--where", "ttft_p95_ms > 1e308", "--columns",
 	            "ttft_p95_ms,ttft_p99_ms", "--csv", NULL);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "tests/test_main.h"
 
 #include "sim/base/cfg.h"
+#include "sim/out/out_catalog.h"
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
 #include "tests/tmp_fixture.h"
@@ -107,6 +109,197 @@ static void test_metric_against_parameter_with_groups(void **st)
 		 "2>/dev/null",
 		 results, png);
 	assert_int_not_equal(system(cmd), 0);
+}
+
+/* Runs the shell command made from fmt in the repository root with its
+ * stdout and stderr into out (n bytes, NUL-terminated); its exit status. */
+static int sh_out(char *out, size_t n, const char *fmt, ...)
+{
+	char cmd[1600], path[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof path, "%s/sh.out", tmpdir);
+	int rc = tmp_sh("%s > %s 2>&1", cmd, path);
+	FILE *f = fopen(path, "r");
+	size_t len = f ? fread(out, 1, n - 1, f) : 0;
+	out[len] = '\0';
+	if (f)
+		fclose(f);
+	return rc;
+}
+
+/* Every string of want is in text (the first missing one is named). */
+static void expect_in(const char *text, const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strstr(text, want[i]))
+			fail_msg("'%s' missing from:\n%s", want[i], text);
+}
+
+/* The ttft_p99_ns of the fake sweep's runs at policy pol and rate, one per
+ * seed, into v (at most 4); how many. */
+static size_t p99s(const char *pol, int rate, double *v)
+{
+	out_catalog_t *c;
+	out_table_t t;
+	err_t e = {0};
+	char where[80];
+	snprintf(where, sizeof where, "fake.policy = '%s' AND fake.rate = %d", pol, rate);
+	if (out_catalog_open(results, 1, &c, &e) ||
+	    out_catalog_select(c, "ttft_p99_ns", where, NULL, &t, &e))
+		fail_msg("%s", e.msg);
+	size_t n = t.nrows < 4 ? t.nrows : 4;
+	for (size_t i = 0; i < n; i++)
+		v[i] = strtod(t.cells[i], NULL);
+	out_table_free(&t);
+	out_catalog_close(c);
+	return n;
+}
+
+/* --group takes several columns (one line per combination), and each
+ * point is the mean over its seeds with a Student t 95% CI: for two seeds
+ * t(0.975; 1) = 12.7062 x sd / sqrt(2), not the min..max span. */
+static void test_metric_lines_take_several_group_columns_and_draw_t_cis(void **st)
+{
+	(void)st;
+	if (!*tmpdir)
+		skip();
+	char png[400], data[400], out[8192];
+	snprintf(data, sizeof data, "%s/lines.csv", tmpdir);
+	plot_ok(png, "groups.png",
+	        "plot_metric.py %s --x fake.rate --y ttft_p99_ns --group fake.policy,fake.n "
+	        "--data %s",
+	        results, data);
+	assert_int_equal(sh_out(out, sizeof out, "grep -c 'fake.policy=a, fake.n=50' %s", data),
+			 0);
+	assert_string_equal(out, "4\n");
+	double v[4];
+	assert_int_equal(p99s("a", 3, v), 2);
+	double m = (v[0] + v[1]) / 2, ci = 12.7062047 * fabs(v[0] - v[1]) / sqrt(2) / sqrt(2);
+	assert_int_equal(sh_out(out, sizeof out, "grep '^\"fake.policy=a, fake.n=50\",3,' %s",
+				data),
+			 0);
+	double got_m, got_ci;
+	int n;
+	const char *after = strstr(out, "\",3,"); /* line,x,n,mean,ci,lo,hi */
+	assert_non_null(after);
+	assert_int_equal(sscanf(after + 4, "%d,%lf,%lf", &n, &got_m, &got_ci), 3);
+	assert_int_equal(n, 2);
+	assert_true(fabs(got_m - m) <= 1e-9 * m);
+	assert_true(fabs(got_ci - ci) <= 1e-4 * ci);
+}
+
+/* Runs of two policies at one x are two configurations: without --group
+ * naming the policy they still make two lines, and a note says why. */
+static void test_metric_never_pools_two_configurations(void **st)
+{
+	(void)st;
+	if (!*tmpdir)
+		skip();
+	char data[400], out[8192];
+	snprintf(data, sizeof data, "%s/pool.csv", tmpdir);
+	assert_int_equal(sh_out(out, sizeof out,
+				"/usr/bin/python3 analysis/plot_metric.py %s --x fake.rate --y "
+				"ttft_p99_ns --data %s -o %s/pool.png",
+				results, data, tmpdir),
+			 0);
+	assert_non_null(strstr(out, "also differ in fake.policy: not pooled"));
+	assert_int_equal(sh_out(out, sizeof out, "cut -d, -f1 %s | sort -u | tr '\\n' ';'", data),
+			 0);
+	assert_string_equal(out, "fake.policy=a;fake.policy=b;line;");
+}
+
+/* The table: mean ± CI without exponents, a metric that is the same in
+ * every run said once under the table (not "same in every seed" per
+ * row), and the rate the runs also differ in splits the rows. */
+static void test_table_gives_cis_and_says_a_constant_metric_once(void **st)
+{
+	(void)st;
+	if (!*tmpdir)
+		skip();
+	char out[16384];
+	assert_int_equal(sh_out(out, sizeof out,
+				"/usr/bin/python3 analysis/policy_table.py %s --by fake.policy "
+				"--metrics ttft_p99_ns,requests,throughput_rps",
+				results),
+			 0);
+	const char *want[] = {"differ in fake.rate: a row per value", "fake.policy  fake.rate  seeds",
+			      " ± ", "the same in every run: requests 50",
+			      "cells: mean over the seeds ± half-width of its 95% CI (Student t)"};
+	expect_in(out, want, sizeof want / sizeof want[0]);
+	assert_null(strstr(out, "(same in every seed)"));
+	assert_null(strstr(out, "e+"));
+}
+
+/* The CDF's p99 pools the runs' requests, and says so (the table's is the
+ * mean of per-run p99s). */
+static void test_cdf_says_its_p99_pools_the_runs(void **st)
+{
+	(void)st;
+	if (!*tmpdir)
+		skip();
+	char out[4096];
+	assert_int_equal(sh_out(out, sizeof out,
+				"/usr/bin/python3 analysis/plot_ttft_cdf.py --catalog %s --where "
+				"'fake.rate = 2' --label fake.policy -o %s/pooled.png",
+				results, tmpdir),
+			 0);
+	assert_non_null(strstr(out, "fake.policy=a: p99 of 2 runs' requests pooled: "));
+}
+
+/* kvsim_results.load: every config key is a column (fake.n was never
+ * swept) and a --where may name it. */
+static void test_loader_has_every_config_key(void **st)
+{
+	(void)st;
+	if (!*tmpdir)
+		skip();
+	char out[4096];
+	int rc = sh_out(out, sizeof out,
+			"/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'analysis'); "
+			"import kvsim_results as kr; d = kr.load('%s', where='fake.n = 50 AND "
+			"fake.rate = 2'); print(len(d), 'fake.n' in d.attrs['keys'], "
+			"sorted(set(d['fake.n'])), d.attrs['params'])\"",
+			results);
+	if (rc)
+		fail_msg("%s", out);
+	assert_string_equal(out, "4 True [50] ['fake.policy', 'fake.rate']\n");
+}
+
+/* kvsim plot: runs a script under a Python that has its modules; when none
+ * has them, says which each lacks and how to install them. */
+static void test_kvsim_plot_finds_a_python_or_names_the_missing_modules(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!*tmpdir || !k || !*k)
+		skip();
+	char out[8192], fake[400];
+	assert_int_equal(sh_out(out, sizeof out,
+				"%s plot table %s --by fake.policy,fake.rate --metrics ttft_p99_ns", k,
+				results),
+			 0);
+	assert_non_null(strstr(out, " ± "));
+	/* an interpreter without h5py (as a python3 earlier on PATH may be) */
+	snprintf(fake, sizeof fake, "%s/nopy", tmpdir);
+	tmp_write(fake, "#!/bin/sh\necho 'no module h5py'\nexit 1\n");
+	assert_int_equal(chmod(fake, 0755), 0);
+	assert_int_equal(sh_out(out, sizeof out, "KVSIM_PYTHON=%s %s plot table %s --by fake.policy "
+					       "--metrics ttft_p99_ns",
+				fake, k, results),
+			 1);
+	const char *want[] = {"kvsim plot: no Python here has the modules", fake, ": no module h5py",
+			      "apt-get install python3-numpy python3-pandas python3-h5py"};
+	expect_in(out, want, sizeof want / sizeof want[0]);
+	/* the scripts themselves name what is missing, not a bare traceback */
+	assert_int_equal(sh_out(out, sizeof out,
+				"cd analysis && /usr/bin/python3 -S -c \"import sys; "
+				"sys.argv = ['x.py']; import kvsim_results\""),
+			 1);
+	assert_non_null(strstr(out, "has no module 'numpy'"));
+	assert_non_null(strstr(out, "kvsim plot"));
 }
 
 /* Replaces every `from` in s (at most cap bytes) by `to`. */
@@ -219,4 +412,10 @@ static void test_documented_examples_run(void **st)
 TEST_MAIN_FIXTURE(setup, teardown,
                   cmocka_unit_test(test_ttft_cdf_of_files_and_catalog_runs),
                   cmocka_unit_test(test_metric_against_parameter_with_groups),
+                  cmocka_unit_test(test_metric_lines_take_several_group_columns_and_draw_t_cis),
+                  cmocka_unit_test(test_metric_never_pools_two_configurations),
+                  cmocka_unit_test(test_table_gives_cis_and_says_a_constant_metric_once),
+                  cmocka_unit_test(test_cdf_says_its_p99_pools_the_runs),
+                  cmocka_unit_test(test_loader_has_every_config_key),
+                  cmocka_unit_test(test_kvsim_plot_finds_a_python_or_names_the_missing_modules),
                   cmocka_unit_test(test_documented_examples_run))

@@ -85,7 +85,8 @@ static void test_batched_columns_match_one_by_one_and_keep_rows(void **st)
 	      " WHERE cid >= 14",
 	      got, sizeof got);
 	assert_string_equal(got, "git_dirty|INTEGER|0|-|0;"
-				 "stale|INTEGER|1|0|0;inputs|TEXT|0|-|0;fake.rate|NUMERIC|0|-|0;"
+				 "stale|INTEGER|1|0|0;inputs|TEXT|0|-|0;trace|TEXT|0|-|0;"
+				 "preset|TEXT|0|-|0;fake.rate|NUMERIC|0|-|0;"
 				 "m_a|REAL|0|-|0;"
 				 "m_b|REAL|0|-|0;m c\"q|REAL|0|-|0;metric.fake.rate|REAL|0|-|0;");
 	query("SELECT name, type, \"notnull\", pk FROM pragma_table_info('runs') WHERE cid < 4",

@@ -1274,13 +1274,52 @@ static void test_strict_sweep_fails_points_without_requests(void **st)
 	snprintf(out, sizeof out, "%s/a", d);
 	r = cli_run(k, d, "sweep", "--set", set, "--grid", "trace.start_s=5,60", "-o", out, NULL);
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err, "kvsim sweep: warning: --grid: [trace] start_s: 60 s is past"));
+	/* the warning names its point: index, run id and seed */
+	assert_non_null(strstr(r.err, "kvsim sweep: warning: point 1, run "));
+	assert_non_null(strstr(r.err, " (seed 1): --grid: [trace] start_s: 60 s is past"));
 	cli_result_free(&r);
 	snprintf(out, sizeof out, "%s/b", d);
 	r = cli_run(k, d, "sweep", "--strict", "--set", set, "--grid", "trace.start_s=5,60", "-o",
 	            out, NULL);
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.out, "1 run, 0 already done, 1 failed"));
+	cli_result_free(&r);
+}
+
+/* Occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Every point of a sweep warns (a one-request queue sheds load, at another
+ * time and instance per seed): the warning is said once, naming its first
+ * point (index, run id, seed), and the sweep ends with how many points
+ * gave it, not with one line per point. */
+static void test_sweep_says_each_warning_once_with_its_point_and_count(void **st)
+{
+	(void)st;
+	const char *k = getenv("KVSIM");
+	if (!k || !*k)
+		skip();
+	char d[300], out[340];
+	subdir(d, sizeof d, "warn_once");
+	assert_int_equal(mkdir(d, 0777), 0);
+	snprintf(out, sizeof out, "%s/r", d);
+	cli_result_t r = cli_run(k, d, "sweep", "--seeds", "4", "-j", "2", "--set",
+				 "experiment.max_pending=1", "--set", "trace.fanout_bursts=2", "-o",
+				 out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(count_of(r.err, "requests waiting ([experiment] max_pending)"), 2);
+	assert_int_equal(count_of(r.err, "kvsim sweep: warning: point "), 1);
+	const char *w = strstr(r.err, "kvsim sweep: warning: point 0, run ");
+	assert_non_null(w);
+	assert_memory_equal(w + 51, " (seed 1): t=", 13); /* 16 hex digits of the id */
+	assert_non_null(strstr(r.err, "sweep: 1 warning over the 4 points run (each said above "
+				      "at its first point):\n  4 of 4: t="));
 	cli_result_free(&r);
 }
 
@@ -1570,6 +1609,7 @@ int main(void)
 		cmocka_unit_test(test_dry_run_reports_what_the_resume_would_do),
 		cmocka_unit_test(test_failed_points_count_input_errors),
 		cmocka_unit_test(test_strict_sweep_fails_points_without_requests),
+		cmocka_unit_test(test_sweep_says_each_warning_once_with_its_point_and_count),
 		cmocka_unit_test(test_jobs_above_the_open_file_limit_are_refused_naming_it),
 		cmocka_unit_test(test_point_identity_covers_the_content_of_every_input_file),
 		cmocka_unit_test(test_resume_reruns_points_whose_input_file_changed),

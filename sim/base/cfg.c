@@ -15,6 +15,7 @@
 #include "sim/base/file.h"
 #include "sim/base/near.h"
 #include "sim/base/vec.h"
+#include "sim/base/cli_voice.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1920,8 +1921,8 @@ void cfg_warn_once(const cfg_t *c, const char *section, const char *name, const 
 	if (!c->s->warn || c->s->warned[i])
 		return;
 	c->s->warned[i] = 1;
-	fprintf(c->s->warn, "kvsim: warning: %s: [%s] %s: ", cfg_origin(c, section, name), section,
-		name);
+	fprintf(c->s->warn, "kvsim: warning: %s%s: [%s] %s: ", cli_warn_prefix(),
+		cfg_origin(c, section, name), section, name);
 	va_list ap;
 	va_start(ap, fmt);
 	vfprintf(c->s->warn, fmt, ap);

@@ -114,3 +114,28 @@ int cli_unknown_word(const char *what, const char *arg, const char *const *names
 		return cli_usage_error("unknown %s '%s' (did you mean '%s'?)", what, arg, hit);
 	return cli_usage_error("unknown %s '%s' (%s)", what, arg, list);
 }
+
+/* The run the process's warnings are about ("" for none); "WHERE: ". */
+static char warn_where[132];
+
+void cli_warn_where(const char *where)
+{
+	snprintf(warn_where, sizeof warn_where, "%.127s%s", where ? where : "",
+	         where && *where ? ": " : "");
+}
+
+const char *cli_warn_prefix(void)
+{
+	return warn_where;
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "kvsim%s%s: warning: %s%s\n", *command ? " " : "", command, warn_where,
+	        msg);
+}

@@ -46,4 +46,17 @@ const char *cli_option_near(const char *arg, void (*usage)(FILE *), char *buf, s
  * names follows in parentheses when nothing is near. */
 int cli_unknown_word(const char *what, const char *arg, const char *const *names, size_t n);
 
+/* ---- runtime warnings ------------------------------------------------
+ * A warning about a run names the run: "kvsim CMD: warning: WHERE: MESSAGE"
+ * on stderr, WHERE set by the command that runs it ("run 09f17a07ac2b099a
+ * (seed 1)", "seed 1"); without one, "kvsim CMD: warning: MESSAGE". A sweep
+ * sets none in its workers: it captures their stderr and names each
+ * point itself (out_sweep.h). */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets WHERE (copied; at most 127 bytes kept); NULL or "" clears it. */
+void cli_warn_where(const char *where);
+/* "WHERE: ", or "" when none is set: for warnings written elsewhere (a
+ * config's warning stream). */
+const char *cli_warn_prefix(void);
+
 #endif

@@ -18,5 +18,6 @@ int out_runs_main(int argc, char **argv);      /* sim/cli/cli_runs.c */
 int pol_cli_main(int argc, char **argv);       /* sim/cli/pol_cli.c */
 int cal_cli_main(int argc, char **argv);       /* sim/cli/cal_cli.c */
 int mdl_cli_main(int argc, char **argv);       /* sim/cli/mdl_cli.c */
+int cli_plot_main(int argc, char **argv);      /* sim/cli/cli_plot.c */
 
 #endif

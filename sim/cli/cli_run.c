@@ -2,6 +2,7 @@
  * table on stdout, (with -o DIR) the run's HDF5 file, and (with
  * --trace-events FILE or output.trace_events) its timeline as trace-event
  * JSON. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +24,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvsim run [CONFIG] [--set SECTION.KEY=VALUE]... [-o DIR [--force]]\n"
 		   "                 [--trace-events FILE.json] [--plugin FILE.so]... [--strict]\n"
-		   "                 [--progress] [--quiet] [--no-trace-cache]\n\n"
+		   "                 [--progress] [--quiet] [--json] [--no-trace-cache]\n\n"
 		   "Runs one experiment and prints its summary. Without CONFIG it runs the\n"
 		   "built-in default experiment (see 'kvsim config show').\n\n"
 		   "options:\n");
@@ -45,81 +46,91 @@ static void usage(FILE *f)
 		   "                            requests done and an ETA, redrawn twice a second\n"
 		   "                            (default: when stderr is a terminal, not with -q)\n"
 		   "  -q, --quiet               print nothing but errors and warnings\n"
+		   "  --json                    print the summary as one JSON object instead:\n"
+		   "                            name, seed, trace, id and results (with -o, else\n"
+		   "                            null), workload, deployment, policies, every\n"
+		   "                            metric and its unit (NaN as null, infinity as\n"
+		   "                            \"inf\"), wall_s\n"
 		   "  --no-trace-cache          parse the trace file, neither reading nor\n"
 		   "                            writing its parsed-trace cache entry\n"
 		   "  -h, --help                this help\n");
 	cli_help_end(f);
 }
 
-/* Rows of the summary table: metric name, label, format scale. */
+/* How a summary row shows its value: a number (counts whole, others to 4
+ * significant digits), a share as a percentage, bytes in MB, GB or TB. */
+enum { F_NUM, F_PCT, F_BYTES };
+
+/* Rows of the summary table: metric name, label (with its unit), format. */
 static const struct {
 	const char *name, *label;
+	int fmt;
 } rows[] = {
-	{"requests", "requests"},
-	{"offered", "offered (all but failed in trace)"},
-	{"completed", "completed"},
-	{"rejected", "rejected"},
-	{"rejected_overload", "  rejected: queue full (max_pending)"},
-	{"unfinished", "unfinished"},
-	{"abandoned", "abandoned (client_timeout_s)"},
-	{"admitted_share", "admitted share of offered"},
-	{"completed_share", "completed share of offered"},
-	{"offered_rps", "offered load (req/s)"},
-	{"ttft_p50_ms", "TTFT p50 (ms)"},
-	{"ttft_p95_ms", "TTFT p95 (ms)"},
-	{"ttft_p99_ms", "TTFT p99 (ms)"},
-	{"ttft_completed_mean_ms", "TTFT mean (ms) (completed)"},
-	{"ttft_completed_p50_ms", "TTFT p50 (ms) (completed)"},
-	{"ttft_completed_p95_ms", "TTFT p95 (ms) (completed)"},
-	{"ttft_completed_p99_ms", "TTFT p99 (ms) (completed)"},
-	{"tpot_mean_ms", "TPOT mean (ms) (completed)"},
-	{"tpot_p99_ms", "TPOT p99 (ms) (completed)"},
-	{"tbt_p90_p99_ms", "TBT p90, p99 (ms) (completed)"},
-	{"e2e_p50_ms", "end-to-end p50 (ms) (completed)"},
-	{"queue_mean_ms", "queueing delay mean (ms) (completed)"},
-	{"throughput_rps", "throughput (req/s)"},
-	{"output_tokens_per_s", "output tokens/s"},
-	{"slo_attainment", "SLO attainment (TTFT and TPOT)"},
-	{"slo_attainment_completed", "SLO attainment (completed)"},
-	{"goodput_rps", "goodput (req/s)"},
-	{"hit_rate_tokens", "cache hit rate, token-weighted"},
-	{"hit_rate_blocks", "cache hit rate, block-weighted"},
-	{"bound.belady_hit_rate_blocks", "  bound: Belady MIN, block-weighted"},
-	{"bound.belady_gap_blocks", "  bound: MIN minus the run"},
-	{"bound.place_hit_rate_blocks", "  bound: with copies (bound_bw_gbps)"},
-	{"bound.place_unlimited_hit_rate_blocks", "  bound: with unlimited copies"},
-	{"bound.network_cost_blocks", "  bound: cost of the copy budget"},
-	{"tok_fetched_peer", "prompt tokens fetched from peers"},
-	{"tok_fetched_host", "prompt tokens fetched from host"},
-	{"bytes_fg", "bytes copied, foreground"},
-	{"bytes_bg", "bytes copied, background"},
-	{"spec.triggers", "speculation triggers"},
-	{"spec.replicas_created", "speculative replicas created"},
-	{"spec.replicas_used", "speculative replicas used"},
-	{"spec.replicas_wasted", "speculative replicas wasted"},
-	{"spec.unused_vram_gb_s", "VRAM held by unused replicas (GB-s)"},
-	{"spec.warm_hits", "requests warm thanks to a replica"},
-	{"spec.hint_routed", "requests routed by replica hints"},
-	{"spec.copies_cancelled", "copies cancelled"},
-	{"spec.copies_refused", "copies refused (all reasons)"},
-	{"spec.refused_vram", "  refused: speculative VRAM budget"},
-	{"spec.refused_bw", "  refused: bandwidth budget"},
-	{"spec.refused_room", "  refused: no room at the target"},
-	{"spec.refused_source", "  refused: source KV not computed"},
-	{"spec.prefix_over_budget", "prefixes larger than the VRAM budget"},
-	{"spec.bytes_cancelled", "bytes moved by cancelled copies"},
-	{"spec.copies_deferred", "copies deferred until source ready"},
-	{"spec.deferred_cancelled", "deferred copies cancelled"},
-	{"spec.deferral_mean_ms", "deferral mean (ms)"},
-	{"spec.hint_routed", "requests placed by the routing hint"},
-	{"fg_slowdown_mean", "foreground copy slowdown (mean)"},
-	{"instances", "instances"},
-	{"join.instances", "instances joined cold"},
-	{"join.first_s", "first cold join (s)"},
-	{"join.last_s", "last cold join (s)"},
-	{"kv_blocks_per_instance", "KV blocks per instance"},
-	{"sim_time_s", "simulated time (s)"},
-	{"sim_events", "events"},
+	{"requests", "requests", F_NUM},
+	{"offered", "offered (all but failed in trace)", F_NUM},
+	{"completed", "completed", F_NUM},
+	{"rejected", "rejected", F_NUM},
+	{"rejected_overload", "  rejected: queue full (max_pending)", F_NUM},
+	{"unfinished", "unfinished", F_NUM},
+	{"abandoned", "abandoned (client_timeout_s)", F_NUM},
+	{"admitted_share", "admitted share of offered", F_PCT},
+	{"completed_share", "completed share of offered", F_PCT},
+	{"offered_rps", "offered load (req/s)", F_NUM},
+	{"ttft_p50_ms", "TTFT p50 (ms)", F_NUM},
+	{"ttft_p95_ms", "TTFT p95 (ms)", F_NUM},
+	{"ttft_p99_ms", "TTFT p99 (ms)", F_NUM},
+	{"ttft_completed_mean_ms", "TTFT mean (ms) (completed)", F_NUM},
+	{"ttft_completed_p50_ms", "TTFT p50 (ms) (completed)", F_NUM},
+	{"ttft_completed_p95_ms", "TTFT p95 (ms) (completed)", F_NUM},
+	{"ttft_completed_p99_ms", "TTFT p99 (ms) (completed)", F_NUM},
+	{"tpot_mean_ms", "TPOT mean (ms) (completed)", F_NUM},
+	{"tpot_p99_ms", "TPOT p99 (ms) (completed)", F_NUM},
+	/* one value: the p99 over requests of each request's own p90 */
+	{"tbt_p90_p99_ms", "TBT p99 of per-request p90s (ms) (completed)", F_NUM},
+	{"e2e_p50_ms", "end-to-end p50 (ms) (completed)", F_NUM},
+	{"queue_mean_ms", "queueing delay mean (ms) (completed)", F_NUM},
+	{"throughput_rps", "throughput (req/s)", F_NUM},
+	{"output_tokens_per_s", "output tokens/s", F_NUM},
+	{"slo_attainment", "SLO attainment (TTFT and TPOT)", F_PCT},
+	{"slo_attainment_completed", "SLO attainment (completed)", F_PCT},
+	{"goodput_rps", "goodput (req/s)", F_NUM},
+	{"hit_rate_tokens", "cache hit rate, token-weighted", F_PCT},
+	{"hit_rate_blocks", "cache hit rate, block-weighted", F_PCT},
+	{"bound.belady_hit_rate_blocks", "  bound: Belady MIN, block-weighted", F_PCT},
+	{"bound.belady_gap_blocks", "  bound: MIN minus the run", F_PCT},
+	{"bound.place_hit_rate_blocks", "  bound: with copies (bound_bw_gbps)", F_PCT},
+	{"bound.place_unlimited_hit_rate_blocks", "  bound: with unlimited copies", F_PCT},
+	{"bound.network_cost_blocks", "  bound: cost of the copy budget", F_PCT},
+	{"tok_fetched_peer", "prompt tokens fetched from peers", F_NUM},
+	{"tok_fetched_host", "prompt tokens fetched from host", F_NUM},
+	{"bytes_fg", "bytes copied, foreground", F_BYTES},
+	{"bytes_bg", "bytes copied, background", F_BYTES},
+	{"spec.triggers", "speculation triggers", F_NUM},
+	{"spec.replicas_created", "speculative replicas created", F_NUM},
+	{"spec.replicas_used", "speculative replicas used", F_NUM},
+	{"spec.replicas_wasted", "speculative replicas wasted", F_NUM},
+	{"spec.unused_vram_gb_s", "VRAM held by unused replicas (GB-s)", F_NUM},
+	{"spec.warm_hits", "requests warm thanks to a replica", F_NUM},
+	{"spec.hint_routed", "requests routed by replica hints", F_NUM},
+	{"spec.copies_cancelled", "copies cancelled", F_NUM},
+	{"spec.copies_refused", "copies refused (all reasons)", F_NUM},
+	{"spec.refused_vram", "  refused: speculative VRAM budget", F_NUM},
+	{"spec.refused_bw", "  refused: bandwidth budget", F_NUM},
+	{"spec.refused_room", "  refused: no room at the target", F_NUM},
+	{"spec.refused_source", "  refused: source KV not computed", F_NUM},
+	{"spec.prefix_over_budget", "prefixes larger than the VRAM budget", F_NUM},
+	{"spec.bytes_cancelled", "bytes moved by cancelled copies", F_BYTES},
+	{"spec.copies_deferred", "copies deferred until source ready", F_NUM},
+	{"spec.deferred_cancelled", "deferred copies cancelled", F_NUM},
+	{"spec.deferral_mean_ms", "deferral mean (ms)", F_NUM},
+	{"fg_slowdown_mean", "foreground copy slowdown (mean)", F_NUM},
+	{"instances", "instances", F_NUM},
+	{"join.instances", "instances joined cold", F_NUM},
+	{"join.first_s", "first cold join (s)", F_NUM},
+	{"join.last_s", "last cold join (s)", F_NUM},
+	{"kv_blocks_per_instance", "KV blocks per instance", F_NUM},
+	{"sim_time_s", "simulated time (s)", F_NUM},
+	{"sim_events", "events", F_NUM},
 };
 
 /* Before a run with -o: one DIR already holds, intact, is not replaced
@@ -155,6 +166,150 @@ static int refuse_existing(const char *dir, const cfg_t *cfg, const char *const 
 	return 0;
 }
 
+/* Width of the label column. */
+#define LABEL_W 44
+
+/* v as a reader takes it in: a whole number as is, others to 4
+ * significant digits (at most 4 decimals), no exponent below 1e15. */
+static void num_text(double v, char *buf, size_t n)
+{
+	if (isinf(v)) /* a TTFT quantile over offered that reaches a request never served */
+		snprintf(buf, n, "%s", v > 0 ? "inf" : "-inf");
+	else if (v == floor(v) && fabs(v) < 1e15)
+		snprintf(buf, n, "%.0f", v);
+	else if (fabs(v) >= 1e15)
+		snprintf(buf, n, "%.4g", v);
+	else {
+		int d = 3 - (int)floor(log10(fabs(v)));
+		snprintf(buf, n, "%.*f", d < 0 ? 0 : d > 4 ? 4 : d, v);
+	}
+}
+
+/* Row i's label (with the unit its value is shown in) and value text. */
+static void row_text(int i, double v, char *label, size_t ln, char *val, size_t vn)
+{
+	const char *unit = "";
+	if (rows[i].fmt == F_PCT && isfinite(v)) {
+		v *= 100;
+		unit = " (%)";
+	} else if (rows[i].fmt == F_BYTES) {
+		static const struct {
+			double scale;
+			const char *unit;
+		} u[] = {{1e12, " (TB)"}, {1e9, " (GB)"}, {1e6, " (MB)"}, {1, " (bytes)"}};
+		size_t k = 0;
+		while (k + 1 < sizeof u / sizeof u[0] && !(fabs(v) >= u[k].scale))
+			k++;
+		v /= u[k].scale;
+		unit = u[k].unit;
+	}
+	snprintf(label, ln, "%s%s", rows[i].label, unit);
+	num_text(v, val, vn);
+}
+
+/* The basename of a path ("gen:fanout" stays whole). */
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* The run's header: what ran, as "key: value" lines (workload, deployment,
+ * policies) into three buffers of n bytes. */
+static void run_header(const cfg_t *c, const sim_results_t *r, char *wl, char *dep, char *pol,
+		       size_t n)
+{
+	char rps[32], span[32];
+	num_text(sim_results_get(r, "offered_rps"), rps, sizeof rps);
+	snprintf(wl, n, "%s: %zu requests, offered %s req/s", base_name(r->trace_path), r->n_req,
+		 rps);
+	double sp = sim_results_get(r, "span_s");
+	if (isfinite(sp)) {
+		num_text(sp, span, sizeof span);
+		snprintf(wl + strlen(wl), n - strlen(wl), ", %s s first arrival to last completion",
+			 span);
+	}
+	snprintf(dep, n, "%lld nodes x %lld %s, %s at TP %lld (%.0f instances), preset %s%s",
+		 (long long)cfg_int(c, "cluster", "nodes"),
+		 (long long)cfg_int(c, "cluster", "gpus_per_node"), cfg_str(c, "gpu", "name"),
+		 cfg_str(c, "model", "name"), (long long)cfg_int(c, "cluster", "tp"),
+		 sim_results_get(r, "instances"), cfg_str(c, "policy", "preset"),
+		 cfg_bool(c, "cluster", "disagg") ? ", prefill and decode disaggregated" : "");
+	snprintf(pol, n,
+		 "routing %s, replication %s, predictor %s, eviction %s, transfer %s, admission %s, "
+		 "fetch %s",
+		 cfg_str(c, "policy.routing", "name"), cfg_str(c, "policy.replication", "name"),
+		 cfg_str(c, "policy.predictor", "name"), cfg_str(c, "policy.eviction", "name"),
+		 cfg_str(c, "policy.transfer", "name"), cfg_str(c, "policy.admission", "name"),
+		 cfg_str(c, "kvcache", "fetch"));
+}
+
+static void print_summary(const cfg_t *c, const sim_results_t *r)
+{
+	char wl[1400], dep[1400], pol[1400], label[96], val[64];
+	run_header(c, r, wl, dep, pol, sizeof dep);
+	printf("  %-11s %s\n  %-11s %s\n  %-11s %s\n", "workload", wl, "deployment", dep,
+	       "policies", pol);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		double v = sim_results_get(r, rows[i].name);
+		if (isnan(v))
+			continue;
+		row_text((int)i, v, label, sizeof label, val, sizeof val);
+		printf("  %-*s %15s\n", LABEL_W, label, val);
+	}
+	printf("  %-*s %15.3f\n", LABEL_W, "wall time (s)", r->wall_s);
+	if (r->wall_s > 0)
+		printf("  %-*s %15.0f\n", LABEL_W, "simulated requests per wall-second",
+		       (double)r->n_req / r->wall_s);
+}
+
+/* A metric value as JSON: a number (whole ones as integers), null for
+ * NaN, "inf" / "-inf" (JSON has no infinity). */
+static json_t *json_metric(double v)
+{
+	if (isnan(v))
+		return json_null();
+	if (isinf(v))
+		return json_string(v > 0 ? "inf" : "-inf");
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) /* 2^53: exact as an integer */
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+/* The summary as one JSON object on stdout (kvsim run --json). */
+static int print_json(const cfg_t *c, const sim_results_t *r, const char *name, const char *id,
+		      const char *file)
+{
+	char wl[1400], dep[1400], pol[1400];
+	run_header(c, r, wl, dep, pol, sizeof dep);
+	json_t *o = json_object(), *m = json_object(), *u = json_object();
+	if (!o || !m || !u) {
+		json_decref(o);
+		json_decref(m);
+		json_decref(u);
+		return KS_ENOMEM;
+	}
+	json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
+	json_object_set_new(o, "trace", json_string(r->trace_path));
+	json_object_set_new(o, "id", *id ? json_string(id) : json_null());
+	json_object_set_new(o, "results", file ? json_string(file) : json_null());
+	json_object_set_new(o, "workload", json_string(wl));
+	json_object_set_new(o, "deployment", json_string(dep));
+	json_object_set_new(o, "policies", json_string(pol));
+	for (size_t i = 0; i < r->n_metric; i++) {
+		json_object_set_new(m, r->metric[i].name, json_metric(r->metric[i].value));
+		json_object_set_new(u, r->metric[i].name, json_string(r->metric[i].unit));
+	}
+	json_object_set_new(o, "metrics", m);
+	json_object_set_new(o, "units", u);
+	json_object_set_new(o, "wall_s", json_real(r->wall_s));
+	int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	json_decref(o);
+	putchar('\n');
+	return rc ? KS_EIO : 0;
+}
+
 /* The progress line: at most twice a second, the first after half a
  * second (a short run shows none), erased when the run ends. */
 typedef struct progress {
@@ -184,32 +339,13 @@ static int on_progress(void *ctx, const sim_progress_t *p)
 	return 0;
 }
 
-static void print_summary(const sim_results_t *r)
-{
-	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-		double v = sim_results_get(r, rows[i].name);
-		if (isnan(v))
-			continue;
-		if (isinf(v)) /* a TTFT quantile over offered that reaches a request never served */
-			printf("  %-36s %15s\n", rows[i].label, v > 0 ? "inf" : "-inf");
-		else if (v == floor(v) && fabs(v) < 1e15)
-			printf("  %-36s %15.0f\n", rows[i].label, v);
-		else
-			printf("  %-36s %15.4f\n", rows[i].label, v);
-	}
-	printf("  %-36s %15.3f\n", "wall time (s)", r->wall_s);
-	if (r->wall_s > 0)
-		printf("  %-36s %15.0f\n", "simulated requests per wall-second",
-		       (double)r->n_req / r->wall_s);
-}
-
 int cli_run_main(int argc, char **argv)
 {
 	cli_cfg_args_t a = {NULL, (const char **)(argv + argc), 0};
 	const char *sets[256], *plugins[256];
 	size_t n_plugins = 0; /* their files are inputs of a recorded run */
 	a.sets = sets;
-	int quiet = 0, strict = 0, progress = -1, force = 0;
+	int quiet = 0, strict = 0, progress = -1, force = 0, json = 0;
 	const char *out_dir = NULL, *trace_path = NULL;
 	err_t e = {0};
 	pol_registry_t *reg = NULL;
@@ -254,6 +390,11 @@ int cli_run_main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
 			quiet = 1;
+			i++;
+			continue;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
 			i++;
 			continue;
 		}
@@ -333,6 +474,14 @@ int cli_run_main(int argc, char **argv)
 		}
 		ro.trace = out_trace_sink(tw);
 	}
+	/* its warnings name it: the run id it is recorded under, and the seed */
+	char id[65] = "", where[128];
+	unsigned long long seed = (unsigned long long)cfg_int(cfg, "experiment", "seed");
+	if (out_dir && !out_run_id(cfg, seed, plugins, n_plugins, id, &oe))
+		snprintf(where, sizeof where, "run %.16s (seed %llu)", id, seed);
+	else
+		snprintf(where, sizeof where, "seed %llu", seed);
+	cli_warn_where(where);
 	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
@@ -341,7 +490,7 @@ int cli_run_main(int argc, char **argv)
 			rc = err_set(&e, KS_EINPUT, "%s (--strict)", r.warning);
 			sim_results_free(&r);
 		} else {
-			fprintf(stderr, "kvsim %s: warning: %s\n", cli_command(), r.warning);
+			cli_warn("%s", r.warning);
 		}
 	}
 	/* after --strict, which writes nothing when it refuses the run; a
@@ -353,7 +502,6 @@ int cli_run_main(int argc, char **argv)
 		rc = te.code;
 		e = te;
 	}
-	char id[65] = "";
 	if (!rc && out_dir) {
 		out_hdf5_opts_t h5;
 		out_hdf5_opts_from_cfg(cfg, &h5);
@@ -367,15 +515,21 @@ int cli_run_main(int argc, char **argv)
 		return cli_fail(&e);
 	}
 	sim_params_t sp; /* it ran, so the config fills */
-	if (!quiet && !sim_params_fill(cfg, &sp, &e)) {
+	char file[4200];
+	snprintf(file, sizeof file, "%s/runs/%.16s.h5", out_dir ? out_dir : "", id);
+	if (json && !sim_params_fill(cfg, &sp, &e)) {
+		rc = print_json(cfg, &r, sp.name, id, out_dir ? file : NULL);
+		if (rc)
+			err_set(&e, rc, "writing the summary as JSON failed");
+	} else if (!quiet && !sim_params_fill(cfg, &sp, &e)) {
 		printf("kvsim run: %s (seed %llu, trace %s)\n", sp.name, (unsigned long long)r.seed,
 		       r.trace_path);
-		print_summary(&r);
+		print_summary(cfg, &r);
+		if (out_dir)
+			printf("  %-*s %s\n", LABEL_W, "results", file);
 	}
-	if (!quiet && out_dir)
-		printf("  %-36s %s/runs/%.16s.h5\n", "results", out_dir, id);
 	sim_results_free(&r);
 	cli_config_free(cfg);
 	pol_registry_free(reg);
-	return 0;
+	return rc ? cli_fail(&e) : 0;
 }

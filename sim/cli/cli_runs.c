@@ -1,4 +1,5 @@
 /* kvsim runs — list, filter and compare the runs of a results catalog. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 #include "sim/out/out_catalog.h"
+#include "sim/out/out_hdf5.h"
 
 #define DEFAULT_DIR "results"
 
@@ -15,14 +17,20 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvsim runs [DIR] [--where SQL] [--sort [-]COL] [--columns A,B,...] [--csv]\n"
 		"       kvsim runs compare A B [DIR]\n"
-		"       kvsim runs windows [DIR] [--run ID] [--columns M,...] [--csv]\n\n"
+		"       kvsim runs windows [DIR] [--run ID] [--columns M,...] [--csv]\n"
+		"       kvsim runs export ID [DIR] --csv OUTDIR\n\n"
 		"Lists the runs in DIR/catalog.sqlite (DIR defaults to '%s'): one row per run\n"
 		"with its status, seed, the kvsim revision that made it (git_rev), swept\n"
-		"parameters and summary metrics.\n\n"
-		"  --where SQL        SQLite condition on the columns (dotted parameter names\n"
-		"                     may be written bare: trace.fanout_size > 24)\n"
+		"parameters and summary metrics. Every key of every run's resolved config is\n"
+		"a column too, by its dotted name, whether a sweep varied it or not\n"
+		"(cluster.nodes, policy.routing.name, ...), and so are trace (the workload:\n"
+		"a trace file's name, or gen:GENERATOR) and preset.\n\n"
+		"  --where SQL        SQLite condition on the columns (dotted parameter and\n"
+		"                     config key names may be written bare:\n"
+		"                     trace.fanout_size > 24 AND cluster.nodes = 4)\n"
 		"  --sort [-]COL      order by a column; a leading '-' sorts descending\n"
-		"  --columns A,B,...  columns to show; 'all' shows every column but config\n"
+		"  --columns A,B,...  columns to show, config keys included; 'all' shows\n"
+		"                     every column of table runs but config (keys not)\n"
 		"                     (id, status, error, attempts, h5_path, started_at, ...)\n"
 		"                     and the ledger: h5_size, h5_sha256 (the run's file),\n"
 		"                     git_rev, git_dirty (1: uncommitted changes), stale (1:\n"
@@ -36,14 +44,23 @@ static void usage(FILE *f)
 		"                     bounds (s of arrival) and metrics; --run ID: one run\n"
 		"                     (id prefix); --columns: the metrics to show (any\n"
 		"                     /summary name)\n"
+		"  export ID --csv OUTDIR\n"
+		"                     one run's tables (id prefix) as CSV files in OUTDIR\n"
+		"                     (made): requests.csv, transfers.csv, timeline.csv,\n"
+		"                     decisions.csv and windows.csv when the run has them,\n"
+		"                     summary.csv (metric, unit, value) and config.ini. No\n"
+		"                     Parquet: Debian 12 packages no Parquet writer for C\n"
+		"                     (pandas' to_parquet needs pyarrow, not packaged either)\n"
 		"  -h, --help         this help\n\n"
 		"examples (the sweep makes the catalog the others read; ID_A and ID_B stand\n"
 		"for ids, or prefixes of them, from the id column):\n"
 		"  kvsim sweep --grid policy.replication.name=none,early_rdma --grid trace.fanout_size=24,48 -o results\n"
 		"  kvsim runs results --where \"status = 'done' AND trace.fanout_size > 24\" --sort -ttft_p99_ms\n"
 		"  kvsim runs results --columns id,policy.replication.name,trace.fanout_size,ttft_p99_ms,hit_rate_tokens\n"
+		"  kvsim runs results --where \"cluster.nodes = 4\" --columns id,trace,preset,policy.routing.name,offered_rps\n"
 		"  kvsim runs results --columns all --csv\n"
-		"  kvsim runs compare ID_A ID_B results\n",
+		"  kvsim runs compare ID_A ID_B results\n"
+		"  kvsim runs export ID_A results --csv results/csv\n",
 		DEFAULT_DIR);
 	cli_help_end(f);
 }
@@ -103,36 +120,19 @@ static void print_table(const out_table_t *t, const char *noun)
 	free(w);
 }
 
-static void csv_field(const char *s)
-{
-	if (!s)
-		return;
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, stdout);
-		return;
-	}
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"')
-			putchar('"');
-		putchar(*s);
-	}
-	putchar('"');
-}
-
 static void print_csv(const out_table_t *t)
 {
 	for (size_t k = 0; k < t->ncols; k++) {
 		if (k)
 			putchar(',');
-		csv_field(t->names[k]);
+		out_csv_field(stdout, t->names[k]);
 	}
 	putchar('\n');
 	for (size_t r = 0; r < t->nrows; r++) {
 		for (size_t k = 0; k < t->ncols; k++) {
 			if (k)
 				putchar(',');
-			csv_field(t->cells[r * t->ncols + k]);
+			out_csv_field(stdout, t->cells[r * t->ncols + k]);
 		}
 		putchar('\n');
 	}
@@ -146,55 +146,17 @@ static const char *col(const out_table_t *t, const char *name)
 	return NULL;
 }
 
-/* "section.key = value" lines of a config text, for a key-wise diff. */
-typedef struct kv {
-	char key[160];
-	const char *val;
-	size_t vlen;
-} kv_t;
-
-static size_t config_pairs(const char *text, kv_t *out, size_t cap)
-{
-	char sec[96] = "";
-	size_t n = 0;
-	for (const char *l = text; l && *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t len = nl ? (size_t)(nl - l) : strlen(l);
-		if (*l == '[' && len > 2 && len < sizeof sec)
-			snprintf(sec, sizeof sec, "%.*s", (int)(len - 2), l + 1);
-		else if (*l != '#' && n < cap) {
-			const char *eq = memchr(l, '=', len);
-			if (eq && eq > l) {
-				const char *ke = eq;
-				while (ke > l && ke[-1] == ' ')
-					ke--;
-				snprintf(out[n].key, sizeof out[n].key, "%s.%.*s", sec, (int)(ke - l), l);
-				const char *v = eq + 1;
-				while (*v == ' ' && v < l + len)
-					v++;
-				out[n].val = v;
-				out[n].vlen = (size_t)(l + len - v);
-				n++;
-			}
-		}
-		l = nl ? nl + 1 : NULL;
-	}
-	return n;
-}
-
 static void config_diff(const char *a, const char *b)
 {
-	enum { CAP = 4096 };
-	kv_t *ka = calloc(CAP, sizeof *ka), *kb = calloc(CAP, sizeof *kb);
-	if (!ka || !kb) {
+	out_kv_t *ka = NULL, *kb = NULL;
+	size_t na, nb, shown = 0;
+	if (out_config_pairs(a, &ka, &na) || out_config_pairs(b, &kb, &nb)) {
 		free(ka);
-		free(kb);
 		return;
 	}
-	size_t na = config_pairs(a, ka, CAP), nb = config_pairs(b, kb, CAP), shown = 0;
 	printf("\nconfig keys that differ:\n");
 	for (size_t i = 0; i < na; i++) {
-		const kv_t *m = NULL;
+		const out_kv_t *m = NULL;
 		for (size_t j = 0; j < nb && !m; j++)
 			if (!strcmp(ka[i].key, kb[j].key))
 				m = &kb[j];
@@ -319,6 +281,71 @@ static int windows_main(int argc, char **argv)
 	return show(dir, run, cols, NULL, csv, 1);
 }
 
+/* kvsim runs export ID [DIR] --csv OUTDIR: the run's HDF5 file as CSV. */
+static int export_main(int argc, char **argv)
+{
+	const char *id = NULL, *dir = NULL, *csv = NULL;
+	for (int i = 2; i < argc; i++) {
+		const char *o = argv[i];
+		if (cli_is_help(o)) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(o, "--csv")) {
+			if (i + 1 >= argc)
+				return cli_usage_error("--csv needs an output directory");
+			csv = argv[++i];
+		} else if (!strcmp(o, "--parquet")) {
+			return cli_usage_error("--parquet: no Parquet writer: Debian packages none for "
+					       "C; export --csv and convert the files");
+		} else if (o[0] == '-') {
+			return cli_usage_error("unknown option '%s'", o);
+		} else if (!id) {
+			id = o;
+		} else if (!dir) {
+			dir = o;
+		} else {
+			return cli_usage_error("unexpected argument '%s'", o);
+		}
+	}
+	if (!id || !csv)
+		return cli_usage_error("expected a run id and --csv OUTDIR");
+	dir = dir ? dir : DEFAULT_DIR;
+	out_catalog_t *c;
+	err_t e = {0};
+	char full[65], where[100], h5[8300];
+	out_table_t t = {0};
+	if (out_catalog_open(dir, 1, &c, &e))
+		return fail(&e);
+	int rc = out_catalog_resolve(c, id, full, &e);
+	if (!rc) {
+		snprintf(where, sizeof where, "id = '%s'", full);
+		rc = out_catalog_select(c, "status,h5_path", where, NULL, &t, &e);
+	}
+	out_catalog_close(c);
+	if (!rc && (!t.cells[0] || strcmp(t.cells[0], "done") || !t.cells[1]))
+		rc = err_set(&e, KS_EINPUT, "run %.16s is %s, not done: no results to export", full,
+			     t.cells[0] ? t.cells[0] : "without a status");
+	if (!rc)
+		snprintf(h5, sizeof h5, "%s/%s", dir, t.cells[1]);
+	out_table_free(&t);
+	if (rc)
+		return fail(&e);
+	sim_results_t r;
+	if (out_hdf5_read(h5, &r, &e))
+		return fail(&e);
+	if (out_mkdir_p(csv) < 0)
+		rc = err_set(&e, KS_EIO, "%s: cannot create directory: %s", csv, strerror(errno));
+	else
+		rc = out_csv_write(&r, csv, &e);
+	if (!rc)
+		printf("run %.16s: requests.csv (%zu rows), transfers.csv (%zu), timeline.csv (%zu)%s, "
+		       "summary.csv (%zu metrics)%s, config.ini in %s\n",
+		       full, r.n_req, r.n_xfer, r.n_tl, r.decisions ? ", decisions.csv" : "",
+		       r.n_metric, r.n_win ? ", windows.csv" : "", csv);
+	sim_results_free(&r);
+	return rc ? fail(&e) : 0;
+}
+
 int out_runs_main(int argc, char **argv)
 {
 	const char *dir = NULL, *where = NULL, *sort = NULL, *cols = NULL;
@@ -336,6 +363,10 @@ int out_runs_main(int argc, char **argv)
 		if (argc != 4 && argc != 5)
 			return cli_usage_error("expected two run ids and an optional DIR");
 		return compare(argc == 5 ? argv[4] : DEFAULT_DIR, argv[2], argv[3]);
+	}
+	if (argc >= 2 && !strcmp(argv[1], "export")) {
+		cli_set_command("runs export");
+		return export_main(argc, argv);
 	}
 	if (argc >= 2 && !strcmp(argv[1], "windows")) {
 		cli_set_command("runs windows");

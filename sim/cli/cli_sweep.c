@@ -85,7 +85,7 @@ static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
 		sim_results_free(r);
 		return rc;
 	}
-	fprintf(stderr, "kvsim sweep: warning: %s\n", r->warning);
+	cli_warn("%s", r->warning); /* the sweep names the point */
 	return 0;
 }
 

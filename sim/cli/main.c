@@ -15,6 +15,7 @@ static const cli_sub_t subcommands[] = {
 	{"policies", pol_cli_main, "list policy families, policies and parameters"},
 	{"sweep", out_sweep_main, "run a parameter grid into a results directory"},
 	{"runs", out_runs_main, "query and compare runs in a results catalog"},
+	{"plot", cli_plot_main, "plots and tables of a catalog, under a Python that has their modules"},
 	{"metrics", cli_metrics_main, "list every summary metric: name, unit, meaning"},
 	{"calibrate", cal_cli_main, "plan, fit and check transfer-cost calibration"},
 	{"model", mdl_cli_main, "what the compute model predicts for one iteration, by term"},

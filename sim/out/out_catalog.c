@@ -24,9 +24,12 @@ static const char schema_sql[] =
 	" id TEXT PRIMARY KEY, config_digest TEXT, seed INTEGER, status TEXT NOT NULL,"
 	" error TEXT, attempts INTEGER NOT NULL DEFAULT 0, h5_path TEXT, started_at TEXT,"
 	" finished_at TEXT, wall_s REAL, config TEXT, h5_size INTEGER, h5_sha256 TEXT,"
-	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0, inputs TEXT);"
+	" git_rev TEXT, git_dirty INTEGER, stale INTEGER NOT NULL DEFAULT 0, inputs TEXT,"
+	" trace TEXT, preset TEXT);"
 	"CREATE TABLE IF NOT EXISTS columns ("
 	" name TEXT PRIMARY KEY, kind TEXT NOT NULL, unit TEXT, ord INTEGER);"
+	"CREATE TABLE IF NOT EXISTS run_config (run_id TEXT NOT NULL, key TEXT NOT NULL,"
+	" value NUMERIC, PRIMARY KEY (run_id, key)) WITHOUT ROWID;"
 	"COMMIT;";
 
 /* The ledger columns, added to catalogs written before them (migrate). */
@@ -35,6 +38,7 @@ static const struct {
 } ledger_cols[] = {
 	{"h5_size", "INTEGER"},   {"h5_sha256", "TEXT"},
 	{"git_rev", "TEXT"},      {"git_dirty", "INTEGER"},
+	{"trace", "TEXT"},        {"preset", "TEXT"}, /* derived from the config */
 	{"stale", "INTEGER NOT NULL DEFAULT 0"}, /* last: migrate marks old rows */
 };
 #define N_LEDGER (sizeof ledger_cols / sizeof ledger_cols[0])
@@ -150,6 +154,16 @@ static void quote_ident(char *buf, size_t cap, const char *name)
 	if (j + 1 < cap)
 		buf[j++] = '"';
 	buf[j] = '\0';
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s);
+	if (VEC_GROW(*buf, *cap, *len + n + 1, 256))
+		return -1;
+	memcpy(*buf + *len, s, n + 1);
+	*len += n;
+	return 0;
 }
 
 /* The schema's version number: each ALTER or CREATE, by any process,
@@ -327,6 +341,229 @@ static int migrate_inputs(out_catalog_t *c, err_t *e)
 	return tx_end(c, rc, e);
 }
 
+/* ---- every config key of every run (table run_config) ------------------ */
+
+static int exec_stmt(out_catalog_t *c, sqlite3_stmt *st, err_t *e, const char *what)
+{
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return (r == SQLITE_DONE || r == SQLITE_ROW) ? 0 : db_err(c, e, what);
+}
+
+
+int out_config_pairs(const char *text, out_kv_t **kv, size_t *n)
+{
+	char sec[96] = "";
+	size_t cap = 0;
+	*kv = NULL;
+	*n = 0;
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		const char *eq = *l == '#' || *l == '[' ? NULL : memchr(l, '=', len);
+		if (*l == '[' && len > 2 && len < sizeof sec) {
+			snprintf(sec, sizeof sec, "%.*s", (int)(len - 2), l + 1);
+		} else if (eq && eq > l) {
+			if (VEC_GROW(*kv, cap, *n + 1, 256)) {
+				free(*kv);
+				*kv = NULL;
+				*n = 0;
+				return KS_ENOMEM;
+			}
+			out_kv_t *p = &(*kv)[(*n)++];
+			const char *ke = eq;
+			while (ke > l && ke[-1] == ' ')
+				ke--;
+			snprintf(p->key, sizeof p->key, "%s%s%.*s", sec, *sec ? "." : "", (int)(ke - l),
+				 l);
+			const char *v = eq + 1, *ve = l + len;
+			while (v < ve && *v == ' ')
+				v++;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\r'))
+				ve--;
+			p->val = v;
+			p->vlen = (size_t)(ve - v);
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+/* The value of key in kv (n pairs) as text into buf; "" when absent. */
+static const char *kv_get(const out_kv_t *kv, size_t n, const char *key, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(kv[i].key, key)) {
+			snprintf(buf, cap, "%.*s", (int)kv[i].vlen, kv[i].val);
+			break;
+		}
+	return buf;
+}
+
+/* The workload's name (column trace): a trace file's base name; "gen:GEN"
+ * for a generator, "gen:GEN:FILE" for one that reads a file (servegen). */
+static void trace_name(const out_kv_t *kv, size_t n, char *out, size_t cap)
+{
+	char kind[64], gen[64], path[4096];
+	kv_get(kv, n, "trace.kind", kind, sizeof kind);
+	kv_get(kv, n, "trace.gen", gen, sizeof gen);
+	kv_get(kv, n, "trace.path", path, sizeof path);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	if (!strcmp(kind, "gen"))
+		snprintf(out, cap, "gen:%s%s%s", gen, *base ? ":" : "", base);
+	else
+		snprintf(out, cap, "%s", *base ? base : kind);
+}
+
+/* Records run id's config keys (text: its resolved config) in run_config,
+ * replacing any it had, and the columns derived from them (trace,
+ * preset). Inside the caller's transaction. */
+static int keys_put(out_catalog_t *c, const char *id, const char *text, err_t *e)
+{
+	out_kv_t *kv;
+	size_t n;
+	if (out_config_pairs(text, &kv, &n))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	sqlite3_stmt *st;
+	int rc = db_prepare(c, "DELETE FROM run_config WHERE run_id = ?", &st, e,
+			    "recording config keys");
+	if (!rc) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		rc = exec_stmt(c, st, e, "recording config keys");
+	}
+	if (!rc && !(rc = db_prepare(c, "INSERT OR REPLACE INTO run_config (run_id, key, value)"
+					" VALUES (?, ?, ?)", &st, e, "recording config keys"))) {
+		for (size_t i = 0; !rc && i < n; i++) {
+			sqlite3_reset(st);
+			sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, kv[i].key, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, kv[i].val, (int)kv[i].vlen, SQLITE_STATIC);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				rc = db_err(c, e, "recording config keys");
+		}
+		sqlite3_finalize(st);
+	}
+	char trace[4200], preset[64];
+	trace_name(kv, n, trace, sizeof trace);
+	kv_get(kv, n, "policy.preset", preset, sizeof preset);
+	if (!rc && !(rc = db_prepare(c, "UPDATE runs SET trace = ?, preset = ? WHERE id = ?", &st,
+				     e, "recording config keys"))) {
+		sqlite3_bind_text(st, 1, trace, -1, SQLITE_STATIC);
+		if (*preset)
+			sqlite3_bind_text(st, 2, preset, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+		rc = exec_stmt(c, st, e, "recording config keys");
+	}
+	free(kv);
+	return rc;
+}
+
+/* Fills parameter column name from each run's recorded config key where it
+ * is NULL: another sweep's runs hold the value they ran with, not NULL.
+ * Inside the caller's transaction. */
+static int param_backfill(out_catalog_t *c, const char *name, err_t *e)
+{
+	char sql[600] = "UPDATE runs SET ";
+	quote_ident(sql, sizeof sql, name);
+	strcat(sql, " = (SELECT value FROM run_config k WHERE k.run_id = runs.id AND k.key = ?1)"
+		    " WHERE ");
+	quote_ident(sql, sizeof sql, name);
+	strcat(sql, " IS NULL");
+	sqlite3_stmt *st;
+	if (db_prepare(c, sql, &st, e, "filling a parameter column"))
+		return KS_EIO;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	return exec_stmt(c, st, e, "filling a parameter column");
+}
+
+/* Rows whose config keys are not recorded yet (made before run_config, or
+ * by an older kvsim since): SELECT id, config. No condition reads config:
+ * its text (tens of kB) is read only for the rows selected. */
+static const char keys_missing_sql[] =
+	"SELECT id, config FROM runs"
+	" WHERE NOT EXISTS (SELECT 1 FROM run_config k WHERE k.run_id = runs.id)";
+
+/* Whether one of the rows keys_missing_sql selects has a key to record
+ * (*todo; a config text with none is not worth a write lock each open), or
+ * (no table run_config yet) 1. */
+static int keys_todo(out_catalog_t *c, int *todo, err_t *e)
+{
+	sqlite3_stmt *st;
+	*todo = 0;
+	if (db_prepare(c, "SELECT 1 FROM sqlite_master WHERE name = 'run_config'", &st, e,
+		       "reading the schema"))
+		return KS_EIO;
+	int have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have) {
+		*todo = 1;
+		return 0;
+	}
+	/* a table runs without its columns: load_columns names what it lacks */
+	if (sqlite3_prepare_v2(c->db, keys_missing_sql, -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	while (!*todo && sqlite3_step(st) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 1);
+		*todo = t && strchr(t, '=');
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Records the config keys of the rows that lack them (keys_put), then fills
+ * every parameter column's NULLs from them (param_backfill): one
+ * transaction, looked at again under the lock. A catalog written before
+ * run_config gains it this way, whole. */
+static int migrate_keys(out_catalog_t *c, err_t *e)
+{
+	int todo, rc = keys_todo(c, &todo, e);
+	if (rc || !todo)
+		return rc;
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(c, e, "migrating");
+	if (sqlite3_exec(c->db,
+			 "CREATE TABLE IF NOT EXISTS run_config (run_id TEXT NOT NULL, key TEXT "
+			 "NOT NULL, value NUMERIC, PRIMARY KEY (run_id, key)) WITHOUT ROWID",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return tx_end(c, db_err(c, e, "migrating (adding table run_config)"), e);
+	sqlite3_stmt *st;
+	if ((rc = db_prepare(c, keys_missing_sql, &st, e, "migrating")))
+		return tx_end(c, rc, e);
+	/* ids and texts first: keys_put writes the table this reads */
+	struct {
+		char *id, *text;
+	} *rows = NULL;
+	size_t n = 0, cap = 0;
+	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 1);
+		if (!t || !strchr(t, '='))
+			continue; /* no key to record */
+		if (VEC_GROW(rows, cap, n + 1, 64)) {
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+			break;
+		}
+		rows[n].id = strdup((const char *)sqlite3_column_text(st, 0));
+		rows[n].text = strdup((const char *)sqlite3_column_text(st, 1));
+		if (!rows[n].id || !rows[n].text)
+			rc = err_set(e, KS_ENOMEM, "out of memory");
+		n++;
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = keys_put(c, rows[i].id, rows[i].text, e);
+	for (size_t i = 0; i < n; i++)
+		FREE_ALL(rows[i].id, rows[i].text);
+	free(rows);
+	if (!rc && !(rc = db_prepare(c, "SELECT name FROM columns WHERE kind = 'param'", &st, e,
+				     "migrating"))) {
+		while (!rc && sqlite3_step(st) == SQLITE_ROW)
+			rc = param_backfill(c, (const char *)sqlite3_column_text(st, 0), e);
+		sqlite3_finalize(st);
+	}
+	return tx_end(c, rc, e);
+}
+
 int out_mkdir_p(const char *dir)
 {
 	char p[4096];
@@ -469,6 +706,8 @@ int out_catalog_open(const char *dir, int readonly, out_catalog_t **out, err_t *
 		rc = migrate(c, readonly ? &ignored : e);
 		if (!rc)
 			rc = migrate_inputs(c, readonly ? &ignored : e);
+		if (!rc)
+			rc = migrate_keys(c, readonly ? &ignored : e);
 		if (readonly)
 			rc = 0;
 	}
@@ -494,13 +733,6 @@ void out_catalog_close(out_catalog_t *c)
 		free(c->cols[i].name);
 	free(c->cols);
 	free(c);
-}
-
-static int exec_stmt(out_catalog_t *c, sqlite3_stmt *st, err_t *e, const char *what)
-{
-	int r = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return (r == SQLITE_DONE || r == SQLITE_ROW) ? 0 : db_err(c, e, what);
 }
 
 /* Whether a parameter or metric needs a column: 0 present, 1 to add, or an
@@ -619,6 +851,8 @@ static int col_add(out_catalog_t *c, const col_batch_t *b, err_t *e)
 			rc = err_set(e, KS_ENOMEM, "out of memory");
 	}
 	sqlite3_finalize(st);
+	for (size_t i = 0; !rc && !strcmp(b->kind, "param") && i < b->n; i++)
+		rc = param_backfill(c, b->name[i], e);
 	return rc;
 }
 
@@ -708,6 +942,38 @@ static void bind_run(sqlite3_stmt *st, const out_run_info_t *ri)
 	sqlite3_bind_text(st, 6, ri->inputs ? ri->inputs : "", -1, SQLITE_STATIC);
 }
 
+/* Sets every parameter column of run id from its recorded config keys
+ * (NULL where the run has no such key). Inside the caller's transaction. */
+static int params_of_run(out_catalog_t *c, const char *id, err_t *e)
+{
+	char *sql = NULL;
+	size_t len = 0, cap = 0, n = 0;
+	int rc = append(&sql, &len, &cap, "UPDATE runs SET ");
+	for (size_t i = 0; !rc && i < c->ncols; i++) {
+		if (strcmp(c->cols[i].kind, "param"))
+			continue;
+		char q[600] = "";
+		quote_ident(q, sizeof q, c->cols[i].name);
+		char *a = sqlite3_mprintf("%s%s = (SELECT value FROM run_config WHERE run_id = ?1"
+					  " AND key = %Q)", n++ ? ", " : "", q, c->cols[i].name);
+		rc = !a || append(&sql, &len, &cap, a);
+		sqlite3_free(a);
+	}
+	if (!rc)
+		rc = append(&sql, &len, &cap, " WHERE id = ?1");
+	if (rc) {
+		free(sql);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	sqlite3_stmt *st = NULL;
+	if (n && !(rc = db_prepare(c, sql, &st, e, "recording parameters"))) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		rc = exec_stmt(c, st, e, "recording parameters");
+	}
+	free(sql);
+	return rc;
+}
+
 int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 {
 	char (*used)[128] = NULL;
@@ -721,9 +987,6 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 		return db_err(c, e, "begin");
 	}
 	rc = cols_refresh(c, e);
-	if (!rc)
-		rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e);
-	free(used);
 	if (rc)
 		goto fail;
 	sqlite3_stmt *st;
@@ -754,6 +1017,12 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 	bind_run(st, ri);
 	if ((rc = exec_stmt(c, st, e, "recording a run")))
 		goto fail;
+	/* every key, then the parameter columns: new ones filled for every
+	 * run, every one for this run, its own swept values as given */
+	if ((rc = keys_put(c, ri->id, ri->config_text, e)) ||
+	    (rc = ensure_columns(c, "param", ri->n_params, param_name, NULL, ri, used, e)) ||
+	    (rc = params_of_run(c, ri->id, e)))
+		goto fail;
 	if (ri->n_params) {
 		sql = malloc(cap);
 		if (!sql) {
@@ -776,12 +1045,12 @@ int out_catalog_begin(out_catalog_t *c, const out_run_info_t *ri, err_t *e)
 		if ((rc = exec_stmt(c, st, e, "recording parameters")))
 			goto fail;
 	}
-	free(sql);
+	FREE_ALL(sql, used);
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		return db_err(c, e, "commit");
 	return 0;
 fail:
-	free(sql);
+	FREE_ALL(sql, used);
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
 }
@@ -988,49 +1257,107 @@ void out_table_free(out_table_t *t)
 	memset(t, 0, sizeof *t);
 }
 
-/* Quotes bare mentions of known dotted column names ("fake.rate" > 2) so a
- * user's --where text does not parse them as table.column. */
-static char *quote_where(const out_catalog_t *c, const char *w)
+/* Whether some run recorded config key name (table run_config). */
+static int key_known(out_catalog_t *c, const char *name)
 {
-	size_t n = strlen(w), cap = 2 * n + 16, j = 0;
-	char *o = malloc(cap);
-	if (!o)
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		char ch = w[i];
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM run_config WHERE key = ? LIMIT 1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0; /* an old catalog opened read-only: no table */
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int r = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* KS_EINPUT: name is neither a column nor a recorded config key. */
+static int col_unknown(out_catalog_t *c, const char *what, const char *name, err_t *e)
+{
+	sqlite3_stmt *st;
+	int have = sqlite3_prepare_v2(c->db, "SELECT 1 FROM run_config LIMIT 1", -1, &st, NULL) ==
+		   SQLITE_OK;
+	sqlite3_finalize(st);
+	if (!have && strchr(name, '.'))
+		return err_set(e, KS_EINPUT,
+			       "%s: %sno column '%s', and this catalog predates the record of every "
+			       "config key: open it once where it may be written (kvsim runs DIR "
+			       "does it) to add them",
+			       c->path, what, name);
+	return err_set(e, KS_EINPUT, "%s: %sno column or config key '%s'", c->path, what, name);
+}
+
+/* The SQL of column name into buf: its quoted name, or the subquery that
+ * reads the run's config key name (kind "param"). 0, or -1 when name is
+ * neither. */
+static int col_sql(out_catalog_t *c, const char *name, char *buf, size_t cap,
+		   const char **kind, int *is_real)
+{
+	const col_info_t *ci = col_find(c, name);
+	buf[0] = '\0';
+	if (ci) {
+		quote_ident(buf, cap, name);
+		*kind = ci->kind;
+		*is_real = ci->is_real;
+		return 0;
+	}
+	if (!key_known(c, name))
+		return -1;
+	sqlite3_snprintf((int)cap, buf,
+			 "(SELECT value FROM run_config WHERE run_id = runs.id AND key = %Q)", name);
+	*kind = "param";
+	*is_real = 0;
+	return 0;
+}
+
+/* Rewrites a user's --where text into *out (malloc'd): bare mentions of
+ * dotted column names ("fake.rate" > 2) quoted, so they do not parse as
+ * table.column, and of config keys made the run's recorded value. A dotted
+ * name that is neither is KS_EINPUT naming it. */
+static int quote_where(out_catalog_t *c, const char *w, char **out, err_t *e)
+{
+	size_t n = strlen(w), len = 0, cap = 0;
+	char *o = NULL;
+	int bad = append(&o, &len, &cap, "");
+	for (size_t i = 0; i < n && !bad;) {
+		char ch = w[i], piece[1200];
+		size_t k = i + 1;
 		if (ch == '\'' || ch == '"' || ch == '`' || ch == '[') {
-			/* copy a quoted string or identifier as is */
+			/* a quoted string or identifier, as is */
 			char close = ch == '[' ? ']' : ch;
-			size_t k = i + 1;
 			while (k < n && w[k] != close)
 				k++;
 			k = k < n ? k + 1 : n;
-			memcpy(o + j, w + i, k - i);
-			j += k - i;
-			i = k;
 		} else if (isalnum((unsigned char)ch) || ch == '_') {
-			size_t k = i;
+			k = i;
 			while (k < n && (isalnum((unsigned char)w[k]) || w[k] == '_' || w[k] == '.'))
 				k++;
-			char tok[256];
-			size_t len = k - i < sizeof tok - 1 ? k - i : sizeof tok - 1;
-			memcpy(tok, w + i, len);
-			tok[len] = '\0';
-			int q = strchr(tok, '.') && col_find(c, tok);
-			if (q)
-				o[j++] = '"';
-			memcpy(o + j, w + i, k - i);
-			j += k - i;
-			if (q)
-				o[j++] = '"';
-			i = k;
-		} else {
-			o[j++] = ch;
-			i++;
 		}
+		char tok[256];
+		size_t tl = k - i < sizeof tok - 1 ? k - i : sizeof tok - 1;
+		memcpy(tok, w + i, tl);
+		tok[tl] = '\0';
+		const char *kind;
+		int real;
+		if (strchr(tok, '.') && (isalpha((unsigned char)*tok) || *tok == '_') &&
+		    k - i < sizeof tok) {
+			if (col_sql(c, tok, piece, sizeof piece, &kind, &real)) {
+				free(o);
+				return col_unknown(c, "--where: ", tok, e);
+			}
+			bad = append(&o, &len, &cap, piece);
+		} else {
+			char *part = strndup(w + i, k - i);
+			bad = !part || append(&o, &len, &cap, part);
+			free(part);
+		}
+		i = k;
 	}
-	o[j] = '\0';
-	return o;
+	if (bad) {
+		free(o);
+		return err_set(e, KS_ENOMEM, "out of memory");
+	}
+	*out = o;
+	return 0;
 }
 
 /* Why a --where text is not one condition, or NULL. SQLite compiles only
@@ -1064,16 +1391,6 @@ static const char *where_refused(const char *w)
 		}
 	}
 	return NULL;
-}
-
-static int append(char **buf, size_t *len, size_t *cap, const char *s)
-{
-	size_t n = strlen(s);
-	if (VEC_GROW(*buf, *cap, *len + n + 1, 256))
-		return -1;
-	memcpy(*buf + *len, s, n + 1);
-	*len += n;
-	return 0;
 }
 
 /* Default column list: id, status, seed, git_rev, then params and metrics. */
@@ -1141,6 +1458,8 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 {
 	memset(t, 0, sizeof *t);
 	char **names = NULL, *sql = NULL, *qw = NULL;
+	const char **kinds = NULL;
+	int *reals = NULL;
 	size_t n = 0, len = 0, cap = 0;
 	int rc = 0;
 	if (columns ? split_columns(c, columns, &names, &n) : default_columns(c, &names, &n)) {
@@ -1152,13 +1471,18 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 		goto out;
 	}
 	append(&sql, &len, &cap, "SELECT ");
+	kinds = calloc(n, sizeof *kinds);
+	reals = calloc(n, sizeof *reals);
+	if (!kinds || !reals) {
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+		goto out;
+	}
 	for (size_t k = 0; k < n; k++) {
-		if (!col_find(c, names[k])) {
-			rc = err_set(e, KS_EINPUT, "%s: no column '%s'", c->path, names[k]);
+		char q[600];
+		if (col_sql(c, names[k], q, sizeof q, &kinds[k], &reals[k])) {
+			rc = col_unknown(c, "", names[k], e);
 			goto out;
 		}
-		char q[300] = "";
-		quote_ident(q, sizeof q, names[k]);
 		if ((k && append(&sql, &len, &cap, ", ")) || append(&sql, &len, &cap, q)) {
 			rc = err_set(e, KS_ENOMEM, "out of memory");
 			goto out;
@@ -1171,10 +1495,8 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 			rc = err_set(e, KS_EINPUT, "--where: %s", why);
 			goto out;
 		}
-		if (!(qw = quote_where(c, where))) {
-			rc = err_set(e, KS_ENOMEM, "out of memory");
+		if ((rc = quote_where(c, where, &qw, e)))
 			goto out;
-		}
 		/* in parentheses, and the ')' on a line of its own so that a
 		 * trailing "-- comment" cannot swallow the ORDER BY */
 		append(&sql, &len, &cap, " WHERE (");
@@ -1184,14 +1506,13 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 	append(&sql, &len, &cap, " ORDER BY ");
 	if (sort && *sort) {
 		int desc = *sort == '-';
-		const char *sc = sort + desc;
-		if (!col_find(c, sc)) {
-			rc = err_set(e, KS_EINPUT, "%s: cannot sort by unknown column '%s'", c->path,
-				     sc);
+		const char *sc = sort + desc, *kind;
+		char q[600];
+		int real;
+		if (col_sql(c, sc, q, sizeof q, &kind, &real)) {
+			rc = col_unknown(c, "cannot sort by: ", sc, e);
 			goto out;
 		}
-		char q[300] = "";
-		quote_ident(q, sizeof q, sc);
 		append(&sql, &len, &cap, q);
 		append(&sql, &len, &cap, desc ? " DESC, rowid" : ", rowid");
 	} else {
@@ -1215,19 +1536,11 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 	}
 	t->ncols = n;
 	t->names = names;
+	t->kinds = kinds;
+	t->is_real = reals;
 	names = NULL;
-	t->kinds = calloc(n, sizeof *t->kinds);
-	t->is_real = calloc(n, sizeof *t->is_real);
-	if (!t->kinds || !t->is_real) {
-		sqlite3_finalize(st);
-		rc = err_set(e, KS_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t k = 0; k < n; k++) {
-		const col_info_t *ci = col_find(c, t->names[k]);
-		t->kinds[k] = ci->kind;
-		t->is_real[k] = ci->is_real;
-	}
+	kinds = NULL;
+	reals = NULL;
 	size_t ccap = 0; /* cells, n per row */
 	int r;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1258,9 +1571,7 @@ int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 out:
 	for (size_t k = 0; names && k < n; k++)
 		free(names[k]);
-	free(names);
-	free(sql);
-	free(qw);
+	FREE_ALL(names, sql, qw, kinds, reals);
 	if (rc)
 		out_table_free(t);
 	return rc;

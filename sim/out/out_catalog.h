@@ -11,9 +11,19 @@
  * whole file), git_rev (the build that made it, as out_build_rev gives it),
  * git_dirty (1: built from uncommitted changes), stale (1: kept by a sweep of
  * another revision, --keep-stale, or made before revisions were recorded),
+ * trace (the workload's name: the trace file's base name, or "gen:GEN" for a
+ * generator, "gen:GEN:FILE" for one that reads a file) and preset (the
+ * policy.preset the run used), both derived from its config,
  * then one column per swept parameter (named by its "section.key", NUMERIC
  * affinity) and one per summary metric (named as the metric, REAL; a metric
- * whose name is already taken gets a "metric." prefix). Table "columns"
+ * whose name is already taken gets a "metric." prefix). A parameter column
+ * holds, for every run, the value its config resolved (NULL only where the
+ * key did not apply: a parameter of a policy the run did not select), so
+ * two sweeps sharing a directory see each other's values; the run's own
+ * swept value is kept as given. Table "run_config" (run_id, key, value:
+ * NUMERIC affinity) holds every key of every run's resolved config, so
+ * every key is a column by its dotted name in out_catalog_select's columns,
+ * where and sort even when nothing swept it. Table "columns"
  * records each added column's kind ('param' or 'metric') and unit. Column
  * names are always quoted identifiers; --where text may use them bare (they
  * are quoted for you). A sweep writes its catalog from one process (the
@@ -27,7 +37,11 @@
  * written before the inputs column gains it the same way: a done row whose
  * config reads files (or no longer loads) cannot have its inputs verified
  * and becomes 'unverified' (a sweep runs the point again, under its new
- * id); the others are done as before, inputs "". Errors: KS_EIO (SQLite),
+ * id); the others are done as before, inputs "". One written before
+ * run_config gains it, and its trace and preset columns, from each row's
+ * config text, and its parameter columns' NULLs are filled from them (a
+ * reader does it only when it may write the file; one that may not reads
+ * no config keys and says how to add them). Errors: KS_EIO (SQLite),
  * KS_EINPUT (bad query or unknown run), with the database path or SQL
  * message.
  */
@@ -158,13 +172,28 @@ typedef struct out_table {
 } out_table_t;
 
 /* SELECT columns (comma-separated names, NULL: id, status, seed, git_rev,
- * params, metrics; "all": every column but config) FROM runs WHERE where (SQL, may be
- * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). where
+ * params, metrics; "all": every column but config; any config key by its
+ * dotted name, as kind "param") FROM runs WHERE where (SQL, may be
+ * NULL) ORDER BY sort ("col" or "-col" for descending; NULL: rowid). A
+ * dotted name in where that is neither a column nor a recorded config key
+ * is KS_EINPUT naming it. where
  * is one condition: a ';' or an unmatched ')' outside strings and comments
  * is KS_EINPUT ("--where: ..."), so no further SQL is ever dropped or run. */
 int out_catalog_select(out_catalog_t *c, const char *columns, const char *where,
 		       const char *sort, out_table_t *t, err_t *e);
 void out_table_free(out_table_t *t);
+/* One "key = value" line of a resolved config text (cfg_write's INI) under
+ * its section: the dotted key "section.key" and the value, pointing into
+ * the text (vlen bytes, blanks around it left out). */
+typedef struct out_kv {
+	char key[160];
+	const char *val;
+	size_t vlen;
+} out_kv_t;
+/* The key lines of text (NULL: none) in order, comments and blank lines
+ * left out: *kv malloc'd (NULL when none), *n of them. 0 or KS_ENOMEM. */
+int out_config_pairs(const char *text, out_kv_t **kv, size_t *n);
+
 /* Full id of the one run whose id starts with prefix (KS_EINPUT when none or
  * several match). */
 int out_catalog_resolve(out_catalog_t *c, const char *prefix, char id[65], err_t *e);

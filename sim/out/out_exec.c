@@ -23,7 +23,9 @@
 
 #include <hdf5.h>
 
+#include "sim/base/cli_voice.h"
 #include "sim/base/file.h"
+#include "sim/base/mem.h"
 #include "sim/base/vec.h"
 #include "sim/out/out_sweep.h"
 
@@ -37,7 +39,7 @@ typedef struct rep_hdr {
 	int32_t code; /* KS_E* for REP_ERROR */
 	uint32_t n_metric;
 	uint32_t err_len;
-	uint32_t pad;
+	uint32_t warn_len; /* what the run wrote to stderr, after the metrics */
 	double wall_s;
 	uint64_t h5_size;     /* the written file, for the ledger (REP_OK) */
 	char h5_sha256[64];
@@ -51,6 +53,7 @@ typedef struct report {
 	uint64_t h5_size;
 	char h5_sha256[65];
 	char err[1024];
+	char warn[4096]; /* the worker's stderr: its warnings, one a line */
 } report_t;
 
 typedef struct buf {
@@ -69,15 +72,15 @@ static int buf_put(buf_t *b, const void *d, size_t n)
 
 static int rep_encode(buf_t *b, const report_t *r)
 {
-	size_t el = strlen(r->err), n = r->n_metric;
-	if (el > 1023)
-		el = 1023;
-	rep_hdr_t h = {REP_MAGIC, r->kind, r->code, (uint32_t)n, (uint32_t)el, 0, r->wall_s,
-		       r->h5_size, {0}};
+	size_t el = strnlen(r->err, sizeof r->err - 1), n = r->n_metric;
+	size_t wl = strnlen(r->warn, sizeof r->warn - 1);
+	rep_hdr_t h = {REP_MAGIC, r->kind, r->code, (uint32_t)n, (uint32_t)el, (uint32_t)wl,
+		       r->wall_s, r->h5_size, {0}};
 	memcpy(h.h5_sha256, r->h5_sha256, sizeof h.h5_sha256);
 	b->len = 0;
 	return buf_put(b, &h, sizeof h) || (el && buf_put(b, r->err, el)) ||
-			       (n && buf_put(b, r->metric, n * sizeof *r->metric))
+			       (n && buf_put(b, r->metric, n * sizeof *r->metric)) ||
+			       (wl && buf_put(b, r->warn, wl))
 		       ? -1
 		       : 0;
 }
@@ -90,9 +93,13 @@ static int rep_decode(const buf_t *b, report_t *r)
 	if (b->len < sizeof h)
 		return -1;
 	memcpy(&h, b->p, sizeof h);
-	if (h.magic != REP_MAGIC || h.err_len > 1023 || h.kind < REP_OK || h.kind > REP_CRASH ||
-	    b->len != sizeof h + h.err_len + (size_t)h.n_metric * sizeof(res_metric_t))
+	size_t mb = (size_t)h.n_metric * sizeof(res_metric_t);
+	if (h.magic != REP_MAGIC || h.err_len > 1023 || h.warn_len >= sizeof r->warn ||
+	    h.kind < REP_OK || h.kind > REP_CRASH ||
+	    b->len != sizeof h + h.err_len + mb + h.warn_len)
 		return -1;
+	memcpy(r->warn, b->p + sizeof h + h.err_len + mb, h.warn_len);
+	r->warn[h.warn_len] = '\0';
 	r->kind = h.kind;
 	r->code = h.code;
 	r->wall_s = h.wall_s;
@@ -198,7 +205,14 @@ static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, 
 	sim_results_t r;
 	memset(&r, 0, sizeof r);
 	err_t e = {0};
-	report_t rep = {0};
+	static report_t rep; /* zero; static: no 5 kB on the stack */
+	/* what the run says on stderr goes to the parent, which names the
+	 * point and says each warning once per sweep */
+	FILE *said = tmpfile();
+	if (said && dup2(fileno(said), STDERR_FILENO) < 0) {
+		fclose(said);
+		said = NULL;
+	}
 	int rc = o->run(p->cfg, &r, &e, o->run_ctx);
 	if (!rc) {
 		if (!r.config_text)
@@ -223,6 +237,11 @@ static void child_main(const out_point_t *p, const out_sweep_opts_t *o, int fd, 
 	snprintf(rep.err, sizeof rep.err, "%s", rc ? e.msg : "");
 	rep.metric = r.metric;
 	rep.n_metric = rc ? 0 : r.n_metric;
+	fflush(stderr);
+	ssize_t got = said ? pread(fileno(said), rep.warn, sizeof rep.warn - 1, 0) : 0;
+	rep.warn[got > 0 ? got : 0] = '\0';
+	if (got == (ssize_t)sizeof rep.warn - 1 && strrchr(rep.warn, '\n'))
+		strrchr(rep.warn, '\n')[1] = '\0'; /* whole lines only */
 	if (rep_encode(&b, &rep) || file_write_all(fd, b.p, b.len))
 		_exit(3);
 	_exit(0);
@@ -304,7 +323,103 @@ typedef struct sweep {
 	int progress;
 	int lock_fd;
 	double t0, last_draw;
+	struct warn_seen *ws; /* the distinct lines workers wrote to stderr */
+	size_t nws, cws;
 } sweep_t;
+
+/* A line the workers wrote (a warning): said once, at the first point that
+ * wrote it, and counted over the points (out_sweep_run ends with the
+ * counts). Lines that differ only in their numbers (a time, an instance)
+ * are one warning. */
+typedef struct warn_seen {
+	char *shape; /* the line with each run of digits as '#' */
+	char *first; /* as the first point wrote it */
+	size_t points, last; /* points that wrote it; the last one's index + 1 */
+} warn_seen_t;
+
+/* The line's message (after "kvsim CMD: warning: ") into out, and its shape
+ * into shape (both n bytes). */
+static void warn_shape(const char *line, size_t len, char *out, char *shape, size_t n)
+{
+	const char *w = memmem(line, len, ": warning: ", 11);
+	if (!strncmp(line, "kvsim", 5) && w && !memchr(line, ' ', 5) && w - line < 48) {
+		len -= (size_t)(w + 11 - line);
+		line = w + 11;
+	}
+	snprintf(out, n, "%.*s", (int)len, line);
+	size_t j = 0;
+	for (const char *p = out; *p && j + 1 < n; p++) {
+		if (*p >= '0' && *p <= '9') {
+			while (p[1] >= '0' && p[1] <= '9')
+				p++;
+			shape[j++] = '#';
+		} else {
+			shape[j++] = *p;
+		}
+	}
+	shape[j] = '\0';
+}
+
+/* Counts and, the first time, says each line point k's worker wrote, naming
+ * the point: "kvsim sweep: warning: point 3, run ID16 (seed S): MESSAGE". */
+static void warn_note(sweep_t *s, size_t k, const char *text)
+{
+	const out_point_t *p = &s->pts[k];
+	for (const char *l = text; *l;) {
+		size_t len = strcspn(l, "\n");
+		char msg[4096], shape[4096];
+		warn_shape(l, len, msg, shape, sizeof msg);
+		l += len + (l[len] == '\n');
+		if (!*msg)
+			continue;
+		warn_seen_t *w = NULL;
+		for (size_t i = 0; i < s->nws && !w; i++)
+			if (!strcmp(s->ws[i].shape, shape))
+				w = &s->ws[i];
+		if (w) {
+			w->points += w->last != k + 1;
+			w->last = k + 1;
+			continue;
+		}
+		if (VEC_GROW(s->ws, s->cws, s->nws + 1, 8))
+			continue; /* out of memory: said again, not lost */
+		w = &s->ws[s->nws];
+		*w = (warn_seen_t){strdup(shape), strdup(msg), 1, k + 1};
+		if (!w->shape || !w->first) {
+			FREE_ALL(w->shape, w->first);
+			continue;
+		}
+		s->nws++;
+		char where[160];
+		snprintf(where, sizeof where, "point %zu, run %.16s (seed %llu)", p->index, p->id,
+			 (unsigned long long)p->seed);
+		if (s->progress)
+			fputs("\r\033[K", stderr); /* ECMA-48 EL: the progress line goes */
+		cli_warn_where(where);
+		cli_warn("%s", msg);
+		cli_warn_where(NULL);
+	}
+}
+
+/* The end of a sweep whose workers warned: each warning once, with the
+ * number of points that gave it. */
+static void warn_summary(sweep_t *s)
+{
+	size_t ran = s->st->done + s->st->failed;
+	if (s->nws)
+		fprintf(stderr, "sweep: %zu warning%s over the %zu point%s run (each said above at "
+				"its first point):\n",
+			s->nws, s->nws == 1 ? "" : "s", ran, ran == 1 ? "" : "s");
+	for (size_t i = 0; i < s->nws; i++) {
+		const warn_seen_t *w = &s->ws[i];
+		int cut = strlen(w->first) > 200;
+		fprintf(stderr, "  %zu of %zu: %.200s%s\n", w->points, ran, w->first, cut ? " [...]" : "");
+		FREE_ALL(w->shape, w->first);
+	}
+	free(s->ws);
+	s->ws = NULL;
+	s->nws = s->cws = 0;
+}
 
 static void progress_draw(sweep_t *s, int final)
 {
@@ -342,6 +457,8 @@ static int finish_point(sweep_t *s, size_t k, report_t *r, err_t *e)
 {
 	int rc = 0;
 	const out_point_t *p = &s->pts[k];
+	if (r->kind != REP_CRASH)
+		warn_note(s, k, r->warn);
 	if (r->kind == REP_OK) {
 		out_run_file_t f = {r->h5_size, "", sweep_rev(s->o)};
 		memcpy(f.sha256, r->h5_sha256, sizeof f.sha256);
@@ -959,6 +1076,7 @@ int out_sweep_run(const out_grid_t *g, const cfg_t *base, const out_sweep_opts_t
 		}
 		progress_draw(&s, 1);
 	}
+	warn_summary(&s);
 #ifdef KVSIM_HAVE_MPI
 	if (size > 1) {
 		if (rc && s.st->done + s.st->failed == 0 && s.qhead == 0) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <inttypes.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -775,4 +776,121 @@ int out_hdf5_read(const char *path, sim_results_t *r, err_t *e)
 		return err_set(e, KS_EIO, "%s: reading %s failed", path, step);
 	}
 	return 0;
+}
+
+/* ---- CSV export ---------------------------------------------------------- */
+
+void out_csv_field(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Opens dir/name for writing: NULL with e naming the file. */
+static FILE *csv_open(const char *dir, const char *name, char *path, size_t n, err_t *e)
+{
+	snprintf(path, n, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		err_set(e, err_path_code(errno), "%s: cannot create: %s", path, strerror(errno));
+	return f;
+}
+
+/* Closes f, whose writes must all have gone through: 0 or KS_EIO naming it. */
+static int csv_close(FILE *f, const char *path, err_t *e)
+{
+	int bad = ferror(f);
+	if (fclose(f) || bad)
+		return err_set(e, KS_EIO, "%s: write failed: %s", path, strerror(errno ? errno : EIO));
+	return 0;
+}
+
+/* Table t's rows (n of them at rows) as dir/<t->name>.csv: a header of the
+ * member names, then one line per row, integers exact, doubles to 17
+ * significant digits. */
+static int csv_table(const char *dir, const table_t *t, const void *rows, size_t n, err_t *e)
+{
+	char name[64], path[4200];
+	snprintf(name, sizeof name, "%s.csv", t->name);
+	FILE *f = csv_open(dir, name, path, sizeof path, e);
+	if (!f)
+		return e->code;
+	for (size_t k = 0; k < t->ncols; k++)
+		fprintf(f, "%s%s", k ? "," : "", t->cols[k].name);
+	fputc('\n', f);
+	for (size_t i = 0; i < n; i++) {
+		const char *row = (const char *)rows + i * t->rowsize;
+		for (size_t k = 0; k < t->ncols; k++) {
+			const void *p = row + t->cols[k].off;
+			if (k)
+				fputc(',', f);
+			switch (t->cols[k].kind) {
+			case C_U64: fprintf(f, "%" PRIu64, *(const uint64_t *)p); break;
+			case C_I64: fprintf(f, "%" PRId64, *(const int64_t *)p); break;
+			case C_U32: fprintf(f, "%" PRIu32, *(const uint32_t *)p); break;
+			case C_I32: fprintf(f, "%" PRId32, *(const int32_t *)p); break;
+			default: fprintf(f, "%.17g", *(const double *)p); break;
+			}
+		}
+		fputc('\n', f);
+	}
+	return csv_close(f, path, e);
+}
+
+int out_csv_write(const sim_results_t *r, const char *dir, err_t *e)
+{
+	int rc = csv_table(dir, &t_req, r->req, r->n_req, e);
+	if (!rc)
+		rc = csv_table(dir, &t_xfer, r->xfer, r->n_xfer, e);
+	if (!rc)
+		rc = csv_table(dir, &t_tl, r->tl, r->n_tl, e);
+	if (!rc && r->decisions)
+		rc = csv_table(dir, &t_dec, r->dec, r->n_dec, e);
+	char path[4200];
+	FILE *f;
+	if (!rc && (f = csv_open(dir, "summary.csv", path, sizeof path, e))) {
+		fputs("metric,unit,value\n", f);
+		for (size_t i = 0; i < r->n_metric; i++) {
+			out_csv_field(f, r->metric[i].name);
+			fputc(',', f);
+			out_csv_field(f, r->metric[i].unit);
+			fprintf(f, ",%.17g\n", r->metric[i].value);
+		}
+		rc = csv_close(f, path, e);
+	} else if (!rc) {
+		rc = e->code;
+	}
+	if (!rc && r->n_win && (f = csv_open(dir, "windows.csv", path, sizeof path, e))) {
+		fputs("window,kind,t0_ns,t1_ns,metric,unit,value\n", f);
+		for (size_t i = 0; i < r->n_win; i++) {
+			const res_window_t *w = &r->win[i];
+			fprintf(f, "%" PRId32 ",%s,%" PRId64 ",%" PRId64 ",", w->window,
+				w->kind == RES_WIN_STAGE ? "stage" : "output", w->t0_ns, w->t1_ns);
+			out_csv_field(f, w->name);
+			fputc(',', f);
+			out_csv_field(f, w->unit);
+			fprintf(f, ",%.17g\n", w->value);
+		}
+		rc = csv_close(f, path, e);
+	} else if (!rc && r->n_win) {
+		rc = e->code;
+	}
+	if (!rc && (f = csv_open(dir, "config.ini", path, sizeof path, e))) {
+		fputs(r->config_text ? r->config_text : "", f);
+		rc = csv_close(f, path, e);
+	} else if (!rc) {
+		rc = e->code;
+	}
+	return rc;
 }

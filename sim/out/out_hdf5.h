@@ -28,6 +28,8 @@
 #ifndef KVSIM_OUT_HDF5_H
 #define KVSIM_OUT_HDF5_H
 
+#include <stdio.h>
+
 #include "sim/base/cfg.h"
 #include "sim/base/err.h"
 #include "sim/base/results.h"
@@ -59,6 +61,19 @@ int out_hdf5_probe(const char *path);
  * sim_results_free): all three tables, the metrics, the config text and the
  * provenance fields of sim_results_t (git_rev "" when the file has none). */
 int out_hdf5_read(const char *path, sim_results_t *r, err_t *e);
+/* r's tables as CSV files in directory dir (which must exist), one per
+ * table: requests.csv, transfers.csv, timeline.csv, decisions.csv (when
+ * r->decisions), windows.csv (when r has windows; window, kind, t0_ns,
+ * t1_ns, metric, unit, value), summary.csv (metric, unit, value) and
+ * config.ini (the resolved config). A table's columns are its HDF5
+ * members, named and ordered alike (their units are in the names or in
+ * the HDF5 file's attributes); integers exact, doubles to 17 significant
+ * digits (inf, nan as C prints them). Files there by those names are
+ * replaced. KS_EIO or KS_EINPUT naming the file. */
+int out_csv_write(const sim_results_t *r, const char *dir, err_t *e);
+/* Writes s (NULL: nothing, an empty field) as one CSV field (RFC 4180):
+ * quoted, quotes doubled, when it holds a comma, quote or line break. */
+void out_csv_field(FILE *f, const char *s);
 /* Only /windows of such a file: *w (malloc'd, NULL when the file has none)
  * and *n. 0 or KS_EIO. */
 int out_hdf5_read_windows(const char *path, res_window_t **w, size_t *n, err_t *e);

@@ -8,7 +8,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sim/base/mem.h"
 #include "sim/out/out_sweep.h"
+
+/* A run's identity (out_point_id) and what makes it: *text its config
+ * text, *inputs out_point_inputs' (both malloc'd, NULL on error). */
+static int identity(const cfg_t *cfg, uint64_t seed, const char *const *plugins,
+		    size_t n_plugins, char **text, char **inputs, char id[65], err_t *e)
+{
+	*inputs = NULL;
+	if (!(*text = cfg_text(cfg)))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	int rc = out_point_inputs(cfg, plugins, n_plugins, inputs, e);
+	if (rc) {
+		free(*text);
+		*text = NULL;
+		return rc;
+	}
+	out_point_id(*text, seed, *inputs, id);
+	return 0;
+}
+
+int out_run_id(const cfg_t *cfg, uint64_t seed, const char *const *plugins, size_t n_plugins,
+	       char id[65], err_t *e)
+{
+	char *text, *inputs;
+	int rc = identity(cfg, seed, plugins, n_plugins, &text, &inputs, id, e);
+	FREE_ALL(text, inputs);
+	return rc;
+}
 
 static int record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		  const out_param_t *params, size_t n_params, const char *const *plugins,
@@ -21,15 +49,9 @@ static int record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		return rc;
 	if (out_mkdir_p(dir) < 0 || (mkdir(runs, 0777) < 0 && errno != EEXIST))
 		return err_set(e, KS_EIO, "%s: cannot create directory: %s", runs, strerror(errno));
-	char *text = cfg_text(cfg), *inputs = NULL;
-	if (!text)
-		return err_set(e, KS_ENOMEM, "out of memory");
-	rc = out_point_inputs(cfg, plugins, n_plugins, &inputs, e);
-	if (rc) {
-		free(text);
+	char *text, *inputs;
+	if ((rc = identity(cfg, r->seed, plugins, n_plugins, &text, &inputs, pid, e)))
 		return rc;
-	}
-	out_point_id(text, r->seed, inputs, pid);
 	cfg_digest(cfg, digest);
 	snprintf(rel, sizeof rel, "runs/%.16s.h5", pid);
 	snprintf(path, sizeof path, "%s/%s", dir, rel);

@@ -114,6 +114,10 @@ int out_run_record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 int out_run_record_plugins(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 			   const char *const *plugins, size_t n_plugins, const out_hdf5_opts_t *h5,
 			   char id[65], err_t *e);
+/* The identity out_run_record_plugins gives a run of cfg and seed with
+ * those plugins, before it runs (to name it in warnings). */
+int out_run_id(const cfg_t *cfg, uint64_t seed, const char *const *plugins, size_t n_plugins,
+	       char id[65], err_t *e);
 
 /* Before a run that out_run_record_plugins would record in dir: its id
  * (config text, seed, the content of its inputs and plugins) and what dir

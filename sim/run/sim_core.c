@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/base/cli_voice.h"
 #include "sim/base/mem.h"
 #include "sim/run/bound.h"
 #include "sim/run/metrics.h"
@@ -447,11 +448,10 @@ static int overload_reject(sim_ctx_t *s, const sim_arrival_t *a, uint32_t inst, 
 {
 	if (!s->warned_overload) {
 		s->warned_overload = 1;
-		fprintf(stderr,
-			"kvsim: warning: t=%.3f s: instance %u has %u requests waiting "
-			"([experiment] max_pending): arrivals routed to a full queue are rejected as "
-			"overload (rejected_overload counts them)\n",
-			(double)now / 1e9, inst, s->max_pending);
+		cli_warn("t=%.3f s: instance %u has %u requests waiting "
+			 "([experiment] max_pending): arrivals routed to a full queue are rejected as "
+			 "overload (rejected_overload counts them)",
+			 (double)now / 1e9, inst, s->max_pending);
 	}
 	return cluster_record_unrouted(&s->cl, a->id, now, a->in_len, a->out_len,
 				       REQ_REJECTED_OVERLOAD);
@@ -592,11 +592,10 @@ static void warn_over_budget(sim_ctx_t *s)
 	if (!st->prefix_over_budget || s->warned_over_budget)
 		return;
 	s->warned_over_budget = 1;
-	fprintf(stderr,
-		"kvsim: warning: [policy.replication] %s: %" PRIu64 " forecast prefixes never fit "
+	cli_warn("[policy.replication] %s: %" PRIu64 " forecast prefixes never fit "
 		"the speculative VRAM budget (the first needs %u blocks, the budget is %u blocks per "
 		"instance), so they were never replicated whole; %" PRIu64 " copies refused by it "
-		"(spec.prefix_over_budget, spec.refused_vram)\n",
+		"(spec.prefix_over_budget, spec.refused_vram)",
 		st->over_budget_key ? st->over_budget_key : "budget", st->prefix_over_budget,
 		st->over_budget_blocks, st->over_budget_cap, st->refused_vram);
 }
