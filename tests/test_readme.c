@@ -225,6 +225,17 @@ static int qs_run(const qs_list_t *l, const qs_tree_t *t, const char *kvsim, int
 	return failed;
 }
 
+/* The tree of the test running, removed after it whether it passed or not. */
+static qs_tree_t qs_tree;
+
+static int qs_tree_teardown(void **state)
+{
+	(void)state;
+	int rc = *qs_tree.root ? tmp_dir_remove(qs_tree.root) : 0;
+	*qs_tree.root = '\0';
+	return rc;
+}
+
 static int qs_have_python(void)
 {
 	return access("/usr/bin/python3", X_OK) == 0 &&
@@ -276,11 +287,9 @@ static void test_a_broken_command_is_reported_as_a_failure(void **state)
 	           "kvsim runs no-such-results-dir\n```\n",
 	           &l);
 	assert_int_equal(l.n, 3);
-	qs_tree_t t;
-	qs_tree_make(&t);
-	assert_int_equal(qs_run(&l, &t, kvsim, 0, NULL), 2);
+	qs_tree_make(&qs_tree);
+	assert_int_equal(qs_run(&l, &qs_tree, kvsim, 0, NULL), 2);
 	qs_free(&l);
-	assert_int_equal(tmp_dir_remove(t.root), 0);
 }
 
 static void test_readme_quick_start_commands_run_as_written(void **state)
@@ -295,17 +304,17 @@ static void test_readme_quick_start_commands_run_as_written(void **state)
 	for (int i = 0; i < l.n; i++)
 		n_sh += l.item[i].kind == QS_SH;
 	assert_true(n_sh >= 5); /* a run, the config, a sweep and the catalog */
-	qs_tree_t t;
-	qs_tree_make(&t);
+	qs_tree_make(&qs_tree);
 	int py = qs_have_python();
 	if (!py)
 		fprintf(stderr, "note: no /usr/bin/python3 with h5py, pandas and matplotlib: "
 		                "the python recipe is not run\n");
-	assert_int_equal(qs_run(&l, &t, kvsim, py, stderr), 0);
+	assert_int_equal(qs_run(&l, &qs_tree, kvsim, py, stderr), 0);
 	qs_free(&l);
-	assert_int_equal(tmp_dir_remove(t.root), 0);
 }
 
 TEST_MAIN(cmocka_unit_test(test_extract_takes_kvsim_lines_of_the_quick_start_only),
-          cmocka_unit_test(test_a_broken_command_is_reported_as_a_failure),
-          cmocka_unit_test(test_readme_quick_start_commands_run_as_written))
+          cmocka_unit_test_teardown(test_a_broken_command_is_reported_as_a_failure,
+                                    qs_tree_teardown),
+          cmocka_unit_test_teardown(test_readme_quick_start_commands_run_as_written,
+                                    qs_tree_teardown))
