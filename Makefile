@@ -1,7 +1,8 @@
 # kvsim — build, test, bench, fuzz, install.
 #
 #   make run     bootstrap dependencies, build, run the default experiment
-#   make test    bootstrap dependencies, build, run every test (cmocka)
+#   make test    bootstrap dependencies, build, run every test (cmocka): one line
+#                per test program, the full log in build/test.log
 #   make SAN=1 test   the same under AddressSanitizer + UBSan (build-san/)
 #   make bench   benchmarks (ratios against baselines run in the same call)
 #   make fuzz    libFuzzer targets, FUZZ_SECONDS each (default 60), and a table
@@ -199,11 +200,13 @@ TEST_EXTRA += $(BUILD)/plugins/example_plugin.so
 build-tests: $(TEST_BINS) $(KVSIM) $(BUILD)/kvreplay $(TEST_EXTRA)
 
 # The tests' parsed traces and digests go to a cache of their own under
-# BUILD (make clean removes it), not the user's.
+# BUILD (make clean removes it), not the user's. One line per test program;
+# every program's output goes to BUILD/test.log (tests/run_tests.sh).
 test-only: build-tests
 	@rm -rf $(BUILD)/test-cache
 	@KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) SAN=$(SAN) \
-	  KVSIM_CACHE_DIR=$(abspath $(BUILD))/test-cache sh tests/run_tests.sh $(TEST_BINS)
+	  KVSIM_CACHE_DIR=$(abspath $(BUILD))/test-cache TEST_LOG=$(BUILD)/test.log \
+	  sh tests/run_tests.sh $(TEST_BINS)
 
 # The default experiment under the main replication policies, side by side:
 # HDF5 per run, the catalog and a TTFT CDF plot under results/. The table's

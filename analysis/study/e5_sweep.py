@@ -27,7 +27,7 @@ import btb_table  # noqa: E402  (analysis/btb_table.py)
 
 # Windows per size: tiny one window; quick and full all 15, the source's
 # every window (the windows are the replicates: a window is fixed, so a
-# seed changes only tie-breaking; README "The original study").
+# seed changes only tie-breaking; analysis/README.md, "The original study").
 WINDOWS = {"tiny": ["00"], "quick": ["%02d" % i for i in range(15)],
            "full": ["%02d" % i for i in range(15)]}
 SEEDS = {"tiny": 1, "quick": 1, "full": 2}

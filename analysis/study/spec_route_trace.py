@@ -11,7 +11,7 @@ paired by id. One line per RUN, `key=value` fields:
   routes        route rows (requests the router or the hint placed)
   hinted        of them placed by the replication policy's hint
   hint_regret_ms  mean regret_ns of the hinted rows (chosen instance's TTFT
-                estimate minus the best one, README "Decision trace")
+                estimate minus the best one, policies/README.md, "decision traces")
   dttft_s       sum over requests of TTFT(RUN) - TTFT(BASE), seconds
   dttft_hinted_s  the same over the hinted requests
   onto_pending  requests routed to an instance holding the prefix only by a

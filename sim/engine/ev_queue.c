@@ -1,7 +1,7 @@
 /* ev_queue — see ev_queue.h.
  *
  * Structure, chosen by measurement (hold model and PHOLD at 1K, 16K and 256K
- * pending; README "Performance"): an indexed 4-ary min-heap of 16-byte keys
+ * pending; tests/README.md, "Performance"): an indexed 4-ary min-heap of 16-byte keys
  * over a slab of event bodies.
  * - Keys are (time, tie key, slot) packed in one unsigned 128-bit integer, so
  *   a comparison is one cmp/sbb pair and children are picked with conditional

@@ -259,7 +259,7 @@ int out_trace_open(const char *path, out_trace_t **out, err_t *e)
 	}
 	if (!(w->f = fopen(w->fo.tmp, "w"))) {
 		int en = errno;
-		/* the message names the file asked for, not the temporary (README) */
+		/* the message names the file asked for, not the temporary (sim/README.md) */
 		rc = err_set(e, err_path_code(en), "%s: cannot create: %s", path, strerror(en));
 		ot_free(w);
 		return rc;
