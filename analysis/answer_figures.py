@@ -163,6 +163,20 @@ def _cond(x):
     return out
 
 
+PREDICTORS = []  # realistic predictors' measured places (study_answer.predictor_points)
+
+
+def _cell_pos(v, ticks):
+    """A value's position on an axis of cells at ticks (linear between
+    neighbouring ticks, clamped to the axis with a flag)."""
+    if not np.isfinite(v) or v >= ticks[-1]:
+        return len(ticks) - 1, v > ticks[-1] or not np.isfinite(v)
+    if v <= ticks[0]:
+        return 0.0, v < ticks[0]
+    i = int(np.searchsorted(ticks, v)) - 1
+    return i + (v - ticks[i]) / (ticks[i + 1] - ticks[i]), False
+
+
 def fig_breakeven(rows, path):
     rc, fc = "policy.predictor.oracle_recall", "policy.predictor.oracle_fp_rate"
     r = [x for x in rows if x["against"] == "best baseline" and x["family"] == "speculative+oracle"
@@ -181,9 +195,19 @@ def fig_breakeven(rows, path):
     im = ax.imshow(g, origin="lower", cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
     for x in r:
         i, j = recalls.index(float(x[rc])), fps.index(float(x[fc]))
+        v = x.get("verdict_holm", x["verdict"])
         ax.text(j, i, "%+.1f%%\n[%+.0f, %+.0f] %s" % (100 * x["gain"], 100 * x["lo"], 100 * x["hi"],
-                                                  VERDICT_MARK.get(x["verdict"], "")),
+                                                  VERDICT_MARK.get(v, "")),
                 ha="center", va="center", fontsize=6.5)
+    for pt in PREDICTORS:
+        xj, cx = _cell_pos(pt["fp_rate"], fps)
+        yi, cy = _cell_pos(pt["recall"], recalls)
+        ax.plot([xj], [yi], marker="D", ms=7, mfc="gold", mec="k", zorder=5)
+        ax.annotate("%s%s\nrecall %.2f, precision %.2f\nlead %.1f s, placement %.2f"
+                    % (pt["predictor"], " (off the axis)" if cx or cy else "", pt["recall"],
+                       pt["precision"], pt["lead_s"], pt["placement"]),
+                    (xj, yi), xytext=(6, 6), textcoords="offset points", fontsize=6.5,
+                    bbox=dict(boxstyle="round", fc="white", alpha=0.85), zorder=6)
     ax.set_xticks(range(len(fps)))
     ax.set_xticklabels(["%g" % v for v in fps])
     ax.set_yticks(range(len(recalls)))
@@ -194,7 +218,9 @@ def fig_breakeven(rows, path):
     n = r[0]["n"]
     ax.set_title("Speculation (best preset) vs the best fair baseline, default workload")
     ks.add_caption(fig, f"paired over {n} held-out replicates (workload redrawn per seed); "
-                        "[95% paired t CI]; ▲ better ▼ worse = equivalent within 5% ? inconclusive")
+                        f"[95% paired t CI]; marks Holm-adjusted over the {len(r)} cells: "
+                        "▲ better ▼ worse = equivalent within 5% ? inconclusive; "
+                        "◆ a realistic predictor's measured recall and false positives (A0, load x1)")
     return ks.save(fig, path)
 
 

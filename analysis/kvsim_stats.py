@@ -184,6 +184,7 @@ class Comparison:
     B: int
     seed: int
     ci: str
+    p: float = float("nan")  # two-sided paired t p-value of a zero mean gain (t_p)
 
     def as_dict(self):
         return asdict(self)
@@ -291,6 +292,17 @@ def bootstrap_interval(gains, alpha=ALPHA, B=BOOT_B, seed=0):
     return float(lo), float(hi)
 
 
+def t_p(gains):
+    """The two-sided paired t test's p-value of a zero mean gain:
+    2 P(T_{n-1} > |m| / (s / sqrt n)); 0 or 1 when every gain is the same
+    (nonzero or zero)."""
+    g = _gains_array(gains)
+    n, m, s = len(g), float(g.mean()), float(g.std(ddof=1))
+    if s == 0.0:
+        return 1.0 if m == 0.0 else 0.0
+    return float(2 * stats.t.sf(abs(m) / (s / math.sqrt(n)), n - 1))
+
+
 def tost(gains, margin=MARGIN):
     """The TOST p-value (Schuirmann 1987) of the mean gain against the
     equivalence interval (-margin, +margin): max of the two one-sided paired
@@ -342,7 +354,7 @@ def compare(pol, base, higher_is_better=False, margin=MARGIN, alpha=ALPHA, B=BOO
                       tost_p=p_tost, verdict=verdict(lo, hi, p_tost, alpha),
                       censored=gs.censored, ids=gs.ids, gains=tuple(float(x) for x in gs.gains),
                       unpaired=gs.unpaired, higher_is_better=bool(higher_is_better),
-                      margin=margin, alpha=alpha, B=int(B), seed=seed, ci=ci)
+                      margin=margin, alpha=alpha, B=int(B), seed=seed, ci=ci, p=t_p(gs))
 
 
 def split_replicates(ids, n_tuning, seed=0):

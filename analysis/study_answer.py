@@ -89,6 +89,15 @@ def prepare(df, spec):
     pol = [p for p in varied if p.startswith("policy.") and p not in cond]
     rep = [c for c in varied if c not in cond and c not in pol]
     d = df.copy()
+    # the catalog holds every run's own value of every swept key, also where
+    # the key does not act: a baseline (replication none) has no predictor
+    # and no replication knobs, so it belongs to every value of them (as a
+    # condition) and they are no part of its variant
+    base = d[REPL].astype(str) == "none"
+    for c in d.columns:
+        if (c.startswith("policy.predictor.") or c.startswith("policy.replication.")) and c != REPL:
+            d[c] = d[c].astype(object)
+            d.loc[base, c] = np.nan
     d["_rep"] = d[["seed"] + rep].astype(str).agg("|".join, axis=1)
     d["_pol"] = d[pol].apply(lambda r: ", ".join(f"{k.split('.')[-1]}={_str(v)}" for k, v in r.items()
                                                   if _str(v) != "" and k not in (REPL, PRED)),
@@ -163,10 +172,14 @@ def compare(d, metric=HEADLINE):
             # preset against the preset alone
             if PRESET in d.columns:
                 for p, x in g.groupby(PRESET):
-                    bl = [lab for lab in bvars if f"preset={_str(p)}" in lab.split(", ")]
-                    if len(bl) == 1:
+                    # the preset's baseline variants (its own knobs tuned):
+                    # the best on the tuning replicates
+                    bl = {lab: bvars[lab]
+                          for lab in base[base[PRESET].astype(str) == str(p)]["_pol"].unique()}
+                    if bl:
                         pv = {lab: by_rep(y, metric) for lab, y in x.groupby("_pol")}
-                        comps.append((f"added to {p}", bl[0], choose(pv, metric, tune)))
+                        comps.append((f"added to {p}", choose(bl, metric, tune),
+                                      choose(pv, metric, tune)))
             for kind, blab, plab in comps:
                 if plab is None:
                     continue
@@ -180,7 +193,7 @@ def compare(d, metric=HEADLINE):
                                   higher_is_better=not LOWER_BETTER.get(metric, True),
                                   margin=MARGIN, B=2000)
                 res = dict(n=res.n, mean=res.mean, lo=res.t_lo, hi=res.t_hi, boot_lo=res.boot_lo,
-                           boot_hi=res.boot_hi, tost_p=res.tost_p, verdict=_verdict(res),
+                           boot_hi=res.boot_hi, tost_p=res.tost_p, p=res.p, verdict=_verdict(res),
                            censored=res.censored)
                 prow = g[g["_pol"] == plab]
                 brow = base[base["_pol"] == blab]
@@ -191,7 +204,8 @@ def compare(d, metric=HEADLINE):
                          n=res["n"], base_mean=float(np.mean([bv[i] for i in ids])) if ids else np.nan,
                          pol_mean=float(np.mean([pv[i] for i in ids])) if ids else np.nan,
                          gain=res["mean"], lo=res["lo"], hi=res["hi"], boot_lo=res["boot_lo"],
-                         boot_hi=res["boot_hi"], tost_p=res["tost_p"], verdict=res["verdict"],
+                         boot_hi=res["boot_hi"], tost_p=res["tost_p"], p=res["p"],
+                         verdict=res["verdict"],
                          censored=res["censored"])
                 for m in ("slo_attainment", "ttft_p50_ms", "ttft_p99_ms", "goodput_rps",
                           "admitted_share", "spec.bytes_bg", "bytes_bg", "spec.unused_vram_gb_s",
@@ -201,6 +215,49 @@ def compare(d, metric=HEADLINE):
                         r["pol_" + m] = pd.to_numeric(held_p[m], errors="coerce").mean()
                 out.append(r)
     return out
+
+
+def holm_verdicts(rows):
+    """Each row's verdict again with its two tests Holm-adjusted over the
+    rows (one family: the cells of one map): better / worse when the
+    adjusted paired t p < 0.05 (sign of the gain), equivalent when the
+    adjusted TOST p < 0.05, else inconclusive. Sets verdict_holm, p_holm
+    and tost_p_holm."""
+    if not rows:
+        return rows
+    ph = kst.holm([float(r["p"]) for r in rows])
+    th = kst.holm([float(r["tost_p"]) for r in rows])
+    for r, a, b in zip(rows, ph, th):
+        r["p_holm"], r["tost_p_holm"] = a, b
+        r["verdict_holm"] = (("better" if r["gain"] > 0 else "worse") if a < kst.ALPHA
+                             else "equivalent" if b < kst.ALPHA else "inconclusive")
+    return rows
+
+
+def predictor_points(out):
+    """Where the realistic predictors sit on the break-even map: from A0's
+    speculative runs on the same default workload at load x1, per
+    predictor other than the oracle, the mean over its runs of
+    forecast.recall, the false positives per true forecast (1 - P) / P from
+    forecast.precision P, forecast.lead_mean_s and forecast.placement_acc.
+    [] without A0."""
+    df = load_exp(out, "a0_load")
+    if df is None or PRED not in df.columns:
+        return []
+    d = df[(df[REPL].astype(str) == "speculative") & (df[PRED].astype(str) != "oracle")]
+    if LOAD in d.columns:
+        d = d[pd.to_numeric(d[LOAD], errors="coerce") == 1]
+    pts = []
+    for pred, g in d.groupby(PRED):
+        m = {k: pd.to_numeric(g[k], errors="coerce").mean() if k in g.columns else np.nan
+             for k in ("forecast.recall", "forecast.precision", "forecast.lead_mean_s",
+                       "forecast.placement_acc")}
+        prec = m["forecast.precision"]
+        pts.append(dict(predictor=str(pred), recall=m["forecast.recall"], precision=prec,
+                        fp_rate=(1 - prec) / prec if prec and prec > 0 else np.inf,
+                        lead_s=m["forecast.lead_mean_s"], placement=m["forecast.placement_acc"],
+                        runs=len(g)))
+    return pts
 
 
 def _verdict(c):
@@ -382,7 +439,7 @@ def claims(out, fig):
                                cond=spec["cond"])
         else:
             d["_own_hit"] = [own_hit_rate(h) for h in d["h5_path"]]
-            t = d.groupby(spec["cond"] + ["_fam"], dropna=False).agg(
+            t = d.groupby(d.attrs["cond"] + ["_fam"], dropna=False).agg(
                 runs=("_own_hit", "size"), own_hit=("_own_hit", "mean"),
                 hit=("hit_rate_tokens", "mean"), unused=("spec.unused_vram_gb_s", "mean"),
                 p95=(HEADLINE, "median")).reset_index()
@@ -424,6 +481,22 @@ def answer(out, figdir=None):
                    f"{'/'.join(map(str, ns)) or 0} held out; equivalence margin {MARGIN:.0%}.", ""]
         md.append(table_md(rows, d.attrs["cond"], metric))
         md.append("")
+        if exp == "e1_breakeven":
+            cells = [r for r in rows if r["against"] == "best baseline"
+                     and r["family"] == "speculative+oracle" and str(r.get(NAME)) == "heatmap"]
+            holm_verdicts(cells)
+            af.PREDICTORS = predictor_points(out)
+            nb = sum(r["verdict_holm"] in ("better", "worse") for r in cells)
+            ne = sum(r["verdict_holm"] == "equivalent" for r in cells)
+            md += [f"Break-even map, Holm-adjusted over its {len(cells)} cells (paired t for a "
+                   f"difference, TOST for equivalence): {nb} cells differ, {ne} are equivalent "
+                   f"within {MARGIN:.0%}, {len(cells) - nb - ne} inconclusive.", ""]
+            for pt in af.PREDICTORS:
+                md += [f"- `{pt['predictor']}` on the same workload (A0, load x1, {pt['runs']} runs): "
+                       f"recall {pt['recall']:.2f}, precision {pt['precision']:.2f} "
+                       f"({pt['fp_rate']:.2f} false positives per true forecast), mean lead "
+                       f"{pt['lead_s']:.1f} s, placement accuracy {pt['placement']:.2f}."]
+            md.append("")
         for name, path in af.draw(exp, d, rows, fig).items():
             md += [f"![{name}](fig/{os.path.basename(path)})", ""]
     p = af.fig_headline(allrows, os.path.join(fig, "answer_headline.png"))

@@ -101,6 +101,13 @@ def check_t_interval():
     for a, b in zip(h, [-0.1, -0.1, -0.05, -0.2]):
         near(a, b, 1e-12, "higher-is-better gain")
     raises(lambda: ks.t_interval([0.1]), ["at least 2"], "one replicate")
+    # the two-sided p of a zero mean: t = 0.1125 / 0.0314576435 = 3.5762...
+    # on 3 df, p = 2 (1 - F3(t)) with F3 in closed form
+    t = MEAN / SE
+    near(ks.t_p(g), 2 * (1 - t3_cdf(t)), 1e-12, "two-sided t p")
+    near(c.p, 2 * (1 - t3_cdf(t)), 1e-12, "compare's p")
+    if ks.t_p([0.1, 0.1]) != 0.0 or ks.t_p([0.0, 0.0]) != 1.0:
+        fail("t_p of constant gains")
     # the direction of kvsim's metrics (names from sim/run/recorder.h)
     for name, up in [("ttft_p95_ms", False), ("tpot_mean_ms", False), ("spec.bytes_bg", False),
                      ("bound.place_gap_blocks", False), ("spec.waste_ratio", False),

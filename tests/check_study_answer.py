@@ -92,7 +92,49 @@ def check_conditions():
     assert got == [(1.0, 0.1), (2.0, 0.2)], got
 
 
-CASES = {"tuning": check_tuning, "inf": check_inf, "conditions": check_conditions}
+def check_baseline_knobs():
+    """A preset's own knobs tuned: two variants of baseline b (its router's
+    prefix weight 1 and 6); "added to b" is against the one better on the
+    tuning replicates (6), not skipped for having two. A baseline row's
+    predictor key (the catalog holds its default, 10 s) is no condition of
+    it: it pairs with the speculative rows at lead 3."""
+    reps = seeds(8)
+    tune, held = kst.split_replicates([f"{s}" for s in reps], sa.TUNE)
+    W = "policy.routing.prefix_weight"
+    LEAD = "policy.predictor.oracle_lead_s"
+    rows = []
+    for s in reps:
+        t = str(s) in tune
+        for w, v in ((1, 300.0), (6, 200.0 if t else 400.0)):
+            rows.append({"seed": s, sa.NAME: "w", LEAD: 10, sa.PRESET: "b", sa.REPL: "none",
+                         sa.PRED: "oracle", W: w, "ttft_p95_ms": v})
+        rows.append({"seed": s, sa.NAME: "w", LEAD: 3, sa.PRESET: "b", sa.REPL: "speculative",
+                     sa.PRED: "oracle", W: 3, "ttft_p95_ms": 250.0})
+    d = sa.prepare(frame(rows), dict(cond=[sa.NAME, LEAD]))
+    res = sa.compare(d)
+    added = [r for r in res if r["against"] == "added to b"]
+    assert len(added) == 1, res
+    r = added[0]
+    assert "prefix_weight=6" in r["baseline"], r["baseline"]
+    assert float(r[LEAD]) == 3.0, r
+    assert abs(r["gain"] - (400.0 - 250.0) / 400.0) < 1e-12, r["gain"]
+    assert r["n"] == len(held)
+
+
+def check_holm_map():
+    """The map's verdicts Holm-adjusted over its cells: p 0.01, 0.04, 0.03
+    become 0.03, 0.06, 0.06 (kvsim_stats.holm), so only the first cell
+    still differs; a TOST p of 0.001 x 3 = 0.003 keeps the third equivalent."""
+    rows = [dict(p=0.01, tost_p=0.9, gain=0.2), dict(p=0.04, tost_p=0.9, gain=-0.1),
+            dict(p=0.03, tost_p=0.001, gain=0.01)]
+    sa.holm_verdicts(rows)
+    got = [r["verdict_holm"] for r in rows]
+    assert got == ["better", "inconclusive", "equivalent"], got
+    assert abs(rows[1]["p_holm"] - 0.06) < 1e-12 and abs(rows[2]["tost_p_holm"] - 0.003) < 1e-12
+
+
+CASES = {"tuning": check_tuning, "holm_map": check_holm_map, "inf": check_inf, "conditions": check_conditions,
+         "baseline_knobs": check_baseline_knobs}
 
 
 def main():

@@ -36,6 +36,23 @@ static void test_shed_baseline_counts_as_infinite_latency(void **st)
 	check("inf");
 }
 
+/* A preset's own knobs tuned: "added to PRESET" is against the preset's
+ * baseline variant best on the tuning replicates, and a baseline's
+ * predictor key (held in the catalog though it does not act) is no
+ * condition of it. */
+static void test_added_to_a_preset_takes_its_best_tuned_baseline(void **st)
+{
+	(void)st;
+	check("baseline_knobs");
+}
+
+/* The break-even map's verdicts are Holm-adjusted over its cells. */
+static void test_map_verdicts_are_holm_adjusted(void **st)
+{
+	(void)st;
+	check("holm_map");
+}
+
 /* Baseline rows that did not grid a condition pair with each of its values. */
 static void test_baseline_without_condition_pairs_with_every_condition(void **st)
 {
@@ -45,4 +62,6 @@ static void test_baseline_without_condition_pairs_with_every_condition(void **st
 
 TEST_MAIN(cmocka_unit_test(test_best_baseline_is_chosen_on_tuning_replicates),
           cmocka_unit_test(test_shed_baseline_counts_as_infinite_latency),
-          cmocka_unit_test(test_baseline_without_condition_pairs_with_every_condition))
+          cmocka_unit_test(test_baseline_without_condition_pairs_with_every_condition),
+          cmocka_unit_test(test_added_to_a_preset_takes_its_best_tuned_baseline),
+          cmocka_unit_test(test_map_verdicts_are_holm_adjusted))
