@@ -203,10 +203,8 @@ def fig_breakeven(rows, path):
         xj, cx = _cell_pos(pt["fp_rate"], fps)
         yi, cy = _cell_pos(pt["recall"], recalls)
         ax.plot([xj], [yi], marker="D", ms=7, mfc="gold", mec="k", zorder=5)
-        ax.annotate("%s%s\nrecall %.2f, precision %.2f\nlead %.1f s, placement %.2f"
-                    % (pt["predictor"], " (off the axis)" if cx or cy else "", pt["recall"],
-                       pt["precision"], pt["lead_s"], pt["placement"]),
-                    (xj, yi), xytext=(6, 6), textcoords="offset points", fontsize=6.5,
+        ax.annotate(pt["predictor"] + (" (off the axis)" if cx or cy else ""), (xj, yi),
+                    xytext=(0, 9), textcoords="offset points", fontsize=6.5, ha="center",
                     bbox=dict(boxstyle="round", fc="white", alpha=0.85), zorder=6)
     ax.set_xticks(range(len(fps)))
     ax.set_xticklabels(["%g" % v for v in fps])
@@ -218,9 +216,14 @@ def fig_breakeven(rows, path):
     n = r[0]["n"]
     ax.set_title("Speculation (best preset) vs the best fair baseline, default workload")
     ks.add_caption(fig, f"paired over {n} held-out replicates (workload redrawn per seed); "
-                        f"[95% paired t CI]; marks Holm-adjusted over the {len(r)} cells: "
-                        "▲ better ▼ worse = equivalent within 5% ? inconclusive; "
-                        "◆ a realistic predictor's measured recall and false positives (A0, load x1)")
+                        f"[95% paired t CI];\nmarks Holm-adjusted over the {len(r)} cells: "
+                        "▲ better ▼ worse = equivalent within 5% ? inconclusive;\n"
+                        "◆ realistic predictors measured on the same workload (A0, load x1): "
+                        + "; ".join("%s recall %.2f, precision %.2f (%.3g false positives per "
+                                    "true forecast), lead %.1f s, placement %.2f"
+                                    % (pt["predictor"], pt["recall"], pt["precision"],
+                                       pt["fp_rate"], pt["lead_s"], pt["placement"])
+                                    for pt in PREDICTORS))
     return ks.save(fig, path)
 
 

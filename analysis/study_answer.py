@@ -51,6 +51,12 @@ USERS = "trace.users"  # a closed loop's load
 RECALL = "policy.predictor.oracle_recall"
 FP = "policy.predictor.oracle_fp_rate"
 
+# Condition columns that act only under one generator: the catalog holds
+# every run's value, so a crowd run has the default users; blanked where
+# they do not act (as a line that did not sweep them left them NULL before).
+ACTS_ONLY = {USERS: ("trace.gen", {"sessions"}), "trace.cv": ("trace.gen", {"gamma"}),
+             "trace.fanout_size": ("trace.gen", {"fanout"})}
+
 # Per experiment: the columns that name a condition (a cell of the answer).
 # A policy variant is named by the other varied policy.* keys; a replicate
 # by the seed and every other varied key (a trace window's bounds and file).
@@ -93,6 +99,10 @@ def prepare(df, spec):
     # the key does not act: a baseline (replication none) has no predictor
     # and no replication knobs, so it belongs to every value of them (as a
     # condition) and they are no part of its variant
+    for c, (key, vals) in ACTS_ONLY.items():
+        if c in d.columns and key in d.columns:
+            d[c] = d[c].astype(object)
+            d.loc[~d[key].astype(str).isin(vals), c] = np.nan
     base = d[REPL].astype(str) == "none"
     for c in d.columns:
         if (c.startswith("policy.predictor.") or c.startswith("policy.replication.")) and c != REPL:
@@ -172,10 +182,17 @@ def compare(d, metric=HEADLINE):
             # preset against the preset alone
             if PRESET in d.columns:
                 for p, x in g.groupby(PRESET):
-                    # the preset's baseline variants (its own knobs tuned):
-                    # the best on the tuning replicates
-                    bl = {lab: bvars[lab]
-                          for lab in base[base[PRESET].astype(str) == str(p)]["_pol"].unique()}
+                    # the preset's baseline run with the routing the policy
+                    # ran on (the policy added to it); where the policy's
+                    # routing knobs match none of them, the preset's best
+                    # variant on the tuning replicates (its own knobs tuned)
+                    pb = base[base[PRESET].astype(str) == str(p)]
+                    rk = [c for c in d.attrs["pol"] if c.startswith("policy.routing.")]
+                    sig = x[rk].astype(str).drop_duplicates()
+                    same = pb
+                    if rk and len(sig) == 1:
+                        same = pb[(pb[rk].astype(str) == sig.iloc[0]).all(axis=1)]
+                    bl = {lab: bvars[lab] for lab in (same if len(same) else pb)["_pol"].unique()}
                     if bl:
                         pv = {lab: by_rep(y, metric) for lab, y in x.groupby("_pol")}
                         comps.append((f"added to {p}", choose(bl, metric, tune),
@@ -457,7 +474,14 @@ def load_exp(out, exp):
     cat = os.path.join(out, exp, "catalog.sqlite")
     if not os.path.exists(cat):
         return None
-    df = kr.load(os.path.join(out, exp), keys=False)  # the swept columns only
+    df = kr.load(os.path.join(out, exp))
+    # the swept columns, and the keys ACTS_ONLY reads (the catalog holds
+    # every resolved key; the report works on what was swept)
+    extra = [k for k in df.attrs.get("keys", []) if k not in df.attrs.get("params", [])
+             and k not in {w for w, _ in ACTS_ONLY.values()}]
+    attrs = dict(df.attrs)
+    df = df.drop(columns=[k for k in extra if k in df.columns])
+    df.attrs.update(attrs)
     return df if len(df) else None
 
 

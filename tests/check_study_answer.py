@@ -119,6 +119,15 @@ def check_baseline_knobs():
     assert float(r[LEAD]) == 3.0, r
     assert abs(r["gain"] - (400.0 - 250.0) / 400.0) < 1e-12, r["gain"]
     assert r["n"] == len(held)
+    # the policy run on one of the preset's routings is added to that one,
+    # whatever the tuning seeds say of the others
+    for x in rows:
+        if x[sa.REPL] == "speculative":
+            x[W] = 1
+    res = sa.compare(sa.prepare(frame(rows), dict(cond=[sa.NAME, LEAD])))
+    r = [x for x in res if x["against"] == "added to b"][0]
+    assert "prefix_weight=1" in r["baseline"], r["baseline"]
+    assert abs(r["gain"] - (300.0 - 250.0) / 300.0) < 1e-12, r["gain"]
 
 
 def check_holm_map():
@@ -133,7 +142,27 @@ def check_holm_map():
     assert abs(rows[1]["p_holm"] - 0.06) < 1e-12 and abs(rows[2]["tost_p_holm"] - 0.003) < 1e-12
 
 
-CASES = {"tuning": check_tuning, "holm_map": check_holm_map, "inf": check_inf, "conditions": check_conditions,
+def check_acts_only():
+    """A condition column that acts under one generator only (trace.users,
+    sessions) is blank on another's rows, where the catalog holds its
+    default: crowd rows get no "16 users" label and pair as before."""
+    rows = []
+    for s in seeds(4):
+        for gen, users in (("crowd", 16), ("sessions", 48)):
+            for repl, v in (("none", 100.0), ("speculative", 90.0)):
+                rows.append({"seed": s, sa.NAME: gen, sa.USERS: users, "trace.gen": gen,
+                             sa.PRESET: "x", sa.REPL: repl, sa.PRED: "oracle",
+                             "ttft_p95_ms": v})
+    df = frame(rows)
+    df.attrs["params"] = [sa.NAME, sa.USERS, sa.PRESET, sa.REPL, sa.PRED]
+    d = sa.prepare(df, dict(cond=[sa.NAME, sa.USERS]))
+    got = {(n, str(u)) for n, u in zip(d[sa.NAME], d[sa.USERS])}
+    assert got == {("crowd", "nan"), ("sessions", "48")}, got
+    res = [x for x in sa.compare(d) if x["against"] == "best baseline"]
+    assert len(res) == 2 and all(abs(x["gain"] - 0.1) < 1e-12 for x in res), res
+
+
+CASES = {"tuning": check_tuning, "acts_only": check_acts_only, "holm_map": check_holm_map, "inf": check_inf, "conditions": check_conditions,
          "baseline_knobs": check_baseline_knobs}
 
 

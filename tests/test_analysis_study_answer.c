@@ -46,6 +46,13 @@ static void test_added_to_a_preset_takes_its_best_tuned_baseline(void **st)
 	check("baseline_knobs");
 }
 
+/* A condition that acts under one generator only is blank elsewhere. */
+static void test_condition_blank_where_it_does_not_act(void **st)
+{
+	(void)st;
+	check("acts_only");
+}
+
 /* The break-even map's verdicts are Holm-adjusted over its cells. */
 static void test_map_verdicts_are_holm_adjusted(void **st)
 {
@@ -64,4 +71,5 @@ TEST_MAIN(cmocka_unit_test(test_best_baseline_is_chosen_on_tuning_replicates),
           cmocka_unit_test(test_shed_baseline_counts_as_infinite_latency),
           cmocka_unit_test(test_baseline_without_condition_pairs_with_every_condition),
           cmocka_unit_test(test_added_to_a_preset_takes_its_best_tuned_baseline),
-          cmocka_unit_test(test_map_verdicts_are_holm_adjusted))
+          cmocka_unit_test(test_map_verdicts_are_holm_adjusted),
+          cmocka_unit_test(test_condition_blank_where_it_does_not_act))
