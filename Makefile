@@ -192,9 +192,10 @@ $(BUILD)/tests/%: tests/%.c $(LIBS)
 	$(CC) $(CFLAGS) -MMD -MP $< $(LINK_LIBS) $(LDSAN) -rdynamic $(LDLIBS) -lcmocka -o $@
 
 # Example policy plugin that tests/test_pol_plugin.c loads (not in any archive).
-$(BUILD)/plugins/%.so: policies/plugins/%.c policies/pol.h
+# -MMD: a header it includes (pol.h, cfg.h) changing rebuilds it.
+$(BUILD)/plugins/%.so: policies/plugins/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared $< $(LDSAN) -o $@
+	$(CC) $(CFLAGS) -MMD -MP -fPIC -shared $< $(LDSAN) -o $@
 TEST_EXTRA += $(BUILD)/plugins/example_plugin.so
 
 build-tests: $(TEST_BINS) $(KVSIM) $(BUILD)/kvreplay $(TEST_EXTRA)

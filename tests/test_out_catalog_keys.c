@@ -156,7 +156,7 @@ static void test_trace_and_preset_are_derived_from_the_config(void **st)
 	static const char *const kind[] = {"gen", "mooncake", "gen"};
 	static const char *const path[] = {"", "../traces/conv.jsonl", "w/windows.csv"};
 	for (int i = 0; i < 3; i++) {
-		char text[1024], id[8];
+		char text[1024], id[16];
 		snprintf(id, sizeof id, "t%d", i);
 		config(text, sizeof text, 4, "never", kind[i], path[i]);
 		out_run_info_t ri = {id, id, 1, NULL, 0, "runs/x.h5", text, NULL};
