@@ -376,10 +376,6 @@ int64_t mdl_iter_time_ns(const mdl_compute_t *c, const mdl_batch_t *b);
  * tp 1): the custom kernel's curve where it is in force, else NCCL's rule. */
 double mdl_allreduce_one_ns(const mdl_compute_t *c, double msg);
 int64_t mdl_iter_cost(const mdl_compute_t *c, const mdl_batch_t *b, mdl_iter_cost_t *out);
-/* The cluster scheduler's cost callback (sim_cost_fn in sim/cluster/cluster.h):
- * ctx is a const mdl_compute_t *, b a const sim_batch_t *. */
-struct sim_batch;
-int64_t mdl_sim_cost(void *ctx, const struct sim_batch *b);
 /* Which figure makes the cost of b unrepresentable (infinite, NaN, or
  * >= limit_ns): each hardware or [compute] figure the cost divides by or
  * adds, in turn set to a harmless value (an efficiency to 1, a rate to
@@ -389,9 +385,6 @@ int64_t mdl_sim_cost(void *ctx, const struct sim_batch *b);
  * seconds (a double: may be inf). */
 double mdl_cost_blame(const mdl_compute_t *c, const mdl_batch_t *b, double limit_ns, char *why,
                       size_t n);
-/* mdl_cost_blame on the cluster's batch (ctx: as for mdl_sim_cost). */
-double mdl_sim_cost_blame(void *ctx, const struct sim_batch *b, double limit_ns, char *why,
-                          size_t n);
 /* KS_EINPUT naming the figure (mdl_cost_blame) when one iteration of one
  * token, prefill or decode, already costs more than the int64 nanoseconds
  * of simulated time hold: no run on c can finish. */
@@ -428,8 +421,5 @@ uint32_t mdl_decode_run_seqs_ns(const mdl_compute_t *c, uint32_t n_seqs, const u
                                 uint32_t steps, int64_t *out);
 uint32_t mdl_decode_run_seqs_exact_ns(const mdl_compute_t *c, uint32_t n_seqs,
                                       const uint32_t *ctx, uint32_t steps, int64_t *out);
-/* The cost_run callback of sim/cluster/cluster.h over mdl_decode_run_ns
- * (ctx: as for mdl_sim_cost). */
-void mdl_sim_cost_run(void *ctx, const struct sim_batch *b, uint32_t steps, int64_t *dur);
 
 #endif

@@ -3,6 +3,8 @@
 
   check_house.py layers [ROOT]         no #include reaches up a layer
   check_house.py cycles BUILD_DIR      no two source files call each other in a loop
+  check_house.py promises ROOT BUILD   no header promises a symbol a higher layer defines
+  check_house.py budgets [ROOT]        no file over 1,000 lines, no function over 100
 
 Layers, lowest first (a folder may include its own headers and those of any
 layer below it, never one above; the same-rank folders models, traces and
@@ -17,7 +19,14 @@ policies may not include each other):
   tests/ may include anything.
 `cycles` reads every object's defined and undefined symbols (nm) and reports
 each strongly connected set of more than one file in the "calls a function
-defined in" graph. Exit status 0 when clean, 1 with one line per violation."""
+defined in" graph. `promises` reads every header's function-like names
+(comments and strings stripped) and reports each one that an object of a
+higher layer defines: a lower layer's header must not declare what only a
+higher layer provides. `budgets` counts the lines of every production file
+(.c, .h, .cu under the layer folders) and of every function (from its
+signature's first line to the closing brace at column 0, the house style);
+an exception is one entry of BUDGET_EXCEPTIONS, with its reason. Exit
+status 0 when clean, 1 with one line per violation."""
 import os
 import re
 import subprocess
@@ -34,6 +43,41 @@ LAYERS = [
     ["sim/cli"],
 ]
 RANK = {f: i for i, fs in enumerate(LAYERS) for f in fs}
+TOPS = ("sim", "models", "traces", "policies", "gpu_validation")
+FILE_BUDGET = 1000
+FUNC_BUDGET = 100
+# "path" (a file) or "path:function" -> why it may exceed its budget.
+BUDGET_EXCEPTIONS = {
+    "sim/net/net.c": "to split (issue 35)",
+    "sim/net/net.c:fill": "to split (issue 35)",
+    "sim/out/out_catalog.c": "to split (issue 35)",
+    "sim/out/out_catalog.c:out_catalog_select": "to split (issue 35)",
+    "sim/out/out_catalog.c:out_catalog_windows": "to split (issue 35)",
+    "sim/out/out_exec.c": "to split (issue 35)",
+    "sim/cli/cal_cli.c:cmd_fit": "to split (issue 35)",
+    "sim/cli/cal_cli.c:cmd_compute": "to split (issue 35)",
+    "sim/cli/cli_run.c:cli_run_main": "to split (issue 35)",
+    "sim/cli/cli_sweep.c:out_sweep_main": "to split (issue 35)",
+    "sim/cli/cli_validate.c:cli_validate_main": "to split (issue 35)",
+    "sim/cli/mdl_cli.c:cmd_cost": "to split (issue 35)",
+    "sim/cli/net_cli.c:parse_line": "to split (issue 35)",
+    "sim/base/cfg.c": "to split (issue 35)",
+    "sim/run/sim_copy.c": "to split (issue 35)",
+    "sim/run/sim_core.c": "to split (issue 35)",
+    "sim/run/sim_core.c:setup": "to split (issue 35)",
+    "sim/cluster/cluster.c": "to split (issue 35)",
+    "models/mdl_cfit.c:mdl_prof_fit": "to split (issue 35)",
+    "models/mdl_cost.c": "to split (issue 35)",
+    "models/mdl_hf.c:quant_read": "to split (issue 35)",
+    "models/mdl_hf.c:hf_read": "to split (issue 35)",
+    "models/mdl_prof.c:mdl_prof_read_string": "to split (issue 35)",
+    "models/mdl_spec.c": "to split (issue 35)",
+    "models/mdl_spec.c:mdl_llm_check": "to split (issue 35)",
+    "traces/tr_reuse.c:tr_reuse_write_h5": "to split (issue 35)",
+    "gpu_validation/gv_replay.c:gv_replay_build": "to split (issue 35)",
+    "gpu_validation/kvreplay/cuda.cu:cuda_compute": "to split (issue 35)",
+    "gpu_validation/kvreplay/main.c:parse_opts": "to split (issue 35)",
+}
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -88,11 +132,7 @@ def nm(obj):
 
 
 def cycles(build):
-    objs = []
-    for d, _, files in os.walk(build):
-        if "/tests" in d or "/gen" in d or "/fuzz" in d or "/plugins" in d:
-            continue
-        objs += [os.path.join(d, f) for f in files if f.endswith(".o")]
+    objs = [o for o, _ in objects(".", build)]
     owner, need = {}, {}
     for o in objs:
         defs, undefs = nm(o)
@@ -137,13 +177,119 @@ def cycles(build):
     return ["call loop: " + " <-> ".join(c) for c in out]
 
 
+def sources(root, exts):
+    """Every production file under the layer folders with one of exts."""
+    for top in TOPS:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for fn in sorted(files):
+                if fn.endswith(exts):
+                    yield os.path.relpath(os.path.join(d, fn), root)
+
+
+def strip_c(text):
+    """text without comments and with every string literal emptied."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+
+
+def objects(root, build):
+    """(object path, source path) of every production object whose source
+    still exists (a stale object of a moved file is not the tree's)."""
+    for d, _, files in os.walk(build):
+        if "/tests" in d or "/gen" in d or "/fuzz" in d or "/plugins" in d:
+            continue
+        for f in files:
+            if not f.endswith(".o"):
+                continue
+            stem = os.path.relpath(os.path.join(d, f), build)[:-2]
+            for ext in (".c", ".cu"):
+                if os.path.exists(os.path.join(root, stem + ext)) or \
+                        os.path.exists(os.path.join(build, stem + ext)):
+                    yield os.path.join(d, f), stem + ext
+                    break
+
+
+def promises(root, build):
+    named = defaultdict(set)  # name -> headers that name it as name(
+    for h in sources(root, ".h"):
+        with open(os.path.join(root, h), errors="replace") as f:
+            for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", strip_c(f.read())):
+                named[m.group(1)].add(h)
+    bad = []
+    for obj, src in sorted(objects(root, build)):
+        me = folder_of(src)
+        if me is None:
+            continue
+        for sym in sorted(nm(obj)[0]):
+            for h in sorted(named.get(sym, ())):
+                them = folder_of(h)
+                if them is not None and RANK[them] < RANK[me]:
+                    bad.append("%s: promises %s(), which %s (layer %d '%s') defines" %
+                               (h, sym, src, RANK[me], me))
+    return bad
+
+
+def functions(lines):
+    """(name, first line, line count) of each function body in a file of the
+    house style: the body opens with '{' alone at column 0, closes with '}'
+    at column 0, and its signature's lines above start at column 0 or are
+    indented continuations."""
+    i = 0
+    while i < len(lines):
+        if lines[i].rstrip() == "{":
+            j = i - 1
+            while j > 0 and (lines[j][:1] in (" ", "\t", ")")):
+                j -= 1
+            m = re.search(r"(\w+)\s*\(", lines[j])
+            k = i + 1
+            while k < len(lines) and lines[k].rstrip() != "}":
+                k += 1
+            yield (m.group(1) if m else lines[j].strip()), j + 1, k - j + 1
+            i = k
+        i += 1
+
+
+def budgets(root):
+    bad, used = [], set()
+    for p in sources(root, (".c", ".h", ".cu")):
+        with open(os.path.join(root, p), errors="replace") as f:
+            lines = f.read().split("\n")
+        n = len(lines) - (lines[-1] == "")
+        if n > FILE_BUDGET:
+            if p in BUDGET_EXCEPTIONS:
+                used.add(p)
+            else:
+                bad.append("%s: %d lines (budget %d)" % (p, n, FILE_BUDGET))
+        if not p.endswith((".c", ".cu")):
+            continue
+        for name, at, k in functions(lines):
+            if k > FUNC_BUDGET:
+                key = "%s:%s" % (p, name)
+                if key in BUDGET_EXCEPTIONS:
+                    used.add(key)
+                else:
+                    bad.append("%s:%d: %s() is %d lines (budget %d)" %
+                               (p, at, name, k, FUNC_BUDGET))
+    for key in sorted(set(BUDGET_EXCEPTIONS) - used):
+        bad.append("%s: listed as an exception but within budget (or gone): "
+                   "remove it from BUDGET_EXCEPTIONS" % key)
+    return bad
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("layers", "cycles"):
+    cmds = ("layers", "cycles", "promises", "budgets")
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
+    arg = sys.argv[2] if len(sys.argv) > 2 else None
     if sys.argv[1] == "layers":
-        bad = layers(sys.argv[2] if len(sys.argv) > 2 else ".")
+        bad = layers(arg or ".")
+    elif sys.argv[1] == "budgets":
+        bad = budgets(arg or ".")
+    elif sys.argv[1] == "promises":
+        bad = promises(arg or ".", sys.argv[3] if len(sys.argv) > 3 else "build")
     else:
-        bad = cycles(sys.argv[2] if len(sys.argv) > 2 else "build")
+        bad = cycles(arg or "build")
     for b in bad:
         print(b)
     sys.exit(1 if bad else 0)

@@ -17,6 +17,7 @@
 
 #include "sim/base/cfg.h"
 #include "tests/fuzz_util.h"
+#include "sim/run/cfg_schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,8 @@
-/* The house rules (tests/check_house.py): no #include reaches up a layer and
- * no two source files call each other in a loop, on this tree and its build;
- * and the checks do fail, on a planted upward include and a planted loop. */
+/* The house rules (tests/check_house.py): no #include reaches up a layer, no
+ * two source files call each other in a loop, no header promises a symbol
+ * that only a higher layer defines, and no production file runs over 1,000
+ * lines or function over 100 (but the listed exceptions), on this tree and
+ * its build; and each check does fail on a planted case. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,7 +94,62 @@ static void test_planted_call_loop_is_caught(void **st)
 	assert_non_null(strstr(out, "call loop: a <-> b"));
 }
 
+static void test_this_tree_keeps_its_budgets_and_promises(void **st)
+{
+	(void)st;
+	char cmd[512], out[8192];
+	int rc = run("/usr/bin/python3 tests/check_house.py budgets . 2>&1", out, sizeof out);
+	if (rc)
+		printf("%s", out);
+	assert_int_equal(rc, 0);
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/check_house.py promises . '%s' 2>&1",
+	         build_dir());
+	rc = run(cmd, out, sizeof out);
+	if (rc)
+		printf("%s", out);
+	assert_int_equal(rc, 0);
+}
+
+static void test_planted_promise_from_a_lower_header_is_caught(void **st)
+{
+	(void)st;
+	char out[8192];
+	assert_int_equal(
+	    run_planted("mkdir -p $D/sim/base $D/sim/run $D/b/sim/run && "
+	                "printf '/* higher(): see */\nint higher(void);\n' > $D/sim/base/x.h && "
+	                "printf 'int same(void);\n' > $D/sim/run/y.h && "
+	                "printf 'int higher(void){return 1;}\nint same(void){return 2;}\n' "
+	                "> $D/sim/run/y.c && gcc -c $D/sim/run/y.c -o $D/b/sim/run/y.o && "
+	                "/usr/bin/python3 tests/check_house.py promises $D $D/b 2>&1",
+	                out, sizeof out),
+	    1);
+	assert_non_null(strstr(out, "sim/base/x.h: promises higher(), which sim/run/y.c"));
+	assert_null(strstr(out, "same")); /* a header of its own layer may */
+}
+
+static void test_planted_long_file_and_function_are_caught(void **st)
+{
+	(void)st;
+	char out[8192];
+	/* f: signature + '{' + 98 body lines + '}' = 101 lines; g: 100. */
+	assert_int_equal(
+	    run_planted("mkdir -p $D/sim/base && cd $D/sim/base && "
+	                "{ printf 'int f(void)\n{\n'; for i in $(seq 98); do echo '\t;'; done; "
+	                "echo '}'; printf 'int g(int a,\n      int b)\n{\n'; "
+	                "for i in $(seq 96); do echo '\t;'; done; echo '}'; } > fn.c && "
+	                "for i in $(seq 1001); do echo; done > big.h && cd - >/dev/null && "
+	                "/usr/bin/python3 tests/check_house.py budgets $D 2>&1",
+	                out, sizeof out),
+	    1);
+	assert_non_null(strstr(out, "sim/base/fn.c:1: f() is 101 lines (budget 100)"));
+	assert_null(strstr(out, "g()"));
+	assert_non_null(strstr(out, "sim/base/big.h: 1001 lines (budget 1000)"));
+}
+
 TEST_MAIN(cmocka_unit_test(test_this_tree_keeps_its_layers),
+          cmocka_unit_test(test_this_tree_keeps_its_budgets_and_promises),
+          cmocka_unit_test(test_planted_promise_from_a_lower_header_is_caught),
+          cmocka_unit_test(test_planted_long_file_and_function_are_caught),
           cmocka_unit_test(test_this_build_has_no_call_loops),
           cmocka_unit_test(test_planted_upward_include_is_caught),
           cmocka_unit_test(test_planted_call_loop_is_caught))

@@ -15,6 +15,7 @@
 
 #include "sim/cluster/cluster.h"
 #include "tests/mdl_fixture.h"
+#include "sim/cluster/mdl_sim.h"
 
 #define STEPS 48
 #define MAX_SEQS 40

@@ -17,6 +17,7 @@
 #include "sim/cluster/cluster.h"
 #include "tests/mdl_fixture.h"
 #include "tests/test_main.h"
+#include "sim/cluster/mdl_sim.h"
 
 #define MAX_STEPS 128
 #define MAX_SEQS 64

@@ -2,7 +2,7 @@
  *
  * Every key an experiment may set has a cfg_key_t: section, name, type,
  * default (as text), range or choices, unit and a one-line doc. Modules own
- * their key arrays; cfg_schema_default() gathers them all. Values come from,
+ * their key arrays; cfg_schema_default() (sim/run/cfg_schema.h) gathers them all. Values come from,
  * in order: defaults, an INI file (libinih) or built-in text, then --set
  * "section.key=value" overrides, each checked against the schema. Errors are
  * KS_EINPUT with "file:line: [section] key: reason" (and the nearest valid
@@ -210,9 +210,6 @@ const cfg_preset_t *cfg_preset(const cfg_t *c);
 const cfg_key_t *cfg_schema_key(const cfg_schema_t *s, size_t i);
 const cfg_key_t *cfg_schema_find(const cfg_schema_t *s, const char *section,
 				 const char *name);
-/* The full built-in schema (every module's keys, built-in policies). */
-cfg_schema_t *cfg_schema_default(void);
-
 cfg_t *cfg_new(const cfg_schema_t *s);
 void cfg_free(cfg_t *c);
 cfg_t *cfg_clone(const cfg_t *c);

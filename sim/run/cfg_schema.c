@@ -4,6 +4,7 @@
 
 #include "sim/base/cfg.h"
 #include "sim/run/sim_params.h"
+#include "sim/run/cfg_schema.h"
 
 extern const cfg_tkey_t sim_cfg_keys[]; extern const size_t sim_cfg_keys_n;
 extern const cfg_tkey_t tr_cfg_keys[];  extern const size_t tr_cfg_keys_n;

@@ -23,6 +23,7 @@
 #include "sim/run/sim_int.h"
 #include "sim/run/sim_join.h"
 #include "sim/run/sim_rview.h"
+#include "sim/cluster/mdl_sim.h"
 
 
 /* ---- the policies' view of the cluster ----------------------------------- */

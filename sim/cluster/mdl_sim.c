@@ -2,8 +2,7 @@
  * (sim/cluster/cluster.h sim_cost_fn, sim_cost_run_fn): cost = mdl_sim_cost,
  * cost_run = mdl_sim_cost_run, cost_ctx = an initialised mdl_compute_t that
  * outlives the cluster. */
-#include "models/mdl.h"
-#include "sim/cluster/cluster.h"
+#include "sim/cluster/mdl_sim.h"
 
 /* The model's view of the cluster's batch. */
 static mdl_batch_t mdl_batch_of(const sim_batch_t *b)
