@@ -11,6 +11,7 @@
 
 #include "sim/cli/cli.h"
 #include "tests/tr_fixture.h"
+#include "traces/tr_int.h"
 #include "tests/test_main.h"
 
 typedef struct gen_out {
@@ -964,7 +965,40 @@ static void test_crowd_key_errors(void **st)
 	assert_int_equal(access(out, F_OK), 0);
 }
 
-TEST_MAIN(cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamma_cv),
+extern const cfg_tkey_t tr_cfg_keys[];
+extern const size_t tr_cfg_keys_n;
+
+/* TR_GEN_LIST is the one list: each generator has its table, under its own
+ * name, parses back to itself, either opens its own source or is driven by
+ * the common one, and trace.gen offers exactly the list, in its order. */
+static void test_generator_list_drives_names_choices_and_dispatch(void **st)
+{
+	(void)st;
+	char want[512] = "", got[512];
+	for (int g = 0; g < TR_GEN_N; g++) {
+		const tr_gen_ops_t *ops = tr_gen_ops((tr_gen_kind_t)g);
+		assert_non_null(ops);
+		assert_string_equal(ops->name, tr_gen_name((tr_gen_kind_t)g));
+		tr_gen_kind_t back = TR_GEN_N;
+		assert_int_equal(tr_gen_parse(ops->name, &back), 0);
+		assert_int_equal(back, g);
+		assert_true(!ops->open != !ops->next); /* one way to make rows */
+		snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", g ? "," : "",
+		         ops->name);
+	}
+	tr_gen_kind_t none;
+	assert_int_not_equal(tr_gen_parse("nosuchgen", &none), 0);
+	assert_string_equal(tr_gen_name(TR_GEN_N), "?");
+	const cfg_tkey_t *gen = NULL;
+	for (size_t i = 0; i < tr_cfg_keys_n; i++)
+		if (!strcmp(tr_cfg_keys[i].key.name, "gen"))
+			gen = &tr_cfg_keys[i];
+	assert_non_null(gen);
+	assert_string_equal(cfg_tkey_choices(gen, got, sizeof got), want);
+}
+
+TEST_MAIN(cmocka_unit_test(test_generator_list_drives_names_choices_and_dispatch),
+          cmocka_unit_test(test_poisson_rate_and_cv), cmocka_unit_test(test_gamma_cv),
           cmocka_unit_test(test_weibull_cv), cmocka_unit_test(test_mmpp_mean_rate),
           cmocka_unit_test(test_flash_crowd_multiplies_rate_in_window),
           cmocka_unit_test(test_diurnal_follows_sine),

@@ -81,18 +81,27 @@ typedef struct tr_reader tr_reader_t;
 typedef enum { TR_KIND_AUTO, TR_FORMAT_LIST(TR_KIND_ENUM) TR_KIND_GEN, TR_KIND_SPEC } tr_kind_t;
 #undef TR_KIND_ENUM
 
-typedef enum {
-	TR_GEN_POISSON,
-	TR_GEN_GAMMA,
-	TR_GEN_WEIBULL,
-	TR_GEN_MMPP,
-	TR_GEN_FLASH,
-	TR_GEN_DIURNAL,
-	TR_GEN_SERVEGEN,
-	TR_GEN_FANOUT,
-	TR_GEN_CROWD, /* traces/tr_gen_crowd.c */
-	TR_GEN_SESSIONS /* closed loop (tr_sess.h): made as the run goes, no trace to read */
-} tr_gen_kind_t;
+/* The synthetic generators, one line each: the suffix of its kind constant,
+ * its trace.gen name, and the tr_gen_ops_t (tr_int.h) its file defines.
+ * The gen enum, the trace.gen choices (tr_cfg.c's map), tr_gen_name and
+ * tr_gen_parse, what the reader asks of a generator (a file it reads, a
+ * closed loop) and dispatch in tr_src_gen all come from this list; adding a
+ * generator is its file plus one line here (CONTRIBUTING.md). */
+#define TR_GEN_LIST(X)                                                                             \
+	X(POISSON, "poisson", tr_gen_poisson)                                                      \
+	X(GAMMA, "gamma", tr_gen_gamma)                                                            \
+	X(WEIBULL, "weibull", tr_gen_weibull)                                                      \
+	X(MMPP, "mmpp", tr_gen_mmpp)                                                               \
+	X(FLASH, "flash", tr_gen_flash)                                                            \
+	X(DIURNAL, "diurnal", tr_gen_diurnal)                                                      \
+	X(SERVEGEN, "servegen", tr_gen_servegen)                                                   \
+	X(FANOUT, "fanout", tr_gen_fanout)                                                         \
+	X(CROWD, "crowd", tr_gen_crowd)                                                            \
+	X(SESSIONS, "sessions", tr_gen_sessions)
+
+#define TR_GEN_ENUM(G, name, ops) TR_GEN_##G,
+typedef enum { TR_GEN_LIST(TR_GEN_ENUM) TR_GEN_N } tr_gen_kind_t;
+#undef TR_GEN_ENUM
 
 typedef enum {
 	TR_DIST_FIXED,

@@ -19,11 +19,9 @@ static const cfg_enum_t spec_reuse_map[] = {
     {"cycle", TR_SPEC_CYCLE}, {"fresh", TR_SPEC_FRESH}, {NULL, 0}};
 #undef TR_KIND_MAP
 static const cfg_enum_t failed_map[] = {{"keep", 0}, {"drop", 1}, {NULL, 0}};
-static const cfg_enum_t gen_map[] = {
-    {"poisson", TR_GEN_POISSON}, {"gamma", TR_GEN_GAMMA},     {"weibull", TR_GEN_WEIBULL},
-    {"mmpp", TR_GEN_MMPP},       {"flash", TR_GEN_FLASH},     {"diurnal", TR_GEN_DIURNAL},
-    {"servegen", TR_GEN_SERVEGEN}, {"fanout", TR_GEN_FANOUT},
-    {"crowd", TR_GEN_CROWD},       {"sessions", TR_GEN_SESSIONS}, {NULL, 0}};
+#define TR_GEN_MAP(G, name, ops) {name, TR_GEN_##G},
+static const cfg_enum_t gen_map[] = {TR_GEN_LIST(TR_GEN_MAP){NULL, 0}};
+#undef TR_GEN_MAP
 static const cfg_enum_t flash_map[] = {{"step", 0}, {"spike", 1}, {NULL, 0}};
 static const cfg_enum_t dist_map[] = {{"fixed", TR_DIST_FIXED},
                                       {"uniform", TR_DIST_UNIFORM},

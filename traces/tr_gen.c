@@ -10,20 +10,18 @@
  *           (step) or decaying as exp(-(t-start)/flash_tau_s) (spike);
  *           thinning (Lewis & Shedler 1979)
  * diurnal   rate*(1 + amp*sin(2 pi t/period + phase)), thinning
- * servegen  per-window rate with Gamma/Weibull gaps from a ServeGen
- *           chunk-*-trace.csv (window_start_s, rate, cv, pattern, shape,
- *           scale): gaps drawn with the window's shape/scale, rescaled to its
- *           mean 1/rate, as servegen/construct.py does; windows are read
- *           one at a time
- * fanout    fanout_bursts bursts (one per equal slot of duration_s, start
- *           uniform in the slot) of fanout_size requests spread uniformly
- *           over fanout_window_s sharing a fanout_prefix_tokens-token
- *           prefix (input = prefix + a draw from the input distribution),
- *           plus Poisson background at fanout_bg_rate (prefix model) and
- *           fanout_decoys groups of fanout_decoy_size requests with their own
- *           shared prefix (near-misses for burst detectors)
+ * servegen  per-window rates from a ServeGen windows file: tr_gen_servegen.c
+ * fanout    bursts of requests sharing a fresh prefix: tr_gen_fanout.c
  * crowd     flash crowds on a long prefix computed before they come: see
- *           tr_gen_crowd.c
+ *           tr_gen_crowd.c (a source of its own)
+ * sessions  closed-loop users: tr_gen_session.c (made in the run, never read)
+ *
+ * This file is the common source every generator but crowd and sessions
+ * runs on (gen_src_t, tr_gen_int.h): option checks from the generator's
+ * flags and its own check, the max_generated guard from its expected count,
+ * the load scale, the two random streams, the lengths of each row; the
+ * renewal and modulated processes above are its own generators, and
+ * tr_gen_ops maps TR_GEN_LIST (tr.h) to each generator's table.
  * Generation stops at duration_s or after `requests` rows, whichever comes
  * first (servegen: at the end of its windows file; duration_s is ignored). Stream 1 of the seed
  * draws arrivals, stream 2 lengths.
@@ -43,43 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "traces/tr_int.h"
+#include "traces/tr_gen_int.h"
+#include "traces/tr_sess.h"
 
-typedef struct win {
-	double start, end, rate;
-	unsigned long long line; /* of the windows file */
-	int pattern; /* 0 exponential, 1 gamma, 2 weibull */
-	double shape, scale, factor;
-} win_t;
-
-typedef struct fan_ev {
-	double t;
-	uint64_t key;
-	uint32_t prefix;
-} fan_ev_t;
-
-typedef struct gen_src {
-	tr_src_t base;
-	tr_opts_t o;
-	uint64_t seed;
-	gsl_rng *arr, *len;
-	tr_dist_t *din, *dout;
-	double t;
-	uint64_t count;
-	double weib_k, weib_scale;
-	int mm_state;
-	double mm_left;
-	/* servegen */
-	tr_lines_t l;
-	win_t w, next_w;
-	double expect; /* requests the windows entered so far make, on average */
-	int have_next, lines_open;
-	/* fanout */
-	fan_ev_t *ev;
-	size_t n_ev, i_ev;
-	double bg_next;
-	tr_seg_t segs[2];
-} gen_src_t;
 
 static double weibull_cv(double k)
 {
@@ -87,12 +51,14 @@ static double weibull_cv(double k)
 	return sqrt(exp(g2 - 2 * g1) - 1);
 }
 
-static double thin_rate(const gen_src_t *g, double t)
+static double diurnal_rate(const tr_opts_t *o, double t)
 {
-	const tr_opts_t *o = &g->o;
-	if (o->gen == TR_GEN_DIURNAL)
-		return o->rate * (1 + o->diurnal_amp * sin(2 * M_PI * t / o->diurnal_period_s +
-		                                           o->diurnal_phase));
+	return o->rate *
+	       (1 + o->diurnal_amp * sin(2 * M_PI * t / o->diurnal_period_s + o->diurnal_phase));
+}
+
+static double flash_rate(const tr_opts_t *o, double t)
+{
 	if (t < o->flash_start_s)
 		return o->rate;
 	if (o->flash_spike)
@@ -101,182 +67,83 @@ static double thin_rate(const gen_src_t *g, double t)
 	return t < o->flash_start_s + o->flash_duration_s ? o->rate * o->flash_mult : o->rate;
 }
 
-#define SG_LINE(g) (unsigned long long)(g)->l.line
 
-/* Reads the next ServeGen window into *w; 0 at end of file. */
-static int sg_read(gen_src_t *g, win_t *w, err_t *e)
+/* A process that advanced g->t: its arrival, or 0 past duration_s. */
+static int at_t(gen_src_t *g, double *t)
 {
-	int rc;
-	do {
-		if ((rc = tr_lines_next(&g->l, e)) <= 0)
-			return rc;
-	} while (g->l.len == 0);
-	tr_field_t f[8];
-	int n = tr_csv_split(&g->l, f, 8, e);
-	if (n < 0)
-		return n;
-	static const char *const names[] = {"window_start_s", "rate",  "cv",
-	                                    "pattern",        "shape", "scale"};
-	if (n < 6)
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: missing column (row has %d of 6)",
-		               g->l.path, SG_LINE(g), names[n], n);
-	double v[6];
-	for (int i = 0; i < 6; i++) {
-		if (i == 3)
-			continue;
-		if (i >= 4 && f[i].len == 0) {
-			v[i] = 0;
-			continue;
-		}
-		if ((rc = tr_parse_f64(&g->l, names[i], f[i].s, &v[i], e)))
-			return rc;
-	}
-	if (v[0] < 0 || v[1] < 0)
-		return err_set(e, KS_EINPUT, "%s:%llu: %s: negative", g->l.path, SG_LINE(g),
-		               v[0] < 0 ? names[0] : names[1]);
-	if (v[0] >= 4e9)
-		return err_set(e, KS_EINPUT, "%s:%llu: window_start_s: out of range [0, 4e9)",
-		               g->l.path, SG_LINE(g));
-	memset(w, 0, sizeof *w);
-	w->line = SG_LINE(g);
-	w->start = v[0];
-	w->rate = v[1] * g->o.rate_scale;
-	w->shape = v[4];
-	w->scale = v[5];
-	if (!strcmp(f[3].s, "Gamma"))
-		w->pattern = 1;
-	else if (!strcmp(f[3].s, "Weibull"))
-		w->pattern = 2;
-	else if (f[3].len)
-		return err_set(e, KS_EINPUT,
-		               "%s:%llu: pattern: '%s' is not Gamma, Weibull or empty", g->l.path,
-		               SG_LINE(g), f[3].s);
-	if (w->pattern && w->rate > 0 && !(w->shape > 0 && w->scale > 0))
-		return err_set(e, KS_EINPUT, "%s:%llu: shape: shape and scale must be > 0",
-		               g->l.path, SG_LINE(g));
-	double mean = w->pattern == 1   ? w->shape * w->scale
-	              : w->pattern == 2 ? w->scale * exp(gsl_sf_lngamma(1 + 1 / w->shape))
-	                                : 1;
-	w->factor = w->rate > 0 ? (1 / w->rate) / mean : 0;
-	return 1;
-}
-
-/* Advances to the next ServeGen window; 0 when there is none. */
-static int sg_advance(gen_src_t *g, err_t *e)
-{
-	if (!g->have_next)
-		return 0;
-	g->w = g->next_w;
-	int rc = sg_read(g, &g->next_w, e);
-	if (rc < 0)
-		return rc;
-	g->have_next = rc;
-	/* A repeated start would make an empty window that swallows its rate. */
-	if (rc && g->next_w.start <= g->w.start)
-		return err_set(e, KS_EINPUT,
-		               "%s:%llu: window_start_s: %s (%.17g s; the previous window starts "
-		               "at %.17g s)",
-		               g->l.path, SG_LINE(g),
-		               g->next_w.start < g->w.start ? "goes backwards"
-		                                            : "repeats the previous window's start",
-		               g->next_w.start, g->w.start);
-	/* The last window lasts as long as the one before it (600 s in ServeGen). */
-	g->w.end = rc ? g->next_w.start : g->w.start + 600;
-	g->t = g->w.start;
-	g->expect += g->w.rate * (g->w.end - g->w.start);
-	const tr_opts_t *o = &g->o;
-	if (g->expect > (double)o->max_generated && (!o->requests || o->requests > o->max_generated))
-		return err_set(e, KS_EINPUT,
-		               "%s:%llu: rate: the windows up to this one make about %.3g requests, "
-		               "more than [trace] max_generated = %llu; set trace.requests or raise "
-		               "trace.max_generated",
-		               g->l.path, g->w.line, g->expect,
-		               (unsigned long long)o->max_generated);
-	return 1;
-}
-
-static int sg_next_time(gen_src_t *g, double *t, err_t *e)
-{
-	for (;;) {
-		if (g->w.rate > 0) {
-			double gap =
-			    g->w.pattern == 1   ? gsl_ran_gamma(g->arr, g->w.shape, g->w.scale)
-			    : g->w.pattern == 2 ? gsl_ran_weibull(g->arr, g->w.scale, g->w.shape)
-						: gsl_ran_exponential(g->arr, 1);
-			double nt = g->t + gap * g->w.factor;
-			if (nt < g->w.end) {
-				g->t = *t = nt;
-				return 1;
-			}
-		}
-		int rc = sg_advance(g, e);
-		if (rc <= 0)
-			return rc;
-	}
-}
-
-static void b_bytes(gen_src_t *g)
-{
-	g->base.bytes = g->l.bytes;
-}
-
-/* Next arrival in seconds; 0 when the process has ended. */
-static int next_time(gen_src_t *g, double *t, err_t *e)
-{
-	const tr_opts_t *o = &g->o;
-	switch (o->gen) {
-	case TR_GEN_POISSON:
-		g->t += gsl_ran_exponential(g->arr, 1 / o->rate);
-		break;
-	case TR_GEN_GAMMA: {
-		double k = 1 / (o->cv * o->cv);
-		g->t += gsl_ran_gamma(g->arr, k, 1 / (o->rate * k));
-		break;
-	}
-	case TR_GEN_WEIBULL:
-		g->t += gsl_ran_weibull(g->arr, g->weib_scale, g->weib_k);
-		break;
-	case TR_GEN_MMPP:
-		for (;;) {
-			double lam = o->mmpp_rate[g->mm_state];
-			double x = lam > 0 ? gsl_ran_exponential(g->arr, 1 / lam) : INFINITY;
-			if (x < g->mm_left) {
-				g->t += x;
-				g->mm_left -= x;
-				break;
-			}
-			g->t += g->mm_left;
-			g->mm_state ^= 1;
-			g->mm_left = gsl_ran_exponential(g->arr, o->mmpp_dwell_s[g->mm_state]);
-			if (o->duration_s > 0 && g->t > o->duration_s)
-				return 0;
-		}
-		break;
-	case TR_GEN_FLASH:
-	case TR_GEN_DIURNAL: {
-		double lmax = o->gen == TR_GEN_DIURNAL
-		                  ? o->rate * (1 + o->diurnal_amp)
-		                  : o->rate * (o->flash_mult > 1 ? o->flash_mult : 1);
-		do {
-			g->t += gsl_ran_exponential(g->arr, 1 / lmax);
-			if (o->duration_s > 0 && g->t > o->duration_s)
-				return 0;
-		} while (gsl_rng_uniform(g->arr) * lmax > thin_rate(g, g->t));
-		break;
-	}
-	case TR_GEN_SERVEGEN: {
-		/* duration_s does not apply: the windows file sets the span (end_s cuts it) */
-		int rc = sg_next_time(g, t, e);
-		b_bytes(g);
-		return rc;
-	}
-	case TR_GEN_SESSIONS: /* refused by tr_open: a closed loop is made in the run */
-	case TR_GEN_FANOUT:
-	case TR_GEN_CROWD:
-		break; /* handled by gen_next; crowd by its own source */
-	}
 	*t = g->t;
-	return o->duration_s > 0 && g->t > o->duration_s ? 0 : 1;
+	return g->o.duration_s > 0 && g->t > g->o.duration_s ? 0 : 1;
+}
+
+static int poisson_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
+{
+	(void)raw, (void)e;
+	g->t += gsl_ran_exponential(g->arr, 1 / g->o.rate);
+	return at_t(g, t);
+}
+
+static int gamma_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
+{
+	(void)raw, (void)e;
+	const tr_opts_t *o = &g->o;
+	double k = 1 / (o->cv * o->cv);
+	g->t += gsl_ran_gamma(g->arr, k, 1 / (o->rate * k));
+	return at_t(g, t);
+}
+
+static int weibull_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
+{
+	(void)raw, (void)e;
+	g->t += gsl_ran_weibull(g->arr, g->weib_scale, g->weib_k);
+	return at_t(g, t);
+}
+
+static int mmpp_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
+{
+	(void)raw, (void)e;
+	const tr_opts_t *o = &g->o;
+	for (;;) {
+		double lam = o->mmpp_rate[g->mm_state];
+		double x = lam > 0 ? gsl_ran_exponential(g->arr, 1 / lam) : INFINITY;
+		if (x < g->mm_left) {
+			g->t += x;
+			g->mm_left -= x;
+			break;
+		}
+		g->t += g->mm_left;
+		g->mm_state ^= 1;
+		g->mm_left = gsl_ran_exponential(g->arr, o->mmpp_dwell_s[g->mm_state]);
+		if (o->duration_s > 0 && g->t > o->duration_s)
+			return 0;
+	}
+	return at_t(g, t);
+}
+
+/* Thinning (Lewis & Shedler 1979) of a Poisson process at lmax down to
+ * rate(t) <= lmax. */
+static int thinned_next(gen_src_t *g, double lmax, double (*rate)(const tr_opts_t *, double),
+                        double *t)
+{
+	const tr_opts_t *o = &g->o;
+	do {
+		g->t += gsl_ran_exponential(g->arr, 1 / lmax);
+		if (o->duration_s > 0 && g->t > o->duration_s)
+			return 0;
+	} while (gsl_rng_uniform(g->arr) * lmax > rate(o, g->t));
+	return at_t(g, t);
+}
+
+static int flash_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
+{
+	(void)raw, (void)e;
+	const tr_opts_t *o = &g->o;
+	return thinned_next(g, o->rate * (o->flash_mult > 1 ? o->flash_mult : 1), flash_rate, t);
+}
+
+static int diurnal_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
+{
+	(void)raw, (void)e;
+	return thinned_next(g, g->o.rate * (1 + g->o.diurnal_amp), diurnal_rate, t);
 }
 
 static uint32_t add_len(uint32_t a, uint32_t b, uint32_t max)
@@ -298,30 +165,9 @@ static int gen_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 		               (unsigned long long)g->count);
 	memset(raw, 0, sizeof *raw);
 	double t;
-	if (o->gen == TR_GEN_FANOUT) {
-		/* merge the precomputed burst/decoy list with the background stream */
-		int from_bg =
-		    g->bg_next >= 0 && (g->i_ev >= g->n_ev || g->bg_next < g->ev[g->i_ev].t);
-		if (from_bg) {
-			t = g->bg_next;
-			g->bg_next += gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate);
-			if (g->bg_next > o->duration_s)
-				g->bg_next = -1;
-		} else if (g->i_ev < g->n_ev) {
-			const fan_ev_t *v = &g->ev[g->i_ev++];
-			t = v->t;
-			g->segs[0] = (tr_seg_t){v->key, v->prefix, 0};
-			g->segs[1] = (tr_seg_t){0, UINT32_MAX, 1};
-			raw->segs = g->segs;
-			raw->n_segs = 2;
-		} else {
-			return 0;
-		}
-	} else {
-		int rc = next_time(g, &t, e);
-		if (rc <= 0)
-			return rc;
-	}
+	int rc = tr_gen_ops(o->gen)->next(g, raw, &t, e);
+	if (rc <= 0)
+		return rc;
 	if (!(t >= 0 && t < 4e9))
 		return 0; /* past the representable span (int64 ns): the process ends */
 	raw->t_ns = (int64_t)llround(t * 1e9);
@@ -346,47 +192,6 @@ static void gen_close(tr_src_t *b)
 	free(g);
 }
 
-static int fanout_plan(gen_src_t *g, err_t *e)
-{
-	const tr_opts_t *o = &g->o;
-	uint64_t n = (uint64_t)o->fanout_bursts * o->fanout_size +
-	             (uint64_t)o->fanout_decoys * o->fanout_decoy_size;
-	if (n > 100u * 1000 * 1000)
-		return err_set(e, KS_EINPUT,
-		               "[trace] fanout_bursts: %llu burst requests is too many",
-		               (unsigned long long)n);
-	if (o->fanout_window_s > o->duration_s)
-		return err_set(e, KS_EINPUT, "[trace] fanout_window_s: longer than duration_s");
-	if (n && !(g->ev = malloc(n * sizeof *g->ev)))
-		return err_set(e, KS_ENOMEM, "out of memory");
-	uint64_t base = tr_mix(tr_mix(TR_ROOT_ID, g->seed), 0x66616e6f7574ULL);
-	double slot = o->duration_s / (o->fanout_bursts ? o->fanout_bursts : 1);
-	for (uint32_t b = 0; b < o->fanout_bursts; b++) {
-		double room = slot > o->fanout_window_s ? slot - o->fanout_window_s : 0;
-		double t0 = b * slot + gsl_rng_uniform(g->arr) * room;
-		uint64_t key = tr_mix(base, b);
-		for (uint32_t k = 0; k < o->fanout_size; k++)
-			g->ev[g->n_ev++] =
-			    (fan_ev_t){t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
-			               o->fanout_prefix_tokens};
-	}
-	for (uint32_t d = 0; d < o->fanout_decoys; d++) {
-		double t0 = gsl_rng_uniform(g->arr) * (o->duration_s - o->fanout_window_s);
-		uint64_t key = tr_mix(base, (1ULL << 40) + d);
-		for (uint32_t k = 0; k < o->fanout_decoy_size; k++)
-			g->ev[g->n_ev++] =
-			    (fan_ev_t){t0 + gsl_rng_uniform(g->arr) * o->fanout_window_s, key,
-			               o->fanout_prefix_tokens};
-	}
-	if (g->n_ev) /* no bursts at a small rate_scale: qsort wants a non-null base */
-		qsort(g->ev, g->n_ev, sizeof *g->ev, tr_cmp_time);
-	g->bg_next =
-	    o->fanout_bg_rate > 0 ? gsl_ran_exponential(g->arr, 1 / o->fanout_bg_rate) : -1;
-	if (g->bg_next > o->duration_s)
-		g->bg_next = -1;
-	return 0;
-}
-
 /* The per-generator meaning of trace.rate_scale (see the header); the
  * fanout counts round half up. */
 static void load_scale(tr_opts_t *o)
@@ -400,28 +205,15 @@ static void load_scale(tr_opts_t *o)
 	o->fanout_decoys = tr_gen_scaled_count(o->fanout_decoys, s);
 }
 
-/* The requests a generator is expected to make (servegen: per window, in
- * sg_advance) against max_generated: a rate of 1e9 req/s over a long
+/* The requests a generator is expected to make (ops->expected; servegen:
+ * per window, in sg_advance) against max_generated: a rate of 1e9 req/s over a long
  * duration otherwise runs for hours. */
 static int check_count(const tr_opts_t *o, err_t *e)
 {
-	double d = o->duration_s, n = 0;
-	switch (o->gen) {
-	case TR_GEN_MMPP:
-		n = fmax(o->mmpp_rate[0], o->mmpp_rate[1]) * d; /* an upper bound */
-		break;
-	case TR_GEN_FLASH: /* the base rate, plus the crowd's extra */
-		n = o->rate * d + o->rate * fmax(o->flash_mult - 1, 0) *
-		                      (o->flash_spike ? o->flash_tau_s : fmin(o->flash_duration_s, d));
-		break;
-	case TR_GEN_FANOUT: /* the bursts are capped in fanout_plan */
-		n = o->fanout_bg_rate * d;
-		break;
-	case TR_GEN_SERVEGEN:
+	const tr_gen_ops_t *ops = tr_gen_ops(o->gen);
+	if (!ops->expected)
 		return 0;
-	default: /* poisson, gamma, weibull; diurnal's mean rate */
-		n = o->rate * d;
-	}
+	double d = o->duration_s, n = ops->expected(o);
 	n *= o->rate_scale > 0 ? o->rate_scale : 1; /* load_scale multiplies the rates */
 	if (o->requests && (!(d > 0) || (double)o->requests < n))
 		n = (double)o->requests;
@@ -437,38 +229,148 @@ static int check_count(const tr_opts_t *o, err_t *e)
 
 static int check(const tr_opts_t *o, err_t *e)
 {
-	const char *gn = tr_gen_name(o->gen);
+	const tr_gen_ops_t *ops = tr_gen_ops(o->gen);
 	int rc = tr_opts_check(o, e); /* the schema's ranges (cv in [0.05, 20], ...) */
 	if (rc)
 		return rc;
-	int needs_rate =
-	    o->gen != TR_GEN_MMPP && o->gen != TR_GEN_SERVEGEN && o->gen != TR_GEN_FANOUT;
-	if (needs_rate && !(o->rate > 0))
-		return err_set(e, KS_EINPUT, "[trace] rate: must be > 0 for gen = %s", gn);
-	/* lower bounds the schema cannot say (> 0), named by the key at fault */
-	for (int i = 0; o->gen == TR_GEN_MMPP && i < 2; i++)
-		if (!(o->mmpp_dwell_s[i] > 0))
-			return err_set(e, KS_EINPUT, "[trace] mmpp_dwell%d_s: must be > 0 for gen = %s",
-			               i, gn);
-	if (o->gen == TR_GEN_MMPP && !(o->mmpp_rate[0] + o->mmpp_rate[1] > 0))
-		return err_set(e, KS_EINPUT,
-		               "[trace] mmpp_rate0: mmpp_rate0 and mmpp_rate1 are both 0");
-	if (o->gen == TR_GEN_FLASH && o->flash_spike && !(o->flash_tau_s > 0))
-		return err_set(e, KS_EINPUT,
-		               "[trace] flash_tau_s: must be > 0 for flash_shape = spike");
-	if (o->gen == TR_GEN_DIURNAL && !(o->diurnal_period_s > 0))
-		return err_set(e, KS_EINPUT, "[trace] diurnal_period_s: must be > 0 for gen = %s",
-		               gn);
-	if (o->gen == TR_GEN_SERVEGEN && (!o->path || !*o->path))
-		return err_set(e, KS_EINPUT, "[trace] path: gen = servegen needs a windows CSV");
-	if (o->gen == TR_GEN_FANOUT && !(o->duration_s > 0))
-		return err_set(e, KS_EINPUT, "[trace] duration_s: gen = fanout needs it > 0");
-	if (o->gen != TR_GEN_SERVEGEN && o->gen != TR_GEN_FANOUT && !(o->duration_s > 0) &&
-	    o->requests == 0)
+	if ((ops->flags & TR_GEN_F_RATE) && !(o->rate > 0))
+		return err_set(e, KS_EINPUT, "[trace] rate: must be > 0 for gen = %s", ops->name);
+	if (ops->check && (rc = ops->check(o, e)))
+		return rc;
+	if ((ops->flags & TR_GEN_F_SPAN) && !(o->duration_s > 0) && o->requests == 0)
 		return err_set(
 		    e, KS_EINPUT,
 		    "[trace] duration_s: a generator needs duration_s > 0 or requests > 0");
 	return check_count(o, e);
+}
+
+/* lower bounds the schema cannot say (> 0), named by the key at fault */
+static int mmpp_check(const tr_opts_t *o, err_t *e)
+{
+	for (int i = 0; i < 2; i++)
+		if (!(o->mmpp_dwell_s[i] > 0))
+			return err_set(e, KS_EINPUT, "[trace] mmpp_dwell%d_s: must be > 0 for gen = %s",
+			               i, tr_gen_name(o->gen));
+	if (!(o->mmpp_rate[0] + o->mmpp_rate[1] > 0))
+		return err_set(e, KS_EINPUT,
+		               "[trace] mmpp_rate0: mmpp_rate0 and mmpp_rate1 are both 0");
+	return 0;
+}
+
+static int flash_check(const tr_opts_t *o, err_t *e)
+{
+	if (o->flash_spike && !(o->flash_tau_s > 0))
+		return err_set(e, KS_EINPUT,
+		               "[trace] flash_tau_s: must be > 0 for flash_shape = spike");
+	return 0;
+}
+
+static int diurnal_check(const tr_opts_t *o, err_t *e)
+{
+	if (!(o->diurnal_period_s > 0))
+		return err_set(e, KS_EINPUT, "[trace] diurnal_period_s: must be > 0 for gen = %s",
+		               tr_gen_name(o->gen));
+	return 0;
+}
+
+/* poisson, gamma, weibull; diurnal's mean rate */
+static double rate_expected(const tr_opts_t *o)
+{
+	return o->rate * o->duration_s;
+}
+
+static double mmpp_expected(const tr_opts_t *o)
+{
+	return fmax(o->mmpp_rate[0], o->mmpp_rate[1]) * o->duration_s; /* an upper bound */
+}
+
+/* the base rate, plus the crowd's extra */
+static double flash_expected(const tr_opts_t *o)
+{
+	double d = o->duration_s;
+	return o->rate * d + o->rate * fmax(o->flash_mult - 1, 0) *
+	                         (o->flash_spike ? o->flash_tau_s : fmin(o->flash_duration_s, d));
+}
+
+static int weibull_init(gen_src_t *g, err_t *e)
+{
+	(void)e;
+	/* CV decreases with the shape k: bisect on [0.02, 200]. */
+	double lo = 0.02, hi = 200;
+	for (int i = 0; i < 200; i++) {
+		double mid = sqrt(lo * hi);
+		if (weibull_cv(mid) > g->o.cv)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	g->weib_k = sqrt(lo * hi);
+	/* mean = scale * G(1 + 1/k) */
+	g->weib_scale = 1 / (g->o.rate * exp(gsl_sf_lngamma(1 + 1 / g->weib_k)));
+	return 0;
+}
+
+static int mmpp_init(gen_src_t *g, err_t *e)
+{
+	(void)e;
+	g->mm_left = gsl_ran_exponential(g->arr, g->o.mmpp_dwell_s[0]);
+	return 0;
+}
+
+#define RENEWAL (TR_GEN_F_RATE | TR_GEN_F_SPAN)
+const tr_gen_ops_t tr_gen_poisson = {
+    .name = "poisson", .flags = RENEWAL, .expected = rate_expected, .next = poisson_next};
+const tr_gen_ops_t tr_gen_gamma = {
+    .name = "gamma", .flags = RENEWAL, .expected = rate_expected, .next = gamma_next};
+const tr_gen_ops_t tr_gen_weibull = {.name = "weibull",
+                                     .flags = RENEWAL,
+                                     .expected = rate_expected,
+                                     .init = weibull_init,
+                                     .next = weibull_next};
+const tr_gen_ops_t tr_gen_mmpp = {.name = "mmpp",
+                                  .flags = TR_GEN_F_SPAN,
+                                  .check = mmpp_check,
+                                  .expected = mmpp_expected,
+                                  .init = mmpp_init,
+                                  .next = mmpp_next};
+const tr_gen_ops_t tr_gen_flash = {.name = "flash",
+                                   .flags = RENEWAL,
+                                   .check = flash_check,
+                                   .expected = flash_expected,
+                                   .next = flash_next};
+const tr_gen_ops_t tr_gen_diurnal = {.name = "diurnal",
+                                     .flags = RENEWAL,
+                                     .check = diurnal_check,
+                                     .expected = rate_expected,
+                                     .next = diurnal_next};
+
+#define TR_GEN_ENTRY(G, name, ops) &ops,
+static const tr_gen_ops_t *const gens[TR_GEN_N] = {TR_GEN_LIST(TR_GEN_ENTRY)};
+#undef TR_GEN_ENTRY
+
+const tr_gen_ops_t *tr_gen_ops(tr_gen_kind_t g)
+{
+	return gens[g];
+}
+
+const char *tr_gen_name(tr_gen_kind_t g)
+{
+	return (unsigned)g < TR_GEN_N ? tr_gen_ops(g)->name : "?";
+}
+
+int tr_gen_parse(const char *s, tr_gen_kind_t *g)
+{
+	for (int i = 0; i < TR_GEN_N; i++)
+		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
+			*g = (tr_gen_kind_t)i;
+			return 0;
+		}
+	return KS_EINPUT;
+}
+
+int tr_closed_loop(const tr_opts_t *o)
+{
+	return o->kind == TR_KIND_GEN && (tr_gen_ops(o->gen)->flags & TR_GEN_F_CLOSED);
 }
 
 int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
@@ -478,8 +380,9 @@ int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 	if (!own.max_generated) /* options not from the schema: its default */
 		own.max_generated = 1000000000;
 	o = &own;
-	if (o->gen == TR_GEN_CROWD)
-		return tr_src_gen_crowd(o, seed, out, e);
+	const tr_gen_ops_t *ops = tr_gen_ops(o->gen);
+	if (ops->open)
+		return ops->open(o, seed, out, e);
 	int rc = check(o, e);
 	if (rc)
 		return rc;
@@ -500,39 +403,7 @@ int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 	if ((rc = tr_dist_new(&o->in, "in", 0, o->max_tokens, &g->din, e)) ||
 	    (rc = tr_dist_new(&o->out, "out", 1, o->max_tokens, &g->dout, e)))
 		goto fail;
-	if (o->gen == TR_GEN_WEIBULL) {
-		/* CV decreases with the shape k: bisect on [0.02, 200]. */
-		double lo = 0.02, hi = 200;
-		for (int i = 0; i < 200; i++) {
-			double mid = sqrt(lo * hi);
-			if (weibull_cv(mid) > o->cv)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		g->weib_k = sqrt(lo * hi);
-		/* mean = scale * G(1 + 1/k) */
-		g->weib_scale = 1 / (g->o.rate * exp(gsl_sf_lngamma(1 + 1 / g->weib_k)));
-	}
-	if (o->gen == TR_GEN_MMPP)
-		g->mm_left = gsl_ran_exponential(g->arr, o->mmpp_dwell_s[0]);
-	if (o->gen == TR_GEN_SERVEGEN) {
-		if ((rc = tr_lines_open(&g->l, o->path, e)))
-			goto fail;
-		g->l.max_line = tr_max_line(o);
-		g->lines_open = 1;
-		if ((rc = sg_read(g, &g->next_w, e)) < 0)
-			goto fail;
-		if (rc == 0) {
-			rc = err_set(e, KS_EINPUT, "%s:1: window_start_s: empty file", o->path);
-			goto fail;
-		}
-		g->have_next = 1;
-		if ((rc = sg_advance(g, e)) < 0)
-			goto fail;
-		g->base.bytes = 0;
-	}
-	if (o->gen == TR_GEN_FANOUT && (rc = fanout_plan(g, e)))
+	if (ops->init && (rc = ops->init(g, e)))
 		goto fail;
 	*out = &g->base;
 	return 0;

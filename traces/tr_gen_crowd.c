@@ -175,7 +175,7 @@ static int crowd_plan(crowd_src_t *g, uint64_t seed, err_t *e)
 	return 0;
 }
 
-int tr_src_gen_crowd(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
+static int crowd_open(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 {
 	*out = NULL;
 	int rc = crowd_check(o, e);
@@ -195,3 +195,6 @@ fail:
 	crowd_close(&g->base);
 	return rc;
 }
+
+/* A source of its own: its checks, load and lengths are above. */
+const tr_gen_ops_t tr_gen_crowd = {.name = "crowd", .open = crowd_open};

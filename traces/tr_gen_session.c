@@ -82,10 +82,16 @@ int tr_sess_opts_from_cfg(const cfg_t *cfg, tr_sess_opts_t *so, err_t *e)
 	return cfg_fill(cfg, tr_sess_cfg_keys, tr_sess_cfg_keys_n, so, e);
 }
 
-int tr_closed_loop(const tr_opts_t *o)
+/* Never read as a trace: tr_open refuses a closed loop before a source. */
+static int sessions_open(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e)
 {
-	return o->kind == TR_KIND_GEN && o->gen == TR_GEN_SESSIONS;
+	(void)o, (void)seed;
+	*out = NULL;
+	return err_set(e, KS_EINPUT, "[trace] gen: sessions is a closed loop, made in a run");
 }
+
+const tr_gen_ops_t tr_gen_sessions = {
+    .name = "sessions", .flags = TR_GEN_F_CLOSED, .open = sessions_open};
 
 int tr_sess_check(const tr_opts_t *o, const tr_sess_opts_t *so, err_t *e)
 {

@@ -183,9 +183,41 @@ int tr_src_jsonl(const tr_opts_t *o, const char *path, int bailian, tr_src_t **o
 int tr_src_burstgpt(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
 int tr_src_azure(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
 int tr_src_native(const tr_opts_t *o, const char *path, tr_src_t **out, err_t *e);
+/* The source of o->gen's generator (its tr_gen_ops_t's open, or the common
+ * generator source of tr_gen.c driven by its init and next). */
 int tr_src_gen(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
-/* gen = crowd (tr_gen_crowd.c); tr_src_gen hands it over. */
-int tr_src_gen_crowd(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
+
+/* A synthetic generator (one line of TR_GEN_LIST in tr.h). A generator
+ * either opens a source of its own (open: crowd) or lets tr_gen.c's common
+ * source drive it (init and next over struct gen_src, traces/tr_gen_int.h):
+ * the common source checks the options (the flags' rules, then check), scales
+ * the load, opens the two random streams and the length distributions, calls
+ * init, then next per row and draws the row's lengths. */
+struct gen_src;
+typedef struct tr_gen_ops {
+	const char *name; /* trace.gen */
+	unsigned flags;   /* TR_GEN_F_* */
+	/* A source of its own; NULL: the common one (tr_gen.c). */
+	int (*open)(const tr_opts_t *o, uint64_t seed, tr_src_t **out, err_t *e);
+	/* Its own option rules, after the flags' (NULL: none). */
+	int (*check)(const tr_opts_t *o, err_t *e);
+	/* The requests it makes on average over duration_s at rate_scale 1, for
+	 * the max_generated guard (NULL: it guards its own count). */
+	double (*expected)(const tr_opts_t *o);
+	int (*init)(struct gen_src *g, err_t *e); /* NULL: nothing to set up */
+	/* The next arrival's time in seconds into *t (and its token segments
+	 * into raw, if any): 1, 0 when the process has ended, < 0 on error. */
+	int (*next)(struct gen_src *g, tr_raw_t *raw, double *t, err_t *e);
+} tr_gen_ops_t;
+#define TR_GEN_F_RATE 1u    /* needs trace.rate > 0 */
+#define TR_GEN_F_SPAN 2u    /* needs duration_s > 0 or requests > 0 */
+#define TR_GEN_F_PATH 4u    /* reads trace.path (its progress is the file's) */
+#define TR_GEN_F_CLOSED 8u  /* a closed loop: made as the run goes, never read */
+/* Indexed by tr_gen_kind_t (g < TR_GEN_N). */
+const tr_gen_ops_t *tr_gen_ops(tr_gen_kind_t g);
+#define TR_GEN_EXTERN(G, name, ops) extern const tr_gen_ops_t ops;
+TR_GEN_LIST(TR_GEN_EXTERN)
+#undef TR_GEN_EXTERN
 
 /* A trace file format (one line of TR_FORMAT_LIST in tr.h): detect says
  * whether the file's first non-blank line (BOM and leading blanks skipped)

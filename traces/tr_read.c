@@ -16,6 +16,7 @@
 
 #include "sim/base/rng.h"
 #include "traces/tr_int.h"
+#include "traces/tr_sess.h"
 
 struct tr_reader {
 	tr_opts_t o;
@@ -185,13 +186,14 @@ static int check_opts(const tr_opts_t *o, uint32_t S, err_t *e)
 	if (o->end_s > 0 && o->end_s <= o->start_s)
 		return err_set(e, KS_EINPUT, "[trace] end_s: must be > start_s (or 0 for none)");
 	/* A closed loop's requests depend on the simulated service: only a run makes them. */
-	if (o->kind == TR_KIND_GEN && o->gen == TR_GEN_SESSIONS)
+	if (tr_closed_loop(o))
 		return err_set(e, KS_EINPUT,
 		               "[trace] gen: sessions is a closed loop: each request is made when its "
 		               "user's previous one completes in a simulation, so there is no trace "
 		               "to read without running one (kvsim run simulates it)");
 	/* A file that would be silently ignored is a mistake, not a choice. */
-	if (o->kind == TR_KIND_GEN && o->gen != TR_GEN_SERVEGEN && o->path && *o->path)
+	if (o->kind == TR_KIND_GEN && !(tr_gen_ops(o->gen)->flags & TR_GEN_F_PATH) && o->path &&
+	    *o->path)
 		return err_set(e, KS_EINPUT,
 		               "[trace] path: '%s' is not read: kind = gen (gen = %s) makes its "
 		               "own requests; set trace.kind = auto to read the file",
@@ -231,7 +233,7 @@ int tr_open(const tr_opts_t *o, uint32_t S, uint64_t seed, tr_reader_t **out, er
 		return 0;
 	}
 	/* A damaged .gz fails here, not after part of it has been simulated. */
-	if ((r->kind != TR_KIND_GEN || o->gen == TR_GEN_SERVEGEN) && *path &&
+	if ((r->kind != TR_KIND_GEN || (tr_gen_ops(o->gen)->flags & TR_GEN_F_PATH)) && *path &&
 	    (rc = tr_lines_verify(path, o->max_line_bytes, e)))
 		goto fail;
 	if (r->kind == TR_KIND_AUTO) {
@@ -557,7 +559,7 @@ double tr_progress(const tr_reader_t *r)
 		f = fmax(f, (double)r->next_id / (double)r->o.limit);
 	if (r->end_ns > 0)
 		f = fmax(f, t / (double)r->end_ns);
-	if (r->kind == TR_KIND_GEN && r->o.gen != TR_GEN_SERVEGEN) {
+	if (r->kind == TR_KIND_GEN && !(tr_gen_ops(r->o.gen)->flags & TR_GEN_F_PATH)) {
 		if (r->o.requests)
 			f = fmax(f, (double)r->rows_src / (double)r->o.requests);
 		if (r->o.duration_s > 0)

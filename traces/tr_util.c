@@ -36,24 +36,6 @@ size_t tr_cdf_index(const double *cdf, size_t n, double u)
 	return lo;
 }
 
-const char *tr_gen_name(tr_gen_kind_t g)
-{
-	static const char *const n[] = {"poisson", "gamma",   "weibull",  "mmpp",
-	                                "flash",   "diurnal", "servegen", "fanout",
-	                                "crowd", "sessions"};
-	return (unsigned)g < sizeof n / sizeof n[0] ? n[g] : "?";
-}
-
-int tr_gen_parse(const char *s, tr_gen_kind_t *g)
-{
-	for (int i = TR_GEN_POISSON; i <= TR_GEN_SESSIONS; i++)
-		if (!strcmp(s, tr_gen_name((tr_gen_kind_t)i))) {
-			*g = (tr_gen_kind_t)i;
-			return 0;
-		}
-	return KS_EINPUT;
-}
-
 int tr_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	return vec_grow_z_(p, cap, need, elem, 16);

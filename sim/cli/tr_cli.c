@@ -18,6 +18,7 @@
 #include "sim/run/sim_params.h"
 #include "traces/tr.h"
 #include "traces/tr_reuse.h"
+#include "traces/tr_sess.h"
 
 static void usage(FILE *f)
 {
@@ -33,7 +34,15 @@ static void usage(FILE *f)
 	    "FILE formats: mooncake, bailian (JSONL), burstgpt, azure (CSV), native, servegen\n"
 	    "(a ServeGen windows CSV, generated from); detected from the first line.\n"
 	    "Any of them may be gzip-compressed (FILE.gz), read as it is.\n"
-	    "KIND: poisson gamma weibull mmpp flash diurnal servegen fanout crowd.\n"
+	    "KIND:");
+	for (int g = 0; g < TR_GEN_N; g++) { /* TR_GEN_LIST, but a closed loop (made in a run) */
+		tr_opts_t o = {.kind = TR_KIND_GEN, .gen = (tr_gen_kind_t)g};
+		if (!tr_closed_loop(&o))
+			fprintf(f, " %s", tr_gen_name(o.gen));
+	}
+	fprintf(
+	    f,
+	    ".\n"
 	    "\n"
 	    "options:\n"
 	    "  --kind K            force the format (trace.kind)\n"
