@@ -165,3 +165,11 @@ void tr_gen_rand_lengths(tr_gen_rand_t *r, const tr_opts_t *o, uint32_t prefix, 
 	raw->input_len = in > o->max_tokens ? o->max_tokens : (uint32_t)in;
 	raw->output_len = tr_dist_draw(r->dout, r->len);
 }
+
+void tr_raw_shared_prefix(tr_raw_t *raw, tr_seg_t segs[2], uint64_t key, uint32_t tokens)
+{
+	segs[0] = (tr_seg_t){key, tokens, 0};
+	segs[1] = (tr_seg_t){0, UINT32_MAX, 1};
+	raw->segs = segs;
+	raw->n_segs = 2;
+}

@@ -95,10 +95,7 @@ static int crowd_next(tr_src_t *b, tr_raw_t *raw, err_t *e)
 	} else if (g->i_ev < g->n_ev) {
 		const crowd_ev_t *v = &g->ev[g->i_ev++];
 		t = v->t;
-		g->segs[0] = (tr_seg_t){v->key, o->crowd_prefix_tokens, 0};
-		g->segs[1] = (tr_seg_t){0, UINT32_MAX, 1};
-		raw->segs = g->segs;
-		raw->n_segs = 2;
+		tr_raw_shared_prefix(raw, g->segs, v->key, o->crowd_prefix_tokens);
 	} else {
 		return 0;
 	}

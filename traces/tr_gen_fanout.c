@@ -67,10 +67,7 @@ static int fanout_next(gen_src_t *g, tr_raw_t *raw, double *t, err_t *e)
 	} else if (g->i_ev < g->n_ev) {
 		const fan_ev_t *v = &g->ev[g->i_ev++];
 		*t = v->t;
-		g->segs[0] = (tr_seg_t){v->key, v->prefix, 0};
-		g->segs[1] = (tr_seg_t){0, UINT32_MAX, 1};
-		raw->segs = g->segs;
-		raw->n_segs = 2;
+		tr_raw_shared_prefix(raw, g->segs, v->key, v->prefix);
 	} else {
 		return 0;
 	}

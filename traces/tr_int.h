@@ -248,6 +248,11 @@ void tr_gen_rand_close(tr_gen_rand_t *r); /* also after a failed open */
 /* raw's lengths: input = prefix + an input draw (capped at max_tokens), output a draw. */
 void tr_gen_rand_lengths(tr_gen_rand_t *r, const tr_opts_t *o, uint32_t prefix, tr_raw_t *raw);
 
+/* raw's content: a shared prefix of `tokens` tokens (id key) then the
+ * request's own tokens, written into segs[2] (the source's; valid until its
+ * next row). The fan-out and crowd generators' rows. */
+void tr_raw_shared_prefix(tr_raw_t *raw, tr_seg_t segs[2], uint64_t key, uint32_t tokens);
+
 /* ---- prefix model (tr_prefix.c) ----------------------------------------- */
 typedef struct tr_prefix tr_prefix_t;
 int tr_prefix_new(const tr_opts_t *o, uint64_t seed, tr_prefix_t **out, err_t *e);
