@@ -48,8 +48,6 @@ FILE_BUDGET = 1000
 FUNC_BUDGET = 100
 # "path" (a file) or "path:function" -> why it may exceed its budget.
 BUDGET_EXCEPTIONS = {
-    "sim/net/net.c": "to split (issue 35)",
-    "sim/net/net.c:fill": "to split (issue 35)",
     "sim/out/out_catalog.c": "to split (issue 35)",
     "sim/out/out_catalog.c:out_catalog_select": "to split (issue 35)",
     "sim/out/out_catalog.c:out_catalog_windows": "to split (issue 35)",
