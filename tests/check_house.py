@@ -67,7 +67,6 @@ BUDGET_EXCEPTIONS = {
     "models/mdl_prof.c:mdl_prof_read_string": "to split (issue 35)",
     "models/mdl_spec.c": "to split (issue 35)",
     "models/mdl_spec.c:mdl_llm_check": "to split (issue 35)",
-    "traces/tr_reuse.c:tr_reuse_write_h5": "to split (issue 35)",
     "gpu_validation/gv_replay.c:gv_replay_build": "to split (issue 35)",
     "gpu_validation/kvreplay/cuda.cu:cuda_compute": "to split (issue 35)",
     "gpu_validation/kvreplay/main.c:parse_opts": "to split (issue 35)",
