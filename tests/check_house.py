@@ -48,12 +48,6 @@ FILE_BUDGET = 1000
 FUNC_BUDGET = 100
 # "path" (a file) or "path:function" -> why it may exceed its budget.
 BUDGET_EXCEPTIONS = {
-    "sim/net/net.c": "to split (issue 35)",
-    "sim/net/net.c:fill": "to split (issue 35)",
-    "sim/out/out_catalog.c": "to split (issue 35)",
-    "sim/out/out_catalog.c:out_catalog_select": "to split (issue 35)",
-    "sim/out/out_catalog.c:out_catalog_windows": "to split (issue 35)",
-    "sim/out/out_exec.c": "to split (issue 35)",
     "sim/cli/cal_cli.c:cmd_fit": "to split (issue 35)",
     "sim/cli/cal_cli.c:cmd_compute": "to split (issue 35)",
     "sim/cli/cli_run.c:cli_run_main": "to split (issue 35)",
@@ -73,7 +67,6 @@ BUDGET_EXCEPTIONS = {
     "models/mdl_prof.c:mdl_prof_read_string": "to split (issue 35)",
     "models/mdl_spec.c": "to split (issue 35)",
     "models/mdl_spec.c:mdl_llm_check": "to split (issue 35)",
-    "traces/tr_reuse.c:tr_reuse_write_h5": "to split (issue 35)",
     "gpu_validation/gv_replay.c:gv_replay_build": "to split (issue 35)",
     "gpu_validation/kvreplay/cuda.cu:cuda_compute": "to split (issue 35)",
     "gpu_validation/kvreplay/main.c:parse_opts": "to split (issue 35)",

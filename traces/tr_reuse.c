@@ -495,6 +495,98 @@ static herr_t h5_put(hid_t f, const char *name, int rank, hsize_t d0, hsize_t d1
 	return H5LTset_attribute_string(f, name, "unit", unit);
 }
 
+/* The root's attributes: source, assignment, sizes, instances, sample rate. */
+static herr_t h5_root(hid_t f, const tr_reuse_t *u, const char *source)
+{
+	double R = u->o.sample_rate;
+	uint32_t ni = u->o.n_instances;
+	long long meta[3] = {(long long)u->requests, (long long)u->prompt_blocks, u->block_tokens};
+	herr_t s = H5LTset_attribute_string(f, "/", "source", source);
+	if (s >= 0)
+		s = H5LTset_attribute_string(f, "/", "instance_assignment", "round-robin");
+	if (s >= 0)
+		s = H5LTset_attribute_long_long(f, "/", "requests", &meta[0], 1);
+	if (s >= 0)
+		s = H5LTset_attribute_long_long(f, "/", "prompt_blocks", &meta[1], 1);
+	if (s >= 0)
+		s = H5LTset_attribute_long_long(f, "/", "block_tokens", &meta[2], 1);
+	if (s >= 0)
+		s = H5LTset_attribute_uint(f, "/", "instances", &ni, 1);
+	if (s >= 0)
+		s = H5LTset_attribute_double(f, "/", "sample_rate", &R, 1);
+	return s;
+}
+
+/* Group /reuse_distance: the nd (distance, count) pairs and the totals. */
+static herr_t h5_reuse_distance(hid_t f, const tr_reuse_t *u, const uint64_t *dist,
+                                const uint64_t *cnt, size_t nd)
+{
+	double R = u->o.sample_rate;
+	long long cold = (long long)u->cluster.cold, acc = (long long)u->cluster.accesses;
+	herr_t s = h5_put(f, "/reuse_distance/distance", 1, nd ? nd : 0, 0, H5T_NATIVE_UINT64,
+	                  dist, "blocks");
+	if (s >= 0)
+		s = h5_put(f, "/reuse_distance/count", 1, nd, 0, H5T_NATIVE_UINT64, cnt,
+		           R < 1 ? "sampled prompt-block accesses" : "prompt-block accesses");
+	if (s >= 0)
+		s = H5LTset_attribute_long_long(f, "/reuse_distance", "cold_misses", &cold, 1);
+	if (s >= 0)
+		s = H5LTset_attribute_long_long(f, "/reuse_distance", "accesses", &acc, 1);
+	return s;
+}
+
+/* Group /mrc: the n capacities and the hit rates at each (cluster, all
+ * instances, each instance), and the unbounded ones. */
+static herr_t h5_mrc(hid_t f, const tr_reuse_t *u, const uint64_t *caps, size_t n,
+                     const double *cl, const double *ia, const double *each)
+{
+	double R = u->o.sample_rate;
+	uint32_t ni = u->o.n_instances;
+	double unb[2] = {tr_reuse_hit_rate(&u->cluster, R, UINT64_MAX),
+	                 tr_reuse_hit_rate(&u->inst_all, R, UINT64_MAX)};
+	herr_t s = h5_put(f, "/mrc/capacity", 1, n, 0, H5T_NATIVE_UINT64, caps, "blocks");
+	if (s >= 0)
+		s = h5_put(f, "/mrc/cluster_hit_rate", 1, n, 0, H5T_NATIVE_DOUBLE, cl, "1");
+	if (s >= 0)
+		s = h5_put(f, "/mrc/instance_hit_rate", 1, n, 0, H5T_NATIVE_DOUBLE, ia, "1");
+	if (s >= 0)
+		s = h5_put(f, "/mrc/instance_hit_rate_each", 2, ni, n, H5T_NATIVE_DOUBLE, each,
+		           "1");
+	if (s >= 0)
+		s = H5LTset_attribute_double(f, "/mrc", "cluster_hit_rate_unbounded", &unb[0], 1);
+	if (s >= 0)
+		s = H5LTset_attribute_double(f, "/mrc", "instance_hit_rate_unbounded", &unb[1], 1);
+	return s;
+}
+
+/* Groups /hot_prefix (depths, k and shares) and /session (think times). */
+static herr_t h5_hot_session(hid_t f, const tr_reuse_t *u)
+{
+	uint64_t hot_d[TR_REUSE_DEPTHS], hot_k[TR_REUSE_DEPTHS];
+	for (int i = 0; i < TR_REUSE_DEPTHS; i++)
+		hot_d[i] = u->depth[i], hot_k[i] = u->top_k[i];
+	long long gaps = (long long)u->gaps;
+	herr_t s = h5_put(f, "/hot_prefix/depth", 1, TR_REUSE_DEPTHS, 0, H5T_NATIVE_UINT64, hot_d,
+	                  "blocks");
+	if (s >= 0)
+		s = h5_put(f, "/hot_prefix/top_k", 1, TR_REUSE_DEPTHS, 0, H5T_NATIVE_UINT64, hot_k,
+		           "prefixes");
+	if (s >= 0)
+		s = h5_put(f, "/hot_prefix/share", 2, TR_REUSE_DEPTHS, TR_REUSE_DEPTHS,
+		           H5T_NATIVE_DOUBLE, u->hot, "1");
+	if (s >= 0)
+		s = h5_put(f, "/session/gap_edges", 1, TR_REUSE_GAP_BINS + 1, 0, H5T_NATIVE_DOUBLE,
+		           u->gap_edges_s, "s");
+	if (s >= 0)
+		s = h5_put(f, "/session/gap_count", 1, TR_REUSE_GAP_BINS, 0, H5T_NATIVE_UINT64,
+		           u->gap_count, "requests");
+	if (s >= 0)
+		s = H5LTset_attribute_long_long(f, "/session", "gaps", &gaps, 1);
+	if (s >= 0)
+		s = H5LTset_attribute_double(f, "/session", "median_gap_s", &u->gap_median_s, 1);
+	return s;
+}
+
 int tr_reuse_write_h5(const tr_reuse_t *u, const char *source, const char *path, err_t *e)
 {
 	double R = u->o.sample_rate;
@@ -536,70 +628,14 @@ int tr_reuse_write_h5(const tr_reuse_t *u, const char *source, const char *path,
 		hid_t id = H5Gcreate2(f, groups[g], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 		s = id < 0 ? -1 : H5Gclose(id);
 	}
-	long long meta[3] = {(long long)u->requests, (long long)u->prompt_blocks, u->block_tokens};
-	double unb[2] = {tr_reuse_hit_rate(h, R, UINT64_MAX),
-	                 tr_reuse_hit_rate(&u->inst_all, R, UINT64_MAX)};
-	uint64_t hot_d[TR_REUSE_DEPTHS], hot_k[TR_REUSE_DEPTHS];
-	for (int i = 0; i < TR_REUSE_DEPTHS; i++)
-		hot_d[i] = u->depth[i], hot_k[i] = u->top_k[i];
-	long long cold = (long long)h->cold, acc = (long long)h->accesses,
-		  gaps = (long long)u->gaps;
 	if (s >= 0)
-		s = H5LTset_attribute_string(f, "/", "source", source);
+		s = h5_root(f, u, source);
 	if (s >= 0)
-		s = H5LTset_attribute_string(f, "/", "instance_assignment", "round-robin");
+		s = h5_reuse_distance(f, u, dist, cnt, nd);
 	if (s >= 0)
-		s = H5LTset_attribute_long_long(f, "/", "requests", &meta[0], 1);
+		s = h5_mrc(f, u, caps, n, cl, ia, each);
 	if (s >= 0)
-		s = H5LTset_attribute_long_long(f, "/", "prompt_blocks", &meta[1], 1);
-	if (s >= 0)
-		s = H5LTset_attribute_long_long(f, "/", "block_tokens", &meta[2], 1);
-	if (s >= 0)
-		s = H5LTset_attribute_uint(f, "/", "instances", &ni, 1);
-	if (s >= 0)
-		s = H5LTset_attribute_double(f, "/", "sample_rate", &R, 1);
-	if (s >= 0)
-		s = h5_put(f, "/reuse_distance/distance", 1, nd ? nd : 0, 0, H5T_NATIVE_UINT64,
-		           dist, "blocks");
-	if (s >= 0)
-		s = h5_put(f, "/reuse_distance/count", 1, nd, 0, H5T_NATIVE_UINT64, cnt,
-		           R < 1 ? "sampled prompt-block accesses" : "prompt-block accesses");
-	if (s >= 0)
-		s = H5LTset_attribute_long_long(f, "/reuse_distance", "cold_misses", &cold, 1);
-	if (s >= 0)
-		s = H5LTset_attribute_long_long(f, "/reuse_distance", "accesses", &acc, 1);
-	if (s >= 0)
-		s = h5_put(f, "/mrc/capacity", 1, n, 0, H5T_NATIVE_UINT64, caps, "blocks");
-	if (s >= 0)
-		s = h5_put(f, "/mrc/cluster_hit_rate", 1, n, 0, H5T_NATIVE_DOUBLE, cl, "1");
-	if (s >= 0)
-		s = h5_put(f, "/mrc/instance_hit_rate", 1, n, 0, H5T_NATIVE_DOUBLE, ia, "1");
-	if (s >= 0)
-		s = h5_put(f, "/mrc/instance_hit_rate_each", 2, ni, n, H5T_NATIVE_DOUBLE, each,
-		           "1");
-	if (s >= 0)
-		s = H5LTset_attribute_double(f, "/mrc", "cluster_hit_rate_unbounded", &unb[0], 1);
-	if (s >= 0)
-		s = H5LTset_attribute_double(f, "/mrc", "instance_hit_rate_unbounded", &unb[1], 1);
-	if (s >= 0)
-		s = h5_put(f, "/hot_prefix/depth", 1, TR_REUSE_DEPTHS, 0, H5T_NATIVE_UINT64, hot_d,
-		           "blocks");
-	if (s >= 0)
-		s = h5_put(f, "/hot_prefix/top_k", 1, TR_REUSE_DEPTHS, 0, H5T_NATIVE_UINT64, hot_k,
-		           "prefixes");
-	if (s >= 0)
-		s = h5_put(f, "/hot_prefix/share", 2, TR_REUSE_DEPTHS, TR_REUSE_DEPTHS,
-		           H5T_NATIVE_DOUBLE, u->hot, "1");
-	if (s >= 0)
-		s = h5_put(f, "/session/gap_edges", 1, TR_REUSE_GAP_BINS + 1, 0, H5T_NATIVE_DOUBLE,
-		           u->gap_edges_s, "s");
-	if (s >= 0)
-		s = h5_put(f, "/session/gap_count", 1, TR_REUSE_GAP_BINS, 0, H5T_NATIVE_UINT64,
-		           u->gap_count, "requests");
-	if (s >= 0)
-		s = H5LTset_attribute_long_long(f, "/session", "gaps", &gaps, 1);
-	if (s >= 0)
-		s = H5LTset_attribute_double(f, "/session", "median_gap_s", &u->gap_median_s, 1);
+		s = h5_hot_session(f, u);
 	if (H5Fclose(f) < 0 || s < 0)
 		rc = err_set(e, KS_EIO, "%s: cannot write HDF5 file", path);
 out:
