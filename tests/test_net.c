@@ -1,4 +1,4 @@
-/* Tests of sim/net/net.c: hand-computed max-min cases exact to the documented
+/* Tests of sim/net (net.c, net_solve.c): hand-computed max-min cases exact to the documented
  * rounding rule, class priority and background scheduling, and a property
  * test of the incremental solver against an independent from-scratch one. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Tests of the incremental max-min solver in sim/net/net.c against the full
+/* Tests of the incremental max-min solver in sim/net/net_solve.c against the full
  * re-solve it replaces (net_set_solver): random flow starts, cancels and
  * finishes on random topologies driven through both, every rate, remaining
  * size, finish estimate, link figure and finish time compared exactly; and

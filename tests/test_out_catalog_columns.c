@@ -1,4 +1,4 @@
-/* The catalog's columns added in one batch (sim/out/out_catalog.c: many new
+/* The catalog's columns added in one batch (sim/out/out_catalog_write.c: many new
  * metrics rebuild table runs at once, one is an ALTER TABLE): the table is
  * what adding them one by one gives (declarations, constraints, order), the
  * rows already there keep their values and their order, the columns table
