@@ -65,7 +65,6 @@ BUDGET_EXCEPTIONS = {
     "sim/run/sim_copy.c": "to split (issue 35)",
     "sim/run/sim_core.c": "to split (issue 35)",
     "sim/run/sim_core.c:setup": "to split (issue 35)",
-    "sim/cluster/cluster.c": "to split (issue 35)",
     "models/mdl_cfit.c:mdl_prof_fit": "to split (issue 35)",
     "models/mdl_cost.c": "to split (issue 35)",
     "models/mdl_hf.c:quant_read": "to split (issue 35)",
