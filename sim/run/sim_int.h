@@ -1,7 +1,11 @@
-/* sim_int — the state of one run, shared by sim_core.c (requests, policies,
- * sampling) and sim_copy.c (KV movement over the network). Internal to sim/.
- * Times ns, sizes bytes. Everything here is owned by the sim_ctx_t and freed
- * with it at the end of sim_run_source.
+/* sim_int — the state of one run, shared by the pieces of the run: setup,
+ * hooks and end (sim_core.c), the policies' view (sim_view.c), arrivals
+ * (sim_arrival.c), periodic events (sim_sample.c), the trace observer
+ * (sim_observer.c), the memory limit (sim_rss.c), and KV movement over the
+ * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_begin.c,
+ * sim_copy_land.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
+ * sim/run; not an API. Times ns, sizes bytes. Everything here is owned by the
+ * sim_ctx_t and freed with it at the end of sim_run_source.
  */
 #ifndef KVSIM_SIM_INT_H
 #define KVSIM_SIM_INT_H
@@ -19,20 +23,34 @@
 #include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
 
-/* The run's own event types, handed out by the engine (sim_core.c, sim_copy.c
- * register them; the cluster and the network take theirs). */
+/* The run's own event types, handed out by the engine (sim_core.c setup and
+ * sim_copy.c sim_net_init register them; the cluster and the network take
+ * theirs). */
 typedef struct sim_ev_types {
 	uint32_t arrival, peek, tick, sample;
 	uint32_t src_retry; /* ask a closed-loop source again (sim.h SIM_SRC_WAIT) */
 	uint32_t kick;      /* cluster_kick(target) */
-	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy.c) */
-	uint32_t lone_copy; /* a copy timed alone on its path lands (sim_copy.c) */
+	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy_defer.c) */
+	uint32_t lone_copy; /* a copy timed alone on its path lands (sim_copy_land.c) */
 } sim_ev_types_t;
 
 /* How a copy's time is paid: flows on shared links (network.contention =
  * maxmin), a timer as if alone on its path (contention = none), or a job on
  * the target's compute (network.copy_charge = target_compute). */
 enum { COPY_FLOWS = 0, COPY_TIMER = 1, COPY_JOB = 2 };
+
+/* sim_copy_begin's answer when every block is already at the destination */
+#define COPY_NOTHING 2
+
+/* Job ids of source-side reads (their end needs no action). */
+#define SOURCE_JOB (1ULL << 63)
+
+typedef struct copy_costs {
+	int64_t overhead_ns;   /* startup added to the path latency */
+	double rate_cap;       /* bytes/s per shard, 0 = none */
+	int64_t source_job_ns; /* compute the source spends reading, 0 = none */
+	int64_t alone_ns;      /* one shard alone on its path, whole copy */
+} copy_costs_t;
 
 /* Costs a transfer engine adds to a copy between instances over the NIC
  * ([kvcache] transfer_engine; figures and sources in sim_copy.c). */
@@ -93,7 +111,7 @@ typedef struct hook {
 	uint32_t inst;
 } hook_t;
 
-/* The last queue-delay estimate of an instance (sim_core.c v_inst). */
+/* The last queue-delay estimate of an instance (sim_view.c v_inst). */
 typedef struct qdelay {
 	uint64_t tokens; /* queued prompt tokens it was computed for */
 	int64_t ns;
@@ -232,9 +250,10 @@ static inline uint32_t sim_inst_gpu0(const sim_ctx_t *s, uint32_t i)
 
 /* inst's sampled values (queue, batch, KV used and speculative) may change
  * in the current event: the trace observer samples it after the event, the
- * next timeline tick (sim_core.c
+ * next timeline tick (sim_sample.c
  * sample_changed). A host tier (inst < 0) has no timeline series. Inline:
- * sim_copy.c calls it, and sim_core.c calls sim_copy.c. */
+ * the copies call it, and the files that call the copies would otherwise be
+ * called back (no call loops between files). */
 static inline void sim_touch(sim_ctx_t *s, int32_t inst)
 {
 	if (inst < 0)
@@ -249,16 +268,41 @@ static inline void sim_touch(sim_ctx_t *s, int32_t inst)
 	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
 }
 
-/* sim_copy.c */
-/* How background flows are scheduled: the transfer policy's mode (pm,
- * pparam from its mode hook) when it is not immediate, else [network]
- * bg_schedule. An idle window without a threshold of its own (pparam 0, the
- * built-in idle_window) takes [network] idle_threshold. */
-void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
-		     net_bg_mode_t *mode, double *param);
-/* Builds the network, the copy rules and host tiers from p ([network] and
- * [kvcache]); the transfer policy is open (it may set the background mode). */
-int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
+/* sim_view.c: the policies' view and the routers' (p: the cluster's
+ * parameters) */
+void sim_view_init(sim_ctx_t *s, const cluster_params_t *p);
+/* policy.routing.view = routed (and no router replicas keep their own):
+ * the routers match their own tree. 0 or KS_ENOMEM. */
+int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e);
+/* The actions policies take (pol_actions_t): copies, cancels, announcements. */
+void sim_view_actions(sim_ctx_t *s);
+
+/* sim_arrival.c: the source read ahead, arrivals, a request's life */
+/* Reads the next request of the source into the read-ahead ring and
+ * schedules its arrival (and peek). */
+int sim_arrival_read(sim_ctx_t *s);
+int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+int sim_on_src_retry(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+void sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r);
+int sim_on_result(void *ctx, const res_request_t *row);
+
+/* sim_sample.c: the policies' tick and the timeline */
+int sim_on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+int sim_on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+int sim_tl_alloc(sim_ctx_t *s);
+
+/* sim_observer.c: the trace observer (s->trace set) */
+int sim_observer_begin(sim_ctx_t *s);
+void sim_observer_busy(void *ctx, const sim_inst_t *in, int64_t t0, int64_t t1, uint32_t n);
+int sim_observer_flush(sim_ctx_t *s);
+int sim_observer_end(sim_ctx_t *s);
+
+/* sim_rss.c: [experiment] max_rss_gb */
+/* Sets s's limit (bytes) from max_rss_gb (0: half of the memory available). */
+void sim_rss_limit_set(sim_ctx_t *s, double gb);
+/* The peak resident memory since sim_rss_peak_reset (or the current one). */
+uint64_t sim_rss_peak_bytes(void);
 /* [experiment] max_rss_gb (max_rss_gb; 0: half of the memory available)
  * outside a run's own steps: KS_ERUNTIME naming what (the step just done)
  * and fix when resident memory has passed it, else 0. */
@@ -273,6 +317,17 @@ int sim_rss_room(sim_ctx_t *s, const char *what, uint64_t need, const char *fix)
  * included; -1 where the kernel cannot (the checks then read the current
  * size). */
 int sim_rss_peak_reset(void);
+
+/* sim_copy.c: the network, copies asked for, their summary */
+/* How background flows are scheduled: the transfer policy's mode (pm,
+ * pparam from its mode hook) when it is not immediate, else [network]
+ * bg_schedule. An idle window without a threshold of its own (pparam 0, the
+ * built-in idle_window) takes [network] idle_threshold. */
+void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
+		     net_bg_mode_t *mode, double *param);
+/* Builds the network, the copy rules and host tiers from p ([network] and
+ * [kvcache]); the transfer policy is open (it may set the background mode). */
+int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
 void sim_net_free(sim_ctx_t *s);
 /* Starts a copy of blocks[0..n) (those missing at dst) from src (an
  * instance, or -1-node for the host tier) to instance dst. Returns
@@ -283,7 +338,52 @@ void sim_net_free(sim_ctx_t *s);
  * last source block becomes READY (cancelled if one is dropped first). */
 int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
+/* End of run: replicas still resident count as unused; flows as records. */
+int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
+
+/* sim_copy_time.c: paths, costs and landing times */
+kv_store_t *sim_store_of(sim_ctx_t *s, int32_t where);
+uint32_t sim_node_of(const sim_ctx_t *s, int32_t where);
+uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
+int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
+		 uint32_t *links, int *kind);
+int sim_shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t *links,
+		   int *kind);
+copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
+			    uint32_t k);
+/* Copy time estimate of n blocks from src to dst at current link rates. */
+int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
+/* cluster_params_t.wait_inflight: waiting for the copies bringing r's
+ * blocks [first, ...) beats recomputing them. */
+int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
+
+/* sim_copy_begin.c: a copy started */
+kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
+		      int spec, int from_policy, sim_req_t *req);
+int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c);
+int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k);
+int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
+		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
+/* Starts the handoff flows of `bytes` of request KV (`blocks` blocks) from
+ * prefill instance src (TP tp_src) to decode instance dst (TP tp_dst):
+ * max(tp_src, tp_dst) flows, flow f from src GPU f*tp_src/n to dst GPU
+ * f*tp_dst/n, the bytes split evenly (the first bytes % n flows one byte
+ * more), on shared links whatever network.contention says, /transfers
+ * class XFER_HANDOFF. When the last flow ends, s->handoff_landed(s, tag). */
+int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
+		     uint64_t bytes, uint32_t blocks, uint32_t tag);
+
+/* sim_copy_land.c: a copy landed or cancelled */
+int sim_copy_flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec);
+int sim_copy_lone_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx);
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
+/* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
+int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
+
+/* sim_copy_defer.c: deferred copies */
+int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+		   int cls, int spec, sim_req_t *req, uint64_t *id);
 /* Store hook: a source block a deferred copy waits for became READY or was
  * dropped (ctx: the instance's hook_t). */
 void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
@@ -292,13 +392,8 @@ void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
 int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b);
 /* The defer event's handler: starts the flows of a deferred copy whose source is ready. */
 int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
-/* cluster_params_t.wait_inflight: waiting for the copies bringing r's
- * blocks [first, ...) beats recomputing them. */
-int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
-/* Copy time estimate of n blocks from src to dst at current link rates. */
-int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
-/* Fetch-or-recompute for a request just routed to dst (before enqueueing). */
-int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
+
+/* sim_evict.c: eviction hooks and speculative replicas */
 /* The eviction policy's priority of block b at an instance store (ctx: its
  * hook_t), the store's kv_prio_fn when the policy is not LRU. */
 double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now);
@@ -308,17 +403,10 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
  * moves to the next tier on (sim_tiers.h). */
 void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
-/* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
-int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
-/* Starts the handoff flows of `bytes` of request KV (`blocks` blocks) from
- * prefill instance src (TP tp_src) to decode instance dst (TP tp_dst):
- * max(tp_src, tp_dst) flows, flow f from src GPU f*tp_src/n to dst GPU
- * f*tp_dst/n, the bytes split evenly (the first bytes % n flows one byte
- * more), on shared links whatever network.contention says, /transfers
- * class XFER_HANDOFF. When the last flow ends, s->handoff_landed(s, tag). */
-int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
-		     uint64_t bytes, uint32_t blocks, uint32_t tag);
-/* End of run: replicas still resident count as unused; flows as records. */
-int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
+void sim_spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now);
+
+/* sim_fetch.c */
+/* Fetch-or-recompute for a request just routed to dst (before enqueueing). */
+int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst);
 
 #endif

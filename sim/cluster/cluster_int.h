@@ -1,0 +1,108 @@
+/* cluster_int — what the pieces of the cluster share: requests, their
+ * queue and rows (cluster_req.c); admission, preemption and batch building
+ * (cluster_admit.c); an iteration's launch and decode segments
+ * (cluster_seg.c); one file per scheduler (cluster_vllm.c,
+ * cluster_sglang.c, cluster_btb.c); an iteration's start and end
+ * (cluster_iter.c). Internal to sim/cluster; not an API. Units, ownership
+ * and errors as in cluster.h.
+ */
+#ifndef KVSIM_CLUSTER_INT_H
+#define KVSIM_CLUSTER_INT_H
+
+#include "sim/cluster/cluster.h"
+
+/* SGLang v0.4.9 constants: python/sglang/global_config.py
+ * (default_init_new_token_ratio 0.7, default_min_new_token_ratio_factor
+ * 0.14, default_new_token_ratio_decay_steps 600, retract_decode_steps 20) and
+ * schedule_policy.py (CLIP_MAX_NEW_TOKENS 4096). */
+#define SG_INIT_RATIO 0.7
+#define SG_MIN_RATIO_FACTOR 0.14
+#define SG_DECAY_STEPS 600.0
+#define SG_RETRACT_STEPS 20u
+#define SG_CLIP_NEW 4096u
+
+/* Scheduler.__init__: init = min(0.7 x schedule_conservativeness, 1),
+ * min = min(init x 0.14, 1), decay = (init - min) / 600 per decode step. */
+static inline double sg_init_ratio(const cluster_t *c)
+{
+	double r = SG_INIT_RATIO * c->p.conservativeness;
+	return r < 1 ? r : 1;
+}
+
+static inline double sg_min_ratio(const cluster_t *c)
+{
+	double r = sg_init_ratio(c) * SG_MIN_RATIO_FACTOR;
+	return r < 1 ? r : 1;
+}
+
+/* SCHED_SGLANG: one decode step's decay of new_token_ratio toward its floor. */
+static inline void sg_decay(cluster_t *c, sim_inst_t *in)
+{
+	double lo = sg_min_ratio(c);
+	double r = in->new_token_ratio - (sg_init_ratio(c) - lo) / SG_DECAY_STEPS;
+	in->new_token_ratio = r > lo ? r : lo;
+}
+
+/* SGLang's reserve for r's future output: min(max_new_tokens - output so
+ * far, CLIP_MAX_NEW_TOKENS) (schedule_policy.py); kvsim knows the output
+ * length and takes it as max_new_tokens. */
+static inline double sg_new_tokens(const sim_req_t *r)
+{
+	uint32_t left = r->out_len - r->generated;
+	return left < SG_CLIP_NEW ? left : SG_CLIP_NEW;
+}
+
+static inline uint32_t ceil_div(uint64_t a, uint64_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+/* What a running request adds to its instance's decode_tokens. */
+static inline uint64_t decode_share(const sim_req_t *r)
+{
+	return r->done_tok >= r->target ? (uint64_t)r->in_len + r->generated : 0;
+}
+
+/* cluster_req.c: the request pool, result rows, the waiting queue, tokens */
+void cl_req_destroy(sim_req_t *r);
+void cl_req_free(cluster_t *c, sim_req_t *r);
+sim_req_t *cl_req_get(cluster_t *c, uint32_t n_blocks);
+/* Hands q's row, with status REQ_*, to p.on_result. */
+int cl_record(cluster_t *c, const sim_req_t *q, int32_t status);
+void cl_wait_push_back(sim_inst_t *in, sim_req_t *r, int64_t now);
+void cl_wait_push_front(sim_inst_t *in, sim_req_t *r, int64_t now);
+void cl_wait_unlink(sim_inst_t *in, sim_req_t *prev, sim_req_t *r, int64_t now);
+int cl_emit_token(cluster_t *c, sim_req_t *r, int64_t now);
+
+/* cluster_admit.c: a request's KV on its instance, and the batch */
+void cl_release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r);
+int cl_ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ctx);
+void cl_admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m,
+		      uint32_t spec_hits, uint32_t target, int64_t now);
+uint32_t cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids,
+		       const uint32_t *slots, uint32_t m, int64_t now);
+void cl_run_remove(sim_inst_t *in, uint32_t k);
+sim_req_t *cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front);
+void cl_batch_add_prefill(sim_inst_t *in, sim_req_t *r, uint32_t chunk);
+uint32_t cl_batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget);
+void cl_batch_add_decode(sim_inst_t *in, sim_req_t *r);
+int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *resv);
+
+/* cluster_seg.c: launching the batch built, and decode segments */
+int cl_iter_launch(cluster_t *c, sim_inst_t *in);
+void cl_seg_flush(sim_inst_t *in);
+void cl_seg_sync(cluster_t *c, sim_inst_t *in, int64_t now, int incl);
+int cl_seg_cut(cluster_t *c, sim_inst_t *in);
+
+/* the schedulers: one step each, on an idle instance with an empty batch */
+int cl_iter_start_vllm(cluster_t *c, sim_inst_t *in);   /* cluster_vllm.c */
+int cl_iter_start_sglang(cluster_t *c, sim_inst_t *in); /* cluster_sglang.c */
+int cl_iter_start_btb(cluster_t *c, sim_inst_t *in);    /* cluster_btb.c */
+void cl_btb_admit_ready(cluster_t *c, sim_inst_t *in);
+void cl_btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now);
+
+/* cluster_iter.c: an iteration's start, and its end (the ev_iter event) */
+int cl_iter_start(cluster_t *c, sim_inst_t *in);
+int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+
+#endif

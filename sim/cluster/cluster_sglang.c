@@ -1,0 +1,109 @@
+/* cluster_sglang — SCHED_SGLANG, one step of SGLang's scheduler.
+ *
+ * SCHED_SGLANG follows SGLang v0.4.9 (python/sglang/srt/managers/):
+ * scheduler.py Scheduler.get_next_batch_to_run runs a prefill batch whenever
+ * get_new_batch_prefill makes one and a decode step only otherwise, with no
+ * decodes mixed into a prefill (enable_mixed_chunk off by default);
+ * schedule_policy.py PrefillAdder admits in FCFS order against the pool less
+ * a reserve for future output (add_one_req, _get_running_request_total_token_
+ * offset); scheduler.py update_running_batch decays new_token_ratio each
+ * decode step, and on decode out of memory schedule_batch.py
+ * ScheduleBatch.retract_decode retracts the requests with the fewest output
+ * tokens and resets the ratio. */
+#include "sim/cluster/cluster_int.h"
+
+#include "sim/base/err.h"
+
+/* SCHED_SGLANG: which running request ScheduleBatch.retract_decode takes
+ * first: the fewest output tokens, then the longest prompt, then the latest
+ * in the batch (its stable sort, popped from the end). */
+static uint32_t sg_retract_victim(const sim_inst_t *in)
+{
+	uint32_t v = 0;
+	for (uint32_t k = 1; k < in->n_run; k++) {
+		const sim_req_t *a = in->run[k], *b = in->run[v];
+		if (a->generated < b->generated ||
+		    (a->generated == b->generated && a->in_len >= b->in_len))
+			v = k;
+	}
+	return v;
+}
+
+/* SCHED_SGLANG decode step (Scheduler.update_running_batch): when the pool
+ * cannot give every running request its next token (check_decode_mem),
+ * retract requests until the rest have room for retract_decode_steps more
+ * tokens each, at least one and never the last, then set new_token_ratio to
+ * min(1, (output so far + 20 x running) / total output of the running);
+ * otherwise decay the ratio one step toward its floor. */
+static int iter_start_sglang_decode(cluster_t *c, sim_inst_t *in)
+{
+	uint32_t B = c->p.block_tokens;
+	uint64_t need = 0;
+	if (!in->n_run)
+		return 0; /* idle: get_next_batch_to_run makes no decode batch */
+	for (uint32_t k = 0; k < in->n_run; k++) {
+		const sim_req_t *r = in->run[k];
+		uint32_t want = ceil_div((uint64_t)r->in_len + r->generated, B);
+		uint32_t have = r->shared_hold + r->priv;
+		need += want > have ? want - have : 0;
+	}
+	if (kv_free_or_evictable(in->kv) < need) {
+		int first = 1;
+		while (in->n_run > 1 &&
+		       (first || (uint64_t)kv_free_or_evictable(in->kv) * B <
+				     (uint64_t)SG_RETRACT_STEPS * in->n_run)) {
+			first = 0;
+			cl_preempt_at(c, in, sg_retract_victim(in), 0);
+		}
+		double gen = 0, out = 0;
+		for (uint32_t k = 0; k < in->n_run; k++) {
+			gen += in->run[k]->generated;
+			out += in->run[k]->out_len;
+		}
+		double ratio = (gen + (double)SG_RETRACT_STEPS * in->n_run) / out;
+		in->new_token_ratio = ratio < 1 ? ratio : 1;
+		in->batch_full = 0;
+	} else {
+		sg_decay(c, in);
+	}
+	for (uint32_t k = 0; k < in->n_run;) {
+		sim_req_t *r = in->run[k];
+		if (cl_ensure_blocks(c, in, r, (uint64_t)r->in_len + r->generated) != KS_OK) {
+			/* blocks held by copies landing here: r waits for another turn */
+			cl_preempt_at(c, in, k, 0);
+			continue;
+		}
+		cl_batch_add_decode(in, r);
+		k++;
+	}
+	return cl_iter_launch(c, in);
+}
+
+/* SCHED_SGLANG: a prefill batch if one can be made (the unfinished chunked
+ * prefill first, then admissions against the pool less the output reserve:
+ * each decoding request's remaining output x new_token_ratio, in full for a
+ * request whose prefill this batch ends), else a decode step. After an
+ * admission fails for room, only the chunked prefill runs until the running
+ * batch shrinks (batch_is_full in get_new_batch_prefill). */
+int cl_iter_start_sglang(cluster_t *c, sim_inst_t *in)
+{
+	uint32_t budget = c->p.max_batched_tokens;
+	double resv = 0;
+	for (uint32_t k = 0; k < in->n_run; k++)
+		if (in->run[k]->done_tok >= in->run[k]->target)
+			resv += sg_new_tokens(in->run[k]) * in->new_token_ratio;
+	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
+		sim_req_t *r = in->run[k];
+		if (r->done_tok >= r->target)
+			continue;
+		uint32_t ch = cl_batch_add_chunk(c, in, r, &budget);
+		if (ch && r->done_tok + ch == r->target)
+			resv += sg_new_tokens(r);
+	}
+	if (!in->batch_full || in->batch.n_pre)
+		if (cl_admit_waiting(c, in, &budget, &resv))
+			in->batch_full = 1;
+	if (in->batch.n_pre)
+		return cl_iter_launch(c, in);
+	return iter_start_sglang_decode(c, in);
+}

@@ -1,0 +1,50 @@
+/* cluster_vllm — SCHED_VLLM, one step of vLLM v1's scheduler.
+ *
+ * SCHED_VLLM follows vLLM v1's scheduler (vllm/v1/core/sched/scheduler.py,
+ * Scheduler.schedule, v0.11.0): running requests first (decodes take one
+ * token, unfinished prefills take a chunk), then waiting requests in arrival
+ * order while the batch has room (max_num_seqs sequences, max_batched_tokens
+ * tokens). A decode that needs a new block when the pool is full preempts the
+ * most recently admitted request (self.running.pop()), which frees its blocks
+ * and later recomputes its context; a step that preempted admits no waiting
+ * request ("if not preempted_reqs:" before the waiting loop).
+ */
+#include "sim/cluster/cluster_int.h"
+
+#include "sim/base/err.h"
+
+/* Preempts the most recently admitted running request (vLLM). */
+static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
+{
+	return cl_preempt_at(c, in, in->n_run - 1, 1);
+}
+
+/* SCHED_VLLM: one step of vLLM v1's Scheduler.schedule. */
+int cl_iter_start_vllm(cluster_t *c, sim_inst_t *in)
+{
+	uint32_t budget = c->p.max_batched_tokens;
+	int preempted = 0;
+	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
+		sim_req_t *r = in->run[k];
+		if (r->done_tok < r->target) {
+			cl_batch_add_chunk(c, in, r, &budget);
+			continue;
+		}
+		uint64_t ctx = (uint64_t)r->in_len + r->generated;
+		int preempted_self = 0;
+		while (cl_ensure_blocks(c, in, r, ctx) != KS_OK) {
+			preempted = 1;
+			if (preempt_last(c, in) == r) {
+				preempted_self = 1;
+				break;
+			}
+		}
+		if (preempted_self)
+			break; /* r was the last running request */
+		cl_batch_add_decode(in, r);
+		budget--;
+	}
+	if (!preempted)
+		cl_admit_waiting(c, in, &budget, NULL);
+	return cl_iter_launch(c, in);
+}

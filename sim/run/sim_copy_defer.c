@@ -1,0 +1,141 @@
+/* sim_copy_defer — deferred copies (kvcache.copy_deferred).
+ *
+ * The causal analogue of copying from a source that is still computing: a
+ * copy asked for while some of its source blocks are COMPUTING reserves its
+ * blocks INFLIGHT at the destination at once (room taken, as a real
+ * pre-allocated receive buffer would be) and starts its flows the instant
+ * the last source block becomes READY (kv_watch). READY source blocks are
+ * pinned meanwhile; a dropped source block (preemption, or a release before
+ * it was computed) cancels the copy. */
+#include "sim/run/sim_int.h"
+
+#include <stdlib.h>
+
+#include "sim/base/vec.h"
+
+static int deferred_push(sim_ctx_t *s, uint32_t idx)
+{
+	if (VEC_GROW(s->deferred, s->cap_deferred, s->n_deferred + 1, 16))
+		return KS_ENOMEM;
+	s->deferred[s->n_deferred++] = idx;
+	return 0;
+}
+
+/* A copy whose source is still computing, accepted as deferred (see
+ * sim_copy_start): POL_COPY_OK with *id, POL_COPY_REFUSED, or < 0. */
+int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+		   int cls, int spec, sim_req_t *req, uint64_t *id)
+{
+	int64_t now = ev_engine_now(s->eng);
+	kv_store_t *from = s->cl.inst[src].kv, *to = s->cl.inst[dst].kv;
+	uint32_t k = 0, pending = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		if (kv_lookup(to, blocks[j]))
+			continue;
+		int st = kv_lookup(from, blocks[j]);
+		if (st != KV_READY && st != KV_COMPUTING)
+			return POL_COPY_REFUSED; /* absent, or itself still in flight */
+		pending += st == KV_COMPUTING;
+		k++;
+	}
+	if (!pending || kv_free_or_evictable(to) < k)
+		return POL_COPY_REFUSED;
+	uint64_t *mv = malloc(k * sizeof *mv);
+	if (!mv)
+		return KS_ENOMEM;
+	k = 0;
+	for (uint32_t j = 0; j < n; j++)
+		if (!kv_lookup(to, blocks[j]))
+			mv[k++] = blocks[j];
+	for (uint32_t j = 0; j < k; j++)
+		if (kv_pin(from, mv[j], now)) /* not READY: computing */
+			kv_watch(from, mv[j]);
+	for (uint32_t j = 0; j < k; j++)
+		if (kv_alloc(to, mv[j], kv_info(from, mv[j])->depth, KV_INFLIGHT, 0, spec, now)) {
+			for (uint32_t i = 0; i < k; i++) {
+				if (i < j)
+					kv_drop(to, mv[i]);
+				if (kv_lookup(from, mv[i]) == KV_READY)
+					kv_unref(from, mv[i], now);
+			}
+			free(mv);
+			return POL_COPY_REFUSED; /* watches left behind find no copy */
+		}
+	kcopy_t *c = sim_copy_holders_note(s, (int32_t)dst, mv, k)
+			     ? NULL
+			     : sim_copy_new(s, (int32_t)src, (int32_t)dst, mv, k, cls, spec, 1,
+					    req);
+	if (!c) {
+		free(mv);
+		return KS_ENOMEM;
+	}
+	c->deferred = 1;
+	c->pending = pending;
+	if (deferred_push(s, (uint32_t)(c->id - 1)))
+		return KS_ENOMEM;
+	s->spec.copies_deferred++;
+	*id = c->id;
+	return POL_COPY_OK;
+}
+
+static int copy_holds(const kcopy_t *c, uint64_t block)
+{
+	for (uint32_t j = 0; j < c->n; j++)
+		if (c->blocks[j] == block)
+			return 1;
+	return 0;
+}
+
+void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
+{
+	hook_t *h = ctx;
+	sim_ctx_t *s = h->s;
+	for (size_t i = 0; i < s->n_deferred;) {
+		kcopy_t *c = &s->copies[s->deferred[i]];
+		if (c->src != (int32_t)h->inst || !copy_holds(c, b->id)) {
+			i++;
+			continue;
+		}
+		if (event == KV_WATCH_DROP) {
+			/* its source will not exist: sim_copy_cancel forgets it at i */
+			int rc = sim_copy_cancel(s, c->id);
+			if (rc && !s->hook_err)
+				s->hook_err = rc;
+			continue;
+		}
+		kv_pin(s->cl.inst[h->inst].kv, b->id, ev_engine_now(s->eng));
+		if (--c->pending) {
+			i++;
+			continue;
+		}
+		/* the flows start from an event of their own at this same instant:
+		 * we are inside the source's scheduler */
+		sim_copy_deferred_forget(s, s->deferred[i]);
+		if (ev_engine_after(s->eng, 0, s->ev.defer, 0, c->id) == EV_NONE && !s->hook_err)
+			s->hook_err = KS_ENOMEM;
+	}
+}
+
+int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	sim_ctx_t *s = ctx;
+	if (s->hook_err)
+		return s->hook_err;
+	kcopy_t *c = &s->copies[ev->payload - 1];
+	if (!c->live || !c->deferred)
+		return 0; /* cancelled meanwhile */
+	c->deferred = 0;
+	s->spec.deferred_started++;
+	s->spec.deferral_s += (double)(ev_engine_now(eng) - c->requested) * 1e-9;
+	int rc = sim_copy_flows_start(s, c);
+	/* requests waiting at dst decide again, now from the flows' real rates */
+	return rc ? rc : cluster_kick(&s->cl, (uint32_t)c->dst);
+}
+
+int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b)
+{
+	if (b->state != KV_INFLIGHT || !b->tag || b->tag > s->n_copies)
+		return 0;
+	const kcopy_t *c = &s->copies[b->tag - 1];
+	return c->live && c->deferred;
+}

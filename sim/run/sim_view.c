@@ -1,0 +1,303 @@
+/* sim_view — the policies' view of the cluster (pol_view_t) and the
+ * routers' (what exists or is on its way, or their own tree when
+ * policy.routing.view = routed), and the actions the policies take on it
+ * (pol_actions_t): answered from the cluster, its stores and the copies. */
+#include "sim/run/sim_int.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "sim/run/sim_decisions.h"
+#include "sim/run/sim_disagg.h"
+#include "sim/run/sim_rview.h"
+
+static int64_t v_now(void *ctx)
+{
+	return ev_engine_now(((sim_ctx_t *)ctx)->eng);
+}
+
+/* Queued prompt tokens of inst at its prefill rate. The cost model is a
+ * pure function of the token count, so the last answer per instance is kept
+ * and reused while the count is unchanged: a router reading every instance
+ * then pays the roofline only where the queue changed since its last read. */
+static int64_t queue_delay_ns(sim_ctx_t *s, uint32_t i, uint64_t tokens)
+{
+	if (!tokens)
+		return 0;
+	qdelay_t *q = &s->qdelay[i];
+	if (q->tokens != tokens) {
+		q->tokens = tokens;
+		q->ns = mdl_prefill_time_ns(&s->comp, (uint32_t)(tokens < UINT32_MAX ? tokens
+										       : UINT32_MAX),
+					    0);
+	}
+	return q->ns;
+}
+
+/* O(1): every field is a counter the cluster and the store keep on change. */
+static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
+{
+	sim_ctx_t *s = ctx;
+	cluster_sync(&s->cl, i); /* decode_tokens as step mode has it now */
+	const sim_inst_t *in = &s->cl.inst[i];
+	memset(o, 0, sizeof *o);
+	o->node = sim_inst_node(s, i);
+	o->waiting = in->n_wait;
+	o->running = in->n_run;
+	o->prefill_tokens = in->prefill_tokens_queued;
+	o->decode_tokens = in->decode_tokens;
+	o->kv_cap_blocks = kv_capacity(in->kv);
+	o->kv_used_blocks = kv_used(in->kv);
+	o->kv_spec_blocks = kv_spec_blocks(in->kv);
+	o->queue_delay_ns = queue_delay_ns(s, i, in->prefill_tokens_queued);
+}
+
+static uint32_t v_match(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return kv_match(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+}
+
+/* What a view counts as held: KV that exists (the policies' view), KV that
+ * exists or is arriving by a copy (the routers' computed view), or the
+ * routers' own tree (routed). */
+enum { HELD_READY, HELD_VISIBLE, HELD_ROUTED };
+
+static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
+{
+	const kv_store_t *kv = s->cl.inst[i].kv;
+	switch (mode) {
+	case HELD_READY:
+		return kv_lookup(kv, id) == KV_READY;
+	case HELD_VISIBLE:
+		return kv_visible(kv, id);
+	default:
+		return pol_rview_has(s->rview, i, id);
+	}
+}
+
+/* Leading blocks each held on instance i or in its node's host tier (the
+ * host tier as the policies' view counts it, or as visible to routers). */
+static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *h = s->host ? s->host[sim_inst_node(s, i)] : NULL;
+	uint32_t k = 0;
+	while (k < n && (held(s, mode, i, b[k]) ||
+			 (h && (mode == HELD_READY ? kv_lookup(h, b[k]) == KV_READY
+						   : kv_visible(h, b[k])))))
+		k++;
+	return k;
+}
+
+static uint32_t v_match_computing(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *kv = ((sim_ctx_t *)ctx)->cl.inst[i].kv;
+	uint32_t k = 0;
+	for (int st; k < n && ((st = kv_lookup(kv, b[k])) == KV_READY || st == KV_COMPUTING);)
+		k++;
+	return k;
+}
+
+static uint32_t v_match_host(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_READY, i, b, n);
+}
+
+/* The routers' computed view shows KV that exists or is on its way: READY,
+ * or INFLIGHT for a copy whose flows run. A deferred copy's blocks are
+ * reserved INFLIGHT at its target while its source still computes them;
+ * they are shown only once the copy starts, as a COMPUTING block is only
+ * once its prefill ends (else a router piles requests on a target that
+ * will hold the prefix seconds later than the source). */
+static uint32_t rv_match_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const sim_ctx_t *s = ctx;
+	const kv_store_t *kv = s->cl.inst[i].kv;
+	if (!s->n_deferred)
+		return kv_match_visible(kv, b, n);
+	uint32_t k = 0;
+	for (const kv_block_info_t *x; k < n; k++)
+		if (!(x = kv_info(kv, b[k])) || x->state == KV_COMPUTING ||
+		    sim_copy_block_deferred(s, x))
+			break;
+	return k;
+}
+
+static uint32_t rv_match_host_computed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_VISIBLE, i, b, n);
+}
+
+/* The instances that may hold blocks[0] (the holders index): what both the
+ * policies' view and the routers' computed view can match at all. In
+ * KVSIM_CHECK builds every other instance is asked, and must match
+ * nothing (the index must agree with kv_match on every instance). */
+static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, uint32_t *count)
+{
+	sim_ctx_t *s = ctx;
+	const uint32_t *c = sim_holders_of(s->holders, b[0], count);
+#ifdef KVSIM_CHECK
+	for (uint32_t i = 0, j = 0; i < s->cl.p.n_instances; i++) {
+		if (j < *count && c[j] == i) {
+			j++;
+			continue;
+		}
+		/* decode instances are outside the index (sim_copy_holders_note) */
+		if (s->cl.inst[i].role != CL_ROLE_DECODE &&
+		    kv_match_visible(s->cl.inst[i].kv, b, n) && !s->hook_err)
+			s->hook_err = err_set(s->err, KS_ERUNTIME,
+					      "holders index: instance %u holds block %" PRIu64
+					      " but is not among its holders",
+					      i, b[0]);
+	}
+#else
+	(void)n;
+#endif
+	return c;
+}
+
+/* The least-loaded instances from the load index (sim_load.h). In
+ * KVSIM_CHECK builds the index is compared with every instance's
+ * cluster_load at each query. */
+static const uint32_t *v_least_loaded(void *ctx, uint32_t *count, uint64_t *min_load,
+				      uint64_t *max_load)
+{
+	sim_ctx_t *s = ctx;
+	const uint32_t *c = sim_load_least(s->load, count, min_load, max_load);
+#ifdef KVSIM_CHECK
+	int bad = sim_load_check(s->load);
+	for (uint32_t i = 0; !bad && i < s->cl.p.n_instances; i++)
+		if (sim_load_of(s->load, i) != cluster_load(&s->cl, i))
+			bad = 10;
+	if (bad && !s->hook_err)
+		s->hook_err = err_set(s->err, KS_ERUNTIME,
+				      "load index: inconsistent with the instances (check %d)", bad);
+#endif
+	return c;
+}
+
+static uint64_t v_held(void *ctx, uint32_t i)
+{
+	return kv_used(((sim_ctx_t *)ctx)->cl.inst[i].kv);
+}
+
+static uint64_t rv_held_routed(void *ctx, uint32_t i)
+{
+	return pol_rview_size(((sim_ctx_t *)ctx)->rview, i);
+}
+
+static uint32_t rv_match_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return pol_rview_match(((sim_ctx_t *)ctx)->rview, i, b, n);
+}
+
+static uint32_t rv_match_host_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	return match_host(ctx, HELD_ROUTED, i, b, n);
+}
+
+/* The same model on every instance, fixed for the run: a pure function of
+ * (n, cached), asked for the same pairs on every instance a request matches
+ * alike (pol_view_ttft_ns asks each instance for its own prefix and for the
+ * best one), so the last two answers are kept. */
+static int64_t v_prefill(void *ctx, uint32_t i, uint64_t n, uint64_t cached)
+{
+	(void)i;
+	sim_ctx_t *s = ctx;
+	for (unsigned k = 0; k < 2; k++)
+		if (s->prefill_memo[k].valid && s->prefill_memo[k].n == n &&
+		    s->prefill_memo[k].cached == cached)
+			return s->prefill_memo[k].ns;
+	unsigned k = s->prefill_next++ & 1;
+	s->prefill_memo[k].ns = mdl_prefill_time_ns(&s->comp, (uint32_t)n, (uint32_t)cached);
+	s->prefill_memo[k].n = n;
+	s->prefill_memo[k].cached = cached;
+	s->prefill_memo[k].valid = 1;
+	return s->prefill_memo[k].ns;
+}
+
+static int64_t v_xfer(void *ctx, uint32_t src, uint32_t dst, uint32_t n)
+{
+	return sim_copy_estimate(ctx, (int32_t)src, dst, n, NET_BG);
+}
+
+static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32_t dst,
+		  pol_class_t cls, uint64_t *id)
+{
+	sim_ctx_t *s = ctx;
+	/* the decode pool takes speculative pre-placement only (pol.h n_decode) */
+	uint32_t n_dst = s->view.n_inst + (cls == POL_BG ? s->view.n_decode : 0);
+	if (src >= s->view.n_inst || dst >= n_dst)
+		return POL_COPY_REFUSED;
+	/* background copies are speculative replicas; foreground ones are
+	 * fetches a policy makes for a request (kept, not speculative) */
+	int rc = sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
+				cls == POL_BG, 1, NULL, id);
+	if (rc >= 0 && s->dec &&
+	    sim_dec_copy(s->dec, b, n, src, dst, cls == POL_BG, rc, rc == POL_COPY_OK ? *id : 0,
+			 ev_engine_now(s->eng)))
+		return err_set(s->err, KS_ENOMEM, "out of memory");
+	return rc;
+}
+
+static int a_cancel(void *ctx, uint64_t id)
+{
+	return sim_copy_cancel(ctx, id);
+}
+
+static int a_mark_spec(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
+{
+	(void)ctx;
+	(void)inst;
+	(void)b;
+	(void)n;
+	return 0; /* every background copy already lands as a speculative replica */
+}
+
+static int a_announce(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
+{
+	sim_ctx_t *s = ctx;
+	if (inst >= s->view.n_inst)
+		return 0; /* routers see the prefill pool only */
+	int rc = s->rview ? pol_rview_insert(s->rview, inst, b, n) : 0;
+	return rc ? rc : s->rvw ? sim_rv_announce(s->rvw, inst, b, n) : 0;
+}
+
+void sim_view_init(sim_ctx_t *s, const cluster_params_t *p)
+{
+	s->view = (pol_view_t){s, p->n_instances, p->block_tokens, p->block_bytes,
+			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
+			       s->copy_deferred ? v_match_computing : NULL, v_candidates,
+			       v_least_loaded, 0};
+	s->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
+	s->view.n_decode = p->n_instances - s->view.n_inst;
+	/* the load index counts a request until its row; a prefill instance
+	 * hands it off before that, so disaggregated routers scan instead */
+	if (s->view.n_inst != p->n_instances)
+		s->view.least_loaded = NULL;
+	s->route_view = s->view;
+	s->route_view.match = rv_match_computed;
+	s->route_view.match_host = rv_match_host_computed;
+	if (!s->host[0]) { /* no host tier (every node's or none): the same matches */
+		s->view.match_host = s->view.match;
+		s->route_view.match_host = s->route_view.match;
+	}
+}
+
+int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e)
+{
+	if (pol_routing_view_routed(cfg) && !sim_rv_owns_view(s->rvw)) {
+		if (!(s->rview = pol_rview_new(p->n_instances,
+					       pol_routing_view_blocks(cfg, p->kv_blocks))))
+			return err_set(e, KS_ENOMEM, "out of memory");
+		s->route_view.match = rv_match_routed;
+		s->route_view.match_host = rv_match_host_routed;
+		s->route_view.held_blocks = rv_held_routed;
+		s->route_view.candidates = NULL; /* the tree is not the stores */
+	}
+	return 0;
+}
+
+void sim_view_actions(sim_ctx_t *s)
+{
+	s->act = (pol_actions_t){s, a_copy, a_cancel, a_mark_spec, &s->spec, a_announce};
+}
