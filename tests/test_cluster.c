@@ -1,4 +1,4 @@
-/* Validation of the cluster model (sim/cluster/cluster.c through sim_run_source):
+/* Validation of the cluster model (sim/cluster/ through sim_run_source):
  * queueing theory (M/G/1 against Pollaczek-Khinchine, Little's law),
  * conservation of requests and KV blocks, determinism, causality of shared
  * prefixes, preemption under KV pressure. */

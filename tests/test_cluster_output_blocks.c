@@ -1,4 +1,4 @@
-/* Output blocks become cache blocks (sim/cluster/cluster.c
+/* Output blocks become cache blocks (sim/cluster/cluster_iter.c
  * cache_full_blocks): once a block's KV is computed, whether prompt or
  * output, it is matchable under its chained id, so a session's next turn
  * hits its history, answers included; the block holding the last token,

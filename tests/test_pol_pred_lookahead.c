@@ -119,7 +119,7 @@ static void test_lookahead_merges_queued_requests_of_one_prefix(void **st)
 }
 
 /* An idle instance admits a request inside the call that routes it, before
- * the predictor observes it (sim_core.c): that request never waited. */
+ * the predictor observes it (sim_arrival.c): that request never waited. */
 static void test_lookahead_request_admitted_before_observed_is_not_queued(void **st)
 {
 	(void)st;

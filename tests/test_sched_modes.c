@@ -1,4 +1,4 @@
-/* The engines' schedulers (sim/cluster/cluster.c, [scheduler] mode = vllm |
+/* The engines' schedulers (sim/cluster/cluster_*.c, [scheduler] mode = vllm |
  * sglang), step by step: hand scenarios whose every batch is written out
  * below from the engines' rules, to the token. Each iteration costs 1 us, so
  * step k runs over [k-1, k) us. A batch is recorded as "P<new>@<ctx>" per

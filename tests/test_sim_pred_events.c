@@ -1,5 +1,5 @@
 /* The simulator tells an ABI 4 predictor each routed request's later life
- * (pol.h "request life"; sim/run/sim_core.c on_admit, on_result): STARTED
+ * (pol.h "request life"; sim/run/sim_arrival.c on_admit, on_result): STARTED
  * once, at its first admission (arrival + its result row's queue_ns), on the
  * instance it was routed to, and ENDED once, at its row, completed or not.
  * ROUTED once, at its arrival, with its prompt's blocks.

@@ -1,5 +1,5 @@
 /* Predictors are fed arrivals only when a replication policy reads their
- * forecasts (sim/run/sim_core.c on_arrival; pol.h: a timing with horizon_ns
+ * forecasts (sim/run/sim_arrival.c sim_on_arrival; pol.h: a timing with horizon_ns
  * 0 ignores forecasts): under replication = none the predictor sees no
  * arrival at all, under speculative (horizon 10 s) it sees every one. */
 #include <setjmp.h>

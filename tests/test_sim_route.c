@@ -1,4 +1,4 @@
-/* What routers see inside whole runs (sim/run/sim_core.c with policy.routing.view):
+/* What routers see inside whole runs (sim/run/sim_view.c with policy.routing.view):
  * the computed view shows a replica while its copy is still in flight but
  * not a prefix still being prefilled; the routed view shows what was routed
  * at once, so a burst sharing a prefix stays on one instance under

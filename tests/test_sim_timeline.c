@@ -1,4 +1,4 @@
-/* /timeline sampling (sim/run/sim_core.c on_sample, output.timeline): under
+/* /timeline sampling (sim/run/sim_sample.c, output.timeline): under
  * `changed` an instance gets a row only when its values differ from its last
  * row and a link only while it carries flows (one zero row when it stops),
  * and the rows read as step functions give back, at every tick, what the

@@ -42,8 +42,8 @@ typedef void (*sim_cost_run_fn)(void *ctx, const sim_batch_t *b, uint32_t steps,
 enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
 
 /* Scheduler rules ([scheduler] mode).
- * VLLM: vLLM v1's continuous batching (see cluster.c).
- * SGLANG: SGLang's scheduler (v0.4.9, see cluster.c): a step is either a
+ * VLLM: vLLM v1's continuous batching (see cluster_vllm.c).
+ * SGLANG: SGLang's scheduler (v0.4.9, see cluster_sglang.c): a step is either a
  *   prefill batch (the unfinished chunked prefill, then waiting requests in
  *   arrival order admitted against a reserve for future output scaled by
  *   new_token_ratio) or, when no prefill can run, a decode step of every

@@ -1,7 +1,8 @@
 /* forecast — how good a run's forecasts were: what the predictor said at
  * each tick against the arrivals that then came, and where speculative
- * replicas were against where requests went. The run feeds it (sim_core.c at
- * each tick and arrival, sim_copy.c from its replica accounting) and writes
+ * replicas were against where requests went. The run feeds it (sim_sample.c
+ * at each tick, sim_arrival.c at each arrival, sim_evict.c from its replica
+ * accounting) and writes
  * its forecast.* metrics into /summary (recorder.h lists them).
  *
  * Definitions (H: the horizon the replication policy asks for):

@@ -99,7 +99,7 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
 	uint64_t done = by_status[REQ_COMPLETED];
 	uint64_t rejected = by_status[REQ_REJECTED_TOO_LONG] + by_status[REQ_REJECTED_SLO] +
 	                    by_status[REQ_REJECTED_OVERLOAD];
-	/* offered: the trace's own failures are never routed (sim_core.c) */
+	/* offered: the trace's own failures are never routed (sim_arrival.c) */
 	uint64_t offered = res->n_req - by_status[REQ_FAILED_IN_TRACE];
 	double span_s = done && t1 > t0 ? (double)(t1 - t0) / 1e9 : NAN;
 	double n_off = offered ? (double)offered : NAN; /* a share of nothing is NaN */
