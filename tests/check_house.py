@@ -54,8 +54,6 @@ BUDGET_EXCEPTIONS = {
     "sim/out/out_catalog.c:out_catalog_select": "to split (issue 35)",
     "sim/out/out_catalog.c:out_catalog_windows": "to split (issue 35)",
     "sim/out/out_exec.c": "to split (issue 35)",
-    "sim/cli/cal_cli.c:cmd_fit": "to split (issue 35)",
-    "sim/cli/cal_cli.c:cmd_compute": "to split (issue 35)",
     "sim/cli/cli_run.c:cli_run_main": "to split (issue 35)",
     "sim/cli/cli_sweep.c:out_sweep_main": "to split (issue 35)",
     "sim/cli/cli_validate.c:cli_validate_main": "to split (issue 35)",
@@ -74,9 +72,6 @@ BUDGET_EXCEPTIONS = {
     "models/mdl_spec.c": "to split (issue 35)",
     "models/mdl_spec.c:mdl_llm_check": "to split (issue 35)",
     "traces/tr_reuse.c:tr_reuse_write_h5": "to split (issue 35)",
-    "gpu_validation/gv_replay.c:gv_replay_build": "to split (issue 35)",
-    "gpu_validation/kvreplay/cuda.cu:cuda_compute": "to split (issue 35)",
-    "gpu_validation/kvreplay/main.c:parse_opts": "to split (issue 35)",
 }
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
