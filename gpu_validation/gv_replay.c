@@ -102,6 +102,87 @@ static void count_sharing(gv_op_t *op, size_t n)
 	}
 }
 
+/* One transfer (devices sd, dd; -1 for host) as a copy to replay, all but
+ * its phase and its offset in it. */
+static void op_from_transfer(gv_op_t *op, const res_transfer_t *t, int sd, int dd, int groups,
+                             const gv_replay_opts_t *o)
+{
+	op->id = t->id;
+	op->src_dev = sd;
+	op->dst_dev = dd;
+	op->kind = sd < 0     ? GV_COPY_H2D
+	           : dd < 0   ? GV_COPY_D2H
+	           : sd == dd ? GV_COPY_D2D
+	                      : GV_COPY_P2P;
+	op->link = sd < 0     ? MDL_LINK_PCIE_H2D
+	           : dd < 0   ? MDL_LINK_PCIE_D2H
+	           : sd == dd ? MDL_LINK_LOCAL
+	                      : MDL_LINK_NVLINK;
+	op->bytes = t->bytes;
+	op->blocks = t->blocks ? t->blocks : 1;
+	if (op->blocks > op->bytes)
+		op->blocks = (uint32_t)op->bytes;
+	if (t->granular && o->slices > 1) {
+		uint64_t copies = (uint64_t)op->blocks * o->slices;
+		if (copies > op->bytes)
+			copies = op->bytes;
+		op->blocks = (uint32_t)(copies < UINT32_MAX ? copies : UINT32_MAX);
+	}
+	op->shape = t->granular && op->blocks > 1
+	                ? (o->batch ? MDL_SHAPE_BATCH : MDL_SHAPE_GRANULAR)
+	                : MDL_SHAPE_CONTIG;
+	op->planned_start_ns = t->start_ns;
+	op->planned_ns = t->end_ns > t->start_ns ? t->end_ns - t->start_ns : 1;
+	op->inner = 1;
+	if (groups && o->inner_bytes > op->bytes) {
+		uint64_t k = o->inner_bytes / op->bytes;
+		op->inner = (uint32_t)(k > 64 ? 64 : k);
+	}
+}
+
+/* What the backends allocate for op: the largest copy out of and into each
+ * device and the host, the devices used, the device pairs copying peer to
+ * peer. */
+static void note_buffers(gv_replay_t *r, const gv_op_t *op)
+{
+	int sd = op->src_dev, dd = op->dst_dev;
+	uint64_t *src = sd < 0 ? &r->host_src : &r->dev_src[sd];
+	uint64_t *dst = dd < 0 ? &r->host_dst : &r->dev_dst[dd];
+	if (op->bytes > *src)
+		*src = op->bytes;
+	if (op->bytes > *dst)
+		*dst = op->bytes;
+	if (sd > r->n_dev - 1)
+		r->n_dev = sd + 1;
+	if (dd > r->n_dev - 1)
+		r->n_dev = dd + 1;
+	if (op->kind == GV_COPY_P2P)
+		r->uses_p2p[sd][dd] = 1;
+}
+
+/* Sorts the ops by phase and offset, and gives each phase its first op,
+ * its streams and its sharing counts. */
+static void index_phases(gv_replay_t *r, int groups)
+{
+	qsort(r->op, r->n_op, sizeof *r->op, cmp_op);
+	size_t i = 0;
+	for (size_t p = 0; p < r->n_phase; p++) {
+		r->phase_first[p] = i;
+		size_t j = i;
+		while (j < r->n_op && r->op[j].phase == (int)p)
+			j++;
+		if (groups) /* every copy of a group starts at once: its own stream */
+			for (size_t k = i; k < j; k++)
+				r->op[k].planned_ns = INT64_MAX / 4;
+		int ns = assign_streams(&r->op[i], j - i);
+		count_sharing(&r->op[i], j - i);
+		if (ns > r->n_streams)
+			r->n_streams = ns;
+		i = j;
+	}
+	r->phase_first[r->n_phase] = r->n_op;
+}
+
 int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t *o, err_t *e)
 {
 	memset(r, 0, sizeof *r);
@@ -145,51 +226,10 @@ int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t 
 			last_start = t->start_ns;
 		}
 		gv_op_t *op = &r->op[r->n_op++];
-		op->id = t->id;
-		op->src_dev = sd;
-		op->dst_dev = dd;
-		op->kind = sd < 0     ? GV_COPY_H2D
-		           : dd < 0   ? GV_COPY_D2H
-		           : sd == dd ? GV_COPY_D2D
-		                      : GV_COPY_P2P;
-		op->link = sd < 0     ? MDL_LINK_PCIE_H2D
-		           : dd < 0   ? MDL_LINK_PCIE_D2H
-		           : sd == dd ? MDL_LINK_LOCAL
-		                      : MDL_LINK_NVLINK;
-		op->bytes = t->bytes;
-		op->blocks = t->blocks ? t->blocks : 1;
-		if (op->blocks > op->bytes)
-			op->blocks = (uint32_t)op->bytes;
-		if (t->granular && o->slices > 1) {
-			uint64_t copies = (uint64_t)op->blocks * o->slices;
-			if (copies > op->bytes)
-				copies = op->bytes;
-			op->blocks = (uint32_t)(copies < UINT32_MAX ? copies : UINT32_MAX);
-		}
-		op->shape = t->granular && op->blocks > 1
-		                ? (o->batch ? MDL_SHAPE_BATCH : MDL_SHAPE_GRANULAR)
-		                : MDL_SHAPE_CONTIG;
+		op_from_transfer(op, t, sd, dd, groups, o);
 		op->phase = phase;
 		op->offset_ns = t->start_ns - phase_t0;
-		op->planned_start_ns = t->start_ns;
-		op->planned_ns = t->end_ns > t->start_ns ? t->end_ns - t->start_ns : 1;
-		op->inner = 1;
-		if (groups && o->inner_bytes > op->bytes) {
-			uint64_t k = o->inner_bytes / op->bytes;
-			op->inner = (uint32_t)(k > 64 ? 64 : k);
-		}
-		uint64_t *src = sd < 0 ? &r->host_src : &r->dev_src[sd];
-		uint64_t *dst = dd < 0 ? &r->host_dst : &r->dev_dst[dd];
-		if (op->bytes > *src)
-			*src = op->bytes;
-		if (op->bytes > *dst)
-			*dst = op->bytes;
-		if (sd > r->n_dev - 1)
-			r->n_dev = sd + 1;
-		if (dd > r->n_dev - 1)
-			r->n_dev = dd + 1;
-		if (op->kind == GV_COPY_P2P)
-			r->uses_p2p[sd][dd] = 1;
+		note_buffers(r, op);
 	}
 	free(by);
 	free(seen);
@@ -198,23 +238,7 @@ int gv_replay_build(gv_replay_t *r, const gv_sched_t *s, const gv_replay_opts_t 
 		return err_set(e, KS_EINPUT, "the schedule has no device transfer to replay");
 	}
 	r->n_phase = (size_t)phase + 1;
-	qsort(r->op, r->n_op, sizeof *r->op, cmp_op);
-	size_t i = 0;
-	for (size_t p = 0; p < r->n_phase; p++) {
-		r->phase_first[p] = i;
-		size_t j = i;
-		while (j < r->n_op && r->op[j].phase == (int)p)
-			j++;
-		if (groups) /* every copy of a group starts at once: its own stream */
-			for (size_t k = i; k < j; k++)
-				r->op[k].planned_ns = INT64_MAX / 4;
-		int ns = assign_streams(&r->op[i], j - i);
-		count_sharing(&r->op[i], j - i);
-		if (ns > r->n_streams)
-			r->n_streams = ns;
-		i = j;
-	}
-	r->phase_first[r->n_phase] = r->n_op;
+	index_phases(r, groups);
 	return 0;
 }
 

@@ -48,13 +48,6 @@ FILE_BUDGET = 1000
 FUNC_BUDGET = 100
 # "path" (a file) or "path:function" -> why it may exceed its budget.
 BUDGET_EXCEPTIONS = {
-    "sim/cli/cal_cli.c:cmd_fit": "to split (issue 35)",
-    "sim/cli/cal_cli.c:cmd_compute": "to split (issue 35)",
-    "sim/cli/cli_run.c:cli_run_main": "to split (issue 35)",
-    "sim/cli/cli_sweep.c:out_sweep_main": "to split (issue 35)",
-    "sim/cli/cli_validate.c:cli_validate_main": "to split (issue 35)",
-    "sim/cli/mdl_cli.c:cmd_cost": "to split (issue 35)",
-    "sim/cli/net_cli.c:parse_line": "to split (issue 35)",
     "sim/base/cfg.c": "to split (issue 35)",
     "models/mdl_cfit.c:mdl_prof_fit": "to split (issue 35)",
     "models/mdl_cost.c": "to split (issue 35)",
@@ -63,9 +56,6 @@ BUDGET_EXCEPTIONS = {
     "models/mdl_prof.c:mdl_prof_read_string": "to split (issue 35)",
     "models/mdl_spec.c": "to split (issue 35)",
     "models/mdl_spec.c:mdl_llm_check": "to split (issue 35)",
-    "gpu_validation/gv_replay.c:gv_replay_build": "to split (issue 35)",
-    "gpu_validation/kvreplay/cuda.cu:cuda_compute": "to split (issue 35)",
-    "gpu_validation/kvreplay/main.c:parse_opts": "to split (issue 35)",
 }
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -379,20 +379,29 @@ static const char *cublas_name(cublasStatus_t st)
 		}                                                                                  \
 	} while (0)
 
-static int cuda_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_t *e)
+/* What the rows need allocated: the largest weight, input and output matrix
+ * of their GEMMs (elements) and their largest read (bytes). */
+static void compute_sizes(const gv_compute_t *rows, size_t n, size_t *wmax, size_t *xmax,
+                          size_t *cmax, size_t *rmax)
 {
-	size_t wmax = 0, xmax = 0, cmax = 0, rmax = 0;
+	*wmax = *xmax = *cmax = *rmax = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(rows[i].op, "read")) {
-			rmax = (size_t)rows[i].m > rmax ? (size_t)rows[i].m : rmax;
+			*rmax = (size_t)rows[i].m > *rmax ? (size_t)rows[i].m : *rmax;
 			continue;
 		}
 		size_t w = (size_t)(rows[i].n * rows[i].k), x = (size_t)(rows[i].k * rows[i].m),
 		       c = (size_t)(rows[i].n * rows[i].m);
-		wmax = w > wmax ? w : wmax;
-		xmax = x > xmax ? x : xmax;
-		cmax = c > cmax ? c : cmax;
+		*wmax = w > *wmax ? w : *wmax;
+		*xmax = x > *xmax ? x : *xmax;
+		*cmax = c > *cmax ? c : *cmax;
 	}
+}
+
+static int cuda_compute(gv_compute_t *rows, size_t n, int warmup, int reps, err_t *e)
+{
+	size_t wmax, xmax, cmax, rmax;
+	compute_sizes(rows, n, &wmax, &xmax, &cmax, &rmax);
 	cublasHandle_t h = NULL;
 	cudaStream_t st = NULL;
 	cudaEvent_t a = NULL, b = NULL;

@@ -23,6 +23,7 @@
 #include "gpu_validation/kvreplay/kvr_backend.h"
 #include "models/mdl.h"
 #include "models/mdl_xfer.h"
+#include "sim/base/size.h"
 
 typedef struct opts {
 	const char *schedule, *out, *backend, *cuda_so;
@@ -75,174 +76,147 @@ static void usage(FILE *f)
 	    "Exit status: 0 ok, 1 failure, 2 usage error, 77 skipped (no usable GPU).\n");
 }
 
-static int parse_u64(const char *s, uint64_t *out)
+/* Long options without a short form. */
+enum {
+	O_BACKEND = 256,
+	O_SO,
+	O_DEV,
+	O_GROUPS,
+	O_NOGROUPS,
+	O_BATCH,
+	O_REPS,
+	O_WARM,
+	O_INNER,
+	O_COMPUTE,
+	O_HIDDEN,
+	O_FFN,
+	O_HEADS,
+	O_KVH,
+	O_HD,
+	O_TOK,
+	O_READ,
+	O_PF,
+	O_PB,
+	O_LIMIT,
+	O_SPAN,
+	O_MODEL,
+	O_GPU,
+	O_SLICES
+};
+
+static const struct option long_opts[] = {
+    {"out", 1, 0, 'o'},           {"backend", 1, 0, O_BACKEND},
+    {"cuda-so", 1, 0, O_SO},      {"devices", 1, 0, O_DEV},
+    {"groups", 0, 0, O_GROUPS},   {"no-groups", 0, 0, O_NOGROUPS},
+    {"batch", 0, 0, O_BATCH},     {"reps", 1, 0, O_REPS},
+    {"warmup", 1, 0, O_WARM},     {"inner-bytes", 1, 0, O_INNER},
+    {"compute", 0, 0, O_COMPUTE}, {"hidden", 1, 0, O_HIDDEN},
+    {"ffn", 1, 0, O_FFN},         {"heads", 1, 0, O_HEADS},
+    {"kv-heads", 1, 0, O_KVH},    {"head-dim", 1, 0, O_HD},
+    {"tokens", 1, 0, O_TOK},      {"read-bytes", 1, 0, O_READ},
+    {"peak-tflops", 1, 0, O_PF},  {"peak-gbs", 1, 0, O_PB},
+    {"limit", 1, 0, O_LIMIT},     {"span-s", 1, 0, O_SPAN},
+    {"model", 1, 0, O_MODEL},     {"gpu", 1, 0, O_GPU},
+    {"slices", 1, 0, O_SLICES},   {"quiet", 0, 0, 'q'},
+    {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
+
+/* Where each plain option lands: a string, a flag set to val, a number
+ * (atof), or a whole number (parsed below, range-checked unless u64). */
+enum { K_STR, K_SET, K_F64, K_U64, K_INT, K_I64 };
+static const struct {
+	int c, kind, val;
+	size_t off;
+} opt_dst[] = {
+    {'o', K_STR, 0, offsetof(opts_t, out)},
+    {O_MODEL, K_STR, 0, offsetof(opts_t, model)},
+    {O_GPU, K_STR, 0, offsetof(opts_t, gpu)},
+    {O_BACKEND, K_STR, 0, offsetof(opts_t, backend)},
+    {O_SO, K_STR, 0, offsetof(opts_t, cuda_so)},
+    {'q', K_SET, 1, offsetof(opts_t, quiet)},
+    {O_GROUPS, K_SET, 1, offsetof(opts_t, groups)},
+    {O_NOGROUPS, K_SET, 0, offsetof(opts_t, groups)},
+    {O_BATCH, K_SET, 1, offsetof(opts_t, batch)},
+    {O_COMPUTE, K_SET, 1, offsetof(opts_t, compute)},
+    {O_PF, K_F64, 0, offsetof(opts_t, peak_tflops)},
+    {O_PB, K_F64, 0, offsetof(opts_t, peak_gbs)},
+    {O_INNER, K_U64, 0, offsetof(opts_t, inner_bytes)},
+    {O_READ, K_U64, 0, offsetof(opts_t, read_bytes)},
+    {O_LIMIT, K_U64, 0, offsetof(opts_t, limit)},
+    {O_DEV, K_INT, 0, offsetof(opts_t, n_dev)},
+    {O_SLICES, K_INT, 0, offsetof(opts_t, slices)},
+    {O_REPS, K_INT, 0, offsetof(opts_t, reps)},
+    {O_WARM, K_INT, 0, offsetof(opts_t, warmup)},
+    {O_HIDDEN, K_I64, 0, offsetof(opts_t, hidden)},
+    {O_FFN, K_I64, 0, offsetof(opts_t, ffn)},
+    {O_HEADS, K_I64, 0, offsetof(opts_t, heads)},
+    {O_KVH, K_I64, 0, offsetof(opts_t, kv_heads)},
+    {O_HD, K_I64, 0, offsetof(opts_t, head_dim)},
+};
+
+/* --tokens LIST: 0, or 2 (usage error, said on stderr). */
+static int parse_tokens(opts_t *o, const char *arg)
 {
-	char *end;
-	double v = strtod(s, &end);
-	double mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M')
-		mul = 1048576, end++;
-	else if (*end == 'G')
-		mul = 1073741824.0, end++;
-	if (end == s || *end || !(v >= 0) || v * mul > 1.8e19)
-		return -1;
-	*out = (uint64_t)(v * mul);
+	char buf[256];
+	uint64_t v;
+	snprintf(buf, sizeof buf, "%s", arg);
+	o->n_tokens = 0;
+	for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+		if (o->n_tokens == 16 || size_parse(t, UINT64_MAX, &v) || !v || v > 1 << 20) {
+			fprintf(stderr, "kvreplay: --tokens: 1..16 counts in 1..1048576\n");
+			return 2;
+		}
+		o->tokens[o->n_tokens++] = (int64_t)v;
+	}
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, opts_t *o)
+/* Option c (getopt's return, '?' for one it does not know) with its value
+ * into o through opt_dst: 0, or 2 (usage error, said on stderr). */
+static int set_option(opts_t *o, int c, const char *arg)
 {
-	enum {
-		O_BACKEND = 256,
-		O_SO,
-		O_DEV,
-		O_GROUPS,
-		O_NOGROUPS,
-		O_BATCH,
-		O_REPS,
-		O_WARM,
-		O_INNER,
-		O_COMPUTE,
-		O_HIDDEN,
-		O_FFN,
-		O_HEADS,
-		O_KVH,
-		O_HD,
-		O_TOK,
-		O_READ,
-		O_PF,
-		O_PB,
-		O_LIMIT,
-		O_SPAN,
-		O_MODEL,
-		O_GPU,
-		O_SLICES
-	};
-	static const struct option lo[] = {
-	    {"out", 1, 0, 'o'},           {"backend", 1, 0, O_BACKEND},
-	    {"cuda-so", 1, 0, O_SO},      {"devices", 1, 0, O_DEV},
-	    {"groups", 0, 0, O_GROUPS},   {"no-groups", 0, 0, O_NOGROUPS},
-	    {"batch", 0, 0, O_BATCH},     {"reps", 1, 0, O_REPS},
-	    {"warmup", 1, 0, O_WARM},     {"inner-bytes", 1, 0, O_INNER},
-	    {"compute", 0, 0, O_COMPUTE}, {"hidden", 1, 0, O_HIDDEN},
-	    {"ffn", 1, 0, O_FFN},         {"heads", 1, 0, O_HEADS},
-	    {"kv-heads", 1, 0, O_KVH},    {"head-dim", 1, 0, O_HD},
-	    {"tokens", 1, 0, O_TOK},      {"read-bytes", 1, 0, O_READ},
-	    {"peak-tflops", 1, 0, O_PF},  {"peak-gbs", 1, 0, O_PB},
-	    {"limit", 1, 0, O_LIMIT},     {"span-s", 1, 0, O_SPAN},
-	    {"model", 1, 0, O_MODEL},     {"gpu", 1, 0, O_GPU},
-	    {"slices", 1, 0, O_SLICES},   {"quiet", 0, 0, 'q'},
-	    {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
-	*o = (opts_t){.out = "kvreplay.h5",
-	              .backend = "cuda",
-	              .groups = -1,
-	              .reps = 5,
-	              .warmup = 2,
-	              .inner_bytes = 1 << 20,
-	              .model = "Llama-3-8B"};
-	/* Where each plain option lands: a string, a flag set to val, a number
-	 * (atof), or a whole number (parsed below, range-checked unless u64). */
-	enum { K_STR, K_SET, K_F64, K_U64, K_INT, K_I64 };
-	static const struct {
-		int c, kind, val;
-		size_t off;
-	} dst[] = {
-	    {'o', K_STR, 0, offsetof(opts_t, out)},
-	    {O_MODEL, K_STR, 0, offsetof(opts_t, model)},
-	    {O_GPU, K_STR, 0, offsetof(opts_t, gpu)},
-	    {O_BACKEND, K_STR, 0, offsetof(opts_t, backend)},
-	    {O_SO, K_STR, 0, offsetof(opts_t, cuda_so)},
-	    {'q', K_SET, 1, offsetof(opts_t, quiet)},
-	    {O_GROUPS, K_SET, 1, offsetof(opts_t, groups)},
-	    {O_NOGROUPS, K_SET, 0, offsetof(opts_t, groups)},
-	    {O_BATCH, K_SET, 1, offsetof(opts_t, batch)},
-	    {O_COMPUTE, K_SET, 1, offsetof(opts_t, compute)},
-	    {O_PF, K_F64, 0, offsetof(opts_t, peak_tflops)},
-	    {O_PB, K_F64, 0, offsetof(opts_t, peak_gbs)},
-	    {O_INNER, K_U64, 0, offsetof(opts_t, inner_bytes)},
-	    {O_READ, K_U64, 0, offsetof(opts_t, read_bytes)},
-	    {O_LIMIT, K_U64, 0, offsetof(opts_t, limit)},
-	    {O_DEV, K_INT, 0, offsetof(opts_t, n_dev)},
-	    {O_SLICES, K_INT, 0, offsetof(opts_t, slices)},
-	    {O_REPS, K_INT, 0, offsetof(opts_t, reps)},
-	    {O_WARM, K_INT, 0, offsetof(opts_t, warmup)},
-	    {O_HIDDEN, K_I64, 0, offsetof(opts_t, hidden)},
-	    {O_FFN, K_I64, 0, offsetof(opts_t, ffn)},
-	    {O_HEADS, K_I64, 0, offsetof(opts_t, heads)},
-	    {O_KVH, K_I64, 0, offsetof(opts_t, kv_heads)},
-	    {O_HD, K_I64, 0, offsetof(opts_t, head_dim)},
-	};
-	optind = 1;
-	int c;
+	size_t i = 0, nd = sizeof opt_dst / sizeof opt_dst[0];
 	uint64_t v;
-	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
-		size_t i = 0, nd = sizeof dst / sizeof dst[0];
-		while (i < nd && dst[i].c != c)
-			i++;
-		char *p = i < nd ? (char *)o + dst[i].off : NULL;
-		int kind = i < nd ? dst[i].kind : -1;
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 1;
-		case O_SPAN:
-			o->span_s = atof(optarg);
-			if (!(o->span_s > 0)) {
-				fprintf(stderr,
-				        "kvreplay: --span-s: a positive number of seconds\n");
-				return 2;
-			}
-			break;
-		case O_TOK: {
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s", optarg);
-			o->n_tokens = 0;
-			for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t;
-			     t = strtok_r(NULL, ",", &sv)) {
-				if (o->n_tokens == 16 || parse_u64(t, &v) || !v || v > 1 << 20) {
-					fprintf(stderr,
-					        "kvreplay: --tokens: 1..16 counts in 1..1048576\n");
-					return 2;
-				}
-				o->tokens[o->n_tokens++] = (int64_t)v;
-			}
-			break;
-		}
-		default:
-			if (kind == K_STR) {
-				*(const char **)(void *)p = optarg;
-				break;
-			}
-			if (kind == K_SET) {
-				*(int *)(void *)p = dst[i].val;
-				break;
-			}
-			if (kind == K_F64) {
-				*(double *)(void *)p = atof(optarg);
-				break;
-			}
-			if (kind < 0 || !optarg || parse_u64(optarg, &v)) {
-				if (c != '?')
-					fprintf(stderr, "kvreplay: bad number '%s'\n", optarg);
-				usage(stderr);
-				return 2;
-			}
-			if (kind == K_U64) {
-				*(uint64_t *)(void *)p = v;
-				break;
-			}
-			if (v > INT_MAX || (c != O_WARM && !v)) {
-				fprintf(stderr, "kvreplay: '%s' out of range\n", optarg);
-				return 2;
-			}
-			if (kind == K_INT)
-				*(int *)(void *)p = (int)v;
-			else
-				*(int64_t *)(void *)p = (int64_t)v;
-		}
+	while (i < nd && opt_dst[i].c != c)
+		i++;
+	char *p = i < nd ? (char *)o + opt_dst[i].off : NULL;
+	int kind = i < nd ? opt_dst[i].kind : -1;
+	if (kind == K_STR) {
+		*(const char **)(void *)p = arg;
+		return 0;
 	}
+	if (kind == K_SET) {
+		*(int *)(void *)p = opt_dst[i].val;
+		return 0;
+	}
+	if (kind == K_F64) {
+		*(double *)(void *)p = atof(arg);
+		return 0;
+	}
+	if (kind < 0 || !arg || size_parse(arg, UINT64_MAX, &v)) {
+		if (c != '?')
+			fprintf(stderr, "kvreplay: bad number '%s'\n", arg);
+		usage(stderr);
+		return 2;
+	}
+	if (kind == K_U64) {
+		*(uint64_t *)(void *)p = v;
+		return 0;
+	}
+	if (v > INT_MAX || (c != O_WARM && !v)) {
+		fprintf(stderr, "kvreplay: '%s' out of range\n", arg);
+		return 2;
+	}
+	if (kind == K_INT)
+		*(int *)(void *)p = (int)v;
+	else
+		*(int64_t *)(void *)p = (int64_t)v;
+	return 0;
+}
+
+/* After the options: the schedule, the checks across options, and the
+ * backend's defaults for what was not given. 0, or 2 (usage error). */
+static int finish_opts(int argc, char **argv, opts_t *o)
+{
 	if (o->reps > 64) {
 		fprintf(stderr, "kvreplay: --reps: at most 64\n");
 		return 2;
@@ -264,6 +238,41 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 	if (!o->read_bytes)
 		o->read_bytes = host ? 64ull << 20 : 1ull << 30;
 	return 0;
+}
+
+/* 0 to run, 1 after --help, 2 on a usage error (said on stderr). */
+static int parse_opts(int argc, char **argv, opts_t *o)
+{
+	*o = (opts_t){.out = "kvreplay.h5",
+	              .backend = "cuda",
+	              .groups = -1,
+	              .reps = 5,
+	              .warmup = 2,
+	              .inner_bytes = 1 << 20,
+	              .model = "Llama-3-8B"};
+	optind = 1;
+	int c, rc = 0;
+	while (!rc && (c = getopt_long(argc, argv, "o:qh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 1;
+		case O_SPAN:
+			o->span_s = atof(optarg);
+			if (!(o->span_s > 0)) {
+				fprintf(stderr,
+				        "kvreplay: --span-s: a positive number of seconds\n");
+				return 2;
+			}
+			break;
+		case O_TOK:
+			rc = parse_tokens(o, optarg);
+			break;
+		default:
+			rc = set_option(o, c, optarg);
+		}
+	}
+	return rc ? rc : finish_opts(argc, argv, o);
 }
 
 /* Loads the CUDA backend object; on failure the reason goes to e. */

@@ -26,6 +26,7 @@
 #include "models/mdl_prof.h"
 #include "models/mdl_xfer.h"
 #include "sim/base/file.h"
+#include "sim/base/size.h"
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 
@@ -73,21 +74,9 @@ static void usage(FILE *f)
 	cli_help_end(f);
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end), mul = 1;
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M')
-		mul = 1048576, end++;
-	else if (*end == 'G')
-		mul = 1073741824.0, end++;
-	if (end == s || *end || !(v > 0) || v * mul > 1e18)
-		return -1;
-	*out = (uint64_t)llround(v * mul);
-	return 0;
-}
+/* The largest size an option takes: the plan's size grid and the fit's
+ * edges stay far from 64-bit overflow. */
+#define CAL_SIZE_MAX 1000000000000000000ull
 
 static int bad_arg(const char *opt, const char *v)
 {
@@ -127,7 +116,7 @@ static int cmd_plan(int argc, char **argv)
 		}
 		if (c == '?')
 			return bad_option(argv);
-		if (parse_size(optarg, &v)) {
+		if (size_parse(optarg, CAL_SIZE_MAX, &v)) {
 			const struct option *p = lo;
 			while (p->name && p->val != c)
 				p++;
@@ -188,27 +177,34 @@ static void print_summary(const char *label, const gv_err_summary_t *s)
 		       label, s->n, s->mape, s->p50, s->p95, s->max);
 }
 
-static int cmd_fit(int argc, char **argv)
+/* What `calibrate fit` was asked: the calibration to write, the one to start
+ * from, and the fit's options; the measurement files are argv[optind..]. */
+typedef struct fit_args {
+	const char *out, *base;
+	gv_fit_opts_t fo;
+} fit_args_t;
+
+/* -1 to go on, else the exit status (help printed, or the usage error). */
+static int fit_parse(int argc, char **argv, fit_args_t *a)
 {
 	static const struct option lo[] = {{"out", 1, 0, 'o'},        {"edges", 1, 0, 'e'},
 	                                   {"no-holdout", 0, 0, 'n'}, {"base", 1, 0, 'b'},
 	                                   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
-	gv_fit_opts_t fo;
-	gv_fit_defaults(&fo);
-	const char *out = NULL, *base = NULL;
+	gv_fit_defaults(&a->fo);
+	a->out = a->base = NULL;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'b':
-			base = optarg;
+			a->base = optarg;
 			break;
 		case 'n':
-			fo.holdout = 0;
+			a->fo.holdout = 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -216,13 +212,14 @@ static int cmd_fit(int argc, char **argv)
 		case 'e': {
 			char buf[512];
 			snprintf(buf, sizeof buf, "%s", optarg);
-			fo.n_edges = 0;
+			a->fo.n_edges = 0;
 			for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t;
 			     t = strtok_r(NULL, ",", &sv)) {
 				uint64_t v;
-				if (fo.n_edges == MDL_XFER_MAX_PIECES - 1 || parse_size(t, &v))
+				if (a->fo.n_edges == MDL_XFER_MAX_PIECES - 1 ||
+				    size_parse(t, CAL_SIZE_MAX, &v))
 					return bad_arg("--edges", optarg);
-				fo.edges[fo.n_edges++] = v;
+				a->fo.edges[a->fo.n_edges++] = v;
 			}
 			break;
 		}
@@ -230,47 +227,44 @@ static int cmd_fit(int argc, char **argv)
 			return bad_option(argv);
 		}
 	}
-	if (!out)
+	if (!a->out)
 		return cli_usage_error("missing -o NAME.ini");
 	if (optind >= argc)
 		return cli_usage_error("missing MEASURED.h5");
-	char in[1024] = "";
-	size_t in_len = 0;
-	for (int i = optind; i < argc; i++)
-		in_len += (size_t)snprintf(in + in_len, in_len < sizeof in ? sizeof in - in_len : 0,
-		                           "%s%s", i > optind ? ", " : "", argv[i]);
-	err_t e = {0};
-	gv_meas_t m = {0}, more;
-	mdl_xfer_t x;
-	gv_fit_report_t rep;
-	mdl_xfer_default(&x);
-	int rc = base ? mdl_xfer_load(&x, base, &e) : 0;
+	return -1;
+}
+
+/* The base calibration (defaults without one) into x, and every measurement
+ * file argv[optind..] appended into m (which the caller frees). */
+static int fit_read(const fit_args_t *a, int argc, char **argv, mdl_xfer_t *x, gv_meas_t *m,
+                    err_t *e)
+{
+	gv_meas_t more;
+	mdl_xfer_default(x);
+	int rc = a->base ? mdl_xfer_load(x, a->base, e) : 0;
 	if (!rc)
-		rc = gv_meas_read(&m, argv[optind], &e);
+		rc = gv_meas_read(m, argv[optind], e);
 	for (int i = optind + 1; i < argc && !rc; i++) {
-		rc = gv_meas_read(&more, argv[i], &e);
+		rc = gv_meas_read(&more, argv[i], e);
 		if (!rc) {
-			rc = gv_meas_append(&m, &more, &e);
+			rc = gv_meas_append(m, &more, e);
 			gv_meas_free(&more);
 		}
 	}
-	if (rc) {
-		gv_meas_free(&m);
-		return cli_fail(&e);
-	}
-	rc = gv_fit(&m, &fo, &x, &rep, &e);
-	if (rc) {
-		gv_meas_free(&m);
-		err_prefix(&e, "%s", in);
-		return cli_fail(&e);
-	}
-	snprintf(x.device, sizeof x.device, "%s", m.device[0] ? m.device : "unknown");
-	printf("calibration of %s (%s backend) from %s\n", x.device, m.backend, in);
+	return rc;
+}
+
+/* The fitted parameters per link kind, with their errors, and the compute
+ * rows' MFU and MBU. */
+static void fit_print(const mdl_xfer_t *x, const gv_fit_report_t *rep, const gv_meas_t *m,
+                      const char *in, int holdout)
+{
+	printf("calibration of %s (%s backend) from %s\n", x->device, m->backend, in);
 	for (int k = 0; k < MDL_LINK_N; k++) {
-		const gv_fit_link_t *lr = &rep.link[k];
+		const gv_fit_link_t *lr = &rep->link[k];
 		if (!lr->n_fit)
 			continue;
-		const mdl_xfer_link_t *l = &x.link[k];
+		const mdl_xfer_link_t *l = &x->link[k];
 		if (lr->status) {
 			printf("%s: NOT FITTED (%zu copies): %s; keeps its defaults\n",
 			       mdl_xfer_link_name(k), lr->n_fit, lr->error);
@@ -295,21 +289,27 @@ static int cmd_fit(int argc, char **argv)
 			printf("  sharing: same direction %.3f, opposite %.3f\n", l->share_same,
 			       l->share_opp);
 		print_summary("train", &lr->train);
-		print_summary(fo.holdout ? "held-out" : "all", &lr->test);
+		print_summary(holdout ? "held-out" : "all", &lr->test);
 	}
-	print_summary(fo.holdout ? "held-out" : "all", &rep.test);
-	if (rep.n_gemm || rep.n_read) {
-		printf("compute: %zu GEMMs, %zu reads\n", rep.n_gemm, rep.n_read);
-		if (isfinite(x.mfu))
-			printf("  MFU %.3f (median over GEMMs with >= 256 tokens)\n", x.mfu);
+	print_summary(holdout ? "held-out" : "all", &rep->test);
+	if (rep->n_gemm || rep->n_read) {
+		printf("compute: %zu GEMMs, %zu reads\n", rep->n_gemm, rep->n_read);
+		if (isfinite(x->mfu))
+			printf("  MFU %.3f (median over GEMMs with >= 256 tokens)\n", x->mfu);
 		else
 			printf("  MFU unknown (no peak FLOP/s: kvreplay --peak-tflops)\n");
-		if (isfinite(x.mbu))
-			printf("  MBU %.3f (best read kernel)\n", x.mbu);
+		if (isfinite(x->mbu))
+			printf("  MBU %.3f (best read kernel)\n", x->mbu);
 		else
 			printf("  MBU unknown (no peak bandwidth: kvreplay --peak-gbs)\n");
 	}
+}
 
+/* Writes the calibration INI to out (replaced whole or left as it was),
+ * with a comment saying where it came from and its held-out error. */
+static int fit_write(const char *out, const char *in, const mdl_xfer_t *x, const gv_meas_t *m,
+                     const gv_fit_report_t *rep, int holdout, err_t *e)
+{
 	char comment[2048], date[32];
 	time_t now = time(NULL);
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
@@ -319,35 +319,66 @@ static int cmd_fit(int argc, char **argv)
 	         "measurements: %.512s\n"
 	         "%s: %zu copies, MAPE %.2f%%, p95 %.2f%%\n"
 	         "link kinds not listed below were not measured: the model keeps its defaults",
-	         date, x.device, m.backend, m.driver, m.runtime, in,
-	         fo.holdout ? "held-out half" : "all copies (no hold-out)", rep.test.n,
-	         rep.test.mape, rep.test.p95);
+	         date, x->device, m->backend, m->driver, m->runtime, in,
+	         holdout ? "held-out half" : "all copies (no hold-out)", rep->test.n,
+	         rep->test.mape, rep->test.p95);
 	file_out_t dst;
-	if (file_out_not_input(out, in, &e) || file_out_begin(&dst, out, FILE_OUT_STREAM, &e)) {
-		gv_meas_free(&m);
-		return cli_fail(&e);
-	}
+	int rc = file_out_not_input(out, in, e);
+	if (rc || (rc = file_out_begin(&dst, out, FILE_OUT_STREAM, e)))
+		return rc;
 	FILE *f = fopen(dst.tmp, "w");
 	int en = f ? 0 : errno;
 	unsigned fitted = 0;
 	for (int k = 0; k < MDL_LINK_N; k++)
-		fitted |= rep.link[k].n_fit && !rep.link[k].status ? 1u << k : 0;
+		fitted |= rep->link[k].n_fit && !rep->link[k].status ? 1u << k : 0;
 	errno = 0;
-	if (f && mdl_xfer_write(&x, f, comment, fitted))
+	if (f && mdl_xfer_write(x, f, comment, fitted))
 		en = errno ? errno : EIO;
 	if (f && fclose(f) && !en)
 		en = errno ? errno : EIO;
 	if (en) {
 		/* the name the user gave, and why (a full disk says so) */
-		err_set(&e, f ? KS_EIO : err_path_code(en), "%s: cannot write: %s", out,
-		        strerror(en));
+		rc = err_set(e, f ? KS_EIO : err_path_code(en), "%s: cannot write: %s", out,
+		             strerror(en));
 		file_out_abort(&dst);
+		return rc;
 	}
-	if (en || file_out_commit(&dst, 0, &e)) {
+	return file_out_commit(&dst, 0, e);
+}
+
+static int cmd_fit(int argc, char **argv)
+{
+	fit_args_t a;
+	int rc = fit_parse(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	char in[1024] = "";
+	size_t in_len = 0;
+	for (int i = optind; i < argc; i++)
+		in_len += (size_t)snprintf(in + in_len, in_len < sizeof in ? sizeof in - in_len : 0,
+		                           "%s%s", i > optind ? ", " : "", argv[i]);
+	err_t e = {0};
+	gv_meas_t m = {0};
+	mdl_xfer_t x;
+	gv_fit_report_t rep;
+	rc = fit_read(&a, argc, argv, &x, &m, &e);
+	if (rc) {
 		gv_meas_free(&m);
 		return cli_fail(&e);
 	}
-	printf("wrote %s\n", out);
+	rc = gv_fit(&m, &a.fo, &x, &rep, &e);
+	if (rc) {
+		gv_meas_free(&m);
+		err_prefix(&e, "%s", in);
+		return cli_fail(&e);
+	}
+	snprintf(x.device, sizeof x.device, "%s", m.device[0] ? m.device : "unknown");
+	fit_print(&x, &rep, &m, in, a.fo.holdout);
+	if (fit_write(a.out, in, &x, &m, &rep, a.fo.holdout, &e)) {
+		gv_meas_free(&m);
+		return cli_fail(&e);
+	}
+	printf("wrote %s\n", a.out);
 	gv_meas_free(&m);
 	return 0;
 }
@@ -594,50 +625,51 @@ static int cmd_compute_profile(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_compute(int argc, char **argv)
+/* What `calibrate compute fit|check` was asked; the profiles are
+ * argv[optind..]. */
+typedef struct compute_args {
+	int fit; /* fit, else check */
+	const char *out, *gpu, *cal, *base;
+	int holdout, table, rows;
+} compute_args_t;
+
+/* The options after fit|check (argv[0]). -1 to go on, else the exit status
+ * (help printed, or the usage error). */
+static int compute_parse(int argc, char **argv, compute_args_t *a)
 {
 	static const struct option lo[] = {
 	    {"out", 1, 0, 'o'},    {"gpu", 1, 0, 'g'},        {"calibration", 1, 0, 'c'},
 	    {"base", 1, 0, 'b'},   {"no-holdout", 0, 0, 'n'}, {"table", 0, 0, 't'},
 	    {"rows", 0, 0, 'r'},   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
-	if (argc < 2)
-		return cli_usage_error("compute: missing command (fit, check, profile)");
-	if (cli_is_help(argv[1])) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "profile"))
-		return cmd_compute_profile(argc - 1, argv + 1);
-	int fit = !strcmp(argv[1], "fit");
-	if (!fit && strcmp(argv[1], "check"))
-		return cli_usage_error("compute: unknown command '%s' (fit, check, profile)", argv[1]);
-	argc--, argv++;
-	const char *out = NULL, *gpu = NULL, *cal = NULL, *base = "none";
-	int holdout = 1, table = 0, rows = 0, c;
+	a->out = a->gpu = a->cal = NULL;
+	a->base = "none";
+	a->holdout = 1;
+	a->table = a->rows = 0;
+	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'g':
-			gpu = optarg;
+			a->gpu = optarg;
 			break;
 		case 'c':
-			cal = optarg;
+			a->cal = optarg;
 			break;
 		case 'b':
-			base = optarg;
+			a->base = optarg;
 			break;
 		case 'n':
-			holdout = 0;
+			a->holdout = 0;
 			break;
 		case 't':
-			table = 1;
+			a->table = 1;
 			break;
 		case 'r':
-			rows = 1;
+			a->rows = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -646,99 +678,142 @@ static int cmd_compute(int argc, char **argv)
 			return bad_option(argv);
 		}
 	}
-	if (!gpu)
+	if (!a->gpu)
 		return cli_usage_error("missing --gpu NAME (the peaks the terms are relative to)");
-	if (fit && !out)
+	if (a->fit && !a->out)
 		return cli_usage_error("missing -o FILE.ini");
 	if (optind >= argc)
 		return cli_usage_error("missing PROFILE.csv");
-	err_t e = {0};
-	mdl_hw_t hw;
-	mdl_prof_t p = {0};
-	mdl_compute_params_t cp;
-	mdl_cfit_report_t rep;
-	int rc = mdl_hw_builtin(gpu, &hw, &e);
-	if (!rc)
-		rc = compute_params(fit ? base : cal ? cal : "auto", hw.name, &cp, &e);
-	if (!rc)
-		rc = read_profiles(&p, argc, argv, &e);
-	if (!rc)
-		rc = fit ? mdl_prof_fit(&p, &hw, holdout, &cp, &rep, &e)
-		         : mdl_prof_check(&p, &hw, &cp, &rep, &e);
-	if (rc) {
-		mdl_prof_free(&p);
-		return cli_fail(&e);
-	}
-	printf("%s: %zu operator rows, %zu all-reduce rows\n", hw.name, p.n_row, p.n_ar);
-	if (fit) {
-		printf("fit on %zu rows, %d iterations:\n", rep.n_fit_rows, rep.iterations);
-		printf("  gemm_mfu %.4f  gemm_half_flops %.4g  weight_mbu %.4f\n", cp.gemm_mfu,
-		       cp.gemm_half_flops, cp.weight_mbu);
+	return -1;
+}
+
+/* The fitted terms (fit) or the calibration checked (check), then the
+ * errors per regime. */
+static void compute_print(const compute_args_t *a, const mdl_hw_t *hw, const mdl_prof_t *p,
+                          const mdl_compute_params_t *cp, const mdl_cfit_report_t *rep)
+{
+	printf("%s: %zu operator rows, %zu all-reduce rows\n", hw->name, p->n_row, p->n_ar);
+	if (a->fit) {
+		printf("fit on %zu rows, %d iterations:\n", rep->n_fit_rows, rep->iterations);
+		printf("  gemm_mfu %.4f  gemm_half_flops %.4g  weight_mbu %.4f\n", cp->gemm_mfu,
+		       cp->gemm_half_flops, cp->weight_mbu);
 		printf("  gemm_kernel_ns %.0f  small_kernel_ns %.0f  elt_bw_eff %.4f\n",
-		       cp.gemm_kernel_ns, cp.small_kernel_ns, cp.elt_bw_eff);
-		for (size_t i = 0; i < cp.n_ar; i++)
-			printf("  all-reduce tp%u: alpha %.0f ns, bus efficiency %.4f\n", cp.ar[i].tp,
-			       cp.ar[i].lat_ns, cp.ar[i].bw_eff);
+		       cp->gemm_kernel_ns, cp->small_kernel_ns, cp->elt_bw_eff);
+		for (size_t i = 0; i < cp->n_ar; i++)
+			printf("  all-reduce tp%u: alpha %.0f ns, bus efficiency %.4f\n", cp->ar[i].tp,
+			       cp->ar[i].lat_ns, cp->ar[i].bw_eff);
 	} else {
-		printf("model: %s\n", cp.calibration[0] ? cp.calibration : "built-in defaults");
+		printf("model: %s\n", cp->calibration[0] ? cp->calibration : "built-in defaults");
 	}
-	print_report("all rows:", rep.fit);
-	print_report(holdout ? "held-out half:" : "all rows (no hold-out):", rep.held_out);
-	for (size_t i = 0; rows && i < p.n_row && !rc; i++) {
-		const mdl_prof_row_t *r = &p.row[i];
+	print_report("all rows:", rep->fit);
+	print_report(a->holdout ? "held-out half:" : "all rows (no hold-out):", rep->held_out);
+}
+
+/* --rows: measured against predicted time per profile row. */
+static int compute_rows(const mdl_prof_t *p, const mdl_hw_t *hw, const mdl_compute_params_t *cp,
+                        err_t *e)
+{
+	int rc = 0;
+	for (size_t i = 0; i < p->n_row && !rc; i++) {
+		const mdl_prof_row_t *r = &p->row[i];
 		double pred, meas = r->gemm_ns + r->small_ns;
-		rc = mdl_prof_predict_row(&hw, &cp, r, &pred, &e);
+		rc = mdl_prof_predict_row(hw, cp, r, &pred, e);
 		if (!i)
 			printf("tp tokens measured_ms predicted_ms err\n");
 		if (!rc)
 			printf("%u %u %.4f %.4f %+.2f%%\n", r->tp, r->tokens, meas / 1e6, pred / 1e6,
 			       100 * (pred - meas) / meas);
 	}
-	if (rc || (table && (rc = compute_table(&p, &hw, &cp, &e)))) {
+	return rc;
+}
+
+/* Writes the fitted calibration to a->out with a comment saying what it was
+ * fitted on (the profiles argv[optind..], their layer shapes) and its
+ * held-out errors. */
+static int compute_write(const compute_args_t *a, int argc, char **argv, const mdl_hw_t *hw,
+                         const mdl_prof_t *p, const mdl_compute_params_t *cp,
+                         const mdl_cfit_report_t *rep, err_t *e)
+{
+	char comment[4096], shapes[1024] = "";
+	size_t k = 0;
+	for (size_t i = 0; i < p->n_row && k < sizeof shapes - 80; i++) {
+		char one[80];
+		const mdl_prof_row_t *r = &p->row[i];
+		snprintf(one, sizeof one, "n_embd %u n_head %u n_kv_head %u n_expanded_embd %u",
+		         r->n_embd, r->n_head, r->n_kv_head, r->n_expanded_embd);
+		if (!strstr(shapes, one))
+			k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", k ? "; " : "",
+			                      one);
+	}
+	char in[1024] = "";
+	for (int i = optind, n = 0; i < argc; i++)
+		n += snprintf(in + n, sizeof in - (size_t)n, "%s%s", i > optind ? ", " : "", argv[i]);
+	size_t n = (size_t)snprintf(
+	    comment, sizeof comment,
+	    "kvsim compute-model calibration for %s, written by 'kvsim calibrate compute fit'\n"
+	    "source: %.900s\n"
+	    "fitted on layer shapes: %s (tp 1-8, GEMMs, small kernels and all-reduce)\n"
+	    "attention terms are not fitted (no attention table): from %s\n"
+	    "held-out errors (every other token count / message size):",
+	    hw->name, in, shapes,
+	    strcmp(a->base, "none") ? a->base : "the built-in defaults (models/mdl_cost.c)");
+	for (int r = 0; r < MDL_REG_N && n < sizeof comment; r++)
+		n += (size_t)snprintf(comment + n, sizeof comment - n,
+		                      "\n  %s: n %zu, MAPE %.1f%%, p95 %.1f%%", mdl_regime_name(r),
+		                      rep->held_out[r].n, rep->held_out[r].mape, rep->held_out[r].p95);
+	FILE *f = fopen(a->out, "w");
+	int rc = f ? mdl_calib_write(f, cp, comment) : KS_EIO;
+	if (f && fclose(f))
+		rc = KS_EIO;
+	if (rc)
+		return err_set(e, KS_EIO, "%s: cannot write: %s", a->out, strerror(errno));
+	return 0;
+}
+
+static int cmd_compute(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("compute: missing command (fit, check, profile)");
+	if (cli_is_help(argv[1])) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "profile"))
+		return cmd_compute_profile(argc - 1, argv + 1);
+	compute_args_t a = {.fit = !strcmp(argv[1], "fit")};
+	if (!a.fit && strcmp(argv[1], "check"))
+		return cli_usage_error("compute: unknown command '%s' (fit, check, profile)", argv[1]);
+	argc--, argv++;
+	int rc = compute_parse(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	err_t e = {0};
+	mdl_hw_t hw;
+	mdl_prof_t p = {0};
+	mdl_compute_params_t cp;
+	mdl_cfit_report_t rep;
+	rc = mdl_hw_builtin(a.gpu, &hw, &e);
+	if (!rc)
+		rc = compute_params(a.fit ? a.base : a.cal ? a.cal : "auto", hw.name, &cp, &e);
+	if (!rc)
+		rc = read_profiles(&p, argc, argv, &e);
+	if (!rc)
+		rc = a.fit ? mdl_prof_fit(&p, &hw, a.holdout, &cp, &rep, &e)
+		           : mdl_prof_check(&p, &hw, &cp, &rep, &e);
+	if (rc) {
 		mdl_prof_free(&p);
 		return cli_fail(&e);
 	}
-	if (fit) {
-		char comment[4096], shapes[1024] = "";
-		size_t k = 0;
-		for (size_t i = 0; i < p.n_row && k < sizeof shapes - 80; i++) {
-			char one[80];
-			const mdl_prof_row_t *r = &p.row[i];
-			snprintf(one, sizeof one, "n_embd %u n_head %u n_kv_head %u n_expanded_embd %u",
-			         r->n_embd, r->n_head, r->n_kv_head, r->n_expanded_embd);
-			if (!strstr(shapes, one))
-				k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s",
-				                      k ? "; " : "", one);
-		}
-		char in[1024] = "";
-		for (int i = optind, n = 0; i < argc; i++)
-			n += snprintf(in + n, sizeof in - (size_t)n, "%s%s", i > optind ? ", " : "",
-			              argv[i]);
-		size_t n = (size_t)snprintf(
-		    comment, sizeof comment,
-		    "kvsim compute-model calibration for %s, written by 'kvsim calibrate compute fit'\n"
-		    "source: %.900s\n"
-		    "fitted on layer shapes: %s (tp 1-8, GEMMs, small kernels and all-reduce)\n"
-		    "attention terms are not fitted (no attention table): from %s\n"
-		    "held-out errors (every other token count / message size):",
-		    hw.name, in, shapes,
-		    strcmp(base, "none") ? base : "the built-in defaults (models/mdl_cost.c)");
-		for (int r = 0; r < MDL_REG_N && n < sizeof comment; r++)
-			n += (size_t)snprintf(comment + n, sizeof comment - n,
-			                      "\n  %s: n %zu, MAPE %.1f%%, p95 %.1f%%", mdl_regime_name(r),
-			                      rep.held_out[r].n, rep.held_out[r].mape,
-			                      rep.held_out[r].p95);
-		FILE *f = fopen(out, "w");
-		rc = f ? mdl_calib_write(f, &cp, comment) : KS_EIO;
-		if (f && fclose(f))
-			rc = KS_EIO;
-		if (rc) {
-			mdl_prof_free(&p);
-			err_set(&e, KS_EIO, "%s: cannot write: %s", out, strerror(errno));
-			return cli_fail(&e);
-		}
-		printf("wrote %s\n", out);
+	compute_print(&a, &hw, &p, &cp, &rep);
+	if (a.rows)
+		rc = compute_rows(&p, &hw, &cp, &e);
+	if (rc || (a.table && (rc = compute_table(&p, &hw, &cp, &e))) ||
+	    (a.fit && (rc = compute_write(&a, argc, argv, &hw, &p, &cp, &rep, &e)))) {
+		mdl_prof_free(&p);
+		return cli_fail(&e);
 	}
+	if (a.fit)
+		printf("wrote %s\n", a.out);
 	mdl_prof_free(&p);
 	return 0;
 }

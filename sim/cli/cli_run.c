@@ -339,72 +339,79 @@ static int on_progress(void *ctx, const sim_progress_t *p)
 	return 0;
 }
 
-int cli_run_main(int argc, char **argv)
-{
-	cli_cfg_args_t a = {NULL, (const char **)(argv + argc), 0};
+/* What `kvsim run` was asked: the config and its --set lines (a, pointing
+ * into sets), the plugins (loaded into reg) and the options. */
+typedef struct run_args {
+	cli_cfg_args_t a;
 	const char *sets[256], *plugins[256];
-	size_t n_plugins = 0; /* their files are inputs of a recorded run */
-	a.sets = sets;
-	int quiet = 0, strict = 0, progress = -1, force = 0, json = 0;
-	const char *out_dir = NULL, *trace_path = NULL;
-	err_t e = {0};
-	pol_registry_t *reg = NULL;
+	size_t n_plugins; /* their files are inputs of a recorded run */
+	int quiet, strict, progress, force, json;
+	const char *out_dir, *trace_path;
+	pol_registry_t *reg;
+} run_args_t;
+
+/* -1 to go on with the run, else the exit status (help printed, or the
+ * error reported; the plugins unloaded). */
+static int run_parse(int argc, char **argv, run_args_t *ra, err_t *e)
+{
+	*ra = (run_args_t){.progress = -1};
+	ra->a = (cli_cfg_args_t){NULL, ra->sets, 0};
 	int rc;
 	for (int i = 1; i < argc;) {
 		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") ||
 		     !strcmp(argv[i], "--plugin") || !strcmp(argv[i], "--trace-events")) &&
 		    i + 1 >= argc) {
-			pol_registry_free(reg);
+			pol_registry_free(ra->reg);
 			return cli_usage_error("%s needs a value", argv[i]);
 		}
 		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
-			out_dir = argv[i + 1];
+			ra->out_dir = argv[i + 1];
 			i += 2;
 			continue;
 		}
 		if (!strcmp(argv[i], "--trace-events")) {
-			trace_path = argv[i + 1];
+			ra->trace_path = argv[i + 1];
 			i += 2;
 			continue;
 		}
 		if (!strcmp(argv[i], "--plugin")) {
-			if (n_plugins == sizeof plugins / sizeof plugins[0]) {
-				pol_registry_free(reg);
+			if (ra->n_plugins == sizeof ra->plugins / sizeof ra->plugins[0]) {
+				pol_registry_free(ra->reg);
 				return cli_usage_error("too many --plugin options (at most %zu)",
-						       sizeof plugins / sizeof plugins[0]);
+						       sizeof ra->plugins / sizeof ra->plugins[0]);
 			}
-			plugins[n_plugins++] = argv[i + 1];
-			if (!reg && !(reg = pol_registry_new()))
+			ra->plugins[ra->n_plugins++] = argv[i + 1];
+			if (!ra->reg && !(ra->reg = pol_registry_new()))
 				return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
-			if (pol_registry_load(reg, argv[i + 1], &e)) {
-				pol_registry_free(reg);
-				return cli_fail(&e);
+			if (pol_registry_load(ra->reg, argv[i + 1], e)) {
+				pol_registry_free(ra->reg);
+				return cli_fail(e);
 			}
 			i += 2;
 			continue;
 		}
 		if (cli_is_help(argv[i])) {
-			pol_registry_free(reg);
+			pol_registry_free(ra->reg);
 			usage(stdout);
 			return 0;
 		}
 		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-			quiet = 1;
+			ra->quiet = 1;
 			i++;
 			continue;
 		}
 		if (!strcmp(argv[i], "--json")) {
-			json = 1;
+			ra->json = 1;
 			i++;
 			continue;
 		}
 		if (!strcmp(argv[i], "--strict")) {
-			strict = 1;
+			ra->strict = 1;
 			i++;
 			continue;
 		}
 		if (!strcmp(argv[i], "--force")) {
-			force = 1;
+			ra->force = 1;
 			i++;
 			continue;
 		}
@@ -414,83 +421,99 @@ int cli_run_main(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(argv[i], "--progress") || !strcmp(argv[i], "--no-progress")) {
-			progress = argv[i][2] == 'p';
+			ra->progress = argv[i][2] == 'p';
 			i++;
 			continue;
 		}
-		if (a.nsets >= 250) {
-			pol_registry_free(reg);
+		if (ra->a.nsets >= 250) {
+			pol_registry_free(ra->reg);
 			return cli_usage_error("too many --set options (at most 250)");
 		}
-		rc = cli_cfg_arg(&a, argc, argv, &i, &e);
+		rc = cli_cfg_arg(&ra->a, argc, argv, &i, e);
 		if (rc <= 0) {
-			pol_registry_free(reg);
+			pol_registry_free(ra->reg);
 			if (rc < 0)
-				return cli_fail(&e);
+				return cli_fail(e);
 			return cli_unknown_option(argv[i], usage);
 		}
 	}
-	cfg_t *cfg = NULL;
+	return -1;
+}
+
+/* The config into *cfg (the caller frees it), once -o can take the run: 0,
+ * else the exit status (error reported; config and plugins released). */
+static int run_config(run_args_t *ra, cfg_t **cfg, err_t *e)
+{
 	/* before the run is spent: -o's catalog must be openable */
-	if ((out_dir && out_dir_check(out_dir, &e)) ||
-	    cli_load_config_ex(a.path, a.sets, a.nsets, CLI_DEFAULT_EXPERIMENT, reg, &cfg, &e)) {
-		pol_registry_free(reg);
-		return cli_fail(&e);
+	if ((ra->out_dir && out_dir_check(ra->out_dir, e)) ||
+	    cli_load_config_ex(ra->a.path, ra->a.sets, ra->a.nsets, CLI_DEFAULT_EXPERIMENT, ra->reg,
+			       cfg, e)) {
+		pol_registry_free(ra->reg);
+		return cli_fail(e);
 	}
-	if (force && !out_dir) {
-		cli_config_free(cfg);
-		pol_registry_free(reg);
+	if (ra->force && !ra->out_dir) {
+		cli_config_free(*cfg);
+		pol_registry_free(ra->reg);
 		return cli_usage_error("--force needs -o DIR (it lets a run replace one DIR holds)");
 	}
-	if (out_dir && !force && refuse_existing(out_dir, cfg, plugins, n_plugins, &e)) {
-		cli_config_free(cfg);
-		pol_registry_free(reg);
-		return cli_fail(&e);
+	if (ra->out_dir && !ra->force &&
+	    refuse_existing(ra->out_dir, *cfg, ra->plugins, ra->n_plugins, e)) {
+		cli_config_free(*cfg);
+		pol_registry_free(ra->reg);
+		return cli_fail(e);
 	}
-	sim_results_t r;
-	progress_t pg = {now_s(), now_s(), 0};
-	sim_run_opts_t ro = {0};
-	if (cli_progress_wanted(progress, quiet)) {
-		ro.progress = on_progress;
-		ro.progress_ctx = &pg;
-	}
+	return 0;
+}
+
+/* The trace-event file (--trace-events, else output.trace_events) opened
+ * into *tw; *tw stays NULL when there is none. */
+static int trace_open(const run_args_t *ra, const cfg_t *cfg, out_trace_t **tw, err_t *e)
+{
+	const char *trace_path = ra->trace_path;
 	sim_out_params_t op;
-	out_trace_t *tw = NULL;
 	err_t oe = {0}; /* a config that does not fill fails in the run itself */
 	if (!trace_path && !sim_out_params_fill(cfg, &op, &oe) && op.trace_events[0])
 		trace_path = op.trace_events;
+	if (!trace_path || !trace_path[0])
+		return 0;
 	char in_trace[4096] = "";
-	if (trace_path && trace_path[0] &&
-	    cfg_path(cfg, "trace", "path", in_trace, sizeof in_trace, &oe))
+	if (cfg_path(cfg, "trace", "path", in_trace, sizeof in_trace, &oe))
 		in_trace[0] = '\0';
-	if (trace_path && trace_path[0]) {
-		/* an output that is one of the inputs would destroy what is read */
-		if (file_out_not_input(trace_path, a.path, &e) ||
-		    file_out_not_input(trace_path, in_trace, &e) ||
-		    out_trace_open(trace_path, &tw, &e)) {
-			cli_config_free(cfg);
-			pol_registry_free(reg);
-			return cli_fail(&e);
-		}
-		ro.trace = out_trace_sink(tw);
-	}
-	/* its warnings name it: the run id it is recorded under, and the seed */
-	char id[65] = "", where[128];
+	/* an output that is one of the inputs would destroy what is read */
+	int rc = file_out_not_input(trace_path, ra->a.path, e);
+	if (!rc)
+		rc = file_out_not_input(trace_path, in_trace, e);
+	if (!rc)
+		rc = out_trace_open(trace_path, tw, e);
+	return rc;
+}
+
+/* Names the run in its warnings: the run id it is recorded under (with -o,
+ * written to id), and the seed. */
+static void run_where(const run_args_t *ra, const cfg_t *cfg, char id[65])
+{
+	char where[128];
+	err_t oe = {0};
 	unsigned long long seed = (unsigned long long)cfg_int(cfg, "experiment", "seed");
-	if (out_dir && !out_run_id(cfg, seed, plugins, n_plugins, id, &oe))
+	if (ra->out_dir && !out_run_id(cfg, seed, ra->plugins, ra->n_plugins, id, &oe))
 		snprintf(where, sizeof where, "run %.16s (seed %llu)", id, seed);
 	else
 		snprintf(where, sizeof where, "seed %llu", seed);
 	cli_warn_where(where);
-	rc = sim_run_opts(cfg, reg, &ro, &r, &e);
-	if (pg.shown)
-		fputs("\r\033[K", stderr);
-	if (!rc && r.warning[0]) {
-		if (strict) {
-			rc = err_set(&e, KS_EINPUT, "%s (--strict)", r.warning);
-			sim_results_free(&r);
+}
+
+/* After the run (rc its status): --strict's refusal, the trace-event file
+ * closed, the run recorded with -o. Returns the outcome; r is freed when it
+ * is not 0. */
+static int run_settle(const run_args_t *ra, const cfg_t *cfg, out_trace_t *tw, char id[65], int rc,
+		      sim_results_t *r, err_t *e)
+{
+	if (!rc && r->warning[0]) {
+		if (ra->strict) {
+			rc = err_set(e, KS_EINPUT, "%s (--strict)", r->warning);
+			sim_results_free(r);
 		} else {
-			cli_warn("%s", r.warning);
+			cli_warn("%s", r->warning);
 		}
 	}
 	/* after --strict, which writes nothing when it refuses the run; a
@@ -498,38 +521,82 @@ int cli_run_main(int argc, char **argv)
 	err_t te = {0};
 	if (tw && out_trace_close(tw, !rc, &te)) {
 		if (!rc)
-			sim_results_free(&r);
+			sim_results_free(r);
 		rc = te.code;
-		e = te;
+		*e = te;
 	}
-	if (!rc && out_dir) {
+	if (!rc && ra->out_dir) {
 		out_hdf5_opts_t h5;
 		out_hdf5_opts_from_cfg(cfg, &h5);
-		rc = out_run_record_plugins(out_dir, cfg, &r, plugins, n_plugins, &h5, id, &e);
+		rc = out_run_record_plugins(ra->out_dir, cfg, r, ra->plugins, ra->n_plugins, &h5, id,
+					    e);
 		if (rc)
-			sim_results_free(&r);
+			sim_results_free(r);
 	}
-	if (rc) {
-		cli_config_free(cfg);
-		pol_registry_free(reg);
-		return cli_fail(&e);
-	}
+	return rc;
+}
+
+/* The summary on stdout: JSON with --json, else the table unless --quiet. */
+static int run_print(const run_args_t *ra, const cfg_t *cfg, const sim_results_t *r,
+		     const char *id, err_t *e)
+{
 	sim_params_t sp; /* it ran, so the config fills */
 	char file[4200];
-	snprintf(file, sizeof file, "%s/runs/%.16s.h5", out_dir ? out_dir : "", id);
-	if (json && !sim_params_fill(cfg, &sp, &e)) {
-		rc = print_json(cfg, &r, sp.name, id, out_dir ? file : NULL);
+	int rc = 0;
+	snprintf(file, sizeof file, "%s/runs/%.16s.h5", ra->out_dir ? ra->out_dir : "", id);
+	if (ra->json && !sim_params_fill(cfg, &sp, e)) {
+		rc = print_json(cfg, r, sp.name, id, ra->out_dir ? file : NULL);
 		if (rc)
-			err_set(&e, rc, "writing the summary as JSON failed");
-	} else if (!quiet && !sim_params_fill(cfg, &sp, &e)) {
-		printf("kvsim run: %s (seed %llu, trace %s)\n", sp.name, (unsigned long long)r.seed,
-		       r.trace_path);
-		print_summary(cfg, &r);
-		if (out_dir)
+			err_set(e, rc, "writing the summary as JSON failed");
+	} else if (!ra->quiet && !sim_params_fill(cfg, &sp, e)) {
+		printf("kvsim run: %s (seed %llu, trace %s)\n", sp.name, (unsigned long long)r->seed,
+		       r->trace_path);
+		print_summary(cfg, r);
+		if (ra->out_dir)
 			printf("  %-*s %s\n", LABEL_W, "results", file);
 	}
+	return rc;
+}
+
+int cli_run_main(int argc, char **argv)
+{
+	run_args_t ra;
+	err_t e = {0};
+	int rc = run_parse(argc, argv, &ra, &e);
+	if (rc >= 0)
+		return rc;
+	cfg_t *cfg = NULL;
+	if ((rc = run_config(&ra, &cfg, &e)))
+		return rc;
+	sim_results_t r;
+	progress_t pg = {now_s(), now_s(), 0};
+	sim_run_opts_t ro = {0};
+	if (cli_progress_wanted(ra.progress, ra.quiet)) {
+		ro.progress = on_progress;
+		ro.progress_ctx = &pg;
+	}
+	out_trace_t *tw = NULL;
+	if (trace_open(&ra, cfg, &tw, &e)) {
+		cli_config_free(cfg);
+		pol_registry_free(ra.reg);
+		return cli_fail(&e);
+	}
+	if (tw)
+		ro.trace = out_trace_sink(tw);
+	char id[65] = "";
+	run_where(&ra, cfg, id);
+	rc = sim_run_opts(cfg, ra.reg, &ro, &r, &e);
+	if (pg.shown)
+		fputs("\r\033[K", stderr);
+	rc = run_settle(&ra, cfg, tw, id, rc, &r, &e);
+	if (rc) {
+		cli_config_free(cfg);
+		pol_registry_free(ra.reg);
+		return cli_fail(&e);
+	}
+	rc = run_print(&ra, cfg, &r, id, &e);
 	sim_results_free(&r);
 	cli_config_free(cfg);
-	pol_registry_free(reg);
+	pol_registry_free(ra.reg);
 	return rc ? cli_fail(&e) : 0;
 }

@@ -222,190 +222,192 @@ static void print_capacity(const out_capacity_opts_t *co, const out_capacity_res
 		       co->hi);
 }
 
-int out_sweep_main(int argc, char **argv)
-{
-	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-	out_grid_t *g = out_grid_new();
-	cfg_t *base = NULL;
-	err_t e = {0};
-	int status = 0, dry = 0, progress = -1, keep_stale = 0, strict = 0;
-	unsigned jobs = 1, seeds = 1;
-	const char *dir = NULL;
-	cli_cfg_args_t a = {.sets = sets};
+/* What `kvsim sweep` was asked: the config and its --set lines (a), the
+ * grid, the options, and a capacity search's (co, its key in cap_key). */
+typedef struct sweep_args {
+	cli_cfg_args_t a;
+	out_grid_t *g;
+	int dry, progress, keep_stale, strict, capacity;
+	unsigned jobs, seeds;
+	const char *dir;
 	char cap_key[256];
-	out_capacity_opts_t co = {.metric = "slo_attainment", .target = 0.9, .tol = 0.05,
-				  .max_probes = 16};
-	int capacity = 0;
-	if (!sets || !g) {
-		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
-		goto out;
-	}
+	out_capacity_opts_t co;
+} sweep_args_t;
+
+/* -1 to go on, else the exit status (help printed, or the error reported). */
+static int sweep_parse(int argc, char **argv, sweep_args_t *s, err_t *e)
+{
 	for (int i = 1; i < argc;) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (cli_is_help(o)) {
 			usage(stdout);
-			goto out;
+			return 0;
 		}
 		if (!strcmp(o, "--grid") || !strcmp(o, "--zip")) {
-			if (!v) {
-				status = bad_usage("missing value after", o);
-				goto out;
-			}
-			if (out_grid_add(g, v, o[2] == 'z', &e)) {
-				status = cli_fail(&e);
-				goto out;
-			}
+			if (!v)
+				return bad_usage("missing value after", o);
+			if (out_grid_add(s->g, v, o[2] == 'z', e))
+				return cli_fail(e);
 			i += 2;
 		} else if (!strcmp(o, "--seeds") || !strcmp(o, "-j") || !strcmp(o, "--jobs")) {
-			unsigned *dst = o[2] == 's' ? &seeds : &jobs;
-			if (!v || parse_uint(v, 100000, dst)) {
-				status = bad_usage("expected a positive integer after", o);
-				goto out;
-			}
+			unsigned *dst = o[2] == 's' ? &s->seeds : &s->jobs;
+			if (!v || parse_uint(v, 100000, dst))
+				return bad_usage("expected a positive integer after", o);
 			i += 2;
 		} else if (!strcmp(o, "-o") || !strcmp(o, "--out")) {
-			if (!v) {
-				status = bad_usage("missing directory after", o);
-				goto out;
-			}
-			dir = v;
+			if (!v)
+				return bad_usage("missing directory after", o);
+			s->dir = v;
 			i += 2;
 		} else if (!strcmp(o, "--capacity")) {
-			if (!v || parse_capacity(v, cap_key, sizeof cap_key, &co)) {
-				status = bad_usage("expected S.K=LO:HI with 0 < LO < HI after --capacity, "
-						   "got", v);
-				goto out;
-			}
-			capacity = 1;
+			if (!v || parse_capacity(v, s->cap_key, sizeof s->cap_key, &s->co))
+				return bad_usage("expected S.K=LO:HI with 0 < LO < HI after --capacity, "
+						 "got", v);
+			s->capacity = 1;
 			i += 2;
 		} else if (!strcmp(o, "--capacity-metric")) {
-			if (!v || !metric_known(v)) {
-				status = bad_usage("--capacity-metric: not a summary metric (see kvsim "
-						   "metrics):", v);
-				goto out;
-			}
-			co.metric = v;
+			if (!v || !metric_known(v))
+				return bad_usage("--capacity-metric: not a summary metric (see kvsim "
+						 "metrics):", v);
+			s->co.metric = v;
 			i += 2;
 		} else if (!strcmp(o, "--capacity-target") || !strcmp(o, "--capacity-tol")) {
-			double *dst = o[11] == 't' && o[12] == 'a' ? &co.target : &co.tol;
-			if (parse_real(v, dst) || (dst == &co.tol && !(*dst > 0))) {
-				status = bad_usage("expected a number (tolerance > 0) after", o);
-				goto out;
-			}
+			double *dst = o[11] == 't' && o[12] == 'a' ? &s->co.target : &s->co.tol;
+			if (parse_real(v, dst) || (dst == &s->co.tol && !(*dst > 0)))
+				return bad_usage("expected a number (tolerance > 0) after", o);
 			i += 2;
 		} else if (!strcmp(o, "--capacity-probes")) {
-			if (!v || parse_uint(v, 1000, &co.max_probes) || co.max_probes < 2) {
-				status = bad_usage("expected an integer in [2, 1000] after", o);
-				goto out;
-			}
+			if (!v || parse_uint(v, 1000, &s->co.max_probes) || s->co.max_probes < 2)
+				return bad_usage("expected an integer in [2, 1000] after", o);
 			i += 2;
 		} else if (!strcmp(o, "--dry-run")) {
-			dry = 1;
+			s->dry = 1;
 			i++;
 		} else if (!strcmp(o, "--keep-stale")) {
-			keep_stale = 1;
+			s->keep_stale = 1;
 			i++;
 		} else if (!strcmp(o, "--strict")) {
-			strict = 1;
+			s->strict = 1;
 			i++;
 		} else if (!strcmp(o, "--no-trace-cache")) {
 			tr_cache_set_enabled(0); /* the forked points inherit it */
 			i++;
 		} else if (!strcmp(o, "--progress") || !strcmp(o, "--no-progress")) {
-			progress = o[2] == 'p';
+			s->progress = o[2] == 'p';
 			i++;
 		} else {
-			int r = cli_cfg_arg(&a, argc, argv, &i, &e);
-			if (r < 0) {
-				status = cli_fail(&e);
-				goto out;
-			}
-			if (r == 0) {
-				status = cli_unknown_option(o, usage);
-				goto out;
-			}
+			int r = cli_cfg_arg(&s->a, argc, argv, &i, e);
+			if (r < 0)
+				return cli_fail(e);
+			if (r == 0)
+				return cli_unknown_option(o, usage);
 		}
 	}
+	return -1;
+}
+
+/* The base config into *base (the caller frees it), the seeds on the grid,
+ * the results directory: -1 to go on, else the exit status. */
+static int sweep_config(sweep_args_t *s, cfg_t **base, err_t *e)
+{
 	/* Under mpirun every rank loads the config: only rank 0 warns. */
 	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
 	int flags = CLI_DEFAULT_EXPERIMENT | (rank && atoi(rank) > 0 ? CLI_NO_WARNINGS : 0);
-	if (out_grid_set_seeds(g, seeds, &e) ||
-	    cli_load_config_ex(a.path, a.sets, a.nsets, flags, NULL, &base, &e)) {
-		status = cli_fail(&e);
-		goto out;
-	}
+	if (out_grid_set_seeds(s->g, s->seeds, e) ||
+	    cli_load_config_ex(s->a.path, s->a.sets, s->a.nsets, flags, NULL, base, e))
+		return cli_fail(e);
 	/* an axis that some points ignore: said once here, not per point */
-	if (out_grid_note_inert(g, base, cfg_schema_warnings(cfg_schema(base)))) {
-		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
-		goto out;
-	}
+	if (out_grid_note_inert(s->g, *base, cfg_schema_warnings(cfg_schema(*base))))
+		return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 	sim_out_params_t op;
-	if (!dir && sim_out_params_fill(base, &op, &e)) {
-		status = cli_fail(&e);
-		goto out;
+	if (!s->dir && sim_out_params_fill(*base, &op, e))
+		return cli_fail(e);
+	if (!s->dir)
+		s->dir = op.dir;
+	if (s->dry && s->capacity)
+		return bad_usage("--dry-run cannot list a capacity search's probes (each "
+				 "depends on the last):", "--capacity");
+	return -1;
+}
+
+/* --capacity: a search per point and seed, its table, the exit status. */
+static int sweep_capacity(sweep_args_t *s, const cfg_t *base, out_sweep_opts_t *so, err_t *e)
+{
+	out_capacity_result_t *r;
+	size_t n;
+	so->mpi = 0;
+	if (out_capacity_run(s->g, base, so, &s->co, &r, &n, e))
+		return cli_fail(e);
+	print_capacity(&s->co, r, n);
+	size_t failed = 0;
+	for (size_t i = 0; i < n; i++)
+		failed += !strcmp(r[i].verdict, "failed");
+	free(r);
+	if (failed) {
+		fprintf(stderr, "kvsim sweep: %zu capacity search(es) ended on a failed probe; "
+				"see: kvsim runs %s --where \"status = 'failed'\" --columns "
+				"id,error\n",
+			failed, s->dir);
+		return 1;
 	}
-	if (!dir)
-		dir = op.dir;
-	if (dry && capacity) {
-		status = bad_usage("--dry-run cannot list a capacity search's probes (each "
-				   "depends on the last):", "--capacity");
-		goto out;
-	}
-	if (dry) {
-		if (dry_run(g, base, dir, keep_stale, &e))
-			status = cli_fail(&e);
-		goto out;
-	}
-	out_sweep_opts_t so = {.dir = dir, .jobs = jobs, .progress = progress,
-			       .seed_key = "experiment.seed", .run = sweep_sim_run,
-			       .run_ctx = &strict, .mpi = -1, .keep_stale = keep_stale};
-	out_hdf5_opts_from_cfg(base, &so.h5);
-	if (capacity) {
-		out_capacity_result_t *r;
-		size_t n;
-		so.mpi = 0;
-		if (out_capacity_run(g, base, &so, &co, &r, &n, &e)) {
-			status = cli_fail(&e);
-			goto out;
-		}
-		print_capacity(&co, r, n);
-		size_t failed = 0;
-		for (size_t i = 0; i < n; i++)
-			failed += !strcmp(r[i].verdict, "failed");
-		free(r);
-		if (failed) {
-			fprintf(stderr, "kvsim sweep: %zu capacity search(es) ended on a failed probe; "
-					"see: kvsim runs %s --where \"status = 'failed'\" --columns "
-					"id,error\n",
-				failed, dir);
-			status = 1;
-		}
-		goto out;
-	}
+	return 0;
+}
+
+/* Every point of the grid, the tally, the exit status. */
+static int sweep_grid(const sweep_args_t *s, const cfg_t *base, out_sweep_opts_t *so, err_t *e)
+{
 	out_sweep_stats_t st;
-	int rc = out_sweep_run(g, base, &so, &st, &e);
+	int rc = out_sweep_run(s->g, base, so, &st, e);
 	if (st.rank != 0)
-		goto out; /* MPI workers stay quiet; rank 0 reports */
-	if (rc) {
-		status = cli_fail(&e);
-		goto out;
-	}
+		return 0; /* MPI workers stay quiet; rank 0 reports */
+	if (rc)
+		return cli_fail(e);
 	printf("sweep: %zu points: %zu run, %zu already done, %zu failed, %zu retried after a "
 	       "crash%s; catalog %s/%s\n",
 	       st.total, st.done, st.skipped, st.failed, st.retried,
-	       st.ranks > 1 ? " (MPI)" : "", dir, OUT_CATALOG_FILE);
+	       st.ranks > 1 ? " (MPI)" : "", s->dir, OUT_CATALOG_FILE);
 	print_ledger_note(&st);
 	if (st.failed) {
 		fprintf(stderr, "kvsim sweep: %zu point(s) failed; see: kvsim runs %s --where "
 				"\"status = 'failed'\" --columns id,error\n",
-			st.failed, dir);
+			st.failed, s->dir);
 		/* bad input everywhere it failed is the user's to fix: exit 2 */
-		status = st.failed_input == st.failed ? 2 : 1;
+		return st.failed_input == st.failed ? 2 : 1;
 	}
+	return 0;
+}
+
+int out_sweep_main(int argc, char **argv)
+{
+	sweep_args_t s = {.progress = -1, .jobs = 1, .seeds = 1,
+			  .co = {.metric = "slo_attainment", .target = 0.9, .tol = 0.05,
+				 .max_probes = 16}};
+	const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+	cfg_t *base = NULL;
+	err_t e = {0};
+	int status;
+	s.a.sets = sets;
+	s.g = out_grid_new();
+	if (!sets || !s.g) {
+		status = cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
+		goto out;
+	}
+	if ((status = sweep_parse(argc, argv, &s, &e)) >= 0 ||
+	    (status = sweep_config(&s, &base, &e)) >= 0)
+		goto out;
+	if (s.dry) {
+		status = dry_run(s.g, base, s.dir, s.keep_stale, &e) ? cli_fail(&e) : 0;
+		goto out;
+	}
+	out_sweep_opts_t so = {.dir = s.dir, .jobs = s.jobs, .progress = s.progress,
+			       .seed_key = "experiment.seed", .run = sweep_sim_run,
+			       .run_ctx = &s.strict, .mpi = -1, .keep_stale = s.keep_stale};
+	out_hdf5_opts_from_cfg(base, &so.h5);
+	status = s.capacity ? sweep_capacity(&s, base, &so, &e) : sweep_grid(&s, base, &so, &e);
 out:
 	if (base)
 		cli_config_free(base);
-	out_grid_free(g);
+	out_grid_free(s.g);
 	free(sets);
 	return status;
 }

@@ -551,123 +551,153 @@ static int write_csv(const char *path, const val_truth_t *t, err_t *e)
 	return 0;
 }
 
-int cli_validate_main(int argc, char **argv)
+/* What `kvsim validate` was asked. */
+typedef struct val_args {
+	const char *pos[2], *hf_dir, *csv; /* EXPERIMENTS.json, GROUND_TRUTH.csv */
+	char **sets, **only; /* the --set lines and --experiment ids, room for argc */
+	size_t n_sets, n_only;
+	int verbose;
+} val_args_t;
+
+/* -1 to go on, else the exit status (help printed, or the usage error). */
+static int val_parse(int argc, char **argv, val_args_t *v)
 {
-	const char *pos[2] = {NULL, NULL}, *hf_dir = NULL, *csv = NULL;
-	char **sets = calloc((size_t)argc + 1, sizeof *sets);
-	char **only = calloc((size_t)argc + 1, sizeof *only);
-	size_t n_sets = 0, n_only = 0, n_pos = 0;
-	int verbose = 0, rc = 0;
-	if (!sets || !only) {
-		free(sets);
-		free(only);
-		return cli_fail(&(err_t){.code = KS_ENOMEM});
-	}
+	size_t n_pos = 0;
+	int rc = 0;
 	for (int i = 1; i < argc && !rc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			free(sets);
-			free(only);
 			return 0;
 		} else if ((!strcmp(a, "--set") || !strcmp(a, "-s")) && i + 1 < argc) {
-			sets[n_sets++] = argv[++i];
+			v->sets[v->n_sets++] = argv[++i];
 		} else if (!strncmp(a, "--set=", 6)) {
-			sets[n_sets++] = (char *)a + 6;
+			v->sets[v->n_sets++] = (char *)a + 6;
 		} else if (!strcmp(a, "--hf-configs") && i + 1 < argc) {
-			hf_dir = argv[++i];
+			v->hf_dir = argv[++i];
 		} else if (!strcmp(a, "--experiment") && i + 1 < argc) {
-			only[n_only++] = argv[++i];
+			v->only[v->n_only++] = argv[++i];
 		} else if (!strcmp(a, "--csv") && i + 1 < argc) {
-			csv = argv[++i];
+			v->csv = argv[++i];
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			verbose = 1;
+			v->verbose = 1;
 		} else if (a[0] == '-') {
 			rc = cli_usage_error("unknown option or missing value: '%s'", a);
 		} else if (n_pos == 2) {
 			rc = cli_usage_error("unexpected argument '%s'", a);
 		} else {
-			pos[n_pos++] = a;
+			v->pos[n_pos++] = a;
 		}
 	}
 	if (!rc && n_pos != 2)
 		rc = cli_usage_error("want two arguments, EXPERIMENTS.json and GROUND_TRUTH.csv");
-	if (rc) {
-		free(sets);
-		free(only);
-		return rc;
-	}
-	char dir_buf[1100];
-	if (!hf_dir) {
-		const char *sl = strrchr(pos[0], '/');
-		int len = sl ? (int)(sl - pos[0]) : 1;
-		snprintf(dir_buf, sizeof dir_buf, "%.*s/../hf_configs", len, sl ? pos[0] : ".");
-		hf_dir = dir_buf;
-	}
-	err_t e = {0};
-	val_truth_t t = {0};
-	json_error_t je;
-	json_t *root = NULL;
-	if (!(rc = truth_load(pos[1], &t, &e))) {
-		root = json_load_file(pos[0], 0, &je);
-		if (!root)
-			rc = err_set(&e, KS_EINPUT, "%s:%d: %s", pos[0], je.line, je.text);
-	}
-	json_t *exps = rc ? NULL : json_object_get(root, "experiments");
-	if (!rc && !json_is_array(exps))
-		rc = err_set(&e, KS_EINPUT, "%s: experiments: missing or not an array", pos[0]);
-	for (size_t i = 0; !rc && i < n_only; i++) {
+	return rc ? rc : -1;
+}
+
+/* Runs each experiment of exps that the ground truth has rows for (and that
+ * --experiment names, when given), filling in t's kvsim values. */
+static int val_run_all(const val_args_t *v, json_t *exps, val_truth_t *t, err_t *e)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < v->n_only; i++) {
 		int found = 0;
 		for (size_t k = 0; k < json_array_size(exps); k++)
-			found |= !strcmp(only[i], json_string_value(json_object_get(
-							  json_array_get(exps, k), "id")) ?: "");
+			found |= !strcmp(v->only[i], json_string_value(json_object_get(
+							     json_array_get(exps, k), "id")) ?: "");
 		if (!found)
-			rc = err_set(&e, KS_EINPUT, "--experiment %s: no such id in %s", only[i],
-				     pos[0]);
+			rc = err_set(e, KS_EINPUT, "--experiment %s: no such id in %s", v->only[i],
+				     v->pos[0]);
 	}
 	size_t ran = 0;
 	for (size_t k = 0; !rc && k < json_array_size(exps); k++) {
 		json_t *rec = json_array_get(exps, k);
 		const char *id = json_string_value(json_object_get(rec, "id"));
 		if (!id) {
-			rc = err_set(&e, KS_EINPUT, "%s: experiments[%zu]: no id", pos[0], k);
+			rc = err_set(e, KS_EINPUT, "%s: experiments[%zu]: no id", v->pos[0], k);
 			break;
 		}
-		int want = !n_only, has = 0;
-		for (size_t i = 0; i < n_only; i++)
-			want |= !strcmp(only[i], id);
-		for (size_t j = 0; j < t.n && !has; j++)
-			has = !strcmp(t.row[j].exp, id);
+		int want = !v->n_only, has = 0;
+		for (size_t i = 0; i < v->n_only; i++)
+			want |= !strcmp(v->only[i], id);
+		for (size_t j = 0; j < t->n && !has; j++)
+			has = !strcmp(t->row[j].exp, id);
 		if (!want || !has)
 			continue;
-		rc = run_one(pos[0], hf_dir, rec, sets, n_sets, verbose, &t, &e);
+		rc = run_one(v->pos[0], v->hf_dir, rec, v->sets, v->n_sets, v->verbose, t, e);
 		ran++;
 	}
 	if (!rc && !ran)
-		rc = err_set(&e, KS_EINPUT, "%s and %s share no experiment id", pos[0], pos[1]);
+		rc = err_set(e, KS_EINPUT, "%s and %s share no experiment id", v->pos[0], v->pos[1]);
+	return rc;
+}
+
+/* A row per (experiment, stage, metric) kvsim computed: measured, kvsim's,
+ * the signed error, and the note on a row whose client counted fewer
+ * tokens. */
+static void print_rows(const val_truth_t *t)
+{
+	printf("\n  %-46s %5s %-10s %12s %12s %9s\n", "experiment", "stage", "metric", "actual",
+	       "kvsim", "error");
+	for (size_t k = 0; k < t->n; k++) {
+		const val_row_t *w = &t->row[k];
+		if (!isfinite(w->kvsim))
+			continue;
+		printf("  %-46.46s %5d %-10s %12.2f %12.2f %+8.1f%%", w->exp, w->stage, w->metric,
+		       w->actual, w->kvsim, 100 * (w->kvsim / w->actual - 1));
+		if (w->counted_note)
+			printf("  (the client counted about %d output tokens a request, "
+			       "fewer than generated: its ITL is per counted token)",
+			       w->counted_note);
+		printf("\n");
+	}
+}
+
+int cli_validate_main(int argc, char **argv)
+{
+	val_args_t v = {.sets = calloc((size_t)argc + 1, sizeof(char *)),
+			.only = calloc((size_t)argc + 1, sizeof(char *))};
+	if (!v.sets || !v.only) {
+		free(v.sets);
+		free(v.only);
+		return cli_fail(&(err_t){.code = KS_ENOMEM});
+	}
+	int rc = val_parse(argc, argv, &v);
+	if (rc >= 0) {
+		free(v.sets);
+		free(v.only);
+		return rc;
+	}
+	char dir_buf[1100];
+	if (!v.hf_dir) {
+		const char *sl = strrchr(v.pos[0], '/');
+		int len = sl ? (int)(sl - v.pos[0]) : 1;
+		snprintf(dir_buf, sizeof dir_buf, "%.*s/../hf_configs", len, sl ? v.pos[0] : ".");
+		v.hf_dir = dir_buf;
+	}
+	err_t e = {0};
+	val_truth_t t = {0};
+	json_error_t je;
+	json_t *root = NULL;
+	if (!(rc = truth_load(v.pos[1], &t, &e))) {
+		root = json_load_file(v.pos[0], 0, &je);
+		if (!root)
+			rc = err_set(&e, KS_EINPUT, "%s:%d: %s", v.pos[0], je.line, je.text);
+	}
+	json_t *exps = rc ? NULL : json_object_get(root, "experiments");
+	if (!rc && !json_is_array(exps))
+		rc = err_set(&e, KS_EINPUT, "%s: experiments: missing or not an array", v.pos[0]);
+	if (!rc)
+		rc = val_run_all(&v, exps, &t, &e);
 	if (!rc) {
-		printf("\n  %-46s %5s %-10s %12s %12s %9s\n", "experiment", "stage", "metric",
-		       "actual", "kvsim", "error");
-		for (size_t k = 0; k < t.n; k++) {
-			const val_row_t *w = &t.row[k];
-			if (!isfinite(w->kvsim))
-				continue;
-			printf("  %-46.46s %5d %-10s %12.2f %12.2f %+8.1f%%", w->exp, w->stage,
-			       w->metric, w->actual, w->kvsim, 100 * (w->kvsim / w->actual - 1));
-			if (w->counted_note)
-				printf("  (the client counted about %d output tokens a request, "
-				       "fewer than generated: its ITL is per counted token)",
-				       w->counted_note);
-			printf("\n");
-		}
+		print_rows(&t);
 		print_mape(&t, 1);
 		print_mape(&t, 0);
-		if (csv)
-			rc = write_csv(csv, &t, &e);
+		if (v.csv)
+			rc = write_csv(v.csv, &t, &e);
 	}
 	json_decref(root);
 	free(t.row);
-	free(sets);
-	free(only);
+	free(v.sets);
+	free(v.only);
 	return rc ? cli_fail(&e) : 0;
 }

@@ -54,21 +54,36 @@ static int whole(const char *opt, const char *v, long lo, long hi, long *out)
 	return 0;
 }
 
-static int cmd_cost(int argc, char **argv)
-{
-	const char **sets = calloc((size_t)argc + 3, sizeof *sets);
+/* What `kvsim model cost` was asked: the config and its --set lines (a;
+ * --gpu, --model and --hf-config become --set lines written into the
+ * buffers), the TP (-1: the config's) and the batch (-1: not given). */
+typedef struct cost_args {
+	cli_cfg_args_t a;
 	char gpu_set[MDL_NAME_MAX + 16], model_set[MDL_NAME_MAX + 16], hf_set[4200];
-	cli_cfg_args_t a = {NULL, sets, 0};
-	long tp = -1, prefill = -1, decode = -1, context = -1;
+	long tp, prefill, decode, context;
+} cost_args_t;
+
+/* The model priced, resolved like a run's. */
+typedef struct cost_model {
+	mdl_hw_t hw;
+	mdl_llm_t llm;
+	mdl_compute_params_t p;
+	mdl_hf_info_t hf;
+	mdl_compute_t c;
+	char model_name[16]; /* compute.model */
+	long tp;
+} cost_model_t;
+
+/* The options into c (c->a.sets has room for argc + 2 lines): -1 to go on,
+ * else the exit status (help printed, or the error reported). */
+static int cost_parse(int argc, char **argv, cost_args_t *c)
+{
 	err_t e = {0};
 	int rc = 0;
-	if (!sets)
-		return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
 	for (int i = 1; i < argc && !rc;) {
 		const char *o = argv[i];
 		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
 			usage(stdout);
-			free(sets);
 			return 0;
 		}
 		int is_opt = !strcmp(o, "--gpu") || !strcmp(o, "--model") || !strcmp(o, "--tp") ||
@@ -83,137 +98,158 @@ static int cmd_cost(int argc, char **argv)
 			const char *v = argv[i + 1];
 			i += 2;
 			if (!strcmp(o, "--gpu")) {
-				snprintf(gpu_set, sizeof gpu_set, "gpu.name=%s", v);
-				sets[a.nsets++] = gpu_set;
+				snprintf(c->gpu_set, sizeof c->gpu_set, "gpu.name=%s", v);
+				c->a.sets[c->a.nsets++] = c->gpu_set;
 			} else if (!strcmp(o, "--model")) {
-				snprintf(model_set, sizeof model_set, "model.name=%s", v);
-				sets[a.nsets++] = model_set;
+				snprintf(c->model_set, sizeof c->model_set, "model.name=%s", v);
+				c->a.sets[c->a.nsets++] = c->model_set;
 			} else if (!strcmp(o, "--hf-config")) {
 				if (strlen(v) > 4096) {
 					rc = cli_usage_error("%s: path too long", o);
 					continue;
 				}
-				snprintf(hf_set, sizeof hf_set, "model.hf_config=%s", v);
-				sets[a.nsets++] = hf_set;
+				snprintf(c->hf_set, sizeof c->hf_set, "model.hf_config=%s", v);
+				c->a.sets[c->a.nsets++] = c->hf_set;
 			} else if (!strcmp(o, "--tp")) {
-				rc = whole(o, v, 1, 1024, &tp);
+				rc = whole(o, v, 1, 1024, &c->tp);
 			} else if (!strcmp(o, "--prefill")) {
-				rc = whole(o, v, 1, 1L << 30, &prefill);
+				rc = whole(o, v, 1, 1L << 30, &c->prefill);
 			} else if (!strcmp(o, "--decode")) {
-				rc = whole(o, v, 1, 1L << 20, &decode);
+				rc = whole(o, v, 1, 1L << 20, &c->decode);
 			} else {
-				rc = whole(o, v, 0, 1L << 30, &context);
+				rc = whole(o, v, 0, 1L << 30, &c->context);
 			}
 			continue;
 		}
-		int k = cli_cfg_arg(&a, argc, argv, &i, &e);
-		if (k < 0) {
-			free(sets);
+		int k = cli_cfg_arg(&c->a, argc, argv, &i, &e);
+		if (k < 0)
 			return cli_fail(&e);
-		}
 		if (!k)
 			rc = cli_unknown_option(o, usage);
 	}
-	if (!rc && (prefill > 0) == (decode > 0))
+	if (!rc && (c->prefill > 0) == (c->decode > 0))
 		rc = cli_usage_error("give one of --prefill TOKENS or --decode BATCH");
-	if (!rc && decode > 0 && context < 0)
+	if (!rc && c->decode > 0 && c->context < 0)
 		rc = cli_usage_error("--decode needs --context LEN");
-	if (rc) {
-		free(sets);
-		return rc;
-	}
+	return rc ? rc : -1;
+}
+
+/* The model as a run resolves it: the config, then the arguments. */
+static int cost_load(const cost_args_t *c, cost_model_t *m, err_t *e)
+{
 	cfg_t *cfg = NULL;
-	mdl_hw_t hw;
-	mdl_llm_t llm;
-	mdl_compute_params_t p;
-	mdl_hf_info_t hf;
-	static mdl_compute_t c; /* large (profile curves) */
-	rc = cli_load_config_ex(a.path, sets, a.nsets, CLI_DEFAULT_EXPERIMENT | CLI_NO_WARNINGS,
-	                        NULL, &cfg, &e);
-	free(sets);
+	int rc = cli_load_config_ex(c->a.path, c->a.sets, c->a.nsets,
+	                            CLI_DEFAULT_EXPERIMENT | CLI_NO_WARNINGS, NULL, &cfg, e);
 	if (!rc)
-		rc = mdl_load_cfg_hf(cfg, &hw, &llm, &p, &hf, &e);
+		rc = mdl_load_cfg_hf(cfg, &m->hw, &m->llm, &m->p, &m->hf, e);
 	static sim_params_t sp; /* large */
-	if (!rc && !(rc = sim_params_fill(cfg, &sp, &e)))
-		sim_params_compute(&sp, &p);
-	if (!rc && tp < 0)
-		tp = (long)cfg_int(cfg, "cluster", "tp");
+	if (!rc && !(rc = sim_params_fill(cfg, &sp, e)))
+		sim_params_compute(&sp, &m->p);
+	m->tp = c->tp;
+	if (!rc && m->tp < 0)
+		m->tp = (long)cfg_int(cfg, "cluster", "tp");
 	const char *model = rc ? "" : cfg_str(cfg, "compute", "model");
-	char model_name[16];
-	snprintf(model_name, sizeof model_name, "%s", model);
+	snprintf(m->model_name, sizeof m->model_name, "%s", model);
 	if (!rc)
-		rc = mdl_compute_init(&c, &hw, &llm, (uint32_t)tp, &p, &e);
+		rc = mdl_compute_init(&m->c, &m->hw, &m->llm, (uint32_t)m->tp, &m->p, e);
 	cli_config_free(cfg);
-	if (rc)
-		return cli_fail(&e);
+	return rc;
+}
 
-	uint32_t n = (uint32_t)(prefill > 0 ? prefill : 0);
-	uint32_t cached = (uint32_t)(context > 0 ? context : 0);
-	uint32_t *ctx = NULL;
-	mdl_batch_t b = {0};
-	if (prefill > 0) {
-		b = (mdl_batch_t){.n_prefill = 1, .prefill_new = &n, .prefill_cached = &cached};
-	} else {
-		ctx = malloc((size_t)decode * sizeof *ctx);
-		if (!ctx)
-			return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
-		for (long i = 0; i < decode; i++)
-			ctx[i] = cached;
-		b = (mdl_batch_t){.n_decode = (size_t)decode, .decode_ctx = ctx};
-	}
-	mdl_iter_cost_t r;
-	mdl_iter_cost(&c, &b, &r);
-	free(ctx);
-
-	printf("gpu %s\nmodel %s\ntp %ld\n", hw.name, llm.name, tp);
+/* The header, the terms (counted ones sum to the total) and the total of
+ * the batch c asked for (cached tokens of context each). */
+static void cost_print(const cost_args_t *c, uint32_t cached, const cost_model_t *m,
+                       const mdl_iter_cost_t *r)
+{
+	const mdl_llm_t *llm = &m->llm;
+	const mdl_compute_params_t *p = &m->p;
+	printf("gpu %s\nmodel %s\ntp %ld\n", m->hw.name, llm->name, m->tp);
 	/* the parameters and the width each part is stored at (mdl.h) */
-	printf("params_total %llu\nparams_active %llu\n", (unsigned long long)llm.params_total,
-	       (unsigned long long)llm.params_active);
-	printf("weight_bytes attention_and_other %g experts %g embed %g\n", llm.weight_bytes,
-	       llm.experts ? mdl_expert_weight_bytes(&llm) : llm.weight_bytes,
-	       mdl_embed_weight_bytes(&llm));
+	printf("params_total %llu\nparams_active %llu\n", (unsigned long long)llm->params_total,
+	       (unsigned long long)llm->params_active);
+	printf("weight_bytes attention_and_other %g experts %g embed %g\n", llm->weight_bytes,
+	       llm->experts ? mdl_expert_weight_bytes(llm) : llm->weight_bytes,
+	       mdl_embed_weight_bytes(llm));
 	printf("weights_bytes_per_gpu %llu\n",
-	       (unsigned long long)mdl_weights_bytes_per_gpu(&llm, (uint32_t)tp));
-	for (size_t i = 0; i < hf.n_uncosted; i++)
-		printf("uncosted %s\n", hf.uncosted[i]);
+	       (unsigned long long)mdl_weights_bytes_per_gpu(llm, (uint32_t)m->tp));
+	for (size_t i = 0; i < m->hf.n_uncosted; i++)
+		printf("uncosted %s\n", m->hf.uncosted[i]);
 	printf("kv_paged_bytes_per_token_gpu %llu\nkv_fixed_bytes_per_seq_gpu %llu\n",
-	       (unsigned long long)mdl_kv_paged_bytes_per_token_gpu(&llm, (uint32_t)tp),
-	       (unsigned long long)mdl_kv_fixed_bytes_per_seq_gpu(&llm, (uint32_t)tp));
-	if (prefill > 0)
-		printf("batch prefill %ld tokens after %u cached\n", prefill, cached);
+	       (unsigned long long)mdl_kv_paged_bytes_per_token_gpu(llm, (uint32_t)m->tp),
+	       (unsigned long long)mdl_kv_fixed_bytes_per_seq_gpu(llm, (uint32_t)m->tp));
+	if (c->prefill > 0)
+		printf("batch prefill %ld tokens after %u cached\n", c->prefill, cached);
 	else
-		printf("batch decode %ld sequences, context %u each\n", decode, cached);
-	printf("cost_model %s\ncalibration %s\n", model_name,
-	       p.model == MDL_MODEL_LINEAR ? "(not used by the linear model)"
-	       : p.calibration[0]          ? p.calibration
-	                                   : "built-in defaults (models/mdl_cost.c)");
-	printf("flops %.6g\nbytes_per_gpu %.6g\n", r.flops, r.bytes);
-	int separated = p.model == MDL_MODEL_PROFILE || (p.model == MDL_MODEL_ROOFLINE && p.gemm_mfu > 0);
-	double side_c = separated ? r.t_gemm_ns + r.t_attn_ns : r.t_compute_ns;
-	double side_m = separated ? r.t_weight_ns + r.t_kv_ns : r.t_memory_ns;
+		printf("batch decode %ld sequences, context %u each\n", c->decode, cached);
+	printf("cost_model %s\ncalibration %s\n", m->model_name,
+	       p->model == MDL_MODEL_LINEAR ? "(not used by the linear model)"
+	       : p->calibration[0]          ? p->calibration
+	                                    : "built-in defaults (models/mdl_cost.c)");
+	printf("flops %.6g\nbytes_per_gpu %.6g\n", r->flops, r->bytes);
+	int separated = p->model == MDL_MODEL_PROFILE || (p->model == MDL_MODEL_ROOFLINE && p->gemm_mfu > 0);
+	double side_c = separated ? r->t_gemm_ns + r->t_attn_ns : r->t_compute_ns;
+	double side_m = separated ? r->t_weight_ns + r->t_kv_ns : r->t_memory_ns;
 	int mem_binds = side_m > side_c;
-	double fixed_etc = r.t_fixed_ns + r.t_comm_ns + r.t_overhead_ns;
+	double fixed_etc = r->t_fixed_ns + r->t_comm_ns + r->t_overhead_ns;
 	/* what the roofline adds beyond its larger side (q-norm overlap, and the
 	 * linear model's sum of both sides); ceil to whole ns in the total */
-	double overlap = (double)r.total_ns - fixed_etc - (mem_binds ? side_m : side_c);
+	double overlap = (double)r->total_ns - fixed_etc - (mem_binds ? side_m : side_c);
 	struct {
 		const char *name;
 		double ns;
 		int counted;
 	} t[] = {
-	    {"gemm", separated ? r.t_gemm_ns : r.t_compute_ns, !mem_binds},
-	    {"attention", separated ? r.t_attn_ns : 0, !mem_binds},
-	    {"weight_read", separated ? r.t_weight_ns : r.t_memory_ns, mem_binds},
-	    {"kv_read_write", separated ? r.t_kv_ns : 0, mem_binds},
+	    {"gemm", separated ? r->t_gemm_ns : r->t_compute_ns, !mem_binds},
+	    {"attention", separated ? r->t_attn_ns : 0, !mem_binds},
+	    {"weight_read", separated ? r->t_weight_ns : r->t_memory_ns, mem_binds},
+	    {"kv_read_write", separated ? r->t_kv_ns : 0, mem_binds},
 	    {"roofline_overlap", overlap, 1},
-	    {"per_layer_fixed", r.t_fixed_ns, 1},
-	    {"allreduce", r.t_comm_ns, 1},
-	    {"iter_overhead", r.t_overhead_ns, 1},
+	    {"per_layer_fixed", r->t_fixed_ns, 1},
+	    {"allreduce", r->t_comm_ns, 1},
+	    {"iter_overhead", r->t_overhead_ns, 1},
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		printf("term %-16s %12.6f %s\n", t[i].name, t[i].ns / 1e6,
 		       t[i].counted ? "counted" : "hidden");
-	printf("total %.6f\n", (double)r.total_ns / 1e6);
+	printf("total %.6f\n", (double)r->total_ns / 1e6);
+}
+
+static int cmd_cost(int argc, char **argv)
+{
+	cost_args_t c = {.a = {NULL, calloc((size_t)argc + 3, sizeof(char *)), 0},
+	                 .tp = -1, .prefill = -1, .decode = -1, .context = -1};
+	static cost_model_t m; /* large (profile curves) */
+	err_t e = {0};
+	if (!c.a.sets)
+		return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
+	int rc = cost_parse(argc, argv, &c);
+	if (rc >= 0) {
+		free(c.a.sets);
+		return rc;
+	}
+	rc = cost_load(&c, &m, &e);
+	free(c.a.sets);
+	if (rc)
+		return cli_fail(&e);
+
+	uint32_t n = (uint32_t)(c.prefill > 0 ? c.prefill : 0);
+	uint32_t cached = (uint32_t)(c.context > 0 ? c.context : 0);
+	uint32_t *ctx = NULL;
+	mdl_batch_t b = {0};
+	if (c.prefill > 0) {
+		b = (mdl_batch_t){.n_prefill = 1, .prefill_new = &n, .prefill_cached = &cached};
+	} else {
+		ctx = malloc((size_t)c.decode * sizeof *ctx);
+		if (!ctx)
+			return cli_fail(&(err_t){KS_ENOMEM, "out of memory"});
+		for (long i = 0; i < c.decode; i++)
+			ctx[i] = cached;
+		b = (mdl_batch_t){.n_decode = (size_t)c.decode, .decode_ctx = ctx};
+	}
+	mdl_iter_cost_t r;
+	mdl_iter_cost(&m.c, &b, &r);
+	free(ctx);
+	cost_print(&c, cached, &m, &r);
 	return 0;
 }
 

@@ -126,145 +126,161 @@ static int horizon_check(scen_t *s, const sc_flow_t *f, err_t *e)
 		       s->file, f->line, f->name, t);
 }
 
+/* link NAME CAPACITY LATENCY */
+static int parse_link(scen_t *s, int line, char **tok, int nt, err_t *e)
+{
+	if (nt != 4)
+		return perr(s, line, e, "%s", "link needs: link NAME CAPACITY LATENCY");
+	if (name_ok(s, line, tok[1], e))
+		return KS_EINPUT;
+	if (find_link(s, tok[1]) >= 0)
+		return perr(s, line, e, "link '%s' defined twice", tok[1]);
+	double cap;
+	int64_t lat;
+	if (!num(tok[2], &cap) || !(cap > 0))
+		return perr(s, line, e, "link capacity '%s' is not a positive number "
+					"of bytes/s", tok[2]);
+	if (whole(s, line, e, "link latency", tok[3], 0, INT64_MAX, "ns", &lat))
+		return KS_EINPUT;
+	if (s->n_links == s->cap_links) {
+		/* links, link_cap and link_lat share one capacity */
+		size_t c = vec_next_cap(s->cap_links, s->n_links + 1, 16);
+		if (!c || VEC_RESIZE(s->links, c) || VEC_RESIZE(s->link_cap, c) ||
+		    VEC_RESIZE(s->link_lat, c))
+			return err_set(e, KS_ENOMEM, "out of memory");
+		s->cap_links = c;
+	}
+	snprintf(s->links[s->n_links].name, NAME_MAX_LEN, "%s", tok[1]);
+	s->link_cap[s->n_links] = cap;
+	s->link_lat[s->n_links] = lat;
+	s->n_links++;
+	return 0;
+}
+
+/* flow NAME BYTES START fg|bg [cap=B/s] [copies=N] [overhead=NS] LINK... */
+static int parse_flow(scen_t *s, int line, char **tok, int nt, err_t *e)
+{
+	if (nt < 6)
+		return perr(s, line, e, "%s",
+			    "flow needs: flow NAME BYTES START fg|bg [options] LINK...");
+	if (name_ok(s, line, tok[1], e))
+		return KS_EINPUT;
+	for (size_t i = 0; i < s->n_flows; i++)
+		if (!strcmp(s->flows[i].name, tok[1]))
+			return perr(s, line, e, "flow '%s' defined twice", tok[1]);
+	if (VEC_GROW(s->flows, s->cap_flows, s->n_flows + 1, 16))
+		return err_set(e, KS_ENOMEM, "out of memory");
+	sc_flow_t *f = &s->flows[s->n_flows];
+	memset(f, 0, sizeof *f);
+	snprintf(f->name, NAME_MAX_LEN, "%s", tok[1]);
+	int64_t v;
+	if (whole(s, line, e, "flow size", tok[2], 0, INT64_MAX, "bytes", &v))
+		return KS_EINPUT;
+	f->spec.bytes = (uint64_t)v;
+	if (whole(s, line, e, "flow start", tok[3], 0, INT64_MAX, "ns", &f->start))
+		return KS_EINPUT;
+	f->line = line;
+	if (!strcmp(tok[4], "fg"))
+		f->spec.cls = NET_FG;
+	else if (!strcmp(tok[4], "bg"))
+		f->spec.cls = NET_BG;
+	else
+		return perr(s, line, e, "flow class '%s' is not fg or bg", tok[4]);
+	int i = 5;
+	for (; i < nt && strchr(tok[i], '='); i++) {
+		char *eq = strchr(tok[i], '=');
+		*eq = '\0';
+		const char *k = tok[i], *val = eq + 1;
+		double dv;
+		if (!strcmp(k, "cap")) {
+			if (!num(val, &dv) || !(dv > 0))
+				return perr(s, line, e, "cap '%s' is not a positive "
+							"number of bytes/s", val);
+			f->spec.rate_cap = dv;
+		} else if (!strcmp(k, "copies")) {
+			if (whole(s, line, e, "copies", val, 1, UINT32_MAX, "copies", &v))
+				return KS_EINPUT;
+			f->spec.n_copies = (uint32_t)v;
+		} else if (!strcmp(k, "overhead")) {
+			if (whole(s, line, e, "overhead", val, 0, INT64_MAX, "ns", &v))
+				return KS_EINPUT;
+			f->spec.copy_overhead_ns = v;
+		} else {
+			return perr(s, line, e, "unknown flow option '%s' (cap, copies, "
+						"overhead)", k);
+		}
+	}
+	if (i >= nt)
+		return perr(s, line, e, "flow '%s' crosses no link", f->name);
+	if (nt - i > NET_PATH_MAX)
+		return perr(s, line, e, "flow '%s' crosses more than 16 links", f->name);
+	for (int j = i; j < nt; j++) {
+		long l = find_link(s, tok[j]);
+		if (l < 0)
+			return perr(s, line, e, "unknown link '%s' (define it before the flow)",
+				    tok[j]);
+		for (int k = i; k < j; k++)
+			if (f->path[k - i] == (uint32_t)l)
+				return perr(s, line, e, "flow crosses link '%s' twice",
+					    tok[j]);
+		f->path[j - i] = (uint32_t)l;
+	}
+	f->spec.path_len = (uint32_t)(nt - i);
+	if (horizon_check(s, f, e))
+		return KS_EINPUT;
+	s->n_flows++;
+	return 0;
+}
+
+/* share strict | share weighted WEIGHT */
+static int parse_share(scen_t *s, int line, char **tok, int nt, err_t *e)
+{
+	if (nt == 2 && !strcmp(tok[1], "strict")) {
+		s->share = NET_SHARE_STRICT;
+		return 0;
+	}
+	double w;
+	if (nt == 3 && !strcmp(tok[1], "weighted") && num(tok[2], &w) &&
+	    w >= NET_BG_WEIGHT_MIN && w <= 1) {
+		s->share = NET_SHARE_WEIGHTED;
+		s->weight = w;
+		return 0;
+	}
+	return perr(s, line, e, "%s",
+		    "share needs: share strict | share weighted W (0.001<=W<=1)");
+}
+
+/* background immediate | idle_window THRESHOLD | rate_cap SHARE */
+static int parse_background(scen_t *s, int line, char **tok, int nt, err_t *e)
+{
+	double p;
+	if (nt == 2 && !strcmp(tok[1], "immediate")) {
+		s->mode = NET_BG_IMMEDIATE;
+		return 0;
+	}
+	int idle = nt == 3 && !strcmp(tok[1], "idle_window");
+	if ((idle || (nt == 3 && !strcmp(tok[1], "rate_cap"))) && num(tok[2], &p) && p > 0 &&
+	    p <= 1) {
+		s->mode = idle ? NET_BG_IDLE_WINDOW : NET_BG_RATE_CAP;
+		s->param = p;
+		return 0;
+	}
+	return perr(s, line, e, "%s",
+		    "background needs: immediate | idle_window T | rate_cap S (0<T,S<=1)");
+}
+
+/* One directive line, split into its nt fields tok. */
 static int parse_line(scen_t *s, int line, char **tok, int nt, err_t *e)
 {
 	const char *d = tok[0];
-	if (!strcmp(d, "link")) {
-		if (nt != 4)
-			return perr(s, line, e, "%s", "link needs: link NAME CAPACITY LATENCY");
-		if (name_ok(s, line, tok[1], e))
-			return KS_EINPUT;
-		if (find_link(s, tok[1]) >= 0)
-			return perr(s, line, e, "link '%s' defined twice", tok[1]);
-		double cap;
-		int64_t lat;
-		if (!num(tok[2], &cap) || !(cap > 0))
-			return perr(s, line, e, "link capacity '%s' is not a positive number "
-						"of bytes/s", tok[2]);
-		if (whole(s, line, e, "link latency", tok[3], 0, INT64_MAX, "ns", &lat))
-			return KS_EINPUT;
-		if (s->n_links == s->cap_links) {
-			/* links, link_cap and link_lat share one capacity */
-			size_t c = vec_next_cap(s->cap_links, s->n_links + 1, 16);
-			if (!c || VEC_RESIZE(s->links, c) || VEC_RESIZE(s->link_cap, c) ||
-			    VEC_RESIZE(s->link_lat, c))
-				return err_set(e, KS_ENOMEM, "out of memory");
-			s->cap_links = c;
-		}
-		snprintf(s->links[s->n_links].name, NAME_MAX_LEN, "%s", tok[1]);
-		s->link_cap[s->n_links] = cap;
-		s->link_lat[s->n_links] = lat;
-		s->n_links++;
-		return 0;
-	}
-	if (!strcmp(d, "flow")) {
-		if (nt < 6)
-			return perr(s, line, e, "%s",
-				    "flow needs: flow NAME BYTES START fg|bg [options] LINK...");
-		if (name_ok(s, line, tok[1], e))
-			return KS_EINPUT;
-		for (size_t i = 0; i < s->n_flows; i++)
-			if (!strcmp(s->flows[i].name, tok[1]))
-				return perr(s, line, e, "flow '%s' defined twice", tok[1]);
-		if (VEC_GROW(s->flows, s->cap_flows, s->n_flows + 1, 16))
-			return err_set(e, KS_ENOMEM, "out of memory");
-		sc_flow_t *f = &s->flows[s->n_flows];
-		memset(f, 0, sizeof *f);
-		snprintf(f->name, NAME_MAX_LEN, "%s", tok[1]);
-		int64_t v;
-		if (whole(s, line, e, "flow size", tok[2], 0, INT64_MAX, "bytes", &v))
-			return KS_EINPUT;
-		f->spec.bytes = (uint64_t)v;
-		if (whole(s, line, e, "flow start", tok[3], 0, INT64_MAX, "ns", &f->start))
-			return KS_EINPUT;
-		f->line = line;
-		if (!strcmp(tok[4], "fg"))
-			f->spec.cls = NET_FG;
-		else if (!strcmp(tok[4], "bg"))
-			f->spec.cls = NET_BG;
-		else
-			return perr(s, line, e, "flow class '%s' is not fg or bg", tok[4]);
-		int i = 5;
-		for (; i < nt && strchr(tok[i], '='); i++) {
-			char *eq = strchr(tok[i], '=');
-			*eq = '\0';
-			const char *k = tok[i], *val = eq + 1;
-			double dv;
-			if (!strcmp(k, "cap")) {
-				if (!num(val, &dv) || !(dv > 0))
-					return perr(s, line, e, "cap '%s' is not a positive "
-								"number of bytes/s", val);
-				f->spec.rate_cap = dv;
-			} else if (!strcmp(k, "copies")) {
-				if (whole(s, line, e, "copies", val, 1, UINT32_MAX, "copies", &v))
-					return KS_EINPUT;
-				f->spec.n_copies = (uint32_t)v;
-			} else if (!strcmp(k, "overhead")) {
-				if (whole(s, line, e, "overhead", val, 0, INT64_MAX, "ns", &v))
-					return KS_EINPUT;
-				f->spec.copy_overhead_ns = v;
-			} else {
-				return perr(s, line, e, "unknown flow option '%s' (cap, copies, "
-							"overhead)", k);
-			}
-		}
-		if (i >= nt)
-			return perr(s, line, e, "flow '%s' crosses no link", f->name);
-		if (nt - i > NET_PATH_MAX)
-			return perr(s, line, e, "flow '%s' crosses more than 16 links", f->name);
-		for (int j = i; j < nt; j++) {
-			long l = find_link(s, tok[j]);
-			if (l < 0)
-				return perr(s, line, e, "unknown link '%s' (define it before the flow)",
-					    tok[j]);
-			for (int k = i; k < j; k++)
-				if (f->path[k - i] == (uint32_t)l)
-					return perr(s, line, e, "flow crosses link '%s' twice",
-						    tok[j]);
-			f->path[j - i] = (uint32_t)l;
-		}
-		f->spec.path_len = (uint32_t)(nt - i);
-		if (horizon_check(s, f, e))
-			return KS_EINPUT;
-		s->n_flows++;
-		return 0;
-	}
-	if (!strcmp(d, "share")) {
-		if (nt == 2 && !strcmp(tok[1], "strict")) {
-			s->share = NET_SHARE_STRICT;
-			return 0;
-		}
-		double w;
-		if (nt == 3 && !strcmp(tok[1], "weighted") && num(tok[2], &w) &&
-		    w >= NET_BG_WEIGHT_MIN && w <= 1) {
-			s->share = NET_SHARE_WEIGHTED;
-			s->weight = w;
-			return 0;
-		}
-		return perr(s, line, e, "%s",
-			    "share needs: share strict | share weighted W (0.001<=W<=1)");
-	}
-	if (!strcmp(d, "background")) {
-		double p;
-		if (nt == 2 && !strcmp(tok[1], "immediate")) {
-			s->mode = NET_BG_IMMEDIATE;
-			return 0;
-		}
-		if (nt == 3 && num(tok[2], &p) && p > 0 && p <= 1) {
-			if (!strcmp(tok[1], "idle_window")) {
-				s->mode = NET_BG_IDLE_WINDOW;
-				s->param = p;
-				return 0;
-			}
-			if (!strcmp(tok[1], "rate_cap")) {
-				s->mode = NET_BG_RATE_CAP;
-				s->param = p;
-				return 0;
-			}
-		}
-		return perr(s, line, e, "%s",
-			    "background needs: immediate | idle_window T | rate_cap S (0<T,S<=1)");
-	}
+	if (!strcmp(d, "link"))
+		return parse_link(s, line, tok, nt, e);
+	if (!strcmp(d, "flow"))
+		return parse_flow(s, line, tok, nt, e);
+	if (!strcmp(d, "share"))
+		return parse_share(s, line, tok, nt, e);
+	if (!strcmp(d, "background"))
+		return parse_background(s, line, tok, nt, e);
 	return perr(s, line, e, "unknown directive '%s' (link, flow, share, background)", d);
 }
 
