@@ -61,7 +61,6 @@ BUDGET_EXCEPTIONS = {
     "sim/cli/cli_validate.c:cli_validate_main": "to split (issue 35)",
     "sim/cli/mdl_cli.c:cmd_cost": "to split (issue 35)",
     "sim/cli/net_cli.c:parse_line": "to split (issue 35)",
-    "sim/base/cfg.c": "to split (issue 35)",
     "sim/run/sim_copy.c": "to split (issue 35)",
     "sim/run/sim_core.c": "to split (issue 35)",
     "sim/run/sim_core.c:setup": "to split (issue 35)",
