@@ -299,6 +299,115 @@ static int solve(int (*fn)(const gsl_vector *, void *, gsl_vector *), fit_ctx_t 
 	return 0;
 }
 
+/* Fits the layer terms to the operator rows (all, or those not held out)
+ * for each GEMM tile, the lowest cost winning: out's layer terms and tile,
+ * *nfit the rows used. rows is ctx's, writable. */
+static int fit_layer(fit_ctx_t *ctx, size_t *rows, int holdout, const mdl_compute_params_t *cp,
+                     mdl_compute_params_t *out, int *iters, size_t *nfit)
+{
+	const mdl_prof_t *p = ctx->p;
+	double *weight = ctx->weight;
+	err_t *e = ctx->e;
+	int rc = 0;
+	for (size_t i = 0; i < p->n_row; i++)
+		if (!holdout || !mdl_prof_held_out(p, 0, i))
+			rows[ctx->n++] = i;
+	if (!ctx->n)
+		return 0;
+	/* rows per regime (the token counts between are one more group):
+	 * a regime's residuals are scaled by 1/sqrt(its rows) so the many
+	 * prefill rows do not outvote the few decode ones */
+	size_t per[MDL_REG_N + 1] = {0};
+	for (size_t k = 0; k < ctx->n; k++) {
+		int r = regime_of(p->row[rows[k]].tokens);
+		per[r < 0 ? MDL_REG_N : r]++;
+	}
+	for (size_t k = 0; k < ctx->n; k++) {
+		int r = regime_of(p->row[rows[k]].tokens);
+		weight[k] = 1 / sqrt((double)per[r < 0 ? MDL_REG_N : r]);
+	}
+	if (ctx->n * 2 < F_N)
+		return err_set(e, KS_EINPUT, "fit: %zu operator rows: too few", ctx->n);
+	/* the tile is discrete: each candidate is fitted, the lowest cost on
+	 * the fitted rows wins (GEMM kernels tile M by 64..256 rows) */
+	static const double tiles[] = {0, 32, 64, 96, 128, 192, 256};
+	double best = INFINITY;
+	int small = 0;
+	for (size_t k = 0; k < ctx->n && !small; k++)
+		small = p->row[rows[k]].small_ns > 0;
+	gsl_vector *x = gsl_vector_alloc(small ? F_N : F_N - 2),
+	           *res = gsl_vector_alloc(2 * ctx->n);
+	for (size_t t = 0; t < sizeof tiles / sizeof tiles[0] && x && res && !rc; t++) {
+		gsl_vector_set_zero(x);
+		ctx->base.gemm_tile_tokens = tiles[t];
+		rc = solve(layer_f, ctx, x, 2 * ctx->n, iters, e);
+		double cost;
+		if (rc || (rc = layer_f(x, ctx, res) ? KS_EINPUT : 0))
+			break;
+		gsl_blas_ddot(res, res, &cost);
+		if (cost < best) {
+			best = cost;
+			layer_params(x, out);
+			out->gemm_tile_tokens = tiles[t];
+		}
+	}
+	if (!x || !res)
+		rc = err_set(e, KS_ENOMEM, "out of memory");
+	gsl_vector_free(x);
+	gsl_vector_free(res);
+	ctx->base = *cp;
+	*nfit += ctx->n;
+	return rc;
+}
+
+/* all-reduce: one (alpha, efficiency) per worker count, into out->ar */
+static int fit_ar(fit_ctx_t *ctx, size_t *rows, int holdout, mdl_compute_params_t *out,
+                  int *iters, size_t *nfit)
+{
+	const mdl_prof_t *p = ctx->p;
+	double *weight = ctx->weight;
+	err_t *e = ctx->e;
+	int rc = 0;
+	out->n_ar = 0;
+	for (size_t i = 0; i < p->n_ar && !rc; i++) {
+		uint32_t w = p->ar[i].workers;
+		int seen = w < 2;
+		for (size_t k = 0; k < out->n_ar && !seen; k++)
+			seen = out->ar[k].tp == w;
+		if (seen)
+			continue;
+		if (out->n_ar == MDL_AR_POINTS)
+			return err_set(e, KS_EINPUT, "fit: more than %d worker counts", MDL_AR_POINTS);
+		ctx->n = 0;
+		ctx->workers = w;
+		for (size_t j = 0; j < p->n_ar; j++)
+			if (p->ar[j].workers == w && (!holdout || !mdl_prof_held_out(p, 1, j)))
+				rows[ctx->n++] = j;
+		if (ctx->n < 2)
+			continue;
+		/* sizes are spaced evenly, so most rows are large messages: weigh
+		 * each octave of size the same, as decode's small messages matter
+		 * as much as prefill's large ones */
+		for (size_t k = 0; k < ctx->n; k++) {
+			size_t same = 0;
+			int oct = (int)floor(log2(p->ar[rows[k]].bytes));
+			for (size_t j = 0; j < ctx->n; j++)
+				same += (int)floor(log2(p->ar[rows[j]].bytes)) == oct;
+			weight[k] = 1 / sqrt((double)same);
+		}
+		gsl_vector *x = gsl_vector_calloc(2);
+		if (!x)
+			return err_set(e, KS_ENOMEM, "out of memory");
+		rc = solve(ar_f, ctx, x, ctx->n, iters, e);
+		if (!rc)
+			out->ar[out->n_ar++] = (mdl_ar_point_t){w, 1e4 * exp(gsl_vector_get(x, 0)),
+			                                        fmin(0.5 * exp(gsl_vector_get(x, 1)), 1)};
+		gsl_vector_free(x);
+		*nfit += ctx->n;
+	}
+	return rc;
+}
+
 int mdl_prof_fit(const mdl_prof_t *p, const mdl_hw_t *hw, int holdout, mdl_compute_params_t *cp,
                  mdl_cfit_report_t *rep, err_t *e)
 {
@@ -307,7 +416,7 @@ int mdl_prof_fit(const mdl_prof_t *p, const mdl_hw_t *hw, int holdout, mdl_compu
 	if (!rows)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	mdl_compute_params_t out = *cp;
-	int iters = 0, rc = 0;
+	int iters = 0;
 	size_t nfit = 0;
 	double *weight = malloc((n + 1) * sizeof *weight);
 	fit_ctx_t ctx = {p, hw, rows, weight, 0, *cp, 0, 0, e};
@@ -315,105 +424,16 @@ int mdl_prof_fit(const mdl_prof_t *p, const mdl_hw_t *hw, int holdout, mdl_compu
 		free(rows);
 		return err_set(e, KS_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < p->n_row; i++)
-		if (!holdout || !mdl_prof_held_out(p, 0, i))
-			rows[ctx.n++] = i;
-	if (ctx.n) {
-		/* rows per regime (the token counts between are one more group):
-		 * a regime's residuals are scaled by 1/sqrt(its rows) so the many
-		 * prefill rows do not outvote the few decode ones */
-		size_t per[MDL_REG_N + 1] = {0};
-		for (size_t k = 0; k < ctx.n; k++) {
-			int r = regime_of(p->row[rows[k]].tokens);
-			per[r < 0 ? MDL_REG_N : r]++;
-		}
-		for (size_t k = 0; k < ctx.n; k++) {
-			int r = regime_of(p->row[rows[k]].tokens);
-			weight[k] = 1 / sqrt((double)per[r < 0 ? MDL_REG_N : r]);
-		}
-		if (ctx.n * 2 < F_N) {
-			free(rows);
-			free(weight);
-			return err_set(e, KS_EINPUT, "fit: %zu operator rows: too few", ctx.n);
-		}
-		/* the tile is discrete: each candidate is fitted, the lowest cost on
-		 * the fitted rows wins (GEMM kernels tile M by 64..256 rows) */
-		static const double tiles[] = {0, 32, 64, 96, 128, 192, 256};
-		double best = INFINITY;
-		int small = 0;
-		for (size_t k = 0; k < ctx.n && !small; k++)
-			small = p->row[rows[k]].small_ns > 0;
-		gsl_vector *x = gsl_vector_alloc(small ? F_N : F_N - 2),
-		           *res = gsl_vector_alloc(2 * ctx.n);
-		for (size_t t = 0; t < sizeof tiles / sizeof tiles[0] && x && res && !rc; t++) {
-			gsl_vector_set_zero(x);
-			ctx.base.gemm_tile_tokens = tiles[t];
-			rc = solve(layer_f, &ctx, x, 2 * ctx.n, &iters, e);
-			double cost;
-			if (rc || (rc = layer_f(x, &ctx, res) ? KS_EINPUT : 0))
-				break;
-			gsl_blas_ddot(res, res, &cost);
-			if (cost < best) {
-				best = cost;
-				layer_params(x, &out);
-				out.gemm_tile_tokens = tiles[t];
-			}
-		}
-		if (!x || !res)
-			rc = err_set(e, KS_ENOMEM, "out of memory");
-		gsl_vector_free(x);
-		gsl_vector_free(res);
-		ctx.base = *cp;
-		nfit += ctx.n;
-	}
-	/* all-reduce: one (alpha, efficiency) per worker count */
-	out.n_ar = 0;
-	for (size_t i = 0; i < p->n_ar && !rc; i++) {
-		uint32_t w = p->ar[i].workers;
-		int seen = w < 2;
-		for (size_t k = 0; k < out.n_ar && !seen; k++)
-			seen = out.ar[k].tp == w;
-		if (seen)
-			continue;
-		if (out.n_ar == MDL_AR_POINTS) {
-			rc = err_set(e, KS_EINPUT, "fit: more than %d worker counts", MDL_AR_POINTS);
-			break;
-		}
-		ctx.n = 0;
-		ctx.workers = w;
-		for (size_t j = 0; j < p->n_ar; j++)
-			if (p->ar[j].workers == w && (!holdout || !mdl_prof_held_out(p, 1, j)))
-				rows[ctx.n++] = j;
-		if (ctx.n < 2)
-			continue;
-		/* sizes are spaced evenly, so most rows are large messages: weigh
-		 * each octave of size the same, as decode's small messages matter
-		 * as much as prefill's large ones */
-		for (size_t k = 0; k < ctx.n; k++) {
-			size_t same = 0;
-			int oct = (int)floor(log2(p->ar[rows[k]].bytes));
-			for (size_t j = 0; j < ctx.n; j++)
-				same += (int)floor(log2(p->ar[rows[j]].bytes)) == oct;
-			weight[k] = 1 / sqrt((double)same);
-		}
-		gsl_vector *x = gsl_vector_calloc(2);
-		if (!x) {
-			rc = err_set(e, KS_ENOMEM, "out of memory");
-			break;
-		}
-		rc = solve(ar_f, &ctx, x, ctx.n, &iters, e);
-		if (!rc)
-			out.ar[out.n_ar++] = (mdl_ar_point_t){w, 1e4 * exp(gsl_vector_get(x, 0)),
-			                                      fmin(0.5 * exp(gsl_vector_get(x, 1)), 1)};
-		gsl_vector_free(x);
-		nfit += ctx.n;
-	}
+	int rc = fit_layer(&ctx, rows, holdout, cp, &out, &iters, &nfit);
+	if (!rc)
+		rc = fit_ar(&ctx, rows, holdout, &out, &iters, &nfit);
 	free(rows);
 	free(weight);
+	if (rc)
+		return rc;
 	if (!out.n_ar)
 		out.n_ar = cp->n_ar, memcpy(out.ar, cp->ar, sizeof out.ar);
-	if (!rc)
-		rc = mdl_prof_check(p, hw, &out, rep, e);
+	rc = mdl_prof_check(p, hw, &out, rep, e);
 	if (rc)
 		return rc;
 	rep->iterations = iters;

@@ -143,109 +143,112 @@ static void quant_ignore_one(const char *s, uint32_t *attn, int *attn_re, int *m
 	/* lm_head, routers and gates stay at the dtype as the spec has them */
 }
 
+/* compressed-tensors: the groups' one weight width and the KV cache's. */
+static int quant_groups(hf_t *h, quant_t *q)
+{
+	json_t *groups = hf_get(h, "config_groups");
+	const char *gk;
+	json_t *g;
+	if (!json_is_object(groups) || !json_object_size(groups))
+		return hf_err(h, "config_groups", "missing or empty (required with "
+		                                  "compressed-tensors)");
+	json_object_foreach(groups, gk, g)
+	{
+		json_t *w = json_object_get(g, "weights");
+		json_t *nb = json_object_get(w, "num_bits");
+		json_t *tg = json_object_get(g, "targets");
+		char path[96];
+		snprintf(path, sizeof path, "config_groups.%.40s.weights.num_bits", gk);
+		if (!json_is_integer(nb) || json_integer_value(nb) < 1 || json_integer_value(nb) > 16)
+			return hf_err(h, path, "expected a whole number of bits 1..16");
+		double b = (double)json_integer_value(nb) / 8;
+		if (q->q && q->q != b)
+			return hf_err(h, path, "groups of different widths are not supported");
+		q->q = b;
+		size_t i;
+		json_t *x;
+		json_array_foreach(tg, i, x)
+		{
+			if (!json_is_string(x) || strcmp(json_string_value(x), "Linear")) {
+				snprintf(path, sizeof path, "config_groups.%.40s.targets", gk);
+				return hf_err(h, path, "only [\"Linear\"] is supported (every linear "
+				                       "layer not ignored)");
+			}
+		}
+	}
+	json_t *kv = hf_get(h, "kv_cache_scheme");
+	if (kv) {
+		json_t *nb = json_object_get(kv, "num_bits");
+		if (!json_is_integer(nb) || json_integer_value(nb) % 8 || json_integer_value(nb) < 8)
+			return hf_err(h, "kv_cache_scheme.num_bits", "expected 8 or 16");
+		q->kv_bits = (int)json_integer_value(nb);
+	}
+	return 0;
+}
+
+/* quant_method: the bytes of a quantized weight (and of a KV element). */
+static int quant_method(hf_t *h, quant_t *q)
+{
+	int rc;
+	const char *m = hf_str(h, "quant_method");
+	if (!m)
+		return hf_err(h, "quant_method", "missing (required in quantization_config)");
+	if (!strcmp(m, "fp8")) {
+		q->q = 1; /* e4m3 weights, block scales not counted */
+	} else if (!strcmp(m, "awq") || !strcmp(m, "gptq")) {
+		uint32_t bits = 0;
+		if ((rc = hf_u32(h, "bits", 1, &bits)) < 0)
+			return rc;
+		if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
+			return hf_err(h, "bits", "%u: expected 2, 3, 4 or 8", bits);
+		q->q = bits / 8.0;
+	} else if (!strcmp(m, "compressed-tensors")) {
+		return quant_groups(h, q);
+	} else {
+		return hf_err(h, "quant_method",
+		              "'%.40s' is not supported (known: fp8, compressed-tensors, awq, gptq)",
+		              m);
+	}
+	return 0;
+}
+
+/* The ignore lists: whether attention (in every layer) and the MLPs stay
+ * at the dtype. */
+static int quant_kept(hf_t *h, uint32_t layers, quant_t *q)
+{
+	const char *lists[] = {"ignore", "modules_to_not_convert", "ignored_layers"};
+	uint32_t attn = 0;
+	int attn_re = 0;
+	for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+		json_t *a = hf_get(h, lists[l]), *x;
+		size_t i;
+		if (a && !json_is_array(a))
+			return hf_err(h, lists[l], "expected a list of module names");
+		json_array_foreach(a, i, x)
+		{
+			if (json_is_string(x))
+				quant_ignore_one(json_string_value(x), &attn, &attn_re, &q->mlp_kept);
+		}
+		if (attn && attn < layers && !attn_re)
+			return hf_err(h, lists[l],
+			              "attention left unquantized in %u of %u layers: per-layer widths "
+			              "are not supported",
+			              attn, layers);
+	}
+	q->attn_kept = attn_re || attn >= layers;
+	return 0;
+}
+
 static int quant_read(hf_t *h, json_t *qc, uint32_t layers, quant_t *q)
 {
 	const char *saved = h->pre;
 	json_t *saved_t = h->t;
 	h->pre = "quantization_config.";
 	h->t = qc;
-	int rc = 0;
 	memset(q, 0, sizeof *q);
-	const char *m = hf_str(h, "quant_method");
-	if (!m) {
-		rc = hf_err(h, "quant_method", "missing (required in quantization_config)");
-		goto out;
-	}
-	const char *lists[] = {"ignore", "modules_to_not_convert", "ignored_layers"};
-	if (!strcmp(m, "fp8")) {
-		q->q = 1; /* e4m3 weights, block scales not counted */
-	} else if (!strcmp(m, "awq") || !strcmp(m, "gptq")) {
-		uint32_t bits = 0;
-		if ((rc = hf_u32(h, "bits", 1, &bits)) < 0)
-			goto out;
-		if (bits != 2 && bits != 3 && bits != 4 && bits != 8) {
-			rc = hf_err(h, "bits", "%u: expected 2, 3, 4 or 8", bits);
-			goto out;
-		}
-		q->q = bits / 8.0;
-	} else if (!strcmp(m, "compressed-tensors")) {
-		json_t *groups = hf_get(h, "config_groups");
-		const char *gk;
-		json_t *g;
-		if (!json_is_object(groups) || !json_object_size(groups)) {
-			rc = hf_err(h, "config_groups", "missing or empty (required with "
-			                                "compressed-tensors)");
-			goto out;
-		}
-		json_object_foreach(groups, gk, g)
-		{
-			json_t *w = json_object_get(g, "weights");
-			json_t *nb = json_object_get(w, "num_bits");
-			json_t *tg = json_object_get(g, "targets");
-			char path[96];
-			snprintf(path, sizeof path, "config_groups.%.40s.weights.num_bits", gk);
-			if (!json_is_integer(nb) || json_integer_value(nb) < 1 ||
-			    json_integer_value(nb) > 16) {
-				rc = hf_err(h, path, "expected a whole number of bits 1..16");
-				goto out;
-			}
-			double b = (double)json_integer_value(nb) / 8;
-			if (q->q && q->q != b) {
-				rc = hf_err(h, path, "groups of different widths are not supported");
-				goto out;
-			}
-			q->q = b;
-			size_t i;
-			json_t *x;
-			json_array_foreach(tg, i, x)
-			{
-				if (!json_is_string(x) || strcmp(json_string_value(x), "Linear")) {
-					snprintf(path, sizeof path, "config_groups.%.40s.targets", gk);
-					rc = hf_err(h, path, "only [\"Linear\"] is supported (every linear "
-					                     "layer not ignored)");
-					goto out;
-				}
-			}
-		}
-		json_t *kv = hf_get(h, "kv_cache_scheme");
-		if (kv) {
-			json_t *nb = json_object_get(kv, "num_bits");
-			if (!json_is_integer(nb) || json_integer_value(nb) % 8 ||
-			    json_integer_value(nb) < 8) {
-				rc = hf_err(h, "kv_cache_scheme.num_bits", "expected 8 or 16");
-				goto out;
-			}
-			q->kv_bits = (int)json_integer_value(nb);
-		}
-	} else {
-		rc = hf_err(h, "quant_method",
-		            "'%.40s' is not supported (known: fp8, compressed-tensors, awq, gptq)", m);
-		goto out;
-	}
-	uint32_t attn = 0;
-	int attn_re = 0;
-	for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
-		json_t *a = hf_get(h, lists[l]), *x;
-		size_t i;
-		if (a && !json_is_array(a)) {
-			rc = hf_err(h, lists[l], "expected a list of module names");
-			goto out;
-		}
-		json_array_foreach(a, i, x)
-		{
-			if (json_is_string(x))
-				quant_ignore_one(json_string_value(x), &attn, &attn_re, &q->mlp_kept);
-		}
-		if (attn && attn < layers && !attn_re) {
-			rc = hf_err(h, lists[l],
-			            "attention left unquantized in %u of %u layers: per-layer widths "
-			            "are not supported",
-			            attn, layers);
-			goto out;
-		}
-	}
-	q->attn_kept = attn_re || attn >= layers;
-out:
+	int rc = quant_method(h, q);
+	if (!rc)
+		rc = quant_kept(h, layers, q);
 	h->pre = saved;
 	h->t = saved_t;
 	return rc < 0 ? rc : 0;
@@ -278,9 +281,25 @@ static void hf_name(const char *origin, char *name)
 	name[n] = '\0';
 }
 
-static int hf_read(hf_t *h, mdl_llm_t *m)
+/* What hf_read gathers from the config, step by step, for the spec. */
+typedef struct {
+	char mtype[48]; /* model_type ("llama4" read as "llama4_text") */
+	uint32_t L, hid, H, KV, hd, I, V;
+	uint32_t dbytes; /* element bytes of torch_dtype */
+	int tied, attn_bias, mlp_bias;
+	uint32_t window; /* every layer slides (Mistral, Mixtral); 0: none */
+	int mla;
+	double attn; /* parameters of one layer's attention */
+	uint32_t latent, rope;
+	uint32_t E, k, Ie, shared, dense; /* experts, MoE widths, dense layers */
+	double total, active;             /* parameters */
+	double wb, xw;                    /* weight bytes: attention and rest, experts */
+	uint32_t kvb;                     /* KV cache element bytes */
+} hf_shape_t;
+
+/* The text config (text_config, else the root) and model_type. */
+static int hf_model_type(hf_t *h, hf_shape_t *s)
 {
-	int rc;
 	json_t *tc = json_object_get(h->root, "text_config");
 	if (tc) {
 		if (!json_is_object(tc))
@@ -298,39 +317,48 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 	}
 	if (!mt)
 		return hf_err(h, "model_type", "missing (required: it names the architecture)");
-	char mtype[48];
-	snprintf(mtype, sizeof mtype, "%s", mt);
-	if (!strcmp(mtype, "llama4"))
-		snprintf(mtype, sizeof mtype, "llama4_text");
-	if (!is_type(mtype, known_types))
+	snprintf(s->mtype, sizeof s->mtype, "%s", mt);
+	if (!strcmp(s->mtype, "llama4"))
+		snprintf(s->mtype, sizeof s->mtype, "llama4_text");
+	if (!is_type(s->mtype, known_types))
 		hf_note(h, "model_type '%s': not an architecture this reader knows; read as a "
 		           "Llama-style decoder (attention, SwiGLU MLP), counts unchecked",
-		        mtype);
+		        s->mtype);
+	return 0;
+}
 
-	uint32_t L = 0, hid = 0, H = 0, KV = 0, hd = 0, I = 0, V = 0;
-	if ((rc = hf_u32(h, "num_hidden_layers", 1, &L)) < 0 ||
-	    (rc = hf_u32(h, "hidden_size", 1, &hid)) < 0 ||
-	    (rc = hf_u32(h, "num_attention_heads", 1, &H)) < 0 ||
-	    (rc = hf_u32(h, "vocab_size", 1, &V)) < 0 ||
-	    (rc = hf_u32(h, "intermediate_size", 1, &I)) < 0)
+/* Layers, widths, heads and vocabulary. */
+static int hf_dims(hf_t *h, hf_shape_t *s)
+{
+	int rc;
+	if ((rc = hf_u32(h, "num_hidden_layers", 1, &s->L)) < 0 ||
+	    (rc = hf_u32(h, "hidden_size", 1, &s->hid)) < 0 ||
+	    (rc = hf_u32(h, "num_attention_heads", 1, &s->H)) < 0 ||
+	    (rc = hf_u32(h, "vocab_size", 1, &s->V)) < 0 ||
+	    (rc = hf_u32(h, "intermediate_size", 1, &s->I)) < 0)
 		return rc;
-	if (!L || !hid || !H || !V)
-		return hf_err(h, !L ? "num_hidden_layers" : !hid ? "hidden_size"
-		                                           : !H  ? "num_attention_heads"
-		                                                 : "vocab_size",
+	if (!s->L || !s->hid || !s->H || !s->V)
+		return hf_err(h, !s->L ? "num_hidden_layers" : !s->hid ? "hidden_size"
+		                                              : !s->H  ? "num_attention_heads"
+		                                                       : "vocab_size",
 		              "must be greater than 0");
-	KV = H; /* HF: num_key_value_heads defaults to the heads (MHA) */
-	if ((rc = hf_u32(h, "num_key_value_heads", 0, &KV)) < 0)
+	s->KV = s->H; /* HF: num_key_value_heads defaults to the heads (MHA) */
+	if ((rc = hf_u32(h, "num_key_value_heads", 0, &s->KV)) < 0)
 		return rc;
-	if (!KV || H % KV)
-		return hf_err(h, "num_key_value_heads", "%u must divide num_attention_heads %u", KV, H);
-	hd = hid / H; /* HF's default; Mistral-Nemo and Qwen3 give head_dim */
-	if ((rc = hf_u32(h, "head_dim", 0, &hd)) < 0)
+	if (!s->KV || s->H % s->KV)
+		return hf_err(h, "num_key_value_heads", "%u must divide num_attention_heads %u",
+		              s->KV, s->H);
+	s->hd = s->hid / s->H; /* HF's default; Mistral-Nemo and Qwen3 give head_dim */
+	if ((rc = hf_u32(h, "head_dim", 0, &s->hd)) < 0)
 		return rc;
-	if (!hd)
+	if (!s->hd)
 		return hf_err(h, "head_dim", "must be greater than 0");
+	return 0;
+}
 
-	/* dtype: the text config's, else the root's */
+/* dtype: the text config's, else the root's */
+static int hf_dtype(hf_t *h, hf_shape_t *s)
+{
 	const char *dt = hf_str(h, "torch_dtype");
 	if (!dt)
 		dt = hf_str(h, "dtype");
@@ -343,14 +371,19 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 	if (!dt)
 		return hf_err(h, "torch_dtype", "missing (required: the weights' and KV cache's "
 		                                "element type)");
-	uint32_t dbytes = dtype_size(dt);
-	if (!dbytes)
+	s->dbytes = dtype_size(dt);
+	if (!s->dbytes)
 		return hf_err(h, "torch_dtype", "'%.40s': expected bfloat16, float16 or float32", dt);
+	return 0;
+}
 
-	int tied = 0, attn_bias = 0, mlp_bias = 0, use_sw = 0;
-	if ((rc = hf_bool(h, "tie_word_embeddings", &tied)) < 0 ||
-	    (rc = hf_bool(h, "attention_bias", &attn_bias)) < 0 ||
-	    (rc = hf_bool(h, "mlp_bias", &mlp_bias)) < 0 ||
+/* Tied embeddings, biases, and which layers slide (only all or none). */
+static int hf_flags(hf_t *h, hf_shape_t *s)
+{
+	int rc, use_sw = 0;
+	if ((rc = hf_bool(h, "tie_word_embeddings", &s->tied)) < 0 ||
+	    (rc = hf_bool(h, "attention_bias", &s->attn_bias)) < 0 ||
+	    (rc = hf_bool(h, "mlp_bias", &s->mlp_bias)) < 0 ||
 	    (rc = hf_bool(h, "use_sliding_window", &use_sw)) < 0)
 		return rc;
 	if (use_sw)
@@ -366,61 +399,106 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 			                                "(write a spec file with layer_kind)",
 			              i);
 	}
-	uint32_t window = 0;
 	json_t *sw = hf_get(h, "sliding_window");
 	if (sw) {
 		if (!json_is_integer(sw) || json_integer_value(sw) < 1 ||
 		    json_integer_value(sw) > 4294967295LL)
 			return hf_err(h, "sliding_window", "expected a whole number of tokens or null");
-		if (!strcmp(mtype, "mistral") || !strcmp(mtype, "mixtral"))
-			window = (uint32_t)json_integer_value(sw); /* every layer slides */
-		else if (strncmp(mtype, "qwen", 4))
+		if (!strcmp(s->mtype, "mistral") || !strcmp(s->mtype, "mixtral"))
+			s->window = (uint32_t)json_integer_value(sw); /* every layer slides */
+		else if (strncmp(s->mtype, "qwen", 4))
 			return hf_err(h, "sliding_window", "set for model_type '%s': which layers slide "
 			                                   "is not known (write a spec file)",
-			              mtype);
+			              s->mtype);
 		/* Qwen: used only with use_sliding_window (refused above) */
 	}
+	return 0;
+}
 
-	/* ---- attention ---- */
-	int mla = hf_get(h, "kv_lora_rank") != NULL;
-	double attn; /* parameters of one layer's attention */
-	uint32_t latent = 0, rope = 0;
-	if (mla) {
-		uint32_t ql = 0, nope = 0, vd = 0;
+/* ---- attention ---- */
+static int hf_attention(hf_t *h, hf_shape_t *s)
+{
+	int rc;
+	uint32_t H = s->H, KV = s->KV, hd = s->hd, hid = s->hid;
+	s->mla = hf_get(h, "kv_lora_rank") != NULL;
+	if (s->mla) {
+		uint32_t ql = 0, nope = 0, vd = 0, latent = 0, rope = 0;
 		if ((rc = hf_u32(h, "kv_lora_rank", 1, &latent)) < 0 ||
 		    (rc = hf_u32(h, "qk_rope_head_dim", 1, &rope)) < 0 ||
 		    (rc = hf_u32(h, "qk_nope_head_dim", 1, &nope)) < 0 ||
 		    (rc = hf_u32(h, "v_head_dim", 1, &vd)) < 0 || (rc = hf_u32(h, "q_lora_rank", 0, &ql)) < 0)
 			return rc;
+		s->latent = latent;
+		s->rope = rope;
 		/* DeepSeek-V2 (arXiv:2405.04434) sec. 2.1.2; DeepseekV2Attention:
 		 * q (direct, or q_a + norm + q_b), kv_a_proj_with_mqa, its norm,
 		 * kv_b_proj, o_proj */
 		double qk = (double)nope + rope;
 		double q = ql ? (double)hid * ql + ql + (double)ql * H * qk : (double)hid * H * qk;
-		attn = q + (double)hid * (latent + rope) + latent + (double)latent * H * (nope + vd) +
-		       (double)H * vd * hid;
+		s->attn = q + (double)hid * (latent + rope) + latent +
+		          (double)latent * H * (nope + vd) + (double)H * vd * hid;
 		/* the cost model's one MLA head_dim: (nope + v)/2 gives the exact
 		 * prefill pair FLOPs 2H(nope + rope + v) and up-projection */
-		hd = (nope + vd) / 2;
+		s->hd = (nope + vd) / 2;
 		if ((nope + vd) % 2)
 			hf_note(h, "MLA qk_nope_head_dim %u + v_head_dim %u odd: head_dim %u rounds "
 			           "their mean down",
-			        nope, vd, hd);
-		KV = H;
+			        nope, vd, s->hd);
+		s->KV = H;
 	} else {
-		attn = (double)hid * H * hd + 2.0 * hid * KV * hd + (double)H * hd * hid;
-		if (!strncmp(mtype, "qwen2", 5)) /* Qwen2Attention: bias on q, k, v */
+		double attn = (double)hid * H * hd + 2.0 * hid * KV * hd + (double)H * hd * hid;
+		if (!strncmp(s->mtype, "qwen2", 5)) /* Qwen2Attention: bias on q, k, v */
 			attn += ((double)H + 2.0 * KV) * hd;
-		if (attn_bias) /* LlamaAttention: q, k, v and o biases */
+		if (s->attn_bias) /* LlamaAttention: q, k, v and o biases */
 			attn += ((double)H + 2.0 * KV) * hd + hid;
-		if (!strncmp(mtype, "qwen3", 5)) /* Qwen3Attention: q_norm, k_norm */
+		if (!strncmp(s->mtype, "qwen3", 5)) /* Qwen3Attention: q_norm, k_norm */
 			attn += 2.0 * hd;
+		s->attn = attn;
 	}
 	if (h->info)
-		h->info->params_attn = attn * L;
+		h->info->params_attn = s->attn * s->L;
+	return 0;
+}
 
-	/* ---- MLP and MoE ---- */
-	uint32_t E = 0, k = 0, Ie = I, Id = I, shared = 0;
+/* Which layers are MoE (transformers' own rules per family): their count,
+ * *n, or an error naming ek (the experts' key) when there are none. */
+static int hf_moe_layers(hf_t *h, const hf_shape_t *s, const char *ek, uint32_t *n)
+{
+	int rc;
+	uint32_t first_dense = 0, freq = 1, step = 1, sparse_step = 1;
+	if ((rc = hf_u32(h, "first_k_dense_replace", 0, &first_dense)) < 0 ||
+	    (rc = hf_u32(h, "moe_layer_freq", 0, &freq)) < 0 ||
+	    (rc = hf_u32(h, "interleave_moe_layer_step", 0, &step)) < 0 ||
+	    (rc = hf_u32(h, "decoder_sparse_step", 0, &sparse_step)) < 0)
+		return rc;
+	if (!freq || !step || !sparse_step)
+		return hf_err(h, !freq ? "moe_layer_freq" : !step ? "interleave_moe_layer_step"
+		                                                   : "decoder_sparse_step",
+		              "must be greater than 0");
+	json_t *only = hf_get(h, "mlp_only_layers"), *x;
+	size_t i;
+	uint32_t moe_layers = 0;
+	for (uint32_t l = 0; s->E && l < s->L; l++) {
+		int moe = l >= first_dense && l % freq == 0 && (l + 1) % step == 0 &&
+		          (l + 1) % sparse_step == 0;
+		json_array_foreach(only, i, x)
+		{
+			if (json_is_integer(x) && json_integer_value(x) == (json_int_t)l)
+				moe = 0;
+		}
+		moe_layers += (uint32_t)moe;
+	}
+	if (s->E && !moe_layers)
+		return hf_err(h, ek, "%u experts but no layer is an MoE layer", s->E);
+	*n = moe_layers;
+	return 0;
+}
+
+/* ---- MLP and MoE ---- */
+static int hf_mlp(hf_t *h, hf_shape_t *s)
+{
+	int rc;
+	uint32_t E = 0, k = 0, Ie = s->I, Id = s->I, shared = 0, hid = s->hid, L = s->L;
 	const char *ek = hf_get(h, "num_local_experts") ? "num_local_experts"
 	                 : hf_get(h, "num_experts")     ? "num_experts"
 	                                                : "n_routed_experts";
@@ -437,51 +515,40 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 		if ((rc = hf_u32(h, "n_shared_experts", 0, &ns)) < 0)
 			return rc;
 		shared = ns * Ie; /* DeepseekV2MoE: one MLP of n_shared * moe_intermediate */
-		if (!strcmp(mtype, "llama4_text"))
+		if (!strcmp(s->mtype, "llama4_text"))
 			shared = Ie; /* Llama4TextMoe: one shared expert of intermediate_size */
 		if ((rc = hf_u32(h, "shared_expert_intermediate_size", 0, &shared)) < 0)
 			return rc; /* Qwen2MoE */
 	}
-	/* which layers are MoE (transformers' own rules per family) */
-	uint32_t first_dense = 0, freq = 1, step = 1, sparse_step = 1;
-	if ((rc = hf_u32(h, "first_k_dense_replace", 0, &first_dense)) < 0 ||
-	    (rc = hf_u32(h, "moe_layer_freq", 0, &freq)) < 0 ||
-	    (rc = hf_u32(h, "interleave_moe_layer_step", 0, &step)) < 0 ||
-	    (rc = hf_u32(h, "decoder_sparse_step", 0, &sparse_step)) < 0)
-		return rc;
-	if (!freq || !step || !sparse_step)
-		return hf_err(h, !freq ? "moe_layer_freq" : !step ? "interleave_moe_layer_step"
-		                                                   : "decoder_sparse_step",
-		              "must be greater than 0");
-	json_t *only = hf_get(h, "mlp_only_layers");
+	s->E = E;
 	uint32_t moe_layers = 0;
-	for (uint32_t l = 0; E && l < L; l++) {
-		int moe = l >= first_dense && l % freq == 0 && (l + 1) % step == 0 &&
-		          (l + 1) % sparse_step == 0;
-		json_array_foreach(only, i, x)
-		{
-			if (json_is_integer(x) && json_integer_value(x) == (json_int_t)l)
-				moe = 0;
-		}
-		moe_layers += (uint32_t)moe;
-	}
-	if (E && !moe_layers)
-		return hf_err(h, ek, "%u experts but no layer is an MoE layer", E);
-	double mlp_bias_n = mlp_bias ? 2.0 * Id + hid : 0;
+	if ((rc = hf_moe_layers(h, s, ek, &moe_layers)) < 0)
+		return rc;
+	double mlp_bias_n = s->mlp_bias ? 2.0 * Id + hid : 0;
 	double dense_mlp = 3.0 * hid * Id + mlp_bias_n;
 	double expert = 3.0 * hid * Ie;
 	double moe_fixed = (double)hid * E + 3.0 * hid * shared; /* router, shared experts */
-	if (!strcmp(mtype, "qwen2_moe") && shared)
+	if (!strcmp(s->mtype, "qwen2_moe") && shared)
 		moe_fixed += hid; /* shared_expert_gate */
 	uint32_t dense = L - moe_layers;
-	double layer = attn + 2.0 * hid; /* input and post-attention RMSNorms */
+	double layer = s->attn + 2.0 * hid; /* input and post-attention RMSNorms */
 	double total = L * layer + dense * dense_mlp + moe_layers * (moe_fixed + E * expert);
 	double active = L * layer + dense * dense_mlp + moe_layers * (moe_fixed + k * expert);
-	double emb = (double)V * hid * (tied ? 1 : 2) + hid; /* + the final norm */
-	total += emb;
-	active += emb;
+	double emb = (double)s->V * hid * (s->tied ? 1 : 2) + hid; /* + the final norm */
+	s->total = total + emb;
+	s->active = active + emb;
+	s->k = k;
+	s->Ie = Ie;
+	s->shared = shared;
+	s->dense = dense;
+	return 0;
+}
 
-	/* ---- weight widths ---- */
+/* ---- weight widths ---- */
+static int hf_widths(hf_t *h, hf_shape_t *s)
+{
+	int rc;
+	uint32_t dbytes = s->dbytes;
 	quant_t q = {0};
 	json_t *qc = json_object_get(h->root, "quantization_config");
 	if (!qc)
@@ -489,25 +556,33 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 	if (qc && !json_is_null(qc)) {
 		if (!json_is_object(qc))
 			return hf_err(h, "quantization_config", "expected an object");
-		if ((rc = quant_read(h, qc, L, &q)) < 0)
+		if ((rc = quant_read(h, qc, s->L, &q)) < 0)
 			return rc;
 	}
 	double wb = dbytes, xw = dbytes;
 	if (q.q > 0) {
 		wb = q.attn_kept ? dbytes : q.q;
 		xw = q.mlp_kept ? dbytes : q.q;
-		if (!E && wb != xw)
+		if (!s->E && wb != xw)
 			return hf_err(h, "quantization_config",
 			              "attention and MLP at different widths in a dense model are not "
 			              "supported");
-		if (E && dense && wb != xw)
+		if (s->E && s->dense && wb != xw)
 			hf_note(h, "dense MLP layers (%u): quantized as the experts but counted at the "
 			           "attention's width (%g bytes)",
-			        dense, wb);
+			        s->dense, wb);
 	}
-	uint32_t kvb = q.kv_bits ? (uint32_t)q.kv_bits / 8 : dbytes;
+	s->wb = wb;
+	s->xw = xw;
+	s->kvb = q.kv_bits ? (uint32_t)q.kv_bits / 8 : dbytes;
+	return 0;
+}
 
-	/* ---- parts kvsim does not cost ---- */
+/* ---- parts kvsim does not cost ---- */
+static int hf_uncosted(hf_t *h, hf_shape_t *s)
+{
+	int rc;
+	uint32_t L = s->L;
 	json_t *vc = json_object_get(h->root, "vision_config");
 	if (json_is_object(vc)) {
 		json_t *vl = json_object_get(vc, "num_hidden_layers");
@@ -531,7 +606,8 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 	if (chunk) {
 		/* Llama4TextConfig: no_rope_layers empty means every 4th layer is
 		 * NoPE global attention, the others chunked */
-		json_t *nr = hf_get(h, "no_rope_layers");
+		json_t *nr = hf_get(h, "no_rope_layers"), *x;
+		size_t i;
 		uint32_t chunked = 0;
 		if (json_array_size(nr)) {
 			json_array_foreach(nr, i, x) chunked += json_is_integer(x) && json_integer_value(x);
@@ -549,42 +625,64 @@ static int hf_read(hf_t *h, mdl_llm_t *m)
 		hf_note(h, "indexed sparse attention (index_topk %u): costed as dense attention; "
 		           "the indexer's weights and key cache not counted",
 		        topk);
+	return 0;
+}
 
-	/* ---- the spec ---- */
+/* ---- the spec ---- */
+static int hf_spec(hf_t *h, const hf_shape_t *sh, mdl_llm_t *m)
+{
+	int rc;
+	uint32_t E = sh->E;
 	mdl_llm_t s;
 	memset(&s, 0, sizeof s);
 	hf_name(h->origin, s.name);
-	s.layers = L;
-	s.hidden = hid;
-	s.heads = H;
-	s.kv_heads = KV;
-	s.head_dim = hd;
-	s.intermediate = E ? Ie : I;
-	s.vocab = V;
-	s.dtype_bytes = kvb;
-	s.weight_bytes = wb;
-	s.embed_weight_bytes = dbytes; /* embedding and LM head stay unquantized */
+	s.layers = sh->L;
+	s.hidden = sh->hid;
+	s.heads = sh->H;
+	s.kv_heads = sh->KV;
+	s.head_dim = sh->hd;
+	s.intermediate = E ? sh->Ie : sh->I;
+	s.vocab = sh->V;
+	s.dtype_bytes = sh->kvb;
+	s.weight_bytes = sh->wb;
+	s.embed_weight_bytes = sh->dbytes; /* embedding and LM head stay unquantized */
 	if (E) {
-		s.expert_weight_bytes = xw;
+		s.expert_weight_bytes = sh->xw;
 		s.experts = E;
-		s.experts_active = k;
-		s.shared_intermediate = shared;
-		s.dense_layers = dense;
+		s.experts_active = sh->k;
+		s.shared_intermediate = sh->shared;
+		s.dense_layers = sh->dense;
 	}
-	s.params_total = (uint64_t)total;
-	s.params_active = (uint64_t)active;
-	s.attention = mla ? MDL_ATTN_MLA : MDL_ATTN_GQA;
-	s.mla_latent = latent;
-	s.mla_rope = rope;
-	s.tied_embeddings = (uint32_t)tied;
-	if (window) {
+	s.params_total = (uint64_t)sh->total;
+	s.params_active = (uint64_t)sh->active;
+	s.attention = sh->mla ? MDL_ATTN_MLA : MDL_ATTN_GQA;
+	s.mla_latent = sh->latent;
+	s.mla_rope = sh->rope;
+	s.tied_embeddings = (uint32_t)sh->tied;
+	if (sh->window) {
 		s.layer_kind = MDL_LAYER_SLIDING;
-		s.window = window;
+		s.window = sh->window;
 	}
 	if ((rc = mdl_llm_check(&s, h->origin, h->e)))
 		return rc;
 	*m = s;
 	return 0;
+}
+
+static int hf_read(hf_t *h, mdl_llm_t *m)
+{
+	/* each step reads its part into s, in this order: the first field at
+	 * fault is the one named */
+	static int (*const step[])(hf_t *, hf_shape_t *) = {
+	    hf_model_type, hf_dims, hf_dtype, hf_flags, hf_attention, hf_mlp, hf_widths, hf_uncosted};
+	hf_shape_t s;
+	memset(&s, 0, sizeof s);
+	for (size_t i = 0; i < sizeof step / sizeof step[0]; i++) {
+		int rc = step[i](h, &s);
+		if (rc)
+			return rc;
+	}
+	return hf_spec(h, &s, m);
 }
 
 int mdl_hf_parse(const char *origin, const char *text, size_t len, mdl_llm_t *llm,

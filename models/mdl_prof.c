@@ -41,7 +41,7 @@ static size_t split(char *line, char **f, size_t max)
 	return n;
 }
 
-static int col_of(char **h, size_t n, const char *name)
+static int col_of(char *const *h, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(h[i], name))
@@ -49,7 +49,7 @@ static int col_of(char **h, size_t n, const char *name)
 	return -1;
 }
 
-static int median_col(char **h, size_t n, const char *op)
+static int median_col(char *const *h, size_t n, const char *op)
 {
 	char name[96];
 	snprintf(name, sizeof name, "time_stats.%s.median", op);
@@ -69,119 +69,144 @@ static void *grow(void *p, size_t n, size_t size)
 	return realloc(p, (n + 1) * size);
 }
 
+/* The columns of one profile, from its header line. */
+typedef struct {
+	char *h[MAX_COLS]; /* the header's names (in the text's copy) */
+	size_t nh;
+	int gc[N_GEMM_OPS], sc[N_SMALL_OPS], shc[N_SHAPE];
+	int arc[4]; /* all-reduce: time, workers, size, devices per node */
+	int is_ar;  /* an all-reduce profile, else an operator one */
+} prof_cols_t;
+
+/* Reads the header line l: which profile it is and where its columns are. */
+static int prof_header(prof_cols_t *c, char *l, const char *origin, err_t *e)
+{
+	c->nh = split(l, c->h, MAX_COLS);
+	if (c->nh > MAX_COLS)
+		return err_set(e, KS_EINPUT, "%s:1: more than %d columns", origin, MAX_COLS);
+	char **h = c->h;
+	size_t nh = c->nh;
+	c->arc[0] = median_col(h, nh, "all_reduce");
+	c->arc[1] = col_of(h, nh, "num_workers");
+	c->arc[2] = col_of(h, nh, "size");
+	c->arc[3] = col_of(h, nh, "devices_per_node");
+	c->is_ar = c->arc[0] >= 0;
+	const char *miss = NULL;
+	if (c->is_ar) {
+		miss = c->arc[1] < 0 ? "num_workers" : c->arc[2] < 0 ? "size" : NULL;
+	} else {
+		for (int i = 0; i < N_GEMM_OPS && !miss; i++)
+			if ((c->gc[i] = median_col(h, nh, gemm_ops[i])) < 0)
+				miss = gemm_ops[i];
+		/* small kernels: all five or none (not measured) */
+		int have = 0;
+		for (int i = 0; i < N_SMALL_OPS; i++)
+			have += (c->sc[i] = median_col(h, nh, small_ops[i])) >= 0;
+		for (int i = 0; i < N_SMALL_OPS && have && !miss; i++)
+			if (c->sc[i] < 0)
+				miss = small_ops[i];
+		for (int i = 0; i < N_SHAPE && !miss; i++)
+			if ((c->shc[i] = col_of(h, nh, shape_cols[i])) < 0)
+				miss = shape_cols[i];
+	}
+	if (miss)
+		return err_set(e, KS_EINPUT,
+		               "%s:1: %s: missing column (not an operator or "
+		               "all-reduce profile)",
+		               origin, miss);
+	return 0;
+}
+
+/* Appends the all-reduce row f (line) to t; rows across nodes are left out. */
+static int prof_ar_row(mdl_prof_t *t, const prof_cols_t *c, char **f, const char *origin,
+                       size_t line, err_t *e)
+{
+	const int *arc = c->arc;
+	double ms, w, b;
+	if (mdl_prof_number(f[arc[0]], &ms) || mdl_prof_number(f[arc[1]], &w) || mdl_prof_number(f[arc[2]], &b) ||
+	    !(ms > 0) || !(w >= 1) || !(b > 0))
+		return err_set(e, KS_EINPUT, "%s:%zu: all_reduce: bad time, workers or size", origin,
+		               line);
+	double dpn;
+	if (arc[3] >= 0 && !mdl_prof_number(f[arc[3]], &dpn) && w > dpn)
+		return 0; /* across nodes: not the NVLink all-reduce modelled */
+	mdl_ar_row_t *a = grow(t->ar, t->n_ar, sizeof *a);
+	if (!a)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	t->ar = a;
+	t->ar[t->n_ar++] = (mdl_ar_row_t){(uint32_t)w, b, ms * 1e6};
+	return 0;
+}
+
+/* Appends the operator row f (line) to t. */
+static int prof_op_row(mdl_prof_t *t, const prof_cols_t *c, char **f, const char *origin,
+                       size_t line, err_t *e)
+{
+	char *const *h = c->h;
+	int rc = 0;
+	double v[N_SHAPE];
+	mdl_prof_row_t r = {0};
+	for (int i = 0; i < N_SHAPE && !rc; i++)
+		if (mdl_prof_number(f[c->shc[i]], &v[i]) || !(v[i] >= 1) || v[i] > 4e9 || v[i] != floor(v[i]))
+			rc = err_set(e, KS_EINPUT, "%s:%zu: %s: not a positive whole number",
+			             origin, line, shape_cols[i]);
+	for (int i = 0; i < N_GEMM_OPS + N_SMALL_OPS && !rc; i++) {
+		double ms;
+		int k = i < N_GEMM_OPS ? c->gc[i] : c->sc[i - N_GEMM_OPS];
+		if (k < 0)
+			continue; /* small kernels not measured: small_ns stays 0 */
+		if (mdl_prof_number(f[k], &ms) || !(ms > 0))
+			rc = err_set(e, KS_EINPUT, "%s:%zu: %s: not a positive time", origin,
+			             line, h[k]);
+		else
+			*(i < N_GEMM_OPS ? &r.gemm_ns : &r.small_ns) += ms * 1e6;
+	}
+	int g = col_of(h, c->nh, "use_gated_mlp");
+	if (!rc && g >= 0 && strcasecmp(f[g], "true"))
+		rc = err_set(e, KS_EINPUT,
+		             "%s:%zu: use_gated_mlp: only gated (SwiGLU) MLPs are modelled",
+		             origin, line);
+	if (rc)
+		return rc;
+	r.n_head = (uint32_t)v[0];
+	r.n_kv_head = (uint32_t)v[1];
+	r.n_embd = (uint32_t)v[2];
+	r.n_expanded_embd = (uint32_t)v[3];
+	r.tokens = (uint32_t)v[4];
+	r.tp = (uint32_t)v[5];
+	mdl_prof_row_t *nr = grow(t->row, t->n_row, sizeof *nr);
+	if (!nr)
+		return err_set(e, KS_ENOMEM, "out of memory");
+	t->row = nr;
+	t->row[t->n_row++] = r;
+	return 0;
+}
+
 int mdl_prof_read_string(mdl_prof_t *p, const char *origin, const char *text, err_t *e)
 {
 	char *buf = strdup(text);
 	if (!buf)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	char *h[MAX_COLS], *f[MAX_COLS];
+	char *f[MAX_COLS];
+	prof_cols_t cols = {.arc = {-1, -1, -1, -1}};
 	mdl_prof_t t = *p; /* appended to a copy: all or nothing */
-	size_t nh = 0, line = 0, n0 = p->n_row, a0 = p->n_ar;
-	int gc[N_GEMM_OPS], sc[N_SMALL_OPS], shc[N_SHAPE], arc[4] = {-1, -1, -1, -1}, is_ar = 0;
+	size_t line = 0, n0 = p->n_row, a0 = p->n_ar;
 	int rc = 0;
 	char *save = NULL;
 	for (char *l = strtok_r(buf, "\r\n", &save); l && !rc; l = strtok_r(NULL, "\r\n", &save)) {
 		line++;
 		if (line == 1) {
-			nh = split(l, h, MAX_COLS);
-			if (nh > MAX_COLS) {
-				rc = err_set(e, KS_EINPUT, "%s:1: more than %d columns", origin,
-				             MAX_COLS);
-				break;
-			}
-			arc[0] = median_col(h, nh, "all_reduce");
-			arc[1] = col_of(h, nh, "num_workers");
-			arc[2] = col_of(h, nh, "size");
-			arc[3] = col_of(h, nh, "devices_per_node");
-			is_ar = arc[0] >= 0;
-			const char *miss = NULL;
-			if (is_ar) {
-				miss = arc[1] < 0 ? "num_workers" : arc[2] < 0 ? "size" : NULL;
-			} else {
-				for (int i = 0; i < N_GEMM_OPS && !miss; i++)
-					if ((gc[i] = median_col(h, nh, gemm_ops[i])) < 0)
-						miss = gemm_ops[i];
-				/* small kernels: all five or none (not measured) */
-				int have = 0;
-				for (int i = 0; i < N_SMALL_OPS; i++)
-					have += (sc[i] = median_col(h, nh, small_ops[i])) >= 0;
-				for (int i = 0; i < N_SMALL_OPS && have && !miss; i++)
-					if (sc[i] < 0)
-						miss = small_ops[i];
-				for (int i = 0; i < N_SHAPE && !miss; i++)
-					if ((shc[i] = col_of(h, nh, shape_cols[i])) < 0)
-						miss = shape_cols[i];
-			}
-			if (miss)
-				rc = err_set(e, KS_EINPUT,
-				             "%s:1: %s: missing column (not an operator or "
-				             "all-reduce profile)",
-				             origin, miss);
+			rc = prof_header(&cols, l, origin, e);
 			continue;
 		}
 		size_t nf = split(l, f, MAX_COLS);
-		if (nf != nh) {
+		if (nf != cols.nh) {
 			rc = err_set(e, KS_EINPUT, "%s:%zu: %zu fields, the header has %zu", origin,
-			             line, nf, nh);
+			             line, nf, cols.nh);
 			break;
 		}
-		double v[N_SHAPE];
-		if (is_ar) {
-			double ms, w, b;
-			if (mdl_prof_number(f[arc[0]], &ms) || mdl_prof_number(f[arc[1]], &w) || mdl_prof_number(f[arc[2]], &b) ||
-			    !(ms > 0) || !(w >= 1) || !(b > 0)) {
-				rc = err_set(e, KS_EINPUT, "%s:%zu: all_reduce: bad time, workers or size",
-				             origin, line);
-				break;
-			}
-			double dpn;
-			if (arc[3] >= 0 && !mdl_prof_number(f[arc[3]], &dpn) && w > dpn)
-				continue; /* across nodes: not the NVLink all-reduce modelled */
-			mdl_ar_row_t *a = grow(t.ar, t.n_ar, sizeof *a);
-			if (!a) {
-				rc = err_set(e, KS_ENOMEM, "out of memory");
-				break;
-			}
-			t.ar = a;
-			t.ar[t.n_ar++] = (mdl_ar_row_t){(uint32_t)w, b, ms * 1e6};
-			continue;
-		}
-		mdl_prof_row_t r = {0};
-		for (int i = 0; i < N_SHAPE && !rc; i++)
-			if (mdl_prof_number(f[shc[i]], &v[i]) || !(v[i] >= 1) || v[i] > 4e9 || v[i] != floor(v[i]))
-				rc = err_set(e, KS_EINPUT, "%s:%zu: %s: not a positive whole number",
-				             origin, line, shape_cols[i]);
-		for (int i = 0; i < N_GEMM_OPS + N_SMALL_OPS && !rc; i++) {
-			double ms;
-			int k = i < N_GEMM_OPS ? gc[i] : sc[i - N_GEMM_OPS];
-			if (k < 0)
-				continue; /* small kernels not measured: small_ns stays 0 */
-			if (mdl_prof_number(f[k], &ms) || !(ms > 0))
-				rc = err_set(e, KS_EINPUT, "%s:%zu: %s: not a positive time", origin,
-				             line, h[k]);
-			else
-				*(i < N_GEMM_OPS ? &r.gemm_ns : &r.small_ns) += ms * 1e6;
-		}
-		int g = col_of(h, nh, "use_gated_mlp");
-		if (!rc && g >= 0 && strcasecmp(f[g], "true"))
-			rc = err_set(e, KS_EINPUT,
-			             "%s:%zu: use_gated_mlp: only gated (SwiGLU) MLPs are modelled",
-			             origin, line);
-		if (rc)
-			break;
-		r.n_head = (uint32_t)v[0];
-		r.n_kv_head = (uint32_t)v[1];
-		r.n_embd = (uint32_t)v[2];
-		r.n_expanded_embd = (uint32_t)v[3];
-		r.tokens = (uint32_t)v[4];
-		r.tp = (uint32_t)v[5];
-		mdl_prof_row_t *nr = grow(t.row, t.n_row, sizeof *nr);
-		if (!nr) {
-			rc = err_set(e, KS_ENOMEM, "out of memory");
-			break;
-		}
-		t.row = nr;
-		t.row[t.n_row++] = r;
+		rc = cols.is_ar ? prof_ar_row(&t, &cols, f, origin, line, e)
+		                : prof_op_row(&t, &cols, f, origin, line, e);
 	}
 	free(buf);
 	if (!rc && line < 2)

@@ -48,14 +48,6 @@ FILE_BUDGET = 1000
 FUNC_BUDGET = 100
 # "path" (a file) or "path:function" -> why it may exceed its budget.
 BUDGET_EXCEPTIONS = {
-    "sim/base/cfg.c": "to split (issue 35)",
-    "models/mdl_cfit.c:mdl_prof_fit": "to split (issue 35)",
-    "models/mdl_cost.c": "to split (issue 35)",
-    "models/mdl_hf.c:quant_read": "to split (issue 35)",
-    "models/mdl_hf.c:hf_read": "to split (issue 35)",
-    "models/mdl_prof.c:mdl_prof_read_string": "to split (issue 35)",
-    "models/mdl_spec.c": "to split (issue 35)",
-    "models/mdl_spec.c:mdl_llm_check": "to split (issue 35)",
 }
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
