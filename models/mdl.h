@@ -397,7 +397,7 @@ int64_t mdl_decode_step_ns(const mdl_compute_t *c, uint32_t n_seqs, uint32_t ctx
  * sequences whose contexts sum to ctx_sum + j x n_seqs (each one token
  * longer per step; for a model with sliding layers, whose cost depends on
  * each context, the contexts split the sum evenly: ctx_sum % n_seqs of
- * them one longer), within 1 ns (certified; the argument is in mdl_cost.c),
+ * them one longer), within 1 ns (certified; the argument is in mdl_decode_run.c),
  * with the terms set by the batch size alone (GEMMs, kernels, all-reduce)
  * computed once: the steps of a decode segment (sim/cluster/cluster.h
  * DECODE_SEGMENT). Equal to the nanosecond where the roofline is max()

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "sim/base/cfg.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* A config over cfg_schema_default() with the n assignments of sets
  * ("section.key=value") applied and finalized; *s receives the schema. The

@@ -1,5 +1,5 @@
-/* Differential libFuzzer target for sim/base/cfg.c's two INI tokenisers: inih
- * splits lines that fit its buffer, cfg.c's long_line splits longer ones
+/* Differential libFuzzer target for sim/base/cfg_load.c's two INI tokenisers: inih
+ * splits lines that fit its buffer, cfg_load.c's long_line splits longer ones
  * "the way inih splits". The input's first line is a section header, its
  * second a line L; L as it is (inih) and L followed by a comment long
  * enough to pass inih's buffer (long_line) must load to the same config,
@@ -17,7 +17,7 @@
 
 #include "sim/base/cfg.h"
 #include "tests/fuzz_util.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include "sim/base/cfg.h"
 #include "tests/cfg_keys.h"
 #include "tests/tmp_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* Presets over test_keys (tests/cfg_keys.h), for the preset tests (cfg_schema_set_presets). */
 static const cfg_preset_kv_t small_kv[] = {

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "sim/base/cfg.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 typedef enum { SHAPE_STEP = 7, SHAPE_SPIKE = 3, SHAPE_RAMP = 11 } shape_t;
 

@@ -13,7 +13,7 @@
 
 #include "sim/base/cfg.h"
 #include "tests/cfg_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* ---- the language, on a schema of its own -------------------------------- */
 

@@ -19,7 +19,7 @@
 #include "sim/cluster/cluster.h"
 #include "sim/run/recorder.h"
 #include "sim/run/sim.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* ---- a synthetic source: Poisson arrivals, exponential prompt lengths ---- */
 typedef struct gen {

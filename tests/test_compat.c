@@ -22,7 +22,7 @@
 #include "tests/mdl_fixture.h"
 #include "tests/sim_fixture.h"
 #include "tests/toy_cluster.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* ---- the linear compute model --------------------------------------------- */
 

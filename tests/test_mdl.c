@@ -16,7 +16,7 @@
 #include "sim/base/cfg.h"
 #include "sim/cluster/cluster.h"
 #include "tests/tmp_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 #include "sim/cluster/mdl_sim.h"
 
 /* ---- helpers -------------------------------------------------------------- */

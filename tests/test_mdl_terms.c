@@ -14,7 +14,7 @@
 #include "models/mdl_prof.h"
 #include "sim/base/cfg.h"
 #include "tests/mdl_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* Only the GEMM compute side: mfu 0.5, flat, no tile, q = max. */
 static mdl_compute_params_t plain(void)

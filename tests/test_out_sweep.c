@@ -29,7 +29,7 @@
 #include "sim/out/out_sweep.h"
 #include "tests/out_fake.h"
 #include "tests/tmp_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 static char tmpdir[256];
 static cfg_schema_t *schema;

@@ -18,7 +18,7 @@
 #include "sim/run/cli_common.h"
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 static cfg_schema_t *S;
 

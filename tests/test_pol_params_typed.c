@@ -15,7 +15,7 @@
 
 #include "policies/pol.h"
 #include "sim/run/cli_common.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 typedef struct probe_params {
 	uint32_t width;

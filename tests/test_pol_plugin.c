@@ -15,7 +15,7 @@
 #include "sim/run/sim.h"
 #include "tests/pol_fake.h"
 #include "tests/sim_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 static char so_path[4096];
 

@@ -12,7 +12,7 @@
 #include "sim/base/cfg.h"
 #include "sim/run/sim.h"
 #include "tests/test_main.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* One 100-token request at t = 0. */
 static int one_next(void *ctx, sim_arrival_t *a, err_t *e)

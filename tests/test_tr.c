@@ -14,7 +14,7 @@
 #include "tests/cli_fixture.h"
 #include "tests/fsize_fixture.h"
 #include "tests/tr_fixture.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 /* Opens `text` as a trace of kind k, reads it all, and expects an input
  * error whose message contains every fragment. */

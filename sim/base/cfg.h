@@ -2,7 +2,7 @@
  *
  * Every key an experiment may set has a cfg_key_t: section, name, type,
  * default (as text), range or choices, unit and a one-line doc. Modules own
- * their key arrays; cfg_schema_default() (sim/run/cfg_schema.h) gathers them all. Values come from,
+ * their key arrays; cfg_schema_default() (sim/run/sim_schema.h) gathers them all. Values come from,
  * in order: defaults, an INI file (libinih) or built-in text, then --set
  * "section.key=value" overrides, each checked against the schema. Errors are
  * KS_EINPUT with "file:line: [section] key: reason" (and the nearest valid

@@ -11,7 +11,7 @@
 
 #include "sim/base/vec.h"
 #include "sim/out/out_inputs.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e)
 {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "sim/run/sim.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 int cli_cfg_arg(cli_cfg_args_t *a, int argc, char **argv, int *i, err_t *e)
 {

@@ -328,7 +328,7 @@ const size_t sim_cfg_keys_n = sizeof sim_cfg_keys / sizeof sim_cfg_keys[0];
 
 /* [output]: the sweep's -o overrides dir; the run samples /timeline every
  * timeline_interval_ms. Its own table, after the models', traces' and
- * network's in the schema (cfg_schema.c), so configs are written in the same
+ * network's in the schema (sim_schema.c), so configs are written in the same
  * section order as before. */
 static const cfg_enum_t tl_map[] = {{"changed", SIM_TL_CHANGED}, {"every", SIM_TL_EVERY}, {NULL, 0}};
 #define AT(kind, member) CFG_AT(kind, sim_out_params_t, member)

@@ -1,7 +1,7 @@
-/* cfg_schema — the full built-in config schema: every module's keys and the
- * built-in policies and presets, gathered by sim/run/cfg_schema.c. */
-#ifndef KVSIM_CFG_SCHEMA_H
-#define KVSIM_CFG_SCHEMA_H
+/* sim_schema — the full built-in config schema: every module's keys and the
+ * built-in policies and presets, gathered by sim/run/sim_schema.c. */
+#ifndef KVSIM_SIM_SCHEMA_H
+#define KVSIM_SIM_SCHEMA_H
 
 #include "sim/base/cfg.h"
 

@@ -1,10 +1,10 @@
-/* cfg_schema — gathers every module's config keys into the default schema,
+/* sim_schema — gathers every module's config keys into the default schema,
  * and fills the run's typed parameters from the same tables. */
 #include <stdlib.h>
 
 #include "sim/base/cfg.h"
 #include "sim/run/sim_params.h"
-#include "sim/run/cfg_schema.h"
+#include "sim/run/sim_schema.h"
 
 extern const cfg_tkey_t sim_cfg_keys[]; extern const size_t sim_cfg_keys_n;
 extern const cfg_tkey_t tr_cfg_keys[];  extern const size_t tr_cfg_keys_n;
