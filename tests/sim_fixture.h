@@ -36,7 +36,9 @@ __attribute__((unused)) static sim_results_t sf_run_opts(const char *config,
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
 	sim_results_t r;
-	rc = src ? sim_run_source_opts(cfg, NULL, src, o, &r, &e) : sim_run_opts(cfg, NULL, o, &r, &e);
+	sim_run_opts_t ro = o ? *o : (sim_run_opts_t){0};
+	ro.source = src;
+	rc = sim_run(cfg, &ro, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);

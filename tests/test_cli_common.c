@@ -253,7 +253,7 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	err_t e = {0};
 	sim_results_t r;
 	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
-	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
+	assert_int_equal(sim_run(c, NULL, &r, &e), KS_EINPUT);
 	char want[256];
 	snprintf(want, sizeof want,
 	         "%s:3: [cluster] gpus_per_node: tp = 4 does not divide "
@@ -263,13 +263,13 @@ static void test_run_setup_errors_name_the_line_set_last(void **state)
 	cli_config_free(c);
 	const char *sets[] = {"cluster.tp=5"};
 	assert_int_equal(cli_load_config(path, sets, 1, &c, &e), 0);
-	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
+	assert_int_equal(sim_run(c, NULL, &r, &e), KS_EINPUT);
 	assert_string_equal(e.msg, "--set: [cluster] tp: tp = 5 does not divide gpus_per_node = 6");
 	cli_config_free(c);
 	/* a check on one key in the trace reader gets that key's place */
 	tmp_write(path, "[trace]\nkind = gen\nstart_s = 10\nend_s = 5\n");
 	assert_int_equal(cli_load_config(path, NULL, 0, &c, &e), 0);
-	assert_int_equal(sim_run(c, &r, &e), KS_EINPUT);
+	assert_int_equal(sim_run(c, NULL, &r, &e), KS_EINPUT);
 	snprintf(want, sizeof want, "%s:4: [trace] end_s: ", path);
 	assert_memory_equal(e.msg, want, strlen(want));
 	cli_config_free(c);

@@ -1,4 +1,4 @@
-/* Validation of the cluster model (sim/cluster/ through sim_run_source):
+/* Validation of the cluster model (sim/cluster/ through sim_run with a source):
  * queueing theory (M/G/1 against Pollaczek-Khinchine, Little's law),
  * conservation of requests and KV blocks, determinism, causality of shared
  * prefixes, preemption under KV pressure. */
@@ -91,7 +91,7 @@ static sim_results_t run_gen(const char **sets, size_t n, gen_t *g, uint64_t see
 	sim_source_t src = {gen_next, g, name};
 	sim_results_t r;
 	err_t e = {0};
-	int rc = sim_run_source(cfg, &src, &r, &e);
+	int rc = sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
@@ -371,7 +371,7 @@ static void test_second_request_waits_for_blocks_being_computed(void **st)
 	sim_source_t src = {two_next, &t, "two"};
 	sim_results_t r;
 	err_t e = {0};
-	assert_int_equal(sim_run_source(cfg, &src, &r, &e), 0);
+	assert_int_equal(sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e), 0);
 	assert_int_equal(r.n_req, 2);
 	const res_request_t *a = r.req[0].id == 0 ? &r.req[0] : &r.req[1];
 	const res_request_t *b = r.req[0].id == 0 ? &r.req[1] : &r.req[0];
@@ -389,7 +389,7 @@ static void test_second_request_waits_for_blocks_being_computed(void **st)
 			       "scheduler.max_batched_tokens=64", "kvcache.busy_rule=recompute"};
 	cfg = make_cfg(sets2, sizeof sets2 / sizeof *sets2);
 	t = (two_t){.t2 = 1000};
-	assert_int_equal(sim_run_source(cfg, &src, &r, &e), 0);
+	assert_int_equal(sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e), 0);
 	b = r.req[0].id == 0 ? &r.req[1] : &r.req[0];
 	/* recompute rule: b is admitted in iteration 2 with the four ready
 	 * blocks and computes block 4 and the tail itself */

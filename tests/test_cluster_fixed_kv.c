@@ -187,7 +187,7 @@ static int setup_error(const char *model, const char *extra, uint32_t blocks, ch
 	sf_prefix_t g = sf_prefix(1, 0, 0x100, 0x9000, 1);
 	sim_source_t src = {sf_prefix_next, &g, "gen:test"};
 	sim_results_t r = {0};
-	int rc = sim_run_source(cfg, &src, &r, &e);
+	int rc = sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e);
 	size_t n = strlen(e.msg) < cap ? strlen(e.msg) : cap - 1;
 	memcpy(msg, e.msg, n);
 	msg[n] = 0;

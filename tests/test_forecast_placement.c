@@ -93,7 +93,7 @@ static sim_results_t run_once(int cancel)
 	once.fired = 0;
 	once.cancel = cancel;
 	sim_results_t r;
-	if ((rc = sim_run_reg(cfg, reg, &src, &r, &e)))
+	if ((rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg, .source = &src}, &r, &e)))
 		fail_msg("%s", e.msg);
 	cli_config_free(cfg);
 	pol_registry_free(reg);

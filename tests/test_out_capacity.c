@@ -69,7 +69,7 @@ static int64_t service_ns(void)
 	if (cli_load_config_ex(ini, NULL, 0, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
 		fail_msg("%s", e.msg);
 	sim_results_t r;
-	if (sim_run(cfg, &r, &e))
+	if (sim_run(cfg, NULL, &r, &e))
 		fail_msg("%s", e.msg);
 	cli_config_free(cfg);
 	assert_int_equal(r.n_req, 200);

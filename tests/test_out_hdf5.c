@@ -243,7 +243,7 @@ static void test_metric_units_and_numeric_root_attributes(void **st)
 	const char *sets[] = {"trace.duration_s=20", "policy.replication.name=speculative"};
 	assert_int_equal(cli_load_config(NULL, sets, 2, &c, &e), 0);
 	sim_results_t r;
-	assert_int_equal(sim_run(c, &r, &e), 0);
+	assert_int_equal(sim_run(c, NULL, &r, &e), 0);
 	char path[512];
 	snprintf(path, sizeof path, "%s/units.h5", tmp_dir);
 	assert_int_equal(out_hdf5_write(path, &r, NULL, &e), 0);

@@ -126,7 +126,7 @@ static sim_results_t run(const cfg_t *c)
 {
 	sim_results_t r;
 	err_t e = {0};
-	if (sim_run(c, &r, &e))
+	if (sim_run(c, NULL, &r, &e))
 		fail_msg("%s", e.msg);
 	return r;
 }

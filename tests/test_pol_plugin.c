@@ -133,7 +133,7 @@ static int run_bad(err_t *e)
 	p.gap_ns = 1000000;
 	sim_source_t src = {sf_prefix_next, &p, "seq"};
 	sim_results_t res;
-	int rc = sim_run_reg(cfg, reg, &src, &res, e);
+	int rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg, .source = &src}, &res, e);
 	if (!rc)
 		sim_results_free(&res);
 	cli_config_free(cfg);

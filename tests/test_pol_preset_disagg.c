@@ -119,7 +119,7 @@ static sim_results_t run_preset(const char *name, const char *nodes, uint32_t bl
 	sim_source_t src = {sf_prefix_next, &b, "burst"};
 	sim_results_t r;
 	err_t e = {0};
-	if (sim_run_source(cfg, &src, &r, &e))
+	if (sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e))
 		fail_msg("%s: %s", name, e.msg);
 	cli_config_free(cfg);
 	return r;
@@ -182,7 +182,7 @@ static void test_prefill_share_splits_the_nodes(void **st)
 	sim_source_t src = {sf_prefix_next, &b, "burst"};
 	sim_results_t r;
 	err_t e = {0};
-	assert_int_equal(sim_run_source(cfg, &src, &r, &e), KS_EINPUT);
+	assert_int_equal(sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "prefill_share"));
 	assert_non_null(strstr(e.msg, "nodes >= 2"));
 	cli_config_free(cfg);

@@ -458,7 +458,7 @@ static sim_results_t run_config(const char *path, const char **sets, int n)
 	if (rc)
 		fail_msg("%s", e.msg);
 	sim_results_t r;
-	if ((rc = sim_run(cfg, &r, &e)))
+	if ((rc = sim_run(cfg, NULL, &r, &e)))
 		fail_msg("%s", e.msg);
 	cli_config_free(cfg);
 	return r;

@@ -54,9 +54,9 @@ static sim_results_t run_sessions(const char *const *extra, int n, sim_sessions_
 	assert_int_equal(rc, 0);
 	assert_non_null(*ss);
 	sim_clients_t *c = sim_sessions_clients(*ss);
-	sim_run_opts_t o = {.feedback = sim_clients_feedback(c)};
+	sim_run_opts_t o = {.source = sim_clients_source(c), .feedback = sim_clients_feedback(c)};
 	sim_results_t r;
-	rc = sim_run_source_opts(cfg, NULL, sim_clients_source(c), &o, &r, &e);
+	rc = sim_run(cfg, &o, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
@@ -72,7 +72,7 @@ static int run_cfg(const char *const *extra, int n, sim_results_t *r, err_t *e)
 	cfg_t *cfg = NULL;
 	int rc = cli_load_config(NULL, sets, k, &cfg, e);
 	if (!rc)
-		rc = sim_run_opts(cfg, NULL, NULL, r, e);
+		rc = sim_run(cfg, NULL, r, e);
 	cli_config_free(cfg);
 	return rc;
 }
@@ -348,9 +348,9 @@ static sim_results_t run_clients(sim_clients_t *c)
 	cfg_t *cfg = NULL;
 	err_t e = {0};
 	assert_int_equal(cli_load_config(NULL, NULL, 0, &cfg, &e), 0);
-	sim_run_opts_t ro = {.feedback = sim_clients_feedback(c)};
+	sim_run_opts_t ro = {.source = sim_clients_source(c), .feedback = sim_clients_feedback(c)};
 	sim_results_t r;
-	int rc = sim_run_source_opts(cfg, NULL, sim_clients_source(c), &ro, &r, &e);
+	int rc = sim_run(cfg, &ro, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
@@ -467,7 +467,7 @@ static void test_waiting_source_without_feedback_fails(void **st)
 	assert_int_equal(cli_load_config(NULL, NULL, 0, &cfg, &e), 0);
 	sim_source_t src = {always_wait, NULL, "waits"};
 	sim_results_t r;
-	assert_int_equal(sim_run_source_opts(cfg, NULL, &src, NULL, &r, &e), KS_ERUNTIME);
+	assert_int_equal(sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e), KS_ERUNTIME);
 	assert_non_null(strstr(e.msg, "waits: the source waits for results but the run has no "
 				      "feedback"));
 	cli_config_free(cfg);

@@ -206,7 +206,7 @@ static sim_results_t run_script(const rq_t *r, int n, const char **extra, int n_
 	trace_t t = {r, n, 0, {0}};
 	sim_source_t src = {tr_next, &t, "script"};
 	sim_results_t res;
-	rc = sim_run_reg(cfg, reg, &src, &res, &e);
+	rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg, .source = &src}, &res, &e);
 	if (rc)
 		fail_msg("%s", e.msg);
 	cli_config_free(cfg);

@@ -42,7 +42,7 @@ static int run_flood(const char *extra, int n, sim_results_t *r, err_t *e)
 	sim_source_t src = {sf_prefix_next, &f, "flood"};
 	FILE *saved = stderr; /* the once-per-run overload warning */
 	stderr = fopen("/dev/null", "w");
-	rc = sim_run_source(cfg, &src, r, e);
+	rc = sim_run(cfg, &(sim_run_opts_t){.source = &src}, r, e);
 	fclose(stderr);
 	stderr = saved;
 	cli_config_free(cfg);
@@ -180,7 +180,7 @@ static void test_max_rss_refuses_a_cluster_too_big_before_building_it(void **st)
 		fail_msg("%s", e.msg);
 	sf_prefix_t f = sf_prefix(4, 0, 0, 1000, 4);
 	sim_source_t src = {sf_prefix_next, &f, "few"};
-	assert_int_equal(sim_run_source(cfg, &src, &r, &e), KS_ERUNTIME);
+	assert_int_equal(sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e), KS_ERUNTIME);
 	cli_config_free(cfg);
 	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: building the cluster (8192 instances"));
 	assert_non_null(strstr(e.msg, "over the limit of 0.3 GB; nothing was allocated"));
@@ -207,7 +207,7 @@ static void test_max_rss_refuses_routing_indexes_too_big_before_building_them(vo
 		fail_msg("%s", e.msg);
 	sf_prefix_t f = sf_prefix(4, 0, 0, 1000, 4);
 	sim_source_t src = {sf_prefix_next, &f, "few"};
-	assert_int_equal(sim_run_source(cfg, &src, &r, &e), KS_ERUNTIME);
+	assert_int_equal(sim_run(cfg, &(sim_run_opts_t){.source = &src}, &r, &e), KS_ERUNTIME);
 	cli_config_free(cfg);
 	printf("%s\n", e.msg);
 	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: building the routing view's "
@@ -233,7 +233,7 @@ static void test_max_rss_is_checked_once_the_trace_is_opened(void **st)
 	if (cli_load_config_ex(NULL, sets, 11, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, &e))
 		fail_msg("%s", e.msg);
 	sim_results_t r;
-	assert_int_equal(sim_run(cfg, &r, &e), KS_ERUNTIME);
+	assert_int_equal(sim_run(cfg, NULL, &r, &e), KS_ERUNTIME);
 	cli_config_free(cfg);
 	assert_non_null(strstr(e.msg, "[experiment] max_rss_gb: resident memory "));
 	assert_non_null(strstr(e.msg, " while opening the trace; nothing was written"));

@@ -44,7 +44,7 @@ static char *warnings_of(const char **sets, size_t n)
 		int left = 1;
 		sim_source_t src = {one_next, &left, "one"};
 		sim_results_t r;
-		int rc = sim_run_source(c, &src, &r, &e);
+		int rc = sim_run(c, &(sim_run_opts_t){.source = &src}, &r, &e);
 		if (rc)
 			fprintf(stderr, "%s\n", e.msg);
 		assert_int_equal(rc, 0);

@@ -37,7 +37,7 @@ static int run_rc(const char *const *sets, int n, sf_prefix_t *b, sim_results_t 
 	if (rc)
 		return rc;
 	sim_source_t src = {sf_prefix_next, b, "burst"};
-	rc = sim_run_source(cfg, &src, r, e);
+	rc = sim_run(cfg, &(sim_run_opts_t){.source = &src}, r, e);
 	cli_config_free(cfg);
 	return rc;
 }

@@ -148,7 +148,7 @@ static void test_prefix_aware_without_the_cache_is_an_error(void **st)
 	int rc = cli_load_config(NULL, sets, 3, &cfg, &e);
 	sim_results_t r;
 	if (!rc)
-		rc = sim_run(cfg, &r, &e);
+		rc = sim_run(cfg, NULL, &r, &e);
 	cli_config_free(cfg);
 	assert_int_not_equal(rc, 0);
 	assert_non_null(strstr(e.msg, "decode_prefix_cache"));

@@ -41,7 +41,7 @@ static int run_sets(const char *const *base, size_t nb, const char *const *more,
 	cfg_t *cfg = NULL;
 	int rc = cli_load_config(NULL, sets, (int)(nb + nm), &cfg, e);
 	if (!rc)
-		rc = sim_run(cfg, r, e);
+		rc = sim_run(cfg, NULL, r, e);
 	cli_config_free(cfg);
 	return rc;
 }
@@ -173,7 +173,7 @@ static void test_bad_join_keys_are_config_errors(void **st)
 	err_t e = {0};
 	sim_results_t fr;
 	assert_int_equal(cli_load_config(path, NULL, 0, &cfg, &e), 0);
-	assert_int_equal(sim_run(cfg, &fr, &e), KS_EINPUT);
+	assert_int_equal(sim_run(cfg, NULL, &fr, &e), KS_EINPUT);
 	cli_config_free(cfg);
 	char want[256];
 	snprintf(want, sizeof want, "%s:5: [cluster] join_at_s: '5,x': entry 2 is not a number",

@@ -89,7 +89,7 @@ static sim_results_t run_fan_hinted(const char *extra, const pol_registry_t *reg
 	sim_source_t src = {sf_prefix_next, &f, "fan"};
 	sim_results_t r = {0};
 	if (!rc)
-		rc = sim_run_reg(cfg, reg, &src, &r, &e);
+		rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg, .source = &src}, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);
@@ -301,7 +301,7 @@ static void test_calibration_file_sets_link_costs(void **st)
 	const char *bad[] = {"network.calibration=/nonexistent/cal.ini"};
 	assert_int_equal(cli_load_config(NULL, bad, 1, &cfg, &e), 0);
 	sim_results_t r;
-	assert_int_equal(sim_run(cfg, &r, &e), KS_EINPUT);
+	assert_int_equal(sim_run(cfg, NULL, &r, &e), KS_EINPUT);
 	assert_non_null(strstr(e.msg, "calibration"));
 	cli_config_free(cfg);
 	remove(path);

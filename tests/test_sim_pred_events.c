@@ -123,7 +123,7 @@ static void run_with(const char *pred, int version, double secs, const char *ext
 		fail_msg("%s", e.msg);
 	memset(seen, 0, sizeof seen);
 	n_events = n_observed = 0;
-	if ((rc = sim_run_with(cfg, reg, r, &e)))
+	if ((rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg}, r, &e)))
 		fail_msg("%s", e.msg);
 	cli_config_free(cfg);
 	pol_registry_free(reg);

@@ -74,7 +74,7 @@ static size_t run_counted(const char *repl)
 		fail_msg("%s", e.msg);
 	sim_results_t r;
 	observed = 0;
-	if ((rc = sim_run_with(cfg, reg, &r, &e)))
+	if ((rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg}, &r, &e)))
 		fail_msg("%s", e.msg);
 	size_t n = r.n_req;
 	sim_results_free(&r);

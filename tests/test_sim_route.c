@@ -30,7 +30,7 @@ static sim_results_t run_burst(const char **sets, int n_sets, const pol_registry
 		fail_msg("%s", e.msg);
 	sim_source_t src = {sf_prefix_next, b, "burst"};
 	sim_results_t r;
-	if ((rc = sim_run_reg(cfg, reg, &src, &r, &e)))
+	if ((rc = sim_run(cfg, &(sim_run_opts_t){.reg = reg, .source = &src}, &r, &e)))
 		fail_msg("%s", e.msg);
 	cli_config_free(cfg);
 	return r;

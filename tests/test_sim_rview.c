@@ -295,7 +295,7 @@ static void assert_config_error(const char *set, const char *set2, const char *k
 	int rc = cli_load_config(NULL, sets, set2 ? 3 : 2, &cfg, &e);
 	if (!rc) {
 		sim_results_t r;
-		rc = sim_run(cfg, &r, &e);
+		rc = sim_run(cfg, NULL, &r, &e);
 		if (!rc)
 			sim_results_free(&r);
 		cli_config_free(cfg);

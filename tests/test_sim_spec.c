@@ -73,7 +73,7 @@ static int run(const char *path, const char *const *extra, int n, sim_results_t 
 	cfg_t *cfg = NULL;
 	int rc = cli_load_config(NULL, sets, k, &cfg, e);
 	if (!rc)
-		rc = sim_run_opts(cfg, NULL, NULL, r, e);
+		rc = sim_run(cfg, NULL, r, e);
 	cli_config_free(cfg);
 	return rc;
 }
@@ -357,7 +357,7 @@ static void test_output_window_over_the_run_equals_the_summary(void **st)
 	static const char *const g[] = {"trace.kind=gen", "trace.gen=poisson", "trace.duration_s=5", "trace.rate=2",
 					"output.windows=0,2.5,5"};
 	assert_int_equal(cli_load_config(NULL, g, 5, &cfg, &e), 0);
-	assert_int_equal(sim_run_opts(cfg, NULL, NULL, &r, &e), 0);
+	assert_int_equal(sim_run(cfg, NULL, &r, &e), 0);
 	cli_config_free(cfg);
 	assert_int_equal(r.win[r.n_win - 1].window, 1);
 	near(sf_window(&r, 0, "requests") + sf_window(&r, 1, "requests"), (double)r.n_req, "requests");

@@ -124,7 +124,7 @@ static void test_conversation_trace_completes_on_16_instances(void **st)
 		cli_load_config("analysis/experiments/mooncake_conversation.ini", NULL, 0, &cfg, &e),
 		0);
 	sim_results_t r;
-	int rc = sim_run(cfg, &r, &e);
+	int rc = sim_run(cfg, NULL, &r, &e);
 	if (rc)
 		fprintf(stderr, "%s\n", e.msg);
 	assert_int_equal(rc, 0);

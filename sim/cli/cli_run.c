@@ -585,7 +585,8 @@ int cli_run_main(int argc, char **argv)
 		ro.trace = out_trace_sink(tw);
 	char id[65] = "";
 	run_where(&ra, cfg, id);
-	rc = sim_run_opts(cfg, ra.reg, &ro, &r, &e);
+	ro.reg = ra.reg;
+	rc = sim_run(cfg, &ro, &r, &e);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
 	rc = run_settle(&ra, cfg, tw, id, rc, &r, &e);

@@ -460,7 +460,7 @@ static int run_one(const char *path, const char *hf_dir, json_t *rec, char **use
 	rc = cli_load_config_ex(NULL, sets, (int)s.n, CLI_DEFAULT_EXPERIMENT, NULL, &cfg, e);
 	sim_results_t r = {0};
 	if (!rc)
-		rc = sim_run_opts(cfg, NULL, NULL, &r, e);
+		rc = sim_run(cfg, NULL, &r, e);
 	cli_config_free(cfg);
 	if (rc)
 		return err_prefix(e, "experiment %s", id);

@@ -1,9 +1,10 @@
 /* sim — run one experiment: config in, results out.
  *
- * sim_run builds the cluster, network and policies from a finalized cfg_t,
- * streams the configured trace through the engine and fills *res (which the
- * caller later releases with sim_results_free). Returns 0, KS_EINPUT for bad
- * config or trace input (res left empty), or another KS_E* code.
+ * sim_run, the one entry point, builds the cluster, network and policies
+ * from a finalized cfg_t, streams the configured trace (or the options'
+ * source) through the engine and fills *res (which the caller later
+ * releases with sim_results_free). Returns 0, KS_EINPUT for bad config or
+ * trace input (res left empty), or another KS_E* code.
  */
 #ifndef KVSIM_SIM_H
 #define KVSIM_SIM_H
@@ -13,7 +14,10 @@
 #include "sim/base/err.h"
 #include "sim/base/results.h"
 
-int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e);
+typedef struct sim_run_opts sim_run_opts_t;
+/* Runs cfg; o may be NULL (built-in policies, the [trace] section's
+ * requests, no progress, trace events or feedback). */
+int sim_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_results_t *res, err_t *e);
 
 /* A stream of arriving requests in nondecreasing arrival order; blocks are
  * chained prefix ids at the simulated block size, valid until the next call.
@@ -110,11 +114,17 @@ typedef struct sim_trace_sink {
 	int (*end)(void *ctx, uint32_t inst, int64_t busy_ns, uint64_t iterations);
 } sim_trace_sink_t;
 
-typedef struct sim_run_opts {
+struct pol_registry;
+struct sim_run_opts {
+	/* Policies looked up here (runs that load plugins); NULL: built-ins. */
+	const struct pol_registry *reg;
+	/* The requests; NULL: those of the [trace] section (a trace file, a
+	 * generator, a closed loop or a workload spec). */
+	sim_source_t *source;
 	sim_progress_fn progress; /* NULL: none */
 	void *progress_ctx;
 	/* Share of the source read so far (sim_progress_t.fraction); NULL:
-	 * unknown. sim_run_opts fills it from the trace reader. */
+	 * unknown. sim_run fills it from the trace reader. */
 	double (*fraction)(void *ctx);
 	void *fraction_ctx;
 	const sim_trace_sink_t *trace; /* NULL: none */
@@ -125,24 +135,7 @@ typedef struct sim_run_opts {
 	 * none. [output] windows, when set, replaces them. */
 	size_t (*windows)(void *ctx, int64_t *edges, size_t cap);
 	void *windows_ctx;
-} sim_run_opts_t;
-
-/* sim_run with the requests taken from src instead of the [trace] section. */
-int sim_run_source(const cfg_t *cfg, sim_source_t *src, sim_results_t *res, err_t *e);
-struct pol_registry;
-/* sim_run_source with policies looked up in reg (built-ins when NULL),
- * for runs that load plugins. */
-int sim_run_reg(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *src,
-		sim_results_t *res, err_t *e);
-
-/* sim_run with policies looked up in reg (plugins); NULL = built-ins. */
-int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
-		 err_t *e);
-/* sim_run_with and sim_run_reg with options (o may be NULL). */
-int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
-		 sim_results_t *res, err_t *e);
-int sim_run_source_opts(const cfg_t *cfg, const struct pol_registry *reg, sim_source_t *src,
-			const sim_run_opts_t *o, sim_results_t *res, err_t *e);
+};
 
 /* Seeds per component: sim_seed_for and SIM_STREAM_* in sim/base/rng.h. */
 /* Built-in default experiment, as INI text. */

@@ -1,5 +1,5 @@
 /* sim_core — builds a run from a config (cluster, network, policies) and
- * streams requests through it (sim_run_source). Random streams derive from
+ * streams requests through it (sim_core_run, under sim_run). Random streams derive from
  * the master seed by component so adding one never perturbs another. The
  * order in which the policy families are consulted is the one policies/pol.h
  * documents. This file: setup (its steps in order), the cluster's and the
@@ -631,15 +631,10 @@ static int progress_tick(void *ctx, ev_engine_t *eng)
 	return s->opts->progress(s->opts->progress_ctx, &p);
 }
 
-int sim_run_reg(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
-		sim_results_t *res, err_t *e)
+int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
+		 sim_results_t *res, err_t *e)
 {
-	return sim_run_source_opts(cfg, reg, src, NULL, res, e);
-}
-
-int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_t *src,
-			const sim_run_opts_t *o, sim_results_t *res, err_t *e)
-{
+	const pol_registry_t *reg = o ? o->reg : NULL;
 	struct timespec w0, w1;
 	clock_gettime(CLOCK_MONOTONIC, &w0);
 	memset(res, 0, sizeof *res);
@@ -688,9 +683,4 @@ int sim_run_source_opts(const cfg_t *cfg, const pol_registry_t *reg, sim_source_
 		sim_results_free(res);
 	ctx_free(s);
 	return rc;
-}
-
-int sim_run_source(const cfg_t *cfg, sim_source_t *src, sim_results_t *res, err_t *e)
-{
-	return sim_run_reg(cfg, NULL, src, res, e);
 }

@@ -5,7 +5,7 @@
  * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_begin.c,
  * sim_copy_land.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
  * sim/run; not an API. Times ns, sizes bytes. Everything here is owned by the
- * sim_ctx_t and freed with it at the end of sim_run_source.
+ * sim_ctx_t and freed with it at the end of sim_core_run.
  */
 #ifndef KVSIM_SIM_INT_H
 #define KVSIM_SIM_INT_H
@@ -280,6 +280,10 @@ void sim_view_actions(sim_ctx_t *s);
 /* sim_arrival.c: the source read ahead, arrivals, a request's life */
 /* Reads the next request of the source into the read-ahead ring and
  * schedules its arrival (and peek). */
+/* sim_core.c: builds the run from cfg, streams src through it into *res
+ * (sim_run's work once the requests' source is known). */
+int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
+		 sim_results_t *res, err_t *e);
 int sim_arrival_read(sim_ctx_t *s);
 int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev);

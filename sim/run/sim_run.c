@@ -62,28 +62,19 @@ static int trace_next(void *ctx, sim_arrival_t *a, err_t *e)
 	return 1;
 }
 
-int sim_run(const cfg_t *cfg, sim_results_t *res, err_t *e)
-{
-	return sim_run_with(cfg, NULL, res, e);
-}
 
 static double trace_fraction(void *ctx)
 {
 	return tr_progress(((trace_src_t *)ctx)->r);
 }
 
-int sim_run_with(const cfg_t *cfg, const struct pol_registry *reg, sim_results_t *res,
-		 err_t *e)
-{
-	return sim_run_opts(cfg, reg, NULL, res, e);
-}
 
 /* A closed loop (trace.gen = sessions) or a spec's drained stages
  * (trace.kind = spec): the clients are the source, fed back by the run; a
  * spec's stages are the run's windows (windows NULL: none). */
-static int clients_run(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
-		       sim_clients_t *c, size_t (*windows)(void *, int64_t *, size_t), void *wctx,
-		       sim_results_t *res, err_t *e)
+static int clients_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_clients_t *c,
+		       size_t (*windows)(void *, int64_t *, size_t), void *wctx, sim_results_t *res,
+		       err_t *e)
 {
 	sim_run_opts_t ro = {0};
 	if (o)
@@ -93,15 +84,16 @@ static int clients_run(const cfg_t *cfg, const struct pol_registry *reg, const s
 	ro.feedback = sim_clients_feedback(c);
 	ro.windows = windows;
 	ro.windows_ctx = wctx;
-	int rc = sim_run_source_opts(cfg, reg, sim_clients_source(c), &ro, res, e);
+	int rc = sim_core_run(cfg, sim_clients_source(c), &ro, res, e);
 	if (rc)
 		cfg_err_locate(cfg, e);
 	return rc;
 }
 
-int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run_opts_t *o,
-		 sim_results_t *res, err_t *e)
+int sim_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_results_t *res, err_t *e)
 {
+	if (o && o->source)
+		return sim_core_run(cfg, o->source, o, res, e);
 	sim_params_t sp;
 	trace_src_t t = {0};
 	sim_sessions_t *ss = NULL;
@@ -116,7 +108,7 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 		return rc;
 	}
 	if (spec) {
-		rc = clients_run(cfg, reg, o, sim_spec_clients(spec), sim_spec_windows, spec, res, e);
+		rc = clients_run(cfg, o, sim_spec_clients(spec), sim_spec_windows, spec, res, e);
 		sim_spec_free(spec);
 		return rc;
 	}
@@ -125,7 +117,7 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 		return rc;
 	}
 	if (ss) { /* a closed loop, made as it runs */
-		rc = clients_run(cfg, reg, o, sim_sessions_clients(ss), NULL, NULL, res, e);
+		rc = clients_run(cfg, o, sim_sessions_clients(ss), NULL, NULL, res, e);
 		sim_sessions_free(ss);
 		return rc;
 	}
@@ -145,7 +137,7 @@ int sim_run_opts(const cfg_t *cfg, const struct pol_registry *reg, const sim_run
 		ro.fraction = trace_fraction;
 		ro.fraction_ctx = &t;
 	}
-	rc = sim_run_source_opts(cfg, reg, &src, o ? &ro : NULL, res, e);
+	rc = sim_core_run(cfg, &src, o ? &ro : NULL, res, e);
 	if (!rc) {
 		const char *path = tr_source(t.r);
 		if (strncmp(path, "gen:", 4))
