@@ -8,19 +8,22 @@
  * kvcache.copy_from = uncomputed lets a copy read blocks still COMPUTING;
  * network.contention = none times each copy as if alone on its path;
  * network.copy_charge = target_compute charges that time to the target's
- * compute (a cluster job) instead of the links.
+ * compute (a cluster job) instead of the links. Each way of paying a copy's
+ * time is a timing mode (sim_copy_mode.h).
  *
  * This file: the network and the transfer engines ([network], [kvcache]),
  * copies asked for (sim_copy_start) and the copies' summary at the end. Their
- * other pieces share sim_int.h: paths and timing (sim_copy_time.c), a copy
- * started (sim_copy_begin.c), landed or cancelled (sim_copy_land.c),
- * deferred copies (sim_copy_defer.c), eviction hooks and speculative
- * replicas (sim_evict.c), and fetches for requests (sim_fetch.c). */
+ * other pieces share sim_int.h: paths and costs (sim_copy_time.c), estimates
+ * and landing times (sim_copy_eta.c), a copy started (sim_copy_begin.c), the
+ * timing modes (sim_copy_mode.c, sim_copy_flows.c, sim_copy_lone.c), landed
+ * (sim_copy_land.c) or cancelled (sim_copy_cancel.c), deferred copies
+ * (sim_copy_defer.c), eviction hooks and speculative replicas
+ * (sim_evict.c), and fetches for requests (sim_fetch.c). */
 #include <string.h>
 
 #include "models/mdl_xfer.h"
 #include "sim/run/recorder.h"
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copy_mode.h"
 #include "sim/run/sim_tiers.h"
 
 static uint64_t shard_block_bytes(sim_ctx_t *s)
@@ -131,10 +134,6 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	s->fetch_rule = (sim_fetch_t)p->fetch;
 	s->host_fetch_rule = (sim_fetch_t)p->host_fetch;
 	s->copy_uncomputed = p->copy_uncomputed;
-	s->contention_none = np->contention_none;
-	s->copy_mode = np->copy_charge_compute ? COPY_JOB
-		       : s->contention_none    ? COPY_TIMER
-					       : COPY_FLOWS;
 	const char *en = p->transfer_engine;
 	size_t ei = 0, ne = sizeof xfer_engines / sizeof xfer_engines[0];
 	while (ei < ne && strcmp(xfer_engines[ei].name, en))
@@ -142,8 +141,8 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	if (ei == ne) /* the key's choices and this table disagree: a build error */
 		return err_set(e, KS_ERUNTIME, "[kvcache] transfer_engine: no costs for '%s'", en);
 	s->engine = xfer_engines[ei];
-	if ((rc = ev_engine_type_new(s->eng, sim_copy_lone_done, s, &s->ev.lone_copy)))
-		return err_set(e, rc, "cannot register the copy timer");
+	if ((rc = sim_copy_modes_init(s, e)))
+		return rc;
 	s->copy_deferred = p->copy_deferred;
 	/* host tier: per node, sized in blocks of the whole instance */
 	double host_gb = p->host_kv_gb;

@@ -1,31 +1,13 @@
 /* sim_copy_begin — a copy started: its record, its blocks reserved at the
- * destination (sources pinned), and its time paid as one flow per
- * tensor-parallel shard on shared links or as a lone copy; handoffs of
- * request KV between pools. */
-#include "sim/run/sim_int.h"
+ * destination (sources pinned), and its time paid by its timing mode
+ * (sim_copy_mode.h); handoffs of request KV between pools. */
+#include "sim/run/sim_copy_mode.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/base/vec.h"
 #include "sim/run/sim_holders.h"
-
-/* A copy that does not share links: done after alone_ns, by a timer or as a
- * job on the target's compute. */
-static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc)
-{
-	c->alone_ns = cc->alone_ns < 1 ? 1 : cc->alone_ns;
-	if (c->mode == COPY_JOB) {
-		int rc = cluster_job_add(&s->cl, (uint32_t)c->dst, c->id, c->alone_ns);
-		if (rc)
-			return rc;
-	} else {
-		c->timer = ev_engine_after(s->eng, c->alone_ns, s->ev.lone_copy, 0, c->id);
-		if (c->timer == EV_NONE)
-			return KS_ENOMEM;
-	}
-	return 0;
-}
 
 /* A live copy of blocks mv[0..k) (owned from here on), requested now and
  * counted in live_events; its flows are not started. NULL on ENOMEM. */
@@ -45,21 +27,20 @@ kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint
 	c->from_policy = from_policy;
 	c->req = req;
 	c->live = 1;
+	c->mode = COPY_MODE_N; /* none until it starts */
 	c->requested = c->started = ev_engine_now(s->eng);
 	c->blocks = mv;
 	s->live_events++;
 	return c;
 }
 
-/* Starts copy c now: one flow per tensor-parallel shard on shared links,
- * or (network.contention = none / copy_charge = target_compute) a lone
- * copy, after the source-side read of a transfer engine that has one. */
+/* Starts copy c now, timed by its mode (sim_copy_mode_pick), after the
+ * source-side read of a transfer engine that has one. */
 int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 {
-	uint64_t bytes = sim_shard_copy_bytes(s, c->n);
 	c->started = ev_engine_now(s->eng);
 	c->flows_left = c->n_flows = s->tp;
-	c->shard_bytes = bytes;
+	c->shard_bytes = sim_shard_copy_bytes(s, c->n);
 	uint32_t links[NET_PATH_MAX];
 	int kind;
 	int len = sim_shard_path(s, c->src, c->dst, 0, links, &kind);
@@ -67,36 +48,12 @@ int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 		return len;
 	c->kind = kind;
 	copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, c->n);
-	c->mode = s->copy_mode;
-	if (c->mode == COPY_JOB && c->dst < 0) /* an offload has no target compute */
-		c->mode = s->contention_none ? COPY_TIMER : COPY_FLOWS;
+	c->mode = sim_copy_mode_pick(&s->prm.net, c->dst >= 0);
 	int rc;
 	if (cc.source_job_ns > 0 && c->src >= 0 &&
 	    (rc = cluster_job_add(&s->cl, (uint32_t)c->src, SOURCE_JOB | c->id, cc.source_job_ns)))
 		return rc;
-	if (c->mode != COPY_FLOWS)
-		return lone_copy_start(s, c, &cc);
-	for (uint32_t g = 0; g < s->tp; g++) {
-		if (g && (len = sim_shard_path(s, c->src, c->dst, g, links, &kind)) < 0)
-			return len;
-		net_flow_spec_t fs = {
-			.bytes = bytes,
-			.path = links,
-			.path_len = (uint32_t)len,
-			.cls = c->cls,
-			.rate_cap = cc.rate_cap,
-			.n_copies = 1,
-			.copy_overhead_ns = cc.overhead_ns,
-			.src = (uint32_t)c->src,
-			.dst = (uint32_t)c->dst,
-			.tag = (c->id << 16) | g,
-			.done = sim_copy_flow_done,
-			.ctx = s,
-		};
-		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[g], s->err)))
-			return rc;
-	}
-	return 0;
+	return sim_copy_mode_ops(c->mode)->start(s, c, &cc, links, len);
 }
 
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
@@ -109,7 +66,7 @@ int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, 
 	c->handoff = tag;
 	c->tp_src = tp_src;
 	c->tp_dst = tp_dst;
-	c->mode = COPY_FLOWS;
+	c->mode = COPY_FLOWS; /* handoffs share links whatever the run's mode */
 	c->flows_left = c->n_flows = n;
 	c->shard_bytes = bytes / n;
 	uint32_t links[NET_PATH_MAX];
@@ -120,21 +77,7 @@ int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, 
 			return len;
 		c->kind = kind;
 		copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, blocks);
-		net_flow_spec_t fs = {
-			.bytes = bytes / n + (f < bytes % n),
-			.path = links,
-			.path_len = (uint32_t)len,
-			.cls = NET_FG,
-			.rate_cap = cc.rate_cap,
-			.n_copies = 1,
-			.copy_overhead_ns = cc.overhead_ns,
-			.src = src,
-			.dst = dst,
-			.tag = (c->id << 16) | f,
-			.done = sim_copy_flow_done,
-			.ctx = s,
-		};
-		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[f], s->err)))
+		if ((rc = sim_copy_flow_start(s, c, f, links, len, bytes / n + (f < bytes % n), &cc)))
 			return rc;
 	}
 	return 0;

@@ -2,8 +2,9 @@
  * hooks and end (sim_core.c), the policies' view (sim_view.c), arrivals
  * (sim_arrival.c), periodic events (sim_sample.c), the trace observer
  * (sim_observer.c), the memory limit (sim_rss.c), and KV movement over the
- * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_begin.c,
- * sim_copy_land.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
+ * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_eta.c,
+ * sim_copy_begin.c, the timing modes of sim_copy_mode.h, sim_copy_land.c,
+ * sim_copy_cancel.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
  * sim/run; not an API. Times ns, sizes bytes. Everything here is owned by the
  * sim_ctx_t and freed with it at the end of sim_run_source.
  */
@@ -31,13 +32,8 @@ typedef struct sim_ev_types {
 	uint32_t src_retry; /* ask a closed-loop source again (sim.h SIM_SRC_WAIT) */
 	uint32_t kick;      /* cluster_kick(target) */
 	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy_defer.c) */
-	uint32_t lone_copy; /* a copy timed alone on its path lands (sim_copy_land.c) */
+	uint32_t lone_copy; /* a copy's timer fires (sim_copy_lone.c) */
 } sim_ev_types_t;
-
-/* How a copy's time is paid: flows on shared links (network.contention =
- * maxmin), a timer as if alone on its path (contention = none), or a job on
- * the target's compute (network.copy_charge = target_compute). */
-enum { COPY_FLOWS = 0, COPY_TIMER = 1, COPY_JOB = 2 };
 
 /* sim_copy_begin's answer when every block is already at the destination */
 #define COPY_NOTHING 2
@@ -89,9 +85,9 @@ typedef struct kcopy {
 	int from_policy;        /* tell the replication policy when it ends */
 	sim_req_t *req;         /* a request waiting on this fetch, or NULL */
 	int live;
-	int mode;               /* COPY_* */
-	ev_handle_t timer;      /* COPY_TIMER: its completion event */
-	int64_t alone_ns;       /* COPY_TIMER / COPY_JOB: duration of each shard */
+	int mode;               /* how its time is paid: COPY_* (sim_copy_mode.h) */
+	ev_handle_t timer;      /* timer mode: its completion event */
+	int64_t alone_ns;       /* timer and job modes: duration of each shard */
 	uint64_t shard_bytes;
 	/* a handoff (sim_disagg.c): its record's index + 1 (0: a block copy;
 	 * blocks is then NULL, n the blocks moved), the TP of both ends */
@@ -171,8 +167,6 @@ typedef struct sim_ctx {
 	sim_fetch_t fetch_rule;      /* peers */
 	sim_fetch_t host_fetch_rule; /* the node's host tier */
 	int copy_uncomputed;    /* kvcache.copy_from = uncomputed */
-	int copy_mode;          /* COPY_* for copies between instances */
-	int contention_none;    /* network.contention = none */
 	xfer_engine_t engine;
 	int copy_deferred;      /* kvcache.copy_deferred */
 	uint32_t *deferred;     /* indices of copies waiting for their source */
@@ -341,7 +335,7 @@ int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *bloc
 /* End of run: replicas still resident count as unused; flows as records. */
 int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
 
-/* sim_copy_time.c: paths, costs and landing times */
+/* sim_copy_time.c: paths and costs */
 kv_store_t *sim_store_of(sim_ctx_t *s, int32_t where);
 uint32_t sim_node_of(const sim_ctx_t *s, int32_t where);
 uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
@@ -351,6 +345,8 @@ int sim_shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t 
 		   int *kind);
 copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
 			    uint32_t k);
+
+/* sim_copy_eta.c: estimates and landing times */
 /* Copy time estimate of n blocks from src to dst at current link rates. */
 int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
 /* cluster_params_t.wait_inflight: waiting for the copies bringing r's
@@ -358,6 +354,8 @@ int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, i
 int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
 
 /* sim_copy_begin.c: a copy started */
+/* A copy not started has no timing mode (COPY_MODE_N); sim_copy_flows_start
+ * starts it by its mode. */
 kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
 		      int spec, int from_policy, sim_req_t *req);
 int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c);
@@ -373,12 +371,19 @@ int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *block
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
 		     uint64_t bytes, uint32_t blocks, uint32_t tag);
 
-/* sim_copy_land.c: a copy landed or cancelled */
-int sim_copy_flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec);
-int sim_copy_lone_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+/* sim_copy_land.c: a copy's rows and its landing, whatever its mode */
+/* One shard's /transfers row (rec: its flow record, or one made alike) and
+ * its bytes in the summary by class (cancelled ones also apart). */
+int sim_copy_shard_row(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec);
+/* Every shard of copy k has arrived: its blocks exist at the destination. */
+int sim_copy_land(sim_ctx_t *s, kcopy_t *k);
 void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx);
+
+/* sim_copy_cancel.c */
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
-/* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
+
+/* sim_copy_lone.c: cluster_params_t.on_job_done: a copy charged to a
+ * target's compute (job mode) ends. */
 int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
 
 /* sim_copy_defer.c: deferred copies */
