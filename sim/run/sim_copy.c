@@ -177,10 +177,10 @@ void sim_net_free(sim_ctx_t *s)
 
 /* Why sim_copy_begin refused: a block to move not READY at the source, else no
  * room at the destination. */
-static pol_refusal_t refusal_reason(sim_ctx_t *s, int32_t src, uint32_t dst,
+static pol_refusal_t refusal_reason(sim_ctx_t *s, place_t src, uint32_t dst,
 				    const uint64_t *blocks, uint32_t n)
 {
-	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, (int32_t)dst);
+	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, place_inst(dst));
 	for (uint32_t j = 0; j < n; j++)
 		if (!kv_lookup(to, blocks[j]) && kv_lookup(from, blocks[j]) != KV_READY)
 			return POL_REFUSED_SOURCE;
@@ -192,24 +192,24 @@ static pol_refusal_t refusal_reason(sim_ctx_t *s, int32_t src, uint32_t dst,
 static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)
 {
 	const kcopy_t *c = &s->copies[id - 1];
-	if (c->dst < 0)
+	if (!place_is_inst(c->dst))
 		return;
 	for (uint32_t j = 0; j < c->n; j++)
-		kv_set_tag(s->cl.inst[c->dst].kv, c->blocks[j], (uint32_t)id);
+		kv_set_tag(s->cl.inst[c->dst.index].kv, c->blocks[j], (uint32_t)id);
 }
 
-int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
 {
-	if (src == (int32_t)dst)
+	if (place_eq(src, place_inst(dst)))
 		return POL_COPY_REFUSED;
-	if (src < 0 && !sim_store_of(s, src))
+	if (!place_is_inst(src) && !sim_store_of(s, src))
 		return POL_COPY_REFUSED;
-	sim_touch(s, src); /* the timeline: room made at dst, sources dropped */
-	sim_touch(s, (int32_t)dst);
-	int rc = sim_copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
-	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && src >= 0)
-		rc = sim_copy_defer(s, (uint32_t)src, dst, blocks, n, cls, spec, req, id);
+	sim_touch_place(s, src); /* the timeline: room made at dst, sources dropped */
+	sim_touch(s, dst);
+	int rc = sim_copy_begin(s, src, place_inst(dst), blocks, n, cls, spec, from_policy, req, id);
+	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && place_is_inst(src))
+		rc = sim_copy_defer(s, src.index, dst, blocks, n, cls, spec, req, id);
 	if (rc == POL_COPY_REFUSED)
 		pol_spec_refused(&s->spec, refusal_reason(s, src, dst, blocks, n));
 	if (rc == POL_COPY_OK)

@@ -11,7 +11,7 @@
 
 /* A live copy of blocks mv[0..k) (owned from here on), requested now and
  * counted in live_events; its flows are not started. NULL on ENOMEM. */
-kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
+kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
 		      int spec, int from_policy, sim_req_t *req)
 {
 	if (VEC_GROW(s->copies, s->cap_copies, s->n_copies + 1, 256))
@@ -48,10 +48,10 @@ int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 		return len;
 	c->kind = kind;
 	copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, c->n);
-	c->mode = sim_copy_mode_pick(&s->prm.net, c->dst >= 0);
+	c->mode = sim_copy_mode_pick(&s->prm.net, place_is_inst(c->dst));
 	int rc;
-	if (cc.source_job_ns > 0 && c->src >= 0 &&
-	    (rc = cluster_job_add(&s->cl, (uint32_t)c->src, SOURCE_JOB | c->id, cc.source_job_ns)))
+	if (cc.source_job_ns > 0 && place_is_inst(c->src) &&
+	    (rc = cluster_job_add(&s->cl, c->src.index, SOURCE_JOB | c->id, cc.source_job_ns)))
 		return rc;
 	return sim_copy_mode_ops(c->mode)->start(s, c, &cc, links, len);
 }
@@ -59,7 +59,8 @@ int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
 		     uint64_t bytes, uint32_t blocks, uint32_t tag)
 {
-	kcopy_t *c = sim_copy_new(s, (int32_t)src, (int32_t)dst, NULL, blocks, NET_FG, 0, 0, NULL);
+	kcopy_t *c = sim_copy_new(s, place_inst(src), place_inst(dst), NULL, blocks, NET_FG, 0, 0,
+				  NULL);
 	if (!c)
 		return KS_ENOMEM;
 	uint32_t n = tp_src > tp_dst ? tp_src : tp_dst;
@@ -85,15 +86,15 @@ int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, 
 
 /* The holders index learns the first blocks of prefixes reserved at
  * instance dst (a no-op when no reader keeps the index). */
-int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k)
+int sim_copy_holders_note(sim_ctx_t *s, place_t dst, const uint64_t *mv, uint32_t k)
 {
 	/* the routers see the prefill pool only: a replica pre-placed on a
 	 * decode instance must never be a routing candidate */
-	if (!s->holders || dst < 0 || s->cl.inst[dst].role == CL_ROLE_DECODE)
+	if (!s->holders || !place_is_inst(dst) || s->cl.inst[dst.index].role == CL_ROLE_DECODE)
 		return 0;
-	const kv_store_t *to = s->cl.inst[dst].kv;
+	const kv_store_t *to = s->cl.inst[dst.index].kv;
 	for (uint32_t j = 0; j < k; j++)
-		if (kv_info(to, mv[j])->depth == 0 && sim_holders_add(s->holders, mv[j], (uint32_t)dst))
+		if (kv_info(to, mv[j])->depth == 0 && sim_holders_add(s->holders, mv[j], dst.index))
 			return KS_ENOMEM;
 	return 0;
 }
@@ -101,12 +102,12 @@ int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_
 /* Reserves blocks[0..n) missing at dst and starts their copy from src:
  * POL_COPY_OK with *id, COPY_NOTHING, POL_COPY_REFUSED, or < 0. Shared by
  * copies (src pinned, dst an instance) and offloads (dst host). */
-int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
 {
 	int64_t now = ev_engine_now(s->eng);
 	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, dst);
-	int offload = dst < 0;
+	int offload = !place_is_inst(dst);
 	int rc;
 	/* the blocks to move go into the copy's own array at once: making room
 	 * at dst evicts, and an eviction may start an offload copy itself */

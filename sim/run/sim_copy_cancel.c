@@ -6,11 +6,11 @@
 
 /* Asks for an iteration at inst at the current instant, from an event of its
  * own: callers may sit inside another instance's scheduler. */
-static int kick_later(sim_ctx_t *s, int32_t inst)
+static int kick_later(sim_ctx_t *s, place_t at)
 {
-	if (inst < 0)
+	if (!place_is_inst(at))
 		return 0;
-	return ev_engine_after(s->eng, 0, s->ev.kick, (uint32_t)inst, 0) == EV_NONE ? KS_ENOMEM : 0;
+	return ev_engine_after(s->eng, 0, s->ev.kick, at.index, 0) == EV_NONE ? KS_ENOMEM : 0;
 }
 
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
@@ -19,8 +19,8 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 		return KS_EINPUT;
 	kcopy_t *k = &s->copies[id - 1];
 	int64_t now = ev_engine_now(s->eng);
-	sim_touch(s, k->src); /* the timeline: both stores change */
-	sim_touch(s, k->dst);
+	sim_touch_place(s, k->src); /* the timeline: both stores change */
+	sim_touch_place(s, k->dst);
 	const sim_copy_mode_ops_t *mo = sim_copy_mode_ops(k->mode); /* NULL: not started */
 	int rc = mo ? mo->cancel(s, k) : 0;
 	if (rc)
@@ -29,7 +29,8 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 	for (uint32_t j = 0; j < k->n; j++) {
 		kv_drop(d, k->blocks[j]);
 		/* sources were pinned once READY (a deferred copy's computing ones are not) */
-		if (k->dst >= 0 && kv_lookup(sim_store_of(s, k->src), k->blocks[j]) == KV_READY)
+		if (place_is_inst(k->dst) &&
+		    kv_lookup(sim_store_of(s, k->src), k->blocks[j]) == KV_READY)
 			kv_unref(sim_store_of(s, k->src), k->blocks[j], now);
 	}
 	k->live = 0;

@@ -3,11 +3,11 @@
  * in flight land, for a request deciding whether to wait for them. */
 #include "sim/run/sim_copy_mode.h"
 
-int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls)
+int64_t sim_copy_estimate(sim_ctx_t *s, place_t src, uint32_t dst, uint32_t n, int cls)
 {
 	uint32_t links[NET_PATH_MAX];
 	int kind;
-	int len = sim_shard_path(s, src, (int32_t)dst, 0, links, &kind);
+	int len = sim_shard_path(s, src, place_inst(dst), 0, links, &kind);
 	if (len <= 0)
 		return INT64_MAX / 4;
 	copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, n);
@@ -31,14 +31,14 @@ static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 	}
 	if (!c->deferred)
 		return eta;
-	const sim_inst_t *in = &s->cl.inst[c->src];
+	const sim_inst_t *in = &s->cl.inst[c->src.index]; /* deferred: an instance */
 	const kv_block_info_t *b = NULL;
 	uint64_t last = 0;
 	for (uint32_t j = 0; j < c->n; j++)
 		if (kv_lookup(in->kv, c->blocks[j]) == KV_COMPUTING)
 			b = kv_info(in->kv, last = c->blocks[j]);
 	if (!b) /* computed: its flows start at this instant */
-		return now + sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
+		return now + sim_copy_estimate(s, c->src, c->dst.index, c->n, c->cls);
 	uint32_t d = b->depth, B = s->cl.p.block_tokens;
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		const sim_req_t *r = in->run[k];
@@ -54,7 +54,7 @@ static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 			t = in->iter_start + (int64_t)(1 + more) * (dur > 1 ? dur : 1);
 		}
 		return (t > now ? t : now) +
-		       sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
+		       sim_copy_estimate(s, c->src, c->dst.index, c->n, c->cls);
 	}
 	return INT64_MAX;
 }

@@ -39,8 +39,8 @@ int sim_copy_flow_start(sim_ctx_t *s, kcopy_t *c, uint32_t g, const uint32_t *li
 		.rate_cap = cc->rate_cap,
 		.n_copies = 1,
 		.copy_overhead_ns = cc->overhead_ns,
-		.src = (uint32_t)c->src,
-		.dst = (uint32_t)c->dst,
+		.src = (uint32_t)place_code(c->src, s->nodes), /* caller tags only */
+		.dst = (uint32_t)place_code(c->dst, s->nodes),
 		.tag = (c->id << 16) | g,
 		.done = flow_done,
 		.ctx = s,

@@ -9,6 +9,20 @@
 #include "sim/base/vec.h"
 #include "sim/run/recorder.h"
 
+/* A /transfers row's instance and GPU (cluster-wide) of a copy's end: -1
+ * for a tier below HBM. */
+static int32_t xfer_inst(place_t at)
+{
+	return place_is_inst(at) ? (int32_t)at.index : -1;
+}
+
+static int32_t xfer_gpu(const sim_ctx_t *s, place_t at, uint32_t g)
+{
+	if (!place_is_inst(at))
+		return -1;
+	return (int32_t)(sim_node_of(s, at) * s->gpus_per_node + sim_inst_gpu0(s, at.index) + g);
+}
+
 static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec)
 {
 	res_transfer_t row, *t = &row;
@@ -20,14 +34,10 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 		gs = g * k->tp_src / n;
 		gd = g * k->tp_dst / n;
 	}
-	t->src_instance = k->src >= 0 ? k->src : -1;
-	t->dst_instance = k->dst >= 0 ? k->dst : -1;
-	t->src_gpu = k->src >= 0 ? (int32_t)(sim_node_of(s, k->src) * s->gpus_per_node +
-					     sim_inst_gpu0(s, (uint32_t)k->src) + gs)
-				 : -1;
-	t->dst_gpu = k->dst >= 0 ? (int32_t)(sim_node_of(s, k->dst) * s->gpus_per_node +
-					     sim_inst_gpu0(s, (uint32_t)k->dst) + gd)
-				 : -1;
+	t->src_instance = xfer_inst(k->src);
+	t->dst_instance = xfer_inst(k->dst);
+	t->src_gpu = xfer_gpu(s, k->src, gs);
+	t->dst_gpu = xfer_gpu(s, k->dst, gd);
 	t->bytes = rec->delivered;
 	t->blocks = k->n;
 	t->klass = k->handoff ? XFER_HANDOFF : k->cls == NET_BG ? XFER_BACKGROUND : XFER_FOREGROUND;
@@ -65,8 +75,8 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 	kv_store_t *d = sim_store_of(s, k->dst);
 	uint32_t tag = 0;
 	int rc;
-	sim_touch(s, k->src); /* the timeline: both stores change */
-	sim_touch(s, k->dst);
+	sim_touch_place(s, k->src); /* the timeline: both stores change */
+	sim_touch_place(s, k->dst);
 	if (k->spec) {
 		if ((rc = replica_new(s, k->n, &tag)))
 			return rc;
@@ -76,7 +86,7 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 		if (k->spec)
 			kv_set_tag(d, k->blocks[j], tag);
 		kv_ready(d, k->blocks[j], now);
-		if (k->dst >= 0) { /* sources were pinned (offloads pin nothing) */
+		if (place_is_inst(k->dst)) { /* sources were pinned (offloads pin nothing) */
 			kv_store_t *from = sim_store_of(s, k->src);
 			kv_unref(from, k->blocks[j], now);
 			/* read before it was computed, and its prefill gave up */
@@ -88,14 +98,14 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 	s->live_events--;
 	if (k->req)
 		k->req->fetch_wait = now - k->req->arrival;
-	int32_t dst = k->dst; /* the policy's hook may start copies (and move k) */
+	place_t dst = k->dst; /* the policy's hook may start copies (and move k) */
 	if (k->from_policy) {
 		const struct pol_replication_ops *ro =
 			POL_SET_OPS(&s->pol, POL_REPLICATION, pol_replication_ops);
 		if (ro->on_copy_end)
 			ro->on_copy_end(s->pol.h[POL_REPLICATION].state, k->id, 1);
 	}
-	return dst >= 0 ? cluster_kick(&s->cl, (uint32_t)dst) : 0;
+	return place_is_inst(dst) ? cluster_kick(&s->cl, dst.index) : 0;
 }
 
 /* Bytes a flow moved, by class: every byte in /transfers is in the summary. */

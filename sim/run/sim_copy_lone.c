@@ -102,13 +102,13 @@ static int job_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc, uint32_t 
 	(void)links;
 	(void)len;
 	lone_ns_set(c, cc);
-	return cluster_job_add(&s->cl, (uint32_t)c->dst, c->id, c->alone_ns);
+	return cluster_job_add(&s->cl, c->dst.index, c->id, c->alone_ns);
 }
 
 /* The job ran for alone_ns up to now, whenever the compute got to it. */
 static int job_cancel(sim_ctx_t *s, kcopy_t *k)
 {
-	cluster_job_cancel(&s->cl, (uint32_t)k->dst, k->id);
+	cluster_job_cancel(&s->cl, k->dst.index, k->id);
 	return lone_end(s, k, ev_engine_now(s->eng) - k->alone_ns, 1);
 }
 

@@ -23,6 +23,7 @@
 #include "sim/run/sim_holders.h"
 #include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
+#include "sim/run/sim_place.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c setup and
  * sim_copy.c sim_net_init register them; the cluster and the network take
@@ -69,7 +70,7 @@ typedef struct pend {
  * host tier), moved as one flow per tensor-parallel shard. */
 typedef struct kcopy {
 	uint64_t id;
-	int32_t src, dst;       /* instance, or a tier below HBM (sim_tiers.h) */
+	place_t src, dst;       /* instance, or a tier below HBM (sim_place.h) */
 	uint64_t *blocks;
 	uint32_t n;
 	int cls;                /* NET_FG / NET_BG */
@@ -245,21 +246,25 @@ static inline uint32_t sim_inst_gpu0(const sim_ctx_t *s, uint32_t i)
 /* inst's sampled values (queue, batch, KV used and speculative) may change
  * in the current event: the trace observer samples it after the event, the
  * next timeline tick (sim_sample.c
- * sample_changed). A host tier (inst < 0) has no timeline series. Inline:
- * the copies call it, and the files that call the copies would otherwise be
- * called back (no call loops between files). */
-static inline void sim_touch(sim_ctx_t *s, int32_t inst)
+ * sample_changed). Inline: the copies call it, and the files that call the
+ * copies would otherwise be called back (no call loops between files). */
+static inline void sim_touch(sim_ctx_t *s, uint32_t inst)
 {
-	if (inst < 0)
-		return;
 	if (s->tr_dirty && !s->tr_dirty[inst]) { /* the trace samples it after the event */
 		s->tr_dirty[inst] = 1;
-		s->tr_dirty_list[s->n_tr_dirty++] = (uint32_t)inst;
+		s->tr_dirty_list[s->n_tr_dirty++] = inst;
 	}
 	if (!s->tl_dirty || s->tl_dirty[inst])
 		return;
 	s->tl_dirty[inst] = 1;
-	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
+	s->tl_dirty_list[s->n_tl_dirty++] = inst;
+}
+
+/* sim_touch of a copy's end: a tier below HBM has no timeline series. */
+static inline void sim_touch_place(sim_ctx_t *s, place_t at)
+{
+	if (place_is_inst(at))
+		sim_touch(s, at.index);
 }
 
 /* sim_view.c: the policies' view and the routers' (p: the cluster's
@@ -324,31 +329,31 @@ void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
 int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
 void sim_net_free(sim_ctx_t *s);
 /* Starts a copy of blocks[0..n) (those missing at dst) from src (an
- * instance, or -1-node for the host tier) to instance dst. Returns
+ * instance, or a tier of dst's node or the pool) to instance dst. Returns
  * POL_COPY_OK with *id, POL_COPY_REFUSED when a block is not READY at the
  * source or dst has no room, or < 0. With kvcache.copy_deferred, a copy
  * whose source blocks are READY or still COMPUTING is accepted as deferred:
  * its blocks are reserved INFLIGHT at dst now and its flows start when the
  * last source block becomes READY (cancelled if one is dropped first). */
-int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 /* End of run: replicas still resident count as unused; flows as records. */
 int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
 
 /* sim_copy_time.c: paths and costs */
-kv_store_t *sim_store_of(sim_ctx_t *s, int32_t where);
-uint32_t sim_node_of(const sim_ctx_t *s, int32_t where);
+kv_store_t *sim_store_of(sim_ctx_t *s, place_t where);
+uint32_t sim_node_of(const sim_ctx_t *s, place_t where);
 uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
 int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
 		 uint32_t *links, int *kind);
-int sim_shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t *links,
+int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
 		   int *kind);
 copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
 			    uint32_t k);
 
 /* sim_copy_eta.c: estimates and landing times */
 /* Copy time estimate of n blocks from src to dst at current link rates. */
-int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
+int64_t sim_copy_estimate(sim_ctx_t *s, place_t src, uint32_t dst, uint32_t n, int cls);
 /* cluster_params_t.wait_inflight: waiting for the copies bringing r's
  * blocks [first, ...) beats recomputing them. */
 int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
@@ -356,11 +361,11 @@ int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t fir
 /* sim_copy_begin.c: a copy started */
 /* A copy not started has no timing mode (COPY_MODE_N); sim_copy_flows_start
  * starts it by its mode. */
-kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
+kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
 		      int spec, int from_policy, sim_req_t *req);
 int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c);
-int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k);
-int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_holders_note(sim_ctx_t *s, place_t dst, const uint64_t *mv, uint32_t k);
+int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 /* Starts the handoff flows of `bytes` of request KV (`blocks` blocks) from
  * prefill instance src (TP tp_src) to decode instance dst (TP tp_dst):
