@@ -2,10 +2,11 @@
  * registered in SIM_COPY_MODE_LIST: the enum (COPY_*), the names and the
  * choice of a copy's mode all come from the list, and only the modes' own
  * files (sim_copy_flows.c, sim_copy_lone.c) and this registration
- * (sim_copy_mode.c) know which mode they are in. A copy's mode is the first
- * line of the list whose `takes` accepts it under the run's [network] keys
- * (contention, copy_charge), so a line sits above those it overrides; flows,
- * last, takes every copy. A copy not started yet (a deferred one) has mode
+ * (sim_copy_mode.c) test a copy's mode; everything else calls its hooks
+ * (a handoff is set to flows: it shares links whatever the run's mode). A
+ * copy's mode is the first line of the list whose `takes` accepts it under
+ * the run's [network] keys (contention, copy_charge), so a line sits above
+ * those it overrides; flows, last, takes every copy. A copy not started yet (a deferred one) has mode
  * COPY_MODE_N, none: nothing of it is timed until sim_copy_flows_start
  * picks its mode.
  *
