@@ -7,7 +7,9 @@
  * Over a whole run with every tier on, each tier conserves its blocks
  * (offloaded = evicted + resident) and /transfers holds exactly the blocks
  * and bytes the summary counts per tier; with both tiers off, their keys
- * change nothing (tests/test_golden.c pins the results themselves). */
+ * change nothing (tests/test_golden.c pins the results themselves). Places
+ * (sim/run/sim_place.h) say what they were made as, and the one code they
+ * still give the network's flow tags is the int32 encoding they replaced. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include "models/mdl.h"
 #include "sim/run/recorder.h"
 #include "sim/run/sim_params.h"
+#include "sim/run/sim_place.h"
 #include "tests/sim_fixture.h"
 #include "tests/test_main.h"
 
@@ -240,7 +243,50 @@ static void test_tier_keys_change_nothing_while_both_are_off(void **st)
 	sim_results_free(&b);
 }
 
-TEST_MAIN(cmocka_unit_test(test_nvme_fetch_takes_latency_plus_bytes_over_drive_or_pcie),
+/* Each constructor's place reads back as its kind and index; places of
+ * different kinds with one index differ; and place_code is the encoding
+ * places replaced: an instance itself, the host tier of node n -1 - n, its
+ * NVMe tier -1 - nodes - n, the pool -1 - 2 nodes, distinct for all. */
+static void test_places_read_back_and_keep_their_old_codes(void **st)
+{
+	(void)st;
+	const uint32_t nodes = 3, insts = 6;
+	int32_t seen[6 + 2 * 3 + 1];
+	int n = 0;
+	for (uint32_t i = 0; i < insts; i++) {
+		place_t p = place_inst(i);
+		assert_true(place_is_inst(p));
+		assert_int_equal(place_tier(p), SIM_TIER_HBM);
+		assert_int_equal(p.index, i);
+		assert_int_equal(place_code(p, nodes), (int32_t)i);
+		seen[n++] = place_code(p, nodes);
+	}
+	for (uint32_t k = 0; k < nodes; k++) {
+		place_t h = place_host(k), v = place_nvme(k);
+		assert_false(place_is_inst(h) || place_is_inst(v));
+		assert_int_equal(place_tier(h), SIM_TIER_HOST);
+		assert_int_equal(place_tier(v), SIM_TIER_NVME);
+		assert_int_equal(place_node(h), k);
+		assert_int_equal(place_node(v), k);
+		assert_false(place_eq(h, v) || place_eq(h, place_inst(k)) || place_eq(v, place_inst(k)));
+		assert_true(place_eq(h, place_host(k)));
+		assert_int_equal(place_code(h, nodes), -1 - (int32_t)k);
+		assert_int_equal(place_code(v, nodes), -1 - (int32_t)(nodes + k));
+		seen[n++] = place_code(h, nodes);
+		seen[n++] = place_code(v, nodes);
+	}
+	place_t pool = place_pool();
+	assert_int_equal(place_tier(pool), SIM_TIER_POOL);
+	assert_int_equal(place_node(pool), 0);
+	assert_int_equal(place_code(pool, nodes), -1 - 2 * (int32_t)nodes);
+	seen[n++] = place_code(pool, nodes);
+	for (int a = 0; a < n; a++)
+		for (int b = 0; b < a; b++)
+			assert_int_not_equal(seen[a], seen[b]);
+}
+
+TEST_MAIN(cmocka_unit_test(test_places_read_back_and_keep_their_old_codes),
+          cmocka_unit_test(test_nvme_fetch_takes_latency_plus_bytes_over_drive_or_pcie),
           cmocka_unit_test(test_nvme_fetch_or_recompute_flips_at_hand_break_even),
           cmocka_unit_test(test_every_tier_conserves_blocks_and_transfers_match_summary),
           cmocka_unit_test(test_tier_keys_change_nothing_while_both_are_off))

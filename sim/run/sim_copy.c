@@ -8,19 +8,22 @@
  * kvcache.copy_from = uncomputed lets a copy read blocks still COMPUTING;
  * network.contention = none times each copy as if alone on its path;
  * network.copy_charge = target_compute charges that time to the target's
- * compute (a cluster job) instead of the links.
+ * compute (a cluster job) instead of the links. Each way of paying a copy's
+ * time is a timing mode (sim_copy_mode.h).
  *
  * This file: the network and the transfer engines ([network], [kvcache]),
  * copies asked for (sim_copy_start) and the copies' summary at the end. Their
- * other pieces share sim_int.h: paths and timing (sim_copy_time.c), a copy
- * started (sim_copy_begin.c), landed or cancelled (sim_copy_land.c),
- * deferred copies (sim_copy_defer.c), eviction hooks and speculative
- * replicas (sim_evict.c), and fetches for requests (sim_fetch.c). */
+ * other pieces share sim_int.h: paths and costs (sim_copy_time.c), estimates
+ * and landing times (sim_copy_eta.c), a copy started (sim_copy_begin.c), the
+ * timing modes (sim_copy_mode.c, sim_copy_flows.c, sim_copy_lone.c), landed
+ * (sim_copy_land.c) or cancelled (sim_copy_cancel.c), deferred copies
+ * (sim_copy_defer.c), eviction hooks and speculative replicas
+ * (sim_evict.c), and fetches for requests (sim_fetch.c). */
 #include <string.h>
 
 #include "models/mdl_xfer.h"
 #include "sim/run/recorder.h"
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copy_mode.h"
 #include "sim/run/sim_tiers.h"
 
 static uint64_t shard_block_bytes(sim_ctx_t *s)
@@ -131,10 +134,6 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	s->fetch_rule = (sim_fetch_t)p->fetch;
 	s->host_fetch_rule = (sim_fetch_t)p->host_fetch;
 	s->copy_uncomputed = p->copy_uncomputed;
-	s->contention_none = np->contention_none;
-	s->copy_mode = np->copy_charge_compute ? COPY_JOB
-		       : s->contention_none    ? COPY_TIMER
-					       : COPY_FLOWS;
 	const char *en = p->transfer_engine;
 	size_t ei = 0, ne = sizeof xfer_engines / sizeof xfer_engines[0];
 	while (ei < ne && strcmp(xfer_engines[ei].name, en))
@@ -142,8 +141,8 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	if (ei == ne) /* the key's choices and this table disagree: a build error */
 		return err_set(e, KS_ERUNTIME, "[kvcache] transfer_engine: no costs for '%s'", en);
 	s->engine = xfer_engines[ei];
-	if ((rc = ev_engine_type_new(s->eng, sim_copy_lone_done, s, &s->ev.lone_copy)))
-		return err_set(e, rc, "cannot register the copy timer");
+	if ((rc = sim_copy_modes_init(s, e)))
+		return rc;
 	s->copy_deferred = p->copy_deferred;
 	/* host tier: per node, sized in blocks of the whole instance */
 	double host_gb = p->host_kv_gb;
@@ -178,10 +177,10 @@ void sim_net_free(sim_ctx_t *s)
 
 /* Why sim_copy_begin refused: a block to move not READY at the source, else no
  * room at the destination. */
-static pol_refusal_t refusal_reason(sim_ctx_t *s, int32_t src, uint32_t dst,
+static pol_refusal_t refusal_reason(sim_ctx_t *s, place_t src, uint32_t dst,
 				    const uint64_t *blocks, uint32_t n)
 {
-	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, (int32_t)dst);
+	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, place_inst(dst));
 	for (uint32_t j = 0; j < n; j++)
 		if (!kv_lookup(to, blocks[j]) && kv_lookup(from, blocks[j]) != KV_READY)
 			return POL_REFUSED_SOURCE;
@@ -193,24 +192,24 @@ static pol_refusal_t refusal_reason(sim_ctx_t *s, int32_t src, uint32_t dst,
 static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)
 {
 	const kcopy_t *c = &s->copies[id - 1];
-	if (c->dst < 0)
+	if (!place_is_inst(c->dst))
 		return;
 	for (uint32_t j = 0; j < c->n; j++)
-		kv_set_tag(s->cl.inst[c->dst].kv, c->blocks[j], (uint32_t)id);
+		kv_set_tag(s->cl.inst[c->dst.index].kv, c->blocks[j], (uint32_t)id);
 }
 
-int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
 {
-	if (src == (int32_t)dst)
+	if (place_eq(src, place_inst(dst)))
 		return POL_COPY_REFUSED;
-	if (src < 0 && !sim_store_of(s, src))
+	if (!place_is_inst(src) && !sim_store_of(s, src))
 		return POL_COPY_REFUSED;
-	sim_touch(s, src); /* the timeline: room made at dst, sources dropped */
-	sim_touch(s, (int32_t)dst);
-	int rc = sim_copy_begin(s, src, (int32_t)dst, blocks, n, cls, spec, from_policy, req, id);
-	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && src >= 0)
-		rc = sim_copy_defer(s, (uint32_t)src, dst, blocks, n, cls, spec, req, id);
+	sim_touch_place(s, src); /* the timeline: room made at dst, sources dropped */
+	sim_touch(s, dst);
+	int rc = sim_copy_begin(s, src, place_inst(dst), blocks, n, cls, spec, from_policy, req, id);
+	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && place_is_inst(src))
+		rc = sim_copy_defer(s, src.index, dst, blocks, n, cls, spec, req, id);
 	if (rc == POL_COPY_REFUSED)
 		pol_spec_refused(&s->spec, refusal_reason(s, src, dst, blocks, n));
 	if (rc == POL_COPY_OK)

@@ -1,8 +1,7 @@
 /* sim_copy_begin — a copy started: its record, its blocks reserved at the
- * destination (sources pinned), and its time paid as one flow per
- * tensor-parallel shard on shared links or as a lone copy; handoffs of
- * request KV between pools. */
-#include "sim/run/sim_int.h"
+ * destination (sources pinned), and its time paid by its timing mode
+ * (sim_copy_mode.h); handoffs of request KV between pools. */
+#include "sim/run/sim_copy_mode.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,26 +9,9 @@
 #include "sim/base/vec.h"
 #include "sim/run/sim_holders.h"
 
-/* A copy that does not share links: done after alone_ns, by a timer or as a
- * job on the target's compute. */
-static int lone_copy_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc)
-{
-	c->alone_ns = cc->alone_ns < 1 ? 1 : cc->alone_ns;
-	if (c->mode == COPY_JOB) {
-		int rc = cluster_job_add(&s->cl, (uint32_t)c->dst, c->id, c->alone_ns);
-		if (rc)
-			return rc;
-	} else {
-		c->timer = ev_engine_after(s->eng, c->alone_ns, s->ev.lone_copy, 0, c->id);
-		if (c->timer == EV_NONE)
-			return KS_ENOMEM;
-	}
-	return 0;
-}
-
 /* A live copy of blocks mv[0..k) (owned from here on), requested now and
  * counted in live_events; its flows are not started. NULL on ENOMEM. */
-kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
+kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
 		      int spec, int from_policy, sim_req_t *req)
 {
 	if (VEC_GROW(s->copies, s->cap_copies, s->n_copies + 1, 256))
@@ -45,21 +27,20 @@ kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint
 	c->from_policy = from_policy;
 	c->req = req;
 	c->live = 1;
+	c->mode = COPY_MODE_N; /* none until it starts */
 	c->requested = c->started = ev_engine_now(s->eng);
 	c->blocks = mv;
 	s->live_events++;
 	return c;
 }
 
-/* Starts copy c now: one flow per tensor-parallel shard on shared links,
- * or (network.contention = none / copy_charge = target_compute) a lone
- * copy, after the source-side read of a transfer engine that has one. */
+/* Starts copy c now, timed by its mode (sim_copy_mode_pick), after the
+ * source-side read of a transfer engine that has one. */
 int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 {
-	uint64_t bytes = sim_shard_copy_bytes(s, c->n);
 	c->started = ev_engine_now(s->eng);
 	c->flows_left = c->n_flows = s->tp;
-	c->shard_bytes = bytes;
+	c->shard_bytes = sim_shard_copy_bytes(s, c->n);
 	uint32_t links[NET_PATH_MAX];
 	int kind;
 	int len = sim_shard_path(s, c->src, c->dst, 0, links, &kind);
@@ -67,49 +48,26 @@ int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 		return len;
 	c->kind = kind;
 	copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, c->n);
-	c->mode = s->copy_mode;
-	if (c->mode == COPY_JOB && c->dst < 0) /* an offload has no target compute */
-		c->mode = s->contention_none ? COPY_TIMER : COPY_FLOWS;
+	c->mode = sim_copy_mode_pick(&s->prm.net, place_is_inst(c->dst));
 	int rc;
-	if (cc.source_job_ns > 0 && c->src >= 0 &&
-	    (rc = cluster_job_add(&s->cl, (uint32_t)c->src, SOURCE_JOB | c->id, cc.source_job_ns)))
+	if (cc.source_job_ns > 0 && place_is_inst(c->src) &&
+	    (rc = cluster_job_add(&s->cl, c->src.index, SOURCE_JOB | c->id, cc.source_job_ns)))
 		return rc;
-	if (c->mode != COPY_FLOWS)
-		return lone_copy_start(s, c, &cc);
-	for (uint32_t g = 0; g < s->tp; g++) {
-		if (g && (len = sim_shard_path(s, c->src, c->dst, g, links, &kind)) < 0)
-			return len;
-		net_flow_spec_t fs = {
-			.bytes = bytes,
-			.path = links,
-			.path_len = (uint32_t)len,
-			.cls = c->cls,
-			.rate_cap = cc.rate_cap,
-			.n_copies = 1,
-			.copy_overhead_ns = cc.overhead_ns,
-			.src = (uint32_t)c->src,
-			.dst = (uint32_t)c->dst,
-			.tag = (c->id << 16) | g,
-			.done = sim_copy_flow_done,
-			.ctx = s,
-		};
-		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[g], s->err)))
-			return rc;
-	}
-	return 0;
+	return sim_copy_mode_ops(c->mode)->start(s, c, &cc, links, len);
 }
 
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
 		     uint64_t bytes, uint32_t blocks, uint32_t tag)
 {
-	kcopy_t *c = sim_copy_new(s, (int32_t)src, (int32_t)dst, NULL, blocks, NET_FG, 0, 0, NULL);
+	kcopy_t *c = sim_copy_new(s, place_inst(src), place_inst(dst), NULL, blocks, NET_FG, 0, 0,
+				  NULL);
 	if (!c)
 		return KS_ENOMEM;
 	uint32_t n = tp_src > tp_dst ? tp_src : tp_dst;
 	c->handoff = tag;
 	c->tp_src = tp_src;
 	c->tp_dst = tp_dst;
-	c->mode = COPY_FLOWS;
+	c->mode = COPY_FLOWS; /* handoffs share links whatever the run's mode */
 	c->flows_left = c->n_flows = n;
 	c->shard_bytes = bytes / n;
 	uint32_t links[NET_PATH_MAX];
@@ -120,21 +78,7 @@ int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, 
 			return len;
 		c->kind = kind;
 		copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, blocks);
-		net_flow_spec_t fs = {
-			.bytes = bytes / n + (f < bytes % n),
-			.path = links,
-			.path_len = (uint32_t)len,
-			.cls = NET_FG,
-			.rate_cap = cc.rate_cap,
-			.n_copies = 1,
-			.copy_overhead_ns = cc.overhead_ns,
-			.src = src,
-			.dst = dst,
-			.tag = (c->id << 16) | f,
-			.done = sim_copy_flow_done,
-			.ctx = s,
-		};
-		if ((rc = net_flow_start(s->net, &fs, &c->flow_ids[f], s->err)))
+		if ((rc = sim_copy_flow_start(s, c, f, links, len, bytes / n + (f < bytes % n), &cc)))
 			return rc;
 	}
 	return 0;
@@ -142,15 +86,15 @@ int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, 
 
 /* The holders index learns the first blocks of prefixes reserved at
  * instance dst (a no-op when no reader keeps the index). */
-int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k)
+int sim_copy_holders_note(sim_ctx_t *s, place_t dst, const uint64_t *mv, uint32_t k)
 {
 	/* the routers see the prefill pool only: a replica pre-placed on a
 	 * decode instance must never be a routing candidate */
-	if (!s->holders || dst < 0 || s->cl.inst[dst].role == CL_ROLE_DECODE)
+	if (!s->holders || !place_is_inst(dst) || s->cl.inst[dst.index].role == CL_ROLE_DECODE)
 		return 0;
-	const kv_store_t *to = s->cl.inst[dst].kv;
+	const kv_store_t *to = s->cl.inst[dst.index].kv;
 	for (uint32_t j = 0; j < k; j++)
-		if (kv_info(to, mv[j])->depth == 0 && sim_holders_add(s->holders, mv[j], (uint32_t)dst))
+		if (kv_info(to, mv[j])->depth == 0 && sim_holders_add(s->holders, mv[j], dst.index))
 			return KS_ENOMEM;
 	return 0;
 }
@@ -158,12 +102,12 @@ int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_
 /* Reserves blocks[0..n) missing at dst and starts their copy from src:
  * POL_COPY_OK with *id, COPY_NOTHING, POL_COPY_REFUSED, or < 0. Shared by
  * copies (src pinned, dst an instance) and offloads (dst host). */
-int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
 {
 	int64_t now = ev_engine_now(s->eng);
 	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, dst);
-	int offload = dst < 0;
+	int offload = !place_is_inst(dst);
 	int rc;
 	/* the blocks to move go into the copy's own array at once: making room
 	 * at dst evicts, and an eviction may start an offload copy itself */

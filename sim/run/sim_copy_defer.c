@@ -61,9 +61,9 @@ int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blo
 			free(mv);
 			return POL_COPY_REFUSED; /* watches left behind find no copy */
 		}
-	kcopy_t *c = sim_copy_holders_note(s, (int32_t)dst, mv, k)
+	kcopy_t *c = sim_copy_holders_note(s, place_inst(dst), mv, k)
 			     ? NULL
-			     : sim_copy_new(s, (int32_t)src, (int32_t)dst, mv, k, cls, spec, 1,
+			     : sim_copy_new(s, place_inst(src), place_inst(dst), mv, k, cls, spec, 1,
 					    req);
 	if (!c) {
 		free(mv);
@@ -92,7 +92,7 @@ void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 	sim_ctx_t *s = h->s;
 	for (size_t i = 0; i < s->n_deferred;) {
 		kcopy_t *c = &s->copies[s->deferred[i]];
-		if (c->src != (int32_t)h->inst || !copy_holds(c, b->id)) {
+		if (!place_eq(c->src, place_inst(h->inst)) || !copy_holds(c, b->id)) {
 			i++;
 			continue;
 		}
@@ -129,7 +129,7 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	s->spec.deferral_s += (double)(ev_engine_now(eng) - c->requested) * 1e-9;
 	int rc = sim_copy_flows_start(s, c);
 	/* requests waiting at dst decide again, now from the flows' real rates */
-	return rc ? rc : cluster_kick(&s->cl, (uint32_t)c->dst);
+	return rc ? rc : cluster_kick(&s->cl, c->dst.index);
 }
 
 int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b)

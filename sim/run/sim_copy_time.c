@@ -1,6 +1,7 @@
 /* sim_copy_time — where a copy's shards go and what they cost: paths
- * between GPUs, host memory and the tiers below, the transfer engine's
- * overheads, estimates at current rates, and when copies in flight land. */
+ * between GPUs, host memory and the tiers below, and the transfer engine's
+ * overheads (estimates at current rates and landing times are
+ * sim_copy_eta.c's). */
 #include "sim/run/sim_int.h"
 
 #include <math.h>
@@ -8,15 +9,15 @@
 #include "sim/run/sim_tiers.h"
 
 /* The store at `where`: an instance's, or a tier's below HBM (sim_tiers.h). */
-kv_store_t *sim_store_of(sim_ctx_t *s, int32_t where)
+kv_store_t *sim_store_of(sim_ctx_t *s, place_t where)
 {
-	return where >= 0 ? s->cl.inst[where].kv : sim_tier_store(s, where);
+	return place_is_inst(where) ? s->cl.inst[where.index].kv : sim_tier_store(s, where);
 }
 
-/* The node of `where` (an instance or a tier). */
-uint32_t sim_node_of(const sim_ctx_t *s, int32_t where)
+/* The node of `where` (an instance or a tier; 0 for the pool). */
+uint32_t sim_node_of(const sim_ctx_t *s, place_t where)
 {
-	return where >= 0 ? sim_inst_node(s, (uint32_t)where) : sim_tier_node(s, where);
+	return place_is_inst(where) ? sim_inst_node(s, where.index) : place_node(where);
 }
 
 /* First GPU (within its node) of an instance. */
@@ -38,36 +39,37 @@ uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k)
 int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
 		 uint32_t *links, int *kind)
 {
-	uint32_t ns = sim_node_of(s, (int32_t)src), nd = sim_node_of(s, (int32_t)dst);
+	uint32_t ns = sim_inst_node(s, src), nd = sim_inst_node(s, dst);
 	*kind = ns == nd ? PATH_NVLINK : PATH_NET;
 	return net_path_gpu_gpu(s->topo, ns, gpu0_of(s, src) + gs, nd, gpu0_of(s, dst) + gd, links);
 }
 
 /* Path of shard g of a copy; returns its length or < 0. */
-int sim_shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t *links,
+int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
 		   int *kind)
 {
 	uint32_t nd = sim_node_of(s, dst), ns = sim_node_of(s, src);
-	if (sim_tier_of(s, src) > SIM_TIER_HOST || sim_tier_of(s, dst) > SIM_TIER_HOST)
-		return sim_tier_path(s, src, dst, dst >= 0 ? nd : ns,
-				     (dst >= 0 ? gpu0_of(s, (uint32_t)dst)
-				      : src >= 0 ? gpu0_of(s, (uint32_t)src)
-						 : 0) + g,
+	int to_inst = place_is_inst(dst), from_inst = place_is_inst(src);
+	if (place_tier(src) > SIM_TIER_HOST || place_tier(dst) > SIM_TIER_HOST)
+		return sim_tier_path(s, src, dst, to_inst ? nd : ns,
+				     (to_inst     ? gpu0_of(s, dst.index)
+				      : from_inst ? gpu0_of(s, src.index)
+						  : 0) + g,
 				     links, kind);
-	if (src < 0) {
+	if (!from_inst) {
 		*kind = PATH_PCIE_H2D;
-		return net_path_host_gpu(s->topo, nd, gpu0_of(s, (uint32_t)dst) + g, links);
+		return net_path_host_gpu(s->topo, nd, gpu0_of(s, dst.index) + g, links);
 	}
-	if (dst < 0) {
+	if (!to_inst) {
 		*kind = PATH_PCIE_D2H;
-		return net_path_gpu_host(s->topo, ns, gpu0_of(s, (uint32_t)src) + g, links);
+		return net_path_gpu_host(s->topo, ns, gpu0_of(s, src.index) + g, links);
 	}
 	/* a decode instance of another TP (speculative pre-placement): shard g
 	 * lands on its GPU g x tp_dst / tp, as sim_copy_handoff reshards */
-	uint32_t gd = s->tp_decode && s->cl.inst[dst].role == CL_ROLE_DECODE
+	uint32_t gd = s->tp_decode && s->cl.inst[dst.index].role == CL_ROLE_DECODE
 			      ? g * s->tp_decode / s->tp
 			      : g;
-	return sim_gpu_path(s, (uint32_t)src, g, (uint32_t)dst, gd, links, kind);
+	return sim_gpu_path(s, src.index, g, dst.index, gd, links, kind);
 }
 
 /* What a copy of k blocks on this path pays: the calibrated per-block
@@ -101,105 +103,4 @@ copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, i
 	}
 	cc.alone_ns = lat + cc.overhead_ns + (cap > 0 ? (int64_t)ceil((double)bytes / cap * 1e9) : 0);
 	return cc;
-}
-
-int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls)
-{
-	uint32_t links[NET_PATH_MAX];
-	int kind;
-	int len = sim_shard_path(s, src, (int32_t)dst, 0, links, &kind);
-	if (len <= 0)
-		return INT64_MAX / 4;
-	copy_costs_t cc = sim_copy_costs(s, links, (uint32_t)len, kind, n);
-	if (s->copy_mode != COPY_FLOWS)
-		return cc.alone_ns;
-	/* net_path_estimate answers a finish time, at the fair share */
-	uint64_t bytes = sim_shard_copy_bytes(s, n);
-	int64_t t = net_path_estimate(s->net, links, (uint32_t)len, cls, bytes);
-	if (t == INT64_MAX || t < 0)
-		return INT64_MAX / 4;
-	t -= ev_engine_now(s->eng);
-	if (cc.rate_cap > 0) { /* the engine's efficiency caps the rate too */
-		int64_t capped = (int64_t)ceil((double)bytes / cc.rate_cap * 1e9);
-		t = capped > t ? capped : t;
-	}
-	/* a drive or the pool shared by the copy's own shards (the fair share
-	 * above is one shard's) */
-	if (kind >= PATH_NVME_READ && cc.alone_ns - cc.overhead_ns > t)
-		t = cc.alone_ns - cc.overhead_ns;
-	return t + cc.overhead_ns;
-}
-
-/* Estimated landing time of copy c at current rates (INT64_MAX: unknown or
- * paused). A deferred copy adds the source's remaining prefill up to its
- * last computing block: the running iteration's end, then as many more
- * iterations of that length as the rest of the prefill needs chunks. */
-static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
-{
-	int64_t now = ev_engine_now(s->eng), eta = now;
-	for (uint32_t g = 0; g < c->n_flows; g++) {
-		int64_t t = net_flow_eta(s->net, c->flow_ids[g]);
-		if (t == INT64_MAX)
-			return INT64_MAX;
-		if (t > eta)
-			eta = t; /* -1: that shard has landed */
-	}
-	if (!c->deferred)
-		return eta;
-	const sim_inst_t *in = &s->cl.inst[c->src];
-	const kv_block_info_t *b = NULL;
-	uint64_t last = 0;
-	for (uint32_t j = 0; j < c->n; j++)
-		if (kv_lookup(in->kv, c->blocks[j]) == KV_COMPUTING)
-			b = kv_info(in->kv, last = c->blocks[j]);
-	if (!b) /* computed: its flows start at this instant */
-		return now + sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
-	uint32_t d = b->depth, B = s->cl.p.block_tokens;
-	for (uint32_t k = 0; k < in->n_run; k++) {
-		const sim_req_t *r = in->run[k];
-		if (d >= r->shared_hold || d < r->ready || r->blocks[d] != last)
-			continue;
-		uint32_t left = (d + 1) * B > r->done_tok ? (d + 1) * B - r->done_tok : 0;
-		int64_t t = now + mdl_prefill_time_ns(&s->comp, left, r->done_tok);
-		if (r->in_batch && r->chunk && in->busy) {
-			/* the running iteration's batch is still in place, so its end
-			 * is exact */
-			int64_t dur = s->cl.p.cost(s->cl.p.cost_ctx, &in->batch);
-			uint32_t more = left > r->chunk ? (left - r->chunk + r->chunk - 1) / r->chunk : 0;
-			t = in->iter_start + (int64_t)(1 + more) * (dur > 1 ? dur : 1);
-		}
-		return (t > now ? t : now) +
-		       sim_copy_estimate(s, c->src, (uint32_t)c->dst, c->n, c->cls);
-	}
-	return INT64_MAX;
-}
-
-int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first)
-{
-	sim_ctx_t *s = ctx;
-	if (!s->copy_deferred)
-		return 1; /* kvcache.copy_deferred = false: always wait, as before */
-	kv_store_t *kv = s->cl.inst[inst].kv;
-	int64_t now = ev_engine_now(s->eng), land = now;
-	uint32_t k = first;
-	uint64_t seen = 0;
-	for (; k < r->n_blocks; k++) {
-		const kv_block_info_t *b = kv_info(kv, r->blocks[k]);
-		if (!b || b->state != KV_INFLIGHT)
-			break;
-		if (!b->tag || b->tag > s->n_copies)
-			return 1;
-		const kcopy_t *c = &s->copies[b->tag - 1];
-		if (!c->live || c->req == r)
-			return 1; /* not a copy we can time, or r's own fetch */
-		if (c->id != seen) {
-			int64_t t = copy_land_eta(s, c);
-			if (t > land)
-				land = t;
-			seen = c->id;
-		}
-	}
-	uint32_t B = s->cl.p.block_tokens;
-	int64_t recompute = mdl_prefill_time_ns(&s->comp, (k - first) * B, first * B);
-	return land != INT64_MAX && land - now <= recompute;
 }

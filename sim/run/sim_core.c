@@ -29,7 +29,7 @@
 /* ---- the cluster's and the engine's hooks ------------------------------------ */
 
 /* An iteration asked for at an instance by code that could not start it in
- * place (sim_copy_land.c kick_later). */
+ * place (sim_copy_cancel.c kick_later). */
 static int on_kick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;

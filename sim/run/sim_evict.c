@@ -55,10 +55,11 @@ static int inst_will_compute(const sim_ctx_t *s, uint32_t inst, uint64_t id)
 
 /* A block evicted at `where` moves to the tier below, when one is on and
  * lacks it. */
-static void tier_offload(sim_ctx_t *s, int32_t where, uint64_t block)
+static void tier_offload(sim_ctx_t *s, place_t where, uint64_t block)
 {
-	int32_t to = sim_tier_below(s, where, where < 0);
-	if (to == SIM_TIER_NONE || kv_lookup(sim_store_of(s, to), block))
+	place_t to;
+	if (!sim_tier_below(s, where, !place_is_inst(where), &to) ||
+	    kv_lookup(sim_store_of(s, to), block))
 		return;
 	uint64_t id;
 	if (sim_copy_begin(s, where, to, &block, 1, NET_BG, 0, 0, NULL, &id) == POL_COPY_OK)
@@ -107,7 +108,7 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 		sim_holders_remove(s->holders, b->id, h->inst);
 	/* write the evicted block back to host memory, or the tier below (a
 	 * staging buffer holds it while the background flow runs) */
-	tier_offload(s, (int32_t)h->inst, b->id);
+	tier_offload(s, place_inst(h->inst), b->id);
 }
 
 void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
@@ -115,8 +116,8 @@ void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 	const sim_tier_hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (s->dec) /* the tiers are LRU: the last use is the score */
-		sim_dec_evict(s->dec, sim_tier_store(s, h->where), (int)sim_tier_of(s, h->where),
-		              (int32_t)sim_tier_node(s, h->where), b, (double)b->last_use,
+		sim_dec_evict(s->dec, sim_tier_store(s, h->where), (int)place_tier(h->where),
+		              (int32_t)place_node(h->where), b, (double)b->last_use,
 		              kv_stats(sim_tier_store(s, h->where)).evictions, now);
 	tier_offload(s, h->where, b->id);
 }

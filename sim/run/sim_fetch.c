@@ -14,9 +14,9 @@
  * none beats ml. Instances outside the holders of r's first block match
  * nothing, so both give the same answer (checked in KVSIM_CHECK builds). */
 static int peer_best(const sim_ctx_t *s, const sim_req_t *r, uint32_t dst, uint32_t ml,
-		     const uint32_t *cand, uint32_t nc, uint32_t *best, int32_t *from)
+		     const uint32_t *cand, uint32_t nc, uint32_t *best, place_t *from)
 {
-	uint32_t dnode = sim_node_of(s, (int32_t)dst), n = cand ? nc : s->cl.p.n_instances;
+	uint32_t dnode = sim_inst_node(s, dst), n = cand ? nc : s->cl.p.n_instances;
 	int found = 0;
 	*best = ml;
 	for (uint32_t j = 0; j < n; j++) {
@@ -27,10 +27,10 @@ static int peer_best(const sim_ctx_t *s, const sim_req_t *r, uint32_t dst, uint3
 			continue;
 		uint32_t m = kv_match(s->cl.inst[i].kv, r->blocks, r->n_blocks);
 		if (m > *best || (found && m == *best && m > ml &&
-				  sim_node_of(s, (int32_t)i) == dnode &&
+				  sim_inst_node(s, i) == dnode &&
 				  sim_node_of(s, *from) != dnode)) {
 			*best = m;
-			*from = (int32_t)i;
+			*from = place_inst(i);
 			found = 1;
 		}
 	}
@@ -39,7 +39,7 @@ static int peer_best(const sim_ctx_t *s, const sim_req_t *r, uint32_t dst, uint3
 
 int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 {
-	uint32_t dnode = sim_node_of(s, (int32_t)dst);
+	uint32_t dnode = sim_inst_node(s, dst);
 	/* the host tier counts only where the node has one: with the defaults
 	 * (no peer pull, no host tier) an arrival costs nothing here */
 	int peers = s->fetch_rule != SIM_FETCH_NEVER,
@@ -48,7 +48,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 		return 0;
 	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
 	uint32_t best = ml;
-	int32_t from = 0;
+	place_t from = place_inst(0);
 	int found = 0;
 	if (peers) {
 		uint32_t nc;
@@ -56,20 +56,21 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 		found = peer_best(s, r, dst, ml, c, nc, &best, &from);
 #ifdef KVSIM_CHECK
 		uint32_t b2;
-		int32_t f2 = 0;
+		place_t f2 = place_inst(0);
 		int found2 = peer_best(s, r, dst, ml, NULL, 0, &b2, &f2);
-		if (found2 != found || b2 != best || (found && f2 != from))
+		if (found2 != found || b2 != best || (found && !place_eq(f2, from)))
 			return err_set(s->err, KS_ERUNTIME,
 				       "holders index: request %" PRIu64 " best peer %d (%u blocks), a "
 				       "full scan says %d (%u blocks)",
-				       r->id, found ? from : -1, best, found2 ? f2 : -1, b2);
+				       r->id, found ? (int)from.index : -1, best,
+				       found2 ? (int)f2.index : -1, b2);
 #endif
 	}
 	if (host && s->host[dnode]) {
 		uint32_t m = kv_match(s->host[dnode], r->blocks, r->n_blocks);
 		if (m > best) {
 			best = m;
-			from = -1 - (int32_t)dnode;
+			from = place_host(dnode);
 			found = 1;
 		}
 	}
@@ -78,7 +79,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	if (!found)
 		return 0;
 	uint32_t k = best - ml, B = s->cl.p.block_tokens;
-	if ((from >= 0 ? s->fetch_rule : s->host_fetch_rule) == SIM_FETCH_COST) {
+	if ((place_is_inst(from) ? s->fetch_rule : s->host_fetch_rule) == SIM_FETCH_COST) {
 		int64_t fetch = sim_copy_estimate(s, from, dst, k, NET_FG);
 		int64_t recompute = mdl_prefill_time_ns(&s->comp, k * B, ml * B);
 		if (fetch >= recompute)
@@ -91,7 +92,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	if (rc == POL_COPY_OK) {
 		r->fetch_lo = ml;
 		r->fetch_hi = best;
-		r->fetch_src = from >= 0 ? 1 : 2;
+		r->fetch_src = place_is_inst(from) ? 1 : 2;
 		return sim_tiers_fetched(s, r, from, k);
 	}
 	return 0;

@@ -2,8 +2,9 @@
  * hooks and end (sim_core.c), the policies' view (sim_view.c), arrivals
  * (sim_arrival.c), periodic events (sim_sample.c), the trace observer
  * (sim_observer.c), the memory limit (sim_rss.c), and KV movement over the
- * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_begin.c,
- * sim_copy_land.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
+ * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_eta.c,
+ * sim_copy_begin.c, the timing modes of sim_copy_mode.h, sim_copy_land.c,
+ * sim_copy_cancel.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
  * sim/run; not an API. Times ns, sizes bytes. Everything here is owned by the
  * sim_ctx_t and freed with it at the end of sim_core_run.
  */
@@ -22,6 +23,7 @@
 #include "sim/run/sim_holders.h"
 #include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
+#include "sim/run/sim_place.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c setup and
  * sim_copy.c sim_net_init register them; the cluster and the network take
@@ -31,13 +33,8 @@ typedef struct sim_ev_types {
 	uint32_t src_retry; /* ask a closed-loop source again (sim.h SIM_SRC_WAIT) */
 	uint32_t kick;      /* cluster_kick(target) */
 	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy_defer.c) */
-	uint32_t lone_copy; /* a copy timed alone on its path lands (sim_copy_land.c) */
+	uint32_t lone_copy; /* a copy's timer fires (sim_copy_lone.c) */
 } sim_ev_types_t;
-
-/* How a copy's time is paid: flows on shared links (network.contention =
- * maxmin), a timer as if alone on its path (contention = none), or a job on
- * the target's compute (network.copy_charge = target_compute). */
-enum { COPY_FLOWS = 0, COPY_TIMER = 1, COPY_JOB = 2 };
 
 /* sim_copy_begin's answer when every block is already at the destination */
 #define COPY_NOTHING 2
@@ -73,7 +70,7 @@ typedef struct pend {
  * host tier), moved as one flow per tensor-parallel shard. */
 typedef struct kcopy {
 	uint64_t id;
-	int32_t src, dst;       /* instance, or a tier below HBM (sim_tiers.h) */
+	place_t src, dst;       /* instance, or a tier below HBM (sim_place.h) */
 	uint64_t *blocks;
 	uint32_t n;
 	int cls;                /* NET_FG / NET_BG */
@@ -89,9 +86,9 @@ typedef struct kcopy {
 	int from_policy;        /* tell the replication policy when it ends */
 	sim_req_t *req;         /* a request waiting on this fetch, or NULL */
 	int live;
-	int mode;               /* COPY_* */
-	ev_handle_t timer;      /* COPY_TIMER: its completion event */
-	int64_t alone_ns;       /* COPY_TIMER / COPY_JOB: duration of each shard */
+	int mode;               /* how its time is paid: COPY_* (sim_copy_mode.h) */
+	ev_handle_t timer;      /* timer mode: its completion event */
+	int64_t alone_ns;       /* timer and job modes: duration of each shard */
 	uint64_t shard_bytes;
 	/* a handoff (sim_disagg.c): its record's index + 1 (0: a block copy;
 	 * blocks is then NULL, n the blocks moved), the TP of both ends */
@@ -171,8 +168,6 @@ typedef struct sim_ctx {
 	sim_fetch_t fetch_rule;      /* peers */
 	sim_fetch_t host_fetch_rule; /* the node's host tier */
 	int copy_uncomputed;    /* kvcache.copy_from = uncomputed */
-	int copy_mode;          /* COPY_* for copies between instances */
-	int contention_none;    /* network.contention = none */
 	xfer_engine_t engine;
 	int copy_deferred;      /* kvcache.copy_deferred */
 	uint32_t *deferred;     /* indices of copies waiting for their source */
@@ -251,21 +246,25 @@ static inline uint32_t sim_inst_gpu0(const sim_ctx_t *s, uint32_t i)
 /* inst's sampled values (queue, batch, KV used and speculative) may change
  * in the current event: the trace observer samples it after the event, the
  * next timeline tick (sim_sample.c
- * sample_changed). A host tier (inst < 0) has no timeline series. Inline:
- * the copies call it, and the files that call the copies would otherwise be
- * called back (no call loops between files). */
-static inline void sim_touch(sim_ctx_t *s, int32_t inst)
+ * sample_changed). Inline: the copies call it, and the files that call the
+ * copies would otherwise be called back (no call loops between files). */
+static inline void sim_touch(sim_ctx_t *s, uint32_t inst)
 {
-	if (inst < 0)
-		return;
 	if (s->tr_dirty && !s->tr_dirty[inst]) { /* the trace samples it after the event */
 		s->tr_dirty[inst] = 1;
-		s->tr_dirty_list[s->n_tr_dirty++] = (uint32_t)inst;
+		s->tr_dirty_list[s->n_tr_dirty++] = inst;
 	}
 	if (!s->tl_dirty || s->tl_dirty[inst])
 		return;
 	s->tl_dirty[inst] = 1;
-	s->tl_dirty_list[s->n_tl_dirty++] = (uint32_t)inst;
+	s->tl_dirty_list[s->n_tl_dirty++] = inst;
+}
+
+/* sim_touch of a copy's end: a tier below HBM has no timeline series. */
+static inline void sim_touch_place(sim_ctx_t *s, place_t at)
+{
+	if (place_is_inst(at))
+		sim_touch(s, at.index);
 }
 
 /* sim_view.c: the policies' view and the routers' (p: the cluster's
@@ -334,39 +333,43 @@ void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
 int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e);
 void sim_net_free(sim_ctx_t *s);
 /* Starts a copy of blocks[0..n) (those missing at dst) from src (an
- * instance, or -1-node for the host tier) to instance dst. Returns
+ * instance, or a tier of dst's node or the pool) to instance dst. Returns
  * POL_COPY_OK with *id, POL_COPY_REFUSED when a block is not READY at the
  * source or dst has no room, or < 0. With kvcache.copy_deferred, a copy
  * whose source blocks are READY or still COMPUTING is accepted as deferred:
  * its blocks are reserved INFLIGHT at dst now and its flows start when the
  * last source block becomes READY (cancelled if one is dropped first). */
-int sim_copy_start(sim_ctx_t *s, int32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 /* End of run: replicas still resident count as unused; flows as records. */
 int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
 
-/* sim_copy_time.c: paths, costs and landing times */
-kv_store_t *sim_store_of(sim_ctx_t *s, int32_t where);
-uint32_t sim_node_of(const sim_ctx_t *s, int32_t where);
+/* sim_copy_time.c: paths and costs */
+kv_store_t *sim_store_of(sim_ctx_t *s, place_t where);
+uint32_t sim_node_of(const sim_ctx_t *s, place_t where);
 uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
 int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
 		 uint32_t *links, int *kind);
-int sim_shard_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t g, uint32_t *links,
+int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
 		   int *kind);
 copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
 			    uint32_t k);
+
+/* sim_copy_eta.c: estimates and landing times */
 /* Copy time estimate of n blocks from src to dst at current link rates. */
-int64_t sim_copy_estimate(sim_ctx_t *s, int32_t src, uint32_t dst, uint32_t n, int cls);
+int64_t sim_copy_estimate(sim_ctx_t *s, place_t src, uint32_t dst, uint32_t n, int cls);
 /* cluster_params_t.wait_inflight: waiting for the copies bringing r's
  * blocks [first, ...) beats recomputing them. */
 int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
 
 /* sim_copy_begin.c: a copy started */
-kcopy_t *sim_copy_new(sim_ctx_t *s, int32_t src, int32_t dst, uint64_t *mv, uint32_t k, int cls,
+/* A copy not started has no timing mode (COPY_MODE_N); sim_copy_flows_start
+ * starts it by its mode. */
+kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
 		      int spec, int from_policy, sim_req_t *req);
 int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c);
-int sim_copy_holders_note(sim_ctx_t *s, int32_t dst, const uint64_t *mv, uint32_t k);
-int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *blocks, uint32_t n,
+int sim_copy_holders_note(sim_ctx_t *s, place_t dst, const uint64_t *mv, uint32_t k);
+int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 /* Starts the handoff flows of `bytes` of request KV (`blocks` blocks) from
  * prefill instance src (TP tp_src) to decode instance dst (TP tp_dst):
@@ -377,12 +380,19 @@ int sim_copy_begin(sim_ctx_t *s, int32_t src, int32_t dst, const uint64_t *block
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
 		     uint64_t bytes, uint32_t blocks, uint32_t tag);
 
-/* sim_copy_land.c: a copy landed or cancelled */
-int sim_copy_flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec);
-int sim_copy_lone_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
+/* sim_copy_land.c: a copy's rows and its landing, whatever its mode */
+/* One shard's /transfers row (rec: its flow record, or one made alike) and
+ * its bytes in the summary by class (cancelled ones also apart). */
+int sim_copy_shard_row(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec);
+/* Every shard of copy k has arrived: its blocks exist at the destination. */
+int sim_copy_land(sim_ctx_t *s, kcopy_t *k);
 void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx);
+
+/* sim_copy_cancel.c */
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
-/* cluster_params_t.on_job_done: a copy charged to a target's compute ends. */
+
+/* sim_copy_lone.c: cluster_params_t.on_job_done: a copy charged to a
+ * target's compute (job mode) ends. */
 int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
 
 /* sim_copy_defer.c: deferred copies */

@@ -56,8 +56,10 @@ int sim_tiers_init(sim_ctx_t *s, const sim_params_t *p, kv_evict_fn on_evict)
 			return KS_ENOMEM;
 	if (p->pool_kv_gb > 0 && !(t->pool = store_gb(s, p->pool_kv_gb)))
 		return KS_ENOMEM;
-	for (uint32_t i = 0; i < 2 * s->nodes + 1; i++) {
-		int32_t where = -1 - (int32_t)i;
+	for (uint32_t i = 0; i < 2 * s->nodes + 1; i++) { /* t->hook's order */
+		place_t where = i < s->nodes       ? place_host(i)
+		                : i < 2 * s->nodes ? place_nvme(i - s->nodes)
+		                                   : place_pool();
 		kv_store_t *st = sim_tier_store(s, where);
 		t->hook[i] = (sim_tier_hook_t){s, where};
 		if (st)
@@ -81,29 +83,14 @@ void sim_tiers_free(sim_ctx_t *s)
 	s->tiers = NULL;
 }
 
-sim_tier_t sim_tier_of(const sim_ctx_t *s, int32_t where)
-{
-	int64_t i = -1 - (int64_t)where; /* 0 .. 2 nodes for a tier */
-	return where >= 0                  ? SIM_TIER_HBM
-	       : i < s->nodes              ? SIM_TIER_HOST
-	       : i < 2 * (int64_t)s->nodes ? SIM_TIER_NVME
-	                                   : SIM_TIER_POOL;
-}
-
-uint32_t sim_tier_node(const sim_ctx_t *s, int32_t where)
-{
-	uint32_t i = (uint32_t)(-1 - (int64_t)where);
-	return i < 2 * s->nodes ? i % s->nodes : 0;
-}
-
-kv_store_t *sim_tier_store(sim_ctx_t *s, int32_t where)
+kv_store_t *sim_tier_store(sim_ctx_t *s, place_t where)
 {
 	const struct sim_tiers *t = s->tiers;
-	switch (sim_tier_of(s, where)) {
+	switch (place_tier(where)) {
 	case SIM_TIER_HOST:
-		return s->host[sim_tier_node(s, where)];
+		return s->host[place_node(where)];
 	case SIM_TIER_NVME:
-		return t ? t->nvme[sim_tier_node(s, where)] : NULL;
+		return t ? t->nvme[place_node(where)] : NULL;
 	case SIM_TIER_POOL:
 		return t ? t->pool : NULL;
 	default:
@@ -111,29 +98,35 @@ kv_store_t *sim_tier_store(sim_ctx_t *s, int32_t where)
 	}
 }
 
-int32_t sim_tier_below(sim_ctx_t *s, int32_t where, int evicted)
+int sim_tier_below(sim_ctx_t *s, place_t where, int evicted, place_t *to)
 {
 	struct sim_tiers *t = s->tiers;
-	sim_tier_t tier = sim_tier_of(s, where);
+	sim_tier_t tier = place_tier(where);
 	if (evicted && t && tier >= SIM_TIER_NVME)
 		t->n[tier - SIM_TIER_NVME].evicted++;
-	uint32_t node = tier == SIM_TIER_HBM ? (uint32_t)where * s->tp / s->gpus_per_node
-	                                     : sim_tier_node(s, where);
-	if (tier == SIM_TIER_HBM && s->host_offload && s->host[node])
-		return -1 - (int32_t)node; /* what the host tier always did */
+	uint32_t node = tier == SIM_TIER_HBM ? where.index * s->tp / s->gpus_per_node
+	                                     : place_node(where);
+	if (tier == SIM_TIER_HBM && s->host_offload && s->host[node]) {
+		*to = place_host(node); /* what the host tier always did */
+		return 1;
+	}
 	if (!t || !t->offload)
-		return SIM_TIER_NONE;
-	if (tier < SIM_TIER_NVME && t->nvme[node])
-		return -1 - (int32_t)(s->nodes + node);
-	if (tier < SIM_TIER_POOL && t->pool)
-		return -1 - 2 * (int32_t)s->nodes;
-	return SIM_TIER_NONE;
+		return 0;
+	if (tier < SIM_TIER_NVME && t->nvme[node]) {
+		*to = place_nvme(node);
+		return 1;
+	}
+	if (tier < SIM_TIER_POOL && t->pool) {
+		*to = place_pool();
+		return 1;
+	}
+	return 0;
 }
 
-int sim_tier_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t node, uint32_t gpu,
+int sim_tier_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t node, uint32_t gpu,
                   uint32_t *links, int *kind)
 {
-	sim_tier_t from = sim_tier_of(s, src), to = sim_tier_of(s, dst);
+	sim_tier_t from = place_tier(src), to = place_tier(dst);
 	int n = 0;
 	if (to == SIM_TIER_NVME) {
 		*kind = PATH_NVME_WRITE;
@@ -170,9 +163,9 @@ int sim_tiers_any(const sim_ctx_t *s, uint32_t node)
 	return t && (t->nvme[node] || t->pool);
 }
 
-int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *best, int32_t *from)
+int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *best, place_t *from)
 {
-	int32_t at[2] = {-1 - (int32_t)(s->nodes + node), -1 - 2 * (int32_t)s->nodes};
+	place_t at[2] = {place_nvme(node), place_pool()};
 	int found = 0;
 	for (int i = 0; s->tiers && i < 2; i++) {
 		kv_store_t *st = sim_tier_store(s, at[i]);
@@ -186,17 +179,17 @@ int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *be
 	return found;
 }
 
-void sim_tiers_offloaded(sim_ctx_t *s, int32_t to, uint32_t k)
+void sim_tiers_offloaded(sim_ctx_t *s, place_t to, uint32_t k)
 {
-	sim_tier_t tier = sim_tier_of(s, to);
+	sim_tier_t tier = place_tier(to);
 	if (s->tiers && tier >= SIM_TIER_NVME)
 		s->tiers->n[tier - SIM_TIER_NVME].offloaded += k;
 }
 
-int sim_tiers_fetched(sim_ctx_t *s, const sim_req_t *r, int32_t from, uint32_t k)
+int sim_tiers_fetched(sim_ctx_t *s, const sim_req_t *r, place_t from, uint32_t k)
 {
 	struct sim_tiers *t = s->tiers;
-	sim_tier_t tier = sim_tier_of(s, from);
+	sim_tier_t tier = place_tier(from);
 	if (!t || tier < SIM_TIER_NVME)
 		return 0;
 	t->n[tier - SIM_TIER_NVME].fetched += k;

@@ -3,11 +3,10 @@
  * ([kvcache] nvme_kv_gb, pool_kv_gb; both off by default, and then nothing
  * here changes a run: no links, no stores, no metrics).
  *
- * Places: a KV location is an int32 "where" (kcopy_t.src/dst): an instance
- * (>= 0), the host tier of node n (-1 - n), the NVMe tier of node n
- * (-1 - nodes - n) or the pool (-1 - 2 nodes). Each tier is a kv_store_t
- * sized in blocks of a whole instance, LRU as the host tier, inclusive (a
- * fetch copies a block up and leaves it in place).
+ * Places (sim_place.h): a KV location is a place_t (kcopy_t.src/dst): an
+ * instance, the host tier of a node, the NVMe tier of a node or the pool.
+ * Each tier is a kv_store_t sized in blocks of a whole instance, LRU as the
+ * host tier, inclusive (a fetch copies a block up and leaves it in place).
  *
  * Data flow, with kvcache.host_offload on: a block evicted from a tier moves
  * to the next tier that is on, HBM -> host -> NVMe -> pool (the pool drops
@@ -33,11 +32,6 @@
 
 #include "sim/run/sim_int.h"
 
-typedef enum { SIM_TIER_HBM, SIM_TIER_HOST, SIM_TIER_NVME, SIM_TIER_POOL } sim_tier_t;
-
-/* No tier below: sim_tier_below's answer. */
-#define SIM_TIER_NONE INT32_MIN
-
 /* The NVMe and pool links' figures from p into ts (zero bandwidth when off). */
 void sim_tiers_topo(const sim_params_t *p, net_topo_spec_t *ts);
 /* Makes the NVMe and pool stores (s->host exists); their stores' and, when
@@ -45,23 +39,20 @@ void sim_tiers_topo(const sim_params_t *p, net_topo_spec_t *ts);
  * sim_tier_hook_t. */
 typedef struct sim_tier_hook {
 	sim_ctx_t *s;
-	int32_t where;
+	place_t where;
 } sim_tier_hook_t;
 int sim_tiers_init(sim_ctx_t *s, const sim_params_t *p, kv_evict_fn on_evict);
 void sim_tiers_free(sim_ctx_t *s);
 
-sim_tier_t sim_tier_of(const sim_ctx_t *s, int32_t where);
 /* The store at a tier place (host, NVMe, pool; NULL when off). */
-kv_store_t *sim_tier_store(sim_ctx_t *s, int32_t where);
-/* The node of a host or NVMe place (0 for the pool). */
-uint32_t sim_tier_node(const sim_ctx_t *s, int32_t where);
-/* Where a block evicted at `where` goes (SIM_TIER_NONE: nowhere); counts
- * the eviction of a tier below HBM. */
-int32_t sim_tier_below(sim_ctx_t *s, int32_t where, int evicted);
+kv_store_t *sim_tier_store(sim_ctx_t *s, place_t where);
+/* Where a block evicted at `where` goes: 1 and *to, or 0 for nowhere;
+ * counts the eviction of a tier below HBM. */
+int sim_tier_below(sim_ctx_t *s, place_t where, int evicted, place_t *to);
 /* Path of shard g of a copy with an NVMe or pool end; gpu is the GPU (in
  * node) of the instance end, or g when neither end is an instance. Fills
  * links, *kind (PATH_*) and returns the length, or < 0. */
-int sim_tier_path(sim_ctx_t *s, int32_t src, int32_t dst, uint32_t node, uint32_t gpu,
+int sim_tier_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t node, uint32_t gpu,
                   uint32_t *links, int *kind);
 /* A copy's share of a link's capacity cap (bytes/s) when its shards are
  * alone: all of them cross a node's one NVMe drive and the one pool, so
@@ -71,11 +62,11 @@ double sim_tier_link_share(const sim_ctx_t *s, uint32_t link, double cap);
 int sim_tiers_any(const sim_ctx_t *s, uint32_t node);
 /* The longest match of r's prefix at node's NVMe and the pool beating
  * *best (ties keep the higher tier); sets *best, *from and returns 1. */
-int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *best, int32_t *from);
+int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *best, place_t *from);
 /* Accounting: k blocks started towards a tier place, or fetched from one
  * for request r (0 or KS_ENOMEM). */
-void sim_tiers_offloaded(sim_ctx_t *s, int32_t to, uint32_t k);
-int sim_tiers_fetched(sim_ctx_t *s, const sim_req_t *r, int32_t from, uint32_t k);
+void sim_tiers_offloaded(sim_ctx_t *s, place_t to, uint32_t k);
+int sim_tiers_fetched(sim_ctx_t *s, const sim_req_t *r, place_t from, uint32_t k);
 /* End of run: the tiers' metrics, with the per-medium link bytes and busy
  * seconds by class (kb, kt; NET_MEDIUM_* rows). Nothing when both are off. */
 int sim_tiers_finish(sim_ctx_t *s, sim_results_t *res, double kb[][2], double kt[][2]);

@@ -217,7 +217,7 @@ static int64_t v_prefill(void *ctx, uint32_t i, uint64_t n, uint64_t cached)
 
 static int64_t v_xfer(void *ctx, uint32_t src, uint32_t dst, uint32_t n)
 {
-	return sim_copy_estimate(ctx, (int32_t)src, dst, n, NET_BG);
+	return sim_copy_estimate(ctx, place_inst(src), dst, n, NET_BG);
 }
 
 static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32_t dst,
@@ -230,7 +230,7 @@ static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32
 		return POL_COPY_REFUSED;
 	/* background copies are speculative replicas; foreground ones are
 	 * fetches a policy makes for a request (kept, not speculative) */
-	int rc = sim_copy_start(s, (int32_t)src, dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
+	int rc = sim_copy_start(s, place_inst(src), dst, b, n, cls == POL_BG ? NET_BG : NET_FG,
 				cls == POL_BG, 1, NULL, id);
 	if (rc >= 0 && s->dec &&
 	    sim_dec_copy(s->dec, b, n, src, dst, cls == POL_BG, rc, rc == POL_COPY_OK ? *id : 0,
