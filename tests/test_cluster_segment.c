@@ -352,12 +352,50 @@ static void test_segment_cut_by_a_job_mid_way(void **st)
 	hand_free(&step, &seg);
 }
 
+/* What ends a segment follows from the scheduler's table (cluster.h
+ * CL_SCHED_F_*): the toy's requests carry no block ids, so only a block
+ * allocation for the next token can end one before a completion (PAGED).
+ * A and B (8 in, 12 out, 4-token blocks) share 8 blocks: past 16 tokens
+ * each needs a fifth, so one is preempted (vllm) or retracted (sglang) and
+ * recomputes. Under every scheduler with segments, step mode's rows, with
+ * iterations run silently. */
+static void test_segment_ends_where_a_block_is_allocated(void **st)
+{
+	(void)st;
+	int ran = 0;
+	for (int mode = 0; mode < SCHED_N; mode++) {
+		if (!(cluster_sched_flags(mode) & CL_SCHED_F_SEGMENTS))
+			continue;
+		toy_t t[2];
+		for (int seg = 0; seg < 2; seg++) {
+			cluster_params_t p = toy_params(mode);
+			p.kv_blocks = 8;
+			p.decode_mode = seg ? DECODE_SEGMENT : DECODE_STEP;
+			toy_start(&t[seg], &p);
+			assert_int_equal(cluster_submit(&t[seg].cl, 0, 1, 8, 12, NULL, 0), 0);
+			assert_int_equal(cluster_submit(&t[seg].cl, 0, 2, 8, 12, NULL, 0), 0);
+			assert_int_equal(ev_engine_run(t[seg].eng, INT64_MAX), 0);
+		}
+		rows_equal(&t[0].res, &t[1].res, 0); /* the toy has no closed form */
+		assert_int_equal(t[1].res.n_req, 2);
+		assert_true(t[1].res.req[0].tok_recomputed > t[1].res.req[0].input_tokens ||
+		            t[1].res.req[1].tok_recomputed > t[1].res.req[1].input_tokens);
+		assert_int_equal(t[1].cl.inst[0].iterations, t[0].cl.inst[0].iterations);
+		assert_true(t[1].cl.seg_silent > 0);
+		toy_free(&t[0]);
+		toy_free(&t[1]);
+		ran++;
+	}
+	assert_true(ran >= 2); /* vllm and sglang */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_segment_cut_by_an_arrival_mid_way),
 	    cmocka_unit_test(test_segment_arrival_at_a_step_end_is_dispatched_first),
 	    cmocka_unit_test(test_segment_cut_by_a_job_mid_way),
+	    cmocka_unit_test(test_segment_ends_where_a_block_is_allocated),
 	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_vllm),
 	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_sglang),
 	};

@@ -1,5 +1,6 @@
 /* The engines' schedulers (sim/cluster/cluster_*.c, [scheduler] mode = vllm |
- * sglang), step by step: hand scenarios whose every batch is written out
+ * sglang) and the list that registers them (CLUSTER_SCHED_LIST), then step
+ * by step: hand scenarios whose every batch is written out
  * below from the engines' rules, to the token. Each iteration costs 1 us, so
  * step k runs over [k-1, k) us. A batch is recorded as "P<new>@<ctx>" per
  * prefill chunk (tokens computed, tokens already in KV), then "D<ctx>" per
@@ -12,7 +13,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "sim/base/cfg.h"
 #include "sim/cluster/cluster.h"
+#include "sim/cluster/cluster_int.h"
 #include "sim/run/recorder.h"
 
 #define STEP_NS 1000
@@ -292,6 +295,84 @@ static void test_engine_defaults_follow_gpu_memory_and_name(void **st)
 	assert_int_equal(b, 16384);
 }
 
+extern const cfg_tkey_t sim_cfg_keys[];
+extern const size_t sim_cfg_keys_n;
+
+/* CLUSTER_SCHED_LIST is the one list: each SCHED_* value is its position,
+ * has its table with the hooks the shared code calls unchecked (step,
+ * defaults) and flags that fit together, and scheduler.mode offers exactly
+ * the list, in its order, each name mapping back to its value and
+ * documented; a value off the list has no table, name or cluster. */
+static void test_scheduler_list_drives_enum_choices_names_and_tables(void **st)
+{
+	(void)st;
+	const cfg_tkey_t *mode = NULL;
+	for (size_t i = 0; i < sim_cfg_keys_n; i++)
+		if (!strcmp(sim_cfg_keys[i].key.section, "scheduler") &&
+		    !strcmp(sim_cfg_keys[i].key.name, "mode"))
+			mode = &sim_cfg_keys[i];
+	assert_non_null(mode);
+	const cfg_enum_t *map = mode->at.map;
+	assert_non_null(map);
+	char want[256] = "", got[256], doc[64];
+	int m = 0;
+#define SCHED_CHECK(M, name, ops)                                                            \
+	assert_int_equal(SCHED_##M, m);                                                            \
+	assert_ptr_equal(cl_sched(m), &ops);                                                       \
+	assert_string_equal(cluster_sched_name(m), name);                                          \
+	m++;
+	CLUSTER_SCHED_LIST(SCHED_CHECK)
+#undef SCHED_CHECK
+	assert_int_equal(m, SCHED_N);
+	for (m = 0; m < SCHED_N; m++) {
+		const cl_sched_ops_t *ops = cl_sched(m);
+		assert_non_null(ops->step);
+		assert_non_null(ops->defaults);
+		assert_int_equal(cluster_sched_flags(m), ops->flags);
+		/* a request joining while an iteration runs would join a segment */
+		assert_false(ops->admit_busy && (ops->flags & CL_SCHED_F_SEGMENTS));
+		assert_false((ops->flags & CL_SCHED_F_SHARE_DUP) && !(ops->flags & CL_SCHED_F_CACHE_FULL));
+		assert_non_null(map[m].name);
+		assert_string_equal(map[m].name, cluster_sched_name(m));
+		assert_int_equal(map[m].value, m);
+		snprintf(doc, sizeof doc, "%s: ", map[m].name);
+		assert_non_null(strstr(mode->key.doc, doc));
+		snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", m ? "," : "",
+		         map[m].name);
+	}
+	assert_null(map[SCHED_N].name);
+	assert_string_equal(cfg_tkey_choices(mode, got, sizeof got), want);
+	assert_null(cl_sched(SCHED_N));
+	assert_null(cl_sched(-1));
+	assert_string_equal(cluster_sched_name(SCHED_N), "?");
+	assert_int_equal(cluster_sched_flags(SCHED_N), 0);
+	toy_t t;
+	memset(&t, 0, sizeof t);
+	cluster_params_t p = {.n_instances = 1, .block_tokens = 16, .kv_blocks = 8,
+	                      .max_num_seqs = 4, .max_batched_tokens = 64, .sched_mode = SCHED_N,
+	                      .cost = rec_cost, .cost_ctx = &t.rec, .on_result = rec_request,
+	                      .result_ctx = &t.res};
+	ev_engine_t *eng = ev_engine_new(8);
+	assert_non_null(eng);
+	assert_int_equal(cluster_init(&t.cl, &p, eng), KS_EINPUT);
+	cluster_free(&t.cl);
+	ev_engine_free(eng);
+}
+
+/* Messages name the schedulers that have a flag, from the tables. */
+static void test_scheduler_names_by_flag_follow_the_tables(void **st)
+{
+	(void)st;
+	char buf[64];
+	assert_string_equal(cluster_sched_names(CL_SCHED_F_FIXED_KV, buf, sizeof buf),
+	                    "vllm or sglang");
+	assert_string_equal(cluster_sched_names(CL_SCHED_F_DISAGG, buf, sizeof buf), "vllm");
+	assert_string_equal(cluster_sched_names(CL_SCHED_F_RESIDENT_AT_ADMIT, buf, sizeof buf),
+	                    "btb");
+	assert_string_equal(cluster_sched_names(0, buf, sizeof buf), "vllm or btb or sglang");
+	assert_string_equal(cluster_sched_names(0, buf, 8), "vllm or");
+}
+
 /* scen[k] as a cmocka test under its own name */
 /* clang-format off */
 #define SCENARIO(k) {scen[k].name, test_scenario, NULL, NULL, (void *)&scen[k]}
@@ -305,6 +386,8 @@ int main(void)
 	    SCENARIO(3),
 	    SCENARIO(4),
 	    cmocka_unit_test(test_engine_defaults_follow_gpu_memory_and_name),
+	    cmocka_unit_test(test_scheduler_list_drives_enum_choices_names_and_tables),
+	    cmocka_unit_test(test_scheduler_names_by_flag_follow_the_tables),
 	};
 	/* clang-format on */
 	_Static_assert(sizeof scen / sizeof scen[0] == 5, "every scenario is registered");

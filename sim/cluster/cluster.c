@@ -4,9 +4,9 @@
  * preemption and batch building (cluster_admit.c); an iteration's launch
  * and decode segments (cluster_seg.c); an iteration's start and end
  * (cluster_iter.c); and one file per scheduler, each citing the engine it
- * follows: cluster_vllm.c (SCHED_VLLM, vLLM v1), cluster_sglang.c
- * (SCHED_SGLANG, SGLang v0.4.9), cluster_btb.c (SCHED_BTB, the original
- * study's). */
+ * follows and defining its table: cluster_vllm.c (SCHED_VLLM, vLLM v1),
+ * cluster_sglang.c (SCHED_SGLANG, SGLang v0.4.9), cluster_btb.c (SCHED_BTB,
+ * the original study's), looked up by mode in cluster_sched.c only. */
 #include "sim/cluster/cluster_int.h"
 
 #include <stdlib.h>
@@ -28,8 +28,10 @@ uint64_t cluster_bytes(const cluster_params_t *p)
 int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 {
 	memset(c, 0, sizeof *c);
-	if (!p->on_result || (p->fixed_blocks_per_seq && p->sched_mode == SCHED_BTB))
-		return KS_EINPUT; /* the study's token reservation knows no per-sequence KV */
+	c->sched = cl_sched(p->sched_mode);
+	if (!p->on_result || !c->sched ||
+	    (p->fixed_blocks_per_seq && !(c->sched->flags & CL_SCHED_F_FIXED_KV)))
+		return KS_EINPUT;
 	c->p = *p;
 	c->p.inst_cost_ctx = NULL;
 	c->p.inst_kv_blocks = NULL;
@@ -96,31 +98,10 @@ void cluster_free(cluster_t *c)
 int cluster_fits(const cluster_t *c, uint32_t in_len, uint32_t out_len)
 {
 	uint64_t tok = (uint64_t)in_len + out_len;
-	if (c->p.sched_mode == SCHED_BTB && tok > c->p.resv_tokens_cap)
+	if (c->sched->fits && !c->sched->fits(c, tok))
 		return 0;
 	return (uint64_t)ceil_div(tok, c->p.block_tokens) + c->p.fixed_blocks_per_seq <=
 	       c->p.kv_blocks;
-}
-
-void cluster_engine_defaults(int sched_mode, const char *gpu, uint64_t hbm_bytes,
-			     uint32_t *max_num_seqs, uint32_t *max_batched_tokens)
-{
-	const double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
-	if (sched_mode == SCHED_SGLANG) {
-		double mb = (double)hbm_bytes / MiB; /* SGLang's gpu_mem is in MB */
-		*max_batched_tokens = mb < 35 * 1024	? 2048
-				      : mb < 60 * 1024	? 4096
-				      : mb < 160 * 1024 ? 8192
-							: 16384;
-		*max_num_seqs = 2048;
-		return;
-	}
-	int a100 = 0;
-	for (const char *p = gpu; p && *p && !a100; p++)
-		a100 = (p[0] == 'a' || p[0] == 'A') && !strncmp(p + 1, "100", 3);
-	int big = (double)hbm_bytes >= 70 * GiB && !a100;
-	*max_num_seqs = big ? 1024 : 256;
-	*max_batched_tokens = big ? 8192 : 2048;
 }
 
 uint32_t cluster_load(const cluster_t *c, uint32_t inst)

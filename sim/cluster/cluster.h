@@ -10,12 +10,14 @@
  * ends completed, rejected (with a reason), abandoned (p.client_timeout_ns)
  * or unfinished at cluster_finish; none is dropped. Errors:
  * KS_ENOMEM, KS_EINPUT (cluster_init without an on_result hook, with a
- * prefill instance and no on_handoff hook, or with fixed_blocks_per_seq under
- * SCHED_BTB).
+ * prefill instance and no on_handoff hook, with a sched_mode not in
+ * CLUSTER_SCHED_LIST, or with fixed_blocks_per_seq under a scheduler without
+ * CL_SCHED_F_FIXED_KV).
  */
 #ifndef KVSIM_CLUSTER_H
 #define KVSIM_CLUSTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sim/engine/ev_engine.h"
@@ -59,7 +61,70 @@ enum { BUSY_WAIT = 0, BUSY_RECOMPUTE = 1 };
  *   kv_blocks): a request inserts its prompt blocks plus synthetic blocks
  *   covering its output when admitted and holds none of them while it runs.
  *   (The study's unbounded host-RAM tier is not modelled.) */
-enum { SCHED_VLLM = 0, SCHED_BTB = 1, SCHED_SGLANG = 2 };
+
+/* The schedulers, one line each: the suffix of its SCHED_ constant, its
+ * scheduler.mode name, and the cl_sched_ops_t (cluster_int.h) its file
+ * defines. The SCHED_* values (list order: VLLM = 0, BTB = 1, SGLANG = 2,
+ * which configs and digests keep), the scheduler.mode choices
+ * (sim/run/sim_cfg.c's map), cluster_sched_name and the dispatch (cl_sched,
+ * cluster_sched.c) all come from this list; adding a scheduler is its file
+ * plus one line here, and its rules in scheduler.mode's doc
+ * (CONTRIBUTING.md). */
+#define CLUSTER_SCHED_LIST(X)                                                                      \
+	X(VLLM, "vllm", cl_sched_vllm)                                                             \
+	X(BTB, "btb", cl_sched_btb)                                                                \
+	X(SGLANG, "sglang", cl_sched_sglang)
+
+#define CLUSTER_SCHED_ENUM(M, name, ops) SCHED_##M,
+enum { CLUSTER_SCHED_LIST(CLUSTER_SCHED_ENUM) SCHED_N };
+#undef CLUSTER_SCHED_ENUM
+_Static_assert(SCHED_VLLM == 0 && SCHED_BTB == 1 && SCHED_SGLANG == 2,
+	       "scheduler.mode values are kept by configs and digests: append new schedulers");
+
+/* What a scheduler's engine does, beside its steps (cluster_sched_flags;
+ * each scheduler's table says why it sets each).
+ * FIXED_KV: it takes fixed_blocks_per_seq (else cluster_init: KS_EINPUT).
+ * DISAGG: disaggregated prefill and decode instances are modelled under it.
+ * ALWAYS_CHUNKS: its engine always chunks prefills (chunked_prefill off
+ *   matches no real engine).
+ * RESIDENT_AT_ADMIT: KV counting as resident at admission is its own rule
+ *   (resident_at_admission matches no real engine under the others).
+ * CUSTOM_AR: its engine runs the TP all-reduce with its own kernel
+ *   ([compute] allreduce = auto: custom, else nccl).
+ * FRONTEND: a client's times include the engine's front-end
+ *   ([scheduler] frontend_ms = -1: the measured value, else 0).
+ * What ends a decode segment (DECODE_SEGMENT) follows from the next three,
+ * which drive the iterations themselves; a completion always does.
+ * SEGMENTS: decode segments run under it at all (nothing joins the running
+ *   requests while an iteration is in flight).
+ * PAGED: a running request holds its context's blocks and its decode step
+ *   allocates the next one when the context outgrows them (which may
+ *   preempt): a segment ends before an iteration needing one.
+ * CACHE_FULL: every full block a request holds becomes a cache block once
+ *   its KV exists (cluster_iter.c cache_full_blocks): a segment ends with
+ *   the iteration caching one.
+ * SHARE_DUP: with CACHE_FULL, a block already cached here (computed twice)
+ *   is shared and the duplicate freed; without, it stays private and ends
+ *   the conversion. */
+#define CL_SCHED_F_FIXED_KV 0x1u
+#define CL_SCHED_F_DISAGG 0x2u
+#define CL_SCHED_F_ALWAYS_CHUNKS 0x4u
+#define CL_SCHED_F_RESIDENT_AT_ADMIT 0x8u
+#define CL_SCHED_F_CUSTOM_AR 0x10u
+#define CL_SCHED_F_FRONTEND 0x20u
+#define CL_SCHED_F_SEGMENTS 0x40u
+#define CL_SCHED_F_PAGED 0x80u
+#define CL_SCHED_F_CACHE_FULL 0x100u
+#define CL_SCHED_F_SHARE_DUP 0x200u
+
+/* The scheduler.mode name of mode ("?" when it is none of the list's). */
+const char *cluster_sched_name(int mode);
+/* mode's CL_SCHED_F_* (0 when it is none of the list's). */
+unsigned cluster_sched_flags(int mode);
+/* The names of the schedulers having every flag of flags, in list order,
+ * joined by " or " into buf (n >= 1 bytes, truncated), for messages;
+ * returns buf. */
+const char *cluster_sched_names(unsigned flags, char *buf, size_t n);
 
 /* Decode stepping ([scheduler] decode).
  * STEP: one engine event per iteration (the validation mode).
@@ -99,6 +164,7 @@ enum { CL_ROLE_MIXED = 0, CL_ROLE_PREFILL = 1, CL_ROLE_DECODE = 2 };
 
 struct sim_req;
 struct sim_inst;
+struct cl_sched_ops;
 
 typedef struct cluster_params {
 	uint32_t n_instances;
@@ -109,8 +175,8 @@ typedef struct cluster_params {
 	 * (SCHED_VLLM, SCHED_SGLANG): the model's KV that is per sequence, not
 	 * per token (sliding windows in full, state-space states), in blocks of
 	 * the paged size; taken at admission, freed with its other blocks at
-	 * completion, preemption or handoff. 0: a full-attention model. Not
-	 * supported under SCHED_BTB (cluster_init: KS_EINPUT). */
+	 * completion, preemption or handoff. 0: a full-attention model. Only
+	 * under CL_SCHED_F_FIXED_KV (else cluster_init: KS_EINPUT). */
 	uint32_t fixed_blocks_per_seq;
 	uint32_t max_num_seqs;
 	uint32_t max_batched_tokens;
@@ -294,6 +360,7 @@ typedef struct cluster {
 	int err;                   /* first error inside a handler */
 	uint64_t checks;           /* cluster_check calls */
 	uint64_t seg_silent;       /* iterations applied without an event of their own */
+	const struct cl_sched_ops *sched; /* p.sched_mode's table (cluster_int.h) */
 	/* Requests are reused: a finished one goes to req_pool (linked by next)
 	 * with its block and gap-histogram buffers, and cluster_enqueue takes from there
 	 * first, so n_req_alloc (requests ever allocated) stays at the peak
@@ -358,7 +425,8 @@ int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
  * running (it ends normally) or unknown. */
 int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
 /* The engine's own batch limits on this GPU, for [scheduler] keys left at
- * 0 (hbm_bytes: one GPU's HBM; gpu: its name, case ignored):
+ * 0 (hbm_bytes: one GPU's HBM; gpu: its name, case ignored), by each
+ * scheduler's table (0 and 0 for a mode not in CLUSTER_SCHED_LIST):
  *   SCHED_VLLM, SCHED_BTB: vLLM's OpenAI-server defaults
  *     (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, v0.11.0):
  *     1024 sequences and 8192 tokens on GPUs with >= 70 GiB other than A100

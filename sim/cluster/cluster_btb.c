@@ -29,7 +29,7 @@ static int btb_insert(cluster_t *c, sim_inst_t *in, uint64_t id, uint32_t depth,
  * cache. With resident_at_admission this happens at admission and r holds
  * no block; otherwise when its prefill starts (the KV that exists then), and
  * r holds what it matched and inserted until its prefill ends
- * (cl_btb_prefilled). */
+ * (btb_prefilled). */
 static void btb_bind(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	int64_t now = ev_engine_now(c->eng);
@@ -69,7 +69,7 @@ static int btb_bound(const sim_req_t *r)
 }
 
 /* End of a SCHED_BTB prefill: what r held becomes plain cache. */
-void cl_btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now)
+static void btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now)
 {
 	for (uint32_t j = r->ready; j < r->shared_hold; j++)
 		kv_ready_slot(in->kv, r->slot[j], now);
@@ -87,7 +87,7 @@ void cl_btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now)
  * every arrival and runs the node's clock ahead), so its blocks enter the
  * cache and routers see them before its prefill starts. FIFO with
  * head-of-line blocking. */
-void cl_btb_admit_ready(cluster_t *c, sim_inst_t *in)
+static void btb_admit_ready(cluster_t *c, sim_inst_t *in)
 {
 	sim_req_t *r;
 	while ((r = in->wait_head) && in->n_run < c->p.max_num_seqs &&
@@ -104,9 +104,9 @@ void cl_btb_admit_ready(cluster_t *c, sim_inst_t *in)
 
 /* SCHED_BTB: the earliest admitted request's whole prefill (prefill before
  * decode), else one decode step of every running sequence. */
-int cl_iter_start_btb(cluster_t *c, sim_inst_t *in)
+static int btb_step(cluster_t *c, sim_inst_t *in)
 {
-	cl_btb_admit_ready(c, in);
+	btb_admit_ready(c, in);
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		sim_req_t *r = in->run[k];
 		if (!btb_bound(r))
@@ -124,3 +124,30 @@ int cl_iter_start_btb(cluster_t *c, sim_inst_t *in)
 	}
 	return cl_iter_launch(c, in);
 }
+
+/* A completed request's reservation returns to the budget. */
+static void btb_completed(sim_inst_t *in, const sim_req_t *r)
+{
+	in->resv_tokens -= (uint64_t)r->in_len + r->out_len;
+}
+
+/* The whole reservation must fit the budget once. */
+static int btb_fits(const cluster_t *c, uint64_t tok)
+{
+	return tok <= c->p.resv_tokens_cap;
+}
+
+/* The study takes vLLM's batch defaults and assumed KV matchable at
+ * admission; its token reservation knows no per-sequence KV; it measured
+ * the engine alone (no front-end) with NCCL's all-reduce.
+ * Requests hold no blocks while they decode, and admit_busy lets one join
+ * the running set while an iteration is in flight, so no decode segments. */
+const cl_sched_ops_t cl_sched_btb = {
+    .flags = CL_SCHED_F_RESIDENT_AT_ADMIT,
+    .step = btb_step,
+    .admit_busy = btb_admit_ready,
+    .prefilled = btb_prefilled,
+    .completed = btb_completed,
+    .fits = btb_fits,
+    .defaults = cl_vllm_defaults,
+};

@@ -2,7 +2,8 @@
  * queue and rows (cluster_req.c); admission, preemption and batch building
  * (cluster_admit.c); an iteration's launch and decode segments
  * (cluster_seg.c); one file per scheduler (cluster_vllm.c,
- * cluster_sglang.c, cluster_btb.c); an iteration's start and end
+ * cluster_sglang.c, cluster_btb.c, each defining its cl_sched_ops_t) and
+ * their dispatch (cluster_sched.c); an iteration's start and end
  * (cluster_iter.c). Internal to sim/cluster; not an API. Units, ownership
  * and errors as in cluster.h.
  */
@@ -94,12 +95,40 @@ void cl_seg_flush(sim_inst_t *in);
 void cl_seg_sync(cluster_t *c, sim_inst_t *in, int64_t now, int incl);
 int cl_seg_cut(cluster_t *c, sim_inst_t *in);
 
-/* the schedulers: one step each, on an idle instance with an empty batch */
-int cl_iter_start_vllm(cluster_t *c, sim_inst_t *in);   /* cluster_vllm.c */
-int cl_iter_start_sglang(cluster_t *c, sim_inst_t *in); /* cluster_sglang.c */
-int cl_iter_start_btb(cluster_t *c, sim_inst_t *in);    /* cluster_btb.c */
-void cl_btb_admit_ready(cluster_t *c, sim_inst_t *in);
-void cl_btb_prefilled(sim_inst_t *in, sim_req_t *r, int64_t now);
+/* A scheduler (one entry of CLUSTER_SCHED_LIST, cluster.h): what the shared
+ * code asks of it, in its own file. step and defaults are required; a NULL
+ * optional hook does nothing (or, fits, refuses nothing). */
+typedef struct cl_sched_ops {
+	unsigned flags; /* CL_SCHED_F_* (cluster.h) */
+	/* One step on an idle instance with an empty batch: admits, builds the
+	 * batch (preempting by its own rule when the pool runs out) and starts
+	 * it with cl_iter_launch. */
+	int (*step)(cluster_t *c, sim_inst_t *in);
+	/* The instance is kicked while an iteration is in flight (an arrival, a
+	 * landing): admissions that do not wait for the next step. */
+	void (*admit_busy)(cluster_t *c, sim_inst_t *in);
+	/* r's prefill ended at now, before its token and cache blocks. */
+	void (*prefilled)(sim_inst_t *in, sim_req_t *r, int64_t now);
+	/* r completed at the end of an iteration; its blocks are released. */
+	void (*completed)(sim_inst_t *in, const sim_req_t *r);
+	/* Whether a request of tok context tokens (input + output) can ever be
+	 * admitted by its own rule, beside fitting the pool's blocks. */
+	int (*fits)(const cluster_t *c, uint64_t tok);
+	/* k decode-only iterations of a segment applied at once
+	 * (DECODE_SEGMENT): what each one's step does to its own state. */
+	void (*decode_steps)(cluster_t *c, sim_inst_t *in, uint32_t k);
+	/* cluster_engine_defaults for this engine. */
+	void (*defaults)(const char *gpu, uint64_t hbm_bytes, uint32_t *max_num_seqs,
+			 uint32_t *max_batched_tokens);
+} cl_sched_ops_t;
+#define CL_SCHED_EXTERN(M, name, ops) extern const cl_sched_ops_t ops;
+CLUSTER_SCHED_LIST(CL_SCHED_EXTERN)
+#undef CL_SCHED_EXTERN
+/* mode's table (cluster_sched.c), NULL when mode is none of the list's. */
+const cl_sched_ops_t *cl_sched(int mode);
+/* vLLM's batch defaults (cluster_vllm.c), which SCHED_BTB also takes. */
+void cl_vllm_defaults(const char *gpu, uint64_t hbm_bytes, uint32_t *max_num_seqs,
+		      uint32_t *max_batched_tokens);
 
 /* cluster_iter.c: an iteration's start, and its end (the ev_iter event) */
 int cl_iter_start(cluster_t *c, sim_inst_t *in);

@@ -54,7 +54,7 @@ static int abandon_expired(cluster_t *c, sim_inst_t *in)
 }
 
 /* Starts what inst runs next, if it is idle: a queued job, else a step of
- * the scheduler (SCHED_BTB admits even while it is busy). */
+ * the scheduler (busy, the scheduler may still admit: admit_busy). */
 int cl_iter_start(cluster_t *c, sim_inst_t *in)
 {
 	if (c->p.on_touch) /* every step ends here, and every admission starts here */
@@ -65,33 +65,30 @@ int cl_iter_start(cluster_t *c, sim_inst_t *in)
 			return rc;
 	}
 	if (in->busy) {
-		if (c->p.sched_mode == SCHED_BTB)
-			cl_btb_admit_ready(c, in);
+		if (c->sched->admit_busy)
+			c->sched->admit_busy(c, in);
 		return 0;
 	}
 	int rc = job_start(c, in);
 	if (rc)
 		return rc < 0 ? rc : 0;
 	in->batch.n_pre = in->batch.n_dec = 0;
-	if (c->p.sched_mode == SCHED_BTB)
-		return cl_iter_start_btb(c, in);
-	if (c->p.sched_mode == SCHED_SGLANG)
-		return cl_iter_start_sglang(c, in);
-	return cl_iter_start_vllm(c, in);
+	return c->sched->step(c, in);
 }
 
 /* r's private full blocks, in chain order after its shared ones, become
  * cache blocks under their ids once their KV exists (the context of its
  * last step; the token just emitted has none yet): a new block READY at
- * once. One already cached here (r computed it privately beside another
- * request) is shared instead under SCHED_SGLANG, whose radix cache frees the
- * duplicate (RadixCache.cache_unfinished_req), and ends the conversion under
- * SCHED_VLLM, which keeps a duplicate as a block of its own
- * (BlockPool.cache_full_blocks). A block another request is still computing
- * or copying here stays private, and so do the blocks after it. */
+ * once (CL_SCHED_F_CACHE_FULL). One already cached here (r computed it
+ * privately beside another request) is shared instead under
+ * CL_SCHED_F_SHARE_DUP (SGLang's radix cache), else ends the conversion
+ * (vLLM keeps a duplicate as a block of its own); each scheduler's table
+ * cites its engine. A block another request is still computing or copying
+ * here stays private, and so do the blocks after it. */
 static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_t now)
 {
 	uint32_t B = c->p.block_tokens;
+	int share = (c->sched->flags & CL_SCHED_F_SHARE_DUP) != 0;
 	uint64_t kv_tok = (uint64_t)r->in_len + r->generated - 1;
 	if (kv_tok < r->done_tok)
 		kv_tok = r->done_tok;
@@ -101,7 +98,7 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 		uint32_t *sl = &r->slot[r->shared_hold], found = kv_slot(in->kv, id), tag = 0;
 		int was_spec = 0;
 		/* one lookup: kv_hit_slot takes only a READY block, changing nothing else */
-		if (found != KV_NO_SLOT && c->p.sched_mode == SCHED_SGLANG &&
+		if (found != KV_NO_SLOT && share &&
 		    kv_hit_slot(in->kv, found, now, 1, &was_spec, &tag) == KS_OK) {
 			*sl = found;
 			if (was_spec && c->p.on_spec_hit)
@@ -177,8 +174,8 @@ int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (tok) {
 				prefilled = 1;
 				r->t_prefilled = now;
-				if (c->p.sched_mode == SCHED_BTB)
-					cl_btb_prefilled(in, r, now);
+				if (c->sched->prefilled)
+					c->sched->prefilled(in, r, now);
 				if (c->p.ttft_prefill_end && r->generated == 0)
 					tok = 0; /* the first token comes from a decode step */
 			}
@@ -189,12 +186,12 @@ int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				return rc;
 		}
 		in->decode_tokens -= share;
-		if (c->p.sched_mode != SCHED_BTB)
+		if (c->sched->flags & CL_SCHED_F_CACHE_FULL)
 			cache_full_blocks(c, in, r, now);
 		if (r->generated >= r->out_len) {
 			cl_release_blocks(c, in, r);
-			if (c->p.sched_mode == SCHED_BTB)
-				in->resv_tokens -= (uint64_t)r->in_len + r->out_len;
+			if (c->sched->completed)
+				c->sched->completed(in, r);
 			int rc = cl_record(c, r, REQ_COMPLETED);
 			if (rc)
 				return rc;

@@ -17,24 +17,31 @@
 
 /* Iterations, from the one just built, that the decode batch of every
  * running request can run as one segment: the last may complete a request,
- * turn a block into a cache block (cache_full_blocks, which reads other
- * requests' blocks) or be followed by a block allocation; those before it
+ * and, as the scheduler declares (cluster.h CL_SCHED_F_*), be followed by a
+ * block allocation (PAGED) or turn a block into a cache block (CACHE_FULL:
+ * cache_full_blocks, which reads other requests' blocks); those before it
  * do none of these, so they change nothing outside their requests. */
 static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in)
 {
 	uint64_t B = c->p.block_tokens, n = SEG_MAX;
+	unsigned f = c->sched->flags;
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		const sim_req_t *r = in->run[k];
 		uint64_t ctx = (uint64_t)r->in_len + r->generated; /* iteration 1's context */
 		uint64_t room = (uint64_t)(r->shared_hold + r->priv) * B;
-		if (r->done_tok < r->target || r->generated >= r->out_len || room < ctx)
+		if (r->done_tok < r->target || r->generated >= r->out_len)
 			return 1;
 		/* iteration j emits token generated + j and runs on ctx + j - 1 */
 		uint64_t lim = r->out_len - r->generated;
-		/* iteration j + 1 would need a block unless ctx + j <= room */
-		if (room - ctx + 1 < lim)
-			lim = room - ctx + 1;
-		if (r->priv && r->shared_hold < r->n_ids && r->ready == r->shared_hold) {
+		if (f & CL_SCHED_F_PAGED) {
+			if (room < ctx)
+				return 1;
+			/* iteration j + 1 would need a block unless ctx + j <= room */
+			if (room - ctx + 1 < lim)
+				lim = room - ctx + 1;
+		}
+		if ((f & CL_SCHED_F_CACHE_FULL) && r->priv && r->shared_hold < r->n_ids &&
+		    r->ready == r->shared_hold) {
 			/* the end of iteration j caches a block once ctx + j - 1 covers it */
 			uint64_t blk = (uint64_t)(r->shared_hold + 1) * B;
 			uint64_t j = blk > ctx && blk > r->done_tok ? blk - ctx + 1 : 1;
@@ -54,8 +61,8 @@ static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in)
 static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 {
 	in->seg_n = 0;
-	if (c->p.decode_mode != DECODE_SEGMENT || c->p.sched_mode == SCHED_BTB || in->batch.n_pre ||
-	    in->batch.n_dec != in->n_run || in->n_wait || in->n_job)
+	if (c->p.decode_mode != DECODE_SEGMENT || !(c->sched->flags & CL_SCHED_F_SEGMENTS) ||
+	    in->batch.n_pre || in->batch.n_dec != in->n_run || in->n_wait || in->n_job)
 		return 0;
 	uint32_t n = seg_len(c, in);
 	if (n < 2)
@@ -106,8 +113,8 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 
 /* Applies the segment's iterations [seg_next, end) at once, as cl_iter_done
  * and the next cl_iter_start would one by one: a token for every request at
- * each one's end, the batch one token longer each (for SCHED_SGLANG, one
- * decay of the ratio each). A request's first gap in the segment runs from
+ * each one's end, the batch one token longer each (and the scheduler's own
+ * state advanced by k decode steps: decode_steps). A request's first gap in the segment runs from
  * its own last token; every later one is an iteration's duration, the same
  * for every request of the batch (it neither gains nor loses one during a
  * segment), so those are binned once into seg_gaps and merged into each
@@ -137,9 +144,8 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 	}
 	in->decode_tokens += (uint64_t)k * in->n_run;
 	in->iter_start = t;
-	if (c->p.sched_mode == SCHED_SGLANG)
-		for (uint32_t j = 0; j < k; j++)
-			sg_decay(c, in);
+	if (c->sched->decode_steps)
+		c->sched->decode_steps(c, in, k);
 	in->seg_next = end;
 	c->seg_silent += k;
 }

@@ -85,7 +85,7 @@ static int iter_start_sglang_decode(cluster_t *c, sim_inst_t *in)
  * request whose prefill this batch ends), else a decode step. After an
  * admission fails for room, only the chunked prefill runs until the running
  * batch shrinks (batch_is_full in get_new_batch_prefill). */
-int cl_iter_start_sglang(cluster_t *c, sim_inst_t *in)
+static int sglang_step(cluster_t *c, sim_inst_t *in)
 {
 	uint32_t budget = c->p.max_batched_tokens;
 	double resv = 0;
@@ -107,3 +107,38 @@ int cl_iter_start_sglang(cluster_t *c, sim_inst_t *in)
 		return cl_iter_launch(c, in);
 	return iter_start_sglang_decode(c, in);
 }
+
+/* k decode steps of a segment: each decays the ratio (update_running_batch
+ * with room to spare, as a segment's steps have). */
+static void sglang_decode_steps(cluster_t *c, sim_inst_t *in, uint32_t k)
+{
+	for (uint32_t j = 0; j < k; j++)
+		sg_decay(c, in);
+}
+
+/* SGLang's batch defaults (cluster.h cluster_engine_defaults). */
+static void sglang_defaults(const char *gpu, uint64_t hbm_bytes, uint32_t *max_num_seqs,
+			    uint32_t *max_batched_tokens)
+{
+	const double MiB = 1024.0 * 1024;
+	double mb = (double)hbm_bytes / MiB; /* SGLang's gpu_mem is in MB */
+	(void)gpu;
+	*max_batched_tokens = mb < 35 * 1024	? 2048
+			      : mb < 60 * 1024	? 4096
+			      : mb < 160 * 1024 ? 8192
+						: 16384;
+	*max_num_seqs = 2048;
+}
+
+/* SGLang takes per-sequence KV (sliding windows, states), runs prefills
+ * unchunked when asked (chunked_prefill_size -1), ships vLLM's custom
+ * all-reduce and serves through its API front-end; its radix cache holds a
+ * request's context in pages allocated as it grows, caches every full one
+ * (cache_unfinished_req) and frees a duplicate for the cached one. */
+const cl_sched_ops_t cl_sched_sglang = {
+    .flags = CL_SCHED_F_FIXED_KV | CL_SCHED_F_CUSTOM_AR | CL_SCHED_F_FRONTEND |
+	     CL_SCHED_F_SEGMENTS | CL_SCHED_F_PAGED | CL_SCHED_F_CACHE_FULL | CL_SCHED_F_SHARE_DUP,
+    .step = sglang_step,
+    .decode_steps = sglang_decode_steps,
+    .defaults = sglang_defaults,
+};

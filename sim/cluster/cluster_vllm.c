@@ -11,6 +11,8 @@
  */
 #include "sim/cluster/cluster_int.h"
 
+#include <string.h>
+
 #include "sim/base/err.h"
 
 /* Preempts the most recently admitted running request (vLLM). */
@@ -20,7 +22,7 @@ static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
 }
 
 /* SCHED_VLLM: one step of vLLM v1's Scheduler.schedule. */
-int cl_iter_start_vllm(cluster_t *c, sim_inst_t *in)
+static int vllm_step(cluster_t *c, sim_inst_t *in)
 {
 	uint32_t budget = c->p.max_batched_tokens;
 	int preempted = 0;
@@ -48,3 +50,31 @@ int cl_iter_start_vllm(cluster_t *c, sim_inst_t *in)
 		cl_admit_waiting(c, in, &budget, NULL);
 	return cl_iter_launch(c, in);
 }
+
+/* vLLM's OpenAI-server batch defaults (cluster.h cluster_engine_defaults). */
+void cl_vllm_defaults(const char *gpu, uint64_t hbm_bytes, uint32_t *max_num_seqs,
+		      uint32_t *max_batched_tokens)
+{
+	const double GiB = 1024.0 * 1024 * 1024;
+	int a100 = 0;
+	for (const char *p = gpu; p && *p && !a100; p++)
+		a100 = (p[0] == 'a' || p[0] == 'A') && !strncmp(p + 1, "100", 3);
+	int big = (double)hbm_bytes >= 70 * GiB && !a100;
+	*max_num_seqs = big ? 1024 : 256;
+	*max_batched_tokens = big ? 8192 : 2048;
+}
+
+/* vLLM v1 takes per-sequence KV (its hybrid KV cache manager), is the
+ * engine the disaggregated pools are modelled on, always chunks prefills
+ * (vllm/v1/core/sched/scheduler.py: no switch), runs the TP all-reduce with
+ * its custom kernel and serves through its API front-end; its block pool
+ * allocates a request's blocks as its context grows and caches every full
+ * block (KVCacheManager.cache_blocks), keeping a duplicate as a block of its
+ * own (BlockPool.cache_full_blocks). */
+const cl_sched_ops_t cl_sched_vllm = {
+    .flags = CL_SCHED_F_FIXED_KV | CL_SCHED_F_DISAGG | CL_SCHED_F_ALWAYS_CHUNKS |
+	     CL_SCHED_F_CUSTOM_AR | CL_SCHED_F_FRONTEND | CL_SCHED_F_SEGMENTS | CL_SCHED_F_PAGED |
+	     CL_SCHED_F_CACHE_FULL,
+    .step = vllm_step,
+    .defaults = cl_vllm_defaults,
+};

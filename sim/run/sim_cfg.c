@@ -12,8 +12,9 @@ static const cfg_enum_t fetch_map[] = {
     {"never", SIM_FETCH_NEVER}, {"cost", SIM_FETCH_COST}, {"always", SIM_FETCH_ALWAYS}, {NULL, 0}};
 static const cfg_enum_t resident_map[] = {{"computed", 0}, {"admission", 1}, {NULL, 0}};
 static const cfg_enum_t copy_from_map[] = {{"computed", 0}, {"uncomputed", 1}, {NULL, 0}};
-static const cfg_enum_t mode_map[] = {
-    {"vllm", SCHED_VLLM}, {"btb", SCHED_BTB}, {"sglang", SCHED_SGLANG}, {NULL, 0}};
+#define SCHED_MAP(M, name, ops) {name, SCHED_##M},
+static const cfg_enum_t mode_map[] = {CLUSTER_SCHED_LIST(SCHED_MAP){NULL, 0}};
+#undef SCHED_MAP
 static const cfg_enum_t ttft_map[] = {{"first_token", 0}, {"prefill_end", 1}, {NULL, 0}};
 static const cfg_enum_t handoff_map[] = {
     {"after_prefill", SIM_HANDOFF_AFTER_PREFILL}, {"layerwise", SIM_HANDOFF_LAYERWISE}, {NULL, 0}};
@@ -404,12 +405,16 @@ const size_t out_cfg_keys_n = sizeof out_cfg_keys / sizeof out_cfg_keys[0];
 void sim_params_compute(const sim_params_t *p, mdl_compute_params_t *cp)
 {
 	if (cp->allreduce_impl == MDL_AR_AUTO)
-		cp->allreduce_impl = p->sched_mode == SCHED_BTB ? MDL_AR_NCCL : MDL_AR_CUSTOM;
+		cp->allreduce_impl = cluster_sched_flags(p->sched_mode) & CL_SCHED_F_CUSTOM_AR
+					     ? MDL_AR_CUSTOM
+					     : MDL_AR_NCCL;
 }
 
 int64_t sim_params_frontend_ns(const sim_params_t *p)
 {
 	if (p->frontend_ms >= 0)
 		return (int64_t)(p->frontend_ms * 1e6 + 0.5);
-	return p->sched_mode == SCHED_BTB ? 0 : (int64_t)(SIM_FRONTEND_MS * 1e6 + 0.5);
+	return cluster_sched_flags(p->sched_mode) & CL_SCHED_F_FRONTEND
+		       ? (int64_t)(SIM_FRONTEND_MS * 1e6 + 0.5)
+		       : 0;
 }

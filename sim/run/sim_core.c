@@ -151,12 +151,13 @@ static int kv_fixed_blocks(const cfg_t *cfg, const mdl_llm_t *llm, uint32_t tp,
 	uint64_t fixed = mdl_kv_fixed_bytes_per_seq_gpu(llm, tp);
 	uint64_t block = mdl_kv_paged_bytes_per_token_gpu(llm, tp) * p->block_tokens;
 	uint64_t n = fixed ? (fixed + block - 1) / block : 0;
-	if (n && p->sched_mode == SCHED_BTB)
+	char modes[128];
+	if (n && !(cluster_sched_flags(p->sched_mode) & CL_SCHED_F_FIXED_KV))
 		return cfg_err_keys(cfg, e, "scheduler.mode,model.name,model.file",
-				    "mode = btb reserves tokens and knows no per-sequence KV; %s "
-				    "holds %.3g MB per GPU per sequence in sliding windows or "
-				    "states: use mode = vllm or sglang",
-				    llm->name, (double)fixed / 1e6);
+				    "mode = %s knows no per-sequence KV; %s holds %.3g MB per GPU "
+				    "per sequence in sliding windows or states: use mode = %s",
+				    cluster_sched_name(p->sched_mode), llm->name, (double)fixed / 1e6,
+				    cluster_sched_names(CL_SCHED_F_FIXED_KV, modes, sizeof modes));
 	if (n + 1 > p->kv_blocks)
 		return cfg_err_keys(cfg, e,
 				    "cluster.kv_blocks,kvcache.block_tokens,model.name,model.file,"
@@ -255,17 +256,22 @@ static int setup_cluster_params(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t 
 		p->max_batched_tokens = sp->max_batched_tokens;
 	p->chunked_prefill = sp->chunked_prefill;
 	p->conservativeness = sp->conservativeness;
-	if (p->sched_mode == SCHED_VLLM && !p->chunked_prefill)
+	unsigned flags = cluster_sched_flags(p->sched_mode);
+	const char *mode = cluster_sched_name(p->sched_mode);
+	if ((flags & CL_SCHED_F_ALWAYS_CHUNKS) && !p->chunked_prefill)
 		cfg_warn_once(cfg, "scheduler", "chunked_prefill",
-			      "false under mode = vllm matches no real engine: vLLM v1 always chunks "
-			      "prefills (vllm/v1/core/sched/scheduler.py); here a prompt longer than "
-			      "max_batched_tokens waits for an iteration of its own");
+			      "false under mode = %s matches no real engine: that engine always "
+			      "chunks prefills; here a prompt longer than max_batched_tokens waits "
+			      "for an iteration of its own",
+			      mode);
 	p->resident_at_admission = sp->resident_at_admission;
-	if (p->resident_at_admission && p->sched_mode != SCHED_BTB)
+	char modes[128];
+	if (p->resident_at_admission && !(flags & CL_SCHED_F_RESIDENT_AT_ADMIT))
 		cfg_warn_once(cfg, "kvcache", "resident_at",
 			      "admission under mode = %s matches no real engine: KV is matchable "
-			      "once computed (the original study's assumption, for mode = btb)",
-			      p->sched_mode == SCHED_SGLANG ? "sglang" : "vllm");
+			      "once computed (the original study's assumption, for mode = %s)",
+			      mode, cluster_sched_names(CL_SCHED_F_RESIDENT_AT_ADMIT, modes,
+							sizeof modes));
 	p->ttft_prefill_end = sp->ttft_prefill_end;
 	p->decode_mode = sp->decode_mode;
 	/* the study reserves tokens, not blocks, against the same pool */

@@ -120,9 +120,11 @@ int sim_disagg_check(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm, err_t
 		return cfg_err_keys(cfg, e, "cluster.decode_routing,cluster.decode_prefix_cache",
 				    "decode_routing = prefix_aware needs decode_prefix_cache = true: "
 				    "without it decode instances hold no prefix");
-	if (s->prm.sched_mode != SCHED_VLLM)
+	char modes[128];
+	if (!(cluster_sched_flags(s->prm.sched_mode) & CL_SCHED_F_DISAGG))
 		return cfg_err_keys(cfg, e, "cluster.disagg,scheduler.mode",
-				    "disagg = true is modelled under scheduler.mode = vllm only");
+				    "disagg = true is modelled under scheduler.mode = %s only",
+				    cluster_sched_names(CL_SCHED_F_DISAGG, modes, sizeof modes));
 	uint32_t tp_p = d->prefill_tp ? d->prefill_tp : s->prm.tp;
 	uint32_t tp_d = d->decode_tp ? d->decode_tp : s->prm.tp;
 	if ((rc = pool_tp_check(cfg, e, "prefill_tp", tp_p, s->prm.gpus_per_node, llm)) ||
