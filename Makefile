@@ -80,8 +80,13 @@ LIBS     := $(foreach f,$(FOLDERS),$(call lib_of,$(f)))
 # link order: the top layer first
 reverse  = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 LINK_LIBS = $(foreach f,$(call reverse,$(FOLDERS)),$(call lib_of,$(f)))
-GEN_SRCS := $(BUILD)/gen/mdl_embedded.c
-GEN_OBJS := $(GEN_SRCS:.c=.o)
+# Data files compiled in (models/embed.sh), each into its folder's archive:
+# the hardware, model and calibration specs, and the presets.
+MDL_EMBED := $(sort $(wildcard models/hw/*.ini models/llm/*.ini models/calibration/compute-*.ini))
+POL_EMBED := $(sort $(wildcard policies/presets/*.ini policies/presets/shared/*.ini)) \
+             policies/presets/list
+GEN_OBJS_models   := $(BUILD)/gen/mdl_embedded.o
+GEN_OBJS_policies := $(BUILD)/gen/pol_presets_embedded.o
 
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
@@ -152,15 +157,19 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/gen/mdl_embedded.c: $(wildcard models/hw/*.ini models/llm/*.ini models/calibration/compute-*.ini) models/embed.sh
+$(BUILD)/gen/mdl_embedded.c: $(MDL_EMBED) models/embed.sh
 	@mkdir -p $(dir $@)
-	sh models/embed.sh $(sort $(wildcard models/hw/*.ini models/llm/*.ini models/calibration/compute-*.ini)) > $@.tmp && mv $@.tmp $@
+	sh models/embed.sh mdl_embedded models/ $(MDL_EMBED) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/pol_presets_embedded.c: $(POL_EMBED) models/embed.sh
+	@mkdir -p $(dir $@)
+	sh models/embed.sh pol_preset_files '' $(POL_EMBED) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 define archive_rule
-$(call lib_of,$(1)): $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(if $(filter models,$(1)),$(GEN_OBJS))
+$(call lib_of,$(1)): $(patsubst %.c,$(BUILD)/%.o,$(call lib_srcs,$(1))) $(GEN_OBJS_$(1))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	ar rcs $$@ $$^

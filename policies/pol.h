@@ -583,16 +583,46 @@ pol_view_params_t pol_routing_view_params(const cfg_t *c);
 int pol_cfg_register_plugins(cfg_schema_t *s, const pol_registry_t *r, err_t *e);
 
 /* Serving-framework presets ("vllm", "sglang", "trtllm", "tgi", "dynamo",
- * "llm-d", "mooncake"), chosen by key `[policy] preset` (default "none"):
- * cfg_finalize gives every key of the selected preset that the user did not
- * set the preset's value (cfg.h). Each entry is {key, value, source}. */
+ * "llm-d", "mooncake", their -disagg variants, "btb"), chosen by key
+ * `[policy] preset` (default "none"): cfg_finalize gives every key of the
+ * selected preset that the user did not set the preset's value (cfg.h).
+ * Each entry is {key, value, source, where}. They are data files,
+ * policies/presets/NAME.ini (format: policies/README.md, "Preset files"),
+ * embedded at build time. */
 typedef cfg_preset_kv_t pol_preset_kv_t;
 typedef cfg_preset_t pol_preset_t;
-extern const pol_preset_t pol_presets[];
-extern const size_t pol_presets_n;
-/* Makes [policy] preset select pol_presets (call once every module's keys
- * are in s; checks each preset entry against the schema). */
+/* The built-in presets, in policies/presets/list's order, parsed on the
+ * first call (any thread) and kept until exit. NULL with *n = 0 when the
+ * embedded files do not parse: a programming error, told on stderr once. */
+const pol_preset_t *pol_presets(size_t *n);
+/* Makes [policy] preset select the built-in presets (call once every
+ * module's keys are in s; cfg_schema_set_presets checks each entry against
+ * the schema and names its FILE:LINE). KS_EINPUT when they do not parse. */
 int pol_preset_register(cfg_schema_t *s);
+
+/* Preset files as the build embeds them: path "policies/presets/NAME.ini"
+ * (a preset), "policies/presets/shared/NAME.ini" (a part several include)
+ * or "policies/presets/list" (the presets, in order), and the text. An
+ * array of them ends with path NULL. */
+typedef struct {
+	const char *path;
+	const char *text;
+} pol_preset_file_t;
+/* Presets parsed from such files; owns their text. */
+typedef struct pol_preset_set pol_preset_set_t;
+/* 0 with *out set (free with pol_preset_set_free), or KS_EINPUT with
+ * "FILE:LINE: KEY: reason" in e (a key without a source, an include or a
+ * shared source that is not there, an include cycle, a file the list does
+ * not name, a line that is not INI) or KS_ENOMEM; *out NULL then. The
+ * files must outlive the set (their paths are kept). Keys and values are
+ * checked against a schema by pol_preset_set_register, not here. */
+int pol_preset_set_parse(const pol_preset_file_t *files, pol_preset_set_t **out, err_t *e);
+/* The presets of set (NULL: none), in the list's order. */
+const pol_preset_t *pol_preset_set_list(const pol_preset_set_t *set, size_t *n);
+/* cfg_schema_set_presets for [policy] preset with set's presets (kept by
+ * pointer: set must outlive s). */
+int pol_preset_set_register(cfg_schema_t *s, const pol_preset_set_t *set);
+void pol_preset_set_free(pol_preset_set_t *set);
 
 /* ---- speculation accounting ----------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * tagged with owner = policy name, so cfg_finalize ignores (with a warning)
  * a parameter set for a policy the section does not select. Family-wide
  * keys (no owner, e.g. [policy.routing] view) hold whichever policy is
- * named. Section policy holds `preset` (pol_preset.c). */
+ * named. Section policy holds `preset` (pol_preset.c, policies/presets/). */
 #include "policies/pol.h"
 #include "sim/base/rng.h"
 #include "policies/pol_int.h"

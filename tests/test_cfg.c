@@ -20,12 +20,12 @@
 
 /* Presets over test_keys (tests/cfg_keys.h), for the preset tests (cfg_schema_set_presets). */
 static const cfg_preset_kv_t small_kv[] = {
-    {"cluster.nodes", "8", "small source"},
-    {"policy.routing.name", "least_loaded", "small routing"},
-    {"policy.routing.alpha", "0.9", "small alpha"},
+    {"cluster.nodes", "8", "small source", NULL},
+    {"policy.routing.name", "least_loaded", "small routing", NULL},
+    {"policy.routing.alpha", "0.9", "small alpha", NULL},
 };
 static const cfg_preset_kv_t big_kv[] = {
-    {"cluster.link_gbps", "400", "big links"},
+    {"cluster.link_gbps", "400", "big links", NULL},
 };
 static const cfg_preset_t test_presets[] = {
     {"small", "a small cluster", small_kv, 3},
@@ -565,13 +565,13 @@ static void test_preset_write_marks_origins_and_loads_back(void **state)
 }
 
 /* Preset tables cfg_schema_set_presets must refuse, one fault each. */
-static const cfg_preset_kv_t unknown_kv[] = {{"cluster.nodez", "8", "s"}};
-static const cfg_preset_kv_t range_kv[] = {{"cluster.nodes", "0", "s"}};
-static const cfg_preset_kv_t choice_kv[] = {{"cache.eviction", "arc", "s"}};
-static const cfg_preset_kv_t self_kv[] = {{"policy.preset", "none", "s"}};
-static const cfg_preset_kv_t twice_kv[] = {{"cluster.nodes", "8", "s"},
-                                           {"cluster.nodes", "9", "s"}};
-static const cfg_preset_kv_t nosource_kv[] = {{"cluster.nodes", "8", ""}};
+static const cfg_preset_kv_t unknown_kv[] = {{"cluster.nodez", "8", "s", NULL}};
+static const cfg_preset_kv_t range_kv[] = {{"cluster.nodes", "0", "s", NULL}};
+static const cfg_preset_kv_t choice_kv[] = {{"cache.eviction", "arc", "s", NULL}};
+static const cfg_preset_kv_t self_kv[] = {{"policy.preset", "none", "s", NULL}};
+static const cfg_preset_kv_t twice_kv[] = {{"cluster.nodes", "8", "s", NULL},
+                                           {"cluster.nodes", "9", "s", NULL}};
+static const cfg_preset_kv_t nosource_kv[] = {{"cluster.nodes", "8", "", NULL}};
 static const cfg_preset_t bad_presets[] = {
     {"p", "", unknown_kv, 1}, {"p", "", range_kv, 1}, {"p", "", choice_kv, 1},
     {"p", "", self_kv, 1},    {"p", "", twice_kv, 2}, {"p", "", nosource_kv, 1},

@@ -1,5 +1,5 @@
 /* Policy config sections, opening policies from a config, presets
- * (policies/pol_cfg.c, pol_preset.c): parameters of a policy not selected
+ * (policies/pol_cfg.c, policies/presets/): parameters of a policy not selected
  * are ignored with one warning, presets fill in what the user did not set,
  * in runs and in every point of a sweep. */
 #include <setjmp.h>
@@ -19,6 +19,7 @@
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_schema.h"
+#include "tests/capture_fixture.h"
 
 static cfg_schema_t *S;
 
@@ -57,35 +58,6 @@ static void test_sections_list_every_builtin_and_its_parameters(void **st)
 }
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static int saved_fd = -1;
-static FILE *cap;
-
-/* Sends fd (1 or 2) to a temporary file until captured(fd). */
-static void capture(int fd)
-{
-	fflush(fd == 1 ? stdout : stderr);
-	cap = tmpfile();
-	assert_non_null(cap);
-	saved_fd = dup(fd);
-	assert_true(saved_fd >= 0);
-	assert_true(dup2(fileno(cap), fd) >= 0);
-}
-
-/* What was written to fd since capture(fd) (malloc'd). */
-static char *captured(int fd)
-{
-	fflush(fd == 1 ? stdout : stderr);
-	dup2(saved_fd, fd);
-	close(saved_fd);
-	long n = ftell(cap);
-	char *buf = calloc(1, n > 0 ? (size_t)n + 1 : 1);
-	rewind(cap);
-	if (n > 0 && fread(buf, 1, (size_t)n, cap) != (size_t)n)
-		buf[0] = '\0';
-	fclose(cap);
-	return buf;
-}
 
 static size_t count_lines(const char *s)
 {
@@ -236,9 +208,11 @@ static void test_every_preset_key_exists_and_validates(void **st)
 {
 	(void)st;
 	err_t e = {0};
-	assert_true(pol_presets_n >= 7);
-	for (size_t i = 0; i < pol_presets_n; i++) {
-		const pol_preset_t *p = &pol_presets[i];
+	size_t np;
+	const pol_preset_t *all = pol_presets(&np);
+	assert_true(np >= 7);
+	for (size_t i = 0; i < np; i++) {
+		const pol_preset_t *p = &all[i];
 		assert_true(p->n > 0);
 		assert_non_null(p->doc);
 		cfg_t *c = cfg_new(S);
@@ -277,9 +251,8 @@ static void test_every_preset_key_exists_and_validates(void **st)
 	}
 	/* The selector offers none and every preset, and nothing else. */
 	char want[512] = "--set: [policy] preset: 'zzzzzz' is not one of: none";
-	for (size_t i = 0; i < pol_presets_n; i++)
-		snprintf(want + strlen(want), sizeof want - strlen(want), ",%s",
-		         pol_presets[i].name);
+	for (size_t i = 0; i < np; i++)
+		snprintf(want + strlen(want), sizeof want - strlen(want), ",%s", all[i].name);
 	cfg_t *c = cfg_new(S);
 	assert_int_equal(cfg_set(c, "policy.preset=zzzzzz", &e), KS_EINPUT);
 	assert_string_equal(e.msg, want);
@@ -402,11 +375,13 @@ static char *policies_output(int presets_only)
 static void test_policies_lists_every_preset_its_values_and_sources(void **st)
 {
 	(void)st;
+	size_t np;
+	const pol_preset_t *all = pol_presets(&np);
 	for (int only = 0; only < 2; only++) {
 		char *out = policies_output(only);
 		assert_non_null(strstr(out, "[policy] preset = ..."));
-		for (size_t i = 0; i < pol_presets_n; i++) {
-			const pol_preset_t *p = &pol_presets[i];
+		for (size_t i = 0; i < np; i++) {
+			const pol_preset_t *p = &all[i];
 			char line[512];
 			snprintf(line, sizeof line, "\n  %s\n", p->name);
 			const char *at = strstr(out, line);

@@ -1,4 +1,4 @@
-/* The disaggregated presets (policies/pol_preset.c: dynamo-disagg,
+/* The disaggregated presets (policies/presets/: dynamo-disagg,
  * llm-d-disagg, mooncake-disagg): each is its base preset plus the pools,
  * its pool keys come from the preset with their sources (what `config show`
  * prints), the pool split follows cluster.prefill_share on any node count
@@ -18,9 +18,11 @@
 
 static const pol_preset_t *preset(const char *name)
 {
-	for (size_t i = 0; i < pol_presets_n; i++)
-		if (!strcmp(pol_presets[i].name, name))
-			return &pol_presets[i];
+	size_t np;
+	const pol_preset_t *all = pol_presets(&np);
+	for (size_t i = 0; i < np; i++)
+		if (!strcmp(all[i].name, name))
+			return &all[i];
 	fail_msg("no preset %s", name);
 	return NULL;
 }

@@ -1,4 +1,4 @@
-/* Presets and the engines' schedulers (policies/pol_preset.c): every preset
+/* Presets and the engines' schedulers (policies/presets/): every preset
  * says which engine version its rules follow, and the vLLM- and
  * SGLang-based ones select that engine's scheduler mode and block size. */
 #include <setjmp.h>
@@ -21,10 +21,13 @@ static const char *value_of(const pol_preset_t *p, const char *key)
 static void test_every_preset_names_its_engine_rules(void **st)
 {
 	(void)st;
-	for (size_t i = 0; i < pol_presets_n; i++)
-		if (!strstr(pol_presets[i].doc, "Engine rules: "))
+	size_t np;
+	const pol_preset_t *all = pol_presets(&np);
+	assert_true(np > 0);
+	for (size_t i = 0; i < np; i++)
+		if (!strstr(all[i].doc, "Engine rules: "))
 			fail_msg("preset %s does not say which engine rules it follows",
-			         pol_presets[i].name);
+			         all[i].name);
 }
 
 static void test_engine_presets_select_their_scheduler_and_block_size(void **st)
@@ -37,11 +40,13 @@ static void test_engine_presets_select_their_scheduler_and_block_size(void **st)
 	            {"llm-d", "vllm", "16"},
 	            {"sglang", "sglang", "1"},
 	            {"btb", "btb", "256"}};
+	size_t np;
+	const pol_preset_t *all = pol_presets(&np);
 	for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
 		const pol_preset_t *p = NULL;
-		for (size_t i = 0; i < pol_presets_n; i++)
-			if (!strcmp(pol_presets[i].name, want[w].preset))
-				p = &pol_presets[i];
+		for (size_t i = 0; i < np; i++)
+			if (!strcmp(all[i].name, want[w].preset))
+				p = &all[i];
 		assert_non_null(p);
 		assert_non_null(value_of(p, "scheduler.mode"));
 		assert_string_equal(value_of(p, "scheduler.mode"), want[w].mode);

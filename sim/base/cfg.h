@@ -186,11 +186,12 @@ const cfg_when_t *cfg_key_when(const cfg_schema_t *s, const char *section, const
  * the reason on stderr. Call once the schema holds every key. */
 int cfg_schema_check_when(const cfg_schema_t *s);
 
-/* A preset: data only, so adding one is one array entry. */
+/* A preset: data only (policies/presets/ holds the built-in ones). */
 typedef struct cfg_preset_kv {
 	const char *key;    /* "section.name" (the section may contain dots) */
 	const char *value;  /* as written in an INI file */
 	const char *source; /* documentation, code or paper the value comes from */
+	const char *where;  /* "FILE:LINE" that defines it, named in errors; or NULL */
 } cfg_preset_kv_t;
 typedef struct cfg_preset {
 	const char *name, *doc;
@@ -202,7 +203,8 @@ typedef struct cfg_preset {
  * must be in the schema, must not be the selector, and its value must pass
  * the key's type, range and choices: keys are checked now, so call this once
  * the schema holds them all. A bad table is a programming error: KS_EINPUT
- * with the preset and key named on stderr. Presets are kept by pointer. */
+ * with the preset, the entry's where (if any) and key named on stderr.
+ * Presets are kept by pointer. */
 int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *name,
 			   const cfg_preset_t *p, size_t n);
 /* The preset a config selects (NULL for none or without a selector). */

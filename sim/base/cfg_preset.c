@@ -17,11 +17,14 @@ static int below_preset(const cfg_val_t *v)
 	                              strlen(CFG_ORIGIN_DEFAULT_EXPERIMENT));
 }
 
-static int preset_bad(const cfg_preset_t *p, const char *key, const char *why)
+/* kv: the bad entry, NULL when the preset's name is bad. */
+static int preset_bad(const cfg_preset_t *p, const cfg_preset_kv_t *kv, const char *why)
 {
 	/* Like cfg_schema_bad: a broken preset table is a programming error. */
-	fprintf(stderr, "kvsim: config schema: preset %s: %s: %s\n", p->name ? p->name : "(null)",
-	        key ? key : "(null)", why);
+	const char *key = kv ? kv->key : "name";
+	fprintf(stderr, "kvsim: config schema: preset %s: %s%s%s: %s\n",
+	        p->name ? p->name : "(null)", kv && kv->where ? kv->where : "",
+	        kv && kv->where ? ": " : "", key ? key : "(null)", why);
 	return KS_EINPUT;
 }
 
@@ -65,32 +68,29 @@ int cfg_schema_set_presets(cfg_schema_t *s, const char *section, const char *nam
 	size_t len = sizeof "none";
 	for (size_t i = 0; i < n; i++) {
 		if (!cfg_name_ok(p[i].name, false) || !strcmp(p[i].name, "none"))
-			return preset_bad(&p[i], "name",
+			return preset_bad(&p[i], NULL,
 			                  "must be 1-49 of [A-Za-z0-9_-], not 'none'");
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(p[i].name, p[j].name))
-				return preset_bad(&p[i], "name", "defined twice");
+				return preset_bad(&p[i], NULL, "defined twice");
 		len += strlen(p[i].name) + 1;
 		for (size_t j = 0; j < p[i].n; j++) {
-			const char *key = p[i].kv[j].key;
-			ssize_t ki = key ? cfg_key_index_dotted(s, key) : -1;
+			const cfg_preset_kv_t *kv = &p[i].kv[j];
+			ssize_t ki = kv->key ? cfg_key_index_dotted(s, kv->key) : -1;
 			char why[512];
 			cfg_val_t v;
 			if (ki < 0)
-				return preset_bad(&p[i], key, "not in the config schema");
+				return preset_bad(&p[i], kv, "not in the config schema");
 			if (ki == si)
-				return preset_bad(&p[i], key, "a preset cannot select a preset");
-			const char *src = p[i].kv[j].source;
-			if (!p[i].kv[j].value || !src || !*src || strchr(src, '\n'))
-				return preset_bad(&p[i], key,
-				                  "needs a value and a one-line source");
+				return preset_bad(&p[i], kv, "a preset cannot select a preset");
+			if (!kv->value || !kv->source || !*kv->source || strchr(kv->source, '\n'))
+				return preset_bad(&p[i], kv, "needs a value and a one-line source");
 			for (size_t m = 0; m < j; m++)
 				if (cfg_key_index_dotted(s, p[i].kv[m].key) == ki)
-					return preset_bad(&p[i], key, "set twice");
-			int rc = preset_value(s, (size_t)ki, &p[i], p[i].kv[j].value, &v, why,
-			                      sizeof why);
+					return preset_bad(&p[i], kv, "set twice");
+			int rc = preset_value(s, (size_t)ki, &p[i], kv->value, &v, why, sizeof why);
 			if (rc == 1)
-				return preset_bad(&p[i], key, why);
+				return preset_bad(&p[i], kv, why);
 			if (rc)
 				return rc;
 			cfg_val_clear(&v);

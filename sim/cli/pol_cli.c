@@ -76,8 +76,10 @@ static void print_presets(void)
 	wrap("A preset sets each key below that the config does not set itself: a key "
 	     "given in the file or with --set always wins, in any order.",
 	     2);
-	for (size_t i = 0; i < pol_presets_n; i++) {
-		const pol_preset_t *p = &pol_presets[i];
+	size_t n;
+	const pol_preset_t *all = pol_presets(&n);
+	for (size_t i = 0; i < n; i++) {
+		const pol_preset_t *p = &all[i];
 		printf("\n  %s\n", p->name);
 		wrap(p->doc, 6);
 		for (size_t j = 0; j < p->n; j++) {
