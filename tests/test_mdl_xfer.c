@@ -18,6 +18,7 @@
 
 static const char *three_pieces = "# test calibration\n"
 				  "[meta]\ndevice = test gpu\n"
+				  "measured = 2025-01-01 ; notes beside the known keys\n"
 				  "[link.pcie_h2d]\n"
 				  "edges = 65536, 2097152\n"
 				  "alpha_ns = 5000, 8000, 20000\n"
@@ -26,7 +27,7 @@ static const char *three_pieces = "# test calibration\n"
 				  "batch_overhead_ns = 200\n"
 				  "share_same = 0.9\n"
 				  "share_opp = 0.1\n"
-				  "[compute]\nmfu = 0.6\nmbu = 0.8\n";
+				  "[compute]\nmfu = 0.6\nmbu = 0.8\npeak_tflops = 989\n";
 
 static void test_default_time_is_alpha_plus_bytes_over_bandwidth(void **state)
 {
