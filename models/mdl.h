@@ -3,9 +3,10 @@
  *
  * Specs are INI files (models/hw/<NAME>.ini with a [gpu] section,
  * models/llm/<NAME>.ini with a [model] section); the built-in ones are
- * embedded in the binary, users may load their own. Parsing is strict: an
- * unknown key or section, a duplicate or missing required key, or a value
- * that is not a number in range gives KS_EINPUT "file:line: key: reason".
+ * embedded in the binary, users may load their own. Parsing is strict (the
+ * typed INI reader, sim/base/ini_typed.h): an unknown key or section, a
+ * duplicate or missing required key, or a value that is not a number in
+ * range gives KS_EINPUT "file:line: [section] key: reason".
  *
  * Units: bytes (uint64_t or double for rates: bytes/s), FLOP/s, nanoseconds
  * (int64_t). Structs are plain values: the caller owns them, nothing to free.

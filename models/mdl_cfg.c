@@ -220,7 +220,7 @@ static int apply_overrides(const cfg_t *cfg, const mdl_spec_key_t *keys, size_t 
 		if (k->cfg.at.kind == CFG_F_ENUM) {
 			/* the override's map is the spec's plus "spec" (mdl_spec.c) */
 			if (over[i].choice != MDL_OVER_SPEC)
-				*(int *)((char *)dst + k->spec.off) = over[i].choice;
+				*(int *)((char *)dst + k->file.t.at.off) = over[i].choice;
 			continue;
 		}
 		double v = over[i].v;

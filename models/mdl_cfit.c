@@ -7,14 +7,14 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_vector.h>
-#include <ini.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/mdl_prof.h"
-#include "sim/base/file.h"
+#include "sim/base/ini_scan.h"
+#include "sim/base/ini_typed.h"
 
 /* ---- prediction ------------------------------------------------------------------ */
 
@@ -444,11 +444,17 @@ int mdl_prof_fit(const mdl_prof_t *p, const mdl_hw_t *hw, int holdout, mdl_compu
 
 /* ---- calibration files ---------------------------------------------------------------- */
 
+/* A term: the [compute] config key (default -1: from compute.calibration)
+ * and the calibration file's key, [0, hi] ((0, 1] for a fraction). */
 #define TERM(key, hi, unit, doc, member, frac)                                                     \
 	{{{"compute", key, CFG_FLOAT, "-1", -1, hi, NULL, unit,                                    \
 	   doc " (-1: from compute.calibration)", NULL},                                           \
 	  CFG_AT(DOUBLE, mdl_compute_params_t, member)},                                           \
-	 frac}
+	 {{{"compute", key, CFG_FLOAT, "0", 0, hi, NULL, unit, doc, NULL},                         \
+	   CFG_AT(DOUBLE, mdl_compute_params_t, member)},                                          \
+	  (frac) ? INI_ABOVE_MIN : 0,                                                              \
+	  0,                                                                                       \
+	  NULL}}
 /* In the order config listings show them (after the other [compute] keys). */
 const mdl_term_key_t mdl_term_keys[] = {
     TERM("gemm_mfu", 1, "", "peak MFU of large weight GEMMs (Vidur H100/A100 profile fit)",
@@ -481,89 +487,80 @@ const mdl_term_key_t mdl_term_keys[] = {
 #undef TERM
 const size_t mdl_term_keys_n = sizeof mdl_term_keys / sizeof mdl_term_keys[0];
 
-typedef struct {
-	mdl_compute_params_t *cp;
-	char msg[256];
-	int failed;
-} calib_ctx_t;
+/* The calibration file's keys beside the terms: [compute] iter_overhead_ns
+ * (the [compute] config key's range) and the per-TP all-reduce fit. */
+static const ini_key_t calib_keys[] = {
+    {{{"compute", "iter_overhead_ns", CFG_INT, "0", 0, 1e12, NULL, "ns",
+       "scheduler/launch overhead per iteration", NULL},
+      CFG_AT(I64, mdl_compute_params_t, iter_overhead_ns)},
+     INI_WHOLE_E,
+     0,
+     NULL},
+    {{{"allreduce.tpN", "lat_ns", CFG_FLOAT, "0", 0, 1e12, NULL, "ns",
+       "alpha: fixed cost of one all-reduce at TP N", NULL},
+      CFG_AT(DOUBLE, mdl_ar_point_t, lat_ns)},
+     0,
+     0,
+     NULL},
+    {{{"allreduce.tpN", "bw_eff", CFG_FLOAT, "1", 0, 1, NULL, "",
+       "achieved ring bus bandwidth / link bandwidth at TP N", NULL},
+      CFG_AT(DOUBLE, mdl_ar_point_t, bw_eff)},
+     INI_ABOVE_MIN,
+     0,
+     NULL},
+};
 
-static int on_calib(void *user, const char *section, const char *name, const char *value)
+/* [allreduce.tpN]: N a TP degree in [2, 65536], digits only (a number
+ * past 32 bits must not wrap to a small one). */
+static int tp_param(const char *arg, char *why, size_t n)
 {
-	calib_ctx_t *c = user;
-	mdl_compute_params_t *p = c->cp;
-	double v;
-	if (mdl_prof_number(value, &v) || v < 0) {
-		snprintf(c->msg, sizeof c->msg, "[%s] %s: not a number >= 0: '%.100s'", section, name,
-		         value);
-		c->failed = 1;
-		return 0;
+	size_t digits = strspn(arg, "0123456789");
+	if (!digits || arg[digits]) {
+		snprintf(why, n, "expected allreduce.tpN, N a TP degree");
+		return -1;
 	}
-	unsigned tp = 0;
-	char tail, digits[16];
-	/* digits, then range-checked: %u would wrap tp4294967298 to tp2 */
-	if (sscanf(section, "allreduce.tp%15[0-9]%c", digits, &tail) == 1) {
-		unsigned long long v = strlen(digits) < 8 ? strtoull(digits, NULL, 10) : 0;
-		if (v < 2 || v > 65536) {
-			snprintf(c->msg, sizeof c->msg, "[%s]: tp %s out of range [2, 65536]", section,
-			         digits);
-			c->failed = 1;
-			return 0;
-		}
-		tp = (unsigned)v;
+	unsigned long long v = digits < 8 ? strtoull(arg, NULL, 10) : 0;
+	if (v < 2 || v > 65536) {
+		snprintf(why, n, "tp %s is out of range [2, 65536]", arg);
+		return -1;
 	}
-	if (tp >= 2) {
-		size_t i = 0;
-		while (i < p->n_ar && p->ar[i].tp != tp)
-			i++;
-		if (i == MDL_AR_POINTS) {
-			snprintf(c->msg, sizeof c->msg, "[%s]: more than %d TP sections", section,
-			         MDL_AR_POINTS);
-			c->failed = 1;
-			return 0;
-		}
-		if (i == p->n_ar)
-			p->ar[p->n_ar++] = (mdl_ar_point_t){tp, 0, 1};
-		if (!strcmp(name, "lat_ns"))
-			p->ar[i].lat_ns = v;
-		else if (!strcmp(name, "bw_eff") && v > 0 && v <= 1)
-			p->ar[i].bw_eff = v;
-		else
-			goto bad;
-		return 1;
-	}
-	if (strcmp(section, "compute"))
-		goto bad;
-	for (size_t i = 0; i < mdl_term_keys_n; i++)
-		if (!strcmp(name, mdl_term_keys[i].cfg.key.name)) {
-			if (mdl_term_keys[i].frac && !(v > 0 && v <= 1))
-				goto bad;
-			*(double *)((char *)p + mdl_term_keys[i].cfg.at.off) = v;
-			return 1;
-		}
-	if (!strcmp(name, "iter_overhead_ns") && v < 1e12) {
-		p->iter_overhead_ns = (int64_t)llround(v);
-		return 1;
-	}
-bad:
-	snprintf(c->msg, sizeof c->msg, "[%s] %s: unknown key or value out of range ('%.100s')",
-	         section, name, value);
-	c->failed = 1;
-	return 0;
+	return (int)v;
 }
+
+/* The all-reduce point of TP tp, added at its section's first key. */
+static void *tp_instance(void *dst, int tp, char *why, size_t n)
+{
+	mdl_compute_params_t *p = dst;
+	size_t i = 0;
+	while (i < p->n_ar && p->ar[i].tp != (uint32_t)tp)
+		i++;
+	if (i == MDL_AR_POINTS) {
+		snprintf(why, n, "more than %d [allreduce.tpN] sections", MDL_AR_POINTS);
+		return NULL;
+	}
+	if (i == p->n_ar)
+		p->ar[p->n_ar++] = (mdl_ar_point_t){(uint32_t)tp, 0, 1};
+	return &p->ar[i];
+}
+
+static const ini_section_t calib_sections[] = {
+    {"compute", 0, 0, NULL, NULL},
+    {"allreduce.tpN", 12, 0, tp_param, tp_instance},
+};
+static const ini_rows_t calib_rows[] = {
+    {&mdl_term_keys[0].file, sizeof mdl_term_keys / sizeof mdl_term_keys[0],
+     sizeof mdl_term_keys[0]},
+    {calib_keys, sizeof calib_keys / sizeof calib_keys[0], 0},
+};
+static const ini_table_t calib_table = {calib_sections, 2, calib_rows, 2, NULL};
 
 int mdl_calib_parse(const char *origin, const char *text, mdl_compute_params_t *cp, err_t *e)
 {
-	calib_ctx_t c = {.cp = NULL};
 	mdl_compute_params_t tmp = *cp; /* never half-load */
 	tmp.n_ar = 0;
-	c.cp = &tmp;
-	int rc = ini_parse_string(text, on_calib, &c);
-	if (c.failed)
-		return err_set(e, KS_EINPUT, "%s:%d: %s", origin, rc, c.msg);
-	if (rc > 0)
-		return err_set(e, KS_EINPUT, "%s:%d: syntax error", origin, rc);
-	if (rc < 0)
-		return err_set(e, KS_ENOMEM, "%s: out of memory while parsing", origin);
+	int rc = ini_read(&calib_table, origin, text, &tmp, e);
+	if (rc)
+		return rc;
 	if (!tmp.n_ar) /* no all-reduce sections: keep what cp had */
 		tmp.n_ar = cp->n_ar;
 	snprintf(tmp.calibration, sizeof tmp.calibration, "%s", origin);
@@ -578,7 +575,7 @@ static int calib_parse(void *cp, const char *origin, const char *text, err_t *e)
 
 int mdl_calib_load(const char *path, mdl_compute_params_t *cp, err_t *e)
 {
-	return file_parse(path, calib_parse, cp, e);
+	return ini_file_parse(path, calib_parse, cp, e);
 }
 
 int mdl_calib_builtin(const char *gpu, mdl_compute_params_t *cp, err_t *e)

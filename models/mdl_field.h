@@ -1,14 +1,17 @@
 /* mdl_field — internal to models/: every spec key declared once, in one
  * table per spec kind ([gpu] -> mdl_hw_t, [model] -> mdl_llm_t), read by
- * the spec-file parser (mdl_spec.c) and by the config overrides (mdl_cfg.c),
- * so both accept exactly the same keys and set the same member.
+ * the spec-file parser (mdl_spec.c, through the typed INI reader) and by
+ * the config overrides (mdl_cfg.c), so both accept exactly the same keys
+ * and set the same member.
  *
- * A row holds the key as a config override (a cfg_tkey_t: [gpu] or [model],
- * the name, type, default -1 = "from the spec", range, unit and doc; its
- * value fills one mdl_over_t slot), the spec struct's member the key sets
- * (CFG_AT into mdl_hw_t or mdl_llm_t: U32, U64, I64, DOUBLE, or ENUM with
- * its map; CFG_F_NONE marks the name, a char[MDL_NAME_MAX] that no override
- * sets), and whether a spec file must give the key. */
+ * A row holds the key twice, from one macro: as a config override (a
+ * cfg_tkey_t: [gpu] or [model], the name, type, default -1 = "from the
+ * spec", range, unit and doc; its value fills one mdl_over_t slot), and as
+ * the spec file's key (an ini_key_t, sim/base/ini_typed.h: the same name,
+ * range from 0, the spec struct's member it sets -- CFG_AT into mdl_hw_t or
+ * mdl_llm_t: U32, U64, I64, DOUBLE, or ENUM with its map; the name, a
+ * char[MDL_NAME_MAX] that no override sets, is a text row whose override
+ * fills nothing -- and INI_REQUIRED when a spec file must give it). */
 #ifndef KVSIM_MDL_FIELD_H
 #define KVSIM_MDL_FIELD_H
 
@@ -16,6 +19,7 @@
 
 #include "sim/base/cfg.h"
 #include "sim/base/err.h"
+#include "sim/base/ini_typed.h"
 
 /* The most rows one spec table has (the parser marks the keys it saw). */
 #define MDL_SPEC_KEYS_MAX 40
@@ -31,9 +35,9 @@ typedef struct mdl_over {
 } mdl_over_t;
 
 typedef struct mdl_spec_key {
-	cfg_tkey_t cfg;   /* the override key; its field lies in an mdl_over_t */
-	cfg_field_t spec; /* the member of mdl_hw_t or mdl_llm_t it sets */
-	int required;     /* must appear in a spec file */
+	cfg_tkey_t cfg; /* the override key; its field lies in an mdl_over_t */
+	ini_key_t file; /* the spec file's key; its field, the member of
+	                 * mdl_hw_t or mdl_llm_t both set */
 } mdl_spec_key_t;
 
 extern const mdl_spec_key_t mdl_hw_keys[];
@@ -48,9 +52,8 @@ static inline const char *mdl_spec_key_name(const mdl_spec_key_t *k)
 }
 
 const mdl_spec_key_t *mdl_spec_key_find(const mdl_spec_key_t *keys, size_t n, const char *name);
-/* Set k's member of the struct at dst from spec-file text or from a number
- * (an override); on bad input return -1 with *why a static reason. */
-int mdl_spec_set_text(const mdl_spec_key_t *k, void *dst, const char *value, const char **why);
+/* Sets k's member of the struct at dst from an override's number; on a
+ * value the member cannot hold returns -1 with *why a static reason. */
 int mdl_spec_set_number(const mdl_spec_key_t *k, void *dst, double v, const char **why);
 
 /* Reads a whole text file of at most max bytes into a malloc'd

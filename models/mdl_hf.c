@@ -273,12 +273,11 @@ static void hf_name(const char *origin, char *name)
 	}
 	if (n >= MDL_NAME_MAX)
 		n = MDL_NAME_MAX - 1;
-	if (n == 0 || *s == ';') {
-		s = "hf-config";
-		n = strlen(s);
-	}
 	memcpy(name, s, n);
 	name[n] = '\0';
+	/* a name a spec file could not hold back (mdl_llm_write) */
+	if (n == 0 || cfg_str_unstorable(name))
+		snprintf(name, MDL_NAME_MAX, "hf-config");
 }
 
 /* What hf_read gathers from the config, step by step, for the spec. */

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "models/mdl.h"
+#include "sim/base/ini_typed.h"
 
 typedef struct mdl_prof_row {
 	uint32_t tp, tokens;
@@ -122,14 +123,16 @@ double mdl_prof_predict_ar(const mdl_hw_t *hw, const mdl_compute_params_t *cp, u
 /* ---- calibration files -------------------------------------------------------
  * INI, `#` comment lines first (source, shapes, errors); [compute] with the
  * six terms above plus optional attn_prefill_eff, attn_decode_eff and
- * iter_overhead_ns; [allreduce.tpN] with lat_ns and bw_eff per TP. */
+ * iter_overhead_ns; [allreduce.tpN] with lat_ns and bw_eff per TP. Read by
+ * the typed INI reader (sim/base/ini_typed.h): errors are KS_EINPUT
+ * "FILE:LINE: [section] key: reason". */
 /* The terms a calibration file and [compute] name alike, declared once: the
- * [compute] key (default -1: from compute.calibration) whose field is the
- * double member of mdl_compute_params_t, and whether a calibration file's
- * value must be a fraction in (0, 1]. */
+ * [compute] key (default -1: from compute.calibration) and the calibration
+ * file's key (at least 0; a fraction in (0, 1]), both filling the same
+ * double member of mdl_compute_params_t. */
 typedef struct mdl_term_key {
 	cfg_tkey_t cfg;
-	int frac;
+	ini_key_t file;
 } mdl_term_key_t;
 extern const mdl_term_key_t mdl_term_keys[];
 extern const size_t mdl_term_keys_n;

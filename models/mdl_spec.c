@@ -2,9 +2,6 @@
  * values and files), writing them back, and KV sizes. See mdl.h. The
  * built-in specs are in mdl_builtin.c, the cross-field checks in
  * mdl_spec_check.c, the weight bytes in mdl_weights.c. */
-#include <ctype.h>
-#include <errno.h>
-#include <ini.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,23 +21,56 @@
 #define NS_TOP 9e15
 #define FROM_SPEC " (-1: from the spec)"
 
+/* The spec file's key of a member of kind K: a whole number (e-notation
+ * allowed: "80e9") for an integer member, up to what the member holds
+ * exactly (2^53 for 64 bits, as doubles hold whole numbers up to there), a
+ * finite number for a double; never negative. */
+#define FILE_TYPE_U32 CFG_INT
+#define FILE_TYPE_U64 CFG_INT
+#define FILE_TYPE_I64 CFG_INT
+#define FILE_TYPE_DOUBLE CFG_FLOAT
+#define FILE_TOP_U32 U32_TOP
+#define FILE_TOP_U64 9007199254740992.0
+#define FILE_TOP_I64 9007199254740992.0
+#define FILE_TOP_DOUBLE ANY_NUMBER
+#define FILE_TOP(kind, hi) ((hi) < FILE_TOP_##kind ? (hi) : FILE_TOP_##kind)
+#define REQ(req) ((req) ? INI_REQUIRED : 0)
+
 /* A number row: the override key [sec] nm (type, range [-1, hi], unit,
- * doc), and the member (kind) of type it sets. */
+ * doc) filling mdl_over_t's v, and the spec file's key [sec] nm (range
+ * [0, hi]) setting the member (kind) of type. */
 #define NUM_KEY(sec, type, nm, ktype, hi, unit, doc, kind, member, req)                            \
 	{{{sec, nm, ktype, "-1", -1, hi, NULL, unit, doc FROM_SPEC, NULL},                         \
 	  CFG_AT(DOUBLE, mdl_over_t, v)},                                                          \
-	 CFG_AT(kind, type, member),                                                               \
-	 req}
+	 {{{sec, nm, FILE_TYPE_##kind, "0", 0, FILE_TOP(kind, hi), NULL, unit, doc, NULL},         \
+	   CFG_AT(kind, type, member)},                                                            \
+	  REQ(req) | INI_WHOLE_E,                                                                  \
+	  0,                                                                                       \
+	  NULL}}
 #define HW(nm, ktype, hi, unit, doc, kind, member, req)                                            \
 	NUM_KEY("gpu", mdl_hw_t, nm, ktype, hi, unit, doc, kind, member, req)
 #define LLM(nm, ktype, hi, unit, doc, kind, member, req)                                           \
 	NUM_KEY("model", mdl_llm_t, nm, ktype, hi, unit, doc, kind, member, req)
+/* An enum row: the override's map is the spec's with "spec" first, which
+ * its doc names (spec_doc). */
+#define ENUM_KEY(nm, doc, spec_doc, member, over_map, req)                                         \
+	{{{"model", nm, CFG_ENUM, "spec", 0, 0, NULL, "", doc spec_doc, NULL},                     \
+	  CFG_AT_ENUM(mdl_over_t, choice, over_map)},                                              \
+	 {{{"model", nm, CFG_ENUM, "", 0, 0, NULL, "", doc, NULL},                                 \
+	   CFG_AT_ENUM(mdl_llm_t, member, &(over_map)[1])},                                        \
+	  REQ(req),                                                                                \
+	  0,                                                                                       \
+	  NULL}}
 /* The spec's own name: a spec-file key only ([gpu] name and [model] name
- * of a config pick a built-in spec instead, mdl_cfg.c). */
+ * of a config pick a built-in spec instead, mdl_cfg.c), into the struct's
+ * char[MDL_NAME_MAX]. */
 #define NAME_KEY(sec, type)                                                                        \
 	{{{sec, "name", CFG_STR, "", 0, 0, NULL, "", "the spec's name", NULL}, CFG_NOWHERE},       \
-	 {CFG_F_NONE, offsetof(type, name), NULL, NULL, NULL},                                           \
-	 1}
+	 {{{sec, "name", CFG_STR, "", 0, 0, NULL, "", "the spec's name", NULL},                    \
+	   {CFG_F_NONE, offsetof(type, name), NULL, NULL, NULL}},                                  \
+	  INI_REQUIRED | INI_NONEMPTY,                                                             \
+	  MDL_NAME_MAX,                                                                            \
+	  NULL}}
 
 _Static_assert(sizeof(mdl_attn_t) == sizeof(int), "an enum field is an int (cfg.h)");
 /* The override's choices; a spec file takes the same names less "spec". */
@@ -93,11 +123,7 @@ const mdl_spec_key_t mdl_llm_keys[] = {
         1),
     LLM("params_active", CFG_FLOAT, ANY_NUMBER, "", "parameters used per token", U64,
         params_active, 1),
-    {{{"model", "attention", CFG_ENUM, "spec", 0, 0, NULL, "",
-       "attention kind (spec: from the spec)", NULL},
-      CFG_AT_ENUM(mdl_over_t, choice, attn_over_map)},
-     CFG_AT_ENUM(mdl_llm_t, attention, &attn_over_map[1]),
-     1},
+    ENUM_KEY("attention", "attention kind", " (spec: from the spec)", attention, attn_over_map, 1),
     LLM("mla_latent", CFG_INT, U32_TOP, "", "MLA KV latent rank (kv_lora_rank)", U32, mla_latent,
         0),
     LLM("mla_rope", CFG_INT, U32_TOP, "", "MLA decoupled rope key dims", U32, mla_rope, 0),
@@ -122,13 +148,10 @@ const mdl_spec_key_t mdl_llm_keys[] = {
         "layers with a dense MLP instead of experts (MoE only)", U32, dense_layers, 0),
     /* Per-layer KV kinds: optional, a spec without them is all full
      * attention (each shipped spec cites its model's config.json). */
-    {{{"model", "layer_kind", CFG_ENUM, "spec", 0, 0, NULL, "",
-       "kind of the layers that are not full attention: full (none), sliding (window), "
-       "state (fixed state per sequence); spec: from the spec",
-       NULL},
-      CFG_AT_ENUM(mdl_over_t, choice, layer_over_map)},
-     CFG_AT_ENUM(mdl_llm_t, layer_kind, &layer_over_map[1]),
-     0},
+    ENUM_KEY("layer_kind",
+             "kind of the layers that are not full attention: full (none), sliding (window), "
+             "state (fixed state per sequence)",
+             "; spec: from the spec", layer_kind, layer_over_map, 0),
     LLM("full_period", CFG_INT, U32_TOP, "layers",
         "layer i is full attention iff i % full_period == full_offset (0: no full layer; "
         "with layer_kind != full)",
@@ -155,54 +178,26 @@ _Static_assert(sizeof mdl_llm_keys / sizeof mdl_llm_keys[0] <= MDL_SPEC_KEYS_MAX
 #undef HW
 #undef LLM
 #undef NUM_KEY
+#undef ENUM_KEY
 #undef NAME_KEY
+#undef REQ
+#undef FILE_TOP
 
-/* ---- value parsing ------------------------------------------------------ */
-
-/* Parses a non-negative decimal or exponent number ("80e9", "3.35e12"). */
-static int parse_number(const char *s, double *out, const char **why)
-{
-	if (!*s) {
-		*why = "empty value (expected a number)";
-		return -1;
-	}
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end) {
-		*why = "not a number";
-		return -1;
-	}
-	/* strtod accepts "nan", "inf" and hex floats; a spec number is neither */
-	for (const char *p = s; *p; p++)
-		if (isalpha((unsigned char)*p) && *p != 'e' && *p != 'E') {
-			*why = "not a number";
-			return -1;
-		}
-	if (errno == ERANGE || !isfinite(v)) {
-		*why = "number out of range";
-		return -1;
-	}
-	if (v < 0) {
-		*why = "must not be negative";
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
+/* ---- overrides ------------------------------------------------------------ */
 
 int mdl_spec_set_number(const mdl_spec_key_t *k, void *dst, double v, const char **why)
 {
-	char *p = (char *)dst + k->spec.off;
+	const cfg_field_t *at = &k->file.t.at;
+	char *p = (char *)dst + at->off;
 	if (v < 0) {
 		*why = "must not be negative";
 		return -1;
 	}
-	if (k->spec.kind != CFG_F_DOUBLE && v != floor(v)) {
+	if (at->kind != CFG_F_DOUBLE && v != floor(v)) {
 		*why = "must be an integer";
 		return -1;
 	}
-	switch (k->spec.kind) {
+	switch (at->kind) {
 	case CFG_F_DOUBLE:
 		*(double *)p = v;
 		return 0;
@@ -230,66 +225,6 @@ int mdl_spec_set_number(const mdl_spec_key_t *k, void *dst, double v, const char
 	return -1;
 }
 
-/* A name the writer cannot give back: spec_write prints "name = VALUE", and
- * inih reads a ';' after a blank as the start of an inline comment, so
- * "name =;X" (accepted: no blank before the ';') would read back empty.
- * Refused at input rather than quoted, as in sim/base/cfg_val.c: spec files stay
- * plain INI that any reader splits the same way. */
-static const char *name_unstorable(const char *v)
-{
-	return *v == ';' ? "name cannot begin with ';' (written back as 'name = ;...', "
-	                   "INI reads a comment)"
-	                 : NULL;
-}
-
-/* "expected A, B or C" from an enum member's map. Static storage, made
- * once per thread (the maps are constant). */
-static const char *map_expected(const cfg_enum_t *map)
-{
-	static _Thread_local char buf[128];
-	size_t n = 0;
-	while (map[n].name)
-		n++;
-	int k = snprintf(buf, sizeof buf, "expected");
-	for (size_t i = 0; i < n && k > 0 && (size_t)k < sizeof buf; i++)
-		k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s",
-		              i == 0 ? " " : i + 1 == n ? " or " : ", ", map[i].name);
-	return buf;
-}
-
-int mdl_spec_set_text(const mdl_spec_key_t *k, void *dst, const char *value, const char **why)
-{
-	char *p = (char *)dst + k->spec.off;
-	if (k->spec.kind == CFG_F_NONE) { /* the name */
-		size_t n = strlen(value);
-		if (n == 0) {
-			*why = "empty name";
-			return -1;
-		}
-		if ((*why = name_unstorable(value)))
-			return -1;
-		if (n >= MDL_NAME_MAX) {
-			*why = "name too long (max 63 characters)";
-			return -1;
-		}
-		memcpy(p, value, n + 1);
-		return 0;
-	}
-	if (k->spec.kind == CFG_F_ENUM) {
-		for (const cfg_enum_t *m = k->spec.map; m->name; m++)
-			if (!strcmp(value, m->name)) {
-				*(int *)p = m->value;
-				return 0;
-			}
-		*why = map_expected(k->spec.map);
-		return -1;
-	}
-	double v;
-	if (parse_number(value, &v, why))
-		return -1;
-	return mdl_spec_set_number(k, dst, v, why);
-}
-
 /* The name of an enum member's value in its map ("?" for none). */
 static const char *map_name(const cfg_enum_t *map, int v)
 {
@@ -307,158 +242,49 @@ const mdl_spec_key_t *mdl_spec_key_find(const mdl_spec_key_t *keys, size_t n, co
 	return NULL;
 }
 
-/* ---- INI parsing with line numbers -------------------------------------- */
+/* ---- spec files ------------------------------------------------------------ */
 
-/* inih is built without INI_HANDLER_LINENO, so a line-counting reader feeds
- * it; the handler runs right after the reader returned its line. */
-typedef struct {
-	const char *p;
-	int line;
-	int too_long; /* line number of an over-long line, 0 if none */
-	int stop;
-	int indented; /* the current line starts with blank space */
-} reader_t;
+/* The spec-file key rows of a table: the file halves of its rows. */
+static const ini_rows_t hw_rows = {&mdl_hw_keys[0].file,
+                                   sizeof mdl_hw_keys / sizeof mdl_hw_keys[0],
+                                   sizeof mdl_hw_keys[0]};
+static const ini_rows_t llm_rows = {&mdl_llm_keys[0].file,
+                                    sizeof mdl_llm_keys / sizeof mdl_llm_keys[0],
+                                    sizeof mdl_llm_keys[0]};
+static const ini_section_t hw_section = {"gpu", 0, 0, NULL, NULL};
+static const ini_section_t llm_section = {"model", 0, 0, NULL, NULL};
 
-static char *reader_line(char *buf, int num, void *stream)
+/* weight_bytes defaults to dtype_bytes; then the layer kinds, a key at
+ * fault named with its line (a key that is missing: the line of
+ * layer_kind, else of the section). */
+static int llm_finish(void *dst, const ini_run_t *r, err_t *e)
 {
-	reader_t *r = stream;
-	if (r->stop || !*r->p)
-		return NULL;
-	const char *nl = strchr(r->p, '\n');
-	size_t len = nl ? (size_t)(nl - r->p) + 1 : strlen(r->p);
-	r->line++;
-	if (len > (size_t)num - 1) {
-		r->too_long = r->line;
-		r->stop = 1;
-		return NULL;
-	}
-	r->indented = *r->p == ' ' || *r->p == '\t';
-	memcpy(buf, r->p, len);
-	buf[len] = '\0';
-	r->p += len;
-	return buf;
-}
-
-typedef struct {
-	const char *origin;
-	const char *section; /* the one section a spec may have */
-	const mdl_spec_key_t *fields;
-	size_t n;
-	void *dst;
-	int seen[MDL_SPEC_KEYS_MAX]; /* line of each key seen, 0 if not */
-	int section_line; /* line of the section header, 0 if none seen */
-	reader_t *rd;
-	err_t *e;
-	int failed;
-} spec_parse_t;
-
-static int spec_fail(spec_parse_t *sp, const char *key, const char *why)
-{
-	sp->failed = 1;
-	sp->rd->stop = 1;
-	err_set(sp->e, KS_EINPUT, "%s:%d: %s: %s", sp->origin, sp->rd->line, key, why);
-	return 0;
-}
-
-static int spec_handler(void *user, const char *section, const char *name, const char *value)
-{
-	spec_parse_t *sp = user;
-	if (sp->failed)
+	mdl_llm_t *m = dst;
+	if (m->weight_bytes < 0)
+		m->weight_bytes = m->dtype_bytes;
+	const char *key;
+	char why[160];
+	if (!mdl_layers_fault(m, &key, why, sizeof why))
 		return 0;
-	/* inih reads an indented line after a key as a continuation of its
-	 * value; a spec value is one line, so say what happened */
-	if (sp->rd->indented)
-		return spec_fail(sp, name,
-		                 "indented line continues the previous value "
-		                 "(spec values are one line; remove the indentation)");
-	if (!*section)
-		return spec_fail(sp, name, "key outside a section");
-	if (strcmp(section, sp->section)) {
-		char why[128];
-		snprintf(why, sizeof why, "unknown section [%.40s] (a spec has one [%s] section)",
-		         section, sp->section);
-		return spec_fail(sp, name, why);
-	}
-	if (!sp->section_line)
-		sp->section_line = sp->rd->line;
-	const mdl_spec_key_t *f = mdl_spec_key_find(sp->fields, sp->n, name);
-	if (!f) {
-		char why[640];
-		int k = snprintf(why, sizeof why, "unknown key in [%s] (known:", sp->section);
-		for (size_t i = 0; i < sp->n && k > 0 && (size_t)k < sizeof why; i++)
-			k += snprintf(why + k, sizeof why - (size_t)k, " %s",
-		              mdl_spec_key_name(&sp->fields[i]));
-		if (k > 0 && (size_t)k < sizeof why - 1)
-			snprintf(why + k, sizeof why - (size_t)k, ")");
-		return spec_fail(sp, name, why);
-	}
-	size_t idx = (size_t)(f - sp->fields);
-	if (sp->seen[idx])
-		return spec_fail(sp, name, "duplicate key");
-	sp->seen[idx] = sp->rd->line; /* > 0: the key's line */
-	const char *why = NULL;
-	if (mdl_spec_set_text(f, sp->dst, value, &why)) {
-		char msg[256];
-		snprintf(msg, sizeof msg, "%s: '%.80s'", why, value);
-		return spec_fail(sp, name, msg);
-	}
-	return 1;
+	size_t k = (size_t)(mdl_spec_key_find(mdl_llm_keys, mdl_llm_keys_n, key) - mdl_llm_keys);
+	size_t kind =
+	    (size_t)(mdl_spec_key_find(mdl_llm_keys, mdl_llm_keys_n, "layer_kind") - mdl_llm_keys);
+	int line = ini_line(r, k, 0);
+	if (!line)
+		line = ini_line(r, kind, 0);
+	if (!line)
+		line = ini_section_line(r, k, 0);
+	return err_set(e, KS_EINPUT, "%s:%d: [model] %s: %s", ini_origin(r), line, key, why);
 }
 
-/* lines (may be NULL; n entries) gets each key's line, 0 where absent, and
- * lines[n] the section's. */
-static int spec_parse(const char *origin, const char *text, const char *section,
-                      const mdl_spec_key_t *fields, size_t n, void *dst, int *lines, err_t *e)
-{
-	reader_t rd = {.p = text};
-	spec_parse_t sp = {.origin = origin,
-	                   .section = section,
-	                   .fields = fields,
-	                   .n = n,
-	                   .dst = dst,
-	                   .rd = &rd,
-	                   .e = e};
-	int rc = ini_parse_stream(reader_line, &rd, spec_handler, &sp);
-	if (sp.failed)
-		return KS_EINPUT;
-	if (rd.too_long)
-		return err_set(e, KS_EINPUT, "%s:%d: line too long (max %d characters)", origin,
-		               rd.too_long, INI_MAX_LINE - 2);
-	if (rc > 0)
-		return err_set(e, KS_EINPUT,
-		               "%s:%d: syntax error (expected [section] or key = value)", origin,
-		               rc);
-	if (rc < 0)
-		return err_set(e, KS_ENOMEM, "%s: out of memory while parsing", origin);
-	for (size_t i = 0; i < n; i++)
-		if (fields[i].required && !sp.seen[i])
-			return err_set(e, KS_EINPUT, "%s:%d: %s: missing required key in [%s]",
-			               origin, sp.section_line ? sp.section_line : rd.line,
-			               mdl_spec_key_name(&fields[i]), section);
-	if (lines) {
-		for (size_t i = 0; i < n; i++)
-			lines[i] = sp.seen[i];
-		lines[n] = sp.section_line;
-	}
-	return 0;
-}
-
-static void hw_defaults(mdl_hw_t *hw)
-{
-	memset(hw, 0, sizeof *hw);
-}
-
-static void llm_defaults(mdl_llm_t *llm)
-{
-	memset(llm, 0, sizeof *llm);
-	llm->weight_bytes = -1; /* resolved to dtype_bytes after parsing */
-}
+static const ini_table_t hw_table = {&hw_section, 1, &hw_rows, 1, NULL};
+static const ini_table_t llm_table = {&llm_section, 1, &llm_rows, 1, llm_finish};
 
 int mdl_hw_parse(const char *origin, const char *text, mdl_hw_t *hw, err_t *e)
 {
 	mdl_hw_t tmp;
-	hw_defaults(&tmp);
-	int rc = spec_parse(origin, text, "gpu", mdl_hw_keys, mdl_hw_keys_n, &tmp, NULL, e);
+	memset(&tmp, 0, sizeof tmp);
+	int rc = ini_read(&hw_table, origin, text, &tmp, e);
 	if (!rc)
 		rc = mdl_hw_check(&tmp, origin, e);
 	if (!rc)
@@ -469,29 +295,11 @@ int mdl_hw_parse(const char *origin, const char *text, mdl_hw_t *hw, err_t *e)
 int mdl_llm_parse(const char *origin, const char *text, mdl_llm_t *llm, err_t *e)
 {
 	mdl_llm_t tmp;
-	llm_defaults(&tmp);
-	int lines[MDL_SPEC_KEYS_MAX + 1];
-	int rc = spec_parse(origin, text, "model", mdl_llm_keys, mdl_llm_keys_n, &tmp, lines, e);
-	if (rc)
-		return rc;
-	if (tmp.weight_bytes < 0)
-		tmp.weight_bytes = tmp.dtype_bytes;
-	/* a layer key at fault is named with its line (a key that is missing:
-	 * the line of layer_kind, else of the section) */
-	const char *key;
-	char why[160];
-	if (mdl_layers_fault(&tmp, &key, why, sizeof why)) {
-		int line = lines[mdl_llm_keys_n];
-		const mdl_spec_key_t *k = mdl_spec_key_find(mdl_llm_keys, mdl_llm_keys_n, key);
-		const mdl_spec_key_t *kind =
-		    mdl_spec_key_find(mdl_llm_keys, mdl_llm_keys_n, "layer_kind");
-		if (lines[k - mdl_llm_keys])
-			line = lines[k - mdl_llm_keys];
-		else if (lines[kind - mdl_llm_keys])
-			line = lines[kind - mdl_llm_keys];
-		return err_set(e, KS_EINPUT, "%s:%d: %s: %s", origin, line, key, why);
-	}
-	rc = mdl_llm_check(&tmp, origin, e);
+	memset(&tmp, 0, sizeof tmp);
+	tmp.weight_bytes = -1; /* resolved to dtype_bytes after parsing */
+	int rc = ini_read(&llm_table, origin, text, &tmp, e);
+	if (!rc)
+		rc = mdl_llm_check(&tmp, origin, e);
 	if (!rc)
 		*llm = tmp;
 	return rc;
@@ -558,14 +366,16 @@ static int spec_write(const char *section, const mdl_spec_key_t *fields, size_t 
                       FILE *f)
 {
 	const char *p0 = src;
+	/* the name must read back: the parser refuses what cannot */
 	for (size_t i = 0; i < n; i++)
-		if (fields[i].spec.kind == CFG_F_NONE && name_unstorable(p0 + fields[i].spec.off))
+		if (fields[i].file.len && cfg_str_unstorable(p0 + fields[i].file.t.at.off))
 			return KS_EINPUT;
 	fprintf(f, "[%s]\n", section);
 	for (size_t i = 0; i < n; i++) {
-		const char *p = p0 + fields[i].spec.off;
+		const cfg_field_t *at = &fields[i].file.t.at;
+		const char *p = p0 + at->off;
 		fprintf(f, "%s = ", mdl_spec_key_name(&fields[i]));
-		switch (fields[i].spec.kind) {
+		switch (at->kind) {
 		case CFG_F_NONE:
 			fprintf(f, "%s\n", p);
 			break;
@@ -582,7 +392,7 @@ static int spec_write(const char *section, const mdl_spec_key_t *fields, size_t 
 			fprintf(f, "%.17g\n", *(const double *)p);
 			break;
 		case CFG_F_ENUM:
-			fprintf(f, "%s\n", map_name(fields[i].spec.map, *(const int *)p));
+			fprintf(f, "%s\n", map_name(at->map, *(const int *)p));
 			break;
 		default: /* no other kind in the tables */
 			break;

@@ -2,12 +2,13 @@
 #include "models/mdl_xfer.h"
 
 #include "models/mdl.h"
-#include "sim/base/file.h"
+#include "sim/base/ini_scan.h"
+#include "sim/base/ini_typed.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,17 +64,24 @@ void mdl_xfer_default(mdl_xfer_t *x)
 
 /* ---- loading --------------------------------------------------------------- */
 
-typedef struct load_ctx {
-	mdl_xfer_t *x;
-	const char *origin;
-	err_t *e;
-	int failed;
-	char msg[512];
-	/* per link: the lists seen, checked for equal lengths after parsing */
-	int n_edges[MDL_LINK_N], n_alpha[MDL_LINK_N], n_bw[MDL_LINK_N];
-	uint64_t edges[MDL_LINK_N][MDL_XFER_MAX_PIECES];
-	double alpha[MDL_LINK_N][MDL_XFER_MAX_PIECES], bw[MDL_LINK_N][MDL_XFER_MAX_PIECES];
-} load_ctx_t;
+/* One comma-separated list of a link: its numbers, count n. */
+typedef struct xfer_list {
+	int n;
+	double v[MDL_XFER_MAX_PIECES];
+} xfer_list_t;
+
+/* What a [link.KIND] section fills: the link's own numbers, and the lists
+ * that become its pieces once all are read (xfer_finish). */
+typedef struct link_in {
+	mdl_xfer_link_t l;
+	xfer_list_t edges, alpha, bw;
+} link_in_t;
+
+/* The struct the calibration table fills. */
+typedef struct xfer_in {
+	mdl_xfer_t x;
+	link_in_t in[MDL_LINK_N];
+} xfer_in_t;
 
 static int parse_double(const char *s, double *out)
 {
@@ -88,145 +96,196 @@ static int parse_double(const char *s, double *out)
 	return 0;
 }
 
-/* Comma-separated numbers; returns the count or -1. */
-static int parse_list(const char *s, double *out, int max)
+/* Comma-separated finite numbers (empty entries skipped) into l, at most
+ * max of them, each above lo when above, else at least lo: 0, or -1 with
+ * why. */
+static int parse_list(const char *s, xfer_list_t *l, int max, double lo, int above, char *why,
+                      size_t n)
 {
 	char buf[1024];
+	if (strlen(s) >= sizeof buf)
+		return snprintf(why, n, "longer than %zu characters", sizeof buf - 1), -1;
 	snprintf(buf, sizeof buf, "%s", s);
-	int n = 0;
+	l->n = 0;
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		while (isspace((unsigned char)*tok))
 			tok++;
-		if (n == max || parse_double(tok, &out[n]))
-			return -1;
-		n++;
+		double v;
+		if (l->n == max)
+			return snprintf(why, n, "more than %d entries", max), -1;
+		if (parse_double(tok, &v))
+			return snprintf(why, n, "entry %d '%.40s' is not a finite number", l->n + 1, tok),
+			       -1;
+		if (above ? !(v > lo) : !(v >= lo))
+			return snprintf(why, n, "entry %d (%s) must be %s %g", l->n + 1, tok,
+			                above ? "above" : "at least", lo),
+			       -1;
+		l->v[l->n++] = v;
 	}
-	return n;
-}
-
-/* inih reports the line of the first key a handler rejected; the handler
- * keeps the reason and finish composes "origin:line: reason". */
-static int on_key(void *user, const char *section, const char *name, const char *value)
-{
-	load_ctx_t *c = user;
-	if (c->failed)
-		return 0;
-	double v, list[MDL_XFER_MAX_PIECES];
-	if (!strcmp(section, "meta")) {
-		if (!strcmp(name, "device"))
-			snprintf(c->x->device, sizeof c->x->device, "%s", value);
-		return 1; /* other meta keys are informational */
-	}
-	if (!strcmp(section, "compute")) {
-		if (strcmp(name, "mfu") && strcmp(name, "mbu"))
-			return 1; /* peaks and per-shape detail are informational */
-		if (parse_double(value, &v) || v <= 0 || v > 1)
-			goto bad;
-		*(strcmp(name, "mfu") ? &c->x->mbu : &c->x->mfu) = v;
-		return 1;
-	}
-	if (strncmp(section, "link.", 5)) {
-		snprintf(c->msg, sizeof c->msg, "[%s]: unknown section", section);
-		c->failed = 1;
-		return 0;
-	}
-	int k = mdl_xfer_link_parse(section + 5);
-	if (k < 0) {
-		snprintf(c->msg, sizeof c->msg,
-		         "[%s]: unknown link kind (nvlink, pcie_h2d, pcie_d2h, net, local)",
-		         section);
-		c->failed = 1;
-		return 0;
-	}
-	mdl_xfer_link_t *l = &c->x->link[k];
-	if (!strcmp(name, "edges")) {
-		int n = *value ? parse_list(value, list, MDL_XFER_MAX_PIECES - 1) : 0;
-		if (n < 0)
-			goto bad;
-		for (int i = 0; i < n; i++) {
-			if (list[i] < 1 || (i && list[i] <= list[i - 1]))
-				goto bad;
-			c->edges[k][i] = (uint64_t)list[i];
-		}
-		c->n_edges[k] = n;
-	} else if (!strcmp(name, "alpha_ns") || !strcmp(name, "bw_gbps")) {
-		int isbw = name[0] == 'b';
-		int n = parse_list(value, list, MDL_XFER_MAX_PIECES);
-		if (n <= 0)
-			goto bad;
-		for (int i = 0; i < n; i++) {
-			if (isbw && list[i] <= 0)
-				goto bad;
-			(isbw ? c->bw[k] : c->alpha[k])[i] = list[i];
-		}
-		*(isbw ? &c->n_bw[k] : &c->n_alpha[k]) = n;
-	} else {
-		double *dst = !strcmp(name, "overhead_ns")         ? &l->overhead_ns
-		              : !strcmp(name, "batch_overhead_ns") ? &l->batch_overhead_ns
-		              : !strcmp(name, "share_same")        ? &l->share_same
-		              : !strcmp(name, "share_opp")         ? &l->share_opp
-		                                                   : NULL;
-		if (!dst) {
-			snprintf(c->msg, sizeof c->msg, "[%s] %s: unknown key", section, name);
-			c->failed = 1;
-			return 0;
-		}
-		if (parse_double(value, &v))
-			goto bad;
-		*dst = v;
-	}
-	return 1;
-bad:
-	snprintf(c->msg, sizeof c->msg, "[%s] %s: bad value '%.200s'", section, name, value);
-	c->failed = 1;
 	return 0;
 }
 
-static int finish_load(load_ctx_t *c)
+/* edges: bytes per copy where the pieces split, ascending; empty: one piece */
+static int edges_parse(const char *text, void *field, char *why, size_t n)
 {
+	xfer_list_t *l = field;
+	if (parse_list(text, l, MDL_XFER_MAX_PIECES - 1, 1, 0, why, n))
+		return -1;
+	for (int i = 1; i < l->n; i++)
+		if (l->v[i] <= l->v[i - 1])
+			return snprintf(why, n, "entry %d (%g) must be above entry %d (%g)", i + 1,
+			                l->v[i], i, l->v[i - 1]),
+			       -1;
+	return 0;
+}
+
+static int at_least_one(const xfer_list_t *l, char *why, size_t n)
+{
+	if (l->n)
+		return 0;
+	snprintf(why, n, "expected one number per piece, got none");
+	return -1;
+}
+
+static int alpha_parse(const char *text, void *field, char *why, size_t n)
+{
+	return parse_list(text, field, MDL_XFER_MAX_PIECES, -INFINITY, 1, why, n) ||
+	               at_least_one(field, why, n)
+	           ? -1
+	           : 0;
+}
+
+static int bw_parse(const char *text, void *field, char *why, size_t n)
+{
+	return parse_list(text, field, MDL_XFER_MAX_PIECES, 0, 1, why, n) ||
+	               at_least_one(field, why, n)
+	           ? -1
+	           : 0;
+}
+
+static int link_param(const char *arg, char *why, size_t n)
+{
+	int k = mdl_xfer_link_parse(arg);
+	if (k < 0)
+		snprintf(why, n, "unknown link kind (nvlink, pcie_h2d, pcie_d2h, net, local)");
+	return k;
+}
+
+static void *link_instance(void *dst, int id, char *why, size_t n)
+{
+	(void)why;
+	(void)n;
+	return &((xfer_in_t *)dst)->in[id];
+}
+
+enum { X_DEVICE, X_MFU, X_MBU, X_EDGES, X_ALPHA, X_BW, X_OVERHEAD, X_BATCH, X_SAME, X_OPP, X_N };
+
+#define LINK_NUM(nm, member, doc)                                                                  \
+	{{{"link.KIND", nm, CFG_FLOAT, "0", 0, 0, NULL, "", doc, NULL},                            \
+	  CFG_AT(DOUBLE, link_in_t, l.member)},                                                    \
+	 0,                                                                                        \
+	 0,                                                                                        \
+	 NULL}
+#define LINK_LIST(nm, member, unit, doc, fn)                                                       \
+	{{{"link.KIND", nm, CFG_STR, "", 0, 0, NULL, unit, doc, NULL},                             \
+	  {CFG_F_NONE, offsetof(link_in_t, member), NULL, NULL, NULL}},                            \
+	 0,                                                                                        \
+	 0,                                                                                        \
+	 fn}
+#define FRACTION(nm, member, doc)                                                                  \
+	{{{"compute", nm, CFG_FLOAT, "0", 0, 1, NULL, "", doc, NULL},                              \
+	  CFG_AT(DOUBLE, xfer_in_t, x.member)},                                                    \
+	 INI_ABOVE_MIN,                                                                            \
+	 0,                                                                                        \
+	 NULL}
+
+/* The calibration file's keys (format: models/calibration/README.md). */
+static const ini_key_t xfer_keys[X_N] = {
+    [X_DEVICE] = {{{"meta", "device", CFG_STR, "", 0, 0, NULL, "",
+                    "what the parameters describe", NULL},
+                   {CFG_F_NONE, offsetof(xfer_in_t, x.device), NULL, NULL, NULL}},
+                  0,
+                  sizeof(((mdl_xfer_t *)0)->device),
+                  NULL},
+    [X_MFU] = FRACTION("mfu", mfu, "compute efficiency: achieved / peak FLOP/s"),
+    [X_MBU] = FRACTION("mbu", mbu, "compute efficiency: achieved / peak HBM bandwidth"),
+    [X_EDGES] = LINK_LIST("edges", edges, "bytes",
+                          "copy sizes where the pieces split, ascending (empty: one piece)",
+                          edges_parse),
+    [X_ALPHA] = LINK_LIST("alpha_ns", alpha, "ns", "latency of one copy, per piece", alpha_parse),
+    [X_BW] = LINK_LIST("bw_gbps", bw, "GB/s", "bandwidth, per piece", bw_parse),
+    [X_OVERHEAD] = LINK_NUM("overhead_ns", overhead_ns, "per copy call of a block-granular copy"),
+    [X_BATCH] = LINK_NUM("batch_overhead_ns", batch_overhead_ns,
+                         "per block when the blocks go in one batched call"),
+    [X_SAME] = LINK_NUM("share_same", share_same,
+                        "bandwidth stretch per other copy on the same link and direction"),
+    [X_OPP] = LINK_NUM("share_opp", share_opp,
+                       "bandwidth stretch per copy in the opposite direction"),
+};
+#undef LINK_NUM
+#undef LINK_LIST
+#undef FRACTION
+
+/* Each link whose lists were given: as many alpha_ns and bw_gbps entries
+ * as edges makes pieces, which replace the link's; then every link back. */
+static int xfer_finish(void *dst, const ini_run_t *r, err_t *e)
+{
+	xfer_in_t *in = dst;
 	for (int k = 0; k < MDL_LINK_N; k++) {
-		if (!c->n_alpha[k] && !c->n_bw[k] && !c->n_edges[k])
+		link_in_t *li = &in->in[k];
+		mdl_xfer_link_t *l = &li->l;
+		int n = li->edges.n + 1;
+		if (!li->alpha.n && !li->bw.n && !li->edges.n) {
+			in->x.link[k] = *l;
 			continue;
-		int n = c->n_edges[k] + 1;
-		if (c->n_alpha[k] != n || c->n_bw[k] != n)
-			return err_set(c->e, KS_EINPUT,
-			               "%s: [link.%s]: edges has %d entries, so alpha_ns and "
+		}
+		if (li->alpha.n != n || li->bw.n != n) {
+			size_t row = li->alpha.n != n ? X_ALPHA : X_BW;
+			int line = ini_line(r, row, k);
+			return err_set(e, KS_EINPUT,
+			               "%s:%d: [link.%s] %s: edges has %d entries, so alpha_ns and "
 			               "bw_gbps need %d each (have %d and %d)",
-			               c->origin, link_names[k], n - 1, n, c->n_alpha[k],
-			               c->n_bw[k]);
-		mdl_xfer_link_t *l = &c->x->link[k];
+			               ini_origin(r), line ? line : ini_section_line(r, row, k),
+			               link_names[k], xfer_keys[row].t.key.name, n - 1, n,
+			               li->alpha.n, li->bw.n);
+		}
 		l->n_pieces = n;
 		for (int i = 0; i < n; i++)
-			l->piece[i] = (mdl_xfer_piece_t){i < n - 1 ? c->edges[k][i] : UINT64_MAX,
-			                                 c->alpha[k][i], c->bw[k][i]};
+			l->piece[i] =
+			    (mdl_xfer_piece_t){i < n - 1 ? (uint64_t)li->edges.v[i] : UINT64_MAX,
+			                       li->alpha.v[i], li->bw.v[i]};
+		in->x.link[k] = *l;
 	}
 	return 0;
 }
+
+static const ini_section_t xfer_sections[] = {
+    {"meta", 0, INI_OPEN, NULL, NULL}, /* other keys: notes on the measurement */
+    {"compute", 0, INI_OPEN, NULL, NULL}, /* other keys: peaks, per-shape detail */
+    {"link.KIND", 5, 0, link_param, link_instance},
+};
+static const ini_rows_t xfer_rows = {xfer_keys, X_N, 0};
+static const ini_table_t xfer_table = {xfer_sections,
+                                       sizeof xfer_sections / sizeof xfer_sections[0],
+                                       &xfer_rows,
+                                       1,
+                                       xfer_finish};
 
 int mdl_xfer_load_string(mdl_xfer_t *x, const char *origin, const char *text, err_t *e)
 {
-	load_ctx_t *c = calloc(1, sizeof *c);
-	if (!c)
+	xfer_in_t *in = calloc(1, sizeof *in);
+	if (!in)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	mdl_xfer_t tmp = *x; /* never half-load */
-	c->x = &tmp;
-	c->origin = origin;
-	c->e = e;
-	int rc = ini_parse_string(text, on_key, c);
-	if (c->failed)
-		rc = err_set(e, KS_EINPUT, "%s:%d: %s", origin, rc, c->msg);
-	else if (rc > 0)
-		rc = err_set(e, KS_EINPUT, "%s:%d: syntax error", origin, rc);
-	else if (rc < 0)
-		rc = err_set(e, KS_ENOMEM, "%s: out of memory while parsing", origin);
-	else
-		rc = finish_load(c);
-	free(c);
+	in->x = *x; /* never half-load: x changes only on success */
+	for (int k = 0; k < MDL_LINK_N; k++)
+		in->in[k].l = x->link[k];
+	int rc = ini_read(&xfer_table, origin, text, in, e);
 	if (!rc) {
-		snprintf(tmp.source, sizeof tmp.source, "%s", origin);
-		*x = tmp;
+		snprintf(in->x.source, sizeof in->x.source, "%s", origin);
+		*x = in->x;
 	}
+	free(in);
 	return rc;
 }
 
@@ -237,7 +296,7 @@ static int xfer_parse(void *x, const char *origin, const char *text, err_t *e)
 
 int mdl_xfer_load(mdl_xfer_t *x, const char *path, err_t *e)
 {
-	return file_parse(path, xfer_parse, x, e);
+	return ini_file_parse(path, xfer_parse, x, e);
 }
 
 static void link_from_spec(mdl_xfer_link_t *l, double bw_bytes_per_s, int64_t lat_ns)

@@ -155,7 +155,66 @@ static void test_calibration_file_reads_back_the_same_terms(void **st)
 	    mdl_calib_parse("bad.ini", "[allreduce.tp4294967298]\nlat_ns = 5\n", &back, &e),
 	    KS_EINPUT);
 	assert_non_null(
-	    strstr(e.msg, "bad.ini:2: [allreduce.tp4294967298]: tp 4294967298 out of range"));
+	    strstr(e.msg, "bad.ini:1: [allreduce.tp4294967298]: tp 4294967298 is out of range"));
+}
+
+/* text is refused as a calibration with a message holding want, and cp
+ * is left as it was (never half-loaded). */
+static void expect_calib_refused(const char *text, const char *want)
+{
+	mdl_compute_params_t p = mdl_compute_params_default, before = p;
+	err_t e = {0};
+	assert_int_equal(mdl_calib_parse("bad.ini", text, &p, &e), KS_EINPUT);
+	if (!strstr(e.msg, want))
+		fail_msg("message '%s' lacks '%s'", e.msg, want);
+	assert_memory_equal(&p, &before, sizeof p);
+}
+
+static void test_malformed_calibration_files_name_file_line_key(void **st)
+{
+	(void)st;
+	expect_calib_refused("[compute]\ngemm_mfuu = 0.5\n",
+	                     "bad.ini:2: [compute] gemm_mfuu: unknown key (did you mean 'gemm_mfu'?)");
+	expect_calib_refused("[compute]\nweight_mbu = 1.5\n",
+	                     "bad.ini:2: [compute] weight_mbu: 1.5 is out of range (0, 1]");
+	expect_calib_refused("[compute]\ngemm_mfu = 0\n",
+	                     "bad.ini:2: [compute] gemm_mfu: 0 is out of range (0, 1]");
+	expect_calib_refused("[compute]\ngemm_kernel_ns = -5\n",
+	                     "bad.ini:2: [compute] gemm_kernel_ns: -5 ns is out of range [0, 1000000000]");
+	expect_calib_refused("[compute]\nroofline_q = two\n",
+	                     "bad.ini:2: [compute] roofline_q: expected a number, got 'two'");
+	expect_calib_refused("[compute]\niter_overhead_ns = 1.5\n",
+	                     "bad.ini:2: [compute] iter_overhead_ns: expected an integer, got '1.5'");
+	expect_calib_refused("[compute]\ngemm_mfu = 0.5\n\ngemm_mfu = 0.6\n",
+	                     "bad.ini:4: [compute] gemm_mfu: duplicate key (first set on line 2)");
+	expect_calib_refused("[allreduce]\nlat_ns = 5\n",
+	                     "bad.ini:1: [allreduce]: unknown section (known: [compute], "
+	                     "[allreduce.tpN])");
+	expect_calib_refused("[comptue]\n",
+	                     "bad.ini:1: [comptue]: unknown section (did you mean 'compute'?)");
+	expect_calib_refused("[allreduce.tpx]\nlat_ns = 5\n",
+	                     "bad.ini:1: [allreduce.tpx]: expected allreduce.tpN, N a TP degree");
+	expect_calib_refused("[allreduce.tp4]\nbw_eff = 0\n",
+	                     "bad.ini:2: [allreduce.tp4] bw_eff: 0 is out of range (0, 1]");
+	expect_calib_refused("[allreduce.tp4]\nlat_ns = 1\nlat_ns = 2\n",
+	                     "bad.ini:3: [allreduce.tp4] lat_ns: duplicate key (first set on line 2)");
+	char nine[512] = "";
+	for (int tp = 2; tp <= 10; tp++)
+		snprintf(nine + strlen(nine), sizeof nine - strlen(nine), "[allreduce.tp%d]\nlat_ns = 1\n",
+		         tp);
+	expect_calib_refused(nine, "bad.ini:18: [allreduce.tp10] lat_ns: more than 8 [allreduce.tpN] "
+	                           "sections");
+	/* a whole number of ns in e-notation, and an empty TP section adds no point */
+	mdl_compute_params_t p = mdl_compute_params_default;
+	err_t e = {0};
+	assert_int_equal(mdl_calib_parse("ok.ini",
+	                                 "[compute]\niter_overhead_ns = 5e5\n[allreduce.tp2]\n"
+	                                 "[allreduce.tp4]\nlat_ns = 7\n",
+	                                 &p, &e),
+	                 0);
+	assert_int_equal(p.iter_overhead_ns, 500000);
+	assert_int_equal(p.n_ar, 1);
+	assert_true(p.ar[0].tp == 4 && p.ar[0].lat_ns == 7 && p.ar[0].bw_eff == 1);
 }
 
 static void test_shipped_h100_calibration_held_out_mape_within_5_percent(void **st)
@@ -272,6 +331,7 @@ int main(void)
 	    cmocka_unit_test(test_fit_recovers_known_parameters_from_a_synthetic_profile),
 	    cmocka_unit_test(test_held_out_half_is_every_other_token_count),
 	    cmocka_unit_test(test_calibration_file_reads_back_the_same_terms),
+	    cmocka_unit_test(test_malformed_calibration_files_name_file_line_key),
 	    cmocka_unit_test(test_shipped_h100_calibration_held_out_mape_within_5_percent),
 	    cmocka_unit_test(test_model_cost_terms_sum_to_the_total),
 	    cmocka_unit_test(test_calibrate_compute_check_prints_percent_per_regime),

@@ -221,7 +221,11 @@ static void test_ini_unknown_key_names_file_line_key(void **st)
 	snprintf(text, sizeof text, "%slayerz = 3\n", TOY_LLM);
 	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
 	/* TOY_LLM has 13 lines, the bad key is line 14 */
-	assert_msg(&e, "v.ini:14: layerz: unknown key in [model]");
+	assert_msg(&e, "v.ini:14: [model] layerz: unknown key (did you mean 'layers'?)");
+	/* nothing close: the section's keys are listed */
+	snprintf(text, sizeof text, "%sqqqqqqqq = 3\n", TOY_LLM);
+	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
+	assert_msg(&e, "v.ini:14: [model] qqqqqqqq: unknown key (known: name, layers, hidden,");
 }
 
 static void test_ini_missing_required_key_is_reported(void **st)
@@ -232,7 +236,8 @@ static void test_ini_missing_required_key_is_reported(void **st)
 	char text[1024];
 	snprintf(text, sizeof text, "%.*s%s", (int)(t - TOY_LLM), TOY_LLM, strchr(t, '\n') + 1);
 	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
-	assert_msg(&e, "v.ini:2: vocab: missing required key in [model]");
+	/* named at the section's header */
+	assert_msg(&e, "v.ini:1: [model] vocab: missing required key");
 }
 
 static void test_ini_bad_numbers_are_rejected(void **st)
@@ -241,17 +246,18 @@ static void test_ini_bad_numbers_are_rejected(void **st)
 	const struct {
 		const char *line, *msg;
 	} bad[] = {
-	    {"experts = abc\n", "v.ini:14: experts: not a number: 'abc'"},
-	    {"experts = -3\n", "v.ini:14: experts: must not be negative"},
-	    {"experts = 2.5\n", "v.ini:14: experts: must be an integer"},
-	    {"experts = 1e10\n", "v.ini:14: experts: number out of range"},
-	    {"experts = nan\n", "v.ini:14: experts: not a number"},
-	    {"experts = 0x10\n", "v.ini:14: experts: not a number"},
-	    {"experts =\n", "v.ini:14: experts: empty value"},
-	    {"layers = 3\n", "v.ini:14: layers: duplicate key"},
-	    {"[extra]\nx = 1\n", "v.ini:15: x: unknown section [extra]"},
-	    {"just words\n", "v.ini:14: syntax error"},
-	    {"  experts = 2\n", "v.ini:14: attention: indented line continues"},
+	    {"experts = abc\n", "v.ini:14: [model] experts: expected an integer, got 'abc'"},
+	    {"experts = -3\n", "v.ini:14: [model] experts: -3 is out of range [0, 4294967295]"},
+	    {"experts = 2.5\n", "v.ini:14: [model] experts: expected an integer, got '2.5'"},
+	    {"experts = 1e10\n", "v.ini:14: [model] experts: 1e10 is out of range [0, 4294967295]"},
+	    {"experts = nan\n", "v.ini:14: [model] experts: expected an integer, got 'nan'"},
+	    {"experts = 0x10\n", "v.ini:14: [model] experts: expected an integer, got '0x10'"},
+	    {"experts =\n", "v.ini:14: [model] experts: expected an integer, got ''"},
+	    {"weight_bytes = inf\n", "v.ini:14: [model] weight_bytes: expected a finite number"},
+	    {"layers = 3\n", "v.ini:14: [model] layers: duplicate key (first set on line 3)"},
+	    {"[extra]\nx = 1\n", "v.ini:14: [extra]: unknown section (known: [model])"},
+	    {"just words\n", "v.ini:14: malformed line (expected '[section]', 'key = value' or "
+	                     "a comment): 'just words'"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char text[1024];
@@ -268,7 +274,13 @@ static void test_ini_bad_numbers_are_rejected(void **st)
 	char *p = strstr(text, "hbm_bw = 2e11");
 	memcpy(p, "hbm_bw = 2e1x", 13);
 	assert_int_equal(mdl_hw_parse("h.ini", text, &hw, &e), KS_EINPUT);
-	assert_msg(&e, "h.ini:4: hbm_bw: not a number: '2e1x'");
+	assert_msg(&e, "h.ini:4: [gpu] hbm_bw: expected a number, got '2e1x'");
+	/* a whole number in e-notation is one for an integer key ("80e9") */
+	mdl_llm_t m;
+	snprintf(text, sizeof text, "%s", TOY_LLM);
+	memcpy(strstr(text, "vocab = 100\n"), "vocab = 1e2\n", 12);
+	assert_int_equal(mdl_llm_parse("v.ini", text, &m, &e), 0);
+	assert_int_equal(m.vocab, 100);
 }
 
 static void test_ini_attention_and_cross_field_errors(void **st)
@@ -279,7 +291,7 @@ static void test_ini_attention_and_cross_field_errors(void **st)
 	snprintf(text, sizeof text, "%s", TOY_LLM);
 	memcpy(strstr(text, "= gqa"), "= mha", 5);
 	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
-	assert_msg(&e, "v.ini:13: attention: expected gqa or mla");
+	assert_msg(&e, "v.ini:13: [model] attention: 'mha' is not one of: gqa,mla");
 
 	snprintf(text, sizeof text, "%smla_latent = 512\n", TOY_LLM);
 	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
@@ -337,11 +349,24 @@ static void test_ini_long_line_and_outside_section(void **st)
 	char pad[400];
 	memset(pad, 'x', sizeof pad - 1);
 	pad[sizeof pad - 1] = '\0';
+	/* a line past inih's buffer is read as any other (as in a config):
+	 * a long comment is a comment, a long name is too long */
 	snprintf(text, sizeof text, "%s; %s\n", TOY_LLM, pad);
+	assert_int_equal(llm_variant(text, &e), 0);
+	snprintf(text, sizeof text, "%s", TOY_LLM);
+	snprintf(strstr(text, "name = toy"), sizeof text - (size_t)(strstr(text, "name") - text),
+	         "name = %s\n%s", pad, strstr(TOY_LLM, "layers"));
 	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
-	assert_msg(&e, "v.ini:14: line too long");
+	assert_msg(&e, "v.ini:2: [model] name: 'xxxxxxxx");
+	assert_msg(&e, "is too long (at most 63 characters)");
 	assert_int_equal(llm_variant("layers = 2\n[model]\n", &e), KS_EINPUT);
-	assert_msg(&e, "v.ini:1: layers: key outside a section");
+	assert_msg(&e, "v.ini:1: layers: key outside any [section]");
+	/* an indented line is an ordinary one, not the previous value's tail */
+	snprintf(text, sizeof text, "%s  tied_embeddings = 1\n", TOY_LLM);
+	mdl_llm_t t;
+	assert_int_equal(mdl_llm_parse("v.ini", text, &t, &e), 0);
+	assert_int_equal(t.tied_embeddings, 1);
+	assert_int_equal(t.attention, MDL_ATTN_GQA);
 	/* a failed parse leaves the output untouched */
 	mdl_llm_t m = {.layers = 77};
 	assert_int_equal(mdl_llm_parse("v.ini", "[model]\nlayers = 5\n", &m, &e), KS_EINPUT);
@@ -429,11 +454,11 @@ static void test_ini_name_starting_with_comment_char_is_refused(void **st)
 	mdl_llm_t m;
 	err_t e = {0};
 	assert_int_equal(mdl_hw_parse("h.ini", text, &hw, &e), KS_EINPUT);
-	assert_msg(&e, "h.ini:2: name: name cannot begin with ';'");
+	assert_msg(&e, "h.ini:2: [gpu] name: value cannot begin with ';'");
 	snprintf(text, sizeof text, "%s", TOY_LLM);
 	memcpy(strstr(text, "name = toy"), "name =;toy", 10);
 	assert_int_equal(llm_variant(text, &e), KS_EINPUT);
-	assert_msg(&e, "v.ini:2: name: name cannot begin with ';'");
+	assert_msg(&e, "v.ini:2: [model] name: value cannot begin with ';'");
 
 	toy(&hw, &m);
 	memcpy(hw.name, "t;y", 4);

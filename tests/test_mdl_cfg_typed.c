@@ -38,7 +38,7 @@ static void free_both(cfg_t *c, cfg_schema_t *s)
 /* Spec row k read as a typed key of the spec struct (its member). */
 static cfg_tkey_t member_of(const mdl_spec_key_t *k)
 {
-	return (cfg_tkey_t){k->cfg.key, k->spec};
+	return k->file.t;
 }
 
 /* The number in row k's member of the spec struct at src. */
@@ -260,10 +260,10 @@ static size_t override_all(const mdl_spec_key_t *keys, size_t n, const void *src
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (keys[i].spec.kind == CFG_F_NONE)
+		if (keys[i].file.t.at.kind == CFG_F_NONE)
 			continue; /* the name: no override */
 		cfg_tkey_t t = member_of(&keys[i]);
-		if (keys[i].spec.kind == CFG_F_ENUM)
+		if (keys[i].file.t.at.kind == CFG_F_ENUM)
 			snprintf(buf[k], 96, "%s.%s=%s", t.key.section, t.key.name,
 			         cfg_field_text(&t, src));
 		else
@@ -281,9 +281,9 @@ static void expect_same_members(const mdl_spec_key_t *keys, size_t n, const void
                                 const void *b, const void *base)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (keys[i].spec.kind == CFG_F_NONE) {
-			assert_string_equal((const char *)a + keys[i].spec.off,
-			                    (const char *)b + keys[i].spec.off);
+		if (keys[i].file.t.at.kind == CFG_F_NONE) {
+			assert_string_equal((const char *)a + keys[i].file.t.at.off,
+			                    (const char *)b + keys[i].file.t.at.off);
 			continue;
 		}
 		double x = member_number(&keys[i], a), y = member_number(&keys[i], b);

@@ -220,6 +220,35 @@ static void test_errors_name_the_json_field(void **st)
 	}
 }
 
+/* The spec's name is the file's (or its folder's, for config.json), or
+ * "hf-config" when a spec file could not hold it back (a ';' first, a
+ * control character): the spec writes back and reads back the same. */
+static void test_name_from_the_path_round_trips(void **st)
+{
+	(void)st;
+	static const char json[] = "{\"model_type\": \"llama\", " DENSE "}";
+	static const char *const cases[][2] = {{"d/tiny.json", "tiny"},
+	                                       {"d/Model-7B/config.json", "Model-7B"},
+	                                       {"d/;x.json", "hf-config"},
+	                                       {"d/a\x01b.json", "hf-config"}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		mdl_llm_t m, back;
+		err_t e = {0};
+		if (mdl_hf_parse(cases[i][0], json, strlen(json), &m, NULL, &e))
+			fail_msg("%s", e.msg);
+		assert_string_equal(m.name, cases[i][1]);
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		assert_int_equal(mdl_llm_write(&m, f), 0);
+		fclose(f);
+		if (mdl_llm_parse("w.ini", buf, &back, &e))
+			fail_msg("%s", e.msg);
+		assert_memory_equal(&m, &back, sizeof m);
+		free(buf);
+	}
+}
+
 /* An fp8 checkpoint without an ignore list (DeepSeek/GLM style): every
  * linear layer at 1 byte, embedding and LM head at the dtype; a
  * compressed-tensors KV scheme of 8 bits makes the KV cache 1 byte. */
@@ -461,6 +490,7 @@ int main(void)
 	    cmocka_unit_test(test_mla_with_dense_layers_and_shared_experts),
 	    cmocka_unit_test(test_uncosted_parts_are_named),
 	    cmocka_unit_test(test_errors_name_the_json_field),
+	    cmocka_unit_test(test_name_from_the_path_round_trips),
 	    cmocka_unit_test(test_fp8_widths_and_kv_scheme),
 	    cmocka_unit_test(test_published_configs_counts_and_kv_bytes),
 	    cmocka_unit_test(test_published_widths_uncosted_and_builtin_agree),

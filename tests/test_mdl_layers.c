@@ -234,12 +234,12 @@ static int base_lines(void)
 	return n;
 }
 
-/* The spec refused with "v.ini:LINE: want", LINE the base's lines + line. */
+/* The spec refused with "v.ini:LINE: [model] want", LINE the base's lines + line. */
 static void expect_refused(const char *tail, int line, const char *want)
 {
 	char text[4096], msg[256];
 	snprintf(text, sizeof text, "%s%s", base_text(), tail);
-	snprintf(msg, sizeof msg, "v.ini:%d: %s", base_lines() + line, want);
+	snprintf(msg, sizeof msg, "v.ini:%d: [model] %s", base_lines() + line, want);
 	mdl_llm_t m;
 	err_t e = {0};
 	assert_int_equal(mdl_llm_parse("v.ini", text, &m, &e), KS_EINPUT);
@@ -251,7 +251,7 @@ static void test_bad_layer_keys_name_file_line_key(void **st)
 {
 	(void)st;
 	expect_refused("layer_kind = local\n", 1,
-	               "layer_kind: expected full, sliding or state: 'local'");
+	               "layer_kind: 'local' is not one of: full,sliding,state");
 	expect_refused("layer_kind = sliding\nfull_period = 2\nfull_offset = 2\nwindow = 64\n", 3,
 	               "full_offset: 2 must be below full_period 2");
 	expect_refused("layer_kind = sliding\nfull_period = 33\nwindow = 64\n", 2,
@@ -260,7 +260,7 @@ static void test_bad_layer_keys_name_file_line_key(void **st)
 	               "full_period: only valid with layer_kind = sliding or state");
 	expect_refused("layer_kind = sliding\nfull_period = 2\n", 1, /* layer_kind's line */
 	               "window: required (> 0) with layer_kind = sliding");
-	expect_refused("layer_kind = sliding\nwindow = -4\n", 2, "window: must not be negative");
+	expect_refused("layer_kind = sliding\nwindow = -4\n", 2, "window: -4 tokens is out of range [0, 4294967295]");
 	expect_refused("layer_kind = state\nfull_period = 4\nwindow = 64\n", 3,
 	               "window: only valid with layer_kind = sliding");
 	expect_refused("layer_kind = sliding\nwindow = 64\nstate_dim = 16\n", 3,
@@ -270,7 +270,7 @@ static void test_bad_layer_keys_name_file_line_key(void **st)
 	               1, "state_dim: required (> 0) with layer_kind = state");
 	expect_refused("layer_kind = state\nstate_conv_kernel = 4\nstate_heads = 8\n"
 	               "state_head_dim = 1\nstate_dim = 1.5\n",
-	               5, "state_dim: must be an integer");
+	               5, "state_dim: expected an integer, got '1.5'");
 	/* a good one, and the writer gives every layer key back */
 	char text[4096];
 	snprintf(text, sizeof text, "%s%s", base_text(),

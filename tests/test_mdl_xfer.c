@@ -18,6 +18,7 @@
 
 static const char *three_pieces = "# test calibration\n"
 				  "[meta]\ndevice = test gpu\n"
+				  "measured = 2025-01-01 ; notes beside the known keys\n"
 				  "[link.pcie_h2d]\n"
 				  "edges = 65536, 2097152\n"
 				  "alpha_ns = 5000, 8000, 20000\n"
@@ -26,7 +27,7 @@ static const char *three_pieces = "# test calibration\n"
 				  "batch_overhead_ns = 200\n"
 				  "share_same = 0.9\n"
 				  "share_opp = 0.1\n"
-				  "[compute]\nmfu = 0.6\nmbu = 0.8\n";
+				  "[compute]\nmfu = 0.6\nmbu = 0.8\npeak_tflops = 989\n";
 
 static void test_default_time_is_alpha_plus_bytes_over_bandwidth(void **state)
 {
@@ -164,16 +165,33 @@ static void test_bad_calibration_files_are_rejected_with_file_and_line(void **st
 {
 	(void)state;
 	expect_load_error("[link.pcie_h2d]\nshare_same = 1\nfoo = 2\n", KS_EINPUT,
-	                  "bad.ini:3: [link.pcie_h2d] foo: unknown key");
-	expect_load_error("[link.warp]\nbw_gbps = 1\n", KS_EINPUT, "bad.ini:2: [link.warp]");
+	                  "bad.ini:3: [link.pcie_h2d] foo: unknown key (known: edges, alpha_ns,");
+	expect_load_error("[link.nvlink]\nbw_gpbs = 1\n", KS_EINPUT,
+	                  "bad.ini:2: [link.nvlink] bw_gpbs: unknown key (did you mean 'bw_gbps'?)");
+	expect_load_error("[link.warp]\nbw_gbps = 1\n", KS_EINPUT,
+	                  "bad.ini:1: [link.warp]: unknown link kind (nvlink, pcie_h2d,");
 	expect_load_error("[link.nvlink]\nbw_gbps = 0\nalpha_ns = 1\n", KS_EINPUT,
-	                  "bw_gbps: bad value");
+	                  "bad.ini:2: [link.nvlink] bw_gbps: entry 1 (0) must be above 0");
 	expect_load_error("[link.nvlink]\nedges = 100\nbw_gbps = 1\nalpha_ns = 1\n", KS_EINPUT,
-	                  "need 2 each");
-	expect_load_error("[link.nvlink]\nedges = 100, 50\n", KS_EINPUT, "edges: bad value");
-	expect_load_error("[link.nvlink]\noverhead_ns = fast\n", KS_EINPUT, "bad.ini:2:");
-	expect_load_error("[oops]\nx = 1\n", KS_EINPUT, "bad.ini:2: [oops]: unknown section");
-	expect_load_error("[compute]\nmfu = 1.5\n", KS_EINPUT, "mfu: bad value");
+	                  "bad.ini:4: [link.nvlink] alpha_ns: edges has 1 entries, so alpha_ns and "
+	                  "bw_gbps need 2 each (have 1 and 1)");
+	/* a list not given is named at its section's header */
+	expect_load_error("\n[link.net]\nalpha_ns = 1\n", KS_EINPUT,
+	                  "bad.ini:2: [link.net] bw_gbps: edges has 0 entries");
+	expect_load_error("[link.nvlink]\nedges = 100, 50\n", KS_EINPUT,
+	                  "bad.ini:2: [link.nvlink] edges: entry 2 (50) must be above entry 1 (100)");
+	expect_load_error("[link.nvlink]\nalpha_ns = 1, x\n", KS_EINPUT,
+	                  "bad.ini:2: [link.nvlink] alpha_ns: entry 2 'x' is not a finite number");
+	expect_load_error("[link.nvlink]\noverhead_ns = fast\n", KS_EINPUT,
+	                  "bad.ini:2: [link.nvlink] overhead_ns: expected a number, got 'fast'");
+	expect_load_error("[link.nvlink]\nshare_opp = 0\nshare_opp = 1\n", KS_EINPUT,
+	                  "bad.ini:3: [link.nvlink] share_opp: duplicate key (first set on line 2)");
+	expect_load_error("[oops]\nx = 1\n", KS_EINPUT,
+	                  "bad.ini:1: [oops]: unknown section (known: [meta], [compute], [link.KIND])");
+	expect_load_error("[compute]\nmfu = 1.5\n", KS_EINPUT,
+	                  "bad.ini:2: [compute] mfu: 1.5 is out of range (0, 1]");
+	expect_load_error("[compute]\nmbu = 0\n", KS_EINPUT,
+	                  "bad.ini:2: [compute] mbu: 0 is out of range (0, 1]");
 	mdl_xfer_t x;
 	err_t e = {0};
 	mdl_xfer_default(&x);

@@ -290,6 +290,13 @@ enum { CFG_NOT_WHOLE = 1, CFG_OUT_OF_RANGE = 2 };
 #define CFG_WHOLE_ENOTATION 1
 int cfg_parse_whole(const char *text, int flags, int64_t lo, int64_t hi, int64_t *out);
 
+/* Why v cannot be the value of a string key, NULL when it can: a value
+ * written back as "key = VALUE" must read back the same through any INI
+ * reader (no line break or other control character, no blank at either
+ * end, no ';' first or after a blank, which INI reads as a comment).
+ * Static storage. */
+const char *cfg_str_unstorable(const char *v);
+
 /* An error found by checking keys together (a cross-field rule): sets e to
  * KS_EINPUT with "PLACE: [section] key: REASON" (REASON printf-style), where
  * key is whichever of keys ("section.name", comma-separated) was set last —

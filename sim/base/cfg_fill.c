@@ -9,9 +9,10 @@
 #include <string.h>
 
 /* Stores value v of typed key t in its field of dst; text is v's text, kept
- * by pointer in CFG_F_STR fields. */
+ * by pointer in CFG_F_STR fields. 0, or a KS_* code with the reason in why
+ * (n bytes). */
 static int field_store(const cfg_tkey_t *t, const cfg_val_t *v, const char *text, void *dst,
-                       err_t *e)
+                       char *why, size_t n)
 {
 	const cfg_key_t *k = &t->key;
 	char *p = (char *)dst + t->at.off;
@@ -39,8 +40,10 @@ static int field_store(const cfg_tkey_t *t, const cfg_val_t *v, const char *text
 		return 0;
 	case CFG_F_STRDUP: {
 		char *d = cfg_str_dup(text);
-		if (!d)
-			return err_set(e, KS_ENOMEM, "out of memory");
+		if (!d) {
+			snprintf(why, n, "out of memory");
+			return KS_ENOMEM;
+		}
 		free(*(char **)p);
 		*(char **)p = d;
 		return 0;
@@ -52,10 +55,11 @@ static int field_store(const cfg_tkey_t *t, const cfg_val_t *v, const char *text
 				return 0;
 			}
 		/* choices widened past the map (cfg_schema_set_choices) */
-		return err_set(e, KS_EINPUT, "[%s] %s: '%s' has no value in the key's map",
-		               k->section, k->name, text);
+		snprintf(why, n, "'%s' has no value in the key's map", text);
+		return KS_EINPUT;
 	}
-	return err_set(e, KS_EINPUT, "[%s] %s: unknown field kind", k->section, k->name);
+	snprintf(why, n, "unknown field kind");
+	return KS_EINPUT;
 }
 
 int cfg_fill(const cfg_t *c, const cfg_tkey_t *keys, size_t n, void *dst, err_t *e)
@@ -70,9 +74,10 @@ int cfg_fill(const cfg_t *c, const cfg_tkey_t *keys, size_t n, void *dst, err_t 
 			               k->section, k->name, k->type == CFG_INT ? "an" : "a",
 			               cfg_type_name(k->type));
 		const cfg_val_t *v = cfg_val_of(c, (size_t)ki);
-		int rc = field_store(&keys[i], v, v->text, dst, e);
+		char why[256];
+		int rc = field_store(&keys[i], v, v->text, dst, why, sizeof why);
 		if (rc)
-			return rc;
+			return err_set(e, rc, "[%s] %s: %s", k->section, k->name, why);
 	}
 	return 0;
 }
@@ -89,18 +94,31 @@ int cfg_fill_defaults(const cfg_tkey_t *keys, size_t n, void *dst, err_t *e)
 	return 0;
 }
 
-int cfg_field_set(const cfg_tkey_t *t, void *dst, const char *text, err_t *e)
+int cfg_field_parse(const cfg_tkey_t *t, void *dst, const char *text, int flags, char *why,
+                    size_t n)
 {
 	const cfg_key_t *k = &t->key;
-	char buf[1024], why[1400];
+	char buf[1024];
 	cfg_val_t v = {0};
 	const char *bad = k->type == CFG_STR ? cfg_str_unstorable(text) : NULL;
-	if (bad)
-		return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, bad);
-	if (cfg_val_parse(k, cfg_tkey_choices(t, buf, sizeof buf), text, &v, k->type == CFG_ENUM,
-	                  why, sizeof why))
-		return err_set(e, KS_EINPUT, "[%s] %s: %s", k->section, k->name, why);
-	return field_store(t, &v, text, dst, e);
+	if (bad) {
+		snprintf(why, n, "%s", bad);
+		return KS_EINPUT;
+	}
+	if (k->type == CFG_ENUM)
+		flags |= CFG_VAL_CHOICES;
+	if (cfg_val_parse(k, cfg_tkey_choices(t, buf, sizeof buf), text, &v, flags, why, n))
+		return KS_EINPUT;
+	return field_store(t, &v, text, dst, why, n);
+}
+
+int cfg_field_set(const cfg_tkey_t *t, void *dst, const char *text, err_t *e)
+{
+	char why[1400];
+	int rc = cfg_field_parse(t, dst, text, 0, why, sizeof why);
+	if (rc)
+		return err_set(e, rc, "[%s] %s: %s", t->key.section, t->key.name, why);
+	return 0;
 }
 
 int cfg_field_number(const cfg_tkey_t *t, const void *src, double *out)

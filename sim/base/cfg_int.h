@@ -73,10 +73,17 @@ struct cfg {
 /* A malloc'd copy of s, NULL when out of memory. */
 char *cfg_str_dup(const char *s);
 void cfg_float_text(double x, char *buf, size_t len);
+/* cfg_val_parse's flags. */
+#define CFG_VAL_CHOICES 1   /* an enum's text must be one of choices (off for
+                             * built-in defaults whose choices come later) */
+#define CFG_VAL_WHOLE_E 2   /* an int key also takes e-notation whose value is
+                             * whole ("80e9"; CFG_WHOLE_ENOTATION) */
+#define CFG_VAL_ABOVE_MIN 4 /* a ranged number lies in (min, max]: min refused */
+/* Parses text as a value of key k into *v (v->text left NULL), or writes
+ * the reason into why and returns -1. */
 int cfg_val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg_val_t *v,
-                  bool check_choices, char *why, size_t whylen);
+                  int flags, char *why, size_t whylen);
 char *cfg_val_canonical(const cfg_key_t *k, const char *text, const cfg_val_t *v);
-const char *cfg_str_unstorable(const char *v);
 /* Frees v's strings and sets them to NULL. */
 void cfg_val_clear(cfg_val_t *v);
 
@@ -100,6 +107,15 @@ const cfg_val_t *cfg_val_of(const cfg_t *c, size_t i);
 int cfg_grow(cfg_t *c);
 size_t cfg_must_index(const cfg_t *c, const char *section, const char *name, const char *fn);
 bool cfg_owner_active(const cfg_t *c, const cfg_key_t *k, const char **sel);
+
+/* ---- typed fields (cfg_fill.c) ---------------------------------------- */
+
+/* Parses text as a value of typed key t (type, range, choices; flags as
+ * cfg_val_parse's, CFG_VAL_CHOICES implied for an enum) and stores it in
+ * t's field of dst: 0, or KS_EINPUT / KS_ENOMEM with the reason in why
+ * (n bytes), without a place, for the caller to name the key its way. */
+int cfg_field_parse(const cfg_tkey_t *t, void *dst, const char *text, int flags, char *why,
+                    size_t n);
 
 /* ---- when a key acts (cfg_when.c) -------------------------------------- */
 

@@ -40,7 +40,7 @@ static int preset_value(const cfg_schema_t *s, size_t ki, const cfg_preset_t *p,
 		snprintf(why, whylen, "%s", bad);
 		return 1;
 	}
-	if (cfg_val_parse(k, cfg_key_choices(s, ki), value, v, true, why, whylen))
+	if (cfg_val_parse(k, cfg_key_choices(s, ki), value, v, CFG_VAL_CHOICES, why, whylen))
 		return 1;
 	char org[128];
 	snprintf(org, sizeof org, "preset %s", p->name);
@@ -182,7 +182,7 @@ int cfg_finalize(cfg_t *c, err_t *e)
 			char why[256];
 			const cfg_key_t *k = c->s->keys[i];
 			cfg_val_clear(&c->v[i]);
-			(void)cfg_val_parse(k, cfg_key_choices(c->s, i), ut, &c->v[i], true, why,
+			(void)cfg_val_parse(k, cfg_key_choices(c->s, i), ut, &c->v[i], CFG_VAL_CHOICES, why,
 			                    sizeof why);
 			c->v[i].text = ut;
 			c->v[i].origin = uo;

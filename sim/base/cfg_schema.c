@@ -256,7 +256,7 @@ static int schema_add_one(cfg_schema_t *s, const cfg_key_t *k, const cfg_field_t
 		return KS_ENOMEM;
 	const char *ch = derived ? derived : k->choices;
 	bool check = k->type == CFG_ENUM && *ch;
-	if (cfg_val_parse(k, ch, k->def, &v, check, why, sizeof why)) {
+	if (cfg_val_parse(k, ch, k->def, &v, check ? CFG_VAL_CHOICES : 0, why, sizeof why)) {
 		free(derived);
 		return cfg_schema_bad(k, why);
 	}

@@ -132,27 +132,28 @@ static int64_t int_bound(double b)
 	return (int64_t)b;
 }
 
-/* Parses text as a value of key k into *v (v->text left NULL) or writes the
- * reason into why. check_choices is false for built-in defaults of enums whose
- * choices are filled in later. */
+/* See cfg_int.h (flags CFG_VAL_*). */
 int cfg_val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg_val_t *v,
-                  bool check_choices, char *why, size_t whylen)
+                  int flags, char *why, size_t whylen)
 {
 	const char *unit = k->unit && *k->unit ? k->unit : "";
 	const char *sp = *unit ? " " : "";
-	bool ranged = k->min < k->max;
+	bool ranged = k->min < k->max, above = ranged && (flags & CFG_VAL_ABOVE_MIN);
 	char lo[32] = "", hi[32] = "";
 	if (ranged) {
 		cfg_float_text(k->min, lo, sizeof lo);
 		cfg_float_text(k->max, hi, sizeof hi);
 	}
+	const char *open = above ? "(" : "["; /* the range as "(0, 1]" when min is out */
 	v->i = 0;
 	v->f = 0;
 	switch (k->type) {
 	case CFG_INT: {
-		int64_t x, ilo = ranged ? int_bound(ceil(k->min)) : INT64_MIN,
+		int64_t x, ilo = ranged ? int_bound(above ? floor(k->min) + 1 : ceil(k->min))
+		                        : INT64_MIN,
 			   ihi = ranged ? int_bound(floor(k->max)) : INT64_MAX;
-		int r = cfg_parse_whole(text, 0, ilo, ihi, &x);
+		int r = cfg_parse_whole(text, flags & CFG_VAL_WHOLE_E ? CFG_WHOLE_ENOTATION : 0, ilo,
+		                        ihi, &x);
 		if (r == CFG_NOT_WHOLE) {
 			snprintf(why, whylen, "expected an integer, got '%s'", text);
 			return -1;
@@ -162,8 +163,8 @@ int cfg_val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg
 				snprintf(lo, sizeof lo, "%lld", (long long)ilo);
 				snprintf(hi, sizeof hi, "%lld", (long long)ihi);
 			}
-			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
-			         hi);
+			snprintf(why, whylen, "%s%s%s is out of range %s%s, %s]", text, sp, unit, open,
+			         lo, hi);
 			return -1;
 		}
 		v->i = x;
@@ -181,9 +182,9 @@ int cfg_val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg
 			snprintf(why, whylen, "expected a finite number, got '%s'", text);
 			return -1;
 		}
-		if (ranged && (x < k->min || x > k->max)) {
-			snprintf(why, whylen, "%s%s%s is out of range [%s, %s]", text, sp, unit, lo,
-			         hi);
+		if (ranged && (x < k->min || x > k->max || (above && x == k->min))) {
+			snprintf(why, whylen, "%s%s%s is out of range %s%s, %s]", text, sp, unit, open,
+			         lo, hi);
 			return -1;
 		}
 		v->f = x;
@@ -209,7 +210,7 @@ int cfg_val_parse(const cfg_key_t *k, const char *choices, const char *text, cfg
 	case CFG_STR:
 		return 0;
 	case CFG_ENUM:
-		if (check_choices && !choice_has(choices, text)) {
+		if ((flags & CFG_VAL_CHOICES) && !choice_has(choices, text)) {
 			char near[128];
 			choice_nearest(choices, text, near, sizeof near);
 			if (*near)

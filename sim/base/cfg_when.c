@@ -157,7 +157,9 @@ static int when_clause(when_ctx_t *x, word_t key, word_t op, word_t rhs, bool *h
 			char why[256];
 			cfg_val_t v = {0};
 			if (cfg_val_parse(k, cfg_key_choices(x->s, (size_t)i), a, &v,
-			                  k->type == CFG_ENUM && *cfg_key_choices(x->s, (size_t)i),
+			                  k->type == CFG_ENUM && *cfg_key_choices(x->s, (size_t)i)
+			                      ? CFG_VAL_CHOICES
+			                      : 0,
 			                  why, sizeof why))
 				return when_bad(x, alt, why);
 			if (x->c)
