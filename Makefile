@@ -13,7 +13,7 @@
 #
 # Each layer folder builds one static archive (libkvsim_<folder>.a, '/' as
 # '_'); the layers, lowest first, are listed in LAYERS and a folder uses only
-# those below it (tests/check_house.py checks the includes and that no files
+# those below it (tests/house/check_house.py checks the includes and that no files
 # call each other in a loop). Binaries and tests link the archives top layer
 # first, so no archive group is needed.
 
@@ -64,7 +64,7 @@ CFLAGS  = -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(BUILD)/gen $(OPT)
           -DKVSIM_VERSION=\"$(VERSION)\" -DKVSIM_GITREV=\"$(GITREV)\"
 LDLIBS  = $(PC_LIBS) $(MPI_LIBS) -lm -ldl -lpthread
 
-# Layers, lowest first (see tests/check_house.py).
+# Layers, lowest first (see tests/house/check_house.py).
 LAYERS  := sim/base models traces policies sim/engine sim/cluster sim/net sim/run \
            sim/out gpu_validation sim/cli
 FOLDERS := $(LAYERS)
@@ -88,8 +88,10 @@ POL_EMBED := $(sort $(wildcard policies/presets/*.ini policies/presets/shared/*.
 GEN_OBJS_models   := $(BUILD)/gen/mdl_embedded.o
 GEN_OBJS_policies := $(BUILD)/gen/pol_presets_embedded.o
 
-TEST_SRCS := $(wildcard tests/test_*.c)
-TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# Tests by concern (tests/README.md): unit/<layer>/, system/, house/; each
+# program builds to $(BUILD)/tests/<its name>, whatever its folder.
+TEST_SRCS := $(sort $(wildcard tests/unit/*/test_*.c tests/system/test_*.c tests/house/test_*.c))
+TEST_BINS := $(addprefix $(BUILD)/tests/,$(basename $(notdir $(TEST_SRCS))))
 KVSIM     := $(BUILD)/kvsim
 
 .PHONY: FORCE all run test bench fuzz install clean format deps build build-tests \
@@ -196,11 +198,14 @@ $(BUILD)/kvreplay:
 endif
 
 # ---- tests ------------------------------------------------------------------
-$(BUILD)/tests/%: tests/%.c $(LIBS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP $< $(LINK_LIBS) $(LDSAN) -rdynamic $(LDLIBS) -lcmocka -o $@
+define test_rule
+$(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(LIBS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -MMD -MP $$< $$(LINK_LIBS) $$(LDSAN) -rdynamic $$(LDLIBS) -lcmocka -o $$@
+endef
+$(foreach s,$(TEST_SRCS),$(eval $(call test_rule,$(s))))
 
-# Example policy plugin that tests/test_pol_plugin.c loads (not in any archive).
+# Example policy plugin that tests/unit/policies/test_pol_plugin.c loads (not in any archive).
 # -MMD: a header it includes (pol.h, cfg.h) changing rebuilds it.
 $(BUILD)/plugins/%.so: policies/plugins/%.c
 	@mkdir -p $(dir $@)
@@ -252,24 +257,24 @@ figures-only: $(KVSIM)
 	else echo "figures: analysis/study_report.py is not in this tree yet; no figures"; fi
 
 bench-only: build
-	@for s in $(sort $(wildcard tests/bench_*.sh)); do \
+	@for s in $(sort $(wildcard tests/bench/bench_*.sh)); do \
 	  KVSIM=$(abspath $(KVSIM)) BUILD=$(abspath $(BUILD)) sh $$s || exit 1; done
 
-# ---- fuzzing (clang + libFuzzer; targets are tests/fuzz_*.c) ---------------
+# ---- fuzzing (clang + libFuzzer; targets are tests/fuzz/fuzz_*.c) ----------
 # Every target runs FUZZ_SECONDS on its seeds (tests/fuzz/NAME/) with its
 # dictionary (tests/fuzz/NAME.dict), even after one fails; the table at the
-# end says how each did (tests/fuzz_run.sh). FUZZ_TARGETS picks some.
-FUZZ_SRCS := $(wildcard tests/fuzz_*.c)
-FUZZ_TARGETS ?= $(patsubst tests/%.c,%,$(FUZZ_SRCS))
+# end says how each did (tests/fuzz/fuzz_run.sh). FUZZ_TARGETS picks some.
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TARGETS ?= $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRCS))
 FUZZ_OPT := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
             -fno-omit-frame-pointer
 fuzz-only:
 	@$(MAKE) --no-print-directory -k CC=clang BUILD=build-fuzz OPT="$(FUZZ_OPT)" \
 	  $(patsubst %,build-fuzz/fuzz/%,$(FUZZ_TARGETS)) || true
-	@sh tests/fuzz_run.sh $(FUZZ_SECONDS) build-fuzz $(FUZZ_TARGETS)
+	@sh tests/fuzz/fuzz_run.sh $(FUZZ_SECONDS) build-fuzz $(FUZZ_TARGETS)
 
 # (a target that no longer builds leaves no old binary behind to be run)
-build-fuzz/fuzz/%: tests/%.c $(LIBS)
+build-fuzz/fuzz/%: tests/fuzz/%.c $(LIBS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(CC) $(CFLAGS) -MMD -MP -fsanitize=fuzzer,address,undefined $< $(LINK_LIBS) $(LDLIBS) -o $@

@@ -426,7 +426,7 @@ def holm(pvalues):
 # --- command line -----------------------------------------------------------
 
 def _selftest():
-    """Consistency checks that need no reference values (tests/check_stats.py
+    """Consistency checks that need no reference values (tests/system/check_stats.py
     has those): returns a list of failures."""
     bad = []
     rng = np.random.default_rng(1)

@@ -2,7 +2,7 @@
  * rows of the usual shape through the scanner (tr_jscan_row), every other
  * line through jansson, which then also words the error. Both fill the same
  * field values, checked by one function (jsonl_row), so a row reads the
- * same either way (tests/fuzz_jscan_diff.c compares them).
+ * same either way (tests/fuzz/fuzz_jscan_diff.c compares them).
  *
  * Mooncake (FAST'25 release): {"timestamp": ms, "input_length": n,
  * "output_length": n, "hash_ids": [...]} with 512-token blocks and

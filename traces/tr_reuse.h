@@ -41,7 +41,7 @@
  * sample drawn counts as hits at the smallest distance, so a hot block drawn
  * in or left out does not shift the whole curve. Memory and time shrink by
  * R. Stated error, measured at R = 0.1: on the generated trace of
- * tests/test_tr_reuse_shards.c (389,533 prompt blocks, 2,000 Zipf-popular
+ * tests/unit/traces/test_tr_reuse_shards.c (389,533 prompt blocks, 2,000 Zipf-popular
  * shared prompts) the sampled curve is within 0.08 (absolute hit rate) of
  * the exact one at every capacity and within 0.03 from 1,000 blocks on (the
  * adjustment lands on small caches, where the blocks it stands for did not

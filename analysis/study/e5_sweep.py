@@ -6,7 +6,7 @@
 The compatibility switches, the values that lift them and the study's
 three policies are btb_table.py's SWITCHES and POLICIES, read from there
 (not copied), so the study and btb_table.py --lift cannot drift apart;
-tests/test_study_matrix.c fails when the committed file differs from what
+tests/system/test_study_matrix.c fails when the committed file differs from what
 this prints. A policy's key that btb_table.py leaves to the preset (the
 routing of early_rdma, the replication of the routers) is read from
 `kvsim config show --set policy.preset=btb`, so every row names both.

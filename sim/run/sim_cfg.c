@@ -301,7 +301,7 @@ const cfg_tkey_t sim_cfg_keys[] = {
 	 "batch that nothing joins or leaves advances in one event up to its next completion, "
 	 "block allocation or cached block, with the same per-iteration costs and results "
 	 "(mode = vllm, sglang; btb always steps); step: one event per decode iteration, the "
-	 "validation mode (tests/test_cluster_segment.c: both give the same results) (own "
+	 "validation mode (tests/unit/cluster/test_cluster_segment.c: both give the same results) (own "
 	 "choice)", NULL},
 	 AT_ENUM(decode_mode, decode_map)},
 	{{"scheduler", "frontend_ms", CFG_FLOAT, "-1", -1, 1e6, NULL, "ms",

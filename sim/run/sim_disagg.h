@@ -47,7 +47,7 @@
  * unused-VRAM pass walks every instance; interference counts every
  * foreground flow, handoffs included); handoff flows are foreground, in
  * spec.bytes_fg and bytes_fg, never in the background bytes, and counted
- * alone as disagg.handoff_bytes (tests/test_sim_disagg_spec.c).
+ * alone as disagg.handoff_bytes (tests/unit/run/test_sim_disagg_spec.c).
  *
  * Errors come back as cfg_err_keys messages naming the keys; everything is
  * owned by the sim_ctx_t and freed by sim_disagg_free.

@@ -1,8 +1,0 @@
-/* libFuzzer target: the servegen reader (see tests/fuzz_tr.h). */
-#include "tests/fuzz_tr.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	fuzz_read(TR_KIND_SERVEGEN, data, size);
-	return 0;
-}

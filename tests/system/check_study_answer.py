@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Checks of analysis/study_answer.py's comparison logic on hand-made
+catalog frames (no kvsim run): the best baseline is chosen on the tuning
+replicates only, comparisons are paired over the held-out ones, a shed
+baseline (+inf p95) loses to a policy that serves, NaN-condition baseline
+rows belong to every condition, and families/variants are labelled as the
+report prints them. Exit status 0 when every check passes.
+
+  check_study_answer.py CASE     (CASE: tuning, inf, conditions, all)
+"""
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+import study_answer as sa  # noqa: E402
+import kvsim_stats as kst  # noqa: E402
+
+SPEC = dict(cond=[sa.NAME, sa.LOAD])
+
+
+def frame(rows):
+    df = pd.DataFrame(rows)
+    df.attrs["params"] = [c for c in df.columns if "." in c]
+    return df
+
+
+def seeds(n):
+    return [1000 + i for i in range(n)]
+
+
+def check_tuning():
+    """Baseline A is better than B on every held-out replicate, B on the
+    tuning ones: the comparison must be against B (chosen on tuning), over
+    the held-out replicates only."""
+    reps = seeds(8)
+    tune, held = kst.split_replicates([f"{s}" for s in reps], sa.TUNE)
+    rows = []
+    for s in reps:
+        t = str(s) in tune
+        rows.append({"seed": s, sa.NAME: "w", sa.LOAD: 1, sa.PRESET: "a", sa.REPL: "none",
+                     sa.PRED: np.nan, "ttft_p95_ms": 300.0 if t else 100.0})
+        rows.append({"seed": s, sa.NAME: "w", sa.LOAD: 1, sa.PRESET: "b", sa.REPL: "none",
+                     sa.PRED: np.nan, "ttft_p95_ms": 200.0})
+        rows.append({"seed": s, sa.NAME: "w", sa.LOAD: 1, sa.PRESET: "b", sa.REPL: "speculative",
+                     sa.PRED: "oracle", "ttft_p95_ms": 150.0 + (s % 3)})
+    d = sa.prepare(frame(rows), SPEC)
+    res = sa.compare(d)
+    best = [r for r in res if r["against"] == "best baseline"]
+    assert len(best) == 1, best
+    r = best[0]
+    assert r["baseline"] == "preset=b", r["baseline"]
+    assert r["n"] == len(held), (r["n"], held)
+    exp = np.mean([(200.0 - (150.0 + (s % 3))) / 200.0 for s in reps if str(s) in held])
+    assert abs(r["gain"] - exp) < 1e-12, (r["gain"], exp)
+    assert r["verdict"] == "better", r
+    assert r["family"] == "speculative+oracle", r["family"]
+    # "added to b" is the same pair; "added to a" has no speculative rows
+    added = {x["against"] for x in res}
+    assert added == {"best baseline", "added to b"}, added
+
+
+def check_inf():
+    """A baseline that sheds (+inf p95 on every replicate) against a policy
+    that serves: gain +100% per replicate, every replicate censored."""
+    rows = []
+    for s in seeds(6):
+        rows.append({"seed": s, sa.NAME: "w", sa.LOAD: 2, sa.PRESET: "x", sa.REPL: "none",
+                     sa.PRED: np.nan, "ttft_p95_ms": np.inf})
+        rows.append({"seed": s, sa.NAME: "w", sa.LOAD: 2, sa.PRESET: "x", sa.REPL: "speculative",
+                     sa.PRED: "oracle", "ttft_p95_ms": 900.0})
+    res = sa.compare(sa.prepare(frame(rows), SPEC))
+    r = [x for x in res if x["against"] == "best baseline"][0]
+    assert r["gain"] == 1.0 and r["censored"] == r["n"] == 4, r
+
+
+def check_conditions():
+    """Baseline rows whose condition column is NaN (a line that did not
+    grid it) pair with every value of it; each condition is its own row."""
+    rows = []
+    for s in seeds(5):
+        rows.append({"seed": s, sa.NAME: "w", sa.LOAD: np.nan, sa.PRESET: "x", sa.REPL: "none",
+                     sa.PRED: np.nan, "ttft_p95_ms": 100.0})
+        for load in (1, 2):
+            rows.append({"seed": s, sa.NAME: "w", sa.LOAD: load, sa.PRESET: "x",
+                         sa.REPL: "speculative", sa.PRED: "oracle",
+                         "ttft_p95_ms": 100.0 - 10 * load})
+    res = [x for x in sa.compare(sa.prepare(frame(rows), SPEC)) if x["against"] == "best baseline"]
+    got = sorted((float(x[sa.LOAD]), round(x["gain"], 12)) for x in res)
+    assert got == [(1.0, 0.1), (2.0, 0.2)], got
+
+
+def check_baseline_knobs():
+    """A preset's own knobs tuned: two variants of baseline b (its router's
+    prefix weight 1 and 6); "added to b" is against the one better on the
+    tuning replicates (6), not skipped for having two. A baseline row's
+    predictor key (the catalog holds its default, 10 s) is no condition of
+    it: it pairs with the speculative rows at lead 3."""
+    reps = seeds(8)
+    tune, held = kst.split_replicates([f"{s}" for s in reps], sa.TUNE)
+    W = "policy.routing.prefix_weight"
+    LEAD = "policy.predictor.oracle_lead_s"
+    rows = []
+    for s in reps:
+        t = str(s) in tune
+        for w, v in ((1, 300.0), (6, 200.0 if t else 400.0)):
+            rows.append({"seed": s, sa.NAME: "w", LEAD: 10, sa.PRESET: "b", sa.REPL: "none",
+                         sa.PRED: "oracle", W: w, "ttft_p95_ms": v})
+        rows.append({"seed": s, sa.NAME: "w", LEAD: 3, sa.PRESET: "b", sa.REPL: "speculative",
+                     sa.PRED: "oracle", W: 3, "ttft_p95_ms": 250.0})
+    d = sa.prepare(frame(rows), dict(cond=[sa.NAME, LEAD]))
+    res = sa.compare(d)
+    added = [r for r in res if r["against"] == "added to b"]
+    assert len(added) == 1, res
+    r = added[0]
+    assert "prefix_weight=6" in r["baseline"], r["baseline"]
+    assert float(r[LEAD]) == 3.0, r
+    assert abs(r["gain"] - (400.0 - 250.0) / 400.0) < 1e-12, r["gain"]
+    assert r["n"] == len(held)
+    # the policy run on one of the preset's routings is added to that one,
+    # whatever the tuning seeds say of the others
+    for x in rows:
+        if x[sa.REPL] == "speculative":
+            x[W] = 1
+    res = sa.compare(sa.prepare(frame(rows), dict(cond=[sa.NAME, LEAD])))
+    r = [x for x in res if x["against"] == "added to b"][0]
+    assert "prefix_weight=1" in r["baseline"], r["baseline"]
+    assert abs(r["gain"] - (300.0 - 250.0) / 300.0) < 1e-12, r["gain"]
+
+
+def check_holm_map():
+    """The map's verdicts Holm-adjusted over its cells: p 0.01, 0.04, 0.03
+    become 0.03, 0.06, 0.06 (kvsim_stats.holm), so only the first cell
+    still differs; a TOST p of 0.001 x 3 = 0.003 keeps the third equivalent."""
+    rows = [dict(p=0.01, tost_p=0.9, gain=0.2), dict(p=0.04, tost_p=0.9, gain=-0.1),
+            dict(p=0.03, tost_p=0.001, gain=0.01)]
+    sa.holm_verdicts(rows)
+    got = [r["verdict_holm"] for r in rows]
+    assert got == ["better", "inconclusive", "equivalent"], got
+    assert abs(rows[1]["p_holm"] - 0.06) < 1e-12 and abs(rows[2]["tost_p_holm"] - 0.003) < 1e-12
+
+
+def check_acts_only():
+    """A condition column that acts under one generator only (trace.users,
+    sessions) is blank on another's rows, where the catalog holds its
+    default: crowd rows get no "16 users" label and pair as before."""
+    rows = []
+    for s in seeds(4):
+        for gen, users in (("crowd", 16), ("sessions", 48)):
+            for repl, v in (("none", 100.0), ("speculative", 90.0)):
+                rows.append({"seed": s, sa.NAME: gen, sa.USERS: users, "trace.gen": gen,
+                             sa.PRESET: "x", sa.REPL: repl, sa.PRED: "oracle",
+                             "ttft_p95_ms": v})
+    df = frame(rows)
+    df.attrs["params"] = [sa.NAME, sa.USERS, sa.PRESET, sa.REPL, sa.PRED]
+    d = sa.prepare(df, dict(cond=[sa.NAME, sa.USERS]))
+    got = {(n, str(u)) for n, u in zip(d[sa.NAME], d[sa.USERS])}
+    assert got == {("crowd", "nan"), ("sessions", "48")}, got
+    res = [x for x in sa.compare(d) if x["against"] == "best baseline"]
+    assert len(res) == 2 and all(abs(x["gain"] - 0.1) < 1e-12 for x in res), res
+
+
+CASES = {"tuning": check_tuning, "acts_only": check_acts_only, "holm_map": check_holm_map, "inf": check_inf, "conditions": check_conditions,
+         "baseline_knobs": check_baseline_knobs}
+
+
+def main():
+    which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    for name, fn in CASES.items():
+        if which in (name, "all"):
+            fn()
+            print("ok", name)
+
+
+if __name__ == "__main__":
+    main()
