@@ -201,7 +201,7 @@ endif
 define test_rule
 $(BUILD)/tests/$(basename $(notdir $(1))): $(1) $(LIBS)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -MMD -MP $$< $$(LINK_LIBS) $$(LDSAN) -rdynamic $$(LDLIBS) -lcmocka -o $$@
+	$$(CC) $$(CFLAGS) -MMD -MP -MF $$@.dep $$< $$(LINK_LIBS) $$(LDSAN) -rdynamic $$(LDLIBS) -lcmocka -o $$@
 endef
 $(foreach s,$(TEST_SRCS),$(eval $(call test_rule,$(s))))
 
@@ -305,4 +305,7 @@ format:
 	@$(MAKE) --no-print-directory deps APT_PKGS="clang-format"
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# A test program's dependencies are NAME.dep (its source's folder is in
+# them); a NAME.d from before the tests moved into folders is not read.
+-include $(shell find $(BUILD) -name '*.d' -not -path '$(BUILD)/tests/*' 2>/dev/null)
+-include $(wildcard $(BUILD)/tests/*.dep)

@@ -19,7 +19,7 @@
 #include "sim/out/out_sweep.h"
 #include "sim/run/sim.h"
 #include "sim/run/sim_schema.h"
-#include "tests/capture_fixture.h"
+#include "tests/fixtures/capture_fixture.h"
 
 static cfg_schema_t *S;
 

@@ -16,8 +16,8 @@
 
 #include "policies/pol.h"
 #include "sim/run/sim_schema.h"
-#include "tests/capture_fixture.h"
-#include "tests/test_main.h"
+#include "tests/fixtures/capture_fixture.h"
+#include "tests/fixtures/test_main.h"
 
 #define DIR "policies/presets/"
 

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "sim/base/ini_typed.h"
-#include "tests/test_main.h"
+#include "tests/fixtures/test_main.h"
 
 /* A toy: one plain section, a family [point.N] (N in 1..3, at most two of
  * them), and a free-form [notes]. */
