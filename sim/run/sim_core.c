@@ -412,16 +412,15 @@ static int setup_replication(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
  * decision trace, the timeline's state. */
 static int setup_outputs(sim_ctx_t *s, err_t *e)
 {
-	int rc;
 	const sim_params_t *sp = &s->prm;
 	if (sp->out.oracle_bound && !(s->bound = bound_new(s->cl.p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (sp->out.decisions && !(s->dec = sim_dec_new(s->res)))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
-	s->tl_every = sp->out.timeline == SIM_TL_EVERY;
-	if (!s->tl_every && (rc = sim_tl_alloc(s)))
-		return err_set(e, rc, "out of memory");
+	if (!(s->tl = sim_timeline_new((int64_t)(sp->out.timeline_interval_ms * 1e6),
+				       sp->out.timeline == SIM_TL_EVERY, s->cl.p.n_instances,
+				       net_link_count(s->net))))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -623,8 +622,8 @@ static void ctx_free(sim_ctx_t *s)
 	sim_dec_free(s->dec);
 	for (uint32_t i = 0; i < s->pend_cap; i++)
 		free(s->pend[i].blocks);
-	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,
-	         s->tl_mark, s->tl_dirty, s->tl_dirty_list, s->tr_dirty, s->tr_dirty_list, s);
+	sim_timeline_free(s->tl);
+	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tr_dirty, s->tr_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */
@@ -667,7 +666,7 @@ int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
 		rc = sim_arrival_read(s);
 	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
-	if (!rc && s->sample_ns > 0 && ev_engine_at(s->eng, 0, s->ev.sample, 0, 0) == EV_NONE)
+	if (!rc && sim_timeline_interval(s->tl) > 0 && ev_engine_at(s->eng, 0, s->ev.sample, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
 	if (!rc) {
 		double until_s = s->prm.until_s;

@@ -24,6 +24,7 @@
 #include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
 #include "sim/run/sim_place.h"
+#include "sim/run/sim_timeline.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c setup and
  * sim_copy.c sim_net_init register them; the cluster and the network take
@@ -182,20 +183,7 @@ typedef struct sim_ctx {
 	struct sim_tiers *tiers; /* NVMe and pool tiers (sim_tiers.h); NULL when off */
 	sim_results_t *res;     /* the caller's results: the recorder appends every
 	                         * row here during the run (sim/run/recorder.h) */
-	/* timeline (on_sample; output.timeline = changed unless tl_every) */
-	int64_t sample_ns;
-	int tl_every;           /* a row per instance per tick, per busy link per tick */
-	double (*tl_inst)[4];   /* per instance: its last row's values (NaN: none yet) */
-	double (*tl_link)[2];   /* per link: its last row's use (0: none yet) */
-	uint32_t *tl_on;        /* links whose last row has a nonzero use */
-	uint32_t *tl_cand;      /* scratch: this tick's active and tl_on links */
-	uint32_t n_tl_on;
-	uint8_t *tl_mark;       /* per link: in tl_cand this tick */
-	/* instances whose sampled values may have changed since their last
-	 * row (sim_touch): a tick under `changed` visits only these */
-	uint8_t *tl_dirty;      /* per instance: in tl_dirty_list */
-	uint32_t *tl_dirty_list;
-	uint32_t n_tl_dirty;
+	struct sim_timeline *tl; /* output.timeline (sim_timeline.h, sim_sample.c) */
 	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
@@ -254,10 +242,7 @@ static inline void sim_touch(sim_ctx_t *s, uint32_t inst)
 		s->tr_dirty[inst] = 1;
 		s->tr_dirty_list[s->n_tr_dirty++] = inst;
 	}
-	if (!s->tl_dirty || s->tl_dirty[inst])
-		return;
-	s->tl_dirty[inst] = 1;
-	s->tl_dirty_list[s->n_tl_dirty++] = inst;
+	sim_timeline_touch(s->tl, inst);
 }
 
 /* sim_touch of a copy's end: a tier below HBM has no timeline series. */
@@ -293,7 +278,6 @@ int sim_on_result(void *ctx, const res_request_t *row);
 /* sim_sample.c: the policies' tick and the timeline */
 int sim_on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
-int sim_tl_alloc(sim_ctx_t *s);
 
 /* sim_observer.c: the trace observer (s->trace set) */
 int sim_observer_begin(sim_ctx_t *s);

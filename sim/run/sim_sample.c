@@ -1,6 +1,7 @@
 /* sim_sample — the run's periodic events: the policies' tick (the
  * predictor's forecast, the replication policy's on_tick) and the
- * timeline's samples (output.timeline = every, or only what changed). */
+ * timeline's samples (output.timeline = every, or only what changed); owns
+ * the timeline's state (sim_timeline.h). */
 #include "sim/run/sim_int.h"
 
 #include <inttypes.h>
@@ -8,7 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/base/mem.h"
 #include "sim/run/recorder.h"
+#include "sim/run/sim_timeline.h"
+
+/* output.timeline's state (sim_timeline.h). */
+struct sim_timeline {
+	int64_t sample_ns;
+	int every;              /* a row per instance per tick, per busy link per tick */
+	double (*inst)[4];      /* per instance: its last row's values (NaN: none yet) */
+	double (*link)[2];      /* per link: its last row's use (0: none yet) */
+	uint32_t *on;           /* links whose last row has a nonzero use */
+	uint32_t *cand;         /* scratch: this tick's active and on links */
+	uint32_t n_on;
+	uint8_t *mark;          /* per link: in cand this tick */
+	/* instances whose sampled values may have changed since their last
+	 * row (sim_timeline_touch): a tick under `changed` visits only these */
+	uint8_t *dirty;         /* per instance: in dirty_list */
+	uint32_t *dirty_list;
+	uint32_t n_dirty;
+};
 
 /* Whether anything is still to happen (periodic events stop then). */
 static int run_active(const sim_ctx_t *s)
@@ -103,25 +123,26 @@ static int cmp_u32(const void *a, const void *b)
  * nonzero (one zero row as they go idle); both in id order as before. */
 static int sample_changed(sim_ctx_t *s, int64_t now)
 {
+	struct sim_timeline *tl = s->tl;
 #ifdef KVSIM_CHECK
 	/* an untouched instance must still read as its last row */
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
 		double v[4];
 		inst_values(s, i, v);
-		if (!s->tl_dirty[i] && memcmp(v, s->tl_inst[i], sizeof v))
+		if (!tl->dirty[i] && memcmp(v, tl->inst[i], sizeof v))
 			return err_set(s->err, KS_ERUNTIME,
 				       "timeline: instance %u changed at t=%" PRId64
 				       " ns without being touched (sim_touch)",
 				       i, now);
 	}
 #endif
-	qsort(s->tl_dirty_list, s->n_tl_dirty, sizeof *s->tl_dirty_list, cmp_u32);
-	for (uint32_t k = 0; k < s->n_tl_dirty; k++) {
-		uint32_t i = s->tl_dirty_list[k];
-		s->tl_dirty[i] = 0;
+	qsort(tl->dirty_list, tl->n_dirty, sizeof *tl->dirty_list, cmp_u32);
+	for (uint32_t k = 0; k < tl->n_dirty; k++) {
+		uint32_t i = tl->dirty_list[k];
+		tl->dirty[i] = 0;
 		double v[4];
 		inst_values(s, i, v);
-		double *last = s->tl_inst[i];
+		double *last = tl->inst[i];
 		if (v[0] == last[0] && v[1] == last[1] && v[2] == last[2] && v[3] == last[3])
 			continue;
 		memcpy(last, v, sizeof v);
@@ -129,22 +150,22 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 		if (rec_sample(s->res, &x))
 			return KS_ENOMEM;
 	}
-	s->n_tl_dirty = 0;
+	tl->n_dirty = 0;
 	size_t na;
 	const uint32_t *act = net_links_active(s->net, &na);
 	uint32_t nc = 0;
 	for (size_t k = 0; k < na; k++) {
-		s->tl_mark[act[k]] = 1;
-		s->tl_cand[nc++] = act[k];
+		tl->mark[act[k]] = 1;
+		tl->cand[nc++] = act[k];
 	}
-	for (uint32_t k = 0; k < s->n_tl_on; k++)
-		if (!s->tl_mark[s->tl_on[k]])
-			s->tl_cand[nc++] = s->tl_on[k];
-	qsort(s->tl_cand, nc, sizeof *s->tl_cand, cmp_u32);
-	s->n_tl_on = 0;
+	for (uint32_t k = 0; k < tl->n_on; k++)
+		if (!tl->mark[tl->on[k]])
+			tl->cand[nc++] = tl->on[k];
+	qsort(tl->cand, nc, sizeof *tl->cand, cmp_u32);
+	tl->n_on = 0;
 	for (uint32_t k = 0; k < nc; k++) {
-		uint32_t l = s->tl_cand[k];
-		s->tl_mark[l] = 0;
+		uint32_t l = tl->cand[k];
+		tl->mark[l] = 0;
 		net_link_stats_t st;
 		if (net_link_stats(s->net, l, &st))
 			continue;
@@ -152,8 +173,8 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 		double u[2] = {st.rate[0] > 0 || st.rate[1] > 0 ? st.rate[0] / st.capacity : 0,
 			       st.rate[0] > 0 || st.rate[1] > 0 ? st.rate[1] / st.capacity : 0};
 		if (u[0] != 0 || u[1] != 0)
-			s->tl_on[s->n_tl_on++] = l;
-		double *last = s->tl_link[l];
+			tl->on[tl->n_on++] = l;
+		double *last = tl->link[l];
 		if (u[0] == last[0] && u[1] == last[1])
 			continue;
 		last[0] = u[0];
@@ -165,51 +186,77 @@ static int sample_changed(sim_ctx_t *s, int64_t now)
 	return 0;
 }
 
-/* The state of sample_changed: no row yet for any instance (NaN differs
- * from every value) and every instance touched, every link's last use 0. */
-int sim_tl_alloc(sim_ctx_t *s)
+struct sim_timeline *sim_timeline_new(int64_t sample_ns, int every, uint32_t ni, size_t nl)
 {
-	uint32_t ni = s->cl.p.n_instances;
-	size_t nl = net_link_count(s->net);
-	s->tl_inst = malloc((ni ? ni : 1) * sizeof *s->tl_inst);
-	s->tl_dirty = calloc(ni ? ni : 1, 1);
-	s->tl_dirty_list = malloc((ni ? ni : 1) * sizeof *s->tl_dirty_list);
-	s->tl_link = calloc(nl ? nl : 1, sizeof *s->tl_link);
-	s->tl_on = malloc((nl ? nl : 1) * sizeof *s->tl_on);
-	s->tl_cand = malloc((nl ? nl : 1) * sizeof *s->tl_cand);
-	s->tl_mark = calloc(nl ? nl : 1, 1);
-	if (!s->tl_inst || !s->tl_dirty || !s->tl_dirty_list || !s->tl_link || !s->tl_on ||
-	    !s->tl_cand || !s->tl_mark)
-		return KS_ENOMEM;
+	struct sim_timeline *tl = calloc(1, sizeof *tl);
+	if (!tl)
+		return NULL;
+	tl->sample_ns = sample_ns;
+	tl->every = every;
+	if (every)
+		return tl;
+	tl->inst = malloc((ni ? ni : 1) * sizeof *tl->inst);
+	tl->dirty = calloc(ni ? ni : 1, 1);
+	tl->dirty_list = malloc((ni ? ni : 1) * sizeof *tl->dirty_list);
+	tl->link = calloc(nl ? nl : 1, sizeof *tl->link);
+	tl->on = malloc((nl ? nl : 1) * sizeof *tl->on);
+	tl->cand = malloc((nl ? nl : 1) * sizeof *tl->cand);
+	tl->mark = calloc(nl ? nl : 1, 1);
+	if (!tl->inst || !tl->dirty || !tl->dirty_list || !tl->link || !tl->on || !tl->cand ||
+	    !tl->mark) {
+		sim_timeline_free(tl);
+		return NULL;
+	}
 	for (uint32_t i = 0; i < ni; i++) {
 		for (int k = 0; k < 4; k++)
-			s->tl_inst[i][k] = NAN;
-		sim_touch(s, (int32_t)i);
+			tl->inst[i][k] = NAN;
+		sim_timeline_touch(tl, i);
 	}
-	return 0;
+	return tl;
+}
+
+void sim_timeline_free(struct sim_timeline *tl)
+{
+	if (!tl)
+		return;
+	FREE_ALL(tl->inst, tl->link, tl->on, tl->cand, tl->mark, tl->dirty, tl->dirty_list, tl);
+}
+
+void sim_timeline_touch(struct sim_timeline *tl, uint32_t inst)
+{
+	if (!tl || !tl->dirty || tl->dirty[inst])
+		return;
+	tl->dirty[inst] = 1;
+	tl->dirty_list[tl->n_dirty++] = inst;
+}
+
+int64_t sim_timeline_interval(const struct sim_timeline *tl)
+{
+	return tl->sample_ns;
 }
 
 int sim_on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)ev;
 	sim_ctx_t *s = ctx;
+	const struct sim_timeline *tl = s->tl;
 	int64_t now = ev_engine_now(eng);
-	int rc = s->tl_every ? sample_every(s, now) : sample_changed(s, now);
+	int rc = tl->every ? sample_every(s, now) : sample_changed(s, now);
 	if (rc)
 		return rc;
-	int64_t next = now + s->sample_ns;
+	int64_t next = now + tl->sample_ns;
 	/* Idle (output.timeline = changed, nothing touched, no link in use):
 	 * every tick before the next pending event would find nothing to
 	 * record, so the sample jumps to the last tick before it (or before
 	 * experiment.until_s), which schedules the next one as ever: rows, their
 	 * order and the end time are unchanged, and a run whose simulated time
 	 * stretches to years walks its events, not its 100 ms ticks. */
-	if (!s->tl_every && !s->n_tl_on) {
+	if (!tl->every && !tl->n_on) {
 		int64_t lim = ev_peek_time(ev_engine_queue(eng));
 		if (s->prm.until_s > 0 && (int64_t)(s->prm.until_s * 1e9) < lim)
 			lim = (int64_t)(s->prm.until_s * 1e9);
-		if (lim != INT64_MAX && lim - now > s->sample_ns)
-			next = now + (lim - 1 - now) / s->sample_ns * s->sample_ns;
+		if (lim != INT64_MAX && lim - now > tl->sample_ns)
+			next = now + (lim - 1 - now) / tl->sample_ns * tl->sample_ns;
 	}
 	if (run_active(s) && ev_engine_at(eng, next, s->ev.sample, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
