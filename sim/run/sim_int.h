@@ -1,12 +1,16 @@
 /* sim_int — the state of one run, shared by the pieces of the run: setup,
  * hooks and end (sim_core.c), the policies' view (sim_view.c), arrivals
- * (sim_arrival.c), periodic events (sim_sample.c), the trace observer
+ * (sim_arrival.c), periodic events (sim_sample.c), the timeline
+ * (sim_timeline.c), the trace observer
  * (sim_observer.c), the memory limit (sim_rss.c), and KV movement over the
  * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_eta.c,
  * sim_copy_begin.c, the timing modes of sim_copy_mode.h, sim_copy_land.c,
  * sim_copy_cancel.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
  * sim/run; not an API. Times ns, sizes bytes. Everything here is owned by the
- * sim_ctx_t and freed with it at the end of sim_core_run.
+ * sim_ctx_t and freed with it at the end of sim_core_run. The run's
+ * components (the arrivals, the timeline, ...) keep their fields in their
+ * own files: the run holds pointers to them and the other pieces call
+ * their functions.
  */
 #ifndef KVSIM_SIM_INT_H
 #define KVSIM_SIM_INT_H
@@ -59,13 +63,6 @@ typedef struct xfer_engine {
 	int64_t per_block_ns;     /* per block (one work request / chunk each) */
 	int source_read;          /* 1: staging read occupies the source's compute */
 } xfer_engine_t;
-
-/* A request read from the trace and not yet arrived. */
-typedef struct pend {
-	sim_arrival_t a;
-	uint64_t *blocks;
-	uint32_t cap;
-} pend_t;
 
 /* One KV copy: a set of blocks between two instances (or from a node's
  * host tier), moved as one flow per tensor-parallel shard. */
@@ -126,22 +123,13 @@ typedef struct sim_ctx {
 	int64_t frontend_ns;    /* sim_params_frontend_ns: added to TTFT and E2E */
 	const cfg_t *cfg;       /* for cross-key error places and /config only */
 	err_t *err;
-	/* trace */
-	sim_source_t *src;
-	const sim_feedback_t *fb; /* closed loop (sim.h); NULL: none */
+	struct sim_arrivals *arr; /* the source and its read-ahead (sim_arrival.c) */
 	/* per-window summaries: the source's windows (sim_run_opts_t.windows),
 	 * replaced by [output] windows when set (win_edges, parsed at setup) */
 	size_t (*win_fn)(void *ctx, int64_t *edges, size_t cap);
 	void *win_ctx;
 	int64_t *win_edges;
 	size_t n_win_edges;
-	pend_t *pend;           /* ring of read-ahead requests */
-	uint32_t pend_cap, pend_n;
-	uint64_t pend_head_seq; /* read sequence number of the oldest entry */
-	int src_done;
-	int src_wait;           /* the source said SIM_SRC_WAIT; src_gen names the live retry */
-	uint64_t src_gen;
-	int64_t last_arrival, peek_ahead;
 	/* policies */
 	pol_set_t pol;
 	int pol_open;
@@ -183,7 +171,7 @@ typedef struct sim_ctx {
 	struct sim_tiers *tiers; /* NVMe and pool tiers (sim_tiers.h); NULL when off */
 	sim_results_t *res;     /* the caller's results: the recorder appends every
 	                         * row here during the run (sim/run/recorder.h) */
-	struct sim_timeline *tl; /* output.timeline (sim_timeline.h, sim_sample.c) */
+	struct sim_timeline *tl; /* output.timeline (sim_timeline.h) */
 	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
 	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
@@ -261,13 +249,30 @@ int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, e
 /* The actions policies take (pol_actions_t): copies, cancels, announcements. */
 void sim_view_actions(sim_ctx_t *s);
 
-/* sim_arrival.c: the source read ahead, arrivals, a request's life */
-/* Reads the next request of the source into the read-ahead ring and
- * schedules its arrival (and peek). */
 /* sim_core.c: builds the run from cfg, streams src through it into *res
  * (sim_run's work once the requests' source is known). */
 int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
 		 sim_results_t *res, err_t *e);
+
+/* sim_arrival.c: the source read ahead, arrivals, a request's life */
+/* The source (fb: its closed loop's feedback, NULL: none) and its
+ * read-ahead, owned by sim_arrival.c; NULL: out of memory. */
+struct sim_arrivals *sim_arrivals_new(sim_source_t *src, const sim_feedback_t *fb);
+void sim_arrivals_free(struct sim_arrivals *ar);
+/* The predictor (named predictor) reads arrivals ns ahead (0: not); a
+ * closed loop refuses it (KS_EINPUT at cfg's keys). */
+int sim_arrivals_peek_ahead(struct sim_arrivals *ar, int64_t ns, const char *predictor,
+			    const cfg_t *cfg, err_t *e);
+/* The source's name (NULL: none). */
+const char *sim_arrivals_source_name(const struct sim_arrivals *ar);
+/* The source is not asked again (the run's end). */
+void sim_arrivals_stop(struct sim_arrivals *ar);
+/* Whether a request may still arrive (read ahead, or the source not done). */
+int sim_arrivals_active(const struct sim_arrivals *ar);
+/* Requests arrived so far. */
+uint64_t sim_arrivals_arrived(const struct sim_arrivals *ar);
+/* Reads the next request of the source into the read-ahead ring and
+ * schedules its arrival (and peek). */
 int sim_arrival_read(sim_ctx_t *s);
 int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
