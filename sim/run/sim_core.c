@@ -503,7 +503,7 @@ static int stores_check_end(sim_ctx_t *s)
 		if (kv_check(kv) || kv_used_private(kv))
 			return err_set(s->err, KS_ERUNTIME, "instance %u: KV store inconsistent at the end",
 				       i);
-		if (s->live_events == 0 && (kv_foreach(kv, count_held, &held), held))
+		if (sim_copies_live(s->cp) == 0 && (kv_foreach(kv, count_held, &held), held))
 			return err_set(s->err, KS_ERUNTIME,
 				       "instance %u: %u KV blocks still held at the end", i, held);
 	}

@@ -7,7 +7,7 @@
 /* Whether anything is still to happen (periodic events stop then). */
 static int run_active(const sim_ctx_t *s)
 {
-	return sim_arrivals_active(s->arr) || s->cl.n_live || s->live_events > 0;
+	return sim_arrivals_active(s->arr) || s->cl.n_live || sim_copies_live(s->cp) > 0;
 }
 
 /* The policies' tick (every tick_ns): the predictor's forecast, scored
