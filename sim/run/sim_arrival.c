@@ -15,31 +15,106 @@
 #include "sim/run/sim_decisions.h"
 #include "sim/run/sim_rview.h"
 
-/* The read-ahead ring is indexed by read sequence number (seq % cap), so
- * scheduled events that carry a seq stay valid when the ring grows. */
-static pend_t *pend_at(sim_ctx_t *s, uint64_t seq)
+/* A request read from the source and not yet arrived. */
+typedef struct pend {
+	sim_arrival_t a;
+	uint64_t *blocks;
+	uint32_t cap;
+} pend_t;
+
+/* The source and its read-ahead (sim_int.h sim_arrivals_new). */
+struct sim_arrivals {
+	sim_source_t *src;
+	const sim_feedback_t *fb; /* closed loop (sim.h); NULL: none */
+	pend_t *pend;             /* ring of read-ahead requests */
+	uint32_t pend_cap, pend_n;
+	uint64_t pend_head_seq;   /* read sequence number of the oldest entry */
+	int src_done;
+	int src_wait;             /* the source said SIM_SRC_WAIT; src_gen names the live retry */
+	uint64_t src_gen;
+	int64_t last_arrival;
+	int64_t peek_ahead;       /* the predictor reads arrivals this far ahead (0: not) */
+};
+
+struct sim_arrivals *sim_arrivals_new(sim_source_t *src, const sim_feedback_t *fb)
 {
-	return &s->pend[seq % s->pend_cap];
+	struct sim_arrivals *ar = calloc(1, sizeof *ar);
+	if (ar) {
+		ar->src = src;
+		ar->fb = fb;
+	}
+	return ar;
 }
 
-static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
+void sim_arrivals_free(struct sim_arrivals *ar)
 {
-	if (s->pend_n == s->pend_cap) {
-		uint32_t cap = s->pend_cap ? 2 * s->pend_cap : 16;
+	if (!ar)
+		return;
+	for (uint32_t i = 0; i < ar->pend_cap; i++)
+		free(ar->pend[i].blocks);
+	free(ar->pend);
+	free(ar);
+}
+
+int sim_arrivals_peek_ahead(struct sim_arrivals *ar, int64_t ns, const char *predictor,
+			    const cfg_t *cfg, err_t *e)
+{
+	ar->peek_ahead = ns;
+	if (ns > 0 && ar->fb)
+		return cfg_err_keys(cfg, e, "policy.predictor.name,trace.gen",
+				    "%s reads the trace ahead, but %s is a closed loop: each "
+				    "request is made only when its user's previous one completes, "
+				    "so there is nothing ahead to read; pick a predictor that learns "
+				    "from arrivals",
+				    predictor, ar->src->name ? ar->src->name : "the source");
+	return 0;
+}
+
+const char *sim_arrivals_source_name(const struct sim_arrivals *ar)
+{
+	return ar->src->name;
+}
+
+void sim_arrivals_stop(struct sim_arrivals *ar)
+{
+	ar->src_done = 1;
+}
+
+int sim_arrivals_active(const struct sim_arrivals *ar)
+{
+	return !ar->src_done || ar->pend_n;
+}
+
+uint64_t sim_arrivals_arrived(const struct sim_arrivals *ar)
+{
+	return ar->pend_head_seq;
+}
+
+/* The read-ahead ring is indexed by read sequence number (seq % cap), so
+ * scheduled events that carry a seq stay valid when the ring grows. */
+static pend_t *pend_at(struct sim_arrivals *ar, uint64_t seq)
+{
+	return &ar->pend[seq % ar->pend_cap];
+}
+
+static int pend_push(struct sim_arrivals *ar, const sim_arrival_t *a, uint64_t *seq)
+{
+	if (ar->pend_n == ar->pend_cap) {
+		uint32_t cap = ar->pend_cap ? 2 * ar->pend_cap : 16;
 		pend_t *n = calloc(cap, sizeof *n);
 		if (!n)
 			return KS_ENOMEM;
-		for (uint32_t i = 0; i < s->pend_cap; i++) {
+		for (uint32_t i = 0; i < ar->pend_cap; i++) {
 			/* entries hold seqs [head_seq, head_seq + n): every slot is live */
-			uint64_t q = s->pend_head_seq + i;
-			n[q % cap] = s->pend[q % s->pend_cap];
+			uint64_t q = ar->pend_head_seq + i;
+			n[q % cap] = ar->pend[q % ar->pend_cap];
 		}
-		free(s->pend);
-		s->pend = n;
-		s->pend_cap = cap;
+		free(ar->pend);
+		ar->pend = n;
+		ar->pend_cap = cap;
 	}
-	uint64_t q = s->pend_head_seq + s->pend_n;
-	pend_t *p = pend_at(s, q);
+	uint64_t q = ar->pend_head_seq + ar->pend_n;
+	pend_t *p = pend_at(ar, q);
 	uint32_t n_ids = a->n_blocks + a->n_out_blocks;
 	if (n_ids > p->cap) {
 		uint64_t *b = realloc(p->blocks, n_ids * sizeof *b);
@@ -52,7 +127,7 @@ static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
 	if (n_ids)
 		memcpy(p->blocks, a->blocks, n_ids * sizeof *p->blocks);
 	p->a.blocks = p->blocks;
-	s->pend_n++;
+	ar->pend_n++;
 	*seq = q;
 	return 0;
 }
@@ -61,44 +136,45 @@ static int pend_push(sim_ctx_t *s, const sim_arrival_t *a, uint64_t *seq)
  * its peek, when the predictor reads ahead). */
 int sim_arrival_read(sim_ctx_t *s)
 {
-	if (s->src_done)
+	struct sim_arrivals *ar = s->arr;
+	if (ar->src_done)
 		return 0;
 	sim_arrival_t a = {0}; /* sources that know no output ids leave n_out_blocks 0 */
 	int64_t now = ev_engine_now(s->eng);
-	if (s->fb)
-		s->fb->at(s->fb->ctx, now);
-	s->src_wait = 0;
-	int rc = s->src->next(s->src->ctx, &a, s->err);
+	if (ar->fb)
+		ar->fb->at(ar->fb->ctx, now);
+	ar->src_wait = 0;
+	int rc = ar->src->next(ar->src->ctx, &a, s->err);
 	if (rc < 0)
 		return rc;
-	if (rc == SIM_SRC_WAIT && !s->fb)
+	if (rc == SIM_SRC_WAIT && !ar->fb)
 		return err_set(s->err, KS_ERUNTIME,
 			       "%s: the source waits for results but the run has no feedback for it",
-			       s->src->name);
+			       ar->src->name);
 	if (rc == SIM_SRC_WAIT) { /* a closed loop waits for results, or for a time */
-		s->src_wait = 1;
-		s->src_gen++;
+		ar->src_wait = 1;
+		ar->src_gen++;
 		if (a.arrival_ns != INT64_MAX &&
 		    ev_engine_at(s->eng, a.arrival_ns > now ? a.arrival_ns : now, s->ev.src_retry, 0,
-				 s->src_gen) == EV_NONE)
+				 ar->src_gen) == EV_NONE)
 			return KS_ENOMEM;
 		return 0;
 	}
 	if (rc == 0) {
-		s->src_done = 1;
+		ar->src_done = 1;
 		return 0;
 	}
-	if (a.arrival_ns < s->last_arrival)
+	if (a.arrival_ns < ar->last_arrival)
 		return err_set(s->err, KS_EINPUT, "%s: request %" PRIu64 ": arrival goes back in time",
-			       s->src->name, a.id);
-	s->last_arrival = a.arrival_ns;
+			       ar->src->name, a.id);
+	ar->last_arrival = a.arrival_ns;
 	uint64_t seq;
-	if ((rc = pend_push(s, &a, &seq)))
+	if ((rc = pend_push(ar, &a, &seq)))
 		return rc;
 	if (ev_engine_at(s->eng, a.arrival_ns, s->ev.arrival, 0, seq) == EV_NONE)
 		return KS_ENOMEM;
-	if (s->peek_ahead > 0) {
-		int64_t t = a.arrival_ns - s->peek_ahead;
+	if (ar->peek_ahead > 0) {
+		int64_t t = a.arrival_ns - ar->peek_ahead;
 		if (ev_engine_at(s->eng, t > now ? t : now, s->ev.peek, 0, seq) == EV_NONE)
 			return KS_ENOMEM;
 	}
@@ -111,14 +187,15 @@ int sim_on_src_retry(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	sim_ctx_t *s = ctx;
-	return s->src_wait && ev->payload == s->src_gen ? sim_arrival_read(s) : 0;
+	const struct sim_arrivals *ar = s->arr;
+	return ar->src_wait && ev->payload == ar->src_gen ? sim_arrival_read(s) : 0;
 }
 
 int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	sim_ctx_t *s = ctx;
-	const pend_t *p = pend_at(s, ev->payload);
+	const pend_t *p = pend_at(s->arr, ev->payload);
 	pol_arrival_t pa = {p->a.arrival_ns, p->blocks, p->a.n_blocks, -1};
 	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
 	err_clear(s->err);
@@ -209,7 +286,7 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	sim_ctx_t *s = ctx;
 	int64_t now = ev_engine_now(eng);
-	pend_t *p = pend_at(s, ev->payload);
+	pend_t *p = pend_at(s->arr, ev->payload);
 	const sim_arrival_t *a = &p->a;
 	int rc = 0;
 	int32_t routed = -1;
@@ -298,9 +375,10 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			return rc;
 	}
 	/* the ring is FIFO and arrivals come in its order */
-	s->pend_head_seq++;
-	s->pend_n--;
-	return s->peek_ahead > 0 ? 0 : sim_arrival_read(s);
+	struct sim_arrivals *ar = s->arr;
+	ar->pend_head_seq++;
+	ar->pend_n--;
+	return ar->peek_ahead > 0 ? 0 : sim_arrival_read(s);
 }
 
 /* cluster_params_t.on_admit */
@@ -335,15 +413,16 @@ int sim_on_result(void *ctx, const res_request_t *row)
 	int rc;
 	if (row->instance >= 0 && (rc = pred_request(s, &ev)))
 		return rc;
-	if ((rc = rec_request(s->res, &client)) || !s->fb)
+	struct sim_arrivals *ar = s->arr;
+	if ((rc = rec_request(s->res, &client)) || !ar->fb)
 		return rc;
 	/* a closed loop: the row frees its user, who may send again; the source
 	 * is asked in an event of its own (this one may be mid-arrival) */
 	int64_t now = ev_engine_now(s->eng);
-	if ((rc = s->fb->done(s->fb->ctx, now, &client, s->err)))
+	if ((rc = ar->fb->done(ar->fb->ctx, now, &client, s->err)))
 		return rc;
-	if (s->src_wait && !s->src_done &&
-	    ev_engine_at(s->eng, now, s->ev.src_retry, 0, ++s->src_gen) == EV_NONE)
+	if (ar->src_wait && !ar->src_done &&
+	    ev_engine_at(s->eng, now, s->ev.src_retry, 0, ++ar->src_gen) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;
 }

@@ -12,16 +12,18 @@
  * time is a timing mode (sim_copy_mode.h).
  *
  * This file: the network and the transfer engines ([network], [kvcache]),
- * copies asked for (sim_copy_start) and the copies' summary at the end. Their
- * other pieces share sim_int.h: paths and costs (sim_copy_time.c), estimates
- * and landing times (sim_copy_eta.c), a copy started (sim_copy_begin.c), the
- * timing modes (sim_copy_mode.c, sim_copy_flows.c, sim_copy_lone.c), landed
+ * copies asked for (sim_copy_start), the copies' state (sim_copies.h: made
+ * here, read elsewhere through sim_copies_*) and the copies' summary at the
+ * end. Their other pieces share sim_copies.h: paths and costs
+ * (sim_copy_time.c), estimates and landing times (sim_copy_eta.c), a copy
+ * started (sim_copy_begin.c), the timing modes (sim_copy_mode.c, sim_copy_flows.c, sim_copy_lone.c), landed
  * (sim_copy_land.c) or cancelled (sim_copy_cancel.c), deferred copies
  * (sim_copy_defer.c), eviction hooks and speculative replicas
  * (sim_evict.c), and fetches for requests (sim_fetch.c). */
 #include <string.h>
 
 #include "models/mdl_xfer.h"
+#include "sim/base/mem.h"
 #include "sim/run/recorder.h"
 #include "sim/run/sim_copy_mode.h"
 #include "sim/run/sim_tiers.h"
@@ -73,6 +75,8 @@ void sim_bg_schedule(pol_xfer_mode_t pm, double pparam, const net_params_t *np,
 int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 {
 	const net_params_t *np = &p->net;
+	if (!(s->cp = calloc(1, sizeof *s->cp)))
+		return KS_ENOMEM;
 	s->net = net_new(s->eng, e);
 	if (!s->net)
 		return e && e->code ? e->code : KS_ENOMEM;
@@ -91,7 +95,7 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 		.switch_lat_ns = np->switch_lat_ns,
 	};
 	sim_tiers_topo(p, &ts);
-	s->copy_overhead_ns = np->copy_overhead_ns;
+	s->cp->copy_overhead_ns = np->copy_overhead_ns;
 	const char *cal = np->calibration;
 	if (cal[0]) {
 		/* measured link figures (bandwidth of large copies, latency, and
@@ -109,7 +113,7 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 		ts.pcie_lat_ns = (int64_t)mdl_xfer_latency_ns(&x, MDL_LINK_PCIE_H2D, big);
 		ts.nic_bw = mdl_xfer_bw(&x, MDL_LINK_NET, big) * 1e9;
 		ts.nic_lat_ns = (int64_t)mdl_xfer_latency_ns(&x, MDL_LINK_NET, big);
-		s->copy_overhead_ns = mdl_xfer_copy_overhead_ns(&x, MDL_LINK_NVLINK, MDL_SHAPE_GRANULAR,
+		s->cp->copy_overhead_ns = mdl_xfer_copy_overhead_ns(&x, MDL_LINK_NVLINK, MDL_SHAPE_GRANULAR,
 								1, shard_block_bytes(s));
 	}
 	int rc = net_topo_build(s->net, &ts, &s->topo, e);
@@ -130,20 +134,20 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	net_set_record(s->net, 0);
 	if ((rc = net_set_quantum(s->net, np->solve_quantum_ns, e)))
 		return rc;
-	s->block_granular = np->block_granular;
-	s->fetch_rule = (sim_fetch_t)p->fetch;
-	s->host_fetch_rule = (sim_fetch_t)p->host_fetch;
-	s->copy_uncomputed = p->copy_uncomputed;
+	s->cp->block_granular = np->block_granular;
+	s->cp->fetch_rule = (sim_fetch_t)p->fetch;
+	s->cp->host_fetch_rule = (sim_fetch_t)p->host_fetch;
+	s->cp->copy_uncomputed = p->copy_uncomputed;
 	const char *en = p->transfer_engine;
 	size_t ei = 0, ne = sizeof xfer_engines / sizeof xfer_engines[0];
 	while (ei < ne && strcmp(xfer_engines[ei].name, en))
 		ei++;
 	if (ei == ne) /* the key's choices and this table disagree: a build error */
 		return err_set(e, KS_ERUNTIME, "[kvcache] transfer_engine: no costs for '%s'", en);
-	s->engine = xfer_engines[ei];
+	s->cp->engine = xfer_engines[ei];
 	if ((rc = sim_copy_modes_init(s, e)))
 		return rc;
-	s->copy_deferred = p->copy_deferred;
+	s->cp->copy_deferred = p->copy_deferred;
 	/* host tier: per node, sized in blocks of the whole instance */
 	double host_gb = p->host_kv_gb;
 	s->host_offload = p->host_offload && host_gb > 0;
@@ -159,20 +163,47 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	return sim_tiers_init(s, p, sim_on_tier_evict);
 }
 
+/* The copies' state and every copy's blocks (s->cp may be NULL: setup
+ * stopped before sim_net_init). */
+static void copies_free(struct sim_copies *cp)
+{
+	if (!cp)
+		return;
+	for (size_t i = 0; i < cp->n_copies; i++)
+		free(cp->copies[i].blocks);
+	FREE_ALL(cp->copies, cp->deferred, cp->replicas, cp);
+}
+
 void sim_net_free(sim_ctx_t *s)
 {
-	for (size_t i = 0; i < s->n_copies; i++)
-		free(s->copies[i].blocks);
-	free(s->copies);
-	free(s->deferred);
+	copies_free(s->cp);
 	if (s->host)
 		for (uint32_t i = 0; i < s->nodes; i++)
 			kv_store_free(s->host[i]);
 	free(s->host);
 	sim_tiers_free(s);
-	free(s->replicas);
 	net_topo_free(s->topo);
 	net_free(s->net);
+}
+
+int sim_copies_live(const struct sim_copies *cp)
+{
+	return cp->live_events;
+}
+
+int sim_copies_any_deferred(const struct sim_copies *cp)
+{
+	return cp->n_deferred > 0;
+}
+
+int sim_copies_defer_on(const struct sim_copies *cp)
+{
+	return cp->copy_deferred;
+}
+
+uint64_t sim_copies_handoff_bytes(const struct sim_copies *cp)
+{
+	return cp->handoff_bytes;
 }
 
 /* Why sim_copy_begin refused: a block to move not READY at the source, else no
@@ -191,7 +222,7 @@ static pol_refusal_t refusal_reason(sim_ctx_t *s, place_t src, uint32_t dst,
  * a request meeting one can time its landing (sim_wait_inflight). */
 static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)
 {
-	const kcopy_t *c = &s->copies[id - 1];
+	const kcopy_t *c = &s->cp->copies[id - 1];
 	if (!place_is_inst(c->dst))
 		return;
 	for (uint32_t j = 0; j < c->n; j++)
@@ -208,7 +239,7 @@ int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *bloc
 	sim_touch_place(s, src); /* the timeline: room made at dst, sources dropped */
 	sim_touch(s, dst);
 	int rc = sim_copy_begin(s, src, place_inst(dst), blocks, n, cls, spec, from_policy, req, id);
-	if (rc == POL_COPY_REFUSED && from_policy && s->copy_deferred && place_is_inst(src))
+	if (rc == POL_COPY_REFUSED && from_policy && s->cp->copy_deferred && place_is_inst(src))
 		rc = sim_copy_defer(s, src.index, dst, blocks, n, cls, spec, req, id);
 	if (rc == POL_COPY_REFUSED)
 		pol_spec_refused(&s->spec, refusal_reason(s, src, dst, blocks, n));

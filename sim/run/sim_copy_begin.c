@@ -14,11 +14,11 @@
 kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
 		      int spec, int from_policy, sim_req_t *req)
 {
-	if (VEC_GROW(s->copies, s->cap_copies, s->n_copies + 1, 256))
+	if (VEC_GROW(s->cp->copies, s->cp->cap_copies, s->cp->n_copies + 1, 256))
 		return NULL;
-	kcopy_t *c = &s->copies[s->n_copies++];
+	kcopy_t *c = &s->cp->copies[s->cp->n_copies++];
 	memset(c, 0, sizeof *c);
-	c->id = s->n_copies;
+	c->id = s->cp->n_copies;
 	c->src = src;
 	c->dst = dst;
 	c->n = k;
@@ -30,7 +30,7 @@ kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint
 	c->mode = COPY_MODE_N; /* none until it starts */
 	c->requested = c->started = ev_engine_now(s->eng);
 	c->blocks = mv;
-	s->live_events++;
+	s->cp->live_events++;
 	return c;
 }
 
@@ -119,7 +119,7 @@ int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *block
 		if (kv_lookup(to, blocks[j]))
 			continue;
 		int st = offload ? KV_READY : kv_lookup(from, blocks[j]);
-		if (st != KV_READY && !(st == KV_COMPUTING && s->copy_uncomputed)) {
+		if (st != KV_READY && !(st == KV_COMPUTING && s->cp->copy_uncomputed)) {
 			free(mv);
 			return POL_COPY_REFUSED; /* its KV does not exist there (yet) */
 		}

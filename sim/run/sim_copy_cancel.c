@@ -15,9 +15,9 @@ static int kick_later(sim_ctx_t *s, place_t at)
 
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 {
-	if (id == 0 || id > s->n_copies || !s->copies[id - 1].live)
+	if (id == 0 || id > s->cp->n_copies || !s->cp->copies[id - 1].live)
 		return KS_EINPUT;
-	kcopy_t *k = &s->copies[id - 1];
+	kcopy_t *k = &s->cp->copies[id - 1];
 	int64_t now = ev_engine_now(s->eng);
 	sim_touch_place(s, k->src); /* the timeline: both stores change */
 	sim_touch_place(s, k->dst);
@@ -34,7 +34,7 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 			kv_unref(sim_store_of(s, k->src), k->blocks[j], now);
 	}
 	k->live = 0;
-	s->live_events--;
+	s->cp->live_events--;
 	s->spec.copies_cancelled++;
 	if (s->fc)
 		fcast_replica_cancel(s->fc, id);

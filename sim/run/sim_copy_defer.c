@@ -7,7 +7,7 @@
  * the last source block becomes READY (kv_watch). READY source blocks are
  * pinned meanwhile; a dropped source block (preemption, or a release before
  * it was computed) cancels the copy. */
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copies.h"
 
 #include <stdlib.h>
 
@@ -15,9 +15,9 @@
 
 static int deferred_push(sim_ctx_t *s, uint32_t idx)
 {
-	if (VEC_GROW(s->deferred, s->cap_deferred, s->n_deferred + 1, 16))
+	if (VEC_GROW(s->cp->deferred, s->cp->cap_deferred, s->cp->n_deferred + 1, 16))
 		return KS_ENOMEM;
-	s->deferred[s->n_deferred++] = idx;
+	s->cp->deferred[s->cp->n_deferred++] = idx;
 	return 0;
 }
 
@@ -90,8 +90,8 @@ void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 {
 	hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
-	for (size_t i = 0; i < s->n_deferred;) {
-		kcopy_t *c = &s->copies[s->deferred[i]];
+	for (size_t i = 0; i < s->cp->n_deferred;) {
+		kcopy_t *c = &s->cp->copies[s->cp->deferred[i]];
 		if (!place_eq(c->src, place_inst(h->inst)) || !copy_holds(c, b->id)) {
 			i++;
 			continue;
@@ -110,7 +110,7 @@ void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 		}
 		/* the flows start from an event of their own at this same instant:
 		 * we are inside the source's scheduler */
-		sim_copy_deferred_forget(s, s->deferred[i]);
+		sim_copy_deferred_forget(s, s->cp->deferred[i]);
 		if (ev_engine_after(s->eng, 0, s->ev.defer, 0, c->id) == EV_NONE && !s->hook_err)
 			s->hook_err = KS_ENOMEM;
 	}
@@ -121,7 +121,7 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	sim_ctx_t *s = ctx;
 	if (s->hook_err)
 		return s->hook_err;
-	kcopy_t *c = &s->copies[ev->payload - 1];
+	kcopy_t *c = &s->cp->copies[ev->payload - 1];
 	if (!c->live || !c->deferred)
 		return 0; /* cancelled meanwhile */
 	c->deferred = 0;
@@ -134,8 +134,8 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 
 int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b)
 {
-	if (b->state != KV_INFLIGHT || !b->tag || b->tag > s->n_copies)
+	if (b->state != KV_INFLIGHT || !b->tag || b->tag > s->cp->n_copies)
 		return 0;
-	const kcopy_t *c = &s->copies[b->tag - 1];
+	const kcopy_t *c = &s->cp->copies[b->tag - 1];
 	return c->live && c->deferred;
 }

@@ -62,7 +62,7 @@ static int64_t copy_land_eta(sim_ctx_t *s, const kcopy_t *c)
 int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first)
 {
 	sim_ctx_t *s = ctx;
-	if (!s->copy_deferred)
+	if (!s->cp->copy_deferred)
 		return 1; /* kvcache.copy_deferred = false: always wait, as before */
 	kv_store_t *kv = s->cl.inst[inst].kv;
 	int64_t now = ev_engine_now(s->eng), land = now;
@@ -72,9 +72,9 @@ int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t fir
 		const kv_block_info_t *b = kv_info(kv, r->blocks[k]);
 		if (!b || b->state != KV_INFLIGHT)
 			break;
-		if (!b->tag || b->tag > s->n_copies)
+		if (!b->tag || b->tag > s->cp->n_copies)
 			return 1;
-		const kcopy_t *c = &s->copies[b->tag - 1];
+		const kcopy_t *c = &s->cp->copies[b->tag - 1];
 		if (!c->live || c->req == r)
 			return 1; /* not a copy we can time, or r's own fetch */
 		if (c->id != seen) {

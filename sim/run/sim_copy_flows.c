@@ -19,7 +19,7 @@ static int flow_done(void *ctx, net_t *net, const net_flow_rec_t *rec)
 {
 	(void)net;
 	sim_ctx_t *s = ctx;
-	kcopy_t *k = &s->copies[(rec->tag >> 16) - 1];
+	kcopy_t *k = &s->cp->copies[(rec->tag >> 16) - 1];
 	int rc = sim_copy_shard_row(s, k, rec);
 	if (rc)
 		return rc;

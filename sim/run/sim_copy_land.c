@@ -2,7 +2,7 @@
  * (sim_copy_mode.h): each shard's /transfers row and bytes, and the landing
  * (the blocks usable at the destination, the replica counted, the policy
  * told); the waiting list of deferred copies. */
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copies.h"
 
 #include <string.h>
 
@@ -42,7 +42,7 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 	t->blocks = k->n;
 	t->klass = k->handoff ? XFER_HANDOFF : k->cls == NET_BG ? XFER_BACKGROUND : XFER_FOREGROUND;
 	t->path_kind = k->kind;
-	t->granular = s->block_granular;
+	t->granular = s->cp->block_granular;
 	t->requested_ns = k->requested;
 	t->start_ns = rec->start_ns;
 	t->end_ns = rec->end_ns;
@@ -57,10 +57,10 @@ static int xfer_append(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 
 static int replica_new(sim_ctx_t *s, uint32_t blocks, uint32_t *idx)
 {
-	if (VEC_GROW(s->replicas, s->cap_replicas, s->n_replicas + 1, 64))
+	if (VEC_GROW(s->cp->replicas, s->cp->cap_replicas, s->cp->n_replicas + 1, 64))
 		return KS_ENOMEM;
-	*idx = (uint32_t)s->n_replicas;
-	s->replicas[s->n_replicas++] = (replica_t){ev_engine_now(s->eng), blocks, 0};
+	*idx = (uint32_t)s->cp->n_replicas;
+	s->cp->replicas[s->cp->n_replicas++] = (replica_t){ev_engine_now(s->eng), blocks, 0};
 	return 0;
 }
 
@@ -68,7 +68,7 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 {
 	if (k->handoff) { /* request KV, not cache blocks: the decode side takes it */
 		k->live = 0;
-		s->live_events--;
+		s->cp->live_events--;
 		return s->handoff_landed(s, k->handoff);
 	}
 	int64_t now = ev_engine_now(s->eng);
@@ -95,7 +95,7 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 		}
 	}
 	k->live = 0;
-	s->live_events--;
+	s->cp->live_events--;
 	if (k->req)
 		k->req->fetch_wait = now - k->req->arrival;
 	place_t dst = k->dst; /* the policy's hook may start copies (and move k) */
@@ -116,7 +116,7 @@ static void bytes_count(sim_ctx_t *s, const kcopy_t *k, uint64_t bytes, int canc
 	else
 		s->spec.bytes_fg += bytes;
 	if (k->handoff) /* foreground, never speculative: and counted on their own */
-		s->handoff_bytes += bytes;
+		s->cp->handoff_bytes += bytes;
 	if (cancelled)
 		s->spec.bytes_cancelled += bytes;
 }
@@ -133,9 +133,9 @@ int sim_copy_shard_row(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec
 /* Forgets copy idx in the waiting list (order does not matter). */
 void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx)
 {
-	for (size_t i = 0; i < s->n_deferred; i++)
-		if (s->deferred[i] == idx) {
-			s->deferred[i] = s->deferred[--s->n_deferred];
+	for (size_t i = 0; i < s->cp->n_deferred; i++)
+		if (s->cp->deferred[i] == idx) {
+			s->cp->deferred[i] = s->cp->deferred[--s->cp->n_deferred];
 			return;
 		}
 }

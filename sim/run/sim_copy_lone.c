@@ -60,7 +60,7 @@ static int timer_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	sim_ctx_t *s = ctx;
-	kcopy_t *k = &s->copies[ev->payload - 1];
+	kcopy_t *k = &s->cp->copies[ev->payload - 1];
 	return k->live ? lone_end(s, k, k->started, 0) : 0;
 }
 
@@ -116,9 +116,9 @@ int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job)
 {
 	(void)inst;
 	sim_ctx_t *s = ctx;
-	if (job & SOURCE_JOB || job == 0 || job > s->n_copies)
+	if (job & SOURCE_JOB || job == 0 || job > s->cp->n_copies)
 		return 0;
-	kcopy_t *k = &s->copies[job - 1];
+	kcopy_t *k = &s->cp->copies[job - 1];
 	if (!k->live || k->mode != COPY_JOB)
 		return 0;
 	return lone_end(s, k, ev_engine_now(s->eng) - k->alone_ns, 0);

@@ -20,7 +20,7 @@
 #ifndef KVSIM_SIM_COPY_MODE_H
 #define KVSIM_SIM_COPY_MODE_H
 
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copies.h"
 
 /* X(MODE, "name", table): COPY_<MODE>, its name and its ops table (defined
  * with external linkage in the mode's own file). In precedence order. */

@@ -2,7 +2,7 @@
  * between GPUs, host memory and the tiers below, and the transfer engine's
  * overheads (estimates at current rates and landing times are
  * sim_copy_eta.c's). */
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copies.h"
 
 #include <math.h>
 
@@ -78,7 +78,7 @@ copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, i
 			    uint32_t k)
 {
 	copy_costs_t cc = {0};
-	cc.overhead_ns = (s->block_granular ? (int64_t)k : 1) * s->copy_overhead_ns;
+	cc.overhead_ns = (s->cp->block_granular ? (int64_t)k : 1) * s->cp->copy_overhead_ns;
 	double cap = 0;
 	int64_t lat = 0;
 	for (uint32_t i = 0; i < len; i++) {
@@ -92,7 +92,7 @@ copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, i
 	}
 	uint64_t bytes = sim_shard_copy_bytes(s, k);
 	if (kind == PATH_NET) {
-		const xfer_engine_t *x = &s->engine;
+		const xfer_engine_t *x = &s->cp->engine;
 		cc.overhead_ns += x->per_copy_ns + (int64_t)k * x->per_block_ns;
 		if (x->nic_efficiency < 1) {
 			cc.rate_cap = cap * x->nic_efficiency;

@@ -393,15 +393,11 @@ static int setup_replication(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
 	s->horizon_ns = tm.horizon_ns;
 	const struct pol_predictor_ops *po = POL_SET_OPS(&s->pol, POL_PREDICTOR, pol_predictor_ops);
 	/* the predictor reads ahead only if a replication policy asks it */
-	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek)
-		s->peek_ahead = po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state);
-	if (s->peek_ahead > 0 && s->fb)
-		return cfg_err_keys(cfg, e, "policy.predictor.name,trace.gen",
-				    "%s reads the trace ahead, but %s is a closed loop: each "
-				    "request is made only when its user's previous one completes, "
-				    "so there is nothing ahead to read; pick a predictor that learns "
-				    "from arrivals",
-				    po->base.name, s->src->name ? s->src->name : "the source");
+	int rc;
+	if (s->horizon_ns > 0 && po->peek_ahead_ns && po->peek &&
+	    (rc = sim_arrivals_peek_ahead(s->arr, po->peek_ahead_ns(s->pol.h[POL_PREDICTOR].state),
+					  po->base.name, cfg, e)))
+		return rc;
 	if (s->horizon_ns > 0 && !(s->fc = fcast_new(s->horizon_ns,
 						     pred_min_blocks(&s->pol.h[POL_PREDICTOR]))))
 		return err_set(e, KS_ENOMEM, "out of memory");
@@ -412,16 +408,15 @@ static int setup_replication(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
  * decision trace, the timeline's state. */
 static int setup_outputs(sim_ctx_t *s, err_t *e)
 {
-	int rc;
 	const sim_params_t *sp = &s->prm;
 	if (sp->out.oracle_bound && !(s->bound = bound_new(s->cl.p.n_instances)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (sp->out.decisions && !(s->dec = sim_dec_new(s->res)))
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->sample_ns = (int64_t)(sp->out.timeline_interval_ms * 1e6);
-	s->tl_every = sp->out.timeline == SIM_TL_EVERY;
-	if (!s->tl_every && (rc = sim_tl_alloc(s)))
-		return err_set(e, rc, "out of memory");
+	if (!(s->tl = sim_timeline_new((int64_t)(sp->out.timeline_interval_ms * 1e6),
+				       sp->out.timeline == SIM_TL_EVERY, s->cl.p.n_instances,
+				       net_link_count(s->net))))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -508,7 +503,7 @@ static int stores_check_end(sim_ctx_t *s)
 		if (kv_check(kv) || kv_used_private(kv))
 			return err_set(s->err, KS_ERUNTIME, "instance %u: KV store inconsistent at the end",
 				       i);
-		if (s->live_events == 0 && (kv_foreach(kv, count_held, &held), held))
+		if (sim_copies_live(s->cp) == 0 && (kv_foreach(kv, count_held, &held), held))
 			return err_set(s->err, KS_ERUNTIME,
 				       "instance %u: %u KV blocks still held at the end", i, held);
 	}
@@ -559,7 +554,7 @@ static int collect_windows(sim_ctx_t *s, sim_results_t *res, const metrics_opts_
 static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 {
 	int rc;
-	s->src_done = 1; /* rows of unfinished requests ask no closed-loop user for more */
+	sim_arrivals_stop(s->arr); /* rows of unfinished requests ask no closed-loop user for more */
 	if ((rc = sim_disagg_finish(s)) || (rc = cluster_finish(&s->cl)))
 		return rc;
 	if (s->hook_err)
@@ -567,7 +562,8 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	if ((rc = stores_check_end(s)))
 		return rc;
 	res->seed = s->prm.seed;
-	snprintf(res->trace_path, sizeof res->trace_path, "%s", s->src->name ? s->src->name : "");
+	snprintf(res->trace_path, sizeof res->trace_path, "%s",
+		 sim_arrivals_source_name(s->arr) ? sim_arrivals_source_name(s->arr) : "");
 	res->events = ev_engine_events(s->eng);
 	if (!(res->config_text = cfg_text(cfg)))
 		return KS_ENOMEM;
@@ -621,10 +617,9 @@ static void ctx_free(sim_ctx_t *s)
 	fcast_free(s->fc);
 	bound_free(s->bound);
 	sim_dec_free(s->dec);
-	for (uint32_t i = 0; i < s->pend_cap; i++)
-		free(s->pend[i].blocks);
-	FREE_ALL(s->pend, s->hooks, s->qdelay, s->tl_inst, s->tl_link, s->tl_on, s->tl_cand,
-	         s->tl_mark, s->tl_dirty, s->tl_dirty_list, s->tr_dirty, s->tr_dirty_list, s);
+	sim_arrivals_free(s->arr);
+	sim_timeline_free(s->tl);
+	FREE_ALL(s->hooks, s->qdelay, s->tr_dirty, s->tr_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */
@@ -632,7 +627,7 @@ static int progress_tick(void *ctx, ev_engine_t *eng)
 {
 	sim_ctx_t *s = ctx;
 	const sim_run_opts_t *o = s->opts;
-	sim_progress_t p = {ev_engine_now(eng), s->pend_head_seq, s->cl.n_done,
+	sim_progress_t p = {ev_engine_now(eng), sim_arrivals_arrived(s->arr), s->cl.n_done,
 			    o->fraction ? o->fraction(o->fraction_ctx) : -1};
 	return s->opts->progress(s->opts->progress_ctx, &p);
 }
@@ -649,16 +644,15 @@ int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
 	sim_ctx_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	s->src = src;
 	s->err = e;
 	s->cfg = cfg;
 	s->res = res;
 	s->opts = o && o->progress ? o : NULL;
 	s->trace = o ? o->trace : NULL;
-	s->fb = o ? o->feedback : NULL;
 	s->win_fn = o ? o->windows : NULL;
 	s->win_ctx = o ? o->windows_ctx : NULL;
-	int rc = setup(s, cfg, reg, e);
+	s->arr = sim_arrivals_new(src, o ? o->feedback : NULL);
+	int rc = s->arr ? setup(s, cfg, reg, e) : err_set(e, KS_ENOMEM, "out of memory");
 	if (!rc && (rc = metrics_windows_parse(s->prm.out.windows, &s->win_edges, &s->n_win_edges, e)))
 		cfg_err_locate(cfg, e);
 	if (!rc && s->opts)
@@ -667,7 +661,7 @@ int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
 		rc = sim_arrival_read(s);
 	if (!rc && s->tick_ns > 0 && ev_engine_at(s->eng, s->tick_ns, s->ev.tick, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
-	if (!rc && s->sample_ns > 0 && ev_engine_at(s->eng, 0, s->ev.sample, 0, 0) == EV_NONE)
+	if (!rc && sim_timeline_interval(s->tl) > 0 && ev_engine_at(s->eng, 0, s->ev.sample, 0, 0) == EV_NONE)
 		rc = KS_ENOMEM;
 	if (!rc) {
 		double until_s = s->prm.until_s;

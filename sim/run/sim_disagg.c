@@ -411,7 +411,7 @@ int sim_disagg_report(const sim_ctx_t *s, sim_results_t *res)
 			sum += (double)res->req[i].handoff_wait_ns / 1e6;
 			n++;
 		}
-	if (rec_metric(res, REC_DISAGG_HANDOFF_BYTES, (double)s->handoff_bytes) ||
+	if (rec_metric(res, REC_DISAGG_HANDOFF_BYTES, (double)sim_copies_handoff_bytes(s->cp)) ||
 	    rec_metric(res, REC_DISAGG_HANDOFF_WAIT_MEAN_MS, n ? sum / n : NAN))
 		return KS_ENOMEM;
 	return 0;

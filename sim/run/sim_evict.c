@@ -1,7 +1,7 @@
 /* sim_evict — the stores' eviction hooks (the eviction policy's order, the
  * block written back to the tier below, the indexes told) and the fate of
  * speculative replicas (used by a request, or gone unused). */
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copies.h"
 
 #include "sim/run/sim_decisions.h"
 #include "sim/run/sim_holders.h"
@@ -13,13 +13,13 @@ void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
 	(void)inst;
 	(void)blocks;
 	sim_ctx_t *s = ctx;
-	if (tag >= s->n_replicas)
+	if (tag >= s->cp->n_replicas)
 		return;
 	s->spec.warm_hits++;
-	if (!s->replicas[tag].used) {
-		s->replicas[tag].used = 1;
+	if (!s->cp->replicas[tag].used) {
+		s->cp->replicas[tag].used = 1;
 		s->spec.replicas_used++;
-		if (s->fc && fcast_replica_used(s->fc, s->replicas[tag].landed, ev_engine_now(s->eng)) &&
+		if (s->fc && fcast_replica_used(s->fc, s->cp->replicas[tag].landed, ev_engine_now(s->eng)) &&
 		    !s->hook_err)
 			s->hook_err = KS_ENOMEM;
 	}
@@ -29,8 +29,8 @@ void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
 void sim_spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now)
 {
 	int wasted = 0;
-	if (b->tag < s->n_replicas) {
-		replica_t *r = &s->replicas[b->tag];
+	if (b->tag < s->cp->n_replicas) {
+		replica_t *r = &s->cp->replicas[b->tag];
 		wasted = r->blocks_left && --r->blocks_left == 0 && !r->used;
 	}
 	pol_spec_block_gone(&s->spec, s->cl.p.block_bytes, b->created, now, wasted);

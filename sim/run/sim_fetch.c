@@ -1,7 +1,7 @@
 /* sim_fetch — fetch or recompute, for a request just routed: the longest
  * prefix held by a peer or in the node's host and lower tiers, fetched
  * when the rule (kvcache.fetch, host_fetch) says so. */
-#include "sim/run/sim_int.h"
+#include "sim/run/sim_copies.h"
 
 #include <inttypes.h>
 
@@ -42,8 +42,8 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	uint32_t dnode = sim_inst_node(s, dst);
 	/* the host tier counts only where the node has one: with the defaults
 	 * (no peer pull, no host tier) an arrival costs nothing here */
-	int peers = s->fetch_rule != SIM_FETCH_NEVER,
-	    host = s->host_fetch_rule != SIM_FETCH_NEVER && (s->host[dnode] || sim_tiers_any(s, dnode));
+	int peers = s->cp->fetch_rule != SIM_FETCH_NEVER,
+	    host = s->cp->host_fetch_rule != SIM_FETCH_NEVER && (s->host[dnode] || sim_tiers_any(s, dnode));
 	if ((!peers && !host) || s->cl.p.busy_rule != BUSY_WAIT || !r->n_blocks)
 		return 0;
 	uint32_t ml = kv_match(s->cl.inst[dst].kv, r->blocks, r->n_blocks);
@@ -79,7 +79,7 @@ int sim_fetch_decide(sim_ctx_t *s, sim_req_t *r, uint32_t dst)
 	if (!found)
 		return 0;
 	uint32_t k = best - ml, B = s->cl.p.block_tokens;
-	if ((place_is_inst(from) ? s->fetch_rule : s->host_fetch_rule) == SIM_FETCH_COST) {
+	if ((place_is_inst(from) ? s->cp->fetch_rule : s->cp->host_fetch_rule) == SIM_FETCH_COST) {
 		int64_t fetch = sim_copy_estimate(s, from, dst, k, NET_FG);
 		int64_t recompute = mdl_prefill_time_ns(&s->comp, k * B, ml * B);
 		if (fetch >= recompute)

@@ -1,12 +1,16 @@
 /* sim_int — the state of one run, shared by the pieces of the run: setup,
  * hooks and end (sim_core.c), the policies' view (sim_view.c), arrivals
- * (sim_arrival.c), periodic events (sim_sample.c), the trace observer
+ * (sim_arrival.c), periodic events (sim_sample.c), the timeline
+ * (sim_timeline.c), the trace observer
  * (sim_observer.c), the memory limit (sim_rss.c), and KV movement over the
  * network (sim_copy.c and its pieces: sim_copy_time.c, sim_copy_eta.c,
  * sim_copy_begin.c, the timing modes of sim_copy_mode.h, sim_copy_land.c,
  * sim_copy_cancel.c, sim_copy_defer.c, sim_evict.c, sim_fetch.c). Internal to
  * sim/run; not an API. Times ns, sizes bytes. Everything here is owned by the
- * sim_ctx_t and freed with it at the end of sim_core_run.
+ * sim_ctx_t and freed with it at the end of sim_core_run. The run's
+ * components (the arrivals, the timeline, ...) keep their fields in their
+ * own files: the run holds pointers to them and the other pieces call
+ * their functions.
  */
 #ifndef KVSIM_SIM_INT_H
 #define KVSIM_SIM_INT_H
@@ -24,6 +28,7 @@
 #include "sim/run/sim_load.h"
 #include "sim/run/sim_params.h"
 #include "sim/run/sim_place.h"
+#include "sim/run/sim_timeline.h"
 
 /* The run's own event types, handed out by the engine (sim_core.c setup and
  * sim_copy.c sim_net_init register them; the cluster and the network take
@@ -35,72 +40,6 @@ typedef struct sim_ev_types {
 	uint32_t defer;     /* start the flows of deferred copy payload (sim_copy_defer.c) */
 	uint32_t lone_copy; /* a copy's timer fires (sim_copy_lone.c) */
 } sim_ev_types_t;
-
-/* sim_copy_begin's answer when every block is already at the destination */
-#define COPY_NOTHING 2
-
-/* Job ids of source-side reads (their end needs no action). */
-#define SOURCE_JOB (1ULL << 63)
-
-typedef struct copy_costs {
-	int64_t overhead_ns;   /* startup added to the path latency */
-	double rate_cap;       /* bytes/s per shard, 0 = none */
-	int64_t source_job_ns; /* compute the source spends reading, 0 = none */
-	int64_t alone_ns;      /* one shard alone on its path, whole copy */
-} copy_costs_t;
-
-/* Costs a transfer engine adds to a copy between instances over the NIC
- * ([kvcache] transfer_engine; figures and sources in sim_copy.c). */
-typedef struct xfer_engine {
-	const char *name;
-	double nic_efficiency;    /* achieved / line rate */
-	int64_t per_copy_ns;      /* setup of one transfer (RPC, metadata, submit) */
-	int64_t per_block_ns;     /* per block (one work request / chunk each) */
-	int source_read;          /* 1: staging read occupies the source's compute */
-} xfer_engine_t;
-
-/* A request read from the trace and not yet arrived. */
-typedef struct pend {
-	sim_arrival_t a;
-	uint64_t *blocks;
-	uint32_t cap;
-} pend_t;
-
-/* One KV copy: a set of blocks between two instances (or from a node's
- * host tier), moved as one flow per tensor-parallel shard. */
-typedef struct kcopy {
-	uint64_t id;
-	place_t src, dst;       /* instance, or a tier below HBM (sim_place.h) */
-	uint64_t *blocks;
-	uint32_t n;
-	int cls;                /* NET_FG / NET_BG */
-	int kind;               /* PATH_* (every shard takes the same kind of path) */
-	int64_t requested;      /* ns: asked for */
-	int64_t started;        /* ns: flows started (== requested unless deferred) */
-	int deferred;           /* reserved, flows wait for the source to compute */
-	uint32_t pending;       /* ... source blocks not READY yet */
-	int spec;               /* a speculative replica (policy-issued background) */
-	uint32_t flows_left;
-	uint64_t flow_ids[64];
-	uint32_t n_flows;
-	int from_policy;        /* tell the replication policy when it ends */
-	sim_req_t *req;         /* a request waiting on this fetch, or NULL */
-	int live;
-	int mode;               /* how its time is paid: COPY_* (sim_copy_mode.h) */
-	ev_handle_t timer;      /* timer mode: its completion event */
-	int64_t alone_ns;       /* timer and job modes: duration of each shard */
-	uint64_t shard_bytes;
-	/* a handoff (sim_disagg.c): its record's index + 1 (0: a block copy;
-	 * blocks is then NULL, n the blocks moved), the TP of both ends */
-	uint32_t handoff;
-	uint32_t tp_src, tp_dst;
-} kcopy_t;
-
-typedef struct replica {
-	int64_t landed;
-	uint32_t blocks_left;   /* speculative blocks still resident */
-	int used;
-} replica_t;
 
 /* Context of an instance store's eviction hooks. */
 typedef struct hook {
@@ -125,22 +64,13 @@ typedef struct sim_ctx {
 	int64_t frontend_ns;    /* sim_params_frontend_ns: added to TTFT and E2E */
 	const cfg_t *cfg;       /* for cross-key error places and /config only */
 	err_t *err;
-	/* trace */
-	sim_source_t *src;
-	const sim_feedback_t *fb; /* closed loop (sim.h); NULL: none */
+	struct sim_arrivals *arr; /* the source and its read-ahead (sim_arrival.c) */
 	/* per-window summaries: the source's windows (sim_run_opts_t.windows),
 	 * replaced by [output] windows when set (win_edges, parsed at setup) */
 	size_t (*win_fn)(void *ctx, int64_t *edges, size_t cap);
 	void *win_ctx;
 	int64_t *win_edges;
 	size_t n_win_edges;
-	pend_t *pend;           /* ring of read-ahead requests */
-	uint32_t pend_cap, pend_n;
-	uint64_t pend_head_seq; /* read sequence number of the oldest entry */
-	int src_done;
-	int src_wait;           /* the source said SIM_SRC_WAIT; src_gen names the live retry */
-	uint64_t src_gen;
-	int64_t last_arrival, peek_ahead;
 	/* policies */
 	pol_set_t pol;
 	int pol_open;
@@ -163,41 +93,15 @@ typedef struct sim_ctx {
 	/* network and copies */
 	net_t *net;
 	net_topo_t *topo;
-	int block_granular;
-	int64_t copy_overhead_ns;
-	sim_fetch_t fetch_rule;      /* peers */
-	sim_fetch_t host_fetch_rule; /* the node's host tier */
-	int copy_uncomputed;    /* kvcache.copy_from = uncomputed */
-	xfer_engine_t engine;
-	int copy_deferred;      /* kvcache.copy_deferred */
-	uint32_t *deferred;     /* indices of copies waiting for their source */
-	size_t n_deferred, cap_deferred;
+	struct sim_copies *cp;  /* the copies and their rules (sim_copies.h) */
 	int hook_err;           /* first error inside a void store hook */
-	kcopy_t *copies;
-	size_t n_copies, cap_copies;
-	replica_t *replicas;
-	size_t n_replicas, cap_replicas;
 	kv_store_t **host;      /* per node host tier, NULL entries when off */
 	int host_offload;
 	struct sim_tiers *tiers; /* NVMe and pool tiers (sim_tiers.h); NULL when off */
 	sim_results_t *res;     /* the caller's results: the recorder appends every
 	                         * row here during the run (sim/run/recorder.h) */
-	/* timeline (on_sample; output.timeline = changed unless tl_every) */
-	int64_t sample_ns;
-	int tl_every;           /* a row per instance per tick, per busy link per tick */
-	double (*tl_inst)[4];   /* per instance: its last row's values (NaN: none yet) */
-	double (*tl_link)[2];   /* per link: its last row's use (0: none yet) */
-	uint32_t *tl_on;        /* links whose last row has a nonzero use */
-	uint32_t *tl_cand;      /* scratch: this tick's active and tl_on links */
-	uint32_t n_tl_on;
-	uint8_t *tl_mark;       /* per link: in tl_cand this tick */
-	/* instances whose sampled values may have changed since their last
-	 * row (sim_touch): a tick under `changed` visits only these */
-	uint8_t *tl_dirty;      /* per instance: in tl_dirty_list */
-	uint32_t *tl_dirty_list;
-	uint32_t n_tl_dirty;
+	struct sim_timeline *tl; /* output.timeline (sim_timeline.h) */
 	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
-	int live_events;        /* copies in flight */
 	hook_t *hooks;          /* one per instance */
 	qdelay_t *qdelay;       /* one per instance */
 	struct {                /* the views' last prefill estimates (v_prefill) */
@@ -219,7 +123,6 @@ typedef struct sim_ctx {
 	/* a handoff copy's last flow ended (sim_disagg.c sets it: copies do
 	 * not call back into the module that starts them by name) */
 	int (*handoff_landed)(struct sim_ctx *s, uint32_t tag);
-	uint64_t handoff_bytes; /* moved by handoff flows (disagg.handoff_bytes) */
 	struct bound_stream *bound; /* output.oracle_bound: the block streams; NULL: off */
 	struct sim_dec *dec; /* output.decisions: the decision trace; NULL: off */
 	/* the timeline observer (sim_run_opts_t.trace; NULL: none), its first
@@ -254,10 +157,7 @@ static inline void sim_touch(sim_ctx_t *s, uint32_t inst)
 		s->tr_dirty[inst] = 1;
 		s->tr_dirty_list[s->n_tr_dirty++] = inst;
 	}
-	if (!s->tl_dirty || s->tl_dirty[inst])
-		return;
-	s->tl_dirty[inst] = 1;
-	s->tl_dirty_list[s->n_tl_dirty++] = inst;
+	sim_timeline_touch(s->tl, inst);
 }
 
 /* sim_touch of a copy's end: a tier below HBM has no timeline series. */
@@ -276,13 +176,30 @@ int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, e
 /* The actions policies take (pol_actions_t): copies, cancels, announcements. */
 void sim_view_actions(sim_ctx_t *s);
 
-/* sim_arrival.c: the source read ahead, arrivals, a request's life */
-/* Reads the next request of the source into the read-ahead ring and
- * schedules its arrival (and peek). */
 /* sim_core.c: builds the run from cfg, streams src through it into *res
  * (sim_run's work once the requests' source is known). */
 int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
 		 sim_results_t *res, err_t *e);
+
+/* sim_arrival.c: the source read ahead, arrivals, a request's life */
+/* The source (fb: its closed loop's feedback, NULL: none) and its
+ * read-ahead, owned by sim_arrival.c; NULL: out of memory. */
+struct sim_arrivals *sim_arrivals_new(sim_source_t *src, const sim_feedback_t *fb);
+void sim_arrivals_free(struct sim_arrivals *ar);
+/* The predictor (named predictor) reads arrivals ns ahead (0: not); a
+ * closed loop refuses it (KS_EINPUT at cfg's keys). */
+int sim_arrivals_peek_ahead(struct sim_arrivals *ar, int64_t ns, const char *predictor,
+			    const cfg_t *cfg, err_t *e);
+/* The source's name (NULL: none). */
+const char *sim_arrivals_source_name(const struct sim_arrivals *ar);
+/* The source is not asked again (the run's end). */
+void sim_arrivals_stop(struct sim_arrivals *ar);
+/* Whether a request may still arrive (read ahead, or the source not done). */
+int sim_arrivals_active(const struct sim_arrivals *ar);
+/* Requests arrived so far. */
+uint64_t sim_arrivals_arrived(const struct sim_arrivals *ar);
+/* Reads the next request of the source into the read-ahead ring and
+ * schedules its arrival (and peek). */
 int sim_arrival_read(sim_ctx_t *s);
 int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
@@ -293,7 +210,6 @@ int sim_on_result(void *ctx, const res_request_t *row);
 /* sim_sample.c: the policies' tick and the timeline */
 int sim_on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
-int sim_tl_alloc(sim_ctx_t *s);
 
 /* sim_observer.c: the trace observer (s->trace set) */
 int sim_observer_begin(sim_ctx_t *s);
@@ -343,17 +259,13 @@ int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *bloc
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 /* End of run: replicas still resident count as unused; flows as records. */
 int sim_copy_finish(sim_ctx_t *s, sim_results_t *res);
-
-/* sim_copy_time.c: paths and costs */
-kv_store_t *sim_store_of(sim_ctx_t *s, place_t where);
-uint32_t sim_node_of(const sim_ctx_t *s, place_t where);
-uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
-int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
-		 uint32_t *links, int *kind);
-int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
-		   int *kind);
-copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
-			    uint32_t k);
+/* The copies' state (sim_ctx_t.cp) as the rest of the run reads it: copies
+ * in flight (their events still to come); whether a deferred copy waits for
+ * its source now; kvcache.copy_deferred; the bytes moved by handoffs. */
+int sim_copies_live(const struct sim_copies *cp);
+int sim_copies_any_deferred(const struct sim_copies *cp);
+int sim_copies_defer_on(const struct sim_copies *cp);
+uint64_t sim_copies_handoff_bytes(const struct sim_copies *cp);
 
 /* sim_copy_eta.c: estimates and landing times */
 /* Copy time estimate of n blocks from src to dst at current link rates. */
@@ -363,14 +275,6 @@ int64_t sim_copy_estimate(sim_ctx_t *s, place_t src, uint32_t dst, uint32_t n, i
 int sim_wait_inflight(void *ctx, uint32_t inst, const sim_req_t *r, uint32_t first);
 
 /* sim_copy_begin.c: a copy started */
-/* A copy not started has no timing mode (COPY_MODE_N); sim_copy_flows_start
- * starts it by its mode. */
-kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
-		      int spec, int from_policy, sim_req_t *req);
-int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c);
-int sim_copy_holders_note(sim_ctx_t *s, place_t dst, const uint64_t *mv, uint32_t k);
-int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *blocks, uint32_t n,
-		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id);
 /* Starts the handoff flows of `bytes` of request KV (`blocks` blocks) from
  * prefill instance src (TP tp_src) to decode instance dst (TP tp_dst):
  * max(tp_src, tp_dst) flows, flow f from src GPU f*tp_src/n to dst GPU
@@ -380,14 +284,6 @@ int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *block
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
 		     uint64_t bytes, uint32_t blocks, uint32_t tag);
 
-/* sim_copy_land.c: a copy's rows and its landing, whatever its mode */
-/* One shard's /transfers row (rec: its flow record, or one made alike) and
- * its bytes in the summary by class (cancelled ones also apart). */
-int sim_copy_shard_row(sim_ctx_t *s, const kcopy_t *k, const net_flow_rec_t *rec);
-/* Every shard of copy k has arrived: its blocks exist at the destination. */
-int sim_copy_land(sim_ctx_t *s, kcopy_t *k);
-void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx);
-
 /* sim_copy_cancel.c */
 int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
 
@@ -396,8 +292,6 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id);
 int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
 
 /* sim_copy_defer.c: deferred copies */
-int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
-		   int cls, int spec, sim_req_t *req, uint64_t *id);
 /* Store hook: a source block a deferred copy waits for became READY or was
  * dropped (ctx: the instance's hook_t). */
 void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
@@ -417,7 +311,6 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
  * moves to the next tier on (sim_tiers.h). */
 void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
-void sim_spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now);
 
 /* sim_fetch.c */
 /* Fetch-or-recompute for a request just routed to dst (before enqueueing). */

@@ -1,19 +1,13 @@
 /* sim_sample — the run's periodic events: the policies' tick (the
  * predictor's forecast, the replication policy's on_tick) and the
- * timeline's samples (output.timeline = every, or only what changed). */
+ * timeline's samples (output.timeline = every, or only what changed: their
+ * rows and state are sim_timeline.c's). */
 #include "sim/run/sim_int.h"
-
-#include <inttypes.h>
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "sim/run/recorder.h"
 
 /* Whether anything is still to happen (periodic events stop then). */
 static int run_active(const sim_ctx_t *s)
 {
-	return !s->src_done || s->pend_n || s->cl.n_live || s->live_events > 0;
+	return sim_arrivals_active(s->arr) || s->cl.n_live || sim_copies_live(s->cp) > 0;
 }
 
 /* The policies' tick (every tick_ns): the predictor's forecast, scored
@@ -53,164 +47,14 @@ int sim_on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return 0;
 }
 
-/* An instance's four sampled values, as both timeline rules sample them. */
-static void inst_values(const sim_ctx_t *s, uint32_t i, double v[4])
-{
-	const sim_inst_t *in = &s->cl.inst[i];
-	double bb = (double)s->cl.p.block_bytes;
-	v[0] = in->n_wait;
-	v[1] = in->n_run;
-	v[2] = kv_used(in->kv) * bb;
-	v[3] = kv_spec_blocks(in->kv) * bb;
-}
-
-/* output.timeline = every: a row per instance, and per link with a nonzero
- * rate, at every tick (the reference rule). */
-static int sample_every(sim_ctx_t *s, int64_t now)
-{
-	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
-		double v[4];
-		inst_values(s, i, v);
-		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, v[0], v[1], v[2], v[3], 0, 0};
-		if (rec_sample(s->res, &x))
-			return KS_ENOMEM;
-	}
-	size_t nl = net_link_count(s->net);
-	for (uint32_t l = 0; l < nl; l++) {
-		net_link_stats_t st;
-		if (net_link_stats(s->net, l, &st) || (st.rate[0] <= 0 && st.rate[1] <= 0))
-			continue;
-		res_sample_t x = {now, TL_LINK, (int32_t)l, 0, 0, 0, 0,
-				  st.rate[0] / st.capacity, st.rate[1] / st.capacity};
-		if (rec_sample(s->res, &x))
-			return KS_ENOMEM;
-	}
-	return 0;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* output.timeline = changed: the rows of sample_every that differ from the
- * series' last row, so reading each series as a step function gives the
- * per-tick samples back (a link without a row is at 0). Instances are
- * visited only when touched since the last tick (sim_touch: the cluster's
- * enqueues and steps, copies starting, landing or cancelled there), links
- * only while they hold flows (net_links_active) or their last row is
- * nonzero (one zero row as they go idle); both in id order as before. */
-static int sample_changed(sim_ctx_t *s, int64_t now)
-{
-#ifdef KVSIM_CHECK
-	/* an untouched instance must still read as its last row */
-	for (uint32_t i = 0; i < s->cl.p.n_instances; i++) {
-		double v[4];
-		inst_values(s, i, v);
-		if (!s->tl_dirty[i] && memcmp(v, s->tl_inst[i], sizeof v))
-			return err_set(s->err, KS_ERUNTIME,
-				       "timeline: instance %u changed at t=%" PRId64
-				       " ns without being touched (sim_touch)",
-				       i, now);
-	}
-#endif
-	qsort(s->tl_dirty_list, s->n_tl_dirty, sizeof *s->tl_dirty_list, cmp_u32);
-	for (uint32_t k = 0; k < s->n_tl_dirty; k++) {
-		uint32_t i = s->tl_dirty_list[k];
-		s->tl_dirty[i] = 0;
-		double v[4];
-		inst_values(s, i, v);
-		double *last = s->tl_inst[i];
-		if (v[0] == last[0] && v[1] == last[1] && v[2] == last[2] && v[3] == last[3])
-			continue;
-		memcpy(last, v, sizeof v);
-		res_sample_t x = {now, TL_INSTANCE, (int32_t)i, v[0], v[1], v[2], v[3], 0, 0};
-		if (rec_sample(s->res, &x))
-			return KS_ENOMEM;
-	}
-	s->n_tl_dirty = 0;
-	size_t na;
-	const uint32_t *act = net_links_active(s->net, &na);
-	uint32_t nc = 0;
-	for (size_t k = 0; k < na; k++) {
-		s->tl_mark[act[k]] = 1;
-		s->tl_cand[nc++] = act[k];
-	}
-	for (uint32_t k = 0; k < s->n_tl_on; k++)
-		if (!s->tl_mark[s->tl_on[k]])
-			s->tl_cand[nc++] = s->tl_on[k];
-	qsort(s->tl_cand, nc, sizeof *s->tl_cand, cmp_u32);
-	s->n_tl_on = 0;
-	for (uint32_t k = 0; k < nc; k++) {
-		uint32_t l = s->tl_cand[k];
-		s->tl_mark[l] = 0;
-		net_link_stats_t st;
-		if (net_link_stats(s->net, l, &st))
-			continue;
-		/* as sample_every: a rate <= 0 is no use */
-		double u[2] = {st.rate[0] > 0 || st.rate[1] > 0 ? st.rate[0] / st.capacity : 0,
-			       st.rate[0] > 0 || st.rate[1] > 0 ? st.rate[1] / st.capacity : 0};
-		if (u[0] != 0 || u[1] != 0)
-			s->tl_on[s->n_tl_on++] = l;
-		double *last = s->tl_link[l];
-		if (u[0] == last[0] && u[1] == last[1])
-			continue;
-		last[0] = u[0];
-		last[1] = u[1];
-		res_sample_t x = {now, TL_LINK, (int32_t)l, 0, 0, 0, 0, u[0], u[1]};
-		if (rec_sample(s->res, &x))
-			return KS_ENOMEM;
-	}
-	return 0;
-}
-
-/* The state of sample_changed: no row yet for any instance (NaN differs
- * from every value) and every instance touched, every link's last use 0. */
-int sim_tl_alloc(sim_ctx_t *s)
-{
-	uint32_t ni = s->cl.p.n_instances;
-	size_t nl = net_link_count(s->net);
-	s->tl_inst = malloc((ni ? ni : 1) * sizeof *s->tl_inst);
-	s->tl_dirty = calloc(ni ? ni : 1, 1);
-	s->tl_dirty_list = malloc((ni ? ni : 1) * sizeof *s->tl_dirty_list);
-	s->tl_link = calloc(nl ? nl : 1, sizeof *s->tl_link);
-	s->tl_on = malloc((nl ? nl : 1) * sizeof *s->tl_on);
-	s->tl_cand = malloc((nl ? nl : 1) * sizeof *s->tl_cand);
-	s->tl_mark = calloc(nl ? nl : 1, 1);
-	if (!s->tl_inst || !s->tl_dirty || !s->tl_dirty_list || !s->tl_link || !s->tl_on ||
-	    !s->tl_cand || !s->tl_mark)
-		return KS_ENOMEM;
-	for (uint32_t i = 0; i < ni; i++) {
-		for (int k = 0; k < 4; k++)
-			s->tl_inst[i][k] = NAN;
-		sim_touch(s, (int32_t)i);
-	}
-	return 0;
-}
-
 int sim_on_sample(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)ev;
 	sim_ctx_t *s = ctx;
-	int64_t now = ev_engine_now(eng);
-	int rc = s->tl_every ? sample_every(s, now) : sample_changed(s, now);
+	int64_t next;
+	int rc = sim_timeline_sample(s, ev_engine_now(eng), &next);
 	if (rc)
 		return rc;
-	int64_t next = now + s->sample_ns;
-	/* Idle (output.timeline = changed, nothing touched, no link in use):
-	 * every tick before the next pending event would find nothing to
-	 * record, so the sample jumps to the last tick before it (or before
-	 * experiment.until_s), which schedules the next one as ever: rows, their
-	 * order and the end time are unchanged, and a run whose simulated time
-	 * stretches to years walks its events, not its 100 ms ticks. */
-	if (!s->tl_every && !s->n_tl_on) {
-		int64_t lim = ev_peek_time(ev_engine_queue(eng));
-		if (s->prm.until_s > 0 && (int64_t)(s->prm.until_s * 1e9) < lim)
-			lim = (int64_t)(s->prm.until_s * 1e9);
-		if (lim != INT64_MAX && lim - now > s->sample_ns)
-			next = now + (lim - 1 - now) / s->sample_ns * s->sample_ns;
-	}
 	if (run_active(s) && ev_engine_at(eng, next, s->ev.sample, 0, 0) == EV_NONE)
 		return KS_ENOMEM;
 	return 0;

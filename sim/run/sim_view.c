@@ -112,7 +112,7 @@ static uint32_t rv_match_computed(void *ctx, uint32_t i, const uint64_t *b, uint
 {
 	const sim_ctx_t *s = ctx;
 	const kv_store_t *kv = s->cl.inst[i].kv;
-	if (!s->n_deferred)
+	if (!sim_copies_any_deferred(s->cp))
 		return kv_match_visible(kv, b, n);
 	uint32_t k = 0;
 	for (const kv_block_info_t *x; k < n; k++)
@@ -266,7 +266,7 @@ void sim_view_init(sim_ctx_t *s, const cluster_params_t *p)
 {
 	s->view = (pol_view_t){s, p->n_instances, p->block_tokens, p->block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
-			       s->copy_deferred ? v_match_computing : NULL, v_candidates,
+			       sim_copies_defer_on(s->cp) ? v_match_computing : NULL, v_candidates,
 			       v_least_loaded, 0};
 	s->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
 	s->view.n_decode = p->n_instances - s->view.n_inst;
