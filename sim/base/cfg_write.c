@@ -9,15 +9,17 @@
 #include <string.h>
 
 /* Whether key i is the first of its section in schema order (aliases, never
- * written, do not count). */
-static bool section_first(const cfg_schema_t *s, size_t i)
+ * written, do not count): its section is not among the *n sections seen[]
+ * before it, which it then joins. One pass over the keys, the sections few. */
+static bool section_first(const cfg_schema_t *s, size_t i, const char **seen, size_t *n)
 {
 	if (cfg_key_alias(s, i) || cfg_key_load(s, i))
 		return false;
-	for (size_t j = 0; j < i; j++)
-		if (!cfg_key_alias(s, j) && !cfg_key_load(s, j) &&
-		    !strcmp(s->keys[j]->section, s->keys[i]->section))
+	const char *sec = s->keys[i]->section;
+	for (size_t j = *n; j-- > 0;)
+		if (seen[j] == sec || !strcmp(seen[j], sec))
 			return false;
+	seen[(*n)++] = sec;
 	return true;
 }
 
@@ -55,8 +57,12 @@ int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
 {
 	const cfg_schema_t *s = c->s;
 	bool first = true;
+	const char **seen = malloc((s->n ? s->n : 1) * sizeof *seen);
+	size_t n_seen = 0;
+	if (!seen)
+		return KS_ENOMEM;
 	for (size_t i = 0; i < s->n; i++) {
-		if (!section_first(s, i))
+		if (!section_first(s, i, seen, &n_seen))
 			continue;
 		const char *sec = s->keys[i]->section;
 		fprintf(f, "%s[%s]\n", first ? "" : "\n", sec);
@@ -80,6 +86,7 @@ int cfg_write_ex(const cfg_t *c, FILE *f, int flags)
 			fprintf(f, "%s =%s%s\n", k->name, *v->text ? " " : "", v->text);
 		}
 	}
+	free(seen);
 	return ferror(f) ? KS_EIO : 0;
 }
 
