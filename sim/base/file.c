@@ -150,7 +150,6 @@ int file_out_commit(file_out_t *o, int sync, err_t *e)
 	}
 	if (!en && o->how == FILE_OUT_RENAME && rename(o->tmp, o->path) < 0)
 		en = errno;
-	o->err = en;
 	if (en || o->how == FILE_OUT_COPY)
 		file_out_abort(o);
 	o->tmp[0] = '\0';

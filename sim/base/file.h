@@ -45,7 +45,6 @@ typedef struct file_out {
 	char path[4096]; /* the name the user gave */
 	char tmp[4096];  /* the name to write (PATH itself when FILE_OUT_THROUGH) */
 	int how;         /* FILE_OUT_RENAME, FILE_OUT_THROUGH or FILE_OUT_COPY */
-	int err;         /* errno of a failed file_out_commit, else 0 */
 } file_out_t;
 
 /* Chooses how path is written (flags: FILE_OUT_STREAM or _SEEKABLE) and

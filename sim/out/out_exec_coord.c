@@ -195,12 +195,16 @@ static void kill_active(slot_t *sl, unsigned jobs)
 		}
 }
 
-/* Removes *.h5.tmp left by children of a killed sweep (we hold the lock). */
+/* Removes *.h5.tmp left by children of a killed sweep (we hold the sweep
+ * lock), never one a run recorded beside the sweep is writing (out_runs_lock). */
 void out_exec_clean_stale_tmp(const char *runs)
 {
+	int lk = out_runs_lock(runs, 1);
 	DIR *d = opendir(runs);
-	if (!d)
+	if (!d) {
+		out_runs_unlock(lk);
 		return;
+	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
@@ -209,6 +213,7 @@ void out_exec_clean_stale_tmp(const char *runs)
 		}
 	}
 	closedir(d);
+	out_runs_unlock(lk);
 }
 
 /* Point k, in flight when the sweep was told to stop: 'interrupted' in the

@@ -532,10 +532,8 @@ void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o)
 	o->chunk_rows = (size_t)p.chunk_rows;
 }
 
-/* One attempt of out_hdf5_write; *vanished: its temporary was gone when it
- * came to be renamed. */
-static int write_once(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,
-		      int *vanished, err_t *e)
+int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,
+		   err_t *e)
 {
 	out_hdf5_opts_t o = {4, 4096};
 	if (opts)
@@ -601,26 +599,7 @@ static int write_once(const char *path, const sim_results_t *r, const out_hdf5_o
 		return err_set(e, KS_EIO, "%s: writing %s failed%s", path, step, why);
 	}
 	/* data on disk before the name says "complete" */
-	rc = file_out_commit(&fo, 1, e);
-	*vanished = rc && fo.err == ENOENT;
-	return rc;
-}
-
-/* A sweep starting on this results directory removes the *.h5.tmp that the
- * workers of a killed sweep left (out_exec_clean_stale_tmp); a `kvsim run
- * -o` writing there at that moment loses its temporary, and writes the file
- * again (a few times at most: a sweep cleans only when it starts). */
-int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,
-		   err_t *e)
-{
-	for (int tries = 1;; tries++) {
-		int vanished = 0;
-		int rc = write_once(path, r, opts, &vanished, e);
-		if (!rc || !vanished || tries == 4)
-			return rc;
-		if (e)
-			e->msg[0] = '\0';
-	}
+	return file_out_commit(&fo, 1, e);
 }
 
 /* ---- reading ------------------------------------------------------------ */

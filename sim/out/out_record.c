@@ -2,9 +2,11 @@
  * (see out_sweep.h): the same file name, row and identity a sweep would use,
  * so `kvsim runs` and the plots see it, and a sweep skips it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +40,27 @@ int out_run_id(const cfg_t *cfg, uint64_t seed, const char *const *plugins, size
 	return rc;
 }
 
+int out_runs_lock(const char *runs, int exclusive)
+{
+	char p[4200];
+	snprintf(p, sizeof p, "%s/.write.lock", runs);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
+void out_runs_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* releases the flock */
+}
+
 static int record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 		  const out_param_t *params, size_t n_params, const char *const *plugins,
 		  size_t n_plugins, const out_hdf5_opts_t *h5, char id[65], err_t *e)
@@ -65,7 +88,9 @@ static int record(const char *dir, const cfg_t *cfg, const sim_results_t *r,
 	out_run_info_t ri = {pid, digest, r->seed, params, n_params, rel, text, inputs};
 	rc = out_catalog_begin(c, &ri, e);
 	if (!rc) {
+		int lk = out_runs_lock(runs, 0);
 		rc = out_hdf5_write(path, r, h5, e);
+		out_runs_unlock(lk);
 		out_run_file_t f = {0, "", r->git_rev[0] ? r->git_rev : out_build_rev()};
 		if (!rc)
 			rc = out_file_sha256(path, &f.size, f.sha256, e);

@@ -103,6 +103,15 @@ int out_grid_note_inert(const out_grid_t *g, const cfg_t *base, FILE *f);
 void out_point_id(const char *config_text, uint64_t seed, const char *inputs, char id[65]);
 
 
+/* DIR/runs/.write.lock (runs = DIR/runs): a run recorded outside a sweep
+ * holds it shared while it writes its temporary and renames it; a sweep
+ * holds it exclusive while it removes the *.h5.tmp its stopped workers
+ * left, so it never takes a temporary that someone is still writing.
+ * Returns the descriptor to give out_runs_unlock, or -1 when the lock
+ * cannot be had (then nothing is held and the caller goes on unlocked). */
+int out_runs_lock(const char *runs, int exclusive);
+void out_runs_unlock(int fd);
+
 /* Records one finished run outside a sweep (kvsim run): writes
  * DIR/runs/<id16>.h5 and a 'done' catalog row with params (may be NULL),
  * every metric of r and the file's ledger entry (size, SHA-256, revision:

@@ -27,6 +27,7 @@
 #include "sim/cli/cli.h"
 #include "sim/run/cli_common.h"
 #include "sim/out/out_sweep.h"
+#include "sim/out/out_exec_int.h"
 #include "tests/fixtures/out_fake.h"
 #include "tests/fixtures/tmp_fixture.h"
 #include "sim/run/sim_schema.h"
@@ -732,6 +733,38 @@ static pid_t start_writer(int barrier[2], const char *dir, const out_grid_t *g,
 	if (rc)
 		fprintf(stderr, "record: %s\n", e.msg);
 	_exit(rc ? 1 : 0);
+}
+
+/* A sweep cleaning its dead workers' temporaries waits for a run recorded
+ * beside it (which holds runs/.write.lock shared while it writes): the
+ * temporary being written survives until the writer lets go, then a stale
+ * one goes. Without the lock the child removes it at once. */
+static void test_cleaning_temporaries_waits_for_a_recording_writer(void **st)
+{
+	(void)st;
+	char runs[300], tmp[340];
+	subdir(runs, sizeof runs, "clean_wait");
+	assert_int_equal(mkdir(runs, 0777), 0);
+	snprintf(tmp, sizeof tmp, "%s/abc.h5.tmp", runs);
+	int lk = out_runs_lock(runs, 0);
+	assert_true(lk >= 0);
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fclose(f);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(lk); /* the parent's lock, not this process's */
+		out_exec_clean_stale_tmp(runs);
+		_exit(0);
+	}
+	usleep(300 * 1000); /* the child is waiting on the lock by now */
+	assert_int_equal(access(tmp, F_OK), 0);
+	out_runs_unlock(lk);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(access(tmp, F_OK), -1);
 }
 
 static void test_concurrent_writers_into_a_fresh_directory_all_finish(void **st)
@@ -1608,6 +1641,7 @@ int main(void)
 		cmocka_unit_test(test_sigint_and_sigterm_end_the_sweep_marking_points_interrupted),
 		cmocka_unit_test(test_second_sweep_on_same_directory_waits_for_the_first),
 		cmocka_unit_test(test_concurrent_writers_into_a_fresh_directory_all_finish),
+		cmocka_unit_test(test_cleaning_temporaries_waits_for_a_recording_writer),
 		cmocka_unit_test(test_recorded_single_run_is_a_done_point_for_sweeps),
 		cmocka_unit_test(test_sweep_over_policy_names_warns_once),
 		cmocka_unit_test(test_sweep_names_an_axis_without_effect_once),
