@@ -135,7 +135,11 @@ typedef struct pol_view {
 	uint64_t block_bytes;  /* bytes per KV block, whole instance (all TP shards) */
 	int64_t (*now)(void *ctx);
 	void (*inst)(void *ctx, uint32_t i, pol_inst_t *out);
-	/* Longest prefix of blocks[0..n) resident and computed on instance i. */
+	/* Longest prefix of blocks[0..n) resident and computed on instance i.
+	 * Every match function of a view (match, match_host, match_computing)
+	 * counts the leading blocks that each pass a test of that block alone,
+	 * so match(ctx, i, blocks + k, 1) says whether blocks[k] passes
+	 * (pol_view_holds relies on it). */
 	uint32_t (*match)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
 	/* Prefill time on i for new_tokens given cached_tokens already present. */
 	int64_t (*prefill_ns)(void *ctx, uint32_t i, uint64_t new_tokens, uint64_t cached_tokens);
@@ -176,6 +180,14 @@ typedef struct pol_view {
 	 * name one as dst, nothing else may name them. */
 	uint32_t n_decode;
 } pol_view_t;
+
+/* A view's match function (pol_view_t.match and its kin). */
+typedef uint32_t (*pol_match_fn)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
+
+/* Whether match finds all of blocks[0..n) on i (1 when n is 0): the last
+ * block first, one lookup where it is missing, before the whole prefix. */
+int pol_view_holds(const pol_view_t *v, pol_match_fn match, uint32_t i, const uint64_t *blocks,
+                   uint32_t n);
 
 /* Best match over all instances: blocks matched, *inst = lowest index among
  * the best (UINT32_MAX when no instance matches a block). The index is a

@@ -131,13 +131,23 @@ static const uint32_t *view_scan(const pol_view_t *v, const uint64_t *blocks, ui
 	return c;
 }
 
+int pol_view_holds(const pol_view_t *v, pol_match_fn match, uint32_t i, const uint64_t *blocks,
+                   uint32_t n)
+{
+	return !n || (match(v->ctx, i, blocks + n - 1, 1) && match(v->ctx, i, blocks, n) >= n);
+}
+
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                              uint32_t *inst)
 {
 	uint32_t best = 0, where = UINT32_MAX, nc;
 	const uint32_t *c = view_scan(v, blocks, n, &nc);
-	for (uint32_t j = 0; j < nc; j++) {
-		uint32_t i = c ? c[j] : j, m = v->match(v->ctx, i, blocks, n);
+	for (uint32_t j = 0; j < nc && best < n; j++) {
+		uint32_t i = c ? c[j] : j, m;
+		/* beating best needs blocks[best]: one lookup rules most out */
+		if (!v->match(v->ctx, i, blocks + best, 1))
+			continue;
+		m = v->match(v->ctx, i, blocks, n);
 		if (m > best) {
 			best = m;
 			where = i;

@@ -89,7 +89,7 @@ static int64_t pick_source(const pol_view_t *v, const uint64_t *b, uint32_t n, u
 {
 	int64_t best = -1, best_t = INT64_MAX;
 	for (uint32_t i = 0; i < v->n_inst; i++) {
-		if (i == dst || v->match(v->ctx, i, b, n) < n)
+		if (i == dst || !pol_view_holds(v, v->match, i, b, n))
 			continue;
 		int64_t t = v->xfer_ns(v->ctx, i, dst, n);
 		if (t < best_t) {
@@ -105,7 +105,7 @@ static int64_t pick_source(const pol_view_t *v, const uint64_t *b, uint32_t n, u
 static int try_copy(const pol_view_t *v, const pol_actions_t *a, const pend_t *p, uint64_t *id)
 {
 	*id = 0;
-	if (v->match(v->ctx, p->dst, p->blocks, p->n) >= p->n)
+	if (pol_view_holds(v, v->match, p->dst, p->blocks, p->n))
 		return 1; /* already there */
 	int64_t src = p->src >= 0 ? p->src : pick_source(v, p->blocks, p->n, p->dst);
 	if (src < 0)

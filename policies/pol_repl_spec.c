@@ -442,9 +442,9 @@ static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
 static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, uint32_t c)
 {
 	uint32_t h = 0;
+	pol_match_fn m = v->match_computing ? v->match_computing : v->match;
 	for (uint32_t k = 0; k < v->n_inst; k++)
-		h += (v->match_computing ? v->match_computing(v->ctx, k, f->blocks, c)
-		                         : v->match(v->ctx, k, f->blocks, c)) >= c;
+		h += (uint32_t)pol_view_holds(v, m, k, f->blocks, c);
 	for (size_t i = 0; i < s->n_fl; i++)
 		h += s->fl[i].dst < v->n_inst && s->fl[i].n == f->n_blocks &&
 		     s->fl[i].key == f->blocks[f->n_blocks - 1];
@@ -458,8 +458,11 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 	uint32_t src, c = pol_view_best_match(v, f->blocks, f->n_blocks, &src);
 	uint32_t src_ready = src, c_ready = c;
 	int pending = 0;
-	for (uint32_t k = 0; v->match_computing && k < v->n_inst; k++) {
-		/* a longer prefix still being computed: the copy waits for it */
+	for (uint32_t k = 0; v->match_computing && k < v->n_inst && c < f->n_blocks; k++) {
+		/* a longer prefix still being computed: the copy waits for it
+		 * (longer needs blocks[c]: one lookup rules most out) */
+		if (!v->match_computing(v->ctx, k, f->blocks + c, 1))
+			continue;
 		uint32_t mc = v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
 		if (mc > c) {
 			c = mc;
@@ -496,7 +499,7 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 		uint32_t sbest = sc;
 		int64_t cost = v->xfer_ns(v->ctx, sc, d, cc - m);
 		for (uint32_t k = 0; k < v->n_inst; k++) {
-			if (k == d || k == sc || v->match(v->ctx, k, f->blocks, cc) < cc)
+			if (k == d || k == sc || !pol_view_holds(v, v->match, k, f->blocks, cc))
 				continue;
 			int64_t tk = v->xfer_ns(v->ctx, k, d, cc - m);
 			if (tk < cost) {

@@ -85,6 +85,8 @@ struct sim_copies {
 	size_t n_replicas, cap_replicas;
 	int live_events;        /* copies in flight */
 	uint64_t handoff_bytes; /* moved by handoff flows (disagg.handoff_bytes) */
+	int memo_on;            /* sim_copy_memo_mode() */
+	struct sim_copy_memo *memo; /* refusals remembered, NULL until the first */
 };
 
 /* sim_copy_time.c: paths and costs */
@@ -119,6 +121,21 @@ void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx);
 /* sim_copy_defer.c: a copy accepted before its source is READY */
 int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, sim_req_t *req, uint64_t *id);
+
+/* sim_copy_memo.c: refused copies' retries (see there). _refused: 1 when a
+ * block remembered still bars the copy (refused, POL_REFUSED_SOURCE), 2 the
+ * same under KVSIM_COPY_MEMO=check (the caller attempts it and compares), 0
+ * unknown. _note: after a refusal, *why from a scan of the stores, and the
+ * barring block remembered; 0 or KS_ENOMEM. _mode: KVSIM_COPY_MEMO (unset:
+ * 1 on; off: 0; check: 2). _wrong: a check failed: says so on stderr,
+ * KS_ERUNTIME. */
+int sim_copy_memo_refused(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks,
+			  uint32_t n, int from_policy);
+int sim_copy_memo_note(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks,
+		       uint32_t n, int from_policy, pol_refusal_t *why);
+int sim_copy_memo_mode(void);
+int sim_copy_memo_wrong(const char *what);
+void sim_copy_memo_free(struct sim_copy_memo *m);
 
 /* sim_evict.c: a speculative block left its store */
 void sim_spec_block_gone(sim_ctx_t *s, const kv_block_info_t *b, int64_t now);

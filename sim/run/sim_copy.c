@@ -77,6 +77,7 @@ int sim_net_init(sim_ctx_t *s, const sim_params_t *p, err_t *e)
 	const net_params_t *np = &p->net;
 	if (!(s->cp = calloc(1, sizeof *s->cp)))
 		return KS_ENOMEM;
+	s->cp->memo_on = sim_copy_memo_mode();
 	s->net = net_new(s->eng, e);
 	if (!s->net)
 		return e && e->code ? e->code : KS_ENOMEM;
@@ -171,6 +172,7 @@ static void copies_free(struct sim_copies *cp)
 		return;
 	for (size_t i = 0; i < cp->n_copies; i++)
 		free(cp->copies[i].blocks);
+	sim_copy_memo_free(cp->memo);
 	FREE_ALL(cp->copies, cp->deferred, cp->replicas, cp);
 }
 
@@ -206,18 +208,6 @@ uint64_t sim_copies_handoff_bytes(const struct sim_copies *cp)
 	return cp->handoff_bytes;
 }
 
-/* Why sim_copy_begin refused: a block to move not READY at the source, else no
- * room at the destination. */
-static pol_refusal_t refusal_reason(sim_ctx_t *s, place_t src, uint32_t dst,
-				    const uint64_t *blocks, uint32_t n)
-{
-	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, place_inst(dst));
-	for (uint32_t j = 0; j < n; j++)
-		if (!kv_lookup(to, blocks[j]) && kv_lookup(from, blocks[j]) != KV_READY)
-			return POL_REFUSED_SOURCE;
-	return POL_REFUSED_ROOM;
-}
-
 /* Tags the INFLIGHT blocks of copy id at its destination with the copy, so
  * a request meeting one can time its landing (sim_wait_inflight). */
 static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)
@@ -229,6 +219,25 @@ static void copy_tag_inflight(sim_ctx_t *s, uint64_t id)
 		kv_set_tag(s->cl.inst[c->dst.index].kv, c->blocks[j], (uint32_t)id);
 }
 
+/* A refusal: counted by its reason, and remembered (sim_copy_memo.c). With
+ * KVSIM_COPY_MEMO=check, memo > 0 says the memo had answered "refused, for
+ * its source" before this attempt. */
+static int copy_refused(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks,
+			uint32_t n, int from_policy, int rc, int memo)
+{
+	pol_refusal_t why;
+	if (memo && rc != POL_COPY_REFUSED)
+		return sim_copy_memo_wrong("accepted");
+	if (rc != POL_COPY_REFUSED)
+		return rc;
+	if ((rc = sim_copy_memo_note(s, src, dst, blocks, n, from_policy, &why)))
+		return rc;
+	if (memo && why != POL_REFUSED_SOURCE)
+		return sim_copy_memo_wrong("refused for another reason");
+	pol_spec_refused(&s->spec, why);
+	return POL_COPY_REFUSED;
+}
+
 int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, int from_policy, sim_req_t *req, uint64_t *id)
 {
@@ -238,11 +247,17 @@ int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *bloc
 		return POL_COPY_REFUSED;
 	sim_touch_place(s, src); /* the timeline: room made at dst, sources dropped */
 	sim_touch(s, dst);
+	int memo = sim_copy_memo_refused(s, src, dst, blocks, n, from_policy);
+	if (memo == 1) { /* a block still bars it: refused, for its source */
+		pol_spec_refused(&s->spec, POL_REFUSED_SOURCE);
+		return POL_COPY_REFUSED;
+	}
 	int rc = sim_copy_begin(s, src, place_inst(dst), blocks, n, cls, spec, from_policy, req, id);
 	if (rc == POL_COPY_REFUSED && from_policy && s->cp->copy_deferred && place_is_inst(src))
 		rc = sim_copy_defer(s, src.index, dst, blocks, n, cls, spec, req, id);
-	if (rc == POL_COPY_REFUSED)
-		pol_spec_refused(&s->spec, refusal_reason(s, src, dst, blocks, n));
+	if (memo || rc == POL_COPY_REFUSED)
+		if ((rc = copy_refused(s, src, dst, blocks, n, from_policy, rc, memo)) != POL_COPY_OK)
+			return rc;
 	if (rc == POL_COPY_OK)
 		copy_tag_inflight(s, *id);
 	/* the replica exists, for placement accuracy, from now on (forecast.h) */

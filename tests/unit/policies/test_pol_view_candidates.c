@@ -59,10 +59,14 @@ static void test_best_match_asks_only_candidates(void **st)
 	assert_int_equal(pol_view_best_match(&f.v, R, 8, &inst), 8);
 	assert_int_equal(inst, 5);
 	assert_int_equal(match_calls, 2);
+	/* without candidates every instance is asked in order, each first for
+	 * the one block that would beat the best so far (instances 0-4: one
+	 * call each), 5 then for the whole prefix, and once a holder of all 8
+	 * is found nobody else can beat it */
 	fake(&f, 0);
 	assert_int_equal(pol_view_best_match(&f.v, R, 8, &inst), 8);
 	assert_int_equal(inst, 5);
-	assert_int_equal(match_calls, N);
+	assert_int_equal(match_calls, 5 + 2);
 }
 
 static void test_holders_from_candidates(void **st)
@@ -107,6 +111,43 @@ static void test_cache_aware_scans_candidates_only(void **st)
 	assert_int_equal(calls[1], 2);
 }
 
+/* pol_view_best_match and pol_view_holds, which ask one block before a
+ * whole prefix, answer as full matches of every instance do: random
+ * prefixes of one chain (and some of their blocks dropped, so that an
+ * instance holds a block without those before it) on every instance. */
+static void test_shortcuts_answer_as_full_matches(void **st)
+{
+	(void)st;
+	static uint64_t chain[24], gappy[N][24];
+	uint64_t x = 12345;
+	fk_chain(chain, 24, 900);
+	for (int trial = 0; trial < 200; trial++) {
+		fake_t f;
+		fk_init(&f, N, 16, 1);
+		for (uint32_t i = 0; i < N; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			uint32_t len = (uint32_t)(x >> 33) % 25, drop = (uint32_t)(x >> 20) % 30;
+			memcpy(gappy[i], chain, sizeof chain);
+			if (drop < len)
+				gappy[i][drop] = 1; /* a hole: blocks after it held alone */
+			if (len)
+				fk_hold(&f, i, gappy[i], len);
+		}
+		uint32_t n = 1 + (uint32_t)(x >> 40) % 24, best = 0, where = UINT32_MAX, inst;
+		for (uint32_t i = 0; i < N; i++) {
+			uint32_t m = fk_match(&f, i, chain, n);
+			if (m > best) {
+				best = m;
+				where = i;
+			}
+			assert_int_equal(pol_view_holds(&f.v, fk_match, i, chain, n), m >= n);
+		}
+		assert_int_equal(pol_view_best_match(&f.v, chain, n, &inst), best);
+		assert_int_equal(inst, where);
+	}
+}
+
 TEST_MAIN(cmocka_unit_test(test_best_match_asks_only_candidates),
+          cmocka_unit_test(test_shortcuts_answer_as_full_matches),
           cmocka_unit_test(test_holders_from_candidates),
           cmocka_unit_test(test_cache_aware_scans_candidates_only))
