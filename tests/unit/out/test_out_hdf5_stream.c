@@ -17,6 +17,7 @@
 #include "sim/out/out_hdf5.h"
 #include "sim/run/sim.h"
 #include "tests/fixtures/sim_fixture.h"
+#include "tests/fixtures/test_main.h"
 #include "tests/fixtures/tmp_fixture.h"
 
 /* speculative copies, so /transfers has rows too */
@@ -120,11 +121,6 @@ static void test_a_table_smaller_than_a_chunk_keeps_its_size_as_chunk(void **st)
 	sim_results_free(&b);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_streamed_run_writes_the_same_tables_in_the_same_order),
-		cmocka_unit_test(test_a_table_smaller_than_a_chunk_keeps_its_size_as_chunk),
-	};
-	return cmocka_run_group_tests(tests, tmp_group_setup, tmp_group_teardown);
-}
+TEST_MAIN_FIXTURE(tmp_group_setup, tmp_group_teardown,
+                  cmocka_unit_test(test_streamed_run_writes_the_same_tables_in_the_same_order),
+                  cmocka_unit_test(test_a_table_smaller_than_a_chunk_keeps_its_size_as_chunk))
