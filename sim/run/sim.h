@@ -16,7 +16,8 @@
 
 typedef struct sim_run_opts sim_run_opts_t;
 /* Runs cfg; o may be NULL (built-in policies, the [trace] section's
- * requests, no progress, trace events or feedback). */
+ * requests, no progress, trace events or feedback). res is zeroed first and
+ * left empty on failure. */
 int sim_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_results_t *res, err_t *e);
 
 /* A stream of arriving requests in nondecreasing arrival order; blocks are
