@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/base/err.h"
 
@@ -14,6 +15,9 @@ void sim_results_free(sim_results_t *r)
 	if (!r)
 		return;
 	FREE_ALL(r->req, r->xfer, r->tl, r->metric, r->dec, r->win, r->config_text);
+	for (int t = 0; t < RES_T_N; t++)
+		if (r->spill_fd_[t])
+			close(r->spill_fd_[t] - 1);
 	memset(r, 0, sizeof *r);
 }
 

@@ -145,9 +145,13 @@ typedef struct res_window {
 } res_window_t;
 enum { RES_WIN_STAGE = 0, RES_WIN_OUTPUT = 1 };
 
+/* The tables a run can stream (sim_results_stream). */
+enum { RES_T_REQ = 0, RES_T_XFER = 1, RES_T_TL = 2, RES_T_N = 3 };
+
 typedef struct sim_results {
 	/* rows and their capacities (a capacity below the count, e.g. 0 for an
-	 * array filled elsewhere, only makes the next append reallocate) */
+	 * array filled elsewhere, only makes the next append reallocate); a
+	 * streamed table (below) holds only its rows since the last spill */
 	res_request_t *req;   size_t n_req, cap_req;
 	res_transfer_t *xfer; size_t n_xfer, cap_xfer;
 	res_sample_t *tl;     size_t n_tl, cap_tl;
@@ -169,9 +173,39 @@ typedef struct sim_results {
 	 * "PLACE: [section] key: reason" form; "" when nothing. Callers print
 	 * it as a warning, or refuse the run when asked to be strict. */
 	char warning[1024];
+	/* Streaming, for runs of any length in flat memory (0: off, every row
+	 * in the arrays above): req, xfer and tl each hold at most stream_rows
+	 * rows; a full one goes, in append order, to a temporary file of its
+	 * own (unlinked at creation: nothing is left behind), and spilled[t]
+	 * counts the rows of table t there, which come before those in memory.
+	 * Read a table whole with sim_results_rows. spill_fd_: the files'
+	 * descriptors + 1 (0: none), owned by the struct. */
+	size_t stream_rows;
+	size_t spilled[RES_T_N];
+	int spill_fd_[RES_T_N];
 } sim_results_t;
 
+/* Frees every array and closes the spill files; r is zeroed. */
 void sim_results_free(sim_results_t *r);
+/* Turns streaming on for r (before its first row) with blocks of rows
+ * rows (> 0). The spill files go to $TMPDIR (/tmp when unset): a table
+ * spills rows x its row size bytes at a time, and holds on disk the rows
+ * a run makes (about 130 B a request, 64 B a timeline sample). */
+void sim_results_stream(sim_results_t *r, size_t rows);
+/* Appends one row (a res_request_t, res_transfer_t or res_sample_t) to
+ * table RES_T_*: 0, KS_ENOMEM, or KS_EIO when a spill write fails (the
+ * results keep what they had). */
+int sim_results_append(sim_results_t *r, int table, const void *row);
+/* Rows of table RES_T_* in all: spilled and in memory. */
+size_t sim_results_count(const sim_results_t *r, int table);
+/* Calls fn(ctx, rows, n) on every row of table RES_T_* in append order, in
+ * blocks of at most max(stream_rows, the rows in memory) rows (spilled
+ * ones read into a buffer of stream_rows rows, valid during the call).
+ * Returns 0, fn's first nonzero return, KS_ENOMEM or KS_EIO. */
+typedef int (*res_rows_fn)(void *ctx, const void *rows, size_t n);
+int sim_results_rows(const sim_results_t *r, int table, res_rows_fn fn, void *ctx);
+/* The size of one row of table RES_T_*, 0 outside them. */
+size_t sim_results_row_size(int table);
 /* Appends a metric (name truncated to 47 chars); 0 or KS_ENOMEM. */
 int sim_results_metric(sim_results_t *r, const char *name, const char *unit, double v);
 /* Value of a named metric, or NAN. */

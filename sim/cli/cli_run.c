@@ -221,7 +221,7 @@ static void run_header(const cfg_t *c, const sim_results_t *r, char *wl, char *d
 {
 	char rps[32], span[32];
 	num_text(sim_results_get(r, "offered_rps"), rps, sizeof rps);
-	snprintf(wl, n, "%s: %zu requests, offered %s req/s", base_name(r->trace_path), r->n_req,
+	snprintf(wl, n, "%s: %zu requests, offered %s req/s", base_name(r->trace_path), sim_results_count(r, RES_T_REQ),
 		 rps);
 	double sp = sim_results_get(r, "span_s");
 	if (isfinite(sp)) {
@@ -260,7 +260,7 @@ static void print_summary(const cfg_t *c, const sim_results_t *r)
 	printf("  %-*s %15.3f\n", LABEL_W, "wall time (s)", r->wall_s);
 	if (r->wall_s > 0)
 		printf("  %-*s %15.0f\n", LABEL_W, "simulated requests per wall-second",
-		       (double)r->n_req / r->wall_s);
+		       (double)sim_results_count(r, RES_T_REQ) / r->wall_s);
 }
 
 /* A metric value as JSON: a number (whole ones as integers), null for
@@ -586,6 +586,7 @@ int cli_run_main(int argc, char **argv)
 	char id[65] = "";
 	run_where(&ra, cfg, id);
 	ro.reg = ra.reg;
+	ro.stream_rows = SIM_STREAM_ROWS;
 	rc = sim_run(cfg, &ro, &r, &e);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);

@@ -77,7 +77,8 @@ static void usage(FILE *f)
  * trace window) says so on stderr, or under --strict fails as bad input. */
 static int sweep_sim_run(const cfg_t *c, sim_results_t *r, err_t *e, void *ctx)
 {
-	int rc = sim_run(c, NULL, r, e);
+	const sim_run_opts_t o = {.stream_rows = SIM_STREAM_ROWS};
+	int rc = sim_run(c, &o, r, e);
 	if (rc || !r->warning[0])
 		return rc;
 	if (*(const int *)ctx) {

@@ -275,7 +275,7 @@ static hid_t chunked_dcpl(hsize_t chunk, int level)
 
 /* Creates the extendible 1-D dataset loc/name of n rows (file type ft,
  * memory type mt; -1 for either fails) in chunks of chunk rows and writes
- * rows into it. The open dataset, or -1. */
+ * rows into it (NULL: written later). The open dataset, or -1. */
 static hid_t rows_create(hid_t loc, const char *name, hid_t mt, hid_t ft, const void *rows,
 			 size_t n, hsize_t chunk, int level)
 {
@@ -283,7 +283,7 @@ static hid_t rows_create(hid_t loc, const char *name, hid_t mt, hid_t ft, const 
 	hid_t sp = H5Screate_simple(1, &dims, &maxd), dcpl = chunked_dcpl(chunk, level), d = -1;
 	if (mt >= 0 && ft >= 0 && sp >= 0 && dcpl >= 0)
 		d = H5Dcreate2(loc, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	if (d >= 0 && n && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+	if (d >= 0 && n && rows && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
 		H5Dclose(d);
 		d = -1;
 	}
@@ -292,14 +292,80 @@ static hid_t rows_create(hid_t loc, const char *name, hid_t mt, hid_t ft, const 
 	return d;
 }
 
-static int write_table(hid_t f, const table_t *t, const void *rows, size_t n,
+/* A table's rows: every row of table `table` of r (spilled ones too), or,
+ * r NULL, rows[0 .. n). */
+typedef struct row_src {
+	const sim_results_t *r;
+	int table;
+	const void *rows;
+	size_t n;
+} row_src_t;
+
+static size_t src_count(const row_src_t *s)
+{
+	return s->r ? sim_results_count(s->r, s->table) : s->n;
+}
+
+/* fn on every row of s, in blocks. */
+static int src_each(const row_src_t *s, res_rows_fn fn, void *ctx)
+{
+	if (s->r)
+		return sim_results_rows(s->r, s->table, fn, ctx);
+	return s->n ? fn(ctx, s->rows, s->n) : 0;
+}
+
+/* Rows written into dataset d a chunk at a time (buf holds up to chunk
+ * rows), so a streamed table needs no more memory than a chunk. */
+typedef struct h5_put {
+	hid_t d, mt;
+	char *buf;
+	size_t rowsize, chunk, n;
+	hsize_t at; /* rows written */
+} h5_put_t;
+
+static int put_flush(h5_put_t *p)
+{
+	hsize_t cnt = p->n;
+	hid_t fs = p->n ? H5Dget_space(p->d) : -1, ms = p->n ? H5Screate_simple(1, &cnt, NULL) : -1;
+	int rc = p->n && (fs < 0 || ms < 0 ||
+			  H5Sselect_hyperslab(fs, H5S_SELECT_SET, &p->at, NULL, &cnt, NULL) < 0 ||
+			  H5Dwrite(p->d, p->mt, ms, fs, H5P_DEFAULT, p->buf) < 0)
+		     ? KS_EIO
+		     : 0;
+	h5_close(ms);
+	h5_close(fs);
+	p->at += cnt;
+	p->n = 0;
+	return rc;
+}
+
+static int put_rows(void *ctx, const void *rows, size_t n)
+{
+	h5_put_t *p = ctx;
+	const char *src = rows;
+	while (n) {
+		size_t k = p->chunk - p->n < n ? p->chunk - p->n : n;
+		memcpy(p->buf + p->n * p->rowsize, src, k * p->rowsize);
+		p->n += k;
+		src += k * p->rowsize;
+		n -= k;
+		int rc = p->n == p->chunk ? put_flush(p) : 0;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int write_table(hid_t f, const table_t *t, const row_src_t *src,
 		       const out_hdf5_opts_t *o)
 {
+	size_t n = src_count(src);
 	hsize_t chunk = o->chunk_rows < n ? o->chunk_rows : (n ? n : 1);
 	hid_t mt = type_mem(t), ft = type_file(t);
-	hid_t d = rows_create(f, t->name, mt, ft, rows, n, chunk, o->compression);
+	hid_t d = rows_create(f, t->name, mt, ft, NULL, n, chunk, o->compression);
+	h5_put_t put = {d, mt, malloc(chunk * t->rowsize), t->rowsize, chunk, 0, 0};
 	int rc = -1;
-	if (d < 0)
+	if (d < 0 || !put.buf || src_each(src, put_rows, &put) || put_flush(&put))
 		goto out;
 	if (attr_str(d, "doc", t->doc) < 0)
 		goto out;
@@ -316,6 +382,7 @@ static int write_table(hid_t f, const table_t *t, const void *rows, size_t n,
 	}
 	rc = 0;
 out:
+	free(put.buf);
 	h5_close(d);
 	h5_close(ft);
 	h5_close(mt);
@@ -569,13 +636,15 @@ int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts
 	const char *step = NULL;
 	/* errno is cleared before each step so that io_reason's fallback is
 	 * that step's */
-	if ((errno = 0, write_table(f, &t_req, r->req, r->n_req, &o) < 0))
+	const row_src_t req = {r, RES_T_REQ, NULL, 0}, xfer = {r, RES_T_XFER, NULL, 0},
+			tl = {r, RES_T_TL, NULL, 0}, dec = {NULL, 0, r->dec, r->n_dec};
+	if ((errno = 0, write_table(f, &t_req, &req, &o) < 0))
 		step = "/requests";
-	else if ((errno = 0, write_table(f, &t_xfer, r->xfer, r->n_xfer, &o) < 0))
+	else if ((errno = 0, write_table(f, &t_xfer, &xfer, &o) < 0))
 		step = "/transfers";
-	else if ((errno = 0, write_table(f, &t_tl, r->tl, r->n_tl, &o) < 0))
+	else if ((errno = 0, write_table(f, &t_tl, &tl, &o) < 0))
 		step = "/timeline";
-	else if (r->decisions && (errno = 0, write_table(f, &t_dec, r->dec, r->n_dec, &o) < 0))
+	else if (r->decisions && (errno = 0, write_table(f, &t_dec, &dec, &o) < 0))
 		step = "/decisions";
 	else if ((errno = 0, write_summary(f, r, &o) < 0))
 		step = "/summary";
@@ -816,19 +885,15 @@ static int csv_close(FILE *f, const char *path, err_t *e)
 	return 0;
 }
 
-/* Table t's rows (n of them at rows) as dir/<t->name>.csv: a header of the
- * member names, then one line per row, integers exact, doubles to 17
- * significant digits. */
-static int csv_table(const char *dir, const table_t *t, const void *rows, size_t n, err_t *e)
+/* res_rows_fn: rows of table c->t as CSV lines on c->f. */
+typedef struct csv_put {
+	FILE *f;
+	const table_t *t;
+} csv_put_t;
+static int csv_rows(void *ctx, const void *rows, size_t n)
 {
-	char name[64], path[4200];
-	snprintf(name, sizeof name, "%s.csv", t->name);
-	FILE *f = csv_open(dir, name, path, sizeof path, e);
-	if (!f)
-		return e->code;
-	for (size_t k = 0; k < t->ncols; k++)
-		fprintf(f, "%s%s", k ? "," : "", t->cols[k].name);
-	fputc('\n', f);
+	FILE *f = ((csv_put_t *)ctx)->f;
+	const table_t *t = ((csv_put_t *)ctx)->t;
 	for (size_t i = 0; i < n; i++) {
 		const char *row = (const char *)rows + i * t->rowsize;
 		for (size_t k = 0; k < t->ncols; k++) {
@@ -845,18 +910,41 @@ static int csv_table(const char *dir, const table_t *t, const void *rows, size_t
 		}
 		fputc('\n', f);
 	}
+	return 0;
+}
+
+/* Table t's rows as dir/<t->name>.csv: a header of the member names, then
+ * one line per row, integers exact, doubles to 17 significant digits. */
+static int csv_table(const char *dir, const table_t *t, const row_src_t *src, err_t *e)
+{
+	char name[64], path[4200];
+	snprintf(name, sizeof name, "%s.csv", t->name);
+	FILE *f = csv_open(dir, name, path, sizeof path, e);
+	if (!f)
+		return e->code;
+	for (size_t k = 0; k < t->ncols; k++)
+		fprintf(f, "%s%s", k ? "," : "", t->cols[k].name);
+	fputc('\n', f);
+	csv_put_t c = {f, t};
+	int rc = src_each(src, csv_rows, &c);
+	if (rc) {
+		fclose(f);
+		return err_set(e, rc, "%s: reading the rows back failed", path);
+	}
 	return csv_close(f, path, e);
 }
 
 int out_csv_write(const sim_results_t *r, const char *dir, err_t *e)
 {
-	int rc = csv_table(dir, &t_req, r->req, r->n_req, e);
+	const row_src_t req = {r, RES_T_REQ, NULL, 0}, xfer = {r, RES_T_XFER, NULL, 0},
+			tl = {r, RES_T_TL, NULL, 0}, dec = {NULL, 0, r->dec, r->n_dec};
+	int rc = csv_table(dir, &t_req, &req, e);
 	if (!rc)
-		rc = csv_table(dir, &t_xfer, r->xfer, r->n_xfer, e);
+		rc = csv_table(dir, &t_xfer, &xfer, e);
 	if (!rc)
-		rc = csv_table(dir, &t_tl, r->tl, r->n_tl, e);
+		rc = csv_table(dir, &t_tl, &tl, e);
 	if (!rc && r->decisions)
-		rc = csv_table(dir, &t_dec, r->dec, r->n_dec, e);
+		rc = csv_table(dir, &t_dec, &dec, e);
 	char path[4200];
 	FILE *f;
 	if (!rc && (f = csv_open(dir, "summary.csv", path, sizeof path, e))) {

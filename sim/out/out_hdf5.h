@@ -19,6 +19,10 @@
  * kvsim_git_dirty (int 1 when that revision has uncommitted changes),
  * format_version, seed, trace_path, trace_sha256, config_sha256, start_unix,
  * start_time (UTC ISO-8601), wall_s, events.
+ * /requests, /transfers and /timeline are read from the results a chunk
+ * of rows at a time (sim_results_rows: streamed runs' spilled rows too)
+ * and written chunk by chunk, so writing needs a chunk's memory, not a
+ * table's; the chunk is chunk_rows rows, or the table's rows when fewer.
  * Writing goes to "PATH.tmp", which is fsync'd and renamed to PATH only when
  * complete, so a killed run never leaves a complete-looking PATH; a FIFO or
  * a device gets the whole file copied in once complete (file_out, file.h). Errors are
@@ -49,7 +53,8 @@ int out_rev_dirty(const char *rev);
 /* Options from [output] compression and chunk_rows of a config. */
 void out_hdf5_opts_from_cfg(const cfg_t *c, out_hdf5_opts_t *o);
 
-/* Writes r to path (via path.tmp). opts may be NULL (level 4, 4096 rows). */
+/* Writes r to path (via path.tmp). opts may be NULL (level 4, 4096 rows).
+ * Reading r's spilled rows back can fail too: KS_EIO. */
 int out_hdf5_write(const char *path, const sim_results_t *r, const out_hdf5_opts_t *opts,
 		   err_t *e);
 

@@ -185,22 +185,24 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* adm[r]: request r's row says it was admitted (queue_ns >= 0); a request
- * id with no such row is not. */
-static int admitted_mark(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
-                         uint8_t *adm)
+/* adm[r]: request r's id is among ids[0 .. n) (sorted here). */
+static void admitted_mark(const bound_stream_t *b, uint64_t *ids, size_t n, uint8_t *adm)
 {
-	uint64_t *ids = malloc((n_rows ? n_rows : 1) * sizeof *ids);
-	if (!ids)
-		return KS_ENOMEM;
-	size_t n = 0;
-	for (size_t i = 0; i < n_rows; i++)
-		if (rows[i].queue_ns >= 0)
-			ids[n++] = rows[i].id;
-	qsort(ids, n, sizeof *ids, u64_cmp);
+	if (n) /* qsort's array may not be NULL */
+		qsort(ids, n, sizeof *ids, u64_cmp);
 	for (size_t r = 0; r < b->n_req; r++)
-		adm[r] = bsearch(&b->req[r].id, ids, n, sizeof *ids, u64_cmp) != NULL;
-	free(ids);
+		adm[r] = n && bsearch(&b->req[r].id, ids, n, sizeof *ids, u64_cmp) != NULL;
+}
+
+int bound_admitted_ids(void *ctx, const void *rows, size_t n)
+{
+	bound_ids_t *a = ctx;
+	for (const res_request_t *r = rows, *end = r + n; r < end; r++)
+		if (r->queue_ns >= 0) {
+			if (VEC_GROW(a->id, a->cap, a->n + 1, 1024))
+				return KS_ENOMEM;
+			a->id[a->n++] = r->id;
+		}
 	return 0;
 }
 
@@ -236,6 +238,17 @@ static int first_touches(const bound_stream_t *b, const uint8_t *adm, uint64_t *
 int bound_compute(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
                   const uint32_t *cap, double copy_blocks, bound_out_t *o)
 {
+	bound_ids_t a = {0};
+	int rc = bound_admitted_ids(&a, rows, n_rows);
+	if (!rc)
+		rc = bound_compute_ids(b, &a, cap, copy_blocks, o);
+	free(a.id);
+	return rc;
+}
+
+int bound_compute_ids(const bound_stream_t *b, bound_ids_t *adm_ids, const uint32_t *cap,
+                      double copy_blocks, bound_out_t *o)
+{
 	*o = (bound_out_t){0};
 	uint8_t *adm = malloc(b->n_req ? b->n_req : 1);
 	uint64_t *ids = malloc((b->n_ids ? b->n_ids : 1) * sizeof *ids);
@@ -246,7 +259,8 @@ int bound_compute(const bound_stream_t *b, const res_request_t *rows, size_t n_r
 	int rc = KS_ENOMEM;
 	if (!adm || !ids || !counted || !first || !order || !touch)
 		goto out;
-	if ((rc = admitted_mark(b, rows, n_rows, adm)) || (rc = first_touches(b, adm, touch)))
+	admitted_mark(b, adm_ids->id, adm_ids->n, adm);
+	if ((rc = first_touches(b, adm, touch)))
 		goto out;
 	/* the requests by instance, each in the order it received them
 	 * (a stable counting sort) */

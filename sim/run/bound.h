@@ -102,5 +102,18 @@ typedef struct bound_out {
  * unlimited). 0 or KS_ENOMEM. */
 int bound_compute(const bound_stream_t *b, const res_request_t *rows, size_t n_rows,
                   const uint32_t *cap, double copy_blocks, bound_out_t *o);
+/* The same from the admitted requests' ids (a->id[0 .. a->n), sorted in
+ * place), gathered by bound_admitted_ids from the rows of a run, spilled
+ * ones included (sim_results_rows): 8 B an admitted request. */
+typedef struct bound_ids {
+	uint64_t *id;
+	size_t n, cap;
+} bound_ids_t;
+int bound_compute_ids(const bound_stream_t *b, bound_ids_t *a, const uint32_t *cap,
+                      double copy_blocks, bound_out_t *o);
+/* res_rows_fn over request rows: appends the ids of those admitted
+ * (queue_ns >= 0) to ctx, a bound_ids_t the caller frees (its id). 0 or
+ * KS_ENOMEM. */
+int bound_admitted_ids(void *ctx, const void *rows, size_t n);
 
 #endif

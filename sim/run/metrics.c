@@ -25,144 +25,167 @@ static int64_t f_ttft_nospec(const res_request_t *r)
 	return r->tok_spec_hit ? -1 : r->ttft_ns;
 }
 
-/* mean and percentiles (ms) of one field over completed requests, as the
- * five metrics from id (mean, p50, p90, p95, p99) */
-static int summarize_field(sim_results_t *res, int id, field_fn f, double *buf)
+/* One pass over the request rows that arrived in [t0, t1): counts and sums
+ * (tally), or one value per row into buf (gather: f over completed rows, or,
+ * f NULL, TTFT over offered rows with +inf for those not completed). */
+typedef struct scan {
+	int64_t t0, t1;
+	const metrics_opts_t *o;
+	uint64_t rows, by_status[REQ_STATUS_N], out_tok, in_tok, hit_tok, spec_tok;
+	uint64_t ok_ttft, ok_tpot, ok_both;
+	int64_t first, last, a0, a1; /* first arrival, last completion, offered arrivals */
+	field_fn f;
+	double *buf;
+	size_t n;
+} scan_t;
+
+static int tally(void *ctx, const void *rows, size_t n)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < res->n_req; i++)
-		if (res->req[i].status == REQ_COMPLETED && f(&res->req[i]) >= 0)
-			buf[n++] = (double)f(&res->req[i]) / 1e6;
-	static const double qs[] = {0.50, 0.90, 0.95, 0.99};
-	int rc = rec_metric(res, id, n ? gsl_stats_mean(buf, 1, n) : NAN);
-	if (rc)
-		return rc;
-	for (size_t k = 0; k < sizeof qs / sizeof qs[0]; k++) {
-		double v = n ? quantile_select(buf, n, qs[k]) : NAN;
-		if ((rc = rec_metric(res, id + 1 + (int)k, v)))
-			return rc;
+	scan_t *s = ctx;
+	for (const res_request_t *r = rows, *end = r + n; r < end; r++) {
+		if (r->arrival_ns < s->t0 || r->arrival_ns >= s->t1)
+			continue;
+		s->rows++;
+		if (r->status >= 0 && r->status < REQ_STATUS_N)
+			s->by_status[r->status]++;
+		if (r->arrival_ns < s->first)
+			s->first = r->arrival_ns;
+		if (r->status != REQ_FAILED_IN_TRACE) { /* the offered arrivals */
+			s->a0 = r->arrival_ns < s->a0 ? r->arrival_ns : s->a0;
+			s->a1 = r->arrival_ns > s->a1 ? r->arrival_ns : s->a1;
+		}
+		if (r->status != REQ_COMPLETED)
+			continue;
+		if (r->arrival_ns + r->e2e_ns > s->last)
+			s->last = r->arrival_ns + r->e2e_ns;
+		s->out_tok += r->output_tokens;
+		s->in_tok += r->input_tokens;
+		s->hit_tok += r->tok_local + r->tok_peer + r->tok_host;
+		s->spec_tok += r->tok_spec_hit;
+		int a = r->ttft_ns <= s->o->ttft_slo_ns, b = r->tpot_ns <= s->o->tpot_slo_ns;
+		s->ok_ttft += a;
+		s->ok_tpot += b;
+		s->ok_both += a && b;
 	}
 	return 0;
 }
 
-/* p50 .. p99 (ms) of TTFT over the offered requests, as the four metrics
- * from REC_TTFT_P50: a request that never completed counts as +inf (so
- * shedding load cannot shorten the tail); NaN when nothing was offered */
-static int summarize_ttft_offered(sim_results_t *res, double *buf)
+static int gather(void *ctx, const void *rows, size_t n)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < res->n_req; i++) {
-		const res_request_t *r = &res->req[i];
-		if (r->status == REQ_FAILED_IN_TRACE)
+	scan_t *s = ctx;
+	for (const res_request_t *r = rows, *end = r + n; r < end; r++) {
+		if (r->arrival_ns < s->t0 || r->arrival_ns >= s->t1)
 			continue;
-		buf[n++] = r->status == REQ_COMPLETED ? (double)r->ttft_ns / 1e6 : INFINITY;
+		if (!s->f) {
+			if (r->status != REQ_FAILED_IN_TRACE)
+				s->buf[s->n++] =
+				    r->status == REQ_COMPLETED ? (double)r->ttft_ns / 1e6 : INFINITY;
+		} else if (r->status == REQ_COMPLETED && s->f(r) >= 0) {
+			s->buf[s->n++] = (double)s->f(r) / 1e6;
+		}
 	}
+	return 0;
+}
+
+/* Appends to out the metrics from id: with mean (mean, then p50 .. p99 of
+ * s->buf[0 .. s->n)), or only p50 .. p99; NaN for no values. */
+static int record_quantiles(sim_results_t *out, int id, int mean, const scan_t *s)
+{
 	static const double qs[] = {0.50, 0.90, 0.95, 0.99};
-	int rc = 0;
+	int rc = mean ? rec_metric(out, id++, s->n ? gsl_stats_mean(s->buf, 1, s->n) : NAN) : 0;
 	for (size_t k = 0; k < sizeof qs / sizeof qs[0] && !rc; k++)
-		rc = rec_metric(res, REC_TTFT_P50 + (int)k,
-		                n ? quantile_select(buf, n, qs[k]) : NAN);
+		rc = rec_metric(out, id + (int)k, s->n ? quantile_select(s->buf, s->n, qs[k]) : NAN);
 	return rc;
 }
 
-int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
+/* The counts, shares and rates of a tally, REC_REQUESTS .. REC_SPEC_HIT_TOKENS. */
+static int record_counts(sim_results_t *out, const scan_t *s, uint64_t blocks_total,
+			 uint64_t blocks_hit)
 {
-	double *buf = malloc((res->n_req ? res->n_req : 1) * sizeof *buf);
-	if (!buf)
-		return KS_ENOMEM;
-	uint64_t by_status[REQ_STATUS_N] = {0}, out_tok = 0, in_tok = 0, hit_tok = 0, spec_tok = 0;
-	uint64_t ok_ttft = 0, ok_tpot = 0, ok_both = 0;
-	int64_t t0 = INT64_MAX, t1 = INT64_MIN, a0 = INT64_MAX, a1 = INT64_MIN;
-	for (size_t i = 0; i < res->n_req; i++) {
-		const res_request_t *r = &res->req[i];
-		if (r->status >= 0 && r->status < REQ_STATUS_N)
-			by_status[r->status]++;
-		if (r->arrival_ns < t0)
-			t0 = r->arrival_ns;
-		if (r->status != REQ_FAILED_IN_TRACE) { /* the offered arrivals */
-			a0 = r->arrival_ns < a0 ? r->arrival_ns : a0;
-			a1 = r->arrival_ns > a1 ? r->arrival_ns : a1;
-		}
-		if (r->status != REQ_COMPLETED)
-			continue;
-		if (r->arrival_ns + r->e2e_ns > t1)
-			t1 = r->arrival_ns + r->e2e_ns;
-		out_tok += r->output_tokens;
-		in_tok += r->input_tokens;
-		hit_tok += r->tok_local + r->tok_peer + r->tok_host;
-		spec_tok += r->tok_spec_hit;
-		int a = r->ttft_ns <= o->ttft_slo_ns, b = r->tpot_ns <= o->tpot_slo_ns;
-		ok_ttft += a;
-		ok_tpot += b;
-		ok_both += a && b;
-	}
-	uint64_t done = by_status[REQ_COMPLETED];
-	uint64_t rejected = by_status[REQ_REJECTED_TOO_LONG] + by_status[REQ_REJECTED_SLO] +
-	                    by_status[REQ_REJECTED_OVERLOAD];
+	const uint64_t *st = s->by_status;
+	uint64_t done = st[REQ_COMPLETED];
+	uint64_t rejected = st[REQ_REJECTED_TOO_LONG] + st[REQ_REJECTED_SLO] + st[REQ_REJECTED_OVERLOAD];
 	/* offered: the trace's own failures are never routed (sim_arrival.c) */
-	uint64_t offered = res->n_req - by_status[REQ_FAILED_IN_TRACE];
-	double span_s = done && t1 > t0 ? (double)(t1 - t0) / 1e9 : NAN;
+	uint64_t offered = s->rows - st[REQ_FAILED_IN_TRACE];
+	double span_s = done && s->last > s->first ? (double)(s->last - s->first) / 1e9 : NAN;
 	double n_off = offered ? (double)offered : NAN; /* a share of nothing is NaN */
 	/* REC_REQUESTS .. REC_SPEC_HIT_TOKENS, in the recorder's order */
 	const double m[] = {
-	    (double)res->n_req,
+	    (double)s->rows,
 	    (double)done,
 	    (double)rejected,
-	    (double)by_status[REQ_REJECTED_OVERLOAD],
-	    (double)by_status[REQ_UNFINISHED],
-	    (double)by_status[REQ_ABANDONED],
-	    (double)by_status[REQ_FAILED_IN_TRACE],
+	    (double)st[REQ_REJECTED_OVERLOAD],
+	    (double)st[REQ_UNFINISHED],
+	    (double)st[REQ_ABANDONED],
+	    (double)st[REQ_FAILED_IN_TRACE],
 	    (double)offered,
 	    (double)(offered - rejected) / n_off,
 	    (double)done / n_off,
 	    span_s,
-	    a1 > a0 ? (double)offered / ((double)(a1 - a0) / 1e9) : NAN,
+	    s->a1 > s->a0 ? (double)offered / ((double)(s->a1 - s->a0) / 1e9) : NAN,
 	    done ? done / span_s : 0,
-	    done ? out_tok / span_s : 0,
-	    (double)ok_ttft / n_off,
-	    (double)ok_tpot / n_off,
-	    (double)ok_both / n_off,
-	    done ? (double)ok_both / done : NAN,
-	    done ? ok_both / span_s : 0,
-	    in_tok ? (double)hit_tok / in_tok : NAN,
-	    o->blocks_total ? (double)o->blocks_hit / o->blocks_total : NAN,
-	    (double)spec_tok,
+	    done ? s->out_tok / span_s : 0,
+	    (double)s->ok_ttft / n_off,
+	    (double)s->ok_tpot / n_off,
+	    (double)s->ok_both / n_off,
+	    done ? (double)s->ok_both / done : NAN,
+	    done ? s->ok_both / span_s : 0,
+	    s->in_tok ? (double)s->hit_tok / s->in_tok : NAN,
+	    blocks_total ? (double)blocks_hit / blocks_total : NAN,
+	    (double)s->spec_tok,
 	};
 	_Static_assert(sizeof m / sizeof m[0] == REC_SPEC_HIT_TOKENS - REC_REQUESTS + 1,
 	               "one value per metric");
 	int rc = 0;
 	for (size_t i = 0; i < sizeof m / sizeof m[0] && !rc; i++)
-		rc = rec_metric(res, REC_REQUESTS + (int)i, m[i]);
-	if (!rc)
-		rc = summarize_ttft_offered(res, buf);
-	static const int lat[] = {REC_TTFT_COMPLETED_MEAN, REC_TPOT_MEAN, REC_TBT_P90_MEAN,
-	                          REC_E2E_MEAN, REC_QUEUE_MEAN, REC_TTFT_NOSPEC_MEAN};
-	static const field_fn fld[] = {f_ttft, f_tpot, f_tbt, f_e2e, f_queue, f_ttft_nospec};
-	for (size_t i = 0; i < sizeof lat / sizeof lat[0] && !rc; i++)
-		rc = summarize_field(res, lat[i], fld[i], buf);
-	free(buf);
+		rc = rec_metric(out, REC_REQUESTS + (int)i, m[i]);
 	return rc;
+}
+
+/* Every metric of metrics_summarize over res's request rows that arrived in
+ * [t0, t1), appended to out. Passes over the rows (spilled ones read back):
+ * one to count, then one per latency, each into one buffer of a double per
+ * row in the window. The cluster's block counts go with the rows only when
+ * the window holds them all. */
+static int summarize(const sim_results_t *res, int64_t t0, int64_t t1, const metrics_opts_t *o,
+		     sim_results_t *out)
+{
+	scan_t s = {.t0 = t0, .t1 = t1, .o = o, .first = INT64_MAX, .last = INT64_MIN,
+		    .a0 = INT64_MAX, .a1 = INT64_MIN};
+	int rc = sim_results_rows(res, RES_T_REQ, tally, &s);
+	if (rc)
+		return rc;
+	int all = s.rows == sim_results_count(res, RES_T_REQ);
+	if ((rc = record_counts(out, &s, all ? o->blocks_total : 0, all ? o->blocks_hit : 0)))
+		return rc;
+	if (!(s.buf = malloc((s.rows ? s.rows : 1) * sizeof *s.buf)))
+		return KS_ENOMEM;
+	static const int lat[] = {REC_TTFT_P50, REC_TTFT_COMPLETED_MEAN, REC_TPOT_MEAN,
+				  REC_TBT_P90_MEAN, REC_E2E_MEAN, REC_QUEUE_MEAN,
+				  REC_TTFT_NOSPEC_MEAN};
+	static const field_fn fld[] = {NULL, f_ttft, f_tpot, f_tbt, f_e2e, f_queue, f_ttft_nospec};
+	for (size_t i = 0; i < sizeof lat / sizeof lat[0] && !rc; i++) {
+		s.f = fld[i];
+		s.n = 0;
+		if (!(rc = sim_results_rows(res, RES_T_REQ, gather, &s)))
+			rc = record_quantiles(out, lat[i], fld[i] != NULL, &s);
+	}
+	free(s.buf);
+	return rc;
+}
+
+int metrics_summarize(sim_results_t *res, const metrics_opts_t *o)
+{
+	return summarize(res, INT64_MIN, INT64_MAX, o, res);
 }
 
 int metrics_windows(sim_results_t *res, const metrics_opts_t *o, const int64_t *edges,
 		    size_t n_edges, int kind)
 {
-	res_request_t *rows = malloc((res->n_req ? res->n_req : 1) * sizeof *rows);
-	if (!rows)
-		return KS_ENOMEM;
 	int rc = 0;
 	for (size_t w = 0; w + 1 < n_edges && !rc; w++) {
 		sim_results_t sub = {0};
-		sub.req = rows;
-		for (size_t i = 0; i < res->n_req; i++) {
-			const res_request_t *r = &res->req[i];
-			if (r->arrival_ns >= edges[w] && r->arrival_ns < edges[w + 1])
-				rows[sub.n_req++] = *r;
-		}
-		metrics_opts_t wo = *o;
-		if (sub.n_req != res->n_req) /* block counts are the whole cluster's */
-			wo.blocks_total = wo.blocks_hit = 0;
-		rc = metrics_summarize(&sub, &wo);
+		rc = summarize(res, edges[w], edges[w + 1], o, &sub);
 		for (size_t m = 0; m < sub.n_metric && !rc; m++) {
 			if (VEC_GROW(res->win, res->cap_win, res->n_win + 1, 64)) {
 				rc = KS_ENOMEM;
@@ -180,7 +203,6 @@ int metrics_windows(sim_results_t *res, const metrics_opts_t *o, const int64_t *
 		}
 		free(sub.metric);
 	}
-	free(rows);
 	return rc;
 }
 

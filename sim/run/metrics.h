@@ -1,6 +1,7 @@
 /* metrics — summary statistics of a run's per-request results.
  *
- * Reads res->req and appends named metrics to res (sim_results_metric):
+ * Reads res's request rows (sim_results_rows: those spilled by streaming
+ * too) and appends named metrics to res (sim_results_metric):
  * counts by status; the offered requests (every status but
  * REQ_FAILED_IN_TRACE: rows the source trace marks failed, which the
  * simulator never routes, so they are neither served nor missed) and the
@@ -15,7 +16,10 @@
  * (token-weighted: prompt tokens served from KV / prompt tokens;
  * block-weighted: shareable blocks matched / shareable blocks). Quantiles
  * use GSL's interpolated quantile on sorted data, +inf propagating
- * (sim/base/quantile.h). Returns 0 or KS_ENOMEM.
+ * (sim/base/quantile.h). The answers are exact, in memory that does not
+ * keep rows: one pass to count, then one per latency, each gathering one
+ * double per request (8 B a request, freed on return). Returns 0, KS_ENOMEM
+ * or KS_EIO (a spill read failed).
  */
 #ifndef KVSIM_METRICS_H
 #define KVSIM_METRICS_H
@@ -34,10 +38,11 @@ int metrics_summarize(sim_results_t *res, const metrics_opts_t *o);
 
 /* Per-window summaries: for each window i, [edges[i], edges[i + 1]) in ns
  * of arrival, every metric metrics_summarize gives (same definitions, same
- * order), over the request rows that arrived in it, appended to res->win as
+ * order, same passes, a double per request of the window at most), over the
+ * request rows that arrived in it, appended to res->win as
  * (window i, kind, its bounds, name, unit, value). hit_rate_blocks counts
  * the cluster's blocks, which rows do not carry: a window that holds every
- * row gets the run's value, any other NaN. 0 or KS_ENOMEM. */
+ * row gets the run's value, any other NaN. 0, KS_ENOMEM or KS_EIO. */
 int metrics_windows(sim_results_t *res, const metrics_opts_t *o, const int64_t *edges,
 		    size_t n_edges, int kind);
 /* Parses "t0,t1,..." (seconds, increasing, >= 0, at least two) into

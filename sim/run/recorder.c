@@ -2,7 +2,6 @@
 #include "sim/run/recorder.h"
 
 #include "sim/base/err.h"
-#include "sim/base/vec.h"
 
 static const rec_metric_def_t defs[REC_N_METRICS] = {
 #define X(id, name, unit, doc) [REC_##id] = {name, unit, doc},
@@ -29,25 +28,15 @@ void rec_metric_list(FILE *f)
 
 int rec_request(void *ctx, const res_request_t *row)
 {
-	sim_results_t *res = ctx;
-	if (VEC_GROW(res->req, res->cap_req, res->n_req + 1, 1024))
-		return KS_ENOMEM;
-	res->req[res->n_req++] = *row;
-	return 0;
+	return sim_results_append(ctx, RES_T_REQ, row);
 }
 
 int rec_transfer(sim_results_t *res, const res_transfer_t *row)
 {
-	if (VEC_GROW(res->xfer, res->cap_xfer, res->n_xfer + 1, 256))
-		return KS_ENOMEM;
-	res->xfer[res->n_xfer++] = *row;
-	return 0;
+	return sim_results_append(res, RES_T_XFER, row);
 }
 
 int rec_sample(sim_results_t *res, const res_sample_t *row)
 {
-	if (VEC_GROW(res->tl, res->cap_tl, res->n_tl + 1, 1024))
-		return KS_ENOMEM;
-	res->tl[res->n_tl++] = *row;
-	return 0;
+	return sim_results_append(res, RES_T_TL, row);
 }

@@ -13,7 +13,10 @@
  * kinds by class and quantity, the speculation counters in pol_spec_metrics'
  * order, and the forecast accuracy in fcast_report's order
  * (sim/run/forecast.h).
- * Errors: 0 or KS_ENOMEM (the results keep what they had).
+ * Under streaming (sim_results_stream) rows go on to a spill file in
+ * blocks, so memory holds at most a block of each table.
+ * Errors: 0, KS_ENOMEM or, streaming, KS_EIO (the results keep what they
+ * had).
  */
 #ifndef KVSIM_RECORDER_H
 #define KVSIM_RECORDER_H

@@ -16,7 +16,8 @@
 
 typedef struct sim_run_opts sim_run_opts_t;
 /* Runs cfg; o may be NULL (built-in policies, the [trace] section's
- * requests, no progress, trace events or feedback). */
+ * requests, no progress, trace events or feedback). res is zeroed first and
+ * left empty on failure. */
 int sim_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_results_t *res, err_t *e);
 
 /* A stream of arriving requests in nondecreasing arrival order; blocks are
@@ -135,7 +136,14 @@ struct sim_run_opts {
 	 * none. [output] windows, when set, replaces them. */
 	size_t (*windows)(void *ctx, int64_t *edges, size_t cap);
 	void *windows_ctx;
+	/* Rows per block of the results' streamed tables (requests, transfers,
+	 * timeline: sim_results_stream in sim/base/results.h), so a run's
+	 * memory does not grow with its rows; 0: every row stays in memory. */
+	size_t stream_rows;
 };
+/* The block kvsim run and kvsim sweep stream with: 16,384 rows (2 MB of
+ * request rows, 1 MB of timeline samples; own choice). */
+#define SIM_STREAM_ROWS 16384
 
 /* Seeds per component: sim_seed_for and SIM_STREAM_* in sim/base/rng.h. */
 /* Built-in default experiment, as INI text. */

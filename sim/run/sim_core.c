@@ -522,8 +522,11 @@ static int bound_report(sim_ctx_t *s, sim_results_t *res)
 	double bw = s->prm.out.bound_bw_gbps * 1e9, end_s = (double)ev_engine_now(s->eng) / 1e9;
 	double copy_blocks = bw > 0 ? bw * end_s / (double)s->cl.p.block_bytes : -1;
 	bound_out_t o;
-	int rc = bound_compute(s->bound, res->req, res->n_req, cap, copy_blocks, &o);
-	free(cap);
+	bound_ids_t adm = {0};
+	int rc = sim_results_rows(res, RES_T_REQ, bound_admitted_ids, &adm);
+	if (!rc)
+		rc = bound_compute_ids(s->bound, &adm, cap, copy_blocks, &o);
+	FREE_ALL(cap, adm.id);
 	double run = s->cl.blocks_total ? (double)s->cl.blocks_hit / s->cl.blocks_total : NAN;
 	double L = o.lookups ? (double)o.lookups : NAN;
 	double place = (double)o.place_hits / L, unl = (double)o.reusable / L;
@@ -551,6 +554,18 @@ static int collect_windows(sim_ctx_t *s, sim_results_t *res, const metrics_opts_
 	return n > 1 ? metrics_windows(res, mo, edges, n, RES_WIN_STAGE) : 0;
 }
 
+/* res_rows_fn: prompt tokens fetched from peers and from host, into ctx's
+ * two counters. */
+static int sum_fetched(void *ctx, const void *rows, size_t n)
+{
+	uint64_t *tok = ctx;
+	for (const res_request_t *r = rows, *end = r + n; r < end; r++) {
+		tok[0] += r->tok_peer;
+		tok[1] += r->tok_host;
+	}
+	return 0;
+}
+
 static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 {
 	int rc;
@@ -571,11 +586,10 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 			     s->cl.blocks_hit};
 	if ((rc = metrics_summarize(res, &mo)) || (rc = collect_windows(s, res, &mo)))
 		return rc;
-	uint64_t peer = 0, host = 0;
-	for (size_t i = 0; i < res->n_req; i++) {
-		peer += res->req[i].tok_peer;
-		host += res->req[i].tok_host;
-	}
+	uint64_t tok[2] = {0, 0}; /* fetched from a peer, from host memory */
+	if ((rc = sim_results_rows(res, RES_T_REQ, sum_fetched, tok)))
+		return rc;
+	uint64_t peer = tok[0], host = tok[1];
 	double area = 0, end_s = (double)ev_engine_now(s->eng) / 1e9;
 	for (uint32_t i = 0; i < s->cl.p.n_instances; i++)
 		area += s->cl.inst[i].wait_area / 1e9;
@@ -639,6 +653,8 @@ int sim_core_run(const cfg_t *cfg, sim_source_t *src, const sim_run_opts_t *o,
 	struct timespec w0, w1;
 	clock_gettime(CLOCK_MONOTONIC, &w0);
 	memset(res, 0, sizeof *res);
+	if (o && o->stream_rows)
+		sim_results_stream(res, o->stream_rows);
 	int64_t start_unix = (int64_t)time(NULL);
 	sim_rss_peak_reset(); /* max_rss_gb holds this run's peak, not an earlier one's */
 	sim_ctx_t *s = calloc(1, sizeof *s);

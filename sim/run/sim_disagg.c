@@ -402,15 +402,30 @@ int sim_disagg_finish(sim_ctx_t *s)
 	return 0;
 }
 
+/* res_rows_fn: the handed-off requests' waits, summed in ms and counted. */
+typedef struct wait_sum {
+	double sum;
+	size_t n;
+} wait_sum_t;
+static int sum_handoff_wait(void *ctx, const void *rows, size_t n)
+{
+	wait_sum_t *w = ctx;
+	for (const res_request_t *r = rows, *end = r + n; r < end; r++)
+		if (r->handoff_wait_ns >= 0) {
+			w->sum += (double)r->handoff_wait_ns / 1e6;
+			w->n++;
+		}
+	return 0;
+}
+
 int sim_disagg_report(const sim_ctx_t *s, sim_results_t *res)
 {
-	double sum = 0;
-	size_t n = 0;
-	for (size_t i = 0; s->dg && i < res->n_req; i++)
-		if (res->req[i].handoff_wait_ns >= 0) {
-			sum += (double)res->req[i].handoff_wait_ns / 1e6;
-			n++;
-		}
+	wait_sum_t w = {0, 0};
+	int rc = s->dg ? sim_results_rows(res, RES_T_REQ, sum_handoff_wait, &w) : 0;
+	if (rc)
+		return rc;
+	double sum = w.sum;
+	size_t n = w.n;
 	if (rec_metric(res, REC_DISAGG_HANDOFF_BYTES, (double)sim_copies_handoff_bytes(s->cp)) ||
 	    rec_metric(res, REC_DISAGG_HANDOFF_WAIT_MEAN_MS, n ? sum / n : NAN))
 		return KS_ENOMEM;

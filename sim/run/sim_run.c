@@ -92,6 +92,7 @@ static int clients_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_clients_t 
 
 int sim_run(const cfg_t *cfg, const sim_run_opts_t *o, sim_results_t *res, err_t *e)
 {
+	memset(res, 0, sizeof *res); /* empty on every failure, however early */
 	if (o && o->source)
 		return sim_core_run(cfg, o->source, o, res, e);
 	sim_params_t sp;

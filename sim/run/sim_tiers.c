@@ -211,6 +211,25 @@ static double resident(const kv_store_t *st)
 	return st ? (double)kv_used(st) : 0;
 }
 
+/* res_rows_fn: each fetching request's tok_host, by the tier it fetched
+ * from (t->fetch sorted by request). */
+typedef struct tier_tok {
+	const struct sim_tiers *t;
+	double tok[2];
+} tier_tok_t;
+static int sum_tier_tok(void *ctx, const void *rows, size_t n)
+{
+	tier_tok_t *tt = ctx;
+	for (const res_request_t *r = rows, *end = r + n; r < end; r++) {
+		tier_fetch_t key = {r->id, 0};
+		const tier_fetch_t *f =
+		    bsearch(&key, tt->t->fetch, tt->t->n_fetch, sizeof key, fetch_cmp);
+		if (f)
+			tt->tok[f->tier - SIM_TIER_NVME] += r->tok_host;
+	}
+	return 0;
+}
+
 int sim_tiers_finish(sim_ctx_t *s, sim_results_t *res, double kb[][2], double kt[][2])
 {
 	struct sim_tiers *t = s->tiers;
@@ -220,13 +239,11 @@ int sim_tiers_finish(sim_ctx_t *s, sim_results_t *res, double kb[][2], double kt
 	 * from the tier recorded for it, if any */
 	if (t->n_fetch) /* qsort's array may not be NULL, even when empty */
 		qsort(t->fetch, t->n_fetch, sizeof *t->fetch, fetch_cmp);
-	double tok[2] = {0, 0};
-	for (size_t i = 0; t->n_fetch && i < res->n_req; i++) {
-		tier_fetch_t key = {res->req[i].id, 0};
-		const tier_fetch_t *f = bsearch(&key, t->fetch, t->n_fetch, sizeof key, fetch_cmp);
-		if (f)
-			tok[f->tier - SIM_TIER_NVME] += res->req[i].tok_host;
-	}
+	tier_tok_t tt = {t, {0, 0}};
+	int rc = t->n_fetch ? sim_results_rows(res, RES_T_REQ, sum_tier_tok, &tt) : 0;
+	if (rc)
+		return rc;
+	const double *tok = tt.tok;
 	double nvme_res = 0;
 	for (uint32_t i = 0; i < s->nodes; i++)
 		nvme_res += resident(t->nvme[i]);
