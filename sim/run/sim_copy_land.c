@@ -85,14 +85,16 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 	for (uint32_t j = 0; j < k->n; j++) {
 		if (k->spec)
 			kv_set_tag(d, k->blocks[j], tag);
-		kv_ready(d, k->blocks[j], now);
-		if (place_is_inst(k->dst)) { /* sources were pinned (offloads pin nothing) */
+		if (k->held[j] & COPY_HELD_DST)
+			kv_ready(d, k->blocks[j], now);
+		if (k->held[j] & COPY_HELD_SRC) { /* the pins it took (offloads take none) */
 			kv_store_t *from = sim_store_of(s, k->src);
 			kv_unref(from, k->blocks[j], now);
 			/* read before it was computed, and its prefill gave up */
 			if (kv_lookup(from, k->blocks[j]) == KV_COMPUTING && !kv_info(from, k->blocks[j])->ref)
 				kv_drop(from, k->blocks[j]);
 		}
+		k->held[j] = 0;
 	}
 	k->live = 0;
 	s->cp->live_events--;

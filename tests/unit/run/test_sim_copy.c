@@ -518,6 +518,38 @@ static void test_deferred_copy_cancelled_when_source_is_dropped(void **st)
 	end_run(&r);
 }
 
+/* kvcache.copy_from = uncomputed: a copy of request 0's prefix leaves
+ * while its source blocks still compute (pinned COMPUTING) and is
+ * cancelled at that same instant; the blocks become READY later. The
+ * cancel releases the pins it recorded: inferred from the state at the
+ * cancel (READY only), the computing ones stayed pinned, and the run's
+ * end check found them held. */
+static void test_cancel_releases_pins_taken_on_computing_sources(void **st)
+{
+	(void)st;
+	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
+	                         .at_ns = 0,
+	                         .src = 0,
+	                         .dst = 1,
+	                         .n = 40,
+	                         .blocks = PFX},
+	                        {.op = OP_CANCEL, .at_ns = 0, .of = 0}};
+	script_set(MS / 10, steps, 2);
+	const char *sets[] = {"kvcache.copy_from=uncomputed"};
+	sim_results_t r = run_two_gpus(DEFER_TRACE, 2, sets, 1);
+	assert_int_equal(g_step[0].rc, POL_COPY_OK);
+	assert_int_equal(g_step[1].rc, 0);
+	const res_request_t *r0 = req_of(&r, 0);
+	/* cancelled while request 0 still computed the blocks */
+	assert_true(g_step[1].done_ns < r0->arrival_ns + r0->ttft_ns);
+	assert_true(sim_results_get(&r, "spec.copies_deferred") == 0);
+	assert_true(sim_results_get(&r, "spec.copies_cancelled") == 1);
+	assert_int_equal(g_landed, 0);
+	for (uint64_t i = 0; i < 2; i++)
+		assert_int_equal(req_of(&r, i)->status, REQ_COMPLETED);
+	end_run(&r);
+}
+
 /* Two nodes of one GPU: a 200-block copy crosses the NICs (~8 ms). It is
  * cancelled after 3 ms, while request 1 waits at the target for it: the
  * partial bytes reach the summary and request 1 computes its prompt. */
@@ -679,6 +711,7 @@ int main(void)
 	    cmocka_unit_test(test_request_recomputes_when_waiting_is_slower),
 	    cmocka_unit_test(test_copy_from_computing_source_refused_when_not_deferred),
 	    cmocka_unit_test(test_deferred_copy_cancelled_when_source_is_dropped),
+	    cmocka_unit_test(test_cancel_releases_pins_taken_on_computing_sources),
 	    cmocka_unit_test(test_cancelled_copy_bytes_and_waiting_request),
 	    cmocka_unit_test(test_cancelled_lone_copies_record_their_shards),
 	    cmocka_unit_test(test_refusals_are_counted_by_reason),
