@@ -150,9 +150,14 @@ int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns)
 	return cl_iter_start(c, in);
 }
 
-int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job)
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job, int64_t *started)
 {
 	sim_inst_t *in = &c->inst[inst];
+	if (in->busy && in->cur_job == job) {
+		if (started)
+			*started = in->iter_start;
+		return 1;
+	}
 	for (uint32_t k = 0; k < in->n_job; k++)
 		if (in->job_id[k] == job) {
 			in->n_job--;
@@ -160,7 +165,7 @@ int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job)
 			memmove(in->job_ns + k, in->job_ns + k + 1, (in->n_job - k) * sizeof *in->job_ns);
 			return 0;
 		}
-	return 1;
+	return 2;
 }
 
 int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,

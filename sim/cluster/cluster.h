@@ -421,9 +421,10 @@ int cluster_check(const cluster_t *c);
 /* Queues a job of dur_ns (>= 1) on inst's compute: it runs before the next
  * iteration, in arrival order, and ends with p.on_job_done(job). job != 0. */
 int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
-/* Removes a queued job that has not started; 0 when removed, 1 when it is
- * running (it ends normally) or unknown. */
-int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
+/* Removes a queued job that has not started: 0 when removed; 1 when it is
+ * running (it ends normally), with the ns it started at to *started (when
+ * not NULL); 2 when unknown. */
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job, int64_t *started);
 /* The engine's own batch limits on this GPU, for [scheduler] keys left at
  * 0 (hbm_bytes: one GPU's HBM; gpu: its name, case ignored), by each
  * scheduler's table (0 and 0 for a mode not in CLUSTER_SCHED_LIST):
