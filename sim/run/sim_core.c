@@ -171,19 +171,12 @@ static int kv_fixed_blocks(const cfg_t *cfg, const mdl_llm_t *llm, uint32_t tp,
 	return 0;
 }
 
-/* The predictor's shortest reported prefix: its parameter named
- * *_min_blocks (every built-in predictor has one), else 1. */
-static uint32_t pred_min_blocks(const pol_handle_t *h)
+/* The predictor's shortest reported prefix, by its min_blocks hook (every
+ * built-in predictor has one), else 1. */
+static uint32_t pred_min_blocks(const struct pol_predictor_ops *po, const void *st)
 {
-	for (size_t i = 0; i < h->params.n; i++) {
-		const cfg_tkey_t *k = &h->params.keys[i];
-		size_t n = strlen(k->key.name), sfx = strlen("_min_blocks");
-		double v;
-		if (n >= sfx && !strcmp(k->key.name + n - sfx, "_min_blocks") &&
-		    cfg_field_number(k, h->params.data, &v) && v >= 1)
-			return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
-	}
-	return 1;
+	uint32_t m = po->base.version >= 5 && po->min_blocks ? po->min_blocks(st) : 1;
+	return m ? m : 1;
 }
 
 /* The run's parameters (sim_params_fill), the memory limit, the GPU and the
@@ -399,7 +392,7 @@ static int setup_replication(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
 					  po->base.name, cfg, e)))
 		return rc;
 	if (s->horizon_ns > 0 && !(s->fc = fcast_new(s->horizon_ns,
-						     pred_min_blocks(&s->pol.h[POL_PREDICTOR]))))
+						     pred_min_blocks(po, s->pol.h[POL_PREDICTOR].state))))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	return 0;
 }
