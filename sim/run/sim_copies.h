@@ -99,8 +99,6 @@ struct sim_copies {
 kv_store_t *sim_store_of(sim_ctx_t *s, place_t where);
 uint32_t sim_node_of(const sim_ctx_t *s, place_t where);
 uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
-int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
-		 uint32_t *links, int *kind);
 int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
 		   int *kind);
 copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,

@@ -8,6 +8,7 @@
 
 #include "sim/base/vec.h"
 #include "sim/run/sim_holders.h"
+#include "sim/run/sim_tiers.h"
 
 uint64_t *sim_copy_blocks_alloc(uint32_t n, uint8_t **held)
 {

@@ -116,8 +116,8 @@ void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 	const sim_tier_hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (s->dec) /* the tiers are LRU: the last use is the score */
-		sim_dec_evict(s->dec, sim_tier_store(s, h->where), (int)place_tier(h->where),
+		sim_dec_evict(s->dec, sim_store_of(s, h->where), (int)place_tier(h->where),
 		              (int32_t)place_node(h->where), b, (double)b->last_use,
-		              kv_stats(sim_tier_store(s, h->where)).evictions, now);
+		              kv_stats(sim_store_of(s, h->where)).evictions, now);
 	tier_offload(s, h->where, b->id);
 }
