@@ -382,13 +382,11 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 }
 
 /* cluster_params_t.on_admit */
-void sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r)
+int sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r)
 {
 	sim_ctx_t *s = ctx;
 	pol_req_event_t ev = {.phase = POL_REQ_STARTED, .id = r->id, .inst = (int32_t)inst};
-	int rc = pred_request(s, &ev);
-	if (rc && !s->hook_err)
-		s->hook_err = rc;
+	return pred_request(s, &ev);
 }
 
 /* cluster_params_t.on_result: a routed request's row (completed, or

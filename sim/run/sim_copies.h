@@ -110,8 +110,9 @@ copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, i
  * ENOMEM. */
 uint64_t *sim_copy_blocks_alloc(uint32_t n, uint8_t **held);
 /* Releases what held[0..k) records of blocks mv[0..k) between src and dst
- * (a reservation dropped, a pin unreferenced) and clears the flags. */
-void sim_copy_release(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *mv, uint8_t *held,
+ * (a reservation dropped, a pin unreferenced) and clears the flags: 0, or
+ * a store hook's first error (everything is released). */
+int sim_copy_release(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *mv, uint8_t *held,
 		      uint32_t k);
 /* A copy not started has no timing mode (COPY_MODE_N); sim_copy_flows_start
  * starts it by its mode. mv comes from sim_copy_blocks_alloc, held its flags

@@ -18,17 +18,21 @@ uint64_t *sim_copy_blocks_alloc(uint32_t n, uint8_t **held)
 	return mv;
 }
 
-void sim_copy_release(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *mv, uint8_t *held,
-		      uint32_t k)
+int sim_copy_release(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *mv, uint8_t *held,
+		     uint32_t k)
 {
 	int64_t now = ev_engine_now(s->eng);
+	int rc = 0;
 	for (uint32_t j = 0; j < k; j++) {
-		if (held[j] & COPY_HELD_DST)
-			kv_drop(sim_store_of(s, dst), mv[j]);
+		if (held[j] & COPY_HELD_DST) {
+			int d = kv_hook_error(kv_drop(sim_store_of(s, dst), mv[j]));
+			rc = rc ? rc : d;
+		}
 		if (held[j] & COPY_HELD_SRC)
 			kv_unref(sim_store_of(s, src), mv[j], now);
 		held[j] = 0;
 	}
+	return rc;
 }
 
 /* A live copy of blocks mv[0..k) (owned from here on), requested now and
@@ -164,12 +168,16 @@ int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *block
 			held[j] = COPY_HELD_SRC;
 	for (uint32_t j = 0; j < k; j++) {
 		const kv_block_info_t *bi = offload ? NULL : kv_info(from, mv[j]);
-		if (kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now)) {
-			sim_copy_release(s, src, dst, mv, held, k);
+		int a = kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now);
+		if (a && !kv_hook_error(a)) /* no room after all */
+			a = POL_COPY_REFUSED;
+		else
+			held[j] |= COPY_HELD_DST; /* allocated, whatever its hooks said */
+		if (a) {
+			rc = sim_copy_release(s, src, dst, mv, held, k);
 			free(mv);
-			return POL_COPY_REFUSED;
+			return a == POL_COPY_REFUSED && rc ? rc : a;
 		}
-		held[j] |= COPY_HELD_DST;
 	}
 	kcopy_t *c = sim_copy_holders_note(s, dst, mv, k)
 			     ? NULL

@@ -24,8 +24,9 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 	int rc = mo ? mo->cancel(s, k) : 0;
 	if (rc)
 		return rc;
-	if (k->held) /* exactly what it took (a handoff holds no block) */
-		sim_copy_release(s, k->src, k->dst, k->blocks, k->held, k->n);
+	/* exactly what it took (a handoff holds no block) */
+	if (k->held && (rc = sim_copy_release(s, k->src, k->dst, k->blocks, k->held, k->n)))
+		return rc;
 	k->live = 0;
 	s->cp->live_events--;
 	s->spec.copies_cancelled++;

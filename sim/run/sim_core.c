@@ -34,7 +34,7 @@ static int on_kick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	sim_ctx_t *s = ctx;
-	return s->hook_err ? s->hook_err : cluster_kick(&s->cl, ev->target);
+	return cluster_kick(&s->cl, ev->target);
 }
 
 /* cluster_params_t.on_touch */
@@ -550,8 +550,6 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	sim_arrivals_stop(s->arr); /* rows of unfinished requests ask no closed-loop user for more */
 	if ((rc = sim_disagg_finish(s)) || (rc = cluster_finish(&s->cl)))
 		return rc;
-	if (s->hook_err)
-		return s->hook_err;
 	if ((rc = stores_check_end(s)))
 		return rc;
 	res->seed = s->prm.seed;

@@ -94,7 +94,6 @@ typedef struct sim_ctx {
 	net_t *net;
 	net_topo_t *topo;
 	struct sim_copies *cp;  /* the copies and their rules (sim_copies.h) */
-	int hook_err;           /* first error inside a void store hook */
 	kv_store_t **host;      /* per node host tier, NULL entries when off */
 	int host_offload;
 	struct sim_tiers *tiers; /* NVMe and pool tiers (sim_tiers.h); NULL when off */
@@ -204,7 +203,7 @@ int sim_arrival_read(sim_ctx_t *s);
 int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_src_retry(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
-void sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r);
+int sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r);
 int sim_on_result(void *ctx, const res_request_t *row);
 
 /* sim_sample.c: the policies' tick and the timeline */
@@ -293,8 +292,8 @@ int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
 
 /* sim_copy_defer.c: deferred copies */
 /* Store hook: a source block a deferred copy waits for became READY or was
- * dropped (ctx: the instance's hook_t). */
-void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
+ * dropped (ctx: the instance's hook_t). 0 or KS_ENOMEM. */
+int sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
 /* Whether b is INFLIGHT for a deferred copy whose flows have not started
  * (its source still computing): KV neither here nor on its way yet. */
 int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b);
@@ -305,12 +304,13 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 /* The eviction policy's priority of block b at an instance store (ctx: its
  * hook_t), the store's kv_prio_fn when the policy is not LRU. */
 double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now);
-/* Eviction hook of instance stores (offload to host, replica accounting). */
-void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+/* Eviction hook of instance stores (offload to host, replica accounting).
+ * Errors (these hooks' and the ones below): KS_ENOMEM. */
+int sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 /* Eviction hook of the stores below HBM (ctx: a sim_tier_hook_t): the block
  * moves to the next tier on (sim_tiers.h). */
-void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
-void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+int sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+int sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 
 /* sim_fetch.c */
 /* Fetch-or-recompute for a request just routed to dst (before enqueueing). */

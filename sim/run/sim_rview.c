@@ -1,6 +1,7 @@
 /* sim_rview — see sim_rview.h. */
 #include "sim/run/sim_rview.h"
 
+#include <assert.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
@@ -123,27 +124,26 @@ static int rv_publish(sim_rv_t *rv, uint32_t i, uint64_t id, int stored, int64_t
 	return rv_wake_at(rv, i, wake);
 }
 
-static void rv_hook_fail(sim_ctx_t *s, int rc)
+/* A store hook's failure, said (the run stops with it). */
+static int rv_hook_fail(sim_ctx_t *s, int rc)
 {
-	if (rc && !s->hook_err)
-		s->hook_err = err_set(s->err, rc, "out of memory");
+	return rc ? err_set(s->err, rc, "out of memory") : 0;
 }
 
 /* kv_ready_fn of the instance stores (ctx: the instance's hook_t). */
-static void rv_on_ready(void *ctx, const kv_block_info_t *b, int64_t now)
+static int rv_on_ready(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	const hook_t *h = ctx;
 	sim_rv_t *rv = h->s->rvw;
 	int rc = sim_rq_stored(rv->q, h->inst, b->id);
 	if (!rc && rv->events)
 		rc = rv_publish(rv, h->inst, b->id, 1, now);
-	rv_hook_fail(h->s, rc);
+	return rv_hook_fail(h->s, rc);
 }
 
-void sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now)
+int sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now)
 {
-	if (rv->events)
-		rv_hook_fail(rv->s, rv_publish(rv, inst, id, 0, now));
+	return rv->events ? rv_hook_fail(rv->s, rv_publish(rv, inst, id, 0, now)) : 0;
 }
 
 /* ---- the replica's view (ctx: the sim_ctx_t) ------------------------------------ */
@@ -203,8 +203,7 @@ static const uint32_t *rv_least_loaded(void *ctx, uint32_t *count, uint64_t *min
 	const sim_load_t *l = s->rvw->rep[s->rvw->cur].load;
 	const uint32_t *c = sim_load_least(l, count, min_load, max_load);
 #ifdef KVSIM_CHECK
-	if (sim_load_check(l) && !s->hook_err)
-		s->hook_err = err_set(s->err, KS_ERUNTIME, "replica load index: inconsistent");
+	assert(!sim_load_check(l) && "replica load index: inconsistent");
 #endif
 	return c;
 }

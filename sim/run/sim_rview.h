@@ -64,8 +64,9 @@ int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
 int sim_rv_announce(sim_rv_t *rv, uint32_t inst, const uint64_t *b, uint32_t n);
 /* A routed request's result row: its replica's load gives it back. */
 void sim_rv_result(sim_rv_t *rv, const res_request_t *row);
-/* id was evicted at inst (store hook; errors go to s->hook_err). */
-void sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now);
+/* id was evicted at inst (from the store's eviction hook): 0 or KS_ENOMEM,
+ * said in the run's err_t. */
+int sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now);
 /* The view.* metrics (recorder.h REC_VIEW). */
 int sim_rv_report(const sim_rv_t *rv, sim_results_t *res);
 

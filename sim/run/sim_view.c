@@ -4,6 +4,7 @@
  * (pol_actions_t): answered from the cluster, its stores and the copies. */
 #include "sim/run/sim_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -142,12 +143,10 @@ static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, ui
 			continue;
 		}
 		/* decode instances are outside the index (sim_copy_holders_note) */
-		if (s->cl.inst[i].role != CL_ROLE_DECODE &&
-		    kv_match_visible(s->cl.inst[i].kv, b, n) && !s->hook_err)
-			s->hook_err = err_set(s->err, KS_ERUNTIME,
-					      "holders index: instance %u holds block %" PRIu64
-					      " but is not among its holders",
-					      i, b[0]);
+		/* an internal invariant: the index is kept with every store change */
+		assert(!(s->cl.inst[i].role != CL_ROLE_DECODE &&
+			 kv_match_visible(s->cl.inst[i].kv, b, n)) &&
+		       "holders index: an instance holds the block but is not among its holders");
 	}
 #else
 	(void)n;
@@ -168,9 +167,7 @@ static const uint32_t *v_least_loaded(void *ctx, uint32_t *count, uint64_t *min_
 	for (uint32_t i = 0; !bad && i < s->cl.p.n_instances; i++)
 		if (sim_load_of(s->load, i) != cluster_load(&s->cl, i))
 			bad = 10;
-	if (bad && !s->hook_err)
-		s->hook_err = err_set(s->err, KS_ERUNTIME,
-				      "load index: inconsistent with the instances (check %d)", bad);
+	assert(!bad && "load index: inconsistent with the instances");
 #endif
 	return c;
 }
