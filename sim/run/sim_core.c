@@ -328,9 +328,7 @@ static int setup_cluster(sim_ctx_t *s, const cluster_params_t *p, err_t *e)
 		return err_set(e, rc, "out of memory building the cluster");
 	if ((rc = sim_rss_room(s, "building the cluster", 0, RSS_FIX_CLUSTER)))
 		return rc;
-	s->hooks = calloc(p->n_instances, sizeof *s->hooks);
-	s->qdelay = calloc(p->n_instances, sizeof *s->qdelay);
-	if (!s->hooks || !s->qdelay)
+	if (!(s->hooks = calloc(p->n_instances, sizeof *s->hooks)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	/* LRU eviction needs no priority call: the store keeps its order */
 	kv_prio_fn prio = pol_eviction_is_lru(POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops))
@@ -361,14 +359,15 @@ static int setup_network(sim_ctx_t *s, const cluster_params_t *p, err_t *e)
 static int setup_views(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e)
 {
 	int rc;
-	sim_view_init(s, p);
+	if (!(s->vw = sim_views_new(s, p)))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	if ((rc = sim_rss_room(s, "building the routing view's indexes",
-				 sim_rv_index_bytes(s, cfg),
+				 sim_rv_index_bytes(s, cfg, sim_views_route(s->vw)),
 				 "lower policy.routing.replicas or index_capacity, or pick another "
 				 "policy.routing.index")) ||
-	    (rc = sim_rv_setup(s, cfg, e)))
+	    (rc = sim_rv_setup(s, cfg, sim_views_route(s->vw), e)))
 		return rc;
-	if ((rc = sim_view_routed(s, cfg, p, e)))
+	if ((rc = sim_views_routed(s, cfg, p, e)))
 		return rc;
 	return sim_rss_room(s, "building the routing view", 0,
 			    "lower policy.routing.replicas, index_capacity or view_blocks");
@@ -601,7 +600,7 @@ static void ctx_free(sim_ctx_t *s)
 	ev_engine_free(s->eng);
 	if (s->pol_open)
 		pol_set_close(&s->pol);
-	pol_rview_free(s->rview);
+	sim_views_free(s->vw);
 	sim_rv_free(s->rvw);
 	sim_holders_free(s->holders);
 	sim_load_free(s->load);
@@ -610,7 +609,7 @@ static void ctx_free(sim_ctx_t *s)
 	sim_dec_free(s->dec);
 	sim_arrivals_free(s->arr);
 	sim_timeline_free(s->tl);
-	FREE_ALL(s->hooks, s->qdelay, s->tr_dirty, s->tr_dirty_list, s);
+	FREE_ALL(s->hooks, s->tr_dirty, s->tr_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */

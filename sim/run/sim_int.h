@@ -47,12 +47,6 @@ typedef struct hook {
 	uint32_t inst;
 } hook_t;
 
-/* The last queue-delay estimate of an instance (sim_view.c v_inst). */
-typedef struct qdelay {
-	uint64_t tokens; /* queued prompt tokens it was computed for */
-	int64_t ns;
-} qdelay_t;
-
 typedef struct sim_ctx {
 	cluster_t cl;
 	ev_engine_t *eng;
@@ -74,9 +68,7 @@ typedef struct sim_ctx {
 	/* policies */
 	pol_set_t pol;
 	int pol_open;
-	pol_view_t view;        /* KV that exists (replication, admission) */
-	pol_view_t route_view;  /* what routers match (policy.routing.view) */
-	pol_rview_t *rview;     /* the routers' own tree when view = routed */
+	struct sim_views *vw;   /* the policies' and routers' views (sim_view.c) */
 	struct sim_rv *rvw;     /* events view, router replicas, view quality
 	                         * (sim_rview.h); NULL when none is asked */
 	pol_actions_t act;
@@ -102,13 +94,6 @@ typedef struct sim_ctx {
 	struct sim_timeline *tl; /* output.timeline (sim_timeline.h) */
 	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
 	hook_t *hooks;          /* one per instance */
-	qdelay_t *qdelay;       /* one per instance */
-	struct {                /* the views' last prefill estimates (v_prefill) */
-		uint64_t n, cached;
-		int64_t ns;
-		int valid;
-	} prefill_memo[2];
-	unsigned prefill_next; /* the entry a miss replaces */
 	/* which instances may hold a prefix (sim_holders.h): peer fetch and the
 	 * views' candidates read it */
 	sim_holders_t *holders;
@@ -166,12 +151,31 @@ static inline void sim_touch_place(sim_ctx_t *s, place_t at)
 		sim_touch(s, at.index);
 }
 
-/* sim_view.c: the policies' view and the routers' (p: the cluster's
- * parameters) */
-void sim_view_init(sim_ctx_t *s, const cluster_params_t *p);
-/* policy.routing.view = routed (and no router replicas keep their own):
- * the routers match their own tree. 0 or KS_ENOMEM. */
-int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e);
+/* sim_view.c: the views component (s->vw): the policies' view and the
+ * routers', with their memos and the routers' own tree; its fields are its
+ * own, read and changed only through these calls. */
+/* The views of the cluster (p: its parameters; s->cp and s->host made);
+ * NULL on ENOMEM. sim_views_free frees it (NULL: nothing). */
+struct sim_views *sim_views_new(sim_ctx_t *s, const cluster_params_t *p);
+void sim_views_free(struct sim_views *v);
+/* The routers' view as policy.routing.view asks, once the router replicas
+ * are set up (sim_rv_setup): their own when they own it (events, replicas >
+ * 1); under view = routed, the routers' own tree. 0 or KS_ENOMEM. */
+int sim_views_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e);
+/* The policies' view (what exists) and the routers' (policy.routing.view),
+ * valid while v lives. */
+const pol_view_t *sim_views_policy(const struct sim_views *v);
+const pol_view_t *sim_views_route(const struct sim_views *v);
+/* Both views see instances [0, n) (a cold join's present ones). */
+void sim_views_set_present(struct sim_views *v, uint32_t n);
+/* Both views scan the instances for the least loaded, not the load index
+ * (which also counts absent instances). */
+void sim_views_scan_loads(struct sim_views *v);
+/* Whether the views read the load index. */
+int sim_views_use_load(const struct sim_views *v);
+/* The routers' own tree (view = routed) learns that inst holds b[0..n);
+ * 0 or KS_ENOMEM; nothing without a tree. */
+int sim_views_routed_insert(struct sim_views *v, uint32_t inst, const uint64_t *b, uint32_t n);
 /* The actions policies take (pol_actions_t): copies, cancels, announcements. */
 void sim_view_actions(sim_ctx_t *s);
 

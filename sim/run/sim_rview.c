@@ -41,6 +41,7 @@ struct sim_rv {
 	gsl_rng *rng; /* losses and drawn replicas (mt19937) */
 	uint64_t seed, arrivals;
 	pol_view_t base; /* the routers' computed view */
+	const pol_view_t *route; /* the routers' view as they read it (sim_view.c's) */
 	rv_rep_t *rep;
 	sim_rd_t *rd;     /* view = events: the event channel */
 	uint32_t ev_wake; /* sim_rd_next is due on an instance */
@@ -289,7 +290,7 @@ int sim_rv_pick(sim_rv_t *rv)
 
 int sim_rv_decided(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
 {
-	return sim_rq_decision(rv->q, &rv->s->route_view, &rv->base, q, inst);
+	return sim_rq_decision(rv->q, rv->route, &rv->base, q, inst);
 }
 
 int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
@@ -377,10 +378,10 @@ void sim_rv_free(sim_rv_t *rv)
 
 /* ---- setup --------------------------------------------------------------------------- */
 
-static int rv_check(const sim_ctx_t *s, const cfg_t *cfg, const pol_view_params_t *p, int events,
-		    err_t *e)
+static int rv_check(const pol_view_t *route, const cfg_t *cfg, const pol_view_params_t *p,
+		    int events, err_t *e)
 {
-	if ((events || p->replicas > 1) && s->view.n_decode)
+	if ((events || p->replicas > 1) && route->n_decode)
 		return cfg_err_keys(cfg, e, "policy.routing.view,policy.routing.replicas,cluster.disagg",
 				    "view = events and replicas > 1 model routers over one pool: "
 				    "not available with disaggregated prefill and decode");
@@ -450,50 +451,53 @@ static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 	return 0;
 }
 
-uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg)
+uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg, const pol_view_t *route)
 {
 	if (!pol_routing_view_events(cfg))
 		return 0;
 	pol_view_params_t p = pol_routing_view_params(cfg);
 	uint64_t need = 0;
-	for (uint32_t i = 0; i < s->view.n_inst; i++) {
+	for (uint32_t i = 0; i < route->n_inst; i++) {
 		kvf_params_t fp = rv_filter_params(s, &p, i, 0);
 		need += (uint64_t)(p.replicas ? p.replicas : 1) * kvf_bytes_for(&fp);
 	}
 	return need;
 }
 
-int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
+int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, const pol_view_t *route, err_t *e)
 {
 	pol_view_params_t p = pol_routing_view_params(cfg);
 	int events = pol_routing_view_events(cfg);
 	if (!s->prm.out.view_quality && !events && p.replicas <= 1)
 		return 0;
-	int rc = rv_check(s, cfg, &p, events, e);
+	int rc = rv_check(route, cfg, &p, events, e);
 	if (rc)
 		return rc;
 	sim_rv_t *rv = s->rvw = calloc(1, sizeof *rv);
 	if (!rv)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	*rv = (sim_rv_t){.s = s, .p = p, .events = events, .owns = events || p.replicas > 1,
-			 .R = p.replicas, .n_inst = s->view.n_inst,
-			 .seed = sim_seed_for(s->prm.seed, RV_STREAM), .base = s->route_view};
+			 .R = p.replicas, .n_inst = route->n_inst,
+			 .seed = sim_seed_for(s->prm.seed, RV_STREAM), .base = *route, .route = route};
 	if (rv_alloc(rv, cfg, !events && pol_routing_view_routed(cfg)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (events && ev_engine_type_new(s->eng, rv_on_wake, rv, &rv->ev_wake))
 		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
 	for (uint32_t i = 0; i < rv->n_inst; i++)
 		kv_store_set_on_ready(s->cl.inst[i].kv, rv_on_ready, &s->hooks[i]);
-	if (!rv->owns)
-		return 0;
-	pol_view_t *v = &s->route_view;
+	return 0;
+}
+
+void sim_rv_view(const sim_rv_t *rv, pol_view_t *v)
+{
+	if (!rv || !rv->owns)
+		return;
 	v->inst = rv_inst;
 	v->match = rv_match;
 	v->match_host = rv_match_host;
 	v->held_blocks = rv_held_blocks;
-	if (events || rv->rep[0].tree)
+	if (rv->events || rv->rep[0].tree)
 		v->candidates = NULL; /* the index is not the stores */
 	if (rv->R > 1)
 		v->least_loaded = rv_least_loaded; /* loads are the replica's own */
-	return 0;
 }
