@@ -80,8 +80,10 @@
  * layout of every table moved, so tables older than POL_ABI_MIN are refused
  * with a message to rebuild them.
  * Version 4 appends pol_predictor_ops.on_request, read only from tables of
- * version >= 4 (older ones load as before). */
-#define POL_ABI_VERSION 4
+ * version >= 4 (older ones load as before).
+ * Version 5 appends pol_predictor_ops.min_blocks, read only from tables of
+ * version >= 5 (older ones report prefixes of any length). */
+#define POL_ABI_VERSION 5
 #define POL_ABI_MIN 3
 
 typedef enum pol_family {
@@ -376,6 +378,10 @@ struct pol_predictor_ops {
 	 * queue or ended (see "request life" above). Read only when
 	 * base.version >= 4. */
 	int (*on_request)(void *st, const pol_req_event_t *ev, err_t *e);
+	/* ABI 5, appended, may be NULL (1): the shortest prefix forecast
+	 * reports, in blocks (its own *_min_blocks parameter), which the
+	 * forecasts' scoring counts from. Read only when base.version >= 5. */
+	uint32_t (*min_blocks)(const void *st);
 };
 
 /* replication -------------------------------------------------------------- */

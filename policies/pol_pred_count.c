@@ -147,6 +147,11 @@ static int rc_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 	return 0;
 }
 
+static uint32_t rc_min_blocks(const void *st)
+{
+	return ((const rc_state_t *)st)->p.rc_min_blocks;
+}
+
 const struct pol_predictor_ops pol_pred_repeat_count = {
     .base = {POL_ABI_VERSION, POL_PREDICTOR, "repeat_count",
              "A prefix of at least Y blocks contained in X arrivals within Z seconds is hot "
@@ -156,6 +161,7 @@ const struct pol_predictor_ops pol_pred_repeat_count = {
              POL_PARAMS(rc_params, rc_params_t), rc_init, pol_pred_free},
     .observe = rc_observe,
     .forecast = rc_forecast,
+    .min_blocks = rc_min_blocks,
 };
 
 /* ---- ewma -----------------------------------------------------------------
@@ -263,6 +269,11 @@ static int ew_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 	return 0;
 }
 
+static uint32_t ew_min_blocks(const void *st)
+{
+	return ((const ew_state_t *)st)->p.ewma_min_blocks;
+}
+
 const struct pol_predictor_ops pol_pred_ewma = {
     .base = {POL_ABI_VERSION, POL_PREDICTOR, "ewma",
              "Exponentially decayed popularity per shared prefix over a bounded space-saving "
@@ -271,4 +282,5 @@ const struct pol_predictor_ops pol_pred_ewma = {
              POL_PARAMS(ew_params, ew_params_t), ew_init, pol_pred_free},
     .observe = ew_observe,
     .forecast = ew_forecast,
+    .min_blocks = ew_min_blocks,
 };

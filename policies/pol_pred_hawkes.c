@@ -178,6 +178,11 @@ static int hk_forecast(void *st, int64_t now_ns, int64_t horizon, pol_forecast_t
 	return 0;
 }
 
+static uint32_t hk_min_blocks(const void *st)
+{
+	return ((const hk_state_t *)st)->p.hawkes_min_blocks;
+}
+
 const struct pol_predictor_ops pol_pred_hawkes = {
     .base = {POL_ABI_VERSION, POL_PREDICTOR, "hawkes",
              "Self-exciting point process per shared-prefix group (Hawkes 1971, exponential "
@@ -187,4 +192,5 @@ const struct pol_predictor_ops pol_pred_hawkes = {
              POL_PARAMS(hk_params, hk_params_t), hk_init, pol_pred_free},
     .observe = hk_observe,
     .forecast = hk_forecast,
+    .min_blocks = hk_min_blocks,
 };

@@ -170,6 +170,11 @@ static int holt_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t 
 	return 0;
 }
 
+static uint32_t holt_min_blocks(const void *st)
+{
+	return ((const holt_state_t *)st)->p.holt_min_blocks;
+}
+
 const struct pol_predictor_ops pol_pred_holt = {
     .base = {POL_ABI_VERSION, POL_PREDICTOR, "holt",
              "Holt linear-trend (double exponential smoothing) forecast of the arrival rate "
@@ -179,4 +184,5 @@ const struct pol_predictor_ops pol_pred_holt = {
              POL_PARAMS(holt_params, holt_params_t), holt_init, holt_free},
     .observe = holt_observe,
     .forecast = holt_forecast,
+    .min_blocks = holt_min_blocks,
 };

@@ -323,6 +323,11 @@ static int la_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 	return 0;
 }
 
+static uint32_t la_min_blocks(const void *st)
+{
+	return ((const la_state_t *)st)->p.la_min_blocks;
+}
+
 const struct pol_predictor_ops pol_pred_lookahead = {
     .base = {POL_ABI_VERSION, POL_PREDICTOR, "lookahead",
              "Forecasts from the serving system's own state: the shared prefix of every request "
@@ -334,4 +339,5 @@ const struct pol_predictor_ops pol_pred_lookahead = {
     .observe = la_observe,
     .forecast = la_forecast,
     .on_request = la_on_request,
+    .min_blocks = la_min_blocks,
 };

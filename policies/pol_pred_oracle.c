@@ -241,6 +241,11 @@ static int or_forecast(void *st, int64_t now, int64_t horizon, pol_forecast_t *o
 	return 0;
 }
 
+static uint32_t or_min_blocks(const void *st)
+{
+	return ((const or_state_t *)st)->p.oracle_min_blocks;
+}
+
 const struct pol_predictor_ops pol_pred_oracle = {
     .base = {POL_ABI_VERSION, POL_PREDICTOR, "oracle",
              "Reads the trace ahead: reports each shared prefix with the exact number of its "
@@ -252,4 +257,5 @@ const struct pol_predictor_ops pol_pred_oracle = {
     .peek_ahead_ns = or_ahead,
     .peek = or_peek,
     .forecast = or_forecast,
+    .min_blocks = or_min_blocks,
 };

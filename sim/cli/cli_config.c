@@ -37,7 +37,7 @@ static void show_resolved(const cfg_t *c)
 		sim_params_compute(&sp, &cp);
 		printf("#   compute.allreduce = auto: %s under scheduler.mode = %s\n",
 		       cp.allreduce_impl == MDL_AR_CUSTOM ? "custom" : "nccl",
-		       cfg_str(c, "scheduler", "mode"));
+		       cluster_sched_name(sp.sched_mode));
 	}
 	if (llm.layer_kind != MDL_LAYER_FULL) /* full-attention models: nothing to add */
 		printf("#   KV per GPU at tp=%u: %llu bytes per token paged, %llu bytes fixed per "

@@ -147,7 +147,7 @@ static int cost_load(const cost_args_t *c, cost_model_t *m, err_t *e)
 		sim_params_compute(&sp, &m->p);
 	m->tp = c->tp;
 	if (!rc && m->tp < 0)
-		m->tp = (long)cfg_int(cfg, "cluster", "tp");
+		m->tp = (long)sp.tp;
 	const char *model = rc ? "" : cfg_str(cfg, "compute", "model");
 	snprintf(m->model_name, sizeof m->model_name, "%s", model);
 	if (!rc)

@@ -150,9 +150,14 @@ int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns)
 	return cl_iter_start(c, in);
 }
 
-int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job)
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job, int64_t *started)
 {
 	sim_inst_t *in = &c->inst[inst];
+	if (in->busy && in->cur_job == job) {
+		if (started)
+			*started = in->iter_start;
+		return 1;
+	}
 	for (uint32_t k = 0; k < in->n_job; k++)
 		if (in->job_id[k] == job) {
 			in->n_job--;
@@ -160,7 +165,7 @@ int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job)
 			memmove(in->job_ns + k, in->job_ns + k + 1, (in->n_job - k) * sizeof *in->job_ns);
 			return 0;
 		}
-	return 1;
+	return 2;
 }
 
 int cluster_enqueue(cluster_t *c, uint32_t inst, uint64_t id, uint32_t in_len, uint32_t out_len,
@@ -211,11 +216,12 @@ int cluster_handoff_land(cluster_t *c, uint32_t inst, sim_req_t *r)
 	return cl_iter_start(c, in);
 }
 
-uint32_t cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r)
+int cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r)
 {
 	sim_inst_t *in = &c->inst[inst];
+	r->dec_hit = 0;
 	if (!c->p.decode_prefix_cache || in->role != CL_ROLE_DECODE)
-		return r->dec_hit = 0;
+		return 0;
 	cluster_sync(c, inst);
 	if (c->p.on_touch)
 		c->p.on_touch(c->p.hook_ctx, inst);
@@ -223,8 +229,7 @@ uint32_t cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r)
 	 * (a layerwise handoff routes at its last chunk); admit_landed finds
 	 * these slots again */
 	r->dec_hit = kv_match(in->kv, r->blocks, r->n_blocks);
-	cl_ref_prefix(c, in, r->blocks, NULL, r->dec_hit, ev_engine_now(c->eng));
-	return r->dec_hit;
+	return cl_ref_prefix(c, in, r->blocks, NULL, r->dec_hit, ev_engine_now(c->eng), NULL);
 }
 
 int cluster_handoff_drop(cluster_t *c, sim_req_t *r)
@@ -256,9 +261,8 @@ int cluster_finish(cluster_t *c)
 		while (in->n_run) {
 			sim_req_t *r = in->run[in->n_run - 1];
 			in->decode_tokens -= decode_share(r);
-			cl_release_blocks(c, in, r);
-			int rc = cl_record(c, r, REQ_UNFINISHED);
-			if (rc)
+			int rc = cl_release_blocks(c, in, r);
+			if (rc || (rc = cl_record(c, r, REQ_UNFINISHED)))
 				return rc;
 			in->n_run--;
 			cl_req_free(c, r);

@@ -215,20 +215,23 @@ typedef struct cluster_params {
 	 * 0: they keep none and a handoff forgets the ids (the default). */
 	int decode_prefix_cache;
 	/* CL_ROLE_PREFILL: the iteration starting now computes the last chunk
-	 * of r's prefill (layer-wise transfer starts with it; may be NULL). */
-	void (*on_last_chunk)(void *ctx, uint32_t inst, struct sim_req *r);
+	 * of r's prefill (layer-wise transfer starts with it; may be NULL).
+	 * Nonzero (a negative KS_ code) stops the run. */
+	int (*on_last_chunk)(void *ctx, uint32_t inst, struct sim_req *r);
 	int64_t ttft_slo_ns, tpot_slo_ns;
 	/* A waiting request with no first token whose arrival is more than this
 	 * before a scheduling step of its instance leaves the queue with status
 	 * REQ_ABANDONED (its client timed out); 0: never. A request whose peer
 	 * fetch has started, or that holds KV landed by a handoff, is kept. */
 	int64_t client_timeout_ns;
-	/* A request used `blocks` speculative blocks tagged `tag` (may be NULL). */
-	void (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+	/* A request used `blocks` speculative blocks tagged `tag` (may be
+	 * NULL). Nonzero (a negative KS_ code) stops the run. */
+	int (*on_spec_hit)(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 	/* r was admitted on inst for the first time: it leaves the waiting
 	 * queue and its prefill starts (may be NULL; preempted requests
-	 * readmitted later do not call it again). */
-	void (*on_admit)(void *ctx, uint32_t inst, const struct sim_req *r);
+	 * readmitted later do not call it again). Nonzero (a negative KS_
+	 * code) stops the run. */
+	int (*on_admit)(void *ctx, uint32_t inst, const struct sim_req *r);
 	/* A job queued with cluster_job_add finished on inst (may be NULL). */
 	int (*on_job_done)(void *ctx, uint32_t inst, uint64_t job);
 	/* Under BUSY_WAIT, r's first missing block (index first) is INFLIGHT
@@ -398,10 +401,10 @@ int cluster_handoff_land(cluster_t *c, uint32_t inst, sim_req_t *r);
 /* With p.decode_prefix_cache: references the leading full prompt blocks
  * of r READY on decode instance inst (cached there, or replicas a copy
  * brought: a speculative one counts as used, p.on_spec_hit), so that no
- * eviction takes them before r lands; sets and returns r->dec_hit, the
- * blocks its handoff need not move. Once per handoff, before any of its
- * KV leaves. */
-uint32_t cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r);
+ * eviction takes them before r lands; sets r->dec_hit, the blocks its
+ * handoff need not move. Once per handoff, before any of its KV leaves.
+ * 0, or on_spec_hit's error. */
+int cluster_decode_pin(cluster_t *c, uint32_t inst, sim_req_t *r);
 /* A handed-off request that never lands (end of run): recorded unfinished
  * and freed. */
 int cluster_handoff_drop(cluster_t *c, sim_req_t *r);
@@ -421,9 +424,10 @@ int cluster_check(const cluster_t *c);
 /* Queues a job of dur_ns (>= 1) on inst's compute: it runs before the next
  * iteration, in arrival order, and ends with p.on_job_done(job). job != 0. */
 int cluster_job_add(cluster_t *c, uint32_t inst, uint64_t job, int64_t dur_ns);
-/* Removes a queued job that has not started; 0 when removed, 1 when it is
- * running (it ends normally) or unknown. */
-int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job);
+/* Removes a queued job that has not started: 0 when removed; 1 when it is
+ * running (it ends normally), with the ns it started at to *started (when
+ * not NULL); 2 when unknown. */
+int cluster_job_cancel(cluster_t *c, uint32_t inst, uint64_t job, int64_t *started);
 /* The engine's own batch limits on this GPU, for [scheduler] keys left at
  * 0 (hbm_bytes: one GPU's HBM; gpu: its name, case ignored), by each
  * scheduler's table (0 and 0 for a mode not in CLUSTER_SCHED_LIST):

@@ -13,41 +13,48 @@ enum { ADMIT_OK = 0, ADMIT_SKIP = 1, ADMIT_FULL = 2 };
 /* ---- block holding -------------------------------------------------------- */
 
 /* Gives back every block r holds on in. Blocks r was still computing are
- * dropped: their KV never came to exist. */
-void cl_release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
+ * dropped: their KV never came to exist. 0, or a store hook's error. */
+int cl_release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 {
 	int64_t now = ev_engine_now(c->eng);
 	uint32_t ready = r->ready < r->shared_hold ? r->ready : r->shared_hold;
+	int rc = KS_OK;
 	kv_unref_slots(in->kv, r->slot, ready, now);
 	for (uint32_t j = ready; j < r->shared_hold; j++) {
 		kv_unref_slots(in->kv, r->slot + j, 1, now);
-		kv_drop_slot(in->kv, r->slot[j]);
+		int d = kv_hook_error(kv_drop_slot(in->kv, r->slot[j])); /* held by another */
+		rc = rc ? rc : d;
 	}
 	kv_free_private(in->kv, r->priv + r->fixed);
 	c->kv_block_frees += r->shared_hold + r->priv + r->fixed;
 	r->shared_hold = r->held = r->ready = r->own_from = r->priv = r->fixed = 0;
+	return rc;
 }
 
-/* Makes r hold enough blocks for ctx tokens of context. */
+/* Makes r hold enough blocks for ctx tokens of context: 0, KS_EFULL (no
+ * room), or a store hook's error (the blocks are held). */
 int cl_ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ctx)
 {
 	uint32_t need = ceil_div(ctx, c->p.block_tokens);
 	uint32_t have = r->shared_hold + r->priv;
 	if (need <= have)
 		return KS_OK;
-	if (kv_alloc_private(in->kv, need - have, ev_engine_now(c->eng)))
-		return KS_EFULL;
+	int rc = kv_alloc_private(in->kv, need - have, ev_engine_now(c->eng));
+	if (rc == KS_EFULL)
+		return rc;
 	c->kv_block_allocs += need - have;
 	r->priv += need - have;
-	return KS_OK;
+	return rc;
 }
 
 /* What an admission found: hit tokens, where they came from, the first
- * admission's time and the cluster's block hit counters. */
-void cl_admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m,
+ * admission's time and the cluster's block hit counters. 0, or on_admit's
+ * error. */
+int cl_admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m,
 		      uint32_t spec_hits, uint32_t target, int64_t now)
 {
 	uint32_t B = c->p.block_tokens;
+	int rc = 0;
 	r->target = target;
 	uint32_t hit = m * B < target ? m * B : target - 1;
 	r->done_tok = hit;
@@ -65,23 +72,25 @@ void cl_admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m,
 		}
 		r->tok_spec_hit = spec_hits * B < r->tok_local ? spec_hits * B : r->tok_local;
 		r->t_admit = now;
-		if (c->p.on_admit)
-			c->p.on_admit(c->p.hook_ctx, in->id, r);
+		rc = c->p.on_admit ? c->p.on_admit(c->p.hook_ctx, in->id, r) : 0;
 		c->blocks_total += r->n_blocks;
 		c->blocks_hit += m;
 	}
 	r->tok_recomputed += target - hit;
 	in->prefill_tokens_queued -= r->in_len; /* counted at submit */
 	r->phase = RQ_RUNNING;
+	return rc;
 }
 
 /* References the READY blocks ids[0..m) on in (a hit each), found by
  * their slots[0..m) (NULL: by id), reporting speculative ones to
- * on_spec_hit in runs of one tag; returns how many were speculative. */
-uint32_t cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids,
-		       const uint32_t *slots, uint32_t m, int64_t now)
+ * on_spec_hit in runs of one tag; how many were speculative to *spec (may
+ * be NULL). 0, or on_spec_hit's first error (every block is referenced). */
+int cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, const uint32_t *slots,
+		  uint32_t m, int64_t now, uint32_t *spec)
 {
 	uint32_t spec_hits = 0, run_tag = 0, run_n = 0;
+	int rc = 0;
 	for (uint32_t j = 0; j < m; j++) {
 		int was_spec = 0;
 		uint32_t tag = 0;
@@ -94,16 +103,21 @@ uint32_t cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids,
 		spec_hits += (uint32_t)was_spec;
 		if (was_spec && c->p.on_spec_hit) {
 			if (run_n && tag != run_tag) {
-				c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+				int h = c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+				rc = rc ? rc : h;
 				run_n = 0;
 			}
 			run_tag = tag;
 			run_n++;
 		}
 	}
-	if (run_n)
-		c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
-	return spec_hits;
+	if (run_n) {
+		int h = c->p.on_spec_hit(c->p.hook_ctx, in->id, run_tag, run_n);
+		rc = rc ? rc : h;
+	}
+	if (spec)
+		*spec = spec_hits;
+	return rc;
 }
 
 /* A handed-off request whose prompt KV landed here (cluster_handoff_land):
@@ -125,11 +139,15 @@ static int admit_landed(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	int64_t now = ev_engine_now(c->eng);
 	for (uint32_t j = 0; j < m; j++) /* referenced here by cluster_decode_pin */
 		r->slot[j] = kv_slot(in->kv, r->blocks[j]);
+	int rc = 0;
 	for (uint32_t j = m; j < s_end; j++) {
-		kv_alloc_slot(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now, &r->slot[j]);
-		kv_ready_slot(in->kv, r->slot[j], now); /* its KV has landed */
+		int a = kv_alloc_slot(in->kv, r->blocks[j], j, KV_COMPUTING, 1, 0, now, &r->slot[j]);
+		int b = kv_ready_slot(in->kv, r->slot[j], now); /* its KV has landed */
+		a = kv_hook_error(a);
+		rc = rc ? rc : a ? a : kv_hook_error(b);
 	}
-	kv_alloc_private(in->kv, need - s_end + F, now);
+	int p = kv_hook_error(kv_alloc_private(in->kv, need - s_end + F, now));
+	rc = rc ? rc : p;
 	c->kv_block_allocs += need + F; /* as cl_release_blocks counts its frees */
 	r->priv = need - s_end;
 	r->fixed = F;
@@ -139,7 +157,7 @@ static int admit_landed(cluster_t *c, sim_inst_t *in, sim_req_t *r)
 	r->target = r->done_tok = r->in_len; /* as after a prefill here */
 	r->landed = 0; /* a preemption from here on recomputes, as vLLM's does */
 	r->phase = RQ_RUNNING;
-	return ADMIT_OK;
+	return rc < 0 ? rc : ADMIT_OK;
 }
 
 /* Resolves r's prefix against the local cache and takes its blocks. resv
@@ -174,7 +192,8 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 		break;                     /* compute the rest privately */
 	}
 	/* references first, so the hits cannot be evicted to make room */
-	uint32_t spec_hits = cl_ref_prefix(c, in, r->blocks, r->slot, m, now);
+	uint32_t spec_hits;
+	int rc = cl_ref_prefix(c, in, r->blocks, r->slot, m, now, &spec_hits);
 	uint32_t n_priv = ceil_div(target, B) > s_end ? ceil_div(target, B) - s_end : 0;
 	/* the per-sequence KV (windows, states) in full from admission on: the
 	 * rule is in sim/run/sim_core.c, where fixed_blocks_per_seq is set */
@@ -187,23 +206,26 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 	}
 	if (full) {
 		kv_unref_slots(in->kv, r->slot, m, now);
-		return ADMIT_FULL;
+		return rc < 0 ? rc : ADMIT_FULL;
 	}
 	for (uint32_t j = m; j < s_end; j++) { /* READY at once: the study's assumption */
 		kv_prefetch(in->kv, r->blocks, j, s_end);
-		kv_alloc_slot(in->kv, r->blocks[j], j,
-			      c->p.resident_at_admission ? KV_READY : KV_COMPUTING, 1, 0, now,
-			      &r->slot[j]);
+		int a = kv_alloc_slot(in->kv, r->blocks[j], j,
+				      c->p.resident_at_admission ? KV_READY : KV_COMPUTING, 1, 0,
+				      now, &r->slot[j]);
+		rc = rc ? rc : kv_hook_error(a);
 	}
-	kv_alloc_private(in->kv, n_priv + F, now);
+	int p = kv_hook_error(kv_alloc_private(in->kv, n_priv + F, now));
+	rc = rc ? rc : p;
 	c->kv_block_allocs += s_end + n_priv + F;
 	r->held = r->shared_hold = s_end;
 	r->own_from = m;
 	r->ready = c->p.resident_at_admission ? s_end : m;
 	r->priv = n_priv;
 	r->fixed = F;
-	cl_admit_account(c, in, r, m, spec_hits, target, now);
-	return ADMIT_OK;
+	int a = cl_admit_account(c, in, r, m, spec_hits, target, now);
+	rc = rc ? rc : a;
+	return rc < 0 ? rc : ADMIT_OK;
 }
 
 void cl_run_remove(sim_inst_t *in, uint32_t k)
@@ -215,13 +237,13 @@ void cl_run_remove(sim_inst_t *in, uint32_t k)
 /* Takes running request k back to the waiting queue (recompute mode): its
  * blocks are freed and its context computed again when it is readmitted; at
  * the queue's head (vLLM's prepend_request) or tail (SGLang's
- * _extend_requests_to_queue). */
-sim_req_t *cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front)
+ * _extend_requests_to_queue). 0, or a store hook's error (it is preempted). */
+int cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front)
 {
 	sim_req_t *v = in->run[k];
 	int64_t now = ev_engine_now(c->eng);
 	in->decode_tokens -= decode_share(v);
-	cl_release_blocks(c, in, v);
+	int rc = cl_release_blocks(c, in, v);
 	cl_run_remove(in, k);
 	v->phase = RQ_WAITING;
 	v->done_tok = 0;
@@ -232,7 +254,7 @@ sim_req_t *cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front)
 		cl_wait_push_front(in, v, now);
 	else
 		cl_wait_push_back(in, v, now);
-	return v;
+	return rc;
 }
 
 /* ---- the batch ------------------------------------------------------------- */
@@ -259,26 +281,30 @@ static uint32_t prefill_chunk(const cluster_t *c, const sim_req_t *r, uint32_t b
 	return 0;
 }
 
-/* Adds r's next prefill chunk to the batch if the budget allows; returns
- * the chunk (0 if none). */
-uint32_t cl_batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget)
+/* Adds r's next prefill chunk to the batch if the budget allows; the
+ * chunk (0 if none) to *chunk (may be NULL). 0, or on_last_chunk's error. */
+int cl_batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget,
+		       uint32_t *chunk)
 {
 	uint32_t ch = prefill_chunk(c, r, *budget);
+	int rc = 0;
 	if (ch && in->role == CL_ROLE_PREFILL && r->done_tok + ch == r->target &&
 	    c->p.on_last_chunk)
-		c->p.on_last_chunk(c->p.hook_ctx, in->id, r);
+		rc = c->p.on_last_chunk(c->p.hook_ctx, in->id, r);
 	if (ch) {
 		cl_batch_add_prefill(in, r, ch);
 		*budget -= ch < *budget ? ch : *budget;
 	}
-	return ch;
+	if (chunk)
+		*chunk = ch;
+	return rc;
 }
 
 /* Admits waiting requests in arrival order while the batch has room, each
  * with its first chunk. resv: as for admit (NULL under SCHED_VLLM); a
  * request whose chunk ends its prefill adds its own output reserve to it
  * (add_one_req reserves a request's output unless it is truncated). 1 when
- * the pool or the sequence cap stopped it, else 0. */
+ * the pool or the sequence cap stopped it, else 0, or < 0 a hook's error. */
 int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *resv)
 {
 	sim_req_t *prev = NULL;
@@ -290,6 +316,8 @@ int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *res
 		    r->in_len + r->generated > *budget + (uint64_t)r->n_blocks * c->p.block_tokens)
 			break; /* cannot fit whole even with a full hit: next iteration */
 		int a = admit(c, in, r, resv);
+		if (a < 0)
+			return a;
 		if (a == ADMIT_FULL)
 			return 1;
 		if (a == ADMIT_SKIP) {
@@ -306,7 +334,10 @@ int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *res
 			r = next;
 			continue;
 		}
-		uint32_t ch = cl_batch_add_chunk(c, in, r, budget);
+		uint32_t ch;
+		int rc = cl_batch_add_chunk(c, in, r, budget, &ch);
+		if (rc)
+			return rc;
 		if (resv && ch && r->done_tok + ch == r->target)
 			*resv += sg_new_tokens(r);
 		r = next;

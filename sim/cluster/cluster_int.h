@@ -76,16 +76,19 @@ void cl_wait_unlink(sim_inst_t *in, sim_req_t *prev, sim_req_t *r, int64_t now);
 int cl_emit_token(cluster_t *c, sim_req_t *r, int64_t now);
 
 /* cluster_admit.c: a request's KV on its instance, and the batch */
-void cl_release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r);
+/* Errors: a store hook's or a cluster hook's (p.on_*) negative KS_ code,
+ * passed up as it came, after the change it interrupted is complete. */
+int cl_release_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r);
 int cl_ensure_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint64_t ctx);
-void cl_admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m,
-		      uint32_t spec_hits, uint32_t target, int64_t now);
-uint32_t cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids,
-		       const uint32_t *slots, uint32_t m, int64_t now);
+int cl_admit_account(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t m, uint32_t spec_hits,
+		     uint32_t target, int64_t now);
+int cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, const uint32_t *slots,
+		  uint32_t m, int64_t now, uint32_t *spec);
 void cl_run_remove(sim_inst_t *in, uint32_t k);
-sim_req_t *cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front);
+int cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front);
 void cl_batch_add_prefill(sim_inst_t *in, sim_req_t *r, uint32_t chunk);
-uint32_t cl_batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget);
+int cl_batch_add_chunk(cluster_t *c, sim_inst_t *in, sim_req_t *r, uint32_t *budget,
+		       uint32_t *chunk);
 void cl_batch_add_decode(sim_inst_t *in, sim_req_t *r);
 int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *resv);
 
@@ -106,9 +109,9 @@ typedef struct cl_sched_ops {
 	int (*step)(cluster_t *c, sim_inst_t *in);
 	/* The instance is kicked while an iteration is in flight (an arrival, a
 	 * landing): admissions that do not wait for the next step. */
-	void (*admit_busy)(cluster_t *c, sim_inst_t *in);
+	int (*admit_busy)(cluster_t *c, sim_inst_t *in);
 	/* r's prefill ended at now, before its token and cache blocks. */
-	void (*prefilled)(sim_inst_t *in, sim_req_t *r, int64_t now);
+	int (*prefilled)(sim_inst_t *in, sim_req_t *r, int64_t now);
 	/* r completed at the end of an iteration; its blocks are released. */
 	void (*completed)(sim_inst_t *in, const sim_req_t *r);
 	/* Whether a request of tok context tokens (input + output) can ever be

@@ -64,11 +64,8 @@ int cl_iter_start(cluster_t *c, sim_inst_t *in)
 		if (rc)
 			return rc;
 	}
-	if (in->busy) {
-		if (c->sched->admit_busy)
-			c->sched->admit_busy(c, in);
-		return 0;
-	}
+	if (in->busy)
+		return c->sched->admit_busy ? c->sched->admit_busy(c, in) : 0;
 	int rc = job_start(c, in);
 	if (rc)
 		return rc < 0 ? rc : 0;
@@ -84,9 +81,10 @@ int cl_iter_start(cluster_t *c, sim_inst_t *in)
  * CL_SCHED_F_SHARE_DUP (SGLang's radix cache), else ends the conversion
  * (vLLM keeps a duplicate as a block of its own); each scheduler's table
  * cites its engine. A block another request is still computing or copying
- * here stays private, and so do the blocks after it. */
-static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_t now)
+ * here stays private, and so do the blocks after it. 0, or a hook's error. */
+static int cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_t now)
 {
+	int rc = 0;
 	uint32_t B = c->p.block_tokens;
 	int share = (c->sched->flags & CL_SCHED_F_SHARE_DUP) != 0;
 	uint64_t kv_tok = (uint64_t)r->in_len + r->generated - 1;
@@ -101,13 +99,17 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 		if (found != KV_NO_SLOT && share &&
 		    kv_hit_slot(in->kv, found, now, 1, &was_spec, &tag) == KS_OK) {
 			*sl = found;
-			if (was_spec && c->p.on_spec_hit)
-				c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1);
+			int h = was_spec && c->p.on_spec_hit
+				    ? c->p.on_spec_hit(c->p.hook_ctx, in->id, tag, 1)
+				    : 0;
+			rc = rc ? rc : h;
 			kv_free_private(in->kv, 1);
 		} else if (found == KV_NO_SLOT) {
 			kv_free_private(in->kv, 1);
-			kv_alloc_slot(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now, sl);
-			kv_ready_slot(in->kv, *sl, now);
+			int a = kv_alloc_slot(in->kv, id, r->shared_hold, KV_COMPUTING, 1, 0, now, sl);
+			int b = kv_ready_slot(in->kv, *sl, now);
+			a = kv_hook_error(a);
+			rc = rc ? rc : a ? a : kv_hook_error(b);
 		} else {
 			break;
 		}
@@ -117,6 +119,7 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 		c->kv_block_frees++;
 		c->kv_block_allocs++;
 	}
+	return rc;
 }
 
 /* CL_ROLE_PREFILL: run[k]'s prefill just ended with output left; it leaves
@@ -126,7 +129,9 @@ static void cache_full_blocks(cluster_t *c, sim_inst_t *in, sim_req_t *r, int64_
 static int handoff(cluster_t *c, sim_inst_t *in, uint32_t k)
 {
 	sim_req_t *r = in->run[k];
-	cl_release_blocks(c, in, r);
+	int rc = cl_release_blocks(c, in, r);
+	if (rc)
+		return rc;
 	cl_run_remove(in, k);
 	in->batch_full = 0;
 	/* a decode prefix cache shares its prompt blocks, not its output's */
@@ -168,14 +173,19 @@ int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 		if (r->done_tok < r->target) {
 			r->done_tok += r->chunk;
 			/* blocks whose every token is now computed become usable */
-			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok)
-				kv_ready_slot(in->kv, r->slot[r->ready++], now);
+			int rc = 0;
+			while (r->ready < r->shared_hold && (uint64_t)(r->ready + 1) * B <= r->done_tok) {
+				int b = kv_hook_error(kv_ready_slot(in->kv, r->slot[r->ready++], now));
+				rc = rc ? rc : b;
+			}
+			if (rc)
+				return rc;
 			tok = r->done_tok == r->target;
 			if (tok) {
 				prefilled = 1;
 				r->t_prefilled = now;
-				if (c->sched->prefilled)
-					c->sched->prefilled(in, r, now);
+				if (c->sched->prefilled && (rc = c->sched->prefilled(in, r, now)))
+					return rc;
 				if (c->p.ttft_prefill_end && r->generated == 0)
 					tok = 0; /* the first token comes from a decode step */
 			}
@@ -186,14 +196,18 @@ int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 				return rc;
 		}
 		in->decode_tokens -= share;
-		if (c->sched->flags & CL_SCHED_F_CACHE_FULL)
-			cache_full_blocks(c, in, r, now);
+		if (c->sched->flags & CL_SCHED_F_CACHE_FULL) {
+			int rc = cache_full_blocks(c, in, r, now);
+			if (rc)
+				return rc;
+		}
 		if (r->generated >= r->out_len) {
-			cl_release_blocks(c, in, r);
+			int rc = cl_release_blocks(c, in, r);
+			if (rc)
+				return rc;
 			if (c->sched->completed)
 				c->sched->completed(in, r);
-			int rc = cl_record(c, r, REQ_COMPLETED);
-			if (rc)
+			if ((rc = cl_record(c, r, REQ_COMPLETED)))
 				return rc;
 			cl_run_remove(in, k);
 			cl_req_free(c, r);

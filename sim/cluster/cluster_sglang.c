@@ -39,6 +39,7 @@ static int iter_start_sglang_decode(cluster_t *c, sim_inst_t *in)
 {
 	uint32_t B = c->p.block_tokens;
 	uint64_t need = 0;
+	int rc;
 	if (!in->n_run)
 		return 0; /* idle: get_next_batch_to_run makes no decode batch */
 	for (uint32_t k = 0; k < in->n_run; k++) {
@@ -53,7 +54,8 @@ static int iter_start_sglang_decode(cluster_t *c, sim_inst_t *in)
 		       (first || (uint64_t)kv_free_or_evictable(in->kv) * B <
 				     (uint64_t)SG_RETRACT_STEPS * in->n_run)) {
 			first = 0;
-			cl_preempt_at(c, in, sg_retract_victim(in), 0);
+			if ((rc = cl_preempt_at(c, in, sg_retract_victim(in), 0)))
+				return rc;
 		}
 		double gen = 0, out = 0;
 		for (uint32_t k = 0; k < in->n_run; k++) {
@@ -68,11 +70,15 @@ static int iter_start_sglang_decode(cluster_t *c, sim_inst_t *in)
 	}
 	for (uint32_t k = 0; k < in->n_run;) {
 		sim_req_t *r = in->run[k];
-		if (cl_ensure_blocks(c, in, r, (uint64_t)r->in_len + r->generated) != KS_OK) {
+		rc = cl_ensure_blocks(c, in, r, (uint64_t)r->in_len + r->generated);
+		if (rc == KS_EFULL) {
 			/* blocks held by copies landing here: r waits for another turn */
-			cl_preempt_at(c, in, k, 0);
+			if ((rc = cl_preempt_at(c, in, k, 0)))
+				return rc;
 			continue;
 		}
+		if (rc)
+			return rc;
 		cl_batch_add_decode(in, r);
 		k++;
 	}
@@ -92,17 +98,23 @@ static int sglang_step(cluster_t *c, sim_inst_t *in)
 	for (uint32_t k = 0; k < in->n_run; k++)
 		if (in->run[k]->done_tok >= in->run[k]->target)
 			resv += sg_new_tokens(in->run[k]) * in->new_token_ratio;
+	int rc;
 	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
 		sim_req_t *r = in->run[k];
 		if (r->done_tok >= r->target)
 			continue;
-		uint32_t ch = cl_batch_add_chunk(c, in, r, &budget);
+		uint32_t ch;
+		if ((rc = cl_batch_add_chunk(c, in, r, &budget, &ch)))
+			return rc;
 		if (ch && r->done_tok + ch == r->target)
 			resv += sg_new_tokens(r);
 	}
-	if (!in->batch_full || in->batch.n_pre)
-		if (cl_admit_waiting(c, in, &budget, &resv))
+	if (!in->batch_full || in->batch.n_pre) {
+		if ((rc = cl_admit_waiting(c, in, &budget, &resv)) < 0)
+			return rc;
+		if (rc)
 			in->batch_full = 1;
+	}
 	if (in->batch.n_pre)
 		return cl_iter_launch(c, in);
 	return iter_start_sglang_decode(c, in);

@@ -15,9 +15,11 @@
 
 #include "sim/base/err.h"
 
-/* Preempts the most recently admitted running request (vLLM). */
-static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
+/* Preempts the most recently admitted running request (vLLM), to *victim;
+ * 0 or a hook's error. */
+static int preempt_last(cluster_t *c, sim_inst_t *in, sim_req_t **victim)
 {
+	*victim = in->run[in->n_run - 1];
 	return cl_preempt_at(c, in, in->n_run - 1, 1);
 }
 
@@ -25,29 +27,35 @@ static sim_req_t *preempt_last(cluster_t *c, sim_inst_t *in)
 static int vllm_step(cluster_t *c, sim_inst_t *in)
 {
 	uint32_t budget = c->p.max_batched_tokens;
-	int preempted = 0;
+	int preempted = 0, rc;
 	for (uint32_t k = 0; k < in->n_run && budget > 0; k++) {
 		sim_req_t *r = in->run[k];
 		if (r->done_tok < r->target) {
-			cl_batch_add_chunk(c, in, r, &budget);
+			if ((rc = cl_batch_add_chunk(c, in, r, &budget, NULL)))
+				return rc;
 			continue;
 		}
 		uint64_t ctx = (uint64_t)r->in_len + r->generated;
 		int preempted_self = 0;
-		while (cl_ensure_blocks(c, in, r, ctx) != KS_OK) {
+		while ((rc = cl_ensure_blocks(c, in, r, ctx)) == KS_EFULL) {
+			sim_req_t *v;
 			preempted = 1;
-			if (preempt_last(c, in) == r) {
+			if ((rc = preempt_last(c, in, &v)))
+				return rc;
+			if (v == r) {
 				preempted_self = 1;
 				break;
 			}
 		}
+		if (rc)
+			return rc;
 		if (preempted_self)
 			break; /* r was the last running request */
 		cl_batch_add_decode(in, r);
 		budget--;
 	}
-	if (!preempted)
-		cl_admit_waiting(c, in, &budget, NULL);
+	if (!preempted && (rc = cl_admit_waiting(c, in, &budget, NULL)) < 0)
+		return rc;
 	return cl_iter_launch(c, in);
 }
 

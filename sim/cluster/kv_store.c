@@ -513,25 +513,28 @@ int kv_evict_one(kv_store_t *s, int64_t now)
 		s->n_spec--;
 		s->st.spec_evicted_unused++;
 	}
-	if (s->on_evict)
-		s->on_evict(s->pctx, &sl->b, now);
+	int rc = s->on_evict ? s->on_evict(s->pctx, &sl->b, now) : KS_OK;
 	map_erase_slot(s, sl->b.id, v);
 	sl->b.state = 0;
 	sl->next_free = s->free_head;
 	s->free_head = v;
 	s->used_shared--;
 	s->st.evictions++;
-	return KS_OK;
+	return rc;
 }
 
-/* Makes room for n blocks; all-or-nothing. */
+/* Makes room for n blocks; all-or-nothing: KS_EFULL changes nothing, a
+ * hook's error comes back once the room is made. */
 static int make_room(kv_store_t *s, uint32_t n, int64_t now)
 {
 	if (kv_free_or_evictable(s) < n)
 		return KS_EFULL;
-	while (s->cap - kv_used(s) < n)
-		kv_evict_one(s, now);
-	return KS_OK;
+	int rc = KS_OK;
+	while (s->cap - kv_used(s) < n) {
+		int r = kv_evict_one(s, now);
+		rc = rc ? rc : r;
+	}
+	return rc;
 }
 
 /* A match of a READY slot: counted, and a speculative block is used. */
@@ -624,15 +627,16 @@ int kv_set_tag(kv_store_t *s, uint64_t id, uint32_t tag)
 	return KS_OK;
 }
 
-static void ready_slot(kv_store_t *s, uint32_t i, int64_t now);
+static int ready_slot(kv_store_t *s, uint32_t i, int64_t now);
 
 int kv_alloc_slot(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
 		  int64_t now, uint32_t *slot)
 {
 	if (map_find(s, id) != NIL)
 		return KS_EEXIST;
-	if (make_room(s, 1, now))
-		return KS_EFULL;
+	int rc = make_room(s, 1, now);
+	if (rc == KS_EFULL)
+		return rc;
 	uint32_t v = s->free_head;
 	slot_t *sl = &s->slot[v];
 	s->free_head = sl->next_free;
@@ -650,9 +654,11 @@ int kv_alloc_slot(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_
 	s->st.allocs++;
 	if (slot)
 		*slot = v;
-	if (state == KV_READY)
-		ready_slot(s, v, now);
-	return KS_OK;
+	if (state == KV_READY) {
+		int r = ready_slot(s, v, now);
+		rc = rc ? rc : r;
+	}
+	return rc;
 }
 
 int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref, int spec,
@@ -661,8 +667,8 @@ int kv_alloc(kv_store_t *s, uint64_t id, uint32_t depth, int state, uint32_t ref
 	return kv_alloc_slot(s, id, depth, state, ref, spec, now, NULL);
 }
 
-/* kv_ready on a slot found COMPUTING or INFLIGHT. */
-static void ready_slot(kv_store_t *s, uint32_t i, int64_t now)
+/* kv_ready on a slot found COMPUTING or INFLIGHT: 0 or a hook's error. */
+static int ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 {
 	slot_t *sl = &s->slot[i];
 	s->n_inflight -= sl->b.state == KV_INFLIGHT;
@@ -673,13 +679,13 @@ static void ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 		s->n_spec++;
 	if (sl->b.ref == 0)
 		heap_push(s, i, now);
-	if (s->on_ready)
-		s->on_ready(s->rctx, &sl->b, now);
+	int rc = s->on_ready ? s->on_ready(s->rctx, &sl->b, now) : KS_OK;
 	if (sl->b.watched) {
 		sl->b.watched = 0;
-		if (s->watch)
-			s->watch(s->wctx, &sl->b, KV_WATCH_READY);
+		int r = s->watch ? s->watch(s->wctx, &sl->b, KV_WATCH_READY) : KS_OK;
+		rc = rc ? rc : r;
 	}
+	return rc;
 }
 
 int kv_ready(kv_store_t *s, uint64_t id, int64_t now)
@@ -747,8 +753,7 @@ int kv_ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 {
 	if (!stored(s, i) || s->slot[i].b.state == KV_READY)
 		return KS_ESTATE;
-	ready_slot(s, i, now);
-	return KS_OK;
+	return ready_slot(s, i, now);
 }
 
 int kv_unref_slots(kv_store_t *s, const uint32_t *slots, uint32_t n, int64_t now)
@@ -779,7 +784,7 @@ int kv_drop_slot(kv_store_t *s, uint32_t i)
 	s->used_shared--;
 	if (last.watched && s->watch) {
 		last.watched = 0;
-		s->watch(s->wctx, &last, KV_WATCH_DROP);
+		return s->watch(s->wctx, &last, KV_WATCH_DROP);
 	}
 	return KS_OK;
 }
@@ -791,10 +796,11 @@ uint64_t kv_slot_id(const kv_store_t *s, uint32_t i)
 
 int kv_alloc_private(kv_store_t *s, uint32_t n, int64_t now)
 {
-	if (make_room(s, n, now))
-		return KS_EFULL;
+	int rc = make_room(s, n, now);
+	if (rc == KS_EFULL)
+		return rc;
 	s->used_private += n;
-	return KS_OK;
+	return rc;
 }
 
 void kv_free_private(kv_store_t *s, uint32_t n)

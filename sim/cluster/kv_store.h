@@ -17,7 +17,11 @@
  * at each declaration: KS_EFULL (no room), KS_EEXIST (already stored),
  * KS_ESTATE (absent, or not in the state the call needs; a call that fails
  * changes nothing). They are answers for the caller, never messages: no
- * err_t is filled.
+ * err_t is filled. Hooks (eviction, watch, ready) return 0 or a negative
+ * KS_ error of their own; the call that ran a failing hook completes its
+ * change (the store stays consistent) and returns the hook's first error,
+ * which the caller passes up: kv_alloc*, kv_alloc_private, kv_evict_one,
+ * kv_ready*, kv_drop*.
  */
 #ifndef KVSIM_KV_STORE_H
 #define KVSIM_KV_STORE_H
@@ -45,21 +49,30 @@ typedef struct kv_block_info {
 
 /* Eviction priority: lower is evicted first. */
 typedef double (*kv_prio_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
-/* Called for each block evicted (for offload to a host tier and accounting). */
-typedef void (*kv_evict_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
+/* Called for each block evicted (for offload to a host tier and
+ * accounting): 0, or a negative KS_ error (see the top). */
+typedef int (*kv_evict_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 
 /* A watched block became READY (KV_WATCH_READY) or was dropped before it
  * did (KV_WATCH_DROP; b is then a copy of its last state). Called once per
  * kv_watch, after the store has changed; it may change the store itself. */
 enum { KV_WATCH_READY = 1, KV_WATCH_DROP = 2 };
-typedef void (*kv_watch_fn)(void *ctx, const kv_block_info_t *b, int event);
+typedef int (*kv_watch_fn)(void *ctx, const kv_block_info_t *b, int event);
 
 /* Any shared block became READY (computed, a copy landed, an output block
  * became cacheable), watched or not: called after the change, before a
- * kv_watch_fn; it must not change the store. Unset (NULL) by default. */
-typedef void (*kv_ready_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
+ * kv_watch_fn; it must not change the store. Unset (NULL) by default.
+ * Both return 0 or a negative KS_ error (see the top). */
+typedef int (*kv_ready_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 
 typedef struct kv_store kv_store_t;
+
+/* rc less the store's own answers (KS_EFULL, KS_EEXIST, KS_ESTATE: 0): what
+ * a hook returned, for callers that act on the change whatever the answer. */
+static inline int kv_hook_error(int rc)
+{
+	return rc == KS_EFULL || rc == KS_EEXIST || rc == KS_ESTATE ? KS_OK : rc;
+}
 
 kv_store_t *kv_store_new(uint32_t capacity_blocks);
 /* Bytes kv_store_new(capacity_blocks) allocates, all of it touched once the

@@ -213,11 +213,11 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 	if (ro->route_hint) {
 		err_clear(s->err);
 		rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "route_hint",
-				 ro->route_hint(s->pol.h[POL_REPLICATION].state, &s->view, q, inst), 1,
+				 ro->route_hint(s->pol.h[POL_REPLICATION].state, sim_views_policy(s->vw), q, inst), 1,
 				 s->err);
 		if (rc < 0)
 			return rc;
-		hinted = rc == 1 && *inst < s->view.n_inst;
+		hinted = rc == 1 && *inst < sim_views_policy(s->vw)->n_inst;
 	}
 	if (s->rvw && (rc = sim_rv_pick(s->rvw)))
 		return rc;
@@ -226,27 +226,27 @@ static int route_request(sim_ctx_t *s, const pol_req_t *q, uint32_t *inst)
 			POL_SET_OPS(&s->pol, POL_ROUTING, pol_routing_ops);
 		err_clear(s->err);
 		rc = pol_hook_rc(s->pol.h[POL_ROUTING].ops, "route",
-				 rt->route(s->pol.h[POL_ROUTING].state, &s->route_view, q, inst),
+				 rt->route(s->pol.h[POL_ROUTING].state, sim_views_route(s->vw), q, inst),
 				 POL_REJECT, s->err);
 		if (rc < 0)
 			return rc;
-		if (rc == POL_ACCEPT && *inst >= s->view.n_inst)
+		if (rc == POL_ACCEPT && *inst >= sim_views_policy(s->vw)->n_inst)
 			return err_set(s->err, KS_ERUNTIME, "routing policy returned instance %u of %u",
-				       *inst, s->view.n_inst);
+				       *inst, sim_views_policy(s->vw)->n_inst);
 		if (rc != POL_ACCEPT)
 			return rc;
 		if (s->rvw && (rc = sim_rv_decided(s->rvw, q, *inst)))
 			return rc;
 	}
 	/* the trace reads the view as the router just did */
-	if (s->dec && sim_dec_route(s->dec, &s->route_view, q, *inst, hinted, q->arrival_ns))
+	if (s->dec && sim_dec_route(s->dec, sim_views_route(s->vw), q, *inst, hinted, q->arrival_ns))
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	const struct pol_admission_ops *ad = POL_SET_OPS(&s->pol, POL_ADMISSION, pol_admission_ops);
 	err_clear(s->err);
 	rc = pol_hook_rc(s->pol.h[POL_ADMISSION].ops, "admit",
-			 ad->admit(s->pol.h[POL_ADMISSION].state, &s->view, q, *inst), POL_REJECT,
+			 ad->admit(s->pol.h[POL_ADMISSION].state, sim_views_policy(s->vw), q, *inst), POL_REJECT,
 			 s->err);
-	if (rc >= 0 && s->dec && sim_dec_admit(s->dec, ad, &s->view, q, *inst, rc, q->arrival_ns))
+	if (rc >= 0 && s->dec && sim_dec_admit(s->dec, ad, sim_views_policy(s->vw), q, *inst, rc, q->arrival_ns))
 		return err_set(s->err, KS_ENOMEM, "out of memory");
 	if (hinted && rc == POL_ACCEPT)
 		s->spec.hint_routed++; /* so copy gains and hint gains can be told apart */
@@ -317,7 +317,7 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			sim_req_t *r;
 			routed = (int32_t)inst;
 			/* the routers' tree learns what they sent where at once */
-			rc = s->rview ? pol_rview_insert(s->rview, inst, q.blocks, q.n_blocks) : 0;
+			rc = sim_views_routed_insert(s->vw, inst, q.blocks, q.n_blocks);
 			if (!rc && s->rvw) /* and the replica that decided, its own load */
 				rc = sim_rv_dispatch(s->rvw, &q, inst);
 			/* inst will hold the request's first block (prompt, or output
@@ -332,7 +332,7 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc && s->bound)
 				rc = bound_record(s->bound, inst, a->id, now, p->blocks, nb,
 						  nb == a->n_blocks ? a->n_out_blocks : 0);
-			if (!rc && s->view.least_loaded) /* its row gives the load back */
+			if (!rc && sim_views_use_load(s->vw)) /* its row gives the load back */
 				rc = sim_load_inc(s->load, inst);
 			if (!rc && nb == a->n_blocks && a->n_out_blocks)
 				rc = cluster_req_output_ids(&s->cl, r, p->blocks + nb,
@@ -344,7 +344,7 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 			if (!rc && ro->on_route) {
 				err_clear(s->err);
 				rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "on_route",
-						 ro->on_route(s->pol.h[POL_REPLICATION].state, &s->view,
+						 ro->on_route(s->pol.h[POL_REPLICATION].state, sim_views_policy(s->vw),
 							      &s->act, &q, inst, s->err),
 						 0, s->err);
 			}
@@ -382,13 +382,11 @@ int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 }
 
 /* cluster_params_t.on_admit */
-void sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r)
+int sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r)
 {
 	sim_ctx_t *s = ctx;
 	pol_req_event_t ev = {.phase = POL_REQ_STARTED, .id = r->id, .inst = (int32_t)inst};
-	int rc = pred_request(s, &ev);
-	if (rc && !s->hook_err)
-		s->hook_err = rc;
+	return pred_request(s, &ev);
 }
 
 /* cluster_params_t.on_result: a routed request's row (completed, or
@@ -404,7 +402,7 @@ int sim_on_result(void *ctx, const res_request_t *row)
 		client.ttft_ns += s->frontend_ns;
 	if (client.e2e_ns >= 0)
 		client.e2e_ns += s->frontend_ns;
-	if (row->instance >= 0 && s->view.least_loaded)
+	if (row->instance >= 0 && sim_views_use_load(s->vw))
 		sim_load_dec(s->load, (uint32_t)row->instance);
 	if (row->instance >= 0 && s->rvw)
 		sim_rv_result(s->rvw, row);

@@ -32,12 +32,20 @@ typedef struct xfer_engine {
 	int source_read;          /* 1: staging read occupies the source's compute */
 } xfer_engine_t;
 
+/* What a copy holds of its block j (kcopy_t.held[j]), recorded when taken
+ * and released exactly (sim_copy_release, sim_copy_land), never inferred
+ * from block state: COPY_HELD_SRC, a pin on the source (kv_pin or
+ * kv_pin_any: one kv_unref); COPY_HELD_DST, its INFLIGHT reservation at the
+ * destination (kv_ready on landing, kv_drop on cancel). */
+enum { COPY_HELD_SRC = 1, COPY_HELD_DST = 2 };
+
 /* One KV copy: a set of blocks between two instances (or from a node's
  * host tier), moved as one flow per tensor-parallel shard. */
 typedef struct kcopy {
 	uint64_t id;
 	place_t src, dst;       /* instance, or a tier below HBM (sim_place.h) */
-	uint64_t *blocks;
+	uint64_t *blocks;       /* owned: sim_copy_blocks_alloc (held lies in it) */
+	uint8_t *held;          /* held[j]: COPY_HELD_* of blocks[j] (NULL: a handoff) */
 	uint32_t n;
 	int cls;                /* NET_FG / NET_BG */
 	int kind;               /* PATH_* (every shard takes the same kind of path) */
@@ -93,18 +101,26 @@ struct sim_copies {
 kv_store_t *sim_store_of(sim_ctx_t *s, place_t where);
 uint32_t sim_node_of(const sim_ctx_t *s, place_t where);
 uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k);
-int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
-		 uint32_t *links, int *kind);
 int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
 		   int *kind);
 copy_costs_t sim_copy_costs(sim_ctx_t *s, const uint32_t *links, uint32_t len, int kind,
 			    uint32_t k);
 
 /* sim_copy_begin.c: a copy started */
+/* Room for n block ids followed by their n hold flags (zero), in one
+ * allocation the copy owns once made: *held points at the flags. NULL on
+ * ENOMEM. */
+uint64_t *sim_copy_blocks_alloc(uint32_t n, uint8_t **held);
+/* Releases what held[0..k) records of blocks mv[0..k) between src and dst
+ * (a reservation dropped, a pin unreferenced) and clears the flags: 0, or
+ * a store hook's first error (everything is released). */
+int sim_copy_release(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *mv, uint8_t *held,
+		      uint32_t k);
 /* A copy not started has no timing mode (COPY_MODE_N); sim_copy_flows_start
- * starts it by its mode. */
-kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
-		      int spec, int from_policy, sim_req_t *req);
+ * starts it by its mode. mv comes from sim_copy_blocks_alloc, held its flags
+ * (NULL with mv). */
+kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint8_t *held,
+		      uint32_t k, int cls, int spec, int from_policy, sim_req_t *req);
 int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c);
 int sim_copy_holders_note(sim_ctx_t *s, place_t dst, const uint64_t *mv, uint32_t k);
 int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *blocks, uint32_t n,

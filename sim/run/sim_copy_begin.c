@@ -8,11 +8,37 @@
 
 #include "sim/base/vec.h"
 #include "sim/run/sim_holders.h"
+#include "sim/run/sim_tiers.h"
+
+uint64_t *sim_copy_blocks_alloc(uint32_t n, uint8_t **held)
+{
+	size_t m = n ? n : 1;
+	uint64_t *mv = calloc(1, m * (sizeof *mv + 1));
+	*held = mv ? (uint8_t *)(mv + m) : NULL;
+	return mv;
+}
+
+int sim_copy_release(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *mv, uint8_t *held,
+		     uint32_t k)
+{
+	int64_t now = ev_engine_now(s->eng);
+	int rc = 0;
+	for (uint32_t j = 0; j < k; j++) {
+		if (held[j] & COPY_HELD_DST) {
+			int d = kv_hook_error(kv_drop(sim_store_of(s, dst), mv[j]));
+			rc = rc ? rc : d;
+		}
+		if (held[j] & COPY_HELD_SRC)
+			kv_unref(sim_store_of(s, src), mv[j], now);
+		held[j] = 0;
+	}
+	return rc;
+}
 
 /* A live copy of blocks mv[0..k) (owned from here on), requested now and
  * counted in live_events; its flows are not started. NULL on ENOMEM. */
-kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint32_t k, int cls,
-		      int spec, int from_policy, sim_req_t *req)
+kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint8_t *held,
+		      uint32_t k, int cls, int spec, int from_policy, sim_req_t *req)
 {
 	if (VEC_GROW(s->cp->copies, s->cp->cap_copies, s->cp->n_copies + 1, 256))
 		return NULL;
@@ -30,6 +56,7 @@ kcopy_t *sim_copy_new(sim_ctx_t *s, place_t src, place_t dst, uint64_t *mv, uint
 	c->mode = COPY_MODE_N; /* none until it starts */
 	c->requested = c->started = ev_engine_now(s->eng);
 	c->blocks = mv;
+	c->held = held;
 	s->cp->live_events++;
 	return c;
 }
@@ -59,8 +86,8 @@ int sim_copy_flows_start(sim_ctx_t *s, kcopy_t *c)
 int sim_copy_handoff(sim_ctx_t *s, uint32_t src, uint32_t tp_src, uint32_t dst, uint32_t tp_dst,
 		     uint64_t bytes, uint32_t blocks, uint32_t tag)
 {
-	kcopy_t *c = sim_copy_new(s, place_inst(src), place_inst(dst), NULL, blocks, NET_FG, 0, 0,
-				  NULL);
+	kcopy_t *c = sim_copy_new(s, place_inst(src), place_inst(dst), NULL, NULL, blocks, NET_FG, 0,
+				  0, NULL);
 	if (!c)
 		return KS_ENOMEM;
 	uint32_t n = tp_src > tp_dst ? tp_src : tp_dst;
@@ -111,7 +138,8 @@ int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *block
 	int rc;
 	/* the blocks to move go into the copy's own array at once: making room
 	 * at dst evicts, and an eviction may start an offload copy itself */
-	uint64_t *mv = malloc((n ? n : 1) * sizeof *mv);
+	uint8_t *held;
+	uint64_t *mv = sim_copy_blocks_alloc(n, &held);
 	if (!mv)
 		return KS_ENOMEM;
 	uint32_t k = 0;
@@ -133,25 +161,27 @@ int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *block
 		free(mv);
 		return POL_COPY_REFUSED;
 	}
-	/* pin the sources first so making room at dst cannot evict them */
-	if (!offload)
-		for (uint32_t j = 0; j < k; j++)
-			kv_pin_any(from, mv[j], now); /* READY, or COMPUTING (copy_from) */
+	/* pin the sources first so making room at dst cannot evict them
+	 * (offloads pin nothing) */
+	for (uint32_t j = 0; j < k && !offload; j++)
+		if (!kv_pin_any(from, mv[j], now)) /* READY, or COMPUTING (copy_from) */
+			held[j] = COPY_HELD_SRC;
 	for (uint32_t j = 0; j < k; j++) {
 		const kv_block_info_t *bi = offload ? NULL : kv_info(from, mv[j]);
-		if (kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now)) {
-			for (uint32_t i = 0; i < j; i++)
-				kv_drop(to, mv[i]);
-			if (!offload)
-				for (uint32_t i = 0; i < k; i++)
-					kv_unref(from, mv[i], now);
+		int a = kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now);
+		if (a && !kv_hook_error(a)) /* no room after all */
+			a = POL_COPY_REFUSED;
+		else
+			held[j] |= COPY_HELD_DST; /* allocated, whatever its hooks said */
+		if (a) {
+			rc = sim_copy_release(s, src, dst, mv, held, k);
 			free(mv);
-			return POL_COPY_REFUSED;
+			return a == POL_COPY_REFUSED && rc ? rc : a;
 		}
 	}
 	kcopy_t *c = sim_copy_holders_note(s, dst, mv, k)
 			     ? NULL
-			     : sim_copy_new(s, src, dst, mv, k, cls, spec, from_policy, req);
+			     : sim_copy_new(s, src, dst, mv, held, k, cls, spec, from_policy, req);
 	if (!c) {
 		free(mv);
 		return KS_ENOMEM;

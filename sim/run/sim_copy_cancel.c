@@ -1,7 +1,7 @@
 /* sim_copy_cancel — a copy stopped before it lands (a policy's cancel, or a
  * deferred copy's source dropped): its timing mode stops paying and records
- * what its shards moved, its blocks leave the destination, the sources are
- * unpinned, and the requests waiting there decide again. */
+ * what its shards moved, its reservations leave the destination, the pins it
+ * took are released, and the requests waiting there decide again. */
 #include "sim/run/sim_copy_mode.h"
 
 /* Asks for an iteration at inst at the current instant, from an event of its
@@ -18,21 +18,15 @@ int sim_copy_cancel(sim_ctx_t *s, uint64_t id)
 	if (id == 0 || id > s->cp->n_copies || !s->cp->copies[id - 1].live)
 		return KS_EINPUT;
 	kcopy_t *k = &s->cp->copies[id - 1];
-	int64_t now = ev_engine_now(s->eng);
 	sim_touch_place(s, k->src); /* the timeline: both stores change */
 	sim_touch_place(s, k->dst);
 	const sim_copy_mode_ops_t *mo = sim_copy_mode_ops(k->mode); /* NULL: not started */
 	int rc = mo ? mo->cancel(s, k) : 0;
 	if (rc)
 		return rc;
-	kv_store_t *d = sim_store_of(s, k->dst);
-	for (uint32_t j = 0; j < k->n; j++) {
-		kv_drop(d, k->blocks[j]);
-		/* sources were pinned once READY (a deferred copy's computing ones are not) */
-		if (place_is_inst(k->dst) &&
-		    kv_lookup(sim_store_of(s, k->src), k->blocks[j]) == KV_READY)
-			kv_unref(sim_store_of(s, k->src), k->blocks[j], now);
-	}
+	/* exactly what it took (a handoff holds no block) */
+	if (k->held && (rc = sim_copy_release(s, k->src, k->dst, k->blocks, k->held, k->n)))
+		return rc;
 	k->live = 0;
 	s->cp->live_events--;
 	s->spec.copies_cancelled++;

@@ -40,7 +40,8 @@ int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blo
 	}
 	if (!pending || kv_free_or_evictable(to) < k)
 		return POL_COPY_REFUSED;
-	uint64_t *mv = malloc(k * sizeof *mv);
+	uint8_t *held;
+	uint64_t *mv = sim_copy_blocks_alloc(k, &held);
 	if (!mv)
 		return KS_ENOMEM;
 	k = 0;
@@ -48,23 +49,27 @@ int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blo
 		if (!kv_lookup(to, blocks[j]))
 			mv[k++] = blocks[j];
 	for (uint32_t j = 0; j < k; j++)
-		if (kv_pin(from, mv[j], now)) /* not READY: computing */
+		if (!kv_pin(from, mv[j], now))
+			held[j] = COPY_HELD_SRC;
+		else /* not READY: computing, pinned when it is (sim_on_kv_watch) */
 			kv_watch(from, mv[j]);
-	for (uint32_t j = 0; j < k; j++)
-		if (kv_alloc(to, mv[j], kv_info(from, mv[j])->depth, KV_INFLIGHT, 0, spec, now)) {
-			for (uint32_t i = 0; i < k; i++) {
-				if (i < j)
-					kv_drop(to, mv[i]);
-				if (kv_lookup(from, mv[i]) == KV_READY)
-					kv_unref(from, mv[i], now);
-			}
+	for (uint32_t j = 0; j < k; j++) {
+		int a = kv_alloc(to, mv[j], kv_info(from, mv[j])->depth, KV_INFLIGHT, 0, spec, now);
+		if (a && !kv_hook_error(a)) /* no room after all */
+			a = POL_COPY_REFUSED;
+		else
+			held[j] |= COPY_HELD_DST; /* allocated, whatever its hooks said */
+		if (a) {
+			int rc = sim_copy_release(s, place_inst(src), place_inst(dst), mv, held, k);
 			free(mv);
-			return POL_COPY_REFUSED; /* watches left behind find no copy */
+			/* watches left behind find no copy */
+			return a == POL_COPY_REFUSED && rc ? rc : a;
 		}
+	}
 	kcopy_t *c = sim_copy_holders_note(s, place_inst(dst), mv, k)
 			     ? NULL
-			     : sim_copy_new(s, place_inst(src), place_inst(dst), mv, k, cls, spec, 1,
-					    req);
+			     : sim_copy_new(s, place_inst(src), place_inst(dst), mv, held, k, cls, spec,
+					    1, req);
 	if (!c) {
 		free(mv);
 		return KS_ENOMEM;
@@ -78,32 +83,35 @@ int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blo
 	return POL_COPY_OK;
 }
 
-static int copy_holds(const kcopy_t *c, uint64_t block)
+/* Index of block in copy c, or -1. */
+static int64_t copy_index(const kcopy_t *c, uint64_t block)
 {
 	for (uint32_t j = 0; j < c->n; j++)
 		if (c->blocks[j] == block)
-			return 1;
-	return 0;
+			return j;
+	return -1;
 }
 
-void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
+int sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 {
 	hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
+	int rc = 0;
 	for (size_t i = 0; i < s->cp->n_deferred;) {
 		kcopy_t *c = &s->cp->copies[s->cp->deferred[i]];
-		if (!place_eq(c->src, place_inst(h->inst)) || !copy_holds(c, b->id)) {
+		int64_t j = place_eq(c->src, place_inst(h->inst)) ? copy_index(c, b->id) : -1;
+		if (j < 0) {
 			i++;
 			continue;
 		}
 		if (event == KV_WATCH_DROP) {
 			/* its source will not exist: sim_copy_cancel forgets it at i */
-			int rc = sim_copy_cancel(s, c->id);
-			if (rc && !s->hook_err)
-				s->hook_err = rc;
+			int r = sim_copy_cancel(s, c->id);
+			rc = rc ? rc : r;
 			continue;
 		}
-		kv_pin(s->cl.inst[h->inst].kv, b->id, ev_engine_now(s->eng));
+		if (!kv_pin(s->cl.inst[h->inst].kv, b->id, ev_engine_now(s->eng)))
+			c->held[j] |= COPY_HELD_SRC;
 		if (--c->pending) {
 			i++;
 			continue;
@@ -111,16 +119,15 @@ void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 		/* the flows start from an event of their own at this same instant:
 		 * we are inside the source's scheduler */
 		sim_copy_deferred_forget(s, s->cp->deferred[i]);
-		if (ev_engine_after(s->eng, 0, s->ev.defer, 0, c->id) == EV_NONE && !s->hook_err)
-			s->hook_err = KS_ENOMEM;
+		if (ev_engine_after(s->eng, 0, s->ev.defer, 0, c->id) == EV_NONE && !rc)
+			rc = KS_ENOMEM;
 	}
+	return rc;
 }
 
 int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	sim_ctx_t *s = ctx;
-	if (s->hook_err)
-		return s->hook_err;
 	kcopy_t *c = &s->cp->copies[ev->payload - 1];
 	if (!c->live || !c->deferred)
 		return 0; /* cancelled meanwhile */

@@ -82,20 +82,29 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k)
 			return rc;
 		s->spec.replicas_created++;
 	}
+	int err = 0; /* a store hook's first error: the landing completes first */
 	for (uint32_t j = 0; j < k->n; j++) {
 		if (k->spec)
 			kv_set_tag(d, k->blocks[j], tag);
-		kv_ready(d, k->blocks[j], now);
-		if (place_is_inst(k->dst)) { /* sources were pinned (offloads pin nothing) */
+		if (k->held[j] & COPY_HELD_DST) {
+			int r = kv_hook_error(kv_ready(d, k->blocks[j], now));
+			err = err ? err : r;
+		}
+		if (k->held[j] & COPY_HELD_SRC) { /* the pins it took (offloads take none) */
 			kv_store_t *from = sim_store_of(s, k->src);
 			kv_unref(from, k->blocks[j], now);
 			/* read before it was computed, and its prefill gave up */
-			if (kv_lookup(from, k->blocks[j]) == KV_COMPUTING && !kv_info(from, k->blocks[j])->ref)
-				kv_drop(from, k->blocks[j]);
+			if (kv_lookup(from, k->blocks[j]) == KV_COMPUTING && !kv_info(from, k->blocks[j])->ref) {
+				int r = kv_hook_error(kv_drop(from, k->blocks[j]));
+				err = err ? err : r;
+			}
 		}
+		k->held[j] = 0;
 	}
 	k->live = 0;
 	s->cp->live_events--;
+	if (err)
+		return err;
 	if (k->req)
 		k->req->fetch_wait = now - k->req->arrival;
 	place_t dst = k->dst; /* the policy's hook may start copies (and move k) */

@@ -4,7 +4,8 @@
  * at an instance). Each shard takes the copy's alone_ns, sharing no link;
  * the copy lands when its timer fires, or when the target's compute has run
  * it as a job (queued behind that instance's iterations and other jobs).
- * Their records: one row per shard, started alone_ns before the end. */
+ * Their records: one row per shard, from the start of its time alone (a
+ * job's: when the compute began it) to its end or cancel. */
 #include "sim/run/sim_copy_mode.h"
 
 /* ---- what both share -------------------------------------------------------- */
@@ -105,11 +106,14 @@ static int job_start(sim_ctx_t *s, kcopy_t *c, const copy_costs_t *cc, uint32_t 
 	return cluster_job_add(&s->cl, c->dst.index, c->id, c->alone_ns);
 }
 
-/* The job ran for alone_ns up to now, whenever the compute got to it. */
+/* A job removed from the queue before it ran moved nothing (its row starts
+ * and ends now); one running since t moved its bytes pro rata of the time
+ * since t, as a cancelled timer does (its compute runs on to its end). */
 static int job_cancel(sim_ctx_t *s, kcopy_t *k)
 {
-	cluster_job_cancel(&s->cl, k->dst.index, k->id);
-	return lone_end(s, k, ev_engine_now(s->eng) - k->alone_ns, 1);
+	int64_t start = ev_engine_now(s->eng);
+	cluster_job_cancel(&s->cl, k->dst.index, k->id, &start);
+	return lone_end(s, k, start, 1);
 }
 
 int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job)

@@ -8,22 +8,17 @@
 
 #include "sim/run/sim_tiers.h"
 
-/* The store at `where`: an instance's, or a tier's below HBM (sim_tiers.h). */
+/* The store at `where`: an instance's, or a tier's below HBM, by its tier's
+ * table (sim_tiers.h). */
 kv_store_t *sim_store_of(sim_ctx_t *s, place_t where)
 {
-	return place_is_inst(where) ? s->cl.inst[where.index].kv : sim_tier_store(s, where);
+	return sim_tier_ops(place_tier(where))->store(s, where);
 }
 
 /* The node of `where` (an instance or a tier; 0 for the pool). */
 uint32_t sim_node_of(const sim_ctx_t *s, place_t where)
 {
 	return place_is_inst(where) ? sim_inst_node(s, where.index) : place_node(where);
-}
-
-/* First GPU (within its node) of an instance. */
-static uint32_t gpu0_of(sim_ctx_t *s, uint32_t inst)
-{
-	return sim_inst_gpu0(s, inst);
 }
 
 /* One shard's bytes of a copy of k blocks: their tokens' KV in full layers,
@@ -35,41 +30,13 @@ uint64_t sim_shard_copy_bytes(sim_ctx_t *s, uint32_t k)
 	return mdl_kv_prefix_bytes_gpu(&s->comp.llm, s->tp, (uint64_t)k * s->cl.p.block_tokens, 1);
 }
 
-/* Path from GPU gs of instance src to GPU gd of instance dst. */
-int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
-		 uint32_t *links, int *kind)
-{
-	uint32_t ns = sim_inst_node(s, src), nd = sim_inst_node(s, dst);
-	*kind = ns == nd ? PATH_NVLINK : PATH_NET;
-	return net_path_gpu_gpu(s->topo, ns, gpu0_of(s, src) + gs, nd, gpu0_of(s, dst) + gd, links);
-}
-
-/* Path of shard g of a copy; returns its length or < 0. */
+/* Path of shard g of a copy, by the table of the lower of its ends' tiers;
+ * returns its length or < 0. */
 int sim_shard_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
 		   int *kind)
 {
-	uint32_t nd = sim_node_of(s, dst), ns = sim_node_of(s, src);
-	int to_inst = place_is_inst(dst), from_inst = place_is_inst(src);
-	if (place_tier(src) > SIM_TIER_HOST || place_tier(dst) > SIM_TIER_HOST)
-		return sim_tier_path(s, src, dst, to_inst ? nd : ns,
-				     (to_inst     ? gpu0_of(s, dst.index)
-				      : from_inst ? gpu0_of(s, src.index)
-						  : 0) + g,
-				     links, kind);
-	if (!from_inst) {
-		*kind = PATH_PCIE_H2D;
-		return net_path_host_gpu(s->topo, nd, gpu0_of(s, dst.index) + g, links);
-	}
-	if (!to_inst) {
-		*kind = PATH_PCIE_D2H;
-		return net_path_gpu_host(s->topo, ns, gpu0_of(s, src.index) + g, links);
-	}
-	/* a decode instance of another TP (speculative pre-placement): shard g
-	 * lands on its GPU g x tp_dst / tp, as sim_copy_handoff reshards */
-	uint32_t gd = s->tp_decode && s->cl.inst[dst.index].role == CL_ROLE_DECODE
-			      ? g * s->tp_decode / s->tp
-			      : g;
-	return sim_gpu_path(s, src.index, g, dst.index, gd, links, kind);
+	sim_tier_t lower = place_tier(src) > place_tier(dst) ? place_tier(src) : place_tier(dst);
+	return sim_tier_ops(lower)->path(s, src, dst, g, links, kind);
 }
 
 /* What a copy of k blocks on this path pays: the calibrated per-block

@@ -34,7 +34,7 @@ static int on_kick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)eng;
 	sim_ctx_t *s = ctx;
-	return s->hook_err ? s->hook_err : cluster_kick(&s->cl, ev->target);
+	return cluster_kick(&s->cl, ev->target);
 }
 
 /* cluster_params_t.on_touch */
@@ -171,19 +171,12 @@ static int kv_fixed_blocks(const cfg_t *cfg, const mdl_llm_t *llm, uint32_t tp,
 	return 0;
 }
 
-/* The predictor's shortest reported prefix: its parameter named
- * *_min_blocks (every built-in predictor has one), else 1. */
-static uint32_t pred_min_blocks(const pol_handle_t *h)
+/* The predictor's shortest reported prefix, by its min_blocks hook (every
+ * built-in predictor has one), else 1. */
+static uint32_t pred_min_blocks(const struct pol_predictor_ops *po, const void *st)
 {
-	for (size_t i = 0; i < h->params.n; i++) {
-		const cfg_tkey_t *k = &h->params.keys[i];
-		size_t n = strlen(k->key.name), sfx = strlen("_min_blocks");
-		double v;
-		if (n >= sfx && !strcmp(k->key.name + n - sfx, "_min_blocks") &&
-		    cfg_field_number(k, h->params.data, &v) && v >= 1)
-			return v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
-	}
-	return 1;
+	uint32_t m = po->base.version >= 5 && po->min_blocks ? po->min_blocks(st) : 1;
+	return m ? m : 1;
 }
 
 /* The run's parameters (sim_params_fill), the memory limit, the GPU and the
@@ -335,9 +328,7 @@ static int setup_cluster(sim_ctx_t *s, const cluster_params_t *p, err_t *e)
 		return err_set(e, rc, "out of memory building the cluster");
 	if ((rc = sim_rss_room(s, "building the cluster", 0, RSS_FIX_CLUSTER)))
 		return rc;
-	s->hooks = calloc(p->n_instances, sizeof *s->hooks);
-	s->qdelay = calloc(p->n_instances, sizeof *s->qdelay);
-	if (!s->hooks || !s->qdelay)
+	if (!(s->hooks = calloc(p->n_instances, sizeof *s->hooks)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	/* LRU eviction needs no priority call: the store keeps its order */
 	kv_prio_fn prio = pol_eviction_is_lru(POL_SET_OPS(&s->pol, POL_EVICTION, pol_eviction_ops))
@@ -368,14 +359,15 @@ static int setup_network(sim_ctx_t *s, const cluster_params_t *p, err_t *e)
 static int setup_views(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e)
 {
 	int rc;
-	sim_view_init(s, p);
+	if (!(s->vw = sim_views_new(s, p)))
+		return err_set(e, KS_ENOMEM, "out of memory");
 	if ((rc = sim_rss_room(s, "building the routing view's indexes",
-				 sim_rv_index_bytes(s, cfg),
+				 sim_rv_index_bytes(s, cfg, sim_views_route(s->vw)),
 				 "lower policy.routing.replicas or index_capacity, or pick another "
 				 "policy.routing.index")) ||
-	    (rc = sim_rv_setup(s, cfg, e)))
+	    (rc = sim_rv_setup(s, cfg, sim_views_route(s->vw), e)))
 		return rc;
-	if ((rc = sim_view_routed(s, cfg, p, e)))
+	if ((rc = sim_views_routed(s, cfg, p, e)))
 		return rc;
 	return sim_rss_room(s, "building the routing view", 0,
 			    "lower policy.routing.replicas, index_capacity or view_blocks");
@@ -399,7 +391,7 @@ static int setup_replication(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
 					  po->base.name, cfg, e)))
 		return rc;
 	if (s->horizon_ns > 0 && !(s->fc = fcast_new(s->horizon_ns,
-						     pred_min_blocks(&s->pol.h[POL_PREDICTOR]))))
+						     pred_min_blocks(po, s->pol.h[POL_PREDICTOR].state))))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	return 0;
 }
@@ -572,8 +564,6 @@ static int collect(sim_ctx_t *s, const cfg_t *cfg, sim_results_t *res)
 	sim_arrivals_stop(s->arr); /* rows of unfinished requests ask no closed-loop user for more */
 	if ((rc = sim_disagg_finish(s)) || (rc = cluster_finish(&s->cl)))
 		return rc;
-	if (s->hook_err)
-		return s->hook_err;
 	if ((rc = stores_check_end(s)))
 		return rc;
 	res->seed = s->prm.seed;
@@ -624,7 +614,7 @@ static void ctx_free(sim_ctx_t *s)
 	ev_engine_free(s->eng);
 	if (s->pol_open)
 		pol_set_close(&s->pol);
-	pol_rview_free(s->rview);
+	sim_views_free(s->vw);
 	sim_rv_free(s->rvw);
 	sim_holders_free(s->holders);
 	sim_load_free(s->load);
@@ -633,7 +623,7 @@ static void ctx_free(sim_ctx_t *s)
 	sim_dec_free(s->dec);
 	sim_arrivals_free(s->arr);
 	sim_timeline_free(s->tl);
-	FREE_ALL(s->hooks, s->qdelay, s->tr_dirty, s->tr_dirty_list, s);
+	FREE_ALL(s->hooks, s->tr_dirty, s->tr_dirty_list, s);
 }
 
 /* The engine's tick: a progress report, nothing the run can see. */

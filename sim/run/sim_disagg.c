@@ -158,7 +158,7 @@ static int pool_blocks(sim_ctx_t *s, const cfg_t *cfg, const mdl_hw_t *hw, const
 }
 
 static int on_handoff(void *ctx, uint32_t inst, sim_req_t *r);
-static void on_last_chunk(void *ctx, uint32_t inst, sim_req_t *r);
+static int on_last_chunk(void *ctx, uint32_t inst, sim_req_t *r);
 static int on_landed(sim_ctx_t *s, uint32_t tag);
 
 int sim_disagg_setup(sim_ctx_t *s, const cfg_t *cfg, const mdl_llm_t *llm,
@@ -282,16 +282,16 @@ static int hoff_new(sim_disagg_t *g, sim_req_t *r, uint32_t src, uint32_t *idx)
 	return 0;
 }
 
-/* Routes r to a decode instance, promises it r's blocks there and, with a
- * decode prefix cache, holds the prompt blocks it has (cluster_decode_pin). */
-static uint32_t hoff_route(sim_ctx_t *s, hoff_t *h)
+/* Routes r to a decode instance (h->dst), promises it r's blocks there
+ * and, with a decode prefix cache, holds the prompt blocks it has
+ * (cluster_decode_pin). 0, or a hook's error. */
+static int hoff_route(sim_ctx_t *s, hoff_t *h)
 {
 	uint32_t B = s->cl.p.block_tokens;
 	h->dst = decode_pick(s, h->r);
 	h->need_blocks = (uint32_t)(((uint64_t)h->r->in_len + h->r->out_len + B - 1) / B);
 	s->dg->promised[h->dst] += h->need_blocks;
-	cluster_decode_pin(&s->cl, h->dst, h->r);
-	return h->dst;
+	return cluster_decode_pin(&s->cl, h->dst, h->r);
 }
 
 /* Bytes of r's prompt KV at the prefill TP: its full and partial blocks
@@ -317,24 +317,21 @@ static int hoff_send(sim_ctx_t *s, uint32_t idx, uint64_t bytes, uint32_t blocks
  * iteration runs (Mooncake's layer-wise transfer, FAST '25), so its share
  * leaves now; the last layer's share leaves when the prefill ends. A
  * request preempted and prefilled again sends it once. */
-static void on_last_chunk(void *ctx, uint32_t inst, sim_req_t *r)
+static int on_last_chunk(void *ctx, uint32_t inst, sim_req_t *r)
 {
 	sim_ctx_t *s = ctx;
 	sim_disagg_t *g = s->dg;
 	/* one that ends with the prefill's token never leaves (cluster.h
 	 * CL_ROLE_PREFILL); under ttft = prefill_end such a one sends it all
 	 * when handed off */
-	if (r->handoff || s->hook_err || r->generated + 1 >= r->out_len)
-		return;
+	if (r->handoff || r->generated + 1 >= r->out_len)
+		return 0;
 	uint32_t idx, blocks;
 	int rc = hoff_new(g, r, inst, &idx);
-	if (!rc) {
-		hoff_route(s, &g->h[idx]);
-		uint64_t all = hoff_bytes(s, r, &blocks);
-		rc = hoff_send(s, idx, all / g->layers * (g->layers - 1), blocks);
-	}
-	if (rc)
-		s->hook_err = rc;
+	if (rc || (rc = hoff_route(s, &g->h[idx])))
+		return rc;
+	uint64_t all = hoff_bytes(s, r, &blocks);
+	return hoff_send(s, idx, all / g->layers * (g->layers - 1), blocks);
 }
 
 static int hoff_land(sim_ctx_t *s, uint32_t idx)
@@ -355,16 +352,13 @@ static int on_handoff(void *ctx, uint32_t inst, sim_req_t *r)
 {
 	sim_ctx_t *s = ctx;
 	sim_disagg_t *g = s->dg;
-	if (s->hook_err)
-		return s->hook_err;
 	uint32_t idx, blocks;
 	int rc, early = r->handoff != 0; /* layer-wise: all but the last layer's share left */
 	if (early) {
 		idx = r->handoff - 1;
 	} else {
-		if ((rc = hoff_new(g, r, inst, &idx)))
+		if ((rc = hoff_new(g, r, inst, &idx)) || (rc = hoff_route(s, &g->h[idx])))
 			return rc;
-		hoff_route(s, &g->h[idx]);
 	}
 	/* after the routing: what the decode instance holds is not moved */
 	uint64_t all = hoff_bytes(s, r, &blocks);

@@ -8,21 +8,21 @@
 #include "sim/run/sim_rview.h"
 #include "sim/run/sim_tiers.h"
 
-void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
+int sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks)
 {
 	(void)inst;
 	(void)blocks;
 	sim_ctx_t *s = ctx;
 	if (tag >= s->cp->n_replicas)
-		return;
+		return 0;
 	s->spec.warm_hits++;
 	if (!s->cp->replicas[tag].used) {
 		s->cp->replicas[tag].used = 1;
 		s->spec.replicas_used++;
-		if (s->fc && fcast_replica_used(s->fc, s->cp->replicas[tag].landed, ev_engine_now(s->eng)) &&
-		    !s->hook_err)
-			s->hook_err = KS_ENOMEM;
+		if (s->fc && fcast_replica_used(s->fc, s->cp->replicas[tag].landed, ev_engine_now(s->eng)))
+			return KS_ENOMEM;
 	}
+	return 0;
 }
 
 /* A speculative block leaves unused: its VRAM-time was wasted. */
@@ -54,16 +54,18 @@ static int inst_will_compute(const sim_ctx_t *s, uint32_t inst, uint64_t id)
 }
 
 /* A block evicted at `where` moves to the tier below, when one is on and
- * lacks it. */
-static void tier_offload(sim_ctx_t *s, place_t where, uint64_t block)
+ * lacks it (a refused copy moves nothing). 0 or KS_ENOMEM. */
+static int tier_offload(sim_ctx_t *s, place_t where, uint64_t block)
 {
 	place_t to;
 	if (!sim_tier_below(s, where, !place_is_inst(where), &to) ||
 	    kv_lookup(sim_store_of(s, to), block))
-		return;
+		return 0;
 	uint64_t id;
-	if (sim_copy_begin(s, where, to, &block, 1, NET_BG, 0, 0, NULL, &id) == POL_COPY_OK)
+	int rc = sim_copy_begin(s, where, to, &block, 1, NET_BG, 0, 0, NULL, &id);
+	if (rc == POL_COPY_OK)
 		sim_tiers_offloaded(s, to, 1);
+	return rc < 0 ? rc : 0;
 }
 
 /* Eviction order from the eviction policy: the instance stores' kv_prio_fn
@@ -85,8 +87,9 @@ double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now)
 	return eo->priority(s->pol.h[POL_EVICTION].state, &m);
 }
 
-void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+int sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
+	int rc;
 	hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (s->dec) { /* the store counts this eviction after the call */
@@ -102,22 +105,23 @@ void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 		sim_spec_block_gone(s, b, now);
 	if (s->fc)
 		fcast_evicted(s->fc, b->id, h->inst);
-	if (s->rvw) /* the routers' event index hears of it */
-		sim_rv_removed(s->rvw, h->inst, b->id, now);
+	/* the routers' event index hears of it */
+	if (s->rvw && (rc = sim_rv_removed(s->rvw, h->inst, b->id, now)))
+		return rc;
 	if (s->holders && b->depth == 0 && !inst_will_compute(s, h->inst, b->id))
 		sim_holders_remove(s->holders, b->id, h->inst);
 	/* write the evicted block back to host memory, or the tier below (a
 	 * staging buffer holds it while the background flow runs) */
-	tier_offload(s, place_inst(h->inst), b->id);
+	return tier_offload(s, place_inst(h->inst), b->id);
 }
 
-void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+int sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	const sim_tier_hook_t *h = ctx;
 	sim_ctx_t *s = h->s;
 	if (s->dec) /* the tiers are LRU: the last use is the score */
-		sim_dec_evict(s->dec, sim_tier_store(s, h->where), (int)place_tier(h->where),
+		sim_dec_evict(s->dec, sim_store_of(s, h->where), (int)place_tier(h->where),
 		              (int32_t)place_node(h->where), b, (double)b->last_use,
-		              kv_stats(sim_tier_store(s, h->where)).evictions, now);
-	tier_offload(s, h->where, b->id);
+		              kv_stats(sim_store_of(s, h->where)).evictions, now);
+	return tier_offload(s, h->where, b->id);
 }

@@ -47,12 +47,6 @@ typedef struct hook {
 	uint32_t inst;
 } hook_t;
 
-/* The last queue-delay estimate of an instance (sim_view.c v_inst). */
-typedef struct qdelay {
-	uint64_t tokens; /* queued prompt tokens it was computed for */
-	int64_t ns;
-} qdelay_t;
-
 typedef struct sim_ctx {
 	cluster_t cl;
 	ev_engine_t *eng;
@@ -74,9 +68,7 @@ typedef struct sim_ctx {
 	/* policies */
 	pol_set_t pol;
 	int pol_open;
-	pol_view_t view;        /* KV that exists (replication, admission) */
-	pol_view_t route_view;  /* what routers match (policy.routing.view) */
-	pol_rview_t *rview;     /* the routers' own tree when view = routed */
+	struct sim_views *vw;   /* the policies' and routers' views (sim_view.c) */
 	struct sim_rv *rvw;     /* events view, router replicas, view quality
 	                         * (sim_rview.h); NULL when none is asked */
 	pol_actions_t act;
@@ -94,7 +86,6 @@ typedef struct sim_ctx {
 	net_t *net;
 	net_topo_t *topo;
 	struct sim_copies *cp;  /* the copies and their rules (sim_copies.h) */
-	int hook_err;           /* first error inside a void store hook */
 	kv_store_t **host;      /* per node host tier, NULL entries when off */
 	int host_offload;
 	struct sim_tiers *tiers; /* NVMe and pool tiers (sim_tiers.h); NULL when off */
@@ -103,13 +94,6 @@ typedef struct sim_ctx {
 	struct sim_timeline *tl; /* output.timeline (sim_timeline.h) */
 	sim_load_t *load;       /* waiting + running per instance (least_loaded view) */
 	hook_t *hooks;          /* one per instance */
-	qdelay_t *qdelay;       /* one per instance */
-	struct {                /* the views' last prefill estimates (v_prefill) */
-		uint64_t n, cached;
-		int64_t ns;
-		int valid;
-	} prefill_memo[2];
-	unsigned prefill_next; /* the entry a miss replaces */
 	/* which instances may hold a prefix (sim_holders.h): peer fetch and the
 	 * views' candidates read it */
 	sim_holders_t *holders;
@@ -167,12 +151,31 @@ static inline void sim_touch_place(sim_ctx_t *s, place_t at)
 		sim_touch(s, at.index);
 }
 
-/* sim_view.c: the policies' view and the routers' (p: the cluster's
- * parameters) */
-void sim_view_init(sim_ctx_t *s, const cluster_params_t *p);
-/* policy.routing.view = routed (and no router replicas keep their own):
- * the routers match their own tree. 0 or KS_ENOMEM. */
-int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e);
+/* sim_view.c: the views component (s->vw): the policies' view and the
+ * routers', with their memos and the routers' own tree; its fields are its
+ * own, read and changed only through these calls. */
+/* The views of the cluster (p: its parameters; s->cp and s->host made);
+ * NULL on ENOMEM. sim_views_free frees it (NULL: nothing). */
+struct sim_views *sim_views_new(sim_ctx_t *s, const cluster_params_t *p);
+void sim_views_free(struct sim_views *v);
+/* The routers' view as policy.routing.view asks, once the router replicas
+ * are set up (sim_rv_setup): their own when they own it (events, replicas >
+ * 1); under view = routed, the routers' own tree. 0 or KS_ENOMEM. */
+int sim_views_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e);
+/* The policies' view (what exists) and the routers' (policy.routing.view),
+ * valid while v lives. */
+const pol_view_t *sim_views_policy(const struct sim_views *v);
+const pol_view_t *sim_views_route(const struct sim_views *v);
+/* Both views see instances [0, n) (a cold join's present ones). */
+void sim_views_set_present(struct sim_views *v, uint32_t n);
+/* Both views scan the instances for the least loaded, not the load index
+ * (which also counts absent instances). */
+void sim_views_scan_loads(struct sim_views *v);
+/* Whether the views read the load index. */
+int sim_views_use_load(const struct sim_views *v);
+/* The routers' own tree (view = routed) learns that inst holds b[0..n);
+ * 0 or KS_ENOMEM; nothing without a tree. */
+int sim_views_routed_insert(struct sim_views *v, uint32_t inst, const uint64_t *b, uint32_t n);
 /* The actions policies take (pol_actions_t): copies, cancels, announcements. */
 void sim_view_actions(sim_ctx_t *s);
 
@@ -204,7 +207,7 @@ int sim_arrival_read(sim_ctx_t *s);
 int sim_on_arrival(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_peek(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 int sim_on_src_retry(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
-void sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r);
+int sim_on_admit(void *ctx, uint32_t inst, const sim_req_t *r);
 int sim_on_result(void *ctx, const res_request_t *row);
 
 /* sim_sample.c: the policies' tick and the timeline */
@@ -293,8 +296,8 @@ int sim_on_job_done(void *ctx, uint32_t inst, uint64_t job);
 
 /* sim_copy_defer.c: deferred copies */
 /* Store hook: a source block a deferred copy waits for became READY or was
- * dropped (ctx: the instance's hook_t). */
-void sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
+ * dropped (ctx: the instance's hook_t). 0 or KS_ENOMEM. */
+int sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event);
 /* Whether b is INFLIGHT for a deferred copy whose flows have not started
  * (its source still computing): KV neither here nor on its way yet. */
 int sim_copy_block_deferred(const sim_ctx_t *s, const kv_block_info_t *b);
@@ -305,12 +308,13 @@ int sim_copy_deferred_start(void *ctx, ev_engine_t *eng, const ev_event_t *ev);
 /* The eviction policy's priority of block b at an instance store (ctx: its
  * hook_t), the store's kv_prio_fn when the policy is not LRU. */
 double sim_evict_prio(void *ctx, const kv_block_info_t *b, int64_t now);
-/* Eviction hook of instance stores (offload to host, replica accounting). */
-void sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+/* Eviction hook of instance stores (offload to host, replica accounting).
+ * Errors (these hooks' and the ones below): KS_ENOMEM. */
+int sim_on_evict(void *ctx, const kv_block_info_t *b, int64_t now);
 /* Eviction hook of the stores below HBM (ctx: a sim_tier_hook_t): the block
  * moves to the next tier on (sim_tiers.h). */
-void sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
-void sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
+int sim_on_tier_evict(void *ctx, const kv_block_info_t *b, int64_t now);
+int sim_on_spec_hit(void *ctx, uint32_t inst, uint32_t tag, uint32_t blocks);
 
 /* sim_fetch.c */
 /* Fetch-or-recompute for a request just routed to dst (before enqueueing). */

@@ -19,8 +19,7 @@ struct sim_join {
 /* The views see instances [0, n). */
 static void join_present(sim_ctx_t *s, uint32_t n)
 {
-	s->view.n_inst = n;
-	s->route_view.n_inst = n;
+	sim_views_set_present(s->vw, n);
 	if (s->rvw)
 		sim_rv_set_present(s->rvw, n);
 }
@@ -136,8 +135,7 @@ int sim_join_setup(sim_ctx_t *s, err_t *e)
 		if (ev_engine_at(s->eng, j->at_ns[k], j->ev, j->first + k, k) == EV_NONE)
 			return err_set(e, KS_ENOMEM, "out of memory");
 	/* the load index groups every instance, absent ones included */
-	s->view.least_loaded = NULL;
-	s->route_view.least_loaded = NULL;
+	sim_views_scan_loads(s->vw);
 	join_present(s, j->first);
 	return 0;
 }

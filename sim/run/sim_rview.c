@@ -1,6 +1,7 @@
 /* sim_rview — see sim_rview.h. */
 #include "sim/run/sim_rview.h"
 
+#include <assert.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct sim_rv {
 	gsl_rng *rng; /* losses and drawn replicas (mt19937) */
 	uint64_t seed, arrivals;
 	pol_view_t base; /* the routers' computed view */
+	const pol_view_t *route; /* the routers' view as they read it (sim_view.c's) */
 	rv_rep_t *rep;
 	sim_rd_t *rd;     /* view = events: the event channel */
 	uint32_t ev_wake; /* sim_rd_next is due on an instance */
@@ -123,27 +125,26 @@ static int rv_publish(sim_rv_t *rv, uint32_t i, uint64_t id, int stored, int64_t
 	return rv_wake_at(rv, i, wake);
 }
 
-static void rv_hook_fail(sim_ctx_t *s, int rc)
+/* A store hook's failure, said (the run stops with it). */
+static int rv_hook_fail(sim_ctx_t *s, int rc)
 {
-	if (rc && !s->hook_err)
-		s->hook_err = err_set(s->err, rc, "out of memory");
+	return rc ? err_set(s->err, rc, "out of memory") : 0;
 }
 
 /* kv_ready_fn of the instance stores (ctx: the instance's hook_t). */
-static void rv_on_ready(void *ctx, const kv_block_info_t *b, int64_t now)
+static int rv_on_ready(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	const hook_t *h = ctx;
 	sim_rv_t *rv = h->s->rvw;
 	int rc = sim_rq_stored(rv->q, h->inst, b->id);
 	if (!rc && rv->events)
 		rc = rv_publish(rv, h->inst, b->id, 1, now);
-	rv_hook_fail(h->s, rc);
+	return rv_hook_fail(h->s, rc);
 }
 
-void sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now)
+int sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now)
 {
-	if (rv->events)
-		rv_hook_fail(rv->s, rv_publish(rv, inst, id, 0, now));
+	return rv->events ? rv_hook_fail(rv->s, rv_publish(rv, inst, id, 0, now)) : 0;
 }
 
 /* ---- the replica's view (ctx: the sim_ctx_t) ------------------------------------ */
@@ -203,8 +204,7 @@ static const uint32_t *rv_least_loaded(void *ctx, uint32_t *count, uint64_t *min
 	const sim_load_t *l = s->rvw->rep[s->rvw->cur].load;
 	const uint32_t *c = sim_load_least(l, count, min_load, max_load);
 #ifdef KVSIM_CHECK
-	if (sim_load_check(l) && !s->hook_err)
-		s->hook_err = err_set(s->err, KS_ERUNTIME, "replica load index: inconsistent");
+	assert(!sim_load_check(l) && "replica load index: inconsistent");
 #endif
 	return c;
 }
@@ -290,7 +290,7 @@ int sim_rv_pick(sim_rv_t *rv)
 
 int sim_rv_decided(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
 {
-	return sim_rq_decision(rv->q, &rv->s->route_view, &rv->base, q, inst);
+	return sim_rq_decision(rv->q, rv->route, &rv->base, q, inst);
 }
 
 int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst)
@@ -378,10 +378,10 @@ void sim_rv_free(sim_rv_t *rv)
 
 /* ---- setup --------------------------------------------------------------------------- */
 
-static int rv_check(const sim_ctx_t *s, const cfg_t *cfg, const pol_view_params_t *p, int events,
-		    err_t *e)
+static int rv_check(const pol_view_t *route, const cfg_t *cfg, const pol_view_params_t *p,
+		    int events, err_t *e)
 {
-	if ((events || p->replicas > 1) && s->view.n_decode)
+	if ((events || p->replicas > 1) && route->n_decode)
 		return cfg_err_keys(cfg, e, "policy.routing.view,policy.routing.replicas,cluster.disagg",
 				    "view = events and replicas > 1 model routers over one pool: "
 				    "not available with disaggregated prefill and decode");
@@ -451,50 +451,53 @@ static int rv_alloc(sim_rv_t *rv, const cfg_t *cfg, int routed)
 	return 0;
 }
 
-uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg)
+uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg, const pol_view_t *route)
 {
 	if (!pol_routing_view_events(cfg))
 		return 0;
 	pol_view_params_t p = pol_routing_view_params(cfg);
 	uint64_t need = 0;
-	for (uint32_t i = 0; i < s->view.n_inst; i++) {
+	for (uint32_t i = 0; i < route->n_inst; i++) {
 		kvf_params_t fp = rv_filter_params(s, &p, i, 0);
 		need += (uint64_t)(p.replicas ? p.replicas : 1) * kvf_bytes_for(&fp);
 	}
 	return need;
 }
 
-int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e)
+int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, const pol_view_t *route, err_t *e)
 {
 	pol_view_params_t p = pol_routing_view_params(cfg);
 	int events = pol_routing_view_events(cfg);
 	if (!s->prm.out.view_quality && !events && p.replicas <= 1)
 		return 0;
-	int rc = rv_check(s, cfg, &p, events, e);
+	int rc = rv_check(route, cfg, &p, events, e);
 	if (rc)
 		return rc;
 	sim_rv_t *rv = s->rvw = calloc(1, sizeof *rv);
 	if (!rv)
 		return err_set(e, KS_ENOMEM, "out of memory");
 	*rv = (sim_rv_t){.s = s, .p = p, .events = events, .owns = events || p.replicas > 1,
-			 .R = p.replicas, .n_inst = s->view.n_inst,
-			 .seed = sim_seed_for(s->prm.seed, RV_STREAM), .base = s->route_view};
+			 .R = p.replicas, .n_inst = route->n_inst,
+			 .seed = sim_seed_for(s->prm.seed, RV_STREAM), .base = *route, .route = route};
 	if (rv_alloc(rv, cfg, !events && pol_routing_view_routed(cfg)))
 		return err_set(e, KS_ENOMEM, "out of memory");
 	if (events && ev_engine_type_new(s->eng, rv_on_wake, rv, &rv->ev_wake))
 		return err_set(e, KS_ERUNTIME, "no event type left (EV_MAX_TYPES)");
 	for (uint32_t i = 0; i < rv->n_inst; i++)
 		kv_store_set_on_ready(s->cl.inst[i].kv, rv_on_ready, &s->hooks[i]);
-	if (!rv->owns)
-		return 0;
-	pol_view_t *v = &s->route_view;
+	return 0;
+}
+
+void sim_rv_view(const sim_rv_t *rv, pol_view_t *v)
+{
+	if (!rv || !rv->owns)
+		return;
 	v->inst = rv_inst;
 	v->match = rv_match;
 	v->match_host = rv_match_host;
 	v->held_blocks = rv_held_blocks;
-	if (events || rv->rep[0].tree)
+	if (rv->events || rv->rep[0].tree)
 		v->candidates = NULL; /* the index is not the stores */
 	if (rv->R > 1)
 		v->least_loaded = rv_least_loaded; /* loads are the replica's own */
-	return 0;
 }

@@ -38,16 +38,21 @@
 
 typedef struct sim_rv sim_rv_t;
 
-/* s->route_view holds the computed view: sets s->rvw (NULL when neither
- * events, replicas > 1 nor output.view_quality asks for it), keeps the
- * computed view for decision quality, and takes s->route_view over for
- * events or replicas > 1 (sim_rv_owns_view). */
-int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, err_t *e);
+/* route is the routers' view, the computed one so far (the views
+ * component's, sim_view.c; it outlives s->rvw): sets s->rvw (NULL when
+ * neither events, replicas > 1 nor output.view_quality asks for it), keeps
+ * the computed view for decision quality, and reads route at each decision.
+ * For events or replicas > 1 the replicas own the routers' view
+ * (sim_rv_owns_view), which sim_rv_view then makes. */
+int sim_rv_setup(sim_ctx_t *s, const cfg_t *cfg, const pol_view_t *route, err_t *e);
 /* Bytes sim_rv_setup's event-view index filters will take (Bloom and
  * cuckoo filters are sized from their capacity), to check against
  * max_rss_gb before they are made; 0 without an event view. */
-uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg);
+uint64_t sim_rv_index_bytes(const sim_ctx_t *s, const cfg_t *cfg, const pol_view_t *route);
 int sim_rv_owns_view(const sim_rv_t *rv);
+/* When rv owns the routers' view, puts its replicas' hooks in v (the
+ * routers' view); else (or rv NULL) changes nothing. */
+void sim_rv_view(const sim_rv_t *rv, pol_view_t *v);
 /* The instances present are [0, n) (cold join, sim_join.h): the base view
  * the replicas' views answer from counts them. */
 void sim_rv_set_present(sim_rv_t *rv, uint32_t n);
@@ -64,8 +69,9 @@ int sim_rv_dispatch(sim_rv_t *rv, const pol_req_t *q, uint32_t inst);
 int sim_rv_announce(sim_rv_t *rv, uint32_t inst, const uint64_t *b, uint32_t n);
 /* A routed request's result row: its replica's load gives it back. */
 void sim_rv_result(sim_rv_t *rv, const res_request_t *row);
-/* id was evicted at inst (store hook; errors go to s->hook_err). */
-void sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now);
+/* id was evicted at inst (from the store's eviction hook): 0 or KS_ENOMEM,
+ * said in the run's err_t. */
+int sim_rv_removed(sim_rv_t *rv, uint32_t inst, uint64_t id, int64_t now);
 /* The view.* metrics (recorder.h REC_VIEW). */
 int sim_rv_report(const sim_rv_t *rv, sim_results_t *res);
 

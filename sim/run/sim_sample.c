@@ -37,7 +37,7 @@ int sim_on_tick(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	if (ro->on_tick) {
 		err_clear(s->err);
 		if ((rc = pol_hook_rc(s->pol.h[POL_REPLICATION].ops, "on_tick",
-				      ro->on_tick(s->pol.h[POL_REPLICATION].state, &s->view, &s->act,
+				      ro->on_tick(s->pol.h[POL_REPLICATION].state, sim_views_policy(s->vw), &s->act,
 						  fcp, s->err),
 				      0, s->err)))
 			return rc;

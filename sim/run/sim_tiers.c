@@ -27,6 +27,16 @@ struct sim_tiers {
 	size_t n_fetch, cap_fetch;
 };
 
+#define SIM_TIER_PTR(N, name, ops) &ops,
+static const sim_tier_ops_t *const tiers[] = {SIM_TIER_LIST(SIM_TIER_PTR)};
+#undef SIM_TIER_PTR
+_Static_assert(sizeof tiers / sizeof tiers[0] == SIM_TIER_N, "one table per tier");
+
+const sim_tier_ops_t *sim_tier_ops(sim_tier_t t)
+{
+	return tiers[t];
+}
+
 void sim_tiers_topo(const sim_params_t *p, net_topo_spec_t *ts)
 {
 	int nvme = p->nvme_kv_gb > 0, pool = p->pool_kv_gb > 0;
@@ -56,15 +66,16 @@ int sim_tiers_init(sim_ctx_t *s, const sim_params_t *p, kv_evict_fn on_evict)
 			return KS_ENOMEM;
 	if (p->pool_kv_gb > 0 && !(t->pool = store_gb(s, p->pool_kv_gb)))
 		return KS_ENOMEM;
-	for (uint32_t i = 0; i < 2 * s->nodes + 1; i++) { /* t->hook's order */
-		place_t where = i < s->nodes       ? place_host(i)
-		                : i < 2 * s->nodes ? place_nvme(i - s->nodes)
-		                                   : place_pool();
-		kv_store_t *st = sim_tier_store(s, where);
-		t->hook[i] = (sim_tier_hook_t){s, where};
-		if (st)
-			kv_store_set_policy(st, NULL, on_evict, &t->hook[i]);
-	}
+	/* the tiers below HBM, each place in turn: t->hook's order */
+	uint32_t i = 0;
+	for (int k = SIM_TIER_HBM + 1; k < SIM_TIER_N; k++)
+		for (uint32_t n = 0; n < (tiers[k]->per_node ? s->nodes : 1); n++, i++) {
+			place_t where = {(uint8_t)k, n};
+			kv_store_t *st = tiers[k]->store(s, where);
+			t->hook[i] = (sim_tier_hook_t){s, where};
+			if (st)
+				kv_store_set_policy(st, NULL, on_evict, &t->hook[i]);
+		}
 	return 0;
 }
 
@@ -83,21 +94,6 @@ void sim_tiers_free(sim_ctx_t *s)
 	s->tiers = NULL;
 }
 
-kv_store_t *sim_tier_store(sim_ctx_t *s, place_t where)
-{
-	const struct sim_tiers *t = s->tiers;
-	switch (place_tier(where)) {
-	case SIM_TIER_HOST:
-		return s->host[place_node(where)];
-	case SIM_TIER_NVME:
-		return t ? t->nvme[place_node(where)] : NULL;
-	case SIM_TIER_POOL:
-		return t ? t->pool : NULL;
-	default:
-		return NULL;
-	}
-}
-
 int sim_tier_below(sim_ctx_t *s, place_t where, int evicted, place_t *to)
 {
 	struct sim_tiers *t = s->tiers;
@@ -106,50 +102,160 @@ int sim_tier_below(sim_ctx_t *s, place_t where, int evicted, place_t *to)
 		t->n[tier - SIM_TIER_NVME].evicted++;
 	uint32_t node = tier == SIM_TIER_HBM ? where.index * s->tp / s->gpus_per_node
 	                                     : place_node(where);
-	if (tier == SIM_TIER_HBM && s->host_offload && s->host[node]) {
-		*to = place_host(node); /* what the host tier always did */
-		return 1;
-	}
-	if (!t || !t->offload)
-		return 0;
-	if (tier < SIM_TIER_NVME && t->nvme[node]) {
-		*to = place_nvme(node);
-		return 1;
-	}
-	if (tier < SIM_TIER_POOL && t->pool) {
-		*to = place_pool();
-		return 1;
-	}
+	for (int k = tier + 1; k < SIM_TIER_N; k++)
+		if (tiers[k]->takes && tiers[k]->takes(s, node, to))
+			return 1;
 	return 0;
 }
 
-int sim_tier_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t node, uint32_t gpu,
-                  uint32_t *links, int *kind)
+/* ---- the tables ------------------------------------------------------------ */
+
+/* The node and GPU (in the node) a shard of a copy with a tier end uses:
+ * the instance end's (the destination's when both are), else the source's
+ * node and GPU g. */
+static void tier_end(const sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *node,
+                     uint32_t *gpu)
 {
-	sim_tier_t from = place_tier(src), to = place_tier(dst);
+	place_t at = place_is_inst(dst) ? dst : src;
+	*node = place_is_inst(at) ? sim_inst_node(s, at.index) : place_node(at);
+	*gpu = (place_is_inst(at) ? sim_inst_gpu0(s, at.index) : 0) + g;
+}
+
+int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
+                 uint32_t *links, int *kind)
+{
+	uint32_t ns = sim_inst_node(s, src), nd = sim_inst_node(s, dst);
+	*kind = ns == nd ? PATH_NVLINK : PATH_NET;
+	return net_path_gpu_gpu(s->topo, ns, sim_inst_gpu0(s, src) + gs, nd,
+	                        sim_inst_gpu0(s, dst) + gd, links);
+}
+
+static kv_store_t *hbm_store(sim_ctx_t *s, place_t at)
+{
+	return s->cl.inst[at.index].kv;
+}
+
+/* Between two instances' GPUs. */
+static int hbm_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
+                    int *kind)
+{
+	/* a decode instance of another TP (speculative pre-placement): shard g
+	 * lands on its GPU g x tp_dst / tp, as sim_copy_handoff reshards */
+	uint32_t gd = s->tp_decode && s->cl.inst[dst.index].role == CL_ROLE_DECODE
+	                      ? g * s->tp_decode / s->tp
+	                      : g;
+	return sim_gpu_path(s, src.index, g, dst.index, gd, links, kind);
+}
+
+/* Nothing is above HBM: it takes no evicted block. */
+const sim_tier_ops_t sim_tier_hbm = {.name = "hbm", .per_node = 0, .store = hbm_store,
+                                     .path = hbm_path, .takes = NULL};
+
+static kv_store_t *host_store(sim_ctx_t *s, place_t at)
+{
+	return s->host[place_node(at)];
+}
+
+/* PCIe between a GPU and its node's host memory, either way. */
+static int host_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
+                     int *kind)
+{
+	uint32_t node, gpu;
+	tier_end(s, src, dst, g, &node, &gpu);
+	if (place_is_inst(dst)) {
+		*kind = PATH_PCIE_H2D;
+		return net_path_host_gpu(s->topo, node, gpu, links);
+	}
+	if (place_is_inst(src)) {
+		*kind = PATH_PCIE_D2H;
+		return net_path_gpu_host(s->topo, node, gpu, links);
+	}
+	return KS_EINPUT;
+}
+
+/* What the host tier always did: it takes HBM's evictions when on. */
+static int host_takes(sim_ctx_t *s, uint32_t node, place_t *to)
+{
+	if (!s->host_offload || !s->host[node])
+		return 0;
+	*to = place_host(node);
+	return 1;
+}
+
+const sim_tier_ops_t sim_tier_host = {.name = "host", .per_node = 1, .store = host_store,
+                                      .path = host_path, .takes = host_takes};
+
+static kv_store_t *nvme_store(sim_ctx_t *s, place_t at)
+{
+	return s->tiers ? s->tiers->nvme[place_node(at)] : NULL;
+}
+
+/* Writes: GPU to a host bounce buffer (from HBM), then the drive; reads:
+ * the drive to a GPU through the bounce buffer, pipelined. */
+static int nvme_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
+                     int *kind)
+{
+	uint32_t node, gpu;
 	int n = 0;
-	if (to == SIM_TIER_NVME) {
+	tier_end(s, src, dst, g, &node, &gpu);
+	if (place_tier(dst) == SIM_TIER_NVME) {
 		*kind = PATH_NVME_WRITE;
-		/* from HBM: GPU to a host bounce buffer, then the drive */
-		if (from == SIM_TIER_HBM && (n = net_path_gpu_host(s->topo, node, gpu, links)) < 0)
+		if (place_is_inst(src) && (n = net_path_gpu_host(s->topo, node, gpu, links)) < 0)
 			return n;
 		int m = net_path_host_nvme(s->topo, node, links + n);
 		return m < 0 ? m : n + m;
 	}
-	if (to == SIM_TIER_POOL) {
-		*kind = PATH_POOL_PUT;
-		return net_path_to_pool(s->topo, node, gpu, from == SIM_TIER_NVME, links);
-	}
-	if (from == SIM_TIER_NVME && to == SIM_TIER_HBM) {
-		*kind = PATH_NVME_READ;
-		return net_path_nvme_gpu(s->topo, node, gpu, links);
-	}
-	if (from == SIM_TIER_POOL && to == SIM_TIER_HBM) {
-		*kind = PATH_POOL_GET;
-		return net_path_pool_gpu(s->topo, node, gpu, links);
-	}
-	return KS_EINPUT; /* no tier moves blocks up into host memory */
+	if (!place_is_inst(dst))
+		return KS_EINPUT; /* no tier moves blocks up into host memory */
+	*kind = PATH_NVME_READ;
+	return net_path_nvme_gpu(s->topo, node, gpu, links);
 }
+
+static int nvme_takes(sim_ctx_t *s, uint32_t node, place_t *to)
+{
+	if (!s->tiers || !s->tiers->offload || !s->tiers->nvme[node])
+		return 0;
+	*to = place_nvme(node);
+	return 1;
+}
+
+const sim_tier_ops_t sim_tier_nvme = {.name = "nvme", .per_node = 1, .store = nvme_store,
+                                      .path = nvme_path, .takes = nvme_takes};
+
+static kv_store_t *pool_store(sim_ctx_t *s, place_t at)
+{
+	(void)at;
+	return s->tiers ? s->tiers->pool : NULL;
+}
+
+/* Puts: the node's NIC up and the pool's way in (from NVMe, through the
+ * host); gets: the pool's way out and the GPU's NIC down. */
+static int pool_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
+                     int *kind)
+{
+	uint32_t node, gpu;
+	tier_end(s, src, dst, g, &node, &gpu);
+	if (place_tier(dst) == SIM_TIER_POOL) {
+		*kind = PATH_POOL_PUT;
+		return net_path_to_pool(s->topo, node, gpu, place_tier(src) == SIM_TIER_NVME, links);
+	}
+	if (!place_is_inst(dst))
+		return KS_EINPUT; /* no tier moves blocks up into host memory */
+	*kind = PATH_POOL_GET;
+	return net_path_pool_gpu(s->topo, node, gpu, links);
+}
+
+static int pool_takes(sim_ctx_t *s, uint32_t node, place_t *to)
+{
+	(void)node;
+	if (!s->tiers || !s->tiers->offload || !s->tiers->pool)
+		return 0;
+	*to = place_pool();
+	return 1;
+}
+
+const sim_tier_ops_t sim_tier_pool = {.name = "pool", .per_node = 0, .store = pool_store,
+                                      .path = pool_path, .takes = pool_takes};
 
 double sim_tier_link_share(const sim_ctx_t *s, uint32_t link, double cap)
 {
@@ -165,14 +271,14 @@ int sim_tiers_any(const sim_ctx_t *s, uint32_t node)
 
 int sim_tiers_best(sim_ctx_t *s, const sim_req_t *r, uint32_t node, uint32_t *best, place_t *from)
 {
-	place_t at[2] = {place_nvme(node), place_pool()};
 	int found = 0;
-	for (int i = 0; s->tiers && i < 2; i++) {
-		kv_store_t *st = sim_tier_store(s, at[i]);
+	for (int k = SIM_TIER_HOST + 1; s->tiers && k < SIM_TIER_N; k++) {
+		place_t at = {(uint8_t)k, tiers[k]->per_node ? node : 0};
+		kv_store_t *st = tiers[k]->store(s, at);
 		uint32_t m = st ? kv_match(st, r->blocks, r->n_blocks) : 0;
 		if (m > *best) {
 			*best = m;
-			*from = at[i];
+			*from = at;
 			found = 1;
 		}
 	}

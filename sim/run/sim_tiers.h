@@ -5,6 +5,9 @@
  *
  * Places (sim_place.h): a KV location is a place_t (kcopy_t.src/dst): an
  * instance, the host tier of a node, the NVMe tier of a node or the pool.
+ * Each tier is a line of SIM_TIER_LIST and a table (sim_tier_ops_t below:
+ * its store, its paths, whether it takes the evictions of the tiers above);
+ * all four are in sim_tiers.c.
  * Each tier is a kv_store_t sized in blocks of a whole instance, LRU as the
  * host tier, inclusive (a fetch copies a block up and leaves it in place).
  *
@@ -32,6 +35,37 @@
 
 #include "sim/run/sim_int.h"
 
+/* One tier (a SIM_TIER_LIST line): its hooks, called only through
+ * sim_store_of, sim_shard_path and sim_tier_below, so that no code outside
+ * the tables asks which tier a place is. */
+typedef struct sim_tier_ops {
+	const char *name;
+	int per_node; /* 1: a place per node (index = node); 0: one (index 0) */
+	/* The store at place `at` of this tier; NULL when the tier is off
+	 * there. */
+	kv_store_t *(*store)(sim_ctx_t *s, place_t at);
+	/* Path of shard g of a copy between src and dst when this tier is the
+	 * lower of the two ends' (either end; both for HBM to HBM): fills
+	 * links, *kind (PATH_*), returns the length, or < 0 (KS_EINPUT for a
+	 * move the tier does not make). */
+	int (*path)(sim_ctx_t *s, place_t src, place_t dst, uint32_t g, uint32_t *links,
+		    int *kind);
+	/* Whether this tier takes, at node, the blocks a tier above evicts
+	 * (its place to *to); NULL: never. */
+	int (*takes)(sim_ctx_t *s, uint32_t node, place_t *to);
+} sim_tier_ops_t;
+
+#define SIM_TIER_EXTERN(N, name, ops) extern const sim_tier_ops_t ops;
+SIM_TIER_LIST(SIM_TIER_EXTERN)
+#undef SIM_TIER_EXTERN
+
+/* The table of a tier (t < SIM_TIER_N). */
+const sim_tier_ops_t *sim_tier_ops(sim_tier_t t);
+/* Path from GPU gs of instance src to GPU gd of instance dst (NVLink in a
+ * node, else the NICs and fabric): fills links, *kind; the length or < 0. */
+int sim_gpu_path(sim_ctx_t *s, uint32_t src, uint32_t gs, uint32_t dst, uint32_t gd,
+                 uint32_t *links, int *kind);
+
 /* The NVMe and pool links' figures from p into ts (zero bandwidth when off). */
 void sim_tiers_topo(const sim_params_t *p, net_topo_spec_t *ts);
 /* Makes the NVMe and pool stores (s->host exists); their stores' and, when
@@ -44,16 +78,10 @@ typedef struct sim_tier_hook {
 int sim_tiers_init(sim_ctx_t *s, const sim_params_t *p, kv_evict_fn on_evict);
 void sim_tiers_free(sim_ctx_t *s);
 
-/* The store at a tier place (host, NVMe, pool; NULL when off). */
-kv_store_t *sim_tier_store(sim_ctx_t *s, place_t where);
-/* Where a block evicted at `where` goes: 1 and *to, or 0 for nowhere;
- * counts the eviction of a tier below HBM. */
+/* Where a block evicted at `where` goes: the first tier below it that
+ * takes it (1 and *to), or 0 for nowhere; counts the eviction of a tier
+ * below host memory. */
 int sim_tier_below(sim_ctx_t *s, place_t where, int evicted, place_t *to);
-/* Path of shard g of a copy with an NVMe or pool end; gpu is the GPU (in
- * node) of the instance end, or g when neither end is an instance. Fills
- * links, *kind (PATH_*) and returns the length, or < 0. */
-int sim_tier_path(sim_ctx_t *s, place_t src, place_t dst, uint32_t node, uint32_t gpu,
-                  uint32_t *links, int *kind);
 /* A copy's share of a link's capacity cap (bytes/s) when its shards are
  * alone: all of them cross a node's one NVMe drive and the one pool, so
  * cap / shards there, cap elsewhere. */

@@ -1,15 +1,37 @@
-/* sim_view — the policies' view of the cluster (pol_view_t) and the
- * routers' (what exists or is on its way, or their own tree when
- * policy.routing.view = routed), and the actions the policies take on it
- * (pol_actions_t): answered from the cluster, its stores and the copies. */
+/* sim_view — the views component (struct sim_views): the policies' view of
+ * the cluster (pol_view_t) and the routers' (what exists or is on its way,
+ * or their own tree when policy.routing.view = routed), with the memos
+ * behind them; and the actions the policies take on them (pol_actions_t):
+ * answered from the cluster, its stores and the copies. */
 #include "sim/run/sim_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/run/sim_decisions.h"
 #include "sim/run/sim_disagg.h"
 #include "sim/run/sim_rview.h"
+
+/* The last queue-delay estimate of an instance (v_inst). */
+typedef struct qdelay {
+	uint64_t tokens; /* queued prompt tokens it was computed for */
+	int64_t ns;
+} qdelay_t;
+
+struct sim_views {
+	pol_view_t view;       /* KV that exists (replication, admission) */
+	pol_view_t route_view; /* what routers match (policy.routing.view) */
+	pol_rview_t *rview;    /* the routers' own tree when view = routed */
+	qdelay_t *qdelay;      /* one per instance */
+	struct {               /* the last prefill estimates (v_prefill) */
+		uint64_t n, cached;
+		int64_t ns;
+		int valid;
+	} prefill_memo[2];
+	unsigned prefill_next; /* the entry a miss replaces */
+};
 
 static int64_t v_now(void *ctx)
 {
@@ -24,7 +46,7 @@ static int64_t queue_delay_ns(sim_ctx_t *s, uint32_t i, uint64_t tokens)
 {
 	if (!tokens)
 		return 0;
-	qdelay_t *q = &s->qdelay[i];
+	qdelay_t *q = &s->vw->qdelay[i];
 	if (q->tokens != tokens) {
 		q->tokens = tokens;
 		q->ns = mdl_prefill_time_ns(&s->comp, (uint32_t)(tokens < UINT32_MAX ? tokens
@@ -71,7 +93,7 @@ static int held(const sim_ctx_t *s, int mode, uint32_t i, uint64_t id)
 	case HELD_VISIBLE:
 		return kv_visible(kv, id);
 	default:
-		return pol_rview_has(s->rview, i, id);
+		return pol_rview_has(s->vw->rview, i, id);
 	}
 }
 
@@ -142,12 +164,10 @@ static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, ui
 			continue;
 		}
 		/* decode instances are outside the index (sim_copy_holders_note) */
-		if (s->cl.inst[i].role != CL_ROLE_DECODE &&
-		    kv_match_visible(s->cl.inst[i].kv, b, n) && !s->hook_err)
-			s->hook_err = err_set(s->err, KS_ERUNTIME,
-					      "holders index: instance %u holds block %" PRIu64
-					      " but is not among its holders",
-					      i, b[0]);
+		/* an internal invariant: the index is kept with every store change */
+		assert(!(s->cl.inst[i].role != CL_ROLE_DECODE &&
+			 kv_match_visible(s->cl.inst[i].kv, b, n)) &&
+		       "holders index: an instance holds the block but is not among its holders");
 	}
 #else
 	(void)n;
@@ -168,9 +188,7 @@ static const uint32_t *v_least_loaded(void *ctx, uint32_t *count, uint64_t *min_
 	for (uint32_t i = 0; !bad && i < s->cl.p.n_instances; i++)
 		if (sim_load_of(s->load, i) != cluster_load(&s->cl, i))
 			bad = 10;
-	if (bad && !s->hook_err)
-		s->hook_err = err_set(s->err, KS_ERUNTIME,
-				      "load index: inconsistent with the instances (check %d)", bad);
+	assert(!bad && "load index: inconsistent with the instances");
 #endif
 	return c;
 }
@@ -182,12 +200,12 @@ static uint64_t v_held(void *ctx, uint32_t i)
 
 static uint64_t rv_held_routed(void *ctx, uint32_t i)
 {
-	return pol_rview_size(((sim_ctx_t *)ctx)->rview, i);
+	return pol_rview_size(((sim_ctx_t *)ctx)->vw->rview, i);
 }
 
 static uint32_t rv_match_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
 {
-	return pol_rview_match(((sim_ctx_t *)ctx)->rview, i, b, n);
+	return pol_rview_match(((sim_ctx_t *)ctx)->vw->rview, i, b, n);
 }
 
 static uint32_t rv_match_host_routed(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
@@ -203,16 +221,17 @@ static int64_t v_prefill(void *ctx, uint32_t i, uint64_t n, uint64_t cached)
 {
 	(void)i;
 	sim_ctx_t *s = ctx;
+	struct sim_views *v = s->vw;
 	for (unsigned k = 0; k < 2; k++)
-		if (s->prefill_memo[k].valid && s->prefill_memo[k].n == n &&
-		    s->prefill_memo[k].cached == cached)
-			return s->prefill_memo[k].ns;
-	unsigned k = s->prefill_next++ & 1;
-	s->prefill_memo[k].ns = mdl_prefill_time_ns(&s->comp, (uint32_t)n, (uint32_t)cached);
-	s->prefill_memo[k].n = n;
-	s->prefill_memo[k].cached = cached;
-	s->prefill_memo[k].valid = 1;
-	return s->prefill_memo[k].ns;
+		if (v->prefill_memo[k].valid && v->prefill_memo[k].n == n &&
+		    v->prefill_memo[k].cached == cached)
+			return v->prefill_memo[k].ns;
+	unsigned k = v->prefill_next++ & 1;
+	v->prefill_memo[k].ns = mdl_prefill_time_ns(&s->comp, (uint32_t)n, (uint32_t)cached);
+	v->prefill_memo[k].n = n;
+	v->prefill_memo[k].cached = cached;
+	v->prefill_memo[k].valid = 1;
+	return v->prefill_memo[k].ns;
 }
 
 static int64_t v_xfer(void *ctx, uint32_t src, uint32_t dst, uint32_t n)
@@ -225,8 +244,9 @@ static int a_copy(void *ctx, const uint64_t *b, uint32_t n, uint32_t src, uint32
 {
 	sim_ctx_t *s = ctx;
 	/* the decode pool takes speculative pre-placement only (pol.h n_decode) */
-	uint32_t n_dst = s->view.n_inst + (cls == POL_BG ? s->view.n_decode : 0);
-	if (src >= s->view.n_inst || dst >= n_dst)
+	const pol_view_t *v = &s->vw->view;
+	uint32_t n_dst = v->n_inst + (cls == POL_BG ? v->n_decode : 0);
+	if (src >= v->n_inst || dst >= n_dst)
 		return POL_COPY_REFUSED;
 	/* background copies are speculative replicas; foreground ones are
 	 * fetches a policy makes for a request (kept, not speculative) */
@@ -256,45 +276,94 @@ static int a_mark_spec(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
 static int a_announce(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
 {
 	sim_ctx_t *s = ctx;
-	if (inst >= s->view.n_inst)
+	if (inst >= s->vw->view.n_inst)
 		return 0; /* routers see the prefill pool only */
-	int rc = s->rview ? pol_rview_insert(s->rview, inst, b, n) : 0;
+	int rc = sim_views_routed_insert(s->vw, inst, b, n);
 	return rc ? rc : s->rvw ? sim_rv_announce(s->rvw, inst, b, n) : 0;
 }
 
-void sim_view_init(sim_ctx_t *s, const cluster_params_t *p)
+struct sim_views *sim_views_new(sim_ctx_t *s, const cluster_params_t *p)
 {
-	s->view = (pol_view_t){s, p->n_instances, p->block_tokens, p->block_bytes,
+	struct sim_views *v = calloc(1, sizeof *v);
+	if (!v || !(v->qdelay = calloc(p->n_instances ? p->n_instances : 1, sizeof *v->qdelay))) {
+		free(v);
+		return NULL;
+	}
+	v->view = (pol_view_t){s, p->n_instances, p->block_tokens, p->block_bytes,
 			       v_now, v_inst, v_match, v_prefill, v_xfer, v_match_host, v_held,
 			       sim_copies_defer_on(s->cp) ? v_match_computing : NULL, v_candidates,
 			       v_least_loaded, 0};
-	s->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
-	s->view.n_decode = p->n_instances - s->view.n_inst;
+	v->view.n_inst = sim_disagg_route_instances(s); /* routers see the prefill pool */
+	v->view.n_decode = p->n_instances - v->view.n_inst;
 	/* the load index counts a request until its row; a prefill instance
 	 * hands it off before that, so disaggregated routers scan instead */
-	if (s->view.n_inst != p->n_instances)
-		s->view.least_loaded = NULL;
-	s->route_view = s->view;
-	s->route_view.match = rv_match_computed;
-	s->route_view.match_host = rv_match_host_computed;
+	if (v->view.n_inst != p->n_instances)
+		v->view.least_loaded = NULL;
+	v->route_view = v->view;
+	v->route_view.match = rv_match_computed;
+	v->route_view.match_host = rv_match_host_computed;
 	if (!s->host[0]) { /* no host tier (every node's or none): the same matches */
-		s->view.match_host = s->view.match;
-		s->route_view.match_host = s->route_view.match;
+		v->view.match_host = v->view.match;
+		v->route_view.match_host = v->route_view.match;
 	}
+	return v;
 }
 
-int sim_view_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e)
+void sim_views_free(struct sim_views *v)
 {
+	if (!v)
+		return;
+	pol_rview_free(v->rview);
+	free(v->qdelay);
+	free(v);
+}
+
+int sim_views_routed(sim_ctx_t *s, const cfg_t *cfg, const cluster_params_t *p, err_t *e)
+{
+	struct sim_views *v = s->vw;
+	sim_rv_view(s->rvw, &v->route_view); /* events, router replicas */
 	if (pol_routing_view_routed(cfg) && !sim_rv_owns_view(s->rvw)) {
-		if (!(s->rview = pol_rview_new(p->n_instances,
+		if (!(v->rview = pol_rview_new(p->n_instances,
 					       pol_routing_view_blocks(cfg, p->kv_blocks))))
 			return err_set(e, KS_ENOMEM, "out of memory");
-		s->route_view.match = rv_match_routed;
-		s->route_view.match_host = rv_match_host_routed;
-		s->route_view.held_blocks = rv_held_routed;
-		s->route_view.candidates = NULL; /* the tree is not the stores */
+		v->route_view.match = rv_match_routed;
+		v->route_view.match_host = rv_match_host_routed;
+		v->route_view.held_blocks = rv_held_routed;
+		v->route_view.candidates = NULL; /* the tree is not the stores */
 	}
 	return 0;
+}
+
+const pol_view_t *sim_views_policy(const struct sim_views *v)
+{
+	return &v->view;
+}
+
+const pol_view_t *sim_views_route(const struct sim_views *v)
+{
+	return &v->route_view;
+}
+
+void sim_views_set_present(struct sim_views *v, uint32_t n)
+{
+	v->view.n_inst = n;
+	v->route_view.n_inst = n;
+}
+
+void sim_views_scan_loads(struct sim_views *v)
+{
+	v->view.least_loaded = NULL;
+	v->route_view.least_loaded = NULL;
+}
+
+int sim_views_use_load(const struct sim_views *v)
+{
+	return v->view.least_loaded != NULL;
+}
+
+int sim_views_routed_insert(struct sim_views *v, uint32_t inst, const uint64_t *b, uint32_t n)
+{
+	return v->rview ? pol_rview_insert(v->rview, inst, b, n) : 0;
 }
 
 void sim_view_actions(sim_ctx_t *s)

@@ -27,6 +27,9 @@ static void test_show_names_resolved_engine_defaults_and_calibration(void **st)
 	assert_non_null(strstr(r.out, "#   scheduler.max_batched_tokens = 0: the engine's default "
 	                              "on H100-SXM, 8192\n"));
 	assert_non_null(strstr(r.out, "compute terms from: models/calibration/compute-H100-SXM.ini"));
+	/* the scheduler named from the run's own (typed) mode */
+	assert_non_null(
+	    strstr(r.out, "#   compute.allreduce = auto: custom under scheduler.mode = vllm\n"));
 	/* the shown text loads back to the config's own digest */
 	char path[96];
 	snprintf(path, sizeof path, "%s/shown.ini", dir);
@@ -46,6 +49,11 @@ static void test_show_names_resolved_engine_defaults_and_calibration(void **st)
 	assert_null(strstr(x.out, "max_num_seqs = 0:"));
 	assert_non_null(strstr(x.out, "max_batched_tokens = 0: the engine's default on A100-80GB"));
 	assert_non_null(strstr(x.out, "compute terms from: the built-in defaults"));
+	cli_result_t g = cli_run(kvsim, dir, "config", "show", "--set", "scheduler.mode=sglang", NULL);
+	assert_int_equal(g.status, 0);
+	assert_non_null(
+	    strstr(g.out, "#   compute.allreduce = auto: custom under scheduler.mode = sglang\n"));
+	cli_result_free(&g);
 	cli_result_free(&r);
 	cli_result_free(&d0);
 	cli_result_free(&d1);

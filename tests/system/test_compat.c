@@ -184,7 +184,7 @@ static void test_compute_job_runs_before_the_next_iteration(void **st)
 	uint64_t ab[4] = {11, 12, 13, 14};
 	assert_int_equal(cluster_job_add(&t.cl, 0, 7, 5000), 0);
 	assert_int_equal(cluster_job_add(&t.cl, 0, 8, 100), 0);
-	assert_int_equal(cluster_job_cancel(&t.cl, 0, 8), 0);
+	assert_int_equal(cluster_job_cancel(&t.cl, 0, 8, NULL), 0);
 	assert_int_equal(cluster_submit(&t.cl, 0, 1, 16, 2, ab, 4), 0);
 	assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
 	assert_int_equal(job_seen, 7);

@@ -20,12 +20,13 @@ typedef struct seen {
 	uint32_t n;
 } seen_t;
 
-static void on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+static int on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	(void)now;
 	seen_t *s = ctx;
 	if (s->n < CAP)
 		s->id[s->n++] = b->id;
+	return 0;
 }
 
 /* lfu-like: hits first, then the store's own tie order */

@@ -217,7 +217,7 @@ typedef struct seen {
 	int state_then; /* the block's state as the watcher sees it */
 } seen_t;
 
-static void watcher(void *ctx, const kv_block_info_t *b, int event)
+static int watcher(void *ctx, const kv_block_info_t *b, int event)
 {
 	seen_t *w = ctx;
 	w->id[w->n] = b->id;
@@ -225,6 +225,7 @@ static void watcher(void *ctx, const kv_block_info_t *b, int event)
 	w->state_then = kv_lookup(w->s, b->id);
 	if (event == KV_WATCH_READY)
 		kv_pin(w->s, b->id, 0); /* the hook may change the store */
+	return 0;
 }
 
 static void test_watch_reports_ready_and_drop_once(void **st)
@@ -262,6 +263,58 @@ static void test_watch_reports_ready_and_drop_once(void **st)
 	kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 12);
 	kv_ready(s, 2, 13);
 	assert_int_equal(w.n, 3);
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
+/* Hooks that fail: each returns KS_ENOMEM. */
+static int evict_fails(void *ctx, const kv_block_info_t *b, int64_t now)
+{
+	(void)b;
+	(void)now;
+	++*(int *)ctx;
+	return KS_ENOMEM;
+}
+
+static int watch_fails(void *ctx, const kv_block_info_t *b, int event)
+{
+	(void)b;
+	(void)event;
+	++*(int *)ctx;
+	return KS_ENOMEM;
+}
+
+/* A hook's error comes back from the call that ran it, after the call's
+ * change is complete and the store consistent: an allocation that evicted
+ * (the block is allocated, the victim gone), a kv_ready that woke a watch
+ * (the block is READY), a kv_drop that did (the block is gone), private
+ * blocks that evicted. The store's own answers are unchanged. */
+static void test_hook_errors_come_back_from_the_call(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(2);
+	int evicted = 0, watched = 0;
+	kv_store_set_policy(s, NULL, evict_fails, &evicted);
+	kv_store_set_watch(s, watch_fails, &watched);
+	assert_int_equal(kv_alloc(s, 1, 0, KV_READY, 0, 0, 1), KS_OK);
+	assert_int_equal(kv_alloc(s, 2, 1, KV_COMPUTING, 1, 0, 2), KS_OK);
+	assert_int_equal(kv_alloc(s, 3, 2, KV_COMPUTING, 1, 0, 3), KS_ENOMEM); /* evicts 1 */
+	assert_int_equal(evicted, 1);
+	assert_int_equal(kv_lookup(s, 1), 0);
+	assert_int_equal(kv_lookup(s, 3), KV_COMPUTING);
+	assert_int_equal(kv_alloc(s, 4, 0, KV_COMPUTING, 1, 0, 4), KS_EFULL); /* nothing evictable */
+	assert_int_equal(kv_watch(s, 2), KS_OK);
+	assert_int_equal(kv_watch(s, 3), KS_OK);
+	assert_int_equal(kv_ready(s, 2, 5), KS_ENOMEM);
+	assert_int_equal(kv_lookup(s, 2), KV_READY);
+	kv_unref(s, 3, 6);
+	assert_int_equal(kv_drop(s, 3), KS_ENOMEM);
+	assert_int_equal(kv_lookup(s, 3), 0);
+	assert_int_equal(watched, 2);
+	kv_unref(s, 2, 7);
+	assert_int_equal(kv_alloc_private(s, 2, 8), KS_ENOMEM); /* evicts 2 */
+	assert_int_equal(evicted, 2);
+	assert_int_equal(kv_used_private(s), 2);
 	assert_int_equal(kv_check(s), 0);
 	kv_store_free(s);
 }
@@ -370,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_speculative_flag_cleared_on_use),
 		cmocka_unit_test(test_drop_inflight_block),
 		cmocka_unit_test(test_watch_reports_ready_and_drop_once),
+	    cmocka_unit_test(test_hook_errors_come_back_from_the_call),
 		cmocka_unit_test(test_random_operations_stay_consistent),
 		cmocka_unit_test(test_slot_calls_equal_id_calls),
 	};

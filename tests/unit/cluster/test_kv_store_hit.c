@@ -23,12 +23,13 @@ typedef struct evlog {
 	uint64_t digest, n;
 } evlog_t;
 
-static void log_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+static int log_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	(void)now;
 	evlog_t *l = ctx;
 	l->digest = rng_fmix64(l->digest ^ b->id);
 	l->n++;
+	return 0;
 }
 
 /* lfu-like: ties are many, so the (last use, depth, id) order matters */

@@ -27,13 +27,14 @@ typedef struct evlog {
 	size_t n;
 } evlog_t;
 
-static void on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
+static int on_evict(void *ctx, const kv_block_info_t *b, int64_t now)
 {
 	(void)now;
 	evlog_t *l = ctx;
 	if (l->n < sizeof l->id / sizeof l->id[0])
 		l->id[l->n] = b->id;
 	l->n++;
+	return 0;
 }
 
 static double prio_last_use(void *ctx, const kv_block_info_t *b, int64_t now)

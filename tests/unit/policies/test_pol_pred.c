@@ -7,6 +7,8 @@
 
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "policies/pol.h"
 #include "policies/pol_int.h"
@@ -432,9 +434,44 @@ static void test_oracle_jitter_is_seeded_and_bounded(void **st)
 	assert_true(differ > 0);
 }
 
+/* Every built-in predictor answers min_blocks (ABI 5) with its own
+ * *_min_blocks parameter, set here to 7: the run reads the shortest
+ * reported prefix through the hook, not by the parameter's name. */
+static void test_every_predictor_reports_its_min_blocks(void **st)
+{
+	(void)st;
+	int n = 0;
+	for (const pol_reg_entry_t *b = pol_builtins; b->ops; b++) {
+		if (b->family != POL_PREDICTOR)
+			continue;
+		const char *pname = NULL;
+		for (size_t i = 0; i < b->ops->n_params; i++) {
+			const char *k = b->ops->params[i].key.name;
+			size_t len = strlen(k);
+			if (len > 11 && !strcmp(k + len - 11, "_min_blocks"))
+				pname = k;
+		}
+		assert_non_null(pname);
+		char over[96];
+		snprintf(over, sizeof over, "%s=7", pname);
+		pol_handle_t h;
+		err_t e = {0};
+		if (pol_open(NULL, POL_PREDICTOR, b->ops->name, over, 1, &h, &e))
+			fail_msg("%s: %s", b->ops->name, e.msg);
+		const struct pol_predictor_ops *po = (const struct pol_predictor_ops *)h.ops;
+		assert_true(po->base.version >= 5);
+		assert_non_null(po->min_blocks);
+		assert_int_equal(po->min_blocks(h.state), 7);
+		pol_close(&h);
+		n++;
+	}
+	assert_int_equal(n, 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_every_predictor_reports_its_min_blocks),
 	    cmocka_unit_test(test_repeat_count_fires_on_xth_repeat_not_before),
 	    cmocka_unit_test(test_repeat_count_needs_the_repeats_inside_the_window),
 	    cmocka_unit_test(test_repeat_count_ignores_prefixes_shorter_than_y),

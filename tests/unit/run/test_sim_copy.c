@@ -518,26 +518,67 @@ static void test_deferred_copy_cancelled_when_source_is_dropped(void **st)
 	end_run(&r);
 }
 
-/* Two nodes of one GPU: a 200-block copy crosses the NICs (~8 ms). It is
- * cancelled after 3 ms, while request 1 waits at the target for it: the
- * partial bytes reach the summary and request 1 computes its prompt. */
+/* kvcache.copy_from = uncomputed: a copy of request 0's prefix leaves
+ * while its source blocks still compute (pinned COMPUTING) and is
+ * cancelled at that same instant; the blocks become READY later. The
+ * cancel releases the pins it recorded: inferred from the state at the
+ * cancel (READY only), the computing ones stayed pinned, and the run's
+ * end check found them held. */
+static void test_cancel_releases_pins_taken_on_computing_sources(void **st)
+{
+	(void)st;
+	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
+	                         .at_ns = 0,
+	                         .src = 0,
+	                         .dst = 1,
+	                         .n = 40,
+	                         .blocks = PFX},
+	                        {.op = OP_CANCEL, .at_ns = 0, .of = 0}};
+	script_set(MS / 10, steps, 2);
+	const char *sets[] = {"kvcache.copy_from=uncomputed"};
+	sim_results_t r = run_two_gpus(DEFER_TRACE, 2, sets, 1);
+	assert_int_equal(g_step[0].rc, POL_COPY_OK);
+	assert_int_equal(g_step[1].rc, 0);
+	const res_request_t *r0 = req_of(&r, 0);
+	/* cancelled while request 0 still computed the blocks */
+	assert_true(g_step[1].done_ns < r0->arrival_ns + r0->ttft_ns);
+	assert_true(sim_results_get(&r, "spec.copies_deferred") == 0);
+	assert_true(sim_results_get(&r, "spec.copies_cancelled") == 1);
+	assert_int_equal(g_landed, 0);
+	for (uint64_t i = 0; i < 2; i++)
+		assert_int_equal(req_of(&r, i)->status, REQ_COMPLETED);
+	end_run(&r);
+}
+
+/* Two nodes of one GPU (bounded at 5 s): the 200-block prefix copied from
+ * instance 0 to 1 at 199 ms, cancelled at cancel_ns (0: never); set, when
+ * not NULL, after. */
+static sim_results_t cancel_run(const rq_t *trace, int n, int64_t cancel_ns, const char *set)
+{
+	const step_t steps[] = {
+	    {.op = OP_COPY, .at_ns = 199 * MS, .src = 0, .dst = 1, .n = 200, .blocks = PFX},
+	    {.op = OP_CANCEL, .at_ns = cancel_ns, .of = 0}};
+	script_set(MS, steps, cancel_ns ? 2 : 1);
+	const char *extra[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
+	                       "experiment.until_s=5", set};
+	return run_script(trace, n, extra, set ? 4 : 3);
+}
+
+static const rq_t CANCEL_TRACE[] = {
+    {0, 200, 7000, 201 * 16, 2},
+    {12 * MS, 0, 0, 16, 2}, /* keeps round-robin on 0, 1, 0, 1 */
+    {13 * MS, 0, 0, 16, 2},
+    {200 * MS, 200, 7000, 201 * 16, 2}, /* waits at instance 1 for the copy */
+};
+
+/* The copy crosses the NICs (~8 ms). It is cancelled after 3 ms, while
+ * request 3 waits at the target for it: the partial bytes reach the
+ * summary and request 3 computes its prompt. */
 static void test_cancelled_copy_bytes_and_waiting_request(void **st)
 {
 	(void)st;
-	static const rq_t trace[] = {
-	    {0, 200, 7000, 201 * 16, 2},
-	    {12 * MS, 0, 0, 16, 2}, /* keeps round-robin on 0, 1, 0, 1 */
-	    {13 * MS, 0, 0, 16, 2},
-	    {200 * MS, 200, 7000, 201 * 16, 2}, /* waits at instance 1 for the copy */
-	};
-	const step_t steps[] = {
-	    {.op = OP_COPY, .at_ns = 199 * MS, .src = 0, .dst = 1, .n = 200, .blocks = PFX},
-	    {.op = OP_CANCEL, .at_ns = 202 * MS, .of = 0}};
-	script_set(MS, steps, 2);
 	/* bounded: without the kick a cancel gives, request 3 would wait forever */
-	const char *extra[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
-	                       "experiment.until_s=5"};
-	sim_results_t r = run_script(trace, 4, extra, 3);
+	sim_results_t r = cancel_run(CANCEL_TRACE, 4, 202 * MS, NULL);
 	assert_int_equal(g_step[0].rc, POL_COPY_OK);
 	assert_int_equal(g_step[1].rc, 0);
 	assert_int_equal(r.n_xfer, 1);
@@ -562,26 +603,13 @@ static void test_cancelled_copy_bytes_and_waiting_request(void **st)
 /* The cancelled copy above under the lone timing modes, each shard timed
  * alone for A ns (A: the same copy's duration when it lands). A cancelled
  * timer copy (network.contention = none) delivered its bytes pro rata of the
- * time since it started. A cancelled job (network.copy_charge =
- * target_compute) is recorded as having run A ns up to the cancel with all
- * its bytes delivered: a row that starts before the copy was asked for and
- * counts bytes never moved. That is wrong, and pinned here as it is until a
- * change meant to alter results fixes it (this test then changes with it). */
+ * time since it started; so did a cancelled job (network.copy_charge =
+ * target_compute) that the idle target's compute began at once. (A job
+ * cancelled was once recorded as having run A ns up to the cancel with all
+ * its bytes: a row that started before the copy was asked for.) */
 static sim_results_t lone_run(const char *mode, int cancel)
 {
-	static const rq_t trace[] = {
-	    {0, 200, 7000, 201 * 16, 2},
-	    {12 * MS, 0, 0, 16, 2},
-	    {13 * MS, 0, 0, 16, 2},
-	    {200 * MS, 200, 7000, 201 * 16, 2},
-	};
-	const step_t steps[] = {
-	    {.op = OP_COPY, .at_ns = 199 * MS, .src = 0, .dst = 1, .n = 200, .blocks = PFX},
-	    {.op = OP_CANCEL, .at_ns = 202 * MS, .of = 0}};
-	script_set(MS, steps, cancel ? 2 : 1);
-	const char *extra[] = {"cluster.nodes=2", "cluster.gpus_per_node=1",
-	                       "experiment.until_s=5", mode};
-	return run_script(trace, 4, extra, 4);
+	return cancel_run(CANCEL_TRACE, 4, cancel ? 202 * MS : 0, mode);
 }
 
 static void test_cancelled_lone_copies_record_their_shards(void **st)
@@ -607,24 +635,46 @@ static void test_cancelled_lone_copies_record_their_shards(void **st)
 		assert_true(alone > 3 * MS);
 		assert_int_equal(x->cancelled, 1);
 		assert_int_equal(x->end_ns, g_step[1].done_ns);
-		if (m == 0) {
-			assert_int_equal(x->start_ns, g_step[0].done_ns);
-			double f = (double)(x->end_ns - x->start_ns) / (double)alone;
-			assert_int_equal(x->bytes, (uint64_t)(f * (double)full));
-		} else {
-			assert_int_equal(x->start_ns, x->end_ns - alone);
-			assert_true(x->start_ns < x->requested_ns);
-			assert_int_equal(x->bytes, full);
-		}
+		assert_int_equal(x->start_ns, g_step[0].done_ns);
+		double f = (double)(x->end_ns - x->start_ns) / (double)alone;
+		assert_int_equal(x->bytes, (uint64_t)(f * (double)full));
 		assert_true(sim_results_get(&r, "spec.bytes_cancelled") == (double)x->bytes);
 		assert_true(sim_results_get(&r, "spec.copies_cancelled") == 1);
 		assert_int_equal(g_landed, 0);
 		assert_int_equal(req_of(&r, 3)->status, REQ_COMPLETED);
-		if (m == 0)
-			end_run(&r);
-		else /* end_run would refuse the row that starts before its request */
-			sim_results_free(&r);
+		end_run(&r);
 	}
+}
+
+/* A job-mode copy queued behind the target's prefill (request 1's 4096
+ * tokens, computing from 198.9 ms) and cancelled at 200 ms, before the
+ * compute reached it: it moved nothing, and its row says so (starts and
+ * ends at the cancel, 0 bytes). */
+static void test_cancelled_queued_job_copy_moved_nothing(void **st)
+{
+	(void)st;
+	static const rq_t trace[] = {
+	    {0, 200, 7000, 201 * 16, 2},
+	    {198900000, 0, 0, 4096, 2},
+	};
+	sim_results_t r = cancel_run(trace, 2, 200 * MS, "network.copy_charge=target_compute");
+	assert_int_equal(g_step[0].rc, POL_COPY_OK);
+	assert_int_equal(g_step[1].rc, 0);
+	const res_request_t *r1 = req_of(&r, 1);
+	assert_int_equal(r1->instance, 1);
+	assert_true(r1->arrival_ns + r1->ttft_ns > g_step[1].done_ns); /* still computing */
+	assert_int_equal(r.n_xfer, 1);
+	const res_transfer_t *x = &r.xfer[0];
+	printf("queued job cancelled: row %lld..%lld ns, %llu bytes\n", (long long)x->start_ns,
+	       (long long)x->end_ns, (unsigned long long)x->bytes);
+	assert_int_equal(x->cancelled, 1);
+	assert_int_equal(x->start_ns, g_step[1].done_ns);
+	assert_int_equal(x->end_ns, g_step[1].done_ns);
+	assert_int_equal(x->bytes, 0);
+	assert_true(sim_results_get(&r, "spec.bytes_cancelled") == 0);
+	assert_true(sim_results_get(&r, "spec.copies_cancelled") == 1);
+	assert_int_equal(g_landed, 0);
+	end_run(&r);
 }
 
 /* A copy to an instance whose pool a running request holds is refused for
@@ -679,8 +729,10 @@ int main(void)
 	    cmocka_unit_test(test_request_recomputes_when_waiting_is_slower),
 	    cmocka_unit_test(test_copy_from_computing_source_refused_when_not_deferred),
 	    cmocka_unit_test(test_deferred_copy_cancelled_when_source_is_dropped),
+	    cmocka_unit_test(test_cancel_releases_pins_taken_on_computing_sources),
 	    cmocka_unit_test(test_cancelled_copy_bytes_and_waiting_request),
 	    cmocka_unit_test(test_cancelled_lone_copies_record_their_shards),
+	    cmocka_unit_test(test_cancelled_queued_job_copy_moved_nothing),
 	    cmocka_unit_test(test_refusals_are_counted_by_reason),
 	    cmocka_unit_test(test_replica_evicted_at_target_is_wasted),
 	};

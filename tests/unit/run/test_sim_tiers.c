@@ -23,6 +23,7 @@
 #include "sim/run/recorder.h"
 #include "sim/run/sim_params.h"
 #include "sim/run/sim_place.h"
+#include "sim/run/sim_tiers.h"
 #include "tests/fixtures/sim_fixture.h"
 #include "tests/fixtures/test_main.h"
 
@@ -285,7 +286,32 @@ static void test_places_read_back_and_keep_their_old_codes(void **st)
 			assert_int_not_equal(seen[a], seen[b]);
 }
 
+/* SIM_TIER_LIST is the one list of tiers: each line gives its SIM_TIER_*
+ * constant (in hierarchy order), its name and its table; every table has a
+ * store and a path, and takes evicted blocks unless it is the top one; the
+ * places of a tier are per node or one (the pool). */
+static void test_tier_list_drives_enum_names_and_tables(void **st)
+{
+	(void)st;
+	int seen = 0;
+#define CHECK_LINE(N, nm, ops)                                                                     \
+	assert_int_equal(SIM_TIER_##N, seen);                                                      \
+	assert_ptr_equal(sim_tier_ops(SIM_TIER_##N), &ops);                                        \
+	assert_string_equal(ops.name, nm);                                                         \
+	assert_non_null(ops.store);                                                                \
+	assert_non_null(ops.path);                                                                 \
+	assert_true(seen == 0 ? ops.takes == NULL : ops.takes != NULL);                            \
+	seen++;
+	SIM_TIER_LIST(CHECK_LINE)
+#undef CHECK_LINE
+	assert_int_equal(seen, SIM_TIER_N);
+	assert_int_equal(sim_tier_host.per_node, 1);
+	assert_int_equal(sim_tier_nvme.per_node, 1);
+	assert_int_equal(sim_tier_pool.per_node, 0);
+}
+
 TEST_MAIN(cmocka_unit_test(test_places_read_back_and_keep_their_old_codes),
+          cmocka_unit_test(test_tier_list_drives_enum_names_and_tables),
           cmocka_unit_test(test_nvme_fetch_takes_latency_plus_bytes_over_drive_or_pcie),
           cmocka_unit_test(test_nvme_fetch_or_recompute_flips_at_hand_break_even),
           cmocka_unit_test(test_every_tier_conserves_blocks_and_transfers_match_summary),
