@@ -143,7 +143,8 @@ static const uint32_t *v_candidates(void *ctx, const uint64_t *b, uint32_t n, ui
 		}
 		/* decode instances are outside the index (sim_copy_holders_note) */
 		if (s->cl.inst[i].role != CL_ROLE_DECODE &&
-		    kv_match_visible(s->cl.inst[i].kv, b, n) && !s->hook_err)
+		    (kv_match_visible(s->cl.inst[i].kv, b, n) ||
+		     v_match_computing(ctx, i, b, n)) && !s->hook_err)
 			s->hook_err = err_set(s->err, KS_ERUNTIME,
 					      "holders index: instance %u holds block %" PRIu64
 					      " but is not among its holders",
