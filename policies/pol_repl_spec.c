@@ -63,7 +63,16 @@
  * is p_use = 1 - exp(-E / targets), below the prefill candidates' ratios
  * (>= spec_payback, 1 by default), and it takes the same VRAM (of the
  * decode instance's pool) and bandwidth budgets, counts in spec.* like any
- * replica and never triggers the routing hint (own design). */
+ * replica and never triggers the routing hint (own design).
+ * Cost: a tick reads every instance (the load snapshot, O(n log n), and
+ * the budgets), and asks each instance that may hold a forecast prefix
+ * (pol_view_scan) for its match once; the routing hint asks those of a
+ * replicated prefix per request. A prefix cached on most instances (a
+ * popular system prompt under least_load) therefore costs a pass over
+ * them: measured with the oracle predictor on
+ * analysis/experiments/cluster_8192gpu_hour.ini (30 simulated s, 100 ms
+ * ticks), about 40 us per instance per tick above least_load, the copies'
+ * flows included: 36 us on 256 instances, 42 us on 2,048. */
 #include "policies/pol_int.h"
 #include "sim/base/mem.h"
 #include "sim/base/vec.h"
@@ -483,7 +492,9 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 	for (uint32_t j = 0; v->match_computing && j < nk; j++) {
 		uint32_t k = ck ? ck[j] : j;
 		/* a longer prefix still being computed: the copy waits for it */
-		s->mck[j] = v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
+		s->mck[j] = s->mk[j] >= f->n_blocks /* computed covers it: all of it */
+		                ? s->mk[j]
+		                : v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
 		if (s->mck[j] > c) {
 			c = s->mck[j];
 			src = k;
