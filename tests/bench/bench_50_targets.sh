@@ -30,12 +30,14 @@ cpu_run() {
 	rm -rf "$D/r$$"
 	printf '%s\n' "$out" | awk '/^  events /{e=$2} /^CPU /{c=$2+$3; r=$4} END{printf "%.2f %s %s", c, e, r}'
 }
-# x / y to two decimals (0 when y is 0)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", (b > 0 ? a / b : 0)}'; }
+# x / y to two decimals ("-" when either is not a measure)
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN{if (a !~ /^[0-9.]+$/ || !(b > 0)) print "-"; else printf "%.2f", a / b}'
+}
 row() { # label, a: "cpu events rss" of the compared run, b: the same of the target run
 	# shellcheck disable=SC2086
 	set -- "$1" $2 $3
-	printf '%-44s %8s %9s %10s  %8s %9s %10s  %6s %6s %6s\n' "$1" "$2" "$4" "$3" "$5" "$7" "$6" \
+	printf '%-44s %8s %10s %10s  %8s %10s %10s  %6s %6s %6s\n' "$1" "$2" "$4" "$3" "$5" "$7" "$6" \
 	    "$(ratio "$5" "$2")" "$(ratio "$7" "$4")" "$(ratio "$6" "$3")"
 }
 # label, then "cpu events rss" of each point: each against the first
@@ -48,12 +50,12 @@ growth() {
 		# shellcheck disable=SC2086
 		set -- $run
 		[ $n = 1 ] && c1=$1 e1=$2 r1=$3
-		printf '%-44s %8s %9s %10s  %6s %6s %6s\n' "$l: $n" "$1" "$3" "$2" \
+		printf '%-44s %8s %10s %10s  %6s %6s %6s\n' "$l: $n" "$1" "$3" "$2" \
 		    "$(ratio "$1" "$c1")" "$(ratio "$3" "$r1")" "$(ratio "$2" "$e1")"
 	done
 }
 echo "== performance targets (compared run, then target run; ratios target / compared)"
-printf '%-44s %8s %9s %10s  %8s %9s %10s  %6s %6s %6s\n' scenario cmp_cpu cmp_rss_kB cmp_events \
+printf '%-44s %8s %10s %10s  %8s %10s %10s  %6s %6s %6s\n' scenario cmp_cpu cmp_rss_kB cmp_events \
     cpu rss_kB events cpu_x rss_x ev_x
 if [ -r ../shared/traces/mooncake/conversation_trace.jsonl ]; then
 	M=analysis/experiments/mooncake_conversation.ini
@@ -105,7 +107,7 @@ if [ -r ../shared/traces/bursted_art/test_00.jsonl.gz ]; then
 	}
 	for t in cold warm; do
 		c=$(btb_cpu)
-		printf '%-44s %8s %9s %10s  %8s\n' "bursted-art 15 windows x 3 policies, $t" "" "" "" "$c"
+		printf '%-44s %8s %10s %10s  %8s\n' "bursted-art 15 windows x 3 policies, $t" "" "" "" "$c"
 	done
 	# the same-call baseline: the warm call again with decode stepped
 	s=$(btb_cpu --set scheduler.decode=step)
