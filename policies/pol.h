@@ -162,7 +162,8 @@ typedef struct pol_view {
 	 * when the source has computed it. */
 	uint32_t (*match_computing)(void *ctx, uint32_t i, const uint64_t *blocks, uint32_t n);
 	/* Appended, may be NULL (then scan every instance): the instances on
-	 * which match can find at least one block of blocks[0..n), ascending,
+	 * which match (or match_computing) can find at least one block of
+	 * blocks[0..n), ascending,
 	 * *count of them; a superset (some may match nothing), valid until the
 	 * policy returns. Its cost grows with those instances, not with n_inst:
 	 * a policy that only cares where a prefix is held loops over these. */

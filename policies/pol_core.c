@@ -119,11 +119,8 @@ const char *pol_param_str(const pol_params_t *p, const char *name)
 
 /* ---- view helpers -------------------------------------------------------- */
 
-/* The instances to ask v->match about for blocks[0..n): v's candidates, or
- * all of them (*all set, the list NULL). Instances outside the candidates
- * match nothing, so loops that skip matches of 0 give the same answer. */
-static const uint32_t *view_scan(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
-                                 uint32_t *count)
+const uint32_t *pol_view_scan(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                              uint32_t *count)
 {
 	const uint32_t *c = v->candidates && n ? v->candidates(v->ctx, blocks, n, count) : NULL;
 	if (!c && !(v->candidates && n))
@@ -141,7 +138,7 @@ uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32
                              uint32_t *inst)
 {
 	uint32_t best = 0, where = UINT32_MAX, nc;
-	const uint32_t *c = view_scan(v, blocks, n, &nc);
+	const uint32_t *c = pol_view_scan(v, blocks, n, &nc);
 	for (uint32_t j = 0; j < nc && best < n; j++) {
 		uint32_t i = c ? c[j] : j, m;
 		/* beating best needs blocks[best]: one lookup rules most out */
@@ -164,7 +161,7 @@ uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t 
 	uint32_t k = 0, nc;
 	if (min_blocks < 1)
 		min_blocks = 1;
-	const uint32_t *c = view_scan(v, blocks, n, &nc);
+	const uint32_t *c = pol_view_scan(v, blocks, n, &nc);
 	for (uint32_t j = 0; j < nc; j++) {
 		uint32_t i = c ? c[j] : j;
 		if (v->match(v->ctx, i, blocks, n) >= min_blocks) {
@@ -183,7 +180,7 @@ uint32_t pol_view_match_all(const pol_view_t *v, const pol_req_t *r,
 	uint32_t best = 0, nc = v->n_inst;
 	/* through the view's candidates when they answer for this match: the
 	 * rest match nothing, so only the holders of the prefix are asked */
-	const uint32_t *c = match == v->match ? view_scan(v, r->blocks, r->n_blocks, &nc) : NULL;
+	const uint32_t *c = match == v->match ? pol_view_scan(v, r->blocks, r->n_blocks, &nc) : NULL;
 	if (c || nc != v->n_inst)
 		memset(m, 0, v->n_inst * sizeof *m);
 	for (uint32_t j = 0; j < nc; j++) {

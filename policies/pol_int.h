@@ -59,8 +59,15 @@ uint64_t pol_inst_load(const pol_inst_t *x);
 int pol_inst_busier(const pol_inst_t *a, const pol_inst_t *b, int tokens);
 /* Fills snap[0..n_inst) from the view and order[0..n_inst) with the
  * instances least busy first (pol_inst_busier), ties kept in index order:
- * an insertion sort, as instance counts are small. */
+ * O(n_inst log n_inst), a pass over every instance (see its callers). */
 void pol_snapshot_by_load(const pol_view_t *v, pol_inst_t *snap, uint32_t *order, int tokens);
+/* The instances to ask v->match (or v->match_computing) about for
+ * blocks[0..n): v's candidates, ascending, or NULL with *count = n_inst
+ * (then instance j is the j-th). Instances outside the candidates match
+ * nothing, so a loop that skips matches of 0, or keeps the first of the
+ * best in index order, gives the same answer over them in O(holders). */
+const uint32_t *pol_view_scan(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
+                              uint32_t *count);
 
 /* ---- prefix table ---------------------------------------------------------
  * Every block id of every observed prompt, with the time it was last seen

@@ -63,7 +63,16 @@
  * is p_use = 1 - exp(-E / targets), below the prefill candidates' ratios
  * (>= spec_payback, 1 by default), and it takes the same VRAM (of the
  * decode instance's pool) and bandwidth budgets, counts in spec.* like any
- * replica and never triggers the routing hint (own design). */
+ * replica and never triggers the routing hint (own design).
+ * Cost: a tick reads every instance (the load snapshot, O(n log n), and
+ * the budgets), and asks each instance that may hold a forecast prefix
+ * (pol_view_scan) for its match once; the routing hint asks those of a
+ * replicated prefix per request. A prefix cached on most instances (a
+ * popular system prompt under least_load) therefore costs a pass over
+ * them: measured with the oracle predictor on
+ * analysis/experiments/cluster_8192gpu_hour.ini (30 simulated s, 100 ms
+ * ticks), about 40 us per instance per tick above least_load, the copies'
+ * flows included: 36 us on 256 instances, 42 us on 2,048. */
 #include "policies/pol_int.h"
 #include "sim/base/mem.h"
 #include "sim/base/vec.h"
@@ -140,6 +149,9 @@ typedef struct sp_state {
 	size_t cap_c;
 	pol_inst_t *snap;
 	uint32_t *order;
+	uint32_t *mk, *mck;  /* per candidate of a forecast prefix: its match and
+				match_computing of the whole prefix (sp_consider) */
+	uint32_t cap_mk, cap_mck;
 	uint64_t *spec_plan; /* speculative blocks per instance incl. our in-flight */
 	unsigned char *hit;
 	size_t cap_hit;
@@ -259,7 +271,7 @@ static void sp_free(void *st)
 {
 	sp_state_t *s = st;
 	gsl_rng_free(s->rng);
-	FREE_ALL(s->fl, s->c, s->snap, s->order, s->spec_plan, s->hit, s->over, s->tr, s->ix, s);
+	FREE_ALL(s->fl, s->c, s->snap, s->order, s->mk, s->mck, s->spec_plan, s->hit, s->over, s->tr, s->ix, s);
 }
 
 static pol_repl_timing_t sp_timing(const void *st)
@@ -438,34 +450,53 @@ static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
 }
 
 /* Instances that hold c blocks of f (computed, or being computed when the
- * view says so) plus our copies of f in flight. */
-static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, uint32_t c)
+ * view says so) plus our copies of f in flight; c >= 1, so only the
+ * candidates count, by their matches of the whole prefix (sp_consider:
+ * a match of c blocks is min(that, c)). */
+static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, uint32_t c,
+                           uint32_t nk)
 {
 	uint32_t h = 0;
-	pol_match_fn m = v->match_computing ? v->match_computing : v->match;
-	for (uint32_t k = 0; k < v->n_inst; k++)
-		h += (uint32_t)pol_view_holds(v, m, k, f->blocks, c);
+	for (uint32_t j = 0; j < nk; j++)
+		h += (v->match_computing ? s->mck[j] : s->mk[j]) >= c;
 	for (size_t i = 0; i < s->n_fl; i++)
 		h += s->fl[i].dst < v->n_inst && s->fl[i].n == f->n_blocks &&
 		     s->fl[i].key == f->blocks[f->n_blocks - 1];
 	return h;
 }
 
-/* Candidates (p, d) of one forecast entry that pass the payback test. */
+/* Candidates (p, d) of one forecast entry that pass the payback test. Only
+ * the instances that may hold f's first block can match it (pol_view_scan),
+ * and each of them is asked once, for the whole prefix: its match of fewer
+ * blocks is the lesser of that and the count (a leading run), so the entry
+ * costs O(holders x blocks matched), the best source per target O(holders),
+ * not O(instances). A popular prefix may still be held on most instances:
+ * then every holder is asked (the policy's header gives the cost). */
 static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, const sp_track_t *t,
                        size_t *n)
 {
-	uint32_t src, c = pol_view_best_match(v, f->blocks, f->n_blocks, &src);
+	uint32_t nk, src = UINT32_MAX, c = 0;
+	const uint32_t *ck = pol_view_scan(v, f->blocks, f->n_blocks, &nk);
+	if (VEC_GROW(s->mk, s->cap_mk, nk, 64) || VEC_GROW(s->mck, s->cap_mck, nk, 64))
+		return KS_ENOMEM;
+	for (uint32_t j = 0; j < nk; j++) { /* pol_view_best_match, keeping each match */
+		uint32_t k = ck ? ck[j] : j;
+		s->mk[j] = v->match(v->ctx, k, f->blocks, f->n_blocks);
+		if (s->mk[j] > c) {
+			c = s->mk[j];
+			src = k;
+		}
+	}
 	uint32_t src_ready = src, c_ready = c;
 	int pending = 0;
-	for (uint32_t k = 0; v->match_computing && k < v->n_inst && c < f->n_blocks; k++) {
-		/* a longer prefix still being computed: the copy waits for it
-		 * (longer needs blocks[c]: one lookup rules most out) */
-		if (!v->match_computing(v->ctx, k, f->blocks + c, 1))
-			continue;
-		uint32_t mc = v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
-		if (mc > c) {
-			c = mc;
+	for (uint32_t j = 0; v->match_computing && j < nk; j++) {
+		uint32_t k = ck ? ck[j] : j;
+		/* a longer prefix still being computed: the copy waits for it */
+		s->mck[j] = s->mk[j] >= f->n_blocks /* computed covers it: all of it */
+		                ? s->mk[j]
+		                : v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
+		if (s->mck[j] > c) {
+			c = s->mck[j];
 			src = k;
 			pending = 1;
 		}
@@ -484,7 +515,7 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 			tgt[nt++] = d;
 	}
 	uint64_t B = v->block_tokens;
-	uint32_t holders = sp_holders(s, v, f, c);
+	uint32_t holders = sp_holders(s, v, f, c, nk);
 	for (uint32_t i = 0; i < nt; i++) {
 		uint32_t d = tgt[i], m = v->match(v->ctx, d, f->blocks, c), cc = c, sc = src;
 		if (m >= c || sp_flying(s, f, d))
@@ -498,8 +529,9 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 		/* the best source for this target: a full holder with the fastest link */
 		uint32_t sbest = sc;
 		int64_t cost = v->xfer_ns(v->ctx, sc, d, cc - m);
-		for (uint32_t k = 0; k < v->n_inst; k++) {
-			if (k == d || k == sc || !pol_view_holds(v, v->match, k, f->blocks, cc))
+		for (uint32_t j = 0; j < nk; j++) { /* cc >= 1: the others hold none */
+			uint32_t k = ck ? ck[j] : j;
+			if (k == d || k == sc || s->mk[j] < cc)
 				continue;
 			int64_t tk = v->xfer_ns(v->ctx, k, d, cc - m);
 			if (tk < cost) {
@@ -771,9 +803,12 @@ static int sp_route_hint(void *st, const pol_view_t *v, const pol_req_t *r, uint
 	uint32_t len = sp_replicated_len(s, r);
 	if (!len)
 		return 0;
-	uint32_t ties = 0;
+	uint32_t ties = 0, nk;
 	pol_inst_t best, cur;
-	for (uint32_t i = 0; i < v->n_inst; i++) {
+	/* len >= 1: only the candidates can hold it, in the same index order */
+	const uint32_t *ck = pol_view_scan(v, r->blocks, len, &nk);
+	for (uint32_t j = 0; j < nk; j++) {
+		uint32_t i = ck ? ck[j] : j;
 		if (v->match(v->ctx, i, r->blocks, len) < len)
 			continue;
 		v->inst(v->ctx, i, &cur);

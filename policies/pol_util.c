@@ -67,19 +67,32 @@ int pol_inst_busier(const pol_inst_t *a, const pol_inst_t *b, int tokens)
 	return tokens && a->prefill_tokens > b->prefill_tokens;
 }
 
+typedef struct by_load {
+	const pol_inst_t *snap;
+	int tokens;
+} by_load_t;
+
+/* pol_inst_busier as an order, ties by index: the insertion sort this
+ * replaces was stable, so the same order comes out. */
+static int cmp_by_load(const void *a, const void *b, void *ctx)
+{
+	const by_load_t *c = ctx;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	if (pol_inst_busier(&c->snap[i], &c->snap[j], c->tokens))
+		return 1;
+	if (pol_inst_busier(&c->snap[j], &c->snap[i], c->tokens))
+		return -1;
+	return (i > j) - (i < j);
+}
+
 void pol_snapshot_by_load(const pol_view_t *v, pol_inst_t *snap, uint32_t *order, int tokens)
 {
 	for (uint32_t i = 0; i < v->n_inst; i++) {
 		v->inst(v->ctx, i, &snap[i]);
 		order[i] = i;
 	}
-	for (uint32_t i = 1; i < v->n_inst; i++)
-		for (uint32_t j = i;
-		     j > 0 && pol_inst_busier(&snap[order[j - 1]], &snap[order[j]], tokens); j--) {
-			uint32_t x = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = x;
-		}
+	by_load_t c = {snap, tokens};
+	qsort_r(order, v->n_inst, sizeof *order, cmp_by_load, &c);
 }
 
 /* ---- prefix table -------------------------------------------------------- */

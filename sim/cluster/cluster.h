@@ -266,38 +266,57 @@ typedef struct cluster_params {
 
 enum { RQ_WAITING = 0, RQ_RUNNING = 1, RQ_DONE = 2 };
 
+/* Alignment of a request, bytes: its first two cache lines, which an
+ * adjacent-line prefetch brings together, hold what each token touches. */
+#define CL_REQ_ALIGN 128
+/* Gaps a request buffers before they go to its histogram: 11 fill the
+ * rest of its two hot lines (sim_req_t). */
+#define CL_GAP_BUF 11
+
 typedef struct sim_req {
+	/* What an iteration reads or writes for each request of its batch
+	 * comes first, in the two cache lines of CL_REQ_ALIGN: with thousands
+	 * of instances the running requests outgrow the caches, and a token's
+	 * misses, not its instructions, set the cost per request. */
+	uint32_t done_tok;         /* context tokens whose KV exists */
+	uint32_t target;           /* context to prefill: in_len + generated at admission */
+	uint32_t chunk;            /* tokens in the current iteration */
+	uint32_t generated;
+	uint32_t in_len, out_len;
+	int64_t t_last;
+	uint32_t n_ids;
+	uint32_t ready;            /* held blocks known READY */
+	uint32_t shared_hold;      /* prefix blocks held as shared (rest private) */
+	uint32_t priv;             /* private blocks held for its context */
+	uint8_t phase;
+	uint8_t in_batch;
+	uint8_t n_gap;             /* gaps in gap_buf */
+	uint32_t gap_buf[CL_GAP_BUF]; /* the latest gaps, ns, not yet in gaps: a token
+				      writes here, not to the histogram's array
+				      (cl_emit_token, cl_gaps_flush) */
+	tok_hist_t gaps;           /* inter-token gaps, ns (buffer kept across reuse); a
+				      decode segment's silent gaps join it when it ends */
+	uint32_t n_blocks;
+	uint32_t held;             /* prefix blocks held (refs or own COMPUTING) */
 	uint64_t id;
 	int64_t arrival;
-	uint32_t in_len, out_len, n_blocks;
 	uint64_t *blocks;          /* chained prefix ids, owned: n_blocks of the prompt, then
 				      n_ids - n_blocks of full blocks ending in the output */
-	uint32_t n_ids;
 	uint32_t cap_blocks;       /* capacity of blocks (kept across reuse) */
 	uint32_t *slot;            /* slot[j]: blocks[j]'s slot in the store holding it, for
 				      j < shared_hold (kv_store.h: by slot), owned */
 	uint32_t cap_slot;         /* capacity of slot (kept across reuse) */
 	int32_t inst;
-	uint8_t phase;
-	uint8_t in_batch;
-	uint32_t held;             /* prefix blocks held (refs or own COMPUTING) */
 	uint32_t own_from;         /* first held block this request computes */
-	uint32_t ready;            /* held blocks known READY */
-	uint32_t shared_hold;      /* prefix blocks held as shared (rest private) */
-	uint32_t priv;             /* private blocks held for its context */
 	uint32_t fixed;            /* private blocks held for its per-sequence KV
 				      (p.fixed_blocks_per_seq while admitted, else 0) */
 	uint32_t n_synth;          /* SCHED_BTB: synthetic output blocks it inserted */
-	uint32_t done_tok;         /* context tokens whose KV exists */
-	uint32_t target;           /* context to prefill: in_len + generated at admission */
-	uint32_t chunk;            /* tokens in the current iteration */
-	uint32_t generated;
 	uint32_t tok_local, tok_recomputed, tok_spec_hit, tok_peer, tok_host;
 	uint32_t fetch_lo, fetch_hi;  /* prefix blocks [lo, hi) fetched for it */
 	uint8_t fetch_src;            /* 0 none, 1 peer HBM, 2 host memory */
 	int64_t fetch_wait;           /* arrival to the fetch landing, ns */
 	uint32_t preemptions;
-	int64_t t_admit, t_first, t_last;
+	int64_t t_admit, t_first;
 	int64_t t_prefilled;       /* end of the prefill (-1 before) */
 	/* disaggregation: the handoff hook's own index + 1 (0: none), the
 	 * decode instance (-1: none), when its KV landed there (-1: not yet),
@@ -308,8 +327,6 @@ typedef struct sim_req {
 	int32_t dec_inst;
 	int64_t t_landed;
 	uint8_t landed;
-	tok_hist_t gaps;           /* inter-token gaps, ns (buffer kept across reuse); a
-				      decode segment's silent gaps join it when it ends */
 	struct sim_req *next;      /* waiting queue link */
 } sim_req_t;
 

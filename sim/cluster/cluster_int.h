@@ -69,7 +69,20 @@ void cl_req_destroy(sim_req_t *r);
 void cl_req_free(cluster_t *c, sim_req_t *r);
 sim_req_t *cl_req_get(cluster_t *c, uint32_t n_blocks);
 /* Hands q's row, with status REQ_*, to p.on_result. */
-int cl_record(cluster_t *c, const sim_req_t *q, int32_t status);
+int cl_record(cluster_t *c, sim_req_t *q, int32_t status);
+/* r's buffered gaps (gap_buf) into its histogram. 0 or KS_ENOMEM (those
+ * not yet added stay buffered). */
+int cl_gaps_flush(sim_req_t *r);
+/* Asks for the hot lines (sim_req_t) of every running request of in at
+ * once, before an iteration's loops walk them: their cache misses then
+ * overlap instead of following one another. */
+static inline void cl_run_prefetch(const sim_inst_t *in)
+{
+	for (uint32_t k = 0; k < in->n_run; k++) {
+		__builtin_prefetch(in->run[k], 1);
+		__builtin_prefetch((const char *)in->run[k] + 64, 1);
+	}
+}
 void cl_wait_push_back(sim_inst_t *in, sim_req_t *r, int64_t now);
 void cl_wait_push_front(sim_inst_t *in, sim_req_t *r, int64_t now);
 void cl_wait_unlink(sim_inst_t *in, sim_req_t *prev, sim_req_t *r, int64_t now);

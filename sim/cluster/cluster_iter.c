@@ -146,6 +146,7 @@ int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	sim_inst_t *in = &c->inst[ev->target];
 	int64_t now = ev_engine_now(eng);
 	uint32_t B = c->p.block_tokens;
+	cl_run_prefetch(in);
 	if (in->seg_n) { /* the segment's last iteration: the others first */
 		cl_seg_sync(c, in, now, 0);
 		cl_seg_flush(in);
@@ -163,6 +164,11 @@ int cl_iter_done(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	in->iterations++;
 	for (uint32_t k = 0; k < in->n_run;) {
 		sim_req_t *r = in->run[k];
+		if (k + 4 < in->n_run) { /* a histogram about to take its buffered gaps */
+			const sim_req_t *q = in->run[k + 4];
+			if (q->n_gap == CL_GAP_BUF)
+				__builtin_prefetch(q->gaps.run + q->gaps.last, 1);
+		}
 		if (!r->in_batch) {
 			k++;
 			continue;

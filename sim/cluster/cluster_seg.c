@@ -70,12 +70,13 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 	if (VEC_GROW(in->seg_end, in->seg_cap, n, 16))
 		return KS_ENOMEM;
 	/* every bin the segment's gaps may add has room now (at most one per
-	 * iteration, in seg_gaps too): a silent iteration cannot fail */
+	 * iteration, in seg_gaps too, and a request's buffered gaps, which its
+	 * first token may flush): a silent iteration cannot fail */
 	tok_hist_clear(&in->seg_gaps);
 	if (tok_hist_reserve(&in->seg_gaps, n))
 		return KS_ENOMEM;
 	for (uint32_t k = 0; k < in->n_run; k++)
-		if (tok_hist_reserve(&in->run[k]->gaps, n))
+		if (tok_hist_reserve(&in->run[k]->gaps, n + CL_GAP_BUF))
 			return KS_ENOMEM;
 	int64_t t = *end, *dur = in->seg_end + 1; /* durations first, then end times */
 	for (uint32_t k = 0; k < in->batch.n_dec; k++)
@@ -153,9 +154,12 @@ static void seg_apply(cluster_t *c, sim_inst_t *in, uint32_t end)
 /* The segment ends: its silent gaps go into every request's histogram. */
 void cl_seg_flush(sim_inst_t *in)
 {
-	if (in->seg_gaps.n)
+	if (in->seg_gaps.n) {
+		for (uint32_t i = 0; i < in->n_run; i++) /* the misses overlap (cl_run_prefetch) */
+			__builtin_prefetch(in->run[i]->gaps.run + in->run[i]->gaps.last, 1);
 		for (uint32_t i = 0; i < in->n_run; i++)
 			(void)tok_hist_merge(&in->run[i]->gaps, &in->seg_gaps); /* reserved */
+	}
 	tok_hist_clear(&in->seg_gaps);
 	in->seg_n = 0;
 }

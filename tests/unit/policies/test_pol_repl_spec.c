@@ -575,6 +575,91 @@ static void test_fanout_auto_budget_fits_what_0_1_refused_and_pays(void **st)
 	sim_results_free(&d);
 }
 
+/* ---- cost in holders, not instances ---------------------------------------- */
+
+/* The view's candidates of every prefix (a superset of its holders), and
+ * how often match was asked about an instance outside them. */
+static uint32_t cand_list[FK_INST], n_cand, outside_asked;
+
+static uint32_t counting_match(void *c, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	int in = 0;
+	for (uint32_t j = 0; j < n_cand; j++)
+		in |= cand_list[j] == i;
+	outside_asked += !in;
+	return fk_match(c, i, b, n);
+}
+
+static const uint32_t *cands(void *c, const uint64_t *b, uint32_t n, uint32_t *count)
+{
+	(void)c;
+	(void)b;
+	(void)n;
+	*count = n_cand;
+	return cand_list;
+}
+
+/* 16 instances, the prefix whole on 3 and half on 9, candidates {3, 9, 12}:
+ * a tick asks the other instances only about their own match as targets
+ * (2 of them), where the best source per target used to ask every
+ * instance, and the routing hint asks none of them; the copies and the hint
+ * are those of the same view without candidates (every instance asked). */
+static void test_spec_asks_only_the_prefix_holders(void **st)
+{
+	(void)st;
+	fake_t *f[2];
+	pol_handle_t h[2];
+	uint32_t inst[2];
+	n_cand = 3;
+	cand_list[0] = 3, cand_list[1] = 9, cand_list[2] = 12;
+	for (int k = 0; k < 2; k++) {
+		f[k] = calloc(1, sizeof *f[k]);
+		assert_non_null(f[k]);
+		fk_init(f[k], 16, 16, 1000000);
+		fk_chain(PFX, 32, 500);
+		fk_hold(f[k], 3, PFX, 8);
+		fk_hold(f[k], 9, PFX, 4);
+		for (uint32_t i = 0; i < 16; i++)
+			f[k]->inst[i].waiting = (i * 7) % 5;
+		f[k]->v.match = counting_match;
+		if (k)
+			f[k]->v.candidates = cands;
+		h[k] = open_spec("spec_targets=2,spec_vram_frac=1");
+	}
+	pol_fc_t e = {PFX, 8, 10, 0, 0, {0}};
+	pol_forecast_t fc = {&e, 1, NULL, 0};
+	for (int k = 0; k < 2; k++) {
+		outside_asked = 0;
+		fk_tick_copies(&h[k], f[k], &fc, 2);
+		if (k)
+			assert_true(outside_asked <= 2);
+		else
+			assert_true(outside_asked >= 13); /* without candidates: each of them */
+	}
+	for (uint32_t j = 0; j < 2; j++) {
+		assert_int_equal(f[0]->copies[j].src, f[1]->copies[j].src);
+		assert_int_equal(f[0]->copies[j].dst, f[1]->copies[j].dst);
+		assert_int_equal(f[0]->copies[j].n, f[1]->copies[j].n);
+	}
+	for (int k = 0; k < 2; k++) { /* the copies land: their targets hold the prefix */
+		for (uint32_t j = 0; j < 2; j++) {
+			fk_repl(&h[k])->on_copy_end(h[k].state, f[k]->copies[j].id, 1);
+			fk_hold(f[k], f[k]->copies[j].dst, PFX, 8);
+			if (k)
+				cand_list[n_cand++] = f[k]->copies[j].dst;
+		}
+		outside_asked = 0;
+		assert_int_equal(hint(&h[k], f[k], PFX, 10, 1, &inst[k]), 1);
+		if (k)
+			assert_int_equal(outside_asked, 0);
+	}
+	assert_int_equal(inst[0], inst[1]);
+	for (int k = 0; k < 2; k++) {
+		pol_close(&h[k]);
+		free(f[k]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +685,7 @@ int main(void)
 	                                    scene_new, scene_free),
 	    cmocka_unit_test(test_fanout_auto_budget_fits_what_0_1_refused_and_pays),
 	    cmocka_unit_test(test_score_tells_a_routed_view_of_the_replicas),
+	    cmocka_unit_test(test_spec_asks_only_the_prefix_holders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
