@@ -190,6 +190,11 @@ int mdl_cfg_fill(const cfg_t *cfg, mdl_cfg_t *m, err_t *e)
 	return rc;
 }
 
+const char *mdl_compute_model_name(int model)
+{
+	return cfg_enum_name(model_map, model);
+}
+
 /* Whether key t was given (file, --set or a preset), not left at its default. */
 static int key_given(const cfg_t *cfg, const cfg_tkey_t *t)
 {

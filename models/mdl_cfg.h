@@ -57,5 +57,8 @@ int mdl_load_cfg_hf(const cfg_t *cfg, mdl_hw_t *hw, mdl_llm_t *llm, mdl_compute_
 int mdl_cfg_register(cfg_schema_t *s);
 /* Fills m from cfg (cfg_fill over the tables above). */
 int mdl_cfg_fill(const cfg_t *cfg, mdl_cfg_t *m, err_t *e);
+/* [compute] model's name for its MDL_MODEL_* value ("roofline", ...), from
+ * the map its choices come from; "" for a value the map lacks. */
+const char *mdl_compute_model_name(int model);
 
 #endif

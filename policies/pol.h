@@ -571,6 +571,12 @@ uint32_t pol_rview_size(const pol_rview_t *rv, uint32_t inst); /* ids held */
 /* Adds the six policy.<family> sections (key "name", the family-wide keys
  * such as [policy.routing] view, and every built-in's params). */
 int pol_cfg_register(cfg_schema_t *s);
+/* The policy c selects in family f ([policy.<family>] name) and the preset
+ * it names ([policy] preset, "none" for none), through the keys this file
+ * registers: callers name a family, not a section and key. Borrowed from c
+ * (valid while it lives unchanged). */
+const char *pol_cfg_name(const cfg_t *c, pol_family_t f);
+const char *pol_cfg_preset(const cfg_t *c);
 /* Whether the routers read the routed view ([policy.routing] view, with
  * auto = routed for cache_aware and computed for the others), and its
  * per-instance size in blocks (view_blocks; 0 = pool_blocks). */

@@ -207,11 +207,21 @@ static family_params_t family_params(const cfg_t *c)
 	return p;
 }
 
+const char *pol_cfg_name(const cfg_t *c, pol_family_t f)
+{
+	return cfg_str(c, name_keys[f].section, name_keys[f].name);
+}
+
+const char *pol_cfg_preset(const cfg_t *c)
+{
+	return cfg_str(c, preset_key.section, preset_key.name);
+}
+
 int pol_routing_view_routed(const cfg_t *c)
 {
 	int v = family_params(c).view;
 	if (v == VIEW_AUTO)
-		return !strcmp(cfg_str(c, "policy.routing", "name"), "cache_aware");
+		return !strcmp(pol_cfg_name(c, POL_ROUTING), "cache_aware");
 	return v == VIEW_ROUTED;
 }
 
@@ -302,7 +312,7 @@ int pol_open_cfg(const pol_registry_t *r, pol_family_t f, const cfg_t *c, uint64
 	const char *sec = pol_family_section(f);
 	if (!sec)
 		return err_set(e, KS_EINPUT, "bad policy family %d", (int)f);
-	const char *name = cfg_str(c, sec, "name");
+	const char *name = pol_cfg_name(c, f);
 	const pol_base_t *ops = pol_find(r, f, name);
 	if (!ops)
 		return err_set(e, KS_EINPUT, "[%s] name: unknown policy '%s'", sec, name);

@@ -268,6 +268,10 @@ int cfg_field_number(const cfg_tkey_t *t, const void *src, double *out);
 /* The text of t's field of src: a string field's text, an enum field's
  * name in its map; "" otherwise (and for a NULL string). */
 const char *cfg_field_text(const cfg_tkey_t *t, const void *src);
+/* The name of value in map (the names an enum key's choices come from);
+ * "" when the map has none. Turns a filled enum field back into the text
+ * a config would give it, without reading the config by key name. */
+const char *cfg_enum_name(const cfg_enum_t *map, int value);
 /* Frees the CFG_F_STRDUP fields of dst and sets them to NULL. */
 void cfg_fill_free(const cfg_tkey_t *keys, size_t n, void *dst);
 

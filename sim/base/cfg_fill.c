@@ -171,8 +171,13 @@ const char *cfg_field_text(const cfg_tkey_t *t, const void *src)
 	const char *p = (const char *)src + t->at.off;
 	if (t->at.kind == CFG_F_STR || t->at.kind == CFG_F_STRDUP)
 		return *(const char *const *)p ? *(const char *const *)p : "";
-	for (const cfg_enum_t *m = t->at.kind == CFG_F_ENUM ? t->at.map : NULL; m && m->name; m++)
-		if (m->value == *(const int *)p)
+	return t->at.kind == CFG_F_ENUM ? cfg_enum_name(t->at.map, *(const int *)p) : "";
+}
+
+const char *cfg_enum_name(const cfg_enum_t *map, int value)
+{
+	for (const cfg_enum_t *m = map; m && m->name; m++)
+		if (m->value == value)
 			return m->name;
 	return "";
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "models/mdl_cfg.h"
 #include "sim/base/cfg.h"
 #include "sim/base/file.h"
 #include "sim/cli/cli.h"
@@ -133,15 +134,28 @@ static const struct {
 	{"sim_events", "events", F_NUM},
 };
 
+/* The typed parameters the run is named by: its own (the seed, the
+ * deployment, fetch) and [gpu] and [model]'s names. Strings are borrowed
+ * from the config. */
+typedef struct run_params {
+	sim_params_t sp;
+	mdl_cfg_t mc;
+} run_params_t;
+
+static int run_params_fill(const cfg_t *c, run_params_t *p, err_t *e)
+{
+	int rc = sim_params_fill(c, &p->sp, e);
+	return rc ? rc : mdl_cfg_fill(c, &p->mc, e);
+}
+
 /* Before a run with -o: one DIR already holds, intact, is not replaced
  * unless forced (it is what this run would write); a damaged one is, with
  * a note. */
-static int refuse_existing(const char *dir, const cfg_t *cfg, const char *const *plugins,
-			   size_t n_plugins, err_t *e)
+static int refuse_existing(const char *dir, const cfg_t *cfg, uint64_t seed,
+			   const char *const *plugins, size_t n_plugins, err_t *e)
 {
 	char id[65];
-	int v, rc = out_run_lookup(dir, cfg, (uint64_t)cfg_int(cfg, "experiment", "seed"), plugins,
-				   n_plugins, id, &v, e);
+	int v, rc = out_run_lookup(dir, cfg, seed, plugins, n_plugins, id, &v, e);
 	if (rc)
 		return rc;
 	if (v == OUT_CHECK_DONE || v == OUT_CHECK_KEPT)
@@ -216,9 +230,10 @@ static const char *base_name(const char *p)
 
 /* The run's header: what ran, as "key: value" lines (workload, deployment,
  * policies) into three buffers of n bytes. */
-static void run_header(const cfg_t *c, const sim_results_t *r, char *wl, char *dep, char *pol,
-		       size_t n)
+static void run_header(const cfg_t *c, const run_params_t *rp, const sim_results_t *r, char *wl,
+		       char *dep, char *pol, size_t n)
 {
+	const sim_params_t *p = &rp->sp;
 	char rps[32], span[32];
 	num_text(sim_results_get(r, "offered_rps"), rps, sizeof rps);
 	snprintf(wl, n, "%s: %zu requests, offered %s req/s", base_name(r->trace_path), sim_results_count(r, RES_T_REQ),
@@ -229,25 +244,23 @@ static void run_header(const cfg_t *c, const sim_results_t *r, char *wl, char *d
 		snprintf(wl + strlen(wl), n - strlen(wl), ", %s s first arrival to last completion",
 			 span);
 	}
-	snprintf(dep, n, "%lld nodes x %lld %s, %s at TP %lld (%.0f instances), preset %s%s",
-		 (long long)cfg_int(c, "cluster", "nodes"),
-		 (long long)cfg_int(c, "cluster", "gpus_per_node"), cfg_str(c, "gpu", "name"),
-		 cfg_str(c, "model", "name"), (long long)cfg_int(c, "cluster", "tp"),
-		 sim_results_get(r, "instances"), cfg_str(c, "policy", "preset"),
-		 cfg_bool(c, "cluster", "disagg") ? ", prefill and decode disaggregated" : "");
+	snprintf(dep, n, "%u nodes x %u %s, %s at TP %u (%.0f instances), preset %s%s", p->nodes,
+		 p->gpus_per_node, rp->mc.gpu_name, rp->mc.model_name, p->tp,
+		 sim_results_get(r, "instances"), pol_cfg_preset(c),
+		 p->dg.on ? ", prefill and decode disaggregated" : "");
 	snprintf(pol, n,
 		 "routing %s, replication %s, predictor %s, eviction %s, transfer %s, admission %s, "
 		 "fetch %s",
-		 cfg_str(c, "policy.routing", "name"), cfg_str(c, "policy.replication", "name"),
-		 cfg_str(c, "policy.predictor", "name"), cfg_str(c, "policy.eviction", "name"),
-		 cfg_str(c, "policy.transfer", "name"), cfg_str(c, "policy.admission", "name"),
-		 cfg_str(c, "kvcache", "fetch"));
+		 pol_cfg_name(c, POL_ROUTING), pol_cfg_name(c, POL_REPLICATION),
+		 pol_cfg_name(c, POL_PREDICTOR), pol_cfg_name(c, POL_EVICTION),
+		 pol_cfg_name(c, POL_TRANSFER), pol_cfg_name(c, POL_ADMISSION),
+		 sim_fetch_name(p->fetch));
 }
 
-static void print_summary(const cfg_t *c, const sim_results_t *r)
+static void print_summary(const cfg_t *c, const run_params_t *rp, const sim_results_t *r)
 {
 	char wl[1400], dep[1400], pol[1400], label[96], val[64];
-	run_header(c, r, wl, dep, pol, sizeof dep);
+	run_header(c, rp, r, wl, dep, pol, sizeof dep);
 	printf("  %-11s %s\n  %-11s %s\n  %-11s %s\n", "workload", wl, "deployment", dep,
 	       "policies", pol);
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -277,11 +290,11 @@ static json_t *json_metric(double v)
 }
 
 /* The summary as one JSON object on stdout (kvsim run --json). */
-static int print_json(const cfg_t *c, const sim_results_t *r, const char *name, const char *id,
-		      const char *file)
+static int print_json(const cfg_t *c, const run_params_t *rp, const sim_results_t *r,
+		      const char *id, const char *file)
 {
 	char wl[1400], dep[1400], pol[1400];
-	run_header(c, r, wl, dep, pol, sizeof dep);
+	run_header(c, rp, r, wl, dep, pol, sizeof dep);
 	json_t *o = json_object(), *m = json_object(), *u = json_object();
 	if (!o || !m || !u) {
 		json_decref(o);
@@ -289,7 +302,7 @@ static int print_json(const cfg_t *c, const sim_results_t *r, const char *name, 
 		json_decref(u);
 		return KS_ENOMEM;
 	}
-	json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "name", json_string(rp->sp.name));
 	json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
 	json_object_set_new(o, "trace", json_string(r->trace_path));
 	json_object_set_new(o, "id", *id ? json_string(id) : json_null());
@@ -440,14 +453,20 @@ static int run_parse(int argc, char **argv, run_args_t *ra, err_t *e)
 	return -1;
 }
 
-/* The config into *cfg (the caller frees it), once -o can take the run: 0,
- * else the exit status (error reported; config and plugins released). */
-static int run_config(run_args_t *ra, cfg_t **cfg, err_t *e)
+/* The config into *cfg (the caller frees it) and its typed parameters
+ * into *rp, once -o can take the run: 0, else the exit status (error
+ * reported; config and plugins released). */
+static int run_config(run_args_t *ra, cfg_t **cfg, run_params_t *rp, err_t *e)
 {
 	/* before the run is spent: -o's catalog must be openable */
 	if ((ra->out_dir && out_dir_check(ra->out_dir, e)) ||
 	    cli_load_config_ex(ra->a.path, ra->a.sets, ra->a.nsets, CLI_DEFAULT_EXPERIMENT, ra->reg,
 			       cfg, e)) {
+		pol_registry_free(ra->reg);
+		return cli_fail(e);
+	}
+	if (run_params_fill(*cfg, rp, e)) {
+		cli_config_free(*cfg);
 		pol_registry_free(ra->reg);
 		return cli_fail(e);
 	}
@@ -457,7 +476,7 @@ static int run_config(run_args_t *ra, cfg_t **cfg, err_t *e)
 		return cli_usage_error("--force needs -o DIR (it lets a run replace one DIR holds)");
 	}
 	if (ra->out_dir && !ra->force &&
-	    refuse_existing(ra->out_dir, *cfg, ra->plugins, ra->n_plugins, e)) {
+	    refuse_existing(ra->out_dir, *cfg, rp->sp.seed, ra->plugins, ra->n_plugins, e)) {
 		cli_config_free(*cfg);
 		pol_registry_free(ra->reg);
 		return cli_fail(e);
@@ -476,13 +495,14 @@ static int trace_open(const run_args_t *ra, const cfg_t *cfg, out_trace_t **tw, 
 		trace_path = op.trace_events;
 	if (!trace_path || !trace_path[0])
 		return 0;
-	char in_trace[4096] = "";
-	if (cfg_path(cfg, "trace", "path", in_trace, sizeof in_trace, &oe))
-		in_trace[0] = '\0';
+	tr_opts_t to;
+	tr_paths_t in; /* the trace file read, resolved as the run resolves it */
+	if (tr_opts_from_cfg(cfg, &to, &oe) || tr_opts_paths(cfg, &to, &in, &oe))
+		in.path[0] = '\0';
 	/* an output that is one of the inputs would destroy what is read */
 	int rc = file_out_not_input(trace_path, ra->a.path, e);
 	if (!rc)
-		rc = file_out_not_input(trace_path, in_trace, e);
+		rc = file_out_not_input(trace_path, in.path, e);
 	if (!rc)
 		rc = out_trace_open(trace_path, tw, e);
 	return rc;
@@ -490,15 +510,14 @@ static int trace_open(const run_args_t *ra, const cfg_t *cfg, out_trace_t **tw, 
 
 /* Names the run in its warnings: the run id it is recorded under (with -o,
  * written to id), and the seed. */
-static void run_where(const run_args_t *ra, const cfg_t *cfg, char id[65])
+static void run_where(const run_args_t *ra, const cfg_t *cfg, uint64_t seed, char id[65])
 {
 	char where[128];
 	err_t oe = {0};
-	unsigned long long seed = (unsigned long long)cfg_int(cfg, "experiment", "seed");
 	if (ra->out_dir && !out_run_id(cfg, seed, ra->plugins, ra->n_plugins, id, &oe))
-		snprintf(where, sizeof where, "run %.16s (seed %llu)", id, seed);
+		snprintf(where, sizeof where, "run %.16s (seed %llu)", id, (unsigned long long)seed);
 	else
-		snprintf(where, sizeof where, "seed %llu", seed);
+		snprintf(where, sizeof where, "seed %llu", (unsigned long long)seed);
 	cli_warn_where(where);
 }
 
@@ -537,21 +556,20 @@ static int run_settle(const run_args_t *ra, const cfg_t *cfg, out_trace_t *tw, c
 }
 
 /* The summary on stdout: JSON with --json, else the table unless --quiet. */
-static int run_print(const run_args_t *ra, const cfg_t *cfg, const sim_results_t *r,
-		     const char *id, err_t *e)
+static int run_print(const run_args_t *ra, const cfg_t *cfg, const run_params_t *rp,
+		     const sim_results_t *r, const char *id, err_t *e)
 {
-	sim_params_t sp; /* it ran, so the config fills */
 	char file[4200];
 	int rc = 0;
 	snprintf(file, sizeof file, "%s/runs/%.16s.h5", ra->out_dir ? ra->out_dir : "", id);
-	if (ra->json && !sim_params_fill(cfg, &sp, e)) {
-		rc = print_json(cfg, r, sp.name, id, ra->out_dir ? file : NULL);
+	if (ra->json) {
+		rc = print_json(cfg, rp, r, id, ra->out_dir ? file : NULL);
 		if (rc)
 			err_set(e, rc, "writing the summary as JSON failed");
-	} else if (!ra->quiet && !sim_params_fill(cfg, &sp, e)) {
-		printf("kvsim run: %s (seed %llu, trace %s)\n", sp.name, (unsigned long long)r->seed,
-		       r->trace_path);
-		print_summary(cfg, r);
+	} else if (!ra->quiet) {
+		printf("kvsim run: %s (seed %llu, trace %s)\n", rp->sp.name,
+		       (unsigned long long)r->seed, r->trace_path);
+		print_summary(cfg, rp, r);
 		if (ra->out_dir)
 			printf("  %-*s %s\n", LABEL_W, "results", file);
 	}
@@ -566,7 +584,8 @@ int cli_run_main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	cfg_t *cfg = NULL;
-	if ((rc = run_config(&ra, &cfg, &e)))
+	static run_params_t rp; /* large */
+	if ((rc = run_config(&ra, &cfg, &rp, &e)))
 		return rc;
 	sim_results_t r;
 	progress_t pg = {now_s(), now_s(), 0};
@@ -584,7 +603,7 @@ int cli_run_main(int argc, char **argv)
 	if (tw)
 		ro.trace = out_trace_sink(tw);
 	char id[65] = "";
-	run_where(&ra, cfg, id);
+	run_where(&ra, cfg, rp.sp.seed, id);
 	ro.reg = ra.reg;
 	ro.stream_rows = SIM_STREAM_ROWS;
 	rc = sim_run(cfg, &ro, &r, &e);
@@ -596,7 +615,7 @@ int cli_run_main(int argc, char **argv)
 		pol_registry_free(ra.reg);
 		return cli_fail(&e);
 	}
-	rc = run_print(&ra, cfg, &r, id, &e);
+	rc = run_print(&ra, cfg, &rp, &r, id, &e);
 	sim_results_free(&r);
 	cli_config_free(cfg);
 	pol_registry_free(ra.reg);

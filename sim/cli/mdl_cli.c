@@ -70,7 +70,6 @@ typedef struct cost_model {
 	mdl_compute_params_t p;
 	mdl_hf_info_t hf;
 	mdl_compute_t c;
-	char model_name[16]; /* compute.model */
 	long tp;
 } cost_model_t;
 
@@ -148,8 +147,6 @@ static int cost_load(const cost_args_t *c, cost_model_t *m, err_t *e)
 	m->tp = c->tp;
 	if (!rc && m->tp < 0)
 		m->tp = (long)sp.tp;
-	const char *model = rc ? "" : cfg_str(cfg, "compute", "model");
-	snprintf(m->model_name, sizeof m->model_name, "%s", model);
 	if (!rc)
 		rc = mdl_compute_init(&m->c, &m->hw, &m->llm, (uint32_t)m->tp, &m->p, e);
 	cli_config_free(cfg);
@@ -181,7 +178,7 @@ static void cost_print(const cost_args_t *c, uint32_t cached, const cost_model_t
 		printf("batch prefill %ld tokens after %u cached\n", c->prefill, cached);
 	else
 		printf("batch decode %ld sequences, context %u each\n", c->decode, cached);
-	printf("cost_model %s\ncalibration %s\n", m->model_name,
+	printf("cost_model %s\ncalibration %s\n", mdl_compute_model_name(p->model),
 	       p->model == MDL_MODEL_LINEAR ? "(not used by the linear model)"
 	       : p->calibration[0]          ? p->calibration
 	                                    : "built-in defaults (models/mdl_cost.c)");

@@ -98,6 +98,31 @@ static int load_default_experiment(cfg_t *c, int own_trace, err_t *e)
  * naming each other, stops here). */
 #define BASE_DEPTH 8
 
+/* What a config file says about its own loading, read from its lines alone
+ * (peek) before anything is loaded under it. By key name, on purpose, and
+ * only here: the base decides which config the file's values go over, so it
+ * is read before that config, its preset and the schema's checks exist,
+ * while cfg_fill reads a finished config; and [experiment] base is a
+ * directive to the loader (CFG_LOAD) with no typed field to fill. */
+typedef struct file_base {
+	const char *name;  /* [experiment] base as written: "" none, "default" or a file */
+	char path[4096];   /* that file, resolved beside the config (cfg_path) */
+	char origin[4200]; /* "FILE:LINE: [experiment] base", for messages */
+	int sets_trace;    /* the file gives [trace] path */
+} file_base_t;
+
+static int file_base_read(const cfg_t *peek, file_base_t *b, err_t *e)
+{
+	int rc = cfg_path(peek, "experiment", "base", b->path, sizeof b->path, e);
+	if (rc)
+		return rc;
+	b->name = cfg_str(peek, "experiment", "base");
+	snprintf(b->origin, sizeof b->origin, "%s: [experiment] base",
+	         cfg_origin(peek, "experiment", "base"));
+	b->sets_trace = *cfg_str(peek, "trace", "path") != '\0';
+	return 0;
+}
+
 /* Loads the config file at path into c over what its [experiment] base
  * names: the default experiment, or another file loaded the same way
  * first. own_trace: a file above this one or a --set gives trace.path.
@@ -109,23 +134,21 @@ static int load_file_over_base(cfg_t *c, const char *path, const char *named_by,
 	cfg_t *peek = cfg_new(cfg_schema(c));
 	if (!peek)
 		return err_set(e, KS_ENOMEM, "out of memory");
-	char base[4096], org[4200];
+	file_base_t b;
 	int rc = cfg_load_file(peek, path, e), own = rc;
 	if (!rc)
-		rc = own = cfg_path(peek, "experiment", "base", base, sizeof base, e);
-	const char *name = rc ? "" : cfg_str(peek, "experiment", "base");
-	if (*name) {
-		snprintf(org, sizeof org, "%s: [experiment] base", cfg_origin(peek, "experiment", "base"));
-		own_trace |= *cfg_str(peek, "trace", "path") != '\0';
-		if (!strcmp(name, "default"))
+		rc = own = file_base_read(peek, &b, e);
+	if (!rc && *b.name) {
+		own_trace |= b.sets_trace;
+		if (!strcmp(b.name, "default"))
 			rc = load_default_experiment(c, own_trace, e);
 		else if (depth + 1 >= BASE_DEPTH)
 			rc = err_set(e, KS_EINPUT,
 			             "%s: '%s': more than %d files deep (does a base name a file that "
 			             "names it back?)",
-			             org, name, BASE_DEPTH);
+			             b.origin, b.name, BASE_DEPTH);
 		else
-			rc = load_file_over_base(c, base, org, own_trace, depth + 1, e);
+			rc = load_file_over_base(c, b.path, b.origin, own_trace, depth + 1, e);
 	}
 	cfg_free(peek);
 	if (!rc)

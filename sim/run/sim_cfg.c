@@ -402,6 +402,11 @@ const cfg_tkey_t out_cfg_keys[] = {
 #undef AT_ENUM
 const size_t out_cfg_keys_n = sizeof out_cfg_keys / sizeof out_cfg_keys[0];
 
+const char *sim_fetch_name(int fetch)
+{
+	return cfg_enum_name(fetch_map, fetch);
+}
+
 void sim_params_compute(const sim_params_t *p, mdl_compute_params_t *cp)
 {
 	if (cp->allreduce_impl == MDL_AR_AUTO)

@@ -17,6 +17,8 @@
 /* [kvcache] fetch and host_fetch: when a missing block held elsewhere (a
  * peer instance, the node's host tier) is fetched instead of recomputed. */
 typedef enum { SIM_FETCH_NEVER, SIM_FETCH_COST, SIM_FETCH_ALWAYS } sim_fetch_t;
+/* Its name as the config gives it ("never", ...; sim_cfg.c's map). */
+const char *sim_fetch_name(int fetch);
 
 /* [output] timeline: which samples become /timeline rows. */
 typedef enum { SIM_TL_CHANGED, SIM_TL_EVERY } sim_tl_t;

@@ -90,23 +90,33 @@ def layers(root):
     return bad
 
 
-def nm(obj):
-    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
-    defs, undefs = set(), set()
+def nm_all(objs):
+    """{object: (defined, undefined symbols)} for every object of objs, read
+    by one nm run (a run per object cost most of the check's time)."""
+    table = {o: (set(), set()) for o in objs}
+    if not objs:
+        return table
+    out = subprocess.run(["nm", "-A"] + sorted(table), capture_output=True, text=True,
+                         check=True).stdout
     for line in out.splitlines():
-        parts = line.split()
+        obj, _, rest = line.partition(":")
+        parts = rest.split()
+        if obj not in table:
+            continue
+        defs, undefs = table[obj]
         if len(parts) == 2 and parts[0] == "U":
             undefs.add(parts[1])
         elif len(parts) == 3 and parts[1] in "TDBRVW" and parts[1].isupper():
             defs.add(parts[2])
-    return defs, undefs
+    return table
 
 
 def cycles(build):
     objs = [o for o, _ in objects(".", build)]
     owner, need = {}, {}
+    syms = nm_all(objs)
     for o in objs:
-        defs, undefs = nm(o)
+        defs, undefs = syms[o]
         name = os.path.relpath(o, build)[:-2]
         need[name] = undefs
         for s in defs:
@@ -188,11 +198,13 @@ def promises(root, build):
             for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", strip_c(f.read())):
                 named[m.group(1)].add(h)
     bad = []
-    for obj, src in sorted(objects(root, build)):
+    objs = sorted(objects(root, build))
+    syms = nm_all([obj for obj, _ in objs])
+    for obj, src in objs:
         me = folder_of(src)
         if me is None:
             continue
-        for sym in sorted(nm(obj)[0]):
+        for sym in sorted(syms[obj][0]):
             for h in sorted(named.get(sym, ())):
                 them = folder_of(h)
                 if them is not None and RANK[them] < RANK[me]:

@@ -86,6 +86,37 @@ static void test_summary_names_what_ran_with_units_and_digits(void **st)
 	cli_result_free(&r);
 }
 
+/* Each part of the header comes from its own setting: every one set away
+ * from its default (and from the others' values), so a field read from the
+ * wrong key or enum shows. */
+static void test_header_names_each_setting(void **st)
+{
+	(void)st;
+	const char *kvsim = cli_kvsim_or_skip();
+	cli_result_t r = cli_run(
+	    kvsim, tmp_dir, "run", "--set", "trace.fanout_bursts=1", "--set", "cluster.nodes=2",
+	    "--set", "cluster.gpus_per_node=4", "--set", "cluster.tp=2", "--set", "gpu.name=H200",
+	    "--set", "model.name=Llama-3-8B", "--set", "policy.preset=vllm", "--set",
+	    "policy.routing.name=random", "--set", "policy.replication.name=speculative", "--set",
+	    "policy.predictor.name=oracle", "--set", "policy.eviction.name=lfu", "--set",
+	    "policy.transfer.name=idle_window", "--set", "policy.admission.name=slo_reject",
+	    "--set", "kvcache.fetch=cost", "--set", "cluster.disagg=true", "--set",
+	    "cluster.prefill_nodes=1", "--set", "cluster.decode_nodes=1", "--set",
+	    "experiment.seed=7", "--set", "experiment.name=named", NULL);
+	assert_int_equal(r.status, 0);
+	const char *want[] = {
+	    "kvsim run: named (seed 7, trace gen:fanout)\n",
+	    "\n  deployment  2 nodes x 4 H200, Llama-3-8B at TP 2 (4 instances), preset vllm, "
+	    "prefill and decode disaggregated\n",
+	    "\n  policies    routing random, replication speculative, predictor oracle, eviction "
+	    "lfu, transfer idle_window, admission slo_reject, fetch cost\n",
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		if (!strstr(r.out, want[i]))
+			fail_msg("'%s' missing from:\n%s", want[i], r.out);
+	cli_result_free(&r);
+}
+
 /* --json: one object with what ran, every metric (whole ones as integers,
  * +inf as "inf") and its unit, the run's id and file with -o. */
 static void test_json_summary_holds_every_metric(void **st)
@@ -186,6 +217,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_summary_names_what_ran_with_units_and_digits),
+	    cmocka_unit_test(test_header_names_each_setting),
 	    cmocka_unit_test(test_json_summary_holds_every_metric),
 	    cmocka_unit_test(test_export_writes_a_runs_tables_as_csv),
 	};

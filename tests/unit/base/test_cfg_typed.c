@@ -136,6 +136,20 @@ static void test_enum_choices_come_from_the_map(void **state)
 	                              "(did you mean 'ramp'?)");
 }
 
+/* A filled enum field back to its text through the map (not the config):
+ * values in any order and with gaps, "" for one the map lacks. */
+static void test_enum_name_is_the_maps_name_of_a_value(void **state)
+{
+	(void)state;
+	assert_string_equal(cfg_enum_name(shape_map, SHAPE_RAMP), "ramp");
+	assert_string_equal(cfg_enum_name(shape_map, SHAPE_STEP), "step");
+	assert_string_equal(cfg_enum_name(shape_map, SHAPE_SPIKE), "spike");
+	assert_string_equal(cfg_enum_name(shape_map, 5), "");
+	assert_string_equal(cfg_enum_name(NULL, SHAPE_RAMP), "");
+	typed_t t = {.shape = SHAPE_STEP};
+	assert_string_equal(cfg_field_text(&typed_keys[8], &t), "step");
+}
+
 static void test_map_and_choices_together_are_refused(void **state)
 {
 	(void)state;
@@ -308,6 +322,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fill_every_kind_from_loaded_values, setup, teardown),
 	    cmocka_unit_test(test_fill_defaults_without_a_config),
 	    cmocka_unit_test_setup_teardown(test_enum_choices_come_from_the_map, setup, teardown),
+	    cmocka_unit_test(test_enum_name_is_the_maps_name_of_a_value),
 	    cmocka_unit_test(test_map_and_choices_together_are_refused),
 	    cmocka_unit_test_setup_teardown(test_range_errors_name_file_and_line, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_alias_is_accepted_and_sets_its_key, setup, teardown),

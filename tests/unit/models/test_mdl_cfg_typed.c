@@ -180,8 +180,11 @@ static void test_compute_model_choices_come_from_its_map(void **st)
 		c = fill_with(&s, sets, 1, &m);
 		assert_int_equal(m.compute.model, want[i].value);
 		assert_string_equal(cfg_field_text(row, &m), want[i].name);
+		/* what kvsim model prints as cost_model, from the value */
+		assert_string_equal(mdl_compute_model_name(m.compute.model), want[i].name);
 		free_both(c, s);
 	}
+	assert_string_equal(mdl_compute_model_name(-1), "");
 }
 
 /* A GPU and a model whose every spec field differs from H100-SXM's and

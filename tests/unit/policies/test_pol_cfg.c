@@ -453,6 +453,40 @@ static void test_routing_view_auto_is_routed_for_cache_aware_only(void **st)
 	cfg_free(c);
 }
 
+/* pol_cfg_name reads each family's own name key, and pol_cfg_preset the
+ * preset: every family set to a built-in other than its default (its last
+ * choice, else its first), with a preset whose own names the explicit ones
+ * override. */
+static void test_cfg_name_reads_each_familys_selection(void **st)
+{
+	(void)st;
+	cfg_t *c = cfg_new(S);
+	err_t e = {0};
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	assert_string_equal(pol_cfg_preset(c), "none");
+	for (int f = 0; f < POL_NFAMILY; f++)
+		assert_string_equal(pol_cfg_name(c, (pol_family_t)f),
+		                    cfg_schema_find(S, pol_family_section((pol_family_t)f), "name")->def);
+	char want[POL_NFAMILY][64];
+	assert_int_equal(cfg_set(c, "policy.preset=vllm", &e), 0);
+	for (int f = 0; f < POL_NFAMILY; f++) {
+		const char *sec = pol_family_section((pol_family_t)f);
+		const char *ch = cfg_schema_choices(S, sec, "name"), *last = strrchr(ch, ',');
+		const char *def = cfg_schema_find(S, sec, "name")->def;
+		snprintf(want[f], sizeof want[f], "%s", last ? last + 1 : ch);
+		if (!strcmp(want[f], def))
+			snprintf(want[f], sizeof want[f], "%.*s", (int)strcspn(ch, ","), ch);
+		char set[128];
+		snprintf(set, sizeof set, "%s.name=%s", sec, want[f]);
+		assert_int_equal(cfg_set(c, set, &e), 0);
+	}
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	assert_string_equal(pol_cfg_preset(c), "vllm");
+	for (int f = 0; f < POL_NFAMILY; f++)
+		assert_string_equal(pol_cfg_name(c, (pol_family_t)f), want[f]);
+	cfg_free(c);
+}
+
 static void test_open_from_config_uses_its_values(void **st)
 {
 	(void)st;
@@ -517,6 +551,7 @@ int main(void)
 	    cmocka_unit_test(test_grid_over_preset_gives_each_point_its_own),
 	    cmocka_unit_test(test_unknown_preset_is_an_error_naming_file_and_line),
 	    cmocka_unit_test(test_policies_lists_every_preset_its_values_and_sources),
+	    cmocka_unit_test(test_cfg_name_reads_each_familys_selection),
 	    cmocka_unit_test(test_open_from_config_uses_its_values),
 	    cmocka_unit_test(test_routing_view_auto_is_routed_for_cache_aware_only),
 	    cmocka_unit_test(test_set_opens_every_family_with_independent_seeds),

@@ -72,6 +72,22 @@ static void test_sim_params_hold_named_enum_values(void **st)
 	assert_true(p.ttft_ms == 250 && d.ttft_ms == 2000);
 }
 
+/* The run's header names kvcache.fetch from the filled value: each of its
+ * values comes back as the text that set it. */
+static void test_fetch_value_names_itself(void **st)
+{
+	(void)st;
+	static const char *const names[] = {"never", "cost", "always"};
+	sim_params_t p;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char set[64];
+		snprintf(set, sizeof set, "kvcache.fetch=%s", names[i]);
+		fill(set, &p);
+		assert_string_equal(sim_fetch_name(p.fetch), names[i]);
+	}
+	assert_string_equal(sim_fetch_name(-1), "");
+}
+
 /* The idle_window transfer policy has no threshold of its own: the run
  * takes [network] idle_threshold, the one key for both ways of asking for
  * idle windows; a plugin's own threshold still wins. */
@@ -104,6 +120,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sim_params_hold_named_enum_values),
+	    cmocka_unit_test(test_fetch_value_names_itself),
 	    cmocka_unit_test(test_idle_window_takes_the_network_threshold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
