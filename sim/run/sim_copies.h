@@ -135,6 +135,9 @@ int sim_copy_land(sim_ctx_t *s, kcopy_t *k);
 void sim_copy_deferred_forget(sim_ctx_t *s, uint32_t idx);
 
 /* sim_copy_defer.c: a copy accepted before its source is READY */
+/* Whether a refused copy from src is tried as deferred (sim_copy_start):
+ * asked for by a policy, kvcache.copy_deferred on, src an instance. */
+int sim_copy_defer_applies(const sim_ctx_t *s, place_t src, int from_policy);
 int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,
 		   int cls, int spec, sim_req_t *req, uint64_t *id);
 

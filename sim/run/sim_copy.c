@@ -253,7 +253,7 @@ int sim_copy_start(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *bloc
 		return POL_COPY_REFUSED;
 	}
 	int rc = sim_copy_begin(s, src, place_inst(dst), blocks, n, cls, spec, from_policy, req, id);
-	if (rc == POL_COPY_REFUSED && from_policy && s->cp->copy_deferred && place_is_inst(src))
+	if (rc == POL_COPY_REFUSED && sim_copy_defer_applies(s, src, from_policy))
 		rc = sim_copy_defer(s, src.index, dst, blocks, n, cls, spec, req, id);
 	if (memo || rc == POL_COPY_REFUSED)
 		if ((rc = copy_refused(s, src, dst, blocks, n, from_policy, rc, memo)) != POL_COPY_OK)

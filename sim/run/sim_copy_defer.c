@@ -21,6 +21,11 @@ static int deferred_push(sim_ctx_t *s, uint32_t idx)
 	return 0;
 }
 
+int sim_copy_defer_applies(const sim_ctx_t *s, place_t src, int from_policy)
+{
+	return from_policy && s->cp->copy_deferred && place_is_inst(src);
+}
+
 /* A copy whose source is still computing, accepted as deferred (see
  * sim_copy_start): POL_COPY_OK with *id, POL_COPY_REFUSED, or < 0. */
 int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blocks, uint32_t n,

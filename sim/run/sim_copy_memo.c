@@ -54,11 +54,6 @@ static int bars(sim_ctx_t *s, kv_store_t *from, kv_store_t *to, int defer_applie
 	return st != KV_COMPUTING || !(s->cp->copy_uncomputed || defer_applies);
 }
 
-static int defer_applies(sim_ctx_t *s, place_t src, int from_policy)
-{
-	return from_policy && s->cp->copy_deferred && place_is_inst(src);
-}
-
 int sim_copy_memo_refused(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *blocks,
 			  uint32_t n, int from_policy)
 {
@@ -67,7 +62,7 @@ int sim_copy_memo_refused(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_
 		return 0;
 	uint32_t j = m->bar[memo_slot(src, dst, blocks, n)];
 	if (j >= n || !bars(s, sim_store_of(s, src), sim_store_of(s, place_inst(dst)),
-			    defer_applies(s, src, from_policy), blocks[j]))
+			    sim_copy_defer_applies(s, src, from_policy), blocks[j]))
 		return 0;
 	m->answered++;
 	return m->check ? 2 : 1;
@@ -77,7 +72,7 @@ int sim_copy_memo_note(sim_ctx_t *s, place_t src, uint32_t dst, const uint64_t *
 		       uint32_t n, int from_policy, pol_refusal_t *why)
 {
 	kv_store_t *from = sim_store_of(s, src), *to = sim_store_of(s, place_inst(dst));
-	int da = defer_applies(s, src, from_policy);
+	int da = sim_copy_defer_applies(s, src, from_policy);
 	uint32_t bar = NO_BAR;
 	*why = POL_REFUSED_ROOM; /* unless a block to move is not READY at the source */
 	for (uint32_t j = 0; j < n && bar == NO_BAR; j++) {
