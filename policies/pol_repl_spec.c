@@ -65,9 +65,11 @@
  * decode instance's pool) and bandwidth budgets, counts in spec.* like any
  * replica and never triggers the routing hint (own design).
  * Cost: a tick reads every instance (the load snapshot, O(n log n), and
- * the budgets), and asks each instance that may hold a forecast prefix
- * (pol_view_scan) for its match once; the routing hint asks those of a
- * replicated prefix per request. A prefix cached on most instances (a
+ * the budgets). Per forecast prefix, each instance that may hold it
+ * (pol_view_scan) takes one lookup towards the longest match, and the
+ * instances holding that match are checked block by block when a target
+ * needs their count (p_use) and, as sources, only when their link would
+ * win; the routing hint asks those of a replicated prefix per request. A prefix cached on most instances (a
  * popular system prompt under least_load) therefore costs a pass over
  * them: measured with the oracle predictor on
  * analysis/experiments/cluster_8192gpu_hour.ini (30 simulated s, 100 ms
@@ -149,9 +151,8 @@ typedef struct sp_state {
 	size_t cap_c;
 	pol_inst_t *snap;
 	uint32_t *order;
-	uint32_t *mk, *mck;  /* per candidate of a forecast prefix: its match and
-				match_computing of the whole prefix (sp_consider) */
-	uint32_t cap_mk, cap_mck;
+	uint32_t *mk; /* per candidate of a forecast prefix: SP_ASKED_* | SP_HAS_* */
+	uint32_t cap_mk;
 	uint64_t *spec_plan; /* speculative blocks per instance incl. our in-flight */
 	unsigned char *hit;
 	size_t cap_hit;
@@ -271,7 +272,7 @@ static void sp_free(void *st)
 {
 	sp_state_t *s = st;
 	gsl_rng_free(s->rng);
-	FREE_ALL(s->fl, s->c, s->snap, s->order, s->mk, s->mck, s->spec_plan, s->hit, s->over, s->tr, s->ix, s);
+	FREE_ALL(s->fl, s->c, s->snap, s->order, s->mk, s->spec_plan, s->hit, s->over, s->tr, s->ix, s);
 }
 
 static pol_repl_timing_t sp_timing(const void *st)
@@ -449,16 +450,33 @@ static int sp_push_cand(sp_state_t *s, size_t *n, const sp_cand_t *c)
 	return 0;
 }
 
+/* What sp_consider knows of candidate j of a forecast prefix: whether it
+ * holds the first c_ready or c blocks (SP_HAS_*), once asked (SP_ASKED_*). */
+enum { SP_ASKED_C = 1, SP_HAS_C = 2, SP_ASKED_R = 4, SP_HAS_R = 8 };
+
+/* Whether candidate j (instance k) holds f's first x >= 1 blocks by match
+ * (m), kept in s->mk[j] under the bits (asked, has) for the next ask. Each
+ * block is tested alone (pol.h), so one lookup of block x - 1 rules out an
+ * instance that holds a shorter run: only full holders pay x lookups. */
+static int sp_has(sp_state_t *s, const pol_view_t *v, pol_match_fn m, uint32_t j, uint32_t k,
+                  const pol_fc_t *f, uint32_t x, uint32_t asked, uint32_t has)
+{
+	if (!(s->mk[j] & asked))
+		s->mk[j] |= asked | (pol_view_holds(v, m, k, f->blocks, x) ? has : 0);
+	return (s->mk[j] & has) != 0;
+}
+
 /* Instances that hold c blocks of f (computed, or being computed when the
  * view says so) plus our copies of f in flight; c >= 1, so only the
- * candidates count, by their matches of the whole prefix (sp_consider:
- * a match of c blocks is min(that, c)). */
-static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, uint32_t c,
-                           uint32_t nk)
+ * candidates count. */
+static uint32_t sp_holders(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, uint32_t c,
+                           const uint32_t *ck, uint32_t nk)
 {
 	uint32_t h = 0;
+	pol_match_fn m = v->match_computing ? v->match_computing : v->match;
 	for (uint32_t j = 0; j < nk; j++)
-		h += (v->match_computing ? s->mck[j] : s->mk[j]) >= c;
+		h += v->match_computing ? pol_view_holds(v, m, ck ? ck[j] : j, f->blocks, c)
+		                        : sp_has(s, v, m, j, ck ? ck[j] : j, f, c, SP_ASKED_C, SP_HAS_C);
 	for (size_t i = 0; i < s->n_fl; i++)
 		h += s->fl[i].dst < v->n_inst && s->fl[i].n == f->n_blocks &&
 		     s->fl[i].key == f->blocks[f->n_blocks - 1];
@@ -467,36 +485,39 @@ static uint32_t sp_holders(const sp_state_t *s, const pol_view_t *v, const pol_f
 
 /* Candidates (p, d) of one forecast entry that pass the payback test. Only
  * the instances that may hold f's first block can match it (pol_view_scan),
- * and each of them is asked once, for the whole prefix: its match of fewer
- * blocks is the lesser of that and the count (a leading run), so the entry
- * costs O(holders x blocks matched), the best source per target O(holders),
- * not O(instances). A popular prefix may still be held on most instances:
- * then every holder is asked (the policy's header gives the cost). */
+ * and a match is a leading run of blocks each tested alone (pol.h): one
+ * lookup of the block past the best match so far rules most of them out,
+ * and a holder's whole run is verified only where its count or its link
+ * matters (sp_has), so the entry costs O(candidates + full holders x
+ * blocks), not O(instances). A popular prefix may still be held whole on
+ * most instances: then each of them is verified once (the policy's header
+ * gives the cost). */
 static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, const sp_track_t *t,
                        size_t *n)
 {
-	uint32_t nk, src = UINT32_MAX, c = 0;
-	const uint32_t *ck = pol_view_scan(v, f->blocks, f->n_blocks, &nk);
-	if (VEC_GROW(s->mk, s->cap_mk, nk, 64) || VEC_GROW(s->mck, s->cap_mck, nk, 64))
+	uint32_t nk, src = UINT32_MAX, c = 0, nb = f->n_blocks;
+	const uint32_t *ck = pol_view_scan(v, f->blocks, nb, &nk);
+	if (VEC_GROW(s->mk, s->cap_mk, nk, 64))
 		return KS_ENOMEM;
-	for (uint32_t j = 0; j < nk; j++) { /* pol_view_best_match, keeping each match */
-		uint32_t k = ck ? ck[j] : j;
-		s->mk[j] = v->match(v->ctx, k, f->blocks, f->n_blocks);
-		if (s->mk[j] > c) {
-			c = s->mk[j];
+	memset(s->mk, 0, nk * sizeof *s->mk);
+	/* the longest match, the first candidate with it on ties: beating c
+	 * needs block c, so one lookup rules most candidates out */
+	for (uint32_t j = 0; j < nk && c < nb; j++) {
+		uint32_t k = ck ? ck[j] : j, mk;
+		if (v->match(v->ctx, k, f->blocks + c, 1) && (mk = v->match(v->ctx, k, f->blocks, nb)) > c) {
+			c = mk;
 			src = k;
 		}
 	}
 	uint32_t src_ready = src, c_ready = c;
 	int pending = 0;
-	for (uint32_t j = 0; v->match_computing && j < nk; j++) {
-		uint32_t k = ck ? ck[j] : j;
-		/* a longer prefix still being computed: the copy waits for it */
-		s->mck[j] = s->mk[j] >= f->n_blocks /* computed covers it: all of it */
-		                ? s->mk[j]
-		                : v->match_computing(v->ctx, k, f->blocks, f->n_blocks);
-		if (s->mck[j] > c) {
-			c = s->mck[j];
+	/* a longer prefix still being computed (computing includes computed):
+	 * the copy waits for it */
+	for (uint32_t j = 0; v->match_computing && j < nk && c < nb; j++) {
+		uint32_t k = ck ? ck[j] : j, mc;
+		if (v->match_computing(v->ctx, k, f->blocks + c, 1) &&
+		    (mc = v->match_computing(v->ctx, k, f->blocks, nb)) > c) {
+			c = mc;
 			src = k;
 			pending = 1;
 		}
@@ -515,7 +536,7 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 			tgt[nt++] = d;
 	}
 	uint64_t B = v->block_tokens;
-	uint32_t holders = sp_holders(s, v, f, c, nk);
+	uint32_t holders = UINT32_MAX; /* counted once a target needs it */
 	for (uint32_t i = 0; i < nt; i++) {
 		uint32_t d = tgt[i], m = v->match(v->ctx, d, f->blocks, c), cc = c, sc = src;
 		if (m >= c || sp_flying(s, f, d))
@@ -526,15 +547,22 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 			cc = c_ready; /* the whole prefix never fits d's budget: what is computed */
 			sc = src_ready;
 		}
-		/* the best source for this target: a full holder with the fastest link */
-		uint32_t sbest = sc;
+		/* the best source for this target: a full holder with the fastest
+		 * link, the first on ties. One lookup (or what the entry already
+		 * knows) rules out most others; a holder's whole run is checked
+		 * only when its link would win, so the full holders of a popular
+		 * prefix cost a link estimate each, not a match of the prefix */
+		uint32_t sbest = sc, asked = cc == c ? SP_ASKED_C : SP_ASKED_R;
+		uint32_t has = cc == c ? SP_HAS_C : SP_HAS_R;
 		int64_t cost = v->xfer_ns(v->ctx, sc, d, cc - m);
 		for (uint32_t j = 0; j < nk; j++) { /* cc >= 1: the others hold none */
 			uint32_t k = ck ? ck[j] : j;
-			if (k == d || k == sc || s->mk[j] < cc)
+			if (k == d || k == sc ||
+			    ((s->mk[j] & asked) ? !(s->mk[j] & has)
+			                        : !v->match(v->ctx, k, f->blocks + cc - 1, 1)))
 				continue;
 			int64_t tk = v->xfer_ns(v->ctx, k, d, cc - m);
-			if (tk < cost) {
+			if (tk < cost && sp_has(s, v, v->match, j, k, f, cc, asked, has)) {
 				cost = tk;
 				sbest = k;
 			}
@@ -543,6 +571,8 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 		    (double)v->prefill_ns(v->ctx, d, (uint64_t)(cc - m) * B, (uint64_t)m * B);
 		if (s->p.spec_saved_basis && (double)cost < saved)
 			saved = (double)cost;
+		if (holders == UINT32_MAX)
+			holders = sp_holders(s, v, f, c, ck, nk);
 		double p_use = 1 - exp(-sp_expected_at(t, f, d, holders, nt));
 		double benefit = p_use * saved, price = s->p.spec_payback * (double)cost;
 		if (benefit < price)

@@ -448,6 +448,41 @@ static void test_copies_asked_from_a_source_still_computing(void **st)
 	pol_close(&h);
 }
 
+/* ---- holders with holes ----------------------------------------------------------- */
+
+/* A copy from instance 1 at half the price: a wrong best source shows. */
+static int64_t xfer_cheap_from_1(void *c, uint32_t s, uint32_t d, uint32_t n)
+{
+	(void)d;
+	return (int64_t)n * ((fake_t *)c)->ns_per_block / (s == 1 ? 2 : 1);
+}
+
+/* Instance 1 holds the prefix's last block but not block 5: it matches 5
+ * blocks, so it is neither a source of the whole prefix nor counted as its
+ * holder, however cheap its link (the one-block shortcuts of sp_consider
+ * must verify the run before they trust a last block). Instance 3 holds
+ * only the last blocks, a run of none. */
+static void test_a_holder_with_a_hole_is_no_source(void **st)
+{
+	scene_t *s = *st;
+	fk_hold(&s->f, 0, PFX + 8, 2); /* instance 0: blocks 0-9 */
+	fk_hold(&s->f, 1, PFX, 5);
+	fk_hold(&s->f, 1, PFX + 6, 4); /* instance 1: 0-4 and 6-9 */
+	fk_hold(&s->f, 3, PFX + 7, 3); /* instance 3: 7-9 */
+	s->f.v.xfer_ns = xfer_cheap_from_1;
+	s->e[0].n_blocks = 10;
+	pol_handle_t h = open_spec("spec_targets=3,spec_vram_frac=1");
+	fk_tick(&h, &s->f, &s->fc);
+	assert_int_equal(s->f.n_refused, 0);
+	assert_true(s->f.n_copies >= 2);
+	for (uint32_t i = 0; i < s->f.n_copies; i++) {
+		assert_int_equal(s->f.copies[i].src, 0);
+		assert_int_equal(s->f.copies[i].n, 10);
+	}
+	assert_true(copied_to(&s->f, 1) && copied_to(&s->f, 2));
+	pol_close(&h);
+}
+
 /* ---- whole runs ------------------------------------------------------------------ */
 
 static sim_results_t run_config(const char *path, const char **sets, int n)
@@ -683,6 +718,8 @@ int main(void)
 		test_route_hint_sends_replicated_prefix_to_least_busy_warm, scene_new, scene_free),
 	    cmocka_unit_test_setup_teardown(test_copies_asked_from_a_source_still_computing,
 	                                    scene_new, scene_free),
+	    cmocka_unit_test_setup_teardown(test_a_holder_with_a_hole_is_no_source, scene_new,
+	                                    scene_free),
 	    cmocka_unit_test(test_fanout_auto_budget_fits_what_0_1_refused_and_pays),
 	    cmocka_unit_test(test_score_tells_a_routed_view_of_the_replicas),
 	    cmocka_unit_test(test_spec_asks_only_the_prefix_holders),
