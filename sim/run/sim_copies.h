@@ -53,6 +53,8 @@ typedef struct kcopy {
 	int64_t started;        /* ns: flows started (== requested unless deferred) */
 	int deferred;           /* reserved, flows wait for the source to compute */
 	uint32_t pending;       /* ... source blocks not READY yet */
+	uint32_t depth0;        /* ... the source's depth of blocks[0] */
+	int contig;             /* ... blocks[j] at depth depth0 + j, every j */
 	int spec;               /* a speculative replica (policy-issued background) */
 	uint32_t flows_left;
 	uint64_t flow_ids[64];

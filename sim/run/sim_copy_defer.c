@@ -81,6 +81,10 @@ int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blo
 	}
 	c->deferred = 1;
 	c->pending = pending;
+	c->depth0 = kv_info(from, mv[0])->depth;
+	c->contig = 1;
+	for (uint32_t j = 1; j < k && c->contig; j++)
+		c->contig = kv_info(from, mv[j])->depth == c->depth0 + j;
 	if (deferred_push(s, (uint32_t)(c->id - 1)))
 		return KS_ENOMEM;
 	s->spec.copies_deferred++;
@@ -88,11 +92,19 @@ int sim_copy_defer(sim_ctx_t *s, uint32_t src, uint32_t dst, const uint64_t *blo
 	return POL_COPY_OK;
 }
 
-/* Index of block in copy c, or -1. */
-static int64_t copy_index(const kcopy_t *c, uint64_t block)
+/* Index of source block b in deferred copy c, or -1. A block id names its
+ * whole prefix, so its depth places it: one comparison where the copy's
+ * blocks run at consecutive depths (a suffix of a prefix, the usual case),
+ * a scan otherwise (a watched block becomes READY once per block: a scan
+ * per event made a long prefix's prefill quadratic under page size 1). */
+static int64_t copy_index(const kcopy_t *c, const kv_block_info_t *b)
 {
+	if (c->contig) {
+		uint64_t j = (uint64_t)b->depth - c->depth0;
+		return b->depth >= c->depth0 && j < c->n && c->blocks[j] == b->id ? (int64_t)j : -1;
+	}
 	for (uint32_t j = 0; j < c->n; j++)
-		if (c->blocks[j] == block)
+		if (c->blocks[j] == b->id)
 			return j;
 	return -1;
 }
@@ -104,7 +116,7 @@ int sim_on_kv_watch(void *ctx, const kv_block_info_t *b, int event)
 	int rc = 0;
 	for (size_t i = 0; i < s->cp->n_deferred;) {
 		kcopy_t *c = &s->cp->copies[s->cp->deferred[i]];
-		int64_t j = place_eq(c->src, place_inst(h->inst)) ? copy_index(c, b->id) : -1;
+		int64_t j = place_eq(c->src, place_inst(h->inst)) ? copy_index(c, b) : -1;
 		if (j < 0) {
 			i++;
 			continue;

@@ -370,6 +370,38 @@ static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
 	sim_results_free(&r);
 }
 
+/* A deferred copy whose blocks do not run at consecutive depths (blocks
+ * 0-9 and 20-39 of the prefix): each source block still finds its place in
+ * the copy as it becomes READY (the depth shortcut holds only for a run),
+ * and the copy starts the ns the last of them is ready. */
+static void test_deferred_copy_of_blocks_with_a_gap_starts_when_ready(void **st)
+{
+	(void)st;
+	static uint64_t gap[30];
+	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
+	                         .at_ns = MS,
+	                         .src = 0,
+	                         .dst = 1,
+	                         .n = 30,
+	                         .blocks = gap}};
+	script_set(MS, steps, 1);
+	for (int j = 0; j < 30; j++) /* script_set fills PFX */
+		gap[j] = PFX[j < 10 ? j : j + 10];
+	const char *old_cost[] = {"compute.gemm_mfu=0"};
+	sim_results_t r = run_two_gpus(DEFER_TRACE, 2, old_cost, 1);
+	assert_int_equal(g_step[0].rc, POL_COPY_OK);
+	const res_request_t *r0 = req_of(&r, 0);
+	int64_t ready = r0->arrival_ns + r0->ttft_ns;
+	assert_true(ready > MS);
+	assert_int_equal(r.n_xfer, 1);
+	assert_int_equal(r.xfer[0].start_ns, ready);
+	assert_int_equal(r.xfer[0].blocks, 30);
+	assert_int_equal(r.xfer[0].cancelled, 0);
+	assert_int_equal(g_landed, 1);
+	assert_true(sim_results_get(&r, "spec.copies_deferred") == 1);
+	end_run(&r);
+}
+
 /* The routers' computed view shows a deferred copy's blocks at its target
  * only once its flows start (its source's KV exists), as it shows a
  * COMPUTING block only once its prefill ends: a request routed while the
@@ -725,6 +757,7 @@ int main(void)
 	    cmocka_unit_test(test_stale_cancels_under_rate_cap_do_not_crash_and_keep_bytes),
 	    cmocka_unit_test(test_transfer_bytes_equal_summary_bytes_in_every_mode),
 	    cmocka_unit_test(test_deferred_copy_starts_the_ns_its_source_is_ready),
+    cmocka_unit_test(test_deferred_copy_of_blocks_with_a_gap_starts_when_ready),
     cmocka_unit_test(test_routers_see_a_deferred_copy_only_once_it_starts),
 	    cmocka_unit_test(test_request_recomputes_when_waiting_is_slower),
 	    cmocka_unit_test(test_copy_from_computing_source_refused_when_not_deferred),
