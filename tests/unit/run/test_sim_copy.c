@@ -313,15 +313,21 @@ static const rq_t DEFER_TRACE[] = {
     {2 * MS, 40, 7000, 41 * 16, 4},
 };
 
-static void defer_script(void)
+/* The copy of blocks[0..n) from instance 0 to 1 at 1 ms. */
+static void defer_script_of(const uint64_t *blocks, uint32_t n)
 {
 	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
 	                         .at_ns = MS,
 	                         .src = 0,
 	                         .dst = 1,
-	                         .n = 40,
-	                         .blocks = PFX}};
+	                         .n = n,
+	                         .blocks = blocks}};
 	script_set(MS, steps, 1);
+}
+
+static void defer_script(void)
+{
+	defer_script_of(PFX, 40);
 }
 
 static void test_deferred_copy_starts_the_ns_its_source_is_ready(void **st)
@@ -378,13 +384,7 @@ static void test_deferred_copy_of_blocks_with_a_gap_starts_when_ready(void **st)
 {
 	(void)st;
 	static uint64_t gap[30];
-	const step_t steps[] = {{.op = OP_COPY_WHILE_COMPUTING,
-	                         .at_ns = MS,
-	                         .src = 0,
-	                         .dst = 1,
-	                         .n = 30,
-	                         .blocks = gap}};
-	script_set(MS, steps, 1);
+	defer_script_of(gap, 30);
 	for (int j = 0; j < 30; j++) /* script_set fills PFX */
 		gap[j] = PFX[j < 10 ? j : j + 10];
 	const char *old_cost[] = {"compute.gemm_mfu=0"};
