@@ -48,6 +48,7 @@ struct kv_store {
 	kv_ready_fn on_ready;
 	void *rctx;
 	kv_stats_t st;
+	uint64_t removed; /* ids erased from the map so far (kv_removed) */
 };
 
 #define NIL UINT32_MAX
@@ -173,6 +174,7 @@ static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
  * without reading other entries' slots. */
 static void map_erase_slot(kv_store_t *s, uint64_t id, uint32_t v)
 {
+	s->removed++;
 	uint32_t h = map_hash(id), i = h & s->mask;
 	while (s->map[i].slot1 != v + 1)
 		i = (i + 1) & s->mask;
@@ -479,6 +481,11 @@ const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id)
 {
 	uint32_t i = map_find(s, id);
 	return i == NIL ? NULL : &s->slot[i].b;
+}
+
+uint64_t kv_removed(const kv_store_t *s)
+{
+	return s->removed;
 }
 
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)

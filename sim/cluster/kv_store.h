@@ -106,6 +106,11 @@ uint32_t kv_free_or_evictable(const kv_store_t *s);
 /* State of a shared block, 0 when absent. */
 int kv_lookup(const kv_store_t *s, uint64_t id);
 const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id);
+/* Ids erased so far (evicted, freed, dropped, whatever their state): a
+ * block stays in its state or moves on to READY (COMPUTING, INFLIGHT ->
+ * READY) until it is erased, so while this count is unchanged every block
+ * found READY (or COMPUTING or READY) is still so. */
+uint64_t kv_removed(const kv_store_t *s);
 /* Number of leading ids that are READY here. */
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n);
 /* Number of leading ids READY or INFLIGHT here: KV that exists or is on its

@@ -20,6 +20,21 @@ typedef struct qdelay {
 	int64_t ns;
 } qdelay_t;
 
+/* Remembered answers of the policies' matches (v_match, v_match_computing):
+ * direct-mapped on (instance, query), a query named by its length, last
+ * and first ids and a hash of all of them. An answer m says that the
+ * query's first m blocks were READY (or COMPUTING) when the instance had
+ * erased `removed` ids (kv_removed); while that count is unchanged they
+ * still are, so the next ask looks up only the blocks past m. The same
+ * answers as kv_match, without a lookup per block of a long prefix asked
+ * again every tick (a session's context, sglang's block per token). */
+#define MATCH_MEMO 4096  /* entries (own choice) */
+#define MATCH_MEMO_MIN 8 /* shorter queries are asked directly */
+typedef struct mmemo {
+	uint64_t sum, last, first, removed;
+	uint32_t inst, n, m, mode; /* mode: 1 READY, 2 READY or COMPUTING; 0 empty */
+} mmemo_t;
+
 struct sim_views {
 	pol_view_t view;       /* KV that exists (replication, admission) */
 	pol_view_t route_view; /* what routers match (policy.routing.view) */
@@ -31,6 +46,7 @@ struct sim_views {
 		int valid;
 	} prefill_memo[2];
 	unsigned prefill_next; /* the entry a miss replaces */
+	mmemo_t *mmemo;        /* MATCH_MEMO entries */
 };
 
 static int64_t v_now(void *ctx)
@@ -74,9 +90,41 @@ static void v_inst(void *ctx, uint32_t i, pol_inst_t *o)
 	o->queue_delay_ns = queue_delay_ns(s, i, in->prefill_tokens_queued);
 }
 
+/* Leading blocks of b READY (mode 1) or READY or COMPUTING (mode 2). */
+static uint32_t match_from(const kv_store_t *kv, int mode, const uint64_t *b, uint32_t n)
+{
+	if (mode == 1)
+		return kv_match(kv, b, n);
+	uint32_t k = 0;
+	for (int st; k < n && ((st = kv_lookup(kv, b[k])) == KV_READY || st == KV_COMPUTING);)
+		k++;
+	return k;
+}
+
+/* match_from through the memo (MATCH_MEMO above). */
+static uint32_t match_memo(sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b, uint32_t n)
+{
+	const kv_store_t *kv = s->cl.inst[i].kv;
+	if (n < MATCH_MEMO_MIN)
+		return match_from(kv, mode, b, n);
+	uint64_t sum = n;
+	for (uint32_t k = 0; k < n; k++) /* sequential reads: far cheaper than n lookups */
+		sum = (sum ^ b[k]) * 0x9E3779B97F4A7C15ull;
+	uint64_t rem = kv_removed(kv);
+	mmemo_t *e = &s->vw->mmemo[rng_fmix64(sum ^ ((uint64_t)i << 1 | (uint64_t)(mode - 1))) &
+				   (MATCH_MEMO - 1)];
+	uint32_t from = 0;
+	if (e->mode == (uint32_t)mode && e->inst == i && e->n == n && e->sum == sum &&
+	    e->last == b[n - 1] && e->first == b[0] && e->removed == rem)
+		from = e->m; /* nothing erased since: those are still there */
+	uint32_t m = from == n ? n : from + match_from(kv, mode, b + from, n - from);
+	*e = (mmemo_t){sum, b[n - 1], b[0], rem, i, n, m, (uint32_t)mode};
+	return m;
+}
+
 static uint32_t v_match(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
 {
-	return kv_match(((sim_ctx_t *)ctx)->cl.inst[i].kv, b, n);
+	return match_memo(ctx, 1, i, b, n);
 }
 
 /* What a view counts as held: KV that exists (the policies' view), KV that
@@ -112,11 +160,7 @@ static uint32_t match_host(const sim_ctx_t *s, int mode, uint32_t i, const uint6
 
 static uint32_t v_match_computing(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
 {
-	const kv_store_t *kv = ((sim_ctx_t *)ctx)->cl.inst[i].kv;
-	uint32_t k = 0;
-	for (int st; k < n && ((st = kv_lookup(kv, b[k])) == KV_READY || st == KV_COMPUTING);)
-		k++;
-	return k;
+	return match_memo(ctx, 2, i, b, n);
 }
 
 static uint32_t v_match_host(void *ctx, uint32_t i, const uint64_t *b, uint32_t n)
@@ -286,7 +330,10 @@ static int a_announce(void *ctx, uint32_t inst, const uint64_t *b, uint32_t n)
 struct sim_views *sim_views_new(sim_ctx_t *s, const cluster_params_t *p)
 {
 	struct sim_views *v = calloc(1, sizeof *v);
-	if (!v || !(v->qdelay = calloc(p->n_instances ? p->n_instances : 1, sizeof *v->qdelay))) {
+	if (!v || !(v->qdelay = calloc(p->n_instances ? p->n_instances : 1, sizeof *v->qdelay)) ||
+	    !(v->mmemo = calloc(MATCH_MEMO, sizeof *v->mmemo))) {
+		if (v)
+			free(v->qdelay);
 		free(v);
 		return NULL;
 	}
@@ -316,6 +363,7 @@ void sim_views_free(struct sim_views *v)
 		return;
 	pol_rview_free(v->rview);
 	free(v->qdelay);
+	free(v->mmemo);
 	free(v);
 }
 

@@ -411,10 +411,70 @@ static void test_slot_calls_equal_id_calls(void **st)
 	kv_store_free(b);
 }
 
+/* kv_removed counts every erase and nothing else, and while it stands
+ * still every block found READY (or COMPUTING or READY) stays so: the
+ * promise the views' match memo rests on (sim/run/sim_view.c). Random
+ * operations on 8 ids in 4 blocks, the claim checked after each. */
+static int held_or_computing(const kv_store_t *s, uint64_t id)
+{
+	int st = kv_lookup(s, id);
+	return st == KV_READY || st == KV_COMPUTING;
+}
+
+static void test_removed_counts_erases_and_found_blocks_stay(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(4);
+	assert_int_equal(kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0), KS_OK);
+	assert_int_equal(kv_ready(s, 1, 1), KS_OK);
+	assert_int_equal(kv_unref(s, 1, 2), KS_OK);
+	assert_int_equal(kv_removed(s), 0); /* READY, evictable: still there */
+	assert_int_equal(kv_evict_one(s, 3), KS_OK);
+	assert_int_equal(kv_removed(s), 1);
+	assert_int_equal(kv_alloc(s, 2, 0, KV_COMPUTING, 1, 0, 3), KS_OK);
+	assert_int_equal(kv_unref(s, 2, 4), KS_OK);
+	assert_int_equal(kv_drop(s, 2), KS_OK); /* dropped while computing */
+	assert_int_equal(kv_removed(s), 2);
+	uint64_t seed = 12345, rem = kv_removed(s);
+	int ready[9] = {0}, near[9] = {0}; /* found READY / READY or COMPUTING at rem */
+	for (int step = 0; step < 20000; step++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t id = 1 + (seed >> 33) % 8;
+		int64_t now = step;
+		switch ((seed >> 40) % 7) {
+		case 0: (void)kv_alloc(s, id, (uint32_t)id, KV_COMPUTING, 1, 0, now); break;
+		case 1: (void)kv_ready(s, id, now); break;
+		case 2: (void)kv_unref(s, id, now); break;
+		case 3: (void)kv_evict_one(s, now); break;
+		case 4: (void)kv_drop(s, id); break;
+		case 5: (void)kv_ref(s, id, now, NULL); break;
+		default: (void)kv_pin(s, id, now); break;
+		}
+		if (kv_removed(s) != rem) {
+			assert_true(kv_removed(s) > rem);
+			rem = kv_removed(s);
+			for (int k = 1; k <= 8; k++)
+				ready[k] = near[k] = 0;
+		}
+		for (int k = 1; k <= 8; k++) {
+			if (ready[k])
+				assert_int_equal(kv_lookup(s, (uint64_t)k), KV_READY);
+			if (near[k])
+				assert_true(held_or_computing(s, (uint64_t)k));
+			ready[k] |= kv_lookup(s, (uint64_t)k) == KV_READY;
+			near[k] |= held_or_computing(s, (uint64_t)k);
+		}
+	}
+	assert_true(rem > 2); /* the walk did erase */
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals_are_shared_negative_codes),
+		cmocka_unit_test(test_removed_counts_erases_and_found_blocks_stay),
 		cmocka_unit_test(test_shared_block_stored_once),
 		cmocka_unit_test(test_computing_block_not_matchable),
 		cmocka_unit_test(test_inflight_copy_visible_computing_not),
