@@ -499,7 +499,8 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 	const uint32_t *ck = pol_view_scan(v, f->blocks, nb, &nk);
 	if (VEC_GROW(s->mk, s->cap_mk, nk, 64))
 		return KS_ENOMEM;
-	memset(s->mk, 0, nk * sizeof *s->mk);
+	if (nk) /* s->mk may be NULL: no candidate yet asked for room */
+		memset(s->mk, 0, nk * sizeof *s->mk);
 	/* the longest match, the first candidate with it on ties: beating c
 	 * needs block c, so one lookup rules most candidates out */
 	for (uint32_t j = 0; j < nk && c < nb; j++) {
