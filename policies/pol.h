@@ -198,6 +198,13 @@ int pol_view_holds(const pol_view_t *v, pol_match_fn match, uint32_t i, const ui
  * instances (the built-in ones break ties by load, then at random). */
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                              uint32_t *inst);
+/* The same over the candidates ck[0..nk) (pol_view_scan; NULL: instances
+ * 0..nk-1) by match, against an incumbent: returns the longest match above
+ * best, *inst the first candidate with it, or best and *inst unchanged
+ * when none beats it. One lookup (block best) rules out most candidates. */
+uint32_t pol_view_best_of(const pol_view_t *v, pol_match_fn match, const uint32_t *ck,
+                          uint32_t nk, const uint64_t *blocks, uint32_t n, uint32_t best,
+                          uint32_t *inst);
 /* Instances holding at least min_blocks of blocks[0..n) (min_blocks >= 1):
  * writes up to cap indices to out, in index order, returns how many hold it. */
 uint32_t pol_view_holders(const pol_view_t *v, const uint64_t *blocks, uint32_t n,

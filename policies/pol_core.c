@@ -134,22 +134,30 @@ int pol_view_holds(const pol_view_t *v, pol_match_fn match, uint32_t i, const ui
 	return !n || (match(v->ctx, i, blocks + n - 1, 1) && match(v->ctx, i, blocks, n) >= n);
 }
 
+uint32_t pol_view_best_of(const pol_view_t *v, pol_match_fn match, const uint32_t *ck,
+                          uint32_t nk, const uint64_t *blocks, uint32_t n, uint32_t best,
+                          uint32_t *inst)
+{
+	for (uint32_t j = 0; j < nk && best < n; j++) {
+		uint32_t i = ck ? ck[j] : j, m;
+		/* beating best needs blocks[best]: one lookup rules most out */
+		if (!match(v->ctx, i, blocks + best, 1))
+			continue;
+		m = match(v->ctx, i, blocks, n);
+		if (m > best) {
+			best = m;
+			*inst = i;
+		}
+	}
+	return best;
+}
+
 uint32_t pol_view_best_match(const pol_view_t *v, const uint64_t *blocks, uint32_t n,
                              uint32_t *inst)
 {
-	uint32_t best = 0, where = UINT32_MAX, nc;
+	uint32_t where = UINT32_MAX, nc;
 	const uint32_t *c = pol_view_scan(v, blocks, n, &nc);
-	for (uint32_t j = 0; j < nc && best < n; j++) {
-		uint32_t i = c ? c[j] : j, m;
-		/* beating best needs blocks[best]: one lookup rules most out */
-		if (!v->match(v->ctx, i, blocks + best, 1))
-			continue;
-		m = v->match(v->ctx, i, blocks, n);
-		if (m > best) {
-			best = m;
-			where = i;
-		}
-	}
+	uint32_t best = pol_view_best_of(v, v->match, c, nc, blocks, n, 0, &where);
 	if (inst)
 		*inst = where;
 	return best;

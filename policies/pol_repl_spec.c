@@ -501,27 +501,15 @@ static int sp_consider(sp_state_t *s, const pol_view_t *v, const pol_fc_t *f, co
 		return KS_ENOMEM;
 	if (nk) /* s->mk may be NULL: no candidate yet asked for room */
 		memset(s->mk, 0, nk * sizeof *s->mk);
-	/* the longest match, the first candidate with it on ties: beating c
-	 * needs block c, so one lookup rules most candidates out */
-	for (uint32_t j = 0; j < nk && c < nb; j++) {
-		uint32_t k = ck ? ck[j] : j, mk;
-		if (v->match(v->ctx, k, f->blocks + c, 1) && (mk = v->match(v->ctx, k, f->blocks, nb)) > c) {
-			c = mk;
-			src = k;
-		}
-	}
+	/* the longest match (the first candidate with it on ties), then a
+	 * longer one still being computed, which the copy waits for */
+	c = pol_view_best_of(v, v->match, ck, nk, f->blocks, nb, 0, &src);
 	uint32_t src_ready = src, c_ready = c;
 	int pending = 0;
-	/* a longer prefix still being computed (computing includes computed):
-	 * the copy waits for it */
-	for (uint32_t j = 0; v->match_computing && j < nk && c < nb; j++) {
-		uint32_t k = ck ? ck[j] : j, mc;
-		if (v->match_computing(v->ctx, k, f->blocks + c, 1) &&
-		    (mc = v->match_computing(v->ctx, k, f->blocks, nb)) > c) {
-			c = mc;
-			src = k;
-			pending = 1;
-		}
+	if (v->match_computing) {
+		uint32_t cp = pol_view_best_of(v, v->match_computing, ck, nk, f->blocks, nb, c, &src);
+		pending = cp > c;
+		c = cp;
 	}
 	if (!c)
 		return 0; /* nobody holds it yet: nothing to copy */
