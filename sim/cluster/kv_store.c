@@ -27,6 +27,12 @@ typedef struct map_ent {
 	uint32_t tag, slot1;
 } map_ent_t;
 
+/* An erased block, as the erase log keeps it (kv_kept). */
+typedef struct kv_erased {
+	uint64_t id;
+	uint32_t depth;
+} kv_erased_t;
+
 struct kv_store {
 	uint32_t cap, used_shared, used_private, n_spec;
 	uint32_t n_inflight; /* INFLIGHT blocks (kv_inflight_blocks) */
@@ -49,10 +55,21 @@ struct kv_store {
 	void *rctx;
 	kv_stats_t st;
 	uint64_t removed; /* ids erased from the map so far (kv_removed) */
+	kv_erased_t *erased; /* the erase log: the k-th erased at k & elog_mask */
+	uint32_t elog_mask;
 };
 
 #define NIL UINT32_MAX
 
+
+/* The erase log's entries (kv_kept). */
+static uint32_t elog_size(uint32_t cap)
+{
+	uint32_t n = 16;
+	while (n < cap / 8 && n < 4096)
+		n *= 2;
+	return n;
+}
 
 /* The map's entries: a power of two at least twice the blocks (load <= 1/2). */
 static uint64_t map_size(uint32_t cap)
@@ -67,7 +84,8 @@ uint64_t kv_store_bytes(uint32_t cap)
 {
 	kv_store_t *s = NULL;
 	uint64_t n = cap ? cap : 1;
-	return sizeof *s + n * (sizeof *s->slot + sizeof *s->heap) + map_size(cap) * sizeof *s->map;
+	return sizeof *s + n * (sizeof *s->slot + sizeof *s->heap) + map_size(cap) * sizeof *s->map +
+	       elog_size(cap) * sizeof *s->erased;
 }
 
 kv_store_t *kv_store_new(uint32_t cap)
@@ -80,7 +98,9 @@ kv_store_t *kv_store_new(uint32_t cap)
 	s->slot = calloc(cap ? cap : 1, sizeof *s->slot);
 	s->map = calloc(msize, sizeof *s->map);
 	s->heap = calloc(cap ? cap : 1, sizeof *s->heap);
-	if (!s->slot || !s->map || !s->heap) {
+	s->elog_mask = elog_size(cap) - 1;
+	s->erased = calloc((size_t)s->elog_mask + 1, sizeof *s->erased);
+	if (!s->slot || !s->map || !s->heap || !s->erased) {
 		kv_store_free(s);
 		return NULL;
 	}
@@ -96,7 +116,7 @@ void kv_store_free(kv_store_t *s)
 {
 	if (!s)
 		return;
-	FREE_ALL(s->slot, s->map, s->heap, s);
+	FREE_ALL(s->slot, s->map, s->heap, s->erased, s);
 }
 
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx)
@@ -174,7 +194,7 @@ static void map_insert(kv_store_t *s, uint64_t id, uint32_t slot)
  * without reading other entries' slots. */
 static void map_erase_slot(kv_store_t *s, uint64_t id, uint32_t v)
 {
-	s->removed++;
+	s->erased[s->removed++ & s->elog_mask] = (kv_erased_t){id, s->slot[v].b.depth};
 	uint32_t h = map_hash(id), i = h & s->mask;
 	while (s->map[i].slot1 != v + 1)
 		i = (i + 1) & s->mask;
@@ -486,6 +506,18 @@ const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id)
 uint64_t kv_removed(const kv_store_t *s)
 {
 	return s->removed;
+}
+
+uint32_t kv_kept(const kv_store_t *s, const uint64_t *ids, uint32_t m, uint64_t since)
+{
+	if (since > s->removed || s->removed - since > (uint64_t)s->elog_mask + 1)
+		return 0;
+	for (uint64_t k = since; k < s->removed; k++) {
+		const kv_erased_t *x = &s->erased[k & s->elog_mask];
+		if (x->depth < m && ids[x->depth] == x->id)
+			m = x->depth;
+	}
+	return m;
 }
 
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n)

@@ -111,6 +111,16 @@ const kv_block_info_t *kv_info(const kv_store_t *s, uint64_t id);
  * READY) until it is erased, so while this count is unchanged every block
  * found READY (or COMPUTING or READY) is still so. */
 uint64_t kv_removed(const kv_store_t *s);
+/* Of a query's first m blocks, every one found READY (or READY or
+ * COMPUTING) when kv_removed was `since`: how many leading ones surely
+ * still are. The store logs the last ids it erased with their depths (a
+ * power of two of them, about an eighth of its capacity, 16 to 4096: 2
+ * bytes a block), and a block id names its whole prefix (traces chain
+ * them, tr.h), so the query's block at position d has depth d: the answer
+ * is the least depth among the query's blocks erased since, or m, at one
+ * comparison per erase, never a lookup. 0 once the log no longer reaches
+ * back to `since`. */
+uint32_t kv_kept(const kv_store_t *s, const uint64_t *ids, uint32_t m, uint64_t since);
 /* Number of leading ids that are READY here. */
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n);
 /* Number of leading ids READY or INFLIGHT here: KV that exists or is on its

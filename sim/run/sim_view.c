@@ -24,10 +24,12 @@ typedef struct qdelay {
  * direct-mapped on (instance, query), a query named by its length, last
  * and first ids and a hash of all of them. An answer m says that the
  * query's first m blocks were READY (or COMPUTING) when the instance had
- * erased `removed` ids (kv_removed); while that count is unchanged they
- * still are, so the next ask looks up only the blocks past m. The same
- * answers as kv_match, without a lookup per block of a long prefix asked
- * again every tick (a session's context, sglang's block per token). */
+ * erased `removed` ids (kv_removed); they still are but for those the
+ * store has erased since, which its erase log names (kv_kept), so the next
+ * ask looks up only the blocks past the first one erased, or past m. The
+ * same answers as kv_match, without a lookup per block of a long prefix
+ * asked again every tick (a session's context, sglang's block per token)
+ * while the instance evicts other blocks. */
 #define MATCH_MEMO 4096  /* entries (own choice) */
 #define MATCH_MEMO_MIN 8 /* shorter queries are asked directly */
 typedef struct mmemo {
@@ -115,8 +117,8 @@ static uint32_t match_memo(sim_ctx_t *s, int mode, uint32_t i, const uint64_t *b
 				   (MATCH_MEMO - 1)];
 	uint32_t from = 0;
 	if (e->mode == (uint32_t)mode && e->inst == i && e->n == n && e->sum == sum &&
-	    e->last == b[n - 1] && e->first == b[0] && e->removed == rem)
-		from = e->m; /* nothing erased since: those are still there */
+	    e->last == b[n - 1] && e->first == b[0])
+		from = kv_kept(kv, b, e->m, e->removed); /* those erased since excepted */
 	uint32_t m = from == n ? n : from + match_from(kv, mode, b + from, n - from);
 	*e = (mmemo_t){sum, b[n - 1], b[0], rem, i, n, m, (uint32_t)mode};
 	return m;

@@ -470,11 +470,83 @@ static void test_removed_counts_erases_and_found_blocks_stay(void **st)
 	kv_store_free(s);
 }
 
+/* kv_kept against the truth on a random walk: the blocks it keeps of an
+ * earlier match are still READY; it keeps the whole match when none of its
+ * blocks was erased and the log (16 entries in a store of 8 blocks) still
+ * reaches back; 0 once it does not. Other ids sit at the same depths, so
+ * an answer that looked at depths alone, or kept the match whatever was
+ * erased, fails. */
+static void test_kept_names_the_blocks_erased_since(void **st)
+{
+	(void)st;
+	enum { D = 6, SNAPS = 4 };
+	kv_store_t *s = kv_store_new(8);
+	uint64_t q[D], seed = 777;
+	for (uint32_t d = 0; d < D; d++)
+		q[d] = 101 + d; /* the query; ids 201.. sit at the same depths */
+	struct {
+		uint64_t since;
+		uint32_t m;
+		int erased; /* some q[d < m] erased since */
+		int live;
+	} sn[SNAPS] = {{0}};
+	int kept_whole = 0, kept_part = 0, forgot = 0;
+	for (int step = 0; step < 30000; step++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t d = (uint32_t)((seed >> 33) % D);
+		uint64_t id = (seed >> 50) & 1 ? q[d] : 201 + d;
+		int64_t now = step;
+		int had[D];
+		for (uint32_t k = 0; k < D; k++)
+			had[k] = kv_info(s, q[k]) != NULL;
+		switch ((seed >> 40) % 9) {
+		case 0: (void)kv_alloc(s, id, d, KV_COMPUTING, 1, 0, now); break;
+		case 1: (void)kv_ready(s, id, now); break;
+		case 2: case 3: (void)kv_unref(s, id, now); break;
+		case 4: case 5: (void)kv_evict_one(s, now); break;
+		case 6: (void)kv_drop(s, id); break;
+		case 7: (void)kv_ref(s, id, now, NULL); break;
+		default: (void)kv_alloc(s, id, d, KV_READY, 0, 0, now); break;
+		}
+		for (int j = 0; j < SNAPS; j++)
+			for (uint32_t k = 0; k < D; k++)
+				sn[j].erased |= had[k] && !kv_info(s, q[k]) && k < sn[j].m;
+		for (int j = 0; j < SNAPS; j++) {
+			if (!sn[j].live)
+				continue;
+			uint32_t kept = kv_kept(s, q, sn[j].m, sn[j].since);
+			assert_true(kept <= sn[j].m);
+			assert_true(kv_match(s, q, kept) == kept); /* sound */
+			if (kv_removed(s) - sn[j].since > 16) {
+				assert_int_equal(kept, 0);
+				forgot++;
+				sn[j].live = 0;
+			} else if (!sn[j].erased) {
+				assert_int_equal(kept, sn[j].m); /* tight */
+				kept_whole += sn[j].m > 0;
+			} else {
+				kept_part += kept < sn[j].m;
+			}
+		}
+		if ((seed >> 20) % 128 == 0) { /* a new match to remember */
+			int j = (int)((seed >> 24) % SNAPS);
+			sn[j].since = kv_removed(s);
+			sn[j].m = kv_match(s, q, D);
+			sn[j].erased = 0;
+			sn[j].live = 1;
+		}
+	}
+	assert_true(kept_whole > 100 && kept_part > 100 && forgot > 20); /* each case met */
+	assert_int_equal(kv_check(s), 0);
+	kv_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals_are_shared_negative_codes),
 		cmocka_unit_test(test_removed_counts_erases_and_found_blocks_stay),
+		cmocka_unit_test(test_kept_names_the_blocks_erased_since),
 		cmocka_unit_test(test_shared_block_stored_once),
 		cmocka_unit_test(test_computing_block_not_matchable),
 		cmocka_unit_test(test_inflight_copy_visible_computing_not),
