@@ -322,8 +322,9 @@ def fig_headline(rows, path, fam="speculative+oracle"):
     ax.set_ylabel("p95 TTFT gain over offered requests (%)")
     ax.set_title(f"{fam}: paired gain per workload and load")
     ax.legend(fontsize=7, loc="lower left")
-    ks.add_caption(fig, "10 held-out replicates each (workload redrawn per seed); whiskers: paired t "
-                        "95% CI; top: ▲ better ▼ worse = equivalent within 5% ? inconclusive")
+    ns = "/".join(str(n) for n in sorted({int(x["n"]) for x in r}))
+    ks.add_caption(fig, f"{ns} held-out replicates each (workload redrawn per seed); whiskers: "
+                        "paired t 95% CI; top: ▲ better ▼ worse = equivalent within 5% ? inconclusive")
     return ks.save(fig, path)
 
 

@@ -397,6 +397,10 @@ def capacity(out):
         t = pd.read_sql("select * from capacity", db)
     if t.empty:
         return md + ["no capacity search ended.", ""], []
+    # a search that failed at the lowest load has no value: it keeps that
+    # bound (its bracket's hi), as the docstring says
+    lo_fails = (t["verdict"] == "lo_fails") & t["value"].isna()
+    t.loc[lo_fails, "value"] = t.loc[lo_fails, "hi"]
     kv = t["params"].str.split(" ").apply(lambda xs: dict(x.split("=", 1) for x in xs if "=" in x))
     t["workload"] = kv.apply(lambda d: d.get(NAME, ""))
     t["preset"] = kv.apply(lambda d: d.get(PRESET, ""))

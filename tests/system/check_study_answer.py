@@ -162,8 +162,44 @@ def check_acts_only():
     assert len(res) == 2 and all(abs(x["gain"] - 0.1) < 1e-12 for x in res), res
 
 
+def check_capacity_lo_fails():
+    """A capacity search that fails even at the lowest load has no value in
+    the catalog's capacity table: the answer keeps its bound (the
+    bracket's hi), so the baseline's held-out mean includes it and the
+    comparison is made, not refused as a NaN."""
+    import sqlite3
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        os.makedirs(os.path.join(out, "a3_capacity"))
+        with sqlite3.connect(os.path.join(out, "a3_capacity", "catalog.sqlite")) as db:
+            db.execute("create table capacity (point, seed, params, key, metric, target, value, "
+                       "lo, hi, probes, verdict)")
+            fams = {"none": "policy.replication.name=none policy.predictor.name=oracle",
+                    "spec": "policy.replication.name=speculative policy.predictor.name=oracle"}
+            n = sa.TUNE + 4
+            _, held_ids = kst.split_replicates(sorted(str(s) for s in seeds(n)), sa.TUNE)
+            for s in seeds(n):
+                for f, kv in fams.items():
+                    params = "experiment.name=fanout policy.preset=none " + kv
+                    if f == "none" and str(s) == held_ids[-1]:  # a held-out seed fails at LO
+                        row = (0, s, params, "trace.rate_scale", "slo_attainment", 0.9, None, None,
+                               0.125, 2, "lo_fails")
+                    else:
+                        v = 1.0 if f == "none" else 1.5
+                        row = (0, s, params, "trace.rate_scale", "slo_attainment", 0.9, v, v,
+                               v * 1.04, 9, "bracketed")
+                    db.execute("insert into capacity values (?,?,?,?,?,?,?,?,?,?,?)", row)
+        _, rows = sa.capacity(out)
+    assert len(rows) == 1, rows
+    r = rows[0]
+    held = n - sa.TUNE
+    assert r["n"] == held, r
+    assert abs(r["base_mean"] - ((held - 1) * 1.0 + 0.125) / held) < 1e-12, r
+    assert abs(r["pol_mean"] - 1.5) < 1e-12, r
+
+
 CASES = {"tuning": check_tuning, "acts_only": check_acts_only, "holm_map": check_holm_map, "inf": check_inf, "conditions": check_conditions,
-         "baseline_knobs": check_baseline_knobs}
+         "baseline_knobs": check_baseline_knobs, "capacity_lo_fails": check_capacity_lo_fails}
 
 
 def main():

@@ -67,9 +67,17 @@ static void test_baseline_without_condition_pairs_with_every_condition(void **st
 	check("conditions");
 }
 
+/* A capacity search that fails at the lowest load keeps that bound. */
+static void test_capacity_search_failing_at_the_lowest_load_keeps_it(void **st)
+{
+	(void)st;
+	check("capacity_lo_fails");
+}
+
 TEST_MAIN(cmocka_unit_test(test_best_baseline_is_chosen_on_tuning_replicates),
           cmocka_unit_test(test_shed_baseline_counts_as_infinite_latency),
           cmocka_unit_test(test_baseline_without_condition_pairs_with_every_condition),
           cmocka_unit_test(test_added_to_a_preset_takes_its_best_tuned_baseline),
           cmocka_unit_test(test_map_verdicts_are_holm_adjusted),
-          cmocka_unit_test(test_condition_blank_where_it_does_not_act))
+          cmocka_unit_test(test_condition_blank_where_it_does_not_act),
+          cmocka_unit_test(test_capacity_search_failing_at_the_lowest_load_keeps_it))
