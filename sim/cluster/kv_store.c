@@ -510,7 +510,10 @@ uint64_t kv_removed(const kv_store_t *s)
 
 uint32_t kv_kept(const kv_store_t *s, const uint64_t *ids, uint32_t m, uint64_t since)
 {
-	if (since > s->removed || s->removed - since > (uint64_t)s->elog_mask + 1)
+	/* past the log, or past 32 erases a block of m (a lookup costs tens of
+	 * the log's sequential reads): a fresh match is the answer */
+	uint64_t n = s->removed - since;
+	if (since > s->removed || n > (uint64_t)s->elog_mask + 1 || n > 32 * (uint64_t)m)
 		return 0;
 	for (uint64_t k = since; k < s->removed; k++) {
 		const kv_erased_t *x = &s->erased[k & s->elog_mask];

@@ -119,7 +119,8 @@ uint64_t kv_removed(const kv_store_t *s);
  * them, tr.h), so the query's block at position d has depth d: the answer
  * is the least depth among the query's blocks erased since, or m, at one
  * comparison per erase, never a lookup. 0 once the log no longer reaches
- * back to `since`. */
+ * back to `since`, or past 32 erases a block of m (a lookup costs tens of
+ * the log's reads): the caller then matches afresh. */
 uint32_t kv_kept(const kv_store_t *s, const uint64_t *ids, uint32_t m, uint64_t since);
 /* Number of leading ids that are READY here. */
 uint32_t kv_match(const kv_store_t *s, const uint64_t *ids, uint32_t n);
