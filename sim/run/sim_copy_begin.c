@@ -167,7 +167,9 @@ int sim_copy_begin(sim_ctx_t *s, place_t src, place_t dst, const uint64_t *block
 		if (!kv_pin_any(from, mv[j], now)) /* READY, or COMPUTING (copy_from) */
 			held[j] = COPY_HELD_SRC;
 	for (uint32_t j = 0; j < k; j++) {
-		const kv_block_info_t *bi = offload ? NULL : kv_info(from, mv[j]);
+		/* its depth travels with it (an offload's source is being evicted,
+		 * still in its store): kv_kept reads a block's position from it */
+		const kv_block_info_t *bi = kv_info(from, mv[j]);
 		int a = kv_alloc(to, mv[j], bi ? bi->depth : 0, KV_INFLIGHT, 0, spec, now);
 		if (a && !kv_hook_error(a)) /* no room after all */
 			a = POL_COPY_REFUSED;
