@@ -127,6 +127,48 @@ static void test_tier_evictions_are_their_blocks_evicted(void **st)
 	sim_results_free(&r);
 }
 
+typedef struct idd {
+	uint64_t id;
+	uint32_t depth;
+	int tier;
+} idd_t;
+
+static int idd_cmp(const void *a, const void *b)
+{
+	const idd_t *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* A block id names its whole prefix, so it has one depth in every store:
+ * a block offloaded down the tiers and fetched back keeps its position
+ * (the policies' match memo reads it, kv_kept). Every eviction row of an
+ * id, at any tier, says the same depth; offloads once wrote depth 0. */
+static void test_a_block_keeps_its_depth_in_every_tier(void **st)
+{
+	(void)st;
+	const char *sets[] = {"output.decisions=true",     "cluster.kv_blocks=120",
+	                      "kvcache.host_kv_gb=10",     "kvcache.host_offload=true",
+	                      "kvcache.nvme_kv_gb=20",     "kvcache.pool_kv_gb=60",
+	                      "kvcache.host_fetch=always"};
+	sim_results_t r = sf_run(NULL, sets, 7);
+	idd_t *v = calloc(r.n_dec ? r.n_dec : 1, sizeof *v);
+	assert_non_null(v);
+	size_t n = 0, deep_below = 0;
+	for (size_t i = 0; i < r.n_dec; i++)
+		if (r.dec[i].kind == DEC_EVICT)
+			v[n++] = (idd_t){r.dec[i].prefix, r.dec[i].depth, r.dec[i].tier};
+	qsort(v, n, sizeof *v, idd_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (i && v[i].id == v[i - 1].id)
+			assert_int_equal(v[i].depth, v[i - 1].depth);
+		deep_below += v[i].tier > 0 && v[i].depth > 0;
+	}
+	printf("eviction rows: %zu, below HBM at depth > 0: %zu\n", n, deep_below);
+	assert_true(deep_below > 0); /* the tiers do hold deep blocks */
+	free(v);
+	sim_results_free(&r);
+}
+
 static void test_speculative_blocks_evicted_unused_within_the_waste(void **st)
 {
 	(void)st;
@@ -227,6 +269,7 @@ static void test_eviction_rows_leave_results_identical(void **st)
 
 TEST_MAIN(cmocka_unit_test(test_every_hbm_eviction_is_a_row_with_lru_and_lfu_scores),
           cmocka_unit_test(test_tier_evictions_are_their_blocks_evicted),
+          cmocka_unit_test(test_a_block_keeps_its_depth_in_every_tier),
           cmocka_unit_test(test_speculative_blocks_evicted_unused_within_the_waste),
           cmocka_unit_test(test_slo_admission_rows_are_its_verdicts),
           cmocka_unit_test(test_eviction_rows_leave_results_identical))
