@@ -239,10 +239,12 @@ def fig_breakeven(rows, path):
                         f"[95% paired t CI];\nmarks Holm-adjusted over the {len(r)} cells: "
                         "▲ better ▼ worse = equivalent within 5% ? inconclusive;\n"
                         "◆ realistic predictors measured on the same workload (A0, load x1): "
-                        + "; ".join("%s recall %.2f, precision %.2f (%.3g false positives per "
-                                    "true forecast), lead %.1f s, placement %.2f"
+                        + "; ".join("%s recall %.2f, precision %.2f per entry and tick "
+                                    "(%.3g false positives per true forecast), %.2f per "
+                                    "distinct prefix, lead %.1f s, placement %.2f"
                                     % (pt["predictor"], pt["recall"], pt["precision"],
-                                       pt["fp_rate"], pt["lead_s"], pt["placement"])
+                                       pt["fp_rate"], pt.get("prefix_precision", np.nan),
+                                       pt["lead_s"], pt["placement"])
                                     for pt in PREDICTORS))
     return ks.save(fig, path)
 

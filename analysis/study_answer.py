@@ -256,8 +256,10 @@ def predictor_points(out):
     speculative runs on the same default workload at load x1, per
     predictor other than the oracle, the mean over its runs of
     forecast.recall, the false positives per true forecast (1 - P) / P from
-    forecast.precision P, forecast.lead_mean_s and forecast.placement_acc.
-    [] without A0."""
+    forecast.precision P (per entry and tick, as the oracle's injected false
+    positives are drawn per forecast), forecast.prefix_precision (each
+    distinct prefix named once), forecast.prefixes, forecast.lead_mean_s
+    and forecast.placement_acc. [] without A0."""
     df = load_exp(out, "a0_load")
     if df is None or PRED not in df.columns:
         return []
@@ -268,12 +270,14 @@ def predictor_points(out):
     for pred, g in d.groupby(PRED):
         m = {k: pd.to_numeric(g[k], errors="coerce").mean() if k in g.columns else np.nan
              for k in ("forecast.recall", "forecast.precision", "forecast.lead_mean_s",
-                       "forecast.placement_acc")}
+                       "forecast.placement_acc", "forecast.prefix_precision",
+                       "forecast.prefixes")}
         prec = m["forecast.precision"]
         pts.append(dict(predictor=str(pred), recall=m["forecast.recall"], precision=prec,
                         fp_rate=(1 - prec) / prec if prec and prec > 0 else np.inf,
                         lead_s=m["forecast.lead_mean_s"], placement=m["forecast.placement_acc"],
-                        runs=len(g)))
+                        prefix_precision=m["forecast.prefix_precision"],
+                        prefixes=m["forecast.prefixes"], runs=len(g)))
     return pts
 
 
@@ -523,7 +527,9 @@ def answer(out, figdir=None):
                 md += [f"- `{pt['predictor']}` on the same workload (A0, load x1, {pt['runs']} runs): "
                        f"recall {pt['recall']:.2f}, precision {pt['precision']:.2f} "
                        f"({pt['fp_rate']:.2f} false positives per true forecast), mean lead "
-                       f"{pt['lead_s']:.1f} s, placement accuracy {pt['placement']:.2f}."]
+                       f"{pt['lead_s']:.1f} s, placement accuracy {pt['placement']:.2f}; "
+                       f"per distinct prefix named (each once, however many ticks name it), "
+                       f"{pt['prefix_precision']:.2f} of {pt['prefixes']:.0f} a run come true."]
             md.append("")
         for name, path in af.draw(exp, d, rows, fig).items():
             md += [f"![{name}](fig/{os.path.basename(path)})", ""]

@@ -69,8 +69,8 @@ TABLE_METRICS = ["admitted_share", "ttft_p95_ms", "ttft_p99_ms", "slo_attainment
                  "ttft_completed_mean_ms", "ttft_nospec_mean_ms",
                  "spec.unused_vram_gb_s",
                  "spec.bytes_bg", "spec.fg_slowdown_mean_s", "hit_rate_blocks",
-                 "forecast.precision", "forecast.recall", "forecast.placement_acc",
-                 "forecast.lead_mean_s"]
+                 "forecast.precision", "forecast.prefix_precision", "forecast.recall",
+                 "forecast.placement_acc", "forecast.lead_mean_s"]
 REPL = "policy.replication.name"
 BOUND_PLACE = "bound.place_hit_rate_blocks"
 PRED = "policy.predictor.name"
@@ -193,7 +193,7 @@ def forecast_table(frames):
     one row per experiment, predictor and (for the oracle) injected recall
     and FP rate, mean ± 95% CI over the runs there."""
     head = ["experiment", "predictor", "injected recall", "injected FP rate",
-            "forecast.precision", "forecast.recall", "runs"]
+            "forecast.precision", "forecast.prefix_precision", "forecast.recall", "runs"]
     lines = []
     for exp, df in frames.items():
         if df is None or "forecast.recall" not in df.columns:
@@ -216,8 +216,8 @@ def forecast_table(frames):
         d[RECALL], d[FP] = d[RECALL].astype(str), d[FP].astype(str)
         by = [PRED, RECALL, FP]
         stats = [kr.mean_ci(d, by, m) if m in d.columns else None
-                 for m in ("forecast.precision", "forecast.recall")]
-        for i, row in stats[1].iterrows():
+                 for m in ("forecast.precision", "forecast.prefix_precision", "forecast.recall")]
+        for i, row in stats[-1].iterrows():  # recall: never NaN here
             cells = [exp] + [short(_num_or(row[c])) for c in by]
             for st in stats:
                 cells.append("-" if st is None else fmt(st.iloc[i]["mean"]) +

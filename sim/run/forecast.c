@@ -31,6 +31,7 @@ typedef struct fkey {
 	int64_t last, prev; /* the two latest ticks that forecast it (INT64_MIN: none) */
 	uint64_t head, tail; /* its oldest unresolved and newest tick records (NONE) */
 	uint32_t rep;        /* its first replica + 1 (0: none) */
+	uint8_t named, hit;  /* a forecast named it; an arrival came within H of one */
 } fkey_t;
 
 typedef struct frec {
@@ -60,6 +61,7 @@ struct fcast {
 	size_t n_lead, cap_lead;
 	/* counts */
 	uint64_t entries, hit_h4, hit_h, hit_x4;
+	uint64_t prefixes, prefix_hits; /* distinct prefixes named, and come within H */
 	uint64_t eligible, recalled_h4, recalled, recalled_x4, recalled_part;
 	uint64_t placed_eligible, placed_hit;
 };
@@ -146,7 +148,7 @@ static int64_t key_get(fcast_t *f, uint64_t id)
 	if (f->n_keys >= UINT32_MAX - 1 || VEC_GROW(f->keys, f->cap_keys, f->n_keys + 1, 256) ||
 	    map_put(&f->map, id, (uint32_t)f->n_keys + 1))
 		return -1;
-	f->keys[f->n_keys] = (fkey_t){INT64_MIN, INT64_MIN, NONE, NONE, 0};
+	f->keys[f->n_keys] = (fkey_t){INT64_MIN, INT64_MIN, NONE, NONE, 0, 0, 0};
 	return (int64_t)f->n_keys++;
 }
 
@@ -203,6 +205,10 @@ int fcast_tick(fcast_t *f, int64_t now, const pol_forecast_t *fc)
 		k->prev = k->last;
 		k->last = now;
 		f->entries++;
+		if (!k->named) {
+			k->named = 1;
+			f->prefixes++;
+		}
 		if (rec_push(f, (uint32_t)ki, now))
 			return KS_ENOMEM;
 	}
@@ -225,6 +231,10 @@ static void key_resolve(fcast_t *f, fkey_t *k, int64_t now)
 		f->hit_h4 += d <= f->h / 4;
 		f->hit_h += d <= f->h;
 		f->hit_x4 += d <= 4 * f->h;
+		if (d <= f->h && !k->hit) {
+			k->hit = 1;
+			f->prefix_hits++;
+		}
 	}
 	k->head = q;
 }
@@ -352,5 +362,9 @@ int fcast_report(fcast_t *f, sim_results_t *res)
 	for (size_t i = 0; i < nm; i++)
 		if (rec_metric(res, REC_FORECAST_ENTRIES + (int)i, m[i]))
 			return KS_ENOMEM;
+	/* only for a run that asked a forecast, so the others keep their /summary */
+	if (f && (rec_metric(res, REC_FORECAST_PREFIXES, (double)f->prefixes) ||
+		  rec_metric(res, REC_FORECAST_PREFIX_PRECISION, ratio(f->prefix_hits, f->prefixes))))
+		return KS_ENOMEM;
 	return 0;
 }

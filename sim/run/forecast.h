@@ -11,6 +11,11 @@
  *    forecast repeats it; it is a hit for window w when a request whose
  *    blocks start with the entry's arrives in (t, t + w]. precision is the
  *    hit share for w = H, precision_h4 for H/4 and precision_x4 for 4H.
+ *    A prefix a predictor keeps naming weighs once per tick there, so
+ *    prefix_precision counts each distinct prefix once: of the prefixes
+ *    any forecast named (prefixes), the share with an arrival in
+ *    (t, t + H] after some tick t that named it. Both are recorded only by
+ *    a run that asked a forecast.
  *  - a request's shared prefix is its longest prefix of blocks all seen in
  *    earlier arrivals (every arrival counts, rejected ones too: they are
  *    demand the predictor sees). It is eligible when that prefix has at least

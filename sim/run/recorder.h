@@ -63,6 +63,11 @@
 	X(FORECAST_LEADS, "forecast.leads", "", "replicas used (lead samples)")                       \
 	X(FORECAST_LEAD_MEAN_S, "forecast.lead_mean_s", "s", "mean time from a replica's landing to its first use") \
 	X(FORECAST_LEAD_P50_S, "forecast.lead_p50_s", "s", "median time from a replica's landing to its first use")
+/* Recorded only when the run asked a forecast (fcast_report), so runs without
+ * one keep their /summary. */
+#define REC_FORECAST_PREFIX                                                                        \
+	X(FORECAST_PREFIXES, "forecast.prefixes", "", "distinct prefixes any forecast named")      \
+	X(FORECAST_PREFIX_PRECISION, "forecast.prefix_precision", "", "of those, the share whose prefix came within the horizon of a tick naming it")
 /* The tiers below host memory (sim/run/sim_tiers.h), recorded only when
  * kvcache.nvme_kv_gb or pool_kv_gb is on, so runs without them keep their
  * /summary. Tiers are inclusive: offloaded = evicted + resident at the end. */
@@ -183,6 +188,7 @@
 	X(BYTES_BG, "bytes_bg", "bytes", "background bytes moved")                                 \
 	REC_TIERS                                                                                  \
 	REC_FORECAST                                                                               \
+	REC_FORECAST_PREFIX                                                                        \
 	X(DISAGG_HANDOFF_BYTES, "disagg.handoff_bytes", "bytes", "KV bytes handoff flows moved (in bytes_fg; 0 with disagg off)") \
 	X(DISAGG_HANDOFF_WAIT_MEAN_MS, "disagg.handoff_wait_mean_ms", "ms", "mean prefill end to KV landing of handed-off requests (NaN with disagg off)") \
 	REC_BOUND                                                                                  \

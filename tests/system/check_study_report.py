@@ -168,7 +168,9 @@ def check_forecast(out, rep):
              not _nan(r["policy.predictor.oracle_recall"]) and
              close(float(r["policy.predictor.oracle_recall"]), float(c[2])) and
              close(float(r["policy.predictor.oracle_fp_rate"]), float(c[3]))]
-        if not v or not close(cell_value(c[5])[0], sum(v) / len(v), 6e-4) or int(c[6]) != len(v):
+        # columns: experiment, predictor, recall, FP rate, precision,
+        # prefix_precision, recall, runs
+        if not v or not close(cell_value(c[6])[0], sum(v) / len(v), 6e-4) or int(c[7]) != len(v):
             fail("forecast row %s: the catalog gives %s" % (c, v))
         seen += 1
     if seen != 4:

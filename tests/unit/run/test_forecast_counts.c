@@ -3,7 +3,8 @@
  * 4H), expired after 4H; recall of the whole shared prefix (per window) and
  * of a part of it, with an arrival at a tick's own instant left to the tick before;
  * placement against replicas that are in flight, cancelled or evicted; lead
- * mean and median. */
+ * mean and median; each distinct prefix counted once (prefix_precision),
+ * however many ticks name it. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,6 +158,39 @@ static void test_placement_follows_live_replicas_and_lead_statistics(void **st)
 	fcast_free(f);
 }
 
+/* A prefix named at 10 ticks that comes once weighs 10 entries; one named
+ * once that never comes weighs 1: per entry 10/11 come true, per distinct
+ * prefix 1/2. And the other way round. */
+static void test_prefix_precision_counts_each_prefix_once(void **st)
+{
+	(void)st;
+	fcast_t *f = fcast_new(H, 1);
+	assert_non_null(f);
+	const uint64_t *ea[] = {A}, *eb[] = {B};
+	const uint32_t n[] = {3};
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(tick(f, i * S / 10, 1, ea, n), 0);
+	assert_int_equal(tick(f, 1 * S, 1, eb, n), 0);
+	assert_int_equal(fcast_arrival(f, 2 * S, A, 3, 0), 0);
+	/* B comes after H: not a hit, for either count */
+	assert_int_equal(fcast_arrival(f, 1 * S + H + 1, B, 3, 0), 0);
+	assert_true(metric(f, "forecast.entries") == 11);
+	assert_true(metric(f, "forecast.precision") == 10.0 / 11);
+	assert_true(metric(f, "forecast.prefixes") == 2);
+	assert_true(metric(f, "forecast.prefix_precision") == 0.5);
+	fcast_free(f);
+	/* B named at 10 ticks, never comes; A named once, comes */
+	fcast_t *g = fcast_new(H, 1);
+	assert_non_null(g);
+	assert_int_equal(tick(g, 0, 1, ea, n), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(tick(g, S + i * S / 10, 1, eb, n), 0);
+	assert_int_equal(fcast_arrival(g, 3 * S, A, 3, 0), 0);
+	assert_true(metric(g, "forecast.precision") == 1.0 / 11);
+	assert_true(metric(g, "forecast.prefix_precision") == 0.5);
+	fcast_free(g);
+}
+
 static void test_no_forecast_reports_every_metric_nan(void **st)
 {
 	(void)st;
@@ -168,12 +202,16 @@ static void test_no_forecast_reports_every_metric_nan(void **st)
 		assert_int_equal(strncmp(r.metric[i].name, "forecast.", 9), 0);
 		assert_true(isnan(r.metric[i].value));
 	}
+	/* the per-prefix pair is left out, so such a run keeps its /summary */
+	assert_true(isnan(sim_results_get(&r, "forecast.prefixes")));
 	sim_results_free(&r);
 	/* a forecaster that saw nothing: counts 0, ratios NaN */
 	fcast_t *f = fcast_new(H, 1);
 	assert_true(metric(f, "forecast.entries") == 0);
 	assert_true(isnan(metric(f, "forecast.precision")));
 	assert_true(isnan(metric(f, "forecast.recall")));
+	assert_true(metric(f, "forecast.prefixes") == 0);
+	assert_true(isnan(metric(f, "forecast.prefix_precision")));
 	fcast_free(f);
 }
 
@@ -181,4 +219,5 @@ TEST_MAIN(cmocka_unit_test(test_precision_counts_each_entry_tick_once_per_window
           cmocka_unit_test(test_precision_records_expire_after_four_horizons),
           cmocka_unit_test(test_recall_whole_and_partial_shared_prefix),
           cmocka_unit_test(test_placement_follows_live_replicas_and_lead_statistics),
+          cmocka_unit_test(test_prefix_precision_counts_each_prefix_once),
           cmocka_unit_test(test_no_forecast_reports_every_metric_nan))
