@@ -249,11 +249,13 @@ study-only: $(KVSIM)
 	sh analysis/study/run_study.sh $(STUDY) $(STUDY_OUT) -j $(STUDY_JOBS)
 
 # The headline figures of the quick study, as analysis/study_report.py
-# --figures names them, into analysis/figures/ (committed; the README shows them).
+# --figures names them, into analysis/figures/ (committed; the README shows them),
+# with the quick answer.csv, from which the READMEs' answer blocks are rewritten.
 figures-only: $(KVSIM)
 	sh analysis/study/run_study.sh quick results/study-quick -j $(STUDY_JOBS)
 	@if [ -f analysis/study_report.py ]; then \
-	  /usr/bin/python3 analysis/study_report.py results/study-quick --figures analysis/figures; \
+	  /usr/bin/python3 analysis/study_report.py results/study-quick --figures analysis/figures && \
+	  /usr/bin/python3 analysis/answer_text.py analysis/figures/answer.csv --write README.md analysis/README.md; \
 	else echo "figures: analysis/study_report.py is not in this tree yet; no figures"; fi
 
 bench-only: build

@@ -416,7 +416,8 @@ def capacity(out):
            f"one that passes at the highest keeps that). Pairs: the policy against the best fair "
            f"baseline chosen on {TUNE} tuning seeds.", "",
            "| workload | family | preset | n | baseline (preset) | capacity, baseline | capacity, "
-           "policy | gain [95% CI] | verdict | searches at a bound |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "policy | gain [95% CI] | verdict | searches at a bound (policy / baseline) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     for wl, g in t.groupby("workload"):
         reps = sorted(g["seed"].astype(str).unique())
@@ -434,7 +435,10 @@ def capacity(out):
                 continue
             c = kst.compare({i: v[i] for i in ids}, {i: base[best][i] for i in ids},
                             higher_is_better=True, margin=MARGIN, B=2000)
-            bound = int((g[(g["family"] == k[0]) & (g["preset"] == k[1])]["verdict"] != "bracketed").sum())
+            def at_bound(fam, pre):
+                return int((g[(g["family"] == fam) & (g["preset"] == pre)]["verdict"]
+                            != "bracketed").sum())
+            bound = f"{at_bound(*k)} / {at_bound(*best)}"
             r = dict(experiment="a3_capacity", workload=wl, family=k[0], preset=k[1], n=c.n,
                      baseline=best[1], base_mean=np.mean([base[best][i] for i in ids]),
                      pol_mean=np.mean([v[i] for i in ids]), gain=c.mean, lo=c.t_lo, hi=c.t_hi,

@@ -36,7 +36,8 @@ no kvsim is run) and writes OUT/REPORT.md and OUT/fig/*.png:
 Under each figure REPORT.md says what it shows, with the key numbers
 computed from the catalog; the tables follow the figures.
 An experiment that is absent or skipped is named in the report, which goes
-on without it. --figures DIR also copies the headline figures there.
+on without it. --figures DIR also copies the headline figures there, and
+answer.csv, from which analysis/answer_text.py writes the READMEs' answer.
 Means are over seeds, with the half-width of the 95% Student t CI."""
 import argparse
 import json
@@ -1207,6 +1208,9 @@ def main():
         for name in sorted(os.listdir(fig)):
             if name.startswith("answer_"):
                 shutil.copy(os.path.join(fig, name), os.path.join(a.figures, name))
+        # the numbers the READMEs quote (analysis/answer_text.py writes them)
+        if os.path.exists(os.path.join(a.out, "answer.csv")):
+            shutil.copy(os.path.join(a.out, "answer.csv"), os.path.join(a.figures, "answer.csv"))
     for name in HEADLINE:
         if not figs[name][0]:
             print("study_report.py: %s not drawn: %s" % (name, figs[name][1]), file=sys.stderr)
