@@ -9,9 +9,11 @@ of the study rewrites every number it quotes.
                                              not what ANSWER.csv gives
 
 ANSWER.csv is analysis/study_answer.py's (OUT/answer.csv; `make figures`
-copies the quick study's to analysis/figures/answer.csv). The block sits
-between BEGIN and END (below), each on a line of its own; nothing outside
-it is touched, and a FILE without both markers is an error (exit 2).
+copies the quick study's to analysis/figures/answer.csv). Two blocks, each
+between its BEGIN and END markers (below), on lines of their own: the
+answer (the README's bullets) and the findings (analysis/README.md's
+tables and counts). A FILE holds either or both; nothing outside them is
+touched, and a FILE with neither is an error (exit 2).
 
 Every sentence is chosen by a rule, not by hand, so the words follow the
 numbers when a rerun moves them:
@@ -26,6 +28,12 @@ numbers when a rerun moves them:
   speculative configuration's capacity gain over it;
 - the original study's claim (E5): early_rdma's gain under its assumptions
   and under the one lifted assumption that leaves the least of it.
+The findings: per condition of A0-A2, speculation with the oracle and with
+the lookahead predictor and reactive_hotspot against the best fair
+baseline and added to each deployment; the break-even map's
+Holm-adjusted verdicts; the realistic predictors' measured accuracy; the
+seed's two claims (E3 transfer scheduling, E4 replicas under memory
+pressure) as verdict counts.
 A gain is paired over held-out replicates: "+12.3% [+4.5, +20.1]" is the
 mean with its paired 95% t CI; verdicts are study_answer's (better/worse:
 CI above/below 0; equivalent: TOST within the margin; else not resolved).
@@ -38,6 +46,8 @@ import pandas as pd
 
 BEGIN = "<!-- answer: written by analysis/answer_text.py from answer.csv; do not edit by hand -->"
 END = "<!-- answer: end -->"
+F_BEGIN = "<!-- findings: written by analysis/answer_text.py from answer.csv; do not edit by hand -->"
+F_END = "<!-- findings: end -->"
 HEADLINE = "ttft_p95_ms"
 ANSWER_EXPS = ("a0_load", "a1_regimes", "a2_traces")
 ORACLE = "speculative+oracle"
@@ -170,16 +180,139 @@ def bullets(df):
     return out
 
 
+SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.",
+         "inconclusive": "n.r.", "both +inf": "both +inf"}
+FAMILIES = (ORACLE, "speculative+lookahead", "reactive_hotspot")
+
+
+def cell(r):
+    """'+12.3% [+4.5, +20.1] better' of a row, '-' for none."""
+    if r is None:
+        return "-"
+    if str(r["verdict"]) == "both +inf":  # both sides shed past the p95: no gain to show
+        return "both +inf"
+    return f"{ci(r)} {SHORT.get(str(r['verdict']), str(r['verdict']))}"
+
+
+def condition_table(head):
+    """Markdown lines: per condition and family of A0-A2, the gain against
+    the best fair baseline (and which it was) and added to each preset."""
+    against = sorted(a for a in head["against"].astype(str).unique() if a.startswith("added to "))
+    lines = ["| experiment | condition | family | best fair baseline | against it | "
+             + " | ".join(against) + " |", "|---" * (5 + len(against)) + "|"]
+    keys = ["experiment", "experiment.name", "trace.rate_scale", "trace.users"]
+    keys = [k for k in keys if k in head.columns]
+    h = head[head["family"].isin(FAMILIES)]
+    order = {e: i for i, e in enumerate(ANSWER_EXPS)}
+    groups = sorted(h.groupby(keys, dropna=False, sort=False),
+                    key=lambda kv: (order.get(kv[0][0], 9), str(kv[0][1]),
+                                    float(kv[0][2]) if len(kv[0]) > 2 and kv[0][2] == kv[0][2]
+                                    else 0.0,
+                                    float(kv[0][3]) if len(kv[0]) > 3 and kv[0][3] == kv[0][3]
+                                    else 0.0))
+    for _, g in groups:
+        for fam in FAMILIES:
+            f = g[g["family"] == fam]
+            if not len(f):
+                continue
+            by = {str(r["against"]): r for _, r in f.iterrows()}
+            best = by.get(BEST)
+            bname = "-" if best is None else str(best["baseline"]).split(",")[0].replace(
+                "preset=", "")
+            r0 = f.iloc[0]
+            lines.append(f"| {r0['experiment']} | {cond(r0)} | {fam} | {bname} | {cell(best)} | "
+                         + " | ".join(cell(by.get(a)) for a in against) + " |")
+    return lines
+
+
+def findings(df):
+    """analysis/README.md's findings block (markdown lines)."""
+    out = []
+    head = df[(df["metric"] == HEADLINE) & df["experiment"].isin(ANSWER_EXPS)]
+    if len(head):
+        out += [f"Per condition (p95 TTFT over offered requests, paired over {n_text(head)} "
+                "held-out replicates; better/worse: CI above/below 0, equiv.: within 5% by "
+                "TOST, n.r.: not resolved; the best fair baseline's preset, its router knobs "
+                "in `answer.csv`):", ""] + condition_table(head) + [""]
+    e1 = df[(df["experiment"] == "e1_breakeven") & (df["metric"] == HEADLINE)
+            & (df["family"] == ORACLE) & (df["against"] == BEST)]
+    if "verdict_holm" in df.columns:
+        cells = e1[e1["verdict_holm"].notna()]
+        if len(cells):
+            v = cells["verdict_holm"].astype(str)
+            out.append(f"- **Break-even map** (E1, oracle recall x false positives per true "
+                       f"forecast, against the best fair baseline), Holm-adjusted over its "
+                       f"{len(cells)} cells: {int((v == 'better').sum())} better, "
+                       f"{int((v == 'worse').sum())} worse, {int((v == 'equivalent').sum())} "
+                       f"equivalent within 5%, "
+                       f"{len(cells) - int(v.isin(['better', 'worse', 'equivalent']).sum())} "
+                       f"not resolved.")
+    meas = df[df["against"] == "measured"]
+    for fam, g in sorted(meas.groupby("family")):
+        m = {str(r["metric"])[len("forecast."):]: r["pol_mean"] for _, r in g.iterrows()}
+
+        def f(k, fmt):
+            v = m.get(k)
+            return "-" if v is None or not math.isfinite(v) else fmt % v
+        out.append(f"- **{fam.split('+', 1)[1]}, measured** on the map's workload (A0, load x1, "
+                   f"{int(g['n'].iloc[0])} runs): recall {f('recall', '%.2f')}; precision "
+                   f"{f('precision', '%.2f')} per entry and tick ({f('fp_rate', '%.3g')} false "
+                   f"positives per true forecast, its place on the map), "
+                   f"{f('prefix_precision', '%.2f')} per distinct prefix named "
+                   f"({f('prefixes', '%.0f')} a run); mean lead {f('lead_s', '%.1f')} s; "
+                   f"placement accuracy {f('placement', '%.2f')}.")
+    e3 = df[(df["experiment"] == "e3_interference") & (df["metric"] == HEADLINE)
+            & df["family"].astype(str).str.startswith("transfer=")]
+    if len(e3):
+        parts = []
+        for fam, g in sorted(e3.groupby("family")):
+            b, e, w, i = verdicts(g)
+            s = f"{fam.split('=', 1)[1]} better in {b} of {len(g)}, equivalent in {e}, worse in {w}"
+            if w:
+                wg = g[g["verdict"] == "worse"]["gain"]
+                s += f" (by {pct(-wg.max()).lstrip('+')} to {pct(-wg.min()).lstrip('+')})"
+            parts.append(s + f", not resolved in {i}")
+        out.append("- **Copies in link idle time** (E3, against immediate copies, p95 TTFT): "
+                   + "; ".join(parts) + ".")
+    e4 = df[(df["experiment"] == "e4_vram") & (df["metric"] == HEADLINE)
+            & (df["against"] == BEST)]
+    if len(e4):
+        parts = []
+        for fam, g in sorted(e4.groupby("family")):
+            b, e, w, i = verdicts(g)
+            parts.append(f"{fam} better in {b} of {len(g)} (GPU x load), worse in {w}, "
+                         f"equivalent in {e}, not resolved in {i}")
+        out.append("- **Replicas under memory pressure** (E4, long contexts, against no "
+                   "replication): " + "; ".join(parts) + ".")
+    return out
+
+
+def blocks(df):
+    """[(begin, end, text)] of the two blocks."""
+    return [(BEGIN, END, "\n".join([BEGIN] + bullets(df) + [END])),
+            (F_BEGIN, F_END, "\n".join([F_BEGIN] + findings(df) + [F_END]))]
+
+
 def block(df):
-    return "\n".join([BEGIN] + bullets(df) + [END])
+    return blocks(df)[0][2]
 
 
-def splice(text, new, path):
-    """text with its BEGIN..END block replaced by new; ValueError names path."""
-    b, e = text.find(BEGIN), text.find(END)
-    if b < 0 or e < b:
-        raise ValueError(f"{path}: no answer block ({BEGIN!r} ... {END!r})")
-    return text[:b] + new + text[e + len(END):]
+def splice(text, news, path):
+    """text with each of its blocks replaced; ValueError names path when it
+    holds none, or a begin marker without its end."""
+    n = 0
+    for beg, end, new in news:
+        b = text.find(beg)
+        if b < 0:
+            continue
+        e = text.find(end, b)
+        if e < 0:
+            raise ValueError(f"{path}: {beg!r} without {end!r}")
+        text = text[:b] + new + text[e + len(end):]
+        n += 1
+    if not n:
+        raise ValueError(f"{path}: no answer block ({BEGIN!r} ... {END!r}) nor findings block")
+    return text
 
 
 def main(argv=None):
@@ -199,16 +332,16 @@ def main(argv=None):
     if missing:
         print(f"answer_text: {a.answer}: no column {', '.join(sorted(missing))}", file=sys.stderr)
         return 2
-    new = block(df)
+    news = blocks(df)
     if not (a.write or a.check):
-        print(new)
+        print("\n\n".join(b[2] for b in news))
         return 0
     bad = 0
     for path in a.write or a.check:
         try:
             with open(path) as f:
                 text = f.read()
-            got = splice(text, new, path)
+            got = splice(text, news, path)
         except (OSError, ValueError) as ex:
             print(f"answer_text: {ex}", file=sys.stderr)
             return 2

@@ -501,6 +501,7 @@ def answer(out, figdir=None):
     """Writes ANSWER.md, answer.csv and the figures; returns the comparison
     rows (list of dicts) and the markdown text."""
     import answer_figures as af
+    af.PREDICTORS = []  # set by the e1 part, where E1 and A0 are present
     allrows, md = [], ["# The answer: paired, replicated, over offered requests", "",
                        __doc__.split("Definitions")[1].split('"""')[0].strip(), ""]
     fig = os.path.join(out, "fig")
@@ -548,6 +549,14 @@ def answer(out, figdir=None):
     md += cmd
     import breakeven_model
     md += breakeven_model.section(out)
+    # the realistic predictors' measured accuracy (predictor_points), one
+    # row per measure: against 'measured', the value in pol_mean
+    for pt in af.PREDICTORS:
+        for k in ("recall", "precision", "fp_rate", "prefix_precision", "prefixes", "lead_s",
+                  "placement"):
+            allrows.append(dict(experiment="e1_breakeven", family="speculative+" + pt["predictor"],
+                                against="measured", metric="forecast." + k, n=pt["runs"],
+                                pol_mean=pt[k], **{LOAD: 1.0}))
     pd.DataFrame(allrows).to_csv(os.path.join(out, "answer.csv"), index=False)
     text = "\n".join(md) + "\n"
     with open(os.path.join(out, "ANSWER.md"), "w") as f:

@@ -81,13 +81,59 @@ def check_sentences():
     assert "It beats it in no condition." in at.bullets(f)[0]
 
 
+def check_findings():
+    f = frame()
+    extra = [
+        dict(row("e1_breakeven", "heatmap", at.ORACLE, "best baseline", -0.2, -0.3, -0.1, "worse"),
+             verdict_holm="worse"),
+        dict(row("e1_breakeven", "heatmap", at.ORACLE, "best baseline", 0.0, -0.01, 0.01,
+                 "equivalent"), verdict_holm="equivalent"),
+        dict(row("e1_breakeven", "heatmap", at.ORACLE, "best baseline", 0.0, -0.2, 0.2,
+                 "inconclusive"), verdict_holm="inconclusive"),
+        row("e3_interference", "fetch_fanout", "transfer=rate_cap", "transfer=immediate",
+            -0.063, -0.12, -0.005, "worse"),
+        row("e3_interference", "handoff_disagg", "transfer=rate_cap", "transfer=immediate",
+            -0.169, -0.239, -0.098, "worse"),
+        row("e3_interference", "fetch_crowd", "transfer=rate_cap", "transfer=immediate",
+            -0.03, -0.1, 0.04, "inconclusive"),
+        row("e3_interference", "fetch_crowd", "transfer=idle_window", "transfer=immediate",
+            0.0, 0.0, 0.0, "equivalent"),
+    ] + [dict(experiment="e1_breakeven", family="speculative+lookahead", against="measured",
+              metric="forecast." + k, n=36, pol_mean=v)
+         for k, v in (("recall", 0.79), ("precision", 0.01), ("fp_rate", 99.0),
+                      ("prefix_precision", 0.06), ("prefixes", 447.0), ("lead_s", 5.0),
+                      ("placement", 0.34))]
+    f = pd.concat([f, pd.DataFrame(extra)], ignore_index=True)
+    out = at.findings(f)
+    tab = [ln for ln in out if ln.startswith("| ")]
+    assert tab[0].startswith("| experiment | condition | family | best fair baseline | against it "
+                             "| added to llm-d | added to none |"), tab[0]
+    # A0 before A1, lower load first; each row's cells in the header's order
+    assert tab[1] == ("| a0_load | fanout, load x1 | speculative+oracle | mooncake | "
+                      "-1.0% [-3.5, +1.5] equiv. | - | - |"), tab[1]
+    assert tab[2].startswith("| a0_load | fanout, load x4 |"), tab[2]
+    crowd = [ln for ln in tab if "crowd.nic_400g" in ln]
+    assert crowd == ["| a1_regimes | crowd.nic_400g, load x1 | speculative+oracle | mooncake | "
+                     "+12.3% [+4.5, +20.1] better | +30.1% [+19.7, +40.5] better | "
+                     "+44.7% [+36.1, +53.3] better |"], crowd
+    text = "\n".join(out)
+    assert "Holm-adjusted over its 3 cells: 0 better, 1 worse, 1 equivalent within 5%, " \
+           "1 not resolved." in text, text
+    assert "recall 0.79; precision 0.01 per entry and tick (99 false positives per true " \
+           "forecast, its place on the map), 0.06 per distinct prefix named (447 a run)" in text
+    assert "idle_window better in 0 of 1, equivalent in 1, worse in 0, not resolved in 0" in text
+    assert "rate_cap better in 0 of 3, equivalent in 0, worse in 2 (by 6.3% to 16.9%), " \
+           "not resolved in 1" in text, text
+
+
 def check_splice():
     with tempfile.TemporaryDirectory() as d:
         csv = os.path.join(d, "answer.csv")
         frame().to_csv(csv, index=False)
         md = os.path.join(d, "R.md")
         with open(md, "w") as f:
-            f.write(f"# Title\n\nbefore\n\n{at.BEGIN}\n- stale +1.0%\n{at.END}\n\nafter\n")
+            f.write(f"# Title\n\nbefore\n\n{at.BEGIN}\n- stale +1.0%\n{at.END}\n\nafter\n"
+                    f"{at.F_BEGIN}\nold table\n{at.F_END}\n")
         run = lambda *a: subprocess.run([sys.executable, SCRIPT, csv] + list(a),  # noqa: E731
                                         capture_output=True, text=True)
         p = run("--check", md)
@@ -96,8 +142,9 @@ def check_splice():
         with open(md) as f:
             text = f.read()
         assert text.startswith("# Title\n\nbefore\n\n" + at.BEGIN + "\n- **Against"), text
-        assert text.endswith(at.END + "\n\nafter\n"), text
-        assert "stale" not in text
+        assert at.END + "\n\nafter\n" + at.F_BEGIN + "\nPer condition" in text, text
+        assert text.endswith(at.F_END + "\n"), text
+        assert "stale" not in text and "old table" not in text
         assert run("--check", md).returncode == 0
         # no markers: an error naming the file, the file untouched
         with open(md, "w") as f:
@@ -123,7 +170,8 @@ def check_readme():
     assert p.returncode == 0, p.stderr
 
 
-CASES = {"sentences": check_sentences, "splice": check_splice, "readme": check_readme}
+CASES = {"sentences": check_sentences, "findings": check_findings, "splice": check_splice,
+         "readme": check_readme}
 
 
 def main():

@@ -31,7 +31,16 @@ static void test_sentences_follow_the_rows(void **st)
 	check("sentences");
 }
 
-/* --write replaces only the block between the markers; --check exits 1 on
+/* The findings block: a row per condition and family of A0-A2 in order,
+ * its cells in the header's order; the map's Holm counts; the measured
+ * predictor; E3's verdict counts with the range of the losses. */
+static void test_findings_follow_the_rows(void **st)
+{
+	(void)st;
+	check("findings");
+}
+
+/* --write replaces only the blocks between the markers; --check exits 1 on
  * a stale block; a file without markers or a csv without the columns is an
  * error naming it, and nothing is written. */
 static void test_block_is_spliced_between_the_markers(void **st)
@@ -48,5 +57,6 @@ static void test_readmes_quote_the_committed_answer(void **st)
 }
 
 TEST_MAIN(cmocka_unit_test(test_sentences_follow_the_rows),
+          cmocka_unit_test(test_findings_follow_the_rows),
           cmocka_unit_test(test_block_is_spliced_between_the_markers),
           cmocka_unit_test(test_readmes_quote_the_committed_answer))
