@@ -40,18 +40,21 @@ static void test_summary_is_the_recorders_list(void **st)
 	(void)st;
 	/* the tiers' family only where a tier below host memory is on, the
 	 * bound's only with output.oracle_bound, the view's only with
-	 * output.view_quality, the cold join's only with cluster.join_instances */
+	 * output.view_quality, the cold join's only with cluster.join_instances,
+	 * the forecasts' per-prefix pair only where a policy asks a forecast */
 	const char *tiers[] = {"kvcache.nvme_kv_gb=100",   "kvcache.pool_kv_gb=100",
 			       "output.oracle_bound=true", "output.view_quality=true",
-			       "cluster.join_instances=1", "cluster.join_every_s=5"};
+			       "cluster.join_instances=1", "cluster.join_every_s=5",
+			       "policy.replication.name=speculative", "experiment.until_s=20"};
 	for (int on = 0; on < 2; on++) {
-		sim_results_t res = sf_run(NULL, tiers, on ? 6 : 0);
+		sim_results_t res = sf_run(NULL, tiers, on ? 8 : 0);
 		int n_tier = REC_LINK_BUSY_BG_POOL - REC_TOK_FETCHED_NVME + 1;
 		int n_bound = REC_BOUND_NETWORK_COST_BLOCKS - REC_BOUND_LOOKUPS_BLOCKS + 1;
 		int n_view = REC_VIEW_DELAY_MEAN_MS - REC_VIEW_MISROUTED_SHARE + 1;
 		int n_join = REC_JOIN_LAST_S - REC_JOIN_INSTANCES + 1;
+		int n_fp = REC_FORECAST_PREFIX_PRECISION - REC_FORECAST_PREFIXES + 1;
 		assert_int_equal(res.n_metric,
-				 REC_N_METRICS - (on ? 0 : n_tier + n_bound + n_view + n_join));
+				 REC_N_METRICS - (on ? 0 : n_tier + n_bound + n_view + n_join + n_fp));
 		for (int i = 0, j = 0; i < REC_N_METRICS; i++) {
 			if (!on && i >= REC_TOK_FETCHED_NVME && i <= REC_LINK_BUSY_BG_POOL)
 				continue;
@@ -60,6 +63,8 @@ static void test_summary_is_the_recorders_list(void **st)
 			if (!on && i >= REC_VIEW_MISROUTED_SHARE && i <= REC_VIEW_DELAY_MEAN_MS)
 				continue;
 			if (!on && i >= REC_JOIN_INSTANCES && i <= REC_JOIN_LAST_S)
+				continue;
+			if (!on && i >= REC_FORECAST_PREFIXES && i <= REC_FORECAST_PREFIX_PRECISION)
 				continue;
 			assert_string_equal(res.metric[j].name, rec_metric_def(i)->name);
 			assert_string_equal(res.metric[j++].unit, rec_metric_def(i)->unit);

@@ -286,11 +286,12 @@ static uint64_t run_hash(const sim_results_t *r)
 			       x->klass,        x->start_ns,     x->end_ns,         x->cancelled};
 		fnv(&h, v, sizeof v);
 	}
-	/* sim_events: how the run is stepped; ttft_nospec_*, abandoned: metrics
-	 * added after the commit the hashes come from */
+	/* sim_events: how the run is stepped; ttft_nospec_*, abandoned,
+	 * forecast.prefix*: metrics added after the commit the hashes come from */
 	for (size_t i = 0; i < r->n_metric; i++)
 		if (strcmp(r->metric[i].name, "sim_events") &&
 		    strncmp(r->metric[i].name, "ttft_nospec_", 12) &&
+		    strncmp(r->metric[i].name, "forecast.prefix", 15) &&
 		    strcmp(r->metric[i].name, "abandoned")) {
 			fnv(&h, r->metric[i].name, strlen(r->metric[i].name));
 			fnv(&h, &r->metric[i].value, sizeof r->metric[i].value);
