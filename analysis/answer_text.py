@@ -33,7 +33,8 @@ the lookahead predictor and reactive_hotspot against the best fair
 baseline and added to each deployment; the break-even map's
 Holm-adjusted verdicts; the realistic predictors' measured accuracy; the
 seed's two claims (E3 transfer scheduling, E4 replicas under memory
-pressure) as verdict counts.
+pressure) and the route hint as a score against its override, as verdict
+counts.
 A gain is paired over held-out replicates: "+12.3% [+4.5, +20.1]" is the
 mean with its paired 95% t CI; verdicts are study_answer's (better/worse:
 CI above/below 0; equivalent: TOST within the margin; else not resolved).
@@ -274,6 +275,19 @@ def findings(df):
             parts.append(s + f", not resolved in {i}")
         out.append("- **Copies in link idle time** (E3, against immediate copies, p95 TTFT): "
                    + "; ".join(parts) + ".")
+    hint = df[(df["against"] == "spec_route_hint=override") & (df["metric"] == HEADLINE)]
+    if len(hint):
+        parts = []
+        for (fam, pre), g in sorted(hint.groupby(["family", "policy.preset"], dropna=False)):
+            b, e, w, i = verdicts(g)
+            gains = g[g["verdict"].isin(["better", "worse"])]["gain"]
+            rng = (f", {pct(gains.min())} to {pct(gains.max())} where resolved"
+                   if len(gains) else "")
+            pred = fam.split("(", 1)[-1].rstrip(")").split("+", 1)[-1]
+            parts.append(f"{pred} on {pre}: better in {b} of {len(g)}, worse in {w}{rng}")
+        out.append("- **The route hint as a score against the override** (the deployment's "
+                   "router decides, counting replicas as holders; paired over every replicate, "
+                   "per condition): " + "; ".join(parts) + ".")
     e4 = df[(df["experiment"] == "e4_vram") & (df["metric"] == HEADLINE)
             & (df["against"] == BEST)]
     if len(e4):

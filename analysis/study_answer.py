@@ -390,8 +390,10 @@ def capacity(out):
     """Markdown lines: per workload, each policy's capacity at the SLO
     (a3_capacity's `capacity` table: the highest load meeting the target,
     per seed) paired with the best fair baseline's, chosen on the tuning
-    seeds. A search that failed even at the lowest load, or passed at the
-    highest, keeps that bound as its value and is counted."""
+    seeds; where a family was searched under several variants (a tuning
+    line's knobs), its variant best on the tuning seeds, as elsewhere. A
+    search that failed even at the lowest load, or passed at the highest,
+    keeps that bound as its value and is counted."""
     import sqlite3
     md = ["## a3_capacity: capacity at the SLO", ""]
     cat = os.path.join(out, "a3_capacity", "catalog.sqlite")
@@ -410,6 +412,11 @@ def capacity(out):
     t["preset"] = kv.apply(lambda d: d.get(PRESET, ""))
     t["family"] = kv.apply(lambda d: "none" if d.get(REPL) == "none"
                            else d.get(REPL, "") + "+" + d.get(PRED, ""))
+    # a variant: the other policy.* keys of the search (a tuning line's
+    # knobs), chosen per family and preset on the tuning seeds as elsewhere
+    t["variant"] = kv.apply(lambda d: ", ".join(f"{k.split('.')[-1]}={v}" for k, v in sorted(d.items())
+                                               if k.startswith("policy.") and
+                                               k not in (PRESET, REPL, PRED)) or "default")
     first = t.iloc[0]
     md += [f"Highest `{first['key']}` with `{first['metric']}` >= {first['target']:g}, per seed "
            f"(bisection in log space; a search that fails at the lowest load keeps it as its value, "
@@ -424,7 +431,17 @@ def capacity(out):
         if len(reps) < TUNE + 2:
             continue
         tune, held = kst.split_replicates(reps, TUNE)
-        val = {k: dict(zip(x["seed"].astype(str), x["value"])) for k, x in g.groupby(["family", "preset"])}
+        allv = {k: dict(zip(x["seed"].astype(str), x["value"]))
+                for k, x in g.groupby(["family", "preset", "variant"])}
+
+        def tuned(k):  # mean capacity on the tuning seeds (higher is better)
+            v = [allv[k][r] for r in tune if r in allv[k]]
+            return np.mean(v) if v else -np.inf
+        val, chosen = {}, {}
+        for k in sorted(allv):  # each (family, preset): its best variant, first on ties
+            fp = k[:2]
+            if fp not in val or tuned(k) > tuned(chosen[fp]):
+                val[fp], chosen[fp] = allv[k], k
         base = {k: v for k, v in val.items() if k[0] == "none"}
         best = max(base, key=lambda k: np.mean([base[k][r] for r in tune if r in base[k]]))
         for k, v in sorted(val.items()):
@@ -435,19 +452,72 @@ def capacity(out):
                 continue
             c = kst.compare({i: v[i] for i in ids}, {i: base[best][i] for i in ids},
                             higher_is_better=True, margin=MARGIN, B=2000)
-            def at_bound(fam, pre):
-                return int((g[(g["family"] == fam) & (g["preset"] == pre)]["verdict"]
-                            != "bracketed").sum())
-            bound = f"{at_bound(*k)} / {at_bound(*best)}"
+            def at_bound(fp):
+                fam, pre, var = chosen[fp]
+                return int((g[(g["family"] == fam) & (g["preset"] == pre) & (g["variant"] == var)]
+                            ["verdict"] != "bracketed").sum())
+            bound = f"{at_bound(k)} / {at_bound(best)}"
             r = dict(experiment="a3_capacity", workload=wl, family=k[0], preset=k[1], n=c.n,
+                     policy=chosen[k][2],
                      baseline=best[1], base_mean=np.mean([base[best][i] for i in ids]),
                      pol_mean=np.mean([v[i] for i in ids]), gain=c.mean, lo=c.t_lo, hi=c.t_hi,
                      verdict=_verdict(c), metric="capacity")
             rows.append(r)
-            md.append(f"| {wl} | {k[0]} | {k[1]} | {c.n} | {best[1]} | {r['base_mean']:.3g} | "
+            md.append(f"| {wl} | {k[0]} | {k[1]} ({chosen[k][2]}) | {c.n} | {best[1]} | {r['base_mean']:.3g} | "
                       f"{r['pol_mean']:.3g} | {pct(c.mean)} [{pct(c.t_lo)}, {pct(c.t_hi)}] | "
                       f"{r['verdict']} | {bound} |")
     return md + [""], rows
+
+
+# The route hint (issue: "offer the hint as a score as well as an
+# override, and report copying with and without each"): within one family
+# and preset, with every other tuned knob at its default, the hint as a
+# score (the deployment's router decides, counting replicas as holders)
+# and off against the override (requests of a replicated prefix sent to its
+# least busy warm instance), paired over every replicate (nothing chosen).
+HINT = "policy.replication.spec_route_hint"
+HINT_DEFAULTS = {"policy.replication.spec_targets": "2", "policy.replication.spec_payback": "1",
+                 "policy.replication.spec_vram_frac": "auto",
+                 "policy.replication.spec_bw_gbps": "0"}
+
+
+def _is(col, v):
+    """col equals v (a default's text), or is unset (a line that did not
+    set the knob ran its default)."""
+    t = col.astype(str)
+    same = t == v
+    try:
+        same |= pd.to_numeric(col, errors="coerce") == float(v)
+    except ValueError:
+        pass
+    return same | t.isin(["nan", "None", ""])
+
+
+def route_hint(out):
+    """Markdown lines and rows: the hint's modes against override, per
+    condition and preset of the experiments that swept it."""
+    md, allrows = ["## The route hint: as a score, or off, against the override", ""], []
+    for exp in ("a0_load", "a1_regimes"):
+        df = load_exp(out, exp)
+        if df is None or HINT not in df.columns:
+            continue
+        d = prepare(df, ANSWER_EXPERIMENTS[exp])
+        keep = d["_fam"].astype(str).str.startswith("speculative+")
+        for k, v in HINT_DEFAULTS.items():
+            if k in d.columns:
+                keep &= _is(d[k], v)
+        d = d[keep]
+        cond = list(d.attrs["cond"]) + [PRESET]
+        rows = []
+        for fam in sorted(d["_fam"].unique()):
+            for r in variant_compare(d, HINT, "override", cond, HEADLINE, fam):
+                r.update(experiment=exp, family=f"spec_route_hint={r['policy']} ({fam})",
+                         against="spec_route_hint=override")
+                rows.append(r)
+        if rows:
+            md += [f"### {exp}", "", table_md(rows, cond), ""]
+        allrows += rows
+    return md, allrows
 
 
 def claims(out, fig):
@@ -545,6 +615,9 @@ def answer(out, figdir=None):
     allrows += rows
     md += cmd
     rows, cmd = claims(out, fig)
+    allrows += rows
+    md += cmd
+    cmd, rows = route_hint(out)
     allrows += rows
     md += cmd
     import breakeven_model

@@ -98,6 +98,15 @@ def check_findings():
             -0.03, -0.1, 0.04, "inconclusive"),
         row("e3_interference", "fetch_crowd", "transfer=idle_window", "transfer=immediate",
             0.0, 0.0, 0.0, "equivalent"),
+        dict(row("a1_regimes", "crowd.nic_400g", "spec_route_hint=score (speculative+oracle)",
+                 "spec_route_hint=override", 0.394, 0.348, 0.439, "better"),
+             **{"policy.preset": "mooncake"}),
+        dict(row("a1_regimes", "crowd.nic_100g", "spec_route_hint=score (speculative+oracle)",
+                 "spec_route_hint=override", 0.143, 0.068, 0.219, "better"),
+             **{"policy.preset": "mooncake"}),
+        dict(row("a1_regimes", "crowd.nic_400g", "spec_route_hint=score (speculative+oracle)",
+                 "spec_route_hint=override", -0.428, -0.595, -0.262, "worse"),
+             **{"policy.preset": "none"}),
     ] + [dict(experiment="e1_breakeven", family="speculative+lookahead", against="measured",
               metric="forecast." + k, n=36, pol_mean=v)
          for k, v in (("recall", 0.79), ("precision", 0.01), ("fp_rate", 99.0),
@@ -122,6 +131,9 @@ def check_findings():
     assert "recall 0.79; precision 0.01 per entry and tick (99 false positives per true " \
            "forecast, its place on the map), 0.06 per distinct prefix named (447 a run)" in text
     assert "idle_window better in 0 of 1, equivalent in 1, worse in 0, not resolved in 0" in text
+    assert "oracle on mooncake: better in 2 of 2, worse in 0, +14.3% to +39.4% where resolved; " \
+           "oracle on none: better in 0 of 1, worse in 1, -42.8% to -42.8% where resolved." \
+           in text, text
     assert "rate_cap better in 0 of 3, equivalent in 0, worse in 2 (by 6.3% to 16.9%), " \
            "not resolved in 1" in text, text
 

@@ -198,8 +198,70 @@ def check_capacity_lo_fails():
     assert abs(r["pol_mean"] - 1.5) < 1e-12, r
 
 
+def check_capacity_variants():
+    """A family searched under two variants (a tuning line's knob): the one
+    better on the tuning seeds is compared, though the other is better on
+    every held-out seed, and the row names it."""
+    import sqlite3
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        os.makedirs(os.path.join(out, "a3_capacity"))
+        n = sa.TUNE + 4
+        tune_ids, _ = kst.split_replicates(sorted(str(s) for s in seeds(n)), sa.TUNE)
+        with sqlite3.connect(os.path.join(out, "a3_capacity", "catalog.sqlite")) as db:
+            db.execute("create table capacity (point, seed, params, key, metric, target, value, "
+                       "lo, hi, probes, verdict)")
+            base = "experiment.name=crowd policy.preset=mooncake policy.predictor.name=oracle "
+            for s in seeds(n):
+                tune = str(s) in tune_ids
+                for params, v in (
+                        (base + "policy.replication.name=none", 2.0),
+                        (base + "policy.replication.name=speculative "
+                         "policy.replication.spec_route_hint=score", 2.4 if tune else 1.8),
+                        (base + "policy.replication.name=speculative "
+                         "policy.replication.spec_route_hint=override", 2.2 if tune else 3.0)):
+                    db.execute("insert into capacity values (?,?,?,?,?,?,?,?,?,?,?)",
+                               (0, s, params, "trace.rate_scale", "slo_attainment", 0.9, v, v,
+                                v * 1.04, 9, "bracketed"))
+        md, rows = sa.capacity(out)
+    assert len(rows) == 1, rows
+    r = rows[0]
+    assert r["policy"] == "spec_route_hint=score", r
+    assert abs(r["pol_mean"] - 1.8) < 1e-12 and abs(r["base_mean"] - 2.0) < 1e-12, r
+    assert any("mooncake (spec_route_hint=score)" in ln for ln in md), md
+
+
+def check_route_hint():
+    """The hint as a score against the override, per condition and preset,
+    paired over every replicate, with the other tuned knobs at their
+    defaults: a spec_targets=4 variant (override too) is no part of the
+    override side."""
+    rows = []
+    for s in seeds(6):
+        for hint, tg, v in (("override", 2, 200.0), ("score", 2, 150.0), ("override", 4, 50.0)):
+            rows.append({"seed": s, sa.NAME: "crowd", sa.LOAD: 1, sa.PRESET: "mooncake",
+                         sa.REPL: "speculative", sa.PRED: "oracle", sa.HINT: hint,
+                         "policy.replication.spec_targets": tg, "ttft_p95_ms": v + s % 2})
+    df = frame(rows)
+    orig = sa.load_exp
+    sa.load_exp = lambda out, exp: df if exp == "a1_regimes" else None
+    try:
+        md, res = sa.route_hint("unused")
+    finally:
+        sa.load_exp = orig
+    assert len(res) == 1, res
+    r = res[0]
+    assert r["family"] == "spec_route_hint=score (speculative+oracle)", r
+    assert r["against"] == "spec_route_hint=override" and r["policy.preset"] == "mooncake", r
+    assert r["n"] == 6, r  # every replicate: nothing is chosen
+    exp = np.mean([((200.0 + s % 2) - (150.0 + s % 2)) / (200.0 + s % 2) for s in seeds(6)])
+    assert abs(r["gain"] - exp) < 1e-12, (r["gain"], exp)
+    assert r["verdict"] == "better", r
+
+
 CASES = {"tuning": check_tuning, "acts_only": check_acts_only, "holm_map": check_holm_map, "inf": check_inf, "conditions": check_conditions,
-         "baseline_knobs": check_baseline_knobs, "capacity_lo_fails": check_capacity_lo_fails}
+         "baseline_knobs": check_baseline_knobs, "capacity_lo_fails": check_capacity_lo_fails,
+         "capacity_variants": check_capacity_variants, "route_hint": check_route_hint}
 
 
 def main():

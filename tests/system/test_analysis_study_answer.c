@@ -74,7 +74,25 @@ static void test_capacity_search_failing_at_the_lowest_load_keeps_it(void **st)
 	check("capacity_lo_fails");
 }
 
-TEST_MAIN(cmocka_unit_test(test_best_baseline_is_chosen_on_tuning_replicates),
+/* A capacity search under two variants of a family: the one best on the
+ * tuning seeds is compared (not the one best on the held-out ones). */
+static void test_capacity_takes_the_variant_tuned_on_tuning_seeds(void **st)
+{
+	(void)st;
+	check("capacity_variants");
+}
+
+/* The route hint as a score against the override, paired per condition
+ * and preset over every replicate, other tuned knobs at their defaults. */
+static void test_route_hint_is_compared_at_default_knobs(void **st)
+{
+	(void)st;
+	check("route_hint");
+}
+
+TEST_MAIN(cmocka_unit_test(test_route_hint_is_compared_at_default_knobs),
+          cmocka_unit_test(test_capacity_takes_the_variant_tuned_on_tuning_seeds),
+          cmocka_unit_test(test_best_baseline_is_chosen_on_tuning_replicates),
           cmocka_unit_test(test_shed_baseline_counts_as_infinite_latency),
           cmocka_unit_test(test_baseline_without_condition_pairs_with_every_condition),
           cmocka_unit_test(test_added_to_a_preset_takes_its_best_tuned_baseline),
