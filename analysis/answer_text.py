@@ -278,16 +278,20 @@ def findings(df):
     hint = df[(df["against"] == "spec_route_hint=override") & (df["metric"] == HEADLINE)]
     if len(hint):
         parts = []
-        for (fam, pre), g in sorted(hint.groupby(["family", "policy.preset"], dropna=False)):
+        keys = ["experiment", "family", "policy.preset"]
+        for (exp, fam, pre), g in sorted(hint.groupby(keys, dropna=False)):
             b, e, w, i = verdicts(g)
             gains = g[g["verdict"].isin(["better", "worse"])]["gain"]
             rng = (f", {pct(gains.min())} to {pct(gains.max())} where resolved"
                    if len(gains) else "")
+            mode = fam.split("=", 1)[-1].split(" ", 1)[0]
             pred = fam.split("(", 1)[-1].rstrip(")").split("+", 1)[-1]
-            parts.append(f"{pred} on {pre}: better in {b} of {len(g)}, worse in {w}{rng}")
-        out.append("- **The route hint as a score against the override** (the deployment's "
-                   "router decides, counting replicas as holders; paired over every replicate, "
-                   "per condition): " + "; ".join(parts) + ".")
+            parts.append(f"{exp.split('_')[0].upper()} {mode}, {pred} on {pre}: better in {b} of "
+                         f"{len(g)}, worse in {w}{rng}")
+        out.append("- **The route hint against its override** (score: the deployment's router "
+                   "decides, counting replicas as holders; off: no hint; paired over every "
+                   "replicate, per condition, other knobs at their defaults): "
+                   + "; ".join(parts) + ".")
     e4 = df[(df["experiment"] == "e4_vram") & (df["metric"] == HEADLINE)
             & (df["against"] == BEST)]
     if len(e4):

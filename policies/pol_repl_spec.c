@@ -227,7 +227,10 @@ static const cfg_tkey_t sp_params[] = {
             "proposal's routing rule; spec.hint_routed counts them); score = the routing "
             "policy decides, its view counting each replica (landed or in flight) as a holder "
             "of the prefix (spec.hint_routed counts the requests of such a prefix it sent to "
-            "an instance holding the prefix warm); off = no hint (spec.hint_routed 0). "
+            "an instance holding the prefix warm; the routers' computed view, the default "
+            "of every router but cache_aware, already shows a copy once it starts, so there "
+            "score routes exactly as off and differs only under policy.routing.view = routed "
+            "or events); off = no hint (spec.hint_routed 0). "
             "Default override: the former behaviour (own choice; which mode pays depends on "
             "the deployment's router). Replaces spec_route_warm (true = override, false = off)",
             CFG_AT_ENUM(sp_params_t, spec_route_hint, sp_hint_map)),

@@ -131,9 +131,9 @@ def check_findings():
     assert "recall 0.79; precision 0.01 per entry and tick (99 false positives per true " \
            "forecast, its place on the map), 0.06 per distinct prefix named (447 a run)" in text
     assert "idle_window better in 0 of 1, equivalent in 1, worse in 0, not resolved in 0" in text
-    assert "oracle on mooncake: better in 2 of 2, worse in 0, +14.3% to +39.4% where resolved; " \
-           "oracle on none: better in 0 of 1, worse in 1, -42.8% to -42.8% where resolved." \
-           in text, text
+    assert "A1 score, oracle on mooncake: better in 2 of 2, worse in 0, +14.3% to +39.4% where " \
+           "resolved; A1 score, oracle on none: better in 0 of 1, worse in 1, -42.8% to -42.8% " \
+           "where resolved." in text, text
     assert "rate_cap better in 0 of 3, equivalent in 0, worse in 2 (by 6.3% to 16.9%), " \
            "not resolved in 1" in text, text
 
