@@ -41,6 +41,7 @@ CI above/below 0; equivalent: TOST within the margin; else not resolved).
 """
 import argparse
 import math
+import os
 import sys
 
 import pandas as pd
@@ -205,12 +206,10 @@ def condition_table(head):
     keys = [k for k in keys if k in head.columns]
     h = head[head["family"].isin(FAMILIES)]
     order = {e: i for i, e in enumerate(ANSWER_EXPS)}
-    groups = sorted(h.groupby(keys, dropna=False, sort=False),
-                    key=lambda kv: (order.get(kv[0][0], 9), str(kv[0][1]),
-                                    float(kv[0][2]) if len(kv[0]) > 2 and kv[0][2] == kv[0][2]
-                                    else 0.0,
-                                    float(kv[0][3]) if len(kv[0]) > 3 and kv[0][3] == kv[0][3]
-                                    else 0.0))
+    def order_of(key):  # experiment, workload, then load and users as numbers (NaN first)
+        nums = [0.0 if v != v else float(v) for v in key[2:]]
+        return (order.get(key[0], 9), str(key[1]), *nums)
+    groups = sorted(h.groupby(keys, dropna=False, sort=False), key=lambda kv: order_of(kv[0]))
     for _, g in groups:
         for fam in FAMILIES:
             f = g[g["family"] == fam]
@@ -311,10 +310,6 @@ def blocks(df):
             (F_BEGIN, F_END, "\n".join([F_BEGIN] + findings(df) + [F_END]))]
 
 
-def block(df):
-    return blocks(df)[0][2]
-
-
 def splice(text, news, path):
     """text with each of its blocks replaced; ValueError names path when it
     holds none, or a begin marker without its end."""
@@ -372,7 +367,6 @@ def main(argv=None):
         elif got != text:
             with open(path + ".tmp", "w") as f:
                 f.write(got)
-            import os
             os.replace(path + ".tmp", path)
     return bad
 

@@ -471,43 +471,30 @@ def capacity(out):
 
 # The route hint (issue: "offer the hint as a score as well as an
 # override, and report copying with and without each"): within one family
-# and preset, with every other tuned knob at its default, the hint as a
-# score (the deployment's router decides, counting replicas as holders)
-# and off against the override (requests of a replicated prefix sent to its
-# least busy warm instance), paired over every replicate (nothing chosen).
+# and preset, each mode (score: the deployment's router decides, counting
+# replicas as holders; off) against the override (requests of a replicated
+# prefix sent to its least busy warm instance) at equal values of every
+# other tuned knob, paired over every replicate (nothing chosen). A tuning
+# variant that was not run with the override has nothing to pair with.
 HINT = "policy.replication.spec_route_hint"
-HINT_DEFAULTS = {"policy.replication.spec_targets": "2", "policy.replication.spec_payback": "1",
-                 "policy.replication.spec_vram_frac": "auto",
-                 "policy.replication.spec_bw_gbps": "0"}
 
 
-def _is(col, v):
-    """col equals v (a default's text), or is unset (a line that did not
-    set the knob ran its default)."""
-    t = col.astype(str)
-    same = t == v
-    try:
-        same |= pd.to_numeric(col, errors="coerce") == float(v)
-    except ValueError:
-        pass
-    return same | t.isin(["nan", "None", ""])
-
-
-def route_hint(out):
+def route_hint(out, prepared=None):
     """Markdown lines and rows: the hint's modes against override, per
-    condition and preset of the experiments that swept it."""
+    condition, preset and other knobs of the experiments that swept it.
+    prepared: {exp: prepare()'s frame} already made (answer() passes its
+    own, so the catalogs are not read twice); others are loaded here."""
     md, allrows = ["## The route hint: as a score, or off, against the override", ""], []
     for exp in ("a0_load", "a1_regimes"):
-        df = load_exp(out, exp)
-        if df is None or HINT not in df.columns:
+        d = (prepared or {}).get(exp)
+        if d is None:
+            df = load_exp(out, exp)
+            d = None if df is None else prepare(df, ANSWER_EXPERIMENTS[exp])
+        if d is None or HINT not in d.columns:
             continue
-        d = prepare(df, ANSWER_EXPERIMENTS[exp])
-        keep = d["_fam"].astype(str).str.startswith("speculative+")
-        for k, v in HINT_DEFAULTS.items():
-            if k in d.columns:
-                keep &= _is(d[k], v)
-        d = d[keep]
-        cond = list(d.attrs["cond"]) + [PRESET]
+        d = d[d["_fam"].astype(str).str.startswith("speculative+")]
+        knobs = [p for p in d.attrs["pol"] if p not in (HINT, PRESET, REPL, PRED)]
+        cond = list(d.attrs["cond"]) + [PRESET] + knobs
         rows = []
         for fam in sorted(d["_fam"].unique()):
             for r in variant_compare(d, HINT, "override", cond, HEADLINE, fam):
@@ -576,8 +563,9 @@ def answer(out, figdir=None):
                        __doc__.split("Definitions")[1].split('"""')[0].strip(), ""]
     fig = os.path.join(out, "fig")
     os.makedirs(fig, exist_ok=True)
+    prepared = {}  # exp -> its prepared frame, which route_hint reads again
     for exp, spec, df in present(out, ANSWER_EXPERIMENTS, md):
-        d = prepare(df, spec)
+        d = prepared[exp] = prepare(df, spec)
         metric = next((m for m in spec.get("metric", [HEADLINE]) if m in d.columns), HEADLINE)
         rows = compare(d, metric)
         for r in rows:
@@ -617,7 +605,7 @@ def answer(out, figdir=None):
     rows, cmd = claims(out, fig)
     allrows += rows
     md += cmd
-    cmd, rows = route_hint(out)
+    cmd, rows = route_hint(out, prepared)
     allrows += rows
     md += cmd
     import breakeven_model

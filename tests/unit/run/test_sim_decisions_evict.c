@@ -104,16 +104,18 @@ static void test_every_hbm_eviction_is_a_row_with_lru_and_lfu_scores(void **st)
 	sim_results_free(&r);
 }
 
+/* As test_sim_tiers: a small HBM pool and host tier push blocks down to
+ * NVMe, a small drive to the pool, and a small pool evicts. */
+static const char *const TIERS[] = {"output.decisions=true", "cluster.kv_blocks=120",
+                                    "kvcache.host_kv_gb=10", "kvcache.host_offload=true",
+                                    "kvcache.nvme_kv_gb=20", "kvcache.pool_kv_gb=60",
+                                    "kvcache.host_fetch=always"};
+#define N_TIERS (int)(sizeof TIERS / sizeof TIERS[0])
+
 static void test_tier_evictions_are_their_blocks_evicted(void **st)
 {
 	(void)st;
-	/* as test_sim_tiers: a small HBM pool and host tier push blocks down
-	 * to NVMe, a small drive to the pool, and a small pool evicts */
-	const char *sets[] = {"output.decisions=true",     "cluster.kv_blocks=120",
-	                      "kvcache.host_kv_gb=10",     "kvcache.host_offload=true",
-	                      "kvcache.nvme_kv_gb=20",     "kvcache.pool_kv_gb=60",
-	                      "kvcache.host_fetch=always"};
-	sim_results_t r = sf_run(NULL, sets, 7);
+	sim_results_t r = sf_run(NULL, TIERS, N_TIERS);
 	uint32_t n_inst = (uint32_t)sim_results_get(&r, "instances");
 	size_t hbm = check_hbm_rows(&r, n_inst), host = count_kind(&r, DEC_EVICT, 1),
 	       nvme = count_kind(&r, DEC_EVICT, 2), pool = count_kind(&r, DEC_EVICT, 3);
@@ -146,11 +148,7 @@ static int idd_cmp(const void *a, const void *b)
 static void test_a_block_keeps_its_depth_in_every_tier(void **st)
 {
 	(void)st;
-	const char *sets[] = {"output.decisions=true",     "cluster.kv_blocks=120",
-	                      "kvcache.host_kv_gb=10",     "kvcache.host_offload=true",
-	                      "kvcache.nvme_kv_gb=20",     "kvcache.pool_kv_gb=60",
-	                      "kvcache.host_fetch=always"};
-	sim_results_t r = sf_run(NULL, sets, 7);
+	sim_results_t r = sf_run(NULL, TIERS, N_TIERS);
 	idd_t *v = calloc(r.n_dec ? r.n_dec : 1, sizeof *v);
 	assert_non_null(v);
 	size_t n = 0, deep_below = 0;
