@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sim/base/vec.h"
 #include "sim/out/out_inputs.h"
 #include "sim/run/sim_schema.h"
+#include "traces/tr.h"
 
 int out_file_sha256(const char *path, uint64_t *size, char hex[65], err_t *e)
 {
@@ -88,31 +88,14 @@ int out_cfg_inputs(const cfg_t *cfg, out_input_fn fn, void *ctx, err_t *e)
 	return rc;
 }
 
-/* Digests already taken by this process, by file identity and times: a
- * sweep's points mostly share their inputs, which are read once. A file
- * changed within the last two seconds is digested again each time (its
- * times may not move with a change that soon; as git's racy check). */
-typedef struct dig_cache_ent {
-	char path[4096];
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
-	char hex[65];
-} dig_cache_ent_t;
-enum { DIG_CACHE_N = 16 };
-static dig_cache_ent_t dig_cache[DIG_CACHE_N];
-static unsigned dig_cache_next;
-
-static int same_time(struct timespec a, struct timespec b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
 /* hex of path's content, or "missing" / "not a regular file" /
  * "unreadable: REASON" (the run then fails on it with its own message; the
  * identity still differs from that of any content). A FIFO or a device is
- * never opened: reading it would block or consume it. */
+ * never opened: reading it would block or consume it. A regular file's
+ * digest comes from the digest cache the traces keep (tr.h,
+ * tr_file_sha256_cached: by path, size, mtime, device and inode, in this
+ * process and across processes), so a sweep point of an unchanged trace
+ * does not read the whole file again to name its inputs. */
 static void input_digest(const char *path, char *out, size_t cap)
 {
 	struct stat sb;
@@ -125,35 +108,13 @@ static void input_digest(const char *path, char *out, size_t cap)
 		snprintf(out, cap, "not a regular file");
 		return;
 	}
-	for (unsigned i = 0; i < DIG_CACHE_N; i++) {
-		const dig_cache_ent_t *c = &dig_cache[i];
-		if (c->hex[0] && c->dev == sb.st_dev && c->ino == sb.st_ino &&
-		    c->size == sb.st_size && same_time(c->mtime, sb.st_mtim) &&
-		    same_time(c->ctime, sb.st_ctim) && !strcmp(c->path, path)) {
-			snprintf(out, cap, "%s", c->hex);
-			return;
-		}
-	}
 	char hex[65];
 	err_t e = {0};
-	if (out_file_sha256(path, NULL, hex, &e)) {
+	if (tr_file_sha256_cached(path, hex, &e)) {
 		snprintf(out, cap, "unreadable: %s", e.msg);
 		return;
 	}
 	snprintf(out, cap, "%s", hex);
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (now.tv_sec - sb.st_mtim.tv_sec < 2 || now.tv_sec - sb.st_ctim.tv_sec < 2 ||
-	    strlen(path) >= sizeof dig_cache[0].path)
-		return;
-	dig_cache_ent_t *c = &dig_cache[dig_cache_next++ % DIG_CACHE_N];
-	snprintf(c->path, sizeof c->path, "%s", path);
-	c->dev = sb.st_dev;
-	c->ino = sb.st_ino;
-	c->size = sb.st_size;
-	c->mtime = sb.st_mtim;
-	c->ctime = sb.st_ctim;
-	memcpy(c->hex, hex, sizeof hex);
 }
 
 typedef struct inputs_text {

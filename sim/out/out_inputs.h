@@ -33,8 +33,9 @@ int out_cfg_inputs(const cfg_t *cfg, out_input_fn fn, void *ctx, err_t *e);
  * schema order, then one "plugin PATH DIGEST" line per extra file (the
  * plugins of kvsim run): DIGEST is the hex SHA-256 of the content,
  * "missing", "not a regular file" (never opened) or "unreadable: REASON". "" when the run reads no file;
- * malloc'd into *text. A file is read once per process while its size,
- * times and inode stay the same. */
+ * malloc'd into *text. A file is read once while its path, size, mtime and
+ * inode stay the same, in this process and the next ones (the traces'
+ * digest cache, tr.h tr_file_sha256_cached). */
 int out_point_inputs(const cfg_t *cfg, const char *const *extra, size_t n_extra, char **text,
 		     err_t *e);
 

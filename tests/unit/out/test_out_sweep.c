@@ -31,6 +31,7 @@
 #include "tests/fixtures/out_fake.h"
 #include "tests/fixtures/tmp_fixture.h"
 #include "sim/run/sim_schema.h"
+#include "traces/tr.h"
 
 static char tmpdir[256];
 static cfg_schema_t *schema;
@@ -1502,6 +1503,58 @@ static void test_point_identity_covers_the_content_of_every_input_file(void **st
 	cfg_schema_free(s);
 }
 
+/* A sweep point names its input files by the digest the traces' digest
+ * cache keeps (tr.h tr_file_sha256_cached), in this process and the next:
+ * a fresh process does not read a whole unchanged trace again. The cache
+ * line for the file is written by the first point; a line forged in its
+ * place (the file itself unchanged) is what a later point reports, which
+ * only a read of the cache can give. */
+static void test_point_inputs_digest_comes_from_the_trace_digest_cache(void **st)
+{
+	(void)st;
+	char dir[300], trace[340], cache[340], set[400];
+	snprintf(dir, sizeof dir, "%s/digests", tmpdir);
+	snprintf(trace, sizeof trace, "%s/old_trace.jsonl", tmpdir);
+	snprintf(cache, sizeof cache, "%s/trace-sha256", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	setenv("KVSIM_CACHE_DIR", dir, 1);
+	tmp_write_at(trace, "{\"timestamp\": 0}\n", 1600000000); /* not racy: cached */
+	tr_sha256_cache_reset();
+	cfg_schema_t *s = cfg_schema_default();
+	cfg_schema_set_warnings(s, NULL);
+	cfg_t *c = cfg_new(s);
+	err_t e = {0};
+	snprintf(set, sizeof set, "trace.path=%s", trace);
+	assert_int_equal(cfg_set(c, set, &e), 0);
+	assert_int_equal(cfg_finalize(c, &e), 0);
+	char *t1 = NULL, *t2 = NULL, want[65], line[1200];
+	assert_int_equal(tr_file_sha256(trace, want, &e), 0);
+	assert_int_equal(out_point_inputs(c, NULL, 0, &t1, &e), 0);
+	assert_non_null(strstr(t1, want));
+	FILE *f = fopen(cache, "r");
+	assert_non_null(f); /* the first point wrote the cache line */
+	assert_non_null(fgets(line, sizeof line, f));
+	fclose(f);
+	assert_memory_equal(line, want, 64);
+	memset(line, 'a', 64); /* a forged digest, the file's identity kept */
+	f = fopen(cache, "w");
+	assert_non_null(f);
+	fputs(line, f);
+	fclose(f);
+	tr_sha256_cache_reset(); /* as a new process */
+	assert_int_equal(out_point_inputs(c, NULL, 0, &t2, &e), 0);
+	char forged[65];
+	memset(forged, 'a', 64);
+	forged[64] = 0;
+	assert_non_null(strstr(t2, forged));
+	unsetenv("KVSIM_CACHE_DIR");
+	tr_sha256_cache_reset();
+	free(t1);
+	free(t2);
+	cfg_free(c);
+	cfg_schema_free(s);
+}
+
 static double score_of_rate(const char *dir, const char *rate)
 {
 	out_catalog_t *c;
@@ -1654,6 +1707,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_says_each_warning_once_with_its_point_and_count),
 		cmocka_unit_test(test_jobs_above_the_open_file_limit_are_refused_naming_it),
 		cmocka_unit_test(test_point_identity_covers_the_content_of_every_input_file),
+		cmocka_unit_test(test_point_inputs_digest_comes_from_the_trace_digest_cache),
 		cmocka_unit_test(test_resume_reruns_points_whose_input_file_changed),
 		cmocka_unit_test(test_catalog_before_input_digests_is_migrated),
 	};
