@@ -97,6 +97,7 @@ static int on_join(net_t *net, uint32_t fi, uint32_t gen)
 	f->agg = ai;
 	f->target = a->served + (double)f->bytes;
 	a->heap[a->n++] = fi;
+	net_links_count(net, a, 1);
 	net_mh_up(net, a, a->n - 1);
 	if (net_agg_touch(net, ai))
 		return KS_ENOMEM;
@@ -495,12 +496,8 @@ int64_t net_path_estimate(net_t *net, const uint32_t *path, uint32_t len, net_cl
 			return -1;
 		const link_t *l = &net->links[path[k]];
 		lat = t_add(lat, l->lat);
-		uint64_t n = 1;
-		for (uint32_t j = 0; j < l->n_aggs; j++) {
-			const agg_t *a = &net->aggs[l->aggs[j]];
-			if (a->cls == NET_FG || cls == NET_BG)
-				n += a->n;
-		}
+		/* its flows of this class or above, counted as they join and leave */
+		uint64_t n = 1 + (uint64_t)l->n_fl[NET_FG] + (cls == NET_BG ? l->n_fl[NET_BG] : 0);
 		double share = l->cap / (double)n;
 		if (cls == NET_BG && net->share == NET_SHARE_STRICT)
 			share = fmin(share, fmax(0.0, l->cap - l->use[NET_FG]));

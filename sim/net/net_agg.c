@@ -51,6 +51,7 @@ static void mh_down(net_t *net, agg_t *a, uint32_t i)
 
 void net_mh_remove(net_t *net, agg_t *a, uint32_t i)
 {
+	net_links_count(net, a, -1);
 	a->n--;
 	if (i == a->n)
 		return;

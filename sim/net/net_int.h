@@ -26,6 +26,7 @@ typedef struct link {
 	int64_t lat;
 	uint32_t *aggs;
 	uint32_t n_aggs, cap_aggs;
+	uint32_t n_fl[2]; /* active flows through it by class (its aggregates' members) */
 	double use[2]; /* bytes/ns by class */
 	double bytes[2];
 	int64_t busy[2];
@@ -186,8 +187,17 @@ static inline int64_t fx_of(const link_t *l, double load)
 
 /* ---- aggregates (net_agg.c) ------------------------------------------------ */
 
+/* Adds d (+1 a member joins, -1 one leaves) to the class count n_fl of
+ * every link on a's path: what net_path_estimate reads in place of a pass
+ * over each link's aggregates. */
+static inline void net_links_count(net_t *net, const agg_t *a, int d)
+{
+	for (uint32_t k = 0; k < a->len; k++)
+		net->links[a->path[k]].n_fl[a->cls] += (uint32_t)d;
+}
+
 /* The member heap of aggregate a (min target first): sift member i up;
- * remove member i. */
+ * remove member i (its links' counts too). */
 void net_mh_up(net_t *net, agg_t *a, uint32_t i);
 void net_mh_remove(net_t *net, agg_t *a, uint32_t i);
 /* Marks the links of a path for the next solve, scheduling it. */

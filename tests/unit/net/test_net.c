@@ -363,6 +363,43 @@ static void test_idle_window_weighted_reads_foreground_only_fill(void **st)
 	fx_free(&f);
 }
 
+/* A new flow's estimate counts the flows of its class or above on each
+ * link (net.h), kept as flows join, finish and are cancelled: on link A
+ * (1 B/ns) with one foreground flow and two background flows, and link B
+ * (1 B/ns) with one foreground flow and the same two background flows,
+ * 1,000 bytes take 2,000 ns in the foreground on A and 4,000 ns in the
+ * background; a cancelled background flow and a finished foreground one
+ * leave the counts at once. */
+static void test_estimate_counts_flows_as_they_join_and_leave(void **st)
+{
+	(void)st;
+	fx_t f;
+	fx_init(&f);
+	assert_int_equal(net_set_share(f.net, NET_SHARE_WEIGHTED, 1, NULL), 0);
+	uint32_t a = link(&f, 1e9, 0), b = link(&f, 1e9, 0), ab[2] = {a, b};
+	int fa = flow(&f, 1000000, NET_FG, 0, 1, a);
+	int b1 = flow(&f, 100000000, NET_BG, 0, 2, a, b);
+	(void)flow(&f, 100000000, NET_BG, 0, 2, a, b);
+	(void)flow(&f, 100000000, NET_FG, 0, 1, b);
+	run_until(&f, 0);
+	int64_t now = ev_engine_now(f.eng);
+	assert_int_equal(net_path_estimate(f.net, &a, 1, NET_FG, 1000) - now, 2000);
+	assert_int_equal(net_path_estimate(f.net, &a, 1, NET_BG, 1000) - now, 4000);
+	assert_int_equal(net_path_estimate(f.net, ab, 2, NET_BG, 1000) - now, 4000);
+	assert_int_equal(net_path_estimate(f.net, &b, 1, NET_FG, 1000) - now, 2000);
+	assert_int_equal(net_flow_cancel(f.net, f.id[b1], NULL, NULL), 0);
+	assert_int_equal(net_path_estimate(f.net, &a, 1, NET_BG, 1000) - now, 3000);
+	assert_int_equal(net_path_estimate(f.net, &b, 1, NET_BG, 1000) - now, 3000);
+	assert_int_equal(net_path_estimate(f.net, &a, 1, NET_FG, 1000) - now, 2000);
+	run_until(&f, 10000000); /* the foreground flow on A has finished */
+	assert_true(f.end[fa] > 0);
+	now = ev_engine_now(f.eng);
+	assert_int_equal(net_path_estimate(f.net, &a, 1, NET_FG, 1000) - now, 1000);
+	assert_int_equal(net_path_estimate(f.net, &a, 1, NET_BG, 1000) - now, 2000);
+	assert_int_equal(net_path_estimate(f.net, ab, 2, NET_BG, 1000) - now, 3000);
+	fx_free(&f);
+}
+
 /* Times past INT64_MAX ns saturate to never (net.h): 100 bytes at 1e-8 B/s
  * take 1e19 ns, so the flow gets no completion event (the run ends with it
  * active, where the engine used to overflow), and a flow whose latency would
@@ -796,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_idle_window_pauses_background_while_foreground_busy),
 		cmocka_unit_test(test_idle_window_lets_background_run_under_threshold),
 		cmocka_unit_test(test_idle_window_weighted_reads_foreground_only_fill),
+		cmocka_unit_test(test_estimate_counts_flows_as_they_join_and_leave),
 		cmocka_unit_test(test_finish_past_int64_saturates_to_never),
 		cmocka_unit_test(test_cancel_returns_delivered_bytes_and_frees_capacity),
 		cmocka_unit_test(test_block_copies_pay_per_copy_overhead_as_startup),
