@@ -40,8 +40,14 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 	if (!c->p.resv_tokens_cap)
 		c->p.resv_tokens_cap = (uint64_t)p->kv_blocks * p->block_tokens;
 	c->inst = calloc(p->n_instances, sizeof *c->inst);
-	if (!c->inst)
+	c->kv_hook = calloc(p->n_instances, sizeof *c->kv_hook);
+	if (!c->inst || !c->kv_hook) {
+		free(c->inst);
+		free(c->kv_hook);
+		c->inst = NULL;
+		c->kv_hook = NULL;
 		return KS_ENOMEM;
+	}
 	for (uint32_t i = 0; i < p->n_instances; i++) {
 		sim_inst_t *in = &c->inst[i];
 		in->id = i;
@@ -60,6 +66,8 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 		if (!in->kv || !in->batch.pre_new || !in->batch.pre_ctx || !in->batch.dec_ctx ||
 		    !in->run)
 			return KS_ENOMEM;
+		c->kv_hook[i] = (cl_kv_hook_t){c, i};
+		kv_store_set_on_change(in->kv, cl_on_kv_change, &c->kv_hook[i]);
 	}
 	return ev_engine_type_new(eng, cl_iter_done, c, &c->ev_iter);
 }
@@ -92,6 +100,7 @@ void cluster_free(cluster_t *c)
 	}
 	c->req_pool = NULL;
 	free(c->inst);
+	free(c->kv_hook);
 	memset(c, 0, sizeof *c);
 }
 

@@ -363,6 +363,8 @@ typedef struct sim_inst {
 	 * them (0: no segment), [seg_next] the one in flight; its event. */
 	int64_t *seg_end;
 	uint32_t seg_n, seg_next, seg_cap;
+	uint8_t seg_barred; /* it runs past a cache conversion the store bars:
+			       a change of the store cuts it (cluster_seg.c) */
 	ev_handle_t seg_ev;
 	tok_hist_t seg_gaps;       /* gaps of the segment's silent iterations after its
 				      first, common to its requests, until it ends */
@@ -380,6 +382,7 @@ typedef struct cluster {
 	int err;                   /* first error inside a handler */
 	uint64_t checks;           /* cluster_check calls */
 	uint64_t seg_silent;       /* iterations applied without an event of their own */
+	struct cl_kv_hook *kv_hook; /* per instance: its store's change hook's context */
 	const struct cl_sched_ops *sched; /* p.sched_mode's table (cluster_int.h) */
 	/* Requests are reused: a finished one goes to req_pool (linked by next)
 	 * with its block and gap-histogram buffers, and cluster_enqueue takes from there

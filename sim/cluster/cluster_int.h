@@ -110,6 +110,14 @@ int cl_iter_launch(cluster_t *c, sim_inst_t *in);
 void cl_seg_flush(sim_inst_t *in);
 void cl_seg_sync(cluster_t *c, sim_inst_t *in, int64_t now, int incl);
 int cl_seg_cut(cluster_t *c, sim_inst_t *in);
+/* The context of an instance's store change hook (kv_change_fn), and the
+ * hook: a segment that runs past a barred cache conversion (seg_barred)
+ * ends with the iteration in flight. */
+typedef struct cl_kv_hook {
+	cluster_t *c;
+	uint32_t inst;
+} cl_kv_hook_t;
+int cl_on_kv_change(void *ctx);
 
 /* A scheduler (one entry of CLUSTER_SCHED_LIST, cluster.h): what the shared
  * code asks of it, in its own file. step and defaults are required; a NULL

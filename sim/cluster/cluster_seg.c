@@ -15,16 +15,33 @@
  * bulk token accounting made each planned iteration cheaper. */
 #define SEG_MAX 128u
 
+/* Whether the store bars r's next cache conversion (cache_full_blocks):
+ * its block's id is held here already, as a block of another request that
+ * is not shared (vLLM keeps its own) or not yet READY. Only a change of
+ * the store (kv_change_fn: an id leaving, a block becoming READY) can lift
+ * the bar; until then every iteration's end would try the conversion and
+ * stop at once. */
+static int seg_barred(const cluster_t *c, const sim_inst_t *in, const sim_req_t *r)
+{
+	int st = kv_lookup(in->kv, r->blocks[r->shared_hold]);
+	return st && (!(c->sched->flags & CL_SCHED_F_SHARE_DUP) || st != KV_READY);
+}
+
 /* Iterations, from the one just built, that the decode batch of every
  * running request can run as one segment: the last may complete a request,
  * and, as the scheduler declares (cluster.h CL_SCHED_F_*), be followed by a
  * block allocation (PAGED) or turn a block into a cache block (CACHE_FULL:
  * cache_full_blocks, which reads other requests' blocks); those before it
- * do none of these, so they change nothing outside their requests. */
-static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in)
+ * do none of these, so they change nothing outside their requests. A
+ * conversion the store bars (seg_barred) does not end the segment: *barred
+ * is set, and a change of the store cuts the segment then
+ * (cl_on_kv_change), so that the iteration in flight tries it again at its
+ * end, as it would have without a segment. */
+static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in, uint8_t *barred)
 {
 	uint64_t B = c->p.block_tokens, n = SEG_MAX;
 	unsigned f = c->sched->flags;
+	*barred = 0;
 	for (uint32_t k = 0; k < in->n_run; k++) {
 		const sim_req_t *r = in->run[k];
 		uint64_t ctx = (uint64_t)r->in_len + r->generated; /* iteration 1's context */
@@ -41,7 +58,10 @@ static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in)
 				lim = room - ctx + 1;
 		}
 		if ((f & CL_SCHED_F_CACHE_FULL) && r->priv && r->shared_hold < r->n_ids &&
-		    r->ready == r->shared_hold) {
+		    r->ready == r->shared_hold && seg_barred(c, in, r)) {
+			*barred = 1;
+		} else if ((f & CL_SCHED_F_CACHE_FULL) && r->priv && r->shared_hold < r->n_ids &&
+		           r->ready == r->shared_hold) {
 			/* the end of iteration j caches a block once ctx + j - 1 covers it */
 			uint64_t blk = (uint64_t)(r->shared_hold + 1) * B;
 			uint64_t j = blk > ctx && blk > r->done_tok ? blk - ctx + 1 : 1;
@@ -64,7 +84,7 @@ static int seg_plan(cluster_t *c, sim_inst_t *in, int64_t *end)
 	if (c->p.decode_mode != DECODE_SEGMENT || !(c->sched->flags & CL_SCHED_F_SEGMENTS) ||
 	    in->batch.n_pre || in->batch.n_dec != in->n_run || in->n_wait || in->n_job)
 		return 0;
-	uint32_t n = seg_len(c, in);
+	uint32_t n = seg_len(c, in, &in->seg_barred);
 	if (n < 2)
 		return 0;
 	if (VEC_GROW(in->seg_end, in->seg_cap, n, 16))
@@ -186,6 +206,13 @@ int cl_seg_cut(cluster_t *c, sim_inst_t *in)
 	if (ev_engine_reschedule(c->eng, in->seg_ev, in->seg_end[in->seg_next]))
 		return KS_ERUNTIME;
 	return 0;
+}
+
+int cl_on_kv_change(void *ctx)
+{
+	const cl_kv_hook_t *h = ctx;
+	sim_inst_t *in = &h->c->inst[h->inst];
+	return in->seg_n && in->seg_barred ? cl_seg_cut(h->c, in) : 0;
 }
 
 void cluster_sync(cluster_t *c, uint32_t inst)

@@ -53,6 +53,8 @@ struct kv_store {
 	void *wctx;
 	kv_ready_fn on_ready;
 	void *rctx;
+	kv_change_fn on_change;
+	void *cctx;
 	kv_stats_t st;
 	uint64_t removed; /* ids erased from the map so far (kv_removed) */
 	kv_erased_t *erased; /* the erase log: the k-th erased at k & elog_mask */
@@ -136,6 +138,12 @@ void kv_store_set_on_ready(kv_store_t *s, kv_ready_fn fn, void *ctx)
 {
 	s->on_ready = fn;
 	s->rctx = ctx;
+}
+
+void kv_store_set_on_change(kv_store_t *s, kv_change_fn fn, void *ctx)
+{
+	s->on_change = fn;
+	s->cctx = ctx;
 }
 
 /* ---- map -------------------------------------------------------------- */
@@ -562,7 +570,8 @@ int kv_evict_one(kv_store_t *s, int64_t now)
 	s->free_head = v;
 	s->used_shared--;
 	s->st.evictions++;
-	return rc;
+	int c = s->on_change ? s->on_change(s->cctx) : KS_OK;
+	return rc ? rc : c;
 }
 
 /* Makes room for n blocks; all-or-nothing: KS_EFULL changes nothing, a
@@ -721,7 +730,9 @@ static int ready_slot(kv_store_t *s, uint32_t i, int64_t now)
 		s->n_spec++;
 	if (sl->b.ref == 0)
 		heap_push(s, i, now);
-	int rc = s->on_ready ? s->on_ready(s->rctx, &sl->b, now) : KS_OK;
+	int rc = s->on_change ? s->on_change(s->cctx) : KS_OK;
+	int h = s->on_ready ? s->on_ready(s->rctx, &sl->b, now) : KS_OK;
+	rc = rc ? rc : h;
 	if (sl->b.watched) {
 		sl->b.watched = 0;
 		int r = s->watch ? s->watch(s->wctx, &sl->b, KV_WATCH_READY) : KS_OK;
@@ -824,6 +835,9 @@ int kv_drop_slot(kv_store_t *s, uint32_t i)
 	s->slot[i].next_free = s->free_head;
 	s->free_head = i;
 	s->used_shared--;
+	int c = s->on_change ? s->on_change(s->cctx) : KS_OK;
+	if (c)
+		return c;
 	if (last.watched && s->watch) {
 		last.watched = 0;
 		return s->watch(s->wctx, &last, KV_WATCH_DROP);

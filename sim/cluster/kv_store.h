@@ -65,6 +65,12 @@ typedef int (*kv_watch_fn)(void *ctx, const kv_block_info_t *b, int event);
  * Both return 0 or a negative KS_ error (see the top). */
 typedef int (*kv_ready_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 
+/* An id left the store (evicted or dropped) or a block became READY: the
+ * two changes that can let a cache conversion the store barred go on
+ * (cluster_seg.c). Called after the change, before the other hooks; it
+ * must not change the store. Unset (NULL) by default. */
+typedef int (*kv_change_fn)(void *ctx);
+
 typedef struct kv_store kv_store_t;
 
 /* rc less the store's own answers (KS_EFULL, KS_EEXIST, KS_ESTATE: 0): what
@@ -84,6 +90,7 @@ void kv_store_free(kv_store_t *s);
 void kv_store_set_policy(kv_store_t *s, kv_prio_fn prio, kv_evict_fn on_evict, void *ctx);
 void kv_store_set_watch(kv_store_t *s, kv_watch_fn fn, void *ctx);
 void kv_store_set_on_ready(kv_store_t *s, kv_ready_fn fn, void *ctx);
+void kv_store_set_on_change(kv_store_t *s, kv_change_fn fn, void *ctx);
 
 uint32_t kv_capacity(const kv_store_t *s);
 uint32_t kv_used(const kv_store_t *s);          /* shared + private blocks */

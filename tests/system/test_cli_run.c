@@ -106,13 +106,13 @@ static char *run_on_pty(const char *kvsim, const char *const *args, int *status)
 	return buf;
 }
 
-/* A run long enough to be redrawn (about a second here: 20000 simulated
- * seconds of the default traffic). */
+/* A run long enough to be redrawn (two to three seconds here: 60000
+ * simulated seconds of the default traffic). */
 static void test_long_run_draws_progress_on_a_terminal(void **st)
 {
 	(void)st;
 	const char *kvsim = cli_kvsim_or_skip();
-	const char *args[] = {"run", "--set", "trace.duration_s=20000", NULL};
+	const char *args[] = {"run", "--set", "trace.duration_s=60000", NULL};
 	int status;
 	char *out = run_on_pty(kvsim, args, &status);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -263,7 +263,7 @@ static void test_progress_reports_leave_results_unchanged(void **st)
 	(void)st;
 	cfg_t *c = NULL;
 	err_t e = {0};
-	const char *sets[] = {"trace.duration_s=120"};
+	const char *sets[] = {"trace.duration_s=600"}; /* ticks every 8,192 events */
 	assert_int_equal(cli_load_config(NULL, sets, 1, &c, &e), 0);
 	sim_results_t a, b;
 	int n = 0;

@@ -389,6 +389,91 @@ static void test_segment_ends_where_a_block_is_allocated(void **st)
 	assert_true(ran >= 2); /* vllm and sglang */
 }
 
+/* A cache conversion the store bars does not end a segment (cluster_seg.c
+ * seg_barred). Under vllm with 64-token blocks: A (64 in, 160 out, prompt
+ * block 100, its first output block to be 101) and B (128 in, 10 out,
+ * blocks 100 and 101, as a later turn of A's session would have) arrive
+ * together; B waits for A's block 100, then computes 101 itself. When A's
+ * context covers its own 101, the store already holds B's, so A's
+ * conversion is barred (vllm keeps its own copy), and stays barred while
+ * B's copy is cached: A decodes in segments where each of its iterations
+ * used to be an event. At evict_t every evictable block is evicted (B's,
+ * once B is done): the store's change cuts A's segment, and the iteration
+ * in flight converts A's block at its end, as step mode does; a segment
+ * that ran on would convert it later. */
+typedef struct barred {
+	toy_t t;
+	uint32_t ev;
+} barred_t;
+
+static int barred_evict(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
+{
+	(void)ev;
+	barred_t *b = ctx;
+	kv_store_t *kv = b->t.cl.inst[0].kv;
+	int rc = 0;
+	while (!rc && kv_evictable(kv))
+		rc = kv_evict_one(kv, ev_engine_now(eng));
+	return rc;
+}
+
+static void barred_run(barred_t *b, int decode, int64_t evict_t)
+{
+	static const uint64_t ids[2] = {100, 101};
+	cluster_params_t p = toy_params(SCHED_VLLM);
+	p.decode_mode = decode;
+	p.block_tokens = 64;
+	toy_start(&b->t, &p);
+	assert_int_equal(ev_engine_type_new(b->t.eng, barred_evict, b, &b->ev), 0);
+	if (evict_t >= 0)
+		assert_true(ev_engine_at(b->t.eng, evict_t, b->ev, 0, 0) != EV_NONE);
+	sim_req_t *a;
+	assert_int_equal(cluster_enqueue(&b->t.cl, 0, 1, 64, 160, ids, 1, &a), 0);
+	assert_int_equal(cluster_req_output_ids(&b->t.cl, a, ids + 1, 1), 0);
+	assert_int_equal(cluster_kick(&b->t.cl, 0), 0);
+	assert_int_equal(cluster_submit(&b->t.cl, 0, 2, 128, 10, ids, 2), 0);
+	assert_int_equal(ev_engine_run(b->t.eng, INT64_MAX), 0);
+	assert_int_equal(b->t.res.n_req, 2);
+}
+
+static void test_segment_runs_past_a_barred_conversion_until_the_store_changes(void **st)
+{
+	(void)st;
+	barred_t step, seg;
+	/* no eviction: A's block is never converted; B's stays */
+	barred_run(&step, DECODE_STEP, -1);
+	barred_run(&seg, DECODE_SEGMENT, -1);
+	rows_equal(&step.t.res, &seg.t.res, 0);
+	const res_request_t *a = sf_request(step.t.res.req, step.t.res.n_req, 1);
+	const res_request_t *b = sf_request(step.t.res.req, step.t.res.n_req, 2);
+	int64_t made = kv_info(step.t.cl.inst[0].kv, 101)->created;
+	assert_true(made <= b->arrival_ns + b->ttft_ns); /* B's */
+	assert_int_equal(kv_info(seg.t.cl.inst[0].kv, 101)->created, made);
+	/* A's last 96 decode steps, after B's end, were 96 events; now a few */
+	printf("barred: events step %" PRIu64 ", segment %" PRIu64 "\n",
+	       ev_engine_events(step.t.eng), ev_engine_events(seg.t.eng));
+	assert_true(4 * ev_engine_events(seg.t.eng) < ev_engine_events(step.t.eng));
+	/* evicted between two of A's step ends (100 ns each, alone), once B is
+	 * done: its block is converted at the next one */
+	int64_t b_end = b->arrival_ns + b->e2e_ns, a_end = a->arrival_ns + a->e2e_ns;
+	int64_t evict_t = a_end - 50 * 100 - 50;
+	assert_true(evict_t > b_end);
+	toy_free(&step.t);
+	toy_free(&seg.t);
+	barred_run(&step, DECODE_STEP, evict_t);
+	barred_run(&seg, DECODE_SEGMENT, evict_t);
+	rows_equal(&step.t.res, &seg.t.res, 0);
+	const kv_block_info_t *x = kv_info(step.t.cl.inst[0].kv, 101);
+	const kv_block_info_t *y = kv_info(seg.t.cl.inst[0].kv, 101);
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(x->created, evict_t + 50); /* A's, at once */
+	assert_int_equal(y->created, x->created);
+	assert_true(seg.t.cl.seg_silent > 0);
+	toy_free(&step.t);
+	toy_free(&seg.t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +481,7 @@ int main(void)
 	    cmocka_unit_test(test_segment_arrival_at_a_step_end_is_dispatched_first),
 	    cmocka_unit_test(test_segment_cut_by_a_job_mid_way),
 	    cmocka_unit_test(test_segment_ends_where_a_block_is_allocated),
+	    cmocka_unit_test(test_segment_runs_past_a_barred_conversion_until_the_store_changes),
 	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_vllm),
 	    cmocka_unit_test(test_segment_runs_equal_step_runs_under_sglang),
 	};
