@@ -58,14 +58,15 @@ static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in, uint8_t *barre
 				lim = room - ctx + 1;
 		}
 		if ((f & CL_SCHED_F_CACHE_FULL) && r->priv && r->shared_hold < r->n_ids &&
-		    r->ready == r->shared_hold && seg_barred(c, in, r)) {
-			*barred = 1;
-		} else if ((f & CL_SCHED_F_CACHE_FULL) && r->priv && r->shared_hold < r->n_ids &&
-		           r->ready == r->shared_hold) {
-			/* the end of iteration j caches a block once ctx + j - 1 covers it */
+		    r->ready == r->shared_hold) {
+			/* the end of iteration j caches a block once ctx + j - 1 covers it;
+			 * the store is asked about a bar only when that is the first
+			 * (a later one ends the segment there, and is asked then) */
 			uint64_t blk = (uint64_t)(r->shared_hold + 1) * B;
 			uint64_t j = blk > ctx && blk > r->done_tok ? blk - ctx + 1 : 1;
-			if (j < lim)
+			if (j < lim && j == 1 && seg_barred(c, in, r))
+				*barred = 1;
+			else if (j < lim)
 				lim = j;
 		}
 		if (lim < n)
