@@ -1517,6 +1517,10 @@ static void test_point_inputs_digest_comes_from_the_trace_digest_cache(void **st
 	snprintf(trace, sizeof trace, "%s/old_trace.jsonl", tmpdir);
 	snprintf(cache, sizeof cache, "%s/trace-sha256", dir);
 	assert_int_equal(mkdir(dir, 0700), 0);
+	const char *was = getenv("KVSIM_CACHE_DIR");
+	char before[4096] = "";
+	if (was)
+		snprintf(before, sizeof before, "%s", was);
 	setenv("KVSIM_CACHE_DIR", dir, 1);
 	tmp_write_at(trace, "{\"timestamp\": 0}\n", 1600000000); /* not racy: cached */
 	tr_sha256_cache_reset();
@@ -1547,7 +1551,10 @@ static void test_point_inputs_digest_comes_from_the_trace_digest_cache(void **st
 	memset(forged, 'a', 64);
 	forged[64] = 0;
 	assert_non_null(strstr(t2, forged));
-	unsetenv("KVSIM_CACHE_DIR");
+	if (was) /* the tests' own cache again (tests/README.md) */
+		setenv("KVSIM_CACHE_DIR", before, 1);
+	else
+		unsetenv("KVSIM_CACHE_DIR");
 	tr_sha256_cache_reset();
 	free(t1);
 	free(t2);
