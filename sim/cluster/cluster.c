@@ -61,8 +61,8 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 		in->batch.pre_new = calloc(in->batch_cap, sizeof(uint32_t));
 		in->batch.pre_ctx = calloc(in->batch_cap, sizeof(uint32_t));
 		in->batch.dec_ctx = calloc(in->batch_cap, sizeof(uint32_t));
-		in->cap_run = p->max_num_seqs;
-		in->run = calloc(in->cap_run, sizeof *in->run);
+		in->cap_run = CL_RUN_INLINE;
+		in->run = in->run_inl;
 		if (!in->kv || !in->batch.pre_new || !in->batch.pre_ctx || !in->batch.dec_ctx ||
 		    !in->run)
 			return KS_ENOMEM;
@@ -88,7 +88,8 @@ void cluster_free(cluster_t *c)
 		free(in->batch.pre_new);
 		free(in->batch.pre_ctx);
 		free(in->batch.dec_ctx);
-		free(in->run);
+		if (in->run != in->run_inl)
+			free(in->run);
 		free(in->job_id);
 		free(in->job_ns);
 		free(in->seg_end);

@@ -330,6 +330,10 @@ typedef struct sim_req {
 	struct sim_req *next;      /* waiting queue link */
 } sim_req_t;
 
+/* Running requests an instance keeps in its own lines (own choice: a
+ * cache line of pointers; more move the list to the heap). */
+#define CL_RUN_INLINE 8
+
 typedef struct sim_inst {
 	uint32_t id;
 	uint8_t role;              /* CL_ROLE_* */
@@ -337,7 +341,8 @@ typedef struct sim_inst {
 	kv_store_t *kv;
 	sim_req_t *wait_head, *wait_tail;
 	uint32_t n_wait;
-	sim_req_t **run;           /* running requests in admission order */
+	sim_req_t **run;           /* running requests in admission order: run_inl
+				      until more run (cl_run_push) */
 	uint32_t n_run, cap_run;
 	int busy;
 	int64_t iter_start;
@@ -368,6 +373,10 @@ typedef struct sim_inst {
 	ev_handle_t seg_ev;
 	tok_hist_t seg_gaps;       /* gaps of the segment's silent iterations after its
 				      first, common to its requests, until it ends */
+	/* the first CL_RUN_INLINE running requests, in the instance's own
+	 * lines: an iteration's end reaches its batch without first missing
+	 * on a separate array (cl_iter_done prefetches the instance whole) */
+	sim_req_t *run_inl[CL_RUN_INLINE];
 } sim_inst_t;
 
 typedef struct cluster {

@@ -4,6 +4,7 @@
  * and waiting requests. */
 #include "sim/cluster/cluster_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/base/err.h"
@@ -228,6 +229,24 @@ static int admit(cluster_t *c, sim_inst_t *in, sim_req_t *r, const double *resv)
 	return rc < 0 ? rc : ADMIT_OK;
 }
 
+int cl_run_room(sim_inst_t *in, uint32_t most)
+{
+	if (in->n_run < in->cap_run)
+		return 0;
+	size_t cap = 2 * (size_t)in->cap_run;
+	if (cap > most) /* no more than the sequence cap (cluster_bytes counts it) */
+		cap = most > in->n_run ? most : (size_t)in->n_run + 1;
+	sim_req_t **run = cap > UINT32_MAX ? NULL : malloc(cap * sizeof *run);
+	if (!run)
+		return KS_ENOMEM;
+	memcpy(run, in->run, in->n_run * sizeof *run);
+	if (in->run != in->run_inl)
+		free(in->run);
+	in->run = run;
+	in->cap_run = (uint32_t)cap;
+	return 0;
+}
+
 void cl_run_remove(sim_inst_t *in, uint32_t k)
 {
 	memmove(&in->run[k], &in->run[k + 1], (in->n_run - k - 1) * sizeof *in->run);
@@ -312,6 +331,8 @@ int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *res
 		sim_req_t *next = r->next;
 		if (in->n_run >= c->p.max_num_seqs)
 			return 1;
+		if (cl_run_room(in, c->p.max_num_seqs))
+			return KS_ENOMEM;
 		if (!c->p.chunked_prefill && *budget < c->p.max_batched_tokens &&
 		    r->in_len + r->generated > *budget + (uint64_t)r->n_blocks * c->p.block_tokens)
 			break; /* cannot fit whole even with a full hit: next iteration */
@@ -326,7 +347,7 @@ int cl_admit_waiting(cluster_t *c, sim_inst_t *in, uint32_t *budget, double *res
 			continue;
 		}
 		cl_wait_unlink(in, prev, r, ev_engine_now(c->eng));
-		in->run[in->n_run++] = r;
+		in->run[in->n_run++] = r; /* room made before admit */
 		in->decode_tokens += decode_share(r);
 		if (r->done_tok >= r->target) { /* landed KV (admit_landed): decodes now */
 			cl_batch_add_decode(in, r);

@@ -110,6 +110,8 @@ static int btb_admit_ready(cluster_t *c, sim_inst_t *in)
 	int rc;
 	while ((r = in->wait_head) && in->n_run < c->p.max_num_seqs &&
 	       in->resv_tokens + r->in_len + r->out_len <= c->p.resv_tokens_cap) {
+		if (cl_run_room(in, c->p.max_num_seqs))
+			return KS_ENOMEM;
 		cl_wait_unlink(in, NULL, r, ev_engine_now(c->eng));
 		in->run[in->n_run++] = r;
 		in->resv_tokens += (uint64_t)r->in_len + r->out_len;

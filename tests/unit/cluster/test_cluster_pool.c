@@ -61,6 +61,38 @@ static void test_concurrent_requests_allocate_their_peak(void **st)
 	toy_free(&t);
 }
 
+/* An instance keeps its first CL_RUN_INLINE running requests in its own
+ * lines and moves the list to the heap past them, up to the sequence cap:
+ * with a cap of 20, 21 requests at once run 20 together and the 21st
+ * waits, under every scheduler; the list never holds more room
+ * than the cap (cluster_bytes counts that much). */
+static void test_running_list_outgrows_the_instance_up_to_the_cap(void **st)
+{
+	(void)st;
+	for (int mode = 0; mode < SCHED_N; mode++) {
+		toy_t t;
+		cluster_params_t p = toy_params(mode);
+		p.kv_blocks = 1000;
+		p.max_num_seqs = 20;
+		p.resv_tokens_cap = 1000000;
+		toy_start(&t, &p);
+		for (uint64_t id = 0; id < 21; id++) {
+			uint64_t b[4] = {id * 16 + 1, id * 16 + 2, id * 16 + 3, id * 16 + 4};
+			assert_int_equal(cluster_submit(&t.cl, 0, id, 16, 5, b, 4), 0);
+		}
+		/* the first request's 16-token prefill ends at 16 us; the next
+		 * iteration takes the other 19 beside it */
+		assert_int_equal(ev_engine_run(t.eng, 16001), 0);
+		assert_int_equal(t.cl.inst[0].n_run, 20);
+		assert_int_equal(t.cl.inst[0].n_wait, 1);
+		assert_int_equal(ev_engine_run(t.eng, INT64_MAX), 0);
+		assert_int_equal(t.res.n_req, 21);
+		assert_true(t.cl.inst[0].cap_run >= 20 && t.cl.inst[0].cap_run <= 20);
+		assert_true(t.cl.inst[0].run != t.cl.inst[0].run_inl);
+		toy_free(&t);
+	}
+}
+
 /* A reused request (long output first, then a short one) records what a
  * fresh cluster records for the short one: no gap, block or counter of the
  * earlier request leaks into it. */
@@ -119,5 +151,6 @@ static void test_output_ids_keep_the_reused_buffer_in_bounds(void **st)
 
 TEST_MAIN(cmocka_unit_test(test_sequential_requests_reuse_one_allocation),
           cmocka_unit_test(test_concurrent_requests_allocate_their_peak),
+	    cmocka_unit_test(test_running_list_outgrows_the_instance_up_to_the_cap),
           cmocka_unit_test(test_reused_request_starts_clean),
           cmocka_unit_test(test_output_ids_keep_the_reused_buffer_in_bounds))
