@@ -57,14 +57,12 @@ int cluster_init(cluster_t *c, const cluster_params_t *p, ev_engine_t *eng)
 		in->cost_ctx = p->inst_cost_ctx ? p->inst_cost_ctx[i] : p->cost_ctx;
 		in->kv = kv_store_new(p->inst_kv_blocks ? p->inst_kv_blocks[i] : p->kv_blocks);
 		in->new_token_ratio = sg_init_ratio(c);
-		in->batch_cap = p->max_num_seqs;
-		in->batch.pre_new = calloc(in->batch_cap, sizeof(uint32_t));
-		in->batch.pre_ctx = calloc(in->batch_cap, sizeof(uint32_t));
-		in->batch.dec_ctx = calloc(in->batch_cap, sizeof(uint32_t));
+		in->batch.pre_new = in->bat_inl[0];
+		in->batch.pre_ctx = in->bat_inl[1];
+		in->batch.dec_ctx = in->bat_inl[2];
 		in->cap_run = CL_RUN_INLINE;
 		in->run = in->run_inl;
-		if (!in->kv || !in->batch.pre_new || !in->batch.pre_ctx || !in->batch.dec_ctx ||
-		    !in->run)
+		if (!in->kv)
 			return KS_ENOMEM;
 		c->kv_hook[i] = (cl_kv_hook_t){c, i};
 		kv_store_set_on_change(in->kv, cl_on_kv_change, &c->kv_hook[i]);
@@ -85,11 +83,10 @@ void cluster_free(cluster_t *c)
 		for (uint32_t k = 0; k < in->n_run; k++)
 			cl_req_destroy(in->run[k]);
 		kv_store_free(in->kv);
-		free(in->batch.pre_new);
-		free(in->batch.pre_ctx);
-		free(in->batch.dec_ctx);
-		if (in->run != in->run_inl)
+		if (in->run != in->run_inl) { /* the batch's arrays moved with it */
 			free(in->run);
+			free(in->batch.pre_new);
+		}
 		free(in->job_id);
 		free(in->job_ns);
 		free(in->seg_end);

@@ -353,8 +353,8 @@ typedef struct sim_inst {
 	double wait_area;          /* integral of n_wait over time, request*ns */
 	int64_t busy_ns;
 	uint64_t iterations;
-	sim_batch_t batch;
-	uint32_t batch_cap;
+	sim_batch_t batch;         /* its arrays hold cap_run entries (bat_inl, then the
+				      heap with the running list: cl_run_room) */
 	uint64_t resv_tokens;      /* SCHED_BTB: tokens reserved by running requests */
 	double new_token_ratio;    /* SCHED_SGLANG: share of remaining output reserved */
 	int batch_full;            /* SCHED_SGLANG: admission failed; no prefill until the
@@ -377,6 +377,7 @@ typedef struct sim_inst {
 	 * lines: an iteration's end reaches its batch without first missing
 	 * on a separate array (cl_iter_done prefetches the instance whole) */
 	sim_req_t *run_inl[CL_RUN_INLINE];
+	uint32_t bat_inl[3][CL_RUN_INLINE]; /* the batch's pre_new, pre_ctx, dec_ctx */
 } sim_inst_t;
 
 typedef struct cluster {

@@ -237,12 +237,23 @@ int cl_run_room(sim_inst_t *in, uint32_t most)
 	if (cap > most) /* no more than the sequence cap (cluster_bytes counts it) */
 		cap = most > in->n_run ? most : (size_t)in->n_run + 1;
 	sim_req_t **run = cap > UINT32_MAX ? NULL : malloc(cap * sizeof *run);
-	if (!run)
+	uint32_t *bat = run ? malloc(3 * cap * sizeof *bat) : NULL; /* the batch's three */
+	if (!bat) {
+		free(run);
 		return KS_ENOMEM;
+	}
 	memcpy(run, in->run, in->n_run * sizeof *run);
-	if (in->run != in->run_inl)
+	memcpy(bat, in->batch.pre_new, in->batch.n_pre * sizeof *bat);
+	memcpy(bat + cap, in->batch.pre_ctx, in->batch.n_pre * sizeof *bat);
+	memcpy(bat + 2 * cap, in->batch.dec_ctx, in->batch.n_dec * sizeof *bat);
+	if (in->run != in->run_inl) {
 		free(in->run);
+		free(in->batch.pre_new);
+	}
 	in->run = run;
+	in->batch.pre_new = bat;
+	in->batch.pre_ctx = bat + cap;
+	in->batch.dec_ctx = bat + 2 * cap;
 	in->cap_run = (uint32_t)cap;
 	return 0;
 }

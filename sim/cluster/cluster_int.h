@@ -99,8 +99,9 @@ int cl_ref_prefix(cluster_t *c, sim_inst_t *in, const uint64_t *ids, const uint3
 		  uint32_t m, int64_t now, uint32_t *spec);
 void cl_run_remove(sim_inst_t *in, uint32_t k);
 /* Room for one more running request: past CL_RUN_INLINE the list moves
- * to the heap, doubling up to most (the sequence cap). 0 or KS_ENOMEM
- * (nothing changed). */
+ * to the heap, doubling up to most (the sequence cap), and the batch's
+ * arrays with it (a batch holds each running request at most once). 0 or
+ * KS_ENOMEM (nothing changed). */
 int cl_run_room(sim_inst_t *in, uint32_t most);
 int cl_preempt_at(cluster_t *c, sim_inst_t *in, uint32_t k, int front);
 void cl_batch_add_prefill(sim_inst_t *in, sim_req_t *r, uint32_t chunk);
