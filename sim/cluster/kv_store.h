@@ -67,8 +67,9 @@ typedef int (*kv_ready_fn)(void *ctx, const kv_block_info_t *b, int64_t now);
 
 /* An id left the store (evicted or dropped) or a block became READY: the
  * two changes that can let a cache conversion the store barred go on
- * (cluster_seg.c). Called after the change, before the other hooks; it
- * must not change the store. Unset (NULL) by default. */
+ * (cluster_seg.c). Called after the change (after the kv_evict_fn of an
+ * eviction, before a kv_ready_fn or kv_watch_fn); it must not change the
+ * store. Unset (NULL) by default. */
 typedef int (*kv_change_fn)(void *ctx);
 
 typedef struct kv_store kv_store_t;
