@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "sim/base/err.h"
 #include "sim/cluster/kv_store.h"
 
 /* Every refusal is one of the shared negative codes of sim/base/err.h, so a
@@ -541,6 +542,49 @@ static void test_kept_names_the_blocks_erased_since(void **st)
 	kv_store_free(s);
 }
 
+/* The change hook (kv_store_set_on_change) runs once per id that leaves
+ * (an eviction, a drop) and per block that becomes READY (computed, or a
+ * copy landed), and for nothing else: not an allocation, a reference, an
+ * unreference or a refusal; its error comes back from the call. */
+static int changes, change_rc;
+
+static int count_change(void *ctx)
+{
+	(void)ctx;
+	changes++;
+	return change_rc;
+}
+
+static void test_change_hook_reports_leaving_ids_and_ready_blocks(void **st)
+{
+	(void)st;
+	kv_store_t *s = kv_store_new(2);
+	kv_store_set_on_change(s, count_change, NULL);
+	changes = change_rc = 0;
+	assert_int_equal(kv_alloc(s, 1, 0, KV_COMPUTING, 1, 0, 0), KS_OK);
+	assert_int_equal(kv_alloc(s, 2, 0, KV_INFLIGHT, 0, 0, 0), KS_OK);
+	assert_int_equal(changes, 0);
+	assert_int_equal(kv_ready(s, 1, 1), KS_OK); /* computed */
+	assert_int_equal(changes, 1);
+	assert_int_equal(kv_ready(s, 1, 1), KS_ESTATE); /* refused: no change */
+	assert_int_equal(changes, 1);
+	assert_int_equal(kv_drop(s, 2), KS_OK); /* a copy that never landed */
+	assert_int_equal(changes, 2);
+	assert_int_equal(kv_unref(s, 1, 2), KS_OK);
+	assert_int_equal(kv_ref(s, 1, 3, NULL), KS_OK);
+	assert_int_equal(kv_unref(s, 1, 4), KS_OK);
+	assert_int_equal(changes, 2);
+	assert_int_equal(kv_alloc(s, 3, 0, KV_INFLIGHT, 0, 0, 5), KS_OK);
+	assert_int_equal(kv_alloc(s, 4, 0, KV_COMPUTING, 1, 0, 5), KS_OK); /* evicts 1 */
+	assert_int_equal(kv_lookup(s, 1), 0);
+	assert_int_equal(changes, 3);
+	change_rc = KS_ERUNTIME;
+	assert_int_equal(kv_ready(s, 3, 6), KS_ERUNTIME); /* landed; the hook's error */
+	assert_int_equal(kv_lookup(s, 3), KV_READY);
+	assert_int_equal(changes, 4);
+	kv_store_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -555,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_speculative_flag_cleared_on_use),
 		cmocka_unit_test(test_drop_inflight_block),
 		cmocka_unit_test(test_watch_reports_ready_and_drop_once),
+		cmocka_unit_test(test_change_hook_reports_leaving_ids_and_ready_blocks),
 	    cmocka_unit_test(test_hook_errors_come_back_from_the_call),
 		cmocka_unit_test(test_random_operations_stay_consistent),
 		cmocka_unit_test(test_slot_calls_equal_id_calls),
