@@ -443,7 +443,7 @@ def capacity(out):
             if fp not in val or tuned(k) > tuned(chosen[fp]):
                 val[fp], chosen[fp] = allv[k], k
         base = {k: v for k, v in val.items() if k[0] == "none"}
-        best = max(base, key=lambda k: np.mean([base[k][r] for r in tune if r in base[k]]))
+        best = max(base, key=lambda k: tuned(chosen[k]))
         for k, v in sorted(val.items()):
             if k[0] == "none":
                 continue

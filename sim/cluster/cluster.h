@@ -342,7 +342,7 @@ typedef struct sim_inst {
 	sim_req_t *wait_head, *wait_tail;
 	uint32_t n_wait;
 	sim_req_t **run;           /* running requests in admission order: run_inl
-				      until more run (cl_run_push) */
+				      until more run (cl_run_room) */
 	uint32_t n_run, cap_run;
 	int busy;
 	int64_t iter_start;

@@ -64,10 +64,12 @@ static uint32_t seg_len(const cluster_t *c, const sim_inst_t *in, uint8_t *barre
 			 * (a later one ends the segment there, and is asked then) */
 			uint64_t blk = (uint64_t)(r->shared_hold + 1) * B;
 			uint64_t j = blk > ctx && blk > r->done_tok ? blk - ctx + 1 : 1;
-			if (j < lim && j == 1 && seg_barred(c, in, r))
-				*barred = 1;
-			else if (j < lim)
-				lim = j;
+			if (j < lim) {
+				if (j == 1 && seg_barred(c, in, r))
+					*barred = 1;
+				else
+					lim = j;
+			}
 		}
 		if (lim < n)
 			n = lim;

@@ -835,14 +835,13 @@ int kv_drop_slot(kv_store_t *s, uint32_t i)
 	s->slot[i].next_free = s->free_head;
 	s->free_head = i;
 	s->used_shared--;
-	int c = s->on_change ? s->on_change(s->cctx) : KS_OK;
-	if (c)
-		return c;
+	int rc = s->on_change ? s->on_change(s->cctx) : KS_OK;
 	if (last.watched && s->watch) {
 		last.watched = 0;
-		return s->watch(s->wctx, &last, KV_WATCH_DROP);
+		int w = s->watch(s->wctx, &last, KV_WATCH_DROP);
+		rc = rc ? rc : w;
 	}
-	return KS_OK;
+	return rc;
 }
 
 uint64_t kv_slot_id(const kv_store_t *s, uint32_t i)

@@ -400,16 +400,12 @@ static void test_segment_ends_where_a_block_is_allocated(void **st)
  * used to be an event. At evict_t every evictable block is evicted (B's,
  * once B is done): the store's change cuts A's segment, and the iteration
  * in flight converts A's block at its end, as step mode does; a segment
- * that ran on would convert it later. */
-typedef struct barred {
-	toy_t t;
-	uint32_t ev;
-} barred_t;
-
+ * that ran on would convert it later (the hand case's toy, its late event
+ * the eviction). */
 static int barred_evict(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 {
 	(void)ev;
-	barred_t *b = ctx;
+	hand_t *b = ctx;
 	kv_store_t *kv = b->t.cl.inst[0].kv;
 	int rc = 0;
 	while (!rc && kv_evictable(kv))
@@ -417,16 +413,16 @@ static int barred_evict(void *ctx, ev_engine_t *eng, const ev_event_t *ev)
 	return rc;
 }
 
-static void barred_run(barred_t *b, int decode, int64_t evict_t)
+static void barred_run(hand_t *b, int decode, int64_t evict_t)
 {
 	static const uint64_t ids[2] = {100, 101};
 	cluster_params_t p = toy_params(SCHED_VLLM);
 	p.decode_mode = decode;
 	p.block_tokens = 64;
 	toy_start(&b->t, &p);
-	assert_int_equal(ev_engine_type_new(b->t.eng, barred_evict, b, &b->ev), 0);
+	assert_int_equal(ev_engine_type_new(b->t.eng, barred_evict, b, &b->ev_late), 0);
 	if (evict_t >= 0)
-		assert_true(ev_engine_at(b->t.eng, evict_t, b->ev, 0, 0) != EV_NONE);
+		assert_true(ev_engine_at(b->t.eng, evict_t, b->ev_late, 0, 0) != EV_NONE);
 	sim_req_t *a;
 	assert_int_equal(cluster_enqueue(&b->t.cl, 0, 1, 64, 160, ids, 1, &a), 0);
 	assert_int_equal(cluster_req_output_ids(&b->t.cl, a, ids + 1, 1), 0);
@@ -439,7 +435,7 @@ static void barred_run(barred_t *b, int decode, int64_t evict_t)
 static void test_segment_runs_past_a_barred_conversion_until_the_store_changes(void **st)
 {
 	(void)st;
-	barred_t step, seg;
+	hand_t step, seg;
 	/* no eviction: A's block is never converted; B's stays */
 	barred_run(&step, DECODE_STEP, -1);
 	barred_run(&seg, DECODE_SEGMENT, -1);
